@@ -1,0 +1,318 @@
+//! Verification: a walk of the whole log that recomputes every header hash, payload hash and
+//! `prev` link, checks positions are gapless and stream versions count up from 0, and checks
+//! the head, the stream index and the idempotency index against the records.
+//!
+//! The walk stops at the first problem and names its position: after one bad record nothing
+//! later can be trusted.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use redb::ReadableTableMetadata;
+
+use crate::error::Result;
+use crate::hash::Digest;
+use crate::log::Head;
+use crate::log::read::Snapshot;
+use crate::record::segment::{Segment, SegmentError};
+use crate::record::{Position, Record, RecordError, StreamVersion, content_hash, decode_stored};
+
+/// What verification found wrong, or what made a read refuse a record.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Problem {
+    /// The stored record fails its own checks (decoding, header hash, payload hash, position).
+    #[error("{0}")]
+    Record(RecordError),
+    /// The segment holding the record is malformed.
+    #[error("malformed segment: {0}")]
+    Segment(SegmentError),
+    /// A position below the head with no record.
+    #[error("no record is stored at this position")]
+    Missing,
+    /// Segments that leave a gap or overlap.
+    #[error("expected the segment starting at position {expected}, found one starting at {found}")]
+    Gap {
+        /// The position the next segment should start at.
+        expected: Position,
+        /// Where it starts.
+        found: Position,
+    },
+    /// A `prev` that is not the hash of the record before.
+    #[error("prev is {found}, but the record before hashes to {expected}")]
+    Prev {
+        /// The hash of the record before.
+        expected: Digest,
+        /// The `prev` stored.
+        found: Digest,
+    },
+    /// A stream version out of sequence.
+    #[error("stream {stream:?} expects version {expected} here, the record has version {found}")]
+    StreamVersion {
+        /// The stream.
+        stream: String,
+        /// The version it should have.
+        expected: StreamVersion,
+        /// The version it has.
+        found: StreamVersion,
+    },
+    /// The stored head differs from the records.
+    #[error("the stored head is {stored_next} / {stored_hash}, the records end at {next} / {hash}")]
+    Head {
+        /// Next position stored.
+        stored_next: Position,
+        /// Head hash stored.
+        stored_hash: Digest,
+        /// Next position of the records.
+        next: Position,
+        /// Hash of the last record.
+        hash: Digest,
+    },
+    /// The stream index disagrees with the records.
+    #[error("stream index of {stream:?}: {detail}")]
+    StreamIndex {
+        /// The stream.
+        stream: String,
+        /// How it disagrees.
+        detail: String,
+    },
+    /// The idempotency index disagrees with the records.
+    #[error("idempotency index: {detail}")]
+    Idempotency {
+        /// How it disagrees.
+        detail: String,
+    },
+}
+
+/// Where verification found a problem.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// The first position concerned; for index problems, the head.
+    pub position: Position,
+    /// What is wrong.
+    pub problem: Problem,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "position {}: {}", self.position, self.problem)
+    }
+}
+
+/// The outcome of [`verify`]: what was checked and the first problem, if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Records checked (all of them when sound; those before the problem otherwise).
+    pub records: u64,
+    /// Streams seen.
+    pub streams: u64,
+    /// The head as the records give it (as far as they were checked).
+    pub head: Head,
+    /// The first problem found; `None` when the log is sound.
+    pub problem: Option<Finding>,
+}
+
+impl VerifyReport {
+    /// Whether the log is sound.
+    pub fn is_sound(&self) -> bool {
+        self.problem.is_none()
+    }
+}
+
+struct Walk {
+    next: Position,
+    prev: Digest,
+    versions: HashMap<String, u64>,
+    keyed: u64,
+}
+
+impl Walk {
+    fn report(self, problem: Option<Finding>) -> VerifyReport {
+        VerifyReport {
+            records: self.next.0,
+            streams: self.versions.len() as u64,
+            head: Head {
+                next: self.next,
+                hash: self.prev,
+            },
+            problem,
+        }
+    }
+}
+
+/// Walks the whole log in `snapshot` and reports the first problem. Errors are for failures
+/// to read at all (I/O, redb); problems in what is read are findings in the report.
+pub fn verify(snapshot: &Snapshot) -> Result<VerifyReport> {
+    let mut walk = Walk {
+        next: Position(0),
+        prev: Digest::ZERO,
+        versions: HashMap::new(),
+        keyed: 0,
+    };
+    let finding = |position, problem| Some(Finding { position, problem });
+    for entry in snapshot.segments.range(0..)? {
+        let (first, bytes) = entry?;
+        let first = Position(first.value());
+        if first != walk.next {
+            let expected = walk.next;
+            return Ok(walk.report(finding(
+                expected,
+                Problem::Gap {
+                    expected,
+                    found: first,
+                },
+            )));
+        }
+        let segment = match Segment::parse(bytes.value()) {
+            Ok(segment) => segment,
+            Err(error) => return Ok(walk.report(finding(first, Problem::Segment(error)))),
+        };
+        for index in 0..segment.count() {
+            let position = Position(first.0 + u64::from(index));
+            let bytes = segment.record(index).expect("index below count");
+            let record = match decode_stored(bytes, position) {
+                Ok(record) => record,
+                Err(error) => return Ok(walk.report(finding(position, Problem::Record(error)))),
+            };
+            if record.prev != walk.prev {
+                let problem = Problem::Prev {
+                    expected: walk.prev,
+                    found: record.prev,
+                };
+                return Ok(walk.report(finding(position, problem)));
+            }
+            let expected = walk.versions.get(&record.stream).copied().unwrap_or(0);
+            if record.version.0 != expected {
+                let problem = Problem::StreamVersion {
+                    stream: record.stream,
+                    expected: StreamVersion(expected),
+                    found: record.version,
+                };
+                return Ok(walk.report(finding(position, problem)));
+            }
+            if let Some(key) = record.idempotency_key.as_deref() {
+                walk.keyed += 1;
+                if let Some(problem) = check_key(snapshot, key, position, &record)? {
+                    return Ok(walk.report(finding(position, problem)));
+                }
+            }
+            walk.versions.insert(record.stream, expected + 1);
+            walk.next = Position(position.0 + 1);
+            walk.prev = record.hash;
+        }
+    }
+    let problem = check_indexes(snapshot, &walk)?;
+    let position = walk.next;
+    Ok(walk.report(problem.map(|problem| Finding { position, problem })))
+}
+
+fn check_key(
+    snapshot: &Snapshot,
+    key: &str,
+    position: Position,
+    record: &Record,
+) -> Result<Option<Problem>> {
+    let Some(entry) = snapshot.idempotency.get(key)? else {
+        return Ok(Some(Problem::Idempotency {
+            detail: format!("key {key:?} is not indexed"),
+        }));
+    };
+    let (indexed, content) = entry.value();
+    let computed = content_hash(&record.stream, &record.kind, record.payload_hash);
+    if indexed != position.0 || Digest(content) != computed {
+        return Ok(Some(Problem::Idempotency {
+            detail: format!(
+                "key {key:?} is indexed at position {indexed} with content {}, the record here has content {computed}",
+                Digest(content)
+            ),
+        }));
+    }
+    Ok(None)
+}
+
+fn check_indexes(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Problem>> {
+    let stored = snapshot.head()?;
+    if stored.next != walk.next || stored.hash != walk.prev {
+        return Ok(Some(Problem::Head {
+            stored_next: stored.next,
+            stored_hash: stored.hash,
+            next: walk.next,
+            hash: walk.prev,
+        }));
+    }
+    let keys = snapshot.idempotency.len()?;
+    if keys != walk.keyed {
+        return Ok(Some(Problem::Idempotency {
+            detail: format!("{keys} keys are indexed, the records carry {}", walk.keyed),
+        }));
+    }
+    let streams = snapshot.stream_count()?;
+    if streams != walk.versions.len() as u64 {
+        return Ok(Some(Problem::StreamIndex {
+            stream: String::new(),
+            detail: format!(
+                "{streams} streams are indexed, the records have {}",
+                walk.versions.len()
+            ),
+        }));
+    }
+    for (stream, count) in &walk.versions {
+        if let Some(problem) = check_stream_runs(snapshot, stream, *count)? {
+            return Ok(Some(problem));
+        }
+    }
+    Ok(None)
+}
+
+/// The runs of `stream` must tile versions `0..count` and each must start and end on records
+/// of that stream at those versions. With the walk's check that versions rise by one in
+/// position order, that pins every record of the run.
+fn check_stream_runs(snapshot: &Snapshot, stream: &str, count: u64) -> Result<Option<Problem>> {
+    let fail = |detail: String| {
+        Ok(Some(Problem::StreamIndex {
+            stream: stream.to_owned(),
+            detail,
+        }))
+    };
+    let indexed = snapshot.streams.get(stream)?.map(|guard| guard.value());
+    if indexed != Some(count) {
+        return fail(format!(
+            "the index counts {indexed:?} records, the log has {count}"
+        ));
+    }
+    let mut next_version = 0;
+    for entry in snapshot
+        .stream_runs
+        .range((stream, 0)..=(stream, u64::MAX))?
+    {
+        let (key, value) = entry?;
+        let (_, first_version) = key.value();
+        let (first_position, run) = value.value();
+        if first_version != next_version || run == 0 {
+            return fail(format!(
+                "a run of {run} starts at version {first_version}, expected one at {next_version}"
+            ));
+        }
+        let last_position = first_position.saturating_add(run - 1);
+        for (position, version) in [
+            (first_position, first_version),
+            (last_position, first_version + run - 1),
+        ] {
+            let record = snapshot.get(Position(position));
+            let matches = matches!(&record, Ok(Some(r))
+                if r.stream == stream && r.version == StreamVersion(version));
+            if !matches {
+                return fail(format!(
+                    "the index puts version {version} at position {position}"
+                ));
+            }
+        }
+        next_version = first_version + run;
+    }
+    if next_version != count {
+        return fail(format!(
+            "the runs cover {next_version} versions, the log has {count}"
+        ));
+    }
+    Ok(None)
+}

@@ -1,0 +1,99 @@
+//! The one error type of the crate, wrapping each layer's own.
+
+use std::path::PathBuf;
+
+use crate::audit::verify::Problem;
+use crate::log::append::AppendError;
+use crate::record::Position;
+
+/// Everything that can go wrong in annals.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An append refused: a version mismatch, a conflict or a limit. Nothing was written.
+    #[error(transparent)]
+    Append(#[from] AppendError),
+    /// A file that cannot be opened as an annals log.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// Stored data that fails its checks. Nothing of it is handed out.
+    #[error("corrupt log at position {position}: {problem}")]
+    Corrupt {
+        /// The first position the problem concerns.
+        position: Position,
+        /// What is wrong.
+        problem: Box<Problem>,
+    },
+    /// The log's metadata (not any one record) is damaged.
+    #[error("corrupt log metadata: {0}")]
+    CorruptMeta(String),
+    /// A configured limit out of range.
+    #[error("invalid configuration: {0}")]
+    Config(#[from] crate::record::limits::LimitError),
+    /// redb failed.
+    #[error("storage: {0}")]
+    Storage(#[from] redb::Error),
+    /// The file system failed.
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Why a file was not opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// No file at the path, where one was required.
+    #[error("{path}: no such file")]
+    Missing {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The file is not an annals log (empty, not redb, or redb without annals tables).
+    #[error("{path}: not an annals log: {reason}")]
+    NotAnnalsLog {
+        /// The path.
+        path: PathBuf,
+        /// What gave it away.
+        reason: String,
+    },
+    /// An annals log of a format version this build does not read.
+    #[error(
+        "{path}: annals format version {found} is not supported (this build reads {supported})"
+    )]
+    UnsupportedFormat {
+        /// The path.
+        path: PathBuf,
+        /// The version in the file.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// The file is a redb file that redb cannot open.
+    #[error("{path}: unreadable: {reason}")]
+    Unreadable {
+        /// The path.
+        path: PathBuf,
+        /// redb's account.
+        reason: String,
+    },
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+macro_rules! from_redb {
+    ($($kind:ty),*) => {$(
+        impl From<$kind> for Error {
+            fn from(error: $kind) -> Self {
+                Error::Storage(error.into())
+            }
+        }
+    )*};
+}
+from_redb!(
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);

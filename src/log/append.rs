@@ -1,0 +1,343 @@
+//! Appending records inside a redb write transaction.
+//!
+//! [`LogWriter`] validates a whole append before it writes a byte (validate-first), so a
+//! refused append leaves the transaction exactly as it found it. It knows no domain.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use redb::{ReadableTable, Table, WriteTransaction};
+
+use super::tables::{HEAD_KEY, IDEMPOTENCY, META, SEGMENTS, STREAM_RUNS, STREAMS};
+use super::{Head, decode_head, encode_head};
+use crate::error::{Error, Result};
+use crate::hash::Digest;
+use crate::record::limits::{Field, LimitError, Limits};
+use crate::record::segment::SegmentBuilder;
+use crate::record::{
+    NewEvent, Placement, Position, StreamVersion, check_stream, content_hash, encode_stored,
+};
+
+/// The stream state an append requires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpectedVersion {
+    /// Append whatever the stream holds.
+    Any,
+    /// The stream must hold no record yet.
+    NoStream,
+    /// The stream must hold at least one record.
+    StreamExists,
+    /// The stream's last record must have exactly this version (so it holds `v + 1` records).
+    Exact(StreamVersion),
+}
+
+impl fmt::Display for ExpectedVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExpectedVersion::Any => f.write_str("any"),
+            ExpectedVersion::NoStream => f.write_str("no stream"),
+            ExpectedVersion::StreamExists => f.write_str("an existing stream"),
+            ExpectedVersion::Exact(v) => write!(f, "last version {v}"),
+        }
+    }
+}
+
+/// What a successful append did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AppendOutcome {
+    /// The events were written, contiguously.
+    Appended(Appended),
+    /// Every event was a duplicate of an earlier one (same idempotency key, same content):
+    /// nothing was written. The earlier positions, in the order of the events.
+    Duplicate {
+        /// Where each event already is.
+        positions: Vec<Position>,
+    },
+}
+
+impl AppendOutcome {
+    /// The position of the first event, written now or earlier.
+    pub fn first_position(&self) -> Position {
+        match self {
+            AppendOutcome::Appended(appended) => appended.first_position,
+            AppendOutcome::Duplicate { positions } => positions[0],
+        }
+    }
+}
+
+/// The records an append wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Appended {
+    /// Position of the first record written.
+    pub first_position: Position,
+    /// Stream version of the first record written.
+    pub first_version: StreamVersion,
+    /// How many records were written.
+    pub count: u64,
+    /// The head after the append.
+    pub head: Head,
+}
+
+/// An append refused. Nothing was written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppendError {
+    /// The stream was not in the expected state.
+    #[error("stream {stream:?}: expected {expected}, but {}", describe_current(*current))]
+    WrongExpectedVersion {
+        /// The stream.
+        stream: String,
+        /// What the append required.
+        expected: ExpectedVersion,
+        /// The stream's last version, `None` if it holds no record.
+        current: Option<StreamVersion>,
+    },
+    /// An idempotency key already used for other content (stream, kind or payload).
+    #[error("idempotency key {key:?} was used at position {position} for other content")]
+    Conflict {
+        /// The key.
+        key: String,
+        /// Where it was used.
+        position: Position,
+    },
+    /// Some events of the append are duplicates and some are not: a retry must repeat the
+    /// whole earlier append or none of it.
+    #[error(
+        "idempotency key {key:?} is a duplicate of position {position}, but other events of the append are new"
+    )]
+    PartialDuplicate {
+        /// The duplicate key.
+        key: String,
+        /// Where it was used.
+        position: Position,
+    },
+    /// The same idempotency key on two events of one append.
+    #[error("idempotency key {key:?} appears twice in one append")]
+    RepeatedKey {
+        /// The key.
+        key: String,
+    },
+    /// An append with no events.
+    #[error("an append needs at least one event")]
+    NoEvents,
+    /// An input outside a limit; names the field, its size and the limit.
+    #[error(transparent)]
+    Limit(#[from] LimitError),
+    /// The log has no positions left (2^64 records).
+    #[error("the log is full")]
+    LogFull,
+}
+
+fn describe_current(current: Option<StreamVersion>) -> String {
+    match current {
+        None => "it holds no record".to_owned(),
+        Some(v) => format!("its last version is {v}"),
+    }
+}
+
+/// The log's tables opened in one write transaction.
+pub struct LogWriter<'txn> {
+    meta: Table<'txn, &'static str, &'static [u8]>,
+    segments: Table<'txn, u64, &'static [u8]>,
+    streams: Table<'txn, &'static str, u64>,
+    stream_runs: Table<'txn, (&'static str, u64), (u64, u64)>,
+    idempotency: Table<'txn, &'static str, (u64, [u8; 32])>,
+    head: Head,
+    segment: SegmentBuilder,
+}
+
+impl<'txn> LogWriter<'txn> {
+    /// Opens the log's tables in `txn` and reads the head.
+    pub fn open(txn: &'txn WriteTransaction) -> Result<Self> {
+        let meta = txn.open_table(META)?;
+        let head = match meta.get(HEAD_KEY)? {
+            Some(bytes) => decode_head(bytes.value())?,
+            None => return Err(Error::CorruptMeta("the head is missing".into())),
+        };
+        Ok(LogWriter {
+            meta,
+            segments: txn.open_table(SEGMENTS)?,
+            streams: txn.open_table(STREAMS)?,
+            stream_runs: txn.open_table(STREAM_RUNS)?,
+            idempotency: txn.open_table(IDEMPOTENCY)?,
+            head,
+            segment: SegmentBuilder::new(),
+        })
+    }
+
+    /// The head as of this transaction, including its appends so far.
+    pub fn head(&self) -> Head {
+        self.head
+    }
+
+    /// Appends `events` to `stream` if it is in the `expected` state. Everything is checked
+    /// before anything is written: on `Err`, the transaction is unchanged.
+    pub fn append(
+        &mut self,
+        stream: &str,
+        expected: ExpectedVersion,
+        events: &[NewEvent],
+        limits: &Limits,
+    ) -> Result<AppendOutcome> {
+        check_append(stream, events, limits)?;
+        if let Some(positions) = self.duplicates(stream, events)? {
+            return Ok(AppendOutcome::Duplicate { positions });
+        }
+        let count = self.streams.get(stream)?.map_or(0, |guard| guard.value());
+        let current = count.checked_sub(1).map(StreamVersion);
+        let matches = match expected {
+            ExpectedVersion::Any => true,
+            ExpectedVersion::NoStream => current.is_none(),
+            ExpectedVersion::StreamExists => current.is_some(),
+            ExpectedVersion::Exact(v) => current == Some(v),
+        };
+        if !matches {
+            return Err(AppendError::WrongExpectedVersion {
+                stream: stream.to_owned(),
+                expected,
+                current,
+            }
+            .into());
+        }
+        let added = events.len() as u64;
+        let first_position = self.head.next;
+        if first_position.0.checked_add(added).is_none() {
+            return Err(AppendError::LogFull.into());
+        }
+        self.write(stream, StreamVersion(count), events)?;
+        Ok(AppendOutcome::Appended(Appended {
+            first_position,
+            first_version: StreamVersion(count),
+            count: added,
+            head: self.head,
+        }))
+    }
+
+    /// `Some(positions)` when every event is a duplicate, `None` when none is; an error for a
+    /// conflict or a mix of duplicate and new events.
+    fn duplicates(&self, stream: &str, events: &[NewEvent]) -> Result<Option<Vec<Position>>> {
+        let mut positions = Vec::new();
+        let mut first_duplicate = None;
+        for event in events {
+            let Some(key) = event.idempotency_key.as_deref() else {
+                continue;
+            };
+            let Some(found) = self.idempotency.get(key)? else {
+                continue;
+            };
+            let (position, content) = found.value();
+            let position = Position(position);
+            if Digest(content) != event_content_hash(stream, event) {
+                return Err(AppendError::Conflict {
+                    key: key.to_owned(),
+                    position,
+                }
+                .into());
+            }
+            first_duplicate.get_or_insert((key, position));
+            positions.push(position);
+        }
+        match first_duplicate {
+            None => Ok(None),
+            Some(_) if positions.len() == events.len() => Ok(Some(positions)),
+            Some((key, position)) => Err(AppendError::PartialDuplicate {
+                key: key.to_owned(),
+                position,
+            }
+            .into()),
+        }
+    }
+
+    fn write(
+        &mut self,
+        stream: &str,
+        first_version: StreamVersion,
+        events: &[NewEvent],
+    ) -> Result<()> {
+        let first_position = self.head.next;
+        let mut segment_first = first_position;
+        let mut prev = self.head.hash;
+        for (offset, event) in (0u64..).zip(events) {
+            let position = Position(first_position.0 + offset);
+            // An estimate: the header's exact size is known only once it is encoded.
+            let stored_bytes_estimate =
+                32 + 128 + stream.len() + event.kind.len() + event.payload.len();
+            if self.segment.is_full_for(stored_bytes_estimate) {
+                let bytes = self.segment.finish();
+                self.segments.insert(segment_first.0, bytes.as_slice())?;
+                segment_first = position;
+            }
+            let placement = Placement {
+                stream,
+                position,
+                version: StreamVersion(first_version.0 + offset),
+                prev,
+            };
+            prev = encode_stored(self.segment.body_mut(), event, placement)?;
+            self.segment.seal_record();
+            if let Some(key) = event.idempotency_key.as_deref() {
+                let content = event_content_hash(stream, event);
+                self.idempotency.insert(key, (position.0, content.0))?;
+            }
+        }
+        let bytes = self.segment.finish();
+        self.segments.insert(segment_first.0, bytes.as_slice())?;
+        let added = events.len() as u64;
+        self.stream_runs
+            .insert((stream, first_version.0), (first_position.0, added))?;
+        self.streams.insert(stream, first_version.0 + added)?;
+        self.head = Head {
+            next: Position(first_position.0 + added),
+            hash: prev,
+        };
+        self.meta
+            .insert(HEAD_KEY, encode_head(self.head).as_slice())?;
+        Ok(())
+    }
+}
+
+fn event_content_hash(stream: &str, event: &NewEvent) -> Digest {
+    content_hash(
+        stream,
+        &event.kind,
+        crate::hash::payload_hash(&event.payload),
+    )
+}
+
+/// Checks an append's shape and every limit, before anything is read or written.
+fn check_append(stream: &str, events: &[NewEvent], limits: &Limits) -> Result<(), AppendError> {
+    if events.is_empty() {
+        return Err(AppendError::NoEvents);
+    }
+    if events.len() as u64 > u64::from(limits.events_per_append_max) {
+        return Err(LimitError::TooMany {
+            field: Field::EventsPerAppend,
+            count: events.len() as u64,
+            max: u64::from(limits.events_per_append_max),
+        }
+        .into());
+    }
+    check_stream(stream, limits)?;
+    let mut payload_bytes = 0u64;
+    let mut keys = BTreeSet::new();
+    for event in events {
+        event.check(limits)?;
+        payload_bytes += event.payload.len() as u64;
+        if let Some(key) = event.idempotency_key.as_deref() {
+            if !keys.insert(key) {
+                return Err(AppendError::RepeatedKey {
+                    key: key.to_owned(),
+                });
+            }
+        }
+    }
+    if payload_bytes > limits.append_payload_bytes_max {
+        return Err(LimitError::TooLong {
+            field: Field::AppendPayload,
+            len: payload_bytes,
+            max: limits.append_payload_bytes_max,
+        }
+        .into());
+    }
+    Ok(())
+}

@@ -1,0 +1,38 @@
+//! The log: redb tables of segments, the stream index, the idempotency index and the head;
+//! appending and reading records. It knows no domain and never decides what an event means.
+
+pub mod append;
+pub mod read;
+pub mod tables;
+
+use crate::error::{Error, Result};
+use crate::hash::Digest;
+use crate::record::Position;
+
+/// The end of the log: the position the next record gets and the hash of the last record
+/// (zero for an empty log).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Head {
+    /// The position the next record will get; also the number of records.
+    pub next: Position,
+    /// The hash of the record at `next - 1`, or zero for an empty log.
+    pub hash: Digest,
+}
+
+pub(crate) fn encode_head(head: Head) -> [u8; 40] {
+    let mut out = [0; 40];
+    out[..8].copy_from_slice(&head.next.0.to_le_bytes());
+    out[8..].copy_from_slice(head.hash.as_bytes());
+    out
+}
+
+pub(crate) fn decode_head(bytes: &[u8]) -> Result<Head> {
+    let bytes: &[u8; 40] = bytes
+        .try_into()
+        .map_err(|_| Error::CorruptMeta(format!("the head is {} bytes, not 40", bytes.len())))?;
+    let (next, hash) = bytes.split_at(8);
+    Ok(Head {
+        next: Position(u64::from_le_bytes(next.try_into().expect("8 bytes"))),
+        hash: Digest(hash.try_into().expect("32 bytes")),
+    })
+}

@@ -1,0 +1,350 @@
+//! Reading the log from a redb read transaction: a [`Snapshot`] sees one committed state, so
+//! readers run alongside a writer (redb MVCC) and never see half an append.
+//!
+//! redb does not check its checksums on reads, so every record is decoded and checked against
+//! its header hash and payload hash before it is handed out; a record that fails is
+//! [`Error::Corrupt`] naming its position.
+
+use std::collections::VecDeque;
+
+use redb::{AccessGuard, ReadOnlyTable, ReadTransaction, ReadableTableMetadata};
+
+use super::tables::{HEAD_KEY, IDEMPOTENCY, META, SEGMENTS, STREAM_RUNS, STREAMS};
+use super::{Head, decode_head};
+use crate::audit::verify::Problem;
+use crate::error::{Error, Result};
+use crate::record::segment::Segment;
+use crate::record::{Position, Record, StreamVersion, decode_stored};
+
+/// Which way a read goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Direction {
+    /// Ascending positions or versions.
+    #[default]
+    Forward,
+    /// Descending positions or versions.
+    Backward,
+}
+
+type SegmentGuard = AccessGuard<'static, &'static [u8]>;
+
+/// One consistent, read-only view of the log.
+pub struct Snapshot {
+    meta: ReadOnlyTable<&'static str, &'static [u8]>,
+    pub(crate) segments: ReadOnlyTable<u64, &'static [u8]>,
+    pub(crate) streams: ReadOnlyTable<&'static str, u64>,
+    pub(crate) stream_runs: ReadOnlyTable<(&'static str, u64), (u64, u64)>,
+    pub(crate) idempotency: ReadOnlyTable<&'static str, (u64, [u8; 32])>,
+}
+
+impl Snapshot {
+    /// Opens the log's tables in `txn`.
+    pub(crate) fn new(txn: &ReadTransaction) -> Result<Self> {
+        Ok(Snapshot {
+            meta: txn.open_table(META)?,
+            segments: txn.open_table(SEGMENTS)?,
+            streams: txn.open_table(STREAMS)?,
+            stream_runs: txn.open_table(STREAM_RUNS)?,
+            idempotency: txn.open_table(IDEMPOTENCY)?,
+        })
+    }
+
+    /// The head: the next position and the hash of the last record.
+    pub fn head(&self) -> Result<Head> {
+        match self.meta.get(HEAD_KEY)? {
+            Some(bytes) => decode_head(bytes.value()),
+            None => Err(Error::CorruptMeta("the head is missing".into())),
+        }
+    }
+
+    /// How many streams hold at least one record.
+    pub fn stream_count(&self) -> Result<u64> {
+        Ok(self.streams.len()?)
+    }
+
+    /// The last version of `stream`, `None` if it holds no record.
+    pub fn stream_version(&self, stream: &str) -> Result<Option<StreamVersion>> {
+        let count = self.streams.get(stream)?.map_or(0, |guard| guard.value());
+        Ok(count.checked_sub(1).map(StreamVersion))
+    }
+
+    /// The record at `position`, `None` at or past the head.
+    pub fn get(&self, position: Position) -> Result<Option<Record>> {
+        if position >= self.head()?.next {
+            return Ok(None);
+        }
+        let mut cursor = SegmentCursor::default();
+        cursor.record(&self.segments, position).map(Some)
+    }
+
+    /// Records from `from` in `direction`: forward to the head, or backward to position 0.
+    /// Backward from at or past the head starts at the last record.
+    pub fn records(&self, from: Position, direction: Direction) -> Result<Records> {
+        let head = self.head()?;
+        let range = match direction {
+            Direction::Forward => {
+                let start = match self.segments.range(..=from.0)?.next_back() {
+                    Some(entry) => entry?.0.value(),
+                    None => from.0,
+                };
+                self.segments.range(start..)?
+            }
+            Direction::Backward => self.segments.range(..=from.0)?,
+        };
+        Ok(Records {
+            range,
+            direction,
+            from,
+            end: head.next,
+            pending: VecDeque::new(),
+            done: false,
+        })
+    }
+
+    /// Records of `stream` from version `from` in `direction`.
+    pub fn stream(
+        &self,
+        stream: &str,
+        from: StreamVersion,
+        direction: Direction,
+    ) -> Result<StreamRecords<'_>> {
+        let runs = match direction {
+            Direction::Forward => {
+                let start = match self
+                    .stream_runs
+                    .range((stream, 0)..=(stream, from.0))?
+                    .next_back()
+                {
+                    Some(entry) => entry?.0.value().1,
+                    None => from.0,
+                };
+                self.stream_runs
+                    .range((stream, start)..=(stream, u64::MAX))?
+            }
+            Direction::Backward => self.stream_runs.range((stream, 0)..=(stream, from.0))?,
+        };
+        Ok(StreamRecords {
+            snapshot: self,
+            stream: stream.to_owned(),
+            runs,
+            direction,
+            from,
+            run: None,
+            cursor: SegmentCursor::default(),
+            done: false,
+        })
+    }
+}
+
+/// Keeps the segment last read, so reading neighbours costs no new lookup.
+#[derive(Default)]
+struct SegmentCursor {
+    loaded: Option<(u64, SegmentGuard)>,
+}
+
+impl SegmentCursor {
+    fn record(
+        &mut self,
+        segments: &ReadOnlyTable<u64, &'static [u8]>,
+        position: Position,
+    ) -> Result<Record> {
+        let reusable = matches!(&self.loaded, Some((first, guard))
+            if *first <= position.0 && Segment::parse(guard.value())
+                .is_ok_and(|s| position.0 - first < u64::from(s.count())));
+        if !reusable {
+            let entry = segments.range(..=position.0)?.next_back().transpose()?;
+            let Some((first, guard)) = entry else {
+                return Err(missing(position));
+            };
+            self.loaded = Some((first.value(), guard));
+        }
+        let (first, guard) = self.loaded.as_ref().expect("loaded above");
+        let segment = parse_segment(*first, guard.value())?;
+        let index = position.0 - first;
+        let bytes = u32::try_from(index)
+            .ok()
+            .and_then(|index| segment.record(index))
+            .ok_or_else(|| missing(position))?;
+        decode_at(bytes, position)
+    }
+}
+
+fn missing(position: Position) -> Error {
+    Error::Corrupt {
+        position,
+        problem: Box::new(Problem::Missing),
+    }
+}
+
+pub(crate) fn parse_segment(first: u64, bytes: &[u8]) -> Result<Segment<'_>> {
+    Segment::parse(bytes).map_err(|error| Error::Corrupt {
+        position: Position(first),
+        problem: Box::new(Problem::Segment(error)),
+    })
+}
+
+pub(crate) fn decode_at(bytes: &[u8], position: Position) -> Result<Record> {
+    decode_stored(bytes, position).map_err(|error| Error::Corrupt {
+        position,
+        problem: Box::new(Problem::Record(error)),
+    })
+}
+
+/// Records of the whole log in one direction. Each item is checked before it is yielded.
+pub struct Records {
+    range: redb::Range<'static, u64, &'static [u8]>,
+    direction: Direction,
+    from: Position,
+    end: Position,
+    pending: VecDeque<Record>,
+    /// Set after an error: a corrupt segment is reported once and ends the iteration.
+    done: bool,
+}
+
+impl Records {
+    fn load_next_segment(&mut self) -> Result<bool> {
+        let entry = match self.direction {
+            Direction::Forward => self.range.next(),
+            Direction::Backward => self.range.next_back(),
+        };
+        let Some(entry) = entry else {
+            return Ok(false);
+        };
+        let (first, guard) = entry?;
+        let first = first.value();
+        let segment = parse_segment(first, guard.value())?;
+        for index in 0..segment.count() {
+            let position = Position(first + u64::from(index));
+            let wanted = match self.direction {
+                Direction::Forward => position >= self.from && position < self.end,
+                Direction::Backward => position <= self.from && position < self.end,
+            };
+            if wanted {
+                let bytes = segment.record(index).expect("index below count");
+                self.pending.push_back(decode_at(bytes, position)?);
+            }
+        }
+        if self.direction == Direction::Backward {
+            self.pending.make_contiguous().reverse();
+        }
+        Ok(true)
+    }
+}
+
+impl Iterator for Records {
+    type Item = Result<Record>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(record) = self.pending.pop_front() {
+                return Some(Ok(record));
+            }
+            if self.done {
+                return None;
+            }
+            match self.load_next_segment() {
+                Ok(true) => continue,
+                Ok(false) => return None,
+                Err(error) => {
+                    self.done = true;
+                    return Some(Err(error));
+                }
+            }
+        }
+    }
+}
+
+/// Records of one stream in one direction. Each item is checked before it is yielded, and
+/// must belong to the stream at the version the index says.
+pub struct StreamRecords<'s> {
+    snapshot: &'s Snapshot,
+    stream: String,
+    runs: redb::Range<'static, (&'static str, u64), (u64, u64)>,
+    direction: Direction,
+    from: StreamVersion,
+    /// The run being read: (next position, next version, versions left).
+    run: Option<(u64, u64, u64)>,
+    cursor: SegmentCursor,
+    /// Set after an error, which ends the iteration.
+    done: bool,
+}
+
+impl StreamRecords<'_> {
+    fn next_run(&mut self) -> Result<bool> {
+        let entry = match self.direction {
+            Direction::Forward => self.runs.next(),
+            Direction::Backward => self.runs.next_back(),
+        };
+        let Some(entry) = entry else {
+            return Ok(false);
+        };
+        let (key, value) = entry?;
+        let (_, first_version) = key.value();
+        let (first_position, count) = value.value();
+        let last_version = first_version.saturating_add(count.saturating_sub(1));
+        self.run = match self.direction {
+            Direction::Forward => {
+                let skip = self.from.0.saturating_sub(first_version).min(count);
+                Some((first_position + skip, first_version + skip, count - skip))
+            }
+            Direction::Backward => {
+                let top = self.from.0.min(last_version);
+                let left = (top + 1).saturating_sub(first_version);
+                Some((first_position + (top - first_version), top, left))
+            }
+        };
+        Ok(true)
+    }
+
+    fn step(&mut self) -> Result<Option<Record>> {
+        loop {
+            match self.run {
+                Some((position, version, left)) if left > 0 => {
+                    self.run = Some(match self.direction {
+                        Direction::Forward => (position + 1, version + 1, left - 1),
+                        Direction::Backward => {
+                            (position.wrapping_sub(1), version.wrapping_sub(1), left - 1)
+                        }
+                    });
+                    let position = Position(position);
+                    let record = self.cursor.record(&self.snapshot.segments, position)?;
+                    if record.stream != self.stream || record.version != StreamVersion(version) {
+                        return Err(Error::Corrupt {
+                            position,
+                            problem: Box::new(Problem::StreamIndex {
+                                stream: self.stream.clone(),
+                                detail: format!(
+                                    "the index puts {:?} version {version} here, the record is {:?} version {}",
+                                    self.stream, record.stream, record.version
+                                ),
+                            }),
+                        });
+                    }
+                    return Ok(Some(record));
+                }
+                _ => {
+                    if !self.next_run()? {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Iterator for StreamRecords<'_> {
+    type Item = Result<Record>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.step() {
+            Ok(record) => record.map(Ok),
+            Err(error) => {
+                self.done = true;
+                Some(Err(error))
+            }
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! The redb tables of the log. Their names and value layouts are part of format v1
+//! (`schema/FORMAT.md`, "Tables"); renaming one is a format change.
+
+use redb::TableDefinition;
+
+/// `annals.meta`: key → bytes. Holds [`MAGIC_KEY`], [`FORMAT_KEY`] and [`HEAD_KEY`].
+pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("annals.meta");
+
+/// `annals.segments`: position of the first record → segment bytes.
+pub const SEGMENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("annals.segments");
+
+/// `annals.streams`: stream name → number of records in it.
+pub const STREAMS: TableDefinition<&str, u64> = TableDefinition::new("annals.streams");
+
+/// `annals.stream_runs`: (stream, first version) → (first position, record count). One row per
+/// append: an append's records are contiguous in the log and in their stream.
+pub const STREAM_RUNS: TableDefinition<(&str, u64), (u64, u64)> =
+    TableDefinition::new("annals.stream_runs");
+
+/// `annals.idempotency`: idempotency key → (position, content hash).
+pub const IDEMPOTENCY: TableDefinition<&str, (u64, [u8; 32])> =
+    TableDefinition::new("annals.idempotency");
+
+/// Meta key whose value is [`MAGIC`].
+pub const MAGIC_KEY: &str = "magic";
+/// The bytes that mark a redb file as an annals log.
+pub const MAGIC: &[u8] = b"annals event log";
+/// Meta key whose value is the format version, a `u32` little-endian.
+pub const FORMAT_KEY: &str = "format";
+/// Meta key whose value is the head: next position `u64` LE ‖ head hash (32 bytes).
+pub const HEAD_KEY: &str = "head";
+
+/// The format version this code writes and reads.
+pub const FORMAT_VERSION: u32 = 1;

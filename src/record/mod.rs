@@ -1,0 +1,394 @@
+//! The record: what one event is on disk, byte for byte, and how it is hashed.
+//!
+//! This module owns the canonical encoding of format v1 (see `schema/FORMAT.md`): the header,
+//! the stored record (`hash ‖ header ‖ payload`) and the segment that packs several stored
+//! records into one value. It never touches redb and never does I/O; every decoder here is
+//! bounded by the caps in [`limits`] before it allocates.
+
+pub mod limits;
+pub mod segment;
+
+use std::fmt;
+
+use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
+
+use crate::hash::{self, Digest};
+use limits::{
+    Field, HEADER_BYTES_CAP, IDEMPOTENCY_KEY_BYTES_CAP, KIND_BYTES_CAP, LimitError, Limits,
+    PAYLOAD_BYTES_CAP, STREAM_BYTES_CAP, check_len,
+};
+
+/// The record format this code writes, and the only one it reads.
+pub const RECORD_FORMAT: u8 = 1;
+
+/// The one bincode configuration of format v1: little-endian, fixed-width integers
+/// (a `u64` is always 8 bytes, a length is a `u64`). Spelled out in `schema/FORMAT.md`.
+pub const fn bincode_config() -> Configuration<LittleEndian, Fixint, NoLimit> {
+    bincode::config::standard()
+        .with_little_endian()
+        .with_fixed_int_encoding()
+}
+
+/// A record's place in the whole log: 0, 1, 2, … with no gap.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Position(pub u64);
+
+/// A record's place within its stream: 0, 1, 2, … with no gap.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct StreamVersion(pub u64);
+
+macro_rules! counter_fmt {
+    ($name:ident) => {
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}", self.0)
+            }
+        }
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({})", stringify!($name), self.0)
+            }
+        }
+    };
+}
+counter_fmt!(Position);
+counter_fmt!(StreamVersion);
+
+/// An event to append: what the caller supplies. Position, version, hashes and the chain link
+/// are the store's to assign.
+///
+/// ```
+/// let event = annals::NewEvent::new("lease.acquired", 1_700_000_000_000, b"{}".to_vec())
+///     .with_idempotency_key("req-42");
+/// assert_eq!(event.idempotency_key.as_deref(), Some("req-42"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewEvent {
+    /// The event type, e.g. `lease.acquired`.
+    pub kind: String,
+    /// The payload's schema version, for upcasting. Default 1.
+    pub schema: u16,
+    /// The command's clock in milliseconds since the Unix epoch, supplied by the caller.
+    pub at_ms: u64,
+    /// A key that makes the append idempotent: the same key with the same content is a
+    /// duplicate, with other content a conflict.
+    pub idempotency_key: Option<String>,
+    /// The payload bytes, opaque to the log.
+    pub payload: Vec<u8>,
+}
+
+impl NewEvent {
+    /// An event of `kind` at `at_ms` carrying `payload`, schema 1, no idempotency key.
+    pub fn new(kind: impl Into<String>, at_ms: u64, payload: impl Into<Vec<u8>>) -> Self {
+        NewEvent {
+            kind: kind.into(),
+            schema: 1,
+            at_ms,
+            idempotency_key: None,
+            payload: payload.into(),
+        }
+    }
+
+    /// Sets the idempotency key.
+    pub fn with_idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+
+    /// Sets the payload schema version.
+    pub fn with_schema(mut self, schema: u16) -> Self {
+        self.schema = schema;
+        self
+    }
+
+    /// Checks kind, key and payload against `limits`.
+    pub fn check(&self, limits: &Limits) -> Result<(), LimitError> {
+        check_len(Field::Kind, self.kind.len(), limits.kind_bytes_max)?;
+        if let Some(key) = &self.idempotency_key {
+            check_len(
+                Field::IdempotencyKey,
+                key.len(),
+                limits.idempotency_key_bytes_max,
+            )?;
+        }
+        check_len(Field::Payload, self.payload.len(), limits.payload_bytes_max)
+    }
+}
+
+/// Checks a stream name against `limits`.
+pub fn check_stream(stream: &str, limits: &Limits) -> Result<(), LimitError> {
+    check_len(Field::Stream, stream.len(), limits.stream_bytes_max)
+}
+
+/// One record as read back from the log, its hashes checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Its place in the log.
+    pub position: Position,
+    /// Its stream.
+    pub stream: String,
+    /// Its place in the stream.
+    pub version: StreamVersion,
+    /// The event type.
+    pub kind: String,
+    /// The payload's schema version.
+    pub schema: u16,
+    /// The command's clock, milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// The idempotency key it was appended with, if any.
+    pub idempotency_key: Option<String>,
+    /// The payload bytes.
+    pub payload: Vec<u8>,
+    /// blake3 of the payload.
+    pub payload_hash: Digest,
+    /// The hash of the record before it (zero at position 0).
+    pub prev: Digest,
+    /// This record's hash: the derive-key hash of its header.
+    pub hash: Digest,
+}
+
+/// The header exactly as format v1 lays it out; field order is the byte order.
+#[derive(bincode::Encode, bincode::Decode)]
+struct Header {
+    format: u8,
+    position: u64,
+    stream: String,
+    version: u64,
+    kind: String,
+    schema: u16,
+    at_ms: u64,
+    idempotency_key: Option<String>,
+    payload_len: u32,
+    payload_hash: Digest,
+    prev: Digest,
+}
+
+/// Borrowed header fields, encoded in the same order as [`Header`] without copying strings.
+#[derive(bincode::Encode)]
+struct HeaderRef<'a> {
+    format: u8,
+    position: u64,
+    stream: &'a str,
+    version: u64,
+    kind: &'a str,
+    schema: u16,
+    at_ms: u64,
+    idempotency_key: Option<&'a str>,
+    payload_len: u32,
+    payload_hash: Digest,
+    prev: Digest,
+}
+
+/// Where a record goes: the fields the log assigns.
+#[derive(Clone, Copy, Debug)]
+pub struct Placement<'a> {
+    /// The stream.
+    pub stream: &'a str,
+    /// The record's position.
+    pub position: Position,
+    /// The record's version in its stream.
+    pub version: StreamVersion,
+    /// The hash of the record at `position - 1`, or zero.
+    pub prev: Digest,
+}
+
+/// The canonical header bytes of an event placed in the log.
+///
+/// Refuses a payload over [`PAYLOAD_BYTES_CAP`]; the other fields are the caller's to check
+/// (see [`NewEvent::check`]).
+pub fn header_bytes(
+    event: &NewEvent,
+    placement: Placement<'_>,
+    payload_hash: Digest,
+) -> Result<Vec<u8>, LimitError> {
+    check_len(Field::Payload, event.payload.len(), PAYLOAD_BYTES_CAP)?;
+    let payload_len = event.payload.len() as u32;
+    let header = HeaderRef {
+        format: RECORD_FORMAT,
+        position: placement.position.0,
+        stream: placement.stream,
+        version: placement.version.0,
+        kind: &event.kind,
+        schema: event.schema,
+        at_ms: event.at_ms,
+        idempotency_key: event.idempotency_key.as_deref(),
+        payload_len,
+        payload_hash,
+        prev: placement.prev,
+    };
+    Ok(bincode::encode_to_vec(header, bincode_config())
+        .expect("encoding to a Vec cannot fail for these field types"))
+}
+
+/// Encodes the stored form of an event (`hash ‖ header ‖ payload`) onto `out` and returns the
+/// record hash.
+pub fn encode_stored(
+    out: &mut Vec<u8>,
+    event: &NewEvent,
+    placement: Placement<'_>,
+) -> Result<Digest, LimitError> {
+    let payload_hash = hash::payload_hash(&event.payload);
+    let header = header_bytes(event, placement, payload_hash)?;
+    let record_hash = hash::record_hash(&header);
+    out.reserve(32 + header.len() + event.payload.len());
+    out.extend_from_slice(record_hash.as_bytes());
+    out.extend_from_slice(&header);
+    out.extend_from_slice(&event.payload);
+    Ok(record_hash)
+}
+
+/// The canonical bytes of an idempotent append's content: stream, kind and payload hash.
+pub fn content_bytes(stream: &str, kind: &str, payload_hash: Digest) -> Vec<u8> {
+    bincode::encode_to_vec((stream, kind, payload_hash), bincode_config())
+        .expect("encoding to a Vec cannot fail for these field types")
+}
+
+/// The content hash an idempotency key is bound to: what makes two appends "the same".
+pub fn content_hash(stream: &str, kind: &str, payload_hash: Digest) -> Digest {
+    hash::content_hash(&content_bytes(stream, kind, payload_hash))
+}
+
+/// What is wrong with stored bytes that should hold a record.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// Too few bytes for the parts the record declares.
+    #[error("truncated: {len} bytes, need at least {need}")]
+    Truncated {
+        /// Bytes present.
+        len: u64,
+        /// Bytes needed.
+        need: u64,
+    },
+    /// The header bytes do not decode.
+    #[error("header does not decode: {0}")]
+    Header(String),
+    /// A record format this code does not know.
+    #[error("record format {0} is not supported (this build reads format {RECORD_FORMAT})")]
+    UnknownFormat(u8),
+    /// A header field over its format cap.
+    #[error("header field {field} is {len} bytes, over the format cap of {cap}")]
+    FieldOverCap {
+        /// Which field.
+        field: Field,
+        /// Its length.
+        len: u64,
+        /// The cap.
+        cap: u64,
+    },
+    /// The payload length in the header differs from the bytes stored after it.
+    #[error("header declares a {declared}-byte payload but {stored} bytes follow it")]
+    PayloadLength {
+        /// What the header says.
+        declared: u64,
+        /// What is stored.
+        stored: u64,
+    },
+    /// The stored record hash differs from the hash of the stored header.
+    #[error("header hash mismatch: stored {stored}, computed {computed}")]
+    HeaderHash {
+        /// The hash stored with the record.
+        stored: Digest,
+        /// The hash of the header as stored.
+        computed: Digest,
+    },
+    /// The payload's hash differs from the one its header commits to.
+    #[error("payload hash mismatch: header says {declared}, payload hashes to {computed}")]
+    PayloadHash {
+        /// The hash in the header.
+        declared: Digest,
+        /// The hash of the stored payload.
+        computed: Digest,
+    },
+    /// The header names another position than the one it is stored at.
+    #[error("header says position {found}, stored at position {expected}")]
+    Position {
+        /// Where it is stored.
+        expected: Position,
+        /// What its header says.
+        found: Position,
+    },
+}
+
+/// Decodes and checks one stored record found at `position`: the header decodes within the
+/// caps, the header hash and payload hash match, and the header names that position.
+pub fn decode_stored(bytes: &[u8], position: Position) -> Result<Record, RecordError> {
+    let header_start = 32;
+    if bytes.len() < header_start {
+        return Err(RecordError::Truncated {
+            len: bytes.len() as u64,
+            need: 32,
+        });
+    }
+    let (stored_hash, rest) = bytes.split_at(header_start);
+    let window = &rest[..rest.len().min(HEADER_BYTES_CAP)];
+    let (header, header_len): (Header, usize) =
+        bincode::decode_from_slice(window, bincode_config().with_limit::<HEADER_BYTES_CAP>())
+            .map_err(|error| RecordError::Header(error.to_string()))?;
+    if header.format != RECORD_FORMAT {
+        return Err(RecordError::UnknownFormat(header.format));
+    }
+    for (field, len, cap) in [
+        (Field::Stream, header.stream.len(), STREAM_BYTES_CAP),
+        (Field::Kind, header.kind.len(), KIND_BYTES_CAP),
+        (
+            Field::IdempotencyKey,
+            header.idempotency_key.as_ref().map_or(0, String::len),
+            IDEMPOTENCY_KEY_BYTES_CAP,
+        ),
+        (
+            Field::Payload,
+            header.payload_len as usize,
+            PAYLOAD_BYTES_CAP,
+        ),
+    ] {
+        if len as u64 > u64::from(cap) {
+            return Err(RecordError::FieldOverCap {
+                field,
+                len: len as u64,
+                cap: u64::from(cap),
+            });
+        }
+    }
+    let (header_bytes, payload) = rest.split_at(header_len);
+    if payload.len() as u64 != u64::from(header.payload_len) {
+        return Err(RecordError::PayloadLength {
+            declared: u64::from(header.payload_len),
+            stored: payload.len() as u64,
+        });
+    }
+    let stored = Digest(stored_hash.try_into().expect("split at 32"));
+    let computed = hash::record_hash(header_bytes);
+    if computed != stored {
+        return Err(RecordError::HeaderHash { stored, computed });
+    }
+    let computed = hash::payload_hash(payload);
+    if computed != header.payload_hash {
+        return Err(RecordError::PayloadHash {
+            declared: header.payload_hash,
+            computed,
+        });
+    }
+    if header.position != position.0 {
+        return Err(RecordError::Position {
+            expected: position,
+            found: Position(header.position),
+        });
+    }
+    Ok(Record {
+        position,
+        stream: header.stream,
+        version: StreamVersion(header.version),
+        kind: header.kind,
+        schema: header.schema,
+        at_ms: header.at_ms,
+        idempotency_key: header.idempotency_key,
+        payload: payload.to_vec(),
+        payload_hash: header.payload_hash,
+        prev: header.prev,
+        hash: stored,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,251 @@
+//! The segment: several stored records packed into one value, keyed in redb by the position
+//! of its first record.
+//!
+//! Packing is what lets a bulk append cost one B-tree insert per segment instead of one per
+//! event. Layout (all integers little-endian):
+//!
+//! ```text
+//! segment := count u32 ‖ end[0] u32 ‖ … ‖ end[count-1] u32 ‖ body
+//! record i := body[end[i-1] .. end[i]]   (end[-1] = 0)
+//! ```
+//!
+//! Parsing allocates nothing and refuses any layout that is not well formed.
+
+use super::limits::SEGMENT_RECORDS_CAP;
+
+/// Fill a segment up to about this many body bytes before starting the next; a single larger
+/// record gets a segment of its own.
+pub const SEGMENT_BODY_BYTES_TARGET: usize = 64 * 1024;
+
+/// Close a segment once it holds this many records.
+pub const SEGMENT_RECORDS_TARGET: u32 = 1024;
+
+const _: () = assert!(SEGMENT_RECORDS_TARGET <= SEGMENT_RECORDS_CAP);
+
+/// Packs stored records into one segment value.
+#[derive(Debug, Default)]
+pub struct SegmentBuilder {
+    ends: Vec<u32>,
+    body: Vec<u8>,
+}
+
+impl SegmentBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        SegmentBuilder::default()
+    }
+
+    /// Records packed so far.
+    pub fn len(&self) -> u32 {
+        self.ends.len() as u32
+    }
+
+    /// Whether no record is packed yet.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Whether a record of `record_bytes` should start a new segment instead.
+    pub fn is_full_for(&self, record_bytes: usize) -> bool {
+        !self.is_empty()
+            && (self.len() >= SEGMENT_RECORDS_TARGET
+                || self.body.len() + record_bytes > SEGMENT_BODY_BYTES_TARGET)
+    }
+
+    /// The buffer the next record's stored bytes are written onto; call [`Self::seal_record`]
+    /// after writing them.
+    pub fn body_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.body
+    }
+
+    /// Marks the bytes written since the last record as one record.
+    pub fn seal_record(&mut self) {
+        let end = u32::try_from(self.body.len())
+            .expect("records are capped so that a segment body fits a u32");
+        self.ends.push(end);
+    }
+
+    /// The segment value, leaving the builder empty.
+    pub fn finish(&mut self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4 + 4 * self.ends.len() + self.body.len());
+        out.extend_from_slice(&self.len().to_le_bytes());
+        for end in &self.ends {
+            out.extend_from_slice(&end.to_le_bytes());
+        }
+        out.extend_from_slice(&self.body);
+        self.ends.clear();
+        self.body.clear();
+        out
+    }
+}
+
+/// A parsed, well-formed segment borrowing its bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Segment<'a> {
+    count: u32,
+    ends: &'a [u8],
+    body: &'a [u8],
+}
+
+/// Why bytes are not a well-formed segment.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SegmentError {
+    /// Fewer bytes than the count and end table need.
+    #[error("segment of {len} bytes is too short for its {count} record ends")]
+    Truncated {
+        /// Bytes present.
+        len: u64,
+        /// Records declared.
+        count: u64,
+    },
+    /// Zero records or more than the cap.
+    #[error("segment declares {count} records; it must hold 1 to {SEGMENT_RECORDS_CAP}")]
+    Count {
+        /// Records declared.
+        count: u64,
+    },
+    /// Record ends that go backwards or past the body.
+    #[error("record {index} of the segment ends at {end}, outside {start}..={body_len}")]
+    End {
+        /// The record within the segment.
+        index: u32,
+        /// Where it claims to end.
+        end: u64,
+        /// Where it starts.
+        start: u64,
+        /// The body's length.
+        body_len: u64,
+    },
+    /// Bytes after the last record.
+    #[error("segment body has {extra} bytes after its last record")]
+    Trailing {
+        /// How many.
+        extra: u64,
+    },
+}
+
+impl<'a> Segment<'a> {
+    /// Parses `bytes`, checking the count against the cap and every end against the body.
+    pub fn parse(bytes: &'a [u8]) -> Result<Segment<'a>, SegmentError> {
+        let Some((count, rest)) = bytes.split_first_chunk::<4>() else {
+            return Err(SegmentError::Truncated {
+                len: bytes.len() as u64,
+                count: 0,
+            });
+        };
+        let count = u32::from_le_bytes(*count);
+        if count == 0 || count > SEGMENT_RECORDS_CAP {
+            return Err(SegmentError::Count {
+                count: u64::from(count),
+            });
+        }
+        let table_len = 4 * count as usize;
+        if rest.len() < table_len {
+            return Err(SegmentError::Truncated {
+                len: bytes.len() as u64,
+                count: u64::from(count),
+            });
+        }
+        let (ends, body) = rest.split_at(table_len);
+        let segment = Segment { count, ends, body };
+        let mut start = 0u64;
+        for index in 0..count {
+            let end = u64::from(segment.end(index));
+            if end < start || end > body.len() as u64 {
+                return Err(SegmentError::End {
+                    index,
+                    end,
+                    start,
+                    body_len: body.len() as u64,
+                });
+            }
+            start = end;
+        }
+        if start != body.len() as u64 {
+            return Err(SegmentError::Trailing {
+                extra: body.len() as u64 - start,
+            });
+        }
+        Ok(segment)
+    }
+
+    /// How many records it holds (at least 1).
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    fn end(&self, index: u32) -> u32 {
+        let at = 4 * index as usize;
+        u32::from_le_bytes(self.ends[at..at + 4].try_into().expect("4-byte slice"))
+    }
+
+    /// The stored bytes of record `index`, or `None` past the end.
+    pub fn record(&self, index: u32) -> Option<&'a [u8]> {
+        if index >= self.count {
+            return None;
+        }
+        let start = if index == 0 { 0 } else { self.end(index - 1) };
+        Some(&self.body[start as usize..self.end(index) as usize])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(records: &[&[u8]]) -> Vec<u8> {
+        let mut builder = SegmentBuilder::new();
+        for record in records {
+            builder.body_mut().extend_from_slice(record);
+            builder.seal_record();
+        }
+        builder.finish()
+    }
+
+    #[test]
+    fn records_round_trip_through_a_segment() {
+        let bytes = build(&[b"one", b"", b"three"]);
+        let segment = Segment::parse(&bytes).unwrap();
+        assert_eq!(segment.count(), 3);
+        assert_eq!(segment.record(0), Some(&b"one"[..]));
+        assert_eq!(segment.record(1), Some(&b""[..]));
+        assert_eq!(segment.record(2), Some(&b"three"[..]));
+        assert_eq!(segment.record(3), None);
+    }
+
+    #[test]
+    fn malformed_segments_are_refused() {
+        let good = build(&[b"ab", b"cd"]);
+        assert!(matches!(
+            Segment::parse(&good[..3]),
+            Err(SegmentError::Truncated { .. })
+        ));
+        assert!(matches!(
+            Segment::parse(&[0, 0, 0, 0]),
+            Err(SegmentError::Count { .. })
+        ));
+        assert!(matches!(
+            Segment::parse(&good[..9]),
+            Err(SegmentError::End { .. })
+        ));
+        let mut trailing = good.clone();
+        trailing.push(0);
+        assert!(matches!(
+            Segment::parse(&trailing),
+            Err(SegmentError::Trailing { extra: 1 })
+        ));
+        let mut backwards = good.clone();
+        backwards[4..8].copy_from_slice(&3u32.to_le_bytes());
+        backwards[8..12].copy_from_slice(&2u32.to_le_bytes());
+        assert!(matches!(
+            Segment::parse(&backwards),
+            Err(SegmentError::End { index: 1, .. })
+        ));
+        let huge = (SEGMENT_RECORDS_CAP + 1).to_le_bytes();
+        assert!(matches!(
+            Segment::parse(&huge),
+            Err(SegmentError::Count { .. })
+        ));
+    }
+}
