@@ -1,0 +1,1 @@
+//! The `annals` command line, run as a real process.

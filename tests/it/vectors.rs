@@ -1,0 +1,1 @@
+//! Golden record vectors: re-encode and re-hash each, byte for byte.
