@@ -2,5 +2,8 @@
 
 mod cli;
 mod common;
+mod limits;
 mod log;
+mod open;
 mod vectors;
+mod verify;

@@ -1,0 +1,146 @@
+//! Opening files: a new file is created atomically; a missing, empty, foreign, garbage,
+//! truncated or future-format file is refused with a typed error, never a panic.
+
+use std::fs;
+
+use annals::{Error, OpenError, Store};
+
+use crate::common::append_one;
+
+fn open_error(path: &std::path::Path) -> Error {
+    match Store::open(path) {
+        Err(error) => error,
+        Ok(_) => panic!("{} should not open", path.display()),
+    }
+}
+
+#[test]
+fn a_new_file_is_created_and_reopened() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.redb");
+    drop(Store::open(&path).unwrap());
+    assert!(path.exists());
+    assert!(!dir.path().join("new.redb.creating").exists());
+    let store = Store::open_existing(&path).unwrap();
+    assert!(store.verify().unwrap().is_sound());
+}
+
+#[test]
+fn open_existing_refuses_a_missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = Store::open_existing(dir.path().join("absent.redb"))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(error, Error::Open(OpenError::Missing { .. })),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn an_empty_file_is_not_an_annals_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.redb");
+    fs::write(&path, b"").unwrap();
+    assert!(matches!(
+        open_error(&path),
+        Error::Open(OpenError::NotAnnalsLog { .. })
+    ));
+    assert_eq!(
+        fs::metadata(&path).unwrap().len(),
+        0,
+        "the refused file is untouched"
+    );
+}
+
+#[test]
+fn a_garbage_file_is_not_an_annals_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("garbage.redb");
+    let garbage: Vec<u8> = (0..100_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    fs::write(&path, &garbage).unwrap();
+    assert!(matches!(
+        open_error(&path),
+        Error::Open(OpenError::NotAnnalsLog { .. })
+    ));
+    assert_eq!(
+        fs::read(&path).unwrap(),
+        garbage,
+        "the refused file is untouched"
+    );
+}
+
+#[test]
+fn a_redb_file_without_annals_tables_is_not_an_annals_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("foreign.redb");
+    {
+        let db = redb::Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let table: redb::TableDefinition<u64, u64> = redb::TableDefinition::new("other");
+            txn.open_table(table).unwrap().insert(1, 2).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let error = open_error(&path);
+    assert!(
+        matches!(error, Error::Open(OpenError::NotAnnalsLog { .. })),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn a_file_of_an_unknown_format_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("future.redb");
+    drop(Store::open(&path).unwrap());
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut meta = txn.open_table(annals::log::tables::META).unwrap();
+            meta.insert(
+                annals::log::tables::FORMAT_KEY,
+                2u32.to_le_bytes().as_slice(),
+            )
+            .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    match open_error(&path) {
+        Error::Open(OpenError::UnsupportedFormat {
+            found, supported, ..
+        }) => {
+            assert_eq!((found, supported), (2, 1));
+        }
+        other => panic!("expected an unsupported format, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_truncated_file_is_refused_without_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    {
+        let store = Store::open(&path).unwrap();
+        for i in 0..200u32 {
+            append_one(&store, "s", &i.to_le_bytes());
+        }
+    }
+    let whole = fs::read(&path).unwrap();
+    for keep in [5, 9, 64, 512, 4096, whole.len() / 2] {
+        let cut = dir.path().join(format!("cut-{keep}.redb"));
+        fs::write(&cut, &whole[..keep]).unwrap();
+        let error = open_error(&cut);
+        assert!(
+            matches!(
+                error,
+                Error::Open(OpenError::NotAnnalsLog { .. } | OpenError::Unreadable { .. })
+            ),
+            "{keep} bytes: {error:?}"
+        );
+    }
+}
