@@ -226,7 +226,7 @@ mod tests {
             Err(SegmentError::Count { .. })
         ));
         assert!(matches!(
-            Segment::parse(&good[..9]),
+            Segment::parse(&good[..13]),
             Err(SegmentError::End { .. })
         ));
         let mut trailing = good.clone();

@@ -1,1 +1,90 @@
+use super::*;
+use crate::record::limits::HEADER_BYTES_CAP;
 
+fn placement(position: u64) -> Placement<'static> {
+    Placement {
+        stream: "s",
+        position: Position(position),
+        version: StreamVersion(0),
+        prev: Digest::ZERO,
+    }
+}
+
+fn stored(event: &NewEvent, position: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_stored(&mut out, event, placement(position)).unwrap();
+    out
+}
+
+#[test]
+fn the_header_cap_is_every_field_at_its_cap() {
+    assert_eq!(HEADER_BYTES_CAP, 2424);
+    let event =
+        NewEvent::new("k".repeat(256), u64::MAX, Vec::new()).with_idempotency_key("i".repeat(1024));
+    let stream = "s".repeat(1024);
+    let placement = Placement {
+        stream: &stream,
+        ..placement(u64::MAX)
+    };
+    let header = header_bytes(&event, placement, Digest::ZERO).unwrap();
+    assert_eq!(header.len(), HEADER_BYTES_CAP);
+}
+
+#[test]
+fn a_stored_record_decodes_to_what_was_encoded() {
+    let event = NewEvent::new("kind", 5, b"payload".to_vec()).with_idempotency_key("key");
+    let record = decode_stored(&stored(&event, 3), Position(3)).unwrap();
+    assert_eq!(
+        (
+            record.kind.as_str(),
+            record.at_ms,
+            record.idempotency_key.as_deref()
+        ),
+        ("kind", 5, Some("key"))
+    );
+    assert_eq!(record.payload_hash, crate::hash::payload_hash(b"payload"));
+}
+
+#[test]
+fn decoding_refuses_each_kind_of_damage() {
+    let event = NewEvent::new("kind", 5, b"payload".to_vec());
+    let good = stored(&event, 3);
+    let check = |bytes: &[u8], position: u64, expected: fn(&RecordError) -> bool| {
+        let error = decode_stored(bytes, Position(position)).unwrap_err();
+        assert!(expected(&error), "unexpected {error:?}");
+    };
+    check(&good[..10], 3, |e| {
+        matches!(e, RecordError::Truncated { .. })
+    });
+    check(&good[..40], 3, |e| matches!(e, RecordError::Header(_)));
+    check(&good[..good.len() - 1], 3, |e| {
+        matches!(e, RecordError::PayloadLength { .. })
+    });
+    check(&good, 4, |e| matches!(e, RecordError::Position { .. }));
+    let mut payload = good.clone();
+    *payload.last_mut().unwrap() ^= 1;
+    check(&payload, 3, |e| {
+        matches!(e, RecordError::PayloadHash { .. })
+    });
+    let mut hash = good.clone();
+    hash[0] ^= 1;
+    check(&hash, 3, |e| matches!(e, RecordError::HeaderHash { .. }));
+    let mut format = good.clone();
+    format[32] = 2;
+    check(&format, 3, |e| matches!(e, RecordError::UnknownFormat(2)));
+    let mut long_stream = good.clone();
+    long_stream[32 + 9..32 + 17].copy_from_slice(&2000u64.to_le_bytes());
+    check(&long_stream, 3, |e| {
+        matches!(e, RecordError::Header(_) | RecordError::FieldOverCap { .. })
+    });
+}
+
+#[test]
+fn a_huge_declared_length_is_refused_before_allocating() {
+    let mut bytes = vec![0u8; 32];
+    bytes.push(1);
+    bytes.extend_from_slice(&0u64.to_le_bytes());
+    bytes.extend_from_slice(&u64::MAX.to_le_bytes());
+    let error = decode_stored(&bytes, Position(0)).unwrap_err();
+    assert!(matches!(error, RecordError::Header(_)), "{error:?}");
+}
