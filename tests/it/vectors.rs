@@ -1,1 +1,595 @@
 //! Golden record vectors: re-encode and re-hash each, byte for byte.
+//!
+//! `schema/vectors/records.json` holds format v1 records as hex: the inputs of each and the
+//! header, stored bytes and hashes they must produce. These tests replay every vector through
+//! the encoder and the decoder, and check the layout and the hashes a second time by hand,
+//! without bincode and without `annals::hash`, so that a dependency upgrade that shifts a
+//! byte fails here instead of forking the chain. `schema/vectors/README.md` says how to
+//! regenerate the file, and why doing so is a format change.
+
+use std::path::PathBuf;
+
+use annals::hash::{hex, unhex};
+use annals::record::{self, Placement};
+use annals::{Digest, NewEvent, Position, RecordError, StreamVersion};
+use serde::Serialize;
+use serde_json::Value;
+
+/// The record hash of the genesis vector, pinned here as well as in the file so that
+/// regenerating the file alone cannot move it.
+const GENESIS_HASH: &str = "e027304906321c98a9c36c6ee7da35c8ef786f5dbff78ae50448e3b7f84bd749";
+
+/// The derive-key context of the record hash, spelled out again rather than taken from
+/// `annals::hash`, so that a change to the constant fails these tests.
+const RECORD_HEADER_CONTEXT: &str = "annals 2026-11-29 record header v1";
+
+/// Where the committed vectors live.
+fn vectors_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/vectors/records.json")
+}
+
+/// One vector as the tests use it: its inputs decoded from the file, its outputs as bytes.
+struct Vector {
+    name: String,
+    position: u64,
+    stream: String,
+    version: u64,
+    kind: String,
+    schema: u16,
+    at_ms: u64,
+    idempotency_key: Option<String>,
+    prev: Digest,
+    payload: Vec<u8>,
+    header: Vec<u8>,
+    stored: Vec<u8>,
+    payload_hash: Digest,
+    hash: Digest,
+}
+
+impl Vector {
+    fn event(&self) -> NewEvent {
+        NewEvent {
+            kind: self.kind.clone(),
+            schema: self.schema,
+            at_ms: self.at_ms,
+            idempotency_key: self.idempotency_key.clone(),
+            payload: self.payload.clone(),
+        }
+    }
+
+    fn placement(&self) -> Placement<'_> {
+        Placement {
+            stream: &self.stream,
+            position: Position(self.position),
+            version: StreamVersion(self.version),
+            prev: self.prev,
+        }
+    }
+}
+
+/// Reads and parses the committed vectors; panics naming the vector and field that is wrong.
+fn load() -> Vec<Vector> {
+    let path = vectors_path();
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+    let json: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|error| panic!("{} is not JSON: {error}", path.display()));
+    let items = json.as_array().expect("records.json holds a JSON array");
+    items.iter().enumerate().map(parse).collect()
+}
+
+fn parse((index, item): (usize, &Value)) -> Vector {
+    let name = item["name"]
+        .as_str()
+        .unwrap_or_else(|| panic!("vector #{index} has no string `name`"))
+        .to_owned();
+    let field = |key: &str| -> &Value {
+        item.get(key)
+            .unwrap_or_else(|| panic!("vector {name:?} has no `{key}`"))
+    };
+    let number = |key: &str| -> u64 {
+        field(key)
+            .as_u64()
+            .unwrap_or_else(|| panic!("vector {name:?}: `{key}` is not a u64"))
+    };
+    let text = |key: &str| -> String {
+        field(key)
+            .as_str()
+            .unwrap_or_else(|| panic!("vector {name:?}: `{key}` is not a string"))
+            .to_owned()
+    };
+    let bytes = |key: &str| -> Vec<u8> {
+        unhex(&text(key)).unwrap_or_else(|| panic!("vector {name:?}: `{key}` is not hex"))
+    };
+    let digest = |key: &str| -> Digest {
+        Digest::from_hex(&text(key))
+            .unwrap_or_else(|| panic!("vector {name:?}: `{key}` is not 64 hex digits"))
+    };
+    let idempotency_key = match field("idempotency_key") {
+        Value::Null => None,
+        Value::String(key) => Some(key.clone()),
+        other => panic!("vector {name:?}: `idempotency_key` is {other}, not a string or null"),
+    };
+    let schema = u16::try_from(number("schema"))
+        .unwrap_or_else(|_| panic!("vector {name:?}: `schema` does not fit a u16"));
+    Vector {
+        position: number("position"),
+        stream: text("stream"),
+        version: number("version"),
+        kind: text("kind"),
+        schema,
+        at_ms: number("at_ms"),
+        idempotency_key,
+        prev: digest("prev"),
+        payload: bytes("payload_hex"),
+        header: bytes("header_hex"),
+        stored: bytes("stored_hex"),
+        payload_hash: digest("payload_hash"),
+        hash: digest("hash"),
+        name,
+    }
+}
+
+/// Fails naming the vector, the part and the first differing byte, without printing
+/// kilobytes of hex.
+fn assert_bytes(name: &str, what: &str, actual: &[u8], expected: &[u8]) {
+    if actual == expected {
+        return;
+    }
+    let at = actual
+        .iter()
+        .zip(expected)
+        .position(|(a, e)| a != e)
+        .unwrap_or(actual.len().min(expected.len()));
+    let window = |bytes: &[u8]| hex(&bytes[at.min(bytes.len())..(at + 16).min(bytes.len())]);
+    panic!(
+        "vector {name:?}, {what}: first difference at byte {at} (got {} bytes, committed {}): \
+         got {}…, committed {}…",
+        actual.len(),
+        expected.len(),
+        window(actual),
+        window(expected),
+    );
+}
+
+#[test]
+fn every_vector_reencodes_to_its_committed_bytes() {
+    for v in load() {
+        let event = v.event();
+        let payload_hash = annals::hash::payload_hash(&v.payload);
+        assert_eq!(
+            payload_hash, v.payload_hash,
+            "vector {:?}: payload hash",
+            v.name
+        );
+        let header = record::header_bytes(&event, v.placement(), payload_hash)
+            .unwrap_or_else(|error| panic!("vector {:?}: header_bytes: {error}", v.name));
+        assert_bytes(&v.name, "header bytes", &header, &v.header);
+        assert_eq!(
+            annals::hash::record_hash(&header),
+            v.hash,
+            "vector {:?}: record hash of the header",
+            v.name
+        );
+        let mut stored = Vec::new();
+        let hash = record::encode_stored(&mut stored, &event, v.placement())
+            .unwrap_or_else(|error| panic!("vector {:?}: encode_stored: {error}", v.name));
+        assert_eq!(hash, v.hash, "vector {:?}: record hash", v.name);
+        assert_bytes(&v.name, "stored bytes", &stored, &v.stored);
+    }
+}
+
+#[test]
+fn every_vector_decodes_to_its_inputs() {
+    for v in load() {
+        let record = record::decode_stored(&v.stored, Position(v.position))
+            .unwrap_or_else(|error| panic!("vector {:?}: decode_stored: {error}", v.name));
+        let name = &v.name;
+        assert_eq!(
+            record.position,
+            Position(v.position),
+            "vector {name:?}: position"
+        );
+        assert_eq!(record.stream, v.stream, "vector {name:?}: stream");
+        assert_eq!(
+            record.version,
+            StreamVersion(v.version),
+            "vector {name:?}: version"
+        );
+        assert_eq!(record.kind, v.kind, "vector {name:?}: kind");
+        assert_eq!(record.schema, v.schema, "vector {name:?}: schema");
+        assert_eq!(record.at_ms, v.at_ms, "vector {name:?}: at_ms");
+        assert_eq!(
+            record.idempotency_key, v.idempotency_key,
+            "vector {name:?}: idempotency_key"
+        );
+        assert_bytes(name, "payload", &record.payload, &v.payload);
+        assert_eq!(
+            record.payload_hash, v.payload_hash,
+            "vector {name:?}: payload_hash"
+        );
+        assert_eq!(record.prev, v.prev, "vector {name:?}: prev");
+        assert_eq!(record.hash, v.hash, "vector {name:?}: hash");
+    }
+}
+
+#[test]
+fn every_vector_refuses_to_decode_at_another_position() {
+    for v in load() {
+        let elsewhere = Position(v.position.wrapping_add(1));
+        match record::decode_stored(&v.stored, elsewhere) {
+            Err(RecordError::Position { expected, found }) => {
+                assert_eq!((expected, found), (elsewhere, Position(v.position)));
+            }
+            other => panic!("vector {:?} at {elsewhere}: got {other:?}", v.name),
+        }
+    }
+}
+
+/// The header of `v` laid out by hand from the format v1 rules: fixed-width little-endian
+/// integers, strings as a u64 length then UTF-8 bytes, an option as a u8 tag (0 none, 1 some)
+/// then the value, digests as 32 raw bytes.
+fn header_by_hand(v: &Vector) -> Vec<u8> {
+    fn string(out: &mut Vec<u8>, text: &str) {
+        out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+        out.extend_from_slice(text.as_bytes());
+    }
+    let mut out = vec![0x01];
+    out.extend_from_slice(&v.position.to_le_bytes());
+    string(&mut out, &v.stream);
+    out.extend_from_slice(&v.version.to_le_bytes());
+    string(&mut out, &v.kind);
+    out.extend_from_slice(&v.schema.to_le_bytes());
+    out.extend_from_slice(&v.at_ms.to_le_bytes());
+    match &v.idempotency_key {
+        None => out.push(0),
+        Some(key) => {
+            out.push(1);
+            string(&mut out, key);
+        }
+    }
+    let payload_len = u32::try_from(v.payload.len()).expect("vector payloads fit a u32");
+    out.extend_from_slice(&payload_len.to_le_bytes());
+    out.extend_from_slice(blake3::hash(&v.payload).as_bytes());
+    out.extend_from_slice(v.prev.as_bytes());
+    out
+}
+
+#[test]
+fn every_header_follows_the_v1_layout_without_bincode() {
+    for v in load() {
+        assert_bytes(&v.name, "hand-laid header", &header_by_hand(&v), &v.header);
+        let mut stored = blake3::Hasher::new_derive_key(RECORD_HEADER_CONTEXT)
+            .update(&v.header)
+            .finalize()
+            .as_bytes()
+            .to_vec();
+        stored.extend_from_slice(&v.header);
+        stored.extend_from_slice(&v.payload);
+        assert_bytes(&v.name, "hash ‖ header ‖ payload", &stored, &v.stored);
+        assert_eq!(
+            blake3::hash(&v.payload).as_bytes(),
+            v.payload_hash.as_bytes(),
+            "vector {:?}: payload hash is plain blake3",
+            v.name
+        );
+        assert_eq!(
+            &v.stored[..32],
+            v.hash.as_bytes(),
+            "vector {:?}: stored bytes open with the record hash",
+            v.name
+        );
+    }
+}
+
+#[test]
+fn genesis_header_bytes_are_spelled_out() {
+    let vectors = load();
+    let genesis = vectors
+        .iter()
+        .find(|v| v.name == "genesis-empty-payload")
+        .expect("the genesis vector");
+    let expected = [
+        "01",                                 // format 1
+        "0000000000000000",                   // position 0, u64 LE
+        "1100000000000000",                   // stream length 17, u64 LE
+        "6c656173652f6465706c6f792d6c6f636b", // "lease/deploy-lock"
+        "0000000000000000",                   // version 0
+        "0e00000000000000",                   // kind length 14
+        "6c656173652e6163717569726564",       // "lease.acquired"
+        "0100",                               // schema 1, u16 LE
+        "0068e5cf8b010000",                   // at_ms 1_700_000_000_000, u64 LE
+        "00",                                 // no idempotency key
+        "00000000",                           // payload length 0, u32 LE
+        // blake3 of the empty payload
+        "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262",
+        // prev: zero at position 0
+        "0000000000000000000000000000000000000000000000000000000000000000",
+    ]
+    .concat();
+    assert_eq!(hex(&genesis.header), expected);
+    assert_eq!(genesis.hash.to_hex(), GENESIS_HASH);
+}
+
+#[test]
+fn flipping_any_stored_byte_fails_decoding() {
+    for v in load() {
+        let header_end = 32 + v.header.len();
+        // Every byte of the small vectors; for big payloads, the hash, the header and a
+        // sample of payload bytes, since each flip re-hashes the whole payload.
+        let offsets: Vec<usize> = if v.stored.len() <= 4096 {
+            (0..v.stored.len()).collect()
+        } else {
+            let mut offsets: Vec<usize> = (0..header_end + 1).collect();
+            offsets.extend((header_end..v.stored.len()).step_by(4099));
+            offsets.push(v.stored.len() - 1);
+            offsets
+        };
+        for at in offsets {
+            let mut bytes = v.stored.clone();
+            bytes[at] ^= 0x01;
+            let result = record::decode_stored(&bytes, Position(v.position));
+            let expected_kind = if at < 32 {
+                matches!(result, Err(RecordError::HeaderHash { .. }))
+            } else if at >= header_end {
+                matches!(result, Err(RecordError::PayloadHash { .. }))
+            } else {
+                result.is_err()
+            };
+            assert!(
+                expected_kind,
+                "vector {:?}: flipping byte {at} of {} gave {result:?}",
+                v.name,
+                v.stored.len()
+            );
+        }
+    }
+}
+
+/// A property one of the vectors must have.
+type Case = fn(&Vector) -> bool;
+
+#[test]
+fn vectors_cover_the_required_cases() {
+    let vectors = load();
+    assert!(vectors.len() >= 7, "only {} vectors", vectors.len());
+    let mut names: Vec<&str> = vectors.iter().map(|v| v.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), vectors.len(), "vector names are not unique");
+    let cases: [(&str, Case); 9] = [
+        ("an empty payload", |v| v.payload.is_empty()),
+        ("a 64 KiB payload", |v| v.payload.len() == 64 * 1024),
+        ("a non-ASCII stream name", |v| !v.stream.is_ascii()),
+        ("an idempotency key", |v| v.idempotency_key.is_some()),
+        ("no idempotency key", |v| v.idempotency_key.is_none()),
+        ("position 0 with a zero prev", |v| {
+            v.position == 0 && v.prev == Digest::ZERO
+        }),
+        ("a later position with a non-zero prev", |v| {
+            v.position > 0 && v.prev != Digest::ZERO
+        }),
+        ("a schema other than 1", |v| v.schema != 1),
+        ("at_ms = u64::MAX", |v| v.at_ms == u64::MAX),
+    ];
+    for (case, holds) in cases {
+        assert!(vectors.iter().any(holds), "no vector has {case}");
+    }
+}
+
+/// A vector's inputs, as the generator states them.
+struct Input {
+    name: &'static str,
+    position: u64,
+    stream: &'static str,
+    version: u64,
+    kind: &'static str,
+    schema: u16,
+    at_ms: u64,
+    idempotency_key: Option<&'static str>,
+    prev: Prev,
+    payload: Vec<u8>,
+}
+
+/// What a vector chains to.
+enum Prev {
+    /// The hash of the vector before it in the file.
+    Previous,
+    /// Fixed bytes.
+    Bytes([u8; 32]),
+}
+
+/// One vector as the file stores it; field order is the order in the file.
+#[derive(Serialize)]
+struct Written {
+    name: &'static str,
+    position: u64,
+    stream: &'static str,
+    version: u64,
+    kind: &'static str,
+    schema: u16,
+    at_ms: u64,
+    idempotency_key: Option<&'static str>,
+    prev: String,
+    payload_hex: String,
+    header_hex: String,
+    stored_hex: String,
+    payload_hash: String,
+    hash: String,
+}
+
+/// The inputs of every vector. Appending a vector is fine; changing one is a format change.
+fn inputs() -> Vec<Input> {
+    let mut non_ascii_payload = "Grüße, 日本".as_bytes().to_vec();
+    non_ascii_payload.extend_from_slice(&[0x00, 0xff, 0xfe]);
+    let fixed_prev: [u8; 32] = std::array::from_fn(|i| i as u8);
+    vec![
+        Input {
+            name: "genesis-empty-payload",
+            position: 0,
+            stream: "lease/deploy-lock",
+            version: 0,
+            kind: "lease.acquired",
+            schema: 1,
+            at_ms: 1_700_000_000_000,
+            idempotency_key: None,
+            prev: Prev::Bytes([0; 32]),
+            payload: Vec::new(),
+        },
+        Input {
+            name: "idempotency-key-chained-to-genesis",
+            position: 1,
+            stream: "lease/deploy-lock",
+            version: 1,
+            kind: "lease.renewed",
+            schema: 1,
+            at_ms: 1_700_000_030_000,
+            idempotency_key: Some("req-42"),
+            prev: Prev::Previous,
+            payload: br#"{"ttl_ms":30000}"#.to_vec(),
+        },
+        Input {
+            name: "non-ascii-stream-key-and-payload",
+            position: 2,
+            stream: "lease/Überlauf-日本",
+            version: 0,
+            kind: "lease.acquired",
+            schema: 1,
+            at_ms: 1_700_000_060_000,
+            idempotency_key: Some("schlüssel-鍵"),
+            prev: Prev::Previous,
+            payload: non_ascii_payload,
+        },
+        Input {
+            name: "later-position-fixed-prev",
+            position: 41,
+            stream: "run/nightly-build",
+            version: 17,
+            kind: "run.finished",
+            schema: 1,
+            at_ms: 1_700_003_600_000,
+            idempotency_key: None,
+            prev: Prev::Bytes(fixed_prev),
+            payload: b"exit=0".to_vec(),
+        },
+        Input {
+            name: "schema-513",
+            position: 42,
+            stream: "registry/agent-7",
+            version: 3,
+            kind: "agent.registered",
+            schema: 513,
+            at_ms: 1_700_003_600_001,
+            idempotency_key: Some("reg-7"),
+            prev: Prev::Previous,
+            payload: br#"{"v":513}"#.to_vec(),
+        },
+        Input {
+            name: "at-ms-max",
+            position: 43,
+            stream: "outbox/mail",
+            version: 0,
+            kind: "outbox.enqueued",
+            schema: 1,
+            at_ms: u64::MAX,
+            idempotency_key: None,
+            prev: Prev::Previous,
+            payload: vec![0xff; 8],
+        },
+        Input {
+            name: "payload-64-kib",
+            position: 44,
+            stream: "blob/big",
+            version: 0,
+            kind: "blob.stored",
+            schema: 1,
+            at_ms: 1_700_007_200_000,
+            idempotency_key: Some("blob-64k"),
+            prev: Prev::Previous,
+            payload: (0..64 * 1024).map(|i| (i % 251) as u8).collect(),
+        },
+        Input {
+            name: "wide-integers-byte-order",
+            position: 0x0102_0304_0506_0708,
+            stream: "s",
+            version: 0x1112_1314_1516_1718,
+            kind: "k",
+            schema: u16::MAX,
+            at_ms: 0x2122_2324_2526_2728,
+            idempotency_key: Some("i"),
+            prev: Prev::Bytes([0xff; 32]),
+            payload: vec![0x2a],
+        },
+    ]
+}
+
+/// The file's text as the generator writes it from [`inputs`] and today's encoder.
+fn generate() -> String {
+    let mut written = Vec::new();
+    let mut previous = Digest::ZERO;
+    for input in inputs() {
+        let prev = match input.prev {
+            Prev::Previous => previous,
+            Prev::Bytes(bytes) => Digest(bytes),
+        };
+        let event = NewEvent {
+            kind: input.kind.to_owned(),
+            schema: input.schema,
+            at_ms: input.at_ms,
+            idempotency_key: input.idempotency_key.map(str::to_owned),
+            payload: input.payload,
+        };
+        let placement = Placement {
+            stream: input.stream,
+            position: Position(input.position),
+            version: StreamVersion(input.version),
+            prev,
+        };
+        let payload_hash = annals::hash::payload_hash(&event.payload);
+        let header = record::header_bytes(&event, placement, payload_hash).expect("header");
+        let mut stored = Vec::new();
+        let hash = record::encode_stored(&mut stored, &event, placement).expect("stored");
+        previous = hash;
+        written.push(Written {
+            name: input.name,
+            position: input.position,
+            stream: input.stream,
+            version: input.version,
+            kind: input.kind,
+            schema: input.schema,
+            at_ms: input.at_ms,
+            idempotency_key: input.idempotency_key,
+            prev: prev.to_hex(),
+            payload_hex: hex(&event.payload),
+            header_hex: hex(&header),
+            stored_hex: hex(&stored),
+            payload_hash: payload_hash.to_hex(),
+            hash: hash.to_hex(),
+        });
+    }
+    let mut text = serde_json::to_string_pretty(&written).expect("vectors serialize");
+    text.push('\n');
+    text
+}
+
+/// Writes the file when `ANNALS_WRITE_VECTORS=1`; otherwise checks that the committed file
+/// is exactly what the generator would write, so that it was neither edited by hand nor
+/// left behind by a change to the inputs.
+#[test]
+fn vectors_file_is_what_the_generator_writes() {
+    let path = vectors_path();
+    let text = generate();
+    if std::env::var_os("ANNALS_WRITE_VECTORS").is_some_and(|value| value == "1") {
+        std::fs::write(&path, &text)
+            .unwrap_or_else(|error| panic!("cannot write {}: {error}", path.display()));
+        return;
+    }
+    let committed = std::fs::read_to_string(&path)
+        .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+    assert!(
+        committed == text,
+        "{} differs from what the generator writes. Changing a vector changes format v1: \
+         see schema/vectors/README.md before regenerating with ANNALS_WRITE_VECTORS=1.",
+        path.display()
+    );
+}
