@@ -27,6 +27,9 @@ pub enum Error {
     /// The log's metadata (not any one record) is damaged.
     #[error("corrupt log metadata: {0}")]
     CorruptMeta(String),
+    /// An append to a store opened read-only.
+    #[error("the store is open read-only")]
+    ReadOnly,
     /// A configured limit out of range.
     #[error("invalid configuration: {0}")]
     Config(#[from] crate::record::limits::LimitError),

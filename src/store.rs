@@ -8,7 +8,7 @@ use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-use redb::{Database, ReadableDatabase};
+use redb::{Database, ReadOnlyDatabase, ReadTransaction, ReadableDatabase};
 
 use crate::audit::verify::{VerifyReport, verify};
 use crate::error::{Error, OpenError, Result};
@@ -35,6 +35,21 @@ pub struct StoreOptions {
     pub create: bool,
 }
 
+/// The redb handle: read-write, or read-only for audits that must not touch the file.
+enum Handle {
+    Writable(Database),
+    ReadOnly(ReadOnlyDatabase),
+}
+
+impl Handle {
+    fn begin_read(&self) -> Result<ReadTransaction> {
+        Ok(match self {
+            Handle::Writable(db) => db.begin_read()?,
+            Handle::ReadOnly(db) => db.begin_read()?,
+        })
+    }
+}
+
 /// An annals log in one redb file.
 ///
 /// ```
@@ -48,7 +63,7 @@ pub struct StoreOptions {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Store {
-    db: Database,
+    db: Handle,
     limits: Limits,
     path: PathBuf,
 }
@@ -80,11 +95,39 @@ impl Store {
             }
             create(&path)?;
         }
-        let db = open_redb(&path)?;
+        check_redb_magic(&path)?;
+        let db = Handle::Writable(open_redb(&path, || Database::open(&path))?);
         check_identity(&db, &path)?;
         Ok(Store {
             db,
             limits: options.limits,
+            path,
+        })
+    }
+
+    /// Opens an existing log without writing to its file, for audits: appends are refused
+    /// with [`Error::ReadOnly`]. A file left by a crash needs redb's recovery first, which
+    /// this does (opening it writable once); recovery rebuilds redb's allocator state and never
+    /// changes a committed record.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        if !path.exists() {
+            return Err(OpenError::Missing { path }.into());
+        }
+        check_redb_magic(&path)?;
+        let read_only = || ReadOnlyDatabase::open(&path);
+        let db = match catch_unwind(AssertUnwindSafe(read_only)) {
+            Ok(Err(redb::DatabaseError::RepairAborted)) => {
+                drop(open_redb(&path, || Database::open(&path))?);
+                open_redb(&path, read_only)?
+            }
+            attempt => opened(&path, attempt)?,
+        };
+        let db = Handle::ReadOnly(db);
+        check_identity(&db, &path)?;
+        Ok(Store {
+            db,
+            limits: Limits::default(),
             path,
         })
     }
@@ -108,7 +151,10 @@ impl Store {
         expected: ExpectedVersion,
         events: &[NewEvent],
     ) -> Result<AppendOutcome> {
-        let txn = self.db.begin_write()?;
+        let Handle::Writable(db) = &self.db else {
+            return Err(Error::ReadOnly);
+        };
+        let txn = db.begin_write()?;
         let outcome = {
             let mut log = LogWriter::open(&txn)?;
             log.append(stream, expected, events, &self.limits)?
@@ -227,9 +273,8 @@ fn create(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Opens an existing file with redb after checking it starts like a redb file. redb may panic
-/// on a damaged file; that panic becomes a typed error here.
-fn open_redb(path: &Path) -> Result<Database> {
+/// Refuses a file that does not start like a redb file, before redb sees it.
+fn check_redb_magic(path: &Path) -> Result<()> {
     let not_annals = |reason: &str| -> Error {
         OpenError::NotAnnalsLog {
             path: path.to_path_buf(),
@@ -252,24 +297,38 @@ fn open_redb(path: &Path) -> Result<Database> {
     if read < start.len() || start != REDB_MAGIC {
         return Err(not_annals("the file is not a redb database"));
     }
-    match catch_unwind(AssertUnwindSafe(|| Database::open(path))) {
+    Ok(())
+}
+
+/// Runs a redb open. redb may panic on a damaged file; that panic becomes a typed error here.
+fn open_redb<D>(path: &Path, open: impl FnOnce() -> Result<D, redb::DatabaseError>) -> Result<D> {
+    opened(path, catch_unwind(AssertUnwindSafe(open)))
+}
+
+/// The typed outcome of a redb open that may have panicked.
+fn opened<D>(
+    path: &Path,
+    attempt: std::thread::Result<Result<D, redb::DatabaseError>>,
+) -> Result<D> {
+    let unreadable = |reason: String| -> Error {
+        OpenError::Unreadable {
+            path: path.to_path_buf(),
+            reason,
+        }
+        .into()
+    };
+    match attempt {
         Ok(Ok(db)) => Ok(db),
-        Ok(Err(redb::DatabaseError::Storage(error))) => Err(OpenError::Unreadable {
-            path: path.to_path_buf(),
-            reason: error.to_string(),
-        }
-        .into()),
+        Ok(Err(redb::DatabaseError::Storage(error))) => Err(unreadable(error.to_string())),
         Ok(Err(error)) => Err(error.into()),
-        Err(_) => Err(OpenError::Unreadable {
-            path: path.to_path_buf(),
-            reason: "redb could not read the file's structure".into(),
-        }
-        .into()),
+        Err(_) => Err(unreadable(
+            "redb could not read the file's structure".into(),
+        )),
     }
 }
 
 /// Checks the file's magic and format version.
-fn check_identity(db: &Database, path: &Path) -> Result<()> {
+fn check_identity(db: &Handle, path: &Path) -> Result<()> {
     let not_annals = |reason: &str| -> Error {
         OpenError::NotAnnalsLog {
             path: path.to_path_buf(),

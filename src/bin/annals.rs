@@ -1,1 +1,484 @@
-fn main() {}
+//! The `annals` command line: append to, read, verify and measure an annals log file.
+//!
+//! This file only parses arguments, calls the library and prints what it returns; every rule
+//! (expected versions, idempotency, limits, verification) lives in the `annals` crate.
+//!
+//! Exit codes: 0 ok; 1 findings (an append refused, corrupt data, a log that fails
+//! verification); 2 usage or I/O errors, including a file that is missing or not an annals log.
+
+use std::borrow::Cow;
+use std::fs;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use annals::hash::hex;
+use annals::{
+    AppendError, AppendOutcome, Direction, Error, ExpectedVersion, Field, LimitError, NewEvent,
+    Position, Record, Stats, Store, StoreOptions, StreamVersion, VerifyReport,
+};
+use clap::{Args, Parser, Subcommand};
+use serde::Serialize;
+
+/// Exit code for findings: an append refused, corrupt data, a log that fails verification.
+const EXIT_FINDINGS: u8 = 1;
+/// Exit code for usage and I/O errors.
+const EXIT_USAGE: u8 = 2;
+/// How many hex digits of a record hash the text form of `log` shows.
+const HASH_TEXT_DIGITS: usize = 16;
+
+/// An embedded, event-sourced, append-only log store.
+#[derive(Parser)]
+#[command(name = "annals", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Append one event to a stream, creating the log file if it is missing. Prints the
+    /// position written, or `duplicate <POSITION>` for an idempotent repeat.
+    Append(AppendArgs),
+    /// Print records, one line each.
+    Log(LogArgs),
+    /// Check every hash, link and index of the log; exit 1 if anything is wrong.
+    Verify(VerifyArgs),
+    /// Print counts and sizes of the log.
+    Stats(StatsArgs),
+}
+
+#[derive(Args)]
+struct AppendArgs {
+    /// The log file.
+    db: PathBuf,
+    /// The stream to append to.
+    stream: String,
+    /// The event type, e.g. `lease.acquired`.
+    kind: String,
+    /// The payload, stored as its UTF-8 bytes; `@FILE` stores the bytes of FILE. Empty if
+    /// absent. (Text that starts with `@` has to go through a file.)
+    payload: Option<String>,
+    /// The state the stream must be in: `any`, `none` (no record yet), `exists`, or the
+    /// stream's last version N.
+    #[arg(long, default_value = "any", value_parser = parse_expected)]
+    expect: ExpectedVersion,
+    /// An idempotency key: repeating it with the same content is a duplicate, not a new record.
+    #[arg(long)]
+    key: Option<String>,
+    /// The event's time in milliseconds since the Unix epoch [default: now].
+    #[arg(long)]
+    at_ms: Option<u64>,
+    /// The payload's schema version [default: 1].
+    #[arg(long)]
+    schema: Option<u16>,
+}
+
+#[derive(Args)]
+struct LogArgs {
+    /// The log file; it must exist.
+    db: PathBuf,
+    /// The first position to read, or with `--stream` the first stream version
+    /// [default: the start, or the end with `--backward`].
+    #[arg(long)]
+    from: Option<u64>,
+    /// Read only this stream.
+    #[arg(long)]
+    stream: Option<String>,
+    /// Print at most this many records.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Read from newest to oldest.
+    #[arg(long)]
+    backward: bool,
+    /// Print only records of this kind.
+    #[arg(long)]
+    kind: Option<String>,
+    /// Print JSON lines instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct VerifyArgs {
+    /// The log file; it must exist.
+    db: PathBuf,
+    /// Print a JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct StatsArgs {
+    /// The log file; it must exist.
+    db: PathBuf,
+    /// Print a JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Why a command stopped: what to tell stderr and how to exit.
+enum Failure {
+    /// A finding (refused append, corrupt data): exit 1.
+    Finding(String),
+    /// Bad usage or a failure of the file system: exit 2.
+    Usage(String),
+    /// Standard output was closed early (e.g. piped into `head`): stop quietly.
+    Closed,
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        let message = error.to_string();
+        match error {
+            Error::Append(_) | Error::Corrupt { .. } | Error::CorruptMeta(_) => {
+                Failure::Finding(message)
+            }
+            _ => Failure::Usage(message),
+        }
+    }
+}
+
+/// Only for writing to standard output; file reads say which file failed.
+impl From<io::Error> for Failure {
+    fn from(error: io::Error) -> Self {
+        match error.kind() {
+            io::ErrorKind::BrokenPipe => Failure::Closed,
+            _ => Failure::Usage(format!("writing output: {error}")),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Append(args) => append(args),
+        Command::Log(args) => log(args),
+        Command::Verify(args) => verify(args),
+        Command::Stats(args) => stats(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(Failure::Closed) => ExitCode::SUCCESS,
+        Err(Failure::Finding(message)) => fail(EXIT_FINDINGS, &message),
+        Err(Failure::Usage(message)) => fail(EXIT_USAGE, &message),
+    }
+}
+
+fn fail(code: u8, message: &str) -> ExitCode {
+    eprintln!("annals: {message}");
+    ExitCode::from(code)
+}
+
+fn parse_expected(text: &str) -> Result<ExpectedVersion, String> {
+    match text {
+        "any" => Ok(ExpectedVersion::Any),
+        "none" => Ok(ExpectedVersion::NoStream),
+        "exists" => Ok(ExpectedVersion::StreamExists),
+        _ => text
+            .parse()
+            .map(|version| ExpectedVersion::Exact(StreamVersion(version)))
+            .map_err(|_| format!("{text:?} is not `any`, `none`, `exists` or a version number")),
+    }
+}
+
+fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
+    // The event is made before the file is opened, so a bad payload file or clock leaves no
+    // new log file behind.
+    let options = StoreOptions {
+        create: true,
+        ..StoreOptions::default()
+    };
+    let payload = match args.payload.as_deref() {
+        None => Vec::new(),
+        Some(text) => match text.strip_prefix('@') {
+            Some(file) => read_payload(Path::new(file), options.limits.payload_bytes_max)?,
+            None => text.as_bytes().to_vec(),
+        },
+    };
+    let at_ms = match args.at_ms {
+        Some(at_ms) => at_ms,
+        None => now_ms()?,
+    };
+    let mut event = NewEvent::new(args.kind, at_ms, payload);
+    if let Some(key) = args.key {
+        event = event.with_idempotency_key(key);
+    }
+    if let Some(schema) = args.schema {
+        event = event.with_schema(schema);
+    }
+    let store = Store::open_with(&args.db, options)?;
+    let outcome = store.append(&args.stream, args.expect, &[event])?;
+    let mut out = io::stdout().lock();
+    match outcome {
+        AppendOutcome::Appended(appended) => writeln!(out, "{}", appended.first_position)?,
+        AppendOutcome::Duplicate { .. } => writeln!(out, "duplicate {}", outcome.first_position())?,
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads a payload file, reading no more than one byte past the store's payload limit: a
+/// larger file is refused as the append would refuse it, without loading it whole.
+fn read_payload(path: &Path, payload_bytes_max: u32) -> Result<Vec<u8>, Failure> {
+    let unreadable = |error: io::Error| Failure::Usage(format!("{}: {error}", path.display()));
+    let file = fs::File::open(path).map_err(unreadable)?;
+    let mut payload = Vec::new();
+    file.take(u64::from(payload_bytes_max) + 1)
+        .read_to_end(&mut payload)
+        .map_err(unreadable)?;
+    if payload.len() as u64 > u64::from(payload_bytes_max) {
+        let len = fs::metadata(path).map_or(payload.len() as u64, |m| m.len());
+        let limit = LimitError::TooLong {
+            field: Field::Payload,
+            len,
+            max: u64::from(payload_bytes_max),
+        };
+        return Err(Error::from(AppendError::from(limit)).into());
+    }
+    Ok(payload)
+}
+
+fn now_ms() -> Result<u64, Failure> {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .ok()
+        .and_then(|since| u64::try_from(since.as_millis()).ok())
+        .ok_or_else(|| {
+            Failure::Usage("the system clock is before the Unix epoch; pass --at-ms".into())
+        })
+}
+
+fn log(args: LogArgs) -> Result<ExitCode, Failure> {
+    let store = Store::open_read_only(&args.db)?;
+    let snapshot = store.snapshot()?;
+    let direction = if args.backward {
+        Direction::Backward
+    } else {
+        Direction::Forward
+    };
+    // Backward from at or past the end starts at the last record.
+    let from = args.from.unwrap_or(match direction {
+        Direction::Forward => 0,
+        Direction::Backward => u64::MAX,
+    });
+    let mut out = BufWriter::new(io::stdout().lock());
+    let printed = match args.stream.as_deref() {
+        Some(stream) => {
+            let records = snapshot.stream(stream, StreamVersion(from), direction)?;
+            print_records(&mut out, records, &args)
+        }
+        None => {
+            let records = snapshot.records(Position(from), direction)?;
+            print_records(&mut out, records, &args)
+        }
+    };
+    // The good records before a corrupt one are printed before the error is reported.
+    out.flush()?;
+    printed.map(|()| ExitCode::SUCCESS)
+}
+
+/// Prints the records that pass the `--kind` filter, up to `--limit`, stopping at the first
+/// error.
+fn print_records(
+    out: &mut impl Write,
+    records: impl Iterator<Item = annals::Result<Record>>,
+    args: &LogArgs,
+) -> Result<(), Failure> {
+    let wanted = |record: &annals::Result<Record>| match (record, args.kind.as_deref()) {
+        (Ok(record), Some(kind)) => record.kind == kind,
+        _ => true,
+    };
+    for record in records
+        .filter(wanted)
+        .take(args.limit.unwrap_or(usize::MAX))
+    {
+        let record = record?;
+        if args.json {
+            print_json(out, &record_json(&record))?;
+        } else {
+            writeln!(out, "{}", record_text(&record))?;
+        }
+    }
+    Ok(())
+}
+
+/// One record as a line of `log --json`.
+#[derive(Serialize)]
+struct RecordJson<'a> {
+    position: u64,
+    stream: &'a str,
+    version: u64,
+    kind: &'a str,
+    schema: u16,
+    at_ms: u64,
+    idempotency_key: Option<&'a str>,
+    /// `utf8` or `hex`: how `payload` spells the payload bytes.
+    payload_encoding: &'static str,
+    payload: Cow<'a, str>,
+    payload_hash: String,
+    prev: String,
+    hash: String,
+}
+
+fn record_json(record: &Record) -> RecordJson<'_> {
+    let (payload_encoding, payload) = match std::str::from_utf8(&record.payload) {
+        Ok(text) => ("utf8", Cow::Borrowed(text)),
+        Err(_) => ("hex", Cow::Owned(hex(&record.payload))),
+    };
+    RecordJson {
+        position: record.position.0,
+        stream: &record.stream,
+        version: record.version.0,
+        kind: &record.kind,
+        schema: record.schema,
+        at_ms: record.at_ms,
+        idempotency_key: record.idempotency_key.as_deref(),
+        payload_encoding,
+        payload,
+        payload_hash: record.payload_hash.to_hex(),
+        prev: record.prev.to_hex(),
+        hash: record.hash.to_hex(),
+    }
+}
+
+/// One record as a line of `log`:
+/// `<position> <stream>@<version> <kind> at=<at_ms> key=<key or -> payload=<payload> hash=<16 hex>`.
+/// A UTF-8 payload and a key are quoted and escaped; other payloads are `hex:…`.
+fn record_text(record: &Record) -> String {
+    let key = match record.idempotency_key.as_deref() {
+        Some(key) => format!("{key:?}"),
+        None => "-".to_owned(),
+    };
+    let payload = match std::str::from_utf8(&record.payload) {
+        Ok(text) => format!("{text:?}"),
+        Err(_) => format!("hex:{}", hex(&record.payload)),
+    };
+    let hash = record.hash.to_hex();
+    format!(
+        "{} {}@{} {} at={} key={key} payload={payload} hash={}",
+        record.position,
+        word(&record.stream),
+        record.version,
+        word(&record.kind),
+        record.at_ms,
+        &hash[..HASH_TEXT_DIGITS],
+    )
+}
+
+/// `text` as is, or quoted and escaped if it would break a space-separated line.
+fn word(text: &str) -> Cow<'_, str> {
+    let plain = !text.is_empty()
+        && !text.starts_with('"')
+        && !text.chars().any(|c| c.is_whitespace() || c.is_control());
+    if plain {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(format!("{text:?}"))
+    }
+}
+
+/// The report of `verify --json`.
+#[derive(Serialize)]
+struct VerifyJson {
+    sound: bool,
+    records: u64,
+    streams: u64,
+    head_position: u64,
+    head_hash: String,
+    problem: Option<ProblemJson>,
+}
+
+#[derive(Serialize)]
+struct ProblemJson {
+    position: u64,
+    message: String,
+}
+
+fn verify_json(report: &VerifyReport) -> VerifyJson {
+    VerifyJson {
+        sound: report.is_sound(),
+        records: report.records,
+        streams: report.streams,
+        head_position: report.head.next.0,
+        head_hash: report.head.hash.to_hex(),
+        problem: report.problem.as_ref().map(|finding| ProblemJson {
+            position: finding.position.0,
+            message: finding.problem.to_string(),
+        }),
+    }
+}
+
+fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
+    let store = Store::open_read_only(&args.db)?;
+    let report = store.verify()?;
+    let mut out = io::stdout().lock();
+    if args.json {
+        print_json(&mut out, &verify_json(&report))?;
+    } else {
+        match &report.problem {
+            None => writeln!(
+                out,
+                "sound: {} records, {} streams, head {} {}",
+                report.records, report.streams, report.head.next, report.head.hash
+            )?,
+            Some(finding) => writeln!(
+                out,
+                "unsound at {finding} ({} records before it checked out)",
+                report.records
+            )?,
+        }
+    }
+    out.flush()?;
+    Ok(if report.is_sound() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FINDINGS)
+    })
+}
+
+/// The report of `stats --json`.
+#[derive(Serialize)]
+struct StatsJson {
+    records: u64,
+    streams: u64,
+    head_position: u64,
+    head_hash: String,
+    file_bytes: u64,
+}
+
+fn stats_json(stats: &Stats) -> StatsJson {
+    StatsJson {
+        records: stats.records,
+        streams: stats.streams,
+        head_position: stats.head.next.0,
+        head_hash: stats.head.hash.to_hex(),
+        file_bytes: stats.file_bytes,
+    }
+}
+
+fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
+    let store = Store::open_read_only(&args.db)?;
+    let stats = store.stats()?;
+    let mut out = io::stdout().lock();
+    if args.json {
+        print_json(&mut out, &stats_json(&stats))?;
+    } else {
+        writeln!(out, "records        {}", stats.records)?;
+        writeln!(out, "streams        {}", stats.streams)?;
+        writeln!(out, "head position  {}", stats.head.next)?;
+        writeln!(out, "head hash      {}", stats.head.hash)?;
+        writeln!(out, "file bytes     {}", stats.file_bytes)?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `value` as one line of JSON.
+fn print_json(out: &mut impl Write, value: &impl Serialize) -> Result<(), Failure> {
+    let line = serde_json::to_string(value)
+        .map_err(|error| Failure::Usage(format!("encoding JSON: {error}")))?;
+    writeln!(out, "{line}")?;
+    Ok(())
+}

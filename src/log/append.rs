@@ -323,12 +323,12 @@ fn check_append(stream: &str, events: &[NewEvent], limits: &Limits) -> Result<()
     for event in events {
         event.check(limits)?;
         payload_bytes += event.payload.len() as u64;
-        if let Some(key) = event.idempotency_key.as_deref() {
-            if !keys.insert(key) {
-                return Err(AppendError::RepeatedKey {
-                    key: key.to_owned(),
-                });
-            }
+        if let Some(key) = event.idempotency_key.as_deref()
+            && !keys.insert(key)
+        {
+            return Err(AppendError::RepeatedKey {
+                key: key.to_owned(),
+            });
         }
     }
     if payload_bytes > limits.append_payload_bytes_max {

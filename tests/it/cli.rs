@@ -1,1 +1,395 @@
 //! The `annals` command line, run as a real process.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// Every key of a `log --json` line.
+const RECORD_KEYS: [&str; 12] = [
+    "position",
+    "stream",
+    "version",
+    "kind",
+    "schema",
+    "at_ms",
+    "idempotency_key",
+    "payload_encoding",
+    "payload",
+    "payload_hash",
+    "prev",
+    "hash",
+];
+
+/// A log file path in a fresh temporary folder; the file does not exist yet.
+struct Log {
+    dir: TempDir,
+    db: PathBuf,
+}
+
+impl Log {
+    fn new() -> Log {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let db = dir.path().join("log.redb");
+        Log { dir, db }
+    }
+
+    /// Runs `annals <command> <db> <args…>`.
+    fn run(&self, command: &str, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_annals"))
+            .arg(command)
+            .arg(&self.db)
+            .args(args)
+            .output()
+            .expect("run the annals binary")
+    }
+
+    /// Runs a command that must succeed and returns its standard output.
+    fn ok(&self, command: &str, args: &[&str]) -> String {
+        stdout(&exits(self.run(command, args), 0))
+    }
+
+    /// Appends an event at a fixed time and returns what `append` printed.
+    fn append(&self, args: &[&str]) -> String {
+        let mut all = args.to_vec();
+        all.extend(["--at-ms", "1700000000000"]);
+        self.ok("append", &all).trim_end().to_owned()
+    }
+
+    /// The records `log --json <args…>` prints, parsed.
+    fn records(&self, args: &[&str]) -> Vec<Value> {
+        let mut all = vec!["--json"];
+        all.extend(args);
+        self.ok("log", &all).lines().map(json).collect()
+    }
+}
+
+/// Asserts the exit code, showing stderr when it differs.
+fn exits(output: Output, code: i32) -> Output {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout: {}\nstderr: {}",
+        stdout(&output),
+        stderr(&output)
+    );
+    output
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).expect("UTF-8 output")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).expect("UTF-8 output")
+}
+
+fn json(line: &str) -> Value {
+    serde_json::from_str(line).unwrap_or_else(|error| panic!("{line:?} is not JSON: {error}"))
+}
+
+fn payloads(records: &[Value]) -> Vec<&str> {
+    records
+        .iter()
+        .map(|record| record["payload"].as_str().expect("payload is a string"))
+        .collect()
+}
+
+#[test]
+fn append_prints_consecutive_positions() {
+    let log = Log::new();
+    assert!(!log.db.exists());
+    for expected in ["0", "1", "2"] {
+        assert_eq!(log.append(&["orders/1", "order.placed", "{}"]), expected);
+    }
+}
+
+#[test]
+fn repeated_key_with_same_content_prints_duplicate() {
+    let log = Log::new();
+    let args = ["orders/1", "order.placed", "same", "--key", "req-1"];
+    assert_eq!(log.append(&args), "0");
+    assert_eq!(log.append(&args), "duplicate 0");
+    assert_eq!(log.records(&[]).len(), 1);
+}
+
+#[test]
+fn repeated_key_with_other_payload_exits_1_naming_the_key() {
+    let log = Log::new();
+    log.append(&["orders/1", "order.placed", "first", "--key", "req-1"]);
+    let output = exits(
+        log.run(
+            "append",
+            &["orders/1", "order.placed", "second", "--key", "req-1"],
+        ),
+        1,
+    );
+    let message = stderr(&output);
+    assert!(message.starts_with("annals: "), "{message}");
+    assert!(message.contains("req-1"), "{message}");
+    assert_eq!(message.lines().count(), 1, "{message}");
+}
+
+#[test]
+fn expect_none_on_an_existing_stream_exits_1() {
+    let log = Log::new();
+    log.append(&["orders/1", "order.placed"]);
+    exits(
+        log.run("append", &["orders/1", "order.paid", "--expect", "none"]),
+        1,
+    );
+    assert_eq!(log.records(&[]).len(), 1);
+}
+
+#[test]
+fn expect_version_matches_the_streams_last_version() {
+    let log = Log::new();
+    log.append(&["orders/1", "order.placed", "--expect", "none"]);
+    assert_eq!(
+        log.append(&["orders/1", "order.paid", "--expect", "0"]),
+        "1"
+    );
+    exits(
+        log.run("append", &["orders/1", "order.shipped", "--expect", "0"]),
+        1,
+    );
+    assert_eq!(
+        log.append(&["orders/1", "order.shipped", "--expect", "exists"]),
+        "2"
+    );
+}
+
+#[test]
+fn unparseable_expect_is_a_usage_error() {
+    let log = Log::new();
+    exits(log.run("append", &["s", "k", "--expect", "some"]), 2);
+}
+
+#[test]
+fn stream_name_over_the_limit_exits_1_naming_field_and_limit() {
+    let log = Log::new();
+    let stream = "s".repeat(257);
+    let output = exits(log.run("append", &[&stream, "order.placed"]), 1);
+    let message = stderr(&output);
+    assert!(message.contains("stream"), "{message}");
+    assert!(message.contains("256"), "{message}");
+}
+
+#[test]
+fn file_payload_that_is_not_utf8_is_logged_as_hex() {
+    let log = Log::new();
+    let file = log.dir.path().join("payload.bin");
+    std::fs::write(&file, [0xff, 0x00, 0x7f]).expect("write the payload file");
+    let payload = format!("@{}", file.display());
+    log.append(&["blobs", "blob.stored", &payload]);
+    let records = log.records(&[]);
+    assert_eq!(records[0]["payload_encoding"], "hex");
+    assert_eq!(records[0]["payload"], "ff007f");
+}
+
+#[test]
+fn missing_payload_file_is_a_usage_error_and_creates_no_log() {
+    let log = Log::new();
+    let missing = log.dir.path().join("missing.bin");
+    exits(
+        log.run("append", &["s", "k", &format!("@{}", missing.display())]),
+        2,
+    );
+    assert!(!log.db.exists());
+}
+
+#[test]
+fn log_json_lines_have_every_key() {
+    let log = Log::new();
+    log.append(&[
+        "orders/1",
+        "order.placed",
+        "hello",
+        "--key",
+        "req-1",
+        "--schema",
+        "3",
+    ]);
+    log.append(&["orders/1", "order.paid"]);
+    let records = log.records(&[]);
+    assert_eq!(records.len(), 2);
+    for record in &records {
+        let object = record.as_object().expect("a JSON object");
+        let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
+        let mut expected = RECORD_KEYS.to_vec();
+        keys.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(keys, expected);
+    }
+    let first = &records[0];
+    assert_eq!(first["position"], 0);
+    assert_eq!(first["stream"], "orders/1");
+    assert_eq!(first["version"], 0);
+    assert_eq!(first["kind"], "order.placed");
+    assert_eq!(first["schema"], 3);
+    assert_eq!(first["at_ms"], 1_700_000_000_000u64);
+    assert_eq!(first["idempotency_key"], "req-1");
+    assert_eq!(first["payload_encoding"], "utf8");
+    assert_eq!(first["payload"], "hello");
+    assert_eq!(first["prev"], "0".repeat(64));
+    assert_eq!(records[1]["idempotency_key"], Value::Null);
+    assert_eq!(records[1]["payload"], "");
+    assert_eq!(records[1]["prev"], first["hash"]);
+}
+
+#[test]
+fn log_stream_reads_one_stream_from_a_version() {
+    let log = Log::new();
+    for (stream, payload) in [("a", "a0"), ("b", "b0"), ("a", "a1"), ("a", "a2")] {
+        log.append(&[stream, "k", payload]);
+    }
+    assert_eq!(
+        payloads(&log.records(&["--stream", "a"])),
+        ["a0", "a1", "a2"]
+    );
+    assert_eq!(
+        payloads(&log.records(&["--stream", "a", "--from", "1"])),
+        ["a1", "a2"]
+    );
+    assert_eq!(
+        payloads(&log.records(&["--stream", "a", "--backward", "--limit", "2"])),
+        ["a2", "a1"]
+    );
+}
+
+#[test]
+fn log_from_and_limit_select_positions() {
+    let log = Log::new();
+    for payload in ["p0", "p1", "p2", "p3"] {
+        log.append(&["s", "k", payload]);
+    }
+    assert_eq!(
+        payloads(&log.records(&["--from", "1", "--limit", "2"])),
+        ["p1", "p2"]
+    );
+    assert_eq!(
+        payloads(&log.records(&["--from", "2", "--backward"])),
+        ["p2", "p1", "p0"]
+    );
+}
+
+#[test]
+fn log_kind_keeps_only_that_kind() {
+    let log = Log::new();
+    log.append(&["s", "order.placed", "p0"]);
+    log.append(&["s", "order.paid", "p1"]);
+    log.append(&["s", "order.placed", "p2"]);
+    assert_eq!(
+        payloads(&log.records(&["--kind", "order.placed"])),
+        ["p0", "p2"]
+    );
+}
+
+#[test]
+fn log_text_has_one_line_per_record() {
+    let log = Log::new();
+    log.append(&["s", "k", "two\nlines", "--key", "req-1"]);
+    log.append(&["s", "k"]);
+    let text = log.ok("log", &[]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0]
+            .starts_with("0 s@0 k at=1700000000000 key=\"req-1\" payload=\"two\\nlines\" hash="),
+        "{text}"
+    );
+    assert!(lines[1].contains("key=- "), "{text}");
+}
+
+#[test]
+fn log_of_a_missing_file_exits_2() {
+    let log = Log::new();
+    exits(log.run("log", &[]), 2);
+    assert!(!log.db.exists());
+}
+
+#[test]
+fn verify_exits_0_on_a_sound_log() {
+    let log = Log::new();
+    log.append(&["s", "k", "p0"]);
+    log.append(&["t", "k", "p1"]);
+    let report = json(&log.ok("verify", &["--json"]));
+    assert_eq!(report["sound"], true);
+    assert_eq!(report["records"], 2);
+    assert_eq!(report["streams"], 2);
+    assert_eq!(report["head_position"], 2);
+    assert_eq!(report["head_hash"], log.records(&[])[1]["hash"]);
+    assert_eq!(report["problem"], Value::Null);
+    assert!(log.ok("verify", &[]).starts_with("sound"));
+}
+
+#[test]
+fn verify_of_a_missing_file_exits_2_and_creates_nothing() {
+    let log = Log::new();
+    let output = exits(log.run("verify", &[]), 2);
+    assert!(stderr(&output).starts_with("annals: "));
+    assert!(!log.db.exists());
+}
+
+#[test]
+fn verify_of_a_file_that_is_not_a_log_exits_2() {
+    let log = Log::new();
+    std::fs::write(&log.db, b"not a database at all").expect("write the garbage file");
+    let output = exits(log.run("verify", &[]), 2);
+    assert!(stderr(&output).contains("not an annals log"));
+}
+
+#[test]
+fn stats_json_reports_counts_head_and_file_size() {
+    let log = Log::new();
+    log.append(&["a", "k", "p0"]);
+    log.append(&["b", "k", "p1"]);
+    log.append(&["a", "k", "p2"]);
+    let before = std::fs::read(&log.db).expect("the log file");
+    let head_hash = log.records(&[])[2]["hash"].clone();
+    assert_eq!(
+        std::fs::read(&log.db).unwrap(),
+        before,
+        "reading leaves the file untouched"
+    );
+    let file_bytes = std::fs::metadata(&log.db).expect("the log file").len();
+    let stats = json(&log.ok("stats", &["--json"]));
+    let object = stats.as_object().expect("a JSON object");
+    let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "file_bytes",
+            "head_hash",
+            "head_position",
+            "records",
+            "streams"
+        ]
+    );
+    assert_eq!(stats["records"], 3);
+    assert_eq!(stats["streams"], 2);
+    assert_eq!(stats["head_position"], 3);
+    assert_eq!(stats["head_hash"], head_hash);
+    assert_eq!(stats["file_bytes"], file_bytes);
+}
+
+#[test]
+fn verify_of_a_damaged_log_exits_1_naming_the_position() {
+    let log = Log::new();
+    for i in 0..6 {
+        log.append(&["s", "k", &format!("payload {i}")]);
+    }
+    crate::verify::flip(&log.db, 4, crate::verify::Part::Payload);
+    let output = exits(log.run("verify", &[]), 1);
+    let report = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(report.contains("position 4"), "{report}");
+    let output = exits(log.run("verify", &["--json"]), 1);
+    let report = json(&stdout(&output));
+    assert_eq!(report["sound"], false);
+    assert_eq!(report["problem"]["position"], 4);
+    let output = exits(log.run("log", &[]), 1);
+    assert_eq!(stdout(&output).lines().count(), 4, "the sound records before it are listed");
+    assert!(stderr(&output).contains("position 4"), "{}", stderr(&output));
+}

@@ -144,3 +144,30 @@ fn a_truncated_file_is_refused_without_a_panic() {
         );
     }
 }
+
+#[test]
+fn a_read_only_store_reads_and_refuses_appends_without_touching_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    {
+        let store = Store::open(&path).unwrap();
+        append_one(&store, "s", b"x");
+    }
+    let before = fs::read(&path).unwrap();
+    {
+        let store = Store::open_read_only(&path).unwrap();
+        assert!(store.verify().unwrap().is_sound());
+        assert_eq!(store.head().unwrap().next, annals::Position(1));
+        let refused = store.append(
+            "s",
+            annals::ExpectedVersion::Any,
+            &[crate::common::event("k", 1, b"")],
+        );
+        assert!(matches!(refused, Err(Error::ReadOnly)));
+    }
+    assert_eq!(fs::read(&path).unwrap(), before);
+    let error = Store::open_read_only(dir.path().join("absent.redb"))
+        .err()
+        .unwrap();
+    assert!(matches!(error, Error::Open(OpenError::Missing { .. })));
+}

@@ -11,7 +11,7 @@ use crate::common::{append_one, event};
 
 /// Which part of a stored record to damage.
 #[derive(Clone, Copy)]
-enum Part {
+pub(crate) enum Part {
     /// A byte of the payload (the record's last byte).
     Payload,
     /// A byte of the header's `at_ms` field, which decodes either way.
@@ -19,7 +19,7 @@ enum Part {
 }
 
 /// Flips one byte of the record at `position`, writing the segment back through raw redb.
-fn flip(path: &Path, position: u64, part: Part) {
+pub(crate) fn flip(path: &Path, position: u64, part: Part) {
     let db = redb::Database::open(path).unwrap();
     let txn = db.begin_write().unwrap();
     {
