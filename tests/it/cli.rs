@@ -390,6 +390,14 @@ fn verify_of_a_damaged_log_exits_1_naming_the_position() {
     assert_eq!(report["sound"], false);
     assert_eq!(report["problem"]["position"], 4);
     let output = exits(log.run("log", &[]), 1);
-    assert_eq!(stdout(&output).lines().count(), 4, "the sound records before it are listed");
-    assert!(stderr(&output).contains("position 4"), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output).lines().count(),
+        4,
+        "the sound records before it are listed"
+    );
+    assert!(
+        stderr(&output).contains("position 4"),
+        "{}",
+        stderr(&output)
+    );
 }
