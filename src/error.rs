@@ -27,6 +27,35 @@ pub enum Error {
     /// The log's metadata (not any one record) is damaged.
     #[error("corrupt log metadata: {0}")]
     CorruptMeta(String),
+    /// A projection table holds bytes that do not decode.
+    #[error("corrupt projection table {table}: {detail}")]
+    CorruptProjection {
+        /// The table.
+        table: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// An event of a known kind whose payload does not decode.
+    #[error("event {kind} (schema {schema}) does not decode: {detail}")]
+    UndecodableEvent {
+        /// The kind.
+        kind: String,
+        /// The payload schema version.
+        schema: u16,
+        /// Why.
+        detail: String,
+    },
+    /// A command with an input no decision can be made on (an empty resource, a zero TTL).
+    #[error("invalid command: {field}: {reason}")]
+    InvalidCommand {
+        /// The command's field.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A projection registered wrongly (a duplicate name, a table outside its prefix).
+    #[error("projection: {0}")]
+    Projection(String),
     /// An append to a store opened read-only.
     #[error("the store is open read-only")]
     ReadOnly,

@@ -5,17 +5,29 @@
 //! with blake3 and chained to the one before, so the whole history can be verified.
 //!
 //! ```
+//! use annals::leases::{self, LeaseCommand, LeaseOutcome};
 //! use annals::{Direction, ExpectedVersion, NewEvent, Position, Store};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let store = Store::open(dir.path().join("annals.redb"))?;
+//! // A raw event of the program's own.
 //! store.append(
-//!     "lease/deploy-lock",
+//!     "deploy/web",
 //!     ExpectedVersion::NoStream,
-//!     &[NewEvent::new("lease.acquired", 1_700_000_000_000, b"agent-7".to_vec())],
+//!     &[NewEvent::new("deploy.started", 1_700_000_000_000, b"v42".to_vec())],
 //! )?;
+//! // A command: decided against the leases projection, recorded as an event.
+//! let acquire = LeaseCommand::Acquire {
+//!     resource: "deploy-lock".into(),
+//!     holder: "agent-7".into(),
+//!     ttl_ms: 30_000,
+//!     now_ms: 1_700_000_000_000,
+//! };
+//! let LeaseOutcome::Granted { lease, .. } = store.execute(&acquire)? else { panic!() };
+//! assert_eq!(lease.token.0, 1);
+//! assert_eq!(leases::query::lease(&store.state()?, "deploy-lock")?, Some(lease));
 //! let records = store.read_all(Position(0), Direction::Forward, 10)?;
-//! assert_eq!(records[0].kind, "lease.acquired");
+//! assert_eq!(records[1].kind, "lease.acquired");
 //! assert!(store.verify()?.is_sound());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -28,18 +40,27 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
+pub mod command;
 pub mod error;
+pub mod event;
 pub mod hash;
+pub mod leases;
 pub mod log;
+pub mod outbox;
+pub mod projection;
 pub mod record;
+pub mod registry;
+pub mod runs;
 pub mod store;
 
 pub use audit::verify::{Finding, Problem, VerifyReport};
+pub use command::{Command, Decision, Emit};
 pub use error::{Error, OpenError, Result};
 pub use hash::Digest;
 pub use log::Head;
 pub use log::append::{AppendError, AppendOutcome, Appended, ExpectedVersion};
 pub use log::read::{Direction, Records, Snapshot, StreamRecords};
+pub use projection::Projection;
 pub use record::limits::{Field, LimitError, Limits};
 pub use record::{NewEvent, Position, Record, RecordError, StreamVersion};
-pub use store::{Stats, Store, StoreOptions};
+pub use store::{Stats, Store, StoreOptions, WriteSession};

@@ -1,3 +1,5 @@
-//! Audit: checking a log against itself. Reads only; never writes to the log.
+//! Audit: checking a log against itself, and reading state as of any position. Reads only;
+//! never writes to the log.
 
+pub mod replay;
 pub mod verify;

@@ -10,14 +10,20 @@ use std::fmt;
 
 use redb::ReadableTableMetadata;
 
+use crate::audit::replay::replay;
 use crate::error::Result;
 use crate::hash::Digest;
 use crate::log::Head;
 use crate::log::read::Snapshot;
+use crate::projection::Projections;
+use crate::projection::digest::{Difference, digest, first_difference};
+use crate::projection::table::TableSource;
 use crate::record::segment::{Segment, SegmentError};
 use crate::record::{Position, Record, RecordError, StreamVersion, content_hash, decode_stored};
 
 /// What verification found wrong, or what made a read refuse a record.
+///
+/// Projection problems carry the projection, the table and the first key that differs.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Problem {
@@ -82,6 +88,26 @@ pub enum Problem {
         /// How it disagrees.
         detail: String,
     },
+    /// A projection's checkpoint is not at the head, or was built by another version.
+    #[error("projection {projection}: {detail}")]
+    Checkpoint {
+        /// The projection.
+        projection: String,
+        /// How the checkpoint is off.
+        detail: String,
+    },
+    /// A projection's live tables differ from a fresh replay of the log.
+    #[error("projection {projection}, table {table}, key {key_hex}: {detail}")]
+    Projection {
+        /// The projection.
+        projection: String,
+        /// The table.
+        table: String,
+        /// The first differing key, in hex.
+        key_hex: String,
+        /// What differs.
+        detail: String,
+    },
 }
 
 /// Where verification found a problem.
@@ -140,9 +166,71 @@ impl Walk {
     }
 }
 
-/// Walks the whole log in `snapshot` and reports the first problem. Errors are for failures
-/// to read at all (I/O, redb); problems in what is read are findings in the report.
-pub fn verify(snapshot: &Snapshot) -> Result<VerifyReport> {
+/// Walks the whole log in `snapshot`, then checks every projection in `live` against a fresh
+/// replay of the log, and reports the first problem. Errors are for failures to read at all
+/// (I/O, redb); problems in what is read are findings in the report.
+pub fn verify(
+    snapshot: &Snapshot,
+    live: &dyn TableSource,
+    projections: &Projections,
+) -> Result<VerifyReport> {
+    let report = verify_log(snapshot)?;
+    if report.problem.is_some() {
+        return Ok(report);
+    }
+    let problem = check_projections(snapshot, live, projections, report.head.next)?;
+    let position = report.head.next;
+    Ok(VerifyReport {
+        problem: problem.map(|problem| Finding { position, problem }),
+        ..report
+    })
+}
+
+/// Checkpoints at the head with the current version, and tables equal to a replay's.
+fn check_projections(
+    snapshot: &Snapshot,
+    live: &dyn TableSource,
+    projections: &Projections,
+    head: Position,
+) -> Result<Option<Problem>> {
+    for projection in projections.iter() {
+        let checkpoint = snapshot.checkpoint(projection.name())?;
+        let expected = Some((projection.version(), head));
+        if checkpoint.map(|c| (c.version, c.next)) != expected {
+            return Ok(Some(Problem::Checkpoint {
+                projection: projection.name().to_owned(),
+                detail: format!(
+                    "checkpoint is {checkpoint:?}, expected version {} through position {head}",
+                    projection.version()
+                ),
+            }));
+        }
+    }
+    let replayed = replay(snapshot, projections, None)?;
+    let expected = replayed.state()?;
+    for projection in projections.iter() {
+        if digest(live, projection.as_ref())? == digest(&expected, projection.as_ref())? {
+            continue;
+        }
+        let difference = first_difference(live, &expected, projection.as_ref())?;
+        let difference = difference.unwrap_or(Difference {
+            table: String::new(),
+            key_hex: String::new(),
+            detail: "digests differ".into(),
+        });
+        return Ok(Some(Problem::Projection {
+            projection: projection.name().to_owned(),
+            table: difference.table,
+            key_hex: difference.key_hex,
+            detail: difference.detail,
+        }));
+    }
+    Ok(None)
+}
+
+/// Walks the whole log in `snapshot` (records, chain, streams, indexes) and reports the first
+/// problem.
+pub fn verify_log(snapshot: &Snapshot) -> Result<VerifyReport> {
     let mut walk = Walk {
         next: Position(0),
         prev: Digest::ZERO,

@@ -15,7 +15,8 @@ use crate::hash::Digest;
 use crate::record::limits::{Field, LimitError, Limits};
 use crate::record::segment::SegmentBuilder;
 use crate::record::{
-    NewEvent, Placement, Position, StreamVersion, check_stream, content_hash, encode_stored,
+    NewEvent, Placement, Position, Record, StreamVersion, check_stream, content_hash,
+    encode_stored_hashed,
 };
 
 /// The stream state an append requires.
@@ -123,6 +124,22 @@ pub enum AppendError {
     /// An input outside a limit; names the field, its size and the limit.
     #[error(transparent)]
     Limit(#[from] LimitError),
+    /// A raw append of a kind that only a projection's commands may append.
+    #[error("kind {kind:?} belongs to the {projection} projection; append it through its commands")]
+    ReservedKind {
+        /// The kind.
+        kind: String,
+        /// The projection that owns it.
+        projection: String,
+    },
+    /// The append carried a lease guard whose token is not the resource's live token.
+    #[error("lease guard refused for {resource:?}: {reason}")]
+    Fenced {
+        /// The guarded resource.
+        resource: String,
+        /// Why the token is not live.
+        reason: String,
+    },
     /// The log has no positions left (2^64 records).
     #[error("the log is full")]
     LogFull,
@@ -170,14 +187,16 @@ impl<'txn> LogWriter<'txn> {
         self.head
     }
 
-    /// Appends `events` to `stream` if it is in the `expected` state. Everything is checked
-    /// before anything is written: on `Err`, the transaction is unchanged.
+    /// Appends `events` to `stream` if it is in the `expected` state, pushing the records
+    /// written onto `records`. Everything is checked before anything is written: on `Err`,
+    /// the transaction is unchanged.
     pub fn append(
         &mut self,
         stream: &str,
         expected: ExpectedVersion,
         events: &[NewEvent],
         limits: &Limits,
+        records: &mut Vec<Record>,
     ) -> Result<AppendOutcome> {
         check_append(stream, events, limits)?;
         if let Some(positions) = self.duplicates(stream, events)? {
@@ -204,7 +223,7 @@ impl<'txn> LogWriter<'txn> {
         if first_position.0.checked_add(added).is_none() {
             return Err(AppendError::LogFull.into());
         }
-        self.write(stream, StreamVersion(count), events)?;
+        self.write(stream, StreamVersion(count), events, records)?;
         Ok(AppendOutcome::Appended(Appended {
             first_position,
             first_version: StreamVersion(count),
@@ -253,6 +272,7 @@ impl<'txn> LogWriter<'txn> {
         stream: &str,
         first_version: StreamVersion,
         events: &[NewEvent],
+        records: &mut Vec<Record>,
     ) -> Result<()> {
         let first_position = self.head.next;
         let mut segment_first = first_position;
@@ -267,18 +287,35 @@ impl<'txn> LogWriter<'txn> {
                 self.segments.insert(segment_first.0, bytes.as_slice())?;
                 segment_first = position;
             }
+            let version = StreamVersion(first_version.0 + offset);
             let placement = Placement {
                 stream,
                 position,
-                version: StreamVersion(first_version.0 + offset),
+                version,
                 prev,
             };
-            prev = encode_stored(self.segment.body_mut(), event, placement)?;
+            let payload_hash = crate::hash::payload_hash(&event.payload);
+            let hash =
+                encode_stored_hashed(self.segment.body_mut(), event, placement, payload_hash)?;
             self.segment.seal_record();
             if let Some(key) = event.idempotency_key.as_deref() {
-                let content = event_content_hash(stream, event);
+                let content = content_hash(stream, &event.kind, payload_hash);
                 self.idempotency.insert(key, (position.0, content.0))?;
             }
+            records.push(Record {
+                position,
+                stream: stream.to_owned(),
+                version,
+                kind: event.kind.clone(),
+                schema: event.schema,
+                at_ms: event.at_ms,
+                idempotency_key: event.idempotency_key.clone(),
+                payload: event.payload.clone(),
+                payload_hash,
+                prev,
+                hash,
+            });
+            prev = hash;
         }
         let bytes = self.segment.finish();
         self.segments.insert(segment_first.0, bytes.as_slice())?;

@@ -35,6 +35,7 @@ pub struct Snapshot {
     pub(crate) streams: ReadOnlyTable<&'static str, u64>,
     pub(crate) stream_runs: ReadOnlyTable<(&'static str, u64), (u64, u64)>,
     pub(crate) idempotency: ReadOnlyTable<&'static str, (u64, [u8; 32])>,
+    checkpoints: ReadOnlyTable<&'static str, (u32, u64)>,
 }
 
 impl Snapshot {
@@ -46,6 +47,7 @@ impl Snapshot {
             streams: txn.open_table(STREAMS)?,
             stream_runs: txn.open_table(STREAM_RUNS)?,
             idempotency: txn.open_table(IDEMPOTENCY)?,
+            checkpoints: txn.open_table(crate::projection::CHECKPOINTS)?,
         })
     }
 
@@ -55,6 +57,18 @@ impl Snapshot {
             Some(bytes) => decode_head(bytes.value()),
             None => Err(Error::CorruptMeta("the head is missing".into())),
         }
+    }
+
+    /// The checkpoint of projection `name`, `None` if it has none.
+    pub fn checkpoint(&self, name: &str) -> Result<Option<crate::projection::Checkpoint>> {
+        let found = self.checkpoints.get(name)?.map(|guard| {
+            let (version, next) = guard.value();
+            crate::projection::Checkpoint {
+                version,
+                next: Position(next),
+            }
+        });
+        Ok(found)
     }
 
     /// How many streams hold at least one record.

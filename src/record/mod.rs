@@ -227,7 +227,17 @@ pub fn encode_stored(
     event: &NewEvent,
     placement: Placement<'_>,
 ) -> Result<Digest, LimitError> {
-    let payload_hash = hash::payload_hash(&event.payload);
+    encode_stored_hashed(out, event, placement, hash::payload_hash(&event.payload))
+}
+
+/// [`encode_stored`] for a caller that has already hashed the payload.
+pub fn encode_stored_hashed(
+    out: &mut Vec<u8>,
+    event: &NewEvent,
+    placement: Placement<'_>,
+    payload_hash: Digest,
+) -> Result<Digest, LimitError> {
+    debug_assert_eq!(payload_hash, hash::payload_hash(&event.payload));
     let header = header_bytes(event, placement, payload_hash)?;
     let record_hash = hash::record_hash(&header);
     out.reserve(32 + header.len() + event.payload.len());

@@ -12,6 +12,7 @@ fn store_with(limits: Limits) -> (tempfile::TempDir, Store) {
     let options = StoreOptions {
         limits,
         create: true,
+        ..StoreOptions::default()
     };
     let store = Store::open_with(dir.path().join("log.redb"), options).unwrap();
     (dir, store)
@@ -198,6 +199,7 @@ fn limits_beyond_the_format_caps_are_refused_at_open() {
         let options = StoreOptions {
             limits,
             create: true,
+            ..StoreOptions::default()
         };
         match Store::open_with(dir.path().join("log.redb"), options) {
             Err(Error::Config(LimitError::Misconfigured { field: found, .. })) => {

@@ -1,0 +1,61 @@
+//! Commands: what a caller asks of a domain. A command decides, against the current
+//! projection tables, which events to append (or that it is refused); the events then
+//! record the decision and `apply` projects them.
+//!
+//! `decide` is pure: it reads the tables it is given and the command, nothing else. Every
+//! command carries its own `now` and any fresh token, and the events record them.
+
+use crate::error::Result;
+use crate::log::append::ExpectedVersion;
+use crate::projection::table::TableSource;
+use crate::record::NewEvent;
+
+/// Events one command appends to one stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Emit {
+    /// The stream.
+    pub stream: String,
+    /// What the stream must look like (usually `Any`: the decision already read the state).
+    pub expected: ExpectedVersion,
+    /// The events, in order.
+    pub events: Vec<NewEvent>,
+}
+
+/// What a command decided: the appends to make and the outcome to report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decision<O> {
+    /// Appends to make, in order; empty for a refusal or a no-op.
+    pub emits: Vec<Emit>,
+    /// What the caller is told.
+    pub outcome: O,
+}
+
+impl<O> Decision<O> {
+    /// A decision that appends nothing.
+    pub fn nothing(outcome: O) -> Self {
+        Decision {
+            emits: Vec::new(),
+            outcome,
+        }
+    }
+
+    /// A decision that appends `events` to `stream`.
+    pub fn emit(stream: String, events: Vec<NewEvent>, outcome: O) -> Self {
+        Decision {
+            emits: vec![Emit {
+                stream,
+                expected: ExpectedVersion::Any,
+                events,
+            }],
+            outcome,
+        }
+    }
+}
+
+/// A command of some domain.
+pub trait Command {
+    /// What the caller is told: a result or a refusal (refusals are values, not errors).
+    type Outcome;
+    /// Decides against `state`, the projection tables as of this point of the transaction.
+    fn decide(&self, state: &dyn TableSource) -> Result<Decision<Self::Outcome>>;
+}

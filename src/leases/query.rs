@@ -1,0 +1,93 @@
+//! Lease reads from the projection tables: no replay, usable on a snapshot or inside a
+//! write (where commands decide).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::log::read::Direction;
+use crate::projection::table::{Table, TableSource};
+
+/// A fencing token: issued per resource, strictly increasing, never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct FencingToken(pub u64);
+
+/// A resource lease as it stands.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The resource.
+    pub resource: String,
+    /// Who holds it.
+    pub holder: String,
+    /// Its fencing token.
+    pub token: FencingToken,
+    /// When it was granted under this token.
+    pub acquired_at_ms: u64,
+    /// When it lapses: live while `now_ms < expires_at_ms`.
+    pub expires_at_ms: u64,
+}
+
+impl Lease {
+    /// Whether it is live at `now_ms`.
+    pub fn is_live(&self, now_ms: u64) -> bool {
+        now_ms < self.expires_at_ms
+    }
+}
+
+/// A lane/key lease: an owner claim with a cursor that outlives owners.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaneLease {
+    /// The lane.
+    pub lane: String,
+    /// The key within the lane.
+    pub key: String,
+    /// The last owner to claim it.
+    pub owner: String,
+    /// When the claim lapses (0 after a release).
+    pub expires_at_ms: u64,
+    /// Where the work stands, kept across owners.
+    pub cursor: Option<String>,
+}
+
+impl LaneLease {
+    /// Whether `owner` holds it live at `now_ms`.
+    pub fn is_held_by(&self, owner: &str, now_ms: u64) -> bool {
+        self.owner == owner && now_ms < self.expires_at_ms
+    }
+}
+
+/// `leases.held`: resource → the lease held on it (removed at release).
+pub(crate) const HELD: Table<String, Lease> = Table::new("leases.held");
+/// `leases.tokens`: resource → the last token ever issued for it (never removed).
+pub(crate) const TOKENS: Table<String, u64> = Table::new("leases.tokens");
+/// `leases.lanes`: (lane, key) → lane lease.
+pub(crate) const LANES: Table<(String, String), LaneLease> = Table::new("leases.lanes");
+
+/// The lease held on `resource`, live or lapsed; `None` if none is held.
+pub fn lease(state: &dyn TableSource, resource: &str) -> Result<Option<Lease>> {
+    HELD.get(state, &resource.to_owned())
+}
+
+/// The last fencing token issued for `resource`, even if released since.
+pub fn last_token(state: &dyn TableSource, resource: &str) -> Result<Option<FencingToken>> {
+    Ok(TOKENS.get(state, &resource.to_owned())?.map(FencingToken))
+}
+
+/// Up to `limit` held leases in resource order.
+pub fn leases(state: &dyn TableSource, limit: usize) -> Result<Vec<Lease>> {
+    Ok(HELD
+        .scan_prefix(state, &(), Direction::Forward, limit)?
+        .into_iter()
+        .map(|(_, l)| l)
+        .collect())
+}
+
+/// The lane lease of `lane`/`key`.
+pub fn lane(state: &dyn TableSource, lane: &str, key: &str) -> Result<Option<LaneLease>> {
+    LANES.get(state, &(lane.to_owned(), key.to_owned()))
+}
+
+/// Up to `limit` lane leases of `lane`, in key order.
+pub fn lanes(state: &dyn TableSource, lane: &str, limit: usize) -> Result<Vec<LaneLease>> {
+    let rows = LANES.scan_prefix(state, &(lane.to_owned(),), Direction::Forward, limit)?;
+    Ok(rows.into_iter().map(|(_, l)| l).collect())
+}

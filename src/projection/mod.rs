@@ -1,0 +1,192 @@
+//! Projections: tables derived from the log, updated in the same write transaction as each
+//! append and rebuilt exactly by replaying it.
+//!
+//! This module owns the [`Projection`] trait, the checkpoint of each projection, applying
+//! records to every projection, catching up and rebuilding, and the canonical digest of a
+//! projection's tables. It knows no specific domain.
+//!
+//! The determinism rule: [`Projection::apply`] is a function of the record and the
+//! projection's own tables only. It reads no clock, no environment, no randomness, and
+//! writes rows whose bytes do not depend on hash-map iteration order. That is what makes a
+//! replay reproduce the tables byte for byte, and what `verify` checks.
+
+pub mod digest;
+pub mod key;
+pub mod table;
+
+use std::fmt;
+use std::sync::Arc;
+
+use redb::{ReadableTable, TableDefinition, WriteTransaction};
+
+use crate::error::{Error, Result};
+use crate::record::{Position, Record};
+use table::WriteTables;
+
+/// `annals.checkpoints`: projection name → (version that built it, next position to apply).
+pub const CHECKPOINTS: TableDefinition<&str, (u32, u64)> =
+    TableDefinition::new("annals.checkpoints");
+
+/// A table set derived from the log.
+///
+/// ```
+/// use annals::projection::{Projection, table::{Table, WriteTables}};
+/// use annals::{Record, Result};
+///
+/// /// Counts records per kind.
+/// struct KindCounts;
+/// const COUNTS: Table<String, u64> = Table::new("kind_counts.counts");
+///
+/// impl Projection for KindCounts {
+///     fn name(&self) -> &'static str { "kind_counts" }
+///     fn version(&self) -> u32 { 1 }
+///     fn tables(&self) -> &'static [&'static str] { &["kind_counts.counts"] }
+///     fn apply(&self, tables: &WriteTables<'_>, record: &Record) -> Result<()> {
+///         let count = COUNTS.get(tables, &record.kind)?.unwrap_or(0);
+///         COUNTS.insert(tables, &record.kind, &(count + 1))
+///     }
+/// }
+/// ```
+pub trait Projection: Send + Sync + 'static {
+    /// Unique name; the prefix of its tables (`<name>.<table>`).
+    fn name(&self) -> &'static str;
+    /// Bump it when `apply` changes meaning: on open, a projection whose checkpoint was built
+    /// by another version is rebuilt from the log.
+    fn version(&self) -> u32;
+    /// The tables it owns, all named `<name>.<something>`. They are cleared on rebuild and
+    /// digested by `verify`.
+    fn tables(&self) -> &'static [&'static str];
+    /// The kind prefix (e.g. `lease.`) whose events only this projection's commands may
+    /// append; raw appends of such kinds are refused. `None`: it owns no kinds.
+    fn owned_kinds(&self) -> Option<&'static str> {
+        None
+    }
+    /// Applies one record. Must ignore kinds it does not know, read nothing but `record` and
+    /// its own tables, and be deterministic.
+    fn apply(&self, tables: &WriteTables<'_>, record: &Record) -> Result<()>;
+    /// Deletes its tables. The default deletes every table in [`Self::tables`].
+    fn clear(&self, tables: &WriteTables<'_>) -> Result<()> {
+        for table in self.tables() {
+            tables.clear(table)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for dyn Projection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Projection({} v{})", self.name(), self.version())
+    }
+}
+
+/// Where a projection stands: the version that built its tables and the next position it
+/// has to apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The [`Projection::version`] that built the tables.
+    pub version: u32,
+    /// Every record before this position is applied.
+    pub next: Position,
+}
+
+/// The projections of one store, in registration order.
+#[derive(Clone, Default)]
+pub struct Projections {
+    list: Vec<Arc<dyn Projection>>,
+}
+
+impl fmt::Debug for Projections {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.list.iter().map(|p| p.name()))
+            .finish()
+    }
+}
+
+impl Projections {
+    /// Adds `projection`; refuses a duplicate name or a table outside its `<name>.` prefix.
+    pub fn register(&mut self, projection: Arc<dyn Projection>) -> Result<()> {
+        let name = projection.name();
+        let valid_name = !name.is_empty()
+            && name != "annals"
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !valid_name {
+            return Err(Error::Projection(format!(
+                "projection name {name:?} must be lower-case ASCII letters, digits or '_', and not 'annals'"
+            )));
+        }
+        if self.get(name).is_some() {
+            return Err(Error::Projection(format!(
+                "projection {name:?} is registered twice"
+            )));
+        }
+        let prefix = format!("{name}.");
+        if let Some(table) = projection.tables().iter().find(|t| !t.starts_with(&prefix)) {
+            return Err(Error::Projection(format!(
+                "projection {name:?} declares table {table:?} outside its prefix {prefix:?}"
+            )));
+        }
+        self.list.push(projection);
+        Ok(())
+    }
+
+    /// The projection called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Projection>> {
+        self.list.iter().find(|p| p.name() == name)
+    }
+
+    /// Every projection, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Projection>> {
+        self.list.iter()
+    }
+
+    /// The projection that owns `kind`, if any.
+    pub fn owner_of_kind(&self, kind: &str) -> Option<&'static str> {
+        self.list
+            .iter()
+            .find(|p| {
+                p.owned_kinds()
+                    .is_some_and(|prefix| kind.starts_with(prefix))
+            })
+            .map(|p| p.name())
+    }
+
+    /// Applies `record` to every projection.
+    pub fn apply(&self, tables: &WriteTables<'_>, record: &Record) -> Result<()> {
+        for projection in &self.list {
+            projection.apply(tables, record)?;
+        }
+        Ok(())
+    }
+
+    /// Records that every projection has applied everything before `next`.
+    pub fn advance_checkpoints(&self, txn: &WriteTransaction, next: Position) -> Result<()> {
+        let mut table = txn.open_table(CHECKPOINTS)?;
+        for projection in &self.list {
+            table.insert(projection.name(), (projection.version(), next.0))?;
+        }
+        Ok(())
+    }
+}
+
+/// The checkpoint of `name` in `txn`, `None` if it has none.
+pub fn checkpoint(txn: &WriteTransaction, name: &str) -> Result<Option<Checkpoint>> {
+    let table = txn.open_table(CHECKPOINTS)?;
+    let found = table.get(name)?.map(|guard| {
+        let (version, next) = guard.value();
+        Checkpoint {
+            version,
+            next: Position(next),
+        }
+    });
+    Ok(found)
+}
+
+/// Sets the checkpoint of one projection.
+pub fn set_checkpoint(txn: &WriteTransaction, name: &str, checkpoint: Checkpoint) -> Result<()> {
+    txn.open_table(CHECKPOINTS)?
+        .insert(name, (checkpoint.version, checkpoint.next.0))?;
+    Ok(())
+}

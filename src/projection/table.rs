@@ -1,0 +1,310 @@
+//! Typed access to projection tables.
+//!
+//! Every projection table in redb maps key bytes to value bytes; [`Table`] gives it a type:
+//! keys through [`KeyCodec`] (order-preserving), values through bincode with the format's
+//! configuration. Reads go through a [`TableSource`], which both a read transaction
+//! ([`ReadTables`]) and the write transaction ([`WriteTables`]) provide, so the same query
+//! serves a reader and a command deciding inside a write. Writes need [`WriteTables`], which
+//! only the projection engine hands out, and only to `apply`.
+
+use std::marker::PhantomData;
+use std::ops::Bound;
+
+use redb::{ReadTransaction, ReadableTable, TableDefinition, TableError, WriteTransaction};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::key::{KeyCodec, key_bytes, key_from_bytes};
+use crate::error::{Error, Result};
+use crate::log::read::Direction;
+use crate::record::bincode_config;
+
+/// Largest projection value decoded, in bytes.
+pub const VALUE_BYTES_CAP: usize = 64 * 1024 * 1024;
+
+pub(crate) fn definition(name: &str) -> TableDefinition<'_, &'static [u8], &'static [u8]> {
+    TableDefinition::new(name)
+}
+
+/// Raw rows, as stored: key bytes and value bytes.
+pub type RawRow = (Vec<u8>, Vec<u8>);
+
+/// Somewhere projection tables can be read: a snapshot or the write transaction.
+pub trait TableSource {
+    /// The value bytes under `key` in `table`.
+    fn get_raw(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Up to `limit` rows of `table` with keys within the bounds, in `direction`.
+    fn range_raw(
+        &self,
+        table: &str,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<RawRow>>;
+}
+
+fn collect<'a, T: ReadableTable<&'static [u8], &'static [u8]>>(
+    table: &T,
+    lower: Bound<&'a [u8]>,
+    upper: Bound<&'a [u8]>,
+    direction: Direction,
+    limit: usize,
+) -> Result<Vec<RawRow>> {
+    if let (Bound::Included(l) | Bound::Excluded(l), Bound::Included(u) | Bound::Excluded(u)) =
+        (lower, upper)
+        && l > u
+    {
+        return Ok(Vec::new());
+    }
+    let range = table.range::<&[u8]>((lower, upper))?;
+    let mut rows = Vec::new();
+    let mut push = |entry: std::result::Result<_, redb::StorageError>| -> Result<bool> {
+        let (key, value): (redb::AccessGuard<&[u8]>, redb::AccessGuard<&[u8]>) = entry?;
+        rows.push((key.value().to_vec(), value.value().to_vec()));
+        Ok(rows.len() < limit)
+    };
+    match direction {
+        Direction::Forward => {
+            for entry in range {
+                if !push(entry)? {
+                    break;
+                }
+            }
+        }
+        Direction::Backward => {
+            for entry in range.rev() {
+                if !push(entry)? {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// Projection tables read in a read transaction. A table never written reads as empty.
+pub struct ReadTables {
+    txn: ReadTransaction,
+}
+
+impl ReadTables {
+    pub(crate) fn new(txn: ReadTransaction) -> Self {
+        ReadTables { txn }
+    }
+}
+
+impl TableSource for ReadTables {
+    fn get_raw(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.txn.open_table(definition(table)) {
+            Ok(table) => Ok(table.get(key)?.map(|value| value.value().to_vec())),
+            Err(TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    fn range_raw(
+        &self,
+        table: &str,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<RawRow>> {
+        match self.txn.open_table(definition(table)) {
+            Ok(table) => collect(&table, lower, upper, direction, limit),
+            Err(TableError::TableDoesNotExist(_)) => Ok(Vec::new()),
+            Err(error) => Err(error.into()),
+        }
+    }
+}
+
+/// Projection tables inside the write transaction: readable by commands, writable by `apply`.
+pub struct WriteTables<'txn> {
+    txn: &'txn WriteTransaction,
+}
+
+impl<'txn> WriteTables<'txn> {
+    pub(crate) fn new(txn: &'txn WriteTransaction) -> Self {
+        WriteTables { txn }
+    }
+
+    /// Stores `value` under `key` in `table`.
+    pub fn insert_raw(&self, table: &str, key: &[u8], value: &[u8]) -> Result<()> {
+        self.txn.open_table(definition(table))?.insert(key, value)?;
+        Ok(())
+    }
+
+    /// Removes `key` from `table`; whether it was there.
+    pub fn remove_raw(&self, table: &str, key: &[u8]) -> Result<bool> {
+        Ok(self
+            .txn
+            .open_table(definition(table))?
+            .remove(key)?
+            .is_some())
+    }
+
+    /// Deletes `table` with all its rows.
+    pub(crate) fn clear(&self, table: &str) -> Result<()> {
+        self.txn.delete_table(definition(table))?;
+        Ok(())
+    }
+}
+
+impl TableSource for WriteTables<'_> {
+    fn get_raw(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let table = self.txn.open_table(definition(table))?;
+        Ok(table.get(key)?.map(|value| value.value().to_vec()))
+    }
+
+    fn range_raw(
+        &self,
+        table: &str,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<RawRow>> {
+        let table = self.txn.open_table(definition(table))?;
+        collect(&table, lower, upper, direction, limit)
+    }
+}
+
+/// A typed projection table: `K` keys (order-preserving), `V` values (bincode).
+///
+/// ```
+/// use annals::projection::table::Table;
+/// const HOLDERS: Table<String, u64> = Table::new("example.holders");
+/// assert_eq!(HOLDERS.name(), "example.holders");
+/// ```
+pub struct Table<K, V> {
+    name: &'static str,
+    types: PhantomData<fn() -> (K, V)>,
+}
+
+impl<K, V> Clone for Table<K, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<K, V> Copy for Table<K, V> {}
+
+impl<K: KeyCodec, V: Serialize + DeserializeOwned> Table<K, V> {
+    /// A table named `name`; by convention `<projection>.<table>`.
+    pub const fn new(name: &'static str) -> Self {
+        Table {
+            name,
+            types: PhantomData,
+        }
+    }
+
+    /// Its name in redb.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn decode_value(&self, bytes: &[u8]) -> Result<V> {
+        let config = bincode_config().with_limit::<VALUE_BYTES_CAP>();
+        match bincode::serde::decode_from_slice(bytes, config) {
+            Ok((value, read)) if read == bytes.len() => Ok(value),
+            Ok((_, read)) => {
+                Err(self.corrupt(format!("{} bytes after the value", bytes.len() - read)))
+            }
+            Err(error) => Err(self.corrupt(error.to_string())),
+        }
+    }
+
+    fn decode_key(&self, bytes: &[u8]) -> Result<K> {
+        key_from_bytes(bytes).ok_or_else(|| self.corrupt("a key does not decode".into()))
+    }
+
+    fn corrupt(&self, detail: String) -> Error {
+        Error::CorruptProjection {
+            table: self.name.to_owned(),
+            detail,
+        }
+    }
+
+    /// The value under `key`.
+    pub fn get(&self, source: &(impl TableSource + ?Sized), key: &K) -> Result<Option<V>> {
+        match source.get_raw(self.name, &key_bytes(key))? {
+            Some(bytes) => self.decode_value(&bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Up to `limit` rows whose key starts with the encoding of `prefix`, in `direction`.
+    /// `prefix` is a leading part of the key tuple (or the whole key, or `()` for every row).
+    pub fn scan_prefix<P: KeyCodec>(
+        &self,
+        source: &(impl TableSource + ?Sized),
+        prefix: &P,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<(K, V)>> {
+        let lower = key_bytes(prefix);
+        let upper = prefix_end(&lower);
+        let upper_bound = match &upper {
+            Some(upper) => Bound::Excluded(upper.as_slice()),
+            None => Bound::Unbounded,
+        };
+        self.decode_rows(source.range_raw(
+            self.name,
+            Bound::Included(lower.as_slice()),
+            upper_bound,
+            direction,
+            limit,
+        )?)
+    }
+
+    /// Up to `limit` rows with `from <= key < to`, in `direction`.
+    pub fn scan_between(
+        &self,
+        source: &(impl TableSource + ?Sized),
+        from: &K,
+        to: &K,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<(K, V)>> {
+        let (from, to) = (key_bytes(from), key_bytes(to));
+        let rows = source.range_raw(
+            self.name,
+            Bound::Included(from.as_slice()),
+            Bound::Excluded(to.as_slice()),
+            direction,
+            limit,
+        )?;
+        self.decode_rows(rows)
+    }
+
+    fn decode_rows(&self, rows: Vec<RawRow>) -> Result<Vec<(K, V)>> {
+        rows.into_iter()
+            .map(|(key, value)| Ok((self.decode_key(&key)?, self.decode_value(&value)?)))
+            .collect()
+    }
+
+    /// Stores `value` under `key`.
+    pub fn insert(&self, tables: &WriteTables<'_>, key: &K, value: &V) -> Result<()> {
+        let bytes = bincode::serde::encode_to_vec(value, bincode_config())
+            .map_err(|error| self.corrupt(format!("value does not encode: {error}")))?;
+        tables.insert_raw(self.name, &key_bytes(key), &bytes)
+    }
+
+    /// Removes `key`; whether it was there.
+    pub fn remove(&self, tables: &WriteTables<'_>, key: &K) -> Result<bool> {
+        tables.remove_raw(self.name, &key_bytes(key))
+    }
+}
+
+/// The smallest byte string greater than every string starting with `prefix`, or `None` if
+/// there is none (a prefix of only `0xFF` bytes, or empty).
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xFF {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}

@@ -1,0 +1,298 @@
+//! [`Store`]: an annals file, the write transactions that append and run commands, and reads.
+//!
+//! The store holds no domain rule. It is the only place (with the async writer) that begins
+//! redb write transactions; inside each, a [`WriteSession`] appends to the log and applies
+//! every new record to every projection before the one commit.
+
+mod catch_up;
+mod open;
+mod session;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use redb::{Database, ReadOnlyDatabase};
+
+use crate::audit::verify::{VerifyReport, verify};
+use crate::command::Command;
+use crate::error::{Error, OpenError, Result};
+use crate::log::Head;
+use crate::log::append::{AppendOutcome, ExpectedVersion};
+use crate::log::read::{Direction, Snapshot};
+use crate::projection::table::ReadTables;
+use crate::projection::{Projection, Projections};
+use crate::record::limits::Limits;
+use crate::record::{NewEvent, Position, Record, StreamVersion};
+use open::{Handle, check_identity, check_redb_magic, create, open_redb, opened};
+pub use session::WriteSession;
+
+/// How a store is opened.
+#[derive(Clone, Debug, Default)]
+pub struct StoreOptions {
+    /// The limits appends are checked against.
+    pub limits: Limits,
+    /// Create the file when it does not exist (the default for [`Store::open`]).
+    pub create: bool,
+    /// Projections of the program's own, kept beside the built-in ones.
+    pub projections: Vec<Arc<dyn Projection>>,
+}
+
+/// The built-in projections, in the order they are applied.
+pub fn builtin_projections() -> Vec<Arc<dyn Projection>> {
+    vec![
+        Arc::new(crate::registry::Registry),
+        Arc::new(crate::leases::Leases),
+        Arc::new(crate::outbox::Outbox),
+        Arc::new(crate::runs::Runs),
+    ]
+}
+
+/// An annals log in one redb file.
+///
+/// ```
+/// use annals::{ExpectedVersion, NewEvent, Store};
+/// let dir = tempfile::tempdir()?;
+/// let store = Store::open(dir.path().join("log.redb"))?;
+/// let event = NewEvent::new("deploy.started", 1_700_000_000_000, b"v42".to_vec());
+/// let outcome = store.append("deploy/web", ExpectedVersion::NoStream, &[event])?;
+/// assert_eq!(outcome.first_position().0, 0);
+/// assert!(store.verify()?.is_sound());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Store {
+    db: Handle,
+    limits: Limits,
+    path: PathBuf,
+    projections: Projections,
+}
+
+impl Store {
+    /// Opens the annals log at `path`, creating it if there is no file there.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        Store::open_with(
+            path,
+            StoreOptions {
+                create: true,
+                ..StoreOptions::default()
+            },
+        )
+    }
+
+    /// Opens the annals log at `path`, which must exist.
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<Store> {
+        Store::open_with(path, StoreOptions::default())
+    }
+
+    /// Opens with explicit options. Projections whose version changed are rebuilt from the
+    /// log, and those that lag are caught up, before this returns.
+    pub fn open_with(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
+        options.limits.check()?;
+        let projections = projections_with(options.projections)?;
+        let path = path.as_ref().to_path_buf();
+        if !path.exists() {
+            if !options.create {
+                return Err(OpenError::Missing { path }.into());
+            }
+            create(&path)?;
+        }
+        check_redb_magic(&path)?;
+        let db = open_redb(&path, || Database::open(&path))?;
+        let handle = Handle::Writable(db);
+        check_identity(&handle, &path)?;
+        let Handle::Writable(db) = &handle else {
+            unreachable!("opened writable above")
+        };
+        catch_up::bring_up_to_date(db, &projections)?;
+        Ok(Store {
+            db: handle,
+            limits: options.limits,
+            path,
+            projections,
+        })
+    }
+
+    /// Opens an existing log without writing to its file, for audits: appends are refused
+    /// with [`Error::ReadOnly`], and projections are read as they were last committed. A file
+    /// left by a crash needs redb's recovery first, which this does (opening it writable
+    /// once); recovery rebuilds redb's allocator state and never changes a committed record.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        if !path.exists() {
+            return Err(OpenError::Missing { path }.into());
+        }
+        check_redb_magic(&path)?;
+        let read_only = || ReadOnlyDatabase::open(&path);
+        let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read_only));
+        let db = match attempt {
+            Ok(Err(redb::DatabaseError::RepairAborted)) => {
+                drop(open_redb(&path, || Database::open(&path))?);
+                open_redb(&path, read_only)?
+            }
+            attempt => opened(&path, attempt)?,
+        };
+        let handle = Handle::ReadOnly(db);
+        check_identity(&handle, &path)?;
+        let projections = projections_with(Vec::new())?;
+        Ok(Store {
+            db: handle,
+            limits: Limits::default(),
+            path,
+            projections,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The limits appends are checked against.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The projections this store keeps.
+    pub fn projections(&self) -> &Projections {
+        &self.projections
+    }
+
+    fn database(&self) -> Result<&Database> {
+        match &self.db {
+            Handle::Writable(db) => Ok(db),
+            Handle::ReadOnly(_) => Err(Error::ReadOnly),
+        }
+    }
+
+    /// Runs `work` in one durable write transaction: every append it makes is applied to every
+    /// projection, and all of it commits together, or none of it if `work` fails.
+    pub fn write<R>(&self, work: impl FnOnce(&mut WriteSession<'_>) -> Result<R>) -> Result<R> {
+        let txn = self.database()?.begin_write()?;
+        let (result, appended) = {
+            let mut session = WriteSession::open(&txn, &self.projections, &self.limits)?;
+            let result = work(&mut session)?;
+            (result, session.finish()?)
+        };
+        if appended {
+            txn.commit()?;
+        } else {
+            txn.abort()?;
+        }
+        Ok(result)
+    }
+
+    /// Appends `events` to `stream` in one durable transaction, if the stream is in the
+    /// `expected` state. The events get contiguous positions and versions; on any error
+    /// nothing is written. Kinds owned by a projection (`lease.…`) are refused: they are
+    /// appended by that projection's commands.
+    pub fn append(
+        &self,
+        stream: &str,
+        expected: ExpectedVersion,
+        events: &[NewEvent],
+    ) -> Result<AppendOutcome> {
+        self.write(|session| session.append(stream, expected, events))
+    }
+
+    /// Decides `command` against the current state and appends what it decides, in one
+    /// durable transaction; returns its outcome (which may be a refusal, appending nothing).
+    pub fn execute<C: Command>(&self, command: &C) -> Result<C::Outcome> {
+        self.write(|session| session.execute(command))
+    }
+
+    /// A consistent read-only view of the log as of now; a writer may go on meanwhile.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        Snapshot::new(&self.db.begin_read()?)
+    }
+
+    /// A consistent read-only view of the projection tables, for the domains' queries.
+    pub fn state(&self) -> Result<ReadTables> {
+        Ok(ReadTables::new(self.db.begin_read()?))
+    }
+
+    /// The head: the next position and the hash of the last record.
+    pub fn head(&self) -> Result<Head> {
+        self.snapshot()?.head()
+    }
+
+    /// The record at `position`, `None` at or past the head.
+    pub fn get(&self, position: Position) -> Result<Option<Record>> {
+        self.snapshot()?.get(position)
+    }
+
+    /// Up to `limit` records from `from` in `direction`.
+    pub fn read_all(
+        &self,
+        from: Position,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<Record>> {
+        self.snapshot()?
+            .records(from, direction)?
+            .take(limit)
+            .collect()
+    }
+
+    /// Up to `limit` records of `stream` from version `from` in `direction`.
+    pub fn read_stream(
+        &self,
+        stream: &str,
+        from: StreamVersion,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<Record>> {
+        self.snapshot()?
+            .stream(stream, from, direction)?
+            .take(limit)
+            .collect()
+    }
+
+    /// Walks the whole log and checks every projection against a fresh replay; see
+    /// [`crate::audit::verify`].
+    pub fn verify(&self) -> Result<VerifyReport> {
+        let txn = self.db.begin_read()?;
+        verify(
+            &Snapshot::new(&txn)?,
+            &ReadTables::new(txn),
+            &self.projections,
+        )
+    }
+
+    /// Clears `name` (or every projection when `None`) and replays the whole log into it.
+    pub fn rebuild(&self, name: Option<&str>) -> Result<()> {
+        catch_up::rebuild(self.database()?, &self.projections, name)
+    }
+
+    /// Counts and sizes.
+    pub fn stats(&self) -> Result<Stats> {
+        let snapshot = self.snapshot()?;
+        let head = snapshot.head()?;
+        Ok(Stats {
+            records: head.next.0,
+            streams: snapshot.stream_count()?,
+            head,
+            file_bytes: fs::metadata(&self.path)?.len(),
+        })
+    }
+}
+
+fn projections_with(extra: Vec<Arc<dyn Projection>>) -> Result<Projections> {
+    let mut projections = Projections::default();
+    for projection in builtin_projections().into_iter().chain(extra) {
+        projections.register(projection)?;
+    }
+    Ok(projections)
+}
+
+/// Counts and sizes of a log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stats {
+    /// Records in the log.
+    pub records: u64,
+    /// Streams with at least one record.
+    pub streams: u64,
+    /// The head.
+    pub head: Head,
+    /// The file's size in bytes.
+    pub file_bytes: u64,
+}

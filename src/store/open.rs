@@ -1,0 +1,164 @@
+//! Creating and opening annals files: atomic creation, the checks that refuse a file that is
+//! not an annals log (or not of this format version), and redb panics turned into errors.
+
+use std::fs;
+use std::io::Read;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+
+use redb::{Database, ReadTransaction, ReadableDatabase};
+
+use crate::error::{Error, OpenError, Result};
+use crate::log::Head;
+use crate::log::encode_head;
+use crate::log::tables::{
+    FORMAT_KEY, FORMAT_VERSION, HEAD_KEY, IDEMPOTENCY, MAGIC, MAGIC_KEY, META, SEGMENTS,
+    STREAM_RUNS, STREAMS,
+};
+use crate::projection::CHECKPOINTS;
+
+/// The first bytes of every redb file.
+const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+
+/// The redb handle: read-write, or read-only for audits that must not touch the file.
+pub(crate) enum Handle {
+    Writable(Database),
+    ReadOnly(redb::ReadOnlyDatabase),
+}
+
+impl Handle {
+    pub(crate) fn begin_read(&self) -> Result<ReadTransaction> {
+        Ok(match self {
+            Handle::Writable(db) => db.begin_read()?,
+            Handle::ReadOnly(db) => db.begin_read()?,
+        })
+    }
+}
+
+/// Creates a new log atomically: initialised under a temporary name, then renamed into place,
+/// so that `path` never names a half-made log.
+pub(crate) fn create(path: &Path) -> Result<()> {
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".creating");
+    let temporary = PathBuf::from(temporary);
+    if temporary.exists() {
+        fs::remove_file(&temporary)?;
+    }
+    {
+        let db = Database::create(&temporary)?;
+        let txn = db.begin_write()?;
+        {
+            let mut meta = txn.open_table(META)?;
+            meta.insert(MAGIC_KEY, MAGIC)?;
+            meta.insert(FORMAT_KEY, FORMAT_VERSION.to_le_bytes().as_slice())?;
+            meta.insert(HEAD_KEY, encode_head(Head::default()).as_slice())?;
+            txn.open_table(SEGMENTS)?;
+            txn.open_table(STREAMS)?;
+            txn.open_table(STREAM_RUNS)?;
+            txn.open_table(IDEMPOTENCY)?;
+            txn.open_table(CHECKPOINTS)?;
+        }
+        txn.commit()?;
+    }
+    fs::rename(&temporary, path)?;
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    fs::File::open(parent)?.sync_all()?;
+    Ok(())
+}
+
+/// Refuses a file that does not start like a redb file, before redb sees it.
+pub(crate) fn check_redb_magic(path: &Path) -> Result<()> {
+    let not_annals = |reason: &str| -> Error {
+        OpenError::NotAnnalsLog {
+            path: path.to_path_buf(),
+            reason: reason.to_owned(),
+        }
+        .into()
+    };
+    let mut start = [0u8; REDB_MAGIC.len()];
+    let mut file = fs::File::open(path)?;
+    let mut read = 0;
+    while read < start.len() {
+        match file.read(&mut start[read..])? {
+            0 => break,
+            n => read += n,
+        }
+    }
+    if read == 0 {
+        return Err(not_annals("the file is empty"));
+    }
+    if read < start.len() || start != REDB_MAGIC {
+        return Err(not_annals("the file is not a redb database"));
+    }
+    Ok(())
+}
+
+/// Runs a redb open. redb may panic on a damaged file; that panic becomes a typed error here.
+pub(crate) fn open_redb<D>(
+    path: &Path,
+    open: impl FnOnce() -> Result<D, redb::DatabaseError>,
+) -> Result<D> {
+    opened(path, catch_unwind(AssertUnwindSafe(open)))
+}
+
+/// The typed outcome of a redb open that may have panicked.
+pub(crate) fn opened<D>(
+    path: &Path,
+    attempt: std::thread::Result<Result<D, redb::DatabaseError>>,
+) -> Result<D> {
+    let unreadable = |reason: String| -> Error {
+        OpenError::Unreadable {
+            path: path.to_path_buf(),
+            reason,
+        }
+        .into()
+    };
+    match attempt {
+        Ok(Ok(db)) => Ok(db),
+        Ok(Err(redb::DatabaseError::Storage(error))) => Err(unreadable(error.to_string())),
+        Ok(Err(error)) => Err(error.into()),
+        Err(_) => Err(unreadable(
+            "redb could not read the file's structure".into(),
+        )),
+    }
+}
+
+/// Checks the file's magic and format version.
+pub(crate) fn check_identity(db: &Handle, path: &Path) -> Result<()> {
+    let not_annals = |reason: &str| -> Error {
+        OpenError::NotAnnalsLog {
+            path: path.to_path_buf(),
+            reason: reason.to_owned(),
+        }
+        .into()
+    };
+    let txn = db.begin_read()?;
+    let meta = match txn.open_table(META) {
+        Ok(meta) => meta,
+        Err(redb::TableError::TableDoesNotExist(_)) => {
+            return Err(not_annals("a redb database without the annals.meta table"));
+        }
+        Err(error) => return Err(error.into()),
+    };
+    if meta.get(MAGIC_KEY)?.map(|g| g.value() == MAGIC) != Some(true) {
+        return Err(not_annals("annals.meta lacks the annals magic"));
+    }
+    let format = match meta.get(FORMAT_KEY)? {
+        Some(bytes) => <[u8; 4]>::try_from(bytes.value())
+            .map(u32::from_le_bytes)
+            .map_err(|_| Error::CorruptMeta("the format version is not 4 bytes".into()))?,
+        None => return Err(not_annals("annals.meta lacks a format version")),
+    };
+    if format != FORMAT_VERSION {
+        return Err(OpenError::UnsupportedFormat {
+            path: path.to_path_buf(),
+            found: format,
+            supported: FORMAT_VERSION,
+        }
+        .into());
+    }
+    Ok(())
+}

@@ -1,0 +1,106 @@
+//! The write session: one redb write transaction in which appends go to the log and every
+//! new record is applied to every projection before the commit.
+
+use redb::WriteTransaction;
+
+use crate::command::Command;
+use crate::error::Result;
+use crate::log::Head;
+use crate::log::append::{AppendError, AppendOutcome, ExpectedVersion, LogWriter};
+use crate::projection::Projections;
+use crate::projection::table::WriteTables;
+use crate::record::NewEvent;
+use crate::record::limits::Limits;
+
+/// Appends and commands inside one write transaction. Later commands see the effects of
+/// earlier ones.
+pub struct WriteSession<'txn> {
+    txn: &'txn WriteTransaction,
+    log: LogWriter<'txn>,
+    tables: WriteTables<'txn>,
+    projections: &'txn Projections,
+    limits: &'txn Limits,
+    appended: bool,
+}
+
+impl<'txn> WriteSession<'txn> {
+    pub(crate) fn open(
+        txn: &'txn WriteTransaction,
+        projections: &'txn Projections,
+        limits: &'txn Limits,
+    ) -> Result<Self> {
+        Ok(WriteSession {
+            txn,
+            log: LogWriter::open(txn)?,
+            tables: WriteTables::new(txn),
+            projections,
+            limits,
+            appended: false,
+        })
+    }
+
+    /// The head as of this point of the transaction.
+    pub fn head(&self) -> Head {
+        self.log.head()
+    }
+
+    /// The projection tables as of this point of the transaction, for reading.
+    pub fn state(&self) -> &WriteTables<'txn> {
+        &self.tables
+    }
+
+    /// A raw append (see [`crate::Store::append`]): kinds owned by a projection are refused.
+    pub fn append(
+        &mut self,
+        stream: &str,
+        expected: ExpectedVersion,
+        events: &[NewEvent],
+    ) -> Result<AppendOutcome> {
+        for event in events {
+            if let Some(projection) = self.projections.owner_of_kind(&event.kind) {
+                return Err(AppendError::ReservedKind {
+                    kind: event.kind.clone(),
+                    projection: projection.to_owned(),
+                }
+                .into());
+            }
+        }
+        self.append_applied(stream, expected, events)
+    }
+
+    /// Appends and applies, with no check of who owns the kinds.
+    fn append_applied(
+        &mut self,
+        stream: &str,
+        expected: ExpectedVersion,
+        events: &[NewEvent],
+    ) -> Result<AppendOutcome> {
+        let mut records = Vec::with_capacity(events.len());
+        let outcome = self
+            .log
+            .append(stream, expected, events, self.limits, &mut records)?;
+        for record in &records {
+            self.projections.apply(&self.tables, record)?;
+        }
+        self.appended |= !records.is_empty();
+        Ok(outcome)
+    }
+
+    /// Decides `command` against the tables as they stand and appends what it decides.
+    pub fn execute<C: Command>(&mut self, command: &C) -> Result<C::Outcome> {
+        let decision = command.decide(&self.tables)?;
+        for emit in &decision.emits {
+            self.append_applied(&emit.stream, emit.expected, &emit.events)?;
+        }
+        Ok(decision.outcome)
+    }
+
+    /// Advances every checkpoint to the head; whether anything was appended.
+    pub(crate) fn finish(self) -> Result<bool> {
+        if self.appended {
+            self.projections
+                .advance_checkpoints(self.txn, self.log.head().next)?;
+        }
+        Ok(self.appended)
+    }
+}
