@@ -17,6 +17,7 @@ use redb::{Database, ReadOnlyDatabase};
 use crate::audit::verify::{VerifyReport, verify};
 use crate::command::Command;
 use crate::error::{Error, OpenError, Result};
+use crate::leases::LeaseGuard;
 use crate::log::Head;
 use crate::log::append::{AppendOutcome, ExpectedVersion};
 use crate::log::read::{Direction, Snapshot};
@@ -192,6 +193,33 @@ impl Store {
         events: &[NewEvent],
     ) -> Result<AppendOutcome> {
         self.write(|session| session.append(stream, expected, events))
+    }
+
+    /// [`Store::append`] fenced by `guard`: refused with `AppendError::Fenced` unless the
+    /// guard's token is its resource's live token, checked in the same transaction.
+    pub fn append_guarded(
+        &self,
+        stream: &str,
+        expected: ExpectedVersion,
+        events: &[NewEvent],
+        guard: &LeaseGuard,
+    ) -> Result<AppendOutcome> {
+        self.write(|session| {
+            session.guard(guard)?;
+            session.append(stream, expected, events)
+        })
+    }
+
+    /// [`Store::execute`] fenced by `guard`, checked in the same transaction.
+    pub fn execute_guarded<C: Command>(
+        &self,
+        command: &C,
+        guard: &LeaseGuard,
+    ) -> Result<C::Outcome> {
+        self.write(|session| {
+            session.guard(guard)?;
+            session.execute(command)
+        })
     }
 
     /// Decides `command` against the current state and appends what it decides, in one

@@ -5,6 +5,7 @@ use redb::WriteTransaction;
 
 use crate::command::Command;
 use crate::error::Result;
+use crate::leases::LeaseGuard;
 use crate::log::Head;
 use crate::log::append::{AppendError, AppendOutcome, ExpectedVersion, LogWriter};
 use crate::projection::Projections;
@@ -84,6 +85,32 @@ impl<'txn> WriteSession<'txn> {
         }
         self.appended |= !records.is_empty();
         Ok(outcome)
+    }
+
+    /// Refuses with [`AppendError::Fenced`] unless `guard`'s token is its resource's live
+    /// token as of this point of the transaction.
+    pub fn guard(&self, guard: &LeaseGuard) -> Result<()> {
+        match crate::leases::guard::check(&self.tables, guard)? {
+            Ok(()) => Ok(()),
+            Err(refusal) => Err(AppendError::Fenced {
+                resource: guard.resource.clone(),
+                reason: refusal.to_string(),
+            }
+            .into()),
+        }
+    }
+
+    /// Appends the events of a projection's own kinds without a command: for replaying
+    /// records of an older schema and for tests of upcasting. Not for everyday use: it skips
+    /// the decisions that keep the projection's rules.
+    #[doc(hidden)]
+    pub fn append_unchecked(
+        &mut self,
+        stream: &str,
+        expected: ExpectedVersion,
+        events: &[NewEvent],
+    ) -> Result<AppendOutcome> {
+        self.append_applied(stream, expected, events)
     }
 
     /// Decides `command` against the tables as they stand and appends what it decides.
