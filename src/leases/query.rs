@@ -91,3 +91,19 @@ pub fn lanes(state: &dyn TableSource, lane: &str, limit: usize) -> Result<Vec<La
     let rows = LANES.scan_prefix(state, &(lane.to_owned(),), Direction::Forward, limit)?;
     Ok(rows.into_iter().map(|(_, l)| l).collect())
 }
+
+/// Every row of the leases projection as JSON, in key order: what `annals state` prints.
+pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
+    let held = leases(state, usize::MAX)?;
+    let tokens: Vec<serde_json::Value> = TOKENS
+        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
+        .into_iter()
+        .map(|(resource, token)| serde_json::json!({ "resource": resource, "last_token": token }))
+        .collect();
+    let lanes: Vec<LaneLease> = LANES
+        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
+        .into_iter()
+        .map(|(_, lane)| lane)
+        .collect();
+    Ok(serde_json::json!({ "held": held, "tokens": tokens, "lanes": lanes }))
+}

@@ -2,8 +2,12 @@
 
 mod cli;
 mod common;
+mod leases;
 mod limits;
 mod log;
 mod open;
+mod outbox;
+mod registry;
+mod runs;
 mod vectors;
 mod verify;

@@ -1,0 +1,1 @@
+//! Tests of the leases projection's rules.
