@@ -60,8 +60,17 @@ fn release(store: &Store, holder: &str, token: u64) -> LeaseOutcome {
 fn a_first_acquisition_gets_token_1() {
     let (_dir, store) = store();
     assert_eq!(granted_token(acquire(&store, "a", 100)), (1, false));
-    let lease = query::lease(&store.state().unwrap(), "deploy").unwrap().unwrap();
-    assert_eq!((lease.holder.as_str(), lease.acquired_at_ms, lease.expires_at_ms), ("a", 100, 1100));
+    let lease = query::lease(&store.state().unwrap(), "deploy")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (
+            lease.holder.as_str(),
+            lease.acquired_at_ms,
+            lease.expires_at_ms
+        ),
+        ("a", 100, 1100)
+    );
     assert!(store.verify().unwrap().is_sound());
 }
 
@@ -70,7 +79,9 @@ fn the_holders_own_reacquisition_keeps_its_token_and_grant_time() {
     let (_dir, store) = store();
     acquire(&store, "a", 100);
     assert_eq!(granted_token(acquire(&store, "a", 500)), (1, true));
-    let lease = query::lease(&store.state().unwrap(), "deploy").unwrap().unwrap();
+    let lease = query::lease(&store.state().unwrap(), "deploy")
+        .unwrap()
+        .unwrap();
     assert_eq!((lease.acquired_at_ms, lease.expires_at_ms), (100, 1500));
 }
 
@@ -96,10 +107,19 @@ fn takeover_after_expiry_increments_token() {
 fn tokens_never_repeat_even_after_a_release() {
     let (_dir, store) = store();
     acquire(&store, "a", 0);
-    assert!(matches!(release(&store, "a", 1), LeaseOutcome::Released { .. }));
-    assert_eq!(query::lease(&store.state().unwrap(), "deploy").unwrap(), None);
+    assert!(matches!(
+        release(&store, "a", 1),
+        LeaseOutcome::Released { .. }
+    ));
+    assert_eq!(
+        query::lease(&store.state().unwrap(), "deploy").unwrap(),
+        None
+    );
     assert_eq!(granted_token(acquire(&store, "b", 10)), (2, false));
-    assert_eq!(query::last_token(&store.state().unwrap(), "deploy").unwrap(), Some(FencingToken(2)));
+    assert_eq!(
+        query::last_token(&store.state().unwrap(), "deploy").unwrap(),
+        Some(FencingToken(2))
+    );
 }
 
 #[test]
@@ -107,7 +127,9 @@ fn renew_extends_a_live_lease_under_the_same_token() {
     let (_dir, store) = store();
     acquire(&store, "a", 0);
     assert_eq!(granted_token(renew(&store, "a", 1, 999)), (1, true));
-    let lease = query::lease(&store.state().unwrap(), "deploy").unwrap().unwrap();
+    let lease = query::lease(&store.state().unwrap(), "deploy")
+        .unwrap()
+        .unwrap();
     assert_eq!(lease.expires_at_ms, 1999);
 }
 
@@ -122,9 +144,18 @@ fn renew_with_a_stale_token_or_by_another_holder_is_refused_superseded() {
     let (_dir, store) = store();
     acquire(&store, "a", 0);
     acquire(&store, "b", 1000);
-    assert_eq!(refusal(renew(&store, "a", 1, 1001)), LeaseRefusal::Superseded);
-    assert_eq!(refusal(renew(&store, "a", 2, 1001)), LeaseRefusal::Superseded);
-    assert_eq!(refusal(renew(&store, "b", 1, 1001)), LeaseRefusal::Superseded);
+    assert_eq!(
+        refusal(renew(&store, "a", 1, 1001)),
+        LeaseRefusal::Superseded
+    );
+    assert_eq!(
+        refusal(renew(&store, "a", 2, 1001)),
+        LeaseRefusal::Superseded
+    );
+    assert_eq!(
+        refusal(renew(&store, "b", 1, 1001)),
+        LeaseRefusal::Superseded
+    );
 }
 
 #[test]
@@ -141,16 +172,35 @@ fn release_by_another_holder_or_token_is_refused() {
     acquire(&store, "a", 0);
     assert_eq!(refusal(release(&store, "b", 1)), LeaseRefusal::Superseded);
     assert_eq!(refusal(release(&store, "a", 7)), LeaseRefusal::Superseded);
-    assert!(query::lease(&store.state().unwrap(), "deploy").unwrap().is_some());
+    assert!(
+        query::lease(&store.state().unwrap(), "deploy")
+            .unwrap()
+            .is_some()
+    );
 }
 
 #[test]
 fn commands_with_empty_inputs_or_zero_ttl_are_invalid() {
     let (_dir, store) = store();
     let cases = [
-        LeaseCommand::Acquire { resource: "".into(), holder: "a".into(), ttl_ms: 1, now_ms: 0 },
-        LeaseCommand::Acquire { resource: "r".into(), holder: "".into(), ttl_ms: 1, now_ms: 0 },
-        LeaseCommand::Acquire { resource: "r".into(), holder: "a".into(), ttl_ms: 0, now_ms: 0 },
+        LeaseCommand::Acquire {
+            resource: "".into(),
+            holder: "a".into(),
+            ttl_ms: 1,
+            now_ms: 0,
+        },
+        LeaseCommand::Acquire {
+            resource: "r".into(),
+            holder: "".into(),
+            ttl_ms: 1,
+            now_ms: 0,
+        },
+        LeaseCommand::Acquire {
+            resource: "r".into(),
+            holder: "a".into(),
+            ttl_ms: 0,
+            now_ms: 0,
+        },
     ];
     for command in cases {
         let error = store.execute(&command).unwrap_err();
@@ -162,12 +212,23 @@ fn commands_with_empty_inputs_or_zero_ttl_are_invalid() {
 #[test]
 fn lease_events_cannot_be_appended_raw() {
     let (_dir, store) = store();
-    let error = store.append("lease/x", ExpectedVersion::Any, &[event("lease.acquired", 0, b"")]);
-    assert!(matches!(error, Err(Error::Append(AppendError::ReservedKind { .. }))), "{error:?}");
+    let error = store.append(
+        "lease/x",
+        ExpectedVersion::Any,
+        &[event("lease.acquired", 0, b"")],
+    );
+    assert!(
+        matches!(error, Err(Error::Append(AppendError::ReservedKind { .. }))),
+        "{error:?}"
+    );
 }
 
 fn guard(token: u64, now_ms: u64) -> LeaseGuard {
-    LeaseGuard { resource: "deploy".into(), token: FencingToken(token), now_ms }
+    LeaseGuard {
+        resource: "deploy".into(),
+        token: FencingToken(token),
+        now_ms,
+    }
 }
 
 #[test]
@@ -175,7 +236,9 @@ fn a_guarded_append_under_the_live_token_is_written() {
     let (_dir, store) = store();
     acquire(&store, "a", 0);
     let events = [event("deploy.step", 10, b"one")];
-    store.append_guarded("deploy/log", ExpectedVersion::Any, &events, &guard(1, 10)).unwrap();
+    store
+        .append_guarded("deploy/log", ExpectedVersion::Any, &events, &guard(1, 10))
+        .unwrap();
     assert_eq!(store.head().unwrap().next.0, 2);
 }
 
@@ -191,23 +254,35 @@ fn a_holder_that_woke_after_a_takeover_cannot_write_behind_its_successor() {
         .unwrap_err();
     match error {
         Error::Append(AppendError::Fenced { resource, reason }) => {
-            assert_eq!((resource.as_str(), reason.as_str()), ("deploy", "superseded"));
+            assert_eq!(
+                (resource.as_str(), reason.as_str()),
+                ("deploy", "superseded")
+            );
         }
         other => panic!("expected a fence, got {other:?}"),
     }
-    assert_eq!(store.head().unwrap(), head, "the fenced append wrote nothing");
-    store.append_guarded("deploy/log", ExpectedVersion::Any, &events, &guard(2, 5001)).unwrap();
+    assert_eq!(
+        store.head().unwrap(),
+        head,
+        "the fenced append wrote nothing"
+    );
+    store
+        .append_guarded("deploy/log", ExpectedVersion::Any, &events, &guard(2, 5001))
+        .unwrap();
 }
 
 #[test]
 fn a_guard_past_the_deadline_or_without_a_lease_is_refused() {
     let (_dir, store) = store();
     let events = [event("deploy.step", 0, b"x")];
-    let fenced = |guard: &LeaseGuard| {
-        match store.append_guarded("deploy/log", ExpectedVersion::Any, &events, guard) {
-            Err(Error::Append(AppendError::Fenced { reason, .. })) => reason,
-            other => panic!("expected a fence, got {other:?}"),
-        }
+    let fenced = |guard: &LeaseGuard| match store.append_guarded(
+        "deploy/log",
+        ExpectedVersion::Any,
+        &events,
+        guard,
+    ) {
+        Err(Error::Append(AppendError::Fenced { reason, .. })) => reason,
+        other => panic!("expected a fence, got {other:?}"),
     };
     assert_eq!(fenced(&guard(1, 0)), "missing");
     acquire(&store, "a", 0);
@@ -227,8 +302,15 @@ fn a_guarded_command_is_fenced_too() {
         now_ms: 2001,
     };
     let error = store.execute_guarded(&claim, &guard(1, 2001)).unwrap_err();
-    assert!(matches!(error, Error::Append(AppendError::Fenced { .. })), "{error:?}");
-    assert!(query::lane(&store.state().unwrap(), "sync", "k").unwrap().is_none());
+    assert!(
+        matches!(error, Error::Append(AppendError::Fenced { .. })),
+        "{error:?}"
+    );
+    assert!(
+        query::lane(&store.state().unwrap(), "sync", "k")
+            .unwrap()
+            .is_none()
+    );
 }
 
 fn lane(store: &Store, command: LaneCommand) -> LaneOutcome {
@@ -265,30 +347,54 @@ fn lane_refusal(outcome: LaneOutcome) -> LeaseRefusal {
 #[test]
 fn an_unowned_lane_key_is_claimed_and_a_live_one_is_refused() {
     let (_dir, store) = store();
-    assert!(matches!(lane(&store, claim("a", 0)), LaneOutcome::Done { .. }));
-    assert_eq!(lane_refusal(lane(&store, claim("b", 999))), LeaseRefusal::Held);
-    assert_eq!(lane_refusal(lane(&store, claim("a", 999))), LeaseRefusal::Held);
+    assert!(matches!(
+        lane(&store, claim("a", 0)),
+        LaneOutcome::Done { .. }
+    ));
+    assert_eq!(
+        lane_refusal(lane(&store, claim("b", 999))),
+        LeaseRefusal::Held
+    );
+    assert_eq!(
+        lane_refusal(lane(&store, claim("a", 999))),
+        LeaseRefusal::Held
+    );
 }
 
 #[test]
 fn the_cursor_survives_a_change_of_owner() {
     let (_dir, store) = store();
     lane(&store, claim("a", 0));
-    assert!(matches!(lane(&store, advance("a", "page-7", 10)), LaneOutcome::Done { .. }));
+    assert!(matches!(
+        lane(&store, advance("a", "page-7", 10)),
+        LaneOutcome::Done { .. }
+    ));
     let LaneOutcome::Done { lane: claimed } = lane(&store, claim("b", 1000)) else {
         panic!("an expired claim can be taken");
     };
-    assert_eq!((claimed.owner.as_str(), claimed.cursor.as_deref()), ("b", Some("page-7")));
+    assert_eq!(
+        (claimed.owner.as_str(), claimed.cursor.as_deref()),
+        ("b", Some("page-7"))
+    );
     assert!(store.verify().unwrap().is_sound());
 }
 
 #[test]
 fn only_the_live_owner_advances_renews_or_releases() {
     let (_dir, store) = store();
-    assert_eq!(lane_refusal(lane(&store, advance("a", "x", 0))), LeaseRefusal::Missing);
+    assert_eq!(
+        lane_refusal(lane(&store, advance("a", "x", 0))),
+        LeaseRefusal::Missing
+    );
     lane(&store, claim("a", 0));
-    assert_eq!(lane_refusal(lane(&store, advance("b", "x", 10))), LeaseRefusal::Superseded);
-    assert_eq!(lane_refusal(lane(&store, advance("a", "x", 1000))), LeaseRefusal::Expired);
+    assert_eq!(
+        lane_refusal(lane(&store, advance("b", "x", 10))),
+        LeaseRefusal::Superseded
+    );
+    assert_eq!(
+        lane_refusal(lane(&store, advance("a", "x", 1000))),
+        LeaseRefusal::Expired
+    );
     let renew = LaneCommand::Renew {
         lane: "sync".into(),
         key: "k".into(),
@@ -297,15 +403,24 @@ fn only_the_live_owner_advances_renews_or_releases() {
         now_ms: 500,
     };
     assert!(matches!(lane(&store, renew), LaneOutcome::Done { .. }));
-    assert!(matches!(lane(&store, advance("a", "x", 1400)), LaneOutcome::Done { .. }));
+    assert!(matches!(
+        lane(&store, advance("a", "x", 1400)),
+        LaneOutcome::Done { .. }
+    ));
     let release = |owner: &str| LaneCommand::Release {
         lane: "sync".into(),
         key: "k".into(),
         owner: owner.into(),
         now_ms: 1450,
     };
-    assert_eq!(lane_refusal(lane(&store, release("b"))), LeaseRefusal::Superseded);
-    assert!(matches!(lane(&store, release("a")), LaneOutcome::Done { .. }));
+    assert_eq!(
+        lane_refusal(lane(&store, release("b"))),
+        LeaseRefusal::Superseded
+    );
+    assert!(matches!(
+        lane(&store, release("a")),
+        LaneOutcome::Done { .. }
+    ));
     // A release frees the key at once and keeps the cursor for the next owner.
     let LaneOutcome::Done { lane: next } = lane(&store, claim("b", 1451)) else {
         panic!("a released key can be claimed");

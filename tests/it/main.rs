@@ -7,6 +7,7 @@ mod limits;
 mod log;
 mod open;
 mod outbox;
+mod projections;
 mod registry;
 mod runs;
 mod vectors;

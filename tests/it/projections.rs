@@ -1,0 +1,390 @@
+//! The projection engine: custom projections beside the built-in ones, apply inside the
+//! append's transaction, checkpoints, rebuild on a version change, catch-up after a lag,
+//! verify against a replay, and schema upcasting.
+
+use std::sync::Arc;
+
+use annals::event::{DomainEvent, encode_payload};
+use annals::leases::events::{Acquired, AcquiredV1, LeaseEvent};
+use annals::leases::{LeaseCommand, LeaseOutcome, LeaseRefusal, query};
+use annals::projection::table::{Table, WriteTables};
+use annals::{
+    Error, ExpectedVersion, NewEvent, Position, Problem, Projection, Record, Result, Store,
+    StoreOptions,
+};
+use redb::ReadableTable;
+
+use crate::common::event;
+
+/// Counts records per kind; `weight` is what each record adds, so that two versions of the
+/// projection build different tables from the same log.
+struct KindCounts {
+    version: u32,
+    weight: u64,
+}
+
+const COUNTS: Table<String, u64> = Table::new("kind_counts.counts");
+
+impl Projection for KindCounts {
+    fn name(&self) -> &'static str {
+        "kind_counts"
+    }
+    fn version(&self) -> u32 {
+        self.version
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &["kind_counts.counts"]
+    }
+    fn apply(&self, tables: &WriteTables<'_>, record: &Record) -> Result<()> {
+        let count = COUNTS.get(tables, &record.kind)?.unwrap_or(0);
+        COUNTS.insert(tables, &record.kind, &(count + self.weight))
+    }
+}
+
+fn open_with(path: &std::path::Path, projection: Option<KindCounts>) -> Store {
+    let projections: Vec<Arc<dyn Projection>> = match projection {
+        Some(p) => vec![Arc::new(p)],
+        None => Vec::new(),
+    };
+    let options = StoreOptions {
+        create: true,
+        projections,
+        ..StoreOptions::default()
+    };
+    Store::open_with(path, options).unwrap()
+}
+
+fn count(store: &Store, kind: &str) -> Option<u64> {
+    COUNTS
+        .get(&store.state().unwrap(), &kind.to_owned())
+        .unwrap()
+}
+
+fn append(store: &Store, kind: &str) {
+    store
+        .append("s", ExpectedVersion::Any, &[event(kind, 0, b"")])
+        .unwrap();
+}
+
+#[test]
+fn a_custom_projection_is_applied_with_every_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_with(
+        &dir.path().join("log.redb"),
+        Some(KindCounts {
+            version: 1,
+            weight: 1,
+        }),
+    );
+    append(&store, "a");
+    append(&store, "a");
+    append(&store, "b");
+    assert_eq!((count(&store, "a"), count(&store, "b")), (Some(2), Some(1)));
+    assert!(store.verify().unwrap().is_sound());
+}
+
+#[test]
+fn a_changed_version_rebuilds_the_projection_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    {
+        let store = open_with(
+            &path,
+            Some(KindCounts {
+                version: 1,
+                weight: 1,
+            }),
+        );
+        append(&store, "a");
+        append(&store, "a");
+    }
+    let store = open_with(
+        &path,
+        Some(KindCounts {
+            version: 2,
+            weight: 10,
+        }),
+    );
+    assert_eq!(
+        count(&store, "a"),
+        Some(20),
+        "rebuilt from the log by the new version"
+    );
+    assert!(store.verify().unwrap().is_sound());
+}
+
+#[test]
+fn a_lagging_projection_is_caught_up_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    {
+        let store = open_with(
+            &path,
+            Some(KindCounts {
+                version: 1,
+                weight: 1,
+            }),
+        );
+        append(&store, "a");
+    }
+    {
+        // Opened without it: its checkpoint stays behind while the log grows.
+        let store = open_with(&path, None);
+        append(&store, "a");
+        append(&store, "b");
+    }
+    let store = open_with(
+        &path,
+        Some(KindCounts {
+            version: 1,
+            weight: 1,
+        }),
+    );
+    assert_eq!((count(&store, "a"), count(&store, "b")), (Some(2), Some(1)));
+    let checkpoint = store
+        .snapshot()
+        .unwrap()
+        .checkpoint("kind_counts")
+        .unwrap()
+        .unwrap();
+    assert_eq!((checkpoint.version, checkpoint.next), (1, Position(3)));
+    assert!(store.verify().unwrap().is_sound());
+}
+
+#[test]
+fn a_projection_registered_late_is_built_from_the_whole_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    {
+        let store = open_with(&path, None);
+        store
+            .write(|session| {
+                for _ in 0..20_000 {
+                    session.append("s", ExpectedVersion::Any, &[event("a", 0, b"")])?;
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+    let store = open_with(
+        &path,
+        Some(KindCounts {
+            version: 1,
+            weight: 1,
+        }),
+    );
+    assert_eq!(
+        count(&store, "a"),
+        Some(20_000),
+        "replayed across several batches"
+    );
+}
+
+#[test]
+fn later_commands_in_one_transaction_see_earlier_effects() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("log.redb")).unwrap();
+    let acquire = |holder: &str| LeaseCommand::Acquire {
+        resource: "r".into(),
+        holder: holder.into(),
+        ttl_ms: 100,
+        now_ms: 0,
+    };
+    let (first, second) = store
+        .write(|session| {
+            Ok((
+                session.execute(&acquire("a"))?,
+                session.execute(&acquire("b"))?,
+            ))
+        })
+        .unwrap();
+    assert!(matches!(first, LeaseOutcome::Granted { .. }));
+    assert!(matches!(
+        second,
+        LeaseOutcome::Refused {
+            reason: LeaseRefusal::Held,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn a_failed_write_leaves_log_and_projections_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("log.redb")).unwrap();
+    let acquire = LeaseCommand::Acquire {
+        resource: "r".into(),
+        holder: "a".into(),
+        ttl_ms: 100,
+        now_ms: 0,
+    };
+    let result: Result<()> = store.write(|session| {
+        session.execute(&acquire)?;
+        session.append("s", ExpectedVersion::NoStream, &[event("k", 0, b"")])?;
+        session.append("s", ExpectedVersion::NoStream, &[event("k", 0, b"")])?;
+        Ok(())
+    });
+    assert!(result.is_err());
+    assert_eq!(store.head().unwrap().next, Position(0));
+    assert_eq!(query::lease(&store.state().unwrap(), "r").unwrap(), None);
+}
+
+#[test]
+fn registering_a_duplicate_or_a_table_outside_the_prefix_is_refused() {
+    struct Stray;
+    impl Projection for Stray {
+        fn name(&self) -> &'static str {
+            "stray"
+        }
+        fn version(&self) -> u32 {
+            1
+        }
+        fn tables(&self) -> &'static [&'static str] {
+            &["leases.held"]
+        }
+        fn apply(&self, _: &WriteTables<'_>, _: &Record) -> Result<()> {
+            Ok(())
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let attempts: Vec<Vec<Arc<dyn Projection>>> = vec![
+        vec![Arc::new(Stray)],
+        vec![
+            Arc::new(KindCounts {
+                version: 1,
+                weight: 1,
+            }),
+            Arc::new(KindCounts {
+                version: 1,
+                weight: 1,
+            }),
+        ],
+    ];
+    for projections in attempts {
+        let options = StoreOptions {
+            create: true,
+            projections,
+            ..StoreOptions::default()
+        };
+        let error = Store::open_with(&path, options).err().expect("refused");
+        assert!(matches!(error, Error::Projection(_)), "{error:?}");
+    }
+}
+
+#[test]
+fn verify_names_the_projection_table_and_key_of_a_tampered_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    {
+        let store = Store::open(&path).unwrap();
+        for resource in ["alpha", "beta"] {
+            let acquire = LeaseCommand::Acquire {
+                resource: resource.into(),
+                holder: "a".into(),
+                ttl_ms: 100,
+                now_ms: 0,
+            };
+            store.execute(&acquire).unwrap();
+        }
+        assert!(store.verify().unwrap().is_sound());
+    }
+    // Forge the last token of "beta" beneath the store, as an in-place UPDATE would.
+    let key = annals::projection::key::key_bytes(&"beta".to_owned());
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let definition: redb::TableDefinition<&[u8], &[u8]> =
+                redb::TableDefinition::new("leases.tokens");
+            let mut table = txn.open_table(definition).unwrap();
+            assert!(table.get(key.as_slice()).unwrap().is_some());
+            table
+                .insert(key.as_slice(), 99u64.to_le_bytes().as_slice())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let report = Store::open(&path).unwrap().verify().unwrap();
+    let finding = report.problem.expect("the forged row is found");
+    match finding.problem {
+        Problem::Projection {
+            projection,
+            table,
+            key_hex,
+            ..
+        } => {
+            assert_eq!(
+                (projection.as_str(), table.as_str()),
+                ("leases", "leases.tokens")
+            );
+            assert_eq!(key_hex, annals::hash::hex(&key));
+        }
+        other => panic!("expected a projection difference, got {other:?}"),
+    }
+}
+
+/// Appends a lease acquisition as an older program would have: schema 1, with a TTL.
+fn acquired_v1(store: &Store, at_ms: u64) {
+    let payload = encode_payload(&AcquiredV1 {
+        resource: "r".into(),
+        holder: "a".into(),
+        token: 1,
+        ttl_ms: 1_000,
+    });
+    let event = NewEvent::new("lease.acquired", at_ms, payload).with_schema(1);
+    store
+        .write(|session| session.append_unchecked("lease/r", ExpectedVersion::Any, &[event]))
+        .unwrap();
+}
+
+#[test]
+fn version_1_events_upcast_to_the_same_projection_as_version_2_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = Store::open(dir.path().join("v1.redb")).unwrap();
+    acquired_v1(&old, 100);
+    let new = Store::open(dir.path().join("v2.redb")).unwrap();
+    let event = LeaseEvent::Acquired(Acquired {
+        resource: "r".into(),
+        holder: "a".into(),
+        token: 1,
+        expires_at_ms: 1_100,
+    });
+    assert_eq!(
+        event.to_new_event(100).schema,
+        2,
+        "the code writes version 2"
+    );
+    new.write(|session| {
+        session.append_unchecked("lease/r", ExpectedVersion::Any, &[event.to_new_event(100)])
+    })
+    .unwrap();
+    let state = |store: &Store| query::state_json(&store.state().unwrap()).unwrap();
+    assert_eq!(state(&old), state(&new));
+    assert_eq!(
+        query::lease(&old.state().unwrap(), "r")
+            .unwrap()
+            .unwrap()
+            .expires_at_ms,
+        1_100
+    );
+    assert!(
+        old.verify().unwrap().is_sound(),
+        "a replay upcasts the same way"
+    );
+}
+
+#[test]
+fn an_unknown_schema_version_is_refused_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("log.redb")).unwrap();
+    let event = NewEvent::new("lease.acquired", 0, Vec::new()).with_schema(9);
+    let error = store
+        .write(|session| session.append_unchecked("lease/r", ExpectedVersion::Any, &[event]))
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::UndecodableEvent { schema: 9, .. }),
+        "{error:?}"
+    );
+    assert_eq!(store.head().unwrap().next, Position(0));
+}
