@@ -47,6 +47,33 @@ enum Command {
     Verify(VerifyArgs),
     /// Print counts and sizes of the log.
     Stats(StatsArgs),
+    /// Print a projection's rows (registry, leases, outbox, runs).
+    State(StateArgs),
+    /// Clear projections and rebuild them by replaying the whole log.
+    Rebuild(RebuildArgs),
+}
+
+#[derive(Args)]
+struct StateArgs {
+    /// The log file; it must exist.
+    db: PathBuf,
+    /// The projection: registry, leases, outbox or runs.
+    projection: String,
+    /// Show the state as of the first N records, replayed into memory.
+    #[arg(long)]
+    at: Option<u64>,
+    /// Print one line of JSON instead of indented JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct RebuildArgs {
+    /// The log file; it must exist.
+    db: PathBuf,
+    /// Rebuild only this projection [default: all].
+    #[arg(long)]
+    projection: Option<String>,
 }
 
 #[derive(Args)]
@@ -157,6 +184,8 @@ fn main() -> ExitCode {
         Command::Log(args) => log(args),
         Command::Verify(args) => verify(args),
         Command::Stats(args) => stats(args),
+        Command::State(args) => state(args),
+        Command::Rebuild(args) => rebuild(args),
     };
     match result {
         Ok(code) => code,
@@ -481,4 +510,35 @@ fn print_json(out: &mut impl Write, value: &impl Serialize) -> Result<(), Failur
         .map_err(|error| Failure::Usage(format!("encoding JSON: {error}")))?;
     writeln!(out, "{line}")?;
     Ok(())
+}
+
+fn state(args: StateArgs) -> Result<ExitCode, Failure> {
+    let store = Store::open_read_only(&args.db)?;
+    let rows = store.state_json(&args.projection, args.at.map(Position))?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    if args.json {
+        print_json(&mut out, &rows)?;
+    } else {
+        let text = serde_json::to_string_pretty(&rows)
+            .map_err(|error| Failure::Usage(format!("formatting JSON: {error}")))?;
+        writeln!(out, "{text}")?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
+    let store = Store::open_existing(&args.db)?;
+    store.rebuild(args.projection.as_deref())?;
+    let head = store.head()?;
+    let names: Vec<&str> = match &args.projection {
+        Some(name) => vec![name.as_str()],
+        None => store.projections().iter().map(|p| p.name()).collect(),
+    };
+    println!(
+        "rebuilt {} through position {}",
+        names.join(", "),
+        head.next
+    );
+    Ok(ExitCode::SUCCESS)
 }

@@ -20,7 +20,7 @@ pub mod query;
 use crate::error::Result;
 use crate::event::DomainEvent;
 use crate::projection::Projection;
-use crate::projection::table::WriteTables;
+use crate::projection::table::{TableSource, WriteTables};
 use crate::record::Record;
 
 pub use decide::{LaneCommand, LaneOutcome, LeaseCommand, LeaseOutcome, LeaseRefusal};
@@ -53,5 +53,9 @@ impl Projection for Leases {
             Some(event) => apply::apply(tables, record, event),
             None => Ok(()),
         }
+    }
+
+    fn state_json(&self, state: &dyn TableSource) -> Result<serde_json::Value> {
+        query::state_json(state)
     }
 }

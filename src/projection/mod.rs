@@ -20,8 +20,9 @@ use std::sync::Arc;
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
 
 use crate::error::{Error, Result};
+use crate::hash::hex;
 use crate::record::{Position, Record};
-use table::WriteTables;
+use table::{TableSource, WriteTables};
 
 /// `annals.checkpoints`: projection name → (version that built it, next position to apply).
 pub const CHECKPOINTS: TableDefinition<&str, (u32, u64)> =
@@ -64,6 +65,27 @@ pub trait Projection: Send + Sync + 'static {
     /// Applies one record. Must ignore kinds it does not know, read nothing but `record` and
     /// its own tables, and be deterministic.
     fn apply(&self, tables: &WriteTables<'_>, record: &Record) -> Result<()>;
+    /// Every row as JSON, in key order: what `annals state` prints. The default shows each
+    /// table's keys and values in hex; the built-in projections show typed rows.
+    fn state_json(&self, state: &dyn TableSource) -> Result<serde_json::Value> {
+        let mut tables = serde_json::Map::new();
+        for table in self.tables() {
+            let rows = state.range_raw(
+                table,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                crate::log::read::Direction::Forward,
+                usize::MAX,
+            )?;
+            let rows = rows
+                .iter()
+                .map(|(key, value)| serde_json::json!({ "key": hex(key), "value": hex(value) }))
+                .collect();
+            tables.insert((*table).to_owned(), serde_json::Value::Array(rows));
+        }
+        Ok(serde_json::Value::Object(tables))
+    }
+
     /// Deletes its tables. The default deletes every table in [`Self::tables`].
     fn clear(&self, tables: &WriteTables<'_>) -> Result<()> {
         for table in self.tables() {

@@ -291,6 +291,23 @@ impl Store {
         catch_up::rebuild(self.database()?, &self.projections, name)
     }
 
+    /// Every row of projection `name` as JSON (see [`Projection::state_json`]): as it stands,
+    /// or with `at = Some(n)` as of the first `n` records, by replaying them into memory.
+    pub fn state_json(&self, name: &str, at: Option<Position>) -> Result<serde_json::Value> {
+        let projection = self
+            .projections
+            .get(name)
+            .ok_or_else(|| Error::Projection(format!("no projection is called {name:?}")))?;
+        match at {
+            None => projection.state_json(&self.state()?),
+            Some(at) => {
+                let replayed =
+                    crate::audit::replay::replay(&self.snapshot()?, &self.projections, Some(at))?;
+                projection.state_json(&replayed.state()?)
+            }
+        }
+    }
+
     /// Counts and sizes.
     pub fn stats(&self) -> Result<Stats> {
         let snapshot = self.snapshot()?;
