@@ -18,7 +18,7 @@ pub mod guard;
 pub mod query;
 
 use crate::error::Result;
-use crate::event::DomainEvent;
+use crate::event::{DomainEvent, EventKind};
 use crate::projection::Projection;
 use crate::projection::table::{TableSource, WriteTables};
 use crate::record::Record;
@@ -53,6 +53,10 @@ impl Projection for Leases {
             Some(event) => apply::apply(tables, record, event),
             None => Ok(()),
         }
+    }
+
+    fn catalogue(&self) -> &'static [EventKind] {
+        LeaseEvent::CATALOGUE
     }
 
     fn state_json(&self, state: &dyn TableSource) -> Result<serde_json::Value> {

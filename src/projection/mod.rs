@@ -20,6 +20,7 @@ use std::sync::Arc;
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
 
 use crate::error::{Error, Result};
+use crate::event::EventKind;
 use crate::hash::hex;
 use crate::record::{Position, Record};
 use table::{TableSource, WriteTables};
@@ -61,6 +62,11 @@ pub trait Projection: Send + Sync + 'static {
     /// append; raw appends of such kinds are refused. `None`: it owns no kinds.
     fn owned_kinds(&self) -> Option<&'static str> {
         None
+    }
+    /// Every event kind it owns with the payload schema version written now; `schema/EVENTS.md`
+    /// must list exactly these. Empty for a projection that owns no kinds.
+    fn catalogue(&self) -> &'static [EventKind] {
+        &[]
     }
     /// Applies one record. Must ignore kinds it does not know, read nothing but `record` and
     /// its own tables, and be deterministic.
