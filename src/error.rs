@@ -56,6 +56,12 @@ pub enum Error {
     /// A projection registered wrongly (a duplicate name, a table outside its prefix).
     #[error("projection: {0}")]
     Projection(String),
+    /// The async writer could not take a job or answer it, or its batch failed as a whole.
+    #[error(transparent)]
+    Writer(#[from] crate::writer::WriterError),
+    /// A consumer cannot resume where it stopped.
+    #[error(transparent)]
+    Consumer(#[from] crate::consumers::ConsumerError),
     /// An append to a store opened read-only.
     #[error("the store is open read-only")]
     ReadOnly,

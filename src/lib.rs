@@ -41,6 +41,7 @@
 
 pub mod audit;
 pub mod command;
+pub mod consumers;
 pub mod error;
 pub mod event;
 pub mod hash;
@@ -52,6 +53,8 @@ pub mod record;
 pub mod registry;
 pub mod runs;
 pub mod store;
+pub mod subscribe;
+pub mod writer;
 
 pub use audit::verify::{Finding, Problem, VerifyReport};
 pub use command::{Command, Decision, Emit};
@@ -63,4 +66,6 @@ pub use log::read::{Direction, Records, Snapshot, StreamRecords};
 pub use projection::Projection;
 pub use record::limits::{Field, LimitError, Limits};
 pub use record::{NewEvent, Position, Record, RecordError, StreamVersion};
-pub use store::{Stats, Store, StoreOptions, WriteSession};
+pub use store::{Durability, Stats, Store, StoreOptions, WriteSession};
+pub use subscribe::Subscription;
+pub use writer::{Writer, WriterError, WriterOptions};

@@ -1,8 +1,10 @@
 //! [`Store`]: an annals file, the write transactions that append and run commands, and reads.
 //!
-//! The store holds no domain rule. It is the only place (with the async writer) that begins
-//! redb write transactions; inside each, a [`WriteSession`] appends to the log and applies
-//! every new record to every projection before the one commit.
+//! The store holds no domain rule. It is the only place that begins redb write transactions
+//! (the async writer, [`crate::writer`], batches its jobs through [`Store::write_with`]);
+//! inside each, a [`WriteSession`] appends to the log and applies every new record to every
+//! projection before the one commit. After every commit that moved the head it announces the
+//! new head on a watch channel, which subscriptions use as a wake-up.
 
 mod catch_up;
 mod open;
@@ -13,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use redb::{Database, ReadOnlyDatabase};
+use tokio::sync::watch;
 
 use crate::audit::verify::{VerifyReport, verify};
 use crate::command::Command;
@@ -46,7 +49,21 @@ pub fn builtin_projections() -> Vec<Arc<dyn Projection>> {
         Arc::new(crate::leases::Leases),
         Arc::new(crate::outbox::Outbox),
         Arc::new(crate::runs::Runs),
+        Arc::new(crate::consumers::Consumers),
     ]
+}
+
+/// How a write transaction is committed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Durable when the commit returns: redb's `Durability::Immediate`, one fsync per commit.
+    #[default]
+    Immediate,
+    /// Visible to readers at once, durable only at the next [`Durability::Immediate`] commit
+    /// or [`Store::flush`]: redb's `Durability::None`. For tests and bulk loads. A crash loses
+    /// the deferred commits since the last durable one, all of them and nothing else: the log
+    /// reopens as a prefix of itself, with its chain, indexes and projections consistent.
+    Deferred,
 }
 
 /// An annals log in one redb file.
@@ -66,6 +83,8 @@ pub struct Store {
     limits: Limits,
     path: PathBuf,
     projections: Projections,
+    /// The head's next position as of the last commit, announced after each commit.
+    commits: watch::Sender<Position>,
 }
 
 impl Store {
@@ -105,12 +124,7 @@ impl Store {
             unreachable!("opened writable above")
         };
         catch_up::bring_up_to_date(db, &projections)?;
-        Ok(Store {
-            db: handle,
-            limits: options.limits,
-            path,
-            projections,
-        })
+        Store::assemble(handle, options.limits, path, projections)
     }
 
     /// Opens an existing log without writing to its file, for audits: appends are refused
@@ -135,11 +149,22 @@ impl Store {
         let handle = Handle::ReadOnly(db);
         check_identity(&handle, &path)?;
         let projections = projections_with(Vec::new())?;
+        Store::assemble(handle, Limits::default(), path, projections)
+    }
+
+    fn assemble(
+        db: Handle,
+        limits: Limits,
+        path: PathBuf,
+        projections: Projections,
+    ) -> Result<Store> {
+        let head = Snapshot::new(&db.begin_read()?)?.head()?;
         Ok(Store {
-            db: handle,
-            limits: Limits::default(),
+            db,
+            limits,
             path,
             projections,
+            commits: watch::Sender::new(head.next),
         })
     }
 
@@ -158,6 +183,11 @@ impl Store {
         &self.projections
     }
 
+    /// Refuses with [`Error::ReadOnly`] a store opened by [`Store::open_read_only`].
+    pub(crate) fn require_writable(&self) -> Result<()> {
+        self.database().map(drop)
+    }
+
     fn database(&self) -> Result<&Database> {
         match &self.db {
             Handle::Writable(db) => Ok(db),
@@ -168,18 +198,59 @@ impl Store {
     /// Runs `work` in one durable write transaction: every append it makes is applied to every
     /// projection, and all of it commits together, or none of it if `work` fails.
     pub fn write<R>(&self, work: impl FnOnce(&mut WriteSession<'_>) -> Result<R>) -> Result<R> {
-        let txn = self.database()?.begin_write()?;
-        let (result, appended) = {
+        self.write_with(Durability::Immediate, work)
+    }
+
+    /// [`Store::write`] committed with `durability`. A transaction that appended nothing is
+    /// aborted rather than committed, whatever the durability.
+    pub fn write_with<R>(
+        &self,
+        durability: Durability,
+        work: impl FnOnce(&mut WriteSession<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let mut txn = self.database()?.begin_write()?;
+        if durability == Durability::Deferred {
+            txn.set_durability(redb::Durability::None)
+                .map_err(redb::Error::from)?;
+        }
+        let (result, appended_head) = {
             let mut session = WriteSession::open(&txn, &self.projections, &self.limits)?;
             let result = work(&mut session)?;
-            (result, session.finish()?)
+            let head = session.head();
+            (result, session.finish()?.then_some(head))
         };
-        if appended {
-            txn.commit()?;
-        } else {
-            txn.abort()?;
+        match appended_head {
+            Some(head) => {
+                txn.commit()?;
+                self.announce(head.next);
+            }
+            None => txn.abort()?,
         }
         Ok(result)
+    }
+
+    /// Makes every earlier commit durable: commits an empty transaction with
+    /// [`Durability::Immediate`] (one fsync). Needed only after [`Durability::Deferred`] writes.
+    pub fn flush(&self) -> Result<()> {
+        self.database()?.begin_write()?.commit()?;
+        Ok(())
+    }
+
+    /// Announces a commit: the head's next position only ever grows, even when two threads'
+    /// commits announce out of order.
+    fn announce(&self, next: Position) {
+        self.commits.send_if_modified(|announced| {
+            let moved = next > *announced;
+            if moved {
+                *announced = next;
+            }
+            moved
+        });
+    }
+
+    /// A receiver of the head's next position, updated after every commit that moved it.
+    pub(crate) fn commits(&self) -> watch::Receiver<Position> {
+        self.commits.subscribe()
     }
 
     /// Appends `events` to `stream` in one durable transaction, if the stream is in the
@@ -231,6 +302,12 @@ impl Store {
     /// A consistent read-only view of the log as of now; a writer may go on meanwhile.
     pub fn snapshot(&self) -> Result<Snapshot> {
         Snapshot::new(&self.db.begin_read()?)
+    }
+
+    /// The log and the projection tables as of one and the same commit.
+    pub(crate) fn view(&self) -> Result<(Snapshot, ReadTables)> {
+        let txn = self.db.begin_read()?;
+        Ok((Snapshot::new(&txn)?, ReadTables::new(txn)))
     }
 
     /// A consistent read-only view of the projection tables, for the domains' queries.

@@ -1,0 +1,60 @@
+//! Consumer events: what the consumers projection records. Kinds start with `consumer.`;
+//! `schema/events/consumers.md` specifies each payload.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::event::{DomainEvent, EventKind, decode_payload, encode_payload, unknown_schema};
+use crate::record::Record;
+
+/// A consumer has handled every record up to and including `position`, whose record hash is
+/// `hash`. The time is the record's `at_ms`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpointed {
+    /// The consumer's name.
+    pub consumer: String,
+    /// The position of the last record it handled.
+    pub position: u64,
+    /// That record's hash.
+    pub hash: [u8; 32],
+}
+
+/// Every consumer event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConsumerEvent {
+    /// `consumer.checkpointed`
+    Checkpointed(Checkpointed),
+}
+
+/// Kind of [`ConsumerEvent::Checkpointed`].
+pub const CHECKPOINTED: &str = "consumer.checkpointed";
+
+impl DomainEvent for ConsumerEvent {
+    const CATALOGUE: &'static [EventKind] = &[EventKind {
+        kind: CHECKPOINTED,
+        schema: 1,
+    }];
+
+    fn kind(&self) -> &'static str {
+        match self {
+            ConsumerEvent::Checkpointed(_) => CHECKPOINTED,
+        }
+    }
+
+    fn payload(&self) -> Vec<u8> {
+        match self {
+            ConsumerEvent::Checkpointed(e) => encode_payload(e),
+        }
+    }
+
+    fn from_record(record: &Record) -> Result<Option<Self>> {
+        let event = match (record.kind.as_str(), record.schema) {
+            (CHECKPOINTED, 1) => ConsumerEvent::Checkpointed(decode_payload(record)?),
+            (kind, _) if Self::CATALOGUE.iter().any(|e| e.kind == kind) => {
+                return Err(unknown_schema(record));
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(event))
+    }
+}

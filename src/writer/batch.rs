@@ -1,0 +1,167 @@
+//! The write side of the [`super::Writer`]: the thread that takes batches off the queue, runs
+//! each in one write transaction, and answers every caller after the commit.
+//!
+//! Failure isolation without savepoints (redb cannot take an ephemeral savepoint once a table
+//! is open in the transaction, which is always the case mid-batch). Before each job the head
+//! is noted. A job refused with the head where it was wrote nothing: appends are
+//! validate-first, `decide` only reads, and projection tables change only when a record is
+//! applied. It is answered with its error and the batch goes on. A job that fails after the
+//! head moved (a command whose second append is refused, an `apply` error), or with an error
+//! that may come from the middle of a write (storage, corruption), or that panics, leaves part
+//! of itself in the transaction: the transaction is abandoned, that caller answered, and the
+//! rest of the batch re-run without it in a fresh one. `decide` is a function of the state,
+//! so every other job gets exactly what it would have got run alone in arrival order.
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::{Shared, WriterError, WriterOptions};
+use crate::error::{Error, Result};
+use crate::store::{Durability, Store, WriteSession};
+
+/// A job's outcome, type-erased; [`super::Writer`] downcasts it to the type it boxed.
+pub(super) type Answer = Result<Box<dyn Any + Send>>;
+
+/// The work of one job. `Fn`, not `FnOnce`: a batch re-run runs it again.
+type Work = dyn Fn(&mut WriteSession<'_>) -> Answer + Send;
+
+/// A job and where its answer goes.
+pub(super) struct Job {
+    pub(super) work: Box<Work>,
+    pub(super) reply: oneshot::Sender<Answer>,
+}
+
+/// What the queue carries.
+pub(super) enum Message {
+    /// Run this job.
+    Job(Job),
+    /// Answer once everything answered before is durable.
+    Flush(oneshot::Sender<Result<()>>),
+    /// Take no more jobs; finish those queued.
+    Close,
+}
+
+/// The writer thread's loop: until every handle is gone (or one closed the queue) and the
+/// queue is empty. Then a final durable commit, the store released, and `ended` dropped.
+pub(super) fn run(
+    store: Arc<Store>,
+    options: WriterOptions,
+    mut queue: mpsc::Receiver<Message>,
+    shared: &Shared,
+    ended: watch::Sender<()>,
+) {
+    let batch_max = options.batch_max as usize;
+    let mut messages = Vec::with_capacity(batch_max);
+    while let Some(first) = queue.blocking_recv() {
+        messages.push(first);
+        while messages.len() < batch_max {
+            match queue.try_recv() {
+                Ok(message) => messages.push(message),
+                Err(_) => break,
+            }
+        }
+        let mut jobs = Vec::with_capacity(messages.len());
+        let mut flushes = Vec::new();
+        for message in messages.drain(..) {
+            match message {
+                Message::Job(job) => jobs.push(job),
+                Message::Flush(reply) => flushes.push(reply),
+                // What is queued stays receivable; new sends fail with `Closed`.
+                Message::Close => queue.close(),
+            }
+        }
+        let answered = (jobs.len() + flushes.len()) as u64;
+        commit_batch(&store, options.durability, jobs, shared);
+        if !flushes.is_empty() {
+            let flushed = flush(&store, options.durability).map_err(Arc::new);
+            for reply in flushes {
+                let answer = flushed
+                    .clone()
+                    .map_err(|error| WriterError::Batch(error).into());
+                // A caller that stopped waiting needs no answer.
+                let _ = reply.send(answer);
+            }
+        }
+        shared.batches.fetch_add(1, Ordering::Relaxed);
+        shared.jobs.fetch_add(answered, Ordering::Relaxed);
+    }
+    let ending = flush(&store, options.durability).err().map(Arc::new);
+    // Released before anyone learns the writer ended, so the file can be reopened at once.
+    drop(store);
+    // Set once, here; a second set cannot happen.
+    let _ = shared.ending.set(ending);
+    drop(ended);
+}
+
+/// With deferred durability, one durable commit; with immediate, everything already is.
+fn flush(store: &Store, durability: Durability) -> Result<()> {
+    match durability {
+        Durability::Immediate => Ok(()),
+        Durability::Deferred => store.flush(),
+    }
+}
+
+/// Runs `jobs` in arrival order in one transaction, re-running it without any job that fails
+/// after writing, and answers every job.
+fn commit_batch(store: &Store, durability: Durability, mut jobs: Vec<Job>, shared: &Shared) {
+    while !jobs.is_empty() {
+        let mut answers: Vec<Answer> = Vec::with_capacity(jobs.len());
+        let mut tainted = None;
+        let written = store.write_with(durability, |session| {
+            for (index, job) in jobs.iter().enumerate() {
+                let before = session.head();
+                match run_job(&*job.work, session) {
+                    Ok(value) => answers.push(Ok(value)),
+                    Err(error) if session.head() == before && leaves_no_trace(&error) => {
+                        answers.push(Err(error));
+                    }
+                    Err(error) => {
+                        tainted = Some(index);
+                        return Err(error);
+                    }
+                }
+            }
+            Ok(())
+        });
+        match (written, tainted) {
+            (Ok(()), _) => {
+                for (job, answer) in jobs.into_iter().zip(answers) {
+                    // A caller that stopped waiting needs no answer.
+                    let _ = job.reply.send(answer);
+                }
+                return;
+            }
+            (Err(error), Some(index)) => {
+                let job = jobs.remove(index);
+                let _ = job.reply.send(Err(error));
+                shared.reruns.fetch_add(1, Ordering::Relaxed);
+            }
+            (Err(error), None) => {
+                let error = Arc::new(error);
+                for job in jobs {
+                    let _ = job.reply.send(Err(WriterError::Batch(Arc::clone(&error)).into()));
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Runs one job, turning a panic into an error.
+fn run_job(work: &Work, session: &mut WriteSession<'_>) -> Answer {
+    match catch_unwind(AssertUnwindSafe(|| work(session))) {
+        Ok(answer) => answer,
+        Err(_) => Err(WriterError::Panicked.into()),
+    }
+}
+
+/// Whether `error`, raised with the head where it was before the job, guarantees that the job
+/// wrote nothing. Refusals are raised before the first write (appends are validate-first,
+/// guards and `decide` only read); anything else might come from the middle of a write.
+fn leaves_no_trace(error: &Error) -> bool {
+    matches!(error, Error::Append(_) | Error::InvalidCommand { .. })
+}
