@@ -74,7 +74,10 @@ pub(super) fn run(
                 Message::Close => queue.close(),
             }
         }
-        let answered = (jobs.len() + flushes.len()) as u64;
+        // Counted before anyone is answered, so a caller holding its answer sees its batch.
+        shared.batches.fetch_add(1, Ordering::Relaxed);
+        let taken = (jobs.len() + flushes.len()) as u64;
+        shared.jobs.fetch_add(taken, Ordering::Relaxed);
         commit_batch(&store, options.durability, jobs, shared);
         if !flushes.is_empty() {
             let flushed = flush(&store, options.durability).map_err(Arc::new);
@@ -86,8 +89,6 @@ pub(super) fn run(
                 let _ = reply.send(answer);
             }
         }
-        shared.batches.fetch_add(1, Ordering::Relaxed);
-        shared.jobs.fetch_add(answered, Ordering::Relaxed);
     }
     let ending = flush(&store, options.durability).err().map(Arc::new);
     // Released before anyone learns the writer ended, so the file can be reopened at once.
@@ -136,9 +137,9 @@ fn commit_batch(store: &Store, durability: Durability, mut jobs: Vec<Job>, share
                 return;
             }
             (Err(error), Some(index)) => {
+                shared.reruns.fetch_add(1, Ordering::Relaxed);
                 let job = jobs.remove(index);
                 let _ = job.reply.send(Err(error));
-                shared.reruns.fetch_add(1, Ordering::Relaxed);
             }
             (Err(error), None) => {
                 let error = Arc::new(error);

@@ -116,7 +116,7 @@ pub enum WriterError {
 pub struct WriterStats {
     /// Batches taken from the queue (each one write transaction, plus any re-runs).
     pub batches: u64,
-    /// Jobs answered, successes and failures alike (flushes included).
+    /// Jobs taken from the queue, flushes included. Counted before any is answered.
     pub jobs: u64,
     /// Transactions abandoned because a job failed after it had written, then re-run without
     /// that job.

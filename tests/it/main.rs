@@ -10,5 +10,7 @@ mod outbox;
 mod projections;
 mod registry;
 mod runs;
+mod subscribe;
 mod vectors;
 mod verify;
+mod writer;
