@@ -38,14 +38,15 @@ const _: () = assert!(CHUNK_RECORDS_MAX > 0 && CHUNK_BYTES_MAX > 0);
 /// use std::sync::Arc;
 /// use annals::{ExpectedVersion, NewEvent, Position, Store};
 ///
-/// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let dir = tempfile::tempdir()?;
 /// let store = Arc::new(Store::open(dir.path().join("log.redb"))?);
 /// let mut records = annals::subscribe::subscribe(Arc::clone(&store), Position(0));
 /// store.append("s", ExpectedVersion::Any, &[NewEvent::new("k", 1, b"a".to_vec())])?;
 /// assert_eq!(records.next().await?.payload, b"a");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// # })
+/// # Ok(())
+/// # }
 /// ```
 pub fn subscribe(store: Arc<Store>, from: Position) -> Subscription {
     Subscription::new(store, Cursor::All { next: from })

@@ -104,7 +104,10 @@ impl Command for ConsumerCommand {
             } => {
                 require("consumer", consumer)?;
                 let refused = |reason, checkpoint| {
-                    Ok(Decision::nothing(ConsumerOutcome::Refused { reason, checkpoint }))
+                    Ok(Decision::nothing(ConsumerOutcome::Refused {
+                        reason,
+                        checkpoint,
+                    }))
                 };
                 match query::checkpoint(state, consumer)? {
                     Some(stored) if stored.position > *position => {

@@ -144,7 +144,9 @@ fn commit_batch(store: &Store, durability: Durability, mut jobs: Vec<Job>, share
             (Err(error), None) => {
                 let error = Arc::new(error);
                 for job in jobs {
-                    let _ = job.reply.send(Err(WriterError::Batch(Arc::clone(&error)).into()));
+                    let _ = job
+                        .reply
+                        .send(Err(WriterError::Batch(Arc::clone(&error)).into()));
                 }
                 return;
             }

@@ -140,7 +140,8 @@ struct Shared {
 /// use annals::writer::{Writer, WriterOptions};
 /// use annals::{ExpectedVersion, NewEvent, Store};
 ///
-/// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let dir = tempfile::tempdir()?;
 /// let store = Arc::new(Store::open(dir.path().join("log.redb"))?);
 /// let writer = Writer::start(Arc::clone(&store), WriterOptions::default())?;
@@ -149,8 +150,8 @@ struct Shared {
 /// assert_eq!(outcome.first_position().0, 0);
 /// writer.close().await?;
 /// assert!(store.verify()?.is_sound());
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// # })
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Clone)]
 pub struct Writer {

@@ -199,9 +199,17 @@ fn check_fencing(records: &[Record]) {
         match event {
             LeaseEvent::Acquired(e) => {
                 let r = resources.entry(e.resource).or_default();
-                assert!(e.token > r.last_token, "token reused at {}", record.position);
+                assert!(
+                    e.token > r.last_token,
+                    "token reused at {}",
+                    record.position
+                );
                 if let Some((_, expires_at_ms)) = r.live {
-                    assert!(expires_at_ms <= at, "two live holders at {}", record.position);
+                    assert!(
+                        expires_at_ms <= at,
+                        "two live holders at {}",
+                        record.position
+                    );
                 }
                 r.last_token = e.token;
                 r.live = Some((e.token, e.expires_at_ms));
@@ -209,8 +217,16 @@ fn check_fencing(records: &[Record]) {
             LeaseEvent::Renewed(e) => {
                 let r = resources.get_mut(&e.resource).unwrap();
                 let (token, expires_at_ms) = r.live.unwrap();
-                assert_eq!(token, e.token, "renewed a dead token at {}", record.position);
-                assert!(at < expires_at_ms, "renewed a lapsed lease at {}", record.position);
+                assert_eq!(
+                    token, e.token,
+                    "renewed a dead token at {}",
+                    record.position
+                );
+                assert!(
+                    at < expires_at_ms,
+                    "renewed a lapsed lease at {}",
+                    record.position
+                );
                 r.live = Some((token, e.expires_at_ms));
             }
             LeaseEvent::Released(e) => {
@@ -268,7 +284,11 @@ async fn sixty_four_tasks_commit_every_accepted_command_exactly_once_with_sound_
 
     let records = all_records(&store);
     for (index, record) in records.iter().enumerate() {
-        assert_eq!(record.position, Position(index as u64), "positions are gapless");
+        assert_eq!(
+            record.position,
+            Position(index as u64),
+            "positions are gapless"
+        );
     }
     assert_eq!(store.head().unwrap().next, Position(records.len() as u64));
     let mut logged = told_by_log(&records);
@@ -375,11 +395,14 @@ impl Step {
     fn alone(&self, store: &Store) -> Option<String> {
         Some(match self {
             Step::Append(stream, expected, e) => {
-                format!("{:?}", store.append(stream, *expected, &[e.clone()]))
+                format!(
+                    "{:?}",
+                    store.append(stream, *expected, std::slice::from_ref(e))
+                )
             }
             Step::Guarded(stream, e, guard) => format!(
                 "{:?}",
-                store.append_guarded(stream, ExpectedVersion::Any, &[e.clone()], guard)
+                store.append_guarded(stream, ExpectedVersion::Any, std::slice::from_ref(e), guard)
             ),
             Step::Lease(command) => format!("{:?}", store.execute(command)),
             Step::HalfWritten => format!("{:?}", store.execute(&HalfWritten)),
@@ -464,21 +487,37 @@ async fn failing_jobs_fail_alone_and_leave_no_trace_in_their_batch() {
     for (step, answer) in steps.iter().zip(&batched) {
         match step.alone(&alone) {
             Some(expected) => assert_eq!(*answer, expected),
-            None => assert_eq!(*answer, format!("{:?}", Err::<(), _>(Error::from(WriterError::Panicked)))),
+            None => assert_eq!(
+                *answer,
+                format!("{:?}", Err::<(), _>(Error::from(WriterError::Panicked)))
+            ),
         }
     }
     for (index, outcome) in [1, 3, 5, 6, 7, 9, 10].map(|i| (i, &batched[i])) {
         assert!(outcome.starts_with("Err("), "step {index} fails: {outcome}");
     }
-    assert!(batched[8].contains("Held"), "a refusal is an outcome, not an error");
-    assert!(batched[12].contains("Duplicate"), "the refused conflict left the key as it was");
+    assert!(
+        batched[8].contains("Held"),
+        "a refusal is an outcome, not an error"
+    );
+    assert!(
+        batched[12].contains("Duplicate"),
+        "the refused conflict left the key as it was"
+    );
 
     let (batched_log, alone_log) = (all_records(&store), all_records(&alone));
     assert_eq!(batched_log.len(), 5);
     assert_eq!(batched_log, alone_log, "the same records, hashes and chain");
     assert_eq!(store.head().unwrap(), alone.head().unwrap());
-    assert!(batched_log.iter().all(|r| r.kind != "test.half" && r.kind != "test.poison"));
-    assert!(store.verify().unwrap().is_sound(), "projections match a replay");
+    assert!(
+        batched_log
+            .iter()
+            .all(|r| r.kind != "test.half" && r.kind != "test.poison")
+    );
+    assert!(
+        store.verify().unwrap().is_sound(),
+        "projections match a replay"
+    );
     for projection in ["leases", "consumers"] {
         assert_eq!(
             store.state_json(projection, None).unwrap(),
@@ -500,7 +539,11 @@ async fn a_full_queue_makes_callers_wait_and_drops_nothing() {
     let (gate, open_gate) = hold(&writer).await;
     let first = enqueue(&writer, {
         let writer = writer.clone();
-        async move { writer.append("s", ExpectedVersion::Any, vec![event("k", 0, b"first")]).await }
+        async move {
+            writer
+                .append("s", ExpectedVersion::Any, vec![event("k", 0, b"first")])
+                .await
+        }
     })
     .await;
     assert_eq!(writer.queued(), 1);
@@ -577,7 +620,10 @@ async fn closing_answers_every_accepted_job_makes_it_durable_and_releases_the_fi
         .append("s", ExpectedVersion::Any, vec![event("k", 0, b"late")])
         .await;
     assert!(matches!(refused, Err(Error::Writer(WriterError::Closed))));
-    assert!(matches!(late.flush().await, Err(Error::Writer(WriterError::Closed))));
+    assert!(matches!(
+        late.flush().await,
+        Err(Error::Writer(WriterError::Closed))
+    ));
     drop(late);
 
     drop(store);
@@ -640,7 +686,11 @@ async fn a_refused_append_through_the_writer_is_the_stores_own_error() {
     let store = Arc::new(store);
     let writer = start(&store, WriterOptions::default());
     let reserved = writer
-        .append("s", ExpectedVersion::Any, vec![event("lease.acquired", 0, b"")])
+        .append(
+            "s",
+            ExpectedVersion::Any,
+            vec![event("lease.acquired", 0, b"")],
+        )
         .await;
     assert!(matches!(
         reserved,
@@ -656,10 +706,11 @@ async fn a_refused_append_through_the_writer_is_the_stores_own_error() {
         token: FencingToken(token.0 + 1),
         now_ms: 1,
     };
-    let fenced = writer
-        .execute_guarded(acquire("a", 1), stale)
-        .await;
-    assert!(matches!(fenced, Err(Error::Append(AppendError::Fenced { .. }))));
+    let fenced = writer.execute_guarded(acquire("a", 1), stale).await;
+    assert!(matches!(
+        fenced,
+        Err(Error::Append(AppendError::Fenced { .. }))
+    ));
     let refused = writer.execute(acquire("b", 1)).await.unwrap();
     assert!(matches!(
         refused,
