@@ -134,11 +134,14 @@ fn main() {
         "| {:<36} | {:>5} | {:>9} | {:>11} | {:>15} |",
         "path", "tasks", "commands", "commands/s", "commands/batch"
     );
-    println!("|{:-<38}|{:->7}|{:->11}|{:->13}|{:->17}|", "", "", "", "", "");
+    println!(
+        "|{:-<38}|{:->7}|{:->11}|{:->13}|{:->17}|",
+        "", "", "", "", ""
+    );
     for row in &rows {
-        let per_batch = row
-            .batches
-            .map_or("1".to_owned(), |b| format!("{:.1}", row.commands as f64 / b.max(1) as f64));
+        let per_batch = row.batches.map_or("1".to_owned(), |b| {
+            format!("{:.1}", row.commands as f64 / b.max(1) as f64)
+        });
         println!(
             "| {:<36} | {:>5} | {:>9} | {:>11.0} | {:>15} |",
             row.label,

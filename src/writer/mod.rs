@@ -8,6 +8,9 @@
 //! only then answers every caller. A refused job fails alone and leaves no trace; the rest of
 //! its batch commits (see `batch.rs` for how, without savepoints).
 //!
+//! Writes made directly on the [`Store`] meanwhile still work: redb runs one write
+//! transaction at a time, so they simply fall between two batches.
+//!
 //! This module owns the queue, the batching, failure isolation and answering. It never decides
 //! anything itself (commands do, against the state as of their turn), never reads a clock,
 //! never drops a job it accepted without answering it, and never answers before the commit.
@@ -254,9 +257,11 @@ impl Writer {
         answer.await.map_err(|_| WriterError::Lost)?
     }
 
-    /// Stops taking jobs (for every clone of this handle), runs and answers every job already
-    /// accepted, makes them durable, releases the store, and resolves when the write side has
-    /// finished. Dropping the last handle does the same without waiting.
+    /// Stops taking jobs (for every clone of this handle: their later calls fail with
+    /// [`WriterError::Closed`]), runs and answers every job already accepted, makes them
+    /// durable, and resolves when the write side has finished and let go of the store (other
+    /// clones of the handle still hold it, through [`Writer::store`]). Dropping the last handle
+    /// does the same without waiting. An error is the final durable commit's.
     pub async fn close(self) -> Result<()> {
         let Writer {
             store,
