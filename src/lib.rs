@@ -41,6 +41,7 @@
 
 pub mod audit;
 pub mod command;
+pub mod demo;
 pub mod error;
 pub mod event;
 pub mod hash;
