@@ -150,7 +150,7 @@ impl<'s> Simulation<'s> {
     fn new(store: &'s Store, session: u64, now_ms: u64) -> Self {
         Simulation {
             store,
-            rng: Rng::new(0xA77A_15 ^ session),
+            rng: Rng::new(0x00A7_7A15 ^ session),
             now_ms,
             session,
             agents: vec![AgentState::default(); AGENTS as usize],
@@ -214,10 +214,10 @@ impl<'s> Simulation<'s> {
         if self.rng.chance(40) {
             self.charge_fuel(agent)?;
         }
-        if self.ticks % 97 == 0 {
+        if self.ticks.is_multiple_of(97) {
             self.toggle_status()?;
         }
-        if self.ticks % 53 == 0 {
+        if self.ticks.is_multiple_of(53) {
             let sweep = SweepCommand::Expire {
                 now_ms: self.now_ms,
                 max_age_ms: 60_000,
@@ -225,7 +225,7 @@ impl<'s> Simulation<'s> {
             };
             self.store.execute(&sweep)?;
         }
-        if self.ticks % 211 == 0 {
+        if self.ticks.is_multiple_of(211) {
             let prune = SweepCommand::Prune {
                 now_ms: self.now_ms,
                 older_than_ms: 120_000,
