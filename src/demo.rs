@@ -21,6 +21,8 @@ use crate::outbox::query::ClaimToken;
 use crate::record::NewEvent;
 use crate::registry::decide::{InstanceCommand, InstanceFields, RecordFuel, SetSetting};
 use crate::registry::{InstanceKind, Status};
+use crate::runs::decide::{RunCommand, SpanCommand};
+use crate::runs::events::{Attributes, BillingMode, SpanKind, SpanOrigin, SpanOutcome, SpanUsage};
 use crate::store::Store;
 
 /// The simulated clock's start on an empty log: 2026-01-01T00:00:00Z.
@@ -143,7 +145,19 @@ struct Simulation<'s> {
     agents: Vec<AgentState>,
     next_delivery: u64,
     next_claim: u64,
+    next_run: u64,
+    /// Open runs: (run id, writer, open spans below the root, spans started so far).
+    runs: Vec<OpenRun>,
     ticks: u64,
+}
+
+/// A run the simulation is still driving.
+#[derive(Clone, Debug)]
+struct OpenRun {
+    id: String,
+    writer: String,
+    open_tools: Vec<String>,
+    spans: u64,
 }
 
 impl<'s> Simulation<'s> {
@@ -156,6 +170,8 @@ impl<'s> Simulation<'s> {
             agents: vec![AgentState::default(); AGENTS as usize],
             next_delivery: 0,
             next_claim: 0,
+            next_run: 0,
+            runs: Vec::new(),
             ticks: 0,
         }
     }
@@ -205,7 +221,7 @@ impl<'s> Simulation<'s> {
         self.now_ms += 50 + self.rng.below(150);
         let agent = self.rng.below(AGENTS);
         self.lease_step(agent)?;
-        if self.rng.chance(60) {
+        if self.rng.chance(45) {
             self.enqueue()?;
         }
         if self.rng.chance(35) {
@@ -214,6 +230,7 @@ impl<'s> Simulation<'s> {
         if self.rng.chance(40) {
             self.charge_fuel(agent)?;
         }
+        self.run_step(agent)?;
         if self.ticks.is_multiple_of(97) {
             self.toggle_status()?;
         }
@@ -369,6 +386,169 @@ impl<'s> Simulation<'s> {
                 acks,
                 now_ms: self.now_ms,
             })?;
+        }
+        Ok(())
+    }
+
+    /// Agents run turns: a root span with nested tool spans and their events, usage patched
+    /// in, outcomes of every kind; some runs are abandoned and closed by a cascade or a sweep.
+    fn run_step(&mut self, agent: u64) -> Result<()> {
+        if self.runs.len() < 4 && self.rng.chance(30) {
+            self.next_run += 1;
+            let id = format!("run-s{}-{}", self.session, self.next_run);
+            let writer = self.agent_handle(agent);
+            let cron = self.rng.chance(15);
+            let start = SpanCommand::Start {
+                run: id.clone(),
+                span: "root".into(),
+                parent: None,
+                name: if cron {
+                    "nightly-report".into()
+                } else {
+                    "answer-ticket".into()
+                },
+                kind: if cron { SpanKind::Cron } else { SpanKind::Turn },
+                origin: if cron {
+                    SpanOrigin::Cron
+                } else {
+                    SpanOrigin::Session
+                },
+                session_id: (!cron).then(|| format!("session-{agent}")),
+                job_name: cron.then(|| "nightly".into()),
+                attributes: Attributes::new(),
+                billing_mode: Some(if self.rng.chance(50) {
+                    BillingMode::Api
+                } else {
+                    BillingMode::Subscription
+                }),
+                writer: writer.clone(),
+                now_ms: self.now_ms,
+            };
+            self.store.execute(&start)?;
+            self.runs.push(OpenRun {
+                id,
+                writer,
+                open_tools: Vec::new(),
+                spans: 1,
+            });
+            return Ok(());
+        }
+        if self.runs.is_empty() {
+            return Ok(());
+        }
+        let index = self.rng.below(self.runs.len() as u64) as usize;
+        let run = self.runs[index].clone();
+        match self.rng.below(10) {
+            0..=2 if run.open_tools.len() < 3 => {
+                let span = format!("tool-{}", run.spans);
+                let parent = run
+                    .open_tools
+                    .last()
+                    .cloned()
+                    .unwrap_or_else(|| "root".into());
+                let start = SpanCommand::Start {
+                    run: run.id.clone(),
+                    span: span.clone(),
+                    parent: Some(parent),
+                    name: ["search", "fetch", "compile", "ask-model"][self.rng.below(4) as usize]
+                        .into(),
+                    kind: if self.rng.chance(20) {
+                        SpanKind::Subagent
+                    } else {
+                        SpanKind::Tool
+                    },
+                    origin: SpanOrigin::Session,
+                    session_id: None,
+                    job_name: None,
+                    attributes: Attributes::new(),
+                    billing_mode: None,
+                    writer: run.writer.clone(),
+                    now_ms: self.now_ms,
+                };
+                self.store.execute(&start)?;
+                self.runs[index].open_tools.push(span);
+                self.runs[index].spans += 1;
+            }
+            3..=4 => {
+                let span = run
+                    .open_tools
+                    .last()
+                    .cloned()
+                    .unwrap_or_else(|| "root".into());
+                let event = SpanCommand::AppendEvent {
+                    run: run.id.clone(),
+                    span,
+                    event_type: "log".into(),
+                    payload: "x".repeat(self.rng.below(20_000) as usize),
+                    payload_bytes_max: None,
+                    now_ms: self.now_ms,
+                };
+                self.store.execute(&event)?;
+            }
+            5 => {
+                self.store.execute(&RunCommand::Heartbeat {
+                    run: run.id.clone(),
+                    now_ms: self.now_ms,
+                })?;
+            }
+            6..=8 => {
+                let usage = SpanUsage {
+                    input_tokens: Some(100 + self.rng.below(5_000)),
+                    output_tokens: Some(10 + self.rng.below(800)),
+                    cost_micro_usd: Some(self.rng.below(20_000)),
+                    model: Some("model-m".into()),
+                    ..SpanUsage::default()
+                };
+                let outcomes = [
+                    SpanOutcome::Success,
+                    SpanOutcome::Success,
+                    SpanOutcome::Error,
+                    SpanOutcome::Timeout,
+                    SpanOutcome::Denied,
+                ];
+                let outcome = outcomes[self.rng.below(outcomes.len() as u64) as usize];
+                let (span, last) = match run.open_tools.last() {
+                    Some(span) => (span.clone(), false),
+                    None => ("root".to_owned(), true),
+                };
+                let end = SpanCommand::End {
+                    run: run.id.clone(),
+                    span,
+                    outcome,
+                    reason: (outcome != SpanOutcome::Success)
+                        .then(|| format!("{outcome:?} in a tool")),
+                    usage,
+                    attributes: Attributes::new(),
+                    now_ms: self.now_ms,
+                };
+                self.store.execute(&end)?;
+                if last {
+                    self.runs.remove(index);
+                } else {
+                    self.runs[index].open_tools.pop();
+                }
+            }
+            _ => {
+                if self.rng.chance(30) {
+                    // The agent gives up on the run: close it, children first.
+                    let close = RunCommand::CascadeClose {
+                        run: run.id.clone(),
+                        outcome: SpanOutcome::Cancelled,
+                        reason: "operator cancelled".into(),
+                        now_ms: self.now_ms,
+                    };
+                    self.store.execute(&close)?;
+                    self.runs.remove(index);
+                }
+            }
+        }
+        if self.ticks.is_multiple_of(301) {
+            let sweep = RunCommand::SweepStale {
+                stale_after_ms: 30_000,
+                sweeper: Some("demo-sweeper".into()),
+                now_ms: self.now_ms,
+            };
+            self.store.execute(&sweep)?;
         }
         Ok(())
     }
