@@ -9,7 +9,9 @@ use annals::outbox::decide::{Backoff, OutboxCommand, PullCommand, RowAck, SweepC
 use annals::outbox::query::ClaimToken;
 use annals::projection::digest::digest;
 use annals::registry::decide::{InstanceCommand, InstanceFields, RecordFuel, SetSetting};
-use annals::registry::{InstanceKind, Status};
+use annals::registry::{InstanceKind, Knows, Status};
+use annals::runs::decide::{RunCommand, SpanCommand};
+use annals::runs::events::{Attributes, SpanKind, SpanOrigin, SpanOutcome, SpanUsage};
 use annals::{ExpectedVersion, NewEvent, Store, StreamVersion, WriteSession};
 
 const CASES: u64 = 1_000;
@@ -26,7 +28,7 @@ fn random_command(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64) {
     let peers = ["p1", "p2"];
     let keys = ["k1", "k2", "k3", "k4"];
     let tokens = ["t1", "t2", "t3"];
-    let _ = match rng.below(12) {
+    let _ = match rng.below(15) {
         0 => {
             let expected = match rng.below(4) {
                 0 => ExpectedVersion::Any,
@@ -177,7 +179,8 @@ fn random_command(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64) {
                     last_error: None,
                     now_ms,
                 },
-                3 => OutboxCommand::Park { key, now_ms },
+                3 if rng.chance(50) => OutboxCommand::Park { key, now_ms },
+                3 => OutboxCommand::Deliver { key, now_ms },
                 _ => OutboxCommand::GiveUp { key, now_ms },
             };
             session.execute(&command).map(drop)
@@ -201,6 +204,98 @@ fn random_command(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64) {
                 now_ms,
             })
             .map(drop),
+        12 | 13 => {
+            let run = pick(rng, &["run1", "run2"]).to_owned();
+            let span = pick(rng, &["root", "s1", "s2", "s3"]).to_owned();
+            let outcomes = [
+                SpanOutcome::Success,
+                SpanOutcome::Error,
+                SpanOutcome::Timeout,
+            ];
+            let command = match rng.below(5) {
+                4 => SpanCommand::Patch {
+                    run,
+                    span,
+                    attributes: Attributes::from([("k".to_owned(), "v".to_owned())]),
+                    usage: SpanUsage {
+                        output_tokens: Some(rng.below(50)),
+                        ..SpanUsage::default()
+                    },
+                    wait_until_ms: None,
+                    billing_mode: None,
+                    now_ms,
+                },
+                0 | 1 => SpanCommand::Start {
+                    run,
+                    parent: (span != "root").then(|| pick(rng, &["root", "s1", "s2"]).to_owned()),
+                    span,
+                    name: "n".into(),
+                    kind: SpanKind::Tool,
+                    origin: if rng.chance(20) {
+                        SpanOrigin::Cron
+                    } else {
+                        SpanOrigin::Session
+                    },
+                    session_id: None,
+                    job_name: None,
+                    attributes: Attributes::new(),
+                    billing_mode: None,
+                    writer: pick(rng, &holders).into(),
+                    now_ms,
+                },
+                2 => SpanCommand::End {
+                    run,
+                    span,
+                    outcome: outcomes[rng.below(3) as usize],
+                    reason: None,
+                    usage: SpanUsage {
+                        input_tokens: rng.chance(50).then(|| rng.below(100)),
+                        cost_micro_usd: rng.chance(50).then(|| rng.below(100)),
+                        ..SpanUsage::default()
+                    },
+                    attributes: Attributes::new(),
+                    now_ms,
+                },
+                _ => SpanCommand::AppendEvent {
+                    run,
+                    span,
+                    event_type: "e".into(),
+                    payload: "p".repeat(rng.below(40) as usize),
+                    payload_bytes_max: Some(1 + rng.below(30) as u32),
+                    now_ms,
+                },
+            };
+            session.execute(&command).map(drop)
+        }
+        14 => {
+            let run = pick(rng, &["run1", "run2"]).to_owned();
+            let command = match rng.below(5) {
+                0 => RunCommand::Heartbeat { run, now_ms },
+                1 => RunCommand::CascadeClose {
+                    run,
+                    outcome: SpanOutcome::Cancelled,
+                    reason: "r".into(),
+                    now_ms,
+                },
+                2 => RunCommand::SweepOrphans {
+                    writer: pick(rng, &holders).into(),
+                    now_ms,
+                },
+                3 => RunCommand::SweepStale {
+                    stale_after_ms: rng.below(100),
+                    sweeper: None,
+                    now_ms,
+                },
+                _ => RunCommand::Prune {
+                    digest_floor_at_ms: now_ms.saturating_sub(rng.below(200)),
+                    detail_retention_ms: rng.below(100),
+                    hard_ceiling_ms: rng.below(400),
+                    batch: 1 + rng.below(3) as u32,
+                    now_ms,
+                },
+            };
+            session.execute(&command).map(drop)
+        }
         _ => {
             let command = if rng.chance(50) {
                 SweepCommand::Expire {
