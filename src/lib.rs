@@ -42,6 +42,7 @@
 pub mod audit;
 pub mod command;
 pub mod consumers;
+pub mod demo;
 pub mod error;
 pub mod event;
 pub mod hash;

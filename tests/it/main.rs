@@ -8,6 +8,7 @@ mod log;
 mod open;
 mod outbox;
 mod projections;
+mod property;
 mod registry;
 mod runs;
 mod subscribe;

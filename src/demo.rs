@@ -1,0 +1,584 @@
+//! The demo workload: a small simulated fleet that writes a realistic log across all four
+//! projections — hosts registering instances, agents contending for leases with takeovers
+//! after expiry, deliveries claimed, acked, retried and expired, runs with nested spans,
+//! failures and rollups.
+//!
+//! It commits as a live host would, one durable transaction per command, so stopping it at
+//! any moment leaves a log that verifies. The simulation is deterministic (a fixed clock
+//! start and a seeded generator), so a fresh file always ends at the same head hash; run on
+//! an existing file, it continues after the file's last clock reading with fresh names.
+
+use std::collections::BTreeMap;
+
+use crate::error::Result;
+use crate::leases::{FencingToken, LeaseCommand, LeaseGuard, LeaseOutcome};
+use crate::log::Head;
+use crate::log::append::ExpectedVersion;
+use crate::outbox::decide::{
+    Backoff, OutboxCommand, PullCommand, PullOutcome, RowAck, SweepCommand,
+};
+use crate::outbox::query::ClaimToken;
+use crate::record::NewEvent;
+use crate::registry::decide::{InstanceCommand, InstanceFields, RecordFuel, SetSetting};
+use crate::registry::{InstanceKind, Status};
+use crate::runs::decide::{RunCommand, SpanCommand};
+use crate::runs::events::{Attributes, BillingMode, SpanKind, SpanOrigin, SpanOutcome, SpanUsage};
+use crate::store::Store;
+
+/// The simulated clock's start on an empty log: 2026-01-01T00:00:00Z.
+pub const DEMO_EPOCH_MS: u64 = 1_767_225_600_000;
+
+/// What the demo wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DemoReport {
+    /// Records the demo appended.
+    pub records: u64,
+    /// Records appended per projection that owns their kind, plus `raw` for the rest.
+    pub per_projection: BTreeMap<String, u64>,
+    /// The head after the demo.
+    pub head: Head,
+}
+
+/// A small deterministic generator (SplitMix64): the demo needs variety, not secrecy.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+
+    /// True with probability `percent`/100.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// Counts the records from `from` to the head by the projection that owns their kind.
+pub fn count_by_projection(
+    store: &Store,
+    from: crate::record::Position,
+) -> Result<BTreeMap<String, u64>> {
+    let mut counts = BTreeMap::new();
+    for projection in store.projections().iter() {
+        counts.insert(projection.name().to_owned(), 0);
+    }
+    counts.insert("raw".to_owned(), 0);
+    let snapshot = store.snapshot()?;
+    for record in snapshot.records(from, crate::log::read::Direction::Forward)? {
+        let record = record?;
+        let owner = store
+            .projections()
+            .owner_of_kind(&record.kind)
+            .unwrap_or("raw");
+        *counts.entry(owner.to_owned()).or_insert(0) += 1;
+    }
+    Ok(counts)
+}
+
+/// Runs the demo on `store` until it has appended at least `target_records` records, calling
+/// `progress` with the count so far after each command.
+pub fn run(
+    store: &Store,
+    target_records: u64,
+    mut progress: impl FnMut(u64),
+) -> Result<DemoReport> {
+    let start = store.head()?;
+    let resume_ms = match start.next.0.checked_sub(1) {
+        Some(last) => store
+            .get(crate::record::Position(last))?
+            .map_or(DEMO_EPOCH_MS, |r| r.at_ms),
+        None => DEMO_EPOCH_MS,
+    };
+    let mut sim = Simulation::new(store, start.next.0, resume_ms.max(DEMO_EPOCH_MS) + 1);
+    sim.setup()?;
+    loop {
+        let written = store.head()?.next.0 - start.next.0;
+        progress(written);
+        if written >= target_records {
+            break;
+        }
+        sim.tick()?;
+    }
+    let head = store.head()?;
+    Ok(DemoReport {
+        records: head.next.0 - start.next.0,
+        per_projection: count_by_projection(store, start.next)?,
+        head,
+    })
+}
+
+const AGENTS: u64 = 6;
+const RESOURCES: [&str; 3] = ["deploy-lock", "index-rebuild", "billing-export"];
+const PEERS: [&str; 3] = ["hub-eu", "hub-us", "hub-ap"];
+const LEASE_TTL_MS: u64 = 2_000;
+
+/// One agent's view of the lease it believes it holds.
+#[derive(Clone, Debug, Default)]
+struct AgentState {
+    held: Option<(usize, FencingToken)>,
+    /// A crashed agent stops renewing; it wakes later still believing it holds its lease.
+    asleep_until_ms: u64,
+}
+
+struct Simulation<'s> {
+    store: &'s Store,
+    rng: Rng,
+    now_ms: u64,
+    /// Names made unique per demo session, so a rerun on the same file starts fresh entities.
+    session: u64,
+    agents: Vec<AgentState>,
+    next_delivery: u64,
+    next_claim: u64,
+    next_run: u64,
+    /// Open runs: (run id, writer, open spans below the root, spans started so far).
+    runs: Vec<OpenRun>,
+    ticks: u64,
+}
+
+/// A run the simulation is still driving.
+#[derive(Clone, Debug)]
+struct OpenRun {
+    id: String,
+    writer: String,
+    open_tools: Vec<String>,
+    spans: u64,
+}
+
+impl<'s> Simulation<'s> {
+    fn new(store: &'s Store, session: u64, now_ms: u64) -> Self {
+        Simulation {
+            store,
+            rng: Rng::new(0x00A7_7A15 ^ session),
+            now_ms,
+            session,
+            agents: vec![AgentState::default(); AGENTS as usize],
+            next_delivery: 0,
+            next_claim: 0,
+            next_run: 0,
+            runs: Vec::new(),
+            ticks: 0,
+        }
+    }
+
+    fn agent_handle(&self, agent: u64) -> String {
+        format!("agent-{agent}-s{}", self.session)
+    }
+
+    fn setup(&mut self) -> Result<()> {
+        for agent in 0..AGENTS {
+            let fields = InstanceFields {
+                store: Some(format!("/var/lib/annals/agent-{agent}")),
+                identity: Some(crate::hash::hex(&agent.to_le_bytes()).repeat(4)),
+                topics: Some(vec!["builds".into()]),
+                ..InstanceFields::default()
+            };
+            let handle = self.agent_handle(agent);
+            self.store.execute(&InstanceCommand::Upsert {
+                handle,
+                fields,
+                now_ms: self.now_ms,
+            })?;
+            let mailbox = InstanceFields {
+                store: Some(format!("/var/lib/annals/mailbox-{agent}")),
+                kind: Some(InstanceKind::Mailbox),
+                owner: Some(crate::hash::hex(&agent.to_le_bytes()).repeat(4)),
+                ..InstanceFields::default()
+            };
+            let handle = format!("mailbox-{agent}-s{}", self.session);
+            self.store.execute(&InstanceCommand::Upsert {
+                handle,
+                fields: mailbox,
+                now_ms: self.now_ms,
+            })?;
+        }
+        let setting = SetSetting {
+            key: "fleet.region".into(),
+            value: format!("eu-west-{}", self.session % 3),
+            now_ms: self.now_ms,
+        };
+        self.store.execute(&setting)?;
+        Ok(())
+    }
+
+    fn tick(&mut self) -> Result<()> {
+        self.ticks += 1;
+        self.now_ms += 50 + self.rng.below(150);
+        let agent = self.rng.below(AGENTS);
+        self.lease_step(agent)?;
+        if self.rng.chance(45) {
+            self.enqueue()?;
+        }
+        if self.rng.chance(35) {
+            self.pull()?;
+        }
+        if self.rng.chance(40) {
+            self.charge_fuel(agent)?;
+        }
+        self.run_step(agent)?;
+        if self.ticks.is_multiple_of(97) {
+            self.toggle_status()?;
+        }
+        if self.ticks.is_multiple_of(53) {
+            let sweep = SweepCommand::Expire {
+                now_ms: self.now_ms,
+                max_age_ms: 60_000,
+                claim_retry_ms: 20_000,
+            };
+            self.store.execute(&sweep)?;
+        }
+        if self.ticks.is_multiple_of(211) {
+            let prune = SweepCommand::Prune {
+                now_ms: self.now_ms,
+                older_than_ms: 120_000,
+            };
+            self.store.execute(&prune)?;
+        }
+        Ok(())
+    }
+
+    /// Agents contend for leases: holders renew or release, some fall asleep past their
+    /// deadline and are taken over, and every holder writes guarded work records.
+    fn lease_step(&mut self, agent: u64) -> Result<()> {
+        let state = self.agents[agent as usize].clone();
+        if state.asleep_until_ms > self.now_ms {
+            return Ok(());
+        }
+        let holder = self.agent_handle(agent);
+        match state.held {
+            Some((resource, token)) => {
+                // Work under the fence; a holder that slept through a takeover is refused.
+                let guard = LeaseGuard {
+                    resource: RESOURCES[resource].into(),
+                    token,
+                    now_ms: self.now_ms,
+                };
+                let step = NewEvent::new(
+                    "work.step",
+                    self.now_ms,
+                    format!("{holder} token {}", token.0),
+                );
+                let fenced = self
+                    .store
+                    .append_guarded(
+                        &format!("work/{}", RESOURCES[resource]),
+                        ExpectedVersion::Any,
+                        &[step],
+                        &guard,
+                    )
+                    .is_err();
+                let command = if fenced || self.rng.chance(25) {
+                    self.agents[agent as usize].held = None;
+                    if fenced {
+                        return Ok(());
+                    }
+                    LeaseCommand::Release {
+                        resource: RESOURCES[resource].into(),
+                        holder,
+                        token,
+                        now_ms: self.now_ms,
+                    }
+                } else {
+                    if self.rng.chance(10) {
+                        self.agents[agent as usize].asleep_until_ms =
+                            self.now_ms + 3 * LEASE_TTL_MS;
+                        return Ok(());
+                    }
+                    LeaseCommand::Renew {
+                        resource: RESOURCES[resource].into(),
+                        holder,
+                        token,
+                        ttl_ms: LEASE_TTL_MS,
+                        now_ms: self.now_ms,
+                    }
+                };
+                if !matches!(self.store.execute(&command)?, LeaseOutcome::Granted { .. }) {
+                    self.agents[agent as usize].held = None;
+                }
+            }
+            None => {
+                let resource = self.rng.below(RESOURCES.len() as u64) as usize;
+                let command = LeaseCommand::Acquire {
+                    resource: RESOURCES[resource].into(),
+                    holder,
+                    ttl_ms: LEASE_TTL_MS,
+                    now_ms: self.now_ms,
+                };
+                if let LeaseOutcome::Granted { lease, .. } = self.store.execute(&command)? {
+                    self.agents[agent as usize].held = Some((resource, lease.token));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn enqueue(&mut self) -> Result<()> {
+        self.next_delivery += 1;
+        let peer = PEERS[self.rng.below(PEERS.len() as u64) as usize];
+        let key = format!("delivery-s{}-{}", self.session, self.next_delivery);
+        let payload = format!("{{\"to\":\"{peer}\",\"seq\":{}}}", self.next_delivery).into_bytes();
+        let command = OutboxCommand::Enqueue {
+            key,
+            peer: peer.into(),
+            payload,
+            now_ms: self.now_ms,
+        };
+        self.store.execute(&command)?;
+        Ok(())
+    }
+
+    /// A peer claims a few rows, acks most, and sends the rest back for a retry.
+    fn pull(&mut self) -> Result<()> {
+        self.next_claim += 1;
+        let peer = PEERS[self.rng.below(PEERS.len() as u64) as usize];
+        let token = ClaimToken(format!("claim-s{}-{}", self.session, self.next_claim));
+        let claim = PullCommand::Claim {
+            peer: peer.into(),
+            token: token.clone(),
+            limit: 4,
+            lease_ms: 5_000,
+            now_ms: self.now_ms,
+        };
+        let PullOutcome::Claimed { rows, .. } = self.store.execute(&claim)? else {
+            return Ok(());
+        };
+        if self.rng.chance(10) {
+            return Ok(()); // The peer vanishes; its claims lapse and are taken again.
+        }
+        let mut acks = Vec::new();
+        for row in rows {
+            if self.rng.chance(80) {
+                acks.push(RowAck {
+                    key: row.key,
+                    token: token.clone(),
+                });
+            } else {
+                let retry = OutboxCommand::Retry {
+                    key: row.key,
+                    backoff: Backoff {
+                        base_ms: 1_000,
+                        max_ms: 30_000,
+                    },
+                    last_error: Some("peer answered 503".into()),
+                    now_ms: self.now_ms,
+                };
+                self.store.execute(&retry)?;
+            }
+        }
+        if !acks.is_empty() {
+            self.store.execute(&PullCommand::Ack {
+                peer: peer.into(),
+                acks,
+                now_ms: self.now_ms,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Agents run turns: a root span with nested tool spans and their events, usage patched
+    /// in, outcomes of every kind; some runs are abandoned and closed by a cascade or a sweep.
+    fn run_step(&mut self, agent: u64) -> Result<()> {
+        if self.runs.len() < 4 && self.rng.chance(30) {
+            self.next_run += 1;
+            let id = format!("run-s{}-{}", self.session, self.next_run);
+            let writer = self.agent_handle(agent);
+            let cron = self.rng.chance(15);
+            let start = SpanCommand::Start {
+                run: id.clone(),
+                span: "root".into(),
+                parent: None,
+                name: if cron {
+                    "nightly-report".into()
+                } else {
+                    "answer-ticket".into()
+                },
+                kind: if cron { SpanKind::Cron } else { SpanKind::Turn },
+                origin: if cron {
+                    SpanOrigin::Cron
+                } else {
+                    SpanOrigin::Session
+                },
+                session_id: (!cron).then(|| format!("session-{agent}")),
+                job_name: cron.then(|| "nightly".into()),
+                attributes: Attributes::new(),
+                billing_mode: Some(if self.rng.chance(50) {
+                    BillingMode::Api
+                } else {
+                    BillingMode::Subscription
+                }),
+                writer: writer.clone(),
+                now_ms: self.now_ms,
+            };
+            self.store.execute(&start)?;
+            self.runs.push(OpenRun {
+                id,
+                writer,
+                open_tools: Vec::new(),
+                spans: 1,
+            });
+            return Ok(());
+        }
+        if self.runs.is_empty() {
+            return Ok(());
+        }
+        let index = self.rng.below(self.runs.len() as u64) as usize;
+        let run = self.runs[index].clone();
+        match self.rng.below(10) {
+            0..=2 if run.open_tools.len() < 3 => {
+                let span = format!("tool-{}", run.spans);
+                let parent = run
+                    .open_tools
+                    .last()
+                    .cloned()
+                    .unwrap_or_else(|| "root".into());
+                let start = SpanCommand::Start {
+                    run: run.id.clone(),
+                    span: span.clone(),
+                    parent: Some(parent),
+                    name: ["search", "fetch", "compile", "ask-model"][self.rng.below(4) as usize]
+                        .into(),
+                    kind: if self.rng.chance(20) {
+                        SpanKind::Subagent
+                    } else {
+                        SpanKind::Tool
+                    },
+                    origin: SpanOrigin::Session,
+                    session_id: None,
+                    job_name: None,
+                    attributes: Attributes::new(),
+                    billing_mode: None,
+                    writer: run.writer.clone(),
+                    now_ms: self.now_ms,
+                };
+                self.store.execute(&start)?;
+                self.runs[index].open_tools.push(span);
+                self.runs[index].spans += 1;
+            }
+            3..=4 => {
+                let span = run
+                    .open_tools
+                    .last()
+                    .cloned()
+                    .unwrap_or_else(|| "root".into());
+                let event = SpanCommand::AppendEvent {
+                    run: run.id.clone(),
+                    span,
+                    event_type: "log".into(),
+                    payload: "x".repeat(self.rng.below(20_000) as usize),
+                    payload_bytes_max: None,
+                    now_ms: self.now_ms,
+                };
+                self.store.execute(&event)?;
+            }
+            5 => {
+                self.store.execute(&RunCommand::Heartbeat {
+                    run: run.id.clone(),
+                    now_ms: self.now_ms,
+                })?;
+            }
+            6..=8 => {
+                let usage = SpanUsage {
+                    input_tokens: Some(100 + self.rng.below(5_000)),
+                    output_tokens: Some(10 + self.rng.below(800)),
+                    cost_micro_usd: Some(self.rng.below(20_000)),
+                    model: Some("model-m".into()),
+                    ..SpanUsage::default()
+                };
+                let outcomes = [
+                    SpanOutcome::Success,
+                    SpanOutcome::Success,
+                    SpanOutcome::Error,
+                    SpanOutcome::Timeout,
+                    SpanOutcome::Denied,
+                ];
+                let outcome = outcomes[self.rng.below(outcomes.len() as u64) as usize];
+                let (span, last) = match run.open_tools.last() {
+                    Some(span) => (span.clone(), false),
+                    None => ("root".to_owned(), true),
+                };
+                let end = SpanCommand::End {
+                    run: run.id.clone(),
+                    span,
+                    outcome,
+                    reason: (outcome != SpanOutcome::Success)
+                        .then(|| format!("{outcome:?} in a tool")),
+                    usage,
+                    attributes: Attributes::new(),
+                    now_ms: self.now_ms,
+                };
+                self.store.execute(&end)?;
+                if last {
+                    self.runs.remove(index);
+                } else {
+                    self.runs[index].open_tools.pop();
+                }
+            }
+            _ => {
+                if self.rng.chance(30) {
+                    // The agent gives up on the run: close it, children first.
+                    let close = RunCommand::CascadeClose {
+                        run: run.id.clone(),
+                        outcome: SpanOutcome::Cancelled,
+                        reason: "operator cancelled".into(),
+                        now_ms: self.now_ms,
+                    };
+                    self.store.execute(&close)?;
+                    self.runs.remove(index);
+                }
+            }
+        }
+        if self.ticks.is_multiple_of(301) {
+            let sweep = RunCommand::SweepStale {
+                stale_after_ms: 30_000,
+                sweeper: Some("demo-sweeper".into()),
+                now_ms: self.now_ms,
+            };
+            self.store.execute(&sweep)?;
+        }
+        Ok(())
+    }
+
+    fn charge_fuel(&mut self, agent: u64) -> Result<()> {
+        let ops = ["tool.call", "model.tokens", "fetch"];
+        let command = RecordFuel {
+            instance: self.agent_handle(agent),
+            caller: self.agent_handle((agent + 1) % AGENTS),
+            op: ops[self.rng.below(ops.len() as u64) as usize].into(),
+            fuel: 1 + self.rng.below(500),
+            now_ms: self.now_ms,
+        };
+        self.store.execute(&command)?;
+        Ok(())
+    }
+
+    fn toggle_status(&mut self) -> Result<()> {
+        let agent = self.rng.below(AGENTS);
+        let status = if self.rng.chance(50) {
+            Status::Disabled
+        } else {
+            Status::Enabled
+        };
+        let command = InstanceCommand::SetStatus {
+            handle: self.agent_handle(agent),
+            status,
+            now_ms: self.now_ms,
+        };
+        self.store.execute(&command)?;
+        Ok(())
+    }
+}

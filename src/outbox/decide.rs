@@ -1,0 +1,717 @@
+//! Outbox commands and their pure decisions: state + command → events or a refusal.
+//!
+//! Three command enums, by who sends them: [`OutboxCommand`] (the host: enqueue, and the
+//! push lane's outcomes), [`PullCommand`] (a peer's own pull: claim and ack) and
+//! [`SweepCommand`] (housekeeping: expire and prune). Every rule is decided against the
+//! command's `now_ms`; nothing here reads a clock or makes up a token.
+
+use std::collections::BTreeSet;
+
+use super::apply::{created, evolve};
+use super::events::{
+    Acked, Claimed, Delivered, Enqueued, Expired, ExpiryReason, OutboxEvent, Parked, Pruned,
+    RetryScheduled,
+};
+use super::query::{
+    self, BY_STATE, ClaimToken, OutboxRow, OutboxState, indexed_row, state_range, visit_between,
+};
+use crate::command::{Command, Decision, Emit};
+use crate::error::{Error, Result};
+use crate::event::DomainEvent;
+use crate::log::append::ExpectedVersion;
+use crate::log::read::Direction;
+use crate::projection::table::TableSource;
+use crate::record::limits::Limits;
+
+/// Longest idempotency key, in bytes.
+pub const KEY_BYTES_MAX: usize = 200;
+/// Longest peer name, in bytes.
+pub const PEER_BYTES_MAX: usize = 200;
+/// Longest claim token, in bytes.
+pub const CLAIM_TOKEN_BYTES_MAX: usize = 128;
+/// Longest error text a retry records, in bytes.
+pub const ERROR_BYTES_MAX: usize = 1024;
+/// Largest payload of one row, in bytes.
+pub const PAYLOAD_BYTES_MAX: usize = 256 * 1024;
+/// Most rows one claim takes (a larger `limit` is clamped to it, as in the reference).
+pub const CLAIM_ROWS_MAX: u32 = 100;
+/// Most rows one ack names.
+pub const ACK_ROWS_MAX: usize = 1000;
+/// Most rows one sweep (expire or prune) changes; the outcome says when more are left.
+pub const SWEEP_ROWS_MAX: usize = 1000;
+
+/// The reference's claim lease: a claim not acked within this long may be taken again.
+pub const CLAIM_LEASE_MS: u64 = 10 * 60_000;
+/// The reference's maximum age: a row not delivered within this long is given up on.
+pub const MAX_AGE_MS: u64 = 30 * 24 * 60 * 60_000;
+/// The reference's claim retry window: a row whose claim lapsed unacked is claimed again
+/// until it is this old, then given up on.
+pub const CLAIM_RETRY_MS: u64 = 24 * 60 * 60_000;
+/// The reference's retention of `done` and `expired` rows before they are pruned.
+pub const PRUNE_AFTER_MS: u64 = 24 * 60 * 60_000;
+
+const STREAM_PREFIX: &str = "outbox/";
+
+// Every event of a valid command fits the default limits of one record.
+const _: () =
+    assert!(STREAM_PREFIX.len() + KEY_BYTES_MAX <= Limits::DEFAULT.stream_bytes_max as usize);
+const _: () = assert!(
+    PAYLOAD_BYTES_MAX + KEY_BYTES_MAX + PEER_BYTES_MAX + 3 * 8
+        <= Limits::DEFAULT.payload_bytes_max as usize
+);
+const _: () = assert!(CLAIM_RETRY_MS < MAX_AGE_MS);
+
+/// The stream of a row's events.
+pub fn row_stream(key: &str) -> String {
+    format!("{STREAM_PREFIX}{key}")
+}
+
+/// How long a failed push waits before the next: `base_ms` after the first failure,
+/// doubling with each further one, never more than `max_ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Backoff {
+    /// The wait after the first failure.
+    pub base_ms: u64,
+    /// The longest wait.
+    pub max_ms: u64,
+}
+
+impl Backoff {
+    /// 30 seconds, doubling, at most an hour.
+    pub const DEFAULT: Backoff = Backoff {
+        base_ms: 30_000,
+        max_ms: 60 * 60_000,
+    };
+
+    /// The wait after failure number `attempts` (1 for the first).
+    pub fn delay_ms(&self, attempts: u32) -> u64 {
+        let doublings = attempts.saturating_sub(1);
+        1u64.checked_shl(doublings)
+            .and_then(|factor| self.base_ms.checked_mul(factor))
+            .map_or(self.max_ms, |delay| delay.min(self.max_ms))
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.base_ms == 0 {
+            return Err(invalid("backoff.base_ms", "must be positive".into()));
+        }
+        if self.max_ms < self.base_ms {
+            return Err(invalid(
+                "backoff.max_ms",
+                format!("{} is below base_ms {}", self.max_ms, self.base_ms),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff::DEFAULT
+    }
+}
+
+/// Why an outbox command (or one row of an ack) did not get what it asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutboxRefusal {
+    /// There is no row with that key.
+    Missing,
+    /// The row is not in a state the command moves it from.
+    WrongState,
+    /// The row is owed to another peer.
+    OtherPeer,
+    /// The row is claimed under another token.
+    OtherToken,
+    /// A row the claim would take was claimed under this token before: a token must be
+    /// fresh, or the earlier claimant's ack would pass for the new one's.
+    TokenReused,
+}
+
+impl std::fmt::Display for OutboxRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OutboxRefusal::Missing => "missing",
+            OutboxRefusal::WrongState => "wrong_state",
+            OutboxRefusal::OtherPeer => "other_peer",
+            OutboxRefusal::OtherToken => "other_token",
+            OutboxRefusal::TokenReused => "token_reused",
+        })
+    }
+}
+
+/// A command of the host: add a row, or record what the push lane did with one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutboxCommand {
+    /// Add a `pending` row due at once; a key already present adds nothing.
+    Enqueue {
+        /// The idempotency key.
+        key: String,
+        /// The peer it is owed to.
+        peer: String,
+        /// What is delivered, at most [`PAYLOAD_BYTES_MAX`] bytes.
+        payload: Vec<u8>,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+    /// The push lane delivered a `pending` or `waiting` row: `done`.
+    Deliver {
+        /// The row's key.
+        key: String,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+    /// The push lane cannot reach the peer: a `pending` row becomes `waiting` (only the
+    /// peer's pull takes it), one attempt more.
+    Park {
+        /// The row's key.
+        key: String,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+    /// A push of a `pending` row failed: one attempt more, due again after the backoff.
+    Retry {
+        /// The row's key.
+        key: String,
+        /// The backoff rule.
+        backoff: Backoff,
+        /// What went wrong, at most [`ERROR_BYTES_MAX`] bytes.
+        last_error: Option<String>,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+    /// The push lane gives up on a `pending` or `waiting` row: `expired`.
+    GiveUp {
+        /// The row's key.
+        key: String,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+}
+
+/// What an [`OutboxCommand`] got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutboxOutcome {
+    /// A row was added.
+    Enqueued {
+        /// The row now.
+        row: OutboxRow,
+    },
+    /// The key was present; nothing was added or changed.
+    AlreadyEnqueued {
+        /// The row that stands (its peer and payload may differ from the command's).
+        row: OutboxRow,
+    },
+    /// The row moved.
+    Updated {
+        /// The row now.
+        row: OutboxRow,
+    },
+    /// Refused; nothing appended.
+    Refused {
+        /// Why.
+        reason: OutboxRefusal,
+        /// The row that stands, if any.
+        row: Option<OutboxRow>,
+    },
+}
+
+/// One row of an ack: its key and the token it was claimed under.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowAck {
+    /// The row's key.
+    pub key: String,
+    /// The claim's token.
+    pub token: ClaimToken,
+}
+
+/// A command of a peer's own pull.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PullCommand {
+    /// Claim the peer's own claimable rows (pending, waiting, or claimed under a lapsed
+    /// claim), oldest first, under the caller's fresh `token` until `now_ms + lease_ms`.
+    Claim {
+        /// The claiming peer: only its own rows are taken.
+        peer: String,
+        /// A token the caller made fresh for this claim.
+        token: ClaimToken,
+        /// Most rows to take, clamped to 1..=[`CLAIM_ROWS_MAX`].
+        limit: u32,
+        /// How long the claim lasts ([`CLAIM_LEASE_MS`] in the reference).
+        lease_ms: u64,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+    /// Mark `done` the rows the peer still holds under the tokens it names.
+    Ack {
+        /// The acking peer.
+        peer: String,
+        /// The rows, each with the token it was claimed under; at most [`ACK_ROWS_MAX`].
+        acks: Vec<RowAck>,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+}
+
+/// A row of an ack that was not acked, and why.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct AckRefusal {
+    /// The row's key.
+    pub key: String,
+    /// Why it was not acked.
+    pub reason: OutboxRefusal,
+}
+
+/// What a [`PullCommand`] got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PullOutcome {
+    /// The rows claimed (possibly none), in creation order.
+    Claimed {
+        /// The claim's token.
+        token: ClaimToken,
+        /// When the claim lapses.
+        expires_at_ms: u64,
+        /// The rows now.
+        rows: Vec<OutboxRow>,
+    },
+    /// The rows acked and the rows not acked, each in the order the ack named them.
+    Acked {
+        /// The keys acked.
+        acked: Vec<String>,
+        /// The rows not acked.
+        refused: Vec<AckRefusal>,
+    },
+    /// The claim was refused; nothing appended.
+    Refused {
+        /// Why.
+        reason: OutboxRefusal,
+        /// The row that caused it.
+        key: String,
+    },
+}
+
+/// A housekeeping command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SweepCommand {
+    /// Give up on rows never delivered that are older than `max_age_ms`, and on rows whose
+    /// claim lapsed unacked that are older than `claim_retry_ms`. At most
+    /// [`SWEEP_ROWS_MAX`] rows, oldest first.
+    Expire {
+        /// The caller's clock.
+        now_ms: u64,
+        /// Age past which a `pending` or `waiting` row expires ([`MAX_AGE_MS`]).
+        max_age_ms: u64,
+        /// Age past which a row under a lapsed claim expires ([`CLAIM_RETRY_MS`]).
+        claim_retry_ms: u64,
+    },
+    /// Remove `done` and `expired` rows created more than `older_than_ms` ago. At most
+    /// [`SWEEP_ROWS_MAX`] rows, oldest first.
+    Prune {
+        /// The caller's clock.
+        now_ms: u64,
+        /// Age past which a finished row is removed ([`PRUNE_AFTER_MS`]).
+        older_than_ms: u64,
+    },
+}
+
+/// A row a sweep expired.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ExpiredRow {
+    /// The row's key.
+    pub key: String,
+    /// Why it expired.
+    pub reason: ExpiryReason,
+}
+
+/// What a [`SweepCommand`] got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SweepOutcome {
+    /// The rows expired, oldest first.
+    Expired {
+        /// The rows.
+        rows: Vec<ExpiredRow>,
+        /// Whether more rows qualify than one sweep takes: run it again.
+        more: bool,
+    },
+    /// The rows removed, oldest first.
+    Pruned {
+        /// Their keys.
+        keys: Vec<String>,
+        /// Whether more rows qualify than one sweep takes: run it again.
+        more: bool,
+    },
+}
+
+fn invalid(field: &'static str, reason: String) -> Error {
+    Error::InvalidCommand { field, reason }
+}
+
+/// Refuses an empty, over-long or control-character-bearing name, as the reference's
+/// envelope decoder refuses anything but the documented shape.
+fn check_name(field: &'static str, value: &str, max: usize) -> Result<()> {
+    if value.is_empty() {
+        return Err(invalid(field, "must not be empty".into()));
+    }
+    if value.len() > max {
+        return Err(invalid(
+            field,
+            format!("is {} bytes, over the {max}-byte limit", value.len()),
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(invalid(field, "must not contain control characters".into()));
+    }
+    Ok(())
+}
+
+fn check_key(key: &str) -> Result<()> {
+    check_name("key", key, KEY_BYTES_MAX)
+}
+
+fn check_token(token: &ClaimToken) -> Result<()> {
+    check_name("token", &token.0, CLAIM_TOKEN_BYTES_MAX)
+}
+
+/// One append per event, each to the stream of its row.
+fn emits(events: &[OutboxEvent], now_ms: u64) -> Vec<Emit> {
+    events
+        .iter()
+        .map(|event| Emit {
+            stream: row_stream(event.key()),
+            expected: ExpectedVersion::Any,
+            events: vec![event.to_new_event(now_ms)],
+        })
+        .collect()
+}
+
+fn emit_one<O>(event: OutboxEvent, now_ms: u64, outcome: O) -> Decision<O> {
+    Decision {
+        emits: emits(std::slice::from_ref(&event), now_ms),
+        outcome,
+    }
+}
+
+impl Command for OutboxCommand {
+    type Outcome = OutboxOutcome;
+
+    fn decide(&self, state: &dyn TableSource) -> Result<Decision<OutboxOutcome>> {
+        match self {
+            OutboxCommand::Enqueue {
+                key,
+                peer,
+                payload,
+                now_ms,
+            } => {
+                check_key(key)?;
+                check_name("peer", peer, PEER_BYTES_MAX)?;
+                if payload.len() > PAYLOAD_BYTES_MAX {
+                    return Err(invalid(
+                        "payload",
+                        format!(
+                            "is {} bytes, over the {PAYLOAD_BYTES_MAX}-byte limit",
+                            payload.len()
+                        ),
+                    ));
+                }
+                if let Some(row) = query::row(state, key)? {
+                    return Ok(Decision::nothing(OutboxOutcome::AlreadyEnqueued { row }));
+                }
+                let enqueued = Enqueued {
+                    key: key.clone(),
+                    peer: peer.clone(),
+                    payload: payload.clone(),
+                };
+                let row = created(&enqueued, *now_ms);
+                let event = OutboxEvent::Enqueued(enqueued);
+                Ok(emit_one(event, *now_ms, OutboxOutcome::Enqueued { row }))
+            }
+            OutboxCommand::Deliver { key, now_ms } => move_row(
+                state,
+                key,
+                *now_ms,
+                &[OutboxState::Pending, OutboxState::Waiting],
+                |_| OutboxEvent::Delivered(Delivered { key: key.clone() }),
+            ),
+            OutboxCommand::Park { key, now_ms } => {
+                move_row(state, key, *now_ms, &[OutboxState::Pending], |row| {
+                    OutboxEvent::Parked(Parked {
+                        key: key.clone(),
+                        attempts: row.attempts.saturating_add(1),
+                    })
+                })
+            }
+            OutboxCommand::Retry {
+                key,
+                backoff,
+                last_error,
+                now_ms,
+            } => {
+                backoff.check()?;
+                if let Some(error) = last_error
+                    && error.len() > ERROR_BYTES_MAX
+                {
+                    return Err(invalid(
+                        "last_error",
+                        format!(
+                            "is {} bytes, over the {ERROR_BYTES_MAX}-byte limit",
+                            error.len()
+                        ),
+                    ));
+                }
+                move_row(state, key, *now_ms, &[OutboxState::Pending], |row| {
+                    let attempts = row.attempts.saturating_add(1);
+                    OutboxEvent::RetryScheduled(RetryScheduled {
+                        key: key.clone(),
+                        attempts,
+                        next_at_ms: now_ms.saturating_add(backoff.delay_ms(attempts)),
+                        first_failed_at_ms: row.first_failed_at_ms.unwrap_or(*now_ms),
+                        last_error: last_error.clone(),
+                    })
+                })
+            }
+            OutboxCommand::GiveUp { key, now_ms } => move_row(
+                state,
+                key,
+                *now_ms,
+                &[OutboxState::Pending, OutboxState::Waiting],
+                |_| {
+                    OutboxEvent::Expired(Expired {
+                        key: key.clone(),
+                        reason: ExpiryReason::GivenUp,
+                    })
+                },
+            ),
+        }
+    }
+}
+
+/// Emits `event(row)` if the row `key` is in one of the states `from`, else refuses.
+fn move_row(
+    state: &dyn TableSource,
+    key: &str,
+    now_ms: u64,
+    from: &[OutboxState],
+    event: impl FnOnce(&OutboxRow) -> OutboxEvent,
+) -> Result<Decision<OutboxOutcome>> {
+    check_key(key)?;
+    let refused = |reason, row| Ok(Decision::nothing(OutboxOutcome::Refused { reason, row }));
+    let Some(row) = query::row(state, key)? else {
+        return refused(OutboxRefusal::Missing, None);
+    };
+    if !from.contains(&row.state) {
+        return refused(OutboxRefusal::WrongState, Some(row));
+    }
+    let event = event(&row);
+    let row = evolve(row, &event, now_ms);
+    Ok(emit_one(event, now_ms, OutboxOutcome::Updated { row }))
+}
+
+impl Command for PullCommand {
+    type Outcome = PullOutcome;
+
+    fn decide(&self, state: &dyn TableSource) -> Result<Decision<PullOutcome>> {
+        match self {
+            PullCommand::Claim {
+                peer,
+                token,
+                limit,
+                lease_ms,
+                now_ms,
+            } => {
+                check_name("peer", peer, PEER_BYTES_MAX)?;
+                check_token(token)?;
+                if *lease_ms == 0 {
+                    return Err(invalid("lease_ms", "must be positive".into()));
+                }
+                let take = (*limit).clamp(1, CLAIM_ROWS_MAX) as usize;
+                let rows =
+                    query::open_rows_for(state, peer, take, |row| row.is_claimable(*now_ms))?;
+                if let Some(row) = rows.iter().find(|row| row.claim_tokens.contains(token)) {
+                    return Ok(Decision::nothing(PullOutcome::Refused {
+                        reason: OutboxRefusal::TokenReused,
+                        key: row.key.clone(),
+                    }));
+                }
+                let expires_at_ms = now_ms.saturating_add(*lease_ms);
+                let mut events = Vec::with_capacity(rows.len());
+                let mut claimed = Vec::with_capacity(rows.len());
+                for row in rows {
+                    let event = OutboxEvent::Claimed(Claimed {
+                        key: row.key.clone(),
+                        peer: peer.clone(),
+                        token: token.clone(),
+                        expires_at_ms,
+                    });
+                    claimed.push(evolve(row, &event, *now_ms));
+                    events.push(event);
+                }
+                Ok(Decision {
+                    emits: emits(&events, *now_ms),
+                    outcome: PullOutcome::Claimed {
+                        token: token.clone(),
+                        expires_at_ms,
+                        rows: claimed,
+                    },
+                })
+            }
+            PullCommand::Ack { peer, acks, now_ms } => {
+                check_name("peer", peer, PEER_BYTES_MAX)?;
+                if acks.len() > ACK_ROWS_MAX {
+                    return Err(invalid(
+                        "acks",
+                        format!(
+                            "names {} rows, over the limit of {ACK_ROWS_MAX}",
+                            acks.len()
+                        ),
+                    ));
+                }
+                for ack in acks {
+                    check_key(&ack.key)?;
+                    check_token(&ack.token)?;
+                }
+                let mut acked = Vec::new();
+                let mut refused = Vec::new();
+                let mut events = Vec::new();
+                // A key named twice is acked once: the second finds it done already.
+                let mut done_here = BTreeSet::new();
+                for ack in acks {
+                    let verdict = if done_here.contains(&ack.key) {
+                        Err(OutboxRefusal::WrongState)
+                    } else {
+                        ack_verdict(query::row(state, &ack.key)?, peer, &ack.token)
+                    };
+                    match verdict {
+                        Ok(()) => {
+                            done_here.insert(ack.key.clone());
+                            acked.push(ack.key.clone());
+                            events.push(OutboxEvent::Acked(Acked {
+                                key: ack.key.clone(),
+                                token: ack.token.clone(),
+                            }));
+                        }
+                        Err(reason) => refused.push(AckRefusal {
+                            key: ack.key.clone(),
+                            reason,
+                        }),
+                    }
+                }
+                Ok(Decision {
+                    emits: emits(&events, *now_ms),
+                    outcome: PullOutcome::Acked { acked, refused },
+                })
+            }
+        }
+    }
+}
+
+/// Whether `peer` may ack `row` under `token`: the row is the peer's, still claimed, under
+/// that token. A lapsed claim that nobody has taken again still counts, as in the reference:
+/// the peer did deliver it.
+fn ack_verdict(
+    row: Option<OutboxRow>,
+    peer: &str,
+    token: &ClaimToken,
+) -> std::result::Result<(), OutboxRefusal> {
+    let row = row.ok_or(OutboxRefusal::Missing)?;
+    if row.peer != peer {
+        return Err(OutboxRefusal::OtherPeer);
+    }
+    match (&row.state, &row.claim) {
+        (OutboxState::Claimed, Some(claim)) if claim.token == *token => Ok(()),
+        (OutboxState::Claimed, _) => Err(OutboxRefusal::OtherToken),
+        _ => Err(OutboxRefusal::WrongState),
+    }
+}
+
+impl Command for SweepCommand {
+    type Outcome = SweepOutcome;
+
+    fn decide(&self, state: &dyn TableSource) -> Result<Decision<SweepOutcome>> {
+        match self {
+            SweepCommand::Expire {
+                now_ms,
+                max_age_ms,
+                claim_retry_ms,
+            } => {
+                let take = SWEEP_ROWS_MAX + 1;
+                let mut found: Vec<(u64, String, ExpiryReason)> = Vec::new();
+                let too_old = now_ms.saturating_sub(*max_age_ms);
+                for open in [OutboxState::Pending, OutboxState::Waiting] {
+                    let (from, to) = state_range(open, too_old);
+                    for ((_, created_at_ms, key), ()) in
+                        BY_STATE.scan_between(state, &from, &to, Direction::Forward, take)?
+                    {
+                        found.push((created_at_ms, key, ExpiryReason::MaxAge));
+                    }
+                }
+                let past_retry = now_ms.saturating_sub(*claim_retry_ms);
+                let (from, to) = state_range(OutboxState::Claimed, past_retry);
+                let mut lapsed = 0;
+                visit_between(BY_STATE, state, from, &to, |(_, created_at_ms, key), ()| {
+                    let row = indexed_row(state, &key)?;
+                    if row.claim.as_ref().is_none_or(|c| c.has_lapsed(*now_ms)) {
+                        found.push((created_at_ms, key, ExpiryReason::ClaimLapsed));
+                        lapsed += 1;
+                    }
+                    Ok(lapsed < take)
+                })?;
+                let (found, more) = oldest(found);
+                let events: Vec<OutboxEvent> = found
+                    .iter()
+                    .map(|(_, key, reason)| {
+                        OutboxEvent::Expired(Expired {
+                            key: key.clone(),
+                            reason: *reason,
+                        })
+                    })
+                    .collect();
+                let rows = found
+                    .into_iter()
+                    .map(|(_, key, reason)| ExpiredRow { key, reason })
+                    .collect();
+                Ok(Decision {
+                    emits: emits(&events, *now_ms),
+                    outcome: SweepOutcome::Expired { rows, more },
+                })
+            }
+            SweepCommand::Prune {
+                now_ms,
+                older_than_ms,
+            } => {
+                let before = now_ms.saturating_sub(*older_than_ms);
+                let mut found: Vec<(u64, String, ())> = Vec::new();
+                for finished in [OutboxState::Done, OutboxState::Expired] {
+                    let (from, to) = state_range(finished, before);
+                    for ((_, created_at_ms, key), ()) in BY_STATE.scan_between(
+                        state,
+                        &from,
+                        &to,
+                        Direction::Forward,
+                        SWEEP_ROWS_MAX + 1,
+                    )? {
+                        found.push((created_at_ms, key, ()));
+                    }
+                }
+                let (found, more) = oldest(found);
+                let events: Vec<OutboxEvent> = found
+                    .iter()
+                    .map(|(_, key, ())| OutboxEvent::Pruned(Pruned { key: key.clone() }))
+                    .collect();
+                let keys = found.into_iter().map(|(_, key, ())| key).collect();
+                Ok(Decision {
+                    emits: emits(&events, *now_ms),
+                    outcome: SweepOutcome::Pruned { keys, more },
+                })
+            }
+        }
+    }
+}
+
+/// The [`SWEEP_ROWS_MAX`] oldest of `found` by (creation time, key), and whether any were
+/// left out.
+fn oldest<T: Ord>(mut found: Vec<(u64, String, T)>) -> (Vec<(u64, String, T)>, bool) {
+    found.sort();
+    let more = found.len() > SWEEP_ROWS_MAX;
+    found.truncate(SWEEP_ROWS_MAX);
+    (found, more)
+}

@@ -1,0 +1,354 @@
+//! Outbox reads from the projection tables: no replay, usable on a snapshot or inside a
+//! write (where commands decide). Owns the row type, the table definitions and the scans
+//! over the index tables; never writes.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::log::read::Direction;
+use crate::projection::key::KeyCodec;
+use crate::projection::table::{Table, TableSource};
+
+/// The token a peer's claim is fenced with, chosen by the caller (fresh for every claim).
+/// Only an ack under the same token (and from the same peer) marks the rows done.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ClaimToken(pub String);
+
+/// Where a row stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutboxState {
+    /// The push lane may push it once due; the peer's pull may claim it.
+    Pending,
+    /// Only the peer's own pull may take it.
+    Waiting,
+    /// A pull holds it under a claim token until the claim lapses.
+    Claimed,
+    /// Delivered (pushed, or acked by the pull that claimed it).
+    Done,
+    /// Given up on.
+    Expired,
+}
+
+impl OutboxState {
+    /// Every state, in code order.
+    pub const ALL: [OutboxState; 5] = [
+        OutboxState::Pending,
+        OutboxState::Waiting,
+        OutboxState::Claimed,
+        OutboxState::Done,
+        OutboxState::Expired,
+    ];
+
+    /// The state's code in the `outbox.by_state` index key.
+    pub fn code(self) -> u8 {
+        match self {
+            OutboxState::Pending => 0,
+            OutboxState::Waiting => 1,
+            OutboxState::Claimed => 2,
+            OutboxState::Done => 3,
+            OutboxState::Expired => 4,
+        }
+    }
+
+    /// Whether the row is still owed to its peer (pending, waiting or claimed).
+    pub fn is_open(self) -> bool {
+        matches!(
+            self,
+            OutboxState::Pending | OutboxState::Waiting | OutboxState::Claimed
+        )
+    }
+
+    /// Its name, as in the reference and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutboxState::Pending => "pending",
+            OutboxState::Waiting => "waiting",
+            OutboxState::Claimed => "claimed",
+            OutboxState::Done => "done",
+            OutboxState::Expired => "expired",
+        }
+    }
+}
+
+impl std::fmt::Display for OutboxState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A peer's claim on a row.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    /// The token it is fenced with.
+    pub token: ClaimToken,
+    /// When it was taken.
+    pub claimed_at_ms: u64,
+    /// When it lapses: live while `now_ms < expires_at_ms`.
+    pub expires_at_ms: u64,
+}
+
+impl Claim {
+    /// Whether it has lapsed at `now_ms` (so the row may be claimed again).
+    pub fn has_lapsed(&self, now_ms: u64) -> bool {
+        self.expires_at_ms <= now_ms
+    }
+}
+
+/// One row of the outbox: something owed to a peer, keyed by its idempotency key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutboxRow {
+    /// The idempotency key.
+    pub key: String,
+    /// The peer it is owed to; only that peer may claim and ack it.
+    pub peer: String,
+    /// What is delivered.
+    pub payload: Vec<u8>,
+    /// Where it stands.
+    pub state: OutboxState,
+    /// Failed pushes so far.
+    pub attempts: u32,
+    /// When the push lane may push it: set while `pending`, `None` otherwise.
+    pub next_at_ms: Option<u64>,
+    /// When a push of it first failed.
+    pub first_failed_at_ms: Option<u64>,
+    /// What the last failed push reported.
+    pub last_error: Option<String>,
+    /// When it was enqueued.
+    pub created_at_ms: u64,
+    /// The claim on it: set exactly while `claimed`.
+    pub claim: Option<Claim>,
+    /// Every token it has been claimed under, oldest first: a row is never claimed twice
+    /// under one token, so an ack under a token can only answer that one claim.
+    pub claim_tokens: Vec<ClaimToken>,
+}
+
+impl OutboxRow {
+    /// Whether its peer's pull may claim it at `now_ms`: `pending`, `waiting`, or `claimed`
+    /// under a lapsed claim.
+    pub fn is_claimable(&self, now_ms: u64) -> bool {
+        match self.state {
+            OutboxState::Pending | OutboxState::Waiting => true,
+            OutboxState::Claimed => self.claim.as_ref().is_none_or(|c| c.has_lapsed(now_ms)),
+            OutboxState::Done | OutboxState::Expired => false,
+        }
+    }
+}
+
+/// `outbox.rows`: key → row.
+pub(crate) const ROWS: Table<String, OutboxRow> = Table::new("outbox.rows");
+/// `outbox.due`: (next_at_ms, key) for exactly the `pending` rows.
+pub(crate) const DUE: Table<(u64, String), ()> = Table::new("outbox.due");
+/// `outbox.by_peer`: (peer, created_at_ms, key) for exactly the open rows (pending, waiting,
+/// claimed), in creation order per peer.
+pub(crate) const BY_PEER: Table<(String, u64, String), ()> = Table::new("outbox.by_peer");
+/// `outbox.by_state`: (state code, created_at_ms, key) for every row, oldest first per state.
+pub(crate) const BY_STATE: Table<(u8, u64, String), ()> = Table::new("outbox.by_state");
+
+/// The names of every outbox table.
+pub const TABLES: &[&str] = &[
+    "outbox.rows",
+    "outbox.due",
+    "outbox.by_peer",
+    "outbox.by_state",
+];
+
+/// Rows read per page when a scan filters as it goes.
+const PAGE_ROWS: usize = 256;
+
+/// Visits the rows of `table` with `from <= key < to` in key order, a page at a time, until
+/// `visit` returns `false`. For scans that skip rows, so a fixed limit cannot bound them.
+pub(crate) fn visit_between<K, V>(
+    table: Table<K, V>,
+    source: &(impl TableSource + ?Sized),
+    from: K,
+    to: &K,
+    mut visit: impl FnMut(K, V) -> Result<bool>,
+) -> Result<()>
+where
+    K: KeyCodec + Clone + PartialEq,
+    V: Serialize + serde::de::DeserializeOwned,
+{
+    let mut from = from;
+    let mut seen: Option<K> = None;
+    loop {
+        let page = table.scan_between(source, &from, to, Direction::Forward, PAGE_ROWS)?;
+        let full = page.len() == PAGE_ROWS;
+        let mut last = None;
+        for (key, value) in page {
+            last = Some(key.clone());
+            // Each page after the first starts at the last key of the one before.
+            if seen.as_ref() == Some(&key) {
+                continue;
+            }
+            if !visit(key, value)? {
+                return Ok(());
+            }
+        }
+        match last {
+            Some(last) if full => {
+                from = last.clone();
+                seen = Some(last);
+            }
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// The row keyed `key`, in whatever state.
+pub fn row(state: &dyn TableSource, key: &str) -> Result<Option<OutboxRow>> {
+    ROWS.get(state, &key.to_owned())
+}
+
+/// Up to `limit` rows in key order, in every state.
+pub fn rows(state: &dyn TableSource, limit: usize) -> Result<Vec<OutboxRow>> {
+    Ok(ROWS
+        .scan_prefix(state, &(), Direction::Forward, limit)?
+        .into_iter()
+        .map(|(_, row)| row)
+        .collect())
+}
+
+/// The rows the push lane may push at `now_ms`: `pending` with `next_at_ms <= now_ms`, in
+/// (`next_at_ms`, key) order, at most `limit`. (`waiting` rows have no `next_at_ms`: only
+/// the peer's pull takes them.)
+pub fn due(state: &dyn TableSource, now_ms: u64, limit: usize) -> Result<Vec<OutboxRow>> {
+    // The index is in next_at order, so the due rows are a prefix of it.
+    let entries = DUE.scan_prefix(state, &(), Direction::Forward, limit)?;
+    let mut due = Vec::with_capacity(entries.len());
+    for ((next_at_ms, key), ()) in entries {
+        if next_at_ms > now_ms {
+            break;
+        }
+        due.push(indexed_row(state, &key)?);
+    }
+    Ok(due)
+}
+
+/// The `pending` rows owed to `peer` that are new or due at `now_ms` (never failed, or
+/// past their backoff), in creation order, at most `limit`: what a push at enqueue sends.
+pub fn pending_for(
+    state: &dyn TableSource,
+    peer: &str,
+    now_ms: u64,
+    limit: usize,
+) -> Result<Vec<OutboxRow>> {
+    open_rows_for(state, peer, limit, |row| {
+        row.state == OutboxState::Pending
+            && (row.attempts == 0 || row.next_at_ms.is_some_and(|at| at <= now_ms))
+    })
+}
+
+/// The open rows (pending, waiting, claimed) owed to `peer`, in creation order, at most
+/// `limit`.
+pub fn open_for(state: &dyn TableSource, peer: &str, limit: usize) -> Result<Vec<OutboxRow>> {
+    open_rows_for(state, peer, limit, |_| true)
+}
+
+/// Up to `limit` open rows of `peer` that pass `keep`, in creation order.
+pub(crate) fn open_rows_for(
+    state: &dyn TableSource,
+    peer: &str,
+    limit: usize,
+    mut keep: impl FnMut(&OutboxRow) -> bool,
+) -> Result<Vec<OutboxRow>> {
+    let mut found = Vec::new();
+    if limit == 0 {
+        return Ok(found);
+    }
+    let (from, to) = peer_range(peer);
+    visit_between(BY_PEER, state, from, &to, |(_, _, key), ()| {
+        let row = indexed_row(state, &key)?;
+        if keep(&row) {
+            found.push(row);
+        }
+        Ok(found.len() < limit)
+    })?;
+    Ok(found)
+}
+
+/// The `by_peer` keys of `peer`: from its first possible entry to the first entry of the
+/// next peer (`peer` followed by NUL is the next string in order).
+fn peer_range(peer: &str) -> ((String, u64, String), (String, u64, String)) {
+    (
+        (peer.to_owned(), 0, String::new()),
+        (format!("{peer}\0"), 0, String::new()),
+    )
+}
+
+/// The `by_state` keys of `state` created before `before_ms`.
+pub(crate) fn state_range(
+    state: OutboxState,
+    before_ms: u64,
+) -> ((u8, u64, String), (u8, u64, String)) {
+    (
+        (state.code(), 0, String::new()),
+        (state.code(), before_ms, String::new()),
+    )
+}
+
+/// The row an index entry points at; an entry without its row is corruption.
+pub(crate) fn indexed_row(state: &dyn TableSource, key: &str) -> Result<OutboxRow> {
+    row(state, key)?.ok_or_else(|| crate::error::Error::CorruptProjection {
+        table: "outbox.rows".into(),
+        detail: format!("an index names row {key:?}, which is missing"),
+    })
+}
+
+/// Every row of the outbox projection as JSON, in key order: what `annals state` prints.
+/// Payloads are shown as lower-case hex.
+pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
+    let rows: Vec<serde_json::Value> = rows(state, usize::MAX)?
+        .into_iter()
+        .map(|row| {
+            serde_json::json!({
+                "key": row.key,
+                "peer": row.peer,
+                "payload_hex": hex(&row.payload),
+                "state": row.state,
+                "attempts": row.attempts,
+                "next_at_ms": row.next_at_ms,
+                "first_failed_at_ms": row.first_failed_at_ms,
+                "last_error": row.last_error,
+                "created_at_ms": row.created_at_ms,
+                "claim": row.claim,
+                "claim_tokens": row.claim_tokens,
+            })
+        })
+        .collect();
+    let due: Vec<serde_json::Value> = DUE
+        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
+        .into_iter()
+        .map(|((next_at_ms, key), ())| serde_json::json!({ "next_at_ms": next_at_ms, "key": key }))
+        .collect();
+    let by_peer: Vec<serde_json::Value> = BY_PEER
+        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
+        .into_iter()
+        .map(|((peer, created_at_ms, key), ())| {
+            serde_json::json!({ "peer": peer, "created_at_ms": created_at_ms, "key": key })
+        })
+        .collect();
+    let by_state: Vec<serde_json::Value> = BY_STATE
+        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
+        .into_iter()
+        .map(|((code, created_at_ms, key), ())| {
+            serde_json::json!({ "state": code, "created_at_ms": created_at_ms, "key": key })
+        })
+        .collect();
+    Ok(serde_json::json!({
+        "rows": rows,
+        "due": due,
+        "by_peer": by_peer,
+        "by_state": by_state,
+    }))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0F)]));
+    }
+    out
+}

@@ -1,0 +1,146 @@
+//! The handle grammar: which names an instance may be registered under. Owns [`Handle`] and
+//! nothing else; it reads no table.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Longest hostname-label handle, in bytes (a DNS label's limit).
+pub const LABEL_BYTES_MAX: usize = 63;
+/// Hex digits of a token id's transaction id.
+pub const TOKEN_TXID_HEX_DIGITS: usize = 64;
+/// Most decimal digits of a token id's output index: enough for any `u64`, and a bound the
+/// reference lacks, so that every handle fits a stream name.
+pub const TOKEN_INDEX_DIGITS_MAX: usize = 20;
+/// Longest handle of either form, in bytes.
+pub const HANDLE_BYTES_MAX: usize = TOKEN_TXID_HEX_DIGITS + 1 + TOKEN_INDEX_DIGITS_MAX;
+
+const _: () = assert!(LABEL_BYTES_MAX <= HANDLE_BYTES_MAX);
+
+/// An instance's handle: one hostname label (`martha`, so `<handle>.<domain>` is its origin)
+/// or a path-only token id (`<64 lower-case hex>_<output index>`, reached at `/@<handle>`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Handle(String);
+
+impl Handle {
+    /// `handle` if it is a hostname label or a token id; `Error::InvalidCommand` on `field`
+    /// otherwise.
+    pub fn parse(field: &'static str, handle: &str) -> Result<Handle> {
+        if is_label(handle) || is_token_id(handle) {
+            Ok(Handle(handle.to_owned()))
+        } else {
+            Err(Error::InvalidCommand {
+                field,
+                reason: format!(
+                    "{handle:?} is neither a hostname label (1 to {LABEL_BYTES_MAX} of a-z, 0-9 \
+                     and '-', no '-' at either end) nor a token id (64 lower-case hex digits, \
+                     '_', 1 to {TOKEN_INDEX_DIGITS_MAX} decimal digits)"
+                ),
+            })
+        }
+    }
+
+    /// A handle read back from a recorded event: the command that recorded it already
+    /// checked the grammar, and `apply` must replay the log as it is.
+    pub(crate) fn recorded(handle: String) -> Handle {
+        Handle(handle)
+    }
+
+    /// The handle as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether it is a token id: reached by `/@<handle>` on the host's origin, never by a
+    /// hostname.
+    pub fn is_path_only(&self) -> bool {
+        is_token_id(&self.0)
+    }
+}
+
+impl std::fmt::Display for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn is_label(handle: &str) -> bool {
+    let bytes = handle.as_bytes();
+    let allowed = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-';
+    match (bytes.first(), bytes.last()) {
+        (Some(first), Some(last)) => {
+            bytes.len() <= LABEL_BYTES_MAX
+                && *first != b'-'
+                && *last != b'-'
+                && bytes.iter().all(allowed)
+        }
+        _ => false,
+    }
+}
+
+fn is_token_id(handle: &str) -> bool {
+    let Some((txid, index)) = handle.split_once('_') else {
+        return false;
+    };
+    let lower_hex = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
+    txid.len() == TOKEN_TXID_HEX_DIGITS
+        && txid.as_bytes().iter().all(lower_hex)
+        && (1..=TOKEN_INDEX_DIGITS_MAX).contains(&index.len())
+        && index.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(handle: &str, valid: bool) {
+        assert_eq!(
+            Handle::parse("handle", handle).is_ok(),
+            valid,
+            "{handle:?} should be {}",
+            if valid { "valid" } else { "invalid" }
+        );
+    }
+
+    #[test]
+    fn hostname_labels_follow_the_dns_label_rule() {
+        check("a", true);
+        check("0", true);
+        check("martha", true);
+        check("agent-7", true);
+        check("a--b", true);
+        check(&"a".repeat(63), true);
+        check(&"a".repeat(64), false);
+        check("", false);
+        check("-a", false);
+        check("a-", false);
+        check("-", false);
+        check("Martha", false);
+        check("a.b", false);
+        check("a_b", false);
+        check("é", false);
+    }
+
+    #[test]
+    fn token_ids_are_64_lower_hex_an_underscore_and_an_index() {
+        let txid = "0123456789abcdef".repeat(4);
+        check(&format!("{txid}_0"), true);
+        check(&format!("{txid}_007"), true);
+        check(&format!("{txid}_{}", "9".repeat(20)), true);
+        check(&format!("{txid}_{}", "9".repeat(21)), false);
+        check(&format!("{txid}_"), false);
+        check(&format!("{txid}_1a"), false);
+        check(&format!("{}_1", txid.to_uppercase()), false);
+        check(&format!("{}_1", &txid[1..]), false);
+        check(&format!("{txid}0_1"), false);
+        check(&format!("{txid}_-1"), false);
+    }
+
+    #[test]
+    fn only_token_ids_are_path_only() {
+        let token = format!("{}_3", "ab".repeat(32));
+        assert!(Handle::parse("handle", &token).is_ok_and(|h| h.is_path_only()));
+        assert!(Handle::parse("handle", "martha").is_ok_and(|h| !h.is_path_only()));
+    }
+}

@@ -1,0 +1,785 @@
+//! Run commands and their pure decisions: state + command → events or a refusal.
+//!
+//! Every rule is decided against the command's `now_ms`; nothing here reads a clock. Seqs,
+//! depths, event indexes, capped payloads and rollups are decided here and recorded in the
+//! events, so `apply` has nothing left to choose.
+
+use super::events::{
+    Attributes, BillingMode, DetailPruned, EventAppended, Heartbeat, RolledUp, RunEvent, SpanEnded,
+    SpanKind, SpanOrigin, SpanOutcome, SpanPatched, SpanStarted, SpanUsage,
+};
+use super::query::{self, Run, RunRollup, RunSeq, Span};
+use super::rollup;
+use crate::command::{Command, Decision, Emit};
+use crate::error::{Error, Result};
+use crate::event::DomainEvent;
+use crate::log::append::ExpectedVersion;
+use crate::projection::table::TableSource;
+
+/// The ceiling of a span event's payload, in bytes: a command may lower it, never raise it.
+pub const EVENT_PAYLOAD_BYTES_MAX: u32 = 16 * 1024;
+
+/// How many prune candidates one read takes.
+const PRUNE_SCAN_PAGE: usize = 256;
+
+/// The reason written on spans closed because their writer is gone.
+pub const ORPHAN_REASON: &str = "writer gone";
+/// The reason written on spans closed because their run's root heartbeat went stale.
+pub const STALE_REASON: &str = "writer went silent";
+/// The failure reason a pruned rollup gets when no digest covered its run.
+pub const COVERAGE_GAP_REASON: &str = "digest coverage gap";
+
+/// The stream of a run's events.
+pub fn run_stream(run: &str) -> String {
+    format!("run/{run}")
+}
+
+/// Why a span command was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpanRefusal {
+    /// A span with this id already exists in the run.
+    SpanExists,
+    /// The run is closed (its root ended, or its detail was pruned): no new span joins it.
+    RunClosed,
+    /// A parentless span in a run that already has its root.
+    RootExists,
+    /// The parent is not a span of the run (a run's first span must be its root).
+    ParentMissing,
+    /// No such span in the run.
+    SpanMissing,
+    /// The span already ended: its end is written once, and it takes no patch after.
+    SpanEnded,
+}
+
+impl std::fmt::Display for SpanRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SpanRefusal::SpanExists => "span exists",
+            SpanRefusal::RunClosed => "run closed",
+            SpanRefusal::RootExists => "root exists",
+            SpanRefusal::ParentMissing => "parent missing",
+            SpanRefusal::SpanMissing => "span missing",
+            SpanRefusal::SpanEnded => "span ended",
+        })
+    }
+}
+
+/// A command on one span.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SpanCommand {
+    /// Start a span at `now_ms`, open until it ends.
+    Start {
+        /// The run.
+        run: String,
+        /// The span, unique within the run.
+        span: String,
+        /// The parent span in the same run; `None` for the run's root (its first span).
+        parent: Option<String>,
+        /// What it is called.
+        name: String,
+        /// What it is a unit of.
+        kind: SpanKind,
+        /// Where its run came from.
+        origin: SpanOrigin,
+        /// The session it belongs to, if any.
+        session_id: Option<String>,
+        /// The scheduled job it belongs to, if any.
+        job_name: Option<String>,
+        /// Its attributes.
+        attributes: Attributes,
+        /// How its run is billed, if known.
+        billing_mode: Option<BillingMode>,
+        /// The process identity that writes it.
+        writer: String,
+        /// The caller's clock: the span's start.
+        now_ms: u64,
+    },
+    /// Update an open span: attributes merged, reported usage fields replaced.
+    Patch {
+        /// The run.
+        run: String,
+        /// The span.
+        span: String,
+        /// Attributes merged in.
+        attributes: Attributes,
+        /// Usage merged in.
+        usage: SpanUsage,
+        /// A new wait boundary.
+        wait_until_ms: Option<u64>,
+        /// A billing mode.
+        billing_mode: Option<BillingMode>,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+    /// Write the span's terminal outcome, once.
+    End {
+        /// The run.
+        run: String,
+        /// The span.
+        span: String,
+        /// The outcome.
+        outcome: SpanOutcome,
+        /// Why, if said.
+        reason: Option<String>,
+        /// Final usage merged in.
+        usage: SpanUsage,
+        /// Final attributes merged in.
+        attributes: Attributes,
+        /// The caller's clock: the span's end.
+        now_ms: u64,
+    },
+    /// Record an event on a span (open or ended) at `now_ms`.
+    AppendEvent {
+        /// The run.
+        run: String,
+        /// The span.
+        span: String,
+        /// What kind of event it is.
+        event_type: String,
+        /// The payload (typically JSON text); cut to the cap if longer.
+        payload: String,
+        /// A lower payload cap for this call; `None` (or anything higher) is
+        /// [`EVENT_PAYLOAD_BYTES_MAX`].
+        payload_bytes_max: Option<u32>,
+        /// The caller's clock: the event's time.
+        now_ms: u64,
+    },
+}
+
+/// What a span command got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SpanCommandOutcome {
+    /// The span started.
+    Started {
+        /// Its run's seq for the start.
+        seq: RunSeq,
+        /// Its depth in the run's tree.
+        depth: u32,
+    },
+    /// The span was patched.
+    Patched {
+        /// Its run's seq for the patch.
+        seq: RunSeq,
+    },
+    /// The span ended.
+    Ended {
+        /// Its run's seq for the end.
+        seq: RunSeq,
+        /// The run's rollup, written because its root is now terminal.
+        rollup: Option<Box<RunRollup>>,
+    },
+    /// The event was recorded.
+    EventAppended {
+        /// Its run's seq.
+        seq: RunSeq,
+        /// Its index within the span.
+        event_index: u64,
+        /// Whether its payload was cut to the cap.
+        truncated: bool,
+    },
+    /// Refused; nothing appended.
+    Refused {
+        /// Why.
+        reason: SpanRefusal,
+    },
+}
+
+/// Why a run command was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunRefusal {
+    /// No such run.
+    RunMissing,
+    /// The run is closed: its root is terminal.
+    RunClosed,
+}
+
+impl std::fmt::Display for RunRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RunRefusal::RunMissing => "run missing",
+            RunRefusal::RunClosed => "run closed",
+        })
+    }
+}
+
+/// A command on whole runs: liveness, closing and retention.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunCommand {
+    /// The writer of the run's open root says it is alive at `now_ms`.
+    Heartbeat {
+        /// The run.
+        run: String,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+    /// End every open span of the run as `outcome` with `reason`, children first, and roll
+    /// the run up.
+    CascadeClose {
+        /// The run.
+        run: String,
+        /// The outcome written on every open span.
+        outcome: SpanOutcome,
+        /// The reason written on every open span.
+        reason: String,
+        /// The caller's clock: the spans' end.
+        now_ms: u64,
+    },
+    /// Close, as `interrupted`, every run with an open span written by `writer`, a writer
+    /// that is gone (a previous life of a restarted process).
+    SweepOrphans {
+        /// The gone writer.
+        writer: String,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+    /// Close, as `interrupted`, every run whose open root's last heartbeat is more than
+    /// `stale_after_ms` before `now_ms`.
+    SweepStale {
+        /// How long a root may stay silent.
+        stale_after_ms: u64,
+        /// The sweeping writer: its own runs are live by definition and are spared.
+        sweeper: Option<String>,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+    /// Delete the detail of up to `batch` finished runs, keeping their rollups, marked.
+    Prune {
+        /// Runs that ended before this (absolute ms) are covered by a digest and prunable
+        /// once also older than the retention window.
+        digest_floor_at_ms: u64,
+        /// The least age since its end before a covered run's detail is pruned.
+        detail_retention_ms: u64,
+        /// Runs that ended more than this before `now_ms` are pruned, covered or not.
+        hard_ceiling_ms: u64,
+        /// Most runs pruned by one command, so writers are not starved.
+        batch: u32,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+}
+
+/// A run a command closed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClosedRun {
+    /// The run.
+    pub run: String,
+    /// The spans ended, in the order they were (deepest first).
+    pub spans: Vec<String>,
+    /// The run's rollup as written.
+    pub rollup: RunRollup,
+}
+
+/// What a run command got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunCommandOutcome {
+    /// The heartbeat was recorded.
+    HeartbeatRecorded,
+    /// Runs closed (none when nothing was open).
+    Closed {
+        /// The runs, in the order they were closed.
+        runs: Vec<ClosedRun>,
+    },
+    /// Runs whose detail was pruned.
+    Pruned {
+        /// The runs, earliest end first.
+        runs: Vec<String>,
+        /// Spans deleted in all.
+        spans_deleted: u64,
+    },
+    /// Refused; nothing appended.
+    Refused {
+        /// Why.
+        reason: RunRefusal,
+    },
+}
+
+fn require(field: &'static str, value: &str) -> Result<()> {
+    if value.is_empty() {
+        return Err(Error::InvalidCommand {
+            field,
+            reason: "must not be empty".into(),
+        });
+    }
+    Ok(())
+}
+
+fn next_seq(run: &Run) -> Result<u64> {
+    seq_after(run.high_water_seq.0)
+}
+
+fn seq_after(seq: u64) -> Result<u64> {
+    seq.checked_add(1).ok_or_else(|| Error::InvalidCommand {
+        field: "run",
+        reason: "every seq of this run is spent".into(),
+    })
+}
+
+fn emit<O>(run: &str, now_ms: u64, events: &[RunEvent], outcome: O) -> Decision<O> {
+    Decision::emit(run_stream(run), new_events(events, now_ms), outcome)
+}
+
+fn new_events(events: &[RunEvent], now_ms: u64) -> Vec<crate::record::NewEvent> {
+    events.iter().map(|e| e.to_new_event(now_ms)).collect()
+}
+
+fn refused_span(reason: SpanRefusal) -> Result<Decision<SpanCommandOutcome>> {
+    Ok(Decision::nothing(SpanCommandOutcome::Refused { reason }))
+}
+
+/// The payload as stored and whether it was cut: at most `bytes_max` bytes (capped at
+/// [`EVENT_PAYLOAD_BYTES_MAX`]), cut at a character boundary so it stays UTF-8.
+pub fn cap_payload(payload: &str, bytes_max: Option<u32>) -> (String, bool) {
+    let limit = bytes_max.map_or(EVENT_PAYLOAD_BYTES_MAX, |m| m.min(EVENT_PAYLOAD_BYTES_MAX));
+    let limit = limit as usize;
+    if payload.len() <= limit {
+        return (payload.to_owned(), false);
+    }
+    let cut = payload.floor_char_boundary(limit);
+    (payload[..cut].to_owned(), true)
+}
+
+/// The run and the span, or why not.
+fn find_span(
+    state: &dyn TableSource,
+    run: &str,
+    span: &str,
+) -> Result<std::result::Result<(Run, Span), SpanRefusal>> {
+    require("run", run)?;
+    require("span", span)?;
+    Ok(
+        match (query::run(state, run)?, query::span(state, run, span)?) {
+            (Some(current), Some(found)) => Ok((current, found)),
+            _ => Err(SpanRefusal::SpanMissing),
+        },
+    )
+}
+
+/// The run and the span if it is still open, or why not.
+fn find_open_span(
+    state: &dyn TableSource,
+    run: &str,
+    span: &str,
+) -> Result<std::result::Result<(Run, Span), SpanRefusal>> {
+    Ok(find_span(state, run, span)?.and_then(|(current, found)| {
+        if found.is_open() {
+            Ok((current, found))
+        } else {
+            Err(SpanRefusal::SpanEnded)
+        }
+    }))
+}
+
+impl Command for SpanCommand {
+    type Outcome = SpanCommandOutcome;
+
+    fn decide(&self, state: &dyn TableSource) -> Result<Decision<SpanCommandOutcome>> {
+        match self {
+            SpanCommand::Start {
+                run,
+                span,
+                parent,
+                name,
+                kind,
+                origin,
+                session_id,
+                job_name,
+                attributes,
+                billing_mode,
+                writer,
+                now_ms,
+            } => {
+                require("run", run)?;
+                require("span", span)?;
+                require("name", name)?;
+                require("writer", writer)?;
+                if let Some(parent) = parent {
+                    require("parent", parent)?;
+                }
+                if query::span(state, run, span)?.is_some() {
+                    return refused_span(SpanRefusal::SpanExists);
+                }
+                let current = query::run(state, run)?;
+                let closed = match &current {
+                    Some(current) => current.closed,
+                    None => query::rollup(state, run)?.is_some(),
+                };
+                if closed {
+                    return refused_span(SpanRefusal::RunClosed);
+                }
+                let (depth, seq) = match (parent, &current) {
+                    (None, Some(_)) => return refused_span(SpanRefusal::RootExists),
+                    (None, None) => (0, 1),
+                    (Some(_), None) => return refused_span(SpanRefusal::ParentMissing),
+                    (Some(parent), Some(current)) => match query::span(state, run, parent)? {
+                        None => return refused_span(SpanRefusal::ParentMissing),
+                        Some(parent) => {
+                            let depth = parent.depth.checked_add(1).ok_or_else(|| {
+                                Error::InvalidCommand {
+                                    field: "parent",
+                                    reason: "the span tree is too deep".into(),
+                                }
+                            })?;
+                            (depth, next_seq(current)?)
+                        }
+                    },
+                };
+                let event = RunEvent::SpanStarted(SpanStarted {
+                    run: run.clone(),
+                    span: span.clone(),
+                    parent: parent.clone(),
+                    name: name.clone(),
+                    kind: *kind,
+                    origin: *origin,
+                    session_id: session_id.clone(),
+                    job_name: job_name.clone(),
+                    attributes: attributes.clone(),
+                    billing_mode: *billing_mode,
+                    writer: writer.clone(),
+                    depth,
+                    seq,
+                });
+                let outcome = SpanCommandOutcome::Started {
+                    seq: RunSeq(seq),
+                    depth,
+                };
+                Ok(emit(run, *now_ms, &[event], outcome))
+            }
+            SpanCommand::Patch {
+                run,
+                span,
+                attributes,
+                usage,
+                wait_until_ms,
+                billing_mode,
+                now_ms,
+            } => {
+                let (current, _) = match find_open_span(state, run, span)? {
+                    Ok(found) => found,
+                    Err(refusal) => return refused_span(refusal),
+                };
+                let seq = next_seq(&current)?;
+                let event = RunEvent::SpanPatched(SpanPatched {
+                    run: run.clone(),
+                    span: span.clone(),
+                    seq,
+                    attributes: attributes.clone(),
+                    usage: usage.clone(),
+                    wait_until_ms: *wait_until_ms,
+                    billing_mode: *billing_mode,
+                });
+                let outcome = SpanCommandOutcome::Patched { seq: RunSeq(seq) };
+                Ok(emit(run, *now_ms, &[event], outcome))
+            }
+            SpanCommand::End {
+                run,
+                span,
+                outcome,
+                reason,
+                usage,
+                attributes,
+                now_ms,
+            } => {
+                let (current, found) = match find_open_span(state, run, span)? {
+                    Ok(found) => found,
+                    Err(refusal) => return refused_span(refusal),
+                };
+                let seq = next_seq(&current)?;
+                let mut events = vec![RunEvent::SpanEnded(SpanEnded {
+                    run: run.clone(),
+                    span: span.clone(),
+                    seq,
+                    outcome: *outcome,
+                    reason: reason.clone(),
+                    usage: usage.clone(),
+                    attributes: attributes.clone(),
+                })];
+                // A run is rolled up once its root is terminal, and again at every later end
+                // in it, on the spans as they will stand after this end.
+                let rollup = if found.is_root() || current.closed {
+                    let mut spans = query::spans(state, run)?;
+                    if let Some(ending) = spans.iter_mut().find(|s| s.span == *span) {
+                        ending.end(*outcome, reason.as_deref(), usage, attributes, *now_ms);
+                    }
+                    let previous = query::rollup(state, run)?;
+                    rollup::compute(&spans, previous.as_ref())
+                } else {
+                    None
+                };
+                if let Some(rollup) = &rollup {
+                    events.push(RunEvent::RolledUp(RolledUp {
+                        rollup: rollup.clone(),
+                    }));
+                }
+                let outcome = SpanCommandOutcome::Ended {
+                    seq: RunSeq(seq),
+                    rollup: rollup.map(Box::new),
+                };
+                Ok(emit(run, *now_ms, &events, outcome))
+            }
+            SpanCommand::AppendEvent {
+                run,
+                span,
+                event_type,
+                payload,
+                payload_bytes_max,
+                now_ms,
+            } => {
+                require("event_type", event_type)?;
+                let (current, found) = match find_span(state, run, span)? {
+                    Ok(found) => found,
+                    Err(refusal) => return refused_span(refusal),
+                };
+                let seq = next_seq(&current)?;
+                let (payload, truncated) = cap_payload(payload, *payload_bytes_max);
+                let event_index = found.event_count;
+                let event = RunEvent::EventAppended(EventAppended {
+                    run: run.clone(),
+                    span: span.clone(),
+                    seq,
+                    event_index,
+                    event_type: event_type.clone(),
+                    payload,
+                    truncated,
+                });
+                let outcome = SpanCommandOutcome::EventAppended {
+                    seq: RunSeq(seq),
+                    event_index,
+                    truncated,
+                };
+                Ok(emit(run, *now_ms, &[event], outcome))
+            }
+        }
+    }
+}
+
+/// Ends every open span of `run` (deepest first; among equals, latest started first) and
+/// rolls the run up; `None` when nothing is open.
+fn close_run(
+    state: &dyn TableSource,
+    run: &Run,
+    outcome: SpanOutcome,
+    reason: &str,
+    now_ms: u64,
+) -> Result<Option<(Emit, ClosedRun)>> {
+    let mut spans = query::spans(state, &run.run)?;
+    let mut open: Vec<usize> = (0..spans.len()).filter(|&i| spans[i].is_open()).collect();
+    if open.is_empty() {
+        return Ok(None);
+    }
+    open.sort_by(|&a, &b| {
+        (spans[b].depth, spans[b].start_seq).cmp(&(spans[a].depth, spans[a].start_seq))
+    });
+    let mut seq = run.high_water_seq.0;
+    let mut events = Vec::with_capacity(open.len() + 1);
+    let mut closed = Vec::with_capacity(open.len());
+    let (usage, attributes) = (SpanUsage::default(), Attributes::new());
+    for index in open {
+        seq = seq_after(seq)?;
+        let span = &mut spans[index];
+        span.end(outcome, Some(reason), &usage, &attributes, now_ms);
+        events.push(RunEvent::SpanEnded(SpanEnded {
+            run: run.run.clone(),
+            span: span.span.clone(),
+            seq,
+            outcome,
+            reason: Some(reason.to_owned()),
+            usage: usage.clone(),
+            attributes: attributes.clone(),
+        }));
+        closed.push(span.span.clone());
+    }
+    let previous = query::rollup(state, &run.run)?;
+    // Every span of the run is terminal now, its root included, so there is a rollup.
+    let rollup =
+        rollup::compute(&spans, previous.as_ref()).ok_or_else(|| Error::CorruptProjection {
+            table: "runs.spans".into(),
+            detail: format!("run {:?} has no rollup once every span ended", run.run),
+        })?;
+    events.push(RunEvent::RolledUp(RolledUp {
+        rollup: rollup.clone(),
+    }));
+    let emit = Emit {
+        stream: run_stream(&run.run),
+        expected: ExpectedVersion::Any,
+        events: new_events(&events, now_ms),
+    };
+    let closed = ClosedRun {
+        run: run.run.clone(),
+        spans: closed,
+        rollup,
+    };
+    Ok(Some((emit, closed)))
+}
+
+/// Closes each run of `runs` (skipping those without detail or open spans) as `interrupted`.
+fn close_runs(
+    state: &dyn TableSource,
+    runs: impl IntoIterator<Item = String>,
+    reason: &str,
+    now_ms: u64,
+) -> Result<Decision<RunCommandOutcome>> {
+    let mut emits = Vec::new();
+    let mut closed = Vec::new();
+    for run in runs {
+        let Some(current) = query::run(state, &run)? else {
+            continue;
+        };
+        if let Some((emit, run)) =
+            close_run(state, &current, SpanOutcome::Interrupted, reason, now_ms)?
+        {
+            emits.push(emit);
+            closed.push(run);
+        }
+    }
+    Ok(Decision {
+        emits,
+        outcome: RunCommandOutcome::Closed { runs: closed },
+    })
+}
+
+impl Command for RunCommand {
+    type Outcome = RunCommandOutcome;
+
+    fn decide(&self, state: &dyn TableSource) -> Result<Decision<RunCommandOutcome>> {
+        let refused = |reason| Ok(Decision::nothing(RunCommandOutcome::Refused { reason }));
+        match self {
+            RunCommand::Heartbeat { run, now_ms } => {
+                require("run", run)?;
+                match query::run(state, run)? {
+                    None if query::rollup(state, run)?.is_some() => refused(RunRefusal::RunClosed),
+                    None => refused(RunRefusal::RunMissing),
+                    Some(current) if current.closed => refused(RunRefusal::RunClosed),
+                    Some(_) => {
+                        let event = RunEvent::Heartbeat(Heartbeat { run: run.clone() });
+                        Ok(emit(
+                            run,
+                            *now_ms,
+                            &[event],
+                            RunCommandOutcome::HeartbeatRecorded,
+                        ))
+                    }
+                }
+            }
+            RunCommand::CascadeClose {
+                run,
+                outcome,
+                reason,
+                now_ms,
+            } => {
+                require("run", run)?;
+                require("reason", reason)?;
+                let current = match query::run(state, run)? {
+                    Some(current) => current,
+                    None if query::rollup(state, run)?.is_some() => {
+                        return Ok(Decision::nothing(RunCommandOutcome::Closed {
+                            runs: Vec::new(),
+                        }));
+                    }
+                    None => return refused(RunRefusal::RunMissing),
+                };
+                Ok(
+                    match close_run(state, &current, *outcome, reason, *now_ms)? {
+                        Some((emit, closed)) => Decision {
+                            emits: vec![emit],
+                            outcome: RunCommandOutcome::Closed { runs: vec![closed] },
+                        },
+                        None => Decision::nothing(RunCommandOutcome::Closed { runs: Vec::new() }),
+                    },
+                )
+            }
+            RunCommand::SweepOrphans { writer, now_ms } => {
+                require("writer", writer)?;
+                let runs = query::runs_with_open_spans_of(state, writer)?;
+                close_runs(state, runs, ORPHAN_REASON, *now_ms)
+            }
+            RunCommand::SweepStale {
+                stale_after_ms,
+                sweeper,
+                now_ms,
+            } => {
+                let cutoff = now_ms.saturating_sub(*stale_after_ms);
+                let runs = query::silent_roots(state, cutoff)?
+                    .into_iter()
+                    .filter(|root| sweeper.as_deref() != Some(root.writer.as_str()))
+                    .map(|root| root.run);
+                close_runs(state, runs, STALE_REASON, *now_ms)
+            }
+            RunCommand::Prune {
+                digest_floor_at_ms,
+                detail_retention_ms,
+                hard_ceiling_ms,
+                batch,
+                now_ms,
+            } => {
+                if *batch == 0 {
+                    return Err(Error::InvalidCommand {
+                        field: "batch",
+                        reason: "must be positive".into(),
+                    });
+                }
+                let floor = *digest_floor_at_ms;
+                let retention_cutoff = now_ms.saturating_sub(*detail_retention_ms);
+                let ceiling_cutoff = now_ms.saturating_sub(*hard_ceiling_ms);
+                // Covered and old enough, or past the hard ceiling regardless.
+                let bound = floor.min(retention_cutoff).max(ceiling_cutoff);
+                let mut emits = Vec::new();
+                let mut pruned = Vec::new();
+                let mut spans_deleted = 0u64;
+                // Paged, so a long backlog is not read whole to prune one batch.
+                let mut from = (0, String::new());
+                'pages: loop {
+                    let page = query::unpruned_ended_before(state, &from, bound, PRUNE_SCAN_PAGE)?;
+                    let full = page.len() == PRUNE_SCAN_PAGE;
+                    if let Some((ended_at_ms, run)) = page.last() {
+                        // The least key after the last one read.
+                        from = (*ended_at_ms, format!("{run}\0"));
+                    }
+                    for (ended_at_ms, run) in page {
+                        if pruned.len() >= *batch as usize {
+                            break 'pages;
+                        }
+                        let (Some(current), Some(rollup)) =
+                            (query::run(state, &run)?, query::rollup(state, &run)?)
+                        else {
+                            continue;
+                        };
+                        if current.open_span_count > 0 {
+                            continue;
+                        }
+                        let failure_reason = if ended_at_ms >= floor {
+                            rollup
+                                .failure_reason
+                                .or_else(|| Some(COVERAGE_GAP_REASON.to_owned()))
+                        } else {
+                            rollup.failure_reason
+                        };
+                        let event = RunEvent::DetailPruned(DetailPruned {
+                            run: run.clone(),
+                            failure_reason,
+                            spans_deleted: current.span_count,
+                        });
+                        emits.push(Emit {
+                            stream: run_stream(&run),
+                            expected: ExpectedVersion::Any,
+                            events: new_events(&[event], *now_ms),
+                        });
+                        spans_deleted = spans_deleted.saturating_add(current.span_count);
+                        pruned.push(run);
+                    }
+                    if !full {
+                        break;
+                    }
+                }
+                Ok(Decision {
+                    emits,
+                    outcome: RunCommandOutcome::Pruned {
+                        runs: pruned,
+                        spans_deleted,
+                    },
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! Run events: what the runs projection records. Kinds start with `run.`; every event of a run
+//! goes to the stream `run/<run id>`.
+//!
+//! Times are the record's `at_ms` (the command's `now_ms`): a span's start and end, an event's
+//! timestamp, a heartbeat. Everything else `apply` needs (seq, depth, event index, the capped
+//! payload, the rollup) is decided once and written here.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::query::RunRollup;
+use crate::error::Result;
+use crate::event::{DomainEvent, EventKind, decode_payload, encode_payload, unknown_schema};
+use crate::record::Record;
+
+/// Free-form span attributes: name → value (typically JSON text). Ordered, so the bytes of a
+/// payload or a row never depend on insertion order.
+pub type Attributes = BTreeMap<String, String>;
+
+/// What a span is a unit of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpanKind {
+    /// One agent turn.
+    Turn,
+    /// One tool call.
+    Tool,
+    /// A subagent run.
+    Subagent,
+    /// A scheduled job run.
+    Cron,
+}
+
+/// Where a run came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpanOrigin {
+    /// An interactive session.
+    Session,
+    /// A scheduled job.
+    Cron,
+}
+
+/// The terminal outcome of a span: written once, never changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpanOutcome {
+    /// The work finished.
+    Success,
+    /// The work failed.
+    Error,
+    /// The work ran out of time.
+    Timeout,
+    /// Someone stopped the work.
+    Cancelled,
+    /// The work was not allowed.
+    Denied,
+    /// The work was cut off from outside (its writer went away or fell silent).
+    Interrupted,
+}
+
+impl SpanOutcome {
+    /// The six outcomes, in variant order.
+    pub const ALL: [SpanOutcome; 6] = [
+        SpanOutcome::Success,
+        SpanOutcome::Error,
+        SpanOutcome::Timeout,
+        SpanOutcome::Cancelled,
+        SpanOutcome::Denied,
+        SpanOutcome::Interrupted,
+    ];
+}
+
+/// How a run is billed, which decides its effective cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BillingMode {
+    /// Flat-rate: the run's effective cost is 0 whatever it consumed.
+    Subscription,
+    /// Metered: the run's effective cost is what it cost.
+    Api,
+}
+
+/// Token usage and cost as a span reports it. `None` is "not reported", never zero.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpanUsage {
+    /// Input tokens.
+    pub input_tokens: Option<u64>,
+    /// Output tokens.
+    pub output_tokens: Option<u64>,
+    /// Tokens read from a prompt cache.
+    pub cache_read_tokens: Option<u64>,
+    /// Tokens written to a prompt cache.
+    pub cache_creation_tokens: Option<u64>,
+    /// Cost in millionths of a US dollar (integers, so sums and bytes are exact).
+    pub cost_micro_usd: Option<u64>,
+    /// The model that consumed them.
+    pub model: Option<String>,
+}
+
+impl SpanUsage {
+    /// Takes every field `update` reports; keeps the others.
+    pub fn merge(&mut self, update: &SpanUsage) {
+        fn take<T: Clone>(slot: &mut Option<T>, update: &Option<T>) {
+            if update.is_some() {
+                slot.clone_from(update);
+            }
+        }
+        take(&mut self.input_tokens, &update.input_tokens);
+        take(&mut self.output_tokens, &update.output_tokens);
+        take(&mut self.cache_read_tokens, &update.cache_read_tokens);
+        take(
+            &mut self.cache_creation_tokens,
+            &update.cache_creation_tokens,
+        );
+        take(&mut self.cost_micro_usd, &update.cost_micro_usd);
+        take(&mut self.model, &update.model);
+    }
+}
+
+/// A span started (written at start, open until it ends). Its start time is the record's
+/// `at_ms`; a root's first heartbeat is its start.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpanStarted {
+    /// The run.
+    pub run: String,
+    /// The span, unique within its run.
+    pub span: String,
+    /// The parent span in the same run; `None` for the run's root.
+    pub parent: Option<String>,
+    /// What it is called.
+    pub name: String,
+    /// What it is a unit of.
+    pub kind: SpanKind,
+    /// Where its run came from.
+    pub origin: SpanOrigin,
+    /// The session it belongs to, if any.
+    pub session_id: Option<String>,
+    /// The scheduled job it belongs to, if any.
+    pub job_name: Option<String>,
+    /// Its attributes at start.
+    pub attributes: Attributes,
+    /// How its run is billed, when known at start.
+    pub billing_mode: Option<BillingMode>,
+    /// The process identity that writes it.
+    pub writer: String,
+    /// Its depth in the run's tree: 0 for the root.
+    pub depth: u32,
+    /// Its run's seq for this change.
+    pub seq: u64,
+}
+
+/// An open span was updated. Attributes are merged in (a given name replaces its value);
+/// every reported usage field replaces the span's; absent fields keep theirs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpanPatched {
+    /// The run.
+    pub run: String,
+    /// The span.
+    pub span: String,
+    /// Its run's seq for this change.
+    pub seq: u64,
+    /// Attributes merged in.
+    pub attributes: Attributes,
+    /// Usage merged in.
+    pub usage: SpanUsage,
+    /// A new wait boundary, if given.
+    pub wait_until_ms: Option<u64>,
+    /// A billing mode, if given.
+    pub billing_mode: Option<BillingMode>,
+}
+
+/// A span reached its terminal outcome at the record's `at_ms`. Write-once.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpanEnded {
+    /// The run.
+    pub run: String,
+    /// The span.
+    pub span: String,
+    /// Its run's seq for this change.
+    pub seq: u64,
+    /// The outcome.
+    pub outcome: SpanOutcome,
+    /// Why, if said.
+    pub reason: Option<String>,
+    /// Final usage merged in, as for a patch.
+    pub usage: SpanUsage,
+    /// Final attributes merged in, as for a patch.
+    pub attributes: Attributes,
+}
+
+/// An event was recorded on a span at the record's `at_ms`, its payload already capped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventAppended {
+    /// The run.
+    pub run: String,
+    /// The span.
+    pub span: String,
+    /// Its run's seq for this change.
+    pub seq: u64,
+    /// Its index within the span: 0, 1, 2, …
+    pub event_index: u64,
+    /// What kind of event it is.
+    pub event_type: String,
+    /// The payload as stored: cut to the cap when it was longer.
+    pub payload: String,
+    /// Whether the payload was cut.
+    pub truncated: bool,
+}
+
+/// The writer of a run's open root said it is alive at the record's `at_ms`. Liveness only:
+/// it takes no seq, as it is no activity a reader needs a delta for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Heartbeat {
+    /// The run.
+    pub run: String,
+}
+
+/// A run's rollup was written (its root is terminal), as decided: the cost fields already
+/// merged with any earlier rollup's frozen values.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RolledUp {
+    /// The rollup row, `detail_pruned` false.
+    pub rollup: RunRollup,
+}
+
+/// A finished run's detail (spans, events, changes) was deleted; its rollup stays, marked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DetailPruned {
+    /// The run.
+    pub run: String,
+    /// The rollup's failure reason from now on (set when the run was pruned uncovered).
+    pub failure_reason: Option<String>,
+    /// How many spans were deleted.
+    pub spans_deleted: u64,
+}
+
+/// Every run event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunEvent {
+    /// `run.span_started`
+    SpanStarted(SpanStarted),
+    /// `run.span_patched`
+    SpanPatched(SpanPatched),
+    /// `run.span_ended`
+    SpanEnded(SpanEnded),
+    /// `run.event_appended`
+    EventAppended(EventAppended),
+    /// `run.heartbeat`
+    Heartbeat(Heartbeat),
+    /// `run.rolled_up`
+    RolledUp(RolledUp),
+    /// `run.detail_pruned`
+    DetailPruned(DetailPruned),
+}
+
+const SPAN_STARTED: &str = "run.span_started";
+const SPAN_PATCHED: &str = "run.span_patched";
+const SPAN_ENDED: &str = "run.span_ended";
+const EVENT_APPENDED: &str = "run.event_appended";
+const HEARTBEAT: &str = "run.heartbeat";
+const ROLLED_UP: &str = "run.rolled_up";
+const DETAIL_PRUNED: &str = "run.detail_pruned";
+
+impl DomainEvent for RunEvent {
+    const CATALOGUE: &'static [EventKind] = &[
+        EventKind {
+            kind: SPAN_STARTED,
+            schema: 1,
+        },
+        EventKind {
+            kind: SPAN_PATCHED,
+            schema: 1,
+        },
+        EventKind {
+            kind: SPAN_ENDED,
+            schema: 1,
+        },
+        EventKind {
+            kind: EVENT_APPENDED,
+            schema: 1,
+        },
+        EventKind {
+            kind: HEARTBEAT,
+            schema: 1,
+        },
+        EventKind {
+            kind: ROLLED_UP,
+            schema: 1,
+        },
+        EventKind {
+            kind: DETAIL_PRUNED,
+            schema: 1,
+        },
+    ];
+
+    fn kind(&self) -> &'static str {
+        match self {
+            RunEvent::SpanStarted(_) => SPAN_STARTED,
+            RunEvent::SpanPatched(_) => SPAN_PATCHED,
+            RunEvent::SpanEnded(_) => SPAN_ENDED,
+            RunEvent::EventAppended(_) => EVENT_APPENDED,
+            RunEvent::Heartbeat(_) => HEARTBEAT,
+            RunEvent::RolledUp(_) => ROLLED_UP,
+            RunEvent::DetailPruned(_) => DETAIL_PRUNED,
+        }
+    }
+
+    fn payload(&self) -> Vec<u8> {
+        match self {
+            RunEvent::SpanStarted(e) => encode_payload(e),
+            RunEvent::SpanPatched(e) => encode_payload(e),
+            RunEvent::SpanEnded(e) => encode_payload(e),
+            RunEvent::EventAppended(e) => encode_payload(e),
+            RunEvent::Heartbeat(e) => encode_payload(e),
+            RunEvent::RolledUp(e) => encode_payload(e),
+            RunEvent::DetailPruned(e) => encode_payload(e),
+        }
+    }
+
+    fn from_record(record: &Record) -> Result<Option<Self>> {
+        let event = match (record.kind.as_str(), record.schema) {
+            (SPAN_STARTED, 1) => RunEvent::SpanStarted(decode_payload(record)?),
+            (SPAN_PATCHED, 1) => RunEvent::SpanPatched(decode_payload(record)?),
+            (SPAN_ENDED, 1) => RunEvent::SpanEnded(decode_payload(record)?),
+            (EVENT_APPENDED, 1) => RunEvent::EventAppended(decode_payload(record)?),
+            (HEARTBEAT, 1) => RunEvent::Heartbeat(decode_payload(record)?),
+            (ROLLED_UP, 1) => RunEvent::RolledUp(decode_payload(record)?),
+            (DETAIL_PRUNED, 1) => RunEvent::DetailPruned(decode_payload(record)?),
+            (kind, _) if Self::CATALOGUE.iter().any(|e| e.kind == kind) => {
+                return Err(unknown_schema(record));
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(event))
+    }
+}

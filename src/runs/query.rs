@@ -1,0 +1,511 @@
+//! Run reads from the projection tables: no replay, usable on a snapshot or inside a write
+//! (where commands decide). Rows carry the run's `seq` of their latest change and the log
+//! `position` of the record that made it: the log position is the global change cursor.
+
+use serde::{Deserialize, Serialize};
+
+use super::events::{Attributes, BillingMode, SpanKind, SpanOrigin, SpanOutcome, SpanUsage};
+use crate::error::Result;
+use crate::log::read::Direction;
+use crate::projection::table::{Table, TableSource};
+
+/// A run's sequence number: every change to a run's spans and events takes the next one, from
+/// 1, so a reader holding a run snapshot at seq `n` discards deltas at or below `n`.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct RunSeq(pub u64);
+
+/// Where a run stands: its root, its high-water seq and its span counts. Deleted when the
+/// run's detail is pruned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    /// The run.
+    pub run: String,
+    /// Its root span (the run's first span).
+    pub root_span: String,
+    /// The seq of its latest change.
+    pub high_water_seq: RunSeq,
+    /// Spans started in it.
+    pub span_count: u64,
+    /// Spans still open in it.
+    pub open_span_count: u64,
+    /// Whether its root span has ended: the run is closed, and its rollup written.
+    pub closed: bool,
+}
+
+/// A span as it stands.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Span {
+    /// The run.
+    pub run: String,
+    /// The span, unique within its run.
+    pub span: String,
+    /// The parent span; `None` for the run's root.
+    pub parent: Option<String>,
+    /// What it is called.
+    pub name: String,
+    /// What it is a unit of.
+    pub kind: SpanKind,
+    /// Where its run came from.
+    pub origin: SpanOrigin,
+    /// The session it belongs to, if any.
+    pub session_id: Option<String>,
+    /// The scheduled job it belongs to, if any.
+    pub job_name: Option<String>,
+    /// Its attributes.
+    pub attributes: Attributes,
+    /// How its run is billed, if known.
+    pub billing_mode: Option<BillingMode>,
+    /// The process identity that writes it.
+    pub writer: String,
+    /// When it started.
+    pub started_at_ms: u64,
+    /// The wait boundary it reported, if any.
+    pub wait_until_ms: Option<u64>,
+    /// When it ended; `None` while open.
+    pub ended_at_ms: Option<u64>,
+    /// Its terminal outcome; `None` while open.
+    pub outcome: Option<SpanOutcome>,
+    /// Why it ended so, if said.
+    pub outcome_reason: Option<String>,
+    /// Its usage.
+    pub usage: SpanUsage,
+    /// The latest heartbeat of a root (its start until one comes); `None` for other spans.
+    pub last_heartbeat_at_ms: Option<u64>,
+    /// Its depth in the run's tree: 0 for the root.
+    pub depth: u32,
+    /// The seq of its start: spans of a run in this order are in start order.
+    pub start_seq: RunSeq,
+    /// The seq of its latest change (start, patch or end).
+    pub seq: RunSeq,
+    /// The log position of its latest change.
+    pub position: u64,
+    /// How many events it has (the next event's index).
+    pub event_count: u64,
+}
+
+impl Span {
+    /// Whether it is still open (no outcome yet).
+    pub fn is_open(&self) -> bool {
+        self.outcome.is_none()
+    }
+
+    /// Whether it is its run's root.
+    pub fn is_root(&self) -> bool {
+        self.parent.is_none()
+    }
+
+    /// Merges a patch in. Shared by `apply` and by decisions that foresee a span's state, so
+    /// both agree.
+    pub(crate) fn patch(
+        &mut self,
+        attributes: &Attributes,
+        usage: &SpanUsage,
+        wait_until_ms: Option<u64>,
+        billing_mode: Option<BillingMode>,
+    ) {
+        self.attributes
+            .extend(attributes.iter().map(|(k, v)| (k.clone(), v.clone())));
+        self.usage.merge(usage);
+        if wait_until_ms.is_some() {
+            self.wait_until_ms = wait_until_ms;
+        }
+        if billing_mode.is_some() {
+            self.billing_mode = billing_mode;
+        }
+    }
+
+    /// Ends the span at `ended_at_ms`. Shared like [`Span::patch`].
+    pub(crate) fn end(
+        &mut self,
+        outcome: SpanOutcome,
+        reason: Option<&str>,
+        usage: &SpanUsage,
+        attributes: &Attributes,
+        ended_at_ms: u64,
+    ) {
+        self.patch(attributes, usage, None, None);
+        self.outcome = Some(outcome);
+        self.outcome_reason = reason.map(str::to_owned);
+        self.ended_at_ms = Some(ended_at_ms);
+    }
+}
+
+/// An event recorded on a span.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpanEvent {
+    /// The run.
+    pub run: String,
+    /// The span.
+    pub span: String,
+    /// Its index within the span.
+    pub event_index: u64,
+    /// When it happened.
+    pub at_ms: u64,
+    /// What kind of event it is.
+    pub event_type: String,
+    /// The payload as stored (cut when `truncated`).
+    pub payload: String,
+    /// Whether the payload was cut to the cap.
+    pub truncated: bool,
+    /// Its run's seq.
+    pub seq: RunSeq,
+    /// The log position of the record that appended it.
+    pub position: u64,
+}
+
+/// What a run change changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    /// A span started.
+    SpanStarted,
+    /// A span was patched.
+    SpanPatched,
+    /// A span ended.
+    SpanEnded,
+    /// An event was appended to a span.
+    EventAppended,
+}
+
+/// One seq'd change of a run: the per-run delta index.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunChange {
+    /// The run.
+    pub run: String,
+    /// Its seq within the run.
+    pub seq: RunSeq,
+    /// The log position of its record: the global cursor.
+    pub position: u64,
+    /// The span it concerns.
+    pub span: String,
+    /// What it changed.
+    pub kind: ChangeKind,
+    /// The event's index, for [`ChangeKind::EventAppended`].
+    pub event_index: Option<u64>,
+}
+
+/// A closed run's summary, written when its root ends and rewritten when any of its spans
+/// ends later; it outlives the run's detail.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRollup {
+    /// The run.
+    pub run: String,
+    /// Where it came from (the root's origin).
+    pub origin: SpanOrigin,
+    /// The root's name.
+    pub name: String,
+    /// The root's session, if any.
+    pub session_id: Option<String>,
+    /// The root's job, if any.
+    pub job_name: Option<String>,
+    /// When the root started.
+    pub started_at_ms: u64,
+    /// When the root ended.
+    pub ended_at_ms: u64,
+    /// The root's outcome.
+    pub outcome: SpanOutcome,
+    /// `ended_at_ms - started_at_ms`.
+    pub duration_ms: u64,
+    /// Spans in the run.
+    pub span_count: u64,
+    /// Input tokens (root-level accounting; see the module rules).
+    pub input_tokens: Option<u64>,
+    /// Output tokens.
+    pub output_tokens: Option<u64>,
+    /// Cache-read tokens.
+    pub cache_read_tokens: Option<u64>,
+    /// Cache-creation tokens.
+    pub cache_creation_tokens: Option<u64>,
+    /// What the run reported it cost, micro-USD: frozen at its first non-null value.
+    pub cost_micro_usd: Option<u64>,
+    /// What the run effectively cost, micro-USD (0 under a subscription, `None` unknown):
+    /// frozen at its first non-null value.
+    pub effective_cost_micro_usd: Option<u64>,
+    /// The billing classification behind the effective cost: frozen at first non-null.
+    pub billing_mode: Option<BillingMode>,
+    /// Why the run failed, if it did.
+    pub failure_reason: Option<String>,
+    /// Whether its detail (spans, events) was pruned.
+    pub detail_pruned: bool,
+}
+
+/// A run's detail in one consistent read: what a live reader starts from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RunSnapshot {
+    /// The run.
+    pub run: Run,
+    /// Its spans in start order.
+    pub spans: Vec<Span>,
+    /// Its events in seq order.
+    pub events: Vec<SpanEvent>,
+    /// The seq of its latest change: deltas at or below it are in the snapshot.
+    pub high_water_seq: RunSeq,
+    /// The log position of its latest change, if it still has one: the global cursor to read
+    /// the log on from.
+    pub position: Option<u64>,
+}
+
+/// `runs.runs`: run → where it stands.
+pub(crate) const RUNS: Table<String, Run> = Table::new("runs.runs");
+/// `runs.spans`: (run, span) → span.
+pub(crate) const SPANS: Table<(String, String), Span> = Table::new("runs.spans");
+/// `runs.events`: (run, span, event index) → span event.
+pub(crate) const EVENTS: Table<(String, String, u64), SpanEvent> = Table::new("runs.events");
+/// `runs.changes`: (run, seq) → change.
+pub(crate) const CHANGES: Table<(String, u64), RunChange> = Table::new("runs.changes");
+/// `runs.open_by_writer`: (writer, run, span) of every open span.
+pub(crate) const OPEN_BY_WRITER: Table<(String, String, String), ()> =
+    Table::new("runs.open_by_writer");
+/// `runs.open_roots_by_heartbeat`: (last heartbeat, run) → root span, for open roots.
+pub(crate) const OPEN_ROOTS_BY_HEARTBEAT: Table<(u64, String), String> =
+    Table::new("runs.open_roots_by_heartbeat");
+/// `runs.open_roots_by_start`: (start, run) → root span, for open roots.
+pub(crate) const OPEN_ROOTS_BY_START: Table<(u64, String), String> =
+    Table::new("runs.open_roots_by_start");
+/// `runs.rollups`: run → rollup (kept when the detail is pruned).
+pub(crate) const ROLLUPS: Table<String, RunRollup> = Table::new("runs.rollups");
+/// `runs.unpruned_by_end`: (root end, run) of every rollup whose detail is still kept.
+pub(crate) const UNPRUNED_BY_END: Table<(u64, String), ()> = Table::new("runs.unpruned_by_end");
+
+/// Every table name, in the order `state_json` dumps them.
+pub(crate) const TABLE_NAMES: [&str; 9] = [
+    "runs.runs",
+    "runs.spans",
+    "runs.events",
+    "runs.changes",
+    "runs.open_by_writer",
+    "runs.open_roots_by_heartbeat",
+    "runs.open_roots_by_start",
+    "runs.rollups",
+    "runs.unpruned_by_end",
+];
+
+fn values<K, V>(rows: Vec<(K, V)>) -> Vec<V> {
+    rows.into_iter().map(|(_, v)| v).collect()
+}
+
+/// The run `run`, while its detail is kept.
+pub fn run(state: &dyn TableSource, run: &str) -> Result<Option<Run>> {
+    RUNS.get(state, &run.to_owned())
+}
+
+/// The span `span` of `run`.
+pub fn span(state: &dyn TableSource, run: &str, span: &str) -> Result<Option<Span>> {
+    SPANS.get(state, &(run.to_owned(), span.to_owned()))
+}
+
+/// Every span of `run`, in start order.
+pub fn spans(state: &dyn TableSource, run: &str) -> Result<Vec<Span>> {
+    let rows = SPANS.scan_prefix(state, &(run.to_owned(),), Direction::Forward, usize::MAX)?;
+    let mut spans = values(rows);
+    spans.sort_by_key(|s| s.start_seq);
+    Ok(spans)
+}
+
+/// The events of `span` in `run`, in index order.
+pub fn events(state: &dyn TableSource, run: &str, span: &str) -> Result<Vec<SpanEvent>> {
+    let prefix = (run.to_owned(), span.to_owned());
+    let rows = EVENTS.scan_prefix(state, &prefix, Direction::Forward, usize::MAX)?;
+    Ok(values(rows))
+}
+
+/// The seq of `run`'s latest change; 0 when it has none (or its detail was pruned).
+pub fn high_water_seq(state: &dyn TableSource, run: &str) -> Result<RunSeq> {
+    Ok(self::run(state, run)?.map_or(RunSeq(0), |r| r.high_water_seq))
+}
+
+/// Up to `limit` changes of `run` with a seq above `after`, in seq order.
+pub fn changes_since(
+    state: &dyn TableSource,
+    run: &str,
+    after: RunSeq,
+    limit: usize,
+) -> Result<Vec<RunChange>> {
+    let Some(from) = after.0.checked_add(1) else {
+        return Ok(Vec::new());
+    };
+    let rows = CHANGES.scan_between(
+        state,
+        &(run.to_owned(), from),
+        &(run.to_owned(), u64::MAX),
+        Direction::Forward,
+        limit,
+    )?;
+    Ok(values(rows))
+}
+
+/// `run`'s spans, events, high-water seq and cursor, read together; `None` when the run has no
+/// detail (unknown, or pruned).
+pub fn snapshot(state: &dyn TableSource, run: &str) -> Result<Option<RunSnapshot>> {
+    let Some(current) = self::run(state, run)? else {
+        return Ok(None);
+    };
+    let spans = spans(state, run)?;
+    let rows = EVENTS.scan_prefix(state, &(run.to_owned(),), Direction::Forward, usize::MAX)?;
+    let mut events = values(rows);
+    events.sort_by_key(|e| e.seq);
+    let latest = CHANGES.scan_prefix(state, &(run.to_owned(),), Direction::Backward, 1)?;
+    Ok(Some(RunSnapshot {
+        high_water_seq: current.high_water_seq,
+        position: latest.first().map(|(_, change)| change.position),
+        run: current,
+        spans,
+        events,
+    }))
+}
+
+/// The rollup of `run`, if it has closed.
+pub fn rollup(state: &dyn TableSource, run: &str) -> Result<Option<RunRollup>> {
+    ROLLUPS.get(state, &run.to_owned())
+}
+
+/// Up to `limit` rollups in run order.
+pub fn rollups(state: &dyn TableSource, limit: usize) -> Result<Vec<RunRollup>> {
+    Ok(values(ROLLUPS.scan_prefix(
+        state,
+        &(),
+        Direction::Forward,
+        limit,
+    )?))
+}
+
+fn spans_of_roots(
+    state: &dyn TableSource,
+    rows: Vec<((u64, String), String)>,
+) -> Result<Vec<Span>> {
+    let mut spans = Vec::with_capacity(rows.len());
+    for ((_, run), root) in rows {
+        if let Some(span) = span(state, &run, &root)? {
+            spans.push(span);
+        }
+    }
+    Ok(spans)
+}
+
+/// Every open root span, latest start first: what is running.
+pub fn open_roots(state: &dyn TableSource) -> Result<Vec<Span>> {
+    let rows = OPEN_ROOTS_BY_START.scan_prefix(state, &(), Direction::Backward, usize::MAX)?;
+    spans_of_roots(state, rows)
+}
+
+/// Open root spans that started more than `threshold_ms` before `now_ms` (strictly), oldest
+/// first: the watchdog's stuck runs. Judged on age since start, heartbeats or not.
+pub fn stuck_runs(state: &dyn TableSource, threshold_ms: u64, now_ms: u64) -> Result<Vec<Span>> {
+    let cutoff = now_ms.saturating_sub(threshold_ms);
+    let rows = OPEN_ROOTS_BY_START.scan_between(
+        state,
+        &(0, String::new()),
+        &(cutoff, String::new()),
+        Direction::Forward,
+        usize::MAX,
+    )?;
+    spans_of_roots(state, rows)
+}
+
+/// Open root spans whose last heartbeat is before `cutoff_ms`, oldest heartbeat first.
+pub fn silent_roots(state: &dyn TableSource, cutoff_ms: u64) -> Result<Vec<Span>> {
+    let rows = OPEN_ROOTS_BY_HEARTBEAT.scan_between(
+        state,
+        &(0, String::new()),
+        &(cutoff_ms, String::new()),
+        Direction::Forward,
+        usize::MAX,
+    )?;
+    spans_of_roots(state, rows)
+}
+
+/// The runs with an open span written by `writer`, in run order.
+pub fn runs_with_open_spans_of(state: &dyn TableSource, writer: &str) -> Result<Vec<String>> {
+    let rows =
+        OPEN_BY_WRITER.scan_prefix(state, &(writer.to_owned(),), Direction::Forward, usize::MAX)?;
+    let mut runs: Vec<String> = rows.into_iter().map(|((_, run, _), ())| run).collect();
+    runs.dedup();
+    Ok(runs)
+}
+
+/// Up to `limit` rollups whose detail is kept, keyed (root end, run), from `from` on and ending
+/// before `before_ms`, earliest end first.
+pub(crate) fn unpruned_ended_before(
+    state: &dyn TableSource,
+    from: &(u64, String),
+    before_ms: u64,
+    limit: usize,
+) -> Result<Vec<(u64, String)>> {
+    let rows = UNPRUNED_BY_END.scan_between(
+        state,
+        from,
+        &(before_ms, String::new()),
+        Direction::Forward,
+        limit,
+    )?;
+    Ok(rows.into_iter().map(|(key, ())| key).collect())
+}
+
+/// Every row of the runs projection as JSON, in key order: what `annals state` prints.
+pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
+    let all = Direction::Forward;
+    let runs = values(RUNS.scan_prefix(state, &(), all, usize::MAX)?);
+    let spans = values(SPANS.scan_prefix(state, &(), all, usize::MAX)?);
+    let events = values(EVENTS.scan_prefix(state, &(), all, usize::MAX)?);
+    let changes = values(CHANGES.scan_prefix(state, &(), all, usize::MAX)?);
+    let open_by_writer: Vec<serde_json::Value> = OPEN_BY_WRITER
+        .scan_prefix(state, &(), all, usize::MAX)?
+        .into_iter()
+        .map(|((writer, run, span), ())| {
+            serde_json::json!({ "writer": writer, "run": run, "span": span })
+        })
+        .collect();
+    let roots = |rows: Vec<((u64, String), String)>, at: &str| -> Vec<serde_json::Value> {
+        rows.into_iter()
+            .map(|((ms, run), span)| serde_json::json!({ at: ms, "run": run, "span": span }))
+            .collect()
+    };
+    let by_heartbeat = roots(
+        OPEN_ROOTS_BY_HEARTBEAT.scan_prefix(state, &(), all, usize::MAX)?,
+        "heartbeat_at_ms",
+    );
+    let by_start = roots(
+        OPEN_ROOTS_BY_START.scan_prefix(state, &(), all, usize::MAX)?,
+        "started_at_ms",
+    );
+    let rollups = rollups(state, usize::MAX)?;
+    let unpruned: Vec<serde_json::Value> = UNPRUNED_BY_END
+        .scan_prefix(state, &(), all, usize::MAX)?
+        .into_iter()
+        .map(|((ended, run), ())| serde_json::json!({ "ended_at_ms": ended, "run": run }))
+        .collect();
+    Ok(serde_json::json!({
+        "runs": runs,
+        "spans": spans,
+        "events": events,
+        "changes": changes,
+        "open_by_writer": open_by_writer,
+        "open_roots_by_heartbeat": by_heartbeat,
+        "open_roots_by_start": by_start,
+        "rollups": rollups,
+        "unpruned_by_end": unpruned,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_declared_table_names_are_the_tables() {
+        let names = [
+            RUNS.name(),
+            SPANS.name(),
+            EVENTS.name(),
+            CHANGES.name(),
+            OPEN_BY_WRITER.name(),
+            OPEN_ROOTS_BY_HEARTBEAT.name(),
+            OPEN_ROOTS_BY_START.name(),
+            ROLLUPS.name(),
+            UNPRUNED_BY_END.name(),
+        ];
+        assert_eq!(names, TABLE_NAMES);
+    }
+}
