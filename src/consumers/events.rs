@@ -58,3 +58,22 @@ impl DomainEvent for ConsumerEvent {
         Ok(Some(event))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The payload bytes `schema/events/consumers.md` describes.
+    #[test]
+    fn the_payload_is_encoded_as_the_schema_describes() {
+        let event = ConsumerEvent::Checkpointed(Checkpointed {
+            consumer: "ab".into(),
+            position: 0x0102,
+            hash: [7; 32],
+        });
+        let mut expected = vec![2, 0, 0, 0, 0, 0, 0, 0, b'a', b'b'];
+        expected.extend([2, 1, 0, 0, 0, 0, 0, 0]);
+        expected.extend([7; 32]);
+        assert_eq!(event.payload(), expected);
+    }
+}

@@ -1,5 +1,5 @@
-//! The async writer: many tasks at once, failures isolated inside a batch, back-pressure,
-//! closing, and durability modes.
+//! The async writer: 64 tasks at once mixing raw appends, lease and outbox commands;
+//! failures isolated inside a batch; back-pressure; closing; durability modes.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -9,6 +9,7 @@ use annals::command::Emit;
 use annals::event::DomainEvent;
 use annals::leases::events::LeaseEvent;
 use annals::leases::{FencingToken, LeaseCommand, LeaseGuard, LeaseOutcome, LeaseRefusal};
+use annals::outbox::{OutboxCommand, OutboxEvent, OutboxOutcome};
 use annals::projection::table::{TableSource, WriteTables};
 use annals::writer::WriterStats;
 use annals::{
@@ -102,7 +103,11 @@ impl Dice {
 enum Told {
     Appended(Vec<u8>),
     Lease(&'static str, String, u64, u64),
+    Outbox(&'static str, String),
 }
+
+/// Outbox keys the tasks share, so that most enqueues find the key already there.
+const OUTBOX_KEYS: u64 = 150;
 
 const RESOURCES: [&str; 3] = ["alpha", "beta", "gamma"];
 const TTL_MS: u64 = 40;
@@ -117,7 +122,32 @@ async fn busy_task(writer: Writer, task: u64, steps: u64) -> Vec<Told> {
         now_ms += 1 + dice.roll(30);
         let resource = RESOURCES[dice.roll(3) as usize];
         let roll = dice.roll(10);
-        if roll < 4 {
+        if roll < 2 {
+            let key = format!("mail-{}", dice.roll(OUTBOX_KEYS));
+            let command = if dice.roll(2) == 0 {
+                OutboxCommand::Enqueue {
+                    key,
+                    peer: format!("peer-{}", task % 4),
+                    payload: holder.clone().into_bytes(),
+                    now_ms,
+                }
+            } else {
+                OutboxCommand::Deliver { key, now_ms }
+            };
+            let delivering = matches!(command, OutboxCommand::Deliver { .. });
+            match writer.execute(command).await.unwrap() {
+                OutboxOutcome::Enqueued { row } => {
+                    told.push(Told::Outbox("outbox.enqueued", row.key))
+                }
+                OutboxOutcome::Updated { row } if delivering => {
+                    told.push(Told::Outbox("outbox.delivered", row.key))
+                }
+                OutboxOutcome::AlreadyEnqueued { .. } | OutboxOutcome::Refused { .. } => {}
+                other => panic!("unexpected outbox outcome {other:?}"),
+            }
+            continue;
+        }
+        if roll < 5 {
             let payload = format!("{holder}/{step}").into_bytes();
             let stream = format!("app/{}", task % 8);
             let events = vec![event("app.step", now_ms, &payload)];
@@ -242,6 +272,18 @@ fn check_fencing(records: &[Record]) {
 fn told_by_log(records: &[Record]) -> Vec<Told> {
     let mut told = Vec::new();
     for record in records {
+        match OutboxEvent::from_record(record).unwrap() {
+            Some(OutboxEvent::Enqueued(e)) => {
+                told.push(Told::Outbox("outbox.enqueued", e.key));
+                continue;
+            }
+            Some(OutboxEvent::Delivered(e)) => {
+                told.push(Told::Outbox("outbox.delivered", e.key));
+                continue;
+            }
+            Some(other) => panic!("unexpected outbox event {other:?}"),
+            None => {}
+        }
         match LeaseEvent::from_record(record).unwrap() {
             Some(LeaseEvent::Acquired(e)) => told.push(Told::Lease(
                 "lease.acquired",
@@ -295,6 +337,21 @@ async fn sixty_four_tasks_commit_every_accepted_command_exactly_once_with_sound_
     logged.sort();
     told.sort();
     assert_eq!(logged, told, "every accepted command is in the log once");
+    let outbox: Vec<&Told> = logged
+        .iter()
+        .filter(|t| matches!(t, Told::Outbox(..)))
+        .collect();
+    let mut distinct = outbox.clone();
+    distinct.dedup();
+    assert_eq!(
+        distinct, outbox,
+        "each key enqueued and delivered at most once"
+    );
+    assert!(
+        outbox.len() > 100,
+        "the outbox saw real work: {}",
+        outbox.len()
+    );
     check_fencing(&records);
     assert!(store.verify().unwrap().is_sound());
     assert_eq!(stats.jobs, TASKS * STEPS);
