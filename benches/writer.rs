@@ -6,7 +6,8 @@
 //! answered only once its batch is durable (`Durability::Immediate`, one fsync per batch).
 //!
 //! `cargo bench --bench writer`; `ANNALS_BENCH_SECONDS` sets how long each row runs (default
-//! 3). The log lives under the target directory, on a real disk: an fsync on tmpfs costs
+//! 3); `ANNALS_BENCH_DEFERRED=1` commits the writer's batches with `Durability::Deferred`
+//! instead, which takes the disk out and shows what the processor alone allows. The log lives under the target directory, on a real disk: an fsync on tmpfs costs
 //! nothing and would flatter every row.
 
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use annals::leases::{LeaseCommand, LeaseOutcome};
-use annals::{Store, Writer, WriterOptions};
+use annals::{Durability, Store, Writer, WriterOptions};
 
 const TTL_MS: u64 = 60_000;
 
@@ -72,9 +73,13 @@ fn baseline(run_for: Duration) -> Row {
     }
 }
 
-async fn through_writer(tasks: usize, run_for: Duration) -> Row {
+async fn through_writer(tasks: usize, run_for: Duration, durability: Durability) -> Row {
     let (_dir, store) = fresh_store(&format!("writer-{tasks}"));
-    let writer = Writer::start(store, WriterOptions::default()).expect("a writer");
+    let options = WriterOptions {
+        durability,
+        ..WriterOptions::default()
+    };
+    let writer = Writer::start(store, options).expect("a writer");
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let workers: Vec<_> = (0..tasks)
@@ -117,17 +122,22 @@ fn main() {
         .filter(|s| *s > 0.0)
         .unwrap_or(3.0);
     let run_for = Duration::from_secs_f64(seconds);
+    let durability = match std::env::var("ANNALS_BENCH_DEFERRED").as_deref() {
+        Ok("1") => Durability::Deferred,
+        _ => Durability::Immediate,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_time()
         .build()
         .expect("a tokio runtime");
     let mut rows = vec![baseline(run_for)];
     for tasks in [1, 8, 64] {
-        rows.push(runtime.block_on(through_writer(tasks, run_for)));
+        rows.push(runtime.block_on(through_writer(tasks, run_for, durability)));
     }
 
     println!(
-        "durable lease commands (Durability::Immediate), {} cores, {seconds} s per row",
+        "lease commands, the writer's batches committed with Durability::{durability:?}, \
+         {} cores, {seconds} s per row",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(
