@@ -21,7 +21,7 @@ fn pick<'a>(rng: &mut Rng, items: &[&'a str]) -> &'a str {
 }
 
 /// Runs one random command in `session`; a refusal or an error is as good an outcome as any.
-fn random_command(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64) {
+pub(crate) fn random_command(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64) {
     let resources = ["r1", "r2"];
     let holders = ["a", "b", "c"];
     let handles = ["alpha", "beta", "gamma-2"];
