@@ -5,7 +5,7 @@
 //! The walk stops at the first problem and names its position: after one bad record nothing
 //! later can be trusted.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt;
 
 use redb::ReadableTableMetadata;
@@ -148,7 +148,7 @@ impl VerifyReport {
 struct Walk {
     next: Position,
     prev: Digest,
-    versions: HashMap<String, u64>,
+    versions: BTreeMap<String, u64>,
     keyed: u64,
 }
 
@@ -234,7 +234,7 @@ pub fn verify_log(snapshot: &Snapshot) -> Result<VerifyReport> {
     let mut walk = Walk {
         next: Position(0),
         prev: Digest::ZERO,
-        versions: HashMap::new(),
+        versions: BTreeMap::new(),
         keyed: 0,
     };
     let finding = |position, problem| Some(Finding { position, problem });

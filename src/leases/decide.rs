@@ -7,9 +7,8 @@ use super::events::{
     Renewed,
 };
 use super::query::{self, FencingToken, LaneLease, Lease};
-use crate::command::{Command, Decision};
+use crate::command::{Command, Decision, require_non_empty as require};
 use crate::error::{Error, Result};
-use crate::event::DomainEvent;
 use crate::projection::table::TableSource;
 
 /// Why a lease command did not get what it asked for.
@@ -112,16 +111,6 @@ pub fn lane_stream(lane: &str, key: &str) -> String {
     format!("lease-lane/{lane}/{key}")
 }
 
-pub(crate) fn require(field: &'static str, value: &str) -> Result<()> {
-    if value.is_empty() {
-        return Err(Error::InvalidCommand {
-            field,
-            reason: "must not be empty".into(),
-        });
-    }
-    Ok(())
-}
-
 fn require_ttl(ttl_ms: u64) -> Result<()> {
     if ttl_ms == 0 {
         return Err(Error::InvalidCommand {
@@ -130,10 +119,6 @@ fn require_ttl(ttl_ms: u64) -> Result<()> {
         });
     }
     Ok(())
-}
-
-fn emit<O>(stream: String, now_ms: u64, event: LeaseEvent, outcome: O) -> Decision<O> {
-    Decision::emit(stream, vec![event.to_new_event(now_ms)], outcome)
 }
 
 impl Command for LeaseCommand {
@@ -167,7 +152,7 @@ impl Command for LeaseCommand {
                             expires_at_ms,
                         });
                         lease.expires_at_ms = expires_at_ms;
-                        Ok(emit(
+                        Ok(Decision::event(
                             stream,
                             *now_ms,
                             event,
@@ -196,7 +181,7 @@ impl Command for LeaseCommand {
                             token,
                             expires_at_ms,
                         });
-                        Ok(emit(
+                        Ok(Decision::event(
                             stream,
                             *now_ms,
                             event,
@@ -241,7 +226,12 @@ impl Command for LeaseCommand {
                     lease,
                     renewed: true,
                 };
-                Ok(emit(lease_stream(resource), *now_ms, event, outcome))
+                Ok(Decision::event(
+                    lease_stream(resource),
+                    *now_ms,
+                    event,
+                    outcome,
+                ))
             }
             LeaseCommand::Release {
                 resource,
@@ -258,7 +248,7 @@ impl Command for LeaseCommand {
                     resource: resource.clone(),
                     token: token.0,
                 });
-                Ok(emit(
+                Ok(Decision::event(
                     lease_stream(resource),
                     *now_ms,
                     event,
@@ -402,7 +392,7 @@ impl Command for LaneCommand {
                     owner: owner.clone(),
                     expires_at_ms,
                 });
-                Ok(emit(
+                Ok(Decision::event(
                     lane_stream(lane, key),
                     *now_ms,
                     event,
@@ -480,7 +470,7 @@ fn as_live_owner(
         }
         Some(mut current) => {
             change(&mut current);
-            Ok(emit(
+            Ok(Decision::event(
                 lane_stream(lane, key),
                 now_ms,
                 event,

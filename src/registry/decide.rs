@@ -12,9 +12,8 @@ use super::events::{
 };
 use super::handle::{HANDLE_BYTES_MAX, Handle};
 use super::query::{self, FuelEntry, FuelTotal, Instance, InstanceKind, Knows, Status};
-use crate::command::{Command, Decision};
+use crate::command::{Command, Decision, require_non_empty as require};
 use crate::error::{Error, Result};
-use crate::event::DomainEvent;
 use crate::projection::table::TableSource;
 use crate::record::limits::Limits;
 
@@ -156,20 +155,6 @@ pub enum InstanceOutcome {
     Missing,
 }
 
-fn require(field: &'static str, value: &str) -> Result<()> {
-    if value.is_empty() {
-        return Err(Error::InvalidCommand {
-            field,
-            reason: "must not be empty".into(),
-        });
-    }
-    Ok(())
-}
-
-fn emit<O>(stream: String, now_ms: u64, event: RegistryEvent, outcome: O) -> Decision<O> {
-    Decision::emit(stream, vec![event.to_new_event(now_ms)], outcome)
-}
-
 /// An optional text field as given: an empty string is the clearing of it.
 fn optional(given: &str) -> Option<String> {
     (!given.is_empty()).then(|| given.to_owned())
@@ -257,7 +242,7 @@ impl Command for InstanceCommand {
                         let added = fields.added(&handle)?;
                         let instance = apply::added(added.clone(), *now_ms);
                         let event = RegistryEvent::InstanceAdded(added);
-                        Ok(emit(
+                        Ok(Decision::event(
                             stream,
                             *now_ms,
                             event,
@@ -274,7 +259,7 @@ impl Command for InstanceCommand {
                         let mut instance = current;
                         apply::merge(&mut instance, update.clone());
                         let event = RegistryEvent::InstanceUpdated(update);
-                        Ok(emit(
+                        Ok(Decision::event(
                             stream,
                             *now_ms,
                             event,
@@ -333,7 +318,7 @@ impl Command for InstanceCommand {
                         let event = RegistryEvent::InstanceRemoved(InstanceRemoved {
                             handle: handle.as_str().to_owned(),
                         });
-                        Ok(emit(
+                        Ok(Decision::event(
                             instance_stream(handle.as_str()),
                             *now_ms,
                             event,
@@ -360,7 +345,7 @@ fn change(
     };
     match edit(&mut instance) {
         None => Ok(Decision::nothing(InstanceOutcome::Unchanged { instance })),
-        Some(event) => Ok(emit(
+        Some(event) => Ok(Decision::event(
             instance_stream(handle.as_str()),
             now_ms,
             event,
@@ -414,7 +399,7 @@ impl Command for SetSetting {
             key: self.key.clone(),
             value: self.value.clone(),
         });
-        Ok(emit(
+        Ok(Decision::event(
             setting_stream(&self.key),
             self.now_ms,
             event,
@@ -484,7 +469,7 @@ impl Command for RecordFuel {
             calls: CALLS_PER_CHARGE,
             fuel: self.fuel,
         });
-        Ok(emit(
+        Ok(Decision::event(
             fuel_stream(instance.as_str()),
             self.now_ms,
             event,

@@ -267,7 +267,7 @@ impl DomainEvent for RegistryEvent {
 mod tests {
     use super::*;
 
-    /// The payload bytes `schema/events/registry.md` describes, for one event of each shape.
+    /// The payload bytes `schema/EVENTS.md` describes, for one event of each shape.
     #[test]
     fn payloads_are_encoded_as_the_schema_describes() {
         let status = RegistryEvent::StatusChanged(StatusChanged {

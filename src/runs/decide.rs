@@ -10,7 +10,7 @@ use super::events::{
 };
 use super::query::{self, Run, RunRollup, RunSeq, Span};
 use super::rollup;
-use crate::command::{Command, Decision, Emit};
+use crate::command::{Command, Decision, Emit, require_non_empty as require};
 use crate::error::{Error, Result};
 use crate::event::DomainEvent;
 use crate::log::append::ExpectedVersion;
@@ -293,16 +293,6 @@ pub enum RunCommandOutcome {
         /// Why.
         reason: RunRefusal,
     },
-}
-
-fn require(field: &'static str, value: &str) -> Result<()> {
-    if value.is_empty() {
-        return Err(Error::InvalidCommand {
-            field,
-            reason: "must not be empty".into(),
-        });
-    }
-    Ok(())
 }
 
 fn next_seq(run: &Run) -> Result<u64> {

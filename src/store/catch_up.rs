@@ -3,12 +3,12 @@
 //! the head is caught up. Replay goes in bounded batches, each its own transaction with its
 //! checkpoints, so memory stays flat and an interrupted rebuild resumes where it stopped.
 
-use redb::{Database, ReadableDatabase};
+use redb::{Database, ReadableDatabase, WriteTransaction};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::log::read::{Direction, Snapshot};
 use crate::projection::table::WriteTables;
-use crate::projection::{Checkpoint, Projections, checkpoint, set_checkpoint};
+use crate::projection::{Checkpoint, Projection, Projections, checkpoint, set_checkpoint};
 use crate::record::Position;
 
 /// Records replayed per write transaction.
@@ -17,18 +17,10 @@ const REPLAY_BATCH_RECORDS: usize = 8192;
 /// Rebuilds stale projections and catches up lagging ones.
 pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Result<()> {
     let txn = db.begin_write()?;
-    {
-        let tables = WriteTables::new(&txn);
-        for projection in projections.iter() {
-            let current = checkpoint(&txn, projection.name())?;
-            if current.map(|c| c.version) != Some(projection.version()) {
-                projection.clear(&tables)?;
-                let fresh = Checkpoint {
-                    version: projection.version(),
-                    next: Position(0),
-                };
-                set_checkpoint(&txn, projection.name(), fresh)?;
-            }
+    for projection in projections.iter() {
+        let current = checkpoint(&txn, projection.name())?;
+        if current.map(|c| c.version) != Some(projection.version()) {
+            reset(&txn, projection.as_ref())?;
         }
     }
     txn.commit()?;
@@ -40,27 +32,29 @@ pub(crate) fn rebuild(db: &Database, projections: &Projections, name: Option<&st
     if let Some(name) = name
         && projections.get(name).is_none()
     {
-        return Err(crate::error::Error::Projection(format!(
+        return Err(Error::Projection(format!(
             "no projection is called {name:?}"
         )));
     }
     let txn = db.begin_write()?;
+    for projection in projections
+        .iter()
+        .filter(|p| name.is_none_or(|n| n == p.name()))
     {
-        let tables = WriteTables::new(&txn);
-        for projection in projections
-            .iter()
-            .filter(|p| name.is_none_or(|n| n == p.name()))
-        {
-            projection.clear(&tables)?;
-            let fresh = Checkpoint {
-                version: projection.version(),
-                next: Position(0),
-            };
-            set_checkpoint(&txn, projection.name(), fresh)?;
-        }
+        reset(&txn, projection.as_ref())?;
     }
     txn.commit()?;
     replay(db, projections)
+}
+
+/// Empties `projection`'s tables and sets its checkpoint to its version at position 0.
+fn reset(txn: &WriteTransaction, projection: &dyn Projection) -> Result<()> {
+    projection.clear(&WriteTables::new(txn))?;
+    let fresh = Checkpoint {
+        version: projection.version(),
+        next: Position(0),
+    };
+    set_checkpoint(txn, projection.name(), fresh)
 }
 
 /// Applies every record at or after each projection's checkpoint, in batches.

@@ -2,6 +2,7 @@
 
 mod cli;
 mod common;
+mod events;
 mod leases;
 mod limits;
 mod log;

@@ -21,14 +21,14 @@ fn pick<'a>(rng: &mut Rng, items: &[&'a str]) -> &'a str {
 }
 
 /// Runs one random command in `session`; a refusal or an error is as good an outcome as any.
-fn random_command(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64) {
+pub(crate) fn random_command(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64) {
     let resources = ["r1", "r2"];
     let holders = ["a", "b", "c"];
     let handles = ["alpha", "beta", "gamma-2"];
     let peers = ["p1", "p2"];
     let keys = ["k1", "k2", "k3", "k4"];
     let tokens = ["t1", "t2", "t3"];
-    let _ = match rng.below(15) {
+    let _ = match rng.below(16) {
         0 => {
             let expected = match rng.below(4) {
                 0 => ExpectedVersion::Any,
@@ -73,11 +73,11 @@ fn random_command(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64) {
                 now_ms,
             })
             .map(drop),
-        4 => {
+        4 | 15 => {
             let (lane, key, owner) = (
                 "l",
-                pick(rng, &keys).to_owned(),
-                pick(rng, &holders).to_owned(),
+                pick(rng, &["k1", "k2"]).to_owned(),
+                pick(rng, &["a", "b"]).to_owned(),
             );
             let command = match rng.below(4) {
                 0 => LaneCommand::Claim {
@@ -136,9 +136,14 @@ fn random_command(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64) {
                     },
                     now_ms,
                 },
-                3 => InstanceCommand::SetTopics {
+                3 if rng.chance(50) => InstanceCommand::SetTopics {
                     handle,
                     topics: vec!["z".into()],
+                    now_ms,
+                },
+                3 => InstanceCommand::SetKnows {
+                    handle,
+                    knows: Knows::from_handles(["alpha"]),
                     now_ms,
                 },
                 _ => InstanceCommand::Remove { handle, now_ms },

@@ -1039,17 +1039,3 @@ fn rebuilding_the_registry_reproduces_its_state() -> Result<()> {
     assert!(store.verify()?.is_sound());
     Ok(())
 }
-
-#[test]
-fn the_event_schema_document_lists_every_kind_at_its_schema_version() -> Result<()> {
-    use annals::event::DomainEvent;
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/events/registry.md");
-    let document = std::fs::read_to_string(path)?;
-    let catalogue = annals::registry::RegistryEvent::CATALOGUE;
-    for entry in catalogue {
-        let heading = format!("### `{}` (schema {})", entry.kind, entry.schema);
-        assert!(document.contains(&heading), "{path} lacks {heading:?}");
-    }
-    assert_eq!(document.matches("### `registry.").count(), catalogue.len());
-    Ok(())
-}
