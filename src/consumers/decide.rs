@@ -8,11 +8,11 @@
 
 use super::events::{Checkpointed, ConsumerEvent};
 use super::query::{self, ConsumerCheckpoint};
+use crate::command::require_non_empty;
 use crate::command::{Command, Decision};
 use crate::error::Result;
 use crate::event::DomainEvent;
 use crate::hash::Digest;
-use crate::leases::decide::require;
 use crate::projection::table::TableSource;
 use crate::record::{Position, Record};
 
@@ -102,7 +102,7 @@ impl Command for ConsumerCommand {
                 hash,
                 now_ms,
             } => {
-                require("consumer", consumer)?;
+                require_non_empty("consumer", consumer)?;
                 let refused = |reason, checkpoint| {
                     Ok(Decision::nothing(ConsumerOutcome::Refused {
                         reason,

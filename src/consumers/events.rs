@@ -1,5 +1,5 @@
 //! Consumer events: what the consumers projection records. Kinds start with `consumer.`;
-//! `schema/events/consumers.md` specifies each payload.
+//! `schema/EVENTS.md` specifies each payload.
 
 use serde::{Deserialize, Serialize};
 
@@ -63,7 +63,7 @@ impl DomainEvent for ConsumerEvent {
 mod tests {
     use super::*;
 
-    /// The payload bytes `schema/events/consumers.md` describes.
+    /// The payload bytes `schema/EVENTS.md` describes.
     #[test]
     fn the_payload_is_encoded_as_the_schema_describes() {
         let event = ConsumerEvent::Checkpointed(Checkpointed {

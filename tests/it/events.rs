@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
+use annals::consumers::{ConsumerCommand, ConsumerEvent};
 use annals::demo::Rng;
 use annals::event::DomainEvent;
 use annals::hash::{hex, unhex};
@@ -95,6 +96,10 @@ fn every_kind_the_demo_and_random_commands_emit_is_catalogued() {
 /// A log holding every catalogued kind: the demo, then random commands until all appear.
 fn emit_every_kind(store: &Store) {
     annals::demo::run(store, 2_000, |_| {}).unwrap();
+    // A position whose bytes differ, so that their order shows in the payload vector.
+    let handled = store.get(Position(0x0102)).unwrap().unwrap();
+    let checkpoint = ConsumerCommand::checkpoint_after("demo-reader", &handled, handled.at_ms);
+    store.execute(&checkpoint).unwrap();
     let wanted: BTreeSet<String> = catalogue(store)
         .into_iter()
         .map(|(_, kind, _)| kind)
@@ -137,6 +142,7 @@ fn reencode(record: &Record) -> Vec<u8> {
         E::from_record(record).unwrap().map(|event| event.payload())
     }
     via::<LeaseEvent>(record)
+        .or_else(|| via::<ConsumerEvent>(record))
         .or_else(|| via::<RegistryEvent>(record))
         .or_else(|| via::<OutboxEvent>(record))
         .or_else(|| via::<RunEvent>(record))

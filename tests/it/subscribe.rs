@@ -1,5 +1,5 @@
 //! Subscriptions (history, then live, each record once, in order) and durable consumer
-//! checkpoints, with their event schema document.
+//! checkpoints.
 
 use std::sync::Arc;
 
@@ -270,17 +270,4 @@ fn resuming_after_the_log_was_replaced_beneath_the_consumer_is_refused() {
         consumers::resume(&store, "mailer"),
         Err(Error::Consumer(ConsumerError::Diverged { found: None, .. }))
     ));
-}
-
-#[test]
-fn the_event_schema_document_lists_every_consumer_kind_at_its_schema_version() {
-    use annals::event::DomainEvent;
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/events/consumers.md");
-    let document = std::fs::read_to_string(path).unwrap();
-    let catalogue = consumers::ConsumerEvent::CATALOGUE;
-    for entry in catalogue {
-        let heading = format!("### `{}` (schema {})", entry.kind, entry.schema);
-        assert!(document.contains(&heading), "{path} lacks {heading:?}");
-    }
-    assert_eq!(document.matches("### `consumer.").count(), catalogue.len());
 }
