@@ -215,15 +215,8 @@ fn fail(code: u8, message: &str) -> ExitCode {
 }
 
 fn parse_expected(text: &str) -> Result<ExpectedVersion, String> {
-    match text {
-        "any" => Ok(ExpectedVersion::Any),
-        "none" => Ok(ExpectedVersion::NoStream),
-        "exists" => Ok(ExpectedVersion::StreamExists),
-        _ => text
-            .parse()
-            .map(|version| ExpectedVersion::Exact(StreamVersion(version)))
-            .map_err(|_| format!("{text:?} is not `any`, `none`, `exists` or a version number")),
-    }
+    text.parse()
+        .map_err(|error: annals::log::append::UnknownExpectedVersion| error.to_string())
 }
 
 fn append(args: AppendArgs) -> Result<ExitCode, Failure> {

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use redb::{Database, ReadOnlyDatabase};
 use tokio::sync::watch;
 
+use crate::audit::extends::{Extension, check_extends};
 use crate::audit::verify::{VerifyReport, verify};
 use crate::command::Command;
 use crate::error::{Error, OpenError, Result};
@@ -28,8 +29,11 @@ use crate::projection::table::ReadTables;
 use crate::projection::{Projection, Projections};
 use crate::record::limits::Limits;
 use crate::record::{NewEvent, Position, Record, StreamVersion};
-use open::{Handle, check_identity, check_redb_magic, create, open_redb, opened};
+use open::{Handle, check_identity, check_redb_magic, create, initialise, open_redb, opened};
 pub use session::WriteSession;
+
+/// The [`Store::path`] of a store opened over a storage backend rather than a file.
+pub const BACKEND_PATH: &str = "<storage backend>";
 
 /// How a store is opened.
 #[derive(Clone, Debug, Default)]
@@ -82,6 +86,8 @@ pub struct Store {
     db: Handle,
     limits: Limits,
     path: PathBuf,
+    /// Whether `path` names a file (false for a store over a [`redb::StorageBackend`]).
+    on_disk: bool,
     projections: Projections,
     /// The head's next position as of the last commit, announced after each commit.
     commits: watch::Sender<Position>,
@@ -127,6 +133,39 @@ impl Store {
         Store::assemble(handle, options.limits, path, projections)
     }
 
+    /// Opens the annals log kept in `backend`, a redb [`redb::StorageBackend`] of the caller's
+    /// (in memory, or one that injects faults, as [`crate::testing::sim`] does). An empty
+    /// backend gets the annals tables when `options.create` is set; it is refused with
+    /// [`OpenError::Missing`] otherwise. Recovery, the identity checks and the projections'
+    /// catch-up are those of [`Store::open_with`]. Unlike a file, an empty backend is not
+    /// initialised atomically: a crash before the first commit returns leaves it unusable.
+    /// [`Store::path`] is the label `BACKEND_PATH` and [`Stats::file_bytes`] is 0.
+    pub fn open_with_backend(
+        backend: impl redb::StorageBackend,
+        options: StoreOptions,
+    ) -> Result<Store> {
+        options.limits.check()?;
+        let projections = projections_with(options.projections)?;
+        let path = PathBuf::from(BACKEND_PATH);
+        let empty = backend.len()? == 0;
+        if empty && !options.create {
+            return Err(OpenError::Missing { path }.into());
+        }
+        let db = open_redb(&path, || Database::builder().create_with_backend(backend))?;
+        if empty {
+            initialise(&db)?;
+        }
+        let handle = Handle::Writable(db);
+        check_identity(&handle, &path)?;
+        let Handle::Writable(db) = &handle else {
+            unreachable!("opened writable above")
+        };
+        catch_up::bring_up_to_date(db, &projections)?;
+        let mut store = Store::assemble(handle, options.limits, path, projections)?;
+        store.on_disk = false;
+        Ok(store)
+    }
+
     /// Opens an existing log without writing to its file, for audits: appends are refused
     /// with [`Error::ReadOnly`], and projections are read as they were last committed. A file
     /// left by a crash needs redb's recovery first, which this does (opening it writable
@@ -163,6 +202,7 @@ impl Store {
             db,
             limits,
             path,
+            on_disk: true,
             projections,
             commits: watch::Sender::new(head.next),
         })
@@ -363,6 +403,13 @@ impl Store {
         )
     }
 
+    /// Whether this log extends `saved`, a head read from it earlier (and kept elsewhere):
+    /// a log whose records were deleted, swapped, truncated or restored from an older copy
+    /// does not. See [`crate::audit::extends`].
+    pub fn check_extends(&self, saved: Head) -> Result<Extension> {
+        check_extends(&self.snapshot()?, saved)
+    }
+
     /// Clears `name` (or every projection when `None`) and replays the whole log into it.
     pub fn rebuild(&self, name: Option<&str>) -> Result<()> {
         catch_up::rebuild(self.database()?, &self.projections, name)
@@ -393,7 +440,11 @@ impl Store {
             records: head.next.0,
             streams: snapshot.stream_count()?,
             head,
-            file_bytes: fs::metadata(&self.path)?.len(),
+            file_bytes: if self.on_disk {
+                fs::metadata(&self.path)?.len()
+            } else {
+                0
+            },
         })
     }
 }

@@ -44,28 +44,31 @@ pub(crate) fn create(path: &Path) -> Result<()> {
     if temporary.exists() {
         fs::remove_file(&temporary)?;
     }
-    {
-        let db = Database::create(&temporary)?;
-        let txn = db.begin_write()?;
-        {
-            let mut meta = txn.open_table(META)?;
-            meta.insert(MAGIC_KEY, MAGIC)?;
-            meta.insert(FORMAT_KEY, FORMAT_VERSION.to_le_bytes().as_slice())?;
-            meta.insert(HEAD_KEY, encode_head(Head::default()).as_slice())?;
-            txn.open_table(SEGMENTS)?;
-            txn.open_table(STREAMS)?;
-            txn.open_table(STREAM_RUNS)?;
-            txn.open_table(IDEMPOTENCY)?;
-            txn.open_table(CHECKPOINTS)?;
-        }
-        txn.commit()?;
-    }
+    initialise(&Database::create(&temporary)?)?;
     fs::rename(&temporary, path)?;
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
     fs::File::open(parent)?.sync_all()?;
+    Ok(())
+}
+
+/// Writes the annals tables into a new, empty redb database, in one durable commit.
+pub(crate) fn initialise(db: &Database) -> Result<()> {
+    let txn = db.begin_write()?;
+    {
+        let mut meta = txn.open_table(META)?;
+        meta.insert(MAGIC_KEY, MAGIC)?;
+        meta.insert(FORMAT_KEY, FORMAT_VERSION.to_le_bytes().as_slice())?;
+        meta.insert(HEAD_KEY, encode_head(Head::default()).as_slice())?;
+        txn.open_table(SEGMENTS)?;
+        txn.open_table(STREAMS)?;
+        txn.open_table(STREAM_RUNS)?;
+        txn.open_table(IDEMPOTENCY)?;
+        txn.open_table(CHECKPOINTS)?;
+    }
+    txn.commit()?;
     Ok(())
 }
 

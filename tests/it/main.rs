@@ -3,6 +3,8 @@
 mod cli;
 mod common;
 mod events;
+mod faults;
+mod fuzz_replay;
 mod leases;
 mod limits;
 mod log;
