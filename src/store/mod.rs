@@ -29,7 +29,10 @@ use crate::projection::table::ReadTables;
 use crate::projection::{Projection, Projections};
 use crate::record::limits::Limits;
 use crate::record::{NewEvent, Position, Record, StreamVersion};
-use open::{Handle, check_identity, check_redb_magic, create, initialise, open_redb, opened};
+use open::{
+    Closing, Handle, check_identity, check_redb_magic, create, guarded, initialise, open_redb,
+    opened,
+};
 pub use session::WriteSession;
 
 /// The [`Store::path`] of a store opened over a storage backend rather than a file.
@@ -124,13 +127,31 @@ impl Store {
         }
         check_redb_magic(&path)?;
         let db = open_redb(&path, || Database::open(&path))?;
-        let handle = Handle::Writable(db);
-        check_identity(&handle, &path)?;
-        let Handle::Writable(db) = &handle else {
-            unreachable!("opened writable above")
-        };
-        catch_up::bring_up_to_date(db, &projections)?;
-        Store::assemble(handle, options.limits, path, projections)
+        Store::bring_up(db, options.limits, path, projections, true)
+    }
+
+    /// The end of every writable open: the identity checks, the projections' catch-up and
+    /// the head, with any panic of redb's on a damaged file caught.
+    fn bring_up(
+        db: Database,
+        limits: Limits,
+        path: PathBuf,
+        projections: Projections,
+        on_disk: bool,
+    ) -> Result<Store> {
+        // The handle lives outside the guarded work, so that a panic unwinds without
+        // dropping it, and it closes (guarded too) after the error is returned.
+        let handle = Handle::Writable(Closing::new(db));
+        guarded(|| {
+            check_identity(&handle, &path)?;
+            let Handle::Writable(db) = &handle else {
+                unreachable!("opened writable above")
+            };
+            catch_up::bring_up_to_date(db, &projections)
+        })?;
+        let mut store = Store::assemble(handle, limits, path, projections)?;
+        store.on_disk = on_disk;
+        Ok(store)
     }
 
     /// Opens the annals log kept in `backend`, a redb [`redb::StorageBackend`] of the caller's
@@ -153,17 +174,9 @@ impl Store {
         }
         let db = open_redb(&path, || Database::builder().create_with_backend(backend))?;
         if empty {
-            initialise(&db)?;
+            guarded(|| initialise(&db))?;
         }
-        let handle = Handle::Writable(db);
-        check_identity(&handle, &path)?;
-        let Handle::Writable(db) = &handle else {
-            unreachable!("opened writable above")
-        };
-        catch_up::bring_up_to_date(db, &projections)?;
-        let mut store = Store::assemble(handle, options.limits, path, projections)?;
-        store.on_disk = false;
-        Ok(store)
+        Store::bring_up(db, options.limits, path, projections, false)
     }
 
     /// Opens an existing log without writing to its file, for audits: appends are refused
@@ -185,9 +198,9 @@ impl Store {
             }
             attempt => opened(&path, attempt)?,
         };
-        let handle = Handle::ReadOnly(db);
-        check_identity(&handle, &path)?;
         let projections = projections_with(Vec::new())?;
+        let handle = Handle::ReadOnly(Closing::new(db));
+        guarded(|| check_identity(&handle, &path))?;
         Store::assemble(handle, Limits::default(), path, projections)
     }
 
@@ -197,7 +210,7 @@ impl Store {
         path: PathBuf,
         projections: Projections,
     ) -> Result<Store> {
-        let head = Snapshot::new(&db.begin_read()?)?.head()?;
+        let head = guarded(|| Snapshot::new(&db.begin_read()?)?.head())?;
         Ok(Store {
             db,
             limits,
@@ -248,32 +261,38 @@ impl Store {
         durability: Durability,
         work: impl FnOnce(&mut WriteSession<'_>) -> Result<R>,
     ) -> Result<R> {
-        let mut txn = self.database()?.begin_write()?;
-        if durability == Durability::Deferred {
-            txn.set_durability(redb::Durability::None)
-                .map_err(redb::Error::from)?;
-        }
+        // redb's calls outside `work` are guarded; `work` is the caller's, and a panic in it
+        // is the caller's too, so it unwinds as it is.
+        let txn = guarded(|| {
+            let mut txn = self.database()?.begin_write()?;
+            if durability == Durability::Deferred {
+                txn.set_durability(redb::Durability::None)
+                    .map_err(redb::Error::from)?;
+            }
+            Ok(txn)
+        })?;
         let (result, appended_head) = {
-            let mut session = WriteSession::open(&txn, &self.projections, &self.limits)?;
+            let mut session =
+                guarded(|| WriteSession::open(&txn, &self.projections, &self.limits))?;
             let result = work(&mut session)?;
             let head = session.head();
-            (result, session.finish()?.then_some(head))
+            (result, guarded(|| session.finish())?.then_some(head))
         };
-        match appended_head {
+        guarded(|| match appended_head {
             Some(head) => {
                 txn.commit()?;
                 self.announce(head.next);
+                Ok(())
             }
-            None => txn.abort()?,
-        }
+            None => Ok(txn.abort()?),
+        })?;
         Ok(result)
     }
 
     /// Makes every earlier commit durable: commits an empty transaction with
     /// [`Durability::Immediate`] (one fsync). Needed only after [`Durability::Deferred`] writes.
     pub fn flush(&self) -> Result<()> {
-        self.database()?.begin_write()?.commit()?;
-        Ok(())
+        guarded(|| Ok(self.database()?.begin_write()?.commit()?))
     }
 
     /// Announces a commit: the head's next position only ever grows, even when two threads'
@@ -341,7 +360,7 @@ impl Store {
 
     /// A consistent read-only view of the log as of now; a writer may go on meanwhile.
     pub fn snapshot(&self) -> Result<Snapshot> {
-        Snapshot::new(&self.db.begin_read()?)
+        guarded(|| Snapshot::new(&self.db.begin_read()?))
     }
 
     /// The log and the projection tables as of one and the same commit.
@@ -352,17 +371,17 @@ impl Store {
 
     /// A consistent read-only view of the projection tables, for the domains' queries.
     pub fn state(&self) -> Result<ReadTables> {
-        Ok(ReadTables::new(self.db.begin_read()?))
+        guarded(|| Ok(ReadTables::new(self.db.begin_read()?)))
     }
 
     /// The head: the next position and the hash of the last record.
     pub fn head(&self) -> Result<Head> {
-        self.snapshot()?.head()
+        guarded(|| self.snapshot()?.head())
     }
 
     /// The record at `position`, `None` at or past the head.
     pub fn get(&self, position: Position) -> Result<Option<Record>> {
-        self.snapshot()?.get(position)
+        guarded(|| self.snapshot()?.get(position))
     }
 
     /// Up to `limit` records from `from` in `direction`.
@@ -372,10 +391,12 @@ impl Store {
         direction: Direction,
         limit: usize,
     ) -> Result<Vec<Record>> {
-        self.snapshot()?
-            .records(from, direction)?
-            .take(limit)
-            .collect()
+        guarded(|| {
+            self.snapshot()?
+                .records(from, direction)?
+                .take(limit)
+                .collect()
+        })
     }
 
     /// Up to `limit` records of `stream` from version `from` in `direction`.
@@ -386,33 +407,37 @@ impl Store {
         direction: Direction,
         limit: usize,
     ) -> Result<Vec<Record>> {
-        self.snapshot()?
-            .stream(stream, from, direction)?
-            .take(limit)
-            .collect()
+        guarded(|| {
+            self.snapshot()?
+                .stream(stream, from, direction)?
+                .take(limit)
+                .collect()
+        })
     }
 
     /// Walks the whole log and checks every projection against a fresh replay; see
     /// [`crate::audit::verify`].
     pub fn verify(&self) -> Result<VerifyReport> {
-        let txn = self.db.begin_read()?;
-        verify(
-            &Snapshot::new(&txn)?,
-            &ReadTables::new(txn),
-            &self.projections,
-        )
+        guarded(|| {
+            let txn = self.db.begin_read()?;
+            verify(
+                &Snapshot::new(&txn)?,
+                &ReadTables::new(txn),
+                &self.projections,
+            )
+        })
     }
 
     /// Whether this log extends `saved`, a head read from it earlier (and kept elsewhere):
     /// a log whose records were deleted, swapped, truncated or restored from an older copy
     /// does not. See [`crate::audit::extends`].
     pub fn check_extends(&self, saved: Head) -> Result<Extension> {
-        check_extends(&self.snapshot()?, saved)
+        guarded(|| check_extends(&self.snapshot()?, saved))
     }
 
     /// Clears `name` (or every projection when `None`) and replays the whole log into it.
     pub fn rebuild(&self, name: Option<&str>) -> Result<()> {
-        catch_up::rebuild(self.database()?, &self.projections, name)
+        guarded(|| catch_up::rebuild(self.database()?, &self.projections, name))
     }
 
     /// Every row of projection `name` as JSON (see [`Projection::state_json`]): as it stands,
@@ -422,23 +447,25 @@ impl Store {
             .projections
             .get(name)
             .ok_or_else(|| Error::Projection(format!("no projection is called {name:?}")))?;
-        match at {
+        guarded(|| match at {
             None => projection.state_json(&self.state()?),
             Some(at) => {
                 let replayed =
                     crate::audit::replay::replay(&self.snapshot()?, &self.projections, Some(at))?;
                 projection.state_json(&replayed.state()?)
             }
-        }
+        })
     }
 
     /// Counts and sizes.
     pub fn stats(&self) -> Result<Stats> {
-        let snapshot = self.snapshot()?;
-        let head = snapshot.head()?;
+        let (head, streams) = guarded(|| {
+            let snapshot = self.snapshot()?;
+            Ok((snapshot.head()?, snapshot.stream_count()?))
+        })?;
         Ok(Stats {
             records: head.next.0,
-            streams: snapshot.stream_count()?,
+            streams,
             head,
             file_bytes: if self.on_disk {
                 fs::metadata(&self.path)?.len()

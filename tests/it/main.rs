@@ -2,6 +2,7 @@
 
 mod cli;
 mod common;
+mod corruption;
 mod events;
 mod faults;
 mod fuzz_replay;
