@@ -54,6 +54,22 @@ enum Command {
     State(StateArgs),
     /// Clear projections and rebuild them by replaying the whole log.
     Rebuild(RebuildArgs),
+    /// For the real-crash test: append through the async writer, printing each durable
+    /// position and hash, until killed.
+    #[command(hide = true)]
+    CrashWriter(CrashWriterArgs),
+}
+
+#[derive(Args)]
+struct CrashWriterArgs {
+    /// The log file, created if missing.
+    db: PathBuf,
+    /// Concurrent writing tasks.
+    #[arg(long, default_value_t = 8)]
+    tasks: u32,
+    /// Stop after this many records if not killed first.
+    #[arg(long, default_value_t = 1_000_000)]
+    records: u64,
 }
 
 #[derive(Args)]
@@ -200,6 +216,12 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo(args),
         Command::State(args) => state(args),
         Command::Rebuild(args) => rebuild(args),
+        Command::CrashWriter(args) => {
+            let mut out = io::stdout().lock();
+            annals::testing::crash::write_and_report(&args.db, args.tasks, args.records, &mut out)
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(Failure::from)
+        }
     };
     match result {
         Ok(code) => code,

@@ -5,6 +5,7 @@
 //! bodies ([`harness`]). Hidden from the docs; not for production use. Never used by the
 //! rest of the crate.
 
+pub mod crash;
 pub mod faults;
 pub mod harness;
 pub mod model;

@@ -3,6 +3,7 @@
 mod cli;
 mod common;
 mod corruption;
+mod crash;
 mod events;
 mod faults;
 mod fuzz_replay;
