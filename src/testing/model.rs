@@ -10,10 +10,13 @@
 //! - resource leases: acquire (grant with the next token, extend one's own live lease,
 //!   take over an expired one, refuse a live one of another's), renew (missing, superseded,
 //!   expired, or extended), release (missing, superseded, or released), empty names and
-//!   zero TTLs refused as invalid, and the lease streams' records.
+//!   zero TTLs refused as invalid, and the lease streams' records;
+//! - registry settings: set (with the previous value), unchanged when the value is the
+//!   same (nothing appended), an empty key refused, and the setting streams' records.
 //!
-//! Commands of the other domains ([`Op::Domain`]) are run against the store only: the model
-//! does not predict their outcomes, it only takes note of how far they moved the head. They
+//! The outbox and runs domains, lane leases and the registry's instances and fuel ledger
+//! ([`Op::Domain`], drawn from [`random_domain_command`], whose names never collide with the
+//! model's) are run against the store only: the model does not predict their outcomes, it only takes note of how far they moved the head. They
 //! are there so the final checks (digests equal a rebuild's, `verify` passes) cover every
 //! projection.
 
@@ -26,6 +29,7 @@ use crate::error::Error;
 use crate::leases::{FencingToken, LeaseCommand, LeaseOutcome, LeaseRefusal};
 use crate::log::append::{AppendError, AppendOutcome, ExpectedVersion};
 use crate::record::{NewEvent, StreamVersion};
+use crate::registry::decide::{SetSetting, SettingOutcome, setting_stream};
 use crate::store::WriteSession;
 use crate::testing::random::random_domain_command;
 
@@ -39,6 +43,10 @@ const KEYS: [&str; 3] = ["k1", "k2", "k3"];
 const RESOURCES: [&str; 3] = ["r1", "r2", ""];
 /// Lease holders.
 const HOLDERS: [&str; 3] = ["h1", "h2", ""];
+/// Registry setting keys: none of them is one [`random_domain_command`] sets.
+const SETTING_KEYS: [&str; 3] = ["model/a", "model/b", ""];
+/// Registry setting values.
+const SETTING_VALUES: [&str; 2] = ["on", "off"];
 
 /// The expected version of a raw append.
 #[derive(Arbitrary, Clone, Copy, Debug)]
@@ -118,6 +126,13 @@ pub enum Op {
         /// The token, modulo 4.
         token: u8,
     },
+    /// `SetSetting` of the registry.
+    SetSetting {
+        /// The key, modulo the keys.
+        key: u8,
+        /// The value, modulo the values.
+        value: u8,
+    },
     /// Moves the clock on.
     Tick(u8),
     /// A random command of another domain, drawn from this seed.
@@ -185,6 +200,10 @@ impl Script {
                                 holder: byte(&mut rng),
                                 token: byte(&mut rng),
                             },
+                            5 if rng.chance(50) => Op::SetSetting {
+                                key: byte(&mut rng),
+                                value: byte(&mut rng),
+                            },
                             5 => Op::Tick(byte(&mut rng) % 40),
                             _ => Op::Domain(rng.next_u64()),
                         }
@@ -230,6 +249,10 @@ pub enum Outcome {
         /// Its token.
         token: u64,
     },
+    /// A setting set, with the value it had.
+    SettingSet(Option<String>),
+    /// A setting already had the value.
+    SettingUnchanged,
     /// A lease command refused.
     Refused {
         /// Why.
@@ -341,6 +364,18 @@ pub fn run_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: &mut u64) -
             *now_ms += u64::from(*ms);
             Outcome::Unmodelled
         }
+        Op::SetSetting { key, value } => {
+            let command = SetSetting {
+                key: pick(&SETTING_KEYS, *key).into(),
+                value: pick(&SETTING_VALUES, *value).into(),
+                now_ms: *now_ms,
+            };
+            match session.execute(&command) {
+                Ok(SettingOutcome::Set { previous }) => Outcome::SettingSet(previous),
+                Ok(SettingOutcome::Unchanged) => Outcome::SettingUnchanged,
+                Err(error) => failed(error),
+            }
+        }
         Op::Domain(seed) => {
             random_domain_command(&mut Rng::new(*seed), session, *now_ms);
             Outcome::Unmodelled
@@ -382,8 +417,8 @@ struct Keyed {
     content: (String, String, Vec<u8>),
 }
 
-/// The reference model: the log's positions, stream versions and idempotency keys, and the
-/// resource leases.
+/// The reference model: the log's positions, stream versions and idempotency keys, the
+/// resource leases and the registry settings.
 #[derive(Clone, Debug, Default)]
 pub struct Model {
     next: u64,
@@ -391,6 +426,7 @@ pub struct Model {
     keys: BTreeMap<String, Keyed>,
     leases: BTreeMap<String, ModelLease>,
     tokens: BTreeMap<String, u64>,
+    settings: BTreeMap<String, String>,
 }
 
 impl Model {
@@ -427,6 +463,19 @@ impl Model {
             Op::Tick(ms) => {
                 *now_ms += u64::from(*ms);
                 Outcome::Unmodelled
+            }
+            Op::SetSetting { key, value } => {
+                let (key, value) = (pick(&SETTING_KEYS, *key), pick(&SETTING_VALUES, *value));
+                if key.is_empty() {
+                    return Outcome::Invalid;
+                }
+                let previous = self.settings.get(key).cloned();
+                if previous.as_deref() == Some(value) {
+                    return Outcome::SettingUnchanged;
+                }
+                self.settings.insert(key.to_owned(), value.to_owned());
+                self.write(&setting_stream(key), 1);
+                Outcome::SettingSet(previous)
             }
             Op::Domain(_) => Outcome::Unmodelled,
             lease => match lease_command(lease, *now_ms) {
