@@ -15,6 +15,10 @@ use redb::StorageBackend;
 
 use crate::demo::Rng;
 
+/// The most a simulated disk holds: a damaged file that makes redb ask for more (its
+/// header read as a huge length, say) gets a full-disk error, not an allocation.
+pub const DISK_BYTES_MAX: u64 = 256 << 20;
+
 /// When a fault strikes: the k-th counted operation (every `write`, `set_len` and
 /// `sync_data`, from 1), or the k-th `sync_data` alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,6 +278,12 @@ impl StorageBackend for SimBackend {
     fn set_len(&self, len: u64) -> io::Result<()> {
         let mut disk = lock(&self.disk);
         disk.step(false)?;
+        if len > DISK_BYTES_MAX {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                format!("simulated disk: {len} bytes asked, {DISK_BYTES_MAX} the most it holds"),
+            ));
+        }
         let pending = Pending::SetLen(len);
         apply(&mut disk.current, &pending);
         disk.pending.push(pending);
