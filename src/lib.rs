@@ -48,6 +48,7 @@ pub mod event;
 pub mod hash;
 pub mod leases;
 pub mod log;
+pub mod merkle;
 pub mod outbox;
 pub mod projection;
 pub mod record;

@@ -6,6 +6,7 @@ mod events;
 mod leases;
 mod limits;
 mod log;
+mod merkle;
 mod open;
 mod outbox;
 mod projections;
