@@ -60,7 +60,7 @@ pub mod writer;
 
 pub use audit::verify::{Finding, Problem, VerifyReport};
 pub use command::{Command, Decision, Emit};
-pub use error::{Error, OpenError, Result};
+pub use error::{AuditError, Error, OpenError, Result};
 pub use hash::Digest;
 pub use log::Head;
 pub use log::append::{AppendError, AppendOutcome, Appended, ExpectedVersion};

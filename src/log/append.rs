@@ -8,7 +8,8 @@ use std::fmt;
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::tables::{HEAD_KEY, IDEMPOTENCY, META, SEGMENTS, STREAM_RUNS, STREAMS};
+use super::merkle::{MerkleWriter, decode_frontier};
+use super::tables::{HEAD_KEY, IDEMPOTENCY, MERKLE_KEY, META, SEGMENTS, STREAM_RUNS, STREAMS};
 use super::{Head, decode_head, encode_head};
 use crate::error::{Error, Result};
 use crate::hash::Digest;
@@ -161,6 +162,7 @@ pub struct LogWriter<'txn> {
     idempotency: Table<'txn, &'static str, (u64, [u8; 32])>,
     head: Head,
     segment: SegmentBuilder,
+    merkle: MerkleWriter<'txn>,
 }
 
 impl<'txn> LogWriter<'txn> {
@@ -171,7 +173,12 @@ impl<'txn> LogWriter<'txn> {
             Some(bytes) => decode_head(bytes.value())?,
             None => return Err(Error::CorruptMeta("the head is missing".into())),
         };
+        let frontier = decode_frontier(
+            meta.get(MERKLE_KEY)?.as_ref().map(|g| g.value()),
+            head.next.0,
+        )?;
         Ok(LogWriter {
+            merkle: MerkleWriter::open(txn, frontier)?,
             meta,
             segments: txn.open_table(SEGMENTS)?,
             streams: txn.open_table(STREAMS)?,
@@ -298,6 +305,7 @@ impl<'txn> LogWriter<'txn> {
             let hash =
                 encode_stored_hashed(self.segment.body_mut(), event, placement, payload_hash)?;
             self.segment.seal_record();
+            self.merkle.push(hash)?;
             if let Some(key) = event.idempotency_key.as_deref() {
                 let content = content_hash(stream, &event.kind, payload_hash);
                 self.idempotency.insert(key, (position.0, content.0))?;
@@ -329,6 +337,8 @@ impl<'txn> LogWriter<'txn> {
         };
         self.meta
             .insert(HEAD_KEY, encode_head(self.head).as_slice())?;
+        self.meta
+            .insert(MERKLE_KEY, self.merkle.frontier_bytes().as_slice())?;
         Ok(())
     }
 }

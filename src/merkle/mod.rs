@@ -234,6 +234,14 @@ pub enum ProofError {
         /// The second size.
         size: u64,
     },
+    /// A proof of another tree size than the tree head it is checked against.
+    #[error("the proof is for a tree of {proof} records, the tree head has {head}")]
+    SizeMismatch {
+        /// The size the proof is for.
+        proof: u64,
+        /// The tree head's size.
+        head: u64,
+    },
     /// A consistency proof from the empty tree: every tree extends it, so it proves nothing.
     #[error("a consistency proof from size 0 proves nothing")]
     FromEmpty,
@@ -493,37 +501,63 @@ pub struct ConsistencyProof {
     pub path: Vec<Digest>,
 }
 
+/// A tree head: a size and the root of the log's tree of that many records.
+///
+/// An RFC 9162 root does not commit to its tree's size (the trees of 149 and 150 leaves can
+/// share a path from leaf 0), so what an auditor keeps and checks against is the pair, as
+/// RFC 9162's signed tree heads do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeHead {
+    /// Records in the tree.
+    pub size: u64,
+    /// The root of the tree.
+    pub root: Digest,
+}
+
 /// Stateless check of an inclusion proof: accepts exactly when `proof` shows the record whose
-/// record hash is `record_hash` at `proof.position` in the tree with root `root`.
+/// record hash is `record_hash` at `proof.position` in the tree of `head`.
 pub fn check_inclusion(
     proof: &InclusionProof,
-    root: &Digest,
+    head: &TreeHead,
     record_hash: &Digest,
 ) -> Result<(), ProofError> {
+    if proof.size != head.size {
+        return Err(ProofError::SizeMismatch {
+            proof: proof.size,
+            head: head.size,
+        });
+    }
     verify_inclusion(
         &LogTreeHasher,
         proof.position.0,
         proof.size,
         &leaf_hash(record_hash),
         &proof.path,
-        root,
+        &head.root,
     )
 }
 
-/// Stateless check of a consistency proof: accepts exactly when `proof` shows that the tree
-/// with root `from_root` (of `proof.from_size` records) is a prefix of the tree with root
-/// `root` (of `proof.size`).
+/// Stateless check of a consistency proof: accepts exactly when `proof` shows that the tree of
+/// `from` is a prefix of the tree of `to`.
 pub fn check_consistency(
     proof: &ConsistencyProof,
-    from_root: &Digest,
-    root: &Digest,
+    from: &TreeHead,
+    to: &TreeHead,
 ) -> Result<(), ProofError> {
+    for (proof_size, head) in [(proof.from_size, from), (proof.size, to)] {
+        if proof_size != head.size {
+            return Err(ProofError::SizeMismatch {
+                proof: proof_size,
+                head: head.size,
+            });
+        }
+    }
     verify_consistency(
         &LogTreeHasher,
         proof.from_size,
         proof.size,
         &proof.path,
-        from_root,
-        root,
+        &from.root,
+        &to.root,
     )
 }

@@ -4,7 +4,13 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use annals::merkle::{TreeHasher, verify_consistency, verify_inclusion};
+use annals::merkle::{
+    ConsistencyProof, InclusionProof, LogTreeHasher, TreeHasher, TreeHead, check_consistency,
+    check_inclusion, leaf_hash, root_of_leaves, verify_consistency, verify_inclusion,
+};
+use annals::{AuditError, Digest, Direction, Error, ExpectedVersion, Position, Problem, Store};
+
+use crate::common::{append_one, event};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
@@ -154,4 +160,265 @@ fn rfc6962_consistency_vectors_are_accepted_exactly_when_valid() {
         accepted += usize::from(!want_err);
     }
     assert!(accepted >= 5, "only {accepted} valid consistency vectors");
+}
+
+/// A log of 150 records: single appends to three streams, then batches of 7 (several records
+/// per append and per segment).
+fn log_of_150() -> (tempfile::TempDir, Store) {
+    let (dir, store) = crate::common::store();
+    for i in 0..80u32 {
+        append_one(
+            &store,
+            &format!("s{}", i % 3),
+            format!("payload {i}").as_bytes(),
+        );
+    }
+    for batch in 0..10u32 {
+        let events: Vec<_> = (0..7u32)
+            .map(|i| event("batch", 5, &(batch * 7 + i).to_le_bytes()))
+            .collect();
+        store
+            .append("batch", ExpectedVersion::Any, &events)
+            .unwrap();
+    }
+    assert_eq!(store.head().unwrap().next, Position(150));
+    (dir, store)
+}
+
+fn record_hashes(store: &Store) -> Vec<Digest> {
+    store
+        .read_all(Position(0), Direction::Forward, usize::MAX)
+        .unwrap()
+        .iter()
+        .map(|record| record.hash)
+        .collect()
+}
+
+fn reference_root(hashes: &[Digest]) -> Digest {
+    let leaves: Vec<Digest> = hashes.iter().map(leaf_hash).collect();
+    root_of_leaves(&LogTreeHasher, &leaves)
+}
+
+fn flipped(digest: &Digest) -> Digest {
+    let mut bytes = digest.0;
+    bytes[7] ^= 0x20;
+    Digest(bytes)
+}
+
+#[test]
+fn stored_tree_gives_the_rfc_root_at_every_size() {
+    let (_dir, store) = log_of_150();
+    let hashes = record_hashes(&store);
+    let snapshot = store.snapshot().unwrap();
+    for size in 0..=150u64 {
+        assert_eq!(
+            snapshot.merkle_root(size).unwrap(),
+            reference_root(&hashes[..size as usize]),
+            "size {size}"
+        );
+    }
+    assert!(matches!(
+        snapshot.merkle_root(151),
+        Err(Error::Audit(AuditError::SizeBeyondHead {
+            size: 151,
+            head: 150
+        }))
+    ));
+}
+
+#[test]
+fn inclusion_proofs_of_every_position_verify_against_the_root() {
+    let (_dir, store) = log_of_150();
+    let hashes = record_hashes(&store);
+    let snapshot = store.snapshot().unwrap();
+    for size in [1, 2, 15, 16, 17, 64, 100, 150] {
+        let root = snapshot.merkle_root(size).unwrap();
+        for position in 0..size {
+            let proof = snapshot.inclusion_proof(Position(position), size).unwrap();
+            let head = TreeHead { size, root };
+            let checked = check_inclusion(&proof, &head, &hashes[position as usize]);
+            assert_eq!(checked, Ok(()));
+        }
+    }
+}
+
+#[test]
+fn consistency_proofs_between_sizes_verify_against_both_roots() {
+    let (_dir, store) = log_of_150();
+    let snapshot = store.snapshot().unwrap();
+    let roots: Vec<Digest> = (0..=150)
+        .map(|n| snapshot.merkle_root(n).unwrap())
+        .collect();
+    for size in [1, 2, 3, 16, 17, 31, 32, 33, 100, 150] {
+        for from_size in 1..=size {
+            let proof = snapshot.consistency_proof(from_size, size).unwrap();
+            let from = TreeHead {
+                size: from_size,
+                root: roots[from_size as usize],
+            };
+            let to = TreeHead {
+                size,
+                root: roots[size as usize],
+            };
+            let checked = check_consistency(&proof, &from, &to);
+            assert_eq!(checked, Ok(()), "{from_size} -> {size}");
+        }
+    }
+    assert!(matches!(
+        snapshot.consistency_proof(0, 10),
+        Err(Error::Audit(AuditError::FromSize { .. }))
+    ));
+}
+
+#[test]
+fn every_mutation_of_a_valid_inclusion_proof_is_rejected() {
+    let (_dir, store) = log_of_150();
+    let hashes = record_hashes(&store);
+    let snapshot = store.snapshot().unwrap();
+    for (position, size) in [(0, 150), (37, 150), (149, 150), (64, 129), (5, 6)] {
+        let root = snapshot.merkle_root(size).unwrap();
+        let record = hashes[position as usize];
+        let valid = snapshot.inclusion_proof(Position(position), size).unwrap();
+        let head = |root| TreeHead { size, root };
+        assert_eq!(check_inclusion(&valid, &head(root), &record), Ok(()));
+        let mut mutants: Vec<(String, InclusionProof, Digest, Digest)> = Vec::new();
+        for i in 0..valid.path.len() {
+            let mut proof = valid.clone();
+            proof.path[i] = flipped(&proof.path[i]);
+            mutants.push((format!("path[{i}] flipped"), proof, root, record));
+            let mut proof = valid.clone();
+            proof.path.remove(i);
+            mutants.push((format!("path[{i}] removed"), proof, root, record));
+            let mut proof = valid.clone();
+            proof.path.insert(i, root);
+            mutants.push((format!("hash inserted at {i}"), proof, root, record));
+        }
+        let mut proof = valid.clone();
+        proof.path.push(root);
+        mutants.push(("hash appended".into(), proof, root, record));
+        for other in [position.wrapping_sub(1), position + 1, position ^ 2, size] {
+            let mut proof = valid.clone();
+            proof.position = Position(other);
+            mutants.push((format!("position {other}"), proof, root, record));
+        }
+        for other in [size - 1, size + 1, size * 2, size / 2] {
+            let mut proof = valid.clone();
+            proof.size = other;
+            mutants.push((format!("size {other}"), proof, root, record));
+        }
+        mutants.push(("root flipped".into(), valid.clone(), flipped(&root), record));
+        mutants.push((
+            "record flipped".into(),
+            valid.clone(),
+            root,
+            flipped(&record),
+        ));
+        let neighbour = hashes[(position as usize + 1) % hashes.len()];
+        mutants.push(("another record".into(), valid.clone(), root, neighbour));
+        for (what, proof, root, record) in mutants {
+            assert!(
+                check_inclusion(&proof, &head(root), &record).is_err(),
+                "({position}, {size}): {what} accepted"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_mutation_of_a_valid_consistency_proof_is_rejected() {
+    let (_dir, store) = log_of_150();
+    let snapshot = store.snapshot().unwrap();
+    for (from_size, size) in [
+        (1, 150),
+        (37, 150),
+        (64, 150),
+        (100, 129),
+        (5, 6),
+        (149, 150),
+    ] {
+        let from_root = snapshot.merkle_root(from_size).unwrap();
+        let root = snapshot.merkle_root(size).unwrap();
+        let valid = snapshot.consistency_proof(from_size, size).unwrap();
+        let heads = |from_root, root| {
+            let from = TreeHead {
+                size: from_size,
+                root: from_root,
+            };
+            (from, TreeHead { size, root })
+        };
+        let (from, to) = heads(from_root, root);
+        assert_eq!(check_consistency(&valid, &from, &to), Ok(()));
+        let mut mutants: Vec<(String, ConsistencyProof, Digest, Digest)> = Vec::new();
+        for i in 0..valid.path.len() {
+            let mut proof = valid.clone();
+            proof.path[i] = flipped(&proof.path[i]);
+            mutants.push((format!("path[{i}] flipped"), proof, from_root, root));
+            let mut proof = valid.clone();
+            proof.path.remove(i);
+            mutants.push((format!("path[{i}] removed"), proof, from_root, root));
+            let mut proof = valid.clone();
+            proof.path.insert(i, root);
+            mutants.push((format!("hash inserted at {i}"), proof, from_root, root));
+        }
+        let mut proof = valid.clone();
+        proof.path.push(root);
+        mutants.push(("hash appended".into(), proof, from_root, root));
+        for other in [from_size - 1, from_size + 1, from_size ^ 2, size + 1] {
+            let mut proof = valid.clone();
+            proof.from_size = other;
+            mutants.push((format!("from_size {other}"), proof, from_root, root));
+        }
+        for other in [size - 1, size + 1, size * 2, from_size - 1] {
+            let mut proof = valid.clone();
+            proof.size = other;
+            mutants.push((format!("size {other}"), proof, from_root, root));
+        }
+        mutants.push((
+            "from_root flipped".into(),
+            valid.clone(),
+            flipped(&from_root),
+            root,
+        ));
+        mutants.push((
+            "root flipped".into(),
+            valid.clone(),
+            from_root,
+            flipped(&root),
+        ));
+        mutants.push(("roots swapped".into(), valid.clone(), root, from_root));
+        for (what, proof, from_root, root) in mutants {
+            let (from, to) = heads(from_root, root);
+            assert!(
+                check_consistency(&proof, &from, &to).is_err(),
+                "({from_size}, {size}): {what} accepted"
+            );
+        }
+    }
+}
+
+#[test]
+fn verify_finds_a_stored_tree_node_that_differs_from_the_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    {
+        let (_keep, store) = log_of_150();
+        std::fs::copy(store.path(), &path).unwrap();
+    }
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut nodes = txn.open_table(annals::log::tables::MERKLE).unwrap();
+            // Leaves 32..48: completed by the record at position 47.
+            nodes.insert((4, 2), [7u8; 32]).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let report = Store::open_read_only(&path).unwrap().verify().unwrap();
+    let finding = report.problem.expect("a finding");
+    assert_eq!(finding.position, Position(47));
+    assert!(
+        matches!(finding.problem, Problem::Merkle { .. }),
+        "{finding}"
+    );
 }
