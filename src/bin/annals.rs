@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use annals::audit::proof_file::ProofFile;
 use annals::hash::hex;
+use annals::merkle::TreeHead;
 use annals::{
     AppendError, AppendOutcome, Direction, Error, ExpectedVersion, Field, LimitError, NewEvent,
     Position, Record, Stats, Store, StoreOptions, StreamVersion, VerifyReport,
@@ -54,6 +56,53 @@ enum Command {
     State(StateArgs),
     /// Clear projections and rebuild them by replaying the whole log.
     Rebuild(RebuildArgs),
+    /// Print the root of the log's Merkle tree (of every record, or of the first N).
+    Root(RootArgs),
+    /// Print a proof: that a record is in the tree (`--position`), or that an earlier tree is
+    /// a prefix of a later one (`--from-size`).
+    Prove(ProveArgs),
+    /// Check a proof file printed by `prove --json`; exit 0 if valid, 1 if not.
+    CheckProof(CheckProofArgs),
+}
+
+#[derive(Args)]
+struct RootArgs {
+    /// The log file; it must exist.
+    db: PathBuf,
+    /// The tree of the first N records [default: all of them].
+    #[arg(long)]
+    size: Option<u64>,
+    /// Print a JSON object (`size`, `root`) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ProveArgs {
+    /// The log file; it must exist.
+    db: PathBuf,
+    /// Prove that the record at this position is in the tree.
+    #[arg(
+        long,
+        conflicts_with = "from_size",
+        required_unless_present = "from_size"
+    )]
+    position: Option<u64>,
+    /// Prove that the tree of this many records is a prefix of the tree of `--size`.
+    #[arg(long)]
+    from_size: Option<u64>,
+    /// The tree of the first N records [default: all of them].
+    #[arg(long)]
+    size: Option<u64>,
+    /// Print the proof file's JSON (what `check-proof` reads) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct CheckProofArgs {
+    /// A proof file, as `prove --json` prints it.
+    proof: PathBuf,
 }
 
 #[derive(Args)]
@@ -200,6 +249,9 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo(args),
         Command::State(args) => state(args),
         Command::Rebuild(args) => rebuild(args),
+        Command::Root(args) => root(args),
+        Command::Prove(args) => prove(args),
+        Command::CheckProof(args) => check_proof(args),
     };
     match result {
         Ok(code) => code,
@@ -586,5 +638,142 @@ fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
             out.flush()?;
             Err(Failure::Finding(format!("verify failed at {finding}")))
         }
+    }
+}
+
+/// The report of `root --json`.
+#[derive(Serialize)]
+struct RootJson {
+    size: u64,
+    root: String,
+    tree_head: String,
+}
+
+fn root(args: RootArgs) -> Result<ExitCode, Failure> {
+    let store = Store::open_read_only(&args.db)?;
+    let snapshot = store.snapshot()?;
+    let size = args.size.unwrap_or(snapshot.head()?.next.0);
+    let root = snapshot.merkle_root(size)?;
+    let mut out = io::stdout().lock();
+    if args.json {
+        let report = RootJson {
+            size,
+            root: root.to_hex(),
+            tree_head: TreeHead { size, root }.hash().to_hex(),
+        };
+        print_json(&mut out, &report)?;
+    } else {
+        writeln!(out, "size      {size}")?;
+        writeln!(out, "root      {root}")?;
+        writeln!(out, "tree head {}", TreeHead { size, root }.hash())?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn prove(args: ProveArgs) -> Result<ExitCode, Failure> {
+    let store = Store::open_read_only(&args.db)?;
+    let snapshot = store.snapshot()?;
+    let size = args.size.unwrap_or(snapshot.head()?.next.0);
+    let proof = match (args.position, args.from_size) {
+        (Some(position), _) => ProofFile::inclusion(&snapshot, Position(position), size)?,
+        (None, Some(from_size)) => ProofFile::consistency(&snapshot, from_size, size)?,
+        (None, None) => return Err(Failure::Usage("give --position or --from-size".into())),
+    };
+    let mut out = io::stdout().lock();
+    if args.json {
+        print_json(&mut out, &proof)?;
+    } else {
+        match &proof {
+            ProofFile::Inclusion {
+                position,
+                size,
+                record_hash,
+                root,
+                tree_head,
+                path,
+            } => {
+                writeln!(
+                    out,
+                    "inclusion of position {position} in the tree of size {size}"
+                )?;
+                writeln!(out, "record hash {record_hash}")?;
+                writeln!(out, "root        {root}")?;
+                writeln!(out, "tree head   {tree_head}")?;
+                for hash in path {
+                    writeln!(out, "path        {hash}")?;
+                }
+            }
+            ProofFile::Consistency {
+                from_size,
+                from_root,
+                size,
+                root,
+                path,
+                ..
+            } => {
+                writeln!(out, "consistency of size {from_size} with size {size}")?;
+                writeln!(out, "from root   {from_root}")?;
+                writeln!(out, "root        {root}")?;
+                for hash in path {
+                    writeln!(out, "path        {hash}")?;
+                }
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The largest proof file `check-proof` reads: a proof has at most 2·64 hashes.
+const PROOF_FILE_BYTES_MAX: u64 = 64 * 1024;
+
+fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
+    let unreadable =
+        |error: io::Error| Failure::Usage(format!("{}: {error}", args.proof.display()));
+    let file = fs::File::open(&args.proof).map_err(unreadable)?;
+    let mut bytes = Vec::new();
+    file.take(PROOF_FILE_BYTES_MAX + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    if bytes.len() as u64 > PROOF_FILE_BYTES_MAX {
+        return Err(Failure::Finding(format!(
+            "invalid: {} is over {PROOF_FILE_BYTES_MAX} bytes, larger than any proof",
+            args.proof.display()
+        )));
+    }
+    let proof: ProofFile = serde_json::from_slice(&bytes).map_err(|error| {
+        Failure::Finding(format!(
+            "invalid: {} is not a proof file: {error}",
+            args.proof.display()
+        ))
+    })?;
+    match proof.check() {
+        Ok(()) => {
+            let mut out = io::stdout().lock();
+            match &proof {
+                ProofFile::Inclusion {
+                    position,
+                    size,
+                    root,
+                    ..
+                } => writeln!(
+                    out,
+                    "valid: position {position} is in the tree of size {size} with root {root}"
+                )?,
+                ProofFile::Consistency {
+                    from_size,
+                    size,
+                    root,
+                    ..
+                } => writeln!(
+                    out,
+                    "valid: the tree of size {from_size} is a prefix of the tree of size {size} with root {root}"
+                )?,
+            }
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => Err(Failure::Finding(format!("invalid: {error}"))),
     }
 }

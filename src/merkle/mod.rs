@@ -242,6 +242,14 @@ pub enum ProofError {
         /// The tree head's size.
         head: u64,
     },
+    /// A tree head hash that is not the hash of the size and root beside it.
+    #[error("the tree head hash {found} is not that of size {size} and its root")]
+    TreeHeadHash {
+        /// The size it should bind.
+        size: u64,
+        /// The hash found, in hex.
+        found: String,
+    },
     /// A consistency proof from the empty tree: every tree extends it, so it proves nothing.
     #[error("a consistency proof from size 0 proves nothing")]
     FromEmpty,
@@ -512,6 +520,17 @@ pub struct TreeHead {
     pub size: u64,
     /// The root of the tree.
     pub root: Digest,
+}
+
+impl TreeHead {
+    /// The tree head hash: blake3 in derive-key mode with [`crate::hash::TREE_HEAD_CONTEXT`]
+    /// over `u64(size) ‖ root`. One value that an auditor can hold for both.
+    pub fn hash(&self) -> Digest {
+        let mut hasher = blake3::Hasher::new_derive_key(crate::hash::TREE_HEAD_CONTEXT);
+        hasher.update(&self.size.to_le_bytes());
+        hasher.update(self.root.as_bytes());
+        Digest(*hasher.finalize().as_bytes())
+    }
 }
 
 /// Stateless check of an inclusion proof: accepts exactly when `proof` shows the record whose
