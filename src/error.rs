@@ -71,6 +71,9 @@ pub enum Error {
     /// An audit request outside the log (a size past the head, an unknown entity).
     #[error(transparent)]
     Audit(#[from] AuditError),
+    /// An export file refused, or one that does not continue the log it is imported into.
+    #[error(transparent)]
+    Export(Box<crate::export::ExportError>),
     /// redb failed.
     #[error("storage: {0}")]
     Storage(#[from] redb::Error),
@@ -146,6 +149,16 @@ pub enum AuditError {
         from_size: u64,
         /// The later size.
         size: u64,
+    },
+    /// A range of positions outside the log.
+    #[error("the range {from} .. {to} is not within the log's {head} records")]
+    Range {
+        /// The first position.
+        from: Position,
+        /// One past the last.
+        to: Position,
+        /// The number of records.
+        head: u64,
     },
     /// An entity spec that names no entity.
     #[error("{spec:?} is not an entity: {reason}")]

@@ -45,6 +45,7 @@ pub mod consumers;
 pub mod demo;
 pub mod error;
 pub mod event;
+pub mod export;
 pub mod hash;
 pub mod leases;
 pub mod log;

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use annals::audit::proof_file::ProofFile;
+use annals::export::ExportError;
 use annals::hash::hex;
 use annals::merkle::TreeHead;
 use annals::{
@@ -63,6 +64,34 @@ enum Command {
     Prove(ProveArgs),
     /// Check a proof file printed by `prove --json`; exit 0 if valid, 1 if not.
     CheckProof(CheckProofArgs),
+    /// Write records to a portable export file: their stored bytes between a header and a
+    /// trailer naming the range, the head hash and the Merkle root.
+    Export(ExportArgs),
+    /// Check an export file completely, then append its records to a log (a new one when DB
+    /// does not exist); a damaged file is refused naming its first bad position.
+    Import(ImportArgs),
+}
+
+#[derive(Args)]
+struct ExportArgs {
+    /// The log file; it must exist.
+    db: PathBuf,
+    /// The export file to write (replaced if it exists).
+    file: PathBuf,
+    /// The first position to export [default: 0].
+    #[arg(long, default_value_t = 0)]
+    from: u64,
+    /// Export up to this position, excluded [default: the head].
+    #[arg(long)]
+    to: Option<u64>,
+}
+
+#[derive(Args)]
+struct ImportArgs {
+    /// The export file.
+    file: PathBuf,
+    /// The log to import into: created if missing, else continued.
+    db: PathBuf,
 }
 
 #[derive(Args)]
@@ -224,6 +253,9 @@ impl From<Error> for Failure {
             Error::Append(_) | Error::Corrupt { .. } | Error::CorruptMeta(_) => {
                 Failure::Finding(message)
             }
+            Error::Export(export) if !matches!(*export, ExportError::Io(_)) => {
+                Failure::Finding(message)
+            }
             _ => Failure::Usage(message),
         }
     }
@@ -252,6 +284,8 @@ fn main() -> ExitCode {
         Command::Root(args) => root(args),
         Command::Prove(args) => prove(args),
         Command::CheckProof(args) => check_proof(args),
+        Command::Export(args) => export(args),
+        Command::Import(args) => import(args),
     };
     match result {
         Ok(code) => code,
@@ -776,4 +810,51 @@ fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
         }
         Err(error) => Err(Failure::Finding(format!("invalid: {error}"))),
     }
+}
+
+fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
+    let store = Store::open_read_only(&args.db)?;
+    let snapshot = store.snapshot()?;
+    let to = args.to.unwrap_or(snapshot.head()?.next.0);
+    let summary = annals::export::export(
+        &snapshot,
+        Position(args.from),
+        Position(to),
+        &args.file,
+        &mut |_| {},
+    )?;
+    let header = &summary.header;
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "exported positions {} .. {} ({} records) to {}",
+        header.from,
+        header.to,
+        header.to.0 - header.from.0,
+        args.file.display()
+    )?;
+    writeln!(out, "head hash {}", header.head)?;
+    writeln!(out, "root      {}", header.root)?;
+    writeln!(out, "tree head {}", header.tree_head().hash())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
+    let summary = Store::import(&args.file, &args.db, &mut |_, _| {})?;
+    let header = &summary.header;
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "imported positions {} .. {} ({} records) into {}",
+        header.from,
+        header.to,
+        header.to.0 - header.from.0,
+        args.db.display()
+    )?;
+    writeln!(out, "head hash {}", header.head)?;
+    writeln!(out, "root      {}", header.root)?;
+    writeln!(out, "tree head {}", header.tree_head().hash())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -84,6 +84,11 @@ impl<'txn> MerkleWriter<'txn> {
         Ok(())
     }
 
+    /// The root of the tree of every leaf pushed.
+    pub(crate) fn root(&self) -> Digest {
+        self.frontier.root(&LogTreeHasher)
+    }
+
     /// The frontier's bytes, for [`MERKLE_KEY`].
     pub(crate) fn frontier_bytes(&self) -> Vec<u8> {
         encode_frontier(&self.frontier)
@@ -119,7 +124,7 @@ impl Snapshot {
 
     /// The root of the perfect subtree `(level, index)`, which must be complete: stored from
     /// level [`MERKLE_STORED_LEVEL_MIN`] up, recomputed from its records below.
-    fn merkle_node(&self, level: u8, index: u64) -> Result<Digest> {
+    pub(crate) fn merkle_node(&self, level: u8, index: u64) -> Result<Digest> {
         let first = index << level;
         if level >= MERKLE_STORED_LEVEL_MIN {
             return self

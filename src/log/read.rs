@@ -193,7 +193,7 @@ impl SegmentCursor {
     }
 }
 
-fn missing(position: Position) -> Error {
+pub(crate) fn missing(position: Position) -> Error {
     Error::Corrupt {
         position,
         problem: Box::new(Problem::Missing),

@@ -7,6 +7,7 @@
 //! new head on a watch channel, which subscriptions use as a wake-up.
 
 mod catch_up;
+mod import;
 mod open;
 mod session;
 
@@ -28,6 +29,7 @@ use crate::projection::table::ReadTables;
 use crate::projection::{Projection, Projections};
 use crate::record::limits::Limits;
 use crate::record::{NewEvent, Position, Record, StreamVersion};
+pub use import::ImportStage;
 use open::{Handle, check_identity, check_redb_magic, create, open_redb, opened};
 pub use session::WriteSession;
 
