@@ -40,6 +40,9 @@ impl Store {
     ) -> Result<ExportSummary> {
         let summary = export::check(file, &mut |done| progress(ImportStage::Check, done))?;
         if target.exists() {
+            // Checked read-only first: a log the export does not continue is not even opened
+            // for writing (which would let redb touch the file).
+            check_continues(&Store::open_read_only(target)?.snapshot()?, &summary)?;
             let store = Store::open_existing(target)?;
             store.import_checked(file, &summary, None, progress)?;
             return Ok(summary);
@@ -94,20 +97,7 @@ impl Store {
         if reader.header() != header {
             return Err(mismatch("the file changed since it was checked"));
         }
-        let snapshot = self.snapshot()?;
-        let head = snapshot.head()?;
-        if head.next != header.from || head.hash != header.prev {
-            return Err(mismatch(&format!(
-                "the log's head is {} / {}, the export starts at {} / {}",
-                head.next, head.hash, header.from, header.prev
-            )));
-        }
-        if export::frontier_at(&snapshot, header.from.0)? != header.frontier {
-            return Err(mismatch(
-                "the log's Merkle tree differs from the export's start",
-            ));
-        }
-        drop(snapshot);
+        check_continues(&self.snapshot()?, summary)?;
         let durability = match batch {
             None => Durability::Immediate,
             Some(_) => Durability::Deferred,
@@ -151,6 +141,24 @@ impl Store {
             }
         }
     }
+}
+
+/// Refuses unless the log in `snapshot` ends where the export starts: head and Merkle tree.
+fn check_continues(snapshot: &crate::log::read::Snapshot, summary: &ExportSummary) -> Result<()> {
+    let header = &summary.header;
+    let head = snapshot.head()?;
+    if head.next != header.from || head.hash != header.prev {
+        return Err(mismatch(&format!(
+            "the log's head is {} / {}, the export starts at {} / {}",
+            head.next, head.hash, header.from, header.prev
+        )));
+    }
+    if export::frontier_at(snapshot, header.from.0)? != header.frontier {
+        return Err(mismatch(
+            "the log's Merkle tree differs from the export's start",
+        ));
+    }
+    Ok(())
 }
 
 fn flush_run(session: &mut WriteSession<'_>, run: &mut Vec<Record>) -> Result<()> {

@@ -3,6 +3,7 @@
 mod cli;
 mod common;
 mod events;
+mod export;
 mod leases;
 mod limits;
 mod log;
