@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use annals::audit::history::Entity;
 use annals::audit::proof_file::ProofFile;
 use annals::export::ExportError;
 use annals::hash::hex;
@@ -64,12 +65,27 @@ enum Command {
     Prove(ProveArgs),
     /// Check a proof file printed by `prove --json`; exit 0 if valid, 1 if not.
     CheckProof(CheckProofArgs),
+    /// Print every event that touched an entity, in log order: ENTITY is `stream:<name>`,
+    /// `lease:<resource>`, `lane:<lane>/<key>`, `outbox:<key>`, `run:<id>`,
+    /// `registry:<handle>`, `setting:<key>` or `consumer:<name>`.
+    History(HistoryArgs),
     /// Write records to a portable export file: their stored bytes between a header and a
     /// trailer naming the range, the head hash and the Merkle root.
     Export(ExportArgs),
     /// Check an export file completely, then append its records to a log (a new one when DB
     /// does not exist); a damaged file is refused naming its first bad position.
     Import(ImportArgs),
+}
+
+#[derive(Args)]
+struct HistoryArgs {
+    /// The log file; it must exist.
+    db: PathBuf,
+    /// The entity, e.g. `lease:deploy-lock`.
+    entity: String,
+    /// Print JSON lines (as `log --json` does) instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -284,6 +300,7 @@ fn main() -> ExitCode {
         Command::Root(args) => root(args),
         Command::Prove(args) => prove(args),
         Command::CheckProof(args) => check_proof(args),
+        Command::History(args) => history(args),
         Command::Export(args) => export(args),
         Command::Import(args) => import(args),
     };
@@ -855,6 +872,22 @@ fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
     writeln!(out, "head hash {}", header.head)?;
     writeln!(out, "root      {}", header.root)?;
     writeln!(out, "tree head {}", header.tree_head().hash())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
+    let entity = Entity::parse(&args.entity)?;
+    let store = Store::open_read_only(&args.db)?;
+    let records = store.history(&entity)?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    for record in &records {
+        if args.json {
+            print_json(&mut out, &record_json(record))?;
+        } else {
+            writeln!(out, "{}", record_text(record))?;
+        }
+    }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -365,6 +365,11 @@ impl Store {
         )
     }
 
+    /// Every record that touched `entity`, in log order; see [`crate::audit::history`].
+    pub fn history(&self, entity: &crate::audit::history::Entity) -> Result<Vec<Record>> {
+        crate::audit::history::history(&self.snapshot()?, entity)
+    }
+
     /// Clears `name` (or every projection when `None`) and replays the whole log into it.
     pub fn rebuild(&self, name: Option<&str>) -> Result<()> {
         catch_up::rebuild(self.database()?, &self.projections, name)

@@ -4,6 +4,7 @@ mod cli;
 mod common;
 mod events;
 mod export;
+mod history;
 mod leases;
 mod limits;
 mod log;
