@@ -31,7 +31,7 @@ fn history_is_every_record_of_the_entitys_streams_in_log_order() {
         first_entity(&records, "outbox/", "outbox"),
         first_entity(&records, "run/", "run"),
         first_entity(&records, "registry/", "registry"),
-        first_entity(&records, "lease-lane/", "lane"),
+        first_entity(&records, "registry-setting/", "setting"),
         Entity::Stream(records[7].stream.clone()),
     ];
     let snapshot = store.snapshot().unwrap();
@@ -80,6 +80,15 @@ fn a_registry_handles_history_merges_its_fuel_ledger_by_position() {
 fn an_unknown_entity_is_empty_and_a_malformed_spec_is_refused() {
     let (_dir, store) = crate::common::store();
     crate::common::append_one(&store, "deploy/web", b"v1");
+    // Lane and consumer streams are named as their domains name them.
+    assert_eq!(
+        Entity::parse("lane:builds/k-1").unwrap().streams(),
+        ["lease-lane/builds/k-1"]
+    );
+    assert_eq!(
+        Entity::parse("consumer:mailer").unwrap().streams(),
+        ["consumer/mailer"]
+    );
     let nothing = Entity::parse("lease:no-such-lock").unwrap();
     assert!(store.history(&nothing).unwrap().is_empty());
     for spec in ["deploy-lock", "lease:", "widget:x", "lane:no-key"] {
