@@ -1,6 +1,7 @@
 //! Integration tests, one binary (faster to build on two cores).
 
 mod cli;
+mod cli_audit;
 mod common;
 mod events;
 mod export;
