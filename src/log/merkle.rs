@@ -1,5 +1,5 @@
 //! The log's Merkle tree in redb: the frontier in `annals.meta` and the perfect-subtree roots
-//! in `annals.merkle`, kept by [`MerkleWriter`] as records are appended (in the append's
+//! in `annals.merkle`, kept by `MerkleWriter` as records are appended (in the append's
 //! transaction), and read by a [`Snapshot`] for roots and proofs.
 //!
 //! The tree math lives in [`crate::merkle`]; this module only stores and fetches nodes. It
