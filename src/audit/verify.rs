@@ -11,7 +11,7 @@ use std::fmt;
 
 use redb::ReadableTableMetadata;
 
-use crate::audit::replay::replay;
+use crate::audit::replay::replay_with;
 use crate::error::{Error, Result};
 use crate::hash::Digest;
 use crate::log::Head;
@@ -186,11 +186,25 @@ pub fn verify(
     live: &dyn TableSource,
     projections: &Projections,
 ) -> Result<VerifyReport> {
-    let report = verify_log(snapshot)?;
+    verify_with(snapshot, live, projections, &mut |_| {})
+}
+
+/// Records walked between two progress reports.
+const PROGRESS_RECORDS: u64 = 1024;
+
+/// [`verify`], calling `progress` with the records done so far: the walk counts up to the
+/// head, then the replay from there to twice the head.
+pub fn verify_with(
+    snapshot: &Snapshot,
+    live: &dyn TableSource,
+    projections: &Projections,
+    progress: &mut dyn FnMut(u64),
+) -> Result<VerifyReport> {
+    let report = verify_log_with(snapshot, progress)?;
     if report.problem.is_some() {
         return Ok(report);
     }
-    let problem = check_projections(snapshot, live, projections, report.head.next)?;
+    let problem = check_projections(snapshot, live, projections, report.head.next, progress)?;
     let position = report.head.next;
     Ok(VerifyReport {
         problem: problem.map(|problem| Finding { position, problem }),
@@ -204,6 +218,7 @@ fn check_projections(
     live: &dyn TableSource,
     projections: &Projections,
     head: Position,
+    progress: &mut dyn FnMut(u64),
 ) -> Result<Option<Problem>> {
     for projection in projections.iter() {
         let checkpoint = snapshot.checkpoint(projection.name())?;
@@ -218,7 +233,9 @@ fn check_projections(
             }));
         }
     }
-    let replayed = replay(snapshot, projections, None)?;
+    let replayed = replay_with(snapshot, projections, None, &mut |applied| {
+        progress(head.0 + applied)
+    })?;
     let expected = replayed.state()?;
     for projection in projections.iter() {
         if digest(live, projection.as_ref())? == digest(&expected, projection.as_ref())? {
@@ -243,6 +260,11 @@ fn check_projections(
 /// Walks the whole log in `snapshot` (records, chain, streams, indexes) and reports the first
 /// problem.
 pub fn verify_log(snapshot: &Snapshot) -> Result<VerifyReport> {
+    verify_log_with(snapshot, &mut |_| {})
+}
+
+/// [`verify_log`], calling `progress` with the records walked so far.
+pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
     let mut walk = Walk {
         next: Position(0),
         prev: Digest::ZERO,
@@ -302,6 +324,9 @@ pub fn verify_log(snapshot: &Snapshot) -> Result<VerifyReport> {
             }
             walk.versions.insert(record.stream, expected + 1);
             walk.next = Position(position.0 + 1);
+            if walk.next.0.is_multiple_of(PROGRESS_RECORDS) {
+                progress(walk.next.0);
+            }
             walk.prev = record.hash;
         }
     }

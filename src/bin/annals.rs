@@ -8,16 +8,17 @@
 
 use std::borrow::Cow;
 use std::fs;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use annals::audit::history::Entity;
 use annals::audit::proof_file::ProofFile;
-use annals::export::ExportError;
+use annals::export::{ExportError, ExportReader};
 use annals::hash::hex;
 use annals::merkle::TreeHead;
+use annals::store::ImportStage;
 use annals::{
     AppendError, AppendOutcome, Direction, Error, ExpectedVersion, Field, LimitError, NewEvent,
     Position, Record, Stats, Store, StoreOptions, StreamVersion, VerifyReport,
@@ -558,7 +559,10 @@ fn verify_json(report: &VerifyReport) -> VerifyJson {
 
 fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.db)?;
-    let report = store.verify()?;
+    let mut line = ProgressLine::new("verify", 2 * store.head()?.next.0);
+    let report = store.verify_with(&mut |done| line.update(done));
+    line.finish();
+    let report = report?;
     let mut out = io::stdout().lock();
     if args.json {
         print_json(&mut out, &verify_json(&report))?;
@@ -631,7 +635,14 @@ fn print_json(out: &mut impl Write, value: &impl Serialize) -> Result<(), Failur
 
 fn state(args: StateArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.db)?;
-    let rows = store.state_json(&args.projection, args.at.map(Position))?;
+    let at = args.at.map(Position);
+    let mut line = ProgressLine::new(
+        "replay",
+        at.map_or(0, |at| at.0.min(store.head().map_or(0, |h| h.next.0))),
+    );
+    let rows = store.state_json_with(&args.projection, at, &mut |done| line.update(done));
+    line.finish();
+    let rows = rows?;
     let mut out = BufWriter::new(io::stdout().lock());
     if args.json {
         print_json(&mut out, &rows)?;
@@ -646,7 +657,10 @@ fn state(args: StateArgs) -> Result<ExitCode, Failure> {
 
 fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_existing(&args.db)?;
-    store.rebuild(args.projection.as_deref())?;
+    let mut line = ProgressLine::new("rebuild", store.head()?.next.0);
+    let rebuilt = store.rebuild_with(args.projection.as_deref(), &mut |done| line.update(done));
+    line.finish();
+    rebuilt?;
     let head = store.head()?;
     let names: Vec<&str> = match &args.projection {
         Some(name) => vec![name.as_str()],
@@ -833,13 +847,16 @@ fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.db)?;
     let snapshot = store.snapshot()?;
     let to = args.to.unwrap_or(snapshot.head()?.next.0);
+    let mut line = ProgressLine::new("export", to.saturating_sub(args.from));
     let summary = annals::export::export(
         &snapshot,
         Position(args.from),
         Position(to),
         &args.file,
-        &mut |_| {},
-    )?;
+        &mut |done| line.update(done),
+    );
+    line.finish();
+    let summary = summary?;
     let header = &summary.header;
     let mut out = io::stdout().lock();
     writeln!(
@@ -858,7 +875,22 @@ fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
 }
 
 fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
-    let summary = Store::import(&args.file, &args.db, &mut |_, _| {})?;
+    // The header gives the total for the progress line; the import reads and checks it again.
+    let records = ExportReader::open(&args.file)
+        .map(|reader| reader.header().to.0 - reader.header().from.0)
+        .unwrap_or(0);
+    let mut check = ProgressLine::new("check", records);
+    let mut write = ProgressLine::new("import", records);
+    let summary = Store::import(&args.file, &args.db, &mut |stage, done| match stage {
+        ImportStage::Check => check.update(done),
+        _ => {
+            check.finish();
+            write.update(done)
+        }
+    });
+    check.finish();
+    write.finish();
+    let summary = summary?;
     let header = &summary.header;
     let mut out = io::stdout().lock();
     writeln!(
@@ -890,4 +922,61 @@ fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A one-line progress bar on standard error for long operations, drawn only when standard
+/// error is a terminal (never into a pipe or a file), redrawn only when its percentage moves.
+struct ProgressLine {
+    label: &'static str,
+    total: u64,
+    enabled: bool,
+    shown_percent: Option<u64>,
+}
+
+/// Characters of the bar between its brackets.
+const PROGRESS_BAR_WIDTH: u64 = 30;
+
+impl ProgressLine {
+    fn new(label: &'static str, total: u64) -> ProgressLine {
+        ProgressLine {
+            label,
+            total,
+            enabled: total > 0 && io::stderr().is_terminal(),
+            shown_percent: None,
+        }
+    }
+
+    fn update(&mut self, done: u64) {
+        if !self.enabled {
+            return;
+        }
+        let done = done.min(self.total);
+        let percent = done * 100 / self.total;
+        if self.shown_percent == Some(percent) {
+            return;
+        }
+        self.shown_percent = Some(percent);
+        let filled = (done * PROGRESS_BAR_WIDTH / self.total) as usize;
+        let empty = PROGRESS_BAR_WIDTH as usize - filled;
+        let mut err = io::stderr().lock();
+        // A failure to draw progress is not a failure of the operation.
+        let _ = write!(
+            err,
+            "\r{} [{}{}] {percent:>3}% {done}/{}",
+            self.label,
+            "#".repeat(filled),
+            "-".repeat(empty),
+            self.total
+        );
+        let _ = err.flush();
+    }
+
+    /// Erases the line, if one was drawn.
+    fn finish(&mut self) {
+        if self.shown_percent.take().is_some() {
+            let mut err = io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+        }
+    }
 }
