@@ -11,6 +11,7 @@ use annals::merkle::{
 use annals::{AuditError, Digest, Direction, Error, ExpectedVersion, Position, Problem, Store};
 
 use crate::common::{append_one, event};
+use redb::ReadableTable;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
@@ -421,4 +422,45 @@ fn verify_finds_a_stored_tree_node_that_differs_from_the_records() {
         matches!(finding.problem, Problem::Merkle { .. }),
         "{finding}"
     );
+}
+
+#[test]
+fn verify_finds_a_stored_frontier_or_an_extra_node_that_differs_from_the_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_keep, store) = log_of_150();
+    let damage: [(&str, fn(&redb::WriteTransaction)); 2] = [
+        ("frontier", |txn| {
+            let mut meta = txn.open_table(annals::log::tables::META).unwrap();
+            let mut frontier = meta
+                .get(annals::log::tables::MERKLE_KEY)
+                .unwrap()
+                .unwrap()
+                .value()
+                .to_vec();
+            frontier[0] ^= 1;
+            meta.insert(annals::log::tables::MERKLE_KEY, frontier.as_slice())
+                .unwrap();
+        }),
+        ("extra node", |txn| {
+            let mut nodes = txn.open_table(annals::log::tables::MERKLE).unwrap();
+            nodes.insert((4, 1_000), [1u8; 32]).unwrap();
+        }),
+    ];
+    for (what, damage) in damage {
+        let path = dir.path().join(format!("{what}.redb"));
+        std::fs::copy(store.path(), &path).unwrap();
+        {
+            let db = redb::Database::open(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            damage(&txn);
+            txn.commit().unwrap();
+        }
+        let report = Store::open_read_only(&path).unwrap().verify().unwrap();
+        let finding = report.problem.expect("a finding");
+        assert_eq!(finding.position, Position(150), "{what}");
+        assert!(
+            matches!(finding.problem, Problem::Merkle { .. }),
+            "{what}: {finding}"
+        );
+    }
 }
