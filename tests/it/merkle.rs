@@ -424,11 +424,14 @@ fn verify_finds_a_stored_tree_node_that_differs_from_the_records() {
     );
 }
 
+/// Damage written beneath the store through raw redb.
+type Damage = fn(&redb::WriteTransaction);
+
 #[test]
 fn verify_finds_a_stored_frontier_or_an_extra_node_that_differs_from_the_records() {
     let dir = tempfile::tempdir().unwrap();
     let (_keep, store) = log_of_150();
-    let damage: [(&str, fn(&redb::WriteTransaction)); 2] = [
+    let damage: [(&str, Damage); 2] = [
         ("frontier", |txn| {
             let mut meta = txn.open_table(annals::log::tables::META).unwrap();
             let mut frontier = meta
