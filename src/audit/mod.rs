@@ -2,5 +2,7 @@
 //! never writes to the log.
 
 pub mod extends;
+pub mod history;
+pub mod proof_file;
 pub mod replay;
 pub mod verify;

@@ -277,6 +277,7 @@ fn append_error_name(error: &AppendError) -> &'static str {
         AppendError::ReservedKind { .. } => "reserved_kind",
         AppendError::Fenced { .. } => "fenced",
         AppendError::LogFull => "log_full",
+        AppendError::NotSealable { .. } => "not_sealable",
     }
 }
 

@@ -1,15 +1,19 @@
 //! Integration tests, one binary (faster to build on two cores).
 
 mod cli;
+mod cli_audit;
 mod common;
 mod corruption;
 mod crash;
 mod events;
+mod export;
 mod faults;
 mod fuzz_replay;
+mod history;
 mod leases;
 mod limits;
 mod log;
+mod merkle;
 mod open;
 mod outbox;
 mod projections;
