@@ -243,8 +243,10 @@ fn fields(data: &[u8], n: usize) -> Vec<String> {
 /// `cli_input`: the bytes as the values of `annals append` (expected version, stream, kind,
 /// payload, key, time, schema) and of `annals log`/`state` (from, limit, projection, at),
 /// handed to the library calls the command line makes. An error or a value, never a panic;
-/// and whatever was accepted leaves a log that verifies. Also the bytes as a whole file
-/// handed to open and verify (as `annals verify` would): refused, or read without a panic.
+/// and whatever was accepted leaves a log that verifies. Also the bytes as whole files: a
+/// database handed to open and verify (as `annals verify` would), an export file read as
+/// `annals import` checks it, and a proof file for `annals check-proof`. Refused, or read
+/// without a panic.
 pub fn cli_input(data: &[u8]) {
     let values = fields(data, 11);
     let value = |i: usize| values.get(i).map(String::as_str).unwrap_or("");
@@ -274,6 +276,36 @@ pub fn cli_input(data: &[u8]) {
         Err(error) => panic!("verify errs on an in-memory log: {error}"),
     }
     as_database_file(data);
+    as_import_file(data);
+    as_proof_file(data);
+}
+
+/// Records of an import file read per fuzz input, at most.
+const IMPORT_RECORDS_MAX: usize = 4_096;
+
+/// The bytes as an export file, read as `annals import` reads it before writing anything:
+/// a header, checked records, a trailer. An error or a summary, never a panic.
+fn as_import_file(data: &[u8]) {
+    let Ok(mut reader) = crate::export::ExportReader::new(data) else {
+        return;
+    };
+    for _ in 0..IMPORT_RECORDS_MAX {
+        match reader.next_record() {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                let _ = reader.finish();
+                return;
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// The bytes as a proof file for `annals check-proof`: it parses and checks, or it does not.
+fn as_proof_file(data: &[u8]) {
+    if let Ok(proof) = serde_json::from_slice::<crate::audit::proof_file::ProofFile>(data) {
+        let _ = proof.check();
+    }
 }
 
 /// The bytes as a database file: opening refuses it with a typed error, or opens it and
