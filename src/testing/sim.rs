@@ -16,7 +16,8 @@ use redb::StorageBackend;
 use crate::demo::Rng;
 
 /// The most a simulated disk holds: a damaged file that makes redb ask for more (its
-/// header read as a huge length, say) gets a full-disk error, not an allocation.
+/// header read as a huge length, say) gets a full-disk error on the resize or the write,
+/// not an allocation.
 pub const DISK_BYTES_MAX: u64 = 256 << 20;
 
 /// When a fault strikes: the k-th counted operation (every `write`, `set_len` and
@@ -303,6 +304,12 @@ impl StorageBackend for SimBackend {
     fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         let mut disk = lock(&self.disk);
         disk.step(false)?;
+        if offset.saturating_add(data.len() as u64) > DISK_BYTES_MAX {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                format!("simulated disk: a write at {offset} past its {DISK_BYTES_MAX} bytes"),
+            ));
+        }
         let pending = Pending::Write {
             offset,
             data: data.to_vec(),
