@@ -65,6 +65,10 @@ fn sweep_script() -> Script {
     Script::random(2026, 6)
 }
 
+/// Syncs of one recovery crashed at, at most; a recovery makes fewer, so every one of its
+/// sync points is crashed at (the test checks the sweep ended by itself).
+const RECOVERY_SYNCS_MAX: u64 = 64;
+
 /// Ops past which the sweeps stop even if the fault still struck (it must not).
 const SWEEP_OPS_MAX: u64 = 2_000;
 
@@ -118,8 +122,13 @@ fn a_crash_at_every_operation_then_at_every_sync_of_recovery_loses_nothing_ackno
         let image = disk.image_after_restart();
         check_recovered(&image, &expectation)
             .unwrap_or_else(|violation| panic!("{fault:?}: {violation}"));
-        recovery_syncs += crash_during_recovery(&image, &expectation, loss, 8)
+        let syncs = crash_during_recovery(&image, &expectation, loss, RECOVERY_SYNCS_MAX)
             .unwrap_or_else(|violation| panic!("{fault:?}: {violation}"));
+        assert!(
+            syncs < RECOVERY_SYNCS_MAX,
+            "{fault:?}: recovery never completed"
+        );
+        recovery_syncs += syncs;
         k += 1;
         assert!(k < SWEEP_OPS_MAX, "the workload never completes");
     }
