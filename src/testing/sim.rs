@@ -319,3 +319,63 @@ impl StorageBackend for SimBackend {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(fault: Fault) -> SimDisk {
+        let disk = SimDisk::new(vec![0; 8], fault);
+        let backend = disk.backend();
+        let _ = backend.write(0, &[1, 1]);
+        let _ = backend.sync_data();
+        let _ = backend.write(2, &[2, 2, 2, 2]);
+        let _ = backend.write(6, &[3, 3]);
+        disk
+    }
+
+    #[test]
+    fn power_loss_keeps_only_what_was_synced() {
+        let disk = written(Fault::None);
+        assert_eq!(disk.image_after_restart(), [1, 1, 2, 2, 2, 2, 3, 3]);
+        assert_eq!(disk.image_after_power_loss(), [1, 1, 0, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn a_crash_fails_the_operation_and_every_later_one() {
+        let disk = written(Fault::Crash(Trigger::Op(4), Loss::DropUnsynced));
+        assert!(disk.struck());
+        let backend = disk.backend();
+        assert!(backend.write(0, &[9]).is_err());
+        assert!(backend.sync_data().is_err());
+        let mut out = [0; 1];
+        assert!(backend.read(0, &mut out).is_err());
+        assert_eq!(disk.image_after_restart(), [1, 1, 0, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn a_torn_crash_keeps_the_earlier_writes_and_a_prefix_of_the_last() {
+        let disk = SimDisk::new(
+            vec![0; 8],
+            Fault::Crash(Trigger::Sync(1), Loss::TearLast(3)),
+        );
+        let backend = disk.backend();
+        backend.write(0, &[1, 1]).unwrap();
+        backend.write(2, &[2, 2, 2, 2]).unwrap();
+        assert!(backend.sync_data().is_err());
+        let image = disk.image_after_restart();
+        assert_eq!(image[..2], [1, 1]);
+        let kept = image[2..6].iter().take_while(|b| **b == 2).count();
+        assert!(image[2 + kept..].iter().all(|b| *b == 0), "{image:?}");
+    }
+
+    #[test]
+    fn a_failed_once_operation_fails_alone() {
+        let disk = SimDisk::new(vec![0; 4], Fault::FailOnce(Trigger::Op(2)));
+        let backend = disk.backend();
+        assert!(backend.write(0, &[1]).is_ok());
+        assert!(backend.write(1, &[1]).is_err());
+        assert!(backend.write(2, &[1]).is_ok());
+        assert_eq!(disk.image_after_restart(), [1, 0, 1, 0]);
+    }
+}
