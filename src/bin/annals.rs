@@ -283,9 +283,10 @@ impl From<Error> for Failure {
     fn from(error: Error) -> Self {
         let message = error.to_string();
         match error {
-            Error::Append(_) | Error::Corrupt { .. } | Error::CorruptMeta(_) => {
-                Failure::Finding(message)
-            }
+            Error::Append(_)
+            | Error::Corrupt { .. }
+            | Error::CorruptMeta(_)
+            | Error::DamagedFile(_) => Failure::Finding(message),
             Error::Export(export) if !matches!(*export, ExportError::Io(_)) => {
                 Failure::Finding(message)
             }
