@@ -102,6 +102,15 @@ fn main() {
         rss_child(Path::new(path));
         return;
     }
+    if args.iter().any(|a| a == "--profile-bulk") {
+        // For a profiler: annals' bulk append, scan and rebuild alone.
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
+        let log = dir.path().join("bulk.redb");
+        println!("bulk {:.0}/s", bulk_annals(&log, 100_000, 0));
+        println!("scan {:.0}/s", scan_annals(&log));
+        println!("rebuild {:.0}/s", rebuild(&log));
+        return;
+    }
     let quick = args.iter().any(|a| a == "--quick");
     let settings = Settings {
         quick,

@@ -99,7 +99,7 @@ pub(crate) fn check_redb_magic(path: &Path) -> Result<()> {
 /// The most memory redb's page cache takes, in bytes. redb's default (1 GiB) lets a scan, a
 /// rebuild or a verify grow the process by about the size of the log read, up to that much;
 /// bounded, memory stays flat as the log grows, and bulk work measures no slower.
-pub(crate) const REDB_CACHE_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const REDB_CACHE_BYTES: usize = 32 * 1024 * 1024;
 
 /// A redb builder with the store's settings.
 pub(crate) fn redb_builder() -> redb::Builder {
