@@ -921,7 +921,8 @@ fn report(
 
 /// Where an annals bulk event's time goes, from figures of the same round: encoding and
 /// hashing measured alone; apply as a rebuild's time less a scan's (both read the log);
-/// the rest of the bulk append is redb's inserts and commit.
+/// the rest of the bulk append is redb's inserts and commit, of which one fdatasync per batch
+/// is the disk's share. A scan is the same two hashes per record plus reading and decoding.
 fn phases(samples: &Samples) -> Value {
     let ns = |per_second: f64| 1e9 / per_second;
     let bulk = ns(samples.median("bulk.annals"));
@@ -934,7 +935,9 @@ fn phases(samples: &Samples) -> Value {
         "hash": hash,
         "apply": apply,
         "redb_insert_and_commit": (bulk - encode - hash - apply).max(0.0),
+        "fsync_per_event_in_batches_of_1000": ns(samples.median("single.fsync")) / BATCH_EVENTS as f64,
         "scan_total": ns(samples.median("scan.annals")),
+        "scan_decode_and_read": (ns(samples.median("scan.annals")) - hash).max(0.0),
         "raw_redb_insert": ns(samples.median("bulk.redb")),
         "raw_redb_scan": ns(samples.median("scan.redb")),
     })
