@@ -341,3 +341,32 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use redb::backends::InMemoryBackend;
+
+    use super::*;
+
+    #[test]
+    fn a_table_kept_open_by_a_write_can_be_cleared_and_used_again_in_it() {
+        let db = redb::Builder::new()
+            .create_with_backend(InMemoryBackend::new())
+            .unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let tables = WriteTables::new(&txn);
+            tables.insert_raw("example.rows", b"k", b"v").unwrap();
+            assert_eq!(
+                tables.get_raw("example.rows", b"k").unwrap(),
+                Some(b"v".to_vec())
+            );
+            tables.clear("example.rows").unwrap();
+            assert_eq!(tables.get_raw("example.rows", b"k").unwrap(), None);
+            tables.insert_raw("example.rows", b"k", b"w").unwrap();
+            assert!(tables.remove_raw("example.rows", b"k").unwrap());
+            assert!(!tables.remove_raw("example.rows", b"k").unwrap());
+        }
+        txn.commit().unwrap();
+    }
+}
