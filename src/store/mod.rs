@@ -15,7 +15,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use redb::{Database, ReadOnlyDatabase};
+use redb::Database;
 use tokio::sync::watch;
 
 use crate::audit::extends::{Extension, check_extends};
@@ -33,7 +33,7 @@ use crate::record::{NewEvent, Position, Record, StreamVersion};
 pub use import::ImportStage;
 use open::{
     Closing, Handle, check_identity, check_redb_magic, create, guarded, initialise, open_redb,
-    opened,
+    opened, redb_builder,
 };
 pub use session::WriteSession;
 
@@ -128,7 +128,7 @@ impl Store {
             create(&path)?;
         }
         check_redb_magic(&path)?;
-        let db = open_redb(&path, || Database::open(&path))?;
+        let db = open_redb(&path, || redb_builder().open(&path))?;
         Store::bring_up(db, options.limits, path, projections, true)
     }
 
@@ -174,7 +174,7 @@ impl Store {
         if empty && !options.create {
             return Err(OpenError::Missing { path }.into());
         }
-        let db = open_redb(&path, || Database::builder().create_with_backend(backend))?;
+        let db = open_redb(&path, || redb_builder().create_with_backend(backend))?;
         if empty {
             guarded(|| initialise(&db))?;
         }
@@ -191,11 +191,11 @@ impl Store {
             return Err(OpenError::Missing { path }.into());
         }
         check_redb_magic(&path)?;
-        let read_only = || ReadOnlyDatabase::open(&path);
+        let read_only = || redb_builder().open_read_only(&path);
         let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read_only));
         let db = match attempt {
             Ok(Err(redb::DatabaseError::RepairAborted)) => {
-                drop(open_redb(&path, || Database::open(&path))?);
+                drop(open_redb(&path, || redb_builder().open(&path))?);
                 open_redb(&path, read_only)?
             }
             attempt => opened(&path, attempt)?,
