@@ -62,7 +62,7 @@ fn store_outcomes_agree_with_the_reference_model() {
 
 /// The workload of the sweeps: fixed, a few transactions across every domain.
 fn sweep_script() -> Script {
-    Script::random(2026, 6)
+    Script::random(2026, 16)
 }
 
 /// Syncs of one recovery crashed at, at most; a recovery makes fewer, so every one of its
