@@ -370,9 +370,13 @@ impl<'txn> LogWriter<'txn> {
         let mut prev = self.head.hash;
         for (offset, event) in (0u64..).zip(events) {
             let position = Position(first_position.0 + offset);
-            // An estimate: the header's exact size is known only once it is encoded.
-            let stored_bytes_estimate =
-                32 + 128 + stream.len() + event.kind.len() + event.payload.len();
+            // The header's size from its fixed-width fields and its strings (schema/FORMAT.md 1.1).
+            let stored_bytes_estimate = 32
+                + 128
+                + stream.len()
+                + event.kind.len()
+                + event.idempotency_key.as_ref().map_or(0, String::len)
+                + event.payload.len();
             if self.segment.is_full_for(stored_bytes_estimate) {
                 let bytes = self.segment.finish();
                 self.segments.insert(segment_first.0, bytes.as_slice())?;

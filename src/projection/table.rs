@@ -7,6 +7,8 @@
 //! serves a reader and a command deciding inside a write. Writes need [`WriteTables`], which
 //! only the projection engine hands out, and only to `apply`.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::ops::Bound;
 
@@ -119,33 +121,62 @@ impl TableSource for ReadTables {
     }
 }
 
+/// A projection table opened in the write transaction.
+type OpenTable<'txn> = redb::Table<'txn, &'static [u8], &'static [u8]>;
+
 /// Projection tables inside the write transaction: readable by commands, writable by `apply`.
+///
+/// Each table is opened once, on first use, and stays open for the life of this value:
+/// opening a redb table looks it up in the transaction's table tree and closing it writes its
+/// root back, which cost more than the one row most commands touch. Nothing else opens a
+/// projection table in the same transaction while this value lives.
 pub struct WriteTables<'txn> {
     txn: &'txn WriteTransaction,
+    open: RefCell<HashMap<String, OpenTable<'txn>>>,
 }
 
 impl<'txn> WriteTables<'txn> {
     pub(crate) fn new(txn: &'txn WriteTransaction) -> Self {
-        WriteTables { txn }
+        WriteTables {
+            txn,
+            open: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// Runs `work` on `table`, opening it on first use.
+    fn with_table<R>(
+        &self,
+        table: &str,
+        work: impl FnOnce(&mut OpenTable<'txn>) -> Result<R>,
+    ) -> Result<R> {
+        let mut open = self.open.borrow_mut();
+        if !open.contains_key(table) {
+            let opened = self.txn.open_table(definition(table))?;
+            open.insert(table.to_owned(), opened);
+        }
+        match open.get_mut(table) {
+            Some(opened) => work(opened),
+            None => unreachable!("the table was opened above"),
+        }
     }
 
     /// Stores `value` under `key` in `table`.
     pub fn insert_raw(&self, table: &str, key: &[u8], value: &[u8]) -> Result<()> {
-        self.txn.open_table(definition(table))?.insert(key, value)?;
-        Ok(())
+        self.with_table(table, |opened| {
+            opened.insert(key, value)?;
+            Ok(())
+        })
     }
 
     /// Removes `key` from `table`; whether it was there.
     pub fn remove_raw(&self, table: &str, key: &[u8]) -> Result<bool> {
-        Ok(self
-            .txn
-            .open_table(definition(table))?
-            .remove(key)?
-            .is_some())
+        self.with_table(table, |opened| Ok(opened.remove(key)?.is_some()))
     }
 
     /// Deletes `table` with all its rows.
     pub(crate) fn clear(&self, table: &str) -> Result<()> {
+        // redb refuses to delete a table that is open.
+        self.open.borrow_mut().remove(table);
         self.txn.delete_table(definition(table))?;
         Ok(())
     }
@@ -153,8 +184,9 @@ impl<'txn> WriteTables<'txn> {
 
 impl TableSource for WriteTables<'_> {
     fn get_raw(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let table = self.txn.open_table(definition(table))?;
-        Ok(table.get(key)?.map(|value| value.value().to_vec()))
+        self.with_table(table, |opened| {
+            Ok(opened.get(key)?.map(|value| value.value().to_vec()))
+        })
     }
 
     fn range_raw(
@@ -165,8 +197,9 @@ impl TableSource for WriteTables<'_> {
         direction: Direction,
         limit: usize,
     ) -> Result<Vec<RawRow>> {
-        let table = self.txn.open_table(definition(table))?;
-        collect(&table, lower, upper, direction, limit)
+        self.with_table(table, |opened| {
+            collect(opened, lower, upper, direction, limit)
+        })
     }
 }
 
@@ -307,4 +340,33 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::backends::InMemoryBackend;
+
+    use super::*;
+
+    #[test]
+    fn a_table_kept_open_by_a_write_can_be_cleared_and_used_again_in_it() {
+        let db = redb::Builder::new()
+            .create_with_backend(InMemoryBackend::new())
+            .unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let tables = WriteTables::new(&txn);
+            tables.insert_raw("example.rows", b"k", b"v").unwrap();
+            assert_eq!(
+                tables.get_raw("example.rows", b"k").unwrap(),
+                Some(b"v".to_vec())
+            );
+            tables.clear("example.rows").unwrap();
+            assert_eq!(tables.get_raw("example.rows", b"k").unwrap(), None);
+            tables.insert_raw("example.rows", b"k", b"w").unwrap();
+            assert!(tables.remove_raw("example.rows", b"k").unwrap());
+            assert!(!tables.remove_raw("example.rows", b"k").unwrap());
+        }
+        txn.commit().unwrap();
+    }
 }

@@ -13,9 +13,13 @@
 
 use super::limits::SEGMENT_RECORDS_CAP;
 
-/// Fill a segment up to about this many body bytes before starting the next; a single larger
-/// record gets a segment of its own.
-pub const SEGMENT_BODY_BYTES_TARGET: usize = 64 * 1024;
+/// Fill a segment up to this many bytes, count and end table included, before starting the
+/// next; a single larger record gets a segment of its own.
+///
+/// redb stores a value this large on pages of its own, allocated in power-of-two runs of
+/// 4 KiB pages, so a segment a few bytes over 64 KiB takes 128 KiB of file. The target leaves
+/// room under 64 KiB for the end table and redb's own bytes around the value.
+pub const SEGMENT_BYTES_TARGET: usize = 64 * 1024 - 512;
 
 /// Close a segment once it holds this many records.
 pub const SEGMENT_RECORDS_TARGET: u32 = 1024;
@@ -49,7 +53,12 @@ impl SegmentBuilder {
     pub fn is_full_for(&self, record_bytes: usize) -> bool {
         !self.is_empty()
             && (self.len() >= SEGMENT_RECORDS_TARGET
-                || self.body.len() + record_bytes > SEGMENT_BODY_BYTES_TARGET)
+                || self.encoded_len() + 4 + record_bytes > SEGMENT_BYTES_TARGET)
+    }
+
+    /// The length of the segment's bytes as [`Self::finish`] would return them now.
+    fn encoded_len(&self) -> usize {
+        4 + 4 * self.ends.len() + self.body.len()
     }
 
     /// The buffer the next record's stored bytes are written onto; call [`Self::seal_record`]
@@ -212,6 +221,19 @@ mod tests {
         assert_eq!(segment.record(1), Some(&b""[..]));
         assert_eq!(segment.record(2), Some(&b"three"[..]));
         assert_eq!(segment.record(3), None);
+    }
+
+    #[test]
+    fn a_full_segment_stays_within_its_byte_target() {
+        let record = [7u8; 330];
+        let mut builder = SegmentBuilder::new();
+        while !builder.is_full_for(record.len()) {
+            builder.body_mut().extend_from_slice(&record);
+            builder.seal_record();
+        }
+        let bytes = builder.finish();
+        assert!(bytes.len() <= SEGMENT_BYTES_TARGET, "{} bytes", bytes.len());
+        assert!(bytes.len() + 4 + 4 + record.len() > SEGMENT_BYTES_TARGET);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use redb::{Database, ReadOnlyDatabase};
+use redb::Database;
 use tokio::sync::watch;
 
 use crate::audit::verify::VerifyReport;
@@ -30,7 +30,7 @@ use crate::projection::{Projection, Projections};
 use crate::record::limits::Limits;
 use crate::record::{NewEvent, Position, Record, StreamVersion};
 pub use import::ImportStage;
-use open::{Handle, check_identity, check_redb_magic, create, open_redb, opened};
+use open::{Handle, check_identity, check_redb_magic, create, open_redb, opened, redb_builder};
 pub use session::WriteSession;
 
 /// How a store is opened.
@@ -119,7 +119,7 @@ impl Store {
             create(&path)?;
         }
         check_redb_magic(&path)?;
-        let db = open_redb(&path, || Database::open(&path))?;
+        let db = open_redb(&path, || redb_builder().open(&path))?;
         let handle = Handle::Writable(db);
         check_identity(&handle, &path)?;
         let Handle::Writable(db) = &handle else {
@@ -139,11 +139,11 @@ impl Store {
             return Err(OpenError::Missing { path }.into());
         }
         check_redb_magic(&path)?;
-        let read_only = || ReadOnlyDatabase::open(&path);
+        let read_only = || redb_builder().open_read_only(&path);
         let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read_only));
         let db = match attempt {
             Ok(Err(redb::DatabaseError::RepairAborted)) => {
-                drop(open_redb(&path, || Database::open(&path))?);
+                drop(open_redb(&path, || redb_builder().open(&path))?);
                 open_redb(&path, read_only)?
             }
             attempt => opened(&path, attempt)?,
