@@ -549,6 +549,8 @@ struct VerifyJson {
     streams: u64,
     head_position: u64,
     head_hash: String,
+    /// The Merkle root of the records checked, recomputed from their hashes.
+    root: String,
     problem: Option<ProblemJson>,
 }
 
@@ -565,6 +567,7 @@ fn verify_json(report: &VerifyReport) -> VerifyJson {
         streams: report.streams,
         head_position: report.head.next.0,
         head_hash: report.head.hash.to_hex(),
+        root: report.root.to_hex(),
         problem: report.problem.as_ref().map(|finding| ProblemJson {
             position: finding.position.0,
             message: finding.problem.to_string(),
@@ -585,8 +588,8 @@ fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
         match &report.problem {
             None => writeln!(
                 out,
-                "sound: {} records, {} streams, head {} {}",
-                report.records, report.streams, report.head.next, report.head.hash
+                "sound: {} records, {} streams, head {} {}, root {}",
+                report.records, report.streams, report.head.next, report.head.hash, report.root
             )?,
             Some(finding) => writeln!(
                 out,
