@@ -68,6 +68,12 @@ pub enum Error {
     /// A configured limit out of range.
     #[error("invalid configuration: {0}")]
     Config(#[from] crate::record::limits::LimitError),
+    /// An audit request outside the log (a size past the head, an unknown entity).
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+    /// An export file refused, or one that does not continue the log it is imported into.
+    #[error(transparent)]
+    Export(Box<crate::export::ExportError>),
     /// redb failed.
     #[error("storage: {0}")]
     Storage(#[from] redb::Error),
@@ -112,6 +118,54 @@ pub enum OpenError {
         /// The path.
         path: PathBuf,
         /// redb's account.
+        reason: String,
+    },
+}
+
+/// An audit request that the log cannot answer as asked.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuditError {
+    /// A tree size past the head.
+    #[error("size {size} is past the head: the log holds {head} records")]
+    SizeBeyondHead {
+        /// The size asked for.
+        size: u64,
+        /// The number of records.
+        head: u64,
+    },
+    /// An inclusion proof of a position not in the tree.
+    #[error("position {position} is not in the tree of size {size}")]
+    PositionBeyondSize {
+        /// The position asked for.
+        position: Position,
+        /// The tree size.
+        size: u64,
+    },
+    /// A consistency proof between sizes that are not `0 < from_size ≤ size`.
+    #[error("a consistency proof needs 0 < from size ≤ size, not {from_size} and {size}")]
+    FromSize {
+        /// The earlier size.
+        from_size: u64,
+        /// The later size.
+        size: u64,
+    },
+    /// A range of positions outside the log.
+    #[error("the range {from} .. {to} is not within the log's {head} records")]
+    Range {
+        /// The first position.
+        from: Position,
+        /// One past the last.
+        to: Position,
+        /// The number of records.
+        head: u64,
+    },
+    /// An entity spec that names no entity.
+    #[error("{spec:?} is not an entity: {reason}")]
+    Entity {
+        /// The spec given.
+        spec: String,
+        /// What is wrong with it.
         reason: String,
     },
 }

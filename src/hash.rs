@@ -13,6 +13,9 @@ pub const RECORD_HEADER_CONTEXT: &str = "annals 2026-11-29 record header v1";
 /// The derive-key context of the content hash that idempotent appends compare.
 pub const IDEMPOTENT_CONTENT_CONTEXT: &str = "annals 2026-11-29 idempotent content v1";
 
+/// The derive-key context of a tree head hash, which binds a Merkle root to its tree's size.
+pub const TREE_HEAD_CONTEXT: &str = "annals 2026-11-29 tree head v1";
+
 /// A 32-byte blake3 output: a record hash, a payload hash or a content hash.
 #[derive(
     Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, bincode::Encode, bincode::Decode,
@@ -43,6 +46,12 @@ impl Digest {
     pub fn from_hex(text: &str) -> Option<Digest> {
         let bytes = unhex(text)?;
         Some(Digest(bytes.try_into().ok()?))
+    }
+}
+
+impl AsRef<[u8]> for Digest {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
     }
 }
 

@@ -37,6 +37,16 @@ pub fn replay(
     projections: &Projections,
     until: Option<Position>,
 ) -> Result<Replay> {
+    replay_with(snapshot, projections, until, &mut |_| {})
+}
+
+/// [`replay`], calling `progress` with the number of records applied after each batch.
+pub fn replay_with(
+    snapshot: &Snapshot,
+    projections: &Projections,
+    until: Option<Position>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Replay> {
     let db = redb::Builder::new().create_with_backend(InMemoryBackend::new())?;
     let end = match until {
         Some(until) => until.min(snapshot.head()?.next),
@@ -58,6 +68,7 @@ pub fn replay(
             }
         }
         txn.commit()?;
+        progress(applied);
     }
     Ok(Replay {
         db,

@@ -1,6 +1,7 @@
 //! Verification: a walk of the whole log that recomputes every header hash, payload hash and
 //! `prev` link, checks positions are gapless and stream versions count up from 0, and checks
-//! the head, the stream index and the idempotency index against the records.
+//! the head, the stream index and the idempotency index against the records, and recomputes
+//! the Merkle tree from the record hashes to compare every stored node and the frontier.
 //!
 //! The walk stops at the first problem and names its position: after one bad record nothing
 //! later can be trusted.
@@ -10,11 +11,14 @@ use std::fmt;
 
 use redb::ReadableTableMetadata;
 
-use crate::audit::replay::replay;
-use crate::error::Result;
+use crate::audit::replay::replay_with;
+use crate::error::{Error, Result};
 use crate::hash::Digest;
 use crate::log::Head;
+use crate::log::merkle::stored_node_count;
 use crate::log::read::Snapshot;
+use crate::log::tables::MERKLE_STORED_LEVEL_MIN;
+use crate::merkle::{Frontier, LogTreeHasher, leaf_hash};
 use crate::projection::Projections;
 use crate::projection::digest::{Difference, digest, first_difference};
 use crate::projection::table::TableSource;
@@ -88,6 +92,12 @@ pub enum Problem {
         /// How it disagrees.
         detail: String,
     },
+    /// The stored Merkle tree disagrees with the records.
+    #[error("merkle tree: {detail}")]
+    Merkle {
+        /// How it disagrees.
+        detail: String,
+    },
     /// A projection's checkpoint is not at the head, or was built by another version.
     #[error("projection {projection}: {detail}")]
     Checkpoint {
@@ -150,6 +160,8 @@ struct Walk {
     prev: Digest,
     versions: BTreeMap<String, u64>,
     keyed: u64,
+    /// The Merkle tree recomputed from the record hashes walked so far.
+    frontier: Frontier<Digest>,
 }
 
 impl Walk {
@@ -174,11 +186,25 @@ pub fn verify(
     live: &dyn TableSource,
     projections: &Projections,
 ) -> Result<VerifyReport> {
-    let report = verify_log(snapshot)?;
+    verify_with(snapshot, live, projections, &mut |_| {})
+}
+
+/// Records walked between two progress reports.
+const PROGRESS_RECORDS: u64 = 1024;
+
+/// [`verify`], calling `progress` with the records done so far: the walk counts up to the
+/// head, then the replay from there to twice the head.
+pub fn verify_with(
+    snapshot: &Snapshot,
+    live: &dyn TableSource,
+    projections: &Projections,
+    progress: &mut dyn FnMut(u64),
+) -> Result<VerifyReport> {
+    let report = verify_log_with(snapshot, progress)?;
     if report.problem.is_some() {
         return Ok(report);
     }
-    let problem = check_projections(snapshot, live, projections, report.head.next)?;
+    let problem = check_projections(snapshot, live, projections, report.head.next, progress)?;
     let position = report.head.next;
     Ok(VerifyReport {
         problem: problem.map(|problem| Finding { position, problem }),
@@ -192,6 +218,7 @@ fn check_projections(
     live: &dyn TableSource,
     projections: &Projections,
     head: Position,
+    progress: &mut dyn FnMut(u64),
 ) -> Result<Option<Problem>> {
     for projection in projections.iter() {
         let checkpoint = snapshot.checkpoint(projection.name())?;
@@ -206,7 +233,9 @@ fn check_projections(
             }));
         }
     }
-    let replayed = replay(snapshot, projections, None)?;
+    let replayed = replay_with(snapshot, projections, None, &mut |applied| {
+        progress(head.0 + applied)
+    })?;
     let expected = replayed.state()?;
     for projection in projections.iter() {
         if digest(live, projection.as_ref())? == digest(&expected, projection.as_ref())? {
@@ -231,11 +260,17 @@ fn check_projections(
 /// Walks the whole log in `snapshot` (records, chain, streams, indexes) and reports the first
 /// problem.
 pub fn verify_log(snapshot: &Snapshot) -> Result<VerifyReport> {
+    verify_log_with(snapshot, &mut |_| {})
+}
+
+/// [`verify_log`], calling `progress` with the records walked so far.
+pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
     let mut walk = Walk {
         next: Position(0),
         prev: Digest::ZERO,
         versions: BTreeMap::new(),
         keyed: 0,
+        frontier: Frontier::new(),
     };
     let finding = |position, problem| Some(Finding { position, problem });
     for entry in snapshot.segments.range(0..)? {
@@ -284,14 +319,79 @@ pub fn verify_log(snapshot: &Snapshot) -> Result<VerifyReport> {
                     return Ok(walk.report(finding(position, problem)));
                 }
             }
+            if let Some(problem) = check_merkle_nodes(snapshot, &mut walk.frontier, &record.hash)? {
+                return Ok(walk.report(finding(position, problem)));
+            }
             walk.versions.insert(record.stream, expected + 1);
             walk.next = Position(position.0 + 1);
+            if walk.next.0.is_multiple_of(PROGRESS_RECORDS) {
+                progress(walk.next.0);
+            }
             walk.prev = record.hash;
         }
     }
     let problem = check_indexes(snapshot, &walk)?;
     let position = walk.next;
     Ok(walk.report(problem.map(|problem| Finding { position, problem })))
+}
+
+/// Adds the record's leaf to the recomputed tree and compares every stored node it completes.
+fn check_merkle_nodes(
+    snapshot: &Snapshot,
+    frontier: &mut Frontier<Digest>,
+    record_hash: &Digest,
+) -> Result<Option<Problem>> {
+    let mut completed = Vec::new();
+    frontier.push(
+        &LogTreeHasher,
+        leaf_hash(record_hash),
+        |level, index, node| {
+            if level >= MERKLE_STORED_LEVEL_MIN {
+                completed.push((level, index, *node));
+            }
+        },
+    );
+    for (level, index, node) in completed {
+        let stored = snapshot.merkle_node_stored(level, index)?;
+        if stored != Some(node) {
+            let found = stored.map_or_else(|| "missing".to_owned(), |d| d.to_hex());
+            return Ok(Some(Problem::Merkle {
+                detail: format!(
+                    "the node at level {level}, index {index} is {found}, the records give {node}"
+                ),
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// The stored frontier and the node count must be those of the records' tree.
+fn check_merkle_frontier(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Problem>> {
+    let size = walk.next.0;
+    let stored = match snapshot.merkle_frontier(size) {
+        Ok(stored) => stored,
+        Err(Error::CorruptMeta(detail)) => return Ok(Some(Problem::Merkle { detail })),
+        Err(error) => return Err(error),
+    };
+    if stored != walk.frontier {
+        return Ok(Some(Problem::Merkle {
+            detail: format!(
+                "the stored frontier gives root {}, the records give {}",
+                stored.root(&LogTreeHasher),
+                walk.frontier.root(&LogTreeHasher)
+            ),
+        }));
+    }
+    let count = snapshot.merkle_node_count()?;
+    if count != stored_node_count(size) {
+        return Ok(Some(Problem::Merkle {
+            detail: format!(
+                "{count} tree nodes are stored, a log of {size} records has {}",
+                stored_node_count(size)
+            ),
+        }));
+    }
+    Ok(None)
 }
 
 fn check_key(
@@ -327,6 +427,9 @@ fn check_indexes(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Problem>> {
             next: walk.next,
             hash: walk.prev,
         }));
+    }
+    if let Some(problem) = check_merkle_frontier(snapshot, walk)? {
+        return Ok(Some(problem));
     }
     let keys = snapshot.idempotency.len()?;
     if keys != walk.keyed {

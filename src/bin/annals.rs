@@ -8,12 +8,17 @@
 
 use std::borrow::Cow;
 use std::fs;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use annals::audit::history::Entity;
+use annals::audit::proof_file::ProofFile;
+use annals::export::{ExportError, ExportReader};
 use annals::hash::hex;
+use annals::merkle::TreeHead;
+use annals::store::ImportStage;
 use annals::{
     AppendError, AppendOutcome, Direction, Error, ExpectedVersion, Field, LimitError, NewEvent,
     Position, Record, Stats, Store, StoreOptions, StreamVersion, VerifyReport,
@@ -54,6 +59,96 @@ enum Command {
     State(StateArgs),
     /// Clear projections and rebuild them by replaying the whole log.
     Rebuild(RebuildArgs),
+    /// Print the root of the log's Merkle tree (of every record, or of the first N).
+    Root(RootArgs),
+    /// Print a proof: that a record is in the tree (`--position`), or that an earlier tree is
+    /// a prefix of a later one (`--from-size`).
+    Prove(ProveArgs),
+    /// Check a proof file printed by `prove --json`; exit 0 if valid, 1 if not.
+    CheckProof(CheckProofArgs),
+    /// Print every event that touched an entity, in log order: ENTITY is `stream:<name>`,
+    /// `lease:<resource>`, `lane:<lane>/<key>`, `outbox:<key>`, `run:<id>`,
+    /// `registry:<handle>`, `setting:<key>` or `consumer:<name>`.
+    History(HistoryArgs),
+    /// Write records to a portable export file: their stored bytes between a header and a
+    /// trailer naming the range, the head hash and the Merkle root.
+    Export(ExportArgs),
+    /// Check an export file completely, then append its records to a log (a new one when DB
+    /// does not exist); a damaged file is refused naming its first bad position.
+    Import(ImportArgs),
+}
+
+#[derive(Args)]
+struct HistoryArgs {
+    /// The log file; it must exist.
+    db: PathBuf,
+    /// The entity, e.g. `lease:deploy-lock`.
+    entity: String,
+    /// Print JSON lines (as `log --json` does) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ExportArgs {
+    /// The log file; it must exist.
+    db: PathBuf,
+    /// The export file to write (replaced if it exists).
+    file: PathBuf,
+    /// The first position to export [default: 0].
+    #[arg(long, default_value_t = 0)]
+    from: u64,
+    /// Export up to this position, excluded [default: the head].
+    #[arg(long)]
+    to: Option<u64>,
+}
+
+#[derive(Args)]
+struct ImportArgs {
+    /// The export file.
+    file: PathBuf,
+    /// The log to import into: created if missing, else continued.
+    db: PathBuf,
+}
+
+#[derive(Args)]
+struct RootArgs {
+    /// The log file; it must exist.
+    db: PathBuf,
+    /// The tree of the first N records [default: all of them].
+    #[arg(long)]
+    size: Option<u64>,
+    /// Print a JSON object (`size`, `root`) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ProveArgs {
+    /// The log file; it must exist.
+    db: PathBuf,
+    /// Prove that the record at this position is in the tree.
+    #[arg(
+        long,
+        conflicts_with = "from_size",
+        required_unless_present = "from_size"
+    )]
+    position: Option<u64>,
+    /// Prove that the tree of this many records is a prefix of the tree of `--size`.
+    #[arg(long)]
+    from_size: Option<u64>,
+    /// The tree of the first N records [default: all of them].
+    #[arg(long)]
+    size: Option<u64>,
+    /// Print the proof file's JSON (what `check-proof` reads) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct CheckProofArgs {
+    /// A proof file, as `prove --json` prints it.
+    proof: PathBuf,
 }
 
 #[derive(Args)]
@@ -175,6 +270,9 @@ impl From<Error> for Failure {
             Error::Append(_) | Error::Corrupt { .. } | Error::CorruptMeta(_) => {
                 Failure::Finding(message)
             }
+            Error::Export(export) if !matches!(*export, ExportError::Io(_)) => {
+                Failure::Finding(message)
+            }
             _ => Failure::Usage(message),
         }
     }
@@ -200,6 +298,12 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo(args),
         Command::State(args) => state(args),
         Command::Rebuild(args) => rebuild(args),
+        Command::Root(args) => root(args),
+        Command::Prove(args) => prove(args),
+        Command::CheckProof(args) => check_proof(args),
+        Command::History(args) => history(args),
+        Command::Export(args) => export(args),
+        Command::Import(args) => import(args),
     };
     match result {
         Ok(code) => code,
@@ -455,7 +559,10 @@ fn verify_json(report: &VerifyReport) -> VerifyJson {
 
 fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.db)?;
-    let report = store.verify()?;
+    let mut line = ProgressLine::new("verify", 2 * store.head()?.next.0);
+    let report = store.verify_with(&mut |done| line.update(done));
+    line.finish();
+    let report = report?;
     let mut out = io::stdout().lock();
     if args.json {
         print_json(&mut out, &verify_json(&report))?;
@@ -528,7 +635,14 @@ fn print_json(out: &mut impl Write, value: &impl Serialize) -> Result<(), Failur
 
 fn state(args: StateArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.db)?;
-    let rows = store.state_json(&args.projection, args.at.map(Position))?;
+    let at = args.at.map(Position);
+    let mut line = ProgressLine::new(
+        "replay",
+        at.map_or(0, |at| at.0.min(store.head().map_or(0, |h| h.next.0))),
+    );
+    let rows = store.state_json_with(&args.projection, at, &mut |done| line.update(done));
+    line.finish();
+    let rows = rows?;
     let mut out = BufWriter::new(io::stdout().lock());
     if args.json {
         print_json(&mut out, &rows)?;
@@ -543,7 +657,10 @@ fn state(args: StateArgs) -> Result<ExitCode, Failure> {
 
 fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_existing(&args.db)?;
-    store.rebuild(args.projection.as_deref())?;
+    let mut line = ProgressLine::new("rebuild", store.head()?.next.0);
+    let rebuilt = store.rebuild_with(args.projection.as_deref(), &mut |done| line.update(done));
+    line.finish();
+    rebuilt?;
     let head = store.head()?;
     let names: Vec<&str> = match &args.projection {
         Some(name) => vec![name.as_str()],
@@ -585,6 +702,281 @@ fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
         Some(finding) => {
             out.flush()?;
             Err(Failure::Finding(format!("verify failed at {finding}")))
+        }
+    }
+}
+
+/// The report of `root --json`.
+#[derive(Serialize)]
+struct RootJson {
+    size: u64,
+    root: String,
+    tree_head: String,
+}
+
+fn root(args: RootArgs) -> Result<ExitCode, Failure> {
+    let store = Store::open_read_only(&args.db)?;
+    let snapshot = store.snapshot()?;
+    let size = args.size.unwrap_or(snapshot.head()?.next.0);
+    let root = snapshot.merkle_root(size)?;
+    let mut out = io::stdout().lock();
+    if args.json {
+        let report = RootJson {
+            size,
+            root: root.to_hex(),
+            tree_head: TreeHead { size, root }.hash().to_hex(),
+        };
+        print_json(&mut out, &report)?;
+    } else {
+        writeln!(out, "size      {size}")?;
+        writeln!(out, "root      {root}")?;
+        writeln!(out, "tree head {}", TreeHead { size, root }.hash())?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn prove(args: ProveArgs) -> Result<ExitCode, Failure> {
+    let store = Store::open_read_only(&args.db)?;
+    let snapshot = store.snapshot()?;
+    let size = args.size.unwrap_or(snapshot.head()?.next.0);
+    let proof = match (args.position, args.from_size) {
+        (Some(position), _) => ProofFile::inclusion(&snapshot, Position(position), size)?,
+        (None, Some(from_size)) => ProofFile::consistency(&snapshot, from_size, size)?,
+        (None, None) => return Err(Failure::Usage("give --position or --from-size".into())),
+    };
+    let mut out = io::stdout().lock();
+    if args.json {
+        print_json(&mut out, &proof)?;
+    } else {
+        match &proof {
+            ProofFile::Inclusion {
+                position,
+                size,
+                record_hash,
+                root,
+                tree_head,
+                path,
+            } => {
+                writeln!(
+                    out,
+                    "inclusion of position {position} in the tree of size {size}"
+                )?;
+                writeln!(out, "record hash {record_hash}")?;
+                writeln!(out, "root        {root}")?;
+                writeln!(out, "tree head   {tree_head}")?;
+                for hash in path {
+                    writeln!(out, "path        {hash}")?;
+                }
+            }
+            ProofFile::Consistency {
+                from_size,
+                from_root,
+                size,
+                root,
+                path,
+                ..
+            } => {
+                writeln!(out, "consistency of size {from_size} with size {size}")?;
+                writeln!(out, "from root   {from_root}")?;
+                writeln!(out, "root        {root}")?;
+                for hash in path {
+                    writeln!(out, "path        {hash}")?;
+                }
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The largest proof file `check-proof` reads: a proof has at most 2·64 hashes.
+const PROOF_FILE_BYTES_MAX: u64 = 64 * 1024;
+
+fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
+    let unreadable =
+        |error: io::Error| Failure::Usage(format!("{}: {error}", args.proof.display()));
+    let file = fs::File::open(&args.proof).map_err(unreadable)?;
+    let mut bytes = Vec::new();
+    file.take(PROOF_FILE_BYTES_MAX + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    if bytes.len() as u64 > PROOF_FILE_BYTES_MAX {
+        return Err(Failure::Finding(format!(
+            "invalid: {} is over {PROOF_FILE_BYTES_MAX} bytes, larger than any proof",
+            args.proof.display()
+        )));
+    }
+    let proof: ProofFile = serde_json::from_slice(&bytes).map_err(|error| {
+        Failure::Finding(format!(
+            "invalid: {} is not a proof file: {error}",
+            args.proof.display()
+        ))
+    })?;
+    match proof.check() {
+        Ok(()) => {
+            let mut out = io::stdout().lock();
+            match &proof {
+                ProofFile::Inclusion {
+                    position,
+                    size,
+                    root,
+                    ..
+                } => writeln!(
+                    out,
+                    "valid: position {position} is in the tree of size {size} with root {root}"
+                )?,
+                ProofFile::Consistency {
+                    from_size,
+                    size,
+                    root,
+                    ..
+                } => writeln!(
+                    out,
+                    "valid: the tree of size {from_size} is a prefix of the tree of size {size} with root {root}"
+                )?,
+            }
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => Err(Failure::Finding(format!("invalid: {error}"))),
+    }
+}
+
+fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
+    let store = Store::open_read_only(&args.db)?;
+    let snapshot = store.snapshot()?;
+    let to = args.to.unwrap_or(snapshot.head()?.next.0);
+    let mut line = ProgressLine::new("export", to.saturating_sub(args.from));
+    let summary = annals::export::export(
+        &snapshot,
+        Position(args.from),
+        Position(to),
+        &args.file,
+        &mut |done| line.update(done),
+    );
+    line.finish();
+    let summary = summary?;
+    let header = &summary.header;
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "exported positions {} .. {} ({} records) to {}",
+        header.from,
+        header.to,
+        header.to.0 - header.from.0,
+        args.file.display()
+    )?;
+    writeln!(out, "head hash {}", header.head)?;
+    writeln!(out, "root      {}", header.root)?;
+    writeln!(out, "tree head {}", header.tree_head().hash())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
+    // The header gives the total for the progress line; the import reads and checks it again.
+    let records = ExportReader::open(&args.file)
+        .map(|reader| reader.header().to.0 - reader.header().from.0)
+        .unwrap_or(0);
+    let mut check = ProgressLine::new("check", records);
+    let mut write = ProgressLine::new("import", records);
+    let summary = Store::import(&args.file, &args.db, &mut |stage, done| match stage {
+        ImportStage::Check => check.update(done),
+        _ => {
+            check.finish();
+            write.update(done)
+        }
+    });
+    check.finish();
+    write.finish();
+    let summary = summary?;
+    let header = &summary.header;
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "imported positions {} .. {} ({} records) into {}",
+        header.from,
+        header.to,
+        header.to.0 - header.from.0,
+        args.db.display()
+    )?;
+    writeln!(out, "head hash {}", header.head)?;
+    writeln!(out, "root      {}", header.root)?;
+    writeln!(out, "tree head {}", header.tree_head().hash())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
+    let entity = Entity::parse(&args.entity)?;
+    let store = Store::open_read_only(&args.db)?;
+    let records = store.history(&entity)?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    for record in &records {
+        if args.json {
+            print_json(&mut out, &record_json(record))?;
+        } else {
+            writeln!(out, "{}", record_text(record))?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A one-line progress bar on standard error for long operations, drawn only when standard
+/// error is a terminal (never into a pipe or a file), redrawn only when its percentage moves.
+struct ProgressLine {
+    label: &'static str,
+    total: u64,
+    enabled: bool,
+    shown_percent: Option<u64>,
+}
+
+/// Characters of the bar between its brackets.
+const PROGRESS_BAR_WIDTH: u64 = 30;
+
+impl ProgressLine {
+    fn new(label: &'static str, total: u64) -> ProgressLine {
+        ProgressLine {
+            label,
+            total,
+            enabled: total > 0 && io::stderr().is_terminal(),
+            shown_percent: None,
+        }
+    }
+
+    fn update(&mut self, done: u64) {
+        if !self.enabled {
+            return;
+        }
+        let done = done.min(self.total);
+        let percent = done * 100 / self.total;
+        if self.shown_percent == Some(percent) {
+            return;
+        }
+        self.shown_percent = Some(percent);
+        let filled = (done * PROGRESS_BAR_WIDTH / self.total) as usize;
+        let empty = PROGRESS_BAR_WIDTH as usize - filled;
+        let mut err = io::stderr().lock();
+        // A failure to draw progress is not a failure of the operation.
+        let _ = write!(
+            err,
+            "\r{} [{}{}] {percent:>3}% {done}/{}",
+            self.label,
+            "#".repeat(filled),
+            "-".repeat(empty),
+            self.total
+        );
+        let _ = err.flush();
+    }
+
+    /// Erases the line, if one was drawn.
+    fn finish(&mut self) {
+        if self.shown_percent.take().is_some() {
+            let mut err = io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
         }
     }
 }

@@ -8,7 +8,8 @@ use std::fmt;
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::tables::{HEAD_KEY, IDEMPOTENCY, META, SEGMENTS, STREAM_RUNS, STREAMS};
+use super::merkle::{MerkleWriter, decode_frontier};
+use super::tables::{HEAD_KEY, IDEMPOTENCY, MERKLE_KEY, META, SEGMENTS, STREAM_RUNS, STREAMS};
 use super::{Head, decode_head, encode_head};
 use crate::error::{Error, Result};
 use crate::hash::Digest;
@@ -140,6 +141,14 @@ pub enum AppendError {
         /// Why the token is not live.
         reason: String,
     },
+    /// A sealed record (from an import) that does not continue the log verbatim.
+    #[error("the record at position {position} cannot be appended verbatim: {reason}")]
+    NotSealable {
+        /// The record's position.
+        position: Position,
+        /// Why.
+        reason: String,
+    },
     /// The log has no positions left (2^64 records).
     #[error("the log is full")]
     LogFull,
@@ -161,6 +170,7 @@ pub struct LogWriter<'txn> {
     idempotency: Table<'txn, &'static str, (u64, [u8; 32])>,
     head: Head,
     segment: SegmentBuilder,
+    merkle: MerkleWriter<'txn>,
 }
 
 impl<'txn> LogWriter<'txn> {
@@ -171,7 +181,12 @@ impl<'txn> LogWriter<'txn> {
             Some(bytes) => decode_head(bytes.value())?,
             None => return Err(Error::CorruptMeta("the head is missing".into())),
         };
+        let frontier = decode_frontier(
+            meta.get(MERKLE_KEY)?.as_ref().map(|g| g.value()),
+            head.next.0,
+        )?;
         Ok(LogWriter {
+            merkle: MerkleWriter::open(txn, frontier)?,
             meta,
             segments: txn.open_table(SEGMENTS)?,
             streams: txn.open_table(STREAMS)?,
@@ -230,6 +245,83 @@ impl<'txn> LogWriter<'txn> {
             count: added,
             head: self.head,
         }))
+    }
+
+    /// Appends records sealed elsewhere (an import) verbatim, pushing the records written onto
+    /// `written`. They must be one stream's, continue the head (position and `prev`) and the
+    /// stream's versions, and carry no idempotency key already used; re-encoded here, each must
+    /// hash as it did. Checked before anything is written, except the hashes: on `Err`, abort
+    /// the transaction.
+    pub fn append_sealed(&mut self, records: &[Record], written: &mut Vec<Record>) -> Result<()> {
+        let Some(first) = records.first() else {
+            return Err(AppendError::NoEvents.into());
+        };
+        let stream = first.stream.as_str();
+        let count = self.streams.get(stream)?.map_or(0, |guard| guard.value());
+        let mut keys = BTreeSet::new();
+        for (offset, record) in (0u64..).zip(records) {
+            let refuse = |reason: String| -> Result<()> {
+                Err(AppendError::NotSealable {
+                    position: record.position,
+                    reason,
+                }
+                .into())
+            };
+            if record.stream != stream {
+                return refuse(format!("stream {:?} in a run of {stream:?}", record.stream));
+            }
+            if Some(record.position.0) != self.head.next.0.checked_add(offset) {
+                return refuse(format!(
+                    "the log's next position is {}",
+                    self.head.next.0 + offset
+                ));
+            }
+            if record.version.0 != count + offset {
+                return refuse(format!("the stream's next version is {}", count + offset));
+            }
+            if let Some(key) = record.idempotency_key.as_deref()
+                && (!keys.insert(key) || self.idempotency.get(key)?.is_some())
+            {
+                return refuse(format!("idempotency key {key:?} is already used"));
+            }
+        }
+        if first.prev != self.head.hash {
+            return Err(AppendError::NotSealable {
+                position: first.position,
+                reason: format!(
+                    "prev is {}, the head hash is {}",
+                    first.prev, self.head.hash
+                ),
+            }
+            .into());
+        }
+        let events: Vec<NewEvent> = records
+            .iter()
+            .map(|record| NewEvent {
+                kind: record.kind.clone(),
+                schema: record.schema,
+                at_ms: record.at_ms,
+                idempotency_key: record.idempotency_key.clone(),
+                payload: record.payload.clone(),
+            })
+            .collect();
+        let start = written.len();
+        self.write(stream, StreamVersion(count), &events, written)?;
+        for (new, record) in written[start..].iter().zip(records) {
+            if new.hash != record.hash {
+                return Err(AppendError::NotSealable {
+                    position: record.position,
+                    reason: format!("re-encoded, it hashes to {} not {}", new.hash, record.hash),
+                }
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The root of the Merkle tree of every record, including this transaction's.
+    pub fn merkle_root(&self) -> Digest {
+        self.merkle.root()
     }
 
     /// `Some(positions)` when every event is a duplicate, `None` when none is; an error for a
@@ -302,6 +394,7 @@ impl<'txn> LogWriter<'txn> {
             let hash =
                 encode_stored_hashed(self.segment.body_mut(), event, placement, payload_hash)?;
             self.segment.seal_record();
+            self.merkle.push(hash)?;
             if let Some(key) = event.idempotency_key.as_deref() {
                 let content = content_hash(stream, &event.kind, payload_hash);
                 self.idempotency.insert(key, (position.0, content.0))?;
@@ -333,6 +426,8 @@ impl<'txn> LogWriter<'txn> {
         };
         self.meta
             .insert(HEAD_KEY, encode_head(self.head).as_slice())?;
+        self.meta
+            .insert(MERKLE_KEY, self.merkle.frontier_bytes().as_slice())?;
         Ok(())
     }
 }

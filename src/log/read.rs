@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction, ReadableTableMetadata};
 
-use super::tables::{HEAD_KEY, IDEMPOTENCY, META, SEGMENTS, STREAM_RUNS, STREAMS};
+use super::tables::{HEAD_KEY, IDEMPOTENCY, MERKLE, META, SEGMENTS, STREAM_RUNS, STREAMS};
 use super::{Head, decode_head};
 use crate::audit::verify::Problem;
 use crate::error::{Error, Result};
@@ -36,6 +36,7 @@ pub struct Snapshot {
     pub(crate) stream_runs: ReadOnlyTable<(&'static str, u64), (u64, u64)>,
     pub(crate) idempotency: ReadOnlyTable<&'static str, (u64, [u8; 32])>,
     checkpoints: ReadOnlyTable<&'static str, (u32, u64)>,
+    pub(crate) merkle: ReadOnlyTable<(u8, u64), [u8; 32]>,
 }
 
 impl Snapshot {
@@ -48,7 +49,16 @@ impl Snapshot {
             stream_runs: txn.open_table(STREAM_RUNS)?,
             idempotency: txn.open_table(IDEMPOTENCY)?,
             checkpoints: txn.open_table(crate::projection::CHECKPOINTS)?,
+            merkle: txn.open_table(MERKLE)?,
         })
+    }
+
+    /// The value of meta key `key`, if present.
+    pub(crate) fn meta_value(
+        &self,
+        key: &str,
+    ) -> Result<Option<AccessGuard<'static, &'static [u8]>>> {
+        Ok(self.meta.get(key)?)
     }
 
     /// The head: the next position and the hash of the last record.
@@ -183,7 +193,7 @@ impl SegmentCursor {
     }
 }
 
-fn missing(position: Position) -> Error {
+pub(crate) fn missing(position: Position) -> Error {
     Error::Corrupt {
         position,
         problem: Box::new(Problem::Missing),

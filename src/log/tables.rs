@@ -21,6 +21,16 @@ pub const STREAM_RUNS: TableDefinition<(&str, u64), (u64, u64)> =
 pub const IDEMPOTENCY: TableDefinition<&str, (u64, [u8; 32])> =
     TableDefinition::new("annals.idempotency");
 
+/// `annals.merkle`: (level, index) → the root of the perfect subtree of the log's Merkle tree
+/// over leaves `index·2^level .. (index+1)·2^level`, for every complete one at a level of at
+/// least [`MERKLE_STORED_LEVEL_MIN`]. Written once, when its last leaf is appended.
+pub const MERKLE: TableDefinition<(u8, u64), [u8; 32]> = TableDefinition::new("annals.merkle");
+
+/// The lowest level of the Merkle tree kept in [`MERKLE`]: subtrees of fewer than 16 leaves are
+/// recomputed from their records when a proof needs them, so appending a record costs one
+/// insert per 8 records here instead of two per record.
+pub const MERKLE_STORED_LEVEL_MIN: u8 = 4;
+
 /// Meta key whose value is [`MAGIC`].
 pub const MAGIC_KEY: &str = "magic";
 /// The bytes that mark a redb file as an annals log.
@@ -29,6 +39,10 @@ pub const MAGIC: &[u8] = b"annals event log";
 pub const FORMAT_KEY: &str = "format";
 /// Meta key whose value is the head: next position `u64` LE ‖ head hash (32 bytes).
 pub const HEAD_KEY: &str = "head";
+
+/// Meta key whose value is the Merkle frontier of the tree of every record: the roots of its
+/// perfect subtrees, largest first, 32 bytes each, one per set bit of the head's next position.
+pub const MERKLE_KEY: &str = "merkle";
 
 /// The format version this code writes and reads.
 pub const FORMAT_VERSION: u32 = 1;

@@ -24,11 +24,16 @@ pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Resu
         }
     }
     txn.commit()?;
-    replay(db, projections)
+    replay(db, projections, &mut |_| {})
 }
 
 /// Clears `name` (or every projection) and replays the whole log into it.
-pub(crate) fn rebuild(db: &Database, projections: &Projections, name: Option<&str>) -> Result<()> {
+pub(crate) fn rebuild(
+    db: &Database,
+    projections: &Projections,
+    name: Option<&str>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<()> {
     if let Some(name) = name
         && projections.get(name).is_none()
     {
@@ -44,7 +49,7 @@ pub(crate) fn rebuild(db: &Database, projections: &Projections, name: Option<&st
         reset(&txn, projection.as_ref())?;
     }
     txn.commit()?;
-    replay(db, projections)
+    replay(db, projections, progress)
 }
 
 /// Empties `projection`'s tables and sets its checkpoint to its version at position 0.
@@ -58,7 +63,8 @@ fn reset(txn: &WriteTransaction, projection: &dyn Projection) -> Result<()> {
 }
 
 /// Applies every record at or after each projection's checkpoint, in batches.
-fn replay(db: &Database, projections: &Projections) -> Result<()> {
+/// `progress` hears the next position to apply after each batch.
+fn replay(db: &Database, projections: &Projections, progress: &mut dyn FnMut(u64)) -> Result<()> {
     loop {
         let txn = db.begin_write()?;
         let mut nexts = Vec::new();
@@ -101,5 +107,6 @@ fn replay(db: &Database, projections: &Projections) -> Result<()> {
             )?;
         }
         txn.commit()?;
+        progress(next.0);
     }
 }

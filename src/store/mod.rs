@@ -7,6 +7,7 @@
 //! new head on a watch channel, which subscriptions use as a wake-up.
 
 mod catch_up;
+mod import;
 mod open;
 mod session;
 
@@ -17,7 +18,7 @@ use std::sync::Arc;
 use redb::Database;
 use tokio::sync::watch;
 
-use crate::audit::verify::{VerifyReport, verify};
+use crate::audit::verify::VerifyReport;
 use crate::command::Command;
 use crate::error::{Error, OpenError, Result};
 use crate::leases::LeaseGuard;
@@ -28,6 +29,7 @@ use crate::projection::table::ReadTables;
 use crate::projection::{Projection, Projections};
 use crate::record::limits::Limits;
 use crate::record::{NewEvent, Position, Record, StreamVersion};
+pub use import::ImportStage;
 use open::{Handle, check_identity, check_redb_magic, create, open_redb, opened, redb_builder};
 pub use session::WriteSession;
 
@@ -355,22 +357,49 @@ impl Store {
     /// Walks the whole log and checks every projection against a fresh replay; see
     /// [`crate::audit::verify`].
     pub fn verify(&self) -> Result<VerifyReport> {
+        self.verify_with(&mut |_| {})
+    }
+
+    /// [`Store::verify`], calling `progress` with the records done so far: it counts to twice
+    /// the head (the walk, then the replay).
+    pub fn verify_with(&self, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
         let txn = self.db.begin_read()?;
-        verify(
+        crate::audit::verify::verify_with(
             &Snapshot::new(&txn)?,
             &ReadTables::new(txn),
             &self.projections,
+            progress,
         )
+    }
+
+    /// Every record that touched `entity`, in log order; see [`crate::audit::history`].
+    pub fn history(&self, entity: &crate::audit::history::Entity) -> Result<Vec<Record>> {
+        crate::audit::history::history(&self.snapshot()?, entity)
     }
 
     /// Clears `name` (or every projection when `None`) and replays the whole log into it.
     pub fn rebuild(&self, name: Option<&str>) -> Result<()> {
-        catch_up::rebuild(self.database()?, &self.projections, name)
+        self.rebuild_with(name, &mut |_| {})
+    }
+
+    /// [`Store::rebuild`], calling `progress` with the records replayed so far.
+    pub fn rebuild_with(&self, name: Option<&str>, progress: &mut dyn FnMut(u64)) -> Result<()> {
+        catch_up::rebuild(self.database()?, &self.projections, name, progress)
     }
 
     /// Every row of projection `name` as JSON (see [`Projection::state_json`]): as it stands,
     /// or with `at = Some(n)` as of the first `n` records, by replaying them into memory.
     pub fn state_json(&self, name: &str, at: Option<Position>) -> Result<serde_json::Value> {
+        self.state_json_with(name, at, &mut |_| {})
+    }
+
+    /// [`Store::state_json`], calling `progress` with the records replayed so far.
+    pub fn state_json_with(
+        &self,
+        name: &str,
+        at: Option<Position>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<serde_json::Value> {
         let projection = self
             .projections
             .get(name)
@@ -378,8 +407,12 @@ impl Store {
         match at {
             None => projection.state_json(&self.state()?),
             Some(at) => {
-                let replayed =
-                    crate::audit::replay::replay(&self.snapshot()?, &self.projections, Some(at))?;
+                let replayed = crate::audit::replay::replay_with(
+                    &self.snapshot()?,
+                    &self.projections,
+                    Some(at),
+                    progress,
+                )?;
                 projection.state_json(&replayed.state()?)
             }
         }

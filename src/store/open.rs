@@ -12,7 +12,7 @@ use crate::error::{Error, OpenError, Result};
 use crate::log::Head;
 use crate::log::encode_head;
 use crate::log::tables::{
-    FORMAT_KEY, FORMAT_VERSION, HEAD_KEY, IDEMPOTENCY, MAGIC, MAGIC_KEY, META, SEGMENTS,
+    FORMAT_KEY, FORMAT_VERSION, HEAD_KEY, IDEMPOTENCY, MAGIC, MAGIC_KEY, MERKLE, META, SEGMENTS,
     STREAM_RUNS, STREAMS,
 };
 use crate::projection::CHECKPOINTS;
@@ -56,6 +56,7 @@ pub(crate) fn create(path: &Path) -> Result<()> {
             txn.open_table(STREAMS)?;
             txn.open_table(STREAM_RUNS)?;
             txn.open_table(IDEMPOTENCY)?;
+            txn.open_table(MERKLE)?;
             txn.open_table(CHECKPOINTS)?;
         }
         txn.commit()?;

@@ -10,8 +10,8 @@ use crate::log::Head;
 use crate::log::append::{AppendError, AppendOutcome, ExpectedVersion, LogWriter};
 use crate::projection::Projections;
 use crate::projection::table::WriteTables;
-use crate::record::NewEvent;
 use crate::record::limits::Limits;
+use crate::record::{NewEvent, Record};
 
 /// Appends and commands inside one write transaction. Later commands see the effects of
 /// earlier ones.
@@ -111,6 +111,23 @@ impl<'txn> WriteSession<'txn> {
         events: &[NewEvent],
     ) -> Result<AppendOutcome> {
         self.append_applied(stream, expected, events)
+    }
+
+    /// Appends records sealed elsewhere verbatim (see [`LogWriter::append_sealed`]) and applies
+    /// them to every projection: how an import writes. On `Err`, the transaction is dropped.
+    pub fn append_sealed(&mut self, records: &[Record]) -> Result<()> {
+        let mut written = Vec::with_capacity(records.len());
+        self.log.append_sealed(records, &mut written)?;
+        for record in &written {
+            self.projections.apply(&self.tables, record)?;
+        }
+        self.appended |= !written.is_empty();
+        Ok(())
+    }
+
+    /// The root of the Merkle tree of every record, including this transaction's.
+    pub fn merkle_root(&self) -> crate::hash::Digest {
+        self.log.merkle_root()
     }
 
     /// Decides `command` against the tables as they stand and appends what it decides.

@@ -23,20 +23,20 @@ const RECORD_KEYS: [&str; 12] = [
 ];
 
 /// A log file path in a fresh temporary folder; the file does not exist yet.
-struct Log {
-    dir: TempDir,
-    db: PathBuf,
+pub(crate) struct Log {
+    pub(crate) dir: TempDir,
+    pub(crate) db: PathBuf,
 }
 
 impl Log {
-    fn new() -> Log {
+    pub(crate) fn new() -> Log {
         let dir = tempfile::tempdir().expect("temporary folder");
         let db = dir.path().join("log.redb");
         Log { dir, db }
     }
 
     /// Runs `annals <command> <db> <args…>`.
-    fn run(&self, command: &str, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, command: &str, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_annals"))
             .arg(command)
             .arg(&self.db)
@@ -46,7 +46,7 @@ impl Log {
     }
 
     /// Runs a command that must succeed and returns its standard output.
-    fn ok(&self, command: &str, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, command: &str, args: &[&str]) -> String {
         stdout(&exits(self.run(command, args), 0))
     }
 
@@ -66,7 +66,7 @@ impl Log {
 }
 
 /// Asserts the exit code, showing stderr when it differs.
-fn exits(output: Output, code: i32) -> Output {
+pub(crate) fn exits(output: Output, code: i32) -> Output {
     assert_eq!(
         output.status.code(),
         Some(code),
@@ -77,15 +77,15 @@ fn exits(output: Output, code: i32) -> Output {
     output
 }
 
-fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).expect("UTF-8 output")
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8(output.stderr.clone()).expect("UTF-8 output")
 }
 
-fn json(line: &str) -> Value {
+pub(crate) fn json(line: &str) -> Value {
     serde_json::from_str(line).unwrap_or_else(|error| panic!("{line:?} is not JSON: {error}"))
 }
 

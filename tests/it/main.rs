@@ -1,11 +1,15 @@
 //! Integration tests, one binary (faster to build on two cores).
 
 mod cli;
+mod cli_audit;
 mod common;
 mod events;
+mod export;
+mod history;
 mod leases;
 mod limits;
 mod log;
+mod merkle;
 mod open;
 mod outbox;
 mod projections;

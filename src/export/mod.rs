@@ -1,0 +1,481 @@
+//! Portable export files: a range of the log's records as their stored bytes, between a header
+//! and a trailer that name the range, the chain's ends and the Merkle root at the end
+//! (`schema/FORMAT.md`, "Export files").
+//!
+//! This module owns the file's layout, writing it from a [`Snapshot`] ([`export`]) and
+//! reading it back with every check a reader can make alone ([`ExportReader`], [`check`]):
+//! each record sound at its position, each `prev` the hash before it, the head hash and the
+//! root recomputed. Every length is checked against its cap before anything is allocated. It
+//! never writes to a log: importing is the store's (`Store::import`).
+
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::hash::Digest;
+use crate::log::read::{Snapshot, parse_segment};
+use crate::merkle::{Frontier, LogTreeHasher, leaf_hash};
+use crate::record::limits::{HEADER_BYTES_CAP, PAYLOAD_BYTES_CAP};
+use crate::record::{Position, Record, RecordError, decode_stored};
+
+/// The first 16 bytes of every export file.
+pub const EXPORT_MAGIC: &[u8; 16] = b"annals export v1";
+/// The 16 bytes that open the trailer.
+pub const TRAILER_MAGIC: &[u8; 16] = b"annals export ok";
+/// The export file format this code writes and reads.
+pub const EXPORT_FORMAT_VERSION: u32 = 1;
+/// The largest stored record: its hash, the largest header and the largest payload.
+pub const STORED_RECORD_BYTES_CAP: u64 = 32 + HEADER_BYTES_CAP as u64 + PAYLOAD_BYTES_CAP as u64;
+
+/// Why an export file was refused. Positions name the first record concerned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// The file does not start with [`EXPORT_MAGIC`].
+    #[error("not an annals export file")]
+    NotAnExport,
+    /// An export file of a format version this build does not read.
+    #[error("export format version {found} is not supported (this build reads {supported})")]
+    UnsupportedVersion {
+        /// The version in the file.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// The header contradicts itself (a range that ends before it starts).
+    #[error("bad header: {detail}")]
+    Header {
+        /// What is wrong.
+        detail: String,
+    },
+    /// The first record, link, length or summary that is wrong; nothing from it on is trusted.
+    #[error("damaged at position {position}: {detail}")]
+    Damaged {
+        /// The first position concerned (the range's end for the trailer and the root).
+        position: Position,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The file is sound but does not continue the log it is imported into.
+    #[error("the export does not continue this log: {detail}")]
+    Mismatch {
+        /// How it differs.
+        detail: String,
+    },
+    /// Reading or writing the file failed.
+    #[error("export file: {0}")]
+    Io(#[from] io::Error),
+}
+
+impl ExportError {
+    /// The position a damaged file is refused at, if the refusal names one.
+    pub fn position(&self) -> Option<Position> {
+        match self {
+            ExportError::Damaged { position, .. } => Some(*position),
+            _ => None,
+        }
+    }
+}
+
+/// What an export file's header says: the range, where its chain starts, where it ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExportHeader {
+    /// The first position exported.
+    pub from: Position,
+    /// One past the last position exported: the head's next position after importing.
+    pub to: Position,
+    /// The record hash at `from - 1` (zero when `from` is 0): what the first record's `prev` is.
+    pub prev: Digest,
+    /// The Merkle frontier of the tree of the `from` records before the range.
+    pub frontier: Vec<Digest>,
+    /// The record hash at `to - 1`: the head hash after importing.
+    pub head: Digest,
+    /// The root of the Merkle tree of the first `to` records.
+    pub root: Digest,
+}
+
+impl ExportHeader {
+    fn encode(&self, out: &mut impl Write) -> io::Result<()> {
+        out.write_all(EXPORT_MAGIC)?;
+        out.write_all(&EXPORT_FORMAT_VERSION.to_le_bytes())?;
+        out.write_all(&self.from.0.to_le_bytes())?;
+        out.write_all(&self.to.0.to_le_bytes())?;
+        out.write_all(self.prev.as_bytes())?;
+        for node in &self.frontier {
+            out.write_all(node.as_bytes())?;
+        }
+        out.write_all(self.head.as_bytes())?;
+        out.write_all(self.root.as_bytes())
+    }
+
+    fn decode(input: &mut impl Read) -> Result<ExportHeader, ExportError> {
+        let mut magic = [0; 16];
+        read_exact_or(input, &mut magic, || ExportError::NotAnExport)?;
+        if &magic != EXPORT_MAGIC {
+            return Err(ExportError::NotAnExport);
+        }
+        let header_error = |detail: &str| ExportError::Header {
+            detail: detail.to_owned(),
+        };
+        let truncated = || header_error("the file ends inside the header");
+        let mut version = [0; 4];
+        read_exact_or(input, &mut version, truncated)?;
+        let found = u32::from_le_bytes(version);
+        if found != EXPORT_FORMAT_VERSION {
+            return Err(ExportError::UnsupportedVersion {
+                found,
+                supported: EXPORT_FORMAT_VERSION,
+            });
+        }
+        let from = Position(read_u64(input, truncated)?);
+        let to = Position(read_u64(input, truncated)?);
+        if to < from {
+            return Err(header_error(&format!(
+                "the range ends at {to}, before its start {from}"
+            )));
+        }
+        let prev = read_digest(input, truncated)?;
+        // At most 64 nodes: the count is bounded by the integer's bits.
+        let mut frontier = Vec::with_capacity(from.0.count_ones() as usize);
+        for _ in 0..from.0.count_ones() {
+            frontier.push(read_digest(input, truncated)?);
+        }
+        let head = read_digest(input, truncated)?;
+        let root = read_digest(input, truncated)?;
+        Ok(ExportHeader {
+            from,
+            to,
+            prev,
+            frontier,
+            head,
+            root,
+        })
+    }
+
+    /// The tree head of the first `to` records.
+    pub fn tree_head(&self) -> crate::merkle::TreeHead {
+        crate::merkle::TreeHead {
+            size: self.to.0,
+            root: self.root,
+        }
+    }
+}
+
+fn read_exact_or(
+    input: &mut impl Read,
+    buf: &mut [u8],
+    short: impl FnOnce() -> ExportError,
+) -> Result<(), ExportError> {
+    match input.read_exact(buf) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => Err(short()),
+        Err(error) => Err(ExportError::Io(error)),
+    }
+}
+
+fn read_u64(
+    input: &mut impl Read,
+    short: impl FnOnce() -> ExportError,
+) -> Result<u64, ExportError> {
+    let mut bytes = [0; 8];
+    read_exact_or(input, &mut bytes, short)?;
+    Ok(u64::from_le_bytes(bytes))
+}
+
+fn read_digest(
+    input: &mut impl Read,
+    short: impl FnOnce() -> ExportError,
+) -> Result<Digest, ExportError> {
+    let mut bytes = [0; 32];
+    read_exact_or(input, &mut bytes, short)?;
+    Ok(Digest(bytes))
+}
+
+/// What an export or a check covered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExportSummary {
+    /// The file's header (its range, chain ends and root).
+    pub header: ExportHeader,
+}
+
+/// Writes records `from .. to` of `snapshot` to `path` as an export file (replacing any file
+/// there), calling `progress` with the number of records written so far. Each record is
+/// checked as it is read; a damaged log is not exported.
+pub fn export(
+    snapshot: &Snapshot,
+    from: Position,
+    to: Position,
+    path: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ExportSummary> {
+    let head = snapshot.head()?;
+    if to > head.next || from > to {
+        return Err(crate::error::AuditError::Range {
+            from,
+            to,
+            head: head.next.0,
+        }
+        .into());
+    }
+    let prev = match from.0.checked_sub(1) {
+        None => Digest::ZERO,
+        Some(before) => record_hash_at(snapshot, Position(before))?,
+    };
+    let last = match to.0.checked_sub(1) {
+        Some(last) if to > from => record_hash_at(snapshot, Position(last))?,
+        _ => prev,
+    };
+    let frontier = frontier_at(snapshot, from.0)?;
+    let header = ExportHeader {
+        from,
+        to,
+        prev,
+        frontier,
+        head: last,
+        root: snapshot.merkle_root(to.0)?,
+    };
+    // Written under a temporary name and renamed once complete: `path` never names half a file.
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".partial");
+    let temporary = std::path::PathBuf::from(temporary);
+    let written = write_file(snapshot, &header, &temporary, progress);
+    if let Err(error) = written {
+        // Best effort: the error that matters is the export's.
+        let _ = std::fs::remove_file(&temporary);
+        return Err(error);
+    }
+    std::fs::rename(&temporary, path)?;
+    Ok(ExportSummary { header })
+}
+
+fn write_file(
+    snapshot: &Snapshot,
+    header: &ExportHeader,
+    path: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<()> {
+    let (from, to) = (header.from, header.to);
+    let mut out = BufWriter::new(File::create(path)?);
+    header.encode(&mut out)?;
+    let mut written = 0u64;
+    let mut next = from;
+    if from < to {
+        let start = match snapshot.segments.range(..=from.0)?.next_back() {
+            Some(entry) => entry?.0.value(),
+            None => from.0,
+        };
+        'segments: for entry in snapshot.segments.range(start..to.0)? {
+            let (first, guard) = entry?;
+            let first = first.value();
+            let segment = parse_segment(first, guard.value())?;
+            for index in 0..segment.count() {
+                let position = Position(first + u64::from(index));
+                if position < from {
+                    continue;
+                }
+                if position >= to {
+                    break 'segments;
+                }
+                if position != next {
+                    return Err(crate::log::read::missing(next));
+                }
+                let bytes = segment
+                    .record(index)
+                    .ok_or_else(|| crate::log::read::missing(position))?;
+                crate::log::read::decode_at(bytes, position)?;
+                out.write_all(&(bytes.len() as u32).to_le_bytes())?;
+                out.write_all(bytes)?;
+                next = Position(position.0 + 1);
+                written += 1;
+                if written.is_multiple_of(1024) {
+                    progress(written);
+                }
+            }
+        }
+    }
+    if next != to {
+        return Err(crate::log::read::missing(next));
+    }
+    out.write_all(TRAILER_MAGIC)?;
+    out.write_all(&to.0.to_le_bytes())?;
+    out.write_all(header.head.as_bytes())?;
+    out.write_all(header.root.as_bytes())?;
+    out.flush()?;
+    out.get_ref().sync_all()?;
+    progress(written);
+    Ok(())
+}
+
+fn record_hash_at(snapshot: &Snapshot, position: Position) -> Result<Digest> {
+    snapshot
+        .get(position)?
+        .map(|record| record.hash)
+        .ok_or_else(|| crate::log::read::missing(position))
+}
+
+/// The Merkle frontier of the tree of the first `size` records, from the stored tree.
+pub(crate) fn frontier_at(snapshot: &Snapshot, size: u64) -> Result<Vec<Digest>> {
+    let mut nodes = Vec::new();
+    for (level, index) in crate::merkle::perfect_subtrees(0, size) {
+        nodes.push(snapshot.merkle_node(level, index)?);
+    }
+    Ok(nodes)
+}
+
+/// Reads an export file record by record, checking each against the header and the one
+/// before it. After the last record, [`ExportReader::finish`] checks the trailer and the root.
+pub struct ExportReader<R> {
+    input: R,
+    header: ExportHeader,
+    next: Position,
+    prev: Digest,
+    frontier: Frontier<Digest>,
+}
+
+impl ExportReader<BufReader<File>> {
+    /// Opens the export file at `path` and reads its header.
+    pub fn open(path: &Path) -> Result<Self, ExportError> {
+        ExportReader::new(BufReader::new(File::open(path)?))
+    }
+}
+
+impl<R: Read> ExportReader<R> {
+    /// Reads the header from `input`.
+    pub fn new(mut input: R) -> Result<Self, ExportError> {
+        let header = ExportHeader::decode(&mut input)?;
+        let frontier =
+            Frontier::from_nodes(header.from.0, header.frontier.clone()).ok_or_else(|| {
+                ExportError::Header {
+                    detail: "the frontier does not fit the range's start".into(),
+                }
+            })?;
+        Ok(ExportReader {
+            next: header.from,
+            prev: header.prev,
+            frontier,
+            input,
+            header,
+        })
+    }
+
+    /// The header.
+    pub fn header(&self) -> &ExportHeader {
+        &self.header
+    }
+
+    /// The next record, checked: sound at its position and chained to the one before. `None`
+    /// after the last one of the range.
+    pub fn next_record(&mut self) -> Result<Option<Record>, ExportError> {
+        if self.next >= self.header.to {
+            return Ok(None);
+        }
+        let position = self.next;
+        let damaged = |detail: String| ExportError::Damaged { position, detail };
+        let mut len = [0; 4];
+        read_exact_or(&mut self.input, &mut len, || {
+            damaged("the file ends before this record".into())
+        })?;
+        let len = u64::from(u32::from_le_bytes(len));
+        if !(32..=STORED_RECORD_BYTES_CAP).contains(&len) {
+            return Err(damaged(format!(
+                "a stored record of {len} bytes, outside 32 ..= {STORED_RECORD_BYTES_CAP}"
+            )));
+        }
+        // `take` bounds the read; the buffer grows only with bytes actually present.
+        let mut bytes = Vec::new();
+        (&mut self.input).take(len).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 != len {
+            return Err(damaged(format!(
+                "the file ends {} bytes into this record of {len}",
+                bytes.len()
+            )));
+        }
+        let record = decode_stored(&bytes, position)
+            .map_err(|error: RecordError| damaged(error.to_string()))?;
+        if record.prev != self.prev {
+            return Err(damaged(format!(
+                "prev is {}, but the record before hashes to {}",
+                record.prev, self.prev
+            )));
+        }
+        self.frontier
+            .push(&LogTreeHasher, leaf_hash(&record.hash), |_, _, _| {});
+        self.prev = record.hash;
+        self.next = Position(position.0 + 1);
+        Ok(Some(record))
+    }
+
+    /// Checks, after the last record, that the head hash and the recomputed root are the
+    /// header's and that the trailer repeats them and ends the file.
+    pub fn finish(mut self) -> Result<ExportSummary, ExportError> {
+        let to = self.header.to;
+        let damaged = |detail: String| ExportError::Damaged {
+            position: to,
+            detail,
+        };
+        if self.next != to {
+            return Err(ExportError::Damaged {
+                position: self.next,
+                detail: "finished before the end of the range".into(),
+            });
+        }
+        if self.prev != self.header.head {
+            return Err(damaged(format!(
+                "the records end at head hash {}, the header says {}",
+                self.prev, self.header.head
+            )));
+        }
+        let root = self.frontier.root(&LogTreeHasher);
+        if root != self.header.root {
+            return Err(damaged(format!(
+                "the records give root {root}, the header says {}",
+                self.header.root
+            )));
+        }
+        let mut trailer = [0; 16 + 8 + 32 + 32];
+        read_exact_or(&mut self.input, &mut trailer, || {
+            damaged("the file ends before its trailer".into())
+        })?;
+        let (magic, rest) = trailer.split_at(16);
+        let (size, rest) = rest.split_at(8);
+        let (head, root_bytes) = rest.split_at(32);
+        let matches = magic == TRAILER_MAGIC
+            && size == to.0.to_le_bytes()
+            && head == self.header.head.as_bytes()
+            && root_bytes == self.header.root.as_bytes();
+        if !matches {
+            return Err(damaged(
+                "the trailer does not repeat the header's end".into(),
+            ));
+        }
+        let mut extra = [0; 1];
+        if self.input.read(&mut extra)? != 0 {
+            return Err(damaged("bytes follow the trailer".into()));
+        }
+        Ok(ExportSummary {
+            header: self.header,
+        })
+    }
+}
+
+/// Reads the whole export file at `path` and checks every record, link, the head and the root,
+/// calling `progress` with the records checked so far. Writes nothing.
+pub fn check(path: &Path, progress: &mut dyn FnMut(u64)) -> Result<ExportSummary, ExportError> {
+    let mut reader = ExportReader::open(path)?;
+    let mut checked = 0u64;
+    while reader.next_record()?.is_some() {
+        checked += 1;
+        if checked.is_multiple_of(1024) {
+            progress(checked);
+        }
+    }
+    progress(checked);
+    reader.finish()
+}
+
+impl From<ExportError> for Error {
+    fn from(error: ExportError) -> Self {
+        Error::Export(Box::new(error))
+    }
+}

@@ -1,0 +1,177 @@
+//! Importing an export file: check the whole file first, then append its records verbatim
+//! through [`WriteSession::append_sealed`], with every projection applied as usual.
+//!
+//! A file that fails any check is refused before a byte is written. The target is left as it
+//! was on any failure: a new log is built under `<target>.importing` and renamed into place
+//! only once complete; an existing log takes the whole file in one transaction.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::{Durability, Store, WriteSession};
+use crate::error::Result;
+use crate::export::{self, ExportError, ExportReader, ExportSummary};
+use crate::record::Record;
+
+/// Records per transaction when building a new log.
+const IMPORT_BATCH_RECORDS: u64 = 8_192;
+/// Records per sealed append: one stream's consecutive records, at most this many.
+const SEALED_RUN_RECORDS_MAX: usize = 1_024;
+
+/// Which pass of an import a progress report is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImportStage {
+    /// Reading the file and checking every record, link and the root.
+    Check,
+    /// Appending the records to the log.
+    Write,
+}
+
+impl Store {
+    /// Imports the export file at `file` into the log at `target`: a new log when there is no
+    /// file at `target` (the export must then start at position 0), or the continuation of an
+    /// existing log whose head and tree are where the export starts. The whole file is checked
+    /// before anything is written; the resulting log has the export's head hash and root.
+    /// `progress` hears the records done so far in each stage.
+    pub fn import(
+        file: &Path,
+        target: &Path,
+        progress: &mut dyn FnMut(ImportStage, u64),
+    ) -> Result<ExportSummary> {
+        let summary = export::check(file, &mut |done| progress(ImportStage::Check, done))?;
+        if target.exists() {
+            // Checked read-only first: a log the export does not continue is not even opened
+            // for writing (which would let redb touch the file).
+            check_continues(&Store::open_read_only(target)?.snapshot()?, &summary)?;
+            let store = Store::open_existing(target)?;
+            store.import_checked(file, &summary, None, progress)?;
+            return Ok(summary);
+        }
+        if summary.header.from.0 != 0 {
+            return Err(ExportError::Mismatch {
+                detail: format!(
+                    "it starts at position {}; import it into the log it continues",
+                    summary.header.from
+                ),
+            }
+            .into());
+        }
+        let mut temporary = target.as_os_str().to_owned();
+        temporary.push(".importing");
+        let temporary = PathBuf::from(temporary);
+        if temporary.exists() {
+            fs::remove_file(&temporary)?;
+        }
+        let built = (|| {
+            let store = Store::open(&temporary)?;
+            store.import_checked(file, &summary, Some(IMPORT_BATCH_RECORDS), progress)?;
+            store.flush()
+        })();
+        if let Err(error) = built {
+            // Best effort: the error that matters is the import's.
+            let _ = fs::remove_file(&temporary);
+            return Err(error);
+        }
+        fs::rename(&temporary, target)?;
+        let parent = match target.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        fs::File::open(parent)?.sync_all()?;
+        Ok(summary)
+    }
+
+    /// Appends the records of a checked export file: in one durable transaction when `batch`
+    /// is `None`, else in deferred transactions of `batch` records (for a new log, which is
+    /// discarded whole on failure). The last transaction commits only if the head and root
+    /// are the file's.
+    fn import_checked(
+        &self,
+        file: &Path,
+        summary: &ExportSummary,
+        batch: Option<u64>,
+        progress: &mut dyn FnMut(ImportStage, u64),
+    ) -> Result<()> {
+        let header = &summary.header;
+        let mut reader = ExportReader::open(file)?;
+        if reader.header() != header {
+            return Err(mismatch("the file changed since it was checked"));
+        }
+        check_continues(&self.snapshot()?, summary)?;
+        let durability = match batch {
+            None => Durability::Immediate,
+            Some(_) => Durability::Deferred,
+        };
+        let mut done = 0u64;
+        loop {
+            let finished = self.write_with(durability, |session| {
+                let mut run: Vec<Record> = Vec::new();
+                let mut in_transaction = 0u64;
+                let finished = loop {
+                    if batch.is_some_and(|batch| in_transaction >= batch) {
+                        break false;
+                    }
+                    let Some(record) = reader.next_record()? else {
+                        break true;
+                    };
+                    let continues = run.first().is_some_and(|first| first.stream == record.stream);
+                    if !continues || run.len() >= SEALED_RUN_RECORDS_MAX {
+                        flush_run(session, &mut run)?;
+                    }
+                    run.push(record);
+                    in_transaction += 1;
+                };
+                flush_run(session, &mut run)?;
+                done += in_transaction;
+                progress(ImportStage::Write, done);
+                if finished {
+                    let head = session.head();
+                    let root = session.merkle_root();
+                    if head.next != header.to || head.hash != header.head || root != header.root {
+                        return Err(mismatch(&format!(
+                            "the import ends at {} / {} with root {root}, the export at {} / {} with root {}",
+                            head.next, head.hash, header.to, header.head, header.root
+                        )));
+                    }
+                }
+                Ok(finished)
+            })?;
+            if finished {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Refuses unless the log in `snapshot` ends where the export starts: head and Merkle tree.
+fn check_continues(snapshot: &crate::log::read::Snapshot, summary: &ExportSummary) -> Result<()> {
+    let header = &summary.header;
+    let head = snapshot.head()?;
+    if head.next != header.from || head.hash != header.prev {
+        return Err(mismatch(&format!(
+            "the log's head is {} / {}, the export starts at {} / {}",
+            head.next, head.hash, header.from, header.prev
+        )));
+    }
+    if export::frontier_at(snapshot, header.from.0)? != header.frontier {
+        return Err(mismatch(
+            "the log's Merkle tree differs from the export's start",
+        ));
+    }
+    Ok(())
+}
+
+fn flush_run(session: &mut WriteSession<'_>, run: &mut Vec<Record>) -> Result<()> {
+    if !run.is_empty() {
+        session.append_sealed(run)?;
+        run.clear();
+    }
+    Ok(())
+}
+
+fn mismatch(detail: &str) -> crate::error::Error {
+    ExportError::Mismatch {
+        detail: detail.to_owned(),
+    }
+    .into()
+}

@@ -1,0 +1,233 @@
+//! Export and import: a demo log survives the round trip with the same head hash and root; a
+//! damaged or forged file is refused at its first bad position and the target is untouched.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use annals::export::{ExportError, ExportReader, export};
+use annals::record::{Placement, encode_stored};
+use annals::{Error, NewEvent, Position, Store};
+use tempfile::TempDir;
+
+/// A demo log of about 2,000 records and its folder.
+fn demo_log() -> (TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("source.redb");
+    let store = Store::open(&path).unwrap();
+    annals::demo::run(&store, 2_000, |_| {}).unwrap();
+    (dir, path)
+}
+
+fn export_range(source: &Path, file: &Path, from: u64, to: Option<u64>) {
+    let store = Store::open_read_only(source).unwrap();
+    let snapshot = store.snapshot().unwrap();
+    let to = to.unwrap_or(snapshot.head().unwrap().next.0);
+    export(&snapshot, Position(from), Position(to), file, &mut |_| {}).unwrap();
+}
+
+fn import(file: &Path, target: &Path) -> annals::Result<()> {
+    Store::import(file, target, &mut |_, _| {}).map(drop)
+}
+
+/// The byte offset of each record's length prefix in an export file, and the end of the last.
+fn record_offsets(file: &Path) -> Vec<usize> {
+    let bytes = fs::read(file).unwrap();
+    let from = u64::from_le_bytes(bytes[20..28].try_into().unwrap());
+    let to = u64::from_le_bytes(bytes[28..36].try_into().unwrap());
+    let mut at = 16 + 4 + 8 + 8 + 32 + 32 * from.count_ones() as usize + 32 + 32;
+    let mut offsets = Vec::new();
+    for _ in from..=to {
+        offsets.push(at);
+        if offsets.len() as u64 > to - from {
+            break;
+        }
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        at += 4 + len;
+    }
+    offsets
+}
+
+fn refused_at(result: annals::Result<()>) -> Position {
+    match result {
+        Err(Error::Export(error)) => error
+            .position()
+            .unwrap_or_else(|| panic!("refused without a position: {error}")),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+fn head_and_root(path: &Path) -> (annals::Head, annals::Digest) {
+    let store = Store::open_read_only(path).unwrap();
+    let snapshot = store.snapshot().unwrap();
+    let head = snapshot.head().unwrap();
+    (head, snapshot.merkle_root(head.next.0).unwrap())
+}
+
+#[test]
+fn export_then_import_gives_the_same_head_hash_root_and_state() {
+    let (dir, source) = demo_log();
+    let file = dir.path().join("demo.annals-export");
+    export_range(&source, &file, 0, None);
+    let target = dir.path().join("copy.redb");
+    import(&file, &target).unwrap();
+    let (head, root) = head_and_root(&source);
+    assert!(head.next.0 >= 2_000);
+    assert_eq!(head_and_root(&target), (head, root));
+    let copy = Store::open_read_only(&target).unwrap();
+    assert!(copy.verify().unwrap().is_sound());
+    let original = Store::open_read_only(&source).unwrap();
+    for projection in ["registry", "leases", "outbox", "runs"] {
+        assert_eq!(
+            copy.state_json(projection, None).unwrap(),
+            original.state_json(projection, None).unwrap(),
+            "{projection}"
+        );
+    }
+    assert!(!dir.path().join("copy.redb.importing").exists());
+}
+
+#[test]
+fn an_export_from_a_position_continues_the_log_it_was_cut_from() {
+    let (dir, source) = demo_log();
+    let first = dir.path().join("first");
+    let second = dir.path().join("second");
+    export_range(&source, &first, 0, Some(777));
+    export_range(&source, &second, 777, None);
+    let target = dir.path().join("copy.redb");
+    // The second half alone cannot start a log.
+    assert!(matches!(
+        import(&second, &target),
+        Err(Error::Export(error)) if matches!(*error, ExportError::Mismatch { .. })
+    ));
+    assert!(!target.exists());
+    import(&first, &target).unwrap();
+    assert_eq!(head_and_root(&target).0.next, Position(777));
+    import(&second, &target).unwrap();
+    assert_eq!(head_and_root(&target), head_and_root(&source));
+    // Importing it again does not continue the log any more, and changes nothing.
+    let before = fs::read(&target).unwrap();
+    assert!(import(&second, &target).is_err());
+    assert_eq!(fs::read(&target).unwrap(), before);
+}
+
+#[test]
+fn a_flipped_byte_is_refused_at_its_record_and_no_log_is_made() {
+    let (dir, source) = demo_log();
+    let file = dir.path().join("export");
+    export_range(&source, &file, 0, None);
+    let offsets = record_offsets(&file);
+    let clean = fs::read(&file).unwrap();
+    let target = dir.path().join("copy.redb");
+    for position in [0usize, 1, 500, 1_234, offsets.len() - 2] {
+        // The record's hash, a header byte, and its last payload byte.
+        let start = offsets[position] + 4;
+        let end = offsets[position + 1];
+        for at in [start + 3, start + 40, end - 1] {
+            let mut bytes = clean.clone();
+            bytes[at] ^= 0x10;
+            fs::write(&file, &bytes).unwrap();
+            assert_eq!(
+                refused_at(import(&file, &target)),
+                Position(position as u64)
+            );
+            assert!(!target.exists());
+            assert!(!dir.path().join("copy.redb.importing").exists());
+        }
+    }
+}
+
+#[test]
+fn a_truncated_file_is_refused_where_it_ends() {
+    let (dir, source) = demo_log();
+    let file = dir.path().join("export");
+    export_range(&source, &file, 0, None);
+    let offsets = record_offsets(&file);
+    let clean = fs::read(&file).unwrap();
+    let target = dir.path().join("copy.redb");
+    for (cut, position) in [
+        (offsets[900] + 2, 900),
+        (offsets[900] + 20, 900),
+        (offsets[offsets.len() - 1] + 10, offsets.len() - 1),
+    ] {
+        fs::write(&file, &clean[..cut]).unwrap();
+        assert_eq!(
+            refused_at(import(&file, &target)),
+            Position(position as u64)
+        );
+        assert!(!target.exists());
+    }
+}
+
+#[test]
+fn a_resealed_forgery_is_refused_at_the_first_broken_link_or_at_the_root() {
+    let (dir, source) = demo_log();
+    let file = dir.path().join("export");
+    export_range(&source, &file, 0, None);
+    let offsets = record_offsets(&file);
+    let clean = fs::read(&file).unwrap();
+    let records = offsets.len() - 1;
+    let reader_records: Vec<annals::Record> = {
+        let mut reader = ExportReader::open(&file).unwrap();
+        std::iter::from_fn(|| reader.next_record().unwrap()).collect()
+    };
+    let target = dir.path().join("copy.redb");
+    // Forge record `position` with another payload, sealed properly: sound by itself.
+    for (position, refused) in [(10, 11), (records - 1, records)] {
+        let original = &reader_records[position];
+        let mut forged = Vec::new();
+        let event = NewEvent {
+            kind: original.kind.clone(),
+            schema: original.schema,
+            at_ms: original.at_ms,
+            idempotency_key: original.idempotency_key.clone(),
+            payload: b"forged".to_vec(),
+        };
+        let placement = Placement {
+            stream: &original.stream,
+            position: original.position,
+            version: original.version,
+            prev: original.prev,
+        };
+        encode_stored(&mut forged, &event, placement).unwrap();
+        let mut bytes = clean[..offsets[position]].to_vec();
+        bytes.extend_from_slice(&(forged.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&forged);
+        bytes.extend_from_slice(&clean[offsets[position + 1]..]);
+        fs::write(&file, &bytes).unwrap();
+        // The next record's link breaks; the last record has none, so the head hash does.
+        assert_eq!(refused_at(import(&file, &target)), Position(refused as u64));
+        assert!(!target.exists());
+    }
+}
+
+#[test]
+fn a_refused_import_leaves_an_existing_log_byte_for_byte_as_it_was() {
+    let (dir, source) = demo_log();
+    let first = dir.path().join("first");
+    let second = dir.path().join("second");
+    export_range(&source, &first, 0, Some(1_000));
+    export_range(&source, &second, 1_000, None);
+    let target = dir.path().join("copy.redb");
+    import(&first, &target).unwrap();
+    let before = fs::read(&target).unwrap();
+    let offsets = record_offsets(&second);
+    let mut bytes = fs::read(&second).unwrap();
+    // Damage the 600th record of the second file: position 1,600.
+    bytes[offsets[600] + 4 + 50] ^= 0x01;
+    fs::write(&second, &bytes).unwrap();
+    assert_eq!(refused_at(import(&second, &target)), Position(1_600));
+    assert_eq!(fs::read(&target).unwrap(), before);
+}
+
+#[test]
+fn a_file_that_is_not_an_export_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("not-an-export");
+    fs::write(&file, b"annals export v2 and then some").unwrap();
+    let target = dir.path().join("copy.redb");
+    assert!(matches!(
+        import(&file, &target),
+        Err(Error::Export(error)) if matches!(*error, ExportError::NotAnExport)
+    ));
+    assert!(!target.exists());
+}

@@ -1,0 +1,469 @@
+//! The Merkle tree: the published RFC 6962 test vectors with SHA-256, read in place from
+//! `../shared/vectors/rfc6962/`, and mutations of valid proofs of the log's own tree.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use annals::merkle::{
+    ConsistencyProof, InclusionProof, LogTreeHasher, TreeHasher, TreeHead, check_consistency,
+    check_inclusion, leaf_hash, root_of_leaves, verify_consistency, verify_inclusion,
+};
+use annals::{AuditError, Digest, Direction, Error, ExpectedVersion, Position, Problem, Store};
+
+use crate::common::{append_one, event};
+use redb::ReadableTable;
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+/// RFC 6962's SHA-256 tree hash; hashes are byte vectors so that vectors with hashes of odd
+/// lengths reach the verifier as they are.
+struct Rfc6962;
+
+impl TreeHasher for Rfc6962 {
+    type Hash = Vec<u8>;
+
+    fn size(&self) -> usize {
+        32
+    }
+
+    fn empty(&self) -> Vec<u8> {
+        Sha256::digest(b"").to_vec()
+    }
+
+    fn leaf(&self, entry: &[u8]) -> Vec<u8> {
+        let mut hasher = Sha256::new();
+        hasher.update([0x00]);
+        hasher.update(entry);
+        hasher.finalize().to_vec()
+    }
+
+    fn node(&self, left: &Vec<u8>, right: &Vec<u8>) -> Vec<u8> {
+        let mut hasher = Sha256::new();
+        hasher.update([0x01]);
+        hasher.update(left);
+        hasher.update(right);
+        hasher.finalize().to_vec()
+    }
+}
+
+fn vectors_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors/rfc6962")
+}
+
+/// Every `.json` file under `dir`, in name order.
+fn json_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs::read_dir(&dir).expect("read the vectors folder") {
+            let path = entry.expect("a folder entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Standard base64 (with padding) to bytes.
+fn base64(text: &str) -> Vec<u8> {
+    let value = |c: u8| -> u32 {
+        match c {
+            b'A'..=b'Z' => u32::from(c - b'A'),
+            b'a'..=b'z' => u32::from(c - b'a') + 26,
+            b'0'..=b'9' => u32::from(c - b'0') + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not base64: {c}"),
+        }
+    };
+    let mut out = Vec::new();
+    let digits: Vec<u8> = text.bytes().filter(|&c| c != b'=').collect();
+    for chunk in digits.chunks(4) {
+        let mut acc = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            acc |= value(c) << (18 - 6 * i);
+        }
+        let bytes = acc.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    out
+}
+
+fn hash_field(case: &Value, field: &str) -> Vec<u8> {
+    base64(case[field].as_str().unwrap_or(""))
+}
+
+fn path_field(case: &Value) -> Vec<Vec<u8>> {
+    match case["proof"].as_array() {
+        Some(items) => items
+            .iter()
+            .map(|item| base64(item.as_str().expect("a base64 string")))
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+fn read_case(path: &Path) -> Value {
+    serde_json::from_slice(&fs::read(path).expect("read a vector")).expect("a JSON vector")
+}
+
+#[test]
+fn base64_decodes_the_rfc_4648_examples() {
+    assert_eq!(base64("Zm9vYmFy"), b"foobar");
+    assert_eq!(base64("Zm9vYg=="), b"foob");
+    assert_eq!(base64("Zm9vYmE="), b"fooba");
+    assert_eq!(base64(""), b"");
+}
+
+#[test]
+fn rfc6962_inclusion_vectors_are_accepted_exactly_when_valid() {
+    let files = json_files(&vectors_dir().join("inclusion"));
+    assert_eq!(files.len(), 98, "inclusion vectors found");
+    let mut accepted = 0;
+    for file in &files {
+        let case = read_case(file);
+        let result = verify_inclusion(
+            &Rfc6962,
+            case["leafIdx"].as_u64().expect("leafIdx"),
+            case["treeSize"].as_u64().expect("treeSize"),
+            &hash_field(&case, "leafHash"),
+            &path_field(&case),
+            &hash_field(&case, "root"),
+        );
+        let want_err = case["wantErr"].as_bool().expect("wantErr");
+        assert_eq!(result.is_err(), want_err, "{}: {result:?}", file.display());
+        accepted += usize::from(!want_err);
+    }
+    assert!(accepted >= 5, "only {accepted} valid inclusion vectors");
+}
+
+#[test]
+fn rfc6962_consistency_vectors_are_accepted_exactly_when_valid() {
+    let files = json_files(&vectors_dir().join("consistency"));
+    assert_eq!(files.len(), 98, "consistency vectors found");
+    let mut accepted = 0;
+    for file in &files {
+        let case = read_case(file);
+        let result = verify_consistency(
+            &Rfc6962,
+            case["size1"].as_u64().expect("size1"),
+            case["size2"].as_u64().expect("size2"),
+            &path_field(&case),
+            &hash_field(&case, "root1"),
+            &hash_field(&case, "root2"),
+        );
+        let want_err = case["wantErr"].as_bool().expect("wantErr");
+        assert_eq!(result.is_err(), want_err, "{}: {result:?}", file.display());
+        accepted += usize::from(!want_err);
+    }
+    assert!(accepted >= 5, "only {accepted} valid consistency vectors");
+}
+
+/// A log of 150 records: single appends to three streams, then batches of 7 (several records
+/// per append and per segment).
+fn log_of_150() -> (tempfile::TempDir, Store) {
+    let (dir, store) = crate::common::store();
+    for i in 0..80u32 {
+        append_one(
+            &store,
+            &format!("s{}", i % 3),
+            format!("payload {i}").as_bytes(),
+        );
+    }
+    for batch in 0..10u32 {
+        let events: Vec<_> = (0..7u32)
+            .map(|i| event("batch", 5, &(batch * 7 + i).to_le_bytes()))
+            .collect();
+        store
+            .append("batch", ExpectedVersion::Any, &events)
+            .unwrap();
+    }
+    assert_eq!(store.head().unwrap().next, Position(150));
+    (dir, store)
+}
+
+fn record_hashes(store: &Store) -> Vec<Digest> {
+    store
+        .read_all(Position(0), Direction::Forward, usize::MAX)
+        .unwrap()
+        .iter()
+        .map(|record| record.hash)
+        .collect()
+}
+
+fn reference_root(hashes: &[Digest]) -> Digest {
+    let leaves: Vec<Digest> = hashes.iter().map(leaf_hash).collect();
+    root_of_leaves(&LogTreeHasher, &leaves)
+}
+
+fn flipped(digest: &Digest) -> Digest {
+    let mut bytes = digest.0;
+    bytes[7] ^= 0x20;
+    Digest(bytes)
+}
+
+#[test]
+fn stored_tree_gives_the_rfc_root_at_every_size() {
+    let (_dir, store) = log_of_150();
+    let hashes = record_hashes(&store);
+    let snapshot = store.snapshot().unwrap();
+    for size in 0..=150u64 {
+        assert_eq!(
+            snapshot.merkle_root(size).unwrap(),
+            reference_root(&hashes[..size as usize]),
+            "size {size}"
+        );
+    }
+    assert!(matches!(
+        snapshot.merkle_root(151),
+        Err(Error::Audit(AuditError::SizeBeyondHead {
+            size: 151,
+            head: 150
+        }))
+    ));
+}
+
+#[test]
+fn inclusion_proofs_of_every_position_verify_against_the_root() {
+    let (_dir, store) = log_of_150();
+    let hashes = record_hashes(&store);
+    let snapshot = store.snapshot().unwrap();
+    for size in [1, 2, 15, 16, 17, 64, 100, 150] {
+        let root = snapshot.merkle_root(size).unwrap();
+        for position in 0..size {
+            let proof = snapshot.inclusion_proof(Position(position), size).unwrap();
+            let head = TreeHead { size, root };
+            let checked = check_inclusion(&proof, &head, &hashes[position as usize]);
+            assert_eq!(checked, Ok(()));
+        }
+    }
+}
+
+#[test]
+fn consistency_proofs_between_sizes_verify_against_both_roots() {
+    let (_dir, store) = log_of_150();
+    let snapshot = store.snapshot().unwrap();
+    let roots: Vec<Digest> = (0..=150)
+        .map(|n| snapshot.merkle_root(n).unwrap())
+        .collect();
+    for size in [1, 2, 3, 16, 17, 31, 32, 33, 100, 150] {
+        for from_size in 1..=size {
+            let proof = snapshot.consistency_proof(from_size, size).unwrap();
+            let from = TreeHead {
+                size: from_size,
+                root: roots[from_size as usize],
+            };
+            let to = TreeHead {
+                size,
+                root: roots[size as usize],
+            };
+            let checked = check_consistency(&proof, &from, &to);
+            assert_eq!(checked, Ok(()), "{from_size} -> {size}");
+        }
+    }
+    assert!(matches!(
+        snapshot.consistency_proof(0, 10),
+        Err(Error::Audit(AuditError::FromSize { .. }))
+    ));
+}
+
+#[test]
+fn every_mutation_of_a_valid_inclusion_proof_is_rejected() {
+    let (_dir, store) = log_of_150();
+    let hashes = record_hashes(&store);
+    let snapshot = store.snapshot().unwrap();
+    for (position, size) in [(0, 150), (37, 150), (149, 150), (64, 129), (5, 6)] {
+        let root = snapshot.merkle_root(size).unwrap();
+        let record = hashes[position as usize];
+        let valid = snapshot.inclusion_proof(Position(position), size).unwrap();
+        let head = |root| TreeHead { size, root };
+        assert_eq!(check_inclusion(&valid, &head(root), &record), Ok(()));
+        let mut mutants: Vec<(String, InclusionProof, Digest, Digest)> = Vec::new();
+        for i in 0..valid.path.len() {
+            let mut proof = valid.clone();
+            proof.path[i] = flipped(&proof.path[i]);
+            mutants.push((format!("path[{i}] flipped"), proof, root, record));
+            let mut proof = valid.clone();
+            proof.path.remove(i);
+            mutants.push((format!("path[{i}] removed"), proof, root, record));
+            let mut proof = valid.clone();
+            proof.path.insert(i, root);
+            mutants.push((format!("hash inserted at {i}"), proof, root, record));
+        }
+        let mut proof = valid.clone();
+        proof.path.push(root);
+        mutants.push(("hash appended".into(), proof, root, record));
+        for other in [position.wrapping_sub(1), position + 1, position ^ 2, size] {
+            let mut proof = valid.clone();
+            proof.position = Position(other);
+            mutants.push((format!("position {other}"), proof, root, record));
+        }
+        for other in [size - 1, size + 1, size * 2, size / 2] {
+            let mut proof = valid.clone();
+            proof.size = other;
+            mutants.push((format!("size {other}"), proof, root, record));
+        }
+        mutants.push(("root flipped".into(), valid.clone(), flipped(&root), record));
+        mutants.push((
+            "record flipped".into(),
+            valid.clone(),
+            root,
+            flipped(&record),
+        ));
+        let neighbour = hashes[(position as usize + 1) % hashes.len()];
+        mutants.push(("another record".into(), valid.clone(), root, neighbour));
+        for (what, proof, root, record) in mutants {
+            assert!(
+                check_inclusion(&proof, &head(root), &record).is_err(),
+                "({position}, {size}): {what} accepted"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_mutation_of_a_valid_consistency_proof_is_rejected() {
+    let (_dir, store) = log_of_150();
+    let snapshot = store.snapshot().unwrap();
+    for (from_size, size) in [
+        (1, 150),
+        (37, 150),
+        (64, 150),
+        (100, 129),
+        (5, 6),
+        (149, 150),
+    ] {
+        let from_root = snapshot.merkle_root(from_size).unwrap();
+        let root = snapshot.merkle_root(size).unwrap();
+        let valid = snapshot.consistency_proof(from_size, size).unwrap();
+        let heads = |from_root, root| {
+            let from = TreeHead {
+                size: from_size,
+                root: from_root,
+            };
+            (from, TreeHead { size, root })
+        };
+        let (from, to) = heads(from_root, root);
+        assert_eq!(check_consistency(&valid, &from, &to), Ok(()));
+        let mut mutants: Vec<(String, ConsistencyProof, Digest, Digest)> = Vec::new();
+        for i in 0..valid.path.len() {
+            let mut proof = valid.clone();
+            proof.path[i] = flipped(&proof.path[i]);
+            mutants.push((format!("path[{i}] flipped"), proof, from_root, root));
+            let mut proof = valid.clone();
+            proof.path.remove(i);
+            mutants.push((format!("path[{i}] removed"), proof, from_root, root));
+            let mut proof = valid.clone();
+            proof.path.insert(i, root);
+            mutants.push((format!("hash inserted at {i}"), proof, from_root, root));
+        }
+        let mut proof = valid.clone();
+        proof.path.push(root);
+        mutants.push(("hash appended".into(), proof, from_root, root));
+        for other in [from_size - 1, from_size + 1, from_size ^ 2, size + 1] {
+            let mut proof = valid.clone();
+            proof.from_size = other;
+            mutants.push((format!("from_size {other}"), proof, from_root, root));
+        }
+        for other in [size - 1, size + 1, size * 2, from_size - 1] {
+            let mut proof = valid.clone();
+            proof.size = other;
+            mutants.push((format!("size {other}"), proof, from_root, root));
+        }
+        mutants.push((
+            "from_root flipped".into(),
+            valid.clone(),
+            flipped(&from_root),
+            root,
+        ));
+        mutants.push((
+            "root flipped".into(),
+            valid.clone(),
+            from_root,
+            flipped(&root),
+        ));
+        mutants.push(("roots swapped".into(), valid.clone(), root, from_root));
+        for (what, proof, from_root, root) in mutants {
+            let (from, to) = heads(from_root, root);
+            assert!(
+                check_consistency(&proof, &from, &to).is_err(),
+                "({from_size}, {size}): {what} accepted"
+            );
+        }
+    }
+}
+
+#[test]
+fn verify_finds_a_stored_tree_node_that_differs_from_the_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    {
+        let (_keep, store) = log_of_150();
+        std::fs::copy(store.path(), &path).unwrap();
+    }
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut nodes = txn.open_table(annals::log::tables::MERKLE).unwrap();
+            // Leaves 32..48: completed by the record at position 47.
+            nodes.insert((4, 2), [7u8; 32]).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let report = Store::open_read_only(&path).unwrap().verify().unwrap();
+    let finding = report.problem.expect("a finding");
+    assert_eq!(finding.position, Position(47));
+    assert!(
+        matches!(finding.problem, Problem::Merkle { .. }),
+        "{finding}"
+    );
+}
+
+/// Damage written beneath the store through raw redb.
+type Damage = fn(&redb::WriteTransaction);
+
+#[test]
+fn verify_finds_a_stored_frontier_or_an_extra_node_that_differs_from_the_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_keep, store) = log_of_150();
+    let damage: [(&str, Damage); 2] = [
+        ("frontier", |txn| {
+            let mut meta = txn.open_table(annals::log::tables::META).unwrap();
+            let mut frontier = meta
+                .get(annals::log::tables::MERKLE_KEY)
+                .unwrap()
+                .unwrap()
+                .value()
+                .to_vec();
+            frontier[0] ^= 1;
+            meta.insert(annals::log::tables::MERKLE_KEY, frontier.as_slice())
+                .unwrap();
+        }),
+        ("extra node", |txn| {
+            let mut nodes = txn.open_table(annals::log::tables::MERKLE).unwrap();
+            nodes.insert((4, 1_000), [1u8; 32]).unwrap();
+        }),
+    ];
+    for (what, damage) in damage {
+        let path = dir.path().join(format!("{what}.redb"));
+        std::fs::copy(store.path(), &path).unwrap();
+        {
+            let db = redb::Database::open(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            damage(&txn);
+            txn.commit().unwrap();
+        }
+        let report = Store::open_read_only(&path).unwrap().verify().unwrap();
+        let finding = report.problem.expect("a finding");
+        assert_eq!(finding.position, Position(150), "{what}");
+        assert!(
+            matches!(finding.problem, Problem::Merkle { .. }),
+            "{what}: {finding}"
+        );
+    }
+}
