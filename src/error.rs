@@ -27,6 +27,11 @@ pub enum Error {
     /// The log's metadata (not any one record) is damaged.
     #[error("corrupt log metadata: {0}")]
     CorruptMeta(String),
+    /// redb could not read the file's own structure (its pages, allocator state or table
+    /// tree): it panicked on damaged bytes, and the store caught the panic at its boundary.
+    /// The store that returned this should be dropped; reopening it reports the damage again.
+    #[error("damaged file structure: redb could not read it ({0})")]
+    DamagedFile(String),
     /// A projection table holds bytes that do not decode.
     #[error("corrupt projection table {table}: {detail}")]
     CorruptProjection {

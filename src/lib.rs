@@ -57,8 +57,11 @@ pub mod registry;
 pub mod runs;
 pub mod store;
 pub mod subscribe;
+#[doc(hidden)]
+pub mod testing;
 pub mod writer;
 
+pub use audit::extends::Extension;
 pub use audit::verify::{Finding, Problem, VerifyReport};
 pub use command::{Command, Decision, Emit};
 pub use error::{AuditError, Error, OpenError, Result};

@@ -76,6 +76,22 @@ enum Command {
     /// Check an export file completely, then append its records to a log (a new one when DB
     /// does not exist); a damaged file is refused naming its first bad position.
     Import(ImportArgs),
+    /// For the real-crash test: append through the async writer, printing each durable
+    /// position and hash, until killed.
+    #[command(hide = true)]
+    CrashWriter(CrashWriterArgs),
+}
+
+#[derive(Args)]
+struct CrashWriterArgs {
+    /// The log file, created if missing.
+    db: PathBuf,
+    /// Concurrent writing tasks.
+    #[arg(long, default_value_t = 8)]
+    tasks: u32,
+    /// Stop after this many records if not killed first.
+    #[arg(long, default_value_t = 1_000_000)]
+    records: u64,
 }
 
 #[derive(Args)]
@@ -304,6 +320,12 @@ fn main() -> ExitCode {
         Command::History(args) => history(args),
         Command::Export(args) => export(args),
         Command::Import(args) => import(args),
+        Command::CrashWriter(args) => {
+            let mut out = io::stdout().lock();
+            annals::testing::crash::write_and_report(&args.db, args.tasks, args.records, &mut out)
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(Failure::from)
+        }
     };
     match result {
         Ok(code) => code,
@@ -319,15 +341,8 @@ fn fail(code: u8, message: &str) -> ExitCode {
 }
 
 fn parse_expected(text: &str) -> Result<ExpectedVersion, String> {
-    match text {
-        "any" => Ok(ExpectedVersion::Any),
-        "none" => Ok(ExpectedVersion::NoStream),
-        "exists" => Ok(ExpectedVersion::StreamExists),
-        _ => text
-            .parse()
-            .map(|version| ExpectedVersion::Exact(StreamVersion(version)))
-            .map_err(|_| format!("{text:?} is not `any`, `none`, `exists` or a version number")),
-    }
+    text.parse()
+        .map_err(|error: annals::log::append::UnknownExpectedVersion| error.to_string())
 }
 
 fn append(args: AppendArgs) -> Result<ExitCode, Failure> {

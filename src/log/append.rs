@@ -44,6 +44,29 @@ impl fmt::Display for ExpectedVersion {
     }
 }
 
+/// The command line's spelling of an expected version: `any`, `none` (no record yet),
+/// `exists`, or the stream's last version N.
+impl std::str::FromStr for ExpectedVersion {
+    type Err = UnknownExpectedVersion;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "any" => Ok(ExpectedVersion::Any),
+            "none" => Ok(ExpectedVersion::NoStream),
+            "exists" => Ok(ExpectedVersion::StreamExists),
+            _ => text
+                .parse()
+                .map(|version| ExpectedVersion::Exact(StreamVersion(version)))
+                .map_err(|_| UnknownExpectedVersion(text.to_owned())),
+        }
+    }
+}
+
+/// Text that does not spell an expected version.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not `any`, `none`, `exists` or a version number")]
+pub struct UnknownExpectedVersion(pub String);
+
 /// What a successful append did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AppendOutcome {

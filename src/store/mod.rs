@@ -18,6 +18,7 @@ use std::sync::Arc;
 use redb::Database;
 use tokio::sync::watch;
 
+use crate::audit::extends::{Extension, check_extends};
 use crate::audit::verify::VerifyReport;
 use crate::command::Command;
 use crate::error::{Error, OpenError, Result};
@@ -30,8 +31,14 @@ use crate::projection::{Projection, Projections};
 use crate::record::limits::Limits;
 use crate::record::{NewEvent, Position, Record, StreamVersion};
 pub use import::ImportStage;
-use open::{Handle, check_identity, check_redb_magic, create, open_redb, opened, redb_builder};
+use open::{
+    Closing, Handle, check_identity, check_redb_magic, create, guarded, initialise, open_redb,
+    opened, redb_builder,
+};
 pub use session::WriteSession;
+
+/// The [`Store::path`] of a store opened over a storage backend rather than a file.
+pub const BACKEND_PATH: &str = "<storage backend>";
 
 /// How a store is opened.
 #[derive(Clone, Debug, Default)]
@@ -84,6 +91,8 @@ pub struct Store {
     db: Handle,
     limits: Limits,
     path: PathBuf,
+    /// Whether `path` names a file (false for a store over a [`redb::StorageBackend`]).
+    on_disk: bool,
     projections: Projections,
     /// The head's next position as of the last commit, announced after each commit.
     commits: watch::Sender<Position>,
@@ -120,13 +129,56 @@ impl Store {
         }
         check_redb_magic(&path)?;
         let db = open_redb(&path, || redb_builder().open(&path))?;
-        let handle = Handle::Writable(db);
-        check_identity(&handle, &path)?;
-        let Handle::Writable(db) = &handle else {
-            unreachable!("opened writable above")
-        };
-        catch_up::bring_up_to_date(db, &projections)?;
-        Store::assemble(handle, options.limits, path, projections)
+        Store::bring_up(db, options.limits, path, projections, true)
+    }
+
+    /// The end of every writable open: the identity checks, the projections' catch-up and
+    /// the head, with any panic of redb's on a damaged file caught.
+    fn bring_up(
+        db: Database,
+        limits: Limits,
+        path: PathBuf,
+        projections: Projections,
+        on_disk: bool,
+    ) -> Result<Store> {
+        // The handle lives outside the guarded work, so that a panic unwinds without
+        // dropping it, and it closes (guarded too) after the error is returned.
+        let handle = Handle::Writable(Closing::new(db));
+        guarded(|| {
+            check_identity(&handle, &path)?;
+            let Handle::Writable(db) = &handle else {
+                unreachable!("opened writable above")
+            };
+            catch_up::bring_up_to_date(db, &projections)
+        })?;
+        let mut store = Store::assemble(handle, limits, path, projections)?;
+        store.on_disk = on_disk;
+        Ok(store)
+    }
+
+    /// Opens the annals log kept in `backend`, a redb [`redb::StorageBackend`] of the caller's
+    /// (in memory, or one that injects faults, as [`crate::testing::sim`] does). An empty
+    /// backend gets the annals tables when `options.create` is set; it is refused with
+    /// [`OpenError::Missing`] otherwise. Recovery, the identity checks and the projections'
+    /// catch-up are those of [`Store::open_with`]. Unlike a file, an empty backend is not
+    /// initialised atomically: a crash before the first commit returns leaves it unusable.
+    /// [`Store::path`] is the label `BACKEND_PATH` and [`Stats::file_bytes`] is 0.
+    pub fn open_with_backend(
+        backend: impl redb::StorageBackend,
+        options: StoreOptions,
+    ) -> Result<Store> {
+        options.limits.check()?;
+        let projections = projections_with(options.projections)?;
+        let path = PathBuf::from(BACKEND_PATH);
+        let empty = backend.len()? == 0;
+        if empty && !options.create {
+            return Err(OpenError::Missing { path }.into());
+        }
+        let db = open_redb(&path, || redb_builder().create_with_backend(backend))?;
+        if empty {
+            guarded(|| initialise(&db))?;
+        }
+        Store::bring_up(db, options.limits, path, projections, false)
     }
 
     /// Opens an existing log without writing to its file, for audits: appends are refused
@@ -148,9 +200,9 @@ impl Store {
             }
             attempt => opened(&path, attempt)?,
         };
-        let handle = Handle::ReadOnly(db);
-        check_identity(&handle, &path)?;
         let projections = projections_with(Vec::new())?;
+        let handle = Handle::ReadOnly(Closing::new(db));
+        guarded(|| check_identity(&handle, &path))?;
         Store::assemble(handle, Limits::default(), path, projections)
     }
 
@@ -160,11 +212,12 @@ impl Store {
         path: PathBuf,
         projections: Projections,
     ) -> Result<Store> {
-        let head = Snapshot::new(&db.begin_read()?)?.head()?;
+        let head = guarded(|| Snapshot::new(&db.begin_read()?)?.head())?;
         Ok(Store {
             db,
             limits,
             path,
+            on_disk: true,
             projections,
             commits: watch::Sender::new(head.next),
         })
@@ -210,32 +263,38 @@ impl Store {
         durability: Durability,
         work: impl FnOnce(&mut WriteSession<'_>) -> Result<R>,
     ) -> Result<R> {
-        let mut txn = self.database()?.begin_write()?;
-        if durability == Durability::Deferred {
-            txn.set_durability(redb::Durability::None)
-                .map_err(redb::Error::from)?;
-        }
+        // redb's calls outside `work` are guarded; `work` is the caller's, and a panic in it
+        // is the caller's too, so it unwinds as it is.
+        let txn = guarded(|| {
+            let mut txn = self.database()?.begin_write()?;
+            if durability == Durability::Deferred {
+                txn.set_durability(redb::Durability::None)
+                    .map_err(redb::Error::from)?;
+            }
+            Ok(txn)
+        })?;
         let (result, appended_head) = {
-            let mut session = WriteSession::open(&txn, &self.projections, &self.limits)?;
+            let mut session =
+                guarded(|| WriteSession::open(&txn, &self.projections, &self.limits))?;
             let result = work(&mut session)?;
             let head = session.head();
-            (result, session.finish()?.then_some(head))
+            (result, guarded(|| session.finish())?.then_some(head))
         };
-        match appended_head {
+        guarded(|| match appended_head {
             Some(head) => {
                 txn.commit()?;
                 self.announce(head.next);
+                Ok(())
             }
-            None => txn.abort()?,
-        }
+            None => Ok(txn.abort()?),
+        })?;
         Ok(result)
     }
 
     /// Makes every earlier commit durable: commits an empty transaction with
     /// [`Durability::Immediate`] (one fsync). Needed only after [`Durability::Deferred`] writes.
     pub fn flush(&self) -> Result<()> {
-        self.database()?.begin_write()?.commit()?;
-        Ok(())
+        guarded(|| Ok(self.database()?.begin_write()?.commit()?))
     }
 
     /// Announces a commit: the head's next position only ever grows, even when two threads'
@@ -303,7 +362,7 @@ impl Store {
 
     /// A consistent read-only view of the log as of now; a writer may go on meanwhile.
     pub fn snapshot(&self) -> Result<Snapshot> {
-        Snapshot::new(&self.db.begin_read()?)
+        guarded(|| Snapshot::new(&self.db.begin_read()?))
     }
 
     /// The log and the projection tables as of one and the same commit.
@@ -314,17 +373,17 @@ impl Store {
 
     /// A consistent read-only view of the projection tables, for the domains' queries.
     pub fn state(&self) -> Result<ReadTables> {
-        Ok(ReadTables::new(self.db.begin_read()?))
+        guarded(|| Ok(ReadTables::new(self.db.begin_read()?)))
     }
 
     /// The head: the next position and the hash of the last record.
     pub fn head(&self) -> Result<Head> {
-        self.snapshot()?.head()
+        guarded(|| self.snapshot()?.head())
     }
 
     /// The record at `position`, `None` at or past the head.
     pub fn get(&self, position: Position) -> Result<Option<Record>> {
-        self.snapshot()?.get(position)
+        guarded(|| self.snapshot()?.get(position))
     }
 
     /// Up to `limit` records from `from` in `direction`.
@@ -334,10 +393,12 @@ impl Store {
         direction: Direction,
         limit: usize,
     ) -> Result<Vec<Record>> {
-        self.snapshot()?
-            .records(from, direction)?
-            .take(limit)
-            .collect()
+        guarded(|| {
+            self.snapshot()?
+                .records(from, direction)?
+                .take(limit)
+                .collect()
+        })
     }
 
     /// Up to `limit` records of `stream` from version `from` in `direction`.
@@ -348,10 +409,12 @@ impl Store {
         direction: Direction,
         limit: usize,
     ) -> Result<Vec<Record>> {
-        self.snapshot()?
-            .stream(stream, from, direction)?
-            .take(limit)
-            .collect()
+        guarded(|| {
+            self.snapshot()?
+                .stream(stream, from, direction)?
+                .take(limit)
+                .collect()
+        })
     }
 
     /// Walks the whole log and checks every projection against a fresh replay; see
@@ -363,18 +426,27 @@ impl Store {
     /// [`Store::verify`], calling `progress` with the records done so far: it counts to twice
     /// the head (the walk, then the replay).
     pub fn verify_with(&self, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
-        let txn = self.db.begin_read()?;
-        crate::audit::verify::verify_with(
-            &Snapshot::new(&txn)?,
-            &ReadTables::new(txn),
-            &self.projections,
-            progress,
-        )
+        guarded(|| {
+            let txn = self.db.begin_read()?;
+            crate::audit::verify::verify_with(
+                &Snapshot::new(&txn)?,
+                &ReadTables::new(txn),
+                &self.projections,
+                &mut *progress,
+            )
+        })
+    }
+
+    /// Whether this log extends `saved`, a head read from it earlier (and kept elsewhere):
+    /// a log whose records were deleted, swapped, truncated or restored from an older copy
+    /// does not. See [`crate::audit::extends`].
+    pub fn check_extends(&self, saved: Head) -> Result<Extension> {
+        guarded(|| check_extends(&self.snapshot()?, saved))
     }
 
     /// Every record that touched `entity`, in log order; see [`crate::audit::history`].
     pub fn history(&self, entity: &crate::audit::history::Entity) -> Result<Vec<Record>> {
-        crate::audit::history::history(&self.snapshot()?, entity)
+        guarded(|| crate::audit::history::history(&self.snapshot()?, entity))
     }
 
     /// Clears `name` (or every projection when `None`) and replays the whole log into it.
@@ -384,7 +456,7 @@ impl Store {
 
     /// [`Store::rebuild`], calling `progress` with the records replayed so far.
     pub fn rebuild_with(&self, name: Option<&str>, progress: &mut dyn FnMut(u64)) -> Result<()> {
-        catch_up::rebuild(self.database()?, &self.projections, name, progress)
+        guarded(|| catch_up::rebuild(self.database()?, &self.projections, name, &mut *progress))
     }
 
     /// Every row of projection `name` as JSON (see [`Projection::state_json`]): as it stands,
@@ -404,7 +476,7 @@ impl Store {
             .projections
             .get(name)
             .ok_or_else(|| Error::Projection(format!("no projection is called {name:?}")))?;
-        match at {
+        guarded(|| match at {
             None => projection.state_json(&self.state()?),
             Some(at) => {
                 let replayed = crate::audit::replay::replay_with(
@@ -415,18 +487,24 @@ impl Store {
                 )?;
                 projection.state_json(&replayed.state()?)
             }
-        }
+        })
     }
 
     /// Counts and sizes.
     pub fn stats(&self) -> Result<Stats> {
-        let snapshot = self.snapshot()?;
-        let head = snapshot.head()?;
+        let (head, streams) = guarded(|| {
+            let snapshot = self.snapshot()?;
+            Ok((snapshot.head()?, snapshot.stream_count()?))
+        })?;
         Ok(Stats {
             records: head.next.0,
-            streams: snapshot.stream_count()?,
+            streams,
             head,
-            file_bytes: fs::metadata(&self.path)?.len(),
+            file_bytes: if self.on_disk {
+                fs::metadata(&self.path)?.len()
+            } else {
+                0
+            },
         })
     }
 }

@@ -22,8 +22,40 @@ const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0
 
 /// The redb handle: read-write, or read-only for audits that must not touch the file.
 pub(crate) enum Handle {
-    Writable(Database),
-    ReadOnly(redb::ReadOnlyDatabase),
+    Writable(Closing<Database>),
+    ReadOnly(Closing<redb::ReadOnlyDatabase>),
+}
+
+/// A redb database whose closing is guarded: redb writes its allocator state back when a
+/// database is dropped, and may panic there on a damaged file. That panic is caught and
+/// dropped with the database, so that dropping a store never panics.
+pub(crate) struct Closing<D>(Option<D>);
+
+impl<D> Closing<D> {
+    pub(crate) fn new(db: D) -> Self {
+        Closing(Some(db))
+    }
+}
+
+impl<D> std::ops::Deref for Closing<D> {
+    type Target = D;
+
+    fn deref(&self) -> &D {
+        match &self.0 {
+            Some(db) => db,
+            None => unreachable!("the database is taken only by drop"),
+        }
+    }
+}
+
+impl<D> Drop for Closing<D> {
+    fn drop(&mut self) {
+        if let Some(db) = self.0.take() {
+            // Nothing is left to tell: the store is gone, and the damage is reported again by
+            // the next open.
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(db)));
+        }
+    }
 }
 
 impl Handle {
@@ -44,29 +76,32 @@ pub(crate) fn create(path: &Path) -> Result<()> {
     if temporary.exists() {
         fs::remove_file(&temporary)?;
     }
-    {
-        let db = redb_builder().create(&temporary)?;
-        let txn = db.begin_write()?;
-        {
-            let mut meta = txn.open_table(META)?;
-            meta.insert(MAGIC_KEY, MAGIC)?;
-            meta.insert(FORMAT_KEY, FORMAT_VERSION.to_le_bytes().as_slice())?;
-            meta.insert(HEAD_KEY, encode_head(Head::default()).as_slice())?;
-            txn.open_table(SEGMENTS)?;
-            txn.open_table(STREAMS)?;
-            txn.open_table(STREAM_RUNS)?;
-            txn.open_table(IDEMPOTENCY)?;
-            txn.open_table(MERKLE)?;
-            txn.open_table(CHECKPOINTS)?;
-        }
-        txn.commit()?;
-    }
+    initialise(&redb_builder().create(&temporary)?)?;
     fs::rename(&temporary, path)?;
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
     fs::File::open(parent)?.sync_all()?;
+    Ok(())
+}
+
+/// Writes the annals tables into a new, empty redb database, in one durable commit.
+pub(crate) fn initialise(db: &Database) -> Result<()> {
+    let txn = db.begin_write()?;
+    {
+        let mut meta = txn.open_table(META)?;
+        meta.insert(MAGIC_KEY, MAGIC)?;
+        meta.insert(FORMAT_KEY, FORMAT_VERSION.to_le_bytes().as_slice())?;
+        meta.insert(HEAD_KEY, encode_head(Head::default()).as_slice())?;
+        txn.open_table(SEGMENTS)?;
+        txn.open_table(STREAMS)?;
+        txn.open_table(STREAM_RUNS)?;
+        txn.open_table(IDEMPOTENCY)?;
+        txn.open_table(MERKLE)?;
+        txn.open_table(CHECKPOINTS)?;
+    }
+    txn.commit()?;
     Ok(())
 }
 
@@ -115,6 +150,20 @@ pub(crate) fn open_redb<D>(
     open: impl FnOnce() -> Result<D, redb::DatabaseError>,
 ) -> Result<D> {
     opened(path, catch_unwind(AssertUnwindSafe(open)))
+}
+
+/// Runs `work`, which reads or writes through redb, turning a panic of redb's (on a damaged
+/// page, say) into [`Error::DamagedFile`]. Every public call of the store that touches the
+/// file goes through this or [`open_redb`]; no panic of redb's escapes them.
+pub(crate) fn guarded<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|payload| {
+        let detail = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        Err(Error::DamagedFile(detail))
+    })
 }
 
 /// The typed outcome of a redb open that may have panicked.

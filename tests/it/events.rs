@@ -120,7 +120,7 @@ fn emit_every_kind(store: &Store) {
             .write(|session| {
                 for _ in 0..50 {
                     now_ms += rng.below(40);
-                    crate::property::random_command(&mut rng, session, now_ms);
+                    annals::testing::random::random_command(&mut rng, session, now_ms);
                 }
                 Ok(())
             })

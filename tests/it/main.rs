@@ -3,8 +3,12 @@
 mod cli;
 mod cli_audit;
 mod common;
+mod corruption;
+mod crash;
 mod events;
 mod export;
+mod faults;
+mod fuzz_replay;
 mod history;
 mod leases;
 mod limits;

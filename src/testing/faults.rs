@@ -1,0 +1,251 @@
+//! Fault scenarios on the simulated disk: run a script of commands while a [`Fault`]
+//! strikes, restart, and check what must hold after any fault:
+//!
+//! - every transaction acknowledged as durable is present (its head is in the log with its
+//!   hash);
+//! - nothing unacknowledged is half there: the log ends exactly at the last acknowledged
+//!   head or at the head one of the failed transactions since would have made;
+//! - the chain verifies and every projection equals a replay of the log (`verify`);
+//! - no panic escapes the store, and an injected error reaches the caller.
+//!
+//! A violation is returned as `Err(description)`; the callers (tests, fuzz targets) add the
+//! seed and fail.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::OnceLock;
+
+use crate::log::Head;
+use crate::store::{Store, StoreOptions};
+use crate::testing::model::{Script, run_on_store};
+use crate::testing::sim::{Fault, Loss, SimDisk, Trigger};
+
+/// What a scenario observed, for the sweeps to know when to stop.
+#[derive(Clone, Debug, Default)]
+pub struct Observed {
+    /// Whether the fault struck at all.
+    pub struck: bool,
+    /// Transactions acknowledged as durable.
+    pub acknowledged: usize,
+    /// Syncs the run made, up to the fault.
+    pub syncs: u64,
+}
+
+/// What the log may look like after a restart.
+#[derive(Clone, Debug)]
+pub struct Expectation {
+    /// Heads of acknowledged durable commits, oldest first (the base image's first).
+    pub acknowledged: Vec<Head>,
+    /// Heads the transactions that failed after the last acknowledgement would have made.
+    pub candidates: Vec<Head>,
+}
+
+fn options() -> StoreOptions {
+    StoreOptions {
+        create: true,
+        ..StoreOptions::default()
+    }
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
+}
+
+/// The image of a fresh annals log with a few records, made once per process.
+pub fn base_image() -> &'static [u8] {
+    static BASE: OnceLock<Vec<u8>> = OnceLock::new();
+    BASE.get_or_init(|| {
+        let disk = SimDisk::new(Vec::new(), Fault::None);
+        {
+            let Ok(store) = Store::open_with_backend(disk.backend(), options()) else {
+                return Vec::new();
+            };
+            let script = Script::random(u64::MAX, 3);
+            let mut now_ms = 1_000;
+            for transaction in &script.transactions {
+                let _ = store.write(|session| {
+                    for op in transaction {
+                        run_on_store(op, session, &mut now_ms);
+                    }
+                    Ok(())
+                });
+            }
+        }
+        disk.image_after_restart()
+    })
+}
+
+/// Head of the log in `image`, opened cleanly.
+fn head_of(image: &[u8]) -> Result<Head, String> {
+    let disk = SimDisk::new(image.to_vec(), Fault::None);
+    let store = Store::open_with_backend(disk.backend(), options())
+        .map_err(|error| format!("the base image does not open: {error}"))?;
+    store.head().map_err(|error| error.to_string())
+}
+
+/// Runs `script` on a disk holding `image` while `fault` strikes. Returns the disk (to take
+/// its image from), what the run may have left, and what it observed; `Err` for a panic or
+/// an injected error that never reached the caller.
+pub fn run_with_fault(
+    image: &[u8],
+    fault: Fault,
+    script: &Script,
+) -> Result<(SimDisk, Expectation, Observed), String> {
+    let base = head_of(image)?;
+    let disk = SimDisk::new(image.to_vec(), fault);
+    let mut expectation = Expectation {
+        acknowledged: vec![base],
+        candidates: Vec::new(),
+    };
+    let mut errors = 0;
+    let run = catch_unwind(AssertUnwindSafe(|| {
+        let store = match Store::open_with_backend(disk.backend(), options()) {
+            Ok(store) => store,
+            Err(_) => {
+                errors += 1;
+                return;
+            }
+        };
+        let mut now_ms = 10_000;
+        for transaction in &script.transactions {
+            let mut prospective = None;
+            let result = store.write(|session| {
+                for op in transaction {
+                    run_on_store(op, session, &mut now_ms);
+                }
+                prospective = Some(session.head());
+                Ok(())
+            });
+            match (result, prospective) {
+                (Ok(()), Some(head)) => {
+                    if expectation.acknowledged.last() != Some(&head) {
+                        expectation.acknowledged.push(head);
+                    }
+                    expectation.candidates.clear();
+                }
+                (Ok(()), None) => {}
+                (Err(_), prospective) => {
+                    errors += 1;
+                    expectation.candidates.extend(prospective);
+                }
+            }
+        }
+        let before_drop = disk.ops();
+        drop(store);
+        // A fault that strikes only while redb closes the file reaches no caller.
+        if disk.struck() && errors == 0 && disk.ops() > before_drop {
+            errors += 1;
+        }
+    }));
+    if let Err(payload) = run {
+        return Err(format!("a panic escaped: {}", panic_text(payload.as_ref())));
+    }
+    let observed = Observed {
+        struck: disk.struck(),
+        acknowledged: expectation.acknowledged.len() - 1,
+        syncs: disk.syncs(),
+    };
+    if observed.struck && errors == 0 {
+        return Err("an injected fault struck, but no call returned an error".into());
+    }
+    Ok((disk, expectation, observed))
+}
+
+/// Opens `image` after a restart and checks every invariant against `expectation`.
+pub fn check_recovered(image: &[u8], expectation: &Expectation) -> Result<Head, String> {
+    let opened = catch_unwind(AssertUnwindSafe(|| {
+        let disk = SimDisk::new(image.to_vec(), Fault::None);
+        let store = Store::open_with_backend(disk.backend(), options())
+            .map_err(|error| format!("the log does not reopen: {error}"))?;
+        let report = store.verify().map_err(|error| error.to_string())?;
+        if let Some(finding) = report.problem {
+            return Err(format!("verify fails after recovery: {finding}"));
+        }
+        let head = report.head;
+        for acknowledged in &expectation.acknowledged {
+            let Some(last) = acknowledged.next.0.checked_sub(1) else {
+                continue;
+            };
+            let found = store
+                .get(crate::record::Position(last))
+                .map_err(|error| error.to_string())?
+                .map(|record| record.hash);
+            if found != Some(acknowledged.hash) {
+                return Err(format!(
+                    "acknowledged head {} / {} is lost (found {found:?})",
+                    acknowledged.next, acknowledged.hash
+                ));
+            }
+        }
+        let last = expectation.acknowledged.last().copied().unwrap_or_default();
+        if head != last && !expectation.candidates.contains(&head) {
+            return Err(format!(
+                "the log ends at {} / {}: neither the last acknowledged head {} nor a \
+                 whole failed transaction",
+                head.next, head.hash, last.next
+            ));
+        }
+        Ok(head)
+    }));
+    opened.unwrap_or_else(|payload| {
+        Err(format!(
+            "a panic escaped recovery: {}",
+            panic_text(payload.as_ref())
+        ))
+    })
+}
+
+/// The crash-during-recovery sweep: restarts `image` crashing at its first, second, …
+/// sync (with `loss`), and after each crash restarts again and checks `expectation`, until
+/// a recovery completes without reaching that sync (at most `syncs_max` crashes).
+pub fn crash_during_recovery(
+    image: &[u8],
+    expectation: &Expectation,
+    loss: Loss,
+    syncs_max: u64,
+) -> Result<u64, String> {
+    for sync in 1..=syncs_max {
+        let disk = SimDisk::new(image.to_vec(), Fault::Crash(Trigger::Sync(sync), loss));
+        let recovery = catch_unwind(AssertUnwindSafe(|| {
+            if let Ok(store) = Store::open_with_backend(disk.backend(), options()) {
+                let _ = store.verify();
+            }
+        }));
+        if let Err(payload) = recovery {
+            return Err(format!(
+                "a panic escaped a recovery that crashed at sync {sync}: {}",
+                panic_text(payload.as_ref())
+            ));
+        }
+        if !disk.struck() {
+            return Ok(sync - 1);
+        }
+        check_recovered(&disk.image_after_restart(), expectation)
+            .map_err(|error| format!("after a crash at sync {sync} of recovery: {error}"))?;
+    }
+    Ok(syncs_max)
+}
+
+/// One whole scenario: the script under the fault, a restart (after power loss when
+/// `power_loss`), the checks, and, when the fault was a crash, crashes during recovery.
+pub fn scenario(
+    image: &[u8],
+    fault: Fault,
+    script: &Script,
+    power_loss: bool,
+) -> Result<Observed, String> {
+    let (disk, expectation, observed) = run_with_fault(image, fault, script)?;
+    let after = if power_loss {
+        disk.image_after_power_loss()
+    } else {
+        disk.image_after_restart()
+    };
+    check_recovered(&after, &expectation)?;
+    if let Fault::Crash(_, loss) = fault {
+        crash_during_recovery(&after, &expectation, loss, 4)?;
+    }
+    Ok(observed)
+}

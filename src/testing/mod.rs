@@ -1,0 +1,13 @@
+//! Test support that ships in the crate so that fuzz targets, the stable corpus replay and
+//! the simulation tests share one body each: the simulated disk ([`sim`]), the reference
+//! model and its command vocabulary ([`model`]), random commands of every domain
+//! ([`random`]), fault scenarios and their invariants ([`faults`]), and the fuzz harness
+//! bodies ([`harness`]). Hidden from the docs; not for production use. Never used by the
+//! rest of the crate.
+
+pub mod crash;
+pub mod faults;
+pub mod harness;
+pub mod model;
+pub mod random;
+pub mod sim;

@@ -1,0 +1,675 @@
+//! A reference model of the rules the store must keep, small enough to be obviously right,
+//! and the commands the fuzz harnesses and the simulation tests drive both with.
+//!
+//! What the model predicts, command by command:
+//! - raw appends: reserved kinds (`lease.…`) refused, repeated keys within one append
+//!   refused, idempotency (a whole repeat is a duplicate with the earlier positions; the same
+//!   key with other stream, kind or payload a conflict; a mix of repeated and new events a
+//!   partial duplicate), then the expected-version check (`any`, `none`, `exists`, exact),
+//!   and the positions and stream versions written;
+//! - resource leases: acquire (grant with the next token, extend one's own live lease,
+//!   take over an expired one, refuse a live one of another's), renew (missing, superseded,
+//!   expired, or extended), release (missing, superseded, or released), empty names and
+//!   zero TTLs refused as invalid, and the lease streams' records;
+//! - registry settings: set (with the previous value), unchanged when the value is the
+//!   same (nothing appended), an empty key refused, and the setting streams' records.
+//!
+//! The outbox and runs domains, lane leases and the registry's instances and fuel ledger
+//! ([`Op::Domain`], drawn from [`random_domain_command`], whose names never collide with the
+//! model's) are run against the store only: the model does not predict their outcomes, it only takes note of how far they moved the head. They
+//! are there so the final checks (digests equal a rebuild's, `verify` passes) cover every
+//! projection.
+
+use std::collections::BTreeMap;
+
+use arbitrary::Arbitrary;
+
+use crate::demo::Rng;
+use crate::error::Error;
+use crate::leases::{FencingToken, LeaseCommand, LeaseOutcome, LeaseRefusal};
+use crate::log::append::{AppendError, AppendOutcome, ExpectedVersion};
+use crate::record::{NewEvent, StreamVersion};
+use crate::registry::decide::{SetSetting, SettingOutcome, setting_stream};
+use crate::store::WriteSession;
+use crate::testing::random::random_domain_command;
+
+/// Streams of raw appends.
+const STREAMS: [&str; 3] = ["app/a", "app/b", "app/c"];
+/// Kinds of raw appends; the last is reserved by the leases projection.
+const KINDS: [&str; 3] = ["app.x", "app.y", "lease.acquired"];
+/// Idempotency keys.
+const KEYS: [&str; 3] = ["k1", "k2", "k3"];
+/// Lease resources.
+const RESOURCES: [&str; 3] = ["r1", "r2", ""];
+/// Lease holders.
+const HOLDERS: [&str; 3] = ["h1", "h2", ""];
+/// Registry setting keys: none of them is one [`random_domain_command`] sets.
+const SETTING_KEYS: [&str; 3] = ["model/a", "model/b", ""];
+/// Registry setting values.
+const SETTING_VALUES: [&str; 2] = ["on", "off"];
+
+/// The expected version of a raw append.
+#[derive(Arbitrary, Clone, Copy, Debug)]
+pub enum Expect {
+    /// `ExpectedVersion::Any`.
+    Any,
+    /// `ExpectedVersion::NoStream`.
+    NoStream,
+    /// `ExpectedVersion::StreamExists`.
+    StreamExists,
+    /// `ExpectedVersion::Exact` of the version given modulo 4.
+    Exact(u8),
+}
+
+impl Expect {
+    fn version(self) -> ExpectedVersion {
+        match self {
+            Expect::Any => ExpectedVersion::Any,
+            Expect::NoStream => ExpectedVersion::NoStream,
+            Expect::StreamExists => ExpectedVersion::StreamExists,
+            Expect::Exact(v) => ExpectedVersion::Exact(StreamVersion(u64::from(v % 4))),
+        }
+    }
+}
+
+/// One event of a raw append: indexes into small sets of names, so that commands collide.
+#[derive(Arbitrary, Clone, Copy, Debug)]
+pub struct EventSpec {
+    /// The kind, modulo the kinds.
+    pub kind: u8,
+    /// The payload: this one byte, modulo 3.
+    pub payload: u8,
+    /// The idempotency key, modulo the keys.
+    pub key: Option<u8>,
+}
+
+/// A command of the model's vocabulary.
+#[derive(Arbitrary, Clone, Debug)]
+pub enum Op {
+    /// A raw append of one or two events.
+    Append {
+        /// The stream, modulo the streams.
+        stream: u8,
+        /// The expected version.
+        expect: Expect,
+        /// The first event.
+        first: EventSpec,
+        /// A second event.
+        second: Option<EventSpec>,
+    },
+    /// `LeaseCommand::Acquire`.
+    Acquire {
+        /// The resource, modulo the resources.
+        resource: u8,
+        /// The holder, modulo the holders.
+        holder: u8,
+        /// The TTL (0 is invalid).
+        ttl_ms: u8,
+    },
+    /// `LeaseCommand::Renew`.
+    Renew {
+        /// The resource, modulo the resources.
+        resource: u8,
+        /// The holder, modulo the holders.
+        holder: u8,
+        /// The token, modulo 4.
+        token: u8,
+        /// The TTL (0 is invalid).
+        ttl_ms: u8,
+    },
+    /// `LeaseCommand::Release`.
+    Release {
+        /// The resource, modulo the resources.
+        resource: u8,
+        /// The holder, modulo the holders.
+        holder: u8,
+        /// The token, modulo 4.
+        token: u8,
+    },
+    /// `SetSetting` of the registry.
+    SetSetting {
+        /// The key, modulo the keys.
+        key: u8,
+        /// The value, modulo the values.
+        value: u8,
+    },
+    /// Moves the clock on.
+    Tick(u8),
+    /// A random command of another domain, drawn from this seed.
+    Domain(u64),
+}
+
+/// A command sequence cut into write transactions.
+#[derive(Arbitrary, Clone, Debug)]
+pub struct Script {
+    /// The transactions, each a list of commands.
+    pub transactions: Vec<Vec<Op>>,
+}
+
+impl Script {
+    /// At most `max` commands, in at most `max` transactions: fuzzer input stays cheap.
+    pub fn bounded(mut self, max: usize) -> Script {
+        let mut left = max;
+        self.transactions.truncate(max);
+        for transaction in &mut self.transactions {
+            transaction.truncate(left);
+            left -= transaction.len();
+        }
+        self.transactions.retain(|t| !t.is_empty());
+        self
+    }
+
+    /// A seeded random script of `transactions` transactions.
+    pub fn random(seed: u64, transactions: u64) -> Script {
+        let mut rng = Rng::new(seed);
+        let byte = |rng: &mut Rng| rng.below(256) as u8;
+        let transactions = (0..transactions)
+            .map(|_| {
+                (0..1 + rng.below(4))
+                    .map(|_| {
+                        let spec = |rng: &mut Rng| EventSpec {
+                            kind: rng.below(8) as u8,
+                            payload: rng.below(3) as u8,
+                            key: rng.chance(40).then(|| rng.below(3) as u8),
+                        };
+                        match rng.below(8) {
+                            0 | 1 => Op::Append {
+                                stream: byte(&mut rng),
+                                expect: match rng.below(4) {
+                                    0 => Expect::Any,
+                                    1 => Expect::NoStream,
+                                    2 => Expect::StreamExists,
+                                    _ => Expect::Exact(rng.below(3) as u8),
+                                },
+                                first: spec(&mut rng),
+                                second: rng.chance(25).then(|| spec(&mut rng)),
+                            },
+                            2 => Op::Acquire {
+                                resource: byte(&mut rng),
+                                holder: byte(&mut rng),
+                                ttl_ms: byte(&mut rng) % 60,
+                            },
+                            3 => Op::Renew {
+                                resource: byte(&mut rng),
+                                holder: byte(&mut rng),
+                                token: byte(&mut rng),
+                                ttl_ms: byte(&mut rng) % 60,
+                            },
+                            4 => Op::Release {
+                                resource: byte(&mut rng),
+                                holder: byte(&mut rng),
+                                token: byte(&mut rng),
+                            },
+                            5 if rng.chance(50) => Op::SetSetting {
+                                key: byte(&mut rng),
+                                value: byte(&mut rng),
+                            },
+                            5 => Op::Tick(byte(&mut rng) % 40),
+                            _ => Op::Domain(rng.next_u64()),
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        Script { transactions }
+    }
+}
+
+/// What a command did, in terms both the store and the model can state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Records written at `first` onwards, the first with stream version `version`.
+    Appended {
+        /// The first position.
+        first: u64,
+        /// The first stream version.
+        version: u64,
+        /// How many.
+        count: u64,
+    },
+    /// A whole repeat of an earlier append.
+    Duplicate(Vec<u64>),
+    /// An append refused, by the name of its error.
+    AppendRefused(&'static str),
+    /// A command with an invalid input.
+    Invalid,
+    /// A lease granted.
+    Granted {
+        /// Its holder.
+        holder: String,
+        /// Its token.
+        token: u64,
+        /// Its expiry.
+        expires_at_ms: u64,
+        /// Whether an existing lease was extended.
+        renewed: bool,
+    },
+    /// A lease released.
+    Released {
+        /// Its token.
+        token: u64,
+    },
+    /// A setting set, with the value it had.
+    SettingSet(Option<String>),
+    /// A setting already had the value.
+    SettingUnchanged,
+    /// A lease command refused.
+    Refused {
+        /// Why.
+        reason: LeaseRefusal,
+        /// The token of the lease that stands.
+        token: Option<u64>,
+    },
+    /// The clock moved, or a command of another domain ran: not compared.
+    Unmodelled,
+    /// Any other error (I/O, corruption): the run stops being comparable.
+    Failed(String),
+}
+
+fn append_error_name(error: &AppendError) -> &'static str {
+    match error {
+        AppendError::WrongExpectedVersion { .. } => "wrong_expected_version",
+        AppendError::Conflict { .. } => "conflict",
+        AppendError::PartialDuplicate { .. } => "partial_duplicate",
+        AppendError::RepeatedKey { .. } => "repeated_key",
+        AppendError::NoEvents => "no_events",
+        AppendError::Limit(_) => "limit",
+        AppendError::ReservedKind { .. } => "reserved_kind",
+        AppendError::Fenced { .. } => "fenced",
+        AppendError::LogFull => "log_full",
+        AppendError::NotSealable { .. } => "not_sealable",
+    }
+}
+
+fn pick(names: &[&'static str], index: u8) -> &'static str {
+    names[usize::from(index) % names.len()]
+}
+
+fn new_event(spec: EventSpec, now_ms: u64) -> NewEvent {
+    let event = NewEvent::new(pick(&KINDS, spec.kind), now_ms, vec![spec.payload % 3]);
+    match spec.key {
+        Some(key) => event.with_idempotency_key(pick(&KEYS, key)),
+        None => event,
+    }
+}
+
+fn lease_command(op: &Op, now_ms: u64) -> Option<LeaseCommand> {
+    Some(match *op {
+        Op::Acquire {
+            resource,
+            holder,
+            ttl_ms,
+        } => LeaseCommand::Acquire {
+            resource: pick(&RESOURCES, resource).into(),
+            holder: pick(&HOLDERS, holder).into(),
+            ttl_ms: u64::from(ttl_ms),
+            now_ms,
+        },
+        Op::Renew {
+            resource,
+            holder,
+            token,
+            ttl_ms,
+        } => LeaseCommand::Renew {
+            resource: pick(&RESOURCES, resource).into(),
+            holder: pick(&HOLDERS, holder).into(),
+            token: FencingToken(u64::from(token % 4)),
+            ttl_ms: u64::from(ttl_ms),
+            now_ms,
+        },
+        Op::Release {
+            resource,
+            holder,
+            token,
+        } => LeaseCommand::Release {
+            resource: pick(&RESOURCES, resource).into(),
+            holder: pick(&HOLDERS, holder).into(),
+            token: FencingToken(u64::from(token % 4)),
+            now_ms,
+        },
+        _ => return None,
+    })
+}
+
+/// Runs `op` in `session` at `*now_ms` (which a tick moves on), and states what it did.
+pub fn run_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: &mut u64) -> Outcome {
+    let failed = |error: Error| match error {
+        Error::Append(error) => Outcome::AppendRefused(append_error_name(&error)),
+        Error::InvalidCommand { .. } => Outcome::Invalid,
+        other => Outcome::Failed(other.to_string()),
+    };
+    match op {
+        Op::Append {
+            stream,
+            expect,
+            first,
+            second,
+        } => {
+            let events: Vec<NewEvent> = std::iter::once(first)
+                .chain(second)
+                .map(|spec| new_event(*spec, *now_ms))
+                .collect();
+            match session.append(pick(&STREAMS, *stream), expect.version(), &events) {
+                Ok(AppendOutcome::Appended(appended)) => Outcome::Appended {
+                    first: appended.first_position.0,
+                    version: appended.first_version.0,
+                    count: appended.count,
+                },
+                Ok(AppendOutcome::Duplicate { positions }) => {
+                    Outcome::Duplicate(positions.iter().map(|p| p.0).collect())
+                }
+                Err(error) => failed(error),
+            }
+        }
+        Op::Tick(ms) => {
+            *now_ms += u64::from(*ms);
+            Outcome::Unmodelled
+        }
+        Op::SetSetting { key, value } => {
+            let command = SetSetting {
+                key: pick(&SETTING_KEYS, *key).into(),
+                value: pick(&SETTING_VALUES, *value).into(),
+                now_ms: *now_ms,
+            };
+            match session.execute(&command) {
+                Ok(SettingOutcome::Set { previous }) => Outcome::SettingSet(previous),
+                Ok(SettingOutcome::Unchanged) => Outcome::SettingUnchanged,
+                Err(error) => failed(error),
+            }
+        }
+        Op::Domain(seed) => {
+            random_domain_command(&mut Rng::new(*seed), session, *now_ms);
+            Outcome::Unmodelled
+        }
+        lease => {
+            let Some(command) = lease_command(lease, *now_ms) else {
+                return Outcome::Unmodelled;
+            };
+            match session.execute(&command) {
+                Ok(LeaseOutcome::Granted { lease, renewed }) => Outcome::Granted {
+                    holder: lease.holder,
+                    token: lease.token.0,
+                    expires_at_ms: lease.expires_at_ms,
+                    renewed,
+                },
+                Ok(LeaseOutcome::Released { lease }) => Outcome::Released {
+                    token: lease.token.0,
+                },
+                Ok(LeaseOutcome::Refused { reason, lease }) => Outcome::Refused {
+                    reason,
+                    token: lease.map(|l| l.token.0),
+                },
+                Err(error) => failed(error),
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct ModelLease {
+    holder: String,
+    token: u64,
+    expires_at_ms: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Keyed {
+    position: u64,
+    content: (String, String, Vec<u8>),
+}
+
+/// The reference model: the log's positions, stream versions and idempotency keys, the
+/// resource leases and the registry settings.
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    next: u64,
+    streams: BTreeMap<String, u64>,
+    keys: BTreeMap<String, Keyed>,
+    leases: BTreeMap<String, ModelLease>,
+    tokens: BTreeMap<String, u64>,
+    settings: BTreeMap<String, String>,
+}
+
+impl Model {
+    /// Takes note of the head after a command the model does not predict.
+    pub fn observe_head(&mut self, next: u64) {
+        self.next = next;
+    }
+
+    fn write(&mut self, stream: &str, count: u64) -> Outcome {
+        let version = self.streams.get(stream).copied().unwrap_or(0);
+        let outcome = Outcome::Appended {
+            first: self.next,
+            version,
+            count,
+        };
+        self.next += count;
+        self.streams.insert(stream.to_owned(), version + count);
+        outcome
+    }
+
+    /// What `op` must do at `*now_ms`, applied to the model.
+    pub fn run(&mut self, op: &Op, now_ms: &mut u64) -> Outcome {
+        match op {
+            Op::Append {
+                stream,
+                expect,
+                first,
+                second,
+            } => self.append(
+                pick(&STREAMS, *stream),
+                expect.version(),
+                std::iter::once(first).chain(second).copied().collect(),
+            ),
+            Op::Tick(ms) => {
+                *now_ms += u64::from(*ms);
+                Outcome::Unmodelled
+            }
+            Op::SetSetting { key, value } => {
+                let (key, value) = (pick(&SETTING_KEYS, *key), pick(&SETTING_VALUES, *value));
+                if key.is_empty() {
+                    return Outcome::Invalid;
+                }
+                let previous = self.settings.get(key).cloned();
+                if previous.as_deref() == Some(value) {
+                    return Outcome::SettingUnchanged;
+                }
+                self.settings.insert(key.to_owned(), value.to_owned());
+                self.write(&setting_stream(key), 1);
+                Outcome::SettingSet(previous)
+            }
+            Op::Domain(_) => Outcome::Unmodelled,
+            lease => match lease_command(lease, *now_ms) {
+                Some(command) => self.lease(command),
+                None => Outcome::Unmodelled,
+            },
+        }
+    }
+
+    fn append(
+        &mut self,
+        stream: &str,
+        expected: ExpectedVersion,
+        specs: Vec<EventSpec>,
+    ) -> Outcome {
+        if specs
+            .iter()
+            .any(|s| pick(&KINDS, s.kind).starts_with("lease."))
+        {
+            return Outcome::AppendRefused("reserved_kind");
+        }
+        let keys: Vec<Option<&str>> = specs
+            .iter()
+            .map(|s| s.key.map(|k| pick(&KEYS, k)))
+            .collect();
+        if keys.len() == 2 && keys[0].is_some() && keys[0] == keys[1] {
+            return Outcome::AppendRefused("repeated_key");
+        }
+        let mut duplicates = Vec::new();
+        for (spec, key) in specs.iter().zip(&keys) {
+            let Some(key) = key else { continue };
+            let Some(keyed) = self.keys.get(*key) else {
+                continue;
+            };
+            let content = (
+                stream.to_owned(),
+                pick(&KINDS, spec.kind).to_owned(),
+                vec![spec.payload % 3],
+            );
+            if keyed.content != content {
+                return Outcome::AppendRefused("conflict");
+            }
+            duplicates.push(keyed.position);
+        }
+        if !duplicates.is_empty() {
+            return if duplicates.len() == specs.len() {
+                Outcome::Duplicate(duplicates)
+            } else {
+                Outcome::AppendRefused("partial_duplicate")
+            };
+        }
+        let current = self.streams.get(stream).map(|count| count - 1);
+        let matches = match expected {
+            ExpectedVersion::Any => true,
+            ExpectedVersion::NoStream => current.is_none(),
+            ExpectedVersion::StreamExists => current.is_some(),
+            ExpectedVersion::Exact(v) => current == Some(v.0),
+        };
+        if !matches {
+            return Outcome::AppendRefused("wrong_expected_version");
+        }
+        for (offset, (spec, key)) in specs.iter().zip(&keys).enumerate() {
+            if let Some(key) = key {
+                let keyed = Keyed {
+                    position: self.next + offset as u64,
+                    content: (
+                        stream.to_owned(),
+                        pick(&KINDS, spec.kind).to_owned(),
+                        vec![spec.payload % 3],
+                    ),
+                };
+                self.keys.insert((*key).to_owned(), keyed);
+            }
+        }
+        self.write(stream, specs.len() as u64)
+    }
+
+    fn lease(&mut self, command: LeaseCommand) -> Outcome {
+        match command {
+            LeaseCommand::Acquire {
+                resource,
+                holder,
+                ttl_ms,
+                now_ms,
+            } => {
+                if resource.is_empty() || holder.is_empty() || ttl_ms == 0 {
+                    return Outcome::Invalid;
+                }
+                let expires_at_ms = now_ms.saturating_add(ttl_ms);
+                let stream = format!("lease/{resource}");
+                match self.leases.get_mut(&resource) {
+                    Some(lease) if now_ms < lease.expires_at_ms && lease.holder != holder => {
+                        Outcome::Refused {
+                            reason: LeaseRefusal::Held,
+                            token: Some(lease.token),
+                        }
+                    }
+                    Some(lease) if now_ms < lease.expires_at_ms => {
+                        lease.expires_at_ms = expires_at_ms;
+                        let token = lease.token;
+                        self.write(&stream, 1);
+                        Outcome::Granted {
+                            holder,
+                            token,
+                            expires_at_ms,
+                            renewed: true,
+                        }
+                    }
+                    _ => {
+                        let token = self.tokens.get(&resource).copied().unwrap_or(0) + 1;
+                        self.tokens.insert(resource.clone(), token);
+                        let lease = ModelLease {
+                            holder: holder.clone(),
+                            token,
+                            expires_at_ms,
+                        };
+                        self.leases.insert(resource, lease);
+                        self.write(&stream, 1);
+                        Outcome::Granted {
+                            holder,
+                            token,
+                            expires_at_ms,
+                            renewed: false,
+                        }
+                    }
+                }
+            }
+            LeaseCommand::Renew {
+                resource,
+                holder,
+                token,
+                ttl_ms,
+                now_ms,
+            } => {
+                if resource.is_empty() || ttl_ms == 0 {
+                    return Outcome::Invalid;
+                }
+                let lease = match self.held_by(&resource, &holder, token.0) {
+                    Ok(lease) => lease,
+                    Err(refused) => return refused,
+                };
+                if now_ms >= lease.expires_at_ms {
+                    return Outcome::Refused {
+                        reason: LeaseRefusal::Expired,
+                        token: Some(lease.token),
+                    };
+                }
+                let expires_at_ms = now_ms.saturating_add(ttl_ms);
+                let granted = Outcome::Granted {
+                    holder: lease.holder.clone(),
+                    token: lease.token,
+                    expires_at_ms,
+                    renewed: true,
+                };
+                if let Some(lease) = self.leases.get_mut(&resource) {
+                    lease.expires_at_ms = expires_at_ms;
+                }
+                self.write(&format!("lease/{resource}"), 1);
+                granted
+            }
+            LeaseCommand::Release {
+                resource,
+                holder,
+                token,
+                ..
+            } => {
+                if resource.is_empty() {
+                    return Outcome::Invalid;
+                }
+                if let Err(refused) = self.held_by(&resource, &holder, token.0) {
+                    return refused;
+                }
+                self.leases.remove(&resource);
+                self.write(&format!("lease/{resource}"), 1);
+                Outcome::Released { token: token.0 }
+            }
+        }
+    }
+
+    /// The lease of `resource` if `holder` holds it under `token`, the refusal otherwise.
+    fn held_by(&self, resource: &str, holder: &str, token: u64) -> Result<ModelLease, Outcome> {
+        match self.leases.get(resource) {
+            None => Err(Outcome::Refused {
+                reason: LeaseRefusal::Missing,
+                token: None,
+            }),
+            Some(lease) if lease.holder != holder || lease.token != token => {
+                Err(Outcome::Refused {
+                    reason: LeaseRefusal::Superseded,
+                    token: Some(lease.token),
+                })
+            }
+            Some(lease) => Ok(lease.clone()),
+        }
+    }
+}

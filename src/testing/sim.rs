@@ -1,0 +1,314 @@
+//! A simulated disk for fault tests: a redb [`StorageBackend`] over memory that keeps what a
+//! real disk keeps — a durable image (what survives power loss) and the writes issued since
+//! the last sync — and, driven by a [`Fault`], fails an operation with an I/O error, or
+//! "crashes": from that moment every operation fails, and the image that survives is the
+//! durable one plus some of the unsynced writes (none, a seeded subset, or all with the
+//! last one torn).
+//!
+//! Deterministic: the same image, fault and operations give the same result. Never touches
+//! a file; never panics on any sequence of calls redb makes.
+
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use redb::StorageBackend;
+
+use crate::demo::Rng;
+
+/// The most a simulated disk holds: a damaged file that makes redb ask for more (its
+/// header read as a huge length, say) gets a full-disk error, not an allocation.
+pub const DISK_BYTES_MAX: u64 = 256 << 20;
+
+/// When a fault strikes: the k-th counted operation (every `write`, `set_len` and
+/// `sync_data`, from 1), or the k-th `sync_data` alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// The k-th write, set_len or sync.
+    Op(u64),
+    /// The k-th sync.
+    Sync(u64),
+}
+
+/// Which unsynced writes survive a crash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loss {
+    /// None of them: the durable image alone.
+    DropUnsynced,
+    /// Each one with even odds, chosen by the seed (a disk may reorder writes between syncs).
+    KeepSome(u64),
+    /// All of them, but the last write only in part: a seeded prefix of its bytes.
+    TearLast(u64),
+}
+
+/// A fault to inject.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// No fault.
+    None,
+    /// The triggering operation fails with an I/O error; the ones after it succeed.
+    FailOnce(Trigger),
+    /// The triggering operation and every operation after it (reads too) fail.
+    FailForever(Trigger),
+    /// A crash at the triggering operation, which does not happen: it and every operation
+    /// after it fail, and what survives is decided by the [`Loss`].
+    Crash(Trigger, Loss),
+}
+
+#[derive(Debug)]
+enum Pending {
+    Write { offset: u64, data: Vec<u8> },
+    SetLen(u64),
+}
+
+#[derive(Debug)]
+struct Disk {
+    /// What the program reads: every write so far.
+    current: Vec<u8>,
+    /// What survives power loss: every write up to the last sync.
+    durable: Vec<u8>,
+    /// The writes and resizes since the last sync, in order.
+    pending: Vec<Pending>,
+    fault: Fault,
+    ops: u64,
+    syncs: u64,
+    /// Whether the fault has struck.
+    struck: bool,
+    /// The image that survived the crash, once there was one.
+    crashed: Option<Vec<u8>>,
+}
+
+/// A simulated disk; clones share it. [`SimDisk::backend`] hands redb a view of it.
+#[derive(Clone, Debug)]
+pub struct SimDisk {
+    disk: Arc<Mutex<Disk>>,
+}
+
+/// The [`StorageBackend`] redb is given over a [`SimDisk`].
+#[derive(Debug)]
+pub struct SimBackend {
+    disk: Arc<Mutex<Disk>>,
+}
+
+impl SimDisk {
+    /// A disk holding `image` (durably) that will suffer `fault`.
+    pub fn new(image: Vec<u8>, fault: Fault) -> SimDisk {
+        let disk = Disk {
+            durable: image.clone(),
+            current: image,
+            pending: Vec::new(),
+            fault,
+            ops: 0,
+            syncs: 0,
+            struck: false,
+            crashed: None,
+        };
+        SimDisk {
+            disk: Arc::new(Mutex::new(disk)),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Disk> {
+        lock(&self.disk)
+    }
+
+    /// A backend over this disk, for `Store::open_with_backend`.
+    pub fn backend(&self) -> SimBackend {
+        SimBackend {
+            disk: Arc::clone(&self.disk),
+        }
+    }
+
+    /// Whether the fault has struck.
+    pub fn struck(&self) -> bool {
+        self.lock().struck
+    }
+
+    /// Counted operations so far (writes, resizes and syncs).
+    pub fn ops(&self) -> u64 {
+        self.lock().ops
+    }
+
+    /// Syncs so far.
+    pub fn syncs(&self) -> u64 {
+        self.lock().syncs
+    }
+
+    /// The image a restart finds: after a crash, what survived it; otherwise everything
+    /// written (the program stopped, the machine did not).
+    pub fn image_after_restart(&self) -> Vec<u8> {
+        let disk = self.lock();
+        match &disk.crashed {
+            Some(image) => image.clone(),
+            None => disk.current.clone(),
+        }
+    }
+
+    /// The image power loss would leave now: the durable image alone.
+    pub fn image_after_power_loss(&self) -> Vec<u8> {
+        let disk = self.lock();
+        match &disk.crashed {
+            Some(image) => image.clone(),
+            None => disk.durable.clone(),
+        }
+    }
+}
+
+fn lock(disk: &Mutex<Disk>) -> MutexGuard<'_, Disk> {
+    // A panic while the lock was held left the disk's bytes whole (every change is one
+    // statement), so a poisoned lock is read through.
+    disk.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn injected(what: &str) -> io::Error {
+    io::Error::other(format!("simulated fault: {what}"))
+}
+
+fn apply(image: &mut Vec<u8>, pending: &Pending) {
+    match pending {
+        Pending::SetLen(len) => image.resize(*len as usize, 0),
+        Pending::Write { offset, data } => write_at(image, *offset, data),
+    }
+}
+
+fn write_at(image: &mut Vec<u8>, offset: u64, data: &[u8]) {
+    let start = offset as usize;
+    let end = start + data.len();
+    if image.len() < end {
+        image.resize(end, 0);
+    }
+    image[start..end].copy_from_slice(data);
+}
+
+impl Disk {
+    /// Counts an operation and applies the fault if it strikes now: `Err` when the operation
+    /// must fail.
+    fn step(&mut self, is_sync: bool) -> io::Result<()> {
+        if self.crashed.is_some() {
+            return Err(injected("the machine is down"));
+        }
+        self.ops += 1;
+        if is_sync {
+            self.syncs += 1;
+        }
+        let due = |trigger: Trigger| match trigger {
+            Trigger::Op(k) => self.ops == k,
+            Trigger::Sync(k) => is_sync && self.syncs == k,
+        };
+        match self.fault {
+            Fault::None => Ok(()),
+            Fault::FailOnce(trigger) if due(trigger) => {
+                self.struck = true;
+                Err(injected("one operation fails"))
+            }
+            Fault::FailOnce(_) => Ok(()),
+            Fault::FailForever(trigger) if self.struck || due(trigger) => {
+                self.struck = true;
+                Err(injected("every operation fails from here on"))
+            }
+            Fault::FailForever(_) => Ok(()),
+            Fault::Crash(trigger, loss) if due(trigger) => {
+                self.struck = true;
+                self.crashed = Some(self.surviving(loss));
+                Err(injected("crash"))
+            }
+            Fault::Crash(..) => Ok(()),
+        }
+    }
+
+    fn surviving(&self, loss: Loss) -> Vec<u8> {
+        let mut image = self.durable.clone();
+        let last_write = self
+            .pending
+            .iter()
+            .rposition(|p| matches!(p, Pending::Write { .. }));
+        let mut rng = Rng::new(match loss {
+            Loss::DropUnsynced => 0,
+            Loss::KeepSome(seed) | Loss::TearLast(seed) => seed,
+        });
+        for (index, pending) in self.pending.iter().enumerate() {
+            match (pending, loss) {
+                // A resize is file metadata; the simulation lets it survive.
+                (Pending::SetLen(_), _) => apply(&mut image, pending),
+                (Pending::Write { .. }, Loss::DropUnsynced) => {}
+                (Pending::Write { .. }, Loss::KeepSome(_)) => {
+                    if rng.chance(50) {
+                        apply(&mut image, pending);
+                    }
+                }
+                (Pending::Write { offset, data }, Loss::TearLast(_)) => {
+                    if Some(index) == last_write {
+                        let kept = rng.below(data.len() as u64 + 1) as usize;
+                        write_at(&mut image, *offset, &data[..kept]);
+                    } else {
+                        apply(&mut image, pending);
+                    }
+                }
+            }
+        }
+        image
+    }
+
+    fn fail_reads(&self) -> bool {
+        self.crashed.is_some() || matches!(self.fault, Fault::FailForever(_)) && self.struck
+    }
+}
+
+impl StorageBackend for SimBackend {
+    fn len(&self) -> io::Result<u64> {
+        let disk = lock(&self.disk);
+        if disk.fail_reads() {
+            return Err(injected("the disk is gone"));
+        }
+        Ok(disk.current.len() as u64)
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
+        let disk = lock(&self.disk);
+        if disk.fail_reads() {
+            return Err(injected("the disk is gone"));
+        }
+        let source = usize::try_from(offset)
+            .ok()
+            .and_then(|start| disk.current.get(start..start.checked_add(out.len())?))
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "read out of range"))?;
+        out.copy_from_slice(source);
+        Ok(())
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        let mut disk = lock(&self.disk);
+        disk.step(false)?;
+        if len > DISK_BYTES_MAX {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                format!("simulated disk: {len} bytes asked, {DISK_BYTES_MAX} the most it holds"),
+            ));
+        }
+        let pending = Pending::SetLen(len);
+        apply(&mut disk.current, &pending);
+        disk.pending.push(pending);
+        Ok(())
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        let mut disk = lock(&self.disk);
+        disk.step(true)?;
+        let pending = std::mem::take(&mut disk.pending);
+        for p in &pending {
+            apply(&mut disk.durable, p);
+        }
+        Ok(())
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        let mut disk = lock(&self.disk);
+        disk.step(false)?;
+        let pending = Pending::Write {
+            offset,
+            data: data.to_vec(),
+        };
+        apply(&mut disk.current, &pending);
+        disk.pending.push(pending);
+        Ok(())
+    }
+}

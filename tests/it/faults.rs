@@ -1,0 +1,142 @@
+//! Simulated storage faults (`annals::testing::sim`): for seeded scripts, a write or sync
+//! fails once or forever, or the machine crashes losing unsynced writes (all, some, or
+//! tearing the last); after a restart every acknowledged commit is there, nothing half
+//! done is, the chain verifies and the projections equal a replay. Also the SQLite-style
+//! I/O-error sweep and crashes during recovery. A failure prints its seed;
+//! `ANNALS_FAULT_SEED=<n>` replays one.
+
+use annals::demo::Rng;
+use annals::testing::faults::{
+    base_image, check_recovered, crash_during_recovery, run_with_fault, scenario,
+};
+use annals::testing::harness::{check_against_model, pick_fault};
+use annals::testing::model::Script;
+use annals::testing::sim::{Fault, Loss, Trigger};
+
+/// Seeds of the fault simulation run in CI.
+const FAULT_SEEDS: u64 = 500;
+/// Seeds of the model comparison run in CI.
+const MODEL_SEEDS: u64 = 300;
+
+fn only_seed(variable: &str) -> Option<u64> {
+    std::env::var(variable).ok().and_then(|s| s.parse().ok())
+}
+
+fn fault_case(seed: u64) {
+    let mut rng = Rng::new(seed);
+    let script = Script::random(seed, 2 + rng.below(6));
+    let kind = rng.below(5) as u8;
+    let range = if rng.chance(30) { 8 } else { 120 };
+    let fault = pick_fault(kind, rng.below(range), rng.chance(30), rng.next_u64());
+    let power_loss = rng.chance(50);
+    if let Err(violation) = scenario(base_image(), fault, &script, power_loss) {
+        panic!("fault seed {seed} ({fault:?}, power loss {power_loss}): {violation}");
+    }
+}
+
+#[test]
+fn acknowledged_commits_survive_every_simulated_fault_and_nothing_half_done_appears() {
+    if let Some(seed) = only_seed("ANNALS_FAULT_SEED") {
+        return fault_case(seed);
+    }
+    for seed in 0..FAULT_SEEDS {
+        fault_case(seed);
+    }
+}
+
+#[test]
+fn store_outcomes_agree_with_the_reference_model() {
+    let case = |seed: u64| {
+        let script = Script::random(seed, 1 + seed % 12);
+        if let Err(violation) = check_against_model(&script) {
+            panic!("model seed {seed}: {violation}");
+        }
+    };
+    if let Some(seed) = only_seed("ANNALS_MODEL_SEED") {
+        return case(seed);
+    }
+    for seed in 0..MODEL_SEEDS {
+        case(seed);
+    }
+}
+
+/// The workload of the sweeps: fixed, a few transactions across every domain.
+fn sweep_script() -> Script {
+    Script::random(2026, 6)
+}
+
+/// Ops past which the sweeps stop even if the fault still struck (it must not).
+const SWEEP_OPS_MAX: u64 = 2_000;
+
+#[test]
+fn io_error_sweep_fails_each_operation_once_and_forever_and_the_log_stays_a_durable_prefix() {
+    let script = sweep_script();
+    for forever in [false, true] {
+        let mut k = 1;
+        loop {
+            let trigger = Trigger::Op(k);
+            let fault = if forever {
+                Fault::FailForever(trigger)
+            } else {
+                Fault::FailOnce(trigger)
+            };
+            let (disk, expectation, observed) = run_with_fault(base_image(), fault, &script)
+                .unwrap_or_else(|violation| panic!("{fault:?}: {violation}"));
+            for (what, image) in [
+                ("restart", disk.image_after_restart()),
+                ("power loss", disk.image_after_power_loss()),
+            ] {
+                if let Err(violation) = check_recovered(&image, &expectation) {
+                    panic!("{fault:?}, after {what}: {violation}");
+                }
+            }
+            if !observed.struck {
+                // The workload completed before the k-th operation: the sweep is over.
+                assert!(k > 10, "the workload made only {k} operations");
+                eprintln!("i/o sweep (forever: {forever}): {k} operations");
+                break;
+            }
+            k += 1;
+            assert!(k < SWEEP_OPS_MAX, "the workload never completes");
+        }
+    }
+}
+
+#[test]
+fn a_crash_at_every_operation_then_at_every_sync_of_recovery_loses_nothing_acknowledged() {
+    let script = sweep_script();
+    let losses = [Loss::DropUnsynced, Loss::KeepSome(7), Loss::TearLast(11)];
+    let (mut k, mut recovery_syncs) = (1, 0);
+    loop {
+        let loss = losses[(k % 3) as usize];
+        let fault = Fault::Crash(Trigger::Op(k), loss);
+        let (disk, expectation, observed) = run_with_fault(base_image(), fault, &script)
+            .unwrap_or_else(|violation| panic!("{fault:?}: {violation}"));
+        if !observed.struck {
+            break;
+        }
+        let image = disk.image_after_restart();
+        check_recovered(&image, &expectation)
+            .unwrap_or_else(|violation| panic!("{fault:?}: {violation}"));
+        recovery_syncs += crash_during_recovery(&image, &expectation, loss, 8)
+            .unwrap_or_else(|violation| panic!("{fault:?}: {violation}"));
+        k += 1;
+        assert!(k < SWEEP_OPS_MAX, "the workload never completes");
+    }
+    assert!(k > 10, "the workload made only {k} operations");
+    assert!(
+        recovery_syncs > 0,
+        "no recovery ever synced: nothing was crashed"
+    );
+    eprintln!("crash sweep: {k} crash points, {recovery_syncs} recovery syncs crashed at");
+}
+
+#[test]
+fn the_fault_checker_notices_a_lost_acknowledged_commit() {
+    let script = sweep_script();
+    let (_, expectation, observed) = run_with_fault(base_image(), Fault::None, &script).unwrap();
+    assert!(observed.acknowledged > 0);
+    // The base image lacks every commit the run acknowledged.
+    let violation = check_recovered(base_image(), &expectation).unwrap_err();
+    assert!(violation.contains("is lost"), "{violation}");
+}
