@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use annals::audit::history::Entity;
 use annals::audit::proof_file::ProofFile;
-use annals::export::{ExportError, ExportReader};
+use annals::export::{ExportError, ExportHeader, ExportReader};
 use annals::hash::hex;
 use annals::merkle::TreeHead;
 use annals::store::ImportStage;
@@ -874,22 +874,7 @@ fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
         &mut |done| line.update(done),
     );
     line.finish();
-    let summary = summary?;
-    let header = &summary.header;
-    let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "exported positions {} .. {} ({} records) to {}",
-        header.from,
-        header.to,
-        header.to.0 - header.from.0,
-        args.file.display()
-    )?;
-    writeln!(out, "head hash {}", header.head)?;
-    writeln!(out, "root      {}", header.root)?;
-    writeln!(out, "tree head {}", header.tree_head().hash())?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    print_range(&summary?.header, "exported", "to", &args.file)
 }
 
 fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
@@ -908,16 +893,25 @@ fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
     });
     check.finish();
     write.finish();
-    let summary = summary?;
-    let header = &summary.header;
+    print_range(&summary?.header, "imported", "into", &args.db)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What an export or import moved: the range, the chain's end and the tree it forms.
+fn print_range(
+    header: &ExportHeader,
+    done: &str,
+    preposition: &str,
+    path: &Path,
+) -> Result<ExitCode, Failure> {
     let mut out = io::stdout().lock();
+    let records = header.to.0 - header.from.0;
     writeln!(
         out,
-        "imported positions {} .. {} ({} records) into {}",
+        "{done} positions {} .. {} ({records} records) {preposition} {}",
         header.from,
         header.to,
-        header.to.0 - header.from.0,
-        args.db.display()
+        path.display()
     )?;
     writeln!(out, "head hash {}", header.head)?;
     writeln!(out, "root      {}", header.root)?;
