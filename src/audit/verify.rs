@@ -144,6 +144,8 @@ pub struct VerifyReport {
     pub streams: u64,
     /// The head as the records give it (as far as they were checked).
     pub head: Head,
+    /// The root of the Merkle tree of the records checked, recomputed from their hashes.
+    pub root: Digest,
     /// The first problem found; `None` when the log is sound.
     pub problem: Option<Finding>,
 }
@@ -167,6 +169,7 @@ struct Walk {
 impl Walk {
     fn report(self, problem: Option<Finding>) -> VerifyReport {
         VerifyReport {
+            root: self.frontier.root(&LogTreeHasher),
             records: self.next.0,
             streams: self.versions.len() as u64,
             head: Head {

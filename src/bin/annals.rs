@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use annals::audit::history::Entity;
 use annals::audit::proof_file::ProofFile;
-use annals::export::{ExportError, ExportReader};
+use annals::export::{ExportError, ExportHeader, ExportReader};
 use annals::hash::hex;
 use annals::merkle::TreeHead;
 use annals::store::ImportStage;
@@ -550,6 +550,8 @@ struct VerifyJson {
     streams: u64,
     head_position: u64,
     head_hash: String,
+    /// The Merkle root of the records checked, recomputed from their hashes.
+    root: String,
     problem: Option<ProblemJson>,
 }
 
@@ -566,6 +568,7 @@ fn verify_json(report: &VerifyReport) -> VerifyJson {
         streams: report.streams,
         head_position: report.head.next.0,
         head_hash: report.head.hash.to_hex(),
+        root: report.root.to_hex(),
         problem: report.problem.as_ref().map(|finding| ProblemJson {
             position: finding.position.0,
             message: finding.problem.to_string(),
@@ -586,8 +589,8 @@ fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
         match &report.problem {
             None => writeln!(
                 out,
-                "sound: {} records, {} streams, head {} {}",
-                report.records, report.streams, report.head.next, report.head.hash
+                "sound: {} records, {} streams, head {} {}, root {}",
+                report.records, report.streams, report.head.next, report.head.hash, report.root
             )?,
             Some(finding) => writeln!(
                 out,
@@ -872,22 +875,7 @@ fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
         &mut |done| line.update(done),
     );
     line.finish();
-    let summary = summary?;
-    let header = &summary.header;
-    let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "exported positions {} .. {} ({} records) to {}",
-        header.from,
-        header.to,
-        header.to.0 - header.from.0,
-        args.file.display()
-    )?;
-    writeln!(out, "head hash {}", header.head)?;
-    writeln!(out, "root      {}", header.root)?;
-    writeln!(out, "tree head {}", header.tree_head().hash())?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    print_range(&summary?.header, "exported", "to", &args.file)
 }
 
 fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
@@ -906,16 +894,25 @@ fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
     });
     check.finish();
     write.finish();
-    let summary = summary?;
-    let header = &summary.header;
+    print_range(&summary?.header, "imported", "into", &args.db)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What an export or import moved: the range, the chain's end and the tree it forms.
+fn print_range(
+    header: &ExportHeader,
+    done: &str,
+    preposition: &str,
+    path: &Path,
+) -> Result<ExitCode, Failure> {
     let mut out = io::stdout().lock();
+    let records = header.to.0 - header.from.0;
     writeln!(
         out,
-        "imported positions {} .. {} ({} records) into {}",
+        "{done} positions {} .. {} ({records} records) {preposition} {}",
         header.from,
         header.to,
-        header.to.0 - header.from.0,
-        args.db.display()
+        path.display()
     )?;
     writeln!(out, "head hash {}", header.head)?;
     writeln!(out, "root      {}", header.root)?;

@@ -8,9 +8,9 @@ use std::fmt;
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::merkle::{MerkleWriter, decode_frontier};
-use super::tables::{HEAD_KEY, IDEMPOTENCY, MERKLE_KEY, META, SEGMENTS, STREAM_RUNS, STREAMS};
-use super::{Head, decode_head, encode_head};
+use super::merkle::MerkleWriter;
+use super::tables::{HEAD_KEY, IDEMPOTENCY, META, SEGMENTS, STREAM_RUNS, STREAMS};
+use super::{Head, decode_head};
 use crate::error::{Error, Result};
 use crate::hash::Digest;
 use crate::record::limits::{Field, LimitError, Limits};
@@ -200,16 +200,15 @@ impl<'txn> LogWriter<'txn> {
     /// Opens the log's tables in `txn` and reads the head.
     pub fn open(txn: &'txn WriteTransaction) -> Result<Self> {
         let meta = txn.open_table(META)?;
-        let head = match meta.get(HEAD_KEY)? {
-            Some(bytes) => decode_head(bytes.value())?,
+        let (head, merkle) = match meta.get(HEAD_KEY)? {
+            Some(bytes) => {
+                let head = decode_head(bytes.value())?;
+                (head, MerkleWriter::open(txn, bytes.value(), head.next.0)?)
+            }
             None => return Err(Error::CorruptMeta("the head is missing".into())),
         };
-        let frontier = decode_frontier(
-            meta.get(MERKLE_KEY)?.as_ref().map(|g| g.value()),
-            head.next.0,
-        )?;
         Ok(LogWriter {
-            merkle: MerkleWriter::open(txn, frontier)?,
+            merkle,
             meta,
             segments: txn.open_table(SEGMENTS)?,
             streams: txn.open_table(STREAMS)?,
@@ -448,9 +447,7 @@ impl<'txn> LogWriter<'txn> {
             hash: prev,
         };
         self.meta
-            .insert(HEAD_KEY, encode_head(self.head).as_slice())?;
-        self.meta
-            .insert(MERKLE_KEY, self.merkle.frontier_bytes().as_slice())?;
+            .insert(HEAD_KEY, self.merkle.head_bytes(self.head).as_slice())?;
         Ok(())
     }
 }

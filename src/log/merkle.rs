@@ -1,5 +1,5 @@
-//! The log's Merkle tree in redb: the frontier in `annals.meta` and the perfect-subtree roots
-//! in `annals.merkle`, kept by `MerkleWriter` as records are appended (in the append's
+//! The log's Merkle tree in redb: the frontier after the head in `annals.meta` and the
+//! perfect-subtree roots in `annals.merkle`, kept by `MerkleWriter` as records are appended (in the append's
 //! transaction), and read by a [`Snapshot`] for roots and proofs.
 //!
 //! The tree math lives in [`crate::merkle`]; this module only stores and fetches nodes. It
@@ -7,8 +7,10 @@
 
 use redb::{ReadableTableMetadata, Table, WriteTransaction};
 
+use super::{Head, encode_head};
+
 use super::read::Snapshot;
-use super::tables::{MERKLE, MERKLE_KEY, MERKLE_STORED_LEVEL_MIN};
+use super::tables::{HEAD_KEY, MERKLE, MERKLE_STORED_LEVEL_MIN};
 use crate::audit::verify::Problem;
 use crate::error::{AuditError, Error, Result};
 use crate::hash::Digest;
@@ -17,14 +19,10 @@ use crate::merkle::{
 };
 use crate::record::Position;
 
-/// Decodes the frontier stored under [`MERKLE_KEY`] for a log of `size` records. An empty log
-/// may have none.
-pub(crate) fn decode_frontier(bytes: Option<&[u8]>, size: u64) -> Result<Frontier<Digest>> {
-    let bytes = match bytes {
-        Some(bytes) => bytes,
-        None if size == 0 => return Ok(Frontier::new()),
-        None => return Err(Error::CorruptMeta("the Merkle frontier is missing".into())),
-    };
+/// Decodes the frontier that follows the head's 40 bytes in the `head` value of a log of
+/// `size` records.
+pub(crate) fn decode_frontier(head_bytes: &[u8], size: u64) -> Result<Frontier<Digest>> {
+    let bytes = head_bytes.get(40..).unwrap_or_default();
     let expected = size.count_ones() as usize * 32;
     if bytes.len() != expected {
         return Err(Error::CorruptMeta(format!(
@@ -40,9 +38,10 @@ pub(crate) fn decode_frontier(bytes: Option<&[u8]>, size: u64) -> Result<Frontie
         .ok_or_else(|| Error::CorruptMeta("the Merkle frontier does not fit the head".into()))
 }
 
-/// The frontier's stored bytes: its nodes, largest subtree first.
-pub(crate) fn encode_frontier(frontier: &Frontier<Digest>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(frontier.nodes().len() * 32);
+/// The `head` value: the head's 40 bytes, then the frontier's nodes, largest subtree first.
+pub(crate) fn encode_head_with_frontier(head: Head, frontier: &Frontier<Digest>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(40 + frontier.nodes().len() * 32);
+    out.extend_from_slice(&encode_head(head));
     for node in frontier.nodes() {
         out.extend_from_slice(node.as_bytes());
     }
@@ -52,16 +51,20 @@ pub(crate) fn encode_frontier(frontier: &Frontier<Digest>) -> Vec<u8> {
 /// Keeps the tree as records are appended: O(log n) hashing and at most one stored node per
 /// completed subtree of 16 or more leaves.
 pub(crate) struct MerkleWriter<'txn> {
-    nodes: Table<'txn, (u8, u64), [u8; 32]>,
+    txn: &'txn WriteTransaction,
+    /// Opened at the first node to store: most transactions of a few records store none.
+    nodes: Option<Table<'txn, (u8, u64), [u8; 32]>>,
     frontier: Frontier<Digest>,
     completed: Vec<(u8, u64, Digest)>,
 }
 
 impl<'txn> MerkleWriter<'txn> {
-    pub(crate) fn open(txn: &'txn WriteTransaction, frontier: Frontier<Digest>) -> Result<Self> {
+    /// The tree as the `head` value `head_bytes` of a log of `size` records leaves it.
+    pub(crate) fn open(txn: &'txn WriteTransaction, head_bytes: &[u8], size: u64) -> Result<Self> {
         Ok(MerkleWriter {
-            nodes: txn.open_table(MERKLE)?,
-            frontier,
+            txn,
+            nodes: None,
+            frontier: decode_frontier(head_bytes, size)?,
             completed: Vec::new(),
         })
     }
@@ -78,8 +81,15 @@ impl<'txn> MerkleWriter<'txn> {
                 }
             },
         );
+        if self.completed.is_empty() {
+            return Ok(());
+        }
+        let nodes = match &mut self.nodes {
+            Some(nodes) => nodes,
+            None => self.nodes.insert(self.txn.open_table(MERKLE)?),
+        };
         for (level, index, node) in self.completed.drain(..) {
-            self.nodes.insert((level, index), node.0)?;
+            nodes.insert((level, index), node.0)?;
         }
         Ok(())
     }
@@ -89,9 +99,9 @@ impl<'txn> MerkleWriter<'txn> {
         self.frontier.root(&LogTreeHasher)
     }
 
-    /// The frontier's bytes, for [`MERKLE_KEY`].
-    pub(crate) fn frontier_bytes(&self) -> Vec<u8> {
-        encode_frontier(&self.frontier)
+    /// The `head` value for `head`, with this tree's frontier.
+    pub(crate) fn head_bytes(&self, head: Head) -> Vec<u8> {
+        encode_head_with_frontier(head, &self.frontier)
     }
 }
 
@@ -105,8 +115,10 @@ pub(crate) fn stored_node_count(size: u64) -> u64 {
 impl Snapshot {
     /// The stored frontier of the tree of every record.
     pub(crate) fn merkle_frontier(&self, size: u64) -> Result<Frontier<Digest>> {
-        let stored = self.meta_value(MERKLE_KEY)?;
-        decode_frontier(stored.as_ref().map(|guard| guard.value()), size)
+        match self.meta_value(HEAD_KEY)? {
+            Some(bytes) => decode_frontier(bytes.value(), size),
+            None => Err(Error::CorruptMeta("the head is missing".into())),
+        }
     }
 
     /// The stored node `(level, index)`, `None` if absent.

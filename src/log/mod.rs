@@ -27,10 +27,16 @@ pub(crate) fn encode_head(head: Head) -> [u8; 40] {
     out
 }
 
+/// Decodes the head from the `head` value: its first 40 bytes, which the Merkle frontier of
+/// the log's tree follows (32 bytes per set bit of the next position, see `merkle.rs`).
 pub(crate) fn decode_head(bytes: &[u8]) -> Result<Head> {
-    let bytes: &[u8; 40] = bytes
-        .try_into()
-        .map_err(|_| Error::CorruptMeta(format!("the head is {} bytes, not 40", bytes.len())))?;
+    let Some(bytes) = bytes.get(..40) else {
+        return Err(Error::CorruptMeta(format!(
+            "the head is {} bytes, fewer than 40",
+            bytes.len()
+        )));
+    };
+    let bytes: &[u8; 40] = bytes.try_into().expect("40 bytes");
     let (next, hash) = bytes.split_at(8);
     Ok(Head {
         next: Position(u64::from_le_bytes(next.try_into().expect("8 bytes"))),

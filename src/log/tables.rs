@@ -37,12 +37,10 @@ pub const MAGIC_KEY: &str = "magic";
 pub const MAGIC: &[u8] = b"annals event log";
 /// Meta key whose value is the format version, a `u32` little-endian.
 pub const FORMAT_KEY: &str = "format";
-/// Meta key whose value is the head: next position `u64` LE ‖ head hash (32 bytes).
+/// Meta key whose value is the head: next position `u64` LE ‖ head hash (32 bytes) ‖ the
+/// Merkle frontier of the tree of every record (the roots of its perfect subtrees, largest
+/// first, 32 bytes each, one per set bit of the next position).
 pub const HEAD_KEY: &str = "head";
-
-/// Meta key whose value is the Merkle frontier of the tree of every record: the roots of its
-/// perfect subtrees, largest first, 32 bytes each, one per set bit of the head's next position.
-pub const MERKLE_KEY: &str = "merkle";
 
 /// The format version this code writes and reads.
 pub const FORMAT_VERSION: u32 = 1;

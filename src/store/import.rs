@@ -161,12 +161,26 @@ fn check_continues(snapshot: &crate::log::read::Snapshot, summary: &ExportSummar
     Ok(())
 }
 
+/// Appends the run of one stream's records; a record the log cannot take verbatim (a stream
+/// version out of sequence, a reused idempotency key) is damage at its position.
 fn flush_run(session: &mut WriteSession<'_>, run: &mut Vec<Record>) -> Result<()> {
-    if !run.is_empty() {
-        session.append_sealed(run)?;
-        run.clear();
+    if run.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    match session.append_sealed(run) {
+        Err(crate::error::Error::Append(crate::log::append::AppendError::NotSealable {
+            position,
+            reason,
+        })) => Err(ExportError::Damaged {
+            position,
+            detail: reason,
+        }
+        .into()),
+        other => {
+            run.clear();
+            other
+        }
+    }
 }
 
 fn mismatch(detail: &str) -> crate::error::Error {

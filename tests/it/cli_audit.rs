@@ -37,6 +37,9 @@ fn root_json_has_size_root_and_tree_head_and_defaults_to_the_head() {
     let stats = json(log.ok("stats", &["--json"]).trim_end());
     let head = root(&log, &[]);
     assert_eq!(head["size"], stats["records"]);
+    // verify recomputes the same root from the record hashes.
+    let verified = json(log.ok("verify", &["--json"]).trim_end());
+    assert_eq!(verified["root"], head["root"]);
     for key in ["root", "tree_head"] {
         assert_eq!(head[key].as_str().unwrap().len(), 64, "{key}");
     }

@@ -11,10 +11,15 @@ use tempfile::TempDir;
 
 /// A demo log of about 2,000 records and its folder.
 fn demo_log() -> (TempDir, PathBuf) {
+    demo_log_of(2_000)
+}
+
+/// A demo log of about `records` records and its folder.
+fn demo_log_of(records: u64) -> (TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("source.redb");
     let store = Store::open(&path).unwrap();
-    annals::demo::run(&store, 2_000, |_| {}).unwrap();
+    annals::demo::run(&store, records, |_| {}).unwrap();
     (dir, path)
 }
 
@@ -230,4 +235,82 @@ fn a_file_that_is_not_an_export_is_refused() {
         Err(Error::Export(error)) if matches!(*error, ExportError::NotAnExport)
     ));
     assert!(!target.exists());
+}
+
+#[test]
+fn a_record_length_past_the_cap_or_the_file_is_refused_without_reading_it() {
+    let (dir, source) = demo_log_of(100);
+    let file = dir.path().join("export");
+    export_range(&source, &file, 0, Some(10));
+    let offsets = record_offsets(&file);
+    let clean = fs::read(&file).unwrap();
+    let target = dir.path().join("copy.redb");
+    // Over the cap, then within it but far past the end of the file.
+    for len in [u32::MAX, 200 * 1024 * 1024] {
+        let mut bytes = clean.clone();
+        bytes[offsets[3]..offsets[3] + 4].copy_from_slice(&len.to_le_bytes());
+        fs::write(&file, &bytes).unwrap();
+        assert_eq!(refused_at(import(&file, &target)), Position(3));
+        assert!(!target.exists());
+    }
+}
+
+#[test]
+fn a_forged_stream_version_is_refused_at_its_position_and_no_log_is_made() {
+    let (dir, source) = demo_log_of(100);
+    let file = dir.path().join("export");
+    export_range(&source, &file, 0, Some(50));
+    let records: Vec<annals::Record> = {
+        let mut reader = ExportReader::open(&file).unwrap();
+        std::iter::from_fn(|| reader.next_record().unwrap()).collect()
+    };
+    // Reseal the whole chain with record 20's version moved on by one: every hash and link
+    // holds, but the stream skips a version.
+    let header = &fs::read(&file).unwrap()[..record_offsets(&file)[0]];
+    let mut bytes = header.to_vec();
+    let mut prev = annals::Digest::ZERO;
+    let mut frontier = annals::merkle::Frontier::new();
+    for record in &records {
+        let version = if record.position == Position(20) {
+            annals::StreamVersion(record.version.0 + 1)
+        } else {
+            record.version
+        };
+        let event = NewEvent {
+            kind: record.kind.clone(),
+            schema: record.schema,
+            at_ms: record.at_ms,
+            idempotency_key: record.idempotency_key.clone(),
+            payload: record.payload.clone(),
+        };
+        let placement = Placement {
+            stream: &record.stream,
+            position: record.position,
+            version,
+            prev,
+        };
+        let mut stored = Vec::new();
+        prev = encode_stored(&mut stored, &event, placement).unwrap();
+        frontier.push(
+            &annals::merkle::LogTreeHasher,
+            annals::merkle::leaf_hash(&prev),
+            |_, _, _| {},
+        );
+        bytes.extend_from_slice(&(stored.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&stored);
+    }
+    let root = frontier.root(&annals::merkle::LogTreeHasher);
+    // The header's head and root (its last 64 bytes), then the trailer.
+    let at = header.len();
+    bytes[at - 64..at - 32].copy_from_slice(prev.as_bytes());
+    bytes[at - 32..at].copy_from_slice(root.as_bytes());
+    bytes.extend_from_slice(b"annals export ok");
+    bytes.extend_from_slice(&50u64.to_le_bytes());
+    bytes.extend_from_slice(prev.as_bytes());
+    bytes.extend_from_slice(root.as_bytes());
+    fs::write(&file, &bytes).unwrap();
+    let target = dir.path().join("copy.redb");
+    assert_eq!(refused_at(import(&file, &target)), Position(20));
+    assert!(!target.exists());
+    assert!(!dir.path().join("copy.redb.importing").exists());
 }

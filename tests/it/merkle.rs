@@ -434,14 +434,15 @@ fn verify_finds_a_stored_frontier_or_an_extra_node_that_differs_from_the_records
     let damage: [(&str, Damage); 2] = [
         ("frontier", |txn| {
             let mut meta = txn.open_table(annals::log::tables::META).unwrap();
-            let mut frontier = meta
-                .get(annals::log::tables::MERKLE_KEY)
+            let mut head = meta
+                .get(annals::log::tables::HEAD_KEY)
                 .unwrap()
                 .unwrap()
                 .value()
                 .to_vec();
-            frontier[0] ^= 1;
-            meta.insert(annals::log::tables::MERKLE_KEY, frontier.as_slice())
+            // The first byte of the frontier, after the next position and the head hash.
+            head[40] ^= 1;
+            meta.insert(annals::log::tables::HEAD_KEY, head.as_slice())
                 .unwrap();
         }),
         ("extra node", |txn| {
