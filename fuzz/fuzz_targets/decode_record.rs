@@ -25,6 +25,15 @@ unsafe impl GlobalAlloc for Bounded {
         unsafe { System.alloc(layout) }
     }
 
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.size() > ALLOCATION_BYTES_MAX {
+            std::process::abort();
+        }
+        // SAFETY: as for `alloc`. Forwarded, not left to the default (which writes the zeros
+        // itself and so touches every page of a large, lazily mapped block).
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `ptr` came from `System` with this layout.
         unsafe { System.dealloc(ptr, layout) }
