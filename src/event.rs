@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result};
-use crate::record::{NewEvent, Record, bincode_config};
+use crate::record::{NewEvent, Record, bincode_config, decode_bounded};
 
 /// One entry of an event catalogue: a kind and the payload schema version the code writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,31 +40,20 @@ pub trait DomainEvent: Sized {
     }
 }
 
-/// Largest domain payload decoded, in bytes (the format's payload cap).
-const PAYLOAD_DECODE_CAP: usize = crate::record::limits::PAYLOAD_BYTES_CAP as usize;
-
 /// Encodes a payload struct.
 pub fn encode_payload<T: Serialize>(payload: &T) -> Vec<u8> {
     bincode::serde::encode_to_vec(payload, bincode_config())
         .expect("domain payload structs always encode")
 }
 
-/// Decodes a payload struct from `record`, refusing trailing bytes.
+/// Decodes a payload struct from `record`, refusing trailing bytes; allocations are bounded
+/// by the payload's size ([`crate::record::decode_bounded`]).
 pub fn decode_payload<T: DeserializeOwned>(record: &Record) -> Result<T> {
-    let config = bincode_config().with_limit::<PAYLOAD_DECODE_CAP>();
-    let undecodable = |detail: String| Error::UndecodableEvent {
+    decode_bounded(&record.payload).map_err(|detail| Error::UndecodableEvent {
         kind: record.kind.clone(),
         schema: record.schema,
         detail,
-    };
-    match bincode::serde::decode_from_slice(&record.payload, config) {
-        Ok((value, read)) if read == record.payload.len() => Ok(value),
-        Ok((_, read)) => Err(undecodable(format!(
-            "{} bytes after the payload",
-            record.payload.len() - read
-        ))),
-        Err(error) => Err(undecodable(error.to_string())),
-    }
+    })
 }
 
 /// The error for a schema version a decoder does not know.

@@ -19,10 +19,7 @@ use serde::de::DeserializeOwned;
 use super::key::{KeyCodec, key_bytes, key_from_bytes};
 use crate::error::{Error, Result};
 use crate::log::read::Direction;
-use crate::record::bincode_config;
-
-/// Largest projection value decoded, in bytes.
-pub const VALUE_BYTES_CAP: usize = 64 * 1024 * 1024;
+use crate::record::{bincode_config, decode_bounded};
 
 pub(crate) fn definition(name: &str) -> TableDefinition<'_, &'static [u8], &'static [u8]> {
     TableDefinition::new(name)
@@ -237,14 +234,7 @@ impl<K: KeyCodec, V: Serialize + DeserializeOwned> Table<K, V> {
     }
 
     fn decode_value(&self, bytes: &[u8]) -> Result<V> {
-        let config = bincode_config().with_limit::<VALUE_BYTES_CAP>();
-        match bincode::serde::decode_from_slice(bytes, config) {
-            Ok((value, read)) if read == bytes.len() => Ok(value),
-            Ok((_, read)) => {
-                Err(self.corrupt(format!("{} bytes after the value", bytes.len() - read)))
-            }
-            Err(error) => Err(self.corrupt(error.to_string())),
-        }
+        decode_bounded(bytes).map_err(|detail| self.corrupt(detail))
     }
 
     fn decode_key(&self, bytes: &[u8]) -> Result<K> {

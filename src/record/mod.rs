@@ -29,6 +29,32 @@ pub const fn bincode_config() -> Configuration<LittleEndian, Fixint, NoLimit> {
         .with_fixed_int_encoding()
 }
 
+/// Decodes a serde value from `bytes` with the format's configuration, refusing trailing
+/// bytes, with a bincode allocation limit scaled to the input: in-memory forms of the
+/// crate's types are at most 32 times their encoding (an `Option<String>` that is `None`
+/// takes one byte on the wire and 24 in memory), so a short input can never claim a large
+/// allocation. The error is bincode's account, or how many bytes were left over.
+pub fn decode_bounded<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    fn with_limit<T: serde::de::DeserializeOwned, const LIMIT: usize>(
+        bytes: &[u8],
+    ) -> Result<(T, usize), String> {
+        bincode::serde::decode_from_slice(bytes, bincode_config().with_limit::<LIMIT>())
+            .map_err(|error| error.to_string())
+    }
+    const KIB: usize = 1024;
+    let (value, read) = match bytes.len() {
+        0..=1024 => with_limit::<T, { 32 * KIB + 4 * KIB }>(bytes)?,
+        1025..=16_384 => with_limit::<T, { 512 * KIB + 4 * KIB }>(bytes)?,
+        16_385..=262_144 => with_limit::<T, { 8 * KIB * KIB + 4 * KIB }>(bytes)?,
+        262_145..=4_194_304 => with_limit::<T, { 128 * KIB * KIB + 4 * KIB }>(bytes)?,
+        _ => with_limit::<T, { 32 * limits::PAYLOAD_BYTES_CAP as usize }>(bytes)?,
+    };
+    if read != bytes.len() {
+        return Err(format!("{} bytes after the value", bytes.len() - read));
+    }
+    Ok(value)
+}
+
 /// A record's place in the whole log: 0, 1, 2, … with no gap.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Position(pub u64);

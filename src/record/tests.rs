@@ -88,3 +88,25 @@ fn a_huge_declared_length_is_refused_before_allocating() {
     let error = decode_stored(&bytes, Position(0)).unwrap_err();
     assert!(matches!(error, RecordError::Header(_)), "{error:?}");
 }
+
+#[test]
+fn a_short_input_cannot_claim_a_large_allocation() {
+    // Eight bytes claiming a 20 MB string: bincode would allocate it before reading.
+    let claim = 20_000_000u64.to_le_bytes();
+    let refused = decode_bounded::<String>(&claim).unwrap_err();
+    assert!(refused.to_lowercase().contains("limit"), "{refused}");
+}
+
+#[test]
+fn values_up_to_32_times_their_encoding_still_decode() {
+    let nones: Vec<Option<String>> = vec![None; 1000];
+    let bytes = bincode::serde::encode_to_vec(&nones, bincode_config()).unwrap();
+    assert_eq!(decode_bounded::<Vec<Option<String>>>(&bytes), Ok(nones));
+    let mut trailing = bincode::serde::encode_to_vec(7u64, bincode_config()).unwrap();
+    trailing.push(0);
+    assert!(
+        decode_bounded::<u64>(&trailing)
+            .unwrap_err()
+            .contains("after")
+    );
+}
