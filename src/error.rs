@@ -194,3 +194,18 @@ from_redb!(
     redb::StorageError,
     redb::CommitError
 );
+
+/// Runs `work`, which reads or writes through redb, turning a panic of redb's (on a damaged
+/// page, say) into [`Error::DamagedFile`]. Every public call of the store that touches the
+/// file goes through this or `store::open::open_redb`, and so does every record a
+/// `Snapshot` iterator reads; no panic of redb's escapes them.
+pub(crate) fn guarded<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|payload| {
+        let detail = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        Err(Error::DamagedFile(detail))
+    })
+}

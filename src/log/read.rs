@@ -98,7 +98,7 @@ impl Snapshot {
             return Ok(None);
         }
         let mut cursor = SegmentCursor::default();
-        cursor.record(&self.segments, position).map(Some)
+        crate::error::guarded(|| cursor.record(&self.segments, position).map(Some))
     }
 
     /// Records from `from` in `direction`: forward to the head, or backward to position 0.
@@ -266,7 +266,7 @@ impl Iterator for Records {
             if self.done {
                 return None;
             }
-            match self.load_next_segment() {
+            match crate::error::guarded(|| self.load_next_segment()) {
                 Ok(true) => continue,
                 Ok(false) => return None,
                 Err(error) => {
@@ -363,7 +363,7 @@ impl Iterator for StreamRecords<'_> {
         if self.done {
             return None;
         }
-        match self.step() {
+        match crate::error::guarded(|| self.step()) {
             Ok(record) => record.map(Ok),
             Err(error) => {
                 self.done = true;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use redb::{Database, ReadTransaction, ReadableDatabase};
 
+pub(crate) use crate::error::guarded;
 use crate::error::{Error, OpenError, Result};
 use crate::log::Head;
 use crate::log::encode_head;
@@ -150,20 +151,6 @@ pub(crate) fn open_redb<D>(
     open: impl FnOnce() -> Result<D, redb::DatabaseError>,
 ) -> Result<D> {
     opened(path, catch_unwind(AssertUnwindSafe(open)))
-}
-
-/// Runs `work`, which reads or writes through redb, turning a panic of redb's (on a damaged
-/// page, say) into [`Error::DamagedFile`]. Every public call of the store that touches the
-/// file goes through this or [`open_redb`]; no panic of redb's escapes them.
-pub(crate) fn guarded<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
-    catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|payload| {
-        let detail = payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic without a message".into());
-        Err(Error::DamagedFile(detail))
-    })
 }
 
 /// The typed outcome of a redb open that may have panicked.
