@@ -12,13 +12,22 @@
 //!   expired, or extended), release (missing, superseded, or released), empty names and
 //!   zero TTLs refused as invalid, and the lease streams' records;
 //! - registry settings: set (with the previous value), unchanged when the value is the
-//!   same (nothing appended), an empty key refused, and the setting streams' records.
+//!   same (nothing appended), an empty key refused, and the setting streams' records;
+//! - lane leases: claim (an unowned or expired lane/key, keeping its cursor; a live one,
+//!   even one's own, refused `held`), renew, advance and release by the live owner only
+//!   (`missing`, `superseded` for another owner, `expired`; a release leaves the cursor and
+//!   expiry 0), an empty key or owner on a claim and a zero TTL refused as invalid, the
+//!   lane lease as it then stands, and the lane streams' records;
+//! - registry fuel: one call and its fuel added to the (instance, caller, op) row and so to
+//!   the instance's total, the row's `updated_at_ms` the command's clock, an instance
+//!   outside the handle grammar (hostname label or token id) or an empty op refused as
+//!   invalid, and the fuel streams' records.
 //!
-//! The outbox and runs domains, lane leases and the registry's instances and fuel ledger
-//! ([`Op::Domain`], drawn from [`random_domain_command`], whose names never collide with the
-//! model's) are run against the store only: the model does not predict their outcomes, it only takes note of how far they moved the head. They
-//! are there so the final checks (digests equal a rebuild's, `verify` passes) cover every
-//! projection.
+//! The outbox and runs domains, and the registry's instances ([`Op::Domain`], drawn from
+//! [`random_domain_command`], whose names never collide with the model's) are run against
+//! the store only: the model does not predict their outcomes, it only takes note of how far
+//! they moved the head. They are there so the final checks (digests equal a rebuild's,
+//! `verify` passes) cover every projection.
 
 use std::collections::BTreeMap;
 
@@ -26,10 +35,16 @@ use arbitrary::Arbitrary;
 
 use crate::demo::Rng;
 use crate::error::Error;
-use crate::leases::{FencingToken, LeaseCommand, LeaseOutcome, LeaseRefusal};
+use crate::leases::decide::lane_stream;
+use crate::leases::{
+    FencingToken, LaneCommand, LaneLease, LaneOutcome, LeaseCommand, LeaseOutcome, LeaseRefusal,
+};
 use crate::log::append::{AppendError, AppendOutcome, ExpectedVersion};
 use crate::record::{NewEvent, StreamVersion};
-use crate::registry::decide::{SetSetting, SettingOutcome, setting_stream};
+use crate::registry::decide::{
+    FuelOutcome, RecordFuel, SetSetting, SettingOutcome, fuel_stream, setting_stream,
+};
+use crate::registry::query::{FuelEntry, FuelTotal};
 use crate::store::WriteSession;
 use crate::testing::random::random_domain_command;
 
@@ -47,6 +62,23 @@ const HOLDERS: [&str; 3] = ["h1", "h2", ""];
 const SETTING_KEYS: [&str; 3] = ["model/a", "model/b", ""];
 /// Registry setting values.
 const SETTING_VALUES: [&str; 2] = ["on", "off"];
+/// The lane of lane leases: not the one [`random_domain_command`] claims.
+const LANE: &str = "model-lane";
+/// Keys of the lane (the empty one is invalid to claim).
+const LANE_KEYS: [&str; 3] = ["mk1", "mk2", ""];
+/// Lane owners (the empty one is invalid to claim).
+const LANE_OWNERS: [&str; 3] = ["o1", "o2", ""];
+/// Lane cursors.
+const LANE_CURSORS: [&str; 2] = ["c1", "c2"];
+/// A token id: 64 lower-case hex digits, `_`, a decimal index.
+const TOKEN_ID: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff_7";
+/// Instances charged fuel: valid handles none of which [`random_domain_command`] uses, then
+/// handles outside the grammar.
+const FUEL_INSTANCES: [&str; 7] = ["m-1", "m2", TOKEN_ID, "-m", "m3-", "M4", ""];
+/// Fuel callers (empty: nobody known).
+const FUEL_CALLERS: [&str; 2] = ["aa", ""];
+/// Fuel ops (the empty one is invalid).
+const FUEL_OPS: [&str; 3] = ["op-x", "op-y", ""];
 
 /// The expected version of a raw append.
 #[derive(Arbitrary, Clone, Copy, Debug)]
@@ -133,6 +165,31 @@ pub enum Op {
         /// The value, modulo the values.
         value: u8,
     },
+    /// A `LaneCommand` on the model's lane: claim, renew, advance or release, by `action`
+    /// modulo 4.
+    Lane {
+        /// Which command, modulo 4.
+        action: u8,
+        /// The key, modulo the keys.
+        key: u8,
+        /// The owner, modulo the owners.
+        owner: u8,
+        /// The TTL of a claim or renewal (0 is invalid).
+        ttl_ms: u8,
+        /// The cursor of an advance, modulo the cursors.
+        cursor: Option<u8>,
+    },
+    /// `RecordFuel` of the registry.
+    Fuel {
+        /// The instance, modulo the instances.
+        instance: u8,
+        /// The caller, modulo the callers.
+        caller: u8,
+        /// The op, modulo the ops.
+        op: u8,
+        /// The fuel.
+        fuel: u8,
+    },
     /// Moves the clock on.
     Tick(u8),
     /// A random command of another domain, drawn from this seed.
@@ -172,7 +229,7 @@ impl Script {
                             payload: rng.below(3) as u8,
                             key: rng.chance(40).then(|| rng.below(3) as u8),
                         };
-                        match rng.below(8) {
+                        match rng.below(10) {
                             0 | 1 => Op::Append {
                                 stream: byte(&mut rng),
                                 expect: match rng.below(4) {
@@ -205,6 +262,29 @@ impl Script {
                                 value: byte(&mut rng),
                             },
                             5 => Op::Tick(byte(&mut rng) % 40),
+                            6 | 7 => Op::Lane {
+                                // Claims half the time, on the first key mostly, so that
+                                // the others find a lane lease to act on.
+                                action: if rng.chance(50) { 0 } else { byte(&mut rng) },
+                                key: if rng.chance(70) { 0 } else { byte(&mut rng) },
+                                owner: if rng.chance(10) {
+                                    2
+                                } else {
+                                    rng.below(2) as u8
+                                },
+                                ttl_ms: byte(&mut rng) % 60,
+                                cursor: rng.chance(80).then(|| byte(&mut rng)),
+                            },
+                            8 => Op::Fuel {
+                                instance: if rng.chance(70) {
+                                    rng.below(3) as u8
+                                } else {
+                                    byte(&mut rng)
+                                },
+                                caller: byte(&mut rng),
+                                op: byte(&mut rng),
+                                fuel: byte(&mut rng),
+                            },
                             _ => Op::Domain(rng.next_u64()),
                         }
                     })
@@ -253,6 +333,17 @@ pub enum Outcome {
     SettingSet(Option<String>),
     /// A setting already had the value.
     SettingUnchanged,
+    /// A lane command done: the lane lease as it now stands.
+    LaneDone(LaneLease),
+    /// A lane command refused.
+    LaneRefused {
+        /// Why.
+        reason: LeaseRefusal,
+        /// The lane lease that stands.
+        lane: Option<LaneLease>,
+    },
+    /// Fuel charged: the ledger row and the instance's total after it.
+    Fuel(FuelOutcome),
     /// A lease command refused.
     Refused {
         /// Why.
@@ -291,6 +382,73 @@ fn new_event(spec: EventSpec, now_ms: u64) -> NewEvent {
         Some(key) => event.with_idempotency_key(pick(&KEYS, key)),
         None => event,
     }
+}
+
+fn lane_command(op: &Op, now_ms: u64) -> Option<LaneCommand> {
+    let Op::Lane {
+        action,
+        key,
+        owner,
+        ttl_ms,
+        cursor,
+    } = *op
+    else {
+        return None;
+    };
+    let (lane, key, owner) = (
+        LANE.to_owned(),
+        pick(&LANE_KEYS, key).to_owned(),
+        pick(&LANE_OWNERS, owner).to_owned(),
+    );
+    let ttl_ms = u64::from(ttl_ms);
+    Some(match action % 4 {
+        0 => LaneCommand::Claim {
+            lane,
+            key,
+            owner,
+            ttl_ms,
+            now_ms,
+        },
+        1 => LaneCommand::Renew {
+            lane,
+            key,
+            owner,
+            ttl_ms,
+            now_ms,
+        },
+        2 => LaneCommand::Advance {
+            lane,
+            key,
+            owner,
+            cursor: cursor.map(|c| pick(&LANE_CURSORS, c).to_owned()),
+            now_ms,
+        },
+        _ => LaneCommand::Release {
+            lane,
+            key,
+            owner,
+            now_ms,
+        },
+    })
+}
+
+fn fuel_command(op: &Op, now_ms: u64) -> Option<RecordFuel> {
+    let Op::Fuel {
+        instance,
+        caller,
+        op,
+        fuel,
+    } = *op
+    else {
+        return None;
+    };
+    Some(RecordFuel {
+        instance: pick(&FUEL_INSTANCES, instance).into(),
+        caller: pick(&FUEL_CALLERS, caller).into(),
+        op: pick(&FUEL_OPS, op).into(),
+        fuel: u64::from(fuel),
+        now_ms,
+    })
 }
 
 fn lease_command(op: &Op, now_ms: u64) -> Option<LeaseCommand> {
@@ -381,6 +539,25 @@ pub fn run_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: &mut u64) -
             random_domain_command(&mut Rng::new(*seed), session, *now_ms);
             Outcome::Unmodelled
         }
+        Op::Lane { .. } => {
+            let Some(command) = lane_command(op, *now_ms) else {
+                return Outcome::Unmodelled;
+            };
+            match session.execute(&command) {
+                Ok(LaneOutcome::Done { lane }) => Outcome::LaneDone(lane),
+                Ok(LaneOutcome::Refused { reason, lane }) => Outcome::LaneRefused { reason, lane },
+                Err(error) => failed(error),
+            }
+        }
+        Op::Fuel { .. } => {
+            let Some(command) = fuel_command(op, *now_ms) else {
+                return Outcome::Unmodelled;
+            };
+            match session.execute(&command) {
+                Ok(outcome) => Outcome::Fuel(outcome),
+                Err(error) => failed(error),
+            }
+        }
         lease => {
             let Some(command) = lease_command(lease, *now_ms) else {
                 return Outcome::Unmodelled;
@@ -428,6 +605,10 @@ pub struct Model {
     leases: BTreeMap<String, ModelLease>,
     tokens: BTreeMap<String, u64>,
     settings: BTreeMap<String, String>,
+    /// Lane leases by (lane, key).
+    lanes: BTreeMap<(String, String), LaneLease>,
+    /// The fuel ledger: (calls, fuel) by (instance, caller, op).
+    fuel: BTreeMap<(String, String, String), (u64, u64)>,
 }
 
 impl Model {
@@ -479,6 +660,14 @@ impl Model {
                 Outcome::SettingSet(previous)
             }
             Op::Domain(_) => Outcome::Unmodelled,
+            Op::Lane { .. } => match lane_command(op, *now_ms) {
+                Some(command) => self.lane(command),
+                None => Outcome::Unmodelled,
+            },
+            Op::Fuel { .. } => match fuel_command(op, *now_ms) {
+                Some(command) => self.fuel(command),
+                None => Outcome::Unmodelled,
+            },
             lease => match lease_command(lease, *now_ms) {
                 Some(command) => self.lease(command),
                 None => Outcome::Unmodelled,
@@ -656,6 +845,135 @@ impl Model {
         }
     }
 
+    fn lane(&mut self, command: LaneCommand) -> Outcome {
+        match command {
+            LaneCommand::Claim {
+                lane,
+                key,
+                owner,
+                ttl_ms,
+                now_ms,
+            } => {
+                if lane.is_empty() || key.is_empty() || owner.is_empty() || ttl_ms == 0 {
+                    return Outcome::Invalid;
+                }
+                let id = (lane, key);
+                let cursor = match self.lanes.get(&id) {
+                    Some(current) if now_ms < current.expires_at_ms => {
+                        return Outcome::LaneRefused {
+                            reason: LeaseRefusal::Held,
+                            lane: Some(current.clone()),
+                        };
+                    }
+                    Some(current) => current.cursor.clone(),
+                    None => None,
+                };
+                let claimed = LaneLease {
+                    lane: id.0.clone(),
+                    key: id.1.clone(),
+                    owner,
+                    expires_at_ms: now_ms + ttl_ms,
+                    cursor,
+                };
+                self.lanes.insert(id.clone(), claimed.clone());
+                self.write(&lane_stream(&id.0, &id.1), 1);
+                Outcome::LaneDone(claimed)
+            }
+            LaneCommand::Renew {
+                lane,
+                key,
+                owner,
+                ttl_ms,
+                now_ms,
+            } => {
+                if ttl_ms == 0 {
+                    return Outcome::Invalid;
+                }
+                self.as_lane_owner(lane, key, &owner, now_ms, |l| {
+                    l.expires_at_ms = now_ms + ttl_ms
+                })
+            }
+            LaneCommand::Advance {
+                lane,
+                key,
+                owner,
+                cursor,
+                now_ms,
+            } => self.as_lane_owner(lane, key, &owner, now_ms, |l| l.cursor = cursor),
+            LaneCommand::Release {
+                lane,
+                key,
+                owner,
+                now_ms,
+            } => self.as_lane_owner(lane, key, &owner, now_ms, |l| l.expires_at_ms = 0),
+        }
+    }
+
+    /// Changes the lane lease if `owner` holds it live at `now_ms`; the refusal otherwise.
+    fn as_lane_owner(
+        &mut self,
+        lane: String,
+        key: String,
+        owner: &str,
+        now_ms: u64,
+        change: impl FnOnce(&mut LaneLease),
+    ) -> Outcome {
+        let stream = lane_stream(&lane, &key);
+        let Some(current) = self.lanes.get_mut(&(lane, key)) else {
+            return Outcome::LaneRefused {
+                reason: LeaseRefusal::Missing,
+                lane: None,
+            };
+        };
+        let reason = if current.owner != owner {
+            LeaseRefusal::Superseded
+        } else if now_ms >= current.expires_at_ms {
+            LeaseRefusal::Expired
+        } else {
+            change(current);
+            let done = current.clone();
+            self.write(&stream, 1);
+            return Outcome::LaneDone(done);
+        };
+        Outcome::LaneRefused {
+            reason,
+            lane: Some(current.clone()),
+        }
+    }
+
+    fn fuel(&mut self, command: RecordFuel) -> Outcome {
+        let RecordFuel {
+            instance,
+            caller,
+            op,
+            fuel,
+            now_ms,
+        } = command;
+        if !is_handle(&instance) || op.is_empty() {
+            return Outcome::Invalid;
+        }
+        let row = (instance.clone(), caller.clone(), op.clone());
+        let (calls, spent) = self.fuel.get(&row).copied().unwrap_or_default();
+        self.fuel.insert(row, (calls + 1, spent + fuel));
+        let mut total = FuelTotal::default();
+        for (_, &(calls, fuel)) in self.fuel.iter().filter(|(row, _)| row.0 == instance) {
+            total.calls += calls;
+            total.fuel += fuel;
+        }
+        self.write(&fuel_stream(&instance), 1);
+        Outcome::Fuel(FuelOutcome {
+            entry: FuelEntry {
+                instance,
+                caller,
+                op,
+                calls: calls + 1,
+                fuel: spent + fuel,
+                updated_at_ms: now_ms,
+            },
+            total,
+        })
+    }
+
     /// The lease of `resource` if `holder` holds it under `token`, the refusal otherwise.
     fn held_by(&self, resource: &str, holder: &str, token: u64) -> Result<ModelLease, Outcome> {
         match self.leases.get(resource) {
@@ -672,4 +990,24 @@ impl Model {
             Some(lease) => Ok(lease.clone()),
         }
     }
+}
+
+/// Whether `handle` is a hostname label (1 to 63 of `a-z`, `0-9`, `-`, no `-` at either end)
+/// or a token id (64 lower-case hex digits, `_`, 1 to 20 decimal digits).
+fn is_handle(handle: &str) -> bool {
+    let label = (1..=63).contains(&handle.len())
+        && !handle.starts_with('-')
+        && !handle.ends_with('-')
+        && handle
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    let token_id = handle.split_once('_').is_some_and(|(txid, index)| {
+        txid.len() == 64
+            && txid
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            && (1..=20).contains(&index.len())
+            && index.bytes().all(|b| b.is_ascii_digit())
+    });
+    label || token_id
 }
