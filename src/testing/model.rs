@@ -21,13 +21,22 @@
 //! - registry fuel: one call and its fuel added to the (instance, caller, op) row and so to
 //!   the instance's total, the row's `updated_at_ms` the command's clock, an instance
 //!   outside the handle grammar (hostname label or token id) or an empty op refused as
-//!   invalid, and the fuel streams' records.
+//!   invalid, and the fuel streams' records;
+//! - registry instances: upsert (a new handle needs a non-empty store and gets the
+//!   defaults — domain `localhost`, enabled, agent, knowing nobody, no topics, created at
+//!   the command's clock; an existing one changes only the fields given, an empty identity or
+//!   owner clearing it; `Unchanged` with nothing appended when nothing would change), set
+//!   status, roster (normalized: `*` is everyone, else repeats dropped, first occurrence
+//!   first) and topics (`Updated`, `Unchanged`, or `Missing` for a handle no instance has),
+//!   remove (`Removed` with the instance as it was, or `Missing`), a handle outside the
+//!   grammar and an empty domain or store given refused as invalid, the instance as it then
+//!   stands, and the instance streams' records.
 //!
-//! The outbox and runs domains, and the registry's instances ([`Op::Domain`], drawn from
-//! [`random_domain_command`], whose names never collide with the model's) are run against
-//! the store only: the model does not predict their outcomes, it only takes note of how far
-//! they moved the head. They are there so the final checks (digests equal a rebuild's,
-//! `verify` passes) cover every projection.
+//! The outbox and runs domains ([`Op::Domain`], drawn from [`random_domain_command`], which
+//! also drives every other domain under names that never collide with the model's) are run
+//! against the store only: the model does not predict their outcomes, it only takes note of
+//! how far they moved the head. They are there so the final checks (digests equal a
+//! rebuild's, `verify` passes) cover every projection.
 
 use std::collections::BTreeMap;
 
@@ -42,9 +51,11 @@ use crate::leases::{
 use crate::log::append::{AppendError, AppendOutcome, ExpectedVersion};
 use crate::record::{NewEvent, StreamVersion};
 use crate::registry::decide::{
-    FuelOutcome, RecordFuel, SetSetting, SettingOutcome, fuel_stream, setting_stream,
+    FuelOutcome, InstanceCommand, InstanceFields, InstanceOutcome, RecordFuel, SetSetting,
+    SettingOutcome, fuel_stream, instance_stream, setting_stream,
 };
-use crate::registry::query::{FuelEntry, FuelTotal};
+use crate::registry::handle::Handle;
+use crate::registry::query::{FuelEntry, FuelTotal, Instance, InstanceKind, Knows, Status};
 use crate::store::WriteSession;
 use crate::testing::random::random_domain_command;
 
@@ -79,6 +90,19 @@ const FUEL_INSTANCES: [&str; 7] = ["m-1", "m2", TOKEN_ID, "-m", "m3-", "M4", ""]
 const FUEL_CALLERS: [&str; 2] = ["aa", ""];
 /// Fuel ops (the empty one is invalid).
 const FUEL_OPS: [&str; 3] = ["op-x", "op-y", ""];
+/// Instance handles: two valid ones none of which [`random_domain_command`] uses, then two
+/// outside the grammar.
+const INSTANCE_HANDLES: [&str; 4] = ["m-a", "m-b", "m_a", ""];
+/// Instance stores (the empty one is invalid).
+const INSTANCE_STORES: [&str; 3] = ["/m/1", "/m/2", ""];
+/// Instance domains (the empty one is invalid).
+const INSTANCE_DOMAINS: [&str; 3] = ["localhost", "example.org", ""];
+/// Identities and owners (the empty one clears the field).
+const INSTANCE_IDS: [&str; 3] = ["aa", "bb", ""];
+/// Rosters as given, before normalization.
+const ROSTERS: [&[&str]; 5] = [&[], &["m-a"], &["m-b", "m-a", "m-b"], &["m-a", "*"], &["*"]];
+/// Topic lists.
+const TOPICS: [&[&str]; 3] = [&[], &["t1"], &["t1", "t2"]];
 
 /// The expected version of a raw append.
 #[derive(Arbitrary, Clone, Copy, Debug)]
@@ -190,6 +214,30 @@ pub enum Op {
         /// The fuel.
         fuel: u8,
     },
+    /// An `InstanceCommand` of the registry, by `action` modulo 6: upsert (0 and 1), set
+    /// status, knows or topics, remove.
+    Instance {
+        /// Which command, modulo 6.
+        action: u8,
+        /// The handle, modulo the handles.
+        handle: u8,
+        /// An upsert's store, modulo the stores.
+        store: Option<u8>,
+        /// An upsert's domain, modulo the domains.
+        domain: Option<u8>,
+        /// An upsert's identity, modulo the identities.
+        identity: Option<u8>,
+        /// An upsert's owner, modulo the identities.
+        owner: Option<u8>,
+        /// The status (given to an upsert if `Some`): disabled if true.
+        disabled: Option<bool>,
+        /// An upsert's kind: mailbox if true.
+        mailbox: Option<bool>,
+        /// The roster (given to an upsert if `Some`), modulo the rosters.
+        knows: Option<u8>,
+        /// The topics (given to an upsert if `Some`), modulo the topic lists.
+        topics: Option<u8>,
+    },
     /// Moves the clock on.
     Tick(u8),
     /// A random command of another domain, drawn from this seed.
@@ -229,7 +277,7 @@ impl Script {
                             payload: rng.below(3) as u8,
                             key: rng.chance(40).then(|| rng.below(3) as u8),
                         };
-                        match rng.below(10) {
+                        match rng.below(12) {
                             0 | 1 => Op::Append {
                                 stream: byte(&mut rng),
                                 expect: match rng.below(4) {
@@ -275,6 +323,35 @@ impl Script {
                                 ttl_ms: byte(&mut rng) % 60,
                                 cursor: rng.chance(80).then(|| byte(&mut rng)),
                             },
+                            9 | 10 => {
+                                let maybe = |rng: &mut Rng, n: u64| {
+                                    rng.chance(50).then(|| rng.below(n) as u8)
+                                };
+                                Op::Instance {
+                                    action: if rng.chance(40) {
+                                        0
+                                    } else {
+                                        rng.below(6) as u8
+                                    },
+                                    handle: if rng.chance(80) {
+                                        rng.below(2) as u8
+                                    } else {
+                                        byte(&mut rng)
+                                    },
+                                    store: if rng.chance(70) {
+                                        Some(rng.below(2) as u8)
+                                    } else {
+                                        maybe(&mut rng, 3)
+                                    },
+                                    domain: maybe(&mut rng, 3),
+                                    identity: maybe(&mut rng, 3),
+                                    owner: maybe(&mut rng, 3),
+                                    disabled: rng.chance(50).then(|| rng.chance(50)),
+                                    mailbox: rng.chance(30).then(|| rng.chance(50)),
+                                    knows: maybe(&mut rng, 5),
+                                    topics: maybe(&mut rng, 3),
+                                }
+                            }
                             8 => Op::Fuel {
                                 instance: if rng.chance(70) {
                                     rng.below(3) as u8
@@ -344,6 +421,8 @@ pub enum Outcome {
     },
     /// Fuel charged: the ledger row and the instance's total after it.
     Fuel(FuelOutcome),
+    /// What an instance command did.
+    Instance(Box<InstanceOutcome>),
     /// A lease command refused.
     Refused {
         /// Why.
@@ -451,6 +530,77 @@ fn fuel_command(op: &Op, now_ms: u64) -> Option<RecordFuel> {
     })
 }
 
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn instance_command(op: &Op, now_ms: u64) -> Option<InstanceCommand> {
+    let Op::Instance {
+        action,
+        handle,
+        store,
+        domain,
+        identity,
+        owner,
+        disabled,
+        mailbox,
+        knows,
+        topics,
+    } = *op
+    else {
+        return None;
+    };
+    let handle = pick(&INSTANCE_HANDLES, handle).to_owned();
+    let status = |disabled: bool| {
+        if disabled {
+            Status::Disabled
+        } else {
+            Status::Enabled
+        }
+    };
+    let roster = |knows: u8| Knows::Handles(strings(ROSTERS[usize::from(knows) % ROSTERS.len()]));
+    let topics = topics.map(|t| strings(TOPICS[usize::from(t) % TOPICS.len()]));
+    Some(match action % 6 {
+        0 | 1 => InstanceCommand::Upsert {
+            handle,
+            fields: InstanceFields {
+                domain: domain.map(|d| pick(&INSTANCE_DOMAINS, d).to_owned()),
+                identity: identity.map(|i| pick(&INSTANCE_IDS, i).to_owned()),
+                store: store.map(|s| pick(&INSTANCE_STORES, s).to_owned()),
+                knows: knows.map(roster),
+                status: disabled.map(status),
+                kind: mailbox.map(|m| {
+                    if m {
+                        InstanceKind::Mailbox
+                    } else {
+                        InstanceKind::Agent
+                    }
+                }),
+                owner: owner.map(|o| pick(&INSTANCE_IDS, o).to_owned()),
+                topics,
+                ..InstanceFields::default()
+            },
+            now_ms,
+        },
+        2 => InstanceCommand::SetStatus {
+            handle,
+            status: status(disabled.unwrap_or(false)),
+            now_ms,
+        },
+        3 => InstanceCommand::SetKnows {
+            handle,
+            knows: roster(knows.unwrap_or(0)),
+            now_ms,
+        },
+        4 => InstanceCommand::SetTopics {
+            handle,
+            topics: topics.unwrap_or_default(),
+            now_ms,
+        },
+        _ => InstanceCommand::Remove { handle, now_ms },
+    })
+}
+
 fn lease_command(op: &Op, now_ms: u64) -> Option<LeaseCommand> {
     Some(match *op {
         Op::Acquire {
@@ -549,6 +699,15 @@ pub fn run_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: &mut u64) -
                 Err(error) => failed(error),
             }
         }
+        Op::Instance { .. } => {
+            let Some(command) = instance_command(op, *now_ms) else {
+                return Outcome::Unmodelled;
+            };
+            match session.execute(&command) {
+                Ok(outcome) => Outcome::Instance(Box::new(outcome)),
+                Err(error) => failed(error),
+            }
+        }
         Op::Fuel { .. } => {
             let Some(command) = fuel_command(op, *now_ms) else {
                 return Outcome::Unmodelled;
@@ -609,6 +768,8 @@ pub struct Model {
     lanes: BTreeMap<(String, String), LaneLease>,
     /// The fuel ledger: (calls, fuel) by (instance, caller, op).
     fuel: BTreeMap<(String, String, String), (u64, u64)>,
+    /// Registered instances by handle.
+    instances: BTreeMap<String, Instance>,
 }
 
 impl Model {
@@ -662,6 +823,10 @@ impl Model {
             Op::Domain(_) => Outcome::Unmodelled,
             Op::Lane { .. } => match lane_command(op, *now_ms) {
                 Some(command) => self.lane(command),
+                None => Outcome::Unmodelled,
+            },
+            Op::Instance { .. } => match instance_command(op, *now_ms) {
+                Some(command) => self.instance(command),
                 None => Outcome::Unmodelled,
             },
             Op::Fuel { .. } => match fuel_command(op, *now_ms) {
@@ -974,6 +1139,120 @@ impl Model {
         })
     }
 
+    fn instance(&mut self, command: InstanceCommand) -> Outcome {
+        let (handle, now_ms) = match &command {
+            InstanceCommand::Upsert { handle, now_ms, .. }
+            | InstanceCommand::SetStatus { handle, now_ms, .. }
+            | InstanceCommand::SetKnows { handle, now_ms, .. }
+            | InstanceCommand::SetTopics { handle, now_ms, .. }
+            | InstanceCommand::Remove { handle, now_ms } => (handle.clone(), *now_ms),
+        };
+        if !is_handle(&handle) {
+            return Outcome::Invalid;
+        }
+        let current = self.instances.get(&handle).cloned();
+        // An empty text field given is the clearing of it.
+        let text = |given: &String| (!given.is_empty()).then(|| given.clone());
+        let wanted = match command {
+            InstanceCommand::Upsert { fields, .. } => {
+                if fields.domain.as_deref() == Some("") || fields.store.as_deref() == Some("") {
+                    return Outcome::Invalid;
+                }
+                let mut instance = match current.clone() {
+                    Some(instance) => instance,
+                    None => {
+                        let Some(store) = fields.store.clone() else {
+                            return Outcome::Invalid;
+                        };
+                        let Ok(handle) = Handle::parse("handle", &handle) else {
+                            return Outcome::Failed(format!("model: {handle:?} is a handle"));
+                        };
+                        Instance {
+                            handle,
+                            domain: "localhost".into(),
+                            identity: None,
+                            store,
+                            tree: None,
+                            source: None,
+                            knows: Knows::Handles(Vec::new()),
+                            status: Status::Enabled,
+                            kind: InstanceKind::Agent,
+                            owner: None,
+                            topics: Vec::new(),
+                            created_at_ms: now_ms,
+                        }
+                    }
+                };
+                if let Some(domain) = fields.domain {
+                    instance.domain = domain;
+                }
+                if let Some(identity) = &fields.identity {
+                    instance.identity = text(identity);
+                }
+                if let Some(store) = fields.store {
+                    instance.store = store;
+                }
+                if let Some(tree) = &fields.tree {
+                    instance.tree = text(tree);
+                }
+                if let Some(source) = &fields.source {
+                    instance.source = text(source);
+                }
+                if let Some(knows) = &fields.knows {
+                    instance.knows = roster(knows);
+                }
+                if let Some(status) = fields.status {
+                    instance.status = status;
+                }
+                if let Some(kind) = fields.kind {
+                    instance.kind = kind;
+                }
+                if let Some(owner) = &fields.owner {
+                    instance.owner = text(owner);
+                }
+                if let Some(topics) = fields.topics {
+                    instance.topics = topics;
+                }
+                instance
+            }
+            InstanceCommand::Remove { .. } => {
+                let Some(instance) = self.instances.remove(&handle) else {
+                    return Outcome::Instance(Box::new(InstanceOutcome::Missing));
+                };
+                self.write(&instance_stream(&handle), 1);
+                return Outcome::Instance(Box::new(InstanceOutcome::Removed { instance }));
+            }
+            other => {
+                let Some(mut instance) = current.clone() else {
+                    return Outcome::Instance(Box::new(InstanceOutcome::Missing));
+                };
+                match other {
+                    InstanceCommand::SetStatus { status, .. } => instance.status = status,
+                    InstanceCommand::SetKnows { knows, .. } => instance.knows = roster(&knows),
+                    InstanceCommand::SetTopics { topics, .. } => instance.topics = topics,
+                    _ => unreachable!("upsert and remove are decided above"),
+                }
+                instance
+            }
+        };
+        let outcome = match current {
+            Some(current) if current == wanted => {
+                return Outcome::Instance(Box::new(InstanceOutcome::Unchanged {
+                    instance: current,
+                }));
+            }
+            Some(_) => InstanceOutcome::Updated {
+                instance: wanted.clone(),
+            },
+            None => InstanceOutcome::Added {
+                instance: wanted.clone(),
+            },
+        };
+        self.instances.insert(handle.clone(), wanted);
+        self.write(&instance_stream(&handle), 1);
+        Outcome::Instance(Box::new(outcome))
+    }
+
     /// The lease of `resource` if `holder` holds it under `token`, the refusal otherwise.
     fn held_by(&self, resource: &str, holder: &str, token: u64) -> Result<ModelLease, Outcome> {
         match self.leases.get(resource) {
@@ -1010,4 +1289,22 @@ fn is_handle(handle: &str) -> bool {
             && index.bytes().all(|b| b.is_ascii_digit())
     });
     label || token_id
+}
+
+/// A roster in its one form: everyone if it names `*`, else its handles without repeats,
+/// each where it first occurs.
+fn roster(knows: &Knows) -> Knows {
+    let Knows::Handles(handles) = knows else {
+        return Knows::All;
+    };
+    if handles.iter().any(|h| h == "*") {
+        return Knows::All;
+    }
+    let mut kept: Vec<String> = Vec::new();
+    for handle in handles {
+        if !kept.contains(handle) {
+            kept.push(handle.clone());
+        }
+    }
+    Knows::Handles(kept)
 }
