@@ -12,13 +12,31 @@
 //!   expired, or extended), release (missing, superseded, or released), empty names and
 //!   zero TTLs refused as invalid, and the lease streams' records;
 //! - registry settings: set (with the previous value), unchanged when the value is the
-//!   same (nothing appended), an empty key refused, and the setting streams' records.
+//!   same (nothing appended), an empty key refused, and the setting streams' records;
+//! - lane leases: claim (an unowned or expired lane/key, keeping its cursor; a live one,
+//!   even one's own, refused `held`), renew, advance and release by the live owner only
+//!   (`missing`, `superseded` for another owner, `expired`; a release leaves the cursor and
+//!   expiry 0), an empty key or owner on a claim and a zero TTL refused as invalid, the
+//!   lane lease as it then stands, and the lane streams' records;
+//! - registry fuel: one call and its fuel added to the (instance, caller, op) row and so to
+//!   the instance's total, the row's `updated_at_ms` the command's clock, an instance
+//!   outside the handle grammar (hostname label or token id) or an empty op refused as
+//!   invalid, and the fuel streams' records;
+//! - registry instances: upsert (a new handle needs a non-empty store and gets the
+//!   defaults — domain `localhost`, enabled, agent, knowing nobody, no topics, created at
+//!   the command's clock; an existing one changes only the fields given, an empty identity or
+//!   owner clearing it; `Unchanged` with nothing appended when nothing would change), set
+//!   status, roster (normalized: `*` is everyone, else repeats dropped, first occurrence
+//!   first) and topics (`Updated`, `Unchanged`, or `Missing` for a handle no instance has),
+//!   remove (`Removed` with the instance as it was, or `Missing`), a handle outside the
+//!   grammar and an empty domain or store given refused as invalid, the instance as it then
+//!   stands, and the instance streams' records.
 //!
-//! The outbox and runs domains, lane leases and the registry's instances and fuel ledger
-//! ([`Op::Domain`], drawn from [`random_domain_command`], whose names never collide with the
-//! model's) are run against the store only: the model does not predict their outcomes, it only takes note of how far they moved the head. They
-//! are there so the final checks (digests equal a rebuild's, `verify` passes) cover every
-//! projection.
+//! The outbox and runs domains ([`Op::Domain`], drawn from [`random_domain_command`], which
+//! also drives every other domain under names that never collide with the model's) are run
+//! against the store only: the model does not predict their outcomes, it only takes note of
+//! how far they moved the head. They are there so the final checks (digests equal a
+//! rebuild's, `verify` passes) cover every projection.
 
 use std::collections::BTreeMap;
 
@@ -26,10 +44,18 @@ use arbitrary::Arbitrary;
 
 use crate::demo::Rng;
 use crate::error::Error;
-use crate::leases::{FencingToken, LeaseCommand, LeaseOutcome, LeaseRefusal};
+use crate::leases::decide::lane_stream;
+use crate::leases::{
+    FencingToken, LaneCommand, LaneLease, LaneOutcome, LeaseCommand, LeaseOutcome, LeaseRefusal,
+};
 use crate::log::append::{AppendError, AppendOutcome, ExpectedVersion};
 use crate::record::{NewEvent, StreamVersion};
-use crate::registry::decide::{SetSetting, SettingOutcome, setting_stream};
+use crate::registry::decide::{
+    FuelOutcome, InstanceCommand, InstanceFields, InstanceOutcome, RecordFuel, SetSetting,
+    SettingOutcome, fuel_stream, instance_stream, setting_stream,
+};
+use crate::registry::handle::Handle;
+use crate::registry::query::{FuelEntry, FuelTotal, Instance, InstanceKind, Knows, Status};
 use crate::store::WriteSession;
 use crate::testing::random::random_domain_command;
 
@@ -47,6 +73,36 @@ const HOLDERS: [&str; 3] = ["h1", "h2", ""];
 const SETTING_KEYS: [&str; 3] = ["model/a", "model/b", ""];
 /// Registry setting values.
 const SETTING_VALUES: [&str; 2] = ["on", "off"];
+/// The lane of lane leases: not the one [`random_domain_command`] claims.
+const LANE: &str = "model-lane";
+/// Keys of the lane (the empty one is invalid to claim).
+const LANE_KEYS: [&str; 3] = ["mk1", "mk2", ""];
+/// Lane owners (the empty one is invalid to claim).
+const LANE_OWNERS: [&str; 3] = ["o1", "o2", ""];
+/// Lane cursors.
+const LANE_CURSORS: [&str; 2] = ["c1", "c2"];
+/// A token id: 64 lower-case hex digits, `_`, a decimal index.
+const TOKEN_ID: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff_7";
+/// Instances charged fuel: valid handles none of which [`random_domain_command`] uses, then
+/// handles outside the grammar.
+const FUEL_INSTANCES: [&str; 7] = ["m-1", "m2", TOKEN_ID, "-m", "m3-", "M4", ""];
+/// Fuel callers (empty: nobody known).
+const FUEL_CALLERS: [&str; 2] = ["aa", ""];
+/// Fuel ops (the empty one is invalid).
+const FUEL_OPS: [&str; 3] = ["op-x", "op-y", ""];
+/// Instance handles: two valid ones none of which [`random_domain_command`] uses, then two
+/// outside the grammar.
+const INSTANCE_HANDLES: [&str; 4] = ["m-a", "m-b", "m_a", ""];
+/// Instance stores (the empty one is invalid).
+const INSTANCE_STORES: [&str; 3] = ["/m/1", "/m/2", ""];
+/// Instance domains (the empty one is invalid).
+const INSTANCE_DOMAINS: [&str; 3] = ["localhost", "example.org", ""];
+/// Identities and owners (the empty one clears the field).
+const INSTANCE_IDS: [&str; 3] = ["aa", "bb", ""];
+/// Rosters as given, before normalization.
+const ROSTERS: [&[&str]; 5] = [&[], &["m-a"], &["m-b", "m-a", "m-b"], &["m-a", "*"], &["*"]];
+/// Topic lists.
+const TOPICS: [&[&str]; 3] = [&[], &["t1"], &["t1", "t2"]];
 
 /// The expected version of a raw append.
 #[derive(Arbitrary, Clone, Copy, Debug)]
@@ -133,6 +189,55 @@ pub enum Op {
         /// The value, modulo the values.
         value: u8,
     },
+    /// A `LaneCommand` on the model's lane: claim, renew, advance or release, by `action`
+    /// modulo 4.
+    Lane {
+        /// Which command, modulo 4.
+        action: u8,
+        /// The key, modulo the keys.
+        key: u8,
+        /// The owner, modulo the owners.
+        owner: u8,
+        /// The TTL of a claim or renewal (0 is invalid).
+        ttl_ms: u8,
+        /// The cursor of an advance, modulo the cursors.
+        cursor: Option<u8>,
+    },
+    /// `RecordFuel` of the registry.
+    Fuel {
+        /// The instance, modulo the instances.
+        instance: u8,
+        /// The caller, modulo the callers.
+        caller: u8,
+        /// The op, modulo the ops.
+        op: u8,
+        /// The fuel.
+        fuel: u8,
+    },
+    /// An `InstanceCommand` of the registry, by `action` modulo 6: upsert (0 and 1), set
+    /// status, knows or topics, remove.
+    Instance {
+        /// Which command, modulo 6.
+        action: u8,
+        /// The handle, modulo the handles.
+        handle: u8,
+        /// An upsert's store, modulo the stores.
+        store: Option<u8>,
+        /// An upsert's domain, modulo the domains.
+        domain: Option<u8>,
+        /// An upsert's identity, modulo the identities.
+        identity: Option<u8>,
+        /// An upsert's owner, modulo the identities.
+        owner: Option<u8>,
+        /// The status (given to an upsert if `Some`): disabled if true.
+        disabled: Option<bool>,
+        /// An upsert's kind: mailbox if true.
+        mailbox: Option<bool>,
+        /// The roster (given to an upsert if `Some`), modulo the rosters.
+        knows: Option<u8>,
+        /// The topics (given to an upsert if `Some`), modulo the topic lists.
+        topics: Option<u8>,
+    },
     /// Moves the clock on.
     Tick(u8),
     /// A random command of another domain, drawn from this seed.
@@ -172,7 +277,7 @@ impl Script {
                             payload: rng.below(3) as u8,
                             key: rng.chance(40).then(|| rng.below(3) as u8),
                         };
-                        match rng.below(8) {
+                        match rng.below(12) {
                             0 | 1 => Op::Append {
                                 stream: byte(&mut rng),
                                 expect: match rng.below(4) {
@@ -205,6 +310,58 @@ impl Script {
                                 value: byte(&mut rng),
                             },
                             5 => Op::Tick(byte(&mut rng) % 40),
+                            6 | 7 => Op::Lane {
+                                // Claims half the time, on the first key mostly, so that
+                                // the others find a lane lease to act on.
+                                action: if rng.chance(50) { 0 } else { byte(&mut rng) },
+                                key: if rng.chance(70) { 0 } else { byte(&mut rng) },
+                                owner: if rng.chance(10) {
+                                    2
+                                } else {
+                                    rng.below(2) as u8
+                                },
+                                ttl_ms: byte(&mut rng) % 60,
+                                cursor: rng.chance(80).then(|| byte(&mut rng)),
+                            },
+                            9 | 10 => {
+                                let maybe = |rng: &mut Rng, n: u64| {
+                                    rng.chance(50).then(|| rng.below(n) as u8)
+                                };
+                                Op::Instance {
+                                    action: if rng.chance(40) {
+                                        0
+                                    } else {
+                                        rng.below(6) as u8
+                                    },
+                                    handle: if rng.chance(80) {
+                                        rng.below(2) as u8
+                                    } else {
+                                        byte(&mut rng)
+                                    },
+                                    store: if rng.chance(70) {
+                                        Some(rng.below(2) as u8)
+                                    } else {
+                                        maybe(&mut rng, 3)
+                                    },
+                                    domain: maybe(&mut rng, 3),
+                                    identity: maybe(&mut rng, 3),
+                                    owner: maybe(&mut rng, 3),
+                                    disabled: rng.chance(50).then(|| rng.chance(50)),
+                                    mailbox: rng.chance(30).then(|| rng.chance(50)),
+                                    knows: maybe(&mut rng, 5),
+                                    topics: maybe(&mut rng, 3),
+                                }
+                            }
+                            8 => Op::Fuel {
+                                instance: if rng.chance(70) {
+                                    rng.below(3) as u8
+                                } else {
+                                    byte(&mut rng)
+                                },
+                                caller: byte(&mut rng),
+                                op: byte(&mut rng),
+                                fuel: byte(&mut rng),
+                            },
                             _ => Op::Domain(rng.next_u64()),
                         }
                     })
@@ -253,6 +410,19 @@ pub enum Outcome {
     SettingSet(Option<String>),
     /// A setting already had the value.
     SettingUnchanged,
+    /// A lane command done: the lane lease as it now stands.
+    LaneDone(LaneLease),
+    /// A lane command refused.
+    LaneRefused {
+        /// Why.
+        reason: LeaseRefusal,
+        /// The lane lease that stands.
+        lane: Option<LaneLease>,
+    },
+    /// Fuel charged: the ledger row and the instance's total after it.
+    Fuel(FuelOutcome),
+    /// What an instance command did.
+    Instance(Box<InstanceOutcome>),
     /// A lease command refused.
     Refused {
         /// Why.
@@ -291,6 +461,144 @@ fn new_event(spec: EventSpec, now_ms: u64) -> NewEvent {
         Some(key) => event.with_idempotency_key(pick(&KEYS, key)),
         None => event,
     }
+}
+
+fn lane_command(op: &Op, now_ms: u64) -> Option<LaneCommand> {
+    let Op::Lane {
+        action,
+        key,
+        owner,
+        ttl_ms,
+        cursor,
+    } = *op
+    else {
+        return None;
+    };
+    let (lane, key, owner) = (
+        LANE.to_owned(),
+        pick(&LANE_KEYS, key).to_owned(),
+        pick(&LANE_OWNERS, owner).to_owned(),
+    );
+    let ttl_ms = u64::from(ttl_ms);
+    Some(match action % 4 {
+        0 => LaneCommand::Claim {
+            lane,
+            key,
+            owner,
+            ttl_ms,
+            now_ms,
+        },
+        1 => LaneCommand::Renew {
+            lane,
+            key,
+            owner,
+            ttl_ms,
+            now_ms,
+        },
+        2 => LaneCommand::Advance {
+            lane,
+            key,
+            owner,
+            cursor: cursor.map(|c| pick(&LANE_CURSORS, c).to_owned()),
+            now_ms,
+        },
+        _ => LaneCommand::Release {
+            lane,
+            key,
+            owner,
+            now_ms,
+        },
+    })
+}
+
+fn fuel_command(op: &Op, now_ms: u64) -> Option<RecordFuel> {
+    let Op::Fuel {
+        instance,
+        caller,
+        op,
+        fuel,
+    } = *op
+    else {
+        return None;
+    };
+    Some(RecordFuel {
+        instance: pick(&FUEL_INSTANCES, instance).into(),
+        caller: pick(&FUEL_CALLERS, caller).into(),
+        op: pick(&FUEL_OPS, op).into(),
+        fuel: u64::from(fuel),
+        now_ms,
+    })
+}
+
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn instance_command(op: &Op, now_ms: u64) -> Option<InstanceCommand> {
+    let Op::Instance {
+        action,
+        handle,
+        store,
+        domain,
+        identity,
+        owner,
+        disabled,
+        mailbox,
+        knows,
+        topics,
+    } = *op
+    else {
+        return None;
+    };
+    let handle = pick(&INSTANCE_HANDLES, handle).to_owned();
+    let status = |disabled: bool| {
+        if disabled {
+            Status::Disabled
+        } else {
+            Status::Enabled
+        }
+    };
+    let roster = |knows: u8| Knows::Handles(strings(ROSTERS[usize::from(knows) % ROSTERS.len()]));
+    let topics = topics.map(|t| strings(TOPICS[usize::from(t) % TOPICS.len()]));
+    Some(match action % 6 {
+        0 | 1 => InstanceCommand::Upsert {
+            handle,
+            fields: InstanceFields {
+                domain: domain.map(|d| pick(&INSTANCE_DOMAINS, d).to_owned()),
+                identity: identity.map(|i| pick(&INSTANCE_IDS, i).to_owned()),
+                store: store.map(|s| pick(&INSTANCE_STORES, s).to_owned()),
+                knows: knows.map(roster),
+                status: disabled.map(status),
+                kind: mailbox.map(|m| {
+                    if m {
+                        InstanceKind::Mailbox
+                    } else {
+                        InstanceKind::Agent
+                    }
+                }),
+                owner: owner.map(|o| pick(&INSTANCE_IDS, o).to_owned()),
+                topics,
+                ..InstanceFields::default()
+            },
+            now_ms,
+        },
+        2 => InstanceCommand::SetStatus {
+            handle,
+            status: status(disabled.unwrap_or(false)),
+            now_ms,
+        },
+        3 => InstanceCommand::SetKnows {
+            handle,
+            knows: roster(knows.unwrap_or(0)),
+            now_ms,
+        },
+        4 => InstanceCommand::SetTopics {
+            handle,
+            topics: topics.unwrap_or_default(),
+            now_ms,
+        },
+        _ => InstanceCommand::Remove { handle, now_ms },
+    })
 }
 
 fn lease_command(op: &Op, now_ms: u64) -> Option<LeaseCommand> {
@@ -381,6 +689,34 @@ pub fn run_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: &mut u64) -
             random_domain_command(&mut Rng::new(*seed), session, *now_ms);
             Outcome::Unmodelled
         }
+        Op::Lane { .. } => {
+            let Some(command) = lane_command(op, *now_ms) else {
+                return Outcome::Unmodelled;
+            };
+            match session.execute(&command) {
+                Ok(LaneOutcome::Done { lane }) => Outcome::LaneDone(lane),
+                Ok(LaneOutcome::Refused { reason, lane }) => Outcome::LaneRefused { reason, lane },
+                Err(error) => failed(error),
+            }
+        }
+        Op::Instance { .. } => {
+            let Some(command) = instance_command(op, *now_ms) else {
+                return Outcome::Unmodelled;
+            };
+            match session.execute(&command) {
+                Ok(outcome) => Outcome::Instance(Box::new(outcome)),
+                Err(error) => failed(error),
+            }
+        }
+        Op::Fuel { .. } => {
+            let Some(command) = fuel_command(op, *now_ms) else {
+                return Outcome::Unmodelled;
+            };
+            match session.execute(&command) {
+                Ok(outcome) => Outcome::Fuel(outcome),
+                Err(error) => failed(error),
+            }
+        }
         lease => {
             let Some(command) = lease_command(lease, *now_ms) else {
                 return Outcome::Unmodelled;
@@ -428,6 +764,12 @@ pub struct Model {
     leases: BTreeMap<String, ModelLease>,
     tokens: BTreeMap<String, u64>,
     settings: BTreeMap<String, String>,
+    /// Lane leases by (lane, key).
+    lanes: BTreeMap<(String, String), LaneLease>,
+    /// The fuel ledger: (calls, fuel) by (instance, caller, op).
+    fuel: BTreeMap<(String, String, String), (u64, u64)>,
+    /// Registered instances by handle.
+    instances: BTreeMap<String, Instance>,
 }
 
 impl Model {
@@ -479,6 +821,18 @@ impl Model {
                 Outcome::SettingSet(previous)
             }
             Op::Domain(_) => Outcome::Unmodelled,
+            Op::Lane { .. } => match lane_command(op, *now_ms) {
+                Some(command) => self.lane(command),
+                None => Outcome::Unmodelled,
+            },
+            Op::Instance { .. } => match instance_command(op, *now_ms) {
+                Some(command) => self.instance(command),
+                None => Outcome::Unmodelled,
+            },
+            Op::Fuel { .. } => match fuel_command(op, *now_ms) {
+                Some(command) => self.fuel(command),
+                None => Outcome::Unmodelled,
+            },
             lease => match lease_command(lease, *now_ms) {
                 Some(command) => self.lease(command),
                 None => Outcome::Unmodelled,
@@ -656,6 +1010,249 @@ impl Model {
         }
     }
 
+    fn lane(&mut self, command: LaneCommand) -> Outcome {
+        match command {
+            LaneCommand::Claim {
+                lane,
+                key,
+                owner,
+                ttl_ms,
+                now_ms,
+            } => {
+                if lane.is_empty() || key.is_empty() || owner.is_empty() || ttl_ms == 0 {
+                    return Outcome::Invalid;
+                }
+                let id = (lane, key);
+                let cursor = match self.lanes.get(&id) {
+                    Some(current) if now_ms < current.expires_at_ms => {
+                        return Outcome::LaneRefused {
+                            reason: LeaseRefusal::Held,
+                            lane: Some(current.clone()),
+                        };
+                    }
+                    Some(current) => current.cursor.clone(),
+                    None => None,
+                };
+                let claimed = LaneLease {
+                    lane: id.0.clone(),
+                    key: id.1.clone(),
+                    owner,
+                    expires_at_ms: now_ms + ttl_ms,
+                    cursor,
+                };
+                self.lanes.insert(id.clone(), claimed.clone());
+                self.write(&lane_stream(&id.0, &id.1), 1);
+                Outcome::LaneDone(claimed)
+            }
+            LaneCommand::Renew {
+                lane,
+                key,
+                owner,
+                ttl_ms,
+                now_ms,
+            } => {
+                if ttl_ms == 0 {
+                    return Outcome::Invalid;
+                }
+                self.as_lane_owner(lane, key, &owner, now_ms, |l| {
+                    l.expires_at_ms = now_ms + ttl_ms
+                })
+            }
+            LaneCommand::Advance {
+                lane,
+                key,
+                owner,
+                cursor,
+                now_ms,
+            } => self.as_lane_owner(lane, key, &owner, now_ms, |l| l.cursor = cursor),
+            LaneCommand::Release {
+                lane,
+                key,
+                owner,
+                now_ms,
+            } => self.as_lane_owner(lane, key, &owner, now_ms, |l| l.expires_at_ms = 0),
+        }
+    }
+
+    /// Changes the lane lease if `owner` holds it live at `now_ms`; the refusal otherwise.
+    fn as_lane_owner(
+        &mut self,
+        lane: String,
+        key: String,
+        owner: &str,
+        now_ms: u64,
+        change: impl FnOnce(&mut LaneLease),
+    ) -> Outcome {
+        let stream = lane_stream(&lane, &key);
+        let Some(current) = self.lanes.get_mut(&(lane, key)) else {
+            return Outcome::LaneRefused {
+                reason: LeaseRefusal::Missing,
+                lane: None,
+            };
+        };
+        let reason = if current.owner != owner {
+            LeaseRefusal::Superseded
+        } else if now_ms >= current.expires_at_ms {
+            LeaseRefusal::Expired
+        } else {
+            change(current);
+            let done = current.clone();
+            self.write(&stream, 1);
+            return Outcome::LaneDone(done);
+        };
+        Outcome::LaneRefused {
+            reason,
+            lane: Some(current.clone()),
+        }
+    }
+
+    fn fuel(&mut self, command: RecordFuel) -> Outcome {
+        let RecordFuel {
+            instance,
+            caller,
+            op,
+            fuel,
+            now_ms,
+        } = command;
+        if !is_handle(&instance) || op.is_empty() {
+            return Outcome::Invalid;
+        }
+        let row = (instance.clone(), caller.clone(), op.clone());
+        let (calls, spent) = self.fuel.get(&row).copied().unwrap_or_default();
+        self.fuel.insert(row, (calls + 1, spent + fuel));
+        let mut total = FuelTotal::default();
+        for (_, &(calls, fuel)) in self.fuel.iter().filter(|(row, _)| row.0 == instance) {
+            total.calls += calls;
+            total.fuel += fuel;
+        }
+        self.write(&fuel_stream(&instance), 1);
+        Outcome::Fuel(FuelOutcome {
+            entry: FuelEntry {
+                instance,
+                caller,
+                op,
+                calls: calls + 1,
+                fuel: spent + fuel,
+                updated_at_ms: now_ms,
+            },
+            total,
+        })
+    }
+
+    fn instance(&mut self, command: InstanceCommand) -> Outcome {
+        let (handle, now_ms) = match &command {
+            InstanceCommand::Upsert { handle, now_ms, .. }
+            | InstanceCommand::SetStatus { handle, now_ms, .. }
+            | InstanceCommand::SetKnows { handle, now_ms, .. }
+            | InstanceCommand::SetTopics { handle, now_ms, .. }
+            | InstanceCommand::Remove { handle, now_ms } => (handle.clone(), *now_ms),
+        };
+        if !is_handle(&handle) {
+            return Outcome::Invalid;
+        }
+        let current = self.instances.get(&handle).cloned();
+        // An empty text field given is the clearing of it.
+        let text = |given: &String| (!given.is_empty()).then(|| given.clone());
+        let wanted = match command {
+            InstanceCommand::Upsert { fields, .. } => {
+                if fields.domain.as_deref() == Some("") || fields.store.as_deref() == Some("") {
+                    return Outcome::Invalid;
+                }
+                let mut instance = match current.clone() {
+                    Some(instance) => instance,
+                    None => {
+                        let Some(store) = fields.store.clone() else {
+                            return Outcome::Invalid;
+                        };
+                        let Ok(handle) = Handle::parse("handle", &handle) else {
+                            return Outcome::Failed(format!("model: {handle:?} is a handle"));
+                        };
+                        Instance {
+                            handle,
+                            domain: "localhost".into(),
+                            identity: None,
+                            store,
+                            tree: None,
+                            source: None,
+                            knows: Knows::Handles(Vec::new()),
+                            status: Status::Enabled,
+                            kind: InstanceKind::Agent,
+                            owner: None,
+                            topics: Vec::new(),
+                            created_at_ms: now_ms,
+                        }
+                    }
+                };
+                if let Some(domain) = fields.domain {
+                    instance.domain = domain;
+                }
+                if let Some(identity) = &fields.identity {
+                    instance.identity = text(identity);
+                }
+                if let Some(store) = fields.store {
+                    instance.store = store;
+                }
+                if let Some(tree) = &fields.tree {
+                    instance.tree = text(tree);
+                }
+                if let Some(source) = &fields.source {
+                    instance.source = text(source);
+                }
+                if let Some(knows) = &fields.knows {
+                    instance.knows = roster(knows);
+                }
+                if let Some(status) = fields.status {
+                    instance.status = status;
+                }
+                if let Some(kind) = fields.kind {
+                    instance.kind = kind;
+                }
+                if let Some(owner) = &fields.owner {
+                    instance.owner = text(owner);
+                }
+                if let Some(topics) = fields.topics {
+                    instance.topics = topics;
+                }
+                instance
+            }
+            InstanceCommand::Remove { .. } => {
+                let Some(instance) = self.instances.remove(&handle) else {
+                    return Outcome::Instance(Box::new(InstanceOutcome::Missing));
+                };
+                self.write(&instance_stream(&handle), 1);
+                return Outcome::Instance(Box::new(InstanceOutcome::Removed { instance }));
+            }
+            other => {
+                let Some(mut instance) = current.clone() else {
+                    return Outcome::Instance(Box::new(InstanceOutcome::Missing));
+                };
+                match other {
+                    InstanceCommand::SetStatus { status, .. } => instance.status = status,
+                    InstanceCommand::SetKnows { knows, .. } => instance.knows = roster(&knows),
+                    InstanceCommand::SetTopics { topics, .. } => instance.topics = topics,
+                    _ => unreachable!("upsert and remove are decided above"),
+                }
+                instance
+            }
+        };
+        let outcome = match current {
+            Some(current) if current == wanted => {
+                return Outcome::Instance(Box::new(InstanceOutcome::Unchanged {
+                    instance: current,
+                }));
+            }
+            Some(_) => InstanceOutcome::Updated {
+                instance: wanted.clone(),
+            },
+            None => InstanceOutcome::Added {
+                instance: wanted.clone(),
+            },
+        };
+        self.instances.insert(handle.clone(), wanted);
+        self.write(&instance_stream(&handle), 1);
+        Outcome::Instance(Box::new(outcome))
+    }
+
     /// The lease of `resource` if `holder` holds it under `token`, the refusal otherwise.
     fn held_by(&self, resource: &str, holder: &str, token: u64) -> Result<ModelLease, Outcome> {
         match self.leases.get(resource) {
@@ -672,4 +1269,42 @@ impl Model {
             Some(lease) => Ok(lease.clone()),
         }
     }
+}
+
+/// Whether `handle` is a hostname label (1 to 63 of `a-z`, `0-9`, `-`, no `-` at either end)
+/// or a token id (64 lower-case hex digits, `_`, 1 to 20 decimal digits).
+fn is_handle(handle: &str) -> bool {
+    let label = (1..=63).contains(&handle.len())
+        && !handle.starts_with('-')
+        && !handle.ends_with('-')
+        && handle
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    let token_id = handle.split_once('_').is_some_and(|(txid, index)| {
+        txid.len() == 64
+            && txid
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            && (1..=20).contains(&index.len())
+            && index.bytes().all(|b| b.is_ascii_digit())
+    });
+    label || token_id
+}
+
+/// A roster in its one form: everyone if it names `*`, else its handles without repeats,
+/// each where it first occurs.
+fn roster(knows: &Knows) -> Knows {
+    let Knows::Handles(handles) = knows else {
+        return Knows::All;
+    };
+    if handles.iter().any(|h| h == "*") {
+        return Knows::All;
+    }
+    let mut kept: Vec<String> = Vec::new();
+    for handle in handles {
+        if !kept.contains(handle) {
+            kept.push(handle.clone());
+        }
+    }
+    Knows::Handles(kept)
 }
