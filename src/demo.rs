@@ -1,7 +1,7 @@
 //! The demo workload: a small simulated fleet that writes a realistic log across all four
 //! projections — hosts registering instances, agents contending for leases with takeovers
 //! after expiry, deliveries claimed, acked, retried and expired, runs with nested spans,
-//! failures and rollups.
+//! failures and rollups — and a downstream exporter checkpointing how far it has read.
 //!
 //! It commits as a live host would, one durable transaction per command, so stopping it at
 //! any moment leaves a log that verifies. The simulation is deterministic (a fixed clock
@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::consumers::ConsumerCommand;
 use crate::error::Result;
 use crate::leases::{FencingToken, LeaseCommand, LeaseGuard, LeaseOutcome};
 use crate::log::Head;
@@ -241,6 +242,9 @@ impl<'s> Simulation<'s> {
                 claim_retry_ms: 20_000,
             };
             self.store.execute(&sweep)?;
+        }
+        if self.ticks.is_multiple_of(127) {
+            self.checkpoint_consumer()?;
         }
         if self.ticks.is_multiple_of(211) {
             let prune = SweepCommand::Prune {
@@ -549,6 +553,24 @@ impl<'s> Simulation<'s> {
                 now_ms: self.now_ms,
             };
             self.store.execute(&sweep)?;
+        }
+        Ok(())
+    }
+
+    /// A downstream exporter that has read the log so far records where it stands, with the
+    /// hash of the record there, so that it can resume after a restart.
+    fn checkpoint_consumer(&mut self) -> Result<()> {
+        let head = self.store.head()?;
+        let Some(last) = head.next.0.checked_sub(1) else {
+            return Ok(());
+        };
+        if let Some(record) = self.store.get(crate::record::Position(last))? {
+            let consumer = format!("exporter-s{}", self.session);
+            self.store.execute(&ConsumerCommand::checkpoint_after(
+                consumer,
+                &record,
+                self.now_ms,
+            ))?;
         }
         Ok(())
     }
