@@ -163,7 +163,8 @@ impl Snapshot {
 /// Keeps the segment last read, so reading neighbours costs no new lookup.
 #[derive(Default)]
 struct SegmentCursor {
-    loaded: Option<(u64, SegmentGuard)>,
+    /// The segment's first position, its record count and its bytes.
+    loaded: Option<(u64, u32, SegmentGuard)>,
 }
 
 impl SegmentCursor {
@@ -172,17 +173,18 @@ impl SegmentCursor {
         segments: &ReadOnlyTable<u64, &'static [u8]>,
         position: Position,
     ) -> Result<Record> {
-        let reusable = matches!(&self.loaded, Some((first, guard))
-            if *first <= position.0 && Segment::parse(guard.value())
-                .is_ok_and(|s| position.0 - first < u64::from(s.count())));
+        let reusable = matches!(&self.loaded, Some((first, count, _))
+            if *first <= position.0 && position.0 - first < u64::from(*count));
         if !reusable {
             let entry = segments.range(..=position.0)?.next_back().transpose()?;
             let Some((first, guard)) = entry else {
                 return Err(missing(position));
             };
-            self.loaded = Some((first.value(), guard));
+            let first = first.value();
+            let count = parse_segment(first, guard.value())?.count();
+            self.loaded = Some((first, count, guard));
         }
-        let (first, guard) = self.loaded.as_ref().expect("loaded above");
+        let (first, _, guard) = self.loaded.as_ref().expect("loaded above");
         let segment = parse_segment(*first, guard.value())?;
         let index = position.0 - first;
         let bytes = u32::try_from(index)
