@@ -111,6 +111,22 @@ fn main() {
         println!("rebuild {:.0}/s", rebuild(&log));
         return;
     }
+    if args.iter().any(|a| a == "--profile-group") {
+        // For a profiler: group commit at 1 and 64 tasks.
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_time()
+            .build()
+            .expect("a tokio runtime");
+        for round in 0..3 {
+            let at = |name: &str| dir.path().join(format!("{name}-{round}.redb"));
+            let run_for = Duration::from_secs(2);
+            let one = runtime.block_on(group_annals(&at("group-1"), 1, run_for));
+            let many = runtime.block_on(group_annals(&at("group-64"), GROUP_TASKS, run_for));
+            println!("group 1: {one:.0}/s, 64: {many:.0}/s, {:.1}x", many / one);
+        }
+        return;
+    }
     if args.iter().any(|a| a == "--profile-scan") {
         // For a profiler: annals' scan alone, many times over one log.
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");

@@ -5,9 +5,9 @@
 //! its header hash and payload hash before it is handed out; a record that fails is
 //! [`Error::Corrupt`] naming its position.
 
-use redb::{AccessGuard, ReadOnlyTable, ReadTransaction, ReadableTableMetadata};
+use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
 
-use super::tables::{HEAD_KEY, IDEMPOTENCY, MERKLE, META, SEGMENTS, STREAM_RUNS, STREAMS};
+use super::tables::{HEAD_KEY, IDEMPOTENCY, MERKLE, META, SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS};
 use super::{Head, decode_head};
 use crate::audit::verify::Problem;
 use crate::error::{Error, Result};
@@ -32,7 +32,6 @@ type SegmentGuard = AccessGuard<'static, &'static [u8]>;
 pub struct Snapshot {
     meta: ReadOnlyTable<&'static str, &'static [u8]>,
     pub(crate) segments: ReadOnlyTable<u64, &'static [u8]>,
-    pub(crate) streams: ReadOnlyTable<&'static str, u64>,
     pub(crate) stream_runs: ReadOnlyTable<(&'static str, u64), (u64, u64)>,
     pub(crate) idempotency: ReadOnlyTable<&'static str, (u64, [u8; 32])>,
     checkpoints: ReadOnlyTable<&'static str, (u32, u64)>,
@@ -45,7 +44,6 @@ impl Snapshot {
         Ok(Snapshot {
             meta: txn.open_table(META)?,
             segments: txn.open_table(SEGMENTS)?,
-            streams: txn.open_table(STREAMS)?,
             stream_runs: txn.open_table(STREAM_RUNS)?,
             idempotency: txn.open_table(IDEMPOTENCY)?,
             checkpoints: txn.open_table(crate::projection::CHECKPOINTS)?,
@@ -83,13 +81,16 @@ impl Snapshot {
 
     /// How many streams hold at least one record.
     pub fn stream_count(&self) -> Result<u64> {
-        Ok(self.streams.len()?)
+        match self.meta.get(STREAM_COUNT_KEY)? {
+            Some(bytes) => super::decode_stream_count(bytes.value()),
+            None => Err(Error::CorruptMeta("the stream count is missing".into())),
+        }
     }
 
     /// The last version of `stream`, `None` if it holds no record.
     pub fn stream_version(&self, stream: &str) -> Result<Option<StreamVersion>> {
-        let count = self.streams.get(stream)?.map_or(0, |guard| guard.value());
-        Ok(count.checked_sub(1).map(StreamVersion))
+        let length = super::stream_length(&self.stream_runs, stream)?;
+        Ok(length.checked_sub(1).map(StreamVersion))
     }
 
     /// The record at `position`, `None` at or past the head.
