@@ -5,7 +5,7 @@
 //! its header hash and payload hash before it is handed out; a record that fails is
 //! [`Error::Corrupt`] naming its position.
 
-use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
+use redb::{AccessGuard, ReadOnlyTable, ReadTransaction, ReadableTable};
 
 use super::tables::{HEAD_KEY, IDEMPOTENCY, MERKLE, META, SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS};
 use super::{Head, decode_head};
@@ -67,15 +67,21 @@ impl Snapshot {
         }
     }
 
+    /// The head as a write transaction sees it before its own appends.
+    pub(crate) fn head_in(txn: &redb::WriteTransaction) -> Result<Head> {
+        match txn.open_table(META)?.get(HEAD_KEY)? {
+            Some(bytes) => decode_head(bytes.value()),
+            None => Err(Error::CorruptMeta("the head is missing".into())),
+        }
+    }
+
     /// The checkpoint of projection `name`, `None` if it has none.
     pub fn checkpoint(&self, name: &str) -> Result<Option<crate::projection::Checkpoint>> {
-        let found = self.checkpoints.get(name)?.map(|guard| {
-            let (version, next) = guard.value();
-            crate::projection::Checkpoint {
-                version,
-                next: Position(next),
-            }
-        });
+        let head = self.head()?.next;
+        let found = self
+            .checkpoints
+            .get(name)?
+            .map(|guard| crate::projection::resolve_checkpoint(guard.value(), head));
         Ok(found)
     }
 

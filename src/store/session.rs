@@ -142,10 +142,9 @@ impl<'txn> WriteSession<'txn> {
     /// Writes what the log keeps pending and advances every checkpoint to the head; whether
     /// anything was appended. Must run before the commit (`Store::write_with` does).
     pub(crate) fn finish(self) -> Result<bool> {
-        let next = self.log.head().next;
         self.log.finish()?;
         if self.appended {
-            self.projections.advance_checkpoints(self.txn, next)?;
+            self.projections.advance_checkpoints(self.txn)?;
         }
         Ok(self.appended)
     }

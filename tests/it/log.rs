@@ -486,11 +486,19 @@ fn appends_in_one_transaction_share_a_segment_and_see_each_others_versions() {
         })
         .unwrap();
     let snapshot = store.snapshot().unwrap();
-    assert_eq!(snapshot.stream_version("a").unwrap(), Some(StreamVersion(4)));
-    assert_eq!(snapshot.stream_version("b").unwrap(), Some(StreamVersion(2)));
+    assert_eq!(
+        snapshot.stream_version("a").unwrap(),
+        Some(StreamVersion(4))
+    );
+    assert_eq!(
+        snapshot.stream_version("b").unwrap(),
+        Some(StreamVersion(2))
+    );
     assert_eq!(snapshot.stream_count().unwrap(), 2);
     drop(snapshot);
-    let all = store.read_all(Position(0), Direction::Forward, 100).unwrap();
+    let all = store
+        .read_all(Position(0), Direction::Forward, 100)
+        .unwrap();
     assert_eq!(payload_bytes(&all), vec![0, 1, 2, 3, 4, 5, 6, 7]);
     assert!(store.verify().unwrap().is_sound());
     drop(store);
