@@ -671,14 +671,18 @@ fn scan_annals(path: &Path) -> f64 {
     let started = Instant::now();
     let snapshot = store.snapshot().expect("a snapshot");
     let mut count = 0u64;
-    for record in snapshot
+    let mut bytes = 0usize;
+    let mut records = snapshot
         .records(Position(0), Direction::Forward)
-        .expect("records")
-    {
+        .expect("records");
+    // Borrowed views, as raw redb's scan borrows its values: each segment's digest and each
+    // header are checked, nothing is copied.
+    while let Some(record) = records.next_view() {
         let record = record.expect("a sound record");
+        bytes += record.payload.len();
         count += 1;
-        std::hint::black_box(&record);
     }
+    std::hint::black_box(bytes);
     per_second(count, started.elapsed())
 }
 

@@ -352,17 +352,6 @@ pub fn decode_stored(bytes: &[u8], position: Position) -> Result<Record, RecordE
     view::parse_stored(bytes, position, RecordHashes::Check).map(|view| view.to_record())
 }
 
-/// [`decode_stored`] for a record of a segment whose digest has just been checked: the digest
-/// covers every byte of the record, so its two hashes are not recomputed. Everything else is
-/// checked as in [`decode_stored`].
-pub(crate) fn decode_stored_in_checked_segment(
-    bytes: &[u8],
-    position: Position,
-) -> Result<Record, RecordError> {
-    view::parse_stored(bytes, position, RecordHashes::CoveredBySegmentDigest)
-        .map(|view| view.to_record())
-}
-
 /// The header fields as bincode decodes them from the start of `header_bytes`, and how many
 /// bytes they took: a second, independent reading of the layout that tests and the fuzz
 /// harness hold the hand-written parser to.
