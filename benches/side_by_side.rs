@@ -537,6 +537,13 @@ async fn group_annals(path: &Path, tasks: usize, run_for: Duration) -> f64 {
         commands += worker.await.expect("a task");
     }
     let elapsed = started.elapsed();
+    let stats = writer.stats();
+    if std::env::var_os("ANNALS_BENCH_BATCHES").is_some() {
+        eprintln!(
+            "{tasks} tasks: {:.1} jobs per batch",
+            stats.jobs as f64 / stats.batches.max(1) as f64
+        );
+    }
     writer.close().await.expect("close");
     per_second(commands, elapsed)
 }
