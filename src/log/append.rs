@@ -194,8 +194,9 @@ pub struct LogWriter<'txn> {
     stream_runs: Table<'txn, (&'static str, u64), (u64, u64)>,
     idempotency: Table<'txn, &'static str, (u64, [u8; 32])>,
     head: Head,
-    /// The streams holding a record, this transaction's new ones included.
+    /// The streams holding a record, this transaction's new ones included, and as stored.
     stream_count: u64,
+    stream_count_stored: u64,
     /// Whether this transaction appended anything: the head is then written at `finish`.
     appended: bool,
     /// This transaction's records not yet in a stored segment, and the first one's position.
@@ -227,6 +228,7 @@ impl<'txn> LogWriter<'txn> {
             idempotency: txn.open_table(IDEMPOTENCY)?,
             head,
             stream_count,
+            stream_count_stored: stream_count,
             appended: false,
             segment: SegmentBuilder::new(),
             segment_first: head.next,
@@ -243,8 +245,10 @@ impl<'txn> LogWriter<'txn> {
         self.store_segment()?;
         self.meta
             .insert(HEAD_KEY, self.merkle.head_bytes(self.head).as_slice())?;
-        self.meta
-            .insert(STREAM_COUNT_KEY, self.stream_count.to_le_bytes().as_slice())?;
+        if self.stream_count != self.stream_count_stored {
+            self.meta
+                .insert(STREAM_COUNT_KEY, self.stream_count.to_le_bytes().as_slice())?;
+        }
         Ok(())
     }
 
