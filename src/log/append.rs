@@ -10,7 +10,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::merkle::MerkleWriter;
 use super::tables::{HEAD_KEY, IDEMPOTENCY, META, SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS};
-use super::{Head, decode_head, decode_stream_count, stream_length};
+use super::{Head, StreamRun, decode_head, decode_stream_count, last_run};
 use crate::error::{Error, Result};
 use crate::hash::Digest;
 use crate::record::limits::{Field, LimitError, Limits};
@@ -283,7 +283,8 @@ impl<'txn> LogWriter<'txn> {
         if let Some(positions) = self.duplicates(stream, events)? {
             return Ok(AppendOutcome::Duplicate { positions });
         }
-        let count = stream_length(&self.stream_runs, stream)?;
+        let last = last_run(&self.stream_runs, stream)?;
+        let count = last.map_or(Ok(0), |run| run.end_version())?;
         let current = count.checked_sub(1).map(StreamVersion);
         let matches = match expected {
             ExpectedVersion::Any => true,
@@ -304,7 +305,7 @@ impl<'txn> LogWriter<'txn> {
         if first_position.0.checked_add(added).is_none() {
             return Err(AppendError::LogFull.into());
         }
-        self.write(stream, StreamVersion(count), events, records)?;
+        self.write(stream, last, events, records)?;
         Ok(AppendOutcome::Appended(Appended {
             first_position,
             first_version: StreamVersion(count),
@@ -323,7 +324,8 @@ impl<'txn> LogWriter<'txn> {
             return Err(AppendError::NoEvents.into());
         };
         let stream = first.stream.as_str();
-        let count = stream_length(&self.stream_runs, stream)?;
+        let last = last_run(&self.stream_runs, stream)?;
+        let count = last.map_or(Ok(0), |run| run.end_version())?;
         let mut keys = BTreeSet::new();
         for (offset, record) in (0u64..).zip(records) {
             let refuse = |reason: String| -> Result<()> {
@@ -372,7 +374,7 @@ impl<'txn> LogWriter<'txn> {
             })
             .collect();
         let start = written.len();
-        self.write(stream, StreamVersion(count), &events, written)?;
+        self.write(stream, last, &events, written)?;
         for (new, record) in written[start..].iter().zip(records) {
             if new.hash != record.hash {
                 return Err(AppendError::NotSealable {
@@ -425,13 +427,16 @@ impl<'txn> LogWriter<'txn> {
         }
     }
 
+    /// Writes `events` as the records after `last`, the stream's last run (checked by the
+    /// caller).
     fn write(
         &mut self,
         stream: &str,
-        first_version: StreamVersion,
+        last: Option<StreamRun>,
         events: &[NewEvent],
         records: &mut Vec<Record>,
     ) -> Result<()> {
+        let first_version = StreamVersion(last.map_or(Ok(0), |run| run.end_version())?);
         let first_position = self.head.next;
         let mut prev = self.head.hash;
         for (offset, event) in (0u64..).zip(events) {
@@ -481,8 +486,23 @@ impl<'txn> LogWriter<'txn> {
             prev = hash;
         }
         let added = events.len() as u64;
+        // An append right after the stream's last run, in the log as in the stream, extends
+        // that run: a stream written alone keeps one row, not one per append.
+        let run = match last {
+            Some(run) if run.first_position.checked_add(run.count) == Some(first_position.0) => {
+                StreamRun {
+                    count: run.count + added,
+                    ..run
+                }
+            }
+            _ => StreamRun {
+                first_version: first_version.0,
+                first_position: first_position.0,
+                count: added,
+            },
+        };
         self.stream_runs
-            .insert((stream, first_version.0), (first_position.0, added))?;
+            .insert((stream, run.first_version), (run.first_position, run.count))?;
         if first_version.0 == 0 {
             self.stream_count += 1;
         }

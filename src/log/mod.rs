@@ -52,21 +52,46 @@ pub(crate) fn decode_stream_count(bytes: &[u8]) -> Result<u64> {
     Ok(u64::from_le_bytes(bytes))
 }
 
-/// The number of records in `stream`: where its last run (one per append) ends.
+/// A row of `annals.stream_runs`: records `first_version ..` of a stream at positions
+/// `first_position ..`, `count` of them, contiguous in both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StreamRun {
+    pub(crate) first_version: u64,
+    pub(crate) first_position: u64,
+    pub(crate) count: u64,
+}
+
+impl StreamRun {
+    /// The version after its last record: the stream's length if it is the last run.
+    pub(crate) fn end_version(&self) -> Result<u64> {
+        self.first_version
+            .checked_add(self.count)
+            .ok_or_else(|| Error::CorruptMeta("a stream run overflows its versions".into()))
+    }
+}
+
+/// The last run of `stream`, `None` if it holds no record.
+pub(crate) fn last_run(
+    runs: &impl redb::ReadableTable<(&'static str, u64), (u64, u64)>,
+    stream: &str,
+) -> Result<Option<StreamRun>> {
+    let Some(entry) = runs.range((stream, 0)..=(stream, u64::MAX))?.next_back() else {
+        return Ok(None);
+    };
+    let (key, value) = entry?;
+    let (_, first_version) = key.value();
+    let (first_position, count) = value.value();
+    Ok(Some(StreamRun {
+        first_version,
+        first_position,
+        count,
+    }))
+}
+
+/// The number of records in `stream`: where its last run ends.
 pub(crate) fn stream_length(
     runs: &impl redb::ReadableTable<(&'static str, u64), (u64, u64)>,
     stream: &str,
 ) -> Result<u64> {
-    let last = runs.range((stream, 0)..=(stream, u64::MAX))?.next_back();
-    match last {
-        Some(entry) => {
-            let (key, value) = entry?;
-            let (_, first_version) = key.value();
-            let (_, count) = value.value();
-            first_version.checked_add(count).ok_or_else(|| {
-                Error::CorruptMeta(format!("the last run of stream {stream:?} overflows"))
-            })
-        }
-        None => Ok(0),
-    }
+    last_run(runs, stream)?.map_or(Ok(0), |run| run.end_version())
 }

@@ -511,3 +511,48 @@ fn appends_in_one_transaction_share_a_segment_and_see_each_others_versions() {
         .collect();
     assert_eq!(keys, vec![0, 1], "one segment per transaction");
 }
+
+/// The rows of `annals.stream_runs` of the log at `path`.
+fn stream_runs(path: &std::path::Path) -> Vec<((String, u64), (u64, u64))> {
+    let db = redb::Database::open(path).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+    let runs = txn.open_table(annals::log::tables::STREAM_RUNS).unwrap();
+    redb::ReadableTable::iter(&runs)
+        .unwrap()
+        .map(|entry| {
+            let (key, value) = entry.unwrap();
+            let (stream, version) = key.value();
+            ((stream.to_owned(), version), value.value())
+        })
+        .collect()
+}
+
+#[test]
+fn consecutive_appends_to_a_stream_extend_its_run_and_interleaved_ones_start_new_runs() {
+    let (dir, store) = store();
+    for i in 0..3u8 {
+        append_one(&store, "alone", &[i]);
+    }
+    append_one(&store, "other", &[3]);
+    append_one(&store, "alone", &[4]);
+    let read = |stream: &str| {
+        store
+            .read_stream(stream, StreamVersion(0), Direction::Forward, 10)
+            .unwrap()
+    };
+    assert_eq!(payload_bytes(&read("alone")), vec![0, 1, 2, 4]);
+    let backward = store
+        .read_stream("alone", StreamVersion(3), Direction::Backward, 10)
+        .unwrap();
+    assert_eq!(payload_bytes(&backward), vec![4, 2, 1, 0]);
+    assert!(store.verify().unwrap().is_sound());
+    drop(store);
+    assert_eq!(
+        stream_runs(&dir.path().join("log.redb")),
+        vec![
+            (("alone".to_owned(), 0), (0, 3)),
+            (("alone".to_owned(), 3), (4, 1)),
+            (("other".to_owned(), 0), (3, 1)),
+        ]
+    );
+}
