@@ -12,8 +12,8 @@ pub const SEGMENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("annals.s
 
 /// `annals.stream_runs`: (stream, first version) → (first position, record count): records
 /// contiguous in the log and in their stream. An append directly after its stream's last run
-/// extends it; any other append adds a row. A stream's last
-/// run gives its length, so no other table counts a stream's records.
+/// extends it; any other append adds a row. A stream's last run gives its length, so no other
+/// table counts a stream's records.
 pub const STREAM_RUNS: TableDefinition<(&str, u64), (u64, u64)> =
     TableDefinition::new("annals.stream_runs");
 
