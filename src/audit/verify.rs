@@ -6,6 +6,8 @@
 //! The walk stops at the first problem and names its position: after one bad record nothing
 //! later can be trusted.
 
+use crate::record::RecordView;
+use crate::record::view::{RecordHashes, parse_stored};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -23,7 +25,7 @@ use crate::projection::Projections;
 use crate::projection::digest::{Difference, digest, first_difference};
 use crate::projection::table::TableSource;
 use crate::record::segment::{Segment, SegmentError};
-use crate::record::{Position, Record, RecordError, StreamVersion, content_hash, decode_stored};
+use crate::record::{Position, RecordError, StreamVersion, content_hash};
 
 /// What verification found wrong, or what made a read refuse a record.
 ///
@@ -296,7 +298,7 @@ pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Re
         for index in 0..segment.count() {
             let position = Position(first.0 + u64::from(index));
             let bytes = segment.record(index).expect("index below count");
-            let record = match decode_stored(bytes, position) {
+            let record = match parse_stored(bytes, position, RecordHashes::Check) {
                 Ok(record) => record,
                 Err(error) => return Ok(walk.report(finding(position, Problem::Record(error)))),
             };
@@ -307,16 +309,16 @@ pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Re
                 };
                 return Ok(walk.report(finding(position, problem)));
             }
-            let expected = walk.versions.get(&record.stream).copied().unwrap_or(0);
+            let expected = walk.versions.get(record.stream).copied().unwrap_or(0);
             if record.version.0 != expected {
                 let problem = Problem::StreamVersion {
-                    stream: record.stream,
+                    stream: record.stream.to_owned(),
                     expected: StreamVersion(expected),
                     found: record.version,
                 };
                 return Ok(walk.report(finding(position, problem)));
             }
-            if let Some(key) = record.idempotency_key.as_deref() {
+            if let Some(key) = record.idempotency_key {
                 walk.keyed += 1;
                 if let Some(problem) = check_key(snapshot, key, position, &record)? {
                     return Ok(walk.report(finding(position, problem)));
@@ -325,7 +327,12 @@ pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Re
             if let Some(problem) = check_merkle_nodes(snapshot, &mut walk.frontier, &record.hash)? {
                 return Ok(walk.report(finding(position, problem)));
             }
-            walk.versions.insert(record.stream, expected + 1);
+            match walk.versions.get_mut(record.stream) {
+                Some(version) => *version = expected + 1,
+                None => {
+                    walk.versions.insert(record.stream.to_owned(), expected + 1);
+                }
+            }
             walk.next = Position(position.0 + 1);
             if walk.next.0.is_multiple_of(PROGRESS_RECORDS) {
                 progress(walk.next.0);
@@ -405,7 +412,7 @@ fn check_key(
     snapshot: &Snapshot,
     key: &str,
     position: Position,
-    record: &Record,
+    record: &RecordView<'_>,
 ) -> Result<Option<Problem>> {
     let Some(entry) = snapshot.idempotency.get(key)? else {
         return Ok(Some(Problem::Idempotency {
@@ -413,7 +420,7 @@ fn check_key(
         }));
     };
     let (indexed, content) = entry.value();
-    let computed = content_hash(&record.stream, &record.kind, record.payload_hash);
+    let computed = content_hash(record.stream, record.kind, record.payload_hash);
     if indexed != position.0 || Digest(content) != computed {
         return Ok(Some(Problem::Idempotency {
             detail: format!(
