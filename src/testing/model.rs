@@ -32,11 +32,32 @@
 //!   grammar and an empty domain or store given refused as invalid, the instance as it then
 //!   stands, and the instance streams' records.
 //!
-//! The outbox and runs domains ([`Op::Domain`], drawn from [`random_domain_command`], which
-//! also drives every other domain under names that never collide with the model's) are run
-//! against the store only: the model does not predict their outcomes, it only takes note of
-//! how far they moved the head. They are there so the final checks (digests equal a
-//! rebuild's, `verify` passes) cover every projection.
+//! - the outbox ([`outbox`]): enqueue (a `pending` row due at once; a key present adds
+//!   nothing and answers the row that stands), deliver, park (one attempt more, `waiting`),
+//!   retry (one attempt more, due after the base wait doubled per earlier failure up to the
+//!   ceiling, the first failure's time kept), give up, each refused `missing` or
+//!   `wrong_state`; claim (the peer's own pending, waiting or lapsed rows in
+//!   (`created_at_ms`, key) order, the limit clamped to 1..=100, refused `token_reused` when
+//!   a row it would take was claimed under the token before); ack (each row in turn:
+//!   `missing`, `other_peer`, `wrong_state` — a key acked earlier in the same ack too —,
+//!   `other_token`, or done, a lapsed claim included); expire (`pending`/`waiting` rows
+//!   older than the maximum age, lapsed claims older than the retry window) and prune
+//!   (`done`/`expired` rows older than the age), oldest first; empty, control-character
+//!   keys, peers and tokens, zero leases, bad backoffs and over-long errors refused as
+//!   invalid; then every row, the due rows, and each peer's open and pending rows as the
+//!   outbox's query functions read them; and each record's stream and kind.
+//!
+//! For every command the model predicts, the harness also checks that the store's head
+//! moved by as many records as the model predicts, and after each transaction that each
+//! predicted record is in its stream at its version (and of its kind, where stated).
+//!
+//! The runs domain ([`Op::Domain`], drawn from [`random_domain_command`], which also drives
+//! the registry and lane leases under names that never collide with the model's) is run
+//! against the store only: the model does not predict its outcomes, it only takes note of
+//! how far it moved the head. It is there so the final checks (digests equal a rebuild's,
+//! `verify` passes) cover every projection.
+
+pub mod outbox;
 
 use std::collections::BTreeMap;
 
@@ -242,6 +263,28 @@ pub enum Op {
     Tick(u8),
     /// A random command of another domain, drawn from this seed.
     Domain(u64),
+    /// A command of the outbox, by `action` modulo 10: enqueue (0 and 1), deliver, park,
+    /// retry, give up, claim, ack, expire, prune.
+    Outbox {
+        /// Which command, modulo 10.
+        action: u8,
+        /// The row's key (an ack's first), modulo the keys.
+        key: u8,
+        /// The peer of an enqueue, claim or ack, modulo the peers.
+        peer: u8,
+        /// The token of a claim (an ack's first), modulo the tokens.
+        token: u8,
+        /// An ack's second row: its key and token.
+        second: Option<(u8, u8)>,
+        /// An enqueue's payload byte, a retry's backoff base (0 is invalid), a claim's
+        /// limit (modulo 4, plus 100 from 128 on: 0 and over 100 are clamped), an expiry's
+        /// maximum age, a prune's age.
+        number: u8,
+        /// A retry's backoff ceiling (below the base is invalid) and, modulo 3, its error
+        /// (none, short, over the limit with an odd `number`), a claim's lease (0 is
+        /// invalid), an expiry's claim retry window.
+        other: u8,
+    },
 }
 
 /// A command sequence cut into write transactions.
@@ -277,7 +320,7 @@ impl Script {
                             payload: rng.below(3) as u8,
                             key: rng.chance(40).then(|| rng.below(3) as u8),
                         };
-                        match rng.below(12) {
+                        match rng.below(17) {
                             0 | 1 => Op::Append {
                                 stream: byte(&mut rng),
                                 expect: match rng.below(4) {
@@ -362,6 +405,48 @@ impl Script {
                                 op: byte(&mut rng),
                                 fuel: byte(&mut rng),
                             },
+                            12..=15 => Op::Outbox {
+                                // Mostly enqueues, claims, retries and acks, on valid names
+                                // and short times, so that rows go through their states.
+                                action: match rng.below(10) {
+                                    0..=2 => 0,
+                                    3 | 4 => 6,
+                                    5 => 4,
+                                    6 => 7,
+                                    _ => byte(&mut rng),
+                                },
+                                key: if rng.chance(90) {
+                                    rng.below(3) as u8
+                                } else {
+                                    byte(&mut rng)
+                                },
+                                peer: if rng.chance(90) {
+                                    rng.below(2) as u8
+                                } else {
+                                    byte(&mut rng)
+                                },
+                                token: if rng.chance(90) {
+                                    rng.below(3) as u8
+                                } else {
+                                    byte(&mut rng)
+                                },
+                                second: rng
+                                    .chance(30)
+                                    .then(|| (rng.below(3) as u8, rng.below(4) as u8)),
+                                number: if rng.chance(70) {
+                                    rng.below(40) as u8
+                                } else {
+                                    byte(&mut rng)
+                                },
+                                // Short leases, so that claims lapse and rows are claimed
+                                // again.
+                                other: if rng.chance(70) {
+                                    rng.below(12) as u8
+                                } else {
+                                    byte(&mut rng)
+                                },
+                            },
+                            16 => Op::Tick(byte(&mut rng) % 40),
                             _ => Op::Domain(rng.next_u64()),
                         }
                     })
@@ -430,6 +515,8 @@ pub enum Outcome {
         /// The token of the lease that stands.
         token: Option<u64>,
     },
+    /// What an outbox command did, and the outbox it left.
+    Outbox(Box<outbox::Seen>),
     /// The clock moved, or a command of another domain ran: not compared.
     Unmodelled,
     /// Any other error (I/O, corruption): the run stops being comparable.
@@ -601,6 +688,24 @@ fn instance_command(op: &Op, now_ms: u64) -> Option<InstanceCommand> {
     })
 }
 
+fn outbox_command(op: &Op, now_ms: u64) -> Option<outbox::Command> {
+    let Op::Outbox {
+        action,
+        key,
+        peer,
+        token,
+        second,
+        number,
+        other,
+    } = *op
+    else {
+        return None;
+    };
+    Some(outbox::command(
+        action, key, peer, token, second, number, other, now_ms,
+    ))
+}
+
 fn lease_command(op: &Op, now_ms: u64) -> Option<LeaseCommand> {
     Some(match *op {
         Op::Acquire {
@@ -717,6 +822,15 @@ pub fn run_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: &mut u64) -
                 Err(error) => failed(error),
             }
         }
+        Op::Outbox { .. } => {
+            let Some(command) = outbox_command(op, *now_ms) else {
+                return Outcome::Unmodelled;
+            };
+            match outbox::run_on_store(&command, session, *now_ms) {
+                Ok(seen) => Outcome::Outbox(Box::new(seen)),
+                Err(error) => failed(error),
+            }
+        }
         lease => {
             let Some(command) = lease_command(lease, *now_ms) else {
                 return Outcome::Unmodelled;
@@ -770,6 +884,23 @@ pub struct Model {
     fuel: BTreeMap<(String, String, String), (u64, u64)>,
     /// Registered instances by handle.
     instances: BTreeMap<String, Instance>,
+    /// The outbox.
+    outbox: outbox::Outbox,
+    /// The records predicted since the journal was last taken.
+    written: Vec<Written>,
+}
+
+/// A record the model predicts: where it goes, and its kind where the model states it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// Its position.
+    pub position: u64,
+    /// Its stream.
+    pub stream: String,
+    /// Its version in the stream.
+    pub version: u64,
+    /// Its kind, if the model states it.
+    pub kind: Option<&'static str>,
 }
 
 impl Model {
@@ -778,16 +909,39 @@ impl Model {
         self.next = next;
     }
 
+    /// The position the next record takes.
+    pub fn next(&self) -> u64 {
+        self.next
+    }
+
+    /// The records predicted since the last call, oldest first.
+    pub fn take_written(&mut self) -> Vec<Written> {
+        std::mem::take(&mut self.written)
+    }
+
     fn write(&mut self, stream: &str, count: u64) -> Outcome {
-        let version = self.streams.get(stream).copied().unwrap_or(0);
-        let outcome = Outcome::Appended {
-            first: self.next,
+        let (first, version) = (self.next, self.streams.get(stream).copied().unwrap_or(0));
+        for _ in 0..count {
+            self.write_kind(stream, None);
+        }
+        Outcome::Appended {
+            first,
             version,
             count,
-        };
-        self.next += count;
-        self.streams.insert(stream.to_owned(), version + count);
-        outcome
+        }
+    }
+
+    /// Predicts one record of `kind` (if stated) at the end of `stream`.
+    fn write_kind(&mut self, stream: &str, kind: Option<&'static str>) {
+        let version = self.streams.get(stream).copied().unwrap_or(0);
+        self.written.push(Written {
+            position: self.next,
+            stream: stream.to_owned(),
+            version,
+            kind,
+        });
+        self.next += 1;
+        self.streams.insert(stream.to_owned(), version + 1);
     }
 
     /// What `op` must do at `*now_ms`, applied to the model.
@@ -833,6 +987,19 @@ impl Model {
                 Some(command) => self.fuel(command),
                 None => Outcome::Unmodelled,
             },
+            Op::Outbox { .. } => {
+                let Some(command) = outbox_command(op, *now_ms) else {
+                    return Outcome::Unmodelled;
+                };
+                let Some((done, records)) = self.outbox.run(&command) else {
+                    return Outcome::Invalid;
+                };
+                for (stream, kind) in records {
+                    self.write_kind(&stream, Some(kind));
+                }
+                let view = self.outbox.view(*now_ms);
+                Outcome::Outbox(Box::new(outbox::Seen { done, view }))
+            }
             lease => match lease_command(lease, *now_ms) {
                 Some(command) => self.lease(command),
                 None => Outcome::Unmodelled,
