@@ -111,6 +111,19 @@ fn main() {
         println!("rebuild {:.0}/s", rebuild(&log));
         return;
     }
+    if args.iter().any(|a| a == "--profile-scan") {
+        // For a profiler: annals' scan alone, many times over one log.
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
+        let log = dir.path().join("bulk.redb");
+        let raw = dir.path().join("bulk-raw.redb");
+        bulk_annals(&log, 100_000, 0);
+        bulk_redb(&raw, 100_000);
+        for _ in 0..10 {
+            println!("scan {:.0}/s", scan_annals(&log));
+            println!("raw redb scan {:.0}/s", scan_redb(&raw));
+        }
+        return;
+    }
     let quick = args.iter().any(|a| a == "--quick");
     let settings = Settings {
         quick,

@@ -1,4 +1,4 @@
-//! Hashing: the 32-byte [`Digest`] and the three blake3 functions the format uses.
+//! Hashing: the 32-byte [`Digest`] and the blake3 functions the format uses.
 //!
 //! This module owns the context strings that separate one use of blake3 from another. It does
 //! no I/O and knows nothing of redb; `schema/FORMAT.md` specifies every function here.
@@ -15,6 +15,10 @@ pub const IDEMPOTENT_CONTENT_CONTEXT: &str = "annals 2026-11-29 idempotent conte
 
 /// The derive-key context of a tree head hash, which binds a Merkle root to its tree's size.
 pub const TREE_HEAD_CONTEXT: &str = "annals 2026-11-29 tree head v1";
+
+/// The derive-key context of a segment's digest, which lets a sequential read check a whole
+/// segment in one hash (fast on long inputs) instead of two short hashes per record.
+pub const SEGMENT_CONTEXT: &str = "annals 2026-11-29 segment v1";
 
 /// A 32-byte blake3 output: a record hash, a payload hash or a content hash.
 #[derive(
@@ -72,6 +76,8 @@ impl fmt::Debug for Digest {
 // record with a 200-byte payload. The output is the same (the golden vectors check it).
 static RECORD_HEADER_HASHER: LazyLock<blake3::Hasher> =
     LazyLock::new(|| blake3::Hasher::new_derive_key(RECORD_HEADER_CONTEXT));
+static SEGMENT_HASHER: LazyLock<blake3::Hasher> =
+    LazyLock::new(|| blake3::Hasher::new_derive_key(SEGMENT_CONTEXT));
 static IDEMPOTENT_CONTENT_HASHER: LazyLock<blake3::Hasher> =
     LazyLock::new(|| blake3::Hasher::new_derive_key(IDEMPOTENT_CONTENT_CONTEXT));
 
@@ -86,6 +92,14 @@ pub fn payload_hash(payload: &[u8]) -> Digest {
 pub fn record_hash(header_bytes: &[u8]) -> Digest {
     let mut hasher = RECORD_HEADER_HASHER.clone();
     hasher.update(header_bytes);
+    Digest(*hasher.finalize().as_bytes())
+}
+
+/// A segment's digest: blake3 in derive-key mode with [`SEGMENT_CONTEXT`] over the segment's
+/// bytes after the digest (its count, end table and body).
+pub fn segment_digest(covered: &[u8]) -> Digest {
+    let mut hasher = SEGMENT_HASHER.clone();
+    hasher.update(covered);
     Digest(*hasher.finalize().as_bytes())
 }
 

@@ -332,6 +332,10 @@ pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Re
             }
             walk.prev = record.hash;
         }
+        // Checked after the records, so damage inside one is named at its own position.
+        if let Some(error) = segment.digest_error() {
+            return Ok(walk.report(finding(first, Problem::Segment(error))));
+        }
     }
     let problem = check_indexes(snapshot, &walk)?;
     let position = walk.next;

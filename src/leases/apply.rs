@@ -1,7 +1,7 @@
 //! Lease apply: each event to table writes. Reads only the record and the leases tables.
 
 use super::events::LeaseEvent;
-use super::query::{FencingToken, HELD, LANES, LaneLease, Lease, TOKENS};
+use super::query::{FencingToken, HELD, LANES, LaneLease, Lease, RELEASED_TOKENS};
 use crate::error::Result;
 use crate::projection::table::WriteTables;
 use crate::record::Record;
@@ -10,8 +10,6 @@ use crate::record::Record;
 pub fn apply(tables: &WriteTables<'_>, record: &Record, event: LeaseEvent) -> Result<()> {
     match event {
         LeaseEvent::Acquired(e) => {
-            let last = TOKENS.get(tables, &e.resource)?.unwrap_or(0);
-            TOKENS.insert(tables, &e.resource, &last.max(e.token))?;
             let lease = Lease {
                 resource: e.resource.clone(),
                 holder: e.holder,
@@ -19,7 +17,15 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: LeaseEvent) -> Re
                 acquired_at_ms: record.at_ms,
                 expires_at_ms: e.expires_at_ms,
             };
-            HELD.insert(tables, &e.resource, &lease)
+            // A grant carries a token above the one it replaces, so the held row alone keeps
+            // the last token: one B-tree operation per grant. Only a replaced lease with a
+            // higher token (no command emits one) must leave its token behind.
+            match HELD.replace(tables, &e.resource, &lease)? {
+                Some(replaced) if replaced.token.0 > e.token => {
+                    keep_token(tables, &e.resource, replaced.token.0)
+                }
+                _ => Ok(()),
+            }
         }
         LeaseEvent::Renewed(e) => match HELD.get(tables, &e.resource)? {
             Some(mut lease) if lease.token.0 == e.token => {
@@ -29,7 +35,10 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: LeaseEvent) -> Re
             _ => Ok(()),
         },
         LeaseEvent::Released(e) => match HELD.get(tables, &e.resource)? {
-            Some(lease) if lease.token.0 == e.token => HELD.remove(tables, &e.resource).map(drop),
+            Some(lease) if lease.token.0 == e.token => {
+                HELD.remove(tables, &e.resource)?;
+                keep_token(tables, &e.resource, lease.token.0)
+            }
             _ => Ok(()),
         },
         LeaseEvent::LaneClaimed(e) => {
@@ -54,6 +63,15 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: LeaseEvent) -> Re
             lane.expires_at_ms = 0;
         }),
     }
+}
+
+/// Records that `token` was issued for `resource` once no held row says so.
+fn keep_token(tables: &WriteTables<'_>, resource: &String, token: u64) -> Result<()> {
+    let kept = RELEASED_TOKENS.get(tables, resource)?.unwrap_or(0);
+    if token > kept {
+        RELEASED_TOKENS.insert(tables, resource, &token)?;
+    }
+    Ok(())
 }
 
 fn update_lane(

@@ -37,11 +37,13 @@ impl Projection for Leases {
     }
 
     fn version(&self) -> u32 {
-        1
+        // 2: the last token of a held lease lives in its held row; `leases.released_tokens`
+        // replaced `leases.tokens`.
+        2
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["leases.held", "leases.lanes", "leases.tokens"]
+        &["leases.held", "leases.lanes", "leases.released_tokens"]
     }
 
     fn owned_kinds(&self) -> Option<&'static str> {

@@ -5,8 +5,6 @@
 //! its header hash and payload hash before it is handed out; a record that fails is
 //! [`Error::Corrupt`] naming its position.
 
-use std::collections::VecDeque;
-
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction, ReadableTableMetadata};
 
 use super::tables::{HEAD_KEY, IDEMPOTENCY, MERKLE, META, SEGMENTS, STREAM_RUNS, STREAMS};
@@ -14,7 +12,9 @@ use super::{Head, decode_head};
 use crate::audit::verify::Problem;
 use crate::error::{Error, Result};
 use crate::record::segment::Segment;
-use crate::record::{Position, Record, StreamVersion, decode_stored};
+use crate::record::{
+    Position, Record, RecordError, StreamVersion, decode_stored, decode_stored_in_checked_segment,
+};
 
 /// Which way a read goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -120,7 +120,7 @@ impl Snapshot {
             direction,
             from,
             end: head.next,
-            pending: VecDeque::new(),
+            loaded: None,
             done: false,
         })
     }
@@ -210,10 +210,14 @@ pub(crate) fn parse_segment(first: u64, bytes: &[u8]) -> Result<Segment<'_>> {
 }
 
 pub(crate) fn decode_at(bytes: &[u8], position: Position) -> Result<Record> {
-    decode_stored(bytes, position).map_err(|error| Error::Corrupt {
+    decode_stored(bytes, position).map_err(|error| corrupt_record(position, error))
+}
+
+fn corrupt_record(position: Position, error: RecordError) -> Error {
+    Error::Corrupt {
         position,
         problem: Box::new(Problem::Record(error)),
-    })
+    }
 }
 
 /// Records of the whole log in one direction. Each item is checked before it is yielded.
@@ -222,9 +226,18 @@ pub struct Records {
     direction: Direction,
     from: Position,
     end: Position,
-    pending: VecDeque<Record>,
+    /// The segment being read, its digest checked, and what is left to yield of it.
+    loaded: Option<LoadedSegment>,
     /// Set after an error: a corrupt segment is reported once and ends the iteration.
     done: bool,
+}
+
+/// A segment whose digest matched, kept as bytes; records are decoded one per `next`, so a
+/// reader that stops early decodes no more than it takes.
+struct LoadedSegment {
+    guard: AccessGuard<'static, &'static [u8]>,
+    /// Position and byte span of each record still to yield, the next one last.
+    left: Vec<(Position, std::ops::Range<usize>)>,
 }
 
 impl Records {
@@ -239,6 +252,21 @@ impl Records {
         let (first, guard) = entry?;
         let first = first.value();
         let segment = parse_segment(first, guard.value())?;
+        // One hash of the whole segment stands in for two per record; when it fails, each
+        // record is checked on its own so the error names the damaged one if there is one.
+        if let Some(error) = segment.digest_error() {
+            for index in 0..segment.count() {
+                let position = Position(first + u64::from(index));
+                let bytes = segment.record(index).expect("index below count");
+                decode_stored(bytes, position).map_err(|error| corrupt_record(position, error))?;
+            }
+            return Err(Error::Corrupt {
+                position: Position(first),
+                problem: Box::new(Problem::Segment(error)),
+            });
+        }
+        let mut left = self.loaded.take().map(|l| l.left).unwrap_or_default();
+        left.clear();
         for index in 0..segment.count() {
             let position = Position(first + u64::from(index));
             let wanted = match self.direction {
@@ -246,14 +274,36 @@ impl Records {
                 Direction::Backward => position <= self.from && position < self.end,
             };
             if wanted {
-                let bytes = segment.record(index).expect("index below count");
-                self.pending.push_back(decode_at(bytes, position)?);
+                let span = segment.record_span(index).expect("index below count");
+                left.push((position, span));
             }
         }
-        if self.direction == Direction::Backward {
-            self.pending.make_contiguous().reverse();
+        if self.direction == Direction::Forward {
+            left.reverse();
         }
+        self.loaded = Some(LoadedSegment { guard, left });
         Ok(true)
+    }
+
+    fn step(&mut self) -> Result<Option<Record>> {
+        loop {
+            if let Some(record) = self.next_in_segment() {
+                return record.map(Some);
+            }
+            if !self.load_next_segment()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    fn next_in_segment(&mut self) -> Option<Result<Record>> {
+        let loaded = self.loaded.as_mut()?;
+        let (position, span) = loaded.left.pop()?;
+        let bytes = loaded.guard.value().get(span).unwrap_or_default();
+        Some(
+            decode_stored_in_checked_segment(bytes, position)
+                .map_err(|error| corrupt_record(position, error)),
+        )
     }
 }
 
@@ -261,20 +311,14 @@ impl Iterator for Records {
     type Item = Result<Record>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(record) = self.pending.pop_front() {
-                return Some(Ok(record));
-            }
-            if self.done {
-                return None;
-            }
-            match crate::error::guarded(|| self.load_next_segment()) {
-                Ok(true) => continue,
-                Ok(false) => return None,
-                Err(error) => {
-                    self.done = true;
-                    return Some(Err(error));
-                }
+        if self.done {
+            return None;
+        }
+        match crate::error::guarded(|| self.step()) {
+            Ok(record) => record.map(Ok),
+            Err(error) => {
+                self.done = true;
+                Some(Err(error))
             }
         }
     }

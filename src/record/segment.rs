@@ -5,13 +5,25 @@
 //! event. Layout (all integers little-endian):
 //!
 //! ```text
-//! segment := count u32 ‖ end[0] u32 ‖ … ‖ end[count-1] u32 ‖ body
+//! segment := digest [32] ‖ count u32 ‖ end[0] u32 ‖ … ‖ end[count-1] u32 ‖ body
 //! record i := body[end[i-1] .. end[i]]   (end[-1] = 0)
+//! digest := segment_digest(count ‖ end table ‖ body)
 //! ```
 //!
-//! Parsing allocates nothing and refuses any layout that is not well formed.
+//! The digest exists for sequential reads: blake3 hashes a 64 KiB input many chunks at a time,
+//! so checking a whole segment costs a small fraction of checking each record's two short
+//! hashes. Point reads and `verify` still check every record's own hashes.
+//!
+//! Parsing allocates nothing and refuses any layout that is not well formed; it does not
+//! check the digest, which [`Segment::digest_error`] does on demand.
+
+use std::ops::Range;
 
 use super::limits::SEGMENT_RECORDS_CAP;
+use crate::hash::{Digest, segment_digest};
+
+/// Bytes before the count: the digest.
+const DIGEST_BYTES: usize = 32;
 
 /// Fill a segment up to this many bytes, count and end table included, before starting the
 /// next; a single larger record gets a segment of its own.
@@ -58,7 +70,7 @@ impl SegmentBuilder {
 
     /// The length of the segment's bytes as [`Self::finish`] would return them now.
     fn encoded_len(&self) -> usize {
-        4 + 4 * self.ends.len() + self.body.len()
+        DIGEST_BYTES + 4 + 4 * self.ends.len() + self.body.len()
     }
 
     /// The buffer the next record's stored bytes are written onto; call [`Self::seal_record`]
@@ -76,12 +88,15 @@ impl SegmentBuilder {
 
     /// The segment value, leaving the builder empty.
     pub fn finish(&mut self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(4 + 4 * self.ends.len() + self.body.len());
+        let mut out = Vec::with_capacity(self.encoded_len());
+        out.extend_from_slice(&[0; DIGEST_BYTES]);
         out.extend_from_slice(&self.len().to_le_bytes());
         for end in &self.ends {
             out.extend_from_slice(&end.to_le_bytes());
         }
         out.extend_from_slice(&self.body);
+        let digest = segment_digest(&out[DIGEST_BYTES..]);
+        out[..DIGEST_BYTES].copy_from_slice(digest.as_bytes());
         self.ends.clear();
         self.body.clear();
         out
@@ -91,6 +106,9 @@ impl SegmentBuilder {
 /// A parsed, well-formed segment borrowing its bytes.
 #[derive(Clone, Copy, Debug)]
 pub struct Segment<'a> {
+    digest: &'a [u8; DIGEST_BYTES],
+    /// What the digest covers: the count, the end table and the body.
+    covered: &'a [u8],
     count: u32,
     ends: &'a [u8],
     body: &'a [u8],
@@ -132,12 +150,26 @@ pub enum SegmentError {
         /// How many.
         extra: u64,
     },
+    /// The stored digest differs from the digest of the segment's bytes.
+    #[error("segment digest mismatch: stored {stored}, computed {computed}")]
+    Digest {
+        /// The digest stored in the segment.
+        stored: Digest,
+        /// The digest of the bytes as stored.
+        computed: Digest,
+    },
 }
 
 impl<'a> Segment<'a> {
     /// Parses `bytes`, checking the count against the cap and every end against the body.
     pub fn parse(bytes: &'a [u8]) -> Result<Segment<'a>, SegmentError> {
-        let Some((count, rest)) = bytes.split_first_chunk::<4>() else {
+        let Some((digest, covered)) = bytes.split_first_chunk::<DIGEST_BYTES>() else {
+            return Err(SegmentError::Truncated {
+                len: bytes.len() as u64,
+                count: 0,
+            });
+        };
+        let Some((count, rest)) = covered.split_first_chunk::<4>() else {
             return Err(SegmentError::Truncated {
                 len: bytes.len() as u64,
                 count: 0,
@@ -157,7 +189,13 @@ impl<'a> Segment<'a> {
             });
         }
         let (ends, body) = rest.split_at(table_len);
-        let segment = Segment { count, ends, body };
+        let segment = Segment {
+            digest,
+            covered,
+            count,
+            ends,
+            body,
+        };
         let mut start = 0u64;
         for index in 0..count {
             let end = u64::from(segment.end(index));
@@ -179,6 +217,14 @@ impl<'a> Segment<'a> {
         Ok(segment)
     }
 
+    /// `None` if the stored digest is that of the segment's bytes, else the mismatch. Costs one
+    /// hash of the whole segment.
+    pub fn digest_error(&self) -> Option<SegmentError> {
+        let computed = segment_digest(self.covered);
+        let stored = Digest(*self.digest);
+        (computed != stored).then_some(SegmentError::Digest { stored, computed })
+    }
+
     /// How many records it holds (at least 1).
     pub fn count(&self) -> u32 {
         self.count
@@ -191,11 +237,23 @@ impl<'a> Segment<'a> {
 
     /// The stored bytes of record `index`, or `None` past the end.
     pub fn record(&self, index: u32) -> Option<&'a [u8]> {
+        self.body_span(index).map(|span| &self.body[span])
+    }
+
+    /// Where record `index` lies within the bytes the segment was parsed from, or `None` past
+    /// the end: lets a reader keep the bytes and drop the parsed view.
+    pub fn record_span(&self, index: u32) -> Option<Range<usize>> {
+        let body_at = DIGEST_BYTES + 4 + self.ends.len();
+        self.body_span(index)
+            .map(|span| span.start + body_at..span.end + body_at)
+    }
+
+    fn body_span(&self, index: u32) -> Option<Range<usize>> {
         if index >= self.count {
             return None;
         }
         let start = if index == 0 { 0 } else { self.end(index - 1) };
-        Some(&self.body[start as usize..self.end(index) as usize])
+        Some(start as usize..self.end(index) as usize)
     }
 }
 
@@ -221,6 +279,27 @@ mod tests {
         assert_eq!(segment.record(1), Some(&b""[..]));
         assert_eq!(segment.record(2), Some(&b"three"[..]));
         assert_eq!(segment.record(3), None);
+        assert_eq!(segment.digest_error(), None);
+        for index in 0..3 {
+            let span = segment.record_span(index).unwrap();
+            assert_eq!(Some(&bytes[span]), segment.record(index));
+        }
+        assert_eq!(segment.record_span(3), None);
+    }
+
+    #[test]
+    fn any_changed_byte_breaks_the_digest() {
+        let bytes = build(&[b"one", b"two"]);
+        for at in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x10;
+            if let Ok(segment) = Segment::parse(&damaged) {
+                assert!(
+                    matches!(segment.digest_error(), Some(SegmentError::Digest { .. })),
+                    "byte {at}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -240,15 +319,15 @@ mod tests {
     fn malformed_segments_are_refused() {
         let good = build(&[b"ab", b"cd"]);
         assert!(matches!(
-            Segment::parse(&good[..3]),
+            Segment::parse(&good[..35]),
             Err(SegmentError::Truncated { .. })
         ));
         assert!(matches!(
-            Segment::parse(&[0, 0, 0, 0]),
+            Segment::parse(&[0; 36]),
             Err(SegmentError::Count { .. })
         ));
         assert!(matches!(
-            Segment::parse(&good[..13]),
+            Segment::parse(&good[..45]),
             Err(SegmentError::End { .. })
         ));
         let mut trailing = good.clone();
@@ -258,13 +337,14 @@ mod tests {
             Err(SegmentError::Trailing { extra: 1 })
         ));
         let mut backwards = good.clone();
-        backwards[4..8].copy_from_slice(&3u32.to_le_bytes());
-        backwards[8..12].copy_from_slice(&2u32.to_le_bytes());
+        backwards[36..40].copy_from_slice(&3u32.to_le_bytes());
+        backwards[40..44].copy_from_slice(&2u32.to_le_bytes());
         assert!(matches!(
             Segment::parse(&backwards),
             Err(SegmentError::End { index: 1, .. })
         ));
-        let huge = (SEGMENT_RECORDS_CAP + 1).to_le_bytes();
+        let mut huge = vec![0; 32];
+        huge.extend_from_slice(&(SEGMENT_RECORDS_CAP + 1).to_le_bytes());
         assert!(matches!(
             Segment::parse(&huge),
             Err(SegmentError::Count { .. })

@@ -115,6 +115,11 @@ fn tokens_never_repeat_even_after_a_release() {
         query::lease(&store.state().unwrap(), "deploy").unwrap(),
         None
     );
+    assert_eq!(
+        query::last_token(&store.state().unwrap(), "deploy").unwrap(),
+        Some(FencingToken(1)),
+        "a released lease's token is still the last issued"
+    );
     assert_eq!(granted_token(acquire(&store, "b", 10)), (2, false));
     assert_eq!(
         query::last_token(&store.state().unwrap(), "deploy").unwrap(),

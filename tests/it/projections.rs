@@ -287,6 +287,13 @@ fn verify_names_the_projection_table_and_key_of_a_tampered_row() {
             };
             store.execute(&acquire).unwrap();
         }
+        let release = LeaseCommand::Release {
+            resource: "beta".into(),
+            holder: "a".into(),
+            token: annals::leases::FencingToken(1),
+            now_ms: 1,
+        };
+        store.execute(&release).unwrap();
         assert!(store.verify().unwrap().is_sound());
     }
     // Forge the last token of "beta" beneath the store, as an in-place UPDATE would.
@@ -296,7 +303,7 @@ fn verify_names_the_projection_table_and_key_of_a_tampered_row() {
         let txn = db.begin_write().unwrap();
         {
             let definition: redb::TableDefinition<&[u8], &[u8]> =
-                redb::TableDefinition::new("leases.tokens");
+                redb::TableDefinition::new("leases.released_tokens");
             let mut table = txn.open_table(definition).unwrap();
             assert!(table.get(key.as_slice()).unwrap().is_some());
             table
@@ -316,7 +323,7 @@ fn verify_names_the_projection_table_and_key_of_a_tampered_row() {
         } => {
             assert_eq!(
                 (projection.as_str(), table.as_str()),
-                ("leases", "leases.tokens")
+                ("leases", "leases.released_tokens")
             );
             assert_eq!(key_hex, annals::hash::hex(&key));
         }

@@ -224,3 +224,71 @@ fn verify_finds_a_missing_segment() {
         })
     ));
 }
+
+/// Rewrites the segment that starts at `first` through raw redb, after `damage` changed it.
+fn rewrite_segment(path: &Path, first: u64, damage: impl FnOnce(&mut Vec<u8>)) {
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut segments = txn.open_table(annals::log::tables::SEGMENTS).unwrap();
+        let mut bytes = segments.get(first).unwrap().unwrap().value().to_vec();
+        damage(&mut bytes);
+        segments.insert(first, bytes.as_slice()).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+#[test]
+fn a_damaged_segment_digest_is_refused_by_scans_and_found_by_verify() {
+    let (_dir, path) = damaged_log(Part::Payload, 0);
+    // Undo the payload damage at 0, then damage the digest of the batch's segment (40..60).
+    flip(&path, 0, Part::Payload);
+    rewrite_segment(&path, 40, |bytes| bytes[5] ^= 0x80);
+    let store = Store::open(&path).unwrap();
+    match store.read_all(Position(0), Direction::Forward, 100) {
+        Err(Error::Corrupt { position, problem }) => {
+            assert_eq!(position, Position(40));
+            assert!(
+                problem.to_string().contains("segment digest mismatch"),
+                "{problem}"
+            );
+        }
+        other => panic!("expected corruption at 40, got {other:?}"),
+    }
+    let finding = store
+        .verify()
+        .unwrap()
+        .problem
+        .expect("the damage is found");
+    assert_eq!(finding.position, Position(40));
+    assert!(finding.to_string().contains("segment digest"), "{finding}");
+    // Point reads check each record's own hashes, which are intact.
+    assert!(store.get(Position(45)).unwrap().is_some());
+}
+
+#[test]
+fn verify_finds_a_changed_payload_even_under_a_recomputed_segment_digest() {
+    let (_dir, path) = damaged_log(Part::Payload, 45);
+    rewrite_segment(&path, 40, |bytes| {
+        let digest = annals::hash::segment_digest(&bytes[32..]);
+        bytes[..32].copy_from_slice(digest.as_bytes());
+    });
+    let store = Store::open(&path).unwrap();
+    let finding = store
+        .verify()
+        .unwrap()
+        .problem
+        .expect("the forgery is found");
+    assert_eq!(finding.position, Position(45));
+    assert!(
+        matches!(
+            finding.problem,
+            Problem::Record(RecordError::PayloadHash { .. })
+        ),
+        "{finding}"
+    );
+    assert!(
+        store.get(Position(45)).is_err(),
+        "a point read checks the record's own hashes"
+    );
+}
