@@ -43,7 +43,7 @@
 //!   older than the maximum age, lapsed claims older than the retry window) and prune
 //!   (`done`/`expired` rows older than the age), oldest first; empty, control-character
 //!   keys, peers and tokens, zero leases, bad backoffs and over-long errors refused as
-//!   invalid; then every row, the due rows, and each peer's open and pending rows as the
+//!   invalid, naming the first bad field; then every row, the due rows, and each peer's open and pending rows as the
 //!   outbox's query functions read them; and each record's stream and kind;
 //! - the runs ([`runs`]): start (a root as a run's first span, a child under a span of the
 //!   run one deeper; refused `span_exists`, `run_closed` — its root ended or its detail was
@@ -60,7 +60,7 @@
 //!   and billing mode frozen at their first value; prune (runs ended before the digest
 //!   floor and the retention, or the hard ceiling, nothing open, at most a batch, earliest
 //!   end first; the coverage gap reason when uncovered); empty names and reasons and a zero
-//!   batch refused as invalid; then each run's detail (run row, spans, events, seq, cursor
+//!   batch refused as invalid, naming the first bad field; then each run's detail (run row, spans, events, seq, cursor
 //!   position) and rollup, and the open roots, as the runs' query functions read them;
 //!   and each record's stream and kind.
 //!
@@ -570,6 +570,8 @@ pub enum Outcome {
     AppendRefused(&'static str),
     /// A command with an invalid input.
     Invalid,
+    /// A command with an invalid input, by the field named (the outbox and the runs).
+    InvalidField(&'static str),
     /// A lease granted.
     Granted {
         /// Its holder.
@@ -945,6 +947,7 @@ pub fn run_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: &mut u64) -
             };
             match outbox::run_on_store(&command, session, *now_ms) {
                 Ok(seen) => Outcome::Outbox(Box::new(seen)),
+                Err(Error::InvalidCommand { field, .. }) => Outcome::InvalidField(field),
                 Err(error) => failed(error),
             }
         }
@@ -954,6 +957,7 @@ pub fn run_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: &mut u64) -
             };
             match runs::run_on_store(&command, session) {
                 Ok(seen) => Outcome::Runs(Box::new(seen)),
+                Err(Error::InvalidCommand { field, .. }) => Outcome::InvalidField(field),
                 Err(error) => failed(error),
             }
         }
@@ -1119,8 +1123,9 @@ impl Model {
                 let Some(command) = outbox_command(op, *now_ms) else {
                     return Outcome::Unmodelled;
                 };
-                let Some((done, records)) = self.outbox.run(&command) else {
-                    return Outcome::Invalid;
+                let (done, records) = match self.outbox.run(&command) {
+                    Ok(done) => done,
+                    Err(field) => return Outcome::InvalidField(field),
                 };
                 for (stream, kind) in records {
                     self.write_kind(&stream, Some(kind));
@@ -1132,8 +1137,9 @@ impl Model {
                 let Some(command) = runs_command(op, *now_ms) else {
                     return Outcome::Unmodelled;
                 };
-                let Some((done, records)) = self.runs.run(&command, self.next) else {
-                    return Outcome::Invalid;
+                let (done, records) = match self.runs.run(&command, self.next) {
+                    Ok(done) => done,
+                    Err(field) => return Outcome::InvalidField(field),
                 };
                 for (stream, kind) in records {
                     self.write_kind(&stream, Some(kind));

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use crate::error::Result;
 use crate::outbox::decide::{
     AckRefusal, Backoff, ExpiredRow, OutboxCommand, OutboxOutcome, OutboxRefusal, PullCommand,
     PullOutcome, RowAck, SweepCommand, SweepOutcome,
@@ -150,7 +149,7 @@ pub(super) fn run_on_store(
     command: &Command,
     session: &mut WriteSession<'_>,
     now_ms: u64,
-) -> Result<Seen> {
+) -> crate::error::Result<Seen> {
     let done = match command {
         Command::Host(command) => Done::Host(session.execute(command)?),
         Command::Pull(command) => Done::Pull(session.execute(command)?),
@@ -161,7 +160,7 @@ pub(super) fn run_on_store(
 }
 
 /// The outbox as the store's query functions read it.
-fn store_view(state: &dyn TableSource, now_ms: u64) -> Result<View> {
+fn store_view(state: &dyn TableSource, now_ms: u64) -> crate::error::Result<View> {
     let keys = |rows: Vec<OutboxRow>| rows.into_iter().map(|row| row.key).collect();
     let valid_peers = &PEERS[..2];
     let mut open = Vec::new();
@@ -178,10 +177,14 @@ fn store_view(state: &dyn TableSource, now_ms: u64) -> Result<View> {
     })
 }
 
-/// Whether a key, peer or token is acceptable: not empty, at most `max` bytes, no control
-/// characters.
-fn valid(name: &str, max: usize) -> bool {
-    !name.is_empty() && name.len() <= max && !name.chars().any(char::is_control)
+/// The field an invalid command names.
+pub(super) type Invalid = &'static str;
+
+/// Refuses a key, peer or token as `field` unless it is not empty, at most `max` bytes, and
+/// free of control characters.
+fn check(name: &str, field: Invalid, max: usize) -> Result<(), Invalid> {
+    let valid = !name.is_empty() && name.len() <= max && !name.chars().any(char::is_control);
+    if valid { Ok(()) } else { Err(field) }
 }
 
 /// The model's outbox.
@@ -194,15 +197,16 @@ pub(super) struct Outbox {
 pub(super) type Records = Vec<(String, &'static str)>;
 
 impl Outbox {
-    /// What `command` must do: `None` if it is invalid, else its outcome and its records.
-    pub(super) fn run(&mut self, command: &Command) -> Option<(Done, Records)> {
+    /// What `command` must do: the field named when it is invalid, else its outcome and
+    /// its records.
+    pub(super) fn run(&mut self, command: &Command) -> Result<(Done, Records), Invalid> {
         let mut records = Records::new();
         let done = match command {
             Command::Host(command) => Done::Host(self.host(command, &mut records)?),
             Command::Pull(command) => Done::Pull(self.pull(command, &mut records)?),
             Command::Sweep(command) => Done::Sweep(self.sweep(command, &mut records)),
         };
-        Some((done, records))
+        Ok((done, records))
     }
 
     /// The outbox as the model sees it at `now_ms`.
@@ -246,7 +250,11 @@ impl Outbox {
         }
     }
 
-    fn host(&mut self, command: &OutboxCommand, records: &mut Records) -> Option<OutboxOutcome> {
+    fn host(
+        &mut self,
+        command: &OutboxCommand,
+        records: &mut Records,
+    ) -> Result<OutboxOutcome, Invalid> {
         let (key, now_ms) = match command {
             OutboxCommand::Enqueue {
                 key,
@@ -254,12 +262,11 @@ impl Outbox {
                 payload,
                 now_ms,
             } => {
-                if !valid(key, NAME_BYTES_MAX) || !valid(peer, NAME_BYTES_MAX) {
-                    return None;
-                }
+                check(key, "key", NAME_BYTES_MAX)?;
+                check(peer, "peer", NAME_BYTES_MAX)?;
                 // Payloads here are one byte: far below the 256 KiB limit.
                 if let Some(row) = self.rows.get(key) {
-                    return Some(OutboxOutcome::AlreadyEnqueued { row: row.clone() });
+                    return Ok(OutboxOutcome::AlreadyEnqueued { row: row.clone() });
                 }
                 let row = OutboxRow {
                     key: key.clone(),
@@ -276,7 +283,7 @@ impl Outbox {
                 };
                 self.rows.insert(key.clone(), row.clone());
                 records.push((format!("outbox/{key}"), "outbox.enqueued"));
-                return Some(OutboxOutcome::Enqueued { row });
+                return Ok(OutboxOutcome::Enqueued { row });
             }
             OutboxCommand::Retry {
                 key,
@@ -284,14 +291,17 @@ impl Outbox {
                 last_error,
                 now_ms,
             } => {
-                if backoff.base_ms == 0 || backoff.max_ms < backoff.base_ms {
-                    return None;
+                if backoff.base_ms == 0 {
+                    return Err("backoff.base_ms");
+                }
+                if backoff.max_ms < backoff.base_ms {
+                    return Err("backoff.max_ms");
                 }
                 if last_error
                     .as_ref()
                     .is_some_and(|e| e.len() > ERROR_BYTES_MAX)
                 {
-                    return None;
+                    return Err("last_error");
                 }
                 (key, *now_ms)
             }
@@ -299,11 +309,9 @@ impl Outbox {
             | OutboxCommand::Park { key, now_ms }
             | OutboxCommand::GiveUp { key, now_ms } => (key, *now_ms),
         };
-        if !valid(key, NAME_BYTES_MAX) {
-            return None;
-        }
+        check(key, "key", NAME_BYTES_MAX)?;
         let Some(row) = self.rows.get_mut(key) else {
-            return Some(OutboxOutcome::Refused {
+            return Ok(OutboxOutcome::Refused {
                 reason: OutboxRefusal::Missing,
                 row: None,
             });
@@ -339,17 +347,21 @@ impl Outbox {
                 "outbox.retry_scheduled"
             }
             _ => {
-                return Some(OutboxOutcome::Refused {
+                return Ok(OutboxOutcome::Refused {
                     reason: OutboxRefusal::WrongState,
                     row: Some(row.clone()),
                 });
             }
         };
         records.push((format!("outbox/{key}"), kind));
-        Some(OutboxOutcome::Updated { row: row.clone() })
+        Ok(OutboxOutcome::Updated { row: row.clone() })
     }
 
-    fn pull(&mut self, command: &PullCommand, records: &mut Records) -> Option<PullOutcome> {
+    fn pull(
+        &mut self,
+        command: &PullCommand,
+        records: &mut Records,
+    ) -> Result<PullOutcome, Invalid> {
         match command {
             PullCommand::Claim {
                 peer,
@@ -358,11 +370,10 @@ impl Outbox {
                 lease_ms,
                 now_ms,
             } => {
-                if !valid(peer, NAME_BYTES_MAX) || !valid(&token.0, TOKEN_BYTES_MAX) {
-                    return None;
-                }
+                check(peer, "peer", NAME_BYTES_MAX)?;
+                check(&token.0, "token", TOKEN_BYTES_MAX)?;
                 if *lease_ms == 0 {
-                    return None;
+                    return Err("lease_ms");
                 }
                 let take = (*limit).clamp(1, 100) as usize;
                 // The peer's own claimable rows, oldest first: pending, waiting, or under a
@@ -387,7 +398,7 @@ impl Outbox {
                     .iter()
                     .find(|(_, key)| self.rows[key].claim_tokens.contains(token))
                 {
-                    return Some(PullOutcome::Refused {
+                    return Ok(PullOutcome::Refused {
                         reason: OutboxRefusal::TokenReused,
                         key: key.clone(),
                     });
@@ -395,7 +406,9 @@ impl Outbox {
                 let expires_at_ms = now_ms.saturating_add(*lease_ms);
                 let mut claimed = Vec::new();
                 for (_, key) in claimable {
-                    let row = self.rows.get_mut(&key)?;
+                    let Some(row) = self.rows.get_mut(&key) else {
+                        continue;
+                    };
                     row.state = OutboxState::Claimed;
                     row.next_at_ms = None;
                     row.claim = Some(Claim {
@@ -407,21 +420,20 @@ impl Outbox {
                     claimed.push(row.clone());
                     records.push((format!("outbox/{key}"), "outbox.claimed"));
                 }
-                Some(PullOutcome::Claimed {
+                Ok(PullOutcome::Claimed {
                     token: token.clone(),
                     expires_at_ms,
                     rows: claimed,
                 })
             }
             PullCommand::Ack { peer, acks, .. } => {
-                if !valid(peer, NAME_BYTES_MAX) || acks.len() > 1000 {
-                    return None;
+                check(peer, "peer", NAME_BYTES_MAX)?;
+                if acks.len() > 1000 {
+                    return Err("acks");
                 }
-                if acks
-                    .iter()
-                    .any(|a| !valid(&a.key, NAME_BYTES_MAX) || !valid(&a.token.0, TOKEN_BYTES_MAX))
-                {
-                    return None;
+                for ack in acks {
+                    check(&ack.key, "key", NAME_BYTES_MAX)?;
+                    check(&ack.token.0, "token", TOKEN_BYTES_MAX)?;
                 }
                 let (mut acked, mut refused) = (Vec::new(), Vec::new());
                 // One at a time, each against the rows as the earlier ones left them: a key
@@ -446,7 +458,7 @@ impl Outbox {
                         reason,
                     });
                 }
-                Some(PullOutcome::Acked { acked, refused })
+                Ok(PullOutcome::Acked { acked, refused })
             }
         }
     }

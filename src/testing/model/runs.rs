@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 
-use crate::error::Result;
 use crate::projection::table::TableSource;
 use crate::runs::decide::{
     ClosedRun, RunCommand, RunCommandOutcome, RunRefusal, SpanCommand, SpanCommandOutcome,
@@ -212,7 +211,10 @@ pub(super) fn command(
 }
 
 /// Runs `command` in `session`, and reads the runs back through their queries.
-pub(super) fn run_on_store(command: &Command, session: &mut WriteSession<'_>) -> Result<Seen> {
+pub(super) fn run_on_store(
+    command: &Command,
+    session: &mut WriteSession<'_>,
+) -> crate::error::Result<Seen> {
     let done = match command {
         Command::Span(command) => Done::Span(session.execute(command)?),
         Command::Run(command) => Done::Run(session.execute(command)?),
@@ -222,7 +224,7 @@ pub(super) fn run_on_store(command: &Command, session: &mut WriteSession<'_>) ->
 }
 
 /// The runs as the store's query functions read them.
-fn store_view(state: &dyn TableSource) -> Result<View> {
+fn store_view(state: &dyn TableSource) -> crate::error::Result<View> {
     let mut runs = Vec::new();
     for run in &RUNS[..3] {
         runs.push((query::snapshot(state, run)?, query::rollup(state, run)?));
@@ -289,9 +291,9 @@ impl Appends {
 }
 
 impl Runs {
-    /// What `command` must do when the next record goes to position `next`: `None` if it
-    /// is invalid, else its outcome and its records.
-    pub(super) fn run(&mut self, command: &Command, next: u64) -> Option<(Done, Records)> {
+    /// What `command` must do when the next record goes to position `next`: the field
+    /// named when it is invalid, else its outcome and its records.
+    pub(super) fn run(&mut self, command: &Command, next: u64) -> Result<(Done, Records), Invalid> {
         let mut appends = Appends {
             next,
             records: Records::new(),
@@ -300,7 +302,7 @@ impl Runs {
             Command::Span(command) => Done::Span(self.span(command, &mut appends)?),
             Command::Run(command) => Done::Run(self.whole(command, &mut appends)?),
         };
-        Some((done, appends.records))
+        Ok((done, appends.records))
     }
 
     /// The runs as the model sees them.
@@ -339,8 +341,12 @@ impl Runs {
         }
     }
 
-    fn span(&mut self, command: &SpanCommand, appends: &mut Appends) -> Option<SpanCommandOutcome> {
-        let refused = |reason| Some(SpanCommandOutcome::Refused { reason });
+    fn span(
+        &mut self,
+        command: &SpanCommand,
+        appends: &mut Appends,
+    ) -> Result<SpanCommandOutcome, Invalid> {
+        let refused = |reason| Ok(SpanCommandOutcome::Refused { reason });
         match command {
             SpanCommand::Start {
                 run,
@@ -356,10 +362,12 @@ impl Runs {
                 writer,
                 now_ms,
             } => {
-                if [run, span, name, writer].iter().any(|s| s.is_empty())
-                    || parent.as_ref().is_some_and(|p| p.is_empty())
-                {
-                    return None;
+                given(run, "run")?;
+                given(span, "span")?;
+                given(name, "name")?;
+                given(writer, "writer")?;
+                if let Some(parent) = parent {
+                    given(parent, "parent")?;
                 }
                 let detail = self.details.get(run);
                 if detail.is_some_and(|d| d.spans.iter().any(|s| s.span == *span)) {
@@ -420,7 +428,7 @@ impl Runs {
                 detail.spans.push(started);
                 detail.seq = seq;
                 detail.position = position;
-                Some(SpanCommandOutcome::Started {
+                Ok(SpanCommandOutcome::Started {
                     seq: RunSeq(seq),
                     depth,
                 })
@@ -434,16 +442,15 @@ impl Runs {
                 billing_mode,
                 ..
             } => {
-                if run.is_empty() || span.is_empty() {
-                    return None;
-                }
+                given(run, "run")?;
+                given(span, "span")?;
                 let detail = match open_span(&mut self.details, run, span) {
                     Ok(detail) => detail,
                     Err(reason) => return refused(reason),
                 };
                 let seq = detail.seq + 1;
                 let position = appends.push(run, "run.span_patched");
-                let changed = detail.span_mut(span)?;
+                let changed = detail.span_mut(span).ok_or(GONE)?;
                 merge(changed, attributes, usage);
                 if wait_until_ms.is_some() {
                     changed.wait_until_ms = *wait_until_ms;
@@ -455,7 +462,7 @@ impl Runs {
                 changed.position = position;
                 detail.seq = seq;
                 detail.position = position;
-                Some(SpanCommandOutcome::Patched { seq: RunSeq(seq) })
+                Ok(SpanCommandOutcome::Patched { seq: RunSeq(seq) })
             }
             SpanCommand::End {
                 run,
@@ -466,16 +473,15 @@ impl Runs {
                 attributes,
                 now_ms,
             } => {
-                if run.is_empty() || span.is_empty() {
-                    return None;
-                }
+                given(run, "run")?;
+                given(span, "span")?;
                 let detail = match open_span(&mut self.details, run, span) {
                     Ok(detail) => detail,
                     Err(reason) => return refused(reason),
                 };
                 let seq = detail.seq + 1;
                 let position = appends.push(run, "run.span_ended");
-                let ended = detail.span_mut(span)?;
+                let ended = detail.span_mut(span).ok_or(GONE)?;
                 end(ended, *outcome, reason.clone(), usage, attributes, *now_ms);
                 ended.seq = RunSeq(seq);
                 ended.position = position;
@@ -490,7 +496,7 @@ impl Runs {
                 } else {
                     None
                 };
-                Some(SpanCommandOutcome::Ended {
+                Ok(SpanCommandOutcome::Ended {
                     seq: RunSeq(seq),
                     rollup,
                 })
@@ -503,9 +509,9 @@ impl Runs {
                 payload_bytes_max,
                 now_ms,
             } => {
-                if event_type.is_empty() || run.is_empty() || span.is_empty() {
-                    return None;
-                }
+                given(event_type, "event_type")?;
+                given(run, "run")?;
+                given(span, "span")?;
                 let Some(detail) = self
                     .details
                     .get_mut(run)
@@ -515,7 +521,7 @@ impl Runs {
                 };
                 let seq = detail.seq + 1;
                 let position = appends.push(run, "run.event_appended");
-                let target = detail.span_mut(span)?;
+                let target = detail.span_mut(span).ok_or(GONE)?;
                 let event_index = target.event_count;
                 target.event_count += 1;
                 let cap = payload_bytes_max
@@ -535,7 +541,7 @@ impl Runs {
                 });
                 detail.seq = seq;
                 detail.position = position;
-                Some(SpanCommandOutcome::EventAppended {
+                Ok(SpanCommandOutcome::EventAppended {
                     seq: RunSeq(seq),
                     event_index,
                     truncated,
@@ -544,13 +550,15 @@ impl Runs {
         }
     }
 
-    fn whole(&mut self, command: &RunCommand, appends: &mut Appends) -> Option<RunCommandOutcome> {
-        let refused = |reason| Some(RunCommandOutcome::Refused { reason });
+    fn whole(
+        &mut self,
+        command: &RunCommand,
+        appends: &mut Appends,
+    ) -> Result<RunCommandOutcome, Invalid> {
+        let refused = |reason| Ok(RunCommandOutcome::Refused { reason });
         match command {
             RunCommand::Heartbeat { run, now_ms } => {
-                if run.is_empty() {
-                    return None;
-                }
+                given(run, "run")?;
                 let Some(detail) = self.details.get_mut(run) else {
                     return refused(if self.rollups.contains_key(run) {
                         RunRefusal::RunClosed
@@ -566,7 +574,7 @@ impl Runs {
                 // A heartbeat older than the last one never moves it back.
                 let last = root.last_heartbeat_at_ms.unwrap_or(root.started_at_ms);
                 root.last_heartbeat_at_ms = Some(last.max(*now_ms));
-                Some(RunCommandOutcome::HeartbeatRecorded)
+                Ok(RunCommandOutcome::HeartbeatRecorded)
             }
             RunCommand::CascadeClose {
                 run,
@@ -574,9 +582,8 @@ impl Runs {
                 reason,
                 now_ms,
             } => {
-                if run.is_empty() || reason.is_empty() {
-                    return None;
-                }
+                given(run, "run")?;
+                given(reason, "reason")?;
                 if !self.details.contains_key(run) && !self.rollups.contains_key(run) {
                     return refused(RunRefusal::RunMissing);
                 }
@@ -584,12 +591,10 @@ impl Runs {
                     .close(run, *outcome, reason, *now_ms, appends)
                     .into_iter()
                     .collect();
-                Some(RunCommandOutcome::Closed { runs })
+                Ok(RunCommandOutcome::Closed { runs })
             }
             RunCommand::SweepOrphans { writer, now_ms } => {
-                if writer.is_empty() {
-                    return None;
-                }
+                given(writer, "writer")?;
                 let gone: Vec<String> = self
                     .details
                     .iter()
@@ -612,7 +617,7 @@ impl Runs {
                         )
                     })
                     .collect();
-                Some(RunCommandOutcome::Closed { runs })
+                Ok(RunCommandOutcome::Closed { runs })
             }
             RunCommand::SweepStale {
                 stale_after_ms,
@@ -644,7 +649,7 @@ impl Runs {
                         )
                     })
                     .collect();
-                Some(RunCommandOutcome::Closed { runs })
+                Ok(RunCommandOutcome::Closed { runs })
             }
             RunCommand::Prune {
                 digest_floor_at_ms,
@@ -654,7 +659,7 @@ impl Runs {
                 now_ms,
             } => {
                 if *batch == 0 {
-                    return None;
+                    return Err("batch");
                 }
                 // Prunable: ended before the digest floor and longer ago than the retention,
                 // or longer ago than the hard ceiling, covered or not; nothing open.
@@ -681,8 +686,8 @@ impl Runs {
                 let mut runs = Vec::new();
                 let mut spans_deleted = 0;
                 for (ended_at_ms, run) in candidates {
-                    let detail = self.details.remove(&run)?;
-                    let rollup = self.rollups.get_mut(&run)?;
+                    let detail = self.details.remove(&run).ok_or(GONE)?;
+                    let rollup = self.rollups.get_mut(&run).ok_or(GONE)?;
                     rollup.detail_pruned = true;
                     // Pruned past the ceiling without digest cover: the gap is the reason.
                     if ended_at_ms >= *digest_floor_at_ms && rollup.failure_reason.is_none() {
@@ -692,7 +697,7 @@ impl Runs {
                     spans_deleted += detail.spans.len() as u64;
                     runs.push(run);
                 }
-                Some(RunCommandOutcome::Pruned {
+                Ok(RunCommandOutcome::Pruned {
                     runs,
                     spans_deleted,
                 })
@@ -764,6 +769,18 @@ fn open_span<'a>(
         Some(found) if found.outcome.is_some() => Err(SpanRefusal::SpanEnded),
         Some(_) => Ok(detail),
     }
+}
+
+/// The field an invalid command names.
+pub(super) type Invalid = &'static str;
+
+/// What the model answers if its own state lost something it holds (never, unless the
+/// model is wrong): no field of the store's is called that, so the comparison fails.
+const GONE: Invalid = "(the model lost a run or span)";
+
+/// Refuses an empty `value` as `field`.
+fn given(value: &str, field: Invalid) -> Result<(), Invalid> {
+    if value.is_empty() { Err(field) } else { Ok(()) }
 }
 
 /// Merges attributes and reported usage into `span`: each reported field replaces.
