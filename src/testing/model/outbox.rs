@@ -14,13 +14,18 @@ use crate::outbox::query::{self, Claim, ClaimToken, OutboxRow, OutboxState};
 use crate::projection::table::TableSource;
 use crate::store::WriteSession;
 
-/// Row keys: three valid ones none of which [`super::random_domain_command`] uses, then an
-/// empty one and one with a control character (both invalid).
-const KEYS: [&str; 5] = ["mo1", "mo2", "mo3", "", "mo\u{7}"];
-/// Peers (the empty one is invalid).
-const PEERS: [&str; 3] = ["mp1", "mp2", ""];
-/// Claim tokens (the empty one is invalid).
-const TOKENS: [&str; 4] = ["mt1", "mt2", "mt3", ""];
+/// Row keys: three valid ones none of which [`super::random_domain_command`] uses, an empty
+/// one and one with a control character (both invalid), then one as long as allowed and
+/// one a byte longer (see [`name`]).
+const KEYS: [&str; 7] = ["mo1", "mo2", "mo3", "", "mo\u{7}", LONGEST, TOO_LONG];
+/// Peers (the empty one and the one too long are invalid).
+const PEERS: [&str; 4] = ["mp1", "mp2", "", TOO_LONG];
+/// Claim tokens (the empty one and the one too long are invalid).
+const TOKENS: [&str; 6] = ["mt1", "mt2", "mt3", "", LONGEST, TOO_LONG];
+/// Stands for a name of as many bytes as its field allows.
+const LONGEST: &str = "<longest>";
+/// Stands for a name one byte longer than its field allows.
+const TOO_LONG: &str = "<too long>";
 /// The longest error text a retry may record, in bytes (the outbox's `ERROR_BYTES_MAX`,
 /// restated: the model states its limits itself).
 const ERROR_BYTES_MAX: usize = 1024;
@@ -87,9 +92,9 @@ pub(super) fn command(
     other: u8,
     now_ms: u64,
 ) -> Command {
-    let key = super::pick(&KEYS, key).to_owned();
-    let peer = super::pick(&PEERS, peer).to_owned();
-    let token = ClaimToken(super::pick(&TOKENS, token).to_owned());
+    let key = name(&KEYS, key, NAME_BYTES_MAX);
+    let peer = name(&PEERS, peer, NAME_BYTES_MAX);
+    let token = ClaimToken(name(&TOKENS, token, TOKEN_BYTES_MAX));
     match action % 10 {
         0 | 1 => Command::Host(OutboxCommand::Enqueue {
             key,
@@ -126,8 +131,8 @@ pub(super) fn command(
             let mut acks = vec![RowAck { key, token }];
             if let Some((key, token)) = second {
                 acks.push(RowAck {
-                    key: super::pick(&KEYS, key).to_owned(),
-                    token: ClaimToken(super::pick(&TOKENS, token).to_owned()),
+                    key: name(&KEYS, key, NAME_BYTES_MAX),
+                    token: ClaimToken(name(&TOKENS, token, TOKEN_BYTES_MAX)),
                 });
             }
             Command::Pull(PullCommand::Ack { peer, acks, now_ms })
@@ -141,6 +146,16 @@ pub(super) fn command(
             now_ms,
             older_than_ms: u64::from(number),
         }),
+    }
+}
+
+/// The name `index` picks from `names`, [`LONGEST`] and [`TOO_LONG`] made `max` and
+/// `max + 1` bytes long.
+fn name(names: &[&'static str], index: u8, max: usize) -> String {
+    match super::pick(names, index) {
+        LONGEST => "l".repeat(max),
+        TOO_LONG => "l".repeat(max + 1),
+        name => name.to_owned(),
     }
 }
 

@@ -174,12 +174,17 @@ pub(super) fn command(
             } else {
                 "e".into()
             },
-            // Two-byte characters, so that a cap can fall inside one.
-            payload: format!(
-                "{}{}",
-                "é".repeat(usize::from(number % 8)),
-                "x".repeat(usize::from(number % 3))
-            ),
+            // Two-byte characters, so that a cap can fall inside one; now and then one over
+            // the 16 KiB ceiling, cut inside a character.
+            payload: if number >= 250 {
+                format!("x{}", "é".repeat(8192))
+            } else {
+                format!(
+                    "{}{}",
+                    "é".repeat(usize::from(number % 8)),
+                    "x".repeat(usize::from(number % 3))
+                )
+            },
             payload_bytes_max: (!other.is_multiple_of(4)).then(|| u32::from(other % 24)),
             now_ms,
         },
