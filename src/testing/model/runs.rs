@@ -101,9 +101,15 @@ pub(super) fn command(
     let choice = outcome;
     let outcome = SpanOutcome::ALL[usize::from(choice) % SpanOutcome::ALL.len()];
     let billing = |n: u8| BILLING[usize::from(n) % BILLING.len()];
-    let attributes = |n: u8| match n % 4 {
-        0 => Attributes::new(),
-        n => Attributes::from([("k".to_owned(), format!("v{n}"))]),
+    // Two keys, so that a merge that replaced would lose one.
+    let attributes = |n: u8| {
+        let value = format!("v{}", n % 4);
+        match n % 4 {
+            0 => Attributes::new(),
+            1 => Attributes::from([("k".to_owned(), value)]),
+            2 => Attributes::from([("a".to_owned(), value)]),
+            _ => Attributes::from([("a".to_owned(), value.clone()), ("k".to_owned(), value)]),
+        }
     };
     // Each set bit of the mask reports one field, each its own value.
     let reported = |mask: Option<u8>| {
