@@ -9,8 +9,8 @@ use std::fmt;
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::merkle::MerkleWriter;
-use super::tables::{HEAD_KEY, IDEMPOTENCY, META, SEGMENTS, STREAM_RUNS, STREAMS};
-use super::{Head, decode_head};
+use super::tables::{HEAD_KEY, IDEMPOTENCY, META, SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS};
+use super::{Head, decode_head, decode_stream_count, stream_length};
 use crate::error::{Error, Result};
 use crate::hash::Digest;
 use crate::record::limits::{Field, LimitError, Limits};
@@ -185,14 +185,23 @@ fn describe_current(current: Option<StreamVersion>) -> String {
 }
 
 /// The log's tables opened in one write transaction.
+///
+/// Appends within one transaction share segments, and the head and stream count are written
+/// once: [`LogWriter::finish`] writes what is pending and must run before the commit.
 pub struct LogWriter<'txn> {
     meta: Table<'txn, &'static str, &'static [u8]>,
     segments: Table<'txn, u64, &'static [u8]>,
-    streams: Table<'txn, &'static str, u64>,
     stream_runs: Table<'txn, (&'static str, u64), (u64, u64)>,
     idempotency: Table<'txn, &'static str, (u64, [u8; 32])>,
     head: Head,
+    /// The streams holding a record, this transaction's new ones included, and as stored.
+    stream_count: u64,
+    stream_count_stored: u64,
+    /// Whether this transaction appended anything: the head is then written at `finish`.
+    appended: bool,
+    /// This transaction's records not yet in a stored segment, and the first one's position.
     segment: SegmentBuilder,
+    segment_first: Position,
     merkle: MerkleWriter<'txn>,
 }
 
@@ -207,16 +216,51 @@ impl<'txn> LogWriter<'txn> {
             }
             None => return Err(Error::CorruptMeta("the head is missing".into())),
         };
+        let stream_count = match meta.get(STREAM_COUNT_KEY)? {
+            Some(bytes) => decode_stream_count(bytes.value())?,
+            None => return Err(Error::CorruptMeta("the stream count is missing".into())),
+        };
         Ok(LogWriter {
             merkle,
             meta,
             segments: txn.open_table(SEGMENTS)?,
-            streams: txn.open_table(STREAMS)?,
             stream_runs: txn.open_table(STREAM_RUNS)?,
             idempotency: txn.open_table(IDEMPOTENCY)?,
             head,
+            stream_count,
+            stream_count_stored: stream_count,
+            appended: false,
             segment: SegmentBuilder::new(),
+            segment_first: head.next,
         })
+    }
+
+    /// Writes the records still pending in a segment, the head and the stream count. Runs once,
+    /// last, before the transaction commits: without it, the transaction's appends are lost.
+    pub fn finish(mut self) -> Result<()> {
+        if !self.appended {
+            debug_assert!(self.segment.is_empty());
+            return Ok(());
+        }
+        self.store_segment()?;
+        self.meta
+            .insert(HEAD_KEY, self.merkle.head_bytes(self.head).as_slice())?;
+        if self.stream_count != self.stream_count_stored {
+            self.meta
+                .insert(STREAM_COUNT_KEY, self.stream_count.to_le_bytes().as_slice())?;
+        }
+        Ok(())
+    }
+
+    /// Stores the pending segment, if any; the next record starts a new one.
+    fn store_segment(&mut self) -> Result<()> {
+        if !self.segment.is_empty() {
+            let bytes = self.segment.finish();
+            self.segments
+                .insert(self.segment_first.0, bytes.as_slice())?;
+        }
+        self.segment_first = self.head.next;
+        Ok(())
     }
 
     /// The head as of this transaction, including its appends so far.
@@ -239,7 +283,7 @@ impl<'txn> LogWriter<'txn> {
         if let Some(positions) = self.duplicates(stream, events)? {
             return Ok(AppendOutcome::Duplicate { positions });
         }
-        let count = self.streams.get(stream)?.map_or(0, |guard| guard.value());
+        let count = stream_length(&self.stream_runs, stream)?;
         let current = count.checked_sub(1).map(StreamVersion);
         let matches = match expected {
             ExpectedVersion::Any => true,
@@ -279,7 +323,7 @@ impl<'txn> LogWriter<'txn> {
             return Err(AppendError::NoEvents.into());
         };
         let stream = first.stream.as_str();
-        let count = self.streams.get(stream)?.map_or(0, |guard| guard.value());
+        let count = stream_length(&self.stream_runs, stream)?;
         let mut keys = BTreeSet::new();
         for (offset, record) in (0u64..).zip(records) {
             let refuse = |reason: String| -> Result<()> {
@@ -389,7 +433,6 @@ impl<'txn> LogWriter<'txn> {
         records: &mut Vec<Record>,
     ) -> Result<()> {
         let first_position = self.head.next;
-        let mut segment_first = first_position;
         let mut prev = self.head.hash;
         for (offset, event) in (0u64..).zip(events) {
             let position = Position(first_position.0 + offset);
@@ -402,8 +445,9 @@ impl<'txn> LogWriter<'txn> {
                 + event.payload.len();
             if self.segment.is_full_for(stored_bytes_estimate) {
                 let bytes = self.segment.finish();
-                self.segments.insert(segment_first.0, bytes.as_slice())?;
-                segment_first = position;
+                self.segments
+                    .insert(self.segment_first.0, bytes.as_slice())?;
+                self.segment_first = position;
             }
             let version = StreamVersion(first_version.0 + offset);
             let placement = Placement {
@@ -436,18 +480,17 @@ impl<'txn> LogWriter<'txn> {
             });
             prev = hash;
         }
-        let bytes = self.segment.finish();
-        self.segments.insert(segment_first.0, bytes.as_slice())?;
         let added = events.len() as u64;
         self.stream_runs
             .insert((stream, first_version.0), (first_position.0, added))?;
-        self.streams.insert(stream, first_version.0 + added)?;
+        if first_version.0 == 0 {
+            self.stream_count += 1;
+        }
         self.head = Head {
             next: Position(first_position.0 + added),
             hash: prev,
         };
-        self.meta
-            .insert(HEAD_KEY, self.merkle.head_bytes(self.head).as_slice())?;
+        self.appended = true;
         Ok(())
     }
 }

@@ -43,3 +43,30 @@ pub(crate) fn decode_head(bytes: &[u8]) -> Result<Head> {
         hash: Digest(hash.try_into().expect("32 bytes")),
     })
 }
+
+/// Decodes the stream count stored under `STREAM_COUNT_KEY`.
+pub(crate) fn decode_stream_count(bytes: &[u8]) -> Result<u64> {
+    let bytes: [u8; 8] = bytes.try_into().map_err(|_| {
+        Error::CorruptMeta(format!("the stream count is {} bytes, not 8", bytes.len()))
+    })?;
+    Ok(u64::from_le_bytes(bytes))
+}
+
+/// The number of records in `stream`: where its last run (one per append) ends.
+pub(crate) fn stream_length(
+    runs: &impl redb::ReadableTable<(&'static str, u64), (u64, u64)>,
+    stream: &str,
+) -> Result<u64> {
+    let last = runs.range((stream, 0)..=(stream, u64::MAX))?.next_back();
+    match last {
+        Some(entry) => {
+            let (key, value) = entry?;
+            let (_, first_version) = key.value();
+            let (_, count) = value.value();
+            first_version.checked_add(count).ok_or_else(|| {
+                Error::CorruptMeta(format!("the last run of stream {stream:?} overflows"))
+            })
+        }
+        None => Ok(0),
+    }
+}

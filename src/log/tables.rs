@@ -3,17 +3,16 @@
 
 use redb::TableDefinition;
 
-/// `annals.meta`: key → bytes. Holds [`MAGIC_KEY`], [`FORMAT_KEY`] and [`HEAD_KEY`].
+/// `annals.meta`: key → bytes. Holds [`MAGIC_KEY`], [`FORMAT_KEY`], [`HEAD_KEY`] and
+/// [`STREAM_COUNT_KEY`].
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("annals.meta");
 
 /// `annals.segments`: position of the first record → segment bytes.
 pub const SEGMENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("annals.segments");
 
-/// `annals.streams`: stream name → number of records in it.
-pub const STREAMS: TableDefinition<&str, u64> = TableDefinition::new("annals.streams");
-
 /// `annals.stream_runs`: (stream, first version) → (first position, record count). One row per
-/// append: an append's records are contiguous in the log and in their stream.
+/// append: an append's records are contiguous in the log and in their stream. A stream's last
+/// run gives its length, so no other table counts a stream's records.
 pub const STREAM_RUNS: TableDefinition<(&str, u64), (u64, u64)> =
     TableDefinition::new("annals.stream_runs");
 
@@ -41,6 +40,9 @@ pub const FORMAT_KEY: &str = "format";
 /// Merkle frontier of the tree of every record (the roots of its perfect subtrees, largest
 /// first, 32 bytes each, one per set bit of the next position).
 pub const HEAD_KEY: &str = "head";
+/// Meta key whose value is the number of streams holding at least one record, a `u64`
+/// little-endian.
+pub const STREAM_COUNT_KEY: &str = "streams";
 
 /// The format version this code writes and reads.
 pub const FORMAT_VERSION: u32 = 1;

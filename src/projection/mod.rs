@@ -25,9 +25,27 @@ use crate::hash::hex;
 use crate::record::{Position, Record};
 use table::{TableSource, WriteTables};
 
-/// `annals.checkpoints`: projection name → (version that built it, next position to apply).
+/// `annals.checkpoints`: projection name → (version that built it, next position to apply, or
+/// [`AT_HEAD`]).
 pub const CHECKPOINTS: TableDefinition<&str, (u32, u64)> =
     TableDefinition::new("annals.checkpoints");
+
+/// The stored next position of a projection that is applied in the transaction of every append:
+/// it is always at the head, so live appends need not rewrite its checkpoint (a B-tree fewer
+/// written per commit). Replay stores real positions until it has caught up.
+pub const AT_HEAD: u64 = u64::MAX;
+
+/// The checkpoint a stored `(version, next)` stands for in a log whose head is at `head`.
+pub(crate) fn resolve_checkpoint((version, next): (u32, u64), head: Position) -> Checkpoint {
+    Checkpoint {
+        version,
+        next: if next == AT_HEAD {
+            head
+        } else {
+            Position(next)
+        },
+    }
+}
 
 /// A table set derived from the log.
 ///
@@ -189,11 +207,17 @@ impl Projections {
         Ok(())
     }
 
-    /// Records that every projection has applied everything before `next`.
-    pub fn advance_checkpoints(&self, txn: &WriteTransaction, next: Position) -> Result<()> {
+    /// Records that every projection has applied everything the transaction appended (and,
+    /// being up to date when it began, everything before): each follows the head. Writes only
+    /// a checkpoint that does not say so already.
+    pub fn advance_checkpoints(&self, txn: &WriteTransaction) -> Result<()> {
         let mut table = txn.open_table(CHECKPOINTS)?;
         for projection in &self.list {
-            table.insert(projection.name(), (projection.version(), next.0))?;
+            let following = (projection.version(), AT_HEAD);
+            let stored = table.get(projection.name())?.map(|guard| guard.value());
+            if stored != Some(following) {
+                table.insert(projection.name(), following)?;
+            }
         }
         Ok(())
     }
@@ -201,14 +225,11 @@ impl Projections {
 
 /// The checkpoint of `name` in `txn`, `None` if it has none.
 pub fn checkpoint(txn: &WriteTransaction, name: &str) -> Result<Option<Checkpoint>> {
+    let head = crate::log::read::Snapshot::head_in(txn)?.next;
     let table = txn.open_table(CHECKPOINTS)?;
-    let found = table.get(name)?.map(|guard| {
-        let (version, next) = guard.value();
-        Checkpoint {
-            version,
-            next: Position(next),
-        }
-    });
+    let found = table
+        .get(name)?
+        .map(|guard| resolve_checkpoint(guard.value(), head));
     Ok(found)
 }
 

@@ -7,16 +7,16 @@
 
 pub mod limits;
 pub mod segment;
+pub mod view;
 
 use std::fmt;
 
 use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
 
 use crate::hash::{self, Digest};
-use limits::{
-    Field, HEADER_BYTES_CAP, IDEMPOTENCY_KEY_BYTES_CAP, KIND_BYTES_CAP, LimitError, Limits,
-    PAYLOAD_BYTES_CAP, STREAM_BYTES_CAP, check_len,
-};
+use limits::{Field, HEADER_BYTES_CAP, LimitError, Limits, PAYLOAD_BYTES_CAP, check_len};
+use view::RecordHashes;
+pub use view::RecordView;
 
 /// The record format this code writes, and the only one it reads.
 pub const RECORD_FORMAT: u8 = 1;
@@ -349,108 +349,54 @@ pub enum RecordError {
 /// Decodes and checks one stored record found at `position`: the header decodes within the
 /// caps, the header hash and payload hash match, and the header names that position.
 pub fn decode_stored(bytes: &[u8], position: Position) -> Result<Record, RecordError> {
-    decode_with(bytes, position, RecordHashes::Check)
+    view::parse_stored(bytes, position, RecordHashes::Check).map(|view| view.to_record())
 }
 
-/// [`decode_stored`] for a record of a segment whose digest has just been checked: the digest
-/// covers every byte of the record, so its two hashes are not recomputed. Everything else is
-/// checked as in [`decode_stored`].
-pub(crate) fn decode_stored_in_checked_segment(
-    bytes: &[u8],
-    position: Position,
-) -> Result<Record, RecordError> {
-    decode_with(bytes, position, RecordHashes::CoveredBySegmentDigest)
-}
-
-/// Whether decoding recomputes a record's own hashes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum RecordHashes {
-    Check,
-    CoveredBySegmentDigest,
-}
-
-fn decode_with(
-    bytes: &[u8],
-    position: Position,
-    hashes: RecordHashes,
-) -> Result<Record, RecordError> {
-    let header_start = 32;
-    if bytes.len() < header_start {
-        return Err(RecordError::Truncated {
-            len: bytes.len() as u64,
-            need: 32,
-        });
-    }
-    let (stored_hash, rest) = bytes.split_at(header_start);
-    let window = &rest[..rest.len().min(HEADER_BYTES_CAP)];
-    let (header, header_len): (Header, usize) =
+/// The header fields as bincode decodes them from the start of `header_bytes`, and how many
+/// bytes they took: a second, independent reading of the layout that tests and the fuzz
+/// harness hold the hand-written parser to.
+#[doc(hidden)]
+pub fn header_by_bincode(header_bytes: &[u8]) -> Option<(String, usize)> {
+    let window = &header_bytes[..header_bytes.len().min(HEADER_BYTES_CAP)];
+    let (header, len): (Header, usize) =
         bincode::decode_from_slice(window, bincode_config().with_limit::<HEADER_BYTES_CAP>())
-            .map_err(|error| RecordError::Header(error.to_string()))?;
-    if header.format != RECORD_FORMAT {
-        return Err(RecordError::UnknownFormat(header.format));
-    }
-    for (field, len, cap) in [
-        (Field::Stream, header.stream.len(), STREAM_BYTES_CAP),
-        (Field::Kind, header.kind.len(), KIND_BYTES_CAP),
-        (
-            Field::IdempotencyKey,
-            header.idempotency_key.as_ref().map_or(0, String::len),
-            IDEMPOTENCY_KEY_BYTES_CAP,
-        ),
-        (
-            Field::Payload,
-            header.payload_len as usize,
-            PAYLOAD_BYTES_CAP,
-        ),
-    ] {
-        if len as u64 > u64::from(cap) {
-            return Err(RecordError::FieldOverCap {
-                field,
-                len: len as u64,
-                cap: u64::from(cap),
-            });
-        }
-    }
-    let (header_bytes, payload) = rest.split_at(header_len);
-    if payload.len() as u64 != u64::from(header.payload_len) {
-        return Err(RecordError::PayloadLength {
-            declared: u64::from(header.payload_len),
-            stored: payload.len() as u64,
-        });
-    }
-    let stored = Digest(stored_hash.try_into().expect("split at 32"));
-    if hashes == RecordHashes::Check {
-        let computed = hash::record_hash(header_bytes);
-        if computed != stored {
-            return Err(RecordError::HeaderHash { stored, computed });
-        }
-        let computed = hash::payload_hash(payload);
-        if computed != header.payload_hash {
-            return Err(RecordError::PayloadHash {
-                declared: header.payload_hash,
-                computed,
-            });
-        }
-    }
-    if header.position != position.0 {
-        return Err(RecordError::Position {
-            expected: position,
-            found: Position(header.position),
-        });
-    }
-    Ok(Record {
+            .ok()?;
+    let Header {
+        format,
         position,
-        stream: header.stream,
-        version: StreamVersion(header.version),
-        kind: header.kind,
-        schema: header.schema,
-        at_ms: header.at_ms,
-        idempotency_key: header.idempotency_key,
-        payload: payload.to_vec(),
-        payload_hash: header.payload_hash,
-        prev: header.prev,
-        hash: stored,
-    })
+        stream,
+        version,
+        kind,
+        schema,
+        at_ms,
+        idempotency_key,
+        payload_len,
+        payload_hash,
+        prev,
+    } = header;
+    let fields = format!(
+        "{format} {position} {stream:?} {version} {kind:?} {schema} {at_ms} \
+         {idempotency_key:?} {payload_len} {payload_hash} {prev}"
+    );
+    Some((fields, len))
+}
+
+/// [`header_by_bincode`]'s rendering of a parsed record's header fields.
+#[doc(hidden)]
+pub fn header_fields(view: &RecordView<'_>) -> String {
+    format!(
+        "{RECORD_FORMAT} {} {:?} {} {:?} {} {} {:?} {} {} {}",
+        view.position.0,
+        view.stream,
+        view.version.0,
+        view.kind,
+        view.schema,
+        view.at_ms,
+        view.idempotency_key,
+        view.payload.len(),
+        view.payload_hash,
+        view.prev
+    )
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 use super::*;
 use crate::record::limits::HEADER_BYTES_CAP;
+use view::RecordHashes;
 
 fn placement(position: u64) -> Placement<'static> {
     Placement {
@@ -86,7 +87,66 @@ fn a_huge_declared_length_is_refused_before_allocating() {
     bytes.extend_from_slice(&0u64.to_le_bytes());
     bytes.extend_from_slice(&u64::MAX.to_le_bytes());
     let error = decode_stored(&bytes, Position(0)).unwrap_err();
-    assert!(matches!(error, RecordError::Header(_)), "{error:?}");
+    assert!(
+        matches!(
+            error,
+            RecordError::FieldOverCap {
+                field: Field::Stream,
+                len: u64::MAX,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+}
+
+/// Stored bytes of an event with the given key at position 7.
+fn stored_with_key(key: Option<&str>) -> Vec<u8> {
+    let mut event = NewEvent::new("kind.x", 99, b"payload".to_vec());
+    event.idempotency_key = key.map(str::to_owned);
+    let placement = Placement {
+        stream: "s/ü",
+        position: Position(7),
+        version: StreamVersion(3),
+        prev: Digest([5; 32]),
+    };
+    let mut out = Vec::new();
+    encode_stored(&mut out, &event, placement).unwrap();
+    out
+}
+
+#[test]
+fn the_hand_parser_reads_headers_exactly_as_bincode_does() {
+    for key in [None, Some("k"), Some("")] {
+        let bytes = stored_with_key(key);
+        let view = view::parse_stored(&bytes, Position(7), RecordHashes::Check).unwrap();
+        let (fields, len) = header_by_bincode(&bytes[32..]).unwrap();
+        assert_eq!(header_fields(&view), fields);
+        assert_eq!(32 + len + view.payload.len(), bytes.len());
+        assert_eq!(
+            view.to_record(),
+            decode_stored(&bytes, Position(7)).unwrap()
+        );
+    }
+}
+
+#[test]
+fn malformed_header_fields_are_refused_by_name() {
+    let header_error = |bytes: &[u8]| match decode_stored(bytes, Position(7)) {
+        Err(RecordError::Header(message)) => message,
+        other => panic!("expected a header error, got {other:?}"),
+    };
+    let good = stored_with_key(Some("k"));
+    // The key's tag follows format, position, stream, version, kind, schema and at_ms.
+    let tag_at = 32 + 1 + 8 + (8 + "s/ü".len()) + 8 + (8 + "kind.x".len()) + 2 + 8;
+    assert_eq!(good[tag_at], 1);
+    let mut tag = good.clone();
+    tag[tag_at] = 2;
+    assert!(header_error(&tag).contains("tag is 2"));
+    let mut utf8 = good.clone();
+    utf8[32 + 1 + 8 + 8 + 2] = 0xff; // inside "ü"
+    assert!(header_error(&utf8).contains("not UTF-8"));
+    assert!(header_error(&good[..tag_at + 3]).contains("remain"));
 }
 
 #[test]

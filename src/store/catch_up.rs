@@ -3,12 +3,14 @@
 //! the head is caught up. Replay goes in bounded batches, each its own transaction with its
 //! checkpoints, so memory stays flat and an interrupted rebuild resumes where it stopped.
 
-use redb::{Database, ReadableDatabase, WriteTransaction};
+use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
 
 use crate::error::{Error, Result};
 use crate::log::read::{Direction, Snapshot};
 use crate::projection::table::WriteTables;
-use crate::projection::{Checkpoint, Projection, Projections, checkpoint, set_checkpoint};
+use crate::projection::{
+    AT_HEAD, CHECKPOINTS, Checkpoint, Projection, Projections, checkpoint, set_checkpoint,
+};
 use crate::record::Position;
 
 /// Records replayed per write transaction.
@@ -17,6 +19,7 @@ const REPLAY_BATCH_RECORDS: usize = 8192;
 /// Rebuilds stale projections and catches up lagging ones.
 pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Result<()> {
     let txn = db.begin_write()?;
+    pin_unregistered(&txn, projections)?;
     for projection in projections.iter() {
         let current = checkpoint(&txn, projection.name())?;
         if current.map(|c| c.version) != Some(projection.version()) {
@@ -25,6 +28,26 @@ pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Resu
     }
     txn.commit()?;
     replay(db, projections, &mut |_| {})
+}
+
+/// Pins the checkpoint of every projection this store runs without to the head's position:
+/// a checkpoint that follows the head ([`AT_HEAD`]) holds only while every append applies
+/// to its projection, and appends from here on will not.
+fn pin_unregistered(txn: &WriteTransaction, projections: &Projections) -> Result<()> {
+    let head = Snapshot::head_in(txn)?;
+    let mut table = txn.open_table(CHECKPOINTS)?;
+    let mut following = Vec::new();
+    for entry in table.iter()? {
+        let (name, value) = entry?;
+        let (version, next) = value.value();
+        if next == AT_HEAD && projections.get(name.value()).is_none() {
+            following.push((name.value().to_owned(), version));
+        }
+    }
+    for (name, version) in following {
+        table.insert(name.as_str(), (version, head.next.0))?;
+    }
+    Ok(())
 }
 
 /// Clears `name` (or every projection) and replays the whole log into it.

@@ -14,7 +14,7 @@ use crate::log::Head;
 use crate::log::encode_head;
 use crate::log::tables::{
     FORMAT_KEY, FORMAT_VERSION, HEAD_KEY, IDEMPOTENCY, MAGIC, MAGIC_KEY, MERKLE, META, SEGMENTS,
-    STREAM_RUNS, STREAMS,
+    STREAM_COUNT_KEY, STREAM_RUNS,
 };
 use crate::projection::CHECKPOINTS;
 
@@ -95,8 +95,8 @@ pub(crate) fn initialise(db: &Database) -> Result<()> {
         meta.insert(MAGIC_KEY, MAGIC)?;
         meta.insert(FORMAT_KEY, FORMAT_VERSION.to_le_bytes().as_slice())?;
         meta.insert(HEAD_KEY, encode_head(Head::default()).as_slice())?;
+        meta.insert(STREAM_COUNT_KEY, 0u64.to_le_bytes().as_slice())?;
         txn.open_table(SEGMENTS)?;
-        txn.open_table(STREAMS)?;
         txn.open_table(STREAM_RUNS)?;
         txn.open_table(IDEMPOTENCY)?;
         txn.open_table(MERKLE)?;

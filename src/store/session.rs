@@ -139,11 +139,12 @@ impl<'txn> WriteSession<'txn> {
         Ok(decision.outcome)
     }
 
-    /// Advances every checkpoint to the head; whether anything was appended.
+    /// Writes what the log keeps pending and advances every checkpoint to the head; whether
+    /// anything was appended. Must run before the commit (`Store::write_with` does).
     pub(crate) fn finish(self) -> Result<bool> {
+        self.log.finish()?;
         if self.appended {
-            self.projections
-                .advance_checkpoints(self.txn, self.log.head().next)?;
+            self.projections.advance_checkpoints(self.txn)?;
         }
         Ok(self.appended)
     }

@@ -111,6 +111,45 @@ pub fn decode_record(data: &[u8]) {
         }
     }
     decode_as_every_kind(body, u16::from(first % 3));
+    parsers_agree(body);
+    parsers_agree(&rehashed);
+}
+
+/// The hand-written header parser reads exactly what bincode reads: whatever it accepts,
+/// bincode decodes to the same fields and length; whatever it calls malformed, bincode refuses.
+fn parsers_agree(stored: &[u8]) {
+    use crate::record::view::{RecordHashes, parse_stored};
+    use crate::record::{RecordError, header_by_bincode, header_fields};
+    let header = stored.get(32..).unwrap_or_default();
+    let position = header
+        .get(1..9)
+        .and_then(|bytes| bytes.try_into().ok())
+        .map_or(0, u64::from_le_bytes);
+    let by_bincode = header_by_bincode(header);
+    match parse_stored(
+        stored,
+        Position(position),
+        RecordHashes::CoveredBySegmentDigest,
+    ) {
+        Ok(view) => match by_bincode {
+            Some((fields, len)) => {
+                assert_eq!(fields, header_fields(&view), "fields differ");
+                assert_eq!(
+                    32 + len + view.payload.len(),
+                    stored.len(),
+                    "lengths differ"
+                );
+            }
+            None => panic!("the parser accepts a header bincode refuses: {view:?}"),
+        },
+        Err(RecordError::Header(message)) => {
+            assert!(
+                by_bincode.is_none(),
+                "bincode reads a header refused: {message}"
+            );
+        }
+        Err(_) => {}
+    }
 }
 
 /// The digest of every projection of `store`.

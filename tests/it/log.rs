@@ -466,3 +466,48 @@ fn a_snapshot_reads_one_committed_state_while_a_writer_appends() {
     );
     assert_eq!(store.head().unwrap().next, Position(501));
 }
+
+#[test]
+fn appends_in_one_transaction_share_a_segment_and_see_each_others_versions() {
+    let (dir, store) = store();
+    append_one(&store, "a", &[0]);
+    store
+        .write(|session| {
+            for i in 1..=6u8 {
+                let stream = if i % 2 == 0 { "a" } else { "b" };
+                session.append(stream, ExpectedVersion::Any, &[event("x", 1, &[i])])?;
+            }
+            // The third append to "a" in this transaction must see the two before it.
+            session.append(
+                "a",
+                ExpectedVersion::Exact(StreamVersion(3)),
+                &[event("x", 1, &[7])],
+            )
+        })
+        .unwrap();
+    let snapshot = store.snapshot().unwrap();
+    assert_eq!(
+        snapshot.stream_version("a").unwrap(),
+        Some(StreamVersion(4))
+    );
+    assert_eq!(
+        snapshot.stream_version("b").unwrap(),
+        Some(StreamVersion(2))
+    );
+    assert_eq!(snapshot.stream_count().unwrap(), 2);
+    drop(snapshot);
+    let all = store
+        .read_all(Position(0), Direction::Forward, 100)
+        .unwrap();
+    assert_eq!(payload_bytes(&all), vec![0, 1, 2, 3, 4, 5, 6, 7]);
+    assert!(store.verify().unwrap().is_sound());
+    drop(store);
+    let db = redb::Database::open(dir.path().join("log.redb")).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+    let segments = txn.open_table(annals::log::tables::SEGMENTS).unwrap();
+    let keys: Vec<u64> = redb::ReadableTable::iter(&segments)
+        .unwrap()
+        .map(|entry| entry.unwrap().0.value())
+        .collect();
+    assert_eq!(keys, vec![0, 1], "one segment per transaction");
+}

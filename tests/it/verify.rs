@@ -292,3 +292,34 @@ fn verify_finds_a_changed_payload_even_under_a_recomputed_segment_digest() {
         "a point read checks the record's own hashes"
     );
 }
+
+#[test]
+fn borrowed_reads_refuse_a_damaged_record_once_with_its_position() {
+    let (_dir, path) = damaged_log(Part::HeaderTime, 47);
+    let store = Store::open(&path).unwrap();
+    let snapshot = store.snapshot().unwrap();
+    let mut records = snapshot.records(Position(0), Direction::Forward).unwrap();
+    let mut sound = 0;
+    let error = loop {
+        match records.next_view() {
+            Some(Ok(view)) => {
+                assert_eq!(view.position, Position(sound));
+                sound += 1;
+            }
+            Some(Err(error)) => break error,
+            None => panic!("the damage is not reported"),
+        }
+    };
+    assert_eq!(
+        sound, 40,
+        "the records before the damaged segment are handed out"
+    );
+    match error {
+        Error::Corrupt { position, .. } => assert_eq!(position, Position(47)),
+        other => panic!("expected corruption, got {other:?}"),
+    }
+    assert!(
+        records.next_view().is_none(),
+        "the error ends the iteration"
+    );
+}

@@ -1,0 +1,208 @@
+//! Reading a stored record in place: the header parsed field by field from the bytes it was
+//! stored as, strings and payload borrowed, nothing allocated.
+//!
+//! The writer encodes headers through bincode (its output is what format v1 specifies, and
+//! the golden vectors pin it); reading parses the same fixed layout by hand, because a scan
+//! decodes millions of headers and bincode's owned strings cost an allocation each. Every
+//! length is checked against its format cap before it is used, so no input makes this read
+//! past its bytes or allocate.
+
+use super::limits::{
+    Field, IDEMPOTENCY_KEY_BYTES_CAP, KIND_BYTES_CAP, PAYLOAD_BYTES_CAP, STREAM_BYTES_CAP,
+};
+use super::{Position, RECORD_FORMAT, Record, RecordError, StreamVersion};
+use crate::hash::{self, Digest};
+
+/// One stored record, checked as the caller asked, borrowing its strings and payload from
+/// the stored bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordView<'a> {
+    /// Its place in the log.
+    pub position: Position,
+    /// Its stream.
+    pub stream: &'a str,
+    /// Its place in the stream.
+    pub version: StreamVersion,
+    /// The event type.
+    pub kind: &'a str,
+    /// The payload's schema version.
+    pub schema: u16,
+    /// The command's clock, milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// The idempotency key it was appended with, if any.
+    pub idempotency_key: Option<&'a str>,
+    /// The payload bytes.
+    pub payload: &'a [u8],
+    /// blake3 of the payload.
+    pub payload_hash: Digest,
+    /// The hash of the record before it (zero at position 0).
+    pub prev: Digest,
+    /// This record's hash.
+    pub hash: Digest,
+}
+
+impl RecordView<'_> {
+    /// An owned copy.
+    pub fn to_record(&self) -> Record {
+        Record {
+            position: self.position,
+            stream: self.stream.to_owned(),
+            version: self.version,
+            kind: self.kind.to_owned(),
+            schema: self.schema,
+            at_ms: self.at_ms,
+            idempotency_key: self.idempotency_key.map(str::to_owned),
+            payload: self.payload.to_vec(),
+            payload_hash: self.payload_hash,
+            prev: self.prev,
+            hash: self.hash,
+        }
+    }
+}
+
+/// Whether parsing recomputes a record's own hashes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RecordHashes {
+    /// Recompute the header and payload hash and compare.
+    Check,
+    /// The caller has checked a digest that covers the record's bytes.
+    CoveredBySegmentDigest,
+}
+
+/// Parses and checks the stored record `bytes` (`hash ‖ header ‖ payload`) found at
+/// `position`: the header within the caps, the payload length, the hashes if `hashes` says
+/// so, and the position the header names.
+pub(crate) fn parse_stored(
+    bytes: &[u8],
+    position: Position,
+    hashes: RecordHashes,
+) -> Result<RecordView<'_>, RecordError> {
+    let Some((stored_hash, rest)) = bytes.split_first_chunk::<32>() else {
+        return Err(RecordError::Truncated {
+            len: bytes.len() as u64,
+            need: 32,
+        });
+    };
+    let mut header = Reader { bytes: rest, at: 0 };
+    let format = header.u8("format")?;
+    if format != RECORD_FORMAT {
+        return Err(RecordError::UnknownFormat(format));
+    }
+    let found_position = header.u64("position")?;
+    let stream = header.text(Field::Stream, STREAM_BYTES_CAP)?;
+    let version = header.u64("version")?;
+    let kind = header.text(Field::Kind, KIND_BYTES_CAP)?;
+    let schema = u16::from_le_bytes(header.array("schema")?);
+    let at_ms = header.u64("at_ms")?;
+    let idempotency_key = match header.u8("idempotency_key tag")? {
+        0 => None,
+        1 => Some(header.text(Field::IdempotencyKey, IDEMPOTENCY_KEY_BYTES_CAP)?),
+        tag => {
+            return Err(RecordError::Header(format!(
+                "idempotency_key tag is {tag}, neither 0 (absent) nor 1 (present)"
+            )));
+        }
+    };
+    let payload_len = u32::from_le_bytes(header.array("payload_len")?);
+    if payload_len > PAYLOAD_BYTES_CAP {
+        return Err(RecordError::FieldOverCap {
+            field: Field::Payload,
+            len: u64::from(payload_len),
+            cap: u64::from(PAYLOAD_BYTES_CAP),
+        });
+    }
+    let payload_hash = Digest(header.array("payload_hash")?);
+    let prev = Digest(header.array("prev")?);
+    let (header_bytes, payload) = rest.split_at(header.at);
+    if payload.len() as u64 != u64::from(payload_len) {
+        return Err(RecordError::PayloadLength {
+            declared: u64::from(payload_len),
+            stored: payload.len() as u64,
+        });
+    }
+    let stored = Digest(*stored_hash);
+    if hashes == RecordHashes::Check {
+        let computed = hash::record_hash(header_bytes);
+        if computed != stored {
+            return Err(RecordError::HeaderHash { stored, computed });
+        }
+        let computed = hash::payload_hash(payload);
+        if computed != payload_hash {
+            return Err(RecordError::PayloadHash {
+                declared: payload_hash,
+                computed,
+            });
+        }
+    }
+    if found_position != position.0 {
+        return Err(RecordError::Position {
+            expected: position,
+            found: Position(found_position),
+        });
+    }
+    Ok(RecordView {
+        position,
+        stream,
+        version: StreamVersion(version),
+        kind,
+        schema,
+        at_ms,
+        idempotency_key,
+        payload,
+        payload_hash,
+        prev,
+        hash: stored,
+    })
+}
+
+/// Reads header fields in order, refusing to run past the bytes.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, what: &str, len: usize) -> Result<&'a [u8], RecordError> {
+        let taken = self
+            .at
+            .checked_add(len)
+            .and_then(|end| self.bytes.get(self.at..end))
+            .ok_or_else(|| {
+                RecordError::Header(format!(
+                    "{what} needs {len} bytes at header offset {}, {} remain",
+                    self.at,
+                    self.bytes.len() - self.at
+                ))
+            })?;
+        self.at += len;
+        Ok(taken)
+    }
+
+    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], RecordError> {
+        let bytes = self.take(what, N)?;
+        Ok(bytes.try_into().unwrap_or([0; N]))
+    }
+
+    fn u8(&mut self, what: &str) -> Result<u8, RecordError> {
+        Ok(self.array::<1>(what)?[0])
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64, RecordError> {
+        Ok(u64::from_le_bytes(self.array(what)?))
+    }
+
+    /// A length-prefixed UTF-8 string of at most `cap` bytes.
+    fn text(&mut self, field: Field, cap: u32) -> Result<&'a str, RecordError> {
+        let len = u64::from_le_bytes(self.array("a string length")?);
+        if len > u64::from(cap) {
+            return Err(RecordError::FieldOverCap {
+                field,
+                len,
+                cap: u64::from(cap),
+            });
+        }
+        let bytes = self.take("a string", len as usize)?;
+        std::str::from_utf8(bytes)
+            .map_err(|error| RecordError::Header(format!("{field} is not UTF-8: {error}")))
+    }
+}
