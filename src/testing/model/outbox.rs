@@ -409,10 +409,11 @@ impl Outbox {
                     .collect();
                 claimable.sort();
                 claimable.truncate(take);
-                if let Some((_, key)) = claimable
-                    .iter()
-                    .find(|(_, key)| self.rows[key].claim_tokens.contains(token))
-                {
+                if let Some((_, key)) = claimable.iter().find(|(_, key)| {
+                    self.rows
+                        .get(key)
+                        .is_some_and(|row| row.claim_tokens.contains(token))
+                }) {
                     return Ok(PullOutcome::Refused {
                         reason: OutboxRefusal::TokenReused,
                         key: key.clone(),

@@ -250,7 +250,8 @@ fn store_view(state: &dyn TableSource) -> crate::error::Result<View> {
 /// A run whose detail the model keeps.
 #[derive(Clone, Debug)]
 struct Detail {
-    /// Its spans, in start order; the first is its root.
+    /// Its spans, in start order; the first is its root. Never empty: a detail is made by
+    /// its root's start and removed whole by a prune, so indexing the root cannot fail.
     spans: Vec<Span>,
     /// Its span events, in seq order.
     events: Vec<SpanEvent>,
@@ -844,8 +845,8 @@ fn cut(payload: &str, cap: usize) -> (String, bool) {
     (kept, false)
 }
 
-/// The rollup of a run whose root ended, from its spans (start order, root first) and the
-/// rollup before it.
+/// The rollup of a run whose root ended, from its spans (start order, root first: a
+/// [`Detail`]'s, never empty) and the rollup before it.
 fn rollup(spans: &[Span], previous: Option<&RunRollup>) -> RunRollup {
     let root = &spans[0];
     let children = &spans[1..];
