@@ -13,7 +13,7 @@ use crate::record::segment::Segment;
 use crate::record::{NewEvent, Position, Record, StreamVersion, decode_stored};
 use crate::store::{Store, StoreOptions};
 use crate::testing::faults::{base_image, scenario};
-use crate::testing::model::{Model, Outcome, Script, run_on_store};
+use crate::testing::model::{Model, Outcome, Script, Written, run_on_store};
 use crate::testing::sim::{Fault, Loss, Trigger};
 use crate::{Digest, Direction};
 
@@ -176,12 +176,14 @@ pub fn check_against_model(script: &Script) -> Result<(), String> {
     let (mut store_now, mut model_now) = (1_000, 1_000);
     for (t, transaction) in script.transactions.iter().enumerate() {
         let mut mismatch = None;
+        let first = model.next();
         let committed = store.write(|session| {
             for (c, op) in transaction.iter().enumerate() {
                 let actual = run_on_store(op, session, &mut store_now);
                 let expected = model.run(op, &mut model_now);
+                let head = session.head().next.0;
                 if expected == Outcome::Unmodelled {
-                    model.observe_head(session.head().next.0);
+                    model.observe_head(head);
                 }
                 if let Outcome::Failed(error) = &actual {
                     mismatch.get_or_insert(format!("transaction {t}, command {c} {op:?}: {error}"));
@@ -189,6 +191,12 @@ pub fn check_against_model(script: &Script) -> Result<(), String> {
                     mismatch.get_or_insert(format!(
                         "transaction {t}, command {c} {op:?}: the store says {actual:?}, \
                          the model {expected:?}"
+                    ));
+                } else if head != model.next() {
+                    mismatch.get_or_insert(format!(
+                        "transaction {t}, command {c} {op:?}: the store's head is at {head}, \
+                         the model's at {}",
+                        model.next()
                     ));
                 }
             }
@@ -200,6 +208,8 @@ pub fn check_against_model(script: &Script) -> Result<(), String> {
         if let Some(mismatch) = mismatch {
             return Err(mismatch);
         }
+        check_written(&store, first, model.take_written())
+            .map_err(|error| format!("transaction {t}: {error}"))?;
     }
     let report = store.verify().map_err(|error| error.to_string())?;
     if let Some(finding) = report.problem {
@@ -209,6 +219,33 @@ pub fn check_against_model(script: &Script) -> Result<(), String> {
     store.rebuild(None).map_err(|error| error.to_string())?;
     if live != digests(&store) {
         return Err("the projections differ from a rebuild's".into());
+    }
+    Ok(())
+}
+
+/// Checks that the records the store wrote from `first` on are, at each position the model
+/// predicts one, in the stream, at the version and of the kind (where stated) predicted.
+fn check_written(store: &Store, first: u64, written: Vec<Written>) -> Result<(), String> {
+    let Some(last) = written.last() else {
+        return Ok(());
+    };
+    let count = usize::try_from(last.position - first + 1).map_err(|e| e.to_string())?;
+    let records = store
+        .read_all(Position(first), Direction::Forward, count)
+        .map_err(|error| error.to_string())?;
+    for predicted in written {
+        let Some(record) = records.iter().find(|r| r.position.0 == predicted.position) else {
+            return Err(format!("no record at {}", predicted.position));
+        };
+        let matches = record.stream == predicted.stream
+            && record.version.0 == predicted.version
+            && predicted.kind.is_none_or(|kind| record.kind == kind);
+        if !matches {
+            return Err(format!(
+                "at {} the store wrote {} #{} {}, the model predicts {predicted:?}",
+                predicted.position, record.stream, record.version.0, record.kind
+            ));
+        }
     }
     Ok(())
 }

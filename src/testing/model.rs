@@ -30,13 +30,51 @@
 //!   first) and topics (`Updated`, `Unchanged`, or `Missing` for a handle no instance has),
 //!   remove (`Removed` with the instance as it was, or `Missing`), a handle outside the
 //!   grammar and an empty domain or store given refused as invalid, the instance as it then
-//!   stands, and the instance streams' records.
+//!   stands, and the instance streams' records;
+//! - the outbox ([`outbox`]): enqueue (a `pending` row due at once; a key present adds
+//!   nothing and answers the row that stands), deliver, park (one attempt more, `waiting`),
+//!   retry (one attempt more, due after the base wait doubled per earlier failure up to the
+//!   ceiling, the first failure's time kept), give up, each refused `missing` or
+//!   `wrong_state`; claim (the peer's own pending, waiting or lapsed rows in
+//!   (`created_at_ms`, key) order, the limit clamped to 1..=100, refused `token_reused` when
+//!   a row it would take was claimed under the token before); ack (each row in turn:
+//!   `missing`, `other_peer`, `wrong_state` — a key acked earlier in the same ack too —,
+//!   `other_token`, or done, a lapsed claim included); expire (`pending`/`waiting` rows
+//!   older than the maximum age, lapsed claims older than the retry window) and prune
+//!   (`done`/`expired` rows older than the age), oldest first; empty, control-character
+//!   keys, peers and tokens, zero leases, bad backoffs and over-long errors refused as
+//!   invalid, naming the first bad field; then every row, the due rows, and each peer's open and pending rows as the
+//!   outbox's query functions read them; and each record's stream and kind;
+//! - the runs ([`runs`]): start (a root as a run's first span, a child under a span of the
+//!   run one deeper; refused `span_exists`, `run_closed` — its root ended or its detail was
+//!   pruned —, `root_exists`, `parent_missing`), patch (attributes merged, each reported
+//!   usage field, wait and billing mode replaced) and end (write-once, reason replaced, at
+//!   the clock) of an open span (refused `span_missing`, `span_ended`), span events on any
+//!   span with the next index and the payload cut at a character within the cap (at most
+//!   16 KiB), each taking the run's next seq; heartbeats (never moving back; `run_missing`,
+//!   `run_closed`); cascade close, orphan and stale sweeps (open spans ended deepest
+//!   first, latest started first among equals; stale judged on the root's last heartbeat,
+//!   sparing the sweeper's runs); the rollup at the root's end and at every later end —
+//!   duration, span count, the root's tokens and cost or, for a cron root that reports
+//!   none, its children's sum, the first error or timeout reason (else `interrupted`), costs
+//!   and billing mode frozen at their first value; prune (runs ended before the digest
+//!   floor and the retention, or the hard ceiling, nothing open, at most a batch, earliest
+//!   end first; the coverage gap reason when uncovered); empty names and reasons and a zero
+//!   batch refused as invalid, naming the first bad field; then each run's detail (run row, spans, events, seq, cursor
+//!   position) and rollup, and the open roots, as the runs' query functions read them;
+//!   and each record's stream and kind.
 //!
-//! The outbox and runs domains ([`Op::Domain`], drawn from [`random_domain_command`], which
-//! also drives every other domain under names that never collide with the model's) are run
-//! against the store only: the model does not predict their outcomes, it only takes note of
-//! how far they moved the head. They are there so the final checks (digests equal a
-//! rebuild's, `verify` passes) cover every projection.
+//! For every command the model predicts, the harness also checks that the store's head
+//! moved by as many records as the model predicts, and after each transaction that each
+//! predicted record is in its stream at its version (and of its kind, where stated).
+//!
+//! Registry commands and lane leases under names the model never uses ([`Op::Domain`],
+//! drawn from [`random_domain_command`]) are run against the store only: the model does not predict their outcomes, it only takes
+//! note of how far they moved the head. Every projection is covered by the final checks
+//! (digests equal a rebuild's, `verify` passes).
+
+pub mod outbox;
+pub mod runs;
 
 use std::collections::BTreeMap;
 
@@ -242,6 +280,56 @@ pub enum Op {
     Tick(u8),
     /// A random command of another domain, drawn from this seed.
     Domain(u64),
+    /// A command of the outbox, by `action` modulo 10: enqueue (0 and 1), deliver, park,
+    /// retry, give up, claim, ack, expire, prune.
+    Outbox {
+        /// Which command, modulo 10.
+        action: u8,
+        /// The row's key (an ack's first), modulo the keys.
+        key: u8,
+        /// The peer of an enqueue, claim or ack, modulo the peers.
+        peer: u8,
+        /// The token of a claim (an ack's first), modulo the tokens.
+        token: u8,
+        /// An ack's second row: its key and token.
+        second: Option<(u8, u8)>,
+        /// An enqueue's payload byte, a retry's backoff base (0 is invalid), a claim's
+        /// limit (modulo 4, plus 100 from 128 on: 0 and over 100 are clamped), an expiry's
+        /// maximum age, a prune's age.
+        number: u8,
+        /// A retry's backoff ceiling (below the base is invalid) and, modulo 3, its error
+        /// (none, short, over the limit with an odd `number`), a claim's lease (0 is
+        /// invalid), an expiry's claim retry window.
+        other: u8,
+    },
+    /// A command of the runs, by `action` modulo 12: start a root (0) or a child (1 and 2),
+    /// patch, end (4 and 5), append an event, heartbeat, cascade close, sweep orphans,
+    /// sweep stale runs, prune.
+    Run {
+        /// Which command, modulo 12.
+        action: u8,
+        /// The run, modulo the runs.
+        run: u8,
+        /// The span, modulo the spans.
+        span: u8,
+        /// A child's parent, modulo the spans; the attributes of a patch or end; a
+        /// prune's hard ceiling (in units of 8 ms).
+        parent: u8,
+        /// The writer of a start, an orphan sweep or (sometimes) a stale sweep.
+        writer: u8,
+        /// The outcome of an end or cascade close; a start's kind; a prune's batch
+        /// (modulo 4: 0 is invalid).
+        outcome: u8,
+        /// Which usage fields a patch or end reports, one bit each.
+        usage: Option<u8>,
+        /// Usage values, a start's origin, ids and attributes (15 modulo 16: an empty
+        /// name), an event's payload length, a stale sweep's silence, a prune's digest
+        /// floor (before the clock).
+        number: u8,
+        /// Billing modes, a patch's wait, a reason (modulo 4: none, two, an empty one), an
+        /// event's payload cap, a stale sweep's sparing, a prune's retention.
+        other: u8,
+    },
 }
 
 /// A command sequence cut into write transactions.
@@ -277,7 +365,7 @@ impl Script {
                             payload: rng.below(3) as u8,
                             key: rng.chance(40).then(|| rng.below(3) as u8),
                         };
-                        match rng.below(12) {
+                        match rng.below(23) {
                             0 | 1 => Op::Append {
                                 stream: byte(&mut rng),
                                 expect: match rng.below(4) {
@@ -362,6 +450,98 @@ impl Script {
                                 op: byte(&mut rng),
                                 fuel: byte(&mut rng),
                             },
+                            12..=15 => Op::Outbox {
+                                // Mostly enqueues, claims, retries and acks, on valid names
+                                // and short times, so that rows go through their states.
+                                action: match rng.below(10) {
+                                    0..=2 => 0,
+                                    3 | 4 => 6,
+                                    5 => 4,
+                                    6 => 7,
+                                    _ => byte(&mut rng),
+                                },
+                                key: if rng.chance(90) {
+                                    rng.below(3) as u8
+                                } else {
+                                    byte(&mut rng)
+                                },
+                                peer: if rng.chance(90) {
+                                    rng.below(2) as u8
+                                } else {
+                                    byte(&mut rng)
+                                },
+                                token: if rng.chance(90) {
+                                    rng.below(3) as u8
+                                } else {
+                                    byte(&mut rng)
+                                },
+                                second: rng
+                                    .chance(30)
+                                    .then(|| (rng.below(3) as u8, rng.below(4) as u8)),
+                                number: if rng.chance(70) {
+                                    rng.below(40) as u8
+                                } else {
+                                    byte(&mut rng)
+                                },
+                                // Short leases, so that claims lapse and rows are claimed
+                                // again.
+                                other: if rng.chance(70) {
+                                    rng.below(12) as u8
+                                } else {
+                                    byte(&mut rng)
+                                },
+                            },
+                            16 => Op::Tick(byte(&mut rng) % 40),
+                            17..=22 => {
+                                // Mostly a root on `s0`, children on the other spans under
+                                // spans started before them, ends (of children more
+                                // often than roots), patches and events, on valid names,
+                                // so that runs grow trees before they close.
+                                let action = match rng.below(12) {
+                                    0..=2 => 0,
+                                    3..=6 => 1,
+                                    7 | 8 => 4,
+                                    9 => 3,
+                                    10 => 6,
+                                    _ => byte(&mut rng),
+                                };
+                                let span = match action % 12 {
+                                    0 => 0,
+                                    _ if rng.chance(25) => 0,
+                                    _ => 1 + rng.below(3) as u8,
+                                };
+                                Op::Run {
+                                    action,
+                                    run: if rng.chance(80) {
+                                        rng.below(2) as u8
+                                    } else if rng.chance(50) {
+                                        2
+                                    } else {
+                                        byte(&mut rng)
+                                    },
+                                    span: if rng.chance(95) { span } else { byte(&mut rng) },
+                                    parent: if rng.chance(50) {
+                                        0
+                                    } else if rng.chance(80) {
+                                        rng.below(u64::from(span.max(1))) as u8
+                                    } else {
+                                        byte(&mut rng)
+                                    },
+                                    writer: if rng.chance(90) {
+                                        rng.below(2) as u8
+                                    } else {
+                                        byte(&mut rng)
+                                    },
+                                    outcome: byte(&mut rng),
+                                    usage: rng.chance(60).then(|| byte(&mut rng)),
+                                    number: if rng.chance(70) {
+                                        rng.below(40) as u8
+                                    } else {
+                                        byte(&mut rng)
+                                    },
+                                    other: byte(&mut rng),
+                                }
+                            }
                             _ => Op::Domain(rng.next_u64()),
                         }
                     })
@@ -390,6 +570,8 @@ pub enum Outcome {
     AppendRefused(&'static str),
     /// A command with an invalid input.
     Invalid,
+    /// A command with an invalid input, by the field named (the outbox and the runs).
+    InvalidField(&'static str),
     /// A lease granted.
     Granted {
         /// Its holder.
@@ -430,6 +612,10 @@ pub enum Outcome {
         /// The token of the lease that stands.
         token: Option<u64>,
     },
+    /// What an outbox command did, and the outbox it left.
+    Outbox(Box<outbox::Seen>),
+    /// What a runs command did, and the runs it left.
+    Runs(Box<runs::Seen>),
     /// The clock moved, or a command of another domain ran: not compared.
     Unmodelled,
     /// Any other error (I/O, corruption): the run stops being comparable.
@@ -601,6 +787,44 @@ fn instance_command(op: &Op, now_ms: u64) -> Option<InstanceCommand> {
     })
 }
 
+fn outbox_command(op: &Op, now_ms: u64) -> Option<outbox::Command> {
+    let Op::Outbox {
+        action,
+        key,
+        peer,
+        token,
+        second,
+        number,
+        other,
+    } = *op
+    else {
+        return None;
+    };
+    Some(outbox::command(
+        action, key, peer, token, second, number, other, now_ms,
+    ))
+}
+
+fn runs_command(op: &Op, now_ms: u64) -> Option<runs::Command> {
+    let Op::Run {
+        action,
+        run,
+        span,
+        parent,
+        writer,
+        outcome,
+        usage,
+        number,
+        other,
+    } = *op
+    else {
+        return None;
+    };
+    Some(runs::command(
+        action, run, span, parent, writer, outcome, usage, number, other, now_ms,
+    ))
+}
+
 fn lease_command(op: &Op, now_ms: u64) -> Option<LeaseCommand> {
     Some(match *op {
         Op::Acquire {
@@ -717,6 +941,26 @@ pub fn run_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: &mut u64) -
                 Err(error) => failed(error),
             }
         }
+        Op::Outbox { .. } => {
+            let Some(command) = outbox_command(op, *now_ms) else {
+                return Outcome::Unmodelled;
+            };
+            match outbox::run_on_store(&command, session, *now_ms) {
+                Ok(seen) => Outcome::Outbox(Box::new(seen)),
+                Err(Error::InvalidCommand { field, .. }) => Outcome::InvalidField(field),
+                Err(error) => failed(error),
+            }
+        }
+        Op::Run { .. } => {
+            let Some(command) = runs_command(op, *now_ms) else {
+                return Outcome::Unmodelled;
+            };
+            match runs::run_on_store(&command, session) {
+                Ok(seen) => Outcome::Runs(Box::new(seen)),
+                Err(Error::InvalidCommand { field, .. }) => Outcome::InvalidField(field),
+                Err(error) => failed(error),
+            }
+        }
         lease => {
             let Some(command) = lease_command(lease, *now_ms) else {
                 return Outcome::Unmodelled;
@@ -770,6 +1014,25 @@ pub struct Model {
     fuel: BTreeMap<(String, String, String), (u64, u64)>,
     /// Registered instances by handle.
     instances: BTreeMap<String, Instance>,
+    /// The outbox.
+    outbox: outbox::Outbox,
+    /// The runs.
+    runs: runs::Runs,
+    /// The records predicted since the journal was last taken.
+    written: Vec<Written>,
+}
+
+/// A record the model predicts: where it goes, and its kind where the model states it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// Its position.
+    pub position: u64,
+    /// Its stream.
+    pub stream: String,
+    /// Its version in the stream.
+    pub version: u64,
+    /// Its kind, if the model states it.
+    pub kind: Option<&'static str>,
 }
 
 impl Model {
@@ -778,16 +1041,39 @@ impl Model {
         self.next = next;
     }
 
+    /// The position the next record takes.
+    pub fn next(&self) -> u64 {
+        self.next
+    }
+
+    /// The records predicted since the last call, oldest first.
+    pub fn take_written(&mut self) -> Vec<Written> {
+        std::mem::take(&mut self.written)
+    }
+
     fn write(&mut self, stream: &str, count: u64) -> Outcome {
-        let version = self.streams.get(stream).copied().unwrap_or(0);
-        let outcome = Outcome::Appended {
-            first: self.next,
+        let (first, version) = (self.next, self.streams.get(stream).copied().unwrap_or(0));
+        for _ in 0..count {
+            self.write_kind(stream, None);
+        }
+        Outcome::Appended {
+            first,
             version,
             count,
-        };
-        self.next += count;
-        self.streams.insert(stream.to_owned(), version + count);
-        outcome
+        }
+    }
+
+    /// Predicts one record of `kind` (if stated) at the end of `stream`.
+    fn write_kind(&mut self, stream: &str, kind: Option<&'static str>) {
+        let version = self.streams.get(stream).copied().unwrap_or(0);
+        self.written.push(Written {
+            position: self.next,
+            stream: stream.to_owned(),
+            version,
+            kind,
+        });
+        self.next += 1;
+        self.streams.insert(stream.to_owned(), version + 1);
     }
 
     /// What `op` must do at `*now_ms`, applied to the model.
@@ -833,6 +1119,36 @@ impl Model {
                 Some(command) => self.fuel(command),
                 None => Outcome::Unmodelled,
             },
+            Op::Outbox { .. } => {
+                let Some(command) = outbox_command(op, *now_ms) else {
+                    return Outcome::Unmodelled;
+                };
+                let (done, records) = match self.outbox.run(&command) {
+                    Ok(done) => done,
+                    Err(field) => return Outcome::InvalidField(field),
+                };
+                for (stream, kind) in records {
+                    self.write_kind(&stream, Some(kind));
+                }
+                let view = self.outbox.view(*now_ms);
+                Outcome::Outbox(Box::new(outbox::Seen { done, view }))
+            }
+            Op::Run { .. } => {
+                let Some(command) = runs_command(op, *now_ms) else {
+                    return Outcome::Unmodelled;
+                };
+                let (done, records) = match self.runs.run(&command, self.next) {
+                    Ok(done) => done,
+                    Err(field) => return Outcome::InvalidField(field),
+                };
+                for (stream, kind) in records {
+                    self.write_kind(&stream, Some(kind));
+                }
+                Outcome::Runs(Box::new(runs::Seen {
+                    done,
+                    view: self.runs.view(),
+                }))
+            }
             lease => match lease_command(lease, *now_ms) {
                 Some(command) => self.lease(command),
                 None => Outcome::Unmodelled,

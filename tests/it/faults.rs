@@ -47,7 +47,7 @@ fn acknowledged_commits_survive_every_simulated_fault_and_nothing_half_done_appe
 #[test]
 fn store_outcomes_agree_with_the_reference_model() {
     let case = |seed: u64| {
-        let script = Script::random(seed, 1 + seed % 12);
+        let script = Script::random(seed, 1 + seed % 40);
         if let Err(violation) = check_against_model(&script) {
             panic!("model seed {seed}: {violation}");
         }

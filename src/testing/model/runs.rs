@@ -1,0 +1,917 @@
+//! The model's runs: each run's spans in start order, its events and its seq in a
+//! `BTreeMap` by run, and the rollups beside them, moved by the rules as the runs module doc
+//! and the reference activity store (`store.ts`) state them. It never calls the runs'
+//! `decide`, `apply`, `rollup::compute` or the span's own `patch` and `end`: a rule the store
+//! gets wrong must not be wrong here the same way.
+
+use std::collections::BTreeMap;
+
+use crate::projection::table::TableSource;
+use crate::runs::decide::{
+    ClosedRun, RunCommand, RunCommandOutcome, RunRefusal, SpanCommand, SpanCommandOutcome,
+    SpanRefusal,
+};
+use crate::runs::events::{Attributes, BillingMode, SpanKind, SpanOrigin, SpanOutcome, SpanUsage};
+use crate::runs::query::{self, Run, RunRollup, RunSeq, RunSnapshot, Span, SpanEvent};
+use crate::store::WriteSession;
+
+/// Runs: three valid ones none of which [`super::random_domain_command`] uses, then an
+/// empty one (invalid).
+const RUNS: [&str; 4] = ["mr1", "mr2", "mr3", ""];
+/// Span ids within a run (the empty one is invalid).
+const SPANS: [&str; 5] = ["s0", "s1", "s2", "s3", ""];
+/// Writers (the empty one is invalid).
+const WRITERS: [&str; 3] = ["w1", "w2", ""];
+/// Billing modes as given.
+const BILLING: [Option<BillingMode>; 3] = [
+    None,
+    Some(BillingMode::Subscription),
+    Some(BillingMode::Api),
+];
+/// Span kinds.
+const KINDS: [SpanKind; 4] = [
+    SpanKind::Turn,
+    SpanKind::Tool,
+    SpanKind::Subagent,
+    SpanKind::Cron,
+];
+/// The most bytes a span event's payload keeps (the runs' `EVENT_PAYLOAD_BYTES_MAX`,
+/// restated).
+const PAYLOAD_BYTES_MAX: u32 = 16 * 1024;
+/// The reason on spans an orphan sweep closes.
+const ORPHAN_REASON: &str = "writer gone";
+/// The reason on spans a stale sweep closes.
+const STALE_REASON: &str = "writer went silent";
+/// The failure reason of a pruned run no digest covered.
+const COVERAGE_GAP_REASON: &str = "digest coverage gap";
+
+/// One runs command, of either command type.
+#[derive(Clone, Debug)]
+pub(super) enum Command {
+    /// A command on a span.
+    Span(SpanCommand),
+    /// A command on whole runs.
+    Run(RunCommand),
+}
+
+/// What a runs command got, of either outcome type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Done {
+    /// A [`SpanCommand`]'s.
+    Span(SpanCommandOutcome),
+    /// A [`RunCommand`]'s.
+    Run(RunCommandOutcome),
+}
+
+/// The runs as the query functions show them after a command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct View {
+    /// For each valid run: its detail (run row, spans, events, seq, cursor) and its rollup.
+    pub runs: Vec<(Option<RunSnapshot>, Option<RunRollup>)>,
+    /// The runs with an open root, latest start first.
+    pub open_roots: Vec<String>,
+}
+
+/// A runs command's outcome and the runs it leaves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// The outcome.
+    pub done: Done,
+    /// The runs after it.
+    pub view: View,
+}
+
+/// The fields of `Op::Run`, as the command they make.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn command(
+    action: u8,
+    run: u8,
+    span: u8,
+    parent: u8,
+    writer: u8,
+    outcome: u8,
+    usage: Option<u8>,
+    number: u8,
+    other: u8,
+    now_ms: u64,
+) -> Command {
+    let run = super::pick(&RUNS, run).to_owned();
+    let span = super::pick(&SPANS, span).to_owned();
+    let writer = super::pick(&WRITERS, writer).to_owned();
+    let choice = outcome;
+    let outcome = SpanOutcome::ALL[usize::from(choice) % SpanOutcome::ALL.len()];
+    let billing = |n: u8| BILLING[usize::from(n) % BILLING.len()];
+    // Two keys, so that a merge that replaced would lose one.
+    let attributes = |n: u8| {
+        let value = format!("v{}", n % 4);
+        match n % 4 {
+            0 => Attributes::new(),
+            1 => Attributes::from([("k".to_owned(), value)]),
+            2 => Attributes::from([("a".to_owned(), value)]),
+            _ => Attributes::from([("a".to_owned(), value.clone()), ("k".to_owned(), value)]),
+        }
+    };
+    // Each set bit of the mask reports one field, each its own value.
+    let reported = |mask: Option<u8>| {
+        let mask = mask.unwrap_or(0);
+        let value = |bit: u8| (mask & (1 << bit) != 0).then(|| u64::from(number) + u64::from(bit));
+        SpanUsage {
+            input_tokens: value(0),
+            output_tokens: value(1),
+            cache_read_tokens: value(2),
+            cache_creation_tokens: value(3),
+            cost_micro_usd: value(4),
+            model: (mask & 0b10_0000 != 0).then(|| format!("m{}", mask >> 6)),
+        }
+    };
+    let reason = match other % 4 {
+        0 => None,
+        1 => Some("why".to_owned()),
+        2 => Some("because".to_owned()),
+        _ => Some(String::new()),
+    };
+    Command::Span(match action % 12 {
+        0..=2 => SpanCommand::Start {
+            run,
+            span,
+            // A root a third of the time, so that runs begin.
+            parent: (!action.is_multiple_of(12)).then(|| super::pick(&SPANS, parent).to_owned()),
+            name: if number % 16 == 15 {
+                String::new()
+            } else {
+                "n".into()
+            },
+            kind: KINDS[usize::from(choice) % KINDS.len()],
+            origin: if number % 2 == 1 {
+                SpanOrigin::Cron
+            } else {
+                SpanOrigin::Session
+            },
+            session_id: (number & 2 != 0).then(|| "session".into()),
+            job_name: (number & 4 != 0).then(|| "job".into()),
+            attributes: attributes(number >> 3),
+            billing_mode: billing(other),
+            writer,
+            now_ms,
+        },
+        3 => SpanCommand::Patch {
+            run,
+            span,
+            attributes: attributes(parent),
+            usage: reported(usage),
+            wait_until_ms: (other % 2 == 1).then(|| now_ms + u64::from(other)),
+            billing_mode: billing(other / 2),
+            now_ms,
+        },
+        4 | 5 => SpanCommand::End {
+            run,
+            span,
+            outcome,
+            reason,
+            usage: reported(usage),
+            attributes: attributes(parent),
+            now_ms,
+        },
+        6 => SpanCommand::AppendEvent {
+            run,
+            span,
+            event_type: if number % 16 == 15 {
+                String::new()
+            } else {
+                "e".into()
+            },
+            // Two-byte characters, so that a cap can fall inside one; now and then one over
+            // the 16 KiB ceiling, cut inside a character.
+            payload: if number >= 250 {
+                format!("x{}", "é".repeat(8192))
+            } else {
+                format!(
+                    "{}{}",
+                    "é".repeat(usize::from(number % 8)),
+                    "x".repeat(usize::from(number % 3))
+                )
+            },
+            payload_bytes_max: (!other.is_multiple_of(4)).then(|| u32::from(other % 24)),
+            now_ms,
+        },
+        action => {
+            return Command::Run(match action {
+                7 => RunCommand::Heartbeat { run, now_ms },
+                8 => RunCommand::CascadeClose {
+                    run,
+                    outcome,
+                    reason: reason.unwrap_or_else(|| "stop".into()),
+                    now_ms,
+                },
+                9 => RunCommand::SweepOrphans { writer, now_ms },
+                10 => RunCommand::SweepStale {
+                    stale_after_ms: u64::from(number),
+                    sweeper: (!other.is_multiple_of(3)).then_some(writer),
+                    now_ms,
+                },
+                _ => RunCommand::Prune {
+                    digest_floor_at_ms: now_ms.saturating_sub(u64::from(number)),
+                    detail_retention_ms: u64::from(other),
+                    hard_ceiling_ms: u64::from(parent) * 8,
+                    batch: u32::from(choice % 4),
+                    now_ms,
+                },
+            });
+        }
+    })
+}
+
+/// Runs `command` in `session`, and reads the runs back through their queries.
+pub(super) fn run_on_store(
+    command: &Command,
+    session: &mut WriteSession<'_>,
+) -> crate::error::Result<Seen> {
+    let done = match command {
+        Command::Span(command) => Done::Span(session.execute(command)?),
+        Command::Run(command) => Done::Run(session.execute(command)?),
+    };
+    let view = store_view(session.state())?;
+    Ok(Seen { done, view })
+}
+
+/// The runs as the store's query functions read them.
+fn store_view(state: &dyn TableSource) -> crate::error::Result<View> {
+    let mut runs = Vec::new();
+    for run in &RUNS[..3] {
+        runs.push((query::snapshot(state, run)?, query::rollup(state, run)?));
+    }
+    let open_roots = query::open_roots(state)?
+        .into_iter()
+        .map(|root| root.run)
+        .collect();
+    Ok(View { runs, open_roots })
+}
+
+/// A run whose detail the model keeps.
+#[derive(Clone, Debug)]
+struct Detail {
+    /// Its spans, in start order; the first is its root. Never empty: a detail is made by
+    /// its root's start and removed whole by a prune, so indexing the root cannot fail.
+    spans: Vec<Span>,
+    /// Its span events, in seq order.
+    events: Vec<SpanEvent>,
+    /// Its latest seq.
+    seq: u64,
+    /// The position of the record of its latest seq.
+    position: u64,
+}
+
+impl Detail {
+    fn root(&self) -> &Span {
+        &self.spans[0]
+    }
+
+    fn closed(&self) -> bool {
+        self.root().outcome.is_some()
+    }
+
+    fn span_mut(&mut self, span: &str) -> Option<&mut Span> {
+        self.spans.iter_mut().find(|s| s.span == span)
+    }
+}
+
+/// The model's runs.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Runs {
+    /// Runs with their detail.
+    details: BTreeMap<String, Detail>,
+    /// Rollups of runs whose root ended, pruned detail or not.
+    rollups: BTreeMap<String, RunRollup>,
+}
+
+/// What the model predicts a command appends: (stream, kind) per record, in order.
+pub(super) type Records = Vec<(String, &'static str)>;
+
+/// The records of one command, and the positions they take from `next` on.
+struct Appends {
+    next: u64,
+    records: Records,
+}
+
+impl Appends {
+    /// Adds a record of `kind` to `run`'s stream; its position.
+    fn push(&mut self, run: &str, kind: &'static str) -> u64 {
+        let position = self.next + self.records.len() as u64;
+        self.records.push((format!("run/{run}"), kind));
+        position
+    }
+}
+
+impl Runs {
+    /// What `command` must do when the next record goes to position `next`: the field
+    /// named when it is invalid, else its outcome and its records.
+    pub(super) fn run(&mut self, command: &Command, next: u64) -> Result<(Done, Records), Invalid> {
+        let mut appends = Appends {
+            next,
+            records: Records::new(),
+        };
+        let done = match command {
+            Command::Span(command) => Done::Span(self.span(command, &mut appends)?),
+            Command::Run(command) => Done::Run(self.whole(command, &mut appends)?),
+        };
+        Ok((done, appends.records))
+    }
+
+    /// The runs as the model sees them.
+    pub(super) fn view(&self) -> View {
+        let runs = RUNS[..3]
+            .iter()
+            .map(|run| {
+                let snapshot = self.details.get(*run).map(|detail| RunSnapshot {
+                    run: Run {
+                        run: (*run).to_owned(),
+                        root_span: detail.root().span.clone(),
+                        high_water_seq: RunSeq(detail.seq),
+                        span_count: detail.spans.len() as u64,
+                        open_span_count: detail.spans.iter().filter(|s| s.outcome.is_none()).count()
+                            as u64,
+                        closed: detail.closed(),
+                    },
+                    spans: detail.spans.clone(),
+                    events: detail.events.clone(),
+                    high_water_seq: RunSeq(detail.seq),
+                    position: Some(detail.position),
+                });
+                (snapshot, self.rollups.get(*run).cloned())
+            })
+            .collect();
+        let mut open: Vec<(u64, &String)> = self
+            .details
+            .iter()
+            .filter(|(_, detail)| !detail.closed())
+            .map(|(run, detail)| (detail.root().started_at_ms, run))
+            .collect();
+        open.sort();
+        View {
+            runs,
+            open_roots: open.into_iter().rev().map(|(_, run)| run.clone()).collect(),
+        }
+    }
+
+    fn span(
+        &mut self,
+        command: &SpanCommand,
+        appends: &mut Appends,
+    ) -> Result<SpanCommandOutcome, Invalid> {
+        let refused = |reason| Ok(SpanCommandOutcome::Refused { reason });
+        match command {
+            SpanCommand::Start {
+                run,
+                span,
+                parent,
+                name,
+                kind,
+                origin,
+                session_id,
+                job_name,
+                attributes,
+                billing_mode,
+                writer,
+                now_ms,
+            } => {
+                given(run, "run")?;
+                given(span, "span")?;
+                given(name, "name")?;
+                given(writer, "writer")?;
+                if let Some(parent) = parent {
+                    given(parent, "parent")?;
+                }
+                let detail = self.details.get(run);
+                if detail.is_some_and(|d| d.spans.iter().any(|s| s.span == *span)) {
+                    return refused(SpanRefusal::SpanExists);
+                }
+                let closed = match detail {
+                    Some(detail) => detail.closed(),
+                    None => self.rollups.contains_key(run),
+                };
+                if closed {
+                    return refused(SpanRefusal::RunClosed);
+                }
+                let (depth, seq) = match (parent, detail) {
+                    (None, Some(_)) => return refused(SpanRefusal::RootExists),
+                    (None, None) => (0, 1),
+                    (Some(parent), detail) => {
+                        let Some(detail) = detail else {
+                            return refused(SpanRefusal::ParentMissing);
+                        };
+                        let Some(parent) = detail.spans.iter().find(|s| s.span == *parent) else {
+                            return refused(SpanRefusal::ParentMissing);
+                        };
+                        (parent.depth + 1, detail.seq + 1)
+                    }
+                };
+                let position = appends.push(run, "run.span_started");
+                let started = Span {
+                    run: run.clone(),
+                    span: span.clone(),
+                    parent: parent.clone(),
+                    name: name.clone(),
+                    kind: *kind,
+                    origin: *origin,
+                    session_id: session_id.clone(),
+                    job_name: job_name.clone(),
+                    attributes: attributes.clone(),
+                    billing_mode: *billing_mode,
+                    writer: writer.clone(),
+                    started_at_ms: *now_ms,
+                    wait_until_ms: None,
+                    ended_at_ms: None,
+                    outcome: None,
+                    outcome_reason: None,
+                    usage: SpanUsage::default(),
+                    last_heartbeat_at_ms: parent.is_none().then_some(*now_ms),
+                    depth,
+                    start_seq: RunSeq(seq),
+                    seq: RunSeq(seq),
+                    position,
+                    event_count: 0,
+                };
+                let detail = self.details.entry(run.clone()).or_insert_with(|| Detail {
+                    spans: Vec::new(),
+                    events: Vec::new(),
+                    seq: 0,
+                    position: 0,
+                });
+                detail.spans.push(started);
+                detail.seq = seq;
+                detail.position = position;
+                Ok(SpanCommandOutcome::Started {
+                    seq: RunSeq(seq),
+                    depth,
+                })
+            }
+            SpanCommand::Patch {
+                run,
+                span,
+                attributes,
+                usage,
+                wait_until_ms,
+                billing_mode,
+                ..
+            } => {
+                given(run, "run")?;
+                given(span, "span")?;
+                let detail = match open_span(&mut self.details, run, span) {
+                    Ok(detail) => detail,
+                    Err(reason) => return refused(reason),
+                };
+                let seq = detail.seq + 1;
+                let position = appends.push(run, "run.span_patched");
+                let changed = detail.span_mut(span).ok_or(GONE)?;
+                merge(changed, attributes, usage);
+                if wait_until_ms.is_some() {
+                    changed.wait_until_ms = *wait_until_ms;
+                }
+                if billing_mode.is_some() {
+                    changed.billing_mode = *billing_mode;
+                }
+                changed.seq = RunSeq(seq);
+                changed.position = position;
+                detail.seq = seq;
+                detail.position = position;
+                Ok(SpanCommandOutcome::Patched { seq: RunSeq(seq) })
+            }
+            SpanCommand::End {
+                run,
+                span,
+                outcome,
+                reason,
+                usage,
+                attributes,
+                now_ms,
+            } => {
+                given(run, "run")?;
+                given(span, "span")?;
+                let detail = match open_span(&mut self.details, run, span) {
+                    Ok(detail) => detail,
+                    Err(reason) => return refused(reason),
+                };
+                let seq = detail.seq + 1;
+                let position = appends.push(run, "run.span_ended");
+                let ended = detail.span_mut(span).ok_or(GONE)?;
+                end(ended, *outcome, reason.clone(), usage, attributes, *now_ms);
+                ended.seq = RunSeq(seq);
+                ended.position = position;
+                detail.seq = seq;
+                detail.position = position;
+                // Once the root is terminal, every end rolls the run up again.
+                let rollup = if detail.closed() {
+                    let rollup = rollup(&detail.spans, self.rollups.get(run));
+                    appends.push(run, "run.rolled_up");
+                    self.rollups.insert(run.clone(), rollup.clone());
+                    Some(Box::new(rollup))
+                } else {
+                    None
+                };
+                Ok(SpanCommandOutcome::Ended {
+                    seq: RunSeq(seq),
+                    rollup,
+                })
+            }
+            SpanCommand::AppendEvent {
+                run,
+                span,
+                event_type,
+                payload,
+                payload_bytes_max,
+                now_ms,
+            } => {
+                given(event_type, "event_type")?;
+                given(run, "run")?;
+                given(span, "span")?;
+                let Some(detail) = self
+                    .details
+                    .get_mut(run)
+                    .filter(|d| d.spans.iter().any(|s| s.span == *span))
+                else {
+                    return refused(SpanRefusal::SpanMissing);
+                };
+                let seq = detail.seq + 1;
+                let position = appends.push(run, "run.event_appended");
+                let target = detail.span_mut(span).ok_or(GONE)?;
+                let event_index = target.event_count;
+                target.event_count += 1;
+                let cap = payload_bytes_max
+                    .unwrap_or(PAYLOAD_BYTES_MAX)
+                    .min(PAYLOAD_BYTES_MAX);
+                let (kept, truncated) = cut(payload, cap as usize);
+                detail.events.push(SpanEvent {
+                    run: run.clone(),
+                    span: span.clone(),
+                    event_index,
+                    at_ms: *now_ms,
+                    event_type: event_type.clone(),
+                    payload: kept,
+                    truncated,
+                    seq: RunSeq(seq),
+                    position,
+                });
+                detail.seq = seq;
+                detail.position = position;
+                Ok(SpanCommandOutcome::EventAppended {
+                    seq: RunSeq(seq),
+                    event_index,
+                    truncated,
+                })
+            }
+        }
+    }
+
+    fn whole(
+        &mut self,
+        command: &RunCommand,
+        appends: &mut Appends,
+    ) -> Result<RunCommandOutcome, Invalid> {
+        let refused = |reason| Ok(RunCommandOutcome::Refused { reason });
+        match command {
+            RunCommand::Heartbeat { run, now_ms } => {
+                given(run, "run")?;
+                let Some(detail) = self.details.get_mut(run) else {
+                    return refused(if self.rollups.contains_key(run) {
+                        RunRefusal::RunClosed
+                    } else {
+                        RunRefusal::RunMissing
+                    });
+                };
+                if detail.closed() {
+                    return refused(RunRefusal::RunClosed);
+                }
+                appends.push(run, "run.heartbeat");
+                let root = &mut detail.spans[0];
+                // A heartbeat older than the last one never moves it back.
+                let last = root.last_heartbeat_at_ms.unwrap_or(root.started_at_ms);
+                root.last_heartbeat_at_ms = Some(last.max(*now_ms));
+                Ok(RunCommandOutcome::HeartbeatRecorded)
+            }
+            RunCommand::CascadeClose {
+                run,
+                outcome,
+                reason,
+                now_ms,
+            } => {
+                given(run, "run")?;
+                given(reason, "reason")?;
+                if !self.details.contains_key(run) && !self.rollups.contains_key(run) {
+                    return refused(RunRefusal::RunMissing);
+                }
+                let runs = self
+                    .close(run, *outcome, reason, *now_ms, appends)
+                    .into_iter()
+                    .collect();
+                Ok(RunCommandOutcome::Closed { runs })
+            }
+            RunCommand::SweepOrphans { writer, now_ms } => {
+                given(writer, "writer")?;
+                let gone: Vec<String> = self
+                    .details
+                    .iter()
+                    .filter(|(_, d)| {
+                        d.spans
+                            .iter()
+                            .any(|s| s.outcome.is_none() && s.writer == *writer)
+                    })
+                    .map(|(run, _)| run.clone())
+                    .collect();
+                let runs = gone
+                    .iter()
+                    .filter_map(|run| {
+                        self.close(
+                            run,
+                            SpanOutcome::Interrupted,
+                            ORPHAN_REASON,
+                            *now_ms,
+                            appends,
+                        )
+                    })
+                    .collect();
+                Ok(RunCommandOutcome::Closed { runs })
+            }
+            RunCommand::SweepStale {
+                stale_after_ms,
+                sweeper,
+                now_ms,
+            } => {
+                // Silent: the open root's last heartbeat is more than `stale_after_ms` ago.
+                let mut silent: Vec<(u64, String)> = self
+                    .details
+                    .iter()
+                    .filter(|(_, d)| !d.closed())
+                    .filter(|(_, d)| sweeper.as_deref() != Some(d.root().writer.as_str()))
+                    .filter_map(|(run, d)| {
+                        let root = d.root();
+                        let last = root.last_heartbeat_at_ms.unwrap_or(root.started_at_ms);
+                        (now_ms.checked_sub(last)? > *stale_after_ms).then(|| (last, run.clone()))
+                    })
+                    .collect();
+                silent.sort();
+                let runs = silent
+                    .iter()
+                    .filter_map(|(_, run)| {
+                        self.close(
+                            run,
+                            SpanOutcome::Interrupted,
+                            STALE_REASON,
+                            *now_ms,
+                            appends,
+                        )
+                    })
+                    .collect();
+                Ok(RunCommandOutcome::Closed { runs })
+            }
+            RunCommand::Prune {
+                digest_floor_at_ms,
+                detail_retention_ms,
+                hard_ceiling_ms,
+                batch,
+                now_ms,
+            } => {
+                if *batch == 0 {
+                    return Err("batch");
+                }
+                // Prunable: ended before the digest floor and longer ago than the retention,
+                // or longer ago than the hard ceiling, covered or not; nothing open.
+                let ended_ago =
+                    |ended: u64, age: u64| now_ms.checked_sub(ended).is_some_and(|a| a > age);
+                let mut candidates: Vec<(u64, String)> = self
+                    .rollups
+                    .values()
+                    .filter(|rollup| !rollup.detail_pruned)
+                    .filter(|rollup| {
+                        let ended = rollup.ended_at_ms;
+                        (ended < *digest_floor_at_ms && ended_ago(ended, *detail_retention_ms))
+                            || ended_ago(ended, *hard_ceiling_ms)
+                    })
+                    .filter(|rollup| {
+                        self.details
+                            .get(&rollup.run)
+                            .is_some_and(|d| d.spans.iter().all(|s| s.outcome.is_some()))
+                    })
+                    .map(|rollup| (rollup.ended_at_ms, rollup.run.clone()))
+                    .collect();
+                candidates.sort();
+                candidates.truncate(*batch as usize);
+                let mut runs = Vec::new();
+                let mut spans_deleted = 0;
+                for (ended_at_ms, run) in candidates {
+                    let detail = self.details.remove(&run).ok_or(GONE)?;
+                    let rollup = self.rollups.get_mut(&run).ok_or(GONE)?;
+                    rollup.detail_pruned = true;
+                    // Pruned past the ceiling without digest cover: the gap is the reason.
+                    if ended_at_ms >= *digest_floor_at_ms && rollup.failure_reason.is_none() {
+                        rollup.failure_reason = Some(COVERAGE_GAP_REASON.to_owned());
+                    }
+                    appends.push(&run, "run.detail_pruned");
+                    spans_deleted += detail.spans.len() as u64;
+                    runs.push(run);
+                }
+                Ok(RunCommandOutcome::Pruned {
+                    runs,
+                    spans_deleted,
+                })
+            }
+        }
+    }
+
+    /// Ends every open span of `run`, deepest first (then latest started first), as
+    /// `outcome` with `reason`, and rolls the run up; `None` when nothing was open.
+    fn close(
+        &mut self,
+        run: &str,
+        outcome: SpanOutcome,
+        reason: &str,
+        now_ms: u64,
+        appends: &mut Appends,
+    ) -> Option<ClosedRun> {
+        let detail = self.details.get_mut(run)?;
+        let mut open: Vec<(u32, RunSeq, String)> = detail
+            .spans
+            .iter()
+            .filter(|s| s.outcome.is_none())
+            .map(|s| (s.depth, s.start_seq, s.span.clone()))
+            .collect();
+        if open.is_empty() {
+            return None;
+        }
+        open.sort();
+        open.reverse();
+        let mut spans = Vec::new();
+        for (_, _, span) in open {
+            let seq = detail.seq + 1;
+            let position = appends.push(run, "run.span_ended");
+            let ended = detail.span_mut(&span)?;
+            end(
+                ended,
+                outcome,
+                Some(reason.to_owned()),
+                &SpanUsage::default(),
+                &Attributes::new(),
+                now_ms,
+            );
+            ended.seq = RunSeq(seq);
+            ended.position = position;
+            detail.seq = seq;
+            detail.position = position;
+            spans.push(span);
+        }
+        let rollup = rollup(&detail.spans, self.rollups.get(run));
+        appends.push(run, "run.rolled_up");
+        self.rollups.insert(run.to_owned(), rollup.clone());
+        Some(ClosedRun {
+            run: run.to_owned(),
+            spans,
+            rollup,
+        })
+    }
+}
+
+/// The detail of `run` if `span` is an open span of it, or why not.
+fn open_span<'a>(
+    details: &'a mut BTreeMap<String, Detail>,
+    run: &str,
+    span: &str,
+) -> std::result::Result<&'a mut Detail, SpanRefusal> {
+    let detail = details.get_mut(run).ok_or(SpanRefusal::SpanMissing)?;
+    match detail.spans.iter().find(|s| s.span == span) {
+        None => Err(SpanRefusal::SpanMissing),
+        Some(found) if found.outcome.is_some() => Err(SpanRefusal::SpanEnded),
+        Some(_) => Ok(detail),
+    }
+}
+
+/// The field an invalid command names.
+pub(super) type Invalid = &'static str;
+
+/// What the model answers if its own state lost something it holds (never, unless the
+/// model is wrong): no field of the store's is called that, so the comparison fails.
+const GONE: Invalid = "(the model lost a run or span)";
+
+/// Refuses an empty `value` as `field`.
+fn given(value: &str, field: Invalid) -> Result<(), Invalid> {
+    if value.is_empty() { Err(field) } else { Ok(()) }
+}
+
+/// Merges attributes and reported usage into `span`: each reported field replaces.
+fn merge(span: &mut Span, attributes: &Attributes, usage: &SpanUsage) {
+    for (key, value) in attributes {
+        span.attributes.insert(key.clone(), value.clone());
+    }
+    let u = &mut span.usage;
+    let take = |slot: &mut Option<u64>, given: Option<u64>| {
+        if given.is_some() {
+            *slot = given;
+        }
+    };
+    take(&mut u.input_tokens, usage.input_tokens);
+    take(&mut u.output_tokens, usage.output_tokens);
+    take(&mut u.cache_read_tokens, usage.cache_read_tokens);
+    take(&mut u.cache_creation_tokens, usage.cache_creation_tokens);
+    take(&mut u.cost_micro_usd, usage.cost_micro_usd);
+    if usage.model.is_some() {
+        u.model.clone_from(&usage.model);
+    }
+}
+
+/// Ends `span` at `now_ms`: the final attributes and usage merged, the outcome and reason
+/// written.
+fn end(
+    span: &mut Span,
+    outcome: SpanOutcome,
+    reason: Option<String>,
+    usage: &SpanUsage,
+    attributes: &Attributes,
+    now_ms: u64,
+) {
+    merge(span, attributes, usage);
+    span.outcome = Some(outcome);
+    span.outcome_reason = reason;
+    span.ended_at_ms = Some(now_ms);
+}
+
+/// The longest prefix of `payload` of at most `cap` bytes that ends on a character, and
+/// whether anything was cut.
+fn cut(payload: &str, cap: usize) -> (String, bool) {
+    let mut kept = String::new();
+    for c in payload.chars() {
+        if kept.len() + c.len_utf8() > cap {
+            return (kept, true);
+        }
+        kept.push(c);
+    }
+    (kept, false)
+}
+
+/// The rollup of a run whose root ended, from its spans (start order, root first: a
+/// [`Detail`]'s, never empty) and the rollup before it.
+fn rollup(spans: &[Span], previous: Option<&RunRollup>) -> RunRollup {
+    let root = &spans[0];
+    let children = &spans[1..];
+    // The root's figure; a cron run whose root reports none sums what its children report.
+    let total = |field: fn(&SpanUsage) -> Option<u64>| {
+        if let Some(value) = field(&root.usage) {
+            return Some(value);
+        }
+        if root.origin != SpanOrigin::Cron {
+            return None;
+        }
+        let reported: Vec<u64> = children.iter().filter_map(|s| field(&s.usage)).collect();
+        (!reported.is_empty()).then(|| reported.into_iter().fold(0u64, u64::saturating_add))
+    };
+    let cost = total(|u| u.cost_micro_usd);
+    let effective = match root.billing_mode {
+        None => None,
+        Some(BillingMode::Subscription) => Some(0),
+        Some(BillingMode::Api) => cost,
+    };
+    let outcome = root.outcome.unwrap_or(SpanOutcome::Success);
+    let ended_at_ms = root.ended_at_ms.unwrap_or(root.started_at_ms);
+    let failure_reason = spans
+        .iter()
+        .find(|s| {
+            matches!(s.outcome, Some(SpanOutcome::Error | SpanOutcome::Timeout))
+                && s.outcome_reason.is_some()
+        })
+        .and_then(|s| s.outcome_reason.clone())
+        .or_else(|| (outcome == SpanOutcome::Interrupted).then(|| "interrupted".to_owned()));
+    let mut rollup = RunRollup {
+        run: root.run.clone(),
+        origin: root.origin,
+        name: root.name.clone(),
+        session_id: root.session_id.clone(),
+        job_name: root.job_name.clone(),
+        started_at_ms: root.started_at_ms,
+        ended_at_ms,
+        outcome,
+        duration_ms: ended_at_ms.saturating_sub(root.started_at_ms),
+        span_count: spans.len() as u64,
+        input_tokens: total(|u| u.input_tokens),
+        output_tokens: total(|u| u.output_tokens),
+        cache_read_tokens: total(|u| u.cache_read_tokens),
+        cache_creation_tokens: total(|u| u.cache_creation_tokens),
+        cost_micro_usd: cost,
+        effective_cost_micro_usd: effective,
+        billing_mode: root.billing_mode,
+        failure_reason,
+        detail_pruned: false,
+    };
+    // Costs are frozen at their first value; the effective cost is filled later only under
+    // the billing mode already frozen (or none yet).
+    if let Some(previous) = previous {
+        if previous.cost_micro_usd.is_some() {
+            rollup.cost_micro_usd = previous.cost_micro_usd;
+        }
+        if previous.effective_cost_micro_usd.is_some() {
+            rollup.effective_cost_micro_usd = previous.effective_cost_micro_usd;
+        } else if previous.billing_mode.is_some() && previous.billing_mode != root.billing_mode {
+            rollup.effective_cost_micro_usd = None;
+        }
+        if previous.billing_mode.is_some() {
+            rollup.billing_mode = previous.billing_mode;
+        }
+    }
+    rollup
+}
