@@ -126,6 +126,24 @@ fn main() {
         }
         return;
     }
+    if args.iter().any(|a| a == "--four-trees") {
+        // What a command's storage alone costs: raw redb writing one tree per commit, against
+        // the four an annals command writes, with no hashing, deciding or applying.
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
+        for round in 0..4 {
+            let at = |name: &str| dir.path().join(format!("{name}-{round}.redb"));
+            let run_for = Duration::from_secs(2);
+            let one = single_redb(&at("one"), run_for);
+            let four = four_trees(&at("four"), run_for);
+            let annals = single_annals(&at("annals"), run_for);
+            println!(
+                "commits/s: one tree {one:.0}, four trees {four:.0} ({:.2}), annals {annals:.0} ({:.2})",
+                four / one,
+                annals / one
+            );
+        }
+        return;
+    }
     if args.iter().any(|a| a == "--profile-group") {
         // For a profiler: group commit at 1 and 64 tasks.
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
@@ -358,6 +376,37 @@ fn single_redb(path: &Path, run_for: Duration) -> f64 {
         {
             let mut table = txn.open_table(RAW).expect("the table");
             table.insert(commands, record.as_slice()).expect("insert");
+        }
+        txn.commit().expect("commit");
+        commands += 1;
+    }
+    per_second(commands, started.elapsed())
+}
+
+/// Raw redb writing what an annals command's commit writes: a record in the segments tree,
+/// the head, the stream's run row and the lease row, each its own tree.
+fn four_trees(path: &Path, run_for: Duration) -> f64 {
+    const HEAD: TableDefinition<&str, &[u8]> = TableDefinition::new("head");
+    const RUNS: TableDefinition<(&str, u64), (u64, u64)> = TableDefinition::new("runs");
+    const HELD: TableDefinition<&str, &[u8]> = TableDefinition::new("held");
+    let db = redb::Database::create(path).expect("a redb file");
+    let record = stored_bytes(&lease_command_event(), 0);
+    let head = [9u8; 40 + 32 * 10];
+    let lease = [3u8; 80];
+    let started = Instant::now();
+    let mut commands = 0u64;
+    while started.elapsed() < run_for {
+        let txn = db.begin_write().expect("a write");
+        {
+            let mut table = txn.open_table(RAW).expect("the table");
+            table.insert(commands, record.as_slice()).expect("insert");
+            let mut heads = txn.open_table(HEAD).expect("the table");
+            heads.insert("head", head.as_slice()).expect("insert");
+            let mut runs = txn.open_table(RUNS).expect("the table");
+            runs.insert(("lease/resource-0", 0), (0, commands + 1))
+                .expect("insert");
+            let mut held = txn.open_table(HELD).expect("the table");
+            held.insert("resource-0", lease.as_slice()).expect("insert");
         }
         txn.commit().expect("commit");
         commands += 1;
