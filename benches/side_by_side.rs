@@ -111,24 +111,10 @@ fn main() {
         println!("rebuild {:.0}/s", rebuild(&log));
         return;
     }
-    if args.iter().any(|a| a == "--profile-single") {
-        // For a profiler: single durable commands, annals then raw redb, alternating.
-        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
-        for round in 0..3 {
-            let at = |name: &str| dir.path().join(format!("{name}-{round}.redb"));
-            let run_for = Duration::from_secs(2);
-            let annals = single_annals(&at("single"), run_for);
-            let raw = single_redb(&at("single-raw"), run_for);
-            println!(
-                "single annals {annals:.0}/s, raw redb {raw:.0}/s, {:.2}",
-                annals / raw
-            );
-        }
-        return;
-    }
     if args.iter().any(|a| a == "--four-trees") {
         // What a command's storage alone costs: raw redb writing one tree per commit, against
-        // the four an annals command writes, with no hashing, deciding or applying.
+        // the four an annals command writes, with no hashing, deciding or applying; and annals
+        // itself (also the mode to profile single commands under).
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
         for round in 0..4 {
             let at = |name: &str| dir.path().join(format!("{name}-{round}.redb"));
