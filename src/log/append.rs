@@ -10,7 +10,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::merkle::MerkleWriter;
 use super::tables::{HEAD_KEY, IDEMPOTENCY, META, SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS};
-use super::{Head, StreamRun, decode_head, decode_stream_count, last_run};
+use super::{Head, StreamRun, decode_head, decode_stream_count, last_run, length_after};
 use crate::error::{Error, Result};
 use crate::hash::Digest;
 use crate::record::limits::{Field, LimitError, Limits};
@@ -284,7 +284,7 @@ impl<'txn> LogWriter<'txn> {
             return Ok(AppendOutcome::Duplicate { positions });
         }
         let last = last_run(&self.stream_runs, stream)?;
-        let count = last.map_or(Ok(0), |run| run.end_version())?;
+        let count = length_after(last)?;
         let current = count.checked_sub(1).map(StreamVersion);
         let matches = match expected {
             ExpectedVersion::Any => true,
@@ -325,7 +325,7 @@ impl<'txn> LogWriter<'txn> {
         };
         let stream = first.stream.as_str();
         let last = last_run(&self.stream_runs, stream)?;
-        let count = last.map_or(Ok(0), |run| run.end_version())?;
+        let count = length_after(last)?;
         let mut keys = BTreeSet::new();
         for (offset, record) in (0u64..).zip(records) {
             let refuse = |reason: String| -> Result<()> {
@@ -436,7 +436,7 @@ impl<'txn> LogWriter<'txn> {
         events: &[NewEvent],
         records: &mut Vec<Record>,
     ) -> Result<()> {
-        let first_version = StreamVersion(last.map_or(Ok(0), |run| run.end_version())?);
+        let first_version = StreamVersion(length_after(last)?);
         let first_position = self.head.next;
         let mut prev = self.head.hash;
         for (offset, event) in (0u64..).zip(events) {

@@ -88,10 +88,15 @@ pub(crate) fn last_run(
     }))
 }
 
+/// The number of records in a stream whose last run is `last`.
+pub(crate) fn length_after(last: Option<StreamRun>) -> Result<u64> {
+    last.map_or(Ok(0), |run| run.end_version())
+}
+
 /// The number of records in `stream`: where its last run ends.
 pub(crate) fn stream_length(
     runs: &impl redb::ReadableTable<(&'static str, u64), (u64, u64)>,
     stream: &str,
 ) -> Result<u64> {
-    last_run(runs, stream)?.map_or(Ok(0), |run| run.end_version())
+    length_after(last_run(runs, stream)?)
 }
