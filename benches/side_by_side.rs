@@ -558,6 +558,7 @@ fn fsync_floor(path: &Path, run_for: Duration) -> f64 {
 // ---- group commit ---------------------------------------------------------------------------
 
 async fn group_annals(path: &Path, tasks: usize, run_for: Duration) -> f64 {
+    let written_before = bytes_written();
     let store = Arc::new(Store::open(path).expect("a new store"));
     let writer = Writer::start(store, WriterOptions::default()).expect("a writer");
     let stop = Arc::new(AtomicBool::new(false));
@@ -590,13 +591,27 @@ async fn group_annals(path: &Path, tasks: usize, run_for: Duration) -> f64 {
     let elapsed = started.elapsed();
     let stats = writer.stats();
     if std::env::var_os("ANNALS_BENCH_BATCHES").is_some() {
+        let batches = stats.batches.max(1) as f64;
         eprintln!(
-            "{tasks} tasks: {:.1} jobs per batch",
-            stats.jobs as f64 / stats.batches.max(1) as f64
+            "{tasks} tasks: {:.1} jobs per batch, {:.0} bytes written per batch",
+            stats.jobs as f64 / batches,
+            (bytes_written() - written_before) as f64 / batches,
         );
     }
     writer.close().await.expect("close");
     per_second(commands, elapsed)
+}
+
+/// Bytes this process has handed to `write` calls so far (Linux; 0 elsewhere).
+fn bytes_written() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|io| {
+            io.lines()
+                .find_map(|line| line.strip_prefix("wchar: ").map(str::to_owned))
+        })
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 /// SQLite has no group commit: 64 threads share one connection (the usual way to write one

@@ -19,6 +19,7 @@ use crate::hash::Digest;
 use crate::log::Head;
 use crate::log::merkle::stored_node_count;
 use crate::log::read::Snapshot;
+use crate::log::stream_index::StreamRun;
 use crate::log::tables::MERKLE_STORED_LEVEL_MIN;
 use crate::merkle::{Frontier, LogTreeHasher, leaf_hash};
 use crate::projection::Projections;
@@ -461,6 +462,16 @@ fn check_indexes(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Problem>> {
             ),
         }));
     }
+    if let Some(stray) = snapshot
+        .indexed_streams()?
+        .into_iter()
+        .find(|stream| !walk.versions.contains_key(stream))
+    {
+        return Ok(Some(Problem::StreamIndex {
+            stream: stray,
+            detail: "the index has runs of a stream no record belongs to".into(),
+        }));
+    }
     for (stream, count) in &walk.versions {
         if let Some(problem) = check_stream_runs(snapshot, stream, *count)? {
             return Ok(Some(problem));
@@ -479,20 +490,24 @@ fn check_stream_runs(snapshot: &Snapshot, stream: &str, count: u64) -> Result<Op
             detail,
         }))
     };
+    let runs = match snapshot.stream_runs(stream) {
+        Ok(runs) => runs,
+        Err(Error::CorruptMeta(detail)) => return fail(detail),
+        Err(error) => return Err(error),
+    };
     let mut next_version = 0;
-    for entry in snapshot
-        .stream_runs
-        .range((stream, 0)..=(stream, u64::MAX))?
+    for StreamRun {
+        first_version,
+        first_position,
+        count: run,
+    } in runs
     {
-        let (key, value) = entry?;
-        let (_, first_version) = key.value();
-        let (first_position, run) = value.value();
-        if first_version != next_version || run == 0 {
+        if first_version != next_version {
             return fail(format!(
                 "a run of {run} starts at version {first_version}, expected one at {next_version}"
             ));
         }
-        let last_position = first_position.saturating_add(run - 1);
+        let last_position = first_position + (run - 1);
         for (position, version) in [
             (first_position, first_version),
             (last_position, first_version + run - 1),

@@ -9,8 +9,9 @@ use std::fmt;
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::merkle::MerkleWriter;
+use super::stream_index::{RunBlock, read_tail, tail_key};
 use super::tables::{HEAD_KEY, IDEMPOTENCY, META, SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS};
-use super::{Head, StreamRun, decode_head, decode_stream_count, last_run, length_after};
+use super::{Head, decode_head, decode_stream_count};
 use crate::error::{Error, Result};
 use crate::hash::Digest;
 use crate::record::limits::{Field, LimitError, Limits};
@@ -191,7 +192,7 @@ fn describe_current(current: Option<StreamVersion>) -> String {
 pub struct LogWriter<'txn> {
     meta: Table<'txn, &'static str, &'static [u8]>,
     segments: Table<'txn, u64, &'static [u8]>,
-    stream_runs: Table<'txn, (&'static str, u64), (u64, u64)>,
+    stream_runs: Table<'txn, (&'static str, u64), &'static [u8]>,
     idempotency: Table<'txn, &'static str, (u64, [u8; 32])>,
     head: Head,
     /// The streams holding a record, this transaction's new ones included, and as stored.
@@ -283,8 +284,8 @@ impl<'txn> LogWriter<'txn> {
         if let Some(positions) = self.duplicates(stream, events)? {
             return Ok(AppendOutcome::Duplicate { positions });
         }
-        let last = last_run(&self.stream_runs, stream)?;
-        let count = length_after(last)?;
+        let tail = read_tail(&self.meta, stream)?;
+        let count = tail.as_ref().map_or(0, RunBlock::end_version);
         let current = count.checked_sub(1).map(StreamVersion);
         let matches = match expected {
             ExpectedVersion::Any => true,
@@ -305,7 +306,7 @@ impl<'txn> LogWriter<'txn> {
         if first_position.0.checked_add(added).is_none() {
             return Err(AppendError::LogFull.into());
         }
-        self.write(stream, last, events, records)?;
+        self.write(stream, tail, events, records)?;
         Ok(AppendOutcome::Appended(Appended {
             first_position,
             first_version: StreamVersion(count),
@@ -324,8 +325,8 @@ impl<'txn> LogWriter<'txn> {
             return Err(AppendError::NoEvents.into());
         };
         let stream = first.stream.as_str();
-        let last = last_run(&self.stream_runs, stream)?;
-        let count = length_after(last)?;
+        let tail = read_tail(&self.meta, stream)?;
+        let count = tail.as_ref().map_or(0, RunBlock::end_version);
         let mut keys = BTreeSet::new();
         for (offset, record) in (0u64..).zip(records) {
             let refuse = |reason: String| -> Result<()> {
@@ -374,7 +375,7 @@ impl<'txn> LogWriter<'txn> {
             })
             .collect();
         let start = written.len();
-        self.write(stream, last, &events, written)?;
+        self.write(stream, tail, &events, written)?;
         for (new, record) in written[start..].iter().zip(records) {
             if new.hash != record.hash {
                 return Err(AppendError::NotSealable {
@@ -427,16 +428,17 @@ impl<'txn> LogWriter<'txn> {
         }
     }
 
-    /// Writes `events` as the records after `last`, the stream's last run (checked by the
+    /// Writes `events` as the records after `tail`, the stream's tail of runs (checked by the
     /// caller).
     fn write(
         &mut self,
         stream: &str,
-        last: Option<StreamRun>,
+        tail: Option<RunBlock>,
         events: &[NewEvent],
         records: &mut Vec<Record>,
     ) -> Result<()> {
-        let first_version = StreamVersion(length_after(last)?);
+        let mut tail = tail.unwrap_or_else(RunBlock::empty);
+        let first_version = StreamVersion(tail.end_version());
         let first_position = self.head.next;
         let mut prev = self.head.hash;
         for (offset, event) in (0u64..).zip(events) {
@@ -486,23 +488,14 @@ impl<'txn> LogWriter<'txn> {
             prev = hash;
         }
         let added = events.len() as u64;
-        // An append right after the stream's last run, in the log as in the stream, extends
-        // that run: a stream written alone keeps one row, not one per append.
-        let run = match last {
-            Some(run) if run.first_position.checked_add(run.count) == Some(first_position.0) => {
-                StreamRun {
-                    count: run.count + added,
-                    ..run
-                }
-            }
-            _ => StreamRun {
-                first_version: first_version.0,
-                first_position: first_position.0,
-                count: added,
-            },
-        };
-        self.stream_runs
-            .insert((stream, run.first_version), (run.first_position, run.count))?;
+        if let Some(full) = tail.push(first_position.0, added) {
+            self.stream_runs.insert(
+                (stream, full.first_version()),
+                full.encode_runs().as_slice(),
+            )?;
+        }
+        self.meta
+            .insert(tail_key(stream).as_str(), tail.encode_tail().as_slice())?;
         if first_version.0 == 0 {
             self.stream_count += 1;
         }

@@ -4,6 +4,7 @@
 pub mod append;
 pub mod merkle;
 pub mod read;
+pub mod stream_index;
 pub mod tables;
 
 use crate::error::{Error, Result};
@@ -50,53 +51,4 @@ pub(crate) fn decode_stream_count(bytes: &[u8]) -> Result<u64> {
         Error::CorruptMeta(format!("the stream count is {} bytes, not 8", bytes.len()))
     })?;
     Ok(u64::from_le_bytes(bytes))
-}
-
-/// A row of `annals.stream_runs`: records `first_version ..` of a stream at positions
-/// `first_position ..`, `count` of them, contiguous in both.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct StreamRun {
-    pub(crate) first_version: u64,
-    pub(crate) first_position: u64,
-    pub(crate) count: u64,
-}
-
-impl StreamRun {
-    /// The version after its last record: the stream's length if it is the last run.
-    pub(crate) fn end_version(&self) -> Result<u64> {
-        self.first_version
-            .checked_add(self.count)
-            .ok_or_else(|| Error::CorruptMeta("a stream run overflows its versions".into()))
-    }
-}
-
-/// The last run of `stream`, `None` if it holds no record.
-pub(crate) fn last_run(
-    runs: &impl redb::ReadableTable<(&'static str, u64), (u64, u64)>,
-    stream: &str,
-) -> Result<Option<StreamRun>> {
-    let Some(entry) = runs.range((stream, 0)..=(stream, u64::MAX))?.next_back() else {
-        return Ok(None);
-    };
-    let (key, value) = entry?;
-    let (_, first_version) = key.value();
-    let (first_position, count) = value.value();
-    Ok(Some(StreamRun {
-        first_version,
-        first_position,
-        count,
-    }))
-}
-
-/// The number of records in a stream whose last run is `last`.
-pub(crate) fn length_after(last: Option<StreamRun>) -> Result<u64> {
-    last.map_or(Ok(0), |run| run.end_version())
-}
-
-/// The number of records in `stream`: where its last run ends.
-pub(crate) fn stream_length(
-    runs: &impl redb::ReadableTable<(&'static str, u64), (u64, u64)>,
-    stream: &str,
-) -> Result<u64> {
-    length_after(last_run(runs, stream)?)
 }

@@ -9,6 +9,7 @@ use std::cell::Cell;
 
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction, ReadableTable};
 
+use super::stream_index::{RunBlock, StreamRun, TAIL_KEY_PREFIX, TAIL_KEYS_END, read_tail};
 use super::tables::{HEAD_KEY, IDEMPOTENCY, MERKLE, META, SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS};
 use super::{Head, decode_head};
 use crate::audit::verify::Problem;
@@ -33,7 +34,7 @@ type SegmentGuard = AccessGuard<'static, &'static [u8]>;
 pub struct Snapshot {
     meta: ReadOnlyTable<&'static str, &'static [u8]>,
     pub(crate) segments: ReadOnlyTable<u64, &'static [u8]>,
-    pub(crate) stream_runs: ReadOnlyTable<(&'static str, u64), (u64, u64)>,
+    pub(crate) stream_runs: ReadOnlyTable<(&'static str, u64), &'static [u8]>,
     pub(crate) idempotency: ReadOnlyTable<&'static str, (u64, [u8; 32])>,
     checkpoints: ReadOnlyTable<&'static str, (u32, u64)>,
     pub(crate) merkle: ReadOnlyTable<(u8, u64), [u8; 32]>,
@@ -96,8 +97,41 @@ impl Snapshot {
 
     /// The last version of `stream`, `None` if it holds no record.
     pub fn stream_version(&self, stream: &str) -> Result<Option<StreamVersion>> {
-        let length = super::stream_length(&self.stream_runs, stream)?;
+        let length = self.tail(stream)?.as_ref().map_or(0, RunBlock::end_version);
         Ok(length.checked_sub(1).map(StreamVersion))
+    }
+
+    /// The tail of `stream`'s runs, `None` if it holds no record.
+    pub(crate) fn tail(&self, stream: &str) -> Result<Option<RunBlock>> {
+        read_tail(&self.meta, stream)
+    }
+
+    /// Every stream the index has a tail or an archived block of, in name order.
+    pub(crate) fn indexed_streams(&self) -> Result<std::collections::BTreeSet<String>> {
+        let mut streams = std::collections::BTreeSet::new();
+        for entry in self.meta.range(TAIL_KEY_PREFIX..TAIL_KEYS_END)? {
+            let key = entry?.0;
+            if let Some(stream) = key.value().strip_prefix(TAIL_KEY_PREFIX) {
+                streams.insert(stream.to_owned());
+            }
+        }
+        for entry in self.stream_runs.iter()? {
+            streams.insert(entry?.0.value().0.to_owned());
+        }
+        Ok(streams)
+    }
+
+    /// Where `stream`'s records lie: its runs in version order, as the index records them.
+    pub fn stream_runs(&self, stream: &str) -> Result<Vec<StreamRun>> {
+        let mut runs = Vec::new();
+        for entry in self.stream_runs.range((stream, 0)..=(stream, u64::MAX))? {
+            let (key, value) = entry?;
+            runs.extend(RunBlock::decode(stream, key.value().1, value.value())?.into_runs());
+        }
+        if let Some(tail) = self.tail(stream)? {
+            runs.extend(tail.into_runs());
+        }
+        Ok(runs)
     }
 
     /// The record at `position`, `None` at or past the head.
@@ -140,7 +174,12 @@ impl Snapshot {
         from: StreamVersion,
         direction: Direction,
     ) -> Result<StreamRecords<'_>> {
-        let runs = match direction {
+        let tail = self.tail(stream)?;
+        // The archived blocks that hold versions from `from` on (forward) or up to it
+        // (backward); the tail is read after them (forward) or before them (backward).
+        let tail_start = tail.as_ref().map_or(0, RunBlock::first_version);
+        let blocks = match direction {
+            Direction::Forward if from.0 >= tail_start => None,
             Direction::Forward => {
                 let start = match self
                     .stream_runs
@@ -150,15 +189,20 @@ impl Snapshot {
                     Some(entry) => entry?.0.value().1,
                     None => from.0,
                 };
-                self.stream_runs
-                    .range((stream, start)..=(stream, u64::MAX))?
+                Some(
+                    self.stream_runs
+                        .range((stream, start)..(stream, tail_start))?,
+                )
             }
-            Direction::Backward => self.stream_runs.range((stream, 0)..=(stream, from.0))?,
+            Direction::Backward => Some(self.stream_runs.range((stream, 0)..=(stream, from.0))?),
         };
+        let tail = tail.filter(|_| direction == Direction::Forward || tail_start <= from.0);
         Ok(StreamRecords {
             snapshot: self,
             stream: stream.to_owned(),
-            runs,
+            blocks,
+            tail,
+            pending: Vec::new(),
             direction,
             from,
             run: None,
@@ -351,7 +395,12 @@ impl Iterator for Records {
 pub struct StreamRecords<'s> {
     snapshot: &'s Snapshot,
     stream: String,
-    runs: redb::Range<'static, (&'static str, u64), (u64, u64)>,
+    /// The archived blocks still to read, in `direction`.
+    blocks: Option<redb::Range<'static, (&'static str, u64), &'static [u8]>>,
+    /// The stream's tail, until it is read: after the blocks forward, before them backward.
+    tail: Option<RunBlock>,
+    /// The runs of the block being read, the next one last.
+    pending: Vec<StreamRun>,
     direction: Direction,
     from: StreamVersion,
     /// The run being read: (next position, next version, versions left).
@@ -362,26 +411,55 @@ pub struct StreamRecords<'s> {
 }
 
 impl StreamRecords<'_> {
-    fn next_run(&mut self) -> Result<bool> {
-        let entry = match self.direction {
-            Direction::Forward => self.runs.next(),
-            Direction::Backward => self.runs.next_back(),
+    /// The next block of runs in `direction`, `None` past the last.
+    fn next_block(&mut self) -> Result<Option<RunBlock>> {
+        if self.direction == Direction::Backward
+            && let Some(tail) = self.tail.take()
+        {
+            return Ok(Some(tail));
+        }
+        let entry = match (&mut self.blocks, self.direction) {
+            (Some(blocks), Direction::Forward) => blocks.next(),
+            (Some(blocks), Direction::Backward) => blocks.next_back(),
+            (None, _) => None,
         };
-        let Some(entry) = entry else {
+        match entry {
+            Some(entry) => {
+                let (key, value) = entry?;
+                RunBlock::decode(&self.stream, key.value().1, value.value()).map(Some)
+            }
+            None => Ok(self.tail.take()),
+        }
+    }
+
+    fn next_run(&mut self) -> Result<bool> {
+        while self.pending.is_empty() {
+            let Some(block) = self.next_block()? else {
+                return Ok(false);
+            };
+            self.pending = block.into_runs();
+            if self.direction == Direction::Forward {
+                self.pending.reverse();
+            }
+        }
+        let Some(StreamRun {
+            first_version,
+            first_position,
+            count,
+        }) = self.pending.pop()
+        else {
             return Ok(false);
         };
-        let (key, value) = entry?;
-        let (_, first_version) = key.value();
-        let (first_position, count) = value.value();
-        let last_version = first_version.saturating_add(count.saturating_sub(1));
+        let last_version = first_version + (count - 1);
         self.run = match self.direction {
             Direction::Forward => {
                 let skip = self.from.0.saturating_sub(first_version).min(count);
                 Some((first_position + skip, first_version + skip, count - skip))
             }
+            Direction::Backward if self.from.0 < first_version => None,
             Direction::Backward => {
                 let top = self.from.0.min(last_version);
-                let left = (top + 1).saturating_sub(first_version);
+                let left = top + 1 - first_version;
                 Some((first_position + (top - first_version), top, left))
             }
         };

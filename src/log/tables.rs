@@ -3,18 +3,16 @@
 
 use redb::TableDefinition;
 
-/// `annals.meta`: key → bytes. Holds [`MAGIC_KEY`], [`FORMAT_KEY`], [`HEAD_KEY`] and
-/// [`STREAM_COUNT_KEY`].
+/// `annals.meta`: key → bytes. Holds [`MAGIC_KEY`], [`FORMAT_KEY`], [`HEAD_KEY`],
+/// [`STREAM_COUNT_KEY`], and each stream's tail of runs under `stream:<name>`.
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("annals.meta");
 
 /// `annals.segments`: position of the first record → segment bytes.
 pub const SEGMENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("annals.segments");
 
-/// `annals.stream_runs`: (stream, first version) → (first position, record count): records
-/// contiguous in the log and in their stream. An append directly after its stream's last run
-/// extends it; any other append adds a row. A stream's last run gives its length, so no other
-/// table counts a stream's records.
-pub const STREAM_RUNS: TableDefinition<(&str, u64), (u64, u64)> =
+/// `annals.stream_runs`: (stream, first version) → a block of the stream's runs, archived from
+/// its tail in [`META`] when the tail filled (`stream_index.rs`).
+pub const STREAM_RUNS: TableDefinition<(&str, u64), &[u8]> =
     TableDefinition::new("annals.stream_runs");
 
 /// `annals.idempotency`: idempotency key → (position, content hash).

@@ -8,6 +8,8 @@ use annals::{
     AppendError, AppendOutcome, Direction, Error, ExpectedVersion, Position, Store, StreamVersion,
 };
 
+use annals::log::stream_index::{RUNS_PER_BLOCK, StreamRun};
+
 use crate::common::{append_one, event, store};
 
 fn payload_bytes(records: &[annals::Record]) -> Vec<u8> {
@@ -512,24 +514,17 @@ fn appends_in_one_transaction_share_a_segment_and_see_each_others_versions() {
     assert_eq!(keys, vec![0, 1], "one segment per transaction");
 }
 
-/// The rows of `annals.stream_runs` of the log at `path`.
-fn stream_runs(path: &std::path::Path) -> Vec<((String, u64), (u64, u64))> {
-    let db = redb::Database::open(path).unwrap();
-    let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
-    let runs = txn.open_table(annals::log::tables::STREAM_RUNS).unwrap();
-    redb::ReadableTable::iter(&runs)
-        .unwrap()
-        .map(|entry| {
-            let (key, value) = entry.unwrap();
-            let (stream, version) = key.value();
-            ((stream.to_owned(), version), value.value())
-        })
-        .collect()
+fn run(first_version: u64, first_position: u64, count: u64) -> StreamRun {
+    StreamRun {
+        first_version,
+        first_position,
+        count,
+    }
 }
 
 #[test]
 fn consecutive_appends_to_a_stream_extend_its_run_and_interleaved_ones_start_new_runs() {
-    let (dir, store) = store();
+    let (_dir, store) = store();
     for i in 0..3u8 {
         append_one(&store, "alone", &[i]);
     }
@@ -546,13 +541,66 @@ fn consecutive_appends_to_a_stream_extend_its_run_and_interleaved_ones_start_new
         .unwrap();
     assert_eq!(payload_bytes(&backward), vec![4, 2, 1, 0]);
     assert!(store.verify().unwrap().is_sound());
-    drop(store);
+    let snapshot = store.snapshot().unwrap();
     assert_eq!(
-        stream_runs(&dir.path().join("log.redb")),
-        vec![
-            (("alone".to_owned(), 0), (0, 3)),
-            (("alone".to_owned(), 3), (4, 1)),
-            (("other".to_owned(), 0), (3, 1)),
-        ]
+        snapshot.stream_runs("alone").unwrap(),
+        [run(0, 0, 3), run(3, 4, 1)]
+    );
+    assert_eq!(snapshot.stream_runs("other").unwrap(), [run(0, 3, 1)]);
+    assert!(snapshot.stream_runs("none").unwrap().is_empty());
+}
+
+/// Three streams written in turn: each append starts a run, so every stream's tail fills and
+/// is archived several times over. Reads from every version in both directions must give
+/// what the appends wrote.
+#[test]
+fn streams_written_in_turn_read_back_across_archived_blocks() {
+    let (_dir, store) = store();
+    let per_stream = 3 * RUNS_PER_BLOCK as u64 + 5;
+    let streams = ["a", "b", "c"];
+    for i in 0..per_stream {
+        for (s, stream) in streams.iter().enumerate() {
+            // Every fourth turn appends two records at once, so runs differ in length.
+            let events: Vec<_> = (0..1 + u64::from(i % 4 == 0))
+                .map(|_| event("x", i, &(i * 3 + s as u64).to_le_bytes()))
+                .collect();
+            store.append(stream, ExpectedVersion::Any, &events).unwrap();
+        }
+    }
+    assert!(store.verify().unwrap().is_sound());
+    let snapshot = store.snapshot().unwrap();
+    let runs = snapshot.stream_runs("b").unwrap();
+    assert_eq!(runs.len() as u64, per_stream);
+    let length = runs.iter().map(|run| run.count).sum::<u64>();
+    let all: Vec<annals::Record> = store
+        .read_stream("b", StreamVersion(0), Direction::Forward, 1_000)
+        .unwrap();
+    assert_eq!(all.len() as u64, length);
+    for (version, record) in (0u64..).zip(&all) {
+        assert_eq!(record.version, StreamVersion(version));
+        assert_eq!(record.stream, "b");
+    }
+    for from in 0..=length {
+        let forward = store
+            .read_stream("b", StreamVersion(from), Direction::Forward, 1_000)
+            .unwrap();
+        assert_eq!(
+            forward,
+            all[from.min(length) as usize..],
+            "forward from {from}"
+        );
+        let backward = store
+            .read_stream("b", StreamVersion(from), Direction::Backward, 1_000)
+            .unwrap();
+        let expected: Vec<_> = all[..=from.min(length - 1) as usize]
+            .iter()
+            .rev()
+            .cloned()
+            .collect();
+        assert_eq!(backward, expected, "backward from {from}");
+    }
+    assert_eq!(
+        snapshot.stream_version("b").unwrap(),
+        Some(StreamVersion(length - 1))
     );
 }

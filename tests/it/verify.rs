@@ -323,3 +323,94 @@ fn borrowed_reads_refuse_a_damaged_record_once_with_its_position() {
         "the error ends the iteration"
     );
 }
+
+/// A log of two streams written in turn, long enough that each has archived blocks of runs.
+fn interleaved_log() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let store = Store::open(&path).unwrap();
+    for i in 0..2 * annals::log::stream_index::RUNS_PER_BLOCK as u32 + 3 {
+        append_one(&store, "a", &i.to_le_bytes());
+        append_one(&store, "b", &i.to_le_bytes());
+    }
+    assert!(store.verify().unwrap().is_sound());
+    (dir, path)
+}
+
+/// Rewrites the value under `key` of `table` through raw redb.
+fn rewrite<K: redb::Key + 'static>(
+    path: &Path,
+    table: redb::TableDefinition<K, &'static [u8]>,
+    key: K::SelfType<'_>,
+    change: impl FnOnce(Option<Vec<u8>>) -> Vec<u8>,
+) where
+    for<'a> K::SelfType<'a>: std::borrow::Borrow<K::SelfType<'a>>,
+{
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut opened = txn.open_table(table).unwrap();
+        let old = opened
+            .get(&key)
+            .unwrap()
+            .map(|value| value.value().to_vec());
+        opened.insert(&key, change(old).as_slice()).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+fn stream_index_problem(path: &Path) -> (String, String) {
+    let report = Store::open(path).unwrap().verify().unwrap();
+    match report.problem.map(|finding| finding.problem) {
+        Some(Problem::StreamIndex { stream, detail }) => (stream, detail),
+        other => panic!("expected a stream index problem, got {other:?}"),
+    }
+}
+
+#[test]
+fn verify_finds_a_tail_run_moved_to_another_position() {
+    let (_dir, path) = interleaved_log();
+    rewrite(&path, annals::log::tables::META, "stream:b", |tail| {
+        let mut tail = tail.expect("b has a tail");
+        // The tail's first run: its first position, after the tail's first version.
+        tail[8] ^= 0x02;
+        tail
+    });
+    let (stream, detail) = stream_index_problem(&path);
+    assert_eq!(stream, "b");
+    assert!(detail.contains("puts version"), "{detail}");
+    let reads = Store::open(&path).unwrap().read_stream(
+        "b",
+        StreamVersion(u64::MAX),
+        Direction::Backward,
+        1_000,
+    );
+    assert!(
+        matches!(reads, Err(Error::Corrupt { .. })),
+        "a read through the damaged tail is refused: {reads:?}"
+    );
+}
+
+#[test]
+fn verify_finds_a_malformed_archived_block_and_a_stray_one() {
+    let (_dir, path) = interleaved_log();
+    rewrite(&path, annals::log::tables::STREAM_RUNS, ("a", 0), |block| {
+        let mut block = block.expect("a's first block is archived");
+        block.pop();
+        block
+    });
+    let (stream, detail) = stream_index_problem(&path);
+    assert_eq!(stream, "a");
+    assert!(detail.contains("a block of"), "{detail}");
+
+    let (_dir, path) = interleaved_log();
+    rewrite(
+        &path,
+        annals::log::tables::STREAM_RUNS,
+        ("ghost", 0),
+        |_| vec![0; 16],
+    );
+    let (stream, detail) = stream_index_problem(&path);
+    assert_eq!(stream, "ghost");
+    assert!(detail.contains("no record belongs to"), "{detail}");
+}

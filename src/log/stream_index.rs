@@ -1,0 +1,263 @@
+//! The stream index: where each stream's records lie in the log.
+//!
+//! A stream's records lie in **runs**, each contiguous both in the log and in the stream. A
+//! stream's latest runs (at most [`RUNS_PER_BLOCK`]) form its **tail**, kept in `annals.meta`
+//! beside the head; when the tail is full, an append that starts a new run moves it to
+//! `annals.stream_runs` as an archived **block** keyed (stream, first version). So an append
+//! rewrites a small row in the table the head is written to anyway, and the rows of streams
+//! written in turn stay few and close together: keeping every run in a table ordered by stream
+//! put each active stream's last run on a page of its own, one more page written per stream a
+//! commit touched (schema/FORMAT.md 3.3).
+
+use redb::ReadableTable;
+
+use crate::error::{Error, Result};
+
+/// The most runs a block holds; a full tail is archived when its stream starts another run.
+pub const RUNS_PER_BLOCK: usize = 16;
+
+/// The bytes of one run in a block: its first position and its record count, `u64` each.
+const RUN_BYTES: usize = 16;
+
+/// Records `first_version ..` of a stream at positions `first_position ..`, `count` of them,
+/// contiguous in both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamRun {
+    /// The stream version of its first record.
+    pub first_version: u64,
+    /// The log position of its first record.
+    pub first_position: u64,
+    /// How many records it holds (at least one).
+    pub count: u64,
+}
+
+/// Consecutive runs of one stream: its tail, or an archived block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RunBlock {
+    first_version: u64,
+    runs: Vec<StreamRun>,
+}
+
+/// What the meta key of a stream's tail starts with; no fixed meta key does.
+pub(crate) const TAIL_KEY_PREFIX: &str = "stream:";
+/// The least string above every key starting with [`TAIL_KEY_PREFIX`].
+pub(crate) const TAIL_KEYS_END: &str = "stream;";
+
+/// The meta key of `stream`'s tail.
+pub(crate) fn tail_key(stream: &str) -> String {
+    format!("{TAIL_KEY_PREFIX}{stream}")
+}
+
+/// The tail of `stream` in the meta table, `None` if the stream holds no record.
+pub(crate) fn read_tail(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    stream: &str,
+) -> Result<Option<RunBlock>> {
+    match meta.get(tail_key(stream).as_str())? {
+        Some(bytes) => RunBlock::decode_tail(stream, bytes.value()).map(Some),
+        None => Ok(None),
+    }
+}
+
+impl RunBlock {
+    /// The block before a stream's first record.
+    pub(crate) fn empty() -> Self {
+        RunBlock {
+            first_version: 0,
+            runs: Vec::new(),
+        }
+    }
+
+    /// The version after its last record: the stream's length when this is its tail.
+    pub(crate) fn end_version(&self) -> u64 {
+        self.runs
+            .last()
+            .map_or(self.first_version, |run| run.first_version + run.count)
+    }
+
+    /// The version of its first record.
+    pub(crate) fn first_version(&self) -> u64 {
+        self.first_version
+    }
+
+    /// Its runs, in version order, by value.
+    pub(crate) fn into_runs(self) -> Vec<StreamRun> {
+        self.runs
+    }
+
+    /// Adds `count` records at `first_position ..` after this tail's last: extending the last
+    /// run when they follow it in the log, else as a new run. A full tail is returned to be
+    /// archived, and this tail restarts with the new run alone.
+    pub(crate) fn push(&mut self, first_position: u64, count: u64) -> Option<RunBlock> {
+        let first_version = self.end_version();
+        if let Some(last) = self.runs.last_mut()
+            && last.first_position + last.count == first_position
+        {
+            last.count += count;
+            return None;
+        }
+        let run = StreamRun {
+            first_version,
+            first_position,
+            count,
+        };
+        if self.runs.len() < RUNS_PER_BLOCK {
+            self.runs.push(run);
+            return None;
+        }
+        Some(std::mem::replace(
+            self,
+            RunBlock {
+                first_version,
+                runs: vec![run],
+            },
+        ))
+    }
+
+    /// The archived block's value: each run's first position and count (its versions follow
+    /// from the key's first version).
+    pub(crate) fn encode_runs(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.runs.len() * RUN_BYTES);
+        for run in &self.runs {
+            out.extend_from_slice(&run.first_position.to_le_bytes());
+            out.extend_from_slice(&run.count.to_le_bytes());
+        }
+        out
+    }
+
+    /// The tail's value: its first version, then its runs as in an archived block.
+    pub(crate) fn encode_tail(&self) -> Vec<u8> {
+        let mut out = self.first_version.to_le_bytes().to_vec();
+        out.extend_from_slice(&self.encode_runs());
+        out
+    }
+
+    /// Decodes `stream`'s tail from its meta value.
+    pub(crate) fn decode_tail(stream: &str, bytes: &[u8]) -> Result<RunBlock> {
+        let Some((first_version, runs)) = bytes.split_first_chunk::<8>() else {
+            return Err(corrupt(stream, "a tail shorter than 8 bytes".into()));
+        };
+        RunBlock::decode(stream, u64::from_le_bytes(*first_version), runs)
+    }
+
+    /// Decodes `stream`'s block starting at version `first_version` from its runs' bytes.
+    /// Refuses an empty or overfull block, a run of no record, and any run whose positions or
+    /// versions would pass 2^64.
+    pub(crate) fn decode(stream: &str, first_version: u64, bytes: &[u8]) -> Result<RunBlock> {
+        let (runs, rest) = bytes.as_chunks::<RUN_BYTES>();
+        if !rest.is_empty() || runs.is_empty() || runs.len() > RUNS_PER_BLOCK {
+            return Err(corrupt(
+                stream,
+                format!(
+                    "a block of {} bytes, not 1 to {RUNS_PER_BLOCK} runs of {RUN_BYTES}",
+                    bytes.len()
+                ),
+            ));
+        }
+        let mut block = RunBlock {
+            first_version,
+            runs: Vec::with_capacity(runs.len()),
+        };
+        let mut version = first_version;
+        for run in runs {
+            let (position, count) = run.split_at(8);
+            let run = StreamRun {
+                first_version: version,
+                first_position: u64::from_le_bytes(position.try_into().expect("8 bytes")),
+                count: u64::from_le_bytes(count.try_into().expect("8 bytes")),
+            };
+            let fits = run.count > 0
+                && run.first_position.checked_add(run.count).is_some()
+                && version.checked_add(run.count).is_some();
+            if !fits {
+                return Err(corrupt(
+                    stream,
+                    format!(
+                        "a run of {} records at position {} from version {version}",
+                        run.count, run.first_position
+                    ),
+                ));
+            }
+            version += run.count;
+            block.runs.push(run);
+        }
+        Ok(block)
+    }
+}
+
+fn corrupt(stream: &str, detail: String) -> Error {
+    Error::CorruptMeta(format!("the stream index of {stream:?}: {detail}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filled(runs: u64) -> RunBlock {
+        let mut tail = RunBlock::empty();
+        for i in 0..runs {
+            assert_eq!(tail.push(10 * i, 2), None);
+        }
+        tail
+    }
+
+    #[test]
+    fn a_run_that_follows_the_last_in_the_log_extends_it() {
+        let mut tail = RunBlock::empty();
+        assert_eq!(tail.push(5, 2), None);
+        assert_eq!(tail.push(7, 3), None);
+        assert_eq!(tail.push(20, 1), None);
+        assert_eq!(
+            tail.clone().into_runs(),
+            [
+                StreamRun {
+                    first_version: 0,
+                    first_position: 5,
+                    count: 5
+                },
+                StreamRun {
+                    first_version: 5,
+                    first_position: 20,
+                    count: 1
+                },
+            ]
+        );
+        assert_eq!(tail.end_version(), 6);
+    }
+
+    #[test]
+    fn a_full_tail_is_handed_back_and_restarts_with_the_new_run() {
+        let mut tail = filled(RUNS_PER_BLOCK as u64);
+        let archived = tail.push(1_000, 4).expect("a full tail is archived");
+        assert_eq!(archived, filled(RUNS_PER_BLOCK as u64));
+        assert_eq!(tail.first_version(), 2 * RUNS_PER_BLOCK as u64);
+        assert_eq!(tail.clone().into_runs().len(), 1);
+        assert_eq!(tail.end_version(), 2 * RUNS_PER_BLOCK as u64 + 4);
+    }
+
+    #[test]
+    fn blocks_read_back_as_written() {
+        let mut tail = filled(3);
+        tail.push(1_000, 1);
+        let decoded = RunBlock::decode_tail("s", &tail.encode_tail()).unwrap();
+        assert_eq!(decoded, tail);
+        let archived = RunBlock::decode("s", 0, &tail.encode_runs()).unwrap();
+        assert_eq!(archived, tail);
+    }
+
+    #[test]
+    fn damaged_blocks_are_refused_naming_the_stream() {
+        let good = filled(2).encode_runs();
+        let mut no_records = good.clone();
+        no_records[8..16].fill(0);
+        let mut past_the_end = good.clone();
+        past_the_end[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        let overfull = filled(RUNS_PER_BLOCK as u64).encode_runs().repeat(2);
+        for bytes in [&[][..], &good[..15], &no_records, &past_the_end, &overfull] {
+            let error = RunBlock::decode("orders", 0, bytes).unwrap_err();
+            assert!(error.to_string().contains("\"orders\""), "{error}");
+        }
+        assert!(RunBlock::decode("s", u64::MAX - 1, &good).is_err());
+        assert!(RunBlock::decode_tail("s", &[0; 7]).is_err());
+    }
+}
