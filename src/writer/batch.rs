@@ -55,33 +55,24 @@ pub(super) fn run(
     ended: watch::Sender<()>,
 ) {
     let batch_max = options.batch_max as usize;
-    let mut messages = Vec::with_capacity(batch_max);
     while let Some(first) = queue.blocking_recv() {
-        messages.push(first);
-        while messages.len() < batch_max {
-            match queue.try_recv() {
-                Ok(message) => messages.push(message),
-                Err(_) => break,
-            }
-        }
-        let mut jobs = Vec::with_capacity(messages.len());
-        let mut flushes = Vec::new();
-        for message in messages.drain(..) {
-            match message {
-                Message::Job(job) => jobs.push(job),
-                Message::Flush(reply) => flushes.push(reply),
-                // What is queued stays receivable; new sends fail with `Closed`.
-                Message::Close => queue.close(),
-            }
-        }
+        let mut batch = Batch::default();
+        batch.take(first, &mut queue);
+        batch.take_queued(&mut queue, batch_max);
         // Counted before anyone is answered, so a caller holding its answer sees its batch.
         shared.batches.fetch_add(1, Ordering::Relaxed);
-        let taken = (jobs.len() + flushes.len()) as u64;
-        shared.jobs.fetch_add(taken, Ordering::Relaxed);
-        commit_batch(&store, options.durability, jobs, shared);
-        if !flushes.is_empty() {
+        shared.jobs.fetch_add(batch.taken, Ordering::Relaxed);
+        commit_batch(
+            &store,
+            options.durability,
+            &mut batch,
+            &mut queue,
+            batch_max,
+            shared,
+        );
+        if !batch.flushes.is_empty() {
             let flushed = flush(&store, options.durability).map_err(Arc::new);
-            for reply in flushes {
+            for reply in batch.flushes {
                 let answer = flushed
                     .clone()
                     .map_err(|error| WriterError::Batch(error).into());
@@ -106,14 +97,68 @@ fn flush(store: &Store, durability: Durability) -> Result<()> {
     }
 }
 
-/// Runs `jobs` in arrival order in one transaction, re-running it without any job that fails
-/// after writing, and answers every job.
-fn commit_batch(store: &Store, durability: Durability, mut jobs: Vec<Job>, shared: &Shared) {
-    while !jobs.is_empty() {
-        let mut answers: Vec<Answer> = Vec::with_capacity(jobs.len());
+/// What one batch took off the queue.
+#[derive(Default)]
+struct Batch {
+    jobs: Vec<Job>,
+    flushes: Vec<oneshot::Sender<Result<()>>>,
+    /// Messages taken, closing ones included.
+    taken: u64,
+}
+
+impl Batch {
+    fn take(&mut self, message: Message, queue: &mut mpsc::Receiver<Message>) {
+        self.taken += 1;
+        match message {
+            Message::Job(job) => self.jobs.push(job),
+            Message::Flush(reply) => self.flushes.push(reply),
+            // What is queued stays receivable; new sends fail with `Closed`.
+            Message::Close => queue.close(),
+        }
+    }
+
+    /// Takes what is queued, without waiting, until `batch_max` messages are taken; returns
+    /// how many it took.
+    fn take_queued(&mut self, queue: &mut mpsc::Receiver<Message>, batch_max: usize) -> u64 {
+        let before = self.taken;
+        while self.taken < batch_max as u64 {
+            match queue.try_recv() {
+                Ok(message) => self.take(message, queue),
+                Err(_) => break,
+            }
+        }
+        self.taken - before
+    }
+}
+
+/// Runs the batch's jobs in arrival order in one transaction, re-running it without any job
+/// that fails after writing, and answers every job. Jobs queued while the batch runs join it
+/// before it commits (up to `batch_max` messages): they would otherwise wait for this commit
+/// only to start the next, so a batch of callers stays one batch instead of splitting in two
+/// that alternate.
+fn commit_batch(
+    store: &Store,
+    durability: Durability,
+    batch: &mut Batch,
+    queue: &mut mpsc::Receiver<Message>,
+    batch_max: usize,
+    shared: &Shared,
+) {
+    while !batch.jobs.is_empty() {
+        let mut answers: Vec<Answer> = Vec::with_capacity(batch.jobs.len());
         let mut tainted = None;
         let written = store.write_with(durability, |session| {
-            for (index, job) in jobs.iter().enumerate() {
+            let mut index = 0;
+            loop {
+                if index == batch.jobs.len() {
+                    let joined = batch.take_queued(queue, batch_max);
+                    // Counted before anyone is answered, as the batch's first jobs are.
+                    shared.jobs.fetch_add(joined, Ordering::Relaxed);
+                    if index == batch.jobs.len() {
+                        return Ok(());
+                    }
+                }
+                let job = &batch.jobs[index];
                 let before = session.head();
                 match run_job(&*job.work, session) {
                     Ok(value) => answers.push(Ok(value)),
@@ -125,12 +170,12 @@ fn commit_batch(store: &Store, durability: Durability, mut jobs: Vec<Job>, share
                         return Err(error);
                     }
                 }
+                index += 1;
             }
-            Ok(())
         });
         match (written, tainted) {
             (Ok(()), _) => {
-                for (job, answer) in jobs.into_iter().zip(answers) {
+                for (job, answer) in batch.jobs.drain(..).zip(answers) {
                     // A caller that stopped waiting needs no answer.
                     let _ = job.reply.send(answer);
                 }
@@ -138,12 +183,12 @@ fn commit_batch(store: &Store, durability: Durability, mut jobs: Vec<Job>, share
             }
             (Err(error), Some(index)) => {
                 shared.reruns.fetch_add(1, Ordering::Relaxed);
-                let job = jobs.remove(index);
+                let job = batch.jobs.remove(index);
                 let _ = job.reply.send(Err(error));
             }
             (Err(error), None) => {
                 let error = Arc::new(error);
-                for job in jobs {
+                for job in batch.jobs.drain(..) {
                     let _ = job
                         .reply
                         .send(Err(WriterError::Batch(Arc::clone(&error)).into()));
