@@ -604,3 +604,83 @@ fn streams_written_in_turn_read_back_across_archived_blocks() {
         Some(StreamVersion(length - 1))
     );
 }
+
+/// Random appends to a few streams, several per transaction at times, then every stream read
+/// whole both ways and from random versions, against the positions the appends returned;
+/// and again after a reopen.
+#[test]
+fn random_interleavings_read_back_as_appended() {
+    for seed in 1..=12u64 {
+        let (dir, store) = store();
+        let mut dice = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut roll = |sides: u64| {
+            dice ^= dice << 13;
+            dice ^= dice >> 7;
+            dice ^= dice << 17;
+            dice % sides
+        };
+        let streams = ["p", "q", "r", "s", "t"];
+        let mut positions: std::collections::BTreeMap<&str, Vec<Position>> = Default::default();
+        for _ in 0..150 {
+            let appends: Vec<(&str, usize)> = (0..1 + roll(3))
+                .map(|_| (streams[roll(1 + seed % 5) as usize], 1 + roll(3) as usize))
+                .collect();
+            let outcomes = store
+                .write(|session| {
+                    let mut firsts = Vec::new();
+                    for (stream, count) in &appends {
+                        let events: Vec<_> = (0..*count).map(|_| event("x", 1, b"e")).collect();
+                        match session.append(stream, ExpectedVersion::Any, &events)? {
+                            AppendOutcome::Appended(appended) => {
+                                firsts.push(appended.first_position)
+                            }
+                            other => panic!("a fresh append: {other:?}"),
+                        }
+                    }
+                    Ok(firsts)
+                })
+                .unwrap();
+            for ((stream, count), first) in appends.iter().zip(outcomes) {
+                let written = positions.entry(stream).or_default();
+                written.extend((0..*count as u64).map(|i| Position(first.0 + i)));
+            }
+        }
+        check_streams(&store, &positions, &mut roll);
+        drop(store);
+        let store = Store::open(dir.path().join("log.redb")).unwrap();
+        check_streams(&store, &positions, &mut roll);
+        assert!(store.verify().unwrap().is_sound(), "seed {seed}");
+    }
+}
+
+/// Each stream of `positions` read forward and backward, whole and from random versions.
+fn check_streams(
+    store: &Store,
+    positions: &std::collections::BTreeMap<&str, Vec<Position>>,
+    roll: &mut impl FnMut(u64) -> u64,
+) {
+    let read = |stream: &str, from: u64, direction: Direction| -> Vec<Position> {
+        let records = store
+            .read_stream(stream, StreamVersion(from), direction, usize::MAX)
+            .unwrap();
+        for record in &records {
+            assert_eq!(record.stream, stream);
+        }
+        records.iter().map(|record| record.position).collect()
+    };
+    for (stream, written) in positions {
+        let length = written.len() as u64;
+        assert_eq!(read(stream, 0, Direction::Forward), *written, "{stream}");
+        let mut backward = written.clone();
+        backward.reverse();
+        assert_eq!(read(stream, u64::MAX, Direction::Backward), backward);
+        for _ in 0..10 {
+            let from = roll(length + 2);
+            let start = from.min(length) as usize;
+            assert_eq!(read(stream, from, Direction::Forward), written[start..]);
+            let end = (from + 1).min(length) as usize;
+            let expected: Vec<_> = written[..end].iter().rev().copied().collect();
+            assert_eq!(read(stream, from, Direction::Backward), expected);
+        }
+    }
+}
