@@ -90,8 +90,8 @@ fn decode_as_every_kind(payload: &[u8], schema: u16) {
 
 /// `decode_record`: after a first byte naming the position, the bytes as a stored record
 /// (as they are, and behind their own header hash so decoding gets past the hash check), as
-/// a segment, and as the payload of every domain event. A typed error or a value; never a
-/// panic. (The allocation bound is the decoders' own: bincode with the header and payload
+/// a segment, as the payload of every domain event, and as a stream's tail or archived block
+/// of runs. A typed error or a value; never a panic. (The allocation bound is the decoders' own: bincode with the header and payload
 /// caps as limits.)
 pub fn decode_record(data: &[u8]) {
     let Some((&first, body)) = data.split_first() else {
@@ -113,6 +113,20 @@ pub fn decode_record(data: &[u8]) {
     decode_as_every_kind(body, u16::from(first % 3));
     parsers_agree(body);
     parsers_agree(&rehashed);
+    run_blocks_round_trip(body, u64::from(first) << 56);
+}
+
+/// Stream index bytes (a tail, an archived block from `first_version`) decode or are refused;
+/// what decodes encodes back to the same bytes.
+fn run_blocks_round_trip(bytes: &[u8], first_version: u64) {
+    use crate::log::stream_index::RunBlock;
+    if let Ok(tail) = RunBlock::decode_tail("fuzz", bytes) {
+        assert_eq!(tail.encode_tail(), bytes, "a tail re-encodes as read");
+    }
+    if let Ok(block) = RunBlock::decode("fuzz", first_version, bytes) {
+        assert_eq!(block.encode_runs(), bytes, "a block re-encodes as read");
+        assert_eq!(block.first_version(), first_version);
+    }
 }
 
 /// The hand-written header parser reads exactly what bincode reads: whatever it accepts,
