@@ -111,21 +111,28 @@ fn main() {
         println!("rebuild {:.0}/s", rebuild(&log));
         return;
     }
-    if args.iter().any(|a| a == "--four-trees") {
+    if args.iter().any(|a| a == "--command-trees") {
         // What a command's storage alone costs: raw redb writing one tree per commit, against
-        // the four an annals command writes, with no hashing, deciding or applying; and annals
-        // itself (also the mode to profile single commands under).
+        // the three an annals command writes, with no hashing, deciding or applying; and
+        // annals itself (also the mode to profile single commands under).
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
         for round in 0..4 {
             let at = |name: &str| dir.path().join(format!("{name}-{round}.redb"));
             let run_for = Duration::from_secs(2);
             let one = single_redb(&at("one"), run_for);
-            let four = four_trees(&at("four"), run_for);
+            let three = command_trees(&at("three"), run_for);
             let annals = single_annals(&at("annals"), run_for);
             println!(
-                "commits/s: one tree {one:.0}, four trees {four:.0} ({:.2}), annals {annals:.0} ({:.2})",
-                four / one,
-                annals / one
+                "commits/s (bytes written per commit): one tree {:.0} ({:.0}), three trees {:.0} \
+                 ({:.0}, {:.2} of one), annals {:.0} ({:.0}, {:.2} of one)",
+                one.per_s(),
+                one.written_per_commit(),
+                three.per_s(),
+                three.written_per_commit(),
+                three.per_s() / one.per_s(),
+                annals.per_s(),
+                annals.written_per_commit(),
+                annals.per_s() / one.per_s(),
             );
         }
         return;
@@ -207,18 +214,26 @@ fn run_round(
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
     let at = |name: &str| dir.path().join(name);
 
-    samples.push(
-        "single.annals",
-        single_annals(&at("single.redb"), settings.timed),
-    );
-    samples.push(
-        "single.redb",
-        single_redb(&at("single-raw.redb"), settings.timed),
-    );
-    samples.push(
-        "single.sqlite",
-        single_sqlite(&at("single.sqlite"), settings.timed),
-    );
+    for (rate, written, commits) in [
+        (
+            "single.annals",
+            "written.annals",
+            single_annals(&at("single.redb"), settings.timed),
+        ),
+        (
+            "single.redb",
+            "written.redb",
+            single_redb(&at("single-raw.redb"), settings.timed),
+        ),
+        (
+            "single.sqlite",
+            "written.sqlite",
+            single_sqlite(&at("single.sqlite"), settings.timed),
+        ),
+    ] {
+        samples.push(rate, commits.per_s());
+        samples.push(written, commits.written_per_commit());
+    }
     samples.push(
         "single.fsync",
         fsync_floor(&at("fsync.bin"), settings.timed),
@@ -337,67 +352,84 @@ fn per_second(count: u64, elapsed: Duration) -> f64 {
 
 // ---- durable single commands ----------------------------------------------------------------
 
-fn single_annals(path: &Path, run_for: Duration) -> f64 {
-    let store = Store::open(path).expect("a new store");
-    let started = Instant::now();
-    let mut commands = 0;
-    while started.elapsed() < run_for {
-        granted(
-            &store
-                .execute(&lease_command(0, commands))
-                .expect("a command"),
-        );
-        commands += 1;
-    }
-    per_second(commands, started.elapsed())
+/// What a timed loop of durable commits did.
+struct Commits {
+    count: u64,
+    elapsed: Duration,
+    /// Bytes the process handed to `write` calls meanwhile (pages, WAL frames, headers).
+    written: u64,
 }
 
-fn single_redb(path: &Path, run_for: Duration) -> f64 {
+impl Commits {
+    /// Counts the commits of `work`, which commits until `run_for` has passed.
+    fn measure(run_for: Duration, mut commit: impl FnMut(u64)) -> Commits {
+        let written_before = bytes_written();
+        let started = Instant::now();
+        let mut count = 0;
+        while started.elapsed() < run_for {
+            commit(count);
+            count += 1;
+        }
+        Commits {
+            count,
+            elapsed: started.elapsed(),
+            written: bytes_written() - written_before,
+        }
+    }
+
+    fn per_s(&self) -> f64 {
+        per_second(self.count, self.elapsed)
+    }
+
+    fn written_per_commit(&self) -> f64 {
+        self.written as f64 / self.count.max(1) as f64
+    }
+}
+
+fn single_annals(path: &Path, run_for: Duration) -> Commits {
+    let store = Store::open(path).expect("a new store");
+    Commits::measure(run_for, |step| {
+        granted(&store.execute(&lease_command(0, step)).expect("a command"));
+    })
+}
+
+fn single_redb(path: &Path, run_for: Duration) -> Commits {
     let db = redb::Database::create(path).expect("a redb file");
     let record = stored_bytes(&lease_command_event(), 0);
-    let started = Instant::now();
-    let mut commands = 0u64;
-    while started.elapsed() < run_for {
+    Commits::measure(run_for, |step| {
         let txn = db.begin_write().expect("a write");
         {
             let mut table = txn.open_table(RAW).expect("the table");
-            table.insert(commands, record.as_slice()).expect("insert");
+            table.insert(step, record.as_slice()).expect("insert");
         }
         txn.commit().expect("commit");
-        commands += 1;
-    }
-    per_second(commands, started.elapsed())
+    })
 }
 
 /// Raw redb writing what an annals command's commit writes: a record in the segments tree,
-/// the head, the stream's run row and the lease row, each its own tree.
-fn four_trees(path: &Path, run_for: Duration) -> f64 {
-    const HEAD: TableDefinition<&str, &[u8]> = TableDefinition::new("head");
-    const RUNS: TableDefinition<(&str, u64), (u64, u64)> = TableDefinition::new("runs");
+/// the head and the stream's tail in the meta tree, and the lease row, three trees.
+fn command_trees(path: &Path, run_for: Duration) -> Commits {
+    const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
     const HELD: TableDefinition<&str, &[u8]> = TableDefinition::new("held");
     let db = redb::Database::create(path).expect("a redb file");
     let record = stored_bytes(&lease_command_event(), 0);
     let head = [9u8; 40 + 32 * 10];
+    let tail = [7u8; 8 + 16];
     let lease = [3u8; 80];
-    let started = Instant::now();
-    let mut commands = 0u64;
-    while started.elapsed() < run_for {
+    Commits::measure(run_for, |step| {
         let txn = db.begin_write().expect("a write");
         {
             let mut table = txn.open_table(RAW).expect("the table");
-            table.insert(commands, record.as_slice()).expect("insert");
-            let mut heads = txn.open_table(HEAD).expect("the table");
-            heads.insert("head", head.as_slice()).expect("insert");
-            let mut runs = txn.open_table(RUNS).expect("the table");
-            runs.insert(("lease/resource-0", 0), (0, commands + 1))
+            table.insert(step, record.as_slice()).expect("insert");
+            let mut meta = txn.open_table(META).expect("the table");
+            meta.insert("head", head.as_slice()).expect("insert");
+            meta.insert("stream:lease/resource-0", tail.as_slice())
                 .expect("insert");
             let mut held = txn.open_table(HELD).expect("the table");
             held.insert("resource-0", lease.as_slice()).expect("insert");
         }
         txn.commit().expect("commit");
-        commands += 1;
-    }
-    per_second(commands, started.elapsed())
+    })
 }
 
 /// What one command appends, for sizing the raw redb record.
@@ -528,15 +560,9 @@ impl Sqlite {
     }
 }
 
-fn single_sqlite(path: &Path, run_for: Duration) -> f64 {
+fn single_sqlite(path: &Path, run_for: Duration) -> Commits {
     let mut sqlite = Sqlite::open(path);
-    let started = Instant::now();
-    let mut commands = 0;
-    while started.elapsed() < run_for {
-        sqlite.command(0, commands);
-        commands += 1;
-    }
-    per_second(commands, started.elapsed())
+    Commits::measure(run_for, |step| sqlite.command(0, step))
 }
 
 /// The disk's limit: overwrite 64 bytes of a small file and `fdatasync` it, in a loop.
@@ -1009,6 +1035,11 @@ fn report(
             "sqlite": m("single.sqlite"),
             "fsync_floor": m("single.fsync"),
         },
+        "bytes_written_per_durable_command": {
+            "annals": m("written.annals"),
+            "redb": m("written.redb"),
+            "sqlite": m("written.sqlite"),
+        },
         "group_commit_cmds_per_s": {
             "annals_1": m("group.annals_1"),
             "annals_64": m("group.annals_64"),
@@ -1104,6 +1135,13 @@ fn print_table(settings: &Settings, samples: &Samples, report: &Value) -> usize 
         ("fdatasync", "single.fsync"),
     ] {
         row("durable single cmds/s", contender, key, "/s");
+    }
+    for (contender, key) in [
+        ("annals", "written.annals"),
+        ("raw redb", "written.redb"),
+        ("SQLite", "written.sqlite"),
+    ] {
+        row("bytes written per command", contender, key, "B");
     }
     for (contender, key) in [
         ("annals 1", "group.annals_1"),
