@@ -16,9 +16,6 @@ use crate::error::{Error, Result};
 /// The most runs a block holds; a full tail is archived when its stream starts another run.
 pub const RUNS_PER_BLOCK: usize = 16;
 
-/// The bytes of one run in a block: its first position and its record count, `u64` each.
-const RUN_BYTES: usize = 16;
-
 /// Records `first_version ..` of a stream at positions `first_position ..`, `count` of them,
 /// contiguous in both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,13 +111,19 @@ impl RunBlock {
         ))
     }
 
-    /// The archived block's value: each run's first position and count (its versions follow
-    /// from the key's first version).
+    /// The archived block's value: each run as its gap and count (its versions follow from
+    /// the key's first version).
     pub(crate) fn encode_runs(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.runs.len() * RUN_BYTES);
+        let mut out = Vec::with_capacity(self.runs.len() * 4);
+        let mut end = 0u64;
         for run in &self.runs {
-            out.extend_from_slice(&run.first_position.to_le_bytes());
-            out.extend_from_slice(&run.count.to_le_bytes());
+            let gap = run
+                .first_position
+                .checked_sub(end)
+                .expect("the runs of a stream rise through the log");
+            put_uleb128(&mut out, gap);
+            put_uleb128(&mut out, run.count);
+            end = run.first_position + run.count;
         }
         out
     }
@@ -141,48 +144,90 @@ impl RunBlock {
     }
 
     /// Decodes `stream`'s block starting at version `first_version` from its runs' bytes.
-    /// Refuses an empty or overfull block, a run of no record, and any run whose positions or
-    /// versions would pass 2^64.
-    pub(crate) fn decode(stream: &str, first_version: u64, bytes: &[u8]) -> Result<RunBlock> {
-        let (runs, rest) = bytes.as_chunks::<RUN_BYTES>();
-        if !rest.is_empty() || runs.is_empty() || runs.len() > RUNS_PER_BLOCK {
-            return Err(corrupt(
+    /// Refuses an empty or overfull block, a number not in canonical LEB128, a run of no
+    /// record, and any run whose positions or versions would pass 2^64.
+    pub(crate) fn decode(stream: &str, first_version: u64, mut bytes: &[u8]) -> Result<RunBlock> {
+        let malformed = |bytes: &[u8]| {
+            corrupt(
                 stream,
                 format!(
-                    "a block of {} bytes, not 1 to {RUNS_PER_BLOCK} runs of {RUN_BYTES}",
+                    "a block of {} bytes that does not read as 1 to {RUNS_PER_BLOCK} runs",
                     bytes.len()
                 ),
-            ));
-        }
+            )
+        };
+        let whole = bytes;
         let mut block = RunBlock {
             first_version,
-            runs: Vec::with_capacity(runs.len()),
+            runs: Vec::new(),
         };
-        let mut version = first_version;
-        for run in runs {
-            let (position, count) = run.split_at(8);
-            let run = StreamRun {
-                first_version: version,
-                first_position: u64::from_le_bytes(position.try_into().expect("8 bytes")),
-                count: u64::from_le_bytes(count.try_into().expect("8 bytes")),
+        let (mut version, mut end) = (first_version, 0u64);
+        while !bytes.is_empty() {
+            let (Some(gap), Some(count)) = (take_uleb128(&mut bytes), take_uleb128(&mut bytes))
+            else {
+                return Err(malformed(whole));
             };
-            let fits = run.count > 0
-                && run.first_position.checked_add(run.count).is_some()
-                && version.checked_add(run.count).is_some();
-            if !fits {
+            if block.runs.len() == RUNS_PER_BLOCK {
+                return Err(malformed(whole));
+            }
+            let first_position = end.checked_add(gap);
+            let fits = count > 0
+                && first_position.is_some_and(|first| first.checked_add(count).is_some())
+                && version.checked_add(count).is_some();
+            let Some(first_position) = first_position.filter(|_| fits) else {
                 return Err(corrupt(
                     stream,
                     format!(
-                        "a run of {} records at position {} from version {version}",
-                        run.count, run.first_position
+                        "a run of {count} records {gap} positions after {end}, from version \
+                         {version}"
                     ),
                 ));
-            }
-            version += run.count;
-            block.runs.push(run);
+            };
+            block.runs.push(StreamRun {
+                first_version: version,
+                first_position,
+                count,
+            });
+            version += count;
+            end = first_position + count;
+        }
+        if block.runs.is_empty() {
+            return Err(malformed(whole));
         }
         Ok(block)
     }
+}
+
+/// Appends `value` in unsigned LEB128: seven bits a byte, low first, the high bit set on
+/// every byte but the last.
+fn put_uleb128(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8 & 0x7F) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// Takes one unsigned LEB128 number off the front of `bytes`: `None` if it is cut short, does
+/// not fit 64 bits, or is not in its shortest form (so every value has one encoding).
+fn take_uleb128(bytes: &mut &[u8]) -> Option<u64> {
+    let mut value = 0u64;
+    for (index, &byte) in bytes.iter().enumerate().take(10) {
+        let bits = u64::from(byte & 0x7F);
+        let shift = 7 * index as u32;
+        if index == 9 && byte > 1 {
+            return None;
+        }
+        value |= bits << shift;
+        if byte & 0x80 == 0 {
+            if byte == 0 && index > 0 {
+                return None;
+            }
+            *bytes = &bytes[index + 1..];
+            return Some(value);
+        }
+    }
+    None
 }
 
 fn corrupt(stream: &str, detail: String) -> Error {
@@ -246,14 +291,61 @@ mod tests {
     }
 
     #[test]
+    fn numbers_have_one_encoding_each() {
+        for value in [
+            0,
+            1,
+            127,
+            128,
+            300,
+            u64::from(u32::MAX),
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            let mut bytes = Vec::new();
+            put_uleb128(&mut bytes, value);
+            let mut rest = bytes.as_slice();
+            assert_eq!(take_uleb128(&mut rest), Some(value));
+            assert!(rest.is_empty());
+        }
+        let mut max = Vec::new();
+        put_uleb128(&mut max, u64::MAX);
+        assert_eq!(max.len(), 10);
+        for refused in [
+            &[0x80][..],
+            &[0x80, 0x00],
+            &[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02],
+            &[0x80; 11],
+        ] {
+            assert_eq!(take_uleb128(&mut &refused[..]), None, "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn interleaved_runs_take_a_few_bytes_each() {
+        let mut tail = RunBlock::empty();
+        for i in 0..RUNS_PER_BLOCK as u64 {
+            assert_eq!(tail.push(1_000_000 + 64 * i, 1), None);
+        }
+        // The first run's position in three bytes, then a gap and a count of one byte each.
+        assert_eq!(tail.encode_runs().len(), 4 + 2 * (RUNS_PER_BLOCK - 1));
+    }
+
+    #[test]
     fn damaged_blocks_are_refused_naming_the_stream() {
         let good = filled(2).encode_runs();
-        let mut no_records = good.clone();
-        no_records[8..16].fill(0);
-        let mut past_the_end = good.clone();
-        past_the_end[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        let no_records = [5, 0];
+        let past_the_end = [
+            0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01, 2,
+        ];
         let overfull = filled(RUNS_PER_BLOCK as u64).encode_runs().repeat(2);
-        for bytes in [&[][..], &good[..15], &no_records, &past_the_end, &overfull] {
+        for bytes in [
+            &[][..],
+            &good[..good.len() - 1],
+            &no_records,
+            &past_the_end,
+            &overfull,
+        ] {
             let error = RunBlock::decode("orders", 0, bytes).unwrap_err();
             assert!(error.to_string().contains("\"orders\""), "{error}");
         }
