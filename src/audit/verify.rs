@@ -490,22 +490,19 @@ fn check_stream_runs(snapshot: &Snapshot, stream: &str, count: u64) -> Result<Op
             detail,
         }))
     };
-    let runs = match snapshot.stream_runs(stream) {
-        Ok(runs) => runs,
-        Err(Error::CorruptMeta(detail)) => return fail(detail),
-        Err(error) => return Err(error),
-    };
     let mut next_version = 0;
-    for StreamRun {
-        first_version,
-        first_position,
-        count: run,
-    } in runs
-    {
+    let mut problem = None;
+    let visited = snapshot.visit_runs(stream, |run| {
+        let StreamRun {
+            first_version,
+            first_position,
+            count: run,
+        } = run;
         if first_version != next_version {
-            return fail(format!(
+            problem = Some(format!(
                 "a run of {run} starts at version {first_version}, expected one at {next_version}"
             ));
+            return Ok(false);
         }
         let last_position = first_position + (run - 1);
         for (position, version) in [
@@ -516,12 +513,22 @@ fn check_stream_runs(snapshot: &Snapshot, stream: &str, count: u64) -> Result<Op
             let matches = matches!(&record, Ok(Some(r))
                 if r.stream == stream && r.version == StreamVersion(version));
             if !matches {
-                return fail(format!(
+                problem = Some(format!(
                     "the index puts version {version} at position {position}"
                 ));
+                return Ok(false);
             }
         }
         next_version = first_version + run;
+        Ok(true)
+    });
+    match visited {
+        Ok(()) => {}
+        Err(Error::CorruptMeta(detail)) => return fail(detail),
+        Err(error) => return Err(error),
+    }
+    if let Some(detail) = problem {
+        return fail(detail);
     }
     if next_version != count {
         return fail(format!(

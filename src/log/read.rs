@@ -124,14 +124,38 @@ impl Snapshot {
     /// Where `stream`'s records lie: its runs in version order, as the index records them.
     pub fn stream_runs(&self, stream: &str) -> Result<Vec<StreamRun>> {
         let mut runs = Vec::new();
+        self.visit_runs(stream, |run| {
+            runs.push(run);
+            Ok(true)
+        })?;
+        Ok(runs)
+    }
+
+    /// Calls `visit` with each of `stream`'s runs in version order, one block in memory at a
+    /// time, until it returns `false`.
+    pub(crate) fn visit_runs(
+        &self,
+        stream: &str,
+        mut visit: impl FnMut(StreamRun) -> Result<bool>,
+    ) -> Result<()> {
         for entry in self.stream_runs.range((stream, 0)..=(stream, u64::MAX))? {
             let (key, value) = entry?;
-            runs.extend(RunBlock::decode(stream, key.value().1, value.value())?.into_runs());
+            for run in RunBlock::decode(stream, key.value().1, value.value())?.into_runs() {
+                if !visit(run)? {
+                    return Ok(());
+                }
+            }
         }
-        if let Some(tail) = self.tail(stream)? {
-            runs.extend(tail.into_runs());
+        for run in self
+            .tail(stream)?
+            .map(RunBlock::into_runs)
+            .unwrap_or_default()
+        {
+            if !visit(run)? {
+                return Ok(());
+            }
         }
-        Ok(runs)
+        Ok(())
     }
 
     /// The record at `position`, `None` at or past the head.
