@@ -61,7 +61,9 @@ pub(super) fn run(
         batch.take_queued(&mut queue, batch_max);
         // Counted before anyone is answered, so a caller holding its answer sees its batch.
         shared.batches.fetch_add(1, Ordering::Relaxed);
-        shared.jobs.fetch_add(batch.taken, Ordering::Relaxed);
+        shared
+            .jobs
+            .fetch_add(batch.jobs_and_flushes(), Ordering::Relaxed);
         commit_batch(
             &store,
             options.durability,
@@ -117,17 +119,22 @@ impl Batch {
         }
     }
 
+    /// Jobs and flushes taken: what [`WriterStats::jobs`](super::WriterStats) counts.
+    fn jobs_and_flushes(&self) -> u64 {
+        (self.jobs.len() + self.flushes.len()) as u64
+    }
+
     /// Takes what is queued, without waiting, until `batch_max` messages are taken; returns
-    /// how many it took.
+    /// how many jobs and flushes it took.
     fn take_queued(&mut self, queue: &mut mpsc::Receiver<Message>, batch_max: usize) -> u64 {
-        let before = self.taken;
+        let before = self.jobs_and_flushes();
         while self.taken < batch_max as u64 {
             match queue.try_recv() {
                 Ok(message) => self.take(message, queue),
                 Err(_) => break,
             }
         }
-        self.taken - before
+        self.jobs_and_flushes() - before
     }
 }
 

@@ -682,6 +682,11 @@ async fn closing_answers_every_accepted_job_makes_it_durable_and_releases_the_fi
         late.flush().await,
         Err(Error::Writer(WriterError::Closed))
     ));
+    assert_eq!(
+        late.stats().jobs,
+        11,
+        "the gate and the ten appends; closing is not a job"
+    );
     drop(late);
 
     drop(store);
