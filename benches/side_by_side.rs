@@ -361,7 +361,7 @@ struct Commits {
 }
 
 impl Commits {
-    /// Counts the commits of `work`, which commits until `run_for` has passed.
+    /// Calls `commit` with 0, 1, 2, … (one durable commit each) until `run_for` has passed.
     fn measure(run_for: Duration, mut commit: impl FnMut(u64)) -> Commits {
         let written_before = bytes_written();
         let started = Instant::now();

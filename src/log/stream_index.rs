@@ -170,11 +170,12 @@ impl RunBlock {
             if block.runs.len() == RUNS_PER_BLOCK {
                 return Err(malformed(whole));
             }
-            let first_position = end.checked_add(gap);
-            let fits = count > 0
-                && first_position.is_some_and(|first| first.checked_add(count).is_some())
-                && version.checked_add(count).is_some();
-            let Some(first_position) = first_position.filter(|_| fits) else {
+            let fits = |first: &u64| {
+                count > 0
+                    && first.checked_add(count).is_some()
+                    && version.checked_add(count).is_some()
+            };
+            let Some(first_position) = end.checked_add(gap).filter(fits) else {
                 return Err(corrupt(
                     stream,
                     format!(
