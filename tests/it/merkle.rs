@@ -1,5 +1,5 @@
 //! The Merkle tree: the published RFC 6962 test vectors with SHA-256, read in place from
-//! `../shared/vectors/rfc6962/`, and mutations of valid proofs of the log's own tree.
+//! `tests/vectors/rfc6962/`, and mutations of valid proofs of the log's own tree.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -47,7 +47,7 @@ impl TreeHasher for Rfc6962 {
 }
 
 fn vectors_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors/rfc6962")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/rfc6962")
 }
 
 /// Every `.json` file under `dir`, in name order.
