@@ -8,7 +8,7 @@ use redb::{Database, Durability};
 use crate::error::Result;
 use crate::log::read::{Direction, Snapshot};
 use crate::projection::Projections;
-use crate::projection::table::{ReadTables, WriteTables};
+use crate::projection::table::{ReadTables, TransactionTables};
 use crate::record::Position;
 
 /// Records applied per in-memory transaction, so no transaction grows with the log.
@@ -24,9 +24,8 @@ pub struct Replay {
 impl Replay {
     /// The replayed tables, for queries and digests.
     pub fn state(&self) -> Result<ReadTables> {
-        Ok(ReadTables::new(redb::ReadableDatabase::begin_read(
-            &self.db,
-        )?))
+        let txn = redb::ReadableDatabase::begin_read(&self.db)?;
+        Ok(ReadTables::new(std::sync::Arc::new(txn)))
     }
 }
 
@@ -59,7 +58,7 @@ pub fn replay_with(
         txn.set_durability(Durability::None)
             .map_err(|error| crate::error::Error::Projection(error.to_string()))?;
         {
-            let tables = WriteTables::new(&txn);
+            let tables = TransactionTables::new(&txn);
             let batch = (end.0 - applied).min(REPLAY_BATCH_RECORDS as u64);
             for _ in 0..batch {
                 let Some(record) = records.next() else { break };

@@ -18,10 +18,10 @@ pub mod query;
 
 use crate::error::Result;
 use crate::event::{DomainEvent, EventKind};
+use crate::log::read::Snapshot;
 use crate::projection::Projection;
 use crate::projection::table::{TableSource, WriteTables};
 use crate::record::{Position, Record};
-use crate::store::Store;
 
 pub use decide::{ConsumerCommand, ConsumerOutcome, ConsumerRefusal, consumer_stream};
 pub use events::ConsumerEvent;
@@ -63,10 +63,10 @@ impl Projection for Consumers {
     }
 }
 
-/// Where `consumer` continues in `store`'s log: position 0 if it never checkpointed, the
-/// position after its checkpoint if the record there still has the checkpointed hash, and
-/// [`ConsumerError::Diverged`] otherwise. Reads the log and the checkpoint as of one commit.
-pub fn resume(store: &Store, consumer: &str) -> Result<Position> {
-    let (log, state) = store.view()?;
-    query::resume(&log, &state, consumer)
+/// Where `consumer` continues in the log `snapshot` reads: position 0 if it never
+/// checkpointed, the position after its checkpoint if the record there still has the
+/// checkpointed hash, and [`ConsumerError::Diverged`] otherwise. The log and the checkpoint
+/// are read as of the snapshot's one commit.
+pub fn resume(snapshot: &Snapshot, consumer: &str) -> Result<Position> {
+    query::resume(snapshot, &snapshot.state(), consumer)
 }

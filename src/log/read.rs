@@ -6,6 +6,7 @@
 //! [`Error::Corrupt`] naming its position.
 
 use std::cell::Cell;
+use std::sync::Arc;
 
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction, ReadableTable};
 
@@ -38,11 +39,13 @@ pub struct Snapshot {
     pub(crate) idempotency: ReadOnlyTable<&'static str, (u64, [u8; 32])>,
     checkpoints: ReadOnlyTable<&'static str, (u32, u64)>,
     pub(crate) merkle: ReadOnlyTable<(u8, u64), [u8; 32]>,
+    /// The transaction, kept so that the projection tables can be read as of the same commit.
+    pub(crate) txn: Arc<ReadTransaction>,
 }
 
 impl Snapshot {
     /// Opens the log's tables in `txn`.
-    pub(crate) fn new(txn: &ReadTransaction) -> Result<Self> {
+    pub(crate) fn new(txn: ReadTransaction) -> Result<Self> {
         Ok(Snapshot {
             meta: txn.open_table(META)?,
             segments: txn.open_table(SEGMENTS)?,
@@ -50,6 +53,7 @@ impl Snapshot {
             idempotency: txn.open_table(IDEMPOTENCY)?,
             checkpoints: txn.open_table(crate::projection::CHECKPOINTS)?,
             merkle: txn.open_table(MERKLE)?,
+            txn: Arc::new(txn),
         })
     }
 

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::event::EventKind;
 use crate::hash::hex;
 use crate::record::{Position, Record};
-use table::{TableSource, WriteTables};
+use table::{TableSource, TransactionTables, WriteTables};
 
 /// `annals.checkpoints`: projection name → (version that built it, next position to apply, or
 /// [`AT_HEAD`]).
@@ -199,10 +199,10 @@ impl Projections {
             .map(|p| p.name())
     }
 
-    /// Applies `record` to every projection.
-    pub fn apply(&self, tables: &WriteTables<'_>, record: &Record) -> Result<()> {
+    /// Applies `record` to every projection, each seeing only its own tables.
+    pub(crate) fn apply(&self, tables: &TransactionTables<'_>, record: &Record) -> Result<()> {
         for projection in &self.list {
-            projection.apply(tables, record)?;
+            projection.apply(&tables.scoped(projection.as_ref()), record)?;
         }
         Ok(())
     }

@@ -2,22 +2,24 @@
 //!
 //! Every projection table in redb maps key bytes to value bytes; [`Table`] gives it a type:
 //! keys through [`KeyCodec`] (order-preserving), values through bincode with the format's
-//! configuration. Reads go through a [`TableSource`], which both a read transaction
-//! ([`ReadTables`]) and the write transaction ([`WriteTables`]) provide, so the same query
-//! serves a reader and a command deciding inside a write. Writes need [`WriteTables`], which
-//! only the projection engine hands out, and only to `apply`.
+//! configuration. Reads go through a [`TableSource`], which a read transaction
+//! ([`ReadTables`]) and the write transaction both provide, so the same query serves a reader
+//! and a command deciding inside a write. Writes need [`WriteTables`], which only the store
+//! makes, scoped to one projection's own tables, and hands only to that projection's `apply`.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::ops::Bound;
+use std::sync::Arc;
 
 use redb::{ReadTransaction, ReadableTable, TableDefinition, TableError, WriteTransaction};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::Projection;
 use super::key::{KeyCodec, key_bytes, key_from_bytes};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, guarded};
 use crate::log::read::Direction;
 use crate::record::{bincode_config, decode_bounded};
 
@@ -83,23 +85,26 @@ fn collect<'a, T: ReadableTable<&'static [u8], &'static [u8]>>(
 }
 
 /// Projection tables read in a read transaction. A table never written reads as empty.
+///
+/// Every read runs inside the store's guard: a panic of redb's on a damaged page becomes
+/// [`Error::DamagedFile`], as for [`crate::Snapshot`] reads.
 pub struct ReadTables {
-    txn: ReadTransaction,
+    txn: Arc<ReadTransaction>,
 }
 
 impl ReadTables {
-    pub(crate) fn new(txn: ReadTransaction) -> Self {
+    pub(crate) fn new(txn: Arc<ReadTransaction>) -> Self {
         ReadTables { txn }
     }
 }
 
 impl TableSource for ReadTables {
     fn get_raw(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.txn.open_table(definition(table)) {
+        guarded(|| match self.txn.open_table(definition(table)) {
             Ok(table) => Ok(table.get(key)?.map(|value| value.value().to_vec())),
             Err(TableError::TableDoesNotExist(_)) => Ok(None),
             Err(error) => Err(error.into()),
-        }
+        })
     }
 
     fn range_raw(
@@ -110,31 +115,40 @@ impl TableSource for ReadTables {
         direction: Direction,
         limit: usize,
     ) -> Result<Vec<RawRow>> {
-        match self.txn.open_table(definition(table)) {
+        guarded(|| match self.txn.open_table(definition(table)) {
             Ok(table) => collect(&table, lower, upper, direction, limit),
             Err(TableError::TableDoesNotExist(_)) => Ok(Vec::new()),
             Err(error) => Err(error.into()),
-        }
+        })
+    }
+}
+
+impl crate::Snapshot {
+    /// The projection tables as of this snapshot's commit: what the domains' queries read,
+    /// consistent with the records this snapshot reads.
+    pub fn state(&self) -> ReadTables {
+        ReadTables::new(Arc::clone(&self.txn))
     }
 }
 
 /// A projection table opened in the write transaction.
 type OpenTable<'txn> = redb::Table<'txn, &'static [u8], &'static [u8]>;
 
-/// Projection tables inside the write transaction: readable by commands, writable by `apply`.
+/// Every projection table inside the write transaction: read by commands as they decide,
+/// written only through the [`WriteTables`] each projection's `apply` is handed.
 ///
 /// Each table is opened once, on first use, and stays open for the life of this value:
 /// opening a redb table looks it up in the transaction's table tree and closing it writes its
 /// root back, which cost more than the one row most commands touch. Nothing else opens a
 /// projection table in the same transaction while this value lives.
-pub struct WriteTables<'txn> {
+pub(crate) struct TransactionTables<'txn> {
     txn: &'txn WriteTransaction,
     open: RefCell<HashMap<String, OpenTable<'txn>>>,
 }
 
-impl<'txn> WriteTables<'txn> {
+impl<'txn> TransactionTables<'txn> {
     pub(crate) fn new(txn: &'txn WriteTransaction) -> Self {
-        WriteTables {
+        TransactionTables {
             txn,
             open: RefCell::new(HashMap::new()),
         }
@@ -157,29 +171,35 @@ impl<'txn> WriteTables<'txn> {
         }
     }
 
-    /// Stores `value` under `key` in `table`.
-    pub fn insert_raw(&self, table: &str, key: &[u8], value: &[u8]) -> Result<()> {
+    /// The tables as `projection`'s `apply` may see and write them: its own, no other.
+    pub(crate) fn scoped<'a>(&'a self, projection: &dyn Projection) -> WriteTables<'a> {
+        WriteTables {
+            all: self,
+            projection: projection.name(),
+            tables: projection.tables(),
+        }
+    }
+}
+
+impl RawWrites for TransactionTables<'_> {
+    fn insert_raw(&self, table: &str, key: &[u8], value: &[u8]) -> Result<()> {
         self.with_table(table, |opened| {
             opened.insert(key, value)?;
             Ok(())
         })
     }
 
-    /// Stores `value` under `key` in `table`, returning the value it replaces: one B-tree
-    /// operation where a read then a write would be two.
-    pub fn replace_raw(&self, table: &str, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+    fn replace_raw(&self, table: &str, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
         self.with_table(table, |opened| {
             Ok(opened.insert(key, value)?.map(|old| old.value().to_vec()))
         })
     }
 
-    /// Removes `key` from `table`; whether it was there.
-    pub fn remove_raw(&self, table: &str, key: &[u8]) -> Result<bool> {
+    fn remove_raw(&self, table: &str, key: &[u8]) -> Result<bool> {
         self.with_table(table, |opened| Ok(opened.remove(key)?.is_some()))
     }
 
-    /// Deletes `table` with all its rows.
-    pub(crate) fn clear(&self, table: &str) -> Result<()> {
+    fn clear(&self, table: &str) -> Result<()> {
         // redb refuses to delete a table that is open.
         self.open.borrow_mut().remove(table);
         self.txn.delete_table(definition(table))?;
@@ -187,7 +207,7 @@ impl<'txn> WriteTables<'txn> {
     }
 }
 
-impl TableSource for WriteTables<'_> {
+impl TableSource for TransactionTables<'_> {
     fn get_raw(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.with_table(table, |opened| {
             Ok(opened.get(key)?.map(|value| value.value().to_vec()))
@@ -205,6 +225,107 @@ impl TableSource for WriteTables<'_> {
         self.with_table(table, |opened| {
             collect(opened, lower, upper, direction, limit)
         })
+    }
+}
+
+/// The writes of the write transaction, behind the scoped [`WriteTables`]. Sealed: only the
+/// store's write session implements it.
+pub(crate) trait RawWrites: TableSource {
+    fn insert_raw(&self, table: &str, key: &[u8], value: &[u8]) -> Result<()>;
+    fn replace_raw(&self, table: &str, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>>;
+    fn remove_raw(&self, table: &str, key: &[u8]) -> Result<bool>;
+    fn clear(&self, table: &str) -> Result<()>;
+}
+
+/// One projection's own tables inside the write transaction, as its [`Projection::apply`]
+/// (and [`Projection::clear`]) gets them: readable and writable, and no other table is. Only
+/// the store makes one, for the projection whose `apply` it is about to call, so projection
+/// rows are written by `apply` alone and always with a record behind them. Reading or writing
+/// a table the projection does not declare in [`Projection::tables`] is
+/// [`Error::Projection`].
+///
+/// A caller of the store reads the tables inside a write session, as a command does:
+///
+/// ```
+/// use annals::projection::table::TableSource;
+/// let dir = tempfile::tempdir()?;
+/// let store = annals::Store::open(dir.path().join("log.redb"))?;
+/// store.write(|session| session.state().get_raw("leases.held", b"deploy-lock").map(|_| ()))?;
+/// # Ok::<(), annals::Error>(())
+/// ```
+///
+/// but cannot get a `WriteTables`, so cannot write a projection's rows:
+///
+/// ```compile_fail
+/// use annals::projection::table::WriteTables;
+/// let dir = tempfile::tempdir().unwrap();
+/// let store = annals::Store::open(dir.path().join("log.redb")).unwrap();
+/// store.write(|session| {
+///     // `state()` is read-only: it has no `insert_raw`.
+///     session.state().insert_raw("leases.held", b"deploy-lock", b"forged")
+/// }).unwrap();
+/// ```
+pub struct WriteTables<'a> {
+    all: &'a dyn RawWrites,
+    projection: &'static str,
+    tables: &'static [&'static str],
+}
+
+impl WriteTables<'_> {
+    /// Refuses a table outside the projection's own.
+    fn own(&self, table: &str) -> Result<()> {
+        if self.tables.contains(&table) {
+            Ok(())
+        } else {
+            Err(Error::Projection(format!(
+                "projection {:?} touched table {table:?}, which is not one of its own",
+                self.projection
+            )))
+        }
+    }
+
+    /// Stores `value` under `key` in `table`.
+    pub fn insert_raw(&self, table: &str, key: &[u8], value: &[u8]) -> Result<()> {
+        self.own(table)?;
+        self.all.insert_raw(table, key, value)
+    }
+
+    /// Stores `value` under `key` in `table`, returning the value it replaces: one B-tree
+    /// operation where a read then a write would be two.
+    pub fn replace_raw(&self, table: &str, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.own(table)?;
+        self.all.replace_raw(table, key, value)
+    }
+
+    /// Removes `key` from `table`; whether it was there.
+    pub fn remove_raw(&self, table: &str, key: &[u8]) -> Result<bool> {
+        self.own(table)?;
+        self.all.remove_raw(table, key)
+    }
+
+    /// Deletes `table` with all its rows.
+    pub fn clear(&self, table: &str) -> Result<()> {
+        self.own(table)?;
+        self.all.clear(table)
+    }
+}
+
+impl TableSource for WriteTables<'_> {
+    fn get_raw(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.own(table)?;
+        self.all.get_raw(table, key)
+    }
+
+    fn range_raw(
+        &self,
+        table: &str,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<RawRow>> {
+        self.own(table)?;
+        self.all.range_raw(table, lower, upper, direction, limit)
     }
 }
 
@@ -363,7 +484,7 @@ mod tests {
             .unwrap();
         let txn = db.begin_write().unwrap();
         {
-            let tables = WriteTables::new(&txn);
+            let tables = TransactionTables::new(&txn);
             tables.insert_raw("example.rows", b"k", b"v").unwrap();
             assert_eq!(
                 tables.get_raw("example.rows", b"k").unwrap(),

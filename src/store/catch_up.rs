@@ -7,7 +7,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
 
 use crate::error::{Error, Result};
 use crate::log::read::{Direction, Snapshot};
-use crate::projection::table::WriteTables;
+use crate::projection::table::TransactionTables;
 use crate::projection::{
     AT_HEAD, CHECKPOINTS, Checkpoint, Projection, Projections, checkpoint, set_checkpoint,
 };
@@ -77,7 +77,7 @@ pub(crate) fn rebuild(
 
 /// Empties `projection`'s tables and sets its checkpoint to its version at position 0.
 fn reset(txn: &WriteTransaction, projection: &dyn Projection) -> Result<()> {
-    projection.clear(&WriteTables::new(txn))?;
+    projection.clear(&TransactionTables::new(txn).scoped(projection))?;
     let fresh = Checkpoint {
         version: projection.version(),
         next: Position(0),
@@ -98,20 +98,20 @@ fn replay(db: &Database, projections: &Projections, progress: &mut dyn FnMut(u64
         let Some(&from) = nexts.iter().min() else {
             return Ok(());
         };
-        let snapshot = Snapshot::new(&db.begin_read()?)?;
+        let snapshot = Snapshot::new(db.begin_read()?)?;
         let head = snapshot.head()?;
         if from >= head.next {
             return Ok(());
         }
         let mut last = from;
         {
-            let tables = WriteTables::new(&txn);
+            let tables = TransactionTables::new(&txn);
             let records = snapshot.records(from, Direction::Forward)?;
             for record in records.take(REPLAY_BATCH_RECORDS) {
                 let record = record?;
                 for (projection, next) in projections.iter().zip(&nexts) {
                     if record.position >= *next {
-                        projection.apply(&tables, &record)?;
+                        projection.apply(&tables.scoped(projection.as_ref()), &record)?;
                     }
                 }
                 last = record.position;

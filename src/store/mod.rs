@@ -212,7 +212,7 @@ impl Store {
         path: PathBuf,
         projections: Projections,
     ) -> Result<Store> {
-        let head = guarded(|| Snapshot::new(&db.begin_read()?)?.head())?;
+        let head = guarded(|| Snapshot::new(db.begin_read()?)?.head())?;
         Ok(Store {
             db,
             limits,
@@ -362,18 +362,12 @@ impl Store {
 
     /// A consistent read-only view of the log as of now; a writer may go on meanwhile.
     pub fn snapshot(&self) -> Result<Snapshot> {
-        guarded(|| Snapshot::new(&self.db.begin_read()?))
-    }
-
-    /// The log and the projection tables as of one and the same commit.
-    pub(crate) fn view(&self) -> Result<(Snapshot, ReadTables)> {
-        let txn = self.db.begin_read()?;
-        Ok((Snapshot::new(&txn)?, ReadTables::new(txn)))
+        guarded(|| Snapshot::new(self.db.begin_read()?))
     }
 
     /// A consistent read-only view of the projection tables, for the domains' queries.
     pub fn state(&self) -> Result<ReadTables> {
-        guarded(|| Ok(ReadTables::new(self.db.begin_read()?)))
+        guarded(|| Ok(ReadTables::new(Arc::new(self.db.begin_read()?))))
     }
 
     /// The head: the next position and the hash of the last record.
@@ -428,9 +422,10 @@ impl Store {
     pub fn verify_with(&self, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
         guarded(|| {
             let txn = self.db.begin_read()?;
+            let snapshot = Snapshot::new(txn)?;
             crate::audit::verify::verify_with(
-                &Snapshot::new(&txn)?,
-                &ReadTables::new(txn),
+                &snapshot,
+                &snapshot.state(),
                 &self.projections,
                 &mut *progress,
             )

@@ -9,7 +9,7 @@ use crate::leases::LeaseGuard;
 use crate::log::Head;
 use crate::log::append::{AppendError, AppendOutcome, ExpectedVersion, LogWriter};
 use crate::projection::Projections;
-use crate::projection::table::WriteTables;
+use crate::projection::table::{TableSource, TransactionTables};
 use crate::record::limits::Limits;
 use crate::record::{NewEvent, Record};
 
@@ -18,7 +18,7 @@ use crate::record::{NewEvent, Record};
 pub struct WriteSession<'txn> {
     txn: &'txn WriteTransaction,
     log: LogWriter<'txn>,
-    tables: WriteTables<'txn>,
+    tables: TransactionTables<'txn>,
     projections: &'txn Projections,
     limits: &'txn Limits,
     appended: bool,
@@ -33,7 +33,7 @@ impl<'txn> WriteSession<'txn> {
         Ok(WriteSession {
             txn,
             log: LogWriter::open(txn)?,
-            tables: WriteTables::new(txn),
+            tables: TransactionTables::new(txn),
             projections,
             limits,
             appended: false,
@@ -45,8 +45,9 @@ impl<'txn> WriteSession<'txn> {
         self.log.head()
     }
 
-    /// The projection tables as of this point of the transaction, for reading.
-    pub fn state(&self) -> &WriteTables<'txn> {
+    /// The projection tables as of this point of the transaction, for reading only: rows
+    /// are written by the projections' `apply`, from the records appended.
+    pub fn state(&self) -> &dyn TableSource {
         &self.tables
     }
 

@@ -395,3 +395,62 @@ fn an_unknown_schema_version_is_refused_and_writes_nothing() {
     );
     assert_eq!(store.head().unwrap().next, Position(0));
 }
+
+#[test]
+fn a_projection_that_touches_a_table_not_its_own_is_refused_and_nothing_is_written() {
+    /// Tries to forge a lease row, or to read one, from its own `apply`.
+    struct Forger {
+        write: bool,
+    }
+    impl Projection for Forger {
+        fn name(&self) -> &'static str {
+            "forger"
+        }
+        fn version(&self) -> u32 {
+            1
+        }
+        fn tables(&self) -> &'static [&'static str] {
+            &["forger.rows"]
+        }
+        fn apply(&self, tables: &WriteTables<'_>, record: &Record) -> Result<()> {
+            tables.insert_raw("forger.rows", &record.position.0.to_be_bytes(), b"own")?;
+            if record.kind != "forge" {
+                return Ok(());
+            }
+            if self.write {
+                tables.insert_raw("leases.held", b"deploy-lock", b"forged")
+            } else {
+                annals::projection::table::TableSource::get_raw(tables, "leases.held", b"x")
+                    .map(|_| ())
+            }
+        }
+    }
+    for write in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let options = StoreOptions {
+            create: true,
+            projections: vec![Arc::new(Forger { write })],
+            ..StoreOptions::default()
+        };
+        let store = Store::open_with(dir.path().join("log.redb"), options).unwrap();
+        store
+            .append("s", ExpectedVersion::Any, &[event("fine", 0, b"")])
+            .unwrap();
+        let head = store.head().unwrap();
+        let error = store
+            .append("s", ExpectedVersion::Any, &[event("forge", 0, b"")])
+            .unwrap_err();
+        assert!(matches!(error, Error::Projection(_)), "{error:?}");
+        assert!(error.to_string().contains("leases.held"), "{error}");
+        assert_eq!(
+            store.head().unwrap(),
+            head,
+            "the refused append left a trace"
+        );
+        assert_eq!(
+            query::lease(&store.state().unwrap(), "deploy-lock").unwrap(),
+            None
+        );
+        assert!(store.verify().unwrap().is_sound());
+    }
+}

@@ -146,7 +146,10 @@ async fn a_consumer_resumes_where_it_stopped_after_the_store_is_reopened() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     let store = Arc::new(Store::open(&path).unwrap());
-    assert_eq!(consumers::resume(&store, "mailer").unwrap(), Position(0));
+    assert_eq!(
+        consumers::resume(&store.snapshot().unwrap(), "mailer").unwrap(),
+        Position(0)
+    );
     let writer = Writer::start(Arc::clone(&store), WriterOptions::default()).unwrap();
     for i in 0..100u8 {
         writer
@@ -192,7 +195,7 @@ async fn a_consumer_resumes_where_it_stopped_after_the_store_is_reopened() {
     drop(store);
 
     let store = Arc::new(Store::open(&path).unwrap());
-    let from = consumers::resume(&store, "mailer").unwrap();
+    let from = consumers::resume(&store.snapshot().unwrap(), "mailer").unwrap();
     assert_eq!(from, Position(60));
     let next = subscribe(Arc::clone(&store), from).next().await.unwrap();
     assert_eq!((next.position, next.payload), (Position(60), vec![60]));
@@ -238,7 +241,10 @@ fn resuming_after_the_log_was_replaced_beneath_the_consumer_is_refused() {
         store
             .execute(&ConsumerCommand::checkpoint_after("mailer", &handled, 1))
             .unwrap();
-        assert_eq!(consumers::resume(&store, "mailer").unwrap(), Position(3));
+        assert_eq!(
+            consumers::resume(&store.snapshot().unwrap(), "mailer").unwrap(),
+            Position(3)
+        );
         handled
     };
 
@@ -248,7 +254,7 @@ fn resuming_after_the_log_was_replaced_beneath_the_consumer_is_refused() {
     std::fs::rename(&other, &path).unwrap();
     let store = Store::open(&path).unwrap();
     let found = store.get(Position(2)).unwrap().unwrap().hash;
-    match consumers::resume(&store, "mailer") {
+    match consumers::resume(&store.snapshot().unwrap(), "mailer") {
         Err(Error::Consumer(ConsumerError::Diverged {
             consumer,
             position,
@@ -267,7 +273,7 @@ fn resuming_after_the_log_was_replaced_beneath_the_consumer_is_refused() {
     rewritten_log(&short, &[b"a"], &handled);
     let store = Store::open(&short).unwrap();
     assert!(matches!(
-        consumers::resume(&store, "mailer"),
+        consumers::resume(&store.snapshot().unwrap(), "mailer"),
         Err(Error::Consumer(ConsumerError::Diverged { found: None, .. }))
     ));
 }
