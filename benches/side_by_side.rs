@@ -26,10 +26,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use annals::event::DomainEvent;
+use annals::DomainEvent;
 use annals::leases::events::{Acquired, LeaseEvent};
 use annals::leases::{LeaseCommand, LeaseOutcome};
-use annals::record::{Placement, encode_stored, header_bytes};
+use annals::testing::internals::record::{Placement, encode_stored, header_bytes};
 use annals::{
     Digest, Direction, ExpectedVersion, NewEvent, Position, Store, StreamVersion, Writer,
     WriterOptions,
@@ -852,7 +852,7 @@ fn verify_and_blake3(path: &Path) -> (f64, f64) {
         }
     }
     let started = Instant::now();
-    let report = annals::audit::verify::verify_log(&snapshot).expect("verify");
+    let report = annals::testing::internals::audit::verify_log(&snapshot).expect("verify");
     let verify = per_second(total_bytes, started.elapsed());
     assert!(report.is_sound(), "the bulk log verifies");
 
@@ -860,7 +860,8 @@ fn verify_and_blake3(path: &Path) -> (f64, f64) {
     let started = Instant::now();
     for (header, payload) in &sample {
         std::hint::black_box(blake3::hash(payload));
-        let mut hasher = blake3::Hasher::new_derive_key(annals::hash::RECORD_HEADER_CONTEXT);
+        let mut hasher =
+            blake3::Hasher::new_derive_key(annals::testing::internals::hash::RECORD_HEADER_CONTEXT);
         hasher.update(header);
         std::hint::black_box(hasher.finalize());
     }
@@ -893,8 +894,10 @@ fn encode_and_hash_ns(events: usize) -> (f64, f64) {
     let encode = started.elapsed().as_nanos() as f64 / events as f64;
     let started = Instant::now();
     for (event, header) in batch.iter().zip(&headers) {
-        std::hint::black_box(annals::hash::payload_hash(&event.payload));
-        std::hint::black_box(annals::hash::record_hash(header));
+        std::hint::black_box(annals::testing::internals::hash::payload_hash(
+            &event.payload,
+        ));
+        std::hint::black_box(annals::testing::internals::hash::record_hash(header));
     }
     let hash = started.elapsed().as_nanos() as f64 / events as f64;
     (encode, hash)

@@ -25,53 +25,63 @@
 //! };
 //! let LeaseOutcome::Granted { lease, .. } = store.execute(&acquire)? else { panic!() };
 //! assert_eq!(lease.token.0, 1);
-//! assert_eq!(leases::query::lease(&store.state()?, "deploy-lock")?, Some(lease));
+//! assert_eq!(leases::lease(&store.state()?, "deploy-lock")?, Some(lease));
 //! let records = store.read_all(Position(0), Direction::Forward, 10)?;
 //! assert_eq!(records[1].kind, "lease.acquired");
 //! assert!(store.verify()?.is_sound());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The layers, bottom up: [`hash`] and [`record`] (bytes, no I/O), [`log`] (redb tables,
-//! append and read), [`store`] (the file and its transactions), [`audit`] (verification).
-//! `ARCHITECTURE.md` maps them.
+//! The front door is this page: [`Store`] (open a log, append, run commands, read, verify,
+//! rebuild, import), [`Writer`] (the async group-committing handle), [`Snapshot`] (one
+//! consistent read), [`Subscription`] (catch-up then live), the errors, and one module per
+//! domain ([`registry`], [`leases`], [`outbox`], [`runs`], [`consumers`]) with its commands,
+//! outcomes, events and queries. [`projection`] is for projections of a program's own,
+//! [`merkle`] for checking proofs without a log, [`export`] for the portable export file.
+//! Everything else is private; `ARCHITECTURE.md` maps it.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub mod audit;
-pub mod command;
+pub(crate) mod audit;
+pub(crate) mod command;
 pub mod consumers;
+#[doc(hidden)]
 pub mod demo;
-pub mod error;
-pub mod event;
+pub(crate) mod error;
+pub(crate) mod event;
 pub mod export;
-pub mod hash;
+pub(crate) mod hash;
 pub mod leases;
-pub mod log;
+pub(crate) mod log;
 pub mod merkle;
 pub mod outbox;
 pub mod projection;
-pub mod record;
+pub(crate) mod record;
 pub mod registry;
 pub mod runs;
-pub mod store;
+pub(crate) mod store;
 pub mod subscribe;
 #[doc(hidden)]
 pub mod testing;
 pub mod writer;
 
 pub use audit::extends::Extension;
+pub use audit::history::Entity;
+pub use audit::proof_file::ProofFile;
 pub use audit::verify::{Finding, Problem, VerifyReport};
 pub use command::{Command, Decision, Emit};
 pub use error::{AuditError, Error, OpenError, Result};
+pub use event::{DomainEvent, EventKind};
 pub use hash::Digest;
 pub use log::Head;
-pub use log::append::{AppendError, AppendOutcome, Appended, ExpectedVersion};
+pub use log::append::{
+    AppendError, AppendOutcome, Appended, ExpectedVersion, UnknownExpectedVersion,
+};
 pub use log::read::{Direction, Records, Snapshot, StreamRecords};
 pub use projection::Projection;
 pub use record::limits::{Field, LimitError, Limits};
-pub use record::{NewEvent, Position, Record, RecordError, StreamVersion};
-pub use store::{Durability, Stats, Store, StoreOptions, WriteSession};
+pub use record::{NewEvent, Position, Record, RecordError, RecordView, StreamVersion};
+pub use store::{Durability, ImportStage, Stats, Store, StoreOptions, WriteSession};
 pub use subscribe::Subscription;
-pub use writer::{Writer, WriterError, WriterOptions};
+pub use writer::{Writer, WriterError, WriterOptions, WriterStats};

@@ -10,7 +10,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 
 /// The largest allocation decoding may make: a payload at its cap and a header at its cap.
 const ALLOCATION_BYTES_MAX: usize =
-    annals::record::limits::PAYLOAD_BYTES_CAP as usize + annals::record::limits::HEADER_BYTES_CAP;
+    annals::testing::internals::record::PAYLOAD_BYTES_CAP as usize + annals::testing::internals::record::HEADER_BYTES_CAP;
 
 struct Bounded;
 

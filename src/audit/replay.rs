@@ -17,8 +17,6 @@ const REPLAY_BATCH_RECORDS: usize = 8192;
 /// Projection tables rebuilt from a log, in memory.
 pub struct Replay {
     db: Database,
-    /// Records applied.
-    pub records: u64,
 }
 
 impl Replay {
@@ -30,16 +28,8 @@ impl Replay {
 }
 
 /// Applies the records of `snapshot` before `until` (all of them when `None`) to every
-/// projection, starting from empty tables.
-pub fn replay(
-    snapshot: &Snapshot,
-    projections: &Projections,
-    until: Option<Position>,
-) -> Result<Replay> {
-    replay_with(snapshot, projections, until, &mut |_| {})
-}
-
-/// [`replay`], calling `progress` with the number of records applied after each batch.
+/// projection, starting from empty tables, calling `progress` with the number of records
+/// applied after each batch.
 pub fn replay_with(
     snapshot: &Snapshot,
     projections: &Projections,
@@ -69,8 +59,5 @@ pub fn replay_with(
         txn.commit()?;
         progress(applied);
     }
-    Ok(Replay {
-        db,
-        records: applied,
-    })
+    Ok(Replay { db })
 }

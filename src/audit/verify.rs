@@ -184,22 +184,14 @@ impl Walk {
     }
 }
 
-/// Walks the whole log in `snapshot`, then checks every projection in `live` against a fresh
-/// replay of the log, and reports the first problem. Errors are for failures to read at all
-/// (I/O, redb); problems in what is read are findings in the report.
-pub fn verify(
-    snapshot: &Snapshot,
-    live: &dyn TableSource,
-    projections: &Projections,
-) -> Result<VerifyReport> {
-    verify_with(snapshot, live, projections, &mut |_| {})
-}
-
 /// Records walked between two progress reports.
 const PROGRESS_RECORDS: u64 = 1024;
 
-/// [`verify`], calling `progress` with the records done so far: the walk counts up to the
-/// head, then the replay from there to twice the head.
+/// Walks the whole log in `snapshot`, then checks every projection in `live` against a fresh
+/// replay of the log, and reports the first problem, calling `progress` with the records done
+/// so far: the walk counts up to the head, then the replay from there to twice the head.
+/// Errors are for failures to read at all (I/O, redb); problems in what is read are findings
+/// in the report.
 pub fn verify_with(
     snapshot: &Snapshot,
     live: &dyn TableSource,

@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use annals::audit::history::Entity;
-use annals::audit::proof_file::ProofFile;
+use annals::Entity;
+use annals::ImportStage;
+use annals::ProofFile;
 use annals::export::{ExportError, ExportHeader, ExportReader};
-use annals::hash::hex;
 use annals::merkle::TreeHead;
-use annals::store::ImportStage;
+use annals::testing::internals::hash::hex;
 use annals::{
     AppendError, AppendOutcome, Direction, Error, ExpectedVersion, Field, LimitError, NewEvent,
     Position, Record, Stats, Store, StoreOptions, StreamVersion, VerifyReport,
@@ -343,7 +343,7 @@ fn fail(code: u8, message: &str) -> ExitCode {
 
 fn parse_expected(text: &str) -> Result<ExpectedVersion, String> {
     text.parse()
-        .map_err(|error: annals::log::append::UnknownExpectedVersion| error.to_string())
+        .map_err(|error: annals::UnknownExpectedVersion| error.to_string())
 }
 
 fn append(args: AppendArgs) -> Result<ExitCode, Failure> {

@@ -11,10 +11,10 @@
 //! Everything is decided against the command's `now_ms`; nothing here reads a clock, and
 //! nothing here reads records other than the one a resume checks.
 
-pub mod apply;
-pub mod decide;
+pub(crate) mod apply;
+pub(crate) mod decide;
 pub mod events;
-pub mod query;
+pub(crate) mod query;
 
 use crate::error::Result;
 use crate::event::{DomainEvent, EventKind};
@@ -25,6 +25,7 @@ use crate::record::{Position, Record};
 
 pub use decide::{ConsumerCommand, ConsumerOutcome, ConsumerRefusal, consumer_stream};
 pub use events::ConsumerEvent;
+pub use query::*;
 pub use query::{ConsumerCheckpoint, ConsumerError};
 
 /// The consumers projection.

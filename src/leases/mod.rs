@@ -11,11 +11,11 @@
 //! The store enforces fencing: an append or command may carry a [`LeaseGuard`], refused
 //! inside the same transaction unless its token is the resource's live token.
 
-pub mod apply;
-pub mod decide;
+pub(crate) mod apply;
+pub(crate) mod decide;
 pub mod events;
-pub mod guard;
-pub mod query;
+pub(crate) mod guard;
+pub(crate) mod query;
 
 use crate::error::Result;
 use crate::event::{DomainEvent, EventKind};
@@ -23,9 +23,11 @@ use crate::projection::Projection;
 use crate::projection::table::{TableSource, WriteTables};
 use crate::record::Record;
 
+pub use decide::*;
 pub use decide::{LaneCommand, LaneOutcome, LeaseCommand, LeaseOutcome, LeaseRefusal};
 pub use events::LeaseEvent;
 pub use guard::LeaseGuard;
+pub use query::*;
 pub use query::{FencingToken, LaneLease, Lease};
 
 /// The leases projection.

@@ -70,10 +70,10 @@
 //!
 //! Every event goes to the row's stream `outbox/<key>`.
 
-pub mod apply;
-pub mod decide;
+pub(crate) mod apply;
+pub(crate) mod decide;
 pub mod events;
-pub mod query;
+pub(crate) mod query;
 
 use crate::error::Result;
 use crate::event::{DomainEvent, EventKind};
@@ -81,11 +81,13 @@ use crate::projection::Projection;
 use crate::projection::table::{TableSource, WriteTables};
 use crate::record::Record;
 
+pub use decide::*;
 pub use decide::{
     AckRefusal, Backoff, ExpiredRow, OutboxCommand, OutboxOutcome, OutboxRefusal, PullCommand,
     PullOutcome, RowAck, SweepCommand, SweepOutcome,
 };
 pub use events::{ExpiryReason, OutboxEvent};
+pub use query::*;
 pub use query::{Claim, ClaimToken, OutboxRow, OutboxState};
 
 /// The outbox projection.

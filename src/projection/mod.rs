@@ -10,9 +10,9 @@
 //! writes rows whose bytes do not depend on hash-map iteration order. That is what makes a
 //! replay reproduce the tables byte for byte, and what `verify` checks.
 
-pub mod digest;
-pub mod key;
-pub mod table;
+pub(crate) mod digest;
+pub(crate) mod key;
+pub(crate) mod table;
 
 use std::fmt;
 use std::sync::Arc;
@@ -23,7 +23,9 @@ use crate::error::{Error, Result};
 use crate::event::EventKind;
 use crate::hash::hex;
 use crate::record::{Position, Record};
-use table::{TableSource, TransactionTables, WriteTables};
+pub use key::KeyCodec;
+use table::TransactionTables;
+pub use table::{RawRow, ReadTables, Table, TableSource, WriteTables};
 
 /// `annals.checkpoints`: projection name → (version that built it, next position to apply, or
 /// [`AT_HEAD`]).
@@ -50,7 +52,7 @@ pub(crate) fn resolve_checkpoint((version, next): (u32, u64), head: Position) ->
 /// A table set derived from the log.
 ///
 /// ```
-/// use annals::projection::{Projection, table::{Table, WriteTables}};
+/// use annals::projection::{Projection, Table, WriteTables};
 /// use annals::{Record, Result};
 ///
 /// /// Counts records per kind.

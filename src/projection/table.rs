@@ -247,7 +247,7 @@ pub(crate) trait RawWrites: TableSource {
 /// A caller of the store reads the tables inside a write session, as a command does:
 ///
 /// ```
-/// use annals::projection::table::TableSource;
+/// use annals::projection::TableSource;
 /// let dir = tempfile::tempdir()?;
 /// let store = annals::Store::open(dir.path().join("log.redb"))?;
 /// store.write(|session| session.state().get_raw("leases.held", b"deploy-lock").map(|_| ()))?;
@@ -257,7 +257,7 @@ pub(crate) trait RawWrites: TableSource {
 /// but cannot get a `WriteTables`, so cannot write a projection's rows:
 ///
 /// ```compile_fail
-/// use annals::projection::table::WriteTables;
+/// use annals::projection::WriteTables;
 /// let dir = tempfile::tempdir().unwrap();
 /// let store = annals::Store::open(dir.path().join("log.redb")).unwrap();
 /// store.write(|session| {
@@ -332,7 +332,7 @@ impl TableSource for WriteTables<'_> {
 /// A typed projection table: `K` keys (order-preserving), `V` values (bincode).
 ///
 /// ```
-/// use annals::projection::table::Table;
+/// use annals::projection::Table;
 /// const HOLDERS: Table<String, u64> = Table::new("example.holders");
 /// assert_eq!(HOLDERS.name(), "example.holders");
 /// ```

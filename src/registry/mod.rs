@@ -56,11 +56,11 @@
 //!   blocks and topic peers of the reference are not here (delivery queues belong to the
 //!   outbox projection).
 
-pub mod apply;
-pub mod decide;
+pub(crate) mod apply;
+pub(crate) mod decide;
 pub mod events;
-pub mod handle;
-pub mod query;
+pub(crate) mod handle;
+pub(crate) mod query;
 
 use crate::error::Result;
 use crate::event::{DomainEvent, EventKind};
@@ -68,12 +68,14 @@ use crate::projection::Projection;
 use crate::projection::table::{TableSource, WriteTables};
 use crate::record::Record;
 
+pub use decide::*;
 pub use decide::{
     FuelOutcome, InstanceCommand, InstanceFields, InstanceOutcome, RecordFuel, SetSetting,
     SettingOutcome,
 };
 pub use events::RegistryEvent;
 pub use handle::Handle;
+pub use query::*;
 pub use query::{FuelEntry, FuelTotal, Instance, InstanceKind, Knows, Status};
 
 /// The registry projection.

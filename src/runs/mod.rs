@@ -68,11 +68,11 @@
 //! - Pruning never deletes history: the log keeps every event; only the projection's detail
 //!   rows go. The reference's trimming of its change table has no counterpart (the log is it).
 
-pub mod apply;
-pub mod decide;
+pub(crate) mod apply;
+pub(crate) mod decide;
 pub mod events;
-pub mod query;
-pub mod rollup;
+pub(crate) mod query;
+pub(crate) mod rollup;
 
 use crate::error::Result;
 use crate::event::{DomainEvent, EventKind};
@@ -80,11 +80,13 @@ use crate::projection::Projection;
 use crate::projection::table::{TableSource, WriteTables};
 use crate::record::Record;
 
+pub use decide::*;
 pub use decide::{
     ClosedRun, EVENT_PAYLOAD_BYTES_MAX, RunCommand, RunCommandOutcome, RunRefusal, SpanCommand,
     SpanCommandOutcome, SpanRefusal,
 };
 pub use events::{Attributes, BillingMode, RunEvent, SpanKind, SpanOrigin, SpanOutcome, SpanUsage};
+pub use query::*;
 pub use query::{ChangeKind, Run, RunChange, RunRollup, RunSeq, RunSnapshot, Span, SpanEvent};
 
 /// The runs projection.

@@ -8,6 +8,7 @@
 pub mod crash;
 pub mod faults;
 pub mod harness;
+pub mod internals;
 pub mod model;
 pub mod random;
 pub mod sim;

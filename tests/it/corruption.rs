@@ -213,7 +213,9 @@ fn tamper(path: &std::path::Path, change: impl FnOnce(&mut redb::Table<u64, &[u8
     let db = redb::Database::open(path).unwrap();
     let txn = db.begin_write().unwrap();
     {
-        let mut segments = txn.open_table(annals::log::tables::SEGMENTS).unwrap();
+        let mut segments = txn
+            .open_table(annals::testing::internals::tables::SEGMENTS)
+            .unwrap();
         change(&mut segments);
     }
     txn.commit().unwrap();

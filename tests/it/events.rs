@@ -7,12 +7,12 @@ use std::path::PathBuf;
 
 use annals::consumers::{ConsumerCommand, ConsumerEvent};
 use annals::demo::Rng;
-use annals::event::DomainEvent;
-use annals::hash::{hex, unhex};
 use annals::leases::LeaseEvent;
 use annals::outbox::OutboxEvent;
 use annals::registry::RegistryEvent;
 use annals::runs::RunEvent;
+use annals::testing::internals::event::DomainEvent;
+use annals::testing::internals::hash::{hex, unhex};
 use annals::{Digest, Direction, Position, Record, Store, StreamVersion};
 use serde_json::{Value, json};
 
@@ -158,7 +158,7 @@ fn record(kind: &str, schema: u16, at_ms: u64, payload: Vec<u8>) -> Record {
         schema,
         at_ms,
         idempotency_key: None,
-        payload_hash: annals::hash::payload_hash(&payload),
+        payload_hash: annals::testing::internals::hash::payload_hash(&payload),
         payload,
         prev: Digest::ZERO,
         hash: Digest::ZERO,
@@ -239,12 +239,13 @@ fn write_event_vectors_when_asked() {
                 .or_insert(record);
         }
     }
-    let v1 = annals::event::encode_payload(&annals::leases::events::AcquiredV1 {
-        resource: "deploy-lock".into(),
-        holder: "agent-7".into(),
-        token: 3,
-        ttl_ms: 30_000,
-    });
+    let v1 =
+        annals::testing::internals::event::encode_payload(&annals::leases::events::AcquiredV1 {
+            resource: "deploy-lock".into(),
+            holder: "agent-7".into(),
+            token: 3,
+            ttl_ms: 30_000,
+        });
     first.insert(
         ("lease.acquired".into(), 1),
         record("lease.acquired", 1, 1_767_225_600_000, v1),

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use annals::export::{ExportError, ExportReader, export};
-use annals::record::{Placement, encode_stored};
+use annals::testing::internals::record::{Placement, encode_stored};
 use annals::{Error, NewEvent, Position, Store};
 use tempfile::TempDir;
 

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use annals::audit::history::{Entity, history};
 use annals::{AuditError, Direction, Error, Position, Record, Store};
+use annals::{Entity, testing::internals::audit::history};
 
 fn demo_records(store: &Store) -> Vec<Record> {
     annals::demo::run(store, 1_500, |_| {}).unwrap();

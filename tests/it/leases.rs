@@ -2,8 +2,8 @@
 //! cursors, and fencing enforced by the store.
 
 use annals::leases::{
-    FencingToken, LaneCommand, LaneOutcome, LeaseCommand, LeaseGuard, LeaseOutcome, LeaseRefusal,
-    query,
+    self, FencingToken, LaneCommand, LaneOutcome, LeaseCommand, LeaseGuard, LeaseOutcome,
+    LeaseRefusal,
 };
 use annals::{AppendError, Error, ExpectedVersion, Store};
 
@@ -60,7 +60,7 @@ fn release(store: &Store, holder: &str, token: u64) -> LeaseOutcome {
 fn a_first_acquisition_gets_token_1() {
     let (_dir, store) = store();
     assert_eq!(granted_token(acquire(&store, "a", 100)), (1, false));
-    let lease = query::lease(&store.state().unwrap(), "deploy")
+    let lease = leases::lease(&store.state().unwrap(), "deploy")
         .unwrap()
         .unwrap();
     assert_eq!(
@@ -79,7 +79,7 @@ fn the_holders_own_reacquisition_keeps_its_token_and_grant_time() {
     let (_dir, store) = store();
     acquire(&store, "a", 100);
     assert_eq!(granted_token(acquire(&store, "a", 500)), (1, true));
-    let lease = query::lease(&store.state().unwrap(), "deploy")
+    let lease = leases::lease(&store.state().unwrap(), "deploy")
         .unwrap()
         .unwrap();
     assert_eq!((lease.acquired_at_ms, lease.expires_at_ms), (100, 1500));
@@ -112,17 +112,17 @@ fn tokens_never_repeat_even_after_a_release() {
         LeaseOutcome::Released { .. }
     ));
     assert_eq!(
-        query::lease(&store.state().unwrap(), "deploy").unwrap(),
+        leases::lease(&store.state().unwrap(), "deploy").unwrap(),
         None
     );
     assert_eq!(
-        query::last_token(&store.state().unwrap(), "deploy").unwrap(),
+        leases::last_token(&store.state().unwrap(), "deploy").unwrap(),
         Some(FencingToken(1)),
         "a released lease's token is still the last issued"
     );
     assert_eq!(granted_token(acquire(&store, "b", 10)), (2, false));
     assert_eq!(
-        query::last_token(&store.state().unwrap(), "deploy").unwrap(),
+        leases::last_token(&store.state().unwrap(), "deploy").unwrap(),
         Some(FencingToken(2))
     );
 }
@@ -132,7 +132,7 @@ fn renew_extends_a_live_lease_under_the_same_token() {
     let (_dir, store) = store();
     acquire(&store, "a", 0);
     assert_eq!(granted_token(renew(&store, "a", 1, 999)), (1, true));
-    let lease = query::lease(&store.state().unwrap(), "deploy")
+    let lease = leases::lease(&store.state().unwrap(), "deploy")
         .unwrap()
         .unwrap();
     assert_eq!(lease.expires_at_ms, 1999);
@@ -178,7 +178,7 @@ fn release_by_another_holder_or_token_is_refused() {
     assert_eq!(refusal(release(&store, "b", 1)), LeaseRefusal::Superseded);
     assert_eq!(refusal(release(&store, "a", 7)), LeaseRefusal::Superseded);
     assert!(
-        query::lease(&store.state().unwrap(), "deploy")
+        leases::lease(&store.state().unwrap(), "deploy")
             .unwrap()
             .is_some()
     );
@@ -312,7 +312,7 @@ fn a_guarded_command_is_fenced_too() {
         "{error:?}"
     );
     assert!(
-        query::lane(&store.state().unwrap(), "sync", "k")
+        leases::lane(&store.state().unwrap(), "sync", "k")
             .unwrap()
             .is_none()
     );
@@ -431,7 +431,7 @@ fn only_the_live_owner_advances_renews_or_releases() {
         panic!("a released key can be claimed");
     };
     assert_eq!(next.cursor.as_deref(), Some("x"));
-    let rows = query::lanes(&store.state().unwrap(), "sync", 10).unwrap();
+    let rows = leases::lanes(&store.state().unwrap(), "sync", 10).unwrap();
     assert_eq!(rows.len(), 1);
     assert!(store.verify().unwrap().is_sound());
 }
@@ -446,13 +446,13 @@ fn leases_survive_a_reopen_and_a_rebuild_reproduces_them() {
         acquire(&store, "b", 2000);
         lane(&store, claim("a", 0));
         lane(&store, advance("a", "c1", 1));
-        query::state_json(&store.state().unwrap()).unwrap()
+        leases::state_json(&store.state().unwrap()).unwrap()
     };
     let store = Store::open(&path).unwrap();
-    assert_eq!(query::state_json(&store.state().unwrap()).unwrap(), before);
+    assert_eq!(leases::state_json(&store.state().unwrap()).unwrap(), before);
     store.rebuild(Some("leases")).unwrap();
-    assert_eq!(query::state_json(&store.state().unwrap()).unwrap(), before);
+    assert_eq!(leases::state_json(&store.state().unwrap()).unwrap(), before);
     store.rebuild(None).unwrap();
-    assert_eq!(query::state_json(&store.state().unwrap()).unwrap(), before);
+    assert_eq!(leases::state_json(&store.state().unwrap()).unwrap(), before);
     assert!(store.verify().unwrap().is_sound());
 }

@@ -8,7 +8,7 @@ use annals::{
     AppendError, AppendOutcome, Direction, Error, ExpectedVersion, Position, Store, StreamVersion,
 };
 
-use annals::log::stream_index::{RUNS_PER_BLOCK, StreamRun};
+use annals::testing::internals::stream_index::{RUNS_PER_BLOCK, StreamRun};
 
 use crate::common::{append_one, event, store};
 
@@ -506,7 +506,9 @@ fn appends_in_one_transaction_share_a_segment_and_see_each_others_versions() {
     drop(store);
     let db = redb::Database::open(dir.path().join("log.redb")).unwrap();
     let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
-    let segments = txn.open_table(annals::log::tables::SEGMENTS).unwrap();
+    let segments = txn
+        .open_table(annals::testing::internals::tables::SEGMENTS)
+        .unwrap();
     let keys: Vec<u64> = redb::ReadableTable::iter(&segments)
         .unwrap()
         .map(|entry| entry.unwrap().0.value())

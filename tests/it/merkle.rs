@@ -409,7 +409,9 @@ fn verify_finds_a_stored_tree_node_that_differs_from_the_records() {
         let db = redb::Database::open(&path).unwrap();
         let txn = db.begin_write().unwrap();
         {
-            let mut nodes = txn.open_table(annals::log::tables::MERKLE).unwrap();
+            let mut nodes = txn
+                .open_table(annals::testing::internals::tables::MERKLE)
+                .unwrap();
             // Leaves 32..48: completed by the record at position 47.
             nodes.insert((4, 2), [7u8; 32]).unwrap();
         }
@@ -433,20 +435,27 @@ fn verify_finds_a_stored_frontier_or_an_extra_node_that_differs_from_the_records
     let (_keep, store) = log_of_150();
     let damage: [(&str, Damage); 2] = [
         ("frontier", |txn| {
-            let mut meta = txn.open_table(annals::log::tables::META).unwrap();
+            let mut meta = txn
+                .open_table(annals::testing::internals::tables::META)
+                .unwrap();
             let mut head = meta
-                .get(annals::log::tables::HEAD_KEY)
+                .get(annals::testing::internals::tables::HEAD_KEY)
                 .unwrap()
                 .unwrap()
                 .value()
                 .to_vec();
             // The first byte of the frontier, after the next position and the head hash.
             head[40] ^= 1;
-            meta.insert(annals::log::tables::HEAD_KEY, head.as_slice())
-                .unwrap();
+            meta.insert(
+                annals::testing::internals::tables::HEAD_KEY,
+                head.as_slice(),
+            )
+            .unwrap();
         }),
         ("extra node", |txn| {
-            let mut nodes = txn.open_table(annals::log::tables::MERKLE).unwrap();
+            let mut nodes = txn
+                .open_table(annals::testing::internals::tables::MERKLE)
+                .unwrap();
             nodes.insert((4, 1_000), [1u8; 32]).unwrap();
         }),
     ];

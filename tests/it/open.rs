@@ -101,9 +101,11 @@ fn a_file_of_an_unknown_format_version_is_refused() {
         let db = redb::Database::open(&path).unwrap();
         let txn = db.begin_write().unwrap();
         {
-            let mut meta = txn.open_table(annals::log::tables::META).unwrap();
+            let mut meta = txn
+                .open_table(annals::testing::internals::tables::META)
+                .unwrap();
             meta.insert(
-                annals::log::tables::FORMAT_KEY,
+                annals::testing::internals::tables::FORMAT_KEY,
                 2u32.to_le_bytes().as_slice(),
             )
             .unwrap();

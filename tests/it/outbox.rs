@@ -3,11 +3,11 @@
 
 use std::collections::BTreeSet;
 
-use annals::outbox::decide::{
+use annals::outbox::{self, state_json};
+use annals::outbox::{
     ACK_ROWS_MAX, CLAIM_LEASE_MS, CLAIM_RETRY_MS, CLAIM_ROWS_MAX, KEY_BYTES_MAX, MAX_AGE_MS,
     PAYLOAD_BYTES_MAX, SWEEP_ROWS_MAX,
 };
-use annals::outbox::query::{self, state_json};
 use annals::outbox::{
     AckRefusal, Backoff, ClaimToken, ExpiredRow, ExpiryReason, OutboxCommand, OutboxOutcome,
     OutboxRefusal, OutboxRow, OutboxState, PullCommand, PullOutcome, RowAck, SweepCommand,
@@ -104,7 +104,7 @@ fn acked(keys: &[&str], refused: &[(&str, OutboxRefusal)]) -> PullOutcome {
 }
 
 fn row(store: &Store, key: &str) -> OutboxRow {
-    query::row(&store.state().expect("state"), key)
+    outbox::row(&store.state().expect("state"), key)
         .expect("read row")
         .expect("row exists")
 }
@@ -399,11 +399,11 @@ fn due_rows_are_pending_rows_past_next_at_in_next_at_then_key_order() -> TestRes
     enqueue(&store, "c", "runtime:q", T0 - 10)?;
     enqueue(&store, "later", "runtime:p", T0 + 100)?;
     let state = store.state()?;
-    assert_eq!(keys(&query::due(&state, T0, 10)?), ["c", "a", "b"]);
-    assert_eq!(keys(&query::due(&state, T0, 2)?), ["c", "a"], "limit");
-    assert_eq!(keys(&query::due(&state, T0 - 11, 10)?), Vec::<&str>::new());
+    assert_eq!(keys(&outbox::due(&state, T0, 10)?), ["c", "a", "b"]);
+    assert_eq!(keys(&outbox::due(&state, T0, 2)?), ["c", "a"], "limit");
+    assert_eq!(keys(&outbox::due(&state, T0 - 11, 10)?), Vec::<&str>::new());
     assert_eq!(
-        keys(&query::due(&state, T0 + 100, 10)?),
+        keys(&outbox::due(&state, T0 + 100, 10)?),
         ["c", "a", "b", "later"],
         "next_at <= now is due"
     );
@@ -417,8 +417,8 @@ fn a_retried_row_is_due_again_only_after_its_backoff() -> TestResult {
     enqueue(&store, "k", "runtime:p", T0)?;
     host(&store, retry("k", T0 + 10));
     let state = store.state()?;
-    assert!(query::due(&state, T0 + 10, 10)?.is_empty());
-    assert_eq!(keys(&query::due(&state, T0 + 1_010, 10)?), ["k"]);
+    assert!(outbox::due(&state, T0 + 10, 10)?.is_empty());
+    assert_eq!(keys(&outbox::due(&state, T0 + 1_010, 10)?), ["k"]);
     assert_sound(&store);
     Ok(())
 }
@@ -461,7 +461,7 @@ fn waiting_claimed_done_and_expired_rows_are_never_due() -> TestResult {
         },
     );
     let state = store.state()?;
-    assert_eq!(keys(&query::due(&state, u64::MAX, 100)?), ["pending"]);
+    assert_eq!(keys(&outbox::due(&state, u64::MAX, 100)?), ["pending"]);
     assert_sound(&store);
     Ok(())
 }
@@ -485,21 +485,21 @@ fn pending_for_lists_a_peers_new_or_due_pending_rows_in_creation_order() -> Test
     );
     let state = store.state()?;
     assert_eq!(
-        keys(&query::pending_for(&state, "runtime:p", T0 + 10, 10)?),
+        keys(&outbox::pending_for(&state, "runtime:p", T0 + 10, 10)?),
         ["z-first", "a-second"],
         "a failed row waits for its backoff; a parked one is not pending"
     );
     assert_eq!(
-        keys(&query::pending_for(&state, "runtime:p", T0 + 1_010, 10)?),
+        keys(&outbox::pending_for(&state, "runtime:p", T0 + 1_010, 10)?),
         ["z-first", "a-second", "failed"]
     );
     assert_eq!(
-        keys(&query::pending_for(&state, "runtime:p", T0 + 1_010, 1)?),
+        keys(&outbox::pending_for(&state, "runtime:p", T0 + 1_010, 1)?),
         ["z-first"],
         "limit"
     );
     assert_eq!(
-        keys(&query::open_for(&state, "runtime:p", 10)?),
+        keys(&outbox::open_for(&state, "runtime:p", 10)?),
         ["z-first", "a-second", "failed", "parked"]
     );
     assert_sound(&store);
@@ -1371,10 +1371,10 @@ fn prune_removes_done_and_expired_rows_older_than_the_window_with_their_index_en
         }
     );
     let state = store.state()?;
-    assert_eq!(query::row(&state, "done-old")?, None);
-    assert_eq!(query::row(&state, "expired-old")?, None);
+    assert_eq!(outbox::row(&state, "done-old")?, None);
+    assert_eq!(outbox::row(&state, "expired-old")?, None);
     assert_eq!(
-        keys(&query::rows(&state, 10)?),
+        keys(&outbox::rows(&state, 10)?),
         ["done-young", "open-old"],
         "young and open rows stay"
     );
@@ -1513,7 +1513,10 @@ fn claim_and_expire_look_past_any_number_of_live_claims() -> TestResult {
         }
     );
     let state = store.state()?;
-    assert_eq!(query::open_for(&state, "runtime:p", usize::MAX)?.len(), 301);
+    assert_eq!(
+        outbox::open_for(&state, "runtime:p", usize::MAX)?.len(),
+        301
+    );
     assert_sound(&store);
     Ok(())
 }

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use annals::event::{DomainEvent, encode_payload};
 use annals::leases::events::{Acquired, AcquiredV1, LeaseEvent};
-use annals::leases::{LeaseCommand, LeaseOutcome, LeaseRefusal, query};
-use annals::projection::table::{Table, WriteTables};
+use annals::leases::{self, LeaseCommand, LeaseOutcome, LeaseRefusal};
+use annals::projection::{Table, WriteTables};
+use annals::testing::internals::event::{DomainEvent, encode_payload};
 use annals::{
     Error, ExpectedVersion, NewEvent, Position, Problem, Projection, Record, Result, Store,
     StoreOptions,
@@ -226,7 +226,7 @@ fn a_failed_write_leaves_log_and_projections_as_they_were() {
     });
     assert!(result.is_err());
     assert_eq!(store.head().unwrap().next, Position(0));
-    assert_eq!(query::lease(&store.state().unwrap(), "r").unwrap(), None);
+    assert_eq!(leases::lease(&store.state().unwrap(), "r").unwrap(), None);
 }
 
 #[test]
@@ -297,7 +297,7 @@ fn verify_names_the_projection_table_and_key_of_a_tampered_row() {
         assert!(store.verify().unwrap().is_sound());
     }
     // Forge the last token of "beta" beneath the store, as an in-place UPDATE would.
-    let key = annals::projection::key::key_bytes(&"beta".to_owned());
+    let key = annals::testing::internals::key_bytes(&"beta".to_owned());
     {
         let db = redb::Database::open(&path).unwrap();
         let txn = db.begin_write().unwrap();
@@ -325,7 +325,7 @@ fn verify_names_the_projection_table_and_key_of_a_tampered_row() {
                 (projection.as_str(), table.as_str()),
                 ("leases", "leases.released_tokens")
             );
-            assert_eq!(key_hex, annals::hash::hex(&key));
+            assert_eq!(key_hex, annals::testing::internals::hash::hex(&key));
         }
         other => panic!("expected a projection difference, got {other:?}"),
     }
@@ -366,10 +366,10 @@ fn version_1_events_upcast_to_the_same_projection_as_version_2_events() {
         session.append_unchecked("lease/r", ExpectedVersion::Any, &[event.to_new_event(100)])
     })
     .unwrap();
-    let state = |store: &Store| query::state_json(&store.state().unwrap()).unwrap();
+    let state = |store: &Store| leases::state_json(&store.state().unwrap()).unwrap();
     assert_eq!(state(&old), state(&new));
     assert_eq!(
-        query::lease(&old.state().unwrap(), "r")
+        leases::lease(&old.state().unwrap(), "r")
             .unwrap()
             .unwrap()
             .expires_at_ms,
@@ -420,8 +420,7 @@ fn a_projection_that_touches_a_table_not_its_own_is_refused_and_nothing_is_writt
             if self.write {
                 tables.insert_raw("leases.held", b"deploy-lock", b"forged")
             } else {
-                annals::projection::table::TableSource::get_raw(tables, "leases.held", b"x")
-                    .map(|_| ())
+                annals::projection::TableSource::get_raw(tables, "leases.held", b"x").map(|_| ())
             }
         }
     }
@@ -448,7 +447,7 @@ fn a_projection_that_touches_a_table_not_its_own_is_refused_and_nothing_is_writt
             "the refused append left a trace"
         );
         assert_eq!(
-            query::lease(&store.state().unwrap(), "deploy-lock").unwrap(),
+            leases::lease(&store.state().unwrap(), "deploy-lock").unwrap(),
             None
         );
         assert!(store.verify().unwrap().is_sound());

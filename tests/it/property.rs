@@ -5,7 +5,7 @@
 
 use annals::Store;
 use annals::demo::Rng;
-use annals::projection::digest::digest;
+use annals::testing::internals::audit::digest;
 use annals::testing::random::random_command;
 
 const CASES: u64 = 1_000;

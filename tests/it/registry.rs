@@ -1,11 +1,11 @@
 //! Tests of the registry projection's rules.
 
-use annals::registry::decide::{fuel_stream, instance_stream, setting_stream};
-use annals::registry::query::{self, HOST_SKEIN_SETTING};
+use annals::registry::{self, HOST_SKEIN_SETTING};
 use annals::registry::{
     FuelTotal, Instance, InstanceCommand, InstanceFields, InstanceKind, InstanceOutcome, Knows,
     RecordFuel, SetSetting, SettingOutcome, Status,
 };
+use annals::registry::{fuel_stream, instance_stream, setting_stream};
 use annals::{Direction, Error, Position, Result, Store, StreamVersion};
 
 use crate::common::store;
@@ -58,7 +58,7 @@ fn mailbox(store: &Store, handle: &str, owner: &str, now_ms: u64) -> Result<Inst
 }
 
 fn instance(store: &Store, handle: &str) -> Result<Option<Instance>> {
-    query::instance(&store.state()?, handle)
+    registry::instance(&store.state()?, handle)
 }
 
 fn set_status(store: &Store, handle: &str, status: Status) -> Result<InstanceOutcome> {
@@ -342,13 +342,13 @@ fn an_empty_optional_text_field_clears_it() -> Result<()> {
         (None, None, None, None)
     );
     let state = store.state()?;
-    assert_eq!(query::by_identity(&state, IDENTITY)?, None);
+    assert_eq!(registry::by_identity(&state, IDENTITY)?, None);
     assert_eq!(
-        query::state_json(&state)?["by_identity"],
+        registry::state_json(&state)?["by_identity"],
         serde_json::json!([])
     );
     assert_eq!(
-        query::state_json(&state)?["by_owner"],
+        registry::state_json(&state)?["by_owner"],
         serde_json::json!([])
     );
     assert!(store.verify()?.is_sound());
@@ -489,11 +489,11 @@ fn remove_drops_the_instance_and_its_index_entries() -> Result<()> {
         );
     }
     let state = store.state()?;
-    assert_eq!(query::instance(&state, "martha")?, None);
-    assert_eq!(query::by_identity(&state, IDENTITY)?, None);
-    assert_eq!(query::mailbox_of(&state, OWNER)?, None);
-    assert_eq!(query::instances(&state, None, usize::MAX)?, vec![]);
-    let json = query::state_json(&state)?;
+    assert_eq!(registry::instance(&state, "martha")?, None);
+    assert_eq!(registry::by_identity(&state, IDENTITY)?, None);
+    assert_eq!(registry::mailbox_of(&state, OWNER)?, None);
+    assert_eq!(registry::instances(&state, None, usize::MAX)?, vec![]);
+    let json = registry::state_json(&state)?;
     for table in ["instances", "by_identity", "by_owner", "by_created"] {
         assert_eq!(json[table], serde_json::json!([]), "{table}");
     }
@@ -521,13 +521,13 @@ fn by_identity_finds_only_an_enabled_instance() -> Result<()> {
     agent(&store, "martha", IDENTITY, T0)?;
     let state = store.state()?;
     assert_eq!(
-        query::by_identity(&state, IDENTITY)?.map(|i| i.handle.to_string()),
+        registry::by_identity(&state, IDENTITY)?.map(|i| i.handle.to_string()),
         Some("martha".into())
     );
-    assert_eq!(query::by_identity(&state, "03cc")?, None);
+    assert_eq!(registry::by_identity(&state, "03cc")?, None);
     drop(state);
     set_status(&store, "martha", Status::Disabled)?;
-    assert_eq!(query::by_identity(&store.state()?, IDENTITY)?, None);
+    assert_eq!(registry::by_identity(&store.state()?, IDENTITY)?, None);
     assert!(store.verify()?.is_sound());
     Ok(())
 }
@@ -539,7 +539,7 @@ fn by_identity_answers_the_first_enabled_handle_when_several_share_it() -> Resul
     agent(&store, "bob", IDENTITY, T0 + 1)?;
     agent(&store, "carol", IDENTITY, T0 + 2)?;
     set_status(&store, "bob", Status::Disabled)?;
-    let found = query::by_identity(&store.state()?, IDENTITY)?;
+    let found = registry::by_identity(&store.state()?, IDENTITY)?;
     assert_eq!(found.map(|i| i.handle.to_string()), Some("carol".into()));
     assert!(store.verify()?.is_sound());
     Ok(())
@@ -555,13 +555,13 @@ fn an_identity_change_moves_the_identity_index() -> Result<()> {
     };
     upsert(&store, "martha", change, T0 + 1)?;
     let state = store.state()?;
-    assert_eq!(query::by_identity(&state, IDENTITY)?, None);
+    assert_eq!(registry::by_identity(&state, IDENTITY)?, None);
     assert_eq!(
-        query::by_identity(&state, "03cc")?.map(|i| i.handle.to_string()),
+        registry::by_identity(&state, "03cc")?.map(|i| i.handle.to_string()),
         Some("martha".into())
     );
     assert_eq!(
-        query::state_json(&state)?["by_identity"],
+        registry::state_json(&state)?["by_identity"],
         serde_json::json!([{ "identity": "03cc", "handle": "martha" }])
     );
     assert!(store.verify()?.is_sound());
@@ -574,7 +574,7 @@ fn identity_of_an_agent_is_its_own_identity() -> Result<()> {
     agent(&store, "martha", IDENTITY, T0)?;
     let state = store.state()?;
     assert_eq!(
-        query::identity_of(&state, "martha", "localhost")?,
+        registry::identity_of(&state, "martha", "localhost")?,
         Some(IDENTITY.into())
     );
     Ok(())
@@ -592,7 +592,7 @@ fn identity_of_a_mailbox_is_its_owner() -> Result<()> {
     upsert(&store, "box", fields, T0)?;
     let state = store.state()?;
     assert_eq!(
-        query::identity_of(&state, "box", "localhost")?,
+        registry::identity_of(&state, "box", "localhost")?,
         Some(OWNER.into())
     );
     Ok(())
@@ -608,10 +608,13 @@ fn identity_of_needs_the_domain_to_match() -> Result<()> {
     };
     upsert(&store, "martha", fields, T0)?;
     let state = store.state()?;
-    assert_eq!(query::identity_of(&state, "martha", "localhost")?, None);
-    assert_eq!(query::identity_of(&state, "nobody", "example.org")?, None);
+    assert_eq!(registry::identity_of(&state, "martha", "localhost")?, None);
     assert_eq!(
-        query::identity_of(&state, "martha", "example.org")?,
+        registry::identity_of(&state, "nobody", "example.org")?,
+        None
+    );
+    assert_eq!(
+        registry::identity_of(&state, "martha", "example.org")?,
         Some(IDENTITY.into())
     );
     Ok(())
@@ -623,7 +626,7 @@ fn identity_of_ignores_the_status() -> Result<()> {
     agent(&store, "martha", IDENTITY, T0)?;
     set_status(&store, "martha", Status::Disabled)?;
     assert_eq!(
-        query::identity_of(&store.state()?, "martha", "localhost")?,
+        registry::identity_of(&store.state()?, "martha", "localhost")?,
         Some(IDENTITY.into())
     );
     Ok(())
@@ -638,15 +641,15 @@ fn mailbox_of_an_owner_is_its_enabled_mailbox_instance() -> Result<()> {
         ..with_store("/var/agent.db")
     };
     upsert(&store, "agent", agent_with_owner, T0)?;
-    assert_eq!(query::mailbox_of(&store.state()?, OWNER)?, None);
+    assert_eq!(registry::mailbox_of(&store.state()?, OWNER)?, None);
     mailbox(&store, "box", OWNER, T0 + 1)?;
     assert_eq!(
-        query::mailbox_of(&store.state()?, OWNER)?.map(|i| i.handle.to_string()),
+        registry::mailbox_of(&store.state()?, OWNER)?.map(|i| i.handle.to_string()),
         Some("box".into())
     );
     set_status(&store, "box", Status::Disabled)?;
-    assert_eq!(query::mailbox_of(&store.state()?, OWNER)?, None);
-    assert_eq!(query::mailbox_of(&store.state()?, "02ff")?, None);
+    assert_eq!(registry::mailbox_of(&store.state()?, OWNER)?, None);
+    assert_eq!(registry::mailbox_of(&store.state()?, "02ff")?, None);
     assert!(store.verify()?.is_sound());
     Ok(())
 }
@@ -661,8 +664,8 @@ fn an_owner_change_moves_the_mailbox() -> Result<()> {
     };
     upsert(&store, "box", change, T0 + 1)?;
     let state = store.state()?;
-    assert_eq!(query::mailbox_of(&state, OWNER)?, None);
-    assert!(query::mailbox_of(&state, "02ff")?.is_some());
+    assert_eq!(registry::mailbox_of(&state, OWNER)?, None);
+    assert!(registry::mailbox_of(&state, "02ff")?.is_some());
     assert!(store.verify()?.is_sound());
     Ok(())
 }
@@ -675,7 +678,7 @@ fn instances_are_listed_oldest_first_and_filtered_by_status() -> Result<()> {
     agent(&store, "alice", "03a", T0 + 2)?;
     set_status(&store, "bob", Status::Disabled)?;
     let handles = |status, limit| -> Result<Vec<String>> {
-        Ok(query::instances(&store.state()?, status, limit)?
+        Ok(registry::instances(&store.state()?, status, limit)?
             .into_iter()
             .map(|i| i.handle.to_string())
             .collect())
@@ -709,10 +712,10 @@ fn a_setting_is_set_and_overwritten() -> Result<()> {
         }
     );
     assert_eq!(
-        query::setting(&store.state()?, "image")?,
+        registry::setting(&store.state()?, "image")?,
         Some("tree-2".into())
     );
-    assert_eq!(query::setting(&store.state()?, "unset")?, None);
+    assert_eq!(registry::setting(&store.state()?, "unset")?, None);
     assert_eq!(
         kinds_of(&store, &setting_stream("image"))?,
         ["registry.setting_set", "registry.setting_set"]
@@ -761,14 +764,14 @@ fn an_empty_or_overlong_setting_key_is_an_invalid_command() -> Result<()> {
 fn the_host_skein_is_the_instance_its_setting_names() -> Result<()> {
     let (_dir, store) = store();
     agent(&store, "operator", IDENTITY, T0)?;
-    assert_eq!(query::host_skein(&store.state()?)?, None);
+    assert_eq!(registry::host_skein(&store.state()?)?, None);
     store.execute(&SetSetting {
         key: HOST_SKEIN_SETTING.into(),
         value: "operator".into(),
         now_ms: T0 + 1,
     })?;
     assert_eq!(
-        query::host_skein(&store.state()?)?.map(|i| i.handle.to_string()),
+        registry::host_skein(&store.state()?)?.map(|i| i.handle.to_string()),
         Some("operator".into())
     );
     Ok(())
@@ -783,10 +786,10 @@ fn fuel_aggregates_calls_and_fuel_per_instance_caller_and_op() -> Result<()> {
     charge(&store, "martha", "", "/read", 1)?;
     charge(&store, "bob", "02aa", "/read", 100)?;
     let state = store.state()?;
-    let read = query::fuel_entry(&state, "martha", "02aa", "/read")?;
+    let read = registry::fuel_entry(&state, "martha", "02aa", "/read")?;
     assert_eq!(read.as_ref().map(|e| (e.calls, e.fuel)), Some((2, 12)));
     assert_eq!(read.map(|e| e.updated_at_ms), Some(T0 + 7));
-    let ledger: Vec<(String, String, u64, u64)> = query::fuel_ledger(&state, "martha")?
+    let ledger: Vec<(String, String, u64, u64)> = registry::fuel_ledger(&state, "martha")?
         .into_iter()
         .map(|e| (e.caller, e.op, e.calls, e.fuel))
         .collect();
@@ -799,12 +802,15 @@ fn fuel_aggregates_calls_and_fuel_per_instance_caller_and_op() -> Result<()> {
         ]
     );
     assert_eq!(
-        query::fuel_total(&state, "martha")?,
+        registry::fuel_total(&state, "martha")?,
         FuelTotal { calls: 4, fuel: 43 }
     );
-    assert_eq!(query::fuel_total(&state, "nobody")?, FuelTotal::default());
     assert_eq!(
-        query::fuel_totals(&state)?,
+        registry::fuel_total(&state, "nobody")?,
+        FuelTotal::default()
+    );
+    assert_eq!(
+        registry::fuel_totals(&state)?,
         [
             (
                 "bob".into(),
@@ -826,7 +832,7 @@ fn fuel_ledger_rows_of_equal_fuel_are_in_caller_then_op_order() -> Result<()> {
     charge(&store, "martha", "02bb", "/a", 3)?;
     charge(&store, "martha", "02aa", "/b", 3)?;
     charge(&store, "martha", "02aa", "/a", 3)?;
-    let order: Vec<(String, String)> = query::fuel_ledger(&store.state()?, "martha")?
+    let order: Vec<(String, String)> = registry::fuel_ledger(&store.state()?, "martha")?
         .into_iter()
         .map(|e| (e.caller, e.op))
         .collect();
@@ -856,7 +862,7 @@ fn record_fuel_answers_the_row_and_the_total_after_the_charge() -> Result<()> {
     assert_eq!(outcome.entry.updated_at_ms, T0 + 50);
     assert_eq!(outcome.total, FuelTotal { calls: 2, fuel: 14 });
     assert_eq!(
-        query::fuel_entry(&store.state()?, "martha", "02aa", "/write")?,
+        registry::fuel_entry(&store.state()?, "martha", "02aa", "/write")?,
         Some(outcome.entry)
     );
     Ok(())
@@ -895,7 +901,7 @@ fn fuel_that_would_overflow_the_ledger_is_an_invalid_command() -> Result<()> {
         "fuel",
     );
     assert_eq!(
-        query::fuel_total(&store.state()?, "martha")?,
+        registry::fuel_total(&store.state()?, "martha")?,
         FuelTotal {
             calls: 1,
             fuel: u64::MAX - 1
@@ -915,7 +921,7 @@ fn removing_an_instance_keeps_its_fuel_ledger() -> Result<()> {
         now_ms: T0 + 10,
     })?;
     assert_eq!(
-        query::fuel_total(&store.state()?, "martha")?,
+        registry::fuel_total(&store.state()?, "martha")?,
         FuelTotal { calls: 1, fuel: 5 }
     );
     assert!(store.verify()?.is_sound());
@@ -1011,18 +1017,18 @@ fn populated() -> Result<(tempfile::TempDir, Store)> {
 #[test]
 fn registry_state_survives_reopening_the_file() -> Result<()> {
     let (dir, store) = populated()?;
-    let before = query::state_json(&store.state()?)?;
+    let before = registry::state_json(&store.state()?)?;
     drop(store);
     let store = Store::open_existing(dir.path().join("log.redb"))?;
     let state = store.state()?;
-    assert_eq!(query::state_json(&state)?, before);
+    assert_eq!(registry::state_json(&state)?, before);
     assert_eq!(
-        query::mailbox_of(&state, OWNER)?,
+        registry::mailbox_of(&state, OWNER)?,
         None,
         "the mailbox stays disabled"
     );
     assert_eq!(
-        query::host_skein(&state)?.map(|i| i.topics),
+        registry::host_skein(&state)?.map(|i| i.topics),
         Some(vec!["tm_ship".into()])
     );
     assert!(store.verify()?.is_sound());
@@ -1032,10 +1038,10 @@ fn registry_state_survives_reopening_the_file() -> Result<()> {
 #[test]
 fn rebuilding_the_registry_reproduces_its_state() -> Result<()> {
     let (_dir, store) = populated()?;
-    let before = query::state_json(&store.state()?)?;
+    let before = registry::state_json(&store.state()?)?;
     assert_ne!(before["instances"], serde_json::json!([]));
     store.rebuild(Some("registry"))?;
-    assert_eq!(query::state_json(&store.state()?)?, before);
+    assert_eq!(registry::state_json(&store.state()?)?, before);
     assert!(store.verify()?.is_sound());
     Ok(())
 }

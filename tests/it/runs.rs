@@ -1,6 +1,6 @@
 //! Tests of the runs projection's rules.
 
-use annals::runs::query;
+use annals::runs;
 use annals::runs::{
     Attributes, BillingMode, ChangeKind, EVENT_PAYLOAD_BYTES_MAX, RunCommand, RunCommandOutcome,
     RunRefusal, RunSeq, SpanCommand, SpanCommandOutcome, SpanKind, SpanOrigin, SpanOutcome,
@@ -195,7 +195,7 @@ fn start_records_an_open_span_at_now_ms_on_the_run_stream() -> TestResult {
             depth: 0
         }
     );
-    let span = query::span(&store.state()?, "r1", "root")?.expect("span");
+    let span = runs::span(&store.state()?, "r1", "root")?.expect("span");
     assert_eq!(span.started_at_ms, T0);
     assert_eq!(span.writer, "w1");
     assert!(span.is_open() && span.is_root());
@@ -213,7 +213,7 @@ fn start_records_an_open_span_at_now_ms_on_the_run_stream() -> TestResult {
             depth: 1
         }
     );
-    let child = query::span(&store.state()?, "r1", "a")?.expect("child");
+    let child = runs::span(&store.state()?, "r1", "a")?.expect("child");
     assert_eq!(child.last_heartbeat_at_ms, None, "only roots heartbeat");
     assert_eq!(child.parent.as_deref(), Some("root"));
     assert_sound(&store)
@@ -345,7 +345,7 @@ fn patch_merges_attributes_and_reported_usage() -> TestResult {
         now_ms: T0 + 2,
     })?;
     assert_eq!(outcome, SpanCommandOutcome::Patched { seq: RunSeq(3) });
-    let span = query::span(&store.state()?, "r1", "root")?.expect("span");
+    let span = runs::span(&store.state()?, "r1", "root")?.expect("span");
     assert_eq!(
         span.attributes,
         attributes(&[("model", "m1"), ("mode", "act")])
@@ -371,7 +371,7 @@ fn patch_after_end_is_refused() -> TestResult {
     let (_dir, store) = store();
     store.execute(&start("r1", "root", None, "w1", T0))?;
     store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
-    let before = query::span(&store.state()?, "r1", "root")?;
+    let before = runs::span(&store.state()?, "r1", "root")?;
     let late = store.execute(&patch(
         "r1",
         "root",
@@ -380,7 +380,7 @@ fn patch_after_end_is_refused() -> TestResult {
         T0 + 2,
     ))?;
     assert_eq!(late, refused(SpanRefusal::SpanEnded));
-    assert_eq!(query::span(&store.state()?, "r1", "root")?, before);
+    assert_eq!(runs::span(&store.state()?, "r1", "root")?, before);
     assert_sound(&store)
 }
 
@@ -424,7 +424,7 @@ fn end_is_written_once_and_a_second_end_is_refused() -> TestResult {
     let second = store.execute(&end("r1", "a", SpanOutcome::Success, T0 + 9))?;
     assert_eq!(second, refused(SpanRefusal::SpanEnded));
     assert_eq!(head(&store), before);
-    let span = query::span(&store.state()?, "r1", "a")?.expect("span");
+    let span = runs::span(&store.state()?, "r1", "a")?.expect("span");
     assert_eq!(span.outcome, Some(SpanOutcome::Error));
     assert_eq!(span.outcome_reason.as_deref(), Some("tool crashed"));
     assert_eq!(span.ended_at_ms, Some(T0 + 7));
@@ -455,10 +455,10 @@ fn a_span_ends_with_each_of_the_six_outcomes() -> TestResult {
         let run = format!("r{i}");
         store.execute(&start(&run, "root", None, "w1", T0))?;
         store.execute(&end(&run, "root", outcome, T0 + 1))?;
-        let span = query::span(&store.state()?, &run, "root")?.expect("span");
+        let span = runs::span(&store.state()?, &run, "root")?.expect("span");
         assert_eq!(span.outcome, Some(outcome));
         assert_eq!(
-            query::rollup(&store.state()?, &run)?
+            runs::rollup(&store.state()?, &run)?
                 .expect("rollup")
                 .outcome,
             outcome
@@ -490,7 +490,7 @@ fn end_merges_final_usage_and_attributes() -> TestResult {
         attributes: attributes(&[("b", "2")]),
         now_ms: T0 + 3,
     })?;
-    let span = query::span(&store.state()?, "r1", "root")?.expect("span");
+    let span = runs::span(&store.state()?, "r1", "root")?.expect("span");
     assert_eq!(span.attributes, attributes(&[("a", "1"), ("b", "2")]));
     assert_eq!(span.usage, usage(5, 6, Some(1_500)));
     assert_sound(&store)
@@ -511,12 +511,12 @@ fn events_take_the_next_index_of_their_span() -> TestResult {
         ))?;
     }
     let state = store.state()?;
-    let root_events = query::events(&state, "r1", "root")?;
+    let root_events = runs::events(&state, "r1", "root")?;
     let indexes: Vec<u64> = root_events.iter().map(|e| e.event_index).collect();
     assert_eq!(indexes, [0, 1, 2]);
     assert_eq!(root_events[1].payload, "\"e2\"");
     assert_eq!(root_events[1].at_ms, T0 + 2);
-    assert_eq!(query::events(&state, "r1", "a")?[0].event_index, 0);
+    assert_eq!(runs::events(&state, "r1", "a")?[0].event_index, 0);
     assert_sound(&store)
 }
 
@@ -544,7 +544,7 @@ fn an_event_payload_over_the_cap_is_cut_and_flagged_truncated() -> TestResult {
             ..
         }
     ));
-    let events = query::events(&store.state()?, "r1", "root")?;
+    let events = runs::events(&store.state()?, "r1", "root")?;
     assert_eq!((events[0].payload.len(), events[0].truncated), (cap, false));
     assert_eq!((events[1].payload.len(), events[1].truncated), (cap, true));
     assert_sound(&store)
@@ -557,7 +557,7 @@ fn a_lower_payload_cap_applies_and_a_higher_one_is_clamped() -> TestResult {
     let big = "z".repeat(40_000);
     store.execute(&event("r1", "root", "0123456789", Some(4), T0))?;
     store.execute(&event("r1", "root", &big, Some(1 << 20), T0))?;
-    let events = query::events(&store.state()?, "r1", "root")?;
+    let events = runs::events(&store.state()?, "r1", "root")?;
     assert_eq!(
         (events[0].payload.as_str(), events[0].truncated),
         ("0123", true)
@@ -573,7 +573,7 @@ fn a_cut_payload_stays_utf8() -> TestResult {
     store.execute(&start("r1", "root", None, "w1", T0))?;
     // "é" is two bytes: a cap of 3 falls inside the second one.
     store.execute(&event("r1", "root", "éé", Some(3), T0))?;
-    let events = query::events(&store.state()?, "r1", "root")?;
+    let events = runs::events(&store.state()?, "r1", "root")?;
     assert_eq!(
         (events[0].payload.as_str(), events[0].truncated),
         ("é", true)
@@ -612,7 +612,7 @@ fn every_change_takes_the_next_seq_of_its_run_and_carries_its_position() -> Test
     store.execute(&event("r1", "a", "{}", None, T0 + 3))?;
     store.execute(&end("r1", "a", SpanOutcome::Success, T0 + 4))?;
     let state = store.state()?;
-    let changes = query::changes_since(&state, "r1", RunSeq(0), 100)?;
+    let changes = runs::changes_since(&state, "r1", RunSeq(0), 100)?;
     let seqs: Vec<u64> = changes.iter().map(|c| c.seq.0).collect();
     assert_eq!(seqs, [1, 2, 3, 4, 5]);
     let kinds: Vec<ChangeKind> = changes.iter().map(|c| c.kind).collect();
@@ -632,16 +632,16 @@ fn every_change_takes_the_next_seq_of_its_run_and_carries_its_position() -> Test
             .expect("record");
         assert_eq!(record.stream, "run/r1", "the position is the global cursor");
     }
-    assert_eq!(query::high_water_seq(&state, "r1")?, RunSeq(5));
+    assert_eq!(runs::high_water_seq(&state, "r1")?, RunSeq(5));
     assert_eq!(
-        query::high_water_seq(&state, "r2")?,
+        runs::high_water_seq(&state, "r2")?,
         RunSeq(1),
         "seq is per run"
     );
-    let since = query::changes_since(&state, "r1", RunSeq(3), 100)?;
+    let since = runs::changes_since(&state, "r1", RunSeq(3), 100)?;
     assert_eq!(since.iter().map(|c| c.seq.0).collect::<Vec<_>>(), [4, 5]);
     assert_eq!(since[0].event_index, Some(0));
-    let span = query::span(&state, "r1", "a")?.expect("span");
+    let span = runs::span(&state, "r1", "a")?.expect("span");
     assert_eq!((span.start_seq, span.seq), (RunSeq(2), RunSeq(5)));
     assert_eq!(span.position, changes[4].position);
     assert_sound(&store)
@@ -654,8 +654,8 @@ fn heartbeats_take_no_seq() -> TestResult {
     let outcome = store.execute(&heartbeat("r1", T0 + 1_000))?;
     assert_eq!(outcome, RunCommandOutcome::HeartbeatRecorded);
     let state = store.state()?;
-    assert_eq!(query::high_water_seq(&state, "r1")?, RunSeq(1));
-    let root = query::span(&state, "r1", "root")?.expect("root");
+    assert_eq!(runs::high_water_seq(&state, "r1")?, RunSeq(1));
+    let root = runs::span(&state, "r1", "root")?.expect("root");
     assert_eq!(root.last_heartbeat_at_ms, Some(T0 + 1_000));
     let records = store.read_stream("run/r1", StreamVersion(0), Direction::Forward, 10)?;
     assert_eq!(records[1].kind, "run.heartbeat");
@@ -680,7 +680,7 @@ fn an_older_heartbeat_does_not_move_the_last_one_back() -> TestResult {
     store.execute(&start("r1", "root", None, "w1", T0))?;
     store.execute(&heartbeat("r1", T0 + 5_000))?;
     store.execute(&heartbeat("r1", T0 + 2_000))?;
-    let root = query::span(&store.state()?, "r1", "root")?.expect("root");
+    let root = runs::span(&store.state()?, "r1", "root")?.expect("root");
     assert_eq!(root.last_heartbeat_at_ms, Some(T0 + 5_000));
     let stale = store.execute(&RunCommand::SweepStale {
         stale_after_ms: 4_000,
@@ -701,14 +701,14 @@ fn a_snapshot_reads_spans_events_seq_and_cursor_together() -> TestResult {
     store.execute(&start("r1", "a", Some("root"), "w1", T0 + 1))?;
     store.execute(&event("r1", "a", "{}", None, T0 + 2))?;
     store.execute(&event("r1", "root", "{}", None, T0 + 3))?;
-    let snapshot = query::snapshot(&store.state()?, "r1")?.expect("snapshot");
+    let snapshot = runs::snapshot(&store.state()?, "r1")?.expect("snapshot");
     let spans: Vec<&str> = snapshot.spans.iter().map(|s| s.span.as_str()).collect();
     assert_eq!(spans, ["root", "a"], "start order");
     let events: Vec<&str> = snapshot.events.iter().map(|e| e.span.as_str()).collect();
     assert_eq!(events, ["a", "root"], "seq order");
     assert_eq!(snapshot.high_water_seq, RunSeq(4));
     assert_eq!(snapshot.position, Some(head(&store) - 1));
-    assert_eq!(query::snapshot(&store.state()?, "r9")?, None);
+    assert_eq!(runs::snapshot(&store.state()?, "r9")?, None);
     assert_sound(&store)
 }
 
@@ -745,8 +745,8 @@ fn ending_the_root_writes_the_rollup() -> TestResult {
     assert_eq!(rollup.session_id.as_deref(), Some("session-1"));
     assert!(!rollup.detail_pruned);
     let state = store.state()?;
-    assert_eq!(query::rollup(&state, "r1")?.as_ref(), Some(&*rollup));
-    assert!(query::run(&state, "r1")?.expect("run").closed);
+    assert_eq!(runs::rollup(&state, "r1")?.as_ref(), Some(&*rollup));
+    assert!(runs::run(&state, "r1")?.expect("run").closed);
     let records = store.read_stream("run/r1", StreamVersion(0), Direction::Forward, 100)?;
     let kinds: Vec<&str> = records
         .iter()
@@ -765,7 +765,7 @@ fn rollup_tokens_are_the_roots_not_the_trees_sum() -> TestResult {
     store.execute(&start("r1", "sub", Some("root"), "w1", T0))?;
     store.execute(&end_using("r1", "sub", usage(7, 7, Some(70)), T0 + 1))?;
     store.execute(&end_using("r1", "root", usage(10, 20, Some(300)), T0 + 2))?;
-    let rollup = query::rollup(&store.state()?, "r1")?.expect("rollup");
+    let rollup = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         (rollup.input_tokens, rollup.output_tokens),
         (Some(10), Some(20))
@@ -782,7 +782,7 @@ fn a_cron_rollup_sums_its_children_when_the_root_reports_none() -> TestResult {
     store.execute(&end_using("r1", "b", usage(20, 2, Some(200)), T0 + 2))?;
     store.execute(&end("r1", "tool", SpanOutcome::Success, T0 + 3))?;
     store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 4))?;
-    let rollup = query::rollup(&store.state()?, "r1")?.expect("rollup");
+    let rollup = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         (rollup.input_tokens, rollup.output_tokens),
         (Some(30), Some(3))
@@ -826,7 +826,7 @@ fn the_rollup_failure_reason_is_the_first_error_or_timeout_reason() -> TestResul
         T0 + 7,
     ))?;
     store.execute(&end("r1", "root", SpanOutcome::Error, T0 + 8))?;
-    let rollup = query::rollup(&store.state()?, "r1")?.expect("rollup");
+    let rollup = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         rollup.failure_reason.as_deref(),
         Some("a broke"),
@@ -843,10 +843,10 @@ fn the_rollup_failure_reason_is_interrupted_when_the_root_was() -> TestResult {
     store.execute(&start("r2", "root", None, "w1", T0))?;
     store.execute(&end("r2", "root", SpanOutcome::Cancelled, T0 + 1))?;
     let state = store.state()?;
-    let interrupted = query::rollup(&state, "r1")?.expect("rollup");
+    let interrupted = runs::rollup(&state, "r1")?.expect("rollup");
     assert_eq!(interrupted.failure_reason.as_deref(), Some("interrupted"));
     assert_eq!(
-        query::rollup(&state, "r2")?.expect("rollup").failure_reason,
+        runs::rollup(&state, "r2")?.expect("rollup").failure_reason,
         None
     );
     assert_sound(&store)
@@ -858,7 +858,7 @@ fn a_later_end_rolls_up_again_with_costs_frozen_at_their_first_value() -> TestRe
     api_cron_run(&store, "r1", &["a", "b"])?;
     store.execute(&end_using("r1", "a", usage(10, 1, Some(100)), T0 + 1))?;
     store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 2))?;
-    let first = query::rollup(&store.state()?, "r1")?.expect("rollup");
+    let first = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         (first.cost_micro_usd, first.effective_cost_micro_usd),
         (Some(100), Some(100))
@@ -871,7 +871,7 @@ fn a_later_end_rolls_up_again_with_costs_frozen_at_their_first_value() -> TestRe
             ..
         }
     ));
-    let second = query::rollup(&store.state()?, "r1")?.expect("rollup");
+    let second = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(second.input_tokens, Some(15), "tokens follow the spans");
     assert_eq!(second.cost_micro_usd, Some(100), "the cost stays frozen");
     assert_eq!(second.effective_cost_micro_usd, Some(100));
@@ -883,13 +883,13 @@ fn an_unknown_cost_is_filled_by_a_later_rollup() -> TestResult {
     let (_dir, store) = store();
     api_cron_run(&store, "r1", &["a"])?;
     store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
-    let first = query::rollup(&store.state()?, "r1")?.expect("rollup");
+    let first = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         (first.cost_micro_usd, first.effective_cost_micro_usd),
         (None, None)
     );
     store.execute(&end_using("r1", "a", usage(1, 1, Some(42)), T0 + 2))?;
-    let second = query::rollup(&store.state()?, "r1")?.expect("rollup");
+    let second = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         (second.cost_micro_usd, second.effective_cost_micro_usd),
         (Some(42), Some(42))
@@ -919,7 +919,7 @@ fn the_effective_cost_follows_the_billing_mode() -> TestResult {
     }
     let state = store.state()?;
     let effective = |run| -> annals::Result<(Option<u64>, Option<BillingMode>)> {
-        let rollup = query::rollup(&state, run)?.expect("rollup");
+        let rollup = runs::rollup(&state, run)?.expect("rollup");
         Ok((rollup.effective_cost_micro_usd, rollup.billing_mode))
     };
     assert_eq!(
@@ -958,7 +958,7 @@ fn cascade_close_ends_open_spans_deepest_first() -> TestResult {
     );
     assert_eq!(runs[0].rollup.outcome, SpanOutcome::Cancelled);
     let state = store.state()?;
-    for span in query::spans(&state, "r1")? {
+    for span in runs::spans(&state, "r1")? {
         assert!(!span.is_open());
         if span.span != "b1" {
             assert_eq!(span.outcome, Some(SpanOutcome::Cancelled));
@@ -966,19 +966,19 @@ fn cascade_close_ends_open_spans_deepest_first() -> TestResult {
             assert_eq!(span.ended_at_ms, Some(T0 + 100));
         }
     }
-    let b1 = query::span(&state, "r1", "b1")?.expect("b1");
+    let b1 = runs::span(&state, "r1", "b1")?.expect("b1");
     assert_eq!(
         b1.outcome,
         Some(SpanOutcome::Success),
         "an ended span keeps its end"
     );
-    let ends: Vec<(String, u64)> = query::changes_since(&state, "r1", RunSeq(6), 10)?
+    let ends: Vec<(String, u64)> = runs::changes_since(&state, "r1", RunSeq(6), 10)?
         .into_iter()
         .map(|c| (c.span, c.seq.0))
         .collect();
     let expected = [("a1", 7), ("b", 8), ("a", 9), ("root", 10)].map(|(s, q)| (s.to_owned(), q));
     assert_eq!(ends, expected);
-    assert_eq!(query::rollup(&state, "r1")?.as_ref(), Some(&runs[0].rollup));
+    assert_eq!(runs::rollup(&state, "r1")?.as_ref(), Some(&runs[0].rollup));
     assert_sound(&store)
 }
 
@@ -1021,18 +1021,18 @@ fn the_orphan_sweep_closes_every_run_with_an_open_span_of_the_gone_writer() -> T
     assert_eq!(runs, ["r1", "r2"], "the whole run of an orphan closes");
     let state = store.state()?;
     for run in ["r1", "r2"] {
-        let rollup = query::rollup(&state, run)?.expect("rollup");
+        let rollup = runs::rollup(&state, run)?.expect("rollup");
         assert_eq!(rollup.outcome, SpanOutcome::Interrupted);
         assert_eq!(rollup.failure_reason.as_deref(), Some("interrupted"));
-        let root = query::span(&state, run, "root")?.expect("root");
+        let root = runs::span(&state, run, "root")?.expect("root");
         assert_eq!(
             root.outcome_reason.as_deref(),
-            Some(annals::runs::decide::ORPHAN_REASON)
+            Some(annals::runs::ORPHAN_REASON)
         );
     }
-    assert!(query::span(&state, "r3", "root")?.expect("r3").is_open());
+    assert!(runs::span(&state, "r3", "root")?.expect("r3").is_open());
     assert_eq!(
-        query::runs_with_open_spans_of(&state, "old")?,
+        runs::runs_with_open_spans_of(&state, "old")?,
         Vec::<String>::new()
     );
     assert_sound(&store)
@@ -1055,14 +1055,14 @@ fn the_stale_sweep_closes_runs_whose_root_heartbeat_went_stale() -> TestResult {
         [("quiet".to_owned(), vec!["root".to_owned()])]
     );
     let state = store.state()?;
-    let root = query::span(&state, "quiet", "root")?.expect("root");
+    let root = runs::span(&state, "quiet", "root")?.expect("root");
     assert_eq!(root.outcome, Some(SpanOutcome::Interrupted));
     assert_eq!(
         root.outcome_reason.as_deref(),
-        Some(annals::runs::decide::STALE_REASON)
+        Some(annals::runs::STALE_REASON)
     );
     assert!(
-        query::span(&state, "alive", "long")?
+        runs::span(&state, "alive", "long")?
             .expect("long")
             .is_open(),
         "a long, quiet span under a live root is judged by the root's heartbeat"
@@ -1095,7 +1095,7 @@ fn stuck_runs_are_open_roots_started_longer_ago_than_the_threshold() -> TestResu
     store.execute(&end("done", "root", SpanOutcome::Success, T0))?;
     store.execute(&heartbeat("old", T0 + 9_999))?;
     let state = store.state()?;
-    let stuck: Vec<String> = query::stuck_runs(&state, 5_000, T0 + 10_000)?
+    let stuck: Vec<String> = runs::stuck_runs(&state, 5_000, T0 + 10_000)?
         .into_iter()
         .map(|s| s.run)
         .collect();
@@ -1104,7 +1104,7 @@ fn stuck_runs_are_open_roots_started_longer_ago_than_the_threshold() -> TestResu
         ["older", "old"],
         "age since start, heartbeats or not"
     );
-    let open: Vec<String> = query::open_roots(&state)?
+    let open: Vec<String> = runs::open_roots(&state)?
         .into_iter()
         .map(|s| s.run)
         .collect();
@@ -1128,7 +1128,7 @@ const DAY: u64 = 86_400_000;
 fn pruning_deletes_the_detail_and_keeps_the_rollup_marked() -> TestResult {
     let (_dir, store) = store();
     finished(&store, "r1", T0)?;
-    let rollup = query::rollup(&store.state()?, "r1")?.expect("rollup");
+    let rollup = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     let outcome = store.execute(&prune(T0 + 1, DAY, 30 * DAY, 50, T0 + 2 * DAY))?;
     assert_eq!(
         outcome,
@@ -1138,11 +1138,11 @@ fn pruning_deletes_the_detail_and_keeps_the_rollup_marked() -> TestResult {
         }
     );
     let state = store.state()?;
-    assert_eq!(query::run(&state, "r1")?, None);
-    assert!(query::spans(&state, "r1")?.is_empty());
-    assert!(query::events(&state, "r1", "a")?.is_empty());
-    assert!(query::changes_since(&state, "r1", RunSeq(0), 10)?.is_empty());
-    let kept = query::rollup(&state, "r1")?.expect("rollup kept");
+    assert_eq!(runs::run(&state, "r1")?, None);
+    assert!(runs::spans(&state, "r1")?.is_empty());
+    assert!(runs::events(&state, "r1", "a")?.is_empty());
+    assert!(runs::changes_since(&state, "r1", RunSeq(0), 10)?.is_empty());
+    let kept = runs::rollup(&state, "r1")?.expect("rollup kept");
     assert!(kept.detail_pruned);
     assert_eq!(
         kept.failure_reason, None,
@@ -1199,12 +1199,12 @@ fn pruning_past_the_hard_ceiling_marks_a_coverage_gap() -> TestResult {
     let outcome = store.execute(&prune(0, DAY, 7 * DAY, 50, T0 + 7 * DAY + 1))?;
     assert!(matches!(&outcome, RunCommandOutcome::Pruned { runs, .. } if runs.len() == 2));
     let state = store.state()?;
-    let gap = query::rollup(&state, "r1")?.expect("rollup");
+    let gap = runs::rollup(&state, "r1")?.expect("rollup");
     assert_eq!(
         gap.failure_reason.as_deref(),
-        Some(annals::runs::decide::COVERAGE_GAP_REASON)
+        Some(annals::runs::COVERAGE_GAP_REASON)
     );
-    let failed = query::rollup(&state, "r2")?.expect("rollup");
+    let failed = runs::rollup(&state, "r2")?.expect("rollup");
     assert_eq!(
         failed.failure_reason.as_deref(),
         Some("boom"),
@@ -1227,7 +1227,7 @@ fn pruning_skips_runs_with_an_open_span() -> TestResult {
             spans_deleted: 0
         }
     );
-    assert!(query::span(&store.state()?, "r1", "a")?.is_some());
+    assert!(runs::span(&store.state()?, "r1", "a")?.is_some());
     assert_sound(&store)
 }
 
@@ -1368,12 +1368,12 @@ fn the_runs_state_survives_reopening_the_store() -> TestResult {
     let before = {
         let store = Store::open(&path)?;
         workload(&store)?;
-        query::state_json(&store.state()?)?
+        runs::state_json(&store.state()?)?
     };
     let store = Store::open_existing(&path)?;
-    assert_eq!(query::state_json(&store.state()?)?, before);
+    assert_eq!(runs::state_json(&store.state()?)?, before);
     assert!(
-        query::rollup(&store.state()?, "r4")?
+        runs::rollup(&store.state()?, "r4")?
             .expect("r4")
             .detail_pruned
     );
@@ -1389,9 +1389,9 @@ fn the_runs_state_survives_reopening_the_store() -> TestResult {
 fn rebuild_reproduces_the_runs_state() -> TestResult {
     let (_dir, store) = store();
     workload(&store)?;
-    let before = query::state_json(&store.state()?)?;
+    let before = runs::state_json(&store.state()?)?;
     assert!(before["rollups"].as_array().is_some_and(|r| r.len() == 4));
     store.rebuild(Some("runs"))?;
-    assert_eq!(query::state_json(&store.state()?)?, before);
+    assert_eq!(runs::state_json(&store.state()?)?, before);
     assert_sound(&store)
 }

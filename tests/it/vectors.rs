@@ -9,8 +9,8 @@
 
 use std::path::PathBuf;
 
-use annals::hash::{hex, unhex};
-use annals::record::{self, Placement};
+use annals::testing::internals::hash::{hex, unhex};
+use annals::testing::internals::record::{self, Placement};
 use annals::{Digest, NewEvent, Position, RecordError, StreamVersion};
 use serde::Serialize;
 use serde_json::Value;
@@ -156,7 +156,7 @@ fn assert_bytes(name: &str, what: &str, actual: &[u8], expected: &[u8]) {
 fn every_vector_reencodes_to_its_committed_bytes() {
     for v in load() {
         let event = v.event();
-        let payload_hash = annals::hash::payload_hash(&v.payload);
+        let payload_hash = annals::testing::internals::hash::payload_hash(&v.payload);
         assert_eq!(
             payload_hash, v.payload_hash,
             "vector {:?}: payload hash",
@@ -166,7 +166,7 @@ fn every_vector_reencodes_to_its_committed_bytes() {
             .unwrap_or_else(|error| panic!("vector {:?}: header_bytes: {error}", v.name));
         assert_bytes(&v.name, "header bytes", &header, &v.header);
         assert_eq!(
-            annals::hash::record_hash(&header),
+            annals::testing::internals::hash::record_hash(&header),
             v.hash,
             "vector {:?}: record hash of the header",
             v.name
@@ -545,7 +545,7 @@ fn generate() -> String {
             version: StreamVersion(input.version),
             prev,
         };
-        let payload_hash = annals::hash::payload_hash(&event.payload);
+        let payload_hash = annals::testing::internals::hash::payload_hash(&event.payload);
         let header = record::header_bytes(&event, placement, payload_hash).expect("header");
         let mut stored = Vec::new();
         let hash = record::encode_stored(&mut stored, &event, placement).expect("stored");

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use annals::record::segment::Segment;
+use annals::testing::internals::record::segment::Segment;
 use annals::{Direction, Error, Position, Problem, RecordError, Store, StreamVersion};
 use redb::{ReadableDatabase, ReadableTable};
 
@@ -23,7 +23,9 @@ pub(crate) fn flip(path: &Path, position: u64, part: Part) {
     let db = redb::Database::open(path).unwrap();
     let txn = db.begin_write().unwrap();
     {
-        let mut segments = txn.open_table(annals::log::tables::SEGMENTS).unwrap();
+        let mut segments = txn
+            .open_table(annals::testing::internals::tables::SEGMENTS)
+            .unwrap();
         let (first, mut bytes) = {
             let (first, guard) = segments
                 .range(..=position)
@@ -165,14 +167,16 @@ fn verify_finds_a_broken_chain_link() {
     let segment_of = |path: &Path, position: u64| -> Vec<u8> {
         let db = redb::Database::open(path).unwrap();
         let txn = db.begin_read().unwrap();
-        let table = txn.open_table(annals::log::tables::SEGMENTS).unwrap();
+        let table = txn
+            .open_table(annals::testing::internals::tables::SEGMENTS)
+            .unwrap();
         table.get(position).unwrap().unwrap().value().to_vec()
     };
     let forged = segment_of(&other_path, 3);
     {
         let db = redb::Database::open(&path).unwrap();
         let txn = db.begin_write().unwrap();
-        txn.open_table(annals::log::tables::SEGMENTS)
+        txn.open_table(annals::testing::internals::tables::SEGMENTS)
             .unwrap()
             .insert(3, forged.as_slice())
             .unwrap();
@@ -197,7 +201,7 @@ fn verify_finds_a_missing_segment() {
     {
         let db = redb::Database::open(&path).unwrap();
         let txn = db.begin_write().unwrap();
-        txn.open_table(annals::log::tables::SEGMENTS)
+        txn.open_table(annals::testing::internals::tables::SEGMENTS)
             .unwrap()
             .remove(2)
             .unwrap();
@@ -230,7 +234,9 @@ fn rewrite_segment(path: &Path, first: u64, damage: impl FnOnce(&mut Vec<u8>)) {
     let db = redb::Database::open(path).unwrap();
     let txn = db.begin_write().unwrap();
     {
-        let mut segments = txn.open_table(annals::log::tables::SEGMENTS).unwrap();
+        let mut segments = txn
+            .open_table(annals::testing::internals::tables::SEGMENTS)
+            .unwrap();
         let mut bytes = segments.get(first).unwrap().unwrap().value().to_vec();
         damage(&mut bytes);
         segments.insert(first, bytes.as_slice()).unwrap();
@@ -270,7 +276,7 @@ fn a_damaged_segment_digest_is_refused_by_scans_and_found_by_verify() {
 fn verify_finds_a_changed_payload_even_under_a_recomputed_segment_digest() {
     let (_dir, path) = damaged_log(Part::Payload, 45);
     rewrite_segment(&path, 40, |bytes| {
-        let digest = annals::hash::segment_digest(&bytes[32..]);
+        let digest = annals::testing::internals::hash::segment_digest(&bytes[32..]);
         bytes[..32].copy_from_slice(digest.as_bytes());
     });
     let store = Store::open(&path).unwrap();
@@ -329,7 +335,7 @@ fn interleaved_log() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     let store = Store::open(&path).unwrap();
-    for i in 0..2 * annals::log::stream_index::RUNS_PER_BLOCK as u32 + 3 {
+    for i in 0..2 * annals::testing::internals::stream_index::RUNS_PER_BLOCK as u32 + 3 {
         append_one(&store, "a", &i.to_le_bytes());
         append_one(&store, "b", &i.to_le_bytes());
     }
@@ -370,12 +376,17 @@ fn stream_index_problem(path: &Path) -> (String, String) {
 #[test]
 fn verify_finds_a_tail_run_moved_to_another_position() {
     let (_dir, path) = interleaved_log();
-    rewrite(&path, annals::log::tables::META, "stream:b", |tail| {
-        let mut tail = tail.expect("b has a tail");
-        // The tail's first run: its first position, after the tail's first version.
-        tail[8] ^= 0x02;
-        tail
-    });
+    rewrite(
+        &path,
+        annals::testing::internals::tables::META,
+        "stream:b",
+        |tail| {
+            let mut tail = tail.expect("b has a tail");
+            // The tail's first run: its first position, after the tail's first version.
+            tail[8] ^= 0x02;
+            tail
+        },
+    );
     let (stream, detail) = stream_index_problem(&path);
     assert_eq!(stream, "b");
     assert!(detail.contains("puts version"), "{detail}");
@@ -394,11 +405,16 @@ fn verify_finds_a_tail_run_moved_to_another_position() {
 #[test]
 fn verify_finds_a_malformed_archived_block_and_a_stray_one() {
     let (_dir, path) = interleaved_log();
-    rewrite(&path, annals::log::tables::STREAM_RUNS, ("a", 0), |block| {
-        let mut block = block.expect("a's first block is archived");
-        block.pop();
-        block
-    });
+    rewrite(
+        &path,
+        annals::testing::internals::tables::STREAM_RUNS,
+        ("a", 0),
+        |block| {
+            let mut block = block.expect("a's first block is archived");
+            block.pop();
+            block
+        },
+    );
     let (stream, detail) = stream_index_problem(&path);
     assert_eq!(stream, "a");
     assert!(detail.contains("a block of"), "{detail}");
@@ -406,7 +422,7 @@ fn verify_finds_a_malformed_archived_block_and_a_stray_one() {
     let (_dir, path) = interleaved_log();
     rewrite(
         &path,
-        annals::log::tables::STREAM_RUNS,
+        annals::testing::internals::tables::STREAM_RUNS,
         ("ghost", 0),
         |_| vec![0; 16],
     );

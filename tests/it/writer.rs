@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use annals::command::Emit;
-use annals::event::DomainEvent;
+use annals::Emit;
 use annals::leases::events::LeaseEvent;
 use annals::leases::{FencingToken, LeaseCommand, LeaseGuard, LeaseOutcome, LeaseRefusal};
 use annals::outbox::{OutboxCommand, OutboxEvent, OutboxOutcome};
-use annals::projection::table::{TableSource, WriteTables};
+use annals::projection::{TableSource, WriteTables};
+use annals::testing::internals::event::DomainEvent;
 use annals::writer::WriterStats;
 use annals::{
     AppendError, AppendOutcome, Command, Decision, Direction, Durability, Error, ExpectedVersion,

@@ -1,0 +1,41 @@
+//! The crate's private parts that tests reach on purpose, and nothing else does: the redb
+//! table definitions (to damage a file the way a disk or a forger would), the format's hash
+//! functions and encoders (to build golden vectors and forgeries), the stream index's
+//! layout. Not API: behind the `testing` feature, hidden from the docs, free to change.
+
+/// The order-preserving key encoding of projection tables.
+pub use crate::projection::key::key_bytes;
+
+/// Every redb table name and layout of the log (`log::tables`).
+pub mod tables {
+    pub use crate::log::tables::*;
+}
+
+/// The stream index's byte layout (`log::stream_index`).
+pub mod stream_index {
+    pub use crate::log::stream_index::{RUNS_PER_BLOCK, StreamRun};
+}
+
+/// The derive-key contexts and hash functions of format v1 (`hash`).
+pub mod hash {
+    pub use crate::hash::*;
+}
+
+/// The record encoding of format v1 (`record`), its caps and its segments.
+pub mod record {
+    pub use crate::record::limits::{HEADER_BYTES_CAP, PAYLOAD_BYTES_CAP};
+    pub use crate::record::segment::Segment;
+    pub use crate::record::*;
+}
+
+/// The domain events' payload codec (`event`).
+pub mod event {
+    pub use crate::event::*;
+}
+
+/// Reads of the audit layer that the store wraps (`audit`).
+pub mod audit {
+    pub use crate::audit::history::history;
+    pub use crate::audit::verify::verify_log;
+    pub use crate::projection::digest::digest;
+}
