@@ -59,6 +59,7 @@ pub mod store;
 pub mod subscribe;
 #[doc(hidden)]
 pub mod testing;
+pub(crate) mod validate;
 pub mod writer;
 
 pub use audit::extends::Extension;
@@ -74,4 +75,5 @@ pub use record::limits::{Field, LimitError, Limits};
 pub use record::{NewEvent, Position, Record, RecordError, StreamVersion};
 pub use store::{Durability, Stats, Store, StoreOptions, WriteSession};
 pub use subscribe::Subscription;
+pub use validate::CommandProblem;
 pub use writer::{Writer, WriterError, WriterOptions};
