@@ -53,6 +53,10 @@ pub const PRUNE_AFTER_MS: u64 = 24 * 60 * 60_000;
 
 const STREAM_PREFIX: &str = "outbox/";
 
+/// The states of a row the push lane still owes: delivered, given up on or expired by age
+/// only from these.
+const UNDELIVERED: [OutboxState; 2] = [OutboxState::Pending, OutboxState::Waiting];
+
 // Every event of a valid command fits the default limits of one record.
 const _: () =
     assert!(STREAM_PREFIX.len() + KEY_BYTES_MAX <= Limits::DEFAULT.stream_bytes_max as usize);
@@ -428,8 +432,7 @@ fn decide_deliver(
     key: &str,
     now_ms: u64,
 ) -> Result<Decision<OutboxOutcome>> {
-    let open = [OutboxState::Pending, OutboxState::Waiting];
-    move_row(state, key, now_ms, &open, |_| {
+    move_row(state, key, now_ms, &UNDELIVERED, |_| {
         OutboxEvent::Delivered(Delivered {
             key: key.to_owned(),
         })
@@ -477,8 +480,7 @@ fn decide_give_up(
     key: &str,
     now_ms: u64,
 ) -> Result<Decision<OutboxOutcome>> {
-    let open = [OutboxState::Pending, OutboxState::Waiting];
-    move_row(state, key, now_ms, &open, |_| {
+    move_row(state, key, now_ms, &UNDELIVERED, |_| {
         OutboxEvent::Expired(Expired {
             key: key.to_owned(),
             reason: ExpiryReason::GivenUp,
@@ -660,7 +662,7 @@ fn decide_expire(
     let take = SWEEP_ROWS_MAX + 1;
     let mut found: Vec<(u64, String, ExpiryReason)> = Vec::new();
     let too_old = now_ms.saturating_sub(max_age_ms);
-    for open in [OutboxState::Pending, OutboxState::Waiting] {
+    for open in UNDELIVERED {
         let (from, to) = state_range(open, too_old);
         for ((_, created_at_ms, key), ()) in
             BY_STATE.scan_between(state, &from, &to, Direction::Forward, take)?
