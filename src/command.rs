@@ -5,7 +5,7 @@
 //! `decide` is pure: it reads the tables it is given and the command, nothing else. Every
 //! command carries its own `now` and any fresh token, and the events record them.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::event::DomainEvent;
 use crate::log::append::ExpectedVersion;
 use crate::projection::table::TableSource;
@@ -51,20 +51,7 @@ impl<O> Decision<O> {
             outcome,
         }
     }
-}
 
-/// Refuses an empty required field of a command with [`Error::InvalidCommand`].
-pub fn require_non_empty(field: &'static str, value: &str) -> Result<()> {
-    if value.is_empty() {
-        return Err(Error::InvalidCommand {
-            field,
-            reason: "must not be empty".into(),
-        });
-    }
-    Ok(())
-}
-
-impl<O> Decision<O> {
     /// A decision that appends one domain event to `stream` at `now_ms`.
     pub fn event<E: DomainEvent>(stream: String, now_ms: u64, event: E, outcome: O) -> Self {
         Decision::emit(stream, vec![event.to_new_event(now_ms)], outcome)

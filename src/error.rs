@@ -51,12 +51,12 @@ pub enum Error {
         detail: String,
     },
     /// A command with an input no decision can be made on (an empty resource, a zero TTL).
-    #[error("invalid command: {field}: {reason}")]
+    #[error("invalid command: {field}: {problem}")]
     InvalidCommand {
         /// The command's field.
         field: &'static str,
         /// What is wrong with it.
-        reason: String,
+        problem: crate::CommandProblem,
     },
     /// A projection registered wrongly (a duplicate name, a table outside its prefix).
     #[error("projection: {0}")]

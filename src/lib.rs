@@ -64,6 +64,7 @@ pub(crate) mod store;
 pub mod subscribe;
 #[doc(hidden)]
 pub mod testing;
+pub(crate) mod validate;
 pub mod writer;
 
 pub use audit::extends::Extension;
@@ -84,4 +85,5 @@ pub use record::limits::{Field, LimitError, Limits};
 pub use record::{NewEvent, Position, Record, RecordError, RecordView, StreamVersion};
 pub use store::{Durability, ImportStage, Stats, Store, StoreOptions, WriteSession};
 pub use subscribe::Subscription;
+pub use validate::CommandProblem;
 pub use writer::{Writer, WriterError, WriterOptions, WriterStats};

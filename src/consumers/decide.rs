@@ -8,13 +8,13 @@
 
 use super::events::{Checkpointed, ConsumerEvent};
 use super::query::{self, ConsumerCheckpoint};
-use crate::command::require_non_empty;
 use crate::command::{Command, Decision};
 use crate::error::Result;
 use crate::event::DomainEvent;
 use crate::hash::Digest;
 use crate::projection::table::TableSource;
 use crate::record::{Position, Record};
+use crate::validate;
 
 /// Why a checkpoint was not recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -102,7 +102,7 @@ impl Command for ConsumerCommand {
                 hash,
                 now_ms,
             } => {
-                require_non_empty("consumer", consumer)?;
+                validate::non_empty("consumer", consumer)?;
                 let refused = |reason, checkpoint| {
                     Ok(Decision::nothing(ConsumerOutcome::Refused {
                         reason,

@@ -7,9 +7,10 @@ use super::events::{
     Renewed,
 };
 use super::query::{self, FencingToken, LaneLease, Lease};
-use crate::command::{Command, Decision, require_non_empty as require};
-use crate::error::{Error, Result};
+use crate::command::{Command, Decision};
+use crate::error::Result;
 use crate::projection::table::TableSource;
+use crate::validate;
 
 /// Why a lease command did not get what it asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -112,13 +113,7 @@ pub fn lane_stream(lane: &str, key: &str) -> String {
 }
 
 fn require_ttl(ttl_ms: u64) -> Result<()> {
-    if ttl_ms == 0 {
-        return Err(Error::InvalidCommand {
-            field: "ttl_ms",
-            reason: "must be positive".into(),
-        });
-    }
-    Ok(())
+    validate::positive("ttl_ms", ttl_ms)
 }
 
 impl Command for LeaseCommand {
@@ -131,132 +126,150 @@ impl Command for LeaseCommand {
                 holder,
                 ttl_ms,
                 now_ms,
-            } => {
-                require("resource", resource)?;
-                require("holder", holder)?;
-                require_ttl(*ttl_ms)?;
-                let expires_at_ms = now_ms.saturating_add(*ttl_ms);
-                let current = query::lease(state, resource)?;
-                let stream = lease_stream(resource);
-                match current {
-                    Some(lease) if lease.is_live(*now_ms) && lease.holder != *holder => {
-                        Ok(Decision::nothing(LeaseOutcome::Refused {
-                            reason: LeaseRefusal::Held,
-                            lease: Some(lease),
-                        }))
-                    }
-                    Some(mut lease) if lease.is_live(*now_ms) => {
-                        let event = LeaseEvent::Renewed(Renewed {
-                            resource: resource.clone(),
-                            token: lease.token.0,
-                            expires_at_ms,
-                        });
-                        lease.expires_at_ms = expires_at_ms;
-                        Ok(Decision::event(
-                            stream,
-                            *now_ms,
-                            event,
-                            LeaseOutcome::Granted {
-                                lease,
-                                renewed: true,
-                            },
-                        ))
-                    }
-                    _ => {
-                        let last = query::last_token(state, resource)?.map_or(0, |t| t.0);
-                        let token = last.checked_add(1).ok_or_else(|| Error::InvalidCommand {
-                            field: "resource",
-                            reason: "every fencing token of this resource is spent".into(),
-                        })?;
-                        let lease = Lease {
-                            resource: resource.clone(),
-                            holder: holder.clone(),
-                            token: FencingToken(token),
-                            acquired_at_ms: *now_ms,
-                            expires_at_ms,
-                        };
-                        let event = LeaseEvent::Acquired(Acquired {
-                            resource: resource.clone(),
-                            holder: holder.clone(),
-                            token,
-                            expires_at_ms,
-                        });
-                        Ok(Decision::event(
-                            stream,
-                            *now_ms,
-                            event,
-                            LeaseOutcome::Granted {
-                                lease,
-                                renewed: false,
-                            },
-                        ))
-                    }
-                }
-            }
+            } => decide_acquire(state, resource, holder, *ttl_ms, *now_ms),
             LeaseCommand::Renew {
                 resource,
                 holder,
                 token,
                 ttl_ms,
                 now_ms,
-            } => {
-                require("resource", resource)?;
-                require_ttl(*ttl_ms)?;
-                let lease = match check_holder(state, resource, holder, *token)? {
-                    Ok(lease) => lease,
-                    Err(refused) => return Ok(Decision::nothing(refused)),
-                };
-                if !lease.is_live(*now_ms) {
-                    return Ok(Decision::nothing(LeaseOutcome::Refused {
-                        reason: LeaseRefusal::Expired,
-                        lease: Some(lease),
-                    }));
-                }
-                let expires_at_ms = now_ms.saturating_add(*ttl_ms);
-                let event = LeaseEvent::Renewed(Renewed {
-                    resource: resource.clone(),
-                    token: token.0,
-                    expires_at_ms,
-                });
-                let lease = Lease {
-                    expires_at_ms,
-                    ..lease
-                };
-                let outcome = LeaseOutcome::Granted {
-                    lease,
-                    renewed: true,
-                };
-                Ok(Decision::event(
-                    lease_stream(resource),
-                    *now_ms,
-                    event,
-                    outcome,
-                ))
-            }
+            } => decide_renew(state, resource, holder, *token, *ttl_ms, *now_ms),
             LeaseCommand::Release {
                 resource,
                 holder,
                 token,
                 now_ms,
-            } => {
-                require("resource", resource)?;
-                let lease = match check_holder(state, resource, holder, *token)? {
-                    Ok(lease) => lease,
-                    Err(refused) => return Ok(Decision::nothing(refused)),
-                };
-                let event = LeaseEvent::Released(Released {
-                    resource: resource.clone(),
-                    token: token.0,
-                });
-                Ok(Decision::event(
-                    lease_stream(resource),
-                    *now_ms,
-                    event,
-                    LeaseOutcome::Released { lease },
-                ))
-            }
+            } => decide_release(state, resource, holder, *token, *now_ms),
         }
     }
+}
+
+/// [`LeaseCommand::Acquire`]: free → the next token; own live lease → extended; another's
+/// live lease → `held`.
+fn decide_acquire(
+    state: &dyn TableSource,
+    resource: &str,
+    holder: &str,
+    ttl_ms: u64,
+    now_ms: u64,
+) -> Result<Decision<LeaseOutcome>> {
+    validate::non_empty("resource", resource)?;
+    validate::non_empty("holder", holder)?;
+    require_ttl(ttl_ms)?;
+    let expires_at_ms = now_ms.saturating_add(ttl_ms);
+    let current = query::lease(state, resource)?;
+    let stream = lease_stream(resource);
+    match current {
+        Some(lease) if lease.is_live(now_ms) && lease.holder != *holder => {
+            Ok(Decision::nothing(LeaseOutcome::Refused {
+                reason: LeaseRefusal::Held,
+                lease: Some(lease),
+            }))
+        }
+        Some(mut lease) if lease.is_live(now_ms) => {
+            let event = LeaseEvent::Renewed(Renewed {
+                resource: resource.to_owned(),
+                token: lease.token.0,
+                expires_at_ms,
+            });
+            lease.expires_at_ms = expires_at_ms;
+            let outcome = LeaseOutcome::Granted {
+                lease,
+                renewed: true,
+            };
+            Ok(Decision::event(stream, now_ms, event, outcome))
+        }
+        _ => {
+            let last = query::last_token(state, resource)?.map_or(0, |t| t.0);
+            let token = validate::next_counter("resource", last)?;
+            let lease = Lease {
+                resource: resource.to_owned(),
+                holder: holder.to_owned(),
+                token: FencingToken(token),
+                acquired_at_ms: now_ms,
+                expires_at_ms,
+            };
+            let event = LeaseEvent::Acquired(Acquired {
+                resource: resource.to_owned(),
+                holder: holder.to_owned(),
+                token,
+                expires_at_ms,
+            });
+            let outcome = LeaseOutcome::Granted {
+                lease,
+                renewed: false,
+            };
+            Ok(Decision::event(stream, now_ms, event, outcome))
+        }
+    }
+}
+
+/// [`LeaseCommand::Renew`]: extends the caller's live lease under its token.
+fn decide_renew(
+    state: &dyn TableSource,
+    resource: &str,
+    holder: &str,
+    token: FencingToken,
+    ttl_ms: u64,
+    now_ms: u64,
+) -> Result<Decision<LeaseOutcome>> {
+    validate::non_empty("resource", resource)?;
+    require_ttl(ttl_ms)?;
+    let lease = match check_holder(state, resource, holder, token)? {
+        Ok(lease) => lease,
+        Err(refused) => return Ok(Decision::nothing(refused)),
+    };
+    if !lease.is_live(now_ms) {
+        return Ok(Decision::nothing(LeaseOutcome::Refused {
+            reason: LeaseRefusal::Expired,
+            lease: Some(lease),
+        }));
+    }
+    let expires_at_ms = now_ms.saturating_add(ttl_ms);
+    let event = LeaseEvent::Renewed(Renewed {
+        resource: resource.to_owned(),
+        token: token.0,
+        expires_at_ms,
+    });
+    let lease = Lease {
+        expires_at_ms,
+        ..lease
+    };
+    let outcome = LeaseOutcome::Granted {
+        lease,
+        renewed: true,
+    };
+    Ok(Decision::event(
+        lease_stream(resource),
+        now_ms,
+        event,
+        outcome,
+    ))
+}
+
+/// [`LeaseCommand::Release`]: drops the lease the caller holds under its token.
+fn decide_release(
+    state: &dyn TableSource,
+    resource: &str,
+    holder: &str,
+    token: FencingToken,
+    now_ms: u64,
+) -> Result<Decision<LeaseOutcome>> {
+    validate::non_empty("resource", resource)?;
+    let lease = match check_holder(state, resource, holder, token)? {
+        Ok(lease) => lease,
+        Err(refused) => return Ok(Decision::nothing(refused)),
+    };
+    let event = LeaseEvent::Released(Released {
+        resource: resource.to_owned(),
+        token: token.0,
+    });
+    Ok(Decision::event(
+        lease_stream(resource),
+        now_ms,
+        event,
+        LeaseOutcome::Released { lease },
+    ))
 }
 
 /// The lease if `holder` holds it under `token`; otherwise the refusal.
@@ -364,91 +377,130 @@ impl Command for LaneCommand {
                 owner,
                 ttl_ms,
                 now_ms,
-            } => {
-                require("lane", lane)?;
-                require("key", key)?;
-                require("owner", owner)?;
-                require_ttl(*ttl_ms)?;
-                let current = query::lane(state, lane, key)?;
-                if let Some(current) = &current
-                    && *now_ms < current.expires_at_ms
-                {
-                    return Ok(Decision::nothing(LaneOutcome::Refused {
-                        reason: LeaseRefusal::Held,
-                        lane: Some(current.clone()),
-                    }));
-                }
-                let expires_at_ms = now_ms.saturating_add(*ttl_ms);
-                let claimed = LaneLease {
-                    lane: lane.clone(),
-                    key: key.clone(),
-                    owner: owner.clone(),
-                    expires_at_ms,
-                    cursor: current.and_then(|c| c.cursor),
-                };
-                let event = LeaseEvent::LaneClaimed(LaneClaimed {
-                    lane: lane.clone(),
-                    key: key.clone(),
-                    owner: owner.clone(),
-                    expires_at_ms,
-                });
-                Ok(Decision::event(
-                    lane_stream(lane, key),
-                    *now_ms,
-                    event,
-                    LaneOutcome::Done { lane: claimed },
-                ))
-            }
+            } => decide_lane_claim(state, lane, key, owner, *ttl_ms, *now_ms),
             LaneCommand::Renew {
                 lane,
                 key,
                 owner,
                 ttl_ms,
                 now_ms,
-            } => {
-                require_ttl(*ttl_ms)?;
-                let expires_at_ms = now_ms.saturating_add(*ttl_ms);
-                let event = LeaseEvent::LaneRenewed(LaneRenewed {
-                    lane: lane.clone(),
-                    key: key.clone(),
-                    expires_at_ms,
-                });
-                as_live_owner(state, lane, key, owner, *now_ms, event, |l| {
-                    l.expires_at_ms = expires_at_ms
-                })
-            }
+            } => decide_lane_renew(state, lane, key, owner, *ttl_ms, *now_ms),
             LaneCommand::Advance {
                 lane,
                 key,
                 owner,
                 cursor,
                 now_ms,
-            } => {
-                let event = LeaseEvent::LaneCursorAdvanced(LaneCursorAdvanced {
-                    lane: lane.clone(),
-                    key: key.clone(),
-                    cursor: cursor.clone(),
-                });
-                as_live_owner(state, lane, key, owner, *now_ms, event, |l| {
-                    l.cursor = cursor.clone()
-                })
-            }
+            } => decide_lane_advance(state, lane, key, owner, cursor, *now_ms),
             LaneCommand::Release {
                 lane,
                 key,
                 owner,
                 now_ms,
-            } => {
-                let event = LeaseEvent::LaneReleased(LaneReleased {
-                    lane: lane.clone(),
-                    key: key.clone(),
-                });
-                as_live_owner(state, lane, key, owner, *now_ms, event, |l| {
-                    l.expires_at_ms = 0
-                })
-            }
+            } => decide_lane_release(state, lane, key, owner, *now_ms),
         }
     }
+}
+
+/// [`LaneCommand::Claim`]: takes an unowned or expired lane/key, keeping its cursor.
+fn decide_lane_claim(
+    state: &dyn TableSource,
+    lane: &str,
+    key: &str,
+    owner: &str,
+    ttl_ms: u64,
+    now_ms: u64,
+) -> Result<Decision<LaneOutcome>> {
+    validate::non_empty("lane", lane)?;
+    validate::non_empty("key", key)?;
+    validate::non_empty("owner", owner)?;
+    require_ttl(ttl_ms)?;
+    let current = query::lane(state, lane, key)?;
+    if let Some(current) = &current
+        && now_ms < current.expires_at_ms
+    {
+        return Ok(Decision::nothing(LaneOutcome::Refused {
+            reason: LeaseRefusal::Held,
+            lane: Some(current.clone()),
+        }));
+    }
+    let expires_at_ms = now_ms.saturating_add(ttl_ms);
+    let claimed = LaneLease {
+        lane: lane.to_owned(),
+        key: key.to_owned(),
+        owner: owner.to_owned(),
+        expires_at_ms,
+        cursor: current.and_then(|c| c.cursor),
+    };
+    let event = LeaseEvent::LaneClaimed(LaneClaimed {
+        lane: lane.to_owned(),
+        key: key.to_owned(),
+        owner: owner.to_owned(),
+        expires_at_ms,
+    });
+    Ok(Decision::event(
+        lane_stream(lane, key),
+        now_ms,
+        event,
+        LaneOutcome::Done { lane: claimed },
+    ))
+}
+
+/// [`LaneCommand::Renew`]: extends the owner's live claim.
+fn decide_lane_renew(
+    state: &dyn TableSource,
+    lane: &str,
+    key: &str,
+    owner: &str,
+    ttl_ms: u64,
+    now_ms: u64,
+) -> Result<Decision<LaneOutcome>> {
+    require_ttl(ttl_ms)?;
+    let expires_at_ms = now_ms.saturating_add(ttl_ms);
+    let event = LeaseEvent::LaneRenewed(LaneRenewed {
+        lane: lane.to_owned(),
+        key: key.to_owned(),
+        expires_at_ms,
+    });
+    as_live_owner(state, lane, key, owner, now_ms, event, |l| {
+        l.expires_at_ms = expires_at_ms
+    })
+}
+
+/// [`LaneCommand::Advance`]: moves the live owner's cursor.
+fn decide_lane_advance(
+    state: &dyn TableSource,
+    lane: &str,
+    key: &str,
+    owner: &str,
+    cursor: &Option<String>,
+    now_ms: u64,
+) -> Result<Decision<LaneOutcome>> {
+    let event = LeaseEvent::LaneCursorAdvanced(LaneCursorAdvanced {
+        lane: lane.to_owned(),
+        key: key.to_owned(),
+        cursor: cursor.clone(),
+    });
+    as_live_owner(state, lane, key, owner, now_ms, event, |l| {
+        l.cursor = cursor.clone()
+    })
+}
+
+/// [`LaneCommand::Release`]: ends the live owner's claim, keeping the cursor.
+fn decide_lane_release(
+    state: &dyn TableSource,
+    lane: &str,
+    key: &str,
+    owner: &str,
+    now_ms: u64,
+) -> Result<Decision<LaneOutcome>> {
+    let event = LeaseEvent::LaneReleased(LaneReleased {
+        lane: lane.to_owned(),
+        key: key.to_owned(),
+    });
+    as_live_owner(state, lane, key, owner, now_ms, event, |l| {
+        l.expires_at_ms = 0
+    })
 }
 
 /// Emits `event` if `owner` holds `lane`/`key` live at `now_ms`, else refuses.

@@ -16,12 +16,13 @@ use super::query::{
     self, BY_STATE, ClaimToken, OutboxRow, OutboxState, indexed_row, state_range, visit_between,
 };
 use crate::command::{Command, Decision, Emit};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::event::DomainEvent;
 use crate::log::append::ExpectedVersion;
 use crate::log::read::Direction;
 use crate::projection::table::TableSource;
 use crate::record::limits::Limits;
+use crate::validate;
 
 /// Longest idempotency key, in bytes.
 pub const KEY_BYTES_MAX: usize = 200;
@@ -51,6 +52,10 @@ pub const CLAIM_RETRY_MS: u64 = 24 * 60 * 60_000;
 pub const PRUNE_AFTER_MS: u64 = 24 * 60 * 60_000;
 
 const STREAM_PREFIX: &str = "outbox/";
+
+/// The states of a row the push lane still owes: delivered, given up on or expired by age
+/// only from these.
+const UNDELIVERED: [OutboxState; 2] = [OutboxState::Pending, OutboxState::Waiting];
 
 // Every event of a valid command fits the default limits of one record.
 const _: () =
@@ -92,16 +97,13 @@ impl Backoff {
     }
 
     fn check(&self) -> Result<()> {
-        if self.base_ms == 0 {
-            return Err(invalid("backoff.base_ms", "must be positive".into()));
-        }
-        if self.max_ms < self.base_ms {
-            return Err(invalid(
-                "backoff.max_ms",
-                format!("{} is below base_ms {}", self.max_ms, self.base_ms),
-            ));
-        }
-        Ok(())
+        validate::positive("backoff.base_ms", self.base_ms)?;
+        validate::at_least(
+            "backoff.max_ms",
+            self.max_ms,
+            "backoff.base_ms",
+            self.base_ms,
+        )
     }
 }
 
@@ -342,34 +344,19 @@ pub enum SweepOutcome {
     },
 }
 
-fn invalid(field: &'static str, reason: String) -> Error {
-    Error::InvalidCommand { field, reason }
-}
-
-/// Refuses an empty, over-long or control-character-bearing name, as the reference's
-/// envelope decoder refuses anything but the documented shape.
-fn check_name(field: &'static str, value: &str, max: usize) -> Result<()> {
-    if value.is_empty() {
-        return Err(invalid(field, "must not be empty".into()));
-    }
-    if value.len() > max {
-        return Err(invalid(
-            field,
-            format!("is {} bytes, over the {max}-byte limit", value.len()),
-        ));
-    }
-    if value.chars().any(char::is_control) {
-        return Err(invalid(field, "must not contain control characters".into()));
-    }
-    Ok(())
-}
+// Keys, peers and tokens are refused when empty, over-long or bearing a control
+// character, as the reference's envelope decoder refuses anything but the documented shape.
 
 fn check_key(key: &str) -> Result<()> {
-    check_name("key", key, KEY_BYTES_MAX)
+    validate::name("key", key, KEY_BYTES_MAX)
+}
+
+fn check_peer(peer: &str) -> Result<()> {
+    validate::name("peer", peer, PEER_BYTES_MAX)
 }
 
 fn check_token(token: &ClaimToken) -> Result<()> {
-    check_name("token", &token.0, CLAIM_TOKEN_BYTES_MAX)
+    validate::name("token", &token.0, CLAIM_TOKEN_BYTES_MAX)
 }
 
 /// One append per event, each to the stream of its row.
@@ -401,88 +388,104 @@ impl Command for OutboxCommand {
                 peer,
                 payload,
                 now_ms,
-            } => {
-                check_key(key)?;
-                check_name("peer", peer, PEER_BYTES_MAX)?;
-                if payload.len() > PAYLOAD_BYTES_MAX {
-                    return Err(invalid(
-                        "payload",
-                        format!(
-                            "is {} bytes, over the {PAYLOAD_BYTES_MAX}-byte limit",
-                            payload.len()
-                        ),
-                    ));
-                }
-                if let Some(row) = query::row(state, key)? {
-                    return Ok(Decision::nothing(OutboxOutcome::AlreadyEnqueued { row }));
-                }
-                let enqueued = Enqueued {
-                    key: key.clone(),
-                    peer: peer.clone(),
-                    payload: payload.clone(),
-                };
-                let row = created(&enqueued, *now_ms);
-                let event = OutboxEvent::Enqueued(enqueued);
-                Ok(emit_one(event, *now_ms, OutboxOutcome::Enqueued { row }))
-            }
-            OutboxCommand::Deliver { key, now_ms } => move_row(
-                state,
-                key,
-                *now_ms,
-                &[OutboxState::Pending, OutboxState::Waiting],
-                |_| OutboxEvent::Delivered(Delivered { key: key.clone() }),
-            ),
-            OutboxCommand::Park { key, now_ms } => {
-                move_row(state, key, *now_ms, &[OutboxState::Pending], |row| {
-                    OutboxEvent::Parked(Parked {
-                        key: key.clone(),
-                        attempts: row.attempts.saturating_add(1),
-                    })
-                })
-            }
+            } => decide_enqueue(state, key, peer, payload, *now_ms),
+            OutboxCommand::Deliver { key, now_ms } => decide_deliver(state, key, *now_ms),
+            OutboxCommand::Park { key, now_ms } => decide_park(state, key, *now_ms),
             OutboxCommand::Retry {
                 key,
                 backoff,
                 last_error,
                 now_ms,
-            } => {
-                backoff.check()?;
-                if let Some(error) = last_error
-                    && error.len() > ERROR_BYTES_MAX
-                {
-                    return Err(invalid(
-                        "last_error",
-                        format!(
-                            "is {} bytes, over the {ERROR_BYTES_MAX}-byte limit",
-                            error.len()
-                        ),
-                    ));
-                }
-                move_row(state, key, *now_ms, &[OutboxState::Pending], |row| {
-                    let attempts = row.attempts.saturating_add(1);
-                    OutboxEvent::RetryScheduled(RetryScheduled {
-                        key: key.clone(),
-                        attempts,
-                        next_at_ms: now_ms.saturating_add(backoff.delay_ms(attempts)),
-                        first_failed_at_ms: row.first_failed_at_ms.unwrap_or(*now_ms),
-                        last_error: last_error.clone(),
-                    })
-                })
-            }
-            OutboxCommand::GiveUp { key, now_ms } => move_row(
-                state,
-                key,
-                *now_ms,
-                &[OutboxState::Pending, OutboxState::Waiting],
-                |_| {
-                    OutboxEvent::Expired(Expired {
-                        key: key.clone(),
-                        reason: ExpiryReason::GivenUp,
-                    })
-                },
-            ),
+            } => decide_retry(state, key, backoff, last_error, *now_ms),
+            OutboxCommand::GiveUp { key, now_ms } => decide_give_up(state, key, *now_ms),
         }
     }
+}
+
+/// [`OutboxCommand::Enqueue`]: a new `pending` row, or the row the key already has.
+fn decide_enqueue(
+    state: &dyn TableSource,
+    key: &str,
+    peer: &str,
+    payload: &[u8],
+    now_ms: u64,
+) -> Result<Decision<OutboxOutcome>> {
+    check_key(key)?;
+    check_peer(peer)?;
+    validate::at_most_bytes("payload", payload.len(), PAYLOAD_BYTES_MAX)?;
+    if let Some(row) = query::row(state, key)? {
+        return Ok(Decision::nothing(OutboxOutcome::AlreadyEnqueued { row }));
+    }
+    let enqueued = Enqueued {
+        key: key.to_owned(),
+        peer: peer.to_owned(),
+        payload: payload.to_vec(),
+    };
+    let row = created(&enqueued, now_ms);
+    let event = OutboxEvent::Enqueued(enqueued);
+    Ok(emit_one(event, now_ms, OutboxOutcome::Enqueued { row }))
+}
+
+/// [`OutboxCommand::Deliver`]: a `pending` or `waiting` row is `done`.
+fn decide_deliver(
+    state: &dyn TableSource,
+    key: &str,
+    now_ms: u64,
+) -> Result<Decision<OutboxOutcome>> {
+    move_row(state, key, now_ms, &UNDELIVERED, |_| {
+        OutboxEvent::Delivered(Delivered {
+            key: key.to_owned(),
+        })
+    })
+}
+
+/// [`OutboxCommand::Park`]: a `pending` row is `waiting`, one attempt more.
+fn decide_park(state: &dyn TableSource, key: &str, now_ms: u64) -> Result<Decision<OutboxOutcome>> {
+    move_row(state, key, now_ms, &[OutboxState::Pending], |row| {
+        OutboxEvent::Parked(Parked {
+            key: key.to_owned(),
+            attempts: row.attempts.saturating_add(1),
+        })
+    })
+}
+
+/// [`OutboxCommand::Retry`]: a `pending` row is due again after the backoff, one attempt
+/// more.
+fn decide_retry(
+    state: &dyn TableSource,
+    key: &str,
+    backoff: &Backoff,
+    last_error: &Option<String>,
+    now_ms: u64,
+) -> Result<Decision<OutboxOutcome>> {
+    backoff.check()?;
+    if let Some(error) = last_error {
+        validate::at_most_bytes("last_error", error.len(), ERROR_BYTES_MAX)?;
+    }
+    move_row(state, key, now_ms, &[OutboxState::Pending], |row| {
+        let attempts = row.attempts.saturating_add(1);
+        OutboxEvent::RetryScheduled(RetryScheduled {
+            key: key.to_owned(),
+            attempts,
+            next_at_ms: now_ms.saturating_add(backoff.delay_ms(attempts)),
+            first_failed_at_ms: row.first_failed_at_ms.unwrap_or(now_ms),
+            last_error: last_error.clone(),
+        })
+    })
+}
+
+/// [`OutboxCommand::GiveUp`]: a `pending` or `waiting` row is `expired`.
+fn decide_give_up(
+    state: &dyn TableSource,
+    key: &str,
+    now_ms: u64,
+) -> Result<Decision<OutboxOutcome>> {
+    move_row(state, key, now_ms, &UNDELIVERED, |_| {
+        OutboxEvent::Expired(Expired {
+            key: key.to_owned(),
+            reason: ExpiryReason::GivenUp,
+        })
+    })
 }
 
 /// Emits `event(row)` if the row `key` is in one of the states `from`, else refuses.
@@ -517,91 +520,98 @@ impl Command for PullCommand {
                 limit,
                 lease_ms,
                 now_ms,
-            } => {
-                check_name("peer", peer, PEER_BYTES_MAX)?;
-                check_token(token)?;
-                if *lease_ms == 0 {
-                    return Err(invalid("lease_ms", "must be positive".into()));
-                }
-                let take = (*limit).clamp(1, CLAIM_ROWS_MAX) as usize;
-                let rows =
-                    query::open_rows_for(state, peer, take, |row| row.is_claimable(*now_ms))?;
-                if let Some(row) = rows.iter().find(|row| row.claim_tokens.contains(token)) {
-                    return Ok(Decision::nothing(PullOutcome::Refused {
-                        reason: OutboxRefusal::TokenReused,
-                        key: row.key.clone(),
-                    }));
-                }
-                let expires_at_ms = now_ms.saturating_add(*lease_ms);
-                let mut events = Vec::with_capacity(rows.len());
-                let mut claimed = Vec::with_capacity(rows.len());
-                for row in rows {
-                    let event = OutboxEvent::Claimed(Claimed {
-                        key: row.key.clone(),
-                        peer: peer.clone(),
-                        token: token.clone(),
-                        expires_at_ms,
-                    });
-                    claimed.push(evolve(row, &event, *now_ms));
-                    events.push(event);
-                }
-                Ok(Decision {
-                    emits: emits(&events, *now_ms),
-                    outcome: PullOutcome::Claimed {
-                        token: token.clone(),
-                        expires_at_ms,
-                        rows: claimed,
-                    },
-                })
-            }
-            PullCommand::Ack { peer, acks, now_ms } => {
-                check_name("peer", peer, PEER_BYTES_MAX)?;
-                if acks.len() > ACK_ROWS_MAX {
-                    return Err(invalid(
-                        "acks",
-                        format!(
-                            "names {} rows, over the limit of {ACK_ROWS_MAX}",
-                            acks.len()
-                        ),
-                    ));
-                }
-                for ack in acks {
-                    check_key(&ack.key)?;
-                    check_token(&ack.token)?;
-                }
-                let mut acked = Vec::new();
-                let mut refused = Vec::new();
-                let mut events = Vec::new();
-                // A key named twice is acked once: the second finds it done already.
-                let mut done_here = BTreeSet::new();
-                for ack in acks {
-                    let verdict = if done_here.contains(&ack.key) {
-                        Err(OutboxRefusal::WrongState)
-                    } else {
-                        ack_verdict(query::row(state, &ack.key)?, peer, &ack.token)
-                    };
-                    match verdict {
-                        Ok(()) => {
-                            done_here.insert(ack.key.clone());
-                            acked.push(ack.key.clone());
-                            events.push(OutboxEvent::Acked(Acked {
-                                key: ack.key.clone(),
-                                token: ack.token.clone(),
-                            }));
-                        }
-                        Err(reason) => refused.push(AckRefusal {
-                            key: ack.key.clone(),
-                            reason,
-                        }),
-                    }
-                }
-                Ok(Decision {
-                    emits: emits(&events, *now_ms),
-                    outcome: PullOutcome::Acked { acked, refused },
-                })
-            }
+            } => decide_claim(state, peer, token, *limit, *lease_ms, *now_ms),
+            PullCommand::Ack { peer, acks, now_ms } => decide_ack(state, peer, acks, *now_ms),
         }
     }
+}
+
+/// [`PullCommand::Claim`]: the peer's oldest claimable rows, claimed under its fresh token.
+fn decide_claim(
+    state: &dyn TableSource,
+    peer: &str,
+    token: &ClaimToken,
+    limit: u32,
+    lease_ms: u64,
+    now_ms: u64,
+) -> Result<Decision<PullOutcome>> {
+    check_peer(peer)?;
+    check_token(token)?;
+    validate::positive("lease_ms", lease_ms)?;
+    let take = limit.clamp(1, CLAIM_ROWS_MAX) as usize;
+    let rows = query::open_rows_for(state, peer, take, |row| row.is_claimable(now_ms))?;
+    if let Some(row) = rows.iter().find(|row| row.claim_tokens.contains(token)) {
+        return Ok(Decision::nothing(PullOutcome::Refused {
+            reason: OutboxRefusal::TokenReused,
+            key: row.key.clone(),
+        }));
+    }
+    let expires_at_ms = now_ms.saturating_add(lease_ms);
+    let mut events = Vec::with_capacity(rows.len());
+    let mut claimed = Vec::with_capacity(rows.len());
+    for row in rows {
+        let event = OutboxEvent::Claimed(Claimed {
+            key: row.key.clone(),
+            peer: peer.to_owned(),
+            token: token.clone(),
+            expires_at_ms,
+        });
+        claimed.push(evolve(row, &event, now_ms));
+        events.push(event);
+    }
+    Ok(Decision {
+        emits: emits(&events, now_ms),
+        outcome: PullOutcome::Claimed {
+            token: token.clone(),
+            expires_at_ms,
+            rows: claimed,
+        },
+    })
+}
+
+/// [`PullCommand::Ack`]: `done` for each row the peer still holds under the token it names.
+fn decide_ack(
+    state: &dyn TableSource,
+    peer: &str,
+    acks: &[RowAck],
+    now_ms: u64,
+) -> Result<Decision<PullOutcome>> {
+    check_peer(peer)?;
+    validate::at_most_items("acks", acks.len(), ACK_ROWS_MAX)?;
+    for ack in acks {
+        check_key(&ack.key)?;
+        check_token(&ack.token)?;
+    }
+    let mut acked = Vec::new();
+    let mut refused = Vec::new();
+    let mut events = Vec::new();
+    // A key named twice is acked once: the second finds it done already.
+    let mut done_here = BTreeSet::new();
+    for ack in acks {
+        let verdict = if done_here.contains(&ack.key) {
+            Err(OutboxRefusal::WrongState)
+        } else {
+            ack_verdict(query::row(state, &ack.key)?, peer, &ack.token)
+        };
+        match verdict {
+            Ok(()) => {
+                done_here.insert(ack.key.clone());
+                acked.push(ack.key.clone());
+                events.push(OutboxEvent::Acked(Acked {
+                    key: ack.key.clone(),
+                    token: ack.token.clone(),
+                }));
+            }
+            Err(reason) => refused.push(AckRefusal {
+                key: ack.key.clone(),
+                reason,
+            }),
+        }
+    }
+    Ok(Decision {
+        emits: emits(&events, now_ms),
+        outcome: PullOutcome::Acked { acked, refused },
+    })
 }
 
 /// Whether `peer` may ack `row` under `token`: the row is the peer's, still claimed, under
@@ -632,79 +642,91 @@ impl Command for SweepCommand {
                 now_ms,
                 max_age_ms,
                 claim_retry_ms,
-            } => {
-                let take = SWEEP_ROWS_MAX + 1;
-                let mut found: Vec<(u64, String, ExpiryReason)> = Vec::new();
-                let too_old = now_ms.saturating_sub(*max_age_ms);
-                for open in [OutboxState::Pending, OutboxState::Waiting] {
-                    let (from, to) = state_range(open, too_old);
-                    for ((_, created_at_ms, key), ()) in
-                        BY_STATE.scan_between(state, &from, &to, Direction::Forward, take)?
-                    {
-                        found.push((created_at_ms, key, ExpiryReason::MaxAge));
-                    }
-                }
-                let past_retry = now_ms.saturating_sub(*claim_retry_ms);
-                let (from, to) = state_range(OutboxState::Claimed, past_retry);
-                let mut lapsed = 0;
-                visit_between(BY_STATE, state, from, &to, |(_, created_at_ms, key), ()| {
-                    let row = indexed_row(state, &key)?;
-                    if row.claim.as_ref().is_none_or(|c| c.has_lapsed(*now_ms)) {
-                        found.push((created_at_ms, key, ExpiryReason::ClaimLapsed));
-                        lapsed += 1;
-                    }
-                    Ok(lapsed < take)
-                })?;
-                let (found, more) = oldest(found);
-                let events: Vec<OutboxEvent> = found
-                    .iter()
-                    .map(|(_, key, reason)| {
-                        OutboxEvent::Expired(Expired {
-                            key: key.clone(),
-                            reason: *reason,
-                        })
-                    })
-                    .collect();
-                let rows = found
-                    .into_iter()
-                    .map(|(_, key, reason)| ExpiredRow { key, reason })
-                    .collect();
-                Ok(Decision {
-                    emits: emits(&events, *now_ms),
-                    outcome: SweepOutcome::Expired { rows, more },
-                })
-            }
+            } => decide_expire(state, *now_ms, *max_age_ms, *claim_retry_ms),
             SweepCommand::Prune {
                 now_ms,
                 older_than_ms,
-            } => {
-                let before = now_ms.saturating_sub(*older_than_ms);
-                let mut found: Vec<(u64, String, ())> = Vec::new();
-                for finished in [OutboxState::Done, OutboxState::Expired] {
-                    let (from, to) = state_range(finished, before);
-                    for ((_, created_at_ms, key), ()) in BY_STATE.scan_between(
-                        state,
-                        &from,
-                        &to,
-                        Direction::Forward,
-                        SWEEP_ROWS_MAX + 1,
-                    )? {
-                        found.push((created_at_ms, key, ()));
-                    }
-                }
-                let (found, more) = oldest(found);
-                let events: Vec<OutboxEvent> = found
-                    .iter()
-                    .map(|(_, key, ())| OutboxEvent::Pruned(Pruned { key: key.clone() }))
-                    .collect();
-                let keys = found.into_iter().map(|(_, key, ())| key).collect();
-                Ok(Decision {
-                    emits: emits(&events, *now_ms),
-                    outcome: SweepOutcome::Pruned { keys, more },
-                })
-            }
+            } => decide_prune(state, *now_ms, *older_than_ms),
         }
     }
+}
+
+/// [`SweepCommand::Expire`]: gives up on rows too old to deliver, and on rows whose claim
+/// lapsed too long ago, oldest first.
+fn decide_expire(
+    state: &dyn TableSource,
+    now_ms: u64,
+    max_age_ms: u64,
+    claim_retry_ms: u64,
+) -> Result<Decision<SweepOutcome>> {
+    let take = SWEEP_ROWS_MAX + 1;
+    let mut found: Vec<(u64, String, ExpiryReason)> = Vec::new();
+    let too_old = now_ms.saturating_sub(max_age_ms);
+    for open in UNDELIVERED {
+        let (from, to) = state_range(open, too_old);
+        for ((_, created_at_ms, key), ()) in
+            BY_STATE.scan_between(state, &from, &to, Direction::Forward, take)?
+        {
+            found.push((created_at_ms, key, ExpiryReason::MaxAge));
+        }
+    }
+    let past_retry = now_ms.saturating_sub(claim_retry_ms);
+    let (from, to) = state_range(OutboxState::Claimed, past_retry);
+    let mut lapsed = 0;
+    visit_between(BY_STATE, state, from, &to, |(_, created_at_ms, key), ()| {
+        let row = indexed_row(state, &key)?;
+        if row.claim.as_ref().is_none_or(|c| c.has_lapsed(now_ms)) {
+            found.push((created_at_ms, key, ExpiryReason::ClaimLapsed));
+            lapsed += 1;
+        }
+        Ok(lapsed < take)
+    })?;
+    let (found, more) = oldest(found);
+    let events: Vec<OutboxEvent> = found
+        .iter()
+        .map(|(_, key, reason)| {
+            OutboxEvent::Expired(Expired {
+                key: key.clone(),
+                reason: *reason,
+            })
+        })
+        .collect();
+    let rows = found
+        .into_iter()
+        .map(|(_, key, reason)| ExpiredRow { key, reason })
+        .collect();
+    Ok(Decision {
+        emits: emits(&events, now_ms),
+        outcome: SweepOutcome::Expired { rows, more },
+    })
+}
+
+/// [`SweepCommand::Prune`]: removes finished rows created before the window, oldest first.
+fn decide_prune(
+    state: &dyn TableSource,
+    now_ms: u64,
+    older_than_ms: u64,
+) -> Result<Decision<SweepOutcome>> {
+    let before = now_ms.saturating_sub(older_than_ms);
+    let mut found: Vec<(u64, String, ())> = Vec::new();
+    for finished in [OutboxState::Done, OutboxState::Expired] {
+        let (from, to) = state_range(finished, before);
+        for ((_, created_at_ms, key), ()) in
+            BY_STATE.scan_between(state, &from, &to, Direction::Forward, SWEEP_ROWS_MAX + 1)?
+        {
+            found.push((created_at_ms, key, ()));
+        }
+    }
+    let (found, more) = oldest(found);
+    let events: Vec<OutboxEvent> = found
+        .iter()
+        .map(|(_, key, ())| OutboxEvent::Pruned(Pruned { key: key.clone() }))
+        .collect();
+    let keys = found.into_iter().map(|(_, key, ())| key).collect();
+    Ok(Decision {
+        emits: emits(&events, now_ms),
+        outcome: SweepOutcome::Pruned { keys, more },
+    })
 }
 
 /// The [`SWEEP_ROWS_MAX`] oldest of `found` by (creation time, key), and whether any were

@@ -37,9 +37,10 @@
 //! - **Prune** removes `done` and `expired` rows created more than `older_than_ms` ago
 //!   (reference 24 h), one `outbox.pruned` event per row.
 //! - **Bad input** is refused before anything is decided, with `InvalidCommand` naming the
-//!   field and the limit, in the spirit of the reference's envelope decoder: keys, peers
-//!   and tokens must be non-empty, bounded and free of control characters; a payload is at
-//!   most [`decide::PAYLOAD_BYTES_MAX`] bytes; leases and backoff bases are positive.
+//!   field and its [`CommandProblem`](crate::CommandProblem) (with the limit), in the
+//!   spirit of the reference's envelope decoder: keys, peers and tokens must be non-empty,
+//!   bounded and free of control characters; a payload is at most
+//!   [`decide::PAYLOAD_BYTES_MAX`] bytes; leases and backoff bases are positive.
 //!
 //! # Where this differs from the reference, and why
 //!

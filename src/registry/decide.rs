@@ -12,10 +12,11 @@ use super::events::{
 };
 use super::handle::{HANDLE_BYTES_MAX, Handle};
 use super::query::{self, FuelEntry, FuelTotal, Instance, InstanceKind, Knows, Status};
-use crate::command::{Command, Decision, require_non_empty as require};
-use crate::error::{Error, Result};
+use crate::command::{Command, Decision};
+use crate::error::Result;
 use crate::projection::table::TableSource;
 use crate::record::limits::Limits;
+use crate::validate;
 
 /// The domain a new instance gets when none is given.
 pub const DEFAULT_DOMAIN: &str = "localhost";
@@ -168,22 +169,17 @@ fn changed<T: PartialEq>(current: &T, wanted: Option<T>) -> Option<T> {
 impl InstanceFields {
     fn check(&self) -> Result<()> {
         if let Some(domain) = &self.domain {
-            require("domain", domain)?;
+            validate::non_empty("domain", domain)?;
         }
         if let Some(store) = &self.store {
-            require("store", store)?;
+            validate::non_empty("store", store)?;
         }
         Ok(())
     }
 
     /// A new instance under `handle`, defaults filled in.
     fn added(&self, handle: &Handle) -> Result<InstanceAdded> {
-        let Some(store) = self.store.clone() else {
-            return Err(Error::InvalidCommand {
-                field: "store",
-                reason: format!("{handle}: a new instance needs a store"),
-            });
-        };
+        let store = validate::given("store", self.store.clone())?;
         Ok(InstanceAdded {
             handle: handle.as_str().to_owned(),
             domain: self
@@ -233,100 +229,144 @@ impl Command for InstanceCommand {
                 handle,
                 fields,
                 now_ms,
-            } => {
-                let handle = Handle::parse("handle", handle)?;
-                fields.check()?;
-                let stream = instance_stream(handle.as_str());
-                match query::instance(state, handle.as_str())? {
-                    None => {
-                        let added = fields.added(&handle)?;
-                        let instance = apply::added(added.clone(), *now_ms);
-                        let event = RegistryEvent::InstanceAdded(added);
-                        Ok(Decision::event(
-                            stream,
-                            *now_ms,
-                            event,
-                            InstanceOutcome::Added { instance },
-                        ))
-                    }
-                    Some(current) => {
-                        let update = fields.update_of(&current);
-                        if update.is_empty() {
-                            return Ok(Decision::nothing(InstanceOutcome::Unchanged {
-                                instance: current,
-                            }));
-                        }
-                        let mut instance = current;
-                        apply::merge(&mut instance, update.clone());
-                        let event = RegistryEvent::InstanceUpdated(update);
-                        Ok(Decision::event(
-                            stream,
-                            *now_ms,
-                            event,
-                            InstanceOutcome::Updated { instance },
-                        ))
-                    }
-                }
-            }
+            } => decide_upsert(state, handle, fields, *now_ms),
             InstanceCommand::SetStatus {
                 handle,
                 status,
                 now_ms,
-            } => change(state, handle, *now_ms, |instance| {
-                (instance.status != *status).then(|| {
-                    instance.status = *status;
-                    RegistryEvent::StatusChanged(StatusChanged {
-                        handle: instance.handle.as_str().to_owned(),
-                        status: *status,
-                    })
-                })
-            }),
+            } => decide_set_status(state, handle, *status, *now_ms),
             InstanceCommand::SetKnows {
                 handle,
                 knows,
                 now_ms,
-            } => {
-                let knows = knows.normalized();
-                change(state, handle, *now_ms, |instance| {
-                    (instance.knows != knows).then(|| {
-                        instance.knows = knows.clone();
-                        RegistryEvent::KnowsChanged(KnowsChanged {
-                            handle: instance.handle.as_str().to_owned(),
-                            knows,
-                        })
-                    })
-                })
-            }
+            } => decide_set_knows(state, handle, knows, *now_ms),
             InstanceCommand::SetTopics {
                 handle,
                 topics,
                 now_ms,
-            } => change(state, handle, *now_ms, |instance| {
-                (instance.topics != *topics).then(|| {
-                    instance.topics = topics.clone();
-                    RegistryEvent::TopicsChanged(TopicsChanged {
-                        handle: instance.handle.as_str().to_owned(),
-                        topics: topics.clone(),
-                    })
-                })
-            }),
-            InstanceCommand::Remove { handle, now_ms } => {
-                let handle = Handle::parse("handle", handle)?;
-                match query::instance(state, handle.as_str())? {
-                    None => Ok(Decision::nothing(InstanceOutcome::Missing)),
-                    Some(instance) => {
-                        let event = RegistryEvent::InstanceRemoved(InstanceRemoved {
-                            handle: handle.as_str().to_owned(),
-                        });
-                        Ok(Decision::event(
-                            instance_stream(handle.as_str()),
-                            *now_ms,
-                            event,
-                            InstanceOutcome::Removed { instance },
-                        ))
-                    }
-                }
+            } => decide_set_topics(state, handle, topics, *now_ms),
+            InstanceCommand::Remove { handle, now_ms } => decide_remove(state, handle, *now_ms),
+        }
+    }
+}
+
+/// [`InstanceCommand::Upsert`]: registers `handle`, or changes the given fields of the
+/// instance that has it.
+fn decide_upsert(
+    state: &dyn TableSource,
+    handle: &str,
+    fields: &InstanceFields,
+    now_ms: u64,
+) -> Result<Decision<InstanceOutcome>> {
+    let handle = Handle::parse("handle", handle)?;
+    fields.check()?;
+    let stream = instance_stream(handle.as_str());
+    match query::instance(state, handle.as_str())? {
+        None => {
+            let added = fields.added(&handle)?;
+            let instance = apply::added(added.clone(), now_ms);
+            let event = RegistryEvent::InstanceAdded(added);
+            Ok(Decision::event(
+                stream,
+                now_ms,
+                event,
+                InstanceOutcome::Added { instance },
+            ))
+        }
+        Some(current) => {
+            let update = fields.update_of(&current);
+            if update.is_empty() {
+                return Ok(Decision::nothing(InstanceOutcome::Unchanged {
+                    instance: current,
+                }));
             }
+            let mut instance = current;
+            apply::merge(&mut instance, update.clone());
+            let event = RegistryEvent::InstanceUpdated(update);
+            Ok(Decision::event(
+                stream,
+                now_ms,
+                event,
+                InstanceOutcome::Updated { instance },
+            ))
+        }
+    }
+}
+
+/// [`InstanceCommand::SetStatus`].
+fn decide_set_status(
+    state: &dyn TableSource,
+    handle: &str,
+    status: Status,
+    now_ms: u64,
+) -> Result<Decision<InstanceOutcome>> {
+    change(state, handle, now_ms, |instance| {
+        (instance.status != status).then(|| {
+            instance.status = status;
+            RegistryEvent::StatusChanged(StatusChanged {
+                handle: instance.handle.as_str().to_owned(),
+                status,
+            })
+        })
+    })
+}
+
+/// [`InstanceCommand::SetKnows`]: the roster is normalized before it is compared.
+fn decide_set_knows(
+    state: &dyn TableSource,
+    handle: &str,
+    knows: &Knows,
+    now_ms: u64,
+) -> Result<Decision<InstanceOutcome>> {
+    let knows = knows.normalized();
+    change(state, handle, now_ms, |instance| {
+        (instance.knows != knows).then(|| {
+            instance.knows = knows.clone();
+            RegistryEvent::KnowsChanged(KnowsChanged {
+                handle: instance.handle.as_str().to_owned(),
+                knows,
+            })
+        })
+    })
+}
+
+/// [`InstanceCommand::SetTopics`].
+fn decide_set_topics(
+    state: &dyn TableSource,
+    handle: &str,
+    topics: &[String],
+    now_ms: u64,
+) -> Result<Decision<InstanceOutcome>> {
+    change(state, handle, now_ms, |instance| {
+        (instance.topics != topics).then(|| {
+            instance.topics = topics.to_vec();
+            RegistryEvent::TopicsChanged(TopicsChanged {
+                handle: instance.handle.as_str().to_owned(),
+                topics: topics.to_vec(),
+            })
+        })
+    })
+}
+
+/// [`InstanceCommand::Remove`]: drops the instance (not its store, not its fuel ledger).
+fn decide_remove(
+    state: &dyn TableSource,
+    handle: &str,
+    now_ms: u64,
+) -> Result<Decision<InstanceOutcome>> {
+    let handle = Handle::parse("handle", handle)?;
+    match query::instance(state, handle.as_str())? {
+        None => Ok(Decision::nothing(InstanceOutcome::Missing)),
+        Some(instance) => {
+            let event = RegistryEvent::InstanceRemoved(InstanceRemoved {
+                handle: handle.as_str().to_owned(),
+            });
+            Ok(Decision::event(
+                instance_stream(handle.as_str()),
+                now_ms,
+                event,
+                InstanceOutcome::Removed { instance },
+            ))
         }
     }
 }
@@ -381,16 +421,7 @@ impl Command for SetSetting {
     type Outcome = SettingOutcome;
 
     fn decide(&self, state: &dyn TableSource) -> Result<Decision<SettingOutcome>> {
-        require("key", &self.key)?;
-        if self.key.len() > SETTING_KEY_BYTES_MAX {
-            return Err(Error::InvalidCommand {
-                field: "key",
-                reason: format!(
-                    "{} bytes, more than the {SETTING_KEY_BYTES_MAX} allowed",
-                    self.key.len()
-                ),
-            });
-        }
+        validate::bounded("key", &self.key, SETTING_KEY_BYTES_MAX)?;
         let previous = query::setting(state, &self.key)?;
         if previous.as_ref() == Some(&self.value) {
             return Ok(Decision::nothing(SettingOutcome::Unchanged));
@@ -441,26 +472,21 @@ impl Command for RecordFuel {
 
     fn decide(&self, state: &dyn TableSource) -> Result<Decision<FuelOutcome>> {
         let instance = Handle::parse("instance", &self.instance)?;
-        require("op", &self.op)?;
-        let overflow = |field: &'static str| Error::InvalidCommand {
-            field,
-            reason: "the fuel ledger of this instance would overflow".into(),
-        };
-        let add = |sum: u64, more: u64, field| sum.checked_add(more).ok_or_else(|| overflow(field));
+        validate::non_empty("op", &self.op)?;
         let current = query::fuel_entry(state, instance.as_str(), &self.caller, &self.op)?;
         let (calls, fuel) = current.map_or((0, 0), |entry| (entry.calls, entry.fuel));
         let entry = FuelEntry {
             instance: instance.as_str().to_owned(),
             caller: self.caller.clone(),
             op: self.op.clone(),
-            calls: add(calls, CALLS_PER_CHARGE, "instance")?,
-            fuel: add(fuel, self.fuel, "fuel")?,
+            calls: validate::total("instance", calls, CALLS_PER_CHARGE)?,
+            fuel: validate::total("fuel", fuel, self.fuel)?,
             updated_at_ms: self.now_ms,
         };
         let before = query::fuel_total(state, instance.as_str())?;
         let total = FuelTotal {
-            calls: add(before.calls, CALLS_PER_CHARGE, "instance")?,
-            fuel: add(before.fuel, self.fuel, "fuel")?,
+            calls: validate::total("instance", before.calls, CALLS_PER_CHARGE)?,
+            fuel: validate::total("fuel", before.fuel, self.fuel)?,
         };
         let event = RegistryEvent::FuelCharged(FuelCharged {
             instance: instance.as_str().to_owned(),

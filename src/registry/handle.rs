@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::validate::{CommandProblem, invalid};
 
 /// Longest hostname-label handle, in bytes (a DNS label's limit).
 pub const LABEL_BYTES_MAX: usize = 63;
@@ -25,19 +26,12 @@ pub struct Handle(String);
 
 impl Handle {
     /// `handle` if it is a hostname label or a token id; `Error::InvalidCommand` on `field`
-    /// otherwise.
+    /// ([`CommandProblem::NotAHandle`]) otherwise.
     pub fn parse(field: &'static str, handle: &str) -> Result<Handle> {
         if is_label(handle) || is_token_id(handle) {
             Ok(Handle(handle.to_owned()))
         } else {
-            Err(Error::InvalidCommand {
-                field,
-                reason: format!(
-                    "{handle:?} is neither a hostname label (1 to {LABEL_BYTES_MAX} of a-z, 0-9 \
-                     and '-', no '-' at either end) nor a token id (64 lower-case hex digits, \
-                     '_', 1 to {TOKEN_INDEX_DIGITS_MAX} decimal digits)"
-                ),
-            })
+            Err(invalid(field, CommandProblem::NotAHandle))
         }
     }
 
@@ -94,13 +88,20 @@ fn is_token_id(handle: &str) -> bool {
 mod tests {
     use super::*;
 
+    use crate::error::Error;
+
     fn check(handle: &str, valid: bool) {
-        assert_eq!(
-            Handle::parse("handle", handle).is_ok(),
-            valid,
-            "{handle:?} should be {}",
-            if valid { "valid" } else { "invalid" }
-        );
+        match Handle::parse("handle", handle) {
+            Ok(parsed) => {
+                assert!(valid, "{handle:?} is accepted, and should be refused");
+                assert_eq!(parsed.as_str(), handle);
+            }
+            Err(Error::InvalidCommand {
+                field: "handle",
+                problem: CommandProblem::NotAHandle,
+            }) => assert!(!valid, "{handle:?} is refused, and should be accepted"),
+            Err(other) => panic!("{handle:?}: expected NotAHandle, got {other:?}"),
+        }
     }
 
     #[test]

@@ -7,13 +7,15 @@
 //!
 //! - **Handles.** A handle is a hostname label (1 to 63 of `a-z`, `0-9`, `-`; no `-` at
 //!   either end) or a path-only token id (`<64 lower-case hex>_<decimal index>`). Any other
-//!   handle is `Error::InvalidCommand { field: "handle" }`, in every instance command
-//!   (`field: "instance"` in [`RecordFuel`]).
+//!   handle is `Error::InvalidCommand { field: "handle" }` with
+//!   [`CommandProblem::NotAHandle`](crate::CommandProblem::NotAHandle), in every instance
+//!   command (`field: "instance"` in [`RecordFuel`]).
 //! - **Upsert.** [`InstanceCommand::Upsert`] registers a handle, or changes only the given
 //!   fields of the instance that has it. A new instance needs a store: without one the
-//!   command is `InvalidCommand { field: "store" }` (the reference throws). A new instance
-//!   defaults to domain `localhost`, status enabled, kind agent, knowing nobody, no topics;
-//!   its `created_at_ms` is the command's `now_ms` and no update changes it.
+//!   command is `InvalidCommand { field: "store" }`, problem `Missing` (the reference
+//!   throws). A new instance defaults to domain `localhost`, status enabled, kind agent,
+//!   knowing nobody, no topics; its `created_at_ms` is the command's `now_ms` and no update
+//!   changes it.
 //! - **Status, knows, topics, remove** change or drop an existing instance; on a handle no
 //!   instance has, they append nothing and answer [`InstanceOutcome::Missing`] (the
 //!   reference's `false`). A roster containing `*` knows everyone; otherwise repeats are
@@ -51,7 +53,7 @@
 //!   [`decide::SETTING_KEY_BYTES_MAX`] bytes for the same reason.
 //! - The reference charges batches of pre-summed calls; here one command charges one call
 //!   (the event records `calls`, so a batch is still expressible), and a charge that would
-//!   overflow the ledger is `InvalidCommand` instead of wrapping.
+//!   overflow the ledger is `InvalidCommand` (problem `Overflow`) instead of wrapping.
 //! - The broadcast queue, stream cursors, status marks, cron schedules, billing, image
 //!   blocks and topic peers of the reference are not here (delivery queues belong to the
 //!   outbox projection).

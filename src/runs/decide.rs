@@ -10,11 +10,12 @@ use super::events::{
 };
 use super::query::{self, Run, RunRollup, RunSeq, Span};
 use super::rollup;
-use crate::command::{Command, Decision, Emit, require_non_empty as require};
+use crate::command::{Command, Decision, Emit};
 use crate::error::{Error, Result};
 use crate::event::DomainEvent;
 use crate::log::append::ExpectedVersion;
 use crate::projection::table::TableSource;
+use crate::validate;
 
 /// The ceiling of a span event's payload, in bytes: a command may lower it, never raise it.
 pub const EVENT_PAYLOAD_BYTES_MAX: u32 = 16 * 1024;
@@ -300,10 +301,7 @@ fn next_seq(run: &Run) -> Result<u64> {
 }
 
 fn seq_after(seq: u64) -> Result<u64> {
-    seq.checked_add(1).ok_or_else(|| Error::InvalidCommand {
-        field: "run",
-        reason: "every seq of this run is spent".into(),
-    })
+    validate::next_counter("run", seq)
 }
 
 fn emit<O>(run: &str, now_ms: u64, events: &[RunEvent], outcome: O) -> Decision<O> {
@@ -336,8 +334,8 @@ fn find_span(
     run: &str,
     span: &str,
 ) -> Result<std::result::Result<(Run, Span), SpanRefusal>> {
-    require("run", run)?;
-    require("span", span)?;
+    validate::non_empty("run", run)?;
+    validate::non_empty("span", span)?;
     Ok(
         match (query::run(state, run)?, query::span(state, run, span)?) {
             (Some(current), Some(found)) => Ok((current, found)),
@@ -379,43 +377,9 @@ impl Command for SpanCommand {
                 billing_mode,
                 writer,
                 now_ms,
-            } => {
-                require("run", run)?;
-                require("span", span)?;
-                require("name", name)?;
-                require("writer", writer)?;
-                if let Some(parent) = parent {
-                    require("parent", parent)?;
-                }
-                if query::span(state, run, span)?.is_some() {
-                    return refused_span(SpanRefusal::SpanExists);
-                }
-                let current = query::run(state, run)?;
-                let closed = match &current {
-                    Some(current) => current.closed,
-                    None => query::rollup(state, run)?.is_some(),
-                };
-                if closed {
-                    return refused_span(SpanRefusal::RunClosed);
-                }
-                let (depth, seq) = match (parent, &current) {
-                    (None, Some(_)) => return refused_span(SpanRefusal::RootExists),
-                    (None, None) => (0, 1),
-                    (Some(_), None) => return refused_span(SpanRefusal::ParentMissing),
-                    (Some(parent), Some(current)) => match query::span(state, run, parent)? {
-                        None => return refused_span(SpanRefusal::ParentMissing),
-                        Some(parent) => {
-                            let depth = parent.depth.checked_add(1).ok_or_else(|| {
-                                Error::InvalidCommand {
-                                    field: "parent",
-                                    reason: "the span tree is too deep".into(),
-                                }
-                            })?;
-                            (depth, next_seq(current)?)
-                        }
-                    },
-                };
-                let event = RunEvent::SpanStarted(SpanStarted {
+            } => decide_start(
+                state,
+                SpanStarted {
                     run: run.clone(),
                     span: span.clone(),
                     parent: parent.clone(),
@@ -427,15 +391,11 @@ impl Command for SpanCommand {
                     attributes: attributes.clone(),
                     billing_mode: *billing_mode,
                     writer: writer.clone(),
-                    depth,
-                    seq,
-                });
-                let outcome = SpanCommandOutcome::Started {
-                    seq: RunSeq(seq),
-                    depth,
-                };
-                Ok(emit(run, *now_ms, &[event], outcome))
-            }
+                    depth: UNDECIDED_DEPTH,
+                    seq: UNDECIDED_SEQ,
+                },
+                *now_ms,
+            ),
             SpanCommand::Patch {
                 run,
                 span,
@@ -444,24 +404,19 @@ impl Command for SpanCommand {
                 wait_until_ms,
                 billing_mode,
                 now_ms,
-            } => {
-                let (current, _) = match find_open_span(state, run, span)? {
-                    Ok(found) => found,
-                    Err(refusal) => return refused_span(refusal),
-                };
-                let seq = next_seq(&current)?;
-                let event = RunEvent::SpanPatched(SpanPatched {
+            } => decide_patch(
+                state,
+                SpanPatched {
                     run: run.clone(),
                     span: span.clone(),
-                    seq,
+                    seq: UNDECIDED_SEQ,
                     attributes: attributes.clone(),
                     usage: usage.clone(),
                     wait_until_ms: *wait_until_ms,
                     billing_mode: *billing_mode,
-                });
-                let outcome = SpanCommandOutcome::Patched { seq: RunSeq(seq) };
-                Ok(emit(run, *now_ms, &[event], outcome))
-            }
+                },
+                *now_ms,
+            ),
             SpanCommand::End {
                 run,
                 span,
@@ -470,44 +425,19 @@ impl Command for SpanCommand {
                 usage,
                 attributes,
                 now_ms,
-            } => {
-                let (current, found) = match find_open_span(state, run, span)? {
-                    Ok(found) => found,
-                    Err(refusal) => return refused_span(refusal),
-                };
-                let seq = next_seq(&current)?;
-                let mut events = vec![RunEvent::SpanEnded(SpanEnded {
+            } => decide_end(
+                state,
+                SpanEnded {
                     run: run.clone(),
                     span: span.clone(),
-                    seq,
+                    seq: UNDECIDED_SEQ,
                     outcome: *outcome,
                     reason: reason.clone(),
                     usage: usage.clone(),
                     attributes: attributes.clone(),
-                })];
-                // A run is rolled up once its root is terminal, and again at every later end
-                // in it, on the spans as they will stand after this end.
-                let rollup = if found.is_root() || current.closed {
-                    let mut spans = query::spans(state, run)?;
-                    if let Some(ending) = spans.iter_mut().find(|s| s.span == *span) {
-                        ending.end(*outcome, reason.as_deref(), usage, attributes, *now_ms);
-                    }
-                    let previous = query::rollup(state, run)?;
-                    rollup::compute(&spans, previous.as_ref())
-                } else {
-                    None
-                };
-                if let Some(rollup) = &rollup {
-                    events.push(RunEvent::RolledUp(RolledUp {
-                        rollup: rollup.clone(),
-                    }));
-                }
-                let outcome = SpanCommandOutcome::Ended {
-                    seq: RunSeq(seq),
-                    rollup: rollup.map(Box::new),
-                };
-                Ok(emit(run, *now_ms, &events, outcome))
-            }
+                },
+                *now_ms,
+            ),
             SpanCommand::AppendEvent {
                 run,
                 span,
@@ -515,33 +445,196 @@ impl Command for SpanCommand {
                 payload,
                 payload_bytes_max,
                 now_ms,
-            } => {
-                require("event_type", event_type)?;
-                let (current, found) = match find_span(state, run, span)? {
-                    Ok(found) => found,
-                    Err(refusal) => return refused_span(refusal),
-                };
-                let seq = next_seq(&current)?;
-                let (payload, truncated) = cap_payload(payload, *payload_bytes_max);
-                let event_index = found.event_count;
-                let event = RunEvent::EventAppended(EventAppended {
-                    run: run.clone(),
-                    span: span.clone(),
-                    seq,
-                    event_index,
-                    event_type: event_type.clone(),
-                    payload,
-                    truncated,
-                });
-                let outcome = SpanCommandOutcome::EventAppended {
-                    seq: RunSeq(seq),
-                    event_index,
-                    truncated,
-                };
-                Ok(emit(run, *now_ms, &[event], outcome))
-            }
+            } => decide_append_event(
+                state,
+                run,
+                span,
+                event_type,
+                payload,
+                *payload_bytes_max,
+                *now_ms,
+            ),
         }
     }
+}
+
+// A span command's fields are its event's, less what the decision adds: the dispatch
+// copies them into the event with these placeholders, and each `decide_*` overwrites them
+// before the event is emitted. (The alternative, a dozen arguments per function, hides
+// which fields the decision reads.)
+const UNDECIDED_SEQ: u64 = 0;
+const UNDECIDED_DEPTH: u32 = 0;
+
+/// [`SpanCommand::Start`]: `started` as the command gives it; its depth and seq are decided
+/// here.
+fn decide_start(
+    state: &dyn TableSource,
+    mut started: SpanStarted,
+    now_ms: u64,
+) -> Result<Decision<SpanCommandOutcome>> {
+    let (run, span) = (started.run.as_str(), started.span.as_str());
+    validate::non_empty("run", run)?;
+    validate::non_empty("span", span)?;
+    validate::non_empty("name", &started.name)?;
+    validate::non_empty("writer", &started.writer)?;
+    if let Some(parent) = &started.parent {
+        validate::non_empty("parent", parent)?;
+    }
+    if query::span(state, run, span)?.is_some() {
+        return refused_span(SpanRefusal::SpanExists);
+    }
+    let current = query::run(state, run)?;
+    let closed = match &current {
+        Some(current) => current.closed,
+        None => query::rollup(state, run)?.is_some(),
+    };
+    if closed {
+        return refused_span(SpanRefusal::RunClosed);
+    }
+    let (depth, seq) = match place_span(state, run, started.parent.as_deref(), current.as_ref())? {
+        Ok(placed) => placed,
+        Err(refusal) => return refused_span(refusal),
+    };
+    (started.depth, started.seq) = (depth, seq);
+    let outcome = SpanCommandOutcome::Started {
+        seq: RunSeq(seq),
+        depth,
+    };
+    let run = started.run.clone();
+    Ok(emit(
+        &run,
+        now_ms,
+        &[RunEvent::SpanStarted(started)],
+        outcome,
+    ))
+}
+
+/// The depth and seq of a span starting under `parent` in the run `current` (`None`: no
+/// run yet), or why it cannot start: a root joins only a run without one, a child only a
+/// run holding its parent.
+fn place_span(
+    state: &dyn TableSource,
+    run: &str,
+    parent: Option<&str>,
+    current: Option<&Run>,
+) -> Result<std::result::Result<(u32, u64), SpanRefusal>> {
+    Ok(match (parent, current) {
+        (None, Some(_)) => Err(SpanRefusal::RootExists),
+        (None, None) => Ok((0, 1)),
+        (Some(_), None) => Err(SpanRefusal::ParentMissing),
+        (Some(parent), Some(current)) => match query::span(state, run, parent)? {
+            None => Err(SpanRefusal::ParentMissing),
+            Some(parent) => {
+                let depth = validate::next_counter("parent", parent.depth)?;
+                Ok((depth, next_seq(current)?))
+            }
+        },
+    })
+}
+
+/// [`SpanCommand::Patch`]: `patched` as the command gives it; its seq is decided here.
+fn decide_patch(
+    state: &dyn TableSource,
+    mut patched: SpanPatched,
+    now_ms: u64,
+) -> Result<Decision<SpanCommandOutcome>> {
+    let (current, _) = match find_open_span(state, &patched.run, &patched.span)? {
+        Ok(found) => found,
+        Err(refusal) => return refused_span(refusal),
+    };
+    patched.seq = next_seq(&current)?;
+    let outcome = SpanCommandOutcome::Patched {
+        seq: RunSeq(patched.seq),
+    };
+    let run = patched.run.clone();
+    Ok(emit(
+        &run,
+        now_ms,
+        &[RunEvent::SpanPatched(patched)],
+        outcome,
+    ))
+}
+
+/// [`SpanCommand::End`]: `ended` as the command gives it; its seq is decided here, and the
+/// run's rollup when its root is (or now becomes) terminal.
+fn decide_end(
+    state: &dyn TableSource,
+    mut ended: SpanEnded,
+    now_ms: u64,
+) -> Result<Decision<SpanCommandOutcome>> {
+    let (run, span) = (ended.run.clone(), ended.span.clone());
+    let (current, found) = match find_open_span(state, &run, &span)? {
+        Ok(found) => found,
+        Err(refusal) => return refused_span(refusal),
+    };
+    let seq = next_seq(&current)?;
+    ended.seq = seq;
+    // A run is rolled up once its root is terminal, and again at every later end in it, on
+    // the spans as they will stand after this end.
+    let rollup = if found.is_root() || current.closed {
+        let mut spans = query::spans(state, &run)?;
+        if let Some(ending) = spans.iter_mut().find(|s| s.span == span) {
+            let reason = ended.reason.as_deref();
+            ending.end(
+                ended.outcome,
+                reason,
+                &ended.usage,
+                &ended.attributes,
+                now_ms,
+            );
+        }
+        let previous = query::rollup(state, &run)?;
+        rollup::compute(&spans, previous.as_ref())
+    } else {
+        None
+    };
+    let mut events = vec![RunEvent::SpanEnded(ended)];
+    if let Some(rollup) = &rollup {
+        events.push(RunEvent::RolledUp(RolledUp {
+            rollup: rollup.clone(),
+        }));
+    }
+    let outcome = SpanCommandOutcome::Ended {
+        seq: RunSeq(seq),
+        rollup: rollup.map(Box::new),
+    };
+    Ok(emit(&run, now_ms, &events, outcome))
+}
+
+/// [`SpanCommand::AppendEvent`]: the event's seq, its index within the span and its payload
+/// cut to the cap.
+fn decide_append_event(
+    state: &dyn TableSource,
+    run: &str,
+    span: &str,
+    event_type: &str,
+    payload: &str,
+    payload_bytes_max: Option<u32>,
+    now_ms: u64,
+) -> Result<Decision<SpanCommandOutcome>> {
+    validate::non_empty("event_type", event_type)?;
+    let (current, found) = match find_span(state, run, span)? {
+        Ok(found) => found,
+        Err(refusal) => return refused_span(refusal),
+    };
+    let seq = next_seq(&current)?;
+    let (payload, truncated) = cap_payload(payload, payload_bytes_max);
+    let event_index = found.event_count;
+    let event = RunEvent::EventAppended(EventAppended {
+        run: run.to_owned(),
+        span: span.to_owned(),
+        seq,
+        event_index,
+        event_type: event_type.to_owned(),
+        payload,
+        truncated,
+    });
+    let outcome = SpanCommandOutcome::EventAppended {
+        seq: RunSeq(seq),
+        event_index,
+        truncated,
+    };
+    Ok(emit(run, now_ms, &[event], outcome))
 }
 
 /// Ends every open span of `run` (deepest first; among equals, latest started first) and
@@ -633,143 +726,201 @@ impl Command for RunCommand {
     type Outcome = RunCommandOutcome;
 
     fn decide(&self, state: &dyn TableSource) -> Result<Decision<RunCommandOutcome>> {
-        let refused = |reason| Ok(Decision::nothing(RunCommandOutcome::Refused { reason }));
         match self {
-            RunCommand::Heartbeat { run, now_ms } => {
-                require("run", run)?;
-                match query::run(state, run)? {
-                    None if query::rollup(state, run)?.is_some() => refused(RunRefusal::RunClosed),
-                    None => refused(RunRefusal::RunMissing),
-                    Some(current) if current.closed => refused(RunRefusal::RunClosed),
-                    Some(_) => {
-                        let event = RunEvent::Heartbeat(Heartbeat { run: run.clone() });
-                        Ok(emit(
-                            run,
-                            *now_ms,
-                            &[event],
-                            RunCommandOutcome::HeartbeatRecorded,
-                        ))
-                    }
-                }
-            }
+            RunCommand::Heartbeat { run, now_ms } => decide_heartbeat(state, run, *now_ms),
             RunCommand::CascadeClose {
                 run,
                 outcome,
                 reason,
                 now_ms,
-            } => {
-                require("run", run)?;
-                require("reason", reason)?;
-                let current = match query::run(state, run)? {
-                    Some(current) => current,
-                    None if query::rollup(state, run)?.is_some() => {
-                        return Ok(Decision::nothing(RunCommandOutcome::Closed {
-                            runs: Vec::new(),
-                        }));
-                    }
-                    None => return refused(RunRefusal::RunMissing),
-                };
-                Ok(
-                    match close_run(state, &current, *outcome, reason, *now_ms)? {
-                        Some((emit, closed)) => Decision {
-                            emits: vec![emit],
-                            outcome: RunCommandOutcome::Closed { runs: vec![closed] },
-                        },
-                        None => Decision::nothing(RunCommandOutcome::Closed { runs: Vec::new() }),
-                    },
-                )
-            }
+            } => decide_cascade_close(state, run, *outcome, reason, *now_ms),
             RunCommand::SweepOrphans { writer, now_ms } => {
-                require("writer", writer)?;
-                let runs = query::runs_with_open_spans_of(state, writer)?;
-                close_runs(state, runs, ORPHAN_REASON, *now_ms)
+                decide_sweep_orphans(state, writer, *now_ms)
             }
             RunCommand::SweepStale {
                 stale_after_ms,
                 sweeper,
                 now_ms,
-            } => {
-                let cutoff = now_ms.saturating_sub(*stale_after_ms);
-                let runs = query::silent_roots(state, cutoff)?
-                    .into_iter()
-                    .filter(|root| sweeper.as_deref() != Some(root.writer.as_str()))
-                    .map(|root| root.run);
-                close_runs(state, runs, STALE_REASON, *now_ms)
-            }
+            } => decide_sweep_stale(state, *stale_after_ms, sweeper.as_deref(), *now_ms),
             RunCommand::Prune {
                 digest_floor_at_ms,
                 detail_retention_ms,
                 hard_ceiling_ms,
                 batch,
                 now_ms,
-            } => {
-                if *batch == 0 {
-                    return Err(Error::InvalidCommand {
-                        field: "batch",
-                        reason: "must be positive".into(),
-                    });
-                }
-                let floor = *digest_floor_at_ms;
-                let retention_cutoff = now_ms.saturating_sub(*detail_retention_ms);
-                let ceiling_cutoff = now_ms.saturating_sub(*hard_ceiling_ms);
-                // Covered and old enough, or past the hard ceiling regardless.
-                let bound = floor.min(retention_cutoff).max(ceiling_cutoff);
-                let mut emits = Vec::new();
-                let mut pruned = Vec::new();
-                let mut spans_deleted = 0u64;
-                // Paged, so a long backlog is not read whole to prune one batch.
-                let mut from = (0, String::new());
-                'pages: loop {
-                    let page = query::unpruned_ended_before(state, &from, bound, PRUNE_SCAN_PAGE)?;
-                    let full = page.len() == PRUNE_SCAN_PAGE;
-                    if let Some((ended_at_ms, run)) = page.last() {
-                        // The least key after the last one read.
-                        from = (*ended_at_ms, format!("{run}\0"));
-                    }
-                    for (ended_at_ms, run) in page {
-                        if pruned.len() >= *batch as usize {
-                            break 'pages;
-                        }
-                        let (Some(current), Some(rollup)) =
-                            (query::run(state, &run)?, query::rollup(state, &run)?)
-                        else {
-                            continue;
-                        };
-                        if current.open_span_count > 0 {
-                            continue;
-                        }
-                        let failure_reason = if ended_at_ms >= floor {
-                            rollup
-                                .failure_reason
-                                .or_else(|| Some(COVERAGE_GAP_REASON.to_owned()))
-                        } else {
-                            rollup.failure_reason
-                        };
-                        let event = RunEvent::DetailPruned(DetailPruned {
-                            run: run.clone(),
-                            failure_reason,
-                            spans_deleted: current.span_count,
-                        });
-                        emits.push(Emit {
-                            stream: run_stream(&run),
-                            expected: ExpectedVersion::Any,
-                            events: new_events(&[event], *now_ms),
-                        });
-                        spans_deleted = spans_deleted.saturating_add(current.span_count);
-                        pruned.push(run);
-                    }
-                    if !full {
-                        break;
-                    }
-                }
-                Ok(Decision {
-                    emits,
-                    outcome: RunCommandOutcome::Pruned {
-                        runs: pruned,
-                        spans_deleted,
-                    },
-                })
-            }
+            } => decide_prune(
+                state,
+                *digest_floor_at_ms,
+                *detail_retention_ms,
+                *hard_ceiling_ms,
+                *batch,
+                *now_ms,
+            ),
         }
     }
+}
+
+fn refused_run(reason: RunRefusal) -> Result<Decision<RunCommandOutcome>> {
+    Ok(Decision::nothing(RunCommandOutcome::Refused { reason }))
+}
+
+/// [`RunCommand::Heartbeat`]: recorded while the run is open.
+fn decide_heartbeat(
+    state: &dyn TableSource,
+    run: &str,
+    now_ms: u64,
+) -> Result<Decision<RunCommandOutcome>> {
+    validate::non_empty("run", run)?;
+    match query::run(state, run)? {
+        None if query::rollup(state, run)?.is_some() => refused_run(RunRefusal::RunClosed),
+        None => refused_run(RunRefusal::RunMissing),
+        Some(current) if current.closed => refused_run(RunRefusal::RunClosed),
+        Some(_) => {
+            let event = RunEvent::Heartbeat(Heartbeat {
+                run: run.to_owned(),
+            });
+            let outcome = RunCommandOutcome::HeartbeatRecorded;
+            Ok(emit(run, now_ms, &[event], outcome))
+        }
+    }
+}
+
+/// [`RunCommand::CascadeClose`]: ends every open span of the run; a pruned run has none.
+fn decide_cascade_close(
+    state: &dyn TableSource,
+    run: &str,
+    outcome: SpanOutcome,
+    reason: &str,
+    now_ms: u64,
+) -> Result<Decision<RunCommandOutcome>> {
+    validate::non_empty("run", run)?;
+    validate::non_empty("reason", reason)?;
+    let nothing_closed = || Decision::nothing(RunCommandOutcome::Closed { runs: Vec::new() });
+    let current = match query::run(state, run)? {
+        Some(current) => current,
+        None if query::rollup(state, run)?.is_some() => return Ok(nothing_closed()),
+        None => return refused_run(RunRefusal::RunMissing),
+    };
+    Ok(match close_run(state, &current, outcome, reason, now_ms)? {
+        Some((emit, closed)) => Decision {
+            emits: vec![emit],
+            outcome: RunCommandOutcome::Closed { runs: vec![closed] },
+        },
+        None => nothing_closed(),
+    })
+}
+
+/// [`RunCommand::SweepOrphans`]: closes every run with an open span of the gone writer.
+fn decide_sweep_orphans(
+    state: &dyn TableSource,
+    writer: &str,
+    now_ms: u64,
+) -> Result<Decision<RunCommandOutcome>> {
+    validate::non_empty("writer", writer)?;
+    let runs = query::runs_with_open_spans_of(state, writer)?;
+    close_runs(state, runs, ORPHAN_REASON, now_ms)
+}
+
+/// [`RunCommand::SweepStale`]: closes every run whose open root went silent, but the
+/// sweeper's own.
+fn decide_sweep_stale(
+    state: &dyn TableSource,
+    stale_after_ms: u64,
+    sweeper: Option<&str>,
+    now_ms: u64,
+) -> Result<Decision<RunCommandOutcome>> {
+    let cutoff = now_ms.saturating_sub(stale_after_ms);
+    let runs = query::silent_roots(state, cutoff)?
+        .into_iter()
+        .filter(|root| sweeper != Some(root.writer.as_str()))
+        .map(|root| root.run);
+    close_runs(state, runs, STALE_REASON, now_ms)
+}
+
+/// [`RunCommand::Prune`]: deletes the detail of up to `batch` finished runs that ended
+/// before the bound, earliest end first.
+fn decide_prune(
+    state: &dyn TableSource,
+    digest_floor_at_ms: u64,
+    detail_retention_ms: u64,
+    hard_ceiling_ms: u64,
+    batch: u32,
+    now_ms: u64,
+) -> Result<Decision<RunCommandOutcome>> {
+    validate::positive("batch", u64::from(batch))?;
+    let floor = digest_floor_at_ms;
+    let retention_cutoff = now_ms.saturating_sub(detail_retention_ms);
+    let ceiling_cutoff = now_ms.saturating_sub(hard_ceiling_ms);
+    // Covered and old enough, or past the hard ceiling regardless.
+    let bound = floor.min(retention_cutoff).max(ceiling_cutoff);
+    let mut emits = Vec::new();
+    let mut pruned = Vec::new();
+    let mut spans_deleted = 0u64;
+    // Paged, so a long backlog is not read whole to prune one batch.
+    let mut from = (0, String::new());
+    'pages: loop {
+        let page = query::unpruned_ended_before(state, &from, bound, PRUNE_SCAN_PAGE)?;
+        let full = page.len() == PRUNE_SCAN_PAGE;
+        if let Some((ended_at_ms, run)) = page.last() {
+            // The least key after the last one read.
+            from = (*ended_at_ms, format!("{run}\0"));
+        }
+        for (ended_at_ms, run) in page {
+            if pruned.len() >= batch as usize {
+                break 'pages;
+            }
+            let covered = ended_at_ms < floor;
+            if let Some((emit, deleted)) = prune_run(state, &run, covered, now_ms)? {
+                emits.push(emit);
+                spans_deleted = spans_deleted.saturating_add(deleted);
+                pruned.push(run);
+            }
+        }
+        if !full {
+            break;
+        }
+    }
+    Ok(Decision {
+        emits,
+        outcome: RunCommandOutcome::Pruned {
+            runs: pruned,
+            spans_deleted,
+        },
+    })
+}
+
+/// The pruning of `run`'s detail and the spans it deletes; `None` for a run without detail
+/// or rollup, or with a span still open. A run no digest `covered` keeps a failure reason
+/// that says so.
+fn prune_run(
+    state: &dyn TableSource,
+    run: &str,
+    covered: bool,
+    now_ms: u64,
+) -> Result<Option<(Emit, u64)>> {
+    let (Some(current), Some(rollup)) = (query::run(state, run)?, query::rollup(state, run)?)
+    else {
+        return Ok(None);
+    };
+    if current.open_span_count > 0 {
+        return Ok(None);
+    }
+    let failure_reason = if covered {
+        rollup.failure_reason
+    } else {
+        rollup
+            .failure_reason
+            .or_else(|| Some(COVERAGE_GAP_REASON.to_owned()))
+    };
+    let event = RunEvent::DetailPruned(DetailPruned {
+        run: run.to_owned(),
+        failure_reason,
+        spans_deleted: current.span_count,
+    });
+    let emit = Emit {
+        stream: run_stream(run),
+        expected: ExpectedVersion::Any,
+        events: new_events(&[event], now_ms),
+    };
+    Ok(Some((emit, current.span_count)))
 }
