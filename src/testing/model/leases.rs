@@ -41,7 +41,8 @@ pub(super) struct ModelLease {
     expires_at_ms: u64,
 }
 
-fn lease_command(op: &Op, now_ms: u64) -> Option<LeaseCommand> {
+/// The lease command `op` states at `now_ms`, if it is one.
+pub(super) fn lease_command(op: &Op, now_ms: u64) -> Option<LeaseCommand> {
     Some(match *op {
         Op::Acquire {
             resource,
@@ -79,7 +80,8 @@ fn lease_command(op: &Op, now_ms: u64) -> Option<LeaseCommand> {
     })
 }
 
-fn lane_command(op: &Op, now_ms: u64) -> Option<LaneCommand> {
+/// The lane command `op` states at `now_ms`, if it is one.
+pub(super) fn lane_command(op: &Op, now_ms: u64) -> Option<LaneCommand> {
     let Op::Lane {
         action,
         key,
@@ -127,12 +129,9 @@ fn lane_command(op: &Op, now_ms: u64) -> Option<LaneCommand> {
     })
 }
 
-/// Runs the lease command `op` in `session` at `now_ms`, and states what it did.
-pub(super) fn lease_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: u64) -> Outcome {
-    let Some(command) = lease_command(op, now_ms) else {
-        return Outcome::Unmodelled;
-    };
-    match session.execute(&command) {
+/// Runs the lease command in `session`, and states what it did.
+pub(super) fn lease_on_store(command: &LeaseCommand, session: &mut WriteSession<'_>) -> Outcome {
+    match session.execute(command) {
         Ok(LeaseOutcome::Granted { lease, renewed }) => Outcome::Granted {
             holder: lease.holder,
             token: lease.token.0,
@@ -150,12 +149,9 @@ pub(super) fn lease_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: u6
     }
 }
 
-/// Runs the lane command `op` in `session` at `now_ms`, and states what it did.
-pub(super) fn lane_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: u64) -> Outcome {
-    let Some(command) = lane_command(op, now_ms) else {
-        return Outcome::Unmodelled;
-    };
-    match session.execute(&command) {
+/// Runs the lane command in `session`, and states what it did.
+pub(super) fn lane_on_store(command: &LaneCommand, session: &mut WriteSession<'_>) -> Outcome {
+    match session.execute(command) {
         Ok(LaneOutcome::Done { lane }) => Outcome::LaneDone(lane),
         Ok(LaneOutcome::Refused { reason, lane }) => Outcome::LaneRefused { reason, lane },
         Err(error) => failed(error),
@@ -163,11 +159,8 @@ pub(super) fn lane_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: u64
 }
 
 impl Model {
-    /// What the lease command `op` must do at `now_ms`, applied to the model.
-    pub(super) fn lease(&mut self, op: &Op, now_ms: u64) -> Outcome {
-        let Some(command) = lease_command(op, now_ms) else {
-            return Outcome::Unmodelled;
-        };
+    /// What the lease command must do, applied to the model.
+    pub(super) fn lease(&mut self, command: LeaseCommand) -> Outcome {
         match command {
             LeaseCommand::Acquire {
                 resource,
@@ -269,11 +262,8 @@ impl Model {
         }
     }
 
-    /// What the lane command `op` must do at `now_ms`, applied to the model.
-    pub(super) fn lane(&mut self, op: &Op, now_ms: u64) -> Outcome {
-        let Some(command) = lane_command(op, now_ms) else {
-            return Outcome::Unmodelled;
-        };
+    /// What the lane command must do, applied to the model.
+    pub(super) fn lane(&mut self, command: LaneCommand) -> Outcome {
         match command {
             LaneCommand::Claim {
                 lane,

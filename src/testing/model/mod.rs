@@ -307,44 +307,6 @@ fn pick(names: &[&'static str], index: u8) -> &'static str {
     names[usize::from(index) % names.len()]
 }
 
-fn outbox_command(op: &Op, now_ms: u64) -> Option<outbox::Command> {
-    let Op::Outbox {
-        action,
-        key,
-        peer,
-        token,
-        second,
-        number,
-        other,
-    } = *op
-    else {
-        return None;
-    };
-    Some(outbox::command(
-        action, key, peer, token, second, number, other, now_ms,
-    ))
-}
-
-fn runs_command(op: &Op, now_ms: u64) -> Option<runs::Command> {
-    let Op::Run {
-        action,
-        run,
-        span,
-        parent,
-        writer,
-        outcome,
-        usage,
-        number,
-        other,
-    } = *op
-    else {
-        return None;
-    };
-    Some(runs::command(
-        action, run, span, parent, writer, outcome, usage, number, other, now_ms,
-    ))
-}
-
 /// Runs `op` in `session` at `*now_ms` (which a tick moves on), and states what it did.
 pub fn run_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: &mut u64) -> Outcome {
     match op {
@@ -356,16 +318,32 @@ pub fn run_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: &mut u64) -
             random_domain_command(&mut Rng::new(*seed), session, *now_ms);
             Outcome::Unmodelled
         }
-        Op::Append { .. } => raw::append_on_store(op, session, *now_ms),
+        Op::Append { .. } => raw::append_command(op).map_or(Outcome::Unmodelled, |append| {
+            raw::append_on_store(&append, session, *now_ms)
+        }),
         Op::Acquire { .. } | Op::Renew { .. } | Op::Release { .. } => {
-            leases::lease_on_store(op, session, *now_ms)
+            leases::lease_command(op, *now_ms).map_or(Outcome::Unmodelled, |command| {
+                leases::lease_on_store(&command, session)
+            })
         }
-        Op::Lane { .. } => leases::lane_on_store(op, session, *now_ms),
-        Op::SetSetting { .. } => registry::setting_on_store(op, session, *now_ms),
-        Op::Fuel { .. } => registry::fuel_on_store(op, session, *now_ms),
-        Op::Instance { .. } => registry::instance_on_store(op, session, *now_ms),
+        Op::Lane { .. } => leases::lane_command(op, *now_ms)
+            .map_or(Outcome::Unmodelled, |command| {
+                leases::lane_on_store(&command, session)
+            }),
+        Op::SetSetting { .. } => registry::setting_command(op, *now_ms)
+            .map_or(Outcome::Unmodelled, |command| {
+                registry::setting_on_store(&command, session)
+            }),
+        Op::Fuel { .. } => registry::fuel_command(op, *now_ms)
+            .map_or(Outcome::Unmodelled, |command| {
+                registry::fuel_on_store(&command, session)
+            }),
+        Op::Instance { .. } => registry::instance_command(op, *now_ms)
+            .map_or(Outcome::Unmodelled, |command| {
+                registry::instance_on_store(&command, session)
+            }),
         Op::Outbox { .. } => {
-            let Some(command) = outbox_command(op, *now_ms) else {
+            let Some(command) = outbox::command(op, *now_ms) else {
                 return Outcome::Unmodelled;
             };
             match outbox::run_on_store(&command, session, *now_ms) {
@@ -375,7 +353,7 @@ pub fn run_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: &mut u64) -
             }
         }
         Op::Run { .. } => {
-            let Some(command) = runs_command(op, *now_ms) else {
+            let Some(command) = runs::command(op, *now_ms) else {
                 return Outcome::Unmodelled;
             };
             match runs::run_on_store(&command, session) {
@@ -474,14 +452,23 @@ impl Model {
                 Outcome::Unmodelled
             }
             Op::Domain(_) => Outcome::Unmodelled,
-            Op::Append { .. } => self.append(op),
-            Op::Acquire { .. } | Op::Renew { .. } | Op::Release { .. } => self.lease(op, *now_ms),
-            Op::Lane { .. } => self.lane(op, *now_ms),
-            Op::SetSetting { .. } => self.setting(op),
-            Op::Fuel { .. } => self.fuel(op, *now_ms),
-            Op::Instance { .. } => self.instance(op, *now_ms),
+            Op::Append { .. } => {
+                raw::append_command(op).map_or(Outcome::Unmodelled, |append| self.append(append))
+            }
+            Op::Acquire { .. } | Op::Renew { .. } | Op::Release { .. } => {
+                leases::lease_command(op, *now_ms)
+                    .map_or(Outcome::Unmodelled, |command| self.lease(command))
+            }
+            Op::Lane { .. } => leases::lane_command(op, *now_ms)
+                .map_or(Outcome::Unmodelled, |command| self.lane(command)),
+            Op::SetSetting { .. } => registry::setting_command(op, *now_ms)
+                .map_or(Outcome::Unmodelled, |command| self.setting(&command)),
+            Op::Fuel { .. } => registry::fuel_command(op, *now_ms)
+                .map_or(Outcome::Unmodelled, |command| self.fuel(command)),
+            Op::Instance { .. } => registry::instance_command(op, *now_ms)
+                .map_or(Outcome::Unmodelled, |command| self.instance(command)),
             Op::Outbox { .. } => {
-                let Some(command) = outbox_command(op, *now_ms) else {
+                let Some(command) = outbox::command(op, *now_ms) else {
                     return Outcome::Unmodelled;
                 };
                 let (done, records) = match self.outbox.run(&command) {
@@ -495,7 +482,7 @@ impl Model {
                 Outcome::Outbox(Box::new(outbox::Seen { done, view }))
             }
             Op::Run { .. } => {
-                let Some(command) = runs_command(op, *now_ms) else {
+                let Some(command) = runs::command(op, *now_ms) else {
                     return Outcome::Unmodelled;
                 };
                 let (done, records) = match self.runs.run(&command, self.next) {

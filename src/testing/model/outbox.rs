@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use super::Op;
+
 use crate::outbox::decide::{
     AckRefusal, Backoff, ExpiredRow, OutboxCommand, OutboxOutcome, OutboxRefusal, PullCommand,
     PullOutcome, RowAck, SweepCommand, SweepOutcome,
@@ -80,22 +82,24 @@ pub struct Seen {
     pub view: View,
 }
 
-/// The fields of `Op::Outbox`, as the command they make.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn command(
-    action: u8,
-    key: u8,
-    peer: u8,
-    token: u8,
-    second: Option<(u8, u8)>,
-    number: u8,
-    other: u8,
-    now_ms: u64,
-) -> Command {
+/// The outbox command `op` states at `now_ms`, if it is one.
+pub(super) fn command(op: &Op, now_ms: u64) -> Option<Command> {
+    let Op::Outbox {
+        action,
+        key,
+        peer,
+        token,
+        second,
+        number,
+        other,
+    } = *op
+    else {
+        return None;
+    };
     let key = name(&KEYS, key, NAME_BYTES_MAX);
     let peer = name(&PEERS, peer, NAME_BYTES_MAX);
     let token = ClaimToken(name(&TOKENS, token, TOKEN_BYTES_MAX));
-    match action % 10 {
+    Some(match action % 10 {
         0 | 1 => Command::Host(OutboxCommand::Enqueue {
             key,
             peer,
@@ -146,7 +150,7 @@ pub(super) fn command(
             now_ms,
             older_than_ms: u64::from(number),
         }),
-    }
+    })
 }
 
 /// The name `index` picks from `names`, [`LONGEST`] and [`TOO_LONG`] made `max` and

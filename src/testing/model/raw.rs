@@ -88,8 +88,15 @@ fn new_event(spec: EventSpec, now_ms: u64) -> NewEvent {
     }
 }
 
-/// Runs the raw append `op` in `session` at `now_ms`, and states what it did.
-pub(super) fn append_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: u64) -> Outcome {
+/// A raw append as an [`Op::Append`] states it.
+pub(super) struct RawAppend {
+    stream: &'static str,
+    expected: ExpectedVersion,
+    specs: Vec<EventSpec>,
+}
+
+/// The raw append `op` states, if it is one.
+pub(super) fn append_command(op: &Op) -> Option<RawAppend> {
     let Op::Append {
         stream,
         expect,
@@ -97,13 +104,27 @@ pub(super) fn append_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: u
         second,
     } = *op
     else {
-        return Outcome::Unmodelled;
+        return None;
     };
-    let events: Vec<NewEvent> = std::iter::once(first)
-        .chain(second)
-        .map(|spec| new_event(spec, now_ms))
+    Some(RawAppend {
+        stream: pick(&STREAMS, stream),
+        expected: expect.version(),
+        specs: std::iter::once(first).chain(second).collect(),
+    })
+}
+
+/// Runs the raw append in `session` at `now_ms`, and states what it did.
+pub(super) fn append_on_store(
+    append: &RawAppend,
+    session: &mut WriteSession<'_>,
+    now_ms: u64,
+) -> Outcome {
+    let events: Vec<NewEvent> = append
+        .specs
+        .iter()
+        .map(|spec| new_event(*spec, now_ms))
         .collect();
-    match session.append(pick(&STREAMS, stream), expect.version(), &events) {
+    match session.append(append.stream, append.expected, &events) {
         Ok(AppendOutcome::Appended(appended)) => Outcome::Appended {
             first: appended.first_position.0,
             version: appended.first_version.0,
@@ -117,19 +138,13 @@ pub(super) fn append_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: u
 }
 
 impl Model {
-    /// What the raw append `op` must do, applied to the model.
-    pub(super) fn append(&mut self, op: &Op) -> Outcome {
-        let Op::Append {
+    /// What the raw append must do, applied to the model.
+    pub(super) fn append(&mut self, append: RawAppend) -> Outcome {
+        let RawAppend {
             stream,
-            expect,
-            first,
-            second,
-        } = *op
-        else {
-            return Outcome::Unmodelled;
-        };
-        let (stream, expected) = (pick(&STREAMS, stream), expect.version());
-        let specs: Vec<EventSpec> = std::iter::once(first).chain(second).collect();
+            expected,
+            specs,
+        } = append;
         if specs
             .iter()
             .any(|s| pick(&KINDS, s.kind).starts_with("lease."))

@@ -56,7 +56,8 @@ const ROSTERS: [&[&str]; 5] = [&[], &["m-a"], &["m-b", "m-a", "m-b"], &["m-a", "
 /// Topic lists.
 const TOPICS: [&[&str]; 3] = [&[], &["t1"], &["t1", "t2"]];
 
-fn fuel_command(op: &Op, now_ms: u64) -> Option<RecordFuel> {
+/// The fuel command `op` states at `now_ms`, if it is one.
+pub(super) fn fuel_command(op: &Op, now_ms: u64) -> Option<RecordFuel> {
     let Op::Fuel {
         instance,
         caller,
@@ -79,7 +80,8 @@ fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
 }
 
-fn instance_command(op: &Op, now_ms: u64) -> Option<InstanceCommand> {
+/// The instance command `op` states at `now_ms`, if it is one.
+pub(super) fn instance_command(op: &Op, now_ms: u64) -> Option<InstanceCommand> {
     let Op::Instance {
         action,
         handle,
@@ -146,52 +148,50 @@ fn instance_command(op: &Op, now_ms: u64) -> Option<InstanceCommand> {
     })
 }
 
-/// Runs the setting command `op` in `session` at `now_ms`, and states what it did.
-pub(super) fn setting_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: u64) -> Outcome {
+/// The setting command `op` states at `now_ms`, if it is one.
+pub(super) fn setting_command(op: &Op, now_ms: u64) -> Option<SetSetting> {
     let Op::SetSetting { key, value } = *op else {
-        return Outcome::Unmodelled;
+        return None;
     };
-    let command = SetSetting {
+    Some(SetSetting {
         key: pick(&SETTING_KEYS, key).into(),
         value: pick(&SETTING_VALUES, value).into(),
         now_ms,
-    };
-    match session.execute(&command) {
+    })
+}
+
+/// Runs the setting command in `session`, and states what it did.
+pub(super) fn setting_on_store(command: &SetSetting, session: &mut WriteSession<'_>) -> Outcome {
+    match session.execute(command) {
         Ok(SettingOutcome::Set { previous }) => Outcome::SettingSet(previous),
         Ok(SettingOutcome::Unchanged) => Outcome::SettingUnchanged,
         Err(error) => failed(error),
     }
 }
 
-/// Runs the fuel command `op` in `session` at `now_ms`, and states what it did.
-pub(super) fn fuel_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: u64) -> Outcome {
-    let Some(command) = fuel_command(op, now_ms) else {
-        return Outcome::Unmodelled;
-    };
-    match session.execute(&command) {
+/// Runs the fuel command in `session`, and states what it did.
+pub(super) fn fuel_on_store(command: &RecordFuel, session: &mut WriteSession<'_>) -> Outcome {
+    match session.execute(command) {
         Ok(outcome) => Outcome::Fuel(outcome),
         Err(error) => failed(error),
     }
 }
 
-/// Runs the instance command `op` in `session` at `now_ms`, and states what it did.
-pub(super) fn instance_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: u64) -> Outcome {
-    let Some(command) = instance_command(op, now_ms) else {
-        return Outcome::Unmodelled;
-    };
-    match session.execute(&command) {
+/// Runs the instance command in `session`, and states what it did.
+pub(super) fn instance_on_store(
+    command: &InstanceCommand,
+    session: &mut WriteSession<'_>,
+) -> Outcome {
+    match session.execute(command) {
         Ok(outcome) => Outcome::Instance(Box::new(outcome)),
         Err(error) => failed(error),
     }
 }
 
 impl Model {
-    /// What the setting command `op` must do, applied to the model.
-    pub(super) fn setting(&mut self, op: &Op) -> Outcome {
-        let Op::SetSetting { key, value } = *op else {
-            return Outcome::Unmodelled;
-        };
-        let (key, value) = (pick(&SETTING_KEYS, key), pick(&SETTING_VALUES, value));
+    /// What the setting command must do, applied to the model.
+    pub(super) fn setting(&mut self, command: &SetSetting) -> Outcome {
+        let (key, value) = (command.key.as_str(), command.value.as_str());
         if key.is_empty() {
             return Outcome::Invalid;
         }
@@ -204,11 +204,8 @@ impl Model {
         Outcome::SettingSet(previous)
     }
 
-    /// What the fuel command `op` must do at `now_ms`, applied to the model.
-    pub(super) fn fuel(&mut self, op: &Op, now_ms: u64) -> Outcome {
-        let Some(command) = fuel_command(op, now_ms) else {
-            return Outcome::Unmodelled;
-        };
+    /// What the fuel command must do, applied to the model.
+    pub(super) fn fuel(&mut self, command: RecordFuel) -> Outcome {
         let RecordFuel {
             instance,
             caller,
@@ -241,11 +238,8 @@ impl Model {
         })
     }
 
-    /// What the instance command `op` must do at `now_ms`, applied to the model.
-    pub(super) fn instance(&mut self, op: &Op, now_ms: u64) -> Outcome {
-        let Some(command) = instance_command(op, now_ms) else {
-            return Outcome::Unmodelled;
-        };
+    /// What the instance command must do, applied to the model.
+    pub(super) fn instance(&mut self, command: InstanceCommand) -> Outcome {
         let (handle, now_ms) = match &command {
             InstanceCommand::Upsert { handle, now_ms, .. }
             | InstanceCommand::SetStatus { handle, now_ms, .. }

@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use super::Op;
+
 use crate::projection::table::TableSource;
 use crate::runs::decide::{
     ClosedRun, RunCommand, RunCommandOutcome, RunRefusal, SpanCommand, SpanCommandOutcome,
@@ -81,20 +83,22 @@ pub struct Seen {
     pub view: View,
 }
 
-/// The fields of `Op::Run`, as the command they make.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn command(
-    action: u8,
-    run: u8,
-    span: u8,
-    parent: u8,
-    writer: u8,
-    outcome: u8,
-    usage: Option<u8>,
-    number: u8,
-    other: u8,
-    now_ms: u64,
-) -> Command {
+/// The runs command `op` states at `now_ms`, if it is one.
+pub(super) fn command(op: &Op, now_ms: u64) -> Option<Command> {
+    let Op::Run {
+        action,
+        run,
+        span,
+        parent,
+        writer,
+        outcome,
+        usage,
+        number,
+        other,
+    } = *op
+    else {
+        return None;
+    };
     let run = super::pick(&RUNS, run).to_owned();
     let span = super::pick(&SPANS, span).to_owned();
     let writer = super::pick(&WRITERS, writer).to_owned();
@@ -130,7 +134,7 @@ pub(super) fn command(
         2 => Some("because".to_owned()),
         _ => Some(String::new()),
     };
-    Command::Span(match action % 12 {
+    Some(Command::Span(match action % 12 {
         0..=2 => SpanCommand::Start {
             run,
             span,
@@ -195,7 +199,7 @@ pub(super) fn command(
             now_ms,
         },
         action => {
-            return Command::Run(match action {
+            return Some(Command::Run(match action {
                 7 => RunCommand::Heartbeat { run, now_ms },
                 8 => RunCommand::CascadeClose {
                     run,
@@ -216,9 +220,9 @@ pub(super) fn command(
                     batch: u32::from(choice % 4),
                     now_ms,
                 },
-            });
+            }));
         }
-    })
+    }))
 }
 
 /// Runs `command` in `session`, and reads the runs back through their queries.
