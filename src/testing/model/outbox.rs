@@ -3,14 +3,17 @@
 //! the outbox's `decide`, `evolve` or `created`: a rule the store gets wrong must not be
 //! wrong here the same way.
 
+mod pull;
+
 use std::collections::BTreeMap;
 
+use super::Op;
 use crate::outbox::decide::{
-    AckRefusal, Backoff, ExpiredRow, OutboxCommand, OutboxOutcome, OutboxRefusal, PullCommand,
-    PullOutcome, RowAck, SweepCommand, SweepOutcome,
+    Backoff, ExpiredRow, OutboxCommand, OutboxOutcome, OutboxRefusal, PullCommand, PullOutcome,
+    RowAck, SweepCommand, SweepOutcome,
 };
 use crate::outbox::events::ExpiryReason;
-use crate::outbox::query::{self, Claim, ClaimToken, OutboxRow, OutboxState};
+use crate::outbox::query::{self, ClaimToken, OutboxRow, OutboxState};
 use crate::projection::table::TableSource;
 use crate::store::WriteSession;
 
@@ -80,22 +83,24 @@ pub struct Seen {
     pub view: View,
 }
 
-/// The fields of `Op::Outbox`, as the command they make.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn command(
-    action: u8,
-    key: u8,
-    peer: u8,
-    token: u8,
-    second: Option<(u8, u8)>,
-    number: u8,
-    other: u8,
-    now_ms: u64,
-) -> Command {
+/// The outbox command `op` states at `now_ms`, if it is one.
+pub(super) fn command(op: &Op, now_ms: u64) -> Option<Command> {
+    let Op::Outbox {
+        action,
+        key,
+        peer,
+        token,
+        second,
+        number,
+        other,
+    } = *op
+    else {
+        return None;
+    };
     let key = name(&KEYS, key, NAME_BYTES_MAX);
     let peer = name(&PEERS, peer, NAME_BYTES_MAX);
     let token = ClaimToken(name(&TOKENS, token, TOKEN_BYTES_MAX));
-    match action % 10 {
+    Some(match action % 10 {
         0 | 1 => Command::Host(OutboxCommand::Enqueue {
             key,
             peer,
@@ -146,7 +151,7 @@ pub(super) fn command(
             now_ms,
             older_than_ms: u64::from(number),
         }),
-    }
+    })
 }
 
 /// The name `index` picks from `names`, [`LONGEST`] and [`TOO_LONG`] made `max` and
@@ -370,113 +375,6 @@ impl Outbox {
         };
         records.push((format!("outbox/{key}"), kind));
         Ok(OutboxOutcome::Updated { row: row.clone() })
-    }
-
-    fn pull(
-        &mut self,
-        command: &PullCommand,
-        records: &mut Records,
-    ) -> Result<PullOutcome, Invalid> {
-        match command {
-            PullCommand::Claim {
-                peer,
-                token,
-                limit,
-                lease_ms,
-                now_ms,
-            } => {
-                check(peer, "peer", NAME_BYTES_MAX)?;
-                check(&token.0, "token", TOKEN_BYTES_MAX)?;
-                if *lease_ms == 0 {
-                    return Err("lease_ms");
-                }
-                let take = (*limit).clamp(1, 100) as usize;
-                // The peer's own claimable rows, oldest first: pending, waiting, or under a
-                // claim that has lapsed.
-                let mut claimable: Vec<(u64, String)> = self
-                    .rows
-                    .values()
-                    .filter(|row| row.peer == *peer)
-                    .filter(|row| match row.state {
-                        OutboxState::Pending | OutboxState::Waiting => true,
-                        OutboxState::Claimed => row
-                            .claim
-                            .as_ref()
-                            .is_none_or(|c| c.expires_at_ms <= *now_ms),
-                        OutboxState::Done | OutboxState::Expired => false,
-                    })
-                    .map(|row| (row.created_at_ms, row.key.clone()))
-                    .collect();
-                claimable.sort();
-                claimable.truncate(take);
-                if let Some((_, key)) = claimable.iter().find(|(_, key)| {
-                    self.rows
-                        .get(key)
-                        .is_some_and(|row| row.claim_tokens.contains(token))
-                }) {
-                    return Ok(PullOutcome::Refused {
-                        reason: OutboxRefusal::TokenReused,
-                        key: key.clone(),
-                    });
-                }
-                let expires_at_ms = now_ms.saturating_add(*lease_ms);
-                let mut claimed = Vec::new();
-                for (_, key) in claimable {
-                    let Some(row) = self.rows.get_mut(&key) else {
-                        continue;
-                    };
-                    row.state = OutboxState::Claimed;
-                    row.next_at_ms = None;
-                    row.claim = Some(Claim {
-                        token: token.clone(),
-                        claimed_at_ms: *now_ms,
-                        expires_at_ms,
-                    });
-                    row.claim_tokens.push(token.clone());
-                    claimed.push(row.clone());
-                    records.push((format!("outbox/{key}"), "outbox.claimed"));
-                }
-                Ok(PullOutcome::Claimed {
-                    token: token.clone(),
-                    expires_at_ms,
-                    rows: claimed,
-                })
-            }
-            PullCommand::Ack { peer, acks, .. } => {
-                check(peer, "peer", NAME_BYTES_MAX)?;
-                if acks.len() > 1000 {
-                    return Err("acks");
-                }
-                for ack in acks {
-                    check(&ack.key, "key", NAME_BYTES_MAX)?;
-                    check(&ack.token.0, "token", TOKEN_BYTES_MAX)?;
-                }
-                let (mut acked, mut refused) = (Vec::new(), Vec::new());
-                // One at a time, each against the rows as the earlier ones left them: a key
-                // named twice finds itself done the second time.
-                for ack in acks {
-                    let reason = match self.rows.get_mut(&ack.key) {
-                        None => OutboxRefusal::Missing,
-                        Some(row) if row.peer != *peer => OutboxRefusal::OtherPeer,
-                        Some(row) if row.state != OutboxState::Claimed => OutboxRefusal::WrongState,
-                        Some(row) if row.claim.as_ref().map(|c| &c.token) != Some(&ack.token) => {
-                            OutboxRefusal::OtherToken
-                        }
-                        Some(row) => {
-                            finish(row, OutboxState::Done);
-                            acked.push(ack.key.clone());
-                            records.push((format!("outbox/{}", ack.key), "outbox.acked"));
-                            continue;
-                        }
-                    };
-                    refused.push(AckRefusal {
-                        key: ack.key.clone(),
-                        reason,
-                    });
-                }
-                Ok(PullOutcome::Acked { acked, refused })
-            }
-        }
     }
 
     fn sweep(&mut self, command: &SweepCommand, records: &mut Records) -> SweepOutcome {

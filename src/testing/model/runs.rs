@@ -4,13 +4,14 @@
 //! `decide`, `apply`, `rollup::compute` or the span's own `patch` and `end`: a rule the store
 //! gets wrong must not be wrong here the same way.
 
+mod spans;
+mod whole;
+
 use std::collections::BTreeMap;
 
+use super::Op;
 use crate::projection::table::TableSource;
-use crate::runs::decide::{
-    ClosedRun, RunCommand, RunCommandOutcome, RunRefusal, SpanCommand, SpanCommandOutcome,
-    SpanRefusal,
-};
+use crate::runs::decide::{RunCommand, RunCommandOutcome, SpanCommand, SpanCommandOutcome};
 use crate::runs::events::{Attributes, BillingMode, SpanKind, SpanOrigin, SpanOutcome, SpanUsage};
 use crate::runs::query::{self, Run, RunRollup, RunSeq, RunSnapshot, Span, SpanEvent};
 use crate::store::WriteSession;
@@ -81,20 +82,22 @@ pub struct Seen {
     pub view: View,
 }
 
-/// The fields of `Op::Run`, as the command they make.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn command(
-    action: u8,
-    run: u8,
-    span: u8,
-    parent: u8,
-    writer: u8,
-    outcome: u8,
-    usage: Option<u8>,
-    number: u8,
-    other: u8,
-    now_ms: u64,
-) -> Command {
+/// The runs command `op` states at `now_ms`, if it is one.
+pub(super) fn command(op: &Op, now_ms: u64) -> Option<Command> {
+    let Op::Run {
+        action,
+        run,
+        span,
+        parent,
+        writer,
+        outcome,
+        usage,
+        number,
+        other,
+    } = *op
+    else {
+        return None;
+    };
     let run = super::pick(&RUNS, run).to_owned();
     let span = super::pick(&SPANS, span).to_owned();
     let writer = super::pick(&WRITERS, writer).to_owned();
@@ -130,7 +133,7 @@ pub(super) fn command(
         2 => Some("because".to_owned()),
         _ => Some(String::new()),
     };
-    Command::Span(match action % 12 {
+    Some(Command::Span(match action % 12 {
         0..=2 => SpanCommand::Start {
             run,
             span,
@@ -195,7 +198,7 @@ pub(super) fn command(
             now_ms,
         },
         action => {
-            return Command::Run(match action {
+            return Some(Command::Run(match action {
                 7 => RunCommand::Heartbeat { run, now_ms },
                 8 => RunCommand::CascadeClose {
                     run,
@@ -216,9 +219,9 @@ pub(super) fn command(
                     batch: u32::from(choice % 4),
                     now_ms,
                 },
-            });
+            }));
         }
-    })
+    }))
 }
 
 /// Runs `command` in `session`, and reads the runs back through their queries.
@@ -352,435 +355,6 @@ impl Runs {
             open_roots: open.into_iter().rev().map(|(_, run)| run.clone()).collect(),
         }
     }
-
-    fn span(
-        &mut self,
-        command: &SpanCommand,
-        appends: &mut Appends,
-    ) -> Result<SpanCommandOutcome, Invalid> {
-        let refused = |reason| Ok(SpanCommandOutcome::Refused { reason });
-        match command {
-            SpanCommand::Start {
-                run,
-                span,
-                parent,
-                name,
-                kind,
-                origin,
-                session_id,
-                job_name,
-                attributes,
-                billing_mode,
-                writer,
-                now_ms,
-            } => {
-                given(run, "run")?;
-                given(span, "span")?;
-                given(name, "name")?;
-                given(writer, "writer")?;
-                if let Some(parent) = parent {
-                    given(parent, "parent")?;
-                }
-                let detail = self.details.get(run);
-                if detail.is_some_and(|d| d.spans.iter().any(|s| s.span == *span)) {
-                    return refused(SpanRefusal::SpanExists);
-                }
-                let closed = match detail {
-                    Some(detail) => detail.closed(),
-                    None => self.rollups.contains_key(run),
-                };
-                if closed {
-                    return refused(SpanRefusal::RunClosed);
-                }
-                let (depth, seq) = match (parent, detail) {
-                    (None, Some(_)) => return refused(SpanRefusal::RootExists),
-                    (None, None) => (0, 1),
-                    (Some(parent), detail) => {
-                        let Some(detail) = detail else {
-                            return refused(SpanRefusal::ParentMissing);
-                        };
-                        let Some(parent) = detail.spans.iter().find(|s| s.span == *parent) else {
-                            return refused(SpanRefusal::ParentMissing);
-                        };
-                        (parent.depth + 1, detail.seq + 1)
-                    }
-                };
-                let position = appends.push(run, "run.span_started");
-                let started = Span {
-                    run: run.clone(),
-                    span: span.clone(),
-                    parent: parent.clone(),
-                    name: name.clone(),
-                    kind: *kind,
-                    origin: *origin,
-                    session_id: session_id.clone(),
-                    job_name: job_name.clone(),
-                    attributes: attributes.clone(),
-                    billing_mode: *billing_mode,
-                    writer: writer.clone(),
-                    started_at_ms: *now_ms,
-                    wait_until_ms: None,
-                    ended_at_ms: None,
-                    outcome: None,
-                    outcome_reason: None,
-                    usage: SpanUsage::default(),
-                    last_heartbeat_at_ms: parent.is_none().then_some(*now_ms),
-                    depth,
-                    start_seq: RunSeq(seq),
-                    seq: RunSeq(seq),
-                    position,
-                    event_count: 0,
-                };
-                let detail = self.details.entry(run.clone()).or_insert_with(|| Detail {
-                    spans: Vec::new(),
-                    events: Vec::new(),
-                    seq: 0,
-                    position: 0,
-                });
-                detail.spans.push(started);
-                detail.seq = seq;
-                detail.position = position;
-                Ok(SpanCommandOutcome::Started {
-                    seq: RunSeq(seq),
-                    depth,
-                })
-            }
-            SpanCommand::Patch {
-                run,
-                span,
-                attributes,
-                usage,
-                wait_until_ms,
-                billing_mode,
-                ..
-            } => {
-                given(run, "run")?;
-                given(span, "span")?;
-                let detail = match open_span(&mut self.details, run, span) {
-                    Ok(detail) => detail,
-                    Err(reason) => return refused(reason),
-                };
-                let seq = detail.seq + 1;
-                let position = appends.push(run, "run.span_patched");
-                let changed = detail.span_mut(span).ok_or(GONE)?;
-                merge(changed, attributes, usage);
-                if wait_until_ms.is_some() {
-                    changed.wait_until_ms = *wait_until_ms;
-                }
-                if billing_mode.is_some() {
-                    changed.billing_mode = *billing_mode;
-                }
-                changed.seq = RunSeq(seq);
-                changed.position = position;
-                detail.seq = seq;
-                detail.position = position;
-                Ok(SpanCommandOutcome::Patched { seq: RunSeq(seq) })
-            }
-            SpanCommand::End {
-                run,
-                span,
-                outcome,
-                reason,
-                usage,
-                attributes,
-                now_ms,
-            } => {
-                given(run, "run")?;
-                given(span, "span")?;
-                let detail = match open_span(&mut self.details, run, span) {
-                    Ok(detail) => detail,
-                    Err(reason) => return refused(reason),
-                };
-                let seq = detail.seq + 1;
-                let position = appends.push(run, "run.span_ended");
-                let ended = detail.span_mut(span).ok_or(GONE)?;
-                end(ended, *outcome, reason.clone(), usage, attributes, *now_ms);
-                ended.seq = RunSeq(seq);
-                ended.position = position;
-                detail.seq = seq;
-                detail.position = position;
-                // Once the root is terminal, every end rolls the run up again.
-                let rollup = if detail.closed() {
-                    let rollup = rollup(&detail.spans, self.rollups.get(run));
-                    appends.push(run, "run.rolled_up");
-                    self.rollups.insert(run.clone(), rollup.clone());
-                    Some(Box::new(rollup))
-                } else {
-                    None
-                };
-                Ok(SpanCommandOutcome::Ended {
-                    seq: RunSeq(seq),
-                    rollup,
-                })
-            }
-            SpanCommand::AppendEvent {
-                run,
-                span,
-                event_type,
-                payload,
-                payload_bytes_max,
-                now_ms,
-            } => {
-                given(event_type, "event_type")?;
-                given(run, "run")?;
-                given(span, "span")?;
-                let Some(detail) = self
-                    .details
-                    .get_mut(run)
-                    .filter(|d| d.spans.iter().any(|s| s.span == *span))
-                else {
-                    return refused(SpanRefusal::SpanMissing);
-                };
-                let seq = detail.seq + 1;
-                let position = appends.push(run, "run.event_appended");
-                let target = detail.span_mut(span).ok_or(GONE)?;
-                let event_index = target.event_count;
-                target.event_count += 1;
-                let cap = payload_bytes_max
-                    .unwrap_or(PAYLOAD_BYTES_MAX)
-                    .min(PAYLOAD_BYTES_MAX);
-                let (kept, truncated) = cut(payload, cap as usize);
-                detail.events.push(SpanEvent {
-                    run: run.clone(),
-                    span: span.clone(),
-                    event_index,
-                    at_ms: *now_ms,
-                    event_type: event_type.clone(),
-                    payload: kept,
-                    truncated,
-                    seq: RunSeq(seq),
-                    position,
-                });
-                detail.seq = seq;
-                detail.position = position;
-                Ok(SpanCommandOutcome::EventAppended {
-                    seq: RunSeq(seq),
-                    event_index,
-                    truncated,
-                })
-            }
-        }
-    }
-
-    fn whole(
-        &mut self,
-        command: &RunCommand,
-        appends: &mut Appends,
-    ) -> Result<RunCommandOutcome, Invalid> {
-        let refused = |reason| Ok(RunCommandOutcome::Refused { reason });
-        match command {
-            RunCommand::Heartbeat { run, now_ms } => {
-                given(run, "run")?;
-                let Some(detail) = self.details.get_mut(run) else {
-                    return refused(if self.rollups.contains_key(run) {
-                        RunRefusal::RunClosed
-                    } else {
-                        RunRefusal::RunMissing
-                    });
-                };
-                if detail.closed() {
-                    return refused(RunRefusal::RunClosed);
-                }
-                appends.push(run, "run.heartbeat");
-                let root = &mut detail.spans[0];
-                // A heartbeat older than the last one never moves it back.
-                let last = root.last_heartbeat_at_ms.unwrap_or(root.started_at_ms);
-                root.last_heartbeat_at_ms = Some(last.max(*now_ms));
-                Ok(RunCommandOutcome::HeartbeatRecorded)
-            }
-            RunCommand::CascadeClose {
-                run,
-                outcome,
-                reason,
-                now_ms,
-            } => {
-                given(run, "run")?;
-                given(reason, "reason")?;
-                if !self.details.contains_key(run) && !self.rollups.contains_key(run) {
-                    return refused(RunRefusal::RunMissing);
-                }
-                let runs = self
-                    .close(run, *outcome, reason, *now_ms, appends)
-                    .into_iter()
-                    .collect();
-                Ok(RunCommandOutcome::Closed { runs })
-            }
-            RunCommand::SweepOrphans { writer, now_ms } => {
-                given(writer, "writer")?;
-                let gone: Vec<String> = self
-                    .details
-                    .iter()
-                    .filter(|(_, d)| {
-                        d.spans
-                            .iter()
-                            .any(|s| s.outcome.is_none() && s.writer == *writer)
-                    })
-                    .map(|(run, _)| run.clone())
-                    .collect();
-                let runs = gone
-                    .iter()
-                    .filter_map(|run| {
-                        self.close(
-                            run,
-                            SpanOutcome::Interrupted,
-                            ORPHAN_REASON,
-                            *now_ms,
-                            appends,
-                        )
-                    })
-                    .collect();
-                Ok(RunCommandOutcome::Closed { runs })
-            }
-            RunCommand::SweepStale {
-                stale_after_ms,
-                sweeper,
-                now_ms,
-            } => {
-                // Silent: the open root's last heartbeat is more than `stale_after_ms` ago.
-                let mut silent: Vec<(u64, String)> = self
-                    .details
-                    .iter()
-                    .filter(|(_, d)| !d.closed())
-                    .filter(|(_, d)| sweeper.as_deref() != Some(d.root().writer.as_str()))
-                    .filter_map(|(run, d)| {
-                        let root = d.root();
-                        let last = root.last_heartbeat_at_ms.unwrap_or(root.started_at_ms);
-                        (now_ms.checked_sub(last)? > *stale_after_ms).then(|| (last, run.clone()))
-                    })
-                    .collect();
-                silent.sort();
-                let runs = silent
-                    .iter()
-                    .filter_map(|(_, run)| {
-                        self.close(
-                            run,
-                            SpanOutcome::Interrupted,
-                            STALE_REASON,
-                            *now_ms,
-                            appends,
-                        )
-                    })
-                    .collect();
-                Ok(RunCommandOutcome::Closed { runs })
-            }
-            RunCommand::Prune {
-                digest_floor_at_ms,
-                detail_retention_ms,
-                hard_ceiling_ms,
-                batch,
-                now_ms,
-            } => {
-                if *batch == 0 {
-                    return Err("batch");
-                }
-                // Prunable: ended before the digest floor and longer ago than the retention,
-                // or longer ago than the hard ceiling, covered or not; nothing open.
-                let ended_ago =
-                    |ended: u64, age: u64| now_ms.checked_sub(ended).is_some_and(|a| a > age);
-                let mut candidates: Vec<(u64, String)> = self
-                    .rollups
-                    .values()
-                    .filter(|rollup| !rollup.detail_pruned)
-                    .filter(|rollup| {
-                        let ended = rollup.ended_at_ms;
-                        (ended < *digest_floor_at_ms && ended_ago(ended, *detail_retention_ms))
-                            || ended_ago(ended, *hard_ceiling_ms)
-                    })
-                    .filter(|rollup| {
-                        self.details
-                            .get(&rollup.run)
-                            .is_some_and(|d| d.spans.iter().all(|s| s.outcome.is_some()))
-                    })
-                    .map(|rollup| (rollup.ended_at_ms, rollup.run.clone()))
-                    .collect();
-                candidates.sort();
-                candidates.truncate(*batch as usize);
-                let mut runs = Vec::new();
-                let mut spans_deleted = 0;
-                for (ended_at_ms, run) in candidates {
-                    let detail = self.details.remove(&run).ok_or(GONE)?;
-                    let rollup = self.rollups.get_mut(&run).ok_or(GONE)?;
-                    rollup.detail_pruned = true;
-                    // Pruned past the ceiling without digest cover: the gap is the reason.
-                    if ended_at_ms >= *digest_floor_at_ms && rollup.failure_reason.is_none() {
-                        rollup.failure_reason = Some(COVERAGE_GAP_REASON.to_owned());
-                    }
-                    appends.push(&run, "run.detail_pruned");
-                    spans_deleted += detail.spans.len() as u64;
-                    runs.push(run);
-                }
-                Ok(RunCommandOutcome::Pruned {
-                    runs,
-                    spans_deleted,
-                })
-            }
-        }
-    }
-
-    /// Ends every open span of `run`, deepest first (then latest started first), as
-    /// `outcome` with `reason`, and rolls the run up; `None` when nothing was open.
-    fn close(
-        &mut self,
-        run: &str,
-        outcome: SpanOutcome,
-        reason: &str,
-        now_ms: u64,
-        appends: &mut Appends,
-    ) -> Option<ClosedRun> {
-        let detail = self.details.get_mut(run)?;
-        let mut open: Vec<(u32, RunSeq, String)> = detail
-            .spans
-            .iter()
-            .filter(|s| s.outcome.is_none())
-            .map(|s| (s.depth, s.start_seq, s.span.clone()))
-            .collect();
-        if open.is_empty() {
-            return None;
-        }
-        open.sort();
-        open.reverse();
-        let mut spans = Vec::new();
-        for (_, _, span) in open {
-            let seq = detail.seq + 1;
-            let position = appends.push(run, "run.span_ended");
-            let ended = detail.span_mut(&span)?;
-            end(
-                ended,
-                outcome,
-                Some(reason.to_owned()),
-                &SpanUsage::default(),
-                &Attributes::new(),
-                now_ms,
-            );
-            ended.seq = RunSeq(seq);
-            ended.position = position;
-            detail.seq = seq;
-            detail.position = position;
-            spans.push(span);
-        }
-        let rollup = rollup(&detail.spans, self.rollups.get(run));
-        appends.push(run, "run.rolled_up");
-        self.rollups.insert(run.to_owned(), rollup.clone());
-        Some(ClosedRun {
-            run: run.to_owned(),
-            spans,
-            rollup,
-        })
-    }
-}
-
-/// The detail of `run` if `span` is an open span of it, or why not.
-fn open_span<'a>(
-    details: &'a mut BTreeMap<String, Detail>,
-    run: &str,
-    span: &str,
-) -> std::result::Result<&'a mut Detail, SpanRefusal> {
-    let detail = details.get_mut(run).ok_or(SpanRefusal::SpanMissing)?;
-    match detail.spans.iter().find(|s| s.span == span) {
-        None => Err(SpanRefusal::SpanMissing),
-        Some(found) if found.outcome.is_some() => Err(SpanRefusal::SpanEnded),
-        Some(_) => Ok(detail),
-    }
 }
 
 /// The field an invalid command names.
@@ -830,19 +404,6 @@ fn end(
     span.outcome = Some(outcome);
     span.outcome_reason = reason;
     span.ended_at_ms = Some(now_ms);
-}
-
-/// The longest prefix of `payload` of at most `cap` bytes that ends on a character, and
-/// whether anything was cut.
-fn cut(payload: &str, cap: usize) -> (String, bool) {
-    let mut kept = String::new();
-    for c in payload.chars() {
-        if kept.len() + c.len_utf8() > cap {
-            return (kept, true);
-        }
-        kept.push(c);
-    }
-    (kept, false)
 }
 
 /// The rollup of a run whose root ended, from its spans (start order, root first: a
