@@ -25,7 +25,7 @@ use crate::record::Record;
 
 pub use decide::{LaneCommand, LaneOutcome, LeaseCommand, LeaseOutcome, LeaseRefusal};
 pub use events::LeaseEvent;
-pub use guard::LeaseGuard;
+pub use guard::{GuardRefusal, LeaseGuard};
 pub use query::{FencingToken, LaneLease, Lease};
 
 /// The leases projection.

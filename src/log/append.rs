@@ -149,22 +149,6 @@ pub enum AppendError {
     /// An input outside a limit; names the field, its size and the limit.
     #[error(transparent)]
     Limit(#[from] LimitError),
-    /// A raw append of a kind that only a projection's commands may append.
-    #[error("kind {kind:?} belongs to the {projection} projection; append it through its commands")]
-    ReservedKind {
-        /// The kind.
-        kind: String,
-        /// The projection that owns it.
-        projection: String,
-    },
-    /// The append carried a lease guard whose token is not the resource's live token.
-    #[error("lease guard refused for {resource:?}: {reason}")]
-    Fenced {
-        /// The guarded resource.
-        resource: String,
-        /// Why the token is not live.
-        reason: String,
-    },
     /// A sealed record (from an import) that does not continue the log verbatim.
     #[error("the record at position {position} cannot be appended verbatim: {reason}")]
     NotSealable {

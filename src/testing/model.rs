@@ -94,7 +94,7 @@ use crate::registry::decide::{
 };
 use crate::registry::handle::Handle;
 use crate::registry::query::{FuelEntry, FuelTotal, Instance, InstanceKind, Knows, Status};
-use crate::store::WriteSession;
+use crate::store::{StoreError, WriteSession};
 use crate::testing::random::random_domain_command;
 
 /// Streams of raw appends.
@@ -630,8 +630,6 @@ fn append_error_name(error: &AppendError) -> &'static str {
         AppendError::RepeatedKey { .. } => "repeated_key",
         AppendError::NoEvents => "no_events",
         AppendError::Limit(_) => "limit",
-        AppendError::ReservedKind { .. } => "reserved_kind",
-        AppendError::Fenced { .. } => "fenced",
         AppendError::LogFull => "log_full",
         AppendError::NotSealable { .. } => "not_sealable",
     }
@@ -867,6 +865,8 @@ fn lease_command(op: &Op, now_ms: u64) -> Option<LeaseCommand> {
 pub fn run_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: &mut u64) -> Outcome {
     let failed = |error: Error| match error {
         Error::Append(error) => Outcome::AppendRefused(append_error_name(&error)),
+        Error::Store(StoreError::ReservedKind { .. }) => Outcome::AppendRefused("reserved_kind"),
+        Error::Store(StoreError::Fenced { .. }) => Outcome::AppendRefused("fenced"),
         Error::InvalidCommand { .. } => Outcome::Invalid,
         other => Outcome::Failed(other.to_string()),
     };
