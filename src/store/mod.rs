@@ -318,8 +318,8 @@ impl Store {
 
     /// Appends `events` to `stream` in one durable transaction, if the stream is in the
     /// `expected` state. The events get contiguous positions and versions; on any error
-    /// nothing is written. Kinds owned by a projection (`lease.…`) are refused: they are
-    /// appended by that projection's commands.
+    /// nothing is written. Kinds owned by a projection (`lease.…`) are refused
+    /// ([`StoreError::ReservedKind`]): they are appended by that projection's commands.
     pub fn append(
         &self,
         stream: &str,
