@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use crate::audit::verify::Problem;
 use crate::log::append::AppendError;
 use crate::record::Position;
+use crate::record::problem::Problem;
 
 /// Everything that can go wrong in annals.
 #[derive(Debug, thiserror::Error)]
@@ -13,6 +13,9 @@ pub enum Error {
     /// An append refused: a version mismatch, a conflict or a limit. Nothing was written.
     #[error(transparent)]
     Append(#[from] AppendError),
+    /// A write the store refused (a reserved kind, a fenced guard). Nothing was written.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
     /// A file that cannot be opened as an annals log.
     #[error(transparent)]
     Open(#[from] OpenError),
@@ -58,9 +61,10 @@ pub enum Error {
         /// What is wrong with it.
         problem: crate::CommandProblem,
     },
-    /// A projection registered wrongly (a duplicate name, a table outside its prefix).
-    #[error("projection: {0}")]
-    Projection(String),
+    /// A projection registered wrongly (a duplicate name, a table outside its prefix), or one
+    /// asked for by a name none has.
+    #[error(transparent)]
+    Projection(#[from] crate::projection::ProjectionError),
     /// The async writer could not take a job or answer it, or its batch failed as a whole.
     #[error(transparent)]
     Writer(#[from] crate::writer::WriterError),

@@ -17,9 +17,9 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::audit::verify::Problem;
 use crate::error::{Error, Result};
 use crate::log::read::Direction;
+use crate::record::problem::Problem;
 use crate::record::{Position, Record, StreamVersion};
 use crate::store::Store;
 use crate::writer::WriterError;

@@ -46,7 +46,7 @@ pub fn replay_with(
     while applied < end.0 {
         let mut txn = db.begin_write()?;
         txn.set_durability(Durability::None)
-            .map_err(|error| crate::error::Error::Projection(error.to_string()))?;
+            .map_err(|error| crate::error::Error::Storage(error.into()))?;
         {
             let tables = TransactionTables::new(&txn);
             let batch = (end.0 - applied).min(REPLAY_BATCH_RECORDS as u64);

@@ -284,6 +284,7 @@ impl From<Error> for Failure {
         let message = error.to_string();
         match error {
             Error::Append(_)
+            | Error::Store(_)
             | Error::Corrupt { .. }
             | Error::CorruptMeta(_)
             | Error::DamagedFile(_) => Failure::Finding(message),

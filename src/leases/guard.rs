@@ -2,7 +2,6 @@
 //! guard's token is the resource's live token at the guard's `now_ms`. A holder that woke up
 //! after its lease was taken over cannot write behind its successor.
 
-use super::decide::LeaseRefusal;
 use super::query::{self, FencingToken};
 use crate::error::Result;
 use crate::projection::table::TableSource;
@@ -18,12 +17,26 @@ pub struct LeaseGuard {
     pub now_ms: u64,
 }
 
+/// Why a guard's token is not its resource's live token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GuardRefusal {
+    /// The resource has no lease.
+    #[error("missing")]
+    Missing,
+    /// The resource's lease carries another token: it was taken over.
+    #[error("superseded")]
+    Superseded,
+    /// The token is the lease's, but the lease lapsed at the guard's `now_ms`.
+    #[error("expired")]
+    Expired,
+}
+
 /// `Ok(())` when the guard's token is live; the refusal otherwise.
-pub fn check(state: &dyn TableSource, guard: &LeaseGuard) -> Result<Result<(), LeaseRefusal>> {
+pub fn check(state: &dyn TableSource, guard: &LeaseGuard) -> Result<Result<(), GuardRefusal>> {
     Ok(match query::lease(state, &guard.resource)? {
-        None => Err(LeaseRefusal::Missing),
-        Some(lease) if lease.token != guard.token => Err(LeaseRefusal::Superseded),
-        Some(lease) if !lease.is_live(guard.now_ms) => Err(LeaseRefusal::Expired),
+        None => Err(GuardRefusal::Missing),
+        Some(lease) if lease.token != guard.token => Err(GuardRefusal::Superseded),
+        Some(lease) if !lease.is_live(guard.now_ms) => Err(GuardRefusal::Expired),
         Some(_) => Ok(()),
     })
 }

@@ -26,7 +26,7 @@ use crate::record::Record;
 pub use decide::*;
 pub use decide::{LaneCommand, LaneOutcome, LeaseCommand, LeaseOutcome, LeaseRefusal};
 pub use events::LeaseEvent;
-pub use guard::LeaseGuard;
+pub use guard::{GuardRefusal, LeaseGuard};
 pub use query::*;
 pub use query::{FencingToken, LaneLease, Lease};
 

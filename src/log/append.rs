@@ -149,22 +149,6 @@ pub enum AppendError {
     /// An input outside a limit; names the field, its size and the limit.
     #[error(transparent)]
     Limit(#[from] LimitError),
-    /// A raw append of a kind that only a projection's commands may append.
-    #[error("kind {kind:?} belongs to the {projection} projection; append it through its commands")]
-    ReservedKind {
-        /// The kind.
-        kind: String,
-        /// The projection that owns it.
-        projection: String,
-    },
-    /// The append carried a lease guard whose token is not the resource's live token.
-    #[error("lease guard refused for {resource:?}: {reason}")]
-    Fenced {
-        /// The guarded resource.
-        resource: String,
-        /// Why the token is not live.
-        reason: String,
-    },
     /// A sealed record (from an import) that does not continue the log verbatim.
     #[error("the record at position {position} cannot be appended verbatim: {reason}")]
     NotSealable {
@@ -200,6 +184,10 @@ pub struct LogWriter<'txn> {
     stream_count_stored: u64,
     /// Whether this transaction appended anything: the head is then written at `finish`.
     appended: bool,
+    /// The head's next position when the transaction began, and the records written since:
+    /// the head `finish` writes must be exactly that many past it.
+    opened_next: Position,
+    written: u64,
     /// This transaction's records not yet in a stored segment, and the first one's position.
     segment: SegmentBuilder,
     segment_first: Position,
@@ -231,6 +219,8 @@ impl<'txn> LogWriter<'txn> {
             stream_count,
             stream_count_stored: stream_count,
             appended: false,
+            opened_next: head.next,
+            written: 0,
             segment: SegmentBuilder::new(),
             segment_first: head.next,
         })
@@ -243,6 +233,15 @@ impl<'txn> LogWriter<'txn> {
             debug_assert!(self.segment.is_empty());
             return Ok(());
         }
+        // Every record written since the open moved the head by one, and the pending segment
+        // ends at the head: what is stored is the records written, no more, no fewer.
+        assert_eq!(
+            self.head.next.0,
+            self.opened_next.0 + self.written,
+            "the head moves by the {} records written since position {}",
+            self.written,
+            self.opened_next
+        );
         self.store_segment()?;
         self.meta
             .insert(HEAD_KEY, self.merkle.head_bytes(self.head).as_slice())?;
@@ -255,6 +254,11 @@ impl<'txn> LogWriter<'txn> {
 
     /// Stores the pending segment, if any; the next record starts a new one.
     fn store_segment(&mut self) -> Result<()> {
+        assert_eq!(
+            self.segment_first.0 + u64::from(self.segment.len()),
+            self.head.next.0,
+            "the pending segment ends at the head"
+        );
         if !self.segment.is_empty() {
             let bytes = self.segment.finish();
             self.segments
@@ -345,8 +349,13 @@ impl<'txn> LogWriter<'txn> {
                     self.head.next.0 + offset
                 ));
             }
-            if record.version.0 != count + offset {
-                return refuse(format!("the stream's next version is {}", count + offset));
+            // A damaged tail can end near 2^64: the sum is checked, not trusted to fit.
+            let next_version = count.checked_add(offset);
+            if Some(record.version.0) != next_version {
+                return refuse(match next_version {
+                    Some(next) => format!("the stream's next version is {next}"),
+                    None => "the stream's versions would pass 2^64".to_owned(),
+                });
             }
             if let Some(key) = record.idempotency_key.as_deref()
                 && (!keys.insert(key) || self.idempotency.get(key)?.is_some())
@@ -428,8 +437,10 @@ impl<'txn> LogWriter<'txn> {
         }
     }
 
-    /// Writes `events` as the records after `tail`, the stream's tail of runs (checked by the
-    /// caller).
+    /// Writes `events` as the records after `tail`, the stream's tail of runs, whose end the
+    /// caller checked the expected version against. The tail is extended before any byte is
+    /// written: a tail the file damaged (a run past the head) refuses the append as
+    /// `Error::CorruptMeta` with the transaction unchanged.
     fn write(
         &mut self,
         stream: &str,
@@ -440,6 +451,15 @@ impl<'txn> LogWriter<'txn> {
         let mut tail = tail.unwrap_or_else(RunBlock::empty);
         let first_version = StreamVersion(tail.end_version());
         let first_position = self.head.next;
+        let added = events.len() as u64;
+        // The records go at the head, so the tail must end at or before it (checked by
+        // `push`) and then end where the stream's new length says.
+        let archived = tail.push(stream, first_position.0, added)?;
+        assert_eq!(
+            tail.end_version(),
+            first_version.0 + added,
+            "the tail of {stream:?} ends at the stream's length after {added} records"
+        );
         let mut prev = self.head.hash;
         for (offset, event) in (0u64..).zip(events) {
             let position = Position(first_position.0 + offset);
@@ -464,8 +484,16 @@ impl<'txn> LogWriter<'txn> {
                 prev,
             };
             let payload_hash = crate::hash::payload_hash(&event.payload);
+            let body_before = self.segment.body_mut().len();
             let hash =
                 encode_stored_hashed(self.segment.body_mut(), event, placement, payload_hash)?;
+            // Segments stay within their byte target only if the estimate never falls short.
+            let stored_bytes = self.segment.body_mut().len() - body_before;
+            assert!(
+                stored_bytes <= stored_bytes_estimate,
+                "the record at position {position} is {stored_bytes} bytes stored, over its \
+                 estimate of {stored_bytes_estimate}"
+            );
             self.segment.seal_record();
             self.merkle.push(hash)?;
             if let Some(key) = event.idempotency_key.as_deref() {
@@ -487,8 +515,7 @@ impl<'txn> LogWriter<'txn> {
             });
             prev = hash;
         }
-        let added = events.len() as u64;
-        if let Some(full) = tail.push(first_position.0, added) {
+        if let Some(full) = archived {
             self.stream_runs.insert(
                 (stream, full.first_version()),
                 full.encode_runs().as_slice(),
@@ -503,6 +530,7 @@ impl<'txn> LogWriter<'txn> {
             next: Position(first_position.0 + added),
             hash: prev,
         };
+        self.written += added;
         self.appended = true;
         Ok(())
     }

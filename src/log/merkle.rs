@@ -11,13 +11,13 @@ use super::{Head, encode_head};
 
 use super::read::Snapshot;
 use super::tables::{HEAD_KEY, MERKLE, MERKLE_STORED_LEVEL_MIN};
-use crate::audit::verify::Problem;
 use crate::error::{AuditError, Error, Result};
 use crate::hash::Digest;
 use crate::merkle::{
     self, ConsistencyProof, Frontier, InclusionProof, LogTreeHasher, leaf_hash, root_of_leaves,
 };
 use crate::record::Position;
+use crate::record::problem::Problem;
 
 /// Decodes the frontier that follows the head's 40 bytes in the `head` value of a log of
 /// `size` records.

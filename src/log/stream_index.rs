@@ -82,16 +82,45 @@ impl RunBlock {
         self.runs
     }
 
-    /// Adds `count` records at `first_position ..` after this tail's last: extending the last
-    /// run when they follow it in the log, else as a new run. A full tail is returned to be
-    /// archived, and this tail restarts with the new run alone.
-    pub(crate) fn push(&mut self, first_position: u64, count: u64) -> Option<RunBlock> {
+    /// Adds `count` (at least one) records at `first_position ..` after this tail's last:
+    /// extending the last run when they follow it in the log, else as a new run. A full tail
+    /// is returned to be archived, and this tail restarts with the new run alone.
+    ///
+    /// The records must start at or after the end of the tail's last run and keep the
+    /// stream's versions below 2^64. The caller places them at the head, so a tail that
+    /// breaks either was damaged on disk (a run past the head, a first version near 2^64):
+    /// that is refused as corruption of `stream`'s index, leaving this tail unchanged, and
+    /// every block stays in the order its encoding needs.
+    pub(crate) fn push(
+        &mut self,
+        stream: &str,
+        first_position: u64,
+        count: u64,
+    ) -> Result<Option<RunBlock>> {
+        assert!(count > 0, "a run holds at least one record");
         let first_version = self.end_version();
+        // Decoding checked that the last run's end fits 64 bits.
+        let last_end = self.runs.last().map(|run| run.first_position + run.count);
+        if let Some(end) = last_end.filter(|&end| end > first_position) {
+            return Err(corrupt(
+                stream,
+                format!(
+                    "the tail's last run ends at position {end}, past position {first_position} \
+                     where the next records go"
+                ),
+            ));
+        }
+        if first_version.checked_add(count).is_none() {
+            return Err(corrupt(
+                stream,
+                format!("{count} records after version {first_version} would pass 2^64"),
+            ));
+        }
         if let Some(last) = self.runs.last_mut()
             && last.first_position + last.count == first_position
         {
             last.count += count;
-            return None;
+            return Ok(None);
         }
         let run = StreamRun {
             first_version,
@@ -100,15 +129,15 @@ impl RunBlock {
         };
         if self.runs.len() < RUNS_PER_BLOCK {
             self.runs.push(run);
-            return None;
+            return Ok(None);
         }
-        Some(std::mem::replace(
+        Ok(Some(std::mem::replace(
             self,
             RunBlock {
                 first_version,
                 runs: vec![run],
             },
-        ))
+        )))
     }
 
     /// The archived block's value: each run as its gap and count (its versions follow from
@@ -117,10 +146,13 @@ impl RunBlock {
         let mut out = Vec::with_capacity(self.runs.len() * 4);
         let mut end = 0u64;
         for run in &self.runs {
+            // Every run comes from `decode` (each gap is ≥ 0 by construction) or from `push`
+            // (which refuses records that start before the last run ends), so the runs rise
+            // through the log whatever the file held; a negative gap here is a bug of ours.
             let gap = run
                 .first_position
                 .checked_sub(end)
-                .expect("the runs of a stream rise through the log");
+                .expect("decode and push keep a block's runs rising through the log");
             put_uleb128(&mut out, gap);
             put_uleb128(&mut out, run.count);
             end = run.first_position + run.count;
@@ -242,7 +274,7 @@ mod tests {
     fn filled(runs: u64) -> RunBlock {
         let mut tail = RunBlock::empty();
         for i in 0..runs {
-            assert_eq!(tail.push(10 * i, 2), None);
+            assert_eq!(tail.push("s", 10 * i, 2).unwrap(), None);
         }
         tail
     }
@@ -250,9 +282,9 @@ mod tests {
     #[test]
     fn a_run_that_follows_the_last_in_the_log_extends_it() {
         let mut tail = RunBlock::empty();
-        assert_eq!(tail.push(5, 2), None);
-        assert_eq!(tail.push(7, 3), None);
-        assert_eq!(tail.push(20, 1), None);
+        assert_eq!(tail.push("s", 5, 2).unwrap(), None);
+        assert_eq!(tail.push("s", 7, 3).unwrap(), None);
+        assert_eq!(tail.push("s", 20, 1).unwrap(), None);
         assert_eq!(
             tail.clone().into_runs(),
             [
@@ -272,9 +304,38 @@ mod tests {
     }
 
     #[test]
+    fn records_that_start_before_the_last_run_ends_are_refused_and_leave_the_tail() {
+        // As a damaged tail whose last run (positions 20 and 21) lies past the head (21).
+        let mut tail = filled(3);
+        let error = tail.push("orders", 21, 1).unwrap_err();
+        assert!(
+            matches!(&error, Error::CorruptMeta(detail)
+                if detail.contains("\"orders\"") && detail.contains("ends at position 22")),
+            "{error}"
+        );
+        assert_eq!(tail, filled(3));
+        // Right after the last run, or anywhere later, is fine.
+        assert_eq!(tail.push("orders", 22, 1).unwrap(), None);
+        assert_eq!(tail.push("orders", 90, 1).unwrap(), None);
+    }
+
+    #[test]
+    fn records_that_would_take_versions_past_2_64_are_refused() {
+        // A tail that decodes (its own runs fit) but ends at the last version there is.
+        let mut tail = RunBlock::decode("s", u64::MAX - 2, &[5, 2]).unwrap();
+        assert_eq!(tail.end_version(), u64::MAX);
+        let before = tail.clone();
+        assert!(matches!(tail.push("s", 7, 1), Err(Error::CorruptMeta(_))));
+        assert_eq!(tail, before);
+    }
+
+    #[test]
     fn a_full_tail_is_handed_back_and_restarts_with_the_new_run() {
         let mut tail = filled(RUNS_PER_BLOCK as u64);
-        let archived = tail.push(1_000, 4).expect("a full tail is archived");
+        let archived = tail
+            .push("s", 1_000, 4)
+            .unwrap()
+            .expect("a full tail is archived");
         assert_eq!(archived, filled(RUNS_PER_BLOCK as u64));
         assert_eq!(tail.first_version(), 2 * RUNS_PER_BLOCK as u64);
         assert_eq!(tail.clone().into_runs().len(), 1);
@@ -284,7 +345,7 @@ mod tests {
     #[test]
     fn blocks_read_back_as_written() {
         let mut tail = filled(3);
-        tail.push(1_000, 1);
+        tail.push("s", 1_000, 1).unwrap();
         let decoded = RunBlock::decode_tail("s", &tail.encode_tail()).unwrap();
         assert_eq!(decoded, tail);
         let archived = RunBlock::decode("s", 0, &tail.encode_runs()).unwrap();
@@ -326,7 +387,7 @@ mod tests {
     fn interleaved_runs_take_a_few_bytes_each() {
         let mut tail = RunBlock::empty();
         for i in 0..RUNS_PER_BLOCK as u64 {
-            assert_eq!(tail.push(1_000_000 + 64 * i, 1), None);
+            assert_eq!(tail.push("s", 1_000_000 + 64 * i, 1).unwrap(), None);
         }
         // The first run's position in three bytes, then a gap and a count of one byte each.
         assert_eq!(tail.encode_runs().len(), 4 + 2 * (RUNS_PER_BLOCK - 1));

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::event::EventKind;
 use crate::hash::hex;
 use crate::record::{Position, Record};
@@ -137,6 +137,53 @@ pub struct Checkpoint {
     pub next: Position,
 }
 
+/// A projection registered wrongly, or asked for by a name none has.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProjectionError {
+    /// A name that is not lower-case ASCII letters, digits or `_`, or is `annals` (the log's
+    /// own table prefix).
+    #[error(
+        "projection name {name:?} must be lower-case ASCII letters, digits or '_', and not 'annals'"
+    )]
+    InvalidName {
+        /// The name.
+        name: String,
+    },
+    /// Two projections of one name.
+    #[error("projection {name:?} is registered twice")]
+    Duplicate {
+        /// The name.
+        name: String,
+    },
+    /// A table whose name does not start with `<projection>.`: it could be another's.
+    #[error(
+        "projection {projection:?} declares table {table:?} outside its prefix \"{projection}.\""
+    )]
+    TableOutsidePrefix {
+        /// The projection.
+        projection: String,
+        /// The table.
+        table: String,
+    },
+    /// No registered projection has this name.
+    #[error("no projection is called {name:?}")]
+    Unknown {
+        /// The name asked for.
+        name: String,
+    },
+    /// An `apply` read or wrote a table that is not one of its projection's
+    /// [`Projection::tables`]: another projection's rows, or rows that neither `verify` nor a
+    /// rebuild would see. The transaction is abandoned.
+    #[error("projection {projection:?} touched table {table:?}, which is not one of its own")]
+    ForeignTable {
+        /// The projection.
+        projection: String,
+        /// The table.
+        table: String,
+    },
+}
+
 /// The projections of one store, in registration order.
 #[derive(Clone, Default)]
 pub struct Projections {
@@ -161,20 +208,24 @@ impl Projections {
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
         if !valid_name {
-            return Err(Error::Projection(format!(
-                "projection name {name:?} must be lower-case ASCII letters, digits or '_', and not 'annals'"
-            )));
+            return Err(ProjectionError::InvalidName {
+                name: name.to_owned(),
+            }
+            .into());
         }
         if self.get(name).is_some() {
-            return Err(Error::Projection(format!(
-                "projection {name:?} is registered twice"
-            )));
+            return Err(ProjectionError::Duplicate {
+                name: name.to_owned(),
+            }
+            .into());
         }
         let prefix = format!("{name}.");
         if let Some(table) = projection.tables().iter().find(|t| !t.starts_with(&prefix)) {
-            return Err(Error::Projection(format!(
-                "projection {name:?} declares table {table:?} outside its prefix {prefix:?}"
-            )));
+            return Err(ProjectionError::TableOutsidePrefix {
+                projection: name.to_owned(),
+                table: (*table).to_owned(),
+            }
+            .into());
         }
         self.list.push(projection);
         Ok(())

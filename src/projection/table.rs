@@ -17,8 +17,8 @@ use redb::{ReadTransaction, ReadableTable, TableDefinition, TableError, WriteTra
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::Projection;
 use super::key::{KeyCodec, key_bytes, key_from_bytes};
+use super::{Projection, ProjectionError};
 use crate::error::{Error, Result, guarded};
 use crate::log::read::Direction;
 use crate::record::{bincode_config, decode_bounded};
@@ -242,7 +242,7 @@ pub(crate) trait RawWrites: TableSource {
 /// the store makes one, for the projection whose `apply` it is about to call, so projection
 /// rows are written by `apply` alone and always with a record behind them. Reading or writing
 /// a table the projection does not declare in [`Projection::tables`] is
-/// [`Error::Projection`].
+/// [`ProjectionError::ForeignTable`].
 ///
 /// A caller of the store reads the tables inside a write session, as a command does:
 ///
@@ -277,10 +277,11 @@ impl WriteTables<'_> {
         if self.tables.contains(&table) {
             Ok(())
         } else {
-            Err(Error::Projection(format!(
-                "projection {:?} touched table {table:?}, which is not one of its own",
-                self.projection
-            )))
+            Err(ProjectionError::ForeignTable {
+                projection: self.projection.to_owned(),
+                table: table.to_owned(),
+            }
+            .into())
         }
     }
 

@@ -6,6 +6,7 @@
 //! bounded by the caps in [`limits`] before it allocates.
 
 pub mod limits;
+pub mod problem;
 pub mod segment;
 pub mod view;
 

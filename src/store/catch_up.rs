@@ -5,11 +5,12 @@
 
 use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::log::read::{Direction, Snapshot};
 use crate::projection::table::TransactionTables;
 use crate::projection::{
-    AT_HEAD, CHECKPOINTS, Checkpoint, Projection, Projections, checkpoint, set_checkpoint,
+    AT_HEAD, CHECKPOINTS, Checkpoint, Projection, ProjectionError, Projections, checkpoint,
+    set_checkpoint,
 };
 use crate::record::Position;
 
@@ -60,9 +61,10 @@ pub(crate) fn rebuild(
     if let Some(name) = name
         && projections.get(name).is_none()
     {
-        return Err(Error::Projection(format!(
-            "no projection is called {name:?}"
-        )));
+        return Err(ProjectionError::Unknown {
+            name: name.to_owned(),
+        }
+        .into());
     }
     let txn = db.begin_write()?;
     for projection in projections

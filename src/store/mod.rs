@@ -7,6 +7,7 @@
 //! new head on a watch channel, which subscriptions use as a wake-up.
 
 mod catch_up;
+mod error;
 mod import;
 mod open;
 mod session;
@@ -27,9 +28,10 @@ use crate::log::Head;
 use crate::log::append::{AppendOutcome, ExpectedVersion};
 use crate::log::read::{Direction, Snapshot};
 use crate::projection::table::ReadTables;
-use crate::projection::{Projection, Projections};
+use crate::projection::{Projection, ProjectionError, Projections};
 use crate::record::limits::Limits;
 use crate::record::{NewEvent, Position, Record, StreamVersion};
+pub use error::StoreError;
 pub use import::ImportStage;
 use open::{
     Closing, Handle, check_identity, check_redb_magic, create, guarded, initialise, open_redb,
@@ -316,8 +318,8 @@ impl Store {
 
     /// Appends `events` to `stream` in one durable transaction, if the stream is in the
     /// `expected` state. The events get contiguous positions and versions; on any error
-    /// nothing is written. Kinds owned by a projection (`lease.…`) are refused: they are
-    /// appended by that projection's commands.
+    /// nothing is written. Kinds owned by a projection (`lease.…`) are refused
+    /// ([`StoreError::ReservedKind`]): they are appended by that projection's commands.
     pub fn append(
         &self,
         stream: &str,
@@ -327,7 +329,7 @@ impl Store {
         self.write(|session| session.append(stream, expected, events))
     }
 
-    /// [`Store::append`] fenced by `guard`: refused with `AppendError::Fenced` unless the
+    /// [`Store::append`] fenced by `guard`: refused with [`StoreError::Fenced`] unless the
     /// guard's token is its resource's live token, checked in the same transaction.
     pub fn append_guarded(
         &self,
@@ -470,7 +472,9 @@ impl Store {
         let projection = self
             .projections
             .get(name)
-            .ok_or_else(|| Error::Projection(format!("no projection is called {name:?}")))?;
+            .ok_or_else(|| ProjectionError::Unknown {
+                name: name.to_owned(),
+            })?;
         guarded(|| match at {
             None => projection.state_json(&self.state()?),
             Some(at) => {

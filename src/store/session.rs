@@ -7,11 +7,12 @@ use crate::command::Command;
 use crate::error::Result;
 use crate::leases::LeaseGuard;
 use crate::log::Head;
-use crate::log::append::{AppendError, AppendOutcome, ExpectedVersion, LogWriter};
+use crate::log::append::{AppendOutcome, ExpectedVersion, LogWriter};
 use crate::projection::Projections;
 use crate::projection::table::{TableSource, TransactionTables};
 use crate::record::limits::Limits;
 use crate::record::{NewEvent, Record};
+use crate::store::StoreError;
 
 /// Appends and commands inside one write transaction. Later commands see the effects of
 /// earlier ones.
@@ -60,7 +61,7 @@ impl<'txn> WriteSession<'txn> {
     ) -> Result<AppendOutcome> {
         for event in events {
             if let Some(projection) = self.projections.owner_of_kind(&event.kind) {
-                return Err(AppendError::ReservedKind {
+                return Err(StoreError::ReservedKind {
                     kind: event.kind.clone(),
                     projection: projection.to_owned(),
                 }
@@ -88,17 +89,16 @@ impl<'txn> WriteSession<'txn> {
         Ok(outcome)
     }
 
-    /// Refuses with [`AppendError::Fenced`] unless `guard`'s token is its resource's live
+    /// Refuses with [`StoreError::Fenced`] unless `guard`'s token is its resource's live
     /// token as of this point of the transaction.
     pub fn guard(&self, guard: &LeaseGuard) -> Result<()> {
-        match crate::leases::guard::check(&self.tables, guard)? {
-            Ok(()) => Ok(()),
-            Err(refusal) => Err(AppendError::Fenced {
+        crate::leases::guard::check(&self.tables, guard)?.map_err(|reason| {
+            StoreError::Fenced {
                 resource: guard.resource.clone(),
-                reason: refusal.to_string(),
+                reason,
             }
-            .into()),
-        }
+            .into()
+        })
     }
 
     /// Appends the events of a projection's own kinds without a command: for replaying

@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{Shared, WriterError, WriterOptions};
 use crate::error::{Error, Result};
-use crate::store::{Durability, Store, WriteSession};
+use crate::store::{Durability, Store, StoreError, WriteSession};
 
 /// A job's outcome, type-erased; [`super::Writer`] downcasts it to the type it boxed.
 pub(super) type Answer = Result<Box<dyn Any + Send>>;
@@ -216,7 +216,13 @@ fn run_job(work: &Work, session: &mut WriteSession<'_>) -> Answer {
 
 /// Whether `error`, raised with the head where it was before the job, guarantees that the job
 /// wrote nothing. Refusals are raised before the first write (appends are validate-first,
-/// guards and `decide` only read); anything else might come from the middle of a write.
+/// the store's reserved-kind check and guards and `decide` only read); anything else might
+/// come from the middle of a write.
 fn leaves_no_trace(error: &Error) -> bool {
-    matches!(error, Error::Append(_) | Error::InvalidCommand { .. })
+    matches!(
+        error,
+        Error::Append(_)
+            | Error::Store(StoreError::ReservedKind { .. } | StoreError::Fenced { .. })
+            | Error::InvalidCommand { .. }
+    )
 }

@@ -2,10 +2,10 @@
 //! cursors, and fencing enforced by the store.
 
 use annals::leases::{
-    self, FencingToken, LaneCommand, LaneOutcome, LeaseCommand, LeaseGuard, LeaseOutcome,
-    LeaseRefusal,
+    self, FencingToken, GuardRefusal, LaneCommand, LaneOutcome, LeaseCommand, LeaseGuard,
+    LeaseOutcome, LeaseRefusal,
 };
-use annals::{AppendError, Error, ExpectedVersion, Store};
+use annals::{Error, ExpectedVersion, Store, StoreError};
 
 use crate::common::{event, store};
 
@@ -223,7 +223,7 @@ fn lease_events_cannot_be_appended_raw() {
         &[event("lease.acquired", 0, b"")],
     );
     assert!(
-        matches!(error, Err(Error::Append(AppendError::ReservedKind { .. }))),
+        matches!(error, Err(Error::Store(StoreError::ReservedKind { .. }))),
         "{error:?}"
     );
 }
@@ -258,10 +258,10 @@ fn a_holder_that_woke_after_a_takeover_cannot_write_behind_its_successor() {
         .append_guarded("deploy/log", ExpectedVersion::Any, &events, &guard(1, 5001))
         .unwrap_err();
     match error {
-        Error::Append(AppendError::Fenced { resource, reason }) => {
+        Error::Store(StoreError::Fenced { resource, reason }) => {
             assert_eq!(
-                (resource.as_str(), reason.as_str()),
-                ("deploy", "superseded")
+                (resource.as_str(), reason),
+                ("deploy", GuardRefusal::Superseded)
             );
         }
         other => panic!("expected a fence, got {other:?}"),
@@ -286,12 +286,12 @@ fn a_guard_past_the_deadline_or_without_a_lease_is_refused() {
         &events,
         guard,
     ) {
-        Err(Error::Append(AppendError::Fenced { reason, .. })) => reason,
+        Err(Error::Store(StoreError::Fenced { reason, .. })) => reason,
         other => panic!("expected a fence, got {other:?}"),
     };
-    assert_eq!(fenced(&guard(1, 0)), "missing");
+    assert_eq!(fenced(&guard(1, 0)), GuardRefusal::Missing);
     acquire(&store, "a", 0);
-    assert_eq!(fenced(&guard(1, 1000)), "expired");
+    assert_eq!(fenced(&guard(1, 1000)), GuardRefusal::Expired);
 }
 
 #[test]
@@ -308,7 +308,7 @@ fn a_guarded_command_is_fenced_too() {
     };
     let error = store.execute_guarded(&claim, &guard(1, 2001)).unwrap_err();
     assert!(
-        matches!(error, Error::Append(AppendError::Fenced { .. })),
+        matches!(error, Error::Store(StoreError::Fenced { .. })),
         "{error:?}"
     );
     assert!(

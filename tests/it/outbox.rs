@@ -14,7 +14,7 @@ use annals::outbox::{
     SweepOutcome,
 };
 use annals::{
-    AppendError, Direction, Error, ExpectedVersion, NewEvent, Position, Store, StreamVersion,
+    Direction, Error, ExpectedVersion, NewEvent, Position, Store, StoreError, StreamVersion,
 };
 
 use crate::common;
@@ -372,7 +372,7 @@ fn raw_appends_of_outbox_kinds_are_refused() -> TestResult {
     let refused = store.append("outbox/k", ExpectedVersion::Any, &[event]);
     assert!(matches!(
         refused,
-        Err(Error::Append(AppendError::ReservedKind { .. }))
+        Err(Error::Store(StoreError::ReservedKind { .. }))
     ));
     Ok(())
 }

@@ -9,8 +9,8 @@ use annals::leases::{self, LeaseCommand, LeaseOutcome, LeaseRefusal};
 use annals::projection::{Table, WriteTables};
 use annals::testing::internals::event::{DomainEvent, encode_payload};
 use annals::{
-    Error, ExpectedVersion, NewEvent, Position, Problem, Projection, Record, Result, Store,
-    StoreOptions,
+    Error, ExpectedVersion, NewEvent, Position, Problem, Projection, ProjectionError, Record,
+    Result, Store, StoreOptions,
 };
 use redb::ReadableTable;
 
@@ -248,27 +248,57 @@ fn registering_a_duplicate_or_a_table_outside_the_prefix_is_refused() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
-    let attempts: Vec<Vec<Arc<dyn Projection>>> = vec![
-        vec![Arc::new(Stray)],
-        vec![
-            Arc::new(KindCounts {
-                version: 1,
-                weight: 1,
-            }),
-            Arc::new(KindCounts {
-                version: 1,
-                weight: 1,
-            }),
-        ],
+    let attempts: Vec<(Vec<Arc<dyn Projection>>, ProjectionError)> = vec![
+        (
+            vec![Arc::new(Stray)],
+            ProjectionError::TableOutsidePrefix {
+                projection: "stray".into(),
+                table: "leases.held".into(),
+            },
+        ),
+        (
+            vec![
+                Arc::new(KindCounts {
+                    version: 1,
+                    weight: 1,
+                }),
+                Arc::new(KindCounts {
+                    version: 1,
+                    weight: 1,
+                }),
+            ],
+            ProjectionError::Duplicate {
+                name: "kind_counts".into(),
+            },
+        ),
     ];
-    for projections in attempts {
+    for (projections, expected) in attempts {
         let options = StoreOptions {
             create: true,
             projections,
             ..StoreOptions::default()
         };
-        let error = Store::open_with(&path, options).err().expect("refused");
-        assert!(matches!(error, Error::Projection(_)), "{error:?}");
+        match Store::open_with(&path, options) {
+            Err(Error::Projection(found)) => assert_eq!(found, expected),
+            other => panic!("expected {expected:?}, got {:?}", other.err()),
+        }
+    }
+}
+
+#[test]
+fn a_projection_asked_for_by_a_name_none_has_is_refused_with_the_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("log.redb")).unwrap();
+    let unknown = ProjectionError::Unknown {
+        name: "nowhere".into(),
+    };
+    match store.state_json("nowhere", None) {
+        Err(Error::Projection(found)) => assert_eq!(found, unknown),
+        other => panic!("expected {unknown:?}, got {other:?}"),
+    }
+    match store.rebuild(Some("nowhere")) {
+        Err(Error::Projection(found)) => assert_eq!(found, unknown),
+        other => panic!("expected {unknown:?}, got {other:?}"),
     }
 }
 
@@ -439,8 +469,14 @@ fn a_projection_that_touches_a_table_not_its_own_is_refused_and_nothing_is_writt
         let error = store
             .append("s", ExpectedVersion::Any, &[event("forge", 0, b"")])
             .unwrap_err();
-        assert!(matches!(error, Error::Projection(_)), "{error:?}");
-        assert!(error.to_string().contains("leases.held"), "{error}");
+        assert!(
+            matches!(
+                &error,
+                Error::Projection(ProjectionError::ForeignTable { projection, table })
+                    if projection == "forger" && table == "leases.held"
+            ),
+            "{error:?}"
+        );
         assert_eq!(
             store.head().unwrap(),
             head,

@@ -6,7 +6,7 @@ use annals::registry::{
     RecordFuel, SetSetting, SettingOutcome, Status,
 };
 use annals::registry::{fuel_stream, instance_stream, setting_stream};
-use annals::{Direction, Error, Position, Result, Store, StreamVersion};
+use annals::{Direction, Error, Position, Result, Store, StoreError, StreamVersion};
 
 use crate::common::store;
 
@@ -969,7 +969,10 @@ fn registry_kinds_cannot_be_appended_raw() -> Result<()> {
         annals::ExpectedVersion::Any,
         &[crate::common::event("registry.instance_removed", T0, b"")],
     );
-    assert!(matches!(raw, Err(Error::Append(_))), "{raw:?}");
+    assert!(
+        matches!(raw, Err(Error::Store(StoreError::ReservedKind { .. }))),
+        "{raw:?}"
+    );
     assert_eq!(head(&store)?, 0);
     Ok(())
 }

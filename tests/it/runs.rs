@@ -6,7 +6,7 @@ use annals::runs::{
     RunRefusal, RunSeq, SpanCommand, SpanCommandOutcome, SpanKind, SpanOrigin, SpanOutcome,
     SpanRefusal, SpanUsage,
 };
-use annals::{AppendError, Direction, Error, ExpectedVersion, NewEvent, Store, StreamVersion};
+use annals::{Direction, Error, ExpectedVersion, NewEvent, Store, StoreError, StreamVersion};
 
 use crate::common::store;
 
@@ -1288,7 +1288,7 @@ fn run_kinds_cannot_be_appended_raw() -> TestResult {
     let (_dir, store) = store();
     let forged = NewEvent::new("run.span_started", T0, vec![0; 8]);
     match store.append("run/r1", ExpectedVersion::Any, &[forged]) {
-        Err(Error::Append(AppendError::ReservedKind { projection, .. })) => {
+        Err(Error::Store(StoreError::ReservedKind { projection, .. })) => {
             assert_eq!(projection, "runs")
         }
         other => panic!("expected a reserved kind, got {other:?}"),

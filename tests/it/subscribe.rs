@@ -6,7 +6,7 @@ use std::sync::Arc;
 use annals::consumers::{self, ConsumerCommand, ConsumerError, ConsumerOutcome, ConsumerRefusal};
 use annals::subscribe::{CHUNK_RECORDS_MAX, subscribe, subscribe_stream};
 use annals::{
-    AppendError, Direction, Durability, Error, ExpectedVersion, Position, Record, Store,
+    Direction, Durability, Error, ExpectedVersion, Position, Record, Store, StoreError,
     StreamVersion, Subscription, Writer, WriterOptions,
 };
 
@@ -188,7 +188,7 @@ async fn a_consumer_resumes_where_it_stopped_after_the_store_is_reopened() {
         .await;
     assert!(matches!(
         raw,
-        Err(Error::Append(AppendError::ReservedKind { .. }))
+        Err(Error::Store(StoreError::ReservedKind { .. }))
     ));
     drop(mail);
     writer.close().await.unwrap();

@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use annals::testing::internals::record::segment::Segment;
-use annals::{Direction, Error, Position, Problem, RecordError, Store, StreamVersion};
+use annals::{
+    Direction, Error, ExpectedVersion, Position, Problem, RecordError, Store, StreamVersion,
+};
 use redb::{ReadableDatabase, ReadableTable};
 
 use crate::common::{append_one, event};
@@ -429,4 +431,50 @@ fn verify_finds_a_malformed_archived_block_and_a_stray_one() {
     let (stream, detail) = stream_index_problem(&path);
     assert_eq!(stream, "ghost");
     assert!(detail.contains("no record belongs to"), "{detail}");
+}
+
+#[test]
+fn an_append_to_a_stream_whose_tail_ends_past_the_head_is_refused_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    {
+        let store = Store::open(&path).unwrap();
+        append_one(&store, "a", b"0");
+        append_one(&store, "b", b"1");
+    }
+    // a's tail: from version 0, one run of one record at position 1,000, past the head (2).
+    // It decodes; only the head says it cannot be.
+    rewrite(
+        &path,
+        annals::testing::internals::tables::META,
+        "stream:a",
+        |_| {
+            let mut tail = 0u64.to_le_bytes().to_vec();
+            tail.extend_from_slice(&[0xE8, 0x07, 1]);
+            tail
+        },
+    );
+    let store = Store::open(&path).unwrap();
+    let head = store.head().unwrap();
+    let appended = store.append("a", ExpectedVersion::Any, &[event("test.event", 2, b"2")]);
+    match appended {
+        Err(Error::CorruptMeta(detail)) => assert!(
+            detail.contains("\"a\"") && detail.contains("ends at position 1001"),
+            "{detail}"
+        ),
+        other => panic!("expected the damaged tail to be refused, got {other:?}"),
+    }
+    assert_eq!(
+        store.head().unwrap(),
+        head,
+        "the refused append wrote nothing"
+    );
+    assert_eq!(
+        store.snapshot().unwrap().stream_runs("a").unwrap().len(),
+        1,
+        "a's tail is as the damage left it"
+    );
+    // The damage is a's alone: b still takes appends.
+    append_one(&store, "b", b"3");
+    assert_eq!(store.head().unwrap().next, Position(3));
 }

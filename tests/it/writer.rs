@@ -13,8 +13,8 @@ use annals::projection::{TableSource, WriteTables};
 use annals::testing::internals::event::DomainEvent;
 use annals::writer::WriterStats;
 use annals::{
-    AppendError, AppendOutcome, Command, Decision, Direction, Durability, Error, ExpectedVersion,
-    NewEvent, Position, Projection, Record, Result, Store, StoreOptions, Writer, WriterError,
+    AppendOutcome, Command, Decision, Direction, Durability, Error, ExpectedVersion, NewEvent,
+    Position, Projection, Record, Result, Store, StoreError, StoreOptions, Writer, WriterError,
     WriterOptions,
 };
 use tokio::task::JoinHandle;
@@ -406,7 +406,11 @@ impl Projection for Picky {
     }
     fn apply(&self, _: &WriteTables<'_>, record: &Record) -> Result<()> {
         if record.kind == "test.poison" {
-            return Err(Error::Projection("picky refuses test.poison".into()));
+            return Err(Error::UndecodableEvent {
+                kind: record.kind.clone(),
+                schema: record.schema,
+                detail: "picky refuses test.poison".into(),
+            });
         }
         Ok(())
     }
@@ -757,7 +761,7 @@ async fn a_refused_append_through_the_writer_is_the_stores_own_error() {
         .await;
     assert!(matches!(
         reserved,
-        Err(Error::Append(AppendError::ReservedKind { .. }))
+        Err(Error::Store(StoreError::ReservedKind { .. }))
     ));
     let held = writer.execute(acquire("a", 0)).await.unwrap();
     let token = match held {
@@ -772,7 +776,7 @@ async fn a_refused_append_through_the_writer_is_the_stores_own_error() {
     let fenced = writer.execute_guarded(acquire("a", 1), stale).await;
     assert!(matches!(
         fenced,
-        Err(Error::Append(AppendError::Fenced { .. }))
+        Err(Error::Store(StoreError::Fenced { .. }))
     ));
     let refused = writer.execute(acquire("b", 1)).await.unwrap();
     assert!(matches!(

@@ -45,7 +45,7 @@ use crate::error::Error;
 use crate::leases::{LaneLease, LeaseRefusal};
 use crate::registry::decide::{FuelOutcome, InstanceOutcome};
 use crate::registry::query::Instance;
-use crate::store::WriteSession;
+use crate::store::{StoreError, WriteSession};
 use crate::testing::random::random_domain_command;
 
 /// A command of the model's vocabulary.
@@ -298,6 +298,8 @@ pub enum Outcome {
 fn failed(error: Error) -> Outcome {
     match error {
         Error::Append(error) => Outcome::AppendRefused(raw::append_error_name(&error)),
+        Error::Store(StoreError::ReservedKind { .. }) => Outcome::AppendRefused("reserved_kind"),
+        Error::Store(StoreError::Fenced { .. }) => Outcome::AppendRefused("fenced"),
         Error::InvalidCommand { .. } => Outcome::Invalid,
         other => Outcome::Failed(other.to_string()),
     }

@@ -73,8 +73,6 @@ pub(super) fn append_error_name(error: &AppendError) -> &'static str {
         AppendError::RepeatedKey { .. } => "repeated_key",
         AppendError::NoEvents => "no_events",
         AppendError::Limit(_) => "limit",
-        AppendError::ReservedKind { .. } => "reserved_kind",
-        AppendError::Fenced { .. } => "fenced",
         AppendError::LogFull => "log_full",
         AppendError::NotSealable { .. } => "not_sealable",
     }
