@@ -40,8 +40,13 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
+#[cfg(feature = "cli")]
+#[doc(hidden)]
+pub mod cli;
 pub mod command;
 pub mod consumers;
+#[cfg(any(feature = "cli", feature = "testing"))]
+#[doc(hidden)]
 pub mod demo;
 pub mod error;
 pub mod event;
@@ -57,6 +62,7 @@ pub mod registry;
 pub mod runs;
 pub mod store;
 pub mod subscribe;
+#[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
 pub mod writer;
