@@ -5,11 +5,15 @@ use std::fs;
 use std::io::{self, Read, Write};
 use std::process::ExitCode;
 
+use serde::Serialize;
+
 use super::args::{CheckProofArgs, ExportArgs, ProveArgs, RootArgs, VerifyArgs};
 use super::progress::ProgressLine;
-use super::render::{print_proof, print_range, print_root, print_valid_proof, print_verify};
+use super::render::{print_json, print_range, print_verify};
 use super::{EXIT_FINDINGS, Failure};
 use crate::audit::proof_file::ProofFile;
+use crate::hash::Digest;
+use crate::merkle::TreeHead;
 use crate::record::Position;
 use crate::store::Store;
 
@@ -106,4 +110,100 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
     print_range(&mut out, &summary?.header, "exported", "to", &args.file)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The report of `root --json`.
+#[derive(Serialize)]
+struct RootJson {
+    size: u64,
+    root: String,
+    tree_head: String,
+}
+
+/// Writes the root of the tree of `size` records and its tree head.
+fn print_root(out: &mut impl Write, size: u64, root: Digest, json: bool) -> Result<(), Failure> {
+    let tree_head = TreeHead { size, root }.hash();
+    if json {
+        return print_json(
+            out,
+            &RootJson {
+                size,
+                root: root.to_hex(),
+                tree_head: tree_head.to_hex(),
+            },
+        );
+    }
+    writeln!(out, "size      {size}")?;
+    writeln!(out, "root      {root}")?;
+    writeln!(out, "tree head {tree_head}")?;
+    Ok(())
+}
+
+/// Writes a proof: the proof file's JSON (what `check-proof` reads) with `json`, else text.
+fn print_proof(out: &mut impl Write, proof: &ProofFile, json: bool) -> Result<(), Failure> {
+    if json {
+        return print_json(out, proof);
+    }
+    match proof {
+        ProofFile::Inclusion {
+            position,
+            size,
+            record_hash,
+            root,
+            tree_head,
+            path,
+        } => {
+            writeln!(
+                out,
+                "inclusion of position {position} in the tree of size {size}"
+            )?;
+            writeln!(out, "record hash {record_hash}")?;
+            writeln!(out, "root        {root}")?;
+            writeln!(out, "tree head   {tree_head}")?;
+            for hash in path {
+                writeln!(out, "path        {hash}")?;
+            }
+        }
+        ProofFile::Consistency {
+            from_size,
+            from_root,
+            size,
+            root,
+            path,
+            ..
+        } => {
+            writeln!(out, "consistency of size {from_size} with size {size}")?;
+            writeln!(out, "from root   {from_root}")?;
+            writeln!(out, "root        {root}")?;
+            for hash in path {
+                writeln!(out, "path        {hash}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes what `check-proof` found valid.
+fn print_valid_proof(out: &mut impl Write, proof: &ProofFile) -> Result<(), Failure> {
+    match proof {
+        ProofFile::Inclusion {
+            position,
+            size,
+            root,
+            ..
+        } => writeln!(
+            out,
+            "valid: position {position} is in the tree of size {size} with root {root}"
+        )?,
+        ProofFile::Consistency {
+            from_size,
+            size,
+            root,
+            ..
+        } => writeln!(
+            out,
+            "valid: the tree of size {from_size} is a prefix of the tree of size {size} with root {root}"
+        )?,
+    }
+    Ok(())
 }

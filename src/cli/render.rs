@@ -1,5 +1,6 @@
-//! How the command line spells what the library returns: records, reports, stats, roots,
-//! proofs and export ranges, as text or as JSON. Writing only; it opens no file and reads no
+//! How the command line spells what the library returns: records, verify reports, stats and
+//! export ranges, as text or as JSON (roots and proofs are spelled in `audit.rs`, their only
+//! user). Writing only; it opens no file and reads no
 //! log.
 
 use std::borrow::Cow;
@@ -9,11 +10,9 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::Failure;
-use crate::audit::proof_file::ProofFile;
 use crate::audit::verify::VerifyReport;
 use crate::export::ExportHeader;
-use crate::hash::{Digest, hex};
-use crate::merkle::TreeHead;
+use crate::hash::hex;
 use crate::record::Record;
 use crate::store::Stats;
 
@@ -203,111 +202,6 @@ pub(crate) fn print_stats(out: &mut impl Write, stats: &Stats, json: bool) -> Re
     writeln!(out, "head position  {}", stats.head.next)?;
     writeln!(out, "head hash      {}", stats.head.hash)?;
     writeln!(out, "file bytes     {}", stats.file_bytes)?;
-    Ok(())
-}
-
-/// The report of `root --json`.
-#[derive(Serialize)]
-struct RootJson {
-    size: u64,
-    root: String,
-    tree_head: String,
-}
-
-/// Writes the root of the tree of `size` records and its tree head.
-pub(crate) fn print_root(
-    out: &mut impl Write,
-    size: u64,
-    root: Digest,
-    json: bool,
-) -> Result<(), Failure> {
-    let tree_head = TreeHead { size, root }.hash();
-    if json {
-        return print_json(
-            out,
-            &RootJson {
-                size,
-                root: root.to_hex(),
-                tree_head: tree_head.to_hex(),
-            },
-        );
-    }
-    writeln!(out, "size      {size}")?;
-    writeln!(out, "root      {root}")?;
-    writeln!(out, "tree head {tree_head}")?;
-    Ok(())
-}
-
-/// Writes a proof: the proof file's JSON (what `check-proof` reads) with `json`, else text.
-pub(crate) fn print_proof(
-    out: &mut impl Write,
-    proof: &ProofFile,
-    json: bool,
-) -> Result<(), Failure> {
-    if json {
-        return print_json(out, proof);
-    }
-    match proof {
-        ProofFile::Inclusion {
-            position,
-            size,
-            record_hash,
-            root,
-            tree_head,
-            path,
-        } => {
-            writeln!(
-                out,
-                "inclusion of position {position} in the tree of size {size}"
-            )?;
-            writeln!(out, "record hash {record_hash}")?;
-            writeln!(out, "root        {root}")?;
-            writeln!(out, "tree head   {tree_head}")?;
-            for hash in path {
-                writeln!(out, "path        {hash}")?;
-            }
-        }
-        ProofFile::Consistency {
-            from_size,
-            from_root,
-            size,
-            root,
-            path,
-            ..
-        } => {
-            writeln!(out, "consistency of size {from_size} with size {size}")?;
-            writeln!(out, "from root   {from_root}")?;
-            writeln!(out, "root        {root}")?;
-            for hash in path {
-                writeln!(out, "path        {hash}")?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Writes what `check-proof` found valid.
-pub(crate) fn print_valid_proof(out: &mut impl Write, proof: &ProofFile) -> Result<(), Failure> {
-    match proof {
-        ProofFile::Inclusion {
-            position,
-            size,
-            root,
-            ..
-        } => writeln!(
-            out,
-            "valid: position {position} is in the tree of size {size} with root {root}"
-        )?,
-        ProofFile::Consistency {
-            from_size,
-            size,
-            root,
-            ..
-        } => writeln!(
-            out,
-            "valid: the tree of size {from_size} is a prefix of the tree of size {size} with root {root}"
-        )?,
-    }
     Ok(())
 }
 
