@@ -44,10 +44,13 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod audit;
+#[cfg(feature = "cli")]
+#[doc(hidden)]
+pub mod cli;
 pub(crate) mod command;
 pub mod consumers;
-#[doc(hidden)]
-pub mod demo;
+#[cfg(any(feature = "cli", feature = "testing"))]
+pub(crate) mod demo;
 pub(crate) mod error;
 pub(crate) mod event;
 pub mod export;
@@ -62,6 +65,7 @@ pub mod registry;
 pub mod runs;
 pub(crate) mod store;
 pub mod subscribe;
+#[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
 pub(crate) mod validate;

@@ -15,7 +15,7 @@ use std::fmt;
 use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
 
 use crate::hash::{self, Digest};
-use limits::{Field, HEADER_BYTES_CAP, LimitError, Limits, PAYLOAD_BYTES_CAP, check_len};
+use limits::{Field, LimitError, Limits, PAYLOAD_BYTES_CAP, check_len};
 use view::RecordHashes;
 pub use view::RecordView;
 
@@ -174,6 +174,7 @@ pub struct Record {
     pub hash: Digest,
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The header exactly as format v1 lays it out; field order is the byte order.
 #[derive(bincode::Encode, bincode::Decode)]
 struct Header {
@@ -247,6 +248,7 @@ pub fn header_bytes(
         .expect("encoding to a Vec cannot fail for these field types"))
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// Encodes the stored form of an event (`hash ‖ header ‖ payload`) onto `out` and returns the
 /// record hash.
 pub fn encode_stored(
@@ -353,11 +355,12 @@ pub fn decode_stored(bytes: &[u8], position: Position) -> Result<Record, RecordE
     view::parse_stored(bytes, position, RecordHashes::Check).map(|view| view.to_record())
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// The header fields as bincode decodes them from the start of `header_bytes`, and how many
 /// bytes they took: a second, independent reading of the layout that tests and the fuzz
 /// harness hold the hand-written parser to.
-#[doc(hidden)]
 pub fn header_by_bincode(header_bytes: &[u8]) -> Option<(String, usize)> {
+    use limits::HEADER_BYTES_CAP;
     let window = &header_bytes[..header_bytes.len().min(HEADER_BYTES_CAP)];
     let (header, len): (Header, usize) =
         bincode::decode_from_slice(window, bincode_config().with_limit::<HEADER_BYTES_CAP>())
@@ -382,8 +385,8 @@ pub fn header_by_bincode(header_bytes: &[u8]) -> Option<(String, usize)> {
     Some((fields, len))
 }
 
+#[cfg(any(test, feature = "testing"))]
 /// [`header_by_bincode`]'s rendering of a parsed record's header fields.
-#[doc(hidden)]
 pub fn header_fields(view: &RecordView<'_>) -> String {
     format!(
         "{RECORD_FORMAT} {} {:?} {} {:?} {} {} {:?} {} {} {}",

@@ -159,7 +159,7 @@ impl Store {
     }
 
     /// Opens the annals log kept in `backend`, a redb [`redb::StorageBackend`] of the caller's
-    /// (in memory, or one that injects faults, as [`crate::testing::sim`] does). An empty
+    /// (in memory, or one that injects faults, as `annals::testing::sim` does). An empty
     /// backend gets the annals tables when `options.create` is set; it is refused with
     /// [`OpenError::Missing`] otherwise. Recovery, the identity checks and the projections'
     /// catch-up are those of [`Store::open_with`]. Unlike a file, an empty backend is not

@@ -39,3 +39,8 @@ pub mod audit {
     pub use crate::audit::verify::verify_log;
     pub use crate::projection::digest::digest;
 }
+
+/// The deterministic simulated fleet behind `annals demo`, and its random numbers.
+pub mod demo {
+    pub use crate::demo::*;
+}

@@ -7,7 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use redb::ReadableTable;
 
-use annals::demo::Rng;
+use annals::testing::internals::demo::Rng;
 use annals::testing::sim::{Fault, SimDisk};
 use annals::{Direction, Extension, Head, Position, Record, Store, StoreOptions};
 
@@ -21,7 +21,7 @@ fn base_file(dir: &std::path::Path) -> (Vec<u8>, Vec<Record>) {
     let path = dir.join("base.redb");
     {
         let store = Store::open(&path).unwrap();
-        annals::demo::run(&store, 40, |_| {}).unwrap();
+        annals::testing::internals::demo::run(&store, 40, |_| {}).unwrap();
     }
     let store = Store::open_existing(&path).unwrap();
     let records = store

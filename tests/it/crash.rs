@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use annals::demo::Rng;
+use annals::testing::internals::demo::Rng;
 use annals::{Digest, Position, Store};
 
 /// Kills, each followed by a reopen and the checks.

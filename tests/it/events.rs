@@ -6,11 +6,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use annals::consumers::{ConsumerCommand, ConsumerEvent};
-use annals::demo::Rng;
 use annals::leases::LeaseEvent;
 use annals::outbox::OutboxEvent;
 use annals::registry::RegistryEvent;
 use annals::runs::RunEvent;
+use annals::testing::internals::demo::Rng;
 use annals::testing::internals::event::DomainEvent;
 use annals::testing::internals::hash::{hex, unhex};
 use annals::{Digest, Direction, Position, Record, Store, StreamVersion};
@@ -95,7 +95,7 @@ fn every_kind_the_demo_and_random_commands_emit_is_catalogued() {
 
 /// A log holding every catalogued kind: the demo, then random commands until all appear.
 fn emit_every_kind(store: &Store) {
-    annals::demo::run(store, 2_000, |_| {}).unwrap();
+    annals::testing::internals::demo::run(store, 2_000, |_| {}).unwrap();
     // A position whose bytes differ, so that their order shows in the payload vector.
     let handled = store.get(Position(0x0102)).unwrap().unwrap();
     let checkpoint = ConsumerCommand::checkpoint_after("demo-reader", &handled, handled.at_ms);
@@ -105,7 +105,7 @@ fn emit_every_kind(store: &Store) {
         .map(|(_, kind, _)| kind)
         .collect();
     let mut rng = Rng::new(7);
-    let mut now_ms = annals::demo::DEMO_EPOCH_MS * 2;
+    let mut now_ms = annals::testing::internals::demo::DEMO_EPOCH_MS * 2;
     for _ in 0..200 {
         let seen: BTreeSet<String> = store
             .read_all(Position(0), Direction::Forward, usize::MAX)

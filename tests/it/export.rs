@@ -19,7 +19,7 @@ fn demo_log_of(records: u64) -> (TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("source.redb");
     let store = Store::open(&path).unwrap();
-    annals::demo::run(&store, records, |_| {}).unwrap();
+    annals::testing::internals::demo::run(&store, records, |_| {}).unwrap();
     (dir, path)
 }
 

@@ -5,11 +5,11 @@
 //! I/O-error sweep and crashes during recovery. A failure prints its seed;
 //! `ANNALS_FAULT_SEED=<n>` replays one.
 
-use annals::demo::Rng;
 use annals::testing::faults::{
     base_image, check_recovered, crash_during_recovery, run_with_fault, scenario,
 };
 use annals::testing::harness::{check_against_model, pick_fault};
+use annals::testing::internals::demo::Rng;
 use annals::testing::model::Script;
 use annals::testing::sim::{Fault, Loss, Trigger};
 

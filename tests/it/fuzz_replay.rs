@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use annals::demo::Rng;
 use annals::testing::harness;
+use annals::testing::internals::demo::Rng;
 
 /// Seeded random inputs per target, beyond the corpus.
 const RANDOM_INPUTS: u64 = 200;

@@ -7,7 +7,7 @@ use annals::{AuditError, Direction, Error, Position, Record, Store};
 use annals::{Entity, testing::internals::audit::history};
 
 fn demo_records(store: &Store) -> Vec<Record> {
-    annals::demo::run(store, 1_500, |_| {}).unwrap();
+    annals::testing::internals::demo::run(store, 1_500, |_| {}).unwrap();
     store
         .read_all(Position(0), Direction::Forward, usize::MAX)
         .unwrap()

@@ -4,8 +4,8 @@
 //! its seed so it can be replayed alone with `ANNALS_PROPERTY_SEED`.
 
 use annals::Store;
-use annals::demo::Rng;
 use annals::testing::internals::audit::digest;
+use annals::testing::internals::demo::Rng;
 use annals::testing::random::random_command;
 
 const CASES: u64 = 1_000;

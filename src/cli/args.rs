@@ -1,0 +1,251 @@
+//! The arguments of every command, as clap parses them. Parsing only: what a command does
+//! with them is in its own file.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::log::append::{ExpectedVersion, UnknownExpectedVersion};
+
+/// An embedded, event-sourced, append-only log store.
+#[derive(Parser)]
+#[command(name = "annals", version, about)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Write a realistic workload across all four projections (at least 10,000 records),
+    /// print what it wrote, then verify the log.
+    Demo(DemoArgs),
+    /// Append one event to a stream, creating the log file if it is missing. Prints the
+    /// position written, or `duplicate <POSITION>` for an idempotent repeat.
+    Append(AppendArgs),
+    /// Print records, one line each.
+    Log(LogArgs),
+    /// Check every hash, link and index of the log; exit 1 if anything is wrong.
+    Verify(VerifyArgs),
+    /// Print counts and sizes of the log.
+    Stats(StatsArgs),
+    /// Print a projection's rows (registry, leases, outbox, runs).
+    State(StateArgs),
+    /// Clear projections and rebuild them by replaying the whole log.
+    Rebuild(RebuildArgs),
+    /// Print the root of the log's Merkle tree (of every record, or of the first N).
+    Root(RootArgs),
+    /// Print a proof: that a record is in the tree (`--position`), or that an earlier tree is
+    /// a prefix of a later one (`--from-size`).
+    Prove(ProveArgs),
+    /// Check a proof file printed by `prove --json`; exit 0 if valid, 1 if not.
+    CheckProof(CheckProofArgs),
+    /// Print every event that touched an entity, in log order: ENTITY is `stream:<name>`,
+    /// `lease:<resource>`, `lane:<lane>/<key>`, `outbox:<key>`, `run:<id>`,
+    /// `registry:<handle>`, `setting:<key>` or `consumer:<name>`.
+    History(HistoryArgs),
+    /// Write records to a portable export file: their stored bytes between a header and a
+    /// trailer naming the range, the head hash and the Merkle root.
+    Export(ExportArgs),
+    /// Check an export file completely, then append its records to a log (a new one when DB
+    /// does not exist); a damaged file is refused naming its first bad position.
+    Import(ImportArgs),
+    /// For the real-crash test: append through the async writer, printing each durable
+    /// position and hash, until killed.
+    #[cfg(feature = "testing")]
+    #[command(hide = true)]
+    CrashWriter(CrashWriterArgs),
+}
+
+#[cfg(feature = "testing")]
+#[derive(Args)]
+pub(crate) struct CrashWriterArgs {
+    /// The log file, created if missing.
+    pub(crate) db: PathBuf,
+    /// Concurrent writing tasks.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) tasks: u32,
+    /// Stop after this many records if not killed first.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) records: u64,
+}
+
+#[derive(Args)]
+pub(crate) struct HistoryArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// The entity, e.g. `lease:deploy-lock`.
+    pub(crate) entity: String,
+    /// Print JSON lines (as `log --json` does) instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct ExportArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// The export file to write (replaced if it exists).
+    pub(crate) file: PathBuf,
+    /// The first position to export [default: 0].
+    #[arg(long, default_value_t = 0)]
+    pub(crate) from: u64,
+    /// Export up to this position, excluded [default: the head].
+    #[arg(long)]
+    pub(crate) to: Option<u64>,
+}
+
+#[derive(Args)]
+pub(crate) struct ImportArgs {
+    /// The export file.
+    pub(crate) file: PathBuf,
+    /// The log to import into: created if missing, else continued.
+    pub(crate) db: PathBuf,
+}
+
+#[derive(Args)]
+pub(crate) struct RootArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// The tree of the first N records [default: all of them].
+    #[arg(long)]
+    pub(crate) size: Option<u64>,
+    /// Print a JSON object (`size`, `root`) instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct ProveArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// Prove that the record at this position is in the tree.
+    #[arg(
+        long,
+        conflicts_with = "from_size",
+        required_unless_present = "from_size"
+    )]
+    pub(crate) position: Option<u64>,
+    /// Prove that the tree of this many records is a prefix of the tree of `--size`.
+    #[arg(long)]
+    pub(crate) from_size: Option<u64>,
+    /// The tree of the first N records [default: all of them].
+    #[arg(long)]
+    pub(crate) size: Option<u64>,
+    /// Print the proof file's JSON (what `check-proof` reads) instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct CheckProofArgs {
+    /// A proof file, as `prove --json` prints it.
+    pub(crate) proof: PathBuf,
+}
+
+#[derive(Args)]
+pub(crate) struct DemoArgs {
+    /// The log file, created if missing.
+    #[arg(default_value = "annals-demo.redb")]
+    pub(crate) db: PathBuf,
+    /// Append at least this many records.
+    #[arg(long, default_value_t = 10_000)]
+    pub(crate) records: u64,
+}
+
+#[derive(Args)]
+pub(crate) struct StateArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// The projection: registry, leases, outbox or runs.
+    pub(crate) projection: String,
+    /// Show the state as of the first N records, replayed into memory.
+    #[arg(long)]
+    pub(crate) at: Option<u64>,
+    /// Print one line of JSON instead of indented JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct RebuildArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// Rebuild only this projection [default: all].
+    #[arg(long)]
+    pub(crate) projection: Option<String>,
+}
+
+#[derive(Args)]
+pub(crate) struct AppendArgs {
+    /// The log file.
+    pub(crate) db: PathBuf,
+    /// The stream to append to.
+    pub(crate) stream: String,
+    /// The event type, e.g. `lease.acquired`.
+    pub(crate) kind: String,
+    /// The payload, stored as its UTF-8 bytes; `@FILE` stores the bytes of FILE. Empty if
+    /// absent. (Text that starts with `@` has to go through a file.)
+    pub(crate) payload: Option<String>,
+    /// The state the stream must be in: `any`, `none` (no record yet), `exists`, or the
+    /// stream's last version N.
+    #[arg(long, default_value = "any", value_parser = parse_expected)]
+    pub(crate) expect: ExpectedVersion,
+    /// An idempotency key: repeating it with the same content is a duplicate, not a new record.
+    #[arg(long)]
+    pub(crate) key: Option<String>,
+    /// The event's time in milliseconds since the Unix epoch [default: now].
+    #[arg(long)]
+    pub(crate) at_ms: Option<u64>,
+    /// The payload's schema version [default: 1].
+    #[arg(long)]
+    pub(crate) schema: Option<u16>,
+}
+
+#[derive(Args)]
+pub(crate) struct LogArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// The first position to read, or with `--stream` the first stream version
+    /// [default: the start, or the end with `--backward`].
+    #[arg(long)]
+    pub(crate) from: Option<u64>,
+    /// Read only this stream.
+    #[arg(long)]
+    pub(crate) stream: Option<String>,
+    /// Print at most this many records.
+    #[arg(long)]
+    pub(crate) limit: Option<usize>,
+    /// Read from newest to oldest.
+    #[arg(long)]
+    pub(crate) backward: bool,
+    /// Print only records of this kind.
+    #[arg(long)]
+    pub(crate) kind: Option<String>,
+    /// Print JSON lines instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct VerifyArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// Print a JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct StatsArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// Print a JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+fn parse_expected(text: &str) -> Result<ExpectedVersion, String> {
+    text.parse()
+        .map_err(|error: UnknownExpectedVersion| error.to_string())
+}

@@ -1,0 +1,168 @@
+//! `append`, `import`, `rebuild` and `demo`: the commands that write to a log (and, with the
+//! `testing` feature, the hidden `crash-writer` child of the crash test). Each goes through
+//! the store, which decides and checks; nothing here does.
+
+use std::fs;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::Failure;
+use super::args::{AppendArgs, DemoArgs, ImportArgs, RebuildArgs};
+use super::progress::ProgressLine;
+use super::render::print_range;
+use crate::error::Error;
+use crate::log::append::{AppendError, AppendOutcome};
+use crate::record::NewEvent;
+use crate::record::limits::{Field, LimitError};
+use crate::store::{ImportStage, Store, StoreOptions};
+
+pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
+    // The event is made before the file is opened, so a bad payload file or clock leaves no
+    // new log file behind.
+    let options = StoreOptions {
+        create: true,
+        ..StoreOptions::default()
+    };
+    let payload = match args.payload.as_deref() {
+        None => Vec::new(),
+        Some(text) => match text.strip_prefix('@') {
+            Some(file) => read_payload(Path::new(file), options.limits.payload_bytes_max)?,
+            None => text.as_bytes().to_vec(),
+        },
+    };
+    let at_ms = match args.at_ms {
+        Some(at_ms) => at_ms,
+        None => now_ms()?,
+    };
+    let mut event = NewEvent::new(args.kind, at_ms, payload);
+    if let Some(key) = args.key {
+        event = event.with_idempotency_key(key);
+    }
+    if let Some(schema) = args.schema {
+        event = event.with_schema(schema);
+    }
+    let store = Store::open_with(&args.db, options)?;
+    let outcome = store.append(&args.stream, args.expect, &[event])?;
+    let mut out = io::stdout().lock();
+    match outcome {
+        AppendOutcome::Appended(appended) => writeln!(out, "{}", appended.first_position)?,
+        AppendOutcome::Duplicate { .. } => writeln!(out, "duplicate {}", outcome.first_position())?,
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads a payload file, reading no more than one byte past the store's payload limit: a
+/// larger file is refused as the append would refuse it, without loading it whole.
+fn read_payload(path: &Path, payload_bytes_max: u32) -> Result<Vec<u8>, Failure> {
+    let unreadable = |error: io::Error| Failure::Usage(format!("{}: {error}", path.display()));
+    let file = fs::File::open(path).map_err(unreadable)?;
+    let mut payload = Vec::new();
+    file.take(u64::from(payload_bytes_max) + 1)
+        .read_to_end(&mut payload)
+        .map_err(unreadable)?;
+    if payload.len() as u64 > u64::from(payload_bytes_max) {
+        let len = fs::metadata(path).map_or(payload.len() as u64, |m| m.len());
+        let limit = LimitError::TooLong {
+            field: Field::Payload,
+            len,
+            max: u64::from(payload_bytes_max),
+        };
+        return Err(Error::from(AppendError::from(limit)).into());
+    }
+    Ok(payload)
+}
+
+fn now_ms() -> Result<u64, Failure> {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .ok()
+        .and_then(|since| u64::try_from(since.as_millis()).ok())
+        .ok_or_else(|| {
+            Failure::Usage("the system clock is before the Unix epoch; pass --at-ms".into())
+        })
+}
+
+pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
+    // The header gives the total for the progress line; the import reads and checks it again.
+    let records = crate::export::ExportReader::open(&args.file)
+        .map(|reader| reader.header().to.0 - reader.header().from.0)
+        .unwrap_or(0);
+    let mut check = ProgressLine::new("check", records);
+    let mut write = ProgressLine::new("import", records);
+    let summary = Store::import(&args.file, &args.db, &mut |stage, done| match stage {
+        ImportStage::Check => check.update(done),
+        _ => {
+            check.finish();
+            write.update(done)
+        }
+    });
+    check.finish();
+    write.finish();
+    let mut out = io::stdout().lock();
+    print_range(&mut out, &summary?.header, "imported", "into", &args.db)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
+    let store = Store::open_existing(&args.db)?;
+    let mut line = ProgressLine::new("rebuild", store.head()?.next.0);
+    let rebuilt = store.rebuild_with(args.projection.as_deref(), &mut |done| line.update(done));
+    line.finish();
+    rebuilt?;
+    let head = store.head()?;
+    let names: Vec<&str> = match &args.projection {
+        Some(name) => vec![name.as_str()],
+        None => store.projections().iter().map(|p| p.name()).collect(),
+    };
+    println!(
+        "rebuilt {} through position {}",
+        names.join(", "),
+        head.next
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
+    let store = Store::open(&args.db)?;
+    let report = crate::demo::run(&store, args.records, |_| {})?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    writeln!(
+        out,
+        "wrote {} records to {}",
+        report.records,
+        args.db.display()
+    )?;
+    for (projection, records) in &report.per_projection {
+        writeln!(out, "  {projection:<10} {records:>7} records")?;
+    }
+    writeln!(out, "head {} {}", report.head.next, report.head.hash)?;
+    let verified = store.verify()?;
+    match &verified.problem {
+        None => {
+            writeln!(
+                out,
+                "verify: sound ({} records, {} streams)",
+                verified.records, verified.streams
+            )?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(finding) => {
+            out.flush()?;
+            Err(Failure::Finding(format!("verify failed at {finding}")))
+        }
+    }
+}
+
+/// The child of the real-crash test: appends through the async writer, printing each durable
+/// position and hash, until killed.
+#[cfg(feature = "testing")]
+pub(crate) fn crash_writer(args: super::args::CrashWriterArgs) -> Result<ExitCode, Failure> {
+    let mut out = io::stdout().lock();
+    crate::testing::crash::write_and_report(&args.db, args.tasks, args.records, &mut out)?;
+    Ok(ExitCode::SUCCESS)
+}
