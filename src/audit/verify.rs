@@ -28,7 +28,7 @@ pub use crate::record::problem::{Finding, Problem};
 use crate::record::segment::Segment;
 use crate::record::{Position, StreamVersion, content_hash};
 
-/// The outcome of [`verify`]: what was checked and the first problem, if any.
+/// The outcome of [`crate::Store::verify`]: what was checked and the first problem, if any.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VerifyReport {
     /// Records checked (all of them when sound; those before the problem otherwise).

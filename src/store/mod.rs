@@ -413,8 +413,9 @@ impl Store {
         })
     }
 
-    /// Walks the whole log and checks every projection against a fresh replay; see
-    /// [`crate::audit::verify`].
+    /// Walks the whole log (header and payload hashes, `prev` links, gapless positions and
+    /// stream versions, the head, the indexes and the Merkle tree), then checks every
+    /// projection's tables against a fresh replay of the same snapshot.
     pub fn verify(&self) -> Result<VerifyReport> {
         self.verify_with(&mut |_| {})
     }
@@ -436,12 +437,12 @@ impl Store {
 
     /// Whether this log extends `saved`, a head read from it earlier (and kept elsewhere):
     /// a log whose records were deleted, swapped, truncated or restored from an older copy
-    /// does not. See [`crate::audit::extends`].
+    /// does not.
     pub fn check_extends(&self, saved: Head) -> Result<Extension> {
         guarded(|| check_extends(&self.snapshot()?, saved))
     }
 
-    /// Every record that touched `entity`, in log order; see [`crate::audit::history`].
+    /// Every record that touched `entity`, in log order.
     pub fn history(&self, entity: &crate::audit::history::Entity) -> Result<Vec<Record>> {
         guarded(|| crate::audit::history::history(&self.snapshot()?, entity))
     }

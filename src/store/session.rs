@@ -114,7 +114,7 @@ impl<'txn> WriteSession<'txn> {
         self.append_applied(stream, expected, events)
     }
 
-    /// Appends records sealed elsewhere verbatim (see [`LogWriter::append_sealed`]) and applies
+    /// Appends records sealed elsewhere verbatim (each must continue the log exactly: its position, `prev` and hashes) and applies
     /// them to every projection: how an import writes. On `Err`, the transaction is dropped.
     pub fn append_sealed(&mut self, records: &[Record]) -> Result<()> {
         let mut written = Vec::with_capacity(records.len());
