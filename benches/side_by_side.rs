@@ -680,7 +680,7 @@ fn bulk_annals(path: &Path, events: usize, from: usize) -> f64 {
             .map(bulk_event)
             .collect();
         let started = Instant::now();
-        store
+        let _ = store
             .write(|session| session.append_unchecked("bulk", ExpectedVersion::Any, &batch))
             .expect("a bulk append");
         elapsed += started.elapsed();

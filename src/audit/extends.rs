@@ -12,6 +12,7 @@ use crate::record::Position;
 /// How a log relates to a head saved from it earlier.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[must_use]
 pub enum Extension {
     /// The log holds the saved head's records unchanged, and possibly more after them.
     Extends {

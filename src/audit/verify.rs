@@ -30,6 +30,7 @@ use crate::record::{Position, StreamVersion, content_hash};
 
 /// The outcome of [`crate::Store::verify`]: what was checked and the first problem, if any.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub struct VerifyReport {
     /// Records checked (all of them when sound; those before the problem otherwise).
     pub records: u64,

@@ -66,6 +66,7 @@ impl ConsumerCommand {
 
 /// What a consumer command got.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub enum ConsumerOutcome {
     /// The checkpoint was recorded.
     Checkpointed {

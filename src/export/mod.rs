@@ -194,6 +194,7 @@ fn read_digest(
 
 /// What an export or a check covered.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub struct ExportSummary {
     /// The file's header (its range, chain ends and root).
     pub header: ExportHeader,

@@ -80,6 +80,7 @@ pub enum LeaseCommand {
 
 /// What a lease command got.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub enum LeaseOutcome {
     /// The caller holds the lease (`renewed`: it already did, under the same token).
     Granted {
@@ -351,6 +352,7 @@ pub enum LaneCommand {
 
 /// What a lane command got.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub enum LaneOutcome {
     /// Done; the lane lease as it now stands.
     Done {

@@ -70,6 +70,7 @@ pub struct UnknownExpectedVersion(pub String);
 
 /// What a successful append did.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub enum AppendOutcome {
     /// The events were written, contiguously.
     Appended(Appended),
@@ -93,6 +94,7 @@ impl AppendOutcome {
 
 /// The records an append wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub struct Appended {
     /// Position of the first record written.
     pub first_position: Position,

@@ -523,7 +523,8 @@ pub struct TreeHead {
 }
 
 impl TreeHead {
-    /// The tree head hash: blake3 in derive-key mode with the context string `TREE_HEAD_CONTEXT` (`schema/FORMAT.md` 3.5)
+    /// The tree head hash: blake3 in derive-key mode with the context string
+    /// `TREE_HEAD_CONTEXT` (`schema/FORMAT.md` 3.5)
     /// over `u64(size) ‖ root`. One value that an auditor can hold for both.
     pub fn hash(&self) -> Digest {
         let mut hasher = blake3::Hasher::new_derive_key(crate::hash::TREE_HEAD_CONTEXT);

@@ -193,6 +193,7 @@ pub enum OutboxCommand {
 
 /// What an [`OutboxCommand`] got.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub enum OutboxOutcome {
     /// A row was added.
     Enqueued {
@@ -266,6 +267,7 @@ pub struct AckRefusal {
 
 /// What a [`PullCommand`] got.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub enum PullOutcome {
     /// The rows claimed (possibly none), in creation order.
     Claimed {
@@ -327,6 +329,7 @@ pub struct ExpiredRow {
 
 /// What a [`SweepCommand`] got.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub enum SweepOutcome {
     /// The rows expired, oldest first.
     Expired {

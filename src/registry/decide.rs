@@ -131,6 +131,7 @@ pub enum InstanceCommand {
 
 /// What an instance command did.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub enum InstanceOutcome {
     /// A new instance was registered.
     Added {
@@ -407,6 +408,7 @@ pub struct SetSetting {
 
 /// What [`SetSetting`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub enum SettingOutcome {
     /// The setting has the new value.
     Set {
@@ -457,6 +459,7 @@ pub struct RecordFuel {
 
 /// What [`RecordFuel`] did: the ledger row and the instance's total after the charge.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub struct FuelOutcome {
     /// The (instance, caller, op) row now.
     pub entry: FuelEntry,

@@ -150,6 +150,7 @@ pub enum SpanCommand {
 
 /// What a span command got.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub enum SpanCommandOutcome {
     /// The span started.
     Started {
@@ -274,6 +275,7 @@ pub struct ClosedRun {
 
 /// What a run command got.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
 pub enum RunCommandOutcome {
     /// The heartbeat was recorded.
     HeartbeatRecorded,

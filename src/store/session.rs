@@ -135,7 +135,7 @@ impl<'txn> WriteSession<'txn> {
     pub fn execute<C: Command>(&mut self, command: &C) -> Result<C::Outcome> {
         let decision = command.decide(&self.tables)?;
         for emit in &decision.emits {
-            self.append_applied(&emit.stream, emit.expected, &emit.events)?;
+            let _ = self.append_applied(&emit.stream, emit.expected, &emit.events)?;
         }
         Ok(decision.outcome)
     }

@@ -99,7 +99,7 @@ fn emit_every_kind(store: &Store) {
     // A position whose bytes differ, so that their order shows in the payload vector.
     let handled = store.get(Position(0x0102)).unwrap().unwrap();
     let checkpoint = ConsumerCommand::checkpoint_after("demo-reader", &handled, handled.at_ms);
-    store.execute(&checkpoint).unwrap();
+    let _ = store.execute(&checkpoint).unwrap();
     let wanted: BTreeSet<String> = catalogue(store)
         .into_iter()
         .map(|(_, kind, _)| kind)

@@ -27,7 +27,7 @@ fn export_range(source: &Path, file: &Path, from: u64, to: Option<u64>) {
     let store = Store::open_read_only(source).unwrap();
     let snapshot = store.snapshot().unwrap();
     let to = to.unwrap_or(snapshot.head().unwrap().next.0);
-    export(&snapshot, Position(from), Position(to), file, &mut |_| {}).unwrap();
+    let _ = export(&snapshot, Position(from), Position(to), file, &mut |_| {}).unwrap();
 }
 
 fn import(file: &Path, target: &Path) -> annals::Result<()> {

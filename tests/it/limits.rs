@@ -105,7 +105,7 @@ fn a_payload_over_the_default_one_mebibyte_is_refused_and_one_at_it_is_kept() {
     let max = 1024 * 1024;
     let error = limit_error(&store, "s", &[event("k", 1, &vec![7; max + 1])]);
     check_too_long(error, Field::Payload, max as u64 + 1, max as u64);
-    store
+    let _ = store
         .append("s", ExpectedVersion::Any, &[event("k", 1, &vec![7; max])])
         .unwrap();
     let record = store.get(Position(0)).unwrap().unwrap();
@@ -118,7 +118,7 @@ fn a_configured_payload_limit_is_enforced() {
         payload_bytes_max: 4 << 20,
         ..Limits::default()
     });
-    store
+    let _ = store
         .append(
             "s",
             ExpectedVersion::Any,

@@ -99,14 +99,14 @@ fn expected_version_rules_are_enforced() {
     assert_eq!((expected, current), (ExpectedVersion::StreamExists, None));
     let (_, current) = wrong_version(one(ExpectedVersion::Exact(StreamVersion(0))).unwrap_err());
     assert_eq!(current, None);
-    one(ExpectedVersion::NoStream).unwrap();
+    let _ = one(ExpectedVersion::NoStream).unwrap();
     let (_, current) = wrong_version(one(ExpectedVersion::NoStream).unwrap_err());
     assert_eq!(current, Some(StreamVersion(0)));
-    one(ExpectedVersion::Exact(StreamVersion(0))).unwrap();
+    let _ = one(ExpectedVersion::Exact(StreamVersion(0))).unwrap();
     let (_, current) = wrong_version(one(ExpectedVersion::Exact(StreamVersion(0))).unwrap_err());
     assert_eq!(current, Some(StreamVersion(1)));
-    one(ExpectedVersion::StreamExists).unwrap();
-    one(ExpectedVersion::Any).unwrap();
+    let _ = one(ExpectedVersion::StreamExists).unwrap();
+    let _ = one(ExpectedVersion::Any).unwrap();
     assert_eq!(store.head().unwrap().next, Position(4));
 }
 
@@ -173,7 +173,7 @@ fn appends_larger_than_a_segment_read_back_across_segment_boundaries() {
     let events: Vec<_> = (0..3000u32)
         .map(|i| event("bulk", 1, &i.to_le_bytes()))
         .collect();
-    store
+    let _ = store
         .append("bulk", ExpectedVersion::NoStream, &events)
         .unwrap();
     append_one(&store, "tail", b"t");
@@ -213,7 +213,7 @@ fn appends_larger_than_a_segment_read_back_across_segment_boundaries() {
 fn the_same_key_and_content_is_a_duplicate_that_writes_nothing() {
     let (_dir, store) = store();
     let first = event("k", 1, b"body").with_idempotency_key("req-1");
-    store
+    let _ = store
         .append("s", ExpectedVersion::NoStream, &[first])
         .unwrap();
     let head = store.head().unwrap();
@@ -234,7 +234,7 @@ fn the_same_key_and_content_is_a_duplicate_that_writes_nothing() {
 #[test]
 fn the_same_key_with_other_content_is_a_conflict() {
     let (_dir, store) = store();
-    store
+    let _ = store
         .append(
             "s",
             ExpectedVersion::Any,
@@ -270,7 +270,7 @@ fn an_append_of_only_duplicates_returns_every_earlier_position() {
         event("k", 1, b"a").with_idempotency_key("a"),
         event("k", 1, b"b").with_idempotency_key("b"),
     ];
-    store.append("s", ExpectedVersion::Any, &events).unwrap();
+    let _ = store.append("s", ExpectedVersion::Any, &events).unwrap();
     let outcome = store.append("s", ExpectedVersion::Any, &events).unwrap();
     assert_eq!(
         outcome,
@@ -283,7 +283,7 @@ fn an_append_of_only_duplicates_returns_every_earlier_position() {
 #[test]
 fn mixing_duplicate_and_new_events_is_refused() {
     let (_dir, store) = store();
-    store
+    let _ = store
         .append(
             "s",
             ExpectedVersion::Any,
@@ -331,7 +331,7 @@ fn idempotency_survives_a_reopen() {
     {
         let store = Store::open(&path).unwrap();
         append_one(&store, "s", b"before");
-        store
+        let _ = store
             .append("s", ExpectedVersion::Any, std::slice::from_ref(&keyed))
             .unwrap();
     }
@@ -362,7 +362,7 @@ fn ten_thousand_appends_across_a_hundred_streams_survive_a_reopen() {
                 0 => ExpectedVersion::NoStream,
                 round => ExpectedVersion::Exact(StreamVersion(u64::from(round - 1))),
             };
-            store
+            let _ = store
                 .append(
                     &stream,
                     expected,
@@ -473,11 +473,11 @@ fn a_snapshot_reads_one_committed_state_while_a_writer_appends() {
 fn appends_in_one_transaction_share_a_segment_and_see_each_others_versions() {
     let (dir, store) = store();
     append_one(&store, "a", &[0]);
-    store
+    let _ = store
         .write(|session| {
             for i in 1..=6u8 {
                 let stream = if i % 2 == 0 { "a" } else { "b" };
-                session.append(stream, ExpectedVersion::Any, &[event("x", 1, &[i])])?;
+                let _ = session.append(stream, ExpectedVersion::Any, &[event("x", 1, &[i])])?;
             }
             // The third append to "a" in this transaction must see the two before it.
             session.append(
@@ -566,7 +566,7 @@ fn streams_written_in_turn_read_back_across_archived_blocks() {
             let events: Vec<_> = (0..1 + u64::from(i % 4 == 0))
                 .map(|_| event("x", i, &(i * 3 + s as u64).to_le_bytes()))
                 .collect();
-            store.append(stream, ExpectedVersion::Any, &events).unwrap();
+            let _ = store.append(stream, ExpectedVersion::Any, &events).unwrap();
         }
     }
     assert!(store.verify().unwrap().is_sound());

@@ -178,7 +178,7 @@ fn log_of_150() -> (tempfile::TempDir, Store) {
         let events: Vec<_> = (0..7u32)
             .map(|i| event("batch", 5, &(batch * 7 + i).to_le_bytes()))
             .collect();
-        store
+        let _ = store
             .append("batch", ExpectedVersion::Any, &events)
             .unwrap();
     }

@@ -43,7 +43,7 @@ fn enqueue_many(store: &Store, prefix: &str, peer: &str, count: u64, now_ms: u64
     store.write(|session| {
         for n in 0..count {
             let key = format!("{prefix}-{n:04}");
-            session.execute(&enqueue_command(&key, peer, b"x", now_ms + n))?;
+            let _ = session.execute(&enqueue_command(&key, peer, b"x", now_ms + n))?;
         }
         Ok(())
     })?;
@@ -265,7 +265,7 @@ fn enqueue_adds_a_pending_row_due_at_once() -> TestResult {
 #[test]
 fn repeated_enqueue_adds_nothing_and_says_the_row_exists() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:b", T0)?;
+    let _ = enqueue(&store, "k", "runtime:b", T0)?;
     let before = records_in(&store);
     // Another peer, payload and time: still the same key, so nothing is added.
     let outcome = store.execute(&enqueue_command("k", "runtime:c", b"other", T0 + 5))?;
@@ -282,8 +282,8 @@ fn repeated_enqueue_adds_nothing_and_says_the_row_exists() -> TestResult {
 #[test]
 fn repeated_enqueue_of_a_finished_row_adds_nothing() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:b", T0)?;
-    host(
+    let _ = enqueue(&store, "k", "runtime:b", T0)?;
+    let _ = host(
         &store,
         OutboxCommand::Deliver {
             key: "k".into(),
@@ -301,15 +301,15 @@ fn repeated_enqueue_of_a_finished_row_adds_nothing() -> TestResult {
 #[test]
 fn a_pruned_key_can_be_enqueued_again() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:b", T0)?;
-    host(
+    let _ = enqueue(&store, "k", "runtime:b", T0)?;
+    let _ = host(
         &store,
         OutboxCommand::Deliver {
             key: "k".into(),
             now_ms: T0,
         },
     );
-    prune(&store, T0 + 2 * HOUR, HOUR);
+    let _ = prune(&store, T0 + 2 * HOUR, HOUR);
     assert!(matches!(
         enqueue(&store, "k", "runtime:b", T0 + 3 * HOUR)?,
         OutboxOutcome::Enqueued { .. }
@@ -394,10 +394,10 @@ fn an_outbox_event_that_does_not_decode_is_refused_and_writes_nothing() -> TestR
 #[test]
 fn due_rows_are_pending_rows_past_next_at_in_next_at_then_key_order() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "b", "runtime:p", T0)?;
-    enqueue(&store, "a", "runtime:p", T0)?;
-    enqueue(&store, "c", "runtime:q", T0 - 10)?;
-    enqueue(&store, "later", "runtime:p", T0 + 100)?;
+    let _ = enqueue(&store, "b", "runtime:p", T0)?;
+    let _ = enqueue(&store, "a", "runtime:p", T0)?;
+    let _ = enqueue(&store, "c", "runtime:q", T0 - 10)?;
+    let _ = enqueue(&store, "later", "runtime:p", T0 + 100)?;
     let state = store.state()?;
     assert_eq!(keys(&outbox::due(&state, T0, 10)?), ["c", "a", "b"]);
     assert_eq!(keys(&outbox::due(&state, T0, 2)?), ["c", "a"], "limit");
@@ -414,8 +414,8 @@ fn due_rows_are_pending_rows_past_next_at_in_next_at_then_key_order() -> TestRes
 #[test]
 fn a_retried_row_is_due_again_only_after_its_backoff() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
-    host(&store, retry("k", T0 + 10));
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = host(&store, retry("k", T0 + 10));
     let state = store.state()?;
     assert!(outbox::due(&state, T0 + 10, 10)?.is_empty());
     assert_eq!(keys(&outbox::due(&state, T0 + 1_010, 10)?), ["k"]);
@@ -427,7 +427,7 @@ fn a_retried_row_is_due_again_only_after_its_backoff() -> TestResult {
 fn waiting_claimed_done_and_expired_rows_are_never_due() -> TestResult {
     let (_dir, store) = common::store();
     for key in ["waiting", "claimed", "done", "expired", "pending"] {
-        enqueue(
+        let _ = enqueue(
             &store,
             key,
             if key == "claimed" {
@@ -438,7 +438,7 @@ fn waiting_claimed_done_and_expired_rows_are_never_due() -> TestResult {
             T0,
         )?;
     }
-    host(
+    let _ = host(
         &store,
         OutboxCommand::Park {
             key: "waiting".into(),
@@ -446,14 +446,14 @@ fn waiting_claimed_done_and_expired_rows_are_never_due() -> TestResult {
         },
     );
     claimed_keys(claim(&store, "runtime:c", "t1", 10, T0));
-    host(
+    let _ = host(
         &store,
         OutboxCommand::Deliver {
             key: "done".into(),
             now_ms: T0,
         },
     );
-    host(
+    let _ = host(
         &store,
         OutboxCommand::GiveUp {
             key: "expired".into(),
@@ -469,14 +469,14 @@ fn waiting_claimed_done_and_expired_rows_are_never_due() -> TestResult {
 #[test]
 fn pending_for_lists_a_peers_new_or_due_pending_rows_in_creation_order() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "z-first", "runtime:p", T0)?;
-    enqueue(&store, "a-second", "runtime:p", T0 + 1)?;
-    enqueue(&store, "failed", "runtime:p", T0 + 2)?;
-    enqueue(&store, "parked", "runtime:p", T0 + 3)?;
-    enqueue(&store, "other-peer", "runtime:q", T0)?;
-    enqueue(&store, "prefix-peer", "runtime:pp", T0)?;
-    host(&store, retry("failed", T0 + 10));
-    host(
+    let _ = enqueue(&store, "z-first", "runtime:p", T0)?;
+    let _ = enqueue(&store, "a-second", "runtime:p", T0 + 1)?;
+    let _ = enqueue(&store, "failed", "runtime:p", T0 + 2)?;
+    let _ = enqueue(&store, "parked", "runtime:p", T0 + 3)?;
+    let _ = enqueue(&store, "other-peer", "runtime:q", T0)?;
+    let _ = enqueue(&store, "prefix-peer", "runtime:pp", T0)?;
+    let _ = host(&store, retry("failed", T0 + 10));
+    let _ = host(
         &store,
         OutboxCommand::Park {
             key: "parked".into(),
@@ -512,9 +512,9 @@ fn pending_for_lists_a_peers_new_or_due_pending_rows_in_creation_order() -> Test
 #[test]
 fn deliver_marks_a_pending_or_waiting_row_done() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "pending", "runtime:p", T0)?;
-    enqueue(&store, "waiting", "runtime:p", T0)?;
-    host(
+    let _ = enqueue(&store, "pending", "runtime:p", T0)?;
+    let _ = enqueue(&store, "waiting", "runtime:p", T0)?;
+    let _ = host(
         &store,
         OutboxCommand::Park {
             key: "waiting".into(),
@@ -543,7 +543,7 @@ fn deliver_marks_a_pending_or_waiting_row_done() -> TestResult {
 #[test]
 fn deliver_of_a_claimed_row_is_refused_wrong_state() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     let before = records_in(&store);
     let outcome = host(
@@ -596,9 +596,9 @@ fn a_command_on_a_missing_row_is_refused_missing() -> TestResult {
 #[test]
 fn park_moves_a_pending_row_to_waiting_with_one_more_attempt() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
-    host(&store, retry("k", T0));
-    host(
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = host(&store, retry("k", T0));
+    let _ = host(
         &store,
         OutboxCommand::Park {
             key: "k".into(),
@@ -621,8 +621,8 @@ fn park_moves_a_pending_row_to_waiting_with_one_more_attempt() -> TestResult {
 #[test]
 fn park_or_retry_of_a_waiting_row_is_refused_wrong_state() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
-    host(
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = host(
         &store,
         OutboxCommand::Park {
             key: "k".into(),
@@ -658,7 +658,7 @@ fn park_or_retry_of_a_waiting_row_is_refused_wrong_state() -> TestResult {
 #[test]
 fn retry_schedules_the_next_push_by_a_doubling_backoff_capped_at_its_max() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
     // base 1 s, max 5 s: waits of 1, 2, 4, 5, 5 seconds.
     let waits = [1_000, 2_000, 4_000, 5_000, 5_000];
     let mut now = T0;
@@ -711,9 +711,9 @@ fn backoff_doubles_from_its_base_and_never_passes_its_max() {
 #[test]
 fn retry_sets_first_failed_at_on_the_first_failure_only() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
-    host(&store, retry("k", T0 + 100));
-    host(&store, retry("k", T0 + 5_000));
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = host(&store, retry("k", T0 + 100));
+    let _ = host(&store, retry("k", T0 + 5_000));
     let retried = row(&store, "k");
     assert_eq!(retried.first_failed_at_ms, Some(T0 + 100));
     assert_eq!(retried.attempts, 2);
@@ -724,7 +724,7 @@ fn retry_sets_first_failed_at_on_the_first_failure_only() -> TestResult {
 #[test]
 fn retry_with_a_zero_base_or_a_max_below_it_is_invalid() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
     let with = |base_ms, max_ms| OutboxCommand::Retry {
         key: "k".into(),
         backoff: Backoff { base_ms, max_ms },
@@ -760,10 +760,10 @@ fn retry_with_a_zero_base_or_a_max_below_it_is_invalid() -> TestResult {
 #[test]
 fn give_up_expires_a_pending_or_waiting_row_but_not_a_claimed_one() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "pending", "runtime:p", T0)?;
-    enqueue(&store, "waiting", "runtime:p", T0 + 1)?;
-    enqueue(&store, "claimed", "runtime:c", T0)?;
-    host(
+    let _ = enqueue(&store, "pending", "runtime:p", T0)?;
+    let _ = enqueue(&store, "waiting", "runtime:p", T0 + 1)?;
+    let _ = enqueue(&store, "claimed", "runtime:c", T0)?;
+    let _ = host(
         &store,
         OutboxCommand::Park {
             key: "waiting".into(),
@@ -772,7 +772,7 @@ fn give_up_expires_a_pending_or_waiting_row_but_not_a_claimed_one() -> TestResul
     );
     claimed_keys(claim(&store, "runtime:c", "t1", 10, T0));
     for key in ["pending", "waiting"] {
-        host(
+        let _ = host(
             &store,
             OutboxCommand::GiveUp {
                 key: key.into(),
@@ -805,19 +805,19 @@ fn give_up_expires_a_pending_or_waiting_row_but_not_a_claimed_one() -> TestResul
 #[test]
 fn claim_takes_only_the_peers_own_claimable_rows_oldest_first() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "p-2", "runtime:p", T0 + 2)?;
-    enqueue(&store, "p-1", "runtime:p", T0 + 1)?;
-    enqueue(&store, "p-waiting", "runtime:p", T0 + 3)?;
-    enqueue(&store, "p-done", "runtime:p", T0)?;
-    enqueue(&store, "q-1", "runtime:q", T0)?;
-    host(
+    let _ = enqueue(&store, "p-2", "runtime:p", T0 + 2)?;
+    let _ = enqueue(&store, "p-1", "runtime:p", T0 + 1)?;
+    let _ = enqueue(&store, "p-waiting", "runtime:p", T0 + 3)?;
+    let _ = enqueue(&store, "p-done", "runtime:p", T0)?;
+    let _ = enqueue(&store, "q-1", "runtime:q", T0)?;
+    let _ = host(
         &store,
         OutboxCommand::Park {
             key: "p-waiting".into(),
             now_ms: T0 + 3,
         },
     );
-    host(
+    let _ = host(
         &store,
         OutboxCommand::Deliver {
             key: "p-done".into(),
@@ -889,7 +889,7 @@ fn claim_limit_is_clamped_between_one_and_the_maximum() -> TestResult {
 #[test]
 fn claim_with_nothing_to_take_claims_nothing_and_appends_nothing() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:q", T0)?;
+    let _ = enqueue(&store, "k", "runtime:q", T0)?;
     let before = records_in(&store);
     assert!(claimed_keys(claim(&store, "runtime:p", "t1", 10, T0)).is_empty());
     assert_eq!(records_in(&store), before);
@@ -899,9 +899,9 @@ fn claim_with_nothing_to_take_claims_nothing_and_appends_nothing() -> TestResult
 #[test]
 fn claim_leaves_a_row_under_a_live_claim_alone() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "held", "runtime:p", T0)?;
+    let _ = enqueue(&store, "held", "runtime:p", T0)?;
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
-    enqueue(&store, "new", "runtime:p", T0 + 1)?;
+    let _ = enqueue(&store, "new", "runtime:p", T0 + 1)?;
     let just_before_lapse = T0 + CLAIM_LEASE_MS - 1;
     assert_eq!(
         claimed_keys(claim(&store, "runtime:p", "t2", 10, just_before_lapse)),
@@ -916,7 +916,7 @@ fn claim_leaves_a_row_under_a_live_claim_alone() -> TestResult {
 #[test]
 fn a_lapsed_claim_can_be_claimed_again_under_a_new_token() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     let at_lapse = T0 + CLAIM_LEASE_MS;
     assert_eq!(
@@ -935,7 +935,7 @@ fn a_lapsed_claim_can_be_claimed_again_under_a_new_token() -> TestResult {
 #[test]
 fn claim_under_a_token_a_row_was_claimed_under_before_is_refused() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     let lapse = CLAIM_LEASE_MS;
     let before = records_in(&store);
@@ -965,7 +965,7 @@ fn claim_under_a_token_a_row_was_claimed_under_before_is_refused() -> TestResult
 #[test]
 fn claim_refuses_bad_input_naming_the_field() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
     let with = |peer: &str, token_name: &str, lease_ms| PullCommand::Claim {
         peer: peer.into(),
         token: token(token_name),
@@ -996,8 +996,8 @@ fn claim_refuses_bad_input_naming_the_field() -> TestResult {
 #[test]
 fn ack_with_the_claims_peer_and_token_marks_the_rows_done_and_returns_their_keys() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "a", "runtime:p", T0)?;
-    enqueue(&store, "b", "runtime:p", T0 + 1)?;
+    let _ = enqueue(&store, "a", "runtime:p", T0)?;
+    let _ = enqueue(&store, "b", "runtime:p", T0 + 1)?;
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0 + 2));
     assert_eq!(
         ack(&store, "runtime:p", &[("b", "t1"), ("a", "t1")], T0 + 3),
@@ -1019,7 +1019,7 @@ fn ack_with_the_claims_peer_and_token_marks_the_rows_done_and_returns_their_keys
 #[test]
 fn ack_with_another_peers_name_is_refused_other_peer() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     let before = records_in(&store);
     assert_eq!(
@@ -1034,7 +1034,7 @@ fn ack_with_another_peers_name_is_refused_other_peer() -> TestResult {
 #[test]
 fn ack_with_another_token_is_refused_other_token() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     assert_eq!(
         ack(&store, "runtime:p", &[("k", "guess")], T0 + 1),
@@ -1047,7 +1047,7 @@ fn ack_with_another_token_is_refused_other_token() -> TestResult {
 #[test]
 fn ack_by_the_earlier_claimant_after_a_takeover_is_refused() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     claimed_keys(claim(&store, "runtime:p", "t2", 10, T0 + CLAIM_LEASE_MS));
     assert_eq!(
@@ -1065,7 +1065,7 @@ fn ack_by_the_earlier_claimant_after_a_takeover_is_refused() -> TestResult {
 #[test]
 fn ack_of_a_lapsed_claim_nobody_took_again_is_accepted() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     assert_eq!(
         ack(&store, "runtime:p", &[("k", "t1")], T0 + 3 * CLAIM_LEASE_MS),
@@ -1079,19 +1079,19 @@ fn ack_of_a_lapsed_claim_nobody_took_again_is_accepted() -> TestResult {
 #[test]
 fn ack_of_a_row_that_is_not_claimed_is_refused_wrong_state() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "pending", "runtime:p", T0)?;
-    enqueue(&store, "acked", "runtime:p", T0 + 1)?;
+    let _ = enqueue(&store, "pending", "runtime:p", T0)?;
+    let _ = enqueue(&store, "acked", "runtime:p", T0 + 1)?;
     // Claim only "acked": the oldest row is "pending", so deliver it first.
-    host(
+    let _ = host(
         &store,
         OutboxCommand::Deliver {
             key: "pending".into(),
             now_ms: T0 + 1,
         },
     );
-    enqueue(&store, "still-pending", "runtime:q", T0)?;
+    let _ = enqueue(&store, "still-pending", "runtime:q", T0)?;
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0 + 2));
-    ack(&store, "runtime:p", &[("acked", "t1")], T0 + 3);
+    let _ = ack(&store, "runtime:p", &[("acked", "t1")], T0 + 3);
     assert_eq!(
         ack(
             &store,
@@ -1130,7 +1130,7 @@ fn ack_of_a_missing_row_is_refused_missing() -> TestResult {
 #[test]
 fn ack_naming_a_row_twice_acks_it_once() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     assert_eq!(
         ack(&store, "runtime:p", &[("k", "t1"), ("k", "t1")], T0 + 1),
@@ -1147,8 +1147,8 @@ fn ack_naming_a_row_twice_acks_it_once() -> TestResult {
 #[test]
 fn ack_mixes_acked_and_refused_rows_in_the_order_named() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "a", "runtime:p", T0)?;
-    enqueue(&store, "b", "runtime:p", T0 + 1)?;
+    let _ = enqueue(&store, "a", "runtime:p", T0)?;
+    let _ = enqueue(&store, "b", "runtime:p", T0 + 1)?;
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0 + 2));
     assert_eq!(
         ack(
@@ -1208,10 +1208,10 @@ fn ack_of_too_many_rows_or_a_malformed_key_is_invalid() -> TestResult {
 #[test]
 fn expire_gives_up_on_pending_and_waiting_rows_older_than_the_maximum_age() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "old-pending", "runtime:p", T0)?;
-    enqueue(&store, "old-waiting", "runtime:p", T0 + 1)?;
-    enqueue(&store, "at-the-age", "runtime:p", T0 + 2)?;
-    host(
+    let _ = enqueue(&store, "old-pending", "runtime:p", T0)?;
+    let _ = enqueue(&store, "old-waiting", "runtime:p", T0 + 1)?;
+    let _ = enqueue(&store, "at-the-age", "runtime:p", T0 + 2)?;
+    let _ = host(
         &store,
         OutboxCommand::Park {
             key: "old-waiting".into(),
@@ -1256,9 +1256,9 @@ fn expire_gives_up_on_pending_and_waiting_rows_older_than_the_maximum_age() -> T
 #[test]
 fn expire_gives_up_on_lapsed_claims_only_past_the_claim_retry_window() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "old-lapsed", "runtime:p", T0)?;
-    enqueue(&store, "old-live", "runtime:q", T0)?;
-    enqueue(&store, "young-lapsed", "runtime:r", T0 + 2 * HOUR)?;
+    let _ = enqueue(&store, "old-lapsed", "runtime:p", T0)?;
+    let _ = enqueue(&store, "old-live", "runtime:q", T0)?;
+    let _ = enqueue(&store, "young-lapsed", "runtime:r", T0 + 2 * HOUR)?;
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     claimed_keys(claim(&store, "runtime:r", "t1", 10, T0 + 2 * HOUR));
     let now = T0 + CLAIM_RETRY_MS + HOUR;
@@ -1297,7 +1297,7 @@ fn expire_gives_up_on_lapsed_claims_only_past_the_claim_retry_window() -> TestRe
 #[test]
 fn expire_with_nothing_old_appends_nothing() -> TestResult {
     let (_dir, store) = common::store();
-    enqueue(&store, "k", "runtime:p", T0)?;
+    let _ = enqueue(&store, "k", "runtime:p", T0)?;
     let before = records_in(&store);
     assert_eq!(
         expire(&store, T0 + HOUR),
@@ -1342,12 +1342,12 @@ fn a_sweep_takes_at_most_its_maximum_oldest_first_and_says_more_are_left() -> Te
 fn prune_removes_done_and_expired_rows_older_than_the_window_with_their_index_entries() -> TestResult
 {
     let (_dir, store) = common::store();
-    enqueue(&store, "done-old", "runtime:p", T0)?;
-    enqueue(&store, "expired-old", "runtime:p", T0 + 1)?;
-    enqueue(&store, "done-young", "runtime:p", T0 + 2 * HOUR)?;
-    enqueue(&store, "open-old", "runtime:p", T0)?;
+    let _ = enqueue(&store, "done-old", "runtime:p", T0)?;
+    let _ = enqueue(&store, "expired-old", "runtime:p", T0 + 1)?;
+    let _ = enqueue(&store, "done-young", "runtime:p", T0 + 2 * HOUR)?;
+    let _ = enqueue(&store, "open-old", "runtime:p", T0)?;
     for key in ["done-old", "done-young"] {
-        host(
+        let _ = host(
             &store,
             OutboxCommand::Deliver {
                 key: key.into(),
@@ -1355,7 +1355,7 @@ fn prune_removes_done_and_expired_rows_older_than_the_window_with_their_index_en
             },
         );
     }
-    host(
+    let _ = host(
         &store,
         OutboxCommand::GiveUp {
             key: "expired-old".into(),
@@ -1406,25 +1406,25 @@ fn prune_removes_done_and_expired_rows_older_than_the_window_with_their_index_en
 fn busy_store() -> Result<(tempfile::TempDir, Store), Box<dyn std::error::Error>> {
     let (dir, store) = common::store();
     for (n, key) in ["a", "b", "c", "d", "e", "f"].into_iter().enumerate() {
-        enqueue(&store, key, "runtime:p", T0 + n as u64)?;
+        let _ = enqueue(&store, key, "runtime:p", T0 + n as u64)?;
     }
-    enqueue(&store, "q", "runtime:q", T0)?;
-    host(&store, retry("q", T0 + 10));
-    host(
+    let _ = enqueue(&store, "q", "runtime:q", T0)?;
+    let _ = host(&store, retry("q", T0 + 10));
+    let _ = host(
         &store,
         OutboxCommand::Park {
             key: "a".into(),
             now_ms: T0 + 10,
         },
     );
-    host(
+    let _ = host(
         &store,
         OutboxCommand::Deliver {
             key: "b".into(),
             now_ms: T0 + 10,
         },
     );
-    host(
+    let _ = host(
         &store,
         OutboxCommand::GiveUp {
             key: "c".into(),
@@ -1432,7 +1432,7 @@ fn busy_store() -> Result<(tempfile::TempDir, Store), Box<dyn std::error::Error>
         },
     );
     claimed_keys(claim(&store, "runtime:p", "t1", 2, T0 + 20));
-    ack(&store, "runtime:p", &[("d", "t1")], T0 + 30);
+    let _ = ack(&store, "runtime:p", &[("d", "t1")], T0 + 30);
     Ok((dir, store))
 }
 
@@ -1465,7 +1465,7 @@ fn rebuild_reproduces_the_outbox_state_exactly() -> TestResult {
 fn commands_in_one_write_see_each_others_rows() -> TestResult {
     let (_dir, store) = common::store();
     let outcome = store.write(|session| {
-        session.execute(&enqueue_command("k", "runtime:p", b"x", T0))?;
+        let _ = session.execute(&enqueue_command("k", "runtime:p", b"x", T0))?;
         session.execute(&PullCommand::Claim {
             peer: "runtime:p".into(),
             token: token("t1"),
@@ -1488,7 +1488,7 @@ fn claim_and_expire_look_past_any_number_of_live_claims() -> TestResult {
     let (_dir, store) = common::store();
     // More live claims than one page of an index scan, all created before the lapsed one.
     enqueue_many(&store, "r", "runtime:p", 300, T0)?;
-    enqueue(&store, "z-lapsed", "runtime:q", T0 + 400)?;
+    let _ = enqueue(&store, "z-lapsed", "runtime:q", T0 + 400)?;
     claimed_keys(claim(&store, "runtime:q", "tq", 10, T0 + 400));
     let now = T0 + CLAIM_RETRY_MS + HOUR;
     for name in ["t1", "t2", "t3"] {
@@ -1497,7 +1497,7 @@ fn claim_and_expire_look_past_any_number_of_live_claims() -> TestResult {
             100
         );
     }
-    enqueue(&store, "late", "runtime:p", now)?;
+    let _ = enqueue(&store, "late", "runtime:p", now)?;
     assert_eq!(
         claimed_keys(claim(&store, "runtime:p", "t4", 100, now)),
         ["late"]
@@ -1524,8 +1524,8 @@ fn claim_and_expire_look_past_any_number_of_live_claims() -> TestResult {
 #[test]
 fn payloads_follow_the_documented_layout() -> TestResult {
     let (_dir, store) = common::store();
-    store.execute(&enqueue_command("k", "p", b"ab", T0))?;
-    host(
+    let _ = store.execute(&enqueue_command("k", "p", b"ab", T0))?;
+    let _ = host(
         &store,
         OutboxCommand::GiveUp {
             key: "k".into(),

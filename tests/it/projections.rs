@@ -61,7 +61,7 @@ fn count(store: &Store, kind: &str) -> Option<u64> {
 }
 
 fn append(store: &Store, kind: &str) {
-    store
+    let _ = store
         .append("s", ExpectedVersion::Any, &[event(kind, 0, b"")])
         .unwrap();
 }
@@ -160,7 +160,7 @@ fn a_projection_registered_late_is_built_from_the_whole_log() {
         store
             .write(|session| {
                 for _ in 0..20_000 {
-                    session.append("s", ExpectedVersion::Any, &[event("a", 0, b"")])?;
+                    let _ = session.append("s", ExpectedVersion::Any, &[event("a", 0, b"")])?;
                 }
                 Ok(())
             })
@@ -219,9 +219,9 @@ fn a_failed_write_leaves_log_and_projections_as_they_were() {
         now_ms: 0,
     };
     let result: Result<()> = store.write(|session| {
-        session.execute(&acquire)?;
-        session.append("s", ExpectedVersion::NoStream, &[event("k", 0, b"")])?;
-        session.append("s", ExpectedVersion::NoStream, &[event("k", 0, b"")])?;
+        let _ = session.execute(&acquire)?;
+        let _ = session.append("s", ExpectedVersion::NoStream, &[event("k", 0, b"")])?;
+        let _ = session.append("s", ExpectedVersion::NoStream, &[event("k", 0, b"")])?;
         Ok(())
     });
     assert!(result.is_err());
@@ -315,7 +315,7 @@ fn verify_names_the_projection_table_and_key_of_a_tampered_row() {
                 ttl_ms: 100,
                 now_ms: 0,
             };
-            store.execute(&acquire).unwrap();
+            let _ = store.execute(&acquire).unwrap();
         }
         let release = LeaseCommand::Release {
             resource: "beta".into(),
@@ -323,7 +323,7 @@ fn verify_names_the_projection_table_and_key_of_a_tampered_row() {
             token: annals::leases::FencingToken(1),
             now_ms: 1,
         };
-        store.execute(&release).unwrap();
+        let _ = store.execute(&release).unwrap();
         assert!(store.verify().unwrap().is_sound());
     }
     // Forge the last token of "beta" beneath the store, as an in-place UPDATE would.
@@ -370,7 +370,7 @@ fn acquired_v1(store: &Store, at_ms: u64) {
         ttl_ms: 1_000,
     });
     let event = NewEvent::new("lease.acquired", at_ms, payload).with_schema(1);
-    store
+    let _ = store
         .write(|session| session.append_unchecked("lease/r", ExpectedVersion::Any, &[event]))
         .unwrap();
 }
@@ -392,10 +392,11 @@ fn version_1_events_upcast_to_the_same_projection_as_version_2_events() {
         2,
         "the code writes version 2"
     );
-    new.write(|session| {
-        session.append_unchecked("lease/r", ExpectedVersion::Any, &[event.to_new_event(100)])
-    })
-    .unwrap();
+    let _ = new
+        .write(|session| {
+            session.append_unchecked("lease/r", ExpectedVersion::Any, &[event.to_new_event(100)])
+        })
+        .unwrap();
     let state = |store: &Store| leases::state_json(&store.state().unwrap()).unwrap();
     assert_eq!(state(&old), state(&new));
     assert_eq!(
@@ -462,7 +463,7 @@ fn a_projection_that_touches_a_table_not_its_own_is_refused_and_nothing_is_writt
             ..StoreOptions::default()
         };
         let store = Store::open_with(dir.path().join("log.redb"), options).unwrap();
-        store
+        let _ = store
             .append("s", ExpectedVersion::Any, &[event("fine", 0, b"")])
             .unwrap();
         let head = store.head().unwrap();

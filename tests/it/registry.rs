@@ -70,7 +70,7 @@ fn set_status(store: &Store, handle: &str, status: Status) -> Result<InstanceOut
 }
 
 fn charge(store: &Store, instance: &str, caller: &str, op: &str, fuel: u64) -> Result<()> {
-    store.execute(&RecordFuel {
+    let _ = store.execute(&RecordFuel {
         instance: instance.to_owned(),
         caller: caller.to_owned(),
         op: op.to_owned(),
@@ -272,7 +272,7 @@ fn updates_never_change_created_at() -> Result<()> {
     let (_dir, store) = store();
     upsert(&store, "martha", with_store("/var/a.db"), T0)?;
     upsert(&store, "martha", with_store("/var/b.db"), T0 + 5_000)?;
-    set_status(&store, "martha", Status::Disabled)?;
+    let _ = set_status(&store, "martha", Status::Disabled)?;
     let now = instance(&store, "martha")?;
     assert_eq!(now.as_ref().map(|i| i.created_at_ms), Some(T0));
     assert_eq!(now.map(|i| i.store), Some("/var/b.db".to_owned()));
@@ -424,7 +424,7 @@ fn a_roster_with_a_star_knows_everyone_and_repeats_are_dropped() -> Result<()> {
             now_ms: T0 + 1,
         })
     };
-    set(Knows::Handles(vec![
+    let _ = set(Knows::Handles(vec![
         "bob".into(),
         "alice".into(),
         "bob".into(),
@@ -434,11 +434,11 @@ fn a_roster_with_a_star_knows_everyone_and_repeats_are_dropped() -> Result<()> {
         knows,
         Some(Knows::Handles(vec!["bob".into(), "alice".into()]))
     );
-    set(Knows::Handles(vec!["bob".into(), "*".into()]))?;
+    let _ = set(Knows::Handles(vec!["bob".into(), "*".into()]))?;
     let knows = instance(&store, "martha")?.map(|i| i.knows);
     assert_eq!(knows, Some(Knows::All));
     assert!(knows.is_some_and(|k| k.includes("anyone")));
-    set(Knows::Handles(Vec::new()))?;
+    let _ = set(Knows::Handles(Vec::new()))?;
     assert_eq!(
         instance(&store, "martha")?.map(|i| i.knows),
         Some(Knows::nobody())
@@ -458,7 +458,7 @@ fn set_topics_replaces_them_and_empty_is_none() -> Result<()> {
             now_ms: T0 + 1,
         })
     };
-    set(&["tm_ship", "ls_ship"])?;
+    let _ = set(&["tm_ship", "ls_ship"])?;
     assert_eq!(
         instance(&store, "martha")?.map(|i| i.topics),
         Some(vec!["tm_ship".to_owned(), "ls_ship".to_owned()])
@@ -467,7 +467,7 @@ fn set_topics_replaces_them_and_empty_is_none() -> Result<()> {
         set(&["tm_ship", "ls_ship"])?,
         InstanceOutcome::Unchanged { .. }
     ));
-    set(&[])?;
+    let _ = set(&[])?;
     assert_eq!(instance(&store, "martha")?.map(|i| i.topics), Some(vec![]));
     assert_eq!(head(&store)?, 3);
     assert!(store.verify()?.is_sound());
@@ -505,7 +505,7 @@ fn remove_drops_the_instance_and_its_index_entries() -> Result<()> {
 fn a_removed_handle_can_be_registered_again_with_a_new_creation_time() -> Result<()> {
     let (_dir, store) = store();
     agent(&store, "martha", IDENTITY, T0)?;
-    store.execute(&InstanceCommand::Remove {
+    let _ = store.execute(&InstanceCommand::Remove {
         handle: "martha".into(),
         now_ms: T0 + 1,
     })?;
@@ -526,7 +526,7 @@ fn by_identity_finds_only_an_enabled_instance() -> Result<()> {
     );
     assert_eq!(registry::by_identity(&state, "03cc")?, None);
     drop(state);
-    set_status(&store, "martha", Status::Disabled)?;
+    let _ = set_status(&store, "martha", Status::Disabled)?;
     assert_eq!(registry::by_identity(&store.state()?, IDENTITY)?, None);
     assert!(store.verify()?.is_sound());
     Ok(())
@@ -538,7 +538,7 @@ fn by_identity_answers_the_first_enabled_handle_when_several_share_it() -> Resul
     agent(&store, "zed", IDENTITY, T0)?;
     agent(&store, "bob", IDENTITY, T0 + 1)?;
     agent(&store, "carol", IDENTITY, T0 + 2)?;
-    set_status(&store, "bob", Status::Disabled)?;
+    let _ = set_status(&store, "bob", Status::Disabled)?;
     let found = registry::by_identity(&store.state()?, IDENTITY)?;
     assert_eq!(found.map(|i| i.handle.to_string()), Some("carol".into()));
     assert!(store.verify()?.is_sound());
@@ -624,7 +624,7 @@ fn identity_of_needs_the_domain_to_match() -> Result<()> {
 fn identity_of_ignores_the_status() -> Result<()> {
     let (_dir, store) = store();
     agent(&store, "martha", IDENTITY, T0)?;
-    set_status(&store, "martha", Status::Disabled)?;
+    let _ = set_status(&store, "martha", Status::Disabled)?;
     assert_eq!(
         registry::identity_of(&store.state()?, "martha", "localhost")?,
         Some(IDENTITY.into())
@@ -647,7 +647,7 @@ fn mailbox_of_an_owner_is_its_enabled_mailbox_instance() -> Result<()> {
         registry::mailbox_of(&store.state()?, OWNER)?.map(|i| i.handle.to_string()),
         Some("box".into())
     );
-    set_status(&store, "box", Status::Disabled)?;
+    let _ = set_status(&store, "box", Status::Disabled)?;
     assert_eq!(registry::mailbox_of(&store.state()?, OWNER)?, None);
     assert_eq!(registry::mailbox_of(&store.state()?, "02ff")?, None);
     assert!(store.verify()?.is_sound());
@@ -676,7 +676,7 @@ fn instances_are_listed_oldest_first_and_filtered_by_status() -> Result<()> {
     agent(&store, "carol", "03c", T0 + 2)?;
     agent(&store, "bob", "03b", T0)?;
     agent(&store, "alice", "03a", T0 + 2)?;
-    set_status(&store, "bob", Status::Disabled)?;
+    let _ = set_status(&store, "bob", Status::Disabled)?;
     let handles = |status, limit| -> Result<Vec<String>> {
         Ok(registry::instances(&store.state()?, status, limit)?
             .into_iter()
@@ -732,7 +732,7 @@ fn setting_the_same_value_appends_nothing() -> Result<()> {
         value: "tree-1".into(),
         now_ms: T0,
     };
-    store.execute(&set)?;
+    let _ = store.execute(&set)?;
     assert_eq!(store.execute(&set)?, SettingOutcome::Unchanged);
     assert_eq!(head(&store)?, 1);
     Ok(())
@@ -751,7 +751,7 @@ fn an_empty_or_overlong_setting_key_is_an_invalid_command() -> Result<()> {
             "key",
         );
     }
-    store.execute(&SetSetting {
+    let _ = store.execute(&SetSetting {
         key: "k".repeat(128),
         value: String::new(),
         now_ms: T0,
@@ -765,7 +765,7 @@ fn the_host_skein_is_the_instance_its_setting_names() -> Result<()> {
     let (_dir, store) = store();
     agent(&store, "operator", IDENTITY, T0)?;
     assert_eq!(registry::host_skein(&store.state()?)?, None);
-    store.execute(&SetSetting {
+    let _ = store.execute(&SetSetting {
         key: HOST_SKEIN_SETTING.into(),
         value: "operator".into(),
         now_ms: T0 + 1,
@@ -916,7 +916,7 @@ fn removing_an_instance_keeps_its_fuel_ledger() -> Result<()> {
     let (_dir, store) = store();
     agent(&store, "martha", IDENTITY, T0)?;
     charge(&store, "martha", "02aa", "/read", 5)?;
-    store.execute(&InstanceCommand::Remove {
+    let _ = store.execute(&InstanceCommand::Remove {
         handle: "martha".into(),
         now_ms: T0 + 10,
     })?;
@@ -933,13 +933,13 @@ fn events_go_to_the_instance_setting_and_fuel_streams() -> Result<()> {
     let (_dir, store) = store();
     let token = token_handle(0);
     agent(&store, &token, IDENTITY, T0)?;
-    store.execute(&SetSetting {
+    let _ = store.execute(&SetSetting {
         key: HOST_SKEIN_SETTING.into(),
         value: token.clone(),
         now_ms: T0 + 1,
     })?;
     charge(&store, &token, "02aa", "/read", 5)?;
-    store.execute(&InstanceCommand::Remove {
+    let _ = store.execute(&InstanceCommand::Remove {
         handle: token.clone(),
         now_ms: T0 + 10,
     })?;
@@ -991,23 +991,23 @@ fn populated() -> Result<(tempfile::TempDir, Store)> {
         },
         T0 + 2,
     )?;
-    set_status(&store, "box", Status::Disabled)?;
-    store.execute(&InstanceCommand::SetKnows {
+    let _ = set_status(&store, "box", Status::Disabled)?;
+    let _ = store.execute(&InstanceCommand::SetKnows {
         handle: "martha".into(),
         knows: Knows::from_handles(["box"]),
         now_ms: T0 + 3,
     })?;
-    store.execute(&InstanceCommand::SetTopics {
+    let _ = store.execute(&InstanceCommand::SetTopics {
         handle: "martha".into(),
         topics: vec!["tm_ship".into()],
         now_ms: T0 + 4,
     })?;
     agent(&store, "gone", "03ff", T0 + 5)?;
-    store.execute(&InstanceCommand::Remove {
+    let _ = store.execute(&InstanceCommand::Remove {
         handle: "gone".into(),
         now_ms: T0 + 6,
     })?;
-    store.execute(&SetSetting {
+    let _ = store.execute(&SetSetting {
         key: HOST_SKEIN_SETTING.into(),
         value: "martha".into(),
         now_ms: T0 + 7,

@@ -54,9 +54,9 @@ fn cron_root(run: &str, span: &str, billing: Option<BillingMode>, now_ms: u64) -
 
 /// An api-billed cron run `run` whose root has the open children `children`.
 fn api_cron_run(store: &Store, run: &str, children: &[&str]) -> TestResult {
-    store.execute(&cron_root(run, "root", Some(BillingMode::Api), T0))?;
+    let _ = store.execute(&cron_root(run, "root", Some(BillingMode::Api), T0))?;
     for child in children {
-        store.execute(&start(run, child, Some("root"), "cron-wrapper", T0))?;
+        let _ = store.execute(&start(run, child, Some("root"), "cron-wrapper", T0))?;
     }
     Ok(())
 }
@@ -177,10 +177,10 @@ fn assert_sound(store: &Store) -> TestResult {
 
 /// A root `root` in `run` with children `a` (with child `a1`) and `b`, started one ms apart.
 fn tree(store: &Store, run: &str, writer: &str, at_ms: u64) -> TestResult {
-    store.execute(&start(run, "root", None, writer, at_ms))?;
-    store.execute(&start(run, "a", Some("root"), writer, at_ms + 1))?;
-    store.execute(&start(run, "a1", Some("a"), writer, at_ms + 2))?;
-    store.execute(&start(run, "b", Some("root"), writer, at_ms + 3))?;
+    let _ = store.execute(&start(run, "root", None, writer, at_ms))?;
+    let _ = store.execute(&start(run, "a", Some("root"), writer, at_ms + 1))?;
+    let _ = store.execute(&start(run, "a1", Some("a"), writer, at_ms + 2))?;
+    let _ = store.execute(&start(run, "b", Some("root"), writer, at_ms + 3))?;
     Ok(())
 }
 
@@ -222,7 +222,7 @@ fn start_records_an_open_span_at_now_ms_on_the_run_stream() -> TestResult {
 #[test]
 fn starting_the_same_span_twice_is_refused() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
     let before = head(&store);
     let again = store.execute(&start("r1", "root", None, "w1", T0 + 1))?;
     assert_eq!(again, refused(SpanRefusal::SpanExists));
@@ -233,7 +233,7 @@ fn starting_the_same_span_twice_is_refused() -> TestResult {
 #[test]
 fn a_second_root_in_a_run_is_refused() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
     let second = store.execute(&start("r1", "other-root", None, "w1", T0 + 1))?;
     assert_eq!(second, refused(SpanRefusal::RootExists));
     assert_sound(&store)
@@ -248,8 +248,8 @@ fn a_child_needs_its_parent_in_the_run() -> TestResult {
         refused(SpanRefusal::ParentMissing),
         "a run's first span is its root"
     );
-    store.execute(&start("r1", "root", None, "w1", T0))?;
-    store.execute(&start("r2", "elsewhere", None, "w1", T0))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("r2", "elsewhere", None, "w1", T0))?;
     let foreign = store.execute(&start("r1", "a", Some("elsewhere"), "w1", T0 + 1))?;
     assert_eq!(foreign, refused(SpanRefusal::ParentMissing));
     assert_sound(&store)
@@ -258,8 +258,8 @@ fn a_child_needs_its_parent_in_the_run() -> TestResult {
 #[test]
 fn a_closed_run_takes_no_new_span() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
-    store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 10))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 10))?;
     let late = store.execute(&start("r1", "late", Some("root"), "w1", T0 + 11))?;
     assert_eq!(late, refused(SpanRefusal::RunClosed));
     assert_sound(&store)
@@ -268,7 +268,7 @@ fn a_closed_run_takes_no_new_span() -> TestResult {
 #[test]
 fn empty_required_fields_are_invalid_commands() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
     let check = |command: &dyn Fn(&Store) -> annals::Result<()>, field: &str| match command(&store)
     {
         Err(Error::InvalidCommand { field: got, .. }) => assert_eq!(got, field),
@@ -324,8 +324,8 @@ fn patch_merges_attributes_and_reported_usage() -> TestResult {
     if let SpanCommand::Start { attributes: a, .. } = &mut command {
         *a = attributes(&[("model", "m1"), ("mode", "plan")]);
     }
-    store.execute(&command)?;
-    store.execute(&patch(
+    let _ = store.execute(&command)?;
+    let _ = store.execute(&patch(
         "r1",
         "root",
         attributes(&[("mode", "act")]),
@@ -369,8 +369,8 @@ fn patch_merges_attributes_and_reported_usage() -> TestResult {
 #[test]
 fn patch_after_end_is_refused() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
-    store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
     let before = runs::span(&store.state()?, "r1", "root")?;
     let late = store.execute(&patch(
         "r1",
@@ -402,8 +402,8 @@ fn patch_of_an_unknown_span_is_refused() -> TestResult {
 #[test]
 fn end_is_written_once_and_a_second_end_is_refused() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
-    store.execute(&start("r1", "a", Some("root"), "w1", T0))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("r1", "a", Some("root"), "w1", T0))?;
     let first = store.execute(&end_with(
         "r1",
         "a",
@@ -453,8 +453,8 @@ fn a_span_ends_with_each_of_the_six_outcomes() -> TestResult {
     );
     for (i, outcome) in SpanOutcome::ALL.into_iter().enumerate() {
         let run = format!("r{i}");
-        store.execute(&start(&run, "root", None, "w1", T0))?;
-        store.execute(&end(&run, "root", outcome, T0 + 1))?;
+        let _ = store.execute(&start(&run, "root", None, "w1", T0))?;
+        let _ = store.execute(&end(&run, "root", outcome, T0 + 1))?;
         let span = runs::span(&store.state()?, &run, "root")?.expect("span");
         assert_eq!(span.outcome, Some(outcome));
         assert_eq!(
@@ -470,15 +470,15 @@ fn a_span_ends_with_each_of_the_six_outcomes() -> TestResult {
 #[test]
 fn end_merges_final_usage_and_attributes() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
-    store.execute(&patch(
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&patch(
         "r1",
         "root",
         attributes(&[("a", "1")]),
         usage(5, 6, None),
         T0 + 1,
     ))?;
-    store.execute(&SpanCommand::End {
+    let _ = store.execute(&SpanCommand::End {
         run: "r1".into(),
         span: "root".into(),
         outcome: SpanOutcome::Success,
@@ -499,10 +499,10 @@ fn end_merges_final_usage_and_attributes() -> TestResult {
 #[test]
 fn events_take_the_next_index_of_their_span() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
-    store.execute(&start("r1", "a", Some("root"), "w1", T0))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("r1", "a", Some("root"), "w1", T0))?;
     for (i, span) in ["root", "a", "root", "root"].into_iter().enumerate() {
-        store.execute(&event(
+        let _ = store.execute(&event(
             "r1",
             span,
             &format!("\"e{i}\""),
@@ -523,7 +523,7 @@ fn events_take_the_next_index_of_their_span() -> TestResult {
 #[test]
 fn an_event_payload_over_the_cap_is_cut_and_flagged_truncated() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
     let cap = EVENT_PAYLOAD_BYTES_MAX as usize;
     assert_eq!(cap, 16 * 1024);
     let exact = "x".repeat(cap);
@@ -553,10 +553,10 @@ fn an_event_payload_over_the_cap_is_cut_and_flagged_truncated() -> TestResult {
 #[test]
 fn a_lower_payload_cap_applies_and_a_higher_one_is_clamped() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
     let big = "z".repeat(40_000);
-    store.execute(&event("r1", "root", "0123456789", Some(4), T0))?;
-    store.execute(&event("r1", "root", &big, Some(1 << 20), T0))?;
+    let _ = store.execute(&event("r1", "root", "0123456789", Some(4), T0))?;
+    let _ = store.execute(&event("r1", "root", &big, Some(1 << 20), T0))?;
     let events = runs::events(&store.state()?, "r1", "root")?;
     assert_eq!(
         (events[0].payload.as_str(), events[0].truncated),
@@ -570,9 +570,9 @@ fn a_lower_payload_cap_applies_and_a_higher_one_is_clamped() -> TestResult {
 #[test]
 fn a_cut_payload_stays_utf8() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
     // "é" is two bytes: a cap of 3 falls inside the second one.
-    store.execute(&event("r1", "root", "éé", Some(3), T0))?;
+    let _ = store.execute(&event("r1", "root", "éé", Some(3), T0))?;
     let events = runs::events(&store.state()?, "r1", "root")?;
     assert_eq!(
         (events[0].payload.as_str(), events[0].truncated),
@@ -584,8 +584,8 @@ fn a_cut_payload_stays_utf8() -> TestResult {
 #[test]
 fn events_go_to_ended_spans_but_not_to_unknown_ones() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
-    store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
     let late = store.execute(&event("r1", "root", "{}", None, T0 + 2))?;
     assert!(matches!(
         late,
@@ -599,18 +599,18 @@ fn events_go_to_ended_spans_but_not_to_unknown_ones() -> TestResult {
 #[test]
 fn every_change_takes_the_next_seq_of_its_run_and_carries_its_position() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
-    store.execute(&start("r2", "root", None, "w1", T0))?;
-    store.execute(&start("r1", "a", Some("root"), "w1", T0 + 1))?;
-    store.execute(&patch(
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("r2", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("r1", "a", Some("root"), "w1", T0 + 1))?;
+    let _ = store.execute(&patch(
         "r1",
         "a",
         Attributes::new(),
         usage(1, 1, None),
         T0 + 2,
     ))?;
-    store.execute(&event("r1", "a", "{}", None, T0 + 3))?;
-    store.execute(&end("r1", "a", SpanOutcome::Success, T0 + 4))?;
+    let _ = store.execute(&event("r1", "a", "{}", None, T0 + 3))?;
+    let _ = store.execute(&end("r1", "a", SpanOutcome::Success, T0 + 4))?;
     let state = store.state()?;
     let changes = runs::changes_since(&state, "r1", RunSeq(0), 100)?;
     let seqs: Vec<u64> = changes.iter().map(|c| c.seq.0).collect();
@@ -650,7 +650,7 @@ fn every_change_takes_the_next_seq_of_its_run_and_carries_its_position() -> Test
 #[test]
 fn heartbeats_take_no_seq() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
     let outcome = store.execute(&heartbeat("r1", T0 + 1_000))?;
     assert_eq!(outcome, RunCommandOutcome::HeartbeatRecorded);
     let state = store.state()?;
@@ -667,8 +667,8 @@ fn a_heartbeat_of_an_unknown_or_closed_run_is_refused() -> TestResult {
     let (_dir, store) = store();
     let unknown = store.execute(&heartbeat("r1", T0))?;
     assert_eq!(unknown, run_refused(RunRefusal::RunMissing));
-    store.execute(&start("r1", "root", None, "w1", T0))?;
-    store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
     let closed = store.execute(&heartbeat("r1", T0 + 2))?;
     assert_eq!(closed, run_refused(RunRefusal::RunClosed));
     assert_sound(&store)
@@ -677,9 +677,9 @@ fn a_heartbeat_of_an_unknown_or_closed_run_is_refused() -> TestResult {
 #[test]
 fn an_older_heartbeat_does_not_move_the_last_one_back() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
-    store.execute(&heartbeat("r1", T0 + 5_000))?;
-    store.execute(&heartbeat("r1", T0 + 2_000))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&heartbeat("r1", T0 + 5_000))?;
+    let _ = store.execute(&heartbeat("r1", T0 + 2_000))?;
     let root = runs::span(&store.state()?, "r1", "root")?.expect("root");
     assert_eq!(root.last_heartbeat_at_ms, Some(T0 + 5_000));
     let stale = store.execute(&RunCommand::SweepStale {
@@ -697,10 +697,10 @@ fn an_older_heartbeat_does_not_move_the_last_one_back() -> TestResult {
 #[test]
 fn a_snapshot_reads_spans_events_seq_and_cursor_together() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
-    store.execute(&start("r1", "a", Some("root"), "w1", T0 + 1))?;
-    store.execute(&event("r1", "a", "{}", None, T0 + 2))?;
-    store.execute(&event("r1", "root", "{}", None, T0 + 3))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("r1", "a", Some("root"), "w1", T0 + 1))?;
+    let _ = store.execute(&event("r1", "a", "{}", None, T0 + 2))?;
+    let _ = store.execute(&event("r1", "root", "{}", None, T0 + 3))?;
     let snapshot = runs::snapshot(&store.state()?, "r1")?.expect("snapshot");
     let spans: Vec<&str> = snapshot.spans.iter().map(|s| s.span.as_str()).collect();
     assert_eq!(spans, ["root", "a"], "start order");
@@ -717,7 +717,7 @@ fn ending_the_root_writes_the_rollup() -> TestResult {
     let (_dir, store) = store();
     tree(&store, "r1", "w1", T0)?;
     for span in ["a1", "a", "b"] {
-        store.execute(&end("r1", span, SpanOutcome::Success, T0 + 50))?;
+        let _ = store.execute(&end("r1", span, SpanOutcome::Success, T0 + 50))?;
     }
     let ended = store.execute(&end_using(
         "r1",
@@ -761,10 +761,10 @@ fn ending_the_root_writes_the_rollup() -> TestResult {
 #[test]
 fn rollup_tokens_are_the_roots_not_the_trees_sum() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
-    store.execute(&start("r1", "sub", Some("root"), "w1", T0))?;
-    store.execute(&end_using("r1", "sub", usage(7, 7, Some(70)), T0 + 1))?;
-    store.execute(&end_using("r1", "root", usage(10, 20, Some(300)), T0 + 2))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("r1", "sub", Some("root"), "w1", T0))?;
+    let _ = store.execute(&end_using("r1", "sub", usage(7, 7, Some(70)), T0 + 1))?;
+    let _ = store.execute(&end_using("r1", "root", usage(10, 20, Some(300)), T0 + 2))?;
     let rollup = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         (rollup.input_tokens, rollup.output_tokens),
@@ -778,10 +778,10 @@ fn rollup_tokens_are_the_roots_not_the_trees_sum() -> TestResult {
 fn a_cron_rollup_sums_its_children_when_the_root_reports_none() -> TestResult {
     let (_dir, store) = store();
     api_cron_run(&store, "r1", &["a", "b", "tool"])?;
-    store.execute(&end_using("r1", "a", usage(10, 1, Some(100)), T0 + 1))?;
-    store.execute(&end_using("r1", "b", usage(20, 2, Some(200)), T0 + 2))?;
-    store.execute(&end("r1", "tool", SpanOutcome::Success, T0 + 3))?;
-    store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 4))?;
+    let _ = store.execute(&end_using("r1", "a", usage(10, 1, Some(100)), T0 + 1))?;
+    let _ = store.execute(&end_using("r1", "b", usage(20, 2, Some(200)), T0 + 2))?;
+    let _ = store.execute(&end("r1", "tool", SpanOutcome::Success, T0 + 3))?;
+    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 4))?;
     let rollup = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         (rollup.input_tokens, rollup.output_tokens),
@@ -801,7 +801,7 @@ fn a_cron_rollup_sums_its_children_when_the_root_reports_none() -> TestResult {
 fn the_rollup_failure_reason_is_the_first_error_or_timeout_reason() -> TestResult {
     let (_dir, store) = store();
     tree(&store, "r1", "w1", T0)?;
-    store.execute(&end_with(
+    let _ = store.execute(&end_with(
         "r1",
         "b",
         SpanOutcome::Timeout,
@@ -809,7 +809,7 @@ fn the_rollup_failure_reason_is_the_first_error_or_timeout_reason() -> TestResul
         SpanUsage::default(),
         T0 + 5,
     ))?;
-    store.execute(&end_with(
+    let _ = store.execute(&end_with(
         "r1",
         "a1",
         SpanOutcome::Denied,
@@ -817,7 +817,7 @@ fn the_rollup_failure_reason_is_the_first_error_or_timeout_reason() -> TestResul
         SpanUsage::default(),
         T0 + 6,
     ))?;
-    store.execute(&end_with(
+    let _ = store.execute(&end_with(
         "r1",
         "a",
         SpanOutcome::Error,
@@ -825,7 +825,7 @@ fn the_rollup_failure_reason_is_the_first_error_or_timeout_reason() -> TestResul
         SpanUsage::default(),
         T0 + 7,
     ))?;
-    store.execute(&end("r1", "root", SpanOutcome::Error, T0 + 8))?;
+    let _ = store.execute(&end("r1", "root", SpanOutcome::Error, T0 + 8))?;
     let rollup = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         rollup.failure_reason.as_deref(),
@@ -838,10 +838,10 @@ fn the_rollup_failure_reason_is_the_first_error_or_timeout_reason() -> TestResul
 #[test]
 fn the_rollup_failure_reason_is_interrupted_when_the_root_was() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0))?;
-    store.execute(&end("r1", "root", SpanOutcome::Interrupted, T0 + 1))?;
-    store.execute(&start("r2", "root", None, "w1", T0))?;
-    store.execute(&end("r2", "root", SpanOutcome::Cancelled, T0 + 1))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&end("r1", "root", SpanOutcome::Interrupted, T0 + 1))?;
+    let _ = store.execute(&start("r2", "root", None, "w1", T0))?;
+    let _ = store.execute(&end("r2", "root", SpanOutcome::Cancelled, T0 + 1))?;
     let state = store.state()?;
     let interrupted = runs::rollup(&state, "r1")?.expect("rollup");
     assert_eq!(interrupted.failure_reason.as_deref(), Some("interrupted"));
@@ -856,8 +856,8 @@ fn the_rollup_failure_reason_is_interrupted_when_the_root_was() -> TestResult {
 fn a_later_end_rolls_up_again_with_costs_frozen_at_their_first_value() -> TestResult {
     let (_dir, store) = store();
     api_cron_run(&store, "r1", &["a", "b"])?;
-    store.execute(&end_using("r1", "a", usage(10, 1, Some(100)), T0 + 1))?;
-    store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 2))?;
+    let _ = store.execute(&end_using("r1", "a", usage(10, 1, Some(100)), T0 + 1))?;
+    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 2))?;
     let first = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         (first.cost_micro_usd, first.effective_cost_micro_usd),
@@ -882,13 +882,13 @@ fn a_later_end_rolls_up_again_with_costs_frozen_at_their_first_value() -> TestRe
 fn an_unknown_cost_is_filled_by_a_later_rollup() -> TestResult {
     let (_dir, store) = store();
     api_cron_run(&store, "r1", &["a"])?;
-    store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
+    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
     let first = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         (first.cost_micro_usd, first.effective_cost_micro_usd),
         (None, None)
     );
-    store.execute(&end_using("r1", "a", usage(1, 1, Some(42)), T0 + 2))?;
+    let _ = store.execute(&end_using("r1", "a", usage(1, 1, Some(42)), T0 + 2))?;
     let second = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         (second.cost_micro_usd, second.effective_cost_micro_usd),
@@ -905,8 +905,8 @@ fn the_effective_cost_follows_the_billing_mode() -> TestResult {
         ("api", Some(BillingMode::Api)),
         ("unknown", None),
     ] {
-        store.execute(&start(run, "root", None, "w1", T0))?;
-        store.execute(&SpanCommand::Patch {
+        let _ = store.execute(&start(run, "root", None, "w1", T0))?;
+        let _ = store.execute(&SpanCommand::Patch {
             run: run.into(),
             span: "root".into(),
             attributes: Attributes::new(),
@@ -915,7 +915,7 @@ fn the_effective_cost_follows_the_billing_mode() -> TestResult {
             billing_mode: mode,
             now_ms: T0,
         })?;
-        store.execute(&end_using(run, "root", usage(1, 1, Some(900)), T0 + 1))?;
+        let _ = store.execute(&end_using(run, "root", usage(1, 1, Some(900)), T0 + 1))?;
     }
     let state = store.state()?;
     let effective = |run| -> annals::Result<(Option<u64>, Option<BillingMode>)> {
@@ -939,8 +939,8 @@ fn the_effective_cost_follows_the_billing_mode() -> TestResult {
 fn cascade_close_ends_open_spans_deepest_first() -> TestResult {
     let (_dir, store) = store();
     tree(&store, "r1", "w1", T0)?;
-    store.execute(&start("r1", "b1", Some("b"), "w1", T0 + 4))?;
-    store.execute(&end("r1", "b1", SpanOutcome::Success, T0 + 5))?;
+    let _ = store.execute(&start("r1", "b1", Some("b"), "w1", T0 + 4))?;
+    let _ = store.execute(&end("r1", "b1", SpanOutcome::Success, T0 + 5))?;
     let outcome = store.execute(&RunCommand::CascadeClose {
         run: "r1".into(),
         outcome: SpanOutcome::Cancelled,
@@ -995,8 +995,8 @@ fn cascade_close_of_an_unknown_run_is_refused_and_of_a_finished_one_closes_nothi
         store.execute(&close("r1"))?,
         run_refused(RunRefusal::RunMissing)
     );
-    store.execute(&start("r1", "root", None, "w1", T0))?;
-    store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
     let before = head(&store);
     assert!(closed_spans(store.execute(&close("r1"))?).is_empty());
     assert_eq!(head(&store), before);
@@ -1006,12 +1006,12 @@ fn cascade_close_of_an_unknown_run_is_refused_and_of_a_finished_one_closes_nothi
 #[test]
 fn the_orphan_sweep_closes_every_run_with_an_open_span_of_the_gone_writer() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "old", T0))?;
-    store.execute(&start("r2", "root", None, "other", T0))?;
-    store.execute(&start("r2", "a", Some("root"), "old", T0 + 1))?;
-    store.execute(&start("r3", "root", None, "other", T0))?;
-    store.execute(&start("r4", "root", None, "old", T0))?;
-    store.execute(&end("r4", "root", SpanOutcome::Success, T0 + 2))?;
+    let _ = store.execute(&start("r1", "root", None, "old", T0))?;
+    let _ = store.execute(&start("r2", "root", None, "other", T0))?;
+    let _ = store.execute(&start("r2", "a", Some("root"), "old", T0 + 1))?;
+    let _ = store.execute(&start("r3", "root", None, "other", T0))?;
+    let _ = store.execute(&start("r4", "root", None, "old", T0))?;
+    let _ = store.execute(&end("r4", "root", SpanOutcome::Success, T0 + 2))?;
     let outcome = store.execute(&RunCommand::SweepOrphans {
         writer: "old".into(),
         now_ms: T0 + 10,
@@ -1041,10 +1041,10 @@ fn the_orphan_sweep_closes_every_run_with_an_open_span_of_the_gone_writer() -> T
 #[test]
 fn the_stale_sweep_closes_runs_whose_root_heartbeat_went_stale() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("quiet", "root", None, "w1", T0))?;
-    store.execute(&start("alive", "root", None, "w1", T0))?;
-    store.execute(&start("alive", "long", Some("root"), "w1", T0))?;
-    store.execute(&heartbeat("alive", T0 + 50_000))?;
+    let _ = store.execute(&start("quiet", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("alive", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("alive", "long", Some("root"), "w1", T0))?;
+    let _ = store.execute(&heartbeat("alive", T0 + 50_000))?;
     let outcome = store.execute(&RunCommand::SweepStale {
         stale_after_ms: 30_000,
         sweeper: None,
@@ -1073,8 +1073,8 @@ fn the_stale_sweep_closes_runs_whose_root_heartbeat_went_stale() -> TestResult {
 #[test]
 fn the_stale_sweep_spares_the_sweepers_own_runs() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("mine", "root", None, "me", T0))?;
-    store.execute(&start("theirs", "root", None, "them", T0))?;
+    let _ = store.execute(&start("mine", "root", None, "me", T0))?;
+    let _ = store.execute(&start("theirs", "root", None, "them", T0))?;
     let outcome = store.execute(&RunCommand::SweepStale {
         stale_after_ms: 1_000,
         sweeper: Some("me".into()),
@@ -1088,12 +1088,12 @@ fn the_stale_sweep_spares_the_sweepers_own_runs() -> TestResult {
 #[test]
 fn stuck_runs_are_open_roots_started_longer_ago_than_the_threshold() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("old", "root", None, "w1", T0))?;
-    store.execute(&start("older", "root", None, "w1", T0 - 5_000))?;
-    store.execute(&start("young", "root", None, "w1", T0 + 9_000))?;
-    store.execute(&start("done", "root", None, "w1", T0 - 9_000))?;
-    store.execute(&end("done", "root", SpanOutcome::Success, T0))?;
-    store.execute(&heartbeat("old", T0 + 9_999))?;
+    let _ = store.execute(&start("old", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("older", "root", None, "w1", T0 - 5_000))?;
+    let _ = store.execute(&start("young", "root", None, "w1", T0 + 9_000))?;
+    let _ = store.execute(&start("done", "root", None, "w1", T0 - 9_000))?;
+    let _ = store.execute(&end("done", "root", SpanOutcome::Success, T0))?;
+    let _ = store.execute(&heartbeat("old", T0 + 9_999))?;
     let state = store.state()?;
     let stuck: Vec<String> = runs::stuck_runs(&state, 5_000, T0 + 10_000)?
         .into_iter()
@@ -1114,11 +1114,11 @@ fn stuck_runs_are_open_roots_started_longer_ago_than_the_threshold() -> TestResu
 
 /// A finished run `run` of two spans whose root ended at `ended_at_ms`.
 fn finished(store: &Store, run: &str, ended_at_ms: u64) -> TestResult {
-    store.execute(&start(run, "root", None, "w1", ended_at_ms - 10))?;
-    store.execute(&start(run, "a", Some("root"), "w1", ended_at_ms - 5))?;
-    store.execute(&event(run, "a", "{}", None, ended_at_ms - 4))?;
-    store.execute(&end(run, "a", SpanOutcome::Success, ended_at_ms - 1))?;
-    store.execute(&end(run, "root", SpanOutcome::Success, ended_at_ms))?;
+    let _ = store.execute(&start(run, "root", None, "w1", ended_at_ms - 10))?;
+    let _ = store.execute(&start(run, "a", Some("root"), "w1", ended_at_ms - 5))?;
+    let _ = store.execute(&event(run, "a", "{}", None, ended_at_ms - 4))?;
+    let _ = store.execute(&end(run, "a", SpanOutcome::Success, ended_at_ms - 1))?;
+    let _ = store.execute(&end(run, "root", SpanOutcome::Success, ended_at_ms))?;
     Ok(())
 }
 
@@ -1187,8 +1187,8 @@ fn pruning_waits_for_both_the_digest_floor_and_the_retention_window() -> TestRes
 fn pruning_past_the_hard_ceiling_marks_a_coverage_gap() -> TestResult {
     let (_dir, store) = store();
     finished(&store, "r1", T0)?;
-    store.execute(&start("r2", "root", None, "w1", T0 - 10))?;
-    store.execute(&end_with(
+    let _ = store.execute(&start("r2", "root", None, "w1", T0 - 10))?;
+    let _ = store.execute(&end_with(
         "r2",
         "root",
         SpanOutcome::Error,
@@ -1216,9 +1216,9 @@ fn pruning_past_the_hard_ceiling_marks_a_coverage_gap() -> TestResult {
 #[test]
 fn pruning_skips_runs_with_an_open_span() -> TestResult {
     let (_dir, store) = store();
-    store.execute(&start("r1", "root", None, "w1", T0 - 10))?;
-    store.execute(&start("r1", "a", Some("root"), "w1", T0 - 5))?;
-    store.execute(&end("r1", "root", SpanOutcome::Success, T0))?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0 - 10))?;
+    let _ = store.execute(&start("r1", "a", Some("root"), "w1", T0 - 5))?;
+    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0))?;
     let outcome = store.execute(&prune(T0 + 1, 0, DAY, 50, T0 + 2 * DAY))?;
     assert_eq!(
         outcome,
@@ -1257,9 +1257,9 @@ fn pruning_reaches_past_runs_it_must_skip() -> TestResult {
     store.write(|session| {
         for i in 0..300u64 {
             let run = format!("busy-{i:03}");
-            session.execute(&start(&run, "root", None, "w1", T0))?;
-            session.execute(&start(&run, "a", Some("root"), "w1", T0))?;
-            session.execute(&end(&run, "root", SpanOutcome::Success, T0 + i))?;
+            let _ = session.execute(&start(&run, "root", None, "w1", T0))?;
+            let _ = session.execute(&start(&run, "a", Some("root"), "w1", T0))?;
+            let _ = session.execute(&end(&run, "root", SpanOutcome::Success, T0 + i))?;
         }
         Ok(())
     })?;
@@ -1273,7 +1273,7 @@ fn pruning_reaches_past_runs_it_must_skip() -> TestResult {
 fn a_pruned_run_takes_no_new_span_or_heartbeat() -> TestResult {
     let (_dir, store) = store();
     finished(&store, "r1", T0)?;
-    store.execute(&prune(T0 + 1, 0, DAY, 50, T0 + 1))?;
+    let _ = store.execute(&prune(T0 + 1, 0, DAY, 50, T0 + 1))?;
     let restart = store.execute(&start("r1", "root", None, "w1", T0 + 2))?;
     assert_eq!(restart, refused(SpanRefusal::RunClosed));
     assert_eq!(
@@ -1322,42 +1322,42 @@ fn commands_in_one_write_see_each_other() -> TestResult {
 /// A workload touching every kind of run event.
 fn workload(store: &Store) -> TestResult {
     tree(store, "r1", "w1", T0)?;
-    store.execute(&patch(
+    let _ = store.execute(&patch(
         "r1",
         "a",
         attributes(&[("k", "v")]),
         usage(3, 4, Some(5)),
         T0 + 4,
     ))?;
-    store.execute(&event("r1", "a1", &"p".repeat(20_000), None, T0 + 5))?;
-    store.execute(&heartbeat("r1", T0 + 6))?;
-    store.execute(&end("r1", "a1", SpanOutcome::Success, T0 + 7))?;
-    store.execute(&RunCommand::CascadeClose {
+    let _ = store.execute(&event("r1", "a1", &"p".repeat(20_000), None, T0 + 5))?;
+    let _ = store.execute(&heartbeat("r1", T0 + 6))?;
+    let _ = store.execute(&end("r1", "a1", SpanOutcome::Success, T0 + 7))?;
+    let _ = store.execute(&RunCommand::CascadeClose {
         run: "r1".into(),
         outcome: SpanOutcome::Cancelled,
         reason: "stop".into(),
         now_ms: T0 + 8,
     })?;
     tree(store, "r2", "gone", T0)?;
-    store.execute(&RunCommand::SweepOrphans {
+    let _ = store.execute(&RunCommand::SweepOrphans {
         writer: "gone".into(),
         now_ms: T0 + 9,
     })?;
-    store.execute(&cron_root(
+    let _ = store.execute(&cron_root(
         "r3",
         "root",
         Some(BillingMode::Subscription),
         T0,
     ))?;
-    store.execute(&RunCommand::SweepStale {
+    let _ = store.execute(&RunCommand::SweepStale {
         stale_after_ms: 100,
         sweeper: None,
         now_ms: T0 + 1_000,
     })?;
     finished(store, "r4", T0 + 5)?;
-    store.execute(&prune(T0 + 6, 0, DAY, 1, T0 + 2_000))?;
+    let _ = store.execute(&prune(T0 + 6, 0, DAY, 1, T0 + 2_000))?;
     tree(store, "r5", "w2", T0 + 3_000)?;
-    store.execute(&event("r5", "b", "{\"ok\":true}", None, T0 + 3_010))?;
+    let _ = store.execute(&event("r5", "b", "{\"ok\":true}", None, T0 + 3_010))?;
     Ok(())
 }
 

@@ -46,7 +46,7 @@ async fn subscribers_see_exactly_the_log_in_order_while_8_writers_append_50_000_
     const TOTAL: usize = (WRITERS * APPENDS * EVENTS_PER_APPEND) as usize;
     let (_dir, store) = crate::common::store();
     let store = Arc::new(store);
-    store
+    let _ = store
         .append(
             "before",
             ExpectedVersion::Any,
@@ -74,7 +74,7 @@ async fn subscribers_see_exactly_the_log_in_order_while_8_writers_append_50_000_
                     let events = (0..EVENTS_PER_APPEND)
                         .map(|e| event("test.load", a, format!("{w}/{a}/{e}").as_bytes()))
                         .collect();
-                    writer
+                    let _ = writer
                         .append(format!("w/{w}"), ExpectedVersion::Any, events)
                         .await
                         .unwrap();
@@ -122,7 +122,7 @@ async fn a_subscription_from_past_the_head_waits_for_the_log_to_reach_it() {
     });
     // Plain store appends, not through a writer: every commit is announced.
     for (stream, payload) in [("a", "0"), ("b", "1"), ("a", "2"), ("b", "3"), ("a", "4")] {
-        store
+        let _ = store
             .append(
                 stream,
                 ExpectedVersion::Any,
@@ -152,7 +152,7 @@ async fn a_consumer_resumes_where_it_stopped_after_the_store_is_reopened() {
     );
     let writer = Writer::start(Arc::clone(&store), WriterOptions::default()).unwrap();
     for i in 0..100u8 {
-        writer
+        let _ = writer
             .append(
                 "mail",
                 ExpectedVersion::Any,
@@ -209,7 +209,7 @@ async fn a_consumer_resumes_where_it_stopped_after_the_store_is_reopened() {
 fn rewritten_log(path: &std::path::Path, payloads: &[&[u8]], checkpoint: &Record) {
     let store = Store::open(path).unwrap();
     for payload in payloads {
-        store
+        let _ = store
             .append(
                 "mail",
                 ExpectedVersion::Any,
@@ -217,7 +217,7 @@ fn rewritten_log(path: &std::path::Path, payloads: &[&[u8]], checkpoint: &Record
             )
             .unwrap();
     }
-    store
+    let _ = store
         .execute(&ConsumerCommand::checkpoint_after("mailer", checkpoint, 1))
         .unwrap();
 }
@@ -229,7 +229,7 @@ fn resuming_after_the_log_was_replaced_beneath_the_consumer_is_refused() {
     let handled = {
         let store = Store::open(&path).unwrap();
         for payload in [b"a", b"b", b"c", b"d"] {
-            store
+            let _ = store
                 .append(
                     "mail",
                     ExpectedVersion::Any,
@@ -238,7 +238,7 @@ fn resuming_after_the_log_was_replaced_beneath_the_consumer_is_refused() {
                 .unwrap();
         }
         let handled = store.get(Position(2)).unwrap().unwrap();
-        store
+        let _ = store
             .execute(&ConsumerCommand::checkpoint_after("mailer", &handled, 1))
             .unwrap();
         assert_eq!(

@@ -70,7 +70,7 @@ fn damaged_log(part: Part, position: u64) -> (tempfile::TempDir, std::path::Path
         let batch: Vec<_> = (0..20u32)
             .map(|i| event("batch", 5, &i.to_le_bytes()))
             .collect();
-        store
+        let _ = store
             .append("batch", annals::ExpectedVersion::Any, &batch)
             .unwrap();
         assert!(store.verify().unwrap().is_sound());

@@ -641,7 +641,7 @@ async fn a_full_queue_makes_callers_wait_and_drops_nothing() {
     assert_eq!(first.await.unwrap().unwrap().first_position(), Position(0));
     assert_eq!(second.await.unwrap().first_position(), Position(1));
     for job in waiting {
-        job.await.unwrap().unwrap();
+        let _ = job.await.unwrap().unwrap();
     }
     writer.close().await.unwrap();
     let records = all_records(&store);
@@ -676,7 +676,7 @@ async fn closing_answers_every_accepted_job_makes_it_durable_and_releases_the_fi
     gate.await.unwrap().unwrap();
     closing.await.unwrap().unwrap();
     for job in accepted {
-        job.await.unwrap().unwrap();
+        let _ = job.await.unwrap().unwrap();
     }
     let refused = late
         .append("s", ExpectedVersion::Any, vec![event("k", 0, b"late")])
@@ -721,7 +721,7 @@ async fn dropping_the_last_handle_answers_every_accepted_job() {
     drop(open_gate);
     gate.await.unwrap().unwrap();
     for job in accepted {
-        job.await.unwrap().unwrap();
+        let _ = job.await.unwrap().unwrap();
     }
     assert_eq!(all_records(&store).len(), 5);
 }
@@ -733,7 +733,7 @@ async fn deferred_batches_are_visible_at_once_and_durable_after_a_flush() {
     let store = open(&path);
     let writer = start(&store, deferred());
     for i in 0..100u8 {
-        writer
+        let _ = writer
             .append("s", ExpectedVersion::Any, vec![event("k", 0, &[i])])
             .await
             .unwrap();
