@@ -69,7 +69,7 @@ pub fn leaf_hash(record_hash: &Digest) -> Digest {
 }
 
 /// The largest power of two strictly below `n` (`n ≥ 2`): where RFC 9162 splits a tree.
-pub fn split(n: u64) -> u64 {
+pub(crate) fn split(n: u64) -> u64 {
     debug_assert!(n >= 2);
     1 << (63 - (n - 1).leading_zeros())
 }
@@ -93,7 +93,7 @@ pub fn root_of_leaves<H: TreeHasher>(hasher: &H, leaves: &[H::Hash]) -> H::Hash 
 /// first: the subtree at `(level, index)` covers leaves `index·2^level .. (index+1)·2^level`.
 /// `start` must be a multiple of the largest of them (true of every range the RFC's recursion
 /// visits, and of every prefix `0 .. n`).
-pub fn perfect_subtrees(start: u64, len: u64) -> Vec<(u8, u64)> {
+pub(crate) fn perfect_subtrees(start: u64, len: u64) -> Vec<(u8, u64)> {
     let mut out = Vec::with_capacity(len.count_ones() as usize);
     let mut at = start;
     for level in (0..64u8).rev() {
@@ -110,7 +110,7 @@ pub fn perfect_subtrees(start: u64, len: u64) -> Vec<(u8, u64)> {
 /// The root of leaves `start .. start + len` (`len ≥ 1`, `start` aligned as
 /// [`perfect_subtrees`] requires), folding the perfect-subtree roots `get` returns from the
 /// right: `node(P1, node(P2, … Pk))`.
-pub fn range_root<H: TreeHasher, E>(
+pub(crate) fn range_root<H: TreeHasher, E>(
     hasher: &H,
     start: u64,
     len: u64,

@@ -29,13 +29,13 @@ pub use table::{RawRow, ReadTables, Table, TableSource, WriteTables};
 
 /// `annals.checkpoints`: projection name → (version that built it, next position to apply, or
 /// [`AT_HEAD`]).
-pub const CHECKPOINTS: TableDefinition<&str, (u32, u64)> =
+pub(crate) const CHECKPOINTS: TableDefinition<&str, (u32, u64)> =
     TableDefinition::new("annals.checkpoints");
 
 /// The stored next position of a projection that is applied in the transaction of every append:
 /// it is always at the head, so live appends need not rewrite its checkpoint (a B-tree fewer
 /// written per commit). Replay stores real positions until it has caught up.
-pub const AT_HEAD: u64 = u64::MAX;
+pub(crate) const AT_HEAD: u64 = u64::MAX;
 
 /// The checkpoint a stored `(version, next)` stands for in a log whose head is at `head`.
 pub(crate) fn resolve_checkpoint((version, next): (u32, u64), head: Position) -> Checkpoint {
@@ -200,7 +200,7 @@ impl fmt::Debug for Projections {
 
 impl Projections {
     /// Adds `projection`; refuses a duplicate name or a table outside its `<name>.` prefix.
-    pub fn register(&mut self, projection: Arc<dyn Projection>) -> Result<()> {
+    pub(crate) fn register(&mut self, projection: Arc<dyn Projection>) -> Result<()> {
         let name = projection.name();
         let valid_name = !name.is_empty()
             && name != "annals"
@@ -263,7 +263,7 @@ impl Projections {
     /// Records that every projection has applied everything the transaction appended (and,
     /// being up to date when it began, everything before): each follows the head. Writes only
     /// a checkpoint that does not say so already.
-    pub fn advance_checkpoints(&self, txn: &WriteTransaction) -> Result<()> {
+    pub(crate) fn advance_checkpoints(&self, txn: &WriteTransaction) -> Result<()> {
         let mut table = txn.open_table(CHECKPOINTS)?;
         for projection in &self.list {
             let following = (projection.version(), AT_HEAD);
@@ -277,7 +277,7 @@ impl Projections {
 }
 
 /// The checkpoint of `name` in `txn`, `None` if it has none.
-pub fn checkpoint(txn: &WriteTransaction, name: &str) -> Result<Option<Checkpoint>> {
+pub(crate) fn checkpoint(txn: &WriteTransaction, name: &str) -> Result<Option<Checkpoint>> {
     let head = crate::log::read::Snapshot::head_in(txn)?.next;
     let table = txn.open_table(CHECKPOINTS)?;
     let found = table
@@ -287,7 +287,7 @@ pub fn checkpoint(txn: &WriteTransaction, name: &str) -> Result<Option<Checkpoin
 }
 
 /// Sets the checkpoint of one projection.
-pub fn set_checkpoint(txn: &WriteTransaction, name: &str, checkpoint: Checkpoint) -> Result<()> {
+pub(crate) fn set_checkpoint(txn: &WriteTransaction, name: &str, checkpoint: Checkpoint) -> Result<()> {
     txn.open_table(CHECKPOINTS)?
         .insert(name, (checkpoint.version, checkpoint.next.0))?;
     Ok(())
