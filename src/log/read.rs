@@ -13,7 +13,7 @@ use redb::{AccessGuard, ReadOnlyTable, ReadTransaction, ReadableTable};
 use super::stream_index::{RunBlock, StreamRun, TAIL_KEY_PREFIX, TAIL_KEYS_END, read_tail};
 use super::tables::{HEAD_KEY, IDEMPOTENCY, MERKLE, META, SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS};
 use super::{Head, decode_head};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, guarded};
 use crate::record::problem::Problem;
 use crate::record::segment::Segment;
 use crate::record::view::{RecordHashes, parse_stored};
@@ -67,10 +67,10 @@ impl Snapshot {
 
     /// The head: the next position and the hash of the last record.
     pub fn head(&self) -> Result<Head> {
-        match self.meta.get(HEAD_KEY)? {
+        guarded(|| match self.meta.get(HEAD_KEY)? {
             Some(bytes) => decode_head(bytes.value()),
             None => Err(Error::CorruptMeta("the head is missing".into())),
-        }
+        })
     }
 
     /// The head as a write transaction sees it before its own appends.
@@ -83,26 +83,30 @@ impl Snapshot {
 
     /// The checkpoint of projection `name`, `None` if it has none.
     pub fn checkpoint(&self, name: &str) -> Result<Option<crate::projection::Checkpoint>> {
-        let head = self.head()?.next;
-        let found = self
-            .checkpoints
-            .get(name)?
-            .map(|guard| crate::projection::resolve_checkpoint(guard.value(), head));
-        Ok(found)
+        guarded(|| {
+            let head = self.head()?.next;
+            let found = self
+                .checkpoints
+                .get(name)?
+                .map(|guard| crate::projection::resolve_checkpoint(guard.value(), head));
+            Ok(found)
+        })
     }
 
     /// How many streams hold at least one record.
     pub fn stream_count(&self) -> Result<u64> {
-        match self.meta.get(STREAM_COUNT_KEY)? {
+        guarded(|| match self.meta.get(STREAM_COUNT_KEY)? {
             Some(bytes) => super::decode_stream_count(bytes.value()),
             None => Err(Error::CorruptMeta("the stream count is missing".into())),
-        }
+        })
     }
 
     /// The last version of `stream`, `None` if it holds no record.
     pub fn stream_version(&self, stream: &str) -> Result<Option<StreamVersion>> {
-        let length = self.tail(stream)?.as_ref().map_or(0, RunBlock::end_version);
-        Ok(length.checked_sub(1).map(StreamVersion))
+        guarded(|| {
+            let length = self.tail(stream)?.as_ref().map_or(0, RunBlock::end_version);
+            Ok(length.checked_sub(1).map(StreamVersion))
+        })
     }
 
     /// The tail of `stream`'s runs, `None` if it holds no record.
@@ -127,12 +131,14 @@ impl Snapshot {
 
     /// Where `stream`'s records lie: its runs in version order, as the index records them.
     pub fn stream_runs(&self, stream: &str) -> Result<Vec<StreamRun>> {
-        let mut runs = Vec::new();
-        self.visit_runs(stream, |run| {
-            runs.push(run);
-            Ok(true)
-        })?;
-        Ok(runs)
+        guarded(|| {
+            let mut runs = Vec::new();
+            self.visit_runs(stream, |run| {
+                runs.push(run);
+                Ok(true)
+            })?;
+            Ok(runs)
+        })
     }
 
     /// Calls `visit` with each of `stream`'s runs in version order, one block in memory at a
@@ -168,30 +174,32 @@ impl Snapshot {
             return Ok(None);
         }
         let mut cursor = SegmentCursor::default();
-        crate::error::guarded(|| cursor.record(&self.segments, position).map(Some))
+        guarded(|| cursor.record(&self.segments, position).map(Some))
     }
 
     /// Records from `from` in `direction`: forward to the head, or backward to position 0.
     /// Backward from at or past the head starts at the last record.
     pub fn records(&self, from: Position, direction: Direction) -> Result<Records> {
-        let head = self.head()?;
-        let range = match direction {
-            Direction::Forward => {
-                let start = match self.segments.range(..=from.0)?.next_back() {
-                    Some(entry) => entry?.0.value(),
-                    None => from.0,
-                };
-                self.segments.range(start..)?
-            }
-            Direction::Backward => self.segments.range(..=from.0)?,
-        };
-        Ok(Records {
-            range,
-            direction,
-            from,
-            end: head.next,
-            loaded: None,
-            done: Cell::new(false),
+        guarded(|| {
+            let head = self.head()?;
+            let range = match direction {
+                Direction::Forward => {
+                    let start = match self.segments.range(..=from.0)?.next_back() {
+                        Some(entry) => entry?.0.value(),
+                        None => from.0,
+                    };
+                    self.segments.range(start..)?
+                }
+                Direction::Backward => self.segments.range(..=from.0)?,
+            };
+            Ok(Records {
+                range,
+                direction,
+                from,
+                end: head.next,
+                loaded: None,
+                done: Cell::new(false),
+            })
         })
     }
 
@@ -202,40 +210,44 @@ impl Snapshot {
         from: StreamVersion,
         direction: Direction,
     ) -> Result<StreamRecords<'_>> {
-        let tail = self.tail(stream)?;
-        // The archived blocks that hold versions from `from` on (forward) or up to it
-        // (backward); the tail is read after them (forward) or before them (backward).
-        let tail_start = tail.as_ref().map_or(0, RunBlock::first_version);
-        let blocks = match direction {
-            Direction::Forward if from.0 >= tail_start => None,
-            Direction::Forward => {
-                let start = match self
-                    .stream_runs
-                    .range((stream, 0)..=(stream, from.0))?
-                    .next_back()
-                {
-                    Some(entry) => entry?.0.value().1,
-                    None => from.0,
-                };
-                Some(
-                    self.stream_runs
-                        .range((stream, start)..(stream, tail_start))?,
-                )
-            }
-            Direction::Backward => Some(self.stream_runs.range((stream, 0)..=(stream, from.0))?),
-        };
-        let tail = tail.filter(|_| direction == Direction::Forward || tail_start <= from.0);
-        Ok(StreamRecords {
-            snapshot: self,
-            stream: stream.to_owned(),
-            blocks,
-            tail,
-            pending: Vec::new(),
-            direction,
-            from,
-            run: None,
-            cursor: SegmentCursor::default(),
-            done: false,
+        guarded(|| {
+            let tail = self.tail(stream)?;
+            // The archived blocks that hold versions from `from` on (forward) or up to it
+            // (backward); the tail is read after them (forward) or before them (backward).
+            let tail_start = tail.as_ref().map_or(0, RunBlock::first_version);
+            let blocks = match direction {
+                Direction::Forward if from.0 >= tail_start => None,
+                Direction::Forward => {
+                    let start = match self
+                        .stream_runs
+                        .range((stream, 0)..=(stream, from.0))?
+                        .next_back()
+                    {
+                        Some(entry) => entry?.0.value().1,
+                        None => from.0,
+                    };
+                    Some(
+                        self.stream_runs
+                            .range((stream, start)..(stream, tail_start))?,
+                    )
+                }
+                Direction::Backward => {
+                    Some(self.stream_runs.range((stream, 0)..=(stream, from.0))?)
+                }
+            };
+            let tail = tail.filter(|_| direction == Direction::Forward || tail_start <= from.0);
+            Ok(StreamRecords {
+                snapshot: self,
+                stream: stream.to_owned(),
+                blocks,
+                tail,
+                pending: Vec::new(),
+                direction,
+                from,
+                run: None,
+                cursor: SegmentCursor::default(),
+                done: false,
+            })
         })
     }
 }
@@ -386,7 +398,7 @@ impl Records {
             return None;
         }
         while self.loaded.as_ref().is_none_or(|l| l.left.is_empty()) {
-            match crate::error::guarded(|| self.load_next_segment()) {
+            match guarded(|| self.load_next_segment()) {
                 Ok(true) => {}
                 Ok(false) => return None,
                 Err(error) => {
@@ -537,7 +549,7 @@ impl Iterator for StreamRecords<'_> {
         if self.done {
             return None;
         }
-        match crate::error::guarded(|| self.step()) {
+        match guarded(|| self.step()) {
             Ok(record) => record.map(Ok),
             Err(error) => {
                 self.done = true;

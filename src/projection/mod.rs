@@ -287,7 +287,11 @@ pub(crate) fn checkpoint(txn: &WriteTransaction, name: &str) -> Result<Option<Ch
 }
 
 /// Sets the checkpoint of one projection.
-pub(crate) fn set_checkpoint(txn: &WriteTransaction, name: &str, checkpoint: Checkpoint) -> Result<()> {
+pub(crate) fn set_checkpoint(
+    txn: &WriteTransaction,
+    name: &str,
+    checkpoint: Checkpoint,
+) -> Result<()> {
     txn.open_table(CHECKPOINTS)?
         .insert(name, (checkpoint.version, checkpoint.next.0))?;
     Ok(())
