@@ -161,6 +161,16 @@ struct OpenRun {
     spans: u64,
 }
 
+impl OpenRun {
+    /// The span new work lands in: the deepest open tool, or the root when none is open.
+    fn innermost_span(&self) -> String {
+        self.open_tools
+            .last()
+            .cloned()
+            .unwrap_or_else(|| "root".into())
+    }
+}
+
 impl<'s> Simulation<'s> {
     fn new(store: &'s Store, session: u64, now_ms: u64) -> Self {
         Simulation {
@@ -396,46 +406,12 @@ impl<'s> Simulation<'s> {
 
     /// Agents run turns: a root span with nested tool spans and their events, usage patched
     /// in, outcomes of every kind; some runs are abandoned and closed by a cascade or a sweep.
+    ///
+    /// Each step draws from the generator in a fixed order, so the dispatch below and every
+    /// step it calls must keep that order for a seed to keep writing the same log.
     fn run_step(&mut self, agent: u64) -> Result<()> {
         if self.runs.len() < 4 && self.rng.chance(30) {
-            self.next_run += 1;
-            let id = format!("run-s{}-{}", self.session, self.next_run);
-            let writer = self.agent_handle(agent);
-            let cron = self.rng.chance(15);
-            let start = SpanCommand::Start {
-                run: id.clone(),
-                span: "root".into(),
-                parent: None,
-                name: if cron {
-                    "nightly-report".into()
-                } else {
-                    "answer-ticket".into()
-                },
-                kind: if cron { SpanKind::Cron } else { SpanKind::Turn },
-                origin: if cron {
-                    SpanOrigin::Cron
-                } else {
-                    SpanOrigin::Session
-                },
-                session_id: (!cron).then(|| format!("session-{agent}")),
-                job_name: cron.then(|| "nightly".into()),
-                attributes: Attributes::new(),
-                billing_mode: Some(if self.rng.chance(50) {
-                    BillingMode::Api
-                } else {
-                    BillingMode::Subscription
-                }),
-                writer: writer.clone(),
-                now_ms: self.now_ms,
-            };
-            self.store.execute(&start)?;
-            self.runs.push(OpenRun {
-                id,
-                writer,
-                open_tools: Vec::new(),
-                spans: 1,
-            });
-            return Ok(());
+            return self.start_run(agent);
         }
         if self.runs.is_empty() {
             return Ok(());
@@ -443,117 +419,174 @@ impl<'s> Simulation<'s> {
         let index = self.rng.below(self.runs.len() as u64) as usize;
         let run = self.runs[index].clone();
         match self.rng.below(10) {
-            0..=2 if run.open_tools.len() < 3 => {
-                let span = format!("tool-{}", run.spans);
-                let parent = run
-                    .open_tools
-                    .last()
-                    .cloned()
-                    .unwrap_or_else(|| "root".into());
-                let start = SpanCommand::Start {
-                    run: run.id.clone(),
-                    span: span.clone(),
-                    parent: Some(parent),
-                    name: ["search", "fetch", "compile", "ask-model"][self.rng.below(4) as usize]
-                        .into(),
-                    kind: if self.rng.chance(20) {
-                        SpanKind::Subagent
-                    } else {
-                        SpanKind::Tool
-                    },
-                    origin: SpanOrigin::Session,
-                    session_id: None,
-                    job_name: None,
-                    attributes: Attributes::new(),
-                    billing_mode: None,
-                    writer: run.writer.clone(),
-                    now_ms: self.now_ms,
-                };
-                self.store.execute(&start)?;
-                self.runs[index].open_tools.push(span);
-                self.runs[index].spans += 1;
-            }
-            3..=4 => {
-                let span = run
-                    .open_tools
-                    .last()
-                    .cloned()
-                    .unwrap_or_else(|| "root".into());
-                let event = SpanCommand::AppendEvent {
-                    run: run.id.clone(),
-                    span,
-                    event_type: "log".into(),
-                    payload: "x".repeat(self.rng.below(20_000) as usize),
-                    payload_bytes_max: None,
-                    now_ms: self.now_ms,
-                };
-                self.store.execute(&event)?;
-            }
-            5 => {
-                self.store.execute(&RunCommand::Heartbeat {
-                    run: run.id.clone(),
-                    now_ms: self.now_ms,
-                })?;
-            }
-            6..=8 => {
-                let usage = SpanUsage {
-                    input_tokens: Some(100 + self.rng.below(5_000)),
-                    output_tokens: Some(10 + self.rng.below(800)),
-                    cost_micro_usd: Some(self.rng.below(20_000)),
-                    model: Some("model-m".into()),
-                    ..SpanUsage::default()
-                };
-                let outcomes = [
-                    SpanOutcome::Success,
-                    SpanOutcome::Success,
-                    SpanOutcome::Error,
-                    SpanOutcome::Timeout,
-                    SpanOutcome::Denied,
-                ];
-                let outcome = outcomes[self.rng.below(outcomes.len() as u64) as usize];
-                let (span, last) = match run.open_tools.last() {
-                    Some(span) => (span.clone(), false),
-                    None => ("root".to_owned(), true),
-                };
-                let end = SpanCommand::End {
-                    run: run.id.clone(),
-                    span,
-                    outcome,
-                    reason: (outcome != SpanOutcome::Success)
-                        .then(|| format!("{outcome:?} in a tool")),
-                    usage,
-                    attributes: Attributes::new(),
-                    now_ms: self.now_ms,
-                };
-                self.store.execute(&end)?;
-                if last {
-                    self.runs.remove(index);
-                } else {
-                    self.runs[index].open_tools.pop();
-                }
-            }
-            _ => {
-                if self.rng.chance(30) {
-                    // The agent gives up on the run: close it, children first.
-                    let close = RunCommand::CascadeClose {
-                        run: run.id.clone(),
-                        outcome: SpanOutcome::Cancelled,
-                        reason: "operator cancelled".into(),
-                        now_ms: self.now_ms,
-                    };
-                    self.store.execute(&close)?;
-                    self.runs.remove(index);
-                }
-            }
+            0..=2 if run.open_tools.len() < 3 => self.start_tool_span(index, &run)?,
+            3..=4 => self.append_span_event(&run)?,
+            5 => self.heartbeat_run(&run)?,
+            6..=8 => self.end_innermost_span(index, &run)?,
+            // A draw of 0..=2 on a run already three tools deep lands here too.
+            _ => self.maybe_cancel_run(index, &run)?,
         }
+        // Ticks that start a run or find none open skip the sweep; sweeping on them too
+        // would change the log every seed writes.
         if self.ticks.is_multiple_of(301) {
-            let sweep = RunCommand::SweepStale {
-                stale_after_ms: 30_000,
-                sweeper: Some("demo-sweeper".into()),
-                now_ms: self.now_ms,
-            };
-            self.store.execute(&sweep)?;
+            self.sweep_stale_runs()?;
         }
+        Ok(())
+    }
+
+    /// An agent opens a run with its root span: a turn in a session, or now and then a cron job.
+    fn start_run(&mut self, agent: u64) -> Result<()> {
+        self.next_run += 1;
+        let id = format!("run-s{}-{}", self.session, self.next_run);
+        let writer = self.agent_handle(agent);
+        let cron = self.rng.chance(15);
+        let start = SpanCommand::Start {
+            run: id.clone(),
+            span: "root".into(),
+            parent: None,
+            name: if cron {
+                "nightly-report".into()
+            } else {
+                "answer-ticket".into()
+            },
+            kind: if cron { SpanKind::Cron } else { SpanKind::Turn },
+            origin: if cron {
+                SpanOrigin::Cron
+            } else {
+                SpanOrigin::Session
+            },
+            session_id: (!cron).then(|| format!("session-{agent}")),
+            job_name: cron.then(|| "nightly".into()),
+            attributes: Attributes::new(),
+            billing_mode: Some(if self.rng.chance(50) {
+                BillingMode::Api
+            } else {
+                BillingMode::Subscription
+            }),
+            writer: writer.clone(),
+            now_ms: self.now_ms,
+        };
+        self.store.execute(&start)?;
+        self.runs.push(OpenRun {
+            id,
+            writer,
+            open_tools: Vec::new(),
+            spans: 1,
+        });
+        Ok(())
+    }
+
+    /// The run calls a tool (or a subagent) inside its innermost open span.
+    fn start_tool_span(&mut self, index: usize, run: &OpenRun) -> Result<()> {
+        let span = format!("tool-{}", run.spans);
+        let start = SpanCommand::Start {
+            run: run.id.clone(),
+            span: span.clone(),
+            parent: Some(run.innermost_span()),
+            name: ["search", "fetch", "compile", "ask-model"][self.rng.below(4) as usize].into(),
+            kind: if self.rng.chance(20) {
+                SpanKind::Subagent
+            } else {
+                SpanKind::Tool
+            },
+            origin: SpanOrigin::Session,
+            session_id: None,
+            job_name: None,
+            attributes: Attributes::new(),
+            billing_mode: None,
+            writer: run.writer.clone(),
+            now_ms: self.now_ms,
+        };
+        self.store.execute(&start)?;
+        self.runs[index].open_tools.push(span);
+        self.runs[index].spans += 1;
+        Ok(())
+    }
+
+    /// The innermost open span logs an event of up to 20,000 bytes.
+    fn append_span_event(&mut self, run: &OpenRun) -> Result<()> {
+        let event = SpanCommand::AppendEvent {
+            run: run.id.clone(),
+            span: run.innermost_span(),
+            event_type: "log".into(),
+            payload: "x".repeat(self.rng.below(20_000) as usize),
+            payload_bytes_max: None,
+            now_ms: self.now_ms,
+        };
+        self.store.execute(&event)?;
+        Ok(())
+    }
+
+    /// The innermost open span ends with its usage and an outcome of any kind; ending the
+    /// root ends the run.
+    fn end_innermost_span(&mut self, index: usize, run: &OpenRun) -> Result<()> {
+        let usage = SpanUsage {
+            input_tokens: Some(100 + self.rng.below(5_000)),
+            output_tokens: Some(10 + self.rng.below(800)),
+            cost_micro_usd: Some(self.rng.below(20_000)),
+            model: Some("model-m".into()),
+            ..SpanUsage::default()
+        };
+        let outcomes = [
+            SpanOutcome::Success,
+            SpanOutcome::Success,
+            SpanOutcome::Error,
+            SpanOutcome::Timeout,
+            SpanOutcome::Denied,
+        ];
+        let outcome = outcomes[self.rng.below(outcomes.len() as u64) as usize];
+        let root = run.open_tools.is_empty();
+        let end = SpanCommand::End {
+            run: run.id.clone(),
+            span: run.innermost_span(),
+            outcome,
+            reason: (outcome != SpanOutcome::Success).then(|| format!("{outcome:?} in a tool")),
+            usage,
+            attributes: Attributes::new(),
+            now_ms: self.now_ms,
+        };
+        self.store.execute(&end)?;
+        if root {
+            self.runs.remove(index);
+        } else {
+            self.runs[index].open_tools.pop();
+        }
+        Ok(())
+    }
+
+    /// The run's writer reports that it is still alive.
+    fn heartbeat_run(&mut self, run: &OpenRun) -> Result<()> {
+        self.store.execute(&RunCommand::Heartbeat {
+            run: run.id.clone(),
+            now_ms: self.now_ms,
+        })?;
+        Ok(())
+    }
+
+    /// A sweeper closes the runs whose writers have gone quiet for 30 seconds.
+    fn sweep_stale_runs(&mut self) -> Result<()> {
+        let sweep = RunCommand::SweepStale {
+            stale_after_ms: 30_000,
+            sweeper: Some("demo-sweeper".into()),
+            now_ms: self.now_ms,
+        };
+        self.store.execute(&sweep)?;
+        Ok(())
+    }
+
+    /// Now and then the agent gives up on the run: it closes it, children first.
+    fn maybe_cancel_run(&mut self, index: usize, run: &OpenRun) -> Result<()> {
+        if !self.rng.chance(30) {
+            return Ok(());
+        }
+        let close = RunCommand::CascadeClose {
+            run: run.id.clone(),
+            outcome: SpanOutcome::Cancelled,
+            reason: "operator cancelled".into(),
+            now_ms: self.now_ms,
+        };
+        self.store.execute(&close)?;
+        self.runs.remove(index);
         Ok(())
     }
 
