@@ -112,10 +112,10 @@ fn check(
                 None
             } else if !declarations.types.contains(name) {
                 Some(format!("type {name}"))
-            } else if let Some(member) = member.filter(|m| !declarations.items.contains(**m)) {
-                Some(format!("member {name}::{member}"))
             } else {
-                None
+                member
+                    .filter(|member| !declarations.items.contains(**member))
+                    .map(|member| format!("member {name}::{member}"))
             }
         }
         None => {
