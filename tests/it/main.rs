@@ -1,5 +1,6 @@
 //! Integration tests, one binary (faster to build on two cores).
 
+mod architecture;
 mod cli;
 mod cli_audit;
 mod common;

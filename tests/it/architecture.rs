@@ -1,0 +1,250 @@
+//! `ARCHITECTURE.md` names files and types instead of linking them, so that it does not rot;
+//! this test is what keeps that true. Every backticked token that looks like a repository
+//! path must exist, and every one that looks like a Rust name (a `CamelCase` type, optionally
+//! `Type::member`; a `SCREAMING_CASE` constant; a `module::item` path) must be declared
+//! somewhere under `src/`. Names of other crates (`std::…`, `redb::…`) are not checked.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The crates whose items the document may name without their being declared here.
+const FOREIGN_CRATES: &[&str] = &[
+    "std", "core", "alloc", "redb", "tokio", "serde", "bincode", "blake3", "clap",
+];
+
+/// Prelude names a sentence may put in backticks (`Some(n)`, `None`).
+const PRELUDE: &[&str] = &[
+    "Some", "None", "Ok", "Err", "Option", "Vec", "String", "Box",
+];
+
+#[test]
+fn every_path_and_name_in_architecture_md_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = fs::read_to_string(root.join("ARCHITECTURE.md")).expect("read ARCHITECTURE.md");
+    let missing = missing(&doc, root, &Declarations::of(&root.join("src")));
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names what the repository does not have:\n  {}",
+        missing.join("\n  ")
+    );
+}
+
+#[test]
+fn a_misspelt_path_or_name_is_reported() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let declarations = Declarations::of(&root.join("src"));
+    let doc = "`src/store/mod.rs` and `src/store/mdo.rs`: `Store`, `Stor`, `Store::open`, \
+               `Store::opne`, `Error::Corrupt`, `Error::Corupt`, `AT_HEAD`, `AT_HAED`, \
+               `record::decode_stored`, `record::decode_stroed`, `view.rs`, `veiw.rs`, \
+               `std::collections::BTreeMap`, `<path>.creating`, `Table<K, V>`, `Some(n)`, \
+               `target/side_by_side.json`, `ANNALS_BENCH_BATCHES=1`";
+    assert_eq!(
+        missing(doc, root, &declarations),
+        [
+            "path src/store/mdo.rs",
+            "type Stor",
+            "member Store::opne",
+            "member Error::Corupt",
+            "constant AT_HAED",
+            "item record::decode_stroed",
+            "path veiw.rs",
+        ]
+    );
+}
+
+/// What `doc` names that is missing, in the order it names it, each once.
+fn missing(doc: &str, root: &Path, declarations: &Declarations) -> Vec<String> {
+    let files = repository_paths(root);
+    let mut seen = HashSet::new();
+    let mut missing = Vec::new();
+    // Code spans are the odd pieces between backticks (the document has no fenced blocks).
+    for span in doc.split('`').skip(1).step_by(2) {
+        let token = span.trim().trim_end_matches([':', ',', '.', ';', ')']);
+        if !seen.insert(token) {
+            continue;
+        }
+        if let Some(problem) = check(token, root, &files, declarations) {
+            missing.push(problem);
+        }
+    }
+    missing
+}
+
+/// Why `token` names something missing, or `None` when it exists or is not checked.
+fn check(
+    token: &str,
+    root: &Path,
+    files: &[String],
+    declarations: &Declarations,
+) -> Option<String> {
+    let path_like = token.contains('/')
+        || [".rs", ".md", ".json", ".toml"]
+            .iter()
+            .any(|extension| token.ends_with(extension));
+    if path_like {
+        // Placeholders (`fuzz/corpus/<target>/`), globs, commands with arguments and build
+        // output (absent from a fresh clone) are not paths to check.
+        let checked = !token.contains(['<', '*', ' ', '…']) && !token.starts_with("target/");
+        let found = root.join(token).exists()
+            || files
+                .iter()
+                .any(|file| file.ends_with(&format!("/{}", token.trim_end_matches('/'))));
+        return (checked && !found).then(|| format!("path {token}"));
+    }
+    // The leading Rust path of the token: `Table<K, V>` is `Table`, `Snapshot::state()` is
+    // `Snapshot::state`.
+    let end = token
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+        .unwrap_or(token.len());
+    let segments: Vec<&str> = token[..end].split("::").collect();
+    // `NAME=1` sets an environment variable.
+    if token[end..].starts_with('=')
+        || segments.iter().any(|segment| !is_identifier(segment))
+        || FOREIGN_CRATES.contains(&segments[0])
+    {
+        return None;
+    }
+    match segments.iter().position(|segment| is_camel_case(segment)) {
+        Some(at) => {
+            let (name, member) = (segments[at], segments.get(at + 1));
+            if PRELUDE.contains(&name) {
+                None
+            } else if !declarations.types.contains(name) {
+                Some(format!("type {name}"))
+            } else {
+                member
+                    .filter(|member| !declarations.items.contains(**member))
+                    .map(|member| format!("member {name}::{member}"))
+            }
+        }
+        None => {
+            let last = segments[segments.len() - 1];
+            if is_screaming_case(last) && !declarations.items.contains(last) {
+                Some(format!("constant {last}"))
+            } else if segments.len() > 1
+                && !is_screaming_case(last)
+                && !declarations.items.contains(last)
+            {
+                Some(format!("item {}", segments.join("::")))
+            } else {
+                None
+            }
+        }
+    }
+}
+
+fn is_identifier(word: &str) -> bool {
+    word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn is_camel_case(word: &str) -> bool {
+    word.starts_with(|c: char| c.is_ascii_uppercase())
+        && word.contains(|c: char| c.is_ascii_lowercase())
+        && !word.contains('_')
+}
+
+fn is_screaming_case(word: &str) -> bool {
+    word.len() > 1
+        && word.starts_with(|c: char| c.is_ascii_uppercase())
+        && word
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// The names declared in the crate's source, read line by line (comments skipped).
+struct Declarations {
+    /// Declared by `struct`, `enum`, `trait`, `type` or `union`.
+    types: HashSet<String>,
+    /// Declared by `fn`, `const`, `static` or `mod`, or as an enum variant: a line that opens
+    /// with a `CamelCase` name and then ends, or goes on with `,`, ` {`, `(` or ` =`.
+    items: HashSet<String>,
+}
+
+impl Declarations {
+    fn of(src: &Path) -> Declarations {
+        let mut declarations = Declarations {
+            types: HashSet::new(),
+            items: HashSet::new(),
+        };
+        for file in rust_files(src) {
+            let text = fs::read_to_string(&file).expect("read a source file");
+            for line in text.lines().map(str::trim) {
+                if !line.starts_with("//") {
+                    declarations.read(line);
+                }
+            }
+        }
+        declarations
+    }
+
+    fn read(&mut self, line: &str) {
+        let words: Vec<&str> = line
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|word| !word.is_empty())
+            .collect();
+        for pair in words.windows(2) {
+            let set = match pair[0] {
+                "struct" | "enum" | "trait" | "type" | "union" => &mut self.types,
+                "fn" | "const" | "static" | "mod" => &mut self.items,
+                _ => continue,
+            };
+            set.insert(pair[1].to_owned());
+        }
+        let name_end = line
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(line.len());
+        let (name, rest) = line.split_at(name_end);
+        let variant_like = rest.is_empty()
+            || [",", " {", "(", " ="]
+                .iter()
+                .any(|next| rest.starts_with(next));
+        if is_camel_case(name) && variant_like {
+            self.items.insert(name.to_owned());
+        }
+    }
+}
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs::read_dir(&dir).expect("read a source folder") {
+            let path = entry.expect("a folder entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|extension| extension == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+/// Every file and folder of the repository relative to `root`, with `/` between components,
+/// leaving out build output and hidden folders.
+fn repository_paths(root: &Path) -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs::read_dir(&dir).expect("read a repository folder") {
+            let path = entry.expect("a folder entry").path();
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            if name.starts_with('.') || name == "target" {
+                continue;
+            }
+            let relative = path.strip_prefix(root).expect("under the root");
+            let components: Vec<_> = relative
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            paths.push(format!("/{}", components.join("/")));
+            if path.is_dir() {
+                pending.push(path);
+            }
+        }
+    }
+    paths
+}
