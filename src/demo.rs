@@ -200,7 +200,7 @@ impl<'s> Simulation<'s> {
                 ..InstanceFields::default()
             };
             let handle = self.agent_handle(agent);
-            self.store.execute(&InstanceCommand::Upsert {
+            let _ = self.store.execute(&InstanceCommand::Upsert {
                 handle,
                 fields,
                 now_ms: self.now_ms,
@@ -212,7 +212,7 @@ impl<'s> Simulation<'s> {
                 ..InstanceFields::default()
             };
             let handle = format!("mailbox-{agent}-s{}", self.session);
-            self.store.execute(&InstanceCommand::Upsert {
+            let _ = self.store.execute(&InstanceCommand::Upsert {
                 handle,
                 fields: mailbox,
                 now_ms: self.now_ms,
@@ -223,7 +223,7 @@ impl<'s> Simulation<'s> {
             value: format!("eu-west-{}", self.session % 3),
             now_ms: self.now_ms,
         };
-        self.store.execute(&setting)?;
+        let _ = self.store.execute(&setting)?;
         Ok(())
     }
 
@@ -251,7 +251,7 @@ impl<'s> Simulation<'s> {
                 max_age_ms: 60_000,
                 claim_retry_ms: 20_000,
             };
-            self.store.execute(&sweep)?;
+            let _ = self.store.execute(&sweep)?;
         }
         if self.ticks.is_multiple_of(127) {
             self.checkpoint_consumer()?;
@@ -261,7 +261,7 @@ impl<'s> Simulation<'s> {
                 now_ms: self.now_ms,
                 older_than_ms: 120_000,
             };
-            self.store.execute(&prune)?;
+            let _ = self.store.execute(&prune)?;
         }
         Ok(())
     }
@@ -352,7 +352,7 @@ impl<'s> Simulation<'s> {
             payload,
             now_ms: self.now_ms,
         };
-        self.store.execute(&command)?;
+        let _ = self.store.execute(&command)?;
         Ok(())
     }
 
@@ -391,11 +391,11 @@ impl<'s> Simulation<'s> {
                     last_error: Some("peer answered 503".into()),
                     now_ms: self.now_ms,
                 };
-                self.store.execute(&retry)?;
+                let _ = self.store.execute(&retry)?;
             }
         }
         if !acks.is_empty() {
-            self.store.execute(&PullCommand::Ack {
+            let _ = self.store.execute(&PullCommand::Ack {
                 peer: peer.into(),
                 acks,
                 now_ms: self.now_ms,
@@ -466,7 +466,7 @@ impl<'s> Simulation<'s> {
             writer: writer.clone(),
             now_ms: self.now_ms,
         };
-        self.store.execute(&start)?;
+        let _ = self.store.execute(&start)?;
         self.runs.push(OpenRun {
             id,
             writer,
@@ -497,7 +497,7 @@ impl<'s> Simulation<'s> {
             writer: run.writer.clone(),
             now_ms: self.now_ms,
         };
-        self.store.execute(&start)?;
+        let _ = self.store.execute(&start)?;
         self.runs[index].open_tools.push(span);
         self.runs[index].spans += 1;
         Ok(())
@@ -513,7 +513,7 @@ impl<'s> Simulation<'s> {
             payload_bytes_max: None,
             now_ms: self.now_ms,
         };
-        self.store.execute(&event)?;
+        let _ = self.store.execute(&event)?;
         Ok(())
     }
 
@@ -545,7 +545,7 @@ impl<'s> Simulation<'s> {
             attributes: Attributes::new(),
             now_ms: self.now_ms,
         };
-        self.store.execute(&end)?;
+        let _ = self.store.execute(&end)?;
         if root {
             self.runs.remove(index);
         } else {
@@ -556,7 +556,7 @@ impl<'s> Simulation<'s> {
 
     /// The run's writer reports that it is still alive.
     fn heartbeat_run(&mut self, run: &OpenRun) -> Result<()> {
-        self.store.execute(&RunCommand::Heartbeat {
+        let _ = self.store.execute(&RunCommand::Heartbeat {
             run: run.id.clone(),
             now_ms: self.now_ms,
         })?;
@@ -570,7 +570,7 @@ impl<'s> Simulation<'s> {
             sweeper: Some("demo-sweeper".into()),
             now_ms: self.now_ms,
         };
-        self.store.execute(&sweep)?;
+        let _ = self.store.execute(&sweep)?;
         Ok(())
     }
 
@@ -585,7 +585,7 @@ impl<'s> Simulation<'s> {
             reason: "operator cancelled".into(),
             now_ms: self.now_ms,
         };
-        self.store.execute(&close)?;
+        let _ = self.store.execute(&close)?;
         self.runs.remove(index);
         Ok(())
     }
@@ -599,7 +599,7 @@ impl<'s> Simulation<'s> {
         };
         if let Some(record) = self.store.get(crate::record::Position(last))? {
             let consumer = format!("exporter-s{}", self.session);
-            self.store.execute(&ConsumerCommand::checkpoint_after(
+            let _ = self.store.execute(&ConsumerCommand::checkpoint_after(
                 consumer,
                 &record,
                 self.now_ms,
@@ -617,7 +617,7 @@ impl<'s> Simulation<'s> {
             fuel: 1 + self.rng.below(500),
             now_ms: self.now_ms,
         };
-        self.store.execute(&command)?;
+        let _ = self.store.execute(&command)?;
         Ok(())
     }
 
@@ -633,7 +633,7 @@ impl<'s> Simulation<'s> {
             status,
             now_ms: self.now_ms,
         };
-        self.store.execute(&command)?;
+        let _ = self.store.execute(&command)?;
         Ok(())
     }
 }

@@ -175,45 +175,51 @@ impl Snapshot {
 
     /// The root of the log's Merkle tree over its first `size` records (`size` ≤ the head).
     pub fn merkle_root(&self, size: u64) -> Result<Digest> {
-        let head = self.check_size(size)?;
-        if size == head {
-            return Ok(self.merkle_frontier(head)?.root(&LogTreeHasher));
-        }
-        merkle::root(&LogTreeHasher, size, &mut |level, index| {
-            self.merkle_node(level, index)
+        crate::error::guarded(|| {
+            let head = self.check_size(size)?;
+            if size == head {
+                return Ok(self.merkle_frontier(head)?.root(&LogTreeHasher));
+            }
+            merkle::root(&LogTreeHasher, size, &mut |level, index| {
+                self.merkle_node(level, index)
+            })
         })
     }
 
     /// A proof that the record at `position` is in the tree of `size` records.
     pub fn inclusion_proof(&self, position: Position, size: u64) -> Result<InclusionProof> {
-        self.check_size(size)?;
-        if position.0 >= size {
-            return Err(AuditError::PositionBeyondSize { position, size }.into());
-        }
-        let path = merkle::inclusion_path(&LogTreeHasher, position.0, size, &mut |l, i| {
-            self.merkle_node(l, i)
-        })?;
-        Ok(InclusionProof {
-            position,
-            size,
-            path,
+        crate::error::guarded(|| {
+            self.check_size(size)?;
+            if position.0 >= size {
+                return Err(AuditError::PositionBeyondSize { position, size }.into());
+            }
+            let path = merkle::inclusion_path(&LogTreeHasher, position.0, size, &mut |l, i| {
+                self.merkle_node(l, i)
+            })?;
+            Ok(InclusionProof {
+                position,
+                size,
+                path,
+            })
         })
     }
 
     /// A proof that the tree of `from_size` records is a prefix of the tree of `size`
     /// (`0 < from_size ≤ size ≤` the head).
     pub fn consistency_proof(&self, from_size: u64, size: u64) -> Result<ConsistencyProof> {
-        self.check_size(size)?;
-        if from_size == 0 || from_size > size {
-            return Err(AuditError::FromSize { from_size, size }.into());
-        }
-        let path = merkle::consistency_path(&LogTreeHasher, from_size, size, &mut |l, i| {
-            self.merkle_node(l, i)
-        })?;
-        Ok(ConsistencyProof {
-            from_size,
-            size,
-            path,
+        crate::error::guarded(|| {
+            self.check_size(size)?;
+            if from_size == 0 || from_size > size {
+                return Err(AuditError::FromSize { from_size, size }.into());
+            }
+            let path = merkle::consistency_path(&LogTreeHasher, from_size, size, &mut |l, i| {
+                self.merkle_node(l, i)
+            })?;
+            Ok(ConsistencyProof {
+                from_size,
+                size,
+                path,
+            })
         })
     }
 }
