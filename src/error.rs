@@ -129,6 +129,16 @@ pub enum OpenError {
         /// redb's account.
         reason: String,
     },
+    /// Another process has the file open in a way this open cannot join.
+    #[error("{path}: cannot open it in {wanted} mode: {holder}")]
+    Held {
+        /// The path.
+        path: PathBuf,
+        /// The mode this open asked for.
+        wanted: crate::store::Sharing,
+        /// Who holds it, as far as the open could tell.
+        holder: crate::store::Holder,
+    },
 }
 
 /// An audit request that the log cannot answer as asked.

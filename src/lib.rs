@@ -87,7 +87,10 @@ pub use log::read::{Direction, Records, Snapshot, StreamRecords};
 pub use projection::{Projection, ProjectionError};
 pub use record::limits::{Field, LimitError, Limits};
 pub use record::{NewEvent, Position, Record, RecordError, RecordView, StreamVersion};
-pub use store::{Durability, ImportStage, Stats, Store, StoreError, StoreOptions, WriteSession};
+pub use store::{
+    Durability, Holder, ImportStage, Sharing, Stats, Store, StoreError, StoreOptions,
+    UnknownSharing, WriteSession,
+};
 pub use subscribe::Subscription;
 pub use validate::CommandProblem;
 pub use writer::{Writer, WriterError, WriterOptions, WriterStats};

@@ -16,6 +16,13 @@ pub enum StoreError {
         /// The projection that owns it.
         projection: String,
     },
+    /// A deferred-durability commit asked of a store that shares its file: redb's shared
+    /// modes commit every transaction durably (another process may read it at once).
+    #[error("a deferred commit needs exclusive sharing; this store is open in {sharing} mode")]
+    DeferredNeedsExclusive {
+        /// The store's sharing mode.
+        sharing: crate::store::Sharing,
+    },
     /// The write carried a lease guard whose token is not the resource's live token.
     #[error("lease guard refused for {resource:?}: {reason}")]
     Fenced {

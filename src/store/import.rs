@@ -6,9 +6,10 @@
 //! only once complete; an existing log takes the whole file in one transaction.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use super::{Durability, Store, WriteSession};
+use super::open::{private_name, publish};
+use super::{Durability, Sharing, Store, StoreOptions, WriteSession};
 use crate::error::Result;
 use crate::export::{self, ExportError, ExportReader, ExportSummary};
 use crate::record::Record;
@@ -56,14 +57,19 @@ impl Store {
             }
             .into());
         }
-        let mut temporary = target.as_os_str().to_owned();
-        temporary.push(".importing");
-        let temporary = PathBuf::from(temporary);
+        // The new log is built under a name of this process's own, exclusive (no other
+        // process knows it), with deferred commits, and published only when complete.
+        let temporary = private_name(target, "importing");
         if temporary.exists() {
             fs::remove_file(&temporary)?;
         }
         let built = (|| {
-            let store = Store::open(&temporary)?;
+            let options = StoreOptions {
+                create: true,
+                sharing: Sharing::Exclusive,
+                ..StoreOptions::default()
+            };
+            let store = Store::open_with(&temporary, options)?;
             store.import_checked(file, &summary, Some(IMPORT_BATCH_RECORDS), progress)?;
             store.flush()
         })();
@@ -72,13 +78,24 @@ impl Store {
             let _ = fs::remove_file(&temporary);
             return Err(error);
         }
-        fs::rename(&temporary, target)?;
-        let parent = match target.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
-        };
-        fs::File::open(parent)?.sync_all()?;
-        Ok(summary)
+        match publish(&temporary, target) {
+            Ok(()) => Ok(summary),
+            Err(error) => {
+                let _ = fs::remove_file(&temporary);
+                if error.kind() == std::io::ErrorKind::AlreadyExists {
+                    // Another process created a log there meanwhile: it may hold acknowledged
+                    // appends, so it is never replaced.
+                    return Err(ExportError::Mismatch {
+                        detail: format!(
+                            "{} appeared while the import was building it; import into it again",
+                            target.display()
+                        ),
+                    }
+                    .into());
+                }
+                Err(error.into())
+            }
+        }
     }
 
     /// Appends the records of a checked export file: in one durable transaction when `batch`

@@ -11,6 +11,7 @@ mod error;
 mod import;
 mod open;
 mod session;
+mod sharing;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -34,10 +35,11 @@ use crate::record::{NewEvent, Position, Record, StreamVersion};
 pub use error::StoreError;
 pub use import::ImportStage;
 use open::{
-    Closing, Handle, check_identity, check_redb_magic, create, guarded, initialise, open_redb,
-    opened, redb_builder,
+    Closing, Handle, check_identity, check_redb_magic, create, guarded, initialise, open_reader,
+    open_redb, open_writable, redb_builder,
 };
 pub use session::WriteSession;
+pub use sharing::{Holder, Sharing, UnknownSharing};
 
 /// The [`Store::path`] of a store opened over a storage backend rather than a file.
 pub const BACKEND_PATH: &str = "<storage backend>";
@@ -51,6 +53,8 @@ pub struct StoreOptions {
     pub create: bool,
     /// Projections of the program's own, kept beside the built-in ones.
     pub projections: Vec<Arc<dyn Projection>>,
+    /// How the file is shared with other processes; one writer with readers by default.
+    pub sharing: Sharing,
 }
 
 /// The built-in projections, in the order they are applied.
@@ -96,6 +100,7 @@ pub struct Store {
     /// Whether `path` names a file (false for a store over a [`redb::StorageBackend`]).
     on_disk: bool,
     projections: Projections,
+    sharing: Sharing,
     /// The head's next position as of the last commit, announced after each commit.
     commits: watch::Sender<Position>,
 }
@@ -130,8 +135,10 @@ impl Store {
             create(&path)?;
         }
         check_redb_magic(&path)?;
-        let db = open_redb(&path, || redb_builder().open(&path))?;
-        Store::bring_up(db, options.limits, path, projections, true)
+        let db = open_writable(&path, options.sharing)?;
+        let mut store = Store::bring_up(db, options.limits, path, projections, true)?;
+        store.sharing = options.sharing;
+        Ok(store)
     }
 
     /// The end of every writable open: the identity checks, the projections' catch-up and
@@ -176,7 +183,10 @@ impl Store {
         if empty && !options.create {
             return Err(OpenError::Missing { path }.into());
         }
-        let db = open_redb(&path, || redb_builder().create_with_backend(backend))?;
+        // A backend is this process's own: nothing else can open it.
+        let db = open_redb(&path, || {
+            redb_builder(Sharing::Exclusive).create_with_backend(backend)
+        })?;
         if empty {
             guarded(|| initialise(&db))?;
         }
@@ -184,23 +194,31 @@ impl Store {
     }
 
     /// Opens an existing log without writing to its file, for audits: appends are refused
-    /// with [`Error::ReadOnly`], and projections are read as they were last committed. A file
-    /// left by a crash needs redb's recovery first, which this does (opening it writable
+    /// with [`Error::ReadOnly`], and projections are read as they were last committed. It
+    /// opens beside a writer in [`Sharing::SingleWriter`] or [`Sharing::MultiWriter`] mode in
+    /// another process and follows its commits: each read sees the latest whole commit,
+    /// never a torn one ([`OpenError::Held`] beside an exclusive one). A file left by a crash,
+    /// with no writer open, needs redb's recovery first, which this does (opening it writable
     /// once); recovery rebuilds redb's allocator state and never changes a committed record.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         if !path.exists() {
             return Err(OpenError::Missing { path }.into());
         }
-        check_redb_magic(&path)?;
-        let read_only = || redb_builder().open_read_only(&path);
-        let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read_only));
-        let db = match attempt {
-            Ok(Err(redb::DatabaseError::RepairAborted)) => {
-                drop(open_redb(&path, || redb_builder().open(&path))?);
-                open_redb(&path, read_only)?
+        if path.is_dir() {
+            return Err(OpenError::NotAnnalsLog {
+                path,
+                reason: "it is a directory".into(),
             }
-            attempt => opened(&path, attempt)?,
+            .into());
+        }
+        check_redb_magic(&path)?;
+        let db = match open_reader(&path) {
+            Err(Error::Storage(redb::Error::RepairAborted)) => {
+                drop(Closing::new(open_writable(&path, Sharing::SingleWriter)?));
+                open_reader(&path)?
+            }
+            attempt => attempt?,
         };
         let projections = projections_with(Vec::new())?;
         let handle = Handle::ReadOnly(Closing::new(db));
@@ -221,6 +239,7 @@ impl Store {
             path,
             on_disk: true,
             projections,
+            sharing: Sharing::SingleWriter,
             commits: watch::Sender::new(head.next),
         })
     }
@@ -233,6 +252,12 @@ impl Store {
     /// The limits appends are checked against.
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// How this store shares its file with other processes ([`Sharing::SingleWriter`] for a
+    /// read-only store, [`Sharing::Exclusive`] for one over a storage backend).
+    pub fn sharing(&self) -> Sharing {
+        self.sharing
     }
 
     /// The projections this store keeps.
@@ -268,7 +293,14 @@ impl Store {
         // redb's calls outside `work` are guarded; `work` is the caller's, and a panic in it
         // is the caller's too, so it unwinds as it is.
         let txn = guarded(|| {
-            let mut txn = self.database()?.begin_write()?;
+            let database = self.database()?;
+            if durability == Durability::Deferred && self.sharing.is_shared() {
+                return Err(StoreError::DeferredNeedsExclusive {
+                    sharing: self.sharing,
+                }
+                .into());
+            }
+            let mut txn = database.begin_write()?;
             if durability == Durability::Deferred {
                 txn.set_durability(redb::Durability::None)
                     .map_err(redb::Error::from)?;

@@ -17,6 +17,7 @@ use crate::log::tables::{
     STREAM_COUNT_KEY, STREAM_RUNS,
 };
 use crate::projection::CHECKPOINTS;
+use crate::store::sharing::{Holder, Sharing};
 
 /// The first bytes of every redb file.
 const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
@@ -68,23 +69,49 @@ impl Handle {
     }
 }
 
-/// Creates a new log atomically: initialised under a temporary name, then renamed into place,
-/// so that `path` never names a half-made log.
+/// Creates a new log atomically: initialised under a name of this process's own, then
+/// published at `path`, so that `path` never names a half-made log. When another process
+/// created a log at `path` meanwhile, that log stands (it may already hold acknowledged
+/// appends) and this one is discarded: the caller opens the one that is there.
 pub(crate) fn create(path: &Path) -> Result<()> {
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".creating");
-    let temporary = PathBuf::from(temporary);
+    let temporary = private_name(path, "creating");
     if temporary.exists() {
         fs::remove_file(&temporary)?;
     }
-    initialise(&redb_builder().create(&temporary)?)?;
-    fs::rename(&temporary, path)?;
-    let parent = match path.parent() {
+    // Nobody else knows the temporary file: it is created exclusive, and closed before it is
+    // published.
+    initialise(&redb_builder(Sharing::Exclusive).create(&temporary)?)?;
+    match publish(&temporary, path) {
+        Ok(()) => Ok(()),
+        Err(error) => {
+            let _ = fs::remove_file(&temporary);
+            match error.kind() {
+                std::io::ErrorKind::AlreadyExists => Ok(()),
+                _ => Err(error.into()),
+            }
+        }
+    }
+}
+
+/// `<path>.<purpose>.<pid>`: a name beside `path` that no other process builds a file under.
+pub(crate) fn private_name(path: &Path, purpose: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".{purpose}.{}", std::process::id()));
+    PathBuf::from(name)
+}
+
+/// Moves the finished file `from` to `to` unless something is at `to` already
+/// ([`std::io::ErrorKind::AlreadyExists`], `from` left in place): a hard link, which the file
+/// system refuses over an existing name, then the unlink of `from`, then a sync of the
+/// directory. A rename would replace a file another process created meanwhile.
+pub(crate) fn publish(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::hard_link(from, to)?;
+    fs::remove_file(from)?;
+    let parent = match to.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    fs::File::open(parent)?.sync_all()?;
-    Ok(())
+    fs::File::open(parent)?.sync_all()
 }
 
 /// Writes the annals tables into a new, empty redb database, in one durable commit.
@@ -138,11 +165,67 @@ pub(crate) fn check_redb_magic(path: &Path) -> Result<()> {
 /// bounded, memory stays flat as the log grows, and bulk work measures no slower.
 pub(crate) const REDB_CACHE_BYTES: usize = 32 * 1024 * 1024;
 
-/// A redb builder with the store's settings.
-pub(crate) fn redb_builder() -> redb::Builder {
+/// A redb builder with the store's settings, sharing the file as `sharing` says.
+pub(crate) fn redb_builder(sharing: Sharing) -> redb::Builder {
     let mut builder = redb::Builder::new();
     builder.set_cache_size(REDB_CACHE_BYTES);
+    builder.set_concurrency_mode(sharing.concurrency_mode());
     builder
+}
+
+/// Opens `path` writable in `sharing` mode; a file another process holds is
+/// [`OpenError::Held`], naming who holds it as far as probing can tell.
+pub(crate) fn open_writable(path: &Path, sharing: Sharing) -> Result<Database> {
+    match open_redb(path, || redb_builder(sharing).open(path)) {
+        Err(Error::Storage(redb::Error::DatabaseAlreadyOpen)) => Err(OpenError::Held {
+            path: path.to_path_buf(),
+            wanted: sharing,
+            holder: holder(path, sharing),
+        }
+        .into()),
+        other => other,
+    }
+}
+
+/// Opens `path` read-only beside whatever writer has it open in a shared mode: a reader that
+/// follows the writer's commits and never writes the file.
+pub(crate) fn open_reader(path: &Path) -> Result<redb::ReadOnlyDatabase> {
+    let read_only = || redb_builder(Sharing::SingleWriter).open_read_only(path);
+    match open_redb(path, read_only) {
+        Err(Error::Storage(redb::Error::DatabaseAlreadyOpen)) => Err(OpenError::Held {
+            path: path.to_path_buf(),
+            wanted: Sharing::SingleWriter,
+            holder: Holder::Exclusive,
+        }
+        .into()),
+        other => other,
+    }
+}
+
+/// Who holds `path`, which a writable open in `wanted` mode just found in use. A shared
+/// read-only open fails only beside an exclusive holder; beside shared holders, a
+/// multi-writer open succeeds only when they are multi-writers too (it is closed at once).
+fn holder(path: &Path, wanted: Sharing) -> Holder {
+    let reader = open_redb(path, || {
+        redb_builder(Sharing::SingleWriter).open_read_only(path)
+    });
+    match reader {
+        Ok(reader) => drop(Closing::new(reader)),
+        Err(_) => return Holder::Exclusive,
+    }
+    match wanted {
+        Sharing::Exclusive => Holder::Shared,
+        Sharing::MultiWriter => Holder::SingleWriter,
+        Sharing::SingleWriter => {
+            match open_redb(path, || redb_builder(Sharing::MultiWriter).open(path)) {
+                Ok(peer) => {
+                    drop(Closing::new(peer));
+                    Holder::MultiWriter
+                }
+                Err(_) => Holder::SingleWriter,
+            }
+        }
+    }
 }
 
 /// Runs a redb open. redb may panic on a damaged file; that panic becomes a typed error here.

@@ -176,6 +176,12 @@ impl Writer {
     pub fn start(store: Arc<Store>, options: WriterOptions) -> Result<Writer> {
         options.check()?;
         store.require_writable()?;
+        if options.durability == Durability::Deferred && store.sharing().is_shared() {
+            return Err(crate::store::StoreError::DeferredNeedsExclusive {
+                sharing: store.sharing(),
+            }
+            .into());
+        }
         let (queue, jobs) = mpsc::channel(options.queue_depth as usize);
         let (ended_sender, ended) = watch::channel(());
         let shared = Arc::new(Shared::default());

@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests.
 
-use annals::{AppendOutcome, ExpectedVersion, NewEvent, Position, Store};
+use annals::{AppendOutcome, ExpectedVersion, NewEvent, Position, Sharing, Store, StoreOptions};
 use tempfile::TempDir;
 
 /// A store in a fresh temporary folder; keep the folder alive as long as the store.
@@ -8,6 +8,17 @@ pub fn store() -> (TempDir, Store) {
     let dir = tempfile::tempdir().expect("temporary folder");
     let store = Store::open(dir.path().join("log.redb")).expect("open a new store");
     (dir, store)
+}
+
+/// The store at `path` (created if missing), this process's alone: the only sharing mode in
+/// which commits may be deferred.
+pub fn open_exclusive(path: &std::path::Path) -> Store {
+    let options = StoreOptions {
+        create: true,
+        sharing: Sharing::Exclusive,
+        ..StoreOptions::default()
+    };
+    Store::open_with(path, options).expect("open an exclusive store")
 }
 
 /// An event of kind `kind` at time `at_ms` with `payload`.

@@ -44,8 +44,8 @@ async fn subscribers_see_exactly_the_log_in_order_while_8_writers_append_50_000_
     const APPENDS: u64 = 125;
     const EVENTS_PER_APPEND: u64 = 50;
     const TOTAL: usize = (WRITERS * APPENDS * EVENTS_PER_APPEND) as usize;
-    let (_dir, store) = crate::common::store();
-    let store = Arc::new(store);
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(crate::common::open_exclusive(&dir.path().join("log.redb")));
     let _ = store
         .append(
             "before",

@@ -655,7 +655,7 @@ async fn a_full_queue_makes_callers_wait_and_drops_nothing() {
 async fn closing_answers_every_accepted_job_makes_it_durable_and_releases_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
-    let store = open(&path);
+    let store = Arc::new(crate::common::open_exclusive(&path));
     let writer = start(&store, deferred());
     let (gate, open_gate) = hold(&writer).await;
     let mut accepted = Vec::new();
@@ -730,7 +730,7 @@ async fn dropping_the_last_handle_answers_every_accepted_job() {
 async fn deferred_batches_are_visible_at_once_and_durable_after_a_flush() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
-    let store = open(&path);
+    let store = Arc::new(crate::common::open_exclusive(&path));
     let writer = start(&store, deferred());
     for i in 0..100u8 {
         let _ = writer
