@@ -8,12 +8,17 @@
 //! path to hand over to: the read after a wake-up starts where the last one stopped, and a
 //! commit announced after the subscriber marked the last announcement seen always wakes it.
 //!
+//! Commits of other processes (beside a read-only store, or in multi-writer mode) are
+//! announced to nobody here: a caught-up subscription of such a store looks for them itself,
+//! after a pause that grows from [`POLL_PAUSE_MIN`] to [`POLL_PAUSE_MAX`] while nothing comes.
+//!
 //! This module owns that loop. It never writes, never holds a read snapshot across an await
 //! (a slow subscriber pins no old pages of the file), keeps at most one chunk in memory, and
 //! never makes the writer wait: a subscriber that falls behind just has more to read.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -30,6 +35,18 @@ pub const CHUNK_RECORDS_MAX: usize = 1024;
 pub const CHUNK_BYTES_MAX: u64 = 4 * 1024 * 1024;
 
 const _: () = assert!(CHUNK_RECORDS_MAX > 0 && CHUNK_BYTES_MAX > 0);
+
+/// The first pause before a subscription of a store that other processes write looks for
+/// their commits again; it doubles while nothing comes, up to [`POLL_PAUSE_MAX`], and starts
+/// over after each record. A look is one read transaction and the head: a few microseconds.
+pub const POLL_PAUSE_MIN: Duration = Duration::from_millis(1);
+/// The longest pause between two looks: the most a commit of another process waits to be
+/// seen by an idle subscription.
+pub const POLL_PAUSE_MAX: Duration = Duration::from_millis(16);
+
+const _: () = assert!(
+    POLL_PAUSE_MIN.as_nanos() > 0 && POLL_PAUSE_MIN.as_nanos() <= POLL_PAUSE_MAX.as_nanos()
+);
 
 /// Every record from position `from` on: history, then live. `from` may lie past the head;
 /// the subscription then waits for the log to reach it.
@@ -144,6 +161,8 @@ pub struct Subscription {
     /// The announced head as of the last read that reached the log's end: reading again is
     /// pointless until a later commit is announced.
     caught_up_at: Option<Position>,
+    /// How long to wait before looking for another process's commits again.
+    pause: Duration,
 }
 
 impl Subscription {
@@ -155,6 +174,7 @@ impl Subscription {
             cursor,
             chunk: VecDeque::new(),
             caught_up_at: None,
+            pause: POLL_PAUSE_MIN,
         }
     }
 
@@ -168,11 +188,28 @@ impl Subscription {
             // Marked seen before the read: a commit announced after this line wakes the wait.
             let announced = *self.commits.borrow_and_update();
             if self.caught_up_at == Some(announced) {
-                if self.commits.changed().await.is_err() {
-                    // The store owns the sender and `self.store` keeps it alive.
-                    return Err(WriterError::Lost.into());
+                if !self.store.others_may_write() {
+                    if self.commits.changed().await.is_err() {
+                        // The store owns the sender and `self.store` keeps it alive.
+                        return Err(WriterError::Lost.into());
+                    }
+                    continue;
                 }
-                continue;
+                // Another process's commit wakes nobody here: look again after a pause that
+                // grows while nothing comes, unless this process commits first. A blocking
+                // sleep rather than a timer, so that no runtime needs its time driver.
+                let pause = self.pause;
+                self.pause = (pause * 2).min(POLL_PAUSE_MAX);
+                let sleeper = tokio::task::spawn_blocking(move || std::thread::sleep(pause));
+                tokio::select! {
+                    changed = self.commits.changed() => {
+                        if changed.is_err() {
+                            return Err(WriterError::Lost.into());
+                        }
+                        continue;
+                    }
+                    _ = sleeper => {}
+                }
             }
             let store = Arc::clone(&self.store);
             let cursor = self.cursor.clone();
@@ -181,6 +218,9 @@ impl Subscription {
                     .await
                     .map_err(|_| WriterError::Lost)??;
             self.cursor.advance(&records)?;
+            if !records.is_empty() {
+                self.pause = POLL_PAUSE_MIN;
+            }
             self.chunk.extend(records);
             if complete {
                 self.caught_up_at = Some(announced);

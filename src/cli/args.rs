@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use super::open::WriteAccess;
 use crate::log::append::{ExpectedVersion, UnknownExpectedVersion};
 
 /// An embedded, event-sourced, append-only log store.
@@ -25,6 +26,9 @@ pub(crate) enum Command {
     Append(AppendArgs),
     /// Print records, one line each.
     Log(LogArgs),
+    /// Print records as they commit, until interrupted (like `tail -f`): from a log that
+    /// another process writes, opened read-only beside it.
+    Tail(TailArgs),
     /// Check every hash, link and index of the log; exit 1 if anything is wrong.
     Verify(VerifyArgs),
     /// Print counts and sizes of the log.
@@ -101,6 +105,8 @@ pub(crate) struct ImportArgs {
     pub(crate) file: PathBuf,
     /// The log to import into: created if missing, else continued.
     pub(crate) db: PathBuf,
+    #[command(flatten)]
+    pub(crate) access: WriteAccess,
 }
 
 #[derive(Args)]
@@ -151,6 +157,8 @@ pub(crate) struct DemoArgs {
     /// Append at least this many records.
     #[arg(long, default_value_t = 10_000)]
     pub(crate) records: u64,
+    #[command(flatten)]
+    pub(crate) access: WriteAccess,
 }
 
 #[derive(Args)]
@@ -174,6 +182,8 @@ pub(crate) struct RebuildArgs {
     /// Rebuild only this projection [default: all].
     #[arg(long)]
     pub(crate) projection: Option<String>,
+    #[command(flatten)]
+    pub(crate) access: WriteAccess,
 }
 
 #[derive(Args)]
@@ -200,6 +210,27 @@ pub(crate) struct AppendArgs {
     /// The payload's schema version [default: 1].
     #[arg(long)]
     pub(crate) schema: Option<u16>,
+    #[command(flatten)]
+    pub(crate) access: WriteAccess,
+}
+
+#[derive(Args)]
+pub(crate) struct TailArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// Follow only this stream.
+    #[arg(long)]
+    pub(crate) stream: Option<String>,
+    /// The first position to print, or with `--stream` the first stream version
+    /// [default: the end: only records committed from now on].
+    #[arg(long)]
+    pub(crate) from: Option<u64>,
+    /// Stop after printing this many records [default: never].
+    #[arg(long)]
+    pub(crate) count: Option<u64>,
+    /// Print JSON lines instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Args)]

@@ -10,9 +10,11 @@
 
 mod args;
 mod audit;
+mod open;
 mod progress;
 mod read;
 mod render;
+mod tail;
 mod write;
 
 use std::io;
@@ -36,6 +38,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Append(args) => write::append(args),
         Command::Log(args) => read::log(args),
+        Command::Tail(args) => tail::tail(args),
         Command::Verify(args) => audit::verify(args),
         Command::Stats(args) => read::stats(args),
         Command::Demo(args) => write::demo(args),

@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::Failure;
 use super::args::{AppendArgs, DemoArgs, ImportArgs, RebuildArgs};
+use super::open::{joining, open_for_writing};
 use super::progress::ProgressLine;
 use super::render::print_range;
 use crate::error::Error;
@@ -43,7 +44,7 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
     if let Some(schema) = args.schema {
         event = event.with_schema(schema);
     }
-    let store = Store::open_with(&args.db, options)?;
+    let store = open_for_writing(&args.db, true, &args.access)?;
     let outcome = store.append(&args.stream, args.expect, &[event])?;
     let mut out = io::stdout().lock();
     match outcome {
@@ -92,12 +93,24 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
         .unwrap_or(0);
     let mut check = ProgressLine::new("check", records);
     let mut write = ProgressLine::new("import", records);
-    let summary = Store::import(&args.file, &args.db, &mut |stage, done| match stage {
-        ImportStage::Check => check.update(done),
-        _ => {
-            check.finish();
-            write.update(done)
-        }
+    let summary = joining(&args.access, |sharing| {
+        let options = StoreOptions {
+            sharing,
+            busy_timeout: args.access.wait,
+            ..StoreOptions::default()
+        };
+        Store::import_with(
+            &args.file,
+            &args.db,
+            options,
+            &mut |stage, done| match stage {
+                ImportStage::Check => check.update(done),
+                _ => {
+                    check.finish();
+                    write.update(done)
+                }
+            },
+        )
     });
     check.finish();
     write.finish();
@@ -108,7 +121,7 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
 }
 
 pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
-    let store = Store::open_existing(&args.db)?;
+    let store = open_for_writing(&args.db, false, &args.access)?;
     let mut line = ProgressLine::new("rebuild", store.head()?.next.0);
     let rebuilt = store.rebuild_with(args.projection.as_deref(), &mut |done| line.update(done));
     line.finish();
@@ -127,7 +140,7 @@ pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
 }
 
 pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
-    let store = Store::open(&args.db)?;
+    let store = open_for_writing(&args.db, true, &args.access)?;
     let report = crate::demo::run(&store, args.records, |_| {})?;
     let mut out = BufWriter::new(io::stdout().lock());
     writeln!(

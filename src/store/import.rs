@@ -39,12 +39,28 @@ impl Store {
         target: &Path,
         progress: &mut dyn FnMut(ImportStage, u64),
     ) -> Result<ExportSummary> {
+        Store::import_with(file, target, StoreOptions::default(), progress)
+    }
+
+    /// [`Store::import`], opening an existing `target` with `options` (its sharing mode and
+    /// busy timeout, say); a new log is built exclusive whatever they say, and published only
+    /// when complete.
+    pub fn import_with(
+        file: &Path,
+        target: &Path,
+        options: StoreOptions,
+        progress: &mut dyn FnMut(ImportStage, u64),
+    ) -> Result<ExportSummary> {
         let summary = export::check(file, &mut |done| progress(ImportStage::Check, done))?;
         if target.exists() {
             // Checked read-only first: a log the export does not continue is not even opened
             // for writing (which would let redb touch the file).
             check_continues(&Store::open_read_only(target)?.snapshot()?, &summary)?;
-            let store = Store::open_existing(target)?;
+            let options = StoreOptions {
+                create: false,
+                ..options
+            };
+            let store = Store::open_with(target, options)?;
             store.import_checked(file, &summary, None, progress)?;
             return Ok(summary);
         }

@@ -55,6 +55,11 @@ pub struct StoreOptions {
     pub projections: Vec<Arc<dyn Projection>>,
     /// How the file is shared with other processes; one writer with readers by default.
     pub sharing: Sharing,
+    /// How long an open waits for another process to let go of the file before it gives up
+    /// with [`OpenError::Held`] (SQLite's busy timeout); zero by default. It does not wait
+    /// for writers that hold the file in multi-writer mode when this open asks for another
+    /// mode: they would never let go.
+    pub busy_timeout: std::time::Duration,
 }
 
 /// The built-in projections, in the order they are applied.
@@ -135,7 +140,7 @@ impl Store {
             create(&path)?;
         }
         check_redb_magic(&path)?;
-        let db = open_writable(&path, options.sharing)?;
+        let db = open_writable(&path, options.sharing, options.busy_timeout)?;
         let mut store = Store::bring_up(db, options.limits, path, projections, true)?;
         store.sharing = options.sharing;
         Ok(store)
@@ -215,7 +220,12 @@ impl Store {
         check_redb_magic(&path)?;
         let db = match open_reader(&path) {
             Err(Error::Storage(redb::Error::RepairAborted)) => {
-                drop(Closing::new(open_writable(&path, Sharing::SingleWriter)?));
+                let no_wait = std::time::Duration::ZERO;
+                drop(Closing::new(open_writable(
+                    &path,
+                    Sharing::SingleWriter,
+                    no_wait,
+                )?));
                 open_reader(&path)?
             }
             attempt => attempt?,
@@ -346,6 +356,13 @@ impl Store {
     /// A receiver of the head's next position, updated after every commit that moved it.
     pub(crate) fn commits(&self) -> watch::Receiver<Position> {
         self.commits.subscribe()
+    }
+
+    /// Whether another process may commit to this log while this store is open: it is
+    /// read-only (a writer may run beside it) or open in [`Sharing::MultiWriter`] mode. Such
+    /// commits announce themselves to nobody here, so readers must look for them.
+    pub(crate) fn others_may_write(&self) -> bool {
+        matches!(self.db, Handle::ReadOnly(_)) || self.sharing == Sharing::MultiWriter
     }
 
     /// Appends `events` to `stream` in one durable transaction, if the stream is in the

@@ -5,6 +5,7 @@ use std::fs;
 use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use redb::{Database, ReadTransaction, ReadableDatabase};
 
@@ -173,19 +174,40 @@ pub(crate) fn redb_builder(sharing: Sharing) -> redb::Builder {
     builder
 }
 
-/// Opens `path` writable in `sharing` mode; a file another process holds is
-/// [`OpenError::Held`], naming who holds it as far as probing can tell.
-pub(crate) fn open_writable(path: &Path, sharing: Sharing) -> Result<Database> {
-    match open_redb(path, || redb_builder(sharing).open(path)) {
-        Err(Error::Storage(redb::Error::DatabaseAlreadyOpen)) => Err(OpenError::Held {
-            path: path.to_path_buf(),
-            wanted: sharing,
-            holder: holder(path, sharing),
+/// Opens `path` writable in `sharing` mode, trying again for up to `busy_timeout` while
+/// another process holds it; a file still held is [`OpenError::Held`], naming who holds it as
+/// far as probing can tell.
+pub(crate) fn open_writable(
+    path: &Path,
+    sharing: Sharing,
+    busy_timeout: Duration,
+) -> Result<Database> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match open_redb(path, || redb_builder(sharing).open(path)) {
+            Err(Error::Storage(redb::Error::DatabaseAlreadyOpen)) => {
+                let holder = holder(path, sharing);
+                let waited = started.elapsed();
+                let hopeless = holder == Holder::MultiWriter && sharing != Sharing::MultiWriter;
+                if hopeless || waited >= busy_timeout {
+                    return Err(OpenError::Held {
+                        path: path.to_path_buf(),
+                        wanted: sharing,
+                        holder,
+                    }
+                    .into());
+                }
+                std::thread::sleep(pause.min(busy_timeout - waited));
+                pause = (pause * 2).min(BUSY_PAUSE_MAX);
+            }
+            other => return other,
         }
-        .into()),
-        other => other,
     }
 }
+
+/// The longest pause between two tries of an open that waits for a busy file.
+const BUSY_PAUSE_MAX: Duration = Duration::from_millis(100);
 
 /// Opens `path` read-only beside whatever writer has it open in a shared mode: a reader that
 /// follows the writer's commits and never writes the file.
