@@ -72,6 +72,9 @@ pub(crate) struct CrashWriterArgs {
     /// Stop after this many records if not killed first.
     #[arg(long, default_value_t = 1_000_000)]
     pub(crate) records: u64,
+    /// How to share the log with other processes.
+    #[arg(long, default_value = "single-writer")]
+    pub(crate) sharing: crate::store::Sharing,
 }
 
 #[derive(Args)]

@@ -176,6 +176,12 @@ pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
 #[cfg(feature = "testing")]
 pub(crate) fn crash_writer(args: super::args::CrashWriterArgs) -> Result<ExitCode, Failure> {
     let mut out = io::stdout().lock();
-    crate::testing::crash::write_and_report(&args.db, args.tasks, args.records, &mut out)?;
+    crate::testing::crash::write_and_report(
+        &args.db,
+        args.sharing,
+        args.tasks,
+        args.records,
+        &mut out,
+    )?;
     Ok(ExitCode::SUCCESS)
 }

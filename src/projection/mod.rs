@@ -172,6 +172,18 @@ pub enum ProjectionError {
         /// The name asked for.
         name: String,
     },
+    /// A projection this multi-writer process runs was built by another version of it (in
+    /// another process), or by none: writing beside that process would mix the two versions'
+    /// rows. Reopening the store rebuilds it in this version.
+    #[error(
+        "projection {name:?} was built by another version than this process's {version}; reopen the store to rebuild it"
+    )]
+    VersionElsewhere {
+        /// The projection.
+        name: String,
+        /// This process's version of it.
+        version: u32,
+    },
     /// An `apply` read or wrote a table that is not one of its projection's
     /// [`Projection::tables`]: another projection's rows, or rows that neither `verify` nor a
     /// rebuild would see. The transaction is abandoned.

@@ -31,6 +31,54 @@ pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Resu
     replay(db, projections, &mut |_| {})
 }
 
+/// At the start of a write transaction in multi-writer mode, makes this process's view of the
+/// projections true again: other processes may have appended since this one last wrote, and
+/// ones that run other projections left theirs behind. Projections this store runs without
+/// are pinned at the head (this transaction's appends will not reach them); its own that lag
+/// (pinned by such a process) get the records they missed, read from the log as of the
+/// transaction's start (the writer lock is held, so nothing newer exists).
+pub(crate) fn keep_up(
+    txn: &WriteTransaction,
+    db: &Database,
+    projections: &Projections,
+) -> Result<()> {
+    pin_unregistered(txn, projections)?;
+    let head = Snapshot::head_in(txn)?;
+    let mut lagging = Vec::new();
+    for projection in projections.iter() {
+        match checkpoint(txn, projection.name())? {
+            Some(at) if at.version == projection.version() && at.next >= head.next => {}
+            Some(at) if at.version == projection.version() => lagging.push((projection, at.next)),
+            // Built by another version in another process, or never: this process cannot
+            // tell which tables to trust, so it refuses to write beside it.
+            _ => {
+                return Err(ProjectionError::VersionElsewhere {
+                    name: projection.name().to_owned(),
+                    version: projection.version(),
+                }
+                .into());
+            }
+        }
+    }
+    let Some(from) = lagging.iter().map(|(_, next)| *next).min() else {
+        return Ok(());
+    };
+    let snapshot = Snapshot::new(db.begin_read()?)?;
+    let tables = TransactionTables::new(txn);
+    for record in snapshot.records(from, Direction::Forward)? {
+        let record = record?;
+        if record.position >= head.next {
+            break;
+        }
+        for (projection, next) in &lagging {
+            if record.position >= *next {
+                projection.apply(&tables.scoped(projection.as_ref()), &record)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Pins the checkpoint of every projection this store runs without to the head's position:
 /// a checkpoint that follows the head ([`AT_HEAD`]) holds only while every append applies
 /// to its projection, and appends from here on will not.

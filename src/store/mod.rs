@@ -311,6 +311,9 @@ impl Store {
                 .into());
             }
             let mut txn = database.begin_write()?;
+            if self.sharing == Sharing::MultiWriter {
+                catch_up::keep_up(&txn, database, &self.projections)?;
+            }
             if durability == Durability::Deferred {
                 txn.set_durability(redb::Durability::None)
                     .map_err(redb::Error::from)?;

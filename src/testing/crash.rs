@@ -12,18 +12,24 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::log::append::{AppendOutcome, ExpectedVersion};
 use crate::record::NewEvent;
-use crate::store::Store;
+use crate::store::{Sharing, Store, StoreOptions};
 use crate::writer::{Writer, WriterOptions};
 
 /// Appends up to `records_max` one-event records to `path` from `tasks` concurrent tasks,
 /// reporting each durable one on `out` as it is answered. Stops early if `out` is closed.
 pub fn write_and_report(
     path: &Path,
+    sharing: Sharing,
     tasks: u32,
     records_max: u64,
     out: &mut impl Write,
 ) -> Result<()> {
-    let store = Arc::new(Store::open(path)?);
+    let options = StoreOptions {
+        create: true,
+        sharing,
+        ..StoreOptions::default()
+    };
+    let store = Arc::new(Store::open_with(path, options)?);
     let writer = Writer::start(store, WriterOptions::default())?;
     let runtime = tokio::runtime::Builder::new_current_thread().build()?;
     runtime.block_on(async {

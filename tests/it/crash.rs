@@ -2,7 +2,8 @@
 //! durable append; the test kills it with SIGKILL at a seeded moment chosen from its own
 //! output (after the n-th report, n seeded; sometimes before the first), 20 times over the
 //! same file, and after each kill reopens the file, verifies it, and checks every position
-//! ever reported durable is there with the same hash.
+//! ever reported durable is there with the same hash. Beside each writer, `verify` and `log`
+//! run in processes of their own as it is killed: they pass, and read no gap.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -28,6 +29,7 @@ fn every_append_reported_durable_survives_sigkill_and_the_log_verifies() {
     let path = dir.path().join("crash.redb");
     let mut reported: BTreeMap<Position, Digest> = BTreeMap::new();
     let mut rng = Rng::new(0x5161_0009);
+    let mut readers_read = 0;
     for kill in 0..KILLS {
         let wait_for = if rng.chance(10) {
             0
@@ -56,9 +58,46 @@ fn every_append_reported_durable_survives_sigkill_and_the_log_verifies() {
                 None => break,
             }
         }
+        // Readers in processes of their own, beside the writer as it dies: whatever moment
+        // the kill strikes, they read whole commits, every record checked.
+        let reader = |command: &str| {
+            Command::new(env!("CARGO_BIN_EXE_annals"))
+                .arg(command)
+                .arg(&path)
+                .arg("--json")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start a reader")
+        };
+        let readers = [reader("verify"), reader("log")];
         // `Child::kill` sends SIGKILL on Unix: no destructor, no flush, no clean close.
         child.kill().expect("kill the child");
         child.wait().expect("reap the child");
+        for (reader, name) in readers.into_iter().zip(["verify", "log"]) {
+            let output = reader.wait_with_output().expect("a reader's output");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            // A reader that started before the writer's first commit finds no log yet.
+            if stderr.contains("no such file") {
+                continue;
+            }
+            assert!(
+                output.status.success(),
+                "kill {kill}: {name} failed: {stderr}"
+            );
+            if name == "log" {
+                let positions: Vec<u64> = String::from_utf8_lossy(&output.stdout)
+                    .lines()
+                    .map(|line| {
+                        let value: serde_json::Value = serde_json::from_str(line).expect("JSON");
+                        value["position"].as_u64().expect("a position")
+                    })
+                    .collect();
+                let expected: Vec<u64> = (0..positions.len() as u64).collect();
+                assert_eq!(positions, expected, "kill {kill}: log read a gap");
+                readers_read += positions.len();
+            }
+        }
         // Whatever it printed before it died was durable when printed.
         for line in lines {
             let Ok(line) = line else { break };
@@ -82,8 +121,12 @@ fn every_append_reported_durable_survives_sigkill_and_the_log_verifies() {
         reported.len() as u64 > KILLS,
         "the child reported too little to check"
     );
+    assert!(
+        readers_read > 0,
+        "the readers beside the writer read nothing"
+    );
     eprintln!(
-        "{KILLS} kills, {} positions reported durable and found",
+        "{KILLS} kills, {} positions reported durable and found, {readers_read} records read beside the writer",
         reported.len()
     );
 }

@@ -20,7 +20,11 @@ fn a_new_file_is_created_and_reopened() {
     let path = dir.path().join("new.redb");
     drop(Store::open(&path).unwrap());
     assert!(path.exists());
-    assert!(!dir.path().join("new.redb.creating").exists());
+    let leftovers: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, ["new.redb"], "a temporary file was left behind");
     let store = Store::open_existing(&path).unwrap();
     assert!(store.verify().unwrap().is_sound());
 }
