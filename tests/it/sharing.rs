@@ -195,3 +195,23 @@ fn multi_writers_with_other_projections_keep_each_projection_true_to_the_whole_l
     let reopened = multi_writer(&path, vec![Arc::new(KindCounts)]);
     assert!(reopened.verify().unwrap().is_sound());
 }
+
+#[test]
+fn a_reader_holding_a_snapshot_does_not_stop_the_writer_committing_and_sees_its_own_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let writer = Store::open(&path).unwrap();
+    let _ = append_one(&writer, "s", b"first");
+    let reader = Store::open_read_only(&path).unwrap();
+    let held = reader.snapshot().unwrap();
+    // Every commit below returns while the reader's snapshot pins the first one's pages.
+    for i in 0..200u64 {
+        let _ = writer
+            .append("s", ExpectedVersion::Any, &[event("test.kind", i, b"more")])
+            .unwrap();
+    }
+    assert_eq!(held.head().unwrap().next.0, 1, "a held snapshot moved");
+    assert_eq!(reader.snapshot().unwrap().head().unwrap().next.0, 201);
+    drop(held);
+    assert!(reader.verify().unwrap().is_sound());
+}
