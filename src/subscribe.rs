@@ -17,7 +17,10 @@
 //! never makes the writer wait: a subscriber that falls behind just has more to read.
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -200,15 +203,24 @@ impl Subscription {
                 // sleep rather than a timer, so that no runtime needs its time driver.
                 let pause = self.pause;
                 self.pause = (pause * 2).min(POLL_PAUSE_MAX);
-                let sleeper = tokio::task::spawn_blocking(move || std::thread::sleep(pause));
-                tokio::select! {
-                    changed = self.commits.changed() => {
-                        if changed.is_err() {
-                            return Err(WriterError::Lost.into());
-                        }
-                        continue;
+                let mut sleeper = tokio::task::spawn_blocking(move || std::thread::sleep(pause));
+                let mut changed = std::pin::pin!(self.commits.changed());
+                let woken = std::future::poll_fn(|context| {
+                    if let Poll::Ready(changed) = changed.as_mut().poll(context) {
+                        return Poll::Ready(Some(changed));
                     }
-                    _ = sleeper => {}
+                    match Pin::new(&mut sleeper).poll(context) {
+                        Poll::Ready(_) => Poll::Ready(None),
+                        Poll::Pending => Poll::Pending,
+                    }
+                })
+                .await;
+                match woken {
+                    // This process committed: read at once.
+                    Some(Ok(())) => continue,
+                    Some(Err(_)) => return Err(WriterError::Lost.into()),
+                    // The pause is over: look for other processes' commits.
+                    None => {}
                 }
             }
             let store = Arc::clone(&self.store);
