@@ -88,8 +88,8 @@ pub use projection::{Projection, ProjectionError};
 pub use record::limits::{Field, LimitError, Limits};
 pub use record::{NewEvent, Position, Record, RecordError, RecordView, StreamVersion};
 pub use store::{
-    Durability, Holder, ImportStage, Sharing, Stats, Store, StoreError, StoreOptions,
-    UnknownSharing, WriteSession,
+    Durability, Holder, ImportStage, READ_ONLY_PATIENCE, Sharing, Stats, Store, StoreError,
+    StoreOptions, UnknownSharing, WriteSession,
 };
 pub use subscribe::Subscription;
 pub use validate::CommandProblem;

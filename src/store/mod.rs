@@ -41,6 +41,11 @@ use open::{
 pub use session::WriteSession;
 pub use sharing::{Holder, Sharing, UnknownSharing};
 
+/// How long [`Store::open_read_only`] tries again while another process holds the file in a
+/// way a reader cannot join (an exclusive writer for good; for a moment, a process repairing
+/// the file after a crash).
+pub const READ_ONLY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The [`Store::path`] of a store opened over a storage backend rather than a file.
 pub const BACKEND_PATH: &str = "<storage backend>";
 
@@ -202,7 +207,8 @@ impl Store {
     /// with [`Error::ReadOnly`], and projections are read as they were last committed. It
     /// opens beside a writer in [`Sharing::SingleWriter`] or [`Sharing::MultiWriter`] mode in
     /// another process and follows its commits: each read sees the latest whole commit,
-    /// never a torn one ([`OpenError::Held`] beside an exclusive one). A file left by a crash,
+    /// never a torn one ([`OpenError::Held`] beside an exclusive one, after trying for
+    /// [`READ_ONLY_PATIENCE`]). A file left by a crash,
     /// with no writer open, needs redb's recovery first, which this does (opening it writable
     /// once); recovery rebuilds redb's allocator state and never changes a committed record.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Store> {
@@ -218,17 +224,30 @@ impl Store {
             .into());
         }
         check_redb_magic(&path)?;
-        let db = match open_reader(&path) {
-            Err(Error::Storage(redb::Error::RepairAborted)) => {
-                let no_wait = std::time::Duration::ZERO;
-                drop(Closing::new(open_writable(
-                    &path,
-                    Sharing::SingleWriter,
-                    no_wait,
-                )?));
-                open_reader(&path)?
+        // Another process may hold the file for a moment without a writer's lasting claim:
+        // repairing it after a crash (another reader doing just this), or opening it.
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(1);
+        let db = loop {
+            let attempt = match open_reader(&path) {
+                Err(Error::Storage(redb::Error::RepairAborted)) => {
+                    let no_wait = std::time::Duration::ZERO;
+                    open_writable(&path, Sharing::SingleWriter, no_wait).and_then(|repaired| {
+                        drop(Closing::new(repaired));
+                        open_reader(&path)
+                    })
+                }
+                attempt => attempt,
+            };
+            match attempt {
+                Err(Error::Open(OpenError::Held { .. }))
+                    if started.elapsed() < READ_ONLY_PATIENCE =>
+                {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(50));
+                }
+                attempt => break attempt?,
             }
-            attempt => attempt?,
         };
         let projections = projections_with(Vec::new())?;
         let handle = Handle::ReadOnly(Closing::new(db));
