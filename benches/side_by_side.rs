@@ -17,9 +17,20 @@
 //! 1,000 resources, appended 1,000 to a durable commit, each one applied to the lease
 //! projection in the same transaction; SQLite inserts the event row with its chained hash and
 //! upserts the lease row; raw redb inserts one key per record and nothing else.
+//!
+//! The sharing modes, in every round: single commands and group commit at 64 tasks on
+//! stores opened exclusive, single-writer (the default, which the rows above use) and
+//! multi-writer; and a single-writer store in this process followed by the real
+//! `annals tail --json` in a child process, for the time from a commit's return to the
+//! child's line for it, and for the writer's rate with and without the tail beside it. The
+//! child is the `annals` binary of the bench's own profile: run
+//! `cargo build --release --features cli` first, or those figures are skipped with a note.
+//! `-- --sharing-only` runs these figures alone (with `--quick` and `--check` as above) and
+//! writes them to `target/side_by_side_sharing.json`.
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::io::BufRead;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -31,8 +42,8 @@ use annals::leases::events::{Acquired, LeaseEvent};
 use annals::leases::{LeaseCommand, LeaseOutcome};
 use annals::testing::internals::record::{Placement, encode_stored, header_bytes};
 use annals::{
-    Digest, Direction, ExpectedVersion, NewEvent, Position, Store, StreamVersion, Writer,
-    WriterOptions,
+    Digest, Direction, ExpectedVersion, NewEvent, Position, Sharing, Store, StoreOptions,
+    StreamVersion, Writer, WriterOptions,
 };
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde_json::{Value, json};
@@ -51,6 +62,10 @@ const RAW: TableDefinition<u64, &[u8]> = TableDefinition::new("records");
 struct Settings {
     quick: bool,
     check: bool,
+    /// `--sharing-only`: the sharing-mode and tail figures alone.
+    sharing_only: bool,
+    /// The `annals` command line beside this bench, for the commit-to-tail figures.
+    tail_binary: Option<PathBuf>,
     rounds: usize,
     events: usize,
     timed: Duration,
@@ -170,6 +185,8 @@ fn main() {
     let settings = Settings {
         quick,
         check: args.iter().any(|a| a == "--check"),
+        sharing_only: args.iter().any(|a| a == "--sharing-only"),
+        tail_binary: annals_binary(),
         rounds: if quick { 3 } else { 5 },
         events: if quick { 100_000 } else { 1_000_000 },
         timed: Duration::from_secs(if quick { 1 } else { 3 }),
@@ -180,10 +197,37 @@ fn main() {
         .build()
         .expect("a tokio runtime");
     let mut samples = Samples::default();
+    if settings.tail_binary.is_none() {
+        println!(
+            "note: no annals binary beside this bench; the commit-to-tail figures are skipped \
+             (run `cargo build --release --features cli` first)"
+        );
+    }
+    if settings.sharing_only {
+        for round in 0..settings.rounds {
+            eprintln!("round {} of {} (sharing only)", round + 1, settings.rounds);
+            run_sharing(&settings, &runtime, round, &mut samples);
+        }
+        let report = sharing_report(&settings, &samples, started.elapsed());
+        let missed = print_sharing_table(&settings, &samples, &report);
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .parent()
+            .expect("the target directory")
+            .join("side_by_side_sharing.json");
+        let text = serde_json::to_string_pretty(&report).expect("JSON");
+        std::fs::write(&path, text + "\n").expect("write the JSON report");
+        println!("figures written to {}", path.display());
+        if settings.check && missed > 0 {
+            eprintln!("{missed} ratio(s) below target");
+            std::process::exit(1);
+        }
+        return;
+    }
     let mut last_round_log = None;
     for round in 0..settings.rounds {
         eprintln!("round {} of {}", round + 1, settings.rounds);
         let (dir, annals_log) = run_round(&settings, &runtime, &mut samples);
+        run_sharing(&settings, &runtime, round, &mut samples);
         last_round_log = Some((dir, annals_log));
     }
     let (dir, log) = last_round_log.expect("at least one round");
@@ -387,10 +431,28 @@ impl Commits {
 }
 
 fn single_annals(path: &Path, run_for: Duration) -> Commits {
-    let store = Store::open(path).expect("a new store");
+    single_annals_in(path, Sharing::default(), run_for)
+}
+
+/// Single durable commands as [`single_annals`], on a store opened in `sharing` mode.
+fn single_annals_in(path: &Path, sharing: Sharing, run_for: Duration) -> Commits {
+    let store = open_new(path, sharing);
     Commits::measure(run_for, |step| {
         granted(&store.execute(&lease_command(0, step)).expect("a command"));
     })
+}
+
+/// A new store at `path` in `sharing` mode.
+fn open_new(path: &Path, sharing: Sharing) -> Store {
+    Store::open_with(
+        path,
+        StoreOptions {
+            create: true,
+            sharing,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("a new store")
 }
 
 fn single_redb(path: &Path, run_for: Duration) -> Commits {
@@ -584,8 +646,13 @@ fn fsync_floor(path: &Path, run_for: Duration) -> f64 {
 // ---- group commit ---------------------------------------------------------------------------
 
 async fn group_annals(path: &Path, tasks: usize, run_for: Duration) -> f64 {
+    group_annals_in(path, Sharing::default(), tasks, run_for).await
+}
+
+/// Group commit as [`group_annals`], on a store opened in `sharing` mode.
+async fn group_annals_in(path: &Path, sharing: Sharing, tasks: usize, run_for: Duration) -> f64 {
     let written_before = bytes_written();
-    let store = Arc::new(Store::open(path).expect("a new store"));
+    let store = Arc::new(open_new(path, sharing));
     let writer = Writer::start(store, WriterOptions::default()).expect("a writer");
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
@@ -666,6 +733,220 @@ fn group_sqlite(path: &Path, threads: usize, run_for: Duration) -> f64 {
         worker.join().expect("a thread");
     }
     per_second(done.load(Ordering::Relaxed), started.elapsed())
+}
+
+// ---- sharing modes and a tail in another process ----------------------------------------------
+
+const MODES: [(Sharing, &str, &str); 3] = [
+    (
+        Sharing::Exclusive,
+        "sharing.single_exclusive",
+        "sharing.group64_exclusive",
+    ),
+    (
+        Sharing::SingleWriter,
+        "sharing.single_single_writer",
+        "sharing.group64_single_writer",
+    ),
+    (
+        Sharing::MultiWriter,
+        "sharing.single_multi_writer",
+        "sharing.group64_multi_writer",
+    ),
+];
+
+/// Events appended one per commit, each after [`TAIL_GAP`], while `annals tail` follows.
+const TAIL_EVENTS: usize = 500;
+/// The writer's pause before each of those commits: long enough that the tail is usually idle
+/// and polling when a commit lands, as a live log's tail mostly is.
+const TAIL_GAP: Duration = Duration::from_millis(2);
+
+/// One round of the sharing figures: single durable commands in each mode, then group commit
+/// at 64 tasks in each mode (the modes' order turns from round to round), then the
+/// commit-to-tail latency and the writer's rate with and without a tail beside it.
+fn run_sharing(
+    settings: &Settings,
+    runtime: &tokio::runtime::Runtime,
+    round: usize,
+    samples: &mut Samples,
+) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
+    let at = |name: &str| dir.path().join(name);
+    let mut modes = MODES;
+    modes.rotate_left(round % MODES.len());
+    for (sharing, single, _) in modes {
+        let path = at(&format!("single-{}.redb", sharing.name()));
+        samples.push(
+            single,
+            single_annals_in(&path, sharing, settings.timed).per_s(),
+        );
+    }
+    for (sharing, _, group) in modes {
+        let path = at(&format!("group-64-{}.redb", sharing.name()));
+        samples.push(
+            group,
+            runtime.block_on(group_annals_in(&path, sharing, GROUP_TASKS, settings.timed)),
+        );
+    }
+    if let Some(binary) = &settings.tail_binary {
+        // The same work with and without the tail, the tail's run first in even rounds.
+        let mut runs = [Some(binary.as_path()), None];
+        runs.rotate_left(round % 2);
+        for tail in runs {
+            let name = if tail.is_some() { "tailed" } else { "alone" };
+            let run = tail_round(tail, &at(&format!("{name}.redb")), settings.timed);
+            if let Some((median_us, p99_us)) = run.latency_us {
+                samples.push("tail.latency_median_us", median_us);
+                samples.push("tail.latency_p99_us", p99_us);
+                samples.push("tail.writer_with", run.writer_per_s);
+            } else {
+                samples.push("tail.writer_without", run.writer_per_s);
+            }
+        }
+    }
+    for (key, numerator, denominator, _, _) in SHARING_RATIOS {
+        let value = samples.last(numerator) / samples.last(denominator);
+        samples.push(key, value);
+    }
+}
+
+/// The event the tail figures append, one per durable commit.
+fn tick(i: u64) -> NewEvent {
+    NewEvent::new("bench.tick", EPOCH_MS + i, vec![b'x'; 64])
+}
+
+fn append_tick(store: &Store, i: u64) {
+    let _ = store
+        .append("tail", ExpectedVersion::Any, &[tick(i)])
+        .expect("an append");
+}
+
+/// The `annals` binary of this profile: the bench runs from `<profile>/deps/`, and
+/// `cargo build --release --features cli` puts the command line in `<profile>/`.
+fn annals_binary() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let binary = exe.parent()?.parent()?.join("annals");
+    binary.is_file().then_some(binary)
+}
+
+struct Tailed {
+    /// The median and p99 from a commit's return to the tail's line for it, in µs.
+    latency_us: Option<(f64, f64)>,
+    /// Durable one-event appends back to back, per second.
+    writer_per_s: f64,
+}
+
+/// A single-writer store at `path`, followed (with `binary`) by
+/// `annals tail <path> --from 0 --json` in a child process: [`TAIL_EVENTS`] commits
+/// [`TAIL_GAP`] apart, each timed from the commit's return to the arrival of the child's line
+/// for it; then durable appends back to back for `run_for` while the child follows. Without
+/// `binary`, the same commits with no tail beside them.
+fn tail_round(binary: Option<&Path>, path: &Path, run_for: Duration) -> Tailed {
+    let store = open_new(path, Sharing::SingleWriter);
+    append_tick(&store, 0);
+    let mut tail = binary.map(|binary| Tail::start(binary, path));
+    let mut committed = Vec::with_capacity(TAIL_EVENTS);
+    for i in 1..=TAIL_EVENTS as u64 {
+        std::thread::sleep(TAIL_GAP);
+        append_tick(&store, i);
+        committed.push(Instant::now());
+    }
+    let latency_us = tail.as_mut().map(|tail| {
+        let mut latencies_us: Vec<f64> = (1..)
+            .zip(&committed)
+            .map(|(i, commit)| {
+                let arrived = tail.line(i);
+                // A reader may see a commit a moment before the writer's call returns.
+                match arrived.checked_duration_since(*commit) {
+                    Some(late) => late.as_secs_f64() * 1e6,
+                    None => -(commit.duration_since(arrived).as_secs_f64() * 1e6),
+                }
+            })
+            .collect();
+        latencies_us.sort_by(f64::total_cmp);
+        (
+            latencies_us[latencies_us.len() / 2],
+            latencies_us[(latencies_us.len() * 99).div_ceil(100) - 1],
+        )
+    });
+    let first = TAIL_EVENTS as u64 + 1;
+    let commits = Commits::measure(run_for, |i| append_tick(&store, first + i));
+    if let Some(tail) = tail {
+        // The child followed the whole run: it printed the last record.
+        tail.stop(first + commits.count - 1);
+    }
+    Tailed {
+        latency_us,
+        writer_per_s: commits.per_s(),
+    }
+}
+
+/// `annals tail --json` in a child process, its lines timed on arrival by a thread.
+struct Tail {
+    child: std::process::Child,
+    arrivals: std::sync::mpsc::Receiver<(u64, Instant)>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Tail {
+    /// Starts the child on the log at `path`, which holds record 0, and waits until it has
+    /// printed that record: it is following.
+    fn start(binary: &Path, path: &Path) -> Tail {
+        let mut child = std::process::Command::new(binary)
+            .arg("tail")
+            .arg(path)
+            .args(["--from", "0", "--json"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("annals tail");
+        let stdout = child.stdout.take().expect("the child's stdout");
+        let (lines, arrivals) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let arrived = Instant::now();
+                let record: Value = serde_json::from_str(&line).expect("a JSON line");
+                let position = record["position"].as_u64().expect("a position");
+                if lines.send((position, arrived)).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut tail = Tail {
+            child,
+            arrivals,
+            reader,
+        };
+        tail.line(0);
+        tail
+    }
+
+    /// When the child's line for the record at `position` arrived; lines come in order.
+    fn line(&mut self, position: u64) -> Instant {
+        let (seen, arrived) = self
+            .arrivals
+            .recv_timeout(Duration::from_secs(30))
+            .expect("annals tail prints each record");
+        assert_eq!(seen, position, "annals tail prints records in order");
+        arrived
+    }
+
+    /// Reads the child's lines up to the one for `last`, then stops it.
+    fn stop(mut self, last: u64) {
+        while self
+            .arrivals
+            .recv_timeout(Duration::from_secs(30))
+            .expect("annals tail prints each record")
+            .0
+            < last
+        {}
+        self.child.kill().expect("stop annals tail");
+        self.child.wait().expect("annals tail's exit");
+        drop(self.arrivals);
+        self.reader.join().expect("the reader thread");
+    }
 }
 
 // ---- bulk -----------------------------------------------------------------------------------
@@ -978,14 +1259,122 @@ const RATIOS: [(&str, &str, &str, f64, bool); 8] = [
     ("vs_redb_scan", "scan.annals", "scan.redb", 0.7, true),
 ];
 
+/// The sharing figures' ratios, taken in every round as [`RATIOS`] are.
+const SHARING_RATIOS: [(&str, &str, &str, f64, bool); 5] = [
+    (
+        "single_writer_vs_exclusive_single",
+        "sharing.single_single_writer",
+        "sharing.single_exclusive",
+        0.75,
+        true,
+    ),
+    (
+        "multi_writer_vs_exclusive_single",
+        "sharing.single_multi_writer",
+        "sharing.single_exclusive",
+        f64::NAN,
+        true,
+    ),
+    (
+        "single_writer_vs_exclusive_group64",
+        "sharing.group64_single_writer",
+        "sharing.group64_exclusive",
+        0.9,
+        true,
+    ),
+    (
+        "multi_writer_vs_exclusive_group64",
+        "sharing.group64_multi_writer",
+        "sharing.group64_exclusive",
+        f64::NAN,
+        true,
+    ),
+    (
+        "tail_writer_slowdown",
+        "tail.writer_without",
+        "tail.writer_with",
+        f64::NAN,
+        false,
+    ),
+];
+
 /// Every ratio: (key, median over rounds, target, whether higher is better).
 fn ratios(samples: &Samples, rss_1x: f64, rss_2x: f64) -> Vec<(&'static str, f64, f64, bool)> {
     let mut ratios: Vec<_> = RATIOS
         .iter()
+        .chain(&SHARING_RATIOS)
         .map(|&(key, _, _, target, higher)| (key, samples.median(key), target, higher))
         .collect();
     ratios.push(("rebuild_rss_2x_vs_1x", rss_2x / rss_1x, 1.2, false));
     ratios
+}
+
+fn sharing_ratios(samples: &Samples) -> Vec<(&'static str, f64, f64, bool)> {
+    SHARING_RATIOS
+        .iter()
+        .map(|&(key, _, _, target, higher)| (key, samples.median(key), target, higher))
+        .collect()
+}
+
+/// The ratios' values into `report` and their targets into `report["targets"]`.
+fn add_ratios(report: &mut Value, ratios: Vec<(&'static str, f64, f64, bool)>) {
+    let mut targets = serde_json::Map::new();
+    for (key, value, target, higher) in ratios {
+        report[key] = json!(value);
+        if !target.is_nan() {
+            let bound = if higher { "min" } else { "max" };
+            targets.insert(
+                key.into(),
+                json!({ bound: target, "met": meets(value, target, higher) }),
+            );
+        }
+    }
+    report["targets"] = Value::Object(targets);
+}
+
+/// The sharing figures: each mode's single commands and group commit, and the tail's.
+fn sharing_json(settings: &Settings, samples: &Samples) -> Value {
+    let m = |key| samples.median(key);
+    json!({
+        "single_durable_cmds_per_s": {
+            "exclusive": m("sharing.single_exclusive"),
+            "single_writer": m("sharing.single_single_writer"),
+            "multi_writer": m("sharing.single_multi_writer"),
+        },
+        "group_commit_64_cmds_per_s": {
+            "exclusive": m("sharing.group64_exclusive"),
+            "single_writer": m("sharing.group64_single_writer"),
+            "multi_writer": m("sharing.group64_multi_writer"),
+        },
+        "tail": {
+            "binary": settings.tail_binary.as_ref().map(|p| p.display().to_string()),
+            "note": "a single-writer store in this process appends one event per durable commit, each after a pause, while `annals tail --from 0 --json` follows in a child process; latency runs from the commit's return to the arrival of the child's line; the writer's rate is of back-to-back appends, with the tail following and without it",
+            "events_per_round": TAIL_EVENTS,
+            "gap_ms": TAIL_GAP.as_secs_f64() * 1e3,
+            "commit_to_line_us": {
+                "median": m("tail.latency_median_us"),
+                "p99": m("tail.latency_p99_us"),
+            },
+            "writer_commits_per_s": {
+                "without_tail": m("tail.writer_without"),
+                "with_tail": m("tail.writer_with"),
+            },
+        },
+    })
+}
+
+/// The report of `--sharing-only`.
+fn sharing_report(settings: &Settings, samples: &Samples, took: Duration) -> Value {
+    let mut report = json!({
+        "machine": machine(),
+        "quick": settings.quick,
+        "rounds": settings.rounds,
+        "seconds": took.as_secs_f64(),
+        "note": "sharing figures only (--sharing-only); medians over rounds, modes interleaved within each round",
+        "sharing": sharing_json(settings, samples),
+    });
+    add_ratios(&mut report, sharing_ratios(samples));
+    report
 }
 
 fn machine() -> Value {
@@ -1064,19 +1453,9 @@ fn report(
         "bytes_per_event": { "annals": m("bytes.annals"), "sqlite": m("bytes.sqlite") },
         "rebuild_peak_rss_bytes": { "1x": rss_1x, "2x": rss_2x },
         "phases_ns_per_event": phases(samples),
+        "sharing": sharing_json(settings, samples),
     });
-    let mut targets = serde_json::Map::new();
-    for (key, value, target, higher) in ratios(samples, rss_1x, rss_2x) {
-        report[key] = json!(value);
-        if !target.is_nan() {
-            let bound = if higher { "min" } else { "max" };
-            targets.insert(
-                key.into(),
-                json!({ bound: target, "met": meets(value, target, higher) }),
-            );
-        }
-    }
-    report["targets"] = Value::Object(targets);
+    add_ratios(&mut report, ratios(samples, rss_1x, rss_2x));
     report
 }
 
@@ -1115,22 +1494,17 @@ fn meets(value: f64, target: f64, higher: bool) -> bool {
 
 fn print_table(settings: &Settings, samples: &Samples, report: &Value) -> usize {
     let row = |figure: &str, contender: &str, key: &str, unit: &str| {
-        let (low, high) = samples.spread(key);
-        println!(
-            "| {figure:<26} | {contender:<12} | {:>14} | {:>25} |",
-            format!("{} {unit}", human(samples.median(key))),
-            format!("{} – {}", human(low), human(high)),
-        );
+        print_row(samples, figure, contender, key, unit);
     };
     println!(
         "annals side by side: {} bulk events, {} rounds, medians (range over rounds)",
         settings.events, settings.rounds
     );
     println!(
-        "| {:<26} | {:<12} | {:>14} | {:>25} |",
+        "| {:<26} | {:<13} | {:>14} | {:>25} |",
         "figure", "contender", "median", "range"
     );
-    println!("|{:-<28}|{:-<14}|{:->16}|{:->27}|", "", "", "", "");
+    println!("|{:-<28}|{:-<15}|{:->16}|{:->27}|", "", "", "", "");
     for (contender, key) in [
         ("annals", "single.annals"),
         ("raw redb", "single.redb"),
@@ -1178,15 +1552,9 @@ fn print_table(settings: &Settings, samples: &Samples, report: &Value) -> usize 
         "phases, ns per bulk event: {}",
         report["phases_ns_per_event"]
     );
+    print_sharing_rows(samples);
     println!();
-    println!(
-        "| {:<22} | {:>8} | {:>8} | {:<4} |",
-        "ratio", "value", "target", "met"
-    );
-    println!("|{:-<24}|{:->10}|{:->10}|{:-<6}|", "", "", "", "");
-    let mut missed = 0;
-    let targets = &report["targets"];
-    for key in [
+    let mut keys = vec![
         "vs_redb_single",
         "vs_sqlite_single",
         "single_vs_fsync_floor",
@@ -1196,7 +1564,94 @@ fn print_table(settings: &Settings, samples: &Samples, report: &Value) -> usize 
         "verify_vs_blake3",
         "vs_redb_scan",
         "rebuild_rss_2x_vs_1x",
+    ];
+    keys.extend(SHARING_RATIOS.iter().map(|&(key, ..)| key));
+    print_ratios(report, &keys)
+}
+
+/// A row of the figures' table: the median and the range over rounds.
+fn print_row(samples: &Samples, figure: &str, contender: &str, key: &str, unit: &str) {
+    let (low, high) = samples.spread(key);
+    println!(
+        "| {figure:<26} | {contender:<13} | {:>14} | {:>25} |",
+        format!("{} {unit}", human(samples.median(key))),
+        format!("{} – {}", human(low), human(high)),
+    );
+}
+
+/// The sharing figures' rows, under the table's header.
+fn print_sharing_rows(samples: &Samples) {
+    let row = |figure: &str, contender: &str, key: &str, unit: &str| {
+        print_row(samples, figure, contender, key, unit);
+    };
+    println!();
+    println!(
+        "| {:<26} | {:<13} | {:>14} | {:>25} |",
+        "sharing figure", "mode", "median", "range"
+    );
+    println!("|{:-<28}|{:-<15}|{:->16}|{:->27}|", "", "", "", "");
+    for (mode, key) in [
+        ("exclusive", "sharing.single_exclusive"),
+        ("single-writer", "sharing.single_single_writer"),
+        ("multi-writer", "sharing.single_multi_writer"),
     ] {
+        row("durable single cmds/s", mode, key, "/s");
+    }
+    for (mode, key) in [
+        ("exclusive", "sharing.group64_exclusive"),
+        ("single-writer", "sharing.group64_single_writer"),
+        ("multi-writer", "sharing.group64_multi_writer"),
+    ] {
+        row("group commit 64 cmds/s", mode, key, "/s");
+    }
+    row(
+        "tail latency median",
+        "single-writer",
+        "tail.latency_median_us",
+        "µs",
+    );
+    row(
+        "tail latency p99",
+        "single-writer",
+        "tail.latency_p99_us",
+        "µs",
+    );
+    row(
+        "writer commits/s, no tail",
+        "single-writer",
+        "tail.writer_without",
+        "/s",
+    );
+    row(
+        "writer commits/s, tailed",
+        "single-writer",
+        "tail.writer_with",
+        "/s",
+    );
+}
+
+/// The `--sharing-only` table: the sharing rows and their ratios. Returns the ratios missed.
+fn print_sharing_table(settings: &Settings, samples: &Samples, report: &Value) -> usize {
+    println!(
+        "annals sharing modes and tail (--sharing-only): {} rounds, medians (range over rounds)",
+        settings.rounds
+    );
+    print_sharing_rows(samples);
+    println!();
+    let keys: Vec<_> = SHARING_RATIOS.iter().map(|&(key, ..)| key).collect();
+    print_ratios(report, &keys)
+}
+
+/// The ratios' table, with their targets. Returns how many missed their target.
+fn print_ratios(report: &Value, keys: &[&str]) -> usize {
+    println!(
+        "| {:<34} | {:>8} | {:>8} | {:<4} |",
+        "ratio", "value", "target", "met"
+    );
+    println!("|{:-<36}|{:->10}|{:->10}|{:-<6}|", "", "", "", "");
+    let mut missed = 0;
+    let targets = &report["targets"];
+    for &key in keys {
         let value = report[key].as_f64().unwrap_or(f64::NAN);
         let (target, met) = match targets.get(key) {
             Some(t) => {
@@ -1216,7 +1671,7 @@ fn print_table(settings: &Settings, samples: &Samples, report: &Value) -> usize 
             }
             None => ("—".to_owned(), ""),
         };
-        println!("| {key:<22} | {value:>8.2} | {target:>8} | {met:<4} |");
+        println!("| {key:<34} | {value:>8.2} | {target:>8} | {met:<4} |");
     }
     missed
 }
