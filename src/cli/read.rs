@@ -29,6 +29,12 @@ pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
     let mut out = BufWriter::new(io::stdout().lock());
     let printed = match args.stream.as_deref() {
         Some(stream) => {
+            if snapshot.stream_version(stream)?.is_none() {
+                return Err(Failure::Finding(format!(
+                    "{}: there is no stream {stream:?}",
+                    args.db.display()
+                )));
+            }
             let records = snapshot.stream(stream, StreamVersion(from), direction)?;
             print_records(&mut out, records, &args)
         }
@@ -97,6 +103,13 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     let entity = Entity::parse(&args.entity)?;
     let store = Store::open_read_only(&args.db)?;
     let records = store.history(&entity)?;
+    if records.is_empty() {
+        return Err(Failure::Finding(format!(
+            "{}: no event touched {}",
+            args.db.display(),
+            args.entity
+        )));
+    }
     let mut out = BufWriter::new(io::stdout().lock());
     for record in &records {
         print_record(&mut out, record, args.json)?;

@@ -550,8 +550,17 @@ impl Store {
         guarded(|| match at {
             None => projection.state_json(&self.state()?),
             Some(at) => {
+                let snapshot = self.snapshot()?;
+                let head = snapshot.head()?.next;
+                if at > head {
+                    return Err(crate::error::AuditError::SizeBeyondHead {
+                        size: at.0,
+                        head: head.0,
+                    }
+                    .into());
+                }
                 let replayed = crate::audit::replay::replay_with(
-                    &self.snapshot()?,
+                    &snapshot,
                     &self.projections,
                     Some(at),
                     progress,

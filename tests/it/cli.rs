@@ -481,3 +481,26 @@ fn state_of_an_unknown_projection_is_a_usage_error() {
     let output = exits(log.run("state", &["nonsense"]), 2);
     assert!(stderr(&output).contains("nonsense"));
 }
+
+#[test]
+fn a_stream_or_entity_that_does_not_exist_exits_1_and_a_state_past_the_head_exits_2() {
+    let log = Log::new();
+    let _ = log.append(&["deploy/web", "deploy.started", "v1"]);
+    let missing = exits(log.run("log", &["--stream", "deploy/nope"]), 1);
+    assert!(
+        stderr(&missing).contains("no stream \"deploy/nope\""),
+        "{}",
+        stderr(&missing)
+    );
+    let nobody = exits(log.run("history", &["lease:nobody"]), 1);
+    assert!(
+        stderr(&nobody).contains("no event touched lease:nobody"),
+        "{}",
+        stderr(&nobody)
+    );
+    let _ = log.ok("history", &["stream:deploy/web"]);
+    let _ = log.ok("log", &["--stream", "deploy/web"]);
+    let past = exits(log.run("state", &["leases", "--at", "2"]), 2);
+    assert!(stderr(&past).contains("past the head"), "{}", stderr(&past));
+    let _ = log.ok("state", &["leases", "--at", "1"]);
+}
