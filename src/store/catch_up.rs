@@ -3,16 +3,19 @@
 //! the head is caught up. Replay goes in bounded batches, each its own transaction with its
 //! checkpoints, so memory stays flat and an interrupted rebuild resumes where it stopped.
 
+use std::sync::Arc;
+
 use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
 
 use crate::error::Result;
+use crate::log::Head;
 use crate::log::read::{Direction, Snapshot};
 use crate::projection::table::TransactionTables;
 use crate::projection::{
     AT_HEAD, CHECKPOINTS, Checkpoint, Projection, ProjectionError, Projections, checkpoint,
-    set_checkpoint,
+    resolve_checkpoint, set_checkpoint,
 };
-use crate::record::Position;
+use crate::record::{Position, Record};
 
 /// Records replayed per write transaction.
 const REPLAY_BATCH_RECORDS: usize = 8192;
@@ -20,7 +23,7 @@ const REPLAY_BATCH_RECORDS: usize = 8192;
 /// Rebuilds stale projections and catches up lagging ones.
 pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Result<()> {
     let txn = db.begin_write()?;
-    pin_unregistered(&txn, projections)?;
+    pin_unregistered(&txn, Snapshot::head_in(&txn)?, projections)?;
     for projection in projections.iter() {
         let current = checkpoint(&txn, projection.name())?;
         if current.map(|c| c.version) != Some(projection.version()) {
@@ -42,11 +45,15 @@ pub(crate) fn keep_up(
     db: &Database,
     projections: &Projections,
 ) -> Result<()> {
-    pin_unregistered(txn, projections)?;
     let head = Snapshot::head_in(txn)?;
+    pin_unregistered(txn, head, projections)?;
+    let checkpoints = txn.open_table(CHECKPOINTS)?;
     let mut lagging = Vec::new();
     for projection in projections.iter() {
-        match checkpoint(txn, projection.name())? {
+        let stored = checkpoints
+            .get(projection.name())?
+            .map(|guard| guard.value());
+        match stored.map(|stored| resolve_checkpoint(stored, head.next)) {
             Some(at) if at.version == projection.version() && at.next >= head.next => {}
             Some(at) if at.version == projection.version() => lagging.push((projection, at.next)),
             // Built by another version in another process, or never: this process cannot
@@ -70,10 +77,24 @@ pub(crate) fn keep_up(
         if record.position >= head.next {
             break;
         }
-        for (projection, next) in &lagging {
-            if record.position >= *next {
-                projection.apply(&tables.scoped(projection.as_ref()), &record)?;
-            }
+        apply_where_due(
+            &tables,
+            &record,
+            lagging.iter().map(|(p, next)| (*p, *next)),
+        )?;
+    }
+    Ok(())
+}
+
+/// Applies `record` to each projection whose next position to apply it has reached.
+fn apply_where_due<'a>(
+    tables: &TransactionTables<'_>,
+    record: &Record,
+    projections: impl Iterator<Item = (&'a Arc<dyn Projection>, Position)>,
+) -> Result<()> {
+    for (projection, next) in projections {
+        if record.position >= next {
+            projection.apply(&tables.scoped(projection.as_ref()), record)?;
         }
     }
     Ok(())
@@ -82,8 +103,7 @@ pub(crate) fn keep_up(
 /// Pins the checkpoint of every projection this store runs without to the head's position:
 /// a checkpoint that follows the head ([`AT_HEAD`]) holds only while every append applies
 /// to its projection, and appends from here on will not.
-fn pin_unregistered(txn: &WriteTransaction, projections: &Projections) -> Result<()> {
-    let head = Snapshot::head_in(txn)?;
+fn pin_unregistered(txn: &WriteTransaction, head: Head, projections: &Projections) -> Result<()> {
     let mut table = txn.open_table(CHECKPOINTS)?;
     let mut following = Vec::new();
     for entry in table.iter()? {
@@ -159,11 +179,11 @@ fn replay(db: &Database, projections: &Projections, progress: &mut dyn FnMut(u64
             let records = snapshot.records(from, Direction::Forward)?;
             for record in records.take(REPLAY_BATCH_RECORDS) {
                 let record = record?;
-                for (projection, next) in projections.iter().zip(&nexts) {
-                    if record.position >= *next {
-                        projection.apply(&tables.scoped(projection.as_ref()), &record)?;
-                    }
-                }
+                apply_where_due(
+                    &tables,
+                    &record,
+                    projections.iter().zip(nexts.iter().copied()),
+                )?;
                 last = record.position;
             }
         }

@@ -36,7 +36,7 @@ pub use error::StoreError;
 pub use import::ImportStage;
 use open::{
     Closing, Handle, check_identity, check_redb_magic, create, guarded, initialise, open_reader,
-    open_redb, open_writable, redb_builder,
+    open_redb, open_writable, redb_builder, while_held,
 };
 pub use session::WriteSession;
 pub use sharing::{Holder, Sharing, UnknownSharing};
@@ -226,29 +226,16 @@ impl Store {
         check_redb_magic(&path)?;
         // Another process may hold the file for a moment without a writer's lasting claim:
         // repairing it after a crash (another reader doing just this), or opening it.
-        let started = std::time::Instant::now();
-        let mut pause = std::time::Duration::from_millis(1);
-        let db = loop {
-            let attempt = match open_reader(&path) {
-                Err(Error::Storage(redb::Error::RepairAborted)) => {
-                    let no_wait = std::time::Duration::ZERO;
-                    open_writable(&path, Sharing::SingleWriter, no_wait).and_then(|repaired| {
-                        drop(Closing::new(repaired));
-                        open_reader(&path)
-                    })
-                }
-                attempt => attempt,
-            };
-            match attempt {
-                Err(Error::Open(OpenError::Held { .. }))
-                    if started.elapsed() < READ_ONLY_PATIENCE =>
-                {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(std::time::Duration::from_millis(50));
-                }
-                attempt => break attempt?,
+        let db = while_held(READ_ONLY_PATIENCE, || match open_reader(&path) {
+            Err(Error::Storage(redb::Error::RepairAborted)) => {
+                let no_wait = std::time::Duration::ZERO;
+                open_writable(&path, Sharing::SingleWriter, no_wait).and_then(|repaired| {
+                    drop(Closing::new(repaired));
+                    open_reader(&path)
+                })
             }
-        };
+            attempt => attempt,
+        })?;
         let projections = projections_with(Vec::new())?;
         let handle = Handle::ReadOnly(Closing::new(db));
         guarded(|| check_identity(&handle, &path))?;

@@ -182,30 +182,46 @@ pub(crate) fn open_writable(
     sharing: Sharing,
     busy_timeout: Duration,
 ) -> Result<Database> {
-    let started = Instant::now();
-    let mut pause = Duration::from_millis(1);
-    loop {
+    while_held(busy_timeout, || {
         match open_redb(path, || redb_builder(sharing).open(path)) {
             Err(Error::Storage(redb::Error::DatabaseAlreadyOpen)) => {
                 let holder = holder(path, sharing);
-                let waited = started.elapsed();
-                let hopeless = holder == Holder::MultiWriter && sharing != Sharing::MultiWriter;
-                if hopeless {
+                if holder == Holder::MultiWriter && sharing != Sharing::MultiWriter {
                     // The probe's multi-writer open also succeeds when the holder closed the
                     // file just before it: one more try tells the two apart.
                     if let Ok(db) = open_redb(path, || redb_builder(sharing).open(path)) {
                         return Ok(db);
                     }
                 }
-                if hopeless || waited >= busy_timeout {
-                    return Err(OpenError::Held {
-                        path: path.to_path_buf(),
-                        wanted: sharing,
-                        holder,
-                    }
-                    .into());
+                Err(OpenError::Held {
+                    path: path.to_path_buf(),
+                    wanted: sharing,
+                    holder,
                 }
-                std::thread::sleep(pause.min(busy_timeout - waited));
+                .into())
+            }
+            other => other,
+        }
+    })
+}
+
+/// Runs `attempt` until it succeeds, fails otherwise than with [`OpenError::Held`], or
+/// `patience` has passed, with a pause that doubles from 1 ms to [`BUSY_PAUSE_MAX`] between
+/// tries. A file held by multi-writers for an open that asked for another mode is not waited
+/// for: they would never let go.
+pub(crate) fn while_held<T>(
+    patience: Duration,
+    mut attempt: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match attempt() {
+            Err(Error::Open(OpenError::Held { wanted, holder, .. }))
+                if !(holder == Holder::MultiWriter && wanted != Sharing::MultiWriter)
+                    && started.elapsed() < patience =>
+            {
+                std::thread::sleep(pause.min(patience.saturating_sub(started.elapsed())));
                 pause = (pause * 2).min(BUSY_PAUSE_MAX);
             }
             other => return other,
