@@ -1,11 +1,11 @@
 //! Proof files: an inclusion or consistency proof together with every tree head it proves
 //! against, as the JSON that `annals prove --json` prints and `annals check-proof` reads.
 //!
-//! A proof file needs nothing else to be checked: [`ProofFile::check`] runs the stateless
-//! verifiers of [`crate::merkle`] and checks each tree head hash against its size and root.
-//! What it cannot tell is whether its tree heads are the log's: an auditor compares
-//! `tree_head` (or `size` and `root`) with a tree head they trust. This module reads
-//! no log and never writes one.
+//! [`ProofFile::check`] takes the tree head the auditor trusts, finds it among the proof's
+//! tree heads, then runs the stateless verifiers of [`crate::merkle`] and checks each tree head
+//! hash against its size and root. [`ProofFile::check_self_consistency`] does the latter
+//! only: a proof whose size was changed and whose heads were recomputed to match passes it,
+//! so it says nothing about a log. This module reads no log and never writes one.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +13,8 @@ use crate::error::Result;
 use crate::hash::Digest;
 use crate::log::read::Snapshot;
 use crate::merkle::{
-    ConsistencyProof, InclusionProof, ProofError, TreeHead, check_consistency, check_inclusion,
+    ConsistencyProof, InclusionProof, ProofError, TreeHead, TrustedHead, check_consistency,
+    check_inclusion,
 };
 use crate::record::Position;
 
@@ -110,8 +111,73 @@ impl ProofFile {
         })
     }
 
-    /// Checks the proof against the tree heads it carries; `Ok` exactly when it is valid.
-    pub fn check(&self) -> Result<(), ProofError> {
+    /// Reads a proof file from its JSON, refusing any hash that is not 64 lower-case hex
+    /// digits with an error that names the field (`root`, `path[3]`, …).
+    pub fn from_json(bytes: &[u8]) -> Result<ProofFile, ProofFileError> {
+        let value: serde_json::Value = serde_json::from_slice(bytes)
+            .map_err(|error| ProofFileError::Shape(error.to_string()))?;
+        if let Some(object) = value.as_object() {
+            for field in HASH_FIELDS {
+                if let Some(serde_json::Value::String(text)) = object.get(field) {
+                    check_lower_hex(field, text)?;
+                }
+            }
+            if let Some(serde_json::Value::Array(path)) = object.get("path") {
+                for (index, item) in path.iter().enumerate() {
+                    if let serde_json::Value::String(text) = item {
+                        check_lower_hex(&format!("path[{index}]"), text)?;
+                    }
+                }
+            }
+        }
+        serde_json::from_value(value).map_err(|error| ProofFileError::Shape(error.to_string()))
+    }
+
+    /// The tree head the proof proves in: an inclusion proof's tree, a consistency proof's
+    /// later tree.
+    pub fn tree_head(&self) -> TreeHead {
+        match self {
+            ProofFile::Inclusion { size, root, .. } | ProofFile::Consistency { size, root, .. } => {
+                TreeHead {
+                    size: *size,
+                    root: *root,
+                }
+            }
+        }
+    }
+
+    /// A consistency proof's earlier tree head; `None` for an inclusion proof.
+    pub fn from_tree_head(&self) -> Option<TreeHead> {
+        match self {
+            ProofFile::Inclusion { .. } => None,
+            ProofFile::Consistency {
+                from_size,
+                from_root,
+                ..
+            } => Some(TreeHead {
+                size: *from_size,
+                root: *from_root,
+            }),
+        }
+    }
+
+    /// Checks the proof against a tree head the auditor trusts: `Ok` with the proof's tree
+    /// head that is the trusted one exactly when the proof is valid and one of its tree heads
+    /// is `trusted` (for a consistency proof, either: the other one is then vouched for).
+    ///
+    /// An inclusion proof of a tree of another size than the trusted head's is refused
+    /// ([`ProofError::TrustedSize`]): it says nothing about the trusted tree until a
+    /// consistency proof, checked against the trusted head, vouches for the head it proves in.
+    pub fn check(&self, trusted: &TrustedHead) -> Result<TreeHead, ProofError> {
+        let matched = self.trusted_head(trusted)?;
+        self.check_self_consistency()?;
+        Ok(matched)
+    }
+
+    /// Checks the proof only against the tree heads it carries; `Ok` exactly when it is
+    /// self-consistent. This proves nothing about any log: a forger who changes a proof's
+    /// size can recompute the heads to match. Use [`ProofFile::check`] with a trusted head.
+    pub fn check_self_consistency(&self) -> Result<(), ProofError> {
         match self {
             ProofFile::Inclusion {
                 position,
@@ -161,6 +227,100 @@ impl ProofFile {
             }
         }
     }
+
+    /// The proof's tree head that is `trusted`, or why none is.
+    fn trusted_head(&self, trusted: &TrustedHead) -> Result<TreeHead, ProofError> {
+        let to = self.tree_head();
+        let from = self.from_tree_head();
+        // The later head first: when both sizes are equal, either is the trusted one.
+        let candidates = [Some((to, "root")), from.map(|head| (head, "from_root"))];
+        let candidates = candidates.iter().flatten();
+        if let Some((head, _)) = candidates.clone().find(|(head, _)| trusted.is(head)) {
+            return Ok(*head);
+        }
+        Err(match trusted {
+            TrustedHead::Head(trusted) => {
+                match candidates
+                    .clone()
+                    .find(|(head, _)| head.size == trusted.size)
+                {
+                    Some((head, which)) => ProofError::TrustedRoot {
+                        which,
+                        size: head.size,
+                        proof: head.root.to_hex(),
+                        trusted: trusted.root.to_hex(),
+                    },
+                    None => match from {
+                        None => ProofError::TrustedSize {
+                            proof: to.size,
+                            trusted: trusted.size,
+                        },
+                        Some(from) => ProofError::TrustedSizes {
+                            from_size: from.size,
+                            size: to.size,
+                            trusted: trusted.size,
+                        },
+                    },
+                }
+            }
+            TrustedHead::Hash(hash) => ProofError::TrustedHash {
+                trusted: hash.to_hex(),
+                found: candidates
+                    .map(|(head, _)| format!("size {} tree head {}", head.size, head.hash()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            },
+        })
+    }
+}
+
+/// Why bytes are not a proof file.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProofFileError {
+    /// Not JSON, or JSON of another shape than a proof file's.
+    #[error("not a proof file: {0}")]
+    Shape(String),
+    /// A hash spelt with upper-case hex digits: `schema/FORMAT.md` 3.6 spells them in lower
+    /// case, one spelling per hash.
+    #[error("{field} has upper-case hex digits; a proof file's hashes are lower-case")]
+    UpperCaseHex {
+        /// The field: `root`, `path[3]`, ….
+        field: String,
+    },
+    /// A hash that is not 64 hex digits.
+    #[error("{field} is not 64 lower-case hex digits")]
+    NotHex {
+        /// The field: `root`, `path[3]`, ….
+        field: String,
+    },
+}
+
+/// The fields of either kind of proof file that hold one hash.
+const HASH_FIELDS: [&str; 5] = [
+    "record_hash",
+    "root",
+    "tree_head",
+    "from_root",
+    "from_tree_head",
+];
+
+fn check_lower_hex(field: &str, text: &str) -> Result<(), ProofFileError> {
+    if lower_hex_digest(text).is_some() {
+        return Ok(());
+    }
+    let field = field.to_string();
+    if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ProofFileError::UpperCaseHex { field });
+    }
+    Err(ProofFileError::NotHex { field })
+}
+
+/// The digest spelt by exactly 64 lower-case hex digits, the one spelling proof files (and
+/// the tree heads `annals root` prints) use.
+pub(crate) fn lower_hex_digest(text: &str) -> Option<Digest> {
+    let lower = text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if lower { Digest::from_hex(text) } else { None }
 }
 
 fn check_tree_head(head: &TreeHead, found: &Digest) -> Result<(), ProofError> {
@@ -184,7 +344,8 @@ mod hex_digest {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Digest, D::Error> {
         let text = String::deserialize(deserializer)?;
-        Digest::from_hex(&text).ok_or_else(|| D::Error::custom("not 64 hex digits"))
+        super::lower_hex_digest(&text)
+            .ok_or_else(|| D::Error::custom("not 64 lower-case hex digits"))
     }
 }
 
@@ -207,7 +368,10 @@ mod hex_digests {
         let texts = Vec::<String>::deserialize(deserializer)?;
         texts
             .iter()
-            .map(|text| Digest::from_hex(text).ok_or_else(|| D::Error::custom("not 64 hex digits")))
+            .map(|text| {
+                super::lower_hex_digest(text)
+                    .ok_or_else(|| D::Error::custom("not 64 lower-case hex digits"))
+            })
             .collect()
     }
 }

@@ -42,7 +42,9 @@ pub(crate) enum Command {
     /// Print a proof: that a record is in the tree (`--position`), or that an earlier tree is
     /// a prefix of a later one (`--from-size`).
     Prove(ProveArgs),
-    /// Check a proof file printed by `prove --json`; exit 0 if valid, 1 if not.
+    /// Check a proof file printed by `prove --json` against a tree head you kept (`--head`,
+    /// or `--size` and `--root`); exit 0 if valid, 1 if not. Without one, the proof is checked
+    /// only against the tree heads it carries, which proves nothing about a log.
     CheckProof(CheckProofArgs),
     /// Print every event that touched an entity, in log order: ENTITY is `stream:<name>`,
     /// `lease:<resource>`, `lane:<lane>/<key>`, `outbox:<key>`, `run:<id>`,
@@ -150,6 +152,16 @@ pub(crate) struct ProveArgs {
 pub(crate) struct CheckProofArgs {
     /// A proof file, as `prove --json` prints it.
     pub(crate) proof: PathBuf,
+    /// The tree head you trust, as `annals root` printed it: its `tree head` hash (64
+    /// lower-case hex digits), its whole output (text or `--json`), or `@FILE` holding either.
+    #[arg(long, conflicts_with_all = ["size", "root"])]
+    pub(crate) head: Option<String>,
+    /// The size of the tree head you trust (with `--root`).
+    #[arg(long, requires = "root")]
+    pub(crate) size: Option<u64>,
+    /// The root of the tree head you trust (with `--size`): 64 lower-case hex digits.
+    #[arg(long, requires = "size")]
+    pub(crate) root: Option<String>,
 }
 
 #[derive(Args)]

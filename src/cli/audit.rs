@@ -3,17 +3,18 @@
 
 use std::fs;
 use std::io::{self, Read, Write};
+use std::path::Path;
 use std::process::ExitCode;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::args::{CheckProofArgs, ExportArgs, ProveArgs, RootArgs, VerifyArgs};
 use super::progress::ProgressLine;
 use super::render::{print_json, print_range, print_verify};
 use super::{EXIT_FINDINGS, Failure};
-use crate::audit::proof_file::ProofFile;
+use crate::audit::proof_file::{ProofFile, lower_hex_digest};
 use crate::hash::Digest;
-use crate::merkle::TreeHead;
+use crate::merkle::{TreeHead, TrustedHead};
 use crate::record::Position;
 use crate::store::Store;
 
@@ -63,34 +64,136 @@ pub(crate) fn prove(args: ProveArgs) -> Result<ExitCode, Failure> {
 }
 
 pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
+    let trusted = trusted_head(&args)?;
     let unreadable =
         |error: io::Error| Failure::Usage(format!("{}: {error}", args.proof.display()));
-    let file = fs::File::open(&args.proof).map_err(unreadable)?;
-    let mut bytes = Vec::new();
-    file.take(PROOF_FILE_BYTES_MAX + 1)
-        .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
+    let bytes = read_capped(&args.proof, PROOF_FILE_BYTES_MAX).map_err(unreadable)?;
     if bytes.len() as u64 > PROOF_FILE_BYTES_MAX {
         return Err(Failure::Finding(format!(
             "invalid: {} is over {PROOF_FILE_BYTES_MAX} bytes, larger than any proof",
             args.proof.display()
         )));
     }
-    let proof: ProofFile = serde_json::from_slice(&bytes).map_err(|error| {
-        Failure::Finding(format!(
-            "invalid: {} is not a proof file: {error}",
-            args.proof.display()
-        ))
-    })?;
-    match proof.check() {
-        Ok(()) => {
-            let mut out = io::stdout().lock();
-            print_valid_proof(&mut out, &proof)?;
-            out.flush()?;
-            Ok(ExitCode::SUCCESS)
+    let proof = ProofFile::from_json(&bytes)
+        .map_err(|error| Failure::Finding(format!("invalid: {}: {error}", args.proof.display())))?;
+    let checked = match &trusted {
+        Some(trusted) => proof.check(trusted).map(Some),
+        None => proof.check_self_consistency().map(|()| None),
+    };
+    let matched = checked.map_err(|error| Failure::Finding(format!("invalid: {error}")))?;
+    let mut out = io::stdout().lock();
+    print_valid_proof(&mut out, &proof)?;
+    match matched {
+        Some(matched) => print_trusted(&mut out, &proof, &matched)?,
+        None => {
+            let mut heads: Vec<String> = proof
+                .from_tree_head()
+                .into_iter()
+                .chain([proof.tree_head()])
+                .map(|head| format!("size {}, root {}", head.size, head.root))
+                .collect();
+            heads.dedup();
+            eprintln!(
+                "annals: warning: checked only against the tree heads the proof carries ({}); \
+                 it proves nothing about a log unless you trust them: give --head, or --size \
+                 and --root",
+                heads.join("; ")
+            );
         }
-        Err(error) => Err(Failure::Finding(format!("invalid: {error}"))),
     }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The first `cap + 1` bytes of `path` at most, so that an oversized file is seen as such
+/// without reading it all.
+fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    fs::File::open(path)?
+        .take(cap + 1)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The tree head `check-proof` was given to trust, if any.
+fn trusted_head(args: &CheckProofArgs) -> Result<Option<TrustedHead>, Failure> {
+    if let (Some(size), Some(root)) = (args.size, &args.root) {
+        let root = lower_hex_digest(root).ok_or_else(|| {
+            Failure::Usage(format!("--root {root}: not 64 lower-case hex digits"))
+        })?;
+        return Ok(Some(TrustedHead::Head(TreeHead { size, root })));
+    }
+    let Some(head) = &args.head else {
+        return Ok(None);
+    };
+    let (text, source) = match head.strip_prefix('@') {
+        Some(file) => {
+            let bytes = read_capped(Path::new(file), KEPT_HEAD_BYTES_MAX)
+                .map_err(|error| Failure::Usage(format!("--head {head}: {error}")))?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| Failure::Usage(format!("--head {head}: not UTF-8 text")))?;
+            (text, head.clone())
+        }
+        None => (head.clone(), "--head".to_string()),
+    };
+    parse_kept_head(&text)
+        .map(Some)
+        .map_err(|problem| Failure::Usage(format!("{source}: {problem}")))
+}
+
+/// The largest file `--head @FILE` reads: `annals root`'s output is under 200 bytes.
+const KEPT_HEAD_BYTES_MAX: u64 = 4 * 1024;
+
+/// A tree head as `annals root` prints it: the tree head hash alone, or the whole output in
+/// text (`size`, `root`, `tree head` lines) or JSON; a whole output's tree head hash must be
+/// that of its size and root.
+fn parse_kept_head(text: &str) -> Result<TrustedHead, String> {
+    const SHAPE: &str = "not a tree head as `annals root` prints it (its `tree head` hash, \
+                         or its whole output, text or --json)";
+    let text = text.trim();
+    let digest = |value: &str| {
+        lower_hex_digest(value).ok_or_else(|| format!("{value}: not 64 lower-case hex digits"))
+    };
+    if !text.contains(char::is_whitespace) && !text.starts_with('{') {
+        return digest(text).map(TrustedHead::Hash);
+    }
+    let (size, root, tree_head) = if text.starts_with('{') {
+        let kept: KeptHeadJson = serde_json::from_str(text).map_err(|_| SHAPE.to_string())?;
+        (kept.size, kept.root, kept.tree_head)
+    } else {
+        let mut lines = text.lines().map(str::trim);
+        let mut field = |name: &str| {
+            lines
+                .next()
+                .and_then(|line| line.strip_prefix(name))
+                .map(|value| value.trim().to_string())
+                .ok_or_else(|| SHAPE.to_string())
+        };
+        let size = field("size")?;
+        let size = size
+            .parse()
+            .map_err(|_| format!("size {size}: not a number"))?;
+        (size, field("root")?, field("tree head")?)
+    };
+    let head = TreeHead {
+        size,
+        root: digest(&root)?,
+    };
+    if head.hash() != digest(&tree_head)? {
+        return Err(format!(
+            "its tree head {tree_head} is not that of size {size} and root {root}"
+        ));
+    }
+    Ok(TrustedHead::Head(head))
+}
+
+/// What `check-proof --head` reads of `root --json`'s output.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeptHeadJson {
+    size: u64,
+    root: String,
+    tree_head: String,
 }
 
 pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
@@ -204,6 +307,39 @@ fn print_valid_proof(out: &mut impl Write, proof: &ProofFile) -> Result<(), Fail
             out,
             "valid: the tree of size {from_size} is a prefix of the tree of size {size} with root {root}"
         )?,
+    }
+    Ok(())
+}
+
+/// Writes which trusted head a proof was checked against and, for a consistency proof, the
+/// other head it vouches for.
+fn print_trusted(
+    out: &mut impl Write,
+    proof: &ProofFile,
+    matched: &TreeHead,
+) -> Result<(), Failure> {
+    writeln!(
+        out,
+        "checked against the trusted head you gave: size {}, root {}",
+        matched.size, matched.root
+    )?;
+    let Some(from) = proof.from_tree_head() else {
+        return Ok(());
+    };
+    let to = proof.tree_head();
+    let (other, relation) = if matched == &to {
+        (from, "is a prefix of yours")
+    } else {
+        (to, "extends yours")
+    };
+    if other != *matched {
+        writeln!(
+            out,
+            "the tree head of size {} {relation}: root {}, tree head {}",
+            other.size,
+            other.root,
+            other.hash()
+        )?;
     }
     Ok(())
 }

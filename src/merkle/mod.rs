@@ -253,6 +253,56 @@ pub enum ProofError {
     /// A consistency proof from the empty tree: every tree extends it, so it proves nothing.
     #[error("a consistency proof from size 0 proves nothing")]
     FromEmpty,
+    /// An inclusion proof of a tree of another size than the trusted head's. A proof about
+    /// another tree says nothing about the trusted one until a consistency proof links them.
+    #[error(
+        "the proof is for the tree of size {proof}, the trusted head is of size {trusted}: \
+         check it against a trusted head of size {proof}, or first check a consistency proof \
+         between sizes {proof} and {trusted} against the trusted head and then this proof \
+         against the head of size {proof} that it proves"
+    )]
+    TrustedSize {
+        /// The size the proof is for.
+        proof: u64,
+        /// The trusted head's size.
+        trusted: u64,
+    },
+    /// A consistency proof neither of whose trees has the trusted head's size.
+    #[error(
+        "the proof links sizes {from_size} and {size}, the trusted head is of size {trusted}: \
+         check it against a trusted head of one of those sizes"
+    )]
+    TrustedSizes {
+        /// The earlier size of the proof.
+        from_size: u64,
+        /// The later size of the proof.
+        size: u64,
+        /// The trusted head's size.
+        trusted: u64,
+    },
+    /// A proof's tree of the trusted head's size, with another root than the trusted one.
+    #[error("the proof's {which} for size {size} is {proof}, the trusted root is {trusted}")]
+    TrustedRoot {
+        /// Which of the proof's roots: `root`, or `from_root` for a consistency proof's first.
+        which: &'static str,
+        /// The size both are for.
+        size: u64,
+        /// The proof's root, in hex.
+        proof: String,
+        /// The trusted root, in hex.
+        trusted: String,
+    },
+    /// No tree head of the proof hashes to the trusted tree head hash.
+    #[error(
+        "no tree head in the proof is the trusted tree head {trusted} (the proof's: {found}); \
+         a tree head hash alone does not say whether the size or the root differs"
+    )]
+    TrustedHash {
+        /// The trusted tree head hash, in hex.
+        trusted: String,
+        /// The proof's tree heads: each size with its tree head hash.
+        found: String,
+    },
     /// The root the proof leads to is not the root given (for consistency proofs: which one).
     #[error("the proof leads to root {computed}, not {expected}")]
     RootMismatch {
@@ -534,17 +584,44 @@ impl TreeHead {
     }
 }
 
+/// What an auditor kept of a tree head they trust (from `annals root`, or a signed source):
+/// the size and root, or only the tree head hash that binds them.
+///
+/// A proof is evidence about a log only when checked against such a head: a proof carries
+/// tree heads of its own, and anyone who forges one (another size, the root recomputed to
+/// match) can make those agree with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrustedHead {
+    /// The size and root.
+    Head(TreeHead),
+    /// The tree head hash alone ([`TreeHead::hash`]).
+    Hash(Digest),
+}
+
+impl TrustedHead {
+    /// Whether `head` is the trusted head.
+    pub fn is(&self, head: &TreeHead) -> bool {
+        match self {
+            TrustedHead::Head(trusted) => trusted == head,
+            TrustedHead::Hash(hash) => head.hash() == *hash,
+        }
+    }
+}
+
 /// Stateless check of an inclusion proof: accepts exactly when `proof` shows the record whose
-/// record hash is `record_hash` at `proof.position` in the tree of `head`.
+/// record hash is `record_hash` at `proof.position` in the tree of `trusted`.
+///
+/// `trusted` must be a head the caller trusts, never one taken from the proof's own source:
+/// any proof path leads to some root, and a head built from that root "verifies".
 pub fn check_inclusion(
     proof: &InclusionProof,
-    head: &TreeHead,
+    trusted: &TreeHead,
     record_hash: &Digest,
 ) -> Result<(), ProofError> {
-    if proof.size != head.size {
+    if proof.size != trusted.size {
         return Err(ProofError::SizeMismatch {
             proof: proof.size,
-            head: head.size,
+            head: trusted.size,
         });
     }
     verify_inclusion(
@@ -553,12 +630,15 @@ pub fn check_inclusion(
         proof.size,
         &leaf_hash(record_hash),
         &proof.path,
-        &head.root,
+        &trusted.root,
     )
 }
 
 /// Stateless check of a consistency proof: accepts exactly when `proof` shows that the tree of
 /// `from` is a prefix of the tree of `to`.
+///
+/// At least one of the heads must be one the caller trusts; the check then vouches for the
+/// other (a later head extends the trusted one, or an earlier head is a prefix of it).
 pub fn check_consistency(
     proof: &ConsistencyProof,
     from: &TreeHead,

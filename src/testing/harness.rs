@@ -393,8 +393,10 @@ fn as_import_file(data: &[u8]) {
 
 /// The bytes as a proof file for `annals check-proof`: it parses and checks, or it does not.
 fn as_proof_file(data: &[u8]) {
-    if let Ok(proof) = serde_json::from_slice::<crate::audit::proof_file::ProofFile>(data) {
-        let _ = proof.check();
+    if let Ok(proof) = crate::audit::proof_file::ProofFile::from_json(data) {
+        let _ = proof.check_self_consistency();
+        let trusted = crate::merkle::TrustedHead::Head(proof.tree_head());
+        let _ = proof.check(&trusted);
     }
 }
 
