@@ -421,6 +421,22 @@ pub fn verify_consistency<H: TreeHasher>(
     from_root: &H::Hash,
     root: &H::Hash,
 ) -> Result<(), ProofError> {
+    let (first, second) = roots_from_consistency(hasher, from_size, size, path, from_root)?;
+    check_root("from_root", &first, from_root)?;
+    check_root("root", &second, root)
+}
+
+/// The roots a consistency path leads to: of the tree of `from_size` leaves and of the tree
+/// of `size`; an error when the path's length does not fit the sizes. `from_root` is used
+/// only where the RFC seeds the path with it (`from_size` a power of two, or equal sizes), so
+/// the first root returned then is a check of it, not a derivation.
+pub fn roots_from_consistency<H: TreeHasher>(
+    hasher: &H,
+    from_size: u64,
+    size: u64,
+    path: &[H::Hash],
+    from_root: &H::Hash,
+) -> Result<(H::Hash, H::Hash), ProofError> {
     if size < from_size {
         return Err(ProofError::SizesDecrease { from_size, size });
     }
@@ -434,7 +450,7 @@ pub fn verify_consistency<H: TreeHasher>(
                 expected: 0,
             });
         }
-        return check_root("root", from_root, root);
+        return Ok((from_root.clone(), from_root.clone()));
     }
     let (inner, border) = decompose_inclusion(from_size - 1, size);
     let shift = from_size.trailing_zeros() as usize;
@@ -457,10 +473,9 @@ pub fn verify_consistency<H: TreeHasher>(
     let mask = (from_size - 1) >> shift;
     let first = chain_inner_right(hasher, seed.clone(), &rest[..inner], mask);
     let first = chain_border_right(hasher, first, &rest[inner..]);
-    check_root("from_root", &first, from_root)?;
     let second = chain_inner(hasher, seed, &rest[..inner], mask);
     let second = chain_border_right(hasher, second, &rest[inner..]);
-    check_root("root", &second, root)
+    Ok((first, second))
 }
 
 /// The right edge of a tree as it grows: the roots of its perfect subtrees, largest first

@@ -5,10 +5,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use annals::merkle::{
-    ConsistencyProof, InclusionProof, LogTreeHasher, TreeHasher, TreeHead, check_consistency,
-    check_inclusion, leaf_hash, root_of_leaves, verify_consistency, verify_inclusion,
+    ConsistencyProof, InclusionProof, LogTreeHasher, ProofError, TreeHasher, TreeHead, TrustedHead,
+    check_consistency, check_inclusion, leaf_hash, root_from_inclusion, root_of_leaves,
+    roots_from_consistency, verify_consistency, verify_inclusion,
 };
-use annals::{AuditError, Digest, Direction, Error, ExpectedVersion, Position, Problem, Store};
+use annals::{
+    AuditError, Digest, Direction, Error, ExpectedVersion, Position, Problem, ProofFile,
+    ProofFileError, Store,
+};
 
 use crate::common::{append_one, event};
 use redb::ReadableTable;
@@ -276,6 +280,7 @@ fn every_mutation_of_a_valid_inclusion_proof_is_rejected() {
     let (_dir, store) = log_of_150();
     let hashes = record_hashes(&store);
     let snapshot = store.snapshot().unwrap();
+    let mut self_consistent = 0;
     for (position, size) in [(0, 150), (37, 150), (149, 150), (64, 129), (5, 6)] {
         let root = snapshot.merkle_root(size).unwrap();
         let record = hashes[position as usize];
@@ -322,13 +327,89 @@ fn every_mutation_of_a_valid_inclusion_proof_is_rejected() {
                 "({position}, {size}): {what} accepted"
             );
         }
+        self_consistent += reject_inclusion_forgeries(&snapshot, &valid, &record, &head(root));
     }
+    // The forgeries are real: each of these passes against the head it carries.
+    assert!(self_consistent >= 30, "only {self_consistent} forgeries");
+}
+
+/// Forges `valid` as a forger who controls the whole proof would: position and size changed
+/// (together and alone) and the tree head recomputed from the path to match. Every forgery
+/// must be refused against the trusted head, and against the true head of its forged size
+/// when the log has one (there the sizes agree and only the root can catch it). Returns how
+/// many forgeries pass against their own head: what checking a proof against the head it
+/// carries is worth.
+fn reject_inclusion_forgeries(
+    snapshot: &annals::Snapshot,
+    valid: &InclusionProof,
+    record: &Digest,
+    trusted: &TreeHead,
+) -> usize {
+    let (position, size) = (valid.position.0, valid.size);
+    let positions = [
+        position,
+        position ^ 1,
+        position ^ 2,
+        position.saturating_sub(1),
+    ];
+    let sizes = [size, size - 1, size + 1, size * 2, size / 2, position + 1];
+    let mut self_consistent = 0;
+    for forged_position in positions {
+        for forged_size in sizes {
+            if (forged_position, forged_size) == (position, size) {
+                continue;
+            }
+            let mut forged = valid.clone();
+            forged.position = Position(forged_position);
+            forged.size = forged_size;
+            let leaf = leaf_hash(record);
+            let Ok(root) = root_from_inclusion(
+                &LogTreeHasher,
+                forged_position,
+                forged_size,
+                &leaf,
+                &forged.path,
+            ) else {
+                continue;
+            };
+            let forged_head = TreeHead {
+                size: forged_size,
+                root,
+            };
+            let what = format!("({position}, {size}) forged as ({forged_position}, {forged_size})");
+            assert_eq!(
+                check_inclusion(&forged, &forged_head, record),
+                Ok(()),
+                "{what}"
+            );
+            self_consistent += 1;
+            assert!(
+                check_inclusion(&forged, trusted, record).is_err(),
+                "{what}: accepted"
+            );
+            if let Ok(true_root) = snapshot.merkle_root(forged_size) {
+                let same_size = TreeHead {
+                    size: forged_size,
+                    root: true_root,
+                };
+                assert!(
+                    matches!(
+                        check_inclusion(&forged, &same_size, record),
+                        Err(ProofError::RootMismatch { .. })
+                    ),
+                    "{what}: accepted against the true head of size {forged_size}"
+                );
+            }
+        }
+    }
+    self_consistent
 }
 
 #[test]
 fn every_mutation_of_a_valid_consistency_proof_is_rejected() {
     let (_dir, store) = log_of_150();
     let snapshot = store.snapshot().unwrap();
+    let mut self_consistent = 0;
     for (from_size, size) in [
         (1, 150),
         (37, 150),
@@ -394,7 +475,105 @@ fn every_mutation_of_a_valid_consistency_proof_is_rejected() {
                 "({from_size}, {size}): {what} accepted"
             );
         }
+        self_consistent += reject_consistency_forgeries(&snapshot, &valid, &from, &to);
     }
+    assert!(self_consistent >= 15, "only {self_consistent} forgeries");
+}
+
+/// Forges `valid` with its sizes changed (together and alone) and both tree heads recomputed
+/// from the path to match. A consistency proof vouches for one head given the other, so each
+/// forgery must be refused when either head is the trusted one, and when both are the log's
+/// true heads of the forged sizes. Returns how many pass against the heads they carry.
+fn reject_consistency_forgeries(
+    snapshot: &annals::Snapshot,
+    valid: &ConsistencyProof,
+    from: &TreeHead,
+    to: &TreeHead,
+) -> usize {
+    let (from_size, size) = (valid.from_size, valid.size);
+    let from_sizes = [from_size, from_size + 1, from_size - 1, from_size * 2];
+    let sizes = [size, size - 1, size + 1, size * 2];
+    let mut self_consistent = 0;
+    for forged_from_size in from_sizes {
+        for forged_size in sizes {
+            if (forged_from_size, forged_size) == (from_size, size) {
+                continue;
+            }
+            let mut forged = valid.clone();
+            forged.from_size = forged_from_size;
+            forged.size = forged_size;
+            let Ok((first, second)) = roots_from_consistency(
+                &LogTreeHasher,
+                forged_from_size,
+                forged_size,
+                &forged.path,
+                &from.root,
+            ) else {
+                continue;
+            };
+            let forged_from = TreeHead {
+                size: forged_from_size,
+                root: first,
+            };
+            let forged_to = TreeHead {
+                size: forged_size,
+                root: second,
+            };
+            if check_consistency(&forged, &forged_from, &forged_to).is_err() {
+                // Seeded by the first root, and that seed does not reproduce itself.
+                continue;
+            }
+            self_consistent += 1;
+            let what =
+                format!("({from_size}, {size}) forged as ({forged_from_size}, {forged_size})");
+            // From a trusted earlier head a consistency proof vouches only that the later head
+            // extends it: a forger who keeps the earlier head can make up a later one. That
+            // later head is then not the log's, which a trusted later head shows.
+            if check_consistency(&forged, from, &forged_to).is_ok() {
+                assert_eq!(forged_from, *from, "{what}: accepted from another head");
+                assert_ne!(
+                    snapshot.merkle_root(forged_size).ok(),
+                    Some(forged_to.root),
+                    "{what}: the made-up later head is the log's"
+                );
+            }
+            // To a trusted later head, only a true prefix of it passes.
+            if check_consistency(&forged, &forged_from, to).is_ok() {
+                assert_eq!(forged_to, *to, "{what}: accepted to another head");
+                assert_eq!(
+                    snapshot.merkle_root(forged_from_size).ok(),
+                    Some(forged_from.root),
+                    "{what}: vouches for a false prefix of the trusted head"
+                );
+            }
+            if let (Ok(true_from), Ok(true_to)) = (
+                snapshot.merkle_root(forged_from_size),
+                snapshot.merkle_root(forged_size),
+            ) {
+                let true_from = TreeHead {
+                    size: forged_from_size,
+                    root: true_from,
+                };
+                let true_to = TreeHead {
+                    size: forged_size,
+                    root: true_to,
+                };
+                let honest = snapshot.consistency_proof(forged_from_size, forged_size);
+                // Only a path the log itself would give may pass between its true heads.
+                if honest
+                    .as_ref()
+                    .is_ok_and(|honest| honest.path == forged.path)
+                {
+                    continue;
+                }
+                assert!(
+                    check_consistency(&forged, &true_from, &true_to).is_err(),
+                    "{what}: accepted between the log's true heads"
+                );
+            }
+        }
+    }
+    self_consistent
 }
 
 #[test]
@@ -474,6 +653,150 @@ fn verify_finds_a_stored_frontier_or_an_extra_node_that_differs_from_the_records
         assert!(
             matches!(finding.problem, Problem::Merkle { .. }),
             "{what}: {finding}"
+        );
+    }
+}
+
+/// The proof file of the record at 37 in the tree of 150, forged into the tree of 149: the
+/// size changed, the root recomputed from the path, the tree head hash recomputed to match.
+fn forged_proof_file(snapshot: &annals::Snapshot) -> (ProofFile, ProofFile) {
+    let valid = ProofFile::inclusion(snapshot, Position(37), 150).unwrap();
+    let ProofFile::Inclusion {
+        record_hash, path, ..
+    } = valid.clone()
+    else {
+        panic!("an inclusion proof file")
+    };
+    let root = root_from_inclusion(&LogTreeHasher, 37, 149, &leaf_hash(&record_hash), &path)
+        .expect("the path of 150 fits the tree of 149");
+    let forged = ProofFile::Inclusion {
+        position: 37,
+        size: 149,
+        record_hash,
+        root,
+        tree_head: TreeHead { size: 149, root }.hash(),
+        path,
+    };
+    (valid, forged)
+}
+
+#[test]
+fn a_forged_proof_file_passes_only_against_its_own_heads() {
+    let (_dir, store) = log_of_150();
+    let snapshot = store.snapshot().unwrap();
+    let (valid, forged) = forged_proof_file(&snapshot);
+    let head = |size| TreeHead {
+        size,
+        root: snapshot.merkle_root(size).unwrap(),
+    };
+    let (kept, kept_149) = (head(150), head(149));
+    // Self-consistent: the check a proof file could make alone accepts the forgery.
+    assert_eq!(forged.check_self_consistency(), Ok(()));
+    assert_eq!(
+        forged.check(&TrustedHead::Head(forged.tree_head())),
+        Ok(forged.tree_head())
+    );
+    // The heads the auditor kept refuse it, naming what disagrees.
+    assert_eq!(
+        forged.check(&TrustedHead::Head(kept)),
+        Err(ProofError::TrustedSize {
+            proof: 149,
+            trusted: 150
+        })
+    );
+    assert!(matches!(
+        forged.check(&TrustedHead::Head(kept_149)),
+        Err(ProofError::TrustedRoot {
+            which: "root",
+            size: 149,
+            ..
+        })
+    ));
+    for trusted in [kept, kept_149] {
+        assert!(matches!(
+            forged.check(&TrustedHead::Hash(trusted.hash())),
+            Err(ProofError::TrustedHash { .. })
+        ));
+    }
+    assert_eq!(valid.check(&TrustedHead::Head(kept)), Ok(kept));
+    assert_eq!(valid.check(&TrustedHead::Hash(kept.hash())), Ok(kept));
+    // A valid proof of a smaller tree is refused too: only a consistency proof links it.
+    let smaller = ProofFile::inclusion(&snapshot, Position(37), 149).unwrap();
+    assert_eq!(smaller.check_self_consistency(), Ok(()));
+    assert!(matches!(
+        smaller.check(&TrustedHead::Head(kept)),
+        Err(ProofError::TrustedSize { .. })
+    ));
+    let link = ProofFile::consistency(&snapshot, 149, 150).unwrap();
+    assert_eq!(link.check(&TrustedHead::Head(kept)), Ok(kept));
+    let vouched = link.from_tree_head().unwrap();
+    assert_eq!(smaller.check(&TrustedHead::Head(vouched)), Ok(vouched));
+    assert!(matches!(
+        link.check(&TrustedHead::Head(head(100))),
+        Err(ProofError::TrustedSizes {
+            from_size: 149,
+            size: 150,
+            trusted: 100
+        })
+    ));
+}
+
+/// Every field of a proof file that holds one hash.
+const HASH_FIELDS: [&str; 5] = [
+    "record_hash",
+    "root",
+    "tree_head",
+    "from_root",
+    "from_tree_head",
+];
+
+#[test]
+fn proof_files_spell_hashes_in_lower_case_and_the_reader_names_the_field_otherwise() {
+    let (_dir, store) = log_of_150();
+    let snapshot = store.snapshot().unwrap();
+    let proofs = [
+        ProofFile::inclusion(&snapshot, Position(37), 150).unwrap(),
+        ProofFile::consistency(&snapshot, 37, 150).unwrap(),
+    ];
+    for proof in proofs {
+        let json = serde_json::to_value(&proof).unwrap();
+        let text = json.to_string();
+        assert_eq!(text, text.to_lowercase(), "written in lower case");
+        assert_eq!(ProofFile::from_json(text.as_bytes()), Ok(proof.clone()));
+        let mut fields: Vec<String> = HASH_FIELDS
+            .into_iter()
+            .filter(|field| json.get(field).is_some())
+            .map(String::from)
+            .collect();
+        fields.push("path[1]".into());
+        for field in fields {
+            let mut upper = json.clone();
+            let slot = match field.strip_prefix("path[") {
+                Some(_) => &mut upper["path"][1],
+                None => &mut upper[field.as_str()],
+            };
+            *slot = slot.as_str().unwrap().to_uppercase().into();
+            let bytes = upper.to_string().into_bytes();
+            assert_eq!(
+                ProofFile::from_json(&bytes),
+                Err(ProofFileError::UpperCaseHex {
+                    field: field.clone()
+                }),
+                "{field}"
+            );
+            // Deserialising without `from_json` refuses it too, though without the field.
+            assert!(
+                serde_json::from_slice::<ProofFile>(&bytes).is_err(),
+                "{field}"
+            );
+        }
+        let mut short = json.clone();
+        short["root"] = "abc".into();
+        assert_eq!(
+            ProofFile::from_json(short.to_string().as_bytes()),
+            Err(ProofFileError::NotHex {
+                field: "root".into()
+            })
         );
     }
 }
