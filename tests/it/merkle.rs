@@ -657,34 +657,78 @@ fn verify_finds_a_stored_frontier_or_an_extra_node_that_differs_from_the_records
     }
 }
 
-/// The proof file of the record at 37 in the tree of 150, forged into the tree of 149: the
-/// size changed, the root recomputed from the path, the tree head hash recomputed to match.
-fn forged_proof_file(snapshot: &annals::Snapshot) -> (ProofFile, ProofFile) {
-    let valid = ProofFile::inclusion(snapshot, Position(37), 150).unwrap();
+/// The proof file of the record at `position` in the tree of `size`, and that file forged into
+/// the tree of `size - 1`: the size changed, the root recomputed from the path, the tree head
+/// hash recomputed to match.
+fn forged_proof_file(
+    snapshot: &annals::Snapshot,
+    position: u64,
+    size: u64,
+) -> (ProofFile, ProofFile) {
+    let valid = ProofFile::inclusion(snapshot, Position(position), size).unwrap();
     let ProofFile::Inclusion {
         record_hash, path, ..
     } = valid.clone()
     else {
         panic!("an inclusion proof file")
     };
-    let root = root_from_inclusion(&LogTreeHasher, 37, 149, &leaf_hash(&record_hash), &path)
-        .expect("the path of 150 fits the tree of 149");
+    let leaf = leaf_hash(&record_hash);
+    let root = root_from_inclusion(&LogTreeHasher, position, size - 1, &leaf, &path)
+        .expect("the path fits the smaller tree too");
     let forged = ProofFile::Inclusion {
-        position: 37,
-        size: 149,
+        position,
+        size: size - 1,
         record_hash,
         root,
-        tree_head: TreeHead { size: 149, root }.hash(),
+        tree_head: TreeHead {
+            size: size - 1,
+            root,
+        }
+        .hash(),
         path,
     };
     (valid, forged)
+}
+
+/// The forgery issue 13 found accepted: "position 1234 is in the tree of size 2006" for a log
+/// of 2,007 records, with the tree head recomputed to match.
+#[test]
+fn a_forged_claim_about_a_tree_of_2006_is_refused_against_the_kept_head_of_2007() {
+    let (_dir, store) = crate::common::store();
+    for batch in 0..9u64 {
+        let events: Vec<_> = (0..223u64)
+            .map(|i| event("batch", 1, &(batch * 223 + i).to_le_bytes()))
+            .collect();
+        let _ = store
+            .append("batch", ExpectedVersion::Any, &events)
+            .unwrap();
+    }
+    let snapshot = store.snapshot().unwrap();
+    let kept = TreeHead {
+        size: 2007,
+        root: snapshot.merkle_root(2007).unwrap(),
+    };
+    let (valid, forged) = forged_proof_file(&snapshot, 1234, 2007);
+    assert_eq!(forged.check_self_consistency(), Ok(()));
+    assert_eq!(valid.check(&TrustedHead::Hash(kept.hash())), Ok(kept));
+    assert_eq!(
+        forged.check(&TrustedHead::Head(kept)),
+        Err(ProofError::TrustedSize {
+            proof: 2006,
+            trusted: 2007
+        })
+    );
+    assert!(matches!(
+        forged.check(&TrustedHead::Hash(kept.hash())),
+        Err(ProofError::TrustedHash { .. })
+    ));
 }
 
 #[test]
 fn a_forged_proof_file_passes_only_against_its_own_heads() {
     let (_dir, store) = log_of_150();
     let snapshot = store.snapshot().unwrap();
-    let (valid, forged) = forged_proof_file(&snapshot);
+    let (valid, forged) = forged_proof_file(&snapshot, 37, 150);
     let head = |size| TreeHead {
         size,
         root: snapshot.merkle_root(size).unwrap(),
