@@ -31,8 +31,11 @@
 mod bulk;
 mod commands;
 mod memory;
+mod mixed;
+mod mixed_sqlite;
 mod reading;
 mod report;
+mod round;
 mod samples;
 mod sharing;
 mod sqlite;
@@ -43,17 +46,13 @@ use std::time::{Duration, Instant};
 
 use redb::TableDefinition;
 
-use crate::bulk::{bulk_annals, bulk_redb, bulk_sqlite};
-use crate::commands::{
-    command_trees, fsync_floor, group_annals, group_sqlite, single_annals, single_redb,
-    single_sqlite,
-};
+use crate::bulk::{INTERLEAVED_STREAMS, bulk_annals, bulk_redb};
+use crate::commands::{command_trees, group_annals, single_annals, single_redb};
 use crate::memory::{rebuild_rss, rss_child};
-use crate::reading::{
-    encode_and_hash_ns, rebuild, scan_annals, scan_annals_owned, scan_redb, verify_and_blake3,
-};
-use crate::report::{RATIOS, print_sharing_table, print_table, report, sharing_report};
-use crate::samples::{Samples, file_bytes};
+use crate::reading::{rebuild, scan_annals, scan_redb};
+use crate::report::{print_sharing_table, print_table, report, sharing_report};
+use crate::round::{build_verify_logs, run_round};
+use crate::samples::Samples;
 use crate::sharing::{annals_binary, run_sharing};
 
 pub(crate) const BATCH_EVENTS: usize = 1_000;
@@ -77,6 +76,15 @@ pub(crate) struct Settings {
     pub(crate) rounds: usize,
     pub(crate) events: usize,
     pub(crate) timed: Duration,
+    /// `--smoke`: tiny sizes and one round, to see every row run end to end; its figures mean
+    /// nothing.
+    pub(crate) smoke: bool,
+    /// `--write-baseline`: write this run's ratios to `benches/baseline.json`.
+    pub(crate) write_baseline: bool,
+    /// Streams the interleaved bulk events go to in turn.
+    pub(crate) streams: usize,
+    /// The verify logs' sizes in events, the smaller first (4,000,000 in a full run only).
+    pub(crate) verify_sizes: [usize; 2],
 }
 
 fn main() {
@@ -143,22 +151,43 @@ fn main() {
         let log = dir.path().join("bulk.redb");
         let raw = dir.path().join("bulk-raw.redb");
         bulk_annals(&log, 100_000, 0);
-        bulk_redb(&raw, 100_000);
+        bulk_redb(&raw, 100_000, 1);
         for _ in 0..10 {
             println!("scan {:.0}/s", scan_annals(&log));
             println!("raw redb scan {:.0}/s", scan_redb(&raw));
         }
         return;
     }
-    let quick = args.iter().any(|a| a == "--quick");
+    let smoke = args.iter().any(|a| a == "--smoke");
+    let quick = smoke || args.iter().any(|a| a == "--quick");
     let settings = Settings {
         quick,
         check: args.iter().any(|a| a == "--check"),
         sharing_only: args.iter().any(|a| a == "--sharing-only"),
         tail_binary: annals_binary(),
-        rounds: if quick { 3 } else { 5 },
-        events: if quick { 100_000 } else { 1_000_000 },
-        timed: Duration::from_secs(if quick { 1 } else { 3 }),
+        rounds: match (smoke, quick) {
+            (true, _) => 1,
+            (_, true) => 3,
+            _ => 5,
+        },
+        events: match (smoke, quick) {
+            (true, _) => 5_000,
+            (_, true) => 100_000,
+            _ => 1_000_000,
+        },
+        timed: match (smoke, quick) {
+            (true, _) => Duration::from_millis(300),
+            (_, true) => Duration::from_secs(1),
+            _ => Duration::from_secs(3),
+        },
+        smoke,
+        write_baseline: args.iter().any(|a| a == "--write-baseline"),
+        streams: if smoke { 1_000 } else { INTERLEAVED_STREAMS },
+        verify_sizes: match (smoke, quick) {
+            (true, _) => [2_000, 10_000],
+            (_, true) => [20_000, 100_000],
+            _ => [100_000, 4_000_000],
+        },
     };
     let started = Instant::now();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -192,16 +221,18 @@ fn main() {
         }
         return;
     }
+    let (verify_dir, verify_logs) = build_verify_logs(&settings);
     let mut last_round_log = None;
     for round in 0..settings.rounds {
         eprintln!("round {} of {}", round + 1, settings.rounds);
-        let (dir, annals_log) = run_round(&settings, &runtime, &mut samples);
+        let (dir, annals_log) = run_round(&settings, &runtime, &verify_logs, &mut samples);
         run_sharing(&settings, &runtime, round, &mut samples);
         last_round_log = Some((dir, annals_log));
     }
     let (dir, log) = last_round_log.expect("at least one round");
     let (rss_1x, rss_2x) = rebuild_rss(&settings, &log);
     drop(dir);
+    drop(verify_dir);
     let report = report(&settings, &samples, rss_1x, rss_2x, started.elapsed());
     let missed = print_table(&settings, &samples, &report);
     let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -215,85 +246,4 @@ fn main() {
         eprintln!("{missed} ratio(s) below target");
         std::process::exit(1);
     }
-}
-
-/// One round: every contender on every figure, interleaved. Returns the round's folder and
-/// its annals bulk log, kept for the memory measurement.
-pub(crate) fn run_round(
-    settings: &Settings,
-    runtime: &tokio::runtime::Runtime,
-    samples: &mut Samples,
-) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
-    let at = |name: &str| dir.path().join(name);
-
-    for (rate, written, commits) in [
-        (
-            "single.annals",
-            "written.annals",
-            single_annals(&at("single.redb"), settings.timed),
-        ),
-        (
-            "single.redb",
-            "written.redb",
-            single_redb(&at("single-raw.redb"), settings.timed),
-        ),
-        (
-            "single.sqlite",
-            "written.sqlite",
-            single_sqlite(&at("single.sqlite"), settings.timed),
-        ),
-    ] {
-        samples.push(rate, commits.per_s());
-        samples.push(written, commits.written_per_commit());
-    }
-    samples.push(
-        "single.fsync",
-        fsync_floor(&at("fsync.bin"), settings.timed),
-    );
-
-    samples.push(
-        "group.annals_1",
-        runtime.block_on(group_annals(&at("group-1.redb"), 1, settings.timed)),
-    );
-    samples.push(
-        "group.annals_64",
-        runtime.block_on(group_annals(
-            &at("group-64.redb"),
-            GROUP_TASKS,
-            settings.timed,
-        )),
-    );
-    samples.push(
-        "group.sqlite_64",
-        group_sqlite(&at("group-64.sqlite"), GROUP_TASKS, settings.timed),
-    );
-
-    let annals_log = at("bulk.redb");
-    let raw_log = at("bulk-raw.redb");
-    let sqlite_log = at("bulk.sqlite");
-    let events = settings.events;
-    samples.push("bulk.annals", bulk_annals(&annals_log, events, 0));
-    samples.push("bulk.redb", bulk_redb(&raw_log, events));
-    samples.push("bulk.sqlite", bulk_sqlite(&sqlite_log, events));
-    samples.push("bytes.annals", file_bytes(&annals_log) / events as f64);
-    samples.push("bytes.sqlite", file_bytes(&sqlite_log) / events as f64);
-
-    samples.push("scan.annals", scan_annals(&annals_log));
-    samples.push("scan.annals_owned", scan_annals_owned(&annals_log));
-    samples.push("scan.redb", scan_redb(&raw_log));
-    let (verify, blake3) = verify_and_blake3(&annals_log);
-    samples.push("verify", verify);
-    samples.push("blake3", blake3);
-    samples.push("rebuild", rebuild(&annals_log));
-    let (encode_ns, hash_ns) = encode_and_hash_ns(events.min(SAMPLE_EVENTS_MAX));
-    samples.push("phase.encode_ns", encode_ns);
-    samples.push("phase.hash_ns", hash_ns);
-    // Each ratio is taken within the round, between contenders that ran minutes apart at
-    // most, then the median over rounds: the disk's speed drifts less within a round.
-    for (key, numerator, denominator, _, _) in RATIOS {
-        let value = samples.last(numerator) / samples.last(denominator);
-        samples.push(key, value);
-    }
-    (dir, annals_log)
 }

@@ -148,3 +148,66 @@ pub(crate) fn encode_and_hash_ns(events: usize) -> (f64, f64) {
     let hash = started.elapsed().as_nanos() as f64 / events as f64;
     (encode, hash)
 }
+
+/// SQLite's scan of the whole events table in order, each row read into owned values as
+/// `Records` copies each record into a `Record`.
+pub(crate) fn scan_sqlite(path: &Path) -> f64 {
+    let conn = rusqlite::Connection::open(path).expect("the SQLite log");
+    let started = Instant::now();
+    let mut statement = conn
+        .prepare(
+            "SELECT position, stream, version, kind, at_ms, payload, prev, hash FROM events
+             ORDER BY position",
+        )
+        .expect("prepare");
+    let mut rows = statement.query([]).expect("a scan");
+    let mut count = 0u64;
+    while let Some(row) = rows.next().expect("a row") {
+        let record: (i64, String, i64, String, i64, Vec<u8>, Vec<u8>, Vec<u8>) = (
+            row.get(0).expect("position"),
+            row.get(1).expect("stream"),
+            row.get(2).expect("version"),
+            row.get(3).expect("kind"),
+            row.get(4).expect("at_ms"),
+            row.get(5).expect("payload"),
+            row.get(6).expect("prev"),
+            row.get(7).expect("hash"),
+        );
+        std::hint::black_box(record);
+        count += 1;
+    }
+    per_second(count, started.elapsed())
+}
+
+/// Verify of the log at `path`, split: the log walk alone (`verify_log`: every record's
+/// hashes, the chain, stream versions, the indexes and the Merkle tree) and the whole
+/// `Store::verify` (that walk, then the projections replayed into memory and compared). Both
+/// in events per second; the replay's share is the whole's time less the walk's.
+pub(crate) fn verify_split(path: &Path) -> VerifySplit {
+    let store = Store::open_existing(path).expect("the verify log");
+    let events = store.head().expect("the head").next.0;
+    let snapshot = store.snapshot().expect("a snapshot");
+    let started = Instant::now();
+    let report = annals::testing::internals::audit::verify_log(&snapshot).expect("verify");
+    let walk = started.elapsed();
+    assert!(report.is_sound(), "the verify log walks clean");
+    drop(snapshot);
+    let started = Instant::now();
+    let report = store.verify().expect("verify");
+    let whole = started.elapsed();
+    assert!(report.is_sound(), "the verify log verifies");
+    let replay = whole.saturating_sub(walk);
+    VerifySplit {
+        walk: per_second(events, walk),
+        whole: per_second(events, whole),
+        replay: per_second(events, replay),
+    }
+}
+
+/// Events per second of each part of a verify.
+pub(crate) struct VerifySplit {
+    pub(crate) walk: f64,
+    pub(crate) whole: f64,
+    /// The projections' replay and comparison: the whole's time less the walk's.
+    pub(crate) replay: f64,
+}

@@ -31,7 +31,8 @@ impl Sqlite {
                  prev BLOB NOT NULL, hash BLOB NOT NULL);
              CREATE TABLE IF NOT EXISTS leases (
                  resource TEXT PRIMARY KEY, holder TEXT NOT NULL, token INTEGER NOT NULL,
-                 acquired_at_ms INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL);",
+                 acquired_at_ms INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL);
+             CREATE UNIQUE INDEX IF NOT EXISTS events_stream ON events (stream, version);",
         )
         .expect("the schema");
         Sqlite {
@@ -41,12 +42,14 @@ impl Sqlite {
         }
     }
 
-    /// Appends one event and upserts its lease row, inside the caller's transaction.
+    /// Appends one event as version `version` of `stream` and upserts its lease row, inside
+    /// the caller's transaction.
     pub(crate) fn event(
         conn: &rusqlite::Connection,
         prev: &mut [u8; 32],
         position: &mut i64,
         stream: &str,
+        version: i64,
         event: &NewEvent,
         lease: (&str, &str, u64, u64),
     ) {
@@ -60,7 +63,7 @@ impl Sqlite {
         let hash = *hasher.finalize().as_bytes();
         conn.prepare_cached(
             "INSERT INTO events (position, stream, version, kind, at_ms, payload, prev, hash)
-             VALUES (?1, ?2, ?1, ?3, ?4, ?5, ?6, ?7)",
+             VALUES (?1, ?2, ?8, ?3, ?4, ?5, ?6, ?7)",
         )
         .expect("prepare")
         .execute(rusqlite::params![
@@ -70,7 +73,8 @@ impl Sqlite {
             event.at_ms as i64,
             event.payload,
             &prev[..],
-            &hash[..]
+            &hash[..],
+            version
         ])
         .expect("insert the event");
         let (resource, holder, token, expires_at_ms) = lease;
@@ -115,11 +119,14 @@ impl Sqlite {
             expires_at_ms: now_ms + TTL_MS,
         })
         .to_new_event(now_ms);
+        // Each task's stream holds its commands, but only the position is counted here.
+        let version = self.position;
         Sqlite::event(
             &txn,
             &mut self.prev,
             &mut self.position,
             &format!("lease/{resource}"),
+            version,
             &event,
             (&resource, &holder, token, now_ms + TTL_MS),
         );

@@ -54,11 +54,22 @@ pub(crate) fn bulk_event(i: usize) -> NewEvent {
 
 /// The stored bytes of `event` as annals would write it at `position`.
 pub(crate) fn stored_bytes(event: &NewEvent, position: u64) -> Vec<u8> {
+    stored_bytes_in("bulk", position, event, position)
+}
+
+/// The stored bytes of `event` as annals would write it at `position`, as `version` of
+/// `stream`.
+pub(crate) fn stored_bytes_in(
+    stream: &str,
+    version: u64,
+    event: &NewEvent,
+    position: u64,
+) -> Vec<u8> {
     let mut out = Vec::new();
     let placement = Placement {
-        stream: "bulk",
+        stream,
         position: Position(position),
-        version: StreamVersion(position),
+        version: StreamVersion(version),
         prev: Digest::ZERO,
     };
     encode_stored(&mut out, event, placement).expect("a bench event within limits");
