@@ -29,6 +29,7 @@
 //! writes them to `target/side_by_side_sharing.json`.
 
 mod bulk;
+mod check;
 mod commands;
 mod memory;
 mod mixed;
@@ -47,10 +48,11 @@ use std::time::{Duration, Instant};
 use redb::TableDefinition;
 
 use crate::bulk::{INTERLEAVED_STREAMS, bulk_annals, bulk_redb};
+use crate::check::{check, write_baseline};
 use crate::commands::{command_trees, group_annals, single_annals, single_redb};
 use crate::memory::{rebuild_rss, rss_child};
 use crate::reading::{rebuild, scan_annals, scan_redb};
-use crate::report::{print_sharing_table, print_table, report, sharing_report};
+use crate::report::{print_misses, print_sharing_table, print_table, report, sharing_report};
 use crate::round::{build_verify_logs, run_round};
 use crate::samples::Samples;
 use crate::sharing::{annals_binary, run_sharing};
@@ -208,6 +210,7 @@ fn main() {
         }
         let report = sharing_report(&settings, &samples, started.elapsed());
         let missed = print_sharing_table(&settings, &samples, &report);
+        print_misses(&samples, &missed);
         let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
             .parent()
             .expect("the target directory")
@@ -215,10 +218,10 @@ fn main() {
         let text = serde_json::to_string_pretty(&report).expect("JSON");
         std::fs::write(&path, text + "\n").expect("write the JSON report");
         println!("figures written to {}", path.display());
-        if settings.check && missed > 0 {
-            eprintln!("{missed} ratio(s) below target");
-            std::process::exit(1);
+        if settings.write_baseline {
+            println!("--write-baseline needs the full set of ratios: run without --sharing-only");
         }
+        finish(&settings, &samples, &report, &missed);
         return;
     }
     let (verify_dir, verify_logs) = build_verify_logs(&settings);
@@ -235,6 +238,7 @@ fn main() {
     drop(verify_dir);
     let report = report(&settings, &samples, rss_1x, rss_2x, started.elapsed());
     let missed = print_table(&settings, &samples, &report);
+    print_misses(&samples, &missed);
     let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .expect("the target directory")
@@ -242,8 +246,20 @@ fn main() {
     let text = serde_json::to_string_pretty(&report).expect("JSON");
     std::fs::write(&path, text + "\n").expect("write the JSON report");
     println!("figures written to {}", path.display());
-    if settings.check && missed > 0 {
-        eprintln!("{missed} ratio(s) below target");
+    if settings.write_baseline {
+        write_baseline(&settings, &samples, &report);
+    }
+    finish(&settings, &samples, &report, &missed);
+}
+
+/// With `--check`, compares the run with the baseline and exits 1 on a regression.
+fn finish(settings: &Settings, samples: &Samples, report: &serde_json::Value, missed: &[&str]) {
+    if !settings.check {
+        return;
+    }
+    let failures = check(samples, report, missed);
+    if failures > 0 {
+        eprintln!("--check: {failures} regression(s) beyond the noise, or guard(s) missed");
         std::process::exit(1);
     }
 }

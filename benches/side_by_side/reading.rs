@@ -149,6 +149,9 @@ pub(crate) fn encode_and_hash_ns(events: usize) -> (f64, f64) {
     (encode, hash)
 }
 
+/// An events row read whole: position, stream, version, kind, time, payload, prev, hash.
+type SqliteRow = (i64, String, i64, String, i64, Vec<u8>, Vec<u8>, Vec<u8>);
+
 /// SQLite's scan of the whole events table in order, each row read into owned values as
 /// `Records` copies each record into a `Record`.
 pub(crate) fn scan_sqlite(path: &Path) -> f64 {
@@ -163,7 +166,7 @@ pub(crate) fn scan_sqlite(path: &Path) -> f64 {
     let mut rows = statement.query([]).expect("a scan");
     let mut count = 0u64;
     while let Some(row) = rows.next().expect("a row") {
-        let record: (i64, String, i64, String, i64, Vec<u8>, Vec<u8>, Vec<u8>) = (
+        let record: SqliteRow = (
             row.get(0).expect("position"),
             row.get(1).expect("stream"),
             row.get(2).expect("version"),
