@@ -103,7 +103,12 @@ pub(crate) fn write_baseline(settings: &Settings, samples: &Samples, report: &Va
 
 /// `--check`: prints each ratio against its baseline; returns how many regressed (and the
 /// guards missed). No baseline file counts as one failure.
-pub(crate) fn check(samples: &Samples, report: &Value, missed: &[&str]) -> usize {
+pub(crate) fn check(
+    settings: &Settings,
+    samples: &Samples,
+    report: &Value,
+    missed: &[&str],
+) -> usize {
     let path = baseline_path();
     let Some(baseline) = std::fs::read_to_string(&path)
         .ok()
@@ -175,7 +180,11 @@ pub(crate) fn check(samples: &Samples, report: &Value, missed: &[&str]) -> usize
         );
     }
     for guard in GUARDS {
-        if missed.contains(&guard) {
+        if missed.contains(&guard) && settings.smoke {
+            println!(
+                "--check: {guard} missed, not enforced in --smoke (its logs are too small to mean anything)"
+            );
+        } else if missed.contains(&guard) {
             eprintln!("--check: {guard} missed its target, which guards an invariant");
             failures += 1;
         }

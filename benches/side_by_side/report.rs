@@ -194,6 +194,11 @@ pub(crate) fn bound(key: &str, samples: &Samples) -> String {
             )
         }
         "verify_vs_blake3" => "the log walk's hashing and index checks".into(),
+        "single_writer_vs_exclusive_single" | "single_writer_vs_exclusive_group64" => format!(
+            "single commands: exclusive {}/s, single-writer {}/s; a shared mode commits in two phases",
+            human(m("sharing.single_exclusive")),
+            human(m("sharing.single_single_writer")),
+        ),
         "rebuild_rss_2x_vs_1x" => "the redb cache and the replay's batch".into(),
         _ => String::new(),
     }
