@@ -2,7 +2,8 @@
 //! (`benches/baseline.json`, the ratios of one run and their noise). A ratio regresses when it
 //! is worse than its baseline by more than the noise measured (its range over rounds relative
 //! to its median, in this run or the baseline's, whichever is larger, and never less than
-//! [`NOISE_FLOOR`]). Targets are another matter: a missed target is reported with what bounds
+//! [`NOISE_FLOOR`]; a change is not judged when neither run had two rounds to measure it,
+//! as in `--smoke`). Targets are another matter: a missed target is reported with what bounds
 //! it, never a failure of `--check`, except the guards of an invariant ([`GUARDS`]).
 //!
 //! Only ratios taken within one run are compared: absolute figures (an empty denominator in
@@ -136,6 +137,7 @@ pub(crate) fn check(
         "", "", "", "", "", ""
     );
     let mut failures = 0;
+    let mut unmeasured = 0;
     let empty = serde_json::Map::new();
     let before = baseline["ratios"].as_object().unwrap_or(&empty);
     for (key, current) in &now {
@@ -160,23 +162,35 @@ pub(crate) fn check(
         } else {
             change
         };
+        let (noise_was, noise_is) = (old["noise"].as_f64(), current["noise"].as_f64());
         let tolerance = [
-            old["noise"].as_f64().unwrap_or(0.0),
-            current["noise"].as_f64().unwrap_or(0.0),
+            noise_was.unwrap_or(0.0),
+            noise_is.unwrap_or(0.0),
             NOISE_FLOOR,
         ]
         .into_iter()
         .fold(0.0, f64::max);
-        let verdict = if worse > tolerance {
+        let verdict = if worse <= tolerance {
+            "ok"
+        } else if noise_was.is_none() && noise_is.is_none() {
+            // Neither run had two rounds: no noise was measured to judge the change against.
+            unmeasured += 1;
+            "worse?"
+        } else {
             failures += 1;
             "REGRESSED"
-        } else {
-            "ok"
         };
         println!(
             "| {key:<34} | {was:>8.2} | {is:>8.2} | {:>8.0}% | {:>8.0}% | {verdict:<9} |",
             change * 100.0,
             tolerance * 100.0
+        );
+    }
+    if unmeasured > 0 {
+        println!(
+            "--check: {unmeasured} ratio(s) worse by more than {:.0}%, but neither this run nor \
+             the baseline had two rounds to measure their noise: not counted",
+            NOISE_FLOOR * 100.0
         );
     }
     for guard in GUARDS {
