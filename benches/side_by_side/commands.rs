@@ -3,7 +3,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -11,7 +11,7 @@ use annals::{Sharing, Writer, WriterOptions};
 use redb::TableDefinition;
 
 use crate::RAW;
-use crate::samples::{Commits, bytes_written, per_second};
+use crate::samples::{Commits, bytes_written, in_threads, per_second};
 use crate::sqlite::Sqlite;
 use crate::work::{granted, lease_command, lease_command_event, open_new, stored_bytes};
 
@@ -146,26 +146,13 @@ pub(crate) async fn group_annals_in(
 /// SQLite has no group commit: 64 threads share one connection (the usual way to write one
 pub(crate) fn group_sqlite(path: &Path, threads: usize, run_for: Duration) -> f64 {
     let sqlite = Arc::new(Mutex::new(Sqlite::open(path)));
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let workers: Vec<_> = (0..threads)
-        .map(|task| {
-            let (sqlite, stop, done) = (Arc::clone(&sqlite), Arc::clone(&stop), Arc::clone(&done));
-            std::thread::spawn(move || {
-                let mut step = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    sqlite.lock().expect("the connection").command(task, step);
-                    step += 1;
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-        })
-        .collect();
-    std::thread::sleep(run_for);
-    stop.store(true, Ordering::Relaxed);
-    for worker in workers {
-        worker.join().expect("a thread");
-    }
-    per_second(done.load(Ordering::Relaxed), started.elapsed())
+    let (done, elapsed) = in_threads(threads, run_for, |task| {
+        let sqlite = Arc::clone(&sqlite);
+        let mut step = 0;
+        move || {
+            sqlite.lock().expect("the connection").command(task, step);
+            step += 1;
+        }
+    });
+    per_second(done, elapsed)
 }

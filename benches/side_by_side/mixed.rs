@@ -7,7 +7,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use annals::leases::{LeaseCommand, LeaseOutcome};
@@ -18,7 +18,7 @@ use annals::runs::{
 };
 use annals::{Sharing, Store, Writer, WriterOptions};
 
-use crate::samples::per_second;
+use crate::samples::{in_threads, per_second};
 use crate::work::open_new;
 use crate::{EPOCH_MS, TTL_MS};
 
@@ -381,30 +381,16 @@ pub(crate) struct MixedRun {
 /// `clients` OS threads each running the cycle through `Store::execute` for `run_for`.
 pub(crate) fn mixed_threads(path: &Path, clients: usize, run_for: Duration) -> MixedRun {
     let store = Arc::new(open_new(path, Sharing::default()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let workers: Vec<_> = (0..clients)
-        .map(|id| {
-            let (store, stop, done) = (Arc::clone(&store), Arc::clone(&stop), Arc::clone(&done));
-            std::thread::spawn(move || {
-                let mut client = Client::new(id);
-                while !stop.load(Ordering::Relaxed) {
-                    let token = execute(&store, client.command());
-                    client.advance(token);
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-        })
-        .collect();
-    std::thread::sleep(run_for);
-    stop.store(true, Ordering::Relaxed);
-    for worker in workers {
-        worker.join().expect("a client thread");
-    }
-    let commands = done.load(Ordering::Relaxed);
+    let (commands, elapsed) = in_threads(clients, run_for, |id| {
+        let store = Arc::clone(&store);
+        let mut client = Client::new(id);
+        move || {
+            let token = execute(&store, client.command());
+            client.advance(token);
+        }
+    });
     MixedRun {
-        per_s: per_second(commands, started.elapsed()),
+        per_s: per_second(commands, elapsed),
         commands,
     }
 }

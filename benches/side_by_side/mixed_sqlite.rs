@@ -7,15 +7,14 @@
 //! or one connection shared behind a lock; the report takes the better of the two.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::TTL_MS;
 use crate::mixed::{Client, MixedRun, Step};
-use crate::samples::per_second;
+use crate::samples::{in_threads, per_second};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS leases (
@@ -422,34 +421,18 @@ pub(crate) fn mixed_sqlite(
     run_for: Duration,
 ) -> MixedRun {
     let one = Arc::new(Mutex::new(open(path)));
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let workers: Vec<_> = (0..clients)
-        .map(|id| {
-            let (one, stop, done) = (Arc::clone(&one), Arc::clone(&stop), Arc::clone(&done));
-            let own = (!shared).then(|| open(path));
-            std::thread::spawn(move || {
-                let mut own = own;
-                let mut client = Client::new(id);
-                while !stop.load(Ordering::Relaxed) {
-                    let token = match own.as_mut() {
-                        Some(conn) => command(conn, &client),
-                        None => command(&mut one.lock().expect("the connection"), &client),
-                    };
-                    client.advance(token);
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-        })
-        .collect();
-    std::thread::sleep(run_for);
-    stop.store(true, Ordering::Relaxed);
-    for worker in workers {
-        worker.join().expect("a client thread");
-    }
-    let commands = done.load(Ordering::Relaxed);
-    let elapsed = started.elapsed();
+    let (commands, elapsed) = in_threads(clients, run_for, |id| {
+        let one = Arc::clone(&one);
+        let mut own = (!shared).then(|| open(path));
+        let mut client = Client::new(id);
+        move || {
+            let token = match own.as_mut() {
+                Some(conn) => command(conn, &client),
+                None => command(&mut one.lock().expect("the connection"), &client),
+            };
+            client.advance(token);
+        }
+    });
     // Fold the WAL into the database so the file's size is the data's.
     let conn = one.lock().expect("the connection");
     conn.pragma_update(None, "wal_checkpoint", "TRUNCATE").ok();

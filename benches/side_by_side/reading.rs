@@ -8,6 +8,7 @@ use annals::{Digest, Direction, NewEvent, Position, Store, StreamVersion};
 use redb::{ReadableDatabase, ReadableTable};
 
 use crate::samples::per_second;
+use crate::sqlite::chain_hash;
 use crate::work::bulk_event;
 use crate::{RAW, SAMPLE_EVENTS_MAX};
 
@@ -213,4 +214,34 @@ pub(crate) struct VerifySplit {
     pub(crate) whole: f64,
     /// The projections' replay and comparison: the whole's time less the walk's.
     pub(crate) replay: f64,
+}
+
+/// SQLite's counterpart of verify's walk: every events row in order, its hash recomputed and
+/// its link to the previous row checked. Events per second.
+pub(crate) fn chain_sqlite(path: &Path) -> f64 {
+    let conn = rusqlite::Connection::open(path).expect("the SQLite log");
+    let started = Instant::now();
+    let mut statement = conn
+        .prepare(
+            "SELECT position, stream, kind, at_ms, payload, prev, hash FROM events
+             ORDER BY position",
+        )
+        .expect("prepare");
+    let mut rows = statement.query([]).expect("a scan");
+    let mut expected = [0u8; 32];
+    let mut count = 0u64;
+    while let Some(row) = rows.next().expect("a row") {
+        let position: i64 = row.get(0).expect("position");
+        let stream: String = row.get(1).expect("stream");
+        let kind: String = row.get(2).expect("kind");
+        let at_ms: i64 = row.get(3).expect("at_ms");
+        let payload: Vec<u8> = row.get(4).expect("payload");
+        let prev: Vec<u8> = row.get(5).expect("prev");
+        let hash: Vec<u8> = row.get(6).expect("hash");
+        assert_eq!(prev, expected, "row {position} links to the one before");
+        expected = chain_hash(&expected, position, &stream, &kind, at_ms as u64, &payload);
+        assert_eq!(hash, expected, "row {position} has its own hash");
+        count += 1;
+    }
+    per_second(count, started.elapsed())
 }

@@ -186,11 +186,12 @@ pub(crate) fn bound(key: &str, samples: &Samples) -> String {
         ),
         "verify_walk_linearity" | "verify_walk_events_per_s" | "verify_whole_events_per_s" => {
             format!(
-                "walk {}/s at the smaller log, {}/s at the larger; the replay {}/s; blake3 alone {}B/s",
+                "walk {}/s at the smaller log, {}/s at the larger; the replay {}/s; blake3 alone {}B/s; SQLite's chain check {}/s",
                 human(m("verify.walk_small")),
                 human(m("verify.walk_large")),
                 human(m("verify.replay_large")),
                 human(m("blake3")),
+                human(m("verify.sqlite_chain")),
             )
         }
         "verify_vs_blake3" => "the log walk's hashing and index checks".into(),
@@ -440,6 +441,10 @@ fn verify_json(settings: &Settings, samples: &Samples) -> Value {
         "walk": { "small": m("verify.walk_small"), "large": m("verify.walk_large") },
         "replay": { "small": m("verify.replay_small"), "large": m("verify.replay_large") },
         "whole": { "small": m("verify.whole_small"), "large": m("verify.whole_large") },
+        "sqlite_chain_check": {
+            "note": "SQLite's counterpart of the walk, on the interleaved bulk log (bulk_events rows): every row's hash recomputed and its link checked",
+            "events_per_s": m("verify.sqlite_chain"),
+        },
     })
 }
 
@@ -578,6 +583,12 @@ pub(crate) fn print_table(
             "/s",
         );
     }
+    row(
+        "verify events/s, chain",
+        "SQLite",
+        "verify.sqlite_chain",
+        "/s",
+    );
     for keys in &crate::mixed::MIXED_KEYS {
         let figure = format!("mixed cmds/s, {} clients", keys.clients);
         row(&figure, "annals threads", keys.threads, "/s");

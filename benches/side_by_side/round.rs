@@ -9,8 +9,8 @@ use crate::commands::{
 use crate::mixed::{MIXED_KEYS, MixedRun, empty_bytes_annals, mixed_tasks, mixed_threads};
 use crate::mixed_sqlite::{empty_bytes_sqlite, mixed_sqlite};
 use crate::reading::{
-    encode_and_hash_ns, rebuild, scan_annals, scan_annals_owned, scan_redb, scan_sqlite,
-    verify_and_blake3, verify_split,
+    chain_sqlite, encode_and_hash_ns, rebuild, scan_annals, scan_annals_owned, scan_redb,
+    scan_sqlite, verify_and_blake3, verify_split,
 };
 use crate::report::RATIOS;
 use crate::samples::{Samples, file_bytes};
@@ -127,6 +127,7 @@ fn interleaved_round(settings: &Settings, at: &dyn Fn(&str) -> PathBuf, samples:
     );
     samples.push("scan.default", scan_annals_owned(&annals_log));
     samples.push("scan.sqlite", scan_sqlite(&sqlite_log));
+    samples.push("verify.sqlite_chain", chain_sqlite(&sqlite_log));
 }
 
 /// The mixed commands at each client count: annals from threads and from tasks, SQLite with
@@ -162,26 +163,22 @@ fn mixed_round(
         let per_command = |log: &Path, empty: f64, run: &MixedRun| {
             (file_bytes(log) - empty) / run.commands.max(1) as f64
         };
-        if n == 1 {
-            samples.push(
-                "mixed_bytes.annals_1",
-                per_command(&threads_log, empty_annals, &threads),
-            );
-            samples.push(
-                "mixed_bytes.sqlite_1",
-                per_command(&conns_log, empty_sqlite, &conns),
-            );
-        }
-        if n == 64 {
-            samples.push(
-                "mixed_bytes.annals_64",
-                per_command(&tasks_log, empty_annals, &tasks),
-            );
-            samples.push(
-                "mixed_bytes.sqlite_64",
-                per_command(&conns_log, empty_sqlite, &conns),
-            );
-        }
+        // Sequential: annals through `Store`; 64 clients: annals through `Writer`.
+        let (annals_log, annals_run, keys) = match n {
+            1 => (
+                &threads_log,
+                &threads,
+                ["mixed_bytes.annals_1", "mixed_bytes.sqlite_1"],
+            ),
+            64 => (
+                &tasks_log,
+                &tasks,
+                ["mixed_bytes.annals_64", "mixed_bytes.sqlite_64"],
+            ),
+            _ => continue,
+        };
+        samples.push(keys[0], per_command(annals_log, empty_annals, annals_run));
+        samples.push(keys[1], per_command(&conns_log, empty_sqlite, &conns));
     }
 }
 

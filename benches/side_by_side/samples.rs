@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// A contender's rows of one figure, one per round.
@@ -95,4 +97,39 @@ pub(crate) fn bytes_written() -> u64 {
         })
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// Runs `threads` OS threads for `run_for`, thread `id` calling the command `command(id)`
+/// made for it (made here, before the threads start) over and over, one durable command per
+/// call. Returns the commands done and the time they took.
+pub(crate) fn in_threads<C>(
+    threads: usize,
+    run_for: Duration,
+    command: impl Fn(usize) -> C,
+) -> (u64, Duration)
+where
+    C: FnMut() + Send + 'static,
+{
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let commands: Vec<C> = (0..threads).map(command).collect();
+    let started = Instant::now();
+    let workers: Vec<_> = commands
+        .into_iter()
+        .map(|mut command| {
+            let (stop, done) = (Arc::clone(&stop), Arc::clone(&done));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    command();
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(run_for);
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        worker.join().expect("a thread");
+    }
+    (done.load(Ordering::Relaxed), started.elapsed())
 }

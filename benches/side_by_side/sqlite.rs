@@ -53,14 +53,14 @@ impl Sqlite {
         event: &NewEvent,
         lease: (&str, &str, u64, u64),
     ) {
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(prev);
-        hasher.update(&position.to_le_bytes());
-        hasher.update(stream.as_bytes());
-        hasher.update(event.kind.as_bytes());
-        hasher.update(&event.at_ms.to_le_bytes());
-        hasher.update(blake3::hash(&event.payload).as_bytes());
-        let hash = *hasher.finalize().as_bytes();
+        let hash = chain_hash(
+            prev,
+            *position,
+            stream,
+            &event.kind,
+            event.at_ms,
+            &event.payload,
+        );
         conn.prepare_cached(
             "INSERT INTO events (position, stream, version, kind, at_ms, payload, prev, hash)
              VALUES (?1, ?2, ?8, ?3, ?4, ?5, ?6, ?7)",
@@ -132,4 +132,24 @@ impl Sqlite {
         );
         txn.commit().expect("commit");
     }
+}
+
+/// An event row's hash: the previous row's, chained with this row's fields and its payload's
+/// hash.
+pub(crate) fn chain_hash(
+    prev: &[u8; 32],
+    position: i64,
+    stream: &str,
+    kind: &str,
+    at_ms: u64,
+    payload: &[u8],
+) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(prev);
+    hasher.update(&position.to_le_bytes());
+    hasher.update(stream.as_bytes());
+    hasher.update(kind.as_bytes());
+    hasher.update(&at_ms.to_le_bytes());
+    hasher.update(blake3::hash(payload).as_bytes());
+    *hasher.finalize().as_bytes()
 }
