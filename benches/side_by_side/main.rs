@@ -33,7 +33,8 @@
 //! `SELECT` of the same rows (`reading.rs`). *Verify* runs on logs of interleaved bulk events
 //! built once before the rounds, at two sizes: the log walk alone and the whole `verify`, the
 //! projections' replay being the difference, and the walk's linearity as its time per event at
-//! the larger size over that at the smaller.
+//! the larger size over that at the smaller; beside them SQLite's chain check (every row's hash
+//! recomputed and linked) on its interleaved bulk log.
 //!
 //! The mixed workload (`mixed.rs`, `mixed_sqlite.rs`): each client cycles through the
 //! reference stores' commands (lease acquire, renew and release under the fencing token;
