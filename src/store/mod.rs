@@ -113,6 +113,9 @@ pub struct Store {
     sharing: Sharing,
     /// The head's next position as of the last commit, announced after each commit.
     commits: watch::Sender<Position>,
+    /// Whether a write failed for want of disk space: redb fails every later call on this
+    /// handle as a previous I/O error, and those are the full disk's too.
+    out_of_space: std::sync::atomic::AtomicBool,
 }
 
 impl Store {
@@ -240,7 +243,9 @@ impl Store {
                 })
             }
             attempt => attempt,
-        })?;
+        });
+        // Repairing a file left by a crash writes; on a full disk that is the disk's failure.
+        let db = db.map_err(|error| error.no_space_at(&path))?;
         let projections = projections_with(Vec::new())?;
         let handle = Handle::ReadOnly(Closing::new(db));
         guarded(|| check_identity(&handle, &path))?;
@@ -262,7 +267,26 @@ impl Store {
             projections,
             sharing: Sharing::SingleWriter,
             commits: watch::Sender::new(head.next),
+            out_of_space: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// `error` with a full disk named as its cause (see [`Error::NoSpace`]), including redb's
+    /// refusals that follow one on this handle.
+    fn failed(&self, error: Error) -> Error {
+        use std::sync::atomic::Ordering;
+        let error = match error {
+            Error::Storage(redb::Error::PreviousIo) if self.out_of_space.load(Ordering::Relaxed) => {
+                Error::NoSpace {
+                    path: self.path.clone(),
+                }
+            }
+            error => error.no_space_at(&self.path),
+        };
+        if matches!(error, Error::NoSpace { .. }) {
+            self.out_of_space.store(true, Ordering::Relaxed);
+        }
+        error
     }
 
     /// The file's path.
@@ -340,7 +364,7 @@ impl Store {
             }
             Ok(txn)
         })
-        .map_err(|error| error.no_space_at(&self.path))?;
+        .map_err(|error| self.failed(error))?;
         let (result, appended_head) = {
             let mut session =
                 guarded(|| WriteSession::open(&txn, &self.projections, &self.limits))?;
@@ -356,7 +380,7 @@ impl Store {
             }
             None => Ok(txn.abort()?),
         })
-        .map_err(|error| error.no_space_at(&self.path))?;
+        .map_err(|error| self.failed(error))?;
         Ok(result)
     }
 
@@ -364,7 +388,7 @@ impl Store {
     /// [`Durability::Immediate`] (one fsync). Needed only after [`Durability::Deferred`] writes.
     pub fn flush(&self) -> Result<()> {
         guarded(|| Ok(self.database()?.begin_write()?.commit()?))
-            .map_err(|error| error.no_space_at(&self.path))
+            .map_err(|error| self.failed(error))
     }
 
     /// Closes the store, reporting what dropping it would not: redb writes its allocator
@@ -486,7 +510,7 @@ impl Store {
             }
             Ok(ReadTables::new(Arc::new(self.db.begin_read()?)))
         })
-        .map_err(|error| error.no_space_at(&self.path))
+        .map_err(|error| self.failed(error))
     }
 
     /// The head: the next position and the hash of the last record.
@@ -579,7 +603,7 @@ impl Store {
     /// projections are cleared, then after each batch.
     pub fn rebuild_with(&self, name: Option<&str>, progress: &mut dyn FnMut(u64)) -> Result<()> {
         guarded(|| catch_up::rebuild(self.database()?, &self.projections, name, &mut *progress))
-            .map_err(|error| error.no_space_at(&self.path))
+            .map_err(|error| self.failed(error))
     }
 
     /// Every row of projection `name` as JSON (see [`Projection::state_json`]): as it stands,
