@@ -200,14 +200,15 @@ impl Store {
             return Err(OpenError::Missing { path }.into());
         }
         // A backend is this process's own: nothing else can open it.
-        let db = open_redb(&path, || {
+        let opened = open_redb(&path, || {
             redb_builder(Sharing::Exclusive).create_with_backend(backend)
-        })?;
-        let brought_up = match empty {
-            true => guarded(|| initialise(&db)),
-            false => Ok(()),
-        }
-        .and_then(|()| Store::bring_up(db, options.limits, path.clone(), projections, false));
+        });
+        let brought_up = opened.and_then(|db| {
+            if empty {
+                guarded(|| initialise(&db))?;
+            }
+            Store::bring_up(db, options.limits, path.clone(), projections, false)
+        });
         brought_up.map_err(|error| error.no_space_at(&path))
     }
 
@@ -396,7 +397,12 @@ impl Store {
     /// file to be repaired by the next open, which needs space to do it. The commits made
     /// before stand either way. A read-only store closes without writing.
     pub fn close(self) -> Result<()> {
-        let Store { db, path, .. } = self;
+        let Store {
+            db,
+            path,
+            out_of_space,
+            ..
+        } = self;
         let Handle::Writable(db) = db else {
             return Ok(());
         };
@@ -404,7 +410,12 @@ impl Store {
             return Ok(());
         };
         let closed = guarded(|| db.close().map_err(Error::from));
-        closed.map_err(|error| error.no_space_at(&path))
+        closed.map_err(|error| match error {
+            Error::Storage(redb::Error::PreviousIo) if out_of_space.into_inner() => {
+                Error::NoSpace { path }
+            }
+            error => error.no_space_at(&path),
+        })
     }
 
     /// Announces a commit: the head's next position only ever grows, even when two threads'

@@ -229,15 +229,16 @@ impl Disk {
             }
             Fault::Crash(..) => Ok(()),
             Fault::NoSpace(trigger) if self.full || due(trigger) => {
-                self.struck = true;
                 self.full = true;
-                match is_sync {
-                    true => Ok(()),
-                    false => Err(io::Error::new(
-                        io::ErrorKind::StorageFull,
-                        "simulated disk: no space left on device",
-                    )),
+                // A sync needs no space: the fault strikes only at the writes it fails.
+                if is_sync {
+                    return Ok(());
                 }
+                self.struck = true;
+                Err(io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    "simulated disk: no space left on device",
+                ))
             }
             Fault::NoSpace(_) => Ok(()),
         }
