@@ -145,10 +145,7 @@ pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
     let names = names.join(", ");
     // Closing writes redb's allocator state: a failure there (a full disk) is the command's.
     store.close()?;
-    println!(
-        "rebuilt {names} through position {}",
-        head.next
-    );
+    println!("rebuilt {names} through position {}", head.next);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -277,7 +277,9 @@ impl Store {
     fn failed(&self, error: Error) -> Error {
         use std::sync::atomic::Ordering;
         let error = match error {
-            Error::Storage(redb::Error::PreviousIo) if self.out_of_space.load(Ordering::Relaxed) => {
+            Error::Storage(redb::Error::PreviousIo)
+                if self.out_of_space.load(Ordering::Relaxed) =>
+            {
                 Error::NoSpace {
                     path: self.path.clone(),
                 }

@@ -40,7 +40,11 @@ fn fault_case(seed: u64) -> Observed {
     } else {
         Trigger::Op(ops_before + 1 + rng.below(dry.ops.saturating_sub(ops_before)))
     };
-    let fault = fault_of_kind(rng.below(u64::from(FAULT_KINDS)) as u8, trigger, rng.next_u64());
+    let fault = fault_of_kind(
+        rng.below(u64::from(FAULT_KINDS)) as u8,
+        trigger,
+        rng.next_u64(),
+    );
     let power_loss = rng.chance(50);
     scenario(base_image(), fault, &script, power_loss).unwrap_or_else(|violation| {
         panic!("fault seed {seed} ({fault:?}, power loss {power_loss}): {violation}")

@@ -37,7 +37,11 @@ fn workload(disk: &SimDisk) -> Vec<Result<Option<Head>, String>> {
         Err(error) => return vec![Err(error.to_string())],
     };
     let head = |store: &Store| store.head().ok();
-    let appended = store.append("disk/raw", ExpectedVersion::Any, &[event("disk.raw", 1, b"x")]);
+    let appended = store.append(
+        "disk/raw",
+        ExpectedVersion::Any,
+        &[event("disk.raw", 1, b"x")],
+    );
     calls.push(appended.map(|_| head(&store)).map_err(|e| e.to_string()));
     let command = LeaseCommand::Acquire {
         resource: "disk".into(),
@@ -97,7 +101,10 @@ fn a_simulated_disk_filling_up_at_any_operation_is_an_error_naming_it_and_loses_
         }
         struck += 1;
         let failed: Vec<&String> = calls.iter().filter_map(|c| c.as_ref().err()).collect();
-        assert!(!failed.is_empty(), "op {k}: the disk filled up, every call succeeded");
+        assert!(
+            !failed.is_empty(),
+            "op {k}: the disk filled up, every call succeeded"
+        );
         for error in &failed {
             assert!(error.contains(NO_SPACE), "op {k}: {error}: {calls:?}");
         }
@@ -108,17 +115,31 @@ fn a_simulated_disk_filling_up_at_any_operation_is_an_error_naming_it_and_loses_
         // left behind.
         let store = reopened(disk.image_after_restart());
         let report = store.verify().unwrap();
-        assert!(report.is_sound() && report.behind.is_empty(), "op {k}: {report:?}");
+        assert!(
+            report.is_sound() && report.behind.is_empty(),
+            "op {k}: {report:?}"
+        );
         for head in calls.iter().filter_map(|c| c.clone().ok().flatten()) {
-            let last = store.get(Position(head.next.0 - 1)).unwrap().map(|r| r.hash);
-            assert_eq!(last, Some(head.hash), "op {k}: an acknowledged write is lost");
+            let last = store
+                .get(Position(head.next.0 - 1))
+                .unwrap()
+                .map(|r| r.hash);
+            assert_eq!(
+                last,
+                Some(head.hash),
+                "op {k}: an acknowledged write is lost"
+            );
         }
         drop(store);
         // Without a restart: space freed, the same disk takes writes again.
         disk.free_space();
         let store = reopened(disk.image_after_restart());
         let _ = store
-            .append("disk/after", ExpectedVersion::Any, &[event("disk.after", 3, b"z")])
+            .append(
+                "disk/after",
+                ExpectedVersion::Any,
+                &[event("disk.after", 3, b"z")],
+            )
             .unwrap();
         assert!(store.verify().unwrap().is_sound(), "op {k}");
         k += 1;
@@ -228,7 +249,11 @@ fn every_writing_command_on_a_full_tmpfs_fails_naming_the_disk_and_the_log_recov
         ),
         (
             "import into a new log",
-            vec!["import", export.to_str().unwrap(), imported.to_str().unwrap()],
+            vec![
+                "import",
+                export.to_str().unwrap(),
+                imported.to_str().unwrap(),
+            ],
             &imported,
         ),
         ("append", vec!["append", db, "s", "k", "x"], &log),
@@ -248,7 +273,12 @@ fn every_writing_command_on_a_full_tmpfs_fails_naming_the_disk_and_the_log_recov
         // The log reads as it did: stats and verify work, and a projection is shown as it
         // was or refused as behind, never half-built.
         let verify = annals(&["verify", db]);
-        assert_eq!(verify.status.code(), Some(0), "{what}: {}", text(&verify.stdout));
+        assert_eq!(
+            verify.status.code(),
+            Some(0),
+            "{what}: {}",
+            text(&verify.stdout)
+        );
         if output.status.success() {
             continue;
         }
@@ -274,7 +304,10 @@ fn every_writing_command_on_a_full_tmpfs_fails_naming_the_disk_and_the_log_recov
     }
     let verify = annals(&["verify", db]);
     let said = text(&verify.stdout);
-    assert!(verify.status.success() && !said.contains("behind"), "{said}");
+    assert!(
+        verify.status.success() && !said.contains("behind"),
+        "{said}"
+    );
     let store = Store::open_read_only(&log).unwrap();
     assert!(store.verify().unwrap().is_sound());
     drop(store);

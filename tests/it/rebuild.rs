@@ -111,13 +111,21 @@ fn assert_behind(path: &Path, at: u64, head: u64) {
     let db = path.to_str().unwrap();
     let state = annals(&["state", db, "leases"]);
     assert_eq!(state.status.code(), Some(1), "state of a half-rebuilt log");
-    assert!(state.stdout.is_empty(), "rows shown: {}", text(&state.stdout));
+    assert!(
+        state.stdout.is_empty(),
+        "rows shown: {}",
+        text(&state.stdout)
+    );
     let message = format!(
         "projection leases is behind the log: at {} of {}",
         grouped(at),
         grouped(head)
     );
-    assert!(text(&state.stderr).contains(&message), "{}", text(&state.stderr));
+    assert!(
+        text(&state.stderr).contains(&message),
+        "{}",
+        text(&state.stderr)
+    );
     let verify = annals(&["verify", db]);
     let said = text(&verify.stdout);
     assert_eq!(verify.status.code(), Some(0), "{said}");
@@ -193,14 +201,19 @@ fn a_behind_projection_whose_rows_differ_from_a_replay_to_its_checkpoint_is_dama
             let definition: redb::TableDefinition<&[u8], &[u8]> =
                 redb::TableDefinition::new("leases.held");
             let mut table = txn.open_table(definition).unwrap();
-            table.insert(b"forged".as_slice(), b"row".as_slice()).unwrap();
+            table
+                .insert(b"forged".as_slice(), b"row".as_slice())
+                .unwrap();
         }
         txn.commit().unwrap();
     }
     let verify = annals(&["verify", path.to_str().unwrap()]);
     let said = text(&verify.stdout);
     assert_eq!(verify.status.code(), Some(1), "{said}");
-    assert!(said.contains("unsound") && said.contains("leases"), "{said}");
+    assert!(
+        said.contains("unsound") && said.contains("leases"),
+        "{said}"
+    );
     assert!(
         said.contains(&format!("first {at} records")),
         "not compared at the checkpoint: {said}"
@@ -229,7 +242,10 @@ fn a_write_beside_a_rebuild_in_the_same_process_catches_the_projection_up_first(
             }
         })
         .unwrap();
-    assert!(matches!(decided, Some(LeaseOutcome::Granted { .. })), "{decided:?}");
+    assert!(
+        matches!(decided, Some(LeaseOutcome::Granted { .. })),
+        "{decided:?}"
+    );
     let report = store.verify().unwrap();
     assert!(report.is_sound() && report.behind.is_empty(), "{report:?}");
     let held = leases::lease(&store.state().unwrap(), "rebuild-race").unwrap();
