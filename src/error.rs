@@ -83,6 +83,16 @@ pub enum Error {
     /// An export file refused, or one that does not continue the log it is imported into.
     #[error(transparent)]
     Export(Box<crate::export::ExportError>),
+    /// The device holding the log is full: a write failed with "no space left on device"
+    /// (ENOSPC). What was committed before the failed call stands; the call's own
+    /// transaction did not commit. Once space is freed the log opens, catches up any
+    /// projection left behind, and takes writes again (a store that hit this must be
+    /// reopened: redb refuses further writes on a handle that saw a failed write).
+    #[error("no space left on the device holding {path}: free some space and try again")]
+    NoSpace {
+        /// The log's path (or the storage backend's label).
+        path: PathBuf,
+    },
     /// redb failed.
     #[error("storage: {0}")]
     Storage(#[from] redb::Error),
@@ -187,6 +197,22 @@ pub enum AuditError {
         /// What is wrong with it.
         reason: String,
     },
+}
+
+impl Error {
+    /// This error with a full disk named as its cause: an I/O failure with ENOSPC, directly
+    /// or through redb, becomes [`Error::NoSpace`] naming `path`; anything else is unchanged.
+    pub(crate) fn no_space_at(self, path: &std::path::Path) -> Error {
+        let full = |error: &std::io::Error| error.kind() == std::io::ErrorKind::StorageFull;
+        match &self {
+            Error::Io(error) | Error::Storage(redb::Error::Io(error)) if full(error) => {
+                Error::NoSpace {
+                    path: path.to_path_buf(),
+                }
+            }
+            _ => self,
+        }
+    }
 }
 
 /// The crate's result type.

@@ -74,7 +74,7 @@ pub mod writer;
 pub use audit::extends::Extension;
 pub use audit::history::Entity;
 pub use audit::proof_file::{ProofFile, ProofFileError};
-pub use audit::verify::{Finding, Problem, VerifyReport};
+pub use audit::verify::{Finding, Problem, ProjectionBehind, VerifyReport};
 pub use command::{Command, Decision, Emit};
 pub use error::{AuditError, Error, OpenError, Result};
 pub use event::{DomainEvent, EventKind};

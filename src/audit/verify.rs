@@ -42,12 +42,38 @@ pub struct VerifyReport {
     pub root: Digest,
     /// The first problem found; `None` when the log is sound.
     pub problem: Option<Finding>,
+    /// Projections whose tables are behind the log (a rebuild or catch-up not finished) and
+    /// equal to a replay of the log up to where they stand: a state to catch up, not damage.
+    pub behind: Vec<ProjectionBehind>,
 }
 
 impl VerifyReport {
-    /// Whether the log is sound.
+    /// Whether the log is sound: no damage found. Projections [`VerifyReport::behind`] the
+    /// log do not make it unsound.
     pub fn is_sound(&self) -> bool {
         self.problem.is_none()
+    }
+}
+
+/// A projection behind the log, whose tables equal a replay up to where it stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectionBehind {
+    /// The projection.
+    pub projection: String,
+    /// The next position it has to apply.
+    pub at: Position,
+    /// The log's head.
+    pub head: Position,
+}
+
+impl std::fmt::Display for ProjectionBehind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let error = crate::projection::ProjectionError::Behind {
+            projection: self.projection.clone(),
+            at: self.at.0,
+            head: self.head.0,
+        };
+        write!(f, "{error}")
     }
 }
 
@@ -71,6 +97,7 @@ impl Walk {
                 hash: self.prev,
             },
             problem,
+            behind: Vec::new(),
         }
     }
 }
@@ -93,57 +120,98 @@ pub fn verify_with(
     if report.problem.is_some() {
         return Ok(report);
     }
-    let problem = check_projections(snapshot, live, projections, report.head.next, progress)?;
+    let (problem, behind) =
+        check_projections(snapshot, live, projections, report.head.next, progress)?;
     let position = report.head.next;
     Ok(VerifyReport {
         problem: problem.map(|problem| Finding { position, problem }),
+        behind,
         ..report
     })
 }
 
-/// Checkpoints at the head with the current version, and tables equal to a replay's.
+/// Checkpoints at the head with the current version, and tables equal to a replay's; a
+/// projection whose checkpoint is behind the head (with the current version) is compared
+/// with a replay up to its checkpoint instead, and reported as behind when equal to it.
 fn check_projections(
     snapshot: &Snapshot,
     live: &dyn TableSource,
     projections: &Projections,
     head: Position,
     progress: &mut dyn FnMut(u64),
-) -> Result<Option<Problem>> {
+) -> Result<(Option<Problem>, Vec<ProjectionBehind>)> {
+    // Each projection's position: the head, or where it stands behind it.
+    let mut positions = Vec::new();
     for projection in projections.iter() {
         let checkpoint = snapshot.checkpoint(projection.name())?;
-        let expected = Some((projection.version(), head));
-        if checkpoint.map(|c| (c.version, c.next)) != expected {
-            return Ok(Some(Problem::Checkpoint {
-                projection: projection.name().to_owned(),
-                detail: format!(
-                    "checkpoint is {checkpoint:?}, expected version {} through position {head}",
-                    projection.version()
-                ),
-            }));
+        match checkpoint {
+            Some(c) if c.version == projection.version() && c.next <= head => {
+                positions.push((projection, c.next));
+            }
+            _ => {
+                return Ok((
+                    Some(Problem::Checkpoint {
+                        projection: projection.name().to_owned(),
+                        detail: format!(
+                            "checkpoint is {checkpoint:?}, expected version {} through position {head}",
+                            projection.version()
+                        ),
+                    }),
+                    Vec::new(),
+                ));
+            }
         }
     }
-    let replayed = replay_with(snapshot, projections, None, &mut |applied| {
-        progress(head.0 + applied)
-    })?;
-    let expected = replayed.state()?;
-    for projection in projections.iter() {
-        if digest(live, projection.as_ref())? == digest(&expected, projection.as_ref())? {
-            continue;
+    // One replay per distinct position, the head's first; a stopped rebuild leaves the
+    // projections it was rebuilding at one position.
+    let mut ends: Vec<Position> = positions.iter().map(|(_, at)| *at).collect();
+    ends.sort_by_key(|at| std::cmp::Reverse(*at));
+    ends.dedup();
+    for end in ends {
+        let replayed = replay_with(snapshot, projections, Some(end), &mut |applied| {
+            if end == head {
+                progress(head.0 + applied)
+            }
+        })?;
+        let expected = replayed.state()?;
+        for (projection, _) in positions.iter().filter(|(_, at)| *at == end) {
+            if digest(live, projection.as_ref())? != digest(&expected, projection.as_ref())? {
+                let difference = first_difference(live, &expected, projection.as_ref())?;
+                let difference = difference.unwrap_or(Difference {
+                    table: String::new(),
+                    key_hex: String::new(),
+                    detail: "digests differ".into(),
+                });
+                let detail = if end == head {
+                    difference.detail
+                } else {
+                    format!(
+                        "{} (against a replay of the first {end} records, where its checkpoint stands)",
+                        difference.detail
+                    )
+                };
+                return Ok((
+                    Some(Problem::Projection {
+                        projection: projection.name().to_owned(),
+                        table: difference.table,
+                        key_hex: difference.key_hex,
+                        detail,
+                    }),
+                    Vec::new(),
+                ));
+            }
         }
-        let difference = first_difference(live, &expected, projection.as_ref())?;
-        let difference = difference.unwrap_or(Difference {
-            table: String::new(),
-            key_hex: String::new(),
-            detail: "digests differ".into(),
-        });
-        return Ok(Some(Problem::Projection {
+    }
+    let behind = positions
+        .iter()
+        .filter(|(_, at)| *at < head)
+        .map(|(projection, at)| ProjectionBehind {
             projection: projection.name().to_owned(),
-            table: difference.table,
-            key_hex: difference.key_hex,
-            detail: difference.detail,
-        }));
-    }
-    Ok(None)
+            at: *at,
+            head,
+        })
+        .collect();
+    Ok((None, behind))
 }
 
 /// Walks the whole log in `snapshot` (records, chain, streams, indexes) and reports the first

@@ -199,6 +199,12 @@ pub(crate) struct RebuildArgs {
     pub(crate) projection: Option<String>,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
+    /// For the crash tests: after clearing the projections and after each batch, print
+    /// `rebuild at <position>` on standard error and wait for a line on standard input, so
+    /// that the test can kill the process between two of the rebuild's transactions.
+    #[cfg(feature = "testing")]
+    #[arg(long, hide = true)]
+    pub(crate) step: bool,
 }
 
 #[derive(Args)]

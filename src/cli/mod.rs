@@ -81,6 +81,7 @@ impl From<Error> for Failure {
         let message = error.to_string();
         match error {
             Error::Append(_)
+            | Error::Projection(crate::projection::ProjectionError::Behind { .. })
             | Error::Corrupt { .. }
             | Error::CorruptMeta(_)
             | Error::DamagedFile(_) => Failure::Finding(message),

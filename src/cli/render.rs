@@ -127,6 +127,16 @@ struct VerifyJson {
     /// The Merkle root of the records checked, recomputed from their hashes.
     root: String,
     problem: Option<ProblemJson>,
+    /// Projections behind the log: not damage, a state a writable open catches up.
+    behind: Vec<BehindJson>,
+}
+
+#[derive(Serialize)]
+struct BehindJson {
+    projection: String,
+    at: u64,
+    head: u64,
+    message: String,
 }
 
 #[derive(Serialize)]
@@ -155,6 +165,16 @@ pub(crate) fn print_verify(
                     position: finding.position.0,
                     message: finding.problem.to_string(),
                 }),
+                behind: report
+                    .behind
+                    .iter()
+                    .map(|behind| BehindJson {
+                        projection: behind.projection.clone(),
+                        at: behind.at.0,
+                        head: behind.head.0,
+                        message: behind.to_string(),
+                    })
+                    .collect(),
             },
         );
     }
@@ -169,6 +189,9 @@ pub(crate) fn print_verify(
             "unsound at {finding} ({} records before it checked out)",
             report.records
         )?,
+    }
+    for behind in &report.behind {
+        writeln!(out, "{behind}")?;
     }
     Ok(())
 }

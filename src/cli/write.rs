@@ -46,6 +46,7 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
     }
     let store = open_for_writing(&args.db, true, &args.access)?;
     let outcome = store.append(&args.stream, args.expect, &[event])?;
+    store.close()?;
     let mut out = io::stdout().lock();
     match outcome {
         AppendOutcome::Appended(appended) => writeln!(out, "{}", appended.first_position)?,
@@ -111,6 +112,7 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
                 }
             },
         )
+        .map_err(|error| error.no_space_at(&args.db))
     });
     check.finish();
     write.finish();
@@ -123,7 +125,16 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
 pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
     let store = open_for_writing(&args.db, false, &args.access)?;
     let mut line = ProgressLine::new("rebuild", store.head()?.next.0);
-    let rebuilt = store.rebuild_with(args.projection.as_deref(), &mut |done| line.update(done));
+    #[cfg(feature = "testing")]
+    let step = args.step;
+    #[cfg(not(feature = "testing"))]
+    let step = false;
+    let rebuilt = store.rebuild_with(args.projection.as_deref(), &mut |done| {
+        line.update(done);
+        if step {
+            wait_for_step(done);
+        }
+    });
     line.finish();
     rebuilt?;
     let head = store.head()?;
@@ -131,12 +142,19 @@ pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
         Some(name) => vec![name.as_str()],
         None => store.projections().iter().map(|p| p.name()).collect(),
     };
-    println!(
-        "rebuilt {} through position {}",
-        names.join(", "),
-        head.next
-    );
+    let names = names.join(", ");
+    // Closing writes redb's allocator state: a failure there (a full disk) is the command's.
+    store.close()?;
+    println!("rebuilt {names} through position {}", head.next);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `rebuild --step`: says where the rebuild stands and waits for the test's go-ahead.
+fn wait_for_step(done: u64) {
+    eprintln!("rebuild at {done}");
+    let mut line = String::new();
+    // End of input means go on without waiting.
+    let _ = io::stdin().read_line(&mut line);
 }
 
 pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
@@ -154,6 +172,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
     }
     writeln!(out, "head {} {}", report.head.next, report.head.hash)?;
     let verified = store.verify()?;
+    store.close()?;
     match &verified.problem {
         None => {
             writeln!(

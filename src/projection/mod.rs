@@ -184,6 +184,24 @@ pub enum ProjectionError {
         /// This process's version of it.
         version: u32,
     },
+    /// A read of a projection whose tables are behind the log: a rebuild or catch-up that
+    /// has not finished (it was stopped, or is running), or, beside other writers, records a
+    /// store without this projection appended. Its rows are those of a prefix of the log, so
+    /// they are not handed out as the state. Not damage: a writable open (or any write by a
+    /// store that runs the projection) or a rebuild catches it up.
+    #[error(
+        "projection {projection} is behind the log: at {} of {}; open the log writable or run `annals rebuild` to catch up",
+        grouped(*at),
+        grouped(*head)
+    )]
+    Behind {
+        /// The projection.
+        projection: String,
+        /// The next position it has to apply: every record before it is applied.
+        at: u64,
+        /// The log's head (its number of records).
+        head: u64,
+    },
     /// An `apply` read or wrote a table that is not one of its projection's
     /// [`Projection::tables`]: another projection's rows, or rows that neither `verify` nor a
     /// rebuild would see. The transaction is abandoned.
@@ -194,6 +212,19 @@ pub enum ProjectionError {
         /// The table.
         table: String,
     },
+}
+
+/// `n` with a comma between each group of three digits, as messages print counts of records.
+pub(crate) fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut text = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            text.push(',');
+        }
+        text.push(digit);
+    }
+    text
 }
 
 /// The projections of one store, in registration order.

@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::ops::Bound;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use redb::{ReadTransaction, ReadableTable, TableDefinition, TableError, WriteTransaction};
 use serde::Serialize;
@@ -87,19 +87,98 @@ fn collect<'a, T: ReadableTable<&'static [u8], &'static [u8]>>(
 /// Projection tables read in a read transaction. A table never written reads as empty.
 ///
 /// Every read runs inside the store's guard: a panic of redb's on a damaged page becomes
-/// [`Error::DamagedFile`], as for [`crate::Snapshot`] reads.
+/// [`Error::DamagedFile`], as for [`crate::Snapshot`] reads. A read of the tables of a
+/// projection whose checkpoint is behind the log's head (a rebuild stopped or still running)
+/// is refused with [`ProjectionError::Behind`]: its rows are not the state.
 pub struct ReadTables {
     txn: Arc<ReadTransaction>,
+    /// Whether reads refuse a projection behind the head: the live tables do; verify's own
+    /// look at them and an in-memory replay (which has no log) do not.
+    refuse_behind: bool,
+    /// The projections behind the head in this commit, `(name, next, head)`, read once.
+    behind: OnceLock<Vec<(String, u64, u64)>>,
 }
 
 impl ReadTables {
+    /// The live tables, refusing a projection behind the log.
     pub(crate) fn new(txn: Arc<ReadTransaction>) -> Self {
-        ReadTables { txn }
+        ReadTables {
+            txn,
+            refuse_behind: true,
+            behind: OnceLock::new(),
+        }
     }
+
+    /// The tables as stored, whatever their checkpoints say: for `verify`, which compares
+    /// them with a replay, and for a replay's own tables.
+    pub(crate) fn as_stored(txn: Arc<ReadTransaction>) -> Self {
+        ReadTables {
+            refuse_behind: false,
+            ..ReadTables::new(txn)
+        }
+    }
+
+    /// The projections behind the head in this commit: `(name, next position, head)`.
+    pub(crate) fn behind(&self) -> Result<&[(String, u64, u64)]> {
+        Ok(match self.behind.get() {
+            Some(behind) => behind,
+            None => {
+                let found = behind_in(&self.txn)?;
+                self.behind.get_or_init(|| found)
+            }
+        })
+    }
+
+    /// Refuses a read of `table` when its projection is behind the head.
+    fn check_current(&self, table: &str) -> Result<()> {
+        if !self.refuse_behind {
+            return Ok(());
+        }
+        let behind = self.behind()?;
+        let projection = table.split('.').next().unwrap_or(table);
+        match behind.iter().find(|(name, _, _)| name == projection) {
+            Some((name, at, head)) => Err(ProjectionError::Behind {
+                projection: name.clone(),
+                at: *at,
+                head: *head,
+            }
+            .into()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Every projection whose checkpoint in `txn` is behind the head, with where it stands and
+/// the head. A transaction without the log's tables (a replay's) has none.
+pub(crate) fn behind_in(txn: &ReadTransaction) -> Result<Vec<(String, u64, u64)>> {
+    let meta = match txn.open_table(crate::log::tables::META) {
+        Ok(meta) => meta,
+        Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(error) => return Err(error.into()),
+    };
+    let head = match meta.get(crate::log::tables::HEAD_KEY)? {
+        Some(bytes) => crate::log::decode_head(bytes.value())?.next.0,
+        None => return Err(Error::CorruptMeta("the head is missing".into())),
+    };
+    let checkpoints = match txn.open_table(super::CHECKPOINTS) {
+        Ok(checkpoints) => checkpoints,
+        Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(error) => return Err(error.into()),
+    };
+    let mut behind = Vec::new();
+    for entry in checkpoints.iter()? {
+        let (name, value) = entry?;
+        let (_, next) = value.value();
+        if next != super::AT_HEAD && next < head {
+            behind.push((name.value().to_owned(), next, head));
+        }
+    }
+    Ok(behind)
 }
 
 impl TableSource for ReadTables {
     fn get_raw(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        guarded(|| self.check_current(table))?;
         guarded(|| match self.txn.open_table(definition(table)) {
             Ok(table) => Ok(table.get(key)?.map(|value| value.value().to_vec())),
             Err(TableError::TableDoesNotExist(_)) => Ok(None),
@@ -115,6 +194,7 @@ impl TableSource for ReadTables {
         direction: Direction,
         limit: usize,
     ) -> Result<Vec<RawRow>> {
+        guarded(|| self.check_current(table))?;
         guarded(|| match self.txn.open_table(definition(table)) {
             Ok(table) => collect(&table, lower, upper, direction, limit),
             Err(TableError::TableDoesNotExist(_)) => Ok(Vec::new()),
@@ -125,9 +205,16 @@ impl TableSource for ReadTables {
 
 impl crate::Snapshot {
     /// The projection tables as of this snapshot's commit: what the domains' queries read,
-    /// consistent with the records this snapshot reads.
+    /// consistent with the records this snapshot reads. A read of a projection that is
+    /// behind the log in this commit is refused with [`ProjectionError::Behind`].
     pub fn state(&self) -> ReadTables {
         ReadTables::new(Arc::clone(&self.txn))
+    }
+
+    /// The projection tables as stored, even those behind the log: what `verify` compares
+    /// with a replay.
+    pub(crate) fn state_as_stored(&self) -> ReadTables {
+        ReadTables::as_stored(Arc::clone(&self.txn))
     }
 }
 

@@ -2,6 +2,12 @@
 //! another version (or that has none) is cleared and rebuilt from position 0; one that lags
 //! the head is caught up. Replay goes in bounded batches, each its own transaction with its
 //! checkpoints, so memory stays flat and an interrupted rebuild resumes where it stopped.
+//!
+//! Between those transactions a projection's checkpoint is behind the head, and that is what
+//! keeps a half-rebuilt projection from being read as the state: reads of it are refused
+//! (`ProjectionError::Behind`), a write first catches it up ([`lagging`], then [`catch_up`]),
+//! and `verify` reports it as behind, not as damage. A rebuild killed in between is finished
+//! by the next writable open, the next write or the next rebuild.
 
 use std::sync::Arc;
 
@@ -142,7 +148,39 @@ pub(crate) fn rebuild(
         reset(&txn, projection.as_ref())?;
     }
     txn.commit()?;
+    progress(0);
     replay(db, projections, progress)
+}
+
+/// Whether a projection this store runs is behind the head in `txn` (a rebuild stopped or
+/// running in this process): a write must not apply its records to it, nor decide on it,
+/// before it has caught up. A projection of another version is left to the open that
+/// rebuilds it.
+pub(crate) fn lagging(txn: &WriteTransaction, projections: &Projections) -> Result<bool> {
+    let checkpoints = txn.open_table(CHECKPOINTS)?;
+    let mut head = None;
+    for projection in projections.iter() {
+        let Some(stored) = checkpoints.get(projection.name())?.map(|g| g.value()) else {
+            continue;
+        };
+        if stored == (projection.version(), AT_HEAD) {
+            continue;
+        }
+        let head = match head {
+            Some(head) => head,
+            None => *head.insert(Snapshot::head_in(txn)?.next),
+        };
+        let at = resolve_checkpoint(stored, head);
+        if at.version == projection.version() && at.next < head {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Replays what the projections behind the head lack, in batches (see [`lagging`]).
+pub(crate) fn catch_up(db: &Database, projections: &Projections) -> Result<()> {
+    replay(db, projections, &mut |_| {})
 }
 
 /// Empties `projection`'s tables and sets its checkpoint to its version at position 0.

@@ -113,6 +113,9 @@ pub struct Store {
     sharing: Sharing,
     /// The head's next position as of the last commit, announced after each commit.
     commits: watch::Sender<Position>,
+    /// Whether a write failed for want of disk space: redb fails every later call on this
+    /// handle as a previous I/O error, and those are the full disk's too.
+    out_of_space: std::sync::atomic::AtomicBool,
 }
 
 impl Store {
@@ -138,15 +141,18 @@ impl Store {
         options.limits.check()?;
         let projections = projections_with(options.projections)?;
         let path = path.as_ref().to_path_buf();
-        if !path.exists() {
-            if !options.create {
-                return Err(OpenError::Missing { path }.into());
+        let opened = (|| {
+            if !path.exists() {
+                if !options.create {
+                    return Err(OpenError::Missing { path: path.clone() }.into());
+                }
+                create(&path)?;
             }
-            create(&path)?;
-        }
-        check_redb_magic(&path)?;
-        let db = open_writable(&path, options.sharing, options.busy_timeout)?;
-        let mut store = Store::bring_up(db, options.limits, path, projections, true)?;
+            check_redb_magic(&path)?;
+            let db = open_writable(&path, options.sharing, options.busy_timeout)?;
+            Store::bring_up(db, options.limits, path.clone(), projections, true)
+        })();
+        let mut store = opened.map_err(|error| error.no_space_at(&path))?;
         store.sharing = options.sharing;
         Ok(store)
     }
@@ -194,13 +200,16 @@ impl Store {
             return Err(OpenError::Missing { path }.into());
         }
         // A backend is this process's own: nothing else can open it.
-        let db = open_redb(&path, || {
+        let opened = open_redb(&path, || {
             redb_builder(Sharing::Exclusive).create_with_backend(backend)
-        })?;
-        if empty {
-            guarded(|| initialise(&db))?;
-        }
-        Store::bring_up(db, options.limits, path, projections, false)
+        });
+        let brought_up = opened.and_then(|db| {
+            if empty {
+                guarded(|| initialise(&db))?;
+            }
+            Store::bring_up(db, options.limits, path.clone(), projections, false)
+        });
+        brought_up.map_err(|error| error.no_space_at(&path))
     }
 
     /// Opens an existing log without writing to its file, for audits: appends are refused
@@ -235,7 +244,9 @@ impl Store {
                 })
             }
             attempt => attempt,
-        })?;
+        });
+        // Repairing a file left by a crash writes; on a full disk that is the disk's failure.
+        let db = db.map_err(|error| error.no_space_at(&path))?;
         let projections = projections_with(Vec::new())?;
         let handle = Handle::ReadOnly(Closing::new(db));
         guarded(|| check_identity(&handle, &path))?;
@@ -257,7 +268,28 @@ impl Store {
             projections,
             sharing: Sharing::SingleWriter,
             commits: watch::Sender::new(head.next),
+            out_of_space: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// `error` with a full disk named as its cause (see [`Error::NoSpace`]), including redb's
+    /// refusals that follow one on this handle.
+    fn failed(&self, error: Error) -> Error {
+        use std::sync::atomic::Ordering;
+        let error = match error {
+            Error::Storage(redb::Error::PreviousIo)
+                if self.out_of_space.load(Ordering::Relaxed) =>
+            {
+                Error::NoSpace {
+                    path: self.path.clone(),
+                }
+            }
+            error => error.no_space_at(&self.path),
+        };
+        if matches!(error, Error::NoSpace { .. }) {
+            self.out_of_space.store(true, Ordering::Relaxed);
+        }
+        error
     }
 
     /// The file's path.
@@ -319,13 +351,23 @@ impl Store {
             let mut txn = database.begin_write()?;
             if self.sharing == Sharing::MultiWriter {
                 catch_up::keep_up(&txn, database, &self.projections)?;
+            } else {
+                // A rebuild in another thread of this process left a projection behind
+                // between its batches: catch it up first, in batches of its own, so that
+                // nothing decides on it or applies a record to it half-built.
+                while catch_up::lagging(&txn, &self.projections)? {
+                    txn.abort()?;
+                    catch_up::catch_up(database, &self.projections)?;
+                    txn = database.begin_write()?;
+                }
             }
             if durability == Durability::Deferred {
                 txn.set_durability(redb::Durability::None)
                     .map_err(redb::Error::from)?;
             }
             Ok(txn)
-        })?;
+        })
+        .map_err(|error| self.failed(error))?;
         let (result, appended_head) = {
             let mut session =
                 guarded(|| WriteSession::open(&txn, &self.projections, &self.limits))?;
@@ -340,7 +382,8 @@ impl Store {
                 Ok(())
             }
             None => Ok(txn.abort()?),
-        })?;
+        })
+        .map_err(|error| self.failed(error))?;
         Ok(result)
     }
 
@@ -348,6 +391,33 @@ impl Store {
     /// [`Durability::Immediate`] (one fsync). Needed only after [`Durability::Deferred`] writes.
     pub fn flush(&self) -> Result<()> {
         guarded(|| Ok(self.database()?.begin_write()?.commit()?))
+            .map_err(|error| self.failed(error))
+    }
+
+    /// Closes the store, reporting what dropping it would not: redb writes its allocator
+    /// state when a writable file closes, and a failure there (a full disk, say) leaves the
+    /// file to be repaired by the next open, which needs space to do it. The commits made
+    /// before stand either way. A read-only store closes without writing.
+    pub fn close(self) -> Result<()> {
+        let Store {
+            db,
+            path,
+            out_of_space,
+            ..
+        } = self;
+        let Handle::Writable(db) = db else {
+            return Ok(());
+        };
+        let Some(db) = db.take() else {
+            return Ok(());
+        };
+        let closed = guarded(|| db.close().map_err(Error::from));
+        closed.map_err(|error| match error {
+            Error::Storage(redb::Error::PreviousIo) if out_of_space.into_inner() => {
+                Error::NoSpace { path }
+            }
+            error => error.no_space_at(&path),
+        })
     }
 
     /// Announces a commit: the head's next position only ever grows, even when two threads'
@@ -425,9 +495,35 @@ impl Store {
         guarded(|| Snapshot::new(self.db.begin_read()?))
     }
 
-    /// A consistent read-only view of the projection tables, for the domains' queries.
+    /// A consistent read-only view of the projection tables, for the domains' queries. A
+    /// writable store first catches up a projection of its own that is behind the log (beside
+    /// other writers, or after a rebuild that stopped); reads of a projection still behind
+    /// (in a read-only store, say) are refused with [`ProjectionError::Behind`].
     pub fn state(&self) -> Result<ReadTables> {
-        guarded(|| Ok(ReadTables::new(Arc::new(self.db.begin_read()?))))
+        guarded(|| {
+            let tables = ReadTables::new(Arc::new(self.db.begin_read()?));
+            let Handle::Writable(database) = &self.db else {
+                return Ok(tables);
+            };
+            let own_behind = tables
+                .behind()?
+                .iter()
+                .any(|(name, _, _)| self.projections.get(name).is_some());
+            if !own_behind {
+                return Ok(tables);
+            }
+            drop(tables);
+            if self.sharing == Sharing::MultiWriter {
+                let txn = database.begin_write()?;
+                catch_up::keep_up(&txn, database, &self.projections)?;
+                self.projections.advance_checkpoints(&txn)?;
+                txn.commit()?;
+            } else {
+                catch_up::catch_up(database, &self.projections)?;
+            }
+            Ok(ReadTables::new(Arc::new(self.db.begin_read()?)))
+        })
+        .map_err(|error| self.failed(error))
     }
 
     /// The head: the next position and the hash of the last record.
@@ -486,7 +582,7 @@ impl Store {
             let snapshot = Snapshot::new(txn)?;
             crate::audit::verify::verify_with(
                 &snapshot,
-                &snapshot.state(),
+                &snapshot.state_as_stored(),
                 &self.projections,
                 &mut *progress,
             )
@@ -506,13 +602,21 @@ impl Store {
     }
 
     /// Clears `name` (or every projection when `None`) and replays the whole log into it.
+    ///
+    /// The replay runs in batches, each its own transaction, so that memory stays flat; until
+    /// the last one commits the projection's checkpoint is behind the head, so reads of it
+    /// are refused ([`ProjectionError::Behind`]) rather than shown half-built, and a rebuild
+    /// stopped in between (killed, or out of disk space) is finished by the next writable
+    /// open, write or rebuild.
     pub fn rebuild(&self, name: Option<&str>) -> Result<()> {
         self.rebuild_with(name, &mut |_| {})
     }
 
-    /// [`Store::rebuild`], calling `progress` with the records replayed so far.
+    /// [`Store::rebuild`], calling `progress` with the records replayed so far: 0 once the
+    /// projections are cleared, then after each batch.
     pub fn rebuild_with(&self, name: Option<&str>, progress: &mut dyn FnMut(u64)) -> Result<()> {
         guarded(|| catch_up::rebuild(self.database()?, &self.projections, name, &mut *progress))
+            .map_err(|error| self.failed(error))
     }
 
     /// Every row of projection `name` as JSON (see [`Projection::state_json`]): as it stands,

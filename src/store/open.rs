@@ -40,6 +40,13 @@ impl<D> Closing<D> {
     }
 }
 
+impl<D> Closing<D> {
+    /// The database, for a close that reports its failure; nothing is left to drop.
+    pub(crate) fn take(mut self) -> Option<D> {
+        self.0.take()
+    }
+}
+
 impl<D> std::ops::Deref for Closing<D> {
     type Target = D;
 
@@ -295,6 +302,12 @@ pub(crate) fn opened<D>(
     };
     match attempt {
         Ok(Ok(db)) => Ok(db),
+        // A full disk (recovery writes) is not damage: the store names it as the cause.
+        Ok(Err(redb::DatabaseError::Storage(redb::StorageError::Io(error))))
+            if error.kind() == std::io::ErrorKind::StorageFull =>
+        {
+            Err(Error::Io(error))
+        }
         Ok(Err(redb::DatabaseError::Storage(error))) => Err(unreadable(error.to_string())),
         Ok(Err(error)) => Err(error.into()),
         Err(_) => Err(unreadable(

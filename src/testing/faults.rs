@@ -28,6 +28,14 @@ pub struct Observed {
     pub acknowledged: usize,
     /// Syncs the run made, up to the fault.
     pub syncs: u64,
+    /// Transactions acknowledged as durable before the fault struck: a scenario in which the
+    /// fault struck with none is a test of a failed start, not of a fault after commits.
+    pub acknowledged_before_fault: usize,
+    /// Counted operations (writes, resizes and syncs) the run made in all.
+    pub ops: u64,
+    /// Counted operations and syncs made when the first transaction was acknowledged, if
+    /// one was: a fault triggered after them strikes after an acknowledged commit.
+    pub first_acknowledged_at: Option<(u64, u64)>,
 }
 
 /// What the log may look like after a restart.
@@ -101,6 +109,8 @@ pub fn run_with_fault(
         candidates: Vec::new(),
     };
     let mut errors = 0;
+    let mut acknowledged_before_fault = 0;
+    let mut first_acknowledged_at = None;
     let run = catch_unwind(AssertUnwindSafe(|| {
         let store = match Store::open_with_backend(disk.backend(), options()) {
             Ok(store) => store,
@@ -132,6 +142,13 @@ pub fn run_with_fault(
                     expectation.candidates.extend(prospective);
                 }
             }
+            let acknowledged = expectation.acknowledged.len() - 1;
+            if !disk.struck() {
+                acknowledged_before_fault = acknowledged;
+            }
+            if acknowledged > 0 && first_acknowledged_at.is_none() {
+                first_acknowledged_at = Some((disk.ops(), disk.syncs()));
+            }
         }
         let before_drop = disk.ops();
         drop(store);
@@ -147,6 +164,9 @@ pub fn run_with_fault(
         struck: disk.struck(),
         acknowledged: expectation.acknowledged.len() - 1,
         syncs: disk.syncs(),
+        acknowledged_before_fault,
+        ops: disk.ops(),
+        first_acknowledged_at,
     };
     if observed.struck && errors == 0 {
         return Err("an injected fault struck, but no call returned an error".into());

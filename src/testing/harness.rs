@@ -288,20 +288,29 @@ struct FaultInput {
     script: Script,
 }
 
-/// The fault a seed or fuzzer byte picks: fail once, fail forever, or crash with one of
-/// the three losses.
+/// The fault a seed or fuzzer byte picks: fail once, fail forever, crash with one of the
+/// three losses, or a full disk.
 pub fn pick_fault(kind: u8, at: u64, on_sync: bool, loss_seed: u64) -> Fault {
     let trigger = if on_sync {
         Trigger::Sync(1 + at % 64)
     } else {
         Trigger::Op(1 + at % 512)
     };
-    match kind % 5 {
+    fault_of_kind(kind, trigger, loss_seed)
+}
+
+/// Fault kinds [`fault_of_kind`] tells apart.
+pub const FAULT_KINDS: u8 = 6;
+
+/// Fault `kind` (modulo [`FAULT_KINDS`]) striking at `trigger`.
+pub fn fault_of_kind(kind: u8, trigger: Trigger, loss_seed: u64) -> Fault {
+    match kind % FAULT_KINDS {
         0 => Fault::FailOnce(trigger),
         1 => Fault::FailForever(trigger),
         2 => Fault::Crash(trigger, Loss::DropUnsynced),
         3 => Fault::Crash(trigger, Loss::KeepSome(loss_seed)),
-        _ => Fault::Crash(trigger, Loss::TearLast(loss_seed)),
+        4 => Fault::Crash(trigger, Loss::TearLast(loss_seed)),
+        _ => Fault::NoSpace(trigger),
     }
 }
 

@@ -53,6 +53,10 @@ pub enum Fault {
     /// A crash at the triggering operation, which does not happen: it and every operation
     /// after it fail, and what survives is decided by the [`Loss`].
     Crash(Trigger, Loss),
+    /// The disk fills up at the triggering operation: from it on, every write and resize
+    /// fails with "no space left on device" (`ErrorKind::StorageFull`, ENOSPC) until
+    /// [`SimDisk::free_space`]; syncs and reads go on working.
+    NoSpace(Trigger),
 }
 
 #[derive(Debug)]
@@ -74,6 +78,8 @@ struct Disk {
     syncs: u64,
     /// Whether the fault has struck.
     struck: bool,
+    /// Whether the disk is full ([`Fault::NoSpace`] struck and no space was freed since).
+    full: bool,
     /// The image that survived the crash, once there was one.
     crashed: Option<Vec<u8>>,
 }
@@ -101,6 +107,7 @@ impl SimDisk {
             ops: 0,
             syncs: 0,
             struck: false,
+            full: false,
             crashed: None,
         };
         SimDisk {
@@ -122,6 +129,14 @@ impl SimDisk {
     /// Whether the fault has struck.
     pub fn struck(&self) -> bool {
         self.lock().struck
+    }
+
+    /// Frees space on a disk that [`Fault::NoSpace`] filled: writes succeed again, and the
+    /// fault strikes no more.
+    pub fn free_space(&self) {
+        let mut disk = self.lock();
+        disk.full = false;
+        disk.fault = Fault::None;
     }
 
     /// Counted operations so far (writes, resizes and syncs).
@@ -213,6 +228,19 @@ impl Disk {
                 Err(injected("crash"))
             }
             Fault::Crash(..) => Ok(()),
+            Fault::NoSpace(trigger) if self.full || due(trigger) => {
+                self.full = true;
+                // A sync needs no space: the fault strikes only at the writes it fails.
+                if is_sync {
+                    return Ok(());
+                }
+                self.struck = true;
+                Err(io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    "simulated disk: no space left on device",
+                ))
+            }
+            Fault::NoSpace(_) => Ok(()),
         }
     }
 
@@ -367,6 +395,22 @@ mod tests {
         assert_eq!(image[..2], [1, 1]);
         let kept = image[2..6].iter().take_while(|b| **b == 2).count();
         assert!(image[2 + kept..].iter().all(|b| *b == 0), "{image:?}");
+    }
+
+    #[test]
+    fn a_full_disk_fails_writes_until_space_is_freed_and_keeps_syncing() {
+        let disk = SimDisk::new(vec![0; 4], Fault::NoSpace(Trigger::Op(2)));
+        let backend = disk.backend();
+        assert!(backend.write(0, &[1]).is_ok());
+        let full = backend.write(1, &[1]).unwrap_err();
+        assert_eq!(full.kind(), io::ErrorKind::StorageFull);
+        assert!(backend.set_len(8).is_err());
+        assert!(backend.sync_data().is_ok());
+        let mut out = [0; 1];
+        assert!(backend.read(0, &mut out).is_ok());
+        disk.free_space();
+        assert!(backend.write(2, &[1]).is_ok());
+        assert_eq!(disk.image_after_restart(), [1, 0, 1, 0]);
     }
 
     #[test]

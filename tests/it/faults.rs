@@ -6,15 +6,16 @@
 //! `ANNALS_FAULT_SEED=<n>` replays one.
 
 use annals::testing::faults::{
-    base_image, check_recovered, crash_during_recovery, run_with_fault, scenario,
+    Observed, base_image, check_recovered, crash_during_recovery, run_with_fault, scenario,
 };
-use annals::testing::harness::{check_against_model, pick_fault};
+use annals::testing::harness::{FAULT_KINDS, check_against_model, fault_of_kind};
 use annals::testing::internals::demo::Rng;
 use annals::testing::model::Script;
 use annals::testing::sim::{Fault, Loss, Trigger};
 
-/// Seeds of the fault simulation run in CI.
-const FAULT_SEEDS: u64 = 500;
+/// Fault scenarios run in CI that count: the fault struck after at least one acknowledged
+/// commit. Seeds are drawn until this many counted.
+const FAULT_SCENARIOS_COUNTED: u64 = 500;
 /// Seeds of the model comparison run in CI: enough to reach rare rules (failure-reason
 /// choice, cost freezing, sweeper sparing, prune batches), which a few hundred seeds missed
 /// when bugs were planted in the model; about 5 s in the test profile.
@@ -24,26 +25,52 @@ fn only_seed(variable: &str) -> Option<u64> {
     std::env::var(variable).ok().and_then(|s| s.parse().ok())
 }
 
-fn fault_case(seed: u64) {
+/// One seeded scenario. A run without the fault first counts the script's operations, so
+/// that the fault is placed after its first acknowledged commit (a fault before any commit
+/// tests only a failed start) and before its end (a later one would never strike).
+fn fault_case(seed: u64) -> Observed {
     let mut rng = Rng::new(seed);
     let script = Script::random(seed, 2 + rng.below(6));
-    let kind = rng.below(5) as u8;
-    let range = if rng.chance(30) { 8 } else { 120 };
-    let fault = pick_fault(kind, rng.below(range), rng.chance(30), rng.next_u64());
+    let (_, _, dry) = run_with_fault(base_image(), Fault::None, &script)
+        .unwrap_or_else(|violation| panic!("fault seed {seed}, no fault: {violation}"));
+    let on_sync = rng.chance(30);
+    let (ops_before, syncs_before) = dry.first_acknowledged_at.unwrap_or((0, 0));
+    let trigger = if on_sync && dry.syncs > syncs_before {
+        Trigger::Sync(syncs_before + 1 + rng.below(dry.syncs - syncs_before))
+    } else {
+        Trigger::Op(ops_before + 1 + rng.below(dry.ops.saturating_sub(ops_before)))
+    };
+    let fault = fault_of_kind(
+        rng.below(u64::from(FAULT_KINDS)) as u8,
+        trigger,
+        rng.next_u64(),
+    );
     let power_loss = rng.chance(50);
-    if let Err(violation) = scenario(base_image(), fault, &script, power_loss) {
-        panic!("fault seed {seed} ({fault:?}, power loss {power_loss}): {violation}");
-    }
+    scenario(base_image(), fault, &script, power_loss).unwrap_or_else(|violation| {
+        panic!("fault seed {seed} ({fault:?}, power loss {power_loss}): {violation}")
+    })
 }
 
 #[test]
 fn acknowledged_commits_survive_every_simulated_fault_and_nothing_half_done_appears() {
     if let Some(seed) = only_seed("ANNALS_FAULT_SEED") {
-        return fault_case(seed);
+        let _ = fault_case(seed);
+        return;
     }
-    for seed in 0..FAULT_SEEDS {
-        fault_case(seed);
+    let (mut seed, mut counted) = (0, 0);
+    while counted < FAULT_SCENARIOS_COUNTED {
+        let observed = fault_case(seed);
+        if observed.struck && observed.acknowledged_before_fault > 0 {
+            counted += 1;
+        }
+        seed += 1;
+        assert!(
+            seed < 2 * FAULT_SCENARIOS_COUNTED,
+            "only {counted} of {seed} scenarios struck after an acknowledged commit"
+        );
     }
+    eprintln!("fault scenarios: {counted} struck after an acknowledged commit, of {seed} run");
+    assert!(counted >= FAULT_SCENARIOS_COUNTED);
 }
 
 #[test]
