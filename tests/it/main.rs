@@ -24,6 +24,7 @@ mod registry;
 mod runs;
 mod sharing;
 mod subscribe;
+mod tiling;
 mod vectors;
 mod verify;
 mod writer;
