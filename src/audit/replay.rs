@@ -51,7 +51,10 @@ pub fn replay_with(
             let tables = TransactionTables::new(&txn);
             let batch = (end.0 - applied).min(REPLAY_BATCH_RECORDS as u64);
             for _ in 0..batch {
-                let Some(record) = records.next() else { break };
+                // The iterator ends at the head or with an error; ending short would loop.
+                let Some(record) = records.next() else {
+                    return Err(crate::log::read::missing(Position(applied)));
+                };
                 projections.apply(&tables, &record?)?;
                 applied += 1;
             }

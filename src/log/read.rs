@@ -179,24 +179,35 @@ impl Snapshot {
 
     /// Records from `from` in `direction`: forward to the head, or backward to position 0.
     /// Backward from at or past the head starts at the last record.
+    ///
+    /// The segments read must tile the log: the first holds the first record wanted, each
+    /// next one starts where the one before ended (backward: ends where it started), the last
+    /// ends at the head and none lies past it. Otherwise the iterator yields
+    /// [`Error::Corrupt`] naming the first position it needed and did not find, and ends.
     pub fn records(&self, from: Position, direction: Direction) -> Result<Records> {
         guarded(|| {
-            let head = self.head()?;
-            let range = match direction {
-                Direction::Forward => {
+            let head = self.head()?.next;
+            let (range, due) = match direction {
+                Direction::Forward if from < head => {
                     let start = match self.segments.range(..=from.0)?.next_back() {
                         Some(entry) => entry?.0.value(),
                         None => from.0,
                     };
-                    self.segments.range(start..)?
+                    (self.segments.range(start..)?, Some(from))
                 }
-                Direction::Backward => self.segments.range(..=from.0)?,
+                // Nothing is due, but a segment at or past the head means the head is wrong.
+                Direction::Forward => (self.segments.range(head.0..)?, None),
+                Direction::Backward => {
+                    let last = head.0.checked_sub(1).map(|last| Position(last.min(from.0)));
+                    (self.segments.range(..=from.0)?, last)
+                }
             };
             Ok(Records {
                 range,
                 direction,
-                from,
-                end: head.next,
+                head,
+                due,
+                started: false,
                 loaded: None,
                 done: Cell::new(false),
             })
@@ -316,8 +327,13 @@ fn corrupt_record(position: Position, error: RecordError) -> Error {
 pub struct Records {
     range: redb::Range<'static, u64, &'static [u8]>,
     direction: Direction,
-    from: Position,
-    end: Position,
+    /// The snapshot's head: every segment ends at or before it, the last one at it.
+    head: Position,
+    /// The position the next segment must hold, `None` once every one due was read.
+    due: Option<Position>,
+    /// Whether a segment was read: the first may start before the position due, every next
+    /// one must start (forward) or end (backward) right at it.
+    started: bool,
     /// The segment being read, its digest checked, and what is left to yield of it.
     loaded: Option<LoadedSegment>,
     /// Set after an error: a corrupt segment is reported once and ends the iteration.
@@ -333,17 +349,51 @@ struct LoadedSegment {
 }
 
 impl Records {
+    /// The position due in the segment holding `first..end`, or where that segment breaks
+    /// the tiling: the position due when it leaves a hole or overlaps, the head when it holds
+    /// a position at or past it. Forward, a hole is named first (a segment moved past the head
+    /// leaves one); backward, a segment past the head is read before anything is due.
+    fn due_in(&self, first: u64, end: u64) -> std::result::Result<Position, Position> {
+        let Some(due) = self.due else {
+            return Err(self.head);
+        };
+        let fits = match (self.direction, self.started) {
+            (_, false) => first <= due.0 && due.0 < end,
+            (Direction::Forward, true) => first == due.0,
+            (Direction::Backward, true) => end == due.0 + 1,
+        };
+        let past_head = end > self.head.0;
+        match self.direction {
+            Direction::Forward if !fits => Err(due),
+            Direction::Backward if past_head => Err(self.head),
+            _ if past_head => Err(self.head),
+            _ if !fits => Err(due),
+            _ => Ok(due),
+        }
+    }
+
     fn load_next_segment(&mut self) -> Result<bool> {
         let entry = match self.direction {
             Direction::Forward => self.range.next(),
             Direction::Backward => self.range.next_back(),
         };
         let Some(entry) = entry else {
-            return Ok(false);
+            return match self.due {
+                Some(due) => Err(missing(due)),
+                None => Ok(false),
+            };
         };
         let (first, guard) = entry?;
         let first = first.value();
         let segment = parse_segment(first, guard.value())?;
+        let end = first.saturating_add(u64::from(segment.count()));
+        let due = self.due_in(first, end).map_err(|position| Error::Corrupt {
+            position,
+            problem: Box::new(Problem::OutOfPlace {
+                first: Position(first),
+                end: Position(end),
+            }),
+        })?;
         // One hash of the whole segment stands in for two per record; when it fails, each
         // record is checked on its own so the error names the damaged one if there is one.
         if let Some(error) = segment.digest_error() {
@@ -362,8 +412,8 @@ impl Records {
         for index in 0..segment.count() {
             let position = Position(first + u64::from(index));
             let wanted = match self.direction {
-                Direction::Forward => position >= self.from && position < self.end,
-                Direction::Backward => position <= self.from && position < self.end,
+                Direction::Forward => position >= due,
+                Direction::Backward => position <= due,
             };
             if wanted {
                 let span = segment.record_span(index).expect("index below count");
@@ -373,6 +423,11 @@ impl Records {
         if self.direction == Direction::Forward {
             left.reverse();
         }
+        self.started = true;
+        self.due = match self.direction {
+            Direction::Forward => Some(Position(end)).filter(|&next| next < self.head),
+            Direction::Backward => first.checked_sub(1).map(Position),
+        };
         self.loaded = Some(LoadedSegment { guard, left });
         Ok(true)
     }

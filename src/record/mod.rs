@@ -315,6 +315,12 @@ pub enum RecordError {
         /// The cap.
         cap: u64,
     },
+    /// A stream, kind or idempotency key of zero bytes: the format requires at least one.
+    #[error("header field {field} is empty; the format requires 1 byte or more")]
+    EmptyField {
+        /// Which field.
+        field: Field,
+    },
     /// The payload length in the header differs from the bytes stored after it.
     #[error("header declares a {declared}-byte payload but {stored} bytes follow it")]
     PayloadLength {

@@ -34,6 +34,18 @@ pub enum Problem {
         /// Where it starts.
         found: Position,
     },
+    /// A scan's segments that do not tile the log: the segment it read next (holding
+    /// positions `first..end`) does not continue where the one before ended, or lies past the
+    /// head. The finding's position is the first one the scan needed and did not find there.
+    #[error(
+        "the segments do not tile the log: the next segment read holds positions {first}..{end}"
+    )]
+    OutOfPlace {
+        /// The first position the segment holds, its key.
+        first: Position,
+        /// The position after its last record.
+        end: Position,
+    },
     /// A `prev` that is not the hash of the record before.
     #[error("prev is {found}, but the record before hashes to {expected}")]
     Prev {

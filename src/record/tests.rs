@@ -117,7 +117,7 @@ fn stored_with_key(key: Option<&str>) -> Vec<u8> {
 
 #[test]
 fn the_hand_parser_reads_headers_exactly_as_bincode_does() {
-    for key in [None, Some("k"), Some("")] {
+    for key in [None, Some("k"), Some("ü")] {
         let bytes = stored_with_key(key);
         let view = view::parse_stored(&bytes, Position(7), RecordHashes::Check).unwrap();
         let (fields, len) = header_by_bincode(&bytes[32..]).unwrap();
@@ -128,6 +128,35 @@ fn the_hand_parser_reads_headers_exactly_as_bincode_does() {
             decode_stored(&bytes, Position(7)).unwrap()
         );
     }
+}
+
+#[test]
+fn an_empty_stream_kind_or_key_is_not_a_record_even_with_sound_hashes() {
+    let stored = |stream: &str, kind: &str, key: Option<&str>| {
+        let mut event = NewEvent::new(kind, 99, b"payload".to_vec());
+        event.idempotency_key = key.map(str::to_owned);
+        let placement = Placement {
+            stream,
+            ..placement(7)
+        };
+        let mut out = Vec::new();
+        encode_stored(&mut out, &event, placement).unwrap();
+        out
+    };
+    let cases = [
+        (stored("", "kind", None), Field::Stream),
+        (stored("s", "", None), Field::Kind),
+        (stored("s", "kind", Some("")), Field::IdempotencyKey),
+    ];
+    for (bytes, field) in cases {
+        let expected = Err(RecordError::EmptyField { field });
+        assert_eq!(decode_stored(&bytes, Position(7)), expected, "{field}");
+        for hashes in [RecordHashes::Check, RecordHashes::CoveredBySegmentDigest] {
+            let parsed = view::parse_stored(&bytes, Position(7), hashes).map(|v| v.to_record());
+            assert_eq!(parsed, expected, "{field}, {hashes:?}");
+        }
+    }
+    assert!(decode_stored(&stored("s", "kind", Some("k")), Position(7)).is_ok());
 }
 
 #[test]

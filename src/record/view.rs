@@ -191,9 +191,13 @@ impl<'a> Reader<'a> {
         Ok(u64::from_le_bytes(self.array(what)?))
     }
 
-    /// A length-prefixed UTF-8 string of at most `cap` bytes.
+    /// A length-prefixed UTF-8 string of 1 to `cap` bytes: the format has no empty stream,
+    /// kind or idempotency key, so a header with one is not a record, whatever its hashes.
     fn text(&mut self, field: Field, cap: u32) -> Result<&'a str, RecordError> {
         let len = u64::from_le_bytes(self.array("a string length")?);
+        if len == 0 {
+            return Err(RecordError::EmptyField { field });
+        }
         if len > u64::from(cap) {
             return Err(RecordError::FieldOverCap {
                 field,

@@ -255,27 +255,21 @@ fn a_record_length_past_the_cap_or_the_file_is_refused_without_reading_it() {
     }
 }
 
-#[test]
-fn a_forged_stream_version_is_refused_at_its_position_and_no_log_is_made() {
-    let (dir, source) = demo_log_of(100);
-    let file = dir.path().join("export");
-    export_range(&source, &file, 0, Some(50));
-    let records: Vec<annals::Record> = {
-        let mut reader = ExportReader::open(&file).unwrap();
-        std::iter::from_fn(|| reader.next_record().unwrap()).collect()
-    };
-    // Reseal the whole chain with record 20's version moved on by one: every hash and link
-    // holds, but the stream skips a version.
-    let header = &fs::read(&file).unwrap()[..record_offsets(&file)[0]];
+/// The records of the export `file`, as its reader hands them out.
+fn exported_records(file: &Path) -> Vec<annals::Record> {
+    let mut reader = ExportReader::open(file).unwrap();
+    std::iter::from_fn(|| reader.next_record().unwrap()).collect()
+}
+
+/// Rewrites the export `file` (from position 0) to hold `records` as given, resealed: every
+/// record hash, link, the head, the root and the trailer recomputed, so the file is
+/// self-consistent and only the checks of what a record may hold can refuse it.
+fn reseal(file: &Path, records: &[annals::Record]) {
+    let header = &fs::read(file).unwrap()[..record_offsets(file)[0]];
     let mut bytes = header.to_vec();
     let mut prev = annals::Digest::ZERO;
     let mut frontier = annals::merkle::Frontier::new();
-    for record in &records {
-        let version = if record.position == Position(20) {
-            annals::StreamVersion(record.version.0 + 1)
-        } else {
-            record.version
-        };
+    for record in records {
         let event = NewEvent {
             kind: record.kind.clone(),
             schema: record.schema,
@@ -286,7 +280,7 @@ fn a_forged_stream_version_is_refused_at_its_position_and_no_log_is_made() {
         let placement = Placement {
             stream: &record.stream,
             position: record.position,
-            version,
+            version: record.version,
             prev,
         };
         let mut stored = Vec::new();
@@ -305,12 +299,110 @@ fn a_forged_stream_version_is_refused_at_its_position_and_no_log_is_made() {
     bytes[at - 64..at - 32].copy_from_slice(prev.as_bytes());
     bytes[at - 32..at].copy_from_slice(root.as_bytes());
     bytes.extend_from_slice(b"annals export ok");
-    bytes.extend_from_slice(&50u64.to_le_bytes());
+    bytes.extend_from_slice(&(records.len() as u64).to_le_bytes());
     bytes.extend_from_slice(prev.as_bytes());
     bytes.extend_from_slice(root.as_bytes());
-    fs::write(&file, &bytes).unwrap();
+    fs::write(file, &bytes).unwrap();
+}
+
+#[test]
+fn a_forged_stream_version_is_refused_at_its_position_and_no_log_is_made() {
+    let (dir, source) = demo_log_of(100);
+    let file = dir.path().join("export");
+    export_range(&source, &file, 0, Some(50));
+    // Record 20's version moved on by one: every hash and link holds, but the stream skips
+    // a version.
+    let mut records = exported_records(&file);
+    records[20].version.0 += 1;
+    reseal(&file, &records);
     let target = dir.path().join("copy.redb");
     assert_eq!(refused_at(import(&file, &target)), Position(20));
     assert!(!target.exists());
     assert!(!dir.path().join("copy.redb.importing").exists());
+}
+
+#[test]
+fn a_forged_record_with_an_empty_stream_kind_or_key_is_refused_naming_position_and_field() {
+    let (dir, source) = demo_log_of(100);
+    let file = dir.path().join("export");
+    export_range(&source, &file, 0, Some(50));
+    let clean = exported_records(&file);
+    let target = dir.path().join("copy.redb");
+    type Forge = fn(&mut annals::Record);
+    let forgeries: [(&str, Forge); 3] = [
+        ("stream", |record| {
+            record.stream.clear();
+            record.version = annals::StreamVersion(0);
+        }),
+        ("kind", |record| record.kind.clear()),
+        ("idempotency_key", |record| {
+            record.idempotency_key = Some(String::new());
+        }),
+    ];
+    for (field, forge) in forgeries {
+        let mut records = clean.clone();
+        forge(&mut records[20]);
+        reseal(&file, &records);
+        let refused = import(&file, &target);
+        let message = match &refused {
+            Err(error) => error.to_string(),
+            Ok(()) => panic!("{field}: a forged empty {field} was imported"),
+        };
+        assert_eq!(refused_at(refused), Position(20), "{field}");
+        assert!(
+            message.contains(&format!("{field} is empty")),
+            "{field}: {message}"
+        );
+        assert!(!target.exists());
+    }
+    // The resealing itself is sound: the clean records resealed import.
+    reseal(&file, &clean);
+    import(&file, &target).unwrap();
+}
+
+#[test]
+fn a_log_holding_a_record_with_an_empty_stream_is_reported_by_verify() {
+    use annals::testing::internals::record::segment::SegmentBuilder;
+    use annals::testing::internals::tables::SEGMENTS;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    crate::common::append_one(&Store::open(&path).unwrap(), "s", b"first");
+    // The segment rewritten to hold the same record with an empty stream, its hashes and
+    // the segment digest recomputed.
+    let mut segment = SegmentBuilder::new();
+    let event = NewEvent::new("test.event", 1, b"first".to_vec());
+    let placement = Placement {
+        stream: "",
+        position: Position(0),
+        version: annals::StreamVersion(0),
+        prev: annals::Digest::ZERO,
+    };
+    encode_stored(segment.body_mut(), &event, placement).unwrap();
+    segment.seal_record();
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(SEGMENTS)
+            .unwrap()
+            .insert(0, segment.finish().as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let store = Store::open_read_only(&path).unwrap();
+    let finding = store.verify().unwrap().problem.expect("an unsound log");
+    assert_eq!(finding.position, Position(0));
+    assert!(
+        matches!(
+            &finding.problem,
+            annals::Problem::Record(annals::RecordError::EmptyField {
+                field: annals::Field::Stream
+            })
+        ),
+        "{finding}"
+    );
+    assert!(
+        store
+            .read_all(Position(0), annals::Direction::Forward, 10)
+            .is_err()
+    );
 }

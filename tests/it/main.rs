@@ -26,6 +26,7 @@ mod registry;
 mod runs;
 mod sharing;
 mod subscribe;
+mod tiling;
 mod vectors;
 mod verify;
 mod writer;

@@ -1,0 +1,192 @@
+//! Scans check that the segments they read tile the log: a segment whose redb key was changed
+//! (a one-byte flip moves it elsewhere in the key order) leaves a hole that every scan,
+//! forward or backward, from the start or the middle, and every command that scans (`log`,
+//! `log --from`, `state --at`, `rebuild`) refuses, naming the first position it needed and
+//! did not find; none of them exits 0 with a record missing.
+
+use std::path::Path;
+
+use redb::ReadableTable;
+
+use annals::testing::internals::tables::{HEAD_KEY, META, SEGMENTS};
+use annals::{Direction, ExpectedVersion, Position, Problem, Record, Store, StreamVersion};
+
+use crate::cli::{Log, exits, stderr, stdout};
+
+/// Commits of three records each, so segments start at 0, 3, 6, … and the head is 30.
+const COMMITS: u64 = 10;
+const RECORDS_PER_COMMIT: u64 = 3;
+const HEAD: u64 = COMMITS * RECORDS_PER_COMMIT;
+
+/// Writes the log: ten commits of three records, to two streams in turn.
+fn write_log(path: &Path) -> Vec<Record> {
+    let store = Store::open(path).unwrap();
+    for commit in 0..COMMITS {
+        let events: Vec<_> = (0..RECORDS_PER_COMMIT)
+            .map(|i| crate::common::event("test.event", 1, &[commit as u8, i as u8]))
+            .collect();
+        let stream = if commit % 2 == 0 { "even" } else { "odd" };
+        let _ = store.append(stream, ExpectedVersion::Any, &events).unwrap();
+    }
+    store
+        .read_all(Position(0), Direction::Forward, 100)
+        .unwrap()
+}
+
+/// Stores the segment keyed `from` under `to` instead, as a flipped bit of its key would.
+fn move_segment(path: &Path, from: u64, to: u64) {
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut segments = txn.open_table(SEGMENTS).unwrap();
+        let bytes = segments.remove(from).unwrap().unwrap().value().to_vec();
+        assert!(segments.insert(to, bytes.as_slice()).unwrap().is_none());
+    }
+    txn.commit().unwrap();
+}
+
+/// The position a corrupt-log error names; anything else fails the test.
+fn corrupt_at<T: std::fmt::Debug>(result: annals::Result<T>) -> Position {
+    match result {
+        Err(annals::Error::Corrupt { position, problem }) => {
+            assert!(
+                matches!(*problem, Problem::OutOfPlace { .. } | Problem::Missing),
+                "{problem:?}"
+            );
+            position
+        }
+        other => panic!("expected a corrupt log, got {other:?}"),
+    }
+}
+
+/// Every scan of the library, from `from` in `direction`: `read_all`, the `Records`
+/// iterator, and its borrowing `next_view`. Each must fail at `expected`.
+fn scans_fail_at(store: &Store, from: u64, direction: Direction, expected: u64) {
+    let what = format!("{direction:?} from {from}");
+    let read = store.read_all(Position(from), direction, 100);
+    assert_eq!(corrupt_at(read), Position(expected), "read_all {what}");
+    let snapshot = store.snapshot().unwrap();
+    let collected: annals::Result<Vec<Record>> = snapshot
+        .records(Position(from), direction)
+        .unwrap()
+        .collect();
+    assert_eq!(corrupt_at(collected), Position(expected), "records {what}");
+    let mut records = snapshot.records(Position(from), direction).unwrap();
+    let viewed = loop {
+        match records.next_view() {
+            Some(Ok(_)) => {}
+            Some(Err(error)) => break Err::<(), _>(error),
+            None => break Ok(()),
+        }
+    };
+    assert_eq!(corrupt_at(viewed), Position(expected), "next_view {what}");
+    assert!(records.next_view().is_none(), "an error ends the scan");
+}
+
+#[test]
+fn a_segment_moved_past_the_head_fails_every_scan_naming_the_hole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let original = write_log(&path);
+    // A flip of bit 0 of the key's sixth byte: the segment of 12..15 now sorts after the head.
+    move_segment(&path, 12, 12 ^ (1 << 40));
+    let store = Store::open_read_only(&path).unwrap();
+    scans_fail_at(&store, 0, Direction::Forward, 12);
+    scans_fail_at(&store, 5, Direction::Forward, 12);
+    scans_fail_at(&store, 12, Direction::Forward, 12);
+    scans_fail_at(&store, 13, Direction::Forward, 13);
+    // Backward from the end, the moved segment is the first read: it lies past the head.
+    scans_fail_at(&store, u64::MAX, Direction::Backward, HEAD);
+    scans_fail_at(&store, 20, Direction::Backward, 14);
+    scans_fail_at(&store, 14, Direction::Backward, 14);
+    // Scans that do not reach the hole hand out the records they read, unchanged.
+    assert_eq!(
+        store.read_all(Position(15), Direction::Forward, 4).unwrap(),
+        original[15..19]
+    );
+    assert_eq!(
+        store
+            .read_all(Position(11), Direction::Backward, 100)
+            .unwrap(),
+        original[..12].iter().rev().cloned().collect::<Vec<_>>()
+    );
+    // Point and stream reads go through the index and refuse the hole too.
+    assert_eq!(corrupt_at(store.get(Position(13))), Position(13));
+    let stream = store.read_stream("even", StreamVersion(0), Direction::Forward, 100);
+    assert_eq!(corrupt_at(stream), Position(12));
+    // Replays stop at the hole: `state --at` and `rebuild` build nothing from such a log.
+    let at = store.state_json("leases", Some(Position(20)));
+    assert_eq!(corrupt_at(at), Position(12));
+    assert!(store.state_json("leases", Some(Position(12))).is_ok());
+    drop(store);
+    let store = Store::open_existing(&path).unwrap();
+    assert_eq!(corrupt_at(store.rebuild(None)), Position(12));
+}
+
+#[test]
+fn a_segment_moved_onto_its_neighbour_fails_every_scan_naming_the_hole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    write_log(&path);
+    // A flip of bit 1: the segment of 12..15 now claims 14..17, overlapping 15..18.
+    move_segment(&path, 12, 12 ^ 0b10);
+    let store = Store::open_read_only(&path).unwrap();
+    scans_fail_at(&store, 0, Direction::Forward, 12);
+    scans_fail_at(&store, 12, Direction::Forward, 12);
+    scans_fail_at(&store, u64::MAX, Direction::Backward, 14);
+    scans_fail_at(&store, 16, Direction::Backward, 14);
+    assert_eq!(
+        corrupt_at(store.state_json("leases", Some(Position(HEAD)))),
+        Position(12)
+    );
+}
+
+#[test]
+fn a_segment_past_the_head_fails_every_scan_naming_the_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    write_log(&path);
+    // The head moved back over the last segment, as if it had lost its last commit.
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut meta = txn.open_table(META).unwrap();
+            let mut head = meta.get(HEAD_KEY).unwrap().unwrap().value().to_vec();
+            head[..8].copy_from_slice(&(HEAD - 3).to_le_bytes());
+            meta.insert(HEAD_KEY, head.as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let store = Store::open_read_only(&path).unwrap();
+    scans_fail_at(&store, 0, Direction::Forward, HEAD - 3);
+    scans_fail_at(&store, HEAD - 3, Direction::Forward, HEAD - 3);
+    scans_fail_at(&store, u64::MAX, Direction::Backward, HEAD - 3);
+}
+
+#[test]
+fn the_command_line_refuses_to_scan_past_a_hole_naming_its_position() {
+    let log = Log::new();
+    write_log(&log.db);
+    move_segment(&log.db, 12, 12 ^ (1 << 40));
+    let refused = |command: &str, args: &[&str]| {
+        let output = exits(log.run(command, args), 1);
+        let message = stderr(&output);
+        assert!(
+            message.contains("position 12"),
+            "{command} {args:?}: {message}"
+        );
+        output
+    };
+    let listed = refused("log", &[]);
+    assert_eq!(
+        stdout(&listed).lines().count(),
+        12,
+        "the records before the hole are listed"
+    );
+    refused("log", &["--from", "5"]);
+    refused("log", &["--from", "12"]);
+    let state = refused("state", &["leases", "--json", "--at", "20"]);
+    assert_eq!(stdout(&state), "", "no state is shown");
+    refused("rebuild", &[]);
+}
