@@ -140,6 +140,9 @@ pub(crate) fn rebuild(
         }
         .into());
     }
+    // A log the replay would stop in (a hole, a damaged segment or record) is refused before
+    // anything is cleared, so a refused rebuild leaves the projections as they were.
+    check_replayable(db)?;
     let txn = db.begin_write()?;
     for projection in projections
         .iter()
@@ -150,6 +153,17 @@ pub(crate) fn rebuild(
     txn.commit()?;
     progress(0);
     replay(db, projections, progress)
+}
+
+/// Reads the whole log as a replay would (every segment's place and digest, every record's
+/// header), without applying anything.
+fn check_replayable(db: &Database) -> Result<()> {
+    let snapshot = Snapshot::new(db.begin_read()?)?;
+    let mut records = snapshot.records(Position(0), Direction::Forward)?;
+    while let Some(record) = records.next_view() {
+        record?;
+    }
+    Ok(())
 }
 
 /// Whether a projection this store runs is behind the head in `txn` (a rebuild stopped or

@@ -120,7 +120,13 @@ fn a_segment_moved_past_the_head_fails_every_scan_naming_the_hole() {
     assert!(store.state_json("leases", Some(Position(12))).is_ok());
     drop(store);
     let store = Store::open_existing(&path).unwrap();
+    let before = store.state_json("leases", None).unwrap();
     assert_eq!(corrupt_at(store.rebuild(None)), Position(12));
+    // Refused before anything was cleared: the projections read as they did.
+    assert_eq!(store.state_json("leases", None).unwrap(), before);
+    drop(store);
+    let store = Store::open_read_only(&path).unwrap();
+    assert_eq!(store.state_json("leases", None).unwrap(), before);
 }
 
 #[test]
