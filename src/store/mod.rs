@@ -9,7 +9,7 @@
 mod catch_up;
 mod error;
 mod import;
-mod open;
+pub(crate) mod open;
 mod session;
 mod sharing;
 
@@ -142,7 +142,7 @@ impl Store {
             if !options.create {
                 return Err(OpenError::Missing { path }.into());
             }
-            create(&path)?;
+            create(&path, &projections)?;
         }
         check_redb_magic(&path)?;
         let db = open_writable(&path, options.sharing, options.busy_timeout)?;
@@ -198,7 +198,7 @@ impl Store {
             redb_builder(Sharing::Exclusive).create_with_backend(backend)
         })?;
         if empty {
-            guarded(|| initialise(&db))?;
+            guarded(|| initialise(&db, &projections))?;
         }
         Store::bring_up(db, options.limits, path, projections, false)
     }
