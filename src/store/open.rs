@@ -3,14 +3,13 @@
 
 use std::fs;
 use std::io::Read;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use redb::{Database, ReadTransaction, ReadableDatabase};
 
 pub(crate) use crate::error::guarded;
-use crate::error::{Error, OpenError, Result};
+use crate::error::{Error, OpenError, Result, caught};
 use crate::log::Head;
 use crate::log::encode_head;
 use crate::log::tables::{
@@ -56,7 +55,7 @@ impl<D> Drop for Closing<D> {
         if let Some(db) = self.0.take() {
             // Nothing is left to tell: the store is gone, and the damage is reported again by
             // the next open.
-            let _ = catch_unwind(AssertUnwindSafe(move || drop(db)));
+            let _ = caught(move || drop(db));
         }
     }
 }
@@ -342,7 +341,7 @@ pub(crate) fn open_redb<D>(
     path: &Path,
     open: impl FnOnce() -> Result<D, redb::DatabaseError>,
 ) -> Result<D> {
-    opened(path, catch_unwind(AssertUnwindSafe(open)))
+    opened(path, caught(open))
 }
 
 /// The typed outcome of a redb open that may have panicked.

@@ -20,6 +20,8 @@ mod outbox;
 mod processes;
 mod projections;
 mod property;
+mod races;
+mod refusals;
 mod registry;
 mod runs;
 mod sharing;

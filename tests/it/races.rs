@@ -1,0 +1,1 @@
+//! Races between real processes on one log.
