@@ -240,7 +240,7 @@ from_redb!(
 /// file goes through this or `store::open::open_redb`, and so does every record a
 /// `Snapshot` iterator reads; no panic of redb's escapes them.
 pub(crate) fn guarded<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|payload| {
+    caught(work).unwrap_or_else(|payload| {
         let detail = payload
             .downcast_ref::<&str>()
             .map(|s| (*s).to_owned())
@@ -248,4 +248,24 @@ pub(crate) fn guarded<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
             .unwrap_or_else(|| "a panic without a message".into());
         Err(Error::DamagedFile(detail))
     })
+}
+
+thread_local! {
+    /// How many [`caught`] calls the thread is inside.
+    static CATCHING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// [`std::panic::catch_unwind`] that marks the thread as catching while `work` runs, so that a
+/// panic hook can tell a panic that becomes a typed error ([`panic_is_caught`]) from a bug.
+pub(crate) fn caught<T>(work: impl FnOnce() -> T) -> std::thread::Result<T> {
+    CATCHING.with(|depth| depth.set(depth.get() + 1));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+    CATCHING.with(|depth| depth.set(depth.get() - 1));
+    result
+}
+
+/// Whether a panic on this thread now would be caught by [`caught`] (and so reported as a
+/// typed error): the CLI's panic hook stays quiet for those, and only those.
+pub(crate) fn panic_is_caught() -> bool {
+    CATCHING.with(|depth| depth.get() > 0)
 }

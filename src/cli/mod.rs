@@ -34,6 +34,7 @@ const EXIT_USAGE: u8 = 2;
 
 /// Parses the process's arguments, runs the command and says how to exit.
 pub fn main() -> ExitCode {
+    quiet_caught_panics();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Append(args) => write::append(args),
@@ -59,6 +60,19 @@ pub fn main() -> ExitCode {
         Err(Failure::Finding(message)) => fail(EXIT_FINDINGS, &message),
         Err(Failure::Usage(message)) => fail(EXIT_USAGE, &message),
     }
+}
+
+/// A panic the store catches (redb's, on a damaged file) becomes a typed error that is printed
+/// once, as every error is: the default hook would print its message and a backtrace hint to
+/// the user before that. Any other panic is a bug and is printed as the default hook does.
+/// The library installs no hook, so tests still show the panics the store catches.
+fn quiet_caught_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !crate::error::panic_is_caught() {
+            default(info);
+        }
+    }));
 }
 
 fn fail(code: u8, message: &str) -> ExitCode {

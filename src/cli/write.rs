@@ -57,7 +57,9 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
 }
 
 /// Reads a payload file, reading no more than one byte past the store's payload limit: a
-/// larger file is refused as the append would refuse it, without loading it whole.
+/// larger file is refused as the append would refuse it, without loading it whole. A regular
+/// file's length is known and named; a device or pipe (`/dev/zero`, say) may never end, so
+/// only the limit is.
 fn read_payload(path: &Path, payload_bytes_max: u32) -> Result<Vec<u8>, Failure> {
     let unreadable = |error: io::Error| Failure::Usage(format!("{}: {error}", path.display()));
     let file = fs::File::open(path).map_err(unreadable)?;
@@ -65,16 +67,39 @@ fn read_payload(path: &Path, payload_bytes_max: u32) -> Result<Vec<u8>, Failure>
     file.take(u64::from(payload_bytes_max) + 1)
         .read_to_end(&mut payload)
         .map_err(unreadable)?;
-    if payload.len() as u64 > u64::from(payload_bytes_max) {
-        let len = fs::metadata(path).map_or(payload.len() as u64, |m| m.len());
-        let limit = LimitError::TooLong {
-            field: Field::Payload,
-            len,
-            max: u64::from(payload_bytes_max),
-        };
-        return Err(Error::from(AppendError::from(limit)).into());
+    let max = u64::from(payload_bytes_max);
+    if payload.len() as u64 > max {
+        let known = fs::metadata(path)
+            .ok()
+            .filter(|metadata| metadata.is_file() && metadata.len() > max)
+            .map(|metadata| metadata.len());
+        return Err(match known {
+            Some(len) => {
+                let limit = LimitError::TooLong {
+                    field: Field::Payload,
+                    len,
+                    max,
+                };
+                Error::from(AppendError::from(limit)).into()
+            }
+            None => Failure::Finding(format!(
+                "{}: the payload is over the limit of {} (read {} bytes and stopped)",
+                path.display(),
+                in_binary_units(max),
+                payload.len()
+            )),
+        });
     }
     Ok(payload)
+}
+
+/// `1 MiB`, `64 KiB`, or a number of bytes when it is not a whole number of either.
+fn in_binary_units(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
 }
 
 fn now_ms() -> Result<u64, Failure> {

@@ -8,7 +8,7 @@
 use std::fs;
 use std::path::Path;
 
-use super::open::{private_name, publish};
+use super::open::{private_name, publish, sweep_stale};
 use super::{Durability, Sharing, Store, StoreOptions, WriteSession};
 use crate::error::Result;
 use crate::export::{self, ExportError, ExportReader, ExportSummary};
@@ -75,6 +75,7 @@ impl Store {
         }
         // The new log is built under a name of this process's own, exclusive (no other
         // process knows it), with deferred commits, and published only when complete.
+        sweep_stale(target);
         let temporary = private_name(target, "importing");
         if temporary.exists() {
             fs::remove_file(&temporary)?;

@@ -9,7 +9,7 @@
 mod catch_up;
 mod error;
 mod import;
-mod open;
+pub(crate) mod open;
 mod session;
 mod sharing;
 
@@ -146,7 +146,7 @@ impl Store {
                 if !options.create {
                     return Err(OpenError::Missing { path: path.clone() }.into());
                 }
-                create(&path)?;
+                create(&path, &projections)?;
             }
             check_redb_magic(&path)?;
             let db = open_writable(&path, options.sharing, options.busy_timeout)?;
@@ -205,7 +205,7 @@ impl Store {
         });
         let brought_up = opened.and_then(|db| {
             if empty {
-                guarded(|| initialise(&db))?;
+                guarded(|| initialise(&db, &projections))?;
             }
             Store::bring_up(db, options.limits, path.clone(), projections, false)
         });

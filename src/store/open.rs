@@ -3,21 +3,20 @@
 
 use std::fs;
 use std::io::Read;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use redb::{Database, ReadTransaction, ReadableDatabase};
 
 pub(crate) use crate::error::guarded;
-use crate::error::{Error, OpenError, Result};
+use crate::error::{Error, OpenError, Result, caught};
 use crate::log::Head;
 use crate::log::encode_head;
 use crate::log::tables::{
     FORMAT_KEY, FORMAT_VERSION, HEAD_KEY, IDEMPOTENCY, MAGIC, MAGIC_KEY, MERKLE, META, SEGMENTS,
     STREAM_COUNT_KEY, STREAM_RUNS,
 };
-use crate::projection::CHECKPOINTS;
+use crate::projection::{CHECKPOINTS, Projections};
 use crate::store::sharing::{Holder, Sharing};
 
 /// The first bytes of every redb file.
@@ -63,7 +62,7 @@ impl<D> Drop for Closing<D> {
         if let Some(db) = self.0.take() {
             // Nothing is left to tell: the store is gone, and the damage is reported again by
             // the next open.
-            let _ = catch_unwind(AssertUnwindSafe(move || drop(db)));
+            let _ = caught(move || drop(db));
         }
     }
 }
@@ -77,18 +76,24 @@ impl Handle {
     }
 }
 
-/// Creates a new log atomically: initialised under a name of this process's own, then
-/// published at `path`, so that `path` never names a half-made log. When another process
-/// created a log at `path` meanwhile, that log stands (it may already hold acknowledged
-/// appends) and this one is discarded: the caller opens the one that is there.
-pub(crate) fn create(path: &Path) -> Result<()> {
+/// Creates a new log atomically: initialised whole (tables, identity, head, every
+/// projection's checkpoint) under a name of this process's own, committed durably and closed,
+/// then published at `path`, so that `path` never names a half-made log and a kill at any
+/// moment leaves either no file there or a whole log. When another process created a log at
+/// `path` meanwhile, that log stands (it may already hold acknowledged appends) and this one
+/// is discarded: the caller opens the one that is there.
+pub(crate) fn create(path: &Path, projections: &Projections) -> Result<()> {
+    sweep_stale(path);
     let temporary = private_name(path, "creating");
     if temporary.exists() {
         fs::remove_file(&temporary)?;
     }
     // Nobody else knows the temporary file: it is created exclusive, and closed before it is
     // published.
-    initialise(&redb_builder(Sharing::Exclusive).create(&temporary)?)?;
+    initialise(
+        &redb_builder(Sharing::Exclusive).create(&temporary)?,
+        projections,
+    )?;
     match publish(&temporary, path) {
         Ok(()) => Ok(()),
         Err(error) => {
@@ -108,6 +113,55 @@ pub(crate) fn private_name(path: &Path, purpose: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// The purposes of [`private_name`]s: the files a creation or an import builds beside a log.
+const PRIVATE_PURPOSES: [&str; 2] = ["creating", "importing"];
+
+/// How long a private file must have been left alone before [`sweep_stale`] removes it: far
+/// longer than a creation takes, and than any pause of an import (which writes the file as
+/// it goes).
+const STALE_AFTER: Duration = Duration::from_secs(600);
+
+/// Removes the private files that processes killed while creating or importing a log at
+/// `path` left beside it. Such a file is never opened as the log, so leaving one is harmless
+/// but for the space; only a file whose process no longer runs (as `/proc` tells, so only
+/// where there is one) and that nobody has written for [`STALE_AFTER`] is removed, so that a
+/// live builder (in another PID namespace too) keeps its file. Best effort: a file that cannot
+/// be read or removed stays.
+pub(crate) fn sweep_stale(path: &Path) {
+    let proc = Path::new("/proc/self");
+    let (Some(name), true) = (path.file_name(), proc.exists()) else {
+        return;
+    };
+    let Ok(entries) = fs::read_dir(folder_of(path)) else {
+        return;
+    };
+    let own = std::process::id();
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name
+            .to_str()
+            .zip(name.to_str())
+            .and_then(|(file, log)| file.strip_prefix(log)?.strip_prefix('.'))
+            .and_then(|rest| {
+                let (purpose, pid) = rest.split_once('.')?;
+                PRIVATE_PURPOSES.contains(&purpose).then_some(pid)
+            })
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let left_alone = entry
+            .metadata()
+            .and_then(|metadata| metadata.modified())
+            .ok()
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|idle| idle >= STALE_AFTER);
+        if pid != own && left_alone && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Moves the finished file `from` to `to` unless something is at `to` already
 /// ([`std::io::ErrorKind::AlreadyExists`], `from` left in place): a hard link, which the file
 /// system refuses over an existing name, then the unlink of `from`, then a sync of the
@@ -115,15 +169,21 @@ pub(crate) fn private_name(path: &Path, purpose: &str) -> PathBuf {
 pub(crate) fn publish(from: &Path, to: &Path) -> std::io::Result<()> {
     fs::hard_link(from, to)?;
     fs::remove_file(from)?;
-    let parent = match to.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    fs::File::open(parent)?.sync_all()
+    fs::File::open(folder_of(to))?.sync_all()
 }
 
-/// Writes the annals tables into a new, empty redb database, in one durable commit.
-pub(crate) fn initialise(db: &Database) -> Result<()> {
+/// The folder `path` is in (`.` for a bare file name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+/// Writes the annals tables into a new, empty redb database, with each of `projections`'
+/// checkpoints at its version and position 0 (what the first open would write), in one
+/// durable commit: the log is whole before anything opens it as a log.
+pub(crate) fn initialise(db: &Database, projections: &Projections) -> Result<()> {
     let txn = db.begin_write()?;
     {
         let mut meta = txn.open_table(META)?;
@@ -135,7 +195,10 @@ pub(crate) fn initialise(db: &Database) -> Result<()> {
         txn.open_table(STREAM_RUNS)?;
         txn.open_table(IDEMPOTENCY)?;
         txn.open_table(MERKLE)?;
-        txn.open_table(CHECKPOINTS)?;
+        let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+        for projection in projections.iter() {
+            checkpoints.insert(projection.name(), (projection.version(), 0))?;
+        }
     }
     txn.commit()?;
     Ok(())
@@ -285,7 +348,7 @@ pub(crate) fn open_redb<D>(
     path: &Path,
     open: impl FnOnce() -> Result<D, redb::DatabaseError>,
 ) -> Result<D> {
-    opened(path, catch_unwind(AssertUnwindSafe(open)))
+    opened(path, caught(open))
 }
 
 /// The typed outcome of a redb open that may have panicked.

@@ -120,7 +120,20 @@ impl<'txn> WriteSession<'txn> {
         let mut written = Vec::with_capacity(records.len());
         self.log.append_sealed(records, &mut written)?;
         for record in &written {
-            self.projections.apply(&self.tables, record)?;
+            // A sealed record comes from a file, not from a `decide`: a payload its domain
+            // cannot decode is that record's fault, named at its position.
+            self.projections
+                .apply(&self.tables, record)
+                .map_err(|error| match error {
+                    crate::error::Error::UndecodableEvent { .. } => {
+                        crate::log::append::AppendError::NotSealable {
+                            position: record.position,
+                            reason: error.to_string(),
+                        }
+                        .into()
+                    }
+                    other => other,
+                })?;
         }
         self.appended |= !written.is_empty();
         Ok(())

@@ -44,3 +44,16 @@ pub mod audit {
 pub mod demo {
     pub use crate::demo::*;
 }
+
+/// Creating a log file as `Store::open` does (`store::open`), without opening it afterwards:
+/// what a process killed right after the creation leaves.
+pub mod open {
+    /// Creates a new log at `path` with the built-in projections' checkpoints.
+    pub fn create(path: &std::path::Path) -> crate::Result<()> {
+        let mut projections = crate::projection::Projections::default();
+        for projection in crate::store::builtin_projections() {
+            projections.register(projection)?;
+        }
+        crate::store::open::create(path, &projections)
+    }
+}

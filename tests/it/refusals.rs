@@ -1,0 +1,336 @@
+//! A refused write leaves the log's content as it was: every record, the head, the Merkle
+//! root, every projection's tables (by digest) and checkpoints. An import refused before it
+//! opens the target writable (a damaged file, one that does not continue the log) leaves the
+//! file byte for byte as it was. An import refused while it writes (a record the log cannot
+//! take verbatim, a domain event whose payload does not decode) and a refused append abort
+//! their transaction; the writable open may still have rewritten redb's own bookkeeping in
+//! the file, which is why those compare content, not bytes.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use annals::export::{ExportReader, export};
+use annals::merkle::{LogTreeHasher, leaf_hash, root_of_leaves};
+use annals::projection::Checkpoint;
+use annals::testing::internals::audit::digest;
+use annals::testing::internals::record::{Placement, encode_stored};
+use annals::{
+    AppendError, Digest, Direction, Error, ExpectedVersion, Head, NewEvent, Position, Record,
+    Store, StoreOptions,
+};
+use tempfile::TempDir;
+
+/// Everything a log holds that a write could change, read through a read-only store.
+#[derive(Debug, PartialEq)]
+struct Content {
+    records: Vec<Record>,
+    head: Head,
+    root: Digest,
+    projections: Vec<(String, Digest, Option<Checkpoint>)>,
+}
+
+fn content(path: &Path) -> Content {
+    let store = Store::open_read_only(path).unwrap();
+    let snapshot = store.snapshot().unwrap();
+    let head = snapshot.head().unwrap();
+    let state = store.state().unwrap();
+    Content {
+        records: store
+            .read_all(Position(0), Direction::Forward, usize::MAX)
+            .unwrap(),
+        head,
+        root: snapshot.merkle_root(head.next.0).unwrap(),
+        projections: store
+            .projections()
+            .iter()
+            .map(|p| {
+                (
+                    p.name().to_owned(),
+                    digest(&state, p.as_ref()).unwrap(),
+                    snapshot.checkpoint(p.name()).unwrap(),
+                )
+            })
+            .collect(),
+    }
+}
+
+/// A demo log of about 300 records (every domain writes), its folder, and its records.
+fn demo_log() -> (TempDir, std::path::PathBuf, Vec<Record>) {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source.redb");
+    let store = Store::open(&source).unwrap();
+    annals::testing::internals::demo::run(&store, 300, |_| {}).unwrap();
+    let records = store
+        .read_all(Position(0), Direction::Forward, usize::MAX)
+        .unwrap();
+    (dir, source, records)
+}
+
+fn export_range(source: &Path, file: &Path, from: u64, to: u64) {
+    let store = Store::open_read_only(source).unwrap();
+    let snapshot = store.snapshot().unwrap();
+    let _ = export(&snapshot, Position(from), Position(to), file, &mut |_| {}).unwrap();
+}
+
+/// An export of `records[from..to]` in which `forge` has changed some records, every hash,
+/// link, the head and the root recomputed to match: sound by itself.
+fn forged_export(
+    source: &Path,
+    records: &[Record],
+    (from, to): (u64, u64),
+    file: &Path,
+    forge: impl Fn(&Record) -> Option<(NewEvent, u64)>,
+) {
+    export_range(source, file, from, to);
+    let clean = fs::read(file).unwrap();
+    let header_bytes = 16 + 4 + 8 + 8 + 32 + 32 * from.count_ones() as usize + 32 + 32;
+    let mut bytes = clean[..header_bytes].to_vec();
+    let mut leaves = Vec::new();
+    let mut prev = Digest::ZERO;
+    for record in &records[..to as usize] {
+        if record.position.0 < from {
+            prev = record.hash;
+            leaves.push(leaf_hash(&prev));
+            continue;
+        }
+        let (event, version) = forge(record).unwrap_or_else(|| {
+            let event = NewEvent {
+                kind: record.kind.clone(),
+                schema: record.schema,
+                at_ms: record.at_ms,
+                idempotency_key: record.idempotency_key.clone(),
+                payload: record.payload.clone(),
+            };
+            (event, record.version.0)
+        });
+        let placement = Placement {
+            stream: &record.stream,
+            position: record.position,
+            version: annals::StreamVersion(version),
+            prev,
+        };
+        let mut stored = Vec::new();
+        prev = encode_stored(&mut stored, &event, placement).unwrap();
+        leaves.push(leaf_hash(&prev));
+        bytes.extend_from_slice(&(stored.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&stored);
+    }
+    let root = root_of_leaves(&LogTreeHasher, &leaves);
+    bytes[header_bytes - 64..header_bytes - 32].copy_from_slice(prev.as_bytes());
+    bytes[header_bytes - 32..header_bytes].copy_from_slice(root.as_bytes());
+    bytes.extend_from_slice(b"annals export ok");
+    bytes.extend_from_slice(&to.to_le_bytes());
+    bytes.extend_from_slice(prev.as_bytes());
+    bytes.extend_from_slice(root.as_bytes());
+    fs::write(file, &bytes).unwrap();
+    // The forgery reads back whole: only the log's own rules can refuse it.
+    let mut reader = ExportReader::open(file).unwrap();
+    while reader.next_record().unwrap().is_some() {}
+}
+
+/// The first record at or after `from` of a lease event, whose payload `apply` decodes.
+fn lease_event_from(records: &[Record], from: u64) -> Position {
+    records[from as usize..]
+        .iter()
+        .find(|r| r.kind.starts_with("lease."))
+        .expect("the demo writes leases")
+        .position
+}
+
+/// Undecodable bytes in place of `at`'s payload, the record otherwise as it was.
+fn undecodable_at(at: Position) -> impl Fn(&Record) -> Option<(NewEvent, u64)> {
+    move |record| {
+        (record.position == at).then(|| {
+            let event = NewEvent {
+                kind: record.kind.clone(),
+                schema: record.schema,
+                at_ms: record.at_ms,
+                idempotency_key: record.idempotency_key.clone(),
+                payload: vec![0xFF; 3],
+            };
+            (event, record.version.0)
+        })
+    }
+}
+
+fn refused_at(result: annals::Result<annals::export::ExportSummary>) -> Position {
+    match result {
+        Err(Error::Export(error)) => error
+            .position()
+            .unwrap_or_else(|| panic!("refused without a position: {error}")),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+fn import(file: &Path, target: &Path) -> annals::Result<annals::export::ExportSummary> {
+    Store::import(file, target, &mut |_, _| {})
+}
+
+#[test]
+fn an_undecodable_domain_payload_is_refused_at_its_position_with_exit_1_and_no_log_is_made() {
+    let (dir, source, records) = demo_log();
+    let at = lease_event_from(&records, 20);
+    let file = dir.path().join("forged");
+    forged_export(&source, &records, (0, 200), &file, undecodable_at(at));
+    let target = dir.path().join("copy.redb");
+    assert_eq!(refused_at(import(&file, &target)), at);
+    assert!(!target.exists());
+    let output = Command::new(env!("CARGO_BIN_EXE_annals"))
+        .arg("import")
+        .arg(&file)
+        .arg(&target)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("position {at}")), "{stderr}");
+    assert!(!target.exists());
+    let leftovers: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.starts_with("copy.redb"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn an_import_refused_before_it_writes_leaves_the_target_byte_for_byte_as_it_was() {
+    let (dir, source, _) = demo_log();
+    let target = dir.path().join("copy.redb");
+    let first = dir.path().join("first");
+    export_range(&source, &first, 0, 100);
+    let _ = import(&first, &target).unwrap();
+    let before = fs::read(&target).unwrap();
+    // A file that does not continue the log: it starts past its head.
+    let gap = dir.path().join("gap");
+    export_range(&source, &gap, 150, 200);
+    assert!(matches!(import(&gap, &target), Err(Error::Export(_))));
+    assert_eq!(fs::read(&target).unwrap(), before);
+    // A damaged continuation: a flipped byte in its last record.
+    let damaged = dir.path().join("damaged");
+    export_range(&source, &damaged, 100, 200);
+    let mut bytes = fs::read(&damaged).unwrap();
+    let at = bytes.len() - 16 - 8 - 64 - 10;
+    bytes[at] ^= 0x01;
+    fs::write(&damaged, &bytes).unwrap();
+    assert!(matches!(import(&damaged, &target), Err(Error::Export(_))));
+    assert_eq!(fs::read(&target).unwrap(), before);
+}
+
+#[test]
+fn an_import_refused_while_it_writes_leaves_the_log_content_as_it_was() {
+    let (dir, source, records) = demo_log();
+    let target = dir.path().join("copy.redb");
+    let first = dir.path().join("first");
+    export_range(&source, &first, 0, 100);
+    let _ = import(&first, &target).unwrap();
+    let before = content(&target);
+    let file = dir.path().join("forged");
+    // A domain event whose payload does not decode, found only when it is applied.
+    let at = lease_event_from(&records, 120);
+    forged_export(&source, &records, (100, 200), &file, undecodable_at(at));
+    assert_eq!(refused_at(import(&file, &target)), at);
+    assert_eq!(content(&target), before);
+    // A stream version that skips one, found only when the log appends it.
+    let skipped = Position(150);
+    forged_export(&source, &records, (100, 200), &file, |record| {
+        (record.position >= skipped && record.stream == records[150].stream).then(|| {
+            let event = NewEvent {
+                kind: record.kind.clone(),
+                schema: record.schema,
+                at_ms: record.at_ms,
+                idempotency_key: record.idempotency_key.clone(),
+                payload: record.payload.clone(),
+            };
+            (event, record.version.0 + 1)
+        })
+    });
+    assert_eq!(refused_at(import(&file, &target)), skipped);
+    assert_eq!(content(&target), before);
+    // And the log still takes the true continuation.
+    let rest = dir.path().join("rest");
+    export_range(&source, &rest, 100, 200);
+    let _ = import(&rest, &target).unwrap();
+    assert_eq!(content(&target).records, records[..200].to_vec());
+}
+
+#[test]
+fn a_refused_append_leaves_the_log_content_as_it_was() {
+    let (_dir, source, records) = demo_log();
+    let open = || {
+        let limits = annals::Limits {
+            payload_bytes_max: 16,
+            ..annals::Limits::default()
+        };
+        let options = StoreOptions {
+            limits,
+            ..StoreOptions::default()
+        };
+        Store::open_with(&source, options).unwrap()
+    };
+    let keyed = |payload: &[u8]| {
+        NewEvent::new("test.keyed", 1, payload.to_vec()).with_idempotency_key("the-key")
+    };
+    let store = open();
+    let _ = store
+        .append("keyed", ExpectedVersion::Any, &[keyed(b"first")])
+        .unwrap();
+    drop(store);
+    let before = content(&source);
+    let store = open();
+    let late = annals::StreamVersion(records[0].version.0 + 1_000);
+    let refusals = [
+        store.append(
+            &records[0].stream,
+            ExpectedVersion::Exact(late),
+            &[NewEvent::new("test.late", 1, b"x".to_vec())],
+        ),
+        store.append(
+            "big",
+            ExpectedVersion::Any,
+            &[NewEvent::new("test.big", 1, vec![7; 17])],
+        ),
+        store.append("keyed", ExpectedVersion::Any, &[keyed(b"other")]),
+    ];
+    let kinds: Vec<String> = refusals
+        .iter()
+        .map(|refusal| match refusal {
+            Err(Error::Append(AppendError::WrongExpectedVersion { .. })) => "version".into(),
+            Err(Error::Append(AppendError::Limit(_))) => "limit".into(),
+            Err(Error::Append(AppendError::Conflict { .. })) => "conflict".into(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(kinds, ["version", "limit", "conflict"]);
+    drop(store);
+    assert_eq!(content(&source), before);
+}
+
+#[test]
+fn an_endless_payload_file_is_refused_over_the_limit_and_no_log_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("log.redb");
+    let big = dir.path().join("big");
+    fs::write(&big, vec![b'x'; (1 << 20) + 5]).unwrap();
+    let append = |payload: &str| {
+        Command::new(env!("CARGO_BIN_EXE_annals"))
+            .arg("append")
+            .arg(&db)
+            .args(["s", "test.big", payload])
+            .output()
+            .unwrap()
+    };
+    let mut sources = vec![(format!("@{}", big.display()), "is 1048581 bytes, over")];
+    if Path::new("/dev/zero").exists() {
+        sources.push(("@/dev/zero".into(), "over the limit of 1 MiB"));
+    }
+    for (payload, said) in sources {
+        let output = append(&payload);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{payload}: {stderr}");
+        assert!(stderr.contains(said), "{payload}: {stderr}");
+        assert!(!stderr.contains(" 0 bytes"), "{payload}: {stderr}");
+        assert!(!db.exists(), "{payload}: a refused append made a log");
+    }
+}
