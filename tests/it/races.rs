@@ -137,8 +137,6 @@ fn an_import_racing_an_append_lands_whole_or_is_refused_and_the_append_stays() {
 }
 
 #[test]
-#[ignore = "needs issue 13 point 5 (a rebuild atomic to readers), which another branch adds: \
-            today a reader during a rebuild sees the projections cleared or half replayed"]
 fn a_reader_during_a_rebuild_sees_the_old_state_the_new_or_behind() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
