@@ -11,6 +11,7 @@ mod export;
 mod faults;
 mod fuzz_replay;
 mod history;
+mod invariants;
 mod leases;
 mod limits;
 mod log;
