@@ -19,11 +19,14 @@ use annals::leases::{
 use annals::merkle::{Frontier, LogTreeHasher, leaf_hash};
 use annals::outbox::events::{Acked, Claimed, Enqueued};
 use annals::outbox::{ClaimToken, OutboxCommand, OutboxEvent, PullCommand, row_stream};
-use annals::registry::events::{InstanceAdded, StatusChanged};
+use annals::registry::events::{FuelCharged, InstanceAdded, StatusChanged};
 use annals::registry::{
-    InstanceCommand, InstanceFields, InstanceKind, Knows, RegistryEvent, Status, instance_stream,
+    InstanceCommand, InstanceFields, InstanceKind, Knows, RecordFuel, RegistryEvent, Status,
+    fuel_stream, instance_stream,
 };
-use annals::runs::events::{EventAppended, SpanEnded, SpanStarted};
+use annals::runs::events::{
+    DetailPruned, EventAppended, Heartbeat, RolledUp, SpanEnded, SpanPatched, SpanStarted,
+};
 use annals::runs::{
     Attributes, RunEvent, SpanCommand, SpanKind, SpanOrigin, SpanOutcome, SpanUsage, run_stream,
 };
@@ -143,10 +146,28 @@ struct Expected {
     offset: u64,
 }
 
+/// Whether `schema/EVENTS.md` lists `rule` among the invariants of `projection`'s section.
+fn documented(projection: &str, rule: &str) -> bool {
+    let document =
+        fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema/EVENTS.md")).unwrap();
+    let section = document
+        .split(&format!("\n## {projection}\n"))
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next());
+    section.is_some_and(|section| section.contains(&format!("| `{rule}` |")))
+}
+
 /// Checks one forgery of `base` three ways: imported as the continuation of `base` and as a
 /// new log, it is refused at its record with its rule and writes nothing; written beneath the
-/// projections, `verify` reports the log unsound at that record with that rule.
+/// projections, `verify` reports the log unsound at that record with that rule. The rule is
+/// listed in its domain's section of `schema/EVENTS.md`.
 fn check_forgery(base: &Path, forged: &[Forged], expected: &Expected) {
+    assert!(
+        documented(expected.projection, expected.rule),
+        "EVENTS.md lists {} among the {} invariants",
+        expected.rule,
+        expected.projection
+    );
     let dir = base.parent().unwrap();
     let name = format!("{}-{}", expected.rule, expected.offset);
     let continuation = dir.join(format!("{name}.continuation"));
@@ -565,9 +586,43 @@ fn child(run: &str, parent: &str, depth: u32, seq: u64) -> Forged {
     at(run_stream(run), event, T0 + 20)
 }
 
+fn patch(run: &str, seq: u64) -> Forged {
+    let event = RunEvent::SpanPatched(SpanPatched {
+        run: run.into(),
+        span: "root".into(),
+        seq,
+        attributes: Attributes::new(),
+        usage: SpanUsage::default(),
+        wait_until_ms: None,
+        billing_mode: None,
+    });
+    at(run_stream(run), event, T0 + 20)
+}
+
+fn heartbeat(run: &str) -> RunEvent {
+    RunEvent::Heartbeat(Heartbeat { run: run.into() })
+}
+
+fn pruned(run: &str) -> RunEvent {
+    RunEvent::DetailPruned(DetailPruned {
+        run: run.into(),
+        failure_reason: None,
+        spans_deleted: 1,
+    })
+}
+
 #[test]
 fn forged_run_events_are_refused_at_the_rule_they_break() {
     let (_dir, base) = base_log(runs);
+    // The closed run's rollup, claimed for the run whose root is still open.
+    let mut rollup = {
+        let store = Store::open_read_only(&base).unwrap();
+        annals::runs::rollup(&store.state().unwrap(), "closed")
+            .unwrap()
+            .unwrap()
+    };
+    rollup.run = "open".into();
+    let rolled_up_open = RunEvent::RolledUp(RolledUp { rollup });
     let event_at = |index| {
         let event = RunEvent::EventAppended(EventAppended {
             run: "open".into(),
@@ -603,6 +658,19 @@ fn forged_run_events_are_refused_at_the_rule_they_break() {
             },
         ),
         (vec![end("missing", 1)], expect("runs", "span_exists")),
+        (vec![patch("closed", 3)], expect("runs", "span_open")),
+        (
+            vec![at(run_stream("closed"), heartbeat("closed"), T0 + 20)],
+            expect("runs", "run_open"),
+        ),
+        (
+            vec![at(run_stream("open"), rolled_up_open, T0 + 20)],
+            expect("runs", "rollup_after_root_end"),
+        ),
+        (
+            vec![at(run_stream("open"), pruned("open"), T0 + 20)],
+            expect("runs", "prune_only_finished"),
+        ),
     ];
     for (forged, expected) in &cases {
         check_forgery(&base, forged, expected);
@@ -612,7 +680,17 @@ fn forged_run_events_are_refused_at_the_rule_they_break() {
 // ---------------------------------------------------------------------------------------
 // Registry and consumers
 
+/// `martha` is registered, and charged all the fuel a ledger row can count.
 fn martha(store: &Store) {
+    let _ = store
+        .execute(&RecordFuel {
+            instance: "martha".into(),
+            caller: String::new(),
+            op: "/run".into(),
+            fuel: u64::MAX,
+            now_ms: T0,
+        })
+        .unwrap();
     let _ = store
         .execute(&InstanceCommand::Upsert {
             handle: "martha".into(),
@@ -645,7 +723,18 @@ fn forged_registry_events_are_refused_at_the_rule_they_break() {
         handle: "ghost".into(),
         status: Status::Disabled,
     });
+    let charged = RegistryEvent::FuelCharged(FuelCharged {
+        instance: "martha".into(),
+        caller: String::new(),
+        op: "/run".into(),
+        calls: 1,
+        fuel: 1,
+    });
     let cases: Vec<(Vec<Forged>, Expected)> = vec![
+        (
+            vec![at(fuel_stream("martha"), charged, T0 + 5)],
+            expect("registry", "fuel_fits"),
+        ),
         (
             vec![at(instance_stream("martha"), added, T0 + 5)],
             expect("registry", "handle_unused"),
@@ -736,14 +825,14 @@ fn the_cli_import_exits_1_naming_position_and_rule_and_verify_reports_the_forged
 /// random commands ignore errors, and the replay would name it).
 #[test]
 fn commands_never_break_an_invariant() {
-    for seed in 0..200 {
+    for seed in 0..100 {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path().join("log.redb")).unwrap();
         let mut rng = Rng::new(seed);
         let mut now_ms = T0;
         store
             .write(|session| {
-                for _ in 0..60 {
+                for _ in 0..150 {
                     let step = if rng.chance(20) { 500 } else { 30 };
                     now_ms += rng.below(step);
                     random_command(&mut rng, session, now_ms);
@@ -756,7 +845,7 @@ fn commands_never_break_an_invariant() {
     }
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("demo.redb")).unwrap();
-    annals::testing::internals::demo::run(&store, 2_000, |_| {}).unwrap();
+    annals::testing::internals::demo::run(&store, 500, |_| {}).unwrap();
     let report = store.verify().unwrap();
     assert!(report.is_sound(), "the demo: {:?}", report.problem);
 }
