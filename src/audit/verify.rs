@@ -21,9 +21,9 @@ use crate::log::read::Snapshot;
 use crate::log::stream_index::StreamRun;
 use crate::log::tables::MERKLE_STORED_LEVEL_MIN;
 use crate::merkle::{Frontier, LogTreeHasher, leaf_hash};
-use crate::projection::Projections;
 use crate::projection::digest::{Difference, digest, first_difference};
 use crate::projection::table::TableSource;
+use crate::projection::{ProjectionError, Projections};
 pub use crate::record::problem::{Finding, Problem};
 use crate::record::segment::Segment;
 use crate::record::{Position, StreamVersion, content_hash};
@@ -122,7 +122,11 @@ pub fn verify_with(
     }
     let (problem, behind) =
         check_projections(snapshot, live, projections, report.head.next, progress)?;
-    let position = report.head.next;
+    // A broken rule is found at its record; the tables are compared as of the head.
+    let position = match &problem {
+        Some(Problem::Invariant { position, .. }) => *position,
+        _ => report.head.next,
+    };
     Ok(VerifyReport {
         problem: problem.map(|problem| Finding { position, problem }),
         behind,
@@ -172,7 +176,26 @@ fn check_projections(
             if end == head {
                 progress(head.0 + applied)
             }
-        })?;
+        });
+        let replayed = match replayed {
+            Err(Error::Projection(ProjectionError::Invariant {
+                projection,
+                position,
+                kind,
+                rule,
+                detail,
+            })) => {
+                let problem = Problem::Invariant {
+                    position,
+                    projection,
+                    kind,
+                    rule,
+                    detail,
+                };
+                return Ok((Some(problem), Vec::new()));
+            }
+            other => other?,
+        };
         let expected = replayed.state()?;
         for (projection, _) in positions.iter().filter(|(_, at)| *at == end) {
             if digest(live, projection.as_ref())? != digest(&expected, projection.as_ref())? {

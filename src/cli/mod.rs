@@ -24,6 +24,7 @@ use clap::Parser;
 
 use crate::error::Error;
 use crate::export::ExportError;
+use crate::projection::ProjectionError;
 
 use args::{Cli, Command};
 
@@ -98,7 +99,8 @@ impl From<Error> for Failure {
             | Error::Projection(crate::projection::ProjectionError::Behind { .. })
             | Error::Corrupt { .. }
             | Error::CorruptMeta(_)
-            | Error::DamagedFile(_) => Failure::Finding(message),
+            | Error::DamagedFile(_)
+            | Error::Projection(ProjectionError::Invariant { .. }) => Failure::Finding(message),
             Error::Export(export) if !matches!(*export, ExportError::Io(_)) => {
                 Failure::Finding(message)
             }

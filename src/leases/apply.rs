@@ -1,15 +1,79 @@
 //! Lease apply: each event to table writes. Reads only the record and the leases tables.
+//!
+//! Before it writes, apply checks the event against the rules `decide` keeps (see
+//! `schema/EVENTS.md`): a live command never breaks one, so a record that does was written
+//! around `decide` (a forged import, a log written elsewhere) and is refused with
+//! [`crate::ProjectionError::Invariant`] at its position.
 
 use super::events::LeaseEvent;
 use super::query::{FencingToken, HELD, LANES, LaneLease, Lease, RELEASED_TOKENS};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::projection::table::WriteTables;
 use crate::record::Record;
 
-/// Applies one lease event recorded in `record`.
+/// A grant's token is above every token issued before for its resource.
+pub(crate) const TOKEN_INCREASES: &str = "token_increases";
+/// No grant while a lease on the resource is live at the grant's time.
+pub(crate) const GRANT_ONLY_WHEN_FREE: &str = "grant_only_when_free";
+/// A renewal or release names the token of the lease held on the resource.
+pub(crate) const CURRENT_TOKEN_ONLY: &str = "current_token_only";
+/// A renewal extends a lease still live at the renewal's time.
+pub(crate) const RENEW_ONLY_LIVE: &str = "renew_only_live";
+/// No lane claim while another claim on the lane/key is live at the claim's time.
+pub(crate) const LANE_CLAIM_ONLY_WHEN_FREE: &str = "lane_claim_only_when_free";
+/// A lane renewal, cursor move or release needs a claim live at its time.
+pub(crate) const LANE_CHANGE_ONLY_LIVE: &str = "lane_change_only_live";
+
+/// `record` breaks the lease `rule`, as `detail` says.
+fn broken(record: &Record, rule: &'static str, detail: String) -> Error {
+    crate::projection::invariant("leases", record, rule, detail)
+}
+
+/// The lease held on `resource` if its token is `token`; the broken rule otherwise.
+fn held_under(
+    tables: &WriteTables<'_>,
+    record: &Record,
+    resource: &String,
+    token: u64,
+) -> Result<Lease> {
+    match HELD.get(tables, resource)? {
+        Some(lease) if lease.token.0 == token => Ok(lease),
+        held => Err(broken(
+            record,
+            CURRENT_TOKEN_ONLY,
+            format!(
+                "token {token} for resource {resource:?}, whose held token is {:?}",
+                held.map(|lease| lease.token.0)
+            ),
+        )),
+    }
+}
+
+/// Applies one lease event recorded in `record`, refusing one that breaks a lease rule.
 pub fn apply(tables: &WriteTables<'_>, record: &Record, event: LeaseEvent) -> Result<()> {
     match event {
         LeaseEvent::Acquired(e) => {
+            let held = HELD.get(tables, &e.resource)?;
+            // With every grant's token above the last, a held lease carries the resource's
+            // last token; only a free resource needs the kept one.
+            let last = match &held {
+                Some(lease) => lease.token.0,
+                None => RELEASED_TOKENS.get(tables, &e.resource)?.unwrap_or(0),
+            };
+            if e.token <= last {
+                let detail = format!(
+                    "token {} for resource {:?} does not exceed the last issued, {last}",
+                    e.token, e.resource
+                );
+                return Err(broken(record, TOKEN_INCREASES, detail));
+            }
+            if let Some(live) = held.filter(|lease| lease.is_live(record.at_ms)) {
+                let detail = format!(
+                    "resource {:?} granted to {:?} at {} while {:?} holds it live until {}",
+                    e.resource, e.holder, record.at_ms, live.holder, live.expires_at_ms
+                );
+                return Err(broken(record, GRANT_ONLY_WHEN_FREE, detail));
+            }
             let lease = Lease {
                 resource: e.resource.clone(),
                 holder: e.holder,
@@ -17,33 +81,41 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: LeaseEvent) -> Re
                 acquired_at_ms: record.at_ms,
                 expires_at_ms: e.expires_at_ms,
             };
-            // A grant carries a token above the one it replaces, so the held row alone keeps
-            // the last token: one B-tree operation per grant. Only a replaced lease with a
-            // higher token (no command emits one) must leave its token behind.
-            match HELD.replace(tables, &e.resource, &lease)? {
-                Some(replaced) if replaced.token.0 > e.token => {
-                    keep_token(tables, &e.resource, replaced.token.0)
-                }
-                _ => Ok(()),
-            }
+            // The replaced lease (lapsed) had a lower token, so the held row alone keeps the
+            // last token.
+            HELD.insert(tables, &e.resource, &lease)
         }
-        LeaseEvent::Renewed(e) => match HELD.get(tables, &e.resource)? {
-            Some(mut lease) if lease.token.0 == e.token => {
-                lease.expires_at_ms = e.expires_at_ms;
-                HELD.insert(tables, &e.resource, &lease)
+        LeaseEvent::Renewed(e) => {
+            let mut lease = held_under(tables, record, &e.resource, e.token)?;
+            if !lease.is_live(record.at_ms) {
+                let detail = format!(
+                    "resource {:?} renewed at {} after its lease lapsed at {}",
+                    e.resource, record.at_ms, lease.expires_at_ms
+                );
+                return Err(broken(record, RENEW_ONLY_LIVE, detail));
             }
-            _ => Ok(()),
-        },
-        LeaseEvent::Released(e) => match HELD.get(tables, &e.resource)? {
-            Some(lease) if lease.token.0 == e.token => {
-                HELD.remove(tables, &e.resource)?;
-                keep_token(tables, &e.resource, lease.token.0)
-            }
-            _ => Ok(()),
-        },
+            lease.expires_at_ms = e.expires_at_ms;
+            HELD.insert(tables, &e.resource, &lease)
+        }
+        LeaseEvent::Released(e) => {
+            let lease = held_under(tables, record, &e.resource, e.token)?;
+            HELD.remove(tables, &e.resource)?;
+            keep_token(tables, &e.resource, lease.token.0)
+        }
         LeaseEvent::LaneClaimed(e) => {
             let key = (e.lane, e.key);
-            let cursor = LANES.get(tables, &key)?.and_then(|lane| lane.cursor);
+            let current = LANES.get(tables, &key)?;
+            if let Some(live) = current
+                .as_ref()
+                .filter(|lane| record.at_ms < lane.expires_at_ms)
+            {
+                let detail = format!(
+                    "lane {:?} key {:?} claimed by {:?} at {} while {:?} holds it until {}",
+                    key.0, key.1, e.owner, record.at_ms, live.owner, live.expires_at_ms
+                );
+                return Err(broken(record, LANE_CLAIM_ONLY_WHEN_FREE, detail));
+            }
+            let cursor = current.and_then(|lane| lane.cursor);
             let lane = LaneLease {
                 lane: key.0.clone(),
                 key: key.1.clone(),
@@ -53,13 +125,13 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: LeaseEvent) -> Re
             };
             LANES.insert(tables, &key, &lane)
         }
-        LeaseEvent::LaneRenewed(e) => update_lane(tables, e.lane, e.key, |lane| {
+        LeaseEvent::LaneRenewed(e) => update_lane(tables, record, e.lane, e.key, |lane| {
             lane.expires_at_ms = e.expires_at_ms;
         }),
-        LeaseEvent::LaneCursorAdvanced(e) => update_lane(tables, e.lane, e.key, |lane| {
+        LeaseEvent::LaneCursorAdvanced(e) => update_lane(tables, record, e.lane, e.key, |lane| {
             lane.cursor = e.cursor;
         }),
-        LeaseEvent::LaneReleased(e) => update_lane(tables, e.lane, e.key, |lane| {
+        LeaseEvent::LaneReleased(e) => update_lane(tables, record, e.lane, e.key, |lane| {
             lane.expires_at_ms = 0;
         }),
     }
@@ -74,18 +146,30 @@ fn keep_token(tables: &WriteTables<'_>, resource: &String, token: u64) -> Result
     Ok(())
 }
 
+/// Changes the lane lease of `lane`/`key`, which must be claimed live at the record's time:
+/// only its live owner may change it (the events do not name the owner; `decide` checked it).
 fn update_lane(
     tables: &WriteTables<'_>,
+    record: &Record,
     lane: String,
     key: String,
     change: impl FnOnce(&mut LaneLease),
 ) -> Result<()> {
     let key = (lane, key);
     match LANES.get(tables, &key)? {
-        Some(mut lane) => {
+        Some(mut lane) if record.at_ms < lane.expires_at_ms => {
             change(&mut lane);
             LANES.insert(tables, &key, &lane)
         }
-        None => Ok(()),
+        current => {
+            let detail = format!(
+                "lane {:?} key {:?} changed at {} with its claim lapsing at {:?}",
+                key.0,
+                key.1,
+                record.at_ms,
+                current.map(|lane| lane.expires_at_ms)
+            );
+            Err(broken(record, LANE_CHANGE_ONLY_LIVE, detail))
+        }
     }
 }

@@ -3,22 +3,45 @@
 //! Every event changes one row; [`created`] and [`evolve`] compute the row after it (pure
 //! functions that `decide` also uses to report rows), and [`apply`] writes the row and moves its entries
 //! in the three index tables, so the indexes always describe exactly the rows there are.
+//!
+//! Before it writes, [`apply`] checks the event against the state machine `decide` keeps
+//! (see `schema/EVENTS.md`): a live command never breaks it, so a record that does was
+//! written around `decide` (a forged import, a log written elsewhere) and is refused with
+//! [`crate::ProjectionError::Invariant`] at its position.
 
-use super::events::{Enqueued, OutboxEvent};
+use super::events::{Enqueued, ExpiryReason, OutboxEvent};
 use super::query::{BY_PEER, BY_STATE, Claim, DUE, OutboxRow, OutboxState, ROWS};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::projection::table::WriteTables;
 use crate::record::Record;
 
-/// Applies one outbox event recorded in `record`.
+/// An enqueue names a key no row has.
+pub(crate) const KEY_UNUSED: &str = "key_unused";
+/// Every other event names a row there is.
+pub(crate) const ROW_EXISTS: &str = "row_exists";
+/// A row moves only from a state the event moves it from.
+pub(crate) const STATE_ALLOWS: &str = "state_allows";
+/// A claim is its row's own peer's, under a token the row was never claimed under.
+pub(crate) const CLAIM_BY_PEER_WITH_FRESH_TOKEN: &str = "claim_by_peer_with_fresh_token";
+/// An ack names the token of the row's claim.
+pub(crate) const ACK_UNDER_CLAIM_TOKEN: &str = "ack_under_claim_token";
+
+/// `record` breaks the outbox `rule`, as `detail` says.
+fn broken(record: &Record, rule: &'static str, detail: String) -> Error {
+    crate::projection::invariant("outbox", record, rule, detail)
+}
+
+/// Applies one outbox event recorded in `record`, refusing one the row's state does not
+/// allow.
 pub fn apply(tables: &WriteTables<'_>, record: &Record, event: OutboxEvent) -> Result<()> {
     let key = event.key().to_owned();
     let before = ROWS.get(tables, &key)?;
+    check(record, &event, before.as_ref())?;
     let after = match (&event, before.clone()) {
         (OutboxEvent::Enqueued(e), None) => Some(created(e, record.at_ms)),
         (OutboxEvent::Pruned(_), _) => None,
         (_, Some(row)) => Some(evolve(row, &event, record.at_ms)),
-        // An event about a row there is not (which `decide` never emits) changes nothing.
+        // Refused by `check`: only an enqueue may find no row.
         (_, None) => None,
     };
     if before == after {
@@ -33,6 +56,83 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: OutboxEvent) -> R
             index(tables, new)
         }
         None => ROWS.remove(tables, &key).map(drop),
+    }
+}
+
+/// Whether `event` at the record's time may move `row` (`None`: no row has its key): the
+/// transitions `decide` makes, and no other.
+fn check(record: &Record, event: &OutboxEvent, row: Option<&OutboxRow>) -> Result<()> {
+    let at_ms = record.at_ms;
+    let Some(row) = row else {
+        return match event {
+            OutboxEvent::Enqueued(_) => Ok(()),
+            _ => Err(broken(
+                record,
+                ROW_EXISTS,
+                format!("no row has key {:?}", event.key()),
+            )),
+        };
+    };
+    let lapsed = row
+        .claim
+        .as_ref()
+        .is_none_or(|claim| claim.has_lapsed(at_ms));
+    let undelivered = matches!(row.state, OutboxState::Pending | OutboxState::Waiting);
+    let allowed = match event {
+        OutboxEvent::Enqueued(_) => {
+            let detail = format!("key {:?} already has a {} row", row.key, row.state);
+            return Err(broken(record, KEY_UNUSED, detail));
+        }
+        OutboxEvent::Delivered(_) => undelivered,
+        OutboxEvent::Parked(_) | OutboxEvent::RetryScheduled(_) => {
+            row.state == OutboxState::Pending
+        }
+        OutboxEvent::Claimed(_) => row.is_claimable(at_ms),
+        OutboxEvent::Acked(_) => row.state == OutboxState::Claimed,
+        OutboxEvent::Expired(e) if e.reason == ExpiryReason::ClaimLapsed => {
+            row.state == OutboxState::Claimed && lapsed
+        }
+        OutboxEvent::Expired(_) => undelivered,
+        OutboxEvent::Pruned(_) => !row.state.is_open(),
+    };
+    if !allowed {
+        let live_claim = match &row.claim {
+            Some(claim) if !lapsed => format!(" under a claim live until {}", claim.expires_at_ms),
+            _ => String::new(),
+        };
+        let detail = format!("row {:?} is {}{live_claim} at {at_ms}", row.key, row.state);
+        return Err(broken(record, STATE_ALLOWS, detail));
+    }
+    match event {
+        OutboxEvent::Claimed(e) if e.peer != row.peer => {
+            let detail = format!(
+                "row {:?} of peer {:?} claimed by {:?}",
+                row.key, row.peer, e.peer
+            );
+            Err(broken(record, CLAIM_BY_PEER_WITH_FRESH_TOKEN, detail))
+        }
+        OutboxEvent::Claimed(e) if row.claim_tokens.contains(&e.token) => {
+            let detail = format!(
+                "row {:?} claimed again under token {:?}",
+                row.key, e.token.0
+            );
+            Err(broken(record, CLAIM_BY_PEER_WITH_FRESH_TOKEN, detail))
+        }
+        OutboxEvent::Acked(e)
+            if row
+                .claim
+                .as_ref()
+                .is_none_or(|claim| claim.token != e.token) =>
+        {
+            let detail = format!(
+                "row {:?} acked under token {:?}, claimed under {:?}",
+                row.key,
+                e.token.0,
+                row.claim.as_ref().map(|claim| &claim.token.0)
+            );
+            Err(broken(record, ACK_UNDER_CLAIM_TOKEN, detail))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -212,6 +212,41 @@ pub enum ProjectionError {
         /// The table.
         table: String,
     },
+    /// A record whose domain event breaks one of its projection's invariants: an event that
+    /// `decide` never emits (a lease token that does not increase, an outbox row moved from a
+    /// state that does not allow it, a span ended twice). Live commands cannot write one;
+    /// records that bypass `decide` (an import, a replay of a log written elsewhere) can, and
+    /// the transaction that applies one is abandoned. `schema/EVENTS.md` lists every rule.
+    #[error("position {position}: {kind} breaks the {projection} rule {rule}: {detail}")]
+    Invariant {
+        /// The projection whose rule is broken.
+        projection: String,
+        /// The record that breaks it.
+        position: Position,
+        /// The record's kind.
+        kind: String,
+        /// The rule, a short name that stays stable (`token_increases`, `span_ends_once`).
+        rule: &'static str,
+        /// What the record says against what the tables hold.
+        detail: String,
+    },
+}
+
+/// [`ProjectionError::Invariant`]: `record` breaks `rule` of `projection`, as `detail` says.
+pub(crate) fn invariant(
+    projection: &str,
+    record: &Record,
+    rule: &'static str,
+    detail: String,
+) -> crate::error::Error {
+    ProjectionError::Invariant {
+        projection: projection.to_owned(),
+        position: record.position,
+        kind: record.kind.clone(),
+        rule,
+        detail,
+    }
+    .into()
 }
 
 /// `n` with a comma between each group of three digits, as messages print counts of records.

@@ -104,6 +104,21 @@ pub enum Problem {
         /// How the checkpoint is off.
         detail: String,
     },
+    /// A record whose domain event breaks a rule of its projection (found by the replay): an
+    /// event no command emits, so the log was written around the domain's decisions.
+    #[error("{kind} breaks the {projection} rule {rule}: {detail}")]
+    Invariant {
+        /// The record that breaks it (the finding's position).
+        position: Position,
+        /// The projection whose rule is broken.
+        projection: String,
+        /// The record's kind.
+        kind: String,
+        /// The rule, as `schema/EVENTS.md` names it.
+        rule: &'static str,
+        /// How the record breaks it.
+        detail: String,
+    },
     /// A projection's live tables differ from a fresh replay of the log.
     #[error("projection {projection}, table {table}, key {key_hex}: {detail}")]
     Projection {

@@ -1,45 +1,75 @@
 //! Registry apply: each event to table writes, keeping the lookup indexes in step with the
 //! instance rows. Reads only the record and the registry tables.
+//!
+//! Before it writes, apply checks the event against the rules `decide` keeps (see
+//! `schema/EVENTS.md`): a live command never breaks one, so a record that does was written
+//! around `decide` (a forged import, a log written elsewhere) and is refused with
+//! [`crate::ProjectionError::Invariant`] at its position. Field grammars (a handle's, a
+//! setting key's) are checked by `decide` only: a record is replayed as it was accepted.
 
 use super::events::{FuelCharged, InstanceAdded, InstanceUpdated, RegistryEvent};
 use super::handle::Handle;
 use super::query::{
     BY_CREATED, BY_IDENTITY, BY_OWNER, FUEL, FUEL_TOTALS, FuelEntry, INSTANCES, Instance, SETTINGS,
 };
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::projection::table::WriteTables;
 use crate::record::Record;
 
-/// Applies one registry event recorded in `record`.
+/// A new instance takes a handle no instance has.
+pub(crate) const HANDLE_UNUSED: &str = "handle_unused";
+/// A change or a removal names an instance there is.
+pub(crate) const INSTANCE_EXISTS: &str = "instance_exists";
+/// A fuel charge keeps the ledger's counts within 64 bits.
+pub(crate) const FUEL_FITS: &str = "fuel_fits";
+
+/// `record` breaks the registry `rule`, as `detail` says.
+fn broken(record: &Record, rule: &'static str, detail: String) -> Error {
+    crate::projection::invariant("registry", record, rule, detail)
+}
+
+/// Applies one registry event recorded in `record`, refusing one that breaks a registry rule.
 pub fn apply(tables: &WriteTables<'_>, record: &Record, event: RegistryEvent) -> Result<()> {
     match event {
         RegistryEvent::InstanceAdded(e) => {
-            let old = INSTANCES.get(tables, &e.handle)?;
-            put_instance(tables, old.as_ref(), &added(e, record.at_ms))
+            if INSTANCES.get(tables, &e.handle)?.is_some() {
+                let detail = format!("instance {:?} is registered already", e.handle);
+                return Err(broken(record, HANDLE_UNUSED, detail));
+            }
+            put_instance(tables, None, &added(e, record.at_ms))
         }
         RegistryEvent::InstanceUpdated(e) => {
             let handle = e.handle.clone();
-            update_instance(tables, &handle, |instance| merge(instance, e))
+            update_instance(tables, record, &handle, |instance| merge(instance, e))
         }
-        RegistryEvent::StatusChanged(e) => update_instance(tables, &e.handle, |instance| {
+        RegistryEvent::StatusChanged(e) => update_instance(tables, record, &e.handle, |instance| {
             instance.status = e.status;
         }),
-        RegistryEvent::KnowsChanged(e) => update_instance(tables, &e.handle, |instance| {
+        RegistryEvent::KnowsChanged(e) => update_instance(tables, record, &e.handle, |instance| {
             instance.knows = e.knows;
         }),
-        RegistryEvent::TopicsChanged(e) => update_instance(tables, &e.handle, |instance| {
+        RegistryEvent::TopicsChanged(e) => update_instance(tables, record, &e.handle, |instance| {
             instance.topics = e.topics;
         }),
-        RegistryEvent::InstanceRemoved(e) => match INSTANCES.get(tables, &e.handle)? {
-            Some(old) => {
-                unindex(tables, &old)?;
-                INSTANCES.remove(tables, &e.handle).map(drop)
-            }
-            None => Ok(()),
-        },
+        RegistryEvent::InstanceRemoved(e) => {
+            let old = registered(tables, record, &e.handle)?;
+            unindex(tables, &old)?;
+            INSTANCES.remove(tables, &e.handle).map(drop)
+        }
         RegistryEvent::SettingSet(e) => SETTINGS.insert(tables, &e.key, &e.value),
         RegistryEvent::FuelCharged(e) => charge(tables, record, e),
     }
+}
+
+/// The instance under `handle`, which a change or a removal names.
+fn registered(tables: &WriteTables<'_>, record: &Record, handle: &str) -> Result<Instance> {
+    INSTANCES.get(tables, &handle.to_owned())?.ok_or_else(|| {
+        broken(
+            record,
+            INSTANCE_EXISTS,
+            format!("no instance has handle {handle:?}"),
+        )
+    })
 }
 
 /// The instance an `instance_added` event registers at `created_at_ms`.
@@ -95,17 +125,14 @@ pub(crate) fn merge(instance: &mut Instance, update: InstanceUpdated) {
 
 fn update_instance(
     tables: &WriteTables<'_>,
+    record: &Record,
     handle: &str,
     change: impl FnOnce(&mut Instance),
 ) -> Result<()> {
-    match INSTANCES.get(tables, &handle.to_owned())? {
-        Some(old) => {
-            let mut new = old.clone();
-            change(&mut new);
-            put_instance(tables, Some(&old), &new)
-        }
-        None => Ok(()),
-    }
+    let old = registered(tables, record, handle)?;
+    let mut new = old.clone();
+    change(&mut new);
+    put_instance(tables, Some(&old), &new)
 }
 
 /// Stores `new` in place of `old`, moving its index entries with it.
@@ -139,12 +166,23 @@ fn unindex(tables: &WriteTables<'_>, instance: &Instance) -> Result<()> {
 
 fn charge(tables: &WriteTables<'_>, record: &Record, e: FuelCharged) -> Result<()> {
     let key = (e.instance, e.caller, e.op);
-    // The decision refused any charge that would overflow; saturating keeps apply total on
-    // a log that holds one anyway.
+    let overflow = |what: &str| {
+        let detail = format!(
+            "a charge of {} calls and {} fuel to {:?} overflows its {what}",
+            e.calls, e.fuel, key.0
+        );
+        broken(record, FUEL_FITS, detail)
+    };
     let entry = match FUEL.get(tables, &key)? {
         Some(entry) => FuelEntry {
-            calls: entry.calls.saturating_add(e.calls),
-            fuel: entry.fuel.saturating_add(e.fuel),
+            calls: entry
+                .calls
+                .checked_add(e.calls)
+                .ok_or_else(|| overflow("ledger row"))?,
+            fuel: entry
+                .fuel
+                .checked_add(e.fuel)
+                .ok_or_else(|| overflow("ledger row"))?,
             updated_at_ms: record.at_ms,
             ..entry
         },
@@ -157,9 +195,15 @@ fn charge(tables: &WriteTables<'_>, record: &Record, e: FuelCharged) -> Result<(
             updated_at_ms: record.at_ms,
         },
     };
-    FUEL.insert(tables, &key, &entry)?;
     let mut total = FUEL_TOTALS.get(tables, &key.0)?.unwrap_or_default();
-    total.calls = total.calls.saturating_add(e.calls);
-    total.fuel = total.fuel.saturating_add(e.fuel);
+    total.calls = total
+        .calls
+        .checked_add(e.calls)
+        .ok_or_else(|| overflow("total"))?;
+    total.fuel = total
+        .fuel
+        .checked_add(e.fuel)
+        .ok_or_else(|| overflow("total"))?;
+    FUEL.insert(tables, &key, &entry)?;
     FUEL_TOTALS.insert(tables, &key.0, &total)
 }

@@ -1,5 +1,10 @@
 //! Run apply: each event to table writes. Reads only the record (its `at_ms` is every time a
 //! row gets, its `position` the global cursor a row carries) and the runs tables.
+//!
+//! Before it writes, apply checks the event against the rules `decide` keeps (see
+//! `schema/EVENTS.md`): a live command never breaks one, so a record that does was written
+//! around `decide` (a forged import, a log written elsewhere) and is refused with
+//! [`crate::ProjectionError::Invariant`] at its position.
 
 use super::events::{
     DetailPruned, EventAppended, Heartbeat, RolledUp, RunEvent, SpanEnded, SpanPatched, SpanStarted,
@@ -8,12 +13,69 @@ use super::query::{
     CHANGES, ChangeKind, EVENTS, OPEN_BY_WRITER, OPEN_ROOTS_BY_HEARTBEAT, OPEN_ROOTS_BY_START,
     ROLLUPS, RUNS, Run, RunChange, RunSeq, SPANS, Span, SpanEvent, UNPRUNED_BY_END,
 };
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::log::read::Direction;
 use crate::projection::table::WriteTables;
 use crate::record::Record;
 
-/// Applies one run event recorded in `record`.
+/// A start names a span its run does not have yet.
+pub(crate) const SPAN_UNIQUE: &str = "span_unique";
+/// No span starts in a closed run (its root ended, or its detail was pruned), and a
+/// heartbeat names a run that is open.
+pub(crate) const RUN_OPEN: &str = "run_open";
+/// A root starts its run; any other span starts under a span of its run, one level deeper.
+pub(crate) const SPAN_PLACED: &str = "span_placed";
+/// Each change of a run carries a seq above every seq of the run before it.
+pub(crate) const SEQ_INCREASES: &str = "seq_increases";
+/// A patch, an end or an event names a span of its run.
+pub(crate) const SPAN_EXISTS: &str = "span_exists";
+/// A span takes no patch once it ended.
+pub(crate) const SPAN_OPEN: &str = "span_open";
+/// A span ends once.
+pub(crate) const SPAN_ENDS_ONCE: &str = "span_ends_once";
+/// A span's events are numbered 0, 1, 2, … in the order they are recorded.
+pub(crate) const EVENT_INDEX_NEXT: &str = "event_index_next";
+/// A rollup is written for a run whose root has ended, before its detail is pruned.
+pub(crate) const ROLLUP_AFTER_ROOT_END: &str = "rollup_after_root_end";
+/// Only a rolled-up run with its detail and no open span is pruned.
+pub(crate) const PRUNE_ONLY_FINISHED: &str = "prune_only_finished";
+
+/// `record` breaks the runs `rule`, as `detail` says.
+fn broken(record: &Record, rule: &'static str, detail: String) -> Error {
+    crate::projection::invariant("runs", record, rule, detail)
+}
+
+/// Refuses a change of `run` whose `seq` does not rise above the run's high-water seq.
+fn check_seq(record: &Record, run: &Run, seq: u64) -> Result<()> {
+    if seq > run.high_water_seq.0 {
+        return Ok(());
+    }
+    let detail = format!(
+        "run {:?} change with seq {seq}, at or below its high-water seq {}",
+        run.run, run.high_water_seq.0
+    );
+    Err(broken(record, SEQ_INCREASES, detail))
+}
+
+/// The run and its span `span`, which a patch, an end or an event names.
+fn existing_span(
+    tables: &WriteTables<'_>,
+    record: &Record,
+    run: &str,
+    span: &str,
+) -> Result<(Run, Span)> {
+    let key = (run.to_owned(), span.to_owned());
+    match (RUNS.get(tables, &key.0)?, SPANS.get(tables, &key)?) {
+        (Some(run), Some(span)) => Ok((run, span)),
+        _ => Err(broken(
+            record,
+            SPAN_EXISTS,
+            format!("run {run:?} has no span {span:?}"),
+        )),
+    }
+}
+
+/// Applies one run event recorded in `record`, refusing one that breaks a run rule.
 pub fn apply(tables: &WriteTables<'_>, record: &Record, event: RunEvent) -> Result<()> {
     match event {
         RunEvent::SpanStarted(e) => started(tables, record, e),
@@ -21,8 +83,8 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: RunEvent) -> Resu
         RunEvent::SpanEnded(e) => ended(tables, record, e),
         RunEvent::EventAppended(e) => event_appended(tables, record, e),
         RunEvent::Heartbeat(e) => heartbeat(tables, record, e),
-        RunEvent::RolledUp(e) => rolled_up(tables, e),
-        RunEvent::DetailPruned(e) => detail_pruned(tables, e),
+        RunEvent::RolledUp(e) => rolled_up(tables, record, e),
+        RunEvent::DetailPruned(e) => detail_pruned(tables, record, e),
     }
 }
 
@@ -49,7 +111,59 @@ fn record_change(
     RUNS.insert(tables, &run.run.clone(), &run)
 }
 
+/// The run a start joins (`None`: it starts one), refusing a start `decide` never emits.
+fn check_start(tables: &WriteTables<'_>, record: &Record, e: &SpanStarted) -> Result<Option<Run>> {
+    let (run, span) = (&e.run, &e.span);
+    if SPANS.get(tables, &(run.clone(), span.clone()))?.is_some() {
+        let detail = format!("run {run:?} already has span {span:?}");
+        return Err(broken(record, SPAN_UNIQUE, detail));
+    }
+    let current = RUNS.get(tables, run)?;
+    let closed = match &current {
+        Some(current) => current.closed,
+        None => ROLLUPS.get(tables, run)?.is_some(),
+    };
+    if closed {
+        let detail = format!("span {span:?} starts in run {run:?}, which is closed");
+        return Err(broken(record, RUN_OPEN, detail));
+    }
+    let placed = match (&e.parent, &current) {
+        (None, Some(current)) => Err(format!(
+            "root span {span:?} starts in run {run:?}, whose root is {:?}",
+            current.root_span
+        )),
+        (None, None) if e.depth != 0 => Err(format!("root span {span:?} at depth {}", e.depth)),
+        (None, None) => Ok(()),
+        (Some(parent), None) => Err(format!(
+            "span {span:?} starts under {parent:?} in run {run:?}, which has no spans"
+        )),
+        (Some(parent), Some(_)) => match SPANS.get(tables, &(run.clone(), parent.clone()))? {
+            None => Err(format!(
+                "span {span:?} starts under {parent:?}, which run {run:?} does not have"
+            )),
+            Some(found) if u64::from(found.depth) + 1 != u64::from(e.depth) => Err(format!(
+                "span {span:?} at depth {} under {parent:?} at depth {}",
+                e.depth, found.depth
+            )),
+            Some(_) => Ok(()),
+        },
+    };
+    if let Err(detail) = placed {
+        return Err(broken(record, SPAN_PLACED, detail));
+    }
+    match &current {
+        Some(current) => check_seq(record, current, e.seq)?,
+        None if e.seq == 0 => {
+            let detail = format!("run {run:?} starts with seq 0");
+            return Err(broken(record, SEQ_INCREASES, detail));
+        }
+        None => {}
+    }
+    Ok(current)
+}
+
 fn started(tables: &WriteTables<'_>, record: &Record, e: SpanStarted) -> Result<()> {
+    let current = check_start(tables, record, &e)?;
     let at_ms = record.at_ms;
     let is_root = e.parent.is_none();
     let span = Span {
@@ -78,7 +192,7 @@ fn started(tables: &WriteTables<'_>, record: &Record, e: SpanStarted) -> Result<
         position: 0,
         event_count: 0,
     };
-    let mut run = RUNS.get(tables, &e.run)?.unwrap_or_else(|| Run {
+    let mut run = current.unwrap_or_else(|| Run {
         run: e.run.clone(),
         root_span: e.span.clone(),
         high_water_seq: RunSeq(0),
@@ -96,22 +210,16 @@ fn started(tables: &WriteTables<'_>, record: &Record, e: SpanStarted) -> Result<
     span_changed(tables, record, run, span, e.seq, ChangeKind::SpanStarted)
 }
 
-/// The run and its open span `span`; `None` when either is missing or the span ended (which
-/// a decision never emits for, so such an event changes nothing).
-fn open_span(tables: &WriteTables<'_>, run: &str, span: &str) -> Result<Option<(Run, Span)>> {
-    let key = (run.to_owned(), span.to_owned());
-    Ok(
-        match (RUNS.get(tables, &key.0)?, SPANS.get(tables, &key)?) {
-            (Some(run), Some(span)) if span.is_open() => Some((run, span)),
-            _ => None,
-        },
-    )
-}
-
 fn patched(tables: &WriteTables<'_>, record: &Record, e: SpanPatched) -> Result<()> {
-    let Some((run, mut span)) = open_span(tables, &e.run, &e.span)? else {
-        return Ok(());
-    };
+    let (run, mut span) = existing_span(tables, record, &e.run, &e.span)?;
+    if !span.is_open() {
+        let detail = format!(
+            "span {:?} of run {:?} patched after it ended",
+            e.span, e.run
+        );
+        return Err(broken(record, SPAN_OPEN, detail));
+    }
+    check_seq(record, &run, e.seq)?;
     span.patch(&e.attributes, &e.usage, e.wait_until_ms, e.billing_mode);
     span_changed(tables, record, run, span, e.seq, ChangeKind::SpanPatched)
 }
@@ -132,9 +240,12 @@ fn span_changed(
 }
 
 fn ended(tables: &WriteTables<'_>, record: &Record, e: SpanEnded) -> Result<()> {
-    let Some((mut run, mut span)) = open_span(tables, &e.run, &e.span)? else {
-        return Ok(());
-    };
+    let (mut run, mut span) = existing_span(tables, record, &e.run, &e.span)?;
+    if !span.is_open() {
+        let detail = format!("span {:?} of run {:?} ended already", e.span, e.run);
+        return Err(broken(record, SPAN_ENDS_ONCE, detail));
+    }
+    check_seq(record, &run, e.seq)?;
     span.end(
         e.outcome,
         e.reason.as_deref(),
@@ -158,10 +269,15 @@ fn ended(tables: &WriteTables<'_>, record: &Record, e: SpanEnded) -> Result<()> 
 
 fn event_appended(tables: &WriteTables<'_>, record: &Record, e: EventAppended) -> Result<()> {
     let span_key = (e.run.clone(), e.span.clone());
-    let (Some(run), Some(mut span)) = (RUNS.get(tables, &e.run)?, SPANS.get(tables, &span_key)?)
-    else {
-        return Ok(());
-    };
+    let (run, mut span) = existing_span(tables, record, &e.run, &e.span)?;
+    if e.event_index != span.event_count {
+        let detail = format!(
+            "event {} on span {:?} of run {:?}, which has {} events",
+            e.event_index, e.span, e.run, span.event_count
+        );
+        return Err(broken(record, EVENT_INDEX_NEXT, detail));
+    }
+    check_seq(record, &run, e.seq)?;
     span.event_count = span.event_count.max(e.event_index.saturating_add(1));
     SPANS.insert(tables, &span_key, &span)?;
     let event = SpanEvent {
@@ -188,11 +304,15 @@ fn event_appended(tables: &WriteTables<'_>, record: &Record, e: EventAppended) -
 }
 
 fn heartbeat(tables: &WriteTables<'_>, record: &Record, e: Heartbeat) -> Result<()> {
-    let Some(run) = RUNS.get(tables, &e.run)? else {
-        return Ok(());
+    let run = RUNS.get(tables, &e.run)?.filter(|run| !run.closed);
+    let root = match &run {
+        Some(run) => SPANS.get(tables, &(e.run.clone(), run.root_span.clone()))?,
+        None => None,
     };
-    let Some((_, mut root)) = open_span(tables, &e.run, &run.root_span)? else {
-        return Ok(());
+    // An open run's root is open: the run closes when its root ends.
+    let Some(mut root) = root.filter(Span::is_open) else {
+        let detail = format!("heartbeat of run {:?}, which is missing or closed", e.run);
+        return Err(broken(record, RUN_OPEN, detail));
     };
     let previous = root.last_heartbeat_at_ms.unwrap_or(root.started_at_ms);
     // Heartbeats from clocks that disagree may arrive out of order; the latest one counts.
@@ -203,8 +323,15 @@ fn heartbeat(tables: &WriteTables<'_>, record: &Record, e: Heartbeat) -> Result<
     SPANS.insert(tables, &(e.run, root.span.clone()), &root)
 }
 
-fn rolled_up(tables: &WriteTables<'_>, e: RolledUp) -> Result<()> {
+fn rolled_up(tables: &WriteTables<'_>, record: &Record, e: RolledUp) -> Result<()> {
     let rollup = e.rollup;
+    if !RUNS.get(tables, &rollup.run)?.is_some_and(|run| run.closed) {
+        let detail = format!(
+            "rollup of run {:?}, which has no detail or an open root",
+            rollup.run
+        );
+        return Err(broken(record, ROLLUP_AFTER_ROOT_END, detail));
+    }
     if let Some(previous) = ROLLUPS.get(tables, &rollup.run)? {
         UNPRUNED_BY_END.remove(tables, &(previous.ended_at_ms, previous.run))?;
     }
@@ -214,7 +341,17 @@ fn rolled_up(tables: &WriteTables<'_>, e: RolledUp) -> Result<()> {
     ROLLUPS.insert(tables, &rollup.run.clone(), &rollup)
 }
 
-fn detail_pruned(tables: &WriteTables<'_>, e: DetailPruned) -> Result<()> {
+fn detail_pruned(tables: &WriteTables<'_>, record: &Record, e: DetailPruned) -> Result<()> {
+    let open_spans = RUNS.get(tables, &e.run)?.map(|run| run.open_span_count);
+    let rolled_up = ROLLUPS.get(tables, &e.run)?.is_some();
+    if open_spans != Some(0) || !rolled_up {
+        let detail = match open_spans {
+            None => format!("run {:?} pruned without detail to prune", e.run),
+            Some(0) => format!("run {:?} pruned without a rollup", e.run),
+            Some(open) => format!("run {:?} pruned with {open} spans open", e.run),
+        };
+        return Err(broken(record, PRUNE_ONLY_FINISHED, detail));
+    }
     let prefix = (e.run.clone(),);
     for (key, span) in SPANS.scan_prefix(tables, &prefix, Direction::Forward, usize::MAX)? {
         // A decision prunes only runs with nothing open; these keep the indexes exact anyway.

@@ -57,3 +57,33 @@ pub mod open {
         crate::store::open::create(path, &projections)
     }
 }
+
+/// Writing a log beneath the projections, as a forger with the file (or a build of annals
+/// without apply's domain checks) would.
+pub mod forge {
+    use std::path::Path;
+
+    use crate::error::Result;
+    use crate::log::append::LogWriter;
+    use crate::record::Record;
+
+    /// Appends `records`, sealed elsewhere, to the log at `path` (which nothing may hold
+    /// open) through the log layer alone: the chain, segments, stream index, idempotency
+    /// index, Merkle tree and head are written as an import writes them, each record
+    /// checked to continue the log exactly, but no projection applies them and no
+    /// checkpoint moves.
+    pub fn append_sealed_unapplied(path: &Path, records: &[Record]) -> Result<()> {
+        let db = redb::Database::open(path).map_err(redb::Error::from)?;
+        let txn = db.begin_write().map_err(redb::Error::from)?;
+        {
+            let mut log = LogWriter::open(&txn)?;
+            let mut written = Vec::with_capacity(records.len());
+            for record in records {
+                log.append_sealed(std::slice::from_ref(record), &mut written)?;
+            }
+            log.finish()?;
+        }
+        txn.commit().map_err(redb::Error::from)?;
+        Ok(())
+    }
+}

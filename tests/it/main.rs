@@ -12,6 +12,7 @@ mod faults;
 mod full_disk;
 mod fuzz_replay;
 mod history;
+mod invariants;
 mod leases;
 mod limits;
 mod log;
