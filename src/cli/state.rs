@@ -194,6 +194,8 @@ pub(crate) fn state(args: StateArgs) -> Result<ExitCode, Failure> {
         }
     }
     let store = crate::store::Store::open_read_only(&args.db)?;
+    // The replayed database outlives the read transaction on it, declared first so dropped last.
+    let replay;
     let replayed;
     let live;
     let source: &dyn TableSource = match args.at {
@@ -208,14 +210,15 @@ pub(crate) fn state(args: StateArgs) -> Result<ExitCode, Failure> {
                 return Err(Error::from(AuditError::SizeBeyondHead { size: at, head }).into());
             }
             let mut line = ProgressLine::new("replay", at);
-            let replay = crate::audit::replay::replay_with(
+            let replaying = crate::audit::replay::replay_with(
                 &snapshot,
                 store.projections(),
                 Some(Position(at)),
                 &mut |done| line.update(done),
             );
             line.finish();
-            replayed = replay?.state()?;
+            replay = replaying?;
+            replayed = replay.state()?;
             &replayed
         }
     };
@@ -251,7 +254,8 @@ fn selected(row: &Row, key: Option<&str>) -> bool {
     let Some(key) = key else { return true };
     match row.first().map(|(_, value)| value) {
         Some(Value::String(text)) => text == key,
-        Some(other) => other.to_string() == key,
+        Some(Value::Number(number)) => number.to_string() == key,
+        Some(_) => false,
         None => false,
     }
 }
