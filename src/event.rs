@@ -2,8 +2,8 @@
 //! format's bincode configuration, decoded with bounds, and listed in a catalogue that
 //! `schema/EVENTS.md` must match.
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Serialize, Serializer};
 
 use crate::error::{Error, Result};
 use crate::record::{NewEvent, Record, bincode_config, decode_bounded};
@@ -62,5 +62,42 @@ pub fn unknown_schema(record: &Record) -> Error {
         kind: record.kind.clone(),
         schema: record.schema,
         detail: "unknown schema version".into(),
+    }
+}
+
+/// A `serialize_with` for payload bytes: unchanged for the binary codec (bincode, which is not
+/// human-readable, so the stored format is untouched), and for a human-readable format (the
+/// CLI's JSON) the text when it is UTF-8, else `{"hex": …}`, so that a reader is not handed an
+/// array of numbers.
+pub(crate) fn readable_bytes<T, S>(bytes: &T, serializer: S) -> std::result::Result<S::Ok, S::Error>
+where
+    T: AsRef<[u8]> + Serialize,
+    S: Serializer,
+{
+    if !serializer.is_human_readable() {
+        return bytes.serialize(serializer);
+    }
+    match std::str::from_utf8(bytes.as_ref()) {
+        Ok(text) => serializer.serialize_str(text),
+        Err(_) => {
+            use serde::ser::SerializeMap;
+            let mut map = serializer.serialize_map(Some(1))?;
+            map.serialize_entry("hex", &crate::hash::hex(bytes.as_ref()))?;
+            map.end()
+        }
+    }
+}
+
+/// A `serialize_with` for a hash: unchanged for the binary codec, lower-case hex for a
+/// human-readable format.
+pub(crate) fn hex_bytes<T, S>(bytes: &T, serializer: S) -> std::result::Result<S::Ok, S::Error>
+where
+    T: AsRef<[u8]> + Serialize,
+    S: Serializer,
+{
+    if serializer.is_human_readable() {
+        serializer.serialize_str(&crate::hash::hex(bytes.as_ref()))
+    } else {
+        bytes.serialize(serializer)
     }
 }

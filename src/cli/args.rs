@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use super::open::WriteAccess;
+use super::time::parse_time;
 use crate::log::append::{ExpectedVersion, UnknownExpectedVersion};
 
 /// An embedded, event-sourced, append-only log store.
@@ -24,7 +25,7 @@ pub(crate) enum Command {
     /// Append one event to a stream, creating the log file if it is missing. Prints the
     /// position written, or `duplicate <POSITION>` for an idempotent repeat.
     Append(AppendArgs),
-    /// Print records, one line each.
+    /// Print records, one line each, payloads decoded; filter them as `git log` does.
     Log(LogArgs),
     /// Print records as they commit, until interrupted (like `tail -f`): from a log that
     /// another process writes, opened read-only beside it.
@@ -33,7 +34,7 @@ pub(crate) enum Command {
     Verify(VerifyArgs),
     /// Print counts and sizes of the log.
     Stats(StatsArgs),
-    /// Print a projection's rows (registry, leases, outbox, runs).
+    /// Print a projection's rows (registry, leases, outbox, runs, consumers) as tables.
     State(StateArgs),
     /// Clear projections and rebuild them by replaying the whole log.
     Rebuild(RebuildArgs),
@@ -46,6 +47,8 @@ pub(crate) enum Command {
     /// or `--size` and `--root`); exit 0 if valid, 1 if not. Without one, the proof is checked
     /// only against the tree heads it carries, which proves nothing about a log.
     CheckProof(CheckProofArgs),
+    /// List the streams with their length and the position of their last record.
+    Streams(StreamsArgs),
     /// Print every event that touched an entity, in log order: ENTITY is `stream:<name>`,
     /// `lease:<resource>`, `lane:<lane>/<key>`, `outbox:<key>`, `run:<id>`,
     /// `registry:<handle>`, `setting:<key>` or `consumer:<name>`.
@@ -85,7 +88,66 @@ pub(crate) struct HistoryArgs {
     pub(crate) db: PathBuf,
     /// The entity, e.g. `lease:deploy-lock`.
     pub(crate) entity: String,
-    /// Print JSON lines (as `log --json` does) instead of text.
+    /// Print only the entity's records in this stream (it must exist).
+    #[arg(long)]
+    pub(crate) stream: Option<String>,
+    #[command(flatten)]
+    pub(crate) filter: RecordFilterArgs,
+    #[command(flatten)]
+    pub(crate) style: RecordStyleArgs,
+}
+
+/// Which records `log` and `history` print, as in `git log`.
+#[derive(Args)]
+pub(crate) struct RecordFilterArgs {
+    /// Print only records whose kind starts with PREFIX (`lease.`, or a whole kind).
+    #[arg(long, value_name = "PREFIX")]
+    pub(crate) kind: Option<String>,
+    /// Print only records at or after TIME: RFC 3339 (`2026-01-01T12:00:00Z`, `2026-01-01`)
+    /// or milliseconds since the Unix epoch.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub(crate) since: Option<u64>,
+    /// Print only records at or before TIME (as `--since`).
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub(crate) until: Option<u64>,
+    /// Print only records whose decoded payload (as the text form shows it, uncut) contains
+    /// TEXT; case matters.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) grep: Option<String>,
+    /// Newest first.
+    #[arg(long, alias = "backward")]
+    pub(crate) reverse: bool,
+    /// Print at most N records (of those the filters keep, in the order printed).
+    #[arg(long, value_name = "N")]
+    pub(crate) limit: Option<usize>,
+}
+
+/// How `log` and `history` print records.
+#[derive(Args)]
+pub(crate) struct RecordStyleArgs {
+    /// Print JSON lines instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Show the payload's stored bytes (hex) instead of decoding it.
+    #[arg(long)]
+    pub(crate) raw: bool,
+    /// Show whole payloads in text (they are cut at 200 characters otherwise).
+    #[arg(long)]
+    pub(crate) full: bool,
+    /// Show times in text as milliseconds since the Unix epoch instead of RFC 3339.
+    #[arg(long)]
+    pub(crate) ms: bool,
+}
+
+/// Lists the streams.
+#[derive(Args)]
+pub(crate) struct StreamsArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// List only streams whose name starts with P.
+    #[arg(long, value_name = "P")]
+    pub(crate) prefix: Option<String>,
+    /// Print JSON lines (`stream`, `length`, `last_position`) instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
 }
@@ -180,14 +242,23 @@ pub(crate) struct DemoArgs {
 pub(crate) struct StateArgs {
     /// The log file; it must exist.
     pub(crate) db: PathBuf,
-    /// The projection: registry, leases, outbox or runs.
+    /// The projection: registry, leases, outbox, runs or consumers.
     pub(crate) projection: String,
     /// Show the state as of the first N records, replayed into memory.
     #[arg(long)]
     pub(crate) at: Option<u64>,
-    /// Print one line of JSON instead of indented JSON.
+    /// Show only this table (`held`, or `leases.held`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) table: Option<String>,
+    /// Show only rows whose key (its first part, for a table keyed by several) is KEY.
+    #[arg(long, value_name = "KEY")]
+    pub(crate) key: Option<String>,
+    /// Print JSON lines, one row a line (`table`, `row`), instead of aligned tables.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Show times (columns ending in `at_ms`) as milliseconds instead of RFC 3339.
+    #[arg(long)]
+    pub(crate) ms: bool,
 }
 
 #[derive(Args)]
@@ -259,24 +330,16 @@ pub(crate) struct LogArgs {
     /// The log file; it must exist.
     pub(crate) db: PathBuf,
     /// The first position to read, or with `--stream` the first stream version
-    /// [default: the start, or the end with `--backward`].
+    /// [default: the start, or the end with `--reverse`].
     #[arg(long)]
     pub(crate) from: Option<u64>,
-    /// Read only this stream.
+    /// Read only this stream (it must exist).
     #[arg(long)]
     pub(crate) stream: Option<String>,
-    /// Print at most this many records.
-    #[arg(long)]
-    pub(crate) limit: Option<usize>,
-    /// Read from newest to oldest.
-    #[arg(long)]
-    pub(crate) backward: bool,
-    /// Print only records of this kind.
-    #[arg(long)]
-    pub(crate) kind: Option<String>,
-    /// Print JSON lines instead of text.
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) filter: RecordFilterArgs,
+    #[command(flatten)]
+    pub(crate) style: RecordStyleArgs,
 }
 
 #[derive(Args)]

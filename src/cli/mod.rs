@@ -10,11 +10,16 @@
 
 mod args;
 mod audit;
+mod filter;
 mod open;
+mod payload;
 mod progress;
 mod read;
 mod render;
+mod state;
+mod table;
 mod tail;
+mod time;
 mod write;
 
 use std::io;
@@ -44,11 +49,12 @@ pub fn main() -> ExitCode {
         Command::Verify(args) => audit::verify(args),
         Command::Stats(args) => read::stats(args),
         Command::Demo(args) => write::demo(args),
-        Command::State(args) => read::state(args),
+        Command::State(args) => state::state(args),
         Command::Rebuild(args) => write::rebuild(args),
         Command::Root(args) => audit::root(args),
         Command::Prove(args) => audit::prove(args),
         Command::CheckProof(args) => audit::check_proof(args),
+        Command::Streams(args) => read::streams(args),
         Command::History(args) => read::history(args),
         Command::Export(args) => audit::export(args),
         Command::Import(args) => write::import(args),

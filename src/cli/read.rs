@@ -1,22 +1,25 @@
-//! `log`, `state`, `stats` and `history`: commands that open a log read-only and print what
-//! is in it. They never write to the file.
+//! `log`, `streams`, `stats` and `history`: commands that open a log read-only and print
+//! what is in it (`state` is in `state.rs`). They never write to the file.
 
 use std::io::{self, BufWriter, Write};
+use std::path::Path;
 use std::process::ExitCode;
 
+use serde::Serialize;
+
 use super::Failure;
-use super::args::{HistoryArgs, LogArgs, StateArgs, StatsArgs};
-use super::progress::ProgressLine;
-use super::render::{print_json, print_record, print_stats};
+use super::args::{HistoryArgs, LogArgs, StatsArgs, StreamsArgs};
+use super::filter::print_filtered;
+use super::render::{print_json, print_stats, word};
 use crate::audit::history::Entity;
-use crate::log::read::Direction;
-use crate::record::{Position, Record, StreamVersion};
+use crate::log::read::{Direction, Snapshot};
+use crate::record::{Position, StreamVersion};
 use crate::store::Store;
 
 pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.db)?;
     let snapshot = store.snapshot()?;
-    let direction = if args.backward {
+    let direction = if args.filter.reverse {
         Direction::Backward
     } else {
         Direction::Forward
@@ -29,43 +32,76 @@ pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
     let mut out = BufWriter::new(io::stdout().lock());
     let printed = match args.stream.as_deref() {
         Some(stream) => {
-            if snapshot.stream_version(stream)?.is_none() {
-                return Err(Failure::Finding(format!(
-                    "{}: there is no stream {stream:?}",
-                    args.db.display()
-                )));
-            }
+            require_stream(&snapshot, stream, &args.db)?;
             let records = snapshot.stream(stream, StreamVersion(from), direction)?;
-            print_records(&mut out, records, &args)
+            print_filtered(&mut out, records, &args.filter, &args.style)
         }
         None => {
             let records = snapshot.records(Position(from), direction)?;
-            print_records(&mut out, records, &args)
+            print_filtered(&mut out, records, &args.filter, &args.style)
         }
     };
     // The good records before a corrupt one are printed before the error is reported.
     out.flush()?;
-    printed.map(|()| ExitCode::SUCCESS)
+    printed.map(|_| ExitCode::SUCCESS)
 }
 
-/// Prints the records that pass the `--kind` filter, up to `--limit`, stopping at the first
-/// error.
-fn print_records(
-    out: &mut impl Write,
-    records: impl Iterator<Item = crate::Result<Record>>,
-    args: &LogArgs,
-) -> Result<(), Failure> {
-    let wanted = |record: &crate::Result<Record>| match (record, args.kind.as_deref()) {
-        (Ok(record), Some(kind)) => record.kind == kind,
-        _ => true,
-    };
-    for record in records
-        .filter(wanted)
-        .take(args.limit.unwrap_or(usize::MAX))
-    {
-        print_record(out, &record?, args.json)?;
+/// Refuses (exit 1) a `--stream` that names no stream of the log: an empty listing would
+/// not tell a typo from a stream with nothing to show.
+fn require_stream(snapshot: &Snapshot, stream: &str, db: &Path) -> Result<(), Failure> {
+    if snapshot.stream_version(stream)?.is_none() {
+        return Err(Failure::Finding(format!(
+            "{}: there is no stream {}",
+            db.display(),
+            word(stream)
+        )));
     }
     Ok(())
+}
+
+pub(crate) fn streams(args: StreamsArgs) -> Result<ExitCode, Failure> {
+    let store = Store::open_read_only(&args.db)?;
+    let snapshot = store.snapshot()?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    if !args.json {
+        writeln!(out, "{:>12} {:>14}  stream", "records", "last position")?;
+    }
+    // Write errors end the walk; they are reported after it, as any read error is.
+    let mut written = Ok(());
+    let walked = snapshot.visit_streams(args.prefix.as_deref().unwrap_or(""), |stream| {
+        written = if args.json {
+            print_json(
+                &mut out,
+                &StreamJson {
+                    stream: &stream.name,
+                    length: stream.length,
+                    last_position: stream.last_position.0,
+                },
+            )
+        } else {
+            writeln!(
+                out,
+                "{:>12} {:>14}  {}",
+                stream.length,
+                stream.last_position.0,
+                word(&stream.name)
+            )
+            .map_err(Failure::from)
+        };
+        Ok(written.is_ok())
+    });
+    out.flush()?;
+    written?;
+    walked?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A line of `streams --json`.
+#[derive(Serialize)]
+struct StreamJson<'a> {
+    stream: &'a str,
+    length: u64,
+    last_position: u64,
 }
 
 pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
@@ -77,43 +113,33 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) fn state(args: StateArgs) -> Result<ExitCode, Failure> {
-    let store = Store::open_read_only(&args.db)?;
-    let at = args.at.map(Position);
-    let mut line = ProgressLine::new(
-        "replay",
-        at.map_or(0, |at| at.0.min(store.head().map_or(0, |h| h.next.0))),
-    );
-    let rows = store.state_json_with(&args.projection, at, &mut |done| line.update(done));
-    line.finish();
-    let rows = rows?;
-    let mut out = BufWriter::new(io::stdout().lock());
-    if args.json {
-        print_json(&mut out, &rows)?;
-    } else {
-        let text = serde_json::to_string_pretty(&rows)
-            .map_err(|error| Failure::Usage(format!("formatting JSON: {error}")))?;
-        writeln!(out, "{text}")?;
-    }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
-}
-
 pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     let entity = Entity::parse(&args.entity)?;
     let store = Store::open_read_only(&args.db)?;
-    let records = store.history(&entity)?;
+    if let Some(stream) = args.stream.as_deref() {
+        require_stream(&store.snapshot()?, stream, &args.db)?;
+    }
+    let mut records = store.history(&entity)?;
     if records.is_empty() {
         return Err(Failure::Finding(format!(
             "{}: no event touched {}",
             args.db.display(),
-            args.entity
+            word(&args.entity)
         )));
     }
-    let mut out = BufWriter::new(io::stdout().lock());
-    for record in &records {
-        print_record(&mut out, record, args.json)?;
+    if let Some(stream) = args.stream.as_deref() {
+        records.retain(|record| record.stream == stream);
     }
+    if args.filter.reverse {
+        records.reverse();
+    }
+    let mut out = BufWriter::new(io::stdout().lock());
+    print_filtered(
+        &mut out,
+        records.into_iter().map(Ok),
+        &args.filter,
+        &args.style,
+    )?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

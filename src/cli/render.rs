@@ -10,14 +10,19 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::Failure;
+use super::payload::{self, Payload};
+use super::time::rfc3339;
 use crate::audit::verify::VerifyReport;
 use crate::export::ExportHeader;
-use crate::hash::hex;
 use crate::record::Record;
 use crate::store::Stats;
 
 /// How many hex digits of a record hash the text form of `log` shows.
 const HASH_TEXT_DIGITS: usize = 16;
+
+/// How many characters of a payload the text form of `log` shows without `--full`: a line
+/// stays readable, and a 1 MiB payload does not print 2 MB of hex.
+pub(crate) const PAYLOAD_TEXT_CHARS: usize = 200;
 
 /// Writes `value` as one line of JSON.
 pub(crate) fn print_json(out: &mut impl Write, value: &impl Serialize) -> Result<(), Failure> {
@@ -27,16 +32,50 @@ pub(crate) fn print_json(out: &mut impl Write, value: &impl Serialize) -> Result
     Ok(())
 }
 
-/// Writes one record as a line of `log`: JSON with `json`, else text.
+/// How `log`, `history` and `tail` show a record.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct RecordStyle {
+    /// JSON lines instead of text.
+    pub(crate) json: bool,
+    /// The stored payload bytes in hex instead of the decoded payload.
+    pub(crate) raw: bool,
+    /// The whole payload in text, however long.
+    pub(crate) full: bool,
+    /// Times in text as epoch milliseconds instead of RFC 3339.
+    pub(crate) ms: bool,
+}
+
+/// Writes one record, decoding its payload, in the default style (text, or JSON with `json`).
 pub(crate) fn print_record(
     out: &mut impl Write,
     record: &Record,
     json: bool,
 ) -> Result<(), Failure> {
-    if json {
-        print_json(out, &record_json(record))
+    let (payload, undecodable) = payload::decode(record);
+    let style = RecordStyle {
+        json,
+        ..RecordStyle::default()
+    };
+    print_decoded(out, record, payload, undecodable.as_deref(), style)
+}
+
+/// Writes one record whose payload is already decoded, in `style`.
+pub(crate) fn print_decoded(
+    out: &mut impl Write,
+    record: &Record,
+    payload: Payload<'_>,
+    undecodable: Option<&str>,
+    style: RecordStyle,
+) -> Result<(), Failure> {
+    let payload = if style.raw {
+        payload::raw(record)
     } else {
-        writeln!(out, "{}", record_text(record))?;
+        payload
+    };
+    if style.json {
+        print_json(out, &record_json(record, payload, undecodable))
+    } else {
+        writeln!(out, "{}", record_text(record, &payload, undecodable, style))?;
         Ok(())
     }
 }
@@ -50,20 +89,26 @@ struct RecordJson<'a> {
     kind: &'a str,
     schema: u16,
     at_ms: u64,
+    /// `at_ms` in RFC 3339, UTC.
+    at: String,
     idempotency_key: Option<&'a str>,
-    /// `utf8` or `hex`: how `payload` spells the payload bytes.
+    /// `event`, `json`, `utf8` or `hex`: how `payload` spells the payload bytes.
     payload_encoding: &'static str,
-    payload: Cow<'a, str>,
+    payload: Payload<'a>,
+    payload_bytes: usize,
+    /// Why a built-in kind's payload did not decode as its event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    undecodable: Option<&'a str>,
     payload_hash: String,
     prev: String,
     hash: String,
 }
 
-fn record_json(record: &Record) -> RecordJson<'_> {
-    let (payload_encoding, payload) = match std::str::from_utf8(&record.payload) {
-        Ok(text) => ("utf8", Cow::Borrowed(text)),
-        Err(_) => ("hex", Cow::Owned(hex(&record.payload))),
-    };
+fn record_json<'a>(
+    record: &'a Record,
+    payload: Payload<'a>,
+    undecodable: Option<&'a str>,
+) -> RecordJson<'a> {
     RecordJson {
         position: record.position.0,
         stream: &record.stream,
@@ -71,48 +116,88 @@ fn record_json(record: &Record) -> RecordJson<'_> {
         kind: &record.kind,
         schema: record.schema,
         at_ms: record.at_ms,
+        at: rfc3339(record.at_ms),
         idempotency_key: record.idempotency_key.as_deref(),
-        payload_encoding,
+        payload_encoding: payload.encoding(),
         payload,
+        payload_bytes: record.payload.len(),
+        undecodable,
         payload_hash: record.payload_hash.to_hex(),
         prev: record.prev.to_hex(),
         hash: record.hash.to_hex(),
     }
 }
 
-/// One record as a line of `log`:
-/// `<position> <stream>@<version> <kind> at=<at_ms> key=<key or -> payload=<payload> hash=<16 hex>`.
-/// A UTF-8 payload and a key are quoted and escaped; other payloads are `hex:…`.
-fn record_text(record: &Record) -> String {
-    let key = match record.idempotency_key.as_deref() {
-        Some(key) => format!("{key:?}"),
-        None => "-".to_owned(),
+/// One record as a line of text:
+/// `<position> <stream>@<version> <kind> <time> [key=<key>] hash=<16 hex> <payload>`, the
+/// payload last (and cut at [`PAYLOAD_TEXT_CHARS`] unless `full`) so a long one ends the
+/// line rather than hiding the rest of it.
+fn record_text(
+    record: &Record,
+    payload: &Payload<'_>,
+    undecodable: Option<&str>,
+    style: RecordStyle,
+) -> String {
+    let time = if style.ms {
+        record.at_ms.to_string()
+    } else {
+        rfc3339(record.at_ms)
     };
-    let payload = match std::str::from_utf8(&record.payload) {
-        Ok(text) => format!("{text:?}"),
-        Err(_) => format!("hex:{}", hex(&record.payload)),
+    let key = match record.idempotency_key.as_deref() {
+        Some(key) => format!(" key={}", word(key)),
+        None => String::new(),
     };
     let hash = record.hash.to_hex();
+    let note = match undecodable {
+        Some(why) => format!("(undecodable: {why}) "),
+        None => String::new(),
+    };
+    let mut payload = payload.text();
+    if !style.full && payload.chars().count() > PAYLOAD_TEXT_CHARS {
+        let cut = payload
+            .char_indices()
+            .nth(PAYLOAD_TEXT_CHARS)
+            .map_or(payload.len(), |(at, _)| at);
+        payload.truncate(cut);
+        payload.push_str(&format!(
+            "… ({} bytes; --full to see all)",
+            thousands(record.payload.len() as u64)
+        ));
+    }
     format!(
-        "{} {}@{} {} at={} key={key} payload={payload} hash={}",
+        "{} {}@{} {} {time}{key} hash={} {note}{payload}",
         record.position,
         word(&record.stream),
         record.version,
         word(&record.kind),
-        record.at_ms,
         &hash[..HASH_TEXT_DIGITS],
     )
 }
 
-/// `text` as is, or quoted and escaped if it would break a space-separated line.
-fn word(text: &str) -> Cow<'_, str> {
+/// `n` with a comma between each group of three digits: `1,048,576`.
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (at, digit) in digits.chars().enumerate() {
+        if at > 0 && (digits.len() - at).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// `text` as is, or as a JSON string (quoted and escaped) if it would break a
+/// space-separated line.
+pub(crate) fn word(text: &str) -> Cow<'_, str> {
     let plain = !text.is_empty()
         && !text.starts_with('"')
         && !text.chars().any(|c| c.is_whitespace() || c.is_control());
     if plain {
         Cow::Borrowed(text)
     } else {
-        Cow::Owned(format!("{text:?}"))
+        // A string always serialises.
+        Cow::Owned(serde_json::to_string(text).unwrap_or_default())
     }
 }
 

@@ -16,11 +16,15 @@ pub struct Checkpointed {
     /// The position of the last record it handled.
     pub position: u64,
     /// That record's hash.
+    #[serde(serialize_with = "crate::event::hex_bytes")]
     pub hash: [u8; 32],
 }
 
 /// Every consumer event.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Serialised as its payload struct alone (the kind is the record's), for the CLI's JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum ConsumerEvent {
     /// `consumer.checkpointed`
     Checkpointed(Checkpointed),

@@ -62,6 +62,7 @@ fn describe_found(found: &Option<Digest>) -> String {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct StoredCheckpoint {
     pub(crate) position: u64,
+    #[serde(serialize_with = "crate::event::hex_bytes")]
     pub(crate) hash: [u8; 32],
     pub(crate) at_ms: u64,
 }

@@ -99,7 +99,10 @@ pub struct LaneReleased {
 }
 
 /// Every lease event.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Serialised as its payload struct alone (the kind is the record's), for the CLI's JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum LeaseEvent {
     /// `lease.acquired`
     Acquired(Acquired),

@@ -31,6 +31,16 @@ pub enum Direction {
 
 type SegmentGuard = AccessGuard<'static, &'static [u8]>;
 
+/// A stream as `Snapshot::visit_streams` sees it.
+pub(crate) struct StreamSummary {
+    /// The stream's name.
+    pub(crate) name: String,
+    /// How many records it holds.
+    pub(crate) length: u64,
+    /// The log position of its last record.
+    pub(crate) last_position: Position,
+}
+
 /// One consistent, read-only view of the log.
 pub struct Snapshot {
     meta: ReadOnlyTable<&'static str, &'static [u8]>,
@@ -127,6 +137,46 @@ impl Snapshot {
             streams.insert(entry?.0.value().0.to_owned());
         }
         Ok(streams)
+    }
+
+    /// Calls `visit` with each stream whose name starts with `prefix`, in name order, until it
+    /// returns `false`: its name, its length and the position of its last record, read from
+    /// its tail beside the head (every stream with a record has one). One stream in memory at
+    /// a time, for `annals streams`.
+    pub(crate) fn visit_streams(
+        &self,
+        prefix: &str,
+        mut visit: impl FnMut(StreamSummary) -> Result<bool>,
+    ) -> Result<()> {
+        guarded(|| {
+            let start = format!("{TAIL_KEY_PREFIX}{prefix}");
+            for entry in self.meta.range(start.as_str()..TAIL_KEYS_END)? {
+                let (key, value) = entry?;
+                let Some(name) = key.value().strip_prefix(TAIL_KEY_PREFIX) else {
+                    break;
+                };
+                if !name.starts_with(prefix) {
+                    break;
+                }
+                let tail = RunBlock::decode_tail(name, value.value())?;
+                let length = tail.end_version();
+                let Some(last) = tail.into_runs().pop() else {
+                    // A tail is written with the stream's first record and never emptied.
+                    return Err(Error::CorruptMeta(format!(
+                        "the tail of stream {name} is empty"
+                    )));
+                };
+                let summary = StreamSummary {
+                    name: name.to_owned(),
+                    length,
+                    last_position: Position(last.first_position + last.count - 1),
+                };
+                if !visit(summary)? {
+                    break;
+                }
+            }
+            Ok(())
+        })
     }
 
     /// Where `stream`'s records lie: its runs in version order, as the index records them.

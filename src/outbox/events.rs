@@ -19,6 +19,7 @@ pub struct Enqueued {
     /// The peer the row is owed to.
     pub peer: String,
     /// What is delivered, opaque to the store.
+    #[serde(serialize_with = "crate::event::readable_bytes")]
     pub payload: Vec<u8>,
 }
 
@@ -107,7 +108,10 @@ pub struct Pruned {
 }
 
 /// Every outbox event.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Serialised as its payload struct alone (the kind is the record's), for the CLI's JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum OutboxEvent {
     /// `outbox.enqueued`
     Enqueued(Enqueued),

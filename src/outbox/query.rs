@@ -103,6 +103,7 @@ pub struct OutboxRow {
     /// The peer it is owed to; only that peer may claim and ack it.
     pub peer: String,
     /// What is delivered.
+    #[serde(serialize_with = "crate::event::readable_bytes")]
     pub payload: Vec<u8>,
     /// Where it stands.
     pub state: OutboxState,

@@ -153,7 +153,10 @@ pub struct FuelCharged {
 }
 
 /// Every registry event.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Serialised as its payload struct alone (the kind is the record's), for the CLI's JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum RegistryEvent {
     /// `registry.instance_added`
     InstanceAdded(InstanceAdded),

@@ -237,7 +237,10 @@ pub struct DetailPruned {
 }
 
 /// Every run event.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Serialised as its payload struct alone (the kind is the record's), for the CLI's JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum RunEvent {
     /// `run.span_started`
     SpanStarted(SpanStarted),

@@ -7,16 +7,18 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 /// Every key of a `log --json` line.
-const RECORD_KEYS: [&str; 12] = [
+const RECORD_KEYS: [&str; 14] = [
     "position",
     "stream",
     "version",
     "kind",
     "schema",
     "at_ms",
+    "at",
     "idempotency_key",
     "payload_encoding",
     "payload",
+    "payload_bytes",
     "payload_hash",
     "prev",
     "hash",
@@ -295,11 +297,11 @@ fn log_text_has_one_line_per_record() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert!(
-        lines[0]
-            .starts_with("0 s@0 k at=1700000000000 key=\"req-1\" payload=\"two\\nlines\" hash="),
+        lines[0].starts_with("0 s@0 k 2023-11-14T22:13:20.000Z key=req-1 hash="),
         "{text}"
     );
-    assert!(lines[1].contains("key=- "), "{text}");
+    assert!(lines[0].ends_with(" \"two\\nlines\""), "{text}");
+    assert!(!lines[1].contains("key="), "{text}");
 }
 
 #[test]
@@ -462,11 +464,8 @@ fn state_at_a_position_replays_only_the_records_before_it() {
         log.ok("state", &["leases", "--json", "--at", &head.to_string()]),
         live
     );
-    let empty = json(&log.ok("state", &["leases", "--json", "--at", "0"]));
-    assert_eq!(
-        empty,
-        serde_json::json!({ "held": [], "tokens": [], "lanes": [] })
-    );
+    let empty = log.ok("state", &["leases", "--json", "--at", "0"]);
+    assert_eq!(empty, "", "no row before the first record");
     let early = log.ok("state", &["leases", "--json", "--at", "200"]);
     assert_ne!(
         early, live,
@@ -488,7 +487,7 @@ fn a_stream_or_entity_that_does_not_exist_exits_1_and_a_state_past_the_head_exit
     let _ = log.append(&["deploy/web", "deploy.started", "v1"]);
     let missing = exits(log.run("log", &["--stream", "deploy/nope"]), 1);
     assert!(
-        stderr(&missing).contains("no stream \"deploy/nope\""),
+        stderr(&missing).contains("no stream deploy/nope"),
         "{}",
         stderr(&missing)
     );
