@@ -266,6 +266,7 @@ pub(crate) fn caught<T>(work: impl FnOnce() -> T) -> std::thread::Result<T> {
 
 /// Whether a panic on this thread now would be caught by [`caught`] (and so reported as a
 /// typed error): the CLI's panic hook stays quiet for those, and only those.
+#[cfg(feature = "cli")]
 pub(crate) fn panic_is_caught() -> bool {
     CATCHING.with(|depth| depth.get() > 0)
 }
