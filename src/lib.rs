@@ -83,7 +83,7 @@ pub use log::Head;
 pub use log::append::{
     AppendError, AppendOutcome, Appended, ExpectedVersion, UnknownExpectedVersion,
 };
-pub use log::read::{Direction, Records, Snapshot, StreamRecords};
+pub use log::read::{Direction, Records, Snapshot, StreamRecords, StreamSummary};
 pub use projection::{Projection, ProjectionError};
 pub use record::limits::{Field, LimitError, Limits};
 pub use record::{NewEvent, Position, Record, RecordError, RecordView, StreamVersion};

@@ -31,14 +31,15 @@ pub enum Direction {
 
 type SegmentGuard = AccessGuard<'static, &'static [u8]>;
 
-/// A stream as `Snapshot::visit_streams` sees it.
-pub(crate) struct StreamSummary {
+/// A stream as [`Snapshot::visit_streams`] sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamSummary {
     /// The stream's name.
-    pub(crate) name: String,
+    pub name: String,
     /// How many records it holds.
-    pub(crate) length: u64,
+    pub length: u64,
     /// The log position of its last record.
-    pub(crate) last_position: Position,
+    pub last_position: Position,
 }
 
 /// One consistent, read-only view of the log.
@@ -142,8 +143,21 @@ impl Snapshot {
     /// Calls `visit` with each stream whose name starts with `prefix`, in name order, until it
     /// returns `false`: its name, its length and the position of its last record, read from
     /// its tail beside the head (every stream with a record has one). One stream in memory at
-    /// a time, for `annals streams`.
-    pub(crate) fn visit_streams(
+    /// a time, so listing a million streams takes no more memory than listing one.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = annals::Store::open(dir.path().join("log.redb"))?;
+    /// store.append("order-7", annals::ExpectedVersion::Any, &[annals::NewEvent::new("placed", 0, b"{}".to_vec())])?;
+    /// let mut names = Vec::new();
+    /// store.snapshot()?.visit_streams("order-", |stream| {
+    ///     names.push((stream.name, stream.length));
+    ///     Ok(true)
+    /// })?;
+    /// assert_eq!(names, [("order-7".to_owned(), 1)]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn visit_streams(
         &self,
         prefix: &str,
         mut visit: impl FnMut(StreamSummary) -> Result<bool>,
