@@ -116,7 +116,11 @@ fn check_projections(
             return Ok(Some(Problem::Checkpoint {
                 projection: projection.name().to_owned(),
                 detail: format!(
-                    "checkpoint is {checkpoint:?}, expected version {} through position {head}",
+                    "checkpoint is {}, expected version {} through position {head}",
+                    checkpoint.map_or("missing".to_owned(), |c| format!(
+                        "version {} through position {}",
+                        c.version, c.next
+                    )),
                     projection.version()
                 ),
             }));

@@ -14,6 +14,34 @@ use crate::log::append::{ExpectedVersion, UnknownExpectedVersion};
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
+    /// Print the library's spans to standard error as they close, with their durations:
+    /// `-v` rebuild, verify, import and catch-up; `-vv` every commit and batch too.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+}
+
+impl Command {
+    /// Whether the command was asked for JSON, which its errors then are too.
+    pub(crate) fn json(&self) -> bool {
+        match self {
+            Command::Demo(args) => args.json,
+            Command::Append(args) => args.json,
+            Command::Log(args) => args.json,
+            Command::Tail(args) => args.json,
+            Command::Verify(args) => args.json,
+            Command::Stats(args) => args.json,
+            Command::State(args) => args.json,
+            Command::Rebuild(args) => args.json,
+            Command::Root(args) => args.json,
+            Command::Prove(args) => args.json,
+            Command::CheckProof(args) => args.json,
+            Command::History(args) => args.json,
+            Command::Export(args) => args.json,
+            Command::Import(args) => args.json,
+            #[cfg(feature = "testing")]
+            Command::CrashWriter(_) => false,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -102,6 +130,9 @@ pub(crate) struct ExportArgs {
     /// Export up to this position, excluded [default: the head].
     #[arg(long)]
     pub(crate) to: Option<u64>,
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Args)]
@@ -110,6 +141,9 @@ pub(crate) struct ImportArgs {
     pub(crate) file: PathBuf,
     /// The log to import into: created if missing, else continued.
     pub(crate) db: PathBuf,
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
 }
@@ -162,6 +196,9 @@ pub(crate) struct CheckProofArgs {
     /// The root of the tree head you trust (with `--size`): 64 lower-case hex digits.
     #[arg(long, requires = "size")]
     pub(crate) root: Option<String>,
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Args)]
@@ -172,6 +209,9 @@ pub(crate) struct DemoArgs {
     /// Append at least this many records.
     #[arg(long, default_value_t = 10_000)]
     pub(crate) records: u64,
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
 }
@@ -197,6 +237,9 @@ pub(crate) struct RebuildArgs {
     /// Rebuild only this projection [default: all].
     #[arg(long)]
     pub(crate) projection: Option<String>,
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
 }
@@ -225,6 +268,9 @@ pub(crate) struct AppendArgs {
     /// The payload's schema version [default: 1].
     #[arg(long)]
     pub(crate) schema: Option<u16>,
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
 }

@@ -31,6 +31,10 @@ pub(crate) fn open_for_writing(
     create: bool,
     access: &WriteAccess,
 ) -> Result<Store, Failure> {
+    // Creating a log over a directory fails deep in redb with no path; say it here.
+    if let Some(failure) = super::diagnose(path, false) {
+        return Err(failure);
+    }
     joining(access, |sharing| {
         let options = StoreOptions {
             create,
