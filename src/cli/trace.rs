@@ -19,5 +19,7 @@ pub(crate) fn init(verbose: u8) {
         .with_writer(std::io::stderr)
         .with_span_events(FmtSpan::CLOSE)
         .with_target(false)
+        // Colours only for a person at a terminal, never into a log file.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
