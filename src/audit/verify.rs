@@ -83,7 +83,10 @@ const PROGRESS_RECORDS: u64 = 1024;
 /// so far: the walk counts up to the head, then the replay from there to twice the head.
 /// Errors are for failures to read at all (I/O, redb); problems in what is read are findings
 /// in the report.
-#[cfg_attr(feature = "tracing", tracing::instrument(level = "info", name = "verify", skip_all))]
+#[cfg_attr(
+    feature = "tracing",
+    tracing::instrument(level = "info", name = "verify", skip_all)
+)]
 pub fn verify_with(
     snapshot: &Snapshot,
     live: &dyn TableSource,

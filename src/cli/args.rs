@@ -51,6 +51,10 @@ pub(crate) enum Command {
     Demo(DemoArgs),
     /// Append one event to a stream, creating the log file if it is missing. Prints the
     /// position written, or `duplicate <POSITION>` for an idempotent repeat.
+    ///
+    /// Limits: a payload of at most 1 MiB (1048576 bytes), a stream name of at most 256
+    /// bytes, a kind of at most 128 bytes, an idempotency key of at most 256 bytes; a value
+    /// over its limit is refused (exit 1) and nothing is written.
     Append(AppendArgs),
     /// Print records, one line each.
     Log(LogArgs),

@@ -241,7 +241,11 @@ impl Failure {
     pub(crate) fn file(path: &Path, writing: bool, error: &io::Error) -> Failure {
         Failure::of(
             Kind::of_io(error),
-            format!("{}: {}", path.display(), cause(Kind::of_io(error), writing, error)),
+            format!(
+                "{}: {}",
+                path.display(),
+                cause(Kind::of_io(error), writing, error)
+            ),
         )
     }
 
@@ -300,10 +304,10 @@ impl From<Error> for Failure {
             },
             Error::Open(
                 OpenError::Unreadable { path, .. } | OpenError::NotAnnalsLog { path, .. },
-            ) if let Some(failure) = diagnose(path, matches!(
-                error,
-                Error::Open(OpenError::Unreadable { .. })
-            )) =>
+            ) if let Some(failure) = diagnose(
+                path,
+                matches!(error, Error::Open(OpenError::Unreadable { .. })),
+            ) =>
             {
                 // redb and the format check report the file system's refusal in their own
                 // words; the path says which refusal it was.
@@ -317,16 +321,17 @@ impl From<Error> for Failure {
             Error::Open(OpenError::Unreadable { .. }) => Kind::Io,
             Error::Io(io) => Kind::of_io(io),
             Error::Storage(redb::Error::Io(io)) => Kind::of_io(io),
-            Error::Audit(_) | Error::InvalidCommand { .. } | Error::Config(_) => {
-                Kind::InvalidInput
-            }
+            Error::Audit(_) | Error::InvalidCommand { .. } | Error::Config(_) => Kind::InvalidInput,
             _ => Kind::Io,
         };
         // The exit codes stay what they were before kinds: every append refusal (a limit
         // too) and every damaged log or export file is a finding, the rest usage or I/O.
         let finding = matches!(
             error,
-            Error::Append(_) | Error::Corrupt { .. } | Error::CorruptMeta(_) | Error::DamagedFile(_)
+            Error::Append(_)
+                | Error::Corrupt { .. }
+                | Error::CorruptMeta(_)
+                | Error::DamagedFile(_)
         ) || matches!(&error, Error::Export(export) if !matches!(**export, ExportError::Io(_)));
         let exit = if finding { EXIT_FINDINGS } else { EXIT_USAGE };
         Failure::Of {
@@ -349,7 +354,11 @@ pub(crate) fn diagnose(path: &Path, unreadable: bool) -> Option<Failure> {
     if !unreadable {
         return None;
     }
-    match std::fs::OpenOptions::new().read(true).write(true).open(path) {
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    {
         Err(error) if error.kind() == io::ErrorKind::PermissionDenied => {
             Some(Failure::file(path, true, &error))
         }

@@ -214,7 +214,10 @@ pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
                     "verify: sound ({} records, {} streams)",
                     verified.records, verified.streams
                 )?;
-                writeln!(out, "next: put annals on the PATH with `cargo install --path . --features cli`, then try")?;
+                writeln!(
+                    out,
+                    "next: put annals on the PATH with `cargo install --path . --features cli`, then try"
+                )?;
                 writeln!(out, "  annals log {} --limit 5", args.db.display())?;
                 writeln!(out, "  annals root {} --json", args.db.display())?;
             }

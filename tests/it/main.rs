@@ -3,6 +3,7 @@
 mod architecture;
 mod cli;
 mod cli_audit;
+mod cli_json;
 mod common;
 mod corruption;
 mod crash;
