@@ -274,6 +274,23 @@ fn a_directory_in_place_of_a_file_is_named_as_one() {
 }
 
 #[test]
+fn a_log_in_a_missing_folder_names_the_folder() {
+    let log = Log::new();
+    let folder = log.dir.path().join("absent");
+    let db = folder.join("log.redb");
+    let object = error_object(
+        annals(&["append", path(&db), "s", "k", "--json"]),
+        "not_found",
+        2,
+    );
+    assert_eq!(
+        object["error"],
+        format!("{}: no such folder", path(&folder)).as_str()
+    );
+    assert!(!folder.exists());
+}
+
+#[test]
 fn a_read_only_log_is_not_writable_not_unreadable() {
     let log = log_of_three();
     let mut mode = fs::metadata(&log.db).expect("metadata").permissions();
