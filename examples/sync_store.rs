@@ -16,7 +16,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // retry of the same append a duplicate rather than a second record.
     let started = NewEvent::new("deploy.started", now_ms, br#"{"version":"v42"}"#.to_vec())
         .with_idempotency_key("deploy-42");
-    let first = store.append("deploy/web", ExpectedVersion::NoStream, &[started.clone()])?;
+    let first = store.append(
+        "deploy/web",
+        ExpectedVersion::NoStream,
+        std::slice::from_ref(&started),
+    )?;
     let retry = store.append("deploy/web", ExpectedVersion::Any, &[started])?;
     assert_eq!(first.first_position(), retry.first_position());
     println!("deploy.started at position {}", first.first_position());

@@ -27,17 +27,33 @@ pub(crate) fn verify_showing_progress(store: &Store) -> Result<crate::VerifyRepo
     let records = store.head()?.next.0;
     let mut walk = ProgressLine::new("verify", records);
     let mut replay = ProgressLine::new("replay", records);
-    let report = store.verify_with(&mut |done| {
-        if done <= records {
-            walk.update(done);
-        } else {
+    let report = store.verify_with(&mut |done| match verify_pass(done, records) {
+        (VerifyPass::Walk, walked) => walk.update(walked),
+        (VerifyPass::Replay, replayed) => {
             walk.finish();
-            replay.update(done - records);
+            replay.update(replayed);
         }
     });
     walk.finish();
     replay.finish();
     Ok(report?)
+}
+
+/// The two passes of `verify`.
+#[derive(Debug, PartialEq, Eq)]
+enum VerifyPass {
+    Walk,
+    Replay,
+}
+
+/// Which pass the library's count `done` (up to twice `records`) is in, and the records that
+/// pass has done.
+fn verify_pass(done: u64, records: u64) -> (VerifyPass, u64) {
+    if done <= records {
+        (VerifyPass::Walk, done)
+    } else {
+        (VerifyPass::Replay, done - records)
+    }
 }
 
 /// The largest proof file `check-proof` reads: a proof has at most 2·64 hashes.
@@ -404,4 +420,22 @@ fn print_trusted(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verify_bars_each_count_up_to_the_records_not_twice_them() {
+        let records = 1_000;
+        let check = |done: u64, expected: (VerifyPass, u64)| {
+            assert_eq!(verify_pass(done, records), expected, "{done}");
+        };
+        check(0, (VerifyPass::Walk, 0));
+        check(512, (VerifyPass::Walk, 512));
+        check(1_000, (VerifyPass::Walk, 1_000));
+        check(1_001, (VerifyPass::Replay, 1));
+        check(2_000, (VerifyPass::Replay, 1_000));
+    }
 }
