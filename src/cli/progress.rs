@@ -30,7 +30,7 @@ impl ProgressLine {
         // The template is a constant; should indicatif ever refuse it, the default style
         // still shows the count.
         if let Ok(style) = ProgressStyle::with_template(
-            "{prefix:>8} [{bar:30}] {percent:>3}% {human_pos}/{human_len} records, {per_sec}, {eta} left",
+            "{prefix:>8} [{bar:30}] {percent:>3}% {human_pos}/{human_len} records, {elapsed} elapsed, {eta} left",
         ) {
             bar.set_style(style.progress_chars("#>-"));
         }

@@ -415,3 +415,24 @@ fn long_commands_draw_no_progress_into_a_pipe() {
     let output = exits(annals(&["import", path(&file), path(&copy)]), 0);
     assert_eq!(stderr(&output), "");
 }
+
+#[test]
+fn demo_draws_a_bar_of_records_when_stderr_is_a_terminal() {
+    let log = Log::new();
+    // `script` (util-linux) runs the demo on a pseudo-terminal and copies what it drew;
+    // standard output goes to /dev/null, so only the bar reaches the transcript.
+    let command = format!(
+        "'{}' demo '{}' --records 300 > /dev/null",
+        env!("CARGO_BIN_EXE_annals"),
+        path(&log.db)
+    );
+    let output = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run script (util-linux)");
+    let output = exits(output, 0);
+    let drawn = String::from_utf8_lossy(&output.stdout);
+    assert!(drawn.contains("demo ["), "{drawn}");
+    assert!(drawn.contains("/300 records"), "{drawn}");
+}
