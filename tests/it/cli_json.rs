@@ -124,6 +124,19 @@ fn check_proof_json_says_what_it_proved_and_against_which_head() {
     let unanchored = exits(annals(&["check-proof", path(&proof), "--json"]), 0);
     assert_eq!(json(stdout(&unanchored).trim_end())["trusted"], Value::Null);
 
+    // A kept head in a file that is not there names the file.
+    let absent = log.dir.path().join("kept-head.txt");
+    let head_arg = format!("@{}", path(&absent));
+    let object = error_object(
+        annals(&["check-proof", path(&proof), "--head", &head_arg, "--json"]),
+        "not_found",
+        2,
+    );
+    assert_eq!(
+        object["error"],
+        format!("{}: no such file or directory", path(&absent)).as_str()
+    );
+
     // Another tree head: invalid, exit 1, as a JSON error.
     let other = "0".repeat(64);
     let refused = annals(&["check-proof", path(&proof), "--head", &other, "--json"]);
