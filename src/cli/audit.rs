@@ -189,7 +189,7 @@ fn trusted_head(args: &CheckProofArgs) -> Result<Option<TrustedHead>, Failure> {
     let (text, source) = match head.strip_prefix('@') {
         Some(file) => {
             let bytes = read_capped(Path::new(file), KEPT_HEAD_BYTES_MAX)
-                .map_err(|error| Failure::file(Path::new(file), false, &error))?;
+                .map_err(|error| Failure::named(&format!("--head {head}"), false, &error))?;
             let text = String::from_utf8(bytes)
                 .map_err(|_| Failure::Usage(format!("--head {head}: not UTF-8 text")))?;
             (text, head.clone())

@@ -239,14 +239,13 @@ impl Failure {
     /// A failed operation on the file at `path`: `reading` or writing it (for the message
     /// about permissions), naming the path and the cause in words.
     pub(crate) fn file(path: &Path, writing: bool, error: &io::Error) -> Failure {
-        Failure::of(
-            Kind::of_io(error),
-            format!(
-                "{}: {}",
-                path.display(),
-                cause(Kind::of_io(error), writing, error)
-            ),
-        )
+        Failure::named(&path.display().to_string(), writing, error)
+    }
+
+    /// [`Failure::file`] for a file the user named as `name` (`--head @FILE`, say).
+    pub(crate) fn named(name: &str, writing: bool, error: &io::Error) -> Failure {
+        let kind = Kind::of_io(error);
+        Failure::of(kind, format!("{name}: {}", cause(kind, writing, error)))
     }
 
     /// A failure of `kind`, with the exit code kinds take.

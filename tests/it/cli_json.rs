@@ -134,7 +134,7 @@ fn check_proof_json_says_what_it_proved_and_against_which_head() {
     );
     assert_eq!(
         object["error"],
-        format!("{}: no such file or directory", path(&absent)).as_str()
+        format!("--head @{}: no such file or directory", path(&absent)).as_str()
     );
 
     // Another tree head: invalid, exit 1, as a JSON error.
