@@ -110,6 +110,10 @@ const PROGRESS_RECORDS: u64 = 1024;
 /// so far: the walk counts up to the head, then the replay from there to twice the head.
 /// Errors are for failures to read at all (I/O, redb); problems in what is read are findings
 /// in the report.
+#[cfg_attr(
+    feature = "tracing",
+    tracing::instrument(level = "info", name = "verify", skip_all)
+)]
 pub fn verify_with(
     snapshot: &Snapshot,
     live: &dyn TableSource,
@@ -157,7 +161,11 @@ fn check_projections(
                     Some(Problem::Checkpoint {
                         projection: projection.name().to_owned(),
                         detail: format!(
-                            "checkpoint is {checkpoint:?}, expected version {} through position {head}",
+                            "checkpoint is {}, expected version {} through position {head}",
+                            checkpoint.map_or("missing".to_owned(), |c| format!(
+                                "version {} through position {}",
+                                c.version, c.next
+                            )),
                             projection.version()
                         ),
                     }),

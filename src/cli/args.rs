@@ -15,6 +15,35 @@ use crate::log::append::{ExpectedVersion, UnknownExpectedVersion};
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
+    /// Print the library's spans to standard error as they close, with their durations:
+    /// `-v` rebuild, verify, import and catch-up; `-vv` every commit and batch too.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+}
+
+impl Command {
+    /// Whether the command was asked for JSON, which its errors then are too.
+    pub(crate) fn json(&self) -> bool {
+        match self {
+            Command::Demo(args) => args.json,
+            Command::Append(args) => args.json,
+            Command::Log(args) => args.style.json,
+            Command::Tail(args) => args.json,
+            Command::Verify(args) => args.json,
+            Command::Stats(args) => args.json,
+            Command::State(args) => args.json,
+            Command::Streams(args) => args.json,
+            Command::Rebuild(args) => args.json,
+            Command::Root(args) => args.json,
+            Command::Prove(args) => args.json,
+            Command::CheckProof(args) => args.json,
+            Command::History(args) => args.style.json,
+            Command::Export(args) => args.json,
+            Command::Import(args) => args.json,
+            #[cfg(feature = "testing")]
+            Command::CrashWriter(_) => false,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -24,6 +53,10 @@ pub(crate) enum Command {
     Demo(DemoArgs),
     /// Append one event to a stream, creating the log file if it is missing. Prints the
     /// position written, or `duplicate <POSITION>` for an idempotent repeat.
+    ///
+    /// Limits: a payload of at most 1 MiB (1048576 bytes), a stream name of at most 256
+    /// bytes, a kind of at most 128 bytes, an idempotency key of at most 256 bytes; a value
+    /// over its limit is refused (exit 1) and nothing is written.
     Append(AppendArgs),
     /// Print records, one line each, payloads decoded; filter them as `git log` does.
     Log(LogArgs),
@@ -164,6 +197,9 @@ pub(crate) struct ExportArgs {
     /// Export up to this position, excluded [default: the head].
     #[arg(long)]
     pub(crate) to: Option<u64>,
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Args)]
@@ -172,6 +208,9 @@ pub(crate) struct ImportArgs {
     pub(crate) file: PathBuf,
     /// The log to import into: created if missing, else continued.
     pub(crate) db: PathBuf,
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
 }
@@ -224,6 +263,9 @@ pub(crate) struct CheckProofArgs {
     /// The root of the tree head you trust (with `--size`): 64 lower-case hex digits.
     #[arg(long, requires = "size")]
     pub(crate) root: Option<String>,
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Args)]
@@ -234,6 +276,9 @@ pub(crate) struct DemoArgs {
     /// Append at least this many records.
     #[arg(long, default_value_t = 10_000)]
     pub(crate) records: u64,
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
 }
@@ -268,6 +313,9 @@ pub(crate) struct RebuildArgs {
     /// Rebuild only this projection [default: all].
     #[arg(long)]
     pub(crate) projection: Option<String>,
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
     /// For the crash tests: after clearing the projections and after each batch, print
@@ -302,6 +350,9 @@ pub(crate) struct AppendArgs {
     /// The payload's schema version [default: 1].
     #[arg(long)]
     pub(crate) schema: Option<u16>,
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
 }

@@ -11,22 +11,57 @@ use serde::{Deserialize, Serialize};
 use super::args::{CheckProofArgs, ExportArgs, ProveArgs, RootArgs, VerifyArgs};
 use super::progress::ProgressLine;
 use super::render::{print_json, print_range, print_verify};
-use super::{EXIT_FINDINGS, Failure};
+use super::report::{CheckProofJson, HeadJson, RangeJson};
+use super::{EXIT_FINDINGS, Failure, Kind};
 use crate::audit::proof_file::{ProofFile, lower_hex_digest};
 use crate::hash::Digest;
 use crate::merkle::{TreeHead, TrustedHead};
 use crate::record::Position;
 use crate::store::Store;
 
+/// `verify` with its two passes on two bars, each counting the log's records: the walk of
+/// the log, then the replay into memory that the projections are compared with. The
+/// library counts both passes on one counter (up to twice the head), so the second bar
+/// starts where the first ended.
+pub(crate) fn verify_showing_progress(store: &Store) -> Result<crate::VerifyReport, Failure> {
+    let records = store.head()?.next.0;
+    let mut walk = ProgressLine::new("verify", records);
+    let mut replay = ProgressLine::new("replay", records);
+    let report = store.verify_with(&mut |done| match verify_pass(done, records) {
+        (VerifyPass::Walk, walked) => walk.update(walked),
+        (VerifyPass::Replay, replayed) => {
+            walk.finish();
+            replay.update(replayed);
+        }
+    });
+    walk.finish();
+    replay.finish();
+    Ok(report?)
+}
+
+/// The two passes of `verify`.
+#[derive(Debug, PartialEq, Eq)]
+enum VerifyPass {
+    Walk,
+    Replay,
+}
+
+/// Which pass the library's count `done` (up to twice `records`) is in, and the records that
+/// pass has done.
+fn verify_pass(done: u64, records: u64) -> (VerifyPass, u64) {
+    if done <= records {
+        (VerifyPass::Walk, done)
+    } else {
+        (VerifyPass::Replay, done - records)
+    }
+}
+
 /// The largest proof file `check-proof` reads: a proof has at most 2·64 hashes.
 const PROOF_FILE_BYTES_MAX: u64 = 64 * 1024;
 
 pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.db)?;
-    let mut line = ProgressLine::new("verify", 2 * store.head()?.next.0);
-    let report = store.verify_with(&mut |done| line.update(done));
-    line.finish();
-    let report = report?;
+    let report = verify_showing_progress(&store)?;
     let mut out = io::stdout().lock();
     print_verify(&mut out, &report, args.json)?;
     out.flush()?;
@@ -65,26 +100,31 @@ pub(crate) fn prove(args: ProveArgs) -> Result<ExitCode, Failure> {
 
 pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
     let trusted = trusted_head(&args)?;
-    let unreadable =
-        |error: io::Error| Failure::Usage(format!("{}: {error}", args.proof.display()));
-    let bytes = read_capped(&args.proof, PROOF_FILE_BYTES_MAX).map_err(unreadable)?;
+    let bytes = read_capped(&args.proof, PROOF_FILE_BYTES_MAX)
+        .map_err(|error| Failure::file(&args.proof, false, &error))?;
+    let invalid = |message: String| Failure::of(Kind::InvalidProof, message);
     if bytes.len() as u64 > PROOF_FILE_BYTES_MAX {
-        return Err(Failure::Finding(format!(
+        return Err(invalid(format!(
             "invalid: {} is over {PROOF_FILE_BYTES_MAX} bytes, larger than any proof",
             args.proof.display()
         )));
     }
     let proof = ProofFile::from_json(&bytes)
-        .map_err(|error| Failure::Finding(format!("invalid: {}: {error}", args.proof.display())))?;
+        .map_err(|error| invalid(format!("invalid: {}: {error}", args.proof.display())))?;
     let checked = match &trusted {
         Some(trusted) => proof.check(trusted).map(Some),
         None => proof.check_self_consistency().map(|()| None),
     };
-    let matched = checked.map_err(|error| Failure::Finding(format!("invalid: {error}")))?;
+    let matched = checked.map_err(|error| invalid(format!("invalid: {error}")))?;
     let mut out = io::stdout().lock();
-    print_valid_proof(&mut out, &proof)?;
+    if args.json {
+        print_json(&mut out, &check_proof_json(&proof, matched))?;
+    } else {
+        print_valid_proof(&mut out, &proof)?;
+    }
     match matched {
-        Some(matched) => print_trusted(&mut out, &proof, &matched)?,
+        Some(matched) if !args.json => print_trusted(&mut out, &proof, &matched)?,
+        Some(_) => {}
         None => {
             let mut heads: Vec<String> = proof
                 .from_tree_head()
@@ -103,6 +143,26 @@ pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `check-proof --json` prints for a valid `proof`, checked against `matched`.
+fn check_proof_json(proof: &ProofFile, matched: Option<TreeHead>) -> CheckProofJson {
+    let position = match proof {
+        ProofFile::Inclusion { position, .. } => Some(*position),
+        ProofFile::Consistency { .. } => None,
+    };
+    CheckProofJson {
+        valid: true,
+        proof: if position.is_some() {
+            "inclusion"
+        } else {
+            "consistency"
+        },
+        position,
+        from: proof.from_tree_head().map(HeadJson::from),
+        to: proof.tree_head().into(),
+        trusted: matched.map(HeadJson::from),
+    }
 }
 
 /// The first `cap + 1` bytes of `path` at most, so that an oversized file is seen as such
@@ -129,7 +189,7 @@ fn trusted_head(args: &CheckProofArgs) -> Result<Option<TrustedHead>, Failure> {
     let (text, source) = match head.strip_prefix('@') {
         Some(file) => {
             let bytes = read_capped(Path::new(file), KEPT_HEAD_BYTES_MAX)
-                .map_err(|error| Failure::Usage(format!("--head {head}: {error}")))?;
+                .map_err(|error| Failure::named(&format!("--head {head}"), false, &error))?;
             let text = String::from_utf8(bytes)
                 .map_err(|_| Failure::Usage(format!("--head {head}: not UTF-8 text")))?;
             (text, head.clone())
@@ -200,6 +260,11 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.db)?;
     let snapshot = store.snapshot()?;
     let to = args.to.unwrap_or(snapshot.head()?.next.0);
+    // The export is renamed into place at the end; a directory there would fail only then,
+    // in words that name no path.
+    if let Some(failure) = super::diagnose(&args.file, false) {
+        return Err(failure);
+    }
     let mut line = ProgressLine::new("export", to.saturating_sub(args.from));
     let summary = crate::export::export(
         &snapshot,
@@ -209,8 +274,21 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
         &mut |done| line.update(done),
     );
     line.finish();
+    let summary = summary.map_err(|error| match error {
+        crate::Error::Export(export) => match *export {
+            crate::export::ExportError::Io(io) => Failure::file(&args.file, true, &io),
+            other => crate::Error::Export(Box::new(other)).into(),
+        },
+        // The log is read through redb; a bare I/O error is the export file's.
+        crate::Error::Io(io) => Failure::file(&args.file, true, &io),
+        other => other.into(),
+    })?;
     let mut out = io::stdout().lock();
-    print_range(&mut out, &summary?.header, "exported", "to", &args.file)?;
+    if args.json {
+        print_json(&mut out, &RangeJson::new(&summary.header, &args.file))?;
+    } else {
+        print_range(&mut out, &summary.header, "exported", "to", &args.file)?;
+    }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -342,4 +420,22 @@ fn print_trusted(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verify_bars_each_count_up_to_the_records_not_twice_them() {
+        let records = 1_000;
+        let check = |done: u64, expected: (VerifyPass, u64)| {
+            assert_eq!(verify_pass(done, records), expected, "{done}");
+        };
+        check(0, (VerifyPass::Walk, 0));
+        check(512, (VerifyPass::Walk, 512));
+        check(1_000, (VerifyPass::Walk, 1_000));
+        check(1_001, (VerifyPass::Replay, 1));
+        check(2_000, (VerifyPass::Replay, 1_000));
+    }
 }

@@ -16,19 +16,23 @@ mod payload;
 mod progress;
 mod read;
 mod render;
+mod report;
 mod state;
 mod table;
 mod tail;
 mod time;
+mod trace;
 mod write;
 
 use std::io;
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::error::Error;
+use crate::error::{Error, OpenError};
 use crate::export::ExportError;
+use crate::log::append::AppendError;
 use crate::projection::ProjectionError;
 
 use args::{Cli, Command};
@@ -41,7 +45,12 @@ const EXIT_USAGE: u8 = 2;
 /// Parses the process's arguments, runs the command and says how to exit.
 pub fn main() -> ExitCode {
     quiet_caught_panics();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(error),
+    };
+    let json = cli.command.json();
+    trace::init(cli.verbose);
     let result = match cli.command {
         Command::Append(args) => write::append(args),
         Command::Log(args) => read::log(args),
@@ -64,8 +73,10 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(Failure::Closed) => ExitCode::SUCCESS,
-        Err(Failure::Finding(message)) => fail(EXIT_FINDINGS, &message),
-        Err(Failure::Usage(message)) => fail(EXIT_USAGE, &message),
+        Err(failure) => {
+            let (kind, exit, message) = failure.describe();
+            report(kind, exit, &message, json)
+        }
     }
 }
 
@@ -82,36 +93,301 @@ fn quiet_caught_panics() {
     }));
 }
 
-fn fail(code: u8, message: &str) -> ExitCode {
-    eprintln!("annals: {message}");
-    ExitCode::from(code)
+/// Reports an error on standard error, as a line of text or, with `--json`, as one JSON
+/// object `{"error", "kind", "exit"}`, and exits with its kind's code.
+fn report(kind: Kind, exit: u8, message: &str, json: bool) -> ExitCode {
+    if json {
+        let object = ErrorJson {
+            error: message,
+            kind: kind.name(),
+            exit,
+        };
+        // Serialising three plain fields cannot fail; the text line is the fallback.
+        match serde_json::to_string(&object) {
+            Ok(line) => eprintln!("{line}"),
+            Err(_) => eprintln!("annals: {message}"),
+        }
+    } else {
+        eprintln!("annals: {message}");
+    }
+    ExitCode::from(exit)
+}
+
+/// An error as `--json` reports it on standard error.
+#[derive(serde::Serialize)]
+struct ErrorJson<'a> {
+    error: &'a str,
+    kind: &'static str,
+    exit: u8,
+}
+
+/// What clap found wrong with the arguments: exit 2 (kind `usage`). Help and the version
+/// are printed as clap prints them, with exit 0.
+fn usage_error(error: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) || !json_asked()
+    {
+        // clap's own rendering (usage line, suggestions, colours) and exit code.
+        error.exit()
+    }
+    let message = error.kind().as_str().map_or_else(
+        || error.to_string().trim().to_owned(),
+        |what| {
+            // clap's first line names the problem and the argument; the rest is its usage
+            // hint, which a program reading JSON does not need.
+            let rendered = error.render().to_string();
+            let first = rendered.lines().next().unwrap_or(what);
+            first.trim_start_matches("error: ").to_owned()
+        },
+    );
+    report(Kind::Usage, EXIT_USAGE, &message, true)
+}
+
+/// Whether `--json` is among the arguments, for errors found before they parse: the flag
+/// exists on every command, so its presence is what the user asked for.
+fn json_asked() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|arg| arg != "--")
+        .any(|arg| arg == "--json")
+}
+
+/// The stable name of what went wrong, for `--json` errors, and the exit code it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Arguments clap refused: an unknown flag, a missing value.
+    Usage,
+    /// A value the command cannot use: a malformed hash, a payload over a limit.
+    InvalidInput,
+    /// A file that does not exist.
+    NotFound,
+    /// A path that is a directory where a file was expected.
+    IsADirectory,
+    /// A file the process may not read or write.
+    PermissionDenied,
+    /// The file system is full.
+    NoSpace,
+    /// Another process holds the log in a mode this command cannot join.
+    Held,
+    /// A file that is not an annals log, or of a format this build does not read.
+    NotALog,
+    /// Stored data that fails its checks: a damaged log or export file.
+    Corrupt,
+    /// A write the log refused: a version mismatch, an idempotency conflict, a fenced guard.
+    Refused,
+    /// `verify` or `demo` found the log unsound.
+    VerifyFailed,
+    /// `check-proof` found the proof invalid.
+    InvalidProof,
+    /// Any other finding (exit 1).
+    Finding,
+    /// Any other failure of the file system or storage (exit 2).
+    Io,
+}
+
+impl Kind {
+    /// The name printed as `kind`; part of the command line's interface, never renamed.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::Usage => "usage",
+            Kind::InvalidInput => "invalid_input",
+            Kind::NotFound => "not_found",
+            Kind::IsADirectory => "is_a_directory",
+            Kind::PermissionDenied => "permission_denied",
+            Kind::NoSpace => "no_space",
+            Kind::Held => "held",
+            Kind::NotALog => "not_a_log",
+            Kind::Corrupt => "corrupt",
+            Kind::Refused => "refused",
+            Kind::VerifyFailed => "verify_failed",
+            Kind::InvalidProof => "invalid_proof",
+            Kind::Finding => "finding",
+            Kind::Io => "io",
+        }
+    }
+
+    /// 1 for findings about the log or the input's content, 2 for usage and I/O.
+    pub(crate) fn exit(self) -> u8 {
+        match self {
+            Kind::Corrupt
+            | Kind::Refused
+            | Kind::VerifyFailed
+            | Kind::InvalidProof
+            | Kind::Finding => EXIT_FINDINGS,
+            _ => EXIT_USAGE,
+        }
+    }
+
+    /// The kind of a failed file operation.
+    fn of_io(error: &io::Error) -> Kind {
+        match error.kind() {
+            io::ErrorKind::NotFound => Kind::NotFound,
+            io::ErrorKind::IsADirectory => Kind::IsADirectory,
+            io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
+                Kind::PermissionDenied
+            }
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => Kind::NoSpace,
+            _ => Kind::Io,
+        }
+    }
 }
 
 /// Why a command stopped: what to tell stderr and how to exit.
-enum Failure {
+pub(crate) enum Failure {
     /// A finding (refused append, corrupt data): exit 1.
     Finding(String),
     /// Bad usage or a failure of the file system: exit 2.
     Usage(String),
+    /// A failure of a known kind, with its exit code.
+    Of {
+        /// What went wrong, for `--json`.
+        kind: Kind,
+        /// The exit code.
+        exit: u8,
+        /// What to tell the user.
+        message: String,
+    },
     /// Standard output was closed early (e.g. piped into `head`): stop quietly.
     Closed,
+}
+
+impl Failure {
+    /// A failed operation on the file at `path`: `reading` or writing it (for the message
+    /// about permissions), naming the path and the cause in words.
+    pub(crate) fn file(path: &Path, writing: bool, error: &io::Error) -> Failure {
+        Failure::named(&path.display().to_string(), writing, error)
+    }
+
+    /// [`Failure::file`] for a file the user named as `name` (`--head @FILE`, say).
+    pub(crate) fn named(name: &str, writing: bool, error: &io::Error) -> Failure {
+        let kind = Kind::of_io(error);
+        Failure::of(kind, format!("{name}: {}", cause(kind, writing, error)))
+    }
+
+    /// A failure of `kind`, with the exit code kinds take.
+    pub(crate) fn of(kind: Kind, message: String) -> Failure {
+        Failure::Of {
+            kind,
+            exit: kind.exit(),
+            message,
+        }
+    }
+
+    /// The kind and the message to report.
+    fn describe(self) -> (Kind, u8, String) {
+        match self {
+            Failure::Finding(message) => (Kind::Finding, EXIT_FINDINGS, message),
+            Failure::Usage(message) => (Kind::InvalidInput, EXIT_USAGE, message),
+            Failure::Of {
+                kind,
+                exit,
+                message,
+            } => (kind, exit, message),
+            Failure::Closed => (Kind::Io, EXIT_USAGE, "standard output closed".to_owned()),
+        }
+    }
+}
+
+/// The cause of a failed file operation in words: the ones people meet are spelled out (the
+/// standard library's text ends in `(os error N)`).
+fn cause(kind: Kind, writing: bool, error: &io::Error) -> String {
+    match kind {
+        Kind::NotFound => "no such file or directory".to_owned(),
+        Kind::IsADirectory => "is a directory".to_owned(),
+        Kind::PermissionDenied if writing => "not writable: permission denied".to_owned(),
+        Kind::PermissionDenied => "not readable: permission denied".to_owned(),
+        Kind::NoSpace => "no space left on the device".to_owned(),
+        _ => error.to_string(),
+    }
 }
 
 impl From<Error> for Failure {
     fn from(error: Error) -> Self {
         let message = error.to_string();
-        match error {
-            Error::Append(_)
-            | Error::Projection(crate::projection::ProjectionError::Behind { .. })
-            | Error::Corrupt { .. }
+        let kind = match &error {
+            Error::Append(AppendError::Limit(_)) => Kind::InvalidInput,
+            Error::Append(_) | Error::Store(_) => Kind::Refused,
+            Error::Corrupt { .. }
             | Error::CorruptMeta(_)
             | Error::DamagedFile(_)
-            | Error::Projection(ProjectionError::Invariant { .. }) => Failure::Finding(message),
-            Error::Export(export) if !matches!(*export, ExportError::Io(_)) => {
-                Failure::Finding(message)
+            | Error::CorruptProjection { .. }
+            | Error::UndecodableEvent { .. }
+            | Error::Projection(ProjectionError::Invariant { .. }) => Kind::Corrupt,
+            Error::Projection(ProjectionError::Behind { .. }) => Kind::Finding,
+            Error::NoSpace { .. } => Kind::NoSpace,
+            Error::Export(export) => match export.as_ref() {
+                ExportError::Io(io) => Kind::of_io(io),
+                ExportError::Mismatch { .. } => Kind::Refused,
+                _ => Kind::Corrupt,
+            },
+            Error::Open(
+                OpenError::Unreadable { path, .. } | OpenError::NotAnnalsLog { path, .. },
+            ) if let Some(failure) = diagnose(
+                path,
+                matches!(error, Error::Open(OpenError::Unreadable { .. })),
+            ) =>
+            {
+                // redb and the format check report the file system's refusal in their own
+                // words; the path says which refusal it was.
+                return failure;
             }
-            _ => Failure::Usage(message),
+            Error::Open(OpenError::Missing { .. }) => Kind::NotFound,
+            Error::Open(OpenError::Held { .. }) => Kind::Held,
+            Error::Open(OpenError::NotAnnalsLog { .. } | OpenError::UnsupportedFormat { .. }) => {
+                Kind::NotALog
+            }
+            Error::Open(OpenError::Unreadable { .. }) => Kind::Io,
+            Error::Io(io) => Kind::of_io(io),
+            Error::Storage(redb::Error::Io(io)) => Kind::of_io(io),
+            Error::Audit(_) | Error::InvalidCommand { .. } | Error::Config(_) => Kind::InvalidInput,
+            _ => Kind::Io,
+        };
+        // The exit codes stay what they were before kinds: every append refusal (a limit
+        // too) and every damaged log or export file is a finding, the rest usage or I/O.
+        let finding = matches!(
+            error,
+            Error::Append(_)
+                | Error::Projection(ProjectionError::Behind { .. })
+                | Error::Corrupt { .. }
+                | Error::CorruptMeta(_)
+                | Error::DamagedFile(_)
+                | Error::Projection(ProjectionError::Invariant { .. })
+        ) || matches!(&error, Error::Export(export) if !matches!(**export, ExportError::Io(_)));
+        let exit = if finding { EXIT_FINDINGS } else { EXIT_USAGE };
+        Failure::Of {
+            kind,
+            exit,
+            message,
         }
+    }
+}
+
+/// Why `path` cannot be opened as a log file, when the file system says so: a directory, or
+/// (`unreadable`: redb could not open it) a file this process may not write. `None` when it
+/// can (the trouble is in its bytes).
+pub(crate) fn diagnose(path: &Path, unreadable: bool) -> Option<Failure> {
+    let metadata = std::fs::metadata(path).ok()?;
+    if metadata.is_dir() {
+        let error = io::Error::from(io::ErrorKind::IsADirectory);
+        return Some(Failure::file(path, false, &error));
+    }
+    if !unreadable {
+        return None;
+    }
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    {
+        Err(error) if error.kind() == io::ErrorKind::PermissionDenied => {
+            Some(Failure::file(path, true, &error))
+        }
+        _ => None,
     }
 }
 
@@ -120,7 +396,13 @@ impl From<io::Error> for Failure {
     fn from(error: io::Error) -> Self {
         match error.kind() {
             io::ErrorKind::BrokenPipe => Failure::Closed,
-            _ => Failure::Usage(format!("writing output: {error}")),
+            _ => {
+                let kind = Kind::of_io(&error);
+                Failure::of(
+                    kind,
+                    format!("writing output: {}", cause(kind, true, &error)),
+                )
+            }
         }
     }
 }

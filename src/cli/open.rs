@@ -31,6 +31,21 @@ pub(crate) fn open_for_writing(
     create: bool,
     access: &WriteAccess,
 ) -> Result<Store, Failure> {
+    // Creating a log over a directory fails deep in redb with no path; say it here.
+    if let Some(failure) = super::diagnose(path, false) {
+        return Err(failure);
+    }
+    // So would creating one in a folder that does not exist.
+    if let Some(folder) = path
+        .parent()
+        .filter(|folder| !folder.as_os_str().is_empty())
+        && !folder.is_dir()
+    {
+        return Err(super::Failure::of(
+            super::Kind::NotFound,
+            format!("{}: no such folder", folder.display()),
+        ));
+    }
     joining(access, |sharing| {
         let options = StoreOptions {
             create,

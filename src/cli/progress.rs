@@ -1,61 +1,61 @@
-//! The progress line: a bar on standard error while a long command runs. It draws only to a
-//! terminal and never writes to standard output, so it never changes what a command prints.
+//! Progress bars on standard error while a long command runs (`demo`, `import`, `export`,
+//! `rebuild`, `verify`), drawn by indicatif. A bar draws only when standard error is a
+//! terminal, never into a pipe or a file, and never to standard output, so it never changes
+//! what a command prints.
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, IsTerminal};
+use std::time::Duration;
 
-/// A one-line progress bar on standard error for long operations, drawn only when standard
-/// error is a terminal (never into a pipe or a file), redrawn only when its percentage moves.
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// How often a bar may redraw: often enough to look alive, rarely enough that a command
+/// reporting after every few records spends nothing on drawing.
+const REDRAWS_PER_SECOND: u8 = 10;
+
+/// A progress bar on standard error counting records: hidden unless standard error is a
+/// terminal.
 pub(crate) struct ProgressLine {
-    label: &'static str,
-    total: u64,
-    enabled: bool,
-    shown_percent: Option<u64>,
+    bar: ProgressBar,
 }
 
-/// Characters of the bar between its brackets.
-const PROGRESS_BAR_WIDTH: u64 = 30;
-
 impl ProgressLine {
+    /// A bar labelled `label` counting up to `total` records.
     pub(crate) fn new(label: &'static str, total: u64) -> ProgressLine {
-        ProgressLine {
-            label,
-            total,
-            enabled: total > 0 && io::stderr().is_terminal(),
-            shown_percent: None,
+        let target = if total > 0 && io::stderr().is_terminal() {
+            ProgressDrawTarget::stderr_with_hz(REDRAWS_PER_SECOND)
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        let bar = ProgressBar::with_draw_target(Some(total), target);
+        // The template is a constant; should indicatif ever refuse it, the default style
+        // still shows the count.
+        if let Ok(style) = ProgressStyle::with_template(
+            "{prefix:>8} [{bar:30}] {percent:>3}% {human_pos}/{human_len} records, {elapsed} elapsed, {eta} left",
+        ) {
+            bar.set_style(style.progress_chars("#>-"));
         }
+        bar.set_prefix(label);
+        // A steady tick keeps the elapsed time and rate moving between reports.
+        bar.enable_steady_tick(Duration::from_millis(1_000 / u64::from(REDRAWS_PER_SECOND)));
+        ProgressLine { bar }
     }
 
+    /// Sets the records done so far.
     pub(crate) fn update(&mut self, done: u64) {
-        if !self.enabled {
-            return;
-        }
-        let done = done.min(self.total);
-        let percent = done * 100 / self.total;
-        if self.shown_percent == Some(percent) {
-            return;
-        }
-        self.shown_percent = Some(percent);
-        let filled = (done * PROGRESS_BAR_WIDTH / self.total) as usize;
-        let empty = PROGRESS_BAR_WIDTH as usize - filled;
-        let mut err = io::stderr().lock();
-        // A failure to draw progress is not a failure of the operation.
-        let _ = write!(
-            err,
-            "\r{} [{}{}] {percent:>3}% {done}/{}",
-            self.label,
-            "#".repeat(filled),
-            "-".repeat(empty),
-            self.total
-        );
-        let _ = err.flush();
+        self.bar.set_position(done);
     }
 
-    /// Erases the line, if one was drawn.
+    /// Erases the bar, if one was drawn.
     pub(crate) fn finish(&mut self) {
-        if self.shown_percent.take().is_some() {
-            let mut err = io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K");
-            let _ = err.flush();
+        if !self.bar.is_finished() {
+            self.bar.finish_and_clear();
         }
+    }
+}
+
+impl Drop for ProgressLine {
+    /// A command that stops early (an error, `?`) leaves no bar behind on the terminal.
+    fn drop(&mut self) {
+        self.finish();
     }
 }

@@ -8,11 +8,13 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::Failure;
 use super::args::{AppendArgs, DemoArgs, ImportArgs, RebuildArgs};
+use super::audit::verify_showing_progress;
 use super::open::{joining, open_for_writing};
 use super::progress::ProgressLine;
-use super::render::print_range;
+use super::render::{print_json, print_range};
+use super::report::{AppendJson, DemoJson, RangeJson, RebuildJson};
+use super::{Failure, Kind};
 use crate::error::Error;
 use crate::log::append::{AppendError, AppendOutcome};
 use crate::record::NewEvent;
@@ -48,6 +50,11 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
     let outcome = store.append(&args.stream, args.expect, &[event])?;
     store.close()?;
     let mut out = io::stdout().lock();
+    if args.json {
+        print_json(&mut out, &AppendJson::new(&outcome))?;
+        out.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     match outcome {
         AppendOutcome::Appended(appended) => writeln!(out, "{}", appended.first_position)?,
         AppendOutcome::Duplicate { .. } => writeln!(out, "duplicate {}", outcome.first_position())?,
@@ -113,6 +120,18 @@ fn now_ms() -> Result<u64, Failure> {
 }
 
 pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
+    // The library's account of an unreadable export file or a directory in the log's place
+    // names neither path; these checks do, before anything is read.
+    fs::File::open(&args.file)
+        .and_then(|file| file.metadata())
+        .and_then(|metadata| match metadata.is_dir() {
+            true => Err(io::Error::from(io::ErrorKind::IsADirectory)),
+            false => Ok(()),
+        })
+        .map_err(|error| Failure::file(&args.file, false, &error))?;
+    if let Some(failure) = super::diagnose(&args.db, false) {
+        return Err(failure);
+    }
     // The header gives the total for the progress line; the import reads and checks it again.
     let records = crate::export::ExportReader::open(&args.file)
         .map(|reader| reader.header().to.0 - reader.header().from.0)
@@ -141,8 +160,13 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
     });
     check.finish();
     write.finish();
+    let summary = summary?;
     let mut out = io::stdout().lock();
-    print_range(&mut out, &summary?.header, "imported", "into", &args.db)?;
+    if args.json {
+        print_json(&mut out, &RangeJson::new(&summary.header, &args.db))?;
+    } else {
+        print_range(&mut out, &summary.header, "imported", "into", &args.db)?;
+    }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -167,10 +191,24 @@ pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
         Some(name) => vec![name.as_str()],
         None => store.projections().iter().map(|p| p.name()).collect(),
     };
-    let names = names.join(", ");
     // Closing writes redb's allocator state: a failure there (a full disk) is the command's.
     store.close()?;
-    println!("rebuilt {names} through position {}", head.next);
+    let mut out = io::stdout().lock();
+    if args.json {
+        let report = RebuildJson {
+            projections: names,
+            through: head.next.0,
+        };
+        print_json(&mut out, &report)?;
+    } else {
+        writeln!(
+            out,
+            "rebuilt {} through position {}",
+            names.join(", "),
+            head.next
+        )?;
+    }
+    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -184,33 +222,62 @@ fn wait_for_step(done: u64) {
 
 pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
     let store = open_for_writing(&args.db, true, &args.access)?;
-    let report = crate::demo::run(&store, args.records, |_| {})?;
-    let mut out = BufWriter::new(io::stdout().lock());
-    writeln!(
-        out,
-        "wrote {} records to {}",
-        report.records,
-        args.db.display()
-    )?;
-    for (projection, records) in &report.per_projection {
-        writeln!(out, "  {projection:<10} {records:>7} records")?;
-    }
-    writeln!(out, "head {} {}", report.head.next, report.head.hash)?;
-    let verified = store.verify()?;
+    let mut line = ProgressLine::new("demo", args.records);
+    let report = crate::demo::run(&store, args.records, |done| line.update(done));
+    line.finish();
+    let report = report?;
+    let verified = verify_showing_progress(&store)?;
+    // Closing writes redb's allocator state: a failure there (a full disk) is the command's.
     store.close()?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    if args.json {
+        let demo = DemoJson {
+            path: args.db.display().to_string(),
+            records: report.records,
+            per_projection: report.per_projection.clone(),
+            head: report.head.next.0,
+            head_hash: report.head.hash.to_hex(),
+            sound: verified.is_sound(),
+            verified_records: verified.records,
+            verified_streams: verified.streams,
+        };
+        print_json(&mut out, &demo)?;
+    } else {
+        writeln!(
+            out,
+            "wrote {} records to {}",
+            report.records,
+            args.db.display()
+        )?;
+        for (projection, records) in &report.per_projection {
+            writeln!(out, "  {projection:<10} {records:>7} records")?;
+        }
+        writeln!(out, "head {} {}", report.head.next, report.head.hash)?;
+    }
     match &verified.problem {
         None => {
-            writeln!(
-                out,
-                "verify: sound ({} records, {} streams)",
-                verified.records, verified.streams
-            )?;
+            if !args.json {
+                writeln!(
+                    out,
+                    "verify: sound ({} records, {} streams)",
+                    verified.records, verified.streams
+                )?;
+                writeln!(
+                    out,
+                    "next: put annals on the PATH with `cargo install --path . --features cli`, then try"
+                )?;
+                writeln!(out, "  annals log {} --limit 5", args.db.display())?;
+                writeln!(out, "  annals root {} --json", args.db.display())?;
+            }
             out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
         Some(finding) => {
             out.flush()?;
-            Err(Failure::Finding(format!("verify failed at {finding}")))
+            Err(Failure::of(
+                Kind::VerifyFailed,
+                format!("verify failed at {finding}"),
+            ))
         }
     }
 }

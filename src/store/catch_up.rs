@@ -27,6 +27,10 @@ use crate::record::{Position, Record};
 const REPLAY_BATCH_RECORDS: usize = 8192;
 
 /// Rebuilds stale projections and catches up lagging ones.
+#[cfg_attr(
+    feature = "tracing",
+    tracing::instrument(level = "info", name = "catch_up", skip_all)
+)]
 pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Result<()> {
     let txn = db.begin_write()?;
     pin_unregistered(&txn, Snapshot::head_in(&txn)?, projections)?;
@@ -46,6 +50,10 @@ pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Resu
 /// are pinned at the head (this transaction's appends will not reach them); its own that lag
 /// (pinned by such a process) get the records they missed, read from the log as of the
 /// transaction's start (the writer lock is held, so nothing newer exists).
+#[cfg_attr(
+    feature = "tracing",
+    tracing::instrument(level = "debug", name = "catch_up", skip_all)
+)]
 pub(crate) fn keep_up(
     txn: &WriteTransaction,
     db: &Database,
@@ -126,6 +134,7 @@ fn pin_unregistered(txn: &WriteTransaction, head: Head, projections: &Projection
 }
 
 /// Clears `name` (or every projection) and replays the whole log into it.
+#[cfg_attr(feature = "tracing", tracing::instrument(level = "info", name = "rebuild", skip_all, fields(projection = name.unwrap_or("all"))))]
 pub(crate) fn rebuild(
     db: &Database,
     projections: &Projections,

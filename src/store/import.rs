@@ -45,6 +45,7 @@ impl Store {
     /// [`Store::import`], opening an existing `target` with `options` (its sharing mode and
     /// busy timeout, say); a new log is built exclusive whatever they say, and published only
     /// when complete.
+    #[cfg_attr(feature = "tracing", tracing::instrument(level = "info", name = "import", skip_all, fields(file = %file.display())))]
     pub fn import_with(
         file: &Path,
         target: &Path,

@@ -333,6 +333,10 @@ impl Store {
 
     /// [`Store::write`] committed with `durability`. A transaction that appended nothing is
     /// aborted rather than committed, whatever the durability.
+    #[cfg_attr(
+        feature = "tracing",
+        tracing::instrument(level = "debug", name = "commit", skip_all)
+    )]
     pub fn write_with<R>(
         &self,
         durability: Durability,

@@ -143,6 +143,10 @@ impl Batch {
 /// before it commits (up to `batch_max` messages): they would otherwise wait for this commit
 /// only to start the next, so a batch of callers stays one batch instead of splitting in two
 /// that alternate.
+#[cfg_attr(
+    feature = "tracing",
+    tracing::instrument(level = "debug", name = "batch", skip_all)
+)]
 fn commit_batch(
     store: &Store,
     durability: Durability,

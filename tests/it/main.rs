@@ -3,6 +3,7 @@
 mod architecture;
 mod cli;
 mod cli_audit;
+mod cli_json;
 mod cli_read;
 mod common;
 mod corruption;
