@@ -68,7 +68,7 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
 /// file's length is known and named; a device or pipe (`/dev/zero`, say) may never end, so
 /// only the limit is.
 fn read_payload(path: &Path, payload_bytes_max: u32) -> Result<Vec<u8>, Failure> {
-    let unreadable = |error: io::Error| Failure::Usage(format!("{}: {error}", path.display()));
+    let unreadable = |error: io::Error| Failure::file(path, false, &error);
     let file = fs::File::open(path).map_err(unreadable)?;
     let mut payload = Vec::new();
     file.take(u64::from(payload_bytes_max) + 1)

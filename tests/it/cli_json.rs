@@ -449,3 +449,33 @@ fn demo_draws_a_bar_of_records_when_stderr_is_a_terminal() {
     assert!(drawn.contains("demo ["), "{drawn}");
     assert!(drawn.contains("/300 records"), "{drawn}");
 }
+
+#[test]
+fn an_append_payload_file_that_is_missing_or_a_directory_is_named_with_its_cause() {
+    let log = log_of_three();
+    let missing = log.dir.path().join("no-such-payload");
+    let object = error_object(
+        log.run(
+            "append",
+            &["s", "k", &format!("@{}", path(&missing)), "--json"],
+        ),
+        "not_found",
+        2,
+    );
+    let message = object["error"].as_str().unwrap();
+    assert!(message.starts_with(path(&missing)), "{message}");
+    assert!(!message.contains("os error"), "{message}");
+    let folder = log.dir.path();
+    let object = error_object(
+        log.run(
+            "append",
+            &["s", "k", &format!("@{}", path(folder)), "--json"],
+        ),
+        "is_a_directory",
+        2,
+    );
+    assert_eq!(
+        object["error"],
+        format!("{}: is a directory", path(folder)).as_str()
+    );
+}
