@@ -264,7 +264,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
                 )?;
                 writeln!(
                     out,
-                    "next: put annals on the PATH with `cargo install --path . --features cli`, then try"
+                    "next: put annals on the PATH with `cargo install --locked --path . --features cli`, then try"
                 )?;
                 writeln!(out, "  annals log {} --limit 5", args.db.display())?;
                 writeln!(out, "  annals root {} --json", args.db.display())?;

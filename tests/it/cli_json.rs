@@ -177,7 +177,7 @@ fn demo_text_ends_with_the_next_step() {
     let output = exits(annals(&["demo", path(&log.db), "--records", "100"]), 0);
     let text = stdout(&output);
     assert!(
-        text.contains("cargo install --path . --features cli"),
+        text.contains("cargo install --locked --path . --features cli"),
         "{text}"
     );
     assert!(text.contains("annals log "), "{text}");
