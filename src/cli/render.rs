@@ -161,7 +161,7 @@ fn record_text(
         payload.truncate(cut);
         payload.push_str(&format!(
             "… ({} bytes; --full to see all)",
-            thousands(record.payload.len() as u64)
+            crate::projection::grouped(record.payload.len() as u64)
         ));
     }
     format!(
@@ -172,19 +172,6 @@ fn record_text(
         word(&record.kind),
         &hash[..HASH_TEXT_DIGITS],
     )
-}
-
-/// `n` with a comma between each group of three digits: `1,048,576`.
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (at, digit) in digits.chars().enumerate() {
-        if at > 0 && (digits.len() - at).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
 }
 
 /// `text` as is, or as a JSON string (quoted and escaped) if it would break a
