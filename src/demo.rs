@@ -256,6 +256,18 @@ impl<'s> Simulation<'s> {
         if self.ticks.is_multiple_of(127) {
             self.checkpoint_consumer()?;
         }
+        // The reference hub's labelled leases, pre-summed fuel charges, report rows and the
+        // caller-counted `markWaiting` / `markRetry`: on a tick schedule, drawing nothing from
+        // the generator, so every other step keeps writing what it wrote before.
+        if self.ticks.is_multiple_of(5) {
+            self.project_lease_step()?;
+        }
+        if self.ticks.is_multiple_of(11) {
+            self.charge_presummed_fuel()?;
+        }
+        if self.ticks.is_multiple_of(13) {
+            self.report_and_mark()?;
+        }
         if self.ticks.is_multiple_of(211) {
             let prune = SweepCommand::Prune {
                 now_ms: self.now_ms,
@@ -349,6 +361,7 @@ impl<'s> Simulation<'s> {
         let command = OutboxCommand::Enqueue {
             key,
             peer: peer.into(),
+            kind: "event".into(),
             payload,
             now_ms: self.now_ms,
         };
@@ -616,6 +629,91 @@ impl<'s> Simulation<'s> {
             op: ops[self.rng.below(ops.len() as u64) as usize].into(),
             fuel: 1 + self.rng.below(500),
             now_ms: self.now_ms,
+        };
+        let _ = self.store.execute(&command)?;
+        Ok(())
+    }
+
+    /// An agent takes, renews (by re-acquiring) or releases a lease of the `demo` project,
+    /// labelled with its name and the holder's display name.
+    fn project_lease_step(&mut self) -> Result<()> {
+        let round = self.ticks / 5;
+        let agent = round % AGENTS;
+        let name = ["deploy", "schema-migration"][(round % 2) as usize];
+        let resource = format!("demo/{name}");
+        let holder = self.agent_handle(agent);
+        let held = crate::leases::lease(&self.store.state()?, &resource)?;
+        if let Some(lease) = held.filter(|lease| lease.holder == holder && round % 3 == 0) {
+            let _ = self.store.execute(&LeaseCommand::Release {
+                resource,
+                holder,
+                token: lease.token,
+                now_ms: self.now_ms,
+            })?;
+            return Ok(());
+        }
+        let _ = self.store.execute(&LeaseCommand::AcquireLabelled {
+            resource,
+            holder,
+            labels: crate::leases::LeaseLabels {
+                project: "demo".into(),
+                name: name.into(),
+                holder_name: format!("Agent {agent}"),
+            },
+            ttl_ms: LEASE_TTL_MS,
+            now_ms: self.now_ms,
+        })?;
+        Ok(())
+    }
+
+    /// A batch of calls summed by the caller, charged at once (some batches are empty).
+    fn charge_presummed_fuel(&mut self) -> Result<()> {
+        let round = self.ticks / 11;
+        let calls = round % 4;
+        let command = crate::registry::decide::ChargeFuel {
+            instance: self.agent_handle(round % AGENTS),
+            caller: String::new(),
+            op: "batch.sync".into(),
+            calls,
+            fuel: calls * 40,
+            now_ms: self.now_ms,
+        };
+        let _ = self.store.execute(&command)?;
+        Ok(())
+    }
+
+    /// A `report` row, and the push lane's outcome for the first row due, counted by the
+    /// lane itself: parked for the peer's pull, or scheduled again.
+    fn report_and_mark(&mut self) -> Result<()> {
+        self.next_delivery += 1;
+        let peer = PEERS[((self.ticks / 13) % PEERS.len() as u64) as usize];
+        let command = OutboxCommand::Enqueue {
+            key: format!("report-s{}-{}", self.session, self.next_delivery),
+            peer: peer.into(),
+            kind: "report".into(),
+            payload: format!("{{\"report\":{}}}", self.next_delivery).into_bytes(),
+            now_ms: self.now_ms,
+        };
+        let _ = self.store.execute(&command)?;
+        let due = crate::outbox::due(&self.store.state()?, self.now_ms, 1)?;
+        let Some(row) = due.into_iter().next() else {
+            return Ok(());
+        };
+        let attempts = row.attempts + 1;
+        let command = if (self.ticks / 13).is_multiple_of(2) {
+            OutboxCommand::MarkWaiting {
+                key: row.key,
+                attempts,
+                now_ms: self.now_ms,
+            }
+        } else {
+            OutboxCommand::MarkRetry {
+                key: row.key,
+                attempts,
+                next_at_ms: self.now_ms + 2_000,
+                first_failed_at_ms: row.first_failed_at_ms.unwrap_or(self.now_ms),
+                now_ms: self.now_ms,
+            }
         };
         let _ = self.store.execute(&command)?;
         Ok(())

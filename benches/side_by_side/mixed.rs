@@ -200,6 +200,7 @@ impl Client {
             Step::Enqueue => Mixed::Outbox(OutboxCommand::Enqueue {
                 key: self.outbox_key(),
                 peer: self.peer(),
+                kind: "event".into(),
                 payload: self.outbox_payload(),
                 now_ms,
             }),

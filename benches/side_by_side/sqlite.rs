@@ -117,6 +117,7 @@ impl Sqlite {
             resource: resource.clone(),
             token,
             expires_at_ms: now_ms + TTL_MS,
+            labels: None,
         })
         .to_new_event(now_ms);
         // Each task's stream holds its commands, but only the position is counted here.

@@ -39,6 +39,9 @@ pub(crate) fn bulk_event(i: usize) -> NewEvent {
             holder,
             token: (i / BULK_RESOURCES) as u64 + 1,
             expires_at_ms: EPOCH_MS + i as u64 + TTL_MS,
+            project: String::new(),
+            name: String::new(),
+            holder_name: String::new(),
         })
         .to_new_event(EPOCH_MS + i as u64)
     };
@@ -95,6 +98,7 @@ pub(crate) fn lease_command_event() -> NewEvent {
         resource: "resource-0".into(),
         token: 1,
         expires_at_ms: EPOCH_MS + TTL_MS,
+        labels: None,
     });
     event.to_new_event(EPOCH_MS)
 }

@@ -80,6 +80,9 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: LeaseEvent) -> Re
                 token: FencingToken(e.token),
                 acquired_at_ms: record.at_ms,
                 expires_at_ms: e.expires_at_ms,
+                project: e.project,
+                name: e.name,
+                holder_name: e.holder_name,
             };
             // The replaced lease (lapsed) had a lower token, so the held row alone keeps the
             // last token.
@@ -95,6 +98,9 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: LeaseEvent) -> Re
                 return Err(broken(record, RENEW_ONLY_LIVE, detail));
             }
             lease.expires_at_ms = e.expires_at_ms;
+            if let Some(labels) = e.labels {
+                lease.label(labels);
+            }
             HELD.insert(tables, &e.resource, &lease)
         }
         LeaseEvent::Released(e) => {

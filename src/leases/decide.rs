@@ -6,7 +6,7 @@ use super::events::{
     Acquired, LaneClaimed, LaneCursorAdvanced, LaneReleased, LaneRenewed, LeaseEvent, Released,
     Renewed,
 };
-use super::query::{self, FencingToken, LaneLease, Lease};
+use super::query::{self, FencingToken, LaneLease, Lease, LeaseLabels};
 use crate::command::{Command, Decision};
 use crate::error::Result;
 use crate::projection::table::TableSource;
@@ -47,6 +47,21 @@ pub enum LeaseCommand {
         resource: String,
         /// Who asks.
         holder: String,
+        /// How long the lease lasts from `now_ms`.
+        ttl_ms: u64,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+    /// [`LeaseCommand::Acquire`] with the labels the reference hub's `acquireLease` takes:
+    /// a grant carries them, and the holder's own re-acquisition rewrites them (as the
+    /// reference does) while keeping its token and grant time.
+    AcquireLabelled {
+        /// The resource.
+        resource: String,
+        /// Who asks.
+        holder: String,
+        /// The lease's project, name and the holder's display name.
+        labels: LeaseLabels,
         /// How long the lease lasts from `now_ms`.
         ttl_ms: u64,
         /// The caller's clock.
@@ -127,7 +142,14 @@ impl Command for LeaseCommand {
                 holder,
                 ttl_ms,
                 now_ms,
-            } => decide_acquire(state, resource, holder, *ttl_ms, *now_ms),
+            } => decide_acquire(state, resource, holder, None, *ttl_ms, *now_ms),
+            LeaseCommand::AcquireLabelled {
+                resource,
+                holder,
+                labels,
+                ttl_ms,
+                now_ms,
+            } => decide_acquire(state, resource, holder, Some(labels), *ttl_ms, *now_ms),
             LeaseCommand::Renew {
                 resource,
                 holder,
@@ -145,12 +167,14 @@ impl Command for LeaseCommand {
     }
 }
 
-/// [`LeaseCommand::Acquire`]: free → the next token; own live lease → extended; another's
-/// live lease → `held`.
+/// [`LeaseCommand::Acquire`] and [`LeaseCommand::AcquireLabelled`]: free → the next token;
+/// own live lease → extended (relabelled if `labels` are given); another's live lease →
+/// `held`.
 fn decide_acquire(
     state: &dyn TableSource,
     resource: &str,
     holder: &str,
+    labels: Option<&LeaseLabels>,
     ttl_ms: u64,
     now_ms: u64,
 ) -> Result<Decision<LeaseOutcome>> {
@@ -172,8 +196,12 @@ fn decide_acquire(
                 resource: resource.to_owned(),
                 token: lease.token.0,
                 expires_at_ms,
+                labels: labels.cloned(),
             });
             lease.expires_at_ms = expires_at_ms;
+            if let Some(labels) = labels {
+                lease.label(labels.clone());
+            }
             let outcome = LeaseOutcome::Granted {
                 lease,
                 renewed: true,
@@ -183,18 +211,25 @@ fn decide_acquire(
         _ => {
             let last = query::last_token(state, resource)?.map_or(0, |t| t.0);
             let token = validate::next_counter("resource", last)?;
+            let labels = labels.cloned().unwrap_or_default();
             let lease = Lease {
                 resource: resource.to_owned(),
                 holder: holder.to_owned(),
                 token: FencingToken(token),
                 acquired_at_ms: now_ms,
                 expires_at_ms,
+                project: labels.project.clone(),
+                name: labels.name.clone(),
+                holder_name: labels.holder_name.clone(),
             };
             let event = LeaseEvent::Acquired(Acquired {
                 resource: resource.to_owned(),
                 holder: holder.to_owned(),
                 token,
                 expires_at_ms,
+                project: labels.project,
+                name: labels.name,
+                holder_name: labels.holder_name,
             });
             let outcome = LeaseOutcome::Granted {
                 lease,
@@ -231,6 +266,7 @@ fn decide_renew(
         resource: resource.to_owned(),
         token: token.0,
         expires_at_ms,
+        labels: None,
     });
     let lease = Lease {
         expires_at_ms,

@@ -2,12 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::query::LeaseLabels;
 use crate::error::Result;
 use crate::event::{DomainEvent, EventKind, decode_payload, encode_payload, unknown_schema};
 use crate::record::Record;
 
 /// A resource lease was granted: fresh (no live lease) or by takeover of an expired one.
-/// The grant time is the record's `at_ms`.
+/// The grant time is the record's `at_ms`. Schema 3 (schema 2 had no labels).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Acquired {
     /// The resource.
@@ -15,6 +16,26 @@ pub struct Acquired {
     /// Who holds it now.
     pub holder: String,
     /// The fencing token issued: one more than any token issued before for the resource.
+    pub token: u64,
+    /// When it lapses, ms since the epoch.
+    pub expires_at_ms: u64,
+    /// The project the lease belongs to (empty when the acquisition named none).
+    pub project: String,
+    /// The lease's name within its project.
+    pub name: String,
+    /// The holder's display name.
+    pub holder_name: String,
+}
+
+/// Schema 2 of `lease.acquired`, without the labels. Upcast with empty labels: a lease
+/// acquired before labels existed belongs to no project.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcquiredV2 {
+    /// The resource.
+    pub resource: String,
+    /// Who holds it now.
+    pub holder: String,
+    /// The fencing token issued.
     pub token: u64,
     /// When it lapses, ms since the epoch.
     pub expires_at_ms: u64,
@@ -34,9 +55,24 @@ pub struct AcquiredV1 {
     pub ttl_ms: u64,
 }
 
-/// A live lease was extended by its holder under the same token.
+/// A live lease was extended by its holder under the same token. Schema 2 (schema 1 had no
+/// labels).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Renewed {
+    /// The resource.
+    pub resource: String,
+    /// The token, unchanged.
+    pub token: u64,
+    /// The new deadline.
+    pub expires_at_ms: u64,
+    /// The labels the lease takes now, when a labelled re-acquisition renewed it (the
+    /// reference's `acquireLease` rewrites them); `None` keeps the lease's own.
+    pub labels: Option<LeaseLabels>,
+}
+
+/// Schema 1 of `lease.renewed`, without labels. Upcast with `labels: None`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenewedV1 {
     /// The resource.
     pub resource: String,
     /// The token, unchanged.
@@ -133,11 +169,11 @@ impl DomainEvent for LeaseEvent {
     const CATALOGUE: &'static [EventKind] = &[
         EventKind {
             kind: ACQUIRED,
-            schema: 2,
+            schema: 3,
         },
         EventKind {
             kind: RENEWED,
-            schema: 1,
+            schema: 2,
         },
         EventKind {
             kind: RELEASED,
@@ -189,15 +225,25 @@ impl DomainEvent for LeaseEvent {
         let event = match (record.kind.as_str(), record.schema) {
             (ACQUIRED, 1) => {
                 let v1: AcquiredV1 = decode_payload(record)?;
-                LeaseEvent::Acquired(Acquired {
+                LeaseEvent::Acquired(unlabelled(AcquiredV2 {
                     resource: v1.resource,
                     holder: v1.holder,
                     token: v1.token,
                     expires_at_ms: record.at_ms.saturating_add(v1.ttl_ms),
+                }))
+            }
+            (ACQUIRED, 2) => LeaseEvent::Acquired(unlabelled(decode_payload(record)?)),
+            (ACQUIRED, 3) => LeaseEvent::Acquired(decode_payload(record)?),
+            (RENEWED, 1) => {
+                let v1: RenewedV1 = decode_payload(record)?;
+                LeaseEvent::Renewed(Renewed {
+                    resource: v1.resource,
+                    token: v1.token,
+                    expires_at_ms: v1.expires_at_ms,
+                    labels: None,
                 })
             }
-            (ACQUIRED, 2) => LeaseEvent::Acquired(decode_payload(record)?),
-            (RENEWED, 1) => LeaseEvent::Renewed(decode_payload(record)?),
+            (RENEWED, 2) => LeaseEvent::Renewed(decode_payload(record)?),
             (RELEASED, 1) => LeaseEvent::Released(decode_payload(record)?),
             (LANE_CLAIMED, 1) => LeaseEvent::LaneClaimed(decode_payload(record)?),
             (LANE_RENEWED, 1) => LeaseEvent::LaneRenewed(decode_payload(record)?),
@@ -209,5 +255,18 @@ impl DomainEvent for LeaseEvent {
             _ => return Ok(None),
         };
         Ok(Some(event))
+    }
+}
+
+/// Schema 2 of `lease.acquired` as schema 3: a grant from before labels has none.
+fn unlabelled(v2: AcquiredV2) -> Acquired {
+    Acquired {
+        resource: v2.resource,
+        holder: v2.holder,
+        token: v2.token,
+        expires_at_ms: v2.expires_at_ms,
+        project: String::new(),
+        name: String::new(),
+        holder_name: String::new(),
     }
 }

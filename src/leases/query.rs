@@ -25,12 +25,38 @@ pub struct Lease {
     pub acquired_at_ms: u64,
     /// When it lapses: live while `now_ms < expires_at_ms`.
     pub expires_at_ms: u64,
+    /// The project it belongs to (empty when its acquisition named none).
+    pub project: String,
+    /// Its name within the project.
+    pub name: String,
+    /// The holder's display name.
+    pub holder_name: String,
+}
+
+/// What a labelled acquisition says about a lease besides its resource and holder, as the
+/// reference hub's `acquireLease` input does: its project, its name and the holder's display
+/// name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseLabels {
+    /// The project the lease belongs to: what [`list_leases`] selects by.
+    pub project: String,
+    /// The lease's name within the project.
+    pub name: String,
+    /// The holder's display name.
+    pub holder_name: String,
 }
 
 impl Lease {
     /// Whether it is live at `now_ms`.
     pub fn is_live(&self, now_ms: u64) -> bool {
         now_ms < self.expires_at_ms
+    }
+
+    /// Gives the lease `labels`.
+    pub(crate) fn label(&mut self, labels: LeaseLabels) {
+        self.project = labels.project;
+        self.name = labels.name;
+        self.holder_name = labels.holder_name;
     }
 }
 
@@ -86,6 +112,18 @@ pub fn leases(state: &dyn TableSource, limit: usize) -> Result<Vec<Lease>> {
         .into_iter()
         .map(|(_, l)| l)
         .collect())
+}
+
+/// Every held lease of `project`, live or lapsed, in resource order: the reference hub's
+/// `listLeases`. Leases acquired without labels belong to the empty project.
+pub fn list_leases(state: &dyn TableSource, project: &str) -> Result<Vec<Lease>> {
+    let mut listed = Vec::new();
+    for (_, lease) in HELD.scan_prefix(state, &(), Direction::Forward, usize::MAX)? {
+        if lease.project == project {
+            listed.push(lease);
+        }
+    }
+    Ok(listed)
 }
 
 /// The lane lease of `lane`/`key`.

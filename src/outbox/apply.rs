@@ -10,13 +10,17 @@
 //! [`crate::ProjectionError::Invariant`] at its position.
 
 use super::events::{Enqueued, ExpiryReason, OutboxEvent};
-use super::query::{BY_PEER, BY_STATE, Claim, DUE, OutboxRow, OutboxState, ROWS};
+use super::query::{
+    BY_ENQUEUE, BY_PEER, BY_STATE, Claim, DUE, OutboxRow, OutboxState, ROWS, next_enqueue_id,
+};
 use crate::error::{Error, Result};
 use crate::projection::table::WriteTables;
 use crate::record::Record;
 
 /// An enqueue names a key no row has.
 pub(crate) const KEY_UNUSED: &str = "key_unused";
+/// An enqueue's id is above every row's there is.
+pub(crate) const ENQUEUE_ID_INCREASES: &str = "enqueue_id_increases";
 /// Every other event names a row there is.
 pub(crate) const ROW_EXISTS: &str = "row_exists";
 /// A row moves only from a state the event moves it from.
@@ -37,6 +41,18 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: OutboxEvent) -> R
     let key = event.key().to_owned();
     let before = ROWS.get(tables, &key)?;
     check(record, &event, before.as_ref())?;
+    if let OutboxEvent::Enqueued(e) = &event {
+        let lowest = next_enqueue_id(tables)?;
+        if e.enqueue_id < lowest {
+            let detail = format!(
+                "row {:?} enqueued with id {}, not above the highest there is, {}",
+                e.key,
+                e.enqueue_id,
+                lowest - 1
+            );
+            return Err(broken(record, ENQUEUE_ID_INCREASES, detail));
+        }
+    }
     let after = match (&event, before.clone()) {
         (OutboxEvent::Enqueued(e), None) => Some(created(e, record.at_ms)),
         (OutboxEvent::Pruned(_), _) => None,
@@ -141,6 +157,8 @@ pub fn created(event: &Enqueued, at_ms: u64) -> OutboxRow {
     OutboxRow {
         key: event.key.clone(),
         peer: event.peer.clone(),
+        kind: event.kind.clone(),
+        enqueue_id: event.enqueue_id,
         payload: event.payload.clone(),
         state: OutboxState::Pending,
         attempts: 0,
@@ -196,29 +214,33 @@ fn close(row: &mut OutboxRow, state: OutboxState) {
 
 /// Adds the index entries `row` has.
 fn index(tables: &WriteTables<'_>, row: &OutboxRow) -> Result<()> {
-    if let Some(key) = due_key(row) {
-        DUE.insert(tables, &key, &())?;
+    if let Some((key, next_at_ms)) = due_entry(row) {
+        DUE.insert(tables, &key, &next_at_ms)?;
     }
     if let Some(key) = peer_key(row) {
         BY_PEER.insert(tables, &key, &())?;
     }
+    BY_ENQUEUE.insert(tables, &row.enqueue_id, &row.key)?;
     BY_STATE.insert(tables, &state_key(row), &())
 }
 
 /// Removes the index entries `row` has.
 fn unindex(tables: &WriteTables<'_>, row: &OutboxRow) -> Result<()> {
-    if let Some(key) = due_key(row) {
+    if let Some((key, _)) = due_entry(row) {
         DUE.remove(tables, &key)?;
     }
     if let Some(key) = peer_key(row) {
         BY_PEER.remove(tables, &key)?;
     }
+    BY_ENQUEUE.remove(tables, &row.enqueue_id)?;
     BY_STATE.remove(tables, &state_key(row)).map(drop)
 }
 
-fn due_key(row: &OutboxRow) -> Option<(u64, String)> {
+fn due_entry(row: &OutboxRow) -> Option<((u64, String), u64)> {
     match (row.state, row.next_at_ms) {
-        (OutboxState::Pending, Some(next_at_ms)) => Some((next_at_ms, row.key.clone())),
+        (OutboxState::Pending, Some(next_at_ms)) => {
+            Some(((row.enqueue_id, row.key.clone()), next_at_ms))
+        }
         _ => None,
     }
 }
@@ -226,7 +248,7 @@ fn due_key(row: &OutboxRow) -> Option<(u64, String)> {
 fn peer_key(row: &OutboxRow) -> Option<(String, u64, String)> {
     row.state
         .is_open()
-        .then(|| (row.peer.clone(), row.created_at_ms, row.key.clone()))
+        .then(|| (row.peer.clone(), row.enqueue_id, row.key.clone()))
 }
 
 fn state_key(row: &OutboxRow) -> (u8, u64, String) {

@@ -28,6 +28,8 @@ use crate::validate;
 pub const KEY_BYTES_MAX: usize = 200;
 /// Longest peer name, in bytes.
 pub const PEER_BYTES_MAX: usize = 200;
+/// Longest row kind, in bytes.
+pub const KIND_BYTES_MAX: usize = 64;
 /// Longest claim token, in bytes.
 pub const CLAIM_TOKEN_BYTES_MAX: usize = 128;
 /// Longest error text a retry records, in bytes.
@@ -61,7 +63,7 @@ const UNDELIVERED: [OutboxState; 2] = [OutboxState::Pending, OutboxState::Waitin
 const _: () =
     assert!(STREAM_PREFIX.len() + KEY_BYTES_MAX <= Limits::DEFAULT.stream_bytes_max as usize);
 const _: () = assert!(
-    PAYLOAD_BYTES_MAX + KEY_BYTES_MAX + PEER_BYTES_MAX + 3 * 8
+    PAYLOAD_BYTES_MAX + KEY_BYTES_MAX + PEER_BYTES_MAX + KIND_BYTES_MAX + 5 * 8
         <= Limits::DEFAULT.payload_bytes_max as usize
 );
 const _: () = assert!(CLAIM_RETRY_MS < MAX_AGE_MS);
@@ -151,6 +153,9 @@ pub enum OutboxCommand {
         key: String,
         /// The peer it is owed to.
         peer: String,
+        /// What kind of row it is (the reference's `kind`), at most [`KIND_BYTES_MAX`]
+        /// bytes.
+        kind: String,
         /// What is delivered, at most [`PAYLOAD_BYTES_MAX`] bytes.
         payload: Vec<u8>,
         /// The caller's clock.
@@ -179,6 +184,30 @@ pub enum OutboxCommand {
         backoff: Backoff,
         /// What went wrong, at most [`ERROR_BYTES_MAX`] bytes.
         last_error: Option<String>,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+    /// The reference's `markWaiting`: a `pending` row becomes `waiting` with the attempt
+    /// count the caller gives.
+    MarkWaiting {
+        /// The row's key.
+        key: String,
+        /// The attempt count the row takes.
+        attempts: u32,
+        /// The caller's clock.
+        now_ms: u64,
+    },
+    /// The reference's `markRetry`: a `pending` row stays `pending` with the attempt count,
+    /// next time and first failure time the caller gives.
+    MarkRetry {
+        /// The row's key.
+        key: String,
+        /// The attempt count the row takes.
+        attempts: u32,
+        /// When it is due again.
+        next_at_ms: u64,
+        /// When it first failed.
+        first_failed_at_ms: u64,
         /// The caller's clock.
         now_ms: u64,
     },
@@ -232,7 +261,7 @@ pub struct RowAck {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PullCommand {
     /// Claim the peer's own claimable rows (pending, waiting, or claimed under a lapsed
-    /// claim), oldest first, under the caller's fresh `token` until `now_ms + lease_ms`.
+    /// claim), in enqueue order, under the caller's fresh `token` until `now_ms + lease_ms`.
     Claim {
         /// The claiming peer: only its own rows are taken.
         peer: String,
@@ -269,7 +298,7 @@ pub struct AckRefusal {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use]
 pub enum PullOutcome {
-    /// The rows claimed (possibly none), in creation order.
+    /// The rows claimed (possibly none), in enqueue order.
     Claimed {
         /// The claim's token.
         token: ClaimToken,
@@ -354,6 +383,10 @@ fn check_key(key: &str) -> Result<()> {
     validate::name("key", key, KEY_BYTES_MAX)
 }
 
+fn check_kind(kind: &str) -> Result<()> {
+    validate::name("kind", kind, KIND_BYTES_MAX)
+}
+
 fn check_peer(peer: &str) -> Result<()> {
     validate::name("peer", peer, PEER_BYTES_MAX)
 }
@@ -389,9 +422,10 @@ impl Command for OutboxCommand {
             OutboxCommand::Enqueue {
                 key,
                 peer,
+                kind,
                 payload,
                 now_ms,
-            } => decide_enqueue(state, key, peer, payload, *now_ms),
+            } => decide_enqueue(state, key, peer, kind, payload, *now_ms),
             OutboxCommand::Deliver { key, now_ms } => decide_deliver(state, key, *now_ms),
             OutboxCommand::Park { key, now_ms } => decide_park(state, key, *now_ms),
             OutboxCommand::Retry {
@@ -400,6 +434,25 @@ impl Command for OutboxCommand {
                 last_error,
                 now_ms,
             } => decide_retry(state, key, backoff, last_error, *now_ms),
+            OutboxCommand::MarkWaiting {
+                key,
+                attempts,
+                now_ms,
+            } => decide_mark_waiting(state, key, *attempts, *now_ms),
+            OutboxCommand::MarkRetry {
+                key,
+                attempts,
+                next_at_ms,
+                first_failed_at_ms,
+                now_ms,
+            } => decide_mark_retry(
+                state,
+                key,
+                *attempts,
+                *next_at_ms,
+                *first_failed_at_ms,
+                *now_ms,
+            ),
             OutboxCommand::GiveUp { key, now_ms } => decide_give_up(state, key, *now_ms),
         }
     }
@@ -410,11 +463,13 @@ fn decide_enqueue(
     state: &dyn TableSource,
     key: &str,
     peer: &str,
+    kind: &str,
     payload: &[u8],
     now_ms: u64,
 ) -> Result<Decision<OutboxOutcome>> {
     check_key(key)?;
     check_peer(peer)?;
+    check_kind(kind)?;
     validate::at_most_bytes("payload", payload.len(), PAYLOAD_BYTES_MAX)?;
     if let Some(row) = query::row(state, key)? {
         return Ok(Decision::nothing(OutboxOutcome::AlreadyEnqueued { row }));
@@ -422,7 +477,9 @@ fn decide_enqueue(
     let enqueued = Enqueued {
         key: key.to_owned(),
         peer: peer.to_owned(),
+        kind: kind.to_owned(),
         payload: payload.to_vec(),
+        enqueue_id: query::next_enqueue_id(state)?,
     };
     let row = created(&enqueued, now_ms);
     let event = OutboxEvent::Enqueued(enqueued);
@@ -473,6 +530,42 @@ fn decide_retry(
             next_at_ms: now_ms.saturating_add(backoff.delay_ms(attempts)),
             first_failed_at_ms: row.first_failed_at_ms.unwrap_or(now_ms),
             last_error: last_error.clone(),
+        })
+    })
+}
+
+/// [`OutboxCommand::MarkWaiting`]: a `pending` row is `waiting` with the caller's count.
+fn decide_mark_waiting(
+    state: &dyn TableSource,
+    key: &str,
+    attempts: u32,
+    now_ms: u64,
+) -> Result<Decision<OutboxOutcome>> {
+    move_row(state, key, now_ms, &[OutboxState::Pending], |_| {
+        OutboxEvent::Parked(Parked {
+            key: key.to_owned(),
+            attempts,
+        })
+    })
+}
+
+/// [`OutboxCommand::MarkRetry`]: a `pending` row takes the caller's count, next time and
+/// first failure time; its last error stays.
+fn decide_mark_retry(
+    state: &dyn TableSource,
+    key: &str,
+    attempts: u32,
+    next_at_ms: u64,
+    first_failed_at_ms: u64,
+    now_ms: u64,
+) -> Result<Decision<OutboxOutcome>> {
+    move_row(state, key, now_ms, &[OutboxState::Pending], |row| {
+        OutboxEvent::RetryScheduled(RetryScheduled {
+            key: key.to_owned(),
+            attempts,
+            next_at_ms,
+            first_failed_at_ms,
+            last_error: row.last_error.clone(),
         })
     })
 }

@@ -12,14 +12,34 @@ use crate::event::{DomainEvent, EventKind, decode_payload, encode_payload, unkno
 use crate::record::Record;
 
 /// A row was added, `pending` and due at once. Its creation time is the record's `at_ms`.
+/// Schema 2 (schema 1 had no kind and no enqueue id).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Enqueued {
     /// The idempotency key: the row's identity.
     pub key: String,
     /// The peer the row is owed to.
     pub peer: String,
+    /// What kind of row it is (the reference's `kind` column); empty for a row enqueued
+    /// before rows had kinds.
+    pub kind: String,
     /// What is delivered, opaque to the store.
     #[serde(serialize_with = "crate::event::readable_bytes")]
+    pub payload: Vec<u8>,
+    /// The row's place in enqueue order (the reference's autoincrement `id`): above every
+    /// row's there is.
+    pub enqueue_id: u64,
+}
+
+/// Schema 1 of `outbox.enqueued`, without a kind or an enqueue id. Upcast with an empty kind
+/// and the enqueue id `position + 1`: records come in position order, so the ids keep the
+/// order the rows were enqueued in, and every later id continues above them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnqueuedV1 {
+    /// The idempotency key: the row's identity.
+    pub key: String,
+    /// The peer the row is owed to.
+    pub peer: String,
+    /// What is delivered, opaque to the store.
     pub payload: Vec<u8>,
 }
 
@@ -168,7 +188,7 @@ impl DomainEvent for OutboxEvent {
     const CATALOGUE: &'static [EventKind] = &[
         EventKind {
             kind: ENQUEUED,
-            schema: 1,
+            schema: 2,
         },
         EventKind {
             kind: DELIVERED,
@@ -228,7 +248,17 @@ impl DomainEvent for OutboxEvent {
 
     fn from_record(record: &Record) -> Result<Option<Self>> {
         let event = match (record.kind.as_str(), record.schema) {
-            (ENQUEUED, 1) => OutboxEvent::Enqueued(decode_payload(record)?),
+            (ENQUEUED, 1) => {
+                let v1: EnqueuedV1 = decode_payload(record)?;
+                OutboxEvent::Enqueued(Enqueued {
+                    key: v1.key,
+                    peer: v1.peer,
+                    kind: String::new(),
+                    payload: v1.payload,
+                    enqueue_id: record.position.0.saturating_add(1),
+                })
+            }
+            (ENQUEUED, 2) => OutboxEvent::Enqueued(decode_payload(record)?),
             (DELIVERED, 1) => OutboxEvent::Delivered(decode_payload(record)?),
             (PARKED, 1) => OutboxEvent::Parked(decode_payload(record)?),
             (RETRY_SCHEDULED, 1) => OutboxEvent::RetryScheduled(decode_payload(record)?),

@@ -102,6 +102,10 @@ pub struct OutboxRow {
     pub key: String,
     /// The peer it is owed to; only that peer may claim and ack it.
     pub peer: String,
+    /// What kind of row it is (empty for a row enqueued before rows had kinds).
+    pub kind: String,
+    /// Its place in enqueue order: due rows, claims and listings go in this order.
+    pub enqueue_id: u64,
     /// What is delivered.
     #[serde(serialize_with = "crate::event::readable_bytes")]
     pub payload: Vec<u8>,
@@ -138,11 +142,14 @@ impl OutboxRow {
 
 /// `outbox.rows`: key → row.
 pub(crate) const ROWS: Table<String, OutboxRow> = Table::new("outbox.rows");
-/// `outbox.due`: (next_at_ms, key) for exactly the `pending` rows.
-pub(crate) const DUE: Table<(u64, String), ()> = Table::new("outbox.due");
-/// `outbox.by_peer`: (peer, created_at_ms, key) for exactly the open rows (pending, waiting,
-/// claimed), in creation order per peer.
+/// `outbox.due`: (enqueue_id, key) → next_at_ms for exactly the `pending` rows, in enqueue
+/// order as the reference's `dueRows` reads them.
+pub(crate) const DUE: Table<(u64, String), u64> = Table::new("outbox.due");
+/// `outbox.by_peer`: (peer, enqueue_id, key) for exactly the open rows (pending, waiting,
+/// claimed), in enqueue order per peer.
 pub(crate) const BY_PEER: Table<(String, u64, String), ()> = Table::new("outbox.by_peer");
+/// `outbox.by_enqueue`: enqueue_id → key for every row, in enqueue order.
+pub(crate) const BY_ENQUEUE: Table<u64, String> = Table::new("outbox.by_enqueue");
 /// `outbox.by_state`: (state code, created_at_ms, key) for every row, oldest first per state.
 pub(crate) const BY_STATE: Table<(u8, u64, String), ()> = Table::new("outbox.by_state");
 
@@ -152,6 +159,7 @@ pub const TABLES: &[&str] = &[
     "outbox.due",
     "outbox.by_peer",
     "outbox.by_state",
+    "outbox.by_enqueue",
 ];
 
 /// Rows read per page when a scan filters as it goes.
@@ -210,24 +218,45 @@ pub fn rows(state: &dyn TableSource, limit: usize) -> Result<Vec<OutboxRow>> {
         .collect())
 }
 
-/// The rows the push lane may push at `now_ms`: `pending` with `next_at_ms <= now_ms`, in
-/// (`next_at_ms`, key) order, at most `limit`. (`waiting` rows have no `next_at_ms`: only
-/// the peer's pull takes them.)
-pub fn due(state: &dyn TableSource, now_ms: u64, limit: usize) -> Result<Vec<OutboxRow>> {
-    // The index is in next_at order, so the due rows are a prefix of it.
-    let entries = DUE.scan_prefix(state, &(), Direction::Forward, limit)?;
-    let mut due = Vec::with_capacity(entries.len());
-    for ((next_at_ms, key), ()) in entries {
-        if next_at_ms > now_ms {
-            break;
-        }
-        due.push(indexed_row(state, &key)?);
+/// Up to `limit` rows in enqueue order, in every state.
+pub fn rows_by_enqueue(state: &dyn TableSource, limit: usize) -> Result<Vec<OutboxRow>> {
+    let entries = BY_ENQUEUE.scan_prefix(state, &(), Direction::Forward, limit)?;
+    let mut rows = Vec::with_capacity(entries.len());
+    for (_, key) in entries {
+        rows.push(indexed_row(state, &key)?);
     }
+    Ok(rows)
+}
+
+/// The enqueue id the next row takes: one above the highest a row has (1 for the first).
+pub fn next_enqueue_id(state: &dyn TableSource) -> Result<u64> {
+    let last = BY_ENQUEUE.scan_prefix(state, &(), Direction::Backward, 1)?;
+    let highest = last.first().map_or(0, |(id, _)| *id);
+    crate::validate::next_counter("enqueue_id", highest)
+}
+
+/// The rows the push lane may push at `now_ms`: `pending` with `next_at_ms <= now_ms`, in
+/// enqueue order, at most `limit` (the reference's `dueRows`). `waiting` rows have no
+/// `next_at_ms`: only the peer's pull takes them.
+pub fn due(state: &dyn TableSource, now_ms: u64, limit: usize) -> Result<Vec<OutboxRow>> {
+    let mut due = Vec::new();
+    if limit == 0 {
+        return Ok(due);
+    }
+    // The index is in enqueue order; rows still backing off are skipped, as the
+    // reference's `WHERE next_at <= now ORDER BY id` skips them.
+    let (from, to) = ((0, String::new()), (u64::MAX, String::new()));
+    visit_between(DUE, state, from, &to, |(_, key), next_at_ms| {
+        if next_at_ms <= now_ms {
+            due.push(indexed_row(state, &key)?);
+        }
+        Ok(due.len() < limit)
+    })?;
     Ok(due)
 }
 
 /// The `pending` rows owed to `peer` that are new or due at `now_ms` (never failed, or
-/// past their backoff), in creation order, at most `limit`: what a push at enqueue sends.
+/// past their backoff), in enqueue order, at most `limit`: what a push at enqueue sends.
 pub fn pending_for(
     state: &dyn TableSource,
     peer: &str,
@@ -240,13 +269,13 @@ pub fn pending_for(
     })
 }
 
-/// The open rows (pending, waiting, claimed) owed to `peer`, in creation order, at most
+/// The open rows (pending, waiting, claimed) owed to `peer`, in enqueue order, at most
 /// `limit`.
 pub fn open_for(state: &dyn TableSource, peer: &str, limit: usize) -> Result<Vec<OutboxRow>> {
     open_rows_for(state, peer, limit, |_| true)
 }
 
-/// Up to `limit` open rows of `peer` that pass `keep`, in creation order.
+/// Up to `limit` open rows of `peer` that pass `keep`, in enqueue order.
 pub(crate) fn open_rows_for(
     state: &dyn TableSource,
     peer: &str,
@@ -305,6 +334,8 @@ pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
             serde_json::json!({
                 "key": row.key,
                 "peer": row.peer,
+                "kind": row.kind,
+                "enqueue_id": row.enqueue_id,
                 "payload_hex": hex(&row.payload),
                 "state": row.state,
                 "attempts": row.attempts,
@@ -320,14 +351,21 @@ pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
     let due: Vec<serde_json::Value> = DUE
         .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
         .into_iter()
-        .map(|((next_at_ms, key), ())| serde_json::json!({ "next_at_ms": next_at_ms, "key": key }))
+        .map(|((enqueue_id, key), next_at_ms)| {
+            serde_json::json!({ "enqueue_id": enqueue_id, "key": key, "next_at_ms": next_at_ms })
+        })
         .collect();
     let by_peer: Vec<serde_json::Value> = BY_PEER
         .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
         .into_iter()
-        .map(|((peer, created_at_ms, key), ())| {
-            serde_json::json!({ "peer": peer, "created_at_ms": created_at_ms, "key": key })
+        .map(|((peer, enqueue_id, key), ())| {
+            serde_json::json!({ "peer": peer, "enqueue_id": enqueue_id, "key": key })
         })
+        .collect();
+    let by_enqueue: Vec<serde_json::Value> = BY_ENQUEUE
+        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
+        .into_iter()
+        .map(|(enqueue_id, key)| serde_json::json!({ "enqueue_id": enqueue_id, "key": key }))
         .collect();
     let by_state: Vec<serde_json::Value> = BY_STATE
         .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
@@ -341,6 +379,7 @@ pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
         "due": due,
         "by_peer": by_peer,
         "by_state": by_state,
+        "by_enqueue": by_enqueue,
     }))
 }
 

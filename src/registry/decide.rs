@@ -467,42 +467,100 @@ pub struct FuelOutcome {
     pub total: FuelTotal,
 }
 
-/// Calls one charge counts: one command, one call.
+/// Calls one [`RecordFuel`] counts: one command, one call.
 const CALLS_PER_CHARGE: u64 = 1;
 
 impl Command for RecordFuel {
     type Outcome = FuelOutcome;
 
     fn decide(&self, state: &dyn TableSource) -> Result<Decision<FuelOutcome>> {
-        let instance = Handle::parse("instance", &self.instance)?;
-        validate::non_empty("op", &self.op)?;
-        let current = query::fuel_entry(state, instance.as_str(), &self.caller, &self.op)?;
-        let (calls, fuel) = current.map_or((0, 0), |entry| (entry.calls, entry.fuel));
-        let entry = FuelEntry {
-            instance: instance.as_str().to_owned(),
-            caller: self.caller.clone(),
-            op: self.op.clone(),
-            calls: validate::total("instance", calls, CALLS_PER_CHARGE)?,
-            fuel: validate::total("fuel", fuel, self.fuel)?,
-            updated_at_ms: self.now_ms,
-        };
-        let before = query::fuel_total(state, instance.as_str())?;
-        let total = FuelTotal {
-            calls: validate::total("instance", before.calls, CALLS_PER_CHARGE)?,
-            fuel: validate::total("fuel", before.fuel, self.fuel)?,
-        };
-        let event = RegistryEvent::FuelCharged(FuelCharged {
-            instance: instance.as_str().to_owned(),
-            caller: self.caller.clone(),
-            op: self.op.clone(),
-            calls: CALLS_PER_CHARGE,
-            fuel: self.fuel,
-        });
-        Ok(Decision::event(
-            fuel_stream(instance.as_str()),
+        decide_charge(
+            state,
+            &self.instance,
+            &self.caller,
+            &self.op,
+            CALLS_PER_CHARGE,
+            self.fuel,
             self.now_ms,
-            event,
-            FuelOutcome { entry, total },
-        ))
+        )
     }
+}
+
+/// Charges `calls` pre-summed calls of `op` on `instance` by `caller`, costing `fuel` in
+/// all, to the ledger: one row of the reference's `charge(rows)`. Zero calls are allowed (the
+/// row's `updated_at_ms` still moves), as the reference adds whatever it is given. The
+/// instance need not be registered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChargeFuel {
+    /// The instance called: a valid handle.
+    pub instance: String,
+    /// Who called (hex identity), or empty for nobody known.
+    pub caller: String,
+    /// The op (the route); must not be empty.
+    pub op: String,
+    /// How many calls the charge counts.
+    pub calls: u64,
+    /// What they cost in all.
+    pub fuel: u64,
+    /// The caller's clock.
+    pub now_ms: u64,
+}
+
+impl Command for ChargeFuel {
+    type Outcome = FuelOutcome;
+
+    fn decide(&self, state: &dyn TableSource) -> Result<Decision<FuelOutcome>> {
+        decide_charge(
+            state,
+            &self.instance,
+            &self.caller,
+            &self.op,
+            self.calls,
+            self.fuel,
+            self.now_ms,
+        )
+    }
+}
+
+/// [`RecordFuel`] and [`ChargeFuel`]: adds `calls` and `fuel` to the (instance, caller, op)
+/// row and to the instance's total, refusing a sum past 64 bits.
+fn decide_charge(
+    state: &dyn TableSource,
+    instance: &str,
+    caller: &str,
+    op: &str,
+    calls: u64,
+    fuel: u64,
+    now_ms: u64,
+) -> Result<Decision<FuelOutcome>> {
+    let instance = Handle::parse("instance", instance)?;
+    validate::non_empty("op", op)?;
+    let current = query::fuel_entry(state, instance.as_str(), caller, op)?;
+    let (calls_before, fuel_before) = current.map_or((0, 0), |entry| (entry.calls, entry.fuel));
+    let entry = FuelEntry {
+        instance: instance.as_str().to_owned(),
+        caller: caller.to_owned(),
+        op: op.to_owned(),
+        calls: validate::total("calls", calls_before, calls)?,
+        fuel: validate::total("fuel", fuel_before, fuel)?,
+        updated_at_ms: now_ms,
+    };
+    let before = query::fuel_total(state, instance.as_str())?;
+    let total = FuelTotal {
+        calls: validate::total("calls", before.calls, calls)?,
+        fuel: validate::total("fuel", before.fuel, fuel)?,
+    };
+    let event = RegistryEvent::FuelCharged(FuelCharged {
+        instance: instance.as_str().to_owned(),
+        caller: caller.to_owned(),
+        op: op.to_owned(),
+        calls,
+        fuel,
+    });
+    Ok(Decision::event(
+        fuel_stream(instance.as_str()),
+        now_ms,
+        event,
+        FuelOutcome { entry, total },
+    ))
 }

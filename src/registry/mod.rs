@@ -3,7 +3,7 @@
 //! settings and the fuel ledger of calls. It never reads a clock: every command carries
 //! its `now_ms`, recorded as the event's `at_ms`.
 //!
-//! Rules (from the reference host registry, `instances.js`, event-sourced):
+//! # Rules, from the reference host registry (`instances.js`)
 //!
 //! - **Handles.** A handle is a hostname label (1 to 63 of `a-z`, `0-9`, `-`; no `-` at
 //!   either end) or a path-only token id (`<64 lower-case hex>_<decimal index>`). Any other
@@ -26,17 +26,20 @@
 //! - **Lookups.** [`query::by_identity`]: the *enabled* instance with that identity.
 //!   [`query::identity_of`]: the identity `handle@domain` names — an agent's own identity,
 //!   a mailbox's *owner* — whatever its status, and only if the instance's domain is that
-//!   domain. [`query::mailbox_of`]: the *enabled* mailbox instance of an owner. Where
-//!   several match, the first by handle answers (the reference leaves it to SQLite).
-//! - **Fuel.** [`RecordFuel`] charges one call and its fuel to the (instance, caller, op)
-//!   row and to the instance's total; the caller may be empty (nobody known); the op may
-//!   not. The instance need not be registered. The ledger of an instance lists the
-//!   costliest rows first.
+//!   domain. [`query::mailbox_of`]: the *enabled* mailbox instance of an owner.
+//! - **Fuel.** [`ChargeFuel`] (one row of the reference's `charge(rows)`) adds pre-summed
+//!   calls (any number, 0 included) and their fuel to the (instance, caller, op) row and to
+//!   the instance's total, and sets the row's `updated_at_ms`; [`RecordFuel`] is the same
+//!   charge for one call. The caller may be empty (nobody known); the op may not. The
+//!   instance need not be registered. The ledger of an instance lists the costliest rows
+//!   first.
 //! - **Streams.** `registry/<handle>` for instance events, `registry-setting/<key>` for
 //!   settings, `fuel/<instance>` for charges.
 //!
-//! Where this differs from the reference, and why:
+//! # Differences from the reference
 //!
+//! - Where several instances match a lookup, the first by handle answers; the reference
+//!   leaves it to SQLite's plan, which no replay could reproduce.
 //! - A command that would change nothing (an upsert giving every field its present value, a
 //!   status, roster, topics or setting already so) appends nothing and answers `Unchanged`,
 //!   so a provisioning script that runs again leaves no trace in the log.
@@ -51,9 +54,11 @@
 //! - A token id's index has at most 20 digits (enough for any `u64`; the reference's is
 //!   unbounded), so every handle fits a stream name; setting keys are at most
 //!   [`decide::SETTING_KEY_BYTES_MAX`] bytes for the same reason.
-//! - The reference charges batches of pre-summed calls; here one command charges one call
-//!   (the event records `calls`, so a batch is still expressible), and a charge that would
-//!   overflow the ledger is `InvalidCommand` (problem `Overflow`) instead of wrapping.
+//! - The reference's `charge(rows)` takes several rows in one call; here a [`ChargeFuel`]
+//!   is one row (one event on the instance's `fuel/<instance>` stream), and several charges
+//!   run in one write transaction are as atomic as the reference's batch.
+//! - A charge that would take a count past 64 bits is `InvalidCommand` (problem `Overflow`,
+//!   field `calls` or `fuel`) rather than stored: SQLite would turn the sum into a float.
 //! - The broadcast queue, stream cursors, status marks, cron schedules, billing, image
 //!   blocks and topic peers of the reference are not here (delivery queues belong to the
 //!   outbox projection).
@@ -72,8 +77,8 @@ use crate::record::Record;
 
 pub use decide::*;
 pub use decide::{
-    FuelOutcome, InstanceCommand, InstanceFields, InstanceOutcome, RecordFuel, SetSetting,
-    SettingOutcome,
+    ChargeFuel, FuelOutcome, InstanceCommand, InstanceFields, InstanceOutcome, RecordFuel,
+    SetSetting, SettingOutcome,
 };
 pub use events::RegistryEvent;
 pub use handle::Handle;

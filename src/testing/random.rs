@@ -4,9 +4,11 @@
 
 use crate::demo::Rng;
 use crate::leases::{FencingToken, LaneCommand, LeaseCommand};
+use crate::leases::LeaseLabels;
 use crate::outbox::decide::{Backoff, OutboxCommand, PullCommand, RowAck, SweepCommand};
 use crate::outbox::query::ClaimToken;
 use crate::registry::decide::{InstanceCommand, InstanceFields, RecordFuel, SetSetting};
+use crate::registry::decide::ChargeFuel;
 use crate::registry::{InstanceKind, Knows, Status};
 use crate::runs::decide::{RunCommand, SpanCommand};
 use crate::runs::events::{Attributes, SpanKind, SpanOrigin, SpanOutcome, SpanUsage};
@@ -18,7 +20,7 @@ fn pick<'a>(rng: &mut Rng, items: &[&'a str]) -> &'a str {
 
 /// Runs one random command in `session`; a refusal or an error is as good an outcome as any.
 pub fn random_command(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64) {
-    let choice = rng.below(16);
+    let choice = rng.below(19);
     command_by_choice(choice, rng, session, now_ms);
 }
 
@@ -183,6 +185,7 @@ fn command_by_choice(choice: u64, rng: &mut Rng, session: &mut WriteSession<'_>,
                 0 | 1 => OutboxCommand::Enqueue {
                     key,
                     peer: pick(rng, &peers).into(),
+                    kind: "event".into(),
                     payload: vec![1, 2],
                     now_ms,
                 },
@@ -312,6 +315,49 @@ fn command_by_choice(choice: u64, rng: &mut Rng, session: &mut WriteSession<'_>,
             };
             session.execute(&command).map(drop)
         }
+        16 => session
+            .execute(&LeaseCommand::AcquireLabelled {
+                resource: pick(rng, &resources).into(),
+                holder: pick(rng, &holders).into(),
+                labels: LeaseLabels {
+                    project: pick(rng, &["proj-a", "proj-b"]).into(),
+                    name: pick(rng, &["deploy", "migrate"]).into(),
+                    holder_name: pick(rng, &["Ada", "Grace"]).into(),
+                },
+                ttl_ms: 1 + rng.below(100),
+                now_ms,
+            })
+            .map(drop),
+        17 => {
+            let key = pick(rng, &keys).to_owned();
+            let attempts = rng.below(5) as u32;
+            let command = if rng.chance(50) {
+                OutboxCommand::MarkWaiting {
+                    key,
+                    attempts,
+                    now_ms,
+                }
+            } else {
+                OutboxCommand::MarkRetry {
+                    key,
+                    attempts,
+                    next_at_ms: now_ms + rng.below(50),
+                    first_failed_at_ms: now_ms.saturating_sub(rng.below(50)),
+                    now_ms,
+                }
+            };
+            session.execute(&command).map(drop)
+        }
+        18 => session
+            .execute(&ChargeFuel {
+                instance: pick(rng, &handles).into(),
+                caller: pick(rng, &holders).into(),
+                op: pick(rng, &["op1", "op2"]).into(),
+                calls: rng.below(20),
+                fuel: rng.below(1000),
+                now_ms,
+            })
+            .map(drop),
         _ => {
             let command = if rng.chance(50) {
                 SweepCommand::Expire {

@@ -38,6 +38,9 @@ fn lease_log() -> Log {
         holder: "agent-7".into(),
         token: 3,
         expires_at_ms: 1_700_000_030_000,
+        project: String::new(),
+        name: String::new(),
+        holder_name: String::new(),
     });
     let _ = store
         .write(|session| {

@@ -292,6 +292,9 @@ fn regrant_to_a(token: u64) -> LeaseEvent {
         holder: "a".into(),
         token,
         expires_at_ms: T0 + 100_000,
+        project: String::new(),
+        name: String::new(),
+        holder_name: String::new(),
     })
 }
 
@@ -355,6 +358,7 @@ fn forged_lease_events_are_refused_at_the_rule_they_break() {
                 resource: "r".into(),
                 token,
                 expires_at_ms: at_ms + 1_000,
+                labels: None,
             }),
             at_ms,
         )
@@ -431,6 +435,7 @@ fn outbox_rows(store: &Store) {
             .execute(&OutboxCommand::Enqueue {
                 key: key.into(),
                 peer: "p".into(),
+                kind: "event".into(),
                 payload: b"x".to_vec(),
                 now_ms: T0,
             })
@@ -502,7 +507,9 @@ fn forged_outbox_events_are_refused_at_the_rule_they_break() {
                 OutboxEvent::Enqueued(Enqueued {
                     key: "done".into(),
                     peer: "p".into(),
+                    kind: "event".into(),
                     payload: b"again".to_vec(),
+                    enqueue_id: 99,
                 }),
                 T0 + 5,
             )],

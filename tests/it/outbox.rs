@@ -29,6 +29,7 @@ fn enqueue_command(key: &str, peer: &str, payload: &[u8], now_ms: u64) -> Outbox
     OutboxCommand::Enqueue {
         key: key.into(),
         peer: peer.into(),
+        kind: "event".into(),
         payload: payload.to_vec(),
         now_ms,
     }
@@ -240,6 +241,8 @@ fn enqueue_adds_a_pending_row_due_at_once() -> TestResult {
     let expected = OutboxRow {
         key: "ev:m1:d1".into(),
         peer: "runtime:b".into(),
+        kind: "event".into(),
+        enqueue_id: 1,
         payload: b"{}".to_vec(),
         state: OutboxState::Pending,
         attempts: 0,

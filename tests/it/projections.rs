@@ -386,11 +386,14 @@ fn version_1_events_upcast_to_the_same_projection_as_version_2_events() {
         holder: "a".into(),
         token: 1,
         expires_at_ms: 1_100,
+        project: String::new(),
+        name: String::new(),
+        holder_name: String::new(),
     });
     assert_eq!(
         event.to_new_event(100).schema,
-        2,
-        "the code writes version 2"
+        3,
+        "the code writes version 3"
     );
     let _ = new
         .write(|session| {

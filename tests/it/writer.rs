@@ -129,6 +129,7 @@ async fn busy_task(writer: Writer, task: u64, steps: u64) -> Vec<Told> {
                 OutboxCommand::Enqueue {
                     key,
                     peer: format!("peer-{}", task % 4),
+                    kind: "event".into(),
                     payload: holder.clone().into_bytes(),
                     now_ms,
                 }

@@ -16,7 +16,8 @@
 use super::{Model, Op, Outcome, failed, pick};
 use crate::leases::decide::lane_stream;
 use crate::leases::{
-    FencingToken, LaneCommand, LaneLease, LaneOutcome, LeaseCommand, LeaseOutcome, LeaseRefusal,
+    FencingToken, LaneCommand, LaneLease, LaneOutcome, Lease, LeaseCommand, LeaseLabels,
+    LeaseOutcome, LeaseRefusal, list_leases,
 };
 use crate::store::WriteSession;
 
@@ -24,6 +25,12 @@ use crate::store::WriteSession;
 const RESOURCES: [&str; 3] = ["r1", "r2", ""];
 /// Lease holders.
 const HOLDERS: [&str; 3] = ["h1", "h2", ""];
+/// Lease projects (the empty one is the project of unlabelled leases).
+const PROJECTS: [&str; 3] = ["pa", "pb", ""];
+/// Lease names.
+const LEASE_NAMES: [&str; 2] = ["deploy", "migrate"];
+/// Holders' display names.
+const HOLDER_NAMES: [&str; 2] = ["Ada", "Grace"];
 /// The lane of lane leases: not the one [`super::random_domain_command`] claims.
 const LANE: &str = "model-lane";
 /// Keys of the lane (the empty one is invalid to claim).
@@ -39,6 +46,8 @@ pub(super) struct ModelLease {
     holder: String,
     token: u64,
     expires_at_ms: u64,
+    acquired_at_ms: u64,
+    labels: LeaseLabels,
 }
 
 /// The lease command `op` states at `now_ms`, if it is one.
@@ -63,6 +72,24 @@ pub(super) fn lease_command(op: &Op, now_ms: u64) -> Option<LeaseCommand> {
             resource: pick(&RESOURCES, resource).into(),
             holder: pick(&HOLDERS, holder).into(),
             token: FencingToken(u64::from(token % 4)),
+            ttl_ms: u64::from(ttl_ms),
+            now_ms,
+        },
+        Op::AcquireLabelled {
+            resource,
+            holder,
+            project,
+            name,
+            holder_name,
+            ttl_ms,
+        } => LeaseCommand::AcquireLabelled {
+            resource: pick(&RESOURCES, resource).into(),
+            holder: pick(&HOLDERS, holder).into(),
+            labels: LeaseLabels {
+                project: pick(&PROJECTS, project).into(),
+                name: pick(&LEASE_NAMES, name).into(),
+                holder_name: pick(&HOLDER_NAMES, holder_name).into(),
+            },
             ttl_ms: u64::from(ttl_ms),
             now_ms,
         },
@@ -149,6 +176,22 @@ pub(super) fn lease_on_store(command: &LeaseCommand, session: &mut WriteSession<
     }
 }
 
+/// The project whose leases `op` lists, if it is a listing.
+pub(super) fn listed_project(op: &Op) -> Option<&'static str> {
+    match *op {
+        Op::ListLeases { project } => Some(pick(&PROJECTS, project)),
+        _ => None,
+    }
+}
+
+/// The leases of `project` as the store's `list_leases` reads them.
+pub(super) fn list_on_store(project: &str, session: &mut WriteSession<'_>) -> Outcome {
+    match list_leases(session.state(), project) {
+        Ok(leases) => Outcome::Leases(leases),
+        Err(error) => failed(error),
+    }
+}
+
 /// Runs the lane command in `session`, and states what it did.
 pub(super) fn lane_on_store(command: &LaneCommand, session: &mut WriteSession<'_>) -> Outcome {
     match session.execute(command) {
@@ -167,49 +210,14 @@ impl Model {
                 holder,
                 ttl_ms,
                 now_ms,
-            } => {
-                if resource.is_empty() || holder.is_empty() || ttl_ms == 0 {
-                    return Outcome::Invalid;
-                }
-                let expires_at_ms = now_ms.saturating_add(ttl_ms);
-                let stream = format!("lease/{resource}");
-                match self.leases.get_mut(&resource) {
-                    Some(lease) if now_ms < lease.expires_at_ms && lease.holder != holder => {
-                        Outcome::Refused {
-                            reason: LeaseRefusal::Held,
-                            token: Some(lease.token),
-                        }
-                    }
-                    Some(lease) if now_ms < lease.expires_at_ms => {
-                        lease.expires_at_ms = expires_at_ms;
-                        let token = lease.token;
-                        self.write(&stream, 1);
-                        Outcome::Granted {
-                            holder,
-                            token,
-                            expires_at_ms,
-                            renewed: true,
-                        }
-                    }
-                    _ => {
-                        let token = self.tokens.get(&resource).copied().unwrap_or(0) + 1;
-                        self.tokens.insert(resource.clone(), token);
-                        let lease = ModelLease {
-                            holder: holder.clone(),
-                            token,
-                            expires_at_ms,
-                        };
-                        self.leases.insert(resource, lease);
-                        self.write(&stream, 1);
-                        Outcome::Granted {
-                            holder,
-                            token,
-                            expires_at_ms,
-                            renewed: false,
-                        }
-                    }
-                }
-            }
+            } => self.acquire(resource, holder, None, ttl_ms, now_ms),
+            LeaseCommand::AcquireLabelled {
+                resource,
+                holder,
+                labels,
+                ttl_ms,
+                now_ms,
+            } => self.acquire(resource, holder, Some(labels), ttl_ms, now_ms),
             LeaseCommand::Renew {
                 resource,
                 holder,
@@ -260,6 +268,86 @@ impl Model {
                 Outcome::Released { token: token.0 }
             }
         }
+    }
+
+    /// An acquisition, labelled or not: a grant takes the labels (none: empty), the
+    /// holder's own re-acquisition of a live lease takes them if given (the reference's
+    /// `acquireLease` rewrites its record) and keeps its own otherwise.
+    fn acquire(
+        &mut self,
+        resource: String,
+        holder: String,
+        labels: Option<LeaseLabels>,
+        ttl_ms: u64,
+        now_ms: u64,
+    ) -> Outcome {
+        if resource.is_empty() || holder.is_empty() || ttl_ms == 0 {
+            return Outcome::Invalid;
+        }
+        let expires_at_ms = now_ms.saturating_add(ttl_ms);
+        let stream = format!("lease/{resource}");
+        match self.leases.get_mut(&resource) {
+            Some(lease) if now_ms < lease.expires_at_ms && lease.holder != holder => {
+                Outcome::Refused {
+                    reason: LeaseRefusal::Held,
+                    token: Some(lease.token),
+                }
+            }
+            Some(lease) if now_ms < lease.expires_at_ms => {
+                lease.expires_at_ms = expires_at_ms;
+                if let Some(labels) = labels {
+                    lease.labels = labels;
+                }
+                let token = lease.token;
+                self.write(&stream, 1);
+                Outcome::Granted {
+                    holder,
+                    token,
+                    expires_at_ms,
+                    renewed: true,
+                }
+            }
+            _ => {
+                let token = self.tokens.get(&resource).copied().unwrap_or(0) + 1;
+                self.tokens.insert(resource.clone(), token);
+                let lease = ModelLease {
+                    holder: holder.clone(),
+                    token,
+                    expires_at_ms,
+                    acquired_at_ms: now_ms,
+                    labels: labels.unwrap_or_default(),
+                };
+                self.leases.insert(resource, lease);
+                self.write(&stream, 1);
+                Outcome::Granted {
+                    holder,
+                    token,
+                    expires_at_ms,
+                    renewed: false,
+                }
+            }
+        }
+    }
+
+    /// The reference's `listLeases(project)`: every lease of the project, live or lapsed,
+    /// by resource.
+    pub(super) fn list_leases(&self, project: &str) -> Outcome {
+        let leases = self
+            .leases
+            .iter()
+            .filter(|(_, lease)| lease.labels.project == project)
+            .map(|(resource, lease)| Lease {
+                resource: resource.clone(),
+                holder: lease.holder.clone(),
+                token: FencingToken(lease.token),
+                acquired_at_ms: lease.acquired_at_ms,
+                expires_at_ms: lease.expires_at_ms,
+                project: lease.labels.project.clone(),
+                name: lease.labels.name.clone(),
+                holder_name: lease.labels.holder_name.clone(),
+            })
+            .collect();
+        Outcome::Leases(leases)
     }
 
     /// What the lane command must do, applied to the model.

@@ -42,7 +42,7 @@ use arbitrary::Arbitrary;
 
 use crate::demo::Rng;
 use crate::error::Error;
-use crate::leases::{LaneLease, LeaseRefusal};
+use crate::leases::{LaneLease, Lease, LeaseRefusal};
 use crate::registry::decide::{FuelOutcome, InstanceOutcome};
 use crate::registry::query::Instance;
 use crate::store::{StoreError, WriteSession};
@@ -201,6 +201,52 @@ pub enum Op {
         /// event's payload cap, a stale sweep's sparing, a prune's retention.
         other: u8,
     },
+    /// `LeaseCommand::AcquireLabelled`.
+    AcquireLabelled {
+        /// The resource, modulo the resources.
+        resource: u8,
+        /// The holder, modulo the holders.
+        holder: u8,
+        /// The project, modulo the projects.
+        project: u8,
+        /// The lease's name, modulo the names.
+        name: u8,
+        /// The holder's display name, modulo the names.
+        holder_name: u8,
+        /// The TTL (0 is invalid).
+        ttl_ms: u8,
+    },
+    /// `leases::list_leases` of a project: compared, appends nothing.
+    ListLeases {
+        /// The project, modulo the projects.
+        project: u8,
+    },
+    /// `OutboxCommand::MarkRetry` if `retry`, else `OutboxCommand::MarkWaiting`.
+    OutboxMark {
+        /// Which command.
+        retry: bool,
+        /// The row's key, modulo the keys.
+        key: u8,
+        /// The attempt count the row takes.
+        attempts: u8,
+        /// The next time, around the clock (`now + next_at - 128`).
+        next_at: u8,
+        /// The first failure time.
+        first_failed: u8,
+    },
+    /// `ChargeFuel` of the registry: pre-summed calls.
+    Charge {
+        /// The instance, modulo the instances.
+        instance: u8,
+        /// The caller, modulo the callers.
+        caller: u8,
+        /// The op, modulo the ops.
+        op: u8,
+        /// The calls, modulo the choices (0, 1, 7, `u64::MAX`).
+        calls: u8,
+        /// The fuel.
+        fuel: u8,
+    },
 }
 
 /// A command sequence cut into write transactions.
@@ -275,6 +321,8 @@ pub enum Outcome {
     },
     /// Fuel charged: the ledger row and the instance's total after it.
     Fuel(FuelOutcome),
+    /// The leases of a project, as `list_leases` reads them.
+    Leases(Vec<Lease>),
     /// What an instance command did.
     Instance(Box<InstanceOutcome>),
     /// A lease command refused.
@@ -328,6 +376,28 @@ pub fn run_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: &mut u64) -
                 leases::lease_on_store(&command, session)
             })
         }
+        Op::AcquireLabelled { .. } => leases::lease_command(op, *now_ms)
+            .map_or(Outcome::Unmodelled, |command| {
+                leases::lease_on_store(&command, session)
+            }),
+        Op::ListLeases { .. } => leases::listed_project(op)
+            .map_or(Outcome::Unmodelled, |project| {
+                leases::list_on_store(project, session)
+            }),
+        Op::OutboxMark { .. } => {
+            let Some(command) = outbox::mark_command(op, *now_ms) else {
+                return Outcome::Unmodelled;
+            };
+            match outbox::run_on_store(&command, session, *now_ms) {
+                Ok(seen) => Outcome::Outbox(Box::new(seen)),
+                Err(Error::InvalidCommand { field, .. }) => Outcome::InvalidField(field),
+                Err(error) => failed(error),
+            }
+        }
+        Op::Charge { .. } => registry::charge_command(op, *now_ms)
+            .map_or(Outcome::Unmodelled, |command| {
+                registry::charge_on_store(&command, session)
+            }),
         Op::Lane { .. } => leases::lane_command(op, *now_ms)
             .map_or(Outcome::Unmodelled, |command| {
                 leases::lane_on_store(&command, session)
@@ -390,6 +460,22 @@ pub struct Model {
     runs: runs::Runs,
     /// The records predicted since the journal was last taken.
     written: Vec<Written>,
+}
+
+impl Model {
+    /// What the outbox command must do at `now_ms`, applied to the model, with the outbox it
+    /// leaves.
+    fn outbox_command(&mut self, command: &outbox::Command, now_ms: u64) -> Outcome {
+        let (done, records) = match self.outbox.run(command) {
+            Ok(done) => done,
+            Err(field) => return Outcome::InvalidField(field),
+        };
+        for (stream, kind) in records {
+            self.write_kind(&stream, Some(kind));
+        }
+        let view = self.outbox.view(now_ms);
+        Outcome::Outbox(Box::new(outbox::Seen { done, view }))
+    }
 }
 
 /// A record the model predicts: where it goes, and its kind where the model states it.
@@ -461,6 +547,16 @@ impl Model {
                 leases::lease_command(op, *now_ms)
                     .map_or(Outcome::Unmodelled, |command| self.lease(command))
             }
+            Op::AcquireLabelled { .. } => leases::lease_command(op, *now_ms)
+                .map_or(Outcome::Unmodelled, |command| self.lease(command)),
+            Op::ListLeases { .. } => leases::listed_project(op)
+                .map_or(Outcome::Unmodelled, |project| self.list_leases(project)),
+            Op::OutboxMark { .. } => outbox::mark_command(op, *now_ms)
+                .map_or(Outcome::Unmodelled, |command| {
+                    self.outbox_command(&command, *now_ms)
+                }),
+            Op::Charge { .. } => registry::charge_command(op, *now_ms)
+                .map_or(Outcome::Unmodelled, |command| self.charge(command)),
             Op::Lane { .. } => leases::lane_command(op, *now_ms)
                 .map_or(Outcome::Unmodelled, |command| self.lane(command)),
             Op::SetSetting { .. } => registry::setting_command(op, *now_ms)

@@ -23,6 +23,13 @@ use crate::store::WriteSession;
 const KEYS: [&str; 7] = ["mo1", "mo2", "mo3", "", "mo\u{7}", LONGEST, TOO_LONG];
 /// Peers (the empty one and the one too long are invalid).
 const PEERS: [&str; 4] = ["mp1", "mp2", "", TOO_LONG];
+/// Row kinds, valid ones drawn three times as often as the empty one and the one too long
+/// (both invalid), so that most enqueues add rows.
+const KINDS: [&str; 8] = [
+    "event", "report", "event", "report", "event", "report", "", TOO_LONG,
+];
+/// The longest kind, in bytes.
+const KIND_BYTES_MAX: usize = 64;
 /// Claim tokens (the empty one and the one too long are invalid).
 const TOKENS: [&str; 6] = ["mt1", "mt2", "mt3", "", LONGEST, TOO_LONG];
 /// Stands for a name of as many bytes as its field allows.
@@ -66,9 +73,13 @@ pub enum Done {
 pub struct View {
     /// Every row, in key order.
     pub rows: Vec<OutboxRow>,
-    /// The keys of the rows due at the command's clock, in (`next_at_ms`, key) order.
+    /// The keys of every row, in enqueue order.
+    pub listed: Vec<String>,
+    /// The keys of the rows due at the command's clock, in enqueue order, all of them.
     pub due: Vec<String>,
-    /// For each valid peer, the keys of its open rows, in creation order.
+    /// The keys of the first two rows due, as a push lane's limited read takes them.
+    pub due_first_two: Vec<String>,
+    /// For each valid peer, the keys of its open rows, in enqueue order.
     pub open: Vec<Vec<String>>,
     /// For each valid peer, the keys of its pending rows new or past their backoff.
     pub pending: Vec<Vec<String>>,
@@ -104,6 +115,7 @@ pub(super) fn command(op: &Op, now_ms: u64) -> Option<Command> {
         0 | 1 => Command::Host(OutboxCommand::Enqueue {
             key,
             peer,
+            kind: name(&KINDS, other, KIND_BYTES_MAX),
             payload: vec![number % 3],
             now_ms,
         }),
@@ -154,6 +166,39 @@ pub(super) fn command(op: &Op, now_ms: u64) -> Option<Command> {
     })
 }
 
+/// The outbox command of the reference's `markWaiting` or `markRetry` that `op` states at
+/// `now_ms`, if it is one.
+pub(super) fn mark_command(op: &Op, now_ms: u64) -> Option<Command> {
+    let Op::OutboxMark {
+        retry,
+        key,
+        attempts,
+        next_at,
+        first_failed,
+    } = *op
+    else {
+        return None;
+    };
+    let key = name(&KEYS, key, NAME_BYTES_MAX);
+    let attempts = u32::from(attempts);
+    Some(Command::Host(if retry {
+        OutboxCommand::MarkRetry {
+            key,
+            attempts,
+            // Before the clock as well as after it: the caller's time is taken as it is.
+            next_at_ms: (now_ms + u64::from(next_at)).saturating_sub(128),
+            first_failed_at_ms: u64::from(first_failed),
+            now_ms,
+        }
+    } else {
+        OutboxCommand::MarkWaiting {
+            key,
+            attempts,
+            now_ms,
+        }
+    }))
+}
+
 /// The name `index` picks from `names`, [`LONGEST`] and [`TOO_LONG`] made `max` and
 /// `max + 1` bytes long.
 fn name(names: &[&'static str], index: u8, max: usize) -> String {
@@ -191,7 +236,9 @@ fn store_view(state: &dyn TableSource, now_ms: u64) -> crate::error::Result<View
     }
     Ok(View {
         rows: query::rows(state, usize::MAX)?,
+        listed: keys(query::rows_by_enqueue(state, usize::MAX)?),
         due: keys(query::due(state, now_ms, usize::MAX)?),
+        due_first_two: keys(query::due(state, now_ms, 2)?),
         open,
         pending,
     })
@@ -231,9 +278,9 @@ impl Outbox {
 
     /// The outbox as the model sees it at `now_ms`.
     pub(super) fn view(&self, now_ms: u64) -> View {
-        let in_creation_order = |keep: &dyn Fn(&OutboxRow) -> bool| -> Vec<String> {
+        let in_enqueue_order = |keep: &dyn Fn(&OutboxRow) -> bool| -> Vec<String> {
             let mut rows: Vec<&OutboxRow> = self.rows.values().filter(|r| keep(r)).collect();
-            rows.sort_by_key(|row| (row.created_at_ms, row.key.clone()));
+            rows.sort_by_key(|row| row.enqueue_id);
             rows.into_iter().map(|row| row.key.clone()).collect()
         };
         let open = |row: &OutboxRow| {
@@ -242,25 +289,23 @@ impl Outbox {
                 OutboxState::Pending | OutboxState::Waiting | OutboxState::Claimed
             )
         };
-        let mut due: Vec<(u64, String)> = self
-            .rows
-            .values()
-            .filter(|row| row.state == OutboxState::Pending)
-            .filter_map(|row| Some((row.next_at_ms?, row.key.clone())))
-            .filter(|(at, _)| *at <= now_ms)
-            .collect();
-        due.sort();
+        // The reference's `dueRows`: `state = 'pending' AND next_at <= now ORDER BY id`.
+        let due = in_enqueue_order(&|row| {
+            row.state == OutboxState::Pending && row.next_at_ms.is_some_and(|at| at <= now_ms)
+        });
         View {
             rows: self.rows.values().cloned().collect(),
-            due: due.into_iter().map(|(_, key)| key).collect(),
+            listed: in_enqueue_order(&|_| true),
+            due_first_two: due.iter().take(2).cloned().collect(),
+            due,
             open: PEERS[..2]
                 .iter()
-                .map(|peer| in_creation_order(&|row| row.peer == *peer && open(row)))
+                .map(|peer| in_enqueue_order(&|row| row.peer == *peer && open(row)))
                 .collect(),
             pending: PEERS[..2]
                 .iter()
                 .map(|peer| {
-                    in_creation_order(&|row| {
+                    in_enqueue_order(&|row| {
                         row.peer == *peer
                             && row.state == OutboxState::Pending
                             && (row.attempts == 0 || row.next_at_ms.is_some_and(|at| at <= now_ms))
@@ -279,18 +324,24 @@ impl Outbox {
             OutboxCommand::Enqueue {
                 key,
                 peer,
+                kind,
                 payload,
                 now_ms,
             } => {
                 check(key, "key", NAME_BYTES_MAX)?;
                 check(peer, "peer", NAME_BYTES_MAX)?;
+                check(kind, "kind", KIND_BYTES_MAX)?;
                 // Payloads here are one byte: far below the 256 KiB limit.
                 if let Some(row) = self.rows.get(key) {
                     return Ok(OutboxOutcome::AlreadyEnqueued { row: row.clone() });
                 }
+                // The reference's autoincrement id, over the rows there are.
+                let highest = self.rows.values().map(|row| row.enqueue_id).max();
                 let row = OutboxRow {
                     key: key.clone(),
                     peer: peer.clone(),
+                    kind: kind.clone(),
+                    enqueue_id: highest.unwrap_or(0) + 1,
                     payload: payload.clone(),
                     state: OutboxState::Pending,
                     attempts: 0,
@@ -327,6 +378,8 @@ impl Outbox {
             }
             OutboxCommand::Deliver { key, now_ms }
             | OutboxCommand::Park { key, now_ms }
+            | OutboxCommand::MarkWaiting { key, now_ms, .. }
+            | OutboxCommand::MarkRetry { key, now_ms, .. }
             | OutboxCommand::GiveUp { key, now_ms } => (key, *now_ms),
         };
         check(key, "key", NAME_BYTES_MAX)?;
@@ -354,6 +407,24 @@ impl Outbox {
                 row.attempts = row.attempts.saturating_add(1);
                 row.next_at_ms = None;
                 "outbox.parked"
+            }
+            // The reference's `markWaiting` and `markRetry`: the caller's numbers, as given.
+            OutboxCommand::MarkWaiting { attempts, .. } if pending => {
+                row.state = OutboxState::Waiting;
+                row.attempts = *attempts;
+                row.next_at_ms = None;
+                "outbox.parked"
+            }
+            OutboxCommand::MarkRetry {
+                attempts,
+                next_at_ms,
+                first_failed_at_ms,
+                ..
+            } if pending => {
+                row.attempts = *attempts;
+                row.next_at_ms = Some(*next_at_ms);
+                row.first_failed_at_ms = Some(*first_failed_at_ms);
+                "outbox.retry_scheduled"
             }
             OutboxCommand::Retry {
                 backoff,

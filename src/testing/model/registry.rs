@@ -22,7 +22,7 @@
 
 use super::{Model, Op, Outcome, failed, pick};
 use crate::registry::decide::{
-    FuelOutcome, InstanceCommand, InstanceFields, InstanceOutcome, RecordFuel, SetSetting,
+    ChargeFuel, FuelOutcome, InstanceCommand, InstanceFields, InstanceOutcome, RecordFuel, SetSetting,
     SettingOutcome, fuel_stream, instance_stream, setting_stream,
 };
 use crate::registry::handle::Handle;
@@ -74,6 +74,39 @@ pub(super) fn fuel_command(op: &Op, now_ms: u64) -> Option<RecordFuel> {
         fuel: u64::from(fuel),
         now_ms,
     })
+}
+
+/// Pre-summed calls of a charge: none, one, several, and so many that a second overflows.
+const CHARGE_CALLS: [u64; 4] = [0, 1, 7, u64::MAX];
+
+/// The pre-summed fuel charge `op` states at `now_ms`, if it is one.
+pub(super) fn charge_command(op: &Op, now_ms: u64) -> Option<ChargeFuel> {
+    let Op::Charge {
+        instance,
+        caller,
+        op,
+        calls,
+        fuel,
+    } = *op
+    else {
+        return None;
+    };
+    Some(ChargeFuel {
+        instance: pick(&FUEL_INSTANCES, instance).into(),
+        caller: pick(&FUEL_CALLERS, caller).into(),
+        op: pick(&FUEL_OPS, op).into(),
+        calls: CHARGE_CALLS[usize::from(calls) % CHARGE_CALLS.len()],
+        fuel: u64::from(fuel),
+        now_ms,
+    })
+}
+
+/// Runs the pre-summed charge in `session`, and states what it did.
+pub(super) fn charge_on_store(command: &ChargeFuel, session: &mut WriteSession<'_>) -> Outcome {
+    match session.execute(command) {
+        Ok(outcome) => Outcome::Fuel(outcome),
+        Err(error) => failed(error),
+    }
 }
 
 fn strings(list: &[&str]) -> Vec<String> {
@@ -204,7 +237,7 @@ impl Model {
         Outcome::SettingSet(previous)
     }
 
-    /// What the fuel command must do, applied to the model.
+    /// What the fuel command must do, applied to the model: a charge of one call.
     pub(super) fn fuel(&mut self, command: RecordFuel) -> Outcome {
         let RecordFuel {
             instance,
@@ -213,25 +246,61 @@ impl Model {
             fuel,
             now_ms,
         } = command;
+        self.charge(ChargeFuel {
+            instance,
+            caller,
+            op,
+            calls: 1,
+            fuel,
+            now_ms,
+        })
+    }
+
+    /// What the pre-summed charge must do, applied to the model: the reference's
+    /// `charge(rows)` for one row, its calls and fuel added as given (0 calls too); a sum past
+    /// 64 bits is invalid.
+    pub(super) fn charge(&mut self, command: ChargeFuel) -> Outcome {
+        let ChargeFuel {
+            instance,
+            caller,
+            op,
+            calls,
+            fuel,
+            now_ms,
+        } = command;
         if !is_handle(&instance) || op.is_empty() {
             return Outcome::Invalid;
         }
         let row = (instance.clone(), caller.clone(), op.clone());
-        let (calls, spent) = self.fuel.get(&row).copied().unwrap_or_default();
-        self.fuel.insert(row, (calls + 1, spent + fuel));
+        let (calls_before, spent) = self.fuel.get(&row).copied().unwrap_or_default();
+        let (Some(calls_after), Some(spent_after)) =
+            (calls_before.checked_add(calls), spent.checked_add(fuel))
+        else {
+            return Outcome::Invalid;
+        };
         let mut total = FuelTotal::default();
         for (_, &(calls, fuel)) in self.fuel.iter().filter(|(row, _)| row.0 == instance) {
             total.calls += calls;
             total.fuel += fuel;
         }
+        let (Some(total_calls), Some(total_fuel)) =
+            (total.calls.checked_add(calls), total.fuel.checked_add(fuel))
+        else {
+            return Outcome::Invalid;
+        };
+        let total = FuelTotal {
+            calls: total_calls,
+            fuel: total_fuel,
+        };
+        self.fuel.insert(row, (calls_after, spent_after));
         self.write(&fuel_stream(&instance), 1);
         Outcome::Fuel(FuelOutcome {
             entry: FuelEntry {
                 instance,
                 caller,
                 op,
-                calls: calls + 1,
-                fuel: spent + fuel,
+                calls: calls_after,
+                fuel: spent_after,
                 updated_at_ms: now_ms,
             },
             total,

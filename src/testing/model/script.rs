@@ -21,7 +21,7 @@ impl Script {
                             payload: rng.below(3) as u8,
                             key: rng.chance(40).then(|| rng.below(3) as u8),
                         };
-                        match rng.below(23) {
+                        match rng.below(27) {
                             0 | 1 => Op::Append {
                                 stream: byte(&mut rng),
                                 expect: match rng.below(4) {
@@ -198,6 +198,35 @@ impl Script {
                                     other: byte(&mut rng),
                                 }
                             }
+                            23 => Op::AcquireLabelled {
+                                resource: rng.below(3) as u8,
+                                holder: rng.below(3) as u8,
+                                project: byte(&mut rng),
+                                name: byte(&mut rng),
+                                holder_name: byte(&mut rng),
+                                ttl_ms: byte(&mut rng),
+                            },
+                            24 => Op::ListLeases {
+                                project: byte(&mut rng),
+                            },
+                            25 => Op::OutboxMark {
+                                retry: rng.chance(50),
+                                key: if rng.chance(90) {
+                                    rng.below(3) as u8
+                                } else {
+                                    byte(&mut rng)
+                                },
+                                attempts: byte(&mut rng),
+                                next_at: byte(&mut rng),
+                                first_failed: byte(&mut rng),
+                            },
+                            26 => Op::Charge {
+                                instance: rng.below(3) as u8,
+                                caller: byte(&mut rng),
+                                op: rng.below(2) as u8,
+                                calls: byte(&mut rng),
+                                fuel: byte(&mut rng),
+                            },
                             _ => Op::Domain(rng.next_u64()),
                         }
                     })

@@ -1,5 +1,5 @@
 //! The model's outbox claims and acks: a claim takes the peer's own pending, waiting or
-//! lapsed rows in (`created_at_ms`, key) order, the limit clamped, refused when a row it
+//! lapsed rows in enqueue order, the limit clamped, refused when a row it
 //! would take was claimed under the token before; an ack takes each row in turn, refused
 //! `missing`, `other_peer`, `wrong_state` or `other_token`. It never calls the outbox's
 //! `decide`, `evolve` or `created`: a rule the store gets wrong must not be wrong here the
@@ -45,7 +45,7 @@ impl Outbox {
                             .is_none_or(|c| c.expires_at_ms <= *now_ms),
                         OutboxState::Done | OutboxState::Expired => false,
                     })
-                    .map(|row| (row.created_at_ms, row.key.clone()))
+                    .map(|row| (row.enqueue_id, row.key.clone()))
                     .collect();
                 claimable.sort();
                 claimable.truncate(take);
