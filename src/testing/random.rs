@@ -3,12 +3,12 @@
 //! refusal or an error is as good an outcome as any. Never asserts anything itself.
 
 use crate::demo::Rng;
-use crate::leases::{FencingToken, LaneCommand, LeaseCommand};
 use crate::leases::LeaseLabels;
+use crate::leases::{FencingToken, LaneCommand, LeaseCommand};
 use crate::outbox::decide::{Backoff, OutboxCommand, PullCommand, RowAck, SweepCommand};
 use crate::outbox::query::ClaimToken;
-use crate::registry::decide::{InstanceCommand, InstanceFields, RecordFuel, SetSetting};
 use crate::registry::decide::ChargeFuel;
+use crate::registry::decide::{InstanceCommand, InstanceFields, RecordFuel, SetSetting};
 use crate::registry::{InstanceKind, Knows, Status};
 use crate::runs::decide::{RunCommand, SpanCommand};
 use crate::runs::events::{Attributes, SpanKind, SpanOrigin, SpanOutcome, SpanUsage};

@@ -250,6 +250,48 @@ fn write_event_vectors_when_asked() {
         ("lease.acquired".into(), 1),
         record("lease.acquired", 1, 1_767_225_600_000, v1),
     );
+    // The schemas the code no longer writes keep a vector each, so their upcasters stay
+    // pinned.
+    let old: [(&str, u16, Vec<u8>); 3] = [
+        (
+            "lease.acquired",
+            2,
+            annals::testing::internals::event::encode_payload(
+                &annals::leases::events::AcquiredV2 {
+                    resource: "deploy-lock".into(),
+                    holder: "agent-7".into(),
+                    token: 3,
+                    expires_at_ms: 1_767_225_630_000,
+                },
+            ),
+        ),
+        (
+            "lease.renewed",
+            1,
+            annals::testing::internals::event::encode_payload(&annals::leases::events::RenewedV1 {
+                resource: "deploy-lock".into(),
+                token: 3,
+                expires_at_ms: 1_767_225_660_000,
+            }),
+        ),
+        (
+            "outbox.enqueued",
+            1,
+            annals::testing::internals::event::encode_payload(
+                &annals::outbox::events::EnqueuedV1 {
+                    key: "delivery-s1-1".into(),
+                    peer: "hub-eu".into(),
+                    payload: br#"{"to":"hub-eu","seq":1}"#.to_vec(),
+                },
+            ),
+        ),
+    ];
+    for (kind, schema, payload) in old {
+        first.insert(
+            (kind.into(), schema),
+            record(kind, schema, 1_767_225_600_000, payload),
+        );
+    }
     let vectors: Vec<Value> = first
         .values()
         .map(|r| {

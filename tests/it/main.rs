@@ -26,6 +26,7 @@ mod projections;
 mod property;
 mod races;
 mod rebuild;
+mod reference_parity;
 mod refusals;
 mod registry;
 mod runs;

@@ -22,8 +22,8 @@
 
 use super::{Model, Op, Outcome, failed, pick};
 use crate::registry::decide::{
-    ChargeFuel, FuelOutcome, InstanceCommand, InstanceFields, InstanceOutcome, RecordFuel, SetSetting,
-    SettingOutcome, fuel_stream, instance_stream, setting_stream,
+    ChargeFuel, FuelOutcome, InstanceCommand, InstanceFields, InstanceOutcome, RecordFuel,
+    SetSetting, SettingOutcome, fuel_stream, instance_stream, setting_stream,
 };
 use crate::registry::handle::Handle;
 use crate::registry::query::{FuelEntry, FuelTotal, Instance, InstanceKind, Knows, Status};
