@@ -35,3 +35,4 @@ mod tiling;
 mod vectors;
 mod verify;
 mod writer;
+mod ingest;
