@@ -19,12 +19,12 @@ use super::progress::ProgressLine;
 use super::render::print_json;
 use super::table::{OrderedRow, Row, Widths, fields};
 use crate::error::{AuditError, Error};
+use crate::ingest;
 use crate::log::read::Direction;
 use crate::projection::key::{KeyCodec, key_from_bytes};
 use crate::projection::{Table, TableSource};
 use crate::record::{Position, decode_bounded};
 use crate::{consumers, leases, outbox, registry, runs};
-use crate::ingest;
 
 /// Rows read from redb per page: enough to amortise a range read, few enough to keep memory
 /// flat.

@@ -29,9 +29,8 @@ const STREAM_PREFIX: &str = "ingest/";
 // Every event of a valid command fits the default limits of one record: the stream holds the
 // project and the run with a separator, the payload four names, the type, the hash, the bytes
 // and seven length or number fields.
-const _: () = assert!(
-    STREAM_PREFIX.len() + 2 * NAME_BYTES_MAX + 1 <= Limits::DEFAULT.stream_bytes_max as usize
-);
+const _: () =
+    assert!(STREAM_PREFIX.len() + 2 * NAME_BYTES_MAX < Limits::DEFAULT.stream_bytes_max as usize);
 const _: () = assert!(
     4 * NAME_BYTES_MAX + EVENT_TYPE_BYTES_MAX + 32 + EVENT_BYTES_MAX + 7 * 8
         <= Limits::DEFAULT.payload_bytes_max as usize

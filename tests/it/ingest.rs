@@ -99,7 +99,10 @@ fn ingest_sync_event_accepts_a_new_key_and_records_it() {
     };
     assert_eq!(event, expected);
     let state = store.state().unwrap();
-    assert_eq!(ingest::event(&state, "p1", "r1", 1).unwrap(), Some(expected));
+    assert_eq!(
+        ingest::event(&state, "p1", "r1", 1).unwrap(),
+        Some(expected)
+    );
     assert_eq!(
         ingest::project_hub(&state, "p1").unwrap().as_deref(),
         Some("hub-eu")
@@ -177,7 +180,10 @@ fn ingest_sync_event_other_content_under_a_held_key_is_sequence_reused() {
     }
     let state = store.state().unwrap();
     let held = ingest::event(&state, "p1", "r1", 1).unwrap().unwrap();
-    assert_eq!((held.bytes, held.hub_project), (b"a".to_vec(), "hub-eu".into()));
+    assert_eq!(
+        (held.bytes, held.hub_project),
+        (b"a".to_vec(), "hub-eu".into())
+    );
 }
 
 /// `ingestSyncEvent`: a new key of a project whose events another hub project holds is a
@@ -276,7 +282,7 @@ fn sync_cursor_is_the_unbroken_prefix_from_one() {
     assert_eq!((cursor("r1"), cursor("r2")), (5, 1));
     // A duplicate or a conflict moves nothing; filling the last gap reaches 7.
     let _ = appends_nothing(&store, &push(4, &[4]));
-    let _ = appends_nothing(&store, &push(6, b"y"));
+    let _ = appends_nothing(&store, &push(5, b"y"));
     assert_eq!(cursor("r1"), 5);
     let _ = accepted(&store, &push(6, &[6]));
     assert_eq!(cursor("r1"), 7);
@@ -523,13 +529,18 @@ fn the_demo_ingests_and_state_and_history_show_it() {
     run.retain(|e| e.run == "run-1");
     assert_eq!(
         sequences(&run),
-        [("api-s0", "run-1", 1), ("api-s0", "run-1", 2), ("api-s0", "run-1", 3)]
+        [
+            ("api-s0", "run-1", 1),
+            ("api-s0", "run-1", 2),
+            ("api-s0", "run-1", 3)
+        ]
     );
     assert_eq!(ingest::cursor(&state, "api-s0", "run-1").unwrap(), 3);
     assert!(run.iter().all(|e| e.home_runtime == "runtime-b"));
     // Pushed together, 5 ms before the retry of 3: the duplicate kept the first receipt.
     assert!(
-        run.iter().all(|e| e.received_at_ms == run[0].received_at_ms),
+        run.iter()
+            .all(|e| e.received_at_ms == run[0].received_at_ms),
         "{run:?}"
     );
     assert_eq!(ingest::event(&state, "api-s0", "run-1", 4).unwrap(), None);

@@ -36,6 +36,9 @@ const EVENT_TYPES: [&str; 3] = ["ie1", "ie2", ""];
 /// Sequences are drawn modulo this (0 is invalid).
 const SEQUENCES: u8 = 5;
 
+/// A record the model predicts: its stream and kind.
+type Predicted = (String, &'static str);
+
 /// The sync ingest as the model holds it.
 #[derive(Clone, Debug, Default)]
 pub struct Ingest {
@@ -133,7 +136,7 @@ impl Ingest {
     pub(super) fn run(
         &mut self,
         command: &IngestCommand,
-    ) -> Result<(Seen, Vec<(String, &'static str)>), &'static str> {
+    ) -> Result<(Seen, Vec<Predicted>), &'static str> {
         check(&command.project, "project")?;
         check(&command.run, "run")?;
         if command.sequence == 0 {
@@ -148,11 +151,7 @@ impl Ingest {
         Ok((Seen { done, view }, records))
     }
 
-    fn decide(
-        &mut self,
-        command: &IngestCommand,
-        records: &mut Vec<(String, &'static str)>,
-    ) -> IngestOutcome {
+    fn decide(&mut self, command: &IngestCommand, records: &mut Vec<Predicted>) -> IngestOutcome {
         let hash = Digest(*blake3::hash(&command.bytes).as_bytes());
         let key = (
             command.project.clone(),

@@ -39,8 +39,16 @@ impl Script {
                                 } else {
                                     0
                                 },
-                                hub: if rng.chance(85) { 0 } else { mostly(&mut rng, 2) },
-                                runtime: if rng.chance(85) { 0 } else { mostly(&mut rng, 2) },
+                                hub: if rng.chance(85) {
+                                    0
+                                } else {
+                                    mostly(&mut rng, 2)
+                                },
+                                runtime: if rng.chance(85) {
+                                    0
+                                } else {
+                                    mostly(&mut rng, 2)
+                                },
                                 event_type: mostly(&mut rng, 2),
                                 content: if rng.chance(80) { 0 } else { byte(&mut rng) },
                             };
