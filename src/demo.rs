@@ -2,6 +2,8 @@
 //! projections — hosts registering instances, agents contending for leases with takeovers
 //! after expiry, deliveries claimed, acked, retried and expired, runs with nested spans,
 //! failures and rollups — and a downstream exporter checkpointing how far it has read.
+//! Runtimes also push their runs' events to the hub's sync ingest, out of order at times,
+//! with a retried duplicate and a conflict among them.
 //!
 //! It commits as a live host would, one durable transaction per command, so stopping it at
 //! any moment leaves a log that verifies. The simulation is deterministic (a fixed clock
@@ -12,6 +14,7 @@ use std::collections::BTreeMap;
 
 use crate::consumers::ConsumerCommand;
 use crate::error::Result;
+use crate::ingest::IngestCommand;
 use crate::leases::{FencingToken, LeaseCommand, LeaseGuard, LeaseOutcome};
 use crate::log::Head;
 use crate::log::append::ExpectedVersion;
@@ -128,6 +131,12 @@ const AGENTS: u64 = 6;
 const RESOURCES: [&str; 3] = ["deploy-lock", "index-rebuild", "billing-export"];
 const PEERS: [&str; 3] = ["hub-eu", "hub-us", "hub-ap"];
 const LEASE_TTL_MS: u64 = 2_000;
+/// How often (in ticks) a runtime pushes a run's events to the hub's sync ingest.
+const INGEST_EVERY_TICKS: u64 = 41;
+/// The runtimes' projects with the hub project each belongs to.
+const SYNC_PROJECTS: [(&str, &str); 2] = [("web", "hub-eu"), ("api", "hub-us")];
+/// The runtimes that push.
+const RUNTIMES: [&str; 2] = ["runtime-a", "runtime-b"];
 
 /// One agent's view of the lease it believes it holds.
 #[derive(Clone, Debug, Default)]
@@ -267,6 +276,8 @@ impl<'s> Simulation<'s> {
         }
         if self.ticks.is_multiple_of(13) {
             self.report_and_mark()?;
+        if self.ticks.is_multiple_of(INGEST_EVERY_TICKS) {
+            self.sync_ingest()?;
         }
         if self.ticks.is_multiple_of(211) {
             let prune = SweepCommand::Prune {
@@ -618,6 +629,49 @@ impl<'s> Simulation<'s> {
                 self.now_ms,
             ))?;
         }
+        Ok(())
+    }
+
+    /// A runtime pushes one run's first three events to the hub: sequence 3 before 2 (the
+    /// cursor waits at 1, then moves to 3), then a retry of 3 (a duplicate), then a conflict,
+    /// by turns: 3 again with other bytes, the run from another runtime, or the project under
+    /// another hub project. Drawn from the tick count alone, so the rest of the workload draws
+    /// what it did before.
+    fn sync_ingest(&mut self) -> Result<()> {
+        let step = self.ticks / INGEST_EVERY_TICKS;
+        let (project, hub) = SYNC_PROJECTS[(step % 2) as usize];
+        let project = format!("{project}-s{}", self.session);
+        let run = format!("run-{step}");
+        let runtime = RUNTIMES[(step % 2) as usize];
+        let types = ["run.started", "tool.called", "tool.returned"];
+        let event = |sequence: u64, received_at_ms: u64| IngestCommand {
+            project: project.clone(),
+            run: run.clone(),
+            sequence,
+            hub_project: hub.into(),
+            home_runtime: runtime.into(),
+            event_type: types[(sequence - 1) as usize].into(),
+            bytes: format!("{{\"run\":\"{run}\",\"seq\":{sequence}}}").into_bytes(),
+            received_at_ms,
+        };
+        for sequence in [1, 3, 2] {
+            let _ = self.store.execute(&event(sequence, self.now_ms))?;
+        }
+        let _ = self.store.execute(&event(3, self.now_ms + 5))?;
+        let mut conflict = event(3, self.now_ms + 7);
+        match step % 3 {
+            0 => conflict.bytes.extend_from_slice(b" "),
+            1 => {
+                conflict.sequence = 4;
+                conflict.home_runtime = RUNTIMES[((step + 1) % 2) as usize].into();
+            }
+            _ => {
+                conflict.run = format!("run-{step}-b");
+                conflict.sequence = 1;
+                conflict.hub_project = SYNC_PROJECTS[((step + 1) % 2) as usize].1.into();
+            }
+        }
+        let _ = self.store.execute(&conflict)?;
         Ok(())
     }
 

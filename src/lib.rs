@@ -39,6 +39,7 @@
 //! outcomes, events and queries. [`projection`] is for projections of a program's own,
 //! [`merkle`] for checking proofs without a log, [`export`] for the portable export file.
 //! Everything else is private; `ARCHITECTURE.md` maps it.
+//! [`ingest`] is a domain like those five: a hub's exactly-once ingest of its runtimes' events.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -55,6 +56,7 @@ pub(crate) mod error;
 pub(crate) mod event;
 pub mod export;
 pub(crate) mod hash;
+pub mod ingest;
 pub mod leases;
 pub(crate) mod log;
 pub mod merkle;

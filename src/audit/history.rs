@@ -1,5 +1,5 @@
 //! Entity history: every event that touched one stream, lease, outbox row, run, registry
-//! instance, setting or consumer, in log order, with positions and times.
+//! instance, setting, consumer or ingested run, in log order, with positions and times.
 //!
 //! An entity maps to the streams its domain writes (the names come from each domain's
 //! `decide.rs`), and its history is those streams read through the stream index and merged
@@ -13,7 +13,7 @@ use crate::record::{Record, StreamVersion};
 
 /// Something whose history can be asked for, as `annals history` spells it:
 /// `stream:<name>`, `lease:<resource>`, `lane:<lane>/<key>`, `outbox:<key>`, `run:<id>`,
-/// `registry:<handle>`, `setting:<key>` or `consumer:<name>`.
+/// `registry:<handle>`, `setting:<key>`, `consumer:<name>` or `ingest:<project>/<run>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Entity {
     /// Any stream, by name.
@@ -37,6 +37,13 @@ pub enum Entity {
     Setting(String),
     /// A consumer's checkpoints.
     Consumer(String),
+    /// The events one run of a project pushed to the hub: `ingest:<project>/<run>`.
+    Ingest {
+        /// The runtime's project.
+        project: String,
+        /// The run.
+        run: String,
+    },
 }
 
 impl Entity {
@@ -55,7 +62,7 @@ impl Entity {
         };
         let Some((kind, name)) = spec.split_once(':') else {
             return Err(refuse(
-                "expected <kind>:<name>, with kind stream, lease, lane, outbox, run, registry, setting or consumer",
+                "expected <kind>:<name>, with kind stream, lease, lane, outbox, run, registry, setting, consumer or ingest",
             )
             .into());
         };
@@ -80,9 +87,18 @@ impl Entity {
             "registry" => Entity::Registry(name),
             "setting" => Entity::Setting(name),
             "consumer" => Entity::Consumer(name),
+            "ingest" => {
+                let Some((project, run)) = name.split_once('/') else {
+                    return Err(refuse("an ingest entity is ingest:<project>/<run>").into());
+                };
+                Entity::Ingest {
+                    project: project.to_owned(),
+                    run: run.to_owned(),
+                }
+            }
             _ => {
                 return Err(refuse(&format!(
-                    "unknown kind {kind:?}: use stream, lease, lane, outbox, run, registry, setting or consumer"
+                    "unknown kind {kind:?}: use stream, lease, lane, outbox, run, registry, setting, consumer or ingest"
                 ))
                 .into());
             }
@@ -103,6 +119,9 @@ impl Entity {
             ],
             Entity::Setting(key) => vec![crate::registry::decide::setting_stream(key)],
             Entity::Consumer(name) => vec![crate::consumers::decide::consumer_stream(name)],
+            Entity::Ingest { project, run } => {
+                vec![crate::ingest::decide::ingest_stream(project, run)]
+            }
         }
     }
 }
@@ -118,6 +137,7 @@ impl fmt::Display for Entity {
             Entity::Registry(name) => write!(f, "registry:{name}"),
             Entity::Setting(name) => write!(f, "setting:{name}"),
             Entity::Consumer(name) => write!(f, "consumer:{name}"),
+            Entity::Ingest { project, run } => write!(f, "ingest:{project}/{run}"),
         }
     }
 }

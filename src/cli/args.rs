@@ -68,6 +68,7 @@ pub(crate) enum Command {
     /// Print counts and sizes of the log.
     Stats(StatsArgs),
     /// Print a projection's rows (registry, leases, outbox, runs, consumers) as tables.
+    /// Also ingest, the hub's sync ingest.
     State(StateArgs),
     /// Clear projections and rebuild them by replaying the whole log.
     Rebuild(RebuildArgs),
@@ -85,6 +86,7 @@ pub(crate) enum Command {
     /// Print every event that touched an entity, in log order: ENTITY is `stream:<name>`,
     /// `lease:<resource>`, `lane:<lane>/<key>`, `outbox:<key>`, `run:<id>`,
     /// `registry:<handle>`, `setting:<key>` or `consumer:<name>`.
+    /// Also `ingest:<project>/<run>`: one run's ingested events.
     History(HistoryArgs),
     /// Write records to a portable export file: their stored bytes between a header and a
     /// trailer naming the range, the head hash and the Merkle root.
@@ -288,6 +290,7 @@ pub(crate) struct StateArgs {
     /// The log file; it must exist.
     pub(crate) db: PathBuf,
     /// The projection: registry, leases, outbox, runs or consumers.
+    /// Also ingest, the hub's sync ingest.
     pub(crate) projection: String,
     /// Show the state as of the first N records, replayed into memory.
     #[arg(long)]

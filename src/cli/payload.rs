@@ -9,6 +9,7 @@ use serde_json::value::Value;
 use crate::consumers::events::ConsumerEvent;
 use crate::event::DomainEvent;
 use crate::hash::hex;
+use crate::ingest::events::IngestEvent;
 use crate::leases::events::LeaseEvent;
 use crate::outbox::events::OutboxEvent;
 use crate::record::Record;
@@ -24,6 +25,7 @@ pub(crate) enum BuiltIn {
     Outbox(OutboxEvent),
     Runs(RunEvent),
     Consumers(ConsumerEvent),
+    Ingest(IngestEvent),
 }
 
 /// A payload as the command line shows it.
@@ -72,7 +74,8 @@ pub(crate) fn decode(record: &Record) -> (Payload<'_>, Option<String>) {
         .or_else(|| builtin::<LeaseEvent>(record, BuiltIn::Leases))
         .or_else(|| builtin::<OutboxEvent>(record, BuiltIn::Outbox))
         .or_else(|| builtin::<RunEvent>(record, BuiltIn::Runs))
-        .or_else(|| builtin::<ConsumerEvent>(record, BuiltIn::Consumers));
+        .or_else(|| builtin::<ConsumerEvent>(record, BuiltIn::Consumers))
+        .or_else(|| builtin::<IngestEvent>(record, BuiltIn::Ingest));
     match event {
         Some(Ok(event)) => (Payload::Event(Box::new(event)), None),
         Some(Err(why)) => (general(&record.payload), Some(why)),

@@ -19,6 +19,7 @@ use super::progress::ProgressLine;
 use super::render::print_json;
 use super::table::{OrderedRow, Row, Widths, fields};
 use crate::error::{AuditError, Error};
+use crate::ingest;
 use crate::log::read::Direction;
 use crate::projection::key::{KeyCodec, key_from_bytes};
 use crate::projection::{Table, TableSource};
@@ -162,12 +163,23 @@ fn tables(projection: &str) -> Option<Vec<(&'static dyn Rows, Columns)>> {
             &consumers::query::POSITIONS as &dyn Rows,
             columns(&["consumer"], "checkpoint"),
         )],
+        "ingest" => vec![
+            (
+                &ingest::query::EVENTS as &dyn Rows,
+                columns(&["project", "run", "sequence"], "event"),
+            ),
+            (
+                &ingest::query::PROJECTS,
+                columns(&["project"], "hub_project"),
+            ),
+            (&ingest::query::RUNS, columns(&["project", "run"], "run")),
+        ],
         _ => return None,
     })
 }
 
 /// The projections `state` knows, for messages.
-const PROJECTIONS: &str = "registry, leases, outbox, runs, consumers";
+const PROJECTIONS: &str = "registry, leases, outbox, runs, consumers, ingest";
 
 pub(crate) fn state(args: StateArgs) -> Result<ExitCode, Failure> {
     let Some(mut shown) = tables(&args.projection) else {

@@ -75,6 +75,7 @@ pub fn builtin_projections() -> Vec<Arc<dyn Projection>> {
         Arc::new(crate::outbox::Outbox),
         Arc::new(crate::runs::Runs),
         Arc::new(crate::consumers::Consumers),
+        Arc::new(crate::ingest::Ingest),
     ]
 }
 

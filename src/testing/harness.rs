@@ -35,6 +35,7 @@ fn memory_store() -> Store {
 fn decode_as_every_kind(payload: &[u8], schema: u16) {
     let kinds = [
         "consumer.checkpointed",
+        "ingest.accepted",
         "lease.acquired",
         "lease.lane_claimed",
         "lease.lane_cursor_advanced",
@@ -85,6 +86,7 @@ fn decode_as_every_kind(payload: &[u8], schema: u16) {
         let _ = crate::outbox::events::OutboxEvent::from_record(&record);
         let _ = crate::runs::events::RunEvent::from_record(&record);
         let _ = crate::consumers::events::ConsumerEvent::from_record(&record);
+        let _ = crate::ingest::events::IngestEvent::from_record(&record);
     }
 }
 

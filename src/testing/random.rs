@@ -4,6 +4,7 @@
 
 use crate::demo::Rng;
 use crate::leases::LeaseLabels;
+use crate::ingest::IngestCommand;
 use crate::leases::{FencingToken, LaneCommand, LeaseCommand};
 use crate::outbox::decide::{Backoff, OutboxCommand, PullCommand, RowAck, SweepCommand};
 use crate::outbox::query::ClaimToken;
@@ -20,6 +21,10 @@ fn pick<'a>(rng: &mut Rng, items: &[&'a str]) -> &'a str {
 
 /// Runs one random command in `session`; a refusal or an error is as good an outcome as any.
 pub fn random_command(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64) {
+    if rng.chance(6) {
+        random_ingest(rng, session, now_ms);
+        return;
+    }
     let choice = rng.below(19);
     command_by_choice(choice, rng, session, now_ms);
 }
@@ -374,4 +379,20 @@ fn command_by_choice(choice: u64, rng: &mut Rng, session: &mut WriteSession<'_>,
             session.execute(&command).map(drop)
         }
     };
+}
+
+/// Runs one random sync ingest: few names and sequences, one-byte events, so that events are
+/// duplicated, reuse sequences and cross projects, hubs and runtimes.
+fn random_ingest(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64) {
+    let command = IngestCommand {
+        project: pick(rng, &["pa", "pb"]).into(),
+        run: pick(rng, &["ra", "rb"]).into(),
+        sequence: rng.below(5),
+        hub_project: pick(rng, &["ha", "hb"]).into(),
+        home_runtime: pick(rng, &["ta", "tb"]).into(),
+        event_type: pick(rng, &["ea", "eb"]).into(),
+        bytes: vec![rng.below(2) as u8],
+        received_at_ms: now_ms,
+    };
+    let _ = session.execute(&command);
 }

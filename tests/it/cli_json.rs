@@ -92,7 +92,14 @@ fn rebuild_json_names_every_projection_and_the_position() {
     let all = json(log.ok("rebuild", &["--json"]).trim_end());
     assert_eq!(
         all["projections"],
-        serde_json::json!(["registry", "leases", "outbox", "runs", "consumers"])
+        serde_json::json!([
+            "registry",
+            "leases",
+            "outbox",
+            "runs",
+            "consumers",
+            "ingest"
+        ])
     );
     assert_eq!(all["through"], 3);
     let one = json(

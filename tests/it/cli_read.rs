@@ -395,7 +395,7 @@ fn state_prints_aligned_tables_and_json_lines_one_row_each() {
         first["resource"].is_string() && first["token"].is_u64(),
         "{first}"
     );
-    for projection in ["registry", "outbox", "runs", "consumers"] {
+    for projection in ["registry", "outbox", "runs", "consumers", "ingest"] {
         let _ = log.ok("state", &[projection]);
         let _ = log.ok("state", &[projection, "--json"]);
     }

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use annals::consumers::{ConsumerCommand, ConsumerEvent};
+use annals::ingest::IngestEvent;
 use annals::leases::LeaseEvent;
 use annals::outbox::OutboxEvent;
 use annals::registry::RegistryEvent;
@@ -146,6 +147,7 @@ fn reencode(record: &Record) -> Vec<u8> {
         .or_else(|| via::<RegistryEvent>(record))
         .or_else(|| via::<OutboxEvent>(record))
         .or_else(|| via::<RunEvent>(record))
+        .or_else(|| via::<IngestEvent>(record))
         .unwrap_or_else(|| panic!("no domain decodes {}", record.kind))
 }
 

@@ -781,6 +781,70 @@ fn a_forged_consumer_checkpoint_that_moves_back_is_refused() {
     );
 }
 
+/// `p` run `r` holds sequence 1 for hub project `h` from runtime `t`.
+fn ingested(store: &Store) {
+    let _ = store.execute(&forged_ingest_command()).unwrap();
+}
+
+fn forged_ingest_command() -> annals::ingest::IngestCommand {
+    annals::ingest::IngestCommand {
+        project: "p".into(),
+        run: "r".into(),
+        sequence: 1,
+        hub_project: "h".into(),
+        home_runtime: "t".into(),
+        event_type: "x".into(),
+        bytes: b"a".to_vec(),
+        received_at_ms: T0,
+    }
+}
+
+#[test]
+fn forged_ingest_events_are_refused_at_the_rule_they_break() {
+    use annals::ingest::events::{Accepted, IngestEvent};
+    let (_dir, base) = base_log(ingested);
+    let accepted = |change: &dyn Fn(&mut Accepted)| {
+        let mut event = Accepted {
+            project: "p".into(),
+            run: "r".into(),
+            sequence: 2,
+            hub_project: "h".into(),
+            home_runtime: "t".into(),
+            event_type: "x".into(),
+            content_hash: *blake3::hash(b"b").as_bytes(),
+            bytes: b"b".to_vec(),
+        };
+        change(&mut event);
+        let stream = annals::ingest::ingest_stream(&event.project, &event.run);
+        vec![at(stream, IngestEvent::Accepted(event), T0 + 5)]
+    };
+    let cases = [
+        (
+            accepted(&|e| e.sequence = 0),
+            expect("ingest", "sequence_from_one"),
+        ),
+        (
+            accepted(&|e| e.content_hash = [0; 32]),
+            expect("ingest", "hash_of_bytes"),
+        ),
+        (
+            accepted(&|e| e.sequence = 1),
+            expect("ingest", "sequence_once"),
+        ),
+        (
+            accepted(&|e| e.hub_project = "other".into()),
+            expect("ingest", "project_one_hub"),
+        ),
+        (
+            accepted(&|e| e.home_runtime = "other".into()),
+            expect("ingest", "run_one_home"),
+        ),
+    ];
+    for (forged, expected) in &cases {
+        check_forgery(&base, forged, expected);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The command line
 

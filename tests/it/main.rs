@@ -14,6 +14,7 @@ mod faults;
 mod full_disk;
 mod fuzz_replay;
 mod history;
+mod ingest;
 mod invariants;
 mod leases;
 mod limits;

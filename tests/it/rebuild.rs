@@ -65,14 +65,21 @@ fn lease_log(path: &Path) -> Vec<String> {
 
 fn states(path: &Path) -> Vec<String> {
     let db = path.to_str().unwrap();
-    ["registry", "leases", "outbox", "runs", "consumers"]
-        .iter()
-        .map(|projection| {
-            let output = annals(&["state", db, projection, "--json"]);
-            assert!(output.status.success(), "{}", text(&output.stderr));
-            text(&output.stdout)
-        })
-        .collect()
+    [
+        "registry",
+        "leases",
+        "outbox",
+        "runs",
+        "consumers",
+        "ingest",
+    ]
+    .iter()
+    .map(|projection| {
+        let output = annals(&["state", db, projection, "--json"]);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        text(&output.stdout)
+    })
+    .collect()
 }
 
 /// Runs `annals rebuild --step` and kills it with SIGKILL after its `steps`-th stop (0: as

@@ -11,6 +11,7 @@
 //! - `registry.rs`: registry settings, fuel and instances;
 //! - [`outbox`]: the outbox's rows, claims and sweeps;
 //! - [`runs`]: the runs' spans, events, heartbeats, sweeps, rollups and pruning;
+//! - [`ingest`]: the hub's sync ingest (accepted, duplicate, conflicts, listings, cursors);
 //! - `script.rs`: seeded random scripts, the mix of commands the simulation draws.
 //!
 //! The model never calls a domain's `decide` or `apply`: each file restates its domain's
@@ -26,6 +27,7 @@
 //! predict their outcomes, it only takes note of how far they moved the head. Every projection is covered by the final checks
 //! (digests equal a rebuild's, `verify` passes).
 
+pub mod ingest;
 pub mod outbox;
 pub mod runs;
 
@@ -246,6 +248,22 @@ pub enum Op {
         calls: u8,
         /// The fuel.
         fuel: u8,
+    /// `IngestCommand`: a runtime's event pushed to the hub.
+    Ingest {
+        /// The project, modulo the projects.
+        project: u8,
+        /// The run, modulo the runs.
+        run: u8,
+        /// The sequence, modulo 5 (0 is invalid).
+        sequence: u8,
+        /// The hub project, modulo the hub projects.
+        hub: u8,
+        /// The home runtime, modulo the runtimes.
+        runtime: u8,
+        /// The event type, modulo the types.
+        event_type: u8,
+        /// The event's one byte, modulo 3.
+        content: u8,
     },
 }
 
@@ -336,6 +354,8 @@ pub enum Outcome {
     Outbox(Box<outbox::Seen>),
     /// What a runs command did, and the runs it left.
     Runs(Box<runs::Seen>),
+    /// What an ingest did, and the listings and cursors it left.
+    Ingest(Box<ingest::Seen>),
     /// The clock moved, or a command of another domain ran: not compared.
     Unmodelled,
     /// Any other error (I/O, corruption): the run stops being comparable.
@@ -434,6 +454,16 @@ pub fn run_on_store(op: &Op, session: &mut WriteSession<'_>, now_ms: &mut u64) -
                 Err(error) => failed(error),
             }
         }
+        Op::Ingest { .. } => {
+            let Some(command) = ingest::command(op, *now_ms) else {
+                return Outcome::Unmodelled;
+            };
+            match ingest::run_on_store(&command, session) {
+                Ok(seen) => Outcome::Ingest(Box::new(seen)),
+                Err(Error::InvalidCommand { field, .. }) => Outcome::InvalidField(field),
+                Err(error) => failed(error),
+            }
+        }
     }
 }
 
@@ -458,6 +488,8 @@ pub struct Model {
     outbox: outbox::Outbox,
     /// The runs.
     runs: runs::Runs,
+    /// The sync ingest.
+    ingest: ingest::Ingest,
     /// The records predicted since the journal was last taken.
     written: Vec<Written>,
 }
@@ -594,6 +626,19 @@ impl Model {
                     done,
                     view: self.runs.view(),
                 }))
+            }
+            Op::Ingest { .. } => {
+                let Some(command) = ingest::command(op, *now_ms) else {
+                    return Outcome::Unmodelled;
+                };
+                let (seen, records) = match self.ingest.run(&command) {
+                    Ok(done) => done,
+                    Err(field) => return Outcome::InvalidField(field),
+                };
+                for (stream, kind) in records {
+                    self.write_kind(&stream, Some(kind));
+                }
+                Outcome::Ingest(Box::new(seen))
             }
         }
     }

@@ -21,6 +21,38 @@ impl Script {
                             payload: rng.below(3) as u8,
                             key: rng.chance(40).then(|| rng.below(3) as u8),
                         };
+                        if rng.chance(8) {
+                            // Mostly valid names, so that events collide, reuse sequences
+                            // and cross projects, hubs and runtimes.
+                            let mostly = |rng: &mut Rng, valid: u64| {
+                                if rng.chance(90) {
+                                    rng.below(valid) as u8
+                                } else {
+                                    byte(rng)
+                                }
+                            };
+                            return Op::Ingest {
+                                project: mostly(&mut rng, 2),
+                                run: mostly(&mut rng, 2),
+                                sequence: if rng.chance(95) {
+                                    1 + rng.below(4) as u8
+                                } else {
+                                    0
+                                },
+                                hub: if rng.chance(85) {
+                                    0
+                                } else {
+                                    mostly(&mut rng, 2)
+                                },
+                                runtime: if rng.chance(85) {
+                                    0
+                                } else {
+                                    mostly(&mut rng, 2)
+                                },
+                                event_type: mostly(&mut rng, 2),
+                                content: if rng.chance(80) { 0 } else { byte(&mut rng) },
+                            };
+                        }
                         match rng.below(27) {
                             0 | 1 => Op::Append {
                                 stream: byte(&mut rng),

@@ -1,0 +1,110 @@
+//! Ingest events: what the ingest projection records. Kinds start with `ingest.`;
+//! `schema/EVENTS.md` specifies each payload.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::event::{DomainEvent, EventKind, decode_payload, encode_payload, unknown_schema};
+use crate::record::Record;
+
+/// A runtime's event was accepted under (`project`, `run`, `sequence`). The receipt time is
+/// the record's `at_ms`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Accepted {
+    /// The runtime's project.
+    pub project: String,
+    /// The run within the project.
+    pub run: String,
+    /// The event's sequence within the run, from 1.
+    pub sequence: u64,
+    /// The hub project that holds the project's events.
+    pub hub_project: String,
+    /// The runtime the run lives on.
+    pub home_runtime: String,
+    /// The runtime's name for the event's type.
+    pub event_type: String,
+    /// blake3 of `bytes`.
+    #[serde(serialize_with = "crate::event::hex_bytes")]
+    pub content_hash: [u8; 32],
+    /// The event as the runtime sent it.
+    #[serde(serialize_with = "crate::event::hex_bytes")]
+    pub bytes: Vec<u8>,
+}
+
+/// Every ingest event.
+///
+/// Serialised as its payload struct alone (the kind is the record's), for the CLI's JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum IngestEvent {
+    /// `ingest.accepted`
+    Accepted(Accepted),
+}
+
+/// Kind of [`IngestEvent::Accepted`].
+pub const ACCEPTED: &str = "ingest.accepted";
+
+impl DomainEvent for IngestEvent {
+    const CATALOGUE: &'static [EventKind] = &[EventKind {
+        kind: ACCEPTED,
+        schema: 1,
+    }];
+
+    fn kind(&self) -> &'static str {
+        match self {
+            IngestEvent::Accepted(_) => ACCEPTED,
+        }
+    }
+
+    fn payload(&self) -> Vec<u8> {
+        match self {
+            IngestEvent::Accepted(e) => encode_payload(e),
+        }
+    }
+
+    fn from_record(record: &Record) -> Result<Option<Self>> {
+        let event = match (record.kind.as_str(), record.schema) {
+            (ACCEPTED, 1) => IngestEvent::Accepted(decode_payload(record)?),
+            (kind, _) if Self::CATALOGUE.iter().any(|e| e.kind == kind) => {
+                return Err(unknown_schema(record));
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(event))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The payload bytes `schema/EVENTS.md` describes.
+    #[test]
+    fn the_payload_is_encoded_as_the_schema_describes() {
+        let event = IngestEvent::Accepted(Accepted {
+            project: "p".into(),
+            run: "r".into(),
+            sequence: 0x0102,
+            hub_project: "h".into(),
+            home_runtime: "t".into(),
+            event_type: "e".into(),
+            content_hash: [7; 32],
+            bytes: vec![9, 8],
+        });
+        let text = |byte: u8| {
+            let mut field = vec![1, 0, 0, 0, 0, 0, 0, 0];
+            field.push(byte);
+            field
+        };
+        let mut expected = Vec::new();
+        expected.extend(text(b'p'));
+        expected.extend(text(b'r'));
+        expected.extend([2, 1, 0, 0, 0, 0, 0, 0]);
+        expected.extend(text(b'h'));
+        expected.extend(text(b't'));
+        expected.extend(text(b'e'));
+        expected.extend([7; 32]);
+        expected.extend([2, 0, 0, 0, 0, 0, 0, 0, 9, 8]);
+        assert_eq!(event.payload(), expected);
+    }
+}

@@ -1,0 +1,185 @@
+//! Ingest reads from the projection tables: no replay, usable on a snapshot or inside a write
+//! (where commands decide).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::hash::Digest;
+use crate::log::read::Direction;
+use crate::projection::table::{Table, TableSource};
+
+/// A runtime's event as the hub holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IngestedEvent {
+    /// The runtime's project.
+    pub project: String,
+    /// The run within the project.
+    pub run: String,
+    /// The event's sequence within the run, from 1.
+    pub sequence: u64,
+    /// The hub project that holds it.
+    pub hub_project: String,
+    /// The runtime the run lives on.
+    pub home_runtime: String,
+    /// The runtime's name for the event's type.
+    pub event_type: String,
+    /// blake3 of `bytes`.
+    pub content_hash: Digest,
+    /// When the hub accepted it (the accepting command's `received_at_ms`).
+    pub received_at_ms: u64,
+    /// The event as the runtime sent it.
+    pub bytes: Vec<u8>,
+}
+
+/// A row of `ingest.events`: an accepted event, without the key's parts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct StoredEvent {
+    pub(crate) hub_project: String,
+    pub(crate) home_runtime: String,
+    pub(crate) event_type: String,
+    #[serde(serialize_with = "crate::event::hex_bytes")]
+    pub(crate) content_hash: [u8; 32],
+    pub(crate) received_at_ms: u64,
+    #[serde(serialize_with = "crate::event::hex_bytes")]
+    pub(crate) bytes: Vec<u8>,
+}
+
+/// A row of `ingest.runs`: what the hub knows of one run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct StoredRun {
+    /// The runtime of the run's first accepted event; every later one must name it.
+    pub(crate) home_runtime: String,
+    /// The sync cursor: the highest sequence with every sequence from 1 to it held.
+    pub(crate) cursor: u64,
+}
+
+/// `ingest.events`: (project, run, sequence) → the accepted event.
+pub(crate) const EVENTS: Table<(String, String, u64), StoredEvent> = Table::new("ingest.events");
+/// `ingest.projects`: project → the hub project its first accepted event named.
+pub(crate) const PROJECTS: Table<String, String> = Table::new("ingest.projects");
+/// `ingest.runs`: (project, run) → its home runtime and sync cursor.
+pub(crate) const RUNS: Table<(String, String), StoredRun> = Table::new("ingest.runs");
+/// `ingest.by_hub_project`: (hub project, run, sequence, position of the accepting record) →
+/// project. The position orders events of one run id and sequence under two projects of one
+/// hub project by when they were accepted.
+pub(crate) const BY_HUB_PROJECT: Table<(String, String, u64, u64), String> =
+    Table::new("ingest.by_hub_project");
+
+fn typed(project: String, run: String, sequence: u64, stored: StoredEvent) -> IngestedEvent {
+    IngestedEvent {
+        project,
+        run,
+        sequence,
+        hub_project: stored.hub_project,
+        home_runtime: stored.home_runtime,
+        event_type: stored.event_type,
+        content_hash: Digest(stored.content_hash),
+        received_at_ms: stored.received_at_ms,
+        bytes: stored.bytes,
+    }
+}
+
+/// The event held under (`project`, `run`, `sequence`), if any.
+pub fn event(
+    state: &dyn TableSource,
+    project: &str,
+    run: &str,
+    sequence: u64,
+) -> Result<Option<IngestedEvent>> {
+    let key = (project.to_owned(), run.to_owned(), sequence);
+    let stored = EVENTS.get(state, &key)?;
+    Ok(stored.map(|stored| typed(key.0, key.1, key.2, stored)))
+}
+
+/// Up to `limit` events `hub_project` holds, by run then sequence (the reference's
+/// `listSyncEvents`); one run id and sequence under two projects come in the order they were
+/// accepted.
+pub fn hub_project_events(
+    state: &dyn TableSource,
+    hub_project: &str,
+    limit: usize,
+) -> Result<Vec<IngestedEvent>> {
+    let prefix = (hub_project.to_owned(),);
+    let index = BY_HUB_PROJECT.scan_prefix(state, &prefix, Direction::Forward, limit)?;
+    let mut events = Vec::with_capacity(index.len());
+    for ((hub, run, sequence, position), project) in index {
+        let key = (project, run, sequence);
+        let Some(stored) = EVENTS.get(state, &key)? else {
+            return Err(crate::error::Error::CorruptProjection {
+                table: BY_HUB_PROJECT.name().to_owned(),
+                detail: format!(
+                    "the index row of hub project {hub:?} at position {position} names \
+                     ({:?}, {:?}, {}), which ingest.events does not hold",
+                    key.0, key.1, key.2
+                ),
+            });
+        };
+        events.push(typed(key.0, key.1, key.2, stored));
+    }
+    Ok(events)
+}
+
+/// Up to `limit` events of every project, in (project, run, sequence) order.
+pub fn events(state: &dyn TableSource, limit: usize) -> Result<Vec<IngestedEvent>> {
+    let rows = EVENTS.scan_prefix(state, &(), Direction::Forward, limit)?;
+    Ok(rows
+        .into_iter()
+        .map(|((project, run, sequence), stored)| typed(project, run, sequence, stored))
+        .collect())
+}
+
+/// The sync cursor of `run` in `project` (the reference's `syncCursor`): the highest sequence
+/// with every sequence from 1 up to it held; 0 when sequence 1 is missing.
+pub fn cursor(state: &dyn TableSource, project: &str, run: &str) -> Result<u64> {
+    let key = (project.to_owned(), run.to_owned());
+    Ok(RUNS.get(state, &key)?.map_or(0, |run| run.cursor))
+}
+
+/// The hub project that holds `project`'s events, if it has any.
+pub fn project_hub(state: &dyn TableSource, project: &str) -> Result<Option<String>> {
+    PROJECTS.get(state, &project.to_owned())
+}
+
+/// The home runtime of `run` in `project`, if it has any event.
+pub fn run_home(state: &dyn TableSource, project: &str, run: &str) -> Result<Option<String>> {
+    let key = (project.to_owned(), run.to_owned());
+    Ok(RUNS.get(state, &key)?.map(|run| run.home_runtime))
+}
+
+/// Every row of the ingest projection as JSON, in key order: what `annals state` prints.
+pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
+    let events: Vec<serde_json::Value> = events(state, usize::MAX)?
+        .into_iter()
+        .map(|e| {
+            serde_json::json!({
+                "project": e.project,
+                "run": e.run,
+                "sequence": e.sequence,
+                "hub_project": e.hub_project,
+                "home_runtime": e.home_runtime,
+                "event_type": e.event_type,
+                "content_hash": e.content_hash.to_hex(),
+                "received_at_ms": e.received_at_ms,
+                "bytes": crate::hash::hex(&e.bytes),
+            })
+        })
+        .collect();
+    let projects: Vec<serde_json::Value> = PROJECTS
+        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
+        .into_iter()
+        .map(|(project, hub)| serde_json::json!({ "project": project, "hub_project": hub }))
+        .collect();
+    let runs: Vec<serde_json::Value> = RUNS
+        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
+        .into_iter()
+        .map(|((project, run), stored)| {
+            serde_json::json!({
+                "project": project,
+                "run": run,
+                "home_runtime": stored.home_runtime,
+                "cursor": stored.cursor,
+            })
+        })
+        .collect();
+    Ok(serde_json::json!({ "events": events, "projects": projects, "runs": runs }))
+}
