@@ -89,6 +89,7 @@ pub use log::read::{Direction, Records, Snapshot, StreamRecords, StreamSummary};
 pub use projection::{Projection, ProjectionError};
 pub use record::limits::{Field, LimitError, Limits};
 pub use record::{NewEvent, Position, Record, RecordError, RecordView, StreamVersion};
+pub use store::Compaction;
 pub use store::{
     Durability, Holder, ImportStage, READ_ONLY_PATIENCE, Sharing, Stats, Store, StoreError,
     StoreOptions, UnknownSharing, WriteSession,

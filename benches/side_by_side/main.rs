@@ -55,6 +55,13 @@
 //! `cargo build --release --features cli` first, or those figures are skipped with a note.
 //! `-- --sharing-only` runs these figures alone (with `--quick` and `--check` as above) and
 //! writes them to `target/side_by_side_sharing.json`.
+//!
+//! Memory: the peak resident set of every `annals` command (`memory.rs`), each run as a child
+//! process under GNU time on demo logs of 500,000 and 1,000,000 records (20,000 and 40,000
+//! with `--quick`, 2,000 and 4,000 with `--smoke`), against issue 14's targets (at most 100 MB
+//! at the larger log, at most 1.2 times the smaller's); `-- --memory-only` runs them alone and
+//! writes `target/side_by_side_memory.json`. Like the tail rows they need the `annals`
+//! binary of the bench's profile.
 
 mod bulk;
 mod check;
@@ -78,7 +85,7 @@ use redb::TableDefinition;
 use crate::bulk::{INTERLEAVED_STREAMS, bulk_annals, bulk_redb};
 use crate::check::{check, write_baseline};
 use crate::commands::{command_trees, group_annals, single_annals, single_redb};
-use crate::memory::{rebuild_rss, rss_child};
+use crate::memory::{command_memory, rebuild_rss, rss_child};
 use crate::reading::{rebuild, scan_annals, scan_redb};
 use crate::report::{print_misses, print_sharing_table, print_table, report, sharing_report};
 use crate::round::{build_verify_logs, run_round};
@@ -252,6 +259,22 @@ fn main() {
         finish(&settings, &samples, &report, &missed);
         return;
     }
+    if args.iter().any(|a| a == "--memory-only") {
+        // The commands' peak memory alone, on demo logs of two sizes.
+        let memory = command_memory(&settings).unwrap_or(serde_json::Value::Null);
+        let missed = crate::report::print_memory_table(&memory);
+        for miss in &missed {
+            println!("- {miss}");
+        }
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .parent()
+            .expect("the target directory")
+            .join("side_by_side_memory.json");
+        let text = serde_json::to_string_pretty(&memory).expect("JSON");
+        std::fs::write(&path, text + "\n").expect("write the JSON report");
+        println!("figures written to {}", path.display());
+        return;
+    }
     let (verify_dir, verify_logs) = build_verify_logs(&settings);
     let mut last_round_log = None;
     for round in 0..settings.rounds {
@@ -264,9 +287,16 @@ fn main() {
     let (rss_1x, rss_2x) = rebuild_rss(&settings, &log);
     drop(dir);
     drop(verify_dir);
-    let report = report(&settings, &samples, rss_1x, rss_2x, started.elapsed());
+    let memory = command_memory(&settings);
+    let mut report = report(&settings, &samples, rss_1x, rss_2x, started.elapsed());
     let missed = print_table(&settings, &samples, &report);
     print_misses(&samples, &missed);
+    if let Some(memory) = memory {
+        for miss in crate::report::print_memory_table(&memory) {
+            println!("- {miss}");
+        }
+        report["command_peak_rss_bytes"] = memory;
+    }
     let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .expect("the target directory")

@@ -821,3 +821,76 @@ pub(crate) fn human(value: f64) -> String {
     };
     format!("{scaled:.digits$}{suffix}")
 }
+
+/// The command rows' figures: each command's peak resident set at the two demo logs' sizes,
+/// its growth between them, and issue 14's targets (at most 100 MB at the larger, at most
+/// 1.2 times the smaller's).
+pub(crate) fn memory_json(rows: &[crate::memory::CommandRss], sizes: [usize; 2]) -> Value {
+    use crate::memory::{COMMAND_RSS_BYTES_MAX, COMMAND_RSS_GROWTH_MAX};
+    let mut commands = serde_json::Map::new();
+    for row in rows {
+        let growth = row.large / row.small;
+        commands.insert(
+            row.command.into(),
+            json!({
+                "small": row.small,
+                "large": row.large,
+                "growth": growth,
+                "peak_met": row.large <= COMMAND_RSS_BYTES_MAX,
+                "growth_met": growth <= COMMAND_RSS_GROWTH_MAX,
+            }),
+        );
+    }
+    json!({
+        "note": "peak resident set (GNU time's maximum RSS of the child) of the annals binary on demo logs of two sizes; demo is the run that wrote the log and verified it",
+        "records": sizes,
+        "targets": { "peak_bytes_max": COMMAND_RSS_BYTES_MAX, "growth_max": COMMAND_RSS_GROWTH_MAX },
+        "commands": Value::Object(commands),
+    })
+}
+
+/// The command rows' table; returns the commands that missed a target, with what they missed.
+pub(crate) fn print_memory_table(memory: &Value) -> Vec<String> {
+    let records = &memory["records"];
+    let (small, large) = (
+        records[0].as_f64().unwrap_or(f64::NAN),
+        records[1].as_f64().unwrap_or(f64::NAN),
+    );
+    println!();
+    println!(
+        "| {:<26} | {:>14} | {:>14} | {:>7} | {:<4} |",
+        "peak RSS of",
+        format!("{} records", human(small)),
+        format!("{} records", human(large)),
+        "growth",
+        "met"
+    );
+    println!(
+        "|{:-<28}|{:->16}|{:->16}|{:->9}|{:-<6}|",
+        "", "", "", "", ""
+    );
+    let mut missed = Vec::new();
+    let Some(commands) = memory["commands"].as_object() else {
+        return missed;
+    };
+    for (command, row) in commands {
+        let figure = |key: &str| row[key].as_f64().unwrap_or(f64::NAN);
+        let met = row["peak_met"].as_bool().unwrap_or(false)
+            && row["growth_met"].as_bool().unwrap_or(false);
+        if !met {
+            missed.push(format!(
+                "memory of {command}: {} B at the larger log, {:.2} times the smaller's",
+                human(figure("large")),
+                figure("growth")
+            ));
+        }
+        println!(
+            "| {command:<26} | {:>14} | {:>14} | {:>7} | {:<4} |",
+            format!("{} B", human(figure("small"))),
+            format!("{} B", human(figure("large"))),
+            format!("{:.2}", figure("growth")),
+            if met { "yes" } else { "NO" }
+        );
+    }
+    missed
+}

@@ -8,7 +8,7 @@
 use std::fmt;
 
 use crate::error::{AuditError, Result};
-use crate::log::read::{Direction, Snapshot};
+use crate::log::read::{Direction, Snapshot, StreamRecords};
 use crate::record::{Record, StreamVersion};
 
 /// Something whose history can be asked for, as `annals history` spells it:
@@ -143,15 +143,75 @@ impl fmt::Display for Entity {
 }
 
 /// Every record that touched `entity`, in log order (each checked as every read is). Empty
-/// when the log holds nothing of it.
+/// when the log holds nothing of it. Collects them all; [`records`] hands them out one at a
+/// time.
 pub fn history(snapshot: &Snapshot, entity: &Entity) -> Result<Vec<Record>> {
-    let mut records = Vec::new();
-    for stream in entity.streams() {
-        for record in snapshot.stream(&stream, StreamVersion(0), Direction::Forward)? {
-            records.push(record?);
-        }
+    records(snapshot, &entity.streams(), Direction::Forward)?.collect()
+}
+
+/// The records of `streams` merged by position, in `direction`: each stream is read through
+/// the stream index in its own order and only one record per stream is held at a time, so
+/// memory does not grow with the history's length.
+pub fn records<'s>(
+    snapshot: &'s Snapshot,
+    streams: &[String],
+    direction: Direction,
+) -> Result<History<'s>> {
+    let from = match direction {
+        Direction::Forward => StreamVersion(0),
+        Direction::Backward => StreamVersion(u64::MAX),
+    };
+    let mut sources = Vec::with_capacity(streams.len());
+    for stream in streams {
+        sources.push((snapshot.stream(stream, from, direction)?, None));
     }
-    // Each stream is in position order already; a stable sort merges them.
-    records.sort_by_key(|record| record.position);
-    Ok(records)
+    Ok(History {
+        sources,
+        direction,
+        failed: false,
+    })
+}
+
+/// Records of several streams merged by position ([`records`]).
+pub struct History<'s> {
+    /// Each stream's records and the next one read from it, not yet handed out.
+    sources: Vec<(StreamRecords<'s>, Option<Record>)>,
+    direction: Direction,
+    /// Set after an error, which ends the iteration.
+    failed: bool,
+}
+
+impl Iterator for History<'_> {
+    type Item = Result<Record>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        for (stream, next) in &mut self.sources {
+            if next.is_none() {
+                match stream.next() {
+                    Some(Ok(record)) => *next = Some(record),
+                    Some(Err(error)) => {
+                        self.failed = true;
+                        return Some(Err(error));
+                    }
+                    None => {}
+                }
+            }
+        }
+        let direction = self.direction;
+        let (_, next) = self
+            .sources
+            .iter_mut()
+            .filter(|(_, next)| next.is_some())
+            .min_by_key(|(_, next)| {
+                let position = next.as_ref().map_or(0, |record| record.position.0);
+                match direction {
+                    Direction::Forward => position,
+                    Direction::Backward => u64::MAX - position,
+                }
+            })?;
+        next.take().map(Ok)
+    }
 }

@@ -40,6 +40,7 @@ impl Command {
             Command::History(args) => args.style.json,
             Command::Export(args) => args.json,
             Command::Import(args) => args.json,
+            Command::Compact(args) => args.json,
             #[cfg(feature = "testing")]
             Command::CrashWriter(_) => false,
         }
@@ -94,6 +95,10 @@ pub(crate) enum Command {
     /// Check an export file completely, then append its records to a log (a new one when DB
     /// does not exist); a damaged file is refused naming its first bad position.
     Import(ImportArgs),
+    /// Give the log file's free pages back to the file system (redb's compaction), printing
+    /// the bytes reclaimed. It needs the log to itself: refused while another process has it
+    /// open.
+    Compact(CompactArgs),
     /// For the real-crash test: append through the async writer, printing each durable
     /// position and hash, until killed.
     #[cfg(feature = "testing")]
@@ -215,6 +220,18 @@ pub(crate) struct ImportArgs {
     pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
+}
+
+#[derive(Args)]
+pub(crate) struct CompactArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// How long to wait for other processes to close the log, e.g. `5s`, `250ms`.
+    #[arg(long, default_value = "0s", value_parser = super::open::parse_duration)]
+    pub(crate) wait: std::time::Duration,
 }
 
 #[derive(Args)]

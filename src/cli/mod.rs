@@ -10,6 +10,7 @@
 
 mod args;
 mod audit;
+mod compact;
 mod filter;
 mod open;
 mod payload;
@@ -67,6 +68,7 @@ pub fn main() -> ExitCode {
         Command::History(args) => read::history(args),
         Command::Export(args) => audit::export(args),
         Command::Import(args) => write::import(args),
+        Command::Compact(args) => compact::compact(args),
         #[cfg(feature = "testing")]
         Command::CrashWriter(args) => write::crash_writer(args),
     };

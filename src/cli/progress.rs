@@ -1,5 +1,5 @@
 //! Progress bars on standard error while a long command runs (`demo`, `import`, `export`,
-//! `rebuild`, `verify`), drawn by indicatif. A bar draws only when standard error is a
+//! `rebuild`, `verify`, `compact`), drawn by indicatif. A bar draws only when standard error is a
 //! terminal, never into a pipe or a file, and never to standard output, so it never changes
 //! what a command prints.
 
@@ -38,6 +38,22 @@ impl ProgressLine {
         // A steady tick keeps the elapsed time and rate moving between reports.
         bar.enable_steady_tick(Duration::from_millis(1_000 / u64::from(REDRAWS_PER_SECOND)));
         ProgressLine { bar }
+    }
+
+    /// A bar labelled `label` counting up to `total` bytes.
+    pub(crate) fn bytes(label: &'static str, total: u64) -> ProgressLine {
+        let line = ProgressLine::new(label, total);
+        if let Ok(style) = ProgressStyle::with_template(
+            "{prefix:>8} [{bar:30}] {percent:>3}% {bytes}/{total_bytes}, {elapsed} elapsed, {eta} left",
+        ) {
+            line.bar.set_style(style.progress_chars("#>-"));
+        }
+        line
+    }
+
+    /// A handle on the bar, for a thread that reports while this one waits on the work.
+    pub(crate) fn handle(&self) -> ProgressBar {
+        self.bar.clone()
     }
 
     /// Sets the records done so far.

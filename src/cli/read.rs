@@ -116,11 +116,16 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
 pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     let entity = Entity::parse(&args.entity)?;
     let store = Store::open_read_only(&args.db)?;
+    let snapshot = store.snapshot()?;
     if let Some(stream) = args.stream.as_deref() {
-        require_stream(&store.snapshot()?, stream, &args.db)?;
+        require_stream(&snapshot, stream, &args.db)?;
     }
-    let mut records = store.history(&entity)?;
-    if records.is_empty() {
+    let mut streams = entity.streams();
+    let mut touched = false;
+    for stream in &streams {
+        touched |= snapshot.stream_version(stream)?.is_some();
+    }
+    if !touched {
         return Err(Failure::Finding(format!(
             "{}: no event touched {}",
             args.db.display(),
@@ -128,18 +133,18 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
         )));
     }
     if let Some(stream) = args.stream.as_deref() {
-        records.retain(|record| record.stream == stream);
+        streams.retain(|name| name == stream);
     }
-    if args.filter.reverse {
-        records.reverse();
-    }
+    let direction = if args.filter.reverse {
+        Direction::Backward
+    } else {
+        Direction::Forward
+    };
+    // Merged record by record, so a long history is never held whole.
+    let records = crate::audit::history::records(&snapshot, &streams, direction)?;
     let mut out = BufWriter::new(io::stdout().lock());
-    print_filtered(
-        &mut out,
-        records.into_iter().map(Ok),
-        &args.filter,
-        &args.style,
-    )?;
+    let printed = print_filtered(&mut out, records, &args.filter, &args.style);
+    // The good records before a corrupt one are printed before the error is reported.
     out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    printed.map(|_| ExitCode::SUCCESS)
 }

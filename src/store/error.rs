@@ -31,4 +31,29 @@ pub enum StoreError {
         /// Why the token is not live.
         reason: GuardRefusal,
     },
+    /// A compaction asked of a store that shares its file: redb moves pages that a process
+    /// reading beside it could be reading.
+    #[error(
+        "compaction needs the log to itself; this store shares it in {sharing} mode (open it exclusive)"
+    )]
+    CompactionNeedsExclusive {
+        /// The store's sharing mode.
+        sharing: crate::store::Sharing,
+    },
+    /// A compaction of a log that another process has open. Nothing was changed.
+    #[error(
+        "cannot compact {}: another process has it open {}; compaction needs the log to itself, so run it again once that process has closed it",
+        path.display(),
+        crate::store::compact::held_as(holder)
+    )]
+    CompactionHeld {
+        /// The log.
+        path: std::path::PathBuf,
+        /// How the other process holds it.
+        holder: crate::store::Holder,
+    },
+    /// A compaction while a read of this store (a `Snapshot`, a state read) is still open:
+    /// redb moves no page a transaction may be reading.
+    #[error("cannot compact while a snapshot or state read of this store is open; drop it first")]
+    CompactionBusy,
 }

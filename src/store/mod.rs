@@ -7,6 +7,7 @@
 //! new head on a watch channel, which subscriptions use as a wake-up.
 
 mod catch_up;
+pub(crate) mod compact;
 mod error;
 mod import;
 pub(crate) mod open;
@@ -32,6 +33,7 @@ use crate::projection::table::ReadTables;
 use crate::projection::{Projection, ProjectionError, Projections};
 use crate::record::limits::Limits;
 use crate::record::{NewEvent, Position, Record, StreamVersion};
+pub use compact::Compaction;
 pub use error::StoreError;
 pub use import::ImportStage;
 use open::{
@@ -210,7 +212,9 @@ impl Store {
             }
             Store::bring_up(db, options.limits, path.clone(), projections, false)
         });
-        brought_up.map_err(|error| error.no_space_at(&path))
+        let mut store = brought_up.map_err(|error| error.no_space_at(&path))?;
+        store.sharing = Sharing::Exclusive;
+        Ok(store)
     }
 
     /// Opens an existing log without writing to its file, for audits: appends are refused

@@ -57,6 +57,15 @@ impl<D> std::ops::Deref for Closing<D> {
     }
 }
 
+impl<D> std::ops::DerefMut for Closing<D> {
+    fn deref_mut(&mut self) -> &mut D {
+        match &mut self.0 {
+            Some(db) => db,
+            None => unreachable!("the database is taken only by drop"),
+        }
+    }
+}
+
 impl<D> Drop for Closing<D> {
     fn drop(&mut self) {
         if let Some(db) = self.0.take() {

@@ -6,6 +6,7 @@ mod cli_audit;
 mod cli_json;
 mod cli_read;
 mod common;
+mod compact;
 mod corruption;
 mod crash;
 mod events;

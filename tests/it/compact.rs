@@ -1,0 +1,281 @@
+//! Compaction (`Store::compact`, `annals compact`): a log with free pages gives bytes back and
+//! reads the same record for record; a log another real process has open is refused and left
+//! as it was; and a crash at every counted operation of a compaction on the simulated disk
+//! (with unsynced writes dropped, kept at random or torn) leaves a log that opens, verifies
+//! sound and holds every record.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use annals::testing::internals::demo;
+use annals::testing::sim::{Fault, Loss, SimDisk, Trigger};
+use annals::{Digest, Direction, Error, Position, Sharing, Store, StoreError, StoreOptions};
+
+fn annals() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_annals"))
+}
+
+/// The hash of every record, in order: the log's content, compared before and after.
+fn record_hashes(store: &Store) -> Vec<Digest> {
+    store
+        .read_all(Position(0), Direction::Forward, usize::MAX)
+        .expect("read the log")
+        .iter()
+        .map(|record| record.hash)
+        .collect()
+}
+
+/// What must be the same after a compaction: every record, the head and the Merkle root.
+fn content(store: &Store) -> (Vec<Digest>, Digest) {
+    let head = store.head().expect("the head");
+    let root = store
+        .snapshot()
+        .and_then(|snapshot| snapshot.merkle_root(head.next.0))
+        .expect("the root");
+    (record_hashes(store), root)
+}
+
+/// A demo log written live (a durable commit per command) at `path`, then rebuilt: both leave
+/// free pages behind.
+fn demo_log(path: &Path, records: u64) {
+    let store = Store::open(path).expect("a new log");
+    demo::run(&store, records, |_| {}).expect("the demo");
+    store.rebuild(None).expect("a rebuild");
+    store.close().expect("close");
+}
+
+#[test]
+fn compaction_reclaims_free_pages_and_the_log_reads_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    demo_log(&path, 2_000);
+    let before = content(&Store::open_read_only(&path).unwrap());
+    let bytes_before = std::fs::metadata(&path).unwrap().len();
+
+    let output = annals()
+        .arg("compact")
+        .arg(&path)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one object");
+    let reclaimed = report["bytes_reclaimed"].as_u64().expect("bytes_reclaimed");
+    let bytes_after = std::fs::metadata(&path).unwrap().len();
+    assert!(reclaimed > 0, "nothing reclaimed: {report}");
+    assert_eq!(report["bytes_before"].as_u64(), Some(bytes_before));
+    assert_eq!(report["bytes_after"].as_u64(), Some(bytes_after));
+    assert_eq!(bytes_before - bytes_after, reclaimed);
+
+    let store = Store::open_read_only(&path).unwrap();
+    assert_eq!(content(&store), before);
+    assert!(store.verify().unwrap().is_sound());
+    drop(store);
+
+    // The text form says the same; a second compaction finds little or nothing left.
+    let text = annals().arg("compact").arg(&path).output().unwrap();
+    assert!(text.status.success());
+    let line = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        line.starts_with(&format!("compacted {}: ", path.display())) && line.contains("reclaimed"),
+        "{line}"
+    );
+}
+
+#[test]
+fn compact_needs_an_exclusive_store() {
+    let (_dir, mut store) = crate::common::store();
+    let refused = store.compact().unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            Error::Store(StoreError::CompactionNeedsExclusive {
+                sharing: Sharing::SingleWriter
+            })
+        ),
+        "{refused}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut exclusive = crate::common::open_exclusive(&dir.path().join("log.redb"));
+    crate::common::append_one(&exclusive, "s", b"x");
+    let snapshot = exclusive.snapshot().unwrap();
+    // A snapshot of this process pins pages: compaction waits for none.
+    let busy = exclusive.compact().unwrap_err();
+    assert!(
+        matches!(busy, Error::Store(StoreError::CompactionBusy)),
+        "{busy}"
+    );
+    drop(snapshot);
+    assert!(exclusive.compact().is_ok());
+}
+
+/// `annals compact` beside `holder` (a child that has the log open): refused as held, exit 2,
+/// and the file is byte for byte as it was.
+fn refused_beside(path: &Path, holder: &str) {
+    let bytes = std::fs::read(path).unwrap();
+    let output = annals()
+        .arg("compact")
+        .arg(path)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "beside {holder}");
+    let error: serde_json::Value = serde_json::from_slice(&output.stderr).expect("a JSON error");
+    assert_eq!(error["kind"], "held", "beside {holder}: {error}");
+    let message = error["error"].as_str().unwrap();
+    assert!(
+        message.contains("another process has it open")
+            && message.contains(&path.display().to_string()),
+        "beside {holder}: {message}"
+    );
+    assert!(std::fs::read(path).unwrap() == bytes, "beside {holder}");
+}
+
+#[test]
+fn compaction_is_refused_while_another_process_has_the_log_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    demo_log(&path, 500);
+
+    // A reader in another process: `tail` follows the log once it has printed a record.
+    let mut tail = annals()
+        .arg("tail")
+        .arg(&path)
+        .args(["--from", "0", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(tail.stdout.take().unwrap()).lines();
+    assert!(lines.next().expect("tail prints").is_ok());
+    refused_beside(&path, "a reader");
+    tail.kill().unwrap();
+    tail.wait().unwrap();
+    drop(lines);
+
+    // A writer in another process, single-writer.
+    let mut writer = annals()
+        .arg("crash-writer")
+        .arg(&path)
+        .args(["--tasks", "1", "--sharing", "single-writer"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reports = BufReader::new(writer.stdout.take().unwrap()).lines();
+    let first = reports.next().expect("the writer reports").unwrap();
+    assert!(first.starts_with("durable "), "{first}");
+    // Its further reports are read and dropped, so that a full pipe never stops it.
+    let drain = std::thread::spawn(move || reports.for_each(drop));
+    let held = Store::compact_file(&path, std::time::Duration::ZERO).unwrap_err();
+    assert!(
+        matches!(held, Error::Store(StoreError::CompactionHeld { .. })),
+        "{held}"
+    );
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    drain.join().unwrap();
+
+    // Once nobody has it open, it compacts.
+    let compacted = Store::compact_file(&path, std::time::Duration::ZERO).unwrap();
+    assert!(compacted.bytes_after <= compacted.bytes_before);
+    assert!(
+        Store::open_read_only(&path)
+            .unwrap()
+            .verify()
+            .unwrap()
+            .is_sound()
+    );
+}
+
+fn options() -> StoreOptions {
+    StoreOptions {
+        create: true,
+        ..StoreOptions::default()
+    }
+}
+
+/// The image of a small demo log on the simulated disk, written live and rebuilt.
+fn demo_image(records: u64) -> Vec<u8> {
+    let disk = SimDisk::new(Vec::new(), Fault::None);
+    let store = Store::open_with_backend(disk.backend(), options()).unwrap();
+    demo::run(&store, records, |_| {}).unwrap();
+    store.rebuild(None).unwrap();
+    store.close().unwrap();
+    disk.image_after_restart()
+}
+
+/// Opens `image`, compacts it and closes it while `fault` strikes. Returns the disk and the
+/// counted operations made before the compaction began.
+fn compact_on(image: &[u8], fault: Fault) -> (SimDisk, u64, bool) {
+    let disk = SimDisk::new(image.to_vec(), fault);
+    let Ok(mut store) = Store::open_with_backend(disk.backend(), options()) else {
+        return (disk, 0, false);
+    };
+    let opened_at = disk.ops();
+    let compacted = store
+        .compact()
+        .is_ok_and(|compaction| compaction.moved_pages);
+    let closed = store.close().is_ok();
+    (disk, opened_at, compacted && closed)
+}
+
+/// Opens `image` after a restart and checks it holds `expected`, verifies sound and can be
+/// compacted again.
+fn check_whole(image: &[u8], expected: &(Vec<Digest>, Digest), at: &str) {
+    let disk = SimDisk::new(image.to_vec(), Fault::None);
+    let mut store = Store::open_with_backend(disk.backend(), options())
+        .unwrap_or_else(|error| panic!("{at}: the log does not reopen: {error}"));
+    let report = store.verify().unwrap();
+    assert!(report.is_sound(), "{at}: {:?}", report.problem);
+    assert!(&content(&store) == expected, "{at}: the records changed");
+    let _ = store
+        .compact()
+        .unwrap_or_else(|error| panic!("{at}: compacting again: {error}"));
+    assert!(&content(&store) == expected, "{at}: the records changed");
+}
+
+#[test]
+fn a_crash_at_any_point_of_a_compaction_leaves_every_record() {
+    let image = demo_image(600);
+    let expected = {
+        let disk = SimDisk::new(image.clone(), Fault::None);
+        content(&Store::open_with_backend(disk.backend(), options()).unwrap())
+    };
+    // A run without a fault: the compaction moves pages and shrinks the image; its counted
+    // operations are the crash points.
+    let (dry, opened_at, compacted) = compact_on(&image, Fault::None);
+    assert!(compacted, "the compaction moved no page");
+    let after = dry.image_after_restart();
+    assert!(
+        after.len() < image.len(),
+        "{} -> {}",
+        image.len(),
+        after.len()
+    );
+    check_whole(&after, &expected, "no fault");
+    let ops = dry.ops();
+    let mut struck = 0;
+    for k in opened_at + 1..=ops {
+        let loss = match k % 3 {
+            0 => Loss::DropUnsynced,
+            1 => Loss::KeepSome(k),
+            _ => Loss::TearLast(k),
+        };
+        let (disk, _, _) = compact_on(&image, Fault::Crash(Trigger::Op(k), loss));
+        assert!(disk.struck(), "the crash at operation {k} never struck");
+        struck += 1;
+        check_whole(
+            &disk.image_after_restart(),
+            &expected,
+            &format!("crash at operation {k} ({loss:?})"),
+        );
+    }
+    assert_eq!(struck, ops - opened_at);
+    eprintln!("compaction: crashed at each of its {struck} operations");
+}
