@@ -131,6 +131,14 @@ fn main() {
         rss_child(Path::new(path));
         return;
     }
+    if args.iter().any(|a| a == "--profile-verify") {
+        // Verify alone, for its targets and a profiler: interleaved bulk logs of 100,000 and
+        // 4,000,000 events (or the sizes after the flag), kept under the target directory and
+        // reused by later runs, each verified three times (walk, whole), then the walk's
+        // linearity (time per event at the larger size over the smaller).
+        profile_verify(&args);
+        return;
+    }
     if args.iter().any(|a| a == "--profile-bulk") {
         // For a profiler: annals' bulk append, scan and rebuild alone.
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
@@ -319,5 +327,47 @@ fn finish(settings: &Settings, samples: &Samples, report: &serde_json::Value, mi
     if failures > 0 {
         eprintln!("--check: {failures} regression(s) beyond the noise, or guard(s) missed");
         std::process::exit(1);
+    }
+}
+
+/// `--profile-verify [SIZES…]`: the verify rows alone, best of three per size.
+fn profile_verify(args: &[String]) {
+    let sizes: Vec<usize> = args
+        .iter()
+        .skip_while(|a| *a != "--profile-verify")
+        .skip(1)
+        .map_while(|a| a.parse().ok())
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![100_000, 4_000_000]
+    } else {
+        sizes
+    };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("profile-verify");
+    std::fs::create_dir_all(&dir).expect("the profile folder");
+    let mut per_event = Vec::new();
+    for events in sizes {
+        let path = dir.join(format!("verify-{events}.redb"));
+        if !path.exists() {
+            eprintln!("building the verify log of {events} events");
+            let building = path.with_extension("building");
+            let _ = std::fs::remove_file(&building);
+            bulk::bulk_annals_over(&building, events, 0, INTERLEAVED_STREAMS);
+            std::fs::rename(&building, &path).expect("publish the verify log");
+        }
+        let (mut walk, mut whole) = (0f64, 0f64);
+        for _ in 0..3 {
+            let split = reading::verify_split(&path);
+            walk = walk.max(split.walk);
+            whole = whole.max(split.whole);
+        }
+        println!("verify {events} events: walk {walk:.0}/s, whole {whole:.0}/s");
+        per_event.push(1.0 / walk);
+    }
+    if let (Some(first), Some(last)) = (per_event.first(), per_event.last()) {
+        println!(
+            "walk linearity (time per event, largest over smallest): {:.2}",
+            last / first
+        );
     }
 }

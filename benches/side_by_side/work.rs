@@ -33,17 +33,21 @@ pub(crate) fn granted(outcome: &LeaseOutcome) {
 
 /// The `i`-th bulk event: a lease acquisition whose payload is [`PAYLOAD_BYTES`] long.
 pub(crate) fn bulk_event(i: usize) -> NewEvent {
+    // Each resource is granted again every BULK_RESOURCES events: the clock steps so that its
+    // lease has expired by then, as the leases projection's rules require of a grant.
+    let step_ms = TTL_MS / BULK_RESOURCES as u64 + 1;
+    let at_ms = EPOCH_MS + i as u64 * step_ms;
     let acquired = |holder: String| {
         LeaseEvent::Acquired(Acquired {
             resource: format!("resource-{:04}", i % BULK_RESOURCES),
             holder,
             token: (i / BULK_RESOURCES) as u64 + 1,
-            expires_at_ms: EPOCH_MS + i as u64 + TTL_MS,
+            expires_at_ms: at_ms + TTL_MS,
             project: String::new(),
             name: String::new(),
             holder_name: String::new(),
         })
-        .to_new_event(EPOCH_MS + i as u64)
+        .to_new_event(at_ms)
     };
     let holder = format!("holder-{}", i % 7);
     let short = acquired(holder.clone()).payload.len();

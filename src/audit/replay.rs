@@ -1,8 +1,17 @@
-//! Replay into memory: a fresh in-memory redb that holds only projection tables, filled by
-//! applying the log's records from position 0. `verify` compares it with the live tables;
-//! `state --at N` reads it as of the first N records.
+//! Replay: a fresh redb that holds only projection tables, filled by applying the log's
+//! records from position 0. `verify` compares it with the live tables; `state --at N` reads it
+//! as of the first N records.
+//!
+//! The replayed tables are as large as the live ones, so they go to a temporary file (in
+//! [`std::env::temp_dir`], removed as soon as it is open where the system allows, else when
+//! the replay is dropped) read through a page cache of [`REPLAY_CACHE_BYTES`]: held in memory,
+//! a replay of a million demo records grew the process by the size of its tables.
 
-use redb::backends::InMemoryBackend;
+use std::fs::{File, OpenOptions};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use redb::backends::FileBackend;
 use redb::{Database, Durability};
 
 use crate::error::Result;
@@ -11,12 +20,63 @@ use crate::projection::Projections;
 use crate::projection::table::{ReadTables, TransactionTables};
 use crate::record::Position;
 
-/// Records applied per in-memory transaction, so no transaction grows with the log.
+/// Records applied per transaction, so no transaction grows with the log.
 const REPLAY_BATCH_RECORDS: usize = 8192;
 
-/// Projection tables rebuilt from a log, in memory.
+/// Every this many batches a commit is durable: redb reuses the pages that non-durable
+/// commits free only after a durable one, and without it the file grows with every batch.
+const REPLAY_DURABLE_EVERY_BATCHES: u64 = 16;
+
+/// The most memory the replay's page cache takes, as the store's own.
+const REPLAY_CACHE_BYTES: usize = crate::store::open::REDB_CACHE_BYTES;
+
+/// Projection tables rebuilt from a log, in a temporary file.
 pub struct Replay {
     db: Database,
+    /// Dropped after `db`, so the file is closed before it is removed.
+    _file: ReplayFile,
+}
+
+/// The replay's temporary file, removed when dropped (if not already).
+struct ReplayFile {
+    path: PathBuf,
+}
+
+impl Drop for ReplayFile {
+    fn drop(&mut self) {
+        // Already gone where an open file can be removed; a failure leaves a stray temporary
+        // file, which the system's temporary folder is for.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Creates a new, empty temporary file for a replay.
+fn replay_file() -> Result<(File, ReplayFile)> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    loop {
+        let path = std::env::temp_dir().join(format!(
+            "annals-replay-{}-{}.redb",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(file) => {
+                if cfg!(unix) {
+                    // The open file lives on without its name, and no crash leaves it behind.
+                    let _ = std::fs::remove_file(&path);
+                }
+                return Ok((file, ReplayFile { path }));
+            }
+            // Left by an earlier process with the same id: take the next name.
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
 }
 
 impl Replay {
@@ -36,16 +96,26 @@ pub fn replay_with(
     until: Option<Position>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Replay> {
-    let db = redb::Builder::new().create_with_backend(InMemoryBackend::new())?;
+    let (file, guard) = replay_file()?;
+    let db = redb::Builder::new()
+        .set_cache_size(REPLAY_CACHE_BYTES)
+        .create_with_backend(FileBackend::new(file)?)?;
     let end = match until {
         Some(until) => until.min(snapshot.head()?.next),
         None => snapshot.head()?.next,
     };
     let mut records = snapshot.records(Position(0), Direction::Forward)?;
     let mut applied = 0u64;
+    let mut batches = 0u64;
     while applied < end.0 {
         let mut txn = db.begin_write()?;
-        txn.set_durability(Durability::None)
+        batches += 1;
+        let durability = if batches.is_multiple_of(REPLAY_DURABLE_EVERY_BATCHES) {
+            Durability::Immediate
+        } else {
+            Durability::None
+        };
+        txn.set_durability(durability)
             .map_err(|error| crate::error::Error::Storage(error.into()))?;
         {
             let tables = TransactionTables::new(&txn);
@@ -62,5 +132,5 @@ pub fn replay_with(
         txn.commit()?;
         progress(applied);
     }
-    Ok(Replay { db })
+    Ok(Replay { db, _file: guard })
 }

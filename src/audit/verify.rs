@@ -8,9 +8,9 @@
 
 use crate::record::RecordView;
 use crate::record::view::{RecordHashes, parse_stored};
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
-use redb::ReadableTableMetadata;
+use redb::{ReadableTable, ReadableTableMetadata};
 
 use crate::audit::replay::replay_with;
 use crate::error::{Error, Result};
@@ -21,7 +21,7 @@ use crate::log::read::Snapshot;
 use crate::log::stream_index::StreamRun;
 use crate::log::tables::MERKLE_STORED_LEVEL_MIN;
 use crate::merkle::{Frontier, LogTreeHasher, leaf_hash};
-use crate::projection::digest::{Difference, digest, first_difference};
+use crate::projection::digest::first_difference;
 use crate::projection::table::TableSource;
 use crate::projection::{ProjectionError, Projections};
 pub use crate::record::problem::{Finding, Problem};
@@ -80,7 +80,8 @@ impl std::fmt::Display for ProjectionBehind {
 struct Walk {
     next: Position,
     prev: Digest,
-    versions: BTreeMap<String, u64>,
+    /// Every stream seen, with where its records have lain so far.
+    streams: HashMap<String, StreamWalk>,
     keyed: u64,
     /// The Merkle tree recomputed from the record hashes walked so far.
     frontier: Frontier<Digest>,
@@ -91,7 +92,7 @@ impl Walk {
         VerifyReport {
             root: self.frontier.root(&LogTreeHasher),
             records: self.next.0,
-            streams: self.versions.len() as u64,
+            streams: self.streams.len() as u64,
             head: Head {
                 next: self.next,
                 hash: self.prev,
@@ -99,6 +100,107 @@ impl Walk {
             problem,
             behind: Vec::new(),
         }
+    }
+}
+
+/// One stream as the walk has seen it: its length so far, the run its last record belongs to
+/// and a fingerprint of its runs before that one.
+///
+/// The stream index is checked against these instead of against records read back by
+/// position: on a log of interleaved streams every record is a run of its own, and reading
+/// both ends of each run made the walk random reads of whole segments, slower per record the
+/// larger the log. The walk sees every run of a stream in version order, as the index lists
+/// them, so one fingerprint per stream, folded from both sides, compares them in one pass each.
+#[derive(Clone, Copy, Debug, Default)]
+struct StreamWalk {
+    /// The version its next record must have: how many records it has so far.
+    length: u64,
+    /// The run its last record belongs to: first position and count (0 before any record).
+    run_first_position: u64,
+    run_count: u64,
+    /// The fingerprint of its runs before the last.
+    runs: RunsFingerprint,
+}
+
+impl StreamWalk {
+    /// Adds the stream's next record, at `position`.
+    fn push(&mut self, position: u64) {
+        if self.run_count > 0 && self.run_first_position + self.run_count == position {
+            self.run_count += 1;
+        } else {
+            self.close_run();
+            self.run_first_position = position;
+            self.run_count = 1;
+        }
+        self.length += 1;
+    }
+
+    fn close_run(&mut self) {
+        if self.run_count > 0 {
+            self.runs.push(StreamRun {
+                first_version: self.length - self.run_count,
+                first_position: self.run_first_position,
+                count: self.run_count,
+            });
+        }
+    }
+
+    /// The fingerprint of all its runs.
+    fn fingerprint(mut self) -> RunsFingerprint {
+        self.close_run();
+        self.runs
+    }
+}
+
+/// An order-sensitive fingerprint of a sequence of runs, two 64-bit multiply-xorshift lanes.
+/// The stream index is not bound by the chain, so what it guards against is damage, not
+/// forgery: two different sequences of runs fold to the same value by chance only (about one
+/// in 2^128), and a difference found is then located exactly by reading the runs' ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct RunsFingerprint([u64; 2]);
+
+impl RunsFingerprint {
+    fn push(&mut self, run: StreamRun) {
+        const MULTIPLIERS: [u64; 2] = [0x9E37_79B9_7F4A_7C15, 0xC2B2_AE3D_27D4_EB4F];
+        for (lane, multiplier) in self.0.iter_mut().zip(MULTIPLIERS) {
+            for value in [run.first_version, run.first_position, run.count] {
+                let mixed = (*lane ^ value).wrapping_mul(multiplier);
+                *lane = mixed ^ (mixed >> 29);
+            }
+        }
+    }
+}
+
+/// Folds runs as the index lists them into the runs a walk sees: an index may split a run
+/// that continues in the log (a block boundary); the walk sees it whole.
+#[derive(Default)]
+struct IndexRuns {
+    open: Option<StreamRun>,
+    fingerprint: RunsFingerprint,
+}
+
+impl IndexRuns {
+    fn push(&mut self, run: StreamRun) {
+        match &mut self.open {
+            Some(open)
+                if open.first_position + open.count == run.first_position
+                    && open.first_version + open.count == run.first_version =>
+            {
+                open.count += run.count;
+            }
+            open => {
+                if let Some(closed) = open.replace(run) {
+                    self.fingerprint.push(closed);
+                }
+            }
+        }
+    }
+
+    fn fingerprint(mut self) -> RunsFingerprint {
+        if let Some(closed) = self.open.take() {
+            self.fingerprint.push(closed);
+        }
+        self.fingerprint
     }
 }
 
@@ -206,13 +308,9 @@ fn check_projections(
         };
         let expected = replayed.state()?;
         for (projection, _) in positions.iter().filter(|(_, at)| *at == end) {
-            if digest(live, projection.as_ref())? != digest(&expected, projection.as_ref())? {
-                let difference = first_difference(live, &expected, projection.as_ref())?;
-                let difference = difference.unwrap_or(Difference {
-                    table: String::new(),
-                    key_hex: String::new(),
-                    detail: "digests differ".into(),
-                });
+            // Both walked in key order, a page at a time: equal tables mean equal digests,
+            // and neither side is ever held whole in memory.
+            if let Some(difference) = first_difference(live, &expected, projection.as_ref())? {
                 let detail = if end == head {
                     difference.detail
                 } else {
@@ -256,7 +354,7 @@ pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Re
     let mut walk = Walk {
         next: Position(0),
         prev: Digest::ZERO,
-        versions: BTreeMap::new(),
+        streams: HashMap::new(),
         keyed: 0,
         frontier: Frontier::new(),
     };
@@ -292,7 +390,7 @@ pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Re
                 };
                 return Ok(walk.report(finding(position, problem)));
             }
-            let expected = walk.versions.get(record.stream).copied().unwrap_or(0);
+            let expected = walk.streams.get(record.stream).map_or(0, |s| s.length);
             if record.version.0 != expected {
                 let problem = Problem::StreamVersion {
                     stream: record.stream.to_owned(),
@@ -310,10 +408,12 @@ pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Re
             if let Some(problem) = check_merkle_nodes(snapshot, &mut walk.frontier, &record.hash)? {
                 return Ok(walk.report(finding(position, problem)));
             }
-            match walk.versions.get_mut(record.stream) {
-                Some(version) => *version = expected + 1,
+            match walk.streams.get_mut(record.stream) {
+                Some(stream) => stream.push(position.0),
                 None => {
-                    walk.versions.insert(record.stream.to_owned(), expected + 1);
+                    let mut stream = StreamWalk::default();
+                    stream.push(position.0);
+                    walk.streams.insert(record.stream.to_owned(), stream);
                 }
             }
             walk.next = Position(position.0 + 1);
@@ -435,28 +535,92 @@ fn check_indexes(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Problem>> {
         }));
     }
     let streams = snapshot.stream_count()?;
-    if streams != walk.versions.len() as u64 {
+    if streams != walk.streams.len() as u64 {
         return Ok(Some(Problem::StreamIndex {
             stream: String::new(),
             detail: format!(
                 "{streams} streams are indexed, the records have {}",
-                walk.versions.len()
+                walk.streams.len()
             ),
         }));
     }
-    if let Some(stray) = snapshot
-        .indexed_streams()?
-        .into_iter()
-        .find(|stream| !walk.versions.contains_key(stream))
-    {
-        return Ok(Some(Problem::StreamIndex {
-            stream: stray,
+    check_stream_index(snapshot, walk)
+}
+
+/// The stream index against the runs the walk saw, one pass over the index in stream order:
+/// every indexed stream must be one the records have, and its runs, tiling its versions from
+/// 0, must fold to the fingerprint of the runs its records lie in. A stream whose runs differ
+/// is then checked run by run ([`check_stream_runs`]) to name the first wrong one.
+fn check_stream_index(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Problem>> {
+    let stray = |stream: &str| {
+        Some(Problem::StreamIndex {
+            stream: stream.to_owned(),
             detail: "the index has runs of a stream no record belongs to".into(),
-        }));
+        })
+    };
+    // Archived blocks of a stream with no record (every such stream also lacks a tail, or
+    // its tail is found stray below).
+    let mut last_block_stream: Option<String> = None;
+    for entry in snapshot.stream_runs.iter()? {
+        let (key, _) = entry?;
+        let stream = key.value().0;
+        if last_block_stream.as_deref() == Some(stream) {
+            continue;
+        }
+        if !walk.streams.contains_key(stream) {
+            return Ok(stray(stream));
+        }
+        last_block_stream = Some(stream.to_owned());
     }
-    for (stream, count) in &walk.versions {
-        if let Some(problem) = check_stream_runs(snapshot, stream, *count)? {
-            return Ok(Some(problem));
+    let mut problem = None;
+    let mut tails = 0u64;
+    snapshot.visit_tail_names(|name| {
+        let Some(seen) = walk.streams.get(name) else {
+            problem = stray(name);
+            return Ok(false);
+        };
+        tails += 1;
+        let mut runs = IndexRuns::default();
+        let mut next_version = 0u64;
+        let mut tiles = true;
+        let visited = snapshot.visit_runs(name, |run| {
+            tiles = run.first_version == next_version && run.count > 0;
+            next_version = run.first_version.saturating_add(run.count);
+            runs.push(run);
+            Ok(tiles)
+        });
+        let corrupt = match visited {
+            Ok(()) => false,
+            Err(Error::CorruptMeta(_)) => true,
+            Err(error) => return Err(error),
+        };
+        if corrupt
+            || !tiles
+            || next_version != seen.length
+            || runs.fingerprint() != seen.fingerprint()
+        {
+            problem = check_stream_runs(snapshot, name, seen.length)?.or_else(|| {
+                Some(Problem::StreamIndex {
+                    stream: name.to_owned(),
+                    detail: "its runs are not where its records lie".into(),
+                })
+            });
+            return Ok(false);
+        }
+        Ok(true)
+    })?;
+    if problem.is_some() {
+        return Ok(problem);
+    }
+    if tails != walk.streams.len() as u64 {
+        // A stream with records and no tail: name the first, in name order.
+        let mut names: Vec<&String> = walk.streams.keys().collect();
+        names.sort_unstable();
+        for name in names {
+            if snapshot.tail(name)?.is_none() {
+                let length = walk.streams.get(name).map_or(0, |s| s.length);
+                return check_stream_runs(snapshot, name, length);
+            }
         }
     }
     Ok(None)

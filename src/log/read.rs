@@ -125,21 +125,6 @@ impl Snapshot {
         read_tail(&self.meta, stream)
     }
 
-    /// Every stream the index has a tail or an archived block of, in name order.
-    pub(crate) fn indexed_streams(&self) -> Result<std::collections::BTreeSet<String>> {
-        let mut streams = std::collections::BTreeSet::new();
-        for entry in self.meta.range(TAIL_KEY_PREFIX..TAIL_KEYS_END)? {
-            let key = entry?.0;
-            if let Some(stream) = key.value().strip_prefix(TAIL_KEY_PREFIX) {
-                streams.insert(stream.to_owned());
-            }
-        }
-        for entry in self.stream_runs.iter()? {
-            streams.insert(entry?.0.value().0.to_owned());
-        }
-        Ok(streams)
-    }
-
     /// Calls `visit` with each stream whose name starts with `prefix`, in name order, until it
     /// returns `false`: its name, its length and the position of its last record, read from
     /// its tail beside the head (every stream with a record has one). One stream in memory at
@@ -191,6 +176,24 @@ impl Snapshot {
             }
             Ok(())
         })
+    }
+
+    /// Calls `visit` with the name of every stream that has a tail, in name order, until it
+    /// returns `false`; the tails are not decoded, so a damaged one is found by whoever reads
+    /// it next, naming its stream.
+    pub(crate) fn visit_tail_names(
+        &self,
+        mut visit: impl FnMut(&str) -> Result<bool>,
+    ) -> Result<()> {
+        for entry in self.meta.range(TAIL_KEY_PREFIX..TAIL_KEYS_END)? {
+            let key = entry?.0;
+            if let Some(stream) = key.value().strip_prefix(TAIL_KEY_PREFIX)
+                && !visit(stream)?
+            {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Where `stream`'s records lie: its runs in version order, as the index records them.

@@ -4,6 +4,9 @@
 //! The digest is blake3 over, for each table in name order: the name, then each row in key
 //! order as `u64 key length ‖ key ‖ u64 value length ‖ value`, then a row count. Equal
 //! digests mean byte-identical tables.
+//!
+//! Both walk a table a page of rows at a time ([`TableRows`]), so their memory does not grow
+//! with the table: a projection of a million rows is compared in the memory of a few pages.
 
 use std::ops::Bound;
 
@@ -16,14 +19,56 @@ use crate::log::read::Direction;
 /// The derive-key context of projection digests.
 pub const PROJECTION_DIGEST_CONTEXT: &str = "annals 2026-11-29 projection digest v1";
 
-fn rows(source: &dyn TableSource, table: &str) -> Result<Vec<RawRow>> {
-    source.range_raw(
-        table,
-        Bound::Unbounded,
-        Bound::Unbounded,
-        Direction::Forward,
-        usize::MAX,
-    )
+/// Rows read at a time while walking a table.
+const PAGE_ROWS: usize = 256;
+
+/// A table's rows in key order, read [`PAGE_ROWS`] at a time: each page starts after the last
+/// key of the one before.
+struct TableRows<'a> {
+    source: &'a dyn TableSource,
+    table: &'a str,
+    page: std::vec::IntoIter<RawRow>,
+    /// The last key of the page read last; `None` before the first.
+    after: Option<Vec<u8>>,
+    /// Whether the page read last was the table's last.
+    ended: bool,
+}
+
+impl<'a> TableRows<'a> {
+    fn new(source: &'a dyn TableSource, table: &'a str) -> Self {
+        TableRows {
+            source,
+            table,
+            page: Vec::new().into_iter(),
+            after: None,
+            ended: false,
+        }
+    }
+
+    /// The next row, `None` past the last.
+    fn next_row(&mut self) -> Result<Option<RawRow>> {
+        if let Some(row) = self.page.next() {
+            return Ok(Some(row));
+        }
+        if self.ended {
+            return Ok(None);
+        }
+        let lower = match &self.after {
+            Some(key) => Bound::Excluded(key.as_slice()),
+            None => Bound::Unbounded,
+        };
+        let page = self.source.range_raw(
+            self.table,
+            lower,
+            Bound::Unbounded,
+            Direction::Forward,
+            PAGE_ROWS,
+        )?;
+        self.ended = page.len() < PAGE_ROWS;
+        self.after = page.last().map(|(key, _)| key.clone());
+        self.page = page.into_iter();
+        Ok(self.page.next())
+    }
 }
 
 /// The digest of every table of `projection` in `source`.
@@ -34,14 +79,16 @@ pub fn digest(source: &dyn TableSource, projection: &dyn Projection) -> Result<D
     for name in names {
         hasher.update(&(name.len() as u64).to_le_bytes());
         hasher.update(name.as_bytes());
-        let rows = rows(source, name)?;
-        for (key, value) in &rows {
+        let mut rows = TableRows::new(source, name);
+        let mut count = 0u64;
+        while let Some((key, value)) = rows.next_row()? {
             hasher.update(&(key.len() as u64).to_le_bytes());
-            hasher.update(key);
+            hasher.update(&key);
             hasher.update(&(value.len() as u64).to_le_bytes());
-            hasher.update(value);
+            hasher.update(&value);
+            count += 1;
         }
-        hasher.update(&(rows.len() as u64).to_le_bytes());
+        hasher.update(&count.to_le_bytes());
     }
     Ok(Digest(*hasher.finalize().as_bytes()))
 }
@@ -57,7 +104,8 @@ pub struct Difference {
     pub detail: String,
 }
 
-/// The first difference between `live` and `expected`, `None` if they are identical.
+/// The first difference between `live` and `expected`, `None` if they are identical: both
+/// walked side by side in key order, table by table in name order, a page at a time.
 pub fn first_difference(
     live: &dyn TableSource,
     expected: &dyn TableSource,
@@ -66,33 +114,33 @@ pub fn first_difference(
     let mut names: Vec<&str> = projection.tables().to_vec();
     names.sort_unstable();
     for name in names {
-        let (live_rows, expected_rows) = (rows(live, name)?, rows(expected, name)?);
-        let mut live_iter = live_rows.iter();
-        let mut expected_iter = expected_rows.iter();
+        let mut live_rows = TableRows::new(live, name);
+        let mut expected_rows = TableRows::new(expected, name);
+        let (mut live_row, mut expected_row) = (live_rows.next_row()?, expected_rows.next_row()?);
         loop {
-            let difference = match (live_iter.next(), expected_iter.next()) {
+            let (key, detail) = match (&live_row, &expected_row) {
                 (None, None) => break,
-                (Some((key, _)), None) => Some((key, "a row the replay does not have")),
-                (None, Some((key, _))) => Some((key, "a row missing from the live table")),
+                (Some((key, _)), None) => (key, "a row the replay does not have"),
+                (None, Some((key, _))) => (key, "a row missing from the live table"),
                 (Some((lk, lv)), Some((ek, ev))) => {
                     if lk < ek {
-                        Some((lk, "a row the replay does not have"))
+                        (lk, "a row the replay does not have")
                     } else if ek < lk {
-                        Some((ek, "a row missing from the live table"))
+                        (ek, "a row missing from the live table")
                     } else if lv != ev {
-                        Some((lk, "other value bytes than the replay's"))
+                        (lk, "other value bytes than the replay's")
                     } else {
-                        None
+                        live_row = live_rows.next_row()?;
+                        expected_row = expected_rows.next_row()?;
+                        continue;
                     }
                 }
             };
-            if let Some((key, detail)) = difference {
-                return Ok(Some(Difference {
-                    table: name.to_owned(),
-                    key_hex: hex(key),
-                    detail: detail.to_owned(),
-                }));
-            }
+            return Ok(Some(Difference {
+                table: name.to_owned(),
+                key_hex: hex(key),
+                detail: detail.to_owned(),
+            }));
         }
     }
     Ok(None)
