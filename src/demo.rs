@@ -276,6 +276,7 @@ impl<'s> Simulation<'s> {
         }
         if self.ticks.is_multiple_of(13) {
             self.report_and_mark()?;
+        }
         if self.ticks.is_multiple_of(INGEST_EVERY_TICKS) {
             self.sync_ingest()?;
         }
