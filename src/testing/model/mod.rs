@@ -248,6 +248,7 @@ pub enum Op {
         calls: u8,
         /// The fuel.
         fuel: u8,
+    },
     /// `IngestCommand`: a runtime's event pushed to the hub.
     Ingest {
         /// The project, modulo the projects.
