@@ -172,7 +172,7 @@ fn stream_kinds(store: &Store, key: &str) -> Vec<String> {
 }
 
 /// Checks each index table against what the rows say it must hold: `due` the pending rows,
-/// `by_peer` the open rows, `by_state` every row.
+/// `by_peer` the open rows, `by_state` and `by_enqueue` every row.
 fn assert_indexes_match_rows(store: &Store) {
     let json = state_json(&store.state().expect("state")).expect("state json");
     let text = |v: &serde_json::Value| v.as_str().expect("a string").to_owned();
@@ -180,8 +180,11 @@ fn assert_indexes_match_rows(store: &Store) {
     let mut due = BTreeSet::new();
     let mut by_peer = BTreeSet::new();
     let mut by_state = BTreeSet::new();
+    let mut by_enqueue = BTreeSet::new();
     for row in json["rows"].as_array().expect("rows") {
         let (key, created) = (text(&row["key"]), number(&row["created_at_ms"]));
+        let enqueue_id = number(&row["enqueue_id"]);
+        by_enqueue.insert((enqueue_id, key.clone()));
         let state = text(&row["state"]);
         let code = ["pending", "waiting", "claimed", "done", "expired"]
             .iter()
@@ -191,7 +194,7 @@ fn assert_indexes_match_rows(store: &Store) {
             due.insert((number(&row["next_at_ms"]), key.clone()));
         }
         if code <= 2 {
-            by_peer.insert((text(&row["peer"]), created, key.clone()));
+            by_peer.insert((text(&row["peer"]), enqueue_id, key.clone()));
         }
         by_state.insert((code, created, key));
     }
@@ -202,13 +205,11 @@ fn assert_indexes_match_rows(store: &Store) {
         .collect();
     let found_by_peer: BTreeSet<_> = index("by_peer")
         .iter()
-        .map(|e| {
-            (
-                text(&e["peer"]),
-                number(&e["created_at_ms"]),
-                text(&e["key"]),
-            )
-        })
+        .map(|e| (text(&e["peer"]), number(&e["enqueue_id"]), text(&e["key"])))
+        .collect();
+    let found_by_enqueue: BTreeSet<_> = index("by_enqueue")
+        .iter()
+        .map(|e| (number(&e["enqueue_id"]), text(&e["key"])))
         .collect();
     let found_by_state: BTreeSet<_> = index("by_state")
         .iter()
@@ -223,6 +224,7 @@ fn assert_indexes_match_rows(store: &Store) {
     assert_eq!(found_due, due, "outbox.due");
     assert_eq!(found_by_peer, by_peer, "outbox.by_peer");
     assert_eq!(found_by_state, by_state, "outbox.by_state");
+    assert_eq!(found_by_enqueue, by_enqueue, "outbox.by_enqueue");
     assert_eq!(index("due").len(), due.len(), "no duplicate due entries");
 }
 
