@@ -397,15 +397,15 @@ fn an_outbox_event_that_does_not_decode_is_refused_and_writes_nothing() -> TestR
 // Due rows and pending rows of a peer
 
 #[test]
-fn due_rows_are_pending_rows_past_next_at_in_next_at_then_key_order() -> TestResult {
+fn due_rows_are_pending_rows_past_next_at_in_enqueue_order() -> TestResult {
     let (_dir, store) = common::store();
     let _ = enqueue(&store, "b", "runtime:p", T0)?;
     let _ = enqueue(&store, "a", "runtime:p", T0)?;
     let _ = enqueue(&store, "c", "runtime:q", T0 - 10)?;
     let _ = enqueue(&store, "later", "runtime:p", T0 + 100)?;
     let state = store.state()?;
-    assert_eq!(keys(&outbox::due(&state, T0, 10)?), ["c", "a", "b"]);
-    assert_eq!(keys(&outbox::due(&state, T0, 2)?), ["c", "a"], "limit");
+    assert_eq!(keys(&outbox::due(&state, T0, 10)?), ["b", "a", "c"]);
+    assert_eq!(keys(&outbox::due(&state, T0, 2)?), ["b", "a"], "limit");
     assert_eq!(keys(&outbox::due(&state, T0 - 11, 10)?), Vec::<&str>::new());
     assert_eq!(
         keys(&outbox::due(&state, T0 + 100, 10)?),
@@ -808,7 +808,7 @@ fn give_up_expires_a_pending_or_waiting_row_but_not_a_claimed_one() -> TestResul
 // Claims
 
 #[test]
-fn claim_takes_only_the_peers_own_claimable_rows_oldest_first() -> TestResult {
+fn claim_takes_only_the_peers_own_claimable_rows_in_enqueue_order() -> TestResult {
     let (_dir, store) = common::store();
     let _ = enqueue(&store, "p-2", "runtime:p", T0 + 2)?;
     let _ = enqueue(&store, "p-1", "runtime:p", T0 + 1)?;
@@ -840,7 +840,7 @@ fn claim_takes_only_the_peers_own_claimable_rows_oldest_first() -> TestResult {
     };
     assert_eq!(claimed_token, token("t1"));
     assert_eq!(expires_at_ms, T0 + 10 + CLAIM_LEASE_MS);
-    assert_eq!(keys(&rows), ["p-1", "p-2", "p-waiting"]);
+    assert_eq!(keys(&rows), ["p-2", "p-1", "p-waiting"]);
     for claimed in &rows {
         assert_eq!(row(&store, &claimed.key), *claimed);
         assert_eq!(claimed.state, OutboxState::Claimed);
@@ -1541,17 +1541,18 @@ fn payloads_follow_the_documented_layout() -> TestResult {
     let (enqueued, expired) = (&records[0], &records[1]);
     assert_eq!(
         (enqueued.kind.as_str(), enqueued.schema),
-        ("outbox.enqueued", 1)
+        ("outbox.enqueued", 2)
     );
     assert_eq!(enqueued.at_ms, T0);
     let mut expected = Vec::new();
-    for field in [&b"k"[..], b"p", b"ab"] {
+    for field in [&b"k"[..], b"p", b"event", b"ab"] {
         expected.extend_from_slice(&(field.len() as u64).to_le_bytes());
         expected.extend_from_slice(field);
     }
+    expected.extend_from_slice(&1u64.to_le_bytes());
     assert_eq!(
         enqueued.payload, expected,
-        "key, peer, payload: u64 length then bytes"
+        "key, peer, kind, payload: u64 length then bytes; the enqueue id"
     );
     assert_eq!(expired.kind, "outbox.expired");
     let mut expected = 1u64.to_le_bytes().to_vec();
