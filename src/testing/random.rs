@@ -25,8 +25,63 @@ pub fn random_command(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64
         random_ingest(rng, session, now_ms);
         return;
     }
-    let choice = rng.below(19);
+    let choice = rng.below(16);
     command_by_choice(choice, rng, session, now_ms);
+    parity_command(session, now_ms);
+}
+
+/// Runs, on some clock values, one of the commands that follow the reference stores'
+/// caller-given values (a labelled acquisition, `markWaiting`, `markRetry`, a pre-summed fuel
+/// charge). They are picked by the clock, not drawn, so every seed draws what it drew before
+/// they existed.
+fn parity_command(session: &mut WriteSession<'_>, now_ms: u64) {
+    let pick = |items: &[&'static str], shift: u64| {
+        items[((now_ms >> shift) % items.len() as u64) as usize]
+    };
+    let key = pick(&["k1", "k2", "k3", "k4"], 3).to_owned();
+    let attempts = (now_ms % 5) as u32;
+    let _ = match now_ms % 16 {
+        0 => session
+            .execute(&LeaseCommand::AcquireLabelled {
+                resource: pick(&["r1", "r2"], 4).into(),
+                holder: pick(&["a", "b", "c"], 5).into(),
+                labels: LeaseLabels {
+                    project: pick(&["proj-a", "proj-b"], 6).into(),
+                    name: pick(&["deploy", "migrate"], 7).into(),
+                    holder_name: pick(&["Ada", "Grace"], 8).into(),
+                },
+                ttl_ms: 1 + now_ms % 100,
+                now_ms,
+            })
+            .map(drop),
+        1 => session
+            .execute(&OutboxCommand::MarkWaiting {
+                key,
+                attempts,
+                now_ms,
+            })
+            .map(drop),
+        2 => session
+            .execute(&OutboxCommand::MarkRetry {
+                key,
+                attempts,
+                next_at_ms: now_ms + (now_ms >> 4) % 50,
+                first_failed_at_ms: now_ms.saturating_sub((now_ms >> 5) % 50),
+                now_ms,
+            })
+            .map(drop),
+        3 => session
+            .execute(&ChargeFuel {
+                instance: pick(&["alpha", "beta", "gamma-2"], 4).into(),
+                caller: pick(&["a", "b", "c"], 5).into(),
+                op: pick(&["op1", "op2"], 6).into(),
+                calls: (now_ms >> 4) % 20,
+                fuel: (now_ms >> 5) % 1000,
+                now_ms,
+            })
+            .map(drop),
+        _ => Ok(()),
+    };
 }
 
 /// Runs one random command of the registry, or a lane lease: every kind [`random_command`]
@@ -320,49 +375,6 @@ fn command_by_choice(choice: u64, rng: &mut Rng, session: &mut WriteSession<'_>,
             };
             session.execute(&command).map(drop)
         }
-        16 => session
-            .execute(&LeaseCommand::AcquireLabelled {
-                resource: pick(rng, &resources).into(),
-                holder: pick(rng, &holders).into(),
-                labels: LeaseLabels {
-                    project: pick(rng, &["proj-a", "proj-b"]).into(),
-                    name: pick(rng, &["deploy", "migrate"]).into(),
-                    holder_name: pick(rng, &["Ada", "Grace"]).into(),
-                },
-                ttl_ms: 1 + rng.below(100),
-                now_ms,
-            })
-            .map(drop),
-        17 => {
-            let key = pick(rng, &keys).to_owned();
-            let attempts = rng.below(5) as u32;
-            let command = if rng.chance(50) {
-                OutboxCommand::MarkWaiting {
-                    key,
-                    attempts,
-                    now_ms,
-                }
-            } else {
-                OutboxCommand::MarkRetry {
-                    key,
-                    attempts,
-                    next_at_ms: now_ms + rng.below(50),
-                    first_failed_at_ms: now_ms.saturating_sub(rng.below(50)),
-                    now_ms,
-                }
-            };
-            session.execute(&command).map(drop)
-        }
-        18 => session
-            .execute(&ChargeFuel {
-                instance: pick(rng, &handles).into(),
-                caller: pick(rng, &holders).into(),
-                op: pick(rng, &["op1", "op2"]).into(),
-                calls: rng.below(20),
-                fuel: rng.below(1000),
-                now_ms,
-            })
-            .map(drop),
         _ => {
             let command = if rng.chance(50) {
                 SweepCommand::Expire {

@@ -62,13 +62,13 @@ fn built_in_events_show_their_fields_in_json_and_text() {
     assert_eq!(records[0]["payload_encoding"], "event");
     assert_eq!(
         records[0]["payload"],
-        json!({"resource": "deploy-lock", "holder": "agent-7", "token": 3, "expires_at_ms": 1_700_000_030_000u64})
+        json!({"resource": "deploy-lock", "holder": "agent-7", "token": 3, "expires_at_ms": 1_700_000_030_000u64, "project": "", "name": "", "holder_name": ""})
     );
     assert_eq!(records[0]["at"], "2023-11-14T22:13:20.000Z");
     let text = log.ok("log", &[]);
     assert!(
         text.ends_with(
-            r#" {"resource":"deploy-lock","holder":"agent-7","token":3,"expires_at_ms":1700000030000}
+            r#" {"resource":"deploy-lock","holder":"agent-7","token":3,"expires_at_ms":1700000030000,"project":"","name":"","holder_name":""}
 "#
         ),
         "{text}"

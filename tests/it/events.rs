@@ -107,8 +107,9 @@ fn emit_every_kind(store: &Store) {
         .collect();
     let mut rng = Rng::new(7);
     let mut now_ms = annals::testing::internals::demo::DEMO_EPOCH_MS * 2;
-    for _ in 0..200 {
-        let seen: BTreeSet<String> = store
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    for _ in 0..600 {
+        seen = store
             .read_all(Position(0), Direction::Forward, usize::MAX)
             .unwrap()
             .into_iter()
@@ -127,7 +128,8 @@ fn emit_every_kind(store: &Store) {
             })
             .unwrap();
     }
-    panic!("random commands did not emit every catalogued kind");
+    let missing: Vec<&String> = wanted.difference(&seen).collect();
+    panic!("random commands did not emit every catalogued kind: {missing:?} missing");
 }
 
 fn vectors_path() -> PathBuf {

@@ -172,7 +172,7 @@ fn stream_kinds(store: &Store, key: &str) -> Vec<String> {
 }
 
 /// Checks each index table against what the rows say it must hold: `due` the pending rows,
-/// `by_peer` the open rows, `by_state` every row.
+/// `by_peer` the open rows, `by_state` and `by_enqueue` every row.
 fn assert_indexes_match_rows(store: &Store) {
     let json = state_json(&store.state().expect("state")).expect("state json");
     let text = |v: &serde_json::Value| v.as_str().expect("a string").to_owned();
@@ -180,8 +180,11 @@ fn assert_indexes_match_rows(store: &Store) {
     let mut due = BTreeSet::new();
     let mut by_peer = BTreeSet::new();
     let mut by_state = BTreeSet::new();
+    let mut by_enqueue = BTreeSet::new();
     for row in json["rows"].as_array().expect("rows") {
         let (key, created) = (text(&row["key"]), number(&row["created_at_ms"]));
+        let enqueue_id = number(&row["enqueue_id"]);
+        by_enqueue.insert((enqueue_id, key.clone()));
         let state = text(&row["state"]);
         let code = ["pending", "waiting", "claimed", "done", "expired"]
             .iter()
@@ -191,7 +194,7 @@ fn assert_indexes_match_rows(store: &Store) {
             due.insert((number(&row["next_at_ms"]), key.clone()));
         }
         if code <= 2 {
-            by_peer.insert((text(&row["peer"]), created, key.clone()));
+            by_peer.insert((text(&row["peer"]), enqueue_id, key.clone()));
         }
         by_state.insert((code, created, key));
     }
@@ -202,13 +205,11 @@ fn assert_indexes_match_rows(store: &Store) {
         .collect();
     let found_by_peer: BTreeSet<_> = index("by_peer")
         .iter()
-        .map(|e| {
-            (
-                text(&e["peer"]),
-                number(&e["created_at_ms"]),
-                text(&e["key"]),
-            )
-        })
+        .map(|e| (text(&e["peer"]), number(&e["enqueue_id"]), text(&e["key"])))
+        .collect();
+    let found_by_enqueue: BTreeSet<_> = index("by_enqueue")
+        .iter()
+        .map(|e| (number(&e["enqueue_id"]), text(&e["key"])))
         .collect();
     let found_by_state: BTreeSet<_> = index("by_state")
         .iter()
@@ -223,6 +224,7 @@ fn assert_indexes_match_rows(store: &Store) {
     assert_eq!(found_due, due, "outbox.due");
     assert_eq!(found_by_peer, by_peer, "outbox.by_peer");
     assert_eq!(found_by_state, by_state, "outbox.by_state");
+    assert_eq!(found_by_enqueue, by_enqueue, "outbox.by_enqueue");
     assert_eq!(index("due").len(), due.len(), "no duplicate due entries");
 }
 
@@ -395,15 +397,15 @@ fn an_outbox_event_that_does_not_decode_is_refused_and_writes_nothing() -> TestR
 // Due rows and pending rows of a peer
 
 #[test]
-fn due_rows_are_pending_rows_past_next_at_in_next_at_then_key_order() -> TestResult {
+fn due_rows_are_pending_rows_past_next_at_in_enqueue_order() -> TestResult {
     let (_dir, store) = common::store();
     let _ = enqueue(&store, "b", "runtime:p", T0)?;
     let _ = enqueue(&store, "a", "runtime:p", T0)?;
     let _ = enqueue(&store, "c", "runtime:q", T0 - 10)?;
     let _ = enqueue(&store, "later", "runtime:p", T0 + 100)?;
     let state = store.state()?;
-    assert_eq!(keys(&outbox::due(&state, T0, 10)?), ["c", "a", "b"]);
-    assert_eq!(keys(&outbox::due(&state, T0, 2)?), ["c", "a"], "limit");
+    assert_eq!(keys(&outbox::due(&state, T0, 10)?), ["b", "a", "c"]);
+    assert_eq!(keys(&outbox::due(&state, T0, 2)?), ["b", "a"], "limit");
     assert_eq!(keys(&outbox::due(&state, T0 - 11, 10)?), Vec::<&str>::new());
     assert_eq!(
         keys(&outbox::due(&state, T0 + 100, 10)?),
@@ -806,7 +808,7 @@ fn give_up_expires_a_pending_or_waiting_row_but_not_a_claimed_one() -> TestResul
 // Claims
 
 #[test]
-fn claim_takes_only_the_peers_own_claimable_rows_oldest_first() -> TestResult {
+fn claim_takes_only_the_peers_own_claimable_rows_in_enqueue_order() -> TestResult {
     let (_dir, store) = common::store();
     let _ = enqueue(&store, "p-2", "runtime:p", T0 + 2)?;
     let _ = enqueue(&store, "p-1", "runtime:p", T0 + 1)?;
@@ -838,7 +840,7 @@ fn claim_takes_only_the_peers_own_claimable_rows_oldest_first() -> TestResult {
     };
     assert_eq!(claimed_token, token("t1"));
     assert_eq!(expires_at_ms, T0 + 10 + CLAIM_LEASE_MS);
-    assert_eq!(keys(&rows), ["p-1", "p-2", "p-waiting"]);
+    assert_eq!(keys(&rows), ["p-2", "p-1", "p-waiting"]);
     for claimed in &rows {
         assert_eq!(row(&store, &claimed.key), *claimed);
         assert_eq!(claimed.state, OutboxState::Claimed);
@@ -1539,17 +1541,18 @@ fn payloads_follow_the_documented_layout() -> TestResult {
     let (enqueued, expired) = (&records[0], &records[1]);
     assert_eq!(
         (enqueued.kind.as_str(), enqueued.schema),
-        ("outbox.enqueued", 1)
+        ("outbox.enqueued", 2)
     );
     assert_eq!(enqueued.at_ms, T0);
     let mut expected = Vec::new();
-    for field in [&b"k"[..], b"p", b"ab"] {
+    for field in [&b"k"[..], b"p", b"event", b"ab"] {
         expected.extend_from_slice(&(field.len() as u64).to_le_bytes());
         expected.extend_from_slice(field);
     }
+    expected.extend_from_slice(&1u64.to_le_bytes());
     assert_eq!(
         enqueued.payload, expected,
-        "key, peer, payload: u64 length then bytes"
+        "key, peer, kind, payload: u64 length then bytes; the enqueue id"
     );
     assert_eq!(expired.kind, "outbox.expired");
     let mut expected = 1u64.to_le_bytes().to_vec();

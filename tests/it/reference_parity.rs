@@ -5,6 +5,9 @@
 //! outcome, the state read back through the queries, and the events appended; and the old
 //! payload schemas of the events these rules changed replay to the same tables.
 
+// The test names spell each reference function as the reference does (`listLeases`).
+#![allow(non_snake_case)]
+
 use annals::leases::events::{Acquired, AcquiredV2, Renewed, RenewedV1};
 use annals::leases::{
     self, FencingToken, Lease, LeaseCommand, LeaseEvent, LeaseLabels, LeaseOutcome, LeaseRefusal,
