@@ -698,7 +698,8 @@ impl<'s> Simulation<'s> {
         let resource = format!("demo/{name}");
         let holder = self.agent_handle(agent);
         let held = crate::leases::lease(&self.store.state()?, &resource)?;
-        if let Some(lease) = held.filter(|lease| lease.holder == holder && round % 3 == 0) {
+        if let Some(lease) = held.filter(|lease| lease.holder == holder && round.is_multiple_of(3))
+        {
             let _ = self.store.execute(&LeaseCommand::Release {
                 resource,
                 holder,
