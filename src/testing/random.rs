@@ -21,9 +21,10 @@ fn pick<'a>(rng: &mut Rng, items: &[&'a str]) -> &'a str {
 
 /// Runs one random command in `session`; a refusal or an error is as good an outcome as any.
 pub fn random_command(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64) {
-    if rng.chance(6) {
-        random_ingest(rng, session, now_ms);
-        return;
+    // Drawn from its own generator, seeded by the clock, so that the other commands draw
+    // what they did before the ingest was added.
+    if now_ms.is_multiple_of(11) {
+        random_ingest(&mut Rng::new(now_ms), session, now_ms);
     }
     let choice = rng.below(16);
     command_by_choice(choice, rng, session, now_ms);
