@@ -31,6 +31,9 @@ pub(crate) fn granted(outcome: &LeaseOutcome) {
     );
 }
 
+/// How long a bulk event's lease lasts: half the time until its resource is acquired again.
+const BULK_LEASE_MS: u64 = BULK_RESOURCES as u64 / 2;
+
 /// The `i`-th bulk event: a lease acquisition whose payload is [`PAYLOAD_BYTES`] long.
 pub(crate) fn bulk_event(i: usize) -> NewEvent {
     let acquired = |holder: String| {
@@ -38,7 +41,9 @@ pub(crate) fn bulk_event(i: usize) -> NewEvent {
             resource: format!("resource-{:04}", i % BULK_RESOURCES),
             holder,
             token: (i / BULK_RESOURCES) as u64 + 1,
-            expires_at_ms: EPOCH_MS + i as u64 + TTL_MS,
+            // Expired before its resource's next acquisition, `BULK_RESOURCES` ms later: the
+            // leases projection refuses a grant while a lease is live.
+            expires_at_ms: EPOCH_MS + i as u64 + BULK_LEASE_MS,
         })
         .to_new_event(EPOCH_MS + i as u64)
     };
