@@ -86,7 +86,9 @@ impl SegmentBuilder {
         self.ends.push(end);
     }
 
-    /// The segment value, leaving the builder empty.
+    /// The segment value, leaving the builder empty (the writer uses
+    /// [`Self::finish_pieces`]).
+    #[cfg(test)]
     pub fn finish(&mut self) -> Vec<u8> {
         let out = encode(&self.ends, &self.body);
         self.ends.clear();
