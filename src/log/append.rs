@@ -3,7 +3,7 @@
 //! [`LogWriter`] validates a whole append before it writes a byte (validate-first), so a
 //! refused append leaves the transaction exactly as it found it. It knows no domain.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use redb::{ReadableTable, Table, WriteTransaction};
@@ -194,6 +194,10 @@ pub struct LogWriter<'txn> {
     segment: SegmentBuilder,
     segment_first: Position,
     merkle: MerkleWriter<'txn>,
+    /// The tail of every stream this transaction appended to, as it stands now: an append
+    /// changes it here, and `finish` writes each once, in key order. A transaction of many
+    /// appends to one stream then writes its tail once instead of once per append.
+    tails: BTreeMap<String, RunBlock>,
 }
 
 impl<'txn> LogWriter<'txn> {
@@ -225,6 +229,7 @@ impl<'txn> LogWriter<'txn> {
             written: 0,
             segment: SegmentBuilder::new(),
             segment_first: head.next,
+            tails: BTreeMap::new(),
         })
     }
 
@@ -245,6 +250,10 @@ impl<'txn> LogWriter<'txn> {
             self.opened_next
         );
         self.store_segment()?;
+        for (stream, tail) in &self.tails {
+            self.meta
+                .insert(tail_key(stream).as_str(), tail.encode_tail().as_slice())?;
+        }
         self.meta
             .insert(HEAD_KEY, self.merkle.head_bytes(self.head).as_slice())?;
         if self.stream_count != self.stream_count_stored {
@@ -261,12 +270,19 @@ impl<'txn> LogWriter<'txn> {
             self.head.next.0,
             "the pending segment ends at the head"
         );
-        if !self.segment.is_empty() {
-            let bytes = self.segment.finish();
+        self.insert_pending_segment()?;
+        assert_eq!(self.segment_first, self.head.next);
+        Ok(())
+    }
+
+    /// Inserts the records of the pending segment as one segment or several consecutive ones
+    /// (`SegmentBuilder::finish_pieces`), from `segment_first` on, which it advances past them.
+    fn insert_pending_segment(&mut self) -> Result<()> {
+        for (count, bytes) in self.segment.finish_pieces() {
             self.segments
                 .insert(self.segment_first.0, bytes.as_slice())?;
+            self.segment_first = Position(self.segment_first.0 + u64::from(count));
         }
-        self.segment_first = self.head.next;
         Ok(())
     }
 
@@ -290,7 +306,7 @@ impl<'txn> LogWriter<'txn> {
         if let Some(positions) = self.duplicates(stream, events)? {
             return Ok(AppendOutcome::Duplicate { positions });
         }
-        let tail = read_tail(&self.meta, stream)?;
+        let tail = self.tail(stream)?;
         let count = tail.as_ref().map_or(0, RunBlock::end_version);
         let current = count.checked_sub(1).map(StreamVersion);
         let matches = match expected {
@@ -331,7 +347,7 @@ impl<'txn> LogWriter<'txn> {
             return Err(AppendError::NoEvents.into());
         };
         let stream = first.stream.as_str();
-        let tail = read_tail(&self.meta, stream)?;
+        let tail = self.tail(stream)?;
         let count = tail.as_ref().map_or(0, RunBlock::end_version);
         let mut keys = BTreeSet::new();
         for (offset, record) in (0u64..).zip(records) {
@@ -397,6 +413,14 @@ impl<'txn> LogWriter<'txn> {
             }
         }
         Ok(())
+    }
+
+    /// `stream`'s tail as of this transaction's appends so far, `None` if it holds no record.
+    fn tail(&self, stream: &str) -> Result<Option<RunBlock>> {
+        match self.tails.get(stream) {
+            Some(tail) => Ok(Some(tail.clone())),
+            None => read_tail(&self.meta, stream),
+        }
     }
 
     /// The root of the Merkle tree of every record, including this transaction's.
@@ -473,10 +497,8 @@ impl<'txn> LogWriter<'txn> {
                 + event.idempotency_key.as_ref().map_or(0, String::len)
                 + event.payload.len();
             if self.segment.is_full_for(stored_bytes_estimate) {
-                let bytes = self.segment.finish();
-                self.segments
-                    .insert(self.segment_first.0, bytes.as_slice())?;
-                self.segment_first = position;
+                self.insert_pending_segment()?;
+                assert_eq!(self.segment_first, position);
             }
             let version = StreamVersion(first_version.0 + offset);
             let placement = Placement {
@@ -523,8 +545,12 @@ impl<'txn> LogWriter<'txn> {
                 full.encode_runs().as_slice(),
             )?;
         }
-        self.meta
-            .insert(tail_key(stream).as_str(), tail.encode_tail().as_slice())?;
+        match self.tails.get_mut(stream) {
+            Some(pending) => *pending = tail,
+            None => {
+                self.tails.insert(stream.to_owned(), tail);
+            }
+        }
         if first_version.0 == 0 {
             self.stream_count += 1;
         }

@@ -12,6 +12,7 @@ mod crash;
 mod events;
 mod export;
 mod faults;
+mod footprint;
 mod full_disk;
 mod fuzz_replay;
 mod history;

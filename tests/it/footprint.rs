@@ -1,0 +1,83 @@
+//! Footprint: the file's bytes per record for fixed workloads stay under a bound. A size is
+//! deterministic (unlike a time), so a change that makes stored records, index rows or redb's
+//! page use bigger fails here, where a benchmark would only drift.
+//!
+//! The events are raw (no projection owns their kind), so the bytes are the log's own:
+//! segments, the stream index, the Merkle nodes, the head and redb's pages around them.
+
+use annals::{ExpectedVersion, NewEvent};
+
+use crate::common::store;
+
+/// Payload bytes per event, as in the side-by-side bench.
+const PAYLOAD_BYTES: usize = 200;
+
+/// The `i`-th event: a JSON payload of exactly [`PAYLOAD_BYTES`] bytes.
+fn event(i: usize) -> NewEvent {
+    let head = format!("{{\"n\":{i},\"pad\":\"");
+    let pad = PAYLOAD_BYTES - head.len() - 2;
+    let payload = format!("{head}{}\"}}", "x".repeat(pad));
+    assert_eq!(payload.len(), PAYLOAD_BYTES);
+    NewEvent::new("test.footprint", 1_700_000_000_000 + i as u64, payload)
+}
+
+fn bytes_per_record(path: &std::path::Path, records: usize) -> f64 {
+    let bytes = std::fs::metadata(path).expect("the log file").len();
+    bytes as f64 / records as f64
+}
+
+/// 20,000 events, 1,000 to a durable commit, over 100 streams in turn (every event its own
+/// run of its stream): the stored record is 378 bytes in its segment (32-byte hash, 142-byte
+/// header, the payload, its end), and what surrounds it must stay small.
+#[test]
+fn bulk_appends_stay_within_their_bytes_per_record() {
+    let (dir, store) = store();
+    let records = 20_000;
+    for first in (0..records).step_by(1_000) {
+        store
+            .write(|session| {
+                for i in first..first + 1_000 {
+                    let stream = format!("bulk/{:03}", i % 100);
+                    let _ = session.append(&stream, ExpectedVersion::Any, &[event(i)])?;
+                }
+                Ok(())
+            })
+            .expect("a bulk commit");
+    }
+    drop(store);
+    let per_record = bytes_per_record(&dir.path().join("log.redb"), records);
+    assert!(
+        per_record <= BULK_BYTES_PER_RECORD_MAX,
+        "{per_record:.1} bytes per record, over {BULK_BYTES_PER_RECORD_MAX}"
+    );
+}
+
+/// 2,000 events, each its own durable commit to one of 10 streams, as a host writes: each
+/// commit stores a segment of one record and rewrites the head and the stream's tail.
+#[test]
+fn single_commits_stay_within_their_bytes_per_record() {
+    let (dir, store) = store();
+    let records = 2_000;
+    for i in 0..records {
+        let stream = format!("single/{}", i % 10);
+        let _ = store
+            .append(&stream, ExpectedVersion::Any, &[event(i)])
+            .expect("a single commit");
+    }
+    drop(store);
+    let per_record = bytes_per_record(&dir.path().join("log.redb"), records);
+    assert!(
+        per_record <= SINGLE_BYTES_PER_RECORD_MAX,
+        "{per_record:.1} bytes per record, over {SINGLE_BYTES_PER_RECORD_MAX}"
+    );
+}
+
+// The bounds are the figures measured when the test was written (642.5 and 598.0 bytes per
+// record) plus 3%. redb grows a file by doubling it, so a file's length moves in steps; a
+// change that adds bytes per record shows when it moves a step.
+
+/// Bytes per record of the bulk workload's file, at most.
+const BULK_BYTES_PER_RECORD_MAX: f64 = 662.0;
+
+/// Bytes per record of the single-commit workload's file, at most.
+const SINGLE_BYTES_PER_RECORD_MAX: f64 = 616.0;
