@@ -126,7 +126,14 @@ fn emit_every_kind(store: &Store) {
             })
             .unwrap();
     }
-    panic!("random commands did not emit every catalogued kind");
+    let seen: BTreeSet<String> = store
+        .read_all(Position(0), Direction::Forward, usize::MAX)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.kind)
+        .collect();
+    let missing: Vec<&String> = wanted.difference(&seen).collect();
+    panic!("random commands did not emit every catalogued kind: {missing:?} missing");
 }
 
 fn vectors_path() -> PathBuf {

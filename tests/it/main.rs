@@ -29,6 +29,7 @@ mod rebuild;
 mod refusals;
 mod registry;
 mod runs;
+mod runs_reference;
 mod sharing;
 mod subscribe;
 mod tiling;
