@@ -378,10 +378,7 @@ fn rolled_up_while_open(
     e: RolledUpWhileOpen,
 ) -> Result<()> {
     let rollup = e.rollup;
-    if !RUNS
-        .get(tables, &rollup.run)?
-        .is_some_and(|run| !run.closed)
-    {
+    if RUNS.get(tables, &rollup.run)?.is_none_or(|run| run.closed) {
         let detail = format!(
             "rollup while open of run {:?}, which is missing or closed",
             rollup.run
