@@ -176,8 +176,13 @@ impl OpenRun {
         self.open_tools
             .last()
             .cloned()
-            .unwrap_or_else(|| "root".into())
+            .unwrap_or_else(|| root_span(&self.id))
     }
+}
+
+/// The root span of the run `run`: span ids are unique across runs, so each names its run.
+fn root_span(run: &str) -> String {
+    format!("{run}/root")
 }
 
 impl<'s> Simulation<'s> {
@@ -467,7 +472,7 @@ impl<'s> Simulation<'s> {
         let cron = self.rng.chance(15);
         let start = SpanCommand::Start {
             run: id.clone(),
-            span: "root".into(),
+            span: root_span(&id),
             parent: None,
             name: if cron {
                 "nightly-report".into()
@@ -503,7 +508,7 @@ impl<'s> Simulation<'s> {
 
     /// The run calls a tool (or a subagent) inside its innermost open span.
     fn start_tool_span(&mut self, index: usize, run: &OpenRun) -> Result<()> {
-        let span = format!("tool-{}", run.spans);
+        let span = format!("{}/tool-{}", run.id, run.spans);
         let start = SpanCommand::Start {
             run: run.id.clone(),
             span: span.clone(),
@@ -579,9 +584,35 @@ impl<'s> Simulation<'s> {
         Ok(())
     }
 
-    /// The run's writer reports that it is still alive.
+    /// The run's writer reports that it is still alive, for its root and for the tool it is
+    /// in (any open span heartbeats), patches the usage so far onto the root, and a dashboard
+    /// asks for the run's rollup so far.
     fn heartbeat_run(&mut self, run: &OpenRun) -> Result<()> {
         let _ = self.store.execute(&RunCommand::Heartbeat {
+            run: run.id.clone(),
+            now_ms: self.now_ms,
+        })?;
+        if let Some(tool) = run.open_tools.last() {
+            let _ = self.store.execute(&SpanCommand::Heartbeat {
+                run: run.id.clone(),
+                span: tool.clone(),
+                now_ms: self.now_ms,
+            })?;
+        }
+        // The usage so far is patched onto the root (enrichment, not an end).
+        let _ = self.store.execute(&SpanCommand::Patch {
+            run: run.id.clone(),
+            span: root_span(&run.id),
+            attributes: Attributes::new(),
+            usage: SpanUsage {
+                output_tokens: Some(run.spans * 10),
+                ..SpanUsage::default()
+            },
+            wait_until_ms: None,
+            billing_mode: None,
+            now_ms: self.now_ms,
+        })?;
+        let _ = self.store.execute(&RunCommand::Rollup {
             run: run.id.clone(),
             now_ms: self.now_ms,
         })?;

@@ -153,6 +153,11 @@ impl Client {
         format!("run-{}-{}", self.id, self.pass())
     }
 
+    /// The run's root span: span ids are unique across runs, so it is named after its run.
+    pub(crate) fn root_span(&self) -> String {
+        format!("{}/root", self.run())
+    }
+
     pub(crate) fn handle(&self) -> String {
         format!("agent-{}", self.id)
     }
@@ -221,7 +226,7 @@ impl Client {
             }),
             Step::Start => Mixed::Span(SpanCommand::Start {
                 run: self.run(),
-                span: "root".into(),
+                span: self.root_span(),
                 parent: None,
                 name: "turn".into(),
                 kind: SpanKind::Turn,
@@ -235,7 +240,7 @@ impl Client {
             }),
             Step::Event => Mixed::Span(SpanCommand::AppendEvent {
                 run: self.run(),
-                span: "root".into(),
+                span: self.root_span(),
                 event_type: "tool_call".into(),
                 payload: r#"{"tool":"read","path":"README.md"}"#.into(),
                 payload_bytes_max: None,
@@ -243,7 +248,7 @@ impl Client {
             }),
             Step::End => Mixed::Span(SpanCommand::End {
                 run: self.run(),
-                span: "root".into(),
+                span: self.root_span(),
                 outcome: SpanOutcome::Success,
                 reason: None,
                 usage: annals::runs::SpanUsage {

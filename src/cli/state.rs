@@ -158,6 +158,10 @@ fn tables(projection: &str) -> Option<Vec<(&'static dyn Rows, Columns)>> {
             ),
             (&runs::query::CHANGES, columns(&["run", "seq"], "change")),
             (&runs::query::ROLLUPS, columns(&["run"], "rollup")),
+            (
+                &runs::query::OPEN_ROLLUPS,
+                columns(&["run"], "rollup_while_open"),
+            ),
         ],
         "consumers" => vec![(
             &consumers::query::POSITIONS as &dyn Rows,

@@ -7,21 +7,25 @@
 //! [`crate::ProjectionError::Invariant`] at its position.
 
 use super::events::{
-    DetailPruned, EventAppended, Heartbeat, RolledUp, RunEvent, SpanEnded, SpanPatched, SpanStarted,
+    DetailPruned, EventAppended, Heartbeat, RolledUp, RolledUpWhileOpen, RunEvent, SpanEnded,
+    SpanHeartbeat, SpanPatched, SpanStarted,
 };
 use super::query::{
-    CHANGES, ChangeKind, EVENTS, OPEN_BY_WRITER, OPEN_ROOTS_BY_HEARTBEAT, OPEN_ROOTS_BY_START,
-    ROLLUPS, RUNS, Run, RunChange, RunSeq, SPANS, Span, SpanEvent, UNPRUNED_BY_END,
+    CHANGES, ChangeKind, EVENTS, OPEN_BY_WRITER, OPEN_ROLLUPS, OPEN_ROOTS_BY_HEARTBEAT,
+    OPEN_ROOTS_BY_START, ROLLUPS, RUNS, Run, RunChange, RunSeq, SPAN_RUNS, SPANS, Span, SpanEvent,
+    UNPRUNED_BY_END,
 };
 use crate::error::{Error, Result};
 use crate::log::read::Direction;
 use crate::projection::table::WriteTables;
 use crate::record::Record;
 
-/// A start names a span its run does not have yet.
+/// A start names a span its run does not have yet. (A span id another run holds is refused
+/// by `decide` only: logs written before span ids were unique across runs hold such starts,
+/// and they must replay.)
 pub(crate) const SPAN_UNIQUE: &str = "span_unique";
-/// No span starts in a closed run (its root ended, or its detail was pruned), and a
-/// heartbeat names a run that is open.
+/// No span starts in a closed run (its root ended, or its detail was pruned), a heartbeat
+/// names a run that is open, and a rollup while open names a run whose root is open.
 pub(crate) const RUN_OPEN: &str = "run_open";
 /// A root starts its run; any other span starts under a span of its run, one level deeper.
 pub(crate) const SPAN_PLACED: &str = "span_placed";
@@ -29,7 +33,7 @@ pub(crate) const SPAN_PLACED: &str = "span_placed";
 pub(crate) const SEQ_INCREASES: &str = "seq_increases";
 /// A patch, an end or an event names a span of its run.
 pub(crate) const SPAN_EXISTS: &str = "span_exists";
-/// A span takes no patch once it ended.
+/// A span takes no patch (and no heartbeat) once it ended.
 pub(crate) const SPAN_OPEN: &str = "span_open";
 /// A span ends once.
 pub(crate) const SPAN_ENDS_ONCE: &str = "span_ends_once";
@@ -85,6 +89,8 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: RunEvent) -> Resu
         RunEvent::Heartbeat(e) => heartbeat(tables, record, e),
         RunEvent::RolledUp(e) => rolled_up(tables, record, e),
         RunEvent::DetailPruned(e) => detail_pruned(tables, record, e),
+        RunEvent::SpanHeartbeat(e) => span_heartbeat(tables, record, e),
+        RunEvent::RolledUpWhileOpen(e) => rolled_up_while_open(tables, record, e),
     }
 }
 
@@ -203,6 +209,7 @@ fn started(tables: &WriteTables<'_>, record: &Record, e: SpanStarted) -> Result<
     run.span_count = run.span_count.saturating_add(1);
     run.open_span_count = run.open_span_count.saturating_add(1);
     OPEN_BY_WRITER.insert(tables, &(e.writer, e.run.clone(), e.span.clone()), &())?;
+    SPAN_RUNS.insert(tables, &(e.span.clone(), e.run.clone()), &())?;
     if is_root {
         OPEN_ROOTS_BY_HEARTBEAT.insert(tables, &(at_ms, e.run.clone()), &e.span)?;
         OPEN_ROOTS_BY_START.insert(tables, &(at_ms, e.run), &e.span)?;
@@ -310,17 +317,39 @@ fn heartbeat(tables: &WriteTables<'_>, record: &Record, e: Heartbeat) -> Result<
         None => None,
     };
     // An open run's root is open: the run closes when its root ends.
-    let Some(mut root) = root.filter(Span::is_open) else {
+    let Some(root) = root.filter(Span::is_open) else {
         let detail = format!("heartbeat of run {:?}, which is missing or closed", e.run);
         return Err(broken(record, RUN_OPEN, detail));
     };
-    let previous = root.last_heartbeat_at_ms.unwrap_or(root.started_at_ms);
+    beat(tables, record, root)
+}
+
+fn span_heartbeat(tables: &WriteTables<'_>, record: &Record, e: SpanHeartbeat) -> Result<()> {
+    let (_, span) = existing_span(tables, record, &e.run, &e.span)?;
+    if !span.is_open() {
+        let detail = format!(
+            "heartbeat of span {:?} of run {:?}, which ended",
+            e.span, e.run
+        );
+        return Err(broken(record, SPAN_OPEN, detail));
+    }
+    beat(tables, record, span)
+}
+
+/// Moves the open `span`'s last heartbeat to the record's time, and a root's place in the
+/// index the stale sweep reads.
+fn beat(tables: &WriteTables<'_>, record: &Record, mut span: Span) -> Result<()> {
     // Heartbeats from clocks that disagree may arrive out of order; the latest one counts.
-    let latest = previous.max(record.at_ms);
-    root.last_heartbeat_at_ms = Some(latest);
-    OPEN_ROOTS_BY_HEARTBEAT.remove(tables, &(previous, e.run.clone()))?;
-    OPEN_ROOTS_BY_HEARTBEAT.insert(tables, &(latest, e.run.clone()), &root.span)?;
-    SPANS.insert(tables, &(e.run, root.span.clone()), &root)
+    let latest = span
+        .last_heartbeat_at_ms
+        .map_or(record.at_ms, |previous| previous.max(record.at_ms));
+    if span.is_root() {
+        let previous = span.last_heartbeat_at_ms.unwrap_or(span.started_at_ms);
+        OPEN_ROOTS_BY_HEARTBEAT.remove(tables, &(previous, span.run.clone()))?;
+        OPEN_ROOTS_BY_HEARTBEAT.insert(tables, &(latest, span.run.clone()), &span.span)?;
+    }
+    span.last_heartbeat_at_ms = Some(latest);
+    SPANS.insert(tables, &(span.run.clone(), span.span.clone()), &span)
 }
 
 fn rolled_up(tables: &WriteTables<'_>, record: &Record, e: RolledUp) -> Result<()> {
@@ -335,10 +364,28 @@ fn rolled_up(tables: &WriteTables<'_>, record: &Record, e: RolledUp) -> Result<(
     if let Some(previous) = ROLLUPS.get(tables, &rollup.run)? {
         UNPRUNED_BY_END.remove(tables, &(previous.ended_at_ms, previous.run))?;
     }
+    // The run's rollup while it was open, if one was requested, is replaced by this one.
+    OPEN_ROLLUPS.remove(tables, &rollup.run)?;
     if !rollup.detail_pruned {
         UNPRUNED_BY_END.insert(tables, &(rollup.ended_at_ms, rollup.run.clone()), &())?;
     }
     ROLLUPS.insert(tables, &rollup.run.clone(), &rollup)
+}
+
+fn rolled_up_while_open(
+    tables: &WriteTables<'_>,
+    record: &Record,
+    e: RolledUpWhileOpen,
+) -> Result<()> {
+    let rollup = e.rollup;
+    if RUNS.get(tables, &rollup.run)?.is_none_or(|run| run.closed) {
+        let detail = format!(
+            "rollup while open of run {:?}, which is missing or closed",
+            rollup.run
+        );
+        return Err(broken(record, RUN_OPEN, detail));
+    }
+    OPEN_ROLLUPS.insert(tables, &rollup.run.clone(), &rollup)
 }
 
 fn detail_pruned(tables: &WriteTables<'_>, record: &Record, e: DetailPruned) -> Result<()> {
@@ -363,6 +410,7 @@ fn detail_pruned(tables: &WriteTables<'_>, record: &Record, e: DetailPruned) -> 
                 OPEN_ROOTS_BY_START.remove(tables, &(span.started_at_ms, key.0.clone()))?;
             }
         }
+        SPAN_RUNS.remove(tables, &(key.1.clone(), key.0.clone()))?;
         SPANS.remove(tables, &key)?;
     }
     for (key, _) in EVENTS.scan_prefix(tables, &prefix, Direction::Forward, usize::MAX)? {

@@ -5,10 +5,11 @@
 //! events, so `apply` has nothing left to choose.
 
 use super::events::{
-    Attributes, BillingMode, DetailPruned, EventAppended, Heartbeat, RolledUp, RunEvent, SpanEnded,
-    SpanKind, SpanOrigin, SpanOutcome, SpanPatched, SpanStarted, SpanUsage,
+    Attributes, BillingMode, DetailPruned, EventAppended, Heartbeat, RolledUp, RolledUpWhileOpen,
+    RunEvent, SpanEnded, SpanHeartbeat, SpanKind, SpanOrigin, SpanOutcome, SpanPatched,
+    SpanStarted, SpanUsage,
 };
-use super::query::{self, Run, RunRollup, RunSeq, Span};
+use super::query::{self, OpenRunRollup, Run, RunRollup, RunSeq, Span};
 use super::rollup;
 use crate::command::{Command, Decision, Emit};
 use crate::error::{Error, Result};
@@ -23,8 +24,9 @@ pub const EVENT_PAYLOAD_BYTES_MAX: u32 = 16 * 1024;
 /// How many prune candidates one read takes.
 const PRUNE_SCAN_PAGE: usize = 256;
 
-/// The reason written on spans closed because their writer is gone.
-pub const ORPHAN_REASON: &str = "writer gone";
+/// The reason written on spans closed because their writer is gone: the reference's text (its
+/// boot sweep closes what a restarted server left open).
+pub const ORPHAN_REASON: &str = "server restarted";
 /// The reason written on spans closed because their run's root heartbeat went stale.
 pub const STALE_REASON: &str = "writer went silent";
 /// The failure reason a pruned rollup gets when no digest covered its run.
@@ -41,6 +43,9 @@ pub fn run_stream(run: &str) -> String {
 pub enum SpanRefusal {
     /// A span with this id already exists in the run.
     SpanExists,
+    /// A span with this id exists in another run: span ids are unique across runs (the
+    /// reference's primary key), while that run's detail is kept.
+    SpanInAnotherRun,
     /// The run is closed (its root ended, or its detail was pruned): no new span joins it.
     RunClosed,
     /// A parentless span in a run that already has its root.
@@ -57,6 +62,7 @@ impl std::fmt::Display for SpanRefusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             SpanRefusal::SpanExists => "span exists",
+            SpanRefusal::SpanInAnotherRun => "span in another run",
             SpanRefusal::RunClosed => "run closed",
             SpanRefusal::RootExists => "root exists",
             SpanRefusal::ParentMissing => "parent missing",
@@ -130,6 +136,16 @@ pub enum SpanCommand {
         /// The caller's clock: the span's end.
         now_ms: u64,
     },
+    /// The writer of an open span (the run's root or any other) says it is alive at
+    /// `now_ms`.
+    Heartbeat {
+        /// The run.
+        run: String,
+        /// The span.
+        span: String,
+        /// The caller's clock.
+        now_ms: u64,
+    },
     /// Record an event on a span (open or ended) at `now_ms`.
     AppendEvent {
         /// The run.
@@ -171,6 +187,8 @@ pub enum SpanCommandOutcome {
         /// The run's rollup, written because its root is now terminal.
         rollup: Option<Box<RunRollup>>,
     },
+    /// The span's heartbeat was recorded.
+    HeartbeatRecorded,
     /// The event was recorded.
     EventAppended {
         /// Its run's seq.
@@ -195,6 +213,8 @@ pub enum RunRefusal {
     RunMissing,
     /// The run is closed: its root is terminal.
     RunClosed,
+    /// The run's detail was pruned: only its rollup is left, and nothing to roll up again.
+    DetailPruned,
 }
 
 impl std::fmt::Display for RunRefusal {
@@ -202,6 +222,7 @@ impl std::fmt::Display for RunRefusal {
         f.write_str(match self {
             RunRefusal::RunMissing => "run missing",
             RunRefusal::RunClosed => "run closed",
+            RunRefusal::DetailPruned => "detail pruned",
         })
     }
 }
@@ -214,6 +235,14 @@ pub enum RunCommand {
         /// The run.
         run: String,
         /// The caller's clock.
+        now_ms: u64,
+    },
+    /// Compute and store the run's rollup from its spans as they stand, its root open or
+    /// ended (the reference's `rollupRun`); its cost fields keep any earlier rollup's values.
+    Rollup {
+        /// The run.
+        run: String,
+        /// The caller's clock (the record's time; the rollup reads none).
         now_ms: u64,
     },
     /// End every open span of the run as `outcome` with `reason`, children first, and roll
@@ -279,6 +308,16 @@ pub struct ClosedRun {
 pub enum RunCommandOutcome {
     /// The heartbeat was recorded.
     HeartbeatRecorded,
+    /// The rollup of a run whose root has ended was computed and stored.
+    RolledUp {
+        /// The rollup as written.
+        rollup: Box<RunRollup>,
+    },
+    /// The rollup of a run whose root is still open was computed and stored.
+    RolledUpWhileOpen {
+        /// The rollup as written.
+        rollup: Box<OpenRunRollup>,
+    },
     /// Runs closed (none when nothing was open).
     Closed {
         /// The runs, in the order they were closed.
@@ -456,6 +495,9 @@ impl Command for SpanCommand {
                 *payload_bytes_max,
                 *now_ms,
             ),
+            SpanCommand::Heartbeat { run, span, now_ms } => {
+                decide_span_heartbeat(state, run, span, *now_ms)
+            }
         }
     }
 }
@@ -484,6 +526,11 @@ fn decide_start(
     }
     if query::span(state, run, span)?.is_some() {
         return refused_span(SpanRefusal::SpanExists);
+    }
+    // Span ids are a primary key across runs, as in the reference: while another run keeps a
+    // span of this id, a start here is refused.
+    if !query::runs_of_span(state, span)?.is_empty() {
+        return refused_span(SpanRefusal::SpanInAnotherRun);
     }
     let current = query::run(state, run)?;
     let closed = match &current {
@@ -585,8 +632,7 @@ fn decide_end(
                 now_ms,
             );
         }
-        let previous = query::rollup(state, &run)?;
-        rollup::compute(&spans, previous.as_ref())
+        rollup::compute(&spans, query::frozen_costs(state, &run)?)
     } else {
         None
     };
@@ -639,6 +685,29 @@ fn decide_append_event(
     Ok(emit(run, now_ms, &[event], outcome))
 }
 
+/// [`SpanCommand::Heartbeat`]: recorded while the span is open, whether its run is open or
+/// closed (a child may outlive its root).
+fn decide_span_heartbeat(
+    state: &dyn TableSource,
+    run: &str,
+    span: &str,
+    now_ms: u64,
+) -> Result<Decision<SpanCommandOutcome>> {
+    if let Err(refusal) = find_open_span(state, run, span)? {
+        return refused_span(refusal);
+    }
+    let event = RunEvent::SpanHeartbeat(SpanHeartbeat {
+        run: run.to_owned(),
+        span: span.to_owned(),
+    });
+    Ok(emit(
+        run,
+        now_ms,
+        &[event],
+        SpanCommandOutcome::HeartbeatRecorded,
+    ))
+}
+
 /// Ends every open span of `run` (deepest first; among equals, latest started first) and
 /// rolls the run up; `None` when nothing is open.
 fn close_run(
@@ -675,13 +744,12 @@ fn close_run(
         }));
         closed.push(span.span.clone());
     }
-    let previous = query::rollup(state, &run.run)?;
+    let frozen = query::frozen_costs(state, &run.run)?;
     // Every span of the run is terminal now, its root included, so there is a rollup.
-    let rollup =
-        rollup::compute(&spans, previous.as_ref()).ok_or_else(|| Error::CorruptProjection {
-            table: "runs.spans".into(),
-            detail: format!("run {:?} has no rollup once every span ended", run.run),
-        })?;
+    let rollup = rollup::compute(&spans, frozen).ok_or_else(|| Error::CorruptProjection {
+        table: "runs.spans".into(),
+        detail: format!("run {:?} has no rollup once every span ended", run.run),
+    })?;
     events.push(RunEvent::RolledUp(RolledUp {
         rollup: rollup.clone(),
     }));
@@ -730,6 +798,7 @@ impl Command for RunCommand {
     fn decide(&self, state: &dyn TableSource) -> Result<Decision<RunCommandOutcome>> {
         match self {
             RunCommand::Heartbeat { run, now_ms } => decide_heartbeat(state, run, *now_ms),
+            RunCommand::Rollup { run, now_ms } => decide_rollup(state, run, *now_ms),
             RunCommand::CascadeClose {
                 run,
                 outcome,
@@ -785,6 +854,45 @@ fn decide_heartbeat(
             Ok(emit(run, now_ms, &[event], outcome))
         }
     }
+}
+
+/// [`RunCommand::Rollup`]: the run's rollup from its spans as they stand, open root or not.
+fn decide_rollup(
+    state: &dyn TableSource,
+    run: &str,
+    now_ms: u64,
+) -> Result<Decision<RunCommandOutcome>> {
+    validate::non_empty("run", run)?;
+    if query::run(state, run)?.is_none() {
+        return refused_run(if query::rollup(state, run)?.is_some() {
+            RunRefusal::DetailPruned
+        } else {
+            RunRefusal::RunMissing
+        });
+    }
+    let spans = query::spans(state, run)?;
+    let frozen = query::frozen_costs(state, run)?;
+    if let Some(rollup) = rollup::compute(&spans, frozen) {
+        let event = RunEvent::RolledUp(RolledUp {
+            rollup: rollup.clone(),
+        });
+        let outcome = RunCommandOutcome::RolledUp {
+            rollup: Box::new(rollup),
+        };
+        return Ok(emit(run, now_ms, &[event], outcome));
+    }
+    // A run's detail holds its root from its first start on, so there is a rollup so far.
+    let rollup = rollup::so_far(&spans, frozen).ok_or_else(|| Error::CorruptProjection {
+        table: "runs.spans".into(),
+        detail: format!("run {run:?} has detail but no span"),
+    })?;
+    let event = RunEvent::RolledUpWhileOpen(RolledUpWhileOpen {
+        rollup: rollup.clone(),
+    });
+    let outcome = RunCommandOutcome::RolledUpWhileOpen {
+        rollup: Box::new(rollup),
+    };
+    Ok(emit(run, now_ms, &[event], outcome))
 }
 
 /// [`RunCommand::CascadeClose`]: ends every open span of the run; a pruned run has none.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::query::RunRollup;
+use super::query::{OpenRunRollup, RunRollup};
 use crate::error::Result;
 use crate::event::{DomainEvent, EventKind, decode_payload, encode_payload, unknown_schema};
 use crate::record::Record;
@@ -125,7 +125,8 @@ impl SpanUsage {
 pub struct SpanStarted {
     /// The run.
     pub run: String,
-    /// The span, unique within its run.
+    /// The span: unique within its run, and (for starts decided since the rule came in)
+    /// across the runs whose detail is kept.
     pub span: String,
     /// The parent span in the same run; `None` for the run's root.
     pub parent: Option<String>,
@@ -217,6 +218,25 @@ pub struct Heartbeat {
     pub run: String,
 }
 
+/// An open span (any span of a run, its root or a child) said it is alive at the record's
+/// `at_ms`. Liveness only, like [`Heartbeat`]: it takes no seq.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpanHeartbeat {
+    /// The run.
+    pub run: String,
+    /// The span.
+    pub span: String,
+}
+
+/// A run's rollup was computed on request while its root is still open, as decided: the cost
+/// fields already merged with any earlier rollup's frozen values. It takes no seq (a rollup is
+/// no change to a span).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RolledUpWhileOpen {
+    /// The rollup of the run so far.
+    pub rollup: OpenRunRollup,
+}
+
 /// A run's rollup was written (its root is terminal), as decided: the cost fields already
 /// merged with any earlier rollup's frozen values.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -256,6 +276,10 @@ pub enum RunEvent {
     RolledUp(RolledUp),
     /// `run.detail_pruned`
     DetailPruned(DetailPruned),
+    /// `run.span_heartbeat`
+    SpanHeartbeat(SpanHeartbeat),
+    /// `run.rolled_up_while_open`
+    RolledUpWhileOpen(RolledUpWhileOpen),
 }
 
 const SPAN_STARTED: &str = "run.span_started";
@@ -265,6 +289,8 @@ const EVENT_APPENDED: &str = "run.event_appended";
 const HEARTBEAT: &str = "run.heartbeat";
 const ROLLED_UP: &str = "run.rolled_up";
 const DETAIL_PRUNED: &str = "run.detail_pruned";
+const SPAN_HEARTBEAT: &str = "run.span_heartbeat";
+const ROLLED_UP_WHILE_OPEN: &str = "run.rolled_up_while_open";
 
 impl DomainEvent for RunEvent {
     const CATALOGUE: &'static [EventKind] = &[
@@ -296,6 +322,14 @@ impl DomainEvent for RunEvent {
             kind: DETAIL_PRUNED,
             schema: 1,
         },
+        EventKind {
+            kind: SPAN_HEARTBEAT,
+            schema: 1,
+        },
+        EventKind {
+            kind: ROLLED_UP_WHILE_OPEN,
+            schema: 1,
+        },
     ];
 
     fn kind(&self) -> &'static str {
@@ -307,6 +341,8 @@ impl DomainEvent for RunEvent {
             RunEvent::Heartbeat(_) => HEARTBEAT,
             RunEvent::RolledUp(_) => ROLLED_UP,
             RunEvent::DetailPruned(_) => DETAIL_PRUNED,
+            RunEvent::SpanHeartbeat(_) => SPAN_HEARTBEAT,
+            RunEvent::RolledUpWhileOpen(_) => ROLLED_UP_WHILE_OPEN,
         }
     }
 
@@ -319,6 +355,8 @@ impl DomainEvent for RunEvent {
             RunEvent::Heartbeat(e) => encode_payload(e),
             RunEvent::RolledUp(e) => encode_payload(e),
             RunEvent::DetailPruned(e) => encode_payload(e),
+            RunEvent::SpanHeartbeat(e) => encode_payload(e),
+            RunEvent::RolledUpWhileOpen(e) => encode_payload(e),
         }
     }
 
@@ -331,6 +369,8 @@ impl DomainEvent for RunEvent {
             (HEARTBEAT, 1) => RunEvent::Heartbeat(decode_payload(record)?),
             (ROLLED_UP, 1) => RunEvent::RolledUp(decode_payload(record)?),
             (DETAIL_PRUNED, 1) => RunEvent::DetailPruned(decode_payload(record)?),
+            (SPAN_HEARTBEAT, 1) => RunEvent::SpanHeartbeat(decode_payload(record)?),
+            (ROLLED_UP_WHILE_OPEN, 1) => RunEvent::RolledUpWhileOpen(decode_payload(record)?),
             (kind, _) if Self::CATALOGUE.iter().any(|e| e.kind == kind) => {
                 return Err(unknown_schema(record));
             }

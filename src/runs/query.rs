@@ -71,7 +71,8 @@ pub struct Span {
     pub outcome_reason: Option<String>,
     /// Its usage.
     pub usage: SpanUsage,
-    /// The latest heartbeat of a root (its start until one comes); `None` for other spans.
+    /// The latest heartbeat: a root's is its start until one comes; any other span's is
+    /// `None` until it heartbeats.
     pub last_heartbeat_at_ms: Option<u64>,
     /// Its depth in the run's tree: 0 for the root.
     pub depth: u32,
@@ -231,6 +232,102 @@ pub struct RunRollup {
     pub detail_pruned: bool,
 }
 
+/// A run's rollup computed on request while its root is still open: a [`RunRollup`] without
+/// the root's end, outcome and duration (the reference keeps these null). Kept in
+/// `runs.open_rollups` until the root ends and the run's [`RunRollup`] replaces it, its cost
+/// fields frozen into that one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenRunRollup {
+    /// The run.
+    pub run: String,
+    /// Where it came from (the root's origin).
+    pub origin: SpanOrigin,
+    /// The root's name.
+    pub name: String,
+    /// The root's session, if any.
+    pub session_id: Option<String>,
+    /// The root's job, if any.
+    pub job_name: Option<String>,
+    /// When the root started.
+    pub started_at_ms: u64,
+    /// Spans in the run so far.
+    pub span_count: u64,
+    /// Input tokens (root-level accounting, as for [`RunRollup`]).
+    pub input_tokens: Option<u64>,
+    /// Output tokens.
+    pub output_tokens: Option<u64>,
+    /// Cache-read tokens.
+    pub cache_read_tokens: Option<u64>,
+    /// Cache-creation tokens.
+    pub cache_creation_tokens: Option<u64>,
+    /// What the run reported it cost so far, micro-USD: frozen at its first non-null value.
+    pub cost_micro_usd: Option<u64>,
+    /// What the run effectively cost, micro-USD: frozen at its first non-null value.
+    pub effective_cost_micro_usd: Option<u64>,
+    /// The billing classification behind the effective cost: frozen at first non-null.
+    pub billing_mode: Option<BillingMode>,
+    /// Why the run failed so far, if a span ended `error` or `timeout` with a reason.
+    pub failure_reason: Option<String>,
+}
+
+impl OpenRunRollup {
+    /// The closed run's rollup: these figures with the root's end and outcome.
+    pub fn closed(self, outcome: SpanOutcome, ended_at_ms: u64) -> RunRollup {
+        RunRollup {
+            duration_ms: ended_at_ms.saturating_sub(self.started_at_ms),
+            run: self.run,
+            origin: self.origin,
+            name: self.name,
+            session_id: self.session_id,
+            job_name: self.job_name,
+            started_at_ms: self.started_at_ms,
+            ended_at_ms,
+            outcome,
+            span_count: self.span_count,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cache_read_tokens: self.cache_read_tokens,
+            cache_creation_tokens: self.cache_creation_tokens,
+            cost_micro_usd: self.cost_micro_usd,
+            effective_cost_micro_usd: self.effective_cost_micro_usd,
+            billing_mode: self.billing_mode,
+            failure_reason: self.failure_reason,
+            detail_pruned: false,
+        }
+    }
+}
+
+/// The cost fields of a run's earlier rollup, open or closed: every later rollup keeps them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrozenCosts {
+    /// The reported cost, micro-USD.
+    pub cost_micro_usd: Option<u64>,
+    /// The effective cost, micro-USD.
+    pub effective_cost_micro_usd: Option<u64>,
+    /// The billing classification.
+    pub billing_mode: Option<BillingMode>,
+}
+
+impl From<&RunRollup> for FrozenCosts {
+    fn from(rollup: &RunRollup) -> Self {
+        FrozenCosts {
+            cost_micro_usd: rollup.cost_micro_usd,
+            effective_cost_micro_usd: rollup.effective_cost_micro_usd,
+            billing_mode: rollup.billing_mode,
+        }
+    }
+}
+
+impl From<&OpenRunRollup> for FrozenCosts {
+    fn from(rollup: &OpenRunRollup) -> Self {
+        FrozenCosts {
+            cost_micro_usd: rollup.cost_micro_usd,
+            effective_cost_micro_usd: rollup.effective_cost_micro_usd,
+            billing_mode: rollup.billing_mode,
+        }
+    }
+}
+
 /// A run's detail in one consistent read: what a live reader starts from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RunSnapshot {
@@ -269,8 +366,16 @@ pub(crate) const ROLLUPS: Table<String, RunRollup> = Table::new("runs.rollups");
 /// `runs.unpruned_by_end`: (root end, run) of every rollup whose detail is still kept.
 pub(crate) const UNPRUNED_BY_END: Table<(u64, String), ()> = Table::new("runs.unpruned_by_end");
 
+/// `runs.open_rollups`: run → its rollup computed on request while its root is open; removed
+/// when the root ends.
+pub(crate) const OPEN_ROLLUPS: Table<String, OpenRunRollup> = Table::new("runs.open_rollups");
+/// `runs.span_runs`: (span, run) of every span whose detail is kept: which run holds a span
+/// id. One run per span id for every start decided since span ids are unique across runs;
+/// older logs may hold a span id in several runs, and replay keeps them all.
+pub(crate) const SPAN_RUNS: Table<(String, String), ()> = Table::new("runs.span_runs");
+
 /// Every table name, in the order `state_json` dumps them.
-pub(crate) const TABLE_NAMES: [&str; 9] = [
+pub(crate) const TABLE_NAMES: [&str; 11] = [
     "runs.runs",
     "runs.spans",
     "runs.events",
@@ -280,6 +385,8 @@ pub(crate) const TABLE_NAMES: [&str; 9] = [
     "runs.open_roots_by_start",
     "runs.rollups",
     "runs.unpruned_by_end",
+    "runs.open_rollups",
+    "runs.span_runs",
 ];
 
 fn values<K, V>(rows: Vec<(K, V)>) -> Vec<V> {
@@ -359,6 +466,26 @@ pub fn snapshot(state: &dyn TableSource, run: &str) -> Result<Option<RunSnapshot
 /// The rollup of `run`, if it has closed.
 pub fn rollup(state: &dyn TableSource, run: &str) -> Result<Option<RunRollup>> {
     ROLLUPS.get(state, &run.to_owned())
+}
+
+/// The rollup of `run` computed on request while its root is open, if one was.
+pub fn open_rollup(state: &dyn TableSource, run: &str) -> Result<Option<OpenRunRollup>> {
+    OPEN_ROLLUPS.get(state, &run.to_owned())
+}
+
+/// The cost fields a new rollup of `run` keeps: its closed rollup's, else its open one's.
+pub fn frozen_costs(state: &dyn TableSource, run: &str) -> Result<Option<FrozenCosts>> {
+    if let Some(rollup) = rollup(state, run)? {
+        return Ok(Some(FrozenCosts::from(&rollup)));
+    }
+    Ok(open_rollup(state, run)?.as_ref().map(FrozenCosts::from))
+}
+
+/// The runs whose kept detail holds a span with the id `span`, in run order: at most one for
+/// spans started since span ids are unique across runs.
+pub fn runs_of_span(state: &dyn TableSource, span: &str) -> Result<Vec<String>> {
+    let rows = SPAN_RUNS.scan_prefix(state, &(span.to_owned(),), Direction::Forward, usize::MAX)?;
+    Ok(rows.into_iter().map(|((_, run), ())| run).collect())
 }
 
 /// Up to `limit` rollups in run order.
@@ -476,6 +603,12 @@ pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
         .into_iter()
         .map(|((ended, run), ())| serde_json::json!({ "ended_at_ms": ended, "run": run }))
         .collect();
+    let open_rollups = values(OPEN_ROLLUPS.scan_prefix(state, &(), all, usize::MAX)?);
+    let span_runs: Vec<serde_json::Value> = SPAN_RUNS
+        .scan_prefix(state, &(), all, usize::MAX)?
+        .into_iter()
+        .map(|((span, run), ())| serde_json::json!({ "span": span, "run": run }))
+        .collect();
     Ok(serde_json::json!({
         "runs": runs,
         "spans": spans,
@@ -486,6 +619,8 @@ pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
         "open_roots_by_start": by_start,
         "rollups": rollups,
         "unpruned_by_end": unpruned,
+        "open_rollups": open_rollups,
+        "span_runs": span_runs,
     }))
 }
 
@@ -505,6 +640,8 @@ mod tests {
             OPEN_ROOTS_BY_START.name(),
             ROLLUPS.name(),
             UNPRUNED_BY_END.name(),
+            OPEN_ROLLUPS.name(),
+            SPAN_RUNS.name(),
         ];
         assert_eq!(names, TABLE_NAMES);
     }

@@ -350,6 +350,14 @@ fn command_by_choice(choice: u64, rng: &mut Rng, session: &mut WriteSession<'_>,
         14 => {
             let run = pick(rng, &["run1", "run2"]).to_owned();
             let command = match rng.below(5) {
+                // A heartbeat, or by the clock (so that the generator's draws stay as they
+                // were) a rollup on request or a child span's heartbeat.
+                0 if now_ms % 3 == 1 => RunCommand::Rollup { run, now_ms },
+                0 if now_ms % 3 == 2 => {
+                    let span = "s1".to_owned();
+                    let _ = session.execute(&SpanCommand::Heartbeat { run, span, now_ms });
+                    return;
+                }
                 0 => RunCommand::Heartbeat { run, now_ms },
                 1 => RunCommand::CascadeClose {
                     run,

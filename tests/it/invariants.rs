@@ -528,13 +528,19 @@ fn forged_outbox_events_are_refused_at_the_rule_they_break() {
 // ---------------------------------------------------------------------------------------
 // Runs
 
+/// The root span of `run`: span ids are unique across runs, so each root is named after its
+/// run.
+fn root_of(run: &str) -> String {
+    format!("{run}-root")
+}
+
 /// Run `closed` started and ended its root (seqs 1 and 2); run `open` has an open root.
 fn runs(store: &Store) {
     for run in ["closed", "open"] {
         let _ = store
             .execute(&SpanCommand::Start {
                 run: run.into(),
-                span: "root".into(),
+                span: root_of(run),
                 parent: None,
                 name: "turn".into(),
                 kind: SpanKind::Turn,
@@ -551,7 +557,7 @@ fn runs(store: &Store) {
     let _ = store
         .execute(&SpanCommand::End {
             run: "closed".into(),
-            span: "root".into(),
+            span: root_of("closed"),
             outcome: SpanOutcome::Success,
             reason: None,
             usage: SpanUsage::default(),
@@ -564,7 +570,7 @@ fn runs(store: &Store) {
 fn end(run: &str, seq: u64) -> Forged {
     let event = RunEvent::SpanEnded(SpanEnded {
         run: run.into(),
-        span: "root".into(),
+        span: root_of(run),
         seq,
         outcome: SpanOutcome::Error,
         reason: Some("forged".into()),
@@ -596,7 +602,7 @@ fn child(run: &str, parent: &str, depth: u32, seq: u64) -> Forged {
 fn patch(run: &str, seq: u64) -> Forged {
     let event = RunEvent::SpanPatched(SpanPatched {
         run: run.into(),
-        span: "root".into(),
+        span: root_of(run),
         seq,
         attributes: Attributes::new(),
         usage: SpanUsage::default(),
@@ -633,7 +639,7 @@ fn forged_run_events_are_refused_at_the_rule_they_break() {
     let event_at = |index| {
         let event = RunEvent::EventAppended(EventAppended {
             run: "open".into(),
-            span: "root".into(),
+            span: root_of("open"),
             seq: 2,
             event_index: index,
             event_type: "note".into(),
@@ -646,7 +652,7 @@ fn forged_run_events_are_refused_at_the_rule_they_break() {
         (vec![end("closed", 3)], expect("runs", "span_ends_once")),
         (vec![end("open", 1)], expect("runs", "seq_increases")),
         (
-            vec![child("closed", "root", 1, 3)],
+            vec![child("closed", &root_of("closed"), 1, 3)],
             expect("runs", "run_open"),
         ),
         (
@@ -654,7 +660,7 @@ fn forged_run_events_are_refused_at_the_rule_they_break() {
             expect("runs", "span_placed"),
         ),
         (
-            vec![child("open", "root", 3, 2)],
+            vec![child("open", &root_of("open"), 3, 2)],
             expect("runs", "span_placed"),
         ),
         (

@@ -33,6 +33,7 @@ mod reference_parity;
 mod refusals;
 mod registry;
 mod runs;
+mod runs_reference;
 mod sharing;
 mod subscribe;
 mod tiling;

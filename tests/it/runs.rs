@@ -10,11 +10,17 @@ use annals::{Direction, Error, ExpectedVersion, NewEvent, Store, StoreError, Str
 
 use crate::common::store;
 
-type TestResult = Result<(), Box<dyn std::error::Error>>;
+pub(crate) type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-const T0: u64 = 1_700_000_000_000;
+pub(crate) const T0: u64 = 1_700_000_000_000;
 
-fn start(run: &str, span: &str, parent: Option<&str>, writer: &str, now_ms: u64) -> SpanCommand {
+pub(crate) fn start(
+    run: &str,
+    span: &str,
+    parent: Option<&str>,
+    writer: &str,
+    now_ms: u64,
+) -> SpanCommand {
     SpanCommand::Start {
         run: run.into(),
         span: span.into(),
@@ -35,7 +41,12 @@ fn start(run: &str, span: &str, parent: Option<&str>, writer: &str, now_ms: u64)
     }
 }
 
-fn cron_root(run: &str, span: &str, billing: Option<BillingMode>, now_ms: u64) -> SpanCommand {
+pub(crate) fn cron_root(
+    run: &str,
+    span: &str,
+    billing: Option<BillingMode>,
+    now_ms: u64,
+) -> SpanCommand {
     let mut command = start(run, span, None, "cron-wrapper", now_ms);
     if let SpanCommand::Start {
         kind,
@@ -61,7 +72,7 @@ fn api_cron_run(store: &Store, run: &str, children: &[&str]) -> TestResult {
     Ok(())
 }
 
-fn end_with(
+pub(crate) fn end_with(
     run: &str,
     span: &str,
     outcome: SpanOutcome,
@@ -81,15 +92,15 @@ fn end_with(
 }
 
 /// A successful end reporting `usage`.
-fn end_using(run: &str, span: &str, usage: SpanUsage, now_ms: u64) -> SpanCommand {
+pub(crate) fn end_using(run: &str, span: &str, usage: SpanUsage, now_ms: u64) -> SpanCommand {
     end_with(run, span, SpanOutcome::Success, None, usage, now_ms)
 }
 
-fn end(run: &str, span: &str, outcome: SpanOutcome, now_ms: u64) -> SpanCommand {
+pub(crate) fn end(run: &str, span: &str, outcome: SpanOutcome, now_ms: u64) -> SpanCommand {
     end_with(run, span, outcome, None, SpanUsage::default(), now_ms)
 }
 
-fn patch(
+pub(crate) fn patch(
     run: &str,
     span: &str,
     attributes: Attributes,
@@ -118,7 +129,7 @@ fn event(run: &str, span: &str, payload: &str, cap: Option<u32>, now_ms: u64) ->
     }
 }
 
-fn usage(input: u64, output: u64, cost_micro_usd: Option<u64>) -> SpanUsage {
+pub(crate) fn usage(input: u64, output: u64, cost_micro_usd: Option<u64>) -> SpanUsage {
     SpanUsage {
         input_tokens: Some(input),
         output_tokens: Some(output),
@@ -134,14 +145,20 @@ fn attributes(pairs: &[(&str, &str)]) -> Attributes {
         .collect()
 }
 
-fn heartbeat(run: &str, now_ms: u64) -> RunCommand {
+pub(crate) fn heartbeat(run: &str, now_ms: u64) -> RunCommand {
     RunCommand::Heartbeat {
         run: run.into(),
         now_ms,
     }
 }
 
-fn prune(floor: u64, retention: u64, ceiling: u64, batch: u32, now_ms: u64) -> RunCommand {
+pub(crate) fn prune(
+    floor: u64,
+    retention: u64,
+    ceiling: u64,
+    batch: u32,
+    now_ms: u64,
+) -> RunCommand {
     RunCommand::Prune {
         digest_floor_at_ms: floor,
         detail_retention_ms: retention,
@@ -151,36 +168,47 @@ fn prune(floor: u64, retention: u64, ceiling: u64, batch: u32, now_ms: u64) -> R
     }
 }
 
-fn run_refused(reason: RunRefusal) -> RunCommandOutcome {
+pub(crate) fn run_refused(reason: RunRefusal) -> RunCommandOutcome {
     RunCommandOutcome::Refused { reason }
 }
 
-fn refused(reason: SpanRefusal) -> SpanCommandOutcome {
+pub(crate) fn refused(reason: SpanRefusal) -> SpanCommandOutcome {
     SpanCommandOutcome::Refused { reason }
 }
 
-fn closed_spans(outcome: RunCommandOutcome) -> Vec<(String, Vec<String>)> {
+pub(crate) fn closed_spans(outcome: RunCommandOutcome) -> Vec<(String, Vec<String>)> {
     match outcome {
         RunCommandOutcome::Closed { runs } => runs.into_iter().map(|r| (r.run, r.spans)).collect(),
         other => panic!("expected runs closed, got {other:?}"),
     }
 }
 
-fn head(store: &Store) -> u64 {
+pub(crate) fn head(store: &Store) -> u64 {
     store.head().expect("head").next.0
 }
 
-fn assert_sound(store: &Store) -> TestResult {
+pub(crate) fn assert_sound(store: &Store) -> TestResult {
     assert!(store.verify()?.is_sound());
     Ok(())
 }
 
+/// The id of the span `name` in `run`: span ids are unique across runs, so `r1`'s spans keep
+/// their plain names and every other run's carry the run.
+pub(crate) fn span_id(run: &str, name: &str) -> String {
+    if run == "r1" {
+        name.to_owned()
+    } else {
+        format!("{run}-{name}")
+    }
+}
+
 /// A root `root` in `run` with children `a` (with child `a1`) and `b`, started one ms apart.
 fn tree(store: &Store, run: &str, writer: &str, at_ms: u64) -> TestResult {
-    let _ = store.execute(&start(run, "root", None, writer, at_ms))?;
-    let _ = store.execute(&start(run, "a", Some("root"), writer, at_ms + 1))?;
-    let _ = store.execute(&start(run, "a1", Some("a"), writer, at_ms + 2))?;
-    let _ = store.execute(&start(run, "b", Some("root"), writer, at_ms + 3))?;
+    let id = |name| span_id(run, name);
+    let _ = store.execute(&start(run, &id("root"), None, writer, at_ms))?;
+    let _ = store.execute(&start(run, &id("a"), Some(&id("root")), writer, at_ms + 1))?;
+    let _ = store.execute(&start(run, &id("a1"), Some(&id("a")), writer, at_ms + 2))?;
+    let _ = store.execute(&start(run, &id("b"), Some(&id("root")), writer, at_ms + 3))?;
     Ok(())
 }
 
@@ -453,9 +481,10 @@ fn a_span_ends_with_each_of_the_six_outcomes() -> TestResult {
     );
     for (i, outcome) in SpanOutcome::ALL.into_iter().enumerate() {
         let run = format!("r{i}");
-        let _ = store.execute(&start(&run, "root", None, "w1", T0))?;
-        let _ = store.execute(&end(&run, "root", outcome, T0 + 1))?;
-        let span = runs::span(&store.state()?, &run, "root")?.expect("span");
+        let root = span_id(&run, "root");
+        let _ = store.execute(&start(&run, &root, None, "w1", T0))?;
+        let _ = store.execute(&end(&run, &root, outcome, T0 + 1))?;
+        let span = runs::span(&store.state()?, &run, &root)?.expect("span");
         assert_eq!(span.outcome, Some(outcome));
         assert_eq!(
             runs::rollup(&store.state()?, &run)?
@@ -600,7 +629,7 @@ fn events_go_to_ended_spans_but_not_to_unknown_ones() -> TestResult {
 fn every_change_takes_the_next_seq_of_its_run_and_carries_its_position() -> TestResult {
     let (_dir, store) = store();
     let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&start("r2", "root", None, "w1", T0))?;
+    let _ = store.execute(&start("r2", "r2-root", None, "w1", T0))?;
     let _ = store.execute(&start("r1", "a", Some("root"), "w1", T0 + 1))?;
     let _ = store.execute(&patch(
         "r1",
@@ -840,8 +869,8 @@ fn the_rollup_failure_reason_is_interrupted_when_the_root_was() -> TestResult {
     let (_dir, store) = store();
     let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
     let _ = store.execute(&end("r1", "root", SpanOutcome::Interrupted, T0 + 1))?;
-    let _ = store.execute(&start("r2", "root", None, "w1", T0))?;
-    let _ = store.execute(&end("r2", "root", SpanOutcome::Cancelled, T0 + 1))?;
+    let _ = store.execute(&start("r2", "r2-root", None, "w1", T0))?;
+    let _ = store.execute(&end("r2", "r2-root", SpanOutcome::Cancelled, T0 + 1))?;
     let state = store.state()?;
     let interrupted = runs::rollup(&state, "r1")?.expect("rollup");
     assert_eq!(interrupted.failure_reason.as_deref(), Some("interrupted"));
@@ -905,17 +934,18 @@ fn the_effective_cost_follows_the_billing_mode() -> TestResult {
         ("api", Some(BillingMode::Api)),
         ("unknown", None),
     ] {
-        let _ = store.execute(&start(run, "root", None, "w1", T0))?;
+        let root = span_id(run, "root");
+        let _ = store.execute(&start(run, &root, None, "w1", T0))?;
         let _ = store.execute(&SpanCommand::Patch {
             run: run.into(),
-            span: "root".into(),
+            span: root.clone(),
             attributes: Attributes::new(),
             usage: SpanUsage::default(),
             wait_until_ms: None,
             billing_mode: mode,
             now_ms: T0,
         })?;
-        let _ = store.execute(&end_using(run, "root", usage(1, 1, Some(900)), T0 + 1))?;
+        let _ = store.execute(&end_using(run, &root, usage(1, 1, Some(900)), T0 + 1))?;
     }
     let state = store.state()?;
     let effective = |run| -> annals::Result<(Option<u64>, Option<BillingMode>)> {
@@ -1007,11 +1037,11 @@ fn cascade_close_of_an_unknown_run_is_refused_and_of_a_finished_one_closes_nothi
 fn the_orphan_sweep_closes_every_run_with_an_open_span_of_the_gone_writer() -> TestResult {
     let (_dir, store) = store();
     let _ = store.execute(&start("r1", "root", None, "old", T0))?;
-    let _ = store.execute(&start("r2", "root", None, "other", T0))?;
-    let _ = store.execute(&start("r2", "a", Some("root"), "old", T0 + 1))?;
-    let _ = store.execute(&start("r3", "root", None, "other", T0))?;
-    let _ = store.execute(&start("r4", "root", None, "old", T0))?;
-    let _ = store.execute(&end("r4", "root", SpanOutcome::Success, T0 + 2))?;
+    let _ = store.execute(&start("r2", "r2-root", None, "other", T0))?;
+    let _ = store.execute(&start("r2", "r2-a", Some("r2-root"), "old", T0 + 1))?;
+    let _ = store.execute(&start("r3", "r3-root", None, "other", T0))?;
+    let _ = store.execute(&start("r4", "r4-root", None, "old", T0))?;
+    let _ = store.execute(&end("r4", "r4-root", SpanOutcome::Success, T0 + 2))?;
     let outcome = store.execute(&RunCommand::SweepOrphans {
         writer: "old".into(),
         now_ms: T0 + 10,
@@ -1024,13 +1054,13 @@ fn the_orphan_sweep_closes_every_run_with_an_open_span_of_the_gone_writer() -> T
         let rollup = runs::rollup(&state, run)?.expect("rollup");
         assert_eq!(rollup.outcome, SpanOutcome::Interrupted);
         assert_eq!(rollup.failure_reason.as_deref(), Some("interrupted"));
-        let root = runs::span(&state, run, "root")?.expect("root");
+        let root = runs::span(&state, run, &span_id(run, "root"))?.expect("root");
         assert_eq!(
             root.outcome_reason.as_deref(),
             Some(annals::runs::ORPHAN_REASON)
         );
     }
-    assert!(runs::span(&state, "r3", "root")?.expect("r3").is_open());
+    assert!(runs::span(&state, "r3", "r3-root")?.expect("r3").is_open());
     assert_eq!(
         runs::runs_with_open_spans_of(&state, "old")?,
         Vec::<String>::new()
@@ -1042,8 +1072,8 @@ fn the_orphan_sweep_closes_every_run_with_an_open_span_of_the_gone_writer() -> T
 fn the_stale_sweep_closes_runs_whose_root_heartbeat_went_stale() -> TestResult {
     let (_dir, store) = store();
     let _ = store.execute(&start("quiet", "root", None, "w1", T0))?;
-    let _ = store.execute(&start("alive", "root", None, "w1", T0))?;
-    let _ = store.execute(&start("alive", "long", Some("root"), "w1", T0))?;
+    let _ = store.execute(&start("alive", "alive-root", None, "w1", T0))?;
+    let _ = store.execute(&start("alive", "long", Some("alive-root"), "w1", T0))?;
     let _ = store.execute(&heartbeat("alive", T0 + 50_000))?;
     let outcome = store.execute(&RunCommand::SweepStale {
         stale_after_ms: 30_000,
@@ -1074,7 +1104,7 @@ fn the_stale_sweep_closes_runs_whose_root_heartbeat_went_stale() -> TestResult {
 fn the_stale_sweep_spares_the_sweepers_own_runs() -> TestResult {
     let (_dir, store) = store();
     let _ = store.execute(&start("mine", "root", None, "me", T0))?;
-    let _ = store.execute(&start("theirs", "root", None, "them", T0))?;
+    let _ = store.execute(&start("theirs", "theirs-root", None, "them", T0))?;
     let outcome = store.execute(&RunCommand::SweepStale {
         stale_after_ms: 1_000,
         sweeper: Some("me".into()),
@@ -1089,10 +1119,10 @@ fn the_stale_sweep_spares_the_sweepers_own_runs() -> TestResult {
 fn stuck_runs_are_open_roots_started_longer_ago_than_the_threshold() -> TestResult {
     let (_dir, store) = store();
     let _ = store.execute(&start("old", "root", None, "w1", T0))?;
-    let _ = store.execute(&start("older", "root", None, "w1", T0 - 5_000))?;
-    let _ = store.execute(&start("young", "root", None, "w1", T0 + 9_000))?;
-    let _ = store.execute(&start("done", "root", None, "w1", T0 - 9_000))?;
-    let _ = store.execute(&end("done", "root", SpanOutcome::Success, T0))?;
+    let _ = store.execute(&start("older", "older-root", None, "w1", T0 - 5_000))?;
+    let _ = store.execute(&start("young", "young-root", None, "w1", T0 + 9_000))?;
+    let _ = store.execute(&start("done", "done-root", None, "w1", T0 - 9_000))?;
+    let _ = store.execute(&end("done", "done-root", SpanOutcome::Success, T0))?;
     let _ = store.execute(&heartbeat("old", T0 + 9_999))?;
     let state = store.state()?;
     let stuck: Vec<String> = runs::stuck_runs(&state, 5_000, T0 + 10_000)?
@@ -1114,11 +1144,12 @@ fn stuck_runs_are_open_roots_started_longer_ago_than_the_threshold() -> TestResu
 
 /// A finished run `run` of two spans whose root ended at `ended_at_ms`.
 fn finished(store: &Store, run: &str, ended_at_ms: u64) -> TestResult {
-    let _ = store.execute(&start(run, "root", None, "w1", ended_at_ms - 10))?;
-    let _ = store.execute(&start(run, "a", Some("root"), "w1", ended_at_ms - 5))?;
-    let _ = store.execute(&event(run, "a", "{}", None, ended_at_ms - 4))?;
-    let _ = store.execute(&end(run, "a", SpanOutcome::Success, ended_at_ms - 1))?;
-    let _ = store.execute(&end(run, "root", SpanOutcome::Success, ended_at_ms))?;
+    let (root, a) = (span_id(run, "root"), span_id(run, "a"));
+    let _ = store.execute(&start(run, &root, None, "w1", ended_at_ms - 10))?;
+    let _ = store.execute(&start(run, &a, Some(&root), "w1", ended_at_ms - 5))?;
+    let _ = store.execute(&event(run, &a, "{}", None, ended_at_ms - 4))?;
+    let _ = store.execute(&end(run, &a, SpanOutcome::Success, ended_at_ms - 1))?;
+    let _ = store.execute(&end(run, &root, SpanOutcome::Success, ended_at_ms))?;
     Ok(())
 }
 
@@ -1187,10 +1218,10 @@ fn pruning_waits_for_both_the_digest_floor_and_the_retention_window() -> TestRes
 fn pruning_past_the_hard_ceiling_marks_a_coverage_gap() -> TestResult {
     let (_dir, store) = store();
     finished(&store, "r1", T0)?;
-    let _ = store.execute(&start("r2", "root", None, "w1", T0 - 10))?;
+    let _ = store.execute(&start("r2", "r2-root", None, "w1", T0 - 10))?;
     let _ = store.execute(&end_with(
         "r2",
-        "root",
+        "r2-root",
         SpanOutcome::Error,
         Some("boom"),
         SpanUsage::default(),
@@ -1257,9 +1288,10 @@ fn pruning_reaches_past_runs_it_must_skip() -> TestResult {
     store.write(|session| {
         for i in 0..300u64 {
             let run = format!("busy-{i:03}");
-            let _ = session.execute(&start(&run, "root", None, "w1", T0))?;
-            let _ = session.execute(&start(&run, "a", Some("root"), "w1", T0))?;
-            let _ = session.execute(&end(&run, "root", SpanOutcome::Success, T0 + i))?;
+            let (root, a) = (span_id(&run, "root"), span_id(&run, "a"));
+            let _ = session.execute(&start(&run, &root, None, "w1", T0))?;
+            let _ = session.execute(&start(&run, &a, Some(&root), "w1", T0))?;
+            let _ = session.execute(&end(&run, &root, SpanOutcome::Success, T0 + i))?;
         }
         Ok(())
     })?;
@@ -1345,7 +1377,7 @@ fn workload(store: &Store) -> TestResult {
     })?;
     let _ = store.execute(&cron_root(
         "r3",
-        "root",
+        "r3-root",
         Some(BillingMode::Subscription),
         T0,
     ))?;
@@ -1357,7 +1389,7 @@ fn workload(store: &Store) -> TestResult {
     finished(store, "r4", T0 + 5)?;
     let _ = store.execute(&prune(T0 + 6, 0, DAY, 1, T0 + 2_000))?;
     tree(store, "r5", "w2", T0 + 3_000)?;
-    let _ = store.execute(&event("r5", "b", "{\"ok\":true}", None, T0 + 3_010))?;
+    let _ = store.execute(&event("r5", "r5-b", "{\"ok\":true}", None, T0 + 3_010))?;
     Ok(())
 }
 
@@ -1377,7 +1409,7 @@ fn the_runs_state_survives_reopening_the_store() -> TestResult {
             .expect("r4")
             .detail_pruned
     );
-    let next = store.execute(&start("r5", "c", Some("root"), "w2", T0 + 4_000))?;
+    let next = store.execute(&start("r5", "r5-c", Some("r5-root"), "w2", T0 + 4_000))?;
     assert!(matches!(
         next,
         SpanCommandOutcome::Started { seq: RunSeq(6), .. }

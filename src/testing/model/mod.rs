@@ -175,11 +175,11 @@ pub enum Op {
         /// invalid), an expiry's claim retry window.
         other: u8,
     },
-    /// A command of the runs, by `action` modulo 12: start a root (0) or a child (1 and 2),
+    /// A command of the runs, by `action` modulo 14: start a root (0) or a child (1 and 2),
     /// patch, end (4 and 5), append an event, heartbeat, cascade close, sweep orphans,
-    /// sweep stale runs, prune.
+    /// sweep stale runs, prune, roll up on request (12), heartbeat a span (13).
     Run {
-        /// Which command, modulo 12.
+        /// Which command, modulo 14.
         action: u8,
         /// The run, modulo the runs.
         run: u8,

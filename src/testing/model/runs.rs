@@ -13,13 +13,16 @@ use super::Op;
 use crate::projection::table::TableSource;
 use crate::runs::decide::{RunCommand, RunCommandOutcome, SpanCommand, SpanCommandOutcome};
 use crate::runs::events::{Attributes, BillingMode, SpanKind, SpanOrigin, SpanOutcome, SpanUsage};
-use crate::runs::query::{self, Run, RunRollup, RunSeq, RunSnapshot, Span, SpanEvent};
+use crate::runs::query::{
+    self, FrozenCosts, OpenRunRollup, Run, RunRollup, RunSeq, RunSnapshot, Span, SpanEvent,
+};
 use crate::store::WriteSession;
 
 /// Runs: three valid ones none of which [`super::random_domain_command`] uses, then an
 /// empty one (invalid).
 const RUNS: [&str; 4] = ["mr1", "mr2", "mr3", ""];
-/// Span ids within a run (the empty one is invalid).
+/// Span ids (the empty one is invalid): unique across the runs whose detail is kept, so a
+/// run reusing one another run holds is refused.
 const SPANS: [&str; 5] = ["s0", "s1", "s2", "s3", ""];
 /// Writers (the empty one is invalid).
 const WRITERS: [&str; 3] = ["w1", "w2", ""];
@@ -40,7 +43,7 @@ const KINDS: [SpanKind; 4] = [
 /// restated).
 const PAYLOAD_BYTES_MAX: u32 = 16 * 1024;
 /// The reason on spans an orphan sweep closes.
-const ORPHAN_REASON: &str = "writer gone";
+const ORPHAN_REASON: &str = "server restarted";
 /// The reason on spans a stale sweep closes.
 const STALE_REASON: &str = "writer went silent";
 /// The failure reason of a pruned run no digest covered.
@@ -67,8 +70,13 @@ pub enum Done {
 /// The runs as the query functions show them after a command.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct View {
-    /// For each valid run: its detail (run row, spans, events, seq, cursor) and its rollup.
-    pub runs: Vec<(Option<RunSnapshot>, Option<RunRollup>)>,
+    /// For each valid run: its detail (run row, spans, events, seq, cursor), its rollup and
+    /// its rollup while open.
+    pub runs: Vec<(
+        Option<RunSnapshot>,
+        Option<RunRollup>,
+        Option<OpenRunRollup>,
+    )>,
     /// The runs with an open root, latest start first.
     pub open_roots: Vec<String>,
 }
@@ -133,7 +141,7 @@ pub(super) fn command(op: &Op, now_ms: u64) -> Option<Command> {
         2 => Some("because".to_owned()),
         _ => Some(String::new()),
     };
-    Some(Command::Span(match action % 12 {
+    Some(Command::Span(match action % 14 {
         0..=2 => SpanCommand::Start {
             run,
             span,
@@ -197,9 +205,11 @@ pub(super) fn command(op: &Op, now_ms: u64) -> Option<Command> {
             payload_bytes_max: (!other.is_multiple_of(4)).then(|| u32::from(other % 24)),
             now_ms,
         },
+        13 => SpanCommand::Heartbeat { run, span, now_ms },
         action => {
             return Some(Command::Run(match action {
                 7 => RunCommand::Heartbeat { run, now_ms },
+                12 => RunCommand::Rollup { run, now_ms },
                 8 => RunCommand::CascadeClose {
                     run,
                     outcome,
@@ -241,7 +251,11 @@ pub(super) fn run_on_store(
 fn store_view(state: &dyn TableSource) -> crate::error::Result<View> {
     let mut runs = Vec::new();
     for run in &RUNS[..3] {
-        runs.push((query::snapshot(state, run)?, query::rollup(state, run)?));
+        runs.push((
+            query::snapshot(state, run)?,
+            query::rollup(state, run)?,
+            query::open_rollup(state, run)?,
+        ));
     }
     let open_roots = query::open_roots(state)?
         .into_iter()
@@ -285,6 +299,8 @@ pub(super) struct Runs {
     details: BTreeMap<String, Detail>,
     /// Rollups of runs whose root ended, pruned detail or not.
     rollups: BTreeMap<String, RunRollup>,
+    /// Rollups requested while the run's root was open, until it ends.
+    open_rollups: BTreeMap<String, OpenRunRollup>,
 }
 
 /// What the model predicts a command appends: (stream, kind) per record, in order.
@@ -320,6 +336,38 @@ impl Runs {
         Ok((done, appends.records))
     }
 
+    /// The cost fields a new rollup of `run` keeps: its rollup's, else its rollup while open.
+    fn frozen(&self, run: &str) -> Option<FrozenCosts> {
+        let costs = |cost, effective, billing_mode| FrozenCosts {
+            cost_micro_usd: cost,
+            effective_cost_micro_usd: effective,
+            billing_mode,
+        };
+        match (self.rollups.get(run), self.open_rollups.get(run)) {
+            (Some(r), _) => Some(costs(
+                r.cost_micro_usd,
+                r.effective_cost_micro_usd,
+                r.billing_mode,
+            )),
+            (None, Some(r)) => Some(costs(
+                r.cost_micro_usd,
+                r.effective_cost_micro_usd,
+                r.billing_mode,
+            )),
+            (None, None) => None,
+        }
+    }
+
+    /// Rolls the closed `run` up from `spans` (its root ended) and stores it in place of any
+    /// rollup while open; the rollup.
+    fn roll_up_closed(&mut self, run: &str, spans: &[Span], appends: &mut Appends) -> RunRollup {
+        let rollup = rollup(spans, self.frozen(run));
+        appends.push(run, "run.rolled_up");
+        self.open_rollups.remove(run);
+        self.rollups.insert(run.to_owned(), rollup.clone());
+        rollup
+    }
+
     /// The runs as the model sees them.
     pub(super) fn view(&self) -> View {
         let runs = RUNS[..3]
@@ -340,7 +388,11 @@ impl Runs {
                     high_water_seq: RunSeq(detail.seq),
                     position: Some(detail.position),
                 });
-                (snapshot, self.rollups.get(*run).cloned())
+                (
+                    snapshot,
+                    self.rollups.get(*run).cloned(),
+                    self.open_rollups.get(*run).cloned(),
+                )
             })
             .collect();
         let mut open: Vec<(u64, &String)> = self
@@ -407,8 +459,38 @@ fn end(
 }
 
 /// The rollup of a run whose root ended, from its spans (start order, root first: a
-/// [`Detail`]'s, never empty) and the rollup before it.
-fn rollup(spans: &[Span], previous: Option<&RunRollup>) -> RunRollup {
+/// [`Detail`]'s, never empty) and the cost fields of the rollup before it.
+fn rollup(spans: &[Span], frozen: Option<FrozenCosts>) -> RunRollup {
+    let root = &spans[0];
+    let so_far = so_far(spans, frozen);
+    let outcome = root.outcome.unwrap_or(SpanOutcome::Success);
+    let ended_at_ms = root.ended_at_ms.unwrap_or(root.started_at_ms);
+    RunRollup {
+        run: so_far.run,
+        origin: so_far.origin,
+        name: so_far.name,
+        session_id: so_far.session_id,
+        job_name: so_far.job_name,
+        started_at_ms: so_far.started_at_ms,
+        ended_at_ms,
+        outcome,
+        duration_ms: ended_at_ms.saturating_sub(root.started_at_ms),
+        span_count: so_far.span_count,
+        input_tokens: so_far.input_tokens,
+        output_tokens: so_far.output_tokens,
+        cache_read_tokens: so_far.cache_read_tokens,
+        cache_creation_tokens: so_far.cache_creation_tokens,
+        cost_micro_usd: so_far.cost_micro_usd,
+        effective_cost_micro_usd: so_far.effective_cost_micro_usd,
+        billing_mode: so_far.billing_mode,
+        failure_reason: so_far.failure_reason,
+        detail_pruned: false,
+    }
+}
+
+/// The rollup of a run as its spans stand (start order, root first), its root open or
+/// ended, and the cost fields of the rollup before it: what `rollupRun` writes.
+fn so_far(spans: &[Span], frozen: Option<FrozenCosts>) -> OpenRunRollup {
     let root = &spans[0];
     let children = &spans[1..];
     // The root's figure; a cron run whose root reports none sums what its children report.
@@ -428,8 +510,6 @@ fn rollup(spans: &[Span], previous: Option<&RunRollup>) -> RunRollup {
         Some(BillingMode::Subscription) => Some(0),
         Some(BillingMode::Api) => cost,
     };
-    let outcome = root.outcome.unwrap_or(SpanOutcome::Success);
-    let ended_at_ms = root.ended_at_ms.unwrap_or(root.started_at_ms);
     let failure_reason = spans
         .iter()
         .find(|s| {
@@ -437,17 +517,16 @@ fn rollup(spans: &[Span], previous: Option<&RunRollup>) -> RunRollup {
                 && s.outcome_reason.is_some()
         })
         .and_then(|s| s.outcome_reason.clone())
-        .or_else(|| (outcome == SpanOutcome::Interrupted).then(|| "interrupted".to_owned()));
-    let mut rollup = RunRollup {
+        .or_else(|| {
+            (root.outcome == Some(SpanOutcome::Interrupted)).then(|| "interrupted".to_owned())
+        });
+    let mut rollup = OpenRunRollup {
         run: root.run.clone(),
         origin: root.origin,
         name: root.name.clone(),
         session_id: root.session_id.clone(),
         job_name: root.job_name.clone(),
         started_at_ms: root.started_at_ms,
-        ended_at_ms,
-        outcome,
-        duration_ms: ended_at_ms.saturating_sub(root.started_at_ms),
         span_count: spans.len() as u64,
         input_tokens: total(|u| u.input_tokens),
         output_tokens: total(|u| u.output_tokens),
@@ -457,11 +536,10 @@ fn rollup(spans: &[Span], previous: Option<&RunRollup>) -> RunRollup {
         effective_cost_micro_usd: effective,
         billing_mode: root.billing_mode,
         failure_reason,
-        detail_pruned: false,
     };
     // Costs are frozen at their first value; the effective cost is filled later only under
     // the billing mode already frozen (or none yet).
-    if let Some(previous) = previous {
+    if let Some(previous) = frozen {
         if previous.cost_micro_usd.is_some() {
             rollup.cost_micro_usd = previous.cost_micro_usd;
         }

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Appends, Detail, GONE, Invalid, PAYLOAD_BYTES_MAX, Runs, end, given, merge, rollup};
+use super::{Appends, Detail, GONE, Invalid, PAYLOAD_BYTES_MAX, Runs, end, given, merge};
 use crate::runs::decide::{SpanCommand, SpanCommandOutcome, SpanRefusal};
 use crate::runs::events::SpanUsage;
 use crate::runs::query::{RunSeq, Span, SpanEvent};
@@ -45,6 +45,14 @@ impl Runs {
                 let detail = self.details.get(run);
                 if detail.is_some_and(|d| d.spans.iter().any(|s| s.span == *span)) {
                     return refused(SpanRefusal::SpanExists);
+                }
+                // `startSpan`'s INSERT: the span id is the primary key of every kept span.
+                if self
+                    .details
+                    .values()
+                    .any(|d| d.spans.iter().any(|s| s.span == *span))
+                {
+                    return refused(SpanRefusal::SpanInAnotherRun);
                 }
                 let closed = match detail {
                     Some(detail) => detail.closed(),
@@ -162,10 +170,8 @@ impl Runs {
                 detail.position = position;
                 // Once the root is terminal, every end rolls the run up again.
                 let rollup = if detail.closed() {
-                    let rollup = rollup(&detail.spans, self.rollups.get(run));
-                    appends.push(run, "run.rolled_up");
-                    self.rollups.insert(run.clone(), rollup.clone());
-                    Some(Box::new(rollup))
+                    let spans = detail.spans.clone();
+                    Some(Box::new(self.roll_up_closed(run, &spans, appends)))
                 } else {
                     None
                 };
@@ -173,6 +179,24 @@ impl Runs {
                     seq: RunSeq(seq),
                     rollup,
                 })
+            }
+            SpanCommand::Heartbeat { run, span, now_ms } => {
+                given(run, "run")?;
+                given(span, "span")?;
+                let detail = match open_span(&mut self.details, run, span) {
+                    Ok(detail) => detail,
+                    Err(reason) => return refused(reason),
+                };
+                appends.push(run, "run.span_heartbeat");
+                let beating = detail.span_mut(span).ok_or(GONE)?;
+                // A heartbeat older than the last one never moves it back; a child's first
+                // one is its first.
+                beating.last_heartbeat_at_ms = Some(
+                    beating
+                        .last_heartbeat_at_ms
+                        .map_or(*now_ms, |last| last.max(*now_ms)),
+                );
+                Ok(SpanCommandOutcome::HeartbeatRecorded)
             }
             SpanCommand::AppendEvent {
                 run,

@@ -5,7 +5,7 @@
 
 use super::{
     Appends, COVERAGE_GAP_REASON, GONE, Invalid, ORPHAN_REASON, Runs, STALE_REASON, end, given,
-    rollup,
+    so_far,
 };
 use crate::runs::decide::{ClosedRun, RunCommand, RunCommandOutcome, RunRefusal};
 use crate::runs::events::{Attributes, SpanOutcome, SpanUsage};
@@ -39,6 +39,30 @@ impl Runs {
                 let last = root.last_heartbeat_at_ms.unwrap_or(root.started_at_ms);
                 root.last_heartbeat_at_ms = Some(last.max(*now_ms));
                 Ok(RunCommandOutcome::HeartbeatRecorded)
+            }
+            RunCommand::Rollup { run, .. } => {
+                given(run, "run")?;
+                let Some(detail) = self.details.get(run) else {
+                    return refused(if self.rollups.contains_key(run) {
+                        RunRefusal::DetailPruned
+                    } else {
+                        RunRefusal::RunMissing
+                    });
+                };
+                let spans = detail.spans.clone();
+                if detail.closed() {
+                    let rollup = self.roll_up_closed(run, &spans, appends);
+                    return Ok(RunCommandOutcome::RolledUp {
+                        rollup: Box::new(rollup),
+                    });
+                }
+                // `rollupRun` on a run whose root is open: no end, outcome or duration yet.
+                let rollup = so_far(&spans, self.frozen(run));
+                appends.push(run, "run.rolled_up_while_open");
+                self.open_rollups.insert(run.clone(), rollup.clone());
+                Ok(RunCommandOutcome::RolledUpWhileOpen {
+                    rollup: Box::new(rollup),
+                })
             }
             RunCommand::CascadeClose {
                 run,
@@ -210,9 +234,8 @@ impl Runs {
             detail.position = position;
             spans.push(span);
         }
-        let rollup = rollup(&detail.spans, self.rollups.get(run));
-        appends.push(run, "run.rolled_up");
-        self.rollups.insert(run.to_owned(), rollup.clone());
+        let spans_now = detail.spans.clone();
+        let rollup = self.roll_up_closed(run, &spans_now, appends);
         Some(ClosedRun {
             run: run.to_owned(),
             spans,
