@@ -88,7 +88,7 @@ impl SegmentBuilder {
 
     /// The segment value, leaving the builder empty (the writer uses
     /// [`Self::finish_pieces`]).
-    #[cfg(test)]
+    #[cfg(any(test, feature = "testing"))]
     pub fn finish(&mut self) -> Vec<u8> {
         let out = encode(&self.ends, &self.body);
         self.ends.clear();
