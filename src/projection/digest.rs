@@ -13,10 +13,11 @@ use std::ops::Bound;
 use super::Projection;
 use super::table::{RawRow, TableSource};
 use crate::error::Result;
-use crate::hash::{Digest, hex};
+use crate::hash::hex;
 use crate::log::read::Direction;
 
 /// The derive-key context of projection digests.
+#[cfg(any(test, feature = "testing"))]
 pub const PROJECTION_DIGEST_CONTEXT: &str = "annals 2026-11-29 projection digest v1";
 
 /// Rows read at a time while walking a table.
@@ -71,8 +72,13 @@ impl<'a> TableRows<'a> {
     }
 }
 
-/// The digest of every table of `projection` in `source`.
-pub fn digest(source: &dyn TableSource, projection: &dyn Projection) -> Result<Digest> {
+/// The digest of every table of `projection` in `source` (the format's projection digest, which
+/// verify's key-order comparison stands for; the tests compare whole projections by it).
+#[cfg(any(test, feature = "testing"))]
+pub fn digest(
+    source: &dyn TableSource,
+    projection: &dyn Projection,
+) -> Result<crate::hash::Digest> {
     let mut names: Vec<&str> = projection.tables().to_vec();
     names.sort_unstable();
     let mut hasher = blake3::Hasher::new_derive_key(PROJECTION_DIGEST_CONTEXT);
@@ -90,7 +96,7 @@ pub fn digest(source: &dyn TableSource, projection: &dyn Projection) -> Result<D
         }
         hasher.update(&count.to_le_bytes());
     }
-    Ok(Digest(*hasher.finalize().as_bytes()))
+    Ok(crate::hash::Digest(*hasher.finalize().as_bytes()))
 }
 
 /// Where two copies of a projection's tables first differ.

@@ -3,8 +3,8 @@
 //! refusal or an error is as good an outcome as any. Never asserts anything itself.
 
 use crate::demo::Rng;
-use crate::leases::LeaseLabels;
 use crate::ingest::IngestCommand;
+use crate::leases::LeaseLabels;
 use crate::leases::{FencingToken, LaneCommand, LeaseCommand};
 use crate::outbox::decide::{Backoff, OutboxCommand, PullCommand, RowAck, SweepCommand};
 use crate::outbox::query::ClaimToken;
