@@ -409,8 +409,8 @@ fn due_rows_are_pending_rows_past_next_at_in_enqueue_order() -> TestResult {
     assert_eq!(keys(&outbox::due(&state, T0 - 11, 10)?), Vec::<&str>::new());
     assert_eq!(
         keys(&outbox::due(&state, T0 + 100, 10)?),
-        ["c", "a", "b", "later"],
-        "next_at <= now is due"
+        ["b", "a", "c", "later"],
+        "next_at <= now is due, in enqueue order whatever the next_at"
     );
     assert_sound(&store);
     Ok(())
