@@ -16,6 +16,8 @@ mod payload;
 mod progress;
 mod read;
 mod render;
+#[cfg(feature = "jetstream")]
+mod replicate;
 mod report;
 mod state;
 mod table;
@@ -67,6 +69,10 @@ pub fn main() -> ExitCode {
         Command::History(args) => read::history(args),
         Command::Export(args) => audit::export(args),
         Command::Import(args) => write::import(args),
+        #[cfg(feature = "jetstream")]
+        Command::Replicate(args) => replicate::replicate(args),
+        #[cfg(feature = "jetstream")]
+        Command::Follow(args) => replicate::follow(args),
         #[cfg(feature = "testing")]
         Command::CrashWriter(args) => write::crash_writer(args),
     };
