@@ -26,7 +26,13 @@ fn default_subject(db: &Path) -> String {
         .unwrap_or_default();
     let token: String = stem
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     format!("annals.{}", if token.is_empty() { "log" } else { &token })
 }
@@ -46,7 +52,11 @@ pub(crate) fn replicate(args: ReplicateArgs) -> Result<ExitCode, Failure> {
     let store = Arc::new(Store::open_read_only(&args.db)?);
     runtime()?.block_on(async {
         let jetstream = connect(&args.url).await.map_err(failure)?;
-        eprintln!("annals: replicating {} to {}", args.db.display(), log.subject());
+        eprintln!(
+            "annals: replicating {} to {}",
+            args.db.display(),
+            log.subject()
+        );
         let publisher = Publisher::new(store, jetstream, log);
         let mut status = publisher.status();
         let progress = async {
@@ -71,9 +81,13 @@ pub(crate) fn follow(args: FollowArgs) -> Result<ExitCode, Failure> {
     let store = Arc::new(Store::open(&args.db)?);
     runtime()?.block_on(async {
         let jetstream = connect(&args.url).await.map_err(failure)?;
-        eprintln!("annals: following {} into {}", log.subject(), args.db.display());
-        let follower = Follower::new(store, jetstream, log, FollowerOptions::default())
-            .map_err(failure)?;
+        eprintln!(
+            "annals: following {} into {}",
+            log.subject(),
+            args.db.display()
+        );
+        let follower =
+            Follower::new(store, jetstream, log, FollowerOptions::default()).map_err(failure)?;
         let mut head = follower.head();
         let progress = async {
             loop {

@@ -51,9 +51,7 @@ pub enum ReplicationError {
     },
     /// A shared-log command decided several records: they could not be published atomically
     /// (another host could publish between them), so the command is refused whole.
-    #[error(
-        "a shared-log command must append at most one record; this one decided {records}"
-    )]
+    #[error("a shared-log command must append at most one record; this one decided {records}")]
     SpansRecords {
         /// How many records it decided.
         records: u64,

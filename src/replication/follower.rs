@@ -310,7 +310,11 @@ pub(crate) async fn apply_checked(
         let mut head = store.head()?;
         let mut records: Vec<Record> = Vec::with_capacity(batch.len());
         for arrived in batch {
-            let record = wire::checked_record(&arrived.message.payload, arrived.sequence, arrived.id.as_deref())?;
+            let record = wire::checked_record(
+                &arrived.message.payload,
+                arrived.sequence,
+                arrived.id.as_deref(),
+            )?;
             let position = record.position;
             if position < head.next {
                 let ours = store.get(position)?;

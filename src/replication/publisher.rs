@@ -128,13 +128,10 @@ impl Publisher {
             return Ok(());
         };
         let theirs = record_at(stream, last).await?;
-        let ours = self
-            .store
-            .get(last)?
-            .ok_or(crate::error::Error::Corrupt {
-                position: last,
-                problem: Box::new(crate::record::problem::Problem::Missing),
-            })?;
+        let ours = self.store.get(last)?.ok_or(crate::error::Error::Corrupt {
+            position: last,
+            problem: Box::new(crate::record::problem::Problem::Missing),
+        })?;
         if theirs.hash != ours.hash {
             return Err(ReplicationError::Fork {
                 position: last,

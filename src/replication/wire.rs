@@ -81,7 +81,10 @@ pub fn checked_record(
     {
         return Err(ReplicationError::Damaged {
             position,
-            detail: format!("message id {id:?}, but the record hashes to {}", record.hash),
+            detail: format!(
+                "message id {id:?}, but the record hashes to {}",
+                record.hash
+            ),
         });
     }
     Ok(record)
@@ -113,10 +116,22 @@ mod tests {
         let record = store.get(Position(0)).unwrap().unwrap();
         let mut bytes = stored_bytes(record).unwrap();
         let refused = checked_record(&bytes, 2, None).unwrap_err();
-        assert!(matches!(refused, ReplicationError::Damaged { position: Position(1), .. }));
+        assert!(matches!(
+            refused,
+            ReplicationError::Damaged {
+                position: Position(1),
+                ..
+            }
+        ));
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         let refused = checked_record(&bytes, 1, None).unwrap_err();
-        assert!(matches!(refused, ReplicationError::Damaged { position: Position(0), .. }));
+        assert!(matches!(
+            refused,
+            ReplicationError::Damaged {
+                position: Position(0),
+                ..
+            }
+        ));
     }
 }

@@ -104,7 +104,9 @@ impl Cluster {
 
     /// Connects to the cluster and waits until JetStream can hold a replicated stream.
     pub async fn jetstream(&self) -> async_nats::jetstream::Context {
-        connect(&self.urls()).await.expect("a connection to the cluster")
+        connect(&self.urls())
+            .await
+            .expect("a connection to the cluster")
     }
 }
 

@@ -14,7 +14,11 @@ async fn a_promoted_follower_continues_the_log_and_the_old_writer_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let log = log("failover");
     let old_store = Arc::new(Store::open(dir.path().join("old.redb")).unwrap());
-    let old = ReplicatingWriter::start(Arc::clone(&old_store), cluster.jetstream().await, log.clone());
+    let old = ReplicatingWriter::start(
+        Arc::clone(&old_store),
+        cluster.jetstream().await,
+        log.clone(),
+    );
     write_records(&old_store, 2_000);
     old.replicated(Position(2_000)).await.unwrap();
 
@@ -30,24 +34,41 @@ async fn a_promoted_follower_continues_the_log_and_the_old_writer_is_refused() {
     assert_same_log(&old_store, &new_store);
     for i in 0..5u64 {
         new.write_with(Durability::Replicated, move |session| {
-            session.append("after", ExpectedVersion::Any, &[NewEvent::new("k", i, "promoted")])
+            session.append(
+                "after",
+                ExpectedVersion::Any,
+                &[NewEvent::new("k", i, "promoted")],
+            )
         })
         .await
         .unwrap();
     }
     let last_old = old_store.get(Position(1_999)).unwrap().unwrap();
     let first_new = new_store.get(Position(2_000)).unwrap().unwrap();
-    assert_eq!(first_new.prev, last_old.hash, "the promoted writer chains from the stream's last");
+    assert_eq!(
+        first_new.prev, last_old.hash,
+        "the promoted writer chains from the stream's last"
+    );
 
     // The old writer still runs; its next record is a late publish at position 2,000.
     let late = old
         .write_with(Durability::Replicated, |session| {
-            session.append("late", ExpectedVersion::Any, &[NewEvent::new("k", 9, "stale")])
+            session.append(
+                "late",
+                ExpectedVersion::Any,
+                &[NewEvent::new("k", 9, "stale")],
+            )
         })
         .await;
-    assert!(late.is_err(), "a replicated write of the old writer is never acknowledged");
+    assert!(
+        late.is_err(),
+        "a replicated write of the old writer is never acknowledged"
+    );
     let status = old.status().borrow().clone();
-    assert!(status.refused >= 1, "the server refused the late publish: {status:?}");
+    assert!(
+        status.refused >= 1,
+        "the server refused the late publish: {status:?}"
+    );
     assert_eq!(status.stored, Position(2_000));
     match old.stopped().await {
         ReplicationError::Superseded { stream_records, .. } => assert_eq!(stream_records, 2_005),
@@ -74,14 +95,19 @@ async fn a_follower_whose_log_forks_from_the_stream_is_refused_at_the_position()
     let dir = tempfile::tempdir().unwrap();
     let log = log("fork");
     let writer_store = Arc::new(Store::open(dir.path().join("writer.redb")).unwrap());
-    let writer =
-        ReplicatingWriter::start(Arc::clone(&writer_store), cluster.jetstream().await, log.clone());
+    let writer = ReplicatingWriter::start(
+        Arc::clone(&writer_store),
+        cluster.jetstream().await,
+        log.clone(),
+    );
     write_records(&writer_store, 10);
     writer.replicated(Position(10)).await.unwrap();
 
     // The same first three records, then a different fourth.
     let forked = Arc::new(Store::open(dir.path().join("forked.redb")).unwrap());
-    let first: Vec<_> = (0..3).map(|p| writer_store.get(Position(p)).unwrap().unwrap()).collect();
+    let first: Vec<_> = (0..3)
+        .map(|p| writer_store.get(Position(p)).unwrap().unwrap())
+        .collect();
     forked
         .write(|session| {
             for record in &first {
@@ -91,15 +117,27 @@ async fn a_follower_whose_log_forks_from_the_stream_is_refused_at_the_position()
         })
         .unwrap();
     let _ = forked
-        .append("elsewhere", ExpectedVersion::Any, &[NewEvent::new("k", 1, "fork")])
+        .append(
+            "elsewhere",
+            ExpectedVersion::Any,
+            &[NewEvent::new("k", 1, "fork")],
+        )
         .unwrap();
-    let follower =
-        Follower::new(Arc::clone(&forked), cluster.jetstream().await, log, FollowerOptions::default())
-            .unwrap();
+    let follower = Follower::new(
+        Arc::clone(&forked),
+        cluster.jetstream().await,
+        log,
+        FollowerOptions::default(),
+    )
+    .unwrap();
     match follower.catch_up().await {
         Err(ReplicationError::Fork { position, .. }) => assert_eq!(position, Position(3)),
         other => panic!("the forked follower got {other:?}"),
     }
-    assert_eq!(forked.head().unwrap().next, Position(4), "nothing unchecked was appended");
+    assert_eq!(
+        forked.head().unwrap().next,
+        Position(4),
+        "nothing unchecked was appended"
+    );
     writer.stop();
 }

@@ -29,12 +29,22 @@ async fn measure_replication_and_the_shared_log() {
     // Records per second to a follower catching up with a stream the writer filled.
     let log_a = log("measure");
     let writer_store = Arc::new(Store::open(dir.path().join("writer.redb")).unwrap());
-    let writer = ReplicatingWriter::start(Arc::clone(&writer_store), cluster.jetstream().await, log_a.clone());
+    let writer = ReplicatingWriter::start(
+        Arc::clone(&writer_store),
+        cluster.jetstream().await,
+        log_a.clone(),
+    );
     write_records(&writer_store, CATCH_UP_RECORDS);
     writer.replicated(Position(CATCH_UP_RECORDS)).await.unwrap();
     let store = Arc::new(Store::open(dir.path().join("follower.redb")).unwrap());
     let follower = Arc::new(
-        Follower::new(store, cluster.jetstream().await, log_a, FollowerOptions::default()).unwrap(),
+        Follower::new(
+            store,
+            cluster.jetstream().await,
+            log_a,
+            FollowerOptions::default(),
+        )
+        .unwrap(),
     );
     let started = Instant::now();
     follower.catch_up().await.unwrap();
@@ -54,7 +64,11 @@ async fn measure_replication_and_the_shared_log() {
         let store = Arc::clone(&writer_store);
         let position = tokio::task::spawn_blocking(move || {
             store
-                .append("latency", ExpectedVersion::Any, &[NewEvent::new("k", i as u64, vec![0; 200])])
+                .append(
+                    "latency",
+                    ExpectedVersion::Any,
+                    &[NewEvent::new("k", i as u64, vec![0; 200])],
+                )
                 .unwrap()
                 .first_position()
         })
@@ -73,7 +87,11 @@ async fn measure_replication_and_the_shared_log() {
     for i in 0..LATENCY_COMMITS {
         writer
             .write_with(Durability::Replicated, move |session| {
-                session.append("replicated", ExpectedVersion::Any, &[NewEvent::new("k", i as u64, vec![0; 200])])
+                session.append(
+                    "replicated",
+                    ExpectedVersion::Any,
+                    &[NewEvent::new("k", i as u64, vec![0; 200])],
+                )
             })
             .await
             .unwrap();
@@ -91,9 +109,14 @@ async fn measure_replication_and_the_shared_log() {
     let started = Instant::now();
     for name in ["east", "west"] {
         let store = Arc::new(Store::open(dir.path().join(format!("{name}.redb"))).unwrap());
-        let host = SharedLog::open(store, cluster.jetstream().await, log_b.clone(), SharedOptions::default())
-            .await
-            .unwrap();
+        let host = SharedLog::open(
+            store,
+            cluster.jetstream().await,
+            log_b.clone(),
+            SharedOptions::default(),
+        )
+        .await
+        .unwrap();
         tasks.push(tokio::spawn(run_host(host, name, SHARED_COMMANDS)));
     }
     for task in tasks {

@@ -27,7 +27,10 @@ pub fn write_records(store: &Store, records: u64) {
                         ttl_ms: 10,
                         now_ms: 1_000_000 + written,
                     })?;
-                    assert!(matches!(outcome, LeaseOutcome::Granted { .. } | LeaseOutcome::Refused { .. }));
+                    assert!(matches!(
+                        outcome,
+                        LeaseOutcome::Granted { .. } | LeaseOutcome::Refused { .. }
+                    ));
                 }
                 let raw = commit - LEASES_PER_COMMIT.min(commit);
                 let events: Vec<NewEvent> = (0..raw)
@@ -76,7 +79,11 @@ async fn followers_end_with_the_writers_head_and_root_through_a_node_killed_and_
     // The stream exists once the first record is replicated.
     writer
         .write_with(Durability::Replicated, |session| {
-            session.append("hello", ExpectedVersion::NoStream, &[NewEvent::new("hi", 1, "x")])
+            session.append(
+                "hello",
+                ExpectedVersion::NoStream,
+                &[NewEvent::new("hi", 1, "x")],
+            )
         })
         .await
         .unwrap();
@@ -84,8 +91,13 @@ async fn followers_end_with_the_writers_head_and_root_through_a_node_killed_and_
     for name in ["a", "b"] {
         let store = Arc::new(Store::open(dir.path().join(format!("{name}.redb"))).unwrap());
         let follower = Arc::new(
-            Follower::new(store, cluster.jetstream().await, log.clone(), FollowerOptions::default())
-                .unwrap(),
+            Follower::new(
+                store,
+                cluster.jetstream().await,
+                log.clone(),
+                FollowerOptions::default(),
+            )
+            .unwrap(),
         );
         let running = Arc::clone(&follower);
         let task = tokio::spawn(async move { running.run().await });
@@ -100,7 +112,10 @@ async fn followers_end_with_the_writers_head_and_root_through_a_node_killed_and_
     head_a.wait_for(|head| head.0 >= RECORDS / 3).await.unwrap();
     cluster.kill(1);
     let killed_at = *head_a.borrow();
-    head_a.wait_for(|head| head.0 >= 2 * RECORDS / 3).await.unwrap();
+    head_a
+        .wait_for(|head| head.0 >= 2 * RECORDS / 3)
+        .await
+        .unwrap();
     cluster.restart(1);
     writing.await.unwrap();
     assert!(
@@ -108,7 +123,11 @@ async fn followers_end_with_the_writers_head_and_root_through_a_node_killed_and_
         "the node died while records were still being replicated ({killed_at} of {RECORDS})"
     );
     for (follower, _) in &followers {
-        follower.head().wait_for(|head| head.0 >= RECORDS).await.unwrap();
+        follower
+            .head()
+            .wait_for(|head| head.0 >= RECORDS)
+            .await
+            .unwrap();
     }
     assert_eq!(writer_store.head().unwrap().next, Position(RECORDS));
     for (follower, task) in &followers {

@@ -27,7 +27,11 @@ pub struct Acknowledged {
 }
 
 /// Runs `COMMANDS` commands on `host` as `name`.
-pub async fn run_host(mut host: SharedLog, name: &'static str, commands: u64) -> (SharedLog, Acknowledged) {
+pub async fn run_host(
+    mut host: SharedLog,
+    name: &'static str,
+    commands: u64,
+) -> (SharedLog, Acknowledged) {
     let mut acknowledged = Acknowledged::default();
     for i in 0..commands {
         if i % LEASE_EVERY == 0 {
@@ -38,15 +42,17 @@ pub async fn run_host(mut host: SharedLog, name: &'static str, commands: u64) ->
                 now_ms: 1_000_000 + i,
             };
             match host.execute(command).await.unwrap() {
-                SharedOutcome::Done(LeaseOutcome::Granted { lease, renewed: false }) => {
-                    acknowledged.tokens.push(lease.token.0)
-                }
+                SharedOutcome::Done(LeaseOutcome::Granted {
+                    lease,
+                    renewed: false,
+                }) => acknowledged.tokens.push(lease.token.0),
                 SharedOutcome::Done(_) => {}
                 SharedOutcome::GaveUp { .. } => acknowledged.gave_up += 1,
             }
         } else {
             let key = format!("{name}/{i}");
-            let event = NewEvent::new("job.done", i, format!("{name} {i}")).with_idempotency_key(&key);
+            let event =
+                NewEvent::new("job.done", i, format!("{name} {i}")).with_idempotency_key(&key);
             match host
                 .append(&format!("jobs/{name}"), ExpectedVersion::Any, vec![event])
                 .await
@@ -83,9 +89,14 @@ async fn two_writer_hosts_share_one_log_with_every_acknowledged_command_once() {
     let mut tasks = Vec::new();
     for name in ["east", "west"] {
         let store = Arc::new(Store::open(dir.path().join(format!("{name}.redb"))).unwrap());
-        let host = SharedLog::open(store, cluster.jetstream().await, log.clone(), SharedOptions::default())
-            .await
-            .unwrap();
+        let host = SharedLog::open(
+            store,
+            cluster.jetstream().await,
+            log.clone(),
+            SharedOptions::default(),
+        )
+        .await
+        .unwrap();
         tasks.push(tokio::spawn(run_host(host, name, COMMANDS)));
     }
     let mut hosts = Vec::new();
@@ -94,10 +105,21 @@ async fn two_writer_hosts_share_one_log_with_every_acknowledged_command_once() {
     for (task, name) in tasks.into_iter().zip(["east", "west"]) {
         let (host, acknowledged) = task.await.unwrap();
         for token in acknowledged.tokens {
-            assert_eq!(tokens.insert(token, name), None, "fencing token {token} granted twice");
+            assert_eq!(
+                tokens.insert(token, name),
+                None,
+                "fencing token {token} granted twice"
+            );
         }
-        assert!(!acknowledged.keys.is_empty(), "{name} had appends acknowledged");
-        println!("{name}: {} appends acknowledged, {} commands gave up", acknowledged.keys.len(), acknowledged.gave_up);
+        assert!(
+            !acknowledged.keys.is_empty(),
+            "{name} had appends acknowledged"
+        );
+        println!(
+            "{name}: {} appends acknowledged, {} commands gave up",
+            acknowledged.keys.len(),
+            acknowledged.gave_up
+        );
         acknowledged_keys.extend(acknowledged.keys);
         hosts.push(host);
     }
