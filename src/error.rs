@@ -83,6 +83,10 @@ pub enum Error {
     /// An export file refused, or one that does not continue the log it is imported into.
     #[error(transparent)]
     Export(Box<crate::export::ExportError>),
+    /// Replication through NATS JetStream refused or failed (the `jetstream` feature).
+    #[cfg(feature = "jetstream")]
+    #[error(transparent)]
+    Replication(Box<crate::replication::ReplicationError>),
     /// The device holding the log is full: a write failed with "no space left on device"
     /// (ENOSPC). What was committed before the failed call stands; the call's own
     /// transaction did not commit. Once space is freed the log opens, catches up any

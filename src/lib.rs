@@ -64,6 +64,8 @@ pub mod outbox;
 pub mod projection;
 pub(crate) mod record;
 pub mod registry;
+#[cfg(feature = "jetstream")]
+pub mod replication;
 pub mod runs;
 pub(crate) mod store;
 pub mod subscribe;

@@ -41,6 +41,8 @@ impl Command {
             Command::Export(args) => args.json,
             Command::Import(args) => args.json,
             Command::Compact(args) => args.json,
+            #[cfg(feature = "jetstream")]
+            Command::Replicate(_) | Command::Follow(_) => false,
             #[cfg(feature = "testing")]
             Command::CrashWriter(_) => false,
         }
@@ -99,6 +101,14 @@ pub(crate) enum Command {
     /// the bytes reclaimed. It needs the log to itself: refused while another process has it
     /// open.
     Compact(CompactArgs),
+    /// Publish every record of a log, in order, to a NATS JetStream stream, until
+    /// interrupted; a log the stream does not continue is refused naming the position.
+    #[cfg(feature = "jetstream")]
+    Replicate(ReplicateArgs),
+    /// Follow a log's NATS JetStream stream into a local log, until interrupted: every record
+    /// checked (hashes, chain, position) before it is appended.
+    #[cfg(feature = "jetstream")]
+    Follow(FollowArgs),
     /// For the real-crash test: append through the async writer, printing each durable
     /// position and hash, until killed.
     #[cfg(feature = "testing")]
@@ -434,4 +444,27 @@ pub(crate) struct StatsArgs {
 fn parse_expected(text: &str) -> Result<ExpectedVersion, String> {
     text.parse()
         .map_err(|error: UnknownExpectedVersion| error.to_string())
+}
+
+#[cfg(feature = "jetstream")]
+#[derive(Args)]
+pub(crate) struct ReplicateArgs {
+    /// The log file; it must exist. It is opened read-only: its writer goes on writing.
+    pub(crate) db: PathBuf,
+    /// The NATS server(s), comma-separated, e.g. `nats://127.0.0.1:4222`.
+    pub(crate) url: String,
+    /// The subject the records are published on [default: `annals.` and the file's stem].
+    #[arg(long)]
+    pub(crate) subject: Option<String>,
+}
+
+#[cfg(feature = "jetstream")]
+#[derive(Args)]
+pub(crate) struct FollowArgs {
+    /// The NATS server(s), comma-separated.
+    pub(crate) url: String,
+    /// The subject the writer publishes on.
+    pub(crate) subject: String,
+    /// The local log (created when missing); it must be a prefix of the stream.
+    pub(crate) db: PathBuf,
 }

@@ -17,6 +17,8 @@ mod payload;
 mod progress;
 mod read;
 mod render;
+#[cfg(feature = "jetstream")]
+mod replicate;
 mod report;
 mod state;
 mod table;
@@ -69,6 +71,10 @@ pub fn main() -> ExitCode {
         Command::Export(args) => audit::export(args),
         Command::Import(args) => write::import(args),
         Command::Compact(args) => compact::compact(args),
+        #[cfg(feature = "jetstream")]
+        Command::Replicate(args) => replicate::replicate(args),
+        #[cfg(feature = "jetstream")]
+        Command::Follow(args) => replicate::follow(args),
         #[cfg(feature = "testing")]
         Command::CrashWriter(args) => write::crash_writer(args),
     };

@@ -92,6 +92,13 @@ pub enum Durability {
     /// the deferred commits since the last durable one, all of them and nothing else: the log
     /// reopens as a prefix of itself, with its chain, indexes and projections consistent.
     Deferred,
+    /// Durable locally when the commit returns, as [`Durability::Immediate`] (the store and the
+    /// `Writer` commit it so), and acknowledged by
+    /// `replication::ReplicatingWriter::write_with` only once the JetStream stream holds the
+    /// commit's records on its replicas (the server answers a publish after its RAFT group
+    /// stored it on a quorum). With the `jetstream` feature.
+    #[cfg(feature = "jetstream")]
+    Replicated,
 }
 
 /// An annals log in one redb file.

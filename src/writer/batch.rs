@@ -96,6 +96,9 @@ fn flush(store: &Store, durability: Durability) -> Result<()> {
     match durability {
         Durability::Immediate => Ok(()),
         Durability::Deferred => store.flush(),
+        // Committed as `Immediate`: waiting for the replicas is `ReplicatingWriter`'s.
+        #[cfg(feature = "jetstream")]
+        Durability::Replicated => Ok(()),
     }
 }
 

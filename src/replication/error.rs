@@ -1,0 +1,76 @@
+//! Why replication stopped or refused: each variant names the position concerned where there is
+//! one. Transient trouble (a node gone, an acknowledgement late) is retried inside the loops and
+//! never surfaces as an error on its own.
+
+use crate::record::Position;
+
+/// Why a publisher, a follower or a shared log refused or stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplicationError {
+    /// A subject that cannot name a log's stream (empty, a wildcard, whitespace).
+    #[error("subject {subject:?} cannot name a log: {reason}")]
+    BadSubject {
+        /// The subject given.
+        subject: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// Talking to NATS failed in a way retrying does not mend (or the retries ran out).
+    #[error("NATS: {detail}")]
+    Nats {
+        /// What the client said.
+        detail: String,
+    },
+    /// The stream and the local log hold different records at `position`: one of them forked.
+    #[error("the stream forks from the local log at position {position}: {detail}")]
+    Fork {
+        /// The first position where they differ (or where one has a record the other lacks).
+        position: Position,
+        /// How they differ.
+        detail: String,
+    },
+    /// A publisher's log is no longer the stream's writer: the stream holds records past this
+    /// log's, or records this log lacks. Its publish at `position` was refused.
+    #[error(
+        "superseded: the stream holds {stream_records} records and refused this log's record at position {position}"
+    )]
+    Superseded {
+        /// The position this log would have published next.
+        position: Position,
+        /// How many records the stream holds.
+        stream_records: u64,
+    },
+    /// A message of the stream is not a sound record for its position.
+    #[error("the stream's record at position {position} is damaged: {detail}")]
+    Damaged {
+        /// Its position (stream sequence minus one).
+        position: Position,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A shared-log command decided several records: they could not be published atomically
+    /// (another host could publish between them), so the command is refused whole.
+    #[error("a shared-log command must append at most one record; this one decided {records}")]
+    SpansRecords {
+        /// How many records it decided.
+        records: u64,
+    },
+    /// The local log failed.
+    #[error("the local log: {0}")]
+    Store(#[from] Box<crate::error::Error>),
+}
+
+impl ReplicationError {
+    pub(crate) fn nats(error: impl std::fmt::Display) -> Self {
+        ReplicationError::Nats {
+            detail: error.to_string(),
+        }
+    }
+}
+
+impl From<crate::error::Error> for ReplicationError {
+    fn from(error: crate::error::Error) -> Self {
+        ReplicationError::Store(Box::new(error))
+    }
+}

@@ -1,0 +1,10 @@
+//! Replication and the shared log through a real 3-node NATS JetStream cluster (the `jetstream`
+//! feature; `nats-server` must be on the PATH, as `.ci/run` makes sure). Each test starts its own
+//! cluster on free loopback ports with its data in a temporary directory, and kills it when it
+//! ends, passing or failing.
+
+mod cluster;
+mod failover;
+mod measure;
+mod replicate;
+mod shared;
