@@ -33,15 +33,16 @@ async fn a_promoted_follower_continues_the_log_and_the_old_writer_is_refused() {
     let new = ReplicatingWriter::from_publisher(follower.promote().await.unwrap());
     assert_same_log(&old_store, &new_store);
     for i in 0..5u64 {
-        new.write_with(Durability::Replicated, move |session| {
-            session.append(
-                "after",
-                ExpectedVersion::Any,
-                &[NewEvent::new("k", i, "promoted")],
-            )
-        })
-        .await
-        .unwrap();
+        let _ = new
+            .write_with(Durability::Replicated, move |session| {
+                session.append(
+                    "after",
+                    ExpectedVersion::Any,
+                    &[NewEvent::new("k", i, "promoted")],
+                )
+            })
+            .await
+            .unwrap();
     }
     let last_old = old_store.get(Position(1_999)).unwrap().unwrap();
     let first_new = new_store.get(Position(2_000)).unwrap().unwrap();

@@ -85,7 +85,7 @@ async fn measure_replication_and_the_shared_log() {
     );
     let started = Instant::now();
     for i in 0..LATENCY_COMMITS {
-        writer
+        let _ = writer
             .write_with(Durability::Replicated, move |session| {
                 session.append(
                     "replicated",

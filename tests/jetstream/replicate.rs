@@ -77,7 +77,7 @@ async fn followers_end_with_the_writers_head_and_root_through_a_node_killed_and_
         log.clone(),
     );
     // The stream exists once the first record is replicated.
-    writer
+    let _ = writer
         .write_with(Durability::Replicated, |session| {
             session.append(
                 "hello",
