@@ -20,6 +20,10 @@ pub const TREE_HEAD_CONTEXT: &str = "annals 2026-11-29 tree head v1";
 /// segment in one hash (fast on long inputs) instead of two short hashes per record.
 pub const SEGMENT_CONTEXT: &str = "annals 2026-11-29 segment v1";
 
+/// The derive-key context of a format v2 segment's digest: the same role as
+/// [`SEGMENT_CONTEXT`] over another layout.
+pub const SEGMENT_V2_CONTEXT: &str = "annals 2026-12-01 segment v2";
+
 /// A 32-byte blake3 output: a record hash, a payload hash or a content hash.
 #[derive(
     Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, bincode::Encode, bincode::Decode,
@@ -78,6 +82,8 @@ static RECORD_HEADER_HASHER: LazyLock<blake3::Hasher> =
     LazyLock::new(|| blake3::Hasher::new_derive_key(RECORD_HEADER_CONTEXT));
 static SEGMENT_HASHER: LazyLock<blake3::Hasher> =
     LazyLock::new(|| blake3::Hasher::new_derive_key(SEGMENT_CONTEXT));
+static SEGMENT_V2_HASHER: LazyLock<blake3::Hasher> =
+    LazyLock::new(|| blake3::Hasher::new_derive_key(SEGMENT_V2_CONTEXT));
 static IDEMPOTENT_CONTENT_HASHER: LazyLock<blake3::Hasher> =
     LazyLock::new(|| blake3::Hasher::new_derive_key(IDEMPOTENT_CONTENT_CONTEXT));
 
@@ -99,6 +105,14 @@ pub fn record_hash(header_bytes: &[u8]) -> Digest {
 /// bytes after the digest (its count, end table and body).
 pub fn segment_digest(covered: &[u8]) -> Digest {
     let mut hasher = SEGMENT_HASHER.clone();
+    hasher.update(covered);
+    Digest(*hasher.finalize().as_bytes())
+}
+
+/// A format v2 segment's digest: blake3 in derive-key mode with [`SEGMENT_V2_CONTEXT`] over
+/// the segment's bytes after the digest.
+pub fn segment_v2_digest(covered: &[u8]) -> Digest {
+    let mut hasher = SEGMENT_V2_HASHER.clone();
     hasher.update(covered);
     Digest(*hasher.finalize().as_bytes())
 }

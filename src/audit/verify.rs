@@ -7,7 +7,7 @@
 //! later can be trusted.
 
 use crate::record::RecordView;
-use crate::record::view::{RecordHashes, parse_stored};
+use crate::record::view::{RecordHashes, parse_at};
 use std::collections::HashMap;
 
 use redb::{ReadableTable, ReadableTableMetadata};
@@ -372,14 +372,13 @@ pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Re
                 },
             )));
         }
-        let segment = match Segment::parse(bytes.value()) {
+        let segment = match Segment::parse(bytes.value(), snapshot.format) {
             Ok(segment) => segment,
             Err(error) => return Ok(walk.report(finding(first, Problem::Segment(error)))),
         };
-        for index in 0..segment.count() {
-            let position = Position(first.0 + u64::from(index));
-            let bytes = segment.record(index).expect("index below count");
-            let record = match parse_stored(bytes, position, RecordHashes::Check) {
+        for at in segment.records_at() {
+            let position = Position(first.0 + u64::from(at.index));
+            let record = match parse_at(bytes.value(), &at, position, RecordHashes::Check) {
                 Ok(record) => record,
                 Err(error) => return Ok(walk.report(finding(position, Problem::Record(error)))),
             };

@@ -18,6 +18,7 @@ use crate::log::read::{Snapshot, parse_segment};
 use crate::merkle::{Frontier, LogTreeHasher, leaf_hash};
 use crate::record::limits::{HEADER_BYTES_CAP, PAYLOAD_BYTES_CAP};
 use crate::record::{Position, Record, RecordError, decode_stored};
+use crate::log::read::check_at;
 
 /// The first 16 bytes of every export file.
 pub const EXPORT_MAGIC: &[u8; 16] = b"annals export v1";
@@ -261,6 +262,7 @@ fn write_file(
     header.encode(&mut out)?;
     let mut written = 0u64;
     let mut next = from;
+    let mut stored = Vec::new();
     if from < to {
         let start = match snapshot.segments.range(..=from.0)?.next_back() {
             Some(entry) => entry?.0.value(),
@@ -269,9 +271,9 @@ fn write_file(
         'segments: for entry in snapshot.segments.range(start..to.0)? {
             let (first, guard) = entry?;
             let first = first.value();
-            let segment = parse_segment(first, guard.value())?;
-            for index in 0..segment.count() {
-                let position = Position(first + u64::from(index));
+            let segment = parse_segment(snapshot.format, first, guard.value())?;
+            for at in segment.records_at() {
+                let position = Position(first + u64::from(at.index));
                 if position < from {
                     continue;
                 }
@@ -281,12 +283,13 @@ fn write_file(
                 if position != next {
                     return Err(crate::log::read::missing(next));
                 }
-                let bytes = segment
-                    .record(index)
-                    .ok_or_else(|| crate::log::read::missing(position))?;
-                crate::log::read::decode_at(bytes, position)?;
-                out.write_all(&(bytes.len() as u32).to_le_bytes())?;
-                out.write_all(bytes)?;
+                // The v1 stored form, whatever the file's format: re-encoded from the record
+                // checked against its own hash, byte for byte what a v1 log stores.
+                let view = check_at(guard.value(), &at, position)?;
+                stored.clear();
+                view.encode_v1_stored(&mut stored);
+                out.write_all(&(stored.len() as u32).to_le_bytes())?;
+                out.write_all(&stored)?;
                 next = Position(position.0 + 1);
                 written += 1;
                 if written.is_multiple_of(1024) {

@@ -17,8 +17,8 @@ use crate::hash::Digest;
 use crate::record::limits::{Field, LimitError, Limits};
 use crate::record::segment::SegmentBuilder;
 use crate::record::{
-    NewEvent, Placement, Position, Record, StreamVersion, check_stream, content_hash,
-    encode_stored_hashed,
+    Format, NewEvent, Placement, Position, Record, StreamVersion, check_stream, content_hash,
+    encode_stored_hashed, header_bytes,
 };
 
 /// The stream state an append requires.
@@ -176,6 +176,8 @@ fn describe_current(current: Option<StreamVersion>) -> String {
 /// Appends within one transaction share segments, and the head and stream count are written
 /// once: [`LogWriter::finish`] writes what is pending and must run before the commit.
 pub struct LogWriter<'txn> {
+    /// The file's format, which every record written takes.
+    format: Format,
     meta: Table<'txn, &'static str, &'static [u8]>,
     segments: Table<'txn, u64, &'static [u8]>,
     stream_runs: Table<'txn, (&'static str, u64), &'static [u8]>,
@@ -215,7 +217,9 @@ impl<'txn> LogWriter<'txn> {
             Some(bytes) => decode_stream_count(bytes.value())?,
             None => return Err(Error::CorruptMeta("the stream count is missing".into())),
         };
+        let format = super::read_format(&meta)?;
         Ok(LogWriter {
+            format,
             merkle,
             meta,
             segments: txn.open_table(SEGMENTS)?,
@@ -227,7 +231,7 @@ impl<'txn> LogWriter<'txn> {
             appended: false,
             opened_next: head.next,
             written: 0,
-            segment: SegmentBuilder::new(),
+            segment: SegmentBuilder::with_format(format),
             segment_first: head.next,
             tails: BTreeMap::new(),
         })
@@ -509,8 +513,25 @@ impl<'txn> LogWriter<'txn> {
             };
             let payload_hash = crate::hash::payload_hash(&event.payload);
             let body_before = self.segment.body_mut().len();
-            let hash =
-                encode_stored_hashed(self.segment.body_mut(), event, placement, payload_hash)?;
+            let hash = match self.format {
+                Format::V1 => {
+                    let hash = encode_stored_hashed(
+                        self.segment.body_mut(),
+                        event,
+                        placement,
+                        payload_hash,
+                    )?;
+                    self.segment.seal_record();
+                    hash
+                }
+                Format::V2 => {
+                    let header = header_bytes(event, placement, payload_hash)?;
+                    let hash = crate::hash::record_hash(&header);
+                    self.segment
+                        .push_v2(prev, hash, stream, version.0, event);
+                    hash
+                }
+            };
             // Segments stay within their byte target only if the estimate never falls short.
             let stored_bytes = self.segment.body_mut().len() - body_before;
             assert!(
@@ -518,7 +539,6 @@ impl<'txn> LogWriter<'txn> {
                 "the record at position {position} is {stored_bytes} bytes stored, over its \
                  estimate of {stored_bytes_estimate}"
             );
-            self.segment.seal_record();
             self.merkle.push(hash)?;
             if let Some(key) = event.idempotency_key.as_deref() {
                 let content = content_hash(stream, &event.kind, payload_hash);

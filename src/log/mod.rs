@@ -9,7 +9,7 @@ pub mod tables;
 
 use crate::error::{Error, Result};
 use crate::hash::Digest;
-use crate::record::Position;
+use crate::record::{Format, Position};
 
 /// The end of the log: the position the next record gets and the hash of the last record
 /// (zero for an empty log).
@@ -43,6 +43,20 @@ pub(crate) fn decode_head(bytes: &[u8]) -> Result<Head> {
         next: Position(u64::from_le_bytes(next.try_into().expect("8 bytes"))),
         hash: Digest(hash.try_into().expect("32 bytes")),
     })
+}
+
+/// Reads the format of the file from `annals.meta`.
+pub(crate) fn read_format(
+    meta: &impl redb::ReadableTable<&'static str, &'static [u8]>,
+) -> Result<Format> {
+    let Some(bytes) = meta.get(tables::FORMAT_KEY)? else {
+        return Err(Error::CorruptMeta("the format version is missing".into()));
+    };
+    let version = <[u8; 4]>::try_from(bytes.value())
+        .map(u32::from_le_bytes)
+        .map_err(|_| Error::CorruptMeta("the format version is not 4 bytes".into()))?;
+    Format::from_version(version)
+        .ok_or_else(|| Error::CorruptMeta(format!("format version {version} is not known")))
 }
 
 /// Decodes the stream count stored under `STREAM_COUNT_KEY`.

@@ -15,9 +15,9 @@ use super::tables::{HEAD_KEY, IDEMPOTENCY, MERKLE, META, SEGMENTS, STREAM_COUNT_
 use super::{Head, decode_head};
 use crate::error::{Error, Result, guarded};
 use crate::record::problem::Problem;
-use crate::record::segment::Segment;
-use crate::record::view::{RecordHashes, parse_stored};
-use crate::record::{Position, Record, RecordError, RecordView, StreamVersion, decode_stored};
+use crate::record::segment::{RecordAt, Segment};
+use crate::record::view::{RecordHashes, parse_at};
+use crate::record::{Format, Position, Record, RecordError, RecordView, StreamVersion};
 
 /// Which way a read goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -50,6 +50,8 @@ pub struct Snapshot {
     pub(crate) idempotency: ReadOnlyTable<&'static str, (u64, [u8; 32])>,
     checkpoints: ReadOnlyTable<&'static str, (u32, u64)>,
     pub(crate) merkle: ReadOnlyTable<(u8, u64), [u8; 32]>,
+    /// How the file stores its records.
+    pub(crate) format: Format,
     /// The transaction, kept so that the projection tables can be read as of the same commit.
     pub(crate) txn: Arc<ReadTransaction>,
 }
@@ -57,8 +59,10 @@ pub struct Snapshot {
 impl Snapshot {
     /// Opens the log's tables in `txn`.
     pub(crate) fn new(txn: ReadTransaction) -> Result<Self> {
+        let meta = txn.open_table(META)?;
         Ok(Snapshot {
-            meta: txn.open_table(META)?,
+            format: super::read_format(&meta)?,
+            meta,
             segments: txn.open_table(SEGMENTS)?,
             stream_runs: txn.open_table(STREAM_RUNS)?,
             idempotency: txn.open_table(IDEMPOTENCY)?,
@@ -240,7 +244,7 @@ impl Snapshot {
         if position >= self.head()?.next {
             return Ok(None);
         }
-        let mut cursor = SegmentCursor::default();
+        let mut cursor = SegmentCursor::new(self.format);
         guarded(|| cursor.record(&self.segments, position).map(Some))
     }
 
@@ -270,6 +274,7 @@ impl Snapshot {
                 }
             };
             Ok(Records {
+                format: self.format,
                 range,
                 direction,
                 head,
@@ -323,7 +328,7 @@ impl Snapshot {
                 direction,
                 from,
                 run: None,
-                cursor: SegmentCursor::default(),
+                cursor: SegmentCursor::new(self.format),
                 done: false,
             })
         })
@@ -331,13 +336,20 @@ impl Snapshot {
 }
 
 /// Keeps the segment last read, so reading neighbours costs no new lookup.
-#[derive(Default)]
 struct SegmentCursor {
+    format: Format,
     /// The segment's first position, its record count and its bytes.
     loaded: Option<(u64, u32, SegmentGuard)>,
 }
 
 impl SegmentCursor {
+    fn new(format: Format) -> Self {
+        SegmentCursor {
+            format,
+            loaded: None,
+        }
+    }
+
     fn record(
         &mut self,
         segments: &ReadOnlyTable<u64, &'static [u8]>,
@@ -351,17 +363,17 @@ impl SegmentCursor {
                 return Err(missing(position));
             };
             let first = first.value();
-            let count = parse_segment(first, guard.value())?.count();
+            let count = parse_segment(self.format, first, guard.value())?.count();
             self.loaded = Some((first, count, guard));
         }
         let (first, _, guard) = self.loaded.as_ref().expect("loaded above");
-        let segment = parse_segment(*first, guard.value())?;
+        let segment = parse_segment(self.format, *first, guard.value())?;
         let index = position.0 - first;
-        let bytes = u32::try_from(index)
+        let at = u32::try_from(index)
             .ok()
-            .and_then(|index| segment.record(index))
+            .and_then(|index| segment.record_at(index))
             .ok_or_else(|| missing(position))?;
-        decode_at(bytes, position)
+        decode_at(guard.value(), &at, position)
     }
 }
 
@@ -372,15 +384,27 @@ pub(crate) fn missing(position: Position) -> Error {
     }
 }
 
-pub(crate) fn parse_segment(first: u64, bytes: &[u8]) -> Result<Segment<'_>> {
-    Segment::parse(bytes).map_err(|error| Error::Corrupt {
+pub(crate) fn parse_segment(format: Format, first: u64, bytes: &[u8]) -> Result<Segment<'_>> {
+    Segment::parse(bytes, format).map_err(|error| Error::Corrupt {
         position: Position(first),
         problem: Box::new(Problem::Segment(error)),
     })
 }
 
-pub(crate) fn decode_at(bytes: &[u8], position: Position) -> Result<Record> {
-    decode_stored(bytes, position).map_err(|error| corrupt_record(position, error))
+/// The record at `at` of the segment `segment` (its bytes), found at `position`, its own hashes
+/// checked.
+pub(crate) fn decode_at(segment: &[u8], at: &RecordAt, position: Position) -> Result<Record> {
+    check_at(segment, at, position).map(|view| view.to_record())
+}
+
+/// [`decode_at`], borrowed.
+pub(crate) fn check_at<'a>(
+    segment: &'a [u8],
+    at: &RecordAt,
+    position: Position,
+) -> Result<RecordView<'a>> {
+    parse_at(segment, at, position, RecordHashes::Check)
+        .map_err(|error| corrupt_record(position, error))
 }
 
 fn corrupt_record(position: Position, error: RecordError) -> Error {
@@ -392,6 +416,7 @@ fn corrupt_record(position: Position, error: RecordError) -> Error {
 
 /// Records of the whole log in one direction. Each item is checked before it is yielded.
 pub struct Records {
+    format: Format,
     range: redb::Range<'static, u64, &'static [u8]>,
     direction: Direction,
     /// The snapshot's head: every segment ends at or before it, the last one at it.
@@ -411,8 +436,8 @@ pub struct Records {
 /// reader that stops early decodes no more than it takes.
 struct LoadedSegment {
     guard: AccessGuard<'static, &'static [u8]>,
-    /// Position and byte span of each record still to yield, the next one last.
-    left: Vec<(Position, std::ops::Range<usize>)>,
+    /// Position and place of each record still to yield, the next one last.
+    left: Vec<(Position, RecordAt)>,
 }
 
 impl Records {
@@ -452,7 +477,7 @@ impl Records {
         };
         let (first, guard) = entry?;
         let first = first.value();
-        let segment = parse_segment(first, guard.value())?;
+        let segment = parse_segment(self.format, first, guard.value())?;
         let end = first.saturating_add(u64::from(segment.count()));
         let due = self.due_in(first, end).map_err(|position| Error::Corrupt {
             position,
@@ -464,10 +489,9 @@ impl Records {
         // One hash of the whole segment stands in for two per record; when it fails, each
         // record is checked on its own so the error names the damaged one if there is one.
         if let Some(error) = segment.digest_error() {
-            for index in 0..segment.count() {
-                let position = Position(first + u64::from(index));
-                let bytes = segment.record(index).expect("index below count");
-                decode_stored(bytes, position).map_err(|error| corrupt_record(position, error))?;
+            for at in segment.records_at() {
+                let position = Position(first + u64::from(at.index));
+                check_at(guard.value(), &at, position)?;
             }
             return Err(Error::Corrupt {
                 position: Position(first),
@@ -476,15 +500,14 @@ impl Records {
         }
         let mut left = self.loaded.take().map(|l| l.left).unwrap_or_default();
         left.clear();
-        for index in 0..segment.count() {
-            let position = Position(first + u64::from(index));
+        for at in segment.records_at() {
+            let position = Position(first + u64::from(at.index));
             let wanted = match self.direction {
                 Direction::Forward => position >= due,
                 Direction::Backward => position <= due,
             };
             if wanted {
-                let span = segment.record_span(index).expect("index below count");
-                left.push((position, span));
+                left.push((position, at));
             }
         }
         if self.direction == Direction::Forward {
@@ -529,10 +552,14 @@ impl Records {
                 }
             }
         }
-        let (position, span) = self.loaded.as_mut()?.left.pop()?;
+        let (position, at) = self.loaded.as_mut()?.left.pop()?;
         let loaded = self.loaded.as_ref()?;
-        let bytes = loaded.guard.value().get(span).unwrap_or_default();
-        match parse_stored(bytes, position, RecordHashes::CoveredBySegmentDigest) {
+        match parse_at(
+            loaded.guard.value(),
+            &at,
+            position,
+            RecordHashes::CoveredBySegmentDigest,
+        ) {
             Ok(view) => Some(Ok(view)),
             Err(error) => {
                 // A cell, so the flag can be set while the segment is still borrowed.

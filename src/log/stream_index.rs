@@ -12,6 +12,7 @@
 use redb::ReadableTable;
 
 use crate::error::{Error, Result};
+use crate::record::uleb128::{put as put_uleb128, take as take_uleb128};
 
 /// The most runs a block holds; a full tail is archived when its stream starts another run.
 pub const RUNS_PER_BLOCK: usize = 16;
@@ -231,38 +232,6 @@ impl RunBlock {
     }
 }
 
-/// Appends `value` in unsigned LEB128: seven bits a byte, low first, the high bit set on
-/// every byte but the last.
-fn put_uleb128(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8 & 0x7F) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-/// Takes one unsigned LEB128 number off the front of `bytes`: `None` if it is cut short, does
-/// not fit 64 bits, or is not in its shortest form (so every value has one encoding).
-fn take_uleb128(bytes: &mut &[u8]) -> Option<u64> {
-    let mut value = 0u64;
-    for (index, &byte) in bytes.iter().enumerate().take(10) {
-        let bits = u64::from(byte & 0x7F);
-        let shift = 7 * index as u32;
-        if index == 9 && byte > 1 {
-            return None;
-        }
-        value |= bits << shift;
-        if byte & 0x80 == 0 {
-            if byte == 0 && index > 0 {
-                return None;
-            }
-            *bytes = &bytes[index + 1..];
-            return Some(value);
-        }
-    }
-    None
-}
-
 fn corrupt(stream: &str, detail: String) -> Error {
     Error::CorruptMeta(format!("the stream index of {stream:?}: {detail}"))
 }
@@ -350,37 +319,6 @@ mod tests {
         assert_eq!(decoded, tail);
         let archived = RunBlock::decode("s", 0, &tail.encode_runs()).unwrap();
         assert_eq!(archived, tail);
-    }
-
-    #[test]
-    fn numbers_have_one_encoding_each() {
-        for value in [
-            0,
-            1,
-            127,
-            128,
-            300,
-            u64::from(u32::MAX),
-            u64::MAX - 1,
-            u64::MAX,
-        ] {
-            let mut bytes = Vec::new();
-            put_uleb128(&mut bytes, value);
-            let mut rest = bytes.as_slice();
-            assert_eq!(take_uleb128(&mut rest), Some(value));
-            assert!(rest.is_empty());
-        }
-        let mut max = Vec::new();
-        put_uleb128(&mut max, u64::MAX);
-        assert_eq!(max.len(), 10);
-        for refused in [
-            &[0x80][..],
-            &[0x80, 0x00],
-            &[0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x02],
-            &[0x80; 11],
-        ] {
-            assert_eq!(take_uleb128(&mut &refused[..]), None, "{refused:?}");
-        }
     }
 
     #[test]

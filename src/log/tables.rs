@@ -43,5 +43,6 @@ pub const HEAD_KEY: &str = "head";
 /// little-endian.
 pub const STREAM_COUNT_KEY: &str = "streams";
 
-/// The format version this code writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version of the files this build creates. It reads and writes every version
+/// `record::Format` names, each file in its own.
+pub const FORMAT_VERSION: u32 = crate::record::Format::CURRENT.version();

@@ -1,13 +1,16 @@
 //! The record: what one event is on disk, byte for byte, and how it is hashed.
 //!
-//! This module owns the canonical encoding of format v1 (see `schema/FORMAT.md`): the header,
-//! the stored record (`hash ‖ header ‖ payload`) and the segment that packs several stored
-//! records into one value. It never touches redb and never does I/O; every decoder here is
-//! bounded by the caps in [`limits`] before it allocates.
+//! This module owns the canonical encoding of the format (see `schema/FORMAT.md`): the v1
+//! header every record hash is taken over, the v1 stored record (`hash ‖ header ‖ payload`),
+//! the compact stored record of format v2 (`compact.rs`) and the segment that packs several
+//! stored records into one value. It never touches redb and never does I/O; every decoder
+//! here is bounded by the caps in [`limits`] before it allocates.
 
+pub mod compact;
 pub mod limits;
 pub mod problem;
 pub mod segment;
+pub(crate) mod uleb128;
 pub mod view;
 
 use std::fmt;
@@ -19,8 +22,44 @@ use limits::{Field, LimitError, Limits, PAYLOAD_BYTES_CAP, check_len};
 use view::RecordHashes;
 pub use view::RecordView;
 
-/// The record format this code writes, and the only one it reads.
+/// The `format` byte of the header every record hash is taken over (`schema/FORMAT.md` 1.1):
+/// 1 in every file format, since format v2 stores records otherwise but hashes the same
+/// header.
 pub const RECORD_FORMAT: u8 = 1;
+
+/// How a file stores its records: the `format` of its `annals.meta` table. A store writes the
+/// format of its file, so a file never mixes them; a record's hash is the same in both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Format v1: each stored record is `hash ‖ header ‖ payload` with the whole header
+    /// (`schema/FORMAT.md` 1.3, 3.1).
+    V1,
+    /// Format v2: each stored record is `hash ‖ compact header ‖ payload`, without what its
+    /// segment already determines (`schema/FORMAT.md` 3.8).
+    V2,
+}
+
+impl Format {
+    /// The format of the files this build creates.
+    pub const CURRENT: Format = Format::V2;
+
+    /// The version number `annals.meta` stores under `format`.
+    pub const fn version(self) -> u32 {
+        match self {
+            Format::V1 => 1,
+            Format::V2 => 2,
+        }
+    }
+
+    /// The format of version number `version`, `None` for one this build does not know.
+    pub fn from_version(version: u32) -> Option<Format> {
+        match version {
+            1 => Some(Format::V1),
+            2 => Some(Format::V2),
+            _ => None,
+        }
+    }
+}
 
 /// The one bincode configuration of format v1: little-endian, fixed-width integers
 /// (a `u64` is always 8 bytes, a length is a `u64`). Spelled out in `schema/FORMAT.md`.
@@ -274,6 +313,119 @@ pub fn encode_stored_hashed(
     out.extend_from_slice(&header);
     out.extend_from_slice(&event.payload);
     Ok(record_hash)
+}
+
+/// The fields of a v1 header, borrowed: what a record hash is recomputed from when the
+/// header is not stored as it is hashed (format v2), and what an export writes a record's v1
+/// stored form from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeaderFields<'a> {
+    pub position: u64,
+    pub stream: &'a str,
+    pub version: u64,
+    pub kind: &'a str,
+    pub schema: u16,
+    pub at_ms: u64,
+    pub idempotency_key: Option<&'a str>,
+    pub payload_len: u32,
+    pub payload_hash: Digest,
+    pub prev: Digest,
+}
+
+impl HeaderFields<'_> {
+    /// Lays out the v1 header (`schema/FORMAT.md` 1.1) by hand into `buf` and returns its
+    /// length: the bytes [`header_bytes`] encodes through bincode, without an allocation (a v2
+    /// read rebuilds one header per record). `None` if a string is over its format cap, which
+    /// the decoders refuse before they get here.
+    fn write_v1(&self, buf: &mut [u8; limits::HEADER_BYTES_CAP]) -> Option<usize> {
+        let mut at = 0;
+        let mut put = |bytes: &[u8]| -> Option<()> {
+            buf.get_mut(at..at + bytes.len())?.copy_from_slice(bytes);
+            at += bytes.len();
+            Some(())
+        };
+        put(&[RECORD_FORMAT])?;
+        put(&self.position.to_le_bytes())?;
+        put(&(self.stream.len() as u64).to_le_bytes())?;
+        put(self.stream.as_bytes())?;
+        put(&self.version.to_le_bytes())?;
+        put(&(self.kind.len() as u64).to_le_bytes())?;
+        put(self.kind.as_bytes())?;
+        put(&self.schema.to_le_bytes())?;
+        put(&self.at_ms.to_le_bytes())?;
+        match self.idempotency_key {
+            None => put(&[0])?,
+            Some(key) => {
+                put(&[1])?;
+                put(&(key.len() as u64).to_le_bytes())?;
+                put(key.as_bytes())?;
+            }
+        }
+        put(&self.payload_len.to_le_bytes())?;
+        put(self.payload_hash.as_bytes())?;
+        put(self.prev.as_bytes())?;
+        Some(at)
+    }
+
+    /// The record hash of these fields: the derive-key hash of their v1 header.
+    pub(crate) fn record_hash(&self) -> Digest {
+        let mut buf = [0; limits::HEADER_BYTES_CAP];
+        match self.write_v1(&mut buf) {
+            Some(len) => hash::record_hash(&buf[..len]),
+            None => hash::record_hash(&self.v1_header()),
+        }
+    }
+
+    /// The v1 header of these fields.
+    pub(crate) fn v1_header(&self) -> Vec<u8> {
+        let header = HeaderRef {
+            format: RECORD_FORMAT,
+            position: self.position,
+            stream: self.stream,
+            version: self.version,
+            kind: self.kind,
+            schema: self.schema,
+            at_ms: self.at_ms,
+            idempotency_key: self.idempotency_key,
+            payload_len: self.payload_len,
+            payload_hash: self.payload_hash,
+            prev: self.prev,
+        };
+        bincode::encode_to_vec(header, bincode_config())
+            .expect("encoding to a Vec cannot fail for these field types")
+    }
+}
+
+impl RecordView<'_> {
+    /// The record's v1 header fields.
+    pub(crate) fn header_fields(&self) -> HeaderFields<'_> {
+        HeaderFields {
+            position: self.position.0,
+            stream: self.stream,
+            version: self.version.0,
+            kind: self.kind,
+            schema: self.schema,
+            at_ms: self.at_ms,
+            idempotency_key: self.idempotency_key,
+            payload_len: self.payload.len() as u32,
+            payload_hash: self.payload_hash,
+            prev: self.prev,
+        }
+    }
+
+    /// Appends the record's v1 stored form (`hash ‖ header ‖ payload`, `schema/FORMAT.md`
+    /// 1.3) to `out`: what export files and the replication wire carry, whatever the format
+    /// of the file it was read from.
+    pub fn encode_v1_stored(&self, out: &mut Vec<u8>) {
+        let mut buf = [0; limits::HEADER_BYTES_CAP];
+        let fields = self.header_fields();
+        out.extend_from_slice(self.hash.as_bytes());
+        match fields.write_v1(&mut buf) {
+            Some(len) => out.extend_from_slice(&buf[..len]),
+            None => out.extend_from_slice(&fields.v1_header()),
+        }
+        out.extend_from_slice(self.payload);
+    }
 }
 
 /// The canonical bytes of an idempotent append's content: stream, kind and payload hash.

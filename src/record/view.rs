@@ -10,7 +10,9 @@
 use super::limits::{
     Field, IDEMPOTENCY_KEY_BYTES_CAP, KIND_BYTES_CAP, PAYLOAD_BYTES_CAP, STREAM_BYTES_CAP,
 };
-use super::{Position, RECORD_FORMAT, Record, RecordError, StreamVersion};
+use super::compact::{self, SAME_KIND, SAME_STREAM};
+use super::segment::RecordAt;
+use super::{Format, HeaderFields, Position, RECORD_FORMAT, Record, RecordError, StreamVersion};
 use crate::hash::{self, Digest};
 
 /// One stored record, checked as the caller asked, borrowing its strings and payload from
@@ -153,6 +155,113 @@ pub(crate) fn parse_stored(
         prev,
         hash: stored,
     })
+}
+
+/// Parses and checks the record of a segment at `at` (from [`super::segment::Segment`]),
+/// `segment` being the bytes the segment was parsed from, found at `position`: in its file's
+/// format, with the same checks.
+pub(crate) fn parse_at<'a>(
+    segment: &'a [u8],
+    at: &RecordAt,
+    position: Position,
+    hashes: RecordHashes,
+) -> Result<RecordView<'a>, RecordError> {
+    let bytes = segment.get(at.span.clone()).unwrap_or_default();
+    match at.format {
+        Format::V1 => parse_stored(bytes, position, hashes),
+        Format::V2 => {
+            let first = at.first.clone().and_then(|first| segment.get(first));
+            parse_compact(bytes, at.index, first, at.prev, position, hashes)
+        }
+    }
+}
+
+/// Parses and checks the format v2 record `bytes` (`hash ‖ compact header ‖ payload`), record
+/// `index` of its segment, whose first record is `first` (`None` when it is that record) and
+/// whose `prev` is `prev`, found at `position`: the compact header within the caps, the
+/// fields it shares with the first record, then the v1 header rebuilt from them hashed and
+/// compared with the stored hash if `hashes` says so. The payload hash is always computed:
+/// the record does not store it.
+pub(crate) fn parse_compact<'a>(
+    bytes: &'a [u8],
+    index: u32,
+    first: Option<&'a [u8]>,
+    prev: Digest,
+    position: Position,
+    hashes: RecordHashes,
+) -> Result<RecordView<'a>, RecordError> {
+    let Some((stored_hash, rest)) = bytes.split_first_chunk::<32>() else {
+        return Err(RecordError::Truncated {
+            len: bytes.len() as u64,
+            need: 32,
+        });
+    };
+    let header = compact::parse(rest)?;
+    let shared = if header.flags & (SAME_STREAM | SAME_KIND) == 0 {
+        None
+    } else {
+        let Some(first) = first else {
+            return Err(RecordError::Header(
+                "the first record of a segment refers to the first record".into(),
+            ));
+        };
+        let base = compact::parse(first.get(32..).unwrap_or_default())?;
+        match (base.stream, base.kind) {
+            (Some(stream), Some(kind)) => Some((stream, kind)),
+            _ => {
+                return Err(RecordError::Header(
+                    "the first record of its segment refers to the first record".into(),
+                ));
+            }
+        }
+    };
+    let (stream, version) = match (header.stream, shared) {
+        (Some(stream), _) => stream,
+        (None, Some(((stream, version), _))) => {
+            let version = version.checked_add(u64::from(index)).ok_or_else(|| {
+                RecordError::Header("its version would pass 2^64".into())
+            })?;
+            (stream, version)
+        }
+        (None, None) => return Err(RecordError::Header("no stream".into())),
+    };
+    let kind = match (header.kind, shared) {
+        (Some(kind), _) => kind,
+        (None, Some((_, kind))) => kind,
+        (None, None) => return Err(RecordError::Header("no kind".into())),
+    };
+    let payload = &rest[header.len..];
+    if payload.len() as u64 > u64::from(PAYLOAD_BYTES_CAP) {
+        return Err(RecordError::FieldOverCap {
+            field: Field::Payload,
+            len: payload.len() as u64,
+            cap: u64::from(PAYLOAD_BYTES_CAP),
+        });
+    }
+    let view = RecordView {
+        position,
+        stream,
+        version: StreamVersion(version),
+        kind,
+        schema: header.schema,
+        at_ms: header.at_ms,
+        idempotency_key: header.idempotency_key,
+        payload,
+        payload_hash: hash::payload_hash(payload),
+        prev,
+        hash: Digest(*stored_hash),
+    };
+    if hashes == RecordHashes::Check {
+        let fields: HeaderFields<'_> = view.header_fields();
+        let computed = fields.record_hash();
+        if computed != view.hash {
+            return Err(RecordError::HeaderHash {
+                stored: view.hash,
+                computed,
+            });
+        }
+    }
+    Ok(view)
 }
 
 /// Reads header fields in order, refusing to run past the bytes.

@@ -32,7 +32,7 @@ use crate::log::read::{Direction, Snapshot};
 use crate::projection::table::ReadTables;
 use crate::projection::{Projection, ProjectionError, Projections};
 use crate::record::limits::Limits;
-use crate::record::{NewEvent, Position, Record, StreamVersion};
+use crate::record::{Format, NewEvent, Position, Record, StreamVersion};
 pub use compact::Compaction;
 pub use error::StoreError;
 pub use import::ImportStage;
@@ -156,7 +156,7 @@ impl Store {
                 if !options.create {
                     return Err(OpenError::Missing { path: path.clone() }.into());
                 }
-                create(&path, &projections)?;
+                create(&path, &projections, Format::CURRENT)?;
             }
             check_redb_magic(&path)?;
             let db = open_writable(&path, options.sharing, options.busy_timeout)?;
@@ -215,7 +215,7 @@ impl Store {
         });
         let brought_up = opened.and_then(|db| {
             if empty {
-                guarded(|| initialise(&db, &projections))?;
+                guarded(|| initialise(&db, &projections, Format::CURRENT))?;
             }
             Store::bring_up(db, options.limits, path.clone(), projections, false)
         });

@@ -17,6 +17,7 @@ use crate::log::tables::{
     STREAM_COUNT_KEY, STREAM_RUNS,
 };
 use crate::projection::{CHECKPOINTS, Projections};
+use crate::record::Format;
 use crate::store::sharing::{Holder, Sharing};
 
 /// The first bytes of every redb file.
@@ -91,7 +92,7 @@ impl Handle {
 /// moment leaves either no file there or a whole log. When another process created a log at
 /// `path` meanwhile, that log stands (it may already hold acknowledged appends) and this one
 /// is discarded: the caller opens the one that is there.
-pub(crate) fn create(path: &Path, projections: &Projections) -> Result<()> {
+pub(crate) fn create(path: &Path, projections: &Projections, format: Format) -> Result<()> {
     sweep_stale(path);
     let temporary = private_name(path, "creating");
     if temporary.exists() {
@@ -102,6 +103,7 @@ pub(crate) fn create(path: &Path, projections: &Projections) -> Result<()> {
     initialise(
         &redb_builder(Sharing::Exclusive).create(&temporary)?,
         projections,
+        format,
     )?;
     match publish(&temporary, path) {
         Ok(()) => Ok(()),
@@ -192,12 +194,12 @@ fn folder_of(path: &Path) -> &Path {
 /// Writes the annals tables into a new, empty redb database, with each of `projections`'
 /// checkpoints at its version and position 0 (what the first open would write), in one
 /// durable commit: the log is whole before anything opens it as a log.
-pub(crate) fn initialise(db: &Database, projections: &Projections) -> Result<()> {
+pub(crate) fn initialise(db: &Database, projections: &Projections, format: Format) -> Result<()> {
     let txn = db.begin_write()?;
     {
         let mut meta = txn.open_table(META)?;
         meta.insert(MAGIC_KEY, MAGIC)?;
-        meta.insert(FORMAT_KEY, FORMAT_VERSION.to_le_bytes().as_slice())?;
+        meta.insert(FORMAT_KEY, format.version().to_le_bytes().as_slice())?;
         meta.insert(HEAD_KEY, encode_head(Head::default()).as_slice())?;
         meta.insert(STREAM_COUNT_KEY, 0u64.to_le_bytes().as_slice())?;
         txn.open_table(SEGMENTS)?;
@@ -414,7 +416,7 @@ pub(crate) fn check_identity(db: &Handle, path: &Path) -> Result<()> {
             .map_err(|_| Error::CorruptMeta("the format version is not 4 bytes".into()))?,
         None => return Err(not_annals("annals.meta lacks a format version")),
     };
-    if format != FORMAT_VERSION {
+    if Format::from_version(format).is_none() {
         return Err(OpenError::UnsupportedFormat {
             path: path.to_path_buf(),
             found: format,

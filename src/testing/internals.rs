@@ -54,7 +54,22 @@ pub mod open {
         for projection in crate::store::builtin_projections() {
             projections.register(projection)?;
         }
-        crate::store::open::create(path, &projections)
+        crate::store::open::create(path, &projections, crate::record::Format::CURRENT)
+    }
+
+    /// Creates a new log at `path` as [`create`] does, storing its records in format
+    /// `version` (1 or 2): how tests make the format v1 logs of earlier builds.
+    pub fn create_with_format(path: &std::path::Path, version: u32) -> crate::Result<()> {
+        let Some(format) = crate::record::Format::from_version(version) else {
+            return Err(crate::error::Error::CorruptMeta(format!(
+                "format version {version} is not known"
+            )));
+        };
+        let mut projections = crate::projection::Projections::default();
+        for projection in crate::store::builtin_projections() {
+            projections.register(projection)?;
+        }
+        crate::store::open::create(path, &projections, format)
     }
 }
 

@@ -13,6 +13,7 @@ mod events;
 mod export;
 mod faults;
 mod footprint;
+mod format_v2;
 mod full_disk;
 mod fuzz_replay;
 mod history;

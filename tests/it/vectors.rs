@@ -593,3 +593,207 @@ fn vectors_file_is_what_the_generator_writes() {
         path.display()
     );
 }
+
+// Format v2 (schema/FORMAT.md 3.8): the records above stored as v2 segments, in
+// `schema/vectors/segments_v2.json`. Each segment holds consecutive vectors chained to one
+// another; their record hashes are the v1 vectors' own, which is the point of format v2.
+
+use annals::testing::internals::record::Format;
+use annals::testing::internals::record::segment::{Segment, SegmentBuilder};
+
+/// Where the committed v2 segment vectors live.
+fn segments_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/vectors/segments_v2.json")
+}
+
+/// The v2 segments: a name and the v1 vectors each holds, in order (consecutive positions,
+/// each chained to the one before).
+const SEGMENTS_V2: [(&str, &[&str]); 3] = [
+    (
+        "genesis-run-shared-stream-and-kind",
+        &[
+            "genesis-empty-payload",
+            "idempotency-key-chained-to-genesis",
+            "non-ascii-stream-key-and-payload",
+        ],
+    ),
+    (
+        "later-positions-fixed-prev-64-kib",
+        &[
+            "later-position-fixed-prev",
+            "schema-513",
+            "at-ms-max",
+            "payload-64-kib",
+        ],
+    ),
+    ("wide-integers-alone", &["wide-integers-byte-order"]),
+];
+
+/// One v2 segment as the file stores it.
+#[derive(Serialize)]
+struct WrittenSegment {
+    name: &'static str,
+    key: u64,
+    records: Vec<&'static str>,
+    segment_hex: String,
+}
+
+/// The v1 vectors a v2 segment holds.
+fn members<'v>(vectors: &'v [Vector], names: &[&str]) -> Vec<&'v Vector> {
+    names
+        .iter()
+        .map(|name| {
+            vectors
+                .iter()
+                .find(|v| v.name == *name)
+                .unwrap_or_else(|| panic!("no v1 vector {name:?}"))
+        })
+        .collect()
+}
+
+/// The v2 segment of `members`, as the log's writer packs them.
+fn segment_v2_of(members: &[&Vector]) -> Vec<u8> {
+    let mut builder = SegmentBuilder::with_format(Format::V2);
+    for v in members {
+        builder.push_v2(v.prev, v.hash, &v.stream, v.version, &v.event());
+    }
+    builder.finish()
+}
+
+fn generate_segments() -> String {
+    let vectors = load();
+    let written: Vec<WrittenSegment> = SEGMENTS_V2
+        .iter()
+        .map(|(name, names)| {
+            let members = members(&vectors, names);
+            WrittenSegment {
+                name,
+                key: members[0].position,
+                records: names.to_vec(),
+                segment_hex: hex(&segment_v2_of(&members)),
+            }
+        })
+        .collect();
+    let mut text = serde_json::to_string_pretty(&written).expect("segments serialize");
+    text.push('\n');
+    text
+}
+
+/// The committed v2 segments: name, key, the v1 vectors they hold, bytes.
+fn load_segments() -> Vec<(String, u64, Vec<String>, Vec<u8>)> {
+    let path = segments_path();
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+    let json: Value = serde_json::from_str(&text).expect("segments_v2.json is JSON");
+    json.as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|item| {
+            let name = item["name"].as_str().expect("a name").to_owned();
+            let key = item["key"].as_u64().expect("a key");
+            let records = item["records"]
+                .as_array()
+                .expect("records")
+                .iter()
+                .map(|r| r.as_str().expect("a vector name").to_owned())
+                .collect();
+            let bytes = unhex(item["segment_hex"].as_str().expect("hex")).expect("hex");
+            (name, key, records, bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn segments_v2_file_is_what_the_generator_writes() {
+    let path = segments_path();
+    let text = generate_segments();
+    if std::env::var_os("ANNALS_WRITE_VECTORS").is_some_and(|value| value == "1") {
+        std::fs::write(&path, &text)
+            .unwrap_or_else(|error| panic!("cannot write {}: {error}", path.display()));
+        return;
+    }
+    let committed = std::fs::read_to_string(&path)
+        .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+    assert!(
+        committed == text,
+        "{} differs from what the generator writes. Changing a vector changes format v2: \
+         see schema/vectors/README.md before regenerating with ANNALS_WRITE_VECTORS=1.",
+        path.display()
+    );
+}
+
+#[test]
+fn every_v2_segment_decodes_to_its_v1_records_with_their_hashes() {
+    let vectors = load();
+    for (name, key, names, bytes) in load_segments() {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let members = members(&vectors, &names);
+        assert_eq!(key, members[0].position, "segment {name:?}: key");
+        let segment = Segment::parse(&bytes, Format::V2)
+            .unwrap_or_else(|error| panic!("segment {name:?}: {error}"));
+        assert_eq!(segment.digest_error(), None, "segment {name:?}: digest");
+        let records = segment
+            .decode_all(Position(key))
+            .unwrap_or_else(|error| panic!("segment {name:?}: {error:?}"));
+        assert_eq!(records.len(), members.len());
+        for (record, v) in records.iter().zip(&members) {
+            let expected = record::decode_stored(&v.stored, Position(v.position)).unwrap();
+            assert_eq!(record, &expected, "segment {name:?}, vector {:?}", v.name);
+            assert_eq!(record.hash, v.hash);
+        }
+        // Elsewhere in the log, every record's rebuilt header hashes otherwise.
+        match segment.decode_all(Position(key.wrapping_add(1))) {
+            Err((0, RecordError::HeaderHash { .. })) => {}
+            other => panic!("segment {name:?} one position on: {other:?}"),
+        }
+    }
+}
+
+/// The v2 layout read by hand, without annals' segment code: the digest under its context
+/// spelled out, the tag, the count, `prev`, the lengths, and each record's hash and flags.
+#[test]
+fn every_v2_segment_follows_the_layout_by_hand() {
+    fn uleb(bytes: &mut &[u8]) -> u64 {
+        let (mut value, mut shift) = (0u64, 0);
+        loop {
+            let (byte, rest) = bytes.split_first().expect("a LEB128 byte");
+            *bytes = rest;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return value;
+            }
+            shift += 7;
+        }
+    }
+    let vectors = load();
+    for (name, _, names, bytes) in load_segments() {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let members = members(&vectors, &names);
+        let digest = blake3::Hasher::new_derive_key("annals 2026-12-01 segment v2")
+            .update(&bytes[32..])
+            .finalize();
+        assert_eq!(&bytes[..32], digest.as_bytes(), "segment {name:?}: digest");
+        assert_eq!(bytes[32], 0x02, "segment {name:?}: format byte");
+        let mut rest = &bytes[33..];
+        assert_eq!(uleb(&mut rest), members.len() as u64);
+        assert_eq!(&rest[..32], members[0].prev.as_bytes(), "segment {name:?}: prev");
+        rest = &rest[32..];
+        let lengths: Vec<usize> = members.iter().map(|_| uleb(&mut rest) as usize).collect();
+        assert_eq!(lengths.iter().sum::<usize>(), rest.len());
+        for (index, (len, v)) in lengths.iter().zip(&members).enumerate() {
+            let (record, after) = rest.split_at(*len);
+            rest = after;
+            assert_eq!(&record[..32], v.hash.as_bytes(), "{name:?}: hash of {}", v.name);
+            let flags = record[32];
+            let first = members[0];
+            let same_stream = index > 0
+                && v.stream == first.stream
+                && v.version == first.version + index as u64;
+            let same_kind = index > 0 && v.kind == first.kind;
+            let keyed = v.idempotency_key.is_some();
+            let expected = u8::from(same_stream) | u8::from(same_kind) << 1 | u8::from(keyed) << 2;
+            assert_eq!(flags, expected, "{name:?}: flags of {}", v.name);
+            assert!(record.ends_with(&v.payload), "{name:?}: payload of {}", v.name);
+        }
+    }
+}
