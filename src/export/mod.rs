@@ -14,11 +14,11 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::hash::Digest;
+use crate::log::read::check_at;
 use crate::log::read::{Snapshot, parse_segment};
 use crate::merkle::{Frontier, LogTreeHasher, leaf_hash};
 use crate::record::limits::{HEADER_BYTES_CAP, PAYLOAD_BYTES_CAP};
 use crate::record::{Position, Record, RecordError, decode_stored};
-use crate::log::read::check_at;
 
 /// The first 16 bytes of every export file.
 pub const EXPORT_MAGIC: &[u8; 16] = b"annals export v1";

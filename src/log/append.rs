@@ -527,8 +527,7 @@ impl<'txn> LogWriter<'txn> {
                 Format::V2 => {
                     let header = header_bytes(event, placement, payload_hash)?;
                     let hash = crate::hash::record_hash(&header);
-                    self.segment
-                        .push_v2(prev, hash, stream, version.0, event);
+                    self.segment.push_v2(prev, hash, stream, version.0, event);
                     hash
                 }
             };

@@ -286,7 +286,8 @@ impl SegmentBuilder {
 
     fn encode_v2(&self, first: usize, end: usize) -> Vec<u8> {
         let records = self.span(end - 1).end - self.span(first).start;
-        let mut out = Vec::with_capacity(self.fixed_bytes(end - first) + 3 * (end - first) + records);
+        let mut out =
+            Vec::with_capacity(self.fixed_bytes(end - first) + 3 * (end - first) + records);
         out.extend_from_slice(&[0; DIGEST_BYTES]);
         out.push(V2_TAG);
         uleb128::put(&mut out, (end - first) as u64);
@@ -845,8 +846,7 @@ mod tests {
             assert_eq!(segment.count(), *count);
             assert_eq!(segment.digest_error(), None);
             for at in segment.records_at() {
-                let view =
-                    parse_at(bytes, &at, Position(position), RecordHashes::Check).unwrap();
+                let view = parse_at(bytes, &at, Position(position), RecordHashes::Check).unwrap();
                 let expected = parse_stored(
                     &stored[position as usize],
                     Position(position),
@@ -871,7 +871,11 @@ mod tests {
         assert!(builder.is_empty());
         assert_v2_reads_as_v1(&[(40, whole.clone())], &stored);
         let v1_bytes: usize = stored.iter().map(|s| s.len() + 4).sum();
-        assert!(whole.len() * 10 < v1_bytes * 8, "{} v2 bytes, {v1_bytes} v1", whole.len());
+        assert!(
+            whole.len() * 10 < v1_bytes * 8,
+            "{} v2 bytes, {v1_bytes} v1",
+            whole.len()
+        );
     }
 
     #[test]

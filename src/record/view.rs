@@ -7,10 +7,10 @@
 //! length is checked against its format cap before it is used, so no input makes this read
 //! past its bytes or allocate.
 
+use super::compact::{self, SAME_KIND, SAME_STREAM};
 use super::limits::{
     Field, IDEMPOTENCY_KEY_BYTES_CAP, KIND_BYTES_CAP, PAYLOAD_BYTES_CAP, STREAM_BYTES_CAP,
 };
-use super::compact::{self, SAME_KIND, SAME_STREAM};
 use super::segment::RecordAt;
 use super::{Format, HeaderFields, Position, RECORD_FORMAT, Record, RecordError, StreamVersion};
 use crate::hash::{self, Digest};
@@ -218,9 +218,9 @@ pub(crate) fn parse_compact<'a>(
     let (stream, version) = match (header.stream, shared) {
         (Some(stream), _) => stream,
         (None, Some(((stream, version), _))) => {
-            let version = version.checked_add(u64::from(index)).ok_or_else(|| {
-                RecordError::Header("its version would pass 2^64".into())
-            })?;
+            let version = version
+                .checked_add(u64::from(index))
+                .ok_or_else(|| RecordError::Header("its version would pass 2^64".into()))?;
             (stream, version)
         }
         (None, None) => return Err(RecordError::Header("no stream".into())),

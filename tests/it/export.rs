@@ -362,33 +362,48 @@ fn a_forged_record_with_an_empty_stream_kind_or_key_is_refused_naming_position_a
 
 #[test]
 fn a_log_holding_a_record_with_an_empty_stream_is_reported_by_verify() {
+    use annals::testing::internals::record::Format;
     use annals::testing::internals::record::segment::SegmentBuilder;
     use annals::testing::internals::tables::SEGMENTS;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("log.redb");
-    crate::common::append_one(&Store::open(&path).unwrap(), "s", b"first");
-    // The segment rewritten to hold the same record with an empty stream, its hashes and
-    // the segment digest recomputed.
-    let mut segment = SegmentBuilder::new();
-    let event = NewEvent::new("test.event", 1, b"first".to_vec());
-    let placement = Placement {
-        stream: "",
-        position: Position(0),
-        version: annals::StreamVersion(0),
-        prev: annals::Digest::ZERO,
-    };
-    encode_stored(segment.body_mut(), &event, placement).unwrap();
-    segment.seal_record();
-    {
-        let db = redb::Database::open(&path).unwrap();
-        let txn = db.begin_write().unwrap();
-        txn.open_table(SEGMENTS)
-            .unwrap()
-            .insert(0, segment.finish().as_slice())
-            .unwrap();
-        txn.commit().unwrap();
+    for format in [Format::V1, Format::V2] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.redb");
+        annals::testing::internals::open::create_with_format(&path, format.version()).unwrap();
+        crate::common::append_one(&Store::open(&path).unwrap(), "s", b"first");
+        // The segment rewritten to hold the same record with an empty stream, its hashes and
+        // the segment digest recomputed.
+        let mut segment = SegmentBuilder::with_format(format);
+        let event = NewEvent::new("test.event", 1, b"first".to_vec());
+        let placement = Placement {
+            stream: "",
+            position: Position(0),
+            version: annals::StreamVersion(0),
+            prev: annals::Digest::ZERO,
+        };
+        let mut stored = Vec::new();
+        let hash = encode_stored(&mut stored, &event, placement).unwrap();
+        match format {
+            Format::V1 => {
+                segment.body_mut().extend_from_slice(&stored);
+                segment.seal_record();
+            }
+            Format::V2 => segment.push_v2(annals::Digest::ZERO, hash, "", 0, &event),
+        }
+        {
+            let db = redb::Database::open(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(SEGMENTS)
+                .unwrap()
+                .insert(0, segment.finish().as_slice())
+                .unwrap();
+            txn.commit().unwrap();
+        }
+        empty_stream_is_reported(&path);
     }
-    let store = Store::open_read_only(&path).unwrap();
+}
+
+fn empty_stream_is_reported(path: &Path) {
+    let store = Store::open_read_only(path).unwrap();
     let finding = store.verify().unwrap().problem.expect("an unsound log");
     assert_eq!(finding.position, Position(0));
     assert!(

@@ -23,7 +23,10 @@ fn event(i: usize) -> NewEvent {
 
 fn bytes_per_record(path: &std::path::Path, records: usize) -> f64 {
     let bytes = std::fs::metadata(path).expect("the log file").len();
-    bytes as f64 / records as f64
+    let per_record = bytes as f64 / records as f64;
+    // Shown with --nocapture, for whoever moves a bound.
+    eprintln!("{}: {per_record:.1} bytes per record", path.display());
+    per_record
 }
 
 /// 20,000 events, 1,000 to a durable commit, over 100 streams in turn (every event its own

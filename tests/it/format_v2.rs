@@ -9,6 +9,7 @@ use annals::export::export;
 use annals::testing::internals::open::create_with_format;
 use annals::testing::internals::tables::{FORMAT_KEY, META};
 use annals::{Direction, ExpectedVersion, NewEvent, Position, Record, Store};
+use redb::ReadableDatabase;
 
 /// The `format` stored in the log's `annals.meta`.
 fn format_of(path: &Path) -> u32 {
@@ -118,7 +119,10 @@ fn export_then_import_upgrades_a_v1_log_to_v2_with_the_same_head_and_root() {
         let _ = export(&snapshot, Position(0), head.next, &file, &mut |_| {}).unwrap();
     }
     let summary = Store::import(&file, &v2, &mut |_, _| {}).unwrap();
-    assert_eq!((summary.header.head, summary.header.root), (head.hash, old_root));
+    assert_eq!(
+        (summary.header.head, summary.header.root),
+        (head.hash, old_root)
+    );
     let new = Store::open(&v2).unwrap();
     assert_eq!(new.head().unwrap(), head);
     assert_eq!(root(&new), old_root);
@@ -131,8 +135,68 @@ fn export_then_import_upgrades_a_v1_log_to_v2_with_the_same_head_and_root() {
         let snapshot = new.snapshot().unwrap();
         let _ = export(&snapshot, Position(0), head.next, &again, &mut |_| {}).unwrap();
     }
-    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&file).unwrap());
+    assert_eq!(
+        std::fs::read(&again).unwrap(),
+        std::fs::read(&file).unwrap()
+    );
     drop(new);
     assert_eq!((format_of(&v1), format_of(&v2)), (1, 2));
-    assert!(file_bytes(&v2) < file_bytes(&v1), "the v2 file is the smaller");
+    assert!(
+        file_bytes(&v2) < file_bytes(&v1),
+        "the v2 file is the smaller"
+    );
+}
+
+/// The side-by-side bench's bulk workload (`benches/side_by_side`: `lease.acquired` events
+/// of 200-byte payloads over 1,000 resources, 1,000 to a durable commit, to one stream),
+/// written to a v1 and a v2 log: prints each file's bytes per event. Sizes are the same in
+/// any build profile, so this measures the bench's `bytes_per_event` without a release
+/// build. Ignored: run it with `--ignored --nocapture` (100,000 events, as `--quick`).
+#[test]
+#[ignore = "a measurement, not a check: 100,000 events per format"]
+fn bulk_bench_bytes_per_event_in_v1_and_v2() {
+    use annals::DomainEvent;
+    use annals::leases::events::{Acquired, LeaseEvent};
+    const EVENTS: usize = 100_000;
+    const PAYLOAD_BYTES: usize = 200;
+    let bulk_event = |i: usize| {
+        let step_ms = 60_000 / 1_000 + 1;
+        let at_ms = 1_700_000_000_000 + i as u64 * step_ms;
+        let acquired = |holder: String| {
+            LeaseEvent::Acquired(Acquired {
+                resource: format!("resource-{:04}", i % 1_000),
+                holder,
+                token: (i / 1_000) as u64 + 1,
+                expires_at_ms: at_ms + 60_000,
+                project: String::new(),
+                name: String::new(),
+                holder_name: String::new(),
+            })
+            .to_new_event(at_ms)
+        };
+        let holder = format!("holder-{}", i % 7);
+        let short = acquired(holder.clone()).payload.len();
+        acquired(format!(
+            "{holder:-<0$}",
+            holder.len() + PAYLOAD_BYTES - short
+        ))
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for version in [1, 2] {
+        let path = dir.path().join(format!("bulk-v{version}.redb"));
+        create_with_format(&path, version).unwrap();
+        let store = Store::open(&path).unwrap();
+        for first in (0..EVENTS).step_by(1_000) {
+            let batch: Vec<NewEvent> = (first..first + 1_000).map(bulk_event).collect();
+            assert_eq!(batch[0].payload.len(), PAYLOAD_BYTES);
+            let _ = store
+                .write(|session| session.append_unchecked("bulk", ExpectedVersion::Any, &batch))
+                .unwrap();
+        }
+        drop(store);
+        eprintln!(
+            "format v{version}: {:.1} bytes per event",
+            file_bytes(&path) as f64 / EVENTS as f64
+        );
+    }
 }

@@ -776,24 +776,36 @@ fn every_v2_segment_follows_the_layout_by_hand() {
         assert_eq!(bytes[32], 0x02, "segment {name:?}: format byte");
         let mut rest = &bytes[33..];
         assert_eq!(uleb(&mut rest), members.len() as u64);
-        assert_eq!(&rest[..32], members[0].prev.as_bytes(), "segment {name:?}: prev");
+        assert_eq!(
+            &rest[..32],
+            members[0].prev.as_bytes(),
+            "segment {name:?}: prev"
+        );
         rest = &rest[32..];
         let lengths: Vec<usize> = members.iter().map(|_| uleb(&mut rest) as usize).collect();
         assert_eq!(lengths.iter().sum::<usize>(), rest.len());
         for (index, (len, v)) in lengths.iter().zip(&members).enumerate() {
             let (record, after) = rest.split_at(*len);
             rest = after;
-            assert_eq!(&record[..32], v.hash.as_bytes(), "{name:?}: hash of {}", v.name);
+            assert_eq!(
+                &record[..32],
+                v.hash.as_bytes(),
+                "{name:?}: hash of {}",
+                v.name
+            );
             let flags = record[32];
             let first = members[0];
-            let same_stream = index > 0
-                && v.stream == first.stream
-                && v.version == first.version + index as u64;
+            let same_stream =
+                index > 0 && v.stream == first.stream && v.version == first.version + index as u64;
             let same_kind = index > 0 && v.kind == first.kind;
             let keyed = v.idempotency_key.is_some();
             let expected = u8::from(same_stream) | u8::from(same_kind) << 1 | u8::from(keyed) << 2;
             assert_eq!(flags, expected, "{name:?}: flags of {}", v.name);
-            assert!(record.ends_with(&v.payload), "{name:?}: payload of {}", v.name);
+            assert!(
+                record.ends_with(&v.payload),
+                "{name:?}: payload of {}",
+                v.name
+            );
         }
     }
 }
