@@ -33,6 +33,8 @@ const REPLAY_CACHE_BYTES: usize = crate::store::open::REDB_CACHE_BYTES;
 /// Projection tables rebuilt from a log, in a temporary file.
 pub struct Replay {
     db: Database,
+    /// The read of the log that was replayed: the records the replayed rows point at.
+    log: std::sync::Arc<redb::ReadTransaction>,
     /// Dropped after `db`, so the file is closed before it is removed.
     _file: ReplayFile,
 }
@@ -80,10 +82,11 @@ fn replay_file() -> Result<(File, ReplayFile)> {
 }
 
 impl Replay {
-    /// The replayed tables, for queries and digests.
+    /// The replayed tables, for queries and digests; rows that point into the log read the
+    /// records of the snapshot replayed.
     pub fn state(&self) -> Result<ReadTables> {
         let txn = redb::ReadableDatabase::begin_read(&self.db)?;
-        Ok(ReadTables::new(std::sync::Arc::new(txn)))
+        Ok(ReadTables::new(std::sync::Arc::new(txn)).reading_log(std::sync::Arc::clone(&self.log)))
     }
 }
 
@@ -132,5 +135,9 @@ pub fn replay_with(
         txn.commit()?;
         progress(applied);
     }
-    Ok(Replay { db, _file: guard })
+    Ok(Replay {
+        db,
+        log: std::sync::Arc::clone(&snapshot.txn),
+        _file: guard,
+    })
 }

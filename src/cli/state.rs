@@ -61,42 +61,89 @@ impl<K: KeyCodec + Serialize, V: Serialize + DeserializeOwned> Rows for Table<K,
         columns: &Columns,
         visit: &mut dyn FnMut(Row) -> Result<bool, Failure>,
     ) -> Result<(), Failure> {
-        let corrupt = |detail: String| {
-            Failure::from(Error::CorruptProjection {
-                table: self.name().to_owned(),
-                detail,
-            })
-        };
-        let mut after: Option<Vec<u8>> = None;
-        loop {
-            let lower = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-            let page = source.range_raw(
-                self.name(),
-                lower,
-                Bound::Unbounded,
-                Direction::Forward,
-                PAGE_ROWS,
-            )?;
-            for (key_bytes, value_bytes) in &page {
-                let key: K = key_from_bytes(key_bytes)
-                    .ok_or_else(|| corrupt("a key does not decode".to_owned()))?;
-                let value: V = decode_bounded(value_bytes).map_err(corrupt)?;
-                let mut row = key_columns(&key, columns.key)?;
-                for (name, value) in fields(&value, columns.value)? {
-                    // A value that repeats its key shows it once, in the key's column.
-                    if !row.iter().any(|(column, _)| *column == name) {
-                        row.push((name, value));
-                    }
-                }
-                if !visit(row)? {
-                    return Ok(());
+        scan_shown::<K, V, V>(Table::name(self), source, columns, visit, |_, value| {
+            Ok(value)
+        })
+    }
+}
+
+/// A table whose rows point into the log, shown as what they point at: each row read back
+/// through `resolve` (a span event's row holds its record's position).
+struct Resolved<K, V, T> {
+    table: Table<K, V>,
+    resolve: fn(&dyn TableSource, K, V) -> crate::error::Result<T>,
+}
+
+impl<K: KeyCodec + Serialize, V: Serialize + DeserializeOwned, T: Serialize> Rows
+    for Resolved<K, V, T>
+{
+    fn name(&self) -> &'static str {
+        Rows::name(&self.table)
+    }
+
+    fn scan(
+        &self,
+        source: &dyn TableSource,
+        columns: &Columns,
+        visit: &mut dyn FnMut(Row) -> Result<bool, Failure>,
+    ) -> Result<(), Failure> {
+        scan_shown::<K, V, T>(self.name(), source, columns, visit, |key, value| {
+            Ok((self.resolve)(source, key, value)?)
+        })
+    }
+}
+
+/// `runs.events`, each row shown as the span event its record holds.
+static RUN_EVENTS: Resolved<(String, String, u64), u64, runs::SpanEvent> = Resolved {
+    table: runs::query::EVENTS,
+    resolve: runs::query::event_at,
+};
+
+/// Calls `visit` with each row of the table `table` (keys `K`, values `V`) in key order, its
+/// value shown as `show` makes it, until `visit` returns `false`.
+fn scan_shown<K: KeyCodec + Serialize, V: DeserializeOwned, T: Serialize>(
+    table: &'static str,
+    source: &dyn TableSource,
+    columns: &Columns,
+    visit: &mut dyn FnMut(Row) -> Result<bool, Failure>,
+    show: impl Fn(K, V) -> Result<T, Failure>,
+) -> Result<(), Failure> {
+    let corrupt = |detail: String| {
+        Failure::from(Error::CorruptProjection {
+            table: table.to_owned(),
+            detail,
+        })
+    };
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let lower = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+        let page = source.range_raw(
+            table,
+            lower,
+            Bound::Unbounded,
+            Direction::Forward,
+            PAGE_ROWS,
+        )?;
+        for (key_bytes, value_bytes) in &page {
+            let key: K = key_from_bytes(key_bytes)
+                .ok_or_else(|| corrupt("a key does not decode".to_owned()))?;
+            let value: V = decode_bounded(value_bytes).map_err(corrupt)?;
+            let mut row = key_columns(&key, columns.key)?;
+            let shown = show(key, value)?;
+            for (name, value) in fields(&shown, columns.value)? {
+                // A value that repeats its key shows it once, in the key's column.
+                if !row.iter().any(|(column, _)| *column == name) {
+                    row.push((name, value));
                 }
             }
-            if page.len() < PAGE_ROWS {
+            if !visit(row)? {
                 return Ok(());
             }
-            after = page.last().map(|(key, _)| key.clone());
         }
+        if page.len() < PAGE_ROWS {
+            return Ok(());
+        }
+        after = page.last().map(|(key, _)| key.clone());
     }
 }
 
@@ -152,10 +199,7 @@ fn tables(projection: &str) -> Option<Vec<(&'static dyn Rows, Columns)>> {
                 columns(&["run"], "run_state"),
             ),
             (&runs::query::SPANS, columns(&["run", "span"], "span_state")),
-            (
-                &runs::query::EVENTS,
-                columns(&["run", "span", "index"], "event"),
-            ),
+            (&RUN_EVENTS, columns(&["run", "span", "index"], "event")),
             (&runs::query::CHANGES, columns(&["run", "seq"], "change")),
             (&runs::query::ROLLUPS, columns(&["run"], "rollup")),
             (

@@ -59,6 +59,12 @@ pub struct Snapshot {
 impl Snapshot {
     /// Opens the log's tables in `txn`.
     pub(crate) fn new(txn: ReadTransaction) -> Result<Self> {
+        Self::shared(Arc::new(txn))
+    }
+
+    /// Opens the log's tables in `txn`, which others (projection tables read as of the same
+    /// commit) may share.
+    pub(crate) fn shared(txn: Arc<ReadTransaction>) -> Result<Self> {
         let meta = txn.open_table(META)?;
         Ok(Snapshot {
             format: super::read_format(&meta)?,
@@ -68,7 +74,7 @@ impl Snapshot {
             idempotency: txn.open_table(IDEMPOTENCY)?,
             checkpoints: txn.open_table(crate::projection::CHECKPOINTS)?,
             merkle: txn.open_table(MERKLE)?,
-            txn: Arc::new(txn),
+            txn,
         })
     }
 

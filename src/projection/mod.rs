@@ -212,6 +212,13 @@ pub enum ProjectionError {
         /// The table.
         table: String,
     },
+    /// A read of the log where none is at hand: through the tables a projection's `apply` is
+    /// handed (apply reads only its record and its own tables), or the bare tables of a
+    /// catch-up or replay. The transaction is abandoned.
+    #[error(
+        "the log is not readable here: a projection's apply reads only its record and its own tables"
+    )]
+    LogNotReadable,
     /// A record whose domain event breaks one of its projection's invariants: an event that
     /// `decide` never emits (a lease token that does not increase, an outbox row moved from a
     /// state that does not allow it, a span ended twice). Live commands cannot write one;

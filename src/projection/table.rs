@@ -20,8 +20,8 @@ use serde::de::DeserializeOwned;
 use super::key::{KeyCodec, key_bytes, key_from_bytes};
 use super::{Projection, ProjectionError};
 use crate::error::{Error, Result, guarded};
-use crate::log::read::Direction;
-use crate::record::{bincode_config, decode_bounded};
+use crate::log::read::{Direction, Snapshot, missing};
+use crate::record::{Position, Record, bincode_config, decode_bounded};
 
 pub(crate) fn definition(name: &str) -> TableDefinition<'_, &'static [u8], &'static [u8]> {
     TableDefinition::new(name)
@@ -31,6 +31,10 @@ pub(crate) fn definition(name: &str) -> TableDefinition<'_, &'static [u8], &'sta
 pub type RawRow = (Vec<u8>, Vec<u8>);
 
 /// Somewhere projection tables can be read: a snapshot or the write transaction.
+///
+/// It reads the log as well, as of the same commit: a row that points at the record behind
+/// it (a span event's row holds the record's position, not a copy of its payload) is read
+/// back through [`TableSource::log_record`].
 pub trait TableSource {
     /// The value bytes under `key` in `table`.
     fn get_raw(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>>;
@@ -43,6 +47,11 @@ pub trait TableSource {
         direction: Direction,
         limit: usize,
     ) -> Result<Vec<RawRow>>;
+    /// The log's record at `position`, as of the same commit as the tables; a position at or
+    /// past the head is [`Error::Corrupt`] (a row pointing there is damaged). A projection's
+    /// `apply` reads no log: the tables it is handed refuse with
+    /// [`ProjectionError::LogNotReadable`].
+    fn log_record(&self, position: Position) -> Result<Record>;
 }
 
 fn collect<'a, T: ReadableTable<&'static [u8], &'static [u8]>>(
@@ -97,15 +106,32 @@ pub struct ReadTables {
     refuse_behind: bool,
     /// The projections behind the head in this commit, `(name, next, head)`, read once.
     behind: OnceLock<Vec<(String, u64, u64)>>,
+    /// The read of the log the rows' positions point into: this commit's own, or for a
+    /// replay's tables (a file without a log) the snapshot that was replayed.
+    log: Arc<ReadTransaction>,
+    /// `log`'s tables, opened on the first record read.
+    log_tables: OnceLock<Snapshot>,
 }
 
 impl ReadTables {
     /// The live tables, refusing a projection behind the log.
     pub(crate) fn new(txn: Arc<ReadTransaction>) -> Self {
         ReadTables {
+            log: Arc::clone(&txn),
             txn,
             refuse_behind: true,
             behind: OnceLock::new(),
+            log_tables: OnceLock::new(),
+        }
+    }
+
+    /// These tables reading the records their rows point at from `log`: a replay's tables,
+    /// whose file holds no log, read the snapshot they were replayed from.
+    pub(crate) fn reading_log(self, log: Arc<ReadTransaction>) -> Self {
+        ReadTables {
+            log,
+            log_tables: OnceLock::new(),
+            ..self
         }
     }
 
@@ -145,6 +171,17 @@ impl ReadTables {
             .into()),
             None => Ok(()),
         }
+    }
+
+    /// The log's tables in `log`, opened once.
+    fn log_tables(&self) -> Result<&Snapshot> {
+        Ok(match self.log_tables.get() {
+            Some(snapshot) => snapshot,
+            None => {
+                let opened = Snapshot::shared(Arc::clone(&self.log))?;
+                self.log_tables.get_or_init(|| opened)
+            }
+        })
     }
 }
 
@@ -199,6 +236,14 @@ impl TableSource for ReadTables {
             Ok(table) => collect(&table, lower, upper, direction, limit),
             Err(TableError::TableDoesNotExist(_)) => Ok(Vec::new()),
             Err(error) => Err(error.into()),
+        })
+    }
+
+    fn log_record(&self, position: Position) -> Result<Record> {
+        guarded(|| {
+            self.log_tables()?
+                .get(position)?
+                .ok_or_else(|| missing(position))
         })
     }
 }
@@ -313,6 +358,12 @@ impl TableSource for TransactionTables<'_> {
             collect(opened, lower, upper, direction, limit)
         })
     }
+
+    /// The write transaction's tables alone read no log: they are what `apply`, catch-up and
+    /// a replay write through. A write session reads its log itself.
+    fn log_record(&self, _position: Position) -> Result<Record> {
+        Err(ProjectionError::LogNotReadable.into())
+    }
 }
 
 /// The writes of the write transaction, behind the scoped [`WriteTables`]. Sealed: only the
@@ -414,6 +465,11 @@ impl TableSource for WriteTables<'_> {
     ) -> Result<Vec<RawRow>> {
         self.own(table)?;
         self.all.range_raw(table, lower, upper, direction, limit)
+    }
+
+    /// Refused: `apply` reads only its record and its own tables.
+    fn log_record(&self, _position: Position) -> Result<Record> {
+        Err(ProjectionError::LogNotReadable.into())
     }
 }
 

@@ -12,7 +12,7 @@ use super::events::{
 };
 use super::query::{
     CHANGES, ChangeKind, EVENTS, OPEN_BY_WRITER, OPEN_ROLLUPS, OPEN_ROOTS_BY_HEARTBEAT,
-    OPEN_ROOTS_BY_START, ROLLUPS, RUNS, Run, RunChange, RunSeq, SPAN_RUNS, SPANS, Span, SpanEvent,
+    OPEN_ROOTS_BY_START, ROLLUPS, RUNS, Run, RunChange, RunSeq, SPAN_RUNS, SPANS, Span,
     UNPRUNED_BY_END,
 };
 use crate::error::{Error, Result};
@@ -287,18 +287,12 @@ fn event_appended(tables: &WriteTables<'_>, record: &Record, e: EventAppended) -
     check_seq(record, &run, e.seq)?;
     span.event_count = span.event_count.max(e.event_index.saturating_add(1));
     SPANS.insert(tables, &span_key, &span)?;
-    let event = SpanEvent {
-        run: e.run.clone(),
-        span: e.span.clone(),
-        event_index: e.event_index,
-        at_ms: record.at_ms,
-        event_type: e.event_type,
-        payload: e.payload,
-        truncated: e.truncated,
-        seq: RunSeq(e.seq),
-        position: record.position.0,
-    };
-    EVENTS.insert(tables, &(e.run, e.span.clone(), e.event_index), &event)?;
+    // The row points at this record, which holds the event's type, payload and seq.
+    EVENTS.insert(
+        tables,
+        &(e.run, e.span.clone(), e.event_index),
+        &record.position.0,
+    )?;
     record_change(
         tables,
         record,

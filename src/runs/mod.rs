@@ -144,7 +144,8 @@ impl Projection for Runs {
 
     fn version(&self) -> u32 {
         // 2: the open-rollup and span-id tables (`runs.open_rollups`, `runs.span_runs`).
-        2
+        // 3: `runs.events` rows hold the position of the event's record, not a copy of it.
+        3
     }
 
     fn tables(&self) -> &'static [&'static str] {

@@ -4,10 +4,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::events::{Attributes, BillingMode, SpanKind, SpanOrigin, SpanOutcome, SpanUsage};
-use crate::error::Result;
+use super::events::{
+    Attributes, BillingMode, RunEvent, SpanKind, SpanOrigin, SpanOutcome, SpanUsage,
+};
+use crate::error::{Error, Result};
+use crate::event::DomainEvent;
 use crate::log::read::Direction;
 use crate::projection::table::{Table, TableSource};
+use crate::record::Position;
 
 /// A run's sequence number: every change to a run's spans and events takes the next one, from
 /// 1, so a reader holding a run snapshot at seq `n` discards deltas at or below `n`.
@@ -133,7 +137,8 @@ impl Span {
     }
 }
 
-/// An event recorded on a span.
+/// An event recorded on a span. Its row in `runs.events` holds only the position of the
+/// record that appended it; the rest is read back from that record.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpanEvent {
     /// The run.
@@ -348,8 +353,10 @@ pub struct RunSnapshot {
 pub(crate) const RUNS: Table<String, Run> = Table::new("runs.runs");
 /// `runs.spans`: (run, span) → span.
 pub(crate) const SPANS: Table<(String, String), Span> = Table::new("runs.spans");
-/// `runs.events`: (run, span, event index) → span event.
-pub(crate) const EVENTS: Table<(String, String, u64), SpanEvent> = Table::new("runs.events");
+/// `runs.events`: (run, span, event index) → the log position of the record that appended the
+/// event. The event's type, payload, time and seq are that record's: the row points at them
+/// rather than copying them ([`event_at`] reads them back).
+pub(crate) const EVENTS: Table<(String, String, u64), u64> = Table::new("runs.events");
 /// `runs.changes`: (run, seq) → change.
 pub(crate) const CHANGES: Table<(String, u64), RunChange> = Table::new("runs.changes");
 /// `runs.open_by_writer`: (writer, run, span) of every open span.
@@ -415,7 +422,52 @@ pub fn spans(state: &dyn TableSource, run: &str) -> Result<Vec<Span>> {
 pub fn events(state: &dyn TableSource, run: &str, span: &str) -> Result<Vec<SpanEvent>> {
     let prefix = (run.to_owned(), span.to_owned());
     let rows = EVENTS.scan_prefix(state, &prefix, Direction::Forward, usize::MAX)?;
-    Ok(values(rows))
+    events_at(state, rows)
+}
+
+/// The span event of the `runs.events` row `key`, read back from the record at `position`
+/// that appended it. A record that is not that event is [`Error::CorruptProjection`].
+pub(crate) fn event_at(
+    state: &dyn TableSource,
+    (run, span, event_index): (String, String, u64),
+    position: u64,
+) -> Result<SpanEvent> {
+    let record = state.log_record(Position(position))?;
+    match RunEvent::from_record(&record)? {
+        Some(RunEvent::EventAppended(e))
+            if e.run == run && e.span == span && e.event_index == event_index =>
+        {
+            Ok(SpanEvent {
+                run: e.run,
+                span: e.span,
+                event_index: e.event_index,
+                at_ms: record.at_ms,
+                event_type: e.event_type,
+                payload: e.payload,
+                truncated: e.truncated,
+                seq: RunSeq(e.seq),
+                position,
+            })
+        }
+        _ => Err(Error::CorruptProjection {
+            table: EVENTS.name().to_owned(),
+            detail: format!(
+                "event {event_index} of span {span:?} of run {run:?} points at position \
+                 {position}, whose record ({}) is not that event",
+                record.kind
+            ),
+        }),
+    }
+}
+
+/// The span events of `runs.events` rows, in the rows' order.
+fn events_at(
+    state: &dyn TableSource,
+    rows: Vec<((String, String, u64), u64)>,
+) -> Result<Vec<SpanEvent>> {
+    rows.into_iter()
+        .map(|(key, position)| event_at(state, key, position))
+        .collect()
 }
 
 /// The seq of `run`'s latest change; 0 when it has none (or its detail was pruned).
@@ -451,7 +503,7 @@ pub fn snapshot(state: &dyn TableSource, run: &str) -> Result<Option<RunSnapshot
     };
     let spans = spans(state, run)?;
     let rows = EVENTS.scan_prefix(state, &(run.to_owned(),), Direction::Forward, usize::MAX)?;
-    let mut events = values(rows);
+    let mut events = events_at(state, rows)?;
     events.sort_by_key(|e| e.seq);
     let latest = CHANGES.scan_prefix(state, &(run.to_owned(),), Direction::Backward, 1)?;
     Ok(Some(RunSnapshot {
@@ -575,7 +627,7 @@ pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
     let all = Direction::Forward;
     let runs = values(RUNS.scan_prefix(state, &(), all, usize::MAX)?);
     let spans = values(SPANS.scan_prefix(state, &(), all, usize::MAX)?);
-    let events = values(EVENTS.scan_prefix(state, &(), all, usize::MAX)?);
+    let events = events_at(state, EVENTS.scan_prefix(state, &(), all, usize::MAX)?)?;
     let changes = values(CHANGES.scan_prefix(state, &(), all, usize::MAX)?);
     let open_by_writer: Vec<serde_json::Value> = OPEN_BY_WRITER
         .scan_prefix(state, &(), all, usize::MAX)?

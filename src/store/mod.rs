@@ -385,8 +385,9 @@ impl Store {
         })
         .map_err(|error| self.failed(error))?;
         let (result, appended_head) = {
-            let mut session =
-                guarded(|| WriteSession::open(&txn, &self.projections, &self.limits))?;
+            let mut session = guarded(|| {
+                WriteSession::open(&txn, self.database()?, &self.projections, &self.limits)
+            })?;
             let result = work(&mut session)?;
             let head = session.head();
             (result, guarded(|| session.finish())?.then_some(head))

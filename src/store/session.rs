@@ -1,21 +1,29 @@
 //! The write session: one redb write transaction in which appends go to the log and every
 //! new record is applied to every projection before the commit.
 
-use redb::WriteTransaction;
+use std::cell::OnceCell;
+use std::ops::Bound;
+
+use redb::{Database, ReadableDatabase, WriteTransaction};
 
 use crate::command::Command;
 use crate::error::Result;
+use crate::error::guarded;
 use crate::leases::LeaseGuard;
 use crate::log::Head;
 use crate::log::append::{AppendOutcome, ExpectedVersion, LogWriter};
+use crate::log::read::{Direction, Snapshot, missing};
 use crate::projection::Projections;
-use crate::projection::table::{TableSource, TransactionTables};
+use crate::projection::table::{RawRow, TableSource, TransactionTables};
 use crate::record::limits::Limits;
-use crate::record::{NewEvent, Record};
+use crate::record::{NewEvent, Position, Record};
 use crate::store::StoreError;
 
 /// Appends and commands inside one write transaction. Later commands see the effects of
 /// earlier ones.
+///
+/// It is the [`TableSource`] its commands decide on: the projection tables as of this point
+/// of the transaction, and the log's records, committed or appended in it.
 pub struct WriteSession<'txn> {
     txn: &'txn WriteTransaction,
     log: LogWriter<'txn>,
@@ -23,21 +31,37 @@ pub struct WriteSession<'txn> {
     projections: &'txn Projections,
     limits: &'txn Limits,
     appended: bool,
+    /// The database, for a read of the records committed before this transaction.
+    database: &'txn Database,
+    /// Those records, opened on the first read of one: the commit this transaction follows
+    /// (the write lock is held, so no other commit comes between).
+    committed: OnceCell<Snapshot>,
+    /// The head when the transaction began: the position of `written`'s first record.
+    first_written: Position,
+    /// The records this transaction appended, in order: the log writer keeps them in a
+    /// segment not yet stored, so rows pointing at them are read back from here.
+    written: Vec<Record>,
 }
 
 impl<'txn> WriteSession<'txn> {
     pub(crate) fn open(
         txn: &'txn WriteTransaction,
+        database: &'txn Database,
         projections: &'txn Projections,
         limits: &'txn Limits,
     ) -> Result<Self> {
+        let log = LogWriter::open(txn)?;
         Ok(WriteSession {
             txn,
-            log: LogWriter::open(txn)?,
+            first_written: log.head().next,
+            log,
             tables: TransactionTables::new(txn),
             projections,
             limits,
             appended: false,
+            database,
+            committed: OnceCell::new(),
+            written: Vec::new(),
         })
     }
 
@@ -47,9 +71,10 @@ impl<'txn> WriteSession<'txn> {
     }
 
     /// The projection tables as of this point of the transaction, for reading only: rows
-    /// are written by the projections' `apply`, from the records appended.
+    /// are written by the projections' `apply`, from the records appended. The records rows
+    /// point at are read from the log as of this point too.
     pub fn state(&self) -> &dyn TableSource {
-        &self.tables
+        self
     }
 
     /// A raw append (see [`crate::Store::append`]): kinds owned by a projection are refused.
@@ -86,6 +111,7 @@ impl<'txn> WriteSession<'txn> {
             self.projections.apply(&self.tables, record)?;
         }
         self.appended |= !records.is_empty();
+        self.written.extend(records);
         Ok(outcome)
     }
 
@@ -136,6 +162,7 @@ impl<'txn> WriteSession<'txn> {
                 })?;
         }
         self.appended |= !written.is_empty();
+        self.written.extend(written);
         Ok(())
     }
 
@@ -146,7 +173,7 @@ impl<'txn> WriteSession<'txn> {
 
     /// Decides `command` against the tables as they stand and appends what it decides.
     pub fn execute<C: Command>(&mut self, command: &C) -> Result<C::Outcome> {
-        let decision = command.decide(&self.tables)?;
+        let decision = command.decide(&*self)?;
         for emit in &decision.emits {
             let _ = self.append_applied(&emit.stream, emit.expected, &emit.events)?;
         }
@@ -161,5 +188,40 @@ impl<'txn> WriteSession<'txn> {
             self.projections.advance_checkpoints(self.txn)?;
         }
         Ok(self.appended)
+    }
+}
+
+impl TableSource for WriteSession<'_> {
+    fn get_raw(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.tables.get_raw(table, key)
+    }
+
+    fn range_raw(
+        &self,
+        table: &str,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<RawRow>> {
+        self.tables.range_raw(table, lower, upper, direction, limit)
+    }
+
+    fn log_record(&self, position: Position) -> Result<Record> {
+        let Some(index) = position.0.checked_sub(self.first_written.0) else {
+            let committed = match self.committed.get() {
+                Some(snapshot) => snapshot,
+                None => {
+                    let opened = guarded(|| Snapshot::new(self.database.begin_read()?))?;
+                    self.committed.get_or_init(|| opened)
+                }
+            };
+            return guarded(|| committed.get(position))?.ok_or_else(|| missing(position));
+        };
+        usize::try_from(index)
+            .ok()
+            .and_then(|index| self.written.get(index))
+            .cloned()
+            .ok_or_else(|| missing(position))
     }
 }

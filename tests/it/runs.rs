@@ -1427,3 +1427,85 @@ fn rebuild_reproduces_the_runs_state() -> TestResult {
     assert_eq!(runs::state_json(&store.state()?)?, before);
     assert_sound(&store)
 }
+
+/// Inside one write transaction, the events read back from the log: one committed before it
+/// and one appended in it (still in the log writer's pending segment).
+#[test]
+fn a_write_session_reads_events_committed_before_it_and_appended_in_it() -> TestResult {
+    let (_dir, store) = store();
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&event("r1", "root", "committed", None, T0 + 1))?;
+    let payloads = store.write(|session| {
+        let _ = session.execute(&event("r1", "root", "pending", None, T0 + 2))?;
+        let events = runs::events(session.state(), "r1", "root")?;
+        let snapshot = runs::snapshot(session.state(), "r1")?.expect("run r1");
+        assert_eq!(snapshot.events, events);
+        Ok(events
+            .into_iter()
+            .map(|e| (e.payload, e.at_ms))
+            .collect::<Vec<_>>())
+    })?;
+    assert_eq!(
+        payloads,
+        [
+            ("committed".to_owned(), T0 + 1),
+            ("pending".to_owned(), T0 + 2)
+        ]
+    );
+    Ok(())
+}
+
+/// A log written when `runs.events` rows copied each event (runs version 2) is rebuilt when
+/// it is opened: its rows then hold the positions of the events' records, and the events
+/// read the same.
+#[test]
+fn a_log_whose_event_rows_copy_the_events_is_rebuilt_on_open() -> TestResult {
+    use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+    let rows = TableDefinition::<&[u8], &[u8]>::new("runs.events");
+    let checkpoints = TableDefinition::<&str, (u32, u64)>::new("annals.checkpoints");
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("log.redb");
+    let store = Store::open(&path)?;
+    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    let _ = store.execute(&event("r1", "root", "first", None, T0 + 1))?;
+    let _ = store.execute(&event("r1", "root", "second", None, T0 + 2))?;
+    let events = runs::events(&store.state()?, "r1", "root")?;
+    store.close()?;
+    // Rewrite the rows as version 2 wrote them: each a copy of its event.
+    {
+        let db = redb::Database::open(&path)?;
+        let txn = db.begin_write()?;
+        {
+            let mut table = txn.open_table(rows)?;
+            let keys = table
+                .iter()?
+                .map(|row| row.map(|(key, _)| key.value().to_vec()))
+                .collect::<Result<Vec<_>, _>>()?;
+            assert_eq!(keys.len(), events.len());
+            let config = bincode::config::standard()
+                .with_little_endian()
+                .with_fixed_int_encoding();
+            for (key, event) in keys.iter().zip(&events) {
+                let copy = bincode::serde::encode_to_vec(event, config)?;
+                let _ = table.insert(key.as_slice(), copy.as_slice())?;
+            }
+            let _ = txn.open_table(checkpoints)?.insert("runs", (2, u64::MAX))?;
+        }
+        txn.commit()?;
+    }
+    let store = Store::open(&path)?;
+    assert_eq!(
+        store.snapshot()?.checkpoint("runs")?.map(|c| c.version),
+        Some(3)
+    );
+    assert_eq!(runs::events(&store.state()?, "r1", "root")?, events);
+    store.close()?;
+    let db = redb::Database::open(&path)?;
+    let txn = db.begin_read()?;
+    let table = txn.open_table(rows)?;
+    for row in table.iter()? {
+        // The position of the event's record, eight bytes.
+        assert_eq!(row?.1.value().len(), 8);
+    }
+    Ok(())
+}
