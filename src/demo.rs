@@ -27,7 +27,7 @@ use crate::registry::decide::{InstanceCommand, InstanceFields, RecordFuel, SetSe
 use crate::registry::{InstanceKind, Status};
 use crate::runs::decide::{RunCommand, SpanCommand};
 use crate::runs::events::{Attributes, BillingMode, SpanKind, SpanOrigin, SpanOutcome, SpanUsage};
-use crate::store::Store;
+use crate::store::{Durability, Store};
 
 /// The simulated clock's start on an empty log: 2026-01-01T00:00:00Z.
 pub const DEMO_EPOCH_MS: u64 = 1_767_225_600_000;
@@ -96,9 +96,25 @@ pub fn count_by_projection(
 }
 
 /// Runs the demo on `store` until it has appended at least `target_records` records, calling
-/// `progress` with the count so far after each command.
-pub fn run(
+/// `progress` with the count so far after each command. Every command commits durably, as a
+/// live host's (the command line calls [`run_with`]).
+#[cfg(feature = "testing")]
+pub fn run(store: &Store, target_records: u64, progress: impl FnMut(u64)) -> Result<DemoReport> {
+    run_with(store, Durability::Immediate, target_records, progress)
+}
+
+/// Records the demo writes between two durable commits when its commits are deferred.
+pub const DEMO_DEFERRED_FLUSH_RECORDS: u64 = 4_096;
+
+/// [`run`] with every command committed with `durability`. The records are the same whatever
+/// the durability. With [`Durability::Deferred`] (a store open in [`crate::Sharing::Exclusive`]
+/// mode) the demo makes its commits durable with [`Store::flush`] every
+/// [`DEMO_DEFERRED_FLUSH_RECORDS`] records and before it returns: a large log is written in
+/// minutes rather than at one fsync per command, and redb's record of the pages that
+/// non-durable commits freed, held in memory until a durable one, stays small.
+pub fn run_with(
     store: &Store,
+    durability: Durability,
     target_records: u64,
     mut progress: impl FnMut(u64),
 ) -> Result<DemoReport> {
@@ -109,15 +125,24 @@ pub fn run(
             .map_or(DEMO_EPOCH_MS, |r| r.at_ms),
         None => DEMO_EPOCH_MS,
     };
-    let mut sim = Simulation::new(store, start.next.0, resume_ms.max(DEMO_EPOCH_MS) + 1);
+    let committer = Committer { store, durability };
+    let mut sim = Simulation::new(committer, start.next.0, resume_ms.max(DEMO_EPOCH_MS) + 1);
     sim.setup()?;
+    let mut flushed = 0;
     loop {
         let written = store.head()?.next.0 - start.next.0;
         progress(written);
         if written >= target_records {
             break;
         }
+        if durability == Durability::Deferred && written - flushed >= DEMO_DEFERRED_FLUSH_RECORDS {
+            store.flush()?;
+            flushed = written;
+        }
         sim.tick()?;
+    }
+    if durability == Durability::Deferred {
+        store.flush()?;
     }
     let head = store.head()?;
     Ok(DemoReport {
@@ -146,8 +171,48 @@ struct AgentState {
     asleep_until_ms: u64,
 }
 
-struct Simulation<'s> {
+/// The store as the simulation writes to it: each command in a transaction of its own,
+/// committed with the demo's durability. Its methods are the store's, so the simulation's
+/// steps read as a host's calls.
+struct Committer<'s> {
     store: &'s Store,
+    durability: Durability,
+}
+
+impl Committer<'_> {
+    fn execute<C: crate::command::Command>(&self, command: &C) -> Result<C::Outcome> {
+        self.store
+            .write_with(self.durability, |session| session.execute(command))
+    }
+
+    fn append_guarded(
+        &self,
+        stream: &str,
+        expected: ExpectedVersion,
+        events: &[NewEvent],
+        guard: &LeaseGuard,
+    ) -> Result<crate::log::append::AppendOutcome> {
+        self.store.write_with(self.durability, |session| {
+            session.guard(guard)?;
+            session.append(stream, expected, events)
+        })
+    }
+
+    fn head(&self) -> Result<Head> {
+        self.store.head()
+    }
+
+    fn get(&self, position: crate::record::Position) -> Result<Option<crate::record::Record>> {
+        self.store.get(position)
+    }
+
+    fn state(&self) -> Result<crate::projection::table::ReadTables> {
+        self.store.state()
+    }
+}
+
+struct Simulation<'s> {
+    store: Committer<'s>,
     rng: Rng,
     now_ms: u64,
     /// Names made unique per demo session, so a rerun on the same file starts fresh entities.
@@ -186,7 +251,7 @@ fn root_span(run: &str) -> String {
 }
 
 impl<'s> Simulation<'s> {
-    fn new(store: &'s Store, session: u64, now_ms: u64) -> Self {
+    fn new(store: Committer<'s>, session: u64, now_ms: u64) -> Self {
         Simulation {
             store,
             rng: Rng::new(0x00A7_7A15 ^ session),

@@ -305,6 +305,11 @@ pub(crate) struct DemoArgs {
     /// Append at least this many records.
     #[arg(long, default_value_t = 10_000)]
     pub(crate) records: u64,
+    /// How each command commits: `immediate` (one fsync per command, as a live host) or
+    /// `deferred` (durable every 4096 records and at the end; needs `--sharing exclusive`):
+    /// the same records, written in minutes at a million.
+    #[arg(long, default_value = "immediate", value_parser = parse_demo_durability)]
+    pub(crate) durability: crate::store::Durability,
     /// Print a JSON object instead of text (and errors as a JSON object on stderr).
     #[arg(long)]
     pub(crate) json: bool,
@@ -467,4 +472,15 @@ pub(crate) struct FollowArgs {
     pub(crate) subject: String,
     /// The local log (created when missing); it must be a prefix of the stream.
     pub(crate) db: PathBuf,
+}
+
+/// `immediate` or `deferred`: the demo's commits' durability.
+fn parse_demo_durability(text: &str) -> Result<crate::store::Durability, String> {
+    match text {
+        "immediate" => Ok(crate::store::Durability::Immediate),
+        "deferred" => Ok(crate::store::Durability::Deferred),
+        _ => Err(format!(
+            "{text:?} is not a durability: immediate or deferred"
+        )),
+    }
 }

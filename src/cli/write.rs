@@ -19,7 +19,7 @@ use crate::error::Error;
 use crate::log::append::{AppendError, AppendOutcome};
 use crate::record::NewEvent;
 use crate::record::limits::{Field, LimitError};
-use crate::store::{ImportStage, Store, StoreOptions};
+use crate::store::{Durability, ImportStage, Store, StoreOptions};
 
 pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
     // The event is made before the file is opened, so a bad payload file or clock leaves no
@@ -221,9 +221,20 @@ fn wait_for_step(done: u64) {
 }
 
 pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
+    if args.durability == Durability::Deferred && args.access.sharing.is_shared() {
+        return Err(Failure::of(
+            Kind::Usage,
+            format!(
+                "--durability deferred needs --sharing exclusive: redb commits durably in {} mode",
+                args.access.sharing
+            ),
+        ));
+    }
     let store = open_for_writing(&args.db, true, &args.access)?;
     let mut line = ProgressLine::new("demo", args.records);
-    let report = crate::demo::run(&store, args.records, |done| line.update(done));
+    let report = crate::demo::run_with(&store, args.durability, args.records, |done| {
+        line.update(done)
+    });
     line.finish();
     let report = report?;
     let verified = verify_showing_progress(&store)?;

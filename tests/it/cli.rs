@@ -425,6 +425,45 @@ fn demo_writes_every_projection_and_verify_passes() {
     log.ok("verify", &[]);
 }
 
+/// `demo --durability deferred` writes the records the durable demo writes, byte for byte
+/// (the same export file), past one of its intermediate flushes; it needs an exclusive store.
+#[test]
+fn demo_with_deferred_commits_writes_the_same_records() {
+    let records = (annals::testing::internals::demo::DEMO_DEFERRED_FLUSH_RECORDS + 200).to_string();
+    let durable = Log::new();
+    durable.ok("demo", &["--records", &records]);
+    let deferred = Log::new();
+    let refused = exits(
+        deferred.run("demo", &["--records", &records, "--durability", "deferred"]),
+        2,
+    );
+    assert!(
+        stderr(&refused).contains("--sharing exclusive"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(!deferred.db.exists(), "a refused demo creates no file");
+    let output = deferred.ok(
+        "demo",
+        &[
+            "--records",
+            &records,
+            "--durability",
+            "deferred",
+            "--sharing",
+            "exclusive",
+        ],
+    );
+    assert!(output.contains("verify: sound"), "{output}");
+    let exports = [&durable, &deferred].map(|log| {
+        let file = log.dir.path().join("log.export");
+        log.ok("export", &[file.to_str().expect("a UTF-8 path")]);
+        std::fs::read(&file).expect("the export file")
+    });
+    assert!(exports[0].len() > 100_000, "{} bytes", exports[0].len());
+    assert!(exports[0] == exports[1], "the exports differ");
+}
+
 #[test]
 fn state_json_is_the_same_bytes_before_and_after_rebuild() {
     let log = Log::new();
