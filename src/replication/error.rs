@@ -49,12 +49,21 @@ pub enum ReplicationError {
         /// What is wrong.
         detail: String,
     },
-    /// A shared-log command decided several records: they could not be published atomically
-    /// (another host could publish between them), so the command is refused whole.
-    #[error("a shared-log command must append at most one record; this one decided {records}")]
-    SpansRecords {
-        /// How many records it decided.
+    /// Records that do not fit in one message ([`super::wire::MESSAGE_BYTES_MAX`]): a record too
+    /// large on its own, or a shared-log command whose records together are. Nothing of them
+    /// was published.
+    #[error(
+        "{records} records from position {position} take {bytes} bytes as one message; the limit is {limit}"
+    )]
+    TooLarge {
+        /// The first record's position.
+        position: Position,
+        /// How many records the message would hold.
         records: u64,
+        /// The message's size.
+        bytes: u64,
+        /// The largest message.
+        limit: u64,
     },
     /// The local log failed.
     #[error("the local log: {0}")]
