@@ -39,4 +39,4 @@ pub use error::ReplicationError;
 pub use follower::{Follower, FollowerOptions};
 pub use publisher::{Publisher, PublisherStatus, ReplicatingWriter};
 pub use shared::{SharedLog, SharedOptions, SharedOutcome};
-pub use stream::{ReplicatedLog, connect};
+pub use stream::{REPLICAS_DEFAULT, ReplicatedLog, connect};
