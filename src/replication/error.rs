@@ -41,10 +41,11 @@ pub enum ReplicationError {
         /// How many records the stream holds.
         stream_records: u64,
     },
-    /// A message of the stream is not a sound record for its position.
+    /// A message of the stream does not hold sound records for its positions.
     #[error("the stream's record at position {position} is damaged: {detail}")]
     Damaged {
-        /// Its position (stream sequence minus one).
+        /// The position of the damaged record (0 when even the message's frame header is
+        /// unreadable).
         position: Position,
         /// What is wrong.
         detail: String,

@@ -53,7 +53,7 @@ impl Default for SharedOptions {
 
 /// Decisions of one command before it gives up, unless told otherwise.
 pub const ATTEMPTS_MAX_DEFAULT: u32 = 64;
-/// Messages applied in one local transaction while catching up.
+/// Records after which a local transaction takes no further message while catching up.
 const CATCH_UP_BATCH_RECORDS: usize = 4096;
 
 /// What a shared-log command came to.
