@@ -239,4 +239,11 @@ impl Subscription {
             }
         }
     }
+
+    /// The next record if one has already been read, without reading or waiting: lets a
+    /// consumer gather what is at hand (a replication publisher filling a message) before it
+    /// awaits [`Subscription::next`] again.
+    pub fn next_ready(&mut self) -> Option<Record> {
+        self.chunk.pop_front()
+    }
 }

@@ -1,5 +1,6 @@
 //! `annals replicate` and `annals follow` (the `jetstream` feature): a log published to, or
-//! followed from, a NATS JetStream stream until interrupted, with progress on standard error.
+//! followed from, a NATS JetStream stream until interrupted (SIGINT or SIGTERM), with progress
+//! on standard error.
 //! Everything they do is `annals::replication`'s; this file only wires it to the arguments.
 
 use std::path::Path;
@@ -71,7 +72,7 @@ pub(crate) fn replicate(args: ReplicateArgs) -> Result<ExitCode, Failure> {
         tokio::select! {
             error = publisher.run() => Err(failure(error)),
             _ = progress => Ok(ExitCode::SUCCESS),
-            _ = tokio::signal::ctrl_c() => Ok(ExitCode::SUCCESS),
+            interrupted = interrupted() => interrupted.map(|()| ExitCode::SUCCESS),
         }
     })
 }
@@ -101,9 +102,28 @@ pub(crate) fn follow(args: FollowArgs) -> Result<ExitCode, Failure> {
         tokio::select! {
             error = follower.run() => Err(failure(error)),
             _ = progress => Ok(ExitCode::SUCCESS),
-            _ = tokio::signal::ctrl_c() => Ok(ExitCode::SUCCESS),
+            interrupted = interrupted() => interrupted.map(|()| ExitCode::SUCCESS),
         }
     })
+}
+
+/// Waits for SIGINT (Ctrl-C) or, on Unix, SIGTERM: either ends `replicate` and `follow`
+/// cleanly (exit 0). What was appended is committed; a publish in flight is published again by
+/// the next run or deduplicated.
+async fn interrupted() -> Result<(), Failure> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate())?;
+        tokio::select! {
+            interrupted = tokio::signal::ctrl_c() => Ok(interrupted?),
+            _ = terminate.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(tokio::signal::ctrl_c().await?)
+    }
 }
 
 /// A fork, a refusal or a damaged record is a finding (exit 1); a bad subject or NATS out of

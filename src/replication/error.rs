@@ -41,20 +41,30 @@ pub enum ReplicationError {
         /// How many records the stream holds.
         stream_records: u64,
     },
-    /// A message of the stream is not a sound record for its position.
+    /// A message of the stream does not hold sound records for its positions.
     #[error("the stream's record at position {position} is damaged: {detail}")]
     Damaged {
-        /// Its position (stream sequence minus one).
+        /// The position of the damaged record (0 when even the message's frame header is
+        /// unreadable).
         position: Position,
         /// What is wrong.
         detail: String,
     },
-    /// A shared-log command decided several records: they could not be published atomically
-    /// (another host could publish between them), so the command is refused whole.
-    #[error("a shared-log command must append at most one record; this one decided {records}")]
-    SpansRecords {
-        /// How many records it decided.
+    /// Records that do not fit in one message ([`super::wire::MESSAGE_BYTES_MAX`]): a record too
+    /// large on its own, or a shared-log command whose records together are. Nothing of them
+    /// was published.
+    #[error(
+        "{records} records from position {position} take {bytes} bytes as one message; the limit is {limit}"
+    )]
+    TooLarge {
+        /// The first record's position.
+        position: Position,
+        /// How many records the message would hold.
         records: u64,
+        /// The message's size.
+        bytes: u64,
+        /// The largest message.
+        limit: u64,
     },
     /// The local log failed.
     #[error("the local log: {0}")]

@@ -1,13 +1,15 @@
 //! The replica side: a local log that takes the stream's records, each checked before it is
 //! kept.
 //!
-//! A [`Follower`]'s checkpoint is its local head: it reads the stream from the sequence after
-//! it (an ordered consumer, recreated after any trouble from where it stopped), and for each
-//! message checks the record at its position ([`wire::checked_record`]: hashes and the message
-//! id), its link to the local head (`prev`), then appends whole batches sealed in one local
-//! transaction, every projection applied as on the writer. A record that does not chain is a
-//! fork, named by its position; nothing after it is taken. This module is also how a
-//! [`super::SharedLog`] host catches up.
+//! A [`Follower`]'s checkpoint is its local head: at start it finds the message that holds
+//! the local log's last record ([`super::stream`]'s search by position), requires that record
+//! to be the local one, and reads the stream from the message after it (an ordered consumer,
+//! recreated after any trouble from where it stopped). For each message it checks every record
+//! ([`wire::checked_records`]: hashes, positions, the chain inside the message, the message
+//! id) and the first one's link to the local head (`prev`), then appends whole messages sealed
+//! in one local transaction (a message is never split across two), every projection applied
+//! as on the writer. A record that does not chain is a fork, named by its position; nothing
+//! after it is taken. This module is also how a [`super::SharedLog`] host catches up.
 
 use std::sync::Arc;
 
@@ -17,7 +19,9 @@ use futures::StreamExt;
 use tokio::sync::{mpsc, watch};
 
 use super::publisher::Publisher;
-use super::stream::{PAUSE_MIN, ReplicatedLog, record_at, retry, stream_records};
+use super::stream::{
+    PAUSE_MIN, ReplicatedLog, last_sequence, records_of, retry, sequence_holding, stream_end,
+};
 use super::{ReplicationError, wire};
 use crate::log::Head;
 use crate::record::{Position, Record};
@@ -26,7 +30,8 @@ use crate::store::{Durability, Store, WriteSession};
 /// How a follower reads and writes.
 #[derive(Clone, Copy, Debug)]
 pub struct FollowerOptions {
-    /// Most records appended in one local transaction.
+    /// Records after which a local transaction takes no further message (whole messages are
+    /// appended, so one message larger than this is still one transaction).
     pub batch_records: usize,
     /// How the local transactions commit ([`Durability::Immediate`] by default).
     pub durability: Durability,
@@ -53,6 +58,33 @@ pub(crate) struct Arrived {
     sequence: u64,
     message: async_nats::Message,
     id: Option<String>,
+}
+
+impl Arrived {
+    /// How many records its frame says it holds (0 when its header is damaged: the check
+    /// before appending refuses it).
+    fn records(&self) -> usize {
+        wire::frame_span(&self.message.payload).map_or(0, |(_, records)| records as usize)
+    }
+}
+
+/// What the local log holds of the stream: the last message whose records it holds (all of
+/// them, and none after), and its head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Applied {
+    /// That message's sequence (0 before the first).
+    pub sequence: u64,
+    /// The local head.
+    pub head: Head,
+}
+
+/// Where a host starts reading the stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Start {
+    /// The first message to read.
+    pub from: u64,
+    /// The last message the local log already holds whole.
+    pub applied: u64,
 }
 
 /// A local log following a stream; see the module docs.
@@ -110,9 +142,9 @@ impl Follower {
     /// the local head's next position.
     pub async fn catch_up(&self) -> Result<Position, ReplicationError> {
         let stream = self.open_stream().await?;
-        let records = stream_records(&stream).await?;
+        let last = last_sequence(&stream).await?;
         loop {
-            match self.follow(Some(records)).await {
+            match self.follow(Some(last)).await {
                 Err(ReplicationError::Nats { .. }) => tokio::time::sleep(PAUSE_MIN).await,
                 other => return other,
             }
@@ -137,48 +169,65 @@ impl Follower {
         .await
     }
 
-    /// Follows until the local log holds `until` records (forever with `None`).
+    /// Follows until the local log holds the stream's messages up to sequence `until`
+    /// (forever with `None`).
     async fn follow(&self, until: Option<u64>) -> Result<Position, ReplicationError> {
         let stream = self.open_stream().await?;
-        let records = stream_records(&stream).await?;
-        let mut head = self.store.head()?;
-        check_start(&stream, records, head).await?;
-        let done = |head: Head| until.is_some_and(|until| head.next.0 >= until);
-        if done(head) {
+        let head = self.store.head()?;
+        let start = check_start(&stream, head).await?;
+        let done = |sequence: u64| until.is_some_and(|until| sequence >= until);
+        if done(start.applied) {
             return Ok(head.next);
         }
-        let mut inbox = Inbox::start(stream, self.log.subject(), head.next);
+        let mut inbox = Inbox::start(stream, self.log.subject(), start.from);
         loop {
             let batch = inbox.next_batch(self.options.batch_records).await?;
-            head = apply_checked(&self.store, batch, self.options.durability).await?;
-            self.head.send_replace(head.next);
-            if done(head) {
-                return Ok(head.next);
+            let applied = apply_checked(&self.store, batch, self.options.durability).await?;
+            self.head.send_replace(applied.head.next);
+            if done(applied.sequence) {
+                return Ok(applied.head.next);
             }
         }
     }
 }
 
-/// Refuses a local log the stream does not continue: one longer than the stream, or whose last
-/// record is not the stream's at that position.
+/// Where a host whose local log ends at `head` starts reading the stream. Refuses a local log
+/// the stream does not continue: one longer than the stream, or whose last record is not the
+/// stream's at that position. When the local head lies inside a message (a log copied up to
+/// a position), reading starts at that message: its records the log holds are checked again
+/// and the rest appended.
 pub(crate) async fn check_start(
     stream: &stream::Stream,
-    records: u64,
     head: Head,
-) -> Result<(), ReplicationError> {
-    if head.next.0 > records {
+) -> Result<Start, ReplicationError> {
+    let end = stream_end(stream).await?;
+    let Some(last) = head.next.0.checked_sub(1).map(Position) else {
+        return Ok(Start {
+            from: 1,
+            applied: 0,
+        });
+    };
+    if head.next > end.next {
         return Err(ReplicationError::Fork {
-            position: Position(records),
+            position: end.next,
             detail: format!(
-                "the local log holds {} records, the stream {records}",
-                head.next
+                "the local log holds {} records, the stream {}",
+                head.next, end.next
             ),
         });
     }
-    let Some(last) = head.next.0.checked_sub(1).map(Position) else {
-        return Ok(());
+    let sequence = if end.last_hash == Some(head.hash) && head.next == end.next {
+        end.sequence
+    } else {
+        sequence_holding(stream, last, end.sequence).await?
     };
-    let theirs = record_at(stream, last).await?;
+    let records = records_of(stream, sequence).await?;
+    let Some(theirs) = records.iter().find(|record| record.position == last) else {
+        return Err(ReplicationError::Damaged {
+            position: last,
+            detail: format!("message {sequence} was found to hold it, but does not"),
+        });
+    };
     if theirs.hash != head.hash {
         return Err(ReplicationError::Fork {
             position: last,
@@ -188,7 +237,18 @@ pub(crate) async fn check_start(
             ),
         });
     }
-    Ok(())
+    let whole = records.last().is_some_and(|record| record.position == last);
+    Ok(if whole {
+        Start {
+            from: sequence + 1,
+            applied: sequence,
+        }
+    } else {
+        Start {
+            from: sequence,
+            applied: sequence - 1,
+        }
+    })
 }
 
 /// The stream's messages from a sequence on, read ahead by a task (ended on drop).
@@ -204,15 +264,15 @@ impl Drop for Inbox {
 }
 
 impl Inbox {
-    /// Reads `subject`'s messages from the one holding the record at `from` on.
-    pub(crate) fn start(stream: stream::Stream, subject: &str, from: Position) -> Self {
+    /// Reads `subject`'s messages from the one of sequence `from` on.
+    pub(crate) fn start(stream: stream::Stream, subject: &str, from: u64) -> Self {
         let (sender, receiver) = mpsc::channel(INBOX_MESSAGES);
         let subject = subject.to_owned();
         let reader = tokio::spawn(read_messages(stream, subject, from, sender));
         Inbox { receiver, reader }
     }
 
-    /// The next message and those already waiting behind it, at most `most`.
+    /// The next message and those already waiting behind it, until they hold `most` records.
     pub(crate) async fn next_batch(
         &mut self,
         most: usize,
@@ -220,38 +280,48 @@ impl Inbox {
         let first = self.receiver.recv().await.ok_or(ReplicationError::Nats {
             detail: "the stream's reader stopped".into(),
         })??;
+        let records = first.records();
         let mut batch = vec![first];
-        while batch.len() < most {
-            match self.receiver.try_recv() {
-                Ok(arrived) => batch.push(arrived?),
-                Err(_) => break,
-            }
-        }
+        self.take_waiting(&mut batch, records, most)?;
         Ok(batch)
     }
 
-    /// The messages already waiting, without waiting for more.
+    /// The messages already waiting, until they hold `most` records, without waiting for more.
     pub(crate) fn waiting(&mut self, most: usize) -> Result<Vec<Arrived>, ReplicationError> {
         let mut batch = Vec::new();
-        while batch.len() < most {
+        self.take_waiting(&mut batch, 0, most)?;
+        Ok(batch)
+    }
+
+    fn take_waiting(
+        &mut self,
+        batch: &mut Vec<Arrived>,
+        mut records: usize,
+        most: usize,
+    ) -> Result<(), ReplicationError> {
+        while records < most {
             match self.receiver.try_recv() {
-                Ok(arrived) => batch.push(arrived?),
+                Ok(arrived) => {
+                    let arrived = arrived?;
+                    records += arrived.records();
+                    batch.push(arrived);
+                }
                 Err(_) => break,
             }
         }
-        Ok(batch)
+        Ok(())
     }
 }
 
-/// Sends every message from the record at `from` on, in sequence order, each once: an ordered
+/// Sends every message from sequence `from` on, in sequence order, each once: an ordered
 /// consumer, created again from the next sequence due after any error.
 async fn read_messages(
     stream: stream::Stream,
     subject: String,
-    from: Position,
+    from: u64,
     sender: mpsc::Sender<Result<Arrived, ReplicationError>>,
 ) {
-    let mut next = wire::sequence_of(from);
+    let mut next = from;
     loop {
         let config = pull::OrderedConfig {
             filter_subject: subject.clone(),
@@ -297,66 +367,73 @@ async fn read_messages(
 }
 
 /// Checks `batch` against the local log and appends the records it lacks, sealed, in one
-/// transaction; returns the new head. A message for a position the log already holds must be
-/// the local record there (a shared host reads its own records back); a message past the head
-/// is a gap, refused as a NATS error so the caller reads again from the head.
+/// transaction; returns what the log then holds. A record at a position the log already holds
+/// must be the local record there (a shared host reads its own messages back); a message that
+/// starts past the head is a gap, refused as a NATS error so the caller reads again.
 pub(crate) async fn apply_checked(
     store: &Arc<Store>,
     batch: Vec<Arrived>,
     durability: Durability,
-) -> Result<Head, ReplicationError> {
+) -> Result<Applied, ReplicationError> {
     let store = Arc::clone(store);
     tokio::task::spawn_blocking(move || {
-        let mut head = store.head()?;
-        let mut records: Vec<Record> = Vec::with_capacity(batch.len());
+        let held = store.head()?;
+        let mut head = held;
+        let mut sequence = 0;
+        let mut records: Vec<Record> = Vec::new();
         for arrived in batch {
-            let record = wire::checked_record(
-                &arrived.message.payload,
-                arrived.sequence,
-                arrived.id.as_deref(),
-            )?;
-            let position = record.position;
-            if position < head.next {
-                let ours = store.get(position)?;
-                if ours.as_ref().map(|ours| ours.hash) != Some(record.hash) {
+            let message = wire::checked_records(&arrived.message.payload, arrived.id.as_deref())?;
+            let first = message[0].position;
+            if first > head.next {
+                return Err(ReplicationError::Nats {
+                    detail: format!(
+                        "the stream's message {} starts at position {first} when {} was due",
+                        arrived.sequence, head.next
+                    ),
+                });
+            }
+            for record in message {
+                let position = record.position;
+                if position < head.next {
+                    let ours = if position < held.next {
+                        store.get(position)?.map(|ours| ours.hash)
+                    } else {
+                        // A message repeating records of an earlier one in this batch: no
+                        // sound stream holds one.
+                        None
+                    };
+                    if ours != Some(record.hash) {
+                        return Err(ReplicationError::Fork {
+                            position,
+                            detail: format!(
+                                "the stream's record hashes to {}, the local one differs",
+                                record.hash
+                            ),
+                        });
+                    }
+                    continue;
+                }
+                if record.prev != head.hash {
                     return Err(ReplicationError::Fork {
                         position,
                         detail: format!(
-                            "the stream's record hashes to {}, the local one differs",
-                            record.hash
+                            "the stream's record chains from {}, the local head is {}",
+                            record.prev, head.hash
                         ),
                     });
                 }
-                continue;
+                head = Head {
+                    next: Position(position.0 + 1),
+                    hash: record.hash,
+                };
+                records.push(record);
             }
-            if position > head.next {
-                return Err(ReplicationError::Nats {
-                    detail: format!(
-                        "the stream gave position {position} when {} was due",
-                        head.next
-                    ),
-                });
-            }
-            if record.prev != head.hash {
-                return Err(ReplicationError::Fork {
-                    position,
-                    detail: format!(
-                        "the stream's record chains from {}, the local head is {}",
-                        record.prev, head.hash
-                    ),
-                });
-            }
-            head = Head {
-                next: Position(position.0 + 1),
-                hash: record.hash,
-            };
-            records.push(record);
+            sequence = arrived.sequence;
         }
-        if records.is_empty() {
-            return Ok(head);
+        if !records.is_empty() {
+            store.write_with(durability, |session| append_runs(session, &records))?;
         }
-        store.write_with(durability, |session| append_runs(session, &records))?;
-        Ok(head)
+        Ok(Applied { sequence, head })
     })
     .await
     .map_err(|error| ReplicationError::Nats {

@@ -3,13 +3,20 @@
 //!
 //! [`Publisher::run`] reads the local log through a [`crate::subscribe::Subscription`] (history,
 //! then each commit as it lands), so the log itself is the queue: the writer never waits for
-//! the network, and after a restart, a reconnect or a refused publish the publisher starts again
-//! from the stream's last sequence. At most [`IN_FLIGHT_MAX`] publishes await their
-//! acknowledgement at once (the backpressure: the subscription is read only when there is room).
-//! Each publish names the sequence the stream must end at (`position`), so a stream another
-//! writer has moved refuses it; the publisher then finds the stream no longer a prefix of its
-//! log and stops with [`ReplicationError::Superseded`] or [`ReplicationError::Fork`]. It never
-//! publishes over a record the stream holds.
+//! the network. Each message is a run of consecutive records ([`wire::Frame`]): the records at
+//! hand when it is built, at most [`MESSAGE_RECORDS_MAX`] and [`wire::MESSAGE_BYTES_MAX`]; a
+//! writer committing one record at a time publishes one message per record, a backlog goes in
+//! large messages.
+//!
+//! The publisher keeps the stream's last sequence in memory. At start, and again after a
+//! reconnect or a refused publish, it reads the stream's last message: its sequence, and the
+//! position its last record ends at, is where publishing resumes (`stream_end`). At most
+//! [`IN_FLIGHT_MAX`] messages and [`IN_FLIGHT_BYTES_MAX`] bytes await their acknowledgement at
+//! once (the backpressure: the subscription is read only when there is room). Each publish
+//! names the sequence the stream must end at before it, so a stream another writer has moved
+//! refuses it; the publisher then finds the stream no longer a prefix of its log and stops with
+//! [`ReplicationError::Superseded`] or [`ReplicationError::Fork`]. It never publishes over a
+//! record the stream holds.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -17,20 +24,28 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::Arc;
 
+use async_nats::jetstream;
 use async_nats::jetstream::context::{Publish, PublishError, PublishErrorKind};
 use async_nats::jetstream::publish::PublishAck;
-use async_nats::jetstream::{self, stream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::stream::{PAUSE_MIN, ReplicatedLog, record_at, stream_records};
+use super::stream::{PAUSE_MIN, ReplicatedLog, StreamEnd, stream_end};
 use super::{ReplicationError, wire};
+use crate::hash::Digest;
 use crate::record::Position;
 use crate::store::{Durability, Store, WriteSession};
-use crate::subscribe::subscribe;
+use crate::subscribe::{Subscription, subscribe};
 
-/// Most publishes awaiting their acknowledgement at once.
+/// Most messages awaiting their acknowledgement at once.
 pub const IN_FLIGHT_MAX: usize = 1024;
+/// Most bytes of messages awaiting their acknowledgement at once.
+pub const IN_FLIGHT_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// Most records in one message of a publisher.
+pub const MESSAGE_RECORDS_MAX: u32 = 1024;
+
+const _: () = assert!(IN_FLIGHT_MAX > 0 && MESSAGE_RECORDS_MAX > 0);
+const _: () = assert!(IN_FLIGHT_BYTES_MAX >= wire::MESSAGE_BYTES_MAX);
 
 /// Where a publisher stands.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -46,6 +61,24 @@ pub struct PublisherStatus {
 }
 
 type AckFuture = Pin<Box<dyn Future<Output = Result<PublishAck, PublishError>> + Send>>;
+
+/// A message published and not yet acknowledged.
+struct InFlight {
+    /// The sequence it must be stored at.
+    sequence: u64,
+    /// The position after its last record.
+    end: Position,
+    /// Its size.
+    bytes: usize,
+    ack: AckFuture,
+}
+
+/// A record read from the log and encoded for the wire.
+struct Encoded {
+    position: Position,
+    hash: Digest,
+    stored: Vec<u8>,
+}
 
 /// Publishes a local log's committed records to its stream; see the module docs.
 pub struct Publisher {
@@ -92,11 +125,10 @@ impl Publisher {
         };
         loop {
             let resumed = async {
-                let records = stream_records(&stream).await?;
-                self.check_prefix(&stream, records).await?;
-                self.status
-                    .send_modify(|status| status.stored = Position(records));
-                self.publish_from(Position(records)).await
+                let end = stream_end(&stream).await?;
+                self.check_prefix(end)?;
+                self.status.send_modify(|status| status.stored = end.next);
+                self.publish_from(end).await
             };
             match resumed.await {
                 Err(ReplicationError::Nats { .. }) => {
@@ -109,96 +141,111 @@ impl Publisher {
         }
     }
 
-    /// Refuses unless the stream's `records` records are the local log's first ones: the
-    /// stream must not be longer, and its last record must be the local one at its position
-    /// (the chain makes that record stand for all before it).
-    async fn check_prefix(
-        &self,
-        stream: &stream::Stream,
-        records: u64,
-    ) -> Result<(), ReplicationError> {
+    /// Refuses unless the stream's records are the local log's first ones: the stream must
+    /// not be longer, and its last record must be the local one at its position (the chain
+    /// makes that record stand for all before it).
+    fn check_prefix(&self, end: StreamEnd) -> Result<(), ReplicationError> {
         let head = self.store.head()?;
-        if records > head.next.0 {
+        if end.next > head.next {
             return Err(ReplicationError::Superseded {
                 position: head.next,
-                stream_records: records,
+                stream_records: end.next.0,
             });
         }
-        let Some(last) = records.checked_sub(1).map(Position) else {
+        let (Some(theirs), Some(last)) = (end.last_hash, end.next.0.checked_sub(1)) else {
             return Ok(());
         };
-        let theirs = record_at(stream, last).await?;
+        let last = Position(last);
         let ours = self.store.get(last)?.ok_or(crate::error::Error::Corrupt {
             position: last,
             problem: Box::new(crate::record::problem::Problem::Missing),
         })?;
-        if theirs.hash != ours.hash {
+        if theirs != ours.hash {
             return Err(ReplicationError::Fork {
                 position: last,
                 detail: format!(
-                    "the stream's record hashes to {}, the local one to {}",
-                    theirs.hash, ours.hash
+                    "the stream's record hashes to {theirs}, the local one to {}",
+                    ours.hash
                 ),
             });
         }
         Ok(())
     }
 
-    /// Publishes the local log from `next` on, forever; returns the error that interrupted it.
-    async fn publish_from(&self, next: Position) -> Result<Infallible, ReplicationError> {
-        let mut records = subscribe(Arc::clone(&self.store), next);
-        let mut in_flight: VecDeque<(Position, AckFuture)> = VecDeque::new();
+    /// Publishes the local log from the stream's `end` on, forever; returns the error that
+    /// interrupted it.
+    async fn publish_from(&self, end: StreamEnd) -> Result<Infallible, ReplicationError> {
+        let mut records = subscribe(Arc::clone(&self.store), end.next);
+        // The stream's last sequence once every message published so far is stored.
+        let mut sequence = end.sequence;
+        // A record read that did not fit in the last message: the next one's first.
+        let mut carried: Option<Encoded> = None;
+        let mut in_flight: VecDeque<InFlight> = VecDeque::new();
+        let mut in_flight_bytes = 0;
         loop {
+            let room = in_flight.len() < IN_FLIGHT_MAX && in_flight_bytes < IN_FLIGHT_BYTES_MAX;
             tokio::select! {
                 // Acknowledgements first: they free room and advance `stored`.
                 biased;
                 acked = async {
                     match in_flight.front_mut() {
-                        Some((_, ack)) => ack.as_mut().await,
+                        Some(sent) => sent.ack.as_mut().await,
                         None => std::future::pending().await,
                     }
                 }, if !in_flight.is_empty() => {
-                    let Some((position, _)) = in_flight.pop_front() else {
+                    let Some(sent) = in_flight.pop_front() else {
                         continue;
                     };
-                    self.acknowledged(position, acked)?;
+                    in_flight_bytes -= sent.bytes;
+                    self.acknowledged(sent.sequence, sent.end, acked)?;
                 }
-                record = records.next(), if in_flight.len() < IN_FLIGHT_MAX => {
-                    let record = record?;
-                    let position = record.position;
-                    let id = wire::message_id(&record.hash);
-                    let bytes = wire::stored_bytes(record)?;
+                first = async {
+                    match carried.take() {
+                        Some(encoded) => Ok(encoded),
+                        None => encode(&records.next().await?),
+                    }
+                }, if room => {
+                    let frame = fill_frame(first?, &mut records, &mut carried)?;
                     let publish = Publish::build()
-                        .payload(bytes.into())
-                        .message_id(id)
-                        .expected_last_sequence(position.0);
+                        .message_id(frame.message_id())
+                        .expected_last_sequence(sequence);
+                    sequence += 1;
+                    let (end, bytes) = (frame.end(), frame.len());
+                    let publish = publish.payload(frame.into_bytes().into());
                     let ack = self
                         .jetstream
                         .send_publish(self.log.subject().to_owned(), publish)
                         .await
                         .map_err(ReplicationError::nats)?;
-                    in_flight.push_back((position, ack.into_future()));
+                    in_flight_bytes += bytes;
+                    in_flight.push_back(InFlight {
+                        sequence,
+                        end,
+                        bytes,
+                        ack: ack.into_future(),
+                    });
                 }
             }
         }
     }
 
-    /// Takes the acknowledgement of the publish of `position`.
+    /// Takes the acknowledgement of the message that must be stored at `sequence` and ends
+    /// at `end`.
     fn acknowledged(
         &self,
-        position: Position,
+        sequence: u64,
+        end: Position,
         acked: Result<PublishAck, PublishError>,
     ) -> Result<(), ReplicationError> {
         match acked {
-            Ok(ack) if ack.sequence == wire::sequence_of(position) => {
-                self.status
-                    .send_modify(|status| status.stored = Position(position.0 + 1));
+            Ok(ack) if ack.sequence == sequence => {
+                self.status.send_modify(|status| status.stored = end);
                 Ok(())
             }
             // Stored somewhere else (a duplicate of a different place): look again.
             Ok(ack) => Err(ReplicationError::Nats {
                 detail: format!(
-                    "position {position} was acknowledged at sequence {}",
+                    "the message ending at position {end} was acknowledged at sequence {}, not {sequence}",
                     ack.sequence
                 ),
             }),
@@ -213,6 +260,36 @@ impl Publisher {
             }
         }
     }
+}
+
+/// A record's canonical stored bytes, with its position and hash.
+fn encode(record: &crate::record::Record) -> Result<Encoded, ReplicationError> {
+    Ok(Encoded {
+        position: record.position,
+        hash: record.hash,
+        stored: wire::stored_bytes(record)?,
+    })
+}
+
+/// A message starting with `first` and holding the records read after it that are at hand,
+/// within the limits; a record that does not fit is left in `carried`.
+fn fill_frame(
+    first: Encoded,
+    records: &mut Subscription,
+    carried: &mut Option<Encoded>,
+) -> Result<wire::Frame, ReplicationError> {
+    let mut frame = wire::Frame::new(first.position, &first.stored, first.hash)?;
+    while frame.records() < MESSAGE_RECORDS_MAX {
+        let Some(record) = records.next_ready() else {
+            break;
+        };
+        let next = encode(&record)?;
+        if !frame.push(&next.stored, next.hash) {
+            *carried = Some(next);
+            break;
+        }
+    }
+    Ok(frame)
 }
 
 /// A local log whose writes can wait for JetStream: commits through the store, publishes in

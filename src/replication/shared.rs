@@ -1,27 +1,30 @@
 //! A log shared by several writer hosts: each keeps a full local copy, and appends by
-//! publishing the next record itself, with the expected last sequence.
+//! publishing the next message itself, with the expected last sequence.
 //!
-//! A command runs in a local write transaction against the host's projections; its record is
-//! published (expected last sequence: its position) while that transaction is open, and the
-//! transaction commits only once the stream has stored the record. When another host got
-//! there first, the server refuses the publish, the transaction is dropped, the host catches up
-//! from the stream (each record checked, as a [`super::Follower`] does) and decides the command
+//! A command runs in a local write transaction against the host's projections; the records it
+//! appends (one or many) are published as **one message** ([`wire::Frame`], atomic: the stream
+//! stores all of them or none) while that transaction is open, and the transaction commits only
+//! once the stream has stored the message. The host knows the stream's last sequence from what
+//! it has applied (the last message its log holds whole), so the publish expects that sequence;
+//! its message id is the last record's hash. When another host got there first, the server
+//! refuses the publish, the transaction is dropped, the host catches up from the stream (each
+//! message checked and appended whole, as a [`super::Follower`] does) and decides the command
 //! again against its refreshed projections, at most [`SharedOptions::attempts_max`] times;
 //! then it gives up with [`SharedOutcome::GaveUp`], a value. So every host's log is a prefix
 //! of the stream, and an outcome is what one host would have decided at the command's place in
 //! the log: a fencing token is global. A decision that appends nothing (a refusal, a
 //! duplicate) is reported only once the host has seen the whole stream as it stood.
 //!
-//! A command must append at most one record ([`ReplicationError::SpansRecords`] otherwise):
-//! the records of one command could not be published atomically.
+//! A command whose records do not fit in one message ([`wire::MESSAGE_BYTES_MAX`]) is refused
+//! whole with [`ReplicationError::TooLarge`]; nothing of it is published or kept.
 
 use std::sync::Arc;
 
 use async_nats::jetstream::context::{Publish, PublishErrorKind};
 use async_nats::jetstream::{self, stream};
 
-use super::follower::{Inbox, apply_checked, check_start};
-use super::stream::{ReplicatedLog, stream_records};
+use super::follower::{Applied, Inbox, apply_checked, check_start};
+use super::stream::{PAUSE_MIN, ReplicatedLog, last_sequence};
 use super::{ReplicationError, wire};
 use crate::command::Command;
 use crate::hash::{self, Digest};
@@ -50,7 +53,7 @@ impl Default for SharedOptions {
 
 /// Decisions of one command before it gives up, unless told otherwise.
 pub const ATTEMPTS_MAX_DEFAULT: u32 = 64;
-/// Messages applied in one local transaction while catching up.
+/// Records after which a local transaction takes no further message while catching up.
 const CATCH_UP_BATCH_RECORDS: usize = 4096;
 
 /// What a shared-log command came to.
@@ -72,9 +75,11 @@ struct Sealed {
     bytes: Vec<u8>,
 }
 
-/// Why one attempt did not end the command.
+/// How one attempt that decided went.
 enum Attempt<O> {
-    Published(O),
+    /// Its message was stored at `sequence` and its transaction committed.
+    Published { outcome: O, sequence: u64 },
+    /// It appended nothing.
     AppendedNothing(O),
 }
 
@@ -85,6 +90,9 @@ pub struct SharedLog {
     log: ReplicatedLog,
     stream: stream::Stream,
     inbox: Inbox,
+    /// The last message of the stream the local log holds whole: the sequence this host's
+    /// next publish expects the stream to end at.
+    applied: u64,
     options: SharedOptions,
 }
 
@@ -98,15 +106,15 @@ impl SharedLog {
         options: SharedOptions,
     ) -> Result<Self, ReplicationError> {
         let stream = log.open(&jetstream).await?;
-        let records = stream_records(&stream).await?;
-        check_start(&stream, records, store.head()?).await?;
-        let inbox = Inbox::start(stream.clone(), log.subject(), store.head()?.next);
+        let start = check_start(&stream, store.head()?).await?;
+        let inbox = Inbox::start(stream.clone(), log.subject(), start.from);
         let mut shared = SharedLog {
             store,
             jetstream,
             log,
             stream,
             inbox,
+            applied: start.applied,
             options,
         };
         shared.catch_up().await?;
@@ -118,30 +126,35 @@ impl SharedLog {
         &self.store
     }
 
-    /// Catches up with every record the stream holds now; returns the local head's next
+    /// Catches up with every message the stream holds now; returns the local head's next
     /// position.
     pub async fn catch_up(&mut self) -> Result<Position, ReplicationError> {
-        let records = stream_records(&self.stream).await?;
-        loop {
-            let head = self.store.head()?.next;
-            if head.0 >= records {
-                return Ok(head);
-            }
+        let last = last_sequence(&self.stream).await?;
+        while self.applied < last {
             let applied = match self.inbox.next_batch(CATCH_UP_BATCH_RECORDS).await {
                 Ok(batch) => apply_checked(&self.store, batch, self.options.durability).await,
                 Err(error) => Err(error),
             };
             match applied {
-                Ok(_) => {}
-                Err(ReplicationError::Nats { .. }) => {
-                    // A gap or a reader that stopped: read again from the local head.
-                    tokio::time::sleep(super::stream::PAUSE_MIN).await;
-                    let head = self.store.head()?.next;
-                    self.inbox = Inbox::start(self.stream.clone(), self.log.subject(), head);
-                }
+                Ok(applied) => self.took(applied),
+                Err(ReplicationError::Nats { .. }) => self.read_again().await,
                 Err(error) => return Err(error),
             }
         }
+        Ok(self.store.head()?.next)
+    }
+
+    /// After a gap or a reader that stopped: reads the stream again from the message after
+    /// the last one held.
+    async fn read_again(&mut self) {
+        tokio::time::sleep(PAUSE_MIN).await;
+        self.inbox = Inbox::start(self.stream.clone(), self.log.subject(), self.applied + 1);
+    }
+
+    /// Notes messages applied from the inbox (this host's own messages come back there too,
+    /// already held).
+    fn took(&mut self, applied: Applied) {
+        self.applied = self.applied.max(applied.sequence);
     }
 
     /// Runs `command` on the shared log: decided against this host's projections at the
@@ -197,16 +210,27 @@ impl SharedLog {
         let work = Arc::new(work);
         for _ in 0..self.options.attempts_max {
             // What has arrived is applied first, so a decision is rarely stale.
-            let waiting = self.inbox.waiting(CATCH_UP_BATCH_RECORDS)?;
-            if !waiting.is_empty() {
-                apply_checked(&self.store, waiting, self.options.durability).await?;
+            let waiting = match self.inbox.waiting(CATCH_UP_BATCH_RECORDS) {
+                Ok(waiting) if waiting.is_empty() => Ok(None),
+                Ok(waiting) => apply_checked(&self.store, waiting, self.options.durability)
+                    .await
+                    .map(Some),
+                Err(error) => Err(error),
+            };
+            match waiting {
+                Ok(Some(applied)) => self.took(applied),
+                Ok(None) => {}
+                Err(ReplicationError::Nats { .. }) => self.read_again().await,
+                Err(error) => return Err(error),
             }
             match self.decide_and_publish(Arc::clone(&work)).await {
-                Ok(Attempt::Published(outcome)) => return Ok(SharedOutcome::Done(outcome)),
+                Ok(Attempt::Published { outcome, sequence }) => {
+                    self.applied = sequence;
+                    return Ok(SharedOutcome::Done(outcome));
+                }
                 Ok(Attempt::AppendedNothing(outcome)) => {
                     // Final only if decided against the whole stream.
-                    let records = stream_records(&self.stream).await?;
-                    if self.store.head()?.next.0 >= records {
+                    if self.applied >= last_sequence(&self.stream).await? {
                         return Ok(SharedOutcome::Done(outcome));
                     }
                 }
@@ -221,8 +245,9 @@ impl SharedLog {
         })
     }
 
-    /// One attempt: decides in a local transaction, publishes its record while the
-    /// transaction is open and commits it only once the stream stored the record.
+    /// One attempt: decides in a local transaction, publishes its records as one message
+    /// expecting the stream to end at the last message this host applied, while the
+    /// transaction is open, and commits it only once the stream stored the message.
     async fn decide_and_publish<O, W>(&self, work: Arc<W>) -> Result<Attempt<O>, ReplicationError>
     where
         O: Send + 'static,
@@ -235,39 +260,49 @@ impl SharedLog {
         let jetstream = self.jetstream.clone();
         let subject = self.log.subject().to_owned();
         let durability = self.options.durability;
+        let expected = self.applied;
         let runtime = tokio::runtime::Handle::current();
         let decided = tokio::task::spawn_blocking(move || {
             store.write_with(durability, |session| {
                 let mut sealed = Vec::new();
                 let outcome = work(session, &mut sealed)?;
-                let record = match sealed.as_slice() {
-                    [] => return Ok(Attempt::AppendedNothing(outcome)),
-                    [record] => record,
-                    more => {
-                        return Err(replication(ReplicationError::SpansRecords {
-                            records: more.len() as u64,
-                        }));
-                    }
+                let Some(frame) = frame_of(&sealed).map_err(replication)? else {
+                    return Ok(Attempt::AppendedNothing(outcome));
                 };
+                let first = frame.first();
                 let publish = Publish::build()
-                    .payload(record.bytes.clone().into())
-                    .message_id(wire::message_id(&record.hash))
-                    .expected_last_sequence(record.position.0);
-                runtime
+                    .message_id(frame.message_id())
+                    .expected_last_sequence(expected)
+                    .payload(frame.into_bytes().into());
+                let ack = runtime
                     .block_on(async {
                         let ack = jetstream.send_publish(subject, publish).await?;
                         ack.await
                     })
                     .map_err(|error| {
                         let detail = match error.kind() {
-                            PublishErrorKind::WrongLastSequence => {
-                                format!("another host appended at position {}", record.position)
-                            }
+                            PublishErrorKind::WrongLastSequence => format!(
+                                "another host appended after message {expected} (position {first})"
+                            ),
                             _ => error.to_string(),
                         };
                         replication(ReplicationError::Nats { detail })
                     })?;
-                Ok(Attempt::Published(outcome))
+                if ack.sequence != expected + 1 {
+                    // Stored elsewhere than expected (a duplicate): the transaction is dropped
+                    // and the stream, read again, says what it holds.
+                    return Err(replication(ReplicationError::Nats {
+                        detail: format!(
+                            "the message from position {first} was acknowledged at sequence {}, not {}",
+                            ack.sequence,
+                            expected + 1
+                        ),
+                    }));
+                }
+                Ok(Attempt::Published {
+                    outcome,
+                    sequence: ack.sequence,
+                })
             })
         })
         .await
@@ -283,6 +318,31 @@ impl SharedLog {
 
 fn replication(error: ReplicationError) -> crate::error::Error {
     crate::error::Error::Replication(Box::new(error))
+}
+
+/// The one message holding every record a command decided (none when it decided none);
+/// refused whole when they do not fit in one.
+fn frame_of(sealed: &[Sealed]) -> Result<Option<wire::Frame>, ReplicationError> {
+    let Some((first, rest)) = sealed.split_first() else {
+        return Ok(None);
+    };
+    let mut frame = wire::Frame::new(first.position, &first.bytes, first.hash)?;
+    for record in rest {
+        if !frame.push(&record.bytes, record.hash) {
+            let bytes = sealed
+                .iter()
+                .map(|record| record.bytes.len() as u64 + 4)
+                .sum::<u64>()
+                + wire::FRAME_HEADER_BYTES as u64;
+            return Err(ReplicationError::TooLarge {
+                position: first.position,
+                records: sealed.len() as u64,
+                bytes,
+                limit: wire::MESSAGE_BYTES_MAX as u64,
+            });
+        }
+    }
+    Ok(Some(frame))
 }
 
 /// Encodes the records an append just wrote (from its events and where the log placed them,

@@ -1,11 +1,13 @@
 //! The JetStream side of one log: its subject, the stream that holds it, connecting, and the
-//! two questions every host asks the stream (how many records, which record at a position).
+//! questions every host asks the stream (where it ends, which message holds a position).
 
 use std::time::Duration;
 
+use async_nats::jetstream::message::StreamMessage;
 use async_nats::jetstream::{self, stream};
 
 use super::{ReplicationError, wire};
+use crate::hash::Digest;
 use crate::record::{Position, Record};
 
 /// Replicas of a log's stream unless told otherwise: a 3-node cluster's RAFT group survives
@@ -122,9 +124,9 @@ pub async fn connect(urls: &str) -> Result<jetstream::Context, ReplicationError>
     Ok(context)
 }
 
-/// How many records the stream holds (its last sequence), retried while the cluster cannot
+/// The stream's last sequence (how many messages it holds), retried while the cluster cannot
 /// answer (a leader election after a node died, a reconnect).
-pub(crate) async fn stream_records(stream: &stream::Stream) -> Result<u64, ReplicationError> {
+pub(crate) async fn last_sequence(stream: &stream::Stream) -> Result<u64, ReplicationError> {
     retry(|| async {
         let info = stream.get_info().await.map_err(ReplicationError::nats)?;
         Ok(info.state.last_sequence)
@@ -132,24 +134,114 @@ pub(crate) async fn stream_records(stream: &stream::Stream) -> Result<u64, Repli
     .await
 }
 
-/// The stream's record at `position`, checked at its position.
-pub(crate) async fn record_at(
+/// The stream's message of `sequence` (from 1).
+pub(crate) async fn message_at(
     stream: &stream::Stream,
-    position: Position,
-) -> Result<Record, ReplicationError> {
-    let sequence = wire::sequence_of(position);
-    let message = retry(|| async {
+    sequence: u64,
+) -> Result<StreamMessage, ReplicationError> {
+    retry(|| async {
         stream
             .get_raw_message(sequence)
             .await
             .map_err(ReplicationError::nats)
     })
-    .await?;
+    .await
+}
+
+/// The records of the stream's message of `sequence`, checked (`wire::checked_records`).
+pub(crate) async fn records_of(
+    stream: &stream::Stream,
+    sequence: u64,
+) -> Result<Vec<Record>, ReplicationError> {
+    let message = message_at(stream, sequence).await?;
     let id = message
         .headers
         .get(async_nats::header::NATS_MESSAGE_ID)
-        .map(|value| value.as_str().to_owned());
-    wire::checked_record(&message.payload, message.sequence, id.as_deref())
+        .map(|value| value.as_str());
+    wire::checked_records(&message.payload, id)
+}
+
+/// Where the stream ends: its last message, and the records it holds up to there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StreamEnd {
+    /// The last sequence (0 for an empty stream).
+    pub sequence: u64,
+    /// The position after its last record: how many records it holds.
+    pub next: Position,
+    /// Its last record's hash (none for an empty stream).
+    pub last_hash: Option<Digest>,
+}
+
+/// The stream's end, its last message checked (`wire::checked_records`).
+pub(crate) async fn stream_end(stream: &stream::Stream) -> Result<StreamEnd, ReplicationError> {
+    let sequence = last_sequence(stream).await?;
+    if sequence == 0 {
+        return Ok(StreamEnd {
+            sequence,
+            next: Position(0),
+            last_hash: None,
+        });
+    }
+    let records = records_of(stream, sequence).await?;
+    let last = records.last().expect("a checked message holds a record");
+    Ok(StreamEnd {
+        sequence,
+        next: Position(last.position.0 + 1),
+        last_hash: Some(last.hash),
+    })
+}
+
+/// The sequence of the message that holds the record at `position`, which the stream holds
+/// (`position` is before the end of the message of `last`). Messages start where the one
+/// before ends and hold at least one record, so the message of `position` is at most
+/// `position + 1`: that one is read first (where every message holds one record, it is the
+/// one), then a binary search below it, reading each probed message's frame header only.
+pub(crate) async fn sequence_holding(
+    stream: &stream::Stream,
+    position: Position,
+    last: u64,
+) -> Result<u64, ReplicationError> {
+    let span = |sequence: u64| async move {
+        let message = message_at(stream, sequence).await?;
+        wire::frame_span(&message.payload)
+    };
+    let holds = |(first, records): (Position, u32)| {
+        first <= position && position.0 < first.0 + u64::from(records)
+    };
+    let guess = position.0.saturating_add(1).min(last);
+    let found = span(guess).await?;
+    if holds(found) {
+        return Ok(guess);
+    }
+    // The largest sequence below `guess` whose message starts at or before `position`.
+    let (mut low, mut high) = (1, guess - 1);
+    if found.0 < position || high == 0 {
+        return Err(ReplicationError::Damaged {
+            position,
+            detail: format!(
+                "the stream's message {guess} holds positions {} .. {}, which cannot be",
+                found.0,
+                found.0.0 + u64::from(found.1)
+            ),
+        });
+    }
+    while low < high {
+        let middle = low + (high - low).div_ceil(2);
+        let (first, _) = span(middle).await?;
+        if first <= position {
+            low = middle;
+        } else {
+            high = middle - 1;
+        }
+    }
+    if holds(span(low).await?) {
+        Ok(low)
+    } else {
+        Err(ReplicationError::Damaged {
+            position,
+            detail: "no message of the stream holds this position".into(),
+        })
+    }
 }
 
 /// Tries `attempt` again on a NATS error, pausing from 50 ms up to 1 s, up to

@@ -1,0 +1,155 @@
+//! `annals replicate` and `annals follow` as real processes: a demo log replicated into a
+//! follower's log until both have the same size and root, then both interrupted.
+
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::cluster::Cluster;
+
+/// Records of the demo log (the demo writes at least this many).
+const DEMO_RECORDS: &str = "300";
+/// How long the follower may take to reach the writer's root before the test fails.
+const DEADLINE: Duration = Duration::from_secs(120);
+/// The pause between two looks at the follower's log.
+const POLL: Duration = Duration::from_millis(100);
+
+fn annals() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_annals"))
+}
+
+/// Runs `annals <args>` to the end; it must succeed.
+fn ok(args: &[&str]) -> Output {
+    let output = annals().args(args).output().expect("run the annals binary");
+    assert!(
+        output.status.success(),
+        "annals {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// `annals root <db> --json`, or `None` while the file cannot be read (not created yet).
+fn root(db: &Path) -> Option<String> {
+    let output = annals()
+        .arg("root")
+        .arg(db)
+        .arg("--json")
+        .output()
+        .expect("run the annals binary");
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Starts `annals <args>` with its standard error into `stderr`.
+fn spawn(args: &[&str], stderr: &Path) -> Child {
+    annals()
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(stderr).expect("a file for its standard error"))
+        .spawn()
+        .expect("start the annals binary")
+}
+
+/// Sends `signal` to `child` and waits for it to exit.
+fn interrupt(child: &mut Child, signal: &str) -> ExitStatus {
+    let sent = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status()
+        .expect("run kill");
+    assert!(sent.success(), "kill -{signal} {}", child.id());
+    child.wait().expect("the interrupted process reaped")
+}
+
+/// Kills what is still running when the test fails half-way.
+struct Running(Vec<Child>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            if matches!(child.try_wait(), Ok(None)) {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+#[test]
+fn replicate_and_follow_processes_bring_a_follower_to_the_writers_root_and_stop_cleanly() {
+    let cluster = Cluster::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let (writer, replica) = (
+        dir.path().join("demo.redb"),
+        dir.path().join("replica.redb"),
+    );
+    let (writer_db, replica_db) = (writer.to_str().unwrap(), replica.to_str().unwrap());
+    ok(&["demo", writer_db, "--records", DEMO_RECORDS]);
+    let writer_root = root(&writer).expect("the demo log's root");
+    let size: serde_json::Value = serde_json::from_str(&writer_root).unwrap();
+    let size = size["size"].as_u64().expect("a size");
+
+    let urls = cluster.urls();
+    let subject = "annals.cli";
+    let (replicate_err, follow_err) = (
+        dir.path().join("replicate.err"),
+        dir.path().join("follow.err"),
+    );
+    let mut running = Running(vec![
+        spawn(
+            &["replicate", writer_db, &urls, "--subject", subject],
+            &replicate_err,
+        ),
+        spawn(&["follow", &urls, subject, replica_db], &follow_err),
+    ]);
+
+    // Polled until the follower has the writer's root and the publisher has reported the
+    // stream holding every record; the deadline only bounds a failure.
+    let progress = format!("annals: {size} records stored by the stream");
+    let started = Instant::now();
+    loop {
+        let followed = root(&replica).is_some_and(|root| root == writer_root);
+        let reported = std::fs::read_to_string(&replicate_err)
+            .is_ok_and(|stderr| stderr.lines().any(|line| line == progress));
+        if followed && reported {
+            break;
+        }
+        for child in &mut running.0 {
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!(
+                    "a process stopped early ({status}): {}{}",
+                    std::fs::read_to_string(&replicate_err).unwrap_or_default(),
+                    std::fs::read_to_string(&follow_err).unwrap_or_default()
+                );
+            }
+        }
+        assert!(
+            started.elapsed() < DEADLINE,
+            "the follower never reached {writer_root} (it has {:?}); replicate said: {}",
+            root(&replica),
+            std::fs::read_to_string(&replicate_err).unwrap_or_default()
+        );
+        std::thread::sleep(POLL);
+    }
+
+    let replicated = interrupt(&mut running.0[0], "INT");
+    let followed = interrupt(&mut running.0[1], "TERM");
+    assert!(replicated.success(), "replicate after SIGINT: {replicated}");
+    assert!(followed.success(), "follow after SIGTERM: {followed}");
+    let follow_said = std::fs::read_to_string(&follow_err).unwrap();
+    assert!(
+        follow_said.contains(&format!("following {subject} into")),
+        "follow said: {follow_said}"
+    );
+
+    let verified = ok(&["verify", replica_db]);
+    assert!(
+        String::from_utf8_lossy(&verified.stdout).starts_with("sound"),
+        "verify said: {}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
+    assert_eq!(root(&replica).as_deref(), Some(writer_root.as_str()));
+}
