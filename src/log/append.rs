@@ -15,11 +15,27 @@ use super::{Head, decode_head, decode_stream_count};
 use crate::error::{Error, Result};
 use crate::hash::Digest;
 use crate::record::limits::{Field, LimitError, Limits};
-use crate::record::segment::SegmentBuilder;
+use crate::record::segment::{SEGMENT_BYTES_TARGET, Segment, SegmentBuilder};
+use crate::record::view::{RecordHashes, parse_at};
 use crate::record::{
     Format, NewEvent, Placement, Position, Record, StreamVersion, check_stream, content_hash,
     encode_stored_hashed, header_bytes,
 };
+
+/// A segment under this many bytes is small: one left by a commit of a few records, which
+/// [`LogWriter`] packs with the small ones after it.
+const SMALL_SEGMENT_BYTES: usize = SEGMENT_BYTES_TARGET / 2;
+
+/// Trailing small segments are packed once they hold this many bytes together: enough to fill
+/// a segment to its target, so a packed segment fills nearly all of the 64 KiB run of pages
+/// redb gives it, and the records past it start the pending segment again.
+const MERGE_BYTES: usize = SEGMENT_BYTES_TARGET;
+
+/// The most bytes a record can take stored, in either format: the header's size from its
+/// fixed-width fields and its strings (schema/FORMAT.md 1.1), with the hash before it.
+fn stored_bytes_max(stream: &str, kind: &str, key: Option<&str>, payload: &[u8]) -> usize {
+    32 + 128 + stream.len() + kind.len() + key.map_or(0, str::len) + payload.len()
+}
 
 /// The stream state an append requires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,9 +208,12 @@ pub struct LogWriter<'txn> {
     /// the head `finish` writes must be exactly that many past it.
     opened_next: Position,
     written: u64,
-    /// This transaction's records not yet in a stored segment, and the first one's position.
+    /// This transaction's records not yet in a stored segment, and the first one's position:
+    /// after [`Self::pack_trailing_segments`], the records of the segments it took come first.
     segment: SegmentBuilder,
     segment_first: Position,
+    /// Whether the log's trailing segments were considered for packing (once per transaction).
+    packing_considered: bool,
     merkle: MerkleWriter<'txn>,
     /// The tail of every stream this transaction appended to, as it stands now: an append
     /// changes it here, and `finish` writes each once, in key order. A transaction of many
@@ -232,6 +251,7 @@ impl<'txn> LogWriter<'txn> {
             opened_next: head.next,
             written: 0,
             segment: SegmentBuilder::with_format(format),
+            packing_considered: false,
             segment_first: head.next,
             tails: BTreeMap::new(),
         })
@@ -287,6 +307,85 @@ impl<'txn> LogWriter<'txn> {
                 .insert(self.segment_first.0, bytes.as_slice())?;
             self.segment_first = Position(self.segment_first.0 + u64::from(count));
         }
+        Ok(())
+    }
+
+    /// Before the transaction's first record: when the log ends in small segments holding at
+    /// least [`MERGE_BYTES`] together, takes their records back into the pending segment, so
+    /// that they are stored again packed (in as many segments as they fill), followed by this
+    /// transaction's records.
+    ///
+    /// Single commits leave a segment each: a small one shares a leaf page with its
+    /// neighbours' leftover room and carries its own digest and length table, and a large one
+    /// takes a power-of-two run of pages of its own, up to half of it empty. Packing them into
+    /// segments near [`SEGMENT_BYTES_TARGET`] once they fill one gives a log written by single
+    /// commits the layout of a bulk load, for each record written about twice: a commit still
+    /// writes only its own small segment, and one in many also the packed one. Segments whose
+    /// bytes do not parse, whose digest does not match, whose records do not check, or that do
+    /// not tile the log's end are left as they are (verification names them), never re-sealed.
+    fn pack_trailing_segments(&mut self) -> Result<()> {
+        self.packing_considered = true;
+        debug_assert!(self.segment.is_empty() && self.segment_first == self.head.next);
+        let mut trailing: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut bytes = 0;
+        for entry in self.segments.range::<u64>(..)?.rev() {
+            let (key, value) = entry?;
+            // Every trailing small segment is taken, so none is left behind a packed one; they
+            // are packed as soon as they reach `MERGE_BYTES`, which bounds this walk.
+            if value.value().len() >= SMALL_SEGMENT_BYTES {
+                break;
+            }
+            bytes += value.value().len();
+            trailing.push((key.value(), value.value().to_vec()));
+        }
+        if bytes < MERGE_BYTES {
+            return Ok(());
+        }
+        trailing.reverse();
+        let mut packed = SegmentBuilder::with_format(self.format);
+        let mut packed_first = trailing[0].0;
+        let mut pieces: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut next = trailing[0].0;
+        for (key, bytes) in &trailing {
+            let Some(segment) = Segment::parse_sound(bytes, self.format) else {
+                return Ok(());
+            };
+            if *key != next {
+                return Ok(());
+            }
+            for at in segment.records_at() {
+                let position = Position(next);
+                let Ok(record) = parse_at(bytes, &at, position, RecordHashes::Check) else {
+                    return Ok(());
+                };
+                let stored = &bytes[at.span.clone()];
+                if packed.is_full_for(stored_bytes_max(
+                    record.stream,
+                    record.kind,
+                    record.idempotency_key,
+                    record.payload,
+                )) {
+                    let count = packed.len();
+                    pieces.push((packed_first, packed.finish()));
+                    packed_first += u64::from(count);
+                }
+                packed.push_stored(&record, stored);
+                next += 1;
+            }
+        }
+        if next != self.head.next.0 {
+            return Ok(());
+        }
+        for (key, _) in &trailing {
+            self.segments.remove(key)?;
+        }
+        for (key, bytes) in &pieces {
+            self.segments.insert(key, bytes.as_slice())?;
+        }
+        // The records of the last, partly filled packed segment wait in the pending segment
+        // for this transaction's records.
+        self.segment = packed;
+        self.segment_first = Position(packed_first);
         Ok(())
     }
 
@@ -493,13 +592,15 @@ impl<'txn> LogWriter<'txn> {
         let mut prev = self.head.hash;
         for (offset, event) in (0u64..).zip(events) {
             let position = Position(first_position.0 + offset);
-            // The header's size from its fixed-width fields and its strings (schema/FORMAT.md 1.1).
-            let stored_bytes_estimate = 32
-                + 128
-                + stream.len()
-                + event.kind.len()
-                + event.idempotency_key.as_ref().map_or(0, String::len)
-                + event.payload.len();
+            let stored_bytes_estimate = stored_bytes_max(
+                stream,
+                &event.kind,
+                event.idempotency_key.as_deref(),
+                &event.payload,
+            );
+            if !self.packing_considered {
+                self.pack_trailing_segments()?;
+            }
             if self.segment.is_full_for(stored_bytes_estimate) {
                 self.insert_pending_segment()?;
                 assert_eq!(self.segment_first, position);

@@ -25,6 +25,7 @@ use std::ops::Range;
 
 use super::compact::{self, STREAM_AT, WholeParts};
 use super::limits::SEGMENT_RECORDS_CAP;
+use super::view::RecordView;
 use super::{Format, NewEvent, uleb128};
 use crate::hash::{Digest, segment_digest, segment_v2_digest};
 
@@ -130,6 +131,30 @@ impl SegmentBuilder {
         self.table_bytes += uleb128::len((self.body.len() - start) as u64);
     }
 
+    /// Packs `record`, read from a sound stored segment, as it was: its stored bytes in v1, its
+    /// parts re-encoded against this segment's first record in v2.
+    pub fn push_stored(&mut self, record: &RecordView<'_>, stored: &[u8]) {
+        match self.format {
+            Format::V1 => {
+                self.body.extend_from_slice(stored);
+                self.seal_record();
+            }
+            Format::V2 => self.push_v2(
+                record.prev,
+                record.hash,
+                record.stream,
+                record.version.0,
+                &NewEvent {
+                    kind: record.kind.to_owned(),
+                    schema: record.schema,
+                    at_ms: record.at_ms,
+                    idempotency_key: record.idempotency_key.map(str::to_owned),
+                    payload: record.payload.to_vec(),
+                },
+            ),
+        }
+    }
+
     /// Packs the format v2 record of `event` at `version` of `stream`, hashed `hash` and
     /// chained to `prev`.
     pub fn push_v2(
@@ -149,9 +174,8 @@ impl SegmentBuilder {
         self.seal_record();
     }
 
-    /// The segment value, leaving the builder empty (the writer uses
+    /// The segment value, leaving the builder empty (the writer ends a transaction with
     /// [`Self::finish_pieces`]).
-    #[cfg(any(test, feature = "testing"))]
     pub fn finish(&mut self) -> Vec<u8> {
         let out = self.encode(0, self.ends.len());
         self.clear();
@@ -579,6 +603,14 @@ impl<'a> Segment<'a> {
             body_at: bytes.len() - rest.len(),
             first_prev: Digest(*prev),
         })
+    }
+
+    /// Parses `bytes` as [`Self::parse`] does and checks the digest: `None` unless both hold.
+    /// For a writer about to copy records into a new segment, since re-sealing damaged bytes
+    /// under a fresh digest would hide the damage from every later check.
+    pub fn parse_sound(bytes: &'a [u8], format: Format) -> Option<Segment<'a>> {
+        let segment = Segment::parse(bytes, format).ok()?;
+        segment.digest_error().is_none().then_some(segment)
     }
 
     /// `None` if the stored digest is that of the segment's bytes, else the mismatch. Costs one
