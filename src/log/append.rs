@@ -15,11 +15,20 @@ use super::{Head, decode_head, decode_stream_count};
 use crate::error::{Error, Result};
 use crate::hash::Digest;
 use crate::record::limits::{Field, LimitError, Limits};
-use crate::record::segment::SegmentBuilder;
+use crate::record::segment::{SEGMENT_BYTES_TARGET, Segment, SegmentBuilder};
 use crate::record::{
     NewEvent, Placement, Position, Record, StreamVersion, check_stream, content_hash,
     encode_stored_hashed,
 };
+
+/// A segment under this many bytes is small: one left by a commit of a few records, which
+/// [`LogWriter`] packs with the small ones after it.
+const SMALL_SEGMENT_BYTES: usize = SEGMENT_BYTES_TARGET / 2;
+
+/// Trailing small segments are packed once they hold this many bytes together: enough to fill
+/// a segment to its target, so a packed segment fills nearly all of the 64 KiB run of pages
+/// redb gives it, and the records past it start the pending segment again.
+const MERGE_BYTES: usize = SEGMENT_BYTES_TARGET;
 
 /// The stream state an append requires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,9 +199,12 @@ pub struct LogWriter<'txn> {
     /// the head `finish` writes must be exactly that many past it.
     opened_next: Position,
     written: u64,
-    /// This transaction's records not yet in a stored segment, and the first one's position.
+    /// This transaction's records not yet in a stored segment, and the first one's position:
+    /// after [`Self::pack_trailing_segments`], the records of the segments it took come first.
     segment: SegmentBuilder,
     segment_first: Position,
+    /// Whether the log's trailing segments were considered for packing (once per transaction).
+    packing_considered: bool,
     merkle: MerkleWriter<'txn>,
     /// The tail of every stream this transaction appended to, as it stands now: an append
     /// changes it here, and `finish` writes each once, in key order. A transaction of many
@@ -229,6 +241,7 @@ impl<'txn> LogWriter<'txn> {
             written: 0,
             segment: SegmentBuilder::new(),
             segment_first: head.next,
+            packing_considered: false,
             tails: BTreeMap::new(),
         })
     }
@@ -275,13 +288,77 @@ impl<'txn> LogWriter<'txn> {
         Ok(())
     }
 
-    /// Inserts the records of the pending segment as one segment or several consecutive ones
-    /// (`SegmentBuilder::finish_pieces`), from `segment_first` on, which it advances past them.
+    /// Inserts the records of the pending segment as one segment keyed `segment_first`, and
+    /// advances `segment_first` past them.
     fn insert_pending_segment(&mut self) -> Result<()> {
-        for (count, bytes) in self.segment.finish_pieces() {
-            self.segments
-                .insert(self.segment_first.0, bytes.as_slice())?;
-            self.segment_first = Position(self.segment_first.0 + u64::from(count));
+        let count = self.segment.len();
+        let bytes = self.segment.finish();
+        self.segments
+            .insert(self.segment_first.0, bytes.as_slice())?;
+        self.segment_first = Position(self.segment_first.0 + u64::from(count));
+        Ok(())
+    }
+
+    /// Before the transaction's first record: when the log ends in small segments holding at
+    /// least [`MERGE_BYTES`] together, takes their records back into the pending segment, so
+    /// that they are stored again packed (in as many segments as they fill), followed by this
+    /// transaction's records.
+    ///
+    /// Single commits leave a segment each: a small one shares a leaf page with its
+    /// neighbours' leftover room and carries its own digest and end table, and a large one
+    /// takes a power-of-two run of pages of its own, up to half of it empty. Packing them into
+    /// segments near [`SEGMENT_BYTES_TARGET`] once they fill one gives a log written by single
+    /// commits the layout of a bulk load, for each record written twice: a commit still writes
+    /// only its own small segment, and one in many also the packed one. Segments whose bytes
+    /// do not parse, whose digest does not match, or that do not tile the log's end are left as
+    /// they are (verification names them), never re-sealed.
+    fn pack_trailing_segments(&mut self) -> Result<()> {
+        self.packing_considered = true;
+        debug_assert!(self.segment.is_empty() && self.segment_first == self.head.next);
+        let mut trailing: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut bytes = 0;
+        for entry in self.segments.range::<u64>(..)?.rev() {
+            let (key, value) = entry?;
+            // Every trailing small segment is taken, so none is left behind a packed one; they
+            // are packed as soon as they reach `MERGE_BYTES`, which bounds this walk.
+            if value.value().len() >= SMALL_SEGMENT_BYTES {
+                break;
+            }
+            bytes += value.value().len();
+            trailing.push((key.value(), value.value().to_vec()));
+        }
+        if bytes < MERGE_BYTES {
+            return Ok(());
+        }
+        trailing.reverse();
+        let mut segments = Vec::with_capacity(trailing.len());
+        let mut next = trailing[0].0;
+        for (key, bytes) in &trailing {
+            let Some(segment) = Segment::parse_sound(bytes) else {
+                return Ok(());
+            };
+            if *key != next {
+                return Ok(());
+            }
+            next = key + u64::from(segment.count());
+            segments.push(segment);
+        }
+        if next != self.head.next.0 {
+            return Ok(());
+        }
+        for (key, _) in &trailing {
+            self.segments.remove(key)?;
+        }
+        self.segment_first = Position(trailing[0].0);
+        for segment in segments {
+            for index in 0..segment.count() {
+                let record = segment.record(index).expect("index below count");
+                if self.segment.is_full_for(record.len()) {
+                    self.insert_pending_segment()?;
+                }
+                self.segment.body_mut().extend_from_slice(record);
+                self.segment.seal_record();
+            }
         }
         Ok(())
     }
@@ -496,6 +573,9 @@ impl<'txn> LogWriter<'txn> {
                 + event.kind.len()
                 + event.idempotency_key.as_ref().map_or(0, String::len)
                 + event.payload.len();
+            if !self.packing_considered {
+                self.pack_trailing_segments()?;
+            }
             if self.segment.is_full_for(stored_bytes_estimate) {
                 self.insert_pending_segment()?;
                 assert_eq!(self.segment_first, position);

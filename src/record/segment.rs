@@ -86,72 +86,13 @@ impl SegmentBuilder {
         self.ends.push(end);
     }
 
-    /// The segment value, leaving the builder empty (the writer uses
-    /// [`Self::finish_pieces`]).
-    #[cfg(any(test, feature = "testing"))]
+    /// The segment value, leaving the builder empty.
     pub fn finish(&mut self) -> Vec<u8> {
         let out = encode(&self.ends, &self.body);
         self.ends.clear();
         self.body.clear();
         out
     }
-
-    /// The records packed so far as consecutive segments, each with its record count, leaving
-    /// the builder empty: one segment, unless ending one earlier keeps redb's pages fuller.
-    ///
-    /// redb packs values of up to a page into shared pages, and gives a larger value a
-    /// power-of-two run of pages of its own: a 17 KiB segment takes 32 KiB. So a segment whose
-    /// value would fill less than three quarters of its run is cut where the next smaller run
-    /// is full, and the rest is considered in turn. A bulk transaction's segments, filled to
-    /// [`SEGMENT_BYTES_TARGET`], stay whole; the last segment of a transaction is cut.
-    pub fn finish_pieces(&mut self) -> Vec<(u32, Vec<u8>)> {
-        let count = self.ends.len();
-        let body_at = |index: usize| match index {
-            0 => 0,
-            _ => self.ends[index - 1] as usize,
-        };
-        let value_bytes = |first: usize, end: usize| {
-            DIGEST_BYTES + 4 + 4 * (end - first) + body_at(end) - body_at(first)
-        };
-        let mut pieces = Vec::new();
-        let mut first = 0;
-        while first < count {
-            let whole = value_bytes(first, count);
-            let run = pages_run_bytes(whole);
-            let end = if whole + LEAF_OVERHEAD_BYTES <= PAGE_BYTES || 4 * whole >= 3 * run {
-                count
-            } else {
-                let smaller = run / 2 - LEAF_OVERHEAD_BYTES;
-                let mut end = first + 1;
-                while end < count && value_bytes(first, end + 1) <= smaller {
-                    end += 1;
-                }
-                end
-            };
-            let base = body_at(first) as u32;
-            let ends: Vec<u32> = self.ends[first..end].iter().map(|e| e - base).collect();
-            let body = &self.body[body_at(first)..body_at(end)];
-            pieces.push(((end - first) as u32, encode(&ends, body)));
-            first = end;
-        }
-        self.ends.clear();
-        self.body.clear();
-        pieces
-    }
-}
-
-/// redb's page size: values up to about a page share pages with others.
-const PAGE_BYTES: usize = 4096;
-
-/// Room for redb's own bytes on the pages of a value stored alone (the leaf's header, key and
-/// offsets), as [`SEGMENT_BYTES_TARGET`] leaves under 64 KiB.
-const LEAF_OVERHEAD_BYTES: usize = 512;
-
-/// The bytes of the run of pages redb gives a value of `value_bytes` stored alone.
-fn pages_run_bytes(value_bytes: usize) -> usize {
-    (value_bytes + LEAF_OVERHEAD_BYTES)
-        .next_power_of_two()
-        .max(PAGE_BYTES)
 }
 
 /// The segment value of the records of `body` ending at `ends`.
@@ -282,6 +223,14 @@ impl<'a> Segment<'a> {
         Ok(segment)
     }
 
+    /// Parses `bytes` as [`Self::parse`] does and checks the digest: `None` unless both hold.
+    /// For a writer about to copy records into a new segment, since re-sealing damaged bytes
+    /// under a fresh digest would hide the damage from every later check.
+    pub fn parse_sound(bytes: &'a [u8]) -> Option<Segment<'a>> {
+        let segment = Segment::parse(bytes).ok()?;
+        segment.digest_error().is_none().then_some(segment)
+    }
+
     /// `None` if the stored digest is that of the segment's bytes, else the mismatch. Costs one
     /// hash of the whole segment.
     pub fn digest_error(&self) -> Option<SegmentError> {
@@ -381,45 +330,14 @@ mod tests {
     }
 
     #[test]
-    fn pieces_tile_the_records_and_fill_their_pages() {
-        // 1,400-byte records, 12 of them: 17 KiB whole would take a 32 KiB run of pages.
-        let record = [9u8; 1_400];
-        let mut builder = SegmentBuilder::new();
-        for _ in 0..12 {
-            builder.body_mut().extend_from_slice(&record);
-            builder.seal_record();
-        }
-        let pieces = builder.finish_pieces();
-        assert!(builder.is_empty());
-        assert_eq!(pieces.iter().map(|(count, _)| count).sum::<u32>(), 12);
-        assert!(pieces.len() > 1, "cut: {} pieces", pieces.len());
-        for (count, bytes) in &pieces {
-            let segment = Segment::parse(bytes).unwrap();
-            assert_eq!(segment.count(), *count);
-            assert_eq!(segment.digest_error(), None);
-            for index in 0..*count {
-                assert_eq!(segment.record(index), Some(&record[..]));
-            }
-            let run = pages_run_bytes(bytes.len());
-            assert!(
-                bytes.len() + LEAF_OVERHEAD_BYTES <= PAGE_BYTES || 4 * bytes.len() >= 3 * run,
-                "a {}-byte piece in a {run}-byte run",
-                bytes.len()
-            );
-        }
-    }
-
-    #[test]
-    fn a_full_segment_and_a_small_one_stay_whole() {
-        for (records, size) in [(1, 5_000), (3, 300), (170, 370)] {
-            let mut builder = SegmentBuilder::new();
-            for _ in 0..records {
-                builder.body_mut().extend_from_slice(&vec![1u8; size]);
-                builder.seal_record();
-            }
-            let pieces = builder.finish_pieces();
-            assert_eq!(pieces.len(), 1, "{records} records of {size} bytes");
-            assert_eq!(pieces[0].0, records);
+    fn only_a_well_formed_segment_with_its_digest_parses_sound() {
+        let stored = build(&[b"ab", b"cd"]);
+        let sound = Segment::parse_sound(&stored).expect("a sound segment");
+        assert_eq!(sound.record(1), Some(&b"cd"[..]));
+        for at in 0..stored.len() {
+            let mut damaged = stored.clone();
+            damaged[at] ^= 0x01;
+            assert!(Segment::parse_sound(&damaged).is_none(), "byte {at}");
         }
     }
 
