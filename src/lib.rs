@@ -96,6 +96,7 @@ pub use store::{
     Durability, Holder, ImportStage, READ_ONLY_PATIENCE, Sharing, Stats, Store, StoreError,
     StoreOptions, UnknownSharing, WriteSession,
 };
+pub use store::{Footprint, TableFootprint};
 pub use subscribe::Subscription;
 pub use validate::CommandProblem;
 pub use writer::{Writer, WriterError, WriterOptions, WriterStats};

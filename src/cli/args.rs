@@ -444,6 +444,10 @@ pub(crate) struct StatsArgs {
     /// Print a JSON object instead of text.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Also show where the file's bytes go: each table's rows, stored bytes, redb's
+    /// bookkeeping and unused bytes in its pages, and the file's bytes outside every table.
+    #[arg(long)]
+    pub(crate) tables: bool,
 }
 
 fn parse_expected(text: &str) -> Result<ExpectedVersion, String> {

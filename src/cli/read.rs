@@ -107,8 +107,13 @@ struct StreamJson<'a> {
 pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.db)?;
     let stats = store.stats()?;
+    let footprint = if args.tables {
+        Some(store.footprint()?)
+    } else {
+        None
+    };
     let mut out = io::stdout().lock();
-    print_stats(&mut out, &stats, args.json)?;
+    print_stats(&mut out, &stats, footprint.as_ref(), args.json)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

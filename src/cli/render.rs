@@ -15,7 +15,7 @@ use super::time::rfc3339;
 use crate::audit::verify::VerifyReport;
 use crate::export::ExportHeader;
 use crate::record::Record;
-use crate::store::Stats;
+use crate::store::{Footprint, Stats, TableFootprint};
 
 /// How many hex digits of a record hash the text form of `log` shows.
 const HASH_TEXT_DIGITS: usize = 16;
@@ -270,16 +270,27 @@ pub(crate) fn print_verify(
 
 /// The report of `stats --json`.
 #[derive(Serialize)]
-struct StatsJson {
+struct StatsJson<'a> {
     records: u64,
     streams: u64,
     head_position: u64,
     head_hash: String,
     file_bytes: u64,
+    disk_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tables: Option<&'a [TableFootprint]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outside_tables_bytes: Option<u64>,
 }
 
-/// Writes the counts and sizes `stats` prints: JSON with `json`, else a table.
-pub(crate) fn print_stats(out: &mut impl Write, stats: &Stats, json: bool) -> Result<(), Failure> {
+/// Writes the counts and sizes `stats` prints, and with `footprint` where the bytes go: JSON
+/// with `json`, else a table.
+pub(crate) fn print_stats(
+    out: &mut impl Write,
+    stats: &Stats,
+    footprint: Option<&Footprint>,
+    json: bool,
+) -> Result<(), Failure> {
     if json {
         return print_json(
             out,
@@ -289,6 +300,9 @@ pub(crate) fn print_stats(out: &mut impl Write, stats: &Stats, json: bool) -> Re
                 head_position: stats.head.next.0,
                 head_hash: stats.head.hash.to_hex(),
                 file_bytes: stats.file_bytes,
+                disk_bytes: stats.disk_bytes,
+                tables: footprint.map(|f| f.tables.as_slice()),
+                outside_tables_bytes: footprint.map(Footprint::outside_tables),
             },
         );
     }
@@ -297,6 +311,57 @@ pub(crate) fn print_stats(out: &mut impl Write, stats: &Stats, json: bool) -> Re
     writeln!(out, "head position  {}", stats.head.next)?;
     writeln!(out, "head hash      {}", stats.head.hash)?;
     writeln!(out, "file bytes     {}", stats.file_bytes)?;
+    writeln!(out, "disk bytes     {}", stats.disk_bytes)?;
+    if let Some(footprint) = footprint {
+        print_footprint(out, footprint)?;
+    }
+    Ok(())
+}
+
+/// Each table's bytes, and per record, then the file's bytes outside every table.
+fn print_footprint(out: &mut impl Write, footprint: &Footprint) -> Result<(), Failure> {
+    let per_record = |bytes: u64| match footprint.records {
+        0 => 0.0,
+        records => bytes as f64 / records as f64,
+    };
+    let name_width = footprint
+        .tables
+        .iter()
+        .map(|t| t.name.len())
+        .chain(["outside tables".len()])
+        .max()
+        .unwrap_or(0);
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<name_width$}  {:>10}  {:>13}  {:>12}  {:>12}  {:>13}  {:>10}",
+        "table", "rows", "page bytes", "stored", "redb's own", "unused", "B/record"
+    )?;
+    for table in &footprint.tables {
+        writeln!(
+            out,
+            "{:<name_width$}  {:>10}  {:>13}  {:>12}  {:>12}  {:>13}  {:>10.1}",
+            table.name,
+            table.rows,
+            table.page_bytes(),
+            table.stored_bytes,
+            table.metadata_bytes,
+            table.fragmented_bytes,
+            per_record(table.page_bytes())
+        )?;
+    }
+    let outside = footprint.outside_tables();
+    writeln!(
+        out,
+        "{:<name_width$}  {:>10}  {:>13}  {:>12}  {:>12}  {:>13}  {:>10.1}",
+        "outside tables",
+        "",
+        outside,
+        "",
+        "",
+        "",
+        per_record(outside)
+    )?;
     Ok(())
 }
 

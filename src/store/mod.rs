@@ -9,6 +9,7 @@
 mod catch_up;
 pub(crate) mod compact;
 mod error;
+mod footprint;
 mod import;
 pub(crate) mod open;
 mod session;
@@ -35,6 +36,7 @@ use crate::record::limits::Limits;
 use crate::record::{Format, NewEvent, Position, Record, StreamVersion};
 pub use compact::Compaction;
 pub use error::StoreError;
+pub use footprint::{Footprint, TableFootprint};
 pub use import::ImportStage;
 use open::{
     Closing, Handle, check_identity, check_redb_magic, create, guarded, initialise, open_reader,
@@ -678,21 +680,48 @@ impl Store {
         })
     }
 
+    /// Where the log's bytes go: every table's pages and what fills them, beside the file's
+    /// size (see [`Footprint`]).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let store = annals::Store::open(dir.path().join("log.redb")).unwrap();
+    /// let footprint = store.footprint().unwrap();
+    /// assert!(footprint.tables.iter().any(|t| t.name == "annals.segments"));
+    /// ```
+    pub fn footprint(&self) -> Result<Footprint> {
+        let (records, tables) = guarded(|| {
+            let txn = self.db.begin_read()?;
+            let tables = footprint::tables(&txn)?;
+            Ok((Snapshot::new(txn)?.head()?.next.0, tables))
+        })?;
+        let stats = self.stats()?;
+        Ok(Footprint {
+            file_bytes: stats.file_bytes,
+            disk_bytes: stats.disk_bytes,
+            records,
+            tables,
+        })
+    }
+
     /// Counts and sizes.
     pub fn stats(&self) -> Result<Stats> {
         let (head, streams) = guarded(|| {
             let snapshot = self.snapshot()?;
             Ok((snapshot.head()?, snapshot.stream_count()?))
         })?;
+        let (file_bytes, disk_bytes) = if self.on_disk {
+            let metadata = fs::metadata(&self.path)?;
+            (metadata.len(), footprint::disk_bytes(&metadata))
+        } else {
+            (0, 0)
+        };
         Ok(Stats {
             records: head.next.0,
             streams,
             head,
-            file_bytes: if self.on_disk {
-                fs::metadata(&self.path)?.len()
-            } else {
-                0
-            },
+            file_bytes,
+            disk_bytes,
         })
     }
 }
@@ -714,6 +743,10 @@ pub struct Stats {
     pub streams: u64,
     /// The head.
     pub head: Head,
-    /// The file's size in bytes.
+    /// The file's size in bytes. redb doubles a file when it runs out of room (until it
+    /// reaches 4 GiB), so this runs up to twice what the log uses.
     pub file_bytes: u64,
+    /// The bytes the file takes on disk: its allocated blocks (Unix), which leave out the
+    /// room redb allocated ahead of use and never wrote; the file's size elsewhere.
+    pub disk_bytes: u64,
 }

@@ -355,7 +355,8 @@ fn stats_json_reports_counts_head_and_file_size() {
         before,
         "reading leaves the file untouched"
     );
-    let file_bytes = std::fs::metadata(&log.db).expect("the log file").len();
+    let metadata = std::fs::metadata(&log.db).expect("the log file");
+    let file_bytes = metadata.len();
     let stats = json(&log.ok("stats", &["--json"]));
     let object = stats.as_object().expect("a JSON object");
     let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
@@ -363,6 +364,7 @@ fn stats_json_reports_counts_head_and_file_size() {
     assert_eq!(
         keys,
         [
+            "disk_bytes",
             "file_bytes",
             "head_hash",
             "head_position",
@@ -375,6 +377,57 @@ fn stats_json_reports_counts_head_and_file_size() {
     assert_eq!(stats["head_position"], 3);
     assert_eq!(stats["head_hash"], head_hash);
     assert_eq!(stats["file_bytes"], file_bytes);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(stats["disk_bytes"], metadata.blocks() * 512);
+    }
+}
+
+#[test]
+fn stats_tables_accounts_for_every_table_and_the_file() {
+    let log = Log::new();
+    for i in 0..40 {
+        log.append(&["s", "k", &format!("payload {i}")]);
+    }
+    let stats = json(&log.ok("stats", &["--json", "--tables"]));
+    let tables = stats["tables"].as_array().expect("a list of tables");
+    let names: Vec<&str> = tables.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted, "tables come in name order");
+    for name in [
+        "annals.segments",
+        "annals.meta",
+        "annals.merkle",
+        "leases.held",
+    ] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    let segments = tables
+        .iter()
+        .find(|t| t["name"] == "annals.segments")
+        .unwrap();
+    let stored = segments["stored_bytes"].as_u64().unwrap();
+    assert!(
+        stored > 40 * "payload 0".len() as u64,
+        "{stored} bytes stored"
+    );
+    let in_tables: u64 = tables
+        .iter()
+        .map(|t| {
+            ["stored_bytes", "metadata_bytes", "fragmented_bytes"]
+                .iter()
+                .map(|field| t[*field].as_u64().unwrap())
+                .sum::<u64>()
+        })
+        .sum();
+    let file_bytes = stats["file_bytes"].as_u64().unwrap();
+    assert!(in_tables <= file_bytes);
+    assert_eq!(stats["outside_tables_bytes"], file_bytes - in_tables);
+    let text = log.ok("stats", &["--tables"]);
+    assert!(text.contains("annals.segments"), "{text}");
+    assert!(text.contains("outside tables"), "{text}");
 }
 
 #[test]
