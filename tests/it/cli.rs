@@ -396,12 +396,7 @@ fn stats_tables_accounts_for_every_table_and_the_file() {
     let mut sorted = names.clone();
     sorted.sort_unstable();
     assert_eq!(names, sorted, "tables come in name order");
-    for name in [
-        "annals.segments",
-        "annals.meta",
-        "annals.merkle",
-        "leases.held",
-    ] {
+    for name in ["annals.segments", "annals.meta", "annals.merkle"] {
         assert!(names.contains(&name), "{name} in {names:?}");
     }
     let segments = tables
