@@ -56,18 +56,24 @@ fn bulk_appends_stay_within_their_bytes_per_record() {
     );
 }
 
-/// 2,000 events, each its own durable commit to one of 10 streams, as a host writes: each
-/// commit stores a segment of one record and rewrites the head and the stream's tail.
-#[test]
-fn single_commits_stay_within_their_bytes_per_record() {
-    let (dir, store) = store();
-    let records = 2_000;
+/// `records` events, each its own durable commit to one of 10 streams, as a host writes.
+fn write_single_commits(store: &annals::Store, records: usize) {
     for i in 0..records {
         let stream = format!("single/{}", i % 10);
         let _ = store
             .append(&stream, ExpectedVersion::Any, &[event(i)])
             .expect("a single commit");
     }
+}
+
+/// 2,000 events, each its own durable commit to one of 10 streams, as a host writes: each
+/// commit stores a segment of one record (packed with the ones before it once they fill a
+/// segment) and rewrites the head and the stream's tail.
+#[test]
+fn single_commits_stay_within_their_bytes_per_record() {
+    let (dir, store) = store();
+    let records = 2_000;
+    write_single_commits(&store, records);
     drop(store);
     let per_record = bytes_per_record(&dir.path().join("log.redb"), records);
     assert!(
@@ -162,12 +168,7 @@ const SPAN_EVENTS_OVER_RAW_MAX: f64 = 1.3;
 fn single_commits_are_packed_into_full_segments() {
     let (_dir, store) = store();
     let records = 2_000;
-    for i in 0..records {
-        let stream = format!("single/{}", i % 10);
-        let _ = store
-            .append(&stream, ExpectedVersion::Any, &[event(i)])
-            .expect("a single commit");
-    }
+    write_single_commits(&store, records);
     let footprint = store.footprint().expect("the footprint");
     let segments = footprint
         .tables
