@@ -439,5 +439,5 @@ pub(crate) async fn mixed_tasks(path: &Path, clients: usize, run_for: Duration) 
 /// commands.
 pub(crate) fn empty_bytes_annals(path: &Path) -> f64 {
     drop(open_new(path, Sharing::default()));
-    crate::samples::file_bytes(path)
+    crate::samples::disk_bytes(path)
 }

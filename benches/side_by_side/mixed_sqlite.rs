@@ -451,5 +451,5 @@ pub(crate) fn empty_bytes_sqlite(path: &Path) -> f64 {
     let conn = open(path);
     conn.pragma_update(None, "wal_checkpoint", "TRUNCATE").ok();
     drop(conn);
-    crate::samples::file_bytes(path)
+    crate::samples::disk_bytes(path)
 }

@@ -13,7 +13,7 @@ use crate::reading::{
     scan_sqlite, verify_and_blake3, verify_split,
 };
 use crate::report::RATIOS;
-use crate::samples::{Samples, file_bytes};
+use crate::samples::{Samples, disk_bytes};
 use crate::{GROUP_TASKS, SAMPLE_EVENTS_MAX, Settings};
 
 /// One round: every contender on every figure, interleaved. Returns the round's folder and
@@ -76,8 +76,8 @@ pub(crate) fn run_round(
     samples.push("bulk.annals", bulk_annals(&annals_log, events, 0));
     samples.push("bulk.redb", bulk_redb(&raw_log, events, 1));
     samples.push("bulk.sqlite", bulk_sqlite(&sqlite_log, events, 1));
-    samples.push("bytes.annals", file_bytes(&annals_log) / events as f64);
-    samples.push("bytes.sqlite", file_bytes(&sqlite_log) / events as f64);
+    samples.push("bytes.annals", disk_bytes(&annals_log) / events as f64);
+    samples.push("bytes.sqlite", disk_bytes(&sqlite_log) / events as f64);
 
     samples.push("scan.annals", scan_annals(&annals_log));
     samples.push("scan.annals_owned", scan_annals_owned(&annals_log));
@@ -161,7 +161,7 @@ fn mixed_round(
         samples.push(keys.sqlite_shared, shared.per_s);
         samples.push(keys.sqlite_best, conns.per_s.max(shared.per_s));
         let per_command = |log: &Path, empty: f64, run: &MixedRun| {
-            (file_bytes(log) - empty) / run.commands.max(1) as f64
+            (disk_bytes(log) - empty) / run.commands.max(1) as f64
         };
         // Sequential: annals through `Store`; 64 clients: annals through `Writer`.
         let (annals_log, annals_run, keys) = match n {

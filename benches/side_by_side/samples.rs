@@ -79,8 +79,13 @@ impl Commits {
     }
 }
 
-pub(crate) fn file_bytes(path: &Path) -> f64 {
-    std::fs::metadata(path).map_or(f64::NAN, |m| m.len() as f64)
+/// The bytes the file at `path` takes on disk: its allocated blocks. redb doubles a file when
+/// it runs out of room, and the part not yet written takes no disk, so a file's length would
+/// put a sawtooth of up to 2× into every bytes-per-event figure; SQLite's files have no such
+/// part, so for them this is their length.
+pub(crate) fn disk_bytes(path: &Path) -> f64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).map_or(f64::NAN, |m| (m.blocks() * 512) as f64)
 }
 
 pub(crate) fn per_second(count: u64, elapsed: Duration) -> f64 {
