@@ -746,6 +746,21 @@ mod tests {
     }
 
     #[test]
+    fn only_a_well_formed_segment_with_its_digest_parses_sound() {
+        let stored = build(&[b"ab", b"cd"]);
+        let sound = Segment::parse_sound(&stored, Format::V1).expect("a sound segment");
+        assert_eq!(sound.record(1), Some(&b"cd"[..]));
+        for at in 0..stored.len() {
+            let mut damaged = stored.clone();
+            damaged[at] ^= 0x01;
+            assert!(
+                Segment::parse_sound(&damaged, Format::V1).is_none(),
+                "byte {at}"
+            );
+        }
+    }
+
+    #[test]
     fn records_round_trip_through_a_segment() {
         let bytes = build(&[b"one", b"", b"three"]);
         let segment = Segment::parse(&bytes, Format::V1).unwrap();
