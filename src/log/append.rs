@@ -326,22 +326,27 @@ impl<'txn> LogWriter<'txn> {
     fn pack_trailing_segments(&mut self) -> Result<()> {
         self.packing_considered = true;
         debug_assert!(self.segment.is_empty() && self.segment_first == self.head.next);
-        let mut trailing: Vec<(u64, Vec<u8>)> = Vec::new();
+        // Every trailing small segment is taken, so none is left behind a packed one; they are
+        // packed as soon as they reach `MERGE_BYTES`, which bounds this walk. Most commits
+        // pack nothing, so the walk reads lengths only, and copies only when it packs.
+        let mut first_key = None;
         let mut bytes = 0;
         for entry in self.segments.range::<u64>(..)?.rev() {
             let (key, value) = entry?;
-            // Every trailing small segment is taken, so none is left behind a packed one; they
-            // are packed as soon as they reach `MERGE_BYTES`, which bounds this walk.
             if value.value().len() >= SMALL_SEGMENT_BYTES {
                 break;
             }
             bytes += value.value().len();
+            first_key = Some(key.value());
+        }
+        let Some(first_key) = first_key.filter(|_| bytes >= MERGE_BYTES) else {
+            return Ok(());
+        };
+        let mut trailing: Vec<(u64, Vec<u8>)> = Vec::new();
+        for entry in self.segments.range(first_key..)? {
+            let (key, value) = entry?;
             trailing.push((key.value(), value.value().to_vec()));
         }
-        if bytes < MERGE_BYTES {
-            return Ok(());
-        }
-        trailing.reverse();
         let mut packed = SegmentBuilder::with_format(self.format);
         let mut packed_first = trailing[0].0;
         let mut pieces: Vec<(u64, Vec<u8>)> = Vec::new();

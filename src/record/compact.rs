@@ -165,16 +165,7 @@ fn number(bytes: &mut &[u8], what: &str) -> Result<u64, RecordError> {
 /// A length-prefixed UTF-8 string of 1 to `cap` bytes.
 fn text<'a>(bytes: &mut &'a [u8], field: Field, cap: u32) -> Result<&'a str, RecordError> {
     let len = number(bytes, "a string length")?;
-    if len == 0 {
-        return Err(RecordError::EmptyField { field });
-    }
-    if len > u64::from(cap) {
-        return Err(RecordError::FieldOverCap {
-            field,
-            len,
-            cap: u64::from(cap),
-        });
-    }
+    super::view::check_text_len(field, len, cap)?;
     let Some((taken, rest)) = bytes.split_at_checked(len as usize) else {
         return Err(RecordError::Header(format!(
             "{field} needs {len} bytes, {} remain",
@@ -182,6 +173,5 @@ fn text<'a>(bytes: &mut &'a [u8], field: Field, cap: u32) -> Result<&'a str, Rec
         )));
     };
     *bytes = rest;
-    std::str::from_utf8(taken)
-        .map_err(|error| RecordError::Header(format!("{field} is not UTF-8: {error}")))
+    super::view::text_utf8(field, taken)
 }

@@ -304,18 +304,31 @@ impl<'a> Reader<'a> {
     /// kind or idempotency key, so a header with one is not a record, whatever its hashes.
     fn text(&mut self, field: Field, cap: u32) -> Result<&'a str, RecordError> {
         let len = u64::from_le_bytes(self.array("a string length")?);
-        if len == 0 {
-            return Err(RecordError::EmptyField { field });
-        }
-        if len > u64::from(cap) {
-            return Err(RecordError::FieldOverCap {
-                field,
-                len,
-                cap: u64::from(cap),
-            });
-        }
+        check_text_len(field, len, cap)?;
         let bytes = self.take("a string", len as usize)?;
-        std::str::from_utf8(bytes)
-            .map_err(|error| RecordError::Header(format!("{field} is not UTF-8: {error}")))
+        text_utf8(field, bytes)
     }
+}
+
+/// A string's length as a header declares it, checked before anything is read or allocated:
+/// the format has no empty stream, kind or idempotency key, and none over its cap. Both record
+/// formats decode their strings through this.
+pub(crate) fn check_text_len(field: Field, len: u64, cap: u32) -> Result<(), RecordError> {
+    if len == 0 {
+        return Err(RecordError::EmptyField { field });
+    }
+    if len > u64::from(cap) {
+        return Err(RecordError::FieldOverCap {
+            field,
+            len,
+            cap: u64::from(cap),
+        });
+    }
+    Ok(())
+}
+
+/// A string's bytes as UTF-8, or the header error naming the field.
+pub(crate) fn text_utf8(field: Field, bytes: &[u8]) -> Result<&str, RecordError> {
+    std::str::from_utf8(bytes)
+        .map_err(|error| RecordError::Header(format!("{field} is not UTF-8: {error}")))
 }
