@@ -502,7 +502,7 @@ fn check_key(
         }));
     };
     let (indexed, content) = entry.value();
-    let computed = content_hash(record.stream, record.kind, record.payload_hash);
+    let computed = content_hash(record.stream, record.kind, record.payload_hash());
     if indexed != position.0 || Digest(content) != computed {
         return Ok(Some(Problem::Idempotency {
             detail: format!(

@@ -408,7 +408,7 @@ impl RecordView<'_> {
             at_ms: self.at_ms,
             idempotency_key: self.idempotency_key,
             payload_len: self.payload.len() as u32,
-            payload_hash: self.payload_hash,
+            payload_hash: self.payload_hash(),
             prev: self.prev,
         }
     }
@@ -556,7 +556,7 @@ pub fn header_fields(view: &RecordView<'_>) -> String {
         view.at_ms,
         view.idempotency_key,
         view.payload.len(),
-        view.payload_hash,
+        view.payload_hash(),
         view.prev
     )
 }

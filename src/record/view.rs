@@ -17,7 +17,10 @@ use crate::hash::{self, Digest};
 
 /// One stored record, checked as the caller asked, borrowing its strings and payload from
 /// the stored bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// Its payload hash is [`RecordView::payload_hash`]: a format v1 record stores it, a format v2
+/// record does not, and a scan that never asks for it does not pay for hashing each payload.
+#[derive(Clone, Copy, Debug)]
 pub struct RecordView<'a> {
     /// Its place in the log.
     pub position: Position,
@@ -35,15 +38,43 @@ pub struct RecordView<'a> {
     pub idempotency_key: Option<&'a str>,
     /// The payload bytes.
     pub payload: &'a [u8],
-    /// blake3 of the payload.
-    pub payload_hash: Digest,
     /// The hash of the record before it (zero at position 0).
     pub prev: Digest,
     /// This record's hash.
     pub hash: Digest,
+    /// blake3 of the payload when it is already known: stored in a v1 record, or computed to
+    /// check a v2 record's hash. `None` until asked for otherwise.
+    known_payload_hash: Option<Digest>,
 }
 
+/// Two views are equal when their fields are: the payload hash follows from the payload, so
+/// whether it was stored or is still to compute does not make views differ.
+impl PartialEq for RecordView<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.position == other.position
+            && self.stream == other.stream
+            && self.version == other.version
+            && self.kind == other.kind
+            && self.schema == other.schema
+            && self.at_ms == other.at_ms
+            && self.idempotency_key == other.idempotency_key
+            && self.payload == other.payload
+            && self.prev == other.prev
+            && self.hash == other.hash
+    }
+}
+
+impl Eq for RecordView<'_> {}
+
 impl RecordView<'_> {
+    /// blake3 of the payload: the stored one in a format v1 record (checked, or covered by
+    /// the segment's digest), computed from the payload for a format v2 record, which does
+    /// not store it.
+    pub fn payload_hash(&self) -> Digest {
+        self.known_payload_hash
+            .unwrap_or_else(|| hash::payload_hash(self.payload))
+    }
+
     /// An owned copy.
     pub fn to_record(&self) -> Record {
         Record {
@@ -55,7 +86,7 @@ impl RecordView<'_> {
             at_ms: self.at_ms,
             idempotency_key: self.idempotency_key.map(str::to_owned),
             payload: self.payload.to_vec(),
-            payload_hash: self.payload_hash,
+            payload_hash: self.payload_hash(),
             prev: self.prev,
             hash: self.hash,
         }
@@ -151,9 +182,9 @@ pub(crate) fn parse_stored(
         at_ms,
         idempotency_key,
         payload,
-        payload_hash,
         prev,
         hash: stored,
+        known_payload_hash: Some(payload_hash),
     })
 }
 
@@ -180,8 +211,8 @@ pub(crate) fn parse_at<'a>(
 /// `index` of its segment, whose first record is `first` (`None` when it is that record) and
 /// whose `prev` is `prev`, found at `position`: the compact header within the caps, the
 /// fields it shares with the first record, then the v1 header rebuilt from them hashed and
-/// compared with the stored hash if `hashes` says so. The payload hash is always computed:
-/// the record does not store it.
+/// compared with the stored hash if `hashes` says so. The record does not store its payload
+/// hash: checking computes it, and otherwise [`RecordView::payload_hash`] computes it when asked.
 pub(crate) fn parse_compact<'a>(
     bytes: &'a [u8],
     index: u32,
@@ -238,7 +269,7 @@ pub(crate) fn parse_compact<'a>(
             cap: u64::from(PAYLOAD_BYTES_CAP),
         });
     }
-    let view = RecordView {
+    let mut view = RecordView {
         position,
         stream,
         version: StreamVersion(version),
@@ -247,11 +278,12 @@ pub(crate) fn parse_compact<'a>(
         at_ms: header.at_ms,
         idempotency_key: header.idempotency_key,
         payload,
-        payload_hash: hash::payload_hash(payload),
         prev,
         hash: Digest(*stored_hash),
+        known_payload_hash: None,
     };
     if hashes == RecordHashes::Check {
+        view.known_payload_hash = Some(hash::payload_hash(payload));
         let fields: HeaderFields<'_> = view.header_fields();
         let computed = fields.record_hash();
         if computed != view.hash {
