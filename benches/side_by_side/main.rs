@@ -86,7 +86,7 @@ use crate::bulk::{INTERLEAVED_STREAMS, bulk_annals, bulk_redb};
 use crate::check::{check, write_baseline};
 use crate::commands::{command_trees, group_annals, single_annals, single_redb};
 use crate::memory::{command_memory, rebuild_rss, rss_child};
-use crate::reading::{rebuild, scan_annals, scan_redb};
+use crate::reading::{rebuild, scan_annals, scan_annals_owned, scan_redb};
 use crate::report::{print_misses, print_sharing_table, print_table, report, sharing_report};
 use crate::round::{build_verify_logs, run_round};
 use crate::samples::Samples;
@@ -199,6 +199,7 @@ fn main() {
         bulk_redb(&raw, 100_000, 1);
         for _ in 0..10 {
             println!("scan {:.0}/s", scan_annals(&log));
+            println!("owned scan {:.0}/s", scan_annals_owned(&log));
             println!("raw redb scan {:.0}/s", scan_redb(&raw));
         }
         return;
