@@ -40,7 +40,8 @@
 //! reference stores' commands (lease acquire, renew and release under the fencing token;
 //! outbox enqueue, claim and ack; a span's start, event and end with its run's rollup; a
 //! registry upsert and a fuel charge), one durable commit per command, at 1, 8 and 64
-//! clients: annals from OS threads through `Store` and from tokio tasks through `Writer`;
+//! clients: annals from OS threads through `Store` (a commit each) and through `Writer`'s
+//! blocking calls (batched), and from tokio tasks through `Writer`;
 //! SQLite from threads with the reference stores' tables, indexes and statements' shapes, one
 //! `BEGIN IMMEDIATE` transaction per command, with a connection per client and with one
 //! shared connection (the better of the two is the ratios' denominator). The bytes on disk

@@ -25,11 +25,13 @@ use crate::{EPOCH_MS, TTL_MS};
 /// The client counts of the mixed rows.
 pub(crate) const CLIENTS: [usize; 3] = [1, 8, 64];
 
-/// The keys of one client count's figures: annals from threads, annals from tasks, SQLite
-/// with a connection per client, SQLite with one shared connection, the better of the two.
+/// The keys of one client count's figures: annals from threads through `Store` (a commit
+/// each) and through `Writer`'s blocking calls (batched), annals from tasks, SQLite with a
+/// connection per client, SQLite with one shared connection, the better of the two.
 pub(crate) struct MixedKeys {
     pub(crate) clients: usize,
     pub(crate) threads: &'static str,
+    pub(crate) writer_threads: &'static str,
     pub(crate) tasks: &'static str,
     pub(crate) sqlite_conns: &'static str,
     pub(crate) sqlite_shared: &'static str,
@@ -40,6 +42,7 @@ pub(crate) const MIXED_KEYS: [MixedKeys; 3] = [
     MixedKeys {
         clients: CLIENTS[0],
         threads: "mixed.annals_threads_1",
+        writer_threads: "mixed.annals_writer_threads_1",
         tasks: "mixed.annals_tasks_1",
         sqlite_conns: "mixed.sqlite_conns_1",
         sqlite_shared: "mixed.sqlite_shared_1",
@@ -48,6 +51,7 @@ pub(crate) const MIXED_KEYS: [MixedKeys; 3] = [
     MixedKeys {
         clients: CLIENTS[1],
         threads: "mixed.annals_threads_8",
+        writer_threads: "mixed.annals_writer_threads_8",
         tasks: "mixed.annals_tasks_8",
         sqlite_conns: "mixed.sqlite_conns_8",
         sqlite_shared: "mixed.sqlite_shared_8",
@@ -56,6 +60,7 @@ pub(crate) const MIXED_KEYS: [MixedKeys; 3] = [
     MixedKeys {
         clients: CLIENTS[2],
         threads: "mixed.annals_threads_64",
+        writer_threads: "mixed.annals_writer_threads_64",
         tasks: "mixed.annals_tasks_64",
         sqlite_conns: "mixed.sqlite_conns_64",
         sqlite_shared: "mixed.sqlite_shared_64",
@@ -378,6 +383,19 @@ async fn submit(writer: &Writer, command: Mixed) -> Option<u64> {
     }
 }
 
+/// [`submit`] from an OS thread, blocking it until the batch's commit is durable.
+fn submit_blocking(writer: &Writer, command: Mixed) -> Option<u64> {
+    let failed = "a mixed command";
+    match command {
+        Mixed::Lease(c) => leased(writer.execute_blocking(c).expect(failed)),
+        Mixed::Outbox(c) => enqueued(writer.execute_blocking(c).expect(failed)),
+        Mixed::Pull(c) => pulled(writer.execute_blocking(c).expect(failed)),
+        Mixed::Span(c) => spanned(writer.execute_blocking(c).expect(failed)),
+        Mixed::Instance(c) => registered(writer.execute_blocking(c).expect(failed)),
+        Mixed::Fuel(c) => charged(writer.execute_blocking(c).expect(failed)),
+    }
+}
+
 /// What a timed mixed run did.
 pub(crate) struct MixedRun {
     pub(crate) per_s: f64,
@@ -395,6 +413,26 @@ pub(crate) fn mixed_threads(path: &Path, clients: usize, run_for: Duration) -> M
             client.advance(token);
         }
     });
+    MixedRun {
+        per_s: per_second(commands, elapsed),
+        commands,
+    }
+}
+
+/// `clients` OS threads each running the cycle through one `Writer`'s blocking calls for
+/// `run_for`: what a threaded host does for group commit.
+pub(crate) fn mixed_writer_threads(path: &Path, clients: usize, run_for: Duration) -> MixedRun {
+    let store = Arc::new(open_new(path, Sharing::default()));
+    let writer = Writer::start(store, WriterOptions::default()).expect("a writer");
+    let (commands, elapsed) = in_threads(clients, run_for, |id| {
+        let writer = writer.clone();
+        let mut client = Client::new(id);
+        move || {
+            let token = submit_blocking(&writer, client.command());
+            client.advance(token);
+        }
+    });
+    writer.flush_blocking().expect("a flush");
     MixedRun {
         per_s: per_second(commands, elapsed),
         commands,

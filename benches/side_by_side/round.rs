@@ -6,7 +6,9 @@ use crate::bulk::{INTERLEAVED_STREAMS, bulk_annals, bulk_annals_over, bulk_redb,
 use crate::commands::{
     fsync_floor, group_annals, group_sqlite, single_annals, single_redb, single_sqlite,
 };
-use crate::mixed::{MIXED_KEYS, MixedRun, empty_bytes_annals, mixed_tasks, mixed_threads};
+use crate::mixed::{
+    MIXED_KEYS, MixedRun, empty_bytes_annals, mixed_tasks, mixed_threads, mixed_writer_threads,
+};
 use crate::mixed_sqlite::{empty_bytes_sqlite, mixed_sqlite};
 use crate::reading::{
     chain_sqlite, encode_and_hash_ns, rebuild, scan_annals, scan_annals_owned, scan_redb,
@@ -147,6 +149,11 @@ fn mixed_round(
         let tasks_log = at(&format!("mixed-tasks-{n}.redb"));
         let conns_log = at(&format!("mixed-conns-{n}.sqlite"));
         let threads = mixed_threads(&threads_log, n, settings.timed);
+        let writer_threads = mixed_writer_threads(
+            &at(&format!("mixed-writer-threads-{n}.redb")),
+            n,
+            settings.timed,
+        );
         let tasks = runtime.block_on(mixed_tasks(&tasks_log, n, settings.timed));
         let conns = mixed_sqlite(&conns_log, n, false, settings.timed);
         let shared = mixed_sqlite(
@@ -156,6 +163,7 @@ fn mixed_round(
             settings.timed,
         );
         samples.push(keys.threads, threads.per_s);
+        samples.push(keys.writer_threads, writer_threads.per_s);
         samples.push(keys.tasks, tasks.per_s);
         samples.push(keys.sqlite_conns, conns.per_s);
         samples.push(keys.sqlite_shared, shared.per_s);

@@ -16,6 +16,7 @@
 //! never drops a job it accepted without answering it, and never answers before the commit.
 
 mod batch;
+mod blocking;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -253,6 +254,61 @@ impl Writer {
             session.execute(&command)
         })
         .await
+    }
+
+    /// [`Writer::execute`] for a caller on an OS thread rather than in async code: blocks this
+    /// thread until the command's batch has committed, and needs no runtime. Threads calling
+    /// it at once share batches, and so commits, as tasks do. Not for async code: it would
+    /// block the executor's thread.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use annals::leases::{LeaseCommand, LeaseOutcome};
+    /// use annals::{Store, Writer, WriterOptions};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let store = Arc::new(Store::open(&dir.path().join("host.redb"))?);
+    /// let writer = Writer::start(store, WriterOptions::default())?;
+    /// let threads: Vec<_> = (0..4)
+    ///     .map(|n| {
+    ///         let writer = writer.clone();
+    ///         std::thread::spawn(move || {
+    ///             writer.execute_blocking(LeaseCommand::Acquire {
+    ///                 resource: format!("queue-{n}"),
+    ///                 holder: "worker".into(),
+    ///                 ttl_ms: 30_000,
+    ///                 now_ms: 1_000,
+    ///             })
+    ///         })
+    ///     })
+    ///     .collect();
+    /// for thread in threads {
+    ///     let outcome = thread.join().expect("a thread")?;
+    ///     assert!(matches!(outcome, LeaseOutcome::Granted { renewed: false, .. }));
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn execute_blocking<C>(&self, command: C) -> Result<C::Outcome>
+    where
+        C: Command + Send + 'static,
+        C::Outcome: Send + 'static,
+    {
+        blocking::block_on(self.execute(command))
+    }
+
+    /// [`Writer::append`] for a caller on an OS thread; see [`Writer::execute_blocking`].
+    pub fn append_blocking(
+        &self,
+        stream: impl Into<String>,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<AppendOutcome> {
+        blocking::block_on(self.append(stream, expected, events))
+    }
+
+    /// [`Writer::flush`] for a caller on an OS thread; see [`Writer::execute_blocking`].
+    pub fn flush_blocking(&self) -> Result<()> {
+        blocking::block_on(self.flush())
     }
 
     /// Resolves once everything answered before it is durable: at once after its batch with

@@ -815,3 +815,77 @@ fn options_out_of_range_and_read_only_stores_are_refused() {
     let refused = Writer::start(Arc::new(read_only), WriterOptions::default());
     assert!(matches!(refused, Err(Error::ReadOnly)));
 }
+
+/// OS threads and no runtime anywhere: `execute_blocking` and `append_blocking` answer each
+/// thread with its own outcome, and the sixteen threads that queued while a batch was held
+/// open commit in at most one more batch rather than one each.
+#[test]
+fn threads_without_a_runtime_share_batches_through_the_blocking_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("log.redb"));
+    let writer = start(&store, WriterOptions::default());
+    let (entered, mut inside) = tokio::sync::mpsc::unbounded_channel();
+    let (open_gate, release) = std::sync::mpsc::channel::<()>();
+    let gate = std::thread::spawn({
+        let writer = writer.clone();
+        move || writer.execute_blocking(Gate { entered, release })
+    });
+    inside.blocking_recv().unwrap();
+
+    let leases: Vec<_> = (0..8u8)
+        .map(|n| {
+            let writer = writer.clone();
+            std::thread::spawn(move || {
+                writer.execute_blocking(LeaseCommand::Acquire {
+                    resource: format!("r{n}"),
+                    holder: format!("h{n}"),
+                    ttl_ms: 1_000,
+                    now_ms: 10,
+                })
+            })
+        })
+        .collect();
+    let appends: Vec<_> = (0..8u8)
+        .map(|n| {
+            let writer = writer.clone();
+            std::thread::spawn(move || {
+                writer.append_blocking(
+                    format!("s{n}"),
+                    ExpectedVersion::NoStream,
+                    vec![event("k", 0, &[n])],
+                )
+            })
+        })
+        .collect();
+    // Every thread's job waits in the queue behind the held batch.
+    while writer.queued() < 16 {
+        std::thread::yield_now();
+    }
+
+    drop(open_gate);
+    gate.join().unwrap().unwrap();
+    for (n, lease) in leases.into_iter().enumerate() {
+        match lease.join().unwrap().unwrap() {
+            LeaseOutcome::Granted { lease, renewed } => {
+                assert!(!renewed);
+                assert_eq!(lease.holder, format!("h{n}"));
+            }
+            other => panic!("thread {n}: {other:?}"),
+        }
+    }
+    let mut positions: Vec<Position> = appends
+        .into_iter()
+        .map(|append| append.join().unwrap().unwrap().first_position())
+        .collect();
+    positions.sort();
+    positions.dedup();
+    assert_eq!(positions.len(), 8, "each append has a position of its own");
+    let stats = writer.stats();
+    assert_eq!(stats.jobs, 17);
+    assert!(stats.batches <= 2, "one batch per thread: {stats:?}");
+    writer.flush_blocking().unwrap();
+
+    let records = all_records(&store);
+    assert_eq!(records.len(), 16);
+    assert!(store.verify().unwrap().is_sound());
+}
