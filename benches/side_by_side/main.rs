@@ -83,7 +83,7 @@ use std::time::{Duration, Instant};
 
 use redb::TableDefinition;
 
-use crate::bulk::{INTERLEAVED_STREAMS, bulk_annals, bulk_redb};
+use crate::bulk::{INTERLEAVED_STREAMS, bulk_annals, bulk_annals_over, bulk_redb};
 use crate::check::{check, write_baseline};
 use crate::commands::{command_trees, group_annals, single_annals, single_redb};
 use crate::memory::{command_memory, rebuild_rss, rss_child};
@@ -141,9 +141,15 @@ fn main() {
         return;
     }
     if args.iter().any(|a| a == "--profile-bulk") {
-        // For a profiler: annals' bulk append, scan and rebuild alone.
+        // For a profiler: annals' bulk append, scan and rebuild alone; with `--interleaved`,
+        // the bulk over INTERLEAVED_STREAMS streams in turn.
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
         let log = dir.path().join("bulk.redb");
+        if args.iter().any(|a| a == "--interleaved") {
+            let rate = bulk_annals_over(&log, 200_000, 0, INTERLEAVED_STREAMS);
+            println!("bulk interleaved {rate:.0}/s");
+            return;
+        }
         println!("bulk {:.0}/s", bulk_annals(&log, 100_000, 0));
         println!("scan {:.0}/s", scan_annals(&log));
         println!("rebuild {:.0}/s", rebuild(&log));

@@ -16,10 +16,6 @@ use crate::record::Record;
 
 /// Records per transaction when building a new log.
 const IMPORT_BATCH_RECORDS: u64 = 8_192;
-/// Transactions of [`IMPORT_BATCH_RECORDS`] between two durable commits when building a new
-/// log. redb holds in memory the pages that non-durable commits allocated, until a durable
-/// commit; without one, an import's memory grows with the file.
-const IMPORT_BATCHES_PER_DURABLE_COMMIT: u64 = 8;
 /// Records per sealed append: one stream's consecutive records, at most this many.
 const SEALED_RUN_RECORDS_MAX: usize = 1_024;
 
@@ -121,9 +117,9 @@ impl Store {
     }
 
     /// Appends the records of a checked export file: in one durable transaction when `batch`
-    /// is `None`, else in transactions of `batch` records (for a new log, which is discarded
-    /// whole on failure), deferred but for one in [`IMPORT_BATCHES_PER_DURABLE_COMMIT`]. The
-    /// last transaction commits only if the head and root are the file's.
+    /// is `None`, else in deferred transactions of `batch` records (for a new log, which is
+    /// discarded whole on failure). The last transaction commits only if the head and root
+    /// are the file's.
     fn import_checked(
         &self,
         file: &Path,
@@ -137,16 +133,12 @@ impl Store {
             return Err(mismatch("the file changed since it was checked"));
         }
         check_continues(&self.snapshot()?, summary)?;
+        let durability = match batch {
+            None => Durability::Immediate,
+            Some(_) => Durability::Deferred,
+        };
         let mut done = 0u64;
-        let mut transactions = 0u64;
         loop {
-            transactions = transactions.wrapping_add(1);
-            let durability = match batch {
-                Some(_) if !transactions.is_multiple_of(IMPORT_BATCHES_PER_DURABLE_COMMIT) => {
-                    Durability::Deferred
-                }
-                _ => Durability::Immediate,
-            };
             let finished = self.write_with(durability, |session| {
                 let mut run: Vec<Record> = Vec::new();
                 let mut in_transaction = 0u64;
