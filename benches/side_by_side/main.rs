@@ -197,6 +197,25 @@ fn main() {
         }
         return;
     }
+    if args.iter().any(|a| a == "--keep-mixed") {
+        // The mixed commands at 64 tasks for 3 s, sequentially for 3 s, into logs kept under
+        // target/tmp/mixed-kept/, for `annals stats --tables` and `annals export` to weigh.
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mixed-kept");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a folder");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_time()
+            .build()
+            .expect("a tokio runtime");
+        let run_for = Duration::from_secs(3);
+        let tasks = dir.join("tasks-64.redb");
+        let run = runtime.block_on(crate::mixed::mixed_tasks(&tasks, 64, run_for));
+        println!("{}: {} commands", tasks.display(), run.commands);
+        let sequential = dir.join("threads-1.redb");
+        let run = crate::mixed::mixed_threads(&sequential, 1, run_for);
+        println!("{}: {} commands", sequential.display(), run.commands);
+        return;
+    }
     if args.iter().any(|a| a == "--profile-scan") {
         // For a profiler: annals' scan alone, many times over one log.
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
