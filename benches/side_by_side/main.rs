@@ -62,7 +62,12 @@
 //! with `--quick`, 2,000 and 4,000 with `--smoke`), against issue 14's targets (at most 100 MB
 //! at the larger log, at most 1.2 times the smaller's); `-- --memory-only` runs them alone and
 //! writes `target/side_by_side_memory.json`. Like the tail rows they need the `annals`
-//! binary of the bench's profile.
+//! binary of the bench's profile. The same runs weigh the demo log on disk against its export
+//! (issue 14's bound: at most 1.5 times, at the smaller size).
+//!
+//! For profilers and one-off weighing: `--profile-verify [SIZES…]`, `--profile-bulk
+//! [--interleaved]`, `--profile-scan`, `--profile-group`, `--command-trees`, and
+//! `--keep-mixed` (the mixed commands' logs left under `target/tmp/mixed-kept/`).
 
 mod bulk;
 mod check;
