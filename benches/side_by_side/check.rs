@@ -128,6 +128,25 @@ pub(crate) fn check(
         path.display(),
         baseline["note"].as_str().unwrap_or("no note")
     );
+    let sizes = |quick: bool, smoke: bool| match (smoke, quick) {
+        (true, _) => "--smoke",
+        (_, true) => "--quick",
+        _ => "full",
+    };
+    let (was, is) = (
+        sizes(
+            baseline["quick"].as_bool().unwrap_or(false),
+            baseline["smoke"].as_bool().unwrap_or(false),
+        ),
+        sizes(settings.quick, settings.smoke),
+    );
+    if was != is {
+        // Ratios move with the log's size (caches, B-tree depth): a change may be the sizes'.
+        println!(
+            "note: the baseline is a {was} run's and this is a {is} run: sizes differ, so read a \
+             change with that in mind, or write a baseline of this run's kind"
+        );
+    }
     println!(
         "| {:<34} | {:>8} | {:>8} | {:>9} | {:>9} | {:<9} |",
         "ratio", "baseline", "now", "change", "tolerance", "verdict"
