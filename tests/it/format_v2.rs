@@ -85,6 +85,31 @@ fn a_new_log_is_v2_and_a_v1_log_stays_v1_with_the_same_records_and_hashes() {
         old.read_stream("many/5", annals::StreamVersion(0), Direction::Forward, 100)
             .unwrap()
     );
+    // Borrowed views: a v2 record's payload hash, computed on request, is the one the v1
+    // record stores.
+    let (old_snapshot, new_snapshot) = (old.snapshot().unwrap(), new.snapshot().unwrap());
+    let mut old_views = old_snapshot
+        .records(Position(0), Direction::Forward)
+        .unwrap();
+    let mut new_views = new_snapshot
+        .records(Position(0), Direction::Forward)
+        .unwrap();
+    let mut compared = 0;
+    while let Some(new_view) = new_views.next_view() {
+        let new_view = new_view.unwrap();
+        let old_view = old_views.next_view().unwrap().unwrap();
+        assert_eq!(new_view, old_view);
+        assert_eq!(new_view.payload_hash(), old_view.payload_hash());
+        assert_eq!(
+            new_view.payload_hash(),
+            records[compared].payload_hash,
+            "at {}",
+            new_view.position
+        );
+        compared += 1;
+    }
+    assert_eq!(compared, records.len());
+    drop((old_views, new_views, old_snapshot, new_snapshot));
     for store in [&old, &new] {
         let report = store.verify().unwrap();
         assert!(report.is_sound(), "{:?}", report.problem);
