@@ -31,6 +31,43 @@ const SMALL_SEGMENT_BYTES: usize = SEGMENT_BYTES_TARGET / 2;
 /// redb gives it, and the records past it start the pending segment again.
 const MERGE_BYTES: usize = SEGMENT_BYTES_TARGET;
 
+/// The small segments at the log's end: the first one's key and their bytes together. A
+/// transaction packs them once they hold [`MERGE_BYTES`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct SmallRun {
+    first_key: Option<u64>,
+    bytes: usize,
+}
+
+impl SmallRun {
+    /// The run after a segment of `len` bytes is stored at `key`, past the ones it holds.
+    fn then_stored(self, key: u64, len: usize) -> SmallRun {
+        if len >= SMALL_SEGMENT_BYTES {
+            SmallRun::default()
+        } else {
+            SmallRun {
+                first_key: self.first_key.or(Some(key)),
+                bytes: self.bytes + len,
+            }
+        }
+    }
+}
+
+/// The log's end as a transaction left it: the head's next position and the small segments
+/// before it.
+///
+/// A store keeps the one its last commit left and hands it to the next transaction: when the
+/// head has not moved since (no other commit came between), that transaction knows whether to
+/// pack the small segments without walking them back from the end, which after single commits
+/// means up to a few hundred segments read per commit. Only a [`LogWriter`] writes segments,
+/// and every transaction that does moves the head, so a log end whose position is the head's
+/// describes the log; debug builds walk the segments anyway and check that it does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogEnd {
+    next: Position,
+    small_run: SmallRun,
+}
+
 /// The most bytes a record can take stored, in either format: the header's size from its
 /// fixed-width fields and its strings (schema/FORMAT.md 1.1), with the hash before it.
 fn stored_bytes_max(stream: &str, kind: &str, key: Option<&str>, payload: &[u8]) -> usize {
@@ -215,6 +252,11 @@ pub struct LogWriter<'txn> {
     /// Whether the log's trailing segments were considered for packing (once per transaction).
     packing_considered: bool,
     merkle: MerkleWriter<'txn>,
+    /// The log's end as the last commit left it, if the caller knows it.
+    known_end: Option<LogEnd>,
+    /// The small segments at the log's end as this transaction has left it so far, once
+    /// [`Self::pack_trailing_segments`] has learnt them.
+    small_run: Option<SmallRun>,
     /// The tail of every stream this transaction appended to, as it stands now: an append
     /// changes it here, and `finish` writes each once, in key order. A transaction of many
     /// appends to one stream then writes its tail once instead of once per append.
@@ -224,6 +266,12 @@ pub struct LogWriter<'txn> {
 impl<'txn> LogWriter<'txn> {
     /// Opens the log's tables in `txn` and reads the head.
     pub fn open(txn: &'txn WriteTransaction) -> Result<Self> {
+        Self::open_after(txn, None)
+    }
+
+    /// [`Self::open`], given the log's end as the last commit left it ([`Self::finish`]
+    /// returns it); it is used only if the head is still where that commit left it.
+    pub fn open_after(txn: &'txn WriteTransaction, known_end: Option<LogEnd>) -> Result<Self> {
         let meta = txn.open_table(META)?;
         let (head, merkle) = match meta.get(HEAD_KEY)? {
             Some(bytes) => {
@@ -253,16 +301,20 @@ impl<'txn> LogWriter<'txn> {
             segment: SegmentBuilder::with_format(format),
             packing_considered: false,
             segment_first: head.next,
+            known_end: known_end.filter(|end| end.next == head.next),
+            small_run: None,
             tails: BTreeMap::new(),
         })
     }
 
     /// Writes the records still pending in a segment, the head and the stream count. Runs once,
     /// last, before the transaction commits: without it, the transaction's appends are lost.
-    pub fn finish(mut self) -> Result<()> {
+    /// Returns the log's end as the commit will leave it, for the next transaction's
+    /// [`Self::open_after`], when this transaction knows it.
+    pub fn finish(mut self) -> Result<Option<LogEnd>> {
         if !self.appended {
             debug_assert!(self.segment.is_empty());
-            return Ok(());
+            return Ok(self.known_end);
         }
         // Every record written since the open moved the head by one, and the pending segment
         // ends at the head: what is stored is the records written, no more, no fewer.
@@ -284,7 +336,8 @@ impl<'txn> LogWriter<'txn> {
             self.meta
                 .insert(STREAM_COUNT_KEY, self.stream_count.to_le_bytes().as_slice())?;
         }
-        Ok(())
+        let next = self.head.next;
+        Ok(self.small_run.map(|small_run| LogEnd { next, small_run }))
     }
 
     /// Stores the pending segment, if any; the next record starts a new one.
@@ -305,9 +358,30 @@ impl<'txn> LogWriter<'txn> {
         for (count, bytes) in self.segment.finish_pieces() {
             self.segments
                 .insert(self.segment_first.0, bytes.as_slice())?;
+            self.note_stored(self.segment_first.0, bytes.len());
             self.segment_first = Position(self.segment_first.0 + u64::from(count));
         }
         Ok(())
+    }
+
+    /// Follows the small segments at the log's end past a segment stored at `key`.
+    fn note_stored(&mut self, key: u64, len: usize) {
+        self.small_run = self.small_run.map(|run| run.then_stored(key, len));
+    }
+
+    /// The small segments at the log's end, read back from it: the walk stops at the first
+    /// segment that is not small, or at the log's start.
+    fn walk_small_run(&self) -> Result<SmallRun> {
+        let mut run = SmallRun::default();
+        for entry in self.segments.range::<u64>(..)?.rev() {
+            let (key, value) = entry?;
+            if value.value().len() >= SMALL_SEGMENT_BYTES {
+                break;
+            }
+            run.bytes += value.value().len();
+            run.first_key = Some(key.value());
+        }
+        Ok(run)
     }
 
     /// Before the transaction's first record: when the log ends in small segments holding at
@@ -329,17 +403,21 @@ impl<'txn> LogWriter<'txn> {
         // Every trailing small segment is taken, so none is left behind a packed one; they are
         // packed as soon as they reach `MERGE_BYTES`, which bounds this walk. Most commits
         // pack nothing, so the walk reads lengths only, and copies only when it packs.
-        let mut first_key = None;
-        let mut bytes = 0;
-        for entry in self.segments.range::<u64>(..)?.rev() {
-            let (key, value) = entry?;
-            if value.value().len() >= SMALL_SEGMENT_BYTES {
-                break;
+        let run = match self.known_end {
+            Some(end) => {
+                #[cfg(debug_assertions)]
+                assert_eq!(
+                    end.small_run,
+                    self.walk_small_run()?,
+                    "the log's end as the last commit left it, at position {}",
+                    end.next
+                );
+                end.small_run
             }
-            bytes += value.value().len();
-            first_key = Some(key.value());
-        }
-        let Some(first_key) = first_key.filter(|_| bytes >= MERGE_BYTES) else {
+            None => self.walk_small_run()?,
+        };
+        self.small_run = Some(run);
+        let Some(first_key) = run.first_key.filter(|_| run.bytes >= MERGE_BYTES) else {
             return Ok(());
         };
         let mut trailing: Vec<(u64, Vec<u8>)> = Vec::new();
@@ -384,8 +462,11 @@ impl<'txn> LogWriter<'txn> {
         for (key, _) in &trailing {
             self.segments.remove(key)?;
         }
+        // The segments before the first one taken are not small (or there are none).
+        self.small_run = Some(SmallRun::default());
         for (key, bytes) in &pieces {
             self.segments.insert(key, bytes.as_slice())?;
+            self.note_stored(*key, bytes.len());
         }
         // The records of the last, partly filled packed segment wait in the pending segment
         // for this transaction's records.

@@ -17,7 +17,7 @@ mod sharing;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use redb::Database;
 use tokio::sync::watch;
@@ -28,7 +28,7 @@ use crate::command::Command;
 use crate::error::{Error, OpenError, Result};
 use crate::leases::LeaseGuard;
 use crate::log::Head;
-use crate::log::append::{AppendOutcome, ExpectedVersion};
+use crate::log::append::{AppendOutcome, ExpectedVersion, LogEnd};
 use crate::log::read::{Direction, Snapshot};
 use crate::projection::table::ReadTables;
 use crate::projection::{Projection, ProjectionError, Projections};
@@ -86,7 +86,9 @@ pub fn builtin_projections() -> Vec<Arc<dyn Projection>> {
 /// How a write transaction is committed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Durability {
-    /// Durable when the commit returns: redb's `Durability::Immediate`, one fsync per commit.
+    /// Durable when the commit returns: redb's `Durability::Immediate`. One sync per commit
+    /// with [`Sharing::Exclusive`]; two in the shared modes, where redb commits in two phases
+    /// so that no other process reads a commit whose pages are not yet on the disk.
     #[default]
     Immediate,
     /// Visible to readers at once, durable only at the next [`Durability::Immediate`] commit
@@ -128,6 +130,9 @@ pub struct Store {
     /// Whether a write failed for want of disk space: redb fails every later call on this
     /// handle as a previous I/O error, and those are the full disk's too.
     out_of_space: std::sync::atomic::AtomicBool,
+    /// The log's end as this store's last commit left it: the next write transaction packs
+    /// small segments without reading them back while no other commit came between.
+    log_end: std::sync::Mutex<Option<LogEnd>>,
 }
 
 impl Store {
@@ -283,6 +288,7 @@ impl Store {
             sharing: Sharing::SingleWriter,
             commits: watch::Sender::new(head.next),
             out_of_space: std::sync::atomic::AtomicBool::new(false),
+            log_end: std::sync::Mutex::new(None),
         })
     }
 
@@ -386,17 +392,26 @@ impl Store {
             Ok(txn)
         })
         .map_err(|error| self.failed(error))?;
-        let (result, appended_head) = {
+        let (result, appended_head, end) = {
+            let known_end = *self.log_end.lock().unwrap_or_else(PoisonError::into_inner);
             let mut session = guarded(|| {
-                WriteSession::open(&txn, self.database()?, &self.projections, &self.limits)
+                WriteSession::open(
+                    &txn,
+                    self.database()?,
+                    &self.projections,
+                    &self.limits,
+                    known_end,
+                )
             })?;
             let result = work(&mut session)?;
             let head = session.head();
-            (result, guarded(|| session.finish())?.then_some(head))
+            let (appended, end) = guarded(|| session.finish())?;
+            (result, appended.then_some(head), end)
         };
         guarded(|| match appended_head {
             Some(head) => {
                 txn.commit()?;
+                *self.log_end.lock().unwrap_or_else(PoisonError::into_inner) = end;
                 self.announce(head.next);
                 Ok(())
             }
@@ -407,7 +422,7 @@ impl Store {
     }
 
     /// Makes every earlier commit durable: commits an empty transaction with
-    /// [`Durability::Immediate`] (one fsync). Needed only after [`Durability::Deferred`] writes.
+    /// [`Durability::Immediate`] (durable on return). Needed only after [`Durability::Deferred`] writes.
     pub fn flush(&self) -> Result<()> {
         guarded(|| Ok(self.database()?.begin_write()?.commit()?))
             .map_err(|error| self.failed(error))

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::error::guarded;
 use crate::leases::LeaseGuard;
 use crate::log::Head;
-use crate::log::append::{AppendOutcome, ExpectedVersion, LogWriter};
+use crate::log::append::{AppendOutcome, ExpectedVersion, LogEnd, LogWriter};
 use crate::log::read::{Direction, Snapshot, missing};
 use crate::projection::Projections;
 use crate::projection::table::{RawRow, TableSource, TransactionTables};
@@ -49,8 +49,9 @@ impl<'txn> WriteSession<'txn> {
         database: &'txn Database,
         projections: &'txn Projections,
         limits: &'txn Limits,
+        known_end: Option<LogEnd>,
     ) -> Result<Self> {
-        let log = LogWriter::open(txn)?;
+        let log = LogWriter::open_after(txn, known_end)?;
         Ok(WriteSession {
             txn,
             first_written: log.head().next,
@@ -181,13 +182,14 @@ impl<'txn> WriteSession<'txn> {
     }
 
     /// Writes what the log keeps pending and advances every checkpoint to the head; whether
-    /// anything was appended. Must run before the commit (`Store::write_with` does).
-    pub(crate) fn finish(self) -> Result<bool> {
-        self.log.finish()?;
+    /// anything was appended, and the log's end as the commit will leave it, when known. Must
+    /// run before the commit (`Store::write_with` does).
+    pub(crate) fn finish(self) -> Result<(bool, Option<LogEnd>)> {
+        let end = self.log.finish()?;
         if self.appended {
             self.projections.advance_checkpoints(self.txn)?;
         }
-        Ok(self.appended)
+        Ok((self.appended, end))
     }
 }
 

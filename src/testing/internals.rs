@@ -96,7 +96,7 @@ pub mod forge {
             for record in records {
                 log.append_sealed(std::slice::from_ref(record), &mut written)?;
             }
-            log.finish()?;
+            let _end = log.finish()?;
         }
         txn.commit().map_err(redb::Error::from)?;
         Ok(())

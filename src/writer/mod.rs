@@ -4,7 +4,7 @@
 //! append, a guarded append, any [`Command`], a flush) on a bounded queue and resolve once the
 //! job's batch has committed. One thread owns the write side: it takes what is queued, up to
 //! [`WriterOptions::batch_max`] jobs, runs them in arrival order in one [`Store::write_with`]
-//! transaction (jobs queued meanwhile join it, up to the same bound), commits once (one fsync for the batch with [`Durability::Immediate`]), and
+//! transaction (jobs queued meanwhile join it, up to the same bound), commits once (one durable commit for the batch with [`Durability::Immediate`]), and
 //! only then answers every caller. A refused job fails alone and leaves no trace; the rest of
 //! its batch commits (see `batch.rs` for how, without savepoints).
 //!

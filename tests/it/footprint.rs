@@ -161,6 +161,68 @@ fn span_events_take_about_the_bytes_of_their_records() {
 /// span, seq and index) are small beside a 4,000-byte payload.
 const SPAN_EVENTS_OVER_RAW_MAX: f64 = 1.3;
 
+/// The segments table as `store`'s footprint weighs it: its rows and stored bytes.
+fn segments_of(store: &annals::Store) -> (u64, u64) {
+    let footprint = store.footprint().expect("the footprint");
+    let segments = footprint
+        .tables
+        .iter()
+        .find(|table| table.name == "annals.segments")
+        .expect("the segments table");
+    (segments.rows, segments.stored_bytes)
+}
+
+/// A store remembers where its last commit left the log's small segments, so the next commit
+/// need not read them back; another handle's commits in between make that memory stale. Two
+/// multi-writer handles on one file, taking turns in runs of uneven length, must leave the
+/// segments one store alone leaves for the same records (debug builds also check each
+/// remembered end against the segments themselves, on every commit).
+#[test]
+fn handles_taking_turns_pack_small_segments_as_one_store_alone() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let shared = dir.path().join("shared.redb");
+    let open_multi = || {
+        annals::Store::open_with(
+            &shared,
+            annals::StoreOptions {
+                create: true,
+                sharing: annals::Sharing::MultiWriter,
+                ..annals::StoreOptions::default()
+            },
+        )
+        .expect("a multi-writer store")
+    };
+    let (first, second) = (open_multi(), open_multi());
+    let (_alone_dir, alone) = store();
+    let records = 1_500;
+    let mut turn = 0;
+    let mut i = 0;
+    while i < records {
+        // Runs of 1 to 97 commits: a packing falls inside some runs and at a turn in others.
+        let run = 1 + (turn * 37) % 97;
+        let handle = if turn % 2 == 0 { &first } else { &second };
+        for _ in 0..run.min(records - i) {
+            let stream = format!("single/{}", i % 10);
+            for store in [handle, &alone] {
+                let _ = store
+                    .append(&stream, ExpectedVersion::Any, &[event(i)])
+                    .expect("a single commit");
+            }
+            i += 1;
+        }
+        turn += 1;
+    }
+    assert_eq!(
+        first.head().expect("a head"),
+        alone.head().expect("a head"),
+        "the same records"
+    );
+    let (rows, bytes) = segments_of(&alone);
+    assert!(rows < 270, "{rows} segments: packing ran");
+    assert_eq!(segments_of(&first), (rows, bytes));
+    assert!(first.verify().expect("a verify").is_sound());
+}
+
 /// Single commits leave a small segment each; once the trailing ones fill a segment they are
 /// stored again packed, so a log written one commit at a time ends with the segments of a bulk
 /// load: few, nearly full, every record still where it was and the log sound.
@@ -169,19 +231,13 @@ fn single_commits_are_packed_into_full_segments() {
     let (_dir, store) = store();
     let records = 2_000;
     write_single_commits(&store, records);
-    let footprint = store.footprint().expect("the footprint");
-    let segments = footprint
-        .tables
-        .iter()
-        .find(|table| table.name == "annals.segments")
-        .expect("the segments table");
+    let (rows, _) = segments_of(&store);
     // About 250 bytes a record stored: 2,000 records fill about eight 64 KiB segments, and the
     // small ones after the last packed segment hold less than one (at most about 260 records).
     // Unpacked, there would be a segment per commit.
     assert!(
-        segments.rows <= 8 + 270,
-        "{} segments for {records} single commits",
-        segments.rows
+        rows <= 8 + 270,
+        "{rows} segments for {records} single commits"
     );
     assert!(store.verify().expect("a verify").is_sound());
     let snapshot = store.snapshot().expect("a snapshot");
