@@ -28,7 +28,22 @@ pub(crate) fn single_annals_in(path: &Path, sharing: Sharing, run_for: Duration)
 }
 
 pub(crate) fn single_redb(path: &Path, run_for: Duration) -> Commits {
-    let db = redb::Database::create(path).expect("a redb file");
+    single_redb_in(path, redb::ConcurrencyMode::ExclusiveWriter, run_for)
+}
+
+/// Raw redb's single commits with the file shared as `mode` says. redb commits in two phases
+/// in its multi-process modes (two syncs: the new pages, then the header naming them), and
+/// annals' default, `Sharing::SingleWriter`, is one of them: `SingleWriter` here is the floor
+/// of annals' default single commits, as `ExclusiveWriter` is of `Sharing::Exclusive`'s.
+pub(crate) fn single_redb_in(
+    path: &Path,
+    mode: redb::ConcurrencyMode,
+    run_for: Duration,
+) -> Commits {
+    let db = redb::Builder::new()
+        .set_concurrency_mode(mode)
+        .create(path)
+        .expect("a redb file");
     let record = stored_bytes(&lease_command_event(), 0);
     Commits::measure(run_for, |step| {
         let txn = db.begin_write().expect("a write");

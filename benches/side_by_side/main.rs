@@ -1,7 +1,11 @@
 //! annals side by side with what it replaces and what it stands on, on the same work in one
 //! run: SQLite (through rusqlite's bundled library, WAL, `synchronous=FULL`), raw redb storing
 //! records of the same size with no hashing and no projections (the floor), and the disk's own
-//! `fdatasync` rate on a small file (the physical limit of a durable commit).
+//! `fdatasync` rate on a small file (the physical limit of a durable commit). Raw redb holds its
+//! file exclusively; for single commands it runs shared as well, as annals' default
+//! (`Sharing::SingleWriter`) shares its file, because redb then commits in two phases, two syncs
+//! where an exclusive commit has one. Each single-command row counts the disk's cache flushes
+//! per command, from the kernel's count for the disk (`/sys/dev/block/…/stat`).
 //!
 //! `cargo bench --bench side_by_side` (1,000,000 bulk events, verify at 100,000 and 4,000,000
 //! events, 5 rounds, 3 s per timed row); `-- --quick` (100,000 events, verify at 20,000 and
@@ -90,7 +94,9 @@ use redb::TableDefinition;
 
 use crate::bulk::{INTERLEAVED_STREAMS, bulk_annals, bulk_annals_over, bulk_redb};
 use crate::check::{check, write_baseline};
-use crate::commands::{command_trees, group_annals, single_annals, single_redb};
+use crate::commands::{
+    command_trees, group_annals, single_annals, single_annals_in, single_redb, single_redb_in,
+};
 use crate::memory::{command_memory, rebuild_rss, rss_child};
 use crate::reading::{rebuild, scan_annals, scan_annals_owned, scan_redb};
 use crate::report::{print_misses, print_sharing_table, print_table, report, sharing_report};
@@ -163,7 +169,8 @@ fn main() {
     if args.iter().any(|a| a == "--command-trees") {
         // What a command's storage alone costs: raw redb writing one tree per commit, against
         // the three an annals command writes, with no hashing, deciding or applying; and
-        // annals itself (also the mode to profile single commands under).
+        // annals itself (also the mode to profile single commands under); then both shared
+        // as annals' default shares its file, and annals exclusive.
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
         for round in 0..4 {
             let at = |name: &str| dir.path().join(format!("{name}-{round}.redb"));
@@ -171,17 +178,34 @@ fn main() {
             let one = single_redb(&at("one"), run_for);
             let three = command_trees(&at("three"), run_for);
             let annals = single_annals(&at("annals"), run_for);
+            let shared = single_redb_in(
+                &at("one-shared"),
+                redb::ConcurrencyMode::SingleWriter,
+                run_for,
+            );
+            let exclusive = single_annals_in(&at("annals-x"), annals::Sharing::Exclusive, run_for);
             println!(
-                "commits/s (bytes written per commit): one tree {:.0} ({:.0}), three trees {:.0} \
-                 ({:.0}, {:.2} of one), annals {:.0} ({:.0}, {:.2} of one)",
+                "commits/s (bytes written, disk flushes per commit): one tree {:.0} ({:.0}, \
+                 {:.2}), three trees {:.0} ({:.0}, {:.2}; {:.2} of one), annals {:.0} ({:.0}, \
+                 {:.2}; {:.2} of one); shared as annals' default: one tree {:.0} ({:.2}), \
+                 annals {:.2} of it; annals exclusive {:.0} ({:.2}; {:.2} of one)",
                 one.per_s(),
                 one.written_per_commit(),
+                one.flushes_per_commit(),
                 three.per_s(),
                 three.written_per_commit(),
+                three.flushes_per_commit(),
                 three.per_s() / one.per_s(),
                 annals.per_s(),
                 annals.written_per_commit(),
+                annals.flushes_per_commit(),
                 annals.per_s() / one.per_s(),
+                shared.per_s(),
+                shared.flushes_per_commit(),
+                annals.per_s() / shared.per_s(),
+                exclusive.per_s(),
+                exclusive.flushes_per_commit(),
+                exclusive.per_s() / one.per_s(),
             );
         }
         return;

@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use crate::bulk::{INTERLEAVED_STREAMS, bulk_annals, bulk_annals_over, bulk_redb, bulk_sqlite};
 use crate::commands::{
-    fsync_floor, group_annals, group_sqlite, single_annals, single_redb, single_sqlite,
+    fsync_floor, group_annals, group_sqlite, single_annals, single_redb, single_redb_in,
+    single_sqlite,
 };
 use crate::mixed::{
     MIXED_KEYS, MixedRun, empty_bytes_annals, mixed_tasks, mixed_threads, mixed_writer_threads,
@@ -29,25 +30,39 @@ pub(crate) fn run_round(
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
     let at = |name: &str| dir.path().join(name);
 
-    for (rate, written, commits) in [
+    for (rate, written, flushes, commits) in [
         (
             "single.annals",
             "written.annals",
+            "flushes.annals",
             single_annals(&at("single.redb"), settings.timed),
         ),
         (
             "single.redb",
             "written.redb",
+            "flushes.redb",
             single_redb(&at("single-raw.redb"), settings.timed),
+        ),
+        (
+            "single.redb_shared",
+            "written.redb_shared",
+            "flushes.redb_shared",
+            single_redb_in(
+                &at("single-raw-shared.redb"),
+                redb::ConcurrencyMode::SingleWriter,
+                settings.timed,
+            ),
         ),
         (
             "single.sqlite",
             "written.sqlite",
+            "flushes.sqlite",
             single_sqlite(&at("single.sqlite"), settings.timed),
         ),
     ] {
         samples.push(rate, commits.per_s());
         samples.push(written, commits.written_per_commit());
+        samples.push(flushes, commits.flushes_per_commit());
     }
     samples.push(
         "single.fsync",

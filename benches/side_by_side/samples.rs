@@ -1,9 +1,9 @@
 //! Figures gathered over rounds, and the timed loop of durable commits they come from.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// A contender's rows of one figure, one per round.
@@ -51,12 +51,15 @@ pub(crate) struct Commits {
     pub(crate) elapsed: Duration,
     /// Bytes the process handed to `write` calls meanwhile (pages, WAL frames, headers).
     pub(crate) written: u64,
+    /// Cache flushes the disk completed meanwhile, where the kernel counts them.
+    pub(crate) flushes: Option<u64>,
 }
 
 impl Commits {
     /// Calls `commit` with 0, 1, 2, … (one durable commit each) until `run_for` has passed.
     pub(crate) fn measure(run_for: Duration, mut commit: impl FnMut(u64)) -> Commits {
         let written_before = bytes_written();
+        let flushes_before = disk_flushes();
         let started = Instant::now();
         let mut count = 0;
         while started.elapsed() < run_for {
@@ -67,6 +70,9 @@ impl Commits {
             count,
             elapsed: started.elapsed(),
             written: bytes_written() - written_before,
+            flushes: flushes_before
+                .zip(disk_flushes())
+                .map(|(before, after)| after - before),
         }
     }
 
@@ -77,6 +83,40 @@ impl Commits {
     pub(crate) fn written_per_commit(&self) -> f64 {
         self.written as f64 / self.count.max(1) as f64
     }
+
+    /// The disk's cache flushes per commit: the syncs a durable commit waits for (NaN where
+    /// the kernel does not count them). The whole disk's count, so anything else writing to
+    /// it meanwhile shows here too.
+    pub(crate) fn flushes_per_commit(&self) -> f64 {
+        self.flushes.map_or(f64::NAN, |flushes| {
+            flushes as f64 / self.count.max(1) as f64
+        })
+    }
+}
+
+/// Cache flushes completed so far by the disk the bench's logs are on: the 16th field of its
+/// `/sys/dev/block/MAJOR:MINOR/stat` (Linux 5.5 and later), counted for the whole disk when
+/// the logs are on a partition of it. `None` where there is no such count.
+pub(crate) fn disk_flushes() -> Option<u64> {
+    static STAT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let stat = STAT.get_or_init(|| {
+        use std::os::unix::fs::MetadataExt;
+        let dev = std::fs::metadata(env!("CARGO_TARGET_TMPDIR")).ok()?.dev();
+        let (major, minor) = (
+            ((dev >> 32) & !0xfff) | ((dev >> 8) & 0xfff),
+            ((dev >> 12) & !0xff) | (dev & 0xff),
+        );
+        let device = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+        // A partition's own counts leave flushes out: they are the disk's.
+        let disk = if device.join("partition").exists() {
+            device.join("..")
+        } else {
+            device
+        };
+        Some(disk.join("stat"))
+    });
+    let text = std::fs::read_to_string(stat.as_ref()?).ok()?;
+    text.split_whitespace().nth(15)?.parse().ok()
 }
 
 /// The bytes the file at `path` takes on disk: its allocated blocks. redb doubles a file when
