@@ -9,6 +9,7 @@
 use crate::record::RecordView;
 use crate::record::view::{RecordHashes, parse_at};
 use std::collections::HashMap;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use redb::{ReadableTable, ReadableTableMetadata};
 
@@ -26,7 +27,7 @@ use crate::projection::table::TableSource;
 use crate::projection::{ProjectionError, Projections};
 pub use crate::record::problem::{Finding, Problem};
 use crate::record::segment::Segment;
-use crate::record::{Position, StreamVersion, content_hash};
+use crate::record::{Format, Position, StreamVersion, content_hash};
 
 /// The outcome of [`crate::Store::verify`]: what was checked and the first problem, if any.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -350,7 +351,67 @@ pub fn verify_log(snapshot: &Snapshot) -> Result<VerifyReport> {
 }
 
 /// [`verify_log`], calling `progress` with the records walked so far.
+///
+/// With a second core, the records' hashes and the segments' digests are checked on another
+/// thread while this one walks the chain, the streams, the keys and the Merkle tree over the
+/// same segments: the hashing is most of a walk's work, and only it can go apart from the
+/// order of the log. When that thread finds anything, the log is walked again with every
+/// check in order, so the report is exactly the one-thread walk's (which problem comes first,
+/// how far the walk got): damage is rare, and then it is named as it always was.
 pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if cores < 2 {
+        return walk_log(snapshot, progress, None);
+    }
+    let format = snapshot.format;
+    std::thread::scope(|scope| {
+        let (segments, received) = sync_channel(SEGMENTS_IN_FLIGHT);
+        let hashes = scope.spawn(move || hashes_sound(&received, format));
+        let walked = walk_log(snapshot, progress, Some(&segments));
+        // The walk may have stopped early: what it sent is checked, and the check ends there.
+        drop(segments);
+        // A panic on the other thread is this call's panic, as it would be on this thread.
+        let sound = hashes
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        match walked {
+            Ok(report) if sound => Ok(report),
+            Ok(_) => walk_log(snapshot, &mut |_| {}, None),
+            Err(error) => Err(error),
+        }
+    })
+}
+
+/// Segments copied for the hashing thread and not yet checked, at most (about 64 KiB each).
+const SEGMENTS_IN_FLIGHT: usize = 32;
+
+/// Whether every record of every segment received parses with its hashes checked and every
+/// segment's digest is its bytes': the checks a walk given a sender leaves out. Stops at the
+/// first that fails.
+fn hashes_sound(segments: &Receiver<(Position, Vec<u8>)>, format: Format) -> bool {
+    segments.iter().all(|(first, bytes)| {
+        let Ok(segment) = Segment::parse(&bytes, format) else {
+            return false;
+        };
+        segment.records_at().all(|at| {
+            let position = Position(first.0 + u64::from(at.index));
+            parse_at(&bytes, &at, position, RecordHashes::Check).is_ok()
+        }) && segment.digest_error().is_none()
+    })
+}
+
+/// Walks the whole log in `snapshot` and reports the first problem. With `hashes`, each
+/// segment is sent there before it is walked, and the walk checks neither the records' hashes
+/// nor the segment's digest: what it reports holds only if the receiver finds them all sound.
+fn walk_log(
+    snapshot: &Snapshot,
+    progress: &mut dyn FnMut(u64),
+    hashes: Option<&SyncSender<(Position, Vec<u8>)>>,
+) -> Result<VerifyReport> {
+    let record_hashes = match hashes {
+        Some(_) => RecordHashes::CoveredBySegmentDigest,
+        None => RecordHashes::Check,
+    };
     let mut walk = Walk {
         next: Position(0),
         prev: Digest::ZERO,
@@ -372,13 +433,19 @@ pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Re
                 },
             )));
         }
+        if let Some(hashes) = hashes
+            && hashes.send((first, bytes.value().to_vec())).is_err()
+        {
+            // The hashing thread stopped at a failure: this walk's report will not be used.
+            return Ok(walk.report(None));
+        }
         let segment = match Segment::parse(bytes.value(), snapshot.format) {
             Ok(segment) => segment,
             Err(error) => return Ok(walk.report(finding(first, Problem::Segment(error)))),
         };
         for at in segment.records_at() {
             let position = Position(first.0 + u64::from(at.index));
-            let record = match parse_at(bytes.value(), &at, position, RecordHashes::Check) {
+            let record = match parse_at(bytes.value(), &at, position, record_hashes) {
                 Ok(record) => record,
                 Err(error) => return Ok(walk.report(finding(position, Problem::Record(error)))),
             };
@@ -389,7 +456,8 @@ pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Re
                 };
                 return Ok(walk.report(finding(position, problem)));
             }
-            let expected = walk.streams.get(record.stream).map_or(0, |s| s.length);
+            let stream_walk = walk.streams.get_mut(record.stream);
+            let expected = stream_walk.as_ref().map_or(0, |s| s.length);
             if record.version.0 != expected {
                 let problem = Problem::StreamVersion {
                     stream: record.stream.to_owned(),
@@ -407,7 +475,7 @@ pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Re
             if let Some(problem) = check_merkle_nodes(snapshot, &mut walk.frontier, &record.hash)? {
                 return Ok(walk.report(finding(position, problem)));
             }
-            match walk.streams.get_mut(record.stream) {
+            match stream_walk {
                 Some(stream) => stream.push(position.0),
                 None => {
                     let mut stream = StreamWalk::default();
@@ -422,7 +490,7 @@ pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Re
             walk.prev = record.hash;
         }
         // Checked after the records, so damage inside one is named at its own position.
-        if let Some(error) = segment.digest_error() {
+        if let Some(error) = segment.digest_error().filter(|_| hashes.is_none()) {
             return Ok(walk.report(finding(first, Problem::Segment(error))));
         }
     }

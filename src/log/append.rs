@@ -264,13 +264,9 @@ pub struct LogWriter<'txn> {
 }
 
 impl<'txn> LogWriter<'txn> {
-    /// Opens the log's tables in `txn` and reads the head.
-    pub fn open(txn: &'txn WriteTransaction) -> Result<Self> {
-        Self::open_after(txn, None)
-    }
-
-    /// [`Self::open`], given the log's end as the last commit left it ([`Self::finish`]
-    /// returns it); it is used only if the head is still where that commit left it.
+    /// Opens the log's tables in `txn` and reads the head, given the log's end as the last
+    /// commit left it if the caller knows it ([`Self::finish`] returns it): it is used only if
+    /// the head is still where that commit left it.
     pub fn open_after(txn: &'txn WriteTransaction, known_end: Option<LogEnd>) -> Result<Self> {
         let meta = txn.open_table(META)?;
         let (head, merkle) = match meta.get(HEAD_KEY)? {

@@ -138,22 +138,59 @@ fn damaged_log(part: Part, position: u64) -> (tempfile::TempDir, std::path::Path
 fn verify_names_the_position_of_a_flipped_payload_byte() {
     for position in [0, 17, 39, 45, 59] {
         let (_dir, path) = damaged_log(Part::Payload, position);
-        let report = Store::open(&path).unwrap().verify().unwrap();
-        let finding = report.problem.expect("the damage is found");
-        assert_eq!(finding.position, Position(position));
-        // A format v2 record stores no payload hash: a changed payload fails the hash of its
-        // rebuilt header (schema/FORMAT.md 3.8).
-        assert!(
-            matches!(
-                finding.problem,
-                Problem::Record(RecordError::HeaderHash { .. })
-            ),
-            "{finding}"
-        );
-        assert_eq!(
-            report.records, position,
-            "records before the damage were checked"
-        );
+        assert_hash_damage_found(&path, position);
+    }
+}
+
+/// Verify of the log at `path` names the record flipped at `position` (its payload or a
+/// header field that decodes either way) by its hash, having checked the records before it.
+fn assert_hash_damage_found(path: &Path, position: u64) {
+    let report = Store::open(path).unwrap().verify().unwrap();
+    let finding = report.problem.expect("the damage is found");
+    assert_eq!(finding.position, Position(position));
+    // A format v2 record stores no payload hash: a changed payload, like a changed header
+    // field, fails the hash of its rebuilt header (schema/FORMAT.md 3.8).
+    assert!(
+        matches!(
+            finding.problem,
+            Problem::Record(RecordError::HeaderHash { .. })
+        ),
+        "{finding}"
+    );
+    assert_eq!(
+        report.records, position,
+        "records before the damage were checked"
+    );
+}
+
+/// Verify checks the records' hashes on a second thread while it walks the chain on the
+/// first, which runs ahead by up to a few dozen segments; damage only a hash finds must still
+/// be named where it is, with the records before it counted, whether it lies in the first
+/// segment (the walk far ahead when it is found) or far into a log of many segments.
+#[test]
+fn verify_names_hash_damage_anywhere_in_a_log_of_many_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let records = 40_000u64;
+    {
+        let store = Store::open(&path).unwrap();
+        for batch in 0..records / 1_000 {
+            let events: Vec<_> = (0..1_000u64)
+                .map(|i| event("bulk", 1, format!("{:0>180}", batch * 1_000 + i).as_bytes()))
+                .collect();
+            let _ = store
+                .append(&format!("s{}", batch % 7), ExpectedVersion::Any, &events)
+                .unwrap();
+        }
+        let report = store.verify().unwrap();
+        assert!(report.is_sound(), "{report:?}");
+        assert_eq!(report.records, records);
+    }
+    for position in [3, 31_337] {
+        let damaged = dir.path().join(format!("damaged-{position}.redb"));
+        std::fs::copy(&path, &damaged).unwrap();
+        flip(&damaged, position, Part::Payload);
+        assert_hash_damage_found(&damaged, position);
     }
 }
 
@@ -161,16 +198,7 @@ fn verify_names_the_position_of_a_flipped_payload_byte() {
 fn verify_names_the_position_of_a_flipped_header_byte() {
     for position in [0, 23, 41, 59] {
         let (_dir, path) = damaged_log(Part::HeaderTime, position);
-        let report = Store::open(&path).unwrap().verify().unwrap();
-        let finding = report.problem.expect("the damage is found");
-        assert_eq!(finding.position, Position(position));
-        assert!(
-            matches!(
-                finding.problem,
-                Problem::Record(RecordError::HeaderHash { .. })
-            ),
-            "{finding}"
-        );
+        assert_hash_damage_found(&path, position);
     }
 }
 
