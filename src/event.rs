@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 use serde::{Serialize, Serializer};
 
 use crate::error::{Error, Result};
-use crate::record::{NewEvent, Record, bincode_config, decode_bounded};
+use crate::record::{NewEvent, Record, decode_bounded};
 
 /// One entry of an event catalogue: a kind and the payload schema version the code writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,8 +42,7 @@ pub trait DomainEvent: Sized {
 
 /// Encodes a payload struct.
 pub fn encode_payload<T: Serialize>(payload: &T) -> Vec<u8> {
-    bincode::serde::encode_to_vec(payload, bincode_config())
-        .expect("domain payload structs always encode")
+    crate::record::encode_serde(payload).expect("domain payload structs always encode")
 }
 
 /// Decodes a payload struct from `record`, refusing trailing bytes; allocations are bounded

@@ -1,9 +1,10 @@
 //! Lease apply: each event to table writes. Reads only the record and the leases tables.
 //!
-//! Before it writes, apply checks the event against the rules `decide` keeps (see
-//! `schema/EVENTS.md`): a live command never breaks one, so a record that does was written
-//! around `decide` (a forged import, a log written elsewhere) and is refused with
-//! [`crate::ProjectionError::Invariant`] at its position.
+//! Apply checks the event against the rules `decide` keeps (see `schema/EVENTS.md`): a live
+//! command never breaks one, so a record that does was written around `decide` (a forged
+//! import, a log written elsewhere) and is refused with [`crate::ProjectionError::Invariant`]
+//! at its position. A grant writes its row first and checks the row it replaced: a refusal
+//! leaves its transaction unable to commit (`StoreError::PartialWrite`), so nothing of it stays.
 
 use super::events::LeaseEvent;
 use super::query::{FencingToken, HELD, LANES, LaneLease, Lease, RELEASED_TOKENS};
@@ -53,29 +54,8 @@ fn held_under(
 pub fn apply(tables: &WriteTables<'_>, record: &Record, event: LeaseEvent) -> Result<()> {
     match event {
         LeaseEvent::Acquired(e) => {
-            let held = HELD.get(tables, &e.resource)?;
-            // With every grant's token above the last, a held lease carries the resource's
-            // last token; only a free resource needs the kept one.
-            let last = match &held {
-                Some(lease) => lease.token.0,
-                None => RELEASED_TOKENS.get(tables, &e.resource)?.unwrap_or(0),
-            };
-            if e.token <= last {
-                let detail = format!(
-                    "token {} for resource {:?} does not exceed the last issued, {last}",
-                    e.token, e.resource
-                );
-                return Err(broken(record, TOKEN_INCREASES, detail));
-            }
-            if let Some(live) = held.filter(|lease| lease.is_live(record.at_ms)) {
-                let detail = format!(
-                    "resource {:?} granted to {:?} at {} while {:?} holds it live until {}",
-                    e.resource, e.holder, record.at_ms, live.holder, live.expires_at_ms
-                );
-                return Err(broken(record, GRANT_ONLY_WHEN_FREE, detail));
-            }
             let lease = Lease {
-                resource: e.resource.clone(),
+                resource: e.resource,
                 holder: e.holder,
                 token: FencingToken(e.token),
                 acquired_at_ms: record.at_ms,
@@ -84,9 +64,32 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: LeaseEvent) -> Re
                 name: e.name,
                 holder_name: e.holder_name,
             };
-            // The replaced lease (lapsed) had a lower token, so the held row alone keeps the
-            // last token.
-            HELD.insert(tables, &e.resource, &lease)
+            // Written before the rules are checked, in one B-tree operation rather than a read
+            // and a write: a refused record fails its whole transaction, its append included,
+            // so the row never outlives the refusal. The replaced lease (lapsed) had a lower
+            // token, so the held row alone keeps the last token.
+            let held = HELD.replace(tables, &lease.resource, &lease)?;
+            // With every grant's token above the last, a held lease carries the resource's
+            // last token; only a free resource needs the kept one.
+            let last = match &held {
+                Some(held) => held.token.0,
+                None => RELEASED_TOKENS.get(tables, &lease.resource)?.unwrap_or(0),
+            };
+            if lease.token.0 <= last {
+                let detail = format!(
+                    "token {} for resource {:?} does not exceed the last issued, {last}",
+                    lease.token.0, lease.resource
+                );
+                return Err(broken(record, TOKEN_INCREASES, detail));
+            }
+            if let Some(live) = held.filter(|held| held.is_live(record.at_ms)) {
+                let detail = format!(
+                    "resource {:?} granted to {:?} at {} while {:?} holds it live until {}",
+                    lease.resource, lease.holder, record.at_ms, live.holder, live.expires_at_ms
+                );
+                return Err(broken(record, GRANT_ONLY_WHEN_FREE, detail));
+            }
+            Ok(())
         }
         LeaseEvent::Renewed(e) => {
             let mut lease = held_under(tables, record, &e.resource, e.token)?;

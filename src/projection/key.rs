@@ -51,15 +51,27 @@ impl KeyCodec for u8 {
 
 impl KeyCodec for String {
     fn encode_key(&self, out: &mut Vec<u8>) {
-        for &byte in self.as_bytes() {
-            out.push(byte);
-            if byte == 0 {
-                out.push(0xFF);
-            }
+        out.reserve(self.len() + 2);
+        // Each zero byte is written 0x00 0xFF, so the text's pieces between zeros are copied
+        // whole.
+        let mut pieces = self.as_bytes().split(|&byte| byte == 0);
+        if let Some(first) = pieces.next() {
+            out.extend_from_slice(first);
+        }
+        for piece in pieces {
+            out.extend_from_slice(&[0, 0xFF]);
+            out.extend_from_slice(piece);
         }
         out.extend_from_slice(&[0, 0]);
     }
     fn decode_key(input: &mut &[u8]) -> Option<Self> {
+        // Most text holds no zero byte: then its first zero starts the terminator.
+        let first_zero = input.iter().position(|&byte| byte == 0)?;
+        if input.get(first_zero + 1) == Some(&0) {
+            let text = String::from_utf8(input[..first_zero].to_vec()).ok()?;
+            *input = &input[first_zero + 2..];
+            return Some(text);
+        }
         let mut bytes = Vec::new();
         let mut at = 0;
         loop {
@@ -137,6 +149,20 @@ mod tests {
         let decoded: Vec<(String, u64)> =
             encoded.iter().map(|b| key_from_bytes(b).unwrap()).collect();
         assert_eq!(decoded, keys);
+    }
+
+    #[test]
+    fn string_keys_escape_each_zero_byte_and_end_with_two_zeros() {
+        let check = |text: &str, expected: &[u8]| {
+            let encoded = key_bytes(&String::from(text));
+            assert_eq!(encoded, expected, "{text:?}");
+            assert_eq!(key_from_bytes::<String>(&encoded).as_deref(), Some(text));
+        };
+        check("", &[0, 0]);
+        check("ab", b"ab\0\0");
+        check("\0", &[0, 0xFF, 0, 0]);
+        check("a\0b\0", &[b'a', 0, 0xFF, b'b', 0, 0xFF, 0, 0]);
+        check("\0\0x", &[0, 0xFF, 0, 0xFF, b'x', 0, 0]);
     }
 
     #[test]

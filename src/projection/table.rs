@@ -21,7 +21,7 @@ use super::key::{KeyCodec, key_bytes, key_from_bytes};
 use super::{Projection, ProjectionError};
 use crate::error::{Error, Result, guarded};
 use crate::log::read::{Direction, Snapshot, missing};
-use crate::record::{Position, Record, bincode_config, decode_bounded};
+use crate::record::{Position, Record, decode_bounded};
 
 pub(crate) fn definition(name: &str) -> TableDefinition<'_, &'static [u8], &'static [u8]> {
     TableDefinition::new(name)
@@ -581,14 +581,14 @@ impl<K: KeyCodec, V: Serialize + DeserializeOwned> Table<K, V> {
 
     /// Stores `value` under `key`.
     pub fn insert(&self, tables: &WriteTables<'_>, key: &K, value: &V) -> Result<()> {
-        let bytes = bincode::serde::encode_to_vec(value, bincode_config())
+        let bytes = crate::record::encode_serde(value)
             .map_err(|error| self.corrupt(format!("value does not encode: {error}")))?;
         tables.insert_raw(self.name, &key_bytes(key), &bytes)
     }
 
     /// Stores `value` under `key`, returning the value it replaces.
     pub fn replace(&self, tables: &WriteTables<'_>, key: &K, value: &V) -> Result<Option<V>> {
-        let bytes = bincode::serde::encode_to_vec(value, bincode_config())
+        let bytes = crate::record::encode_serde(value)
             .map_err(|error| self.corrupt(format!("value does not encode: {error}")))?;
         match tables.replace_raw(self.name, &key_bytes(key), &bytes)? {
             Some(old) => self.decode_value(&old).map(Some),

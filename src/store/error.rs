@@ -52,6 +52,17 @@ pub enum StoreError {
         /// How the other process holds it.
         holder: crate::store::Holder,
     },
+    /// A write whose work went on past a failure that had left part of a change in its
+    /// transaction (a record appended but not applied to every projection, a command with
+    /// some of its appends in), and then returned `Ok`: the transaction was dropped rather
+    /// than committed. Nothing was written.
+    #[error(
+        "the write was dropped: a failure inside it left part of a change behind ({detail}) and the work went on past it"
+    )]
+    PartialWrite {
+        /// The failure that left the change half made.
+        detail: String,
+    },
     /// A compaction while a read of this store (a `Snapshot`, a state read) is still open:
     /// redb moves no page a transaction may be reading.
     #[error("cannot compact while a snapshot or state read of this store is open; drop it first")]

@@ -346,7 +346,11 @@ impl Store {
     }
 
     /// Runs `work` in one durable write transaction: every append it makes is applied to every
-    /// projection, and all of it commits together, or none of it if `work` fails.
+    /// projection, and all of it commits together, or none of it if `work` fails. A failure
+    /// inside that left part of a change behind (a record in the log that a projection
+    /// refused, a command with only some of its appends in) fails the write with
+    /// [`StoreError::PartialWrite`] even if `work` goes on past it; a refusal that wrote
+    /// nothing (an [`Error::Append`]) does not.
     pub fn write<R>(&self, work: impl FnOnce(&mut WriteSession<'_>) -> Result<R>) -> Result<R> {
         self.write_with(Durability::Immediate, work)
     }

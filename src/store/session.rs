@@ -41,6 +41,9 @@ pub struct WriteSession<'txn> {
     /// The records this transaction appended, in order: the log writer keeps them in a
     /// segment not yet stored, so rows pointing at them are read back from here.
     written: Vec<Record>,
+    /// The first failure that left part of a change in the transaction: once set, the
+    /// transaction cannot commit, whatever the work does with the error.
+    partial: Option<String>,
 }
 
 impl<'txn> WriteSession<'txn> {
@@ -63,6 +66,7 @@ impl<'txn> WriteSession<'txn> {
             database,
             committed: OnceCell::new(),
             written: Vec::new(),
+            partial: None,
         })
     }
 
@@ -107,9 +111,13 @@ impl<'txn> WriteSession<'txn> {
         let mut records = Vec::with_capacity(events.len());
         let outcome = self
             .log
-            .append(stream, expected, events, self.limits, &mut records)?;
+            .append(stream, expected, events, self.limits, &mut records)
+            .inspect_err(|error| self.left_partial_unless_refused(error))?;
         for record in &records {
-            self.projections.apply(&self.tables, record)?;
+            // The record is in the log, and a projection may have written part of its rows.
+            self.projections
+                .apply(&self.tables, record)
+                .inspect_err(|error| self.left_partial(error))?;
         }
         self.appended |= !records.is_empty();
         self.written.extend(records);
@@ -145,12 +153,15 @@ impl<'txn> WriteSession<'txn> {
     /// them to every projection: how an import writes. On `Err`, the transaction is dropped.
     pub fn append_sealed(&mut self, records: &[Record]) -> Result<()> {
         let mut written = Vec::with_capacity(records.len());
-        self.log.append_sealed(records, &mut written)?;
+        self.log
+            .append_sealed(records, &mut written)
+            .inspect_err(|error| self.left_partial_unless_refused(error))?;
         for record in &written {
             // A sealed record comes from a file, not from a `decide`: a payload its domain
             // cannot decode is that record's fault, named at its position.
             self.projections
                 .apply(&self.tables, record)
+                .inspect_err(|error| self.left_partial(error))
                 .map_err(|error| match error {
                     crate::error::Error::UndecodableEvent { .. } => {
                         crate::log::append::AppendError::NotSealable {
@@ -175,16 +186,48 @@ impl<'txn> WriteSession<'txn> {
     /// Decides `command` against the tables as they stand and appends what it decides.
     pub fn execute<C: Command>(&mut self, command: &C) -> Result<C::Outcome> {
         let decision = command.decide(&*self)?;
+        let before = self.head();
         for emit in &decision.emits {
-            let _ = self.append_applied(&emit.stream, emit.expected, &emit.events)?;
+            if let Err(error) = self.append_applied(&emit.stream, emit.expected, &emit.events) {
+                // An append refused after the command's first ones went in: half a command.
+                if self.head() != before {
+                    self.left_partial(&error);
+                }
+                return Err(error);
+            }
         }
         Ok(decision.outcome)
+    }
+
+    /// Notes that `error` left part of a change in the transaction, unless one already did.
+    fn left_partial(&mut self, error: &crate::error::Error) {
+        self.partial.get_or_insert_with(|| error.to_string());
+    }
+
+    /// [`Self::left_partial`], unless `error` is an append refused before it wrote a byte.
+    fn left_partial_unless_refused(&mut self, error: &crate::error::Error) {
+        if !matches!(error, crate::error::Error::Append(_)) {
+            self.left_partial(error);
+        }
+    }
+
+    /// The refusal to commit this transaction, if a failure left part of a change in it.
+    pub(crate) fn partial(&self) -> Option<crate::error::Error> {
+        self.partial.as_ref().map(|detail| {
+            StoreError::PartialWrite {
+                detail: detail.clone(),
+            }
+            .into()
+        })
     }
 
     /// Writes what the log keeps pending and advances every checkpoint to the head; whether
     /// anything was appended, and the log's end as the commit will leave it, when known. Must
     /// run before the commit (`Store::write_with` does).
     pub(crate) fn finish(self) -> Result<(bool, Option<LogEnd>)> {
+        if let Some(partial) = self.partial() {
+            return Err(partial);
+        }
         let end = self.log.finish()?;
         if self.appended {
             self.projections.advance_checkpoints(self.txn)?;

@@ -175,6 +175,11 @@ fn commit_batch(
                 let job = &batch.jobs[index];
                 let before = session.head();
                 match run_job(&*job.work, session) {
+                    // A job that went on past a failure that left part of a change in.
+                    Ok(_) if let Some(partial) = session.partial() => {
+                        tainted = Some(index);
+                        return Err(partial);
+                    }
                     Ok(value) => answers.push(Ok(value)),
                     Err(error) if session.head() == before && leaves_no_trace(&error) => {
                         answers.push(Err(error));

@@ -493,3 +493,96 @@ fn a_projection_that_touches_a_table_not_its_own_is_refused_and_nothing_is_writt
         assert!(store.verify().unwrap().is_sound());
     }
 }
+
+/// A lease grant for resource `r` to `a` with `token`, at `at_ms`, live for a second.
+fn grant(token: u64, at_ms: u64) -> NewEvent {
+    LeaseEvent::Acquired(Acquired {
+        resource: "r".into(),
+        holder: "a".into(),
+        token,
+        expires_at_ms: at_ms + 1_000,
+        project: String::new(),
+        name: String::new(),
+        holder_name: String::new(),
+    })
+    .to_new_event(at_ms)
+}
+
+/// The store's head and every lease row, to compare before and after a dropped write.
+fn leases_and_head(store: &Store) -> (annals::Head, String) {
+    let state = leases::state_json(&store.state().unwrap()).unwrap();
+    (store.head().unwrap(), state.to_string())
+}
+
+/// The work of a write that swallows `failure` and returns `Ok` anyway is dropped, whole.
+fn assert_dropped_after(store: &Store, failure: impl Fn(&mut annals::WriteSession<'_>) -> bool) {
+    let before = leases_and_head(store);
+    let written = store.write(|session| {
+        assert!(failure(session), "the failure the write goes on past");
+        Ok(())
+    });
+    match written {
+        Err(Error::Store(annals::StoreError::PartialWrite { detail })) => {
+            assert!(!detail.is_empty());
+        }
+        other => panic!("expected the write dropped as partial, got {other:?}"),
+    }
+    assert_eq!(
+        leases_and_head(store),
+        before,
+        "nothing of it was committed"
+    );
+    assert!(store.verify().unwrap().is_sound());
+}
+
+#[test]
+fn a_write_that_goes_on_past_a_half_made_change_is_dropped_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("log.redb")).unwrap();
+    let _ = store
+        .write(|session| {
+            session.append_unchecked("lease/r", ExpectedVersion::Any, &[grant(5, 100)])
+        })
+        .unwrap();
+    // A grant whose token does not exceed the last: refused by the leases projection's apply
+    // after the record went into the log (and the held row with it, in one B-tree operation).
+    assert_dropped_after(&store, |session| {
+        let refused = session.append_unchecked("lease/r", ExpectedVersion::Any, &[grant(3, 5_000)]);
+        matches!(
+            refused,
+            Err(Error::Projection(ProjectionError::Invariant { rule, .. })) if rule == "token_increases"
+        )
+    });
+    // A command whose second append is refused after its first went in.
+    struct TwoGrants;
+    impl annals::Command for TwoGrants {
+        type Outcome = ();
+        fn decide(&self, _: &dyn annals::projection::TableSource) -> Result<annals::Decision<()>> {
+            let emit = |stream: &str, expected| annals::Emit {
+                stream: stream.into(),
+                expected,
+                events: vec![crate::common::event("test.two", 7, b"x")],
+            };
+            Ok(annals::Decision {
+                emits: vec![
+                    emit("two/a", ExpectedVersion::Any),
+                    emit("lease/r", ExpectedVersion::NoStream),
+                ],
+                outcome: (),
+            })
+        }
+    }
+    assert_dropped_after(&store, |session| {
+        matches!(session.execute(&TwoGrants), Err(Error::Append(_)))
+    });
+    // Refused before anything was written: the write goes on and commits what follows.
+    let _ = store
+        .write(|session| {
+            let refused =
+                session.append("lease/r", ExpectedVersion::NoStream, &[event("k", 0, b"")]);
+            assert!(matches!(refused, Err(Error::Append(_))));
+            session.append("other", ExpectedVersion::Any, &[event("k", 0, b"")])
+        })
+        .unwrap();
+    assert_eq!(store.head().unwrap().next, Position(2));
+}
