@@ -110,7 +110,7 @@ pub const DEMO_DEFERRED_FLUSH_RECORDS: u64 = 4_096;
 /// the durability. With [`Durability::Deferred`] (a store open in [`crate::Sharing::Exclusive`]
 /// mode) the demo makes its commits durable with [`Store::flush`] every
 /// [`DEMO_DEFERRED_FLUSH_RECORDS`] records and before it returns: a large log is written in
-/// minutes rather than at one fsync per command, and redb's record of the pages that
+/// minutes rather than at a durable commit per command, and redb's record of the pages that
 /// non-durable commits freed, held in memory until a durable one, stays small.
 pub fn run_with(
     store: &Store,

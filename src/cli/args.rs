@@ -305,7 +305,7 @@ pub(crate) struct DemoArgs {
     /// Append at least this many records.
     #[arg(long, default_value_t = 10_000)]
     pub(crate) records: u64,
-    /// How each command commits: `immediate` (one fsync per command, as a live host) or
+    /// How each command commits: `immediate` (a durable commit per command, as a live host) or
     /// `deferred` (durable every 4096 records and at the end; needs `--sharing exclusive`):
     /// the same records, written in minutes at a million.
     #[arg(long, default_value = "immediate", value_parser = parse_demo_durability)]
