@@ -510,6 +510,11 @@ impl<K: KeyCodec, V: Serialize + DeserializeOwned> Table<K, V> {
         decode_bounded(bytes).map_err(|detail| self.corrupt(detail))
     }
 
+    fn encode_value(&self, value: &V) -> Result<Vec<u8>> {
+        crate::record::encode_serde(value)
+            .map_err(|error| self.corrupt(format!("value does not encode: {error}")))
+    }
+
     fn decode_key(&self, bytes: &[u8]) -> Result<K> {
         key_from_bytes(bytes).ok_or_else(|| self.corrupt("a key does not decode".into()))
     }
@@ -581,15 +586,13 @@ impl<K: KeyCodec, V: Serialize + DeserializeOwned> Table<K, V> {
 
     /// Stores `value` under `key`.
     pub fn insert(&self, tables: &WriteTables<'_>, key: &K, value: &V) -> Result<()> {
-        let bytes = crate::record::encode_serde(value)
-            .map_err(|error| self.corrupt(format!("value does not encode: {error}")))?;
+        let bytes = self.encode_value(value)?;
         tables.insert_raw(self.name, &key_bytes(key), &bytes)
     }
 
     /// Stores `value` under `key`, returning the value it replaces.
     pub fn replace(&self, tables: &WriteTables<'_>, key: &K, value: &V) -> Result<Option<V>> {
-        let bytes = crate::record::encode_serde(value)
-            .map_err(|error| self.corrupt(format!("value does not encode: {error}")))?;
+        let bytes = self.encode_value(value)?;
         match tables.replace_raw(self.name, &key_bytes(key), &bytes)? {
             Some(old) => self.decode_value(&old).map(Some),
             None => Ok(None),
