@@ -213,10 +213,7 @@ fn main() {
     if args.iter().any(|a| a == "--profile-group") {
         // For a profiler: group commit at 1 and 64 tasks.
         let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_time()
-            .build()
-            .expect("a tokio runtime");
+        let runtime = tokio_runtime();
         for round in 0..3 {
             let at = |name: &str| dir.path().join(format!("{name}-{round}.redb"));
             let run_for = Duration::from_secs(2);
@@ -226,16 +223,44 @@ fn main() {
         }
         return;
     }
+    if args.iter().any(|a| a == "--profile-mixed") {
+        // For a profiler: the mixed commands through a `Writer` at 1, 8 and 64 tasks, with
+        // the commands each commit carried and the disk's flushes per commit.
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
+        let runtime = tokio_runtime();
+        for round in 0..3 {
+            for clients in [1, 8, 64] {
+                let path = dir.path().join(format!("mixed-{clients}-{round}.redb"));
+                let flushes = crate::samples::disk_flushes();
+                let written = crate::samples::bytes_written();
+                let run = runtime.block_on(crate::mixed::mixed_tasks(
+                    &path,
+                    clients,
+                    Duration::from_secs(3),
+                ));
+                let commits = run.commits.max(1) as f64;
+                println!(
+                    "mixed {clients}: {:.0}/s, {:.2} commands per commit, {:.2} flushes and \
+                     {:.0} bytes written per commit",
+                    run.per_s,
+                    run.commands as f64 / commits,
+                    flushes
+                        .zip(crate::samples::disk_flushes())
+                        .map_or(f64::NAN, |(before, after)| (after - before) as f64
+                            / commits),
+                    (crate::samples::bytes_written() - written) as f64 / commits,
+                );
+            }
+        }
+        return;
+    }
     if args.iter().any(|a| a == "--keep-mixed") {
         // The mixed commands at 64 tasks for 3 s, sequentially for 3 s, into logs kept under
         // target/tmp/mixed-kept/, for `annals stats --tables` and `annals export` to weigh.
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mixed-kept");
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("a folder");
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_time()
-            .build()
-            .expect("a tokio runtime");
+        let runtime = tokio_runtime();
         let run_for = Duration::from_secs(3);
         let tasks = dir.join("tasks-64.redb");
         let run = runtime.block_on(crate::mixed::mixed_tasks(&tasks, 64, run_for));
@@ -291,10 +316,7 @@ fn main() {
         },
     };
     let started = Instant::now();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_time()
-        .build()
-        .expect("a tokio runtime");
+    let runtime = tokio_runtime();
     let mut samples = Samples::default();
     if settings.tail_binary.is_none() {
         println!(
@@ -426,4 +448,12 @@ fn profile_verify(args: &[String]) {
             last / first
         );
     }
+}
+
+/// The multi-threaded tokio runtime the async rows run on.
+fn tokio_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_time()
+        .build()
+        .expect("a tokio runtime")
 }

@@ -400,6 +400,9 @@ fn submit_blocking(writer: &Writer, command: Mixed) -> Option<u64> {
 pub(crate) struct MixedRun {
     pub(crate) per_s: f64,
     pub(crate) commands: u64,
+    /// Write transactions committed: a commit per command through `Store`, a batch's through
+    /// a `Writer`.
+    pub(crate) commits: u64,
 }
 
 /// `clients` OS threads each running the cycle through `Store::execute` for `run_for`.
@@ -416,6 +419,7 @@ pub(crate) fn mixed_threads(path: &Path, clients: usize, run_for: Duration) -> M
     MixedRun {
         per_s: per_second(commands, elapsed),
         commands,
+        commits: commands,
     }
 }
 
@@ -436,6 +440,7 @@ pub(crate) fn mixed_writer_threads(path: &Path, clients: usize, run_for: Duratio
     MixedRun {
         per_s: per_second(commands, elapsed),
         commands,
+        commits: writer.stats().batches,
     }
 }
 
@@ -466,10 +471,12 @@ pub(crate) async fn mixed_tasks(path: &Path, clients: usize, run_for: Duration) 
         commands += worker.await.expect("a client task");
     }
     let elapsed = started.elapsed();
+    let commits = writer.stats().batches;
     writer.close().await.expect("close");
     MixedRun {
         per_s: per_second(commands, elapsed),
         commands,
+        commits,
     }
 }
 

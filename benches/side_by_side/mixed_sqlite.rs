@@ -443,6 +443,7 @@ pub(crate) fn mixed_sqlite(
     MixedRun {
         per_s: per_second(commands, elapsed),
         commands,
+        commits: commands,
     }
 }
 

@@ -63,14 +63,9 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: OutboxEvent) -> R
     if before == after {
         return Ok(());
     }
-    if let Some(old) = &before {
-        unindex(tables, old)?;
-    }
+    reindex(tables, before.as_ref(), after.as_ref())?;
     match &after {
-        Some(new) => {
-            ROWS.insert(tables, &key, new)?;
-            index(tables, new)
-        }
+        Some(new) => ROWS.insert(tables, &key, new),
         None => ROWS.remove(tables, &key).map(drop),
     }
 }
@@ -212,28 +207,20 @@ fn close(row: &mut OutboxRow, state: OutboxState) {
     row.claim = None;
 }
 
-/// Adds the index entries `row` has.
-fn index(tables: &WriteTables<'_>, row: &OutboxRow) -> Result<()> {
-    if let Some((key, next_at_ms)) = due_entry(row) {
-        DUE.insert(tables, &key, &next_at_ms)?;
-    }
-    if let Some(key) = peer_key(row) {
-        BY_PEER.insert(tables, &key, &())?;
-    }
-    BY_ENQUEUE.insert(tables, &row.enqueue_id, &row.key)?;
-    BY_STATE.insert(tables, &state_key(row), &())
-}
-
-/// Removes the index entries `row` has.
-fn unindex(tables: &WriteTables<'_>, row: &OutboxRow) -> Result<()> {
-    if let Some((key, _)) = due_entry(row) {
-        DUE.remove(tables, &key)?;
-    }
-    if let Some(key) = peer_key(row) {
-        BY_PEER.remove(tables, &key)?;
-    }
-    BY_ENQUEUE.remove(tables, &row.enqueue_id)?;
-    BY_STATE.remove(tables, &state_key(row)).map(drop)
+/// Moves the index entries of a row from what it was (`None`: no row) to what it becomes,
+/// touching only those that change.
+fn reindex(
+    tables: &WriteTables<'_>,
+    old: Option<&OutboxRow>,
+    new: Option<&OutboxRow>,
+) -> Result<()> {
+    DUE.move_entry(tables, old.and_then(due_entry), new.and_then(due_entry))?;
+    let peer = |row: &OutboxRow| peer_key(row).map(|key| (key, ()));
+    BY_PEER.move_entry(tables, old.and_then(peer), new.and_then(peer))?;
+    let enqueue = |row: &OutboxRow| (row.enqueue_id, row.key.clone());
+    BY_ENQUEUE.move_entry(tables, old.map(enqueue), new.map(enqueue))?;
+    let state = |row: &OutboxRow| (state_key(row), ());
+    BY_STATE.move_entry(tables, old.map(state), new.map(state))
 }
 
 fn due_entry(row: &OutboxRow) -> Option<((u64, String), u64)> {

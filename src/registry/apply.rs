@@ -53,7 +53,7 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: RegistryEvent) ->
         }),
         RegistryEvent::InstanceRemoved(e) => {
             let old = registered(tables, record, &e.handle)?;
-            unindex(tables, &old)?;
+            reindex(tables, Some(&old), None)?;
             INSTANCES.remove(tables, &e.handle).map(drop)
         }
         RegistryEvent::SettingSet(e) => SETTINGS.insert(tables, &e.key, &e.value),
@@ -137,31 +137,26 @@ fn update_instance(
 
 /// Stores `new` in place of `old`, moving its index entries with it.
 fn put_instance(tables: &WriteTables<'_>, old: Option<&Instance>, new: &Instance) -> Result<()> {
-    if let Some(old) = old {
-        unindex(tables, old)?;
-    }
-    let handle = new.handle.as_str().to_owned();
-    if let Some(identity) = &new.identity {
-        BY_IDENTITY.insert(tables, &(identity.clone(), handle.clone()), &())?;
-    }
-    if let Some(owner) = &new.owner {
-        BY_OWNER.insert(tables, &(owner.clone(), handle.clone()), &())?;
-    }
-    BY_CREATED.insert(tables, &(new.created_at_ms, handle.clone()), &())?;
-    INSTANCES.insert(tables, &handle, new)
+    reindex(tables, old, Some(new))?;
+    INSTANCES.insert(tables, &new.handle.as_str().to_owned(), new)
 }
 
-/// Removes every index entry of `instance`.
-fn unindex(tables: &WriteTables<'_>, instance: &Instance) -> Result<()> {
-    let handle = instance.handle.as_str().to_owned();
-    if let Some(identity) = &instance.identity {
-        BY_IDENTITY.remove(tables, &(identity.clone(), handle.clone()))?;
-    }
-    if let Some(owner) = &instance.owner {
-        BY_OWNER.remove(tables, &(owner.clone(), handle.clone()))?;
-    }
-    BY_CREATED.remove(tables, &(instance.created_at_ms, handle))?;
-    Ok(())
+/// Moves the index entries of an instance from what it was (`None`: not registered) to what
+/// it becomes (`None`: removed), touching only those that change.
+fn reindex(tables: &WriteTables<'_>, old: Option<&Instance>, new: Option<&Instance>) -> Result<()> {
+    let handle = |instance: &Instance| instance.handle.as_str().to_owned();
+    let identity = |instance: &Instance| {
+        let identity = instance.identity.clone()?;
+        Some(((identity, handle(instance)), ()))
+    };
+    BY_IDENTITY.move_entry(tables, old.and_then(identity), new.and_then(identity))?;
+    let owner = |instance: &Instance| {
+        let owner = instance.owner.clone()?;
+        Some(((owner, handle(instance)), ()))
+    };
+    BY_OWNER.move_entry(tables, old.and_then(owner), new.and_then(owner))?;
+    let created = |instance: &Instance| ((instance.created_at_ms, handle(instance)), ());
+    BY_CREATED.move_entry(tables, old.map(created), new.map(created))
 }
 
 fn charge(tables: &WriteTables<'_>, record: &Record, e: FuelCharged) -> Result<()> {
