@@ -171,3 +171,66 @@ pub(crate) fn group_sqlite(path: &Path, threads: usize, run_for: Duration) -> f6
     });
     per_second(done, elapsed)
 }
+
+/// Where a raw redb commit's rows lie, for [`leaf_costs`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RowsLie {
+    /// One row in one table.
+    One,
+    /// `n` rows side by side in one leaf of one table.
+    Clustered(usize),
+    /// `n` rows in `n` different leaves of one table.
+    Spread(usize),
+    /// One row in each of `n` tables (each of a leaf and a branch level).
+    Tables(usize),
+}
+
+/// Raw redb single commits, shared as annals' default shares its file, writing 60-byte rows
+/// where `lie` says: what a commit costs for each leaf and each table it touches. Every
+/// table holds 20,000 rows first, two levels deep, so that a row's leaf has a branch above it.
+pub(crate) fn leaf_costs(path: &Path, lie: RowsLie, run_for: Duration) -> Commits {
+    const NAMES: [&str; 10] = ["t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"];
+    const ROWS: u64 = 20_000;
+    let table = |n: usize| TableDefinition::<u64, &[u8]>::new(NAMES[n % NAMES.len()]);
+    let tables = match lie {
+        RowsLie::Tables(n) => n.min(NAMES.len()),
+        _ => 1,
+    };
+    let db = redb::Builder::new()
+        .set_concurrency_mode(redb::ConcurrencyMode::SingleWriter)
+        .create(path)
+        .expect("a redb file");
+    let row = [5u8; 60];
+    let txn = db.begin_write().expect("a write");
+    for n in 0..tables {
+        let mut rows = txn.open_table(table(n)).expect("the table");
+        for key in 0..ROWS {
+            rows.insert(key * 1_000, row.as_slice()).expect("insert");
+        }
+    }
+    txn.commit().expect("commit");
+    Commits::measure(run_for, |step| {
+        let txn = db.begin_write().expect("a write");
+        {
+            // Keys between the 20,000 first ones: a new row in an existing leaf each time.
+            let fresh = 1 + step % 999;
+            let rows = match lie {
+                RowsLie::One => 1,
+                RowsLie::Clustered(n) | RowsLie::Spread(n) | RowsLie::Tables(n) => n,
+            };
+            for i in 0..rows {
+                let (n, key) = match lie {
+                    RowsLie::One | RowsLie::Clustered(_) => {
+                        (0, step * 1_000 % (ROWS * 1_000) + fresh + i as u64)
+                    }
+                    // Rows 2,000 apart, where a leaf holds about 50.
+                    RowsLie::Spread(_) => (0, (step * 7 + i as u64 * 2_000) % ROWS * 1_000 + fresh),
+                    RowsLie::Tables(_) => (i, step % ROWS * 1_000 + fresh),
+                };
+                let mut table = txn.open_table(table(n)).expect("the table");
+                table.insert(key, row.as_slice()).expect("insert");
+            }
+        }
+        txn.commit().expect("commit");
+    })
+}

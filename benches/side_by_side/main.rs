@@ -95,7 +95,8 @@ use redb::TableDefinition;
 use crate::bulk::{INTERLEAVED_STREAMS, bulk_annals, bulk_annals_over, bulk_redb};
 use crate::check::{check, write_baseline};
 use crate::commands::{
-    command_trees, group_annals, single_annals, single_annals_in, single_redb, single_redb_in,
+    RowsLie, command_trees, group_annals, leaf_costs, single_annals, single_annals_in, single_redb,
+    single_redb_in,
 };
 use crate::memory::{command_memory, rebuild_rss, rss_child};
 use crate::reading::{rebuild, scan_annals, scan_annals_owned, scan_redb};
@@ -164,6 +165,30 @@ fn main() {
         println!("bulk {:.0}/s", bulk_annals(&log, 100_000, 0));
         println!("scan {:.0}/s", scan_annals(&log));
         println!("rebuild {:.0}/s", rebuild(&log));
+        return;
+    }
+    if args.iter().any(|a| a == "--leaf-costs") {
+        // What a durable commit costs in redb for each leaf and each table it dirties.
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
+        let lies = [
+            RowsLie::One,
+            RowsLie::Clustered(10),
+            RowsLie::Spread(10),
+            RowsLie::Tables(10),
+        ];
+        for round in 0..3 {
+            for (n, lie) in lies.into_iter().enumerate() {
+                let path = dir.path().join(format!("leaves-{n}-{round}.redb"));
+                let run = leaf_costs(&path, lie, Duration::from_secs(3));
+                println!(
+                    "{lie:?}: {:.0} commits/s, {:.0} bytes written and {:.2} disk flushes per \
+                     commit",
+                    run.per_s(),
+                    run.written_per_commit(),
+                    run.flushes_per_commit(),
+                );
+            }
+        }
         return;
     }
     if args.iter().any(|a| a == "--command-trees") {
