@@ -12,7 +12,7 @@ use super::events::{
 };
 use super::query::{
     CHANGES, ChangeKind, EVENTS, OPEN_BY_WRITER, OPEN_ROLLUPS, OPEN_ROOTS_BY_HEARTBEAT,
-    OPEN_ROOTS_BY_START, ROLLUPS, RUNS, Run, RunChange, RunSeq, SPAN_RUNS, SPANS, Span,
+    OPEN_ROOTS_BY_START, ROLLUPS, RUNS, Run, RunChange, RunRollup, RunSeq, SPAN_RUNS, SPANS, Span,
     UNPRUNED_BY_END,
 };
 use crate::error::{Error, Result};
@@ -339,8 +339,8 @@ fn beat(tables: &WriteTables<'_>, record: &Record, mut span: Span) -> Result<()>
         .map_or(record.at_ms, |previous| previous.max(record.at_ms));
     if span.is_root() {
         let previous = span.last_heartbeat_at_ms.unwrap_or(span.started_at_ms);
-        OPEN_ROOTS_BY_HEARTBEAT.remove(tables, &(previous, span.run.clone()))?;
-        OPEN_ROOTS_BY_HEARTBEAT.insert(tables, &(latest, span.run.clone()), &span.span)?;
+        let entry = |at_ms| Some(((at_ms, span.run.clone()), span.span.clone()));
+        OPEN_ROOTS_BY_HEARTBEAT.move_entry(tables, entry(previous), entry(latest))?;
     }
     span.last_heartbeat_at_ms = Some(latest);
     SPANS.insert(tables, &(span.run.clone(), span.span.clone()), &span)
@@ -355,14 +355,18 @@ fn rolled_up(tables: &WriteTables<'_>, record: &Record, e: RolledUp) -> Result<(
         );
         return Err(broken(record, ROLLUP_AFTER_ROOT_END, detail));
     }
-    if let Some(previous) = ROLLUPS.get(tables, &rollup.run)? {
-        UNPRUNED_BY_END.remove(tables, &(previous.ended_at_ms, previous.run))?;
-    }
+    // A rollup whose detail is kept is listed by its end; a pruned one is not.
+    let unpruned = |rollup: &RunRollup| {
+        (!rollup.detail_pruned).then(|| ((rollup.ended_at_ms, rollup.run.clone()), ()))
+    };
+    let previous = ROLLUPS.get(tables, &rollup.run)?;
+    UNPRUNED_BY_END.move_entry(
+        tables,
+        previous.as_ref().and_then(unpruned),
+        unpruned(&rollup),
+    )?;
     // The run's rollup while it was open, if one was requested, is replaced by this one.
     OPEN_ROLLUPS.remove(tables, &rollup.run)?;
-    if !rollup.detail_pruned {
-        UNPRUNED_BY_END.insert(tables, &(rollup.ended_at_ms, rollup.run.clone()), &())?;
-    }
     ROLLUPS.insert(tables, &rollup.run.clone(), &rollup)
 }
 
