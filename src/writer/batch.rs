@@ -50,11 +50,12 @@ pub(super) enum Message {
 pub(super) fn run(
     store: Arc<Store>,
     options: WriterOptions,
-    mut queue: mpsc::Receiver<Message>,
+    receiver: mpsc::Receiver<Message>,
     shared: &Shared,
     ended: watch::Sender<()>,
 ) {
     let batch_max = options.batch_max as usize;
+    let mut queue = Inbox { receiver, shared };
     while let Some(first) = queue.blocking_recv() {
         let mut batch = Batch::default();
         batch.take(first, &mut queue);
@@ -102,6 +103,37 @@ fn flush(store: &Store, durability: Durability) -> Result<()> {
     }
 }
 
+/// The queue's receiving end. It counts each message it hands out off
+/// [`Shared::queued`](super::Shared), which a handle counts up once its send has completed, so
+/// that [`super::Writer::queued`] counts only messages that are in the queue: a sender that has
+/// reserved room but not yet put its message in is not counted.
+pub(super) struct Inbox<'a> {
+    receiver: mpsc::Receiver<Message>,
+    shared: &'a Shared,
+}
+
+impl Inbox<'_> {
+    fn blocking_recv(&mut self) -> Option<Message> {
+        let message = self.receiver.blocking_recv();
+        if message.is_some() {
+            self.shared.queued.fetch_sub(1, Ordering::AcqRel);
+        }
+        message
+    }
+
+    fn try_recv(&mut self) -> Option<Message> {
+        let message = self.receiver.try_recv().ok();
+        if message.is_some() {
+            self.shared.queued.fetch_sub(1, Ordering::AcqRel);
+        }
+        message
+    }
+
+    fn close(&mut self) {
+        self.receiver.close();
+    }
+}
+
 /// What one batch took off the queue.
 #[derive(Default)]
 struct Batch {
@@ -112,7 +144,7 @@ struct Batch {
 }
 
 impl Batch {
-    fn take(&mut self, message: Message, queue: &mut mpsc::Receiver<Message>) {
+    fn take(&mut self, message: Message, queue: &mut Inbox<'_>) {
         self.taken += 1;
         match message {
             Message::Job(job) => self.jobs.push(job),
@@ -129,12 +161,12 @@ impl Batch {
 
     /// Takes what is queued, without waiting, until `batch_max` messages are taken; returns
     /// how many jobs and flushes it took.
-    fn take_queued(&mut self, queue: &mut mpsc::Receiver<Message>, batch_max: usize) -> u64 {
+    fn take_queued(&mut self, queue: &mut Inbox<'_>, batch_max: usize) -> u64 {
         let before = self.jobs_and_flushes();
         while self.taken < batch_max as u64 {
             match queue.try_recv() {
-                Ok(message) => self.take(message, queue),
-                Err(_) => break,
+                Some(message) => self.take(message, queue),
+                None => break,
             }
         }
         self.jobs_and_flushes() - before
@@ -154,7 +186,7 @@ fn commit_batch(
     store: &Store,
     durability: Durability,
     batch: &mut Batch,
-    queue: &mut mpsc::Receiver<Message>,
+    queue: &mut Inbox<'_>,
     batch_max: usize,
     shared: &Shared,
 ) {

@@ -18,7 +18,7 @@
 mod batch;
 mod blocking;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use tokio::sync::{mpsc, oneshot, watch};
@@ -133,6 +133,10 @@ struct Shared {
     batches: AtomicU64,
     jobs: AtomicU64,
     reruns: AtomicU64,
+    /// Messages in the queue: counted up by a handle once its send has completed, down by the
+    /// writer's thread as it takes each one. It dips below zero for the moment between a
+    /// message being taken and its sender counting it.
+    queued: AtomicI64,
     /// Set once the thread has finished: the final flush's error, if it failed.
     ending: OnceLock<Option<Arc<Error>>>,
 }
@@ -333,7 +337,9 @@ impl Writer {
         } = self;
         drop(store);
         // Already closed by another handle when this fails: then only wait.
-        let _ = queue.send(Message::Close).await;
+        if queue.send(Message::Close).await.is_ok() {
+            shared.queued.fetch_add(1, Ordering::AcqRel);
+        }
         drop(queue);
         // The sender is never used: `changed` fails exactly when the thread drops it.
         while ended.changed().await.is_ok() {}
@@ -345,8 +351,10 @@ impl Writer {
     }
 
     /// How many jobs wait in the queue, accepted but not yet taken into a batch.
+    /// A job counts from the moment its send has put it in the queue (not from when its room
+    /// was reserved) until the writer's thread takes it.
     pub fn queued(&self) -> usize {
-        self.queue.max_capacity() - self.queue.capacity()
+        usize::try_from(self.shared.queued.load(Ordering::Acquire)).unwrap_or(0)
     }
 
     /// Counters of the work done so far.
@@ -372,7 +380,9 @@ impl Writer {
         self.queue
             .send(message)
             .await
-            .map_err(|_| WriterError::Closed.into())
+            .map_err(|_| Error::from(WriterError::Closed))?;
+        self.shared.queued.fetch_add(1, Ordering::AcqRel);
+        Ok(())
     }
 
     /// Queues `work` and waits for its answer. `work` may run more than once (when another

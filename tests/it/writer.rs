@@ -889,3 +889,55 @@ fn threads_without_a_runtime_share_batches_through_the_blocking_calls() {
     assert_eq!(records.len(), 16);
     assert!(store.verify().unwrap().is_sound());
 }
+
+/// `Writer::queued` counts a job once its send has put it in the queue, not once its room is
+/// reserved: a caller that waits for the count to rise has its job queued, so jobs queued one
+/// after the other from different tasks run in that order. Counting reserved room (a69ee89)
+/// let the next job's send overtake one whose room was reserved but not yet filled, and the
+/// jobs ran out of order now and then; this queues 16 rounds of 32 jobs, each from its own task
+/// on four worker threads, and checks every record's place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn jobs_queued_one_after_another_run_in_that_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("order.redb"));
+    let writer = start(&store, WriterOptions::default());
+    let rounds = 16u32;
+    let per_round = 32u32;
+    for round in 0..rounds {
+        let (gate, open_gate) = hold(&writer).await;
+        let mut answers = Vec::new();
+        for job in 0..per_round {
+            let writer = writer.clone();
+            let payload = (round * per_round + job).to_le_bytes().to_vec();
+            answers.push(
+                enqueue(&writer.clone(), async move {
+                    writer
+                        .append(
+                            "ordered",
+                            ExpectedVersion::Any,
+                            vec![event("k", 0, &payload)],
+                        )
+                        .await
+                })
+                .await,
+            );
+        }
+        drop(open_gate);
+        gate.await.unwrap().unwrap();
+        for answer in answers {
+            answer.await.unwrap().unwrap();
+        }
+    }
+    writer.close().await.unwrap();
+    let payloads: Vec<u32> = store
+        .read_all(Position(0), Direction::Forward, usize::MAX)
+        .unwrap()
+        .iter()
+        .map(|record| u32::from_le_bytes(record.payload[..4].try_into().unwrap()))
+        .collect();
+    let expected: Vec<u32> = (0..rounds * per_round).collect();
+    assert_eq!(
+        payloads, expected,
+        "the jobs ran in the order they were queued"
+    );
+}
