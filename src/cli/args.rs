@@ -206,14 +206,18 @@ pub(crate) struct StreamsArgs {
 pub(crate) struct ExportArgs {
     /// The log file; it must exist.
     pub(crate) db: PathBuf,
-    /// The export file to write (replaced if it exists).
+    /// The export file to write: a new file, or with `--force` a regular file to replace
+    /// (never the log itself, nor a log another process writes).
     pub(crate) file: PathBuf,
-    /// The first position to export [default: 0].
+    /// The first position to export.
     #[arg(long, default_value_t = 0)]
     pub(crate) from: u64,
     /// Export up to this position, excluded [default: the head].
     #[arg(long)]
     pub(crate) to: Option<u64>,
+    /// Replace the export file if it exists.
+    #[arg(long)]
+    pub(crate) force: bool,
     /// Print a JSON object instead of text (and errors as a JSON object on stderr).
     #[arg(long)]
     pub(crate) json: bool,
@@ -299,9 +303,13 @@ pub(crate) struct CheckProofArgs {
 
 #[derive(Args)]
 pub(crate) struct DemoArgs {
-    /// The log file, created if missing.
+    /// The log file, created if missing. An existing log is refused unless `--force` is
+    /// given, which appends the demo's records to it.
     #[arg(default_value = "annals-demo.redb")]
     pub(crate) db: PathBuf,
+    /// Append the demo's records to an existing log instead of refusing it.
+    #[arg(long)]
+    pub(crate) force: bool,
     /// Append at least this many records.
     #[arg(long, default_value_t = 10_000)]
     pub(crate) records: u64,

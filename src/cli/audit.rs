@@ -257,14 +257,12 @@ struct KeptHeadJson {
 }
 
 pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
+    // The export is renamed into place at the end, over whatever is there: checked before the
+    // log is even opened, so that a refusal leaves both files as they were.
+    super::paths::check_output(&args.db, &args.file, args.force)?;
     let store = Store::open_read_only(&args.db)?;
     let snapshot = store.snapshot()?;
     let to = args.to.unwrap_or(snapshot.head()?.next.0);
-    // The export is renamed into place at the end; a directory there would fail only then,
-    // in words that name no path.
-    if let Some(failure) = super::diagnose(&args.file, false) {
-        return Err(failure);
-    }
     let mut line = ProgressLine::new("export", to.saturating_sub(args.from));
     let summary = crate::export::export(
         &snapshot,

@@ -13,6 +13,7 @@ mod audit;
 mod compact;
 mod filter;
 mod open;
+mod paths;
 mod payload;
 mod progress;
 mod read;
@@ -27,7 +28,7 @@ mod time;
 mod trace;
 mod write;
 
-use std::io;
+use std::io::{self, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -54,7 +55,8 @@ pub fn main() -> ExitCode {
     };
     let json = cli.command.json();
     trace::init(cli.verbose);
-    let result = match cli.command {
+    // Every path is checked before any is opened: a FIFO given as a file would block the open.
+    let result = paths::check_named_files(&cli.command).and_then(|()| match cli.command {
         Command::Append(args) => write::append(args),
         Command::Log(args) => read::log(args),
         Command::Tail(args) => tail::tail(args),
@@ -77,7 +79,7 @@ pub fn main() -> ExitCode {
         Command::Follow(args) => replicate::follow(args),
         #[cfg(feature = "testing")]
         Command::CrashWriter(args) => write::crash_writer(args),
-    };
+    });
     match result {
         Ok(code) => code,
         Err(Failure::Closed) => ExitCode::SUCCESS,
@@ -104,20 +106,20 @@ fn quiet_caught_panics() {
 /// Reports an error on standard error, as a line of text or, with `--json`, as one JSON
 /// object `{"error", "kind", "exit"}`, and exits with its kind's code.
 fn report(kind: Kind, exit: u8, message: &str, json: bool) -> ExitCode {
-    if json {
+    let line = if json {
         let object = ErrorJson {
             error: message,
             kind: kind.name(),
             exit,
         };
         // Serialising three plain fields cannot fail; the text line is the fallback.
-        match serde_json::to_string(&object) {
-            Ok(line) => eprintln!("{line}"),
-            Err(_) => eprintln!("annals: {message}"),
-        }
+        serde_json::to_string(&object).unwrap_or_else(|_| format!("annals: {message}"))
     } else {
-        eprintln!("annals: {message}");
-    }
+        format!("annals: {message}")
+    };
+    // A closed standard error (`2>&1 | head`) leaves nobody to tell: the exit code still says
+    // it (`eprintln!` would panic instead).
+    let _ = writeln!(io::stderr().lock(), "{line}");
     ExitCode::from(exit)
 }
 
@@ -182,6 +184,8 @@ pub(crate) enum Kind {
     NoSpace,
     /// Another process holds the log in a mode this command cannot join.
     Held,
+    /// An output file that exists, which the command replaces only with `--force`.
+    Exists,
     /// A file that is not an annals log, or of a format this build does not read.
     NotALog,
     /// Stored data that fails its checks: a damaged log or export file.
@@ -209,6 +213,7 @@ impl Kind {
             Kind::PermissionDenied => "permission_denied",
             Kind::NoSpace => "no_space",
             Kind::Held => "held",
+            Kind::Exists => "exists",
             Kind::NotALog => "not_a_log",
             Kind::Corrupt => "corrupt",
             Kind::Refused => "refused",

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::Failure;
+use super::{Failure, Kind};
 use crate::error::{Error, OpenError};
 use crate::store::{Holder, Sharing, Store, StoreOptions};
 
@@ -35,17 +35,7 @@ pub(crate) fn open_for_writing(
     if let Some(failure) = super::diagnose(path, false) {
         return Err(failure);
     }
-    // So would creating one in a folder that does not exist.
-    if let Some(folder) = path
-        .parent()
-        .filter(|folder| !folder.as_os_str().is_empty())
-        && !folder.is_dir()
-    {
-        return Err(super::Failure::of(
-            super::Kind::NotFound,
-            format!("{}: no such folder", folder.display()),
-        ));
-    }
+    require_folder(path)?;
     joining(access, |sharing| {
         let options = StoreOptions {
             create,
@@ -55,6 +45,21 @@ pub(crate) fn open_for_writing(
         };
         Store::open_with(path, options)
     })
+}
+
+/// Refuses a log path in a folder that does not exist, naming the folder: creating a log
+/// there fails deep in redb, in words that name no path.
+pub(crate) fn require_folder(path: &Path) -> Result<(), Failure> {
+    match path
+        .parent()
+        .filter(|folder| !folder.as_os_str().is_empty())
+    {
+        Some(folder) if !folder.is_dir() => Err(Failure::of(
+            Kind::NotFound,
+            format!("{}: no such folder", folder.display()),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Runs `open` in the asked sharing mode, and again in multi-writer mode when writers hold
@@ -71,10 +76,13 @@ pub(crate) fn joining<T>(
         other => other,
     };
     match held {
-        Err(Error::Open(held @ OpenError::Held { .. })) => Err(Failure::Usage(format!(
-            "{held}; waited {} (--wait sets how long)",
-            describe(access.wait)
-        ))),
+        Err(Error::Open(held @ OpenError::Held { .. })) => Err(Failure::of(
+            Kind::Held,
+            format!(
+                "{held}; waited {} (--wait sets how long)",
+                describe(access.wait)
+            ),
+        )),
         other => other.map_err(Failure::from),
     }
 }

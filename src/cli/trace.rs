@@ -19,6 +19,9 @@ pub(crate) fn init(verbose: u8) {
         .with_writer(std::io::stderr)
         .with_span_events(FmtSpan::CLOSE)
         .with_target(false)
+        // A closed standard error (`2>&1 | head`) would make the subscriber report its failed
+        // write with `eprintln!`, which panics: the spans are lost, the command goes on.
+        .log_internal_errors(false)
         // Colours only for a person at a terminal, never into a log file.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();

@@ -10,13 +10,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::args::{AppendArgs, DemoArgs, ImportArgs, RebuildArgs};
 use super::audit::verify_showing_progress;
-use super::open::{joining, open_for_writing};
+use super::open::{joining, open_for_writing, require_folder};
 use super::progress::ProgressLine;
 use super::render::{print_json, print_range};
 use super::report::{AppendJson, DemoJson, RangeJson, RebuildJson};
 use super::{Failure, Kind};
 use crate::error::Error;
-use crate::log::append::{AppendError, AppendOutcome};
+use crate::export::ExportError;
+use crate::log::append::{AppendError, AppendOutcome, ExpectedVersion, check_append};
 use crate::record::NewEvent;
 use crate::record::limits::{Field, LimitError};
 use crate::store::{Durability, ImportStage, Store, StoreOptions};
@@ -46,8 +47,13 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
     if let Some(schema) = args.schema {
         event = event.with_schema(schema);
     }
+    let events = [event];
+    // Everything the append would refuse without reading the log is refused before the log
+    // is opened writable: redb rewrites its bookkeeping in the file on every writable open.
+    check_append(&args.stream, &events, &options.limits).map_err(Error::from)?;
+    refuse_wrong_version(&args.db, &args.stream, args.expect, &events)?;
     let store = open_for_writing(&args.db, true, &args.access)?;
-    let outcome = store.append(&args.stream, args.expect, &[event])?;
+    let outcome = store.append(&args.stream, args.expect, &events)?;
     store.close()?;
     let mut out = io::stdout().lock();
     if args.json {
@@ -61,6 +67,49 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses, reading the log read-only, an append whose expected version the stream is not
+/// at: the refusal the append would make, as of a moment just before it (versions only grow),
+/// without opening the file writable. An event with an idempotency key may be a duplicate,
+/// which the append itself tells; a missing log is created by the append, and one this cannot
+/// read is left to the writable open to report.
+fn refuse_wrong_version(
+    db: &Path,
+    stream: &str,
+    expected: ExpectedVersion,
+    events: &[NewEvent],
+) -> Result<(), Failure> {
+    if expected == ExpectedVersion::Any
+        || !db.exists()
+        || events.iter().any(|event| event.idempotency_key.is_some())
+    {
+        return Ok(());
+    }
+    // A log this cannot read (held exclusive, damaged) is the writable open's to report.
+    let read = || -> crate::Result<_> {
+        Store::open_read_only(db)?
+            .snapshot()?
+            .stream_version(stream)
+    };
+    let Ok(current) = read() else {
+        return Ok(());
+    };
+    let matches = match expected {
+        ExpectedVersion::Any => true,
+        ExpectedVersion::NoStream => current.is_none(),
+        ExpectedVersion::StreamExists => current.is_some(),
+        ExpectedVersion::Exact(version) => current == Some(version),
+    };
+    if matches {
+        return Ok(());
+    }
+    Err(Error::from(AppendError::WrongExpectedVersion {
+        stream: stream.to_owned(),
+        expected,
+        current,
+    })
+    .into())
 }
 
 /// Reads a payload file, reading no more than one byte past the store's payload limit: a
@@ -120,8 +169,20 @@ fn now_ms() -> Result<u64, Failure> {
 }
 
 pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
-    // The library's account of an unreadable export file or a directory in the log's place
-    // names neither path; these checks do, before anything is read.
+    if super::paths::same_file(&args.file, &args.db) {
+        return Err(Failure::of(
+            Kind::InvalidInput,
+            format!(
+                "{} and {} are the same file: give the export file first, then the log to \
+                 import it into",
+                args.file.display(),
+                args.db.display()
+            ),
+        ));
+    }
+    // The library's account of an unreadable export file, a directory in the log's place or
+    // a missing folder names no path; these checks do, before anything is read.
+    require_folder(&args.db)?;
     fs::File::open(&args.file)
         .and_then(|file| file.metadata())
         .and_then(|metadata| match metadata.is_dir() {
@@ -138,6 +199,8 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
         .unwrap_or(0);
     let mut check = ProgressLine::new("check", records);
     let mut write = ProgressLine::new("import", records);
+    // Whether the import failed on the export file's bytes, which its error does not name.
+    let mut about_file = false;
     let summary = joining(&args.access, |sharing| {
         let options = StoreOptions {
             sharing,
@@ -156,11 +219,18 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
                 }
             },
         )
-        .map_err(|error| error.no_space_at(&args.db))
+        .map_err(|error| {
+            about_file = matches!(&error, Error::Export(export)
+                if !matches!(**export, ExportError::Mismatch { .. } | ExportError::Io(_)));
+            error.no_space_at(&args.db)
+        })
     });
     check.finish();
     write.finish();
-    let summary = summary?;
+    let summary = summary.map_err(|failure| match about_file {
+        true => naming_export_file(failure, &args.file),
+        false => failure,
+    })?;
     let mut out = io::stdout().lock();
     if args.json {
         print_json(&mut out, &RangeJson::new(&summary.header, &args.db))?;
@@ -171,7 +241,35 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `failure`, about the export file's bytes, with the file's path in front: the library's
+/// words (`not an annals export file`, `damaged at position 7`) name no file.
+fn naming_export_file(failure: Failure, file: &Path) -> Failure {
+    match failure {
+        Failure::Of {
+            kind,
+            exit,
+            message,
+        } => Failure::Of {
+            kind,
+            exit,
+            message: format!("{}: {message}", file.display()),
+        },
+        other => other,
+    }
+}
+
 pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
+    // A projection the log does not keep is refused before the log is opened writable.
+    if let Some(name) = args.projection.as_deref()
+        && !crate::store::builtin_projections()
+            .iter()
+            .any(|projection| projection.name() == name)
+    {
+        return Err(Error::from(crate::projection::ProjectionError::Unknown {
+            name: name.to_owned(),
+        })
+        .into());
+    }
     let store = open_for_writing(&args.db, false, &args.access)?;
     let mut line = ProgressLine::new("rebuild", store.head()?.next.0);
     #[cfg(feature = "testing")]
@@ -227,6 +325,16 @@ pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
             format!(
                 "--durability deferred needs --sharing exclusive: redb commits durably in {} mode",
                 args.access.sharing
+            ),
+        ));
+    }
+    if args.db.exists() && !args.force {
+        return Err(Failure::of(
+            Kind::Exists,
+            format!(
+                "{}: already exists; the demo writes a new log: give another path, or --force \
+                 to append the demo's records to this log",
+                args.db.display()
             ),
         ));
     }

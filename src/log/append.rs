@@ -775,7 +775,11 @@ fn event_content_hash(stream: &str, event: &NewEvent) -> Digest {
 }
 
 /// Checks an append's shape and every limit, before anything is read or written.
-fn check_append(stream: &str, events: &[NewEvent], limits: &Limits) -> Result<(), AppendError> {
+pub(crate) fn check_append(
+    stream: &str,
+    events: &[NewEvent],
+    limits: &Limits,
+) -> Result<(), AppendError> {
     if events.is_empty() {
         return Err(AppendError::NoEvents);
     }

@@ -1,10 +1,12 @@
 //! Importing an export file: check the whole file first, then append its records verbatim
 //! through [`WriteSession::append_sealed`], with every projection applied as usual.
 //!
-//! A file that fails any check is refused before a byte is written. The target is left as it
-//! was on any failure: a new log is built under `<target>.importing` and renamed into place
+//! A file that fails any check is refused before a byte is written; one that does not continue
+//! an existing log, or whose stream versions or idempotency keys the log could not take, is
+//! refused before the log is opened writable. The target is left as it was on any failure: a new log is built under `<target>.importing` and renamed into place
 //! only once complete; an existing log takes the whole file in one transaction.
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
 
@@ -54,9 +56,14 @@ impl Store {
     ) -> Result<ExportSummary> {
         let summary = export::check(file, &mut |done| progress(ImportStage::Check, done))?;
         if target.exists() {
-            // Checked read-only first: a log the export does not continue is not even opened
-            // for writing (which would let redb touch the file).
-            check_continues(&Store::open_read_only(target)?.snapshot()?, &summary)?;
+            // Checked read-only first: a log the export does not continue, or could not take
+            // verbatim, is not even opened for writing (which would let redb touch the file).
+            {
+                let reader = Store::open_read_only(target)?;
+                let snapshot = reader.snapshot()?;
+                check_continues(&snapshot, &summary)?;
+                check_sealable(&snapshot, file)?;
+            }
             let options = StoreOptions {
                 create: false,
                 ..options
@@ -192,6 +199,49 @@ fn check_continues(snapshot: &crate::log::read::Snapshot, summary: &ExportSummar
         return Err(mismatch(
             "the log's Merkle tree differs from the export's start",
         ));
+    }
+    Ok(())
+}
+
+/// Refuses an export whose records the log in `snapshot` could not take verbatim: a stream
+/// version out of sequence, or an idempotency key the log already holds. The write refuses
+/// them too, but only inside its transaction, after the writable open has rewritten redb's
+/// bookkeeping in the file; read here, such a refusal leaves the file's bytes as they were.
+/// What only applying a record can find (a domain payload that does not decode), and a key
+/// repeated within the export, are still refused by the write. One pass over the file, with
+/// one counter per stream it names.
+fn check_sealable(snapshot: &crate::log::read::Snapshot, file: &Path) -> Result<()> {
+    let mut reader = ExportReader::open(file)?;
+    let mut next_versions: HashMap<String, u64> = HashMap::new();
+    while let Some(record) = reader.next_record()? {
+        let damaged = |detail: String| -> crate::error::Error {
+            ExportError::Damaged {
+                position: record.position,
+                detail,
+            }
+            .into()
+        };
+        let next = match next_versions.get_mut(&record.stream) {
+            Some(next) => next,
+            None => {
+                let start = snapshot
+                    .stream_version(&record.stream)?
+                    .map_or(Some(0), |version| version.0.checked_add(1));
+                let Some(start) = start else {
+                    return Err(damaged("the stream's versions would pass 2^64".to_owned()));
+                };
+                next_versions.entry(record.stream.clone()).or_insert(start)
+            }
+        };
+        if record.version.0 != *next {
+            return Err(damaged(format!("the stream's next version is {next}")));
+        }
+        *next = next.saturating_add(1);
+        if let Some(key) = record.idempotency_key.as_deref()
+            && snapshot.idempotency.get(key)?.is_some()
+        {
+            return Err(damaged(format!("idempotency key {key:?} is already used")));
+        }
     }
     Ok(())
 }

@@ -38,6 +38,7 @@ pub use compact::Compaction;
 pub use error::StoreError;
 pub use footprint::{Footprint, TableFootprint};
 pub use import::ImportStage;
+pub(crate) use open::held_by_writer;
 use open::{
     Closing, Handle, check_identity, check_redb_magic, create, guarded, initialise, open_reader,
     open_redb, open_writable, redb_builder, while_held,
@@ -69,6 +70,27 @@ pub struct StoreOptions {
     /// for writers that hold the file in multi-writer mode when this open asks for another
     /// mode: they would never let go.
     pub busy_timeout: std::time::Duration,
+}
+
+/// `error`, a read of the file at `path` that ended before the data redb's header points to,
+/// as [`OpenError::Unreadable`] naming the path and the cause (a read-only open does not check
+/// the file's length against its layout, as a writable open does, and redb's words, "failed to
+/// fill whole buffer", name neither); any other error as it is.
+fn truncated_at(path: &Path, error: Error) -> Error {
+    match error {
+        Error::Storage(redb::Error::Io(io)) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            let length = std::fs::metadata(path).map_or(0, |metadata| metadata.len());
+            OpenError::Unreadable {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "DB corrupted: the file is truncated: it ends at {length} bytes, before the \
+                     data its header points to; restore it from a copy or an export"
+                ),
+            }
+            .into()
+        }
+        error => error,
+    }
 }
 
 /// The built-in projections, in the order they are applied.
@@ -257,10 +279,23 @@ impl Store {
         let db = while_held(READ_ONLY_PATIENCE, || match open_reader(&path) {
             Err(Error::Storage(redb::Error::RepairAborted)) => {
                 let no_wait = std::time::Duration::ZERO;
-                open_writable(&path, Sharing::SingleWriter, no_wait).and_then(|repaired| {
-                    drop(Closing::new(repaired));
-                    open_reader(&path)
-                })
+                match open_writable(&path, Sharing::SingleWriter, no_wait) {
+                    Ok(repaired) => {
+                        drop(Closing::new(repaired));
+                        open_reader(&path)
+                    }
+                    // A writer holds the file, so it is no crash's leftover: the reader found
+                    // it between two of the writers' steps (multi-writers hand the file on
+                    // between their commits). Tried again, as any busy file is, whatever mode
+                    // the writers are in: a reader joins them all.
+                    Err(Error::Open(OpenError::Held { .. })) => Err(OpenError::Held {
+                        path: path.clone(),
+                        wanted: Sharing::SingleWriter,
+                        holder: Holder::Shared,
+                    }
+                    .into()),
+                    Err(error) => Err(error),
+                }
             }
             attempt => attempt,
         });
@@ -268,8 +303,9 @@ impl Store {
         let db = db.map_err(|error| error.no_space_at(&path))?;
         let projections = projections_with(Vec::new())?;
         let handle = Handle::ReadOnly(Closing::new(db));
-        guarded(|| check_identity(&handle, &path))?;
-        Store::assemble(handle, Limits::default(), path, projections)
+        let truncated = |error: Error| truncated_at(&path, error);
+        guarded(|| check_identity(&handle, &path)).map_err(truncated)?;
+        Store::assemble(handle, Limits::default(), path.clone(), projections).map_err(truncated)
     }
 
     fn assemble(

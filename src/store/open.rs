@@ -224,6 +224,17 @@ pub(crate) fn check_redb_magic(path: &Path) -> Result<()> {
         }
         .into()
     };
+    // Opening a FIFO blocks until a writer comes, and a device may never end: only a
+    // regular file is opened.
+    if let Ok(metadata) = fs::metadata(path)
+        && !metadata.is_file()
+    {
+        return Err(not_annals(if metadata.is_dir() {
+            "it is a directory"
+        } else {
+            "it is not a regular file (a FIFO, a device or a socket)"
+        }));
+    }
     let mut start = [0u8; REDB_MAGIC.len()];
     let mut file = fs::File::open(path)?;
     let mut read = 0;
@@ -325,6 +336,26 @@ pub(crate) fn open_reader(path: &Path) -> Result<redb::ReadOnlyDatabase> {
         }
         .into()),
         other => other,
+    }
+}
+
+/// Whether a writer in another process (in any sharing mode) has the redb file at `path`
+/// open. The probe is an exclusive read-only open, which never writes the file: redb refuses
+/// it beside any writer and lets it join readers. A file that is no redb database, or that
+/// cannot be read, has no writer to find.
+pub(crate) fn held_by_writer(path: &Path) -> bool {
+    if check_redb_magic(path).is_err() {
+        return false;
+    }
+    let probe = open_redb(path, || {
+        redb_builder(Sharing::Exclusive).open_read_only(path)
+    });
+    match probe {
+        Ok(reader) => {
+            drop(Closing::new(reader));
+            false
+        }
+        Err(error) => matches!(error, Error::Storage(redb::Error::DatabaseAlreadyOpen)),
     }
 }
 

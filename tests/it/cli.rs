@@ -466,8 +466,8 @@ fn demo_writes_every_projection_and_verify_passes() {
     }
     assert!(output.contains("verify: sound"), "{output}");
     log.ok("verify", &[]);
-    // A second run continues the same log, and it still verifies.
-    log.ok("demo", &["--records", "500"]);
+    // A second run continues the same log when told to, and it still verifies.
+    log.ok("demo", &["--records", "500", "--force"]);
     let stats = json(&log.ok("stats", &["--json"]));
     assert!(stats["records"].as_u64().unwrap() >= 2000);
     log.ok("verify", &[]);

@@ -240,7 +240,11 @@ fn every_writing_command_on_a_full_tmpfs_fails_naming_the_disk_and_the_log_recov
     let new_log = mount.join("new.redb");
     let imported = mount.join("imported.redb");
     let commands: [(&str, Vec<&str>, &Path); 5] = [
-        ("demo", vec!["demo", db, "--records", "3000"], &log),
+        (
+            "demo",
+            vec!["demo", db, "--records", "3000", "--force"],
+            &log,
+        ),
         ("rebuild", vec!["rebuild", db], &log),
         (
             "append creating a log",

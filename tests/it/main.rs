@@ -25,6 +25,7 @@ mod log;
 mod merkle;
 mod open;
 mod outbox;
+mod outputs;
 mod processes;
 mod projections;
 mod property;

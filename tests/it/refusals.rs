@@ -1,8 +1,9 @@
 //! A refused write leaves the log's content as it was: every record, the head, the Merkle
 //! root, every projection's tables (by digest) and checkpoints. An import refused before it
 //! opens the target writable (a damaged file, one that does not continue the log) leaves the
-//! file byte for byte as it was. An import refused while it writes (a record the log cannot
-//! take verbatim, a domain event whose payload does not decode) and a refused append abort
+//! file byte for byte as it was, and so does one whose stream versions the log cannot take
+//! (read before the open). An import refused while it writes (a domain event whose payload
+//! does not decode, found only when applied) and a refused append abort
 //! their transaction; the writable open may still have rewritten redb's own bookkeeping in
 //! the file, which is why those compare content, not bytes.
 
@@ -232,7 +233,8 @@ fn an_import_refused_while_it_writes_leaves_the_log_content_as_it_was() {
     forged_export(&source, &records, (100, 200), &file, undecodable_at(at));
     assert_eq!(refused_at(import(&file, &target)), at);
     assert_eq!(content(&target), before);
-    // A stream version that skips one, found only when the log appends it.
+    // A stream version that skips one, found by reading the log before it is opened writable:
+    // not a byte of the file changes.
     let skipped = Position(150);
     forged_export(&source, &records, (100, 200), &file, |record| {
         (record.position >= skipped && record.stream == records[150].stream).then(|| {
@@ -246,8 +248,14 @@ fn an_import_refused_while_it_writes_leaves_the_log_content_as_it_was() {
             (event, record.version.0 + 1)
         })
     });
+    let bytes = fs::read(&target).unwrap();
     assert_eq!(refused_at(import(&file, &target)), skipped);
     assert_eq!(content(&target), before);
+    assert_eq!(
+        fs::read(&target).unwrap(),
+        bytes,
+        "the refused import wrote"
+    );
     // And the log still takes the true continuation.
     let rest = dir.path().join("rest");
     export_range(&source, &rest, 100, 200);
@@ -321,14 +329,15 @@ fn an_endless_payload_file_is_refused_over_the_limit_and_no_log_is_made() {
             .output()
             .unwrap()
     };
-    let mut sources = vec![(format!("@{}", big.display()), "is 1048581 bytes, over")];
+    let mut sources = vec![(format!("@{}", big.display()), "is 1048581 bytes, over", 1)];
+    // A device is not read at all: only a regular file is a payload file.
     if Path::new("/dev/zero").exists() {
-        sources.push(("@/dev/zero".into(), "over the limit of 1 MiB"));
+        sources.push(("@/dev/zero".into(), "not a regular file", 2));
     }
-    for (payload, said) in sources {
+    for (payload, said, exit) in sources {
         let output = append(&payload);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "{payload}: {stderr}");
+        assert_eq!(output.status.code(), Some(exit), "{payload}: {stderr}");
         assert!(stderr.contains(said), "{payload}: {stderr}");
         assert!(!stderr.contains(" 0 bytes"), "{payload}: {stderr}");
         assert!(!db.exists(), "{payload}: a refused append made a log");

@@ -1,0 +1,175 @@
+//! The checks every command makes of the paths it was given, before it opens any of them: an
+//! input (the log, an export file, a payload `@FILE`, a proof file, `--head @FILE`) must be a
+//! regular file, and an output (an export file) must not replace the log it is made from, a
+//! log another process writes, or anything that is not a regular file.
+//!
+//! The checks only look at a path's metadata and never open it: opening a FIFO blocks until
+//! a writer comes, so a command that opened one first would hang with no word. A path that
+//! does not exist passes; the command then says so in its own words, or creates it.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use super::args::Command;
+use super::{Failure, Kind};
+
+/// Refuses, before anything is opened, every path `command` reads (or writes in place) that
+/// exists and is not a regular file. The one check every command goes through.
+pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
+    match command {
+        Command::Append(args) => {
+            require_regular(&args.db, "the log")?;
+            if let Some(file) = args.payload.as_deref().and_then(|p| p.strip_prefix('@')) {
+                require_regular(Path::new(file), "a payload file")?;
+            }
+            Ok(())
+        }
+        Command::Log(args) => require_regular(&args.db, "the log"),
+        Command::Tail(args) => require_regular(&args.db, "the log"),
+        Command::Verify(args) => require_regular(&args.db, "the log"),
+        Command::Stats(args) => require_regular(&args.db, "the log"),
+        Command::Demo(args) => require_regular(&args.db, "the log"),
+        Command::State(args) => require_regular(&args.db, "the log"),
+        Command::Rebuild(args) => require_regular(&args.db, "the log"),
+        Command::Root(args) => require_regular(&args.db, "the log"),
+        Command::Prove(args) => require_regular(&args.db, "the log"),
+        Command::CheckProof(args) => {
+            require_regular(&args.proof, "a proof file")?;
+            if let Some(file) = args.head.as_deref().and_then(|h| h.strip_prefix('@')) {
+                require_regular(Path::new(file), "a tree head file")?;
+            }
+            Ok(())
+        }
+        Command::Streams(args) => require_regular(&args.db, "the log"),
+        Command::History(args) => require_regular(&args.db, "the log"),
+        Command::Export(args) => require_regular(&args.db, "the log"),
+        Command::Import(args) => {
+            require_regular(&args.file, "an export file")?;
+            require_regular(&args.db, "the log")
+        }
+        Command::Compact(args) => require_regular(&args.db, "the log"),
+        #[cfg(feature = "jetstream")]
+        Command::Replicate(args) => require_regular(&args.db, "the log"),
+        #[cfg(feature = "jetstream")]
+        Command::Follow(args) => require_regular(&args.db, "the log"),
+        #[cfg(feature = "testing")]
+        Command::CrashWriter(args) => require_regular(&args.db, "the log"),
+    }
+}
+
+/// Refuses `path` when something other than a regular file (a directory, a FIFO, a device,
+/// a socket, or a symbolic link to one) is there; `what` says what the command wanted it to
+/// be. Nothing there passes.
+pub(crate) fn require_regular(path: &Path, what: &str) -> Result<(), Failure> {
+    let metadata = match fs::metadata(path) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(Failure::file(path, false, &error)),
+    };
+    if metadata.is_file() {
+        return Ok(());
+    }
+    if metadata.is_dir() {
+        let error = io::Error::from(io::ErrorKind::IsADirectory);
+        return Err(Failure::file(path, false, &error));
+    }
+    Err(Failure::of(
+        Kind::InvalidInput,
+        format!(
+            "{}: is {}, not a regular file; give {what} as a regular file",
+            path.display(),
+            file_type(&metadata)
+        ),
+    ))
+}
+
+/// Refuses to write `output` from the log at `log` when the file there is the log itself
+/// (compared by device and inode, so another name or a link to it counts), a log that a
+/// writer in another process has open, or anything but a regular file; an existing regular
+/// file only without `force`. Nothing is opened for writing.
+pub(crate) fn check_output(log: &Path, output: &Path, force: bool) -> Result<(), Failure> {
+    let metadata = match fs::metadata(output) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(Failure::file(output, true, &error)),
+    };
+    if !metadata.is_file() {
+        require_regular(output, "the export")?;
+    }
+    if same_file(log, output) {
+        return Err(Failure::of(
+            Kind::InvalidInput,
+            format!(
+                "{}: is the log being exported ({}); writing the export there would replace \
+                 the log: give another path for the export",
+                output.display(),
+                log.display()
+            ),
+        ));
+    }
+    if crate::store::held_by_writer(output) {
+        return Err(Failure::of(
+            Kind::Held,
+            format!(
+                "{}: is an annals log that a writer in another process has open; the export \
+                 would replace it under that writer: give another path for the export",
+                output.display()
+            ),
+        ));
+    }
+    if !force {
+        return Err(Failure::of(
+            Kind::Exists,
+            format!(
+                "{}: already exists; give --force to replace it, or another path",
+                output.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `a` and `b` name the same file: the same device and inode where the platform has
+/// them, else the same canonical path. A path that cannot be read names no file.
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (fs::metadata(a), fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match (fs::canonicalize(a), fs::canonicalize(b)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// What kind of file `metadata` describes, in words, for one that is neither a regular file
+/// nor a directory.
+fn file_type(metadata: &fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = metadata.file_type();
+        if kind.is_fifo() {
+            return "a named pipe (FIFO)";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    let _ = metadata;
+    "a special file"
+}

@@ -1,0 +1,526 @@
+//! What the commands write, and what they refuse before writing: an output never replaces the
+//! log it is made from, a log a writer in another process has open, or anything that is not a
+//! regular file; a path that is not a regular file is refused before it is opened (a FIFO
+//! would block the open); a refused command leaves the log's bytes as they were (sha256); and
+//! the messages name the path and the cause. The real binary, real processes, real files.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use annals::{Direction, Position, Store};
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+fn annals() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_annals"))
+}
+
+/// How long a command given a FIFO may take before the test calls it hung: far longer than
+/// any of these commands takes, so only a hang reaches it.
+const HANG_BOUND: Duration = Duration::from_secs(60);
+
+/// Runs `command` to its end, or kills it and fails the test once it has run for
+/// [`HANG_BOUND`]: a command that blocks on a FIFO must not hang the test.
+fn bounded(mut command: Command, what: &str) -> Output {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start annals");
+    let pid = child.id();
+    let (sender, finished) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(child.wait_with_output());
+    });
+    match finished.recv_timeout(HANG_BOUND) {
+        Ok(output) => output.expect("wait for annals"),
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            panic!("{what}: still running after {HANG_BOUND:?}, killed");
+        }
+    }
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn exit_code(output: &Output, expected: i32, what: &str) {
+    assert_eq!(
+        output.status.code(),
+        Some(expected),
+        "{what}: {}",
+        stderr(output)
+    );
+}
+
+fn sha256(path: &Path) -> String {
+    let bytes = std::fs::read(path).expect("read the file");
+    format!("{:x}", Sha256::digest(&bytes))
+}
+
+/// A demo log of `records` records at `dir/name`.
+fn demo(dir: &Path, name: &str, records: u64) -> PathBuf {
+    let path = dir.join(name);
+    let output = annals()
+        .arg("demo")
+        .arg(&path)
+        .args(["--records", &records.to_string()])
+        .output()
+        .unwrap();
+    exit_code(&output, 0, "demo");
+    path
+}
+
+fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+/// A `crash-writer` child appending in `sharing` mode, once it has reported its first durable
+/// append; a thread of its own keeps the positions it reports as acknowledged.
+fn start_writer(path: &Path, sharing: &str) -> (Child, Arc<Mutex<Vec<u64>>>) {
+    let mut child = annals()
+        .arg("crash-writer")
+        .arg(path)
+        .args(["--tasks", "4", "--sharing", sharing])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the writer");
+    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let acknowledged = Arc::new(Mutex::new(Vec::new()));
+    let position = |line: &str| -> u64 {
+        let mut words = line.split_whitespace();
+        assert_eq!(words.next(), Some("durable"), "{line}");
+        words
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("a position")
+    };
+    let first = lines.next().expect("the writer reports").expect("a line");
+    acknowledged.lock().unwrap().push(position(&first));
+    let kept = Arc::clone(&acknowledged);
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            kept.lock().unwrap().push(position(&line));
+        }
+    });
+    (child, acknowledged)
+}
+
+fn stop(mut child: Child) {
+    child.kill().expect("kill");
+    child.wait().expect("reap");
+}
+
+#[test]
+fn export_over_the_log_it_reads_beside_a_writer_exits_2_and_loses_no_acknowledged_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.redb");
+    let (writer, acknowledged) = start_writer(&path, "single-writer");
+    let link = dir.path().join("link.redb");
+    std::fs::hard_link(&path, &link).unwrap();
+    let other = demo(dir.path(), "other.redb", 300);
+    let attempts: [(&Path, &Path, bool, &str); 4] = [
+        (&path, &path, false, "the log as its own export"),
+        (
+            &path,
+            &path,
+            true,
+            "the log as its own export, with --force",
+        ),
+        (&path, &link, true, "a hard link to the log"),
+        (&other, &path, true, "a log a writer has open"),
+    ];
+    for (log, file, force, what) in attempts {
+        let mut command = annals();
+        command.arg("export").arg(log).arg(file);
+        if force {
+            command.arg("--force");
+        }
+        let output = bounded(command, what);
+        exit_code(&output, 2, what);
+        let message = stderr(&output);
+        assert!(
+            message.contains(&file.display().to_string()),
+            "{what}: {message}"
+        );
+        assert!(message.contains("another path"), "{what}: {message}");
+    }
+    // The writer went on appending through all of it; every append it acknowledged is there.
+    stop(writer);
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    let last = *acknowledged.iter().max().expect("acknowledged appends");
+    let store = Store::open_read_only(&path).unwrap();
+    let records = store
+        .read_all(Position(0), Direction::Forward, usize::MAX)
+        .unwrap();
+    assert!(
+        records.len() as u64 > last,
+        "{} records, but position {last} was acknowledged",
+        records.len()
+    );
+    assert!(store.verify().unwrap().is_sound());
+    assert!(
+        !dir.path().join("live.redb.partial").exists(),
+        "no export was begun"
+    );
+}
+
+#[test]
+fn export_replaces_an_existing_file_only_with_force_and_never_a_special_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = demo(dir.path(), "log.redb", 300);
+    let file = dir.path().join("kept.export");
+    std::fs::write(&file, b"a file of the user's").unwrap();
+    let before = sha256(&file);
+    let refused = annals()
+        .args(["export", "--json"])
+        .arg(&log)
+        .arg(&file)
+        .output()
+        .unwrap();
+    exit_code(&refused, 2, "export over an existing file");
+    let error: Value = serde_json::from_str(stderr(&refused).trim()).unwrap();
+    assert_eq!(error["kind"], "exists", "{error}");
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains(&file.display().to_string()),
+        "{error}"
+    );
+    assert_eq!(sha256(&file), before, "the refused export changed the file");
+    let forced = annals()
+        .arg("export")
+        .arg(&log)
+        .arg(&file)
+        .arg("--force")
+        .output()
+        .unwrap();
+    exit_code(&forced, 0, "export --force");
+    assert_ne!(sha256(&file), before);
+    // A FIFO, a device and a symbolic link to one are refused, with --force too.
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let to_device = dir.path().join("to-null");
+    std::os::unix::fs::symlink("/dev/null", &to_device).unwrap();
+    for (target, kind) in [
+        (fifo.as_path(), "named pipe"),
+        (Path::new("/dev/null"), "character device"),
+        (to_device.as_path(), "character device"),
+    ] {
+        let mut command = annals();
+        command.arg("export").arg(&log).arg(target).arg("--force");
+        let output = bounded(command, "export to a special file");
+        exit_code(&output, 2, "export to a special file");
+        let message = stderr(&output);
+        assert!(
+            message.contains(&target.display().to_string()) && message.contains(kind),
+            "{message}"
+        );
+    }
+    assert!(
+        std::fs::symlink_metadata(&to_device)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
+fn a_fifo_given_as_any_input_is_refused_at_once_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    mkfifo(&fifo);
+    let log = demo(dir.path(), "log.redb", 300);
+    let proof = dir.path().join("proof.json");
+    let printed = annals()
+        .arg("prove")
+        .arg(&log)
+        .args(["--position", "3", "--json"])
+        .output()
+        .unwrap();
+    exit_code(&printed, 0, "prove");
+    std::fs::write(&proof, &printed.stdout).unwrap();
+    let fifo_arg = format!("@{}", fifo.display());
+    let fifo_text = fifo.display().to_string();
+    let log_text = log.display().to_string();
+    let proof_text = proof.display().to_string();
+    let target = dir.path().join("new.redb");
+    let target_text = target.display().to_string();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["log", &fifo_text],
+        vec!["verify", &fifo_text],
+        vec!["stats", &fifo_text],
+        vec!["tail", &fifo_text, "--count", "1"],
+        vec!["state", &fifo_text, "leases"],
+        vec!["append", &fifo_text, "s", "k"],
+        vec!["rebuild", &fifo_text],
+        vec!["compact", &fifo_text],
+        vec!["import", &fifo_text, &target_text],
+        vec!["append", &log_text, "s", "k", &fifo_arg],
+        vec!["check-proof", &fifo_text],
+        vec!["check-proof", &proof_text, "--head", &fifo_arg],
+    ];
+    for args in cases {
+        let what = args.join(" ");
+        let mut command = annals();
+        command.args(&args);
+        let output = bounded(command, &what);
+        exit_code(&output, 2, &what);
+        let message = stderr(&output);
+        assert!(
+            message.contains(&fifo_text) && message.contains("not a regular file"),
+            "{what}: {message}"
+        );
+    }
+    assert!(!target.exists(), "a refused import created its target");
+}
+
+#[test]
+fn refused_commands_leave_the_logs_bytes_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = demo(dir.path(), "log.redb", 300);
+    let other = demo(dir.path(), "other.redb", 200);
+    let foreign = dir.path().join("other.export");
+    let exported = annals()
+        .arg("export")
+        .arg(&other)
+        .arg(&foreign)
+        .args(["--from", "100"])
+        .output()
+        .unwrap();
+    exit_code(&exported, 0, "export of the other log");
+    let whole = dir.path().join("whole.export");
+    let exported = annals()
+        .arg("export")
+        .arg(&log)
+        .arg(&whole)
+        .output()
+        .unwrap();
+    exit_code(&exported, 0, "export of the log");
+    let log_text = log.display().to_string();
+    let foreign_text = foreign.display().to_string();
+    let whole_text = whole.display().to_string();
+    let cases: Vec<(Vec<&str>, i32)> = vec![
+        (vec!["import", &foreign_text, &log_text], 1),
+        (vec!["import", &whole_text, &log_text], 1),
+        (vec!["append", &log_text, "", "k"], 1),
+        (
+            vec!["append", &log_text, "fresh", "k", "--expect", "exists"],
+            1,
+        ),
+        (vec!["append", &log_text, "fresh", "k", "--expect", "7"], 1),
+        (vec!["rebuild", &log_text, "--projection", "nope"], 2),
+        (vec!["demo", &log_text, "--records", "10"], 2),
+    ];
+    for (args, expected) in cases {
+        let what = args.join(" ");
+        let before = sha256(&log);
+        let output = annals().args(&args).output().unwrap();
+        exit_code(&output, expected, &what);
+        assert_eq!(sha256(&log), before, "{what} changed the log's bytes");
+    }
+}
+
+#[test]
+fn demo_refuses_an_existing_log_and_appends_to_it_only_with_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = demo(dir.path(), "log.redb", 300);
+    let before = Store::open_read_only(&log).unwrap().head().unwrap().next;
+    let refused = annals()
+        .arg("demo")
+        .arg(&log)
+        .args(["--records", "100", "--json"])
+        .output()
+        .unwrap();
+    exit_code(&refused, 2, "demo on an existing log");
+    let error: Value = serde_json::from_str(stderr(&refused).trim()).unwrap();
+    assert_eq!(error["kind"], "exists", "{error}");
+    let message = error["error"].as_str().unwrap();
+    assert!(
+        message.contains(&log.display().to_string()) && message.contains("--force"),
+        "{message}"
+    );
+    let forced = annals()
+        .arg("demo")
+        .arg(&log)
+        .args(["--records", "100", "--force"])
+        .output()
+        .unwrap();
+    exit_code(&forced, 0, "demo --force");
+    assert!(Store::open_read_only(&log).unwrap().head().unwrap().next > before);
+}
+
+#[test]
+fn read_only_commands_beside_multi_writer_appenders_always_open() {
+    const READS: usize = 150;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.redb");
+    let first = annals()
+        .arg("append")
+        .arg(&path)
+        .args(["s", "k", "--sharing", "multi-writer"])
+        .output()
+        .unwrap();
+    exit_code(&first, 0, "the first append");
+    let done = AtomicBool::new(false);
+    let failures = std::thread::scope(|scope| {
+        // Appenders that open and close the log in multi-writer mode over and over.
+        for appender in 0..3 {
+            let (path, done) = (&path, &done);
+            scope.spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    let output = annals()
+                        .arg("append")
+                        .arg(path)
+                        .arg(format!("appender/{appender}"))
+                        .arg("test.shared")
+                        .args(["--sharing", "multi-writer", "--wait", "30s"])
+                        .output()
+                        .unwrap();
+                    exit_code(&output, 0, "a multi-writer append");
+                }
+            });
+        }
+        let mut failures = Vec::new();
+        for read in 0..READS {
+            let command = ["stats", "verify", "log"][read % 3];
+            let mut reader = annals();
+            reader.arg(command).arg(&path).stdout(Stdio::null());
+            if command == "log" {
+                reader.args(["--limit", "1"]);
+            }
+            let output = reader.output().unwrap();
+            if !output.status.success() {
+                failures.push(format!("{command}: {}", stderr(&output)));
+            }
+        }
+        done.store(true, Ordering::Relaxed);
+        failures
+    });
+    assert!(
+        failures.is_empty(),
+        "{} of {READS} reads failed: {failures:?}",
+        failures.len()
+    );
+}
+
+#[test]
+fn messages_name_the_path_and_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = demo(dir.path(), "demo.redb", 300);
+    let file = dir.path().join("log.export");
+    let exported = annals()
+        .arg("export")
+        .arg(&log)
+        .arg(&file)
+        .output()
+        .unwrap();
+    exit_code(&exported, 0, "export");
+    // Into a folder that does not exist.
+    let missing = dir.path().join("absent");
+    let output = annals()
+        .arg("import")
+        .arg(&file)
+        .arg(missing.join("x.redb"))
+        .output()
+        .unwrap();
+    exit_code(&output, 2, "import into a missing folder");
+    let message = stderr(&output);
+    assert!(
+        message.contains(&format!("{}: no such folder", missing.display())),
+        "{message}"
+    );
+    // A log given as the export file.
+    let output = annals()
+        .arg("import")
+        .arg(&log)
+        .arg(dir.path().join("x.redb"))
+        .output()
+        .unwrap();
+    let message = stderr(&output);
+    assert!(
+        message.contains(&format!("{}: not an annals export file", log.display())),
+        "{message}"
+    );
+    // A truncated log.
+    let truncated = dir.path().join("truncated.redb");
+    let bytes = std::fs::read(&log).unwrap();
+    std::fs::write(&truncated, &bytes[..(bytes.len() / 2).min(100_000)]).unwrap();
+    for command in ["stats", "verify", "log"] {
+        let output = annals().arg(command).arg(&truncated).output().unwrap();
+        exit_code(&output, 2, command);
+        let message = stderr(&output);
+        assert!(
+            message.contains(&truncated.display().to_string()) && message.contains("truncated"),
+            "{command}: {message}"
+        );
+    }
+    // A log a writer holds is `held` in JSON, as README says.
+    let held = dir.path().join("held.redb");
+    let (writer, _) = start_writer(&held, "exclusive");
+    let output = annals()
+        .arg("append")
+        .arg(&held)
+        .args(["s", "k", "--wait", "0s", "--json"])
+        .output()
+        .unwrap();
+    stop(writer);
+    exit_code(&output, 2, "append beside an exclusive writer");
+    let error: Value = serde_json::from_str(stderr(&output).trim()).unwrap();
+    assert_eq!(error["kind"], "held", "{error}");
+    // `export --help` names each default once.
+    let help = annals().args(["export", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(!help.contains("[default: 0] [default: 0]"), "{help}");
+}
+
+#[test]
+fn closed_pipes_end_a_command_quietly_with_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = demo(dir.path(), "log.redb", 2_000);
+    // `annals log big.redb | head -1`: far more than a pipe holds, read one line, close.
+    let mut child = annals()
+        .arg("log")
+        .arg(&log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("0 "), "{first}");
+    let mut message = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut message)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{message}");
+    assert!(!message.contains("panicked"), "{message}");
+    // `annals -vv demo ... 2>&1 | head -1`: the spans go to a standard error closed at once.
+    let mut child = annals()
+        .arg("-vv")
+        .arg("demo")
+        .arg(dir.path().join("new.redb"))
+        .args(["--records", "200"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "-vv with standard error closed");
+}
