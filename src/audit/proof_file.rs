@@ -333,7 +333,7 @@ pub enum ProofFileError {
     /// A key given twice in one JSON object.
     #[error("the key {key} is given twice in one object; a proof file gives each key once")]
     DuplicateKey {
-        /// The key, quoted and escaped as [`quoted`] prints untrusted text.
+        /// The key, in double quotes with its control characters escaped.
         key: String,
     },
     /// A hash that is not 64 hex digits.
