@@ -1,8 +1,8 @@
 //! Proof files: an inclusion or consistency proof together with every tree head it proves
 //! against, as the JSON that `annals prove --json` prints and `annals check-proof` reads.
 //!
-//! [`ProofFile::check`] takes the tree head the auditor trusts, finds it among the proof's
-//! tree heads, then runs the stateless verifiers of [`crate::merkle`] and checks each tree head
+//! [`ProofFile::check`] takes the tree heads the auditor trusts ([`Trust`]), finds the one the
+//! proof proves in among them, then runs the stateless verifiers of [`crate::merkle`] and checks each tree head
 //! hash against its size and root. [`ProofFile::check_self_consistency`] does the latter
 //! only: a proof whose size was changed and whose heads were recomputed to match passes it,
 //! so it says nothing about a log. This module reads no log and never writes one.
@@ -13,8 +13,8 @@ use crate::error::Result;
 use crate::hash::Digest;
 use crate::log::read::Snapshot;
 use crate::merkle::{
-    ConsistencyProof, InclusionProof, ProofError, TreeHead, TrustedHead, check_consistency,
-    check_inclusion,
+    ConsistencyProof, InclusionProof, ProofError, TreeHead, Trust, TrustedHead, check_consistency,
+    check_inclusion, consistency_sizes_sharing_path,
 };
 use crate::record::Position;
 
@@ -113,9 +113,15 @@ impl ProofFile {
 
     /// Reads a proof file from its JSON, refusing any hash that is not 64 lower-case hex
     /// digits with an error that names the field (`root`, `path[3]`, …).
+    ///
+    /// A key given twice in one object is refused ([`ProofFileError::DuplicateKey`]): a JSON
+    /// reader would keep one of the two silently, and which one is not the file's to choose.
     pub fn from_json(bytes: &[u8]) -> Result<ProofFile, ProofFileError> {
-        let value: serde_json::Value = serde_json::from_slice(bytes)
-            .map_err(|error| ProofFileError::Shape(error.to_string()))?;
+        let shape = |error: serde_json::Error| ProofFileError::Shape(quoted(&error.to_string()));
+        if let Some(key) = duplicate_key(bytes).map_err(shape)? {
+            return Err(ProofFileError::DuplicateKey { key: quoted(&key) });
+        }
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(shape)?;
         if let Some(object) = value.as_object() {
             for field in HASH_FIELDS {
                 if let Some(serde_json::Value::String(text)) = object.get(field) {
@@ -130,7 +136,7 @@ impl ProofFile {
                 }
             }
         }
-        serde_json::from_value(value).map_err(|error| ProofFileError::Shape(error.to_string()))
+        serde_json::from_value(value).map_err(shape)
     }
 
     /// The tree head the proof proves in: an inclusion proof's tree, a consistency proof's
@@ -161,17 +167,40 @@ impl ProofFile {
         }
     }
 
-    /// Checks the proof against a tree head the auditor trusts: `Ok` with the proof's tree
-    /// head that is the trusted one exactly when the proof is valid and one of its tree heads
-    /// is `trusted` (for a consistency proof, either: the other one is then vouched for).
+    /// Checks the proof against the tree heads the auditor trusts: `Ok` with the proof's tree
+    /// head that proves in (an inclusion proof's, a consistency proof's later one) exactly when
+    /// the proof is valid and that head is trusted. A consistency proof whose later head is
+    /// trusted vouches for its earlier head, a prefix of it.
     ///
-    /// An inclusion proof of a tree of another size than the trusted head's is refused
-    /// ([`ProofError::TrustedSize`]): it says nothing about the trusted tree until a
-    /// consistency proof, checked against the trusted head, vouches for the head it proves in.
-    pub fn check(&self, trusted: &TrustedHead) -> Result<TreeHead, ProofError> {
-        let matched = self.trusted_head(trusted)?;
+    /// A consistency proof whose earlier head alone is trusted is refused
+    /// ([`ProofError::LaterHeadNotTrusted`]) once its path is found valid: the path binds
+    /// only the earlier size, so the later head is established only by trusting it too.
+    /// An inclusion proof of a tree of another size than the trusted heads' is refused
+    /// ([`ProofError::TrustedSize`]).
+    pub fn check(&self, trust: &Trust) -> Result<TreeHead, ProofError> {
+        let to = self.tree_head();
+        let from = self.from_tree_head();
+        let to_trusted = trust.trusts(&to);
+        if !to_trusted && !from.is_some_and(|from| trust.trusts(&from)) {
+            return Err(self.untrusted(trust));
+        }
         self.check_self_consistency()?;
-        Ok(matched)
+        match from {
+            Some(from) if !to_trusted => {
+                // A second head kept, which the later one is not: say how they differ.
+                if let Some(other) = trust.heads().iter().find(|head| !head.is(&from)) {
+                    return Err(mismatch(other, &[Some((to, "root"))], Some(from.size)));
+                }
+                let open = consistency_sizes_sharing_path(from.size, to.size);
+                Err(ProofError::LaterHeadNotTrusted {
+                    from_size: from.size,
+                    size: to.size,
+                    open_from: *open.start(),
+                    open_to: *open.end(),
+                })
+            }
+            _ => Ok(to),
+        }
     }
 
     /// Checks the proof only against the tree heads it carries; `Ok` exactly when it is
@@ -228,49 +257,62 @@ impl ProofFile {
         }
     }
 
-    /// The proof's tree head that is `trusted`, or why none is.
-    fn trusted_head(&self, trusted: &TrustedHead) -> Result<TreeHead, ProofError> {
+    /// Why none of the proof's tree heads is trusted, told against the first head kept.
+    fn untrusted(&self, trust: &Trust) -> ProofError {
         let to = self.tree_head();
         let from = self.from_tree_head();
-        // The later head first: when both sizes are equal, either is the trusted one.
+        // The later head first: when both sizes are equal, either is the one named.
         let candidates = [Some((to, "root")), from.map(|head| (head, "from_root"))];
-        let candidates = candidates.iter().flatten();
-        if let Some((head, _)) = candidates.clone().find(|(head, _)| trusted.is(head)) {
-            return Ok(*head);
+        match trust.heads().first() {
+            Some(trusted) => mismatch(trusted, &candidates, from.map(|from| from.size)),
+            None => ProofError::NothingTrusted,
         }
-        Err(match trusted {
-            TrustedHead::Head(trusted) => {
-                match candidates
-                    .clone()
-                    .find(|(head, _)| head.size == trusted.size)
-                {
-                    Some((head, which)) => ProofError::TrustedRoot {
-                        which,
-                        size: head.size,
-                        proof: head.root.to_hex(),
-                        trusted: trusted.root.to_hex(),
+    }
+}
+
+/// Why `trusted` is none of `candidates` (a proof's tree heads, each with the name of its root
+/// field); `from_size` is a consistency proof's earlier size.
+fn mismatch(
+    trusted: &TrustedHead,
+    candidates: &[Option<(TreeHead, &'static str)>],
+    from_size: Option<u64>,
+) -> ProofError {
+    let candidates = candidates.iter().flatten();
+    let Some((to, _)) = candidates.clone().next() else {
+        return ProofError::NothingTrusted;
+    };
+    match trusted {
+        TrustedHead::Head(trusted) => {
+            match candidates
+                .clone()
+                .find(|(head, _)| head.size == trusted.size)
+            {
+                Some((head, which)) => ProofError::TrustedRoot {
+                    which,
+                    size: head.size,
+                    proof: head.root.to_hex(),
+                    trusted: trusted.root.to_hex(),
+                },
+                None => match from_size {
+                    None => ProofError::TrustedSize {
+                        proof: to.size,
+                        trusted: trusted.size,
                     },
-                    None => match from {
-                        None => ProofError::TrustedSize {
-                            proof: to.size,
-                            trusted: trusted.size,
-                        },
-                        Some(from) => ProofError::TrustedSizes {
-                            from_size: from.size,
-                            size: to.size,
-                            trusted: trusted.size,
-                        },
+                    Some(from_size) => ProofError::TrustedSizes {
+                        from_size,
+                        size: to.size,
+                        trusted: trusted.size,
                     },
-                }
+                },
             }
-            TrustedHead::Hash(hash) => ProofError::TrustedHash {
-                trusted: hash.to_hex(),
-                found: candidates
-                    .map(|(head, _)| format!("size {} tree head {}", head.size, head.hash()))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            },
-        })
+        }
+        TrustedHead::Hash(hash) => ProofError::TrustedHash {
+            trusted: hash.to_hex(),
+            found: candidates
+                .map(|(head, _)| format!("size {} tree head {}", head.size, head.hash()))
+                .collect::<Vec<_>>()
+                .join(", "),
+        },
     }
 }
 
@@ -288,12 +330,114 @@ pub enum ProofFileError {
         /// The field: `root`, `path[3]`, ….
         field: String,
     },
+    /// A key given twice in one JSON object.
+    #[error("the key {key} is given twice in one object; a proof file gives each key once")]
+    DuplicateKey {
+        /// The key, in double quotes with its control characters escaped.
+        key: String,
+    },
     /// A hash that is not 64 hex digits.
     #[error("{field} is not 64 lower-case hex digits")]
     NotHex {
         /// The field: `root`, `path[3]`, ….
         field: String,
     },
+}
+
+/// The most characters of untrusted text that [`quoted`] shows.
+const QUOTED_CHARS_MAX: usize = 80;
+
+/// Untrusted text as messages show it: in double quotes, every control character (terminal
+/// escapes included), quote and backslash escaped as Rust escapes them, and cut after
+/// `QUOTED_CHARS_MAX` characters with `…` after the closing quote. Bytes from a file or the
+/// network never reach a terminal raw.
+pub(crate) fn quoted(text: &str) -> String {
+    let mut shown: String = text
+        .chars()
+        .take(QUOTED_CHARS_MAX)
+        .flat_map(char::escape_debug)
+        .collect();
+    shown.insert(0, '"');
+    shown.push('"');
+    if text.chars().nth(QUOTED_CHARS_MAX).is_some() {
+        shown.push('…');
+    }
+    shown
+}
+
+/// The first key that some object in the JSON `bytes` gives twice, if any; an error when the
+/// bytes are not JSON.
+fn duplicate_key(bytes: &[u8]) -> Result<Option<String>, serde_json::Error> {
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+    /// Walks one JSON value, recording in `found` the first key repeated in an object.
+    struct Walk<'a> {
+        found: &'a mut Option<String>,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Walk<'_> {
+        type Value = ();
+
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Walk<'_> {
+        type Value = ();
+
+        fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+            formatter.write_str("a JSON value")
+        }
+
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq
+                .next_element_seed(Walk {
+                    found: &mut *self.found,
+                })?
+                .is_some()
+            {}
+            Ok(())
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut keys = std::collections::HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value_seed(Walk {
+                    found: &mut *self.found,
+                })?;
+                if !keys.insert(key.clone()) && self.found.is_none() {
+                    *self.found = Some(key);
+                }
+            }
+            Ok(())
+        }
+    }
+
+    let mut found = None;
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    Walk { found: &mut found }.deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok(found)
 }
 
 /// The fields of either kind of proof file that hold one hash.

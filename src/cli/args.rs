@@ -253,7 +253,7 @@ pub(crate) struct RootArgs {
     /// The log file; it must exist.
     pub(crate) db: PathBuf,
     /// The tree of the first N records [default: all of them].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_size)]
     pub(crate) size: Option<u64>,
     /// Print a JSON object (`size`, `root`) instead of text.
     #[arg(long)]
@@ -268,14 +268,16 @@ pub(crate) struct ProveArgs {
     #[arg(
         long,
         conflicts_with = "from_size",
-        required_unless_present = "from_size"
+        required_unless_present = "from_size",
+        allow_negative_numbers = true,
+        value_parser = parse_position
     )]
     pub(crate) position: Option<u64>,
     /// Prove that the tree of this many records is a prefix of the tree of `--size`.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_size)]
     pub(crate) from_size: Option<u64>,
     /// The tree of the first N records [default: all of them].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_size)]
     pub(crate) size: Option<u64>,
     /// Print the proof file's JSON (what `check-proof` reads) instead of text.
     #[arg(long)]
@@ -288,10 +290,12 @@ pub(crate) struct CheckProofArgs {
     pub(crate) proof: PathBuf,
     /// The tree head you trust, as `annals root` printed it: its `tree head` hash (64
     /// lower-case hex digits), its whole output (text or `--json`), or `@FILE` holding either.
+    /// Give it twice for a consistency proof, the earlier head and the later one you kept: the
+    /// proof's path does not fix the later size, so only a later head you trust counts.
     #[arg(long, conflicts_with_all = ["size", "root"])]
-    pub(crate) head: Option<String>,
+    pub(crate) head: Vec<String>,
     /// The size of the tree head you trust (with `--root`).
-    #[arg(long, requires = "root")]
+    #[arg(long, requires = "root", allow_negative_numbers = true, value_parser = parse_size)]
     pub(crate) size: Option<u64>,
     /// The root of the tree head you trust (with `--size`): 64 lower-case hex digits.
     #[arg(long, requires = "size")]
@@ -487,6 +491,21 @@ pub(crate) struct FollowArgs {
 }
 
 /// `immediate` or `deferred`: the demo's commits' durability.
+/// A tree size (`--size`, `--from-size`): a count of records, so 0 or more. Without this,
+/// clap reads `-1` as a flag and suggests `-- -1`, which would not help.
+fn parse_size(text: &str) -> Result<u64, String> {
+    text.parse().map_err(|_| {
+        format!("sizes are counts of records, 0 or more (decimal digits only), not {text:?}")
+    })
+}
+
+/// A record's position: positions count from 0, so 0 or more.
+fn parse_position(text: &str) -> Result<u64, String> {
+    text.parse().map_err(|_| {
+        format!("positions count records from 0, so 0 or more (decimal digits only), not {text:?}")
+    })
+}
+
 fn parse_demo_durability(text: &str) -> Result<crate::store::Durability, String> {
     match text {
         "immediate" => Ok(crate::store::Durability::Immediate),

@@ -13,9 +13,9 @@ use super::progress::ProgressLine;
 use super::render::{print_json, print_range, print_verify};
 use super::report::{CheckProofJson, HeadJson, RangeJson};
 use super::{EXIT_FINDINGS, Failure, Kind};
-use crate::audit::proof_file::{ProofFile, lower_hex_digest};
+use crate::audit::proof_file::{ProofFile, ProofFileError, lower_hex_digest, quoted};
 use crate::hash::Digest;
-use crate::merkle::{TreeHead, TrustedHead};
+use crate::merkle::{ProofError, TreeHead, Trust, TrustedHead};
 use crate::record::Position;
 use crate::store::Store;
 
@@ -99,7 +99,7 @@ pub(crate) fn prove(args: ProveArgs) -> Result<ExitCode, Failure> {
 }
 
 pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
-    let trusted = trusted_head(&args)?;
+    let trust = trusted_heads(&args)?;
     let bytes = read_capped(&args.proof, PROOF_FILE_BYTES_MAX)
         .map_err(|error| Failure::file(&args.proof, false, &error))?;
     let invalid = |message: String| Failure::of(Kind::InvalidProof, message);
@@ -109,13 +109,28 @@ pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
             args.proof.display()
         )));
     }
-    let proof = ProofFile::from_json(&bytes)
-        .map_err(|error| invalid(format!("invalid: {}: {error}", args.proof.display())))?;
-    let checked = match &trusted {
-        Some(trusted) => proof.check(trusted).map(Some),
-        None => proof.check_self_consistency().map(|()| None),
+    let proof = ProofFile::from_json(&bytes).map_err(|error| {
+        let message = format!("invalid: {}: {error}", args.proof.display());
+        match error {
+            // Not a proof file at all: bad input, not a proof that failed.
+            ProofFileError::Shape(_) | ProofFileError::DuplicateKey { .. } => {
+                Failure::of(Kind::InvalidInput, message)
+            }
+            _ => invalid(message),
+        }
+    })?;
+    let checked = if trust.is_empty() {
+        proof.check_self_consistency().map(|()| None)
+    } else {
+        proof.check(&trust).map(Some)
     };
-    let matched = checked.map_err(|error| invalid(format!("invalid: {error}")))?;
+    let matched = checked.map_err(|error| match error {
+        ProofError::LaterHeadNotTrusted { size, .. } => invalid(format!(
+            "not established: {error}: give the head of size {size} you kept (`annals root \
+             --size {size}` on the log, when you trusted it) as a second --head"
+        )),
+        error => invalid(format!("invalid: {error}")),
+    })?;
     let mut out = io::stdout().lock();
     if args.json {
         print_json(&mut out, &check_proof_json(&proof, matched))?;
@@ -123,7 +138,7 @@ pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
         print_valid_proof(&mut out, &proof)?;
     }
     match matched {
-        Some(matched) if !args.json => print_trusted(&mut out, &proof, &matched)?,
+        Some(matched) if !args.json => print_trusted(&mut out, &proof, &matched, &trust)?,
         Some(_) => {}
         None => {
             let mut heads: Vec<String> = proof
@@ -175,30 +190,37 @@ fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The tree head `check-proof` was given to trust, if any.
-fn trusted_head(args: &CheckProofArgs) -> Result<Option<TrustedHead>, Failure> {
+/// The tree heads `check-proof` was given to trust; none when it was given none.
+fn trusted_heads(args: &CheckProofArgs) -> Result<Trust, Failure> {
     if let (Some(size), Some(root)) = (args.size, &args.root) {
         let root = lower_hex_digest(root).ok_or_else(|| {
-            Failure::Usage(format!("--root {root}: not 64 lower-case hex digits"))
+            Failure::Usage(format!(
+                "--root {}: not 64 lower-case hex digits",
+                quoted(root)
+            ))
         })?;
-        return Ok(Some(TrustedHead::Head(TreeHead { size, root })));
+        return Ok(Trust::from(TrustedHead::Head(TreeHead { size, root })));
     }
-    let Some(head) = &args.head else {
-        return Ok(None);
-    };
+    let mut trust = Trust::new();
+    for head in &args.head {
+        trust = trust.with(kept_head(head)?);
+    }
+    Ok(trust)
+}
+
+/// One `--head` value: a tree head, or `@FILE` holding one.
+fn kept_head(head: &str) -> Result<TrustedHead, Failure> {
     let (text, source) = match head.strip_prefix('@') {
         Some(file) => {
             let bytes = read_capped(Path::new(file), KEPT_HEAD_BYTES_MAX)
                 .map_err(|error| Failure::named(&format!("--head {head}"), false, &error))?;
             let text = String::from_utf8(bytes)
                 .map_err(|_| Failure::Usage(format!("--head {head}: not UTF-8 text")))?;
-            (text, head.clone())
+            (text, format!("--head {head}"))
         }
-        None => (head.clone(), "--head".to_string()),
+        None => (head.to_string(), "--head".to_string()),
     };
-    parse_kept_head(&text)
-        .map(Some)
-        .map_err(|problem| Failure::Usage(format!("{source}: {problem}")))
+    parse_kept_head(&text).map_err(|problem| Failure::Usage(format!("{source}: {problem}")))
 }
 
 /// The largest file `--head @FILE` reads: `annals root`'s output is under 200 bytes.
@@ -211,8 +233,10 @@ fn parse_kept_head(text: &str) -> Result<TrustedHead, String> {
     const SHAPE: &str = "not a tree head as `annals root` prints it (its `tree head` hash, \
                          or its whole output, text or --json)";
     let text = text.trim();
+    // What the head holds is echoed only quoted: it may come from a file, escapes and all.
     let digest = |value: &str| {
-        lower_hex_digest(value).ok_or_else(|| format!("{value}: not 64 lower-case hex digits"))
+        lower_hex_digest(value)
+            .ok_or_else(|| format!("{}: not 64 lower-case hex digits", quoted(value)))
     };
     if !text.contains(char::is_whitespace) && !text.starts_with('{') {
         return digest(text).map(TrustedHead::Hash);
@@ -232,7 +256,7 @@ fn parse_kept_head(text: &str) -> Result<TrustedHead, String> {
         let size = field("size")?;
         let size = size
             .parse()
-            .map_err(|_| format!("size {size}: not a number"))?;
+            .map_err(|_| format!("size {}: not a number", quoted(&size)))?;
         (size, field("root")?, field("tree head")?)
     };
     let head = TreeHead {
@@ -241,7 +265,9 @@ fn parse_kept_head(text: &str) -> Result<TrustedHead, String> {
     };
     if head.hash() != digest(&tree_head)? {
         return Err(format!(
-            "its tree head {tree_head} is not that of size {size} and root {root}"
+            "its tree head {} is not that of size {size} and root {}",
+            quoted(&tree_head),
+            quoted(&root)
         ));
     }
     Ok(TrustedHead::Head(head))
@@ -387,12 +413,13 @@ fn print_valid_proof(out: &mut impl Write, proof: &ProofFile) -> Result<(), Fail
     Ok(())
 }
 
-/// Writes which trusted head a proof was checked against and, for a consistency proof, the
-/// other head it vouches for.
+/// Writes which trusted head a proof was checked against and, for a consistency proof, how
+/// its earlier head relates to it: trusted too, or vouched for as a prefix.
 fn print_trusted(
     out: &mut impl Write,
     proof: &ProofFile,
     matched: &TreeHead,
+    trust: &Trust,
 ) -> Result<(), Failure> {
     writeln!(
         out,
@@ -402,19 +429,22 @@ fn print_trusted(
     let Some(from) = proof.from_tree_head() else {
         return Ok(());
     };
-    let to = proof.tree_head();
-    let (other, relation) = if matched == &to {
-        (from, "is a prefix of yours")
-    } else {
-        (to, "extends yours")
-    };
-    if other != *matched {
+    if from == *matched {
+        return Ok(());
+    }
+    if trust.trusts(&from) {
         writeln!(
             out,
-            "the tree head of size {} {relation}: root {}, tree head {}",
-            other.size,
-            other.root,
-            other.hash()
+            "it extends the trusted head of size {} you gave: root {}",
+            from.size, from.root
+        )?;
+    } else {
+        writeln!(
+            out,
+            "the tree head of size {} is a prefix of yours: root {}, tree head {}",
+            from.size,
+            from.root,
+            from.hash()
         )?;
     }
     Ok(())

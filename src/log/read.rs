@@ -438,8 +438,8 @@ pub struct Records {
     done: Cell<bool>,
 }
 
-/// A segment whose digest matched, kept as bytes; records are decoded one per `next`, so a
-/// reader that stops early decodes no more than it takes.
+/// A segment whose digest matched, kept as bytes; records are decoded and checked against
+/// their own hashes one per `next`, so a reader that stops early checks no more than it takes.
 struct LoadedSegment {
     guard: AccessGuard<'static, &'static [u8]>,
     /// Position and place of each record still to yield, the next one last.
@@ -492,8 +492,8 @@ impl Records {
                 end: Position(end),
             }),
         })?;
-        // One hash of the whole segment stands in for two per record; when it fails, each
-        // record is checked on its own so the error names the damaged one if there is one.
+        // The digest covers the segment's framing too; when it fails, each record is checked
+        // on its own first so the error names the damaged one if there is one.
         if let Some(error) = segment.digest_error() {
             for at in segment.records_at() {
                 let position = Position(first + u64::from(at.index));
@@ -560,12 +560,10 @@ impl Records {
         }
         let (position, at) = self.loaded.as_mut()?.left.pop()?;
         let loaded = self.loaded.as_ref()?;
-        match parse_at(
-            loaded.guard.value(),
-            &at,
-            position,
-            RecordHashes::CoveredBySegmentDigest,
-        ) {
+        // The segment's digest is no check of a record against its own hash: whoever rewrites
+        // a payload can recompute the digest to match. So each record's hash is recomputed over
+        // its header and payload before it is handed out beside that hash.
+        match parse_at(loaded.guard.value(), &at, position, RecordHashes::Check) {
             Ok(view) => Some(Ok(view)),
             Err(error) => {
                 // A cell, so the flag can be set while the segment is still borrowed.

@@ -280,6 +280,29 @@ pub enum ProofError {
         /// The trusted head's size.
         trusted: u64,
     },
+    /// A proof checked against no trusted head at all.
+    #[error("no trusted tree head was given to check the proof against")]
+    NothingTrusted,
+    /// A consistency proof checked against its earlier head alone: its path is valid, but the
+    /// path binds only the earlier size, so the later head (its size and root) is not
+    /// established until the auditor trusts it too.
+    #[error(
+        "the path from the trusted head of size {from_size} is valid, but it does not \
+         establish the later head of size {size}: a consistency path from size {from_size} \
+         leads to the same roots for every later size from {open_from} to {open_to}, so \
+         nothing in it says which size the log had; trust the later head only as you kept \
+         it yourself"
+    )]
+    LaterHeadNotTrusted {
+        /// The earlier size, the trusted one.
+        from_size: u64,
+        /// The later size the proof claims.
+        size: u64,
+        /// The smallest later size the path leaves open.
+        open_from: u64,
+        /// The largest later size the path leaves open.
+        open_to: u64,
+    },
     /// A proof's tree of the trusted head's size, with another root than the trusted one.
     #[error("the proof's {which} for size {size} is {proof}, the trusted root is {trusted}")]
     TrustedRoot {
@@ -478,6 +501,30 @@ pub fn roots_from_consistency<H: TreeHasher>(
     Ok((first, second))
 }
 
+/// The later sizes an RFC 9162 consistency path from `from_size` to `size` leaves open: for
+/// every size in the range returned, the RFC's verification (§2.1.4.2), and
+/// [`verify_consistency`], hash the same path in the same order to the same two roots, so a
+/// path and its roots say nothing about which of those sizes the later tree has
+/// (`schema/FORMAT.md` 3.6). Only the earlier size is bound by the path. `0 < from_size <
+/// size`; otherwise the range holds `size` alone.
+///
+/// Where `L` is the bit length of `(from_size − 1) xor (size − 1)` and `P` is `from_size − 1`
+/// with its low `L` bits cleared, the range is `P + 2^(L−1) + 1 ..= P + 2^L` (capped at
+/// `u64::MAX`): the sizes whose last leaf's index agrees with the earlier tree's last leaf
+/// above bit `L − 1` and differs at it. For `from_size` 17 and `size` 1000: 513 to 1024.
+pub fn consistency_sizes_sharing_path(from_size: u64, size: u64) -> std::ops::RangeInclusive<u64> {
+    if from_size == 0 || from_size >= size {
+        return size..=size;
+    }
+    let (first, second) = (from_size - 1, size - 1);
+    let bits = 64 - (first ^ second).leading_zeros();
+    let prefix = u128::from(first.checked_shr(bits).unwrap_or(0)) << bits;
+    let low = prefix + (1u128 << (bits - 1)) + 1;
+    let high = prefix + (1u128 << bits);
+    let cap = |value: u128| u64::try_from(value).unwrap_or(u64::MAX);
+    cap(low)..=cap(high)
+}
+
 /// The right edge of a tree as it grows: the roots of its perfect subtrees, largest first
 /// (one per set bit of its size). Enough to append a leaf and to give the root, in O(log n).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -623,6 +670,57 @@ impl TrustedHead {
     }
 }
 
+/// The tree heads an auditor trusts: the one place where a proof's tree head is taken as
+/// established or not. Today that is a head the auditor kept ([`TrustedHead`]); signed
+/// checkpoints will add heads trusted by their signature here, and nowhere else.
+///
+/// A proof never adds to it: a consistency proof checked against a trusted earlier head does
+/// not make its later head trusted (`schema/FORMAT.md` 3.6).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trust {
+    heads: Vec<TrustedHead>,
+}
+
+impl Trust {
+    /// Trusts nothing.
+    pub fn new() -> Self {
+        Trust::default()
+    }
+
+    /// Trusts `head` as well.
+    pub fn with(mut self, head: TrustedHead) -> Self {
+        self.heads.push(head);
+        self
+    }
+
+    /// The heads kept, in the order given.
+    pub fn heads(&self) -> &[TrustedHead] {
+        &self.heads
+    }
+
+    /// Whether nothing is trusted.
+    pub fn is_empty(&self) -> bool {
+        self.heads.is_empty()
+    }
+
+    /// Whether `head` is trusted: the decision every check of a proof against a log rests on.
+    pub fn trusts(&self, head: &TreeHead) -> bool {
+        self.heads.iter().any(|trusted| trusted.is(head))
+    }
+}
+
+impl From<TrustedHead> for Trust {
+    fn from(head: TrustedHead) -> Self {
+        Trust::new().with(head)
+    }
+}
+
+impl From<&TrustedHead> for Trust {
+    fn from(head: &TrustedHead) -> Self {
+        Trust::from(*head)
+    }
+}
+
 /// Stateless check of an inclusion proof: accepts exactly when `proof` shows the record whose
 /// record hash is `record_hash` at `proof.position` in the tree of `trusted`.
 ///
@@ -652,8 +750,9 @@ pub fn check_inclusion(
 /// Stateless check of a consistency proof: accepts exactly when `proof` shows that the tree of
 /// `from` is a prefix of the tree of `to`.
 ///
-/// At least one of the heads must be one the caller trusts; the check then vouches for the
-/// other (a later head extends the trusted one, or an earlier head is a prefix of it).
+/// The later head must be one the caller trusts; the check then vouches for the earlier one (a
+/// prefix of it). Trusting only the earlier head vouches for no later one: the path binds only
+/// the earlier size ([`consistency_sizes_sharing_path`]).
 pub fn check_consistency(
     proof: &ConsistencyProof,
     from: &TreeHead,

@@ -104,3 +104,23 @@ fn split_is_the_largest_power_of_two_below() {
     }
     assert_eq!(split(u64::MAX), 1 << 63);
 }
+
+#[test]
+fn the_later_sizes_a_consistency_path_leaves_open_are_those_sharing_its_high_bits() {
+    let check = |from_size: u64, size: u64, expected: std::ops::RangeInclusive<u64>| {
+        assert_eq!(
+            consistency_sizes_sharing_path(from_size, size),
+            expected,
+            "{from_size}..{size}"
+        );
+    };
+    check(17, 1000, 513..=1024);
+    check(999, 1000, 1000..=1000);
+    check(3, 7, 5..=8);
+    check(100, 150, 129..=256);
+    // Degenerate sizes leave only the size itself; the largest sizes do not overflow.
+    check(5, 5, 5..=5);
+    check(0, 9, 9..=9);
+    check(1, u64::MAX, (1 << 63) + 1..=u64::MAX);
+    check(u64::MAX - 1, u64::MAX, u64::MAX..=u64::MAX);
+}

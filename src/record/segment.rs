@@ -14,9 +14,9 @@
 //! digest := derive-key hash of everything after it, with the format's segment context
 //! ```
 //!
-//! The digest exists for sequential reads: blake3 hashes a 64 KiB input many chunks at a time,
-//! so checking a whole segment costs a small fraction of checking each record's two short
-//! hashes. Point reads and `verify` still check every record's own hashes.
+//! The digest covers the whole segment, framing included. It detects damage, not forgery:
+//! whoever rewrites a payload can recompute it, so every read also checks each record's own
+//! hashes before handing the record out.
 //!
 //! Parsing allocates nothing and refuses any layout that is not well formed; it does not
 //! check the digest, which [`Segment::digest_error`] does on demand.

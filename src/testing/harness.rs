@@ -428,7 +428,7 @@ fn as_proof_file(data: &[u8]) {
     if let Ok(proof) = crate::audit::proof_file::ProofFile::from_json(data) {
         let _ = proof.check_self_consistency();
         let trusted = crate::merkle::TrustedHead::Head(proof.tree_head());
-        let _ = proof.check(&trusted);
+        let _ = proof.check(&crate::merkle::Trust::from(trusted));
     }
 }
 

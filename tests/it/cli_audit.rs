@@ -220,19 +220,39 @@ fn check_proof_of_a_smaller_tree_than_the_kept_head_needs_a_consistency_proof() 
         "{}",
         stdout(&checked)
     );
-    // From the earlier head, it vouches for the later one.
-    let from_500 = stdout(&exits(
+    // From the earlier head alone, it vouches for no later one: its path leaves the later
+    // size open. With the later head kept too, it links the two.
+    let from_500 = exits(
         check_proof_with(
             &consistency,
             &["--head", head_500["tree_head"].as_str().unwrap()],
         ),
+        1,
+    );
+    assert!(
+        stderr(&from_500).contains(&format!("does not establish the later head of size {size}")),
+        "{}",
+        stderr(&from_500)
+    );
+    assert_eq!(stdout(&from_500), "");
+    let both = stdout(&exits(
+        check_proof_with(
+            &consistency,
+            &[
+                "--head",
+                head_500["tree_head"].as_str().unwrap(),
+                "--head",
+                kept_hash,
+            ],
+        ),
         0,
     ));
     assert!(
-        from_500.contains(&format!(
-            "the tree head of size {size} extends yours: root {kept_root}"
+        both.contains(&format!(
+            "it extends the trusted head of size 500 you gave: root {}",
+            head_500["root"].as_str().unwrap()
         )),
-        "{from_500}"
+        "{both}"
     );
     let other = root(&log, &["--size", "100"]);
     let refused = exits(
@@ -366,7 +386,7 @@ fn an_inclusion_proof_file_checks_out_and_any_edit_to_it_fails() {
         exits(check_proof(&file), 1);
     }
     fs::write(&file, "{not json").unwrap();
-    exits(check_proof(&file), 1);
+    exits(check_proof(&file), 2);
     exits(check_proof(&log.dir.path().join("missing.json")), 2);
 }
 
@@ -462,4 +482,423 @@ fn history_lists_an_entitys_records_in_order_with_positions_and_times() {
         "{}",
         stderr(&refused)
     );
+}
+
+/// A log of `records` records, appended through the library in batches (much faster than
+/// `demo`), closed before the binary runs on it.
+fn log_of(records: u64) -> Log {
+    let log = Log::new();
+    let store = annals::Store::open(&log.db).unwrap();
+    let mut appended = 0;
+    while appended < records {
+        let batch = (records - appended).min(250);
+        let events: Vec<_> = (appended..appended + batch)
+            .map(|i| annals::NewEvent::new("k", i, i.to_le_bytes().to_vec()))
+            .collect();
+        let _ = store
+            .append("s", annals::ExpectedVersion::Any, &events)
+            .unwrap();
+        appended += batch;
+    }
+    drop(store);
+    log
+}
+
+/// RFC 9162 §2.1.4.2 exactly as the RFC words its steps, over the log's tree hash: whether
+/// `path` proves the tree of `first` leaves with root `first_hash` a prefix of the tree of
+/// `second` leaves with root `second_hash`. Written here apart from the library's verifier,
+/// so that the sizes it accepts are the RFC's, not the library's.
+fn rfc9162_consistency(
+    first: u64,
+    second: u64,
+    path: &[annals::Digest],
+    first_hash: &annals::Digest,
+    second_hash: &annals::Digest,
+) -> bool {
+    use annals::merkle::TreeHasher;
+    let hash = |left: &annals::Digest, right: &annals::Digest| LogTreeHasher.node(left, right);
+    if first == second {
+        return path.is_empty() && first_hash == second_hash;
+    }
+    // Step 1 (an empty path fails) and step 2 (a power of two is prepended).
+    let mut path = path.to_vec();
+    if first.is_power_of_two() {
+        path.insert(0, *first_hash);
+    }
+    let Some((seed, rest)) = path.split_first() else {
+        return false;
+    };
+    let (mut fn_, mut sn) = (first - 1, second - 1);
+    while fn_ & 1 == 1 {
+        fn_ >>= 1;
+        sn >>= 1;
+    }
+    let (mut fr, mut sr) = (*seed, *seed);
+    for c in rest {
+        if sn == 0 {
+            return false;
+        }
+        if fn_ & 1 == 1 || fn_ == sn {
+            fr = hash(c, &fr);
+            sr = hash(c, &sr);
+            if fn_ & 1 == 0 {
+                while fn_ & 1 == 0 && fn_ != 0 {
+                    fn_ >>= 1;
+                    sn >>= 1;
+                }
+            }
+        } else {
+            sr = hash(&sr, c);
+        }
+        fn_ >>= 1;
+        sn >>= 1;
+    }
+    fr == *first_hash && sr == *second_hash && sn == 0
+}
+
+/// Issue 29, point 2: RFC 9162's consistency check binds the earlier size, not the later one.
+/// For several real proofs, every later size the RFC's steps accept with the same path and
+/// roots is forged into the proof (its tree head recomputed), and each forgery is refused by
+/// `check-proof` with only the earlier head trusted and by `ProofFile::check`.
+#[test]
+fn a_consistency_proof_vouches_for_no_later_size_the_earlier_head_alone_cannot_fix() {
+    use annals::merkle::{ProofError, Trust, TrustedHead, consistency_sizes_sharing_path};
+    let log = log_of(1000);
+    let pairs = [
+        (17, 1000),
+        (500, 1000),
+        (999, 1000),
+        (100, 150),
+        (3, 7),
+        (5, 6),
+    ];
+    let file = log.dir.path().join("forged.json");
+    let (mut forged_sizes, mut self_consistent_forgeries) = (0u64, 0u64);
+    let mut widest = 0usize;
+    for (from_size, size) in pairs {
+        let args = [
+            "--from-size".to_string(),
+            from_size.to_string(),
+            "--size".to_string(),
+            size.to_string(),
+            "--json".to_string(),
+        ];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let text = log.ok("prove", &args);
+        let valid = json(text.trim_end());
+        let proof = ProofFile::from_json(text.as_bytes()).unwrap();
+        let ProofFile::Consistency {
+            from_root,
+            root,
+            path,
+            ..
+        } = proof.clone()
+        else {
+            panic!("a consistency proof")
+        };
+        let earlier = TreeHead {
+            size: from_size,
+            root: from_root,
+        };
+        let later = TreeHead { size, root };
+        assert!(rfc9162_consistency(
+            from_size, size, &path, &from_root, &root
+        ));
+        // Every later size for which the RFC accepts the same path and roots: no size past
+        // twice the real one can share its path.
+        let open: Vec<u64> = (from_size + 1..=2 * size + 2)
+            .filter(|&other| rfc9162_consistency(from_size, other, &path, &from_root, &root))
+            .collect();
+        assert!(open.contains(&size), "{from_size}..{size}");
+        let range = consistency_sizes_sharing_path(from_size, size);
+        assert_eq!(
+            open,
+            range.clone().collect::<Vec<_>>(),
+            "{from_size}..{size}"
+        );
+        widest = widest.max(open.len());
+
+        // The valid proof: refused with only the earlier head trusted, naming the open sizes;
+        // accepted with the later head trusted too.
+        let only_earlier = Trust::from(TrustedHead::Head(earlier));
+        assert_eq!(
+            proof.check(&only_earlier),
+            Err(ProofError::LaterHeadNotTrusted {
+                from_size,
+                size,
+                open_from: *range.start(),
+                open_to: *range.end(),
+            })
+        );
+        let both = only_earlier.clone().with(TrustedHead::Hash(later.hash()));
+        assert_eq!(proof.check(&both), Ok(later));
+        fs::write(&file, &text).unwrap();
+        let earlier_hash = earlier.hash().to_hex();
+        let refused = exits(check_proof_with(&file, &["--head", &earlier_hash]), 1);
+        let says = format!("every later size from {} to {}", range.start(), range.end());
+        assert!(stderr(&refused).contains(&says), "{}", stderr(&refused));
+        assert_eq!(stdout(&refused), "");
+        let later_hash = later.hash().to_hex();
+        exits(
+            check_proof_with(&file, &["--head", &earlier_hash, "--head", &later_hash]),
+            0,
+        );
+
+        for &other in open.iter().filter(|&&other| other != size) {
+            let mut forged = valid.clone();
+            forged["size"] = other.into();
+            let head = TreeHead { size: other, root };
+            forged["tree_head"] = head.hash().to_hex().into();
+            let text = forged.to_string();
+            let forged = ProofFile::from_json(text.as_bytes()).unwrap();
+            if forged.check_self_consistency().is_ok() {
+                self_consistent_forgeries += 1;
+            }
+            for trusted in [
+                TrustedHead::Head(earlier),
+                TrustedHead::Hash(earlier.hash()),
+            ] {
+                let checked = forged.check(&Trust::from(trusted));
+                assert!(checked.is_err(), "{from_size}..{other}: {checked:?}");
+            }
+            fs::write(&file, &text).unwrap();
+            let refused = exits(check_proof_with(&file, &["--head", &earlier_hash]), 1);
+            assert_eq!(stdout(&refused), "", "{from_size}..{other}");
+            forged_sizes += 1;
+        }
+    }
+    // The test exercises the hole: some pair leaves more than its own size open, and the
+    // library's own verifier accepts some of those forgeries as self-consistent.
+    assert!(widest > 1, "{widest}");
+    assert!(forged_sizes > 0 && self_consistent_forgeries > 0);
+}
+
+/// A forged later head never becomes a head an inclusion proof can be checked against:
+/// `check-proof` no longer prints the later head of a consistency proof checked from the
+/// earlier head alone (on a69ee89 it printed "the tree head of size 995 extends yours" with
+/// its tree head hash, which the auditor then trusted), and the inclusion proof forged into
+/// that size is refused against the earlier head kept.
+#[test]
+fn an_inclusion_proof_of_a_forged_later_size_gets_no_head_to_pass_against() {
+    use annals::merkle::{Trust, TrustedHead};
+    let log = log_of(1000);
+    let earlier = root(&log, &["--size", "17"]);
+    let earlier_hash = earlier["tree_head"].as_str().unwrap();
+
+    let text = log.ok("prove", &["--from-size", "17", "--size", "1000", "--json"]);
+    let mut consistency = json(text.trim_end());
+    let root_1000 = lower_hex(consistency["root"].as_str().unwrap());
+    consistency["size"] = 995.into();
+    let forged_later = TreeHead {
+        size: 995,
+        root: root_1000,
+    };
+    consistency["tree_head"] = forged_later.hash().to_hex().into();
+    let file = log.dir.path().join("forged-consistency.json");
+    fs::write(&file, consistency.to_string()).unwrap();
+    let refused = exits(check_proof_with(&file, &["--head", earlier_hash]), 1);
+    assert_eq!(stdout(&refused), "");
+    assert!(
+        !stderr(&refused).contains(&forged_later.hash().to_hex()),
+        "{}",
+        stderr(&refused)
+    );
+    let refused = exits(
+        check_proof_with(&file, &["--head", earlier_hash, "--json"]),
+        1,
+    );
+    assert_eq!(stdout(&refused), "");
+    assert_eq!(json(stderr(&refused).trim_end())["kind"], "invalid_proof");
+
+    let text = log.ok("prove", &["--position", "900", "--size", "1000", "--json"]);
+    let mut forged = json(text.trim_end());
+    let ProofFile::Inclusion {
+        record_hash, path, ..
+    } = ProofFile::from_json(text.as_bytes()).unwrap()
+    else {
+        panic!("an inclusion proof")
+    };
+    let root_995 = root_from_inclusion(&LogTreeHasher, 900, 995, &leaf_hash(&record_hash), &path)
+        .expect("the path of position 900 fits the tree of 995 too");
+    forged["size"] = 995.into();
+    forged["root"] = root_995.to_hex().into();
+    let forged_head = TreeHead {
+        size: 995,
+        root: root_995,
+    };
+    forged["tree_head"] = forged_head.hash().to_hex().into();
+    fs::write(&file, forged.to_string()).unwrap();
+    let refused = exits(check_proof_with(&file, &["--head", earlier_hash]), 1);
+    assert!(stderr(&refused).contains("invalid"), "{}", stderr(&refused));
+    let forged = ProofFile::from_json(forged.to_string().as_bytes()).unwrap();
+    assert_eq!(forged.check_self_consistency(), Ok(()));
+    let kept = lower_hex(earlier_hash);
+    assert!(forged.check(&Trust::from(TrustedHead::Hash(kept))).is_err());
+}
+
+fn lower_hex(text: &str) -> annals::Digest {
+    annals::Digest::from_hex(text).expect("64 hex digits")
+}
+
+/// Issue 29, point 8: a kept head read from a file is never echoed raw. Its terminal escapes
+/// are shown escaped, and a long one is cut short.
+#[test]
+fn check_proof_quotes_a_kept_head_file_escapes_and_all_never_echoing_it_raw() {
+    let log = log_of(20);
+    let proof = log.dir.path().join("proof.json");
+    fs::write(&proof, log.ok("prove", &["--position", "3", "--json"])).unwrap();
+    let head = log.dir.path().join("head.txt");
+    let hostile = [
+        "\u{1b}[31mred\u{1b}]0;title\u{7}".to_string(),
+        format!("size 12\nroot \u{1b}[2J{}\ntree head x", "a".repeat(3000)),
+        format!(
+            "size \u{1b}[5m12\nroot {}\ntree head {}",
+            "0".repeat(64),
+            "0".repeat(64)
+        ),
+        format!(
+            "{{\"size\": 1, \"root\": \"{}\", \"tree_head\": \"\u{1b}c\"}}",
+            "0".repeat(64)
+        ),
+    ];
+    for text in hostile {
+        fs::write(&head, &text).unwrap();
+        let arg = format!("@{}", head.display());
+        let refused = exits(check_proof_with(&proof, &["--head", &arg]), 2);
+        let said = stderr(&refused);
+        assert!(!said.contains('\u{1b}'), "{said:?}");
+        assert!(!said.contains('\u{7}'), "{said:?}");
+        assert!(said.len() < 600, "{} bytes: {said:?}", said.len());
+        assert!(
+            said.contains(&format!("--head @{}", head.display())),
+            "{said}"
+        );
+    }
+    // The first one is a bare value: shown quoted, its escapes spelt out.
+    fs::write(&head, "\u{1b}[31mred").unwrap();
+    let arg = format!("@{}", head.display());
+    let refused = exits(check_proof_with(&proof, &["--head", &arg]), 2);
+    assert!(
+        stderr(&refused).contains(r#""\u{1b}[31mred": not 64 lower-case hex digits"#),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+/// Issue 29, point 8: a proof file that gives a key twice is refused naming the key (a JSON
+/// reader would keep the last one silently); one that is not JSON, or not a proof file's
+/// shape, is bad input (exit 2), not a proof that failed (exit 1).
+#[test]
+fn check_proof_refuses_a_repeated_key_naming_it_and_non_json_as_bad_input() {
+    let log = log_of(20);
+    let text = log.ok("prove", &["--position", "3", "--json"]);
+    let valid = json(text.trim_end());
+    let file = log.dir.path().join("proof.json");
+    let body = text.trim_end().strip_suffix('}').unwrap().to_string();
+    let repeats = [
+        ("root", valid["path"][0].as_str().unwrap().to_string()),
+        ("root", valid["root"].as_str().unwrap().to_string()),
+        ("size", "20".to_string()),
+        ("proof", "inclusion".to_string()),
+    ];
+    for (key, value) in repeats {
+        let value = if key == "size" {
+            value
+        } else {
+            format!("\"{value}\"")
+        };
+        let repeated = format!("{body},\"{key}\":{value}}}");
+        fs::write(&file, &repeated).unwrap();
+        let refused = exits(check_proof(&file), 2);
+        let says = format!("the key \"{key}\" is given twice");
+        assert!(stderr(&refused).contains(&says), "{}", stderr(&refused));
+        assert!(matches!(
+            ProofFile::from_json(repeated.as_bytes()),
+            Err(annals::ProofFileError::DuplicateKey { .. })
+        ));
+    }
+    // The file as it was passes.
+    fs::write(&file, &text).unwrap();
+    exits(check_proof(&file), 0);
+    for not_a_proof in [
+        "{not json",
+        "",
+        "[1, 2]",
+        "{\"proof\": \"inclusion\"}",
+        "\u{1b}[31m",
+    ] {
+        fs::write(&file, not_a_proof).unwrap();
+        let refused = exits(check_proof(&file), 2);
+        assert!(
+            stderr(&refused).contains("not a proof file"),
+            "{not_a_proof:?}: {}",
+            stderr(&refused)
+        );
+        assert!(!stderr(&refused).contains('\u{1b}'));
+    }
+    fs::write(&file, "{not json").unwrap();
+    let refused = exits(check_proof_with(&file, &["--json"]), 2);
+    assert_eq!(json(stderr(&refused).trim_end())["kind"], "invalid_input");
+}
+
+/// Issue 29, point 8: `--size -1` is told what sizes and positions are, not clap's tip to
+/// write `-- -1`, which would not help.
+#[test]
+fn a_negative_size_or_position_is_told_sizes_count_records() {
+    let log = log_of(20);
+    let proof = log.dir.path().join("proof.json");
+    fs::write(&proof, log.ok("prove", &["--position", "3", "--json"])).unwrap();
+    let runs: [(Vec<&str>, &str); 6] = [
+        (
+            vec!["root", "--size", "-1"],
+            "sizes are counts of records, 0 or more",
+        ),
+        (
+            vec!["prove", "--position", "3", "--size", "-1"],
+            "sizes are counts of records, 0 or more",
+        ),
+        (
+            vec!["prove", "--from-size", "-1"],
+            "sizes are counts of records, 0 or more",
+        ),
+        (
+            vec!["prove", "--position", "-1"],
+            "positions count records from 0, so 0 or more",
+        ),
+        (
+            vec!["prove", "--position", "x"],
+            "positions count records from 0, so 0 or more",
+        ),
+        (
+            vec!["root", "--size", "1.5"],
+            "sizes are counts of records, 0 or more",
+        ),
+    ];
+    for (args, says) in runs {
+        let output = exits(log.run(args[0], &args[1..]), 2);
+        assert!(
+            stderr(&output).contains(says),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            !stderr(&output).contains("-- -1"),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    let root = json(log.ok("root", &["--json"]).trim_end());
+    let output = exits(
+        check_proof_with(
+            &proof,
+            &["--size", "-1", "--root", root["root"].as_str().unwrap()],
+        ),
+        2,
+    );
+    assert!(
+        stderr(&output).contains("sizes are counts of records, 0 or more"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!stderr(&output).contains("-- -1"));
 }

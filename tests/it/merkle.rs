@@ -5,9 +5,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use annals::merkle::{
-    ConsistencyProof, InclusionProof, LogTreeHasher, ProofError, TreeHasher, TreeHead, TrustedHead,
-    check_consistency, check_inclusion, leaf_hash, root_from_inclusion, root_of_leaves,
-    roots_from_consistency, verify_consistency, verify_inclusion,
+    ConsistencyProof, InclusionProof, LogTreeHasher, ProofError, TreeHasher, TreeHead, Trust,
+    TrustedHead, check_consistency, check_inclusion, leaf_hash, root_from_inclusion,
+    root_of_leaves, roots_from_consistency, verify_consistency, verify_inclusion,
 };
 use annals::{
     AuditError, Digest, Direction, Error, ExpectedVersion, Position, Problem, ProofFile,
@@ -710,16 +710,19 @@ fn a_forged_claim_about_a_tree_of_2006_is_refused_against_the_kept_head_of_2007(
     };
     let (valid, forged) = forged_proof_file(&snapshot, 1234, 2007);
     assert_eq!(forged.check_self_consistency(), Ok(()));
-    assert_eq!(valid.check(&TrustedHead::Hash(kept.hash())), Ok(kept));
     assert_eq!(
-        forged.check(&TrustedHead::Head(kept)),
+        valid.check(&Trust::from(TrustedHead::Hash(kept.hash()))),
+        Ok(kept)
+    );
+    assert_eq!(
+        forged.check(&Trust::from(TrustedHead::Head(kept))),
         Err(ProofError::TrustedSize {
             proof: 2006,
             trusted: 2007
         })
     );
     assert!(matches!(
-        forged.check(&TrustedHead::Hash(kept.hash())),
+        forged.check(&Trust::from(TrustedHead::Hash(kept.hash()))),
         Err(ProofError::TrustedHash { .. })
     ));
 }
@@ -737,19 +740,19 @@ fn a_forged_proof_file_passes_only_against_its_own_heads() {
     // Self-consistent: the check a proof file could make alone accepts the forgery.
     assert_eq!(forged.check_self_consistency(), Ok(()));
     assert_eq!(
-        forged.check(&TrustedHead::Head(forged.tree_head())),
+        forged.check(&Trust::from(TrustedHead::Head(forged.tree_head()))),
         Ok(forged.tree_head())
     );
     // The heads the auditor kept refuse it, naming what disagrees.
     assert_eq!(
-        forged.check(&TrustedHead::Head(kept)),
+        forged.check(&Trust::from(TrustedHead::Head(kept))),
         Err(ProofError::TrustedSize {
             proof: 149,
             trusted: 150
         })
     );
     assert!(matches!(
-        forged.check(&TrustedHead::Head(kept_149)),
+        forged.check(&Trust::from(TrustedHead::Head(kept_149))),
         Err(ProofError::TrustedRoot {
             which: "root",
             size: 149,
@@ -758,25 +761,31 @@ fn a_forged_proof_file_passes_only_against_its_own_heads() {
     ));
     for trusted in [kept, kept_149] {
         assert!(matches!(
-            forged.check(&TrustedHead::Hash(trusted.hash())),
+            forged.check(&Trust::from(TrustedHead::Hash(trusted.hash()))),
             Err(ProofError::TrustedHash { .. })
         ));
     }
-    assert_eq!(valid.check(&TrustedHead::Head(kept)), Ok(kept));
-    assert_eq!(valid.check(&TrustedHead::Hash(kept.hash())), Ok(kept));
+    assert_eq!(valid.check(&Trust::from(TrustedHead::Head(kept))), Ok(kept));
+    assert_eq!(
+        valid.check(&Trust::from(TrustedHead::Hash(kept.hash()))),
+        Ok(kept)
+    );
     // A valid proof of a smaller tree is refused too: only a consistency proof links it.
     let smaller = ProofFile::inclusion(&snapshot, Position(37), 149).unwrap();
     assert_eq!(smaller.check_self_consistency(), Ok(()));
     assert!(matches!(
-        smaller.check(&TrustedHead::Head(kept)),
+        smaller.check(&Trust::from(TrustedHead::Head(kept))),
         Err(ProofError::TrustedSize { .. })
     ));
     let link = ProofFile::consistency(&snapshot, 149, 150).unwrap();
-    assert_eq!(link.check(&TrustedHead::Head(kept)), Ok(kept));
+    assert_eq!(link.check(&Trust::from(TrustedHead::Head(kept))), Ok(kept));
     let vouched = link.from_tree_head().unwrap();
-    assert_eq!(smaller.check(&TrustedHead::Head(vouched)), Ok(vouched));
+    assert_eq!(
+        smaller.check(&Trust::from(TrustedHead::Head(vouched))),
+        Ok(vouched)
+    );
     assert!(matches!(
-        link.check(&TrustedHead::Head(head(100))),
+        link.check(&Trust::from(TrustedHead::Head(head(100)))),
         Err(ProofError::TrustedSizes {
             from_size: 149,
             size: 150,
