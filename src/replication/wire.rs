@@ -28,8 +28,10 @@
 //! This module owns the two directions and the checks on the way in: [`Frame`] builds a
 //! message within [`MESSAGE_BYTES_MAX`]; [`checked_records`] decodes one, each record at its
 //! position with the header's own hash and the payload's checked, the records chained to each
-//! other, and the message id the last record's hash. The first record's link (`prev`) needs
-//! the record before the message, so the reader checks it against its own head.
+//! other, and the message id the last record's hash; [`checked_message`] is what a reader
+//! takes: a message over the wire limit or without its id refused before it is decoded, and
+//! one holding a record over the reader's [`Limits`] refused after. The first record's link
+//! (`prev`) needs the record before the message, so the reader checks it against its own head.
 
 use crate::hash::Digest;
 use crate::record::limits::{Field, LimitError, Limits, check_len};
