@@ -477,6 +477,13 @@ pub(crate) struct ReplicateArgs {
     /// The subject the records are published on [default: `annals.` and the file's stem].
     #[arg(long)]
     pub(crate) subject: Option<String>,
+    /// Replicas of the stream when this command creates it [default: what the server can
+    /// give: 3, or as many servers as its cluster has, 1 for a server not clustered].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=5))]
+    pub(crate) replicas: Option<u16>,
+    /// How long to try to reach a NATS server before giving up (exit 2), e.g. `30s`, `500ms`.
+    #[arg(long, default_value = "30s", value_parser = super::open::parse_duration)]
+    pub(crate) wait: std::time::Duration,
 }
 
 #[cfg(feature = "jetstream")]
@@ -488,6 +495,9 @@ pub(crate) struct FollowArgs {
     pub(crate) subject: String,
     /// The local log (created when missing); it must be a prefix of the stream.
     pub(crate) db: PathBuf,
+    /// How long to try to reach a NATS server before giving up (exit 2), e.g. `30s`, `500ms`.
+    #[arg(long, default_value = "30s", value_parser = super::open::parse_duration)]
+    pub(crate) wait: std::time::Duration,
 }
 
 /// `immediate` or `deferred`: the demo's commits' durability.

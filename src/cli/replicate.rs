@@ -1,8 +1,11 @@
 //! `annals replicate` and `annals follow` (the `jetstream` feature): a log published to, or
 //! followed from, a NATS JetStream stream until interrupted (SIGINT or SIGTERM), with progress
 //! on standard error.
-//! Everything they do is `annals::replication`'s; this file only wires it to the arguments.
+//! Everything they do is `annals::replication`'s; this file only wires it to the arguments
+//! and says on standard error what they do and what they wait for. A closed standard error
+//! (`2>&1 | head`) ends them quietly, as a closed standard output ends the other commands.
 
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -11,7 +14,8 @@ use std::time::Duration;
 use super::Failure;
 use super::args::{FollowArgs, ReplicateArgs};
 use crate::replication::{
-    Follower, FollowerOptions, Publisher, ReplicatedLog, ReplicationError, connect,
+    Connection, Follower, FollowerOptions, Publisher, ReplicatedLog, ReplicationError,
+    connect_within,
 };
 use crate::store::Store;
 
@@ -45,6 +49,15 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .build()?)
 }
 
+/// Prints `annals: <line>` on standard error; a closed standard error is
+/// [`Failure::Closed`] (the command ends quietly), never a panic as `eprintln!`'s.
+fn say(line: std::fmt::Arguments<'_>) -> Result<(), Failure> {
+    writeln!(std::io::stderr().lock(), "annals: {line}").map_err(|error| match error.kind() {
+        std::io::ErrorKind::BrokenPipe => Failure::Closed,
+        _ => Failure::from(error),
+    })
+}
+
 pub(crate) fn replicate(args: ReplicateArgs) -> Result<ExitCode, Failure> {
     let subject = args.subject.unwrap_or_else(|| default_subject(&args.db));
     let log = ReplicatedLog::new(subject).map_err(failure)?;
@@ -52,59 +65,132 @@ pub(crate) fn replicate(args: ReplicateArgs) -> Result<ExitCode, Failure> {
     // commits and publishes them.
     let store = Arc::new(Store::open_read_only(&args.db)?);
     runtime()?.block_on(async {
-        let jetstream = connect(&args.url).await.map_err(failure)?;
-        eprintln!(
-            "annals: replicating {} to {}",
+        let connection = connect_within(&args.url, args.wait)
+            .await
+            .map_err(failure)?;
+        let (replicas, why) = match args.replicas {
+            Some(replicas) => (usize::from(replicas), "--replicas asks so".to_owned()),
+            None => (connection.replicas_offered(), offered(&connection)),
+        };
+        let log = log.with_replicas(replicas);
+        say(format_args!(
+            "opening the stream {} on {}; if it is created here it gets {replicas} replica(s): {why}",
+            log.stream_name(),
+            args.url
+        ))?;
+        let (_, placement) = log
+            .prepare(&connection.jetstream)
+            .await
+            .map_err(failure)?;
+        if placement.created {
+            say(format_args!(
+                "created the stream {} with {} replica(s)",
+                log.stream_name(),
+                placement.replicas
+            ))?;
+        } else {
+            say(format_args!(
+                "the stream {} exists, with {} replica(s)",
+                log.stream_name(),
+                placement.replicas
+            ))?;
+        }
+        say(format_args!(
+            "replicating {} to {}",
             args.db.display(),
             log.subject()
-        );
-        let publisher = Publisher::new(store, jetstream, log);
+        ))?;
+        let publisher = Publisher::new(store, connection.jetstream, log);
         let mut status = publisher.status();
         let progress = async {
             loop {
                 tokio::time::sleep(PROGRESS_EVERY).await;
                 if status.has_changed().unwrap_or(false) {
                     let now = status.borrow_and_update().clone();
-                    eprintln!("annals: {} records stored by the stream", now.stored);
+                    say(format_args!("{} records stored by the stream", now.stored))?;
                 }
             }
         };
         tokio::select! {
             error = publisher.run() => Err(failure(error)),
-            _ = progress => Ok(ExitCode::SUCCESS),
+            stopped = progress => stopped,
             interrupted = interrupted() => interrupted.map(|()| ExitCode::SUCCESS),
         }
     })
+}
+
+/// Why a stream created without `--replicas` gets the replicas it gets: what the server that
+/// answered says of its cluster (the client URLs it announces, its own among them).
+fn offered(connection: &Connection) -> String {
+    match connection.servers {
+        1 => "the server is not clustered (give --replicas to choose)".to_owned(),
+        servers => {
+            format!("the server's cluster has {servers} servers (give --replicas to choose)")
+        }
+    }
 }
 
 pub(crate) fn follow(args: FollowArgs) -> Result<ExitCode, Failure> {
     let log = ReplicatedLog::new(args.subject).map_err(failure)?;
     let store = Arc::new(Store::open(&args.db)?);
     runtime()?.block_on(async {
-        let jetstream = connect(&args.url).await.map_err(failure)?;
-        eprintln!(
-            "annals: following {} into {}",
+        let connection = connect_within(&args.url, args.wait)
+            .await
+            .map_err(failure)?;
+        say(format_args!(
+            "following {} into {}",
             log.subject(),
             args.db.display()
-        );
-        let follower =
-            Follower::new(store, jetstream, log, FollowerOptions::default()).map_err(failure)?;
+        ))?;
+        let follower = Follower::new(
+            Arc::clone(&store),
+            connection.jetstream,
+            log,
+            FollowerOptions::default(),
+        )
+        .map_err(failure)?;
         let mut head = follower.head();
+        let mut waiting = follower.waiting();
         let progress = async {
             loop {
                 tokio::time::sleep(PROGRESS_EVERY).await;
                 if head.has_changed().unwrap_or(false) {
                     let now = *head.borrow_and_update();
-                    eprintln!("annals: {now} records checked and appended");
+                    say(format_args!("{now} records checked and appended"))?;
+                }
+                if waiting.has_changed().unwrap_or(false)
+                    && let Some(what) = waiting.borrow_and_update().clone()
+                {
+                    say(format_args!("{what}"))?;
                 }
             }
         };
         tokio::select! {
-            error = follower.run() => Err(failure(error)),
-            _ = progress => Ok(ExitCode::SUCCESS),
+            error = follower.run() => Err(refused_following(error, &args.db, &store)),
+            stopped = progress => stopped,
             interrupted = interrupted() => interrupted.map(|()| ExitCode::SUCCESS),
         }
     })
+}
+
+/// [`failure`], saying for a message refused or damaged what the local log kept: every record
+/// before that message, nothing of it.
+fn refused_following(error: ReplicationError, db: &Path, store: &Store) -> Failure {
+    let kept = matches!(
+        error,
+        ReplicationError::Refused { .. }
+            | ReplicationError::Damaged { .. }
+            | ReplicationError::Fork { .. }
+    );
+    match (kept, store.head()) {
+        (true, Ok(head)) => Failure::Finding(format!(
+            "{error}; {} holds the {} records before it and nothing of it: \
+             follow a stream its writer alone publishes to",
+            db.display(),
+            head.next
+        )),
+        _ => failure(error),
+    }
 }
 
 /// Waits for SIGINT (Ctrl-C) or, on Unix, SIGTERM: either ends `replicate` and `follow`
@@ -126,14 +212,15 @@ async fn interrupted() -> Result<(), Failure> {
     }
 }
 
-/// A fork, a refusal or a damaged record is a finding (exit 1); a bad subject or NATS out of
-/// reach is a usage or I/O failure (exit 2).
+/// A fork, a refusal or a damaged record is a finding (exit 1); a bad subject, NATS out of
+/// reach or a stream the server will not create is a usage or I/O failure (exit 2).
 fn failure(error: ReplicationError) -> Failure {
     match error {
         ReplicationError::Store(error) => Failure::from(*error),
-        ReplicationError::BadSubject { .. } | ReplicationError::Nats { .. } => {
-            Failure::Usage(error.to_string())
-        }
+        ReplicationError::BadSubject { .. }
+        | ReplicationError::Nats { .. }
+        | ReplicationError::Unreachable { .. }
+        | ReplicationError::StreamRefused { .. } => Failure::Usage(error.to_string()),
         other => Failure::Finding(other.to_string()),
     }
 }

@@ -19,8 +19,9 @@ pub(crate) fn init(verbose: u8) {
         .with_writer(std::io::stderr)
         .with_span_events(FmtSpan::CLOSE)
         .with_target(false)
-        // A closed standard error (`2>&1 | head`) would make the subscriber report its failed
-        // write with `eprintln!`, which panics: the spans are lost, the command goes on.
+        // Its own complaint about a failed write goes through `eprintln!`, which panics on a
+        // closed standard error (`annals -vv follow ... 2>&1 | head`): a span that cannot be
+        // printed is dropped, and the command's own output ends it quietly.
         .log_internal_errors(false)
         // Colours only for a person at a terminal, never into a log file.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

@@ -44,10 +44,56 @@ pub enum ReplicationError {
     /// A message of the stream does not hold sound records for its positions.
     #[error("the stream's record at position {position} is damaged: {detail}")]
     Damaged {
-        /// The position of the damaged record (0 when even the message's frame header is
-        /// unreadable).
+        /// The position of the damaged record; when even the message's frame header is
+        /// unreadable, the position the message was due to start at.
         position: Position,
         /// What is wrong.
+        detail: String,
+    },
+    /// A message of the stream starts past the position due: a message before it is missing
+    /// from the stream (deleted, or published without the expected last sequence). A
+    /// follower waits for it ([`super::Waiting::Gap`]); it is never appended around.
+    #[error(
+        "waiting for position {due}: the stream's message {sequence} starts at position {first}, so a message before it is missing from the stream"
+    )]
+    Gap {
+        /// The position the reader needs next.
+        due: Position,
+        /// The message that starts past it.
+        sequence: u64,
+        /// Where that message starts.
+        first: Position,
+    },
+    /// A message of the stream that a reader refuses before it keeps anything of it: one
+    /// larger than the wire limit ([`super::wire::MESSAGE_BYTES_MAX`]), one without its
+    /// `Nats-Msg-Id`, or one holding a record over the local store's
+    /// [`crate::Limits`]. No annals host publishes such a message; nothing of it is appended.
+    #[error("the stream's message {sequence} is refused, nothing of it kept: {reason}")]
+    Refused {
+        /// The message's stream sequence.
+        sequence: u64,
+        /// Why it is refused: the limit it breaks, with the size and the bound.
+        reason: String,
+    },
+    /// The server would not create the log's stream (or not as asked): retrying would not
+    /// change its answer, e.g. more replicas than a single server can hold.
+    #[error("NATS refused to create the stream {stream}: {detail}")]
+    StreamRefused {
+        /// The stream's name.
+        stream: String,
+        /// What the server said, and what to do about it.
+        detail: String,
+    },
+    /// No NATS server answered within the time given to connect.
+    #[error(
+        "no NATS server answered at {urls} within {waited_ms} ms ({detail}); check the address and that nats-server runs there"
+    )]
+    Unreachable {
+        /// The server address(es) tried.
+        urls: String,
+        /// How long it tried, in milliseconds.
+        waited_ms: u64,
+        /// The last error the client gave.
         detail: String,
     },
     /// Records that do not fit in one message ([`super::wire::MESSAGE_BYTES_MAX`]): a record too

@@ -12,8 +12,11 @@
 //! after it is taken. This module is also how a [`super::SharedLog`] host catches up.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use async_nats::jetstream::ErrorCode;
 use async_nats::jetstream::consumer::{DeliverPolicy, pull};
+use async_nats::jetstream::context::GetStreamErrorKind;
 use async_nats::jetstream::{self, stream};
 use futures::StreamExt;
 use tokio::sync::{mpsc, watch};
@@ -87,6 +90,49 @@ pub(crate) struct Start {
     pub applied: u64,
 }
 
+/// What a follower is waiting for, when it cannot go on until the stream changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Waiting {
+    /// The log's stream does not exist yet (no writer has published to it).
+    Stream {
+        /// The stream's name.
+        stream: String,
+    },
+    /// The stream's message `sequence` starts at `first`, past the position `due` that the
+    /// local log needs next: a message before it is missing.
+    Gap {
+        /// The position the local log needs next.
+        due: Position,
+        /// The message that starts past it.
+        sequence: u64,
+        /// Where that message starts.
+        first: Position,
+    },
+}
+
+impl std::fmt::Display for Waiting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Waiting::Stream { stream } => write!(
+                f,
+                "waiting for the stream {stream} to exist (it is created by the log's writer, `annals replicate`)"
+            ),
+            Waiting::Gap {
+                due,
+                sequence,
+                first,
+            } => write!(
+                f,
+                "waiting for position {due}: the stream's message {sequence} starts at position {first}, so a message before it is missing from the stream"
+            ),
+        }
+    }
+}
+
+/// The longest pause between two looks at a stream that keeps a follower waiting.
+const WAITING_PAUSE_MAX: Duration = Duration::from_secs(5);
+
 /// A local log following a stream; see the module docs.
 pub struct Follower {
     store: Arc<Store>,
@@ -94,6 +140,7 @@ pub struct Follower {
     log: ReplicatedLog,
     options: FollowerOptions,
     head: watch::Sender<Position>,
+    waiting: watch::Sender<Option<Waiting>>,
 }
 
 impl Follower {
@@ -111,6 +158,7 @@ impl Follower {
             log,
             options,
             head: watch::Sender::new(head),
+            waiting: watch::Sender::new(None),
         })
     }
 
@@ -119,18 +167,30 @@ impl Follower {
         self.head.subscribe()
     }
 
+    /// Watches what the follower waits for, if anything (`None` once records flow again).
+    pub fn waiting(&self) -> watch::Receiver<Option<Waiting>> {
+        self.waiting.subscribe()
+    }
+
     /// The local log.
     pub fn store(&self) -> &Arc<Store> {
         &self.store
     }
 
-    /// Follows the stream until an error it cannot retry (a fork, a damaged record, the local
-    /// log failing); cancel it by dropping the future. NATS trouble is retried from the local
-    /// head.
+    /// Follows the stream until an error it cannot retry (a fork, a damaged or refused
+    /// message, the local log failing); cancel it by dropping the future. NATS trouble, a
+    /// stream not created yet and a gap in the stream are retried from the local head, the
+    /// pause growing while nothing moves, and said through [`Follower::waiting`].
     pub async fn run(&self) -> ReplicationError {
+        let mut pause = Pause::default();
         loop {
+            let before = *self.head.borrow();
             match self.follow(None).await {
-                Err(ReplicationError::Nats { .. }) => tokio::time::sleep(PAUSE_MIN).await,
+                Err(error @ (ReplicationError::Nats { .. } | ReplicationError::Gap { .. })) => {
+                    self.note_waiting(&error);
+                    let moved = before != *self.head.borrow();
+                    pause.after(moved).await;
+                }
                 Err(error) => return error,
                 // Following without an end does not end; were it to, it starts again.
                 Ok(_) => {}
@@ -141,13 +201,43 @@ impl Follower {
     /// Follows until the local log holds every record the stream held when called; returns
     /// the local head's next position.
     pub async fn catch_up(&self) -> Result<Position, ReplicationError> {
-        let stream = self.open_stream().await?;
+        let stream = retry(|| self.open_stream()).await?;
         let last = last_sequence(&stream).await?;
+        let mut pause = Pause::default();
         loop {
+            let before = *self.head.borrow();
             match self.follow(Some(last)).await {
-                Err(ReplicationError::Nats { .. }) => tokio::time::sleep(PAUSE_MIN).await,
+                Err(error @ (ReplicationError::Nats { .. } | ReplicationError::Gap { .. })) => {
+                    self.note_waiting(&error);
+                    let moved = before != *self.head.borrow();
+                    pause.after(moved).await;
+                }
                 other => return other,
             }
+        }
+    }
+
+    /// Says what the follower waits for after `error` (a gap), or that it waits for nothing
+    /// it can name.
+    fn note_waiting(&self, error: &ReplicationError) {
+        let waiting = match *error {
+            ReplicationError::Gap {
+                due,
+                sequence,
+                first,
+            } => Some(Waiting::Gap {
+                due,
+                sequence,
+                first,
+            }),
+            _ => None,
+        };
+        if let Some(waiting) = waiting {
+            self.waiting.send_if_modified(|now| {
+                let changed = now.as_ref() != Some(&waiting);
+                *now = Some(waiting);
+                changed
+            });
         }
     }
 
@@ -159,20 +249,28 @@ impl Follower {
         Ok(Publisher::new(self.store, self.jetstream, self.log))
     }
 
+    /// The log's stream; one that does not exist yet is said through
+    /// [`Follower::waiting`] and is a NATS error, for the caller to try again.
     async fn open_stream(&self) -> Result<stream::Stream, ReplicationError> {
-        retry(|| async {
-            self.jetstream
-                .get_stream(self.log.stream_name())
-                .await
-                .map_err(ReplicationError::nats)
-        })
-        .await
+        match self.jetstream.get_stream(self.log.stream_name()).await {
+            Ok(stream) => Ok(stream),
+            Err(error) => {
+                if let GetStreamErrorKind::JetStream(api) = error.kind()
+                    && api.error_code() == ErrorCode::STREAM_NOT_FOUND
+                {
+                    self.waiting.send_replace(Some(Waiting::Stream {
+                        stream: self.log.stream_name().to_owned(),
+                    }));
+                }
+                Err(ReplicationError::nats(error))
+            }
+        }
     }
 
     /// Follows until the local log holds the stream's messages up to sequence `until`
     /// (forever with `None`).
     async fn follow(&self, until: Option<u64>) -> Result<Position, ReplicationError> {
-        let stream = self.open_stream().await?;
+        let stream = retry(|| self.open_stream()).await?;
         let head = self.store.head()?;
         let start = check_start(&stream, head).await?;
         let done = |sequence: u64| until.is_some_and(|until| sequence >= until);
@@ -184,10 +282,34 @@ impl Follower {
             let batch = inbox.next_batch(self.options.batch_records).await?;
             let applied = apply_checked(&self.store, batch, self.options.durability).await?;
             self.head.send_replace(applied.head.next);
+            self.waiting.send_if_modified(|now| now.take().is_some());
             if done(applied.sequence) {
                 return Ok(applied.head.next);
             }
         }
+    }
+}
+
+/// The pause before a follower looks at the stream again: from [`PAUSE_MIN`], doubling up to
+/// [`WAITING_PAUSE_MAX`] while nothing is appended, so a follower held at a gap or by a
+/// server away does not spin.
+#[derive(Debug)]
+struct Pause(Duration);
+
+impl Default for Pause {
+    fn default() -> Self {
+        Pause(PAUSE_MIN)
+    }
+}
+
+impl Pause {
+    /// Waits, after a try that appended records (`moved`: the pause starts again) or not.
+    async fn after(&mut self, moved: bool) {
+        if moved {
+            self.0 = PAUSE_MIN;
+        }
+        tokio::time::sleep(self.0).await;
+        self.0 = (self.0 * 2).min(WAITING_PAUSE_MAX);
     }
 }
 
@@ -369,7 +491,9 @@ async fn read_messages(
 /// Checks `batch` against the local log and appends the records it lacks, sealed, in one
 /// transaction; returns what the log then holds. A record at a position the log already holds
 /// must be the local record there (a shared host reads its own messages back); a message that
-/// starts past the head is a gap, refused as a NATS error so the caller reads again.
+/// starts past the head is a gap ([`ReplicationError::Gap`]), for the caller to read again.
+/// A message refused, damaged or forked stops the batch there: the whole messages before it
+/// are appended, nothing of it, and its error is returned.
 pub(crate) async fn apply_checked(
     store: &Arc<Store>,
     batch: Vec<Arrived>,
@@ -378,67 +502,105 @@ pub(crate) async fn apply_checked(
     let store = Arc::clone(store);
     tokio::task::spawn_blocking(move || {
         let held = store.head()?;
-        let mut head = held;
-        let mut sequence = 0;
-        let mut records: Vec<Record> = Vec::new();
-        for arrived in batch {
-            let message = wire::checked_records(&arrived.message.payload, arrived.id.as_deref())?;
-            let first = message[0].position;
-            if first > head.next {
-                return Err(ReplicationError::Nats {
-                    detail: format!(
-                        "the stream's message {} starts at position {first} when {} was due",
-                        arrived.sequence, head.next
-                    ),
-                });
-            }
-            for record in message {
-                let position = record.position;
-                if position < head.next {
-                    let ours = if position < held.next {
-                        store.get(position)?.map(|ours| ours.hash)
-                    } else {
-                        // A message repeating records of an earlier one in this batch: no
-                        // sound stream holds one.
-                        None
-                    };
-                    if ours != Some(record.hash) {
-                        return Err(ReplicationError::Fork {
-                            position,
-                            detail: format!(
-                                "the stream's record hashes to {}, the local one differs",
-                                record.hash
-                            ),
-                        });
-                    }
-                    continue;
-                }
-                if record.prev != head.hash {
-                    return Err(ReplicationError::Fork {
-                        position,
-                        detail: format!(
-                            "the stream's record chains from {}, the local head is {}",
-                            record.prev, head.hash
-                        ),
-                    });
-                }
-                head = Head {
-                    next: Position(position.0 + 1),
-                    hash: record.hash,
-                };
-                records.push(record);
-            }
-            sequence = arrived.sequence;
+        let mut taken = Taken {
+            head: held,
+            sequence: 0,
+            records: Vec::new(),
+        };
+        let stopped = batch
+            .into_iter()
+            .try_for_each(|arrived| take_message(&store, held, &mut taken, arrived))
+            .err();
+        if !taken.records.is_empty() {
+            store.write_with(durability, |session| append_runs(session, &taken.records))?;
         }
-        if !records.is_empty() {
-            store.write_with(durability, |session| append_runs(session, &records))?;
+        match stopped {
+            Some(error) => Err(error),
+            None => Ok(Applied {
+                sequence: taken.sequence,
+                head: taken.head,
+            }),
         }
-        Ok(Applied { sequence, head })
     })
     .await
     .map_err(|error| ReplicationError::Nats {
         detail: format!("the local append failed: {error}"),
     })?
+}
+
+/// What a batch has taken so far: the whole messages checked, the last one's sequence, and
+/// the head the log will have once their records are appended.
+struct Taken {
+    head: Head,
+    sequence: u64,
+    records: Vec<Record>,
+}
+
+/// Checks one message against the log as `held` on disk and `taken` by the batch before it,
+/// and takes its records; takes nothing of a message it refuses.
+fn take_message(
+    store: &Store,
+    held: Head,
+    taken: &mut Taken,
+    arrived: Arrived,
+) -> Result<(), ReplicationError> {
+    let message = wire::checked_message(
+        arrived.sequence,
+        &arrived.message.payload,
+        arrived.id.as_deref(),
+        store.limits(),
+        taken.head.next,
+    )?;
+    let first = message[0].position;
+    if first > taken.head.next {
+        return Err(ReplicationError::Gap {
+            due: taken.head.next,
+            sequence: arrived.sequence,
+            first,
+        });
+    }
+    let mut head = taken.head;
+    let mut fresh = Vec::new();
+    for record in message {
+        let position = record.position;
+        if position < head.next {
+            let ours = if position < held.next {
+                store.get(position)?.map(|ours| ours.hash)
+            } else {
+                // A message repeating records of an earlier one in this batch: no sound
+                // stream holds one.
+                None
+            };
+            if ours != Some(record.hash) {
+                return Err(ReplicationError::Fork {
+                    position,
+                    detail: format!(
+                        "the stream's message {} holds a record hashing to {}, the local one differs",
+                        arrived.sequence, record.hash
+                    ),
+                });
+            }
+            continue;
+        }
+        if record.prev != head.hash {
+            return Err(ReplicationError::Fork {
+                position,
+                detail: format!(
+                    "the stream's message {} holds a record chaining from {}, the local head is {}",
+                    arrived.sequence, record.prev, head.hash
+                ),
+            });
+        }
+        head = Head {
+            next: Position(position.0 + 1),
+            hash: record.hash,
+        };
+        fresh.push(record);
+    }
+    taken.head = head;
+    taken.sequence = arrived.sequence;
+    taken.records.append(&mut fresh);
+    Ok(())
 }
 
 /// Appends checked records sealed, one stream's consecutive records at a time.

@@ -36,7 +36,10 @@ mod stream;
 pub mod wire;
 
 pub use error::ReplicationError;
-pub use follower::{Follower, FollowerOptions};
+pub use follower::{Follower, FollowerOptions, Waiting};
 pub use publisher::{Publisher, PublisherStatus, ReplicatingWriter};
 pub use shared::{SharedLog, SharedOptions, SharedOutcome};
-pub use stream::{REPLICAS_DEFAULT, ReplicatedLog, connect};
+pub use stream::{
+    CONNECT_WAIT_DEFAULT, Connection, REPLICAS_DEFAULT, ReplicatedLog, StreamPlacement, connect,
+    connect_within,
+};

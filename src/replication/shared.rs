@@ -137,7 +137,9 @@ impl SharedLog {
             };
             match applied {
                 Ok(applied) => self.took(applied),
-                Err(ReplicationError::Nats { .. }) => self.read_again().await,
+                Err(ReplicationError::Nats { .. } | ReplicationError::Gap { .. }) => {
+                    self.read_again().await
+                }
                 Err(error) => return Err(error),
             }
         }
@@ -220,7 +222,9 @@ impl SharedLog {
             match waiting {
                 Ok(Some(applied)) => self.took(applied),
                 Ok(None) => {}
-                Err(ReplicationError::Nats { .. }) => self.read_again().await,
+                Err(ReplicationError::Nats { .. } | ReplicationError::Gap { .. }) => {
+                    self.read_again().await
+                }
                 Err(error) => return Err(error),
             }
             match self.decide_and_publish(Arc::clone(&work)).await {

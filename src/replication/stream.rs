@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use async_nats::jetstream::ErrorCode;
+use async_nats::jetstream::context::{CreateStreamErrorKind, GetStreamErrorKind};
 use async_nats::jetstream::message::StreamMessage;
 use async_nats::jetstream::{self, stream};
 
@@ -15,6 +17,8 @@ use crate::record::{Position, Record};
 pub const REPLICAS_DEFAULT: usize = 3;
 /// How long the server remembers a `Nats-Msg-Id` to deduplicate a repeated publish.
 pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
+/// How long `connect` tries to reach a server before it gives up (the CLI's `--wait`).
+pub const CONNECT_WAIT_DEFAULT: Duration = Duration::from_secs(30);
 /// How long a JetStream request or acknowledgement may take before it is retried: long enough
 /// for a RAFT group to elect a new leader after a node dies.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -87,24 +91,125 @@ impl ReplicatedLog {
         }
     }
 
-    /// The stream, created when missing; retried until the cluster can answer.
+    /// How many replicas the stream is created with.
+    pub fn replicas(&self) -> usize {
+        self.replicas
+    }
+
+    /// The stream, created when missing; retried while the cluster cannot answer. A server
+    /// that refuses to create it for good (more replicas than it has servers, say) is
+    /// [`ReplicationError::StreamRefused`] at once.
     pub(crate) async fn open(
         &self,
         jetstream: &jetstream::Context,
     ) -> Result<stream::Stream, ReplicationError> {
-        retry(|| async {
-            jetstream
-                .get_or_create_stream(self.config())
-                .await
-                .map_err(ReplicationError::nats)
+        self.prepare(jetstream).await.map(|(stream, _)| stream)
+    }
+
+    /// [`ReplicatedLog::open`], saying also whether this call created the stream and with how
+    /// many replicas the stream is kept (its own configuration, when it existed before).
+    pub async fn prepare(
+        &self,
+        jetstream: &jetstream::Context,
+    ) -> Result<(stream::Stream, StreamPlacement), ReplicationError> {
+        let found = retry(|| async {
+            match jetstream.get_stream(&self.stream).await {
+                Ok(stream) => Ok(Some(stream)),
+                Err(error) => match error.kind() {
+                    GetStreamErrorKind::JetStream(api)
+                        if api.error_code() == ErrorCode::STREAM_NOT_FOUND =>
+                    {
+                        Ok(None)
+                    }
+                    _ => Err(ReplicationError::nats(error)),
+                },
+            }
         })
-        .await
+        .await?;
+        let created = found.is_none();
+        let stream = match found {
+            Some(stream) => stream,
+            None => {
+                retry(|| async {
+                    jetstream
+                        .get_or_create_stream(self.config())
+                        .await
+                        .map_err(|error| self.creation_failed(error))
+                })
+                .await?
+            }
+        };
+        let replicas = stream.cached_info().config.num_replicas;
+        Ok((stream, StreamPlacement { replicas, created }))
+    }
+
+    /// Why creating the stream failed: a refusal the server would repeat is final, anything
+    /// else (no leader yet, a node away, a timeout) is retried as a NATS error.
+    fn creation_failed(&self, error: jetstream::context::CreateStreamError) -> ReplicationError {
+        let CreateStreamErrorKind::JetStream(api) = error.kind() else {
+            return ReplicationError::nats(error);
+        };
+        let code = api.error_code();
+        if code == ErrorCode::CLUSTER_NOT_AVAILABLE || code == ErrorCode::CLUSTER_NO_PEERS {
+            // A cluster electing its meta leader, or with a node restarting.
+            return ReplicationError::nats(error);
+        }
+        let advice = if code == ErrorCode::STREAM_REPLICAS_NOT_SUPPORTED
+            || code == ErrorCode::INSUFFICIENT_RESOURCES
+        {
+            format!(
+                "; it was asked for {} replicas: give `--replicas` at most the number of \
+                 JetStream servers in the cluster (1 for a single server)",
+                self.replicas
+            )
+        } else {
+            String::new()
+        };
+        ReplicationError::StreamRefused {
+            stream: self.stream.clone(),
+            detail: format!("{api}{advice}"),
+        }
     }
 }
 
-/// Connects to NATS at `urls` (one or several, comma-separated) and returns a JetStream
-/// context. The client reconnects on its own for as long as the process runs.
+/// How a log's stream is kept, as [`ReplicatedLog::prepare`] found or made it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamPlacement {
+    /// Its replicas.
+    pub replicas: usize,
+    /// Whether this host created it.
+    pub created: bool,
+}
+
+/// A connection to NATS, with what the server that answered says of its cluster.
+pub struct Connection {
+    /// The JetStream context.
+    pub jetstream: jetstream::Context,
+    /// How many servers that server knows in its cluster (its `connect_urls`, itself
+    /// among them), 1 for a server that is not clustered.
+    pub servers: usize,
+}
+
+impl Connection {
+    /// The replicas a new stream can have here: [`REPLICAS_DEFAULT`], or fewer when the
+    /// cluster has fewer servers (1 on a single server).
+    pub fn replicas_offered(&self) -> usize {
+        self.servers.clamp(1, REPLICAS_DEFAULT)
+    }
+}
+
+/// Connects to NATS at `urls` (see [`connect_within`]), giving up after
+/// [`CONNECT_WAIT_DEFAULT`].
 pub async fn connect(urls: &str) -> Result<jetstream::Context, ReplicationError> {
+    connect_within(urls, CONNECT_WAIT_DEFAULT)
+        .await
+        .map(|connection| connection.jetstream)
+}
+
+/// Connects to NATS at `urls` (one or several, comma-separated), trying again until one
+/// answers or `wait` has passed ([`ReplicationError::Unreachable`], naming them). Once
+/// connected, the client reconnects on its own for as long as the process runs.
+pub async fn connect_within(urls: &str, wait: Duration) -> Result<Connection, ReplicationError> {
     let addresses = urls
         .split(',')
         .map(|url| url.trim().parse::<async_nats::ServerAddr>())
@@ -112,16 +217,39 @@ pub async fn connect(urls: &str) -> Result<jetstream::Context, ReplicationError>
         .map_err(|error| ReplicationError::Nats {
             detail: format!("{urls:?} is not a NATS address: {error}"),
         })?;
-    let client = async_nats::ConnectOptions::new()
-        .retry_on_initial_connect()
-        .max_reconnects(None)
-        .request_timeout(Some(REQUEST_TIMEOUT))
-        .connect(addresses)
-        .await
-        .map_err(ReplicationError::nats)?;
-    let mut context = jetstream::new(client);
-    context.set_timeout(REQUEST_TIMEOUT);
-    Ok(context)
+    let started = tokio::time::Instant::now();
+    let mut pause = PAUSE_MIN;
+    loop {
+        let left = wait.saturating_sub(started.elapsed());
+        let attempt = async_nats::ConnectOptions::new()
+            .max_reconnects(None)
+            .request_timeout(Some(REQUEST_TIMEOUT))
+            .connection_timeout(left.clamp(PAUSE_MIN, REQUEST_TIMEOUT))
+            .connect(addresses.clone());
+        let failed = match tokio::time::timeout(left, attempt).await {
+            Ok(Ok(client)) => {
+                let info = client.server_info();
+                let mut known: Vec<&str> = info.connect_urls.iter().map(String::as_str).collect();
+                known.sort_unstable();
+                known.dedup();
+                let servers = known.len().max(1);
+                let mut jetstream = jetstream::new(client);
+                jetstream.set_timeout(REQUEST_TIMEOUT);
+                return Ok(Connection { jetstream, servers });
+            }
+            Ok(Err(error)) => error.to_string(),
+            Err(_) => "the connection did not complete".to_owned(),
+        };
+        if started.elapsed() + pause >= wait {
+            return Err(ReplicationError::Unreachable {
+                urls: urls.to_owned(),
+                waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                detail: failed,
+            });
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(PAUSE_MAX);
+    }
 }
 
 /// The stream's last sequence (how many messages it holds), retried while the cluster cannot
@@ -158,7 +286,34 @@ pub(crate) async fn records_of(
         .headers
         .get(async_nats::header::NATS_MESSAGE_ID)
         .map(|value| value.as_str());
-    wire::checked_records(&message.payload, id)
+    match wire::checked_records(&message.payload, id) {
+        Err(ReplicationError::Damaged { position, detail }) => {
+            let detail = format!("in message {sequence}: {detail}");
+            if wire::frame_span(&message.payload).is_ok() {
+                return Err(ReplicationError::Damaged { position, detail });
+            }
+            // A frame whose header cannot be read names no position: the message sat where
+            // the one before it ends.
+            Err(ReplicationError::Damaged {
+                position: position_after(stream, sequence - 1)
+                    .await
+                    .unwrap_or(position),
+                detail,
+            })
+        }
+        other => other,
+    }
+}
+
+/// The position after the records of the stream's message of `sequence` (0 for none), read
+/// from its frame header; `None` when that message cannot be read.
+async fn position_after(stream: &stream::Stream, sequence: u64) -> Option<Position> {
+    if sequence == 0 {
+        return Some(Position(0));
+    }
+    let message = stream.get_raw_message(sequence).await.ok()?;
+    let (first, records) = wire::frame_span(&message.payload).ok()?;
+    Some(Position(first.0 + u64::from(records)))
 }
 
 /// Where the stream ends: its last message, and the records it holds up to there.

@@ -28,11 +28,16 @@
 //! This module owns the two directions and the checks on the way in: [`Frame`] builds a
 //! message within [`MESSAGE_BYTES_MAX`]; [`checked_records`] decodes one, each record at its
 //! position with the header's own hash and the payload's checked, the records chained to each
-//! other, and the message id the last record's hash. The first record's link (`prev`) needs
-//! the record before the message, so the reader checks it against its own head.
+//! other, and the message id the last record's hash; [`checked_message`] is what a reader
+//! takes: a message over the wire limit or without its id refused before it is decoded, and
+//! one holding a record over the reader's [`Limits`] refused after. The first record's link
+//! (`prev`) needs the record before the message, so the reader checks it against its own head.
 
 use crate::hash::Digest;
-use crate::record::{NewEvent, Placement, Position, Record, decode_stored, encode_stored_hashed};
+use crate::record::limits::{Field, LimitError, Limits, check_len};
+use crate::record::{
+    NewEvent, Placement, Position, Record, check_stream, decode_stored, encode_stored_hashed,
+};
 
 use super::ReplicationError;
 
@@ -272,6 +277,75 @@ pub fn checked_records(
         });
     }
     Ok(records)
+}
+
+/// The records of the stream's message of `sequence`, as a reader takes them: refused
+/// ([`ReplicationError::Refused`]) before anything is decoded when it is larger than
+/// [`MESSAGE_BYTES_MAX`] or carries no message id, then checked as [`checked_records`] does,
+/// then refused when one of its records breaks `limits` (the local store's: a replica keeps
+/// nothing its own writer would have refused). `due` is the position the reader expects the
+/// message to start at: a message whose frame header cannot be read is damaged there.
+pub fn checked_message(
+    sequence: u64,
+    payload: &[u8],
+    message_id: Option<&str>,
+    limits: &Limits,
+    due: Position,
+) -> Result<Vec<Record>, ReplicationError> {
+    let refused = |reason: String| ReplicationError::Refused { sequence, reason };
+    if payload.len() > MESSAGE_BYTES_MAX {
+        return Err(refused(format!(
+            "it is {} bytes, over the wire limit of {MESSAGE_BYTES_MAX} bytes",
+            payload.len()
+        )));
+    }
+    let Some(message_id) = message_id else {
+        return Err(refused(format!(
+            "it has no {} header; every annals publisher names its last record's hash there",
+            async_nats::header::NATS_MESSAGE_ID
+        )));
+    };
+    if let Err(ReplicationError::Damaged { detail, .. }) = frame_span(payload) {
+        return Err(ReplicationError::Damaged {
+            position: due,
+            detail: format!("the frame of message {sequence}: {detail}"),
+        });
+    }
+    let records = checked_records(payload, Some(message_id)).map_err(|error| match error {
+        ReplicationError::Damaged { position, detail } => ReplicationError::Damaged {
+            position,
+            detail: format!("in message {sequence}: {detail}"),
+        },
+        other => other,
+    })?;
+    for record in &records {
+        within_limits(record, limits).map_err(|error| {
+            refused(format!(
+                "its record at position {}: {error}",
+                record.position
+            ))
+        })?;
+    }
+    Ok(records)
+}
+
+/// Checks a record's stream name, kind, idempotency key and payload against `limits`, as an
+/// append checks an event's.
+fn within_limits(record: &Record, limits: &Limits) -> Result<(), LimitError> {
+    check_stream(&record.stream, limits)?;
+    check_len(Field::Kind, record.kind.len(), limits.kind_bytes_max)?;
+    if let Some(key) = &record.idempotency_key {
+        check_len(
+            Field::IdempotencyKey,
+            key.len(),
+            limits.idempotency_key_bytes_max,
+        )?;
+    }
+    check_len(
+        Field::Payload,
+        record.payload.len(),
+        limits.payload_bytes_max,
+    )
 }
 
 #[cfg(test)]

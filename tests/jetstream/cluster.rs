@@ -61,6 +61,29 @@ impl Cluster {
         cluster
     }
 
+    /// One JetStream server that is not clustered (the README's example), with `settings`
+    /// added to its configuration (e.g. `max_payload: 8MB`).
+    pub fn single(settings: &str) -> Cluster {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let client_port = free_port();
+        let store = dir.path().join("n0");
+        let config = dir.path().join("n0.conf");
+        let text = format!(
+            "server_name: n0\nlisten: 127.0.0.1:{client_port}\n\
+             jetstream {{ store_dir: {store:?} }}\n{settings}\n"
+        );
+        std::fs::write(&config, text).expect("the server's configuration");
+        let nodes = vec![Node {
+            client_port,
+            config,
+            log: dir.path().join("n0.log"),
+            process: None,
+        }];
+        let mut cluster = Cluster { nodes, _dir: dir };
+        cluster.restart(0);
+        cluster
+    }
+
     /// Every node's client URL, comma-separated.
     pub fn urls(&self) -> String {
         self.nodes

@@ -9,6 +9,8 @@
 mod cli;
 mod cluster;
 mod failover;
+#[cfg(feature = "cli")]
+mod hostile;
 mod measure;
 mod replicate;
 mod shared;
