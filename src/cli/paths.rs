@@ -36,7 +36,7 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
         Command::Prove(args) => require_regular(&args.db, "the log"),
         Command::CheckProof(args) => {
             require_regular(&args.proof, "a proof file")?;
-            if let Some(file) = args.head.as_deref().and_then(|h| h.strip_prefix('@')) {
+            for file in args.head.iter().filter_map(|head| head.strip_prefix('@')) {
                 require_regular(Path::new(file), "a tree head file")?;
             }
             Ok(())
