@@ -38,6 +38,7 @@ pub use compact::Compaction;
 pub use error::StoreError;
 pub use footprint::{Footprint, TableFootprint};
 pub use import::ImportStage;
+#[cfg(feature = "cli")]
 pub(crate) use open::held_by_writer;
 use open::{
     Closing, Handle, check_identity, check_redb_magic, create, guarded, initialise, open_reader,
