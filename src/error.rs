@@ -27,6 +27,16 @@ pub enum Error {
         /// What is wrong.
         problem: Box<Problem>,
     },
+    /// A stored value (a projection row, an index entry, a stream tail, the head, a Merkle
+    /// node or a checkpoint) fails its checksum: the bytes under `key` in `table` are not
+    /// what was written there. Nothing of it is handed out.
+    #[error("corrupt log: the value under key {key} in table {table} fails its checksum")]
+    CorruptValue {
+        /// The redb table.
+        table: String,
+        /// The key, as text when it is printable, else as `0x` and hex.
+        key: String,
+    },
     /// The log's metadata (not any one record) is damaged.
     #[error("corrupt log metadata: {0}")]
     CorruptMeta(String),
@@ -134,6 +144,21 @@ pub enum OpenError {
         found: u32,
         /// The version this build reads.
         supported: u32,
+    },
+    /// A log of an earlier format, which this build reads only once it is upgraded (a
+    /// writable open upgrades it in one transaction), opened read-only.
+    #[error(
+        "{path}: the log is format v{found}, which this build reads only once it is upgraded to \
+         v{current}; open it writable once (`annals upgrade {path}`, or any write) and read it \
+         again"
+    )]
+    NeedsUpgrade {
+        /// The path.
+        path: PathBuf,
+        /// The version in the file.
+        found: u32,
+        /// The version this build writes.
+        current: u32,
     },
     /// The file is a redb file that redb cannot open.
     #[error("{path}: unreadable: {reason}")]

@@ -598,7 +598,14 @@ fn check_key(
             detail: format!("key {key:?} is not indexed"),
         }));
     };
-    let (indexed, content) = entry.value();
+    let (indexed, content) = match crate::log::tables::unseal_idempotency(key, &entry.value()) {
+        Ok(found) => found,
+        Err(_) => {
+            return Ok(Some(Problem::Idempotency {
+                detail: format!("the entry of key {key:?} fails its checksum"),
+            }));
+        }
+    };
     let computed = content_hash(record.stream, record.kind, record.payload_hash());
     if indexed != position.0 || Digest(content) != computed {
         return Ok(Some(Problem::Idempotency {

@@ -41,6 +41,7 @@ impl Command {
             Command::Export(args) => args.json,
             Command::Import(args) => args.json,
             Command::Compact(args) => args.json,
+            Command::Upgrade(args) => args.json,
             #[cfg(feature = "jetstream")]
             Command::Replicate(_) | Command::Follow(_) => false,
             #[cfg(feature = "testing")]
@@ -97,6 +98,10 @@ pub(crate) enum Command {
     /// Check an export file completely, then append its records to a log (a new one when DB
     /// does not exist); a damaged file is refused naming its first bad position.
     Import(ImportArgs),
+    /// Upgrade a log of an earlier format to the one this build writes (each stored value
+    /// sealed with a checksum), in one transaction; the records are not touched. Any write
+    /// does the same; a read-only command refuses an earlier format until then.
+    Upgrade(UpgradeArgs),
     /// Give the log file's free pages back to the file system (redb's compaction), printing
     /// the bytes reclaimed. It needs the log to itself: refused while another process has it
     /// open.
@@ -230,6 +235,17 @@ pub(crate) struct ImportArgs {
     /// The log to import into: created if missing, else continued.
     pub(crate) db: PathBuf,
     /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) access: WriteAccess,
+}
+
+#[derive(Args)]
+pub(crate) struct UpgradeArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// Print a JSON object (`path`, `from`, `to`) instead of text.
     #[arg(long)]
     pub(crate) json: bool,
     #[command(flatten)]

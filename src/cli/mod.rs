@@ -73,6 +73,7 @@ pub fn main() -> ExitCode {
         Command::Export(args) => audit::export(args),
         Command::Import(args) => write::import(args),
         Command::Compact(args) => compact::compact(args),
+        Command::Upgrade(args) => write::upgrade(args),
         #[cfg(feature = "jetstream")]
         Command::Replicate(args) => replicate::replicate(args),
         #[cfg(feature = "jetstream")]
@@ -188,6 +189,9 @@ pub(crate) enum Kind {
     Exists,
     /// A file that is not an annals log, or of a format this build does not read.
     NotALog,
+    /// A log of an earlier format, which must be upgraded (opened writable once) before it
+    /// is read.
+    NeedsUpgrade,
     /// Stored data that fails its checks: a damaged log or export file.
     Corrupt,
     /// A write the log refused: a version mismatch, an idempotency conflict, a fenced guard.
@@ -215,6 +219,7 @@ impl Kind {
             Kind::Held => "held",
             Kind::Exists => "exists",
             Kind::NotALog => "not_a_log",
+            Kind::NeedsUpgrade => "needs_upgrade",
             Kind::Corrupt => "corrupt",
             Kind::Refused => "refused",
             Kind::VerifyFailed => "verify_failed",
@@ -326,6 +331,7 @@ impl From<Error> for Failure {
             Error::Append(AppendError::Limit(_)) => Kind::InvalidInput,
             Error::Append(_) | Error::Store(_) => Kind::Refused,
             Error::Corrupt { .. }
+            | Error::CorruptValue { .. }
             | Error::CorruptMeta(_)
             | Error::DamagedFile(_)
             | Error::CorruptProjection { .. }
@@ -351,6 +357,7 @@ impl From<Error> for Failure {
             }
             Error::Open(OpenError::Missing { .. }) => Kind::NotFound,
             Error::Open(OpenError::Held { .. }) => Kind::Held,
+            Error::Open(OpenError::NeedsUpgrade { .. }) => Kind::NeedsUpgrade,
             Error::Open(OpenError::NotAnnalsLog { .. } | OpenError::UnsupportedFormat { .. }) => {
                 Kind::NotALog
             }
@@ -367,8 +374,10 @@ impl From<Error> for Failure {
             Error::Append(_)
                 | Error::Projection(ProjectionError::Behind { .. })
                 | Error::Corrupt { .. }
+                | Error::CorruptValue { .. }
                 | Error::CorruptMeta(_)
                 | Error::DamagedFile(_)
+                | Error::CorruptProjection { .. }
                 | Error::Projection(ProjectionError::Invariant { .. })
         ) || matches!(&error, Error::Export(export) if !matches!(**export, ExportError::Io(_)));
         let exit = if finding { EXIT_FINDINGS } else { EXIT_USAGE };

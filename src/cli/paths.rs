@@ -49,6 +49,7 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
             require_regular(&args.db, "the log")
         }
         Command::Compact(args) => require_regular(&args.db, "the log"),
+        Command::Upgrade(args) => require_regular(&args.db, "the log"),
         #[cfg(feature = "jetstream")]
         Command::Replicate(args) => require_regular(&args.db, "the log"),
         #[cfg(feature = "jetstream")]

@@ -115,6 +115,7 @@ fn scan_shown<K: KeyCodec + Serialize, V: DeserializeOwned, T: Serialize>(
         })
     };
     let mut after: Option<Vec<u8>> = None;
+    let mut walked = 0u64;
     loop {
         let lower = after.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         let page = source.range_raw(
@@ -124,6 +125,12 @@ fn scan_shown<K: KeyCodec + Serialize, V: DeserializeOwned, T: Serialize>(
             Direction::Forward,
             PAGE_ROWS,
         )?;
+        walked += page.len() as u64;
+        if page.len() < PAGE_ROWS {
+            // The rows printed below must be the whole table: a damaged page of redb's can
+            // lead the walk past some.
+            crate::projection::table::check_walked(source, table, walked)?;
+        }
         for (key_bytes, value_bytes) in &page {
             let key: K = key_from_bytes(key_bytes)
                 .ok_or_else(|| corrupt("a key does not decode".to_owned()))?;

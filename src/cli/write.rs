@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::args::{AppendArgs, DemoArgs, ImportArgs, RebuildArgs};
+use super::args::{AppendArgs, DemoArgs, ImportArgs, RebuildArgs, UpgradeArgs};
 use super::audit::verify_showing_progress;
 use super::open::{joining, open_for_writing, require_folder};
 use super::progress::ProgressLine;
@@ -316,6 +316,61 @@ fn wait_for_step(done: u64) {
     let mut line = String::new();
     // End of input means go on without waiting.
     let _ = io::stdin().read_line(&mut line);
+}
+
+/// What `upgrade --json` prints.
+#[derive(serde::Serialize)]
+struct UpgradeJson {
+    /// The log.
+    path: String,
+    /// The format version the log had.
+    from: u32,
+    /// The format version it has now.
+    to: u32,
+}
+
+pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode, Failure> {
+    use crate::error::OpenError;
+    use crate::log::tables::FORMAT_VERSION;
+    if !args.db.exists() {
+        return Err(Error::Open(OpenError::Missing { path: args.db }).into());
+    }
+    // The read-only open tells the version without writing; only an earlier one is opened
+    // writable, which upgrades it.
+    let from = match Store::open_read_only(&args.db) {
+        Ok(store) => {
+            store.close()?;
+            FORMAT_VERSION
+        }
+        Err(Error::Open(OpenError::NeedsUpgrade { found, .. })) => {
+            open_for_writing(&args.db, false, &args.access)?.close()?;
+            found
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let mut out = BufWriter::new(io::stdout().lock());
+    if args.json {
+        let upgrade = UpgradeJson {
+            path: args.db.display().to_string(),
+            from,
+            to: FORMAT_VERSION,
+        };
+        print_json(&mut out, &upgrade)?;
+    } else if from == FORMAT_VERSION {
+        writeln!(
+            out,
+            "{}: already format v{FORMAT_VERSION}",
+            args.db.display()
+        )?;
+    } else {
+        writeln!(
+            out,
+            "{}: upgraded from format v{from} to v{FORMAT_VERSION}",
+            args.db.display()
+        )?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {

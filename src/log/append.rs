@@ -11,7 +11,8 @@ use redb::{ReadableTable, Table, WriteTransaction};
 use super::merkle::MerkleWriter;
 use super::stream_index::{RunBlock, read_tail, tail_key};
 use super::tables::{HEAD_KEY, IDEMPOTENCY, META, SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS};
-use super::{Head, decode_head, decode_stream_count};
+use super::tables::{seal_idempotency, unseal_idempotency};
+use super::{Head, decode_head, decode_stream_count, seal_meta, unseal_meta};
 use crate::error::{Error, Result};
 use crate::hash::Digest;
 use crate::record::limits::{Field, LimitError, Limits};
@@ -234,7 +235,7 @@ pub struct LogWriter<'txn> {
     meta: Table<'txn, &'static str, &'static [u8]>,
     segments: Table<'txn, u64, &'static [u8]>,
     stream_runs: Table<'txn, (&'static str, u64), &'static [u8]>,
-    idempotency: Table<'txn, &'static str, (u64, [u8; 32])>,
+    idempotency: Table<'txn, &'static str, [u8; super::tables::IDEMPOTENCY_VALUE_BYTES]>,
     head: Head,
     /// The streams holding a record, this transaction's new ones included, and as stored.
     stream_count: u64,
@@ -271,13 +272,14 @@ impl<'txn> LogWriter<'txn> {
         let meta = txn.open_table(META)?;
         let (head, merkle) = match meta.get(HEAD_KEY)? {
             Some(bytes) => {
-                let head = decode_head(bytes.value())?;
-                (head, MerkleWriter::open(txn, bytes.value(), head.next.0)?)
+                let value = unseal_meta(HEAD_KEY, bytes.value())?;
+                let head = decode_head(value)?;
+                (head, MerkleWriter::open(txn, value, head.next.0)?)
             }
             None => return Err(Error::CorruptMeta("the head is missing".into())),
         };
         let stream_count = match meta.get(STREAM_COUNT_KEY)? {
-            Some(bytes) => decode_stream_count(bytes.value())?,
+            Some(bytes) => decode_stream_count(unseal_meta(STREAM_COUNT_KEY, bytes.value())?)?,
             None => return Err(Error::CorruptMeta("the stream count is missing".into())),
         };
         let format = super::read_format(&meta)?;
@@ -323,14 +325,17 @@ impl<'txn> LogWriter<'txn> {
         );
         self.store_segment()?;
         for (stream, tail) in &self.tails {
-            self.meta
-                .insert(tail_key(stream).as_str(), tail.encode_tail().as_slice())?;
+            let key = tail_key(stream);
+            self.meta.insert(
+                key.as_str(),
+                seal_meta(&key, &tail.encode_tail()).as_slice(),
+            )?;
         }
-        self.meta
-            .insert(HEAD_KEY, self.merkle.head_bytes(self.head).as_slice())?;
+        let head = seal_meta(HEAD_KEY, &self.merkle.head_bytes(self.head));
+        self.meta.insert(HEAD_KEY, head.as_slice())?;
         if self.stream_count != self.stream_count_stored {
-            self.meta
-                .insert(STREAM_COUNT_KEY, self.stream_count.to_le_bytes().as_slice())?;
+            let count = seal_meta(STREAM_COUNT_KEY, &self.stream_count.to_le_bytes());
+            self.meta.insert(STREAM_COUNT_KEY, count.as_slice())?;
         }
         let next = self.head.next;
         Ok(self.small_run.map(|small_run| LogEnd { next, small_run }))
@@ -625,7 +630,7 @@ impl<'txn> LogWriter<'txn> {
             let Some(found) = self.idempotency.get(key)? else {
                 continue;
             };
-            let (position, content) = found.value();
+            let (position, content) = unseal_idempotency(key, &found.value())?;
             let position = Position(position);
             if Digest(content) != event_content_hash(stream, event) {
                 return Err(AppendError::Conflict {
@@ -724,7 +729,8 @@ impl<'txn> LogWriter<'txn> {
             self.merkle.push(hash)?;
             if let Some(key) = event.idempotency_key.as_deref() {
                 let content = content_hash(stream, &event.kind, payload_hash);
-                self.idempotency.insert(key, (position.0, content.0))?;
+                self.idempotency
+                    .insert(key, seal_idempotency(key, position.0, &content.0))?;
             }
             records.push(Record {
                 position,
@@ -744,7 +750,7 @@ impl<'txn> LogWriter<'txn> {
         if let Some(full) = archived {
             self.stream_runs.insert(
                 (stream, full.first_version()),
-                full.encode_runs().as_slice(),
+                full.encode_stored(stream).as_slice(),
             )?;
         }
         match self.tails.get_mut(stream) {

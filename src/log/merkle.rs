@@ -10,7 +10,10 @@ use redb::{ReadableTableMetadata, Table, WriteTransaction};
 use super::{Head, encode_head};
 
 use super::read::Snapshot;
-use super::tables::{HEAD_KEY, MERKLE, MERKLE_STORED_LEVEL_MIN};
+use super::tables::{
+    HEAD_KEY, MERKLE, MERKLE_STORED_LEVEL_MIN, MERKLE_VALUE_BYTES, seal_merkle_node,
+    unseal_merkle_node,
+};
 use crate::error::{AuditError, Error, Result};
 use crate::hash::Digest;
 use crate::merkle::{
@@ -53,7 +56,7 @@ pub(crate) fn encode_head_with_frontier(head: Head, frontier: &Frontier<Digest>)
 pub(crate) struct MerkleWriter<'txn> {
     txn: &'txn WriteTransaction,
     /// Opened at the first node to store: most transactions of a few records store none.
-    nodes: Option<Table<'txn, (u8, u64), [u8; 32]>>,
+    nodes: Option<Table<'txn, (u8, u64), [u8; MERKLE_VALUE_BYTES]>>,
     frontier: Frontier<Digest>,
     completed: Vec<(u8, u64, Digest)>,
 }
@@ -89,7 +92,12 @@ impl<'txn> MerkleWriter<'txn> {
             None => self.nodes.insert(self.txn.open_table(MERKLE)?),
         };
         for (level, index, node) in self.completed.drain(..) {
-            nodes.insert((level, index), node.0)?;
+            let replaced = nodes.insert((level, index), seal_merkle_node(level, index, &node.0))?;
+            // A stored node is never rewritten: the subtree it roots completed just now.
+            assert!(
+                replaced.is_none(),
+                "the Merkle node ({level}, {index}) is stored once, when its subtree completes"
+            );
         }
         Ok(())
     }
@@ -116,17 +124,21 @@ impl Snapshot {
     /// The stored frontier of the tree of every record.
     pub(crate) fn merkle_frontier(&self, size: u64) -> Result<Frontier<Digest>> {
         match self.meta_value(HEAD_KEY)? {
-            Some(bytes) => decode_frontier(bytes.value(), size),
+            Some(bytes) => decode_frontier(&bytes, size),
             None => Err(Error::CorruptMeta("the head is missing".into())),
         }
     }
 
     /// The stored node `(level, index)`, `None` if absent.
     pub(crate) fn merkle_node_stored(&self, level: u8, index: u64) -> Result<Option<Digest>> {
-        Ok(self
-            .merkle
-            .get((level, index))?
-            .map(|guard| Digest(guard.value())))
+        match self.merkle.get((level, index))? {
+            Some(stored) => Ok(Some(Digest(unseal_merkle_node(
+                level,
+                index,
+                &stored.value(),
+            )?))),
+            None => Ok(None),
+        }
     }
 
     /// How many nodes `annals.merkle` holds.

@@ -2,6 +2,7 @@
 //! appending and reading records. It knows no domain and never decides what an event means.
 
 pub mod append;
+pub(crate) mod checksum;
 pub mod merkle;
 pub mod read;
 pub mod stream_index;
@@ -45,18 +46,49 @@ pub(crate) fn decode_head(bytes: &[u8]) -> Result<Head> {
     })
 }
 
-/// Reads the format of the file from `annals.meta`.
-pub(crate) fn read_format(
+/// Reads the format version of the file from `annals.meta`.
+pub(crate) fn read_version(
     meta: &impl redb::ReadableTable<&'static str, &'static [u8]>,
-) -> Result<Format> {
+) -> Result<u32> {
     let Some(bytes) = meta.get(tables::FORMAT_KEY)? else {
         return Err(Error::CorruptMeta("the format version is missing".into()));
     };
-    let version = <[u8; 4]>::try_from(bytes.value())
+    <[u8; 4]>::try_from(bytes.value())
         .map(u32::from_le_bytes)
-        .map_err(|_| Error::CorruptMeta("the format version is not 4 bytes".into()))?;
-    Format::from_version(version)
-        .ok_or_else(|| Error::CorruptMeta(format!("format version {version} is not known")))
+        .map_err(|_| Error::CorruptMeta("the format version is not 4 bytes".into()))
+}
+
+/// Reads how the file's segments store their records from `annals.meta`: a log of the
+/// current format says so under [`tables::RECORDS_KEY`]. A log of an earlier format is
+/// refused: only its upgrade (`store/upgrade.rs`) reads it.
+pub(crate) fn read_format(
+    meta: &impl redb::ReadableTable<&'static str, &'static [u8]>,
+) -> Result<Format> {
+    let version = read_version(meta)?;
+    if version != tables::FORMAT_VERSION {
+        return Err(Error::CorruptMeta(format!(
+            "format version {version} is not v{}, the one this build reads",
+            tables::FORMAT_VERSION
+        )));
+    }
+    let Some(bytes) = meta.get(tables::RECORDS_KEY)? else {
+        return Err(Error::CorruptMeta("the record layout is missing".into()));
+    };
+    let layout = <[u8; 4]>::try_from(bytes.value())
+        .map(u32::from_le_bytes)
+        .map_err(|_| Error::CorruptMeta("the record layout is not 4 bytes".into()))?;
+    Format::from_version(layout)
+        .ok_or_else(|| Error::CorruptMeta(format!("record layout {layout} is not known")))
+}
+
+/// The value of meta key `key` as stored: `value` sealed with its checksum.
+pub fn seal_meta(key: &str, value: &[u8]) -> Vec<u8> {
+    checksum::seal(tables::META_NAME, key.as_bytes(), value)
+}
+
+/// The value of meta key `key` in `stored`, once its checksum holds.
+pub fn unseal_meta<'v>(key: &str, stored: &'v [u8]) -> Result<&'v [u8]> {
+    checksum::unseal(tables::META_NAME, key.as_bytes(), stored)
 }
 
 /// Decodes the stream count stored under `STREAM_COUNT_KEY`.

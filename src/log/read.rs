@@ -11,9 +11,13 @@ use std::sync::Arc;
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction, ReadableTable};
 
 use super::stream_index::{RunBlock, StreamRun, TAIL_KEY_PREFIX, TAIL_KEYS_END, read_tail};
-use super::tables::{HEAD_KEY, IDEMPOTENCY, MERKLE, META, SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS};
-use super::{Head, decode_head};
+use super::tables::{
+    HEAD_KEY, IDEMPOTENCY, IDEMPOTENCY_VALUE_BYTES, MERKLE, MERKLE_VALUE_BYTES, META, SEGMENTS,
+    STREAM_COUNT_KEY, STREAM_RUNS,
+};
+use super::{Head, decode_head, unseal_meta};
 use crate::error::{Error, Result, guarded};
+use crate::projection::CHECKPOINT_VALUE_BYTES;
 use crate::record::problem::Problem;
 use crate::record::segment::{RecordAt, Segment};
 use crate::record::view::{RecordHashes, parse_at};
@@ -47,9 +51,9 @@ pub struct Snapshot {
     meta: ReadOnlyTable<&'static str, &'static [u8]>,
     pub(crate) segments: ReadOnlyTable<u64, &'static [u8]>,
     pub(crate) stream_runs: ReadOnlyTable<(&'static str, u64), &'static [u8]>,
-    pub(crate) idempotency: ReadOnlyTable<&'static str, (u64, [u8; 32])>,
-    checkpoints: ReadOnlyTable<&'static str, (u32, u64)>,
-    pub(crate) merkle: ReadOnlyTable<(u8, u64), [u8; 32]>,
+    pub(crate) idempotency: ReadOnlyTable<&'static str, [u8; IDEMPOTENCY_VALUE_BYTES]>,
+    checkpoints: ReadOnlyTable<&'static str, [u8; CHECKPOINT_VALUE_BYTES]>,
+    pub(crate) merkle: ReadOnlyTable<(u8, u64), [u8; MERKLE_VALUE_BYTES]>,
     /// How the file stores its records.
     pub(crate) format: Format,
     /// The transaction, kept so that the projection tables can be read as of the same commit.
@@ -78,18 +82,18 @@ impl Snapshot {
         })
     }
 
-    /// The value of meta key `key`, if present.
-    pub(crate) fn meta_value(
-        &self,
-        key: &str,
-    ) -> Result<Option<AccessGuard<'static, &'static [u8]>>> {
-        Ok(self.meta.get(key)?)
+    /// The value of meta key `key`, if present, once its checksum holds.
+    pub(crate) fn meta_value(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        match self.meta.get(key)? {
+            Some(stored) => Ok(Some(unseal_meta(key, stored.value())?.to_vec())),
+            None => Ok(None),
+        }
     }
 
     /// The head: the next position and the hash of the last record.
     pub fn head(&self) -> Result<Head> {
         guarded(|| match self.meta.get(HEAD_KEY)? {
-            Some(bytes) => decode_head(bytes.value()),
+            Some(bytes) => decode_head(unseal_meta(HEAD_KEY, bytes.value())?),
             None => Err(Error::CorruptMeta("the head is missing".into())),
         })
     }
@@ -97,7 +101,7 @@ impl Snapshot {
     /// The head as a write transaction sees it before its own appends.
     pub(crate) fn head_in(txn: &redb::WriteTransaction) -> Result<Head> {
         match txn.open_table(META)?.get(HEAD_KEY)? {
-            Some(bytes) => decode_head(bytes.value()),
+            Some(bytes) => decode_head(unseal_meta(HEAD_KEY, bytes.value())?),
             None => Err(Error::CorruptMeta("the head is missing".into())),
         }
     }
@@ -106,18 +110,22 @@ impl Snapshot {
     pub fn checkpoint(&self, name: &str) -> Result<Option<crate::projection::Checkpoint>> {
         guarded(|| {
             let head = self.head()?.next;
-            let found = self
-                .checkpoints
-                .get(name)?
-                .map(|guard| crate::projection::resolve_checkpoint(guard.value(), head));
-            Ok(found)
+            match self.checkpoints.get(name)? {
+                Some(stored) => {
+                    let stored = crate::projection::unseal_checkpoint(name, &stored.value())?;
+                    Ok(Some(crate::projection::resolve_checkpoint(stored, head)))
+                }
+                None => Ok(None),
+            }
         })
     }
 
     /// How many streams hold at least one record.
     pub fn stream_count(&self) -> Result<u64> {
         guarded(|| match self.meta.get(STREAM_COUNT_KEY)? {
-            Some(bytes) => super::decode_stream_count(bytes.value()),
+            Some(bytes) => {
+                super::decode_stream_count(unseal_meta(STREAM_COUNT_KEY, bytes.value())?)
+            }
             None => Err(Error::CorruptMeta("the stream count is missing".into())),
         })
     }
@@ -159,6 +167,7 @@ impl Snapshot {
     ) -> Result<()> {
         guarded(|| {
             let start = format!("{TAIL_KEY_PREFIX}{prefix}");
+            let mut listed = 0u64;
             for entry in self.meta.range(start.as_str()..TAIL_KEYS_END)? {
                 let (key, value) = entry?;
                 let Some(name) = key.value().strip_prefix(TAIL_KEY_PREFIX) else {
@@ -167,7 +176,7 @@ impl Snapshot {
                 if !name.starts_with(prefix) {
                     break;
                 }
-                let tail = RunBlock::decode_tail(name, value.value())?;
+                let tail = RunBlock::decode_tail(name, unseal_meta(key.value(), value.value())?)?;
                 let length = tail.end_version();
                 let Some(last) = tail.into_runs().pop() else {
                     // A tail is written with the stream's first record and never emptied.
@@ -180,8 +189,20 @@ impl Snapshot {
                     length,
                     last_position: Position(last.first_position + last.count - 1),
                 };
+                listed += 1;
                 if !visit(summary)? {
-                    break;
+                    return Ok(());
+                }
+            }
+            // Every stream listed is every stream counted: a damaged page of redb's can lead
+            // the walk past some tails, and each tail's checksum cannot tell one not met.
+            if prefix.is_empty() {
+                let counted = self.stream_count()?;
+                if listed != counted {
+                    return Err(Error::CorruptMeta(format!(
+                        "the stream index lists {listed} streams, the stream count says \
+                         {counted}"
+                    )));
                 }
             }
             Ok(())
@@ -227,7 +248,7 @@ impl Snapshot {
     ) -> Result<()> {
         for entry in self.stream_runs.range((stream, 0)..=(stream, u64::MAX))? {
             let (key, value) = entry?;
-            for run in RunBlock::decode(stream, key.value().1, value.value())?.into_runs() {
+            for run in RunBlock::decode_stored(stream, key.value().1, value.value())?.into_runs() {
                 if !visit(run)? {
                     return Ok(());
                 }
@@ -619,7 +640,7 @@ impl StreamRecords<'_> {
         match entry {
             Some(entry) => {
                 let (key, value) = entry?;
-                RunBlock::decode(&self.stream, key.value().1, value.value()).map(Some)
+                RunBlock::decode_stored(&self.stream, key.value().1, value.value()).map(Some)
             }
             None => Ok(self.tail.take()),
         }

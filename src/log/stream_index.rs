@@ -11,6 +11,9 @@
 
 use redb::ReadableTable;
 
+use super::checksum;
+use super::tables::STREAM_RUNS_NAME;
+
 use crate::error::{Error, Result};
 use crate::record::uleb128::{put as put_uleb128, take as take_uleb128};
 
@@ -56,7 +59,10 @@ pub(crate) fn read_tail(
     stream: &str,
 ) -> Result<Option<RunBlock>> {
     match meta.get(tail_key(stream).as_str())? {
-        Some(bytes) => RunBlock::decode_tail(stream, bytes.value()).map(Some),
+        Some(bytes) => {
+            let key = tail_key(stream);
+            RunBlock::decode_tail(stream, super::unseal_meta(&key, bytes.value())?).map(Some)
+        }
         None => Ok(None),
     }
 }
@@ -183,6 +189,25 @@ impl RunBlock {
     /// Decodes `stream`'s block starting at version `first_version` from its runs' bytes.
     /// Refuses an empty or overfull block, a number not in canonical LEB128, a run of no
     /// record, and any run whose positions or versions would pass 2^64.
+    /// Decodes an archived block as `annals.stream_runs` stores it under `(stream,
+    /// first_version)`, once its checksum holds.
+    pub(crate) fn decode_stored(
+        stream: &str,
+        first_version: u64,
+        stored: &[u8],
+    ) -> Result<RunBlock> {
+        let key = checksum::stream_runs_key(stream, first_version);
+        let bytes = checksum::unseal(STREAM_RUNS_NAME, &key, stored)?;
+        RunBlock::decode(stream, first_version, bytes)
+    }
+
+    /// The block as `annals.stream_runs` stores it under `(stream, first_version)`: its runs,
+    /// sealed with their checksum.
+    pub(crate) fn encode_stored(&self, stream: &str) -> Vec<u8> {
+        let key = checksum::stream_runs_key(stream, self.first_version);
+        checksum::seal(STREAM_RUNS_NAME, &key, &self.encode_runs())
+    }
+
     pub(crate) fn decode(stream: &str, first_version: u64, mut bytes: &[u8]) -> Result<RunBlock> {
         let malformed = |bytes: &[u8]| {
             corrupt(

@@ -33,6 +33,8 @@ struct TableRows<'a> {
     after: Option<Vec<u8>>,
     /// Whether the page read last was the table's last.
     ended: bool,
+    /// Rows read so far, checked against the table's count at the end.
+    walked: u64,
 }
 
 impl<'a> TableRows<'a> {
@@ -43,6 +45,7 @@ impl<'a> TableRows<'a> {
             page: Vec::new().into_iter(),
             after: None,
             ended: false,
+            walked: 0,
         }
     }
 
@@ -66,6 +69,10 @@ impl<'a> TableRows<'a> {
             PAGE_ROWS,
         )?;
         self.ended = page.len() < PAGE_ROWS;
+        self.walked += page.len() as u64;
+        if self.ended {
+            super::table::check_walked(self.source, self.table, self.walked)?;
+        }
         self.after = page.last().map(|(key, _)| key.clone());
         self.page = page.into_iter();
         Ok(self.page.next())

@@ -29,8 +29,33 @@ pub use table::{RawRow, ReadTables, Table, TableSource, WriteTables};
 
 /// `annals.checkpoints`: projection name → (version that built it, next position to apply, or
 /// [`AT_HEAD`]).
-pub(crate) const CHECKPOINTS: TableDefinition<&str, (u32, u64)> =
-    TableDefinition::new("annals.checkpoints");
+pub(crate) const CHECKPOINTS: TableDefinition<&str, [u8; CHECKPOINT_VALUE_BYTES]> =
+    TableDefinition::new(CHECKPOINTS_NAME);
+
+/// The name of [`CHECKPOINTS`], which its values' checksums cover.
+const CHECKPOINTS_NAME: &str = "annals.checkpoints";
+
+/// The stored bytes of a [`CHECKPOINTS`] value: version `u32` LE ‖ next position `u64` LE ‖
+/// checksum.
+pub const CHECKPOINT_VALUE_BYTES: usize = 4 + 8 + crate::log::checksum::CHECKSUM_BYTES;
+
+/// The [`CHECKPOINTS`] value of projection `name` at `(version, next)`.
+pub fn seal_checkpoint(name: &str, (version, next): (u32, u64)) -> [u8; CHECKPOINT_VALUE_BYTES] {
+    let mut value = [0; 12];
+    value[..4].copy_from_slice(&version.to_le_bytes());
+    value[4..].copy_from_slice(&next.to_le_bytes());
+    crate::log::checksum::seal_fixed(CHECKPOINTS_NAME, name.as_bytes(), &value)
+}
+
+/// The `(version, next)` of projection `name`'s [`CHECKPOINTS`] value, once its checksum holds.
+pub fn unseal_checkpoint(name: &str, stored: &[u8; CHECKPOINT_VALUE_BYTES]) -> Result<(u32, u64)> {
+    let value = crate::log::checksum::unseal(CHECKPOINTS_NAME, name.as_bytes(), stored)?;
+    let (version, next) = value.split_at(4);
+    Ok((
+        u32::from_le_bytes(version.try_into().expect("4 bytes")),
+        u64::from_le_bytes(next.try_into().expect("8 bytes")),
+    ))
+}
 
 /// The stored next position of a projection that is applied in the transaction of every append:
 /// it is always at the head, so live appends need not rewrite its checkpoint (a B-tree fewer
@@ -352,9 +377,15 @@ impl Projections {
         let mut table = txn.open_table(CHECKPOINTS)?;
         for projection in &self.list {
             let following = (projection.version(), AT_HEAD);
-            let stored = table.get(projection.name())?.map(|guard| guard.value());
+            let stored = match table.get(projection.name())? {
+                Some(stored) => Some(unseal_checkpoint(projection.name(), &stored.value())?),
+                None => None,
+            };
             if stored != Some(following) {
-                table.insert(projection.name(), following)?;
+                table.insert(
+                    projection.name(),
+                    seal_checkpoint(projection.name(), following),
+                )?;
             }
         }
         Ok(())
@@ -365,10 +396,13 @@ impl Projections {
 pub(crate) fn checkpoint(txn: &WriteTransaction, name: &str) -> Result<Option<Checkpoint>> {
     let head = crate::log::read::Snapshot::head_in(txn)?.next;
     let table = txn.open_table(CHECKPOINTS)?;
-    let found = table
-        .get(name)?
-        .map(|guard| resolve_checkpoint(guard.value(), head));
-    Ok(found)
+    match table.get(name)? {
+        Some(stored) => Ok(Some(resolve_checkpoint(
+            unseal_checkpoint(name, &stored.value())?,
+            head,
+        ))),
+        None => Ok(None),
+    }
 }
 
 /// Sets the checkpoint of one projection.
@@ -377,7 +411,9 @@ pub(crate) fn set_checkpoint(
     name: &str,
     checkpoint: Checkpoint,
 ) -> Result<()> {
-    txn.open_table(CHECKPOINTS)?
-        .insert(name, (checkpoint.version, checkpoint.next.0))?;
+    txn.open_table(CHECKPOINTS)?.insert(
+        name,
+        seal_checkpoint(name, (checkpoint.version, checkpoint.next.0)),
+    )?;
     Ok(())
 }

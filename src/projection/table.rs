@@ -20,6 +20,7 @@ use serde::de::DeserializeOwned;
 use super::key::{KeyCodec, key_bytes, key_from_bytes};
 use super::{Projection, ProjectionError};
 use crate::error::{Error, Result, guarded};
+use crate::log::checksum::{seal, unseal};
 use crate::log::read::{Direction, Snapshot, missing};
 use crate::record::{Position, Record, decode_bounded};
 
@@ -52,9 +53,28 @@ pub trait TableSource {
     /// `apply` reads no log: the tables it is handed refuse with
     /// [`ProjectionError::LogNotReadable`].
     fn log_record(&self, position: Position) -> Result<Record>;
+    /// How many rows `table` holds, as redb counts them beside the table's root: a walk of
+    /// the whole table that meets fewer rows was led past some by a damaged page.
+    fn row_count(&self, table: &str) -> Result<u64>;
+}
+
+/// Refuses a walk of the whole of `table` that met `walked` rows where `source` says it holds
+/// another number: a damaged page of redb's tree can lead a range past rows, and each row's
+/// checksum cannot tell a row that is not met.
+pub fn check_walked(source: &dyn TableSource, table: &str, walked: u64) -> Result<()> {
+    let held = source.row_count(table)?;
+    if held == walked {
+        Ok(())
+    } else {
+        Err(Error::CorruptProjection {
+            table: table.to_owned(),
+            detail: format!("a walk of the whole table met {walked} rows, the table holds {held}"),
+        })
+    }
 }
 
 fn collect<'a, T: ReadableTable<&'static [u8], &'static [u8]>>(
+    name: &str,
     table: &T,
     lower: Bound<&'a [u8]>,
     upper: Bound<&'a [u8]>,
@@ -71,7 +91,9 @@ fn collect<'a, T: ReadableTable<&'static [u8], &'static [u8]>>(
     let mut rows = Vec::new();
     let mut push = |entry: std::result::Result<_, redb::StorageError>| -> Result<bool> {
         let (key, value): (redb::AccessGuard<&[u8]>, redb::AccessGuard<&[u8]>) = entry?;
-        rows.push((key.value().to_vec(), value.value().to_vec()));
+        let key = key.value();
+        let value = unseal(name, key, value.value())?;
+        rows.push((key.to_vec(), value.to_vec()));
         Ok(rows.len() < limit)
     };
     match direction {
@@ -93,7 +115,9 @@ fn collect<'a, T: ReadableTable<&'static [u8], &'static [u8]>>(
     Ok(rows)
 }
 
-/// Projection tables read in a read transaction. A table never written reads as empty.
+/// Projection tables read in a read transaction. A table is created with its projection's
+/// checkpoint; one missing beside that checkpoint is damage, and reads as
+/// [`Error::CorruptProjection`].
 ///
 /// Every read runs inside the store's guard: a panic of redb's on a damaged page becomes
 /// [`Error::DamagedFile`], as for [`crate::Snapshot`] reads. A read of the tables of a
@@ -173,6 +197,29 @@ impl ReadTables {
         }
     }
 
+    /// A missing `table` reads as empty only where nothing says it exists: in a log, every
+    /// table of a projection with a checkpoint was created with it (`store::catch_up`), so
+    /// its absence is damage (a flipped byte in redb's table tree), not an empty table. A
+    /// replay's tables (a file without the log's) may lack any.
+    fn missing(&self, table: &str) -> Result<()> {
+        let checkpoints = match self.txn.open_table(super::CHECKPOINTS) {
+            Ok(checkpoints) => checkpoints,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(error) => return Err(error.into()),
+        };
+        let projection = table.split('.').next().unwrap_or(table);
+        if checkpoints.get(projection)?.is_some() {
+            return Err(Error::CorruptProjection {
+                table: table.to_owned(),
+                detail: format!(
+                    "the table is missing, though projection {projection} has a checkpoint \
+                     (its tables are created with it)"
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// The log's tables in `log`, opened once.
     fn log_tables(&self) -> Result<&Snapshot> {
         Ok(match self.log_tables.get() {
@@ -194,7 +241,10 @@ pub(crate) fn behind_in(txn: &ReadTransaction) -> Result<Vec<(String, u64, u64)>
         Err(error) => return Err(error.into()),
     };
     let head = match meta.get(crate::log::tables::HEAD_KEY)? {
-        Some(bytes) => crate::log::decode_head(bytes.value())?.next.0,
+        Some(bytes) => {
+            let value = crate::log::unseal_meta(crate::log::tables::HEAD_KEY, bytes.value())?;
+            crate::log::decode_head(value)?.next.0
+        }
         None => return Err(Error::CorruptMeta("the head is missing".into())),
     };
     let checkpoints = match txn.open_table(super::CHECKPOINTS) {
@@ -205,7 +255,7 @@ pub(crate) fn behind_in(txn: &ReadTransaction) -> Result<Vec<(String, u64, u64)>
     let mut behind = Vec::new();
     for entry in checkpoints.iter()? {
         let (name, value) = entry?;
-        let (_, next) = value.value();
+        let (_, next) = super::unseal_checkpoint(name.value(), &value.value())?;
         if next != super::AT_HEAD && next < head {
             behind.push((name.value().to_owned(), next, head));
         }
@@ -217,8 +267,11 @@ impl TableSource for ReadTables {
     fn get_raw(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         guarded(|| self.check_current(table))?;
         guarded(|| match self.txn.open_table(definition(table)) {
-            Ok(table) => Ok(table.get(key)?.map(|value| value.value().to_vec())),
-            Err(TableError::TableDoesNotExist(_)) => Ok(None),
+            Ok(opened) => match opened.get(key)? {
+                Some(stored) => Ok(Some(unseal(table, key, stored.value())?.to_vec())),
+                None => Ok(None),
+            },
+            Err(TableError::TableDoesNotExist(_)) => self.missing(table).map(|()| None),
             Err(error) => Err(error.into()),
         })
     }
@@ -233,8 +286,8 @@ impl TableSource for ReadTables {
     ) -> Result<Vec<RawRow>> {
         guarded(|| self.check_current(table))?;
         guarded(|| match self.txn.open_table(definition(table)) {
-            Ok(table) => collect(&table, lower, upper, direction, limit),
-            Err(TableError::TableDoesNotExist(_)) => Ok(Vec::new()),
+            Ok(opened) => collect(table, &opened, lower, upper, direction, limit),
+            Err(TableError::TableDoesNotExist(_)) => self.missing(table).map(|()| Vec::new()),
             Err(error) => Err(error.into()),
         })
     }
@@ -244,6 +297,15 @@ impl TableSource for ReadTables {
             self.log_tables()?
                 .get(position)?
                 .ok_or_else(|| missing(position))
+        })
+    }
+
+    fn row_count(&self, table: &str) -> Result<u64> {
+        use redb::ReadableTableMetadata;
+        guarded(|| match self.txn.open_table(definition(table)) {
+            Ok(opened) => Ok(opened.len()?),
+            Err(TableError::TableDoesNotExist(_)) => self.missing(table).map(|()| 0),
+            Err(error) => Err(error.into()),
         })
     }
 }
@@ -316,14 +378,17 @@ impl<'txn> TransactionTables<'txn> {
 impl RawWrites for TransactionTables<'_> {
     fn insert_raw(&self, table: &str, key: &[u8], value: &[u8]) -> Result<()> {
         self.with_table(table, |opened| {
-            opened.insert(key, value)?;
+            opened.insert(key, seal(table, key, value).as_slice())?;
             Ok(())
         })
     }
 
     fn replace_raw(&self, table: &str, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
         self.with_table(table, |opened| {
-            Ok(opened.insert(key, value)?.map(|old| old.value().to_vec()))
+            match opened.insert(key, seal(table, key, value).as_slice())? {
+                Some(old) => Ok(Some(unseal(table, key, old.value())?.to_vec())),
+                None => Ok(None),
+            }
         })
     }
 
@@ -341,8 +406,9 @@ impl RawWrites for TransactionTables<'_> {
 
 impl TableSource for TransactionTables<'_> {
     fn get_raw(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.with_table(table, |opened| {
-            Ok(opened.get(key)?.map(|value| value.value().to_vec()))
+        self.with_table(table, |opened| match opened.get(key)? {
+            Some(stored) => Ok(Some(unseal(table, key, stored.value())?.to_vec())),
+            None => Ok(None),
         })
     }
 
@@ -355,7 +421,7 @@ impl TableSource for TransactionTables<'_> {
         limit: usize,
     ) -> Result<Vec<RawRow>> {
         self.with_table(table, |opened| {
-            collect(opened, lower, upper, direction, limit)
+            collect(table, opened, lower, upper, direction, limit)
         })
     }
 
@@ -363,6 +429,11 @@ impl TableSource for TransactionTables<'_> {
     /// a replay write through. A write session reads its log itself.
     fn log_record(&self, _position: Position) -> Result<Record> {
         Err(ProjectionError::LogNotReadable.into())
+    }
+
+    fn row_count(&self, table: &str) -> Result<u64> {
+        use redb::ReadableTableMetadata;
+        self.with_table(table, |opened| Ok(opened.len()?))
     }
 }
 
@@ -470,6 +541,11 @@ impl TableSource for WriteTables<'_> {
     /// Refused: `apply` reads only its record and its own tables.
     fn log_record(&self, _position: Position) -> Result<Record> {
         Err(ProjectionError::LogNotReadable.into())
+    }
+
+    fn row_count(&self, table: &str) -> Result<u64> {
+        self.own(table)?;
+        self.all.row_count(table)
     }
 }
 

@@ -19,7 +19,7 @@ use crate::log::read::{Direction, Snapshot};
 use crate::projection::table::TransactionTables;
 use crate::projection::{
     AT_HEAD, CHECKPOINTS, Checkpoint, Projection, ProjectionError, Projections, checkpoint,
-    resolve_checkpoint, set_checkpoint,
+    resolve_checkpoint, seal_checkpoint, set_checkpoint, unseal_checkpoint,
 };
 use crate::record::{Position, Record};
 
@@ -38,6 +38,9 @@ pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Resu
         let current = checkpoint(&txn, projection.name())?;
         if current.map(|c| c.version) != Some(projection.version()) {
             reset(&txn, projection.as_ref())?;
+        } else {
+            // A log of an earlier format, or an earlier build, made a table on first write.
+            create_tables(&txn, projection.as_ref())?;
         }
     }
     txn.commit()?;
@@ -64,9 +67,10 @@ pub(crate) fn keep_up(
     let checkpoints = txn.open_table(CHECKPOINTS)?;
     let mut lagging = Vec::new();
     for projection in projections.iter() {
-        let stored = checkpoints
-            .get(projection.name())?
-            .map(|guard| guard.value());
+        let stored = match checkpoints.get(projection.name())? {
+            Some(stored) => Some(unseal_checkpoint(projection.name(), &stored.value())?),
+            None => None,
+        };
         match stored.map(|stored| resolve_checkpoint(stored, head.next)) {
             Some(at) if at.version == projection.version() && at.next >= head.next => {}
             Some(at) if at.version == projection.version() => lagging.push((projection, at.next)),
@@ -122,13 +126,16 @@ fn pin_unregistered(txn: &WriteTransaction, head: Head, projections: &Projection
     let mut following = Vec::new();
     for entry in table.iter()? {
         let (name, value) = entry?;
-        let (version, next) = value.value();
+        let (version, next) = unseal_checkpoint(name.value(), &value.value())?;
         if next == AT_HEAD && projections.get(name.value()).is_none() {
             following.push((name.value().to_owned(), version));
         }
     }
     for (name, version) in following {
-        table.insert(name.as_str(), (version, head.next.0))?;
+        table.insert(
+            name.as_str(),
+            seal_checkpoint(&name, (version, head.next.0)),
+        )?;
     }
     Ok(())
 }
@@ -183,9 +190,10 @@ pub(crate) fn lagging(txn: &WriteTransaction, projections: &Projections) -> Resu
     let checkpoints = txn.open_table(CHECKPOINTS)?;
     let mut head = None;
     for projection in projections.iter() {
-        let Some(stored) = checkpoints.get(projection.name())?.map(|g| g.value()) else {
+        let Some(stored) = checkpoints.get(projection.name())? else {
             continue;
         };
+        let stored = unseal_checkpoint(projection.name(), &stored.value())?;
         if stored == (projection.version(), AT_HEAD) {
             continue;
         }
@@ -209,11 +217,21 @@ pub(crate) fn catch_up(db: &Database, projections: &Projections) -> Result<()> {
 /// Empties `projection`'s tables and sets its checkpoint to its version at position 0.
 fn reset(txn: &WriteTransaction, projection: &dyn Projection) -> Result<()> {
     projection.clear(&TransactionTables::new(txn).scoped(projection))?;
+    create_tables(txn, projection)?;
     let fresh = Checkpoint {
         version: projection.version(),
         next: Position(0),
     };
     set_checkpoint(txn, projection.name(), fresh)
+}
+
+/// Creates every table of `projection` that does not exist: a projection's tables exist from
+/// its checkpoint on, so that a read can tell a missing table (damage) from an empty one.
+pub(crate) fn create_tables(txn: &WriteTransaction, projection: &dyn Projection) -> Result<()> {
+    for table in projection.tables() {
+        txn.open_table(crate::projection::table::definition(table))?;
+    }
+    Ok(())
 }
 
 /// Applies every record at or after each projection's checkpoint, in batches.

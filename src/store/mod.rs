@@ -14,6 +14,7 @@ mod import;
 pub(crate) mod open;
 mod session;
 mod sharing;
+pub(crate) mod upgrade;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,7 @@ use crate::leases::LeaseGuard;
 use crate::log::Head;
 use crate::log::append::{AppendOutcome, ExpectedVersion, LogEnd};
 use crate::log::read::{Direction, Snapshot};
+use crate::log::tables::FORMAT_VERSION;
 use crate::projection::table::ReadTables;
 use crate::projection::{Projection, ProjectionError, Projections};
 use crate::record::limits::Limits;
@@ -210,10 +212,13 @@ impl Store {
         // dropping it, and it closes (guarded too) after the error is returned.
         let handle = Handle::Writable(Closing::new(db));
         guarded(|| {
-            check_identity(&handle, &path)?;
+            let found = check_identity(&handle, &path)?;
             let Handle::Writable(db) = &handle else {
                 unreachable!("opened writable above")
             };
+            if found != FORMAT_VERSION {
+                upgrade::to_current(db)?;
+            }
             catch_up::bring_up_to_date(db, &projections)
         })?;
         let mut store = Store::assemble(handle, limits, path, projections)?;
@@ -305,7 +310,17 @@ impl Store {
         let projections = projections_with(Vec::new())?;
         let handle = Handle::ReadOnly(Closing::new(db));
         let truncated = |error: Error| truncated_at(&path, error);
-        guarded(|| check_identity(&handle, &path)).map_err(truncated)?;
+        let found = guarded(|| check_identity(&handle, &path)).map_err(truncated)?;
+        if found != FORMAT_VERSION {
+            // An earlier format's values carry no checksums, and reading them unchecked is
+            // what this format exists to end: the upgrade is a writable open's.
+            return Err(OpenError::NeedsUpgrade {
+                path,
+                found,
+                current: FORMAT_VERSION,
+            }
+            .into());
+        }
         Store::assemble(handle, Limits::default(), path.clone(), projections).map_err(truncated)
     }
 

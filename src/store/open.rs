@@ -10,13 +10,12 @@ use redb::{Database, ReadTransaction, ReadableDatabase};
 
 pub(crate) use crate::error::guarded;
 use crate::error::{Error, OpenError, Result, caught};
-use crate::log::Head;
-use crate::log::encode_head;
 use crate::log::tables::{
-    FORMAT_KEY, FORMAT_VERSION, HEAD_KEY, IDEMPOTENCY, MAGIC, MAGIC_KEY, MERKLE, META, SEGMENTS,
-    STREAM_COUNT_KEY, STREAM_RUNS,
+    FORMAT_KEY, FORMAT_VERSION, HEAD_KEY, IDEMPOTENCY, MAGIC, MAGIC_KEY, MERKLE, META, RECORDS_KEY,
+    SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS,
 };
-use crate::projection::{CHECKPOINTS, Projections};
+use crate::log::{Head, encode_head, seal_meta};
+use crate::projection::{CHECKPOINTS, Projections, seal_checkpoint};
 use crate::record::Format;
 use crate::store::sharing::{Holder, Sharing};
 
@@ -199,16 +198,23 @@ pub(crate) fn initialise(db: &Database, projections: &Projections, format: Forma
     {
         let mut meta = txn.open_table(META)?;
         meta.insert(MAGIC_KEY, MAGIC)?;
-        meta.insert(FORMAT_KEY, format.version().to_le_bytes().as_slice())?;
-        meta.insert(HEAD_KEY, encode_head(Head::default()).as_slice())?;
-        meta.insert(STREAM_COUNT_KEY, 0u64.to_le_bytes().as_slice())?;
+        meta.insert(FORMAT_KEY, FORMAT_VERSION.to_le_bytes().as_slice())?;
+        meta.insert(RECORDS_KEY, format.version().to_le_bytes().as_slice())?;
+        let head = seal_meta(HEAD_KEY, &encode_head(Head::default()));
+        meta.insert(HEAD_KEY, head.as_slice())?;
+        let count = seal_meta(STREAM_COUNT_KEY, &0u64.to_le_bytes());
+        meta.insert(STREAM_COUNT_KEY, count.as_slice())?;
         txn.open_table(SEGMENTS)?;
         txn.open_table(STREAM_RUNS)?;
         txn.open_table(IDEMPOTENCY)?;
         txn.open_table(MERKLE)?;
         let mut checkpoints = txn.open_table(CHECKPOINTS)?;
         for projection in projections.iter() {
-            checkpoints.insert(projection.name(), (projection.version(), 0))?;
+            let checkpoint = seal_checkpoint(projection.name(), (projection.version(), 0));
+            checkpoints.insert(projection.name(), checkpoint)?;
+            for table in projection.tables() {
+                txn.open_table(crate::projection::table::definition(table))?;
+            }
         }
     }
     txn.commit()?;
@@ -422,8 +428,9 @@ pub(crate) fn opened<D>(
     }
 }
 
-/// Checks the file's magic and format version.
-pub(crate) fn check_identity(db: &Handle, path: &Path) -> Result<()> {
+/// Checks the file's magic and format version, and returns the version: the current one, or
+/// an earlier one that [`super::upgrade`] reads.
+pub(crate) fn check_identity(db: &Handle, path: &Path) -> Result<u32> {
     let not_annals = |reason: &str| -> Error {
         OpenError::NotAnnalsLog {
             path: path.to_path_buf(),
@@ -448,7 +455,7 @@ pub(crate) fn check_identity(db: &Handle, path: &Path) -> Result<()> {
             .map_err(|_| Error::CorruptMeta("the format version is not 4 bytes".into()))?,
         None => return Err(not_annals("annals.meta lacks a format version")),
     };
-    if Format::from_version(format).is_none() {
+    if !(1..=FORMAT_VERSION).contains(&format) {
         return Err(OpenError::UnsupportedFormat {
             path: path.to_path_buf(),
             found: format,
@@ -456,5 +463,5 @@ pub(crate) fn check_identity(db: &Handle, path: &Path) -> Result<()> {
         }
         .into());
     }
-    Ok(())
+    Ok(format)
 }

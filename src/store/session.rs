@@ -269,4 +269,8 @@ impl TableSource for WriteSession<'_> {
             .cloned()
             .ok_or_else(|| missing(position))
     }
+
+    fn row_count(&self, table: &str) -> Result<u64> {
+        self.tables.row_count(table)
+    }
 }

@@ -11,6 +11,15 @@ pub mod tables {
     pub use crate::log::tables::*;
 }
 
+/// The checksums that seal every stored value outside the segments (`log::checksum`): a test
+/// that plants a value beneath the store seals it as the store would, so that what it tests
+/// is the check behind the checksum.
+pub mod checksum {
+    pub use crate::log::checksum::*;
+    pub use crate::log::{seal_meta, unseal_meta};
+    pub use crate::projection::{seal_checkpoint, unseal_checkpoint};
+}
+
 /// The stream index's byte layout (`log::stream_index`).
 pub mod stream_index {
     pub use crate::log::stream_index::{RUNS_PER_BLOCK, StreamRun};
@@ -57,19 +66,27 @@ pub mod open {
         crate::store::open::create(path, &projections, crate::record::Format::CURRENT)
     }
 
-    /// Creates a new log at `path` as [`create`] does, storing its records in format
-    /// `version` (1 or 2): how tests make the format v1 logs of earlier builds.
+    /// Creates a new, empty log at `path` of format `version`: 1 or 2 as the builds of those
+    /// formats created it (their tables, no checksums), which the first writable open
+    /// upgrades; the current version as [`create`] does.
     pub fn create_with_format(path: &std::path::Path, version: u32) -> crate::Result<()> {
-        let Some(format) = crate::record::Format::from_version(version) else {
-            return Err(crate::error::Error::CorruptMeta(format!(
-                "format version {version} is not known"
-            )));
-        };
         let mut projections = crate::projection::Projections::default();
         for projection in crate::store::builtin_projections() {
             projections.register(projection)?;
         }
-        crate::store::open::create(path, &projections, format)
+        match version {
+            1 | 2 => {
+                let db = crate::store::open::redb_builder(crate::store::Sharing::Exclusive)
+                    .create(path)?;
+                crate::store::upgrade::initialise_legacy(&db, &projections, version)
+            }
+            crate::log::tables::FORMAT_VERSION => {
+                crate::store::open::create(path, &projections, crate::record::Format::CURRENT)
+            }
+            _ => Err(crate::error::Error::CorruptMeta(format!(
+                "format version {version} is not known"
+            ))),
+        }
     }
 }
 

@@ -1,23 +1,27 @@
-//! Record format v2 beside v1: a log created by this build stores its records in format v2, a
-//! format v1 log stays readable and writable as v1, both give the same records, head hash and
-//! Merkle root for the same events, and `annals export` then `annals import` upgrades a v1 log
-//! to v2 (schema/FORMAT.md 3.8).
+//! Record format v2 beside v1: a log created by this build stores its records in format v2's
+//! layout, a format v1 log upgraded by this build (to format v3) keeps its records in v1's,
+//! both give the same records, head hash and Merkle root for the same events, and `annals
+//! export` then `annals import` moves a v1 log's records to v2's layout (schema/FORMAT.md
+//! 3.8).
 
 use std::path::Path;
 
 use annals::export::export;
 use annals::testing::internals::open::create_with_format;
-use annals::testing::internals::tables::{FORMAT_KEY, META};
+use annals::testing::internals::tables::{FORMAT_KEY, META, RECORDS_KEY};
 use annals::{Direction, ExpectedVersion, NewEvent, Position, Record, Store};
 use redb::ReadableDatabase;
 
-/// The `format` stored in the log's `annals.meta`.
-fn format_of(path: &Path) -> u32 {
+/// The `format` and the record layout (`records`) stored in the log's `annals.meta`.
+fn format_of(path: &Path) -> (u32, u32) {
     let db = redb::Database::open(path).unwrap();
     let txn = db.begin_read().unwrap();
     let meta = txn.open_table(META).unwrap();
-    let bytes = meta.get(FORMAT_KEY).unwrap().unwrap();
-    u32::from_le_bytes(bytes.value().try_into().unwrap())
+    let read = |key| {
+        let bytes = meta.get(key).unwrap().unwrap();
+        u32::from_le_bytes(bytes.value().try_into().unwrap())
+    };
+    (read(FORMAT_KEY), read(RECORDS_KEY))
 }
 
 /// The same history in any log: a demo run (every domain's commands), then a bulk append
@@ -61,7 +65,7 @@ fn root(store: &Store) -> annals::Digest {
 }
 
 #[test]
-fn a_new_log_is_v2_and_a_v1_log_stays_v1_with_the_same_records_and_hashes() {
+fn a_new_log_stores_v2_records_and_an_upgraded_v1_log_keeps_v1_records_with_the_same_hashes() {
     let dir = tempfile::tempdir().unwrap();
     let (v1, v2) = (dir.path().join("v1.redb"), dir.path().join("v2.redb"));
     create_with_format(&v1, 1).unwrap();
@@ -116,7 +120,7 @@ fn a_new_log_is_v2_and_a_v1_log_stays_v1_with_the_same_records_and_hashes() {
         assert_eq!(report.root, root(store));
     }
     drop((old, new));
-    assert_eq!((format_of(&v1), format_of(&v2)), (1, 2));
+    assert_eq!((format_of(&v1), format_of(&v2)), ((3, 1), (3, 2)));
     // The segments' stored bytes: the files' lengths move in redb's doubling steps.
     let (v1_bytes, v2_bytes) = (segment_bytes(&v1), segment_bytes(&v2));
     assert!(v2_bytes < v1_bytes, "v2 {v2_bytes} bytes, v1 {v1_bytes}");
@@ -139,7 +143,7 @@ fn file_bytes(path: &Path) -> u64 {
 }
 
 #[test]
-fn export_then_import_upgrades_a_v1_log_to_v2_with_the_same_head_and_root() {
+fn export_then_import_moves_a_v1_log_to_v2_records_with_the_same_head_and_root() {
     let dir = tempfile::tempdir().unwrap();
     let (v1, file, v2) = (
         dir.path().join("v1.redb"),
@@ -178,7 +182,7 @@ fn export_then_import_upgrades_a_v1_log_to_v2_with_the_same_head_and_root() {
         std::fs::read(&file).unwrap()
     );
     drop(new);
-    assert_eq!((format_of(&v1), format_of(&v2)), (1, 2));
+    assert_eq!((format_of(&v1), format_of(&v2)), ((3, 1), (3, 2)));
     assert!(
         file_bytes(&v2) < file_bytes(&v1),
         "the v2 file is the smaller"

@@ -15,6 +15,7 @@ use annals::{
 };
 
 use crate::common::{append_one, event};
+use annals::testing::internals::checksum::{seal_meta, unseal_meta};
 use redb::ReadableTable;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
@@ -592,7 +593,8 @@ fn verify_finds_a_stored_tree_node_that_differs_from_the_records() {
                 .open_table(annals::testing::internals::tables::MERKLE)
                 .unwrap();
             // Leaves 32..48: completed by the record at position 47.
-            nodes.insert((4, 2), [7u8; 32]).unwrap();
+            let node = annals::testing::internals::tables::seal_merkle_node(4, 2, &[7u8; 32]);
+            nodes.insert((4, 2), node).unwrap();
         }
         txn.commit().unwrap();
     }
@@ -617,25 +619,20 @@ fn verify_finds_a_stored_frontier_or_an_extra_node_that_differs_from_the_records
             let mut meta = txn
                 .open_table(annals::testing::internals::tables::META)
                 .unwrap();
-            let mut head = meta
-                .get(annals::testing::internals::tables::HEAD_KEY)
-                .unwrap()
-                .unwrap()
-                .value()
-                .to_vec();
-            // The first byte of the frontier, after the next position and the head hash.
+            let key = annals::testing::internals::tables::HEAD_KEY;
+            let stored = meta.get(key).unwrap().unwrap().value().to_vec();
+            let mut head = unseal_meta(key, &stored).unwrap().to_vec();
+            // The first byte of the frontier, after the next position and the head hash,
+            // sealed again: the damage is the frontier's, not its checksum's.
             head[40] ^= 1;
-            meta.insert(
-                annals::testing::internals::tables::HEAD_KEY,
-                head.as_slice(),
-            )
-            .unwrap();
+            meta.insert(key, seal_meta(key, &head).as_slice()).unwrap();
         }),
         ("extra node", |txn| {
             let mut nodes = txn
                 .open_table(annals::testing::internals::tables::MERKLE)
                 .unwrap();
-            nodes.insert((4, 1_000), [1u8; 32]).unwrap();
+            let node = annals::testing::internals::tables::seal_merkle_node(4, 1_000, &[1u8; 32]);
+            nodes.insert((4, 1_000), node).unwrap();
         }),
     ];
     for (what, damage) in damage {

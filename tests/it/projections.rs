@@ -336,9 +336,13 @@ fn verify_names_the_projection_table_and_key_of_a_tampered_row() {
                 redb::TableDefinition::new("leases.released_tokens");
             let mut table = txn.open_table(definition).unwrap();
             assert!(table.get(key.as_slice()).unwrap().is_some());
-            table
-                .insert(key.as_slice(), 99u64.to_le_bytes().as_slice())
-                .unwrap();
+            // Sealed as the store seals it: a forger with the file recomputes the checksum.
+            let forged = annals::testing::internals::checksum::seal(
+                "leases.released_tokens",
+                &key,
+                &99u64.to_le_bytes(),
+            );
+            table.insert(key.as_slice(), forged.as_slice()).unwrap();
         }
         txn.commit().unwrap();
     }

@@ -1462,7 +1462,8 @@ fn a_write_session_reads_events_committed_before_it_and_appended_in_it() -> Test
 fn a_log_whose_event_rows_copy_the_events_is_rebuilt_on_open() -> TestResult {
     use redb::{ReadableDatabase, ReadableTable, TableDefinition};
     let rows = TableDefinition::<&[u8], &[u8]>::new("runs.events");
-    let checkpoints = TableDefinition::<&str, (u32, u64)>::new("annals.checkpoints");
+    use annals::testing::internals::checksum::{CHECKSUM_BYTES, seal, seal_checkpoint};
+    let checkpoints = TableDefinition::<&str, [u8; 20]>::new("annals.checkpoints");
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("log.redb");
     let store = Store::open(&path)?;
@@ -1487,9 +1488,11 @@ fn a_log_whose_event_rows_copy_the_events_is_rebuilt_on_open() -> TestResult {
                 .with_fixed_int_encoding();
             for (key, event) in keys.iter().zip(&events) {
                 let copy = bincode::serde::encode_to_vec(event, config)?;
-                let _ = table.insert(key.as_slice(), copy.as_slice())?;
+                let sealed = seal("runs.events", key, &copy);
+                let _ = table.insert(key.as_slice(), sealed.as_slice())?;
             }
-            let _ = txn.open_table(checkpoints)?.insert("runs", (2, u64::MAX))?;
+            let stored = seal_checkpoint("runs", (2, u64::MAX));
+            let _ = txn.open_table(checkpoints)?.insert("runs", stored)?;
         }
         txn.commit()?;
     }
@@ -1504,8 +1507,8 @@ fn a_log_whose_event_rows_copy_the_events_is_rebuilt_on_open() -> TestResult {
     let txn = db.begin_read()?;
     let table = txn.open_table(rows)?;
     for row in table.iter()? {
-        // The position of the event's record, eight bytes.
-        assert_eq!(row?.1.value().len(), 8);
+        // The position of the event's record, eight bytes, and its checksum.
+        assert_eq!(row?.1.value().len(), 8 + CHECKSUM_BYTES);
     }
     Ok(())
 }

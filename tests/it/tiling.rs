@@ -8,6 +8,7 @@ use std::path::Path;
 
 use redb::ReadableTable;
 
+use annals::testing::internals::checksum::{seal_meta, unseal_meta};
 use annals::testing::internals::tables::{HEAD_KEY, META, SEGMENTS};
 use annals::{Direction, ExpectedVersion, Position, Problem, Record, Store, StreamVersion};
 
@@ -158,9 +159,12 @@ fn a_segment_past_the_head_fails_every_scan_naming_the_head() {
         let txn = db.begin_write().unwrap();
         {
             let mut meta = txn.open_table(META).unwrap();
-            let mut head = meta.get(HEAD_KEY).unwrap().unwrap().value().to_vec();
+            let stored = meta.get(HEAD_KEY).unwrap().unwrap().value().to_vec();
+            let mut head = unseal_meta(HEAD_KEY, &stored).unwrap().to_vec();
             head[..8].copy_from_slice(&(HEAD - 3).to_le_bytes());
-            meta.insert(HEAD_KEY, head.as_slice()).unwrap();
+            // Sealed again: the damage is the head's, not its checksum's.
+            meta.insert(HEAD_KEY, seal_meta(HEAD_KEY, &head).as_slice())
+                .unwrap();
         }
         txn.commit().unwrap();
     }

@@ -11,6 +11,7 @@ use annals::{
 use redb::{ReadableDatabase, ReadableTable};
 
 use crate::common::{append_one, event};
+use annals::testing::internals::checksum::{seal, stream_runs_key, unseal};
 
 /// Which part of a stored record to damage.
 #[derive(Clone, Copy)]
@@ -67,13 +68,13 @@ pub(crate) fn flip(path: &Path, position: u64, part: Part) {
     txn.commit().unwrap();
 }
 
-/// The format of the file open in `txn`.
+/// How the file open in `txn` stores its records.
 fn file_format(txn: &redb::WriteTransaction) -> Format {
     let meta = txn
         .open_table(annals::testing::internals::tables::META)
         .unwrap();
     let bytes = meta
-        .get(annals::testing::internals::tables::FORMAT_KEY)
+        .get(annals::testing::internals::tables::RECORDS_KEY)
         .unwrap()
         .unwrap();
     Format::from_version(u32::from_le_bytes(bytes.value().try_into().unwrap())).unwrap()
@@ -430,15 +431,20 @@ fn interleaved_log() -> (tempfile::TempDir, std::path::PathBuf) {
     (dir, path)
 }
 
-/// Rewrites the value under `key` of `table` through raw redb.
+/// Rewrites the value under `key` of `table` through raw redb, unsealed before `change` sees
+/// it and sealed again after, under `key`'s bytes as its checksum covers them
+/// (`sealed_under`): the damage is the value's, not its checksum's.
 fn rewrite<K: redb::Key + 'static>(
     path: &Path,
     table: redb::TableDefinition<K, &'static [u8]>,
     key: K::SelfType<'_>,
+    sealed_under: &[u8],
     change: impl FnOnce(Option<Vec<u8>>) -> Vec<u8>,
 ) where
     for<'a> K::SelfType<'a>: std::borrow::Borrow<K::SelfType<'a>>,
 {
+    use redb::TableHandle;
+    let name = table.name().to_owned();
     let db = redb::Database::open(path).unwrap();
     let txn = db.begin_write().unwrap();
     {
@@ -446,8 +452,9 @@ fn rewrite<K: redb::Key + 'static>(
         let old = opened
             .get(&key)
             .unwrap()
-            .map(|value| value.value().to_vec());
-        opened.insert(&key, change(old).as_slice()).unwrap();
+            .map(|value| unseal(&name, sealed_under, value.value()).unwrap().to_vec());
+        let new = seal(&name, sealed_under, &change(old));
+        opened.insert(&key, new.as_slice()).unwrap();
     }
     txn.commit().unwrap();
 }
@@ -467,6 +474,7 @@ fn verify_finds_a_tail_run_moved_to_another_position() {
         &path,
         annals::testing::internals::tables::META,
         "stream:b",
+        b"stream:b",
         |tail| {
             let mut tail = tail.expect("b has a tail");
             // The tail's first run: its first position, after the tail's first version.
@@ -496,6 +504,7 @@ fn verify_finds_a_malformed_archived_block_and_a_stray_one() {
         &path,
         annals::testing::internals::tables::STREAM_RUNS,
         ("a", 0),
+        &stream_runs_key("a", 0),
         |block| {
             let mut block = block.expect("a's first block is archived");
             block.pop();
@@ -511,6 +520,7 @@ fn verify_finds_a_malformed_archived_block_and_a_stray_one() {
         &path,
         annals::testing::internals::tables::STREAM_RUNS,
         ("ghost", 0),
+        &stream_runs_key("ghost", 0),
         |_| vec![0; 16],
     );
     let (stream, detail) = stream_index_problem(&path);
@@ -533,6 +543,7 @@ fn an_append_to_a_stream_whose_tail_ends_past_the_head_is_refused_and_writes_not
         &path,
         annals::testing::internals::tables::META,
         "stream:a",
+        b"stream:a",
         |_| {
             let mut tail = 0u64.to_le_bytes().to_vec();
             tail.extend_from_slice(&[0xE8, 0x07, 1]);
@@ -601,15 +612,18 @@ fn tamper_leases(path: &Path, changed: &[u32], removed: &[u32]) -> Vec<Vec<u8>> 
             redb::TableDefinition::new("leases.held");
         let mut table = txn.open_table(definition).unwrap();
         for i in changed {
-            let mut value = table
+            let stored = table
                 .get(key(i).as_slice())
                 .unwrap()
                 .unwrap()
                 .value()
                 .to_vec();
+            let mut value = unseal("leases.held", &key(i), &stored).unwrap().to_vec();
             let last = value.len() - 1;
             value[last] ^= 0x01;
-            table.insert(key(i).as_slice(), value.as_slice()).unwrap();
+            // Sealed again, as a forger with the file would: verify's replay finds it.
+            let forged = seal("leases.held", &key(i), &value);
+            table.insert(key(i).as_slice(), forged.as_slice()).unwrap();
         }
         for i in removed {
             assert!(table.remove(key(i).as_slice()).unwrap().is_some());

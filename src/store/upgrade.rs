@@ -1,0 +1,258 @@
+//! Upgrading a log of format v1 or v2 to v3 on its first writable open: every value outside
+//! the segments is sealed with its checksum (`log/checksum.rs`), in one write transaction, so
+//! the file is either all of the old format or all of the new.
+//!
+//! Records are not touched: a v1 log keeps its segments in v1's layout and says so under the
+//! meta key `records`, so the record hashes, the Merkle tree and every proof stay as they
+//! were. Only this module knows the earlier formats' table types; nothing else reads them.
+
+use redb::{
+    Database, ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle, WriteTransaction,
+};
+
+use crate::error::{Error, Result};
+use crate::log::checksum::{merkle_key, seal, seal_fixed, stream_runs_key};
+use crate::log::tables::{
+    FORMAT_KEY, FORMAT_VERSION, IDEMPOTENCY, IDEMPOTENCY_VALUE_BYTES, MAGIC_KEY, MERKLE,
+    MERKLE_VALUE_BYTES, META, META_NAME, RECORDS_KEY, SEGMENTS, STREAM_RUNS, STREAM_RUNS_NAME,
+};
+use crate::log::{read_version, seal_meta};
+use crate::projection::{CHECKPOINT_VALUE_BYTES, CHECKPOINTS};
+
+/// `annals.idempotency` as formats v1 and v2 typed it: (position, content hash), unsealed.
+const IDEMPOTENCY_V2: TableDefinition<&str, (u64, [u8; 32])> =
+    TableDefinition::new("annals.idempotency");
+/// `annals.merkle` as formats v1 and v2 typed it: the node, unsealed.
+const MERKLE_V2: TableDefinition<(u8, u64), [u8; 32]> = TableDefinition::new("annals.merkle");
+/// `annals.checkpoints` as formats v1 and v2 typed it: (version, next), unsealed.
+const CHECKPOINTS_V2: TableDefinition<&str, (u32, u64)> =
+    TableDefinition::new("annals.checkpoints");
+
+/// Rows moved at a time: bounds the memory of the copy, whatever the table's size.
+const BATCH_ROWS: usize = 4096;
+
+/// Upgrades the log in `db` to [`FORMAT_VERSION`] if it is of an earlier format; does
+/// nothing to a log another process upgraded first.
+#[cfg_attr(
+    feature = "tracing",
+    tracing::instrument(level = "info", name = "upgrade", skip_all)
+)]
+pub(crate) fn to_current(db: &Database) -> Result<()> {
+    let txn = db.begin_write()?;
+    let version = read_version(&txn.open_table(META)?)?;
+    if version == FORMAT_VERSION {
+        return Ok(());
+    }
+    if !(1..FORMAT_VERSION).contains(&version) {
+        return Err(Error::CorruptMeta(format!(
+            "format version {version} has no upgrade to v{FORMAT_VERSION}"
+        )));
+    }
+    seal_meta_values(&txn)?;
+    seal_stream_runs(&txn)?;
+    retype(
+        &txn,
+        IDEMPOTENCY_V2,
+        IDEMPOTENCY,
+        |key, (position, content)| {
+            let mut value = [0; 40];
+            value[..8].copy_from_slice(&position.to_le_bytes());
+            value[8..].copy_from_slice(&content);
+            seal_fixed::<IDEMPOTENCY_VALUE_BYTES>(IDEMPOTENCY.name(), key.as_bytes(), &value)
+        },
+    )?;
+    retype(&txn, MERKLE_V2, MERKLE, |(level, index), node| {
+        seal_fixed::<MERKLE_VALUE_BYTES>(MERKLE.name(), &merkle_key(level, index), &node)
+    })?;
+    retype(&txn, CHECKPOINTS_V2, CHECKPOINTS, |name, checkpoint| {
+        crate::projection::seal_checkpoint(name, checkpoint)
+    })?;
+    const _: () = assert!(CHECKPOINT_VALUE_BYTES == 20);
+    seal_projection_tables(&txn)?;
+    {
+        let mut meta = txn.open_table(META)?;
+        meta.insert(RECORDS_KEY, version.to_le_bytes().as_slice())?;
+        meta.insert(FORMAT_KEY, FORMAT_VERSION.to_le_bytes().as_slice())?;
+    }
+    txn.commit()?;
+    Ok(())
+}
+
+/// Seals every meta value but the magic and the format version (read before the format is
+/// known), a batch of keys at a time.
+fn seal_meta_values(txn: &WriteTransaction) -> Result<()> {
+    let mut meta = txn.open_table(META)?;
+    let mut after: Option<String> = None;
+    loop {
+        let batch: Vec<(String, Vec<u8>)> = {
+            let range = match &after {
+                Some(key) => meta.range::<&str>((
+                    std::ops::Bound::Excluded(key.as_str()),
+                    std::ops::Bound::Unbounded,
+                ))?,
+                None => meta.range::<&str>(..)?,
+            };
+            range
+                .take(BATCH_ROWS)
+                .map(|entry| {
+                    let (key, value) = entry?;
+                    Ok((key.value().to_owned(), value.value().to_vec()))
+                })
+                .collect::<Result<_>>()?
+        };
+        let Some((last, _)) = batch.last() else {
+            return Ok(());
+        };
+        after = Some(last.clone());
+        for (key, value) in batch {
+            if key != MAGIC_KEY && key != FORMAT_KEY {
+                debug_assert_eq!(META.name(), META_NAME);
+                meta.insert(key.as_str(), seal_meta(&key, &value).as_slice())?;
+            }
+        }
+    }
+}
+
+/// Seals every archived block of stream runs, a batch at a time.
+fn seal_stream_runs(txn: &WriteTransaction) -> Result<()> {
+    let mut runs = txn.open_table(STREAM_RUNS)?;
+    let mut after: Option<(String, u64)> = None;
+    loop {
+        let batch: Vec<(String, u64, Vec<u8>)> = {
+            let range = match &after {
+                Some((stream, version)) => runs.range::<(&str, u64)>((
+                    std::ops::Bound::Excluded((stream.as_str(), *version)),
+                    std::ops::Bound::Unbounded,
+                ))?,
+                None => runs.range::<(&str, u64)>(..)?,
+            };
+            range
+                .take(BATCH_ROWS)
+                .map(|entry| {
+                    let (key, value) = entry?;
+                    let (stream, version) = key.value();
+                    Ok((stream.to_owned(), version, value.value().to_vec()))
+                })
+                .collect::<Result<_>>()?
+        };
+        let Some((stream, version, _)) = batch.last() else {
+            return Ok(());
+        };
+        after = Some((stream.clone(), *version));
+        for (stream, version, value) in batch {
+            let sealed = seal(STREAM_RUNS_NAME, &stream_runs_key(&stream, version), &value);
+            runs.insert((stream.as_str(), version), sealed.as_slice())?;
+        }
+    }
+}
+
+/// Rewrites the table `old` as `new` (same name, the new value type): each row through
+/// `convert`, into a table beside it, which then takes the old one's name.
+fn retype<K, V, W>(
+    txn: &WriteTransaction,
+    old: TableDefinition<K, V>,
+    new: TableDefinition<K, W>,
+    mut convert: impl FnMut(K::SelfType<'_>, V::SelfType<'_>) -> W::SelfType<'static>,
+) -> Result<()>
+where
+    K: redb::Key + 'static,
+    V: redb::Value + 'static,
+    W: redb::Value + 'static,
+    for<'a> W::SelfType<'a>: std::borrow::Borrow<W::SelfType<'a>>,
+    for<'a> K::SelfType<'a>: std::borrow::Borrow<K::SelfType<'a>>,
+{
+    let upgrading = format!("{}~upgrading", old.name());
+    let beside: TableDefinition<K, W> = TableDefinition::new(&upgrading);
+    {
+        let from = txn.open_table(old)?;
+        let mut to = txn.open_table(beside)?;
+        for entry in from.iter()? {
+            let (key, value) = entry?;
+            to.insert(key.value(), convert(key.value(), value.value()))?;
+        }
+        debug_assert_eq!(from.len()?, to.len()?);
+    }
+    txn.delete_table(old)?;
+    txn.rename_table(beside, new)?;
+    Ok(())
+}
+
+/// Seals every row of every projection table: each table that is not one of the log's.
+fn seal_projection_tables(txn: &WriteTransaction) -> Result<()> {
+    let log_tables = [
+        META.name(),
+        SEGMENTS.name(),
+        STREAM_RUNS.name(),
+        IDEMPOTENCY.name(),
+        MERKLE.name(),
+        CHECKPOINTS.name(),
+    ];
+    let names: Vec<String> = txn
+        .list_tables()?
+        .map(|handle| handle.name().to_owned())
+        .filter(|name| !log_tables.contains(&name.as_str()))
+        .collect();
+    for name in names {
+        let definition = crate::projection::table::definition(&name);
+        let mut table = txn.open_table(definition)?;
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let batch: Vec<(Vec<u8>, Vec<u8>)> = {
+                let range = match &after {
+                    Some(key) => table.range::<&[u8]>((
+                        std::ops::Bound::Excluded(key.as_slice()),
+                        std::ops::Bound::Unbounded,
+                    ))?,
+                    None => table.range::<&[u8]>(..)?,
+                };
+                range
+                    .take(BATCH_ROWS)
+                    .map(|entry| {
+                        let (key, value) = entry?;
+                        Ok((key.value().to_vec(), value.value().to_vec()))
+                    })
+                    .collect::<Result<_>>()?
+            };
+            let Some((last, _)) = batch.last() else {
+                break;
+            };
+            after = Some(last.clone());
+            for (key, value) in batch {
+                table.insert(key.as_slice(), seal(&name, &key, &value).as_slice())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes an empty log of format `version` (1 or 2) as the builds of those formats created
+/// it, with `projections`' checkpoints at position 0: how tests get the old logs that an
+/// upgrade must read.
+#[cfg(any(test, feature = "testing"))]
+pub(crate) fn initialise_legacy(
+    db: &Database,
+    projections: &crate::projection::Projections,
+    version: u32,
+) -> Result<()> {
+    use crate::log::tables::{HEAD_KEY, MAGIC, STREAM_COUNT_KEY};
+    assert!(matches!(version, 1 | 2), "a legacy format is v1 or v2");
+    let txn = db.begin_write()?;
+    {
+        let mut meta = txn.open_table(META)?;
+        meta.insert(MAGIC_KEY, MAGIC)?;
+        meta.insert(FORMAT_KEY, version.to_le_bytes().as_slice())?;
+        let head = crate::log::encode_head(crate::log::Head::default());
+        meta.insert(HEAD_KEY, head.as_slice())?;
+        meta.insert(STREAM_COUNT_KEY, 0u64.to_le_bytes().as_slice())?;
+        txn.open_table(SEGMENTS)?;
+        txn.open_table(STREAM_RUNS)?;
+        txn.open_table(IDEMPOTENCY_V2)?;
+        txn.open_table(MERKLE_V2)?;
+        let mut checkpoints = txn.open_table(CHECKPOINTS_V2)?;
+        for projection in projections.iter() {
+            checkpoints.insert(projection.name(), (projection.version(), 0))?;
+        }
+    }
+    txn.commit()?;
+    Ok(())
+}

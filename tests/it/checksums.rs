@@ -1,0 +1,271 @@
+//! Format v3: every stored value outside the segments carries a checksum, every read checks
+//! it, and logs of v1 and v2 are upgraded by their first writable open (issue 29, point 4).
+//!
+//! The v1 and v2 logs in `tests/fixtures/format/` were written by the build before v3 (the
+//! demo's 200 records, then 80 appends interleaving two streams, some with idempotency keys,
+//! so that archived stream runs exist), with what its read commands printed beside them in
+//! `before_v3/`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use annals::{Error, OpenError, Store};
+use sha2::{Digest as _, Sha256};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/format");
+
+/// The read commands whose output the fixtures keep, with the file each went to.
+const KEPT_READS: [(&str, &[&str]); 9] = [
+    ("log.jsonl", &["log", "--json"]),
+    ("streams.jsonl", &["streams", "--json"]),
+    ("state-registry.jsonl", &["state", "registry", "--json"]),
+    ("state-leases.jsonl", &["state", "leases", "--json"]),
+    ("state-outbox.jsonl", &["state", "outbox", "--json"]),
+    ("state-runs.jsonl", &["state", "runs", "--json"]),
+    ("state-consumers.jsonl", &["state", "consumers", "--json"]),
+    ("state-ingest.jsonl", &["state", "ingest", "--json"]),
+    ("root.json", &["root", "--json"]),
+];
+
+/// Runs `annals <command> <db> <rest…>` (the log goes second, as every command takes it).
+fn annals(db: &Path, args: &[&str]) -> Output {
+    let (command, rest) = args.split_first().expect("a command");
+    Command::new(env!("CARGO_BIN_EXE_annals"))
+        .arg(command)
+        .arg(db)
+        .args(rest)
+        .output()
+        .expect("run the annals binary")
+}
+
+fn sha256(path: &Path) -> Vec<u8> {
+    Sha256::digest(std::fs::read(path).unwrap()).to_vec()
+}
+
+/// A copy of fixture `name` in `dir`.
+fn fixture(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::copy(Path::new(FIXTURES).join(name), &path).unwrap();
+    path
+}
+
+fn format_and_records(path: &Path) -> (u32, u32) {
+    use annals::testing::internals::tables::{FORMAT_KEY, META, RECORDS_KEY};
+    use redb::ReadableDatabase;
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let meta = txn.open_table(META).unwrap();
+    let read = |key| {
+        meta.get(key).unwrap().map_or(0, |bytes| {
+            u32::from_le_bytes(bytes.value().try_into().unwrap())
+        })
+    };
+    (read(FORMAT_KEY), read(RECORDS_KEY))
+}
+
+#[test]
+fn a_v1_or_v2_log_is_refused_read_only_and_upgraded_by_a_writable_open_reading_the_same() {
+    for (version, name) in [(1, "v1.redb"), (2, "v2.redb")] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = fixture(dir.path(), name);
+        let before = sha256(&path);
+        // Read-only, the old format is refused, naming the upgrade, and the file unchanged.
+        match Store::open_read_only(&path) {
+            Err(Error::Open(OpenError::NeedsUpgrade { found, current, .. })) => {
+                assert_eq!((found, current), (version, 3));
+            }
+            other => panic!("v{version}: {:?}", other.map(|_| ())),
+        }
+        let refused = annals(&path, &["log", "--json"]);
+        assert_eq!(refused.status.code(), Some(2), "v{version}");
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            said.contains("annals upgrade") && said.contains(&format!("v{version}")),
+            "v{version}: {said}"
+        );
+        assert_eq!(
+            sha256(&path),
+            before,
+            "v{version}: a refused read wrote the file"
+        );
+        // `annals upgrade` upgrades it once, and says so.
+        let upgraded = annals(&path, &["upgrade", "--json"]);
+        assert_eq!(upgraded.status.code(), Some(0), "v{version}: {upgraded:?}");
+        let said: serde_json::Value = serde_json::from_slice(&upgraded.stdout).unwrap();
+        assert_eq!(
+            (said["from"].as_u64(), said["to"].as_u64()),
+            (Some(version.into()), Some(3))
+        );
+        assert_eq!(format_and_records(&path), (3, version));
+        let again = annals(&path, &["upgrade", "--json"]);
+        let said: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+        assert_eq!(said["from"].as_u64(), Some(3), "v{version}: upgraded twice");
+        // Every read prints what the build before v3 printed of the same log.
+        for (kept, args) in KEPT_READS {
+            let read = annals(&path, args);
+            assert_eq!(read.status.code(), Some(0), "v{version} {args:?}: {read:?}");
+            let expected = std::fs::read(Path::new(FIXTURES).join("before_v3").join(kept)).unwrap();
+            assert!(
+                read.stdout == expected,
+                "v{version} {args:?} prints other than before the upgrade"
+            );
+        }
+        let verify = annals(&path, &["verify"]);
+        assert_eq!(verify.status.code(), Some(0), "v{version}: {verify:?}");
+        // And it takes writes, which read back.
+        let store = Store::open(&path).unwrap();
+        let _ = store
+            .append(
+                "after/upgrade",
+                annals::ExpectedVersion::Any,
+                &[annals::NewEvent::new("note", 1, b"x".to_vec()).with_idempotency_key("after-1")],
+            )
+            .unwrap();
+        assert!(store.verify().unwrap().is_sound(), "v{version}");
+    }
+}
+
+#[test]
+fn an_upgrade_in_a_library_open_keeps_every_projection_and_the_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = fixture(dir.path(), "v2.redb");
+    let store = Store::open(&old).unwrap();
+    let snapshot = store.snapshot().unwrap();
+    let head = snapshot.head().unwrap();
+    let expected: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(Path::new(FIXTURES).join("before_v3/root.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(head.next.0, expected["size"].as_u64().unwrap());
+    assert_eq!(
+        snapshot.merkle_root(head.next.0).unwrap().to_hex(),
+        expected["root"].as_str().unwrap()
+    );
+    let report = store.verify().unwrap();
+    assert!(report.is_sound(), "{:?}", report.problem);
+    // A key written before the upgrade is still a duplicate, not a new record.
+    let repeat = store
+        .append(
+            "raw/a",
+            annals::ExpectedVersion::Any,
+            &[
+                annals::NewEvent::new("note", 1_700_000_000_001, b"a1".to_vec())
+                    .with_idempotency_key("ka1"),
+            ],
+        )
+        .unwrap();
+    assert!(
+        matches!(repeat, annals::AppendOutcome::Duplicate { .. }),
+        "{repeat:?}"
+    );
+}
+
+/// A small deterministic generator (splitmix64): the flips are the same on every run.
+struct Flips(u64);
+
+impl Flips {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// Every read command, each as a user would run it on the demo log.
+const READS: [&[&str]; 15] = [
+    &["log", "--json"],
+    &["log", "--json", "--stream", "lease/billing-export"],
+    &["streams", "--json"],
+    &["stats", "--json"],
+    &["root", "--json"],
+    &["verify", "--json"],
+    &["state", "registry", "--json"],
+    &["state", "leases", "--json"],
+    &["state", "outbox", "--json"],
+    &["state", "runs", "--json"],
+    &["state", "consumers", "--json"],
+    &["state", "ingest", "--json"],
+    &["history", "lease:billing-export", "--json"],
+    &["prove", "--position", "700", "--json"],
+    &["prove", "--from-size", "300", "--json"],
+];
+
+/// Issue 29, point 4: 1,000 one-bit flips over the whole file of a demo log, each read by
+/// every read command; no read exits 0 printing other than it prints of the undamaged log,
+/// and none panics.
+#[test]
+fn no_read_of_a_flipped_log_exits_0_with_output_that_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    let pristine_path = dir.path().join("pristine.redb");
+    let demo = Command::new(env!("CARGO_BIN_EXE_annals"))
+        .args(["demo", pristine_path.to_str().unwrap(), "--records", "2000"])
+        .output()
+        .unwrap();
+    assert!(demo.status.success(), "{demo:?}");
+    let pristine = std::fs::read(&pristine_path).unwrap();
+    // Written out as each flipped copy is (no holes, so `stats`' disk bytes are the same).
+    std::fs::write(&pristine_path, &pristine).unwrap();
+    let expected: Vec<Vec<u8>> = READS
+        .iter()
+        .map(|args| {
+            let read = annals(&pristine_path, args);
+            assert_eq!(read.status.code(), Some(0), "{args:?}: {read:?}");
+            read.stdout
+        })
+        .collect();
+    let mut flips = Flips(29);
+    let bits: Vec<u64> = (0..1_000)
+        .map(|_| flips.next() % (pristine.len() as u64 * 8))
+        .collect();
+    let workers = 2;
+    let caught: Vec<(usize, usize)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|worker| {
+                let (pristine, bits, expected) = (&pristine, &bits, &expected);
+                let path = dir.path().join(format!("flipped-{worker}.redb"));
+                scope.spawn(move || {
+                    let (mut refused, mut same) = (0, 0);
+                    for &bit in bits.iter().skip(worker).step_by(workers) {
+                        let mut damaged = pristine.clone();
+                        damaged[(bit / 8) as usize] ^= 1 << (bit % 8);
+                        for (args, expected) in READS.iter().zip(expected) {
+                            // Each read gets the damaged bytes afresh: a read-only open may
+                            // repair a file that looks crashed.
+                            std::fs::write(&path, &damaged).unwrap();
+                            let read = annals(&path, args);
+                            let said = String::from_utf8_lossy(&read.stderr);
+                            assert!(
+                                !said.contains("panicked"),
+                                "bit {bit}, {args:?}: a panic: {said}"
+                            );
+                            match read.status.code() {
+                                Some(0) => {
+                                    assert!(
+                                        read.stdout == *expected,
+                                        "bit {bit} (byte {}), {args:?}: exit 0 with other \
+                                         output:\n{}",
+                                        bit / 8,
+                                        String::from_utf8_lossy(&read.stdout)
+                                    );
+                                    same += 1;
+                                }
+                                Some(1 | 2) => refused += 1,
+                                other => panic!("bit {bit}, {args:?}: exit {other:?}: {said}"),
+                            }
+                        }
+                    }
+                    (refused, same)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let refused: usize = caught.iter().map(|(refused, _)| refused).sum();
+    let same: usize = caught.iter().map(|(_, same)| same).sum();
+    assert_eq!(refused + same, 1_000 * READS.len());
+    // The flips reach what the reads read: some are refused (most land on free or unread
+    // pages, which every read passes over unchanged).
+    assert!(refused > 0, "no flip was noticed: {same} reads unchanged");
+}
