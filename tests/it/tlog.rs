@@ -281,3 +281,41 @@ fn a_tlog_proof_checks_and_every_truncation_or_bit_flip_is_a_typed_error() {
     }
     assert!(cases > 8 * (checkpoint.len() + proof.len()) / 2, "{cases}");
 }
+
+#[test]
+fn keygen_writes_a_0600_key_refuses_an_existing_file_and_prints_the_vkey() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("log.key");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_annals"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let path = key.to_str().unwrap();
+    let made = run(&["keygen", "--name", "example.com/log", path]);
+    assert!(made.status.success());
+    let vkey = String::from_utf8(made.stdout).unwrap();
+    let signer = Signer::parse(std::fs::read_to_string(&key).unwrap().trim_end()).unwrap();
+    assert_eq!(signer.verifier().to_string(), vkey.trim_end());
+    let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let again = run(&["keygen", "--name", "example.com/log", path]);
+    assert_eq!(again.status.code(), Some(2));
+    let stderr = String::from_utf8(again.stderr).unwrap();
+    assert!(stderr.contains("--force"), "{stderr}");
+    assert_eq!(
+        Signer::parse(std::fs::read_to_string(&key).unwrap().trim_end())
+            .unwrap()
+            .verifier(),
+        signer.verifier()
+    );
+    let bad = run(&[
+        "keygen",
+        "--name",
+        "a+b",
+        dir.path().join("k2").to_str().unwrap(),
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+}
