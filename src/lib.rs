@@ -37,7 +37,8 @@
 //! consistent read), [`Subscription`] (catch-up then live), the errors, and one module per
 //! domain ([`registry`], [`leases`], [`outbox`], [`runs`], [`consumers`]) with its commands,
 //! outcomes, events and queries. [`projection`] is for projections of a program's own,
-//! [`merkle`] for checking proofs without a log, [`export`] for the portable export file.
+//! [`merkle`] for checking proofs without a log, [`export`] for the portable export file,
+//! [`tlog`] for the transparency-log formats (signed notes, checkpoints, tlog-proofs).
 //! Everything else is private; `ARCHITECTURE.md` maps it.
 //! [`ingest`] is a domain like those five: a hub's exactly-once ingest of its runtimes' events.
 
@@ -72,6 +73,7 @@ pub mod subscribe;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
+pub mod tlog;
 pub(crate) mod validate;
 pub mod writer;
 

@@ -42,6 +42,7 @@ impl Command {
             Command::Import(args) => args.json,
             Command::Compact(args) => args.json,
             Command::Upgrade(args) => args.json,
+            Command::Keygen(_) => false,
             #[cfg(feature = "jetstream")]
             Command::Replicate(_) | Command::Follow(_) => false,
             #[cfg(feature = "testing")]
@@ -106,6 +107,9 @@ pub(crate) enum Command {
     /// the bytes reclaimed. It needs the log to itself: refused while another process has it
     /// open.
     Compact(CompactArgs),
+    /// Write a new Ed25519 signer key for checkpoints (c2sp.org/signed-note) to KEYFILE, mode
+    /// 0600, and print its verifier key (vkey).
+    Keygen(KeygenArgs),
     /// Publish every record of a log, in order, to a NATS JetStream stream, until
     /// interrupted; a log the stream does not continue is refused naming the position.
     #[cfg(feature = "jetstream")]
@@ -262,6 +266,18 @@ pub(crate) struct CompactArgs {
     /// How long to wait for other processes to close the log, e.g. `5s`, `250ms`.
     #[arg(long, default_value = "0s", value_parser = super::open::parse_duration)]
     pub(crate) wait: std::time::Duration,
+}
+
+#[derive(Args)]
+pub(crate) struct KeygenArgs {
+    /// The key name: the log's origin, e.g. `example.com/log`.
+    #[arg(long)]
+    pub(crate) name: String,
+    /// The key file to create.
+    pub(crate) keyfile: PathBuf,
+    /// Replace KEYFILE if it exists.
+    #[arg(long)]
+    pub(crate) force: bool,
 }
 
 #[derive(Args)]

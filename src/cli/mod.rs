@@ -12,6 +12,7 @@ mod args;
 mod audit;
 mod compact;
 mod filter;
+mod keys;
 mod open;
 mod paths;
 mod payload;
@@ -74,6 +75,7 @@ pub fn main() -> ExitCode {
         Command::Import(args) => write::import(args),
         Command::Compact(args) => compact::compact(args),
         Command::Upgrade(args) => write::upgrade(args),
+        Command::Keygen(args) => keys::keygen(args),
         #[cfg(feature = "jetstream")]
         Command::Replicate(args) => replicate::replicate(args),
         #[cfg(feature = "jetstream")]

@@ -50,6 +50,8 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
         }
         Command::Compact(args) => require_regular(&args.db, "the log"),
         Command::Upgrade(args) => require_regular(&args.db, "the log"),
+        // The key file is created, never opened as it is.
+        Command::Keygen(_) => Ok(()),
         #[cfg(feature = "jetstream")]
         Command::Replicate(args) => require_regular(&args.db, "the log"),
         #[cfg(feature = "jetstream")]

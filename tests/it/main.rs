@@ -40,6 +40,7 @@ mod runs_reference;
 mod sharing;
 mod subscribe;
 mod tiling;
+mod tlog;
 mod vectors;
 mod verify;
 mod writer;

@@ -1,0 +1,129 @@
+//! `keygen`, and reading a signer key file: the only place the command line touches a private
+//! key. A key file is written with mode 0600 and read only when no one else may read it; no
+//! message here holds a byte of the key.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+use std::process::ExitCode;
+
+use super::args::KeygenArgs;
+use super::{Failure, Kind};
+use crate::tlog::Signer;
+
+/// The largest key file read: a private key text and its newline.
+const KEY_FILE_BYTES_MAX: u64 = crate::tlog::note::KEY_TEXT_BYTES_MAX as u64 + 1;
+
+/// `keygen --name ORIGIN KEYFILE`: writes a new signer key (mode 0600, a new file unless
+/// `--force`) and prints its vkey.
+pub(crate) fn keygen(args: KeygenArgs) -> Result<ExitCode, Failure> {
+    let signer = Signer::generate(&args.name)
+        .map_err(|error| Failure::of(Kind::InvalidInput, format!("--name: {error}")))?;
+    let mut text = signer.to_private_key_text();
+    text.push('\n');
+    write_key_file(&args.keyfile, text.as_bytes(), args.force)?;
+    writeln!(io::stdout().lock(), "{}", signer.verifier())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `bytes` to a file of mode 0600 created for them: over an existing file only with
+/// `force`, and then through a new file renamed over it, so the key is never in a file with
+/// the old file's permissions.
+fn write_key_file(path: &Path, bytes: &[u8], force: bool) -> Result<(), Failure> {
+    let target = if force {
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".new-{}", std::process::id()));
+        std::path::PathBuf::from(name)
+    } else {
+        path.to_path_buf()
+    };
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&target)
+        .map_err(|error| match error.kind() {
+            io::ErrorKind::AlreadyExists => Failure::of(
+                Kind::Exists,
+                format!("{}: exists (give --force to replace it)", path.display()),
+            ),
+            _ => Failure::file(&target, true, &error),
+        })?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|error| Failure::file(&target, true, &error))?;
+    if force {
+        fs::rename(&target, path).map_err(|error| Failure::file(path, true, &error))?;
+    }
+    Ok(())
+}
+
+// The `checkpoint` and `prove` commands of issue 31 read the key through this; until they
+// land only the tests do.
+#[cfg_attr(not(test), allow(dead_code))]
+/// Reads the signer key at `path`, refusing a file that anyone but its owner may read or
+/// write (permissions wider than 0600), as ssh does.
+pub(crate) fn read_signer_key(path: &Path) -> Result<Signer, Failure> {
+    let file = fs::File::open(path).map_err(|error| Failure::file(path, false, &error))?;
+    // The permissions of the file opened, not of whatever the path names a moment later.
+    let metadata = file
+        .metadata()
+        .map_err(|error| Failure::file(path, false, &error))?;
+    let mode = metadata.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(Failure::of(
+            Kind::PermissionDenied,
+            format!(
+                "{}: a key file readable or writable by others (mode {mode:04o}) is refused: \
+                 chmod 600 it",
+                path.display()
+            ),
+        ));
+    }
+    let mut text = zeroize::Zeroizing::new(String::new());
+    file.take(KEY_FILE_BYTES_MAX + 1)
+        .read_to_string(&mut text)
+        .map_err(|error| Failure::file(path, false, &error))?;
+    let key = text.strip_suffix('\n').unwrap_or(&text);
+    Signer::parse(key).map_err(|error| {
+        Failure::of(
+            Kind::InvalidInput,
+            format!("{}: not a signer key: {error}", path.display()),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_file_is_0600_new_and_read_back_only_when_private() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.key");
+        let signer = Signer::from_seed("example.com/log", [8; 32]).unwrap();
+        let text = format!("{}\n", signer.to_private_key_text().as_str());
+        assert!(write_key_file(&path, text.as_bytes(), false).is_ok());
+        let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert!(write_key_file(&path, text.as_bytes(), false).is_err());
+        assert!(write_key_file(&path, text.as_bytes(), true).is_ok());
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let Ok(read) = read_signer_key(&path) else {
+            panic!("the key file of mode 0600 was refused");
+        };
+        assert_eq!(read.verifier(), signer.verifier());
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+        let Err(Failure::Of { kind, message, .. }) = read_signer_key(&path) else {
+            panic!("a key file of mode 0640 was read");
+        };
+        assert_eq!(kind, Kind::PermissionDenied);
+        assert!(message.contains("0640"), "{message}");
+        let material = text.trim_end().rsplit('+').next().unwrap();
+        assert!(!message.contains(material));
+    }
+}

@@ -1,0 +1,165 @@
+//! The transparency-log formats of the C2SP specifications, so that witnesses, monitors and
+//! verifiers written for other logs can check an annals log:
+//!
+//! - [`note`]: `c2sp.org/signed-note` with Ed25519 — a text and its signature lines, the
+//!   signer and verifier keys in their text forms, key IDs and key names;
+//! - [`checkpoint`]: `c2sp.org/tlog-checkpoint` — origin, tree size and root hash as the body
+//!   of a signed note, opened only when the log's own key signed it;
+//! - [`proof`]: `c2sp.org/tlog-proof@v1` — the offline inclusion proof file, and the check of
+//!   a consistency proof between two checkpoints.
+//!
+//! Every tree hash here is RFC 6962's SHA-256 tree ([`Sha256TreeHasher`]), the tree those
+//! specifications name; the tree math is `crate::merkle`'s, generic over its hasher.
+//!
+//! This module parses and writes text and checks signatures and proofs. It never does I/O,
+//! never opens a log, and never puts a private key into an error or a `Debug` output: reading
+//! a key file is the command line's (`src/cli/keys.rs`).
+//!
+//! ```
+//! use annals::tlog::{Checkpoint, Signer};
+//!
+//! let signer = Signer::from_seed("example.com/log", [7; 32])?;
+//! let checkpoint = Checkpoint {
+//!     origin: "example.com/log".into(),
+//!     size: 3,
+//!     root: [0xab; 32],
+//!     extensions: Vec::new(),
+//! };
+//! let text = checkpoint.sign(&signer)?;
+//! let opened = Checkpoint::open(&text, &[signer.verifier()])?;
+//! assert_eq!(opened.checkpoint, checkpoint);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod checkpoint;
+pub mod note;
+pub mod proof;
+
+pub use checkpoint::{Checkpoint, CheckpointError, OpenedCheckpoint, SizeProblem};
+pub use note::{
+    KeyError, KeyId, KeyNameProblem, Note, NoteError, NoteSignature, OpenedNote,
+    SignatureLineProblem, Signer, Verifier,
+};
+pub use proof::{ConsistencyError, TlogProof, TlogProofError, check_consistency};
+
+use base64::Engine as _;
+use sha2::{Digest as _, Sha256};
+
+use crate::hash::Digest;
+use crate::merkle::TreeHasher;
+
+/// RFC 6962's tree hash: SHA-256, `leaf = SHA-256(0x00 ‖ entry)`,
+/// `node = SHA-256(0x01 ‖ left ‖ right)`, and the empty tree's root `SHA-256()`. A leaf's
+/// entry in an annals log is a record hash (32 bytes).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sha256TreeHasher;
+
+impl TreeHasher for Sha256TreeHasher {
+    type Hash = Digest;
+
+    fn size(&self) -> usize {
+        32
+    }
+
+    fn empty(&self) -> Digest {
+        Digest(Sha256::digest(b"").into())
+    }
+
+    fn leaf(&self, entry: &[u8]) -> Digest {
+        let mut hasher = Sha256::new();
+        hasher.update([0x00]);
+        hasher.update(entry);
+        Digest(hasher.finalize().into())
+    }
+
+    fn node(&self, left: &Digest, right: &Digest) -> Digest {
+        let mut hasher = Sha256::new();
+        hasher.update([0x01]);
+        hasher.update(left.as_bytes());
+        hasher.update(right.as_bytes());
+        Digest(hasher.finalize().into())
+    }
+}
+
+/// Standard base64 with padding (RFC 4648 §4), as every C2SP format uses it. Decoding is
+/// strict: padding required, no stray bits, no whitespace, so that each value has one
+/// encoding and a parsed file writes back byte for byte.
+fn base64_encode(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Decodes [`base64_encode`]'s form; `None` for anything else.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
+}
+
+/// Decodes the base64 of exactly 32 bytes (a hash); `Err(Some(len))` for another length,
+/// `Err(None)` for text that is not base64.
+fn base64_hash(text: &str) -> Result<[u8; 32], Option<usize>> {
+    // A 32-byte value is 44 characters; anything longer is refused before decoding.
+    if text.len() > 44 {
+        return Err(base64_decode(text).map(|bytes| bytes.len()));
+    }
+    let bytes = base64_decode(text).ok_or(None)?;
+    let len = bytes.len();
+    bytes.try_into().map_err(|_| Some(len))
+}
+
+/// Parses a decimal `u64` as C2SP writes sizes and indexes: ASCII digits, no sign, no leading
+/// zero unless the number is 0.
+fn parse_decimal(text: &str) -> Result<u64, checkpoint::SizeProblem> {
+    use checkpoint::SizeProblem;
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(SizeProblem::NotDecimal);
+    }
+    if text.len() > 1 && text.starts_with('0') {
+        return Err(SizeProblem::LeadingZero);
+    }
+    text.parse::<u64>().map_err(|_| SizeProblem::Overflow)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha256_tree_hasher_is_rfc6962() {
+        // RFC 6962's empty tree and the leaf of the empty entry (the RFC's test data).
+        assert_eq!(
+            Sha256TreeHasher.empty().to_hex(),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_eq!(
+            Sha256TreeHasher.leaf(b"").to_hex(),
+            "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d"
+        );
+    }
+
+    #[test]
+    fn decimal_refuses_leading_zeros_signs_and_overflow() {
+        use checkpoint::SizeProblem;
+        assert_eq!(parse_decimal("0"), Ok(0));
+        assert_eq!(parse_decimal("18446744073709551615"), Ok(u64::MAX));
+        assert_eq!(
+            parse_decimal("18446744073709551616"),
+            Err(SizeProblem::Overflow)
+        );
+        assert_eq!(parse_decimal("007"), Err(SizeProblem::LeadingZero));
+        assert_eq!(parse_decimal("00"), Err(SizeProblem::LeadingZero));
+        for bad in ["", "+5", "-5", " 5", "5 ", "5e3", "٣"] {
+            assert_eq!(parse_decimal(bad), Err(SizeProblem::NotDecimal), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn base64_is_strict() {
+        assert_eq!(base64_decode("AA=="), Some(vec![0]));
+        // Non-zero padding bits, missing padding, whitespace.
+        for bad in ["AB==", "AA", "AA= =", " AA==", "AA==\n"] {
+            assert_eq!(base64_decode(bad), None, "{bad:?}");
+        }
+        assert_eq!(base64_hash(&base64_encode(&[1; 31])), Err(Some(31)));
+        assert_eq!(base64_hash(&base64_encode(&[1; 33])), Err(Some(33)));
+        assert_eq!(base64_hash("!"), Err(None));
+    }
+}
