@@ -37,10 +37,13 @@ const CHECKPOINTS_NAME: &str = "annals.checkpoints";
 
 /// The stored bytes of a [`CHECKPOINTS`] value: version `u32` LE ‖ next position `u64` LE ‖
 /// checksum.
-pub const CHECKPOINT_VALUE_BYTES: usize = 4 + 8 + crate::log::checksum::CHECKSUM_BYTES;
+pub(crate) const CHECKPOINT_VALUE_BYTES: usize = 4 + 8 + crate::log::checksum::CHECKSUM_BYTES;
 
 /// The [`CHECKPOINTS`] value of projection `name` at `(version, next)`.
-pub fn seal_checkpoint(name: &str, (version, next): (u32, u64)) -> [u8; CHECKPOINT_VALUE_BYTES] {
+pub(crate) fn seal_checkpoint(
+    name: &str,
+    (version, next): (u32, u64),
+) -> [u8; CHECKPOINT_VALUE_BYTES] {
     let mut value = [0; 12];
     value[..4].copy_from_slice(&version.to_le_bytes());
     value[4..].copy_from_slice(&next.to_le_bytes());
@@ -48,7 +51,10 @@ pub fn seal_checkpoint(name: &str, (version, next): (u32, u64)) -> [u8; CHECKPOI
 }
 
 /// The `(version, next)` of projection `name`'s [`CHECKPOINTS`] value, once its checksum holds.
-pub fn unseal_checkpoint(name: &str, stored: &[u8; CHECKPOINT_VALUE_BYTES]) -> Result<(u32, u64)> {
+pub(crate) fn unseal_checkpoint(
+    name: &str,
+    stored: &[u8; CHECKPOINT_VALUE_BYTES],
+) -> Result<(u32, u64)> {
     let value = crate::log::checksum::unseal(CHECKPOINTS_NAME, name.as_bytes(), stored)?;
     let (version, next) = value.split_at(4);
     Ok((

@@ -17,7 +17,11 @@ pub mod tables {
 pub mod checksum {
     pub use crate::log::checksum::*;
     pub use crate::log::{seal_meta, unseal_meta};
-    pub use crate::projection::{seal_checkpoint, unseal_checkpoint};
+
+    /// The `annals.checkpoints` value of projection `name` at `(version, next)`, sealed.
+    pub fn seal_checkpoint(name: &str, checkpoint: (u32, u64)) -> [u8; 20] {
+        crate::projection::seal_checkpoint(name, checkpoint)
+    }
 }
 
 /// The stream index's byte layout (`log::stream_index`).
