@@ -79,7 +79,7 @@ pub mod writer;
 
 pub use audit::extends::Extension;
 pub use audit::history::Entity;
-pub use audit::proof_file::{ProofFile, ProofFileError};
+pub use audit::proof_file::{ProofFile, ProofFileError, ProofTree};
 pub use audit::verify::{Finding, Problem, ProjectionBehind, VerifyReport};
 pub use command::{Command, Decision, Emit};
 pub use error::{AuditError, Error, OpenError, Result};

@@ -26,11 +26,13 @@ pub enum ProofFile {
     /// The record hashed `record_hash` is at `position` in the tree of `size` records whose
     /// root is `root`.
     Inclusion {
+        /// The tree the proof's hashes are of.
+        tree: ProofTree,
         /// The record's position (its leaf index).
         position: u64,
         /// The tree's size.
         size: u64,
-        /// The record's hash (the leaf is `blake3(0x00 ‖ record_hash)`).
+        /// The record's hash (the leaf is `SHA-256(0x00 ‖ record_hash)`).
         #[serde(with = "hex_digest")]
         record_hash: Digest,
         /// The tree's root.
@@ -46,6 +48,8 @@ pub enum ProofFile {
     /// The tree of `from_size` records with root `from_root` is a prefix of the tree of
     /// `size` records with root `root`.
     Consistency {
+        /// The tree the proof's hashes are of.
+        tree: ProofTree,
         /// The earlier size.
         from_size: u64,
         /// The earlier tree's root.
@@ -68,6 +72,17 @@ pub enum ProofFile {
     },
 }
 
+/// The tree a proof file's hashes are of, its `tree` field: RFC 6962's with SHA-256, the log's
+/// since format v4. Proof files written before it have no `tree` field and hashes of the
+/// blake3 tree; they are refused ([`ProofFileError::EarlierTree`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProofTree {
+    /// RFC 6962's Merkle tree with SHA-256 over the record hashes.
+    #[default]
+    Rfc6962,
+}
+
 impl ProofFile {
     /// The inclusion proof of the record at `position` in the tree of `size` records.
     pub fn inclusion(snapshot: &Snapshot, position: Position, size: u64) -> Result<ProofFile> {
@@ -80,6 +95,7 @@ impl ProofFile {
         };
         let root = snapshot.merkle_root(size)?;
         Ok(ProofFile::Inclusion {
+            tree: ProofTree::Rfc6962,
             position: position.0,
             size,
             record_hash,
@@ -101,6 +117,7 @@ impl ProofFile {
             root: snapshot.merkle_root(size)?,
         };
         Ok(ProofFile::Consistency {
+            tree: ProofTree::Rfc6962,
             from_size,
             from_root: from.root,
             from_tree_head: from.hash(),
@@ -123,6 +140,11 @@ impl ProofFile {
         }
         let value: serde_json::Value = serde_json::from_slice(bytes).map_err(shape)?;
         if let Some(object) = value.as_object() {
+            // A proof file of before v4 has every field of today's but `tree`.
+            let earlier = ["proof", "root", "path"].iter().all(|key| object.contains_key(*key));
+            if earlier && !object.contains_key("tree") {
+                return Err(ProofFileError::EarlierTree);
+            }
             for field in HASH_FIELDS {
                 if let Some(serde_json::Value::String(text)) = object.get(field) {
                     check_lower_hex(field, text)?;
@@ -215,6 +237,7 @@ impl ProofFile {
                 root,
                 tree_head,
                 path,
+                ..
             } => {
                 let proof = InclusionProof {
                     position: Position(*position),
@@ -236,6 +259,7 @@ impl ProofFile {
                 root,
                 tree_head,
                 path,
+                ..
             } => {
                 let proof = ConsistencyProof {
                     from_size: *from_size,
@@ -336,6 +360,15 @@ pub enum ProofFileError {
         /// The key, in double quotes with its control characters escaped.
         key: String,
     },
+    /// A proof file without a `tree` field: written by annals before log format v4, its hashes
+    /// are of the blake3 tree, which no log of this build keeps.
+    #[error(
+        "the proof file has no \"tree\" field: annals wrote it before log format v4, and its \
+         root, tree heads and path are hashes of the blake3 tree, which this build does not \
+         keep (it keeps RFC 6962's SHA-256 tree); ask the log for a new proof with `annals \
+         prove`, against a tree head or checkpoint of today's tree"
+    )]
+    EarlierTree,
     /// A hash that is not 64 hex digits.
     #[error("{field} is not 64 lower-case hex digits")]
     NotHex {

@@ -112,8 +112,11 @@ pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
     let proof = ProofFile::from_json(&bytes).map_err(|error| {
         let message = format!("invalid: {}: {error}", args.proof.display());
         match error {
-            // Not a proof file at all: bad input, not a proof that failed.
-            ProofFileError::Shape(_) | ProofFileError::DuplicateKey { .. } => {
+            // Not a proof file at all, or one of a tree no log keeps any more: bad input, not
+            // a proof that failed.
+            ProofFileError::Shape(_)
+            | ProofFileError::DuplicateKey { .. }
+            | ProofFileError::EarlierTree => {
                 Failure::of(Kind::InvalidInput, message)
             }
             _ => invalid(message),
@@ -357,6 +360,7 @@ fn print_proof(out: &mut impl Write, proof: &ProofFile, json: bool) -> Result<()
             root,
             tree_head,
             path,
+            ..
         } => {
             writeln!(
                 out,

@@ -24,8 +24,10 @@ use crate::record::{Position, Record, RecordError, decode_stored};
 pub const EXPORT_MAGIC: &[u8; 16] = b"annals export v1";
 /// The 16 bytes that open the trailer.
 pub const TRAILER_MAGIC: &[u8; 16] = b"annals export ok";
-/// The export file format this code writes and reads.
-pub const EXPORT_FORMAT_VERSION: u32 = 1;
+/// The export file format this code writes and reads: 2, whose frontier and roots are of
+/// RFC 6962's SHA-256 tree (log format v4). Version 1 carried the blake3 tree of log formats
+/// v1 to v3, and is refused ([`ExportError::EarlierTree`]).
+pub const EXPORT_FORMAT_VERSION: u32 = 2;
 /// The largest stored record: its hash, the largest header and the largest payload.
 pub const STORED_RECORD_BYTES_CAP: u64 = 32 + HEADER_BYTES_CAP as u64 + PAYLOAD_BYTES_CAP as u64;
 
@@ -44,6 +46,15 @@ pub enum ExportError {
         /// The version this build reads.
         supported: u32,
     },
+    /// An export file of version 1, written before log format v4: its frontier and root are
+    /// hashes of the blake3 tree, which this build does not keep.
+    #[error(
+        "export format version 1 was written by annals before log format v4: its Merkle \
+         frontier and root are of the blake3 tree, and this build keeps RFC 6962's SHA-256 \
+         tree, so they cannot be checked here; import it with the build that wrote it, then \
+         open that log with this build (which upgrades its tree) and export it again"
+    )]
+    EarlierTree,
     /// The header contradicts itself (a range that ends before it starts).
     #[error("bad header: {detail}")]
     Header {
@@ -123,6 +134,9 @@ impl ExportHeader {
         let mut version = [0; 4];
         read_exact_or(input, &mut version, truncated)?;
         let found = u32::from_le_bytes(version);
+        if found == 1 {
+            return Err(ExportError::EarlierTree);
+        }
         if found != EXPORT_FORMAT_VERSION {
             return Err(ExportError::UnsupportedVersion {
                 found,

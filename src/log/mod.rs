@@ -71,6 +71,14 @@ pub(crate) fn read_format(
             tables::FORMAT_VERSION
         )));
     }
+    read_layout(meta)
+}
+
+/// Reads how the file's segments store their records, [`tables::RECORDS_KEY`], whatever the
+/// format version: what an upgrade from v3 needs before the version is current.
+pub(crate) fn read_layout(
+    meta: &impl redb::ReadableTable<&'static str, &'static [u8]>,
+) -> Result<Format> {
     let Some(bytes) = meta.get(tables::RECORDS_KEY)? else {
         return Err(Error::CorruptMeta("the record layout is missing".into()));
     };

@@ -3,14 +3,16 @@
 //! This module owns the tree's structure (the tree of `n` leaves splits at the largest power
 //! of two below `n`), the incremental [`Frontier`] the log keeps as records are appended, the
 //! building of inclusion and consistency paths from perfect-subtree roots, and the stateless
-//! verifiers. It is generic over its hash ([`TreeHasher`]) so that tests run the published
-//! RFC 6962 vectors with SHA-256; the log uses [`LogTreeHasher`] (blake3).
+//! verifiers. It is generic over its hash ([`TreeHasher`]); the log uses RFC 6962's,
+//! [`LogTreeHasher`] (SHA-256), which the published RFC 6962 vectors test.
 //!
 //! It does no I/O and never imports redb: callers hand it perfect-subtree roots through a
 //! closure (`get(level, index)`), which the log layer answers from its `annals.merkle` table.
 //! `schema/FORMAT.md` ("The Merkle tree") specifies everything here byte for byte.
 
 use std::fmt;
+
+use sha2::{Digest as _, Sha256};
 
 use crate::hash::Digest;
 use crate::record::Position;
@@ -32,7 +34,12 @@ pub trait TreeHasher {
     fn node(&self, left: &Self::Hash, right: &Self::Hash) -> Self::Hash;
 }
 
-/// The log's tree hash: blake3 in plain mode. A leaf's entry is a record hash (32 bytes).
+/// The log's tree hash, RFC 6962's: SHA-256, `leaf = SHA-256(0x00 ‖ entry)`,
+/// `node = SHA-256(0x01 ‖ left ‖ right)`, and the empty tree's root `SHA-256()`. A leaf's
+/// entry is a record hash (32 bytes). It is the tree every transparency-log format (C2SP's
+/// checkpoints, proofs and tiles; Certificate Transparency) names, so their verifiers can
+/// check an annals log. (Formats v1 to v3 built the same tree with blake3; an upgrade
+/// rebuilds it, `store/upgrade.rs`.)
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LogTreeHasher;
 
@@ -44,22 +51,22 @@ impl TreeHasher for LogTreeHasher {
     }
 
     fn empty(&self) -> Digest {
-        Digest(*blake3::hash(b"").as_bytes())
+        Digest(Sha256::digest(b"").into())
     }
 
     fn leaf(&self, entry: &[u8]) -> Digest {
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(&[0x00]);
+        let mut hasher = Sha256::new();
+        hasher.update([0x00]);
         hasher.update(entry);
-        Digest(*hasher.finalize().as_bytes())
+        Digest(hasher.finalize().into())
     }
 
     fn node(&self, left: &Digest, right: &Digest) -> Digest {
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(&[0x01]);
+        let mut hasher = Sha256::new();
+        hasher.update([0x01]);
         hasher.update(left.as_bytes());
         hasher.update(right.as_bytes());
-        Digest(*hasher.finalize().as_bytes())
+        Digest(hasher.finalize().into())
     }
 }
 

@@ -8,7 +8,7 @@
 //! - [`proof`]: `c2sp.org/tlog-proof@v1` — the offline inclusion proof file, and the check of
 //!   a consistency proof between two checkpoints.
 //!
-//! Every tree hash here is RFC 6962's SHA-256 tree ([`Sha256TreeHasher`]), the tree those
+//! Every tree hash here is RFC 6962's SHA-256 tree ([`crate::merkle::LogTreeHasher`]), the tree those
 //! specifications name; the tree math is `crate::merkle`'s, generic over its hasher.
 //!
 //! This module parses and writes text and checks signatures and proofs. It never does I/O,
@@ -43,43 +43,6 @@ pub use note::{
 pub use proof::{ConsistencyError, TlogProof, TlogProofError, check_consistency};
 
 use base64::Engine as _;
-use sha2::{Digest as _, Sha256};
-
-use crate::hash::Digest;
-use crate::merkle::TreeHasher;
-
-/// RFC 6962's tree hash: SHA-256, `leaf = SHA-256(0x00 ‖ entry)`,
-/// `node = SHA-256(0x01 ‖ left ‖ right)`, and the empty tree's root `SHA-256()`. A leaf's
-/// entry in an annals log is a record hash (32 bytes).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Sha256TreeHasher;
-
-impl TreeHasher for Sha256TreeHasher {
-    type Hash = Digest;
-
-    fn size(&self) -> usize {
-        32
-    }
-
-    fn empty(&self) -> Digest {
-        Digest(Sha256::digest(b"").into())
-    }
-
-    fn leaf(&self, entry: &[u8]) -> Digest {
-        let mut hasher = Sha256::new();
-        hasher.update([0x00]);
-        hasher.update(entry);
-        Digest(hasher.finalize().into())
-    }
-
-    fn node(&self, left: &Digest, right: &Digest) -> Digest {
-        let mut hasher = Sha256::new();
-        hasher.update([0x01]);
-        hasher.update(left.as_bytes());
-        hasher.update(right.as_bytes());
-        Digest(hasher.finalize().into())
-    }
-}
 
 /// Standard base64 with padding (RFC 4648 §4), as every C2SP format uses it. Decoding is
 /// strict: padding required, no stray bits, no whitespace, so that each value has one
@@ -121,16 +84,17 @@ fn parse_decimal(text: &str) -> Result<u64, checkpoint::SizeProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::merkle::{LogTreeHasher, TreeHasher};
 
     #[test]
     fn sha256_tree_hasher_is_rfc6962() {
         // RFC 6962's empty tree and the leaf of the empty entry (the RFC's test data).
         assert_eq!(
-            Sha256TreeHasher.empty().to_hex(),
+            LogTreeHasher.empty().to_hex(),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
         assert_eq!(
-            Sha256TreeHasher.leaf(b"").to_hex(),
+            LogTreeHasher.leaf(b"").to_hex(),
             "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d"
         );
     }

@@ -8,14 +8,14 @@
 //! checkpoints the caller has already opened.
 //!
 //! This module owns the file's lines and the checks against a checkpoint; the tree math is
-//! `crate::merkle`'s with [`Sha256TreeHasher`]. It does no I/O.
+//! `crate::merkle`'s with [`LogTreeHasher`]. It does no I/O.
 
 use crate::hash::Digest;
-use crate::merkle::{ProofError, TreeHasher, verify_consistency, verify_inclusion};
+use crate::merkle::{LogTreeHasher, ProofError, TreeHasher, verify_consistency, verify_inclusion};
 
 use super::checkpoint::{Checkpoint, CheckpointError, OpenedCheckpoint, SizeProblem};
 use super::note::{NOTE_BYTES_MAX, Verifier};
-use super::{Sha256TreeHasher, base64_decode, base64_encode, base64_hash, parse_decimal};
+use super::{base64_decode, base64_encode, base64_hash, parse_decimal};
 
 /// The first line of every proof file.
 pub const TLOG_PROOF_HEADER: &str = "c2sp.org/tlog-proof@v1";
@@ -267,7 +267,7 @@ impl TlogProof {
         let size = opened.checkpoint.size;
         let path: Vec<Digest> = self.path.iter().copied().map(Digest).collect();
         verify_inclusion(
-            &Sha256TreeHasher,
+            &LogTreeHasher,
             self.index,
             size,
             &Digest(*leaf),
@@ -289,7 +289,7 @@ impl TlogProof {
         record_hash: &Digest,
         verifiers: &[Verifier],
     ) -> Result<OpenedCheckpoint, TlogProofError> {
-        let leaf = Sha256TreeHasher.leaf(record_hash.as_bytes());
+        let leaf = LogTreeHasher.leaf(record_hash.as_bytes());
         self.check_leaf(leaf.as_bytes(), verifiers)
     }
 }
@@ -353,7 +353,7 @@ pub fn check_consistency(
         error,
     };
     for checkpoint in [old, new] {
-        if checkpoint.size == 0 && checkpoint.root != Sha256TreeHasher.empty().0 {
+        if checkpoint.size == 0 && checkpoint.root != LogTreeHasher.empty().0 {
             return Err(ConsistencyError::EmptyRoot);
         }
     }
@@ -368,7 +368,7 @@ pub fn check_consistency(
     }
     let path: Vec<Digest> = proof.iter().copied().map(Digest).collect();
     verify_consistency(
-        &Sha256TreeHasher,
+        &LogTreeHasher,
         old.size,
         new.size,
         &path,
@@ -390,13 +390,13 @@ mod tests {
 
     fn leaves(n: u64) -> Vec<Digest> {
         (0..n)
-            .map(|i| Sha256TreeHasher.leaf(&i.to_le_bytes()))
+            .map(|i| LogTreeHasher.leaf(&i.to_le_bytes()))
             .collect()
     }
 
     fn proof_of(index: u64, size: u64, extra: &[u8]) -> (TlogProof, Digest) {
         let leaves = leaves(size);
-        let root = root_of_leaves(&Sha256TreeHasher, &leaves);
+        let root = root_of_leaves(&LogTreeHasher, &leaves);
         let checkpoint = Checkpoint {
             origin: "example.com/log".into(),
             size,
@@ -405,11 +405,11 @@ mod tests {
         };
         let text = checkpoint.sign(&signer()).unwrap();
         let opened = Checkpoint::open(&text, &[signer().verifier()]).unwrap();
-        let path = inclusion_path(&Sha256TreeHasher, index, size, &mut |level, i| {
+        let path = inclusion_path(&LogTreeHasher, index, size, &mut |level, i| {
             let width = 1usize << level;
             let start = i as usize * width;
             Ok::<_, ()>(root_of_leaves(
-                &Sha256TreeHasher,
+                &LogTreeHasher,
                 &leaves[start..start + width],
             ))
         })
@@ -428,7 +428,7 @@ mod tests {
             assert_eq!(parsed, proof);
             assert_eq!(parsed.to_text(), text);
             assert!(parsed.check_leaf(&leaf.0, &[signer().verifier()]).is_ok());
-            let other = Sha256TreeHasher.leaf(b"other");
+            let other = LogTreeHasher.leaf(b"other");
             assert!(matches!(
                 parsed.check_leaf(&other.0, &[signer().verifier()]),
                 Err(TlogProofError::Inclusion {
@@ -502,16 +502,16 @@ mod tests {
             Checkpoint {
                 origin: "example.com/log".into(),
                 size,
-                root: root_of_leaves(&Sha256TreeHasher, &leaves).0,
+                root: root_of_leaves(&LogTreeHasher, &leaves).0,
                 extensions: Vec::new(),
             }
         };
         let all = leaves(7);
-        let path = crate::merkle::consistency_path(&Sha256TreeHasher, 3, 7, &mut |level, i| {
+        let path = crate::merkle::consistency_path(&LogTreeHasher, 3, 7, &mut |level, i| {
             let width = 1usize << level;
             let start = i as usize * width;
             Ok::<_, ()>(root_of_leaves(
-                &Sha256TreeHasher,
+                &LogTreeHasher,
                 &all[start..start + width],
             ))
         })

@@ -4,7 +4,9 @@
 //! The v1 and v2 logs in `tests/fixtures/format/` were written by the build before v3 (the
 //! demo's 200 records, then 80 appends interleaving two streams, some with idempotency keys,
 //! so that archived stream runs exist), with what its read commands printed beside them in
-//! `before_v3/`.
+//! `before_v3/`; the v3 log is the v2 one as the build before v4 upgraded it (its tree still
+//! blake3's). Format v4 rebuilds the tree with SHA-256, so `root` prints what RFC 6962 gives
+//! for the same record hashes, computed here from the hashes `log` printed before.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -15,7 +17,7 @@ use sha2::{Digest as _, Sha256};
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/format");
 
 /// The read commands whose output the fixtures keep, with the file each went to.
-const KEPT_READS: [(&str, &[&str]); 9] = [
+const KEPT_READS: [(&str, &[&str]); 8] = [
     ("log.jsonl", &["log", "--json"]),
     ("streams.jsonl", &["streams", "--json"]),
     ("state-registry.jsonl", &["state", "registry", "--json"]),
@@ -24,8 +26,51 @@ const KEPT_READS: [(&str, &[&str]); 9] = [
     ("state-runs.jsonl", &["state", "runs", "--json"]),
     ("state-consumers.jsonl", &["state", "consumers", "--json"]),
     ("state-ingest.jsonl", &["state", "ingest", "--json"]),
-    ("root.json", &["root", "--json"]),
 ];
+
+/// RFC 6962's root over `hashes` (the entries), computed as the RFC defines it: the reference
+/// the upgraded tree is held to, written apart from the crate's tree code.
+fn rfc6962_root(hashes: &[[u8; 32]]) -> [u8; 32] {
+    fn node(bytes: &[&[u8]]) -> [u8; 32] {
+        let mut hasher = Sha256::new();
+        for part in bytes {
+            hasher.update(part);
+        }
+        hasher.finalize().into()
+    }
+    match hashes {
+        [] => node(&[]),
+        [one] => node(&[&[0], one]),
+        _ => {
+            // The largest power of two below the count.
+            let k = 1 << (usize::BITS - 1 - (hashes.len() - 1).leading_zeros());
+            node(&[&[1], &rfc6962_root(&hashes[..k]), &rfc6962_root(&hashes[k..])])
+        }
+    }
+}
+
+/// The size and root `root --json` prints for the fixtures once upgraded to v4: the record
+/// hashes the build before v3 printed, hashed as RFC 6962 says.
+fn expected_head() -> (u64, String) {
+    let log = std::fs::read_to_string(Path::new(FIXTURES).join("before_v3/log.jsonl")).unwrap();
+    let hashes: Vec<[u8; 32]> = log
+        .lines()
+        .map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            let hex = record["hash"].as_str().unwrap();
+            let mut hash = [0; 32];
+            for (i, byte) in hash.iter_mut().enumerate() {
+                *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
+            }
+            hash
+        })
+        .collect();
+    let root: String = rfc6962_root(&hashes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    (hashes.len() as u64, root)
+}
 
 /// Runs `annals <command> <db> <rest…>` (the log goes second, as every command takes it).
 fn annals(db: &Path, args: &[&str]) -> Output {
@@ -64,15 +109,15 @@ fn format_and_records(path: &Path) -> (u32, u32) {
 }
 
 #[test]
-fn a_v1_or_v2_log_is_refused_read_only_and_upgraded_by_a_writable_open_reading_the_same() {
-    for (version, name) in [(1, "v1.redb"), (2, "v2.redb")] {
+fn a_v1_v2_or_v3_log_is_refused_read_only_and_upgraded_by_a_writable_open_reading_the_same() {
+    for (version, name, layout) in [(1, "v1.redb", 1), (2, "v2.redb", 2), (3, "v3.redb", 2)] {
         let dir = tempfile::tempdir().unwrap();
         let path = fixture(dir.path(), name);
         let before = sha256(&path);
         // Read-only, the old format is refused, naming the upgrade, and the file unchanged.
         match Store::open_read_only(&path) {
             Err(Error::Open(OpenError::NeedsUpgrade { found, current, .. })) => {
-                assert_eq!((found, current), (version, 3));
+                assert_eq!((found, current), (version, 4));
             }
             other => panic!("v{version}: {:?}", other.map(|_| ())),
         }
@@ -94,13 +139,14 @@ fn a_v1_or_v2_log_is_refused_read_only_and_upgraded_by_a_writable_open_reading_t
         let said: serde_json::Value = serde_json::from_slice(&upgraded.stdout).unwrap();
         assert_eq!(
             (said["from"].as_u64(), said["to"].as_u64()),
-            (Some(version.into()), Some(3))
+            (Some(version.into()), Some(4))
         );
-        assert_eq!(format_and_records(&path), (3, version));
+        assert_eq!(format_and_records(&path), (4, layout));
         let again = annals(&path, &["upgrade", "--json"]);
         let said: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
-        assert_eq!(said["from"].as_u64(), Some(3), "v{version}: upgraded twice");
-        // Every read prints what the build before v3 printed of the same log.
+        assert_eq!(said["from"].as_u64(), Some(4), "v{version}: upgraded twice");
+        // Every read prints what the build before v3 printed of the same log, and the root
+        // is RFC 6962's over the same record hashes.
         for (kept, args) in KEPT_READS {
             let read = annals(&path, args);
             assert_eq!(read.status.code(), Some(0), "v{version} {args:?}: {read:?}");
@@ -110,6 +156,11 @@ fn a_v1_or_v2_log_is_refused_read_only_and_upgraded_by_a_writable_open_reading_t
                 "v{version} {args:?} prints other than before the upgrade"
             );
         }
+        let root = annals(&path, &["root", "--json"]);
+        let said: serde_json::Value = serde_json::from_slice(&root.stdout).unwrap();
+        let (size, expected_root) = expected_head();
+        assert_eq!(said["size"].as_u64(), Some(size), "v{version}");
+        assert_eq!(said["root"].as_str(), Some(expected_root.as_str()), "v{version}");
         let verify = annals(&path, &["verify"]);
         assert_eq!(verify.status.code(), Some(0), "v{version}: {verify:?}");
         // And it takes writes, which read back.
@@ -126,21 +177,15 @@ fn a_v1_or_v2_log_is_refused_read_only_and_upgraded_by_a_writable_open_reading_t
 }
 
 #[test]
-fn an_upgrade_in_a_library_open_keeps_every_projection_and_the_tree() {
+fn an_upgrade_in_a_library_open_keeps_every_projection_and_rebuilds_the_tree() {
     let dir = tempfile::tempdir().unwrap();
-    let old = fixture(dir.path(), "v2.redb");
+    let old = fixture(dir.path(), "v3.redb");
     let store = Store::open(&old).unwrap();
     let snapshot = store.snapshot().unwrap();
     let head = snapshot.head().unwrap();
-    let expected: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(Path::new(FIXTURES).join("before_v3/root.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(head.next.0, expected["size"].as_u64().unwrap());
-    assert_eq!(
-        snapshot.merkle_root(head.next.0).unwrap().to_hex(),
-        expected["root"].as_str().unwrap()
-    );
+    let (size, root) = expected_head();
+    assert_eq!(head.next.0, size);
+    assert_eq!(snapshot.merkle_root(head.next.0).unwrap().to_hex(), root);
     let report = store.verify().unwrap();
     assert!(report.is_sound(), "{:?}", report.problem);
     // A key written before the upgrade is still a duplicate, not a new record.

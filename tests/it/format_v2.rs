@@ -1,5 +1,5 @@
 //! Record format v2 beside v1: a log created by this build stores its records in format v2's
-//! layout, a format v1 log upgraded by this build (to format v3) keeps its records in v1's,
+//! layout, a format v1 log upgraded by this build (to the current format) keeps its records in v1's,
 //! both give the same records, head hash and Merkle root for the same events, and `annals
 //! export` then `annals import` moves a v1 log's records to v2's layout (schema/FORMAT.md
 //! 3.8).
@@ -120,7 +120,7 @@ fn a_new_log_stores_v2_records_and_an_upgraded_v1_log_keeps_v1_records_with_the_
         assert_eq!(report.root, root(store));
     }
     drop((old, new));
-    assert_eq!((format_of(&v1), format_of(&v2)), ((3, 1), (3, 2)));
+    assert_eq!((format_of(&v1), format_of(&v2)), ((4, 1), (4, 2)));
     // The segments' stored bytes: the files' lengths move in redb's doubling steps.
     let (v1_bytes, v2_bytes) = (segment_bytes(&v1), segment_bytes(&v2));
     assert!(v2_bytes < v1_bytes, "v2 {v2_bytes} bytes, v1 {v1_bytes}");
@@ -182,7 +182,7 @@ fn export_then_import_moves_a_v1_log_to_v2_records_with_the_same_head_and_root()
         std::fs::read(&file).unwrap()
     );
     drop(new);
-    assert_eq!((format_of(&v1), format_of(&v2)), ((3, 1), (3, 2)));
+    assert_eq!((format_of(&v1), format_of(&v2)), ((4, 1), (4, 2)));
     assert!(
         file_bytes(&v2) < file_bytes(&v1),
         "the v2 file is the smaller"

@@ -1,5 +1,6 @@
-//! The Merkle tree: the published RFC 6962 test vectors with SHA-256, read in place from
-//! `tests/vectors/rfc6962/`, and mutations of valid proofs of the log's own tree.
+//! The Merkle tree: the published RFC 6962 test vectors, read in place from
+//! `tests/vectors/rfc6962/`, checked with the log's own tree hash (SHA-256 since format v4)
+//! and with a reference written here, and mutations of valid proofs of the log's own tree.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -20,8 +21,8 @@ use redb::ReadableTable;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-/// RFC 6962's SHA-256 tree hash; hashes are byte vectors so that vectors with hashes of odd
-/// lengths reach the verifier as they are.
+/// RFC 6962's SHA-256 tree hash written apart from the crate's; hashes are byte vectors so
+/// that vectors with hashes of odd lengths reach the verifier as they are.
 struct Rfc6962;
 
 impl TreeHasher for Rfc6962 {
@@ -112,6 +113,15 @@ fn path_field(case: &Value) -> Vec<Vec<u8>> {
     }
 }
 
+/// The 32-byte hashes of a vector, or `None` when one of them has another length (a case
+/// only the byte-vector reference can be handed).
+fn digests(hashes: &[Vec<u8>]) -> Option<Vec<Digest>> {
+    hashes
+        .iter()
+        .map(|hash| <[u8; 32]>::try_from(hash.as_slice()).ok().map(Digest))
+        .collect()
+}
+
 fn read_case(path: &Path) -> Value {
     serde_json::from_slice(&fs::read(path).expect("read a vector")).expect("a JSON vector")
 }
@@ -128,44 +138,65 @@ fn base64_decodes_the_rfc_4648_examples() {
 fn rfc6962_inclusion_vectors_are_accepted_exactly_when_valid() {
     let files = json_files(&vectors_dir().join("inclusion"));
     assert_eq!(files.len(), 98, "inclusion vectors found");
-    let mut accepted = 0;
+    let (mut accepted, mut by_the_log) = (0, 0);
     for file in &files {
         let case = read_case(file);
-        let result = verify_inclusion(
-            &Rfc6962,
+        let (index, size) = (
             case["leafIdx"].as_u64().expect("leafIdx"),
             case["treeSize"].as_u64().expect("treeSize"),
-            &hash_field(&case, "leafHash"),
-            &path_field(&case),
-            &hash_field(&case, "root"),
         );
+        let (leaf, path, root) = (
+            hash_field(&case, "leafHash"),
+            path_field(&case),
+            hash_field(&case, "root"),
+        );
+        let result = verify_inclusion(&Rfc6962, index, size, &leaf, &path, &root);
         let want_err = case["wantErr"].as_bool().expect("wantErr");
         assert_eq!(result.is_err(), want_err, "{}: {result:?}", file.display());
         accepted += usize::from(!want_err);
+        // The log's own tree hash, wherever the vector's hashes are its size.
+        if let (Some(leaf), Some(path), Some(root)) = (
+            digests(&[leaf]),
+            digests(&path),
+            digests(std::slice::from_ref(&root)),
+        ) {
+            let ours = verify_inclusion(&LogTreeHasher, index, size, &leaf[0], &path, &root[0]);
+            assert_eq!(ours.is_err(), want_err, "{}: {ours:?}", file.display());
+            by_the_log += usize::from(!want_err);
+        }
     }
     assert!(accepted >= 5, "only {accepted} valid inclusion vectors");
+    assert!(by_the_log >= 5, "only {by_the_log} valid vectors checked by the log's tree");
 }
 
 #[test]
 fn rfc6962_consistency_vectors_are_accepted_exactly_when_valid() {
     let files = json_files(&vectors_dir().join("consistency"));
     assert_eq!(files.len(), 98, "consistency vectors found");
-    let mut accepted = 0;
+    let (mut accepted, mut by_the_log) = (0, 0);
     for file in &files {
         let case = read_case(file);
-        let result = verify_consistency(
-            &Rfc6962,
+        let (from, size) = (
             case["size1"].as_u64().expect("size1"),
             case["size2"].as_u64().expect("size2"),
-            &path_field(&case),
-            &hash_field(&case, "root1"),
-            &hash_field(&case, "root2"),
         );
+        let (path, root1, root2) = (
+            path_field(&case),
+            hash_field(&case, "root1"),
+            hash_field(&case, "root2"),
+        );
+        let result = verify_consistency(&Rfc6962, from, size, &path, &root1, &root2);
         let want_err = case["wantErr"].as_bool().expect("wantErr");
         assert_eq!(result.is_err(), want_err, "{}: {result:?}", file.display());
         accepted += usize::from(!want_err);
+        if let (Some(path), Some(roots)) = (digests(&path), digests(&[root1, root2])) {
+            let ours = verify_consistency(&LogTreeHasher, from, size, &path, &roots[0], &roots[1]);
+            assert_eq!(ours.is_err(), want_err, "{}: {ours:?}", file.display());
+            by_the_log += usize::from(!want_err);
+        }
     }
     assert!(accepted >= 5, "only {accepted} valid consistency vectors");
+    assert!(by_the_log >= 5, "only {by_the_log} valid vectors checked by the log's tree");
 }
 
 /// A log of 150 records: single appends to three streams, then batches of 7 (several records
@@ -200,9 +231,14 @@ fn record_hashes(store: &Store) -> Vec<Digest> {
         .collect()
 }
 
+/// RFC 6962's root over `hashes` by the reference hasher written here, not the crate's.
 fn reference_root(hashes: &[Digest]) -> Digest {
-    let leaves: Vec<Digest> = hashes.iter().map(leaf_hash).collect();
-    root_of_leaves(&LogTreeHasher, &leaves)
+    let leaves: Vec<Vec<u8>> = hashes.iter().map(|hash| Rfc6962.leaf(hash.as_bytes())).collect();
+    Digest(
+        root_of_leaves(&Rfc6962, &leaves)
+            .try_into()
+            .expect("a 32-byte root"),
+    )
 }
 
 fn flipped(digest: &Digest) -> Digest {
@@ -673,6 +709,7 @@ fn forged_proof_file(
     let root = root_from_inclusion(&LogTreeHasher, position, size - 1, &leaf, &path)
         .expect("the path fits the smaller tree too");
     let forged = ProofFile::Inclusion {
+        tree: annals::ProofTree::Rfc6962,
         position,
         size: size - 1,
         record_hash,

@@ -110,7 +110,7 @@ fn a_file_of_an_unknown_format_version_is_refused() {
                 .unwrap();
             meta.insert(
                 annals::testing::internals::tables::FORMAT_KEY,
-                4u32.to_le_bytes().as_slice(),
+                5u32.to_le_bytes().as_slice(),
             )
             .unwrap();
         }
@@ -120,7 +120,7 @@ fn a_file_of_an_unknown_format_version_is_refused() {
         Error::Open(OpenError::UnsupportedFormat {
             found, supported, ..
         }) => {
-            assert_eq!((found, supported), (4, 3));
+            assert_eq!((found, supported), (5, 4));
         }
         other => panic!("expected an unsupported format, got {other:?}"),
     }

@@ -2,9 +2,9 @@
 //! Cloudflare's `signed_note` and `tlog_tiles`, an implementation nobody here wrote.
 
 use annals::Digest;
-use annals::merkle::{TreeHasher, consistency_path, inclusion_path};
+use annals::merkle::{LogTreeHasher, TreeHasher, consistency_path, inclusion_path};
 use annals::tlog::{
-    Checkpoint, Note, NoteError, Sha256TreeHasher, Signer, TlogProof, Verifier, check_consistency,
+    Checkpoint, Note, NoteError, Signer, TlogProof, Verifier, check_consistency,
 };
 use signed_note::{Signer as _, Verifier as _, Verifiers as _};
 use tlog_tiles::tlog::{Hash, HashReader};
@@ -111,7 +111,7 @@ impl Levels {
             let below = levels.last().unwrap();
             let up = below
                 .chunks_exact(2)
-                .map(|pair| Sha256TreeHasher.node(&pair[0], &pair[1]))
+                .map(|pair| LogTreeHasher.node(&pair[0], &pair[1]))
                 .collect();
             levels.push(up);
         }
@@ -142,7 +142,7 @@ const SIZES: [u64; 15] = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 1023, 1024, 1025, 
 fn proofs_agree_with_tlog_tiles_at_many_sizes() {
     let largest = *SIZES.last().unwrap();
     let leaves: Vec<Digest> = (0..largest)
-        .map(|i| Sha256TreeHasher.leaf(record_hash(i).as_bytes()))
+        .map(|i| LogTreeHasher.leaf(record_hash(i).as_bytes()))
         .collect();
     let mut stored = Stored(Vec::new());
     for (i, leaf) in leaves.iter().enumerate() {
@@ -158,13 +158,13 @@ fn proofs_agree_with_tlog_tiles_at_many_sizes() {
     let mut checked = 0;
     for size in SIZES {
         let levels = Levels::new(leaves[..size as usize].to_vec());
-        let root = annals::merkle::root(&Sha256TreeHasher, size, &mut levels.get()).unwrap();
+        let root = annals::merkle::root(&LogTreeHasher, size, &mut levels.get()).unwrap();
         assert_eq!(
             tlog_tiles::tlog::tree_hash(size, &stored).unwrap().0,
             root.0
         );
         for index in [0, size / 2, size - 1] {
-            let ours = inclusion_path(&Sha256TreeHasher, index, size, &mut levels.get()).unwrap();
+            let ours = inclusion_path(&LogTreeHasher, index, size, &mut levels.get()).unwrap();
             let theirs: Vec<Hash> = ours.iter().map(|d| Hash(d.0)).collect();
             let leaf = Hash(leaves[index as usize].0);
             tlog_tiles::tlog::check_record(&theirs, size, Hash(root.0), index, leaf).unwrap();
@@ -172,7 +172,7 @@ fn proofs_agree_with_tlog_tiles_at_many_sizes() {
             let made: Vec<Digest> = made.iter().map(|h| Digest(h.0)).collect();
             assert_eq!(made, ours);
             annals::merkle::verify_inclusion(
-                &Sha256TreeHasher,
+                &LogTreeHasher,
                 index,
                 size,
                 &leaves[index as usize],
@@ -187,8 +187,8 @@ fn proofs_agree_with_tlog_tiles_at_many_sizes() {
                 continue;
             }
             let from_root =
-                annals::merkle::root(&Sha256TreeHasher, from, &mut levels.get()).unwrap();
-            let ours = consistency_path(&Sha256TreeHasher, from, size, &mut levels.get()).unwrap();
+                annals::merkle::root(&LogTreeHasher, from, &mut levels.get()).unwrap();
+            let ours = consistency_path(&LogTreeHasher, from, size, &mut levels.get()).unwrap();
             let theirs: Vec<Hash> = ours.iter().map(|d| Hash(d.0)).collect();
             tlog_tiles::tlog::check_tree(&theirs, size, Hash(root.0), from, Hash(from_root.0))
                 .unwrap();
@@ -212,10 +212,10 @@ fn proofs_agree_with_tlog_tiles_at_many_sizes() {
 fn signed_proof() -> (String, String, Digest) {
     let size = 9;
     let leaves: Vec<Digest> = (0..size)
-        .map(|i| Sha256TreeHasher.leaf(record_hash(i).as_bytes()))
+        .map(|i| LogTreeHasher.leaf(record_hash(i).as_bytes()))
         .collect();
     let levels = Levels::new(leaves.clone());
-    let root = annals::merkle::root(&Sha256TreeHasher, size, &mut levels.get()).unwrap();
+    let root = annals::merkle::root(&LogTreeHasher, size, &mut levels.get()).unwrap();
     let checkpoint = Checkpoint {
         origin: "example.com/annals-log".into(),
         size,
@@ -224,7 +224,7 @@ fn signed_proof() -> (String, String, Digest) {
     };
     let text = checkpoint.sign(&signer()).unwrap();
     let opened = Checkpoint::open(&text, &[signer().verifier()]).unwrap();
-    let path = inclusion_path(&Sha256TreeHasher, 6, size, &mut levels.get()).unwrap();
+    let path = inclusion_path(&LogTreeHasher, 6, size, &mut levels.get()).unwrap();
     let proof = TlogProof::new(6, path.iter().map(|d| d.0).collect(), &opened);
     (text, proof.to_text(), record_hash(6))
 }
@@ -318,4 +318,177 @@ fn keygen_writes_a_0600_key_refuses_an_existing_file_and_prints_the_vkey() {
         dir.path().join("k2").to_str().unwrap(),
     ]);
     assert_eq!(bad.status.code(), Some(2));
+}
+
+/// A log of `size` records in `dir`, appended in batches of 500 (so that a proof's nodes come
+/// from the stored tree, the frontier and recomputed small subtrees alike).
+fn log_of(dir: &std::path::Path, size: u64) -> annals::Store {
+    let store = annals::Store::open(dir.join("tree.redb")).unwrap();
+    let mut appended = 0;
+    while appended < size {
+        let batch: Vec<annals::NewEvent> = (appended..size.min(appended + 500))
+            .map(|i| annals::NewEvent::new("note", i, i.to_le_bytes().to_vec()))
+            .collect();
+        appended += batch.len() as u64;
+        let stream = format!("s/{}", appended % 3);
+        let _ = store
+            .append(&stream, annals::ExpectedVersion::Any, &batch)
+            .unwrap();
+    }
+    store
+}
+
+/// The tree the store keeps, its roots and its proofs, as tlog_tiles computes and checks them
+/// from the store's record hashes alone (format v4's RFC 6962 tree).
+#[test]
+fn the_stores_roots_and_proofs_verify_with_tlog_tiles_at_many_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let largest = *SIZES.last().unwrap();
+    let store = log_of(dir.path(), largest);
+    let snapshot = store.snapshot().unwrap();
+    let mut stored = Stored(Vec::new());
+    let mut hashes = Vec::new();
+    for record in snapshot
+        .records(annals::Position(0), annals::Direction::Forward)
+        .unwrap()
+    {
+        let record = record.unwrap();
+        let leaf = tlog_tiles::tlog::record_hash(record.hash.as_bytes());
+        let new = tlog_tiles::tlog::stored_hashes_for_record_hash(record.position.0, leaf, &stored)
+            .unwrap();
+        stored.0.extend(new);
+        hashes.push(leaf);
+    }
+    assert_eq!(hashes.len() as u64, largest);
+    let mut checked = 0;
+    for size in SIZES {
+        let root = snapshot.merkle_root(size).unwrap();
+        assert_eq!(
+            tlog_tiles::tlog::tree_hash(size, &stored).unwrap().0,
+            root.0,
+            "root at {size}"
+        );
+        for index in [0, size / 2, size - 1] {
+            let proof = snapshot
+                .inclusion_proof(annals::Position(index), size)
+                .unwrap();
+            let path: Vec<Hash> = proof.path.iter().map(|d| Hash(d.0)).collect();
+            tlog_tiles::tlog::check_record(&path, size, Hash(root.0), index, hashes[index as usize])
+                .unwrap_or_else(|error| panic!("inclusion of {index} in {size}: {error:?}"));
+            checked += 1;
+        }
+        for from in [1, size / 2, size - 1, size] {
+            if from == 0 {
+                continue;
+            }
+            let proof = snapshot.consistency_proof(from, size).unwrap();
+            let path: Vec<Hash> = proof.path.iter().map(|d| Hash(d.0)).collect();
+            let from_root = snapshot.merkle_root(from).unwrap();
+            tlog_tiles::tlog::check_tree(&path, size, Hash(root.0), from, Hash(from_root.0))
+                .unwrap_or_else(|error| panic!("consistency of {from} with {size}: {error:?}"));
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, SIZES.len() * 3 + SIZES.len() * 4 - 2);
+}
+
+/// The sizes `schema/vectors/tree_v4.json` gives roots, tree heads and proofs at.
+const VECTOR_SIZES: [u64; 13] = [0, 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 100];
+
+fn tree_vectors_path() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/vectors/tree_v4.json")
+}
+
+/// What `schema/vectors/tree_v4.json` holds: over the record hashes `blake3(u64(i))`, at each
+/// size its root and tree head hash, the inclusion proof of leaf `size / 3` and the
+/// consistency proof from size `(size + 1) / 2`, all by the crate's tree code.
+fn generate_tree_vectors() -> String {
+    let hex = |digest: &Digest| digest.to_hex();
+    let largest = *VECTOR_SIZES.last().unwrap();
+    let leaves: Vec<Digest> = (0..largest)
+        .map(|i| LogTreeHasher.leaf(record_hash(i).as_bytes()))
+        .collect();
+    let mut cases = Vec::new();
+    for size in VECTOR_SIZES {
+        let levels = Levels::new(leaves[..size as usize].to_vec());
+        let root = annals::merkle::root(&LogTreeHasher, size, &mut levels.get()).unwrap();
+        let tree_head = annals::merkle::TreeHead { size, root }.hash();
+        let mut case = serde_json::json!({
+            "size": size,
+            "root": hex(&root),
+            "tree_head": hex(&tree_head),
+        });
+        if size > 0 {
+            let index = size / 3;
+            let path = inclusion_path(&LogTreeHasher, index, size, &mut levels.get()).unwrap();
+            case["inclusion"] = serde_json::json!({
+                "index": index,
+                "record_hash": hex(&record_hash(index)),
+                "path": path.iter().map(hex).collect::<Vec<_>>(),
+            });
+            let from = size.div_ceil(2);
+            let from_root = annals::merkle::root(&LogTreeHasher, from, &mut levels.get()).unwrap();
+            let path = consistency_path(&LogTreeHasher, from, size, &mut levels.get()).unwrap();
+            case["consistency"] = serde_json::json!({
+                "from_size": from,
+                "from_root": hex(&from_root),
+                "path": path.iter().map(hex).collect::<Vec<_>>(),
+            });
+        }
+        cases.push(case);
+    }
+    let mut text = serde_json::to_string_pretty(&cases).unwrap();
+    text.push('\n');
+    text
+}
+
+/// The committed tree vectors are what the generator writes (`ANNALS_WRITE_VECTORS=1` writes
+/// them), and tlog_tiles, knowing nothing of annals, computes the same roots from the record
+/// hashes and accepts every proof in them.
+#[test]
+fn tree_vectors_are_what_the_generator_writes_and_tlog_tiles_accepts_them() {
+    let path = tree_vectors_path();
+    let text = generate_tree_vectors();
+    if std::env::var_os("ANNALS_WRITE_VECTORS").is_some_and(|value| value == "1") {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        committed == text,
+        "{} differs from what the generator writes: the tree of format v4 changed",
+        path.display()
+    );
+    let cases: Vec<serde_json::Value> = serde_json::from_str(&committed).unwrap();
+    assert_eq!(cases.len(), VECTOR_SIZES.len());
+    let hash = |value: &serde_json::Value| Hash(Digest::from_hex(value.as_str().unwrap()).unwrap().0);
+    let path_of = |value: &serde_json::Value| -> Vec<Hash> {
+        value.as_array().unwrap().iter().map(hash).collect()
+    };
+    let mut stored = Stored(Vec::new());
+    for i in 0..*VECTOR_SIZES.last().unwrap() {
+        let leaf = tlog_tiles::tlog::record_hash(record_hash(i).as_bytes());
+        let new = tlog_tiles::tlog::stored_hashes_for_record_hash(i, leaf, &stored).unwrap();
+        stored.0.extend(new);
+    }
+    // RFC 6962's empty tree, spelled out: SHA-256 of nothing.
+    assert_eq!(
+        cases[0]["root"],
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+    for case in &cases[1..] {
+        let size = case["size"].as_u64().unwrap();
+        let root = hash(&case["root"]);
+        assert_eq!(tlog_tiles::tlog::tree_hash(size, &stored).unwrap(), root);
+        let inclusion = &case["inclusion"];
+        let index = inclusion["index"].as_u64().unwrap();
+        let leaf = tlog_tiles::tlog::record_hash(&hash(&inclusion["record_hash"]).0);
+        tlog_tiles::tlog::check_record(&path_of(&inclusion["path"]), size, root, index, leaf)
+            .unwrap();
+        let consistency = &case["consistency"];
+        let from = consistency["from_size"].as_u64().unwrap();
+        let from_root = hash(&consistency["from_root"]);
+        tlog_tiles::tlog::check_tree(&path_of(&consistency["path"]), size, root, from, from_root)
+            .unwrap();
+    }
 }

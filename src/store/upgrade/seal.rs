@@ -1,22 +1,20 @@
-//! Upgrading a log of format v1 or v2 to v3 on its first writable open: every value outside
-//! the segments is sealed with its checksum (`log/checksum.rs`), in one write transaction, so
-//! the file is either all of the old format or all of the new.
+//! The step from format v1 or v2 to v3: every value outside the segments is sealed with its
+//! checksum (`log/checksum.rs`).
 //!
 //! Records are not touched: a v1 log keeps its segments in v1's layout and says so under the
-//! meta key `records`, so the record hashes, the Merkle tree and every proof stay as they
-//! were. Only this module knows the earlier formats' table types; nothing else reads them.
+//! meta key `records`, so the record hashes stay as they were. Only this module knows the earlier formats' table types; nothing else reads them.
 
 use redb::{
     Database, ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle, WriteTransaction,
 };
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::log::checksum::{merkle_key, seal, seal_fixed, stream_runs_key};
 use crate::log::tables::{
-    FORMAT_KEY, FORMAT_VERSION, IDEMPOTENCY, IDEMPOTENCY_VALUE_BYTES, MAGIC_KEY, MERKLE,
+    FORMAT_KEY, IDEMPOTENCY, IDEMPOTENCY_VALUE_BYTES, MAGIC_KEY, MERKLE,
     MERKLE_VALUE_BYTES, META, META_NAME, RECORDS_KEY, SEGMENTS, STREAM_RUNS, STREAM_RUNS_NAME,
 };
-use crate::log::{read_version, seal_meta};
+use crate::log::seal_meta;
 use crate::projection::{CHECKPOINT_VALUE_BYTES, CHECKPOINTS};
 
 /// `annals.idempotency` as formats v1 and v2 typed it: (position, content hash), unsealed.
@@ -31,27 +29,15 @@ const CHECKPOINTS_V2: TableDefinition<&str, (u32, u64)> =
 /// Rows moved at a time: bounds the memory of the copy, whatever the table's size.
 const BATCH_ROWS: usize = 4096;
 
-/// Upgrades the log in `db` to [`FORMAT_VERSION`] if it is of an earlier format; does
-/// nothing to a log another process upgraded first.
-#[cfg_attr(
-    feature = "tracing",
-    tracing::instrument(level = "info", name = "upgrade", skip_all)
-)]
-pub(crate) fn to_current(db: &Database) -> Result<()> {
-    let txn = db.begin_write()?;
-    let version = read_version(&txn.open_table(META)?)?;
-    if version == FORMAT_VERSION {
-        return Ok(());
-    }
-    if !(1..FORMAT_VERSION).contains(&version) {
-        return Err(Error::CorruptMeta(format!(
-            "format version {version} has no upgrade to v{FORMAT_VERSION}"
-        )));
-    }
-    seal_meta_values(&txn)?;
-    seal_stream_runs(&txn)?;
+/// Seals every value outside the segments of the v1 or v2 log `txn` writes, and records the
+/// layout its segments keep (`version`'s) under `records`. The format version is the
+/// caller's to set, once every step of the upgrade is done.
+pub(super) fn seal_every_value(txn: &WriteTransaction, version: u32) -> Result<()> {
+    debug_assert!(matches!(version, 1 | 2));
+    seal_meta_values(txn)?;
+    seal_stream_runs(txn)?;
     retype(
-        &txn,
+        txn,
         IDEMPOTENCY_V2,
         IDEMPOTENCY,
         |key, (position, content)| {
@@ -61,20 +47,16 @@ pub(crate) fn to_current(db: &Database) -> Result<()> {
             seal_fixed::<IDEMPOTENCY_VALUE_BYTES>(IDEMPOTENCY.name(), key.as_bytes(), &value)
         },
     )?;
-    retype(&txn, MERKLE_V2, MERKLE, |(level, index), node| {
+    retype(txn, MERKLE_V2, MERKLE, |(level, index), node| {
         seal_fixed::<MERKLE_VALUE_BYTES>(MERKLE.name(), &merkle_key(level, index), &node)
     })?;
-    retype(&txn, CHECKPOINTS_V2, CHECKPOINTS, |name, checkpoint| {
+    retype(txn, CHECKPOINTS_V2, CHECKPOINTS, |name, checkpoint| {
         crate::projection::seal_checkpoint(name, checkpoint)
     })?;
     const _: () = assert!(CHECKPOINT_VALUE_BYTES == 20);
-    seal_projection_tables(&txn)?;
-    {
-        let mut meta = txn.open_table(META)?;
-        meta.insert(RECORDS_KEY, version.to_le_bytes().as_slice())?;
-        meta.insert(FORMAT_KEY, FORMAT_VERSION.to_le_bytes().as_slice())?;
-    }
-    txn.commit()?;
+    seal_projection_tables(txn)?;
+    let mut meta = txn.open_table(META)?;
+    meta.insert(RECORDS_KEY, version.to_le_bytes().as_slice())?;
     Ok(())
 }
 

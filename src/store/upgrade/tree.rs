@@ -1,0 +1,85 @@
+//! The step from format v3 to v4: the Merkle tree rebuilt with RFC 6962's hash (SHA-256) from
+//! the record hashes, which do not change.
+//!
+//! The tree is derived data, as a projection is: every stored node and the frontier follow from
+//! the record hashes alone, so the upgrade walks the records once, checking each against its
+//! own hash and the chain, and writes the new tree in place of the old in the upgrade's
+//! transaction.
+
+use redb::{ReadableTable, WriteTransaction};
+
+use crate::error::{Error, Result};
+use crate::log::merkle::MerkleWriter;
+use crate::log::read::{check_at, parse_segment};
+use crate::log::tables::{HEAD_KEY, MERKLE, META, SEGMENTS};
+use crate::log::{Head, decode_head, encode_head, seal_meta, unseal_meta};
+use crate::record::problem::Problem;
+use crate::record::{Format, Position};
+
+/// Replaces the tree of the log `txn` writes, whose segments keep records in `layout`, with the
+/// tree of format v4 over the same record hashes.
+pub(super) fn rebuild(txn: &WriteTransaction, layout: Format) -> Result<()> {
+    let head = {
+        let meta = txn.open_table(META)?;
+        let Some(bytes) = meta.get(HEAD_KEY)? else {
+            return Err(Error::CorruptMeta("the head is missing".into()));
+        };
+        decode_head(unseal_meta(HEAD_KEY, bytes.value())?)?
+    };
+    // Every node is rewritten, and a node the old table held beyond the log's (damage) must
+    // not survive: the table starts empty.
+    txn.delete_table(MERKLE)?;
+    txn.open_table(MERKLE)?;
+    let empty = encode_head(Head::default());
+    let mut tree = MerkleWriter::open(txn, &empty, 0)?;
+    let mut walked = Head::default();
+    {
+        let segments = txn.open_table(SEGMENTS)?;
+        for entry in segments.range(0..)? {
+            let (key, value) = entry?;
+            let first = key.value();
+            if first != walked.next.0 {
+                return Err(Error::Corrupt {
+                    position: walked.next,
+                    problem: Box::new(Problem::Gap {
+                        expected: walked.next,
+                        found: Position(first),
+                    }),
+                });
+            }
+            let bytes = value.value();
+            let segment = parse_segment(layout, first, bytes)?;
+            for at in segment.records_at() {
+                let record = check_at(bytes, &at, walked.next)?;
+                if record.prev != walked.hash {
+                    return Err(Error::Corrupt {
+                        position: walked.next,
+                        problem: Box::new(Problem::Prev {
+                            expected: walked.hash,
+                            found: record.prev,
+                        }),
+                    });
+                }
+                tree.push(record.hash)?;
+                walked = Head {
+                    next: Position(walked.next.0 + 1),
+                    hash: record.hash,
+                };
+            }
+        }
+    }
+    if walked != head {
+        return Err(Error::Corrupt {
+            position: walked.next,
+            problem: Box::new(Problem::Head {
+                stored_next: head.next,
+                stored_hash: head.hash,
+                next: walked.next,
+                hash: walked.hash,
+            }),
+        });
+    }
+    let mut meta = txn.open_table(META)?;
+    meta.insert(HEAD_KEY, seal_meta(HEAD_KEY, &tree.head_bytes(head)).as_slice())?;
+    Ok(())
+}
