@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::hash::Digest;
 use crate::log::append::AppendError;
 use crate::record::Position;
 use crate::record::problem::Problem;
@@ -90,6 +91,9 @@ pub enum Error {
     /// An audit request outside the log (a size past the head, an unknown entity).
     #[error(transparent)]
     Audit(#[from] AuditError),
+    /// A checkpoint the log refuses to sign: it would contradict one it signed before.
+    #[error(transparent)]
+    Signing(#[from] SigningError),
     /// An export file refused, or one that does not continue the log it is imported into.
     #[error(transparent)]
     Export(Box<crate::export::ExportError>),
@@ -225,6 +229,57 @@ pub enum AuditError {
         spec: String,
         /// What is wrong with it.
         reason: String,
+    },
+}
+
+/// Why the log refuses to sign a checkpoint: signing it would give the world two checkpoints
+/// of this log that contradict each other, which is what a transparency log must never do.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SigningError {
+    /// A checkpoint of a smaller tree than the last one signed.
+    #[error(
+        "the log last signed a checkpoint of size {signed}; it signs no smaller one (size \
+         {size}): the checkpoints of a log only grow. Give --size {signed} or more, or keep \
+         the checkpoint of size {size} you were given then"
+    )]
+    Behind {
+        /// The size of the last checkpoint signed.
+        signed: u64,
+        /// The size asked for.
+        size: u64,
+    },
+    /// The tree at the last signed size has another root than the one signed then: the log
+    /// was rewritten (or replaced) since.
+    #[error(
+        "the log signed a checkpoint of size {size} with root {signed}, and its tree of size \
+         {size} now has root {root}: the log is not the one that signed it (rewritten or \
+         replaced since), and nothing more is signed for it"
+    )]
+    Diverged {
+        /// The size of the last checkpoint signed.
+        size: u64,
+        /// The root signed then.
+        signed: Digest,
+        /// The root the log gives now.
+        root: Digest,
+    },
+    /// A checkpoint that is not a valid note (an origin the format cannot carry).
+    #[error("the checkpoint cannot be signed: {reason}")]
+    Unsignable {
+        /// Why.
+        reason: String,
+    },
+    /// A key of another name than the origin the log signs as.
+    #[error(
+        "the log signs its checkpoints as {signed:?}, and this key is named {origin:?}: a log \
+         has one origin, its signing key's name"
+    )]
+    Origin {
+        /// The origin of the checkpoints signed before.
+        signed: String,
+        /// The key's name.
+        origin: String,
     },
 }
 

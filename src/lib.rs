@@ -82,7 +82,7 @@ pub use audit::history::Entity;
 pub use audit::proof_file::{ProofFile, ProofFileError, ProofTree};
 pub use audit::verify::{Finding, Problem, ProjectionBehind, VerifyReport};
 pub use command::{Command, Decision, Emit};
-pub use error::{AuditError, Error, OpenError, Result};
+pub use error::{AuditError, Error, OpenError, Result, SigningError};
 pub use event::{DomainEvent, EventKind};
 pub use hash::Digest;
 pub use log::Head;
@@ -90,6 +90,7 @@ pub use log::append::{
     AppendError, AppendOutcome, Appended, ExpectedVersion, UnknownExpectedVersion,
 };
 pub use log::read::{Direction, Records, Snapshot, StreamRecords, StreamSummary};
+pub use log::signed::SignedHead;
 pub use projection::{Projection, ProjectionError};
 pub use record::limits::{Field, LimitError, Limits};
 pub use record::{NewEvent, Position, Record, RecordError, RecordView, StreamVersion};

@@ -141,7 +141,9 @@ impl ProofFile {
         let value: serde_json::Value = serde_json::from_slice(bytes).map_err(shape)?;
         if let Some(object) = value.as_object() {
             // A proof file of before v4 has every field of today's but `tree`.
-            let earlier = ["proof", "root", "path"].iter().all(|key| object.contains_key(*key));
+            let earlier = ["proof", "root", "path"]
+                .iter()
+                .all(|key| object.contains_key(*key));
             if earlier && !object.contains_key("tree") {
                 return Err(ProofFileError::EarlierTree);
             }

@@ -43,6 +43,7 @@ impl Command {
             Command::Compact(args) => args.json,
             Command::Upgrade(args) => args.json,
             Command::Keygen(_) => false,
+            Command::Checkpoint(_) => false,
             #[cfg(feature = "jetstream")]
             Command::Replicate(_) | Command::Follow(_) => false,
             #[cfg(feature = "testing")]
@@ -110,6 +111,10 @@ pub(crate) enum Command {
     /// Write a new Ed25519 signer key for checkpoints (c2sp.org/signed-note) to KEYFILE, mode
     /// 0600, and print its verifier key (vkey).
     Keygen(KeygenArgs),
+    /// Sign a checkpoint of the log (c2sp.org/tlog-checkpoint) with a key from `keygen` and
+    /// print it: the origin (the key's name), the size and the root, then the signature. The
+    /// log never signs a checkpoint smaller than, or inconsistent with, the last it signed.
+    Checkpoint(CheckpointArgs),
     /// Publish every record of a log, in order, to a NATS JetStream stream, until
     /// interrupted; a log the stream does not continue is refused naming the position.
     #[cfg(feature = "jetstream")]
@@ -281,6 +286,20 @@ pub(crate) struct KeygenArgs {
 }
 
 #[derive(Args)]
+pub(crate) struct CheckpointArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// The signer key file `annals keygen` wrote (mode 0600); its name is the origin.
+    #[arg(long)]
+    pub(crate) key: PathBuf,
+    /// The tree of the first N records [default: all of them].
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_size)]
+    pub(crate) size: Option<u64>,
+    #[command(flatten)]
+    pub(crate) access: WriteAccess,
+}
+
+#[derive(Args)]
 pub(crate) struct RootArgs {
     /// The log file; it must exist.
     pub(crate) db: PathBuf,
@@ -300,7 +319,7 @@ pub(crate) struct ProveArgs {
     #[arg(
         long,
         conflicts_with = "from_size",
-        required_unless_present = "from_size",
+        required_unless_present_any = ["from_size", "from_checkpoint"],
         allow_negative_numbers = true,
         value_parser = parse_position
     )]
@@ -311,6 +330,14 @@ pub(crate) struct ProveArgs {
     /// The tree of the first N records [default: all of them].
     #[arg(long, allow_negative_numbers = true, value_parser = parse_size)]
     pub(crate) size: Option<u64>,
+    /// Prove against this signed checkpoint of the log (from `annals checkpoint`, with any
+    /// cosignatures): with `--position`, print a c2sp.org/tlog-proof@v1 file; with
+    /// `--from-checkpoint`, a consistency proof in tlog-witness's `add-checkpoint` form.
+    #[arg(long, conflicts_with_all = ["size", "from_size", "json"])]
+    pub(crate) checkpoint: Option<PathBuf>,
+    /// The earlier signed checkpoint to prove `--checkpoint`'s tree extends.
+    #[arg(long, requires = "checkpoint", conflicts_with = "position")]
+    pub(crate) from_checkpoint: Option<PathBuf>,
     /// Print the proof file's JSON (what `check-proof` reads) instead of text.
     #[arg(long)]
     pub(crate) json: bool,
@@ -318,8 +345,20 @@ pub(crate) struct ProveArgs {
 
 #[derive(Args)]
 pub(crate) struct CheckProofArgs {
-    /// A proof file, as `prove --json` prints it.
+    /// A proof file: as `prove --json` prints it, a c2sp.org/tlog-proof@v1 file, or a
+    /// consistency proof to a checkpoint (`prove --checkpoint --from-checkpoint`).
     pub(crate) proof: PathBuf,
+    /// The log's verifier key, as `annals keygen` printed it (or `@FILE` holding it): a
+    /// checkpoint counts only when signed by it. Give it more than once to trust several.
+    #[arg(long)]
+    pub(crate) vkey: Vec<String>,
+    /// A signed checkpoint you trust, for a proof file of `prove --json`: it counts as a tree
+    /// head you kept once it opens against `--vkey`. Give it twice for a consistency proof.
+    #[arg(long, requires = "vkey")]
+    pub(crate) checkpoint: Vec<PathBuf>,
+    /// For a consistency proof to a checkpoint: the earlier signed checkpoint you kept.
+    #[arg(long, requires = "vkey")]
+    pub(crate) from_checkpoint: Option<PathBuf>,
     /// The tree head you trust, as `annals root` printed it: its `tree head` hash (64
     /// lower-case hex digits), its whole output (text or `--json`), or `@FILE` holding either.
     /// Give it twice for a consistency proof, the earlier head and the later one you kept: the

@@ -77,13 +77,17 @@ pub(crate) fn root(args: RootArgs) -> Result<ExitCode, Failure> {
     let snapshot = store.snapshot()?;
     let size = args.size.unwrap_or(snapshot.head()?.next.0);
     let root = snapshot.merkle_root(size)?;
+    let origin = snapshot.signed_checkpoint()?.map(|signed| signed.origin);
     let mut out = io::stdout().lock();
-    print_root(&mut out, size, root, args.json)?;
+    print_root(&mut out, size, root, origin.as_deref(), args.json)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn prove(args: ProveArgs) -> Result<ExitCode, Failure> {
+    if let Some(checkpoint) = &args.checkpoint {
+        return super::checkpoints::prove(&args, checkpoint);
+    }
     let store = Store::open_read_only(&args.db)?;
     let snapshot = store.snapshot()?;
     let size = args.size.unwrap_or(snapshot.head()?.next.0);
@@ -99,9 +103,16 @@ pub(crate) fn prove(args: ProveArgs) -> Result<ExitCode, Failure> {
 }
 
 pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
-    let trust = trusted_heads(&args)?;
     let bytes = read_capped(&args.proof, PROOF_FILE_BYTES_MAX)
         .map_err(|error| Failure::file(&args.proof, false, &error))?;
+    if let Some(form) = super::checkpoints::signed_form(&bytes) {
+        return super::checkpoints::check(&args, form, bytes);
+    }
+    let mut trust = trusted_heads(&args)?;
+    let verifiers = super::checkpoints::verifiers(&args)?;
+    for head in super::checkpoints::trusted_checkpoints(&args, &verifiers)? {
+        trust = trust.with(TrustedHead::Head(head));
+    }
     let invalid = |message: String| Failure::of(Kind::InvalidProof, message);
     if bytes.len() as u64 > PROOF_FILE_BYTES_MAX {
         return Err(invalid(format!(
@@ -116,9 +127,7 @@ pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
             // a proof that failed.
             ProofFileError::Shape(_)
             | ProofFileError::DuplicateKey { .. }
-            | ProofFileError::EarlierTree => {
-                Failure::of(Kind::InvalidInput, message)
-            }
+            | ProofFileError::EarlierTree => Failure::of(Kind::InvalidInput, message),
             _ => invalid(message),
         }
     })?;
@@ -130,7 +139,8 @@ pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
     let matched = checked.map_err(|error| match error {
         ProofError::LaterHeadNotTrusted { size, .. } => invalid(format!(
             "not established: {error}: give the head of size {size} you kept (`annals root \
-             --size {size}` on the log, when you trusted it) as a second --head"
+             --size {size}` on the log, when you trusted it) as a second --head, or the log's \
+             signed checkpoint of size {size} as --checkpoint"
         )),
         error => invalid(format!("invalid: {error}")),
     })?;
@@ -185,7 +195,7 @@ fn check_proof_json(proof: &ProofFile, matched: Option<TreeHead>) -> CheckProofJ
 
 /// The first `cap + 1` bytes of `path` at most, so that an oversized file is seen as such
 /// without reading it all.
-fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+pub(super) fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     fs::File::open(path)?
         .take(cap + 1)
@@ -276,13 +286,21 @@ fn parse_kept_head(text: &str) -> Result<TrustedHead, String> {
     Ok(TrustedHead::Head(head))
 }
 
-/// What `check-proof --head` reads of `root --json`'s output.
+/// What `check-proof --head` reads of `root --json`'s output: the head, and the checkpoint
+/// fields beside it (which the head's fields already bind, so they are not checked).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)]
 struct KeptHeadJson {
     size: u64,
     root: String,
     tree_head: String,
+    #[serde(default)]
+    root_base64: Option<String>,
+    #[serde(default)]
+    origin: Option<String>,
+    #[serde(default)]
+    checkpoint_body: Option<String>,
 }
 
 pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
@@ -326,11 +344,28 @@ struct RootJson {
     size: u64,
     root: String,
     tree_head: String,
+    /// The root in base64, as a checkpoint's third line spells it.
+    root_base64: String,
+    /// The origin the log signs its checkpoints as, once it signed one.
+    origin: Option<String>,
+    /// The body a checkpoint of this tree has (c2sp.org/tlog-checkpoint), once the origin
+    /// is known.
+    checkpoint_body: Option<String>,
 }
 
-/// Writes the root of the tree of `size` records and its tree head.
-fn print_root(out: &mut impl Write, size: u64, root: Digest, json: bool) -> Result<(), Failure> {
+/// Writes the root of the tree of `size` records, its tree head, and the body of a
+/// checkpoint of it: the origin (when the log signed a checkpoint before), the size and the
+/// root in base64, the three lines `annals checkpoint` signs.
+fn print_root(
+    out: &mut impl Write,
+    size: u64,
+    root: Digest,
+    origin: Option<&str>,
+    json: bool,
+) -> Result<(), Failure> {
     let tree_head = TreeHead { size, root }.hash();
+    let root_base64 = crate::tlog::base64_encode(root.as_bytes());
+    let body = origin.map(|origin| format!("{origin}\n{size}\n{root_base64}\n"));
     if json {
         return print_json(
             out,
@@ -338,12 +373,25 @@ fn print_root(out: &mut impl Write, size: u64, root: Digest, json: bool) -> Resu
                 size,
                 root: root.to_hex(),
                 tree_head: tree_head.to_hex(),
+                root_base64,
+                origin: origin.map(str::to_owned),
+                checkpoint_body: body,
             },
         );
     }
     writeln!(out, "size      {size}")?;
     writeln!(out, "root      {root}")?;
     writeln!(out, "tree head {tree_head}")?;
+    match origin {
+        Some(_) => writeln!(out, "checkpoint body (as `annals checkpoint` signs it):")?,
+        None => writeln!(
+            out,
+            "checkpoint body (the origin is the signing key's name; the log signed none yet):"
+        )?,
+    }
+    writeln!(out, "  {}", origin.unwrap_or("<origin>"))?;
+    writeln!(out, "  {size}")?;
+    writeln!(out, "  {root_base64}")?;
     Ok(())
 }
 

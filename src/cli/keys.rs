@@ -59,9 +59,6 @@ fn write_key_file(path: &Path, bytes: &[u8], force: bool) -> Result<(), Failure>
     Ok(())
 }
 
-// The `checkpoint` and `prove` commands of issue 31 read the key through this; until they
-// land only the tests do.
-#[cfg_attr(not(test), allow(dead_code))]
 /// Reads the signer key at `path`, refusing a file that anyone but its owner may read or
 /// write (permissions wider than 0600), as ssh does.
 pub(crate) fn read_signer_key(path: &Path) -> Result<Signer, Failure> {

@@ -10,6 +10,7 @@
 
 mod args;
 mod audit;
+mod checkpoints;
 mod compact;
 mod filter;
 mod keys;
@@ -76,6 +77,7 @@ pub fn main() -> ExitCode {
         Command::Compact(args) => compact::compact(args),
         Command::Upgrade(args) => write::upgrade(args),
         Command::Keygen(args) => keys::keygen(args),
+        Command::Checkpoint(args) => checkpoints::checkpoint(args),
         #[cfg(feature = "jetstream")]
         Command::Replicate(args) => replicate::replicate(args),
         #[cfg(feature = "jetstream")]
@@ -367,6 +369,9 @@ impl From<Error> for Failure {
             Error::Io(io) => Kind::of_io(io),
             Error::Storage(redb::Error::Io(io)) => Kind::of_io(io),
             Error::Audit(_) | Error::InvalidCommand { .. } | Error::Config(_) => Kind::InvalidInput,
+            Error::Signing(crate::SigningError::Diverged { .. }) => Kind::Corrupt,
+            Error::Signing(crate::SigningError::Unsignable { .. }) => Kind::InvalidInput,
+            Error::Signing(_) => Kind::Refused,
             _ => Kind::Io,
         };
         // The exit codes stay what they were before kinds: every append refusal (a limit
@@ -381,6 +386,7 @@ impl From<Error> for Failure {
                 | Error::DamagedFile(_)
                 | Error::CorruptProjection { .. }
                 | Error::Projection(ProjectionError::Invariant { .. })
+                | Error::Signing(crate::SigningError::Diverged { .. })
         ) || matches!(&error, Error::Export(export) if !matches!(**export, ExportError::Io(_)));
         let exit = if finding { EXIT_FINDINGS } else { EXIT_USAGE };
         Failure::Of {

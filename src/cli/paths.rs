@@ -33,13 +33,28 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
         Command::State(args) => require_regular(&args.db, "the log"),
         Command::Rebuild(args) => require_regular(&args.db, "the log"),
         Command::Root(args) => require_regular(&args.db, "the log"),
-        Command::Prove(args) => require_regular(&args.db, "the log"),
+        Command::Prove(args) => {
+            for file in args.checkpoint.iter().chain(&args.from_checkpoint) {
+                require_regular(file, "a checkpoint file")?;
+            }
+            require_regular(&args.db, "the log")
+        }
         Command::CheckProof(args) => {
             require_regular(&args.proof, "a proof file")?;
             for file in args.head.iter().filter_map(|head| head.strip_prefix('@')) {
                 require_regular(Path::new(file), "a tree head file")?;
             }
+            for file in args.vkey.iter().filter_map(|vkey| vkey.strip_prefix('@')) {
+                require_regular(Path::new(file), "a verifier key file")?;
+            }
+            for file in args.checkpoint.iter().chain(&args.from_checkpoint) {
+                require_regular(file, "a checkpoint file")?;
+            }
             Ok(())
+        }
+        Command::Checkpoint(args) => {
+            require_regular(&args.key, "a key file")?;
+            require_regular(&args.db, "the log")
         }
         Command::Streams(args) => require_regular(&args.db, "the log"),
         Command::History(args) => require_regular(&args.db, "the log"),

@@ -5,6 +5,7 @@ pub mod append;
 pub(crate) mod checksum;
 pub mod merkle;
 pub mod read;
+pub mod signed;
 pub mod stream_index;
 pub mod tables;
 

@@ -90,6 +90,15 @@ impl Snapshot {
         }
     }
 
+    /// The last checkpoint the log signed (`Store::checkpoint`), if it ever signed one.
+    pub fn signed_checkpoint(&self) -> Result<Option<super::signed::SignedHead>> {
+        guarded(|| {
+            self.meta_value(super::signed::SIGNED_CHECKPOINT_KEY)?
+                .map(|bytes| super::signed::SignedHead::decode(&bytes))
+                .transpose()
+        })
+    }
+
     /// The head: the next position and the hash of the last record.
     pub fn head(&self) -> Result<Head> {
         guarded(|| match self.meta.get(HEAD_KEY)? {

@@ -14,6 +14,7 @@ mod import;
 pub(crate) mod open;
 mod session;
 mod sharing;
+mod signing;
 pub(crate) mod upgrade;
 
 use std::fs;

@@ -6,7 +6,9 @@
 //! - [`checkpoint`]: `c2sp.org/tlog-checkpoint` — origin, tree size and root hash as the body
 //!   of a signed note, opened only when the log's own key signed it;
 //! - [`proof`]: `c2sp.org/tlog-proof@v1` — the offline inclusion proof file, and the check of
-//!   a consistency proof between two checkpoints.
+//!   a consistency proof between two checkpoints;
+//! - [`consistency`]: that consistency proof as a file, in the form of tlog-witness's
+//!   `add-checkpoint` body (`old <size>`, the proof, the later checkpoint).
 //!
 //! Every tree hash here is RFC 6962's SHA-256 tree ([`crate::merkle::LogTreeHasher`]), the tree those
 //! specifications name; the tree math is `crate::merkle`'s, generic over its hasher.
@@ -32,10 +34,12 @@
 //! ```
 
 pub mod checkpoint;
+pub mod consistency;
 pub mod note;
 pub mod proof;
 
 pub use checkpoint::{Checkpoint, CheckpointError, OpenedCheckpoint, SizeProblem};
+pub use consistency::{ConsistencyFile, ConsistencyFileError};
 pub use note::{
     KeyError, KeyId, KeyNameProblem, Note, NoteError, NoteSignature, OpenedNote,
     SignatureLineProblem, Signer, Verifier,
@@ -47,7 +51,7 @@ use base64::Engine as _;
 /// Standard base64 with padding (RFC 4648 §4), as every C2SP format uses it. Decoding is
 /// strict: padding required, no stray bits, no whitespace, so that each value has one
 /// encoding and a parsed file writes back byte for byte.
-fn base64_encode(bytes: &[u8]) -> String {
+pub(crate) fn base64_encode(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 

@@ -147,6 +147,38 @@ impl TlogProof {
         }
     }
 
+    /// A proof of the entry at `index` in the tree of the checkpoint note `checkpoint_text`
+    /// (kept verbatim, cosignatures included), not yet opened against a key: what a log that
+    /// holds the checkpoint but not its verifier keys writes. `extra` is the opaque extra
+    /// data (empty: none).
+    pub fn for_checkpoint(
+        index: u64,
+        path: Vec<[u8; 32]>,
+        checkpoint_text: &str,
+        extra: Vec<u8>,
+    ) -> Result<TlogProof, TlogProofError> {
+        let in_checkpoint = |error: CheckpointError| TlogProofError::Checkpoint {
+            first_line: 1,
+            error,
+        };
+        let note =
+            super::note::Note::parse(checkpoint_text).map_err(|e| in_checkpoint(e.into()))?;
+        let checkpoint = Checkpoint::parse_body(note.text()).map_err(in_checkpoint)?;
+        if extra.len() > EXTRA_BYTES_MAX {
+            return Err(TlogProofError::Extra {
+                line: 2,
+                max: EXTRA_BYTES_MAX,
+            });
+        }
+        Ok(TlogProof {
+            extra,
+            index,
+            path,
+            checkpoint_text: checkpoint_text.to_owned(),
+            checkpoint,
+        })
+    }
+
     /// The checkpoint the proof carries (not yet opened against a key).
     pub fn checkpoint(&self) -> &Checkpoint {
         &self.checkpoint
@@ -510,10 +542,7 @@ mod tests {
         let path = crate::merkle::consistency_path(&LogTreeHasher, 3, 7, &mut |level, i| {
             let width = 1usize << level;
             let start = i as usize * width;
-            Ok::<_, ()>(root_of_leaves(
-                &LogTreeHasher,
-                &all[start..start + width],
-            ))
+            Ok::<_, ()>(root_of_leaves(&LogTreeHasher, &all[start..start + width]))
         })
         .unwrap();
         let path: Vec<[u8; 32]> = path.iter().map(|d| d.0).collect();

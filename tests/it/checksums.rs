@@ -44,7 +44,11 @@ fn rfc6962_root(hashes: &[[u8; 32]]) -> [u8; 32] {
         _ => {
             // The largest power of two below the count.
             let k = 1 << (usize::BITS - 1 - (hashes.len() - 1).leading_zeros());
-            node(&[&[1], &rfc6962_root(&hashes[..k]), &rfc6962_root(&hashes[k..])])
+            node(&[
+                &[1],
+                &rfc6962_root(&hashes[..k]),
+                &rfc6962_root(&hashes[k..]),
+            ])
         }
     }
 }
@@ -160,7 +164,11 @@ fn a_v1_v2_or_v3_log_is_refused_read_only_and_upgraded_by_a_writable_open_readin
         let said: serde_json::Value = serde_json::from_slice(&root.stdout).unwrap();
         let (size, expected_root) = expected_head();
         assert_eq!(said["size"].as_u64(), Some(size), "v{version}");
-        assert_eq!(said["root"].as_str(), Some(expected_root.as_str()), "v{version}");
+        assert_eq!(
+            said["root"].as_str(),
+            Some(expected_root.as_str()),
+            "v{version}"
+        );
         let verify = annals(&path, &["verify"]);
         assert_eq!(verify.status.code(), Some(0), "v{version}: {verify:?}");
         // And it takes writes, which read back.

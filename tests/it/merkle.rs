@@ -166,7 +166,10 @@ fn rfc6962_inclusion_vectors_are_accepted_exactly_when_valid() {
         }
     }
     assert!(accepted >= 5, "only {accepted} valid inclusion vectors");
-    assert!(by_the_log >= 5, "only {by_the_log} valid vectors checked by the log's tree");
+    assert!(
+        by_the_log >= 5,
+        "only {by_the_log} valid vectors checked by the log's tree"
+    );
 }
 
 #[test]
@@ -196,7 +199,10 @@ fn rfc6962_consistency_vectors_are_accepted_exactly_when_valid() {
         }
     }
     assert!(accepted >= 5, "only {accepted} valid consistency vectors");
-    assert!(by_the_log >= 5, "only {by_the_log} valid vectors checked by the log's tree");
+    assert!(
+        by_the_log >= 5,
+        "only {by_the_log} valid vectors checked by the log's tree"
+    );
 }
 
 /// A log of 150 records: single appends to three streams, then batches of 7 (several records
@@ -233,7 +239,10 @@ fn record_hashes(store: &Store) -> Vec<Digest> {
 
 /// RFC 6962's root over `hashes` by the reference hasher written here, not the crate's.
 fn reference_root(hashes: &[Digest]) -> Digest {
-    let leaves: Vec<Vec<u8>> = hashes.iter().map(|hash| Rfc6962.leaf(hash.as_bytes())).collect();
+    let leaves: Vec<Vec<u8>> = hashes
+        .iter()
+        .map(|hash| Rfc6962.leaf(hash.as_bytes()))
+        .collect();
     Digest(
         root_of_leaves(&Rfc6962, &leaves)
             .try_into()

@@ -3,9 +3,7 @@
 
 use annals::Digest;
 use annals::merkle::{LogTreeHasher, TreeHasher, consistency_path, inclusion_path};
-use annals::tlog::{
-    Checkpoint, Note, NoteError, Signer, TlogProof, Verifier, check_consistency,
-};
+use annals::tlog::{Checkpoint, Note, NoteError, Signer, TlogProof, Verifier, check_consistency};
 use signed_note::{Signer as _, Verifier as _, Verifiers as _};
 use tlog_tiles::tlog::{Hash, HashReader};
 
@@ -186,8 +184,7 @@ fn proofs_agree_with_tlog_tiles_at_many_sizes() {
             if from == 0 {
                 continue;
             }
-            let from_root =
-                annals::merkle::root(&LogTreeHasher, from, &mut levels.get()).unwrap();
+            let from_root = annals::merkle::root(&LogTreeHasher, from, &mut levels.get()).unwrap();
             let ours = consistency_path(&LogTreeHasher, from, size, &mut levels.get()).unwrap();
             let theirs: Vec<Hash> = ours.iter().map(|d| Hash(d.0)).collect();
             tlog_tiles::tlog::check_tree(&theirs, size, Hash(root.0), from, Hash(from_root.0))
@@ -373,8 +370,14 @@ fn the_stores_roots_and_proofs_verify_with_tlog_tiles_at_many_sizes() {
                 .inclusion_proof(annals::Position(index), size)
                 .unwrap();
             let path: Vec<Hash> = proof.path.iter().map(|d| Hash(d.0)).collect();
-            tlog_tiles::tlog::check_record(&path, size, Hash(root.0), index, hashes[index as usize])
-                .unwrap_or_else(|error| panic!("inclusion of {index} in {size}: {error:?}"));
+            tlog_tiles::tlog::check_record(
+                &path,
+                size,
+                Hash(root.0),
+                index,
+                hashes[index as usize],
+            )
+            .unwrap_or_else(|error| panic!("inclusion of {index} in {size}: {error:?}"));
             checked += 1;
         }
         for from in [1, size / 2, size - 1, size] {
@@ -461,7 +464,8 @@ fn tree_vectors_are_what_the_generator_writes_and_tlog_tiles_accepts_them() {
     );
     let cases: Vec<serde_json::Value> = serde_json::from_str(&committed).unwrap();
     assert_eq!(cases.len(), VECTOR_SIZES.len());
-    let hash = |value: &serde_json::Value| Hash(Digest::from_hex(value.as_str().unwrap()).unwrap().0);
+    let hash =
+        |value: &serde_json::Value| Hash(Digest::from_hex(value.as_str().unwrap()).unwrap().0);
     let path_of = |value: &serde_json::Value| -> Vec<Hash> {
         value.as_array().unwrap().iter().map(hash).collect()
     };

@@ -4,17 +4,15 @@
 //! Records are not touched: a v1 log keeps its segments in v1's layout and says so under the
 //! meta key `records`, so the record hashes stay as they were. Only this module knows the earlier formats' table types; nothing else reads them.
 
-use redb::{
-    Database, ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle, WriteTransaction,
-};
+use redb::{ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle, WriteTransaction};
 
 use crate::error::Result;
 use crate::log::checksum::{merkle_key, seal, seal_fixed, stream_runs_key};
-use crate::log::tables::{
-    FORMAT_KEY, IDEMPOTENCY, IDEMPOTENCY_VALUE_BYTES, MAGIC_KEY, MERKLE,
-    MERKLE_VALUE_BYTES, META, META_NAME, RECORDS_KEY, SEGMENTS, STREAM_RUNS, STREAM_RUNS_NAME,
-};
 use crate::log::seal_meta;
+use crate::log::tables::{
+    FORMAT_KEY, IDEMPOTENCY, IDEMPOTENCY_VALUE_BYTES, MAGIC_KEY, MERKLE, MERKLE_VALUE_BYTES, META,
+    META_NAME, RECORDS_KEY, SEGMENTS, STREAM_RUNS, STREAM_RUNS_NAME,
+};
 use crate::projection::{CHECKPOINT_VALUE_BYTES, CHECKPOINTS};
 
 /// `annals.idempotency` as formats v1 and v2 typed it: (position, content hash), unsealed.
@@ -212,7 +210,7 @@ fn seal_projection_tables(txn: &WriteTransaction) -> Result<()> {
 /// upgrade must read.
 #[cfg(any(test, feature = "testing"))]
 pub(crate) fn initialise_legacy(
-    db: &Database,
+    db: &redb::Database,
     projections: &crate::projection::Projections,
     version: u32,
 ) -> Result<()> {

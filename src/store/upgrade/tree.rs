@@ -80,6 +80,9 @@ pub(super) fn rebuild(txn: &WriteTransaction, layout: Format) -> Result<()> {
         });
     }
     let mut meta = txn.open_table(META)?;
-    meta.insert(HEAD_KEY, seal_meta(HEAD_KEY, &tree.head_bytes(head)).as_slice())?;
+    meta.insert(
+        HEAD_KEY,
+        seal_meta(HEAD_KEY, &tree.head_bytes(head)).as_slice(),
+    )?;
     Ok(())
 }

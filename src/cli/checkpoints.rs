@@ -1,0 +1,354 @@
+//! `checkpoint`, and the signed forms of `prove` and `check-proof`: checkpoints signed with a
+//! key from `keygen` (c2sp.org/tlog-checkpoint), inclusion proofs as c2sp.org/tlog-proof@v1
+//! files, and consistency proofs between two checkpoints in tlog-witness's `add-checkpoint`
+//! form, each checked by someone who holds only the verifier key.
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use super::args::{CheckProofArgs, CheckpointArgs, ProveArgs};
+use super::audit::read_capped;
+use super::keys::read_signer_key;
+use super::open::open_for_writing;
+use super::{Failure, Kind};
+use crate::audit::proof_file::quoted;
+use crate::error::{AuditError, SigningError};
+use crate::hash::Digest;
+use crate::merkle::TreeHead;
+use crate::record::Position;
+use crate::store::Store;
+use crate::tlog::{
+    Checkpoint, ConsistencyFile, OpenedCheckpoint, TlogProof, Verifier,
+    consistency::CONSISTENCY_BYTES_MAX, note::NOTE_BYTES_MAX, proof::TLOG_PROOF_BYTES_MAX,
+    proof::TLOG_PROOF_HEADER,
+};
+
+pub(crate) fn checkpoint(args: CheckpointArgs) -> Result<ExitCode, Failure> {
+    // The key first, then the refusals a read-only look can make: a refused checkpoint leaves
+    // the log's bytes as they were.
+    let signer = read_signer_key(&args.key)?;
+    {
+        let store = Store::open_read_only(&args.db)?;
+        let snapshot = store.snapshot()?;
+        let head = snapshot.head()?.next.0;
+        let size = args.size.unwrap_or(head);
+        if size > head {
+            return Err(crate::Error::from(AuditError::SizeBeyondHead { size, head }).into());
+        }
+        if let Some(last) = snapshot.signed_checkpoint()? {
+            if last.origin != signer.name() {
+                return Err(crate::Error::from(SigningError::Origin {
+                    signed: last.origin,
+                    origin: signer.name().to_owned(),
+                })
+                .into());
+            }
+            if size < last.size {
+                return Err(crate::Error::from(SigningError::Behind {
+                    signed: last.size,
+                    size,
+                })
+                .into());
+            }
+        }
+    }
+    let store = open_for_writing(&args.db, false, &args.access)?;
+    let text = store.checkpoint_at(&signer, args.size)?;
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads a checkpoint note given as `what` (`--checkpoint`, …), refusing anything larger than
+/// a note or not one.
+fn read_checkpoint(path: &Path, what: &str) -> Result<(String, Checkpoint), Failure> {
+    let text = read_text(path, NOTE_BYTES_MAX as u64, what)?;
+    let note = crate::tlog::Note::parse(&text).map_err(|error| {
+        Failure::of(
+            Kind::InvalidInput,
+            format!("{what} {}: not a signed note: {error}", path.display()),
+        )
+    })?;
+    let checkpoint = Checkpoint::parse_body(note.text()).map_err(|error| {
+        Failure::of(
+            Kind::InvalidInput,
+            format!("{what} {}: not a checkpoint: {error}", path.display()),
+        )
+    })?;
+    Ok((text, checkpoint))
+}
+
+/// The text of the file at `path`, at most `cap` bytes, UTF-8.
+fn read_text(path: &Path, cap: u64, what: &str) -> Result<String, Failure> {
+    let bytes = read_capped(path, cap).map_err(|error| Failure::file(path, false, &error))?;
+    if bytes.len() as u64 > cap {
+        return Err(Failure::of(
+            Kind::InvalidInput,
+            format!(
+                "{what} {}: over {cap} bytes, larger than any",
+                path.display()
+            ),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        Failure::of(
+            Kind::InvalidInput,
+            format!("{what} {}: not UTF-8 text", path.display()),
+        )
+    })
+}
+
+/// The refusal of a checkpoint that is not one of this log's trees.
+fn not_of_this_log(path: &Path, checkpoint: &Checkpoint, root: Digest) -> Failure {
+    Failure::of(
+        Kind::Finding,
+        format!(
+            "{}: the checkpoint's root at size {} is {}, the log's is {}: it is not a checkpoint \
+         of this log",
+            path.display(),
+            checkpoint.size,
+            Digest(checkpoint.root),
+            root
+        ),
+    )
+}
+
+/// `prove --checkpoint`: a tlog-proof of `--position` in the checkpoint's tree, or with
+/// `--from-checkpoint`, the consistency proof from that checkpoint's tree.
+pub(crate) fn prove(args: &ProveArgs, checkpoint_path: &Path) -> Result<ExitCode, Failure> {
+    let (text, checkpoint) = read_checkpoint(checkpoint_path, "--checkpoint")?;
+    let store = Store::open_read_only(&args.db)?;
+    let snapshot = store.snapshot()?;
+    let head = snapshot.head()?.next.0;
+    if checkpoint.size > head {
+        return Err(crate::Error::from(AuditError::SizeBeyondHead {
+            size: checkpoint.size,
+            head,
+        })
+        .into());
+    }
+    let root = snapshot.merkle_root(checkpoint.size)?;
+    if root.0 != checkpoint.root {
+        return Err(not_of_this_log(checkpoint_path, &checkpoint, root));
+    }
+    let output = match (&args.from_checkpoint, args.position) {
+        (Some(old_path), _) => {
+            let (_, old) = read_checkpoint(old_path, "--from-checkpoint")?;
+            if old.origin != checkpoint.origin {
+                return Err(Failure::Usage(format!(
+                    "--from-checkpoint is of {}, --checkpoint of {}: give two checkpoints of \
+                     one log",
+                    quoted(&old.origin),
+                    quoted(&checkpoint.origin)
+                )));
+            }
+            if old.size > checkpoint.size {
+                return Err(Failure::Usage(format!(
+                    "--from-checkpoint is of size {}, larger than --checkpoint's {}",
+                    old.size, checkpoint.size
+                )));
+            }
+            let old_root = snapshot.merkle_root(old.size)?;
+            if old_root.0 != old.root {
+                return Err(not_of_this_log(old_path, &old, old_root));
+            }
+            let path = if old.size == 0 {
+                Vec::new()
+            } else {
+                snapshot.consistency_proof(old.size, checkpoint.size)?.path
+            };
+            let file = ConsistencyFile::new(old.size, path.iter().map(|d| d.0).collect(), &text)
+                .map_err(|error| Failure::of(Kind::InvalidInput, error.to_string()))?;
+            file.to_text()
+        }
+        (None, Some(position)) => {
+            let position = Position(position);
+            let proof = snapshot.inclusion_proof(position, checkpoint.size)?;
+            let record = snapshot
+                .get(position)?
+                .ok_or(AuditError::PositionBeyondSize {
+                    position,
+                    size: checkpoint.size,
+                })
+                .map_err(crate::Error::from)?;
+            // The record hash as the extra data: the proof then names its entry, which the
+            // record itself (or an export holding it) checks.
+            let proof = TlogProof::for_checkpoint(
+                position.0,
+                proof.path.iter().map(|d| d.0).collect(),
+                &text,
+                record.hash.0.to_vec(),
+            )
+            .map_err(|error| Failure::of(Kind::InvalidInput, error.to_string()))?;
+            proof.to_text()
+        }
+        (None, None) => {
+            return Err(Failure::Usage(
+                "give --position or --from-checkpoint with --checkpoint".into(),
+            ));
+        }
+    };
+    let mut out = io::stdout().lock();
+    out.write_all(output.as_bytes())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The verifier keys `--vkey` gives, each as its text or `@FILE`.
+pub(crate) fn verifiers(args: &CheckProofArgs) -> Result<Vec<Verifier>, Failure> {
+    args.vkey
+        .iter()
+        .map(|given| {
+            let text = match given.strip_prefix('@') {
+                Some(file) => read_text(Path::new(file), 4096, "--vkey")?,
+                None => given.clone(),
+            };
+            let text = text.trim_end_matches('\n');
+            // A signer key given by mistake is refused without a byte of it echoed.
+            if text.starts_with("PRIVATE+KEY+") {
+                return Err(Failure::Usage(
+                    "--vkey: that is a signer (private) key, not a verifier key: give what \
+                     `annals keygen` printed, and keep the key file to yourself"
+                        .into(),
+                ));
+            }
+            Verifier::parse(text).map_err(|error| {
+                Failure::Usage(format!(
+                    "--vkey {}: not a verifier key: {error}",
+                    quoted(text)
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The tree heads of the checkpoints `--checkpoint` gives, each opened against `verifiers`.
+pub(crate) fn trusted_checkpoints(
+    args: &CheckProofArgs,
+    verifiers: &[Verifier],
+) -> Result<Vec<TreeHead>, Failure> {
+    args.checkpoint
+        .iter()
+        .map(|path| {
+            let opened = open_checkpoint(path, "--checkpoint", verifiers)?;
+            Ok(TreeHead {
+                size: opened.checkpoint.size,
+                root: Digest(opened.checkpoint.root),
+            })
+        })
+        .collect()
+}
+
+fn open_checkpoint(
+    path: &Path,
+    what: &str,
+    verifiers: &[Verifier],
+) -> Result<OpenedCheckpoint, Failure> {
+    let text = read_text(path, NOTE_BYTES_MAX as u64, what)?;
+    Checkpoint::open(&text, verifiers).map_err(|error| {
+        Failure::of(
+            Kind::InvalidProof,
+            format!("invalid: {what} {}: {error}", path.display()),
+        )
+    })
+}
+
+/// Which signed form a proof file's text is in, if either.
+pub(crate) fn signed_form(bytes: &[u8]) -> Option<SignedForm> {
+    if bytes.starts_with(format!("{TLOG_PROOF_HEADER}\n").as_bytes()) {
+        Some(SignedForm::Inclusion)
+    } else if bytes.starts_with(b"old ") {
+        Some(SignedForm::Consistency)
+    } else {
+        None
+    }
+}
+
+/// The two signed proof forms.
+pub(crate) enum SignedForm {
+    /// c2sp.org/tlog-proof@v1.
+    Inclusion,
+    /// tlog-witness's `add-checkpoint` body.
+    Consistency,
+}
+
+/// `check-proof` of a signed form: exit 0 when the proof holds against checkpoints signed by
+/// `--vkey`, 1 when it does not.
+pub(crate) fn check(
+    args: &CheckProofArgs,
+    form: SignedForm,
+    bytes: Vec<u8>,
+) -> Result<ExitCode, Failure> {
+    let invalid = |message: String| Failure::of(Kind::InvalidProof, message);
+    let shown = args.proof.display();
+    let verifiers = verifiers(args)?;
+    if verifiers.is_empty() {
+        return Err(Failure::Usage(format!(
+            "{shown} is a signed proof: give the log's verifier key with --vkey, the only \
+             thing that makes its checkpoint evidence"
+        )));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Failure::of(Kind::InvalidInput, format!("{shown}: not UTF-8 text")))?;
+    let message = match form {
+        SignedForm::Inclusion => {
+            if text.len() > TLOG_PROOF_BYTES_MAX {
+                return Err(invalid(format!("invalid: {shown}: larger than any proof")));
+            }
+            let proof = TlogProof::parse(&text)
+                .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
+            let record_hash = <[u8; 32]>::try_from(proof.extra.as_slice()).map_err(|_| {
+                invalid(format!(
+                    "invalid: {shown}: its extra data is not the 32-byte record hash annals \
+                     writes there, so it names no record to check"
+                ))
+            })?;
+            let opened = proof
+                .check_record(&Digest(record_hash), &verifiers)
+                .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
+            format!(
+                "valid: the record hashed {} is at position {} in the checkpoint of {} at size \
+                 {}, signed by {}",
+                Digest(record_hash),
+                proof.index,
+                opened.checkpoint.origin,
+                opened.checkpoint.size,
+                opened
+                    .note()
+                    .verified()
+                    .next()
+                    .map_or("?", |s| s.name.as_str())
+            )
+        }
+        SignedForm::Consistency => {
+            if text.len() > CONSISTENCY_BYTES_MAX {
+                return Err(invalid(format!("invalid: {shown}: larger than any proof")));
+            }
+            let Some(earlier) = &args.from_checkpoint else {
+                return Err(Failure::Usage(format!(
+                    "{shown} is a consistency proof: give the earlier checkpoint you kept with \
+                     --from-checkpoint; the proof binds the later checkpoint only to it"
+                )));
+            };
+            let file = ConsistencyFile::parse(&text)
+                .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
+            let earlier_text = read_text(earlier, NOTE_BYTES_MAX as u64, "--from-checkpoint")?;
+            let later = file
+                .check(&earlier_text, &verifiers)
+                .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
+            format!(
+                "valid: the checkpoint of {} at size {} extends the one at size {}: root {}",
+                later.checkpoint.origin,
+                later.checkpoint.size,
+                file.old_size,
+                Digest(later.checkpoint.root)
+            )
+        }
+    };
+    let mut out = io::stdout().lock();
+    writeln!(out, "{message}")?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
