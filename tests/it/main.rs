@@ -1,6 +1,7 @@
 //! Integration tests, one binary (faster to build on two cores).
 
 mod architecture;
+mod checkpoints;
 mod checksums;
 mod cli;
 mod cli_audit;

@@ -1,0 +1,477 @@
+//! Signed checkpoints and the proofs checked against them (issue 31), through the real
+//! binary: `keygen`, `checkpoint`, `prove --checkpoint`, `check-proof --vkey`, each output
+//! checked by annals and by Cloudflare's `signed_note` and `tlog_tiles`, which know nothing of
+//! annals; every refusal leaves the log's bytes as they were.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use annals::tlog::{Checkpoint, TlogProof, Verifier};
+use annals::{Digest, ExpectedVersion, NewEvent, Store};
+use sha2::{Digest as _, Sha256};
+
+const ORIGIN: &str = "example.com/annals-test";
+
+fn annals(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_annals"))
+        .args(args)
+        .output()
+        .expect("run the annals binary")
+}
+
+fn exits(output: Output, code: i32) -> Output {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout {}\nstderr {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+fn sha256(path: &Path) -> Vec<u8> {
+    Sha256::digest(std::fs::read(path).unwrap()).to_vec()
+}
+
+fn text(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// A log of `n` records in `dir`, a key for it, and the key's vkey.
+struct Setup {
+    _dir: tempfile::TempDir,
+    log: PathBuf,
+    key: PathBuf,
+    vkey: String,
+    dir: PathBuf,
+}
+
+fn setup(n: u64) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.redb");
+    append(&log, n);
+    let key = dir.path().join("log.key");
+    let made = exits(annals(&["keygen", "--name", ORIGIN, text(&key)]), 0);
+    let vkey = stdout(&made).trim_end().to_owned();
+    Setup {
+        dir: dir.path().to_path_buf(),
+        _dir: dir,
+        log,
+        key,
+        vkey,
+    }
+}
+
+fn append(log: &Path, n: u64) {
+    let store = Store::open(log).unwrap();
+    let events: Vec<NewEvent> = (0..n)
+        .map(|i| NewEvent::new("note", i, i.to_le_bytes().to_vec()))
+        .collect();
+    if !events.is_empty() {
+        let _ = store
+            .append("notes/a", ExpectedVersion::Any, &events)
+            .unwrap();
+    }
+    store.close().unwrap();
+}
+
+impl Setup {
+    /// Signs a checkpoint of the head (or `size`) into `name`.
+    fn checkpoint(&self, name: &str, size: Option<u64>) -> PathBuf {
+        let size = size.map(|size| size.to_string());
+        let mut args = vec!["checkpoint", text(&self.log), "--key", text(&self.key)];
+        if let Some(size) = &size {
+            args.extend(["--size", size]);
+        }
+        let signed = exits(annals(&args), 0);
+        let path = self.dir.join(name);
+        std::fs::write(&path, &signed.stdout).unwrap();
+        path
+    }
+
+    fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+}
+
+#[test]
+fn a_checkpoint_opens_with_annals_and_with_signed_note_and_states_the_logs_tree() {
+    let s = setup(300);
+    let path = s.checkpoint("c.txt", None);
+    let note = std::fs::read_to_string(&path).unwrap();
+    let opened = Checkpoint::open(&note, &[Verifier::parse(&s.vkey).unwrap()]).unwrap();
+    assert_eq!(opened.checkpoint.origin, ORIGIN);
+    assert_eq!(opened.checkpoint.size, 300);
+    let store = Store::open_read_only(&s.log).unwrap();
+    let root = store.snapshot().unwrap().merkle_root(300).unwrap();
+    assert_eq!(opened.checkpoint.root, root.0);
+    // Cloudflare's implementation opens it with the vkey alone.
+    let verifier = signed_note::StandardVerifier::new(&s.vkey).unwrap();
+    let theirs = signed_note::Note::from_bytes(note.as_bytes()).unwrap();
+    let (verified, _) = theirs
+        .verify(&signed_note::VerifierList::new(vec![Box::new(verifier)]))
+        .unwrap();
+    assert_eq!(verified.len(), 1);
+    // The log keeps it as the last it signed; `root` then names the origin.
+    assert_eq!(store.signed_checkpoint().unwrap().unwrap().size, 300);
+    let root_json = exits(annals(&["root", text(&s.log), "--json"]), 0);
+    let said: serde_json::Value = serde_json::from_slice(&root_json.stdout).unwrap();
+    let body = note.split("\n\n").next().unwrap().to_owned() + "\n";
+    assert_eq!(said["checkpoint_body"].as_str(), Some(body.as_str()));
+    assert_eq!(said["origin"].as_str(), Some(ORIGIN));
+    // `root --json`'s output is still a tree head `check-proof --head` reads.
+    let kept = s.file("root.json", &root_json.stdout);
+    let proof = exits(
+        annals(&["prove", text(&s.log), "--position", "7", "--json"]),
+        0,
+    );
+    let proof = s.file("p.json", &proof.stdout);
+    let head = format!("@{}", text(&kept));
+    exits(annals(&["check-proof", text(&proof), "--head", &head]), 0);
+}
+
+#[test]
+fn refused_checkpoints_name_why_and_leave_the_logs_bytes_as_they_were() {
+    let s = setup(50);
+    let _ = s.checkpoint("c50.txt", None);
+    let before = sha256(&s.log);
+    let log = text(&s.log);
+    let key = text(&s.key);
+    // Smaller than the last signed.
+    let refused = exits(
+        annals(&["checkpoint", log, "--key", key, "--size", "49"]),
+        2,
+    );
+    assert!(stderr(&refused).contains("size 50"), "{}", stderr(&refused));
+    // Past the head.
+    exits(
+        annals(&["checkpoint", log, "--key", key, "--size", "51"]),
+        2,
+    );
+    // Another origin.
+    let other = s.dir.join("other.key");
+    exits(
+        annals(&["keygen", "--name", "other.example/log", text(&other)]),
+        0,
+    );
+    let refused = exits(annals(&["checkpoint", log, "--key", text(&other)]), 2);
+    assert!(stderr(&refused).contains(ORIGIN), "{}", stderr(&refused));
+    // A key file others may read.
+    use std::os::unix::fs::PermissionsExt;
+    let open_key = s.dir.join("open.key");
+    std::fs::copy(&s.key, &open_key).unwrap();
+    std::fs::set_permissions(&open_key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let refused = exits(annals(&["checkpoint", log, "--key", text(&open_key)]), 2);
+    assert!(
+        stderr(&refused).contains("chmod 600"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(!stderr(&refused).contains("PRIVATE"));
+    assert_eq!(
+        sha256(&s.log),
+        before,
+        "a refused checkpoint changed the log"
+    );
+    // The same size again signs the same tree.
+    let again = s.checkpoint("again.txt", Some(50));
+    let first = std::fs::read_to_string(s.dir.join("c50.txt")).unwrap();
+    assert_eq!(std::fs::read_to_string(again).unwrap(), first);
+}
+
+#[test]
+fn a_log_whose_tree_no_longer_has_the_signed_root_signs_nothing_more() {
+    use annals::testing::internals::checksum::seal_meta;
+    use annals::testing::internals::tables::META;
+    let s = setup(40);
+    let _ = s.checkpoint("c.txt", None);
+    // The last signed checkpoint's root changed as a rewrite of the log would leave it.
+    {
+        let db = redb::Database::open(&s.log).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut meta = txn.open_table(META).unwrap();
+            let mut value = 40u64.to_le_bytes().to_vec();
+            value.extend_from_slice(&[9; 32]);
+            value.extend_from_slice(ORIGIN.as_bytes());
+            meta.insert(
+                "signed_checkpoint",
+                seal_meta("signed_checkpoint", &value).as_slice(),
+            )
+            .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    append(&s.log, 3);
+    let refused = exits(
+        annals(&["checkpoint", text(&s.log), "--key", text(&s.key)]),
+        1,
+    );
+    assert!(
+        stderr(&refused).contains("not the one that signed it"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[test]
+fn a_tlog_proof_verifies_offline_with_the_vkey_and_with_tlog_tiles() {
+    let s = setup(1000);
+    let checkpoint = s.checkpoint("c.txt", None);
+    for position in [0u64, 1, 500, 999] {
+        let made = exits(
+            annals(&[
+                "prove",
+                text(&s.log),
+                "--position",
+                &position.to_string(),
+                "--checkpoint",
+                text(&checkpoint),
+            ]),
+            0,
+        );
+        let proof_text = stdout(&made);
+        assert!(proof_text.starts_with("c2sp.org/tlog-proof@v1\n"));
+        let proof = s.file("p.txt", proof_text.as_bytes());
+        let checked = exits(annals(&["check-proof", text(&proof), "--vkey", &s.vkey]), 0);
+        assert!(
+            stdout(&checked).starts_with("valid:"),
+            "{}",
+            stdout(&checked)
+        );
+        // tlog_tiles checks the same path against the checkpoint's root.
+        let parsed = TlogProof::parse(&proof_text).unwrap();
+        let record_hash: [u8; 32] = parsed.extra.as_slice().try_into().unwrap();
+        let leaf = tlog_tiles::tlog::record_hash(&record_hash);
+        let path: Vec<tlog_tiles::tlog::Hash> = parsed
+            .path
+            .iter()
+            .map(|h| tlog_tiles::tlog::Hash(*h))
+            .collect();
+        tlog_tiles::tlog::check_record(
+            &path,
+            1000,
+            tlog_tiles::tlog::Hash(parsed.checkpoint().root),
+            position,
+            leaf,
+        )
+        .unwrap();
+        let store = Store::open_read_only(&s.log).unwrap();
+        let record = store.get(annals::Position(position)).unwrap().unwrap();
+        assert_eq!(record.hash, Digest(record_hash));
+        // Any flipped byte of the proof is refused: exit 1 for a proof that does not hold.
+        let bytes = proof_text.as_bytes();
+        for at in (0..bytes.len()).step_by(7) {
+            let mut forged = bytes.to_vec();
+            forged[at] ^= 0x01;
+            let forged_path = s.file("forged.txt", &forged);
+            let checked = annals(&["check-proof", text(&forged_path), "--vkey", &s.vkey]);
+            assert_ne!(checked.status.code(), Some(0), "flip at {at} accepted");
+        }
+    }
+    // Without the vkey a signed proof is not checked at all.
+    let proof = s.dir.join("p.txt");
+    exits(annals(&["check-proof", text(&proof)]), 2);
+    // A vkey of another key: the checkpoint does not open.
+    let other = s.dir.join("o.key");
+    let made = exits(annals(&["keygen", "--name", ORIGIN, text(&other)]), 0);
+    let other_vkey = stdout(&made).trim_end().to_owned();
+    exits(
+        annals(&["check-proof", text(&proof), "--vkey", &other_vkey]),
+        1,
+    );
+}
+
+#[test]
+fn prove_refuses_a_checkpoint_of_another_log() {
+    let s = setup(20);
+    let checkpoint = s.checkpoint("c.txt", None);
+    // Another log of as many records and more, none of them the same.
+    let other = s.dir.join("other.redb");
+    let store = Store::open(&other).unwrap();
+    let events: Vec<NewEvent> = (0..25)
+        .map(|i| NewEvent::new("other", i, b"x".to_vec()))
+        .collect();
+    let _ = store
+        .append("other/b", ExpectedVersion::Any, &events)
+        .unwrap();
+    store.close().unwrap();
+    let refused = exits(
+        annals(&[
+            "prove",
+            text(&other),
+            "--position",
+            "3",
+            "--checkpoint",
+            text(&checkpoint),
+        ]),
+        1,
+    );
+    assert!(
+        stderr(&refused).contains("not a checkpoint of this log"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[test]
+fn a_consistency_proof_holds_only_between_two_checkpoints_the_vkey_signed() {
+    let s = setup(17);
+    let old = s.checkpoint("old.txt", None);
+    append(&s.log, 983);
+    let new = s.checkpoint("new.txt", None);
+    let made = exits(
+        annals(&[
+            "prove",
+            text(&s.log),
+            "--checkpoint",
+            text(&new),
+            "--from-checkpoint",
+            text(&old),
+        ]),
+        0,
+    );
+    let proof_text = stdout(&made);
+    assert!(proof_text.starts_with("old 17\n"), "{proof_text}");
+    let proof = s.file("cons.txt", proof_text.as_bytes());
+    let check = |proof: &Path, from: &Path| {
+        annals(&[
+            "check-proof",
+            text(proof),
+            "--vkey",
+            &s.vkey,
+            "--from-checkpoint",
+            text(from),
+        ])
+    };
+    let checked = exits(check(&proof, &old), 0);
+    assert!(stdout(&checked).contains("size 1000 extends the one at size 17"));
+    // tlog_tiles agrees.
+    let file = annals::tlog::ConsistencyFile::parse(&proof_text).unwrap();
+    let old_note = std::fs::read_to_string(&old).unwrap();
+    let old_root = Checkpoint::open(&old_note, &[Verifier::parse(&s.vkey).unwrap()])
+        .unwrap()
+        .checkpoint
+        .root;
+    let path: Vec<tlog_tiles::tlog::Hash> = file
+        .path
+        .iter()
+        .map(|h| tlog_tiles::tlog::Hash(*h))
+        .collect();
+    tlog_tiles::tlog::check_tree(
+        &path,
+        1000,
+        tlog_tiles::tlog::Hash(file.checkpoint().root),
+        17,
+        tlog_tiles::tlog::Hash(old_root),
+    )
+    .unwrap();
+    // The forged-size class: every later size the path leaves open, written into the carried
+    // checkpoint, breaks its signature.
+    for size in 513..=1024u64 {
+        let forged = proof_text.replacen("\n1000\n", &format!("\n{size}\n"), 1);
+        if size == 1000 {
+            continue;
+        }
+        let forged = s.file("forged.txt", forged.as_bytes());
+        exits(check(&forged, &old), 1);
+    }
+    // An earlier checkpoint of another size is refused, naming the size the proof is from.
+    let refused = exits(check(&proof, &new), 1);
+    assert!(
+        stderr(&refused).contains("from size 17"),
+        "{}",
+        stderr(&refused)
+    );
+    // Without the earlier checkpoint there is nothing to bind the later one to.
+    exits(annals(&["check-proof", text(&proof), "--vkey", &s.vkey]), 2);
+}
+
+#[test]
+fn a_json_consistency_proof_counts_against_signed_checkpoints_and_forged_sizes_fail() {
+    let s = setup(17);
+    let old = s.checkpoint("old.txt", None);
+    append(&s.log, 983);
+    let new = s.checkpoint("new.txt", None);
+    let made = exits(
+        annals(&["prove", text(&s.log), "--from-size", "17", "--json"]),
+        0,
+    );
+    let proof = s.file("cons.json", &made.stdout);
+    let with = |proof: &Path, checkpoints: &[&Path]| {
+        let mut args = vec!["check-proof", text(proof), "--vkey", &s.vkey];
+        for checkpoint in checkpoints {
+            args.extend(["--checkpoint", text(checkpoint)]);
+        }
+        annals(&args)
+    };
+    exits(with(&proof, &[&old, &new]), 0);
+    exits(with(&proof, &[&new]), 0);
+    // The earlier checkpoint alone does not establish the later head.
+    let refused = exits(with(&proof, &[&old]), 1);
+    assert!(
+        stderr(&refused).contains("not established"),
+        "{}",
+        stderr(&refused)
+    );
+    // Every forged later size, its tree head recomputed, is refused against the checkpoints.
+    let json: serde_json::Value = serde_json::from_slice(&made.stdout).unwrap();
+    let root = Digest::from_hex(json["root"].as_str().unwrap()).unwrap();
+    for size in 513..=1024u64 {
+        if size == 1000 {
+            continue;
+        }
+        let mut forged = json.clone();
+        forged["size"] = size.into();
+        forged["tree_head"] = annals::merkle::TreeHead { size, root }
+            .hash()
+            .to_hex()
+            .into();
+        let forged = s.file("forged.json", forged.to_string().as_bytes());
+        exits(with(&forged, &[&old, &new]), 1);
+    }
+}
+
+#[test]
+fn proof_and_export_files_of_the_blake3_tree_are_refused_saying_why() {
+    let s = setup(5);
+    let made = exits(
+        annals(&["prove", text(&s.log), "--position", "1", "--json"]),
+        0,
+    );
+    let mut json: serde_json::Value = serde_json::from_slice(&made.stdout).unwrap();
+    assert_eq!(json["tree"].as_str(), Some("rfc6962"));
+    json.as_object_mut().unwrap().remove("tree");
+    let old = s.file("old.json", json.to_string().as_bytes());
+    let refused = exits(annals(&["check-proof", text(&old)]), 2);
+    assert!(
+        stderr(&refused).contains("before log format v4"),
+        "{}",
+        stderr(&refused)
+    );
+    // An export file of version 1.
+    let export = s.dir.join("e.export");
+    exits(annals(&["export", text(&s.log), text(&export)]), 0);
+    let mut bytes = std::fs::read(&export).unwrap();
+    bytes[16..20].copy_from_slice(&1u32.to_le_bytes());
+    std::fs::write(&export, &bytes).unwrap();
+    let target = s.dir.join("copy.redb");
+    let refused = exits(annals(&["import", text(&export), text(&target)]), 1);
+    assert!(
+        stderr(&refused).contains("before log format v4"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(!target.exists());
+}
