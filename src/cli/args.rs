@@ -359,6 +359,10 @@ pub(crate) struct CheckProofArgs {
     /// For a consistency proof to a checkpoint: the earlier signed checkpoint you kept.
     #[arg(long, requires = "vkey")]
     pub(crate) from_checkpoint: Option<PathBuf>,
+    /// For a tlog-proof: an export file (`annals export`) holding the record, whose content is
+    /// then checked to be what the proof proves (its hash the proof's record hash).
+    #[arg(long, requires = "vkey")]
+    pub(crate) export: Option<PathBuf>,
     /// The tree head you trust, as `annals root` printed it: its `tree head` hash (64
     /// lower-case hex digits), its whole output (text or `--json`), or `@FILE` holding either.
     /// Give it twice for a consistency proof, the earlier head and the later one you kept: the

@@ -255,6 +255,34 @@ fn open_checkpoint(
     })
 }
 
+/// The record at `position` of the export file at `path`, checked as it is read (sound at its
+/// position, chained to the one before).
+fn record_in_export(path: &Path, position: Position) -> Result<crate::Record, Failure> {
+    let damaged = |error: crate::export::ExportError| {
+        Failure::of(
+            Kind::Corrupt,
+            format!("--export {}: {error}", path.display()),
+        )
+    };
+    let mut reader = crate::export::ExportReader::open(path).map_err(damaged)?;
+    let header = reader.header().clone();
+    if position < header.from || position >= header.to {
+        return Err(Failure::Usage(format!(
+            "--export {} holds positions {} .. {}, not the proof's {position}",
+            path.display(),
+            header.from,
+            header.to
+        )));
+    }
+    loop {
+        match reader.next_record().map_err(damaged)? {
+            Some(record) if record.position == position => return Ok(record),
+            Some(_) => {}
+            None => unreachable!("the range holds the position"),
+        }
+    }
+}
+
 /// Which signed form a proof file's text is in, if either.
 pub(crate) fn signed_form(bytes: &[u8]) -> Option<SignedForm> {
     if bytes.starts_with(format!("{TLOG_PROOF_HEADER}\n").as_bytes()) {
@@ -308,19 +336,40 @@ pub(crate) fn check(
             let opened = proof
                 .check_record(&Digest(record_hash), &verifiers)
                 .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
-            format!(
+            let signer = opened
+                .note()
+                .verified()
+                .next()
+                .map_or("?", |s| s.name.as_str());
+            let mut message = format!(
                 "valid: the record hashed {} is at position {} in the checkpoint of {} at size \
-                 {}, signed by {}",
+                 {}, signed by {signer}",
                 Digest(record_hash),
                 proof.index,
                 opened.checkpoint.origin,
                 opened.checkpoint.size,
-                opened
-                    .note()
-                    .verified()
-                    .next()
-                    .map_or("?", |s| s.name.as_str())
-            )
+            );
+            if let Some(export) = &args.export {
+                let record = record_in_export(export, Position(proof.index))?;
+                if record.hash != Digest(record_hash) {
+                    return Err(invalid(format!(
+                        "invalid: the record at position {} in {} hashes to {}, the proof is \
+                         of the record hashed {}",
+                        proof.index,
+                        export.display(),
+                        record.hash,
+                        Digest(record_hash)
+                    )));
+                }
+                message.push_str(&format!(
+                    "\nand it is the record in {}: {}@{} {}",
+                    export.display(),
+                    quoted(&record.stream),
+                    record.version.0,
+                    quoted(&record.kind)
+                ));
+            }
+            message
         }
         SignedForm::Consistency => {
             if text.len() > CONSISTENCY_BYTES_MAX {

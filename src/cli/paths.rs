@@ -50,6 +50,9 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
             for file in args.checkpoint.iter().chain(&args.from_checkpoint) {
                 require_regular(file, "a checkpoint file")?;
             }
+            if let Some(export) = &args.export {
+                require_regular(export, "an export file")?;
+            }
             Ok(())
         }
         Command::Checkpoint(args) => {

@@ -475,3 +475,64 @@ fn proof_and_export_files_of_the_blake3_tree_are_refused_saying_why() {
     );
     assert!(!target.exists());
 }
+
+#[test]
+fn a_tlog_proof_with_the_export_it_came_from_checks_the_record_itself() {
+    let s = setup(60);
+    let checkpoint = s.checkpoint("c.txt", None);
+    let export = s.dir.join("log.export");
+    exits(annals(&["export", text(&s.log), text(&export)]), 0);
+    let made = exits(
+        annals(&[
+            "prove",
+            text(&s.log),
+            "--position",
+            "41",
+            "--checkpoint",
+            text(&checkpoint),
+        ]),
+        0,
+    );
+    let proof = s.file("p.txt", &made.stdout);
+    let with_export = |export: &Path| {
+        annals(&[
+            "check-proof",
+            text(proof.as_path()),
+            "--vkey",
+            &s.vkey,
+            "--export",
+            text(export),
+        ])
+    };
+    let checked = exits(with_export(&export), 0);
+    assert!(
+        stdout(&checked).contains("it is the record in"),
+        "{}",
+        stdout(&checked)
+    );
+    // The export of another log of as many records: its record 41 is not the proof's.
+    let other = s.dir.join("other.redb");
+    let store = Store::open(&other).unwrap();
+    let events: Vec<NewEvent> = (0..60)
+        .map(|i| NewEvent::new("other", i, b"y".to_vec()))
+        .collect();
+    let _ = store
+        .append("other/c", ExpectedVersion::Any, &events)
+        .unwrap();
+    store.close().unwrap();
+    let other_export = s.dir.join("other.export");
+    exits(annals(&["export", text(&other), text(&other_export)]), 0);
+    let refused = exits(with_export(&other_export), 1);
+    assert!(
+        stderr(&refused).contains("hashes to"),
+        "{}",
+        stderr(&refused)
+    );
+    // An export that does not hold the position.
+    let short = s.dir.join("short.export");
+    exits(
+        annals(&["export", text(&s.log), text(&short), "--to", "10"]),
+        0,
+    );
+    exits(with_export(&short), 2);
+}
