@@ -10,7 +10,7 @@
 use super::checkpoint::{Checkpoint, CheckpointError, OpenedCheckpoint};
 use super::note::{NOTE_BYTES_MAX, Verifier};
 use super::proof::{ConsistencyError, check_consistency};
-use super::{base64_encode, base64_hash, checkpoint::SizeProblem, parse_decimal};
+use super::{base64_encode, base64_hash, checkpoint::SizeProblem, next_line, parse_decimal};
 
 /// The most proof lines a consistency proof has (tlog-witness: "MUST NOT send more than 63").
 pub const CONSISTENCY_HASHES_MAX: usize = 63;
@@ -215,13 +215,6 @@ fn parse_note(text: &str, which: &'static str) -> Result<Checkpoint, Consistency
     let wrap = |error: CheckpointError| ConsistencyFileError::Checkpoint { which, error };
     let note = super::note::Note::parse(text).map_err(|error| wrap(error.into()))?;
     Checkpoint::parse_body(note.text()).map_err(wrap)
-}
-
-/// The next line of `rest`; `None` when the text ends before a newline.
-fn next_line<'a>(rest: &mut &'a str) -> Option<&'a str> {
-    let (head, tail) = rest.split_once('\n')?;
-    *rest = tail;
-    Some(head)
 }
 
 #[cfg(test)]

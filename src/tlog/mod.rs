@@ -72,6 +72,15 @@ fn base64_hash(text: &str) -> Result<[u8; 32], Option<usize>> {
     bytes.try_into().map_err(|_| Some(len))
 }
 
+/// The next line of `rest`, advancing `rest` past it: the line-by-line forms (tlog-proof,
+/// the consistency file) end each line before their checkpoint in a newline, so `None` when
+/// the text ends first.
+fn next_line<'a>(rest: &mut &'a str) -> Option<&'a str> {
+    let (head, tail) = rest.split_once('\n')?;
+    *rest = tail;
+    Some(head)
+}
+
 /// Parses a decimal `u64` as C2SP writes sizes and indexes: ASCII digits, no sign, no leading
 /// zero unless the number is 0.
 fn parse_decimal(text: &str) -> Result<u64, checkpoint::SizeProblem> {

@@ -15,7 +15,7 @@ use crate::merkle::{LogTreeHasher, ProofError, TreeHasher, verify_consistency, v
 
 use super::checkpoint::{Checkpoint, CheckpointError, OpenedCheckpoint, SizeProblem};
 use super::note::{NOTE_BYTES_MAX, Verifier};
-use super::{base64_decode, base64_encode, base64_hash, parse_decimal};
+use super::{base64_decode, base64_encode, base64_hash, next_line, parse_decimal};
 
 /// The first line of every proof file.
 pub const TLOG_PROOF_HEADER: &str = "c2sp.org/tlog-proof@v1";
@@ -324,14 +324,6 @@ impl TlogProof {
         let leaf = LogTreeHasher.leaf(record_hash.as_bytes());
         self.check_leaf(leaf.as_bytes(), verifiers)
     }
-}
-
-/// The next line of `rest` and what follows it: each line before the checkpoint ends in a
-/// newline, so `None` when the text ends first.
-fn next_line<'a>(rest: &mut &'a str) -> Option<&'a str> {
-    let (head, tail) = rest.split_once('\n')?;
-    *rest = tail;
-    Some(head)
 }
 
 /// Why two checkpoints are not shown consistent.

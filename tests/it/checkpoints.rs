@@ -188,6 +188,29 @@ fn refused_checkpoints_name_why_and_leave_the_logs_bytes_as_they_were() {
     let again = s.checkpoint("again.txt", Some(50));
     let first = std::fs::read_to_string(s.dir.join("c50.txt")).unwrap();
     assert_eq!(std::fs::read_to_string(again).unwrap(), first);
+    // The private key is nowhere in the log, the checkpoint or an export: neither its text
+    // nor its seed's bytes.
+    let key_text = std::fs::read_to_string(&s.key).unwrap();
+    let material = key_text
+        .trim_end()
+        .splitn(5, '+')
+        .nth(4)
+        .unwrap()
+        .to_owned();
+    let seed = crate::common::base64(&material);
+    assert_eq!(seed.len(), 33, "type byte and seed");
+    let export = s.dir.join("all.export");
+    exits(annals(&["export", log, text(&export)]), 0);
+    for file in [s.log.clone(), s.dir.join("c50.txt"), export] {
+        let bytes = std::fs::read(&file).unwrap();
+        for secret in [&seed[1..], material.as_bytes()] {
+            assert!(
+                !bytes.windows(secret.len()).any(|window| window == secret),
+                "{} holds the private key",
+                file.display()
+            );
+        }
+    }
 }
 
 #[test]

@@ -40,3 +40,28 @@ pub fn append_one(store: &Store, stream: &str, payload: &[u8]) -> Position {
         other => panic!("expected a fresh append, got {other:?}"),
     }
 }
+
+/// Standard base64 (with padding) to bytes.
+pub fn base64(text: &str) -> Vec<u8> {
+    let value = |c: u8| -> u32 {
+        match c {
+            b'A'..=b'Z' => u32::from(c - b'A'),
+            b'a'..=b'z' => u32::from(c - b'a') + 26,
+            b'0'..=b'9' => u32::from(c - b'0') + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not base64: {c}"),
+        }
+    };
+    let mut out = Vec::new();
+    let digits: Vec<u8> = text.bytes().filter(|&c| c != b'=').collect();
+    for chunk in digits.chunks(4) {
+        let mut acc = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            acc |= value(c) << (18 - 6 * i);
+        }
+        let bytes = acc.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    out
+}

@@ -15,7 +15,7 @@ use annals::{
     ProofFileError, Store,
 };
 
-use crate::common::{append_one, event};
+use crate::common::{append_one, base64, event};
 use annals::testing::internals::checksum::{seal_meta, unseal_meta};
 use redb::ReadableTable;
 use serde_json::Value;
@@ -72,31 +72,6 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
     }
     files.sort();
     files
-}
-
-/// Standard base64 (with padding) to bytes.
-fn base64(text: &str) -> Vec<u8> {
-    let value = |c: u8| -> u32 {
-        match c {
-            b'A'..=b'Z' => u32::from(c - b'A'),
-            b'a'..=b'z' => u32::from(c - b'a') + 26,
-            b'0'..=b'9' => u32::from(c - b'0') + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => panic!("not base64: {c}"),
-        }
-    };
-    let mut out = Vec::new();
-    let digits: Vec<u8> = text.bytes().filter(|&c| c != b'=').collect();
-    for chunk in digits.chunks(4) {
-        let mut acc = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            acc |= value(c) << (18 - 6 * i);
-        }
-        let bytes = acc.to_be_bytes();
-        out.extend_from_slice(&bytes[1..chunk.len()]);
-    }
-    out
 }
 
 fn hash_field(case: &Value, field: &str) -> Vec<u8> {
