@@ -283,6 +283,9 @@ pub(crate) struct KeygenArgs {
     /// Replace KEYFILE if it exists.
     #[arg(long)]
     pub(crate) force: bool,
+    /// A witness's cosigning key (c2sp.org/tlog-cosignature, type 0x04) instead of a log's.
+    #[arg(long)]
+    pub(crate) cosigner: bool,
 }
 
 #[derive(Args)]
@@ -359,6 +362,14 @@ pub(crate) struct CheckProofArgs {
     /// For a consistency proof to a checkpoint: the earlier signed checkpoint you kept.
     #[arg(long, requires = "vkey")]
     pub(crate) from_checkpoint: Option<PathBuf>,
+    /// A witness's verifier key (type 0x04, as `keygen --cosigner` printed it, or `@FILE`):
+    /// its cosignature on the proof's checkpoint counts towards `--quorum`.
+    #[arg(long, requires = "vkey")]
+    pub(crate) witness: Vec<String>,
+    /// How many of the `--witness` keys must have cosigned the checkpoint [default: 0, or
+    /// all of them when --witness is given].
+    #[arg(long, requires = "witness")]
+    pub(crate) quorum: Option<usize>,
     /// For a tlog-proof: an export file (`annals export`) holding the record, whose content is
     /// then checked to be what the proof proves (its hash the proof's record hash).
     #[arg(long, requires = "vkey")]

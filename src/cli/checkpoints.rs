@@ -196,30 +196,58 @@ pub(crate) fn prove(args: &ProveArgs, checkpoint_path: &Path) -> Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
-/// The verifier keys `--vkey` gives, each as its text or `@FILE`.
+/// The verifier keys `--vkey` gives, each as its text or `@FILE`: the log's keys.
 pub(crate) fn verifiers(args: &CheckProofArgs) -> Result<Vec<Verifier>, Failure> {
-    args.vkey
+    parse_vkeys(&args.vkey, "--vkey", false)
+}
+
+/// The witnesses' verifier keys `--witness` gives (type 0x04).
+fn witnesses(args: &CheckProofArgs) -> Result<Vec<Verifier>, Failure> {
+    parse_vkeys(&args.witness, "--witness", true)
+}
+
+/// Each of `values` (a vkey, or `@FILE` holding one) parsed, of a cosigner's type exactly
+/// when `cosigner`.
+fn parse_vkeys(values: &[String], flag: &str, cosigner: bool) -> Result<Vec<Verifier>, Failure> {
+    values
         .iter()
         .map(|given| {
             let text = match given.strip_prefix('@') {
-                Some(file) => read_text(Path::new(file), 4096, "--vkey")?,
+                Some(file) => read_text(Path::new(file), 4096, flag)?,
                 None => given.clone(),
             };
             let text = text.trim_end_matches('\n');
             // A signer key given by mistake is refused without a byte of it echoed.
             if text.starts_with("PRIVATE+KEY+") {
-                return Err(Failure::Usage(
-                    "--vkey: that is a signer (private) key, not a verifier key: give what \
-                     `annals keygen` printed, and keep the key file to yourself"
-                        .into(),
-                ));
+                return Err(Failure::Usage(format!(
+                    "{flag}: that is a private key, not a verifier key: give what `annals \
+                     keygen` printed, and keep the key file to yourself"
+                )));
             }
-            Verifier::parse(text).map_err(|error| {
+            let verifier = Verifier::parse(text).map_err(|error| {
                 Failure::Usage(format!(
-                    "--vkey {}: not a verifier key: {error}",
+                    "{flag} {}: not a verifier key: {error}",
                     quoted(text)
                 ))
-            })
+            })?;
+            if verifier.is_cosigner() != cosigner {
+                let (is, wanted) = if cosigner {
+                    (
+                        "a log's key",
+                        "a witness's (type 0x04, from `keygen --cosigner`)",
+                    )
+                } else {
+                    (
+                        "a witness's key",
+                        "the log's (from `keygen` without --cosigner)",
+                    )
+                };
+                return Err(Failure::Usage(format!(
+                    "{flag} {}: {is}, where {wanted} is wanted",
+                    quoted(text)
+                )));
+            }
+            Ok(verifier)
         })
         .collect()
 }
@@ -333,13 +361,36 @@ pub(crate) fn check(
                      writes there, so it names no record to check"
                 ))
             })?;
+            let witnesses = witnesses(args)?;
+            let quorum = args.quorum.unwrap_or(witnesses.len());
+            if quorum > witnesses.len() {
+                return Err(Failure::Usage(format!(
+                    "--quorum {quorum}: more than the {} witnesses given",
+                    witnesses.len()
+                )));
+            }
+            let all: Vec<Verifier> = verifiers.iter().chain(&witnesses).cloned().collect();
             let opened = proof
-                .check_record(&Digest(record_hash), &verifiers)
+                .check_record(&Digest(record_hash), &all)
                 .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
-            let signer = opened
-                .note()
+            let cosigned = crate::tlog::cosignature::cosigned_by(opened.note());
+            if cosigned.len() < quorum {
+                let names: Vec<&str> = cosigned.iter().map(|(name, _)| name.as_str()).collect();
+                return Err(invalid(format!(
+                    "invalid: {shown}: its checkpoint is cosigned by {} of the witnesses given \
+                     ({}), the quorum is {quorum}",
+                    cosigned.len(),
+                    if names.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        names.join(", ")
+                    }
+                )));
+            }
+            let note = opened.note();
+            let signer = note
                 .verified()
-                .next()
+                .find(|s| !note.verified_by_cosigner(s))
                 .map_or("?", |s| s.name.as_str());
             let mut message = format!(
                 "valid: the record hashed {} is at position {} in the checkpoint of {} at size \
@@ -349,6 +400,9 @@ pub(crate) fn check(
                 opened.checkpoint.origin,
                 opened.checkpoint.size,
             );
+            for (name, time) in &cosigned {
+                message.push_str(&format!("\ncosigned by {name} at {time} (POSIX seconds)"));
+            }
             if let Some(export) = &args.export {
                 let record = record_in_export(export, Position(proof.index))?;
                 if record.hash != Digest(record_hash) {

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use super::args::KeygenArgs;
 use super::{Failure, Kind};
-use crate::tlog::Signer;
+use crate::tlog::{Cosigner, Signer};
 
 /// The largest key file read: a private key text and its newline.
 const KEY_FILE_BYTES_MAX: u64 = crate::tlog::note::KEY_TEXT_BYTES_MAX as u64 + 1;
@@ -18,12 +18,18 @@ const KEY_FILE_BYTES_MAX: u64 = crate::tlog::note::KEY_TEXT_BYTES_MAX as u64 + 1
 /// `keygen --name ORIGIN KEYFILE`: writes a new signer key (mode 0600, a new file unless
 /// `--force`) and prints its vkey.
 pub(crate) fn keygen(args: KeygenArgs) -> Result<ExitCode, Failure> {
-    let signer = Signer::generate(&args.name)
-        .map_err(|error| Failure::of(Kind::InvalidInput, format!("--name: {error}")))?;
-    let mut text = signer.to_private_key_text();
+    let named = |error| Failure::of(Kind::InvalidInput, format!("--name: {error}"));
+    // A witness's key (type 0x04, c2sp.org/tlog-cosignature) or a log's (type 0x01).
+    let (mut text, verifier) = if args.cosigner {
+        let cosigner = Cosigner::generate(&args.name).map_err(named)?;
+        (cosigner.to_private_key_text(), cosigner.verifier())
+    } else {
+        let signer = Signer::generate(&args.name).map_err(named)?;
+        (signer.to_private_key_text(), signer.verifier())
+    };
     text.push('\n');
     write_key_file(&args.keyfile, text.as_bytes(), args.force)?;
-    writeln!(io::stdout().lock(), "{}", signer.verifier())?;
+    writeln!(io::stdout().lock(), "{verifier}")?;
     Ok(ExitCode::SUCCESS)
 }
 

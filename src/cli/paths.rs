@@ -44,7 +44,12 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
             for file in args.head.iter().filter_map(|head| head.strip_prefix('@')) {
                 require_regular(Path::new(file), "a tree head file")?;
             }
-            for file in args.vkey.iter().filter_map(|vkey| vkey.strip_prefix('@')) {
+            for file in args
+                .vkey
+                .iter()
+                .chain(&args.witness)
+                .filter_map(|vkey| vkey.strip_prefix('@'))
+            {
                 require_regular(Path::new(file), "a verifier key file")?;
             }
             for file in args.checkpoint.iter().chain(&args.from_checkpoint) {

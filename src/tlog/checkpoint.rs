@@ -197,7 +197,8 @@ impl Checkpoint {
         let (checkpoint, note) = Checkpoint::open_note(text, verifiers)?;
         let log_keys: Vec<_> = note
             .verified()
-            .filter(|s| s.name == checkpoint.origin)
+            // A cosignature is no log signature, whatever its name.
+            .filter(|s| s.name == checkpoint.origin && !note.verified_by_cosigner(s))
             .map(|s| (s.name.clone(), s.key_id))
             .collect();
         if log_keys.is_empty() {
@@ -235,7 +236,7 @@ impl Checkpoint {
             .filter(|s| {
                 log_keys
                     .iter()
-                    .any(|k| k.name() == s.name && k.key_id() == s.key_id)
+                    .any(|k| !k.is_cosigner() && k.name() == s.name && k.key_id() == s.key_id)
             })
             .map(|s| (s.name.clone(), s.key_id))
             .collect();

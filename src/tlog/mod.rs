@@ -35,11 +35,13 @@
 
 pub mod checkpoint;
 pub mod consistency;
+pub mod cosignature;
 pub mod note;
 pub mod proof;
 
 pub use checkpoint::{Checkpoint, CheckpointError, OpenedCheckpoint, SizeProblem};
 pub use consistency::{ConsistencyFile, ConsistencyFileError};
+pub use cosignature::{CosignError, Cosigner};
 pub use note::{
     KeyError, KeyId, KeyNameProblem, Note, NoteError, NoteSignature, OpenedNote,
     SignatureLineProblem, Signer, Verifier,

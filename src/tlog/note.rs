@@ -41,6 +41,9 @@ const _: () = assert!(
 /// The signature type byte of Ed25519 note signatures (signed-note, "Signature types").
 pub const ED25519_TYPE: u8 = 0x01;
 
+/// The signature type byte of Ed25519 `cosignature/v1` keys (c2sp.org/tlog-cosignature).
+pub const COSIGNATURE_TYPE: u8 = 0x04;
+
 /// The largest private key or vkey text parsed: a name bounded by this leaves room for the
 /// rest (fewer than 70 bytes).
 pub const KEY_TEXT_BYTES_MAX: usize = 4096;
@@ -56,9 +59,16 @@ pub struct KeyId(pub u32);
 impl KeyId {
     /// The key ID of an Ed25519 key named `name` (signed-note, "Ed25519 signatures").
     pub fn ed25519(name: &str, public_key: &[u8; 32]) -> KeyId {
+        KeyId::of(name, ED25519_TYPE, public_key)
+    }
+
+    /// The key ID of a key of signature type `type_byte` named `name`:
+    /// `SHA-256(name ‖ 0x0A ‖ type ‖ public key)[:4]` (0x01 for note signatures, 0x04 for
+    /// `cosignature/v1`).
+    pub fn of(name: &str, type_byte: u8, public_key: &[u8; 32]) -> KeyId {
         let mut hasher = Sha256::new();
         hasher.update(name.as_bytes());
-        hasher.update([0x0a, ED25519_TYPE]);
+        hasher.update([0x0a, type_byte]);
         hasher.update(public_key);
         let hash = hasher.finalize();
         KeyId(u32::from_be_bytes([hash[0], hash[1], hash[2], hash[3]]))
@@ -544,9 +554,15 @@ impl Note {
                 verifiers: verifiers.len(),
             });
         }
+        let cosigners = verifiers
+            .iter()
+            .filter(|v| v.is_cosigner())
+            .map(|v| (v.name.clone(), v.key_id))
+            .collect();
         Ok(OpenedNote {
             note: self,
             verified,
+            cosigners,
         })
     }
 }
@@ -556,6 +572,8 @@ impl Note {
 pub struct OpenedNote {
     note: Note,
     verified: Vec<usize>,
+    /// The names and key IDs of the cosigner verifiers among those the note was opened with.
+    cosigners: Vec<(String, KeyId)>,
 }
 
 impl OpenedNote {
@@ -572,6 +590,14 @@ impl OpenedNote {
     /// The signatures that verified, in order.
     pub fn verified(&self) -> impl Iterator<Item = &NoteSignature> {
         self.verified.iter().map(|&i| &self.note.signatures[i])
+    }
+
+    /// Whether `signature`, one of [`OpenedNote::verified`], verified as a cosignature (by a
+    /// verifier of type 0x04).
+    pub fn verified_by_cosigner(&self, signature: &NoteSignature) -> bool {
+        self.cosigners
+            .iter()
+            .any(|(name, key_id)| *name == signature.name && *key_id == signature.key_id)
     }
 
     /// The signatures from keys not given (cosignatures, other keys), in order.
@@ -607,15 +633,8 @@ impl fmt::Debug for Signer {
 impl Signer {
     /// A new key named `name`, from the operating system's randomness.
     pub fn generate(name: &str) -> Result<Signer, KeyError> {
-        use rand_core::RngCore as _;
         check_key_name(name).map_err(KeyError::Name)?;
-        let mut seed = zeroize::Zeroizing::new([0u8; 32]);
-        rand_core::OsRng
-            .try_fill_bytes(seed.as_mut())
-            .map_err(|error| KeyError::Randomness {
-                os_error: error.raw_os_error(),
-            })?;
-        Signer::from_seed(name, *seed)
+        Signer::from_seed(name, *random_seed()?)
     }
 
     /// The key named `name` whose Ed25519 private key (RFC 8032's 32-byte seed) is `seed`.
@@ -634,28 +653,16 @@ impl Signer {
     /// `PRIVATE+KEY+<name>+<key ID hex>+base64(0x01 ‖ seed)`, checking the key ID against the
     /// name and the public key the seed gives.
     pub fn parse(text: &str) -> Result<Signer, KeyError> {
-        if text.len() > KEY_TEXT_BYTES_MAX {
-            return Err(KeyError::TooLong {
-                bytes: text.len(),
-                max: KEY_TEXT_BYTES_MAX,
-            });
+        let PrivateKeyParts {
+            name,
+            stated,
+            type_byte,
+            seed,
+        } = parse_private_key(text)?;
+        if type_byte != ED25519_TYPE {
+            return Err(KeyError::UnsupportedType { type_byte });
         }
-        let rest = text
-            .strip_prefix("PRIVATE+KEY+")
-            .ok_or(KeyError::NotPrivateKey)?;
-        // Base64 may hold '+', so the last part is everything after the third.
-        let parts: Vec<&str> = rest.splitn(3, '+').collect();
-        let [name, id, material] = parts[..] else {
-            return Err(KeyError::Parts {
-                parts: parts.len() + 2,
-                expected: 5,
-            });
-        };
-        check_key_name(name).map_err(KeyError::Name)?;
-        let stated = KeyId::parse_hex(id).ok_or(KeyError::KeyIdHex)?;
-        let bytes = zeroize::Zeroizing::new(base64_decode(material).ok_or(KeyError::Base64)?);
-        let seed = ed25519_material(&bytes)?;
-        let signer = Signer::from_seed(name, seed)?;
+        let signer = Signer::from_seed(&name, *seed)?;
         if signer.key_id != stated {
             return Err(KeyError::KeyIdMismatch {
                 stated,
@@ -667,24 +674,12 @@ impl Signer {
 
     /// The private key text form; keep it secret (a file of mode 0600).
     pub fn to_private_key_text(&self) -> zeroize::Zeroizing<String> {
-        let mut material = zeroize::Zeroizing::new([0u8; 33]);
-        material[0] = ED25519_TYPE;
-        material[1..].copy_from_slice(self.key.as_bytes());
-        zeroize::Zeroizing::new(format!(
-            "PRIVATE+KEY+{}+{}+{}",
-            self.name,
-            self.key_id,
-            base64_encode(material.as_ref())
-        ))
+        private_key_text(&self.name, self.key_id, ED25519_TYPE, self.key.as_bytes())
     }
 
     /// The verifier of this signer's signatures.
     pub fn verifier(&self) -> Verifier {
-        Verifier {
-            name: self.name.clone(),
-            key_id: self.key_id,
-            key: self.key.verifying_key(),
-        }
+        Verifier::from_key(&self.name, ED25519_TYPE, self.key.verifying_key())
     }
 
     /// The key name.
@@ -707,12 +702,14 @@ impl Signer {
     }
 }
 
-/// The 32 key bytes after the Ed25519 type byte.
-fn ed25519_material(bytes: &[u8]) -> Result<[u8; 32], KeyError> {
+/// The type byte and the 32 key bytes after it, for the Ed25519 types (note signatures and
+/// cosignatures).
+fn ed25519_material(bytes: &[u8]) -> Result<(u8, [u8; 32]), KeyError> {
     match bytes {
         [] => Err(KeyError::KeyLength { bytes: 0 }),
-        [ED25519_TYPE, key @ ..] => key
+        [type_byte @ (ED25519_TYPE | COSIGNATURE_TYPE), key @ ..] => key
             .try_into()
+            .map(|key| (*type_byte, key))
             .map_err(|_| KeyError::KeyLength { bytes: key.len() }),
         [type_byte, ..] => Err(KeyError::UnsupportedType {
             type_byte: *type_byte,
@@ -720,12 +717,83 @@ fn ed25519_material(bytes: &[u8]) -> Result<[u8; 32], KeyError> {
     }
 }
 
-/// An Ed25519 note verifier: a key name, its key ID and a public key.
+/// A new 32-byte seed from the operating system's randomness.
+pub(super) fn random_seed() -> Result<zeroize::Zeroizing<[u8; 32]>, KeyError> {
+    use rand_core::RngCore as _;
+    let mut seed = zeroize::Zeroizing::new([0u8; 32]);
+    rand_core::OsRng
+        .try_fill_bytes(seed.as_mut())
+        .map_err(|error| KeyError::Randomness {
+            os_error: error.raw_os_error(),
+        })?;
+    Ok(seed)
+}
+
+/// The private key text form of a key of type `type_byte`.
+pub(super) fn private_key_text(
+    name: &str,
+    key_id: KeyId,
+    type_byte: u8,
+    seed: &[u8; 32],
+) -> zeroize::Zeroizing<String> {
+    let mut material = zeroize::Zeroizing::new([0u8; 33]);
+    material[0] = type_byte;
+    material[1..].copy_from_slice(seed);
+    zeroize::Zeroizing::new(format!(
+        "PRIVATE+KEY+{name}+{key_id}+{}",
+        base64_encode(material.as_ref())
+    ))
+}
+
+/// What a private key text states: its name, key ID, signature type and seed.
+pub(super) struct PrivateKeyParts {
+    pub(super) name: String,
+    pub(super) stated: KeyId,
+    pub(super) type_byte: u8,
+    pub(super) seed: zeroize::Zeroizing<[u8; 32]>,
+}
+
+/// The parts of the private key text form `PRIVATE+KEY+<name>+<key ID hex>+base64(type ‖
+/// seed)`. The caller checks the key ID against the key the seed gives.
+pub(super) fn parse_private_key(text: &str) -> Result<PrivateKeyParts, KeyError> {
+    if text.len() > KEY_TEXT_BYTES_MAX {
+        return Err(KeyError::TooLong {
+            bytes: text.len(),
+            max: KEY_TEXT_BYTES_MAX,
+        });
+    }
+    let rest = text
+        .strip_prefix("PRIVATE+KEY+")
+        .ok_or(KeyError::NotPrivateKey)?;
+    // Base64 may hold '+', so the last part is everything after the third.
+    let parts: Vec<&str> = rest.splitn(3, '+').collect();
+    let [name, id, material] = parts[..] else {
+        return Err(KeyError::Parts {
+            parts: parts.len() + 2,
+            expected: 5,
+        });
+    };
+    check_key_name(name).map_err(KeyError::Name)?;
+    let stated = KeyId::parse_hex(id).ok_or(KeyError::KeyIdHex)?;
+    let bytes = zeroize::Zeroizing::new(base64_decode(material).ok_or(KeyError::Base64)?);
+    let (type_byte, seed) = ed25519_material(&bytes)?;
+    Ok(PrivateKeyParts {
+        name: name.to_owned(),
+        stated,
+        type_byte,
+        seed: zeroize::Zeroizing::new(seed),
+    })
+}
+
+/// An Ed25519 verifier: a key name, its key ID and a public key, of a note signer (type 0x01)
+/// or of a cosigner (type 0x04, `cosignature/v1`: [`super::cosignature`]), each checking its
+/// own kind of signature line.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Verifier {
     name: String,
     key_id: KeyId,
     key: ed25519_dalek::VerifyingKey,
+    type_byte: u8,
 }
 
 impl fmt::Debug for Verifier {
@@ -738,7 +806,7 @@ impl fmt::Display for Verifier {
     /// The vkey text form.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut material = [0u8; 33];
-        material[0] = ED25519_TYPE;
+        material[0] = self.type_byte;
         material[1..].copy_from_slice(self.key.as_bytes());
         write!(
             f,
@@ -779,10 +847,10 @@ impl Verifier {
         check_key_name(name).map_err(KeyError::Name)?;
         let stated = KeyId::parse_hex(id).ok_or(KeyError::KeyIdHex)?;
         let bytes = base64_decode(material).ok_or(KeyError::Base64)?;
-        let public = ed25519_material(&bytes)?;
+        let (type_byte, public) = ed25519_material(&bytes)?;
         let key = ed25519_dalek::VerifyingKey::from_bytes(&public)
             .map_err(|_| KeyError::InvalidPublicKey)?;
-        let computed = KeyId::ed25519(name, &public);
+        let computed = KeyId::of(name, type_byte, &public);
         if computed != stated {
             return Err(KeyError::KeyIdMismatch { stated, computed });
         }
@@ -790,6 +858,7 @@ impl Verifier {
             name: name.to_owned(),
             key_id: stated,
             key,
+            type_byte,
         })
     }
 
@@ -808,13 +877,39 @@ impl Verifier {
         self.key.to_bytes()
     }
 
-    /// Whether `signature` (64 bytes) is this key's Ed25519 signature of `message`.
+    /// Whether this is a cosigner's key (type 0x04), whose signatures are timestamped
+    /// cosignatures of a checkpoint rather than note signatures.
+    pub fn is_cosigner(&self) -> bool {
+        self.type_byte == COSIGNATURE_TYPE
+    }
+
+    /// Whether `signature` is this key's signature of the note text `message`: for a note
+    /// signer, Ed25519 over the text (64 bytes); for a cosigner, a `timestamped_signature`
+    /// (a big-endian `u64` time of at most 2^63 − 1, then Ed25519 over `cosignature/v1\n`,
+    /// `time <t>\n` and the text: 72 bytes).
     pub fn verify(&self, message: &[u8], signature: &[u8]) -> bool {
+        if self.is_cosigner() {
+            return super::cosignature::verify(&self.key, message, signature).is_some();
+        }
         let Ok(bytes) = <[u8; 64]>::try_from(signature) else {
             return false;
         };
         let signature = ed25519_dalek::Signature::from_bytes(&bytes);
         self.key.verify(message, &signature).is_ok()
+    }
+
+    /// A verifier of type `type_byte` for `key` named `name`.
+    pub(super) fn from_key(
+        name: &str,
+        type_byte: u8,
+        key: ed25519_dalek::VerifyingKey,
+    ) -> Verifier {
+        Verifier {
+            name: name.to_owned(),
+            key_id: KeyId::of(name, type_byte, key.as_bytes()),
+            key,
+            type_byte,
+        }
     }
 }
 
@@ -881,11 +976,17 @@ mod tests {
             })
         );
         let mut other_type = base64_decode(material).unwrap();
-        other_type[0] = 0x04;
+        other_type[0] = 0x02;
         assert_eq!(
             Verifier::parse(&format!("{prefix}+{}", base64_encode(&other_type))),
-            Err(KeyError::UnsupportedType { type_byte: 0x04 })
+            Err(KeyError::UnsupportedType { type_byte: 0x02 })
         );
+        // A cosigner's type with the note key's ID: the ID binds the type.
+        other_type[0] = COSIGNATURE_TYPE;
+        assert!(matches!(
+            Verifier::parse(&format!("{prefix}+{}", base64_encode(&other_type))),
+            Err(KeyError::KeyIdMismatch { .. })
+        ));
         assert_eq!(
             Verifier::parse(&format!("{prefix}+{}", base64_encode(&[1; 32]))),
             Err(KeyError::KeyLength { bytes: 31 })

@@ -559,3 +559,106 @@ fn a_tlog_proof_with_the_export_it_came_from_checks_the_record_itself() {
     );
     exits(with_export(&short), 2);
 }
+
+/// `check-proof --witness … --quorum N`: a tlog-proof counts only when at least N of the
+/// named witnesses cosigned its checkpoint (c2sp.org/tlog-cosignature), and a bad cosignature
+/// from a named witness refuses it.
+#[test]
+fn a_tlog_proof_needs_its_quorum_of_witness_cosignatures() {
+    use annals::tlog::{Cosigner, Note};
+    let s = setup(30);
+    let checkpoint = s.checkpoint("c.txt", None);
+    let note = std::fs::read_to_string(&checkpoint).unwrap();
+    let body = note.split("\n\n").next().unwrap().to_owned() + "\n";
+    // `keygen --cosigner` writes a witness's key, whose vkey is of type 0x04.
+    let key = s.dir.join("w.key");
+    let made = exits(
+        annals(&[
+            "keygen",
+            "--cosigner",
+            "--name",
+            "witness.example/w0",
+            text(&key),
+        ]),
+        0,
+    );
+    let vkey = Verifier::parse(stdout(&made).trim_end()).unwrap();
+    assert!(vkey.is_cosigner());
+    let cosigner = Cosigner::parse(std::fs::read_to_string(&key).unwrap().trim_end()).unwrap();
+    assert_eq!(cosigner.verifier(), vkey);
+    let witnesses: Vec<Cosigner> = (1..=3)
+        .map(|i| Cosigner::from_seed(&format!("witness.example/w{i}"), [i; 32]).unwrap())
+        .collect();
+    // Two of the three cosign.
+    let mut cosigned = Note::parse(&note).unwrap();
+    for witness in &witnesses[..2] {
+        cosigned.push_signature(witness.cosign(&body, 1_767_225_600).unwrap());
+    }
+    let cosigned = s.file("cosigned.txt", cosigned.to_text().as_bytes());
+    let made = exits(
+        annals(&[
+            "prove",
+            text(&s.log),
+            "--position",
+            "12",
+            "--checkpoint",
+            text(&cosigned),
+        ]),
+        0,
+    );
+    let proof = s.file("p.txt", &made.stdout);
+    let vkeys: Vec<String> = witnesses.iter().map(|w| w.verifier().to_string()).collect();
+    let check = |named: &[&String], quorum: Option<&str>| {
+        let mut args = vec!["check-proof", text(&proof), "--vkey", &s.vkey];
+        for vkey in named {
+            args.extend(["--witness", vkey.as_str()]);
+        }
+        if let Some(quorum) = quorum {
+            args.extend(["--quorum", quorum]);
+        }
+        annals(&args)
+    };
+    let valid = exits(check(&[&vkeys[0], &vkeys[1]], None), 0);
+    assert!(
+        stdout(&valid).contains("cosigned by witness.example/w2"),
+        "{}",
+        stdout(&valid)
+    );
+    exits(check(&[&vkeys[0], &vkeys[1], &vkeys[2]], Some("2")), 0);
+    let refused = exits(check(&[&vkeys[0], &vkeys[1], &vkeys[2]], Some("3")), 1);
+    assert!(
+        stderr(&refused).contains("the quorum is 3"),
+        "{}",
+        stderr(&refused)
+    );
+    // A quorum larger than the witnesses named is a usage error; a log key given as a
+    // witness too.
+    exits(check(&[&vkeys[0]], Some("2")), 2);
+    exits(check(&[&s.vkey], None), 2);
+    // A flipped byte in a named witness's cosignature refuses the proof; unnamed, it is
+    // ignored.
+    let text_of = std::fs::read_to_string(&proof).unwrap();
+    let line = text_of
+        .lines()
+        .find(|line| line.contains("witness.example/w1"))
+        .unwrap();
+    let at = line.len() - 10;
+    let mut forged_line = line.to_owned();
+    let swap = if &line[at..at + 1] == "A" { "B" } else { "A" };
+    forged_line.replace_range(at..at + 1, swap);
+    let forged = s.file("forged.txt", text_of.replace(line, &forged_line).as_bytes());
+    let with = |named: &String| {
+        annals(&[
+            "check-proof",
+            text(&forged),
+            "--vkey",
+            &s.vkey,
+            "--witness",
+            named,
+            "--quorum",
+            "1",
+        ])
+    };
+    exits(with(&vkeys[0]), 1);
+    exits(with(&vkeys[1]), 0);
+}

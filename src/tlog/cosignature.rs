@@ -1,0 +1,319 @@
+//! `c2sp.org/tlog-cosignature`, the Ed25519 `cosignature/v1` type: a witness's statement that,
+//! as of a time, the largest consistent tree it saw of a log has the checkpoint's root.
+//!
+//! A cosignature is a note signature line on the checkpoint, `— <cosigner name>
+//! base64(key ID ‖ timestamp ‖ signature)`, where the key ID is
+//! `SHA-256(name ‖ 0x0A ‖ 0x04 ‖ public key)[:4]`, the timestamp a big-endian `u64` of POSIX
+//! seconds (at most 2^63 − 1), and the signature Ed25519 over `cosignature/v1\n`,
+//! `time <timestamp>\n` and the checkpoint's body. Its verifier is a [`Verifier`] of type
+//! 0x04, so a note opens against log keys and cosigner keys alike ([`super::Note::open`]),
+//! and a bad cosignature from a known cosigner refuses the note as signed-note says.
+//!
+//! The time comes in with the call ([`Cosigner::cosign`]): nothing here reads a clock.
+
+use std::fmt;
+
+use ed25519_dalek::{Signer as _, Verifier as _};
+
+use super::note::{
+    COSIGNATURE_TYPE, KeyError, KeyId, NoteSignature, OpenedNote, PrivateKeyParts, Verifier,
+    check_key_name, parse_private_key, private_key_text, random_seed,
+};
+
+/// The first line of every cosigned message.
+pub const COSIGNATURE_HEADER: &str = "cosignature/v1";
+
+/// The latest timestamp a cosignature carries: 2^63 − 1.
+pub const TIMESTAMP_MAX: u64 = (1 << 63) - 1;
+
+/// A witness's cosigning key: a name and an Ed25519 private key of type 0x04. Its `Debug`
+/// shows the name and key ID only.
+#[derive(Clone)]
+pub struct Cosigner {
+    name: String,
+    key_id: KeyId,
+    key: ed25519_dalek::SigningKey,
+}
+
+impl fmt::Debug for Cosigner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cosigner")
+            .field("name", &self.name)
+            .field("key_id", &self.key_id)
+            .field("key", &"<redacted>")
+            .finish()
+    }
+}
+
+/// Why a cosignature was not made.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CosignError {
+    /// A timestamp past [`TIMESTAMP_MAX`].
+    #[error("the timestamp {0} is past 2^63 - 1")]
+    Timestamp(u64),
+    /// A body that does not end in a newline, as every note text does.
+    #[error("a checkpoint body ends in a newline")]
+    Body,
+}
+
+impl Cosigner {
+    /// A new cosigner named `name`, from the operating system's randomness.
+    pub fn generate(name: &str) -> Result<Cosigner, KeyError> {
+        check_key_name(name).map_err(KeyError::Name)?;
+        Cosigner::from_seed(name, *random_seed()?)
+    }
+
+    /// The cosigner named `name` whose Ed25519 seed is `seed`.
+    pub fn from_seed(name: &str, seed: [u8; 32]) -> Result<Cosigner, KeyError> {
+        check_key_name(name).map_err(KeyError::Name)?;
+        let key = ed25519_dalek::SigningKey::from_bytes(&seed);
+        Ok(Cosigner {
+            name: name.to_owned(),
+            key_id: KeyId::of(name, COSIGNATURE_TYPE, key.verifying_key().as_bytes()),
+            key,
+        })
+    }
+
+    /// Parses `PRIVATE+KEY+<name>+<key ID hex>+base64(0x04 ‖ seed)`, checking the key ID.
+    pub fn parse(text: &str) -> Result<Cosigner, KeyError> {
+        let PrivateKeyParts {
+            name,
+            stated,
+            type_byte,
+            seed,
+        } = parse_private_key(text)?;
+        if type_byte != COSIGNATURE_TYPE {
+            return Err(KeyError::UnsupportedType { type_byte });
+        }
+        let cosigner = Cosigner::from_seed(&name, *seed)?;
+        if cosigner.key_id != stated {
+            return Err(KeyError::KeyIdMismatch {
+                stated,
+                computed: cosigner.key_id,
+            });
+        }
+        Ok(cosigner)
+    }
+
+    /// The private key text form; keep it secret.
+    pub fn to_private_key_text(&self) -> zeroize::Zeroizing<String> {
+        private_key_text(
+            &self.name,
+            self.key_id,
+            COSIGNATURE_TYPE,
+            self.key.as_bytes(),
+        )
+    }
+
+    /// The verifier of this cosigner's cosignatures (its vkey has type 0x04).
+    pub fn verifier(&self) -> Verifier {
+        Verifier::from_key(&self.name, COSIGNATURE_TYPE, self.key.verifying_key())
+    }
+
+    /// The cosigner's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The key ID.
+    pub fn key_id(&self) -> KeyId {
+        self.key_id
+    }
+
+    /// The cosignature line of the checkpoint whose note text (its body, newline-terminated)
+    /// is `body`, made at `timestamp` (POSIX seconds).
+    ///
+    /// ```
+    /// use annals::tlog::{Checkpoint, Cosigner, Note, Signer};
+    ///
+    /// let log = Signer::from_seed("example.com/log", [1; 32])?;
+    /// let witness = Cosigner::from_seed("witness.example/w1", [2; 32])?;
+    /// let body = "example.com/log\n3\nq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6s=\n";
+    /// let mut note = Note::new(body)?;
+    /// note.sign(&log);
+    /// note.push_signature(witness.cosign(body, 1_679_315_147)?);
+    /// let opened = Checkpoint::open(&note.to_text(), &[log.verifier(), witness.verifier()])?;
+    /// assert_eq!(annals::tlog::cosignature::cosigned_by(opened.note()).len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cosign(&self, body: &str, timestamp: u64) -> Result<NoteSignature, CosignError> {
+        if timestamp > TIMESTAMP_MAX {
+            return Err(CosignError::Timestamp(timestamp));
+        }
+        if !body.ends_with('\n') {
+            return Err(CosignError::Body);
+        }
+        let signature = self.key.sign(&signed_message(body.as_bytes(), timestamp));
+        let mut bytes = Vec::with_capacity(72);
+        bytes.extend_from_slice(&timestamp.to_be_bytes());
+        bytes.extend_from_slice(&signature.to_bytes());
+        Ok(NoteSignature {
+            name: self.name.clone(),
+            key_id: self.key_id,
+            signature: bytes,
+        })
+    }
+}
+
+/// The message a `cosignature/v1` signs: the header line, the time line, the note text.
+fn signed_message(body: &[u8], timestamp: u64) -> Vec<u8> {
+    let mut message = format!("{COSIGNATURE_HEADER}\ntime {timestamp}\n").into_bytes();
+    message.extend_from_slice(body);
+    message
+}
+
+/// The timestamp of `signature` (the bytes after the key ID) when it is `key`'s valid
+/// cosignature of the note text `body`.
+pub(super) fn verify(
+    key: &ed25519_dalek::VerifyingKey,
+    body: &[u8],
+    signature: &[u8],
+) -> Option<u64> {
+    let bytes: &[u8; 72] = signature.try_into().ok()?;
+    let (time, signature) = bytes.split_at(8);
+    let timestamp = u64::from_be_bytes(time.try_into().ok()?);
+    if timestamp > TIMESTAMP_MAX {
+        return None;
+    }
+    let signature = ed25519_dalek::Signature::from_bytes(signature.try_into().ok()?);
+    key.verify(&signed_message(body, timestamp), &signature)
+        .is_ok()
+        .then_some(timestamp)
+}
+
+/// The timestamp a cosignature line carries (not yet verified): `None` unless it is 72 bytes.
+pub fn timestamp(signature: &NoteSignature) -> Option<u64> {
+    let time: [u8; 8] = signature.signature.get(..8)?.try_into().ok()?;
+    (signature.signature.len() == 72).then(|| u64::from_be_bytes(time))
+}
+
+/// The cosigners whose cosignatures of the opened note verified, each once, with the time it
+/// states: what a quorum policy counts. (Opening the note checked every line of a known key;
+/// a bad one refused the note.)
+pub fn cosigned_by(opened: &OpenedNote) -> Vec<(String, u64)> {
+    let mut cosigners: Vec<(String, u64)> = Vec::new();
+    for signature in opened.verified() {
+        let Some(time) = timestamp(signature) else {
+            continue;
+        };
+        if opened.verified_by_cosigner(signature)
+            && !cosigners.iter().any(|(name, _)| *name == signature.name)
+        {
+            cosigners.push((signature.name.clone(), time));
+        }
+    }
+    cosigners
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tlog::{Checkpoint, Note, NoteError, Signer};
+
+    const EXAMPLE: &str =
+        include_str!("../../tests/vectors/c2sp/tlog-cosignature-example.checkpoint");
+
+    fn log() -> Signer {
+        Signer::from_seed("example.com/log", [1; 32]).unwrap()
+    }
+
+    fn witness(n: u8) -> Cosigner {
+        Cosigner::from_seed(&format!("witness.example/w{n}"), [n + 10; 32]).unwrap()
+    }
+
+    const BODY: &str = "example.com/log\n3\nq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6s=\n";
+
+    fn cosigned(witnesses: &[Cosigner]) -> String {
+        let mut note = Note::new(BODY).unwrap();
+        note.sign(&log());
+        for (i, witness) in witnesses.iter().enumerate() {
+            note.push_signature(witness.cosign(BODY, 1_700_000_000 + i as u64).unwrap());
+        }
+        note.to_text()
+    }
+
+    #[test]
+    fn the_spec_examples_cosignature_line_carries_its_timestamp() {
+        let note = Note::parse(EXAMPLE).unwrap();
+        let line = note
+            .signatures()
+            .iter()
+            .find(|s| s.name == "witness.example.com/w1")
+            .expect("the example's witness line");
+        // The spec's signed-message example: `time 1679315147`.
+        assert_eq!(timestamp(line), Some(1_679_315_147));
+    }
+
+    #[test]
+    fn cosignatures_verify_count_once_each_and_a_bad_one_refuses_the_note() {
+        let witnesses = [witness(1), witness(2)];
+        let text = cosigned(&witnesses);
+        let mut verifiers = vec![log().verifier()];
+        verifiers.extend(witnesses.iter().map(Cosigner::verifier));
+        let opened = Checkpoint::open(&text, &verifiers).unwrap();
+        let by = cosigned_by(opened.note());
+        assert_eq!(
+            by,
+            [
+                ("witness.example/w1".to_owned(), 1_700_000_000),
+                ("witness.example/w2".to_owned(), 1_700_000_001)
+            ]
+        );
+        // Unknown cosigners are ignored; the log's own key still opens it.
+        let opened = Checkpoint::open(&text, &[log().verifier()]).unwrap();
+        assert!(cosigned_by(opened.note()).is_empty());
+        // A flipped timestamp breaks that cosignature, and the note with it.
+        let line = text.lines().next_back().unwrap();
+        let mut forged_line = line.to_owned();
+        let sig_at = forged_line.rfind(' ').unwrap() + 10;
+        let replaced = if &forged_line[sig_at..sig_at + 1] == "A" {
+            "B"
+        } else {
+            "A"
+        };
+        forged_line.replace_range(sig_at..sig_at + 1, replaced);
+        let forged = text.replace(line, &forged_line);
+        assert!(matches!(
+            Note::parse(&forged).unwrap().open(&verifiers),
+            Err(NoteError::BadSignature { .. })
+        ));
+    }
+
+    #[test]
+    fn a_cosigner_key_reads_back_and_its_vkey_has_type_4() {
+        let witness = witness(3);
+        let text = witness.to_private_key_text();
+        let again = Cosigner::parse(&text).unwrap();
+        assert_eq!(again.key_id(), witness.key_id());
+        let vkey = witness.verifier().to_string();
+        let parsed = Verifier::parse(&vkey).unwrap();
+        assert!(parsed.is_cosigner());
+        assert_eq!(parsed, witness.verifier());
+        // A note signer's key is not a cosigner's, nor the other way round.
+        assert!(Cosigner::parse(&log().to_private_key_text()).is_err());
+        assert!(Signer::parse(&text).is_err());
+        // The key ID binds the type: the same name and key as a note key has another ID.
+        let same = Cosigner::from_seed("example.com/log", [1; 32]).unwrap();
+        assert_ne!(same.key_id(), log().key_id());
+        assert!(format!("{witness:?}").contains("redacted"));
+    }
+
+    #[test]
+    fn a_timestamp_past_2_63_is_refused_both_ways() {
+        assert_eq!(
+            witness(1).cosign(BODY, TIMESTAMP_MAX + 1),
+            Err(CosignError::Timestamp(TIMESTAMP_MAX + 1))
+        );
+        let key = witness(1).key.clone();
+        let mut signature = (TIMESTAMP_MAX + 1).to_be_bytes().to_vec();
+        signature.extend_from_slice(
+            &key.sign(&signed_message(BODY.as_bytes(), TIMESTAMP_MAX + 1))
+                .to_bytes(),
+        );
+        assert_eq!(
+            verify(&key.verifying_key(), BODY.as_bytes(), &signature),
+            None
+        );
+    }
+}
