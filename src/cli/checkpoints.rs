@@ -13,7 +13,7 @@ use super::keys::read_signer_key;
 use super::open::open_for_writing;
 use super::{Failure, Kind};
 use crate::audit::proof_file::quoted;
-use crate::error::{AuditError, SigningError};
+use crate::error::AuditError;
 use crate::hash::Digest;
 use crate::merkle::TreeHead;
 use crate::record::Position;
@@ -28,31 +28,7 @@ pub(crate) fn checkpoint(args: CheckpointArgs) -> Result<ExitCode, Failure> {
     // The key first, then the refusals a read-only look can make: a refused checkpoint leaves
     // the log's bytes as they were.
     let signer = read_signer_key(&args.key)?;
-    {
-        let store = Store::open_read_only(&args.db)?;
-        let snapshot = store.snapshot()?;
-        let head = snapshot.head()?.next.0;
-        let size = args.size.unwrap_or(head);
-        if size > head {
-            return Err(crate::Error::from(AuditError::SizeBeyondHead { size, head }).into());
-        }
-        if let Some(last) = snapshot.signed_checkpoint()? {
-            if last.origin != signer.name() {
-                return Err(crate::Error::from(SigningError::Origin {
-                    signed: last.origin,
-                    origin: signer.name().to_owned(),
-                })
-                .into());
-            }
-            if size < last.size {
-                return Err(crate::Error::from(SigningError::Behind {
-                    signed: last.size,
-                    size,
-                })
-                .into());
-            }
-        }
-    }
+    Store::open_read_only(&args.db)?.check_checkpoint(signer.name(), args.size)?;
     let store = open_for_writing(&args.db, false, &args.access)?;
     let text = store.checkpoint_at(&signer, args.size)?;
     let mut out = io::stdout().lock();
@@ -322,6 +298,11 @@ pub(crate) fn signed_form(bytes: &[u8]) -> Option<SignedForm> {
     }
 }
 
+/// A signed proof that does not hold: exit 1.
+fn invalid(message: String) -> Failure {
+    Failure::of(Kind::InvalidProof, message)
+}
+
 /// The two signed proof forms.
 pub(crate) enum SignedForm {
     /// c2sp.org/tlog-proof@v1.
@@ -337,7 +318,6 @@ pub(crate) fn check(
     form: SignedForm,
     bytes: Vec<u8>,
 ) -> Result<ExitCode, Failure> {
-    let invalid = |message: String| Failure::of(Kind::InvalidProof, message);
     let shown = args.proof.display();
     let verifiers = verifiers(args)?;
     if verifiers.is_empty() {
@@ -349,109 +329,127 @@ pub(crate) fn check(
     let text = String::from_utf8(bytes)
         .map_err(|_| Failure::of(Kind::InvalidInput, format!("{shown}: not UTF-8 text")))?;
     let message = match form {
-        SignedForm::Inclusion => {
-            if text.len() > TLOG_PROOF_BYTES_MAX {
-                return Err(invalid(format!("invalid: {shown}: larger than any proof")));
-            }
-            let proof = TlogProof::parse(&text)
-                .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
-            let record_hash = <[u8; 32]>::try_from(proof.extra.as_slice()).map_err(|_| {
-                invalid(format!(
-                    "invalid: {shown}: its extra data is not the 32-byte record hash annals \
-                     writes there, so it names no record to check"
-                ))
-            })?;
-            let witnesses = witnesses(args)?;
-            let quorum = args.quorum.unwrap_or(witnesses.len());
-            if quorum > witnesses.len() {
-                return Err(Failure::Usage(format!(
-                    "--quorum {quorum}: more than the {} witnesses given",
-                    witnesses.len()
-                )));
-            }
-            let all: Vec<Verifier> = verifiers.iter().chain(&witnesses).cloned().collect();
-            let opened = proof
-                .check_record(&Digest(record_hash), &all)
-                .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
-            let cosigned = crate::tlog::cosignature::cosigned_by(opened.note());
-            if cosigned.len() < quorum {
-                let names: Vec<&str> = cosigned.iter().map(|(name, _)| name.as_str()).collect();
-                return Err(invalid(format!(
-                    "invalid: {shown}: its checkpoint is cosigned by {} of the witnesses given \
-                     ({}), the quorum is {quorum}",
-                    cosigned.len(),
-                    if names.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        names.join(", ")
-                    }
-                )));
-            }
-            let note = opened.note();
-            let signer = note
-                .verified()
-                .find(|s| !note.verified_by_cosigner(s))
-                .map_or("?", |s| s.name.as_str());
-            let mut message = format!(
-                "valid: the record hashed {} is at position {} in the checkpoint of {} at size \
-                 {}, signed by {signer}",
-                Digest(record_hash),
-                proof.index,
-                opened.checkpoint.origin,
-                opened.checkpoint.size,
-            );
-            for (name, time) in &cosigned {
-                message.push_str(&format!("\ncosigned by {name} at {time} (POSIX seconds)"));
-            }
-            if let Some(export) = &args.export {
-                let record = record_in_export(export, Position(proof.index))?;
-                if record.hash != Digest(record_hash) {
-                    return Err(invalid(format!(
-                        "invalid: the record at position {} in {} hashes to {}, the proof is \
-                         of the record hashed {}",
-                        proof.index,
-                        export.display(),
-                        record.hash,
-                        Digest(record_hash)
-                    )));
-                }
-                message.push_str(&format!(
-                    "\nand it is the record in {}: {}@{} {}",
-                    export.display(),
-                    quoted(&record.stream),
-                    record.version.0,
-                    quoted(&record.kind)
-                ));
-            }
-            message
-        }
-        SignedForm::Consistency => {
-            if text.len() > CONSISTENCY_BYTES_MAX {
-                return Err(invalid(format!("invalid: {shown}: larger than any proof")));
-            }
-            let Some(earlier) = &args.from_checkpoint else {
-                return Err(Failure::Usage(format!(
-                    "{shown} is a consistency proof: give the earlier checkpoint you kept with \
-                     --from-checkpoint; the proof binds the later checkpoint only to it"
-                )));
-            };
-            let file = ConsistencyFile::parse(&text)
-                .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
-            let earlier_text = read_text(earlier, NOTE_BYTES_MAX as u64, "--from-checkpoint")?;
-            let later = file
-                .check(&earlier_text, &verifiers)
-                .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
-            format!(
-                "valid: the checkpoint of {} at size {} extends the one at size {}: root {}",
-                later.checkpoint.origin,
-                later.checkpoint.size,
-                file.old_size,
-                Digest(later.checkpoint.root)
-            )
-        }
+        SignedForm::Inclusion => check_inclusion(args, &text, &verifiers)?,
+        SignedForm::Consistency => check_consistency(args, &text, &verifiers)?,
     };
     let mut out = io::stdout().lock();
     writeln!(out, "{message}")?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A tlog-proof, checked against `verifiers` (the log's keys), the witnesses' quorum and, with
+/// `--export`, the record itself: what `check-proof` prints when it holds.
+fn check_inclusion(
+    args: &CheckProofArgs,
+    text: &str,
+    verifiers: &[Verifier],
+) -> Result<String, Failure> {
+    let shown = args.proof.display();
+    if text.len() > TLOG_PROOF_BYTES_MAX {
+        return Err(invalid(format!("invalid: {shown}: larger than any proof")));
+    }
+    let proof =
+        TlogProof::parse(text).map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
+    let record_hash = <[u8; 32]>::try_from(proof.extra.as_slice()).map_err(|_| {
+        invalid(format!(
+            "invalid: {shown}: its extra data is not the 32-byte record hash annals \
+             writes there, so it names no record to check"
+        ))
+    })?;
+    let witnesses = witnesses(args)?;
+    let quorum = args.quorum.unwrap_or(witnesses.len());
+    if quorum > witnesses.len() {
+        return Err(Failure::Usage(format!(
+            "--quorum {quorum}: more than the {} witnesses given",
+            witnesses.len()
+        )));
+    }
+    let all: Vec<Verifier> = verifiers.iter().chain(&witnesses).cloned().collect();
+    let opened = proof
+        .check_record(&Digest(record_hash), &all)
+        .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
+    let cosigned = crate::tlog::cosignature::cosigned_by(opened.note());
+    if cosigned.len() < quorum {
+        let names: Vec<&str> = cosigned.iter().map(|(name, _)| name.as_str()).collect();
+        return Err(invalid(format!(
+            "invalid: {shown}: its checkpoint is cosigned by {} of the witnesses given \
+             ({}), the quorum is {quorum}",
+            cosigned.len(),
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        )));
+    }
+    let note = opened.note();
+    let signer = note
+        .verified()
+        .find(|s| !note.verified_by_cosigner(s))
+        .map_or("?", |s| s.name.as_str());
+    let mut message = format!(
+        "valid: the record hashed {} is at position {} in the checkpoint of {} at size \
+         {}, signed by {signer}",
+        Digest(record_hash),
+        proof.index,
+        opened.checkpoint.origin,
+        opened.checkpoint.size,
+    );
+    for (name, time) in &cosigned {
+        message.push_str(&format!("\ncosigned by {name} at {time} (POSIX seconds)"));
+    }
+    if let Some(export) = &args.export {
+        let record = record_in_export(export, Position(proof.index))?;
+        if record.hash != Digest(record_hash) {
+            return Err(invalid(format!(
+                "invalid: the record at position {} in {} hashes to {}, the proof is \
+                 of the record hashed {}",
+                proof.index,
+                export.display(),
+                record.hash,
+                Digest(record_hash)
+            )));
+        }
+        message.push_str(&format!(
+            "\nand it is the record in {}: {}@{} {}",
+            export.display(),
+            quoted(&record.stream),
+            record.version.0,
+            quoted(&record.kind)
+        ));
+    }
+    Ok(message)
+}
+
+/// A consistency proof to a checkpoint, checked between it and `--from-checkpoint`, both
+/// opened against `verifiers`: what `check-proof` prints when it holds.
+fn check_consistency(
+    args: &CheckProofArgs,
+    text: &str,
+    verifiers: &[Verifier],
+) -> Result<String, Failure> {
+    let shown = args.proof.display();
+    if text.len() > CONSISTENCY_BYTES_MAX {
+        return Err(invalid(format!("invalid: {shown}: larger than any proof")));
+    }
+    let Some(earlier) = &args.from_checkpoint else {
+        return Err(Failure::Usage(format!(
+            "{shown} is a consistency proof: give the earlier checkpoint you kept with \
+             --from-checkpoint; the proof binds the later checkpoint only to it"
+        )));
+    };
+    let file = ConsistencyFile::parse(text)
+        .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
+    let earlier_text = read_text(earlier, NOTE_BYTES_MAX as u64, "--from-checkpoint")?;
+    let later = file
+        .check(&earlier_text, verifiers)
+        .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
+    Ok(format!(
+        "valid: the checkpoint of {} at size {} extends the one at size {}: root {}",
+        later.checkpoint.origin,
+        later.checkpoint.size,
+        file.old_size,
+        Digest(later.checkpoint.root)
+    ))
 }

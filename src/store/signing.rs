@@ -4,11 +4,11 @@
 //! (`log/signed.rs`) in the transaction that allows the next.
 
 use crate::error::{AuditError, Result, SigningError, guarded};
+use crate::log::read::Snapshot;
+use crate::log::seal_meta;
 use crate::log::signed::{SIGNED_CHECKPOINT_KEY, SignedHead};
 use crate::log::tables::META;
-use crate::log::{seal_meta, unseal_meta};
 use crate::tlog::{Checkpoint, Signer};
-use redb::ReadableTable;
 
 use super::Store;
 
@@ -46,42 +46,12 @@ impl Store {
             // Begun while the write transaction is held, the snapshot sees the commit that the
             // transaction starts from: the same log, and no checkpoint signed in between.
             let snapshot = self.snapshot()?;
-            let head = snapshot.head()?.next.0;
-            let size = size.unwrap_or(head);
-            if size > head {
-                return Err(AuditError::SizeBeyondHead { size, head }.into());
-            }
-            let root = snapshot.merkle_root(size)?;
             let origin = signer.name();
-            if let Some(last) = signed_in(&txn)? {
-                if last.origin != origin {
-                    return Err(SigningError::Origin {
-                        signed: last.origin,
-                        origin: origin.to_owned(),
-                    }
-                    .into());
-                }
-                if size < last.size {
-                    return Err(SigningError::Behind {
-                        signed: last.size,
-                        size,
-                    }
-                    .into());
-                }
-                let then = snapshot.merkle_root(last.size)?;
-                if then != last.root {
-                    return Err(SigningError::Diverged {
-                        size: last.size,
-                        signed: last.root,
-                        root: then,
-                    }
-                    .into());
-                }
-            }
+            let signed = signable(&snapshot, origin, size)?;
             let checkpoint = Checkpoint {
                 origin: origin.to_owned(),
-                size,
-                root: root.0,
+                size: signed.size,
+                root: signed.root.0,
                 extensions: Vec::new(),
             };
             let text = checkpoint
@@ -89,11 +59,6 @@ impl Store {
                 .map_err(|error| SigningError::Unsignable {
                     reason: error.to_string(),
                 })?;
-            let signed = SignedHead {
-                origin: origin.to_owned(),
-                size,
-                root,
-            };
             txn.open_table(META)?.insert(
                 SIGNED_CHECKPOINT_KEY,
                 seal_meta(SIGNED_CHECKPOINT_KEY, &signed.encode()).as_slice(),
@@ -108,13 +73,52 @@ impl Store {
     pub fn signed_checkpoint(&self) -> Result<Option<SignedHead>> {
         self.snapshot()?.signed_checkpoint()
     }
+
+    /// Whether [`Store::checkpoint_at`] would sign a checkpoint of `origin` at `size` now:
+    /// `Ok` with the tree head it would sign, or its refusal. Works on a read-only store, so
+    /// that a refusal can be told without opening the log writable.
+    pub fn check_checkpoint(&self, origin: &str, size: Option<u64>) -> Result<SignedHead> {
+        signable(&self.snapshot()?, origin, size)
+    }
 }
 
-/// The last signed checkpoint as the write transaction `txn` sees it.
-fn signed_in(txn: &redb::WriteTransaction) -> Result<Option<SignedHead>> {
-    let meta = txn.open_table(META)?;
-    let Some(stored) = meta.get(SIGNED_CHECKPOINT_KEY)? else {
-        return Ok(None);
-    };
-    SignedHead::decode(unseal_meta(SIGNED_CHECKPOINT_KEY, stored.value())?).map(Some)
+/// The tree head a checkpoint of `origin` at `size` (`None`: the head) would sign, once it
+/// contradicts nothing the log signed before (`snapshot`'s last signed checkpoint): the one
+/// place the rules of [`Store::checkpoint_at`] are decided.
+fn signable(snapshot: &Snapshot, origin: &str, size: Option<u64>) -> Result<SignedHead> {
+    let head = snapshot.head()?.next.0;
+    let size = size.unwrap_or(head);
+    if size > head {
+        return Err(AuditError::SizeBeyondHead { size, head }.into());
+    }
+    if let Some(last) = snapshot.signed_checkpoint()? {
+        if last.origin != origin {
+            return Err(SigningError::Origin {
+                signed: last.origin,
+                origin: origin.to_owned(),
+            }
+            .into());
+        }
+        if size < last.size {
+            return Err(SigningError::Behind {
+                signed: last.size,
+                size,
+            }
+            .into());
+        }
+        let then = snapshot.merkle_root(last.size)?;
+        if then != last.root {
+            return Err(SigningError::Diverged {
+                size: last.size,
+                signed: last.root,
+                root: then,
+            }
+            .into());
+        }
+    }
+    Ok(SignedHead {
+        origin: origin.to_owned(),
+        size,
+        root: snapshot.merkle_root(size)?,
+    })
 }

@@ -16,8 +16,7 @@ use std::fmt;
 use ed25519_dalek::{Signer as _, Verifier as _};
 
 use super::note::{
-    COSIGNATURE_TYPE, KeyError, KeyId, NoteSignature, OpenedNote, PrivateKeyParts, Verifier,
-    check_key_name, parse_private_key, private_key_text, random_seed,
+    COSIGNATURE_TYPE, KeyError, KeyId, NoteSignature, OpenedNote, PrivateKey, Verifier,
 };
 
 /// The first line of every cosigned message.
@@ -30,18 +29,12 @@ pub const TIMESTAMP_MAX: u64 = (1 << 63) - 1;
 /// shows the name and key ID only.
 #[derive(Clone)]
 pub struct Cosigner {
-    name: String,
-    key_id: KeyId,
-    key: ed25519_dalek::SigningKey,
+    key: PrivateKey,
 }
 
 impl fmt::Debug for Cosigner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Cosigner")
-            .field("name", &self.name)
-            .field("key_id", &self.key_id)
-            .field("key", &"<redacted>")
-            .finish()
+        self.key.debug("Cosigner", f)
     }
 }
 
@@ -60,65 +53,37 @@ pub enum CosignError {
 impl Cosigner {
     /// A new cosigner named `name`, from the operating system's randomness.
     pub fn generate(name: &str) -> Result<Cosigner, KeyError> {
-        check_key_name(name).map_err(KeyError::Name)?;
-        Cosigner::from_seed(name, *random_seed()?)
+        PrivateKey::generate(name, COSIGNATURE_TYPE).map(|key| Cosigner { key })
     }
 
     /// The cosigner named `name` whose Ed25519 seed is `seed`.
     pub fn from_seed(name: &str, seed: [u8; 32]) -> Result<Cosigner, KeyError> {
-        check_key_name(name).map_err(KeyError::Name)?;
-        let key = ed25519_dalek::SigningKey::from_bytes(&seed);
-        Ok(Cosigner {
-            name: name.to_owned(),
-            key_id: KeyId::of(name, COSIGNATURE_TYPE, key.verifying_key().as_bytes()),
-            key,
-        })
+        PrivateKey::from_seed(name, COSIGNATURE_TYPE, seed).map(|key| Cosigner { key })
     }
 
     /// Parses `PRIVATE+KEY+<name>+<key ID hex>+base64(0x04 ‖ seed)`, checking the key ID.
     pub fn parse(text: &str) -> Result<Cosigner, KeyError> {
-        let PrivateKeyParts {
-            name,
-            stated,
-            type_byte,
-            seed,
-        } = parse_private_key(text)?;
-        if type_byte != COSIGNATURE_TYPE {
-            return Err(KeyError::UnsupportedType { type_byte });
-        }
-        let cosigner = Cosigner::from_seed(&name, *seed)?;
-        if cosigner.key_id != stated {
-            return Err(KeyError::KeyIdMismatch {
-                stated,
-                computed: cosigner.key_id,
-            });
-        }
-        Ok(cosigner)
+        PrivateKey::parse(text, COSIGNATURE_TYPE).map(|key| Cosigner { key })
     }
 
     /// The private key text form; keep it secret.
     pub fn to_private_key_text(&self) -> zeroize::Zeroizing<String> {
-        private_key_text(
-            &self.name,
-            self.key_id,
-            COSIGNATURE_TYPE,
-            self.key.as_bytes(),
-        )
+        self.key.to_text()
     }
 
     /// The verifier of this cosigner's cosignatures (its vkey has type 0x04).
     pub fn verifier(&self) -> Verifier {
-        Verifier::from_key(&self.name, COSIGNATURE_TYPE, self.key.verifying_key())
+        self.key.verifier()
     }
 
     /// The cosigner's name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.key.name
     }
 
     /// The key ID.
     pub fn key_id(&self) -> KeyId {
-        self.key_id
+        self.key.key_id
     }
 
     /// The cosignature line of the checkpoint whose note text (its body, newline-terminated)
@@ -144,13 +109,16 @@ impl Cosigner {
         if !body.ends_with('\n') {
             return Err(CosignError::Body);
         }
-        let signature = self.key.sign(&signed_message(body.as_bytes(), timestamp));
+        let signature = self
+            .key
+            .key
+            .sign(&signed_message(body.as_bytes(), timestamp));
         let mut bytes = Vec::with_capacity(72);
         bytes.extend_from_slice(&timestamp.to_be_bytes());
         bytes.extend_from_slice(&signature.to_bytes());
         Ok(NoteSignature {
-            name: self.name.clone(),
-            key_id: self.key_id,
+            name: self.key.name.clone(),
+            key_id: self.key.key_id,
             signature: bytes,
         })
     }
@@ -305,7 +273,7 @@ mod tests {
             witness(1).cosign(BODY, TIMESTAMP_MAX + 1),
             Err(CosignError::Timestamp(TIMESTAMP_MAX + 1))
         );
-        let key = witness(1).key.clone();
+        let key = witness(1).key.key.clone();
         let mut signature = (TIMESTAMP_MAX + 1).to_be_bytes().to_vec();
         signature.extend_from_slice(
             &key.sign(&signed_message(BODY.as_bytes(), TIMESTAMP_MAX + 1))

@@ -611,18 +611,71 @@ impl OpenedNote {
     }
 }
 
-/// An Ed25519 note signer: a key name and a private key. Its `Debug` shows the name and key
-/// ID only.
+/// A named Ed25519 private key of one signature type: what a note [`Signer`] and a
+/// cosigner (`super::cosignature::Cosigner`) share.
 #[derive(Clone)]
-pub struct Signer {
-    name: String,
-    key_id: KeyId,
-    key: ed25519_dalek::SigningKey,
+pub(super) struct PrivateKey {
+    pub(super) name: String,
+    pub(super) key_id: KeyId,
+    pub(super) key: ed25519_dalek::SigningKey,
+    type_byte: u8,
 }
 
-impl fmt::Debug for Signer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Signer")
+impl PrivateKey {
+    /// A new key of type `type_byte` named `name`, from the operating system's randomness.
+    pub(super) fn generate(name: &str, type_byte: u8) -> Result<PrivateKey, KeyError> {
+        check_key_name(name).map_err(KeyError::Name)?;
+        PrivateKey::from_seed(name, type_byte, *random_seed()?)
+    }
+
+    /// The key of type `type_byte` named `name` whose Ed25519 seed is `seed`.
+    pub(super) fn from_seed(
+        name: &str,
+        type_byte: u8,
+        seed: [u8; 32],
+    ) -> Result<PrivateKey, KeyError> {
+        check_key_name(name).map_err(KeyError::Name)?;
+        let key = ed25519_dalek::SigningKey::from_bytes(&seed);
+        Ok(PrivateKey {
+            name: name.to_owned(),
+            key_id: KeyId::of(name, type_byte, key.verifying_key().as_bytes()),
+            key,
+            type_byte,
+        })
+    }
+
+    /// Parses `PRIVATE+KEY+<name>+<key ID hex>+base64(type ‖ seed)` for a key of type
+    /// `type_byte`, checking the key ID against the name and the public key the seed gives.
+    pub(super) fn parse(text: &str, type_byte: u8) -> Result<PrivateKey, KeyError> {
+        let parts = parse_private_key(text)?;
+        if parts.type_byte != type_byte {
+            return Err(KeyError::UnsupportedType {
+                type_byte: parts.type_byte,
+            });
+        }
+        let key = PrivateKey::from_seed(&parts.name, type_byte, *parts.seed)?;
+        if key.key_id != parts.stated {
+            return Err(KeyError::KeyIdMismatch {
+                stated: parts.stated,
+                computed: key.key_id,
+            });
+        }
+        Ok(key)
+    }
+
+    /// The private key text form.
+    pub(super) fn to_text(&self) -> zeroize::Zeroizing<String> {
+        private_key_text(&self.name, self.key_id, self.type_byte, self.key.as_bytes())
+    }
+
+    /// The verifier of this key's signatures.
+    pub(super) fn verifier(&self) -> Verifier {
+        Verifier::from_key(&self.name, self.type_byte, self.key.verifying_key())
+    }
+
+    /// `Debug` as `what`: the name and key ID, never the key.
+    pub(super) fn debug(&self, what: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct(what)
             .field("name", &self.name)
             .field("key_id", &self.key_id)
             .field("key", &"<redacted>")
@@ -630,74 +683,63 @@ impl fmt::Debug for Signer {
     }
 }
 
+/// An Ed25519 note signer: a key name and a private key. Its `Debug` shows the name and key
+/// ID only.
+#[derive(Clone)]
+pub struct Signer {
+    key: PrivateKey,
+}
+
+impl fmt::Debug for Signer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.key.debug("Signer", f)
+    }
+}
+
 impl Signer {
     /// A new key named `name`, from the operating system's randomness.
     pub fn generate(name: &str) -> Result<Signer, KeyError> {
-        check_key_name(name).map_err(KeyError::Name)?;
-        Signer::from_seed(name, *random_seed()?)
+        PrivateKey::generate(name, ED25519_TYPE).map(|key| Signer { key })
     }
 
     /// The key named `name` whose Ed25519 private key (RFC 8032's 32-byte seed) is `seed`.
     pub fn from_seed(name: &str, seed: [u8; 32]) -> Result<Signer, KeyError> {
-        check_key_name(name).map_err(KeyError::Name)?;
-        let key = ed25519_dalek::SigningKey::from_bytes(&seed);
-        let key_id = KeyId::ed25519(name, key.verifying_key().as_bytes());
-        Ok(Signer {
-            name: name.to_owned(),
-            key_id,
-            key,
-        })
+        PrivateKey::from_seed(name, ED25519_TYPE, seed).map(|key| Signer { key })
     }
 
     /// Parses the private key text form
     /// `PRIVATE+KEY+<name>+<key ID hex>+base64(0x01 ‖ seed)`, checking the key ID against the
     /// name and the public key the seed gives.
     pub fn parse(text: &str) -> Result<Signer, KeyError> {
-        let PrivateKeyParts {
-            name,
-            stated,
-            type_byte,
-            seed,
-        } = parse_private_key(text)?;
-        if type_byte != ED25519_TYPE {
-            return Err(KeyError::UnsupportedType { type_byte });
-        }
-        let signer = Signer::from_seed(&name, *seed)?;
-        if signer.key_id != stated {
-            return Err(KeyError::KeyIdMismatch {
-                stated,
-                computed: signer.key_id,
-            });
-        }
-        Ok(signer)
+        PrivateKey::parse(text, ED25519_TYPE).map(|key| Signer { key })
     }
 
     /// The private key text form; keep it secret (a file of mode 0600).
     pub fn to_private_key_text(&self) -> zeroize::Zeroizing<String> {
-        private_key_text(&self.name, self.key_id, ED25519_TYPE, self.key.as_bytes())
+        self.key.to_text()
     }
 
     /// The verifier of this signer's signatures.
     pub fn verifier(&self) -> Verifier {
-        Verifier::from_key(&self.name, ED25519_TYPE, self.key.verifying_key())
+        self.key.verifier()
     }
 
     /// The key name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.key.name
     }
 
     /// The key ID.
     pub fn key_id(&self) -> KeyId {
-        self.key_id
+        self.key.key_id
     }
 
     /// The signature line of this key over `text` (RFC 8032 Ed25519 over the text's bytes).
     pub fn sign_text(&self, text: &str) -> NoteSignature {
         NoteSignature {
-            name: self.name.clone(),
-            key_id: self.key_id,
-            signature: self.key.sign(text.as_bytes()).to_bytes().to_vec(),
+            name: self.key.name.clone(),
+            key_id: self.key.key_id,
+            signature: self.key.key.sign(text.as_bytes()).to_bytes().to_vec(),
         }
     }
 }
@@ -718,7 +760,7 @@ fn ed25519_material(bytes: &[u8]) -> Result<(u8, [u8; 32]), KeyError> {
 }
 
 /// A new 32-byte seed from the operating system's randomness.
-pub(super) fn random_seed() -> Result<zeroize::Zeroizing<[u8; 32]>, KeyError> {
+fn random_seed() -> Result<zeroize::Zeroizing<[u8; 32]>, KeyError> {
     use rand_core::RngCore as _;
     let mut seed = zeroize::Zeroizing::new([0u8; 32]);
     rand_core::OsRng
@@ -730,7 +772,7 @@ pub(super) fn random_seed() -> Result<zeroize::Zeroizing<[u8; 32]>, KeyError> {
 }
 
 /// The private key text form of a key of type `type_byte`.
-pub(super) fn private_key_text(
+fn private_key_text(
     name: &str,
     key_id: KeyId,
     type_byte: u8,
@@ -746,16 +788,16 @@ pub(super) fn private_key_text(
 }
 
 /// What a private key text states: its name, key ID, signature type and seed.
-pub(super) struct PrivateKeyParts {
-    pub(super) name: String,
-    pub(super) stated: KeyId,
-    pub(super) type_byte: u8,
-    pub(super) seed: zeroize::Zeroizing<[u8; 32]>,
+struct PrivateKeyParts {
+    name: String,
+    stated: KeyId,
+    type_byte: u8,
+    seed: zeroize::Zeroizing<[u8; 32]>,
 }
 
 /// The parts of the private key text form `PRIVATE+KEY+<name>+<key ID hex>+base64(type ‖
 /// seed)`. The caller checks the key ID against the key the seed gives.
-pub(super) fn parse_private_key(text: &str) -> Result<PrivateKeyParts, KeyError> {
+fn parse_private_key(text: &str) -> Result<PrivateKeyParts, KeyError> {
     if text.len() > KEY_TEXT_BYTES_MAX {
         return Err(KeyError::TooLong {
             bytes: text.len(),
