@@ -75,6 +75,8 @@ pub mod subscribe;
 pub mod testing;
 pub mod tlog;
 pub(crate) mod validate;
+#[cfg(feature = "witness")]
+pub mod witness;
 pub mod writer;
 
 pub use audit::extends::Extension;

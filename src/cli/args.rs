@@ -44,6 +44,8 @@ impl Command {
             Command::Upgrade(args) => args.json,
             Command::Keygen(_) => false,
             Command::Checkpoint(_) => false,
+            #[cfg(feature = "witness")]
+            Command::Witness(args) => args.json(),
             #[cfg(feature = "jetstream")]
             Command::Replicate(_) | Command::Follow(_) => false,
             #[cfg(feature = "testing")]
@@ -115,6 +117,11 @@ pub(crate) enum Command {
     /// print it: the origin (the key's name), the size and the root, then the signature. The
     /// log never signs a checkpoint smaller than, or inconsistent with, the last it signed.
     Checkpoint(CheckpointArgs),
+    /// Witnesses (c2sp.org/tlog-witness): serve one that cosigns other logs' checkpoints,
+    /// list the evidence it kept, or ask witnesses to cosign this log's checkpoint.
+    #[cfg(feature = "witness")]
+    #[command(subcommand)]
+    Witness(WitnessCommand),
     /// Publish every record of a log, in order, to a NATS JetStream stream, until
     /// interrupted; a log the stream does not continue is refused naming the position.
     #[cfg(feature = "jetstream")]
@@ -336,8 +343,9 @@ pub(crate) struct ProveArgs {
     /// Prove against this signed checkpoint of the log (from `annals checkpoint`, with any
     /// cosignatures): with `--position`, print a c2sp.org/tlog-proof@v1 file; with
     /// `--from-checkpoint`, a consistency proof in tlog-witness's `add-checkpoint` form.
-    #[arg(long, conflicts_with_all = ["size", "from_size", "json"])]
-    pub(crate) checkpoint: Option<PathBuf>,
+    /// Without a file, the latest cosigned checkpoint the log keeps (`witness request`).
+    #[arg(long, num_args = 0..=1, conflicts_with_all = ["size", "from_size", "json"])]
+    pub(crate) checkpoint: Option<Option<PathBuf>>,
     /// The earlier signed checkpoint to prove `--checkpoint`'s tree extends.
     #[arg(long, requires = "checkpoint", conflicts_with = "position")]
     pub(crate) from_checkpoint: Option<PathBuf>,
@@ -610,4 +618,95 @@ fn parse_demo_durability(text: &str) -> Result<crate::store::Durability, String>
             "{text:?} is not a durability: immediate or deferred"
         )),
     }
+}
+
+#[cfg(feature = "witness")]
+#[derive(Subcommand)]
+pub(crate) enum WitnessCommand {
+    /// Serve a witness over HTTP until interrupted: `POST /add-checkpoint` (c2sp.org/
+    /// tlog-witness) cosigns a checkpoint of a log of `--log` that extends the latest one it
+    /// cosigned, and `GET /<sha256 of origin, hex>/checkpoint` serves that latest one. It
+    /// prints `listening on <ADDRESS>` once it accepts connections. Its state is an annals
+    /// log (STATE), committed before each answer.
+    ///
+    /// Limits: a request body of at most 63 proof lines and a note, headers and body within
+    /// `--request-timeout`, `--connections` served at once.
+    Serve(WitnessServeArgs),
+    /// Print the refused requests the witness kept as evidence (a checkpoint signed by the
+    /// log that does not extend what it cosigned). Exit 1 when there is any, 0 when none.
+    Evidence(WitnessEvidenceArgs),
+    /// Sign a checkpoint of the log's head, ask each witness to cosign it (with a consistency
+    /// proof from the size it last cosigned), print the checkpoint with the cosignatures
+    /// received and keep it in the log's file, for `prove --checkpoint` without a file.
+    /// Exit 1 when fewer than `--quorum` witnesses cosigned.
+    Request(WitnessRequestArgs),
+}
+
+#[cfg(feature = "witness")]
+impl WitnessCommand {
+    fn json(&self) -> bool {
+        match self {
+            WitnessCommand::Serve(_) => false,
+            WitnessCommand::Evidence(args) => args.json,
+            WitnessCommand::Request(args) => args.json,
+        }
+    }
+}
+
+#[cfg(feature = "witness")]
+#[derive(Args)]
+pub(crate) struct WitnessServeArgs {
+    /// The witness's state log, created if missing.
+    pub(crate) state: PathBuf,
+    /// The witness's cosigner key file (`annals keygen --cosigner`, mode 0600).
+    #[arg(long)]
+    pub(crate) key: PathBuf,
+    /// A log's verifier key (as `annals keygen` printed it, or `@FILE`): its name is the
+    /// origin witnessed. Give it once per log (or per key of a log).
+    #[arg(long = "log", required = true)]
+    pub(crate) logs: Vec<String>,
+    /// The address to listen on; port 0 picks a free one (printed).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub(crate) listen: std::net::SocketAddr,
+    /// Connections served at once.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) connections: u16,
+    /// How long a request's headers and body may take to arrive, e.g. `10s`.
+    #[arg(long, default_value = "10s", value_parser = super::open::parse_duration)]
+    pub(crate) request_timeout: std::time::Duration,
+}
+
+#[cfg(feature = "witness")]
+#[derive(Args)]
+pub(crate) struct WitnessEvidenceArgs {
+    /// The witness's state log; it must exist.
+    pub(crate) state: PathBuf,
+    /// Print a JSON array instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[cfg(feature = "witness")]
+#[derive(Args)]
+pub(crate) struct WitnessRequestArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// The log's signer key file (`annals keygen`); its name is the origin.
+    #[arg(long)]
+    pub(crate) key: PathBuf,
+    /// A witness: its submission prefix and its verifier key, `URL=VKEY` (e.g.
+    /// `http://127.0.0.1:7380=witness.example/w1+1a2b3c4d+BB...`). Give it once per witness.
+    #[arg(long = "witness", required = true)]
+    pub(crate) witnesses: Vec<String>,
+    /// How many witnesses must cosign for exit 0 [default: all of them].
+    #[arg(long)]
+    pub(crate) quorum: Option<usize>,
+    /// How long one exchange with one witness may take, e.g. `10s`.
+    #[arg(long, default_value = "10s", value_parser = super::open::parse_duration)]
+    pub(crate) timeout: std::time::Duration,
+    /// Print a JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) access: WriteAccess,
 }

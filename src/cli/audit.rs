@@ -86,7 +86,7 @@ pub(crate) fn root(args: RootArgs) -> Result<ExitCode, Failure> {
 
 pub(crate) fn prove(args: ProveArgs) -> Result<ExitCode, Failure> {
     if let Some(checkpoint) = &args.checkpoint {
-        return super::checkpoints::prove(&args, checkpoint);
+        return super::checkpoints::prove(&args, checkpoint.as_deref());
     }
     let store = Store::open_read_only(&args.db)?;
     let snapshot = store.snapshot()?;

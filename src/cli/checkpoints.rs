@@ -41,6 +41,15 @@ pub(crate) fn checkpoint(args: CheckpointArgs) -> Result<ExitCode, Failure> {
 /// a note or not one.
 fn read_checkpoint(path: &Path, what: &str) -> Result<(String, Checkpoint), Failure> {
     let text = read_text(path, NOTE_BYTES_MAX as u64, what)?;
+    parse_checkpoint(text, path, what)
+}
+
+/// [`read_checkpoint`] of a text already read.
+fn parse_checkpoint(
+    text: String,
+    path: &Path,
+    what: &str,
+) -> Result<(String, Checkpoint), Failure> {
     let note = crate::tlog::Note::parse(&text).map_err(|error| {
         Failure::of(
             Kind::InvalidInput,
@@ -93,10 +102,26 @@ fn not_of_this_log(path: &Path, checkpoint: &Checkpoint, root: Digest) -> Failur
 
 /// `prove --checkpoint`: a tlog-proof of `--position` in the checkpoint's tree, or with
 /// `--from-checkpoint`, the consistency proof from that checkpoint's tree.
-pub(crate) fn prove(args: &ProveArgs, checkpoint_path: &Path) -> Result<ExitCode, Failure> {
-    let (text, checkpoint) = read_checkpoint(checkpoint_path, "--checkpoint")?;
+pub(crate) fn prove(args: &ProveArgs, given: Option<&Path>) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.db)?;
     let snapshot = store.snapshot()?;
+    let kept_name = Path::new("the cosigned checkpoint kept in the log");
+    let (checkpoint_path, (text, checkpoint)) = match given {
+        Some(path) => (path, read_checkpoint(path, "--checkpoint")?),
+        None => {
+            let kept = snapshot.cosigned_checkpoint()?.ok_or_else(|| {
+                Failure::Usage(format!(
+                    "{}: the log keeps no cosigned checkpoint: run `annals witness request` \
+                     first, or give --checkpoint FILE",
+                    args.db.display()
+                ))
+            })?;
+            (
+                kept_name,
+                parse_checkpoint(kept, kept_name, "--checkpoint")?,
+            )
+        }
+    };
     let head = snapshot.head()?.next.0;
     if checkpoint.size > head {
         return Err(crate::Error::from(AuditError::SizeBeyondHead {
@@ -184,7 +209,11 @@ fn witnesses(args: &CheckProofArgs) -> Result<Vec<Verifier>, Failure> {
 
 /// Each of `values` (a vkey, or `@FILE` holding one) parsed, of a cosigner's type exactly
 /// when `cosigner`.
-fn parse_vkeys(values: &[String], flag: &str, cosigner: bool) -> Result<Vec<Verifier>, Failure> {
+pub(crate) fn parse_vkeys(
+    values: &[String],
+    flag: &str,
+    cosigner: bool,
+) -> Result<Vec<Verifier>, Failure> {
     values
         .iter()
         .map(|given| {

@@ -68,6 +68,30 @@ fn write_key_file(path: &Path, bytes: &[u8], force: bool) -> Result<(), Failure>
 /// Reads the signer key at `path`, refusing a file that anyone but its owner may read or
 /// write (permissions wider than 0600), as ssh does.
 pub(crate) fn read_signer_key(path: &Path) -> Result<Signer, Failure> {
+    let text = read_key_file(path)?;
+    Signer::parse(&text).map_err(|error| {
+        Failure::of(
+            Kind::InvalidInput,
+            format!("{}: not a signer key: {error}", path.display()),
+        )
+    })
+}
+
+/// [`read_signer_key`] for a witness's cosigning key (`keygen --cosigner`).
+#[cfg(feature = "witness")]
+pub(crate) fn read_cosigner_key(path: &Path) -> Result<crate::tlog::Cosigner, Failure> {
+    let text = read_key_file(path)?;
+    crate::tlog::Cosigner::parse(&text).map_err(|error| {
+        Failure::of(
+            Kind::InvalidInput,
+            format!("{}: not a cosigner key: {error}", path.display()),
+        )
+    })
+}
+
+/// The private key text in the file at `path` (its final newline dropped), once the file is
+/// its owner's alone.
+fn read_key_file(path: &Path) -> Result<zeroize::Zeroizing<String>, Failure> {
     let file = fs::File::open(path).map_err(|error| Failure::file(path, false, &error))?;
     // The permissions of the file opened, not of whatever the path names a moment later.
     let metadata = file
@@ -88,13 +112,10 @@ pub(crate) fn read_signer_key(path: &Path) -> Result<Signer, Failure> {
     file.take(KEY_FILE_BYTES_MAX + 1)
         .read_to_string(&mut text)
         .map_err(|error| Failure::file(path, false, &error))?;
-    let key = text.strip_suffix('\n').unwrap_or(&text);
-    Signer::parse(key).map_err(|error| {
-        Failure::of(
-            Kind::InvalidInput,
-            format!("{}: not a signer key: {error}", path.display()),
-        )
-    })
+    if text.ends_with('\n') {
+        text.pop();
+    }
+    Ok(text)
 }
 
 #[cfg(test)]

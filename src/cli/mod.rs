@@ -28,6 +28,8 @@ mod table;
 mod tail;
 mod time;
 mod trace;
+#[cfg(feature = "witness")]
+mod witness;
 mod write;
 
 use std::io::{self, Write};
@@ -78,6 +80,8 @@ pub fn main() -> ExitCode {
         Command::Upgrade(args) => write::upgrade(args),
         Command::Keygen(args) => keys::keygen(args),
         Command::Checkpoint(args) => checkpoints::checkpoint(args),
+        #[cfg(feature = "witness")]
+        Command::Witness(command) => witness::witness(command),
         #[cfg(feature = "jetstream")]
         Command::Replicate(args) => replicate::replicate(args),
         #[cfg(feature = "jetstream")]

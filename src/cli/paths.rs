@@ -34,7 +34,12 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
         Command::Rebuild(args) => require_regular(&args.db, "the log"),
         Command::Root(args) => require_regular(&args.db, "the log"),
         Command::Prove(args) => {
-            for file in args.checkpoint.iter().chain(&args.from_checkpoint) {
+            for file in args
+                .checkpoint
+                .iter()
+                .flatten()
+                .chain(&args.from_checkpoint)
+            {
                 require_regular(file, "a checkpoint file")?;
             }
             require_regular(&args.db, "the log")
@@ -75,12 +80,33 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
         Command::Upgrade(args) => require_regular(&args.db, "the log"),
         // The key file is created, never opened as it is.
         Command::Keygen(_) => Ok(()),
+        #[cfg(feature = "witness")]
+        Command::Witness(command) => witness_files(command),
         #[cfg(feature = "jetstream")]
         Command::Replicate(args) => require_regular(&args.db, "the log"),
         #[cfg(feature = "jetstream")]
         Command::Follow(args) => require_regular(&args.db, "the log"),
         #[cfg(feature = "testing")]
         Command::CrashWriter(args) => require_regular(&args.db, "the log"),
+    }
+}
+
+#[cfg(feature = "witness")]
+fn witness_files(command: &super::args::WitnessCommand) -> Result<(), Failure> {
+    use super::args::WitnessCommand;
+    match command {
+        WitnessCommand::Serve(args) => {
+            require_regular(&args.key, "a key file")?;
+            for file in args.logs.iter().filter_map(|vkey| vkey.strip_prefix('@')) {
+                require_regular(Path::new(file), "a verifier key file")?;
+            }
+            require_regular(&args.state, "the witness's state log")
+        }
+        WitnessCommand::Evidence(args) => require_regular(&args.state, "the witness's state log"),
+        WitnessCommand::Request(args) => {
+            require_regular(&args.key, "a key file")?;
+            require_regular(&args.db, "the log")
+        }
     }
 }
 

@@ -90,6 +90,20 @@ impl Snapshot {
         }
     }
 
+    /// The latest cosigned checkpoint the log keeps (`Store::keep_cosigned_checkpoint`): a
+    /// signed note's text.
+    pub fn cosigned_checkpoint(&self) -> Result<Option<String>> {
+        guarded(|| {
+            self.meta_value(super::signed::COSIGNED_CHECKPOINT_KEY)?
+                .map(|bytes| {
+                    String::from_utf8(bytes).map_err(|_| {
+                        Error::CorruptMeta("the cosigned checkpoint kept is not UTF-8".into())
+                    })
+                })
+                .transpose()
+        })
+    }
+
     /// The last checkpoint the log signed (`Store::checkpoint`), if it ever signed one.
     pub fn signed_checkpoint(&self) -> Result<Option<super::signed::SignedHead>> {
         guarded(|| {

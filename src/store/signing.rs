@@ -6,9 +6,9 @@
 use crate::error::{AuditError, Result, SigningError, guarded};
 use crate::log::read::Snapshot;
 use crate::log::seal_meta;
-use crate::log::signed::{SIGNED_CHECKPOINT_KEY, SignedHead};
+use crate::log::signed::{COSIGNED_CHECKPOINT_KEY, SIGNED_CHECKPOINT_KEY, SignedHead};
 use crate::log::tables::META;
-use crate::tlog::{Checkpoint, Signer};
+use crate::tlog::{Checkpoint, Signer, Verifier};
 
 use super::Store;
 
@@ -72,6 +72,61 @@ impl Store {
     /// The last checkpoint the log signed, if any.
     pub fn signed_checkpoint(&self) -> Result<Option<SignedHead>> {
         self.snapshot()?.signed_checkpoint()
+    }
+
+    /// Keeps `text`, a checkpoint of this log signed by `log_key` and cosigned by witnesses,
+    /// as the latest cosigned checkpoint (what `annals prove --checkpoint` uses when given no
+    /// file), once it opens against `log_key`, its root is this log's at its size, and it is
+    /// no smaller than the one kept before; otherwise nothing is kept and the refusal says why.
+    pub fn keep_cosigned_checkpoint(&self, text: &str, log_key: &Verifier) -> Result<()> {
+        guarded(|| {
+            let opened =
+                Checkpoint::open(text, std::slice::from_ref(log_key)).map_err(|error| {
+                    SigningError::Unsignable {
+                        reason: format!("the cosigned checkpoint does not open: {error}"),
+                    }
+                })?;
+            let checkpoint = &opened.checkpoint;
+            let database = self.database()?;
+            let txn = database.begin_write()?;
+            let snapshot = self.snapshot()?;
+            let root = snapshot.merkle_root(checkpoint.size)?;
+            if root.0 != checkpoint.root {
+                return Err(SigningError::Diverged {
+                    size: checkpoint.size,
+                    signed: crate::hash::Digest(checkpoint.root),
+                    root,
+                }
+                .into());
+            }
+            if let Some(kept) = snapshot.cosigned_checkpoint()? {
+                let kept = Checkpoint::parse_body(
+                    crate::tlog::Note::parse(&kept)
+                        .map_err(|error| crate::Error::CorruptMeta(error.to_string()))?
+                        .text(),
+                )
+                .map_err(|error| crate::Error::CorruptMeta(error.to_string()))?;
+                if checkpoint.size < kept.size {
+                    return Err(SigningError::Behind {
+                        signed: kept.size,
+                        size: checkpoint.size,
+                    }
+                    .into());
+                }
+            }
+            txn.open_table(META)?.insert(
+                COSIGNED_CHECKPOINT_KEY,
+                seal_meta(COSIGNED_CHECKPOINT_KEY, text.as_bytes()).as_slice(),
+            )?;
+            txn.commit()?;
+            Ok(())
+        })
+        .map_err(|error| self.failed(error))
+    }
+
+    /// The latest cosigned checkpoint kept ([`Store::keep_cosigned_checkpoint`]), if any.
+    pub fn cosigned_checkpoint(&self) -> Result<Option<String>> {
+        self.snapshot()?.cosigned_checkpoint()
     }
 
     /// Whether [`Store::checkpoint_at`] would sign a checkpoint of `origin` at `size` now:

@@ -127,6 +127,11 @@ impl ConsistencyFile {
         &self.checkpoint
     }
 
+    /// The later checkpoint's note, verbatim.
+    pub fn checkpoint_text(&self) -> &str {
+        &self.checkpoint_text
+    }
+
     /// Parses the file: its lines and its checkpoint's, not yet any signature.
     pub fn parse(text: &str) -> Result<ConsistencyFile, ConsistencyFileError> {
         if text.len() > CONSISTENCY_BYTES_MAX {

@@ -1,0 +1,185 @@
+//! `witness serve`, `witness evidence` and `witness request`: the witness protocol
+//! (c2sp.org/tlog-witness) from both of its sides, over `annals::witness`.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use super::args::{WitnessCommand, WitnessEvidenceArgs, WitnessRequestArgs, WitnessServeArgs};
+use super::checkpoints::parse_vkeys;
+use super::keys::{read_cosigner_key, read_signer_key};
+use super::open::open_for_writing;
+use super::{EXIT_FINDINGS, Failure, Kind};
+use crate::store::{Store, StoreOptions};
+use crate::witness::request::{RequestOptions, WitnessEndpoint, request_cosignatures};
+use crate::witness::serve::{ServeOptions, serve as serve_http};
+use crate::witness::{Witness, WitnessError};
+
+pub(crate) fn witness(command: WitnessCommand) -> Result<ExitCode, Failure> {
+    match command {
+        WitnessCommand::Serve(args) => serve(args),
+        WitnessCommand::Evidence(args) => evidence(args),
+        WitnessCommand::Request(args) => request(args),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|error| Failure::Usage(format!("cannot start the async runtime: {error}")))
+}
+
+fn serve(args: WitnessServeArgs) -> Result<ExitCode, Failure> {
+    let cosigner = read_cosigner_key(&args.key)?;
+    let logs = parse_vkeys(&args.logs, "--log", false)?;
+    super::open::require_folder(&args.state)?;
+    // The state is this process's alone: a second witness on it would race the first.
+    let store = Store::open_with(
+        &args.state,
+        StoreOptions {
+            create: true,
+            sharing: crate::Sharing::Exclusive,
+            ..StoreOptions::default()
+        },
+    )?;
+    let witness = Arc::new(Witness::new(store, cosigner, &logs).map_err(witness_failure)?);
+    let options = ServeOptions {
+        connections_max: usize::from(args.connections),
+        request_timeout: args.request_timeout,
+        ..ServeOptions::default()
+    };
+    let runtime = runtime()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .map_err(|error| {
+                Failure::of(
+                    Kind::of_io(&error),
+                    format!("cannot listen on {}: {error}", args.listen),
+                )
+            })?;
+        let address = listener.local_addr()?;
+        {
+            let mut out = io::stdout().lock();
+            writeln!(out, "listening on {address}")?;
+            out.flush()?;
+        }
+        serve_http(listener, witness, options, shutdown())
+            .await
+            .map_err(|error| Failure::Usage(format!("the witness stopped: {error}")))?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// Completes at SIGINT or SIGTERM.
+async fn shutdown() {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("a SIGTERM handler can be installed");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
+    }
+}
+
+fn witness_failure(error: WitnessError) -> Failure {
+    match error {
+        WitnessError::State(error) => error.into(),
+        other => Failure::Usage(other.to_string()),
+    }
+}
+
+fn evidence(args: WitnessEvidenceArgs) -> Result<ExitCode, Failure> {
+    let store = Store::open_read_only(&args.state)?;
+    let kept = crate::witness::evidence(&store)?;
+    let mut out = io::stdout().lock();
+    if args.json {
+        super::render::print_json(&mut out, &kept)?;
+    } else if kept.is_empty() {
+        writeln!(
+            out,
+            "no evidence: every checkpoint signed by a witnessed log was consistent"
+        )?;
+    } else {
+        for item in &kept {
+            writeln!(
+                out,
+                "{} refused with {}: {} (the witness had cosigned size {}, root {})",
+                item.origin, item.status, item.reason, item.latest_size, item.latest_root
+            )?;
+            for line in item.request.lines() {
+                writeln!(out, "    {line}")?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(if kept.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FINDINGS)
+    })
+}
+
+#[derive(serde::Serialize)]
+struct RequestJson<'a> {
+    size: u64,
+    checkpoint: &'a str,
+    cosigned_by: &'a [String],
+    failed: Vec<String>,
+    quorum: usize,
+}
+
+fn request(args: WitnessRequestArgs) -> Result<ExitCode, Failure> {
+    let signer = read_signer_key(&args.key)?;
+    let witnesses = args
+        .witnesses
+        .iter()
+        .map(|given| WitnessEndpoint::parse(given))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| Failure::Usage(error.to_string()))?;
+    let quorum = args.quorum.unwrap_or(witnesses.len());
+    if quorum > witnesses.len() {
+        return Err(Failure::Usage(format!(
+            "--quorum {quorum} is more than the {} witnesses given",
+            witnesses.len()
+        )));
+    }
+    // The refusals a read-only look can make first: a refused request leaves the log's bytes
+    // as they were.
+    Store::open_read_only(&args.db)?.check_checkpoint(signer.name(), None)?;
+    let store = open_for_writing(&args.db, false, &args.access)?;
+    let options = RequestOptions {
+        timeout: args.timeout,
+    };
+    let witnessed =
+        runtime()?.block_on(request_cosignatures(&store, &signer, &witnesses, options))?;
+    let mut out = io::stdout().lock();
+    if args.json {
+        let json = RequestJson {
+            size: witnessed.size,
+            checkpoint: &witnessed.checkpoint,
+            cosigned_by: &witnessed.cosigned_by,
+            failed: witnessed.failed.iter().map(ToString::to_string).collect(),
+            quorum,
+        };
+        super::render::print_json(&mut out, &json)?;
+    } else {
+        out.write_all(witnessed.checkpoint.as_bytes())?;
+    }
+    out.flush()?;
+    for failure in &witnessed.failed {
+        let _ = writeln!(io::stderr().lock(), "annals: {failure}");
+    }
+    if witnessed.cosigned_by.len() < quorum {
+        return Err(Failure::of(
+            Kind::Finding,
+            format!(
+                "{} of the {} witnesses cosigned, fewer than the quorum of {quorum}",
+                witnessed.cosigned_by.len(),
+                witnesses.len()
+            ),
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,303 @@
+//! The log's side of c2sp.org/tlog-witness: sign a checkpoint of the head, send it to each
+//! witness with the consistency proof from the size that witness last cosigned (learnt from a
+//! 409 when the log does not know it), collect the cosignatures into the checkpoint's note,
+//! and keep the cosigned checkpoint in the log's file (`Store::keep_cosigned_checkpoint`).
+
+use std::time::Duration;
+
+use super::http::{Answer, Prefix, post};
+use super::serve::TLOG_SIZE_CONTENT_TYPE;
+use crate::store::Store;
+use crate::tlog::cosignature::cosigned_by;
+use crate::tlog::{Checkpoint, ConsistencyFile, Note, NoteSignature, Signer, Verifier};
+
+/// A witness to ask: its submission prefix (`http://host:port[/path]`) and its cosigner key.
+#[derive(Clone, Debug)]
+pub struct WitnessEndpoint {
+    /// The submission prefix; `/add-checkpoint` is posted under it.
+    pub url: String,
+    /// The witness's verifier key (type 0x04).
+    pub key: Verifier,
+}
+
+impl WitnessEndpoint {
+    /// Parses `URL=VKEY`, the form the command line takes.
+    pub fn parse(text: &str) -> Result<WitnessEndpoint, RequestError> {
+        let bad = |reason: String| RequestError::Endpoint {
+            given: text.to_owned(),
+            reason,
+        };
+        let (url, vkey) = text
+            .split_once('=')
+            .ok_or_else(|| bad("expected URL=VKEY".into()))?;
+        Prefix::parse(url).map_err(bad)?;
+        let key = Verifier::parse(vkey).map_err(|error| bad(error.to_string()))?;
+        if !key.is_cosigner() {
+            return Err(bad(format!(
+                "the key {} is a log's (type 0x01); a witness cosigns with a type 0x04 key",
+                key.name()
+            )));
+        }
+        Ok(WitnessEndpoint {
+            url: url.to_owned(),
+            key,
+        })
+    }
+}
+
+/// Why one witness gave no cosignature.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// A `URL=VKEY` that does not parse.
+    #[error("witness {given:?}: {reason}")]
+    Endpoint {
+        /// What was given.
+        given: String,
+        /// Why it does not parse.
+        reason: String,
+    },
+    /// No answer (connection, timeout, a body that is not text).
+    #[error("witness {url}: {reason}")]
+    Unreachable {
+        /// The witness's URL.
+        url: String,
+        /// What happened.
+        reason: String,
+    },
+    /// The witness refused the checkpoint with a status other than 200.
+    #[error("witness {url} refused the checkpoint: {status} {}", body.trim_end())]
+    Refused {
+        /// The witness's URL.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// Its body.
+        body: String,
+    },
+    /// The witness has cosigned a larger tree of this log than the one sent: the log is behind
+    /// what it showed before (restored from a backup, or another copy).
+    #[error(
+        "witness {url} last cosigned a tree of size {witnessed}, larger than this log's \
+         checkpoint of size {size}: this log is behind a history it showed before"
+    )]
+    Ahead {
+        /// The witness's URL.
+        url: String,
+        /// The size it last cosigned.
+        witnessed: u64,
+        /// The size sent.
+        size: u64,
+    },
+    /// The witness answered 200 without a valid cosignature of its key on the checkpoint.
+    #[error("witness {url} answered without a valid cosignature by {name}: {reason}")]
+    NoCosignature {
+        /// The witness's URL.
+        url: String,
+        /// Its key's name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The bounds of one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestOptions {
+    /// How long one exchange with one witness may take. Default 10 s.
+    pub timeout: Duration,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        RequestOptions {
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What [`request_cosignatures`] got.
+#[derive(Clone, Debug)]
+pub struct Witnessed {
+    /// The checkpoint's note: the log's signature, then each cosignature received.
+    pub checkpoint: String,
+    /// Its tree size.
+    pub size: u64,
+    /// The witnesses that cosigned it (their key names), in the order asked.
+    pub cosigned_by: Vec<String>,
+    /// The witnesses that did not, and why.
+    pub failed: Vec<RequestError>,
+}
+
+/// Signs a checkpoint of `store`'s head with `signer` (as [`Store::checkpoint`]), asks every
+/// witness of `witnesses` to cosign it, and keeps the note with the cosignatures received in
+/// the log's file when there is at least one. An error is the store's (the checkpoint not
+/// signed, or not kept); a witness that gives no cosignature is listed in
+/// [`Witnessed::failed`].
+pub async fn request_cosignatures(
+    store: &Store,
+    signer: &Signer,
+    witnesses: &[WitnessEndpoint],
+    options: RequestOptions,
+) -> crate::Result<Witnessed> {
+    let text = store.checkpoint(signer)?;
+    let log_key = signer.verifier();
+    let size = opened_size(&text, &log_key);
+    let kept = store.cosigned_checkpoint()?;
+    let mut note =
+        Note::parse(&text).map_err(|error| crate::Error::CorruptMeta(error.to_string()))?;
+    let mut witnessed = Witnessed {
+        checkpoint: String::new(),
+        size,
+        cosigned_by: Vec::new(),
+        failed: Vec::new(),
+    };
+    for witness in witnesses {
+        let old = kept
+            .as_deref()
+            .and_then(|kept| size_cosigned_by(kept, &log_key, &witness.key))
+            .filter(|&old| old <= size)
+            .unwrap_or(0);
+        match ask(store, &text, size, old, witness, options).await {
+            Ok(cosignature) => {
+                note.push_signature(cosignature);
+                witnessed.cosigned_by.push(witness.key.name().to_owned());
+            }
+            Err(error) => witnessed.failed.push(error),
+        }
+    }
+    witnessed.checkpoint = note.to_text();
+    if !witnessed.cosigned_by.is_empty() {
+        store.keep_cosigned_checkpoint(&witnessed.checkpoint, &log_key)?;
+    }
+    Ok(witnessed)
+}
+
+/// One witness: the request from `old`, then once more from the size a 409 names.
+async fn ask(
+    store: &Store,
+    text: &str,
+    size: u64,
+    mut old: u64,
+    witness: &WitnessEndpoint,
+    options: RequestOptions,
+) -> Result<NoteSignature, RequestError> {
+    let url = witness.url.clone();
+    let prefix = Prefix::parse(&url).map_err(|reason| RequestError::Endpoint {
+        given: url.clone(),
+        reason,
+    })?;
+    let unreachable = |reason: String| RequestError::Unreachable {
+        url: url.clone(),
+        reason,
+    };
+    for attempt in 0..2 {
+        let path = if old == 0 || old == size {
+            Vec::new()
+        } else {
+            store
+                .snapshot()
+                .and_then(|snapshot| snapshot.consistency_proof(old, size))
+                .map_err(|error| unreachable(format!("no consistency proof from {old}: {error}")))?
+                .path
+                .iter()
+                .map(|digest| digest.0)
+                .collect()
+        };
+        let body = ConsistencyFile::new(old, path, text)
+            .map_err(|error| unreachable(error.to_string()))?
+            .to_text();
+        let answer = post(&prefix, "/add-checkpoint", body, options.timeout)
+            .await
+            .map_err(unreachable)?;
+        match answer.status {
+            200 => return cosignature(&answer, text, witness),
+            409 if attempt == 0 => {
+                let witnessed = conflict_size(&answer).ok_or_else(|| RequestError::Refused {
+                    url: url.clone(),
+                    status: 409,
+                    body: answer.body.clone(),
+                })?;
+                if witnessed > size {
+                    return Err(RequestError::Ahead {
+                        url,
+                        witnessed,
+                        size,
+                    });
+                }
+                old = witnessed;
+            }
+            status => {
+                return Err(RequestError::Refused {
+                    url,
+                    status,
+                    body: answer.body,
+                });
+            }
+        }
+    }
+    Err(RequestError::Refused {
+        url,
+        status: 409,
+        body: "the witness's size changed between two requests".into(),
+    })
+}
+
+/// The size in a 409's `text/x.tlog.size` body.
+fn conflict_size(answer: &Answer) -> Option<u64> {
+    let media = answer.content_type.as_deref()?.split(';').next()?.trim();
+    if media != TLOG_SIZE_CONTENT_TYPE {
+        return None;
+    }
+    let digits = answer.body.strip_suffix('\n')?;
+    if digits.is_empty() || (digits.len() > 1 && digits.starts_with('0')) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The witness's cosignature in a 200's body, verified on the checkpoint: the body appended to
+/// the note opens with the log's and the witness's keys (lines of other keys are ignored).
+fn cosignature(
+    answer: &Answer,
+    text: &str,
+    witness: &WitnessEndpoint,
+) -> Result<NoteSignature, RequestError> {
+    let fail = |reason: String| RequestError::NoCosignature {
+        url: witness.url.clone(),
+        name: witness.key.name().to_owned(),
+        reason,
+    };
+    let combined = format!("{text}{}", answer.body);
+    let note = Note::parse(&combined).map_err(|error| fail(error.to_string()))?;
+    let opened = note
+        .open(std::slice::from_ref(&witness.key))
+        .map_err(|error| fail(error.to_string()))?;
+    if !cosigned_by(&opened)
+        .iter()
+        .any(|(name, _)| name == witness.key.name())
+    {
+        return Err(fail("no line of its key in the answer".into()));
+    }
+    opened
+        .verified()
+        .find(|s| opened.verified_by_cosigner(s) && s.key_id == witness.key.key_id())
+        .cloned()
+        .ok_or_else(|| fail("no line of its key in the answer".into()))
+}
+
+/// The size of a checkpoint the log just signed.
+fn opened_size(text: &str, log_key: &Verifier) -> u64 {
+    Checkpoint::open(text, std::slice::from_ref(log_key))
+        .map(|opened| opened.checkpoint.size)
+        .expect("the log's own checkpoint opens with its key")
+}
+
+/// The size of `kept` when `witness` cosigned it.
+fn size_cosigned_by(kept: &str, log_key: &Verifier, witness: &Verifier) -> Option<u64> {
+    let opened = Checkpoint::open(kept, &[log_key.clone(), witness.clone()]).ok()?;
+    cosigned_by(opened.note())
+        .iter()
+        .any(|(name, _)| name == witness.name())
+        .then_some(opened.checkpoint.size)
+}
