@@ -35,12 +35,13 @@ fn serve(args: WitnessServeArgs) -> Result<ExitCode, Failure> {
     let cosigner = read_cosigner_key(&args.key)?;
     let logs = parse_vkeys(&args.logs, "--log", false)?;
     super::open::require_folder(&args.state)?;
-    // The state is this process's alone: a second witness on it would race the first.
+    // One writer: a second witness on the same state is refused (it would race the first),
+    // while `witness evidence`, `verify` and `log` may read it beside.
     let store = Store::open_with(
         &args.state,
         StoreOptions {
             create: true,
-            sharing: crate::Sharing::Exclusive,
+            sharing: crate::Sharing::SingleWriter,
             ..StoreOptions::default()
         },
     )?;

@@ -44,4 +44,6 @@ mod tiling;
 mod tlog;
 mod vectors;
 mod verify;
+#[cfg(feature = "witness")]
+mod witness;
 mod writer;

@@ -1,0 +1,782 @@
+//! Witnesses (issue 32): `annals witness serve` as a real process on a loopback port, spoken
+//! to by a plain HTTP/1.1 client written here from c2sp.org/tlog-witness (not annals' own
+//! client), and by `annals witness request`; cosignatures checked by Cloudflare's
+//! `signed_note`, which knows nothing of annals.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use annals::merkle::TreeHasher;
+use annals::tlog::{Checkpoint, Signer};
+use annals::{Direction, ExpectedVersion, NewEvent, Store, StreamVersion};
+use sha2::{Digest as _, Sha256};
+
+use crate::common::base64;
+
+const ORIGIN: &str = "example.com/witnessed";
+
+fn annals(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_annals"))
+        .args(args)
+        .output()
+        .expect("run the annals binary")
+}
+
+fn exits(output: Output, code: i32) -> Output {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout {}\nstderr {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn text(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// A key made by `annals keygen` (with `--cosigner` for a witness): its file and vkey.
+struct Key {
+    file: PathBuf,
+    vkey: String,
+}
+
+fn keygen(dir: &Path, name: &str, cosigner: bool) -> Key {
+    let file = dir.join(format!("{}.key", name.replace('/', "_")));
+    let mut args = vec!["keygen", "--name", name, text(&file)];
+    if cosigner {
+        args.push("--cosigner");
+    }
+    let made = exits(annals(&args), 0);
+    Key {
+        file,
+        vkey: stdout(&made).trim_end().to_owned(),
+    }
+}
+
+fn signer(key: &Key) -> Signer {
+    let text = std::fs::read_to_string(&key.file).unwrap();
+    Signer::parse(text.trim_end()).unwrap()
+}
+
+/// Appends `n` records whose payloads start with `tag`, so two copies can diverge.
+fn append(log: &Path, n: u64, tag: &str) {
+    let store = Store::open(log).unwrap();
+    let events: Vec<NewEvent> = (0..n)
+        .map(|i| NewEvent::new("note", i, format!("{tag} {i}").into_bytes()))
+        .collect();
+    let _ = store
+        .append("notes/a", ExpectedVersion::Any, &events)
+        .unwrap();
+    store.close().unwrap();
+}
+
+/// A running `annals witness serve`, killed when dropped.
+struct Served {
+    child: Child,
+    address: String,
+}
+
+impl Served {
+    fn start(state: &Path, key: &Key, logs: &[&Key]) -> Served {
+        let mut args = vec![
+            "witness".to_owned(),
+            "serve".to_owned(),
+            text(state).to_owned(),
+            "--key".to_owned(),
+            text(&key.file).to_owned(),
+        ];
+        for log in logs {
+            args.extend(["--log".to_owned(), log.vkey.clone()]);
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_annals"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        // The first line is printed once it accepts connections; EOF if it failed to start.
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let address = line
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("the witness did not start: {line:?}"))
+            .trim_end()
+            .to_owned();
+        Served { child, address }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// Kills it with SIGKILL and waits for it.
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP answer: status, content type, body.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    content_type: String,
+    body: String,
+}
+
+/// One HTTP/1.1 exchange on a fresh connection, as any client of the protocol makes it.
+fn http(address: &str, method: &str, path: &str, body: &[u8]) -> Answer {
+    let mut stream = TcpStream::connect(address).unwrap();
+    // A bound on the wait, not a timing: the witness answers in milliseconds.
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    stream.write_all(body).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP response");
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let content_type = lines
+        .filter_map(|line| line.split_once(": "))
+        .find(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+        .map(|(_, value)| value.to_owned())
+        .unwrap_or_default();
+    Answer {
+        status,
+        content_type,
+        body: body.to_owned(),
+    }
+}
+
+fn add_checkpoint(address: &str, old: u64, proof: &[[u8; 32]], checkpoint: &str) -> Answer {
+    let mut body = format!("old {old}\n");
+    for hash in proof {
+        body.push_str(&b64(hash));
+        body.push('\n');
+    }
+    body.push('\n');
+    body.push_str(checkpoint);
+    http(address, "POST", "/add-checkpoint", body.as_bytes())
+}
+
+fn b64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The signed checkpoint of `log`'s first `size` records (or of a made-up `root`).
+fn checkpoint_of(key: &Key, size: u64, root: [u8; 32]) -> String {
+    Checkpoint {
+        origin: ORIGIN.into(),
+        size,
+        root,
+        extensions: Vec::new(),
+    }
+    .sign(&signer(key))
+    .unwrap()
+}
+
+fn root(log: &Path, size: u64) -> [u8; 32] {
+    Store::open_read_only(log)
+        .unwrap()
+        .snapshot()
+        .unwrap()
+        .merkle_root(size)
+        .unwrap()
+        .0
+}
+
+fn consistency(log: &Path, old: u64, size: u64) -> Vec<[u8; 32]> {
+    if old == 0 || old == size {
+        return Vec::new();
+    }
+    let store = Store::open_read_only(log).unwrap();
+    let proof = store
+        .snapshot()
+        .unwrap()
+        .consistency_proof(old, size)
+        .unwrap();
+    proof.path.iter().map(|d| d.0).collect()
+}
+
+/// signed_note's view of a `cosignature/v1` key: its crate has no such verifier, so the
+/// spec's message (`cosignature/v1`, `time <t>`, the note text) is built here, and the key ID
+/// is signed_note's own `key_id` of the name and `0x04 ‖ public key`.
+struct CosignatureV1 {
+    name: String,
+    id: u32,
+    key: ed25519_dalek::VerifyingKey,
+}
+
+impl CosignatureV1 {
+    fn from_vkey(vkey: &str) -> CosignatureV1 {
+        // The base64 may hold `+` too: the name and the ID are the first two fields.
+        let mut parts = vkey.splitn(3, '+');
+        let name = parts.next().unwrap().to_owned();
+        let _id = parts.next().unwrap();
+        let bytes = base64(parts.next().unwrap());
+        assert_eq!(bytes[0], 0x04, "a cosigner key has type 0x04");
+        let key = ed25519_dalek::VerifyingKey::from_bytes(&bytes[1..].try_into().unwrap()).unwrap();
+        CosignatureV1 {
+            id: signed_note::key_id(&name, &bytes),
+            name,
+            key,
+        }
+    }
+}
+
+impl signed_note::Verifier for CosignatureV1 {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn key_id(&self) -> u32 {
+        self.id
+    }
+
+    fn verify(&self, msg: &[u8], sig: &[u8]) -> bool {
+        use ed25519_dalek::Verifier as _;
+        let Ok(bytes) = <&[u8; 72]>::try_from(sig) else {
+            return false;
+        };
+        let time = u64::from_be_bytes(bytes[..8].try_into().unwrap());
+        let mut message = format!("cosignature/v1\ntime {time}\n").into_bytes();
+        message.extend_from_slice(msg);
+        let signature = ed25519_dalek::Signature::from_bytes(bytes[8..].try_into().unwrap());
+        time != 0 && self.key.verify(&message, &signature).is_ok()
+    }
+}
+
+/// Whether signed_note verifies `witness`'s cosignature and the log's signature on `note`.
+fn signed_note_verifies(note: &str, log: &Key, witnesses: &[&Key]) -> bool {
+    let parsed = signed_note::Note::from_bytes(note.as_bytes()).unwrap();
+    let mut list: Vec<Box<dyn signed_note::Verifier>> = vec![Box::new(
+        signed_note::StandardVerifier::new(&log.vkey).unwrap(),
+    )];
+    for witness in witnesses {
+        list.push(Box::new(CosignatureV1::from_vkey(&witness.vkey)));
+    }
+    let count = list.len();
+    match parsed.verify(&signed_note::VerifierList::new(list)) {
+        Ok((verified, _)) => verified.len() == count,
+        Err(_) => false,
+    }
+}
+
+/// The checkpoints cosigned for `origin` in a witness's state, oldest first: (size, root).
+fn cosigned_history(state: &Path) -> Vec<(u64, String)> {
+    let store = Store::open_read_only(state).unwrap();
+    let stream = format!("cosigned:{ORIGIN}");
+    store
+        .read_stream(&stream, StreamVersion(0), Direction::Forward, usize::MAX)
+        .unwrap()
+        .iter()
+        .map(|record| {
+            let value: serde_json::Value = serde_json::from_slice(&record.payload).unwrap();
+            (
+                value["size"].as_u64().unwrap(),
+                value["root"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn origin_hash() -> String {
+    Sha256::digest(ORIGIN.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn the_witness_answers_every_status_the_spec_defines_and_only_a_consistent_checkpoint_is_cosigned()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.redb");
+    append(&log, 20, "main");
+    let log_key = keygen(dir.path(), ORIGIN, false);
+    let witness_key = keygen(dir.path(), "witness.example/w1", true);
+    let state = dir.path().join("w1.redb");
+    let served = Served::start(&state, &witness_key, &[&log_key]);
+    let at = |size: u64| checkpoint_of(&log_key, size, root(&log, size));
+
+    // 404: an origin the witness does not witness.
+    let stranger = keygen(dir.path(), "other.example/log", false);
+    let foreign = Checkpoint {
+        origin: "other.example/log".into(),
+        size: 1,
+        root: [1; 32],
+        extensions: Vec::new(),
+    }
+    .sign(&signer(&stranger))
+    .unwrap();
+    assert_eq!(
+        add_checkpoint(&served.address, 0, &[], &foreign).status,
+        404
+    );
+    // 403: the origin's name, but a key the witness does not trust; and a trusted key's line
+    // whose signature is damaged.
+    let impostor = {
+        let other = dir.path().join("impostor");
+        std::fs::create_dir(&other).unwrap();
+        keygen(&other, ORIGIN, false)
+    };
+    let forged = checkpoint_of(&impostor, 10, root(&log, 10));
+    assert_eq!(add_checkpoint(&served.address, 0, &[], &forged).status, 403);
+    let good = at(10);
+    let line = good.lines().last().unwrap();
+    let mut signature = base64(line.rsplit(' ').next().unwrap());
+    signature[10] ^= 1;
+    let damaged = good.replace(line, &format!("— {ORIGIN} {}", b64(&signature)));
+    assert_eq!(
+        add_checkpoint(&served.address, 0, &[], &damaged).status,
+        403
+    );
+    // 400: not a request; an old size above the checkpoint's; more than 63 proof lines.
+    assert_eq!(
+        http(&served.address, "POST", "/add-checkpoint", b"hello").status,
+        400
+    );
+    assert_eq!(add_checkpoint(&served.address, 11, &[], &good).status, 400);
+    assert_eq!(
+        add_checkpoint(&served.address, 0, &[[7; 32]; 64], &good).status,
+        400
+    );
+    // 422: a size-0 checkpoint whose root is not the empty tree's, and a proof from size 0.
+    assert_eq!(
+        add_checkpoint(
+            &served.address,
+            0,
+            &[],
+            &checkpoint_of(&log_key, 0, [9; 32])
+        )
+        .status,
+        422
+    );
+    assert_eq!(
+        add_checkpoint(&served.address, 0, &[[7; 32]], &good).status,
+        422
+    );
+    // Nothing cosigned yet: the monitoring endpoint has no checkpoint of the origin.
+    let monitored = format!("/{}/checkpoint", origin_hash());
+    assert_eq!(http(&served.address, "GET", &monitored, b"").status, 404);
+
+    // 200: the first checkpoint, cosigned; its line verifies with signed_note.
+    let answer = add_checkpoint(&served.address, 0, &[], &good);
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert!(answer.body.starts_with("— witness.example/w1 ") && answer.body.ends_with('\n'));
+    let cosigned = format!("{good}{}", answer.body);
+    assert!(signed_note_verifies(&cosigned, &log_key, &[&witness_key]));
+    let served_checkpoint = http(&served.address, "GET", &monitored, b"");
+    assert_eq!(served_checkpoint.status, 200);
+    assert!(signed_note_verifies(
+        &served_checkpoint.body,
+        &log_key,
+        &[&witness_key]
+    ));
+
+    // 409: a stale old size, answered with the latest size as text/x.tlog.size.
+    let later = at(20);
+    let conflict = add_checkpoint(&served.address, 0, &[], &later);
+    assert_eq!(conflict.status, 409);
+    assert_eq!(conflict.content_type, "text/x.tlog.size");
+    assert_eq!(conflict.body, "10\n");
+    // 422: a proof that does not verify, and another root at the cosigned size.
+    let mut bad_proof = consistency(&log, 10, 20);
+    bad_proof[0][0] ^= 1;
+    assert_eq!(
+        add_checkpoint(&served.address, 10, &bad_proof, &later).status,
+        422
+    );
+    let other_root = checkpoint_of(&log_key, 10, [5; 32]);
+    assert_eq!(
+        add_checkpoint(&served.address, 10, &[], &other_root).status,
+        422
+    );
+    // 200 again: the right proof from 10 to 20; then the same size again, with no proof.
+    let proof = consistency(&log, 10, 20);
+    assert_eq!(
+        add_checkpoint(&served.address, 10, &proof, &later).status,
+        200
+    );
+    assert_eq!(add_checkpoint(&served.address, 20, &[], &later).status, 200);
+    // Neither a method nor a path outside the protocol does anything.
+    assert_eq!(
+        http(&served.address, "GET", "/add-checkpoint", b"").status,
+        405
+    );
+    assert_eq!(http(&served.address, "POST", "/nothing", b"").status, 404);
+    drop(served);
+
+    // What it cosigned is a history of its own: sizes 10, 20, 20, each root the log's.
+    let history = cosigned_history(&state);
+    let sizes: Vec<u64> = history.iter().map(|(size, _)| *size).collect();
+    assert_eq!(sizes, [10, 20, 20]);
+    for (size, kept) in &history {
+        assert_eq!(*kept, b64(&root(&log, *size)));
+    }
+    exits(annals(&["verify", text(&state)]), 0);
+    // The two 422s after the signature verified, and the three before the first cosignature
+    // that carried the log's signature (size-0 root, proof from 0, old above size), are kept;
+    // the 403s, the 404 and the 409 are not.
+    let evidence = exits(annals(&["witness", "evidence", text(&state), "--json"]), 1);
+    let kept: Vec<serde_json::Value> = serde_json::from_slice(&evidence.stdout).unwrap();
+    let statuses: Vec<u64> = kept.iter().map(|e| e["status"].as_u64().unwrap()).collect();
+    assert_eq!(statuses, [400, 422, 422, 422, 422], "{kept:#?}");
+}
+
+#[test]
+fn a_log_and_two_witnesses_cosign_each_growth_and_a_quorum_of_two_holds_where_three_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.redb");
+    let log_key = keygen(dir.path(), ORIGIN, false);
+    let w1 = keygen(dir.path(), "witness.example/w1", true);
+    let w2 = keygen(dir.path(), "witness.example/w2", true);
+    let w3 = keygen(dir.path(), "witness.example/w3", true);
+    let one = Served::start(&dir.path().join("w1.redb"), &w1, &[&log_key]);
+    let two = Served::start(&dir.path().join("w2.redb"), &w2, &[&log_key]);
+    let witness_args = [
+        format!("{}={}", one.url(), w1.vkey),
+        format!("{}={}", two.url(), w2.vkey),
+    ];
+    append(&log, 3, "main");
+    for round in 1..=12u64 {
+        append(&log, round, "main");
+        let mut args = vec![
+            "witness",
+            "request",
+            text(&log),
+            "--key",
+            text(&log_key.file),
+        ];
+        for witness in &witness_args {
+            args.extend(["--witness", witness.as_str()]);
+        }
+        let printed = stdout(&exits(annals(&args), 0));
+        assert!(
+            signed_note_verifies(&printed, &log_key, &[&w1, &w2]),
+            "{printed}"
+        );
+    }
+    let size = 3 + (1..=12u64).sum::<u64>();
+    for state in ["w1.redb", "w2.redb"] {
+        let history = cosigned_history(&dir.path().join(state));
+        assert_eq!(history.len(), 12);
+        assert_eq!(history.last().unwrap().0, size);
+    }
+
+    // The log keeps the latest cosigned checkpoint: `prove --checkpoint` with no file.
+    let proof = dir.path().join("proof.txt");
+    let proved = exits(
+        annals(&["prove", text(&log), "--position", "7", "--checkpoint"]),
+        0,
+    );
+    std::fs::write(&proof, &proved.stdout).unwrap();
+    let check = |quorum: &str, witnesses: &[&Key]| {
+        let mut args = vec![
+            "check-proof".to_owned(),
+            text(&proof).to_owned(),
+            "--vkey".to_owned(),
+            log_key.vkey.clone(),
+        ];
+        for witness in witnesses {
+            args.extend(["--witness".to_owned(), witness.vkey.clone()]);
+        }
+        args.extend(["--quorum".to_owned(), quorum.to_owned()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        annals(&args).status.code()
+    };
+    assert_eq!(check("2", &[&w1, &w2]), Some(0));
+    assert_eq!(check("2", &[&w1, &w2, &w3]), Some(0));
+    assert_eq!(check("3", &[&w1, &w2, &w3]), Some(1));
+
+    // A witness that is down fails the default quorum (all), not a quorum of one.
+    two.kill();
+    append(&log, 1, "main");
+    let mut args = vec![
+        "witness",
+        "request",
+        text(&log),
+        "--key",
+        text(&log_key.file),
+    ];
+    for witness in &witness_args {
+        args.extend(["--witness", witness.as_str()]);
+    }
+    exits(annals(&args), 1);
+    args.extend(["--quorum", "1"]);
+    exits(annals(&args), 0);
+}
+
+#[test]
+fn a_forked_copy_of_the_log_is_refused_by_both_witnesses_and_kept_as_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.redb");
+    let log_key = keygen(dir.path(), ORIGIN, false);
+    let w1 = keygen(dir.path(), "witness.example/w1", true);
+    let w2 = keygen(dir.path(), "witness.example/w2", true);
+    let states = [dir.path().join("w1.redb"), dir.path().join("w2.redb")];
+    let one = Served::start(&states[0], &w1, &[&log_key]);
+    let two = Served::start(&states[1], &w2, &[&log_key]);
+    let request = |db: &Path| {
+        annals(&[
+            "witness",
+            "request",
+            text(db),
+            "--key",
+            text(&log_key.file),
+            "--witness",
+            &format!("{}={}", one.url(), w1.vkey),
+            "--witness",
+            &format!("{}={}", two.url(), w2.vkey),
+        ])
+    };
+    append(&log, 30, "main");
+    exits(request(&log), 0);
+    // The same key, another history: a copy taken now, then each grows its own way.
+    let fork = dir.path().join("fork.redb");
+    std::fs::copy(&log, &fork).unwrap();
+    let stale = dir.path().join("stale.redb");
+    std::fs::copy(&log, &stale).unwrap();
+    append(&log, 5, "main");
+    append(&fork, 9, "fork");
+    exits(request(&log), 0);
+    let refused = exits(request(&fork), 1);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(said.matches("422").count(), 2, "{said}");
+    for state in &states {
+        // Neither witness cosigned the fork, and each kept its request as evidence.
+        let history = cosigned_history(state);
+        assert_eq!(history.last().unwrap(), &(35, b64(&root(&log, 35))));
+        let evidence = exits(annals(&["witness", "evidence", text(state), "--json"]), 1);
+        let kept: Vec<serde_json::Value> = serde_json::from_slice(&evidence.stdout).unwrap();
+        assert_eq!(kept.len(), 1, "{kept:#?}");
+        assert_eq!(kept[0]["status"], 422);
+        assert_eq!(kept[0]["latest_size"], 35);
+        assert!(kept[0]["request"].as_str().unwrap().contains("\n39\n"));
+    }
+    // A copy left behind at size 30 is told the witnesses saw more of its log, and nothing is
+    // sent for it to keep as evidence.
+    let printed = String::from_utf8_lossy(&exits(request(&stale), 1).stderr).into_owned();
+    assert_eq!(
+        printed
+            .matches("larger than this log's checkpoint of size 30")
+            .count(),
+        2,
+        "{printed}"
+    );
+    for state in &states {
+        exits(annals(&["witness", "evidence", text(state)]), 1);
+        let evidence = annals(&["witness", "evidence", text(state), "--json"]);
+        let kept: Vec<serde_json::Value> = serde_json::from_slice(&evidence.stdout).unwrap();
+        assert_eq!(kept.len(), 1);
+    }
+}
+
+#[test]
+fn a_witness_killed_while_answering_never_cosigns_a_smaller_or_inconsistent_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.redb");
+    let log_key = keygen(dir.path(), ORIGIN, false);
+    let key = keygen(dir.path(), "witness.example/w1", true);
+    let state = dir.path().join("w1.redb");
+    append(&log, 2, "main");
+    let mut known = 0;
+    for round in 0..16u64 {
+        append(&log, 1 + round % 3, "main");
+        let size = Store::open_read_only(&log).unwrap().head().unwrap().next.0;
+        let served = Served::start(&state, &key, &[&log_key]);
+        // The request's bytes are sent, and the witness killed before its answer is read:
+        // the kill lands before, during or after the commit, as it happens.
+        let mut body = format!("old {known}\n");
+        for hash in consistency(&log, known, size) {
+            body.push_str(&b64(&hash));
+            body.push('\n');
+        }
+        body.push('\n');
+        body.push_str(&checkpoint_of(&log_key, size, root(&log, size)));
+        let mut stream = TcpStream::connect(&served.address).unwrap();
+        write!(
+            stream,
+            "POST /add-checkpoint HTTP/1.1\r\nHost: w\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let before = cosigned_history(&state).len();
+        let committed = match round % 3 {
+            // Killed at once: before the witness read the request, or while it decides.
+            0 => false,
+            // Killed once the new state is committed, its answer never read by the client.
+            1 => {
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while cosigned_history(&state).len() == before {
+                    assert!(
+                        Instant::now() < deadline,
+                        "the witness committed nothing in 60 s"
+                    );
+                    std::thread::yield_now();
+                }
+                true
+            }
+            // Killed after it answered.
+            _ => {
+                let mut answer = [0u8; 12];
+                stream.read_exact(&mut answer).unwrap();
+                assert_eq!(&answer, b"HTTP/1.1 200");
+                true
+            }
+        };
+        served.kill();
+        drop(stream);
+
+        // After the restart it holds the old checkpoint or the new one, nothing else.
+        let served = Served::start(&state, &key, &[&log_key]);
+        let monitored = http(
+            &served.address,
+            "GET",
+            &format!("/{}/checkpoint", origin_hash()),
+            b"",
+        );
+        let latest = if monitored.status == 404 {
+            0
+        } else {
+            let note = annals::tlog::Note::parse(&monitored.body).unwrap();
+            Checkpoint::parse_body(note.text()).unwrap().size
+        };
+        if committed {
+            assert_eq!(
+                latest, size,
+                "a committed checkpoint is kept across the kill"
+            );
+        } else {
+            assert!(
+                latest == known || latest == size,
+                "{latest} after {known} → {size}"
+            );
+        }
+        known = latest;
+        // It cosigns neither a smaller checkpoint nor another root at its size.
+        if known > 1 {
+            let smaller = checkpoint_of(&log_key, known - 1, root(&log, known - 1));
+            assert_eq!(
+                add_checkpoint(&served.address, known, &[], &smaller).status,
+                400
+            );
+            let other = checkpoint_of(&log_key, known, [3; 32]);
+            assert_eq!(
+                add_checkpoint(&served.address, known, &[], &other).status,
+                422
+            );
+        }
+        served.kill();
+    }
+    // Its cosigned history only grows, each root the log's at its size.
+    let history = cosigned_history(&state);
+    assert!(!history.is_empty());
+    for pair in history.windows(2) {
+        assert!(pair[0].0 <= pair[1].0, "{history:?}");
+    }
+    for (size, kept) in &history {
+        assert_eq!(*kept, b64(&root(&log, *size)));
+    }
+    exits(annals(&["verify", text(&state)]), 0);
+}
+
+#[test]
+fn witness_commands_refuse_bad_keys_and_urls_with_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.redb");
+    append(&log, 3, "main");
+    let log_key = keygen(dir.path(), ORIGIN, false);
+    let w1 = keygen(dir.path(), "witness.example/w1", true);
+    let state = dir.path().join("w.redb");
+    // A log key as the witness's own, a witness key as a log's.
+    let served = annals(&[
+        "witness",
+        "serve",
+        text(&state),
+        "--key",
+        text(&log_key.file),
+        "--log",
+        &log_key.vkey,
+    ]);
+    exits(served, 2);
+    let served = annals(&[
+        "witness",
+        "serve",
+        text(&state),
+        "--key",
+        text(&w1.file),
+        "--log",
+        &w1.vkey,
+    ]);
+    exits(served, 2);
+    assert!(!state.exists(), "a refused witness creates no state");
+    let before = std::fs::read(&log).unwrap();
+    for witness in [
+        format!("https://example.com={}", w1.vkey),
+        format!("http://127.0.0.1:1={}", log_key.vkey),
+        "http://127.0.0.1:1".to_owned(),
+    ] {
+        let asked = annals(&[
+            "witness",
+            "request",
+            text(&log),
+            "--key",
+            text(&log_key.file),
+            "--witness",
+            &witness,
+        ]);
+        exits(asked, 2);
+    }
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        before,
+        "a refused request leaves the log as it was"
+    );
+    // No cosigned checkpoint kept: `prove --checkpoint` says what to do.
+    let proved = exits(
+        annals(&["prove", text(&log), "--position", "0", "--checkpoint"]),
+        2,
+    );
+    assert!(String::from_utf8_lossy(&proved.stderr).contains("witness request"));
+    // An empty tree's root is SHA-256 of nothing (for the size-0 rule above).
+    assert_eq!(
+        annals::merkle::LogTreeHasher.empty().0,
+        <[u8; 32]>::from(Sha256::digest([]))
+    );
+}
