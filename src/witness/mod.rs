@@ -162,10 +162,12 @@ impl Witness {
     }
 
     /// Decides an `add-checkpoint` request (`body`, as received) at `timestamp` (POSIX
-    /// seconds, non-zero): the cosignature lines to answer with, once the new state is
+    /// seconds; 0 counts as 1): the cosignature lines to answer with, once the new state is
     /// committed, or the refusal, in the order and with the status codes tlog-witness gives.
     /// A refusal after the log's signature verified (other than a 409) is kept as evidence.
     pub fn add_checkpoint(&self, body: &[u8], timestamp: u64) -> Result<String, Refusal> {
+        // tlog-witness: "the timestamp MUST NOT be zero".
+        let timestamp = timestamp.max(1);
         if body.len() > CONSISTENCY_BYTES_MAX {
             return Err(Refusal::Malformed(format!(
                 "the body is {} bytes, more than the {CONSISTENCY_BYTES_MAX} a request can be",
@@ -391,4 +393,84 @@ fn read_latest(store: &Store, origin: &str) -> Result<Option<Latest>, WitnessErr
 /// Lower-case hex.
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::merkle::{LogTreeHasher, TreeHasher, root_of_leaves};
+    use crate::tlog::Signer;
+
+    fn log() -> Signer {
+        Signer::from_seed("example.com/log", [1; 32]).unwrap()
+    }
+
+    fn witness(dir: &std::path::Path) -> Witness {
+        let store = Store::open(dir.join("w.redb")).unwrap();
+        let cosigner = Cosigner::from_seed("witness.example/w", [2; 32]).unwrap();
+        Witness::new(store, cosigner, &[log().verifier()]).unwrap()
+    }
+
+    /// An `add-checkpoint` body from `old` (with no proof) to the first `size` of 20 leaves.
+    fn request(old: u64, size: u64) -> Vec<u8> {
+        let leaves: Vec<_> = (0..20u64)
+            .map(|i| LogTreeHasher.leaf(&i.to_le_bytes()))
+            .collect();
+        let checkpoint = Checkpoint {
+            origin: "example.com/log".into(),
+            size,
+            root: root_of_leaves(&LogTreeHasher, &leaves[..size as usize]).0,
+            extensions: Vec::new(),
+        }
+        .sign(&log())
+        .unwrap();
+        format!("old {old}\n\n{checkpoint}").into_bytes()
+    }
+
+    #[test]
+    fn of_two_requests_from_the_same_old_size_exactly_one_is_cosigned() {
+        let dir = tempfile::tempdir().unwrap();
+        let witness = std::sync::Arc::new(witness(dir.path()));
+        let answers: Vec<_> = [5u64, 8]
+            .into_iter()
+            .map(|size| {
+                let witness = witness.clone();
+                std::thread::spawn(move || witness.add_checkpoint(&request(0, size), 1))
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|thread| thread.join().unwrap())
+            .collect();
+        let cosigned: Vec<_> = answers.iter().filter(|answer| answer.is_ok()).collect();
+        assert_eq!(cosigned.len(), 1, "{answers:?}");
+        let latest = witness.latest("example.com/log").unwrap().size;
+        for answer in &answers {
+            if let Err(refusal) = answer {
+                assert!(matches!(refusal, Refusal::Conflict { latest: l } if *l == latest));
+            }
+        }
+    }
+
+    #[test]
+    fn a_restarted_witness_reads_back_its_latest_checkpoint_and_refuses_to_roll_back() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let witness = witness(dir.path());
+            let line = witness
+                .add_checkpoint(&request(0, 7), 1_700_000_000)
+                .unwrap();
+            assert!(line.starts_with("— witness.example/w "));
+        }
+        let witness = witness(dir.path());
+        assert_eq!(witness.latest("example.com/log").unwrap().size, 7);
+        assert!(matches!(
+            witness.add_checkpoint(&request(0, 5), 2),
+            Err(Refusal::Conflict { latest: 7 })
+        ));
+        assert!(matches!(
+            witness.add_checkpoint(&request(7, 5), 2),
+            Err(Refusal::Malformed(_))
+        ));
+        assert_eq!(witness.evidence().unwrap().len(), 1);
+    }
 }

@@ -88,6 +88,10 @@ struct Served {
 
 impl Served {
     fn start(state: &Path, key: &Key, logs: &[&Key]) -> Served {
+        Served::start_with(state, key, logs, &[])
+    }
+
+    fn start_with(state: &Path, key: &Key, logs: &[&Key], extra: &[&str]) -> Served {
         let mut args = vec![
             "witness".to_owned(),
             "serve".to_owned(),
@@ -98,6 +102,7 @@ impl Served {
         for log in logs {
             args.extend(["--log".to_owned(), log.vkey.clone()]);
         }
+        args.extend(extra.iter().map(|arg| (*arg).to_owned()));
         let mut child = Command::new(env!("CARGO_BIN_EXE_annals"))
             .args(&args)
             .stdout(Stdio::piped())
@@ -779,4 +784,71 @@ fn witness_commands_refuse_bad_keys_and_urls_with_usage_errors() {
         annals::merkle::LogTreeHasher.empty().0,
         <[u8; 32]>::from(Sha256::digest([]))
     );
+}
+
+/// Sends `head` then `body` on a fresh connection and reads the whole answer's status line.
+fn raw_status(address: &str, head: &str, body: &[u8]) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    // The witness may answer and close before it reads all of a body it refuses.
+    let _ = stream.write_all(body);
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    String::from_utf8_lossy(&raw)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn hostile_requests_get_a_400_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.redb");
+    append(&log, 4, "main");
+    let log_key = keygen(dir.path(), ORIGIN, false);
+    let key = keygen(dir.path(), "witness.example/w1", true);
+    let state = dir.path().join("w1.redb");
+    let served = Served::start_with(&state, &key, &[&log_key], &["--request-timeout", "300ms"]);
+    let address = served.address.clone();
+    let post = |length: usize| {
+        format!("POST /add-checkpoint HTTP/1.1\r\nHost: w\r\nContent-Length: {length}\r\n\r\n")
+    };
+    // A body announced larger than any request, one sent larger, one that never arrives
+    // whole (bounded by --request-timeout), and headers that never end.
+    assert_eq!(
+        raw_status(&address, &post(1 << 30), b"old 0\n"),
+        "HTTP/1.1 400 Bad Request"
+    );
+    let big = vec![b'a'; 200_000];
+    assert_eq!(
+        raw_status(&address, &post(big.len()), &big),
+        "HTTP/1.1 400 Bad Request"
+    );
+    assert_eq!(
+        raw_status(&address, &post(100), b"old 0\n\n"),
+        "HTTP/1.1 400 Bad Request"
+    );
+    let unfinished = raw_status(&address, "POST /add-checkpoint HTTP/1.1\r\nHost:", b"");
+    assert!(!unfinished.contains("200"), "{unfinished:?}");
+    // A body that is not UTF-8, and one with a NUL in its checkpoint.
+    assert_eq!(
+        raw_status(&address, &post(3), &[0xff, 0xfe, 0xfd]),
+        "HTTP/1.1 400 Bad Request"
+    );
+    let mut nul = b"old 0\n\nexample.com/witnessed\n1\n".to_vec();
+    nul.push(0);
+    assert_eq!(
+        raw_status(&address, &post(nul.len()), &nul),
+        "HTTP/1.1 400 Bad Request"
+    );
+    // It still serves, and nothing of the hostile requests was kept.
+    let good = checkpoint_of(&log_key, 4, root(&log, 4));
+    assert_eq!(add_checkpoint(&address, 0, &[], &good).status, 200);
+    drop(served);
+    assert_eq!(cosigned_history(&state).len(), 1);
+    exits(annals(&["witness", "evidence", text(&state)]), 0);
 }
