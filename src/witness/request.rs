@@ -130,10 +130,10 @@ pub struct Witnessed {
 }
 
 /// Signs a checkpoint of `store`'s head with `signer` (as [`Store::checkpoint`]), asks every
-/// witness of `witnesses` to cosign it, and keeps the note with the cosignatures received in
-/// the log's file when there is at least one. An error is the store's (the checkpoint not
-/// signed, or not kept); a witness that gives no cosignature is listed in
-/// [`Witnessed::failed`].
+/// witness of `witnesses` to cosign it, all at once, and keeps the note with the cosignatures
+/// received in the log's file when there is at least one. An error is the store's (the
+/// checkpoint not signed, or not kept); a witness that gives no cosignature is listed in
+/// [`Witnessed::failed`]. Runs on a tokio runtime (each exchange is a task).
 pub async fn request_cosignatures(
     store: &Store,
     signer: &Signer,
@@ -144,6 +144,84 @@ pub async fn request_cosignatures(
     let log_key = signer.verifier();
     let size = opened_size(&text, &log_key);
     let kept = store.cosigned_checkpoint()?;
+    let mut results: Vec<Option<Result<NoteSignature, RequestError>>> = vec![None; witnesses.len()];
+    // The first round from the size each witness cosigned in the checkpoint kept (or 0); the
+    // second, for those that answered 409, from the size they named.
+    let mut pending: Vec<(usize, u64)> = witnesses
+        .iter()
+        .enumerate()
+        .map(|(at, witness)| {
+            let old = kept
+                .as_deref()
+                .and_then(|kept| size_cosigned_by(kept, &log_key, &witness.key))
+                .filter(|&old| old <= size)
+                .unwrap_or(0);
+            (at, old)
+        })
+        .collect();
+    for round in 0..2 {
+        let mut exchanges = tokio::task::JoinSet::new();
+        for (at, old) in std::mem::take(&mut pending) {
+            let witness = &witnesses[at];
+            let unreachable = |reason: String| RequestError::Unreachable {
+                url: witness.url.clone(),
+                reason,
+            };
+            let prefix = match Prefix::parse(&witness.url) {
+                Ok(prefix) => prefix,
+                Err(reason) => {
+                    results[at] = Some(Err(RequestError::Endpoint {
+                        given: witness.url.clone(),
+                        reason,
+                    }));
+                    continue;
+                }
+            };
+            let body = match request_body(store, &text, old, size) {
+                Ok(body) => body,
+                Err(reason) => {
+                    results[at] = Some(Err(unreachable(reason)));
+                    continue;
+                }
+            };
+            let timeout = options.timeout;
+            exchanges
+                .spawn(async move { (at, post(&prefix, "/add-checkpoint", body, timeout).await) });
+        }
+        while let Some(joined) = exchanges.join_next().await {
+            let Ok((at, answer)) = joined else {
+                // A task that panicked or was cancelled: its witness stays without an answer.
+                continue;
+            };
+            let witness = &witnesses[at];
+            let answer = match answer {
+                Ok(answer) => answer,
+                Err(reason) => {
+                    results[at] = Some(Err(RequestError::Unreachable {
+                        url: witness.url.clone(),
+                        reason,
+                    }));
+                    continue;
+                }
+            };
+            results[at] = match answer.status {
+                200 => Some(cosignature(&answer, &text, witness)),
+                409 if round == 0 => match conflict_size(&answer) {
+                    Some(witnessed) if witnessed > size => Some(Err(RequestError::Ahead {
+                        url: witness.url.clone(),
+                        witnessed,
+                        size,
+                    })),
+                    Some(witnessed) => {
+                        pending.push((at, witnessed));
+                        None
+                    }
+                    None => Some(Err(refused(witness, &answer))),
+                },
+                _ => Some(Err(refused(witness, &answer))),
+            };
+        }
+    }
     let mut note =
         Note::parse(&text).map_err(|error| crate::Error::CorruptMeta(error.to_string()))?;
     let mut witnessed = Witnessed {
@@ -152,18 +230,17 @@ pub async fn request_cosignatures(
         cosigned_by: Vec::new(),
         failed: Vec::new(),
     };
-    for witness in witnesses {
-        let old = kept
-            .as_deref()
-            .and_then(|kept| size_cosigned_by(kept, &log_key, &witness.key))
-            .filter(|&old| old <= size)
-            .unwrap_or(0);
-        match ask(store, &text, size, old, witness, options).await {
-            Ok(cosignature) => {
+    for (witness, result) in witnesses.iter().zip(results) {
+        match result {
+            Some(Ok(cosignature)) => {
                 note.push_signature(cosignature);
                 witnessed.cosigned_by.push(witness.key.name().to_owned());
             }
-            Err(error) => witnessed.failed.push(error),
+            Some(Err(error)) => witnessed.failed.push(error),
+            None => witnessed.failed.push(RequestError::Unreachable {
+                url: witness.url.clone(),
+                reason: "the exchange ended without an answer".into(),
+            }),
         }
     }
     witnessed.checkpoint = note.to_text();
@@ -173,74 +250,31 @@ pub async fn request_cosignatures(
     Ok(witnessed)
 }
 
-/// One witness: the request from `old`, then once more from the size a 409 names.
-async fn ask(
-    store: &Store,
-    text: &str,
-    size: u64,
-    mut old: u64,
-    witness: &WitnessEndpoint,
-    options: RequestOptions,
-) -> Result<NoteSignature, RequestError> {
-    let url = witness.url.clone();
-    let prefix = Prefix::parse(&url).map_err(|reason| RequestError::Endpoint {
-        given: url.clone(),
-        reason,
-    })?;
-    let unreachable = |reason: String| RequestError::Unreachable {
-        url: url.clone(),
-        reason,
+/// The `add-checkpoint` body for the checkpoint `text` of `size`, from `old`.
+fn request_body(store: &Store, text: &str, old: u64, size: u64) -> Result<String, String> {
+    let path = if old == 0 || old == size {
+        Vec::new()
+    } else {
+        store
+            .snapshot()
+            .and_then(|snapshot| snapshot.consistency_proof(old, size))
+            .map_err(|error| format!("no consistency proof from {old}: {error}"))?
+            .path
+            .iter()
+            .map(|digest| digest.0)
+            .collect()
     };
-    for attempt in 0..2 {
-        let path = if old == 0 || old == size {
-            Vec::new()
-        } else {
-            store
-                .snapshot()
-                .and_then(|snapshot| snapshot.consistency_proof(old, size))
-                .map_err(|error| unreachable(format!("no consistency proof from {old}: {error}")))?
-                .path
-                .iter()
-                .map(|digest| digest.0)
-                .collect()
-        };
-        let body = ConsistencyFile::new(old, path, text)
-            .map_err(|error| unreachable(error.to_string()))?
-            .to_text();
-        let answer = post(&prefix, "/add-checkpoint", body, options.timeout)
-            .await
-            .map_err(unreachable)?;
-        match answer.status {
-            200 => return cosignature(&answer, text, witness),
-            409 if attempt == 0 => {
-                let witnessed = conflict_size(&answer).ok_or_else(|| RequestError::Refused {
-                    url: url.clone(),
-                    status: 409,
-                    body: answer.body.clone(),
-                })?;
-                if witnessed > size {
-                    return Err(RequestError::Ahead {
-                        url,
-                        witnessed,
-                        size,
-                    });
-                }
-                old = witnessed;
-            }
-            status => {
-                return Err(RequestError::Refused {
-                    url,
-                    status,
-                    body: answer.body,
-                });
-            }
-        }
+    ConsistencyFile::new(old, path, text)
+        .map(|file| file.to_text())
+        .map_err(|error| error.to_string())
+}
+
+fn refused(witness: &WitnessEndpoint, answer: &Answer) -> RequestError {
+    RequestError::Refused {
+        url: witness.url.clone(),
+        status: answer.status,
+        body: answer.body.clone(),
     }
-    Err(RequestError::Refused {
-        url,
-        status: 409,
-        body: "the witness's size changed between two requests".into(),
-    })
 }
 
 /// The size in a 409's `text/x.tlog.size` body.
