@@ -1,7 +1,7 @@
-//! The demo workload: a small simulated fleet that writes a realistic log across all four
+//! The demo workload: a small simulated fleet that writes a realistic log across all six
 //! projections — hosts registering instances, agents contending for leases with takeovers
 //! after expiry, deliveries claimed, acked, retried and expired, runs with nested spans,
-//! failures and rollups — and a downstream exporter checkpointing how far it has read.
+//! failures and rollups — and a downstream exporter checkpointing how far it has read (consumers).
 //! Runtimes also push their runs' events to the hub's sync ingest, out of order at times,
 //! with a retried duplicate and a conflict among them.
 //!

@@ -77,6 +77,11 @@ pub mod tlog;
 pub(crate) mod validate;
 #[cfg(feature = "witness")]
 pub mod witness;
+
+/// The README's Rust snippets, compiled and run as doc tests: each is a whole program.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeSnippets;
 pub mod writer;
 
 pub use audit::extends::Extension;

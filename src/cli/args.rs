@@ -56,7 +56,7 @@ impl Command {
 
 #[derive(Subcommand)]
 pub(crate) enum Command {
-    /// Write a realistic workload across all four projections (at least 10,000 records),
+    /// Write a realistic workload across all six projections (at least 10,000 records),
     /// print what it wrote, then verify the log.
     Demo(DemoArgs),
     /// Append one event to a stream, creating the log file if it is missing. Prints the

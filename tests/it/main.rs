@@ -32,6 +32,7 @@ mod processes;
 mod projections;
 mod property;
 mod races;
+mod readme;
 mod rebuild;
 mod reference_parity;
 mod refusals;

@@ -1,0 +1,93 @@
+//! The README's sample outputs, checked against what the commands print on the deterministic
+//! demo it starts from (`annals demo annals-demo.redb --records 2000`): a sample that drifts
+//! from the build fails here. (Its Rust snippets are doc tests: `annals::ReadmeSnippets`.)
+
+use std::process::Command;
+
+const README: &str = include_str!("../../README.md");
+
+/// The read commands whose output depends only on the log (not on a key or a clock).
+const CHECKED: [&str; 5] = ["log", "streams", "state", "history", "root"];
+
+/// One `annals` command of a `sh` block and the `# ` lines right after it.
+#[derive(Debug)]
+struct Sample {
+    args: Vec<String>,
+    expected: Vec<String>,
+}
+
+/// The samples of every `sh` block that starts with the 2000-record demo.
+fn samples() -> Vec<Sample> {
+    let mut out = Vec::new();
+    let mut lines = README.lines();
+    while let Some(line) = lines.next() {
+        if line != "```sh" {
+            continue;
+        }
+        let block: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+        if block.first() != Some(&"annals demo annals-demo.redb --records 2000") {
+            continue;
+        }
+        for (at, line) in block.iter().enumerate() {
+            let command = line.split("  #").next().unwrap().trim_end();
+            let Some(args) = command.strip_prefix("annals ") else {
+                continue;
+            };
+            let args: Vec<String> = args.split_whitespace().map(str::to_owned).collect();
+            let on_demo = args.get(1).is_some_and(|db| db == "annals-demo.redb");
+            let redirected = args.iter().any(|a| a == ">" || a == "|");
+            if !CHECKED.contains(&args[0].as_str()) || !on_demo || redirected {
+                continue;
+            }
+            let expected = block[at + 1..]
+                .iter()
+                .take_while(|l| l.starts_with('#'))
+                .map(|l| l.strip_prefix("# ").unwrap_or("").to_owned())
+                .collect();
+            out.push(Sample { args, expected });
+        }
+    }
+    out
+}
+
+#[test]
+fn every_sample_output_in_the_readme_is_what_the_demo_prints() {
+    let samples = samples();
+    assert!(
+        samples.len() >= 4,
+        "the README's demo samples were not found: {samples:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let annals = |args: &[String]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_annals"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "annals {args:?}: {output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    annals(&["demo", "annals-demo.redb", "--records", "2000"].map(str::to_owned));
+    for sample in &samples {
+        let printed = annals(&sample.args);
+        let printed: Vec<&str> = printed.lines().map(str::trim_end).collect();
+        assert!(
+            printed.len() >= sample.expected.len(),
+            "annals {:?} printed {printed:#?}, the README shows {:#?}",
+            sample.args,
+            sample.expected
+        );
+        for (expected, line) in sample.expected.iter().zip(&printed) {
+            // A sample cut with `…` shows the start of its line.
+            let matches = match expected.strip_suffix('…') {
+                Some(start) => line.starts_with(start),
+                None => line == expected,
+            };
+            assert!(
+                matches,
+                "annals {:?}: the README shows {expected:?}, the build prints {line:?}",
+                sample.args
+            );
+        }
+    }
+}
