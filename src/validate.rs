@@ -4,9 +4,18 @@
 //!
 //! Owns [`CommandProblem`] and small checks over plain values; it reads no table and knows
 //! no domain rule (which fields a command has, or what a handle looks like, stays with the
-//! domain).
+//! domain). The handle grammar's bounds are here because [`CommandProblem::NotAHandle`]
+//! names them; the registry's `handle.rs` checks a handle against them.
 
 use crate::error::{Error, Result};
+
+/// Longest hostname-label handle, in bytes (a DNS label's limit).
+pub const LABEL_BYTES_MAX: usize = 63;
+/// Hex digits of a token id's transaction id.
+pub const TOKEN_TXID_HEX_DIGITS: usize = 64;
+/// Most decimal digits of a token id's output index: enough for any `u64`, and a bound the
+/// reference lacks, so that every handle fits a stream name.
+pub const TOKEN_INDEX_DIGITS_MAX: usize = 20;
 
 /// What is wrong with one field of a command; [`Error::InvalidCommand`] names the field.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -63,9 +72,9 @@ pub enum CommandProblem {
     #[error(
         "is neither a hostname label (1 to {} of a-z, 0-9 and '-', no '-' at either end) nor a \
          token id ({} lower-case hex digits, '_', 1 to {} decimal digits)",
-        crate::registry::handle::LABEL_BYTES_MAX,
-        crate::registry::handle::TOKEN_TXID_HEX_DIGITS,
-        crate::registry::handle::TOKEN_INDEX_DIGITS_MAX
+        LABEL_BYTES_MAX,
+        TOKEN_TXID_HEX_DIGITS,
+        TOKEN_INDEX_DIGITS_MAX
     )]
     NotAHandle,
 }

@@ -31,7 +31,7 @@ const REPLAY_DURABLE_EVERY_BATCHES: u64 = 16;
 /// log's cache and this one at once, both full on a large log; the replay writes each batch
 /// once and reads it back once, in key order, for the comparison, so a larger cache buys it
 /// little (verify at 1,000,000 demo records peaked over 100 MB with both at 32 MiB).
-const REPLAY_CACHE_BYTES: usize = crate::store::open::REDB_CACHE_BYTES / 2;
+const REPLAY_CACHE_BYTES: usize = crate::log::tables::REDB_CACHE_BYTES / 2;
 
 /// Projection tables rebuilt from a log, in a temporary file.
 pub struct Replay {

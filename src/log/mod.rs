@@ -2,6 +2,7 @@
 //! appending and reading records. It knows no domain and never decides what an event means.
 
 pub mod append;
+pub(crate) mod checkpoints;
 pub(crate) mod checksum;
 pub mod merkle;
 pub mod read;

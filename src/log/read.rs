@@ -10,6 +10,9 @@ use std::sync::Arc;
 
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction, ReadableTable};
 
+use super::checkpoints::{
+    CHECKPOINT_VALUE_BYTES, CHECKPOINTS, Checkpoint, resolve_checkpoint, unseal_checkpoint,
+};
 use super::stream_index::{RunBlock, StreamRun, TAIL_KEY_PREFIX, TAIL_KEYS_END, read_tail};
 use super::tables::{
     HEAD_KEY, IDEMPOTENCY, IDEMPOTENCY_VALUE_BYTES, MERKLE, MERKLE_VALUE_BYTES, META, SEGMENTS,
@@ -17,7 +20,6 @@ use super::tables::{
 };
 use super::{Head, decode_head, unseal_meta};
 use crate::error::{Error, Result, guarded};
-use crate::projection::CHECKPOINT_VALUE_BYTES;
 use crate::record::problem::Problem;
 use crate::record::segment::{RecordAt, Segment};
 use crate::record::view::{RecordHashes, parse_at};
@@ -76,7 +78,7 @@ impl Snapshot {
             segments: txn.open_table(SEGMENTS)?,
             stream_runs: txn.open_table(STREAM_RUNS)?,
             idempotency: txn.open_table(IDEMPOTENCY)?,
-            checkpoints: txn.open_table(crate::projection::CHECKPOINTS)?,
+            checkpoints: txn.open_table(CHECKPOINTS)?,
             merkle: txn.open_table(MERKLE)?,
             txn,
         })
@@ -130,13 +132,13 @@ impl Snapshot {
     }
 
     /// The checkpoint of projection `name`, `None` if it has none.
-    pub fn checkpoint(&self, name: &str) -> Result<Option<crate::projection::Checkpoint>> {
+    pub fn checkpoint(&self, name: &str) -> Result<Option<Checkpoint>> {
         guarded(|| {
             let head = self.head()?.next;
             match self.checkpoints.get(name)? {
                 Some(stored) => {
-                    let stored = crate::projection::unseal_checkpoint(name, &stored.value())?;
-                    Ok(Some(crate::projection::resolve_checkpoint(stored, head)))
+                    let stored = unseal_checkpoint(name, &stored.value())?;
+                    Ok(Some(resolve_checkpoint(stored, head)))
                 }
                 None => Ok(None),
             }

@@ -6,13 +6,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::Result;
 use crate::validate::{CommandProblem, invalid};
 
-/// Longest hostname-label handle, in bytes (a DNS label's limit).
-pub const LABEL_BYTES_MAX: usize = 63;
-/// Hex digits of a token id's transaction id.
-pub const TOKEN_TXID_HEX_DIGITS: usize = 64;
-/// Most decimal digits of a token id's output index: enough for any `u64`, and a bound the
-/// reference lacks, so that every handle fits a stream name.
-pub const TOKEN_INDEX_DIGITS_MAX: usize = 20;
+// The grammar's bounds are the command layer's (`validate.rs`), which names them in its
+// refusal; the handle is checked against them here.
+pub use crate::validate::{LABEL_BYTES_MAX, TOKEN_INDEX_DIGITS_MAX, TOKEN_TXID_HEX_DIGITS};
 /// Longest handle of either form, in bytes.
 pub const HANDLE_BYTES_MAX: usize = TOKEN_TXID_HEX_DIGITS + 1 + TOKEN_INDEX_DIGITS_MAX;
 

@@ -259,15 +259,10 @@ pub(crate) fn check_redb_magic(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The most memory redb's page cache takes, in bytes. redb's default (1 GiB) lets a scan, a
-/// rebuild or a verify grow the process by about the size of the log read, up to that much;
-/// bounded, memory stays flat as the log grows, and bulk work measures no slower.
-pub(crate) const REDB_CACHE_BYTES: usize = 32 * 1024 * 1024;
-
 /// A redb builder with the store's settings, sharing the file as `sharing` says.
 pub(crate) fn redb_builder(sharing: Sharing) -> redb::Builder {
     let mut builder = redb::Builder::new();
-    builder.set_cache_size(REDB_CACHE_BYTES);
+    builder.set_cache_size(crate::log::tables::REDB_CACHE_BYTES);
     builder.set_concurrency_mode(sharing.concurrency_mode());
     builder
 }
