@@ -223,9 +223,17 @@ impl SegmentBuilder {
                 }
                 end
             };
+            // Every piece holds at least one record, so the loop ends.
+            assert!(end > first, "a segment piece holds at least one record");
             pieces.push(((end - first) as u32, self.encode(first, end)));
             first = end;
         }
+        // Postcondition: the pieces hold every record added, each once, in order.
+        assert_eq!(
+            pieces.iter().map(|(n, _)| *n as usize).sum::<usize>(),
+            count,
+            "a segment's pieces hold every record once"
+        );
         self.clear();
         pieces
     }

@@ -90,17 +90,25 @@ pub(crate) fn keep_up(
     };
     let snapshot = Snapshot::new(db.begin_read()?)?;
     let tables = TransactionTables::new(txn);
+    let mut expected = from;
     for record in snapshot.records(from, Direction::Forward)? {
         let record = record?;
         if record.position >= head.next {
             break;
         }
+        // Each lagging record once, in order, up to the head the checkpoints then follow.
+        assert_eq!(record.position, expected, "catch-up reads the log gapless");
+        expected = Position(expected.0 + 1);
         apply_where_due(
             &tables,
             &record,
             lagging.iter().map(|(p, next)| (*p, *next)),
         )?;
     }
+    assert_eq!(
+        expected, head.next,
+        "catch-up applies every record up to the head"
+    );
     Ok(())
 }
 
@@ -258,6 +266,12 @@ fn replay(db: &Database, projections: &Projections, progress: &mut dyn FnMut(u64
             let records = snapshot.records(from, Direction::Forward)?;
             for record in records.take(REPLAY_BATCH_RECORDS) {
                 let record = record?;
+                // Each record once, in order: a checkpoint advances by one per record applied.
+                assert!(
+                    record.position == from || record.position.0 == last.0 + 1,
+                    "replay met position {} after {last}",
+                    record.position
+                );
                 apply_where_due(
                     &tables,
                     &record,

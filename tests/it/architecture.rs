@@ -248,3 +248,187 @@ fn repository_paths(root: &Path) -> Vec<String> {
     }
     paths
 }
+
+/// The top-level modules of the crate that `crate::<module>` may name.
+fn top_modules(root: &Path) -> Vec<String> {
+    let lib = fs::read_to_string(root.join("src/lib.rs")).expect("read src/lib.rs");
+    lib.lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            let rest = line
+                .strip_prefix("pub mod ")
+                .or_else(|| line.strip_prefix("pub(crate) mod "))
+                .or_else(|| line.strip_prefix("mod "))?;
+            Some(rest.trim_end_matches(';').trim().to_owned())
+        })
+        .collect()
+}
+
+/// The domains, which a layer's rule may name together as "the domains".
+const DOMAINS: &[&str] = &[
+    "registry",
+    "leases",
+    "outbox",
+    "runs",
+    "consumers",
+    "ingest",
+];
+
+/// One row of the layer table: its name, its code's paths, the modules it may import (`None`:
+/// any).
+struct Layer {
+    name: String,
+    code: Vec<String>,
+    imports: Option<Vec<String>>,
+}
+
+/// The layer table of ARCHITECTURE.md, in its order (bottom up).
+fn layers(doc: &str, modules: &[String]) -> Vec<Layer> {
+    let mut layers: Vec<Layer> = Vec::new();
+    for row in doc.lines().filter(|l| l.starts_with("| ")) {
+        let cells: Vec<&str> = row
+            .split(" | ")
+            .map(|c| c.trim_matches(['|', ' ']))
+            .collect();
+        if cells.len() != 5 || cells[0] == "layer" {
+            continue;
+        }
+        let ticked = |cell: &str| -> Vec<String> {
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect()
+        };
+        let code = ticked(cells[1])
+            .into_iter()
+            .filter(|p| p.starts_with("src/"))
+            .collect();
+        let rule = cells[4];
+        let imports = if rule.starts_with("anything") {
+            None
+        } else {
+            let mut allowed: Vec<String> = ticked(rule)
+                .into_iter()
+                .filter(|m| modules.contains(m))
+                .collect();
+            if rule.contains("the domains") {
+                allowed.extend(DOMAINS.iter().map(|d| (*d).to_owned()));
+            }
+            if rule.contains("the layers before it") {
+                for layer in &layers {
+                    allowed.extend(layer_modules(layer));
+                }
+            }
+            Some(allowed)
+        };
+        layers.push(Layer {
+            name: cells[0].to_owned(),
+            code,
+            imports,
+        });
+    }
+    layers
+}
+
+/// The top-level modules a layer's code is.
+fn layer_modules(layer: &Layer) -> Vec<String> {
+    layer
+        .code
+        .iter()
+        .map(|path| {
+            let path = path.strip_prefix("src/").unwrap_or(path);
+            path.split(['/', '.']).next().unwrap_or(path).to_owned()
+        })
+        .collect()
+}
+
+/// Every top-level module `source` names as `crate::<module>` (or in `use crate::{…}`),
+/// outside comments and its `#[cfg(test)]` part.
+fn crate_modules(source: &str, modules: &[String]) -> Vec<String> {
+    let code = source.split("#[cfg(test)]").next().unwrap_or(source);
+    let mut named = Vec::new();
+    for line in code.lines() {
+        let line = line.split("//").next().unwrap_or("");
+        let mut rest = line;
+        while let Some(at) = rest.find("crate::") {
+            rest = &rest[at + "crate::".len()..];
+            let group = rest.strip_prefix('{').unwrap_or(rest);
+            for part in group.split(',') {
+                let word: String = part
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_' || c.is_ascii_digit())
+                    .collect();
+                if modules.contains(&word) && !named.contains(&word) {
+                    named.push(word);
+                }
+                if !rest.starts_with('{') {
+                    break;
+                }
+            }
+        }
+    }
+    named
+}
+
+/// The breaks of the layer rules under `root`: `file imports module`.
+fn layer_breaks(doc: &str, root: &Path) -> Vec<String> {
+    let modules = top_modules(root);
+    let mut breaks = Vec::new();
+    for layer in layers(doc, &modules) {
+        let Some(allowed) = &layer.imports else {
+            continue;
+        };
+        let own = layer_modules(&layer);
+        for path in &layer.code {
+            let full = root.join(path);
+            let files = if full.is_dir() {
+                rust_files(&full)
+            } else {
+                vec![full]
+            };
+            for file in files {
+                let source = fs::read_to_string(&file).expect("read a source file");
+                for module in crate_modules(&source, &modules) {
+                    if !allowed.contains(&module) && !own.contains(&module) {
+                        let shown = file.strip_prefix(root).unwrap_or(&file).display();
+                        breaks.push(format!("{} ({shown}) imports `{module}`", layer.name));
+                    }
+                }
+            }
+        }
+    }
+    breaks
+}
+
+#[test]
+fn every_layer_imports_only_what_its_row_of_the_layer_table_allows() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = fs::read_to_string(root.join("ARCHITECTURE.md")).expect("read ARCHITECTURE.md");
+    let modules = top_modules(root);
+    assert!(
+        layers(&doc, &modules).len() >= 15,
+        "the layer table was not found"
+    );
+    let breaks = layer_breaks(&doc, root);
+    assert!(
+        breaks.is_empty(),
+        "code reaches outside its layer (ARCHITECTURE.md's layer table):\n  {}",
+        breaks.join("\n  ")
+    );
+}
+
+#[test]
+fn a_layer_that_reaches_outside_its_row_is_reported() {
+    let modules: Vec<String> = ["log", "store", "projection", "hash"]
+        .map(str::to_owned)
+        .to_vec();
+    let source = "use crate::hash::Digest;\nuse crate::{projection::X, store};\n\
+                  // crate::store in a comment\nfn f() { crate::store::Store::open(); }\n\
+                  #[cfg(test)]\nmod tests { use crate::log; }\n";
+    assert_eq!(
+        crate_modules(source, &modules),
+        ["hash", "projection", "store"]
+    );
+}
