@@ -107,6 +107,7 @@ pub use store::{
     StoreOptions, UnknownSharing, WriteSession,
 };
 pub use store::{Footprint, TableFootprint};
+pub use store::{TilesError, TilesWritten};
 pub use subscribe::Subscription;
 pub use validate::CommandProblem;
 pub use writer::{Writer, WriterError, WriterOptions, WriterStats};

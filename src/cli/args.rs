@@ -44,6 +44,7 @@ impl Command {
             Command::Upgrade(args) => args.json,
             Command::Keygen(_) => false,
             Command::Checkpoint(_) => false,
+            Command::Tiles(args) => args.json,
             #[cfg(feature = "witness")]
             Command::Witness(args) => args.json(),
             #[cfg(feature = "jetstream")]
@@ -117,6 +118,11 @@ pub(crate) enum Command {
     /// print it: the origin (the key's name), the size and the root, then the signature. The
     /// log never signs a checkpoint smaller than, or inconsistent with, the last it signed.
     Checkpoint(CheckpointArgs),
+    /// Write the log as static tiles (c2sp.org/tlog-tiles) into DIR: a checkpoint signed with
+    /// KEYFILE, the hash tiles and the entry bundles (each entry a record's 32-byte hash), for
+    /// any tlog-tiles client to audit from a static web server. A directory written before is
+    /// updated from the checkpoint it holds; one of another history is refused (exit 1).
+    Tiles(TilesArgs),
     /// Witnesses (c2sp.org/tlog-witness): serve one that cosigns other logs' checkpoints,
     /// list the evidence it kept, or ask witnesses to cosign this log's checkpoint.
     #[cfg(feature = "witness")]
@@ -704,6 +710,22 @@ pub(crate) struct WitnessRequestArgs {
     /// How long one exchange with one witness may take, e.g. `10s`.
     #[arg(long, default_value = "10s", value_parser = super::open::parse_duration)]
     pub(crate) timeout: std::time::Duration,
+    /// Print a JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) access: WriteAccess,
+}
+
+#[derive(Args)]
+pub(crate) struct TilesArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// The directory to write, created if missing.
+    pub(crate) dir: PathBuf,
+    /// The signer key file `annals keygen` wrote; its name is the origin.
+    #[arg(long)]
+    pub(crate) key: PathBuf,
     /// Print a JSON object instead of text.
     #[arg(long)]
     pub(crate) json: bool,

@@ -26,6 +26,7 @@ mod report;
 mod state;
 mod table;
 mod tail;
+mod tiles;
 mod time;
 mod trace;
 #[cfg(feature = "witness")]
@@ -80,6 +81,7 @@ pub fn main() -> ExitCode {
         Command::Upgrade(args) => write::upgrade(args),
         Command::Keygen(args) => keys::keygen(args),
         Command::Checkpoint(args) => checkpoints::checkpoint(args),
+        Command::Tiles(args) => tiles::tiles(args),
         #[cfg(feature = "witness")]
         Command::Witness(command) => witness::witness(command),
         #[cfg(feature = "jetstream")]

@@ -65,6 +65,10 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Command::Tiles(args) => {
+            require_regular(&args.key, "a key file")?;
+            require_regular(&args.db, "the log")
+        }
         Command::Checkpoint(args) => {
             require_regular(&args.key, "a key file")?;
             require_regular(&args.db, "the log")

@@ -15,6 +15,7 @@ pub(crate) mod open;
 mod session;
 mod sharing;
 mod signing;
+mod tiles;
 pub(crate) mod upgrade;
 
 use std::fs;
@@ -49,6 +50,7 @@ use open::{
 };
 pub use session::WriteSession;
 pub use sharing::{Holder, Sharing, UnknownSharing};
+pub use tiles::{TilesError, TilesWritten};
 
 /// How long [`Store::open_read_only`] tries again while another process holds the file in a
 /// way a reader cannot join (an exclusive writer for good; for a moment, a process repairing

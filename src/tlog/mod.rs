@@ -38,6 +38,7 @@ pub mod consistency;
 pub mod cosignature;
 pub mod note;
 pub mod proof;
+pub mod tiles;
 
 pub use checkpoint::{Checkpoint, CheckpointError, OpenedCheckpoint, SizeProblem};
 pub use consistency::{ConsistencyFile, ConsistencyFileError};

@@ -40,6 +40,7 @@ mod registry;
 mod runs;
 mod runs_reference;
 mod sharing;
+mod static_tiles;
 mod subscribe;
 mod tiling;
 mod tlog;

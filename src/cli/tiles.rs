@@ -1,0 +1,69 @@
+//! `tiles`: the log as static tiles (c2sp.org/tlog-tiles), through `Store::write_tiles`.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use super::args::TilesArgs;
+use super::keys::read_signer_key;
+use super::open::open_for_writing;
+use super::{Failure, Kind};
+use crate::store::{Store, TilesError};
+
+#[derive(serde::Serialize)]
+struct TilesJson<'a> {
+    size: u64,
+    from_size: u64,
+    tiles: usize,
+    bundles: usize,
+    kept: usize,
+    checkpoint: &'a str,
+}
+
+pub(crate) fn tiles(args: TilesArgs) -> Result<ExitCode, Failure> {
+    let signer = read_signer_key(&args.key)?;
+    // The refusals a read-only look can make first: a refused run leaves the log's bytes as
+    // they were.
+    let reader = Store::open_read_only(&args.db)?;
+    reader.check_checkpoint(signer.name(), None)?;
+    reader.check_tiles(&args.dir, &signer).map_err(failure)?;
+    drop(reader);
+    let store = open_for_writing(&args.db, false, &args.access)?;
+    let written = store.write_tiles(&args.dir, &signer).map_err(failure)?;
+    let mut out = io::stdout().lock();
+    if args.json {
+        let json = TilesJson {
+            size: written.size,
+            from_size: written.from_size,
+            tiles: written.tiles,
+            bundles: written.bundles,
+            kept: written.kept,
+            checkpoint: &written.checkpoint,
+        };
+        super::render::print_json(&mut out, &json)?;
+    } else {
+        writeln!(
+            out,
+            "{}: tiles of the tree of size {} (from {}): {} hash tiles and {} entry bundles \
+             written, {} tiles kept",
+            args.dir.display(),
+            written.size,
+            written.from_size,
+            written.tiles,
+            written.bundles,
+            written.kept
+        )?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn failure(error: TilesError) -> Failure {
+    match error {
+        TilesError::Store(error) => error.into(),
+        TilesError::Io { path, error } => Failure::file(&path, true, &error),
+        finding @ (TilesError::Forked { .. } | TilesError::Ahead { .. }) => {
+            Failure::of(Kind::Finding, finding.to_string())
+        }
+        other => Failure::of(Kind::InvalidInput, other.to_string()),
+    }
+}

@@ -1,0 +1,302 @@
+//! The log as static tiles (`c2sp.org/tlog-tiles`) in a directory any web server can serve:
+//! [`Store::write_tiles`] signs a checkpoint of the head and writes the hash tiles and entry
+//! bundles it needs (each entry the record's 32-byte hash, so the tiles' leaves are the
+//! tree's), then the checkpoint, last.
+//!
+//! A directory written before is updated incrementally, from the checkpoint it holds: once
+//! that checkpoint opens against the log's key and its root is the log's at its size, every
+//! tile it holds is one of this tree's, and only the tiles completed since and the new partial
+//! ones are written. A directory of another history is refused before anything is written.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::hash::Digest;
+use crate::log::read::{Direction, Snapshot};
+use crate::merkle::leaf_hash;
+use crate::record::Position;
+use crate::tlog::tiles::{TILE_HEIGHT, TileId, entry_bundle, tile_bytes, tiles_between, tiles_of};
+use crate::tlog::{Checkpoint, Signer};
+
+use super::Store;
+
+/// The name of the checkpoint file in a tiles directory.
+pub(crate) const CHECKPOINT_FILE: &str = "checkpoint";
+
+/// What [`Store::write_tiles`] wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TilesWritten {
+    /// The size of the tree now served.
+    pub size: u64,
+    /// The size the directory served before (0 for a new one).
+    pub from_size: u64,
+    /// Hash tiles written now.
+    pub tiles: usize,
+    /// Entry bundles written now.
+    pub bundles: usize,
+    /// Tiles of the tree the directory already held.
+    pub kept: usize,
+    /// The checkpoint written, a signed note.
+    pub checkpoint: String,
+}
+
+/// Why tiles were not written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TilesError {
+    /// A file or folder of the directory could not be read or written.
+    #[error("{}: {error}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        error: std::io::Error,
+    },
+    /// The directory holds tiles but no checkpoint: not one this log's tiles were written to.
+    #[error(
+        "{}: it holds tiles but no checkpoint, so they cannot be told to be this log's: give an \
+         empty or new directory",
+        dir.display()
+    )]
+    Foreign {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// The directory's checkpoint is not one of this log's key.
+    #[error(
+        "{}: its checkpoint is not signed by this log's key: {reason}",
+        dir.display()
+    )]
+    OtherLog {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The directory serves a tree this log does not extend: another history under the same key.
+    #[error(
+        "{}: it serves a tree of size {size} with root {served}; this log's tree of size {size} \
+         has root {root}: the directory is of another history (a fork), and nothing was written",
+        dir.display()
+    )]
+    Forked {
+        /// The directory.
+        dir: PathBuf,
+        /// The size it serves.
+        size: u64,
+        /// The root it serves.
+        served: Digest,
+        /// The log's root at that size.
+        root: Digest,
+    },
+    /// The directory serves a larger tree than the log has.
+    #[error(
+        "{}: it serves a tree of size {size}, larger than this log's {head} records: the log is \
+         behind what was published",
+        dir.display()
+    )]
+    Ahead {
+        /// The directory.
+        dir: PathBuf,
+        /// The size it serves.
+        size: u64,
+        /// The log's head.
+        head: u64,
+    },
+    /// The log refused or failed.
+    #[error(transparent)]
+    Store(#[from] crate::Error),
+}
+
+impl Store {
+    /// Signs a checkpoint of the head with `signer` (as [`Store::checkpoint`]) and writes the
+    /// log's tiles, entry bundles and that checkpoint into `dir` (`c2sp.org/tlog-tiles`),
+    /// updating a directory written before from the checkpoint it holds. Each file is written
+    /// under a temporary name, synced and renamed into place, and the checkpoint last, so a
+    /// reader never sees a checkpoint whose tiles are missing.
+    pub fn write_tiles(&self, dir: &Path, signer: &Signer) -> Result<TilesWritten, TilesError> {
+        let served = served_size(self, dir, signer)?;
+        let text = self.checkpoint(signer)?;
+        let size = Checkpoint::open(&text, &[signer.verifier()])
+            .map_err(|error| crate::Error::CorruptMeta(error.to_string()))?
+            .checkpoint
+            .size;
+        let snapshot = self.snapshot()?;
+        let mut folders = BTreeSet::new();
+        let mut written = TilesWritten {
+            size,
+            from_size: served,
+            tiles: 0,
+            bundles: 0,
+            kept: 0,
+            checkpoint: text.clone(),
+        };
+        for tile in tiles_between(served, size) {
+            let (hashes, entries) = tile_contents(&snapshot, tile)?;
+            write_file(
+                dir,
+                &dir.join(tile.path()),
+                &tile_bytes(&hashes),
+                &mut folders,
+            )?;
+            written.tiles += 1;
+            if let Some(entries) = entries {
+                let entries: Vec<&[u8]> = entries.iter().map(|e| e.as_slice()).collect();
+                write_file(
+                    dir,
+                    &dir.join(tile.entries_path()),
+                    &entry_bundle(&entries),
+                    &mut folders,
+                )?;
+                written.bundles += 1;
+            }
+        }
+        written.kept = tiles_of(size).len().saturating_sub(written.tiles);
+        for folder in &folders {
+            sync_folder(folder)?;
+        }
+        let mut root_folder = BTreeSet::new();
+        write_file(
+            dir,
+            &dir.join(CHECKPOINT_FILE),
+            text.as_bytes(),
+            &mut root_folder,
+        )?;
+        for folder in &root_folder {
+            sync_folder(folder)?;
+        }
+        Ok(written)
+    }
+}
+
+impl Store {
+    /// Whether [`Store::write_tiles`] would write into `dir` for `signer`'s log: the size of
+    /// the tree the directory serves now (0 for a new one), or its refusal. Works on a
+    /// read-only store, so that a refusal leaves the log's file as it was.
+    pub fn check_tiles(&self, dir: &Path, signer: &Signer) -> Result<u64, TilesError> {
+        served_size(self, dir, signer)
+    }
+}
+
+/// The size of the tree `dir` serves (0 for a directory with none), once it is this log's.
+fn served_size(store: &Store, dir: &Path, signer: &Signer) -> Result<u64, TilesError> {
+    let path = dir.join(CHECKPOINT_FILE);
+    let text = match fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let tiles = dir.join("tile");
+            if tiles.exists() {
+                return Err(TilesError::Foreign {
+                    dir: dir.to_path_buf(),
+                });
+            }
+            return Ok(0);
+        }
+        Err(error) => return Err(TilesError::Io { path, error }),
+    };
+    let other = |reason: String| TilesError::OtherLog {
+        dir: dir.to_path_buf(),
+        reason,
+    };
+    let text = String::from_utf8(text).map_err(|_| other("it is not UTF-8".into()))?;
+    let opened = Checkpoint::open(&text, &[signer.verifier()]).map_err(|e| other(e.to_string()))?;
+    let checkpoint = opened.checkpoint;
+    if checkpoint.origin != signer.name() {
+        return Err(other(format!("it is of origin {:?}", checkpoint.origin)));
+    }
+    let snapshot = store.snapshot()?;
+    let head = snapshot.head()?.next.0;
+    if checkpoint.size > head {
+        return Err(TilesError::Ahead {
+            dir: dir.to_path_buf(),
+            size: checkpoint.size,
+            head,
+        });
+    }
+    let root = snapshot.merkle_root(checkpoint.size)?;
+    if root.0 != checkpoint.root {
+        return Err(TilesError::Forked {
+            dir: dir.to_path_buf(),
+            size: checkpoint.size,
+            served: Digest(checkpoint.root),
+            root,
+        });
+    }
+    Ok(checkpoint.size)
+}
+
+/// A tile's hashes, and for a level-0 tile its entries (the record hashes).
+type TileContents = (Vec<[u8; 32]>, Option<Vec<[u8; 32]>>);
+
+fn tile_contents(snapshot: &Snapshot, tile: TileId) -> crate::Result<TileContents> {
+    let width = usize::from(tile.width);
+    if tile.level == 0 {
+        let mut hashes = Vec::with_capacity(width);
+        let mut entries = Vec::with_capacity(width);
+        for record in snapshot
+            .records(Position(tile.first()), Direction::Forward)?
+            .take(width)
+        {
+            let record = record?;
+            entries.push(record.hash.0);
+            hashes.push(leaf_hash(&record.hash).0);
+        }
+        if hashes.len() != width {
+            return Err(crate::Error::Corrupt {
+                position: Position(tile.first() + hashes.len() as u64),
+                problem: Box::new(crate::record::problem::Problem::Missing),
+            });
+        }
+        return Ok((hashes, Some(entries)));
+    }
+    let level = tile.level * TILE_HEIGHT;
+    let hashes = (tile.first()..tile.first() + width as u64)
+        .map(|index| snapshot.merkle_node(level, index).map(|node| node.0))
+        .collect::<crate::Result<Vec<_>>>()?;
+    Ok((hashes, None))
+}
+
+/// Writes `bytes` to `path` under a temporary name, synced, then renamed into place; notes
+/// the folder, to be synced once all its files are in.
+fn write_file(
+    dir: &Path,
+    path: &Path,
+    bytes: &[u8],
+    folders: &mut BTreeSet<PathBuf>,
+) -> Result<(), TilesError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |error| TilesError::Io { path, error }
+    };
+    let folder = path.parent().expect("a tile path has a folder");
+    fs::create_dir_all(folder).map_err(io(folder))?;
+    let name = path
+        .file_name()
+        .expect("a tile path has a name")
+        .to_string_lossy();
+    let temporary = folder.join(format!(".{name}.{}.tmp", std::process::id()));
+    let mut file = fs::File::create(&temporary).map_err(io(&temporary))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(io(&temporary))?;
+    fs::rename(&temporary, path).map_err(io(path))?;
+    // The folder and each one made for it up to `dir`, whose entries must reach the disk too.
+    for ancestor in folder.ancestors() {
+        folders.insert(ancestor.to_path_buf());
+        if ancestor == dir {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn sync_folder(folder: &Path) -> Result<(), TilesError> {
+    fs::File::open(folder)
+        .and_then(|handle| handle.sync_all())
+        .map_err(|error| TilesError::Io {
+            path: folder.to_path_buf(),
+            error,
+        })
+}
