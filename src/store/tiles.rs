@@ -112,13 +112,20 @@ pub enum TilesError {
 
 impl Store {
     /// Signs a checkpoint of the head with `signer` (as [`Store::checkpoint`]) and writes the
-    /// log's tiles, entry bundles and that checkpoint into `dir` (`c2sp.org/tlog-tiles`),
+    /// log's tiles, entry bundles and that checkpoint (with the witnesses' cosignatures when the
+    /// log keeps a cosigned checkpoint of the same tree) into `dir` (`c2sp.org/tlog-tiles`),
     /// updating a directory written before from the checkpoint it holds. Each file is written
     /// under a temporary name, synced and renamed into place, and the checkpoint last, so a
     /// reader never sees a checkpoint whose tiles are missing.
     pub fn write_tiles(&self, dir: &Path, signer: &Signer) -> Result<TilesWritten, TilesError> {
         let served = served_size(self, dir, signer)?;
-        let text = self.checkpoint(signer)?;
+        let signed = self.checkpoint(signer)?;
+        // The witnesses' cosignatures go with it when the log keeps a cosigned checkpoint of
+        // the same tree (`annals witness request` at this head).
+        let text = match self.cosigned_checkpoint()? {
+            Some(kept) if same_body(&kept, &signed) => kept,
+            _ => signed,
+        };
         let size = Checkpoint::open(&text, &[signer.verifier()])
             .map_err(|error| crate::Error::CorruptMeta(error.to_string()))?
             .checkpoint
@@ -225,6 +232,17 @@ fn served_size(store: &Store, dir: &Path, signer: &Signer) -> Result<u64, TilesE
         });
     }
     Ok(checkpoint.size)
+}
+
+/// Whether two notes have the same text (the same checkpoint, whatever their signatures).
+fn same_body(one: &str, other: &str) -> bool {
+    match (
+        crate::tlog::Note::parse(one),
+        crate::tlog::Note::parse(other),
+    ) {
+        (Ok(one), Ok(other)) => one.text() == other.text(),
+        _ => false,
+    }
 }
 
 /// A tile's hashes, and for a level-0 tile its entries (the record hashes).

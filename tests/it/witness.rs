@@ -529,6 +529,24 @@ fn a_log_and_two_witnesses_cosign_each_growth_and_a_quorum_of_two_holds_where_th
     assert_eq!(check("2", &[&w1, &w2, &w3]), Some(0));
     assert_eq!(check("3", &[&w1, &w2, &w3]), Some(1));
 
+    // Static tiles of that head carry the cosigned checkpoint, for clients of tlog-tiles.
+    let tiles = dir.path().join("tiles");
+    exits(
+        annals(&[
+            "tiles",
+            text(&log),
+            text(&tiles),
+            "--key",
+            text(&log_key.file),
+        ]),
+        0,
+    );
+    let served = std::fs::read_to_string(tiles.join("checkpoint")).unwrap();
+    assert!(
+        signed_note_verifies(&served, &log_key, &[&w1, &w2]),
+        "{served}"
+    );
+
     // A witness that is down fails the default quorum (all), not a quorum of one.
     two.kill();
     append(&log, 1, "main");
