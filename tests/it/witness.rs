@@ -870,3 +870,198 @@ fn hostile_requests_get_a_400_and_change_nothing() {
     assert_eq!(cosigned_history(&state).len(), 1);
     exits(annals(&["witness", "evidence", text(&state)]), 0);
 }
+
+/// A witness written here from c2sp.org/tlog-witness with Cloudflare's crates doing the
+/// checking (signed_note for the log's signature, tlog_tiles for the consistency proof) and
+/// ed25519-dalek signing `cosignature/v1` as the spec spells it: none of annals' witness code.
+/// It starts knowing the log at `size` with `root`, as if another client had shown it that.
+struct ForeignWitness {
+    address: String,
+    vkey: String,
+    /// The status of each request answered, as it is answered.
+    statuses: std::sync::mpsc::Receiver<u16>,
+}
+
+impl ForeignWitness {
+    fn start(log_vkey: &str, size: u64, root: [u8; 32], requests: usize) -> ForeignWitness {
+        use ed25519_dalek::Signer as _;
+        let name = "witness.example/foreign";
+        let key = ed25519_dalek::SigningKey::from_bytes(&[42; 32]);
+        let mut public = vec![0x04];
+        public.extend_from_slice(key.verifying_key().as_bytes());
+        let id = signed_note::key_id(name, &public);
+        let vkey = format!("{name}+{id:08x}+{}", b64(&public));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let log = signed_note::StandardVerifier::new(log_vkey).unwrap();
+        let (answered, statuses) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut state = (size, root);
+            for _ in 0..requests {
+                let (mut stream, _) = listener.accept().unwrap();
+                let body = read_request(&mut stream);
+                let (status, content_type, answer) =
+                    foreign_decide(&body, &log, &mut state, |message| {
+                        let time: u64 = 1_700_000_000;
+                        let mut signed = format!("cosignature/v1\ntime {time}\n").into_bytes();
+                        signed.extend_from_slice(message);
+                        let mut bytes = id.to_be_bytes().to_vec();
+                        bytes.extend_from_slice(&time.to_be_bytes());
+                        bytes.extend_from_slice(&key.sign(&signed).to_bytes());
+                        format!("— {name} {}\n", b64(&bytes))
+                    });
+                write!(
+                    stream,
+                    "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                    answer.len()
+                )
+                .unwrap();
+                answered.send(status).unwrap();
+            }
+        });
+        ForeignWitness {
+            address,
+            vkey,
+            statuses,
+        }
+    }
+
+    /// The statuses of the first `n` requests, waiting a bounded time for each.
+    fn statuses(&self, n: usize) -> Vec<u16> {
+        (0..n)
+            .map(|_| {
+                self.statuses
+                    .recv_timeout(Duration::from_secs(60))
+                    .expect("the foreign witness answered within 60 s")
+            })
+            .collect()
+    }
+}
+
+/// The body of one HTTP/1.1 request.
+fn read_request(stream: &mut TcpStream) -> String {
+    let mut reader = BufReader::new(stream);
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if line == "\r\n" {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap();
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    String::from_utf8(body).unwrap()
+}
+
+/// tlog-witness's checks, in its order, over `state` (size, root).
+fn foreign_decide(
+    body: &str,
+    log: &signed_note::StandardVerifier,
+    state: &mut (u64, [u8; 32]),
+    cosign: impl Fn(&[u8]) -> String,
+) -> (u16, &'static str, String) {
+    let text = "text/plain";
+    let (head, note) = body.split_once("\n\n").unwrap();
+    let mut lines = head.lines();
+    let old: u64 = lines
+        .next()
+        .unwrap()
+        .strip_prefix("old ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let proof: Vec<tlog_tiles::Hash> = lines
+        .map(|line| tlog_tiles::Hash(base64(line).try_into().unwrap()))
+        .collect();
+    let parsed = signed_note::Note::from_bytes(note.as_bytes()).unwrap();
+    let list = signed_note::VerifierList::new(vec![Box::new(log.clone())]);
+    if parsed.verify(&list).is_err() {
+        return (403, text, String::new());
+    }
+    let checkpoint: Vec<&str> = std::str::from_utf8(parsed.text())
+        .unwrap()
+        .lines()
+        .collect();
+    let size: u64 = checkpoint[1].parse().unwrap();
+    let root: [u8; 32] = base64(checkpoint[2]).try_into().unwrap();
+    if old > size {
+        return (400, text, String::new());
+    }
+    if old != state.0 {
+        return (409, "text/x.tlog.size", format!("{}\n", state.0));
+    }
+    let consistent = if old == 0 {
+        proof.is_empty()
+    } else if old == size {
+        proof.is_empty() && root == state.1
+    } else {
+        tlog_tiles::check_tree(
+            &proof,
+            size,
+            tlog_tiles::Hash(root),
+            old,
+            tlog_tiles::Hash(state.1),
+        )
+        .is_ok()
+    };
+    if !consistent {
+        return (422, text, String::new());
+    }
+    *state = (size, root);
+    (200, text, cosign(parsed.text()))
+}
+
+#[test]
+fn witness_request_speaks_to_a_witness_built_from_cloudflares_crates() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.redb");
+    let log_key = keygen(dir.path(), ORIGIN, false);
+    append(&log, 40, "main");
+    // It has seen the log at size 20 from someone else: the first request learns that from a
+    // 409 and proves 20 → 40; the second, after more appends, starts from what it cosigned.
+    let foreign = ForeignWitness::start(&log_key.vkey, 20, root(&log, 20), 3);
+    let witness = format!("http://{}={}", foreign.address, foreign.vkey);
+    let request = || {
+        annals(&[
+            "witness",
+            "request",
+            text(&log),
+            "--key",
+            text(&log_key.file),
+            "--witness",
+            &witness,
+        ])
+    };
+    let first = stdout(&exits(request(), 0));
+    assert!(first.contains("— witness.example/foreign "), "{first}");
+    append(&log, 9, "main");
+    exits(request(), 0);
+    assert_eq!(foreign.statuses(3), [409, 200, 200]);
+    // annals' auditor accepts the foreign witness's cosignature towards a quorum.
+    let proof = dir.path().join("proof.txt");
+    let proved = exits(
+        annals(&["prove", text(&log), "--position", "44", "--checkpoint"]),
+        0,
+    );
+    std::fs::write(&proof, &proved.stdout).unwrap();
+    let witness_vkey = witness.split_once('=').unwrap().1;
+    exits(
+        annals(&[
+            "check-proof",
+            text(&proof),
+            "--vkey",
+            &log_key.vkey,
+            "--witness",
+            witness_vkey,
+            "--quorum",
+            "1",
+        ]),
+        0,
+    );
+}
