@@ -91,3 +91,13 @@ fn every_sample_output_in_the_readme_is_what_the_demo_prints() {
         }
     }
 }
+
+#[test]
+fn the_readme_stays_a_front_door_of_at_most_400_lines() {
+    let lines = README.lines().count();
+    assert!(
+        lines <= 400,
+        "README.md has {lines} lines: move detail into docs/ (it keeps what annals is, the two \
+         set-up commands, a first program, the CLI at a glance and links)"
+    );
+}
