@@ -1,0 +1,46 @@
+// The types of lib.js: the native module's (generated from the Rust into index.d.ts), with
+// its errors as AnnalsError.
+export * from './index'
+import { Store as NativeStore, ReadOptions, Record } from './index'
+
+/** The stable codes of AnnalsError. */
+export type ErrorCode =
+  | 'WRONG_EXPECTED_VERSION'
+  | 'IDEMPOTENCY_CONFLICT'
+  | 'LIMIT'
+  | 'APPEND_REFUSED'
+  | 'FENCED'
+  | 'RESERVED_KIND'
+  | 'REFUSED'
+  | 'HELD'
+  | 'NOT_FOUND'
+  | 'NOT_A_LOG'
+  | 'NEEDS_UPGRADE'
+  | 'OPEN_FAILED'
+  | 'CORRUPT'
+  | 'INVALID_COMMAND'
+  | 'INVALID_ARGUMENT'
+  | 'READ_ONLY'
+  | 'CLOSED'
+  | 'IO'
+  | 'ANNALS'
+
+/** An error of annals, with a stable `code` and the fields its Rust error carries. */
+export declare class AnnalsError extends Error {
+  readonly code: ErrorCode
+  /** The field that was wrong (`LIMIT`, `INVALID_COMMAND`, `INVALID_ARGUMENT`). */
+  readonly field?: string
+  /** The limit exceeded (`LIMIT`). */
+  readonly limit?: number
+  /** The position concerned (`CORRUPT`, `IDEMPOTENCY_CONFLICT`), as a decimal string. */
+  readonly position?: string
+  /** The file concerned (`NOT_FOUND`, `NOT_A_LOG`). */
+  readonly path?: string
+}
+
+/** An annals log file; every method throws AnnalsError. */
+export declare class Store extends NativeStore {
+  static open(path: string, options?: import('./index').OpenOptions | null): Store
+  /** Every record from `options.from`, lazily, read in chunks. */
+  iterateAll(options?: ReadOptions): Generator<Record>
+}

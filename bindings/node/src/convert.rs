@@ -1,0 +1,225 @@
+//! Conversions between JavaScript's values and annals' types: checked, never lossy, every
+//! refusal an `INVALID_ARGUMENT` naming the field.
+
+use annals::leases::{FencingToken, LeaseCommand as CoreLeaseCommand};
+use annals::outbox::{OutboxOutcome as CoreOutboxOutcome, OutboxRow as CoreOutboxRow, PullOutcome};
+use annals::{AppendOutcome as Outcome, Direction, ExpectedVersion, StreamVersion};
+use napi::bindgen_prelude::{BigInt, Buffer};
+
+use crate::error::invalid;
+use crate::{
+    AppendOutcome, Lease, LeaseCommand, NewEvent, OutboxOutcome, OutboxRow, ReadOptions, Record,
+};
+
+/// The largest integer a JavaScript number holds exactly.
+const SAFE_INTEGER_MAX: f64 = 9_007_199_254_740_991.0;
+
+/// A `bigint` that must be a `u64`.
+pub fn u64_of(value: &BigInt, field: &str) -> napi::Result<u64> {
+    let (negative, value, lossless) = value.get_u64();
+    if negative || !lossless {
+        return Err(invalid(field, "must be a bigint from 0 to 2^64 - 1"));
+    }
+    Ok(value)
+}
+
+/// A position or version given as a `bigint`.
+pub fn position(value: &BigInt, field: &str) -> napi::Result<u64> {
+    u64_of(value, field)
+}
+
+/// Milliseconds given as a `number`: a whole number from 0 to 2^53 - 1.
+pub fn u64_of_ms(value: f64, field: &str) -> napi::Result<u64> {
+    if !(value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= SAFE_INTEGER_MAX) {
+        return Err(invalid(
+            field,
+            "must be a whole number of milliseconds from 0 to 2^53 - 1",
+        ));
+    }
+    Ok(value as u64)
+}
+
+/// `'any'`, `'none'`, `'exists'` or a version.
+pub fn expected(value: napi::Either<String, BigInt>) -> napi::Result<ExpectedVersion> {
+    match value {
+        napi::Either::A(text) => match text.as_str() {
+            "any" => Ok(ExpectedVersion::Any),
+            "none" => Ok(ExpectedVersion::NoStream),
+            "exists" => Ok(ExpectedVersion::StreamExists),
+            _ => Err(invalid(
+                "expected",
+                "must be 'any', 'none', 'exists' or a bigint version",
+            )),
+        },
+        napi::Either::B(version) => Ok(ExpectedVersion::Exact(StreamVersion(u64_of(
+            &version, "expected",
+        )?))),
+    }
+}
+
+/// The events of an append.
+pub fn events(events: Vec<NewEvent>) -> napi::Result<Vec<annals::NewEvent>> {
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(at, event)| {
+            let at_ms = u64_of_ms(event.at_ms, &format!("events[{at}].atMs"))?;
+            let mut converted = annals::NewEvent::new(event.kind, at_ms, event.payload.to_vec());
+            if let Some(key) = event.idempotency_key {
+                converted = converted.with_idempotency_key(key);
+            }
+            Ok(converted)
+        })
+        .collect()
+}
+
+/// Where a read starts, which way it goes, and how many records it takes.
+pub fn read_options(options: Option<ReadOptions>) -> napi::Result<(Option<u64>, Direction, usize)> {
+    let Some(options) = options else {
+        return Ok((None, Direction::Forward, 1000));
+    };
+    let from = options
+        .from
+        .as_ref()
+        .map(|from| u64_of(from, "from"))
+        .transpose()?;
+    let direction = match options.direction.as_deref() {
+        None | Some("forward") => Direction::Forward,
+        Some("backward") => Direction::Backward,
+        Some(_) => return Err(invalid("direction", "must be 'forward' or 'backward'")),
+    };
+    Ok((from, direction, options.limit.unwrap_or(1000) as usize))
+}
+
+pub fn append_outcome(outcome: Outcome) -> AppendOutcome {
+    match outcome {
+        Outcome::Appended(appended) => AppendOutcome::Appended {
+            first_position: BigInt::from(appended.first_position.0),
+            first_version: BigInt::from(appended.first_version.0),
+            count: u32::try_from(appended.count).unwrap_or(u32::MAX),
+        },
+        Outcome::Duplicate { positions } => AppendOutcome::Duplicate {
+            positions: positions.iter().map(|p| BigInt::from(p.0)).collect(),
+        },
+    }
+}
+
+pub fn record_js(record: annals::Record) -> Record {
+    Record {
+        position: BigInt::from(record.position.0),
+        stream: record.stream,
+        version: BigInt::from(record.version.0),
+        kind: record.kind,
+        at_ms: record.at_ms as f64,
+        idempotency_key: record.idempotency_key,
+        payload: Buffer::from(record.payload),
+        hash: record.hash.to_hex(),
+    }
+}
+
+pub fn lease_js(lease: annals::leases::Lease) -> Lease {
+    Lease {
+        resource: lease.resource,
+        holder: lease.holder,
+        token: BigInt::from(lease.token.0),
+        acquired_at_ms: lease.acquired_at_ms as f64,
+        expires_at_ms: lease.expires_at_ms as f64,
+    }
+}
+
+pub fn lease_command(command: LeaseCommand) -> napi::Result<CoreLeaseCommand> {
+    Ok(match command {
+        LeaseCommand::Acquire {
+            resource,
+            holder,
+            ttl_ms,
+            now_ms,
+        } => CoreLeaseCommand::Acquire {
+            resource,
+            holder,
+            ttl_ms: u64_of_ms(ttl_ms, "ttlMs")?,
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        },
+        LeaseCommand::Renew {
+            resource,
+            holder,
+            token,
+            ttl_ms,
+            now_ms,
+        } => CoreLeaseCommand::Renew {
+            resource,
+            holder,
+            token: FencingToken(u64_of(&token, "token")?),
+            ttl_ms: u64_of_ms(ttl_ms, "ttlMs")?,
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        },
+        LeaseCommand::Release {
+            resource,
+            holder,
+            token,
+            now_ms,
+        } => CoreLeaseCommand::Release {
+            resource,
+            holder,
+            token: FencingToken(u64_of(&token, "token")?),
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        },
+    })
+}
+
+/// The name a serde enum serialises to (`'held'`, `'superseded'`, …).
+pub fn name_of(value: &impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        Ok(other) => other.to_string(),
+        Err(_) => "unknown".to_owned(),
+    }
+}
+
+pub fn outbox_row_js(row: &CoreOutboxRow) -> OutboxRow {
+    OutboxRow {
+        key: row.key.clone(),
+        peer: row.peer.clone(),
+        state: name_of(&row.state),
+        row: serde_json::to_value(row).unwrap_or(serde_json::Value::Null),
+    }
+}
+
+pub fn other_outbox(outcome: CoreOutboxOutcome) -> OutboxOutcome {
+    match outcome {
+        CoreOutboxOutcome::Refused { reason, row } => OutboxOutcome::Refused {
+            reason: name_of(&reason),
+            key: row.map(|row| row.key).unwrap_or_default(),
+        },
+        CoreOutboxOutcome::Enqueued { row }
+        | CoreOutboxOutcome::AlreadyEnqueued { row }
+        | CoreOutboxOutcome::Updated { row } => OutboxOutcome::Enqueued {
+            row: outbox_row_js(&row),
+        },
+    }
+}
+
+pub fn pull(outcome: PullOutcome) -> OutboxOutcome {
+    match outcome {
+        PullOutcome::Claimed {
+            token,
+            expires_at_ms,
+            rows,
+        } => OutboxOutcome::Claimed {
+            token: token.0,
+            expires_at_ms: expires_at_ms as f64,
+            rows: rows.iter().map(outbox_row_js).collect(),
+        },
+        PullOutcome::Acked { acked, refused } => OutboxOutcome::Acked {
+            acked,
+            refused: refused
+                .iter()
+                .map(|r| serde_json::to_value(r).unwrap_or(serde_json::Value::Null))
+                .collect(),
+        },
+        PullOutcome::Refused { reason, key } => OutboxOutcome::Refused {
+            reason: name_of(&reason),
+            key,
+        },
+    }
+}

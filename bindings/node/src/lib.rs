@@ -1,0 +1,583 @@
+//! annals for Node.js: the store, appends and reads, verification, and the leases and outbox
+//! commands, converted to JavaScript's conventions (camelCase, `bigint` positions and
+//! versions, `number` milliseconds, `Buffer` payloads, outcomes as unions on `type`). It holds
+//! no rule of its own: every call is one of the `annals` crate's.
+
+mod convert;
+mod error;
+
+use std::sync::Mutex;
+
+use annals::leases::{LeaseGuard as CoreLeaseGuard, LeaseOutcome as CoreLeaseOutcome};
+use annals::outbox::{
+    ClaimToken, OutboxCommand as CoreOutboxCommand, OutboxOutcome as CoreOutboxOutcome,
+    PullCommand, RowAck as CoreRowAck,
+};
+use annals::{Direction, Position, Sharing, Store as Inner, StoreOptions, StreamVersion};
+use napi::bindgen_prelude::{BigInt, Buffer};
+use napi_derive::napi;
+
+use convert::{lease_js, outbox_row_js, position, record_js, u64_of_ms};
+use error::{invalid, to_js};
+
+/// How a store is opened.
+#[napi(object)]
+pub struct OpenOptions {
+    /// `'single-writer'` (the default: readers may open the file beside it), `'multi-writer'`
+    /// (other writers too) or `'exclusive'`.
+    pub sharing: Option<String>,
+    /// How long to wait for another process to let go of the file, in milliseconds.
+    pub busy_timeout_ms: Option<u32>,
+    /// Open an existing log read-only, beside its writer.
+    pub read_only: Option<bool>,
+}
+
+/// One event to append.
+#[napi(object)]
+pub struct NewEvent {
+    /// Its kind, e.g. `'deploy.started'`.
+    pub kind: String,
+    /// The caller's clock, milliseconds since the epoch.
+    pub at_ms: f64,
+    /// Its bytes.
+    pub payload: Buffer,
+    /// Appending the same key with the same content again is a duplicate, not a new record.
+    pub idempotency_key: Option<String>,
+}
+
+/// A record read back, its hashes checked.
+#[napi(object)]
+pub struct Record {
+    /// Its position in the log.
+    pub position: BigInt,
+    /// Its stream.
+    pub stream: String,
+    /// Its version within the stream.
+    pub version: BigInt,
+    /// Its kind.
+    pub kind: String,
+    /// The clock it was appended with, milliseconds.
+    pub at_ms: f64,
+    /// Its idempotency key, if any.
+    pub idempotency_key: Option<String>,
+    /// Its bytes.
+    pub payload: Buffer,
+    /// Its blake3 hash, lower-case hex.
+    pub hash: String,
+}
+
+/// What an append did: `appended` (the first position and version, how many) or `duplicate`
+/// (every event was appended before; where each is).
+#[napi(discriminant = "type", discriminant_case = "lowercase")]
+pub enum AppendOutcome {
+    /// The events were written, contiguously.
+    Appended {
+        /// The position of the first.
+        first_position: BigInt,
+        /// Its stream version.
+        first_version: BigInt,
+        /// How many were written.
+        count: u32,
+    },
+    /// Nothing was written: each event is already at these positions.
+    Duplicate {
+        /// Where each event already is.
+        positions: Vec<BigInt>,
+    },
+}
+
+/// The head of the log.
+#[napi(object)]
+pub struct Head {
+    /// The next position to be written (the number of records).
+    pub next: BigInt,
+    /// The hash of the last record (all zeros for an empty log), lower-case hex.
+    pub hash: String,
+}
+
+/// What `verify` found.
+#[napi(object)]
+pub struct VerifyReport {
+    /// Whether every hash, link, index, the tree and every projection checked.
+    pub sound: bool,
+    /// The records walked.
+    pub records: BigInt,
+    /// What is wrong, one line each (empty when sound).
+    pub findings: Vec<String>,
+}
+
+/// Where a read starts and how far it goes.
+#[napi(object)]
+pub struct ReadOptions {
+    /// The first position (or stream version) read; default 0 forward, the end backward.
+    pub from: Option<BigInt>,
+    /// `'forward'` (default) or `'backward'`.
+    pub direction: Option<String>,
+    /// At most this many records; default 1000.
+    pub limit: Option<u32>,
+}
+
+/// A lease: who holds a resource, under which fencing token, until when.
+#[napi(object)]
+pub struct Lease {
+    /// The resource.
+    pub resource: String,
+    /// Who holds it.
+    pub holder: String,
+    /// Its fencing token.
+    pub token: BigInt,
+    /// When it was granted under this token, milliseconds.
+    pub acquired_at_ms: f64,
+    /// When it lapses, milliseconds: live while `now < expiresAtMs`.
+    pub expires_at_ms: f64,
+}
+
+/// A lease command (`type`: `acquire`, `renew` or `release`); the clock comes in with it.
+#[napi(discriminant = "type", discriminant_case = "lowercase")]
+pub enum LeaseCommand {
+    /// Take the resource (or extend one's own live lease).
+    Acquire {
+        /// The resource.
+        resource: String,
+        /// Who asks.
+        holder: String,
+        /// How long it lasts from `nowMs`.
+        ttl_ms: f64,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+    /// Extend a live lease under its token.
+    Renew {
+        /// The resource.
+        resource: String,
+        /// Who asks.
+        holder: String,
+        /// The token it was given.
+        token: BigInt,
+        /// The new length from `nowMs`.
+        ttl_ms: f64,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+    /// Drop a lease held under `token`.
+    Release {
+        /// The resource.
+        resource: String,
+        /// Who asks.
+        holder: String,
+        /// The token it was given.
+        token: BigInt,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+}
+
+/// What a lease command got: `granted` (`renewed` when an own lease was extended),
+/// `released`, or `refused` with the reason (`held`, `missing`, `superseded`, `expired`, …)
+/// and the lease that stands.
+#[napi(discriminant = "type", discriminant_case = "lowercase")]
+pub enum LeaseOutcome {
+    /// The caller holds the lease.
+    Granted {
+        /// The lease now.
+        lease: Lease,
+        /// Whether an existing lease of the caller's was extended.
+        renewed: bool,
+    },
+    /// The lease was released.
+    Released {
+        /// The lease as it was.
+        lease: Lease,
+    },
+    /// Refused; nothing was appended.
+    Refused {
+        /// Why, e.g. `'held'`.
+        reason: String,
+        /// The lease that stands, if any.
+        lease: Option<Lease>,
+    },
+}
+
+/// A write fenced by a lease: refused with code `FENCED` unless `token` is the resource's
+/// live token at `nowMs`.
+#[napi(object)]
+pub struct LeaseGuard {
+    /// The leased resource.
+    pub resource: String,
+    /// The token the writer holds.
+    pub token: BigInt,
+    /// The writer's clock.
+    pub now_ms: f64,
+}
+
+/// An outbox command (`type`: `enqueue`, `claim` or `ack`).
+#[napi(discriminant = "type", discriminant_case = "lowercase")]
+pub enum OutboxCommand {
+    /// Queue a delivery for `peer` under the idempotency key `key`.
+    Enqueue {
+        /// The delivery's key.
+        key: String,
+        /// The peer it goes to.
+        peer: String,
+        /// Its kind.
+        kind: String,
+        /// Its bytes.
+        payload: Buffer,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+    /// Claim the peer's claimable rows under a fresh `token` for `leaseMs`.
+    Claim {
+        /// The claiming peer.
+        peer: String,
+        /// A token made fresh for this claim.
+        token: String,
+        /// Most rows to take.
+        limit: u32,
+        /// How long the claim lasts.
+        lease_ms: f64,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+    /// Mark done the rows still held under the tokens named.
+    Ack {
+        /// The acking peer.
+        peer: String,
+        /// The rows' keys, each with the token it was claimed under.
+        acks: Vec<RowAck>,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+}
+
+/// One row of an ack: its key and the token it was claimed under.
+#[napi(object)]
+pub struct RowAck {
+    /// The row's key.
+    pub key: String,
+    /// The claim's token.
+    pub token: String,
+}
+
+/// An outbox row.
+#[napi(object)]
+pub struct OutboxRow {
+    /// Its key.
+    pub key: String,
+    /// Its peer.
+    pub peer: String,
+    /// Its state, e.g. `'pending'`, `'claimed'`, `'done'`.
+    pub state: String,
+    /// The whole row as annals describes it.
+    pub row: serde_json::Value,
+}
+
+/// What an outbox command got: `enqueued` (or `duplicate`), `claimed` (the rows), `acked`
+/// (the keys acked and those refused), or `refused`.
+#[napi(discriminant = "type", discriminant_case = "lowercase")]
+pub enum OutboxOutcome {
+    /// Queued now.
+    Enqueued {
+        /// The row.
+        row: OutboxRow,
+    },
+    /// The same key was queued before: nothing appended.
+    Duplicate {
+        /// The row as it stands.
+        row: OutboxRow,
+    },
+    /// The rows claimed, in enqueue order.
+    Claimed {
+        /// The claim's token.
+        token: String,
+        /// When the claim lapses.
+        expires_at_ms: f64,
+        /// The rows.
+        rows: Vec<OutboxRow>,
+    },
+    /// The keys acked, and the rows not acked with why.
+    Acked {
+        /// The keys acked.
+        acked: Vec<String>,
+        /// Each row not acked: its key and reason.
+        refused: Vec<serde_json::Value>,
+    },
+    /// Refused; nothing appended.
+    Refused {
+        /// Why.
+        reason: String,
+        /// The row that caused it.
+        key: String,
+    },
+}
+
+/// An annals log file.
+#[napi]
+pub struct Store {
+    inner: Mutex<Option<Inner>>,
+}
+
+#[napi]
+impl Store {
+    /// Opens (creating it unless `readOnly`) the log at `path`.
+    #[napi(factory)]
+    pub fn open(path: String, options: Option<OpenOptions>) -> napi::Result<Store> {
+        let options = options.unwrap_or(OpenOptions {
+            sharing: None,
+            busy_timeout_ms: None,
+            read_only: None,
+        });
+        let inner = if options.read_only.unwrap_or(false) {
+            Inner::open_read_only(&path).map_err(to_js)?
+        } else {
+            let sharing = match options.sharing.as_deref() {
+                None => Sharing::SingleWriter,
+                Some(text) => text
+                    .parse::<Sharing>()
+                    .map_err(|error| invalid("sharing", &error.to_string()))?,
+            };
+            Inner::open_with(
+                &path,
+                StoreOptions {
+                    create: true,
+                    sharing,
+                    busy_timeout: std::time::Duration::from_millis(u64::from(
+                        options.busy_timeout_ms.unwrap_or(0),
+                    )),
+                    ..StoreOptions::default()
+                },
+            )
+            .map_err(to_js)?
+        };
+        Ok(Store {
+            inner: Mutex::new(Some(inner)),
+        })
+    }
+
+    fn with<T>(&self, call: impl FnOnce(&Inner) -> napi::Result<T>) -> napi::Result<T> {
+        let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        match guard.as_ref() {
+            Some(inner) => call(inner),
+            None => Err(error::coded(
+                "CLOSED",
+                "the store is closed",
+                serde_json::json!({}),
+            )),
+        }
+    }
+
+    /// Appends `events` to `stream` in one durable transaction if the stream is in the
+    /// `expected` state: `'any'`, `'none'` (no record yet), `'exists'`, or the `bigint` version
+    /// of its last record.
+    #[napi]
+    pub fn append(
+        &self,
+        stream: String,
+        expected: napi::Either<String, BigInt>,
+        events: Vec<NewEvent>,
+    ) -> napi::Result<AppendOutcome> {
+        let expected = convert::expected(expected)?;
+        let events = convert::events(events)?;
+        self.with(|store| {
+            let outcome = store.append(&stream, expected, &events).map_err(to_js)?;
+            Ok(convert::append_outcome(outcome))
+        })
+    }
+
+    /// [`Store::append`] fenced by `guard`, checked in the same transaction.
+    #[napi]
+    pub fn append_guarded(
+        &self,
+        stream: String,
+        expected: napi::Either<String, BigInt>,
+        events: Vec<NewEvent>,
+        guard: LeaseGuard,
+    ) -> napi::Result<AppendOutcome> {
+        let expected = convert::expected(expected)?;
+        let events = convert::events(events)?;
+        let guard = CoreLeaseGuard {
+            resource: guard.resource,
+            token: annals::leases::FencingToken(convert::u64_of(&guard.token, "guard.token")?),
+            now_ms: u64_of_ms(guard.now_ms, "guard.nowMs")?,
+        };
+        self.with(|store| {
+            let outcome = store
+                .append_guarded(&stream, expected, &events, &guard)
+                .map_err(to_js)?;
+            Ok(convert::append_outcome(outcome))
+        })
+    }
+
+    /// Records of the whole log, from `options.from`.
+    #[napi]
+    pub fn read_all(&self, options: Option<ReadOptions>) -> napi::Result<Vec<Record>> {
+        let (from, direction, limit) = convert::read_options(options)?;
+        self.with(|store| {
+            let from = from.unwrap_or(match direction {
+                Direction::Forward => 0,
+                Direction::Backward => u64::MAX,
+            });
+            let records = store
+                .read_all(Position(from), direction, limit)
+                .map_err(to_js)?;
+            Ok(records.into_iter().map(record_js).collect())
+        })
+    }
+
+    /// Records of one stream, from version `options.from`.
+    #[napi]
+    pub fn read_stream(
+        &self,
+        stream: String,
+        options: Option<ReadOptions>,
+    ) -> napi::Result<Vec<Record>> {
+        let (from, direction, limit) = convert::read_options(options)?;
+        self.with(|store| {
+            let from = from.unwrap_or(match direction {
+                Direction::Forward => 0,
+                Direction::Backward => u64::MAX,
+            });
+            let records = store
+                .read_stream(&stream, StreamVersion(from), direction, limit)
+                .map_err(to_js)?;
+            Ok(records.into_iter().map(record_js).collect())
+        })
+    }
+
+    /// The record at `position`, or `null` past the head.
+    #[napi]
+    pub fn get(&self, at: BigInt) -> napi::Result<Option<Record>> {
+        let at = position(&at, "position")?;
+        self.with(|store| Ok(store.get(Position(at)).map_err(to_js)?.map(record_js)))
+    }
+
+    /// The head: the next position and the last record's hash.
+    #[napi]
+    pub fn head(&self) -> napi::Result<Head> {
+        self.with(|store| {
+            let head = store.head().map_err(to_js)?;
+            Ok(Head {
+                next: BigInt::from(head.next.0),
+                hash: head.hash.to_hex(),
+            })
+        })
+    }
+
+    /// Walks the whole log and checks every projection against a replay.
+    #[napi]
+    pub fn verify(&self) -> napi::Result<VerifyReport> {
+        self.with(|store| {
+            let report = store.verify().map_err(to_js)?;
+            Ok(VerifyReport {
+                sound: report.is_sound(),
+                records: BigInt::from(report.records),
+                findings: report.problem.iter().map(ToString::to_string).collect(),
+            })
+        })
+    }
+
+    /// Runs a lease command against the current state, appending what it decides.
+    #[napi]
+    pub fn lease(&self, command: LeaseCommand) -> napi::Result<LeaseOutcome> {
+        let command = convert::lease_command(command)?;
+        self.with(|store| {
+            Ok(match store.execute(&command).map_err(to_js)? {
+                CoreLeaseOutcome::Granted { lease, renewed } => LeaseOutcome::Granted {
+                    lease: lease_js(lease),
+                    renewed,
+                },
+                CoreLeaseOutcome::Released { lease } => LeaseOutcome::Released {
+                    lease: lease_js(lease),
+                },
+                CoreLeaseOutcome::Refused { reason, lease } => LeaseOutcome::Refused {
+                    reason: convert::name_of(&reason),
+                    lease: lease.map(lease_js),
+                },
+            })
+        })
+    }
+
+    /// Runs an outbox command against the current state, appending what it decides.
+    #[napi]
+    pub fn outbox(&self, command: OutboxCommand) -> napi::Result<OutboxOutcome> {
+        match command {
+            OutboxCommand::Enqueue {
+                key,
+                peer,
+                kind,
+                payload,
+                now_ms,
+            } => {
+                let command = CoreOutboxCommand::Enqueue {
+                    key,
+                    peer,
+                    kind,
+                    payload: payload.to_vec(),
+                    now_ms: u64_of_ms(now_ms, "nowMs")?,
+                };
+                self.with(|store| {
+                    Ok(match store.execute(&command).map_err(to_js)? {
+                        CoreOutboxOutcome::Enqueued { row } => OutboxOutcome::Enqueued {
+                            row: outbox_row_js(&row),
+                        },
+                        CoreOutboxOutcome::AlreadyEnqueued { row } => OutboxOutcome::Duplicate {
+                            row: outbox_row_js(&row),
+                        },
+                        other => convert::other_outbox(other),
+                    })
+                })
+            }
+            OutboxCommand::Claim {
+                peer,
+                token,
+                limit,
+                lease_ms,
+                now_ms,
+            } => {
+                let command = PullCommand::Claim {
+                    peer,
+                    token: ClaimToken(token),
+                    limit,
+                    lease_ms: u64_of_ms(lease_ms, "leaseMs")?,
+                    now_ms: u64_of_ms(now_ms, "nowMs")?,
+                };
+                self.with(|store| Ok(convert::pull(store.execute(&command).map_err(to_js)?)))
+            }
+            OutboxCommand::Ack { peer, acks, now_ms } => {
+                let command = PullCommand::Ack {
+                    peer,
+                    acks: acks
+                        .into_iter()
+                        .map(|ack| CoreRowAck {
+                            key: ack.key,
+                            token: ClaimToken(ack.token),
+                        })
+                        .collect(),
+                    now_ms: u64_of_ms(now_ms, "nowMs")?,
+                };
+                self.with(|store| Ok(convert::pull(store.execute(&command).map_err(to_js)?)))
+            }
+        }
+    }
+
+    /// The lease of `resource` as it stands, or `null`.
+    #[napi]
+    pub fn lease_of(&self, resource: String) -> napi::Result<Option<Lease>> {
+        self.with(|store| {
+            let state = store.state().map_err(to_js)?;
+            Ok(annals::leases::lease(&state, &resource)
+                .map_err(to_js)?
+                .map(lease_js))
+        })
+    }
+
+    /// Closes the store; every later call throws with code `CLOSED`.
+    #[napi]
+    pub fn close(&self) -> napi::Result<()> {
+        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        match guard.take() {
+            Some(inner) => inner.close().map_err(to_js),
+            None => Ok(()),
+        }
+    }
+}

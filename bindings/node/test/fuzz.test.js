@@ -1,0 +1,58 @@
+'use strict'
+// Random values thrown at every function: each call returns or throws an AnnalsError, and
+// the process lives on.
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { AnnalsError } = require('../lib.js')
+const { freshStore } = require('./support/helpers.js')
+
+function random(seed) {
+  let state = seed
+  return () => {
+    state = (state * 1103515245 + 12345) % 2147483648
+    return state / 2147483648
+  }
+}
+
+function value(next, depth = 0) {
+  const pick = Math.floor(next() * 12)
+  switch (pick) {
+    case 0: return undefined
+    case 1: return null
+    case 2: return Math.floor(next() * 2 ** 60) * (next() < 0.5 ? -1 : 1)
+    case 3: return BigInt(Math.floor(next() * 2 ** 40)) * (next() < 0.2 ? -1n : 1n)
+    case 4: return 'x'.repeat(Math.floor(next() * 300))
+    case 5: return Buffer.alloc(Math.floor(next() * 64))
+    case 6: return next() < 0.5
+    case 7: return NaN
+    case 8: return depth > 2 ? {} : Array.from({ length: 3 }, () => value(next, depth + 1))
+    case 9: return ['any', 'none', 'exists', 'acquire', 'enqueue', 'claim', 'ack'][Math.floor(next() * 7)]
+    default: {
+      if (depth > 2) return {}
+      const keys = ['type', 'resource', 'holder', 'ttlMs', 'nowMs', 'token', 'key', 'peer', 'kind', 'payload', 'atMs', 'limit', 'leaseMs', 'acks', 'from', 'direction', 'sharing']
+      const object = {}
+      for (const key of keys) if (next() < 0.5) object[key] = value(next, depth + 1)
+      return object
+    }
+  }
+}
+
+test('random arguments to every method never crash the process', (t) => {
+  const { store } = freshStore(t)
+  const next = random(7)
+  const methods = ['append', 'appendGuarded', 'readAll', 'readStream', 'get', 'lease', 'outbox', 'leaseOf']
+  let thrown = 0
+  for (let i = 0; i < 3000; i++) {
+    const method = methods[i % methods.length]
+    const args = Array.from({ length: 4 }, () => value(next))
+    try {
+      store[method](...args)
+    } catch (error) {
+      assert.ok(error instanceof AnnalsError, `${method}: ${error}`)
+      assert.equal(typeof error.code, 'string')
+      thrown++
+    }
+  }
+  assert.ok(thrown > 0)
+  assert.equal(store.verify().sound, true)
+})
