@@ -14,6 +14,12 @@ export declare class Store {
   /** Opens (creating it unless `readOnly`) the log at `path`. */
   static open(path: string, options?: OpenOptions | undefined | null): Store
   /**
+   * Starts the group-commit writer on a thread of its own: commands queued while a batch
+   * runs share its transaction and its one durable commit, and each promise resolves once
+   * its batch committed.
+   */
+  writer(options?: WriterOptions | undefined | null): Writer
+  /**
    * Appends `events` to `stream` in one durable transaction if the stream is in the
    * `expected` state: `'any'`, `'none'` (no record yet), `'exists'`, or the `bigint` version
    * of its last record.
@@ -37,8 +43,26 @@ export declare class Store {
   outbox(command: OutboxCommand): OutboxOutcome
   /** The lease of `resource` as it stands, or `null`. */
   leaseOf(resource: string): Lease | null
-  /** Closes the store; every later call throws with code `CLOSED`. */
+  /**
+   * Closes the store; every later call throws with code `CLOSED`. (A writer started from
+   * it keeps the file open until the writer is closed too.)
+   */
   close(): void
+}
+
+/**
+ * The group-commit writer: every method returns a Promise, resolved after the durable commit
+ * of the batch its command ran in; Node's event loop is never blocked.
+ */
+export declare class Writer {
+  /** `Store.append`, batched. */
+  append(stream: string, expected: string | bigint, events: Array<NewEvent>): Promise<AppendOutcome>
+  /** `Store.lease`, batched. */
+  lease(command: LeaseCommand): Promise<LeaseOutcome>
+  /** Commands queued now and not yet committed. */
+  queued(): number
+  /** Waits for every queued command, then stops the writer's thread. */
+  close(): Promise<void>
 }
 
 /**
@@ -244,4 +268,12 @@ export interface VerifyReport {
   records: bigint
   /** What is wrong, one line each (empty when sound). */
   findings: Array<string>
+}
+
+/** How the writer batches. */
+export interface WriterOptions {
+  /** Most commands in one transaction. */
+  batchMax?: number
+  /** Most commands waiting; a caller finding the queue full waits for room. */
+  queueDepth?: number
 }

@@ -1,7 +1,7 @@
 // The types of lib.js: the native module's (generated from the Rust into index.d.ts), with
 // its errors as AnnalsError.
 export * from './index'
-import { Store as NativeStore, ReadOptions, Record } from './index'
+import { Store as NativeStore, Writer as NativeWriter, ReadOptions, Record, WriterOptions } from './index'
 
 /** The stable codes of AnnalsError. */
 export type ErrorCode =
@@ -43,4 +43,6 @@ export declare class Store extends NativeStore {
   static open(path: string, options?: import('./index').OpenOptions | null): Store
   /** Every record from `options.from`, lazily, read in chunks. */
   iterateAll(options?: ReadOptions): Generator<Record>
+  /** Starts the group-commit writer; its methods return Promises rejected with AnnalsError. */
+  writer(options?: WriterOptions | null): NativeWriter
 }

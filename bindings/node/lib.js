@@ -34,6 +34,16 @@ function translate(error) {
   return new AnnalsError('INVALID_ARGUMENT', message, {})
 }
 
+function promise(fn) {
+  try {
+    return fn().catch((error) => {
+      throw translate(error)
+    })
+  } catch (error) {
+    return Promise.reject(translate(error))
+  }
+}
+
 function call(fn) {
   try {
     return fn()
@@ -96,9 +106,33 @@ class Store {
   leaseOf(resource) {
     return call(() => this.#inner.leaseOf(resource))
   }
+  /** Starts the group-commit writer: its methods return Promises. */
+  writer(options) {
+    return new Writer(call(() => this.#inner.writer(options)))
+  }
   close() {
     return call(() => this.#inner.close())
   }
 }
 
-module.exports = { Store, AnnalsError }
+/** The group-commit writer: a Promise per command, resolved after its batch's commit. */
+class Writer {
+  #inner
+  constructor(inner) {
+    this.#inner = inner
+  }
+  append(stream, expected, events) {
+    return promise(() => this.#inner.append(stream, expected, events))
+  }
+  lease(command) {
+    return promise(() => this.#inner.lease(command))
+  }
+  queued() {
+    return call(() => this.#inner.queued())
+  }
+  close() {
+    return promise(() => this.#inner.close())
+  }
+}
+
+module.exports = { Store, Writer, AnnalsError }

@@ -1,14 +1,17 @@
 //! Conversions between JavaScript's values and annals' types: checked, never lossy, every
 //! refusal an `INVALID_ARGUMENT` naming the field.
 
-use annals::leases::{FencingToken, LeaseCommand as CoreLeaseCommand};
+use annals::leases::{
+    FencingToken, LeaseCommand as CoreLeaseCommand, LeaseOutcome as CoreLeaseOutcome,
+};
 use annals::outbox::{OutboxOutcome as CoreOutboxOutcome, OutboxRow as CoreOutboxRow, PullOutcome};
 use annals::{AppendOutcome as Outcome, Direction, ExpectedVersion, StreamVersion};
 use napi::bindgen_prelude::{BigInt, Buffer};
 
 use crate::error::invalid;
 use crate::{
-    AppendOutcome, Lease, LeaseCommand, NewEvent, OutboxOutcome, OutboxRow, ReadOptions, Record,
+    AppendOutcome, Lease, LeaseCommand, LeaseOutcome, NewEvent, OutboxOutcome, OutboxRow,
+    ReadOptions, Record,
 };
 
 /// The largest integer a JavaScript number holds exactly.
@@ -220,6 +223,22 @@ pub fn pull(outcome: PullOutcome) -> OutboxOutcome {
         PullOutcome::Refused { reason, key } => OutboxOutcome::Refused {
             reason: name_of(&reason),
             key,
+        },
+    }
+}
+
+pub fn lease_outcome(outcome: CoreLeaseOutcome) -> LeaseOutcome {
+    match outcome {
+        CoreLeaseOutcome::Granted { lease, renewed } => LeaseOutcome::Granted {
+            lease: lease_js(lease),
+            renewed,
+        },
+        CoreLeaseOutcome::Released { lease } => LeaseOutcome::Released {
+            lease: lease_js(lease),
+        },
+        CoreLeaseOutcome::Refused { reason, lease } => LeaseOutcome::Refused {
+            reason: name_of(&reason),
+            lease: lease.map(lease_js),
         },
     }
 }

@@ -6,9 +6,9 @@
 mod convert;
 mod error;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use annals::leases::{LeaseGuard as CoreLeaseGuard, LeaseOutcome as CoreLeaseOutcome};
+use annals::leases::LeaseGuard as CoreLeaseGuard;
 use annals::outbox::{
     ClaimToken, OutboxCommand as CoreOutboxCommand, OutboxOutcome as CoreOutboxOutcome,
     PullCommand, RowAck as CoreRowAck,
@@ -314,7 +314,7 @@ pub enum OutboxOutcome {
 /// An annals log file.
 #[napi]
 pub struct Store {
-    inner: Mutex<Option<Inner>>,
+    inner: Mutex<Option<Arc<Inner>>>,
 }
 
 #[napi]
@@ -350,20 +350,37 @@ impl Store {
             .map_err(to_js)?
         };
         Ok(Store {
-            inner: Mutex::new(Some(inner)),
+            inner: Mutex::new(Some(Arc::new(inner))),
         })
     }
 
     fn with<T>(&self, call: impl FnOnce(&Inner) -> napi::Result<T>) -> napi::Result<T> {
+        call(self.shared()?.as_ref())
+    }
+
+    fn shared(&self) -> napi::Result<Arc<Inner>> {
         let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        match guard.as_ref() {
-            Some(inner) => call(inner),
-            None => Err(error::coded(
-                "CLOSED",
-                "the store is closed",
-                serde_json::json!({}),
-            )),
+        guard.clone().ok_or_else(closed)
+    }
+
+    /// Starts the group-commit writer on a thread of its own: commands queued while a batch
+    /// runs share its transaction and its one durable commit, and each promise resolves once
+    /// its batch committed.
+    #[napi]
+    pub fn writer(&self, options: Option<WriterOptions>) -> napi::Result<Writer> {
+        let mut settings = annals::WriterOptions::default();
+        if let Some(options) = options {
+            if let Some(batch_max) = options.batch_max {
+                settings.batch_max = batch_max;
+            }
+            if let Some(queue_depth) = options.queue_depth {
+                settings.queue_depth = queue_depth;
+            }
         }
+        let writer = annals::Writer::start(self.shared()?, settings).map_err(to_js)?;
+        Ok(Writer {
+            inner: Mutex::new(Some(writer)),
+        })
     }
 
     /// Appends `events` to `stream` in one durable transaction if the stream is in the
@@ -481,19 +498,9 @@ impl Store {
     pub fn lease(&self, command: LeaseCommand) -> napi::Result<LeaseOutcome> {
         let command = convert::lease_command(command)?;
         self.with(|store| {
-            Ok(match store.execute(&command).map_err(to_js)? {
-                CoreLeaseOutcome::Granted { lease, renewed } => LeaseOutcome::Granted {
-                    lease: lease_js(lease),
-                    renewed,
-                },
-                CoreLeaseOutcome::Released { lease } => LeaseOutcome::Released {
-                    lease: lease_js(lease),
-                },
-                CoreLeaseOutcome::Refused { reason, lease } => LeaseOutcome::Refused {
-                    reason: convert::name_of(&reason),
-                    lease: lease.map(lease_js),
-                },
-            })
+            Ok(convert::lease_outcome(
+                store.execute(&command).map_err(to_js)?,
+            ))
         })
     }
 
@@ -571,12 +578,88 @@ impl Store {
         })
     }
 
-    /// Closes the store; every later call throws with code `CLOSED`.
+    /// Closes the store; every later call throws with code `CLOSED`. (A writer started from
+    /// it keeps the file open until the writer is closed too.)
     #[napi]
     pub fn close(&self) -> napi::Result<()> {
         let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        match guard.take() {
-            Some(inner) => inner.close().map_err(to_js),
+        match guard.take().map(Arc::try_unwrap) {
+            Some(Ok(inner)) => inner.close().map_err(to_js),
+            Some(Err(_)) | None => Ok(()),
+        }
+    }
+}
+
+fn closed() -> napi::Error {
+    error::coded("CLOSED", "the store is closed", serde_json::json!({}))
+}
+
+/// How the writer batches.
+#[napi(object)]
+pub struct WriterOptions {
+    /// Most commands in one transaction.
+    pub batch_max: Option<u32>,
+    /// Most commands waiting; a caller finding the queue full waits for room.
+    pub queue_depth: Option<u32>,
+}
+
+/// The group-commit writer: every method returns a Promise, resolved after the durable commit
+/// of the batch its command ran in; Node's event loop is never blocked.
+#[napi]
+pub struct Writer {
+    inner: Mutex<Option<annals::Writer>>,
+}
+
+impl Writer {
+    fn handle(&self) -> napi::Result<annals::Writer> {
+        let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        guard
+            .clone()
+            .ok_or_else(|| error::coded("CLOSED", "the writer is closed", serde_json::json!({})))
+    }
+}
+
+#[napi]
+impl Writer {
+    /// `Store.append`, batched.
+    #[napi]
+    pub async fn append(
+        &self,
+        stream: String,
+        expected: napi::Either<String, BigInt>,
+        events: Vec<NewEvent>,
+    ) -> napi::Result<AppendOutcome> {
+        let expected = convert::expected(expected)?;
+        let events = convert::events(events)?;
+        let writer = self.handle()?;
+        let outcome = writer
+            .append(stream, expected, events)
+            .await
+            .map_err(to_js)?;
+        Ok(convert::append_outcome(outcome))
+    }
+
+    /// `Store.lease`, batched.
+    #[napi]
+    pub async fn lease(&self, command: LeaseCommand) -> napi::Result<LeaseOutcome> {
+        let command = convert::lease_command(command)?;
+        let writer = self.handle()?;
+        let outcome = writer.execute(command).await.map_err(to_js)?;
+        Ok(convert::lease_outcome(outcome))
+    }
+
+    /// Commands queued now and not yet committed.
+    #[napi]
+    pub fn queued(&self) -> napi::Result<u32> {
+        Ok(u32::try_from(self.handle()?.queued()).unwrap_or(u32::MAX))
+    }
+
+    /// Waits for every queued command, then stops the writer's thread.
+    #[napi]
+    pub async fn close(&self) -> napi::Result<()> {
+        let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match taken {
+            Some(writer) => writer.close().await.map_err(to_js),
             None => Ok(()),
         }
     }
