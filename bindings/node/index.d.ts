@@ -41,6 +41,8 @@ export declare class Store {
   lease(command: LeaseCommand): LeaseOutcome
   /** Runs an outbox command against the current state, appending what it decides. */
   outbox(command: OutboxCommand): OutboxOutcome
+  /** Runs an ingest command: the hub's exactly-once sync ingest. */
+  ingest(command: IngestCommand): IngestOutcome
   /** The lease of `resource` as it stands, or `null`. */
   leaseOf(resource: string): Lease | null
   /**
@@ -84,6 +86,64 @@ export interface Head {
   /** The hash of the last record (all zeros for an empty log), lower-case hex. */
   hash: string
 }
+
+/**
+ * A runtime's event pushed to the hub's exactly-once sync ingest, keyed by
+ * (project, run, sequence).
+ */
+export interface IngestCommand {
+  /** The runtime's project. */
+  project: string
+  /** The run within the project. */
+  run: string
+  /** The event's sequence within the run, from 1. */
+  sequence: bigint
+  /** The hub project that is to hold it. */
+  hubProject: string
+  /** The runtime the run lives on. */
+  homeRuntime: string
+  /** The runtime's name for the event's type. */
+  eventType: string
+  /** The event as the runtime sent it. */
+  bytes: Buffer
+  /** The hub's clock when it arrived. */
+  receivedAtMs: number
+}
+
+/** An event the hub holds. */
+export interface IngestedEvent {
+  /** The runtime's project. */
+  project: string
+  /** The run. */
+  run: string
+  /** Its sequence. */
+  sequence: bigint
+  /** The hub project that holds it. */
+  hubProject: string
+  /** The runtime the run lives on. */
+  homeRuntime: string
+  /** Its type. */
+  eventType: string
+  /** blake3 of its bytes, lower-case hex. */
+  contentHash: string
+  /** When the hub accepted it. */
+  receivedAtMs: number
+  /** Its bytes. */
+  bytes: Buffer
+}
+
+/**
+ * What an ingest got: `accepted`, `duplicate` (the same bytes under the same key; nothing
+ * appended) or `conflict` (`sequence_reused`, `project_mismatch`, `home_runtime_mismatch`).
+ */
+export type IngestOutcome =
+  | { type: 'accepted'; /** The event as now held. */
+  event: IngestedEvent }
+  | { type: 'duplicate'; /** The event as held, with its first receipt time. */
+  event: IngestedEvent }
+  | { type: 'conflict'; /** Why. */
+    reason: string; /** The content hash held under the key, for `sequence_reused`. */
+  existingHash?: string }
 
 /** A lease: who holds a resource, under which fencing token, until when. */
 export interface Lease {

@@ -103,6 +103,9 @@ class Store {
   outbox(command) {
     return call(() => this.#inner.outbox(command))
   }
+  ingest(command) {
+    return call(() => this.#inner.ingest(command))
+  }
   leaseOf(resource) {
     return call(() => this.#inner.leaseOf(resource))
   }

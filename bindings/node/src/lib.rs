@@ -311,6 +311,74 @@ pub enum OutboxOutcome {
     },
 }
 
+/// A runtime's event pushed to the hub's exactly-once sync ingest, keyed by
+/// (project, run, sequence).
+#[napi(object)]
+pub struct IngestCommand {
+    /// The runtime's project.
+    pub project: String,
+    /// The run within the project.
+    pub run: String,
+    /// The event's sequence within the run, from 1.
+    pub sequence: BigInt,
+    /// The hub project that is to hold it.
+    pub hub_project: String,
+    /// The runtime the run lives on.
+    pub home_runtime: String,
+    /// The runtime's name for the event's type.
+    pub event_type: String,
+    /// The event as the runtime sent it.
+    pub bytes: Buffer,
+    /// The hub's clock when it arrived.
+    pub received_at_ms: f64,
+}
+
+/// An event the hub holds.
+#[napi(object)]
+pub struct IngestedEvent {
+    /// The runtime's project.
+    pub project: String,
+    /// The run.
+    pub run: String,
+    /// Its sequence.
+    pub sequence: BigInt,
+    /// The hub project that holds it.
+    pub hub_project: String,
+    /// The runtime the run lives on.
+    pub home_runtime: String,
+    /// Its type.
+    pub event_type: String,
+    /// blake3 of its bytes, lower-case hex.
+    pub content_hash: String,
+    /// When the hub accepted it.
+    pub received_at_ms: f64,
+    /// Its bytes.
+    pub bytes: Buffer,
+}
+
+/// What an ingest got: `accepted`, `duplicate` (the same bytes under the same key; nothing
+/// appended) or `conflict` (`sequence_reused`, `project_mismatch`, `home_runtime_mismatch`).
+#[napi(discriminant = "type", discriminant_case = "lowercase")]
+pub enum IngestOutcome {
+    /// Accepted and recorded.
+    Accepted {
+        /// The event as now held.
+        event: IngestedEvent,
+    },
+    /// Already held with the same content.
+    Duplicate {
+        /// The event as held, with its first receipt time.
+        event: IngestedEvent,
+    },
+    /// Refused; nothing appended.
+    Conflict {
+        /// Why.
+        reason: String,
+        /// The content hash held under the key, for `sequence_reused`.
+        existing_hash: Option<String>,
+    },
+}
+
 /// An annals log file.
 #[napi]
 pub struct Store {
@@ -565,6 +633,17 @@ impl Store {
                 self.with(|store| Ok(convert::pull(store.execute(&command).map_err(to_js)?)))
             }
         }
+    }
+
+    /// Runs an ingest command: the hub's exactly-once sync ingest.
+    #[napi]
+    pub fn ingest(&self, command: IngestCommand) -> napi::Result<IngestOutcome> {
+        let command = convert::ingest_command(command)?;
+        self.with(|store| {
+            Ok(convert::ingest_outcome(
+                store.execute(&command).map_err(to_js)?,
+            ))
+        })
     }
 
     /// The lease of `resource` as it stands, or `null`.
