@@ -43,6 +43,10 @@ export declare class Store {
   outbox(command: OutboxCommand): OutboxOutcome
   /** Runs an ingest command: the hub's exactly-once sync ingest. */
   ingest(command: IngestCommand): IngestOutcome
+  /** Runs a span command of the runs projection. */
+  span(command: SpanCommand): SpanOutcome
+  /** The rollup of a closed run (its spans' usage and costs summed), or `null`. */
+  rollup(run: string): any | null
   /** The lease of `resource` as it stands, or `null`. */
   leaseOf(resource: string): Lease | null
   /**
@@ -318,6 +322,58 @@ export interface RowAck {
   key: string
   /** The claim's token. */
   token: string
+}
+
+/** A span command (`type`: `start` or `end`) of a run's span tree. */
+export type SpanCommand =
+  | { type: 'start'; /** The run. */
+    run: string; /** The span's id. */
+    span: string; /** Its parent span, if any. */
+    parent?: string; /** Its name. */
+    name: string; /** What it is a unit of: `'turn'`, `'tool'`, `'subagent'`, `'cron'`, `'session'`. */
+    kind: string; /** Who started it: `'session'` or `'cron'`. */
+    origin: string; /** Its writer. */
+    writer: string; /** Free-form attributes. */
+    attributes?: Record<string, string>; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'end'; /** The run. */
+    run: string; /** The span. */
+    span: string; /** How it ended. */
+    outcome: string; /** Why, if it failed. */
+    reason?: string; /** What it used. */
+    usage?: SpanUsage; /** The caller's clock. */
+  nowMs: number }
+
+/**
+ * What a span command got: `started` (its run seq and depth), `ended` (the run's rollup,
+ * when the root is now terminal), or `refused` with the reason.
+ */
+export type SpanOutcome =
+  | { type: 'started'; /** Its run's seq for the start. */
+    seq: bigint; /** Its depth in the run's tree. */
+  depth: number }
+  | { type: 'ended'; /** Its run's seq for the end. */
+    seq: bigint; /** The run's rollup (as annals describes it), when its root is now terminal. */
+  rollup?: any }
+  | { type: 'other'; /** Its description. */
+  detail: string }
+  | { type: 'refused'; /** Why. */
+  reason: string }
+
+/** Tokens and cost a span reports. */
+export interface SpanUsage {
+  /** Input tokens. */
+  inputTokens?: number
+  /** Output tokens. */
+  outputTokens?: number
+  /** Tokens read from a prompt cache. */
+  cacheReadTokens?: number
+  /** Tokens written to a prompt cache. */
+  cacheCreationTokens?: number
+  /** Cost in millionths of a US dollar. */
+  costMicroUsd?: number
+  /** The model that consumed them. */
+  model?: string
 }
 
 /** What `verify` found. */

@@ -106,6 +106,12 @@ class Store {
   ingest(command) {
     return call(() => this.#inner.ingest(command))
   }
+  span(command) {
+    return call(() => this.#inner.span(command))
+  }
+  rollup(run) {
+    return call(() => this.#inner.rollup(run))
+  }
   leaseOf(resource) {
     return call(() => this.#inner.leaseOf(resource))
   }

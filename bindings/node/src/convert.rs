@@ -11,7 +11,7 @@ use napi::bindgen_prelude::{BigInt, Buffer};
 use crate::error::invalid;
 use crate::{
     AppendOutcome, IngestCommand, IngestOutcome, IngestedEvent, Lease, LeaseCommand, LeaseOutcome,
-    NewEvent, OutboxOutcome, OutboxRow, ReadOptions, Record,
+    NewEvent, OutboxOutcome, OutboxRow, ReadOptions, Record, SpanCommand, SpanOutcome,
 };
 
 /// The largest integer a JavaScript number holds exactly.
@@ -285,6 +285,101 @@ pub fn ingest_outcome(outcome: annals::ingest::IngestOutcome) -> IngestOutcome {
         } => IngestOutcome::Conflict {
             reason: name_of(&reason),
             existing_hash: existing_hash.map(|hash| hash.to_hex()),
+        },
+    }
+}
+
+/// A value of one of annals' serde enums (`'llm_call'`, `'succeeded'`, …), named by `field`.
+fn named<T: serde::de::DeserializeOwned>(text: String, field: &str) -> napi::Result<T> {
+    serde_json::from_value(serde_json::Value::String(text))
+        .map_err(|error| invalid(field, &error.to_string()))
+}
+
+fn optional_u64(value: Option<f64>, field: &str) -> napi::Result<Option<u64>> {
+    value.map(|value| u64_of_ms(value, field)).transpose()
+}
+
+pub fn span_command(command: SpanCommand) -> napi::Result<annals::runs::SpanCommand> {
+    use annals::runs::SpanCommand as Core;
+    Ok(match command {
+        SpanCommand::Start {
+            run,
+            span,
+            parent,
+            name,
+            kind,
+            origin,
+            writer,
+            attributes,
+            now_ms,
+        } => Core::Start {
+            run,
+            span,
+            parent,
+            name,
+            kind: named(kind, "kind")?,
+            origin: named(origin, "origin")?,
+            session_id: None,
+            job_name: None,
+            attributes: attributes.unwrap_or_default().into_iter().collect(),
+            billing_mode: None,
+            writer,
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        },
+        SpanCommand::End {
+            run,
+            span,
+            outcome,
+            reason,
+            usage,
+            now_ms,
+        } => {
+            let usage = match usage {
+                None => annals::runs::SpanUsage::default(),
+                Some(usage) => annals::runs::SpanUsage {
+                    input_tokens: optional_u64(usage.input_tokens, "usage.inputTokens")?,
+                    output_tokens: optional_u64(usage.output_tokens, "usage.outputTokens")?,
+                    cache_read_tokens: optional_u64(
+                        usage.cache_read_tokens,
+                        "usage.cacheReadTokens",
+                    )?,
+                    cache_creation_tokens: optional_u64(
+                        usage.cache_creation_tokens,
+                        "usage.cacheCreationTokens",
+                    )?,
+                    cost_micro_usd: optional_u64(usage.cost_micro_usd, "usage.costMicroUsd")?,
+                    model: usage.model,
+                },
+            };
+            Core::End {
+                run,
+                span,
+                outcome: named(outcome, "outcome")?,
+                reason,
+                usage,
+                attributes: Default::default(),
+                now_ms: u64_of_ms(now_ms, "nowMs")?,
+            }
+        }
+    })
+}
+
+pub fn span_outcome(outcome: annals::runs::SpanCommandOutcome) -> SpanOutcome {
+    use annals::runs::SpanCommandOutcome as Core;
+    match outcome {
+        Core::Started { seq, depth } => SpanOutcome::Started {
+            seq: BigInt::from(seq.0),
+            depth,
+        },
+        Core::Ended { seq, rollup } => SpanOutcome::Ended {
+            seq: BigInt::from(seq.0),
+            rollup: rollup.map(|rollup| serde_json::to_value(*rollup).unwrap_or_default()),
+        },
+        Core::Refused { reason } => SpanOutcome::Refused {
+            reason: name_of(&reason),
+        },
+        other => SpanOutcome::Other {
+            detail: format!("{other:?}"),
         },
     }
 }

@@ -379,6 +379,95 @@ pub enum IngestOutcome {
     },
 }
 
+/// Tokens and cost a span reports.
+#[napi(object)]
+pub struct SpanUsage {
+    /// Input tokens.
+    pub input_tokens: Option<f64>,
+    /// Output tokens.
+    pub output_tokens: Option<f64>,
+    /// Tokens read from a prompt cache.
+    pub cache_read_tokens: Option<f64>,
+    /// Tokens written to a prompt cache.
+    pub cache_creation_tokens: Option<f64>,
+    /// Cost in millionths of a US dollar.
+    pub cost_micro_usd: Option<f64>,
+    /// The model that consumed them.
+    pub model: Option<String>,
+}
+
+/// A span command (`type`: `start` or `end`) of a run's span tree.
+#[napi(discriminant = "type", discriminant_case = "lowercase")]
+pub enum SpanCommand {
+    /// Start a span (a root when `parent` is absent).
+    Start {
+        /// The run.
+        run: String,
+        /// The span's id.
+        span: String,
+        /// Its parent span, if any.
+        parent: Option<String>,
+        /// Its name.
+        name: String,
+        /// What it is a unit of: `'turn'`, `'tool'`, `'subagent'`, `'cron'`, `'session'`.
+        kind: String,
+        /// Who started it: `'session'` or `'cron'`.
+        origin: String,
+        /// Its writer.
+        writer: String,
+        /// Free-form attributes.
+        attributes: Option<std::collections::HashMap<String, String>>,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+    /// End a span with its outcome (`'success'`, `'error'`, `'timeout'`, `'cancelled'`, `'denied'`,
+    /// `'interrupted'`).
+    End {
+        /// The run.
+        run: String,
+        /// The span.
+        span: String,
+        /// How it ended.
+        outcome: String,
+        /// Why, if it failed.
+        reason: Option<String>,
+        /// What it used.
+        usage: Option<SpanUsage>,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+}
+
+/// What a span command got: `started` (its run seq and depth), `ended` (the run's rollup,
+/// when the root is now terminal), or `refused` with the reason.
+#[napi(discriminant = "type", discriminant_case = "lowercase")]
+pub enum SpanOutcome {
+    /// The span started.
+    Started {
+        /// Its run's seq for the start.
+        seq: BigInt,
+        /// Its depth in the run's tree.
+        depth: u32,
+    },
+    /// The span ended.
+    Ended {
+        /// Its run's seq for the end.
+        seq: BigInt,
+        /// The run's rollup (as annals describes it), when its root is now terminal.
+        rollup: Option<serde_json::Value>,
+    },
+    /// Another outcome (patched, an event, a heartbeat), as annals describes it.
+    Other {
+        /// Its description.
+        detail: String,
+    },
+    /// Refused; nothing appended.
+    Refused {
+        /// Why.
+        reason: String,
+    },
+}
+
 /// An annals log file.
 #[napi]
 pub struct Store {
@@ -643,6 +732,27 @@ impl Store {
             Ok(convert::ingest_outcome(
                 store.execute(&command).map_err(to_js)?,
             ))
+        })
+    }
+
+    /// Runs a span command of the runs projection.
+    #[napi]
+    pub fn span(&self, command: SpanCommand) -> napi::Result<SpanOutcome> {
+        let command = convert::span_command(command)?;
+        self.with(|store| {
+            Ok(convert::span_outcome(
+                store.execute(&command).map_err(to_js)?,
+            ))
+        })
+    }
+
+    /// The rollup of a closed run (its spans' usage and costs summed), or `null`.
+    #[napi]
+    pub fn rollup(&self, run: String) -> napi::Result<Option<serde_json::Value>> {
+        self.with(|store| {
+            let state = store.state().map_err(to_js)?;
+            let rollup = annals::runs::rollup(&state, &run).map_err(to_js)?;
+            Ok(rollup.map(|rollup| serde_json::to_value(rollup).unwrap_or_default()))
         })
     }
 
