@@ -50,10 +50,24 @@ export declare class Store {
   /** The lease of `resource` as it stands, or `null`. */
   leaseOf(resource: string): Lease | null
   /**
+   * Every record from `options.from` (default 0) on: the history, then each record as it
+   * commits, in this process or another. `lib.js` makes it an async iterator.
+   */
+  subscribe(options?: SubscribeOptions | undefined | null): Subscription
+  /**
    * Closes the store; every later call throws with code `CLOSED`. (A writer started from
    * it keeps the file open until the writer is closed too.)
    */
   close(): void
+}
+
+/**
+ * Records as they commit: `next()` resolves with the next record, waiting for a commit when
+ * it has delivered every one so far.
+ */
+export declare class Subscription {
+  /** The next record, once there is one. */
+  next(): Promise<Record>
 }
 
 /**
@@ -374,6 +388,12 @@ export interface SpanUsage {
   costMicroUsd?: number
   /** The model that consumed them. */
   model?: string
+}
+
+/** Where a subscription starts. */
+export interface SubscribeOptions {
+  /** The first position delivered; default 0. */
+  from?: bigint
 }
 
 /** What `verify` found. */

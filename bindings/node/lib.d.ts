@@ -43,6 +43,8 @@ export declare class Store extends NativeStore {
   static open(path: string, options?: import('./index').OpenOptions | null): Store
   /** Every record from `options.from`, lazily, read in chunks. */
   iterateAll(options?: ReadOptions): Generator<Record>
+  /** Every record from `options.from` on, history then live; break out of the loop to stop. */
+  subscribe(options?: import('./index').SubscribeOptions | null): AsyncIterableIterator<Record>
   /** Starts the group-commit writer; its methods return Promises rejected with AnnalsError. */
   writer(options?: WriterOptions | null): NativeWriter
 }

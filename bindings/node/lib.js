@@ -115,6 +115,20 @@ class Store {
   leaseOf(resource) {
     return call(() => this.#inner.leaseOf(resource))
   }
+  /**
+   * Every record from `options.from` on, history then live, as an async iterator:
+   * `for await (const record of store.subscribe({ from: 0n })) { … }` (break to stop).
+   */
+  subscribe(options) {
+    const inner = call(() => this.#inner.subscribe(options))
+    return {
+      next: () => promise(() => inner.next()).then((value) => ({ value, done: false })),
+      return: async () => ({ value: undefined, done: true }),
+      [Symbol.asyncIterator]() {
+        return this
+      },
+    }
+  }
   /** Starts the group-commit writer: its methods return Promises. */
   writer(options) {
     return new Writer(call(() => this.#inner.writer(options)))

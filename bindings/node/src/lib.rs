@@ -767,6 +767,20 @@ impl Store {
         })
     }
 
+    /// Every record from `options.from` (default 0) on: the history, then each record as it
+    /// commits, in this process or another. `lib.js` makes it an async iterator.
+    #[napi]
+    pub fn subscribe(&self, options: Option<SubscribeOptions>) -> napi::Result<Subscription> {
+        let from = match options.and_then(|options| options.from) {
+            Some(from) => position(&from, "from")?,
+            None => 0,
+        };
+        let subscription = annals::subscribe::subscribe(self.shared()?, Position(from));
+        Ok(Subscription {
+            inner: Arc::new(tokio::sync::Mutex::new(subscription)),
+        })
+    }
+
     /// Closes the store; every later call throws with code `CLOSED`. (A writer started from
     /// it keeps the file open until the writer is closed too.)
     #[napi]
@@ -781,6 +795,32 @@ impl Store {
 
 fn closed() -> napi::Error {
     error::coded("CLOSED", "the store is closed", serde_json::json!({}))
+}
+
+/// Where a subscription starts.
+#[napi(object)]
+pub struct SubscribeOptions {
+    /// The first position delivered; default 0.
+    pub from: Option<BigInt>,
+}
+
+/// Records as they commit: `next()` resolves with the next record, waiting for a commit when
+/// it has delivered every one so far.
+#[napi]
+pub struct Subscription {
+    inner: Arc<tokio::sync::Mutex<annals::Subscription>>,
+}
+
+#[napi]
+impl Subscription {
+    /// The next record, once there is one.
+    #[napi]
+    pub async fn next(&self) -> napi::Result<Record> {
+        let inner = Arc::clone(&self.inner);
+        let mut subscription = inner.lock().await;
+        let record = subscription.next().await.map_err(to_js)?;
+        Ok(record_js(record))
+    }
 }
 
 /// How the writer batches.
