@@ -29,7 +29,7 @@ function value(next, depth = 0) {
     case 9: return ['any', 'none', 'exists', 'acquire', 'enqueue', 'claim', 'ack'][Math.floor(next() * 7)]
     default: {
       if (depth > 2) return {}
-      const keys = ['type', 'resource', 'holder', 'ttlMs', 'nowMs', 'token', 'key', 'peer', 'kind', 'payload', 'atMs', 'limit', 'leaseMs', 'acks', 'from', 'direction', 'sharing']
+      const keys = ['type', 'resource', 'holder', 'ttlMs', 'nowMs', 'token', 'key', 'peer', 'kind', 'payload', 'atMs', 'limit', 'leaseMs', 'acks', 'from', 'direction', 'sharing', 'run', 'span', 'name', 'origin', 'writer', 'outcome', 'usage', 'project', 'sequence', 'hubProject', 'homeRuntime', 'eventType', 'bytes', 'receivedAtMs', 'batchMax', 'queueDepth']
       const object = {}
       for (const key of keys) if (next() < 0.5) object[key] = value(next, depth + 1)
       return object
@@ -40,7 +40,7 @@ function value(next, depth = 0) {
 test('random arguments to every method never crash the process', (t) => {
   const { store } = freshStore(t)
   const next = random(7)
-  const methods = ['append', 'appendGuarded', 'readAll', 'readStream', 'get', 'lease', 'outbox', 'leaseOf']
+  const methods = ['append', 'appendGuarded', 'readAll', 'readStream', 'get', 'lease', 'outbox', 'leaseOf', 'span', 'ingest', 'rollup', 'subscribe', 'writer']
   let thrown = 0
   for (let i = 0; i < 3000; i++) {
     const method = methods[i % methods.length]
@@ -54,5 +54,25 @@ test('random arguments to every method never crash the process', (t) => {
     }
   }
   assert.ok(thrown > 0)
+  assert.equal(store.verify().sound, true)
+})
+
+test('random arguments to the writer reject with AnnalsError, never crash', async (t) => {
+  const { store } = freshStore(t)
+  const writer = store.writer()
+  const next = random(11)
+  let rejected = 0
+  for (let i = 0; i < 500; i++) {
+    const method = i % 2 === 0 ? 'append' : 'lease'
+    const args = Array.from({ length: 3 }, () => value(next))
+    try {
+      await writer[method](...args)
+    } catch (error) {
+      assert.ok(error instanceof AnnalsError, `${method}: ${error}`)
+      rejected++
+    }
+  }
+  assert.ok(rejected > 0)
+  await writer.close()
   assert.equal(store.verify().sound, true)
 })
