@@ -47,6 +47,12 @@ export declare class Store {
   span(command: SpanCommand): SpanOutcome
   /** The rollup of a closed run (its spans' usage and costs summed), or `null`. */
   rollup(run: string): any | null
+  /** Runs a registry command. */
+  registry(command: InstanceCommand): InstanceOutcome
+  /** The instance registered under `handle` (as annals describes it), or `null`. */
+  instance(handle: string): any | null
+  /** Records a consumer's checkpoint. */
+  consumer(command: ConsumerCommand): ConsumerOutcome
   /** The lease of `resource` as it stands, or `null`. */
   leaseOf(resource: string): Lease | null
   /**
@@ -96,6 +102,43 @@ export type AppendOutcome =
   count: number }
   | { type: 'duplicate'; /** Where each event already is. */
   positions: Array<bigint> }
+
+/** Where a consumer stopped. */
+export interface ConsumerCheckpoint {
+  /** The consumer's name. */
+  consumer: string
+  /** The position of the last record it handled. */
+  position: bigint
+  /** That record's hash. */
+  hash: string
+  /** When it was recorded. */
+  atMs: number
+}
+
+/** A consumer's checkpoint: it handled every record up to `position`, whose hash is `hash`. */
+export interface ConsumerCommand {
+  /** The consumer's name. */
+  consumer: string
+  /** The position of the last record handled. */
+  position: bigint
+  /** That record's hash, lower-case hex (as `Record.hash`). */
+  hash: string
+  /** The caller's clock. */
+  nowMs: number
+}
+
+/**
+ * What a consumer checkpoint got: `checkpointed`, `unchanged`, or `refused` with the reason
+ * (a position behind the last, or a hash that is not the log's).
+ */
+export type ConsumerOutcome =
+  | { type: 'checkpointed'; /** The checkpoint now. */
+  checkpoint: ConsumerCheckpoint }
+  | { type: 'unchanged'; /** The checkpoint as it stands. */
+  checkpoint: ConsumerCheckpoint }
+  | { type: 'refused'; /** Why. */
+    reason: string; /** The checkpoint that stands. */
+  checkpoint: ConsumerCheckpoint }
 
 /** The head of the log. */
 export interface Head {
@@ -162,6 +205,62 @@ export type IngestOutcome =
   | { type: 'conflict'; /** Why. */
     reason: string; /** The content hash held under the key, for `sequence_reused`. */
   existingHash?: string }
+
+/** A registry command (`type`: `upsert`, `setStatus` or `remove`). */
+export type InstanceCommand =
+  | { type: 'upsert'; /** The handle: a hostname label or a token id. */
+    handle: string; /** The fields given. */
+    fields: InstanceFields; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'setStatus'; /** The handle. */
+    handle: string; /** `'enabled'` or `'disabled'`. */
+    status: string; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'remove'; /** The handle. */
+    handle: string; /** The caller's clock. */
+  nowMs: number }
+
+/**
+ * The fields of a registry upsert: an absent one is left as it is (or its default on a new
+ * instance); for `identity`, `tree`, `source` and `owner` an empty string clears it.
+ */
+export interface InstanceFields {
+  /** The domain (default `'localhost'`). */
+  domain?: string
+  /** The identity key (hex). */
+  identity?: string
+  /** The store; a new instance needs one. */
+  store?: string
+  /** The root of the tree deployed. */
+  tree?: string
+  /** The directory it came from. */
+  source?: string
+  /** Whom it knows: handles, or `['*']` for every other enabled instance. */
+  knows?: Array<string>
+  /** `'enabled'` (default) or `'disabled'`. */
+  status?: string
+  /** `'agent'` (default) or `'mailbox'`. */
+  kind?: string
+  /** A mailbox's owner (hex identity). */
+  owner?: string
+  /** Overlay names routed to it. */
+  topics?: Array<string>
+}
+
+/**
+ * What a registry command did: `added`, `updated`, `unchanged` (nothing appended),
+ * `removed`, each with the instance as annals describes it, or `missing`.
+ */
+export type InstanceOutcome =
+  | { type: 'added'; /** The instance now. */
+  instance: any }
+  | { type: 'updated'; /** The instance now. */
+  instance: any }
+  | { type: 'unchanged'; /** The instance as it stands. */
+  instance: any }
+  | { type: 'removed'; /** The instance as it was. */
+  instance: any }
+  | { type: 'missing' }
 
 /** A lease: who holds a resource, under which fencing token, until when. */
 export interface Lease {

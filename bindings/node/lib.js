@@ -112,6 +112,15 @@ class Store {
   rollup(run) {
     return call(() => this.#inner.rollup(run))
   }
+  registry(command) {
+    return call(() => this.#inner.registry(command))
+  }
+  instance(handle) {
+    return call(() => this.#inner.instance(handle))
+  }
+  consumer(command) {
+    return call(() => this.#inner.consumer(command))
+  }
   leaseOf(resource) {
     return call(() => this.#inner.leaseOf(resource))
   }

@@ -10,8 +10,10 @@ use napi::bindgen_prelude::{BigInt, Buffer};
 
 use crate::error::invalid;
 use crate::{
-    AppendOutcome, IngestCommand, IngestOutcome, IngestedEvent, Lease, LeaseCommand, LeaseOutcome,
-    NewEvent, OutboxOutcome, OutboxRow, ReadOptions, Record, SpanCommand, SpanOutcome,
+    AppendOutcome, ConsumerCheckpoint, ConsumerCommand, ConsumerOutcome, IngestCommand,
+    IngestOutcome, IngestedEvent, InstanceCommand, InstanceOutcome, Lease, LeaseCommand,
+    LeaseOutcome, NewEvent, OutboxOutcome, OutboxRow, ReadOptions, Record, SpanCommand,
+    SpanOutcome,
 };
 
 /// The largest integer a JavaScript number holds exactly.
@@ -380,6 +382,110 @@ pub fn span_outcome(outcome: annals::runs::SpanCommandOutcome) -> SpanOutcome {
         },
         other => SpanOutcome::Other {
             detail: format!("{other:?}"),
+        },
+    }
+}
+
+pub fn instance_command(
+    command: InstanceCommand,
+) -> napi::Result<annals::registry::InstanceCommand> {
+    use annals::registry::InstanceCommand as Core;
+    Ok(match command {
+        InstanceCommand::Upsert {
+            handle,
+            fields,
+            now_ms,
+        } => Core::Upsert {
+            handle,
+            fields: annals::registry::InstanceFields {
+                domain: fields.domain,
+                identity: fields.identity,
+                store: fields.store,
+                tree: fields.tree,
+                source: fields.source,
+                knows: fields.knows.map(annals::registry::Knows::from_handles),
+                status: fields
+                    .status
+                    .map(|status| named(status, "fields.status"))
+                    .transpose()?,
+                kind: fields
+                    .kind
+                    .map(|kind| named(kind, "fields.kind"))
+                    .transpose()?,
+                owner: fields.owner,
+                topics: fields.topics,
+            },
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        },
+        InstanceCommand::SetStatus {
+            handle,
+            status,
+            now_ms,
+        } => Core::SetStatus {
+            handle,
+            status: named(status, "status")?,
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        },
+        InstanceCommand::Remove { handle, now_ms } => Core::Remove {
+            handle,
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        },
+    })
+}
+
+pub fn instance_outcome(outcome: annals::registry::InstanceOutcome) -> InstanceOutcome {
+    use annals::registry::InstanceOutcome as Core;
+    let json = |instance| serde_json::to_value(instance).unwrap_or_default();
+    match outcome {
+        Core::Added { instance } => InstanceOutcome::Added {
+            instance: json(instance),
+        },
+        Core::Updated { instance } => InstanceOutcome::Updated {
+            instance: json(instance),
+        },
+        Core::Unchanged { instance } => InstanceOutcome::Unchanged {
+            instance: json(instance),
+        },
+        Core::Removed { instance } => InstanceOutcome::Removed {
+            instance: json(instance),
+        },
+        Core::Missing => InstanceOutcome::Missing {},
+    }
+}
+
+pub fn consumer_command(
+    command: ConsumerCommand,
+) -> napi::Result<annals::consumers::ConsumerCommand> {
+    Ok(annals::consumers::ConsumerCommand::Checkpoint {
+        consumer: command.consumer,
+        position: annals::Position(u64_of(&command.position, "position")?),
+        hash: annals::Digest::from_hex(&command.hash)
+            .ok_or_else(|| invalid("hash", "must be 64 lower-case hex digits"))?,
+        now_ms: u64_of_ms(command.now_ms, "nowMs")?,
+    })
+}
+
+fn checkpoint_js(checkpoint: annals::consumers::ConsumerCheckpoint) -> ConsumerCheckpoint {
+    ConsumerCheckpoint {
+        consumer: checkpoint.consumer,
+        position: BigInt::from(checkpoint.position.0),
+        hash: checkpoint.hash.to_hex(),
+        at_ms: checkpoint.at_ms as f64,
+    }
+}
+
+pub fn consumer_outcome(outcome: annals::consumers::ConsumerOutcome) -> ConsumerOutcome {
+    use annals::consumers::ConsumerOutcome as Core;
+    match outcome {
+        Core::Checkpointed { checkpoint } => ConsumerOutcome::Checkpointed {
+            checkpoint: checkpoint_js(checkpoint),
+        },
+        Core::Unchanged { checkpoint } => ConsumerOutcome::Unchanged {
+            checkpoint: checkpoint_js(checkpoint),
+        },
+        Core::Refused { reason, checkpoint } => ConsumerOutcome::Refused {
+            reason: name_of(&reason),
+            checkpoint: checkpoint_js(checkpoint),
         },
     }
 }

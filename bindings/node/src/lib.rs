@@ -68,7 +68,7 @@ pub struct Record {
 
 /// What an append did: `appended` (the first position and version, how many) or `duplicate`
 /// (every event was appended before; where each is).
-#[napi(discriminant = "type", discriminant_case = "lowercase")]
+#[napi(discriminant = "type", discriminant_case = "camelCase")]
 pub enum AppendOutcome {
     /// The events were written, contiguously.
     Appended {
@@ -133,7 +133,7 @@ pub struct Lease {
 }
 
 /// A lease command (`type`: `acquire`, `renew` or `release`); the clock comes in with it.
-#[napi(discriminant = "type", discriminant_case = "lowercase")]
+#[napi(discriminant = "type", discriminant_case = "camelCase")]
 pub enum LeaseCommand {
     /// Take the resource (or extend one's own live lease).
     Acquire {
@@ -175,7 +175,7 @@ pub enum LeaseCommand {
 /// What a lease command got: `granted` (`renewed` when an own lease was extended),
 /// `released`, or `refused` with the reason (`held`, `missing`, `superseded`, `expired`, …)
 /// and the lease that stands.
-#[napi(discriminant = "type", discriminant_case = "lowercase")]
+#[napi(discriminant = "type", discriminant_case = "camelCase")]
 pub enum LeaseOutcome {
     /// The caller holds the lease.
     Granted {
@@ -211,7 +211,7 @@ pub struct LeaseGuard {
 }
 
 /// An outbox command (`type`: `enqueue`, `claim` or `ack`).
-#[napi(discriminant = "type", discriminant_case = "lowercase")]
+#[napi(discriminant = "type", discriminant_case = "camelCase")]
 pub enum OutboxCommand {
     /// Queue a delivery for `peer` under the idempotency key `key`.
     Enqueue {
@@ -274,7 +274,7 @@ pub struct OutboxRow {
 
 /// What an outbox command got: `enqueued` (or `duplicate`), `claimed` (the rows), `acked`
 /// (the keys acked and those refused), or `refused`.
-#[napi(discriminant = "type", discriminant_case = "lowercase")]
+#[napi(discriminant = "type", discriminant_case = "camelCase")]
 pub enum OutboxOutcome {
     /// Queued now.
     Enqueued {
@@ -358,7 +358,7 @@ pub struct IngestedEvent {
 
 /// What an ingest got: `accepted`, `duplicate` (the same bytes under the same key; nothing
 /// appended) or `conflict` (`sequence_reused`, `project_mismatch`, `home_runtime_mismatch`).
-#[napi(discriminant = "type", discriminant_case = "lowercase")]
+#[napi(discriminant = "type", discriminant_case = "camelCase")]
 pub enum IngestOutcome {
     /// Accepted and recorded.
     Accepted {
@@ -397,7 +397,7 @@ pub struct SpanUsage {
 }
 
 /// A span command (`type`: `start` or `end`) of a run's span tree.
-#[napi(discriminant = "type", discriminant_case = "lowercase")]
+#[napi(discriminant = "type", discriminant_case = "camelCase")]
 pub enum SpanCommand {
     /// Start a span (a root when `parent` is absent).
     Start {
@@ -440,7 +440,7 @@ pub enum SpanCommand {
 
 /// What a span command got: `started` (its run seq and depth), `ended` (the run's rollup,
 /// when the root is now terminal), or `refused` with the reason.
-#[napi(discriminant = "type", discriminant_case = "lowercase")]
+#[napi(discriminant = "type", discriminant_case = "camelCase")]
 pub enum SpanOutcome {
     /// The span started.
     Started {
@@ -465,6 +465,139 @@ pub enum SpanOutcome {
     Refused {
         /// Why.
         reason: String,
+    },
+}
+
+/// The fields of a registry upsert: an absent one is left as it is (or its default on a new
+/// instance); for `identity`, `tree`, `source` and `owner` an empty string clears it.
+#[napi(object)]
+pub struct InstanceFields {
+    /// The domain (default `'localhost'`).
+    pub domain: Option<String>,
+    /// The identity key (hex).
+    pub identity: Option<String>,
+    /// The store; a new instance needs one.
+    pub store: Option<String>,
+    /// The root of the tree deployed.
+    pub tree: Option<String>,
+    /// The directory it came from.
+    pub source: Option<String>,
+    /// Whom it knows: handles, or `['*']` for every other enabled instance.
+    pub knows: Option<Vec<String>>,
+    /// `'enabled'` (default) or `'disabled'`.
+    pub status: Option<String>,
+    /// `'agent'` (default) or `'mailbox'`.
+    pub kind: Option<String>,
+    /// A mailbox's owner (hex identity).
+    pub owner: Option<String>,
+    /// Overlay names routed to it.
+    pub topics: Option<Vec<String>>,
+}
+
+/// A registry command (`type`: `upsert`, `setStatus` or `remove`).
+#[napi(discriminant = "type", discriminant_case = "camelCase")]
+pub enum InstanceCommand {
+    /// Registers `handle`, or changes the given fields of the instance that has it.
+    Upsert {
+        /// The handle: a hostname label or a token id.
+        handle: String,
+        /// The fields given.
+        fields: InstanceFields,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+    /// Enables or disables an instance.
+    SetStatus {
+        /// The handle.
+        handle: String,
+        /// `'enabled'` or `'disabled'`.
+        status: String,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+    /// Removes an instance from the registry.
+    Remove {
+        /// The handle.
+        handle: String,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+}
+
+/// What a registry command did: `added`, `updated`, `unchanged` (nothing appended),
+/// `removed`, each with the instance as annals describes it, or `missing`.
+#[napi(discriminant = "type", discriminant_case = "camelCase")]
+pub enum InstanceOutcome {
+    /// A new instance was registered.
+    Added {
+        /// The instance now.
+        instance: serde_json::Value,
+    },
+    /// The instance changed.
+    Updated {
+        /// The instance now.
+        instance: serde_json::Value,
+    },
+    /// The instance already was as asked.
+    Unchanged {
+        /// The instance as it stands.
+        instance: serde_json::Value,
+    },
+    /// The instance was removed.
+    Removed {
+        /// The instance as it was.
+        instance: serde_json::Value,
+    },
+    /// No instance has the handle.
+    Missing {},
+}
+
+/// A consumer's checkpoint: it handled every record up to `position`, whose hash is `hash`.
+#[napi(object)]
+pub struct ConsumerCommand {
+    /// The consumer's name.
+    pub consumer: String,
+    /// The position of the last record handled.
+    pub position: BigInt,
+    /// That record's hash, lower-case hex (as `Record.hash`).
+    pub hash: String,
+    /// The caller's clock.
+    pub now_ms: f64,
+}
+
+/// Where a consumer stopped.
+#[napi(object)]
+pub struct ConsumerCheckpoint {
+    /// The consumer's name.
+    pub consumer: String,
+    /// The position of the last record it handled.
+    pub position: BigInt,
+    /// That record's hash.
+    pub hash: String,
+    /// When it was recorded.
+    pub at_ms: f64,
+}
+
+/// What a consumer checkpoint got: `checkpointed`, `unchanged`, or `refused` with the reason
+/// (a position behind the last, or a hash that is not the log's).
+#[napi(discriminant = "type", discriminant_case = "camelCase")]
+pub enum ConsumerOutcome {
+    /// Recorded.
+    Checkpointed {
+        /// The checkpoint now.
+        checkpoint: ConsumerCheckpoint,
+    },
+    /// Already recorded; nothing appended.
+    Unchanged {
+        /// The checkpoint as it stands.
+        checkpoint: ConsumerCheckpoint,
+    },
+    /// Refused; nothing appended.
+    Refused {
+        /// Why.
+        reason: String,
+        /// The checkpoint that stands.
+        checkpoint: ConsumerCheckpoint,
     },
 }
 
@@ -753,6 +886,38 @@ impl Store {
             let state = store.state().map_err(to_js)?;
             let rollup = annals::runs::rollup(&state, &run).map_err(to_js)?;
             Ok(rollup.map(|rollup| serde_json::to_value(rollup).unwrap_or_default()))
+        })
+    }
+
+    /// Runs a registry command.
+    #[napi]
+    pub fn registry(&self, command: InstanceCommand) -> napi::Result<InstanceOutcome> {
+        let command = convert::instance_command(command)?;
+        self.with(|store| {
+            Ok(convert::instance_outcome(
+                store.execute(&command).map_err(to_js)?,
+            ))
+        })
+    }
+
+    /// The instance registered under `handle` (as annals describes it), or `null`.
+    #[napi]
+    pub fn instance(&self, handle: String) -> napi::Result<Option<serde_json::Value>> {
+        self.with(|store| {
+            let state = store.state().map_err(to_js)?;
+            let instance = annals::registry::instance(&state, &handle).map_err(to_js)?;
+            Ok(instance.map(|instance| serde_json::to_value(instance).unwrap_or_default()))
+        })
+    }
+
+    /// Records a consumer's checkpoint.
+    #[napi]
+    pub fn consumer(&self, command: ConsumerCommand) -> napi::Result<ConsumerOutcome> {
+        let command = convert::consumer_command(command)?;
+        self.with(|store| {
+            Ok(convert::consumer_outcome(
+                store.execute(&command).map_err(to_js)?,
+            ))
         })
     }
 

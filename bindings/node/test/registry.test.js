@@ -1,0 +1,43 @@
+'use strict'
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { freshStore } = require('./support/helpers.js')
+
+test('an instance is registered, updated only where it changes, and removed', (t) => {
+  const { store } = freshStore(t)
+  const added = store.registry({ type: 'upsert', handle: 'alice', fields: { store: '/srv/alice', topics: ['news'] }, nowMs: 1 })
+  assert.equal(added.type, 'added')
+  assert.equal(added.instance.handle, 'alice')
+  assert.equal(added.instance.domain, 'localhost', 'the default domain')
+  const same = store.registry({ type: 'upsert', handle: 'alice', fields: { store: '/srv/alice' }, nowMs: 2 })
+  assert.equal(same.type, 'unchanged')
+  const disabled = store.registry({ type: 'setStatus', handle: 'alice', status: 'disabled', nowMs: 3 })
+  assert.equal(disabled.type, 'updated')
+  assert.equal(store.instance('alice').status, 'disabled')
+  assert.throws(() => store.registry({ type: 'upsert', handle: 'Not A Handle!', fields: { store: 'x' }, nowMs: 4 }), {
+    code: 'INVALID_COMMAND',
+  })
+  assert.throws(() => store.registry({ type: 'upsert', handle: 'bob', fields: {}, nowMs: 4 }), {
+    code: 'INVALID_COMMAND',
+  })
+  assert.equal(store.registry({ type: 'remove', handle: 'alice', nowMs: 5 }).type, 'removed')
+  assert.deepEqual(store.registry({ type: 'remove', handle: 'alice', nowMs: 6 }), { type: 'missing' })
+  assert.equal(store.instance('alice'), null)
+})
+
+test('a consumer checkpoints how far it read, and a checkpoint behind it is refused', (t) => {
+  const { store } = freshStore(t)
+  for (let i = 0; i < 3; i++) store.append('s', 'any', [{ kind: 'k', atMs: i, payload: Buffer.from(`${i}`) }])
+  const [, second] = store.readAll()
+  const checkpointed = store.consumer({ consumer: 'exporter', position: second.position, hash: second.hash, nowMs: 10 })
+  assert.equal(checkpointed.type, 'checkpointed')
+  assert.equal(checkpointed.checkpoint.position, 1n)
+  assert.equal(store.consumer({ consumer: 'exporter', position: 1n, hash: second.hash, nowMs: 11 }).type, 'unchanged')
+  const first = store.get(0n)
+  const behind = store.consumer({ consumer: 'exporter', position: 0n, hash: first.hash, nowMs: 12 })
+  assert.equal(behind.type, 'refused')
+  assert.equal(behind.checkpoint.position, 1n)
+  assert.throws(() => store.consumer({ consumer: 'exporter', position: 2n, hash: 'zz', nowMs: 13 }), {
+    code: 'INVALID_ARGUMENT',
+  })
+})
