@@ -495,6 +495,8 @@ pub struct InstanceFields {
 }
 
 /// A registry command (`type`: `upsert`, `setStatus` or `remove`).
+// The variants mirror the JavaScript objects napi-rs converts by value, once per call.
+#[allow(clippy::large_enum_variant)]
 #[napi(discriminant = "type", discriminant_case = "camelCase")]
 pub enum InstanceCommand {
     /// Registers `handle`, or changes the given fields of the instance that has it.
