@@ -28,11 +28,11 @@ export declare class Store {
   /** [`Store::append`] fenced by `guard`, checked in the same transaction. */
   appendGuarded(stream: string, expected: string | bigint, events: Array<NewEvent>, guard: LeaseGuard): AppendOutcome
   /** Records of the whole log, from `options.from`. */
-  readAll(options?: ReadOptions | undefined | null): Array<Record>
+  readAll(options?: ReadOptions | undefined | null): Array<LogRecord>
   /** Records of one stream, from version `options.from`. */
-  readStream(stream: string, options?: ReadOptions | undefined | null): Array<Record>
+  readStream(stream: string, options?: ReadOptions | undefined | null): Array<LogRecord>
   /** The record at `position`, or `null` past the head. */
-  get(at: bigint): Record | null
+  get(at: bigint): LogRecord | null
   /** The head: the next position and the last record's hash. */
   head(): Head
   /** Walks the whole log and checks every projection against a replay. */
@@ -73,7 +73,7 @@ export declare class Store {
  */
 export declare class Subscription {
   /** The next record, once there is one. */
-  next(): Promise<Record>
+  next(): Promise<LogRecord>
 }
 
 /**
@@ -121,7 +121,7 @@ export interface ConsumerCommand {
   consumer: string
   /** The position of the last record handled. */
   position: bigint
-  /** That record's hash, lower-case hex (as `Record.hash`). */
+  /** That record's hash, lower-case hex (as `LogRecord.hash`). */
   hash: string
   /** The caller's clock. */
   nowMs: number
@@ -323,6 +323,26 @@ export type LeaseOutcome =
     reason: string; /** The lease that stands, if any. */
   lease?: Lease }
 
+/** A record read back, its hashes checked. */
+export interface LogRecord {
+  /** Its position in the log. */
+  position: bigint
+  /** Its stream. */
+  stream: string
+  /** Its version within the stream. */
+  version: bigint
+  /** Its kind. */
+  kind: string
+  /** The clock it was appended with, milliseconds. */
+  atMs: number
+  /** Its idempotency key, if any. */
+  idempotencyKey?: string
+  /** Its bytes. */
+  payload: Buffer
+  /** Its blake3 hash, lower-case hex. */
+  hash: string
+}
+
 /** One event to append. */
 export interface NewEvent {
   /** Its kind, e.g. `'deploy.started'`. */
@@ -407,26 +427,6 @@ export interface ReadOptions {
   direction?: string
   /** At most this many records; default 1000. */
   limit?: number
-}
-
-/** A record read back, its hashes checked. */
-export interface Record {
-  /** Its position in the log. */
-  position: bigint
-  /** Its stream. */
-  stream: string
-  /** Its version within the stream. */
-  version: bigint
-  /** Its kind. */
-  kind: string
-  /** The clock it was appended with, milliseconds. */
-  atMs: number
-  /** Its idempotency key, if any. */
-  idempotencyKey?: string
-  /** Its bytes. */
-  payload: Buffer
-  /** Its blake3 hash, lower-case hex. */
-  hash: string
 }
 
 /** One row of an ack: its key and the token it was claimed under. */

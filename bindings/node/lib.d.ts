@@ -1,7 +1,15 @@
 // The types of lib.js: the native module's (generated from the Rust into index.d.ts), with
 // its errors as AnnalsError.
 export * from './index'
-import { Store as NativeStore, Writer as NativeWriter, ReadOptions, Record, WriterOptions } from './index'
+import type {
+  Store as NativeStore,
+  Writer as NativeWriter,
+  LogRecord,
+  OpenOptions,
+  ReadOptions,
+  SubscribeOptions,
+  WriterOptions,
+} from './index'
 
 /** The stable codes of AnnalsError. */
 export type ErrorCode =
@@ -39,12 +47,19 @@ export declare class AnnalsError extends Error {
 }
 
 /** An annals log file; every method throws AnnalsError. */
-export declare class Store extends NativeStore {
-  static open(path: string, options?: import('./index').OpenOptions | null): Store
+export interface Store extends Omit<NativeStore, 'subscribe' | 'writer'> {
   /** Every record from `options.from`, lazily, read in chunks. */
-  iterateAll(options?: ReadOptions): Generator<Record>
+  iterateAll(options?: ReadOptions): Generator<LogRecord>
   /** Every record from `options.from` on, history then live; break out of the loop to stop. */
-  subscribe(options?: import('./index').SubscribeOptions | null): AsyncIterableIterator<Record>
+  subscribe(options?: SubscribeOptions | null): AsyncIterableIterator<LogRecord>
   /** Starts the group-commit writer; its methods return Promises rejected with AnnalsError. */
-  writer(options?: WriterOptions | null): NativeWriter
+  writer(options?: WriterOptions | null): Writer
+}
+
+/** The group-commit writer: a Promise per command, resolved after its batch's commit. */
+export type Writer = NativeWriter
+
+export declare const Store: {
+  /** Opens (creating it unless `readOnly`) the log at `path`. */
+  open(path: string, options?: OpenOptions | null): Store
 }

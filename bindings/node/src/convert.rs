@@ -12,7 +12,7 @@ use crate::error::invalid;
 use crate::{
     AppendOutcome, ConsumerCheckpoint, ConsumerCommand, ConsumerOutcome, IngestCommand,
     IngestOutcome, IngestedEvent, InstanceCommand, InstanceOutcome, Lease, LeaseCommand,
-    LeaseOutcome, NewEvent, OutboxOutcome, OutboxRow, ReadOptions, Record, SpanCommand,
+    LeaseOutcome, LogRecord, NewEvent, OutboxOutcome, OutboxRow, ReadOptions, SpanCommand,
     SpanOutcome,
 };
 
@@ -109,8 +109,8 @@ pub fn append_outcome(outcome: Outcome) -> AppendOutcome {
     }
 }
 
-pub fn record_js(record: annals::Record) -> Record {
-    Record {
+pub fn record_js(record: annals::Record) -> LogRecord {
+    LogRecord {
         position: BigInt::from(record.position.0),
         stream: record.stream,
         version: BigInt::from(record.version.0),

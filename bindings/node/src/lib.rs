@@ -47,7 +47,7 @@ pub struct NewEvent {
 
 /// A record read back, its hashes checked.
 #[napi(object)]
-pub struct Record {
+pub struct LogRecord {
     /// Its position in the log.
     pub position: BigInt,
     /// Its stream.
@@ -561,7 +561,7 @@ pub struct ConsumerCommand {
     pub consumer: String,
     /// The position of the last record handled.
     pub position: BigInt,
-    /// That record's hash, lower-case hex (as `Record.hash`).
+    /// That record's hash, lower-case hex (as `LogRecord.hash`).
     pub hash: String,
     /// The caller's clock.
     pub now_ms: f64,
@@ -719,7 +719,7 @@ impl Store {
 
     /// Records of the whole log, from `options.from`.
     #[napi]
-    pub fn read_all(&self, options: Option<ReadOptions>) -> napi::Result<Vec<Record>> {
+    pub fn read_all(&self, options: Option<ReadOptions>) -> napi::Result<Vec<LogRecord>> {
         let (from, direction, limit) = convert::read_options(options)?;
         self.with(|store| {
             let from = from.unwrap_or(match direction {
@@ -739,7 +739,7 @@ impl Store {
         &self,
         stream: String,
         options: Option<ReadOptions>,
-    ) -> napi::Result<Vec<Record>> {
+    ) -> napi::Result<Vec<LogRecord>> {
         let (from, direction, limit) = convert::read_options(options)?;
         self.with(|store| {
             let from = from.unwrap_or(match direction {
@@ -755,7 +755,7 @@ impl Store {
 
     /// The record at `position`, or `null` past the head.
     #[napi]
-    pub fn get(&self, at: BigInt) -> napi::Result<Option<Record>> {
+    pub fn get(&self, at: BigInt) -> napi::Result<Option<LogRecord>> {
         let at = position(&at, "position")?;
         self.with(|store| Ok(store.get(Position(at)).map_err(to_js)?.map(record_js)))
     }
@@ -982,7 +982,7 @@ pub struct Subscription {
 impl Subscription {
     /// The next record, once there is one.
     #[napi]
-    pub async fn next(&self) -> napi::Result<Record> {
+    pub async fn next(&self) -> napi::Result<LogRecord> {
         let inner = Arc::clone(&self.inner);
         let mut subscription = inner.lock().await;
         let record = subscription.next().await.map_err(to_js)?;
