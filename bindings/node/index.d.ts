@@ -85,6 +85,8 @@ export declare class Writer {
   append(stream: string, expected: string | bigint, events: Array<NewEvent>): Promise<AppendOutcome>
   /** `Store.lease`, batched. */
   lease(command: LeaseCommand): Promise<LeaseOutcome>
+  /** `Store.outbox`, batched. */
+  outbox(command: OutboxCommand): Promise<OutboxOutcome>
   /** Commands queued now and not yet committed. */
   queued(): number
   /** Waits for every queued command, then stops the writer's thread. */

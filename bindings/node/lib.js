@@ -159,6 +159,9 @@ class Writer {
   lease(command) {
     return promise(() => this.#inner.lease(command))
   }
+  outbox(command) {
+    return promise(() => this.#inner.outbox(command))
+  }
   queued() {
     return call(() => this.#inner.queued())
   }

@@ -190,6 +190,64 @@ pub fn outbox_row_js(row: &CoreOutboxRow) -> OutboxRow {
     }
 }
 
+/// An outbox command: one on a row (enqueue) or a pull (claim, ack).
+pub enum OutboxCall {
+    Row(annals::outbox::OutboxCommand),
+    Pull(annals::outbox::PullCommand),
+}
+
+pub fn outbox_command(command: crate::OutboxCommand) -> napi::Result<OutboxCall> {
+    use annals::outbox::{ClaimToken, OutboxCommand as Row, PullCommand as Pull, RowAck};
+    Ok(match command {
+        crate::OutboxCommand::Enqueue {
+            key,
+            peer,
+            kind,
+            payload,
+            now_ms,
+        } => OutboxCall::Row(Row::Enqueue {
+            key,
+            peer,
+            kind,
+            payload: payload.to_vec(),
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        }),
+        crate::OutboxCommand::Claim {
+            peer,
+            token,
+            limit,
+            lease_ms,
+            now_ms,
+        } => OutboxCall::Pull(Pull::Claim {
+            peer,
+            token: ClaimToken(token),
+            limit,
+            lease_ms: u64_of_ms(lease_ms, "leaseMs")?,
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        }),
+        crate::OutboxCommand::Ack { peer, acks, now_ms } => OutboxCall::Pull(Pull::Ack {
+            peer,
+            acks: acks
+                .into_iter()
+                .map(|ack| RowAck {
+                    key: ack.key,
+                    token: ClaimToken(ack.token),
+                })
+                .collect(),
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        }),
+    })
+}
+
+pub fn outbox_outcome(outcome: CoreOutboxOutcome) -> OutboxOutcome {
+    match outcome {
+        CoreOutboxOutcome::AlreadyEnqueued { row } => OutboxOutcome::Duplicate {
+            row: outbox_row_js(&row),
+        },
+        other => other_outbox(other),
+    }
+}
+
 pub fn other_outbox(outcome: CoreOutboxOutcome) -> OutboxOutcome {
     match outcome {
         CoreOutboxOutcome::Refused { reason, row } => OutboxOutcome::Refused {

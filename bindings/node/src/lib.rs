@@ -9,15 +9,11 @@ mod error;
 use std::sync::{Arc, Mutex};
 
 use annals::leases::LeaseGuard as CoreLeaseGuard;
-use annals::outbox::{
-    ClaimToken, OutboxCommand as CoreOutboxCommand, OutboxOutcome as CoreOutboxOutcome,
-    PullCommand, RowAck as CoreRowAck,
-};
 use annals::{Direction, Position, Sharing, Store as Inner, StoreOptions, StreamVersion};
 use napi::bindgen_prelude::{BigInt, Buffer};
 use napi_derive::napi;
 
-use convert::{lease_js, outbox_row_js, position, record_js, u64_of_ms};
+use convert::{lease_js, position, record_js, u64_of_ms};
 use error::{invalid, to_js};
 
 /// How a store is opened.
@@ -799,64 +795,17 @@ impl Store {
     /// Runs an outbox command against the current state, appending what it decides.
     #[napi]
     pub fn outbox(&self, command: OutboxCommand) -> napi::Result<OutboxOutcome> {
-        match command {
-            OutboxCommand::Enqueue {
-                key,
-                peer,
-                kind,
-                payload,
-                now_ms,
-            } => {
-                let command = CoreOutboxCommand::Enqueue {
-                    key,
-                    peer,
-                    kind,
-                    payload: payload.to_vec(),
-                    now_ms: u64_of_ms(now_ms, "nowMs")?,
-                };
-                self.with(|store| {
-                    Ok(match store.execute(&command).map_err(to_js)? {
-                        CoreOutboxOutcome::Enqueued { row } => OutboxOutcome::Enqueued {
-                            row: outbox_row_js(&row),
-                        },
-                        CoreOutboxOutcome::AlreadyEnqueued { row } => OutboxOutcome::Duplicate {
-                            row: outbox_row_js(&row),
-                        },
-                        other => convert::other_outbox(other),
-                    })
-                })
-            }
-            OutboxCommand::Claim {
-                peer,
-                token,
-                limit,
-                lease_ms,
-                now_ms,
-            } => {
-                let command = PullCommand::Claim {
-                    peer,
-                    token: ClaimToken(token),
-                    limit,
-                    lease_ms: u64_of_ms(lease_ms, "leaseMs")?,
-                    now_ms: u64_of_ms(now_ms, "nowMs")?,
-                };
-                self.with(|store| Ok(convert::pull(store.execute(&command).map_err(to_js)?)))
-            }
-            OutboxCommand::Ack { peer, acks, now_ms } => {
-                let command = PullCommand::Ack {
-                    peer,
-                    acks: acks
-                        .into_iter()
-                        .map(|ack| CoreRowAck {
-                            key: ack.key,
-                            token: ClaimToken(ack.token),
-                        })
-                        .collect(),
-                    now_ms: u64_of_ms(now_ms, "nowMs")?,
-                };
-                self.with(|store| Ok(convert::pull(store.execute(&command).map_err(to_js)?)))
-            }
-        }
+        let call = convert::outbox_command(command)?;
+        self.with(|store| {
+            Ok(match call {
+                convert::OutboxCall::Row(command) => {
+                    convert::outbox_outcome(store.execute(&command).map_err(to_js)?)
+                }
+                convert::OutboxCall::Pull(command) => {
+                    convert::pull(store.execute(&command).map_err(to_js)?)
+                }
+            })
+        })
     }
 
     /// Runs an ingest command: the hub's exactly-once sync ingest.
@@ -1042,6 +991,22 @@ impl Writer {
         let writer = self.handle()?;
         let outcome = writer.execute(command).await.map_err(to_js)?;
         Ok(convert::lease_outcome(outcome))
+    }
+
+    /// `Store.outbox`, batched.
+    #[napi]
+    pub async fn outbox(&self, command: OutboxCommand) -> napi::Result<OutboxOutcome> {
+        let writer = self.handle()?;
+        match convert::outbox_command(command)? {
+            convert::OutboxCall::Row(command) => {
+                let outcome = writer.execute(command).await.map_err(to_js)?;
+                Ok(convert::outbox_outcome(outcome))
+            }
+            convert::OutboxCall::Pull(command) => {
+                let outcome = writer.execute(command).await.map_err(to_js)?;
+                Ok(convert::pull(outcome))
+            }
+        }
     }
 
     /// Commands queued now and not yet committed.
