@@ -53,6 +53,19 @@ export declare class Store {
   instance(handle: string): any | null
   /** Records a consumer's checkpoint. */
   consumer(command: ConsumerCommand): ConsumerOutcome
+  /**
+   * Every row of one projection (`'registry'`, `'leases'`, `'outbox'`, `'runs'`,
+   * `'ingest'` or `'consumers'`) as annals describes it: what `annals state --json` prints.
+   */
+  state(projection: string): any
+  /** The outbox row of `key`, or `null`. */
+  outboxRow(key: string): OutboxRow | null
+  /** The rows not yet done of `peer`, in enqueue order, at most `limit` (default 100). */
+  outboxOpenFor(peer: string, limit?: number | undefined | null): Array<OutboxRow>
+  /** The sync cursor of a run: the highest sequence ingested without a gap before it. */
+  ingestCursor(project: string, run: string): bigint
+  /** Where `consumer` stopped, or `null`. */
+  consumerCheckpoint(consumer: string): ConsumerCheckpoint | null
   /** The lease of `resource` as it stands, or `null`. */
   leaseOf(resource: string): Lease | null
   /**

@@ -121,6 +121,21 @@ class Store {
   consumer(command) {
     return call(() => this.#inner.consumer(command))
   }
+  state(projection) {
+    return call(() => this.#inner.state(projection))
+  }
+  outboxRow(key) {
+    return call(() => this.#inner.outboxRow(key))
+  }
+  outboxOpenFor(peer, limit) {
+    return call(() => this.#inner.outboxOpenFor(peer, limit))
+  }
+  ingestCursor(project, run) {
+    return call(() => this.#inner.ingestCursor(project, run))
+  }
+  consumerCheckpoint(consumer) {
+    return call(() => this.#inner.consumerCheckpoint(consumer))
+  }
   leaseOf(resource) {
     return call(() => this.#inner.leaseOf(resource))
   }

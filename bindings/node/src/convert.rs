@@ -523,7 +523,7 @@ pub fn consumer_command(
     })
 }
 
-fn checkpoint_js(checkpoint: annals::consumers::ConsumerCheckpoint) -> ConsumerCheckpoint {
+pub fn checkpoint_js(checkpoint: annals::consumers::ConsumerCheckpoint) -> ConsumerCheckpoint {
     ConsumerCheckpoint {
         consumer: checkpoint.consumer,
         position: BigInt::from(checkpoint.position.0),

@@ -872,6 +872,79 @@ impl Store {
         })
     }
 
+    /// Every row of one projection (`'registry'`, `'leases'`, `'outbox'`, `'runs'`,
+    /// `'ingest'` or `'consumers'`) as annals describes it: what `annals state --json` prints.
+    #[napi]
+    pub fn state(&self, projection: String) -> napi::Result<serde_json::Value> {
+        self.with(|store| {
+            let state = store.state().map_err(to_js)?;
+            let json = match projection.as_str() {
+                "registry" => annals::registry::state_json(&state),
+                "leases" => annals::leases::state_json(&state),
+                "outbox" => annals::outbox::state_json(&state),
+                "runs" => annals::runs::state_json(&state),
+                "ingest" => annals::ingest::state_json(&state),
+                "consumers" => annals::consumers::state_json(&state),
+                _ => {
+                    return Err(invalid(
+                        "projection",
+                        "must be 'registry', 'leases', 'outbox', 'runs', 'ingest' or 'consumers'",
+                    ));
+                }
+            };
+            json.map_err(to_js)
+        })
+    }
+
+    /// The outbox row of `key`, or `null`.
+    #[napi]
+    pub fn outbox_row(&self, key: String) -> napi::Result<Option<OutboxRow>> {
+        self.with(|store| {
+            let state = store.state().map_err(to_js)?;
+            let row = annals::outbox::row(&state, &key).map_err(to_js)?;
+            Ok(row.as_ref().map(convert::outbox_row_js))
+        })
+    }
+
+    /// The rows not yet done of `peer`, in enqueue order, at most `limit` (default 100).
+    #[napi]
+    pub fn outbox_open_for(
+        &self,
+        peer: String,
+        limit: Option<u32>,
+    ) -> napi::Result<Vec<OutboxRow>> {
+        self.with(|store| {
+            let state = store.state().map_err(to_js)?;
+            let rows = annals::outbox::open_for(&state, &peer, limit.unwrap_or(100) as usize)
+                .map_err(to_js)?;
+            Ok(rows.iter().map(convert::outbox_row_js).collect())
+        })
+    }
+
+    /// The sync cursor of a run: the highest sequence ingested without a gap before it.
+    #[napi]
+    pub fn ingest_cursor(&self, project: String, run: String) -> napi::Result<BigInt> {
+        self.with(|store| {
+            let state = store.state().map_err(to_js)?;
+            Ok(BigInt::from(
+                annals::ingest::cursor(&state, &project, &run).map_err(to_js)?,
+            ))
+        })
+    }
+
+    /// Where `consumer` stopped, or `null`.
+    #[napi]
+    pub fn consumer_checkpoint(
+        &self,
+        consumer: String,
+    ) -> napi::Result<Option<ConsumerCheckpoint>> {
+        self.with(|store| {
+            let state = store.state().map_err(to_js)?;
+            let checkpoint = annals::consumers::checkpoint(&state, &consumer).map_err(to_js)?;
+            Ok(checkpoint.map(convert::checkpoint_js))
+        })
+    }
+
     /// The lease of `resource` as it stands, or `null`.
     #[napi]
     pub fn lease_of(&self, resource: String) -> napi::Result<Option<Lease>> {
