@@ -100,6 +100,14 @@ export declare class Writer {
   lease(command: LeaseCommand): Promise<LeaseOutcome>
   /** `Store.outbox`, batched. */
   outbox(command: OutboxCommand): Promise<OutboxOutcome>
+  /** `Store.span`, batched. */
+  span(command: SpanCommand): Promise<SpanOutcome>
+  /** `Store.ingest`, batched. */
+  ingest(command: IngestCommand): Promise<IngestOutcome>
+  /** `Store.registry`, batched. */
+  registry(command: InstanceCommand): Promise<InstanceOutcome>
+  /** `Store.consumer`, batched. */
+  consumer(command: ConsumerCommand): Promise<ConsumerOutcome>
   /** Commands queued now and not yet committed. */
   queued(): number
   /** Waits for every queued command, then stops the writer's thread. */

@@ -2,6 +2,18 @@
 // its errors as AnnalsError.
 export * from './index'
 import type {
+  ConsumerCommand,
+  ConsumerOutcome,
+  IngestCommand,
+  IngestOutcome,
+  InstanceCommand,
+  InstanceOutcome,
+  LeaseCommand,
+  LeaseOutcome,
+  OutboxCommand,
+  OutboxOutcome,
+  SpanCommand,
+  SpanOutcome,
   Store as NativeStore,
   Writer as NativeWriter,
   LogRecord,
@@ -46,10 +58,36 @@ export declare class AnnalsError extends Error {
   readonly path?: string
 }
 
+/** A command of any domain, told apart by its `type`. */
+export type Command =
+  | LeaseCommand
+  | OutboxCommand
+  | SpanCommand
+  | InstanceCommand
+  | (IngestCommand & { type: 'ingest' })
+  | (ConsumerCommand & { type: 'checkpoint' })
+
+/** The outcome of `execute(command)`, by the command's type. */
+export type OutcomeOf<C extends Command> = C extends LeaseCommand
+  ? LeaseOutcome
+  : C extends OutboxCommand
+    ? OutboxOutcome
+    : C extends SpanCommand
+      ? SpanOutcome
+      : C extends InstanceCommand
+        ? InstanceOutcome
+        : C extends { type: 'ingest' }
+          ? IngestOutcome
+          : ConsumerOutcome
+
 /** An annals log file; every method throws AnnalsError. */
 export interface Store extends Omit<NativeStore, 'subscribe' | 'writer'> {
+  /** Runs any domain's command, chosen by its `type`. */
+  execute<C extends Command>(command: C): OutcomeOf<C>
   /** Every record from `options.from`, lazily, read in chunks. */
   iterateAll(options?: ReadOptions): Generator<LogRecord>
+  /** The records of one stream from version `options.from`, lazily, read in chunks. */
+  iterateStream(stream: string, options?: ReadOptions): Generator<LogRecord>
   /** Every record from `options.from` on, history then live; break out of the loop to stop. */
   subscribe(options?: SubscribeOptions | null): AsyncIterableIterator<LogRecord>
   /** Starts the group-commit writer; its methods return Promises rejected with AnnalsError. */
@@ -57,7 +95,10 @@ export interface Store extends Omit<NativeStore, 'subscribe' | 'writer'> {
 }
 
 /** The group-commit writer: a Promise per command, resolved after its batch's commit. */
-export type Writer = NativeWriter
+export interface Writer extends NativeWriter {
+  /** Runs any domain's command, batched, chosen by its `type`. */
+  execute<C extends Command>(command: C): Promise<OutcomeOf<C>>
+}
 
 export declare const Store: {
   /** Opens (creating it unless `readOnly`) the log at `path`. */

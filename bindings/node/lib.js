@@ -44,6 +44,24 @@ function promise(fn) {
   }
 }
 
+// Every command's `type` names its domain's method: `execute` dispatches on it.
+const DOMAINS = {
+  acquire: 'lease', renew: 'lease', release: 'lease',
+  enqueue: 'outbox', claim: 'outbox', ack: 'outbox',
+  start: 'span', end: 'span',
+  upsert: 'registry', setStatus: 'registry', remove: 'registry',
+  ingest: 'ingest',
+  checkpoint: 'consumer',
+}
+
+function domainOf(command) {
+  const method = command && typeof command === 'object' ? DOMAINS[command.type] : undefined
+  if (!method) {
+    throw new AnnalsError('INVALID_ARGUMENT', `type: not a command type (${Object.keys(DOMAINS).join(', ')})`, { field: 'type' })
+  }
+  return method
+}
+
 function call(fn) {
   try {
     return fn()
@@ -83,6 +101,20 @@ class Store {
       yield* chunk
       if (chunk.length === 0) return
       const last = chunk[chunk.length - 1].position
+      if (direction === 'forward') from = last + 1n
+      else if (last === 0n) return
+      else from = last - 1n
+    }
+  }
+  /** The records of one stream from version `options.from`, lazily, in chunks. */
+  *iterateStream(stream, options = {}) {
+    const direction = options.direction || 'forward'
+    let from = options.from
+    for (;;) {
+      const chunk = this.readStream(stream, { from, direction, limit: options.limit })
+      yield* chunk
+      if (chunk.length === 0) return
+      const last = chunk[chunk.length - 1].version
       if (direction === 'forward') from = last + 1n
       else if (last === 0n) return
       else from = last - 1n
@@ -153,6 +185,10 @@ class Store {
       },
     }
   }
+  /** Runs any domain's command, chosen by its `type` (`acquire`, `enqueue`, `start`, `upsert`, `ingest`, `checkpoint`, …). */
+  execute(command) {
+    return this[domainOf(command)](command)
+  }
   /** Starts the group-commit writer: its methods return Promises. */
   writer(options) {
     return new Writer(call(() => this.#inner.writer(options)))
@@ -176,6 +212,26 @@ class Writer {
   }
   outbox(command) {
     return promise(() => this.#inner.outbox(command))
+  }
+  span(command) {
+    return promise(() => this.#inner.span(command))
+  }
+  ingest(command) {
+    return promise(() => this.#inner.ingest(command))
+  }
+  registry(command) {
+    return promise(() => this.#inner.registry(command))
+  }
+  consumer(command) {
+    return promise(() => this.#inner.consumer(command))
+  }
+  /** Runs any domain's command, batched, chosen by its `type`; a Promise of its outcome. */
+  execute(command) {
+    try {
+      return this[domainOf(command)](command)
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
   queued() {
     return call(() => this.#inner.queued())

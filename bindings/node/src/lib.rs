@@ -1082,6 +1082,46 @@ impl Writer {
         }
     }
 
+    /// `Store.span`, batched.
+    #[napi]
+    pub async fn span(&self, command: SpanCommand) -> napi::Result<SpanOutcome> {
+        let command = convert::span_command(command)?;
+        let writer = self.handle()?;
+        Ok(convert::span_outcome(
+            writer.execute(command).await.map_err(to_js)?,
+        ))
+    }
+
+    /// `Store.ingest`, batched.
+    #[napi]
+    pub async fn ingest(&self, command: IngestCommand) -> napi::Result<IngestOutcome> {
+        let command = convert::ingest_command(command)?;
+        let writer = self.handle()?;
+        Ok(convert::ingest_outcome(
+            writer.execute(command).await.map_err(to_js)?,
+        ))
+    }
+
+    /// `Store.registry`, batched.
+    #[napi]
+    pub async fn registry(&self, command: InstanceCommand) -> napi::Result<InstanceOutcome> {
+        let command = convert::instance_command(command)?;
+        let writer = self.handle()?;
+        Ok(convert::instance_outcome(
+            writer.execute(command).await.map_err(to_js)?,
+        ))
+    }
+
+    /// `Store.consumer`, batched.
+    #[napi]
+    pub async fn consumer(&self, command: ConsumerCommand) -> napi::Result<ConsumerOutcome> {
+        let command = convert::consumer_command(command)?;
+        let writer = self.handle()?;
+        Ok(convert::consumer_outcome(
+            writer.execute(command).await.map_err(to_js)?,
+        ))
+    }
+
     /// Commands queued now and not yet committed.
     #[napi]
     pub fn queued(&self) -> napi::Result<u32> {

@@ -28,6 +28,7 @@ test('appends, reads back and verifies', (t) => {
   assert.equal(head.next, 3n)
   assert.equal(head.hash, all[2].hash)
   assert.deepEqual([...store.iterateAll({ limit: 1 })].map((r) => r.position), [0n, 1n, 2n])
+  assert.deepEqual([...store.iterateStream('deploy/web', { limit: 2, direction: 'backward' })].map((r) => r.version), [2n, 1n, 0n])
   const report = store.verify()
   assert.equal(report.sound, true)
   assert.equal(report.records, 3n)
