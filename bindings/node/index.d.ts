@@ -49,6 +49,12 @@ export declare class Store {
   rollup(run: string): any | null
   /** Runs a registry command. */
   registry(command: InstanceCommand): InstanceOutcome
+  /** Sets a host setting. */
+  setting(command: SettingCommand): SettingOutcome
+  /** The value of a host setting, or `null`. */
+  settingOf(key: string): string | null
+  /** Charges fuel to an instance's ledger. */
+  fuel(command: FuelCommand): FuelOutcome
   /** The instance registered under `handle` (as annals describes it), or `null`. */
   instance(handle: string): any | null
   /** Records a consumer's checkpoint. */
@@ -162,6 +168,36 @@ export type ConsumerOutcome =
   | { type: 'refused'; /** Why. */
     reason: string; /** The checkpoint that stands. */
   checkpoint: ConsumerCheckpoint }
+
+/**
+ * Fuel used by `caller` doing `op` on `instance`, added to the ledger (`type`: `fuel`):
+ * `calls` calls (default 1) and `fuel` units.
+ */
+export interface FuelCommand {
+  /** The instance charged. */
+  instance: string
+  /** Who called. */
+  caller: string
+  /** The operation. */
+  op: string
+  /** How many calls (default 1). */
+  calls?: number
+  /** The fuel they used. */
+  fuel: number
+  /** The caller's clock. */
+  nowMs: number
+}
+
+/**
+ * The ledger after a fuel command: the entry of (instance, caller, op) and the instance's
+ * total, as annals describes them.
+ */
+export interface FuelOutcome {
+  /** The entry now. */
+  entry: any
+  /** The instance's total now. */
+  total: any
+}
 
 /** The head of the log. */
 export interface Head {
@@ -459,6 +495,22 @@ export interface RowAck {
   /** The claim's token. */
   token: string
 }
+
+/** A host setting: `key` set to `value` (`type`: `setting`). */
+export interface SettingCommand {
+  /** The setting's key. */
+  key: string
+  /** Its value. */
+  value: string
+  /** The caller's clock. */
+  nowMs: number
+}
+
+/** What a setting command got: `set` (with the value before, if any) or `unchanged`. */
+export type SettingOutcome =
+  | { type: 'set'; /** The value before, if any. */
+  previous?: string }
+  | { type: 'unchanged' }
 
 /** A span command (`type`: `start` or `end`) of a run's span tree. */
 export type SpanCommand =

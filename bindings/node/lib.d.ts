@@ -4,6 +4,10 @@ export * from './index'
 import type {
   ConsumerCommand,
   ConsumerOutcome,
+  FuelCommand,
+  FuelOutcome,
+  SettingCommand,
+  SettingOutcome,
   IngestCommand,
   IngestOutcome,
   InstanceCommand,
@@ -66,6 +70,8 @@ export type Command =
   | InstanceCommand
   | (IngestCommand & { type: 'ingest' })
   | (ConsumerCommand & { type: 'checkpoint' })
+  | (SettingCommand & { type: 'setting' })
+  | (FuelCommand & { type: 'fuel' })
 
 /** The outcome of `execute(command)`, by the command's type. */
 export type OutcomeOf<C extends Command> = C extends LeaseCommand
@@ -78,7 +84,11 @@ export type OutcomeOf<C extends Command> = C extends LeaseCommand
         ? InstanceOutcome
         : C extends { type: 'ingest' }
           ? IngestOutcome
-          : ConsumerOutcome
+          : C extends { type: 'setting' }
+            ? SettingOutcome
+            : C extends { type: 'fuel' }
+              ? FuelOutcome
+              : ConsumerOutcome
 
 /** An annals log file; every method throws AnnalsError. */
 export interface Store extends Omit<NativeStore, 'subscribe' | 'writer'> {

@@ -52,6 +52,8 @@ const DOMAINS = {
   upsert: 'registry', setStatus: 'registry', remove: 'registry',
   ingest: 'ingest',
   checkpoint: 'consumer',
+  setting: 'setting',
+  fuel: 'fuel',
 }
 
 function domainOf(command) {
@@ -146,6 +148,15 @@ class Store {
   }
   registry(command) {
     return call(() => this.#inner.registry(command))
+  }
+  setting(command) {
+    return call(() => this.#inner.setting(command))
+  }
+  settingOf(key) {
+    return call(() => this.#inner.settingOf(key))
+  }
+  fuel(command) {
+    return call(() => this.#inner.fuel(command))
   }
   instance(handle) {
     return call(() => this.#inner.instance(handle))

@@ -550,6 +550,57 @@ pub enum InstanceOutcome {
     Missing {},
 }
 
+/// A host setting: `key` set to `value` (`type`: `setting`).
+#[napi(object)]
+pub struct SettingCommand {
+    /// The setting's key.
+    pub key: String,
+    /// Its value.
+    pub value: String,
+    /// The caller's clock.
+    pub now_ms: f64,
+}
+
+/// What a setting command got: `set` (with the value before, if any) or `unchanged`.
+#[napi(discriminant = "type", discriminant_case = "camelCase")]
+pub enum SettingOutcome {
+    /// Set now.
+    Set {
+        /// The value before, if any.
+        previous: Option<String>,
+    },
+    /// It already had that value; nothing appended.
+    Unchanged {},
+}
+
+/// Fuel used by `caller` doing `op` on `instance`, added to the ledger (`type`: `fuel`):
+/// `calls` calls (default 1) and `fuel` units.
+#[napi(object)]
+pub struct FuelCommand {
+    /// The instance charged.
+    pub instance: String,
+    /// Who called.
+    pub caller: String,
+    /// The operation.
+    pub op: String,
+    /// How many calls (default 1).
+    pub calls: Option<f64>,
+    /// The fuel they used.
+    pub fuel: f64,
+    /// The caller's clock.
+    pub now_ms: f64,
+}
+
+/// The ledger after a fuel command: the entry of (instance, caller, op) and the instance's
+/// total, as annals describes them.
+#[napi(object)]
+pub struct FuelOutcome {
+    /// The entry now.
+    pub entry: serde_json::Value,
+    /// The instance's total now.
+    pub total: serde_json::Value,
+}
+
 /// A consumer's checkpoint: it handled every record up to `position`, whose hash is `hash`.
 #[napi(object)]
 pub struct ConsumerCommand {
@@ -848,6 +899,57 @@ impl Store {
             Ok(convert::instance_outcome(
                 store.execute(&command).map_err(to_js)?,
             ))
+        })
+    }
+
+    /// Sets a host setting.
+    #[napi]
+    pub fn setting(&self, command: SettingCommand) -> napi::Result<SettingOutcome> {
+        let command = annals::registry::SetSetting {
+            key: command.key,
+            value: command.value,
+            now_ms: u64_of_ms(command.now_ms, "nowMs")?,
+        };
+        self.with(|store| {
+            Ok(match store.execute(&command).map_err(to_js)? {
+                annals::registry::SettingOutcome::Set { previous } => {
+                    SettingOutcome::Set { previous }
+                }
+                annals::registry::SettingOutcome::Unchanged => SettingOutcome::Unchanged {},
+            })
+        })
+    }
+
+    /// The value of a host setting, or `null`.
+    #[napi]
+    pub fn setting_of(&self, key: String) -> napi::Result<Option<String>> {
+        self.with(|store| {
+            let state = store.state().map_err(to_js)?;
+            annals::registry::setting(&state, &key).map_err(to_js)
+        })
+    }
+
+    /// Charges fuel to an instance's ledger.
+    #[napi]
+    pub fn fuel(&self, command: FuelCommand) -> napi::Result<FuelOutcome> {
+        let command = annals::registry::ChargeFuel {
+            instance: command.instance,
+            caller: command.caller,
+            op: command.op,
+            calls: command
+                .calls
+                .map(|calls| u64_of_ms(calls, "calls"))
+                .transpose()?
+                .unwrap_or(1),
+            fuel: u64_of_ms(command.fuel, "fuel")?,
+            now_ms: u64_of_ms(command.now_ms, "nowMs")?,
+        };
+        self.with(|store| {
+            let outcome = store.execute(&command).map_err(to_js)?;
+            Ok(FuelOutcome {
+                entry: serde_json::to_value(outcome.entry).unwrap_or_default(),
+                total: serde_json::to_value(outcome.total).unwrap_or_default(),
+            })
         })
     }
 

@@ -41,3 +41,16 @@ test('a consumer checkpoints how far it read, and a checkpoint behind it is refu
     code: 'INVALID_ARGUMENT',
   })
 })
+
+test('settings are set once per value and fuel adds up per instance, caller and op', (t) => {
+  const { store } = freshStore(t)
+  assert.deepEqual(store.setting({ key: 'hub.url', value: 'https://a', nowMs: 1 }), { type: 'set' })
+  assert.deepEqual(store.setting({ key: 'hub.url', value: 'https://a', nowMs: 2 }), { type: 'unchanged' })
+  assert.deepEqual(store.setting({ key: 'hub.url', value: 'https://b', nowMs: 3 }), { type: 'set', previous: 'https://a' })
+  assert.equal(store.settingOf('hub.url'), 'https://b')
+  store.execute({ type: 'fuel', instance: 'alice', caller: 'bob', op: 'read', fuel: 7, nowMs: 4 })
+  const second = store.fuel({ instance: 'alice', caller: 'bob', op: 'read', calls: 2, fuel: 5, nowMs: 5 })
+  assert.equal(second.entry.calls, 3)
+  assert.equal(second.entry.fuel, 12)
+  assert.throws(() => store.fuel({ instance: 'alice', caller: 'bob', op: 'read', fuel: -1, nowMs: 6 }), { code: 'INVALID_ARGUMENT' })
+})
