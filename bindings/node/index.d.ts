@@ -11,6 +11,100 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** An annals log file. */
 export declare class Store {
+  /** Up to `limit` (default 1000) leases held, by resource. */
+  leases(limit?: number | undefined | null): Array<Lease>
+  /** The leases of one project (granted with labels), as the reference hub's `listLeases`. */
+  leasesOf(project: string): Array<Lease>
+  /** The last fencing token issued for `resource` (kept after a release), or `null`. */
+  lastToken(resource: string): bigint | null
+  /** The lane lease of `lane`/`key`, or `null`. */
+  laneOf(lane: string, key: string): LaneLease | null
+  /** Up to `limit` (default 1000) lane leases of `lane`, by key. */
+  lanes(lane: string, limit?: number | undefined | null): Array<LaneLease>
+  /** The outbox row of `key`, or `null`. */
+  outboxRow(key: string): OutboxRow | null
+  /** Up to `limit` (default 1000) outbox rows, in enqueue order. */
+  outboxRows(limit?: number | undefined | null): Array<OutboxRow>
+  /** The rows the push lane should try at `nowMs`: `pending` and due, in due order. */
+  outboxDue(nowMs: number, limit?: number | undefined | null): Array<OutboxRow>
+  /**
+   * The `pending` rows owed to `peer` that are new or past their backoff at `nowMs`, in
+   * enqueue order: what a push at enqueue sends.
+   */
+  outboxPendingFor(peer: string, nowMs: number, limit?: number | undefined | null): Array<OutboxRow>
+  /** The rows not yet done of `peer`, in enqueue order, at most `limit` (default 100). */
+  outboxOpenFor(peer: string, limit?: number | undefined | null): Array<OutboxRow>
+  /** The run `run` (its root and counters), or `null`. */
+  runOf(run: string): Run | null
+  /** The span `span` of `run`, or `null`. */
+  spanOf(run: string, span: string): Span | null
+  /** Every span of `run`, in start order. */
+  spans(run: string): Array<Span>
+  /** The events of one span, in order. */
+  spanEvents(run: string, span: string): Array<SpanEvent>
+  /** The run whole (its spans and their events), or `null`. */
+  runSnapshot(run: string): RunSnapshot | null
+  /**
+   * The changes of `run` after seq `after`, at most `limit` (default 1000): how a follower
+   * catches up.
+   */
+  runChangesSince(run: string, after: bigint, limit?: number | undefined | null): Array<RunChange>
+  /** The rollup stored for a run whose root is still open, or `null`. */
+  openRollup(run: string): OpenRunRollup | null
+  /** Up to `limit` (default 1000) rollups of closed runs, latest end first. */
+  rollups(limit?: number | undefined | null): Array<RunRollup>
+  /** Every open root span, latest start first: what is running. */
+  openRoots(): Array<Span>
+  /** Open roots that started more than `thresholdMs` before `nowMs`, oldest first. */
+  stuckRuns(thresholdMs: number, nowMs: number): Array<Span>
+  /** Open roots whose last heartbeat is before `cutoffMs`, oldest heartbeat first. */
+  silentRoots(cutoffMs: number): Array<Span>
+  /** The runs with an open span written by `writer`, in run order. */
+  runsWithOpenSpansOf(writer: string): Array<string>
+  /** The runs that have a span called `span`. */
+  runsOfSpan(span: string): Array<string>
+  /** The event ingested under (`project`, `run`, `sequence`), or `null`. */
+  ingestEvent(project: string, run: string, sequence: bigint): IngestedEvent | null
+  /** Up to `limit` (default 1000) ingested events, by key. */
+  ingestEvents(limit?: number | undefined | null): Array<IngestedEvent>
+  /** Up to `limit` (default 1000) events a hub project holds, by run and sequence. */
+  hubProjectEvents(hubProject: string, limit?: number | undefined | null): Array<IngestedEvent>
+  /** The sync cursor of a run: the highest sequence ingested without a gap before it. */
+  ingestCursor(project: string, run: string): bigint
+  /** The hub project a runtime project is bound to, or `null`. */
+  projectHub(project: string): string | null
+  /** The runtime a run lives on, or `null`. */
+  runHome(project: string, run: string): string | null
+  /** Where `consumer` stopped, or `null`. */
+  consumerCheckpoint(consumer: string): ConsumerCheckpoint | null
+  /** Up to `limit` (default 1000) consumers' checkpoints, by name. */
+  consumerCheckpoints(limit?: number | undefined | null): Array<ConsumerCheckpoint>
+  /** Registered instances, oldest first, then by handle. */
+  instances(options?: InstancesOptions | undefined | null): Array<Instance>
+  /** The enabled instance with identity key `identity`, or `null`. */
+  instanceByIdentity(identity: string): Instance | null
+  /** The identity `handle` names in `domain` (a mailbox's owner's), or `null`. */
+  identityOf(handle: string, domain: string): string | null
+  /** The enabled mailbox of `owner` (hex identity), or `null`. */
+  mailboxOf(owner: string): Instance | null
+  /** The instance the `host_skein` setting names, or `null`. */
+  hostSkein(): Instance | null
+  /** The value of a host setting, or `null`. */
+  settingOf(key: string): string | null
+  /** Every host setting, by key. */
+  settings(): Array<Setting>
+  /** The fuel ledger of `instance`: an entry per (caller, op), the costliest first. */
+  fuelLedger(instance: string): Array<FuelEntry>
+  /** The fuel `instance` used in all. */
+  fuelTotal(instance: string): FuelTotal
+  /** The fuel every instance used in all, by instance. */
+  fuelTotals(): Array<InstanceFuel>
+  /**
+   * Every row of one projection (`'registry'`, `'leases'`, `'outbox'`, `'runs'`,
+   * `'ingest'` or `'consumers'`) as `annals state --json` prints it (snake_case, as the
+   * CLI's JSON is).
+   */
+  state(projection: string): any
   /** Opens (creating it unless `readOnly`) the log at `path`. */
   static open(path: string, options?: OpenOptions | undefined | null): Store
   /**
@@ -41,37 +135,26 @@ export declare class Store {
   lease(command: LeaseCommand): LeaseOutcome
   /** Runs an outbox command against the current state, appending what it decides. */
   outbox(command: OutboxCommand): OutboxOutcome
+  /** Runs a lane lease command (a reconciler's claim on one key of a lane). */
+  lane(command: LaneCommand): LaneOutcome
+  /** Runs a command on whole runs: a heartbeat, a rollup, closing, a sweep or pruning. */
+  run(command: RunCommand): RunOutcome
   /** Runs an ingest command: the hub's exactly-once sync ingest. */
   ingest(command: IngestCommand): IngestOutcome
   /** Runs a span command of the runs projection. */
   span(command: SpanCommand): SpanOutcome
   /** The rollup of a closed run (its spans' usage and costs summed), or `null`. */
-  rollup(run: string): any | null
+  rollup(run: string): RunRollup | null
   /** Runs a registry command. */
   registry(command: InstanceCommand): InstanceOutcome
   /** Sets a host setting. */
   setting(command: SettingCommand): SettingOutcome
-  /** The value of a host setting, or `null`. */
-  settingOf(key: string): string | null
   /** Charges fuel to an instance's ledger. */
   fuel(command: FuelCommand): FuelOutcome
   /** The instance registered under `handle` (as annals describes it), or `null`. */
-  instance(handle: string): any | null
+  instance(handle: string): Instance | null
   /** Records a consumer's checkpoint. */
   consumer(command: ConsumerCommand): ConsumerOutcome
-  /**
-   * Every row of one projection (`'registry'`, `'leases'`, `'outbox'`, `'runs'`,
-   * `'ingest'` or `'consumers'`) as annals describes it: what `annals state --json` prints.
-   */
-  state(projection: string): any
-  /** The outbox row of `key`, or `null`. */
-  outboxRow(key: string): OutboxRow | null
-  /** The rows not yet done of `peer`, in enqueue order, at most `limit` (default 100). */
-  outboxOpenFor(peer: string, limit?: number | undefined | null): Array<OutboxRow>
-  /** The sync cursor of a run: the highest sequence ingested without a gap before it. */
-  ingestCursor(project: string, run: string): bigint
-  /** Where `consumer` stopped, or `null`. */
-  consumerCheckpoint(consumer: string): ConsumerCheckpoint | null
   /** The lease of `resource` as it stands, or `null`. */
   leaseOf(resource: string): Lease | null
   /**
@@ -106,6 +189,14 @@ export declare class Writer {
   lease(command: LeaseCommand): Promise<LeaseOutcome>
   /** `Store.outbox`, batched. */
   outbox(command: OutboxCommand): Promise<OutboxOutcome>
+  /** `Store.lane`, batched. */
+  lane(command: LaneCommand): Promise<LaneOutcome>
+  /** `Store.run`, batched. */
+  run(command: RunCommand): Promise<RunOutcome>
+  /** `Store.setting`, batched. */
+  setting(command: SettingCommand): Promise<SettingOutcome>
+  /** `Store.fuel`, batched. */
+  fuel(command: FuelCommand): Promise<FuelOutcome>
   /** `Store.span`, batched. */
   span(command: SpanCommand): Promise<SpanOutcome>
   /** `Store.ingest`, batched. */
@@ -120,6 +211,14 @@ export declare class Writer {
   close(): Promise<void>
 }
 
+/** A row of an ack that was not acked, and why (`missing`, `other_peer`, `other_token`, …). */
+export interface AckRefusal {
+  /** The row's key. */
+  key: string
+  /** Why. */
+  reason: string
+}
+
 /**
  * What an append did: `appended` (the first position and version, how many) or `duplicate`
  * (every event was appended before; where each is).
@@ -131,6 +230,34 @@ export type AppendOutcome =
   count: number }
   | { type: 'duplicate'; /** Where each event already is. */
   positions: Array<bigint> }
+
+/** How long a failed push waits: `baseMs` after the first failure, doubling, at most `maxMs`. */
+export interface Backoff {
+  /** The wait after the first failure. */
+  baseMs: number
+  /** The longest wait. */
+  maxMs: number
+}
+
+/** A claim on an outbox row. */
+export interface Claim {
+  /** The claim's token. */
+  token: string
+  /** When it was claimed. */
+  claimedAtMs: number
+  /** When it lapses. */
+  expiresAtMs: number
+}
+
+/** A run a command closed. */
+export interface ClosedRun {
+  /** The run. */
+  run: string
+  /** The spans ended, deepest first. */
+  spans: Array<string>
+  /** The run's rollup as written. */
+  rollup: RunRollup
+}
 
 /** Where a consumer stopped. */
 export interface ConsumerCheckpoint {
@@ -169,6 +296,14 @@ export type ConsumerOutcome =
     reason: string; /** The checkpoint that stands. */
   checkpoint: ConsumerCheckpoint }
 
+/** A row a sweep expired, and why (`max_age` or `claim_lapsed`). */
+export interface ExpiredRow {
+  /** The row's key. */
+  key: string
+  /** Why it expired. */
+  reason: string
+}
+
 /**
  * Fuel used by `caller` doing `op` on `instance`, added to the ledger (`type`: `fuel`):
  * `calls` calls (default 1) and `fuel` units.
@@ -188,15 +323,39 @@ export interface FuelCommand {
   nowMs: number
 }
 
+/** One entry of the fuel ledger: what `caller` doing `op` used on `instance`. */
+export interface FuelEntry {
+  /** The instance charged. */
+  instance: string
+  /** Who called. */
+  caller: string
+  /** The operation. */
+  op: string
+  /** Calls in all. */
+  calls: number
+  /** Fuel in all. */
+  fuel: number
+  /** When it last changed. */
+  updatedAtMs: number
+}
+
 /**
  * The ledger after a fuel command: the entry of (instance, caller, op) and the instance's
  * total, as annals describes them.
  */
 export interface FuelOutcome {
   /** The entry now. */
-  entry: any
+  entry: FuelEntry
   /** The instance's total now. */
-  total: any
+  total: FuelTotal
+}
+
+/** An instance's fuel in all. */
+export interface FuelTotal {
+  /** Calls in all. */
+  calls: number
+  /** Fuel in all. */
+  fuel: number
 }
 
 /** The head of the log. */
@@ -265,6 +424,34 @@ export type IngestOutcome =
     reason: string; /** The content hash held under the key, for `sequence_reused`. */
   existingHash?: string }
 
+/** An instance the host registers. */
+export interface Instance {
+  /** Its handle. */
+  handle: string
+  /** Its domain. */
+  domain: string
+  /** Its identity key (hex), if any. */
+  identity?: string
+  /** Its store. */
+  store: string
+  /** The root of the tree deployed, if any. */
+  tree?: string
+  /** The directory it came from, if any. */
+  source?: string
+  /** Whom it knows: handles, or `['*']` for every other enabled instance. */
+  knows: Array<string>
+  /** `'enabled'` or `'disabled'`. */
+  status: string
+  /** `'agent'` or `'mailbox'`. */
+  kind: string
+  /** A mailbox's owner (hex identity), if any. */
+  owner?: string
+  /** Overlay names routed to it. */
+  topics: Array<string>
+  /** When it was registered. */
+  createdAtMs: number
+}
+
 /** A registry command (`type`: `upsert`, `setStatus` or `remove`). */
 export type InstanceCommand =
   | { type: 'upsert'; /** The handle: a hostname label or a token id. */
@@ -306,20 +493,89 @@ export interface InstanceFields {
   topics?: Array<string>
 }
 
+/** The fuel an instance used in all. */
+export interface InstanceFuel {
+  /** The instance. */
+  instance: string
+  /** Calls in all. */
+  calls: number
+  /** Fuel in all. */
+  fuel: number
+}
+
 /**
  * What a registry command did: `added`, `updated`, `unchanged` (nothing appended),
  * `removed`, each with the instance as annals describes it, or `missing`.
  */
 export type InstanceOutcome =
   | { type: 'added'; /** The instance now. */
-  instance: any }
+  instance: Instance }
   | { type: 'updated'; /** The instance now. */
-  instance: any }
+  instance: Instance }
   | { type: 'unchanged'; /** The instance as it stands. */
-  instance: any }
+  instance: Instance }
   | { type: 'removed'; /** The instance as it was. */
-  instance: any }
+  instance: Instance }
   | { type: 'missing' }
+
+/** Which instances `instances` lists. */
+export interface InstancesOptions {
+  /** Only those with this status (`'enabled'` or `'disabled'`). */
+  status?: string
+  /** At most this many; default 1000. */
+  limit?: number
+}
+
+/** A lane lease command. */
+export type LaneCommand =
+  | { type: 'laneClaim'; /** The lane. */
+    lane: string; /** The key. */
+    key: string; /** Who claims. */
+    owner: string; /** How long the claim lasts from `nowMs`. */
+    ttlMs: number; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'laneRenew'; /** The lane. */
+    lane: string; /** The key. */
+    key: string; /** Who asks. */
+    owner: string; /** The new length from `nowMs`. */
+    ttlMs: number; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'laneAdvance'; /** The lane. */
+    lane: string; /** The key. */
+    key: string; /** Who asks. */
+    owner: string; /** The new cursor (absent: none). */
+    cursor?: string; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'laneRelease'; /** The lane. */
+    lane: string; /** The key. */
+    key: string; /** Who asks. */
+    owner: string; /** The caller's clock. */
+  nowMs: number }
+
+/** A lane/key lease: a reconciler's claim on one key of a lane, and its cursor. */
+export interface LaneLease {
+  /** The lane. */
+  lane: string
+  /** The key within the lane. */
+  key: string
+  /** The last owner to claim it. */
+  owner: string
+  /** When the claim lapses (0 after a release). */
+  expiresAtMs: number
+  /** Where the work stands, kept across owners. */
+  cursor?: string
+}
+
+/**
+ * What a lane command got: `done` with the lane lease as it now stands, or `refused` with
+ * the reason (`held`, `missing`, `expired`, …) and the lane lease that stands.
+ */
+export type LaneOutcome =
+  | { type: 'done'; /** The lane lease now. */
+  lane: LaneLease }
+  | { type: 'refused'; /** Why. */
+    reason: string; /** The lane lease that stands, if any. */
+  lane?: LaneLease }
 
 /** A lease: who holds a resource, under which fencing token, until when. */
 export interface Lease {
@@ -333,6 +589,12 @@ export interface Lease {
   acquiredAtMs: number
   /** When it lapses, milliseconds: live while `now < expiresAtMs`. */
   expiresAtMs: number
+  /** Its project (empty unless acquired with labels): what `leasesOf(project)` selects by. */
+  project: string
+  /** Its name within the project (empty unless acquired with labels). */
+  name: string
+  /** The holder's display name (empty unless acquired with labels). */
+  holderName: string
 }
 
 /** A lease command (`type`: `acquire`, `renew` or `release`); the clock comes in with it. */
@@ -340,7 +602,8 @@ export type LeaseCommand =
   | { type: 'acquire'; /** The resource. */
     resource: string; /** Who asks. */
     holder: string; /** How long it lasts from `nowMs`. */
-    ttlMs: number; /** The caller's clock. */
+    ttlMs: number; /** Labels the grant carries (the reference hub's project, name and holder name). */
+    labels?: LeaseLabels; /** The caller's clock. */
   nowMs: number }
   | { type: 'renew'; /** The resource. */
     resource: string; /** Who asks. */
@@ -365,6 +628,19 @@ export interface LeaseGuard {
   token: bigint
   /** The writer's clock. */
   nowMs: number
+}
+
+/**
+ * The labels the reference hub's `acquireLease` takes: a grant carries them, and the
+ * holder's own re-acquisition rewrites them while keeping its token and grant time.
+ */
+export interface LeaseLabels {
+  /** The project the lease belongs to. */
+  project: string
+  /** The lease's name within the project. */
+  name: string
+  /** The holder's display name. */
+  holderName: string
 }
 
 /**
@@ -427,7 +703,45 @@ export interface OpenOptions {
   readOnly?: boolean
 }
 
-/** An outbox command (`type`: `enqueue`, `claim` or `ack`). */
+/** The rollup of a run whose root is still open. */
+export interface OpenRunRollup {
+  /** The run. */
+  run: string
+  /** `'session'` or `'cron'`. */
+  origin: string
+  /** The root's name. */
+  name: string
+  /** Its session, if any. */
+  sessionId?: string
+  /** Its scheduled job, if any. */
+  jobName?: string
+  /** When the root started. */
+  startedAtMs: number
+  /** Spans so far. */
+  spanCount: number
+  /** Input tokens summed so far. */
+  inputTokens?: number
+  /** Output tokens summed so far. */
+  outputTokens?: number
+  /** Cache-read tokens summed so far. */
+  cacheReadTokens?: number
+  /** Cache-creation tokens summed so far. */
+  cacheCreationTokens?: number
+  /** Cost summed so far. */
+  costMicroUsd?: number
+  /** What it costs so far under its billing mode. */
+  effectiveCostMicroUsd?: number
+  /** `'subscription'` or `'api'`, if known. */
+  billingMode?: string
+  /** Why a span failed, if one did. */
+  failureReason?: string
+}
+
+/**
+ * An outbox command: on a row (`enqueue`, `deliver`, `park`, `retry`, `markWaiting`,
+ * `markRetry`, `giveUp`), a peer's pull (`claim`, `ack`), or a sweep (`expire`,
+ * `pruneOutbox`).
+ */
 export type OutboxCommand =
   | { type: 'enqueue'; /** The delivery's key. */
     key: string; /** The peer it goes to. */
@@ -445,37 +759,95 @@ export type OutboxCommand =
     peer: string; /** The rows' keys, each with the token it was claimed under. */
     acks: Array<RowAck>; /** The caller's clock. */
   nowMs: number }
+  | { type: 'deliver'; /** The row's key. */
+    key: string; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'park'; /** The row's key. */
+    key: string; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'retry'; /** The row's key. */
+    key: string; /** The backoff (default 30 s, doubling, at most an hour). */
+    backoff?: Backoff; /** What went wrong. */
+    lastError?: string; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'markWaiting'; /** The row's key. */
+    key: string; /** The attempt count the row takes. */
+    attempts: number; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'markRetry'; /** The row's key. */
+    key: string; /** The attempt count the row takes. */
+    attempts: number; /** When it is due again. */
+    nextAtMs: number; /** When it first failed. */
+    firstFailedAtMs: number; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'giveUp'; /** The row's key. */
+    key: string; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'expire'; /** The caller's clock. */
+    nowMs: number; /** Age past which a `pending` or `waiting` row expires (default the reference's). */
+    maxAgeMs?: number; /** Age past which a row under a lapsed claim expires (default the reference's). */
+  claimRetryMs?: number }
+  | { type: 'pruneOutbox'; /** The caller's clock. */
+    nowMs: number; /** Age past which a finished row is removed (default the reference's). */
+  olderThanMs?: number }
 
 /**
- * What an outbox command got: `enqueued` (or `duplicate`), `claimed` (the rows), `acked`
- * (the keys acked and those refused), or `refused`.
+ * What an outbox command got: `enqueued` (or `duplicate`), `updated` (a row moved),
+ * `claimed` (the rows), `acked` (the keys acked and those refused), `expired` and `pruned`
+ * (a sweep's rows; `more` when another sweep would take more), or `refused`.
  */
 export type OutboxOutcome =
   | { type: 'enqueued'; /** The row. */
   row: OutboxRow }
   | { type: 'duplicate'; /** The row as it stands. */
   row: OutboxRow }
+  | { type: 'updated'; /** The row now. */
+  row: OutboxRow }
   | { type: 'claimed'; /** The claim's token. */
     token: string; /** When the claim lapses. */
     expiresAtMs: number; /** The rows. */
   rows: Array<OutboxRow> }
   | { type: 'acked'; /** The keys acked. */
-    acked: Array<string>; /** Each row not acked: its key and reason. */
-  refused: Array<any> }
+    acked: Array<string>; /** Each row not acked: its key and why. */
+  refused: Array<AckRefusal> }
+  | { type: 'expired'; /** The rows. */
+    rows: Array<ExpiredRow>; /** Whether more rows qualify than one sweep takes. */
+  more: boolean }
+  | { type: 'pruned'; /** Their keys. */
+    keys: Array<string>; /** Whether more rows qualify than one sweep takes. */
+  more: boolean }
   | { type: 'refused'; /** Why. */
     reason: string; /** The row that caused it. */
   key: string }
 
-/** An outbox row. */
+/** An outbox row: a delivery owed to a peer. */
 export interface OutboxRow {
-  /** Its key. */
+  /** Its idempotency key. */
   key: string
-  /** Its peer. */
+  /** The peer it is owed to. */
   peer: string
-  /** Its state, e.g. `'pending'`, `'claimed'`, `'done'`. */
+  /** What kind of row it is. */
+  kind: string
+  /** Its place in enqueue order. */
+  enqueueId: bigint
+  /** What is delivered. */
+  payload: Buffer
+  /** `'pending'`, `'waiting'`, `'claimed'`, `'done'` or `'expired'`. */
   state: string
-  /** The whole row as annals describes it. */
-  row: any
+  /** Failed pushes so far. */
+  attempts: number
+  /** When a `pending` row is due again after a failure. */
+  nextAtMs?: number
+  /** When it first failed. */
+  firstFailedAtMs?: number
+  /** What last went wrong. */
+  lastError?: string
+  /** When it was enqueued. */
+  createdAtMs: number
+  /** The claim it is under, if claimed. */
+  claim?: Claim
+  /** Every token it was ever claimed under (a token is never reused). */
+  claimTokens: Array<string>
 }
 
 /** Where a read starts and how far it goes. */
@@ -496,6 +868,151 @@ export interface RowAck {
   token: string
 }
 
+/** A run: its root span and counters. */
+export interface Run {
+  /** The run. */
+  run: string
+  /** Its root span. */
+  rootSpan: string
+  /** The last seq written in the run. */
+  highWaterSeq: bigint
+  /** Spans started in all. */
+  spanCount: number
+  /** Spans still open. */
+  openSpanCount: number
+  /** Whether its root has ended. */
+  closed: boolean
+}
+
+/** One change of a run, for a follower catching up by seq. */
+export interface RunChange {
+  /** The run. */
+  run: string
+  /** Its seq. */
+  seq: bigint
+  /** Its log position. */
+  position: bigint
+  /** The span it changed. */
+  span: string
+  /** `'span_started'`, `'span_patched'`, `'span_ended'` or `'event_appended'`. */
+  kind: string
+  /** The event's index, for `'event_appended'`. */
+  eventIndex?: number
+}
+
+/**
+ * A command on whole runs (`type`: `heartbeat`, `rollup`, `cascadeClose`, `sweepOrphans`,
+ * `sweepStale` or `pruneRuns`).
+ */
+export type RunCommand =
+  | { type: 'heartbeat'; /** The run. */
+    run: string; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'rollup'; /** The run. */
+    run: string; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'cascadeClose'; /** The run. */
+    run: string; /** The outcome written on every open span. */
+    outcome: string; /** The reason written on every open span. */
+    reason: string; /** The caller's clock: the spans' end. */
+  nowMs: number }
+  | { type: 'sweepOrphans'; /** The gone writer. */
+    writer: string; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'sweepStale'; /** How long a root may stay silent. */
+    staleAfterMs: number; /** The sweeping writer, whose own runs are spared. */
+    sweeper?: string; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'pruneRuns'; /** Runs that ended before this (absolute ms) are covered by a digest. */
+    digestFloorAtMs: number; /** The least age since its end before a covered run's detail is pruned. */
+    detailRetentionMs: number; /** Runs that ended more than this before `nowMs` are pruned, covered or not. */
+    hardCeilingMs: number; /** Most runs pruned by one command. */
+    batch: number; /** The caller's clock. */
+  nowMs: number }
+
+/**
+ * What a run command got: `heartbeatRecorded`, `rolledUp` (root ended), `rolledUpWhileOpen`,
+ * `closed` (the runs closed, none when nothing was open), `pruned`, or `refused` with the
+ * reason (`run_missing`, `run_closed`, `detail_pruned`).
+ */
+export type RunOutcome =
+  | { type: 'heartbeatRecorded' }
+  | { type: 'rolledUp'; /** The rollup as written. */
+  rollup: RunRollup }
+  | { type: 'rolledUpWhileOpen'; /** The rollup as written. */
+  rollup: OpenRunRollup }
+  | { type: 'closed'; /** The runs, in the order they were closed. */
+  runs: Array<ClosedRun> }
+  | { type: 'pruned'; /** The runs, earliest end first. */
+    runs: Array<string>; /** Spans deleted in all. */
+  spansDeleted: number }
+  | { type: 'refused'; /** Why. */
+  reason: string }
+
+/** The rollup of a run whose root ended: its spans' usage and cost summed. */
+export interface RunRollup {
+  /** The run. */
+  run: string
+  /** `'session'` or `'cron'`. */
+  origin: string
+  /** The root's name. */
+  name: string
+  /** Its session, if any. */
+  sessionId?: string
+  /** Its scheduled job, if any. */
+  jobName?: string
+  /** When the root started. */
+  startedAtMs: number
+  /** When it ended. */
+  endedAtMs: number
+  /** How it ended. */
+  outcome: string
+  /** `endedAtMs - startedAtMs`. */
+  durationMs: number
+  /** Spans in the run. */
+  spanCount: number
+  /** Input tokens summed, if any span reported them. */
+  inputTokens?: number
+  /** Output tokens summed. */
+  outputTokens?: number
+  /** Cache-read tokens summed. */
+  cacheReadTokens?: number
+  /** Cache-creation tokens summed. */
+  cacheCreationTokens?: number
+  /** Cost summed, millionths of a US dollar. */
+  costMicroUsd?: number
+  /** What the run costs under its billing mode. */
+  effectiveCostMicroUsd?: number
+  /** `'subscription'` or `'api'`, if known. */
+  billingMode?: string
+  /** Why it failed, if it did. */
+  failureReason?: string
+  /** Whether its detail (spans, events) has been pruned. */
+  detailPruned: boolean
+}
+
+/** A run whole: the run, its spans and their events. */
+export interface RunSnapshot {
+  /** The run. */
+  run: Run
+  /** Its spans. */
+  spans: Array<Span>
+  /** Their events. */
+  events: Array<SpanEvent>
+  /** The last seq it holds. */
+  highWaterSeq: bigint
+  /** The log position it was read at, if known. */
+  position?: bigint
+}
+
+/** A host setting. */
+export interface Setting {
+  /** Its key. */
+  key: string
+  /** Its value. */
+  value: string
+}
+
 /** A host setting: `key` set to `value` (`type`: `setting`). */
 export interface SettingCommand {
   /** The setting's key. */
@@ -512,43 +1029,147 @@ export type SettingOutcome =
   previous?: string }
   | { type: 'unchanged' }
 
-/** A span command (`type`: `start` or `end`) of a run's span tree. */
+/** A span of a run's tree. */
+export interface Span {
+  /** The run. */
+  run: string
+  /** The span. */
+  span: string
+  /** Its parent, `undefined` for the root. */
+  parent?: string
+  /** Its name. */
+  name: string
+  /** `'turn'`, `'tool'`, `'subagent'`, `'llm_call'`, … */
+  kind: string
+  /** `'session'` or `'cron'`. */
+  origin: string
+  /** Its session, if any. */
+  sessionId?: string
+  /** Its scheduled job, if any. */
+  jobName?: string
+  /** Its attributes. */
+  attributes: Record<string, string>
+  /** `'subscription'` or `'api'`, if known. */
+  billingMode?: string
+  /** The process identity that writes it. */
+  writer: string
+  /** When it started. */
+  startedAtMs: number
+  /** Its wait boundary, if any. */
+  waitUntilMs?: number
+  /** When it ended, if it has. */
+  endedAtMs?: number
+  /** How it ended, if it has. */
+  outcome?: string
+  /** Why, if said. */
+  outcomeReason?: string
+  /** What it used. */
+  usage: Usage
+  /** Its writer's last heartbeat, if any. */
+  lastHeartbeatAtMs?: number
+  /** Its depth in the tree (0 for the root). */
+  depth: number
+  /** The run's seq at its start. */
+  startSeq: bigint
+  /** The run's seq at its last change. */
+  seq: bigint
+  /** The log position of its last change. */
+  position: bigint
+  /** Events recorded on it. */
+  eventCount: number
+}
+
+/**
+ * A span command (`type`: `start`, `patch`, `end`, `spanHeartbeat` or `event`) of a run's
+ * span tree.
+ */
 export type SpanCommand =
   | { type: 'start'; /** The run. */
-    run: string; /** The span's id. */
+    run: string; /** The span's id, unique within the run. */
     span: string; /** Its parent span, if any. */
     parent?: string; /** Its name. */
-    name: string; /** What it is a unit of: `'turn'`, `'tool'`, `'subagent'`, `'cron'`, `'session'`. */
-    kind: string; /** Who started it: `'session'` or `'cron'`. */
-    origin: string; /** Its writer. */
-    writer: string; /** Free-form attributes. */
-    attributes?: Record<string, string>; /** The caller's clock. */
+    name: string; /** What it is a unit of: `'turn'`, `'tool'`, `'subagent'` or `'cron'`. */
+    kind: string; /** Where its run came from: `'session'` or `'cron'`. */
+    origin: string; /** Its writer: the process identity that writes it. */
+    writer: string; /** The session it belongs to, if any. */
+    sessionId?: string; /** The scheduled job it belongs to, if any. */
+    jobName?: string; /** `'subscription'` or `'api'`, if known. */
+    billingMode?: string; /** Free-form attributes. */
+    attributes?: Record<string, string>; /** The caller's clock: the span's start. */
+  nowMs: number }
+  | { type: 'patch'; /** The run. */
+    run: string; /** The span. */
+    span: string; /** Attributes merged in. */
+    attributes?: Record<string, string>; /** Usage merged in. */
+    usage?: SpanUsage; /** A new wait boundary. */
+    waitUntilMs?: number; /** A billing mode. */
+    billingMode?: string; /** The caller's clock. */
   nowMs: number }
   | { type: 'end'; /** The run. */
     run: string; /** The span. */
     span: string; /** How it ended. */
-    outcome: string; /** Why, if it failed. */
-    reason?: string; /** What it used. */
-    usage?: SpanUsage; /** The caller's clock. */
+    outcome: string; /** Why, if said. */
+    reason?: string; /** Final usage merged in. */
+    usage?: SpanUsage; /** Final attributes merged in. */
+    attributes?: Record<string, string>; /** The caller's clock: the span's end. */
+  nowMs: number }
+  | { type: 'spanHeartbeat'; /** The run. */
+    run: string; /** The span. */
+    span: string; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'event'; /** The run. */
+    run: string; /** The span. */
+    span: string; /** What kind of event it is. */
+    eventType: string; /** Its payload (typically JSON text). */
+    payload: string; /** A lower cap for this call, in bytes (the cap is 16 KiB). */
+    payloadBytesMax?: number; /** The caller's clock: the event's time. */
   nowMs: number }
 
+/** An event recorded on a span. */
+export interface SpanEvent {
+  /** The run. */
+  run: string
+  /** The span. */
+  span: string
+  /** Its index within the span, from 0. */
+  eventIndex: number
+  /** Its time. */
+  atMs: number
+  /** What kind of event it is. */
+  eventType: string
+  /** Its payload, cut to the cap. */
+  payload: string
+  /** Whether the payload was cut. */
+  truncated: boolean
+  /** The run's seq for it. */
+  seq: bigint
+  /** Its log position. */
+  position: bigint
+}
+
 /**
- * What a span command got: `started` (its run seq and depth), `ended` (the run's rollup,
- * when the root is now terminal), or `refused` with the reason.
+ * What a span command got: `started` (its run seq and depth), `patched`, `ended` (with the
+ * run's rollup when the root is now terminal), `heartbeatRecorded`, `eventAppended`, or
+ * `refused` with the reason (`span_exists`, `parent_missing`, `span_ended`, …).
  */
 export type SpanOutcome =
   | { type: 'started'; /** Its run's seq for the start. */
     seq: bigint; /** Its depth in the run's tree. */
   depth: number }
+  | { type: 'patched'; /** Its run's seq for the patch. */
+  seq: bigint }
   | { type: 'ended'; /** Its run's seq for the end. */
-    seq: bigint; /** The run's rollup (as annals describes it), when its root is now terminal. */
-  rollup?: any }
-  | { type: 'other'; /** Its description. */
-  detail: string }
+    seq: bigint; /** The run's rollup, when its root is now terminal. */
+  rollup?: RunRollup }
+  | { type: 'heartbeatRecorded' }
+  | { type: 'eventAppended'; /** Its run's seq. */
+    seq: bigint; /** Its index within the span. */
+    eventIndex: number; /** Whether its payload was cut to the cap. */
+  truncated: boolean }
   | { type: 'refused'; /** Why. */
   reason: string }
 
-/** Tokens and cost a span reports. */
+/** Tokens and cost a span reports; an absent field is left as it is. */
 export interface SpanUsage {
   /** Input tokens. */
   inputTokens?: number
@@ -568,6 +1189,22 @@ export interface SpanUsage {
 export interface SubscribeOptions {
   /** The first position delivered; default 0. */
   from?: bigint
+}
+
+/** Tokens and cost a span reported. */
+export interface Usage {
+  /** Input tokens. */
+  inputTokens?: number
+  /** Output tokens. */
+  outputTokens?: number
+  /** Tokens read from a prompt cache. */
+  cacheReadTokens?: number
+  /** Tokens written to a prompt cache. */
+  cacheCreationTokens?: number
+  /** Cost in millionths of a US dollar. */
+  costMicroUsd?: number
+  /** The model that consumed them. */
+  model?: string
 }
 
 /** What `verify` found. */

@@ -12,8 +12,12 @@ import type {
   IngestOutcome,
   InstanceCommand,
   InstanceOutcome,
+  LaneCommand,
+  LaneOutcome,
   LeaseCommand,
   LeaseOutcome,
+  RunCommand,
+  RunOutcome,
   OutboxCommand,
   OutboxOutcome,
   SpanCommand,
@@ -65,8 +69,10 @@ export declare class AnnalsError extends Error {
 /** A command of any domain, told apart by its `type`. */
 export type Command =
   | LeaseCommand
+  | LaneCommand
   | OutboxCommand
   | SpanCommand
+  | RunCommand
   | InstanceCommand
   | (IngestCommand & { type: 'ingest' })
   | (ConsumerCommand & { type: 'checkpoint' })
@@ -76,6 +82,10 @@ export type Command =
 /** The outcome of `execute(command)`, by the command's type. */
 export type OutcomeOf<C extends Command> = C extends LeaseCommand
   ? LeaseOutcome
+  : C extends LaneCommand
+  ? LaneOutcome
+  : C extends RunCommand
+  ? RunOutcome
   : C extends OutboxCommand
     ? OutboxOutcome
     : C extends SpanCommand

@@ -47,8 +47,13 @@ function promise(fn) {
 // Every command's `type` names its domain's method: `execute` dispatches on it.
 const DOMAINS = {
   acquire: 'lease', renew: 'lease', release: 'lease',
-  enqueue: 'outbox', claim: 'outbox', ack: 'outbox',
-  start: 'span', end: 'span',
+  laneClaim: 'lane', laneRenew: 'lane', laneAdvance: 'lane', laneRelease: 'lane',
+  enqueue: 'outbox', claim: 'outbox', ack: 'outbox', deliver: 'outbox', park: 'outbox',
+  retry: 'outbox', markWaiting: 'outbox', markRetry: 'outbox', giveUp: 'outbox',
+  expire: 'outbox', pruneOutbox: 'outbox',
+  start: 'span', patch: 'span', end: 'span', spanHeartbeat: 'span', event: 'span',
+  heartbeat: 'run', rollup: 'run', cascadeClose: 'run', sweepOrphans: 'run',
+  sweepStale: 'run', pruneRuns: 'run',
   upsert: 'registry', setStatus: 'registry', remove: 'registry',
   ingest: 'ingest',
   checkpoint: 'consumer',
@@ -72,27 +77,24 @@ function call(fn) {
   }
 }
 
+// The key of each class's forwarding factory: a function made inside the class body can
+// read its private `#inner`.
+const FORWARD = Symbol('forward')
+
 /** An annals log file. */
 class Store {
   #inner
   constructor(inner) {
     this.#inner = inner
   }
+  static [FORWARD](name) {
+    return function (...args) {
+      return call(() => this.#inner[name](...args))
+    }
+  }
   /** Opens (creating it unless `readOnly`) the log at `path`. */
   static open(path, options) {
     return new Store(call(() => native.Store.open(path, options)))
-  }
-  append(stream, expected, events) {
-    return call(() => this.#inner.append(stream, expected, events))
-  }
-  appendGuarded(stream, expected, events, guard) {
-    return call(() => this.#inner.appendGuarded(stream, expected, events, guard))
-  }
-  readAll(options) {
-    return call(() => this.#inner.readAll(options))
-  }
-  readStream(stream, options) {
-    return call(() => this.#inner.readStream(stream, options))
   }
   /** Every record from `options.from`, lazily, in chunks of `options.limit` (default 1000). */
   *iterateAll(options = {}) {
@@ -121,66 +123,6 @@ class Store {
       else if (last === 0n) return
       else from = last - 1n
     }
-  }
-  get(position) {
-    return call(() => this.#inner.get(position))
-  }
-  head() {
-    return call(() => this.#inner.head())
-  }
-  verify() {
-    return call(() => this.#inner.verify())
-  }
-  lease(command) {
-    return call(() => this.#inner.lease(command))
-  }
-  outbox(command) {
-    return call(() => this.#inner.outbox(command))
-  }
-  ingest(command) {
-    return call(() => this.#inner.ingest(command))
-  }
-  span(command) {
-    return call(() => this.#inner.span(command))
-  }
-  rollup(run) {
-    return call(() => this.#inner.rollup(run))
-  }
-  registry(command) {
-    return call(() => this.#inner.registry(command))
-  }
-  setting(command) {
-    return call(() => this.#inner.setting(command))
-  }
-  settingOf(key) {
-    return call(() => this.#inner.settingOf(key))
-  }
-  fuel(command) {
-    return call(() => this.#inner.fuel(command))
-  }
-  instance(handle) {
-    return call(() => this.#inner.instance(handle))
-  }
-  consumer(command) {
-    return call(() => this.#inner.consumer(command))
-  }
-  state(projection) {
-    return call(() => this.#inner.state(projection))
-  }
-  outboxRow(key) {
-    return call(() => this.#inner.outboxRow(key))
-  }
-  outboxOpenFor(peer, limit) {
-    return call(() => this.#inner.outboxOpenFor(peer, limit))
-  }
-  ingestCursor(project, run) {
-    return call(() => this.#inner.ingestCursor(project, run))
-  }
-  consumerCheckpoint(consumer) {
-    return call(() => this.#inner.consumerCheckpoint(consumer))
-  }
-  leaseOf(resource) {
-    return call(() => this.#inner.leaseOf(resource))
   }
   /**
    * Every record from `options.from` on, history then live, as an async iterator:
@@ -215,26 +157,11 @@ class Writer {
   constructor(inner) {
     this.#inner = inner
   }
-  append(stream, expected, events) {
-    return promise(() => this.#inner.append(stream, expected, events))
-  }
-  lease(command) {
-    return promise(() => this.#inner.lease(command))
-  }
-  outbox(command) {
-    return promise(() => this.#inner.outbox(command))
-  }
-  span(command) {
-    return promise(() => this.#inner.span(command))
-  }
-  ingest(command) {
-    return promise(() => this.#inner.ingest(command))
-  }
-  registry(command) {
-    return promise(() => this.#inner.registry(command))
-  }
-  consumer(command) {
-    return promise(() => this.#inner.consumer(command))
+  static [FORWARD](name) {
+    if (name === 'queued') return function () { return call(() => this.#inner.queued()) }
+    return function (...args) {
+      return promise(() => this.#inner[name](...args))
+    }
   }
   /** Runs any domain's command, batched, chosen by its `type`; a Promise of its outcome. */
   execute(command) {
@@ -244,11 +171,18 @@ class Writer {
       return Promise.reject(error)
     }
   }
-  queued() {
-    return call(() => this.#inner.queued())
-  }
   close() {
     return promise(() => this.#inner.close())
+  }
+}
+
+// Every other method of the native classes, forwarded with its errors translated: the
+// Store's synchronously, the Writer's (Promises, but `queued`) as rejections.
+const WRAPPED = new Set(['constructor', 'subscribe', 'writer', 'execute', 'close'])
+for (const [Class, Native] of [[Store, native.Store], [Writer, native.Writer]]) {
+  for (const name of Object.getOwnPropertyNames(Native.prototype)) {
+    if (WRAPPED.has(name) || name in Class.prototype) continue
+    Class.prototype[name] = Class[FORWARD](name)
   }
 }
 

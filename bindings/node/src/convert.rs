@@ -4,16 +4,16 @@
 use annals::leases::{
     FencingToken, LeaseCommand as CoreLeaseCommand, LeaseOutcome as CoreLeaseOutcome,
 };
-use annals::outbox::{OutboxOutcome as CoreOutboxOutcome, OutboxRow as CoreOutboxRow, PullOutcome};
+use annals::outbox::{OutboxOutcome as CoreOutboxOutcome, PullOutcome, SweepOutcome};
 use annals::{AppendOutcome as Outcome, Direction, ExpectedVersion, StreamVersion};
 use napi::bindgen_prelude::{BigInt, Buffer};
 
 use crate::error::invalid;
+use crate::rows::{instance_js, outbox_row_js};
 use crate::{
-    AppendOutcome, ConsumerCheckpoint, ConsumerCommand, ConsumerOutcome, IngestCommand,
-    IngestOutcome, IngestedEvent, InstanceCommand, InstanceOutcome, Lease, LeaseCommand,
-    LeaseOutcome, LogRecord, NewEvent, OutboxOutcome, OutboxRow, ReadOptions, SpanCommand,
-    SpanOutcome,
+    AckRefusal, AppendOutcome, ConsumerCheckpoint, ConsumerCommand, ConsumerOutcome, ExpiredRow,
+    IngestCommand, IngestOutcome, IngestedEvent, InstanceCommand, InstanceOutcome, Lease,
+    LeaseCommand, LeaseOutcome, LogRecord, NewEvent, OutboxOutcome, ReadOptions,
 };
 
 /// The largest integer a JavaScript number holds exactly.
@@ -129,6 +129,9 @@ pub fn lease_js(lease: annals::leases::Lease) -> Lease {
         token: BigInt::from(lease.token.0),
         acquired_at_ms: lease.acquired_at_ms as f64,
         expires_at_ms: lease.expires_at_ms as f64,
+        project: lease.project,
+        name: lease.name,
+        holder_name: lease.holder_name,
     }
 }
 
@@ -138,10 +141,28 @@ pub fn lease_command(command: LeaseCommand) -> napi::Result<CoreLeaseCommand> {
             resource,
             holder,
             ttl_ms,
+            labels: None,
             now_ms,
         } => CoreLeaseCommand::Acquire {
             resource,
             holder,
+            ttl_ms: u64_of_ms(ttl_ms, "ttlMs")?,
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        },
+        LeaseCommand::Acquire {
+            resource,
+            holder,
+            ttl_ms,
+            labels: Some(labels),
+            now_ms,
+        } => CoreLeaseCommand::AcquireLabelled {
+            resource,
+            holder,
+            labels: annals::leases::LeaseLabels {
+                project: labels.project,
+                name: labels.name,
+                holder_name: labels.holder_name,
+            },
             ttl_ms: u64_of_ms(ttl_ms, "ttlMs")?,
             now_ms: u64_of_ms(now_ms, "nowMs")?,
         },
@@ -181,23 +202,18 @@ pub fn name_of(value: &impl serde::Serialize) -> String {
     }
 }
 
-pub fn outbox_row_js(row: &CoreOutboxRow) -> OutboxRow {
-    OutboxRow {
-        key: row.key.clone(),
-        peer: row.peer.clone(),
-        state: name_of(&row.state),
-        row: serde_json::to_value(row).unwrap_or(serde_json::Value::Null),
-    }
-}
-
-/// An outbox command: one on a row (enqueue) or a pull (claim, ack).
+/// An outbox command: one on a row, a peer's pull, or a sweep.
 pub enum OutboxCall {
     Row(annals::outbox::OutboxCommand),
     Pull(annals::outbox::PullCommand),
+    Sweep(annals::outbox::SweepCommand),
 }
 
 pub fn outbox_command(command: crate::OutboxCommand) -> napi::Result<OutboxCall> {
-    use annals::outbox::{ClaimToken, OutboxCommand as Row, PullCommand as Pull, RowAck};
+    use annals::outbox::{
+        Backoff, ClaimToken, OutboxCommand as Row, PullCommand as Pull, RowAck,
+        SweepCommand as Sweep,
+    };
     Ok(match command {
         crate::OutboxCommand::Enqueue {
             key,
@@ -236,28 +252,127 @@ pub fn outbox_command(command: crate::OutboxCommand) -> napi::Result<OutboxCall>
                 .collect(),
             now_ms: u64_of_ms(now_ms, "nowMs")?,
         }),
+        crate::OutboxCommand::Deliver { key, now_ms } => OutboxCall::Row(Row::Deliver {
+            key,
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        }),
+        crate::OutboxCommand::Park { key, now_ms } => OutboxCall::Row(Row::Park {
+            key,
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        }),
+        crate::OutboxCommand::Retry {
+            key,
+            backoff,
+            last_error,
+            now_ms,
+        } => OutboxCall::Row(Row::Retry {
+            key,
+            backoff: match backoff {
+                None => Backoff::DEFAULT,
+                Some(backoff) => Backoff {
+                    base_ms: u64_of_ms(backoff.base_ms, "backoff.baseMs")?,
+                    max_ms: u64_of_ms(backoff.max_ms, "backoff.maxMs")?,
+                },
+            },
+            last_error,
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        }),
+        crate::OutboxCommand::MarkWaiting {
+            key,
+            attempts,
+            now_ms,
+        } => OutboxCall::Row(Row::MarkWaiting {
+            key,
+            attempts,
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        }),
+        crate::OutboxCommand::MarkRetry {
+            key,
+            attempts,
+            next_at_ms,
+            first_failed_at_ms,
+            now_ms,
+        } => OutboxCall::Row(Row::MarkRetry {
+            key,
+            attempts,
+            next_at_ms: u64_of_ms(next_at_ms, "nextAtMs")?,
+            first_failed_at_ms: u64_of_ms(first_failed_at_ms, "firstFailedAtMs")?,
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        }),
+        crate::OutboxCommand::GiveUp { key, now_ms } => OutboxCall::Row(Row::GiveUp {
+            key,
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        }),
+        crate::OutboxCommand::Expire {
+            now_ms,
+            max_age_ms,
+            claim_retry_ms,
+        } => OutboxCall::Sweep(Sweep::Expire {
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+            max_age_ms: optional_ms(max_age_ms, "maxAgeMs")?.unwrap_or(annals::outbox::MAX_AGE_MS),
+            claim_retry_ms: optional_ms(claim_retry_ms, "claimRetryMs")?
+                .unwrap_or(annals::outbox::CLAIM_RETRY_MS),
+        }),
+        crate::OutboxCommand::PruneOutbox {
+            now_ms,
+            older_than_ms,
+        } => OutboxCall::Sweep(Sweep::Prune {
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+            older_than_ms: optional_ms(older_than_ms, "olderThanMs")?
+                .unwrap_or(annals::outbox::PRUNE_AFTER_MS),
+        }),
     })
 }
 
-pub fn outbox_outcome(outcome: CoreOutboxOutcome) -> OutboxOutcome {
+fn optional_ms(value: Option<f64>, field: &str) -> napi::Result<Option<u64>> {
+    value.map(|value| u64_of_ms(value, field)).transpose()
+}
+
+pub fn sweep(outcome: SweepOutcome) -> OutboxOutcome {
     match outcome {
-        CoreOutboxOutcome::AlreadyEnqueued { row } => OutboxOutcome::Duplicate {
-            row: outbox_row_js(&row),
+        SweepOutcome::Expired { rows, more } => OutboxOutcome::Expired {
+            rows: rows
+                .iter()
+                .map(|row| ExpiredRow {
+                    key: row.key.clone(),
+                    reason: name_of(&row.reason),
+                })
+                .collect(),
+            more,
         },
-        other => other_outbox(other),
+        SweepOutcome::Pruned { keys, more } => OutboxOutcome::Pruned { keys, more },
     }
 }
 
-pub fn other_outbox(outcome: CoreOutboxOutcome) -> OutboxOutcome {
+/// The key of the row a row command is on.
+pub fn row_key(command: &annals::outbox::OutboxCommand) -> String {
+    use annals::outbox::OutboxCommand as Row;
+    match command {
+        Row::Enqueue { key, .. }
+        | Row::Deliver { key, .. }
+        | Row::Park { key, .. }
+        | Row::Retry { key, .. }
+        | Row::MarkWaiting { key, .. }
+        | Row::MarkRetry { key, .. }
+        | Row::GiveUp { key, .. } => key.clone(),
+    }
+}
+
+/// The outcome of a command on the row of `key`.
+pub fn outbox_outcome(outcome: CoreOutboxOutcome, key: String) -> OutboxOutcome {
     match outcome {
-        CoreOutboxOutcome::Refused { reason, row } => OutboxOutcome::Refused {
-            reason: name_of(&reason),
-            key: row.map(|row| row.key).unwrap_or_default(),
-        },
-        CoreOutboxOutcome::Enqueued { row }
-        | CoreOutboxOutcome::AlreadyEnqueued { row }
-        | CoreOutboxOutcome::Updated { row } => OutboxOutcome::Enqueued {
+        CoreOutboxOutcome::Enqueued { row } => OutboxOutcome::Enqueued {
             row: outbox_row_js(&row),
+        },
+        CoreOutboxOutcome::AlreadyEnqueued { row } => OutboxOutcome::Duplicate {
+            row: outbox_row_js(&row),
+        },
+        CoreOutboxOutcome::Updated { row } => OutboxOutcome::Updated {
+            row: outbox_row_js(&row),
+        },
+        CoreOutboxOutcome::Refused { reason, .. } => OutboxOutcome::Refused {
+            reason: name_of(&reason),
+            key,
         },
     }
 }
@@ -277,7 +392,10 @@ pub fn pull(outcome: PullOutcome) -> OutboxOutcome {
             acked,
             refused: refused
                 .iter()
-                .map(|r| serde_json::to_value(r).unwrap_or(serde_json::Value::Null))
+                .map(|refusal| AckRefusal {
+                    key: refusal.key.clone(),
+                    reason: name_of(&refusal.reason),
+                })
                 .collect(),
         },
         PullOutcome::Refused { reason, key } => OutboxOutcome::Refused {
@@ -316,7 +434,7 @@ pub fn ingest_command(command: IngestCommand) -> napi::Result<annals::ingest::In
     })
 }
 
-fn ingested_js(event: annals::ingest::IngestedEvent) -> IngestedEvent {
+pub fn ingested_js(event: annals::ingest::IngestedEvent) -> IngestedEvent {
     IngestedEvent {
         project: event.project,
         run: event.run,
@@ -350,98 +468,9 @@ pub fn ingest_outcome(outcome: annals::ingest::IngestOutcome) -> IngestOutcome {
 }
 
 /// A value of one of annals' serde enums (`'llm_call'`, `'succeeded'`, …), named by `field`.
-fn named<T: serde::de::DeserializeOwned>(text: String, field: &str) -> napi::Result<T> {
+pub fn named<T: serde::de::DeserializeOwned>(text: String, field: &str) -> napi::Result<T> {
     serde_json::from_value(serde_json::Value::String(text))
         .map_err(|error| invalid(field, &error.to_string()))
-}
-
-fn optional_u64(value: Option<f64>, field: &str) -> napi::Result<Option<u64>> {
-    value.map(|value| u64_of_ms(value, field)).transpose()
-}
-
-pub fn span_command(command: SpanCommand) -> napi::Result<annals::runs::SpanCommand> {
-    use annals::runs::SpanCommand as Core;
-    Ok(match command {
-        SpanCommand::Start {
-            run,
-            span,
-            parent,
-            name,
-            kind,
-            origin,
-            writer,
-            attributes,
-            now_ms,
-        } => Core::Start {
-            run,
-            span,
-            parent,
-            name,
-            kind: named(kind, "kind")?,
-            origin: named(origin, "origin")?,
-            session_id: None,
-            job_name: None,
-            attributes: attributes.unwrap_or_default().into_iter().collect(),
-            billing_mode: None,
-            writer,
-            now_ms: u64_of_ms(now_ms, "nowMs")?,
-        },
-        SpanCommand::End {
-            run,
-            span,
-            outcome,
-            reason,
-            usage,
-            now_ms,
-        } => {
-            let usage = match usage {
-                None => annals::runs::SpanUsage::default(),
-                Some(usage) => annals::runs::SpanUsage {
-                    input_tokens: optional_u64(usage.input_tokens, "usage.inputTokens")?,
-                    output_tokens: optional_u64(usage.output_tokens, "usage.outputTokens")?,
-                    cache_read_tokens: optional_u64(
-                        usage.cache_read_tokens,
-                        "usage.cacheReadTokens",
-                    )?,
-                    cache_creation_tokens: optional_u64(
-                        usage.cache_creation_tokens,
-                        "usage.cacheCreationTokens",
-                    )?,
-                    cost_micro_usd: optional_u64(usage.cost_micro_usd, "usage.costMicroUsd")?,
-                    model: usage.model,
-                },
-            };
-            Core::End {
-                run,
-                span,
-                outcome: named(outcome, "outcome")?,
-                reason,
-                usage,
-                attributes: Default::default(),
-                now_ms: u64_of_ms(now_ms, "nowMs")?,
-            }
-        }
-    })
-}
-
-pub fn span_outcome(outcome: annals::runs::SpanCommandOutcome) -> SpanOutcome {
-    use annals::runs::SpanCommandOutcome as Core;
-    match outcome {
-        Core::Started { seq, depth } => SpanOutcome::Started {
-            seq: BigInt::from(seq.0),
-            depth,
-        },
-        Core::Ended { seq, rollup } => SpanOutcome::Ended {
-            seq: BigInt::from(seq.0),
-            rollup: rollup.map(|rollup| serde_json::to_value(*rollup).unwrap_or_default()),
-        },
-        Core::Refused { reason } => SpanOutcome::Refused {
-            reason: name_of(&reason),
-        },
-        other => SpanOutcome::Other {
-            detail: format!("{other:?}"),
-        },
-    }
 }
 
 pub fn instance_command(
@@ -493,19 +522,18 @@ pub fn instance_command(
 
 pub fn instance_outcome(outcome: annals::registry::InstanceOutcome) -> InstanceOutcome {
     use annals::registry::InstanceOutcome as Core;
-    let json = |instance| serde_json::to_value(instance).unwrap_or_default();
     match outcome {
         Core::Added { instance } => InstanceOutcome::Added {
-            instance: json(instance),
+            instance: instance_js(&instance),
         },
         Core::Updated { instance } => InstanceOutcome::Updated {
-            instance: json(instance),
+            instance: instance_js(&instance),
         },
         Core::Unchanged { instance } => InstanceOutcome::Unchanged {
-            instance: json(instance),
+            instance: instance_js(&instance),
         },
         Core::Removed { instance } => InstanceOutcome::Removed {
-            instance: json(instance),
+            instance: instance_js(&instance),
         },
         Core::Missing => InstanceOutcome::Missing {},
     }

@@ -5,6 +5,10 @@
 
 mod convert;
 mod error;
+mod lanes;
+mod queries;
+mod rows;
+mod runs;
 
 use std::sync::{Arc, Mutex};
 
@@ -15,6 +19,9 @@ use napi_derive::napi;
 
 use convert::{lease_js, position, record_js, u64_of_ms};
 use error::{invalid, to_js};
+use lanes::{LaneCommand, LaneOutcome};
+use rows::{FuelEntry, FuelTotal, Instance, OutboxRow, RunRollup};
+use runs::{RunCommand, RunOutcome, SpanCommand, SpanOutcome};
 
 /// How a store is opened.
 #[napi(object)]
@@ -126,6 +133,24 @@ pub struct Lease {
     pub acquired_at_ms: f64,
     /// When it lapses, milliseconds: live while `now < expiresAtMs`.
     pub expires_at_ms: f64,
+    /// Its project (empty unless acquired with labels): what `leasesOf(project)` selects by.
+    pub project: String,
+    /// Its name within the project (empty unless acquired with labels).
+    pub name: String,
+    /// The holder's display name (empty unless acquired with labels).
+    pub holder_name: String,
+}
+
+/// The labels the reference hub's `acquireLease` takes: a grant carries them, and the
+/// holder's own re-acquisition rewrites them while keeping its token and grant time.
+#[napi(object)]
+pub struct LeaseLabels {
+    /// The project the lease belongs to.
+    pub project: String,
+    /// The lease's name within the project.
+    pub name: String,
+    /// The holder's display name.
+    pub holder_name: String,
 }
 
 /// A lease command (`type`: `acquire`, `renew` or `release`); the clock comes in with it.
@@ -139,6 +164,8 @@ pub enum LeaseCommand {
         holder: String,
         /// How long it lasts from `nowMs`.
         ttl_ms: f64,
+        /// Labels the grant carries (the reference hub's project, name and holder name).
+        labels: Option<LeaseLabels>,
         /// The caller's clock.
         now_ms: f64,
     },
@@ -206,7 +233,9 @@ pub struct LeaseGuard {
     pub now_ms: f64,
 }
 
-/// An outbox command (`type`: `enqueue`, `claim` or `ack`).
+/// An outbox command: on a row (`enqueue`, `deliver`, `park`, `retry`, `markWaiting`,
+/// `markRetry`, `giveUp`), a peer's pull (`claim`, `ack`), or a sweep (`expire`,
+/// `pruneOutbox`).
 #[napi(discriminant = "type", discriminant_case = "camelCase")]
 pub enum OutboxCommand {
     /// Queue a delivery for `peer` under the idempotency key `key`.
@@ -244,6 +273,98 @@ pub enum OutboxCommand {
         /// The caller's clock.
         now_ms: f64,
     },
+    /// The push lane delivered a `pending` or `waiting` row: `done`.
+    Deliver {
+        /// The row's key.
+        key: String,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+    /// The push lane cannot reach the peer: a `pending` row becomes `waiting` (only the
+    /// peer's pull takes it), one attempt more.
+    Park {
+        /// The row's key.
+        key: String,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+    /// A push of a `pending` row failed: one attempt more, due again after the backoff.
+    Retry {
+        /// The row's key.
+        key: String,
+        /// The backoff (default 30 s, doubling, at most an hour).
+        backoff: Option<Backoff>,
+        /// What went wrong.
+        last_error: Option<String>,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+    /// The reference's `markWaiting`: a `pending` row becomes `waiting` with `attempts`.
+    MarkWaiting {
+        /// The row's key.
+        key: String,
+        /// The attempt count the row takes.
+        attempts: u32,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+    /// The reference's `markRetry`: a `pending` row stays `pending` with the attempt count,
+    /// next time and first failure time given.
+    MarkRetry {
+        /// The row's key.
+        key: String,
+        /// The attempt count the row takes.
+        attempts: u32,
+        /// When it is due again.
+        next_at_ms: f64,
+        /// When it first failed.
+        first_failed_at_ms: f64,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+    /// The push lane gives up on a `pending` or `waiting` row: `expired`.
+    GiveUp {
+        /// The row's key.
+        key: String,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+    /// Give up on rows never delivered older than `maxAgeMs`, and on rows whose claim lapsed
+    /// unacked older than `claimRetryMs`; a bounded batch, oldest first.
+    Expire {
+        /// The caller's clock.
+        now_ms: f64,
+        /// Age past which a `pending` or `waiting` row expires (default the reference's).
+        max_age_ms: Option<f64>,
+        /// Age past which a row under a lapsed claim expires (default the reference's).
+        claim_retry_ms: Option<f64>,
+    },
+    /// Remove `done` and `expired` rows created more than `olderThanMs` ago; a bounded
+    /// batch, oldest first.
+    PruneOutbox {
+        /// The caller's clock.
+        now_ms: f64,
+        /// Age past which a finished row is removed (default the reference's).
+        older_than_ms: Option<f64>,
+    },
+}
+
+/// How long a failed push waits: `baseMs` after the first failure, doubling, at most `maxMs`.
+#[napi(object)]
+pub struct Backoff {
+    /// The wait after the first failure.
+    pub base_ms: f64,
+    /// The longest wait.
+    pub max_ms: f64,
+}
+
+/// A row a sweep expired, and why (`max_age` or `claim_lapsed`).
+#[napi(object)]
+pub struct ExpiredRow {
+    /// The row's key.
+    pub key: String,
+    /// Why it expired.
+    pub reason: String,
 }
 
 /// One row of an ack: its key and the token it was claimed under.
@@ -255,21 +376,9 @@ pub struct RowAck {
     pub token: String,
 }
 
-/// An outbox row.
-#[napi(object)]
-pub struct OutboxRow {
-    /// Its key.
-    pub key: String,
-    /// Its peer.
-    pub peer: String,
-    /// Its state, e.g. `'pending'`, `'claimed'`, `'done'`.
-    pub state: String,
-    /// The whole row as annals describes it.
-    pub row: serde_json::Value,
-}
-
-/// What an outbox command got: `enqueued` (or `duplicate`), `claimed` (the rows), `acked`
-/// (the keys acked and those refused), or `refused`.
+/// What an outbox command got: `enqueued` (or `duplicate`), `updated` (a row moved),
+/// `claimed` (the rows), `acked` (the keys acked and those refused), `expired` and `pruned`
+/// (a sweep's rows; `more` when another sweep would take more), or `refused`.
 #[napi(discriminant = "type", discriminant_case = "camelCase")]
 pub enum OutboxOutcome {
     /// Queued now.
@@ -280,6 +389,11 @@ pub enum OutboxOutcome {
     /// The same key was queued before: nothing appended.
     Duplicate {
         /// The row as it stands.
+        row: OutboxRow,
+    },
+    /// The row moved.
+    Updated {
+        /// The row now.
         row: OutboxRow,
     },
     /// The rows claimed, in enqueue order.
@@ -295,8 +409,22 @@ pub enum OutboxOutcome {
     Acked {
         /// The keys acked.
         acked: Vec<String>,
-        /// Each row not acked: its key and reason.
-        refused: Vec<serde_json::Value>,
+        /// Each row not acked: its key and why.
+        refused: Vec<AckRefusal>,
+    },
+    /// Rows a sweep expired, oldest first.
+    Expired {
+        /// The rows.
+        rows: Vec<ExpiredRow>,
+        /// Whether more rows qualify than one sweep takes.
+        more: bool,
+    },
+    /// Rows a sweep removed, oldest first.
+    Pruned {
+        /// Their keys.
+        keys: Vec<String>,
+        /// Whether more rows qualify than one sweep takes.
+        more: bool,
     },
     /// Refused; nothing appended.
     Refused {
@@ -305,6 +433,15 @@ pub enum OutboxOutcome {
         /// The row that caused it.
         key: String,
     },
+}
+
+/// A row of an ack that was not acked, and why (`missing`, `other_peer`, `other_token`, …).
+#[napi(object)]
+pub struct AckRefusal {
+    /// The row's key.
+    pub key: String,
+    /// Why.
+    pub reason: String,
 }
 
 /// A runtime's event pushed to the hub's exactly-once sync ingest, keyed by
@@ -375,95 +512,6 @@ pub enum IngestOutcome {
     },
 }
 
-/// Tokens and cost a span reports.
-#[napi(object)]
-pub struct SpanUsage {
-    /// Input tokens.
-    pub input_tokens: Option<f64>,
-    /// Output tokens.
-    pub output_tokens: Option<f64>,
-    /// Tokens read from a prompt cache.
-    pub cache_read_tokens: Option<f64>,
-    /// Tokens written to a prompt cache.
-    pub cache_creation_tokens: Option<f64>,
-    /// Cost in millionths of a US dollar.
-    pub cost_micro_usd: Option<f64>,
-    /// The model that consumed them.
-    pub model: Option<String>,
-}
-
-/// A span command (`type`: `start` or `end`) of a run's span tree.
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum SpanCommand {
-    /// Start a span (a root when `parent` is absent).
-    Start {
-        /// The run.
-        run: String,
-        /// The span's id.
-        span: String,
-        /// Its parent span, if any.
-        parent: Option<String>,
-        /// Its name.
-        name: String,
-        /// What it is a unit of: `'turn'`, `'tool'`, `'subagent'`, `'cron'`, `'session'`.
-        kind: String,
-        /// Who started it: `'session'` or `'cron'`.
-        origin: String,
-        /// Its writer.
-        writer: String,
-        /// Free-form attributes.
-        attributes: Option<std::collections::HashMap<String, String>>,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// End a span with its outcome (`'success'`, `'error'`, `'timeout'`, `'cancelled'`, `'denied'`,
-    /// `'interrupted'`).
-    End {
-        /// The run.
-        run: String,
-        /// The span.
-        span: String,
-        /// How it ended.
-        outcome: String,
-        /// Why, if it failed.
-        reason: Option<String>,
-        /// What it used.
-        usage: Option<SpanUsage>,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-}
-
-/// What a span command got: `started` (its run seq and depth), `ended` (the run's rollup,
-/// when the root is now terminal), or `refused` with the reason.
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum SpanOutcome {
-    /// The span started.
-    Started {
-        /// Its run's seq for the start.
-        seq: BigInt,
-        /// Its depth in the run's tree.
-        depth: u32,
-    },
-    /// The span ended.
-    Ended {
-        /// Its run's seq for the end.
-        seq: BigInt,
-        /// The run's rollup (as annals describes it), when its root is now terminal.
-        rollup: Option<serde_json::Value>,
-    },
-    /// Another outcome (patched, an event, a heartbeat), as annals describes it.
-    Other {
-        /// Its description.
-        detail: String,
-    },
-    /// Refused; nothing appended.
-    Refused {
-        /// Why.
-        reason: String,
-    },
-}
-
 /// The fields of a registry upsert: an absent one is left as it is (or its default on a new
 /// instance); for `identity`, `tree`, `source` and `owner` an empty string clears it.
 #[napi(object)]
@@ -529,22 +577,22 @@ pub enum InstanceOutcome {
     /// A new instance was registered.
     Added {
         /// The instance now.
-        instance: serde_json::Value,
+        instance: Instance,
     },
     /// The instance changed.
     Updated {
         /// The instance now.
-        instance: serde_json::Value,
+        instance: Instance,
     },
     /// The instance already was as asked.
     Unchanged {
         /// The instance as it stands.
-        instance: serde_json::Value,
+        instance: Instance,
     },
     /// The instance was removed.
     Removed {
         /// The instance as it was.
-        instance: serde_json::Value,
+        instance: Instance,
     },
     /// No instance has the handle.
     Missing {},
@@ -596,9 +644,9 @@ pub struct FuelCommand {
 #[napi(object)]
 pub struct FuelOutcome {
     /// The entry now.
-    pub entry: serde_json::Value,
+    pub entry: FuelEntry,
     /// The instance's total now.
-    pub total: serde_json::Value,
+    pub total: FuelTotal,
 }
 
 /// A consumer's checkpoint: it handled every record up to `position`, whose hash is `hash`.
@@ -849,14 +897,32 @@ impl Store {
         let call = convert::outbox_command(command)?;
         self.with(|store| {
             Ok(match call {
-                convert::OutboxCall::Row(command) => {
-                    convert::outbox_outcome(store.execute(&command).map_err(to_js)?)
-                }
+                convert::OutboxCall::Row(command) => convert::outbox_outcome(
+                    store.execute(&command).map_err(to_js)?,
+                    convert::row_key(&command),
+                ),
                 convert::OutboxCall::Pull(command) => {
                     convert::pull(store.execute(&command).map_err(to_js)?)
                 }
+                convert::OutboxCall::Sweep(command) => {
+                    convert::sweep(store.execute(&command).map_err(to_js)?)
+                }
             })
         })
+    }
+
+    /// Runs a lane lease command (a reconciler's claim on one key of a lane).
+    #[napi]
+    pub fn lane(&self, command: LaneCommand) -> napi::Result<LaneOutcome> {
+        let command = lanes::lane_command(command)?;
+        self.with(|store| Ok(lanes::lane_outcome(store.execute(&command).map_err(to_js)?)))
+    }
+
+    /// Runs a command on whole runs: a heartbeat, a rollup, closing, a sweep or pruning.
+    #[napi]
+    pub fn run(&self, command: RunCommand) -> napi::Result<RunOutcome> {
+        let command = runs::run_command(command)?;
+        self.with(|store| Ok(runs::run_outcome(store.execute(&command).map_err(to_js)?)))
     }
 
     /// Runs an ingest command: the hub's exactly-once sync ingest.
@@ -873,21 +939,17 @@ impl Store {
     /// Runs a span command of the runs projection.
     #[napi]
     pub fn span(&self, command: SpanCommand) -> napi::Result<SpanOutcome> {
-        let command = convert::span_command(command)?;
-        self.with(|store| {
-            Ok(convert::span_outcome(
-                store.execute(&command).map_err(to_js)?,
-            ))
-        })
+        let command = runs::span_command(command)?;
+        self.with(|store| Ok(runs::span_outcome(store.execute(&command).map_err(to_js)?)))
     }
 
     /// The rollup of a closed run (its spans' usage and costs summed), or `null`.
     #[napi]
-    pub fn rollup(&self, run: String) -> napi::Result<Option<serde_json::Value>> {
-        self.with(|store| {
-            let state = store.state().map_err(to_js)?;
-            let rollup = annals::runs::rollup(&state, &run).map_err(to_js)?;
-            Ok(rollup.map(|rollup| serde_json::to_value(rollup).unwrap_or_default()))
+    pub fn rollup(&self, run: String) -> napi::Result<Option<RunRollup>> {
+        self.query(|state| {
+            Ok(annals::runs::rollup(state, &run)?
+                .as_ref()
+                .map(rows::rollup_js))
         })
     }
 
@@ -905,61 +967,24 @@ impl Store {
     /// Sets a host setting.
     #[napi]
     pub fn setting(&self, command: SettingCommand) -> napi::Result<SettingOutcome> {
-        let command = annals::registry::SetSetting {
-            key: command.key,
-            value: command.value,
-            now_ms: u64_of_ms(command.now_ms, "nowMs")?,
-        };
-        self.with(|store| {
-            Ok(match store.execute(&command).map_err(to_js)? {
-                annals::registry::SettingOutcome::Set { previous } => {
-                    SettingOutcome::Set { previous }
-                }
-                annals::registry::SettingOutcome::Unchanged => SettingOutcome::Unchanged {},
-            })
-        })
-    }
-
-    /// The value of a host setting, or `null`.
-    #[napi]
-    pub fn setting_of(&self, key: String) -> napi::Result<Option<String>> {
-        self.with(|store| {
-            let state = store.state().map_err(to_js)?;
-            annals::registry::setting(&state, &key).map_err(to_js)
-        })
+        let command = setting_command(command)?;
+        self.with(|store| Ok(setting_outcome(store.execute(&command).map_err(to_js)?)))
     }
 
     /// Charges fuel to an instance's ledger.
     #[napi]
     pub fn fuel(&self, command: FuelCommand) -> napi::Result<FuelOutcome> {
-        let command = annals::registry::ChargeFuel {
-            instance: command.instance,
-            caller: command.caller,
-            op: command.op,
-            calls: command
-                .calls
-                .map(|calls| u64_of_ms(calls, "calls"))
-                .transpose()?
-                .unwrap_or(1),
-            fuel: u64_of_ms(command.fuel, "fuel")?,
-            now_ms: u64_of_ms(command.now_ms, "nowMs")?,
-        };
-        self.with(|store| {
-            let outcome = store.execute(&command).map_err(to_js)?;
-            Ok(FuelOutcome {
-                entry: serde_json::to_value(outcome.entry).unwrap_or_default(),
-                total: serde_json::to_value(outcome.total).unwrap_or_default(),
-            })
-        })
+        let command = fuel_command(command)?;
+        self.with(|store| Ok(fuel_outcome(store.execute(&command).map_err(to_js)?)))
     }
 
     /// The instance registered under `handle` (as annals describes it), or `null`.
     #[napi]
-    pub fn instance(&self, handle: String) -> napi::Result<Option<serde_json::Value>> {
-        self.with(|store| {
-            let state = store.state().map_err(to_js)?;
-            let instance = annals::registry::instance(&state, &handle).map_err(to_js)?;
-            Ok(instance.map(|instance| serde_json::to_value(instance).unwrap_or_default()))
+    pub fn instance(&self, handle: String) -> napi::Result<Option<Instance>> {
+        self.query(|state| {
+            Ok(annals::registry::instance(state, &handle)?
+                .as_ref()
+                .map(rows::instance_js))
         })
     }
 
@@ -971,79 +996,6 @@ impl Store {
             Ok(convert::consumer_outcome(
                 store.execute(&command).map_err(to_js)?,
             ))
-        })
-    }
-
-    /// Every row of one projection (`'registry'`, `'leases'`, `'outbox'`, `'runs'`,
-    /// `'ingest'` or `'consumers'`) as annals describes it: what `annals state --json` prints.
-    #[napi]
-    pub fn state(&self, projection: String) -> napi::Result<serde_json::Value> {
-        self.with(|store| {
-            let state = store.state().map_err(to_js)?;
-            let json = match projection.as_str() {
-                "registry" => annals::registry::state_json(&state),
-                "leases" => annals::leases::state_json(&state),
-                "outbox" => annals::outbox::state_json(&state),
-                "runs" => annals::runs::state_json(&state),
-                "ingest" => annals::ingest::state_json(&state),
-                "consumers" => annals::consumers::state_json(&state),
-                _ => {
-                    return Err(invalid(
-                        "projection",
-                        "must be 'registry', 'leases', 'outbox', 'runs', 'ingest' or 'consumers'",
-                    ));
-                }
-            };
-            json.map_err(to_js)
-        })
-    }
-
-    /// The outbox row of `key`, or `null`.
-    #[napi]
-    pub fn outbox_row(&self, key: String) -> napi::Result<Option<OutboxRow>> {
-        self.with(|store| {
-            let state = store.state().map_err(to_js)?;
-            let row = annals::outbox::row(&state, &key).map_err(to_js)?;
-            Ok(row.as_ref().map(convert::outbox_row_js))
-        })
-    }
-
-    /// The rows not yet done of `peer`, in enqueue order, at most `limit` (default 100).
-    #[napi]
-    pub fn outbox_open_for(
-        &self,
-        peer: String,
-        limit: Option<u32>,
-    ) -> napi::Result<Vec<OutboxRow>> {
-        self.with(|store| {
-            let state = store.state().map_err(to_js)?;
-            let rows = annals::outbox::open_for(&state, &peer, limit.unwrap_or(100) as usize)
-                .map_err(to_js)?;
-            Ok(rows.iter().map(convert::outbox_row_js).collect())
-        })
-    }
-
-    /// The sync cursor of a run: the highest sequence ingested without a gap before it.
-    #[napi]
-    pub fn ingest_cursor(&self, project: String, run: String) -> napi::Result<BigInt> {
-        self.with(|store| {
-            let state = store.state().map_err(to_js)?;
-            Ok(BigInt::from(
-                annals::ingest::cursor(&state, &project, &run).map_err(to_js)?,
-            ))
-        })
-    }
-
-    /// Where `consumer` stopped, or `null`.
-    #[napi]
-    pub fn consumer_checkpoint(
-        &self,
-        consumer: String,
-    ) -> napi::Result<Option<ConsumerCheckpoint>> {
-        self.with(|store| {
-            let state = store.state().map_err(to_js)?;
-            let checkpoint = annals::consumers::checkpoint(&state, &consumer).map_err(to_js)?;
-            Ok(checkpoint.map(convert::checkpoint_js))
         })
     }
 
@@ -1174,22 +1126,65 @@ impl Writer {
         let writer = self.handle()?;
         match convert::outbox_command(command)? {
             convert::OutboxCall::Row(command) => {
+                let key = convert::row_key(&command);
                 let outcome = writer.execute(command).await.map_err(to_js)?;
-                Ok(convert::outbox_outcome(outcome))
+                Ok(convert::outbox_outcome(outcome, key))
             }
             convert::OutboxCall::Pull(command) => {
                 let outcome = writer.execute(command).await.map_err(to_js)?;
                 Ok(convert::pull(outcome))
             }
+            convert::OutboxCall::Sweep(command) => {
+                let outcome = writer.execute(command).await.map_err(to_js)?;
+                Ok(convert::sweep(outcome))
+            }
         }
+    }
+
+    /// `Store.lane`, batched.
+    #[napi]
+    pub async fn lane(&self, command: LaneCommand) -> napi::Result<LaneOutcome> {
+        let command = lanes::lane_command(command)?;
+        let writer = self.handle()?;
+        Ok(lanes::lane_outcome(
+            writer.execute(command).await.map_err(to_js)?,
+        ))
+    }
+
+    /// `Store.run`, batched.
+    #[napi]
+    pub async fn run(&self, command: RunCommand) -> napi::Result<RunOutcome> {
+        let command = runs::run_command(command)?;
+        let writer = self.handle()?;
+        Ok(runs::run_outcome(
+            writer.execute(command).await.map_err(to_js)?,
+        ))
+    }
+
+    /// `Store.setting`, batched.
+    #[napi]
+    pub async fn setting(&self, command: SettingCommand) -> napi::Result<SettingOutcome> {
+        let command = setting_command(command)?;
+        let writer = self.handle()?;
+        Ok(setting_outcome(
+            writer.execute(command).await.map_err(to_js)?,
+        ))
+    }
+
+    /// `Store.fuel`, batched.
+    #[napi]
+    pub async fn fuel(&self, command: FuelCommand) -> napi::Result<FuelOutcome> {
+        let command = fuel_command(command)?;
+        let writer = self.handle()?;
+        Ok(fuel_outcome(writer.execute(command).await.map_err(to_js)?))
     }
 
     /// `Store.span`, batched.
     #[napi]
     pub async fn span(&self, command: SpanCommand) -> napi::Result<SpanOutcome> {
-        let command = convert::span_command(command)?;
+        let command = runs::span_command(command)?;
         let writer = self.handle()?;
-        Ok(convert::span_outcome(
+        Ok(runs::span_outcome(
             writer.execute(command).await.map_err(to_js)?,
         ))
     }
@@ -1238,5 +1233,42 @@ impl Writer {
             Some(writer) => writer.close().await.map_err(to_js),
             None => Ok(()),
         }
+    }
+}
+
+fn setting_command(command: SettingCommand) -> napi::Result<annals::registry::SetSetting> {
+    Ok(annals::registry::SetSetting {
+        key: command.key,
+        value: command.value,
+        now_ms: u64_of_ms(command.now_ms, "nowMs")?,
+    })
+}
+
+fn setting_outcome(outcome: annals::registry::SettingOutcome) -> SettingOutcome {
+    match outcome {
+        annals::registry::SettingOutcome::Set { previous } => SettingOutcome::Set { previous },
+        annals::registry::SettingOutcome::Unchanged => SettingOutcome::Unchanged {},
+    }
+}
+
+fn fuel_command(command: FuelCommand) -> napi::Result<annals::registry::ChargeFuel> {
+    Ok(annals::registry::ChargeFuel {
+        instance: command.instance,
+        caller: command.caller,
+        op: command.op,
+        calls: command
+            .calls
+            .map(|calls| u64_of_ms(calls, "calls"))
+            .transpose()?
+            .unwrap_or(1),
+        fuel: u64_of_ms(command.fuel, "fuel")?,
+        now_ms: u64_of_ms(command.now_ms, "nowMs")?,
+    })
+}
+
+fn fuel_outcome(outcome: annals::registry::FuelOutcome) -> FuelOutcome {
+    FuelOutcome {
+        entry: rows::fuel_entry_js(&outcome.entry),
+        total: rows::fuel_total_js(&outcome.total),
     }
 }

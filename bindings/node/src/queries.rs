@@ -1,0 +1,534 @@
+//! The queries of every domain, each read from one consistent view of the projections as of
+//! the last commit: what the reference stores' `get…` and `list…` calls return.
+
+use annals::projection::TableSource;
+use napi::bindgen_prelude::BigInt;
+use napi_derive::napi;
+
+use crate::convert::{self, lease_js, u64_of, u64_of_ms};
+use crate::error::{invalid, to_js};
+use crate::rows::{
+    self, FuelEntry, FuelTotal, Instance, LaneLease, OpenRunRollup, OutboxRow, Run, RunChange,
+    RunRollup, RunSnapshot, Setting, Span, SpanEvent,
+};
+use crate::{ConsumerCheckpoint, IngestedEvent, Lease, Store};
+
+/// The fuel an instance used in all.
+#[napi(object)]
+pub struct InstanceFuel {
+    /// The instance.
+    pub instance: String,
+    /// Calls in all.
+    pub calls: f64,
+    /// Fuel in all.
+    pub fuel: f64,
+}
+
+/// Which instances `instances` lists.
+#[napi(object)]
+pub struct InstancesOptions {
+    /// Only those with this status (`'enabled'` or `'disabled'`).
+    pub status: Option<String>,
+    /// At most this many; default 1000.
+    pub limit: Option<u32>,
+}
+
+fn limit(limit: Option<u32>) -> usize {
+    limit.unwrap_or(1000) as usize
+}
+
+impl Store {
+    /// Runs `read` against the projections as of the last commit.
+    pub(crate) fn query<T>(
+        &self,
+        read: impl FnOnce(&dyn TableSource) -> annals::Result<T>,
+    ) -> napi::Result<T> {
+        self.with(|store| {
+            let state = store.state().map_err(to_js)?;
+            read(&state).map_err(to_js)
+        })
+    }
+}
+
+#[napi]
+impl Store {
+    /// Up to `limit` (default 1000) leases held, by resource.
+    #[napi]
+    pub fn leases(&self, limit: Option<u32>) -> napi::Result<Vec<Lease>> {
+        let limit = self::limit(limit);
+        self.query(|state| {
+            Ok(annals::leases::leases(state, limit)?
+                .into_iter()
+                .map(lease_js)
+                .collect())
+        })
+    }
+
+    /// The leases of one project (granted with labels), as the reference hub's `listLeases`.
+    #[napi]
+    pub fn leases_of(&self, project: String) -> napi::Result<Vec<Lease>> {
+        self.query(|state| {
+            Ok(annals::leases::list_leases(state, &project)?
+                .into_iter()
+                .map(lease_js)
+                .collect())
+        })
+    }
+
+    /// The last fencing token issued for `resource` (kept after a release), or `null`.
+    #[napi]
+    pub fn last_token(&self, resource: String) -> napi::Result<Option<BigInt>> {
+        self.query(|state| {
+            Ok(annals::leases::last_token(state, &resource)?.map(|token| BigInt::from(token.0)))
+        })
+    }
+
+    /// The lane lease of `lane`/`key`, or `null`.
+    #[napi]
+    pub fn lane_of(&self, lane: String, key: String) -> napi::Result<Option<LaneLease>> {
+        self.query(|state| {
+            Ok(annals::leases::lane(state, &lane, &key)?
+                .as_ref()
+                .map(rows::lane_js))
+        })
+    }
+
+    /// Up to `limit` (default 1000) lane leases of `lane`, by key.
+    #[napi]
+    pub fn lanes(&self, lane: String, limit: Option<u32>) -> napi::Result<Vec<LaneLease>> {
+        let limit = self::limit(limit);
+        self.query(|state| {
+            Ok(annals::leases::lanes(state, &lane, limit)?
+                .iter()
+                .map(rows::lane_js)
+                .collect())
+        })
+    }
+
+    /// The outbox row of `key`, or `null`.
+    #[napi]
+    pub fn outbox_row(&self, key: String) -> napi::Result<Option<OutboxRow>> {
+        self.query(|state| {
+            Ok(annals::outbox::row(state, &key)?
+                .as_ref()
+                .map(rows::outbox_row_js))
+        })
+    }
+
+    /// Up to `limit` (default 1000) outbox rows, in enqueue order.
+    #[napi]
+    pub fn outbox_rows(&self, limit: Option<u32>) -> napi::Result<Vec<OutboxRow>> {
+        let limit = self::limit(limit);
+        self.query(|state| {
+            Ok(annals::outbox::rows_by_enqueue(state, limit)?
+                .iter()
+                .map(rows::outbox_row_js)
+                .collect())
+        })
+    }
+
+    /// The rows the push lane should try at `nowMs`: `pending` and due, in due order.
+    #[napi]
+    pub fn outbox_due(&self, now_ms: f64, limit: Option<u32>) -> napi::Result<Vec<OutboxRow>> {
+        let now_ms = u64_of_ms(now_ms, "nowMs")?;
+        let limit = self::limit(limit);
+        self.query(|state| {
+            Ok(annals::outbox::due(state, now_ms, limit)?
+                .iter()
+                .map(rows::outbox_row_js)
+                .collect())
+        })
+    }
+
+    /// The `pending` rows owed to `peer` that are new or past their backoff at `nowMs`, in
+    /// enqueue order: what a push at enqueue sends.
+    #[napi]
+    pub fn outbox_pending_for(
+        &self,
+        peer: String,
+        now_ms: f64,
+        limit: Option<u32>,
+    ) -> napi::Result<Vec<OutboxRow>> {
+        let now_ms = u64_of_ms(now_ms, "nowMs")?;
+        let limit = self::limit(limit);
+        self.query(|state| {
+            Ok(annals::outbox::pending_for(state, &peer, now_ms, limit)?
+                .iter()
+                .map(rows::outbox_row_js)
+                .collect())
+        })
+    }
+
+    /// The rows not yet done of `peer`, in enqueue order, at most `limit` (default 100).
+    #[napi]
+    pub fn outbox_open_for(
+        &self,
+        peer: String,
+        limit: Option<u32>,
+    ) -> napi::Result<Vec<OutboxRow>> {
+        let limit = limit.unwrap_or(100) as usize;
+        self.query(|state| {
+            Ok(annals::outbox::open_for(state, &peer, limit)?
+                .iter()
+                .map(rows::outbox_row_js)
+                .collect())
+        })
+    }
+
+    /// The run `run` (its root and counters), or `null`.
+    #[napi]
+    pub fn run_of(&self, run: String) -> napi::Result<Option<Run>> {
+        self.query(|state| Ok(annals::runs::run(state, &run)?.as_ref().map(rows::run_js)))
+    }
+
+    /// The span `span` of `run`, or `null`.
+    #[napi]
+    pub fn span_of(&self, run: String, span: String) -> napi::Result<Option<Span>> {
+        self.query(|state| {
+            Ok(annals::runs::span(state, &run, &span)?
+                .as_ref()
+                .map(rows::span_js))
+        })
+    }
+
+    /// Every span of `run`, in start order.
+    #[napi]
+    pub fn spans(&self, run: String) -> napi::Result<Vec<Span>> {
+        self.query(|state| {
+            Ok(annals::runs::spans(state, &run)?
+                .iter()
+                .map(rows::span_js)
+                .collect())
+        })
+    }
+
+    /// The events of one span, in order.
+    #[napi]
+    pub fn span_events(&self, run: String, span: String) -> napi::Result<Vec<SpanEvent>> {
+        self.query(|state| {
+            Ok(annals::runs::events(state, &run, &span)?
+                .iter()
+                .map(rows::span_event_js)
+                .collect())
+        })
+    }
+
+    /// The run whole (its spans and their events), or `null`.
+    #[napi]
+    pub fn run_snapshot(&self, run: String) -> napi::Result<Option<RunSnapshot>> {
+        self.query(|state| {
+            Ok(annals::runs::snapshot(state, &run)?
+                .as_ref()
+                .map(rows::snapshot_js))
+        })
+    }
+
+    /// The changes of `run` after seq `after`, at most `limit` (default 1000): how a follower
+    /// catches up.
+    #[napi]
+    pub fn run_changes_since(
+        &self,
+        run: String,
+        after: BigInt,
+        limit: Option<u32>,
+    ) -> napi::Result<Vec<RunChange>> {
+        let after = annals::runs::RunSeq(u64_of(&after, "after")?);
+        let limit = self::limit(limit);
+        self.query(|state| {
+            Ok(annals::runs::changes_since(state, &run, after, limit)?
+                .iter()
+                .map(rows::run_change_js)
+                .collect())
+        })
+    }
+
+    /// The rollup stored for a run whose root is still open, or `null`.
+    #[napi]
+    pub fn open_rollup(&self, run: String) -> napi::Result<Option<OpenRunRollup>> {
+        self.query(|state| {
+            Ok(annals::runs::open_rollup(state, &run)?
+                .as_ref()
+                .map(rows::open_rollup_js))
+        })
+    }
+
+    /// Up to `limit` (default 1000) rollups of closed runs, latest end first.
+    #[napi]
+    pub fn rollups(&self, limit: Option<u32>) -> napi::Result<Vec<RunRollup>> {
+        let limit = self::limit(limit);
+        self.query(|state| {
+            Ok(annals::runs::rollups(state, limit)?
+                .iter()
+                .map(rows::rollup_js)
+                .collect())
+        })
+    }
+
+    /// Every open root span, latest start first: what is running.
+    #[napi]
+    pub fn open_roots(&self) -> napi::Result<Vec<Span>> {
+        self.query(|state| {
+            Ok(annals::runs::open_roots(state)?
+                .iter()
+                .map(rows::span_js)
+                .collect())
+        })
+    }
+
+    /// Open roots that started more than `thresholdMs` before `nowMs`, oldest first.
+    #[napi]
+    pub fn stuck_runs(&self, threshold_ms: f64, now_ms: f64) -> napi::Result<Vec<Span>> {
+        let threshold_ms = u64_of_ms(threshold_ms, "thresholdMs")?;
+        let now_ms = u64_of_ms(now_ms, "nowMs")?;
+        self.query(|state| {
+            Ok(annals::runs::stuck_runs(state, threshold_ms, now_ms)?
+                .iter()
+                .map(rows::span_js)
+                .collect())
+        })
+    }
+
+    /// Open roots whose last heartbeat is before `cutoffMs`, oldest heartbeat first.
+    #[napi]
+    pub fn silent_roots(&self, cutoff_ms: f64) -> napi::Result<Vec<Span>> {
+        let cutoff_ms = u64_of_ms(cutoff_ms, "cutoffMs")?;
+        self.query(|state| {
+            Ok(annals::runs::silent_roots(state, cutoff_ms)?
+                .iter()
+                .map(rows::span_js)
+                .collect())
+        })
+    }
+
+    /// The runs with an open span written by `writer`, in run order.
+    #[napi]
+    pub fn runs_with_open_spans_of(&self, writer: String) -> napi::Result<Vec<String>> {
+        self.query(|state| annals::runs::runs_with_open_spans_of(state, &writer))
+    }
+
+    /// The runs that have a span called `span`.
+    #[napi]
+    pub fn runs_of_span(&self, span: String) -> napi::Result<Vec<String>> {
+        self.query(|state| annals::runs::runs_of_span(state, &span))
+    }
+
+    /// The event ingested under (`project`, `run`, `sequence`), or `null`.
+    #[napi]
+    pub fn ingest_event(
+        &self,
+        project: String,
+        run: String,
+        sequence: BigInt,
+    ) -> napi::Result<Option<IngestedEvent>> {
+        let sequence = u64_of(&sequence, "sequence")?;
+        self.query(|state| {
+            Ok(annals::ingest::event(state, &project, &run, sequence)?.map(convert::ingested_js))
+        })
+    }
+
+    /// Up to `limit` (default 1000) ingested events, by key.
+    #[napi]
+    pub fn ingest_events(&self, limit: Option<u32>) -> napi::Result<Vec<IngestedEvent>> {
+        let limit = self::limit(limit);
+        self.query(|state| {
+            Ok(annals::ingest::events(state, limit)?
+                .into_iter()
+                .map(convert::ingested_js)
+                .collect())
+        })
+    }
+
+    /// Up to `limit` (default 1000) events a hub project holds, by run and sequence.
+    #[napi]
+    pub fn hub_project_events(
+        &self,
+        hub_project: String,
+        limit: Option<u32>,
+    ) -> napi::Result<Vec<IngestedEvent>> {
+        let limit = self::limit(limit);
+        self.query(|state| {
+            Ok(
+                annals::ingest::hub_project_events(state, &hub_project, limit)?
+                    .into_iter()
+                    .map(convert::ingested_js)
+                    .collect(),
+            )
+        })
+    }
+
+    /// The sync cursor of a run: the highest sequence ingested without a gap before it.
+    #[napi]
+    pub fn ingest_cursor(&self, project: String, run: String) -> napi::Result<BigInt> {
+        self.query(|state| Ok(BigInt::from(annals::ingest::cursor(state, &project, &run)?)))
+    }
+
+    /// The hub project a runtime project is bound to, or `null`.
+    #[napi]
+    pub fn project_hub(&self, project: String) -> napi::Result<Option<String>> {
+        self.query(|state| annals::ingest::project_hub(state, &project))
+    }
+
+    /// The runtime a run lives on, or `null`.
+    #[napi]
+    pub fn run_home(&self, project: String, run: String) -> napi::Result<Option<String>> {
+        self.query(|state| annals::ingest::run_home(state, &project, &run))
+    }
+
+    /// Where `consumer` stopped, or `null`.
+    #[napi]
+    pub fn consumer_checkpoint(
+        &self,
+        consumer: String,
+    ) -> napi::Result<Option<ConsumerCheckpoint>> {
+        self.query(|state| {
+            Ok(annals::consumers::checkpoint(state, &consumer)?.map(convert::checkpoint_js))
+        })
+    }
+
+    /// Up to `limit` (default 1000) consumers' checkpoints, by name.
+    #[napi]
+    pub fn consumer_checkpoints(
+        &self,
+        limit: Option<u32>,
+    ) -> napi::Result<Vec<ConsumerCheckpoint>> {
+        let limit = self::limit(limit);
+        self.query(|state| {
+            Ok(annals::consumers::checkpoints(state, limit)?
+                .into_iter()
+                .map(convert::checkpoint_js)
+                .collect())
+        })
+    }
+
+    /// Registered instances, oldest first, then by handle.
+    #[napi]
+    pub fn instances(&self, options: Option<InstancesOptions>) -> napi::Result<Vec<Instance>> {
+        let (status, limit) = match options {
+            None => (None, self::limit(None)),
+            Some(options) => (
+                options
+                    .status
+                    .map(|status| convert::named(status, "status"))
+                    .transpose()?,
+                self::limit(options.limit),
+            ),
+        };
+        self.query(|state| {
+            Ok(annals::registry::instances(state, status, limit)?
+                .iter()
+                .map(rows::instance_js)
+                .collect())
+        })
+    }
+
+    /// The enabled instance with identity key `identity`, or `null`.
+    #[napi]
+    pub fn instance_by_identity(&self, identity: String) -> napi::Result<Option<Instance>> {
+        self.query(|state| {
+            Ok(annals::registry::by_identity(state, &identity)?
+                .as_ref()
+                .map(rows::instance_js))
+        })
+    }
+
+    /// The identity `handle` names in `domain` (a mailbox's owner's), or `null`.
+    #[napi]
+    pub fn identity_of(&self, handle: String, domain: String) -> napi::Result<Option<String>> {
+        self.query(|state| annals::registry::identity_of(state, &handle, &domain))
+    }
+
+    /// The enabled mailbox of `owner` (hex identity), or `null`.
+    #[napi]
+    pub fn mailbox_of(&self, owner: String) -> napi::Result<Option<Instance>> {
+        self.query(|state| {
+            Ok(annals::registry::mailbox_of(state, &owner)?
+                .as_ref()
+                .map(rows::instance_js))
+        })
+    }
+
+    /// The instance the `host_skein` setting names, or `null`.
+    #[napi]
+    pub fn host_skein(&self) -> napi::Result<Option<Instance>> {
+        self.query(|state| {
+            Ok(annals::registry::host_skein(state)?
+                .as_ref()
+                .map(rows::instance_js))
+        })
+    }
+
+    /// The value of a host setting, or `null`.
+    #[napi]
+    pub fn setting_of(&self, key: String) -> napi::Result<Option<String>> {
+        self.query(|state| annals::registry::setting(state, &key))
+    }
+
+    /// Every host setting, by key.
+    #[napi]
+    pub fn settings(&self) -> napi::Result<Vec<Setting>> {
+        self.query(|state| {
+            Ok(annals::registry::settings(state)?
+                .into_iter()
+                .map(|(key, value)| Setting { key, value })
+                .collect())
+        })
+    }
+
+    /// The fuel ledger of `instance`: an entry per (caller, op), the costliest first.
+    #[napi]
+    pub fn fuel_ledger(&self, instance: String) -> napi::Result<Vec<FuelEntry>> {
+        self.query(|state| {
+            Ok(annals::registry::fuel_ledger(state, &instance)?
+                .iter()
+                .map(rows::fuel_entry_js)
+                .collect())
+        })
+    }
+
+    /// The fuel `instance` used in all.
+    #[napi]
+    pub fn fuel_total(&self, instance: String) -> napi::Result<FuelTotal> {
+        self.query(|state| {
+            Ok(rows::fuel_total_js(&annals::registry::fuel_total(
+                state, &instance,
+            )?))
+        })
+    }
+
+    /// The fuel every instance used in all, by instance.
+    #[napi]
+    pub fn fuel_totals(&self) -> napi::Result<Vec<InstanceFuel>> {
+        self.query(|state| {
+            Ok(annals::registry::fuel_totals(state)?
+                .into_iter()
+                .map(|(instance, total)| InstanceFuel {
+                    instance,
+                    calls: rows::number(total.calls),
+                    fuel: rows::number(total.fuel),
+                })
+                .collect())
+        })
+    }
+
+    /// Every row of one projection (`'registry'`, `'leases'`, `'outbox'`, `'runs'`,
+    /// `'ingest'` or `'consumers'`) as `annals state --json` prints it (snake_case, as the
+    /// CLI's JSON is).
+    #[napi]
+    pub fn state(&self, projection: String) -> napi::Result<serde_json::Value> {
+        let describe = match projection.as_str() {
+            "registry" => annals::registry::state_json,
+            "leases" => annals::leases::state_json,
+            "outbox" => annals::outbox::state_json,
+            "runs" => annals::runs::state_json,
+            "ingest" => annals::ingest::state_json,
+            "consumers" => annals::consumers::state_json,
+            _ => {
+                return Err(invalid(
+                    "projection",
+                    "must be 'registry', 'leases', 'outbox', 'runs', 'ingest' or 'consumers'",
+                ));
+            }
+        };
+        self.query(|state| describe(state))
+    }
+}
