@@ -27,4 +27,13 @@ test('the example hub compiles with tsc in strict mode and runs its rules', (t) 
   assert.match(ran.stdout, /delivered: notify-1/)
   assert.match(ran.stdout, /"inputTokens":1200/)
   assert.match(ran.stdout, /verify: sound/)
+  // The lease's history as `annals history` prints it, when the command line is built (CI
+  // builds it with `cargo test` before these tests run).
+  const built = ['release', 'debug'].some((profile) => fs.existsSync(path.join(root, '..', '..', 'target', profile, 'annals')))
+  if (built) {
+    assert.match(ran.stdout, /^0 lease\/deploy-lock@0 lease\.acquired .*"holder":"agent-1","token":1/m)
+    assert.match(ran.stdout, /^2 lease\/deploy-lock@1 lease\.acquired .*"holder":"agent-2","token":2/m)
+  } else {
+    t.diagnostic('the annals command line is not built: its history was not checked')
+  }
 })
