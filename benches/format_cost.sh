@@ -8,7 +8,7 @@
 # and `verify` of the import; it prints wall and user seconds of each and, at the end, the
 # median of each build and the median of the per-round ratios NEW / OLD with their range.
 # Logs go under target/format_cost on the real disk (an fsync on tmpfs costs nothing). Build
-# both with `cargo build --release --features cli` (the old one in a worktree of its commit).
+# both with `cargo build --release -p annals-cli` (the old one in a worktree of its commit).
 set -euo pipefail
 : "${OLD:?set OLD to the old build's annals binary}"
 : "${NEW:?set NEW to the new build's annals binary}"

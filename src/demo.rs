@@ -98,7 +98,6 @@ pub fn count_by_projection(
 /// Runs the demo on `store` until it has appended at least `target_records` records, calling
 /// `progress` with the count so far after each command. Every command commits durably, as a
 /// live host's (the command line calls [`run_with`]).
-#[cfg(feature = "testing")]
 pub fn run(store: &Store, target_records: u64, progress: impl FnMut(u64)) -> Result<DemoReport> {
     run_with(store, Durability::Immediate, target_records, progress)
 }

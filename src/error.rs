@@ -286,7 +286,7 @@ pub enum SigningError {
 impl Error {
     /// This error with a full disk named as its cause: an I/O failure with ENOSPC, directly
     /// or through redb, becomes [`Error::NoSpace`] naming `path`; anything else is unchanged.
-    pub(crate) fn no_space_at(self, path: &std::path::Path) -> Error {
+    pub fn no_space_at(self, path: &std::path::Path) -> Error {
         let full = |error: &std::io::Error| error.kind() == std::io::ErrorKind::StorageFull;
         match &self {
             Error::Io(error) | Error::Storage(redb::Error::Io(error)) if full(error) => {
@@ -348,9 +348,8 @@ pub(crate) fn caught<T>(work: impl FnOnce() -> T) -> std::thread::Result<T> {
     result
 }
 
-/// Whether a panic on this thread now would be caught by [`caught`] (and so reported as a
+/// Whether a panic on this thread now would be caught by the store (and so reported as a
 /// typed error): the CLI's panic hook stays quiet for those, and only those.
-#[cfg(feature = "cli")]
-pub(crate) fn panic_is_caught() -> bool {
+pub fn panic_is_caught() -> bool {
     CATCHING.with(|depth| depth.get() > 0)
 }

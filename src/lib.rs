@@ -46,13 +46,10 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod audit;
-#[cfg(feature = "cli")]
-#[doc(hidden)]
-pub mod cli;
 pub(crate) mod command;
 pub mod consumers;
-#[cfg(any(feature = "cli", feature = "testing"))]
-pub(crate) mod demo;
+pub mod demo;
+pub mod display;
 pub(crate) mod error;
 pub(crate) mod event;
 pub mod export;
@@ -85,23 +82,25 @@ pub struct ReadmeSnippets;
 pub mod writer;
 
 pub use audit::extends::Extension;
-pub use audit::history::Entity;
-pub use audit::proof_file::{ProofFile, ProofFileError, ProofTree};
+pub use audit::history::{Entity, History, records as history};
+pub use audit::proof_file::{ProofFile, ProofFileError, ProofTree, lower_hex_digest};
+pub use audit::replay::Replay;
 pub use audit::verify::{Finding, Problem, ProjectionBehind, VerifyReport};
 pub use command::{Command, Decision, Emit};
-pub use error::{AuditError, Error, OpenError, Result, SigningError};
+pub use error::{AuditError, Error, OpenError, Result, SigningError, panic_is_caught};
 pub use event::{DomainEvent, EventKind};
 pub use hash::Digest;
 pub use log::Head;
 pub use log::append::{
-    AppendError, AppendOutcome, Appended, ExpectedVersion, UnknownExpectedVersion,
+    AppendError, AppendOutcome, Appended, ExpectedVersion, UnknownExpectedVersion, check_append,
 };
 pub use log::read::{Direction, Records, Snapshot, StreamRecords, StreamSummary};
 pub use log::signed::SignedHead;
+pub use log::tables::FORMAT_VERSION;
 pub use projection::{Projection, ProjectionError};
 pub use record::limits::{Field, LimitError, Limits};
 pub use record::{NewEvent, Position, Record, RecordError, RecordView, StreamVersion};
-pub use store::Compaction;
+pub use store::{Compaction, builtin_projections, held_by_writer};
 pub use store::{
     Durability, Holder, ImportStage, READ_ONLY_PATIENCE, Sharing, Stats, Store, StoreError,
     StoreOptions, UnknownSharing, WriteSession,

@@ -57,7 +57,7 @@
 //! `annals tail --json` in a child process, for the time from a commit's return to the
 //! child's line for it, and for the writer's rate with and without the tail beside it. The
 //! child is the `annals` binary of the bench's own profile: run
-//! `cargo build --release --features cli` first, or those figures are skipped with a note.
+//! `cargo build --release -p annals-cli` first, or those figures are skipped with a note.
 //! `-- --sharing-only` runs these figures alone (with `--quick` and `--check` as above) and
 //! writes them to `target/side_by_side_sharing.json`.
 //!
@@ -346,7 +346,7 @@ fn main() {
     if settings.tail_binary.is_none() {
         println!(
             "note: no annals binary beside this bench; the commit-to-tail figures are skipped \
-             (run `cargo build --release --features cli` first)"
+             (run `cargo build --release -p annals-cli` first)"
         );
     }
     if settings.sharing_only {

@@ -98,7 +98,7 @@ pub(crate) fn append_tick(store: &Store, i: u64) {
 }
 
 /// The `annals` binary of this profile: the bench runs from `<profile>/deps/`, and
-/// `cargo build --release --features cli` puts the command line in `<profile>/`.
+/// `cargo build --release -p annals-cli` puts the command line in `<profile>/`.
 pub(crate) fn annals_binary() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let binary = exe.parent()?.parent()?.join("annals");

@@ -386,7 +386,7 @@ const QUOTED_CHARS_MAX: usize = 80;
 /// escapes included), quote and backslash escaped as Rust escapes them, and cut after
 /// `QUOTED_CHARS_MAX` characters with `…` after the closing quote. Bytes from a file or the
 /// network never reach a terminal raw.
-pub(crate) fn quoted(text: &str) -> String {
+pub fn quoted(text: &str) -> String {
     let mut shown: String = text
         .chars()
         .take(QUOTED_CHARS_MAX)
@@ -497,7 +497,7 @@ fn check_lower_hex(field: &str, text: &str) -> Result<(), ProofFileError> {
 
 /// The digest spelt by exactly 64 lower-case hex digits, the one spelling proof files (and
 /// the tree heads `annals root` prints) use.
-pub(crate) fn lower_hex_digest(text: &str) -> Option<Digest> {
+pub fn lower_hex_digest(text: &str) -> Option<Digest> {
     let lower = text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
     if lower { Digest::from_hex(text) } else { None }
 }

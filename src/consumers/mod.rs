@@ -32,6 +32,15 @@ pub use query::{ConsumerCheckpoint, ConsumerError};
 pub struct Consumers;
 
 impl Projection for Consumers {
+    fn shown_tables(&self) -> Vec<crate::projection::shown::ShownTable> {
+        use crate::projection::shown::ShownTable;
+        vec![ShownTable::new(
+            &query::POSITIONS,
+            &["consumer"],
+            "checkpoint",
+        )]
+    }
+
     fn name(&self) -> &'static str {
         "consumers"
     }

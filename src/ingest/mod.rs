@@ -81,6 +81,15 @@ pub use query::{
 pub struct Ingest;
 
 impl Projection for Ingest {
+    fn shown_tables(&self) -> Vec<crate::projection::shown::ShownTable> {
+        use crate::projection::shown::ShownTable;
+        vec![
+            ShownTable::new(&query::EVENTS, &["project", "run", "sequence"], "event"),
+            ShownTable::new(&query::PROJECTS, &["project"], "hub_project"),
+            ShownTable::new(&query::RUNS, &["project", "run"], "run"),
+        ]
+    }
+
     fn name(&self) -> &'static str {
         "ingest"
     }

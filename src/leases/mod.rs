@@ -65,6 +65,15 @@ pub use query::{FencingToken, LaneLease, Lease, LeaseLabels};
 pub struct Leases;
 
 impl Projection for Leases {
+    fn shown_tables(&self) -> Vec<crate::projection::shown::ShownTable> {
+        use crate::projection::shown::ShownTable;
+        vec![
+            ShownTable::new(&query::HELD, &["resource"], "lease"),
+            ShownTable::new(&query::RELEASED_TOKENS, &["resource"], "last_token"),
+            ShownTable::new(&query::LANES, &["lane", "key"], "lease"),
+        ]
+    }
+
     fn name(&self) -> &'static str {
         "leases"
     }

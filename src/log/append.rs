@@ -780,12 +780,19 @@ fn event_content_hash(stream: &str, event: &NewEvent) -> Digest {
     )
 }
 
-/// Checks an append's shape and every limit, before anything is read or written.
-pub(crate) fn check_append(
-    stream: &str,
-    events: &[NewEvent],
-    limits: &Limits,
-) -> Result<(), AppendError> {
+/// Checks an append's shape and every limit of `limits`, before anything is read or written:
+/// what [`Store::append`] would refuse without reading the log (no events, too many, a
+/// stream name or field over its limit), refused the same way. A tool checks with it before
+/// it opens (or creates) a log file writable.
+///
+/// ```
+/// let event = annals::NewEvent::new("deploy.started", 1, b"{}".to_vec());
+/// assert!(annals::check_append("deploy/web", &[event], &annals::Limits::DEFAULT).is_ok());
+/// assert!(annals::check_append("deploy/web", &[], &annals::Limits::DEFAULT).is_err());
+/// ```
+///
+/// [`Store::append`]: crate::Store::append
+pub fn check_append(stream: &str, events: &[NewEvent], limits: &Limits) -> Result<(), AppendError> {
     if events.is_empty() {
         return Err(AppendError::NoEvents);
     }

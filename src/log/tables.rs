@@ -69,7 +69,7 @@ pub const STREAM_COUNT_KEY: &str = "streams";
 /// The format version of the files this build creates and writes: v4, whose values are
 /// sealed with checksums (since v3) and whose Merkle tree is RFC 6962's, with SHA-256. A log of
 /// v1, v2 or v3 is upgraded to it by its first writable open (`store/upgrade/`); its records
-/// stay in the layout they were written in ([`RECORDS_KEY`]).
+/// stay in the layout they were written in.
 pub const FORMAT_VERSION: u32 = 4;
 
 /// The name of [`IDEMPOTENCY`], which its values' checksums cover.

@@ -104,6 +104,11 @@ pub use query::{Claim, ClaimToken, OutboxRow, OutboxState};
 pub struct Outbox;
 
 impl Projection for Outbox {
+    fn shown_tables(&self) -> Vec<crate::projection::shown::ShownTable> {
+        use crate::projection::shown::ShownTable;
+        vec![ShownTable::new(&query::ROWS, &["key"], "row")]
+    }
+
     fn name(&self) -> &'static str {
         "outbox"
     }

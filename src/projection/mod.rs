@@ -12,6 +12,7 @@
 
 pub(crate) mod digest;
 pub(crate) mod key;
+pub mod shown;
 pub(crate) mod table;
 
 use std::fmt;
@@ -96,6 +97,13 @@ pub trait Projection: Send + Sync + 'static {
             tables.insert((*table).to_owned(), serde_json::Value::Array(rows));
         }
         Ok(serde_json::Value::Object(tables))
+    }
+
+    /// The tables `annals state` shows, their columns named, rows decoded through their types
+    /// ([`shown`]). The default shows none: a projection of one's own is shown by
+    /// [`Self::state_json`].
+    fn shown_tables(&self) -> Vec<shown::ShownTable> {
+        Vec::new()
     }
 
     /// Deletes its tables. The default deletes every table in [`Self::tables`].
@@ -233,7 +241,7 @@ pub(crate) fn invariant(
 }
 
 /// `n` with a comma between each group of three digits, as messages print counts of records.
-pub(crate) fn grouped(n: u64) -> String {
+pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut text = String::with_capacity(digits.len() + digits.len() / 3);
     for (index, digit) in digits.chars().enumerate() {

@@ -89,6 +89,16 @@ pub use query::{FuelEntry, FuelTotal, Instance, InstanceKind, Knows, Status};
 pub struct Registry;
 
 impl Projection for Registry {
+    fn shown_tables(&self) -> Vec<crate::projection::shown::ShownTable> {
+        use crate::projection::shown::ShownTable;
+        vec![
+            ShownTable::new(&query::INSTANCES, &["handle"], "instance"),
+            ShownTable::new(&query::SETTINGS, &["key"], "value"),
+            ShownTable::new(&query::FUEL, &["instance", "caller", "op"], "fuel"),
+            ShownTable::new(&query::FUEL_TOTALS, &["instance"], "total"),
+        ]
+    }
+
     fn name(&self) -> &'static str {
         "registry"
     }

@@ -137,7 +137,26 @@ pub use query::{ChangeKind, Run, RunChange, RunRollup, RunSeq, RunSnapshot, Span
 /// The runs projection.
 pub struct Runs;
 
+/// `runs.events`, each row shown as the span event its record holds.
+static RUN_EVENTS: crate::projection::shown::Resolved<(String, String, u64), u64, SpanEvent> =
+    crate::projection::shown::Resolved {
+        table: query::EVENTS,
+        resolve: query::event_at,
+    };
+
 impl Projection for Runs {
+    fn shown_tables(&self) -> Vec<crate::projection::shown::ShownTable> {
+        use crate::projection::shown::ShownTable;
+        vec![
+            ShownTable::new(&query::RUNS, &["run"], "run_state"),
+            ShownTable::new(&query::SPANS, &["run", "span"], "span_state"),
+            ShownTable::new(&RUN_EVENTS, &["run", "span", "index"], "event"),
+            ShownTable::new(&query::CHANGES, &["run", "seq"], "change"),
+            ShownTable::new(&query::ROLLUPS, &["run"], "rollup"),
+            ShownTable::new(&query::OPEN_ROLLUPS, &["run"], "rollup_while_open"),
+        ]
+    }
+
     fn name(&self) -> &'static str {
         "runs"
     }

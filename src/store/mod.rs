@@ -42,8 +42,7 @@ pub use compact::Compaction;
 pub use error::StoreError;
 pub use footprint::{Footprint, TableFootprint};
 pub use import::ImportStage;
-#[cfg(feature = "cli")]
-pub(crate) use open::held_by_writer;
+pub use open::held_by_writer;
 use open::{
     Closing, Handle, check_identity, check_redb_magic, create, guarded, initialise, open_reader,
     open_redb, open_writable, redb_builder, while_held,
@@ -731,26 +730,52 @@ impl Store {
             .ok_or_else(|| ProjectionError::Unknown {
                 name: name.to_owned(),
             })?;
-        guarded(|| match at {
-            None => projection.state_json(&self.state()?),
+        match at {
+            None => guarded(|| projection.state_json(&self.state()?)),
             Some(at) => {
-                let snapshot = self.snapshot()?;
-                let head = snapshot.head()?.next;
-                if at > head {
-                    return Err(crate::error::AuditError::SizeBeyondHead {
-                        size: at.0,
-                        head: head.0,
-                    }
-                    .into());
-                }
-                let replayed = crate::audit::replay::replay_with(
-                    &snapshot,
-                    &self.projections,
-                    Some(at),
-                    progress,
-                )?;
-                projection.state_json(&replayed.state()?)
+                let replayed = self.state_at(at, progress)?;
+                guarded(|| projection.state_json(&replayed.state()?))
             }
+        }
+    }
+
+    /// Every projection as of the first `at` records, replayed from the log into a temporary
+    /// file (removed when the [`Replay`] is dropped), calling `progress` with the records
+    /// replayed so far. Refused with [`AuditError::SizeBeyondHead`] past the head.
+    ///
+    /// ```
+    /// # fn main() -> annals::Result<()> {
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = annals::Store::open(dir.path().join("log.redb"))?;
+    /// let grant = |now_ms| annals::leases::LeaseCommand::Acquire {
+    ///     resource: "deploy".into(), holder: format!("agent-{now_ms}"), ttl_ms: 10, now_ms,
+    /// };
+    /// let _ = store.execute(&grant(1))?;
+    /// let _ = store.execute(&grant(100))?; // the first lease expired: taken over
+    /// let then = store.state_at(annals::Position(1), &mut |_| {})?;
+    /// let lease = annals::leases::lease(&then.state()?, "deploy")?.unwrap();
+    /// assert_eq!(lease.holder, "agent-1");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// [`Replay`]: crate::Replay
+    /// [`AuditError::SizeBeyondHead`]: crate::AuditError::SizeBeyondHead
+    pub fn state_at(
+        &self,
+        at: Position,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<crate::audit::replay::Replay> {
+        guarded(|| {
+            let snapshot = self.snapshot()?;
+            let head = snapshot.head()?.next;
+            if at > head {
+                return Err(crate::error::AuditError::SizeBeyondHead {
+                    size: at.0,
+                    head: head.0,
+                }
+                .into());
+            }
+            crate::audit::replay::replay_with(&snapshot, &self.projections, Some(at), progress)
         })
     }
 

@@ -344,8 +344,7 @@ pub(crate) fn open_reader(path: &Path) -> Result<redb::ReadOnlyDatabase> {
 /// open. The probe is an exclusive read-only open, which never writes the file: redb refuses
 /// it beside any writer and lets it join readers. A file that is no redb database, or that
 /// cannot be read, has no writer to find.
-#[cfg(feature = "cli")]
-pub(crate) fn held_by_writer(path: &Path) -> bool {
+pub fn held_by_writer(path: &Path) -> bool {
     if check_redb_magic(path).is_err() {
         return false;
     }

@@ -2,8 +2,8 @@
 //! and prints, for every append the writer answered (so durable: its batch committed with
 //! an fsync), one line `durable <position> <hash>`, flushed at once. The test kills the
 //! process with SIGKILL at a moment it picks from these lines, reopens the file, and checks
-//! every reported position is there with the same hash. Run by the hidden `annals
-//! crash-writer` subcommand.
+//! every reported position is there with the same hash. Run by `annals-testing
+//! crash-writer` (`src/testing/bin.rs`).
 
 use std::io::Write;
 use std::path::Path;

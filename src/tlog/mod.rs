@@ -15,7 +15,7 @@
 //!
 //! This module parses and writes text and checks signatures and proofs. It never does I/O,
 //! never opens a log, and never puts a private key into an error or a `Debug` output: reading
-//! a key file is the command line's (`src/cli/keys.rs`).
+//! a key file is the command line's (`cli/src/cli/keys.rs`).
 //!
 //! ```
 //! use annals::tlog::{Checkpoint, Signer};
@@ -54,7 +54,7 @@ use base64::Engine as _;
 /// Standard base64 with padding (RFC 4648 §4), as every C2SP format uses it. Decoding is
 /// strict: padding required, no stray bits, no whitespace, so that each value has one
 /// encoding and a parsed file writes back byte for byte.
-pub(crate) fn base64_encode(bytes: &[u8]) -> String {
+pub fn base64_encode(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 

@@ -13,7 +13,7 @@ use sha2::{Digest as _, Sha256};
 const ORIGIN: &str = "example.com/annals-test";
 
 fn annals(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_annals"))
+    Command::new(crate::annals_bin::annals())
         .args(args)
         .output()
         .expect("run the annals binary")

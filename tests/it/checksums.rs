@@ -79,7 +79,7 @@ fn expected_head() -> (u64, String) {
 /// Runs `annals <command> <db> <rest…>` (the log goes second, as every command takes it).
 fn annals(db: &Path, args: &[&str]) -> Output {
     let (command, rest) = args.split_first().expect("a command");
-    Command::new(env!("CARGO_BIN_EXE_annals"))
+    Command::new(crate::annals_bin::annals())
         .arg(command)
         .arg(db)
         .args(rest)
@@ -252,7 +252,7 @@ const READS: [&[&str]; 15] = [
 fn no_read_of_a_flipped_log_exits_0_with_output_that_differs() {
     let dir = tempfile::tempdir().unwrap();
     let pristine_path = dir.path().join("pristine.redb");
-    let demo = Command::new(env!("CARGO_BIN_EXE_annals"))
+    let demo = Command::new(crate::annals_bin::annals())
         .args(["demo", pristine_path.to_str().unwrap(), "--records", "2000"])
         .output()
         .unwrap();

@@ -39,7 +39,7 @@ impl Log {
 
     /// Runs `annals <command> <db> <args…>`.
     pub(crate) fn run(&self, command: &str, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_annals"))
+        Command::new(crate::annals_bin::annals())
             .arg(command)
             .arg(&self.db)
             .args(args)

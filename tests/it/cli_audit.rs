@@ -11,7 +11,7 @@ use crate::cli::{Log, exits, json, stderr, stdout};
 
 /// Runs `annals <args…>` with no log argument of its own.
 fn annals(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_annals"))
+    Command::new(crate::annals_bin::annals())
         .args(args)
         .output()
         .expect("run the annals binary")

@@ -12,7 +12,7 @@ use crate::cli::{Log, exits, json, stderr, stdout};
 
 /// Runs the binary with `args`.
 fn annals(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_annals"))
+    Command::new(crate::annals_bin::annals())
         .args(args)
         .output()
         .expect("run the annals binary")
@@ -183,10 +183,7 @@ fn demo_text_ends_with_the_next_step() {
     let log = Log::new();
     let output = exits(annals(&["demo", path(&log.db), "--records", "100"]), 0);
     let text = stdout(&output);
-    assert!(
-        text.contains("cargo install --locked --path . --features cli"),
-        "{text}"
-    );
+    assert!(text.contains("cargo install --locked --path cli"), "{text}");
     assert!(text.contains("annals log "), "{text}");
 }
 
@@ -325,10 +322,10 @@ fn a_read_only_log_is_not_writable_not_unreadable() {
             fs::set_permissions(log.dir.path(), dir_mode).expect("chmod dir");
             let mut command = Command::new("setpriv");
             command.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
-            command.arg(env!("CARGO_BIN_EXE_annals"));
+            command.arg(crate::annals_bin::annals());
             command
         } else {
-            Command::new(env!("CARGO_BIN_EXE_annals"))
+            Command::new(crate::annals_bin::annals())
         };
         command.args(args).output().expect("run annals")
     };
@@ -365,7 +362,7 @@ fn a_full_disk_says_no_space_left_on_the_device() {
         .write(true)
         .open("/dev/full")
         .expect("/dev/full");
-    let output = Command::new(env!("CARGO_BIN_EXE_annals"))
+    let output = Command::new(crate::annals_bin::annals())
         .args(["log", path(&log.db), "--json"])
         .stdout(Stdio::from(full))
         .output()
@@ -443,7 +440,7 @@ fn demo_draws_a_bar_of_records_when_stderr_is_a_terminal() {
     // standard output goes to /dev/null, so only the bar reaches the transcript.
     let command = format!(
         "'{}' demo '{}' --records 300 > /dev/null",
-        env!("CARGO_BIN_EXE_annals"),
+        crate::annals_bin::annals().display(),
         path(&log.db)
     );
     let output = Command::new("script")

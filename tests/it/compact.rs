@@ -13,7 +13,7 @@ use annals::testing::sim::{Fault, Loss, SimDisk, Trigger};
 use annals::{Digest, Direction, Error, Position, Sharing, Store, StoreError, StoreOptions};
 
 fn annals() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_annals"))
+    Command::new(crate::annals_bin::annals())
 }
 
 /// The hash of every record, in order: the log's content, compared before and after.
@@ -159,7 +159,7 @@ fn compaction_is_refused_while_another_process_has_the_log_open() {
     drop(lines);
 
     // A writer in another process, single-writer.
-    let mut writer = annals()
+    let mut writer = Command::new(crate::annals_bin::testing())
         .arg("crash-writer")
         .arg(&path)
         .args(["--tasks", "1", "--sharing", "single-writer"])

@@ -42,7 +42,7 @@ fn every_append_reported_durable_survives_sigkill_and_the_log_verifies() {
         } else {
             1 + rng.below(150)
         };
-        let mut child = Command::new(env!("CARGO_BIN_EXE_annals"))
+        let mut child = Command::new(crate::annals_bin::testing())
             .arg("crash-writer")
             .arg(&path)
             .arg("--tasks")
@@ -67,7 +67,7 @@ fn every_append_reported_durable_survives_sigkill_and_the_log_verifies() {
         // Readers in processes of their own, beside the writer as it dies: whatever moment
         // the kill strikes, they read whole commits, every record checked.
         let reader = |command: &str| {
-            Command::new(env!("CARGO_BIN_EXE_annals"))
+            Command::new(crate::annals_bin::annals())
                 .arg(command)
                 .arg(&path)
                 .arg("--json")
@@ -229,7 +229,7 @@ fn cli_writes_killed_at_random_moments_leave_no_log_or_a_whole_one() {
         };
         let target = dir.path().join(format!("target-{kill}.redb"));
         let payload = format!("kill {kill}");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_annals"));
+        let mut command = Command::new(crate::annals_bin::annals());
         let (path, delay_us_max) = match work {
             Work::Create | Work::Append => {
                 let path = if work == Work::Create {

@@ -183,7 +183,7 @@ fn small_tmpfs(dir: &Path, kib: u64) -> Option<Mount> {
 }
 
 fn annals(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_annals"))
+    Command::new(crate::annals_bin::annals())
         .args(args)
         .output()
         .expect("run annals")

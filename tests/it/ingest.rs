@@ -501,7 +501,7 @@ fn one_transaction_sees_its_own_ingests() {
 }
 
 fn annals(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_annals"))
+    Command::new(crate::annals_bin::annals())
         .args(args)
         .output()
         .unwrap()

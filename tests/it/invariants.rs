@@ -861,7 +861,7 @@ fn the_cli_import_exits_1_naming_position_and_rule_and_verify_reports_the_forged
     let first = forge_export(&base, 0, &[lease(regrant_to_a(1), T0 + 1_500)], &file);
     let target = dir.path().join("target.redb");
     let run = |args: &[&Path]| {
-        Command::new(env!("CARGO_BIN_EXE_annals"))
+        Command::new(crate::annals_bin::annals())
             .args(args)
             .output()
             .unwrap()

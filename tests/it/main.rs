@@ -1,5 +1,8 @@
 //! Integration tests, one binary (faster to build on two cores).
 
+#[path = "../annals_bin.rs"]
+mod annals_bin;
+
 mod architecture;
 mod checkpoints;
 mod checksums;

@@ -269,7 +269,7 @@ fn a_panic_the_store_catches_reaches_the_user_as_one_typed_error_without_a_backt
     });
     let damaged = panicking.expect("no flip made redb panic");
     fs::write(&path, &damaged).unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_annals"))
+    let output = std::process::Command::new(crate::annals_bin::annals())
         .arg("log")
         .arg(&path)
         .env("RUST_BACKTRACE", "1")

@@ -16,7 +16,7 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 fn annals() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_annals"))
+    Command::new(crate::annals_bin::annals())
 }
 
 /// How long a command given a FIFO may take before the test calls it hung: far longer than
@@ -85,7 +85,7 @@ fn mkfifo(path: &Path) {
 /// A `crash-writer` child appending in `sharing` mode, once it has reported its first durable
 /// append; a thread of its own keeps the positions it reports as acknowledged.
 fn start_writer(path: &Path, sharing: &str) -> (Child, Arc<Mutex<Vec<u64>>>) {
-    let mut child = annals()
+    let mut child = Command::new(crate::annals_bin::testing())
         .arg("crash-writer")
         .arg(path)
         .args(["--tasks", "4", "--sharing", sharing])

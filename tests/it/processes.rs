@@ -11,14 +11,14 @@ use std::process::{Child, Command, Output, Stdio};
 use annals::{Position, Store};
 
 fn annals() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_annals"))
+    Command::new(crate::annals_bin::annals())
 }
 
 /// A `crash-writer` child appending through the async writer in `sharing` mode, once it has
 /// reported its first durable append (so it holds the file). Its further reports are read
 /// and dropped by a thread of their own, so that a full pipe never stops it.
 fn start_writer(path: &Path, sharing: &str) -> Child {
-    let mut child = annals()
+    let mut child = Command::new(crate::annals_bin::testing())
         .arg("crash-writer")
         .arg(path)
         .args(["--tasks", "4", "--sharing", sharing])

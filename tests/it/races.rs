@@ -8,7 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 use annals::{Direction, Position, Store};
 
 fn annals() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_annals"))
+    Command::new(crate::annals_bin::annals())
 }
 
 fn stderr(output: &Output) -> String {

@@ -59,7 +59,7 @@ fn every_sample_output_in_the_readme_is_what_the_demo_prints() {
     );
     let dir = tempfile::tempdir().unwrap();
     let annals = |args: &[String]| {
-        let output = Command::new(env!("CARGO_BIN_EXE_annals"))
+        let output = Command::new(crate::annals_bin::annals())
             .args(args)
             .current_dir(dir.path())
             .output()

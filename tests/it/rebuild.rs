@@ -18,7 +18,7 @@ use annals::{Durability, Error, Sharing, Store, StoreOptions};
 const RECORDS: u64 = 17_000;
 
 fn annals(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_annals"))
+    Command::new(crate::annals_bin::annals())
         .args(args)
         .output()
         .expect("run annals")
@@ -82,11 +82,11 @@ fn states(path: &Path) -> Vec<String> {
     .collect()
 }
 
-/// Runs `annals rebuild --step` and kills it with SIGKILL after its `steps`-th stop (0: as
+/// Runs `annals-testing rebuild` and kills it with SIGKILL after its `steps`-th stop (0: as
 /// soon as the projections are cleared); returns the position the last stop reported.
 fn kill_rebuild_after(path: &Path, steps: u64) -> u64 {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_annals"))
-        .args(["rebuild", path.to_str().unwrap(), "--step"])
+    let mut child = Command::new(crate::annals_bin::testing())
+        .args(["rebuild", path.to_str().unwrap()])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

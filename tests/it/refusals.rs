@@ -177,7 +177,7 @@ fn an_undecodable_domain_payload_is_refused_at_its_position_with_exit_1_and_no_l
     let target = dir.path().join("copy.redb");
     assert_eq!(refused_at(import(&file, &target)), at);
     assert!(!target.exists());
-    let output = Command::new(env!("CARGO_BIN_EXE_annals"))
+    let output = Command::new(crate::annals_bin::annals())
         .arg("import")
         .arg(&file)
         .arg(&target)
@@ -322,7 +322,7 @@ fn an_endless_payload_file_is_refused_over_the_limit_and_no_log_is_made() {
     let big = dir.path().join("big");
     fs::write(&big, vec![b'x'; (1 << 20) + 5]).unwrap();
     let append = |payload: &str| {
-        Command::new(env!("CARGO_BIN_EXE_annals"))
+        Command::new(crate::annals_bin::annals())
             .arg("append")
             .arg(&db)
             .args(["s", "test.big", payload])

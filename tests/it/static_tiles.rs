@@ -15,7 +15,7 @@ use tlog_tiles::{HashReader, Tile, TileHashReader, TileReader};
 const ORIGIN: &str = "example.com/tiled";
 
 fn annals(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_annals"))
+    Command::new(crate::annals_bin::annals())
         .args(args)
         .output()
         .expect("run the annals binary")

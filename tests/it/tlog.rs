@@ -285,7 +285,7 @@ fn keygen_writes_a_0600_key_refuses_an_existing_file_and_prints_the_vkey() {
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("log.key");
     let run = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_annals"))
+        std::process::Command::new(crate::annals_bin::annals())
             .args(args)
             .output()
             .unwrap()

@@ -638,7 +638,7 @@ fn verify_names_the_first_differing_key_of_a_projection_walked_page_by_page() {
     let (_dir, path) = paged_lease_log();
     // Past the first pages of the walk, a changed row, then a removed one after it.
     let keys = tamper_leases(&path, &[530], &[610]);
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_annals"))
+    let output = std::process::Command::new(crate::annals_bin::annals())
         .args(["verify".as_ref(), "--json".as_ref(), path.as_os_str()])
         .output()
         .unwrap();

@@ -19,7 +19,7 @@ use crate::common::base64;
 const ORIGIN: &str = "example.com/witnessed";
 
 fn annals(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_annals"))
+    Command::new(crate::annals_bin::annals())
         .args(args)
         .output()
         .expect("run the annals binary")
@@ -103,7 +103,7 @@ impl Served {
             args.extend(["--log".to_owned(), log.vkey.clone()]);
         }
         args.extend(extra.iter().map(|arg| (*arg).to_owned()));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_annals"))
+        let mut child = Command::new(crate::annals_bin::annals())
             .args(&args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -24,7 +24,7 @@ const POLL: Duration = Duration::from_millis(50);
 const SOUND: u64 = 3;
 
 fn annals() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_annals"))
+    Command::new(crate::annals_bin::annals())
 }
 
 /// Kills the process when the test fails half-way.

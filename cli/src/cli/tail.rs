@@ -9,9 +9,9 @@ use std::sync::Arc;
 use super::Failure;
 use super::args::TailArgs;
 use super::render::print_record;
-use crate::record::{Position, StreamVersion};
-use crate::store::Store;
-use crate::subscribe::{Subscription, subscribe, subscribe_stream};
+use annals::Store;
+use annals::subscribe::{Subscription, subscribe, subscribe_stream};
+use annals::{Position, StreamVersion};
 
 pub(crate) fn tail(args: TailArgs) -> Result<ExitCode, Failure> {
     let store = Arc::new(Store::open_read_only(&args.db)?);

@@ -7,7 +7,7 @@ use super::args::TilesArgs;
 use super::keys::read_signer_key;
 use super::open::open_for_writing;
 use super::{Failure, Kind};
-use crate::store::{Store, TilesError};
+use annals::{Store, TilesError};
 
 #[derive(serde::Serialize)]
 struct TilesJson<'a> {

@@ -15,12 +15,12 @@ use super::progress::ProgressLine;
 use super::render::{print_json, print_range};
 use super::report::{AppendJson, DemoJson, RangeJson, RebuildJson};
 use super::{Failure, Kind};
-use crate::error::Error;
-use crate::export::ExportError;
-use crate::log::append::{AppendError, AppendOutcome, ExpectedVersion, check_append};
-use crate::record::NewEvent;
-use crate::record::limits::{Field, LimitError};
-use crate::store::{Durability, ImportStage, Store, StoreOptions};
+use annals::Error;
+use annals::NewEvent;
+use annals::export::ExportError;
+use annals::{AppendError, AppendOutcome, ExpectedVersion, check_append};
+use annals::{Durability, ImportStage, Store, StoreOptions};
+use annals::{Field, LimitError};
 
 pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
     // The event is made before the file is opened, so a bad payload file or clock leaves no
@@ -87,7 +87,7 @@ fn refuse_wrong_version(
         return Ok(());
     }
     // A log this cannot read (held exclusive, damaged) is the writable open's to report.
-    let read = || -> crate::Result<_> {
+    let read = || -> annals::Result<_> {
         Store::open_read_only(db)?
             .snapshot()?
             .stream_version(stream)
@@ -194,7 +194,7 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
         return Err(failure);
     }
     // The header gives the total for the progress line; the import reads and checks it again.
-    let records = crate::export::ExportReader::open(&args.file)
+    let records = annals::export::ExportReader::open(&args.file)
         .map(|reader| reader.header().to.0 - reader.header().from.0)
         .unwrap_or(0);
     let mut check = ProgressLine::new("check", records);
@@ -261,27 +261,18 @@ fn naming_export_file(failure: Failure, file: &Path) -> Failure {
 pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
     // A projection the log does not keep is refused before the log is opened writable.
     if let Some(name) = args.projection.as_deref()
-        && !crate::store::builtin_projections()
+        && !annals::builtin_projections()
             .iter()
             .any(|projection| projection.name() == name)
     {
-        return Err(Error::from(crate::projection::ProjectionError::Unknown {
+        return Err(Error::from(annals::projection::ProjectionError::Unknown {
             name: name.to_owned(),
         })
         .into());
     }
     let store = open_for_writing(&args.db, false, &args.access)?;
     let mut line = ProgressLine::new("rebuild", store.head()?.next.0);
-    #[cfg(feature = "testing")]
-    let step = args.step;
-    #[cfg(not(feature = "testing"))]
-    let step = false;
-    let rebuilt = store.rebuild_with(args.projection.as_deref(), &mut |done| {
-        line.update(done);
-        if step {
-            wait_for_step(done);
-        }
-    });
+    let rebuilt = store.rebuild_with(args.projection.as_deref(), &mut |done| line.update(done));
     line.finish();
     rebuilt?;
     let head = store.head()?;
@@ -310,14 +301,6 @@ pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `rebuild --step`: says where the rebuild stands and waits for the test's go-ahead.
-fn wait_for_step(done: u64) {
-    eprintln!("rebuild at {done}");
-    let mut line = String::new();
-    // End of input means go on without waiting.
-    let _ = io::stdin().read_line(&mut line);
-}
-
 /// What `upgrade --json` prints.
 #[derive(serde::Serialize)]
 struct UpgradeJson {
@@ -330,8 +313,8 @@ struct UpgradeJson {
 }
 
 pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode, Failure> {
-    use crate::error::OpenError;
-    use crate::log::tables::FORMAT_VERSION;
+    use annals::FORMAT_VERSION;
+    use annals::OpenError;
     if !args.db.exists() {
         return Err(Error::Open(OpenError::Missing { path: args.db }).into());
     }
@@ -395,7 +378,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
     }
     let store = open_for_writing(&args.db, true, &args.access)?;
     let mut line = ProgressLine::new("demo", args.records);
-    let report = crate::demo::run_with(&store, args.durability, args.records, |done| {
+    let report = annals::demo::run_with(&store, args.durability, args.records, |done| {
         line.update(done)
     });
     line.finish();
@@ -438,7 +421,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
                 )?;
                 writeln!(
                     out,
-                    "next: put annals on the PATH with `cargo install --locked --path . --features cli`, then try"
+                    "next: put annals on the PATH with `cargo install --locked --path cli`, then try"
                 )?;
                 writeln!(out, "  annals log {} --limit 5", args.db.display())?;
                 writeln!(out, "  annals root {} --json", args.db.display())?;
@@ -454,19 +437,4 @@ pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
             ))
         }
     }
-}
-
-/// The child of the real-crash test: appends through the async writer, printing each durable
-/// position and hash, until killed.
-#[cfg(feature = "testing")]
-pub(crate) fn crash_writer(args: super::args::CrashWriterArgs) -> Result<ExitCode, Failure> {
-    let mut out = io::stdout().lock();
-    crate::testing::crash::write_and_report(
-        &args.db,
-        args.sharing,
-        args.tasks,
-        args.records,
-        &mut out,
-    )?;
-    Ok(ExitCode::SUCCESS)
 }

@@ -1,9 +1,8 @@
 //! The `annals` command line: append to, read, verify and measure an annals log file.
 //!
-//! It only parses arguments, calls the library and prints what it returns; every rule
-//! (expected versions, idempotency, limits, verification) lives in the rest of the crate, and
-//! nothing here may hold one. Compiled only with the `cli` feature; `src/bin/annals.rs` calls
-//! [`main`].
+//! It only parses arguments, calls the library's public API and prints what it returns; every
+//! rule (expected versions, idempotency, limits, verification) lives in the `annals` crate,
+//! and nothing here may hold one. `main.rs` calls [`main`].
 //!
 //! Exit codes: 0 ok; 1 findings (an append refused, corrupt data, a log that fails
 //! verification); 2 usage or I/O errors, including a file that is missing or not an annals log.
@@ -39,10 +38,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::error::{Error, OpenError};
-use crate::export::ExportError;
-use crate::log::append::AppendError;
-use crate::projection::ProjectionError;
+use annals::AppendError;
+use annals::export::ExportError;
+use annals::projection::ProjectionError;
+use annals::{Error, OpenError};
 
 use args::{Cli, Command};
 
@@ -88,8 +87,6 @@ pub fn main() -> ExitCode {
         Command::Replicate(args) => replicate::replicate(args),
         #[cfg(feature = "jetstream")]
         Command::Follow(args) => replicate::follow(args),
-        #[cfg(feature = "testing")]
-        Command::CrashWriter(args) => write::crash_writer(args),
     });
     match result {
         Ok(code) => code,
@@ -108,7 +105,7 @@ pub fn main() -> ExitCode {
 fn quiet_caught_panics() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if !crate::error::panic_is_caught() {
+        if !annals::panic_is_caught() {
             default(info);
         }
     }));
@@ -375,8 +372,8 @@ impl From<Error> for Failure {
             Error::Io(io) => Kind::of_io(io),
             Error::Storage(redb::Error::Io(io)) => Kind::of_io(io),
             Error::Audit(_) | Error::InvalidCommand { .. } | Error::Config(_) => Kind::InvalidInput,
-            Error::Signing(crate::SigningError::Diverged { .. }) => Kind::Corrupt,
-            Error::Signing(crate::SigningError::Unsignable { .. }) => Kind::InvalidInput,
+            Error::Signing(annals::SigningError::Diverged { .. }) => Kind::Corrupt,
+            Error::Signing(annals::SigningError::Unsignable { .. }) => Kind::InvalidInput,
             Error::Signing(_) => Kind::Refused,
             _ => Kind::Io,
         };
@@ -392,7 +389,7 @@ impl From<Error> for Failure {
                 | Error::DamagedFile(_)
                 | Error::CorruptProjection { .. }
                 | Error::Projection(ProjectionError::Invariant { .. })
-                | Error::Signing(crate::SigningError::Diverged { .. })
+                | Error::Signing(annals::SigningError::Diverged { .. })
         ) || matches!(&error, Error::Export(export) if !matches!(**export, ExportError::Io(_)));
         let exit = if finding { EXIT_FINDINGS } else { EXIT_USAGE };
         Failure::Of {

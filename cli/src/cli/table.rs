@@ -33,47 +33,6 @@ impl Serialize for OrderedRow<'_> {
     }
 }
 
-/// The fields of a value serialised as a JSON object, in the order it writes them (a value
-/// that is not an object is one column called `value_column`).
-pub(crate) fn fields(value: &impl Serialize, value_column: &str) -> Result<Row, Failure> {
-    let text = serde_json::to_string(value)
-        .map_err(|error| Failure::Usage(format!("encoding JSON: {error}")))?;
-    match serde_json::from_str::<Fields>(&text) {
-        Ok(Fields(fields)) => Ok(fields),
-        Err(_) => {
-            let value = serde_json::from_str(&text)
-                .map_err(|error| Failure::Usage(format!("encoding JSON: {error}")))?;
-            Ok(vec![(value_column.to_owned(), value)])
-        }
-    }
-}
-
-/// A JSON object read into pairs, in the order of the text.
-struct Fields(Row);
-
-impl<'de> serde::Deserialize<'de> for Fields {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = Fields;
-            fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
-                formatter.write_str("an object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Fields, A::Error> {
-                let mut fields = Vec::new();
-                while let Some(pair) = map.next_entry::<String, Value>()? {
-                    fields.push(pair);
-                }
-                Ok(Fields(fields))
-            }
-        }
-        deserializer.deserialize_map(Visitor)
-    }
-}
-
 /// One cell as text: a string as it is (JSON-escaped if it holds a control character), `-`
 /// for nothing, a time column (`…at_ms`) in RFC 3339 unless `ms`, anything else as compact
 /// JSON; cut at [`CELL_CHARS_MAX`].

@@ -13,17 +13,19 @@ use super::progress::ProgressLine;
 use super::render::{print_json, print_range, print_verify};
 use super::report::{CheckProofJson, HeadJson, RangeJson};
 use super::{EXIT_FINDINGS, Failure, Kind};
-use crate::audit::proof_file::{ProofFile, ProofFileError, lower_hex_digest, quoted};
-use crate::hash::Digest;
-use crate::merkle::{ProofError, TreeHead, Trust, TrustedHead};
-use crate::record::Position;
-use crate::store::Store;
+use annals::Digest;
+use annals::Position;
+use annals::Store;
+use annals::display::quoted;
+use annals::lower_hex_digest;
+use annals::merkle::{ProofError, TreeHead, Trust, TrustedHead};
+use annals::{ProofFile, ProofFileError};
 
 /// `verify` with its two passes on two bars, each counting the log's records: the walk of
 /// the log, then the replay into memory that the projections are compared with. The
 /// library counts both passes on one counter (up to twice the head), so the second bar
 /// starts where the first ended.
-pub(crate) fn verify_showing_progress(store: &Store) -> Result<crate::VerifyReport, Failure> {
+pub(crate) fn verify_showing_progress(store: &Store) -> Result<annals::VerifyReport, Failure> {
     let records = store.head()?.next.0;
     let mut walk = ProgressLine::new("verify", records);
     let mut replay = ProgressLine::new("replay", records);
@@ -311,7 +313,7 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
     let snapshot = store.snapshot()?;
     let to = args.to.unwrap_or(snapshot.head()?.next.0);
     let mut line = ProgressLine::new("export", to.saturating_sub(args.from));
-    let summary = crate::export::export(
+    let summary = annals::export::export(
         &snapshot,
         Position(args.from),
         Position(to),
@@ -320,12 +322,12 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
     );
     line.finish();
     let summary = summary.map_err(|error| match error {
-        crate::Error::Export(export) => match *export {
-            crate::export::ExportError::Io(io) => Failure::file(&args.file, true, &io),
-            other => crate::Error::Export(Box::new(other)).into(),
+        annals::Error::Export(export) => match *export {
+            annals::export::ExportError::Io(io) => Failure::file(&args.file, true, &io),
+            other => annals::Error::Export(Box::new(other)).into(),
         },
         // The log is read through redb; a bare I/O error is the export file's.
-        crate::Error::Io(io) => Failure::file(&args.file, true, &io),
+        annals::Error::Io(io) => Failure::file(&args.file, true, &io),
         other => other.into(),
     })?;
     let mut out = io::stdout().lock();
@@ -364,7 +366,7 @@ fn print_root(
     json: bool,
 ) -> Result<(), Failure> {
     let tree_head = TreeHead { size, root }.hash();
-    let root_base64 = crate::tlog::base64_encode(root.as_bytes());
+    let root_base64 = annals::tlog::base64_encode(root.as_bytes());
     let body = origin.map(|origin| format!("{origin}\n{size}\n{root_base64}\n"));
     if json {
         return print_json(

@@ -10,10 +10,10 @@ use super::checkpoints::parse_vkeys;
 use super::keys::{read_cosigner_key, read_signer_key};
 use super::open::open_for_writing;
 use super::{EXIT_FINDINGS, Failure, Kind};
-use crate::store::{Store, StoreOptions};
-use crate::witness::request::{RequestOptions, WitnessEndpoint, request_cosignatures};
-use crate::witness::serve::{ServeOptions, serve as serve_http};
-use crate::witness::{Witness, WitnessError};
+use annals::witness::request::{RequestOptions, WitnessEndpoint, request_cosignatures};
+use annals::witness::serve::{ServeOptions, serve as serve_http};
+use annals::witness::{Witness, WitnessError};
+use annals::{Store, StoreOptions};
 
 pub(crate) fn witness(command: WitnessCommand) -> Result<ExitCode, Failure> {
     match command {
@@ -41,7 +41,7 @@ fn serve(args: WitnessServeArgs) -> Result<ExitCode, Failure> {
         &args.state,
         StoreOptions {
             create: true,
-            sharing: crate::Sharing::SingleWriter,
+            sharing: annals::Sharing::SingleWriter,
             ..StoreOptions::default()
         },
     )?;
@@ -93,7 +93,7 @@ fn witness_failure(error: WitnessError) -> Failure {
 
 fn evidence(args: WitnessEvidenceArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.state)?;
-    let kept = crate::witness::evidence(&store)?;
+    let kept = annals::witness::evidence(&store)?;
     let mut out = io::stdout().lock();
     if args.json {
         super::render::print_json(&mut out, &kept)?;

@@ -90,8 +90,6 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
         Command::Replicate(args) => require_regular(&args.db, "the log"),
         #[cfg(feature = "jetstream")]
         Command::Follow(args) => require_regular(&args.db, "the log"),
-        #[cfg(feature = "testing")]
-        Command::CrashWriter(args) => require_regular(&args.db, "the log"),
     }
 }
 
@@ -164,7 +162,7 @@ pub(crate) fn check_output(log: &Path, output: &Path, force: bool) -> Result<(),
             ),
         ));
     }
-    if crate::store::held_by_writer(output) {
+    if annals::held_by_writer(output) {
         return Err(Failure::of(
             Kind::Held,
             format!(

@@ -8,13 +8,13 @@ use super::Failure;
 use super::args::{RecordFilterArgs, RecordStyleArgs};
 use super::payload;
 use super::render::{RecordStyle, print_decoded};
-use crate::record::Record;
+use annals::Record;
 
 /// Prints the records that pass `filter`, up to its limit, stopping at the first error.
 /// Returns how many it printed.
 pub(crate) fn print_filtered(
     out: &mut impl Write,
-    records: impl Iterator<Item = crate::Result<Record>>,
+    records: impl Iterator<Item = annals::Result<Record>>,
     filter: &RecordFilterArgs,
     style: &RecordStyleArgs,
 ) -> Result<u64, Failure> {

@@ -12,13 +12,13 @@ use super::audit::read_capped;
 use super::keys::read_signer_key;
 use super::open::open_for_writing;
 use super::{Failure, Kind};
-use crate::audit::proof_file::quoted;
-use crate::error::AuditError;
-use crate::hash::Digest;
-use crate::merkle::TreeHead;
-use crate::record::Position;
-use crate::store::Store;
-use crate::tlog::{
+use annals::AuditError;
+use annals::Digest;
+use annals::Position;
+use annals::Store;
+use annals::display::quoted;
+use annals::merkle::TreeHead;
+use annals::tlog::{
     Checkpoint, ConsistencyFile, OpenedCheckpoint, TlogProof, Verifier,
     consistency::CONSISTENCY_BYTES_MAX, note::NOTE_BYTES_MAX, proof::TLOG_PROOF_BYTES_MAX,
     proof::TLOG_PROOF_HEADER,
@@ -50,7 +50,7 @@ fn parse_checkpoint(
     path: &Path,
     what: &str,
 ) -> Result<(String, Checkpoint), Failure> {
-    let note = crate::tlog::Note::parse(&text).map_err(|error| {
+    let note = annals::tlog::Note::parse(&text).map_err(|error| {
         Failure::of(
             Kind::InvalidInput,
             format!("{what} {}: not a signed note: {error}", path.display()),
@@ -124,7 +124,7 @@ pub(crate) fn prove(args: &ProveArgs, given: Option<&Path>) -> Result<ExitCode, 
     };
     let head = snapshot.head()?.next.0;
     if checkpoint.size > head {
-        return Err(crate::Error::from(AuditError::SizeBeyondHead {
+        return Err(annals::Error::from(AuditError::SizeBeyondHead {
             size: checkpoint.size,
             head,
         })
@@ -173,7 +173,7 @@ pub(crate) fn prove(args: &ProveArgs, given: Option<&Path>) -> Result<ExitCode, 
                     position,
                     size: checkpoint.size,
                 })
-                .map_err(crate::Error::from)?;
+                .map_err(annals::Error::from)?;
             // The record hash as the extra data: the proof then names its entry, which the
             // record itself (or an export holding it) checks.
             let proof = TlogProof::for_checkpoint(
@@ -290,14 +290,14 @@ fn open_checkpoint(
 
 /// The record at `position` of the export file at `path`, checked as it is read (sound at its
 /// position, chained to the one before).
-fn record_in_export(path: &Path, position: Position) -> Result<crate::Record, Failure> {
-    let damaged = |error: crate::export::ExportError| {
+fn record_in_export(path: &Path, position: Position) -> Result<annals::Record, Failure> {
+    let damaged = |error: annals::export::ExportError| {
         Failure::of(
             Kind::Corrupt,
             format!("--export {}: {error}", path.display()),
         )
     };
-    let mut reader = crate::export::ExportReader::open(path).map_err(damaged)?;
+    let mut reader = annals::export::ExportReader::open(path).map_err(damaged)?;
     let header = reader.header().clone();
     if position < header.from || position >= header.to {
         return Err(Failure::Usage(format!(
@@ -398,7 +398,7 @@ fn check_inclusion(
     let opened = proof
         .check_record(&Digest(record_hash), &all)
         .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
-    let cosigned = crate::tlog::cosignature::cosigned_by(opened.note());
+    let cosigned = annals::tlog::cosignature::cosigned_by(opened.note());
     if cosigned.len() < quorum {
         let names: Vec<&str> = cosigned.iter().map(|(name, _)| name.as_str()).collect();
         return Err(invalid(format!(

@@ -11,10 +11,10 @@ use super::Failure;
 use super::args::{HistoryArgs, LogArgs, StatsArgs, StreamsArgs};
 use super::filter::print_filtered;
 use super::render::{print_json, print_stats, word};
-use crate::audit::history::Entity;
-use crate::log::read::{Direction, Snapshot};
-use crate::record::{Position, StreamVersion};
-use crate::store::Store;
+use annals::Entity;
+use annals::Store;
+use annals::{Direction, Snapshot};
+use annals::{Position, StreamVersion};
 
 pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.db)?;
@@ -146,7 +146,7 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
         Direction::Forward
     };
     // Merged record by record, so a long history is never held whole.
-    let records = crate::audit::history::records(&snapshot, &streams, direction)?;
+    let records = annals::history(&snapshot, &streams, direction)?;
     let mut out = BufWriter::new(io::stdout().lock());
     let printed = print_filtered(&mut out, records, &args.filter, &args.style);
     // The good records before a corrupt one are printed before the error is reported.

@@ -9,8 +9,8 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{Failure, Kind};
-use crate::error::{Error, OpenError};
-use crate::store::{Holder, Sharing, Store, StoreOptions};
+use annals::{Error, OpenError};
+use annals::{Holder, Sharing, Store, StoreOptions};
 
 /// How a writing command opens its log.
 #[derive(Args, Clone, Debug)]
@@ -66,7 +66,7 @@ pub(crate) fn require_folder(path: &Path) -> Result<(), Failure> {
 /// the log in that mode; a log still held is a usage failure that says by whom and what to do.
 pub(crate) fn joining<T>(
     access: &WriteAccess,
-    mut open: impl FnMut(Sharing) -> crate::Result<T>,
+    mut open: impl FnMut(Sharing) -> annals::Result<T>,
 ) -> Result<T, Failure> {
     let held = match open(access.sharing) {
         Err(Error::Open(OpenError::Held {

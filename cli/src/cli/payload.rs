@@ -6,15 +6,15 @@
 use serde::Serialize;
 use serde_json::value::Value;
 
-use crate::consumers::events::ConsumerEvent;
-use crate::event::DomainEvent;
-use crate::hash::hex;
-use crate::ingest::events::IngestEvent;
-use crate::leases::events::LeaseEvent;
-use crate::outbox::events::OutboxEvent;
-use crate::record::Record;
-use crate::registry::events::RegistryEvent;
-use crate::runs::events::RunEvent;
+use annals::DomainEvent;
+use annals::Record;
+use annals::consumers::events::ConsumerEvent;
+use annals::display::hex;
+use annals::ingest::events::IngestEvent;
+use annals::leases::events::LeaseEvent;
+use annals::outbox::events::OutboxEvent;
+use annals::registry::events::RegistryEvent;
+use annals::runs::events::RunEvent;
 
 /// A built-in event, serialised as its payload struct's fields in declaration order.
 #[derive(Serialize)]
@@ -115,8 +115,8 @@ fn general(bytes: &[u8]) -> Payload<'_> {
 #[cfg(test)]
 mod tests {
     use super::decode;
-    use crate::hash::Digest;
-    use crate::record::{Position, Record, StreamVersion};
+    use annals::Digest;
+    use annals::{Position, Record, StreamVersion};
 
     fn record(kind: &str, schema: u16, payload: &[u8]) -> Record {
         Record {

@@ -12,10 +12,10 @@ use serde::Serialize;
 use super::Failure;
 use super::payload::{self, Payload};
 use super::time::rfc3339;
-use crate::audit::verify::VerifyReport;
-use crate::export::ExportHeader;
-use crate::record::Record;
-use crate::store::{Footprint, Stats, TableFootprint};
+use annals::Record;
+use annals::VerifyReport;
+use annals::export::ExportHeader;
+use annals::{Footprint, Stats, TableFootprint};
 
 /// How many hex digits of a record hash the text form of `log` shows.
 const HASH_TEXT_DIGITS: usize = 16;
@@ -161,7 +161,7 @@ fn record_text(
         payload.truncate(cut);
         payload.push_str(&format!(
             "… ({} bytes; --full to see all)",
-            crate::projection::grouped(record.payload.len() as u64)
+            annals::display::grouped(record.payload.len() as u64)
         ));
     }
     format!(

@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 
 use super::open::WriteAccess;
 use super::time::parse_time;
-use crate::log::append::{ExpectedVersion, UnknownExpectedVersion};
+use annals::{ExpectedVersion, UnknownExpectedVersion};
 
 /// An embedded, event-sourced, append-only log store.
 #[derive(Parser)]
@@ -49,8 +49,6 @@ impl Command {
             Command::Witness(args) => args.json(),
             #[cfg(feature = "jetstream")]
             Command::Replicate(_) | Command::Follow(_) => false,
-            #[cfg(feature = "testing")]
-            Command::CrashWriter(_) => false,
         }
     }
 }
@@ -136,27 +134,6 @@ pub(crate) enum Command {
     /// checked (hashes, chain, position) before it is appended.
     #[cfg(feature = "jetstream")]
     Follow(FollowArgs),
-    /// For the real-crash test: append through the async writer, printing each durable
-    /// position and hash, until killed.
-    #[cfg(feature = "testing")]
-    #[command(hide = true)]
-    CrashWriter(CrashWriterArgs),
-}
-
-#[cfg(feature = "testing")]
-#[derive(Args)]
-pub(crate) struct CrashWriterArgs {
-    /// The log file, created if missing.
-    pub(crate) db: PathBuf,
-    /// Concurrent writing tasks.
-    #[arg(long, default_value_t = 8)]
-    pub(crate) tasks: u32,
-    /// Stop after this many records if not killed first.
-    #[arg(long, default_value_t = 1_000_000)]
-    pub(crate) records: u64,
-    /// How to share the log with other processes.
-    #[arg(long, default_value = "single-writer")]
-    pub(crate) sharing: crate::store::Sharing,
 }
 
 #[derive(Args)]
@@ -421,7 +398,7 @@ pub(crate) struct DemoArgs {
     /// `deferred` (durable every 4096 records and at the end; needs `--sharing exclusive`):
     /// the same records, written in minutes at a million.
     #[arg(long, default_value = "immediate", value_parser = parse_demo_durability)]
-    pub(crate) durability: crate::store::Durability,
+    pub(crate) durability: annals::Durability,
     /// Print a JSON object instead of text (and errors as a JSON object on stderr).
     #[arg(long)]
     pub(crate) json: bool,
@@ -465,12 +442,6 @@ pub(crate) struct RebuildArgs {
     pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
-    /// For the crash tests: after clearing the projections and after each batch, print
-    /// `rebuild at <position>` on standard error and wait for a line on standard input, so
-    /// that the test can kill the process between two of the rebuild's transactions.
-    #[cfg(feature = "testing")]
-    #[arg(long, hide = true)]
-    pub(crate) step: bool,
 }
 
 #[derive(Args)]
@@ -616,10 +587,10 @@ fn parse_position(text: &str) -> Result<u64, String> {
     })
 }
 
-fn parse_demo_durability(text: &str) -> Result<crate::store::Durability, String> {
+fn parse_demo_durability(text: &str) -> Result<annals::Durability, String> {
     match text {
-        "immediate" => Ok(crate::store::Durability::Immediate),
-        "deferred" => Ok(crate::store::Durability::Deferred),
+        "immediate" => Ok(annals::Durability::Immediate),
+        "deferred" => Ok(annals::Durability::Deferred),
         _ => Err(format!(
             "{text:?} is not a durability: immediate or deferred"
         )),

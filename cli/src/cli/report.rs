@@ -7,9 +7,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::export::ExportHeader;
-use crate::log::append::AppendOutcome;
-use crate::merkle::TreeHead;
+use annals::AppendOutcome;
+use annals::export::ExportHeader;
+use annals::merkle::TreeHead;
 
 /// What `append --json` prints.
 #[derive(Serialize)]

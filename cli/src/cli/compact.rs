@@ -16,9 +16,9 @@ use super::args::CompactArgs;
 use super::progress::ProgressLine;
 use super::render::print_json;
 use super::{Failure, Kind};
-use crate::error::Error;
-use crate::projection::grouped;
-use crate::store::{Compaction, Store, StoreError};
+use annals::Error;
+use annals::display::grouped;
+use annals::{Compaction, Store, StoreError};
 
 /// How often the progress thread reads the file's length.
 const POLL_EVERY: Duration = Duration::from_millis(100);

@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use super::Failure;
 use super::args::{FollowArgs, ReplicateArgs};
-use crate::replication::{
+use annals::Store;
+use annals::replication::{
     Connection, Follower, FollowerOptions, Publisher, ReplicatedLog, ReplicationError,
     connect_within,
 };
-use crate::store::Store;
 
 /// How often progress is printed while something changes.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);

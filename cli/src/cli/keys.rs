@@ -10,10 +10,10 @@ use std::process::ExitCode;
 
 use super::args::KeygenArgs;
 use super::{Failure, Kind};
-use crate::tlog::{Cosigner, Signer};
+use annals::tlog::{Cosigner, Signer};
 
 /// The largest key file read: a private key text and its newline.
-const KEY_FILE_BYTES_MAX: u64 = crate::tlog::note::KEY_TEXT_BYTES_MAX as u64 + 1;
+const KEY_FILE_BYTES_MAX: u64 = annals::tlog::note::KEY_TEXT_BYTES_MAX as u64 + 1;
 
 /// `keygen --name ORIGIN KEYFILE`: writes a new signer key (mode 0600, a new file unless
 /// `--force`) and prints its vkey.
@@ -79,9 +79,9 @@ pub(crate) fn read_signer_key(path: &Path) -> Result<Signer, Failure> {
 
 /// [`read_signer_key`] for a witness's cosigning key (`keygen --cosigner`).
 #[cfg(feature = "witness")]
-pub(crate) fn read_cosigner_key(path: &Path) -> Result<crate::tlog::Cosigner, Failure> {
+pub(crate) fn read_cosigner_key(path: &Path) -> Result<annals::tlog::Cosigner, Failure> {
     let text = read_key_file(path)?;
-    crate::tlog::Cosigner::parse(&text).map_err(|error| {
+    annals::tlog::Cosigner::parse(&text).map_err(|error| {
         Failure::of(
             Kind::InvalidInput,
             format!("{}: not a cosigner key: {error}", path.display()),

@@ -1,0 +1,124 @@
+//! `annals-testing`: the children the crash and race tests start and kill, kept out of the
+//! `annals` command line (built only with the `testing` feature).
+//!
+//! - `annals-testing crash-writer DB [--tasks N] [--records N] [--sharing MODE]`: appends
+//!   through the async writer from `N` tasks (default 8), printing `durable <position>
+//!   <hash>` for each append answered, until killed or `--records` (default 1,000,000).
+//! - `annals-testing rebuild DB`: rebuilds every projection, printing `rebuild at
+//!   <position>` on standard error after clearing them and after each batch, then waiting
+//!   for a line on standard input, so that a test can kill it between two of the rebuild's
+//!   transactions (end of input: go on without waiting).
+//!
+//! Exit codes: 0 done, 1 a failure of annals (printed), 2 bad arguments.
+
+use std::io::{self, BufRead};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use annals::{Sharing, Store, StoreOptions};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("crash-writer") => crash_writer(&args[1..]),
+        Some("rebuild") => rebuild(&args[1..]),
+        _ => Err(Usage("the subcommand: crash-writer or rebuild".to_owned()).into()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(Usage(what))) => {
+            eprintln!("annals-testing: bad arguments: {what}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Annals(error)) => {
+            eprintln!("annals-testing: {error}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// What the arguments got wrong.
+struct Usage(String);
+
+enum Failure {
+    Usage(Usage),
+    Annals(annals::Error),
+}
+
+impl From<Usage> for Failure {
+    fn from(usage: Usage) -> Self {
+        Failure::Usage(usage)
+    }
+}
+
+impl From<annals::Error> for Failure {
+    fn from(error: annals::Error) -> Self {
+        Failure::Annals(error)
+    }
+}
+
+/// `--name value` pairs, in the order given.
+type Options<'a> = Vec<(&'a str, &'a str)>;
+
+/// The log path first, then `--name value` options, each known to `known`.
+fn parse<'a>(args: &'a [String], known: &[&str]) -> Result<(PathBuf, Options<'a>), Usage> {
+    let (db, rest) = args
+        .split_first()
+        .ok_or_else(|| Usage("the log file".to_owned()))?;
+    let mut options = Vec::new();
+    let mut rest = rest.iter();
+    while let Some(name) = rest.next() {
+        if !known.contains(&name.as_str()) {
+            return Err(Usage(format!("unknown option {name:?}")));
+        }
+        let value = rest
+            .next()
+            .ok_or_else(|| Usage(format!("a value for {name}")))?;
+        options.push((name.as_str(), value.as_str()));
+    }
+    Ok((PathBuf::from(db), options))
+}
+
+fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, Usage> {
+    value
+        .parse()
+        .map_err(|_| Usage(format!("{name} {value:?} is not a number")))
+}
+
+fn crash_writer(args: &[String]) -> Result<(), Failure> {
+    let (db, options) = parse(args, &["--tasks", "--records", "--sharing"])?;
+    let (mut tasks, mut records, mut sharing) = (8, 1_000_000, Sharing::SingleWriter);
+    for (name, value) in options {
+        match name {
+            "--tasks" => tasks = number(name, value)?,
+            "--records" => records = number(name, value)?,
+            _ => {
+                sharing = value
+                    .parse()
+                    .map_err(|error: annals::UnknownSharing| Usage(error.to_string()))?
+            }
+        }
+    }
+    let mut out = io::stdout().lock();
+    annals::testing::crash::write_and_report(&db, sharing, tasks, records, &mut out)?;
+    Ok(())
+}
+
+fn rebuild(args: &[String]) -> Result<(), Failure> {
+    let (db, _) = parse(args, &[])?;
+    let store = Store::open_with(
+        &db,
+        StoreOptions {
+            create: false,
+            ..StoreOptions::default()
+        },
+    )?;
+    let mut stdin = io::stdin().lock();
+    store.rebuild_with(None, &mut |done| {
+        eprintln!("rebuild at {done}");
+        let mut line = String::new();
+        let _ = stdin.read_line(&mut line);
+    })?;
+    store.close()?;
+    Ok(())
+}
