@@ -1,8 +1,10 @@
-//! `ARCHITECTURE.md` names files and types instead of linking them, so that it does not rot;
-//! this test is what keeps that true. Every backticked token that looks like a repository
-//! path must exist, and every one that looks like a Rust name (a `CamelCase` type, optionally
-//! `Type::member`; a `SCREAMING_CASE` constant; a `module::item` path) must be declared
-//! somewhere under `src/`. Names of other crates (`std::…`, `redb::…`) are not checked.
+//! `ARCHITECTURE.md` and `docs/design.md` name files and types instead of linking them, so
+//! that they do not rot; this test is what keeps that true. Every backticked token that looks
+//! like a repository path must exist, and every one that looks like a Rust name (a
+//! `CamelCase` type, optionally `Type::member`; a `SCREAMING_CASE` constant; a `module::item`
+//! path) must be declared somewhere under `src/` or `cli/src/`. Names of other crates
+//! (`std::…`, `redb::…`) are not checked. Every name the map says the crate root re-exports
+//! must be re-exported there, and each layer may import only what its row allows.
 
 use std::collections::HashSet;
 use std::fs;
@@ -18,22 +20,117 @@ const PRELUDE: &[&str] = &[
     "Some", "None", "Ok", "Err", "Option", "Vec", "String", "Box",
 ];
 
+/// The documents whose names are checked.
+const DOCUMENTS: &[&str] = &["ARCHITECTURE.md", "docs/design.md"];
+
 #[test]
-fn every_path_and_name_in_architecture_md_exists() {
+fn every_path_and_name_in_the_architecture_documents_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let declarations = Declarations::of(&[root.join("src"), root.join("cli/src")]);
+    for document in DOCUMENTS {
+        let doc = fs::read_to_string(root.join(document)).expect("read the document");
+        let missing = missing(&doc, root, &declarations);
+        assert!(
+            missing.is_empty(),
+            "{document} names what the repository does not have:\n  {}",
+            missing.join("\n  ")
+        );
+    }
+}
+
+#[test]
+fn architecture_md_is_a_map_not_an_atlas() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bytes = fs::metadata(root.join("ARCHITECTURE.md"))
+        .expect("ARCHITECTURE.md")
+        .len();
+    assert!(
+        bytes <= 20 * 1024,
+        "ARCHITECTURE.md is {bytes} bytes: at most 20 KiB"
+    );
+}
+
+/// The names the "The root re-exports" item of ARCHITECTURE.md's public API gives.
+fn root_reexports_named(doc: &str) -> Vec<String> {
+    let Some(at) = doc.find("- The root re-exports") else {
+        return Vec::new();
+    };
+    let item = &doc[at..];
+    let end = item[1..].find("\n- ").map_or(item.len(), |end| end + 1);
+    item[..end]
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The names `src/lib.rs` re-exports at the crate root (`pub use …` lines, `as` renames).
+fn root_reexports(lib: &str) -> HashSet<String> {
+    let mut names = HashSet::new();
+    let mut statement = String::new();
+    for line in lib.lines() {
+        let line = line.trim();
+        if statement.is_empty() && !line.starts_with("pub use ") {
+            continue;
+        }
+        statement.push_str(line);
+        statement.push(' ');
+        if line.ends_with(';') {
+            let words: Vec<&str> = statement
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|word| !word.is_empty())
+                .collect();
+            for (at, word) in words.iter().enumerate() {
+                // `records as history` exports `history`, not `records`.
+                let renamed = words.get(at + 1) == Some(&"as");
+                if !renamed {
+                    names.insert((*word).to_owned());
+                }
+            }
+            statement.clear();
+        }
+    }
+    names
+}
+
+#[test]
+fn every_name_the_map_calls_public_at_the_root_is_re_exported_there() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let doc = fs::read_to_string(root.join("ARCHITECTURE.md")).expect("read ARCHITECTURE.md");
-    let missing = missing(&doc, root, &Declarations::of(&root.join("src")));
+    let lib = fs::read_to_string(root.join("src/lib.rs")).expect("read src/lib.rs");
+    let exported = root_reexports(&lib);
+    let named = root_reexports_named(&doc);
+    assert!(named.len() > 30, "the public API's root item was not found");
+    let missing: Vec<&String> = named
+        .iter()
+        .filter(|name| !exported.contains(*name))
+        .collect();
     assert!(
         missing.is_empty(),
-        "ARCHITECTURE.md names what the repository does not have:\n  {}",
-        missing.join("\n  ")
+        "ARCHITECTURE.md calls public what the root does not re-export: {missing:?}"
     );
+}
+
+#[test]
+fn a_name_called_public_but_not_re_exported_is_reported() {
+    let lib = "pub use store::{Store, Sharing};\npub use audit::history::{Entity, records as history};\npub(crate) use log::CHECKPOINTS;\n";
+    let exported = root_reexports(lib);
+    for name in ["Store", "Sharing", "Entity", "history"] {
+        assert!(exported.contains(name), "{name}");
+    }
+    for name in ["CHECKPOINTS", "records", "AT_HEAD"] {
+        assert!(!exported.contains(name), "{name}");
+    }
+    let doc =
+        "## Public API\n\n- The root re-exports `Store` and `AT_HEAD`.\n- `leases`: its own.\n";
+    assert_eq!(root_reexports_named(doc), ["Store", "AT_HEAD"]);
 }
 
 #[test]
 fn a_misspelt_path_or_name_is_reported() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let declarations = Declarations::of(&root.join("src"));
+    let declarations = Declarations::of(&[root.join("src")]);
     let doc = "`src/store/mod.rs` and `src/store/mdo.rs`: `Store`, `Stor`, `Store::open`, \
                `Store::opne`, `Error::Corrupt`, `Error::Corupt`, `AT_HEAD`, `AT_HAED`, \
                `record::decode_stored`, `record::decode_stroed`, `view.rs`, `veiw.rs`, \
@@ -163,12 +260,12 @@ struct Declarations {
 }
 
 impl Declarations {
-    fn of(src: &Path) -> Declarations {
+    fn of(sources: &[PathBuf]) -> Declarations {
         let mut declarations = Declarations {
             types: HashSet::new(),
             items: HashSet::new(),
         };
-        for file in rust_files(src) {
+        for file in sources.iter().flat_map(|src| rust_files(src)) {
             let text = fs::read_to_string(&file).expect("read a source file");
             for line in text.lines().map(str::trim) {
                 if !line.starts_with("//") {
@@ -232,7 +329,7 @@ fn repository_paths(root: &Path) -> Vec<String> {
         for entry in fs::read_dir(&dir).expect("read a repository folder") {
             let path = entry.expect("a folder entry").path();
             let name = path.file_name().unwrap_or_default().to_string_lossy();
-            if name.starts_with('.') || name == "target" {
+            if name.starts_with('.') || name == "target" || name == "node_modules" {
                 continue;
             }
             let relative = path.strip_prefix(root).expect("under the root");
