@@ -79,6 +79,9 @@ pub enum Error {
     /// The async writer could not take a job or answer it, or its batch failed as a whole.
     #[error(transparent)]
     Writer(#[from] crate::writer::WriterError),
+    /// A subscription could not read on.
+    #[error(transparent)]
+    Subscription(#[from] crate::subscribe::SubscriptionError),
     /// A consumer cannot resume where it stopped.
     #[error(transparent)]
     Consumer(#[from] crate::consumers::ConsumerError),

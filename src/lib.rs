@@ -107,6 +107,6 @@ pub use store::{
 };
 pub use store::{Footprint, TableFootprint};
 pub use store::{TilesError, TilesWritten};
-pub use subscribe::Subscription;
+pub use subscribe::{Subscription, SubscriptionError};
 pub use validate::CommandProblem;
 pub use writer::{Writer, WriterError, WriterOptions, WriterStats};

@@ -30,7 +30,20 @@ use crate::log::read::Direction;
 use crate::record::problem::Problem;
 use crate::record::{Position, Record, StreamVersion};
 use crate::store::Store;
-use crate::writer::WriterError;
+
+/// Why a subscription could not go on; its own error, so that one made from a [`Store`]
+/// without any writer never reports a writer's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SubscriptionError {
+    /// The store's commit watch closed: the store that announces commits is gone (it cannot
+    /// be while the subscription holds it, so this is a bug if seen).
+    #[error("the store's commit watch closed under the subscription")]
+    WatchClosed,
+    /// The background read of the next records ended without an answer: it panicked or its
+    /// runtime shut down. The subscription stays where it was.
+    #[error("the subscription's read of the log ended without an answer")]
+    ReadLost,
+}
 
 /// Most records read from the log in one chunk.
 pub const CHUNK_RECORDS_MAX: usize = 1024;
@@ -194,7 +207,7 @@ impl Subscription {
                 if !self.store.others_may_write() {
                     if self.commits.changed().await.is_err() {
                         // The store owns the sender and `self.store` keeps it alive.
-                        return Err(WriterError::Lost.into());
+                        return Err(SubscriptionError::WatchClosed.into());
                     }
                     continue;
                 }
@@ -218,7 +231,7 @@ impl Subscription {
                 match woken {
                     // This process committed: read at once.
                     Some(Ok(())) => continue,
-                    Some(Err(_)) => return Err(WriterError::Lost.into()),
+                    Some(Err(_)) => return Err(SubscriptionError::WatchClosed.into()),
                     // The pause is over: look for other processes' commits.
                     None => {}
                 }
@@ -228,7 +241,7 @@ impl Subscription {
             let (records, complete) =
                 tokio::task::spawn_blocking(move || cursor.read_chunk(&store))
                     .await
-                    .map_err(|_| WriterError::Lost)??;
+                    .map_err(|_| SubscriptionError::ReadLost)??;
             self.cursor.advance(&records)?;
             if !records.is_empty() {
                 self.pause = POLL_PAUSE_MIN;

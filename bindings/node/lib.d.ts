@@ -49,6 +49,7 @@ export type ErrorCode =
   | 'INVALID_COMMAND'
   | 'INVALID_ARGUMENT'
   | 'READ_ONLY'
+  | 'SUBSCRIPTION_LOST'
   | 'CLOSED'
   | 'IO'
   | 'ANNALS'

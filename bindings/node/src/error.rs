@@ -66,6 +66,7 @@ fn describe(error: &Error) -> (&'static str, serde_json::Value) {
         | Error::UndecodableEvent { .. } => ("CORRUPT", json!({})),
         Error::InvalidCommand { field, .. } => ("INVALID_COMMAND", json!({ "field": field })),
         Error::ReadOnly => ("READ_ONLY", json!({})),
+        Error::Subscription(_) => ("SUBSCRIPTION_LOST", json!({})),
         Error::Io(_) | Error::Storage(_) => ("IO", json!({})),
         _ => ("ANNALS", json!({})),
     }
