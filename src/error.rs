@@ -38,14 +38,22 @@ pub enum Error {
         /// The key, as text when it is printable, else as `0x` and hex.
         key: String,
     },
-    /// The log's metadata (not any one record) is damaged.
-    #[error("corrupt log metadata: {0}")]
-    CorruptMeta(String),
+    /// The log's metadata (not any one record) is damaged: `item` is what, `fault` how.
+    #[error("corrupt log metadata: {item} {fault}")]
+    CorruptMeta {
+        /// Which piece of the metadata.
+        item: MetaItem,
+        /// What is wrong with it.
+        fault: MetaFault,
+    },
     /// redb could not read the file's own structure (its pages, allocator state or table
     /// tree): it panicked on damaged bytes, and the store caught the panic at its boundary.
     /// The store that returned this should be dropped; reopening it reports the damage again.
-    #[error("damaged file structure: redb could not read it ({0})")]
-    DamagedFile(String),
+    #[error("damaged file structure: redb could not read it ({panic})")]
+    DamagedFile {
+        /// redb's panic message, its own account of what it could not read.
+        panic: String,
+    },
     /// A projection table holds bytes that do not decode.
     #[error("corrupt projection table {table}: {detail}")]
     CorruptProjection {
@@ -286,6 +294,141 @@ pub enum SigningError {
     },
 }
 
+/// A piece of the log's metadata (or of a witness's state log), as [`Error::CorruptMeta`]
+/// names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetaItem {
+    /// The head: the next position, the last record's hash and the Merkle frontier.
+    Head,
+    /// The number of streams.
+    StreamCount,
+    /// The format version.
+    FormatVersion,
+    /// How the segments store their records.
+    RecordLayout,
+    /// The Merkle frontier the head carries.
+    MerkleFrontier,
+    /// The stream index: of one stream, or as a whole.
+    StreamIndex {
+        /// The stream, when the fault is one stream's.
+        stream: Option<String>,
+    },
+    /// The last checkpoint the log signed.
+    SignedCheckpoint,
+    /// The cosigned checkpoint the log keeps.
+    CosignedCheckpoint,
+    /// A witness's state record.
+    WitnessRecord {
+        /// Its position in the witness's log.
+        position: u64,
+    },
+    /// A stream of a witness's state log.
+    WitnessStream {
+        /// The stream.
+        stream: String,
+    },
+}
+
+impl std::fmt::Display for MetaItem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MetaItem::Head => f.write_str("the head"),
+            MetaItem::StreamCount => f.write_str("the stream count"),
+            MetaItem::FormatVersion => f.write_str("the format version"),
+            MetaItem::RecordLayout => f.write_str("the record layout"),
+            MetaItem::MerkleFrontier => f.write_str("the Merkle frontier"),
+            MetaItem::StreamIndex {
+                stream: Some(stream),
+            } => {
+                write!(f, "the stream index of {stream:?}")
+            }
+            MetaItem::StreamIndex { stream: None } => f.write_str("the stream index"),
+            MetaItem::SignedCheckpoint => f.write_str("the last signed checkpoint"),
+            MetaItem::CosignedCheckpoint => f.write_str("the cosigned checkpoint kept"),
+            MetaItem::WitnessRecord { position } => {
+                write!(f, "the witness's record at position {position}")
+            }
+            MetaItem::WitnessStream { stream } => write!(f, "the witness's stream {stream:?}"),
+        }
+    }
+}
+
+/// What is wrong with a [`MetaItem`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetaFault {
+    /// It is not there.
+    Missing,
+    /// It has `found` bytes where its layout has `expected`.
+    WrongLength {
+        /// Its length.
+        found: usize,
+        /// The length it must have.
+        expected: usize,
+    },
+    /// It has `found` bytes, fewer than the `least` its layout needs.
+    TooShort {
+        /// Its length.
+        found: usize,
+        /// The least it must have.
+        least: usize,
+    },
+    /// It holds `value`, which this build does not know.
+    Unknown {
+        /// The value.
+        value: u64,
+    },
+    /// It counts `found` where the rest of the metadata counts `expected`.
+    Miscounted {
+        /// What it counts.
+        found: u64,
+        /// What the rest counts.
+        expected: u64,
+    },
+    /// It does not decode; `reason` is the decoder's own account.
+    Undecodable {
+        /// Why, in the decoder's words.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for MetaFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MetaFault::Missing => f.write_str("is missing"),
+            MetaFault::WrongLength { found, expected } => {
+                write!(f, "is {found} bytes, not {expected}")
+            }
+            MetaFault::TooShort { found, least } => {
+                write!(f, "is {found} bytes, fewer than {least}")
+            }
+            MetaFault::Unknown { value } => {
+                write!(f, "is {value}, which this build does not know")
+            }
+            MetaFault::Miscounted { found, expected } => {
+                write!(f, "counts {found} where the log counts {expected}")
+            }
+            MetaFault::Undecodable { reason } => write!(f, "does not decode: {reason}"),
+        }
+    }
+}
+
+impl Error {
+    /// [`Error::CorruptMeta`] of `item` with `fault`.
+    pub(crate) fn corrupt_meta(item: MetaItem, fault: MetaFault) -> Error {
+        Error::CorruptMeta { item, fault }
+    }
+
+    /// [`Error::CorruptMeta`]: `item` does not decode, for `reason`.
+    pub(crate) fn undecodable_meta(item: MetaItem, reason: impl std::fmt::Display) -> Error {
+        Error::CorruptMeta {
+            item,
+            fault: MetaFault::Undecodable {
+                reason: reason.to_string(),
+            },
+        }
+    }
+}
+
 impl Error {
     /// This error with a full disk named as its cause: an I/O failure with ENOSPC, directly
     /// or through redb, becomes [`Error::NoSpace`] naming `path`; anything else is unchanged.
@@ -328,12 +471,12 @@ from_redb!(
 /// `Snapshot` iterator reads; no panic of redb's escapes them.
 pub(crate) fn guarded<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
     caught(work).unwrap_or_else(|payload| {
-        let detail = payload
+        let panic = payload
             .downcast_ref::<&str>()
             .map(|s| (*s).to_owned())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "a panic without a message".into());
-        Err(Error::DamagedFile(detail))
+        Err(Error::DamagedFile { panic })
     })
 }
 

@@ -87,7 +87,9 @@ pub use audit::proof_file::{ProofFile, ProofFileError, ProofTree, lower_hex_dige
 pub use audit::replay::Replay;
 pub use audit::verify::{Finding, Problem, ProjectionBehind, VerifyReport};
 pub use command::{Command, Decision, Emit};
-pub use error::{AuditError, Error, OpenError, Result, SigningError, panic_is_caught};
+pub use error::{
+    AuditError, Error, MetaFault, MetaItem, OpenError, Result, SigningError, panic_is_caught,
+};
 pub use event::{DomainEvent, EventKind};
 pub use hash::Digest;
 pub use log::Head;

@@ -134,7 +134,11 @@ impl ProofFile {
     /// A key given twice in one object is refused ([`ProofFileError::DuplicateKey`]): a JSON
     /// reader would keep one of the two silently, and which one is not the file's to choose.
     pub fn from_json(bytes: &[u8]) -> Result<ProofFile, ProofFileError> {
-        let shape = |error: serde_json::Error| ProofFileError::Shape(quoted(&error.to_string()));
+        let shape = |error: serde_json::Error| ProofFileError::Shape {
+            line: error.line(),
+            column: error.column(),
+            reason: quoted(&error.to_string()),
+        };
         if let Some(key) = duplicate_key(bytes).map_err(shape)? {
             return Err(ProofFileError::DuplicateKey { key: quoted(&key) });
         }
@@ -346,9 +350,17 @@ fn mismatch(
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProofFileError {
-    /// Not JSON, or JSON of another shape than a proof file's.
-    #[error("not a proof file: {0}")]
-    Shape(String),
+    /// Not JSON, or JSON of another shape than a proof file's: where the JSON reader stopped
+    /// (1-based; 0 when it had no place to name) and its account, quoted.
+    #[error("not a proof file: {reason}")]
+    Shape {
+        /// The line where the reader stopped.
+        line: usize,
+        /// The column where it stopped.
+        column: usize,
+        /// The JSON reader's account, quoted.
+        reason: String,
+    },
     /// A hash spelt with upper-case hex digits: `schema/FORMAT.md` 3.6 spells them in lower
     /// case, one spelling per hash.
     #[error("{field} has upper-case hex digits; a proof file's hashes are lower-case")]

@@ -563,7 +563,11 @@ fn check_merkle_frontier(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Prob
     let size = walk.next.0;
     let stored = match snapshot.merkle_frontier(size) {
         Ok(stored) => stored,
-        Err(Error::CorruptMeta(detail)) => return Ok(Some(Problem::Merkle { detail })),
+        Err(Error::CorruptMeta { item, fault }) => {
+            return Ok(Some(Problem::Merkle {
+                detail: format!("{item} {fault}"),
+            }));
+        }
         Err(error) => return Err(error),
     };
     if stored != walk.frontier {
@@ -694,7 +698,7 @@ fn check_stream_index(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Problem
         });
         let corrupt = match visited {
             Ok(()) => false,
-            Err(Error::CorruptMeta(_)) => true,
+            Err(Error::CorruptMeta { .. }) => true,
             Err(error) => return Err(error),
         };
         if corrupt
@@ -773,7 +777,7 @@ fn check_stream_runs(snapshot: &Snapshot, stream: &str, count: u64) -> Result<Op
     });
     match visited {
         Ok(()) => {}
-        Err(Error::CorruptMeta(detail)) => return fail(detail),
+        Err(Error::CorruptMeta { item, fault }) => return fail(format!("{item} {fault}")),
         Err(error) => return Err(error),
     }
     if let Some(detail) = problem {

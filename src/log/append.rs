@@ -276,11 +276,21 @@ impl<'txn> LogWriter<'txn> {
                 let head = decode_head(value)?;
                 (head, MerkleWriter::open(txn, value, head.next.0)?)
             }
-            None => return Err(Error::CorruptMeta("the head is missing".into())),
+            None => {
+                return Err(Error::corrupt_meta(
+                    crate::error::MetaItem::Head,
+                    crate::error::MetaFault::Missing,
+                ));
+            }
         };
         let stream_count = match meta.get(STREAM_COUNT_KEY)? {
             Some(bytes) => decode_stream_count(unseal_meta(STREAM_COUNT_KEY, bytes.value())?)?,
-            None => return Err(Error::CorruptMeta("the stream count is missing".into())),
+            None => {
+                return Err(Error::corrupt_meta(
+                    crate::error::MetaItem::StreamCount,
+                    crate::error::MetaFault::Missing,
+                ));
+            }
         };
         let format = super::read_format(&meta)?;
         Ok(LogWriter {

@@ -28,17 +28,24 @@ pub(crate) fn decode_frontier(head_bytes: &[u8], size: u64) -> Result<Frontier<D
     let bytes = head_bytes.get(40..).unwrap_or_default();
     let expected = size.count_ones() as usize * 32;
     if bytes.len() != expected {
-        return Err(Error::CorruptMeta(format!(
-            "the Merkle frontier is {} bytes, a log of {size} records needs {expected}",
-            bytes.len()
-        )));
+        return Err(Error::corrupt_meta(
+            crate::error::MetaItem::MerkleFrontier,
+            crate::error::MetaFault::WrongLength {
+                found: bytes.len(),
+                expected,
+            },
+        ));
     }
     let nodes = bytes
         .chunks_exact(32)
         .map(|chunk| Digest(chunk.try_into().unwrap_or([0; 32])))
         .collect();
-    Frontier::from_nodes(size, nodes)
-        .ok_or_else(|| Error::CorruptMeta("the Merkle frontier does not fit the head".into()))
+    Frontier::from_nodes(size, nodes).ok_or_else(|| {
+        Error::undecodable_meta(
+            crate::error::MetaItem::MerkleFrontier,
+            "it does not fit the head",
+        )
+    })
 }
 
 /// The `head` value: the head's 40 bytes, then the frontier's nodes, largest subtree first.
@@ -125,7 +132,10 @@ impl Snapshot {
     pub(crate) fn merkle_frontier(&self, size: u64) -> Result<Frontier<Digest>> {
         match self.meta_value(HEAD_KEY)? {
             Some(bytes) => decode_frontier(&bytes, size),
-            None => Err(Error::CorruptMeta("the head is missing".into())),
+            None => Err(Error::corrupt_meta(
+                crate::error::MetaItem::Head,
+                crate::error::MetaFault::Missing,
+            )),
         }
     }
 

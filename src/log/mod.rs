@@ -35,10 +35,13 @@ pub(crate) fn encode_head(head: Head) -> [u8; 40] {
 /// the log's tree follows (32 bytes per set bit of the next position, see `merkle.rs`).
 pub(crate) fn decode_head(bytes: &[u8]) -> Result<Head> {
     let Some(bytes) = bytes.get(..40) else {
-        return Err(Error::CorruptMeta(format!(
-            "the head is {} bytes, fewer than 40",
-            bytes.len()
-        )));
+        return Err(Error::corrupt_meta(
+            crate::error::MetaItem::Head,
+            crate::error::MetaFault::TooShort {
+                found: bytes.len(),
+                least: 40,
+            },
+        ));
     };
     let bytes: &[u8; 40] = bytes.try_into().expect("40 bytes");
     let (next, hash) = bytes.split_at(8);
@@ -53,11 +56,14 @@ pub(crate) fn read_version(
     meta: &impl redb::ReadableTable<&'static str, &'static [u8]>,
 ) -> Result<u32> {
     let Some(bytes) = meta.get(tables::FORMAT_KEY)? else {
-        return Err(Error::CorruptMeta("the format version is missing".into()));
+        return Err(Error::corrupt_meta(
+            crate::error::MetaItem::FormatVersion,
+            crate::error::MetaFault::Missing,
+        ));
     };
     <[u8; 4]>::try_from(bytes.value())
         .map(u32::from_le_bytes)
-        .map_err(|_| Error::CorruptMeta("the format version is not 4 bytes".into()))
+        .map_err(|_| wrong_length(crate::error::MetaItem::FormatVersion, bytes.value(), 4))
 }
 
 /// Reads how the file's segments store their records from `annals.meta`: a log of the
@@ -68,10 +74,12 @@ pub(crate) fn read_format(
 ) -> Result<Format> {
     let version = read_version(meta)?;
     if version != tables::FORMAT_VERSION {
-        return Err(Error::CorruptMeta(format!(
-            "format version {version} is not v{}, the one this build reads",
-            tables::FORMAT_VERSION
-        )));
+        return Err(Error::corrupt_meta(
+            crate::error::MetaItem::FormatVersion,
+            crate::error::MetaFault::Unknown {
+                value: u64::from(version),
+            },
+        ));
     }
     read_layout(meta)
 }
@@ -82,13 +90,22 @@ pub(crate) fn read_layout(
     meta: &impl redb::ReadableTable<&'static str, &'static [u8]>,
 ) -> Result<Format> {
     let Some(bytes) = meta.get(tables::RECORDS_KEY)? else {
-        return Err(Error::CorruptMeta("the record layout is missing".into()));
+        return Err(Error::corrupt_meta(
+            crate::error::MetaItem::RecordLayout,
+            crate::error::MetaFault::Missing,
+        ));
     };
     let layout = <[u8; 4]>::try_from(bytes.value())
         .map(u32::from_le_bytes)
-        .map_err(|_| Error::CorruptMeta("the record layout is not 4 bytes".into()))?;
-    Format::from_version(layout)
-        .ok_or_else(|| Error::CorruptMeta(format!("record layout {layout} is not known")))
+        .map_err(|_| wrong_length(crate::error::MetaItem::RecordLayout, bytes.value(), 4))?;
+    Format::from_version(layout).ok_or_else(|| {
+        Error::corrupt_meta(
+            crate::error::MetaItem::RecordLayout,
+            crate::error::MetaFault::Unknown {
+                value: u64::from(layout),
+            },
+        )
+    })
 }
 
 /// The value of meta key `key` as stored: `value` sealed with its checksum.
@@ -103,8 +120,19 @@ pub fn unseal_meta<'v>(key: &str, stored: &'v [u8]) -> Result<&'v [u8]> {
 
 /// Decodes the stream count stored under `STREAM_COUNT_KEY`.
 pub(crate) fn decode_stream_count(bytes: &[u8]) -> Result<u64> {
-    let bytes: [u8; 8] = bytes.try_into().map_err(|_| {
-        Error::CorruptMeta(format!("the stream count is {} bytes, not 8", bytes.len()))
-    })?;
+    let bytes: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| wrong_length(crate::error::MetaItem::StreamCount, bytes, 8))?;
     Ok(u64::from_le_bytes(bytes))
+}
+
+/// [`Error::CorruptMeta`]: `item`'s stored `bytes` are not the `expected` length.
+fn wrong_length(item: crate::error::MetaItem, bytes: &[u8], expected: usize) -> Error {
+    Error::corrupt_meta(
+        item,
+        crate::error::MetaFault::WrongLength {
+            found: bytes.len(),
+            expected,
+        },
+    )
 }

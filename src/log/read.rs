@@ -99,7 +99,10 @@ impl Snapshot {
             self.meta_value(super::signed::COSIGNED_CHECKPOINT_KEY)?
                 .map(|bytes| {
                     String::from_utf8(bytes).map_err(|_| {
-                        Error::CorruptMeta("the cosigned checkpoint kept is not UTF-8".into())
+                        Error::undecodable_meta(
+                            crate::error::MetaItem::CosignedCheckpoint,
+                            "it is not UTF-8",
+                        )
                     })
                 })
                 .transpose()
@@ -119,7 +122,10 @@ impl Snapshot {
     pub fn head(&self) -> Result<Head> {
         guarded(|| match self.meta.get(HEAD_KEY)? {
             Some(bytes) => decode_head(unseal_meta(HEAD_KEY, bytes.value())?),
-            None => Err(Error::CorruptMeta("the head is missing".into())),
+            None => Err(Error::corrupt_meta(
+                crate::error::MetaItem::Head,
+                crate::error::MetaFault::Missing,
+            )),
         })
     }
 
@@ -127,7 +133,10 @@ impl Snapshot {
     pub(crate) fn head_in(txn: &redb::WriteTransaction) -> Result<Head> {
         match txn.open_table(META)?.get(HEAD_KEY)? {
             Some(bytes) => decode_head(unseal_meta(HEAD_KEY, bytes.value())?),
-            None => Err(Error::CorruptMeta("the head is missing".into())),
+            None => Err(Error::corrupt_meta(
+                crate::error::MetaItem::Head,
+                crate::error::MetaFault::Missing,
+            )),
         }
     }
 
@@ -151,7 +160,10 @@ impl Snapshot {
             Some(bytes) => {
                 super::decode_stream_count(unseal_meta(STREAM_COUNT_KEY, bytes.value())?)
             }
-            None => Err(Error::CorruptMeta("the stream count is missing".into())),
+            None => Err(Error::corrupt_meta(
+                crate::error::MetaItem::StreamCount,
+                crate::error::MetaFault::Missing,
+            )),
         })
     }
 
@@ -205,9 +217,12 @@ impl Snapshot {
                 let length = tail.end_version();
                 let Some(last) = tail.into_runs().pop() else {
                     // A tail is written with the stream's first record and never emptied.
-                    return Err(Error::CorruptMeta(format!(
-                        "the tail of stream {name} is empty"
-                    )));
+                    return Err(Error::undecodable_meta(
+                        crate::error::MetaItem::StreamIndex {
+                            stream: Some(name.to_owned()),
+                        },
+                        "its tail is empty",
+                    ));
                 };
                 let summary = StreamSummary {
                     name: name.to_owned(),
@@ -224,10 +239,13 @@ impl Snapshot {
             if prefix.is_empty() {
                 let counted = self.stream_count()?;
                 if listed != counted {
-                    return Err(Error::CorruptMeta(format!(
-                        "the stream index lists {listed} streams, the stream count says \
-                         {counted}"
-                    )));
+                    return Err(Error::corrupt_meta(
+                        crate::error::MetaItem::StreamIndex { stream: None },
+                        crate::error::MetaFault::Miscounted {
+                            found: listed,
+                            expected: counted,
+                        },
+                    ));
                 }
             }
             Ok(())

@@ -40,7 +40,7 @@ impl SignedHead {
     /// Decodes [`SignedHead::encode`]'s bytes.
     pub(crate) fn decode(bytes: &[u8]) -> Result<SignedHead> {
         let corrupt = |detail: &str| {
-            Error::CorruptMeta(format!("the last signed checkpoint is damaged: {detail}"))
+            Error::undecodable_meta(crate::error::MetaItem::SignedCheckpoint, detail)
         };
         if bytes.len() <= 40 {
             return Err(corrupt("shorter than a size, a root and an origin"));

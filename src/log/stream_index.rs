@@ -262,7 +262,12 @@ impl RunBlock {
 }
 
 fn corrupt(stream: &str, detail: String) -> Error {
-    Error::CorruptMeta(format!("the stream index of {stream:?}: {detail}"))
+    Error::undecodable_meta(
+        crate::error::MetaItem::StreamIndex {
+            stream: Some(stream.to_owned()),
+        },
+        detail,
+    )
 }
 
 #[cfg(test)]
@@ -307,8 +312,10 @@ mod tests {
         let mut tail = filled(3);
         let error = tail.push("orders", 21, 1).unwrap_err();
         assert!(
-            matches!(&error, Error::CorruptMeta(detail)
-                if detail.contains("\"orders\"") && detail.contains("ends at position 22")),
+            matches!(&error, Error::CorruptMeta {
+                    item: crate::error::MetaItem::StreamIndex { stream: Some(stream) },
+                    fault: crate::error::MetaFault::Undecodable { reason },
+                } if stream == "orders" && reason.contains("ends at position 22")),
             "{error}"
         );
         assert_eq!(tail, filled(3));
@@ -323,7 +330,10 @@ mod tests {
         let mut tail = RunBlock::decode("s", u64::MAX - 2, &[5, 2]).unwrap();
         assert_eq!(tail.end_version(), u64::MAX);
         let before = tail.clone();
-        assert!(matches!(tail.push("s", 7, 1), Err(Error::CorruptMeta(_))));
+        assert!(matches!(
+            tail.push("s", 7, 1),
+            Err(Error::CorruptMeta { .. })
+        ));
         assert_eq!(tail, before);
     }
 

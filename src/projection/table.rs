@@ -245,7 +245,12 @@ pub(crate) fn behind_in(txn: &ReadTransaction) -> Result<Vec<(String, u64, u64)>
             let value = crate::log::unseal_meta(crate::log::tables::HEAD_KEY, bytes.value())?;
             crate::log::decode_head(value)?.next.0
         }
-        None => return Err(Error::CorruptMeta("the head is missing".into())),
+        None => {
+            return Err(Error::corrupt_meta(
+                crate::error::MetaItem::Head,
+                crate::error::MetaFault::Missing,
+            ));
+        }
     };
     let checkpoints = match txn.open_table(super::CHECKPOINTS) {
         Ok(checkpoints) => checkpoints,

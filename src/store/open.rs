@@ -446,7 +446,15 @@ pub(crate) fn check_identity(db: &Handle, path: &Path) -> Result<u32> {
     let format = match meta.get(FORMAT_KEY)? {
         Some(bytes) => <[u8; 4]>::try_from(bytes.value())
             .map(u32::from_le_bytes)
-            .map_err(|_| Error::CorruptMeta("the format version is not 4 bytes".into()))?,
+            .map_err(|_| {
+                Error::corrupt_meta(
+                    crate::error::MetaItem::FormatVersion,
+                    crate::error::MetaFault::WrongLength {
+                        found: bytes.value().len(),
+                        expected: 4,
+                    },
+                )
+            })?,
         None => return Err(not_annals("annals.meta lacks a format version")),
     };
     if !(1..=FORMAT_VERSION).contains(&format) {

@@ -102,10 +102,20 @@ impl Store {
             if let Some(kept) = snapshot.cosigned_checkpoint()? {
                 let kept = Checkpoint::parse_body(
                     crate::tlog::Note::parse(&kept)
-                        .map_err(|error| crate::Error::CorruptMeta(error.to_string()))?
+                        .map_err(|error| {
+                            crate::Error::undecodable_meta(
+                                crate::error::MetaItem::CosignedCheckpoint,
+                                error,
+                            )
+                        })?
                         .text(),
                 )
-                .map_err(|error| crate::Error::CorruptMeta(error.to_string()))?;
+                .map_err(|error| {
+                    crate::Error::undecodable_meta(
+                        crate::error::MetaItem::CosignedCheckpoint,
+                        error,
+                    )
+                })?;
                 if checkpoint.size < kept.size {
                     return Err(SigningError::Behind {
                         signed: kept.size,

@@ -127,7 +127,9 @@ impl Store {
             _ => signed,
         };
         let size = Checkpoint::open(&text, &[signer.verifier()])
-            .map_err(|error| crate::Error::CorruptMeta(error.to_string()))?
+            .map_err(|error| {
+                crate::Error::undecodable_meta(crate::error::MetaItem::CosignedCheckpoint, error)
+            })?
             .checkpoint
             .size;
         let snapshot = self.snapshot()?;

@@ -87,9 +87,12 @@ pub mod open {
             crate::log::tables::FORMAT_VERSION => {
                 crate::store::open::create(path, &projections, crate::record::Format::CURRENT)
             }
-            _ => Err(crate::error::Error::CorruptMeta(format!(
-                "format version {version} is not known"
-            ))),
+            _ => Err(crate::error::Error::corrupt_meta(
+                crate::error::MetaItem::FormatVersion,
+                crate::error::MetaFault::Unknown {
+                    value: u64::from(version),
+                },
+            )),
         }
     }
 }

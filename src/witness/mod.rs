@@ -305,10 +305,12 @@ pub fn evidence(store: &Store) -> Result<Vec<Evidence>, crate::Error> {
         let record = record?;
         if record.kind == state::EVIDENCE_KIND {
             let evidence: Evidence = serde_json::from_slice(&record.payload).map_err(|error| {
-                crate::Error::CorruptMeta(format!(
-                    "the evidence at position {} is not JSON of evidence: {error}",
-                    record.position
-                ))
+                crate::Error::undecodable_meta(
+                    crate::error::MetaItem::WitnessRecord {
+                        position: record.position.0,
+                    },
+                    format!("not JSON of evidence: {error}"),
+                )
             })?;
             out.push(evidence);
         }
@@ -366,15 +368,20 @@ fn read_latest(store: &Store, origin: &str) -> Result<Option<Latest>, WitnessErr
         .next()
         .transpose()?
         .ok_or_else(|| {
-            crate::Error::CorruptMeta(format!(
-                "the witness's stream {stream} lost its last record"
-            ))
+            crate::Error::corrupt_meta(
+                crate::error::MetaItem::WitnessStream {
+                    stream: stream.clone(),
+                },
+                crate::error::MetaFault::Missing,
+            )
         })?;
     let damaged = |what: String| {
-        WitnessError::State(crate::Error::CorruptMeta(format!(
-            "the witness's record at position {}: {what}",
-            record.position
-        )))
+        WitnessError::State(crate::Error::undecodable_meta(
+            crate::error::MetaItem::WitnessRecord {
+                position: record.position.0,
+            },
+            what,
+        ))
     };
     let cosigned: Cosigned = serde_json::from_slice(&record.payload)
         .map_err(|error| damaged(format!("not a cosigned checkpoint: {error}")))?;

@@ -222,8 +222,9 @@ pub async fn request_cosignatures(
             };
         }
     }
-    let mut note =
-        Note::parse(&text).map_err(|error| crate::Error::CorruptMeta(error.to_string()))?;
+    let mut note = Note::parse(&text).map_err(|error| {
+        crate::Error::undecodable_meta(crate::error::MetaItem::CosignedCheckpoint, error)
+    })?;
     let mut witnessed = Witnessed {
         checkpoint: String::new(),
         size,

@@ -265,7 +265,7 @@ fn a_panic_the_store_catches_reaches_the_user_as_one_typed_error_without_a_backt
         let read = Store::open_read_only(&path).and_then(|store| {
             store.read_all(annals::Position(0), annals::Direction::Forward, usize::MAX)
         });
-        matches!(read, Err(Error::DamagedFile(_))).then_some(damaged)
+        matches!(read, Err(Error::DamagedFile { .. })).then_some(damaged)
     });
     let damaged = panicking.expect("no flip made redb panic");
     fs::write(&path, &damaged).unwrap();

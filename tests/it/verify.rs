@@ -6,7 +6,8 @@ use std::path::Path;
 use annals::testing::internals::record::Format;
 use annals::testing::internals::record::segment::Segment;
 use annals::{
-    Direction, Error, ExpectedVersion, Position, Problem, RecordError, Store, StreamVersion,
+    Direction, Error, ExpectedVersion, MetaFault, MetaItem, Position, Problem, RecordError, Store,
+    StreamVersion,
 };
 use redb::{ReadableDatabase, ReadableTable};
 
@@ -554,9 +555,14 @@ fn an_append_to_a_stream_whose_tail_ends_past_the_head_is_refused_and_writes_not
     let head = store.head().unwrap();
     let appended = store.append("a", ExpectedVersion::Any, &[event("test.event", 2, b"2")]);
     match appended {
-        Err(Error::CorruptMeta(detail)) => assert!(
-            detail.contains("\"a\"") && detail.contains("ends at position 1001"),
-            "{detail}"
+        Err(Error::CorruptMeta {
+            item: MetaItem::StreamIndex {
+                stream: Some(stream),
+            },
+            fault: MetaFault::Undecodable { reason },
+        }) => assert!(
+            stream == "a" && reason.contains("ends at position 1001"),
+            "{reason}"
         ),
         other => panic!("expected the damaged tail to be refused, got {other:?}"),
     }

@@ -60,8 +60,8 @@ fn describe(error: &Error) -> (&'static str, serde_json::Value) {
             ("CORRUPT", json!({ "position": position.0.to_string() }))
         }
         Error::CorruptValue { .. }
-        | Error::CorruptMeta(_)
-        | Error::DamagedFile(_)
+        | Error::CorruptMeta { .. }
+        | Error::DamagedFile { .. }
         | Error::CorruptProjection { .. }
         | Error::UndecodableEvent { .. } => ("CORRUPT", json!({})),
         Error::InvalidCommand { field, .. } => ("INVALID_COMMAND", json!({ "field": field })),

@@ -127,7 +127,7 @@ pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
         match error {
             // Not a proof file at all, or one of a tree no log keeps any more: bad input, not
             // a proof that failed.
-            ProofFileError::Shape(_)
+            ProofFileError::Shape { .. }
             | ProofFileError::DuplicateKey { .. }
             | ProofFileError::EarlierTree => Failure::of(Kind::InvalidInput, message),
             _ => invalid(message),

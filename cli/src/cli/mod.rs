@@ -339,8 +339,8 @@ impl From<Error> for Failure {
             Error::Append(_) | Error::Store(_) => Kind::Refused,
             Error::Corrupt { .. }
             | Error::CorruptValue { .. }
-            | Error::CorruptMeta(_)
-            | Error::DamagedFile(_)
+            | Error::CorruptMeta { .. }
+            | Error::DamagedFile { .. }
             | Error::CorruptProjection { .. }
             | Error::UndecodableEvent { .. }
             | Error::Projection(ProjectionError::Invariant { .. }) => Kind::Corrupt,
@@ -385,8 +385,8 @@ impl From<Error> for Failure {
                 | Error::Projection(ProjectionError::Behind { .. })
                 | Error::Corrupt { .. }
                 | Error::CorruptValue { .. }
-                | Error::CorruptMeta(_)
-                | Error::DamagedFile(_)
+                | Error::CorruptMeta { .. }
+                | Error::DamagedFile { .. }
                 | Error::CorruptProjection { .. }
                 | Error::Projection(ProjectionError::Invariant { .. })
                 | Error::Signing(annals::SigningError::Diverged { .. })

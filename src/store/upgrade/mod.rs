@@ -35,9 +35,12 @@ pub(crate) fn to_current(db: &Database) -> Result<()> {
         return Ok(());
     }
     if !(1..FORMAT_VERSION).contains(&version) {
-        return Err(Error::CorruptMeta(format!(
-            "format version {version} has no upgrade to v{FORMAT_VERSION}"
-        )));
+        return Err(Error::corrupt_meta(
+            crate::error::MetaItem::FormatVersion,
+            crate::error::MetaFault::Unknown {
+                value: u64::from(version),
+            },
+        ));
     }
     if version < 3 {
         seal::seal_every_value(&txn, version)?;

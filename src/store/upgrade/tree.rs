@@ -22,7 +22,10 @@ pub(super) fn rebuild(txn: &WriteTransaction, layout: Format) -> Result<()> {
     let head = {
         let meta = txn.open_table(META)?;
         let Some(bytes) = meta.get(HEAD_KEY)? else {
-            return Err(Error::CorruptMeta("the head is missing".into()));
+            return Err(Error::corrupt_meta(
+                crate::error::MetaItem::Head,
+                crate::error::MetaFault::Missing,
+            ));
         };
         decode_head(unseal_meta(HEAD_KEY, bytes.value())?)?
     };
