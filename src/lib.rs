@@ -101,7 +101,9 @@ pub use log::signed::SignedHead;
 pub use log::tables::FORMAT_VERSION;
 pub use projection::{Projection, ProjectionError};
 pub use record::limits::{Field, LimitError, Limits};
-pub use record::{NewEvent, Position, Record, RecordError, RecordView, StreamVersion};
+pub use record::{
+    HeaderProblem, NewEvent, Position, Record, RecordError, RecordView, StreamVersion,
+};
 pub use store::{Compaction, builtin_projections, held_by_writer};
 pub use store::{
     Durability, Holder, ImportStage, READ_ONLY_PATIENCE, Sharing, Stats, Store, StoreError,

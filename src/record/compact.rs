@@ -17,7 +17,7 @@
 
 use super::limits::{Field, IDEMPOTENCY_KEY_BYTES_CAP, KIND_BYTES_CAP, STREAM_BYTES_CAP};
 use super::uleb128;
-use super::{NewEvent, RecordError};
+use super::{HeaderProblem, NewEvent, RecordError};
 use crate::hash::Digest;
 
 /// Flag: the stream is the segment's first record's, and the version is that record's plus
@@ -112,33 +112,49 @@ pub fn parse(bytes: &[u8]) -> Result<Compact<'_>, RecordError> {
             rest = after;
             flags
         }
-        None => return Err(RecordError::Header("no flags byte".into())),
+        None => {
+            return Err(RecordError::Header {
+                field: "flags",
+                problem: HeaderProblem::Short {
+                    need: 1,
+                    offset: 0,
+                    remain: 0,
+                },
+            });
+        }
     };
     if flags & !FLAGS != 0 {
-        return Err(RecordError::Header(format!(
-            "flags {flags:#04x} set bits this format does not define"
-        )));
+        return Err(RecordError::Header {
+            field: "flags",
+            problem: HeaderProblem::Flags { found: flags },
+        });
     }
     let stream = if flags & SAME_STREAM == 0 {
-        let stream = text(&mut rest, Field::Stream, STREAM_BYTES_CAP)?;
+        let stream = text(&mut rest, Field::Stream, STREAM_BYTES_CAP, bytes)?;
         Some((stream, number(&mut rest, "version")?))
     } else {
         None
     };
     let kind = if flags & SAME_KIND == 0 {
-        Some(text(&mut rest, Field::Kind, KIND_BYTES_CAP)?)
+        Some(text(&mut rest, Field::Kind, KIND_BYTES_CAP, bytes)?)
     } else {
         None
     };
     let schema = number(&mut rest, "schema")?;
-    let schema = u16::try_from(schema)
-        .map_err(|_| RecordError::Header(format!("schema {schema} does not fit 16 bits")))?;
+    let schema = u16::try_from(schema).map_err(|_| RecordError::Header {
+        field: "schema",
+        problem: HeaderProblem::TooWide {
+            value: schema,
+            bits: 16,
+        },
+    })?;
     let at_ms = number(&mut rest, "at_ms")?;
     let idempotency_key = if flags & KEYED != 0 {
         Some(text(
             &mut rest,
             Field::IdempotencyKey,
             IDEMPOTENCY_KEY_BYTES_CAP,
+            bytes,
         )?)
     } else {
         None
@@ -154,23 +170,31 @@ pub fn parse(bytes: &[u8]) -> Result<Compact<'_>, RecordError> {
     })
 }
 
-fn number(bytes: &mut &[u8], what: &str) -> Result<u64, RecordError> {
-    uleb128::take(bytes).ok_or_else(|| {
-        RecordError::Header(format!(
-            "{what} is not an unsigned LEB128 number in its shortest form"
-        ))
+fn number(bytes: &mut &[u8], what: &'static str) -> Result<u64, RecordError> {
+    uleb128::take(bytes).ok_or(RecordError::Header {
+        field: what,
+        problem: HeaderProblem::NotLeb128,
     })
 }
 
 /// A length-prefixed UTF-8 string of 1 to `cap` bytes.
-fn text<'a>(bytes: &mut &'a [u8], field: Field, cap: u32) -> Result<&'a str, RecordError> {
+fn text<'a>(
+    bytes: &mut &'a [u8],
+    field: Field,
+    cap: u32,
+    whole: &[u8],
+) -> Result<&'a str, RecordError> {
     let len = number(bytes, "a string length")?;
     super::view::check_text_len(field, len, cap)?;
     let Some((taken, rest)) = bytes.split_at_checked(len as usize) else {
-        return Err(RecordError::Header(format!(
-            "{field} needs {len} bytes, {} remain",
-            bytes.len()
-        )));
+        return Err(RecordError::Header {
+            field: field.name(),
+            problem: HeaderProblem::Short {
+                need: len,
+                offset: (whole.len() - bytes.len()) as u64,
+                remain: bytes.len() as u64,
+            },
+        });
     };
     *bytes = rest;
     super::view::text_utf8(field, taken)

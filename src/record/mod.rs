@@ -453,6 +453,86 @@ pub fn content_hash(stream: &str, kind: &str, payload_hash: Digest) -> Digest {
     hash::content_hash(&content_bytes(stream, kind, payload_hash))
 }
 
+/// What is wrong with a part of a record's header ([`RecordError::Header`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeaderProblem {
+    /// It needs `need` bytes at header offset `offset`, and only `remain` are left.
+    Short {
+        /// Bytes it needs.
+        need: u64,
+        /// Where in the header it starts.
+        offset: u64,
+        /// Bytes left from there.
+        remain: u64,
+    },
+    /// A tag other than 0 (absent) or 1 (present).
+    Tag {
+        /// The tag found.
+        found: u8,
+    },
+    /// Flag bits this format does not define.
+    Flags {
+        /// The flags byte found.
+        found: u8,
+    },
+    /// Not an unsigned LEB128 number in its shortest form.
+    NotLeb128,
+    /// A number wider than its field.
+    TooWide {
+        /// The number.
+        value: u64,
+        /// The field's width in bits.
+        bits: u32,
+    },
+    /// Not UTF-8: the first `valid_up_to` bytes are.
+    NotUtf8 {
+        /// How many leading bytes are valid UTF-8.
+        valid_up_to: usize,
+    },
+    /// Absent, and not shared from the first record of its segment either.
+    Absent,
+    /// Shared from the first record of its segment, by that first record itself (or by a
+    /// record whose segment's first record does not hold it).
+    SharedWithoutSource,
+    /// The version it makes would pass 2^64.
+    VersionOverflow,
+}
+
+impl std::fmt::Display for HeaderProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HeaderProblem::Short {
+                need,
+                offset,
+                remain,
+            } => write!(
+                f,
+                "needs {need} bytes at header offset {offset}, {remain} remain"
+            ),
+            HeaderProblem::Tag { found } => {
+                write!(f, "is {found}, neither 0 (absent) nor 1 (present)")
+            }
+            HeaderProblem::Flags { found } => {
+                write!(f, "{found:#04x} set bits this format does not define")
+            }
+            HeaderProblem::NotLeb128 => {
+                f.write_str("is not an unsigned LEB128 number in its shortest form")
+            }
+            HeaderProblem::TooWide { value, bits } => {
+                write!(f, "{value} does not fit {bits} bits")
+            }
+            HeaderProblem::NotUtf8 { valid_up_to } => {
+                write!(f, "is not UTF-8 (valid up to byte {valid_up_to})")
+            }
+            HeaderProblem::Absent => f.write_str("is absent"),
+            HeaderProblem::SharedWithoutSource => f.write_str(
+                "is shared from the first record of its segment, which does not hold it",
+            ),
+            HeaderProblem::VersionOverflow => f.write_str("would pass 2^64"),
+        }
+    }
+}
+
 /// What is wrong with stored bytes that should hold a record.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -465,9 +545,14 @@ pub enum RecordError {
         /// Bytes needed.
         need: u64,
     },
-    /// The header bytes do not decode.
-    #[error("header does not decode: {0}")]
-    Header(String),
+    /// The header bytes do not decode: `field` is the part that does not, `problem` why.
+    #[error("header does not decode: {field} {problem}")]
+    Header {
+        /// The part of the header, e.g. `version`, `idempotency_key tag`, `stream`.
+        field: &'static str,
+        /// What is wrong with it.
+        problem: HeaderProblem,
+    },
     /// A record format this code does not know.
     #[error("record format {0} is not supported (this build reads format {RECORD_FORMAT})")]
     UnknownFormat(u8),

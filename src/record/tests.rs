@@ -57,7 +57,7 @@ fn decoding_refuses_each_kind_of_damage() {
     check(&good[..10], 3, |e| {
         matches!(e, RecordError::Truncated { .. })
     });
-    check(&good[..40], 3, |e| matches!(e, RecordError::Header(_)));
+    check(&good[..40], 3, |e| matches!(e, RecordError::Header { .. }));
     check(&good[..good.len() - 1], 3, |e| {
         matches!(e, RecordError::PayloadLength { .. })
     });
@@ -76,7 +76,10 @@ fn decoding_refuses_each_kind_of_damage() {
     let mut long_stream = good.clone();
     long_stream[32 + 9..32 + 17].copy_from_slice(&2000u64.to_le_bytes());
     check(&long_stream, 3, |e| {
-        matches!(e, RecordError::Header(_) | RecordError::FieldOverCap { .. })
+        matches!(
+            e,
+            RecordError::Header { .. } | RecordError::FieldOverCap { .. }
+        )
     });
 }
 
@@ -162,7 +165,7 @@ fn an_empty_stream_kind_or_key_is_not_a_record_even_with_sound_hashes() {
 #[test]
 fn malformed_header_fields_are_refused_by_name() {
     let header_error = |bytes: &[u8]| match decode_stored(bytes, Position(7)) {
-        Err(RecordError::Header(message)) => message,
+        Err(error @ RecordError::Header { .. }) => error.to_string(),
         other => panic!("expected a header error, got {other:?}"),
     };
     let good = stored_with_key(Some("k"));

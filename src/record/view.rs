@@ -12,7 +12,10 @@ use super::limits::{
     Field, IDEMPOTENCY_KEY_BYTES_CAP, KIND_BYTES_CAP, PAYLOAD_BYTES_CAP, STREAM_BYTES_CAP,
 };
 use super::segment::RecordAt;
-use super::{Format, HeaderFields, Position, RECORD_FORMAT, Record, RecordError, StreamVersion};
+use super::{
+    Format, HeaderFields, HeaderProblem, Position, RECORD_FORMAT, Record, RecordError,
+    StreamVersion,
+};
 use crate::hash::{self, Digest};
 
 /// One stored record, checked as the caller asked, borrowing its strings and payload from
@@ -131,9 +134,10 @@ pub(crate) fn parse_stored(
         0 => None,
         1 => Some(header.text(Field::IdempotencyKey, IDEMPOTENCY_KEY_BYTES_CAP)?),
         tag => {
-            return Err(RecordError::Header(format!(
-                "idempotency_key tag is {tag}, neither 0 (absent) nor 1 (present)"
-            )));
+            return Err(RecordError::Header {
+                field: "idempotency_key tag",
+                problem: HeaderProblem::Tag { found: tag },
+            });
         }
     };
     let payload_len = u32::from_le_bytes(header.array("payload_len")?);
@@ -232,17 +236,19 @@ pub(crate) fn parse_compact<'a>(
         None
     } else {
         let Some(first) = first else {
-            return Err(RecordError::Header(
-                "the first record of a segment refers to the first record".into(),
-            ));
+            return Err(RecordError::Header {
+                field: "shared stream or kind",
+                problem: HeaderProblem::SharedWithoutSource,
+            });
         };
         let base = compact::parse(first.get(32..).unwrap_or_default())?;
         match (base.stream, base.kind) {
             (Some(stream), Some(kind)) => Some((stream, kind)),
             _ => {
-                return Err(RecordError::Header(
-                    "the first record of its segment refers to the first record".into(),
-                ));
+                return Err(RecordError::Header {
+                    field: "shared stream or kind",
+                    problem: HeaderProblem::SharedWithoutSource,
+                });
             }
         }
     };
@@ -251,15 +257,28 @@ pub(crate) fn parse_compact<'a>(
         (None, Some(((stream, version), _))) => {
             let version = version
                 .checked_add(u64::from(index))
-                .ok_or_else(|| RecordError::Header("its version would pass 2^64".into()))?;
+                .ok_or(RecordError::Header {
+                    field: "version",
+                    problem: HeaderProblem::VersionOverflow,
+                })?;
             (stream, version)
         }
-        (None, None) => return Err(RecordError::Header("no stream".into())),
+        (None, None) => {
+            return Err(RecordError::Header {
+                field: "stream",
+                problem: HeaderProblem::Absent,
+            });
+        }
     };
     let kind = match (header.kind, shared) {
         (Some(kind), _) => kind,
         (None, Some((_, kind))) => kind,
-        (None, None) => return Err(RecordError::Header("no kind".into())),
+        (None, None) => {
+            return Err(RecordError::Header {
+                field: "kind",
+                problem: HeaderProblem::Absent,
+            });
+        }
     };
     let payload = &rest[header.len..];
     if payload.len() as u64 > u64::from(PAYLOAD_BYTES_CAP) {
@@ -303,32 +322,33 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, what: &str, len: usize) -> Result<&'a [u8], RecordError> {
+    fn take(&mut self, what: &'static str, len: usize) -> Result<&'a [u8], RecordError> {
         let taken = self
             .at
             .checked_add(len)
             .and_then(|end| self.bytes.get(self.at..end))
-            .ok_or_else(|| {
-                RecordError::Header(format!(
-                    "{what} needs {len} bytes at header offset {}, {} remain",
-                    self.at,
-                    self.bytes.len() - self.at
-                ))
+            .ok_or_else(|| RecordError::Header {
+                field: what,
+                problem: HeaderProblem::Short {
+                    need: len as u64,
+                    offset: self.at as u64,
+                    remain: (self.bytes.len() - self.at) as u64,
+                },
             })?;
         self.at += len;
         Ok(taken)
     }
 
-    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], RecordError> {
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], RecordError> {
         let bytes = self.take(what, N)?;
         Ok(bytes.try_into().unwrap_or([0; N]))
     }
 
-    fn u8(&mut self, what: &str) -> Result<u8, RecordError> {
+    fn u8(&mut self, what: &'static str) -> Result<u8, RecordError> {
         Ok(self.array::<1>(what)?[0])
     }
 
-    fn u64(&mut self, what: &str) -> Result<u64, RecordError> {
+    fn u64(&mut self, what: &'static str) -> Result<u64, RecordError> {
         Ok(u64::from_le_bytes(self.array(what)?))
     }
 
@@ -361,6 +381,10 @@ pub(crate) fn check_text_len(field: Field, len: u64, cap: u32) -> Result<(), Rec
 
 /// A string's bytes as UTF-8, or the header error naming the field.
 pub(crate) fn text_utf8(field: Field, bytes: &[u8]) -> Result<&str, RecordError> {
-    std::str::from_utf8(bytes)
-        .map_err(|error| RecordError::Header(format!("{field} is not UTF-8: {error}")))
+    std::str::from_utf8(bytes).map_err(|error| RecordError::Header {
+        field: field.name(),
+        problem: HeaderProblem::NotUtf8 {
+            valid_up_to: error.valid_up_to(),
+        },
+    })
 }

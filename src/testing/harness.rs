@@ -179,10 +179,10 @@ fn parsers_agree(stored: &[u8]) {
             }
             None => panic!("the parser accepts a header bincode refuses: {view:?}"),
         },
-        Err(RecordError::Header(message)) => {
+        Err(error @ RecordError::Header { .. }) => {
             assert!(
                 by_bincode.is_none(),
-                "bincode reads a header refused: {message}"
+                "bincode reads a header refused: {error}"
             );
         }
         Err(_) => {}
