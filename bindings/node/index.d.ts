@@ -11,6 +11,8 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** An annals log file. */
 export declare class Store {
+  /** The lease of `resource` as it stands, or `null`. */
+  leaseOf(resource: string): Lease | null
   /** Up to `limit` (default 1000) leases held, by resource. */
   leases(limit?: number | undefined | null): Array<Lease>
   /** The leases of one project (granted with labels), as the reference hub's `listLeases`. */
@@ -155,8 +157,6 @@ export declare class Store {
   instance(handle: string): Instance | null
   /** Records a consumer's checkpoint. */
   consumer(command: ConsumerCommand): ConsumerOutcome
-  /** The lease of `resource` as it stands, or `null`. */
-  leaseOf(resource: string): Lease | null
   /**
    * Every record from `options.from` (default 0) on: the history, then each record as it
    * commits, in this process or another. `lib.js` makes it an async iterator.

@@ -324,7 +324,8 @@ pub fn outbox_command(command: crate::OutboxCommand) -> napi::Result<OutboxCall>
     })
 }
 
-fn optional_ms(value: Option<f64>, field: &str) -> napi::Result<Option<u64>> {
+/// Milliseconds or a count that may be absent.
+pub fn optional_ms(value: Option<f64>, field: &str) -> napi::Result<Option<u64>> {
     value.map(|value| u64_of_ms(value, field)).transpose()
 }
 

@@ -17,7 +17,7 @@ use annals::{Direction, Position, Sharing, Store as Inner, StoreOptions, StreamV
 use napi::bindgen_prelude::{BigInt, Buffer};
 use napi_derive::napi;
 
-use convert::{lease_js, position, record_js, u64_of_ms};
+use convert::{position, record_js, u64_of_ms};
 use error::{invalid, to_js};
 use lanes::{LaneCommand, LaneOutcome};
 use rows::{FuelEntry, FuelTotal, Instance, OutboxRow, RunRollup};
@@ -996,17 +996,6 @@ impl Store {
             Ok(convert::consumer_outcome(
                 store.execute(&command).map_err(to_js)?,
             ))
-        })
-    }
-
-    /// The lease of `resource` as it stands, or `null`.
-    #[napi]
-    pub fn lease_of(&self, resource: String) -> napi::Result<Option<Lease>> {
-        self.with(|store| {
-            let state = store.state().map_err(to_js)?;
-            Ok(annals::leases::lease(&state, &resource)
-                .map_err(to_js)?
-                .map(lease_js))
         })
     }
 

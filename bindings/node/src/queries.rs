@@ -52,6 +52,12 @@ impl Store {
 
 #[napi]
 impl Store {
+    /// The lease of `resource` as it stands, or `null`.
+    #[napi]
+    pub fn lease_of(&self, resource: String) -> napi::Result<Option<Lease>> {
+        self.query(|state| Ok(annals::leases::lease(state, &resource)?.map(lease_js)))
+    }
+
     /// Up to `limit` (default 1000) leases held, by resource.
     #[napi]
     pub fn leases(&self, limit: Option<u32>) -> napi::Result<Vec<Lease>> {

@@ -10,7 +10,7 @@ use annals::runs::{
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 
-use crate::convert::{name_of, named, u64_of_ms};
+use crate::convert::{name_of, named, optional_ms, u64_of_ms};
 use crate::rows::{OpenRunRollup, RunRollup, number, open_rollup_js, rollup_js};
 
 /// Tokens and cost a span reports; an absent field is left as it is.
@@ -166,10 +166,6 @@ pub enum SpanOutcome {
     },
 }
 
-fn optional_u64(value: Option<f64>, field: &str) -> napi::Result<Option<u64>> {
-    value.map(|value| u64_of_ms(value, field)).transpose()
-}
-
 fn attributes(map: Option<HashMap<String, String>>) -> Attributes {
     map.unwrap_or_default().into_iter().collect()
 }
@@ -179,14 +175,14 @@ fn usage(usage: Option<SpanUsage>) -> napi::Result<annals::runs::SpanUsage> {
         return Ok(annals::runs::SpanUsage::default());
     };
     Ok(annals::runs::SpanUsage {
-        input_tokens: optional_u64(usage.input_tokens, "usage.inputTokens")?,
-        output_tokens: optional_u64(usage.output_tokens, "usage.outputTokens")?,
-        cache_read_tokens: optional_u64(usage.cache_read_tokens, "usage.cacheReadTokens")?,
-        cache_creation_tokens: optional_u64(
+        input_tokens: optional_ms(usage.input_tokens, "usage.inputTokens")?,
+        output_tokens: optional_ms(usage.output_tokens, "usage.outputTokens")?,
+        cache_read_tokens: optional_ms(usage.cache_read_tokens, "usage.cacheReadTokens")?,
+        cache_creation_tokens: optional_ms(
             usage.cache_creation_tokens,
             "usage.cacheCreationTokens",
         )?,
-        cost_micro_usd: optional_u64(usage.cost_micro_usd, "usage.costMicroUsd")?,
+        cost_micro_usd: optional_ms(usage.cost_micro_usd, "usage.costMicroUsd")?,
         model: usage.model,
     })
 }
@@ -237,7 +233,7 @@ pub fn span_command(command: SpanCommand) -> napi::Result<CoreSpanCommand> {
             span,
             attributes: attributes(given),
             usage: usage(reported)?,
-            wait_until_ms: optional_u64(wait_until_ms, "waitUntilMs")?,
+            wait_until_ms: optional_ms(wait_until_ms, "waitUntilMs")?,
             billing_mode: billing(billing_mode)?,
             now_ms: u64_of_ms(now_ms, "nowMs")?,
         },
