@@ -65,6 +65,7 @@ pub mod registry;
 #[cfg(feature = "jetstream")]
 pub mod replication;
 pub mod runs;
+pub(crate) mod sharing;
 pub(crate) mod store;
 pub mod subscribe;
 #[cfg(feature = "testing")]
@@ -94,7 +95,8 @@ pub use event::{DomainEvent, EventKind};
 pub use hash::Digest;
 pub use log::Head;
 pub use log::append::{
-    AppendError, AppendOutcome, Appended, ExpectedVersion, UnknownExpectedVersion, check_append,
+    AppendError, AppendOutcome, Appended, ExpectedVersion, SealProblem, UnknownExpectedVersion,
+    check_append,
 };
 pub use log::read::{Direction, Records, Snapshot, StreamRecords, StreamSummary};
 pub use log::signed::SignedHead;
@@ -106,11 +108,11 @@ pub use record::{
 };
 pub use store::{Compaction, builtin_projections, held_by_writer};
 pub use store::{
-    Durability, Holder, ImportStage, READ_ONLY_PATIENCE, Sharing, Stats, Store, StoreError,
-    StoreOptions, UnknownSharing, WriteSession,
+    Durability, Holder, ImportStage, PartialStep, READ_ONLY_PATIENCE, Sharing, Stats, Store,
+    StoreError, StoreOptions, UnknownSharing, WriteSession,
 };
 pub use store::{Footprint, TableFootprint};
-pub use store::{TilesError, TilesWritten};
+pub use store::{OtherLogProblem, TilesError, TilesWritten};
 pub use subscribe::{Subscription, SubscriptionError};
 pub use validate::CommandProblem;
 pub use writer::{Writer, WriterError, WriterOptions, WriterStats};

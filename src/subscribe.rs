@@ -25,25 +25,12 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+pub use crate::error::SubscriptionError;
 use crate::error::{Error, Result};
 use crate::log::read::Direction;
 use crate::record::problem::Problem;
 use crate::record::{Position, Record, StreamVersion};
 use crate::store::Store;
-
-/// Why a subscription could not go on; its own error, so that one made from a [`Store`]
-/// without any writer never reports a writer's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum SubscriptionError {
-    /// The store's commit watch closed: the store that announces commits is gone (it cannot
-    /// be while the subscription holds it, so this is a bug if seen).
-    #[error("the store's commit watch closed under the subscription")]
-    WatchClosed,
-    /// The background read of the next records ended without an answer: it panicked or its
-    /// runtime shut down. The subscription stays where it was.
-    #[error("the subscription's read of the log ended without an answer")]
-    ReadLost,
-}
 
 /// Most records read from the log in one chunk.
 pub const CHUNK_RECORDS_MAX: usize = 1024;
@@ -134,10 +121,11 @@ impl Cursor {
                             position: record.position,
                             problem: Box::new(Problem::StreamIndex {
                                 stream: stream.clone(),
-                                detail: format!(
-                                    "a subscription expected {stream:?} version {next}, the log gave {:?} version {}",
-                                    record.stream, record.version
-                                ),
+                                fault: crate::record::problem::StreamIndexFault::Subscription {
+                                    expected: *next,
+                                    found_stream: record.stream.to_owned(),
+                                    found_version: record.version,
+                                },
                             }),
                         });
                     }

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use crate::Settings;
+use crate::doc_table;
 use crate::report::{RATIOS, noise};
 use crate::samples::Samples;
 
@@ -57,16 +58,71 @@ fn ratios_of(report: &Value, samples: &Samples) -> serde_json::Map<String, Value
             continue;
         }
         let noise = noise(samples, key);
-        ratios.insert(
-            key.clone(),
-            json!({
-                "value": value,
-                "noise": if noise.is_finite() { json!(noise) } else { Value::Null },
-                "higher_is_better": higher_is_better(key),
-            }),
-        );
+        let mut ratio = json!({
+            "value": value,
+            "noise": if noise.is_finite() { json!(noise) } else { Value::Null },
+        });
+        describe(key, &mut ratio);
+        ratios.insert(key.clone(), ratio);
     }
     ratios
+}
+
+/// Writes into `ratio` what the code says of `key` (not a measurement): its direction, what
+/// it divides, and its target if it has one.
+fn describe(key: &str, ratio: &mut Value) {
+    ratio["higher_is_better"] = json!(higher_is_better(key));
+    if let Some(&(_, numerator, denominator, target, _)) = RATIOS
+        .iter()
+        .chain(&crate::report::SHARING_RATIOS)
+        .find(|&&(ratio, ..)| ratio == key)
+    {
+        ratio["what"] = json!(format!("`{numerator}` / `{denominator}`"));
+        ratio["target"] = if target.is_finite() {
+            json!(target)
+        } else {
+            Value::Null
+        };
+    }
+}
+
+fn docs_path() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/performance.md"))
+}
+
+/// Writes `baseline`'s ratios table into `docs/performance.md`.
+fn write_docs(baseline: &Value) {
+    let path = docs_path();
+    let doc = std::fs::read_to_string(&path).expect("read docs/performance.md");
+    let table = doc_table::render(baseline);
+    let Some(updated) = doc_table::splice(&doc, &table) else {
+        panic!(
+            "{} lacks the generated table's markers ({} … {})",
+            path.display(),
+            doc_table::BEGIN,
+            doc_table::END
+        );
+    };
+    assert_eq!(doc_table::current(&updated), Some(table.as_str()));
+    std::fs::write(&path, updated).expect("write docs/performance.md");
+    println!("ratios table written to {}", path.display());
+}
+
+/// `--docs`: refreshes what the code says of each ratio of the committed baseline (its
+/// direction, what it divides, its target; the measured values stay) and writes its table
+/// into `docs/performance.md`.
+pub(crate) fn refresh_docs() {
+    let path = baseline_path();
+    let text = std::fs::read_to_string(&path).expect("read benches/baseline.json");
+    let mut baseline: Value = serde_json::from_str(&text).expect("benches/baseline.json is JSON");
+    if let Some(ratios) = baseline["ratios"].as_object_mut() {
+        for (key, ratio) in ratios.iter_mut() {
+            describe(key, ratio);
+        }
+    }
+    let text = serde_json::to_string_pretty(&baseline).expect("JSON");
+    std::fs::write(&path, text + "\n").expect("write the baseline");
+    write_docs(&baseline);
 }
 
 fn higher_is_better(key: &str) -> bool {
@@ -87,8 +143,12 @@ pub(crate) fn write_baseline(settings: &Settings, samples: &Samples, report: &Va
     } else {
         "written by a full run"
     };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let baseline = json!({
         "note": note,
+        "date": doc_table::utc(now),
         "machine": report["machine"],
         "quick": settings.quick,
         "smoke": settings.smoke,
@@ -100,6 +160,7 @@ pub(crate) fn write_baseline(settings: &Settings, samples: &Samples, report: &Va
     let text = serde_json::to_string_pretty(&baseline).expect("JSON");
     std::fs::write(&path, text + "\n").expect("write the baseline");
     println!("baseline written to {}", path.display());
+    write_docs(&baseline);
 }
 
 /// `--check`: prints each ratio against its baseline; returns how many regressed (and the

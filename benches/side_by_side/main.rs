@@ -21,7 +21,9 @@
 //! Regressions and targets (`check.rs`): `-- --check` compares every ratio with the committed
 //! `benches/baseline.json` and exits 1 when one is worse by more than the noise measured (its
 //! range over rounds relative to its median, this run's or the baseline's, at least 10%);
-//! `-- --write-baseline` writes that file from the run. A target missed (issue 15's, and the
+//! `-- --write-baseline` writes that file from the run, and the ratios table of
+//! `docs/performance.md` from it (`-- --docs` writes the table alone, from the committed file;
+//! `tests/it/performance_doc.rs` checks the two agree). A target missed (issue 15's, and the
 //! earlier ones) is listed after the table with the figures of the run that bound it, and is
 //! not a failure of `--check`, except `rebuild_rss_2x_vs_1x`, which guards an invariant.
 //!
@@ -76,6 +78,7 @@
 mod bulk;
 mod check;
 mod commands;
+mod doc_table;
 mod memory;
 mod mixed;
 mod mixed_sqlite;
@@ -93,7 +96,7 @@ use std::time::{Duration, Instant};
 use redb::TableDefinition;
 
 use crate::bulk::{INTERLEAVED_STREAMS, bulk_annals, bulk_annals_over, bulk_redb};
-use crate::check::{check, write_baseline};
+use crate::check::{check, refresh_docs, write_baseline};
 use crate::commands::{
     RowsLie, command_trees, group_annals, leaf_costs, single_annals, single_annals_in, single_redb,
     single_redb_in,
@@ -142,6 +145,11 @@ fn main() {
     if let Some(at) = args.iter().position(|a| a == "--rss-child") {
         let path = args.get(at + 1).expect("--rss-child needs a path");
         rss_child(Path::new(path));
+        return;
+    }
+    if args.iter().any(|a| a == "--docs") {
+        // The ratios table of docs/performance.md from the committed baseline, no run.
+        refresh_docs();
         return;
     }
     if args.iter().any(|a| a == "--profile-verify") {

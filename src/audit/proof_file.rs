@@ -137,7 +137,7 @@ impl ProofFile {
         let shape = |error: serde_json::Error| ProofFileError::Shape {
             line: error.line(),
             column: error.column(),
-            reason: quoted(&error.to_string()),
+            cause: quoted(&error.to_string()),
         };
         if let Some(key) = duplicate_key(bytes).map_err(shape)? {
             return Err(ProofFileError::DuplicateKey { key: quoted(&key) });
@@ -352,14 +352,14 @@ fn mismatch(
 pub enum ProofFileError {
     /// Not JSON, or JSON of another shape than a proof file's: where the JSON reader stopped
     /// (1-based; 0 when it had no place to name) and its account, quoted.
-    #[error("not a proof file: {reason}")]
+    #[error("not a proof file: {cause}")]
     Shape {
         /// The line where the reader stopped.
         line: usize,
         /// The column where it stopped.
         column: usize,
         /// The JSON reader's account, quoted.
-        reason: String,
+        cause: String,
     },
     /// A hash spelt with upper-case hex digits: `schema/FORMAT.md` 3.6 spells them in lower
     /// case, one spelling per hash.

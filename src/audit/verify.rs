@@ -25,6 +25,7 @@ use crate::merkle::{Frontier, LogTreeHasher, leaf_hash};
 use crate::projection::digest::first_difference;
 use crate::projection::table::TableSource;
 use crate::projection::{ProjectionError, Projections};
+use crate::record::problem::{CheckpointMark, IdempotencyFault, MerkleFault, StreamIndexFault};
 pub use crate::record::problem::{Finding, Problem};
 use crate::record::segment::Segment;
 use crate::record::{Format, Position, StreamVersion, content_hash};
@@ -263,14 +264,12 @@ fn check_projections(
                 return Ok((
                     Some(Problem::Checkpoint {
                         projection: projection.name().to_owned(),
-                        detail: format!(
-                            "checkpoint is {}, expected version {} through position {head}",
-                            checkpoint.map_or("missing".to_owned(), |c| format!(
-                                "version {} through position {}",
-                                c.version, c.next
-                            )),
-                            projection.version()
-                        ),
+                        found: checkpoint.map(|c| CheckpointMark {
+                            version: c.version,
+                            next: c.next,
+                        }),
+                        version: projection.version(),
+                        head,
                     }),
                     Vec::new(),
                 ));
@@ -312,20 +311,13 @@ fn check_projections(
             // Both walked in key order, a page at a time: equal tables mean equal digests,
             // and neither side is ever held whole in memory.
             if let Some(difference) = first_difference(live, &expected, projection.as_ref())? {
-                let detail = if end == head {
-                    difference.detail
-                } else {
-                    format!(
-                        "{} (against a replay of the first {end} records, where its checkpoint stands)",
-                        difference.detail
-                    )
-                };
                 return Ok((
                     Some(Problem::Projection {
                         projection: projection.name().to_owned(),
                         table: difference.table,
                         key_hex: difference.key_hex,
-                        detail,
+                        difference: difference.difference,
+                        replay_end: (end != head).then_some(end),
                     }),
                     Vec::new(),
                 ));
@@ -547,11 +539,13 @@ fn check_merkle_nodes(
     for (level, index, node) in completed {
         let stored = snapshot.merkle_node_stored(level, index)?;
         if stored != Some(node) {
-            let found = stored.map_or_else(|| "missing".to_owned(), |d| d.to_hex());
             return Ok(Some(Problem::Merkle {
-                detail: format!(
-                    "the node at level {level}, index {index} is {found}, the records give {node}"
-                ),
+                fault: MerkleFault::Node {
+                    level,
+                    index,
+                    stored,
+                    computed: node,
+                },
             }));
         }
     }
@@ -565,27 +559,27 @@ fn check_merkle_frontier(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Prob
         Ok(stored) => stored,
         Err(Error::CorruptMeta { item, fault }) => {
             return Ok(Some(Problem::Merkle {
-                detail: format!("{item} {fault}"),
+                fault: MerkleFault::Meta { item, fault },
             }));
         }
         Err(error) => return Err(error),
     };
     if stored != walk.frontier {
         return Ok(Some(Problem::Merkle {
-            detail: format!(
-                "the stored frontier gives root {}, the records give {}",
-                stored.root(&LogTreeHasher),
-                walk.frontier.root(&LogTreeHasher)
-            ),
+            fault: MerkleFault::Frontier {
+                stored: stored.root(&LogTreeHasher),
+                computed: walk.frontier.root(&LogTreeHasher),
+            },
         }));
     }
     let count = snapshot.merkle_node_count()?;
     if count != stored_node_count(size) {
         return Ok(Some(Problem::Merkle {
-            detail: format!(
-                "{count} tree nodes are stored, a log of {size} records has {}",
-                stored_node_count(size)
-            ),
+            fault: MerkleFault::NodeCount {
+                stored: count,
+                size,
+                expected: stored_node_count(size),
+            },
         }));
     }
     Ok(None)
@@ -599,24 +593,30 @@ fn check_key(
 ) -> Result<Option<Problem>> {
     let Some(entry) = snapshot.idempotency.get(key)? else {
         return Ok(Some(Problem::Idempotency {
-            detail: format!("key {key:?} is not indexed"),
+            fault: IdempotencyFault::NotIndexed {
+                key: key.to_owned(),
+            },
         }));
     };
     let (indexed, content) = match crate::log::tables::unseal_idempotency(key, &entry.value()) {
         Ok(found) => found,
         Err(_) => {
             return Ok(Some(Problem::Idempotency {
-                detail: format!("the entry of key {key:?} fails its checksum"),
+                fault: IdempotencyFault::Checksum {
+                    key: key.to_owned(),
+                },
             }));
         }
     };
     let computed = content_hash(record.stream, record.kind, record.payload_hash());
     if indexed != position.0 || Digest(content) != computed {
         return Ok(Some(Problem::Idempotency {
-            detail: format!(
-                "key {key:?} is indexed at position {indexed} with content {}, the record here has content {computed}",
-                Digest(content)
-            ),
+            fault: IdempotencyFault::Mismatch {
+                key: key.to_owned(),
+                indexed: Position(indexed),
+                content: Digest(content),
+                computed,
+            },
         }));
     }
     Ok(None)
@@ -638,17 +638,20 @@ fn check_indexes(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Problem>> {
     let keys = snapshot.idempotency.len()?;
     if keys != walk.keyed {
         return Ok(Some(Problem::Idempotency {
-            detail: format!("{keys} keys are indexed, the records carry {}", walk.keyed),
+            fault: IdempotencyFault::Count {
+                indexed: keys,
+                carried: walk.keyed,
+            },
         }));
     }
     let streams = snapshot.stream_count()?;
     if streams != walk.streams.len() as u64 {
         return Ok(Some(Problem::StreamIndex {
             stream: String::new(),
-            detail: format!(
-                "{streams} streams are indexed, the records have {}",
-                walk.streams.len()
-            ),
+            fault: StreamIndexFault::Count {
+                indexed: streams,
+                records: walk.streams.len() as u64,
+            },
         }));
     }
     check_stream_index(snapshot, walk)
@@ -662,7 +665,7 @@ fn check_stream_index(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Problem
     let stray = |stream: &str| {
         Some(Problem::StreamIndex {
             stream: stream.to_owned(),
-            detail: "the index has runs of a stream no record belongs to".into(),
+            fault: StreamIndexFault::Stray,
         })
     };
     // Archived blocks of a stream with no record (every such stream also lacks a tail, or
@@ -709,7 +712,7 @@ fn check_stream_index(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Problem
             problem = check_stream_runs(snapshot, name, seen.length)?.or_else(|| {
                 Some(Problem::StreamIndex {
                     stream: name.to_owned(),
-                    detail: "its runs are not where its records lie".into(),
+                    fault: StreamIndexFault::Astray,
                 })
             });
             return Ok(false);
@@ -737,10 +740,10 @@ fn check_stream_index(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Problem
 /// of that stream at those versions. With the walk's check that versions rise by one in
 /// position order, that pins every record of the run.
 fn check_stream_runs(snapshot: &Snapshot, stream: &str, count: u64) -> Result<Option<Problem>> {
-    let fail = |detail: String| {
+    let fail = |fault: StreamIndexFault| {
         Ok(Some(Problem::StreamIndex {
             stream: stream.to_owned(),
-            detail,
+            fault,
         }))
     };
     let mut next_version = 0;
@@ -752,9 +755,11 @@ fn check_stream_runs(snapshot: &Snapshot, stream: &str, count: u64) -> Result<Op
             count: run,
         } = run;
         if first_version != next_version {
-            problem = Some(format!(
-                "a run of {run} starts at version {first_version}, expected one at {next_version}"
-            ));
+            problem = Some(StreamIndexFault::RunStart {
+                count: run,
+                first_version: StreamVersion(first_version),
+                expected: StreamVersion(next_version),
+            });
             return Ok(false);
         }
         let last_position = first_position + (run - 1);
@@ -766,9 +771,10 @@ fn check_stream_runs(snapshot: &Snapshot, stream: &str, count: u64) -> Result<Op
             let matches = matches!(&record, Ok(Some(r))
                 if r.stream == stream && r.version == StreamVersion(version));
             if !matches {
-                problem = Some(format!(
-                    "the index puts version {version} at position {position}"
-                ));
+                problem = Some(StreamIndexFault::RunEnd {
+                    version: StreamVersion(version),
+                    position: Position(position),
+                });
                 return Ok(false);
             }
         }
@@ -777,16 +783,19 @@ fn check_stream_runs(snapshot: &Snapshot, stream: &str, count: u64) -> Result<Op
     });
     match visited {
         Ok(()) => {}
-        Err(Error::CorruptMeta { item, fault }) => return fail(format!("{item} {fault}")),
+        Err(Error::CorruptMeta { item, fault }) => {
+            return fail(StreamIndexFault::Meta { item, fault });
+        }
         Err(error) => return Err(error),
     }
-    if let Some(detail) = problem {
-        return fail(detail);
+    if let Some(fault) = problem {
+        return fail(fault);
     }
     if next_version != count {
-        return fail(format!(
-            "the runs cover {next_version} versions, the log has {count}"
-        ));
+        return fail(StreamIndexFault::Coverage {
+            covered: next_version,
+            count,
+        });
     }
     Ok(None)
 }

@@ -13,6 +13,7 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
 use crate::error::{Error, Result};
+pub use crate::error::{ExportDamage, ExportError, ExportHeaderProblem, ExportMismatch};
 use crate::hash::Digest;
 use crate::log::read::check_at;
 use crate::log::read::{Snapshot, parse_segment};
@@ -30,65 +31,6 @@ pub const TRAILER_MAGIC: &[u8; 16] = b"annals export ok";
 pub const EXPORT_FORMAT_VERSION: u32 = 2;
 /// The largest stored record: its hash, the largest header and the largest payload.
 pub const STORED_RECORD_BYTES_CAP: u64 = 32 + HEADER_BYTES_CAP as u64 + PAYLOAD_BYTES_CAP as u64;
-
-/// Why an export file was refused. Positions name the first record concerned.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ExportError {
-    /// The file does not start with [`EXPORT_MAGIC`].
-    #[error("not an annals export file")]
-    NotAnExport,
-    /// An export file of a format version this build does not read.
-    #[error("export format version {found} is not supported (this build reads {supported})")]
-    UnsupportedVersion {
-        /// The version in the file.
-        found: u32,
-        /// The version this build reads.
-        supported: u32,
-    },
-    /// An export file of version 1, written before log format v4: its frontier and root are
-    /// hashes of the blake3 tree, which this build does not keep.
-    #[error(
-        "export format version 1 was written by annals before log format v4: its Merkle \
-         frontier and root are of the blake3 tree, and this build keeps RFC 6962's SHA-256 \
-         tree, so they cannot be checked here; import it with the build that wrote it, then \
-         open that log with this build (which upgrades its tree) and export it again"
-    )]
-    EarlierTree,
-    /// The header contradicts itself (a range that ends before it starts).
-    #[error("bad header: {detail}")]
-    Header {
-        /// What is wrong.
-        detail: String,
-    },
-    /// The first record, link, length or summary that is wrong; nothing from it on is trusted.
-    #[error("damaged at position {position}: {detail}")]
-    Damaged {
-        /// The first position concerned (the range's end for the trailer and the root).
-        position: Position,
-        /// What is wrong.
-        detail: String,
-    },
-    /// The file is sound but does not continue the log it is imported into.
-    #[error("the export does not continue this log: {detail}")]
-    Mismatch {
-        /// How it differs.
-        detail: String,
-    },
-    /// Reading or writing the file failed.
-    #[error("export file: {0}")]
-    Io(#[from] io::Error),
-}
-
-impl ExportError {
-    /// The position a damaged file is refused at, if the refusal names one.
-    pub fn position(&self) -> Option<Position> {
-        match self {
-            ExportError::Damaged { position, .. } => Some(*position),
-            _ => None,
-        }
-    }
-}
 
 /// What an export file's header says: the range, where its chain starts, where it ends.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,10 +69,9 @@ impl ExportHeader {
         if &magic != EXPORT_MAGIC {
             return Err(ExportError::NotAnExport);
         }
-        let header_error = |detail: &str| ExportError::Header {
-            detail: detail.to_owned(),
+        let truncated = || ExportError::Header {
+            problem: ExportHeaderProblem::Truncated,
         };
-        let truncated = || header_error("the file ends inside the header");
         let mut version = [0; 4];
         read_exact_or(input, &mut version, truncated)?;
         let found = u32::from_le_bytes(version);
@@ -146,9 +87,9 @@ impl ExportHeader {
         let from = Position(read_u64(input, truncated)?);
         let to = Position(read_u64(input, truncated)?);
         if to < from {
-            return Err(header_error(&format!(
-                "the range ends at {to}, before its start {from}"
-            )));
+            return Err(ExportError::Header {
+                problem: ExportHeaderProblem::Range { from, to },
+            });
         }
         let prev = read_digest(input, truncated)?;
         // At most 64 nodes: the count is bounded by the integer's bits.
@@ -362,12 +303,11 @@ impl<R: Read> ExportReader<R> {
     /// Reads the header from `input`.
     pub fn new(mut input: R) -> Result<Self, ExportError> {
         let header = ExportHeader::decode(&mut input)?;
-        let frontier =
-            Frontier::from_nodes(header.from.0, header.frontier.clone()).ok_or_else(|| {
-                ExportError::Header {
-                    detail: "the frontier does not fit the range's start".into(),
-                }
-            })?;
+        let frontier = Frontier::from_nodes(header.from.0, header.frontier.clone()).ok_or(
+            ExportError::Header {
+                problem: ExportHeaderProblem::Frontier,
+            },
+        )?;
         Ok(ExportReader {
             next: header.from,
             prev: header.prev,
@@ -389,33 +329,38 @@ impl<R: Read> ExportReader<R> {
             return Ok(None);
         }
         let position = self.next;
-        let damaged = |detail: String| ExportError::Damaged { position, detail };
+        let damaged = |problem: ExportDamage| ExportError::Damaged {
+            position,
+            problem: Box::new(problem),
+        };
         let mut len = [0; 4];
         read_exact_or(&mut self.input, &mut len, || {
-            damaged("the file ends before this record".into())
+            damaged(ExportDamage::EndsBeforeRecord)
         })?;
         let len = u64::from(u32::from_le_bytes(len));
         if !(32..=STORED_RECORD_BYTES_CAP).contains(&len) {
-            return Err(damaged(format!(
-                "a stored record of {len} bytes, outside 32 ..= {STORED_RECORD_BYTES_CAP}"
-            )));
+            return Err(damaged(ExportDamage::RecordLength {
+                bytes: len,
+                min: 32,
+                max: STORED_RECORD_BYTES_CAP,
+            }));
         }
         // `take` bounds the read; the buffer grows only with bytes actually present.
         let mut bytes = Vec::new();
         (&mut self.input).take(len).read_to_end(&mut bytes)?;
         if bytes.len() as u64 != len {
-            return Err(damaged(format!(
-                "the file ends {} bytes into this record of {len}",
-                bytes.len()
-            )));
+            return Err(damaged(ExportDamage::EndsInsideRecord {
+                read: bytes.len() as u64,
+                bytes: len,
+            }));
         }
         let record = decode_stored(&bytes, position)
-            .map_err(|error: RecordError| damaged(error.to_string()))?;
+            .map_err(|error: RecordError| damaged(ExportDamage::Record(error)))?;
         if record.prev != self.prev {
-            return Err(damaged(format!(
-                "prev is {}, but the record before hashes to {}",
-                record.prev, self.prev
-            )));
+            return Err(damaged(ExportDamage::Prev {
+                prev: record.prev,
+                before: self.prev,
+            }));
         }
         self.frontier
             .push(&LogTreeHasher, leaf_hash(&record.hash), |_, _, _| {});
@@ -428,32 +373,32 @@ impl<R: Read> ExportReader<R> {
     /// header's and that the trailer repeats them and ends the file.
     pub fn finish(mut self) -> Result<ExportSummary, ExportError> {
         let to = self.header.to;
-        let damaged = |detail: String| ExportError::Damaged {
+        let damaged = |problem: ExportDamage| ExportError::Damaged {
             position: to,
-            detail,
+            problem: Box::new(problem),
         };
         if self.next != to {
             return Err(ExportError::Damaged {
                 position: self.next,
-                detail: "finished before the end of the range".into(),
+                problem: Box::new(ExportDamage::Unfinished),
             });
         }
         if self.prev != self.header.head {
-            return Err(damaged(format!(
-                "the records end at head hash {}, the header says {}",
-                self.prev, self.header.head
-            )));
+            return Err(damaged(ExportDamage::Head {
+                records: self.prev,
+                header: self.header.head,
+            }));
         }
         let root = self.frontier.root(&LogTreeHasher);
         if root != self.header.root {
-            return Err(damaged(format!(
-                "the records give root {root}, the header says {}",
-                self.header.root
-            )));
+            return Err(damaged(ExportDamage::Root {
+                records: root,
+                header: self.header.root,
+            }));
         }
         let mut trailer = [0; 16 + 8 + 32 + 32];
         read_exact_or(&mut self.input, &mut trailer, || {
-            damaged("the file ends before its trailer".into())
+            damaged(ExportDamage::EndsBeforeTrailer)
         })?;
         let (magic, rest) = trailer.split_at(16);
         let (size, rest) = rest.split_at(8);
@@ -463,13 +408,11 @@ impl<R: Read> ExportReader<R> {
             && head == self.header.head.as_bytes()
             && root_bytes == self.header.root.as_bytes();
         if !matches {
-            return Err(damaged(
-                "the trailer does not repeat the header's end".into(),
-            ));
+            return Err(damaged(ExportDamage::Trailer));
         }
         let mut extra = [0; 1];
         if self.input.read(&mut extra)? != 0 {
-            return Err(damaged("bytes follow the trailer".into()));
+            return Err(damaged(ExportDamage::AfterTrailer));
         }
         Ok(ExportSummary {
             header: self.header,

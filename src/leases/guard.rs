@@ -3,6 +3,7 @@
 //! after its lease was taken over cannot write behind its successor.
 
 use super::query::{self, FencingToken};
+pub use crate::error::GuardRefusal;
 use crate::error::Result;
 use crate::projection::table::TableSource;
 
@@ -15,20 +16,6 @@ pub struct LeaseGuard {
     pub token: FencingToken,
     /// The writer's clock.
     pub now_ms: u64,
-}
-
-/// Why a guard's token is not its resource's live token.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum GuardRefusal {
-    /// The resource has no lease.
-    #[error("missing")]
-    Missing,
-    /// The resource's lease carries another token: it was taken over.
-    #[error("superseded")]
-    Superseded,
-    /// The token is the lease's, but the lease lapsed at the guard's `now_ms`.
-    #[error("expired")]
-    Expired,
 }
 
 /// `Ok(())` when the guard's token is live; the refusal otherwise.

@@ -4,7 +4,6 @@
 //! refused append leaves the transaction exactly as it found it. It knows no domain.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
@@ -13,11 +12,13 @@ use super::stream_index::{RunBlock, read_tail, tail_key};
 use super::tables::{HEAD_KEY, IDEMPOTENCY, META, SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS};
 use super::tables::{seal_idempotency, unseal_idempotency};
 use super::{Head, decode_head, decode_stream_count, seal_meta, unseal_meta};
+pub use crate::error::{AppendError, SealProblem};
 use crate::error::{Error, Result};
 use crate::hash::Digest;
 use crate::record::limits::{Field, LimitError, Limits};
 use crate::record::segment::{SEGMENT_BYTES_TARGET, Segment, SegmentBuilder};
 use crate::record::view::{RecordHashes, parse_at};
+pub use crate::record::{ExpectedVersion, UnknownExpectedVersion};
 use crate::record::{
     Format, NewEvent, Placement, Position, Record, StreamVersion, check_stream, content_hash,
     encode_stored_hashed, header_bytes,
@@ -75,53 +76,6 @@ fn stored_bytes_max(stream: &str, kind: &str, key: Option<&str>, payload: &[u8])
     32 + 128 + stream.len() + kind.len() + key.map_or(0, str::len) + payload.len()
 }
 
-/// The stream state an append requires.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExpectedVersion {
-    /// Append whatever the stream holds.
-    Any,
-    /// The stream must hold no record yet.
-    NoStream,
-    /// The stream must hold at least one record.
-    StreamExists,
-    /// The stream's last record must have exactly this version (so it holds `v + 1` records).
-    Exact(StreamVersion),
-}
-
-impl fmt::Display for ExpectedVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ExpectedVersion::Any => f.write_str("any"),
-            ExpectedVersion::NoStream => f.write_str("no stream"),
-            ExpectedVersion::StreamExists => f.write_str("an existing stream"),
-            ExpectedVersion::Exact(v) => write!(f, "last version {v}"),
-        }
-    }
-}
-
-/// The command line's spelling of an expected version: `any`, `none` (no record yet),
-/// `exists`, or the stream's last version N.
-impl std::str::FromStr for ExpectedVersion {
-    type Err = UnknownExpectedVersion;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "any" => Ok(ExpectedVersion::Any),
-            "none" => Ok(ExpectedVersion::NoStream),
-            "exists" => Ok(ExpectedVersion::StreamExists),
-            _ => text
-                .parse()
-                .map(|version| ExpectedVersion::Exact(StreamVersion(version)))
-                .map_err(|_| UnknownExpectedVersion(text.to_owned())),
-        }
-    }
-}
-
-/// Text that does not spell an expected version.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not `any`, `none`, `exists` or a version number")]
-pub struct UnknownExpectedVersion(pub String);
-
 /// What a successful append did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use]
@@ -158,71 +112,6 @@ pub struct Appended {
     pub count: u64,
     /// The head after the append.
     pub head: Head,
-}
-
-/// An append refused. Nothing was written.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum AppendError {
-    /// The stream was not in the expected state.
-    #[error("stream {stream:?}: expected {expected}, but {}", describe_current(*current))]
-    WrongExpectedVersion {
-        /// The stream.
-        stream: String,
-        /// What the append required.
-        expected: ExpectedVersion,
-        /// The stream's last version, `None` if it holds no record.
-        current: Option<StreamVersion>,
-    },
-    /// An idempotency key already used for other content (stream, kind or payload).
-    #[error("idempotency key {key:?} was used at position {position} for other content")]
-    Conflict {
-        /// The key.
-        key: String,
-        /// Where it was used.
-        position: Position,
-    },
-    /// Some events of the append are duplicates and some are not: a retry must repeat the
-    /// whole earlier append or none of it.
-    #[error(
-        "idempotency key {key:?} is a duplicate of position {position}, but other events of the append are new"
-    )]
-    PartialDuplicate {
-        /// The duplicate key.
-        key: String,
-        /// Where it was used.
-        position: Position,
-    },
-    /// The same idempotency key on two events of one append.
-    #[error("idempotency key {key:?} appears twice in one append")]
-    RepeatedKey {
-        /// The key.
-        key: String,
-    },
-    /// An append with no events.
-    #[error("an append needs at least one event")]
-    NoEvents,
-    /// An input outside a limit; names the field, its size and the limit.
-    #[error(transparent)]
-    Limit(#[from] LimitError),
-    /// A sealed record (from an import) that does not continue the log verbatim.
-    #[error("the record at position {position} cannot be appended verbatim: {reason}")]
-    NotSealable {
-        /// The record's position.
-        position: Position,
-        /// Why.
-        reason: String,
-    },
-    /// The log has no positions left (2^64 records).
-    #[error("the log is full")]
-    LogFull,
-}
-
-fn describe_current(current: Option<StreamVersion>) -> String {
-    match current {
-        None => "it holds no record".to_owned(),
-        Some(v) => format!("its last version is {v}"),
-    }
 }
 
 /// The log's tables opened in one write transaction.
@@ -551,43 +440,47 @@ impl<'txn> LogWriter<'txn> {
         let count = tail.as_ref().map_or(0, RunBlock::end_version);
         let mut keys = BTreeSet::new();
         for (offset, record) in (0u64..).zip(records) {
-            let refuse = |reason: String| -> Result<()> {
+            let refuse = |problem: SealProblem| -> Result<()> {
                 Err(AppendError::NotSealable {
                     position: record.position,
-                    reason,
+                    problem,
                 }
                 .into())
             };
             if record.stream != stream {
-                return refuse(format!("stream {:?} in a run of {stream:?}", record.stream));
+                return refuse(SealProblem::OtherStream {
+                    stream: record.stream.clone(),
+                    run: stream.to_owned(),
+                });
             }
             if Some(record.position.0) != self.head.next.0.checked_add(offset) {
-                return refuse(format!(
-                    "the log's next position is {}",
-                    self.head.next.0 + offset
-                ));
+                return refuse(SealProblem::Position {
+                    next: Position(self.head.next.0 + offset),
+                });
             }
             // A damaged tail can end near 2^64: the sum is checked, not trusted to fit.
             let next_version = count.checked_add(offset);
             if Some(record.version.0) != next_version {
                 return refuse(match next_version {
-                    Some(next) => format!("the stream's next version is {next}"),
-                    None => "the stream's versions would pass 2^64".to_owned(),
+                    Some(next) => SealProblem::Version { next },
+                    None => SealProblem::VersionOverflow,
                 });
             }
             if let Some(key) = record.idempotency_key.as_deref()
                 && (!keys.insert(key) || self.idempotency.get(key)?.is_some())
             {
-                return refuse(format!("idempotency key {key:?} is already used"));
+                return refuse(SealProblem::KeyUsed {
+                    key: key.to_owned(),
+                });
             }
         }
         if first.prev != self.head.hash {
             return Err(AppendError::NotSealable {
                 position: first.position,
-                reason: format!(
-                    "prev is {}, the head hash is {}",
-                    first.prev, self.head.hash
-                ),
+                problem: SealProblem::Prev {
+                    prev: first.prev,
+                    head: self.head.hash,
+                },
             }
             .into());
         }
@@ -607,7 +500,10 @@ impl<'txn> LogWriter<'txn> {
             if new.hash != record.hash {
                 return Err(AppendError::NotSealable {
                     position: record.position,
-                    reason: format!("re-encoded, it hashes to {} not {}", new.hash, record.hash),
+                    problem: SealProblem::Rehash {
+                        hash: new.hash,
+                        recorded: record.hash,
+                    },
                 }
                 .into());
             }

@@ -166,7 +166,7 @@ impl Snapshot {
                 .ok_or_else(|| Error::Corrupt {
                     position: Position(first),
                     problem: Box::new(Problem::Merkle {
-                        detail: format!("the tree node at level {level}, index {index} is missing"),
+                        fault: crate::record::problem::MerkleFault::Missing { level, index },
                     }),
                 });
         }

@@ -740,10 +740,11 @@ impl StreamRecords<'_> {
                             position,
                             problem: Box::new(Problem::StreamIndex {
                                 stream: self.stream.clone(),
-                                detail: format!(
-                                    "the index puts {:?} version {version} here, the record is {:?} version {}",
-                                    self.stream, record.stream, record.version
-                                ),
+                                fault: crate::record::problem::StreamIndexFault::Misplaced {
+                                    version: StreamVersion(version),
+                                    found_stream: record.stream.to_owned(),
+                                    found_version: record.version,
+                                },
                             }),
                         });
                     }

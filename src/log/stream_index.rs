@@ -108,6 +108,29 @@ impl RunBlock {
         first_position: u64,
         count: u64,
     ) -> Result<Option<RunBlock>> {
+        let before = self.end_version();
+        let archived = self.push_run(stream, first_position, count)?;
+        // The postcondition every read of the tail relies on: the stream's next version moved
+        // by exactly the records added, and the last run ends where they end.
+        assert_eq!(
+            self.end_version(),
+            before + count,
+            "{stream}: tail version after a push"
+        );
+        assert_eq!(
+            self.runs.last().map(|run| run.first_position + run.count),
+            Some(first_position + count),
+            "{stream}: tail's last run after a push"
+        );
+        Ok(archived)
+    }
+
+    fn push_run(
+        &mut self,
+        stream: &str,
+        first_position: u64,
+        count: u64,
+    ) -> Result<Option<RunBlock>> {
         assert!(count > 0, "a run holds at least one record");
         let first_version = self.end_version();
         // Decoding checked that the last run's end fits 64 bits.

@@ -15,6 +15,7 @@ use super::table::{RawRow, TableSource};
 use crate::error::Result;
 use crate::hash::hex;
 use crate::log::read::Direction;
+use crate::record::problem::RowDifference;
 
 /// The derive-key context of projection digests.
 #[cfg(any(test, feature = "testing"))]
@@ -114,7 +115,7 @@ pub struct Difference {
     /// The first key (hex) that is missing on one side or holds other bytes.
     pub key_hex: String,
     /// What differs there.
-    pub detail: String,
+    pub difference: RowDifference,
 }
 
 /// The first difference between `live` and `expected`, `None` if they are identical: both
@@ -131,17 +132,17 @@ pub fn first_difference(
         let mut expected_rows = TableRows::new(expected, name);
         let (mut live_row, mut expected_row) = (live_rows.next_row()?, expected_rows.next_row()?);
         loop {
-            let (key, detail) = match (&live_row, &expected_row) {
+            let (key, difference) = match (&live_row, &expected_row) {
                 (None, None) => break,
-                (Some((key, _)), None) => (key, "a row the replay does not have"),
-                (None, Some((key, _))) => (key, "a row missing from the live table"),
+                (Some((key, _)), None) => (key, RowDifference::NotReplayed),
+                (None, Some((key, _))) => (key, RowDifference::MissingLive),
                 (Some((lk, lv)), Some((ek, ev))) => {
                     if lk < ek {
-                        (lk, "a row the replay does not have")
+                        (lk, RowDifference::NotReplayed)
                     } else if ek < lk {
-                        (ek, "a row missing from the live table")
+                        (ek, RowDifference::MissingLive)
                     } else if lv != ev {
-                        (lk, "other value bytes than the replay's")
+                        (lk, RowDifference::Value)
                     } else {
                         live_row = live_rows.next_row()?;
                         expected_row = expected_rows.next_row()?;
@@ -152,7 +153,7 @@ pub fn first_difference(
             return Ok(Some(Difference {
                 table: name.to_owned(),
                 key_hex: hex(key),
-                detail: detail.to_owned(),
+                difference,
             }));
         }
     }

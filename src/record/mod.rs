@@ -7,6 +7,7 @@
 //! here is bounded by the caps in [`limits`] before it allocates.
 
 pub mod compact;
+pub mod expected;
 pub mod limits;
 pub mod problem;
 pub mod segment;
@@ -18,6 +19,7 @@ use std::fmt;
 use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
 
 use crate::hash::{self, Digest};
+pub use expected::{ExpectedVersion, UnknownExpectedVersion};
 use limits::{Field, LimitError, Limits, PAYLOAD_BYTES_CAP, check_len};
 use view::RecordHashes;
 pub use view::RecordView;

@@ -77,32 +77,39 @@ pub enum Problem {
         hash: Digest,
     },
     /// The stream index disagrees with the records.
-    #[error("stream index of {stream:?}: {detail}")]
+    #[error("stream index of {stream:?}: {fault}")]
     StreamIndex {
-        /// The stream.
+        /// The stream (empty when the fault is the index's as a whole).
         stream: String,
         /// How it disagrees.
-        detail: String,
+        fault: StreamIndexFault,
     },
     /// The idempotency index disagrees with the records.
-    #[error("idempotency index: {detail}")]
+    #[error("idempotency index: {fault}")]
     Idempotency {
         /// How it disagrees.
-        detail: String,
+        fault: IdempotencyFault,
     },
     /// The stored Merkle tree disagrees with the records.
-    #[error("merkle tree: {detail}")]
+    #[error("merkle tree: {fault}")]
     Merkle {
         /// How it disagrees.
-        detail: String,
+        fault: MerkleFault,
     },
     /// A projection's checkpoint is not at the head, or was built by another version.
-    #[error("projection {projection}: {detail}")]
+    #[error(
+        "projection {projection}: checkpoint is {}, expected version {version} through position {head}",
+        found.as_ref().map_or_else(|| "missing".to_owned(), ToString::to_string)
+    )]
     Checkpoint {
         /// The projection.
         projection: String,
-        /// How the checkpoint is off.
-        detail: String,
+        /// The checkpoint stored, `None` if there is none.
+        found: Option<CheckpointMark>,
+        /// The projection's version, which the checkpoint should have.
+        version: u32,
+        /// The head, which the checkpoint should not be past.
+        head: Position,
     },
     /// A record whose domain event breaks a rule of its projection (found by the replay): an
     /// event no command emits, so the log was written around the domain's decisions.
@@ -120,7 +127,12 @@ pub enum Problem {
         detail: String,
     },
     /// A projection's live tables differ from a fresh replay of the log.
-    #[error("projection {projection}, table {table}, key {key_hex}: {detail}")]
+    #[error(
+        "projection {projection}, table {table}, key {key_hex}: {difference}{}",
+        replay_end.map_or_else(String::new, |end| format!(
+            " (against a replay of the first {end} records, where its checkpoint stands)"
+        ))
+    )]
     Projection {
         /// The projection.
         projection: String,
@@ -128,9 +140,428 @@ pub enum Problem {
         table: String,
         /// The first differing key, in hex.
         key_hex: String,
-        /// What differs.
-        detail: String,
+        /// What differs there.
+        difference: RowDifference,
+        /// Where the replay compared against stopped, when the projection's checkpoint stands
+        /// behind the head (`None`: a replay of the whole log).
+        replay_end: Option<Position>,
     },
+}
+
+/// A projection's checkpoint as stored: the version that built its tables and the next
+/// position it has to apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CheckpointMark {
+    /// The projection version that built the tables.
+    pub version: u32,
+    /// The next position to apply: every record before it is applied.
+    pub next: Position,
+}
+
+impl fmt::Display for CheckpointMark {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "version {} through position {}", self.version, self.next)
+    }
+}
+
+/// How a live projection table's row differs from a replay's, at the first key that differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RowDifference {
+    /// The live table has a row the replay does not.
+    NotReplayed,
+    /// The replay has a row the live table lacks.
+    MissingLive,
+    /// Both have the row, with other value bytes.
+    Value,
+}
+
+impl fmt::Display for RowDifference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RowDifference::NotReplayed => "a row the replay does not have",
+            RowDifference::MissingLive => "a row missing from the live table",
+            RowDifference::Value => "other value bytes than the replay's",
+        })
+    }
+}
+
+/// How the stream index disagrees with the records, as [`Problem::StreamIndex`] names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamIndexFault {
+    /// A read through the index found, where it puts the stream's `version`, a record of
+    /// `found_stream` at `found_version`.
+    Misplaced {
+        /// The version the index puts there.
+        version: StreamVersion,
+        /// The stream of the record there.
+        found_stream: String,
+        /// The version of the record there.
+        found_version: StreamVersion,
+    },
+    /// A subscription to the stream expected its `expected` version and the log gave a record
+    /// of `found_stream` at `found_version`.
+    Subscription {
+        /// The version the subscription expected next.
+        expected: StreamVersion,
+        /// The stream of the record it was given.
+        found_stream: String,
+        /// The version of the record it was given.
+        found_version: StreamVersion,
+    },
+    /// The index counts `indexed` streams, the records have `records`.
+    Count {
+        /// Streams indexed.
+        indexed: u64,
+        /// Streams the records have.
+        records: u64,
+    },
+    /// The index has runs of a stream no record belongs to.
+    Stray,
+    /// The stream's runs are not where its records lie (found by their fingerprint).
+    Astray,
+    /// A run of `count` records starting at `first_version`, where the runs before end at
+    /// `expected`.
+    RunStart {
+        /// The run's length.
+        count: u64,
+        /// The version it starts at.
+        first_version: StreamVersion,
+        /// The version it should start at.
+        expected: StreamVersion,
+    },
+    /// A run that puts `version` at `position`, whose record is not the stream's at that
+    /// version.
+    RunEnd {
+        /// The version.
+        version: StreamVersion,
+        /// The position the run puts it at.
+        position: Position,
+    },
+    /// A piece of the index that is damaged.
+    Meta {
+        /// The piece.
+        item: MetaItem,
+        /// What is wrong with it.
+        fault: MetaFault,
+    },
+    /// The runs cover `covered` versions, the stream has `count` records.
+    Coverage {
+        /// Versions the runs cover.
+        covered: u64,
+        /// Records of the stream.
+        count: u64,
+    },
+}
+
+impl fmt::Display for StreamIndexFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StreamIndexFault::Misplaced {
+                version,
+                found_stream,
+                found_version,
+            } => write!(
+                f,
+                "the index puts version {version} here, the record is {found_stream:?} version {found_version}"
+            ),
+            StreamIndexFault::Subscription {
+                expected,
+                found_stream,
+                found_version,
+            } => write!(
+                f,
+                "a subscription expected version {expected}, the log gave {found_stream:?} version {found_version}"
+            ),
+            StreamIndexFault::Count { indexed, records } => {
+                write!(
+                    f,
+                    "{indexed} streams are indexed, the records have {records}"
+                )
+            }
+            StreamIndexFault::Stray => {
+                f.write_str("the index has runs of a stream no record belongs to")
+            }
+            StreamIndexFault::Astray => f.write_str("its runs are not where its records lie"),
+            StreamIndexFault::RunStart {
+                count,
+                first_version,
+                expected,
+            } => write!(
+                f,
+                "a run of {count} starts at version {first_version}, expected one at {expected}"
+            ),
+            StreamIndexFault::RunEnd { version, position } => {
+                write!(f, "the index puts version {version} at position {position}")
+            }
+            StreamIndexFault::Meta { item, fault } => write!(f, "{item} {fault}"),
+            StreamIndexFault::Coverage { covered, count } => {
+                write!(f, "the runs cover {covered} versions, the log has {count}")
+            }
+        }
+    }
+}
+
+/// How the idempotency index disagrees with the records, as [`Problem::Idempotency`] names
+/// it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IdempotencyFault {
+    /// A record's key that is not indexed.
+    NotIndexed {
+        /// The key.
+        key: String,
+    },
+    /// A key whose entry fails its checksum.
+    Checksum {
+        /// The key.
+        key: String,
+    },
+    /// A key indexed at another position or with other content than the record's.
+    Mismatch {
+        /// The key.
+        key: String,
+        /// The position the index gives.
+        indexed: Position,
+        /// The content hash the index gives.
+        content: Digest,
+        /// The content hash of the record at the key's position.
+        computed: Digest,
+    },
+    /// The index holds `indexed` keys, the records carry `carried`.
+    Count {
+        /// Keys indexed.
+        indexed: u64,
+        /// Keys the records carry.
+        carried: u64,
+    },
+}
+
+impl fmt::Display for IdempotencyFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IdempotencyFault::NotIndexed { key } => write!(f, "key {key:?} is not indexed"),
+            IdempotencyFault::Checksum { key } => {
+                write!(f, "the entry of key {key:?} fails its checksum")
+            }
+            IdempotencyFault::Mismatch {
+                key,
+                indexed,
+                content,
+                computed,
+            } => write!(
+                f,
+                "key {key:?} is indexed at position {indexed} with content {content}, the record here has content {computed}"
+            ),
+            IdempotencyFault::Count { indexed, carried } => {
+                write!(f, "{indexed} keys are indexed, the records carry {carried}")
+            }
+        }
+    }
+}
+
+/// How the stored Merkle tree disagrees with the records, as [`Problem::Merkle`] names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MerkleFault {
+    /// A stored node that a read needs is missing.
+    Missing {
+        /// The node's level (0: leaves).
+        level: u8,
+        /// Its index within the level.
+        index: u64,
+    },
+    /// A stored node (or its absence) that is not the records' node.
+    Node {
+        /// The node's level (0: leaves).
+        level: u8,
+        /// Its index within the level.
+        index: u64,
+        /// The node stored, `None` if it is missing.
+        stored: Option<Digest>,
+        /// The node the records give.
+        computed: Digest,
+    },
+    /// The frontier stored with the head is damaged.
+    Meta {
+        /// The piece of metadata.
+        item: MetaItem,
+        /// What is wrong with it.
+        fault: MetaFault,
+    },
+    /// The stored frontier gives another root than the records.
+    Frontier {
+        /// The root of the stored frontier.
+        stored: Digest,
+        /// The root of the records' tree.
+        computed: Digest,
+    },
+    /// Another number of stored nodes than a log of `size` records has.
+    NodeCount {
+        /// Nodes stored.
+        stored: u64,
+        /// The log's size.
+        size: u64,
+        /// Nodes a log of that size stores.
+        expected: u64,
+    },
+}
+
+impl fmt::Display for MerkleFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MerkleFault::Missing { level, index } => {
+                write!(
+                    f,
+                    "the tree node at level {level}, index {index} is missing"
+                )
+            }
+            MerkleFault::Node {
+                level,
+                index,
+                stored,
+                computed,
+            } => {
+                let found = stored.map_or_else(|| "missing".to_owned(), |d| d.to_hex());
+                write!(
+                    f,
+                    "the node at level {level}, index {index} is {found}, the records give {computed}"
+                )
+            }
+            MerkleFault::Meta { item, fault } => write!(f, "{item} {fault}"),
+            MerkleFault::Frontier { stored, computed } => write!(
+                f,
+                "the stored frontier gives root {stored}, the records give {computed}"
+            ),
+            MerkleFault::NodeCount {
+                stored,
+                size,
+                expected,
+            } => write!(
+                f,
+                "{stored} tree nodes are stored, a log of {size} records has {expected}"
+            ),
+        }
+    }
+}
+
+/// A piece of the log's metadata (or of a witness's state log), as `Error::CorruptMeta`
+/// (and a [`Problem`] of an index) names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetaItem {
+    /// The head: the next position, the last record's hash and the Merkle frontier.
+    Head,
+    /// The number of streams.
+    StreamCount,
+    /// The format version.
+    FormatVersion,
+    /// How the segments store their records.
+    RecordLayout,
+    /// The Merkle frontier the head carries.
+    MerkleFrontier,
+    /// The stream index: of one stream, or as a whole.
+    StreamIndex {
+        /// The stream, when the fault is one stream's.
+        stream: Option<String>,
+    },
+    /// The last checkpoint the log signed.
+    SignedCheckpoint,
+    /// The cosigned checkpoint the log keeps.
+    CosignedCheckpoint,
+    /// A witness's state record.
+    WitnessRecord {
+        /// Its position in the witness's log.
+        position: u64,
+    },
+    /// A stream of a witness's state log.
+    WitnessStream {
+        /// The stream.
+        stream: String,
+    },
+}
+
+impl std::fmt::Display for MetaItem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MetaItem::Head => f.write_str("the head"),
+            MetaItem::StreamCount => f.write_str("the stream count"),
+            MetaItem::FormatVersion => f.write_str("the format version"),
+            MetaItem::RecordLayout => f.write_str("the record layout"),
+            MetaItem::MerkleFrontier => f.write_str("the Merkle frontier"),
+            MetaItem::StreamIndex {
+                stream: Some(stream),
+            } => {
+                write!(f, "the stream index of {stream:?}")
+            }
+            MetaItem::StreamIndex { stream: None } => f.write_str("the stream index"),
+            MetaItem::SignedCheckpoint => f.write_str("the last signed checkpoint"),
+            MetaItem::CosignedCheckpoint => f.write_str("the cosigned checkpoint kept"),
+            MetaItem::WitnessRecord { position } => {
+                write!(f, "the witness's record at position {position}")
+            }
+            MetaItem::WitnessStream { stream } => write!(f, "the witness's stream {stream:?}"),
+        }
+    }
+}
+
+/// What is wrong with a [`MetaItem`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetaFault {
+    /// It is not there.
+    Missing,
+    /// It has `found` bytes where its layout has `expected`.
+    WrongLength {
+        /// Its length.
+        found: usize,
+        /// The length it must have.
+        expected: usize,
+    },
+    /// It has `found` bytes, fewer than the `least` its layout needs.
+    TooShort {
+        /// Its length.
+        found: usize,
+        /// The least it must have.
+        least: usize,
+    },
+    /// It holds `value`, which this build does not know.
+    Unknown {
+        /// The value.
+        value: u64,
+    },
+    /// It counts `found` where the rest of the metadata counts `expected`.
+    Miscounted {
+        /// What it counts.
+        found: u64,
+        /// What the rest counts.
+        expected: u64,
+    },
+    /// It does not decode; `reason` is the decoder's own account.
+    Undecodable {
+        /// Why, in the decoder's words.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for MetaFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MetaFault::Missing => f.write_str("is missing"),
+            MetaFault::WrongLength { found, expected } => {
+                write!(f, "is {found} bytes, not {expected}")
+            }
+            MetaFault::TooShort { found, least } => {
+                write!(f, "is {found} bytes, fewer than {least}")
+            }
+            MetaFault::Unknown { value } => {
+                write!(f, "is {value}, which this build does not know")
+            }
+            MetaFault::Miscounted { found, expected } => {
+                write!(f, "counts {found} where the log counts {expected}")
+            }
+            MetaFault::Undecodable { reason } => write!(f, "does not decode: {reason}"),
+        }
+    }
 }
 
 /// Where verification found a problem.

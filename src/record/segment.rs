@@ -21,6 +21,7 @@
 //! Parsing allocates nothing and refuses any layout that is not well formed; it does not
 //! check the digest, which [`Segment::digest_error`] does on demand.
 
+use std::fmt;
 use std::ops::Range;
 
 use super::compact::{self, STREAM_AT, WholeParts};
@@ -478,13 +479,39 @@ pub enum SegmentError {
     },
     /// A format v2 length table entry that is not a number in its shortest form, or a record
     /// too short for its hash.
-    #[error("record {index} of the segment: {detail}")]
+    #[error("record {index} of the segment: {problem}")]
     Length {
         /// The record within the segment.
         index: u32,
-        /// What is wrong.
-        detail: String,
+        /// What is wrong with its entry.
+        problem: LengthProblem,
     },
+}
+
+/// What is wrong with a record's entry in a format v2 segment's length table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LengthProblem {
+    /// The entry is cut short, or is not a LEB128 number in its shortest form.
+    NotLeb128,
+    /// The record is `len` bytes, fewer than the 32 of its hash.
+    ShorterThanHash {
+        /// The length the entry gives.
+        len: u64,
+    },
+}
+
+impl fmt::Display for LengthProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LengthProblem::NotLeb128 => {
+                f.write_str("its length is cut short or not a number in its shortest form")
+            }
+            LengthProblem::ShorterThanHash { len } => {
+                write!(f, "{len} bytes, too short for its 32-byte hash")
+            }
+        }
+    }
 }
 
 impl<'a> Segment<'a> {
@@ -577,13 +604,13 @@ impl<'a> Segment<'a> {
             let Some(len) = uleb128::take(&mut rest) else {
                 return Err(SegmentError::Length {
                     index,
-                    detail: "its length is cut short or not a number in its shortest form".into(),
+                    problem: LengthProblem::NotLeb128,
                 });
             };
             if len < 32 {
                 return Err(SegmentError::Length {
                     index,
-                    detail: format!("{len} bytes, too short for its 32-byte hash"),
+                    problem: LengthProblem::ShorterThanHash { len },
                 });
             }
             sum = sum.saturating_add(len);

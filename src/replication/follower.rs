@@ -25,7 +25,7 @@ use super::publisher::Publisher;
 use super::stream::{
     PAUSE_MIN, ReplicatedLog, last_sequence, records_of, retry, sequence_holding, stream_end,
 };
-use super::{ReplicationError, wire};
+use super::{Damage, ForkProblem, NatsOperation, NatsProblem, ReplicationError, wire};
 use crate::log::Head;
 use crate::record::{Position, Record};
 use crate::store::{Durability, Store, WriteSession};
@@ -262,7 +262,7 @@ impl Follower {
                         stream: self.log.stream_name().to_owned(),
                     }));
                 }
-                Err(ReplicationError::nats(error))
+                Err(ReplicationError::nats(NatsOperation::LookUpStream)(error))
             }
         }
     }
@@ -332,10 +332,10 @@ pub(crate) async fn check_start(
     if head.next > end.next {
         return Err(ReplicationError::Fork {
             position: end.next,
-            detail: format!(
-                "the local log holds {} records, the stream {}",
-                head.next, end.next
-            ),
+            problem: ForkProblem::LocalLonger {
+                local: head.next,
+                stream: end.next,
+            },
         });
     }
     let sequence = if end.last_hash == Some(head.hash) && head.next == end.next {
@@ -347,16 +347,17 @@ pub(crate) async fn check_start(
     let Some(theirs) = records.iter().find(|record| record.position == last) else {
         return Err(ReplicationError::Damaged {
             position: last,
-            detail: format!("message {sequence} was found to hold it, but does not"),
+            message: None,
+            problem: Damage::NotInMessage { sequence },
         });
     };
     if theirs.hash != head.hash {
         return Err(ReplicationError::Fork {
             position: last,
-            detail: format!(
-                "the stream's record hashes to {}, the local one to {}",
-                theirs.hash, head.hash
-            ),
+            problem: ForkProblem::Hash {
+                stream: theirs.hash,
+                local: head.hash,
+            },
         });
     }
     let whole = records.last().is_some_and(|record| record.position == last);
@@ -400,7 +401,8 @@ impl Inbox {
         most: usize,
     ) -> Result<Vec<Arrived>, ReplicationError> {
         let first = self.receiver.recv().await.ok_or(ReplicationError::Nats {
-            detail: "the stream's reader stopped".into(),
+            operation: NatsOperation::ReadMessages,
+            problem: NatsProblem::ReaderStopped,
         })??;
         let records = first.records();
         let mut batch = vec![first];
@@ -523,9 +525,7 @@ pub(crate) async fn apply_checked(
         }
     })
     .await
-    .map_err(|error| ReplicationError::Nats {
-        detail: format!("the local append failed: {error}"),
-    })?
+    .map_err(ReplicationError::nats(NatsOperation::LocalAppend))?
 }
 
 /// What a batch has taken so far: the whole messages checked, the last one's sequence, and
@@ -574,10 +574,10 @@ fn take_message(
             if ours != Some(record.hash) {
                 return Err(ReplicationError::Fork {
                     position,
-                    detail: format!(
-                        "the stream's message {} holds a record hashing to {}, the local one differs",
-                        arrived.sequence, record.hash
-                    ),
+                    problem: ForkProblem::Record {
+                        sequence: arrived.sequence,
+                        hash: record.hash,
+                    },
                 });
             }
             continue;
@@ -585,10 +585,11 @@ fn take_message(
         if record.prev != head.hash {
             return Err(ReplicationError::Fork {
                 position,
-                detail: format!(
-                    "the stream's message {} holds a record chaining from {}, the local head is {}",
-                    arrived.sequence, record.prev, head.hash
-                ),
+                problem: ForkProblem::Chain {
+                    sequence: arrived.sequence,
+                    prev: record.prev,
+                    head: head.hash,
+                },
             });
         }
         head = Head {

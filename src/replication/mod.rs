@@ -28,14 +28,15 @@
 //! `WriteSession::append_sealed`, which checks them again against the log. This module never writes a record a command of its own host did not
 //! decide or a check did not pass.
 
-mod error;
 mod follower;
 mod publisher;
 mod shared;
 mod stream;
 pub mod wire;
 
-pub use error::ReplicationError;
+pub use crate::error::{
+    Damage, ForkProblem, NatsOperation, NatsProblem, RefusedMessage, ReplicationError,
+};
 pub use follower::{Follower, FollowerOptions, Waiting};
 pub use publisher::{Publisher, PublisherStatus, ReplicatingWriter};
 pub use shared::{SharedLog, SharedOptions, SharedOutcome};

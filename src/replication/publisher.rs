@@ -31,7 +31,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::stream::{PAUSE_MIN, ReplicatedLog, StreamEnd, stream_end};
-use super::{ReplicationError, wire};
+use super::{ForkProblem, NatsOperation, NatsProblem, ReplicationError, wire};
 use crate::hash::Digest;
 use crate::record::Position;
 use crate::store::{Durability, Store, WriteSession};
@@ -66,6 +66,8 @@ type AckFuture = Pin<Box<dyn Future<Output = Result<PublishAck, PublishError>> +
 struct InFlight {
     /// The sequence it must be stored at.
     sequence: u64,
+    /// The position of its first record.
+    first: Position,
     /// The position after its last record.
     end: Position,
     /// Its size.
@@ -163,10 +165,10 @@ impl Publisher {
         if theirs != ours.hash {
             return Err(ReplicationError::Fork {
                 position: last,
-                detail: format!(
-                    "the stream's record hashes to {theirs}, the local one to {}",
-                    ours.hash
-                ),
+                problem: ForkProblem::Hash {
+                    stream: theirs,
+                    local: ours.hash,
+                },
             });
         }
         Ok(())
@@ -197,7 +199,7 @@ impl Publisher {
                         continue;
                     };
                     in_flight_bytes -= sent.bytes;
-                    self.acknowledged(sent.sequence, sent.end, acked)?;
+                    self.acknowledged(&sent, acked)?;
                 }
                 first = async {
                     match carried.take() {
@@ -210,16 +212,17 @@ impl Publisher {
                         .message_id(frame.message_id())
                         .expected_last_sequence(sequence);
                     sequence += 1;
-                    let (end, bytes) = (frame.end(), frame.len());
+                    let (first, end, bytes) = (frame.first(), frame.end(), frame.len());
                     let publish = publish.payload(frame.into_bytes().into());
                     let ack = self
                         .jetstream
                         .send_publish(self.log.subject().to_owned(), publish)
                         .await
-                        .map_err(ReplicationError::nats)?;
+                        .map_err(ReplicationError::nats(NatsOperation::Publish))?;
                     in_flight_bytes += bytes;
                     in_flight.push_back(InFlight {
                         sequence,
+                        first,
                         end,
                         bytes,
                         ack: ack.into_future(),
@@ -229,25 +232,26 @@ impl Publisher {
         }
     }
 
-    /// Takes the acknowledgement of the message that must be stored at `sequence` and ends
-    /// at `end`.
+    /// Takes the acknowledgement of the message `sent`.
     fn acknowledged(
         &self,
-        sequence: u64,
-        end: Position,
+        sent: &InFlight,
         acked: Result<PublishAck, PublishError>,
     ) -> Result<(), ReplicationError> {
         match acked {
-            Ok(ack) if ack.sequence == sequence => {
-                self.status.send_modify(|status| status.stored = end);
+            Ok(ack) if ack.sequence == sent.sequence => {
+                self.status.send_modify(|status| status.stored = sent.end);
                 Ok(())
             }
             // Stored somewhere else (a duplicate of a different place): look again.
             Ok(ack) => Err(ReplicationError::Nats {
-                detail: format!(
-                    "the message ending at position {end} was acknowledged at sequence {}, not {sequence}",
-                    ack.sequence
-                ),
+                operation: NatsOperation::Acknowledge,
+                problem: NatsProblem::AcknowledgedElsewhere {
+                    first: sent.first,
+                    end: sent.end,
+                    sequence: ack.sequence,
+                    expected: sent.sequence,
+                },
             }),
             Err(error) => {
                 if error.kind() == PublishErrorKind::WrongLastSequence {
@@ -256,7 +260,7 @@ impl Publisher {
                 // Whether refused or lost, the stream is read again: a publish lost in a
                 // reconnect refuses the ones after it too, and a stream another writer moved
                 // is found no longer a prefix of this log.
-                Err(ReplicationError::nats(error))
+                Err(ReplicationError::nats(NatsOperation::Acknowledge)(error))
             }
         }
     }
@@ -350,9 +354,7 @@ impl ReplicatingWriter {
             })
         })
         .await
-        .map_err(|error| ReplicationError::Nats {
-            detail: format!("the write task failed: {error}"),
-        })??;
+        .map_err(ReplicationError::nats(NatsOperation::WriteTask))??;
         if durability == Durability::Replicated {
             self.replicated(head.next).await?;
         }
@@ -365,11 +367,12 @@ impl ReplicatingWriter {
         let reached = status
             .wait_for(|status| status.stored >= records || status.stopped.is_some())
             .await
-            .map_err(ReplicationError::nats)?
+            .map_err(ReplicationError::nats(NatsOperation::WaitForPublisher))?
             .clone();
         match reached.stopped {
-            Some(detail) if reached.stored < records => Err(ReplicationError::Nats {
-                detail: format!("the publisher stopped: {detail}"),
+            Some(cause) if reached.stored < records => Err(ReplicationError::Nats {
+                operation: NatsOperation::WaitForPublisher,
+                problem: NatsProblem::PublisherStopped { cause },
             }),
             _ => Ok(()),
         }
@@ -384,7 +387,7 @@ impl ReplicatingWriter {
     pub async fn stopped(self) -> ReplicationError {
         match self.task.await {
             Ok(error) => error,
-            Err(error) => ReplicationError::nats(error),
+            Err(error) => ReplicationError::nats(NatsOperation::PublisherTask)(error),
         }
     }
 }

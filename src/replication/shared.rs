@@ -25,7 +25,7 @@ use async_nats::jetstream::{self, stream};
 
 use super::follower::{Applied, Inbox, apply_checked, check_start};
 use super::stream::{PAUSE_MIN, ReplicatedLog, last_sequence};
-use super::{ReplicationError, wire};
+use super::{NatsOperation, NatsProblem, ReplicationError, wire};
 use crate::command::Command;
 use crate::hash::{self, Digest};
 use crate::log::append::{AppendOutcome, Appended, ExpectedVersion};
@@ -273,7 +273,7 @@ impl SharedLog {
                 let Some(frame) = frame_of(&sealed).map_err(replication)? else {
                     return Ok(Attempt::AppendedNothing(outcome));
                 };
-                let first = frame.first();
+                let (first, end) = (frame.first(), frame.end());
                 let publish = Publish::build()
                     .message_id(frame.message_id())
                     .expected_last_sequence(expected)
@@ -284,23 +284,30 @@ impl SharedLog {
                         ack.await
                     })
                     .map_err(|error| {
-                        let detail = match error.kind() {
-                            PublishErrorKind::WrongLastSequence => format!(
-                                "another host appended after message {expected} (position {first})"
-                            ),
-                            _ => error.to_string(),
+                        let problem = match error.kind() {
+                            PublishErrorKind::WrongLastSequence => {
+                                NatsProblem::WrongLastSequence { expected, first }
+                            }
+                            _ => NatsProblem::Failed {
+                                cause: error.to_string(),
+                            },
                         };
-                        replication(ReplicationError::Nats { detail })
+                        replication(ReplicationError::Nats {
+                            operation: NatsOperation::Publish,
+                            problem,
+                        })
                     })?;
                 if ack.sequence != expected + 1 {
                     // Stored elsewhere than expected (a duplicate): the transaction is dropped
                     // and the stream, read again, says what it holds.
                     return Err(replication(ReplicationError::Nats {
-                        detail: format!(
-                            "the message from position {first} was acknowledged at sequence {}, not {}",
-                            ack.sequence,
-                            expected + 1
-                        ),
+                        operation: NatsOperation::Acknowledge,
+                        problem: NatsProblem::AcknowledgedElsewhere {
+                            first,
+                            end,
+                            sequence: ack.sequence,
+                            expected: expected + 1,
+                        },
                     }));
                 }
                 Ok(Attempt::Published {
@@ -310,9 +317,7 @@ impl SharedLog {
             })
         })
         .await
-        .map_err(|error| ReplicationError::Nats {
-            detail: format!("the local transaction failed: {error}"),
-        })?;
+        .map_err(ReplicationError::nats(NatsOperation::LocalTransaction))?;
         decided.map_err(|error| match error {
             crate::error::Error::Replication(error) => *error,
             other => other.into(),

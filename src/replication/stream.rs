@@ -8,7 +8,7 @@ use async_nats::jetstream::context::{CreateStreamErrorKind, GetStreamErrorKind};
 use async_nats::jetstream::message::StreamMessage;
 use async_nats::jetstream::{self, stream};
 
-use super::{ReplicationError, wire};
+use super::{Damage, NatsOperation, NatsProblem, ReplicationError, wire};
 use crate::hash::Digest;
 use crate::record::{Position, Record};
 
@@ -106,7 +106,7 @@ impl ReplicatedLog {
         self.prepare(jetstream).await.map(|(stream, _)| stream)
     }
 
-    /// [`ReplicatedLog::open`], saying also whether this call created the stream and with how
+    /// `ReplicatedLog::open`, saying also whether this call created the stream and with how
     /// many replicas the stream is kept (its own configuration, when it existed before).
     pub async fn prepare(
         &self,
@@ -121,7 +121,7 @@ impl ReplicatedLog {
                     {
                         Ok(None)
                     }
-                    _ => Err(ReplicationError::nats(error)),
+                    _ => Err(ReplicationError::nats(NatsOperation::LookUpStream)(error)),
                 },
             }
         })
@@ -147,27 +147,19 @@ impl ReplicatedLog {
     /// else (no leader yet, a node away, a timeout) is retried as a NATS error.
     fn creation_failed(&self, error: jetstream::context::CreateStreamError) -> ReplicationError {
         let CreateStreamErrorKind::JetStream(api) = error.kind() else {
-            return ReplicationError::nats(error);
+            return ReplicationError::nats(NatsOperation::CreateStream)(error);
         };
         let code = api.error_code();
         if code == ErrorCode::CLUSTER_NOT_AVAILABLE || code == ErrorCode::CLUSTER_NO_PEERS {
             // A cluster electing its meta leader, or with a node restarting.
-            return ReplicationError::nats(error);
+            return ReplicationError::nats(NatsOperation::CreateStream)(error);
         }
-        let advice = if code == ErrorCode::STREAM_REPLICAS_NOT_SUPPORTED
-            || code == ErrorCode::INSUFFICIENT_RESOURCES
-        {
-            format!(
-                "; it was asked for {} replicas: give `--replicas` at most the number of \
-                 JetStream servers in the cluster (1 for a single server)",
-                self.replicas
-            )
-        } else {
-            String::new()
-        };
+        let for_replicas = code == ErrorCode::STREAM_REPLICAS_NOT_SUPPORTED
+            || code == ErrorCode::INSUFFICIENT_RESOURCES;
         ReplicationError::StreamRefused {
             stream: self.stream.clone(),
-            detail: format!("{api}{advice}"),
+            cause: api.to_string(),
+            replicas_asked: for_replicas.then_some(self.replicas),
         }
     }
 }
@@ -215,7 +207,11 @@ pub async fn connect_within(urls: &str, wait: Duration) -> Result<Connection, Re
         .map(|url| url.trim().parse::<async_nats::ServerAddr>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|error| ReplicationError::Nats {
-            detail: format!("{urls:?} is not a NATS address: {error}"),
+            operation: NatsOperation::Address,
+            problem: NatsProblem::NotAnAddress {
+                urls: urls.to_owned(),
+                cause: error.to_string(),
+            },
         })?;
     let started = tokio::time::Instant::now();
     let mut pause = PAUSE_MIN;
@@ -237,14 +233,14 @@ pub async fn connect_within(urls: &str, wait: Duration) -> Result<Connection, Re
                 jetstream.set_timeout(REQUEST_TIMEOUT);
                 return Ok(Connection { jetstream, servers });
             }
-            Ok(Err(error)) => error.to_string(),
-            Err(_) => "the connection did not complete".to_owned(),
+            Ok(Err(error)) => Some(error.to_string()),
+            Err(_) => None,
         };
         if started.elapsed() + pause >= wait {
             return Err(ReplicationError::Unreachable {
                 urls: urls.to_owned(),
                 waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-                detail: failed,
+                cause: failed,
             });
         }
         tokio::time::sleep(pause).await;
@@ -256,7 +252,10 @@ pub async fn connect_within(urls: &str, wait: Duration) -> Result<Connection, Re
 /// answer (a leader election after a node died, a reconnect).
 pub(crate) async fn last_sequence(stream: &stream::Stream) -> Result<u64, ReplicationError> {
     retry(|| async {
-        let info = stream.get_info().await.map_err(ReplicationError::nats)?;
+        let info = stream
+            .get_info()
+            .await
+            .map_err(ReplicationError::nats(NatsOperation::StreamInfo))?;
         Ok(info.state.last_sequence)
     })
     .await
@@ -271,7 +270,7 @@ pub(crate) async fn message_at(
         stream
             .get_raw_message(sequence)
             .await
-            .map_err(ReplicationError::nats)
+            .map_err(ReplicationError::nats(NatsOperation::GetMessage))
     })
     .await
 }
@@ -287,10 +286,15 @@ pub(crate) async fn records_of(
         .get(async_nats::header::NATS_MESSAGE_ID)
         .map(|value| value.as_str());
     match wire::checked_records(&message.payload, id) {
-        Err(ReplicationError::Damaged { position, detail }) => {
-            let detail = format!("in message {sequence}: {detail}");
+        Err(ReplicationError::Damaged {
+            position, problem, ..
+        }) => {
             if wire::frame_span(&message.payload).is_ok() {
-                return Err(ReplicationError::Damaged { position, detail });
+                return Err(ReplicationError::Damaged {
+                    position,
+                    message: Some(sequence),
+                    problem,
+                });
             }
             // A frame whose header cannot be read names no position: the message sat where
             // the one before it ends.
@@ -298,7 +302,8 @@ pub(crate) async fn records_of(
                 position: position_after(stream, sequence - 1)
                     .await
                     .unwrap_or(position),
-                detail,
+                message: Some(sequence),
+                problem,
             })
         }
         other => other,
@@ -373,11 +378,12 @@ pub(crate) async fn sequence_holding(
     if found.0 < position || high == 0 {
         return Err(ReplicationError::Damaged {
             position,
-            detail: format!(
-                "the stream's message {guess} holds positions {} .. {}, which cannot be",
-                found.0,
-                found.0.0 + u64::from(found.1)
-            ),
+            message: None,
+            problem: Damage::Span {
+                sequence: guess,
+                first: found.0,
+                end: Position(found.0.0 + u64::from(found.1)),
+            },
         });
     }
     while low < high {
@@ -394,7 +400,8 @@ pub(crate) async fn sequence_holding(
     } else {
         Err(ReplicationError::Damaged {
             position,
-            detail: "no message of the stream holds this position".into(),
+            message: None,
+            problem: Damage::NotHeld,
         })
     }
 }

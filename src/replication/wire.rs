@@ -39,7 +39,7 @@ use crate::record::{
     NewEvent, Placement, Position, Record, check_stream, decode_stored, encode_stored_hashed,
 };
 
-use super::ReplicationError;
+use super::{Damage, RefusedMessage, ReplicationError};
 
 /// The version of the frame, its first byte.
 pub const FRAME_VERSION: u8 = 1;
@@ -65,9 +65,10 @@ pub fn message_id(hash: &Digest) -> String {
 /// record that does not hash as it says (which a record read from a sound log never does) is
 /// refused as damaged.
 pub fn stored_bytes(record: &Record) -> Result<Vec<u8>, ReplicationError> {
-    let damaged = |detail: String| ReplicationError::Damaged {
+    let damaged = |problem: Damage| ReplicationError::Damaged {
         position: record.position,
-        detail,
+        message: None,
+        problem,
     };
     let placement = Placement {
         stream: &record.stream,
@@ -84,12 +85,12 @@ pub fn stored_bytes(record: &Record) -> Result<Vec<u8>, ReplicationError> {
     };
     let mut out = Vec::new();
     let hash = encode_stored_hashed(&mut out, &event, placement, record.payload_hash)
-        .map_err(|error| damaged(error.to_string()))?;
+        .map_err(|error| damaged(Damage::Encode(error)))?;
     if hash != record.hash {
-        return Err(damaged(format!(
-            "re-encoded, it hashes to {hash} not {}",
-            record.hash
-        )));
+        return Err(damaged(Damage::Rehash {
+            hash,
+            recorded: record.hash,
+        }));
     }
     Ok(out)
 }
@@ -186,35 +187,42 @@ impl Frame {
 /// Where a message's records lie: its first position and how many records it holds, read
 /// from the frame's header alone (nothing checked beyond it; [`checked_records`] checks all).
 pub fn frame_span(payload: &[u8]) -> Result<(Position, u32), ReplicationError> {
-    let damaged = |detail: String| ReplicationError::Damaged {
-        position: Position(0),
-        detail,
+    let damaged = |position: Position, problem: Damage| ReplicationError::Damaged {
+        position,
+        message: None,
+        problem,
     };
     if payload.len() < FRAME_HEADER_BYTES {
-        return Err(damaged(format!(
-            "a message of {} bytes, shorter than a frame's {FRAME_HEADER_BYTES}-byte header",
-            payload.len()
-        )));
+        return Err(damaged(
+            Position(0),
+            Damage::FrameShort {
+                bytes: payload.len() as u64,
+                header_bytes: FRAME_HEADER_BYTES as u64,
+            },
+        ));
     }
     if payload[0] != FRAME_VERSION {
-        return Err(damaged(format!(
-            "frame version {}, this build reads {FRAME_VERSION}",
-            payload[0]
-        )));
+        return Err(damaged(
+            Position(0),
+            Damage::FrameVersion {
+                found: payload[0],
+                supported: FRAME_VERSION,
+            },
+        ));
     }
     let first = u64::from_le_bytes(payload[1..9].try_into().expect("8 bytes"));
     let records = u32::from_le_bytes(payload[9..13].try_into().expect("4 bytes"));
     if records == 0 {
-        return Err(ReplicationError::Damaged {
-            position: Position(first),
-            detail: "a message of no records".into(),
-        });
+        return Err(damaged(Position(first), Damage::NoRecords));
     }
     if first.checked_add(u64::from(records)).is_none() {
-        return Err(ReplicationError::Damaged {
-            position: Position(first),
-            detail: format!("{records} records from position {first} overflow a position"),
-        });
+        return Err(damaged(
+            Position(first),
+            Damage::PositionOverflow {
+                first: Position(first),
+                records,
+            },
+        ));
     }
     Ok((Position(first), records))
 }
@@ -232,28 +240,31 @@ pub fn checked_records(
     let mut records: Vec<Record> = Vec::new();
     for index in 0..u64::from(count) {
         let position = Position(first.0 + index);
-        let damaged = |detail: String| ReplicationError::Damaged { position, detail };
+        let damaged = |problem: Damage| ReplicationError::Damaged {
+            position,
+            message: None,
+            problem,
+        };
         let Some((len, after)) = rest.split_first_chunk::<RECORD_LEN_BYTES>() else {
-            return Err(damaged(format!(
-                "the message ends before record {index} of its {count}"
-            )));
+            return Err(damaged(Damage::EndsBeforeRecord { index, count }));
         };
         let len = u32::from_le_bytes(*len) as usize;
         if after.len() < len {
-            return Err(damaged(format!(
-                "a record of {len} bytes, but {} bytes remain in the message",
-                after.len()
-            )));
+            return Err(damaged(Damage::RecordShort {
+                bytes: len as u64,
+                remain: after.len() as u64,
+            }));
         }
         let (stored, after) = after.split_at(len);
-        let record = decode_stored(stored, position).map_err(|error| damaged(error.to_string()))?;
+        let record =
+            decode_stored(stored, position).map_err(|error| damaged(Damage::Record(error)))?;
         if let Some(before) = records.last()
             && record.prev != before.hash
         {
-            return Err(damaged(format!(
-                "it chains from {}, the record before it in the message is {}",
-                record.prev, before.hash
-            )));
+            return Err(damaged(Damage::Chain {
+                prev: record.prev,
+                before: before.hash,
+            }));
         }
         records.push(record);
         rest = after;
@@ -262,7 +273,10 @@ pub fn checked_records(
     if !rest.is_empty() {
         return Err(ReplicationError::Damaged {
             position: last.position,
-            detail: format!("{} bytes after the message's last record", rest.len()),
+            message: None,
+            problem: Damage::Trailing {
+                bytes: rest.len() as u64,
+            },
         });
     }
     if let Some(id) = message_id
@@ -270,10 +284,11 @@ pub fn checked_records(
     {
         return Err(ReplicationError::Damaged {
             position: last.position,
-            detail: format!(
-                "message id {id:?}, but its last record hashes to {}",
-                last.hash
-            ),
+            message: None,
+            problem: Damage::MessageId {
+                id: id.to_owned(),
+                last: last.hash,
+            },
         });
     }
     Ok(records)
@@ -292,41 +307,48 @@ pub fn checked_message(
     limits: &Limits,
     due: Position,
 ) -> Result<Vec<Record>, ReplicationError> {
-    let refused = |reason: String| ReplicationError::Refused { sequence, reason };
+    let refused = |problem: RefusedMessage| ReplicationError::Refused { sequence, problem };
     if payload.len() > MESSAGE_BYTES_MAX {
-        return Err(refused(format!(
-            "it is {} bytes, over the wire limit of {MESSAGE_BYTES_MAX} bytes",
-            payload.len()
-        )));
+        return Err(refused(RefusedMessage::TooLarge {
+            bytes: payload.len() as u64,
+            limit: MESSAGE_BYTES_MAX as u64,
+        }));
     }
     let Some(message_id) = message_id else {
-        return Err(refused(format!(
-            "it has no {} header; every annals publisher names its last record's hash there",
-            async_nats::header::NATS_MESSAGE_ID
-        )));
+        return Err(refused(RefusedMessage::NoMessageId));
     };
-    if let Err(ReplicationError::Damaged { detail, .. }) = frame_span(payload) {
+    if let Err(ReplicationError::Damaged { problem, .. }) = frame_span(payload) {
         return Err(ReplicationError::Damaged {
             position: due,
-            detail: format!("the frame of message {sequence}: {detail}"),
+            message: Some(sequence),
+            problem,
         });
     }
-    let records = checked_records(payload, Some(message_id)).map_err(|error| match error {
-        ReplicationError::Damaged { position, detail } => ReplicationError::Damaged {
-            position,
-            detail: format!("in message {sequence}: {detail}"),
-        },
-        other => other,
-    })?;
+    let records =
+        checked_records(payload, Some(message_id)).map_err(|error| in_message(error, sequence))?;
     for record in &records {
         within_limits(record, limits).map_err(|error| {
-            refused(format!(
-                "its record at position {}: {error}",
-                record.position
-            ))
+            refused(RefusedMessage::Limit {
+                position: record.position,
+                error,
+            })
         })?;
     }
     Ok(records)
+}
+
+/// `error`, when it is damage, as found in the stream's message of `sequence`.
+pub(crate) fn in_message(error: ReplicationError, sequence: u64) -> ReplicationError {
+    match error {
+        ReplicationError::Damaged {
+            position, problem, ..
+        } => ReplicationError::Damaged {
+            position,
+            message: Some(sequence),
+            problem,
+        },
+        other => other,
+    }
 }
 
 /// Checks a record's stream name, kind, idempotency key and payload against `limits`, as an

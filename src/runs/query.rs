@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use super::events::{
     Attributes, BillingMode, RunEvent, SpanKind, SpanOrigin, SpanOutcome, SpanUsage,
 };
+// The rollups are defined with the events that carry them; the queries hand them out.
+pub use super::events::{OpenRunRollup, RunRollup};
 use crate::error::{Error, Result};
 use crate::event::DomainEvent;
 use crate::log::read::Direction;
@@ -190,116 +192,6 @@ pub struct RunChange {
     pub kind: ChangeKind,
     /// The event's index, for [`ChangeKind::EventAppended`].
     pub event_index: Option<u64>,
-}
-
-/// A closed run's summary, written when its root ends and rewritten when any of its spans
-/// ends later; it outlives the run's detail.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunRollup {
-    /// The run.
-    pub run: String,
-    /// Where it came from (the root's origin).
-    pub origin: SpanOrigin,
-    /// The root's name.
-    pub name: String,
-    /// The root's session, if any.
-    pub session_id: Option<String>,
-    /// The root's job, if any.
-    pub job_name: Option<String>,
-    /// When the root started.
-    pub started_at_ms: u64,
-    /// When the root ended.
-    pub ended_at_ms: u64,
-    /// The root's outcome.
-    pub outcome: SpanOutcome,
-    /// `ended_at_ms - started_at_ms`.
-    pub duration_ms: u64,
-    /// Spans in the run.
-    pub span_count: u64,
-    /// Input tokens (root-level accounting; see the module rules).
-    pub input_tokens: Option<u64>,
-    /// Output tokens.
-    pub output_tokens: Option<u64>,
-    /// Cache-read tokens.
-    pub cache_read_tokens: Option<u64>,
-    /// Cache-creation tokens.
-    pub cache_creation_tokens: Option<u64>,
-    /// What the run reported it cost, micro-USD: frozen at its first non-null value.
-    pub cost_micro_usd: Option<u64>,
-    /// What the run effectively cost, micro-USD (0 under a subscription, `None` unknown):
-    /// frozen at its first non-null value.
-    pub effective_cost_micro_usd: Option<u64>,
-    /// The billing classification behind the effective cost: frozen at first non-null.
-    pub billing_mode: Option<BillingMode>,
-    /// Why the run failed, if it did.
-    pub failure_reason: Option<String>,
-    /// Whether its detail (spans, events) was pruned.
-    pub detail_pruned: bool,
-}
-
-/// A run's rollup computed on request while its root is still open: a [`RunRollup`] without
-/// the root's end, outcome and duration (the reference keeps these null). Kept in
-/// `runs.open_rollups` until the root ends and the run's [`RunRollup`] replaces it, its cost
-/// fields frozen into that one.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OpenRunRollup {
-    /// The run.
-    pub run: String,
-    /// Where it came from (the root's origin).
-    pub origin: SpanOrigin,
-    /// The root's name.
-    pub name: String,
-    /// The root's session, if any.
-    pub session_id: Option<String>,
-    /// The root's job, if any.
-    pub job_name: Option<String>,
-    /// When the root started.
-    pub started_at_ms: u64,
-    /// Spans in the run so far.
-    pub span_count: u64,
-    /// Input tokens (root-level accounting, as for [`RunRollup`]).
-    pub input_tokens: Option<u64>,
-    /// Output tokens.
-    pub output_tokens: Option<u64>,
-    /// Cache-read tokens.
-    pub cache_read_tokens: Option<u64>,
-    /// Cache-creation tokens.
-    pub cache_creation_tokens: Option<u64>,
-    /// What the run reported it cost so far, micro-USD: frozen at its first non-null value.
-    pub cost_micro_usd: Option<u64>,
-    /// What the run effectively cost, micro-USD: frozen at its first non-null value.
-    pub effective_cost_micro_usd: Option<u64>,
-    /// The billing classification behind the effective cost: frozen at first non-null.
-    pub billing_mode: Option<BillingMode>,
-    /// Why the run failed so far, if a span ended `error` or `timeout` with a reason.
-    pub failure_reason: Option<String>,
-}
-
-impl OpenRunRollup {
-    /// The closed run's rollup: these figures with the root's end and outcome.
-    pub fn closed(self, outcome: SpanOutcome, ended_at_ms: u64) -> RunRollup {
-        RunRollup {
-            duration_ms: ended_at_ms.saturating_sub(self.started_at_ms),
-            run: self.run,
-            origin: self.origin,
-            name: self.name,
-            session_id: self.session_id,
-            job_name: self.job_name,
-            started_at_ms: self.started_at_ms,
-            ended_at_ms,
-            outcome,
-            span_count: self.span_count,
-            input_tokens: self.input_tokens,
-            output_tokens: self.output_tokens,
-            cache_read_tokens: self.cache_read_tokens,
-            cache_creation_tokens: self.cache_creation_tokens,
-            cost_micro_usd: self.cost_micro_usd,
-            effective_cost_micro_usd: self.effective_cost_micro_usd,
-            billing_mode: self.billing_mode,
-            failure_reason: self.failure_reason,
-            detail_pruned: false,
-        }
-    }
 }
 
 /// The cost fields of a run's earlier rollup, open or closed: every later rollup keeps them.

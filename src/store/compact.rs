@@ -15,11 +15,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::error::StoreError;
 use super::open::{Handle, guarded};
 use super::{Sharing, Store, StoreOptions};
-use crate::error::{Error, OpenError, Result};
-use crate::store::Holder;
+use crate::error::{Error, OpenError, Result, StoreError};
 
 /// What a compaction did to the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,15 +139,5 @@ impl Store {
         } else {
             0
         })
-    }
-}
-
-/// How another process holds a log, in the words of a compaction's refusal.
-pub(crate) fn held_as(holder: &Holder) -> &'static str {
-    match holder {
-        Holder::Exclusive => "in exclusive mode",
-        Holder::SingleWriter => "as its single writer",
-        Holder::MultiWriter => "as one of several writers",
-        Holder::Shared => "in a shared mode (a writer, or readers)",
     }
 }

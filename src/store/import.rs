@@ -13,7 +13,8 @@ use std::path::Path;
 use super::open::{private_name, publish, sweep_stale};
 use super::{Durability, Sharing, Store, StoreOptions, WriteSession};
 use crate::error::Result;
-use crate::export::{self, ExportError, ExportReader, ExportSummary};
+use crate::export::{self, ExportDamage, ExportError, ExportMismatch, ExportReader, ExportSummary};
+use crate::log::append::SealProblem;
 use crate::record::Record;
 
 /// Records per transaction when building a new log.
@@ -74,10 +75,9 @@ impl Store {
         }
         if summary.header.from.0 != 0 {
             return Err(ExportError::Mismatch {
-                detail: format!(
-                    "it starts at position {}; import it into the log it continues",
-                    summary.header.from
-                ),
+                problem: Box::new(ExportMismatch::NotFromStart {
+                    from: summary.header.from,
+                }),
             }
             .into());
         }
@@ -111,10 +111,9 @@ impl Store {
                     // Another process created a log there meanwhile: it may hold acknowledged
                     // appends, so it is never replaced.
                     return Err(ExportError::Mismatch {
-                        detail: format!(
-                            "{} appeared while the import was building it; import into it again",
-                            target.display()
-                        ),
+                        problem: Box::new(ExportMismatch::Appeared {
+                            path: target.to_path_buf(),
+                        }),
                     }
                     .into());
                 }
@@ -137,7 +136,7 @@ impl Store {
         let header = &summary.header;
         let mut reader = ExportReader::open(file)?;
         if reader.header() != header {
-            return Err(mismatch("the file changed since it was checked"));
+            return Err(mismatch(ExportMismatch::FileChanged));
         }
         check_continues(&self.snapshot()?, summary)?;
         let durability = match batch {
@@ -156,7 +155,9 @@ impl Store {
                     let Some(record) = reader.next_record()? else {
                         break true;
                     };
-                    let continues = run.first().is_some_and(|first| first.stream == record.stream);
+                    let continues = run
+                        .first()
+                        .is_some_and(|first| first.stream == record.stream);
                     if !continues || run.len() >= SEALED_RUN_RECORDS_MAX {
                         flush_run(session, &mut run)?;
                     }
@@ -170,10 +171,14 @@ impl Store {
                     let head = session.head();
                     let root = session.merkle_root();
                     if head.next != header.to || head.hash != header.head || root != header.root {
-                        return Err(mismatch(&format!(
-                            "the import ends at {} / {} with root {root}, the export at {} / {} with root {}",
-                            head.next, head.hash, header.to, header.head, header.root
-                        )));
+                        return Err(mismatch(ExportMismatch::End {
+                            next: head.next,
+                            head: head.hash,
+                            root,
+                            to: header.to,
+                            export_head: header.head,
+                            export_root: header.root,
+                        }));
                     }
                 }
                 Ok(finished)
@@ -190,15 +195,15 @@ fn check_continues(snapshot: &crate::log::read::Snapshot, summary: &ExportSummar
     let header = &summary.header;
     let head = snapshot.head()?;
     if head.next != header.from || head.hash != header.prev {
-        return Err(mismatch(&format!(
-            "the log's head is {} / {}, the export starts at {} / {}",
-            head.next, head.hash, header.from, header.prev
-        )));
+        return Err(mismatch(ExportMismatch::Start {
+            next: head.next,
+            head: head.hash,
+            from: header.from,
+            prev: header.prev,
+        }));
     }
     if export::frontier_at(snapshot, header.from.0)? != header.frontier {
-        return Err(mismatch(
-            "the log's Merkle tree differs from the export's start",
-        ));
+        return Err(mismatch(ExportMismatch::Frontier));
     }
     Ok(())
 }
@@ -214,10 +219,10 @@ fn check_sealable(snapshot: &crate::log::read::Snapshot, file: &Path) -> Result<
     let mut reader = ExportReader::open(file)?;
     let mut next_versions: HashMap<String, u64> = HashMap::new();
     while let Some(record) = reader.next_record()? {
-        let damaged = |detail: String| -> crate::error::Error {
+        let damaged = |problem: SealProblem| -> crate::error::Error {
             ExportError::Damaged {
                 position: record.position,
-                detail,
+                problem: Box::new(ExportDamage::Unsealable(problem)),
             }
             .into()
         };
@@ -228,19 +233,21 @@ fn check_sealable(snapshot: &crate::log::read::Snapshot, file: &Path) -> Result<
                     .stream_version(&record.stream)?
                     .map_or(Some(0), |version| version.0.checked_add(1));
                 let Some(start) = start else {
-                    return Err(damaged("the stream's versions would pass 2^64".to_owned()));
+                    return Err(damaged(SealProblem::VersionOverflow));
                 };
                 next_versions.entry(record.stream.clone()).or_insert(start)
             }
         };
         if record.version.0 != *next {
-            return Err(damaged(format!("the stream's next version is {next}")));
+            return Err(damaged(SealProblem::Version { next: *next }));
         }
         *next = next.saturating_add(1);
         if let Some(key) = record.idempotency_key.as_deref()
             && snapshot.idempotency.get(key)?.is_some()
         {
-            return Err(damaged(format!("idempotency key {key:?} is already used")));
+            return Err(damaged(SealProblem::KeyUsed {
+                key: key.to_owned(),
+            }));
         }
     }
     Ok(())
@@ -255,10 +262,10 @@ fn flush_run(session: &mut WriteSession<'_>, run: &mut Vec<Record>) -> Result<()
     match session.append_sealed(run) {
         Err(crate::error::Error::Append(crate::log::append::AppendError::NotSealable {
             position,
-            reason,
+            problem,
         })) => Err(ExportError::Damaged {
             position,
-            detail: reason,
+            problem: Box::new(ExportDamage::Unsealable(problem)),
         }
         .into()),
         other => {
@@ -268,9 +275,9 @@ fn flush_run(session: &mut WriteSession<'_>, run: &mut Vec<Record>) -> Result<()
     }
 }
 
-fn mismatch(detail: &str) -> crate::error::Error {
+fn mismatch(problem: ExportMismatch) -> crate::error::Error {
     ExportError::Mismatch {
-        detail: detail.to_owned(),
+        problem: Box::new(problem),
     }
     .into()
 }

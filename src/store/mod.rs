@@ -8,12 +8,10 @@
 
 mod catch_up;
 pub(crate) mod compact;
-mod error;
 mod footprint;
 mod import;
 pub(crate) mod open;
 mod session;
-mod sharing;
 mod signing;
 mod tiles;
 pub(crate) mod upgrade;
@@ -29,6 +27,7 @@ use crate::audit::extends::{Extension, check_extends};
 use crate::audit::verify::VerifyReport;
 use crate::command::Command;
 use crate::error::{Error, OpenError, Result};
+pub use crate::error::{PartialStep, StoreError};
 use crate::leases::LeaseGuard;
 use crate::log::Head;
 use crate::log::append::{AppendOutcome, ExpectedVersion, LogEnd};
@@ -38,8 +37,8 @@ use crate::projection::table::ReadTables;
 use crate::projection::{Projection, ProjectionError, Projections};
 use crate::record::limits::Limits;
 use crate::record::{Format, NewEvent, Position, Record, StreamVersion};
+pub use crate::sharing::{Holder, Sharing, UnknownSharing};
 pub use compact::Compaction;
-pub use error::StoreError;
 pub use footprint::{Footprint, TableFootprint};
 pub use import::ImportStage;
 pub use open::held_by_writer;
@@ -48,8 +47,7 @@ use open::{
     open_redb, open_writable, redb_builder, while_held,
 };
 pub use session::WriteSession;
-pub use sharing::{Holder, Sharing, UnknownSharing};
-pub use tiles::{TilesError, TilesWritten};
+pub use tiles::{OtherLogProblem, TilesError, TilesWritten};
 
 /// How long [`Store::open_read_only`] tries again while another process holds the file in a
 /// way a reader cannot join (an exclusive writer for good; for a moment, a process repairing

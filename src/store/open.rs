@@ -17,7 +17,7 @@ use crate::log::tables::{
 use crate::log::{Head, encode_head, seal_meta};
 use crate::projection::{CHECKPOINTS, Projections, seal_checkpoint};
 use crate::record::Format;
-use crate::store::sharing::{Holder, Sharing};
+use crate::sharing::{Holder, Sharing};
 
 /// The first bytes of every redb file.
 const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];

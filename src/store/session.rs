@@ -17,7 +17,7 @@ use crate::projection::Projections;
 use crate::projection::table::{RawRow, TableSource, TransactionTables};
 use crate::record::limits::Limits;
 use crate::record::{NewEvent, Position, Record};
-use crate::store::StoreError;
+use crate::store::{PartialStep, StoreError};
 
 /// Appends and commands inside one write transaction. Later commands see the effects of
 /// earlier ones.
@@ -43,7 +43,7 @@ pub struct WriteSession<'txn> {
     written: Vec<Record>,
     /// The first failure that left part of a change in the transaction: once set, the
     /// transaction cannot commit, whatever the work does with the error.
-    partial: Option<String>,
+    partial: Option<(PartialStep, String)>,
 }
 
 impl<'txn> WriteSession<'txn> {
@@ -112,12 +112,12 @@ impl<'txn> WriteSession<'txn> {
         let outcome = self
             .log
             .append(stream, expected, events, self.limits, &mut records)
-            .inspect_err(|error| self.left_partial_unless_refused(error))?;
+            .inspect_err(|error| self.left_partial_unless_refused(PartialStep::Append, error))?;
         for record in &records {
             // The record is in the log, and a projection may have written part of its rows.
             self.projections
                 .apply(&self.tables, record)
-                .inspect_err(|error| self.left_partial(error))?;
+                .inspect_err(|error| self.left_partial(PartialStep::Apply, error))?;
         }
         self.appended |= !records.is_empty();
         self.written.extend(records);
@@ -155,21 +155,29 @@ impl<'txn> WriteSession<'txn> {
         let mut written = Vec::with_capacity(records.len());
         self.log
             .append_sealed(records, &mut written)
-            .inspect_err(|error| self.left_partial_unless_refused(error))?;
+            .inspect_err(|error| {
+                self.left_partial_unless_refused(PartialStep::AppendSealed, error)
+            })?;
         for record in &written {
             // A sealed record comes from a file, not from a `decide`: a payload its domain
             // cannot decode is that record's fault, named at its position.
             self.projections
                 .apply(&self.tables, record)
-                .inspect_err(|error| self.left_partial(error))
+                .inspect_err(|error| self.left_partial(PartialStep::Apply, error))
                 .map_err(|error| match error {
-                    crate::error::Error::UndecodableEvent { .. } => {
-                        crate::log::append::AppendError::NotSealable {
-                            position: record.position,
-                            reason: error.to_string(),
-                        }
-                        .into()
+                    crate::error::Error::UndecodableEvent {
+                        kind,
+                        schema,
+                        detail,
+                    } => crate::log::append::AppendError::NotSealable {
+                        position: record.position,
+                        problem: crate::log::append::SealProblem::Undecodable {
+                            kind,
+                            schema,
+                            cause: detail,
+                        },
                     }
+                    .into(),
                     other => other,
                 })?;
         }
@@ -191,7 +199,7 @@ impl<'txn> WriteSession<'txn> {
             if let Err(error) = self.append_applied(&emit.stream, emit.expected, &emit.events) {
                 // An append refused after the command's first ones went in: half a command.
                 if self.head() != before {
-                    self.left_partial(&error);
+                    self.left_partial(PartialStep::Command, &error);
                 }
                 return Err(error);
             }
@@ -200,22 +208,24 @@ impl<'txn> WriteSession<'txn> {
     }
 
     /// Notes that `error` left part of a change in the transaction, unless one already did.
-    fn left_partial(&mut self, error: &crate::error::Error) {
-        self.partial.get_or_insert_with(|| error.to_string());
+    fn left_partial(&mut self, step: PartialStep, error: &crate::error::Error) {
+        self.partial
+            .get_or_insert_with(|| (step, error.to_string()));
     }
 
     /// [`Self::left_partial`], unless `error` is an append refused before it wrote a byte.
-    fn left_partial_unless_refused(&mut self, error: &crate::error::Error) {
+    fn left_partial_unless_refused(&mut self, step: PartialStep, error: &crate::error::Error) {
         if !matches!(error, crate::error::Error::Append(_)) {
-            self.left_partial(error);
+            self.left_partial(step, error);
         }
     }
 
     /// The refusal to commit this transaction, if a failure left part of a change in it.
     pub(crate) fn partial(&self) -> Option<crate::error::Error> {
-        self.partial.as_ref().map(|detail| {
+        self.partial.as_ref().map(|(step, cause)| {
             StoreError::PartialWrite {
-                detail: detail.clone(),
+                step: *step,
+                cause: cause.clone(),
             }
             .into()
         })

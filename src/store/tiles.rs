@@ -18,7 +18,7 @@ use crate::log::read::{Direction, Snapshot};
 use crate::merkle::leaf_hash;
 use crate::record::Position;
 use crate::tlog::tiles::{TILE_HEIGHT, TileId, entry_bundle, tile_bytes, tiles_between, tiles_of};
-use crate::tlog::{Checkpoint, Signer};
+use crate::tlog::{Checkpoint, CheckpointError, Signer};
 
 use super::Store;
 
@@ -66,14 +66,14 @@ pub enum TilesError {
     },
     /// The directory's checkpoint is not one of this log's key.
     #[error(
-        "{}: its checkpoint is not signed by this log's key: {reason}",
+        "{}: its checkpoint is not signed by this log's key: {problem}",
         dir.display()
     )]
     OtherLog {
         /// The directory.
         dir: PathBuf,
         /// Why.
-        reason: String,
+        problem: OtherLogProblem,
     },
     /// The directory serves a tree this log does not extend: another history under the same key.
     #[error(
@@ -108,6 +108,24 @@ pub enum TilesError {
     /// The log refused or failed.
     #[error(transparent)]
     Store(#[from] crate::Error),
+}
+
+/// Why a tiles directory's checkpoint is not one of this log's ([`TilesError::OtherLog`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OtherLogProblem {
+    /// The checkpoint file is not UTF-8.
+    #[error("it is not UTF-8")]
+    NotUtf8,
+    /// It does not parse, or opens with no signature of this log's key.
+    #[error("{0}")]
+    Unopened(CheckpointError),
+    /// It is signed by this log's key but names another origin.
+    #[error("it is of origin {origin:?}")]
+    Origin {
+        /// The origin it names.
+        origin: String,
+    },
 }
 
 impl Store {
@@ -205,15 +223,18 @@ fn served_size(store: &Store, dir: &Path, signer: &Signer) -> Result<u64, TilesE
         }
         Err(error) => return Err(TilesError::Io { path, error }),
     };
-    let other = |reason: String| TilesError::OtherLog {
+    let other = |problem: OtherLogProblem| TilesError::OtherLog {
         dir: dir.to_path_buf(),
-        reason,
+        problem,
     };
-    let text = String::from_utf8(text).map_err(|_| other("it is not UTF-8".into()))?;
-    let opened = Checkpoint::open(&text, &[signer.verifier()]).map_err(|e| other(e.to_string()))?;
+    let text = String::from_utf8(text).map_err(|_| other(OtherLogProblem::NotUtf8))?;
+    let opened = Checkpoint::open(&text, &[signer.verifier()])
+        .map_err(|error| other(OtherLogProblem::Unopened(error)))?;
     let checkpoint = opened.checkpoint;
     if checkpoint.origin != signer.name() {
-        return Err(other(format!("it is of origin {:?}", checkpoint.origin)));
+        return Err(other(OtherLogProblem::Origin {
+            origin: checkpoint.origin,
+        }));
     }
     let snapshot = store.snapshot()?;
     let head = snapshot.head()?.next.0;

@@ -13,17 +13,13 @@
 
 use std::fmt;
 
-use ed25519_dalek::{Signer as _, Verifier as _};
+use ed25519_dalek::Signer as _;
 
 use super::note::{
     COSIGNATURE_TYPE, KeyError, KeyId, NoteSignature, OpenedNote, PrivateKey, Verifier,
 };
-
-/// The first line of every cosigned message.
-pub const COSIGNATURE_HEADER: &str = "cosignature/v1";
-
-/// The latest timestamp a cosignature carries: 2^63 − 1.
-pub const TIMESTAMP_MAX: u64 = (1 << 63) - 1;
+use super::timestamped::signed_message;
+pub use super::timestamped::{COSIGNATURE_HEADER, TIMESTAMP_MAX};
 
 /// A witness's cosigning key: a name and an Ed25519 private key of type 0x04. Its `Debug`
 /// shows the name and key ID only.
@@ -124,32 +120,6 @@ impl Cosigner {
     }
 }
 
-/// The message a `cosignature/v1` signs: the header line, the time line, the note text.
-fn signed_message(body: &[u8], timestamp: u64) -> Vec<u8> {
-    let mut message = format!("{COSIGNATURE_HEADER}\ntime {timestamp}\n").into_bytes();
-    message.extend_from_slice(body);
-    message
-}
-
-/// The timestamp of `signature` (the bytes after the key ID) when it is `key`'s valid
-/// cosignature of the note text `body`.
-pub(super) fn verify(
-    key: &ed25519_dalek::VerifyingKey,
-    body: &[u8],
-    signature: &[u8],
-) -> Option<u64> {
-    let bytes: &[u8; 72] = signature.try_into().ok()?;
-    let (time, signature) = bytes.split_at(8);
-    let timestamp = u64::from_be_bytes(time.try_into().ok()?);
-    if timestamp > TIMESTAMP_MAX {
-        return None;
-    }
-    let signature = ed25519_dalek::Signature::from_bytes(signature.try_into().ok()?);
-    key.verify(&signed_message(body, timestamp), &signature)
-        .is_ok()
-        .then_some(timestamp)
-}
-
 /// The timestamp a cosignature line carries (not yet verified): `None` unless it is 72 bytes.
 pub fn timestamp(signature: &NoteSignature) -> Option<u64> {
     let time: [u8; 8] = signature.signature.get(..8)?.try_into().ok()?;
@@ -177,6 +147,7 @@ pub fn cosigned_by(opened: &OpenedNote) -> Vec<(String, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tlog::timestamped::verify;
     use crate::tlog::{Checkpoint, Note, NoteError, Signer};
 
     const EXAMPLE: &str =

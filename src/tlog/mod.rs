@@ -39,6 +39,7 @@ pub mod cosignature;
 pub mod note;
 pub mod proof;
 pub mod tiles;
+mod timestamped;
 
 pub use checkpoint::{Checkpoint, CheckpointError, OpenedCheckpoint, SizeProblem};
 pub use consistency::{ConsistencyFile, ConsistencyFileError};

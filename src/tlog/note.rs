@@ -931,7 +931,7 @@ impl Verifier {
     /// `time <t>\n` and the text: 72 bytes).
     pub fn verify(&self, message: &[u8], signature: &[u8]) -> bool {
         if self.is_cosigner() {
-            return super::cosignature::verify(&self.key, message, signature).is_some();
+            return super::timestamped::verify(&self.key, message, signature).is_some();
         }
         let Ok(bytes) = <[u8; 64]>::try_from(signature) else {
             return false;

@@ -10,6 +10,8 @@ use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
+use crate::tlog::consistency::ConsistencyFileError;
+
 /// The largest answer read: a witness's cosignature lines are a few hundred bytes.
 const ANSWER_BYTES_MAX: usize = 64 * 1024;
 
@@ -23,19 +25,15 @@ pub(crate) struct Prefix {
 
 impl Prefix {
     /// Parses `url`; only `http://` is spoken (a bastion or proxy gives TLS).
-    pub(crate) fn parse(url: &str) -> Result<Prefix, String> {
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or("the URL does not start with http:// (only plain HTTP is spoken)")?;
+    pub(crate) fn parse(url: &str) -> Result<Prefix, UrlProblem> {
+        let rest = url.strip_prefix("http://").ok_or(UrlProblem::NotHttp)?;
         let (authority, path) = match rest.find('/') {
             Some(at) => rest.split_at(at),
             None => (rest, ""),
         };
         let (host, port) = match authority.strip_prefix('[') {
             Some(inner) => {
-                let (host, after) = inner
-                    .split_once(']')
-                    .ok_or("the URL's IPv6 address has no closing ]")?;
+                let (host, after) = inner.split_once(']').ok_or(UrlProblem::UnclosedIpv6)?;
                 (host, after.strip_prefix(':'))
             }
             None => match authority.rsplit_once(':') {
@@ -44,16 +42,16 @@ impl Prefix {
             },
         };
         let port = match port {
-            Some(port) => port
-                .parse::<u16>()
-                .map_err(|_| format!("the port {port:?} is not a number up to 65535"))?,
+            Some(port) => port.parse::<u16>().map_err(|_| UrlProblem::Port {
+                port: port.to_owned(),
+            })?,
             None => 80,
         };
         if host.is_empty() {
-            return Err("the URL names no host".into());
+            return Err(UrlProblem::NoHost);
         }
         if path.contains(['?', '#']) {
-            return Err("the URL has a query or a fragment; give the submission prefix".into());
+            return Err(UrlProblem::QueryOrFragment);
         }
         Ok(Prefix {
             host: host.to_owned(),
@@ -77,20 +75,28 @@ pub(crate) async fn post(
     endpoint: &str,
     body: String,
     timeout: Duration,
-) -> Result<Answer, String> {
+) -> Result<Answer, ExchangeProblem> {
     match tokio::time::timeout(timeout, exchange(prefix, endpoint, body)).await {
         Ok(answer) => answer,
-        Err(_) => Err(format!("no answer within {timeout:?}")),
+        Err(_) => Err(ExchangeProblem::Timeout { timeout }),
     }
 }
 
-async fn exchange(prefix: &Prefix, endpoint: &str, body: String) -> Result<Answer, String> {
+async fn exchange(
+    prefix: &Prefix,
+    endpoint: &str,
+    body: String,
+) -> Result<Answer, ExchangeProblem> {
     let stream = TcpStream::connect((prefix.host.as_str(), prefix.port))
         .await
-        .map_err(|error| format!("cannot connect: {error}"))?;
+        .map_err(|error| ExchangeProblem::Connect {
+            cause: error.to_string(),
+        })?;
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
-        .map_err(|error| format!("the HTTP handshake failed: {error}"))?;
+        .map_err(|error| ExchangeProblem::Handshake {
+            cause: error.to_string(),
+        })?;
     let driver = tokio::spawn(connection);
     let host = if prefix.port == 80 {
         prefix.host.clone()
@@ -103,11 +109,16 @@ async fn exchange(prefix: &Prefix, endpoint: &str, body: String) -> Result<Answe
         .header(HOST, host)
         .header(CONTENT_TYPE, "text/plain; charset=utf-8")
         .body(Full::new(Bytes::from(body)))
-        .map_err(|error| format!("the request is not valid HTTP: {error}"))?;
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|error| format!("the request failed: {error}"))?;
+        .map_err(|error| ExchangeProblem::InvalidRequest {
+            cause: error.to_string(),
+        })?;
+    let response =
+        sender
+            .send_request(request)
+            .await
+            .map_err(|error| ExchangeProblem::Request {
+                cause: error.to_string(),
+            })?;
     let status = response.status().as_u16();
     let content_type = response
         .headers()
@@ -117,16 +128,103 @@ async fn exchange(prefix: &Prefix, endpoint: &str, body: String) -> Result<Answe
     let bytes = Limited::new(response.into_body(), ANSWER_BYTES_MAX)
         .collect()
         .await
-        .map_err(|error| format!("the answer was not read: {error}"))?
+        .map_err(|error| ExchangeProblem::AnswerUnread {
+            cause: error.to_string(),
+        })?
         .to_bytes();
     driver.abort();
-    let body =
-        String::from_utf8(bytes.to_vec()).map_err(|_| "the answer is not UTF-8".to_owned())?;
+    let body = String::from_utf8(bytes.to_vec()).map_err(|_| ExchangeProblem::AnswerNotUtf8)?;
     Ok(Answer {
         status,
         content_type,
         body,
     })
+}
+
+/// Why a witness's URL is not a submission prefix (`http://host[:port][/path]`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UrlProblem {
+    /// Another scheme than `http://`.
+    #[error("the URL does not start with http:// (only plain HTTP is spoken)")]
+    NotHttp,
+    /// An IPv6 address opened with `[` and never closed.
+    #[error("the URL's IPv6 address has no closing ]")]
+    UnclosedIpv6,
+    /// A port that is not a number up to 65535.
+    #[error("the port {port:?} is not a number up to 65535")]
+    Port {
+        /// The port as given.
+        port: String,
+    },
+    /// No host before the port or the path.
+    #[error("the URL names no host")]
+    NoHost,
+    /// A `?` or a `#` in the path.
+    #[error("the URL has a query or a fragment; give the submission prefix")]
+    QueryOrFragment,
+}
+
+/// Why an exchange with a witness gave no answer ([`RequestError::Unreachable`](super::request::RequestError::Unreachable)). A `cause` is
+/// the account of the library that failed (the operating system's, hyper's, the store's).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExchangeProblem {
+    /// The request was not built: the log has no consistency proof from the size the witness
+    /// cosigned.
+    #[error("no consistency proof from {old_size}: {cause}")]
+    NoProof {
+        /// The size the witness cosigned.
+        old_size: u64,
+        /// The store's account.
+        cause: String,
+    },
+    /// The request was not built: the checkpoint and its proof do not make an
+    /// `add-checkpoint` body.
+    #[error("{0}")]
+    Body(ConsistencyFileError),
+    /// The whole exchange took longer than the request's timeout.
+    #[error("no answer within {timeout:?}")]
+    Timeout {
+        /// The timeout.
+        timeout: Duration,
+    },
+    /// The TCP connection failed.
+    #[error("cannot connect: {cause}")]
+    Connect {
+        /// The operating system's account.
+        cause: String,
+    },
+    /// The HTTP handshake failed.
+    #[error("the HTTP handshake failed: {cause}")]
+    Handshake {
+        /// The HTTP client's account.
+        cause: String,
+    },
+    /// The request could not be made into HTTP.
+    #[error("the request is not valid HTTP: {cause}")]
+    InvalidRequest {
+        /// The HTTP client's account.
+        cause: String,
+    },
+    /// Sending the request or reading the response's head failed.
+    #[error("the request failed: {cause}")]
+    Request {
+        /// The HTTP client's account.
+        cause: String,
+    },
+    /// The answer's body was not read (cut off, or larger than the client reads).
+    #[error("the answer was not read: {cause}")]
+    AnswerUnread {
+        /// The HTTP client's account.
+        cause: String,
+    },
+    /// The answer's body is not UTF-8.
+    #[error("the answer is not UTF-8")]
+    AnswerNotUtf8,
+    /// The exchange's task ended (panicked or was cancelled) without an answer.
+    #[error("the exchange ended without an answer")]
+    NoAnswer,
 }
 
 #[cfg(test)]

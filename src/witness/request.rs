@@ -6,9 +6,11 @@
 use std::time::Duration;
 
 use super::http::{Answer, Prefix, post};
+pub use super::http::{ExchangeProblem, UrlProblem};
 use super::serve::TLOG_SIZE_CONTENT_TYPE;
 use crate::store::Store;
 use crate::tlog::cosignature::cosigned_by;
+use crate::tlog::note::{KeyError, NoteError};
 use crate::tlog::{Checkpoint, ConsistencyFile, Note, NoteSignature, Signer, Verifier};
 
 /// A witness to ask: its submission prefix (`http://host:port[/path]`) and its cosigner key.
@@ -23,20 +25,19 @@ pub struct WitnessEndpoint {
 impl WitnessEndpoint {
     /// Parses `URL=VKEY`, the form the command line takes.
     pub fn parse(text: &str) -> Result<WitnessEndpoint, RequestError> {
-        let bad = |reason: String| RequestError::Endpoint {
+        let bad = |problem: EndpointProblem| RequestError::Endpoint {
             given: text.to_owned(),
-            reason,
+            problem,
         };
         let (url, vkey) = text
             .split_once('=')
-            .ok_or_else(|| bad("expected URL=VKEY".into()))?;
-        Prefix::parse(url).map_err(bad)?;
-        let key = Verifier::parse(vkey).map_err(|error| bad(error.to_string()))?;
+            .ok_or_else(|| bad(EndpointProblem::NoEquals))?;
+        Prefix::parse(url).map_err(|problem| bad(EndpointProblem::Url(problem)))?;
+        let key = Verifier::parse(vkey).map_err(|error| bad(EndpointProblem::Key(error)))?;
         if !key.is_cosigner() {
-            return Err(bad(format!(
-                "the key {} is a log's (type 0x01); a witness cosigns with a type 0x04 key",
-                key.name()
-            )));
+            return Err(bad(EndpointProblem::LogKey {
+                name: key.name().to_owned(),
+            }));
         }
         Ok(WitnessEndpoint {
             url: url.to_owned(),
@@ -50,20 +51,20 @@ impl WitnessEndpoint {
 #[non_exhaustive]
 pub enum RequestError {
     /// A `URL=VKEY` that does not parse.
-    #[error("witness {given:?}: {reason}")]
+    #[error("witness {given:?}: {problem}")]
     Endpoint {
         /// What was given.
         given: String,
         /// Why it does not parse.
-        reason: String,
+        problem: EndpointProblem,
     },
     /// No answer (connection, timeout, a body that is not text).
-    #[error("witness {url}: {reason}")]
+    #[error("witness {url}: {problem}")]
     Unreachable {
         /// The witness's URL.
         url: String,
         /// What happened.
-        reason: String,
+        problem: ExchangeProblem,
     },
     /// The witness refused the checkpoint with a status other than 200.
     #[error("witness {url} refused the checkpoint: {status} {}", body.trim_end())]
@@ -90,15 +91,49 @@ pub enum RequestError {
         size: u64,
     },
     /// The witness answered 200 without a valid cosignature of its key on the checkpoint.
-    #[error("witness {url} answered without a valid cosignature by {name}: {reason}")]
+    #[error("witness {url} answered without a valid cosignature by {name}: {problem}")]
     NoCosignature {
         /// The witness's URL.
         url: String,
         /// Its key's name.
         name: String,
         /// Why.
-        reason: String,
+        problem: CosignatureProblem,
     },
+}
+
+/// Why a `URL=VKEY` does not parse ([`RequestError::Endpoint`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EndpointProblem {
+    /// No `=` between the URL and the key.
+    #[error("expected URL=VKEY")]
+    NoEquals,
+    /// The URL is not a submission prefix this client speaks to.
+    #[error("{0}")]
+    Url(UrlProblem),
+    /// The key is not a verifier key.
+    #[error("{0}")]
+    Key(KeyError),
+    /// A log's key (type 0x01) where a witness's cosigner key belongs.
+    #[error("the key {name} is a log's (type 0x01); a witness cosigns with a type 0x04 key")]
+    LogKey {
+        /// The key's name.
+        name: String,
+    },
+}
+
+/// Why a witness's 200 answer holds no valid cosignature ([`RequestError::NoCosignature`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CosignatureProblem {
+    /// The checkpoint with the answer appended is not a signed note, or a signature of the
+    /// witness's key in it fails to verify.
+    #[error("{0}")]
+    Note(NoteError),
+    /// No signature line of the witness's key in the answer.
+    #[error("no line of its key in the answer")]
+    NoLine,
 }
 
 /// The bounds of one request.
@@ -163,24 +198,24 @@ pub async fn request_cosignatures(
         let mut exchanges = tokio::task::JoinSet::new();
         for (at, old) in std::mem::take(&mut pending) {
             let witness = &witnesses[at];
-            let unreachable = |reason: String| RequestError::Unreachable {
+            let unreachable = |problem: ExchangeProblem| RequestError::Unreachable {
                 url: witness.url.clone(),
-                reason,
+                problem,
             };
             let prefix = match Prefix::parse(&witness.url) {
                 Ok(prefix) => prefix,
-                Err(reason) => {
+                Err(problem) => {
                     results[at] = Some(Err(RequestError::Endpoint {
                         given: witness.url.clone(),
-                        reason,
+                        problem: EndpointProblem::Url(problem),
                     }));
                     continue;
                 }
             };
             let body = match request_body(store, &text, old, size) {
                 Ok(body) => body,
-                Err(reason) => {
-                    results[at] = Some(Err(unreachable(reason)));
+                Err(problem) => {
+                    results[at] = Some(Err(unreachable(problem)));
                     continue;
                 }
             };
@@ -196,10 +231,10 @@ pub async fn request_cosignatures(
             let witness = &witnesses[at];
             let answer = match answer {
                 Ok(answer) => answer,
-                Err(reason) => {
+                Err(problem) => {
                     results[at] = Some(Err(RequestError::Unreachable {
                         url: witness.url.clone(),
-                        reason,
+                        problem,
                     }));
                     continue;
                 }
@@ -240,7 +275,7 @@ pub async fn request_cosignatures(
             Some(Err(error)) => witnessed.failed.push(error),
             None => witnessed.failed.push(RequestError::Unreachable {
                 url: witness.url.clone(),
-                reason: "the exchange ended without an answer".into(),
+                problem: ExchangeProblem::NoAnswer,
             }),
         }
     }
@@ -252,14 +287,17 @@ pub async fn request_cosignatures(
 }
 
 /// The `add-checkpoint` body for the checkpoint `text` of `size`, from `old`.
-fn request_body(store: &Store, text: &str, old: u64, size: u64) -> Result<String, String> {
+fn request_body(store: &Store, text: &str, old: u64, size: u64) -> Result<String, ExchangeProblem> {
     let path = if old == 0 || old == size {
         Vec::new()
     } else {
         store
             .snapshot()
             .and_then(|snapshot| snapshot.consistency_proof(old, size))
-            .map_err(|error| format!("no consistency proof from {old}: {error}"))?
+            .map_err(|error| ExchangeProblem::NoProof {
+                old_size: old,
+                cause: error.to_string(),
+            })?
             .path
             .iter()
             .map(|digest| digest.0)
@@ -267,7 +305,7 @@ fn request_body(store: &Store, text: &str, old: u64, size: u64) -> Result<String
     };
     ConsistencyFile::new(old, path, text)
         .map(|file| file.to_text())
-        .map_err(|error| error.to_string())
+        .map_err(ExchangeProblem::Body)
 }
 
 fn refused(witness: &WitnessEndpoint, answer: &Answer) -> RequestError {
@@ -298,27 +336,27 @@ fn cosignature(
     text: &str,
     witness: &WitnessEndpoint,
 ) -> Result<NoteSignature, RequestError> {
-    let fail = |reason: String| RequestError::NoCosignature {
+    let fail = |problem: CosignatureProblem| RequestError::NoCosignature {
         url: witness.url.clone(),
         name: witness.key.name().to_owned(),
-        reason,
+        problem,
     };
     let combined = format!("{text}{}", answer.body);
-    let note = Note::parse(&combined).map_err(|error| fail(error.to_string()))?;
+    let note = Note::parse(&combined).map_err(|error| fail(CosignatureProblem::Note(error)))?;
     let opened = note
         .open(std::slice::from_ref(&witness.key))
-        .map_err(|error| fail(error.to_string()))?;
+        .map_err(|error| fail(CosignatureProblem::Note(error)))?;
     if !cosigned_by(&opened)
         .iter()
         .any(|(name, _)| name == witness.key.name())
     {
-        return Err(fail("no line of its key in the answer".into()));
+        return Err(fail(CosignatureProblem::NoLine));
     }
     opened
         .verified()
         .find(|s| opened.verified_by_cosigner(s) && s.key_id == witness.key.key_id())
         .cloned()
-        .ok_or_else(|| fail("no line of its key in the answer".into()))
+        .ok_or_else(|| fail(CosignatureProblem::NoLine))
 }
 
 /// The size of a checkpoint the log just signed.

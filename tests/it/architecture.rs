@@ -6,7 +6,7 @@
 //! (`std::…`, `redb::…`) are not checked. Every name the map says the crate root re-exports
 //! must be re-exported there, and each layer may import only what its row allows.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -65,9 +65,9 @@ fn root_reexports_named(doc: &str) -> Vec<String> {
         .collect()
 }
 
-/// The names `src/lib.rs` re-exports at the crate root (`pub use …` lines, `as` renames).
-fn root_reexports(lib: &str) -> HashSet<String> {
-    let mut names = HashSet::new();
+/// The `pub use …;` statements of `src/lib.rs`, each on one line.
+fn pub_use_statements(lib: &str) -> Vec<String> {
+    let mut statements = Vec::new();
     let mut statement = String::new();
     for line in lib.lines() {
         let line = line.trim();
@@ -77,21 +77,33 @@ fn root_reexports(lib: &str) -> HashSet<String> {
         statement.push_str(line);
         statement.push(' ');
         if line.ends_with(';') {
-            let words: Vec<&str> = statement
-                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .filter(|word| !word.is_empty())
-                .collect();
-            for (at, word) in words.iter().enumerate() {
-                // `records as history` exports `history`, not `records`.
-                let renamed = words.get(at + 1) == Some(&"as");
-                if !renamed {
-                    names.insert((*word).to_owned());
-                }
-            }
-            statement.clear();
+            statements.push(std::mem::take(&mut statement));
         }
     }
-    names
+    statements
+}
+
+/// The names one `pub use` statement exports (`as` renames: `records as history` exports
+/// `history`, not `records`), with the words `pub` and `use` and the paths' modules.
+fn exported_names(statement: &str) -> Vec<String> {
+    let words: Vec<&str> = statement
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|word| !word.is_empty())
+        .collect();
+    words
+        .iter()
+        .enumerate()
+        .filter(|(at, _)| words.get(at + 1) != Some(&"as"))
+        .map(|(_, word)| (*word).to_owned())
+        .collect()
+}
+
+/// The names `src/lib.rs` re-exports at the crate root (`pub use …` lines, `as` renames).
+fn root_reexports(lib: &str) -> HashSet<String> {
+    pub_use_statements(lib)
+        .iter()
+        .flat_map(|statement| exported_names(statement))
+        .collect()
 }
 
 #[test]
@@ -440,9 +452,14 @@ fn layer_modules(layer: &Layer) -> Vec<String> {
         .collect()
 }
 
-/// Every top-level module `source` names as `crate::<module>` (or in `use crate::{…}`),
-/// outside comments and its `#[cfg(test)]` part.
-fn crate_modules(source: &str, modules: &[String]) -> Vec<String> {
+/// Every top-level module `source` names as `crate::<module>` (or in `use crate::{…}`), or
+/// through a name the crate root re-exports (`crate::Error` names `error`), outside comments
+/// and its `#[cfg(test)]` part.
+fn crate_modules(
+    source: &str,
+    modules: &[String],
+    reexported: &HashMap<String, String>,
+) -> Vec<String> {
     let code = source.split("#[cfg(test)]").next().unwrap_or(source);
     let mut named = Vec::new();
     for line in code.lines() {
@@ -455,10 +472,17 @@ fn crate_modules(source: &str, modules: &[String]) -> Vec<String> {
                 let word: String = part
                     .trim()
                     .chars()
-                    .take_while(|c| c.is_ascii_lowercase() || *c == '_' || c.is_ascii_digit())
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
-                if modules.contains(&word) && !named.contains(&word) {
-                    named.push(word);
+                let module = if modules.contains(&word) {
+                    Some(&word)
+                } else {
+                    reexported.get(&word)
+                };
+                if let Some(module) = module
+                    && !named.contains(module)
+                {
+                    named.push(module.clone());
                 }
                 if !rest.starts_with('{') {
                     break;
@@ -469,9 +493,279 @@ fn crate_modules(source: &str, modules: &[String]) -> Vec<String> {
     named
 }
 
+/// Each name `src/lib.rs` re-exports at the crate root, and the module it comes from.
+fn root_reexport_modules(lib: &str) -> HashMap<String, String> {
+    let mut from = HashMap::new();
+    for statement in pub_use_statements(lib) {
+        let module: String = statement
+            .trim_start_matches("pub use ")
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        for name in exported_names(&statement) {
+            if name != module && name != "pub" && name != "use" {
+                from.entry(name).or_insert_with(|| module.clone());
+            }
+        }
+    }
+    from
+}
+
+/// The modules each top-level module of `src/` imports (its tests and `testing` aside).
+fn module_imports(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let modules = top_modules(root);
+    let lib = fs::read_to_string(root.join("src/lib.rs")).expect("read src/lib.rs");
+    let reexported = root_reexport_modules(&lib);
+    let mut imports: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for module in modules.iter().filter(|m| *m != "testing") {
+        let dir = root.join("src").join(module);
+        let files = if dir.is_dir() {
+            rust_files(&dir)
+        } else {
+            vec![root.join("src").join(format!("{module}.rs"))]
+        };
+        let entry = imports.entry(module.clone()).or_default();
+        for file in files {
+            let source = fs::read_to_string(&file).expect("read a source file");
+            for named in crate_modules(&source, &modules, &reexported) {
+                if named != *module && named != "testing" {
+                    entry.insert(named);
+                }
+            }
+        }
+    }
+    imports
+}
+
+/// The import cycles among `imports`' modules: each one's modules, in the order they import
+/// each other.
+fn cycles(imports: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    // A module on a cycle reaches itself; each cycle is reported once, from its least module.
+    let mut found: Vec<Vec<String>> = Vec::new();
+    for start in imports.keys() {
+        let mut paths = vec![vec![start.clone()]];
+        let mut seen = BTreeSet::new();
+        while let Some(path) = paths.pop() {
+            let last = path.last().expect("a path is never empty");
+            for next in imports.get(last).into_iter().flatten() {
+                if next == start {
+                    if path.iter().all(|m| m >= start) {
+                        found.push(path.clone());
+                    }
+                } else if next > start && seen.insert(next.clone()) {
+                    let mut longer = path.clone();
+                    longer.push(next.clone());
+                    paths.push(longer);
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_modules_of_src_import_each_other_without_a_cycle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let imports = module_imports(root);
+    assert!(imports.len() >= 20, "the modules of src/ were not found");
+    let found: Vec<String> = cycles(&imports)
+        .iter()
+        .map(|cycle| format!("{} -> {}", cycle.join(" -> "), cycle[0]))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "modules of src/ import each other in a cycle:\n  {}",
+        found.join("\n  ")
+    );
+}
+
+/// The module path of a file of `src/` (`src/store/open.rs` is `store::open`, a `mod.rs` its
+/// folder's module).
+fn module_path(file: &Path, src: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(src).unwrap_or(file).with_extension("");
+    let mut path: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if path
+        .last()
+        .is_some_and(|last| last == "mod" || last == "lib")
+    {
+        path.pop();
+    }
+    path
+}
+
+/// Every path `code` names from `crate::`, `super::` or `self::`, as a module path from the
+/// crate root (each part of a `{…}` group one path; nested groups are not followed).
+fn named_paths(code: &str, module: &[String]) -> Vec<Vec<String>> {
+    let code = code.split("#[cfg(test)]").next().unwrap_or(code);
+    // `super` of `store/open.rs` (module `store::open`) and of `store/mod.rs` (module
+    // `store`) is the module above each.
+    let parent: Vec<String> = module[..module.len().saturating_sub(1)].to_vec();
+    let mut paths = Vec::new();
+    for line in code.lines() {
+        let line = line.split("//").next().unwrap_or("");
+        for (at, _) in line.match_indices("::") {
+            let before: String = line[..at]
+                .chars()
+                .rev()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect::<String>()
+                .chars()
+                .rev()
+                .collect();
+            let base = match before.as_str() {
+                "crate" => Vec::new(),
+                "super" => parent.clone(),
+                "self" => module.to_vec(),
+                _ => continue,
+            };
+            if line[..at].ends_with("::super") || line[..at].ends_with("::self") {
+                continue;
+            }
+            let rest = &line[at + 2..];
+            let group = rest.strip_prefix('{');
+            let parts: Vec<&str> = match group {
+                Some(inner) => inner.split('}').next().unwrap_or("").split(',').collect(),
+                None => vec![rest],
+            };
+            for part in parts {
+                let mut path = base.clone();
+                path.extend(
+                    part.trim()
+                        .split("::")
+                        .map(|w| {
+                            w.chars()
+                                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                                .collect::<String>()
+                        })
+                        .take_while(|w| !w.is_empty()),
+                );
+                paths.push(path);
+            }
+        }
+    }
+    paths
+}
+
+/// Each file of `src/` (`testing` aside) and the files of `src/` it imports from.
+fn file_imports(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let src = root.join("src");
+    let files: Vec<PathBuf> = rust_files(&src)
+        .into_iter()
+        .filter(|f| !f.starts_with(src.join("testing")))
+        .collect();
+    let by_module: HashMap<Vec<String>, String> = files
+        .iter()
+        .map(|f| {
+            let shown = f.strip_prefix(root).unwrap_or(f).display().to_string();
+            (module_path(f, &src), shown)
+        })
+        .collect();
+    let lib = fs::read_to_string(src.join("lib.rs")).expect("read src/lib.rs");
+    let reexported = root_reexport_modules(&lib);
+    let mut imports = BTreeMap::new();
+    for file in &files {
+        let module = module_path(file, &src);
+        let shown = by_module[&module].clone();
+        let source = fs::read_to_string(file).expect("read a source file");
+        let mut named = BTreeSet::new();
+        for mut path in named_paths(&source, &module) {
+            // A name the root re-exports (`crate::Store`) is its module's.
+            if let [name] = path.as_slice()
+                && let Some(from) = reexported.get(name)
+            {
+                path.insert(0, from.clone());
+            }
+            // The longest prefix of the path that is a file's module is the file it names.
+            if let Some(target) = (1..=path.len())
+                .rev()
+                .find_map(|len| by_module.get(&path[..len]))
+                && *target != shown
+            {
+                named.insert(target.clone());
+            }
+        }
+        imports.insert(shown, named);
+    }
+    imports
+}
+
+#[test]
+fn files_import_each_other_in_a_cycle_only_inside_src_record() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let imports = file_imports(root);
+    assert!(imports.len() >= 100, "the files of src/ were not found");
+    assert!(
+        imports["src/store/open.rs"].contains("src/log/mod.rs"),
+        "imports are not read: {:?}",
+        imports["src/store/open.rs"]
+    );
+    let outside: Vec<String> = cycles(&imports)
+        .iter()
+        .filter(|cycle| !cycle.iter().all(|file| file.starts_with("src/record/")))
+        .map(|cycle| format!("{} -> {}", cycle.join(" -> "), cycle[0]))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "files import each other in a cycle outside src/record/ (ARCHITECTURE.md):\n  {}",
+        outside.join("\n  ")
+    );
+}
+
+#[test]
+fn a_cycle_between_modules_is_reported() {
+    let graph = |edges: &[(&str, &str)]| {
+        let mut imports: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (from, to) in edges {
+            imports
+                .entry((*from).to_owned())
+                .or_default()
+                .insert((*to).to_owned());
+            imports.entry((*to).to_owned()).or_default();
+        }
+        imports
+    };
+    assert!(cycles(&graph(&[("store", "log"), ("log", "hash")])).is_empty());
+    assert_eq!(
+        cycles(&graph(&[
+            ("log", "error"),
+            ("error", "store"),
+            ("store", "log")
+        ])),
+        [["error", "store", "log"]]
+    );
+    let module = ["store".to_owned(), "open".to_owned()];
+    assert_eq!(
+        named_paths(
+            "use super::{sharing::Holder, Store};\nuse crate::log::read::Snapshot;\n",
+            &module
+        ),
+        [
+            vec!["store", "sharing", "Holder"],
+            vec!["store", "Store"],
+            vec!["log", "read", "Snapshot"]
+        ]
+    );
+    let lib = "pub use store::{Store, StoreError};\npub use error::{\n    Error, Result,\n};\n";
+    let reexported = root_reexport_modules(lib);
+    let modules: Vec<String> = ["log", "store", "error"].map(str::to_owned).to_vec();
+    assert_eq!(
+        crate_modules(
+            "fn f() -> crate::Result<crate::Store> {}",
+            &modules,
+            &reexported
+        ),
+        ["error", "store"]
+    );
+}
+
 /// The breaks of the layer rules under `root`: `file imports module`.
 fn layer_breaks(doc: &str, root: &Path) -> Vec<String> {
     let modules = top_modules(root);
+    let lib = fs::read_to_string(root.join("src/lib.rs")).expect("read src/lib.rs");
+    let reexported = root_reexport_modules(&lib);
     let mut breaks = Vec::new();
     for layer in layers(doc, &modules) {
         let Some(allowed) = &layer.imports else {
@@ -487,7 +781,7 @@ fn layer_breaks(doc: &str, root: &Path) -> Vec<String> {
             };
             for file in files {
                 let source = fs::read_to_string(&file).expect("read a source file");
-                for module in crate_modules(&source, &modules) {
+                for module in crate_modules(&source, &modules, &reexported) {
                     if !allowed.contains(&module) && !own.contains(&module) {
                         let shown = file.strip_prefix(root).unwrap_or(&file).display();
                         breaks.push(format!("{} ({shown}) imports `{module}`", layer.name));
@@ -525,7 +819,7 @@ fn a_layer_that_reaches_outside_its_row_is_reported() {
                   // crate::store in a comment\nfn f() { crate::store::Store::open(); }\n\
                   #[cfg(test)]\nmod tests { use crate::log; }\n";
     assert_eq!(
-        crate_modules(source, &modules),
+        crate_modules(source, &modules, &HashMap::new()),
         ["hash", "projection", "store"]
     );
 }

@@ -31,6 +31,7 @@ mod merkle;
 mod open;
 mod outbox;
 mod outputs;
+mod performance_doc;
 mod processes;
 mod projections;
 mod property;

@@ -526,8 +526,8 @@ fn assert_dropped_after(store: &Store, failure: impl Fn(&mut annals::WriteSessio
         Ok(())
     });
     match written {
-        Err(Error::Store(annals::StoreError::PartialWrite { detail })) => {
-            assert!(!detail.is_empty());
+        Err(Error::Store(annals::StoreError::PartialWrite { cause, .. })) => {
+            assert!(!cause.is_empty());
         }
         other => panic!("expected the write dropped as partial, got {other:?}"),
     }

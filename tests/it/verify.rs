@@ -463,7 +463,7 @@ fn rewrite<K: redb::Key + 'static>(
 fn stream_index_problem(path: &Path) -> (String, String) {
     let report = Store::open(path).unwrap().verify().unwrap();
     match report.problem.map(|finding| finding.problem) {
-        Some(Problem::StreamIndex { stream, detail }) => (stream, detail),
+        Some(Problem::StreamIndex { stream, fault }) => (stream, fault.to_string()),
         other => panic!("expected a stream index problem, got {other:?}"),
     }
 }
@@ -669,8 +669,10 @@ fn verify_names_a_row_missing_from_a_live_table_past_its_first_pages() {
             projection,
             table,
             key_hex,
-            detail,
+            difference,
+            ..
         }) => {
+            let detail = difference.to_string();
             assert_eq!(
                 (projection.as_str(), table.as_str()),
                 ("leases", "leases.held")

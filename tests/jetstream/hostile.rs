@@ -273,8 +273,16 @@ async fn a_damaged_frame_is_reported_at_the_position_it_sat_at() {
     )
     .expect("a follower");
     let damaged_at = |caught: Result<Position, ReplicationError>| match caught {
-        Err(ReplicationError::Damaged { position, detail }) => {
-            assert!(detail.contains("message 4"), "{detail}");
+        Err(error @ ReplicationError::Damaged { .. }) => {
+            let shown = error.to_string();
+            let ReplicationError::Damaged {
+                position, message, ..
+            } = error
+            else {
+                unreachable!()
+            };
+            assert_eq!(message, Some(4), "{shown}");
+            assert!(shown.contains("message 4"), "{shown}");
             position
         }
         other => panic!("expected the damaged frame refused, got {other:?}"),

@@ -48,6 +48,9 @@ const ORPHAN_REASON: &str = "server restarted";
 const STALE_REASON: &str = "writer went silent";
 /// The failure reason of a pruned run no digest covered.
 const COVERAGE_GAP_REASON: &str = "digest coverage gap";
+/// The failure reason of a run whose root was interrupted when no span said why it failed
+/// (the runs' `INTERRUPTED_REASON`, restated).
+const INTERRUPTED_REASON: &str = "interrupted";
 
 /// One runs command, of either command type.
 #[derive(Clone, Debug)]
@@ -491,66 +494,104 @@ fn rollup(spans: &[Span], frozen: Option<FrozenCosts>) -> RunRollup {
 /// The rollup of a run as its spans stand (start order, root first), its root open or
 /// ended, and the cost fields of the rollup before it: what `rollupRun` writes.
 fn so_far(spans: &[Span], frozen: Option<FrozenCosts>) -> OpenRunRollup {
-    let root = &spans[0];
-    let children = &spans[1..];
-    // The root's figure; a cron run whose root reports none sums what its children report.
-    let total = |field: fn(&SpanUsage) -> Option<u64>| {
-        if let Some(value) = field(&root.usage) {
-            return Some(value);
-        }
-        if root.origin != SpanOrigin::Cron {
-            return None;
-        }
-        let reported: Vec<u64> = children.iter().filter_map(|s| field(&s.usage)).collect();
-        (!reported.is_empty()).then(|| reported.into_iter().fold(0u64, u64::saturating_add))
-    };
-    let cost = total(|u| u.cost_micro_usd);
-    let effective = match root.billing_mode {
-        None => None,
-        Some(BillingMode::Subscription) => Some(0),
-        Some(BillingMode::Api) => cost,
-    };
-    let failure_reason = spans
-        .iter()
-        .find(|s| {
-            matches!(s.outcome, Some(SpanOutcome::Error | SpanOutcome::Timeout))
-                && s.outcome_reason.is_some()
-        })
-        .and_then(|s| s.outcome_reason.clone())
-        .or_else(|| {
-            (root.outcome == Some(SpanOutcome::Interrupted)).then(|| "interrupted".to_owned())
-        });
-    let mut rollup = OpenRunRollup {
-        run: root.run.clone(),
-        origin: root.origin,
-        name: root.name.clone(),
-        session_id: root.session_id.clone(),
-        job_name: root.job_name.clone(),
-        started_at_ms: root.started_at_ms,
-        span_count: spans.len() as u64,
-        input_tokens: total(|u| u.input_tokens),
-        output_tokens: total(|u| u.output_tokens),
-        cache_read_tokens: total(|u| u.cache_read_tokens),
-        cache_creation_tokens: total(|u| u.cache_creation_tokens),
+    let tally = spans.iter().fold(Tally::default(), Tally::count);
+    let root = spans[0].clone();
+    let [input, output, cache_read, cache_creation, cost] = tally.figures;
+    let reckoned = FrozenCosts {
         cost_micro_usd: cost,
-        effective_cost_micro_usd: effective,
+        effective_cost_micro_usd: root.billing_mode.and_then(|mode| match mode {
+            BillingMode::Api => cost,
+            BillingMode::Subscription => Some(0),
+        }),
         billing_mode: root.billing_mode,
-        failure_reason,
     };
-    // Costs are frozen at their first value; the effective cost is filled later only under
-    // the billing mode already frozen (or none yet).
-    if let Some(previous) = frozen {
-        if previous.cost_micro_usd.is_some() {
-            rollup.cost_micro_usd = previous.cost_micro_usd;
-        }
-        if previous.effective_cost_micro_usd.is_some() {
-            rollup.effective_cost_micro_usd = previous.effective_cost_micro_usd;
-        } else if previous.billing_mode.is_some() && previous.billing_mode != root.billing_mode {
-            rollup.effective_cost_micro_usd = None;
-        }
-        if previous.billing_mode.is_some() {
-            rollup.billing_mode = previous.billing_mode;
-        }
+    let costs = frozen.map_or(reckoned, |earlier| kept(earlier, reckoned));
+    let failure_reason = match (tally.failure_reason, root.outcome) {
+        (Some(reason), _) => Some(reason),
+        (None, Some(SpanOutcome::Interrupted)) => Some(INTERRUPTED_REASON.to_owned()),
+        (None, _) => None,
+    };
+    OpenRunRollup {
+        span_count: tally.span_count,
+        failure_reason,
+        input_tokens: input,
+        run: root.run,
+        output_tokens: output,
+        origin: root.origin,
+        cache_read_tokens: cache_read,
+        name: root.name,
+        cache_creation_tokens: cache_creation,
+        session_id: root.session_id,
+        cost_micro_usd: costs.cost_micro_usd,
+        job_name: root.job_name,
+        effective_cost_micro_usd: costs.effective_cost_micro_usd,
+        started_at_ms: root.started_at_ms,
+        billing_mode: costs.billing_mode,
     }
-    rollup
+}
+
+/// What one pass over a run's spans, root first, gathers for its rollup.
+#[derive(Default)]
+struct Tally {
+    /// The spans passed.
+    span_count: u64,
+    /// Input, output, cache-read and cache-creation tokens, then the cost in micro-USD: the
+    /// root's figure where it reports one; where it reports none, for a cron run the
+    /// saturating sum of what its children report (`None` until one does), else `None`.
+    figures: [Option<u64>; 5],
+    /// Which of the figures sum the children's: those a cron root leaves unreported.
+    summed: [bool; 5],
+    /// The first reason given by a span that ended in error or timeout.
+    failure_reason: Option<String>,
+}
+
+impl Tally {
+    /// The tally with `span`, the next in start order, counted in.
+    fn count(mut self, span: &Span) -> Self {
+        let usage = &span.usage;
+        let reported = [
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_creation_tokens,
+            usage.cost_micro_usd,
+        ];
+        if self.span_count == 0 {
+            self.figures = reported;
+            self.summed = reported.map(|r| r.is_none() && span.origin == SpanOrigin::Cron);
+        } else {
+            let slots = self.figures.iter_mut().zip(self.summed);
+            for ((figure, summed), value) in slots.zip(reported) {
+                if let (true, Some(value)) = (summed, value) {
+                    *figure = Some(figure.map_or(value, |sum| sum.saturating_add(value)));
+                }
+            }
+        }
+        let failed = matches!(
+            span.outcome,
+            Some(SpanOutcome::Error | SpanOutcome::Timeout)
+        );
+        if failed && self.failure_reason.is_none() {
+            self.failure_reason.clone_from(&span.outcome_reason);
+        }
+        self.span_count += 1;
+        self
+    }
+}
+
+/// The cost fields a rollup records over the `earlier` rollup's, from the `reckoned` ones:
+/// each field keeps its first value, and an effective cost still empty is filled only if the
+/// billing mode already recorded (if any) is the one it was reckoned under.
+fn kept(earlier: FrozenCosts, reckoned: FrozenCosts) -> FrozenCosts {
+    let classified_alike = earlier
+        .billing_mode
+        .is_none_or(|mode| reckoned.billing_mode == Some(mode));
+    let fillable = reckoned
+        .effective_cost_micro_usd
+        .filter(|_| classified_alike);
+    FrozenCosts {
+        cost_micro_usd: earlier.cost_micro_usd.or(reckoned.cost_micro_usd),
+        effective_cost_micro_usd: earlier.effective_cost_micro_usd.or(fillable),
+        billing_mode: earlier.billing_mode.or(reckoned.billing_mode),
+    }
 }

@@ -2,7 +2,7 @@
 //! projection owns, and writes whose lease guard is not live. Both are refused before
 //! anything is written.
 
-use crate::leases::guard::GuardRefusal;
+use crate::sharing::{Holder, Sharing, held_as};
 
 /// A write the store refused. Nothing was written.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -21,7 +21,7 @@ pub enum StoreError {
     #[error("a deferred commit needs exclusive sharing; this store is open in {sharing} mode")]
     DeferredNeedsExclusive {
         /// The store's sharing mode.
-        sharing: crate::store::Sharing,
+        sharing: Sharing,
     },
     /// The write carried a lease guard whose token is not the resource's live token.
     #[error("lease guard refused for {resource:?}: {reason}")]
@@ -38,33 +38,70 @@ pub enum StoreError {
     )]
     CompactionNeedsExclusive {
         /// The store's sharing mode.
-        sharing: crate::store::Sharing,
+        sharing: Sharing,
     },
     /// A compaction of a log that another process has open. Nothing was changed.
     #[error(
         "cannot compact {}: another process has it open {}; compaction needs the log to itself, so run it again once that process has closed it",
         path.display(),
-        crate::store::compact::held_as(holder)
+        held_as(holder)
     )]
     CompactionHeld {
         /// The log.
         path: std::path::PathBuf,
         /// How the other process holds it.
-        holder: crate::store::Holder,
+        holder: Holder,
     },
     /// A write whose work went on past a failure that had left part of a change in its
     /// transaction (a record appended but not applied to every projection, a command with
     /// some of its appends in), and then returned `Ok`: the transaction was dropped rather
     /// than committed. Nothing was written.
     #[error(
-        "the write was dropped: a failure inside it left part of a change behind ({detail}) and the work went on past it"
+        "the write was dropped: a failure inside it left part of a change behind ({step}: {cause}) and the work went on past it"
     )]
     PartialWrite {
-        /// The failure that left the change half made.
-        detail: String,
+        /// What the write was doing when it failed.
+        step: PartialStep,
+        /// The failure's message. It is an annals error, kept as its text because such an
+        /// error can hold redb's or the file system's, which cannot be cloned or compared.
+        cause: String,
     },
     /// A compaction while a read of this store (a `Snapshot`, a state read) is still open:
     /// redb moves no page a transaction may be reading.
     #[error("cannot compact while a snapshot or state read of this store is open; drop it first")]
     CompactionBusy,
+}
+
+/// What a write was doing when a failure left part of a change in its transaction
+/// ([`StoreError::PartialWrite`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PartialStep {
+    /// Appending events (a raw append or a command's): the log failed after it had written.
+    #[error("appending")]
+    Append,
+    /// Appending sealed records (an import or a replica's): the log failed after it had
+    /// written.
+    #[error("appending sealed records")]
+    AppendSealed,
+    /// Applying an appended record to the projections.
+    #[error("applying a record to the projections")]
+    Apply,
+    /// A command whose later append was refused after its first ones went in.
+    #[error("a command's later append")]
+    Command,
+}
+
+/// Why a guard's token is not its resource's live token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GuardRefusal {
+    /// The resource has no lease.
+    #[error("missing")]
+    Missing,
+    /// The resource's lease carries another token: it was taken over.
+    #[error("superseded")]
+    Superseded,
+    /// The token is the lease's, but the lease lapsed at the guard's `now_ms`.
+    #[error("expired")]
+    Expired,
 }

@@ -116,3 +116,13 @@ impl fmt::Display for Holder {
         })
     }
 }
+
+/// How another process holds a log, in the words of a compaction's refusal.
+pub(crate) fn held_as(holder: &Holder) -> &'static str {
+    match holder {
+        Holder::Exclusive => "in exclusive mode",
+        Holder::SingleWriter => "as its single writer",
+        Holder::MultiWriter => "as one of several writers",
+        Holder::Shared => "in a shared mode (a writer, or readers)",
+    }
+}

@@ -1,11 +1,41 @@
-//! The one error type of the crate, wrapping each layer's own.
+//! The one error type of the crate, [`Error`], and every layer's own error that it wraps.
+//!
+//! The errors are defined here, below every layer that returns them, so that this module
+//! imports nothing above the stored record: a layer returns its own error (an
+//! [`AppendError`], a [`StoreError`], a [`WriterError`]…), which its own module re-exports,
+//! and `?` converts it into [`Error`] where a caller wants the one type.
+
+mod append;
+mod command;
+mod consumer;
+mod export;
+mod projection;
+#[cfg(feature = "jetstream")]
+mod replication;
+mod store;
+mod subscription;
+mod writer;
 
 use std::path::PathBuf;
 
+pub use append::{AppendError, SealProblem};
+pub use command::{CommandProblem, LABEL_BYTES_MAX, TOKEN_INDEX_DIGITS_MAX, TOKEN_TXID_HEX_DIGITS};
+pub use consumer::ConsumerError;
+pub use export::{ExportDamage, ExportError, ExportHeaderProblem, ExportMismatch};
+pub use projection::ProjectionError;
+#[cfg(feature = "jetstream")]
+pub use replication::{
+    Damage, ForkProblem, NatsOperation, NatsProblem, RefusedMessage, ReplicationError,
+};
+pub use store::{GuardRefusal, PartialStep, StoreError};
+pub use subscription::SubscriptionError;
+pub use writer::WriterError;
+
 use crate::hash::Digest;
-use crate::log::append::AppendError;
 use crate::record::Position;
 use crate::record::problem::Problem;
+pub use crate::record::problem::{MetaFault, MetaItem};
+use crate::sharing::{Holder, Sharing};
 
 /// Everything that can go wrong in annals.
 #[derive(Debug, thiserror::Error)]
@@ -16,7 +46,7 @@ pub enum Error {
     Append(#[from] AppendError),
     /// A write the store refused (a reserved kind, a fenced guard). Nothing was written.
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] StoreError),
     /// A file that cannot be opened as an annals log.
     #[error(transparent)]
     Open(#[from] OpenError),
@@ -78,21 +108,21 @@ pub enum Error {
         /// The command's field.
         field: &'static str,
         /// What is wrong with it.
-        problem: crate::CommandProblem,
+        problem: CommandProblem,
     },
     /// A projection registered wrongly (a duplicate name, a table outside its prefix), or one
     /// asked for by a name none has.
     #[error(transparent)]
-    Projection(#[from] crate::projection::ProjectionError),
+    Projection(#[from] ProjectionError),
     /// The async writer could not take a job or answer it, or its batch failed as a whole.
     #[error(transparent)]
-    Writer(#[from] crate::writer::WriterError),
+    Writer(#[from] WriterError),
     /// A subscription could not read on.
     #[error(transparent)]
-    Subscription(#[from] crate::subscribe::SubscriptionError),
+    Subscription(#[from] SubscriptionError),
     /// A consumer cannot resume where it stopped.
     #[error(transparent)]
-    Consumer(#[from] crate::consumers::ConsumerError),
+    Consumer(#[from] ConsumerError),
     /// An append to a store opened read-only.
     #[error("the store is open read-only")]
     ReadOnly,
@@ -107,11 +137,11 @@ pub enum Error {
     Signing(#[from] SigningError),
     /// An export file refused, or one that does not continue the log it is imported into.
     #[error(transparent)]
-    Export(Box<crate::export::ExportError>),
+    Export(Box<ExportError>),
     /// Replication through NATS JetStream refused or failed (the `jetstream` feature).
     #[cfg(feature = "jetstream")]
     #[error(transparent)]
-    Replication(Box<crate::replication::ReplicationError>),
+    Replication(Box<ReplicationError>),
     /// The device holding the log is full: a write failed with "no space left on device"
     /// (ENOSPC). What was committed before the failed call stands; the call's own
     /// transaction did not commit. Once space is freed the log opens, catches up any
@@ -189,9 +219,9 @@ pub enum OpenError {
         /// The path.
         path: PathBuf,
         /// The mode this open asked for.
-        wanted: crate::store::Sharing,
+        wanted: Sharing,
         /// Who holds it, as far as the open could tell.
-        holder: crate::store::Holder,
+        holder: Holder,
     },
 }
 
@@ -294,124 +324,6 @@ pub enum SigningError {
     },
 }
 
-/// A piece of the log's metadata (or of a witness's state log), as [`Error::CorruptMeta`]
-/// names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MetaItem {
-    /// The head: the next position, the last record's hash and the Merkle frontier.
-    Head,
-    /// The number of streams.
-    StreamCount,
-    /// The format version.
-    FormatVersion,
-    /// How the segments store their records.
-    RecordLayout,
-    /// The Merkle frontier the head carries.
-    MerkleFrontier,
-    /// The stream index: of one stream, or as a whole.
-    StreamIndex {
-        /// The stream, when the fault is one stream's.
-        stream: Option<String>,
-    },
-    /// The last checkpoint the log signed.
-    SignedCheckpoint,
-    /// The cosigned checkpoint the log keeps.
-    CosignedCheckpoint,
-    /// A witness's state record.
-    WitnessRecord {
-        /// Its position in the witness's log.
-        position: u64,
-    },
-    /// A stream of a witness's state log.
-    WitnessStream {
-        /// The stream.
-        stream: String,
-    },
-}
-
-impl std::fmt::Display for MetaItem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            MetaItem::Head => f.write_str("the head"),
-            MetaItem::StreamCount => f.write_str("the stream count"),
-            MetaItem::FormatVersion => f.write_str("the format version"),
-            MetaItem::RecordLayout => f.write_str("the record layout"),
-            MetaItem::MerkleFrontier => f.write_str("the Merkle frontier"),
-            MetaItem::StreamIndex {
-                stream: Some(stream),
-            } => {
-                write!(f, "the stream index of {stream:?}")
-            }
-            MetaItem::StreamIndex { stream: None } => f.write_str("the stream index"),
-            MetaItem::SignedCheckpoint => f.write_str("the last signed checkpoint"),
-            MetaItem::CosignedCheckpoint => f.write_str("the cosigned checkpoint kept"),
-            MetaItem::WitnessRecord { position } => {
-                write!(f, "the witness's record at position {position}")
-            }
-            MetaItem::WitnessStream { stream } => write!(f, "the witness's stream {stream:?}"),
-        }
-    }
-}
-
-/// What is wrong with a [`MetaItem`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MetaFault {
-    /// It is not there.
-    Missing,
-    /// It has `found` bytes where its layout has `expected`.
-    WrongLength {
-        /// Its length.
-        found: usize,
-        /// The length it must have.
-        expected: usize,
-    },
-    /// It has `found` bytes, fewer than the `least` its layout needs.
-    TooShort {
-        /// Its length.
-        found: usize,
-        /// The least it must have.
-        least: usize,
-    },
-    /// It holds `value`, which this build does not know.
-    Unknown {
-        /// The value.
-        value: u64,
-    },
-    /// It counts `found` where the rest of the metadata counts `expected`.
-    Miscounted {
-        /// What it counts.
-        found: u64,
-        /// What the rest counts.
-        expected: u64,
-    },
-    /// It does not decode; `reason` is the decoder's own account.
-    Undecodable {
-        /// Why, in the decoder's words.
-        reason: String,
-    },
-}
-
-impl std::fmt::Display for MetaFault {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            MetaFault::Missing => f.write_str("is missing"),
-            MetaFault::WrongLength { found, expected } => {
-                write!(f, "is {found} bytes, not {expected}")
-            }
-            MetaFault::TooShort { found, least } => {
-                write!(f, "is {found} bytes, fewer than {least}")
-            }
-            MetaFault::Unknown { value } => {
-                write!(f, "is {value}, which this build does not know")
-            }
-            MetaFault::Miscounted { found, expected } => {
-                write!(f, "counts {found} where the log counts {expected}")
-            }
-            MetaFault::Undecodable { reason } => write!(f, "does not decode: {reason}"),
-        }
-    }
-}
-
 impl Error {
     /// [`Error::CorruptMeta`] of `item` with `fault`.
     pub(crate) fn corrupt_meta(item: MetaItem, fault: MetaFault) -> Error {
@@ -498,4 +410,17 @@ pub(crate) fn caught<T>(work: impl FnOnce() -> T) -> std::thread::Result<T> {
 /// typed error): the CLI's panic hook stays quiet for those, and only those.
 pub fn panic_is_caught() -> bool {
     CATCHING.with(|depth| depth.get() > 0)
+}
+
+/// `n` with a comma between each group of three digits, as messages print counts of records.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut text = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            text.push(',');
+        }
+        text.push(digit);
+    }
+    text
 }
