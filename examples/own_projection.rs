@@ -48,18 +48,22 @@ struct Carts;
 impl Carts {
     /// The event in `record`, upcast to the current schema.
     fn item_added(record: &Record) -> annals::Result<ItemAdded> {
-        let undecodable = |detail: String| annals::Error::UndecodableEvent {
+        let undecodable = |problem| annals::Error::UndecodableEvent {
             kind: record.kind.clone(),
             schema: record.schema,
-            detail,
+            problem,
+        };
+        let refused = |error: serde_json::Error| {
+            undecodable(annals::PayloadProblem::Undecodable {
+                cause: error.to_string(),
+            })
         };
         match record.schema {
             1 => serde_json::from_slice::<ItemAddedV1>(&record.payload)
                 .map(ItemAdded::from)
-                .map_err(|error| undecodable(error.to_string())),
-            2 => serde_json::from_slice(&record.payload)
-                .map_err(|error| undecodable(error.to_string())),
-            other => Err(undecodable(format!("unknown schema {other}"))),
+                .map_err(refused),
+            2 => serde_json::from_slice(&record.payload).map_err(refused),
+            _ => Err(undecodable(annals::PayloadProblem::UnknownSchema)),
         }
     }
 }

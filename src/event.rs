@@ -5,7 +5,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Serialize, Serializer};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, PayloadProblem, Result};
 use crate::record::{NewEvent, Record, decode_bounded};
 
 /// One entry of an event catalogue: a kind and the payload schema version the code writes.
@@ -48,10 +48,10 @@ pub fn encode_payload<T: Serialize>(payload: &T) -> Vec<u8> {
 /// Decodes a payload struct from `record`, refusing trailing bytes; allocations are bounded
 /// by the payload's size ([`crate::record::decode_bounded`]).
 pub fn decode_payload<T: DeserializeOwned>(record: &Record) -> Result<T> {
-    decode_bounded(&record.payload).map_err(|detail| Error::UndecodableEvent {
+    decode_bounded(&record.payload).map_err(|cause| Error::UndecodableEvent {
         kind: record.kind.clone(),
         schema: record.schema,
-        detail,
+        problem: PayloadProblem::Undecodable { cause },
     })
 }
 
@@ -60,7 +60,7 @@ pub fn unknown_schema(record: &Record) -> Error {
     Error::UndecodableEvent {
         kind: record.kind.clone(),
         schema: record.schema,
-        detail: "unknown schema version".into(),
+        problem: PayloadProblem::UnknownSchema,
     }
 }
 

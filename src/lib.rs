@@ -89,7 +89,8 @@ pub use audit::replay::Replay;
 pub use audit::verify::{Finding, Problem, ProjectionBehind, VerifyReport};
 pub use command::{Command, Decision, Emit};
 pub use error::{
-    AuditError, Error, MetaFault, MetaItem, OpenError, Result, SigningError, panic_is_caught,
+    AuditError, EntityProblem, Error, MetaFault, MetaItem, NotALog, OpenError, PayloadProblem,
+    Result, RollupMoment, SigningError, StreamRunsFault, TableFault, Unreadable, panic_is_caught,
 };
 pub use event::{DomainEvent, EventKind};
 pub use hash::Digest;

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::error::{AuditError, Result};
+use crate::error::{AuditError, EntityProblem, Result};
 use crate::log::read::{Direction, Snapshot, StreamRecords};
 use crate::record::{Record, StreamVersion};
 
@@ -56,18 +56,15 @@ impl Entity {
     /// assert!(Entity::parse("deploy-lock").is_err());
     /// ```
     pub fn parse(spec: &str) -> Result<Entity> {
-        let refuse = |reason: &str| AuditError::Entity {
+        let refuse = |reason: EntityProblem| AuditError::Entity {
             spec: spec.to_owned(),
-            reason: reason.to_owned(),
+            reason,
         };
         let Some((kind, name)) = spec.split_once(':') else {
-            return Err(refuse(
-                "expected <kind>:<name>, with kind stream, lease, lane, outbox, run, registry, setting, consumer or ingest",
-            )
-            .into());
+            return Err(refuse(EntityProblem::NoKind).into());
         };
         if name.is_empty() {
-            return Err(refuse("the name after the colon is empty").into());
+            return Err(refuse(EntityProblem::EmptyName).into());
         }
         let name = name.to_owned();
         Ok(match kind {
@@ -75,7 +72,11 @@ impl Entity {
             "lease" => Entity::Lease(name),
             "lane" => {
                 let Some((lane, key)) = name.split_once('/') else {
-                    return Err(refuse("a lane entity is lane:<lane>/<key>").into());
+                    return Err(refuse(EntityProblem::OnePart {
+                        kind: "lane",
+                        shape: "lane:<lane>/<key>",
+                    })
+                    .into());
                 };
                 Entity::Lane {
                     lane: lane.to_owned(),
@@ -89,7 +90,11 @@ impl Entity {
             "consumer" => Entity::Consumer(name),
             "ingest" => {
                 let Some((project, run)) = name.split_once('/') else {
-                    return Err(refuse("an ingest entity is ingest:<project>/<run>").into());
+                    return Err(refuse(EntityProblem::OnePart {
+                        kind: "ingest",
+                        shape: "ingest:<project>/<run>",
+                    })
+                    .into());
                 };
                 Entity::Ingest {
                     project: project.to_owned(),
@@ -97,9 +102,9 @@ impl Entity {
                 }
             }
             _ => {
-                return Err(refuse(&format!(
-                    "unknown kind {kind:?}: use stream, lease, lane, outbox, run, registry, setting, consumer or ingest"
-                ))
+                return Err(refuse(EntityProblem::UnknownKind {
+                    kind: kind.to_owned(),
+                })
                 .into());
             }
         })

@@ -1,7 +1,8 @@
 //! The one error type of the crate, [`Error`], and every layer's own error that it wraps.
 //!
 //! The errors are defined here, below every layer that returns them, so that this module
-//! imports nothing above the stored record: a layer returns its own error (an
+//! imports nothing above the stored record but the checkpoint format's own error (from
+//! `tlog`, which imports no error of its own): a layer returns its own error (an
 //! [`AppendError`], a [`StoreError`], a [`WriterError`]…), which its own module re-exports,
 //! and `?` converts it into [`Error`] where a caller wants the one type.
 
@@ -9,11 +10,13 @@ mod append;
 mod command;
 mod consumer;
 mod export;
+mod open;
 mod projection;
 #[cfg(feature = "jetstream")]
 mod replication;
 mod store;
 mod subscription;
+mod table;
 mod writer;
 
 use std::path::PathBuf;
@@ -22,6 +25,7 @@ pub use append::{AppendError, SealProblem};
 pub use command::{CommandProblem, LABEL_BYTES_MAX, TOKEN_INDEX_DIGITS_MAX, TOKEN_TXID_HEX_DIGITS};
 pub use consumer::ConsumerError;
 pub use export::{ExportDamage, ExportError, ExportHeaderProblem, ExportMismatch};
+pub use open::{EntityProblem, NotALog, Unreadable};
 pub use projection::ProjectionError;
 #[cfg(feature = "jetstream")]
 pub use replication::{
@@ -29,13 +33,15 @@ pub use replication::{
 };
 pub use store::{GuardRefusal, PartialStep, StoreError};
 pub use subscription::SubscriptionError;
+pub use table::{PayloadProblem, RollupMoment, TableFault};
 pub use writer::WriterError;
 
 use crate::hash::Digest;
 use crate::record::Position;
 use crate::record::problem::Problem;
-pub use crate::record::problem::{MetaFault, MetaItem};
+pub use crate::record::problem::{MetaFault, MetaItem, StreamRunsFault};
 use crate::sharing::{Holder, Sharing};
+use crate::tlog::checkpoint::CheckpointError;
 
 /// Everything that can go wrong in annals.
 #[derive(Debug, thiserror::Error)]
@@ -85,22 +91,22 @@ pub enum Error {
         panic: String,
     },
     /// A projection table holds bytes that do not decode.
-    #[error("corrupt projection table {table}: {detail}")]
+    #[error("corrupt projection table {table}: {fault}")]
     CorruptProjection {
         /// The table.
         table: String,
-        /// What is wrong.
-        detail: String,
+        /// What is wrong with it.
+        fault: TableFault,
     },
     /// An event of a known kind whose payload does not decode.
-    #[error("event {kind} (schema {schema}) does not decode: {detail}")]
+    #[error("event {kind} (schema {schema}) does not decode: {problem}")]
     UndecodableEvent {
         /// The kind.
         kind: String,
         /// The payload schema version.
         schema: u16,
         /// Why.
-        detail: String,
+        problem: PayloadProblem,
     },
     /// A command with an input no decision can be made on (an empty resource, a zero TTL).
     #[error("invalid command: {field}: {problem}")]
@@ -176,7 +182,7 @@ pub enum OpenError {
         /// The path.
         path: PathBuf,
         /// What gave it away.
-        reason: String,
+        reason: NotALog,
     },
     /// An annals log of a format version this build does not read.
     #[error(
@@ -210,8 +216,8 @@ pub enum OpenError {
     Unreadable {
         /// The path.
         path: PathBuf,
-        /// redb's account.
-        reason: String,
+        /// Why redb could not read it.
+        reason: Unreadable,
     },
     /// Another process has the file open in a way this open cannot join.
     #[error("{path}: cannot open it in {wanted} mode: {holder}")]
@@ -269,7 +275,7 @@ pub enum AuditError {
         /// The spec given.
         spec: String,
         /// What is wrong with it.
-        reason: String,
+        reason: EntityProblem,
     },
 }
 
@@ -306,10 +312,16 @@ pub enum SigningError {
         root: Digest,
     },
     /// A checkpoint that is not a valid note (an origin the format cannot carry).
-    #[error("the checkpoint cannot be signed: {reason}")]
+    #[error("the checkpoint cannot be signed: {problem}")]
     Unsignable {
         /// Why.
-        reason: String,
+        problem: CheckpointError,
+    },
+    /// A cosigned checkpoint to keep that does not open against the log's key.
+    #[error("the checkpoint cannot be signed: the cosigned checkpoint does not open: {problem}")]
+    CosignedUnopened {
+        /// Why.
+        problem: CheckpointError,
     },
     /// A key of another name than the origin the log signs as.
     #[error(

@@ -106,12 +106,17 @@ pub fn hub_project_events(
         let key = (project, run, sequence);
         let Some(stored) = EVENTS.get(state, &key)? else {
             return Err(crate::error::Error::CorruptProjection {
-                table: BY_HUB_PROJECT.name().to_owned(),
-                detail: format!(
-                    "the index row of hub project {hub:?} at position {position} names \
-                     ({:?}, {:?}, {}), which ingest.events does not hold",
-                    key.0, key.1, key.2
-                ),
+                table: EVENTS.name().to_owned(),
+                fault: crate::error::TableFault::RowMissing {
+                    key: format!(
+                        "({:?}, {:?}, {}) (from the row of hub project {hub:?} at position \
+                         {position} in {})",
+                        key.0,
+                        key.1,
+                        key.2,
+                        BY_HUB_PROJECT.name()
+                    ),
+                },
             });
         };
         events.push(typed(key.0, key.1, key.2, stored));

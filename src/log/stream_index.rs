@@ -14,7 +14,8 @@ use redb::ReadableTable;
 use super::checksum;
 use super::tables::STREAM_RUNS_NAME;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, MetaFault, Result};
+use crate::record::problem::StreamRunsFault;
 use crate::record::uleb128::{put as put_uleb128, take as take_uleb128};
 
 /// The most runs a block holds; a full tail is archived when its stream starts another run.
@@ -138,16 +139,19 @@ impl RunBlock {
         if let Some(end) = last_end.filter(|&end| end > first_position) {
             return Err(corrupt(
                 stream,
-                format!(
-                    "the tail's last run ends at position {end}, past position {first_position} \
-                     where the next records go"
-                ),
+                MetaFault::StreamRuns(StreamRunsFault::EndsPastNext {
+                    end,
+                    next: first_position,
+                }),
             ));
         }
         if first_version.checked_add(count).is_none() {
             return Err(corrupt(
                 stream,
-                format!("{count} records after version {first_version} would pass 2^64"),
+                MetaFault::StreamRuns(StreamRunsFault::VersionOverflow {
+                    version: first_version,
+                    count,
+                }),
             ));
         }
         if let Some(last) = self.runs.last_mut()
@@ -204,7 +208,13 @@ impl RunBlock {
     /// Decodes `stream`'s tail from its meta value.
     pub(crate) fn decode_tail(stream: &str, bytes: &[u8]) -> Result<RunBlock> {
         let Some((first_version, runs)) = bytes.split_first_chunk::<8>() else {
-            return Err(corrupt(stream, "a tail shorter than 8 bytes".into()));
+            return Err(corrupt(
+                stream,
+                MetaFault::TooShort {
+                    found: bytes.len(),
+                    least: 8,
+                },
+            ));
         };
         RunBlock::decode(stream, u64::from_le_bytes(*first_version), runs)
     }
@@ -235,10 +245,10 @@ impl RunBlock {
         let malformed = |bytes: &[u8]| {
             corrupt(
                 stream,
-                format!(
-                    "a block of {} bytes that does not read as 1 to {RUNS_PER_BLOCK} runs",
-                    bytes.len()
-                ),
+                MetaFault::StreamRuns(StreamRunsFault::Malformed {
+                    bytes: bytes.len(),
+                    most: RUNS_PER_BLOCK,
+                }),
             )
         };
         let whole = bytes;
@@ -263,10 +273,12 @@ impl RunBlock {
             let Some(first_position) = end.checked_add(gap).filter(fits) else {
                 return Err(corrupt(
                     stream,
-                    format!(
-                        "a run of {count} records {gap} positions after {end}, from version \
-                         {version}"
-                    ),
+                    MetaFault::StreamRuns(StreamRunsFault::RunOutOfRange {
+                        count,
+                        gap,
+                        after: end,
+                        version,
+                    }),
                 ));
             };
             block.runs.push(StreamRun {
@@ -284,12 +296,12 @@ impl RunBlock {
     }
 }
 
-fn corrupt(stream: &str, detail: String) -> Error {
-    Error::undecodable_meta(
+fn corrupt(stream: &str, fault: MetaFault) -> Error {
+    Error::corrupt_meta(
         crate::error::MetaItem::StreamIndex {
             stream: Some(stream.to_owned()),
         },
-        detail,
+        fault,
     )
 }
 
@@ -337,8 +349,10 @@ mod tests {
         assert!(
             matches!(&error, Error::CorruptMeta {
                     item: crate::error::MetaItem::StreamIndex { stream: Some(stream) },
-                    fault: crate::error::MetaFault::Undecodable { reason },
-                } if stream == "orders" && reason.contains("ends at position 22")),
+                    fault: crate::error::MetaFault::StreamRuns(
+                        StreamRunsFault::EndsPastNext { end: 22, next: 21 }
+                    ),
+                } if stream == "orders"),
             "{error}"
         );
         assert_eq!(tail, filled(3));

@@ -321,7 +321,9 @@ pub(crate) fn state_range(
 pub(crate) fn indexed_row(state: &dyn TableSource, key: &str) -> Result<OutboxRow> {
     row(state, key)?.ok_or_else(|| crate::error::Error::CorruptProjection {
         table: "outbox.rows".into(),
-        detail: format!("an index names row {key:?}, which is missing"),
+        fault: crate::error::TableFault::RowMissing {
+            key: format!("{key:?}"),
+        },
     })
 }
 

@@ -33,7 +33,7 @@ use serde_json::Value;
 
 use super::key::{KeyCodec, key_from_bytes};
 use super::table::{Table, TableSource, check_walked};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TableFault};
 use crate::log::read::Direction;
 use crate::record::decode_bounded;
 
@@ -156,10 +156,12 @@ fn scan_shown<K: KeyCodec + Serialize, V: DeserializeOwned, T: Serialize>(
     visit: &mut dyn FnMut(ShownRow) -> bool,
     show: impl Fn(K, V) -> Result<T>,
 ) -> Result<()> {
-    let corrupt = |detail: String| Error::CorruptProjection {
+    let corrupt = |fault: TableFault| Error::CorruptProjection {
         table: table.to_owned(),
-        detail,
+        fault,
     };
+    let undecodable = |cause: String| corrupt(TableFault::UndecodableValue { cause });
+    let unencodable = |cause: String| corrupt(TableFault::UnencodableValue { cause });
     let mut after: Option<Vec<u8>> = None;
     let mut walked = 0u64;
     loop {
@@ -178,12 +180,12 @@ fn scan_shown<K: KeyCodec + Serialize, V: DeserializeOwned, T: Serialize>(
             check_walked(source, table, walked)?;
         }
         for (key_bytes, value_bytes) in &page {
-            let key: K = key_from_bytes(key_bytes)
-                .ok_or_else(|| corrupt("a key does not decode".to_owned()))?;
-            let value: V = decode_bounded(value_bytes).map_err(corrupt)?;
-            let mut row = key_columns(&key, shown.key).map_err(corrupt)?;
+            let key: K =
+                key_from_bytes(key_bytes).ok_or_else(|| corrupt(TableFault::UndecodableKey))?;
+            let value: V = decode_bounded(value_bytes).map_err(undecodable)?;
+            let mut row = key_columns(&key, shown.key).map_err(unencodable)?;
             let value = show(key, value)?;
-            for (name, value) in fields(&value, shown.value).map_err(corrupt)? {
+            for (name, value) in fields(&value, shown.value).map_err(unencodable)? {
                 // A value that repeats its key shows it once, in the key's column.
                 if !row.iter().any(|(column, _)| *column == name) {
                     row.push((name, value));

@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 
 use super::key::{KeyCodec, key_bytes, key_from_bytes};
 use super::{Projection, ProjectionError};
-use crate::error::{Error, Result, guarded};
+use crate::error::{Error, Result, TableFault, guarded};
 use crate::log::checksum::{seal, unseal};
 use crate::log::read::{Direction, Snapshot, missing};
 use crate::record::{Position, Record, decode_bounded};
@@ -68,7 +68,7 @@ pub fn check_walked(source: &dyn TableSource, table: &str, walked: u64) -> Resul
     } else {
         Err(Error::CorruptProjection {
             table: table.to_owned(),
-            detail: format!("a walk of the whole table met {walked} rows, the table holds {held}"),
+            fault: TableFault::WalkedRows { walked, held },
         })
     }
 }
@@ -211,10 +211,9 @@ impl ReadTables {
         if checkpoints.get(projection)?.is_some() {
             return Err(Error::CorruptProjection {
                 table: table.to_owned(),
-                detail: format!(
-                    "the table is missing, though projection {projection} has a checkpoint \
-                     (its tables are created with it)"
-                ),
+                fault: TableFault::Missing {
+                    projection: projection.to_owned(),
+                },
             });
         }
         Ok(())
@@ -588,22 +587,25 @@ impl<K: KeyCodec, V: Serialize + DeserializeOwned> Table<K, V> {
     }
 
     fn decode_value(&self, bytes: &[u8]) -> Result<V> {
-        decode_bounded(bytes).map_err(|detail| self.corrupt(detail))
+        decode_bounded(bytes).map_err(|cause| self.corrupt(TableFault::UndecodableValue { cause }))
     }
 
     fn encode_value(&self, value: &V) -> Result<Vec<u8>> {
-        crate::record::encode_serde(value)
-            .map_err(|error| self.corrupt(format!("value does not encode: {error}")))
+        crate::record::encode_serde(value).map_err(|error| {
+            self.corrupt(TableFault::UnencodableValue {
+                cause: error.to_string(),
+            })
+        })
     }
 
     fn decode_key(&self, bytes: &[u8]) -> Result<K> {
-        key_from_bytes(bytes).ok_or_else(|| self.corrupt("a key does not decode".into()))
+        key_from_bytes(bytes).ok_or_else(|| self.corrupt(TableFault::UndecodableKey))
     }
 
-    fn corrupt(&self, detail: String) -> Error {
+    fn corrupt(&self, fault: TableFault) -> Error {
         Error::CorruptProjection {
             table: self.name.to_owned(),
-            detail,
+            fault,
         }
     }
 

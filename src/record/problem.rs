@@ -541,6 +541,74 @@ pub enum MetaFault {
         /// Why, in the decoder's words.
         reason: String,
     },
+    /// A stream's runs (its tail or an archived block of the stream index) do not hold.
+    StreamRuns(StreamRunsFault),
+}
+
+/// What is wrong with a stream's runs of positions ([`MetaFault::StreamRuns`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamRunsFault {
+    /// The last run ends past the position where the next records go.
+    EndsPastNext {
+        /// One past the last run's last position.
+        end: u64,
+        /// Where the next records go.
+        next: u64,
+    },
+    /// `count` more records after `version` would pass 2^64.
+    VersionOverflow {
+        /// The stream's version before them.
+        version: u64,
+        /// The records to add.
+        count: u64,
+    },
+    /// A block whose bytes do not read as 1 to `most` runs.
+    Malformed {
+        /// The block's length in bytes.
+        bytes: usize,
+        /// The most runs a block holds.
+        most: usize,
+    },
+    /// A run of no record, or one whose positions or versions pass 2^64.
+    RunOutOfRange {
+        /// Its records.
+        count: u64,
+        /// Positions between the run before's end and its first.
+        gap: u64,
+        /// The run before's end.
+        after: u64,
+        /// Its first version.
+        version: u64,
+    },
+}
+
+impl std::fmt::Display for StreamRunsFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamRunsFault::EndsPastNext { end, next } => write!(
+                f,
+                "the tail's last run ends at position {end}, past position {next} where the next \
+                 records go"
+            ),
+            StreamRunsFault::VersionOverflow { version, count } => {
+                write!(f, "{count} records after version {version} would pass 2^64")
+            }
+            StreamRunsFault::Malformed { bytes, most } => write!(
+                f,
+                "a block of {bytes} bytes that does not read as 1 to {most} runs"
+            ),
+            StreamRunsFault::RunOutOfRange {
+                count,
+                gap,
+                after,
+                version,
+            } => write!(
+                f,
+                "a run of {count} records {gap} positions after {after}, from version {version}"
+            ),
+        }
+    }
 }
 
 impl std::fmt::Display for MetaFault {
@@ -560,6 +628,7 @@ impl std::fmt::Display for MetaFault {
                 write!(f, "counts {found} where the log counts {expected}")
             }
             MetaFault::Undecodable { reason } => write!(f, "does not decode: {reason}"),
+            MetaFault::StreamRuns(fault) => write!(f, "does not decode: {fault}"),
         }
     }
 }

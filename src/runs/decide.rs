@@ -12,7 +12,7 @@ use super::events::{
 use super::query::{self, OpenRunRollup, Run, RunRollup, RunSeq, Span};
 use super::rollup;
 use crate::command::{Command, Decision, Emit};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, RollupMoment, TableFault};
 use crate::event::DomainEvent;
 use crate::log::append::ExpectedVersion;
 use crate::projection::table::TableSource;
@@ -748,7 +748,10 @@ fn close_run(
     // Every span of the run is terminal now, its root included, so there is a rollup.
     let rollup = rollup::compute(&spans, frozen).ok_or_else(|| Error::CorruptProjection {
         table: "runs.spans".into(),
-        detail: format!("run {:?} has no rollup once every span ended", run.run),
+        fault: TableFault::NoRollup {
+            run: run.run.clone(),
+            when: RollupMoment::EverySpanEnded,
+        },
     })?;
     events.push(RunEvent::RolledUp(RolledUp {
         rollup: rollup.clone(),
@@ -884,7 +887,10 @@ fn decide_rollup(
     // A run's detail holds its root from its first start on, so there is a rollup so far.
     let rollup = rollup::so_far(&spans, frozen).ok_or_else(|| Error::CorruptProjection {
         table: "runs.spans".into(),
-        detail: format!("run {run:?} has detail but no span"),
+        fault: TableFault::NoRollup {
+            run: run.to_owned(),
+            when: RollupMoment::WhileOpen,
+        },
     })?;
     let event = RunEvent::RolledUpWhileOpen(RolledUpWhileOpen {
         rollup: rollup.clone(),

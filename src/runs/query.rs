@@ -343,11 +343,13 @@ pub(crate) fn event_at(
         }
         _ => Err(Error::CorruptProjection {
             table: EVENTS.name().to_owned(),
-            detail: format!(
-                "event {event_index} of span {span:?} of run {run:?} points at position \
-                 {position}, whose record ({}) is not that event",
-                record.kind
-            ),
+            fault: crate::error::TableFault::NotTheEvent {
+                run: run.to_owned(),
+                span: span.to_owned(),
+                event_index,
+                position: Position(position),
+                found_kind: record.kind.clone(),
+            },
         }),
     }
 }

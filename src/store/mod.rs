@@ -85,10 +85,7 @@ fn truncated_at(path: &Path, error: Error) -> Error {
             let length = std::fs::metadata(path).map_or(0, |metadata| metadata.len());
             OpenError::Unreadable {
                 path: path.to_path_buf(),
-                reason: format!(
-                    "DB corrupted: the file is truncated: it ends at {length} bytes, before the \
-                     data its header points to; restore it from a copy or an export"
-                ),
+                reason: crate::error::Unreadable::Truncated { length },
             }
             .into()
         }
@@ -275,7 +272,7 @@ impl Store {
         if path.is_dir() {
             return Err(OpenError::NotAnnalsLog {
                 path,
-                reason: "it is a directory".into(),
+                reason: crate::error::NotALog::Directory,
             }
             .into());
         }

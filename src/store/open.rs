@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use redb::{Database, ReadTransaction, ReadableDatabase};
 
 pub(crate) use crate::error::guarded;
-use crate::error::{Error, OpenError, Result, caught};
+use crate::error::{Error, NotALog, OpenError, Result, Unreadable, caught};
 use crate::log::tables::{
     FORMAT_KEY, FORMAT_VERSION, HEAD_KEY, IDEMPOTENCY, MAGIC, MAGIC_KEY, MERKLE, META, RECORDS_KEY,
     SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS,
@@ -223,10 +223,10 @@ pub(crate) fn initialise(db: &Database, projections: &Projections, format: Forma
 
 /// Refuses a file that does not start like a redb file, before redb sees it.
 pub(crate) fn check_redb_magic(path: &Path) -> Result<()> {
-    let not_annals = |reason: &str| -> Error {
+    let not_annals = |reason: NotALog| -> Error {
         OpenError::NotAnnalsLog {
             path: path.to_path_buf(),
-            reason: reason.to_owned(),
+            reason,
         }
         .into()
     };
@@ -236,9 +236,9 @@ pub(crate) fn check_redb_magic(path: &Path) -> Result<()> {
         && !metadata.is_file()
     {
         return Err(not_annals(if metadata.is_dir() {
-            "it is a directory"
+            NotALog::Directory
         } else {
-            "it is not a regular file (a FIFO, a device or a socket)"
+            NotALog::NotRegularFile
         }));
     }
     let mut start = [0u8; REDB_MAGIC.len()];
@@ -251,10 +251,10 @@ pub(crate) fn check_redb_magic(path: &Path) -> Result<()> {
         }
     }
     if read == 0 {
-        return Err(not_annals("the file is empty"));
+        return Err(not_annals(NotALog::Empty));
     }
     if read < start.len() || start != REDB_MAGIC {
-        return Err(not_annals("the file is not a redb database"));
+        return Err(not_annals(NotALog::NotRedb));
     }
     Ok(())
 }
@@ -399,7 +399,7 @@ pub(crate) fn opened<D>(
     path: &Path,
     attempt: std::thread::Result<Result<D, redb::DatabaseError>>,
 ) -> Result<D> {
-    let unreadable = |reason: String| -> Error {
+    let unreadable = |reason: Unreadable| -> Error {
         OpenError::Unreadable {
             path: path.to_path_buf(),
             reason,
@@ -414,21 +414,21 @@ pub(crate) fn opened<D>(
         {
             Err(Error::Io(error))
         }
-        Ok(Err(redb::DatabaseError::Storage(error))) => Err(unreadable(error.to_string())),
+        Ok(Err(redb::DatabaseError::Storage(error))) => Err(unreadable(Unreadable::Refused {
+            cause: error.to_string(),
+        })),
         Ok(Err(error)) => Err(error.into()),
-        Err(_) => Err(unreadable(
-            "redb could not read the file's structure".into(),
-        )),
+        Err(_) => Err(unreadable(Unreadable::Panicked)),
     }
 }
 
 /// Checks the file's magic and format version, and returns the version: the current one, or
 /// an earlier one that [`super::upgrade`] reads.
 pub(crate) fn check_identity(db: &Handle, path: &Path) -> Result<u32> {
-    let not_annals = |reason: &str| -> Error {
+    let not_annals = |reason: NotALog| -> Error {
         OpenError::NotAnnalsLog {
             path: path.to_path_buf(),
-            reason: reason.to_owned(),
+            reason,
         }
         .into()
     };
@@ -436,12 +436,12 @@ pub(crate) fn check_identity(db: &Handle, path: &Path) -> Result<u32> {
     let meta = match txn.open_table(META) {
         Ok(meta) => meta,
         Err(redb::TableError::TableDoesNotExist(_)) => {
-            return Err(not_annals("a redb database without the annals.meta table"));
+            return Err(not_annals(NotALog::NoMetaTable));
         }
         Err(error) => return Err(error.into()),
     };
     if meta.get(MAGIC_KEY)?.map(|g| g.value() == MAGIC) != Some(true) {
-        return Err(not_annals("annals.meta lacks the annals magic"));
+        return Err(not_annals(NotALog::NoMagic));
     }
     let format = match meta.get(FORMAT_KEY)? {
         Some(bytes) => <[u8; 4]>::try_from(bytes.value())
@@ -455,7 +455,7 @@ pub(crate) fn check_identity(db: &Handle, path: &Path) -> Result<u32> {
                     },
                 )
             })?,
-        None => return Err(not_annals("annals.meta lacks a format version")),
+        None => return Err(not_annals(NotALog::NoFormatVersion)),
     };
     if !(1..=FORMAT_VERSION).contains(&format) {
         return Err(OpenError::UnsupportedFormat {

@@ -168,13 +168,13 @@ impl<'txn> WriteSession<'txn> {
                     crate::error::Error::UndecodableEvent {
                         kind,
                         schema,
-                        detail,
+                        problem,
                     } => crate::log::append::AppendError::NotSealable {
                         position: record.position,
                         problem: crate::log::append::SealProblem::Undecodable {
                             kind,
                             schema,
-                            cause: detail,
+                            cause: problem.to_string(),
                         },
                     }
                     .into(),

@@ -56,9 +56,7 @@ impl Store {
             };
             let text = checkpoint
                 .sign(signer)
-                .map_err(|error| SigningError::Unsignable {
-                    reason: error.to_string(),
-                })?;
+                .map_err(|problem| SigningError::Unsignable { problem })?;
             txn.open_table(META)?.insert(
                 SIGNED_CHECKPOINT_KEY,
                 seal_meta(SIGNED_CHECKPOINT_KEY, &signed.encode()).as_slice(),
@@ -80,12 +78,8 @@ impl Store {
     /// no smaller than the one kept before; otherwise nothing is kept and the refusal says why.
     pub fn keep_cosigned_checkpoint(&self, text: &str, log_key: &Verifier) -> Result<()> {
         guarded(|| {
-            let opened =
-                Checkpoint::open(text, std::slice::from_ref(log_key)).map_err(|error| {
-                    SigningError::Unsignable {
-                        reason: format!("the cosigned checkpoint does not open: {error}"),
-                    }
-                })?;
+            let opened = Checkpoint::open(text, std::slice::from_ref(log_key))
+                .map_err(|problem| SigningError::CosignedUnopened { problem })?;
             let checkpoint = &opened.checkpoint;
             let database = self.database()?;
             let txn = database.begin_write()?;

@@ -7,7 +7,7 @@ use annals::testing::internals::record::Format;
 use annals::testing::internals::record::segment::Segment;
 use annals::{
     Direction, Error, ExpectedVersion, MetaFault, MetaItem, Position, Problem, RecordError, Store,
-    StreamVersion,
+    StreamRunsFault, StreamVersion,
 };
 use redb::{ReadableDatabase, ReadableTable};
 
@@ -559,11 +559,8 @@ fn an_append_to_a_stream_whose_tail_ends_past_the_head_is_refused_and_writes_not
             item: MetaItem::StreamIndex {
                 stream: Some(stream),
             },
-            fault: MetaFault::Undecodable { reason },
-        }) => assert!(
-            stream == "a" && reason.contains("ends at position 1001"),
-            "{reason}"
-        ),
+            fault: MetaFault::StreamRuns(StreamRunsFault::EndsPastNext { end, next }),
+        }) => assert!(stream == "a" && end == 1001 && next == 2, "{end} {next}"),
         other => panic!("expected the damaged tail to be refused, got {other:?}"),
     }
     assert_eq!(

@@ -410,7 +410,9 @@ impl Projection for Picky {
             return Err(Error::UndecodableEvent {
                 kind: record.kind.clone(),
                 schema: record.schema,
-                detail: "picky refuses test.poison".into(),
+                problem: annals::PayloadProblem::Undecodable {
+                    cause: "picky refuses test.poison".into(),
+                },
             });
         }
         Ok(())

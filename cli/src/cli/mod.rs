@@ -373,7 +373,10 @@ impl From<Error> for Failure {
             Error::Storage(redb::Error::Io(io)) => Kind::of_io(io),
             Error::Audit(_) | Error::InvalidCommand { .. } | Error::Config(_) => Kind::InvalidInput,
             Error::Signing(annals::SigningError::Diverged { .. }) => Kind::Corrupt,
-            Error::Signing(annals::SigningError::Unsignable { .. }) => Kind::InvalidInput,
+            Error::Signing(
+                annals::SigningError::Unsignable { .. }
+                | annals::SigningError::CosignedUnopened { .. },
+            ) => Kind::InvalidInput,
             Error::Signing(_) => Kind::Refused,
             _ => Kind::Io,
         };
