@@ -17,7 +17,7 @@ use redb::{Database, Durability};
 use crate::error::Result;
 use crate::log::read::{Direction, Snapshot};
 use crate::projection::Projections;
-use crate::projection::table::{ReadTables, TransactionTables};
+use crate::projection::table::{ReadTables, TransactionTables, copy_rows, snapshot_table};
 use crate::record::Position;
 
 /// Records applied per transaction, so no transaction grows with the log.
@@ -94,53 +94,137 @@ impl Replay {
 }
 
 /// Applies the records of `snapshot` before `until` (all of them when `None`) to every
-/// projection, starting from empty tables, calling `progress` with the number of records
-/// applied after each batch.
+/// projection, starting from empty tables, or for a cut log from the snapshot of the tables
+/// the last cut kept, calling `progress` with the number of records applied after each batch.
+/// A replay that would end before a cut log's start is [`crate::ArchiveError::Archived`]; one
+/// of a projection the cut took no snapshot of (or of another version) is
+/// [`crate::ArchiveError::NotInCut`].
 pub fn replay_with(
     snapshot: &Snapshot,
     projections: &Projections,
     until: Option<Position>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Replay> {
-    let (file, guard) = replay_file()?;
-    let db = redb::Builder::new()
-        .set_cache_size(REPLAY_CACHE_BYTES)
-        .create_with_backend(FileBackend::new(file)?)?;
     let end = match until {
         Some(until) => until.min(snapshot.head()?.next),
         None => snapshot.head()?.next,
     };
-    let mut records = snapshot.records(Position(0), Direction::Forward)?;
-    let mut applied = 0u64;
-    let mut batches = 0u64;
-    while applied < end.0 {
-        let mut txn = db.begin_write()?;
-        batches += 1;
-        let durability = if batches.is_multiple_of(REPLAY_DURABLE_EVERY_BATCHES) {
-            Durability::Immediate
-        } else {
-            Durability::None
-        };
-        txn.set_durability(durability)
-            .map_err(|error| crate::error::Error::Storage(error.into()))?;
-        {
-            let tables = TransactionTables::new(&txn);
-            let batch = (end.0 - applied).min(REPLAY_BATCH_RECORDS as u64);
-            for _ in 0..batch {
-                // The iterator ends at the head or with an error; ending short would loop.
-                let Some(record) = records.next() else {
-                    return Err(crate::log::read::missing(Position(applied)));
-                };
-                projections.apply(&tables, &record?)?;
-                applied += 1;
+    let start = snapshot.start();
+    if end < start {
+        snapshot.refuse_archived(end)?;
+    }
+    let mut replay = Replay::empty(&snapshot.txn)?;
+    if let Some(cut) = snapshot.cut() {
+        check_in_cut(cut, projections)?;
+        let txn = replay.db.begin_write()?;
+        for projection in projections.iter() {
+            for table in projection.tables() {
+                copy_rows(&snapshot.txn, &snapshot_table(table), &txn, table)?;
             }
         }
         txn.commit()?;
-        progress(applied);
     }
-    Ok(Replay {
-        db,
-        log: std::sync::Arc::clone(&snapshot.txn),
-        _file: guard,
-    })
+    let records = snapshot.records(start, Direction::Forward)?;
+    replay.apply(projections, records, start, end, &mut |applied| {
+        progress(applied - start.0)
+    })?;
+    Ok(replay)
+}
+
+/// Refuses a replay from `cut`'s snapshot of a projection it has no snapshot of at this
+/// projection's version.
+pub(crate) fn check_in_cut(cut: &crate::log::cut::Cut, projections: &Projections) -> Result<()> {
+    for projection in projections.iter() {
+        let kept = cut
+            .projections
+            .iter()
+            .any(|kept| kept.name == projection.name() && kept.version == projection.version());
+        if !kept {
+            return Err(crate::error::ArchiveError::NotInCut {
+                projection: projection.name().to_owned(),
+                before: cut.before,
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
+impl Replay {
+    /// Empty projection tables in a new temporary file; rows that point into the log read
+    /// `log`.
+    pub(crate) fn empty(log: &std::sync::Arc<redb::ReadTransaction>) -> Result<Replay> {
+        let (file, guard) = replay_file()?;
+        let db = redb::Builder::new()
+            .set_cache_size(REPLAY_CACHE_BYTES)
+            .create_with_backend(FileBackend::new(file)?)?;
+        Ok(Replay {
+            db,
+            log: std::sync::Arc::clone(log),
+            _file: guard,
+        })
+    }
+
+    /// Applies `records`, which must start at `from`, up to `end`, in batches of
+    /// [`REPLAY_BATCH_RECORDS`], calling `progress` with the position reached after each.
+    pub(crate) fn apply(
+        &mut self,
+        projections: &Projections,
+        mut records: impl Iterator<Item = Result<crate::Record>>,
+        from: Position,
+        end: Position,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<()> {
+        let mut applied = from.0;
+        let mut batches = 0u64;
+        while applied < end.0 {
+            let mut txn = self.db.begin_write()?;
+            batches += 1;
+            let durability = if batches.is_multiple_of(REPLAY_DURABLE_EVERY_BATCHES) {
+                Durability::Immediate
+            } else {
+                Durability::None
+            };
+            txn.set_durability(durability)
+                .map_err(|error| crate::error::Error::Storage(error.into()))?;
+            {
+                let tables = TransactionTables::new(&txn);
+                let batch = (end.0 - applied).min(REPLAY_BATCH_RECORDS as u64);
+                for _ in 0..batch {
+                    // The iterator ends at the head or with an error; ending short would loop.
+                    let Some(record) = records.next() else {
+                        return Err(crate::log::read::missing(Position(applied)));
+                    };
+                    let record = record?;
+                    // Each record once, in order: a replay is the log's fold, gapless.
+                    assert_eq!(
+                        record.position.0, applied,
+                        "a replay applies the log in order"
+                    );
+                    projections.apply(&tables, &record)?;
+                    applied += 1;
+                }
+            }
+            txn.commit()?;
+            progress(applied);
+        }
+        Ok(())
+    }
+
+    /// Copies the tables of every projection in `projections` into `txn` under the names
+    /// `rename` gives: how a cut keeps its snapshot.
+    pub(crate) fn copy_into(
+        &self,
+        projections: &Projections,
+        txn: &redb::WriteTransaction,
+        rename: impl Fn(&str) -> String,
+    ) -> Result<()> {
+        let read = std::sync::Arc::new(redb::ReadableDatabase::begin_read(&self.db)?);
+        for projection in projections.iter() {
+            for table in projection.tables() {
+                copy_rows(&read, table, txn, &rename(table))?;
+            }
+        }
+        Ok(())
+    }
 }

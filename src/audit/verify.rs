@@ -23,9 +23,11 @@ use crate::log::stream_index::StreamRun;
 use crate::log::tables::MERKLE_STORED_LEVEL_MIN;
 use crate::merkle::{Frontier, LogTreeHasher, leaf_hash};
 use crate::projection::digest::first_difference;
-use crate::projection::table::TableSource;
+use crate::projection::table::{SnapshotTables, TableSource};
 use crate::projection::{ProjectionError, Projections};
-use crate::record::problem::{CheckpointMark, IdempotencyFault, MerkleFault, StreamIndexFault};
+use crate::record::problem::{
+    CheckpointMark, CutFault, IdempotencyFault, MerkleFault, StreamIndexFault,
+};
 pub use crate::record::problem::{Finding, Problem};
 use crate::record::segment::Segment;
 use crate::record::{Format, Position, StreamVersion, content_hash};
@@ -228,6 +230,12 @@ pub fn verify_with(
     if report.problem.is_some() {
         return Ok(report);
     }
+    if let Some(finding) = check_snapshot(snapshot, projections)? {
+        return Ok(VerifyReport {
+            problem: Some(finding),
+            ..report
+        });
+    }
     let (problem, behind) =
         check_projections(snapshot, live, projections, report.head.next, progress)?;
     // A broken rule is found at its record; the tables are compared as of the head.
@@ -240,6 +248,35 @@ pub fn verify_with(
         behind,
         ..report
     })
+}
+
+/// For a cut log, the snapshot of each projection's tables at the cut must digest to what
+/// the cut record names: the replay that checks the live tables starts from it.
+fn check_snapshot(snapshot: &Snapshot, projections: &Projections) -> Result<Option<Finding>> {
+    let Some((record, cut)) = snapshot.cut_at() else {
+        return Ok(None);
+    };
+    crate::audit::replay::check_in_cut(cut, projections)?;
+    let kept = SnapshotTables::new(std::sync::Arc::clone(&snapshot.txn));
+    for named in &cut.projections {
+        let Some(projection) = projections.get(&named.name) else {
+            continue;
+        };
+        let found = crate::projection::digest::digest(&kept, projection.as_ref())?;
+        if found != named.digest {
+            return Ok(Some(Finding {
+                position: *record,
+                problem: Problem::Cut {
+                    fault: CutFault::Snapshot {
+                        projection: named.name.clone(),
+                        named: named.digest,
+                        found,
+                    },
+                },
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// Checkpoints at the head with the current version, and tables equal to a replay's; a
@@ -441,10 +478,18 @@ fn walk_log(
         frontier: Frontier::new(),
     };
     let finding = |position, problem| Some(Finding { position, problem });
+    let start = snapshot.start();
+    let kept_cuts = crate::log::cut::cuts(&snapshot.txn)?;
+    let mut cut_records_seen = Vec::new();
+    if let Some(found) = seed_cut(snapshot, &mut walk)? {
+        return Ok(walk.report(Some(found)));
+    }
     for entry in snapshot.segments.range(0..)? {
         let (first, bytes) = entry?;
         let first = Position(first.value());
-        if first != walk.next {
+        // The segment holding a cut log's start may begin below it.
+        let holds_start = first < start && walk.next == start;
+        if first != walk.next && !holds_start {
             let expected = walk.next;
             return Ok(walk.report(finding(
                 expected,
@@ -470,6 +515,30 @@ fn walk_log(
                 Ok(record) => record,
                 Err(error) => return Ok(walk.report(finding(position, Problem::Record(error)))),
             };
+            if position < start {
+                // Archived: only its hash is the log's, and it must be the one kept.
+                let kept = snapshot.record_hash(position)?;
+                if kept != record.hash {
+                    let fault = CutFault::Kept {
+                        kept,
+                        found: record.hash,
+                    };
+                    return Ok(walk.report(finding(position, Problem::Cut { fault })));
+                }
+                continue;
+            }
+            if record.kind == crate::log::cut::CUT_KIND {
+                let kept = kept_cuts.iter().find(|(at, _)| *at == position);
+                let fault = match kept {
+                    None => Some(CutFault::NotMade),
+                    Some((_, cut)) if cut.encode() != record.payload => Some(CutFault::Differs),
+                    Some(_) => None,
+                };
+                if let Some(fault) = fault {
+                    return Ok(walk.report(finding(position, Problem::Cut { fault })));
+                }
+                cut_records_seen.push(position);
+            }
             if record.prev != walk.prev {
                 let problem = Problem::Prev {
                     expected: walk.prev,
@@ -515,9 +584,91 @@ fn walk_log(
             return Ok(walk.report(finding(first, Problem::Segment(error))));
         }
     }
+    for (record, _) in kept_cuts.iter().filter(|(at, _)| *at >= start) {
+        if !cut_records_seen.contains(record) {
+            let fault = CutFault::RecordMissing { record: *record };
+            return Ok(walk.report(finding(*record, Problem::Cut { fault })));
+        }
+    }
     let problem = check_indexes(snapshot, &walk)?;
     let position = walk.next;
     Ok(walk.report(problem.map(|problem| Finding { position, problem })))
+}
+
+/// For a cut log, starts `walk` where the log starts: the tree over the archived records'
+/// kept hashes (each stored node they complete compared), the chain at the cut's anchor, the
+/// keys the archived records carried, and each stream's records below the start as its index
+/// has them (the archives prove those: `verify --archive`). A finding when the kept hashes
+/// or the anchor are wrong.
+fn seed_cut(snapshot: &Snapshot, walk: &mut Walk) -> Result<Option<Finding>> {
+    let Some(cut) = snapshot.cut() else {
+        return Ok(None);
+    };
+    let start = cut.before;
+    let mut last = Digest::ZERO;
+    for position in 0..start.0 {
+        last = match snapshot.record_hash(Position(position)) {
+            Ok(hash) => hash,
+            Err(Error::Corrupt { position, problem }) => {
+                return Ok(Some(Finding {
+                    position,
+                    problem: *problem,
+                }));
+            }
+            Err(Error::CorruptValue { .. }) => {
+                return Ok(Some(Finding {
+                    position: Position(position),
+                    problem: Problem::Missing,
+                }));
+            }
+            Err(error) => return Err(error),
+        };
+        if let Some(problem) = check_merkle_nodes(snapshot, &mut walk.frontier, &last)? {
+            return Ok(Some(Finding {
+                position: Position(position),
+                problem,
+            }));
+        }
+    }
+    if last != cut.anchor {
+        let (position, _) = snapshot.cut_at().expect("a cut");
+        return Ok(Some(Finding {
+            position: *position,
+            problem: Problem::Cut {
+                fault: CutFault::Anchor {
+                    anchor: cut.anchor,
+                    kept: last,
+                },
+            },
+        }));
+    }
+    walk.next = start;
+    walk.prev = last;
+    walk.keyed = cut.keyed;
+    let streams = &mut walk.streams;
+    let seeded = snapshot.visit_tail_names(|name| {
+        let mut seen = StreamWalk::default();
+        let visited = snapshot.visit_runs(name, |run| {
+            let end = (run.first_position + run.count).min(start.0);
+            for position in run.first_position..end {
+                seen.push(position);
+            }
+            Ok(run.first_position + run.count <= start.0)
+        });
+        match visited {
+            // Damage in the index is the index check's to name, after the walk.
+            Ok(()) | Err(Error::CorruptMeta { .. }) => {}
+            Err(error) => return Err(error),
+        }
+        if seen.length > 0 {
+            streams.insert(name.to_owned(), seen);
+        }
+        Ok(true)
+    });
+    match seeded {
+        Ok(()) | Err(Error::CorruptMeta { .. }) => Ok(None),
+        Err(error) => Err(error),
+    }
 }
 
 /// Adds the record's leaf to the recomputed tree and compares every stored node it completes.

@@ -7,6 +7,7 @@
 //! and `?` converts it into [`Error`] where a caller wants the one type.
 
 mod append;
+mod archive;
 mod command;
 mod consumer;
 mod export;
@@ -22,6 +23,7 @@ mod writer;
 use std::path::PathBuf;
 
 pub use append::{AppendError, SealProblem};
+pub use archive::ArchiveError;
 pub use command::{CommandProblem, LABEL_BYTES_MAX, TOKEN_INDEX_DIGITS_MAX, TOKEN_TXID_HEX_DIGITS};
 pub use consumer::ConsumerError;
 pub use export::{ExportDamage, ExportError, ExportHeaderProblem, ExportMismatch};
@@ -138,6 +140,9 @@ pub enum Error {
     /// An audit request outside the log (a size past the head, an unknown entity).
     #[error(transparent)]
     Audit(#[from] AuditError),
+    /// A cut refused, or a read of records a cut archived.
+    #[error(transparent)]
+    Archive(#[from] ArchiveError),
     /// A checkpoint the log refuses to sign: it would contradict one it signed before.
     #[error(transparent)]
     Signing(#[from] SigningError),

@@ -16,6 +16,13 @@ pub enum StoreError {
         /// The projection that owns it.
         projection: String,
     },
+    /// A raw append of the kind of the log's own cut records: only a cut writes one
+    /// (`Store::archive_before`).
+    #[error("kind {kind:?} is the log's record of a cut; only `archive_before` appends it")]
+    CutKind {
+        /// The kind.
+        kind: String,
+    },
     /// A deferred-durability commit asked of a store that shares its file: redb's shared
     /// modes commit every transaction durably (another process may read it at once).
     #[error("a deferred commit needs exclusive sharing; this store is open in {sharing} mode")]

@@ -166,6 +166,19 @@ pub fn export(
     path: &Path,
     progress: &mut dyn FnMut(u64),
 ) -> Result<ExportSummary> {
+    export_hashed(snapshot, from, to, path, progress).map(|(summary, _)| summary)
+}
+
+/// [`export`], also returning blake3 of the file's bytes (what a cut record names its archive
+/// by). The file and its folder are synced before this returns: the file is durable under its
+/// name.
+pub(crate) fn export_hashed(
+    snapshot: &Snapshot,
+    from: Position,
+    to: Position,
+    path: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(ExportSummary, Digest)> {
     let head = snapshot.head()?;
     if to > head.next || from > to {
         return Err(crate::error::AuditError::Range {
@@ -174,6 +187,9 @@ pub fn export(
             head: head.next.0,
         }
         .into());
+    }
+    if from < to {
+        snapshot.refuse_archived(from)?;
     }
     let prev = match from.0.checked_sub(1) {
         None => Digest::ZERO,
@@ -196,14 +212,66 @@ pub fn export(
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".partial");
     let temporary = std::path::PathBuf::from(temporary);
-    let written = write_file(snapshot, &header, &temporary, progress);
-    if let Err(error) = written {
-        // Best effort: the error that matters is the export's.
-        let _ = std::fs::remove_file(&temporary);
-        return Err(error);
-    }
+    let digest = match write_file(snapshot, &header, &temporary, progress) {
+        Ok(digest) => digest,
+        Err(error) => {
+            // Best effort: the error that matters is the export's.
+            let _ = std::fs::remove_file(&temporary);
+            return Err(error);
+        }
+    };
     std::fs::rename(&temporary, path)?;
-    Ok(ExportSummary { header })
+    sync_folder(path)?;
+    Ok((ExportSummary { header }, digest))
+}
+
+/// Syncs the folder holding `path`, so that a rename into it survives a crash (where the
+/// system can sync a folder; elsewhere the rename is as durable as the system makes it).
+fn sync_folder(path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        let folder = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        File::open(folder)?.sync_all()?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+/// A writer that hashes what it writes.
+struct Hashing<W> {
+    inner: W,
+    hasher: blake3::Hasher,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let written = self.inner.write(bytes)?;
+        self.hasher.update(&bytes[..written]);
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// blake3 of the bytes of the file at `path`, read a megabyte at a time.
+pub fn file_digest(path: &Path) -> Result<Digest> {
+    let mut hasher = blake3::Hasher::new();
+    let mut input = File::open(path)?;
+    let mut buffer = vec![0; 1 << 20];
+    loop {
+        let read = input.read(&mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+    }
+    Ok(Digest(*hasher.finalize().as_bytes()))
 }
 
 fn write_file(
@@ -211,9 +279,12 @@ fn write_file(
     header: &ExportHeader,
     path: &Path,
     progress: &mut dyn FnMut(u64),
-) -> Result<()> {
+) -> Result<Digest> {
     let (from, to) = (header.from, header.to);
-    let mut out = BufWriter::new(File::create(path)?);
+    let mut out = Hashing {
+        inner: BufWriter::new(File::create(path)?),
+        hasher: blake3::Hasher::new(),
+    };
     header.encode(&mut out)?;
     let mut written = 0u64;
     let mut next = from;
@@ -261,16 +332,14 @@ fn write_file(
     out.write_all(header.head.as_bytes())?;
     out.write_all(header.root.as_bytes())?;
     out.flush()?;
-    out.get_ref().sync_all()?;
+    out.inner.get_ref().sync_all()?;
     progress(written);
-    Ok(())
+    Ok(Digest(*out.hasher.finalize().as_bytes()))
 }
 
 fn record_hash_at(snapshot: &Snapshot, position: Position) -> Result<Digest> {
-    snapshot
-        .get(position)?
-        .map(|record| record.hash)
-        .ok_or_else(|| crate::log::read::missing(position))
+    // Kept for a record a cut archived: an export of a cut log starts at its anchor.
+    snapshot.record_hash(position)
 }
 
 /// The Merkle frontier of the tree of the first `size` records, from the stored tree.

@@ -375,6 +375,39 @@ impl<'txn> LogWriter<'txn> {
         Ok(())
     }
 
+    /// Removes every segment whose records all lie before `before`, for a cut: the segment
+    /// holding `before` stays whole (reads below the cut are refused by the snapshot). Runs
+    /// before anything is appended in the transaction; the log's end is learnt again by the
+    /// next append. Returns how many segments went.
+    pub(crate) fn remove_segments_before(&mut self, before: Position) -> Result<u64> {
+        assert!(
+            !self.appended && self.segment.is_empty(),
+            "a cut's segments go before the transaction appends"
+        );
+        assert!(before <= self.head.next, "a cut lies within the log");
+        let mut firsts = Vec::new();
+        for entry in self.segments.range(..before.0)? {
+            firsts.push(entry?.0.value());
+        }
+        // Each segment ends where the next begins; the last below the cut, where the first at
+        // or past it begins, or at the head.
+        let after = match self.segments.range(before.0..)?.next() {
+            Some(entry) => entry?.0.value(),
+            None => self.head.next.0,
+        };
+        let mut removed = 0;
+        for (index, first) in firsts.iter().enumerate() {
+            let end = firsts.get(index + 1).copied().unwrap_or(after);
+            if end <= before.0 {
+                self.segments.remove(first)?;
+                removed += 1;
+            }
+        }
+        self.known_end = None;
+        self.small_run = None;
+        Ok(removed)
+    }
+
     /// The head as of this transaction, including its appends so far.
     pub fn head(&self) -> Head {
         self.head

@@ -4,6 +4,7 @@
 pub mod append;
 pub(crate) mod checkpoints;
 pub(crate) mod checksum;
+pub mod cut;
 pub mod merkle;
 pub mod read;
 pub mod signed;

@@ -13,13 +13,15 @@ use redb::{AccessGuard, ReadOnlyTable, ReadTransaction, ReadableTable};
 use super::checkpoints::{
     CHECKPOINT_VALUE_BYTES, CHECKPOINTS, Checkpoint, resolve_checkpoint, unseal_checkpoint,
 };
+use super::cut::{ARCHIVED, Cut, archived_hash, last_cut};
 use super::stream_index::{RunBlock, StreamRun, TAIL_KEY_PREFIX, TAIL_KEYS_END, read_tail};
 use super::tables::{
     HEAD_KEY, IDEMPOTENCY, IDEMPOTENCY_VALUE_BYTES, MERKLE, MERKLE_VALUE_BYTES, META, SEGMENTS,
     STREAM_COUNT_KEY, STREAM_RUNS,
 };
 use super::{Head, decode_head, unseal_meta};
-use crate::error::{Error, Result, guarded};
+use crate::error::{ArchiveError, Error, Result, guarded};
+use crate::hash::Digest;
 use crate::record::problem::Problem;
 use crate::record::segment::{RecordAt, Segment};
 use crate::record::view::{RecordHashes, parse_at};
@@ -56,6 +58,10 @@ pub struct Snapshot {
     pub(crate) idempotency: ReadOnlyTable<&'static str, [u8; IDEMPOTENCY_VALUE_BYTES]>,
     checkpoints: ReadOnlyTable<&'static str, [u8; CHECKPOINT_VALUE_BYTES]>,
     pub(crate) merkle: ReadOnlyTable<(u8, u64), [u8; MERKLE_VALUE_BYTES]>,
+    /// The last cut and its record's position, `None` for a log never cut.
+    cut: Option<(Position, Cut)>,
+    /// The hashes of the records cut, `None` for a log never cut.
+    archived: Option<ReadOnlyTable<u64, &'static [u8]>>,
     /// How the file stores its records.
     pub(crate) format: Format,
     /// The transaction, kept so that the projection tables can be read as of the same commit.
@@ -72,7 +78,14 @@ impl Snapshot {
     /// commit) may share.
     pub(crate) fn shared(txn: Arc<ReadTransaction>) -> Result<Self> {
         let meta = txn.open_table(META)?;
+        let archived = match txn.open_table(ARCHIVED) {
+            Ok(archived) => Some(archived),
+            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Err(error) => return Err(error.into()),
+        };
         Ok(Snapshot {
+            cut: last_cut(&txn)?,
+            archived,
             format: super::read_format(&meta)?,
             meta,
             segments: txn.open_table(SEGMENTS)?,
@@ -81,6 +94,48 @@ impl Snapshot {
             checkpoints: txn.open_table(CHECKPOINTS)?,
             merkle: txn.open_table(MERKLE)?,
             txn,
+        })
+    }
+
+    /// The first position the log holds a record of: 0, or where its last cut left it
+    /// ([`crate::Store::archive_before`]). Records before it are in archive files; their
+    /// hashes, the tree over them and the indexes stay.
+    pub fn start(&self) -> Position {
+        self.cut.as_ref().map_or(Position(0), |(_, cut)| cut.before)
+    }
+
+    /// The last cut, `None` for a log never cut.
+    pub fn cut(&self) -> Option<&Cut> {
+        self.cut.as_ref().map(|(_, cut)| cut)
+    }
+
+    /// The last cut and the position of its record.
+    pub(crate) fn cut_at(&self) -> Option<&(Position, Cut)> {
+        self.cut.as_ref()
+    }
+
+    /// Refuses `position` when a cut archived it, naming the archive.
+    pub(crate) fn refuse_archived(&self, position: Position) -> Result<()> {
+        match &self.cut {
+            Some((_, cut)) if position < cut.before => Err(ArchiveError::Archived {
+                position,
+                before: cut.before,
+                archive: cut.archive.clone(),
+            }
+            .into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The hash of the record at `position` (below the head): kept beside the tree for a
+    /// record a cut archived, else read from the record, checked.
+    pub fn record_hash(&self, position: Position) -> Result<Digest> {
+        guarded(|| match (&self.archived, position < self.start()) {
+            (Some(archived), true) => archived_hash(archived, position),
+            _ => self
+                .get(position)?
+                .map(|record| record.hash)
+                .ok_or_else(|| missing(position)),
         })
     }
 
@@ -314,12 +369,15 @@ impl Snapshot {
         if position >= self.head()?.next {
             return Ok(None);
         }
+        self.refuse_archived(position)?;
         let mut cursor = SegmentCursor::new(self.format);
         guarded(|| cursor.record(&self.segments, position).map(Some))
     }
 
-    /// Records from `from` in `direction`: forward to the head, or backward to position 0.
-    /// Backward from at or past the head starts at the last record.
+    /// Records from `from` in `direction`: forward to the head, or backward to the log's
+    /// [start](Self::start) (position 0 unless it was cut). Backward from at or past the head
+    /// starts at the last record; forward from before the start is
+    /// [`ArchiveError::Archived`].
     ///
     /// The segments read must tile the log: the first holds the first record wanted, each
     /// next one starts where the one before ended (backward: ends where it started), the last
@@ -328,6 +386,10 @@ impl Snapshot {
     pub fn records(&self, from: Position, direction: Direction) -> Result<Records> {
         guarded(|| {
             let head = self.head()?.next;
+            let start = self.start();
+            if direction == Direction::Forward && from < head {
+                self.refuse_archived(from)?;
+            }
             let (range, due) = match direction {
                 Direction::Forward if from < head => {
                     let start = match self.segments.range(..=from.0)?.next_back() {
@@ -339,7 +401,11 @@ impl Snapshot {
                 // Nothing is due, but a segment at or past the head means the head is wrong.
                 Direction::Forward => (self.segments.range(head.0..)?, None),
                 Direction::Backward => {
-                    let last = head.0.checked_sub(1).map(|last| Position(last.min(from.0)));
+                    let last = head
+                        .0
+                        .checked_sub(1)
+                        .map(|last| Position(last.min(from.0)))
+                        .filter(|last| *last >= start);
                     (self.segments.range(..=from.0)?, last)
                 }
             };
@@ -348,6 +414,7 @@ impl Snapshot {
                 range,
                 direction,
                 head,
+                start,
                 due,
                 started: false,
                 loaded: None,
@@ -491,6 +558,8 @@ pub struct Records {
     direction: Direction,
     /// The snapshot's head: every segment ends at or before it, the last one at it.
     head: Position,
+    /// The log's start: backward, nothing before it is due (a cut removed it).
+    start: Position,
     /// The position the next segment must hold, `None` once every one due was read.
     due: Option<Position>,
     /// Whether a segment was read: the first may start before the position due, every next
@@ -574,7 +643,7 @@ impl Records {
             let position = Position(first + u64::from(at.index));
             let wanted = match self.direction {
                 Direction::Forward => position >= due,
-                Direction::Backward => position <= due,
+                Direction::Backward => position <= due && position >= self.start,
             };
             if wanted {
                 left.push((position, at));
@@ -586,7 +655,10 @@ impl Records {
         self.started = true;
         self.due = match self.direction {
             Direction::Forward => Some(Position(end)).filter(|&next| next < self.head),
-            Direction::Backward => first.checked_sub(1).map(Position),
+            Direction::Backward => first
+                .checked_sub(1)
+                .map(Position)
+                .filter(|due| *due >= self.start),
         };
         self.loaded = Some(LoadedSegment { guard, left });
         Ok(true)
@@ -734,6 +806,7 @@ impl StreamRecords<'_> {
                         }
                     });
                     let position = Position(position);
+                    self.snapshot.refuse_archived(position)?;
                     let record = self.cursor.record(&self.snapshot.segments, position)?;
                     if record.stream != self.stream || record.version != StreamVersion(version) {
                         return Err(Error::Corrupt {

@@ -18,7 +18,6 @@ use crate::log::read::Direction;
 use crate::record::problem::RowDifference;
 
 /// The derive-key context of projection digests.
-#[cfg(any(test, feature = "testing"))]
 pub const PROJECTION_DIGEST_CONTEXT: &str = "annals 2026-11-29 projection digest v1";
 
 /// Rows read at a time while walking a table.
@@ -81,8 +80,7 @@ impl<'a> TableRows<'a> {
 }
 
 /// The digest of every table of `projection` in `source` (the format's projection digest, which
-/// verify's key-order comparison stands for; the tests compare whole projections by it).
-#[cfg(any(test, feature = "testing"))]
+/// verify's key-order comparison stands for, and each cut record carries).
 pub fn digest(
     source: &dyn TableSource,
     projection: &dyn Projection,

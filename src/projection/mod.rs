@@ -107,6 +107,14 @@ pub trait Projection: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// The lowest log position a row of its tables points at and its queries read back
+    /// ([`TableSource::log_record`]), `None` when none does: a cut must not archive that
+    /// record while the row stands. The default: its rows point at no record.
+    fn oldest_record_read(&self, state: &dyn TableSource) -> Result<Option<crate::Position>> {
+        let _ = state;
+        Ok(None)
+    }
+
     /// Deletes its tables. The default deletes every table in [`Self::tables`].
     fn clear(&self, tables: &WriteTables<'_>) -> Result<()> {
         for table in self.tables() {

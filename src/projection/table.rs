@@ -314,6 +314,110 @@ impl TableSource for ReadTables {
     }
 }
 
+/// The name under which a cut keeps projection table `table` as of the cut.
+pub(crate) fn snapshot_table(table: &str) -> String {
+    format!("{}{table}", crate::log::cut::SNAPSHOT_PREFIX)
+}
+
+/// Copies every row of `from_table` in `from` into `to_table` in `to` (created if absent,
+/// emptied first), as stored: the rows' checksums cover the projection's table name, which
+/// both sides read them under. A table absent from `from` copies as empty.
+pub(crate) fn copy_rows(
+    from: &ReadTransaction,
+    from_table: &str,
+    to: &WriteTransaction,
+    to_table: &str,
+) -> Result<()> {
+    to.delete_table(definition(to_table))?;
+    let mut target = to.open_table(definition(to_table))?;
+    let source = match from.open_table(definition(from_table)) {
+        Ok(source) => source,
+        Err(TableError::TableDoesNotExist(_)) => return Ok(()),
+        Err(error) => return Err(error.into()),
+    };
+    for entry in source.iter()? {
+        let (key, value) = entry?;
+        target.insert(key.value(), value.value())?;
+    }
+    Ok(())
+}
+
+/// [`copy_rows`] between two tables of one write transaction.
+pub(crate) fn copy_rows_within(
+    txn: &WriteTransaction,
+    from_table: &str,
+    to_table: &str,
+) -> Result<()> {
+    txn.delete_table(definition(to_table))?;
+    let mut target = txn.open_table(definition(to_table))?;
+    let source = txn.open_table(definition(from_table))?;
+    for entry in source.iter()? {
+        let (key, value) = entry?;
+        target.insert(key.value(), value.value())?;
+    }
+    Ok(())
+}
+
+/// The projection tables as the last cut kept them: table `<t>` read from
+/// `annals.cut/<t>`. Rows pointing into the log point below the log's start, and are not
+/// read back.
+pub(crate) struct SnapshotTables {
+    txn: Arc<ReadTransaction>,
+}
+
+impl SnapshotTables {
+    pub(crate) fn new(txn: Arc<ReadTransaction>) -> Self {
+        SnapshotTables { txn }
+    }
+}
+
+impl TableSource for SnapshotTables {
+    fn get_raw(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        guarded(
+            || match self.txn.open_table(definition(&snapshot_table(table))) {
+                Ok(opened) => match opened.get(key)? {
+                    Some(stored) => Ok(Some(unseal(table, key, stored.value())?.to_vec())),
+                    None => Ok(None),
+                },
+                Err(TableError::TableDoesNotExist(_)) => Ok(None),
+                Err(error) => Err(error.into()),
+            },
+        )
+    }
+
+    fn range_raw(
+        &self,
+        table: &str,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<RawRow>> {
+        guarded(
+            || match self.txn.open_table(definition(&snapshot_table(table))) {
+                Ok(opened) => collect(table, &opened, lower, upper, direction, limit),
+                Err(TableError::TableDoesNotExist(_)) => Ok(Vec::new()),
+                Err(error) => Err(error.into()),
+            },
+        )
+    }
+
+    fn log_record(&self, position: Position) -> Result<Record> {
+        Err(missing(position))
+    }
+
+    fn row_count(&self, table: &str) -> Result<u64> {
+        use redb::ReadableTableMetadata;
+        guarded(
+            || match self.txn.open_table(definition(&snapshot_table(table))) {
+                Ok(opened) => Ok(opened.len()?),
+                Err(TableError::TableDoesNotExist(_)) => Ok(0),
+                Err(error) => Err(error.into()),
+            },
+        )
+    }
+}
+
 impl crate::Snapshot {
     /// The projection tables as of this snapshot's commit: what the domains' queries read,
     /// consistent with the records this snapshot reads. A read of a projection that is

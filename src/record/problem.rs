@@ -96,6 +96,13 @@ pub enum Problem {
         /// How it disagrees.
         fault: MerkleFault,
     },
+    /// A cut the log made disagrees with what it keeps, or a record claims to be a cut the
+    /// log did not make.
+    #[error("cut: {fault}")]
+    Cut {
+        /// How.
+        fault: CutFault,
+    },
     /// A projection's checkpoint is not at the head, or was built by another version.
     #[error(
         "projection {projection}: checkpoint is {}, expected version {version} through position {head}",
@@ -646,4 +653,62 @@ impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "position {}: {}", self.position, self.problem)
     }
+}
+
+/// How a cut disagrees with the log, as [`Problem::Cut`] names it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CutFault {
+    /// A record of the cut kind that no cut of this log wrote.
+    #[error("the record claims to be a cut, and the log made no cut here")]
+    NotMade,
+    /// A cut record whose payload is not the cut the log keeps under its position.
+    #[error("the record's payload is not the cut the log keeps for it")]
+    Differs,
+    /// A cut the log keeps whose record is not in the log where it says.
+    #[error("the log keeps a cut whose record at {record} is missing")]
+    RecordMissing {
+        /// Where its record should be.
+        record: Position,
+    },
+    /// A record still in the log below its start whose hash is not the one kept for it.
+    #[error("the record hashes to {found}, the log keeps {kept} for it")]
+    Kept {
+        /// The hash kept.
+        kept: Digest,
+        /// The record's.
+        found: Digest,
+    },
+    /// The chain's anchor the cut names is not the hash kept for the last archived record.
+    #[error("the cut's anchor is {anchor}, but the last archived record hashes to {kept}")]
+    Anchor {
+        /// What the cut names.
+        anchor: Digest,
+        /// The hash kept.
+        kept: Digest,
+    },
+    /// The snapshot of a projection's tables at the cut is not what the cut record names.
+    #[error("the snapshot of projection {projection} digests to {found}, the cut names {named}")]
+    Snapshot {
+        /// The projection.
+        projection: String,
+        /// The digest the cut record names.
+        named: Digest,
+        /// The snapshot's digest.
+        found: Digest,
+    },
+    /// The archives replayed reach another state at a cut than the cut names.
+    #[error(
+        "replaying the archives, projection {projection} digests to {replayed} at {before}, the cut names {named}"
+    )]
+    Replayed {
+        /// The cut's first retained position.
+        before: Position,
+        /// The projection.
+        projection: String,
+        /// What the cut names.
+        named: Digest,
+        /// What the replay reached.
+        replayed: Digest,
+    },
 }

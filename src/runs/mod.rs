@@ -189,4 +189,8 @@ impl Projection for Runs {
     fn state_json(&self, state: &dyn TableSource) -> Result<serde_json::Value> {
         query::state_json(state)
     }
+
+    fn oldest_record_read(&self, state: &dyn TableSource) -> Result<Option<crate::Position>> {
+        query::oldest_event_position(state)
+    }
 }

@@ -317,6 +317,39 @@ pub fn events(state: &dyn TableSource, run: &str, span: &str) -> Result<Vec<Span
     events_at(state, rows)
 }
 
+/// The lowest position a `runs.events` row points at (each row's record is read back by
+/// [`events`]), `None` when the table is empty. Walks the table a page at a time.
+pub(crate) fn oldest_event_position(state: &dyn TableSource) -> Result<Option<Position>> {
+    const PAGE: usize = 1024;
+    let mut oldest: Option<u64> = None;
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let lower = match &after {
+            Some(key) => std::ops::Bound::Excluded(key.as_slice()),
+            None => std::ops::Bound::Unbounded,
+        };
+        let rows = state.range_raw(
+            EVENTS.name(),
+            lower,
+            std::ops::Bound::Unbounded,
+            Direction::Forward,
+            PAGE,
+        )?;
+        for (_, value) in &rows {
+            let position: u64 =
+                crate::record::decode_bounded(value).map_err(|cause| Error::CorruptProjection {
+                    table: EVENTS.name().to_owned(),
+                    fault: crate::error::TableFault::UndecodableValue { cause },
+                })?;
+            oldest = Some(oldest.map_or(position, |oldest| oldest.min(position)));
+        }
+        if rows.len() < PAGE {
+            return Ok(oldest.map(Position));
+        }
+        after = rows.last().map(|(key, _)| key.clone());
+    }
+}
+
 /// The span event of the `runs.events` row `key`, read back from the record at `position`
 /// that appended it. A record that is not that event is [`Error::CorruptProjection`].
 pub(crate) fn event_at(

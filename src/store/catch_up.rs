@@ -183,7 +183,7 @@ pub(crate) fn rebuild(
 /// header), without applying anything.
 fn check_replayable(db: &Database) -> Result<()> {
     let snapshot = Snapshot::new(db.begin_read()?)?;
-    let mut records = snapshot.records(Position(0), Direction::Forward)?;
+    let mut records = snapshot.records(snapshot.start(), Direction::Forward)?;
     while let Some(record) = records.next_view() {
         record?;
     }
@@ -223,12 +223,38 @@ pub(crate) fn catch_up(db: &Database, projections: &Projections) -> Result<()> {
 }
 
 /// Empties `projection`'s tables and sets its checkpoint to its version at position 0.
+/// Clears `projection` back to where a replay of the log starts: empty tables at position 0,
+/// or for a cut log its snapshot at the cut (refused with [`crate::ArchiveError::NotInCut`]
+/// when the cut kept none of this version: its state before the cut is only in the archives).
 fn reset(txn: &WriteTransaction, projection: &dyn Projection) -> Result<()> {
+    let cut = crate::log::cut::last_cut_in(txn)?;
+    if let Some(cut) = &cut {
+        let kept = cut
+            .projections
+            .iter()
+            .any(|kept| kept.name == projection.name() && kept.version == projection.version());
+        if !kept {
+            return Err(crate::error::ArchiveError::NotInCut {
+                projection: projection.name().to_owned(),
+                before: cut.before,
+            }
+            .into());
+        }
+    }
     projection.clear(&TransactionTables::new(txn).scoped(projection))?;
     create_tables(txn, projection)?;
+    if cut.is_some() {
+        for table in projection.tables() {
+            crate::projection::table::copy_rows_within(
+                txn,
+                &crate::projection::table::snapshot_table(table),
+                table,
+            )?;
+        }
+    }
     let fresh = Checkpoint {
         version: projection.version(),
-        next: Position(0),
+        next: cut.map_or(Position(0), |cut| cut.before),
     };
     set_checkpoint(txn, projection.name(), fresh)
 }

@@ -6,6 +6,7 @@
 //! projection before the one commit. After every commit that moved the head it announces the
 //! new head on a watch channel, which subscriptions use as a wake-up.
 
+mod archive;
 mod catch_up;
 pub(crate) mod compact;
 mod footprint;
@@ -26,6 +27,7 @@ use tokio::sync::watch;
 use crate::audit::extends::{Extension, check_extends};
 use crate::audit::verify::VerifyReport;
 use crate::command::Command;
+pub use crate::error::ArchiveError;
 use crate::error::{Error, OpenError, Result};
 pub use crate::error::{PartialStep, StoreError};
 use crate::leases::LeaseGuard;
@@ -38,6 +40,7 @@ use crate::projection::{Projection, ProjectionError, Projections};
 use crate::record::limits::Limits;
 use crate::record::{Format, NewEvent, Position, Record, StreamVersion};
 pub use crate::sharing::{Holder, Sharing, UnknownSharing};
+pub use archive::{ArchiveReport, Cut, CutProjection};
 pub use compact::Compaction;
 pub use footprint::{Footprint, TableFootprint};
 pub use import::ImportStage;

@@ -9,9 +9,11 @@ use redb::{Database, ReadableDatabase, WriteTransaction};
 use crate::command::Command;
 use crate::error::Result;
 use crate::error::guarded;
+use crate::hash::Digest;
 use crate::leases::LeaseGuard;
 use crate::log::Head;
 use crate::log::append::{AppendOutcome, ExpectedVersion, LogEnd, LogWriter};
+use crate::log::cut::{CUT_KIND, CUT_STREAM, Cut};
 use crate::log::read::{Direction, Snapshot, missing};
 use crate::projection::Projections;
 use crate::projection::table::{RawRow, TableSource, TransactionTables};
@@ -90,6 +92,12 @@ impl<'txn> WriteSession<'txn> {
         events: &[NewEvent],
     ) -> Result<AppendOutcome> {
         for event in events {
+            if event.kind == CUT_KIND {
+                return Err(StoreError::CutKind {
+                    kind: event.kind.clone(),
+                }
+                .into());
+            }
             if let Some(projection) = self.projections.owner_of_kind(&event.kind) {
                 return Err(StoreError::ReservedKind {
                     kind: event.kind.clone(),
@@ -184,6 +192,50 @@ impl<'txn> WriteSession<'txn> {
         self.appended |= !written.is_empty();
         self.written.extend(written);
         Ok(())
+    }
+
+    /// Cuts the log before `cut.before` (`Store::archive_before`, which wrote the archive
+    /// first): keeps `replay`'s tables as the snapshot, the archived records' hashes
+    /// (`hashes`, of `cut.from .. cut.before`) and the cut (its `keyed` counted here), removes
+    /// the segments wholly below the cut, and appends the cut record at `at_ms`. Runs before
+    /// anything else is appended in the transaction. Returns the cut as recorded and its
+    /// record's position.
+    pub(crate) fn cut(
+        &mut self,
+        mut cut: Cut,
+        replay: &crate::audit::replay::Replay,
+        hashes: &mut dyn Iterator<Item = Result<(Digest, bool)>>,
+        at_ms: u64,
+    ) -> Result<(Cut, Position)> {
+        let position = self.head().next;
+        let (start, keyed) = crate::log::cut::start_in(self.txn)?;
+        if start != cut.from || (cut.before == start && start > Position(0)) {
+            return Err(crate::error::ArchiveError::NotForward {
+                position: cut.before,
+                before: start,
+            }
+            .into());
+        }
+        let kept = (|| {
+            replay.copy_into(
+                self.projections,
+                self.txn,
+                crate::projection::table::snapshot_table,
+            )?;
+            cut.keyed =
+                keyed + crate::log::cut::keep_archived(self.txn, cut.from, cut.before, hashes)?;
+            crate::log::cut::keep_cut(self.txn, position, &cut)?;
+            self.log.remove_segments_before(cut.before)
+        })();
+        if let Err(error) = kept {
+            self.left_partial(PartialStep::Append, &error);
+            return Err(error);
+        }
+        let event = NewEvent::new(CUT_KIND, at_ms, cut.encode());
+        let _appended = self
+            .append_applied(CUT_STREAM, ExpectedVersion::Any, &[event])
+            .inspect_err(|error| self.left_partial(PartialStep::Append, error))?;
+        Ok((cut, position))
     }
 
     /// The root of the Merkle tree of every record, including this transaction's.

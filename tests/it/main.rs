@@ -4,6 +4,7 @@
 mod annals_bin;
 
 mod architecture;
+mod archive;
 mod checkpoints;
 mod checksums;
 mod cli;

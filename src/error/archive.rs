@@ -1,0 +1,102 @@
+//! Why a cut was refused, or a read reached below one.
+
+use std::path::PathBuf;
+
+use crate::hash::Digest;
+use crate::record::Position;
+
+/// A cut refused ([`crate::Store::archive_before`]), or a read of what a cut removed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArchiveError {
+    /// A read of a record the log no longer holds: it is in the archive file named.
+    #[error("position {position} is archived before {before} in {archive}")]
+    Archived {
+        /// The position asked for.
+        position: Position,
+        /// The log's first retained position.
+        before: Position,
+        /// The name of the archive file that holds it (the last cut's: earlier cuts wrote
+        /// the records before theirs to archives of their own).
+        archive: String,
+    },
+    /// A cut past the head: only records the log holds can be archived.
+    #[error("cannot cut before {position}: the log holds {head} records")]
+    PastHead {
+        /// The cut asked for.
+        position: Position,
+        /// The head's next position.
+        head: Position,
+    },
+    /// A cut that would not move the log's start forward.
+    #[error("cannot cut before {position}: the log is already cut before {before}")]
+    NotForward {
+        /// The cut asked for.
+        position: Position,
+        /// Where the log starts now.
+        before: Position,
+    },
+    /// A projection's rows point at a record below the cut asked for: its queries read that
+    /// record back, so it must stay until the rows go (a run's span events until the run is
+    /// pruned).
+    #[error(
+        "cannot cut before {position}: projection {projection} still reads the record at {pinned}"
+    )]
+    Pinned {
+        /// The cut asked for.
+        position: Position,
+        /// The projection whose rows point there.
+        projection: String,
+        /// The lowest position its rows point at.
+        pinned: Position,
+    },
+    /// A projection that is not at the head: its state at the cut cannot be taken.
+    #[error("cannot cut: projection {projection} is behind the head")]
+    Behind {
+        /// The projection.
+        projection: String,
+    },
+    /// A rebuild or replay of a projection the last cut took no snapshot of: its state
+    /// before the cut is only in the archives.
+    #[error(
+        "projection {projection} has no snapshot at the cut before {before}: replay it from the archives"
+    )]
+    NotInCut {
+        /// The projection.
+        projection: String,
+        /// The cut.
+        before: Position,
+    },
+    /// The archive path has no file name, or one that is not UTF-8.
+    #[error("{path}: an archive needs a file name in UTF-8")]
+    ArchiveName {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The archive files given do not cover the records the log cut, in order.
+    #[error("the archives given do not hold position {expected} next (found {found:?})")]
+    ArchiveGap {
+        /// The next position the archives had to hold.
+        expected: Position,
+        /// Where the next archive given starts, if any is left.
+        found: Option<Position>,
+    },
+    /// A record of an archive that is not the one the log's tree was built over.
+    #[error("archived record {position} hashes to {found}, not {kept} as the log keeps")]
+    ArchivedHash {
+        /// The position.
+        position: Position,
+        /// The hash the archive's record has.
+        found: Digest,
+        /// The hash the log keeps for that position.
+        kept: Digest,
+    },
+    /// A cut record whose bytes do not decode.
+    #[error("the cut record at {position} does not decode: {problem}")]
+    UndecodableCut {
+        /// The record's position.
+        position: Position,
+        /// What is wrong.
+        problem: &'static str,
+    },
+}

@@ -1,0 +1,360 @@
+//! Cuts: a prefix of the log written to an archive file and removed from the live log, with
+//! what later work needs kept (`schema/FORMAT.md`, "Cuts").
+//!
+//! A cut before position `C` keeps the hash of every archived record in [`ARCHIVED`] (so the
+//! Merkle tree's nodes below level [`MERKLE_STORED_LEVEL_MIN`] over archived leaves can still
+//! be computed, for inclusion proofs beside the cut and consistency proofs from any earlier
+//! size), the stream index and the idempotency index whole, and each projection's tables as
+//! of `C` (the snapshot, under [`SNAPSHOT_PREFIX`]). The cut itself is a record of the log:
+//! kind [`CUT_KIND`] on stream [`CUT_STREAM`], its payload the encoded [`Cut`], also kept in
+//! [`CUTS`] under the record's position, so that verify can tell a cut the log made from a
+//! record that only claims to be one.
+
+use redb::{ReadTransaction, ReadableTable, TableDefinition, TableError, WriteTransaction};
+
+use super::checksum::{seal, unseal};
+use super::tables::MERKLE_STORED_LEVEL_MIN;
+use crate::error::{ArchiveError, Error, Result};
+use crate::hash::Digest;
+use crate::record::Position;
+use crate::record::problem::Problem;
+
+/// `annals.cuts`: position of a cut record → its payload (an encoded [`Cut`]) ‖ checksum.
+/// Absent from a log that was never cut.
+pub const CUTS: TableDefinition<u64, &[u8]> = TableDefinition::new(CUTS_NAME);
+
+/// The name of [`CUTS`], which its values' checksums cover.
+pub const CUTS_NAME: &str = "annals.cuts";
+
+/// `annals.archived`: block `b` → the record hashes of positions `16·b ..` below the cut (16
+/// of them, fewer in the block the cut falls in), 32 bytes each ‖ checksum. A block is the
+/// leaves of one subtree of [`MERKLE_STORED_LEVEL_MIN`], the lowest level stored.
+pub const ARCHIVED: TableDefinition<u64, &[u8]> = TableDefinition::new(ARCHIVED_NAME);
+
+/// The name of [`ARCHIVED`], which its values' checksums cover.
+pub const ARCHIVED_NAME: &str = "annals.archived";
+
+/// Record hashes per [`ARCHIVED`] block.
+pub const ARCHIVED_BLOCK_RECORDS: u64 = 1 << MERKLE_STORED_LEVEL_MIN;
+
+/// The kind of a cut record. Raw appends of it are refused.
+pub const CUT_KIND: &str = "annals.cut";
+
+/// The stream cut records go to.
+pub const CUT_STREAM: &str = "annals.cuts";
+
+/// The prefix of the snapshot's tables: projection table `<t>` as of the last cut is
+/// `annals.cut/<t>`, its rows the live table's bytes (sealed under the name `<t>`).
+pub const SNAPSHOT_PREFIX: &str = "annals.cut/";
+
+/// A projection's state as of a cut.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CutProjection {
+    /// The projection's name.
+    pub name: String,
+    /// Its version when the snapshot was taken.
+    pub version: u32,
+    /// The digest of its tables as of the cut (`projection::digest`).
+    pub digest: Digest,
+}
+
+/// What a cut record says: which records went to which archive, the chain's anchor, and the
+/// projections' state where the retained records start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cut {
+    /// The first position archived: the previous cut's, or 0.
+    pub from: Position,
+    /// The first position kept: every record before it is archived.
+    pub before: Position,
+    /// The hash of the record at `before - 1` (zero when `before` is 0): the `prev` of the
+    /// first record kept.
+    pub anchor: Digest,
+    /// How many records before `before` carry an idempotency key (their keys stay indexed).
+    pub keyed: u64,
+    /// The archive file's name (without its folder).
+    pub archive: String,
+    /// blake3 of the archive file's bytes.
+    pub archive_digest: Digest,
+    /// Every projection's state as of `before`, in name order.
+    pub projections: Vec<CutProjection>,
+}
+
+/// The cut record's payload version this code writes.
+const CUT_PAYLOAD_VERSION: u8 = 1;
+
+impl Cut {
+    /// The cut record's payload: `u8 version (1) ‖ u64 from ‖ u64 before ‖ anchor ‖ u64 keyed
+    /// ‖ u16 len ‖ archive name ‖ archive digest ‖ u32 count ‖ per projection: u16 len ‖
+    /// name ‖ u32 version ‖ digest`, integers little-endian.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(128 + self.projections.len() * 64);
+        out.push(CUT_PAYLOAD_VERSION);
+        out.extend_from_slice(&self.from.0.to_le_bytes());
+        out.extend_from_slice(&self.before.0.to_le_bytes());
+        out.extend_from_slice(self.anchor.as_bytes());
+        out.extend_from_slice(&self.keyed.to_le_bytes());
+        push_name(&mut out, &self.archive);
+        out.extend_from_slice(self.archive_digest.as_bytes());
+        out.extend_from_slice(&(self.projections.len() as u32).to_le_bytes());
+        for projection in &self.projections {
+            push_name(&mut out, &projection.name);
+            out.extend_from_slice(&projection.version.to_le_bytes());
+            out.extend_from_slice(projection.digest.as_bytes());
+        }
+        out
+    }
+
+    /// The cut in a cut record's payload, `Err` naming what does not decode.
+    pub fn decode(bytes: &[u8]) -> std::result::Result<Cut, &'static str> {
+        let mut input = Input(bytes);
+        if input.take(1)? != [CUT_PAYLOAD_VERSION] {
+            return Err("its payload version is not 1");
+        }
+        let from = Position(input.u64()?);
+        let before = Position(input.u64()?);
+        if before < from {
+            return Err("its range ends before it starts");
+        }
+        let anchor = input.digest()?;
+        let keyed = input.u64()?;
+        let archive = input.name()?;
+        let archive_digest = input.digest()?;
+        let count = u32::from_le_bytes(input.take(4)?.try_into().expect("4 bytes"));
+        let mut projections = Vec::new();
+        for _ in 0..count {
+            let name = input.name()?;
+            let version = u32::from_le_bytes(input.take(4)?.try_into().expect("4 bytes"));
+            projections.push(CutProjection {
+                name,
+                version,
+                digest: input.digest()?,
+            });
+        }
+        if !input.0.is_empty() {
+            return Err("bytes follow its last projection");
+        }
+        Ok(Cut {
+            from,
+            before,
+            anchor,
+            keyed,
+            archive,
+            archive_digest,
+            projections,
+        })
+    }
+}
+
+fn push_name(out: &mut Vec<u8>, name: &str) {
+    // Names are file names and projection names, far under 64 KiB; longer ones are cut to
+    // the bound rather than wrapped.
+    let bytes = &name.as_bytes()[..name.len().min(u16::MAX as usize)];
+    out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+    out.extend_from_slice(bytes);
+}
+
+struct Input<'a>(&'a [u8]);
+
+impl<'a> Input<'a> {
+    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], &'static str> {
+        if self.0.len() < n {
+            return Err("it ends early");
+        }
+        let (taken, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(taken)
+    }
+
+    fn u64(&mut self) -> std::result::Result<u64, &'static str> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+
+    fn digest(&mut self) -> std::result::Result<Digest, &'static str> {
+        Ok(Digest(self.take(32)?.try_into().expect("32 bytes")))
+    }
+
+    fn name(&mut self) -> std::result::Result<String, &'static str> {
+        let len = u16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes"));
+        String::from_utf8(self.take(usize::from(len))?.to_vec()).map_err(|_| "a name is not UTF-8")
+    }
+}
+
+/// The last cut of the log read in `txn` and its record's position, `None` if it was never
+/// cut.
+pub(crate) fn last_cut(txn: &ReadTransaction) -> Result<Option<(Position, Cut)>> {
+    let cuts = match txn.open_table(CUTS) {
+        Ok(cuts) => cuts,
+        Err(TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(error) => return Err(error.into()),
+    };
+    let Some(entry) = cuts.last()? else {
+        return Ok(None);
+    };
+    let (key, value) = entry;
+    decode_stored(key.value(), value.value()).map(Some)
+}
+
+/// Every cut the log keeps, by its record's position, in order.
+pub(crate) fn cuts(txn: &ReadTransaction) -> Result<Vec<(Position, Cut)>> {
+    let cuts = match txn.open_table(CUTS) {
+        Ok(cuts) => cuts,
+        Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(error) => return Err(error.into()),
+    };
+    let mut found = Vec::new();
+    for entry in cuts.iter()? {
+        let (key, value) = entry?;
+        found.push(decode_stored(key.value(), value.value())?);
+    }
+    Ok(found)
+}
+
+fn decode_stored(position: u64, stored: &[u8]) -> Result<(Position, Cut)> {
+    let payload = unseal(CUTS_NAME, &position.to_le_bytes(), stored)?;
+    let cut = Cut::decode(payload).map_err(|problem| ArchiveError::UndecodableCut {
+        position: Position(position),
+        problem,
+    })?;
+    Ok((Position(position), cut))
+}
+
+/// Whether the log of `txn` has a table of cuts.
+fn was_cut(txn: &WriteTransaction) -> Result<bool> {
+    use redb::TableHandle;
+    Ok(txn.list_tables()?.any(|table| table.name() == CUTS_NAME))
+}
+
+/// The last cut as the write transaction `txn` sees it, `None` for a log never cut.
+pub(crate) fn last_cut_in(txn: &WriteTransaction) -> Result<Option<Cut>> {
+    // Opening a table in a write transaction creates it: a log never cut is left as it was.
+    if !was_cut(txn)? {
+        return Ok(None);
+    }
+    let cuts = txn.open_table(CUTS)?;
+    let last = cuts.last()?;
+    match last {
+        Some((key, value)) => Ok(Some(decode_stored(key.value(), value.value())?.1)),
+        None => Ok(None),
+    }
+}
+
+/// Where the log starts as `txn` sees it: the last cut's `before`, or 0.
+pub(crate) fn start_in(txn: &WriteTransaction) -> Result<(Position, u64)> {
+    if !was_cut(txn)? {
+        return Ok((Position(0), 0));
+    }
+    let cuts = txn.open_table(CUTS)?;
+    let last = cuts.last()?;
+    match last {
+        Some((key, value)) => {
+            let (_, cut) = decode_stored(key.value(), value.value())?;
+            Ok((cut.before, cut.keyed))
+        }
+        None => Ok((Position(0), 0)),
+    }
+}
+
+/// Joins the hashes of the archived records `from .. before` (yielded in order with whether
+/// each carries an idempotency key) to [`ARCHIVED`]; returns how many carry a key.
+pub(crate) fn keep_archived(
+    txn: &WriteTransaction,
+    from: Position,
+    before: Position,
+    hashes: &mut dyn Iterator<Item = Result<(Digest, bool)>>,
+) -> Result<u64> {
+    let mut archived = txn.open_table(ARCHIVED)?;
+    let mut at = from.0;
+    let mut keyed = 0;
+    let mut value = Vec::new();
+    while at < before.0 {
+        let block = at / ARCHIVED_BLOCK_RECORDS;
+        let offset = (at % ARCHIVED_BLOCK_RECORDS) as usize;
+        let key = block.to_le_bytes();
+        value.clear();
+        if let Some(stored) = archived.get(block)? {
+            value.extend_from_slice(unseal(ARCHIVED_NAME, &key, stored.value())?);
+        }
+        // The block holds the hashes before `at` exactly: cuts join end to end.
+        if value.len() != offset * 32 {
+            return Err(Error::Corrupt {
+                position: Position(at),
+                problem: Box::new(Problem::Missing),
+            });
+        }
+        let end = ((block + 1) * ARCHIVED_BLOCK_RECORDS).min(before.0);
+        while at < end {
+            let Some(next) = hashes.next() else {
+                return Err(Error::Corrupt {
+                    position: Position(at),
+                    problem: Box::new(Problem::Missing),
+                });
+            };
+            let (hash, has_key) = next?;
+            value.extend_from_slice(hash.as_bytes());
+            keyed += u64::from(has_key);
+            at += 1;
+        }
+        archived.insert(block, seal(ARCHIVED_NAME, &key, &value).as_slice())?;
+    }
+    Ok(keyed)
+}
+
+/// Keeps `cut`, whose record will be at `position`, in [`CUTS`].
+pub(crate) fn keep_cut(txn: &WriteTransaction, position: Position, cut: &Cut) -> Result<()> {
+    let mut cuts = txn.open_table(CUTS)?;
+    let stored = seal(CUTS_NAME, &position.0.to_le_bytes(), &cut.encode());
+    cuts.insert(position.0, stored.as_slice())?;
+    Ok(())
+}
+
+/// The hash of the archived record at `position`, read from [`ARCHIVED`].
+pub(crate) fn archived_hash(
+    archived: &impl ReadableTable<u64, &'static [u8]>,
+    position: Position,
+) -> Result<Digest> {
+    let block = position.0 / ARCHIVED_BLOCK_RECORDS;
+    let offset = (position.0 % ARCHIVED_BLOCK_RECORDS) as usize * 32;
+    let missing = || Error::Corrupt {
+        position,
+        problem: Box::new(Problem::Missing),
+    };
+    let Some(stored) = archived.get(block)? else {
+        return Err(missing());
+    };
+    let value = unseal(ARCHIVED_NAME, &block.to_le_bytes(), stored.value())?;
+    let hash = value.get(offset..offset + 32).ok_or_else(missing)?;
+    Ok(Digest(hash.try_into().expect("32 bytes")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_decodes_to_itself_and_refuses_trailing_bytes() {
+        let cut = Cut {
+            from: Position(3),
+            before: Position(40),
+            anchor: Digest([7; 32]),
+            keyed: 12,
+            archive: "log-0.archive".to_owned(),
+            archive_digest: Digest([9; 32]),
+            projections: vec![CutProjection {
+                name: "leases".to_owned(),
+                version: 2,
+                digest: Digest([1; 32]),
+            }],
+        };
+        let bytes = cut.encode();
+        assert_eq!(Cut::decode(&bytes), Ok(cut));
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert_eq!(
+            Cut::decode(&longer),
+            Err("bytes follow its last projection")
+        );
+        assert_eq!(Cut::decode(&bytes[..bytes.len() - 1]), Err("it ends early"));
+    }
+}

@@ -1,0 +1,271 @@
+//! Cutting a log (`Store::archive_before`): a prefix goes to an archive file, and everything
+//! else works as before the cut.
+
+use annals::{
+    AppendOutcome, ArchiveError, Direction, Error, ExpectedVersion, NewEvent, Position, Problem,
+    Store,
+};
+
+use crate::common::{event, store};
+
+/// 200 records over 5 interleaved streams, every third with an idempotency key and every
+/// tenth append of three events.
+fn fill(store: &Store, records: u64) {
+    let mut written = store.head().expect("head").next.0;
+    let mut n = written;
+    while written < records {
+        let stream = format!("s-{}", n % 5);
+        let count = if n % 10 == 9 { 3 } else { 1 };
+        let events: Vec<NewEvent> = (0..count)
+            .map(|i| {
+                let e = event("test.event", n, format!("{n}/{i}").as_bytes());
+                if (n + i) % 3 == 0 {
+                    e.with_idempotency_key(format!("key-{n}-{i}"))
+                } else {
+                    e
+                }
+            })
+            .collect();
+        store
+            .append(&stream, ExpectedVersion::Any, &events)
+            .expect("append");
+        written += count;
+        n += 1;
+    }
+}
+
+fn assert_sound(store: &Store) {
+    let report = store.verify().expect("verify runs");
+    assert!(report.is_sound(), "verify: {:?}", report.problem);
+}
+
+#[test]
+fn every_boundary_cuts_and_the_log_works_after() {
+    // Inside a segment, at a stream's first record, just after a multi-event append, at 0,
+    // at the head.
+    for before in [0u64, 1, 17, 40, 43, 100, 160, 200] {
+        let (dir, store) = store();
+        fill(&store, 200);
+        let head = store.head().expect("head");
+        let snapshot = store.snapshot().expect("snapshot");
+        let root = snapshot.merkle_root(head.next.0).expect("root");
+        let proofs: Vec<_> = [1u64, 3, 16, 17, 50, 150]
+            .iter()
+            .filter(|size| **size <= head.next.0)
+            .map(|size| {
+                snapshot
+                    .consistency_proof(*size, head.next.0)
+                    .expect("proof")
+            })
+            .collect();
+        let inclusion: Vec<_> = (before..head.next.0)
+            .step_by(7)
+            .map(|p| {
+                snapshot
+                    .inclusion_proof(Position(p), head.next.0)
+                    .expect("inclusion")
+            })
+            .collect();
+        let expected: Vec<_> = snapshot
+            .records(Position(before.min(head.next.0)), Direction::Forward)
+            .expect("records")
+            .map(|r| r.expect("record"))
+            .collect();
+        drop(snapshot);
+
+        let archive = dir.path().join("log-0.archive");
+        let report = store
+            .archive_before(Position(before), &archive)
+            .unwrap_or_else(|error| panic!("cut before {before}: {error}"));
+        assert_eq!(report.archived, before);
+        assert_eq!(report.record, head.next);
+        assert!(archive.exists());
+        annals::export::check(&archive, &mut |_| {}).expect("the archive checks");
+        assert_sound(&store);
+
+        let snapshot = store.snapshot().expect("snapshot");
+        assert_eq!(snapshot.start(), Position(before));
+        // The tree does not change: the same root, the same proofs.
+        assert_eq!(snapshot.merkle_root(head.next.0).expect("root"), root);
+        for (size, proof) in [1u64, 3, 16, 17, 50, 150]
+            .iter()
+            .filter(|size| **size <= head.next.0)
+            .zip(&proofs)
+        {
+            assert_eq!(
+                &snapshot
+                    .consistency_proof(*size, head.next.0)
+                    .expect("proof"),
+                proof,
+                "consistency from {size} after a cut before {before}"
+            );
+        }
+        for (p, proof) in (before..head.next.0).step_by(7).zip(&inclusion) {
+            assert_eq!(
+                &snapshot
+                    .inclusion_proof(Position(p), head.next.0)
+                    .expect("inclusion"),
+                proof
+            );
+        }
+        let kept: Vec<_> = snapshot
+            .records(Position(before), Direction::Forward)
+            .expect("records")
+            .map(|r| r.expect("record"))
+            .take(expected.len())
+            .collect();
+        assert_eq!(kept, expected);
+        let backward: Vec<_> = snapshot
+            .records(Position(u64::MAX), Direction::Backward)
+            .expect("records")
+            .map(|r| r.expect("record").position.0)
+            .collect();
+        assert_eq!(backward, (before..=head.next.0).rev().collect::<Vec<_>>());
+        if before > 0 {
+            let refused = snapshot.get(Position(before - 1)).expect_err("archived");
+            assert_eq!(
+                refused.to_string(),
+                format!(
+                    "position {} is archived before {before} in log-0.archive",
+                    before - 1
+                )
+            );
+            assert!(matches!(
+                snapshot.records(Position(0), Direction::Forward),
+                Err(Error::Archive(ArchiveError::Archived { .. }))
+            ));
+            let stream: Result<Vec<_>, _> = snapshot
+                .stream("s-0", annals::StreamVersion(0), Direction::Forward)
+                .expect("stream")
+                .collect();
+            assert!(matches!(
+                stream,
+                Err(Error::Archive(ArchiveError::Archived { .. }))
+            ));
+        }
+        drop(snapshot);
+
+        // Appends go on: versions continue and archived keys still deduplicate.
+        let again = store
+            .append(
+                "s-0",
+                ExpectedVersion::Any,
+                &[event("test.event", 0, b"0/0").with_idempotency_key("key-0-0")],
+            )
+            .expect("append");
+        assert!(
+            matches!(again, AppendOutcome::Duplicate { ref positions } if positions == &[Position(0)]),
+            "{again:?}"
+        );
+        fill(&store, 260);
+        assert_sound(&store);
+        store.rebuild(None).expect("rebuild from the snapshot");
+        assert_sound(&store);
+    }
+}
+
+#[test]
+fn cuts_repeat_and_refuse_going_back() {
+    let (dir, store) = store();
+    fill(&store, 100);
+    store
+        .archive_before(Position(30), dir.path().join("a0"))
+        .expect("first cut");
+    fill(&store, 150);
+    let second = store
+        .archive_before(Position(90), dir.path().join("a1"))
+        .expect("second cut");
+    assert_eq!(
+        (second.cut.from, second.cut.before),
+        (Position(30), Position(90))
+    );
+    assert_sound(&store);
+    let back = store
+        .archive_before(Position(50), dir.path().join("a2"))
+        .expect_err("backwards");
+    assert!(matches!(
+        back,
+        Error::Archive(ArchiveError::NotForward { .. })
+    ));
+    let past = store
+        .archive_before(Position(10_000), dir.path().join("a2"))
+        .expect_err("past the head");
+    assert!(matches!(
+        past,
+        Error::Archive(ArchiveError::PastHead { .. })
+    ));
+    assert!(!dir.path().join("a2").exists());
+    // Reopened, the log reads as cut.
+    let path = store.path().to_owned();
+    store.close().expect("close");
+    let reopened = Store::open(&path).expect("reopen");
+    assert_eq!(reopened.snapshot().expect("snapshot").start(), Position(90));
+    assert_sound(&reopened);
+}
+
+#[test]
+fn the_demo_cuts_with_its_projections_and_replays_from_the_snapshot() {
+    let (dir, store) = store();
+    annals::demo::run(&store, 3_000, |_| {}).expect("demo");
+    let head = store.head().expect("head").next.0;
+    // Runs keep span events that point at their records: the lowest cut that passes none.
+    let before = Position(head / 2);
+    match store.archive_before(before, dir.path().join("demo.archive")) {
+        Ok(report) => {
+            assert_eq!(
+                report.cut.projections.len(),
+                store.projections().iter().count()
+            );
+            assert_sound(&store);
+            annals::demo::run(&store, head + 1_000, |_| {}).expect("demo after the cut");
+            assert_sound(&store);
+        }
+        Err(Error::Archive(ArchiveError::Pinned {
+            projection, pinned, ..
+        })) => {
+            assert_eq!(projection, "runs");
+            store
+                .archive_before(pinned, dir.path().join("demo.archive"))
+                .expect("a cut at the pin");
+            assert_sound(&store);
+        }
+        Err(other) => panic!("cut: {other}"),
+    }
+}
+
+#[test]
+fn a_cut_record_the_log_did_not_make_is_found() {
+    let (dir, store) = store();
+    fill(&store, 50);
+    let refused = store
+        .append(
+            "annals.cuts",
+            ExpectedVersion::Any,
+            &[event("annals.cut", 0, b"forged")],
+        )
+        .expect_err("raw cut records are refused");
+    assert!(matches!(
+        refused,
+        Error::Store(annals::StoreError::CutKind { .. })
+    ));
+    store
+        .archive_before(Position(20), dir.path().join("a0"))
+        .expect("cut");
+    let forged = store
+        .write(|session| {
+            session.append_unchecked(
+                "annals.cuts",
+                ExpectedVersion::Any,
+                &[event("annals.cut", 0, b"forged")],
+            )
+        })
+        .expect("append")
+        .first_position();
+    let report = store.verify().expect("verify");
+    let finding = report.problem.expect("a finding");
+    assert_eq!(finding.position, forged);
+    assert!(
+        matches!(finding.problem, Problem::Cut { .. }),
+        "{finding:?}"
+    );
+}
