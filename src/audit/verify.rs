@@ -230,6 +230,12 @@ pub fn verify_with(
     if report.problem.is_some() {
         return Ok(report);
     }
+    if let Some(finding) = check_kept(snapshot, live, projections)? {
+        return Ok(VerifyReport {
+            problem: Some(finding),
+            ..report
+        });
+    }
     if let Some(finding) = check_snapshot(snapshot, projections)? {
         return Ok(VerifyReport {
             problem: Some(finding),
@@ -248,6 +254,47 @@ pub fn verify_with(
         behind,
         ..report
     })
+}
+
+/// For a cut log, every archived record a projection's live rows point at must have been
+/// kept, and read back sound.
+fn check_kept(
+    snapshot: &Snapshot,
+    live: &dyn TableSource,
+    projections: &Projections,
+) -> Result<Option<Finding>> {
+    let start = snapshot.start();
+    if start == Position(0) {
+        return Ok(None);
+    }
+    for projection in projections.iter() {
+        let mut read = Vec::new();
+        projection.records_read(live, start, &mut |position| read.push(position))?;
+        for position in read {
+            match snapshot.get(position) {
+                Ok(Some(_)) => {}
+                Err(Error::Corrupt { position, problem }) => {
+                    return Ok(Some(Finding {
+                        position,
+                        problem: *problem,
+                    }));
+                }
+                Ok(None) | Err(Error::Archive(_)) => {
+                    return Ok(Some(Finding {
+                        position,
+                        problem: Problem::Cut {
+                            fault: CutFault::NotKept {
+                                projection: projection.name().to_owned(),
+                                position,
+                            },
+                        },
+                    }));
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// For a cut log, the snapshot of each projection's tables at the cut must digest to what

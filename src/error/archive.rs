@@ -36,20 +36,6 @@ pub enum ArchiveError {
         /// Where the log starts now.
         before: Position,
     },
-    /// A projection's rows point at a record below the cut asked for: its queries read that
-    /// record back, so it must stay until the rows go (a run's span events until the run is
-    /// pruned).
-    #[error(
-        "cannot cut before {position}: projection {projection} still reads the record at {pinned}"
-    )]
-    Pinned {
-        /// The cut asked for.
-        position: Position,
-        /// The projection whose rows point there.
-        projection: String,
-        /// The lowest position its rows point at.
-        pinned: Position,
-    },
     /// A projection that is not at the head: its state at the cut cannot be taken.
     #[error("cannot cut: projection {projection} is behind the head")]
     Behind {
@@ -66,6 +52,13 @@ pub enum ArchiveError {
         projection: String,
         /// The cut.
         before: Position,
+    },
+    /// The archive's path names a file already: an archive is written to a new file, never
+    /// over one (it may be an earlier cut's).
+    #[error("{path}: the file exists; an archive is written to a new file")]
+    ArchiveExists {
+        /// The path given.
+        path: PathBuf,
     },
     /// The archive path has no file name, or one that is not UTF-8.
     #[error("{path}: an archive needs a file name in UTF-8")]

@@ -34,6 +34,11 @@ pub const ARCHIVED: TableDefinition<u64, &[u8]> = TableDefinition::new(ARCHIVED_
 /// The name of [`ARCHIVED`], which its values' checksums cover.
 pub const ARCHIVED_NAME: &str = "annals.archived";
 
+/// `annals.kept`: position → the v1 stored form of an archived record a projection's rows
+/// still point at (a run's span events), so that its queries read it back after the cut. Its
+/// own hash, checked against the one [`ARCHIVED`] keeps, guards it.
+pub const KEPT: TableDefinition<u64, &[u8]> = TableDefinition::new("annals.kept");
+
 /// Record hashes per [`ARCHIVED`] block.
 pub const ARCHIVED_BLOCK_RECORDS: u64 = 1 << MERKLE_STORED_LEVEL_MIN;
 
@@ -256,15 +261,45 @@ pub(crate) fn start_in(txn: &WriteTransaction) -> Result<(Position, u64)> {
     }
 }
 
-/// Joins the hashes of the archived records `from .. before` (yielded in order with whether
-/// each carries an idempotency key) to [`ARCHIVED`]; returns how many carry a key.
+/// What a cut keeps of one archived record.
+pub(crate) struct ArchivedRecord {
+    /// Its hash.
+    pub(crate) hash: Digest,
+    /// Whether it carries an idempotency key.
+    pub(crate) keyed: bool,
+    /// Its v1 stored form, when a projection still reads it.
+    pub(crate) kept: Option<Vec<u8>>,
+}
+
+/// Removes from [`KEPT`] every record not in `wanted`: a projection no longer reads it.
+pub(crate) fn prune_kept(
+    txn: &WriteTransaction,
+    wanted: &std::collections::BTreeSet<u64>,
+) -> Result<()> {
+    let mut kept = txn.open_table(KEPT)?;
+    let mut gone = Vec::new();
+    for entry in kept.iter()? {
+        let position = entry?.0.value();
+        if !wanted.contains(&position) {
+            gone.push(position);
+        }
+    }
+    for position in gone {
+        kept.remove(position)?;
+    }
+    Ok(())
+}
+
+/// Joins the hashes of the archived records `from .. before` (yielded in order) to
+/// [`ARCHIVED`], and those still read to [`KEPT`]; returns how many carry a key.
 pub(crate) fn keep_archived(
     txn: &WriteTransaction,
     from: Position,
     before: Position,
-    hashes: &mut dyn Iterator<Item = Result<(Digest, bool)>>,
+    records: &mut dyn Iterator<Item = Result<ArchivedRecord>>,
 ) -> Result<u64> {
     let mut archived = txn.open_table(ARCHIVED)?;
+    let mut kept = txn.open_table(KEPT)?;
     let mut at = from.0;
     let mut keyed = 0;
     let mut value = Vec::new();
@@ -285,15 +320,18 @@ pub(crate) fn keep_archived(
         }
         let end = ((block + 1) * ARCHIVED_BLOCK_RECORDS).min(before.0);
         while at < end {
-            let Some(next) = hashes.next() else {
+            let Some(next) = records.next() else {
                 return Err(Error::Corrupt {
                     position: Position(at),
                     problem: Box::new(Problem::Missing),
                 });
             };
-            let (hash, has_key) = next?;
-            value.extend_from_slice(hash.as_bytes());
-            keyed += u64::from(has_key);
+            let record = next?;
+            value.extend_from_slice(record.hash.as_bytes());
+            keyed += u64::from(record.keyed);
+            if let Some(stored) = &record.kept {
+                kept.insert(at, stored.as_slice())?;
+            }
             at += 1;
         }
         archived.insert(block, seal(ARCHIVED_NAME, &key, &value).as_slice())?;

@@ -13,7 +13,7 @@ use redb::{AccessGuard, ReadOnlyTable, ReadTransaction, ReadableTable};
 use super::checkpoints::{
     CHECKPOINT_VALUE_BYTES, CHECKPOINTS, Checkpoint, resolve_checkpoint, unseal_checkpoint,
 };
-use super::cut::{ARCHIVED, Cut, archived_hash, last_cut};
+use super::cut::{ARCHIVED, Cut, KEPT, archived_hash, last_cut};
 use super::stream_index::{RunBlock, StreamRun, TAIL_KEY_PREFIX, TAIL_KEYS_END, read_tail};
 use super::tables::{
     HEAD_KEY, IDEMPOTENCY, IDEMPOTENCY_VALUE_BYTES, MERKLE, MERKLE_VALUE_BYTES, META, SEGMENTS,
@@ -62,6 +62,8 @@ pub struct Snapshot {
     cut: Option<(Position, Cut)>,
     /// The hashes of the records cut, `None` for a log never cut.
     archived: Option<ReadOnlyTable<u64, &'static [u8]>>,
+    /// The records cut that a projection still reads, `None` for a log never cut.
+    kept: Option<ReadOnlyTable<u64, &'static [u8]>>,
     /// How the file stores its records.
     pub(crate) format: Format,
     /// The transaction, kept so that the projection tables can be read as of the same commit.
@@ -83,9 +85,15 @@ impl Snapshot {
             Err(redb::TableError::TableDoesNotExist(_)) => None,
             Err(error) => return Err(error.into()),
         };
+        let kept = match txn.open_table(KEPT) {
+            Ok(kept) => Some(kept),
+            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Err(error) => return Err(error.into()),
+        };
         Ok(Snapshot {
             cut: last_cut(&txn)?,
             archived,
+            kept,
             format: super::read_format(&meta)?,
             meta,
             segments: txn.open_table(SEGMENTS)?,
@@ -125,6 +133,32 @@ impl Snapshot {
             .into()),
             _ => Ok(()),
         }
+    }
+
+    /// The archived record at `position` that the last cut kept because a projection reads
+    /// it, checked against its own hashes and the hash kept for its position.
+    fn kept_record(&self, position: Position) -> Result<Option<Record>> {
+        let Some(kept) = &self.kept else {
+            return Ok(None);
+        };
+        let Some(stored) = kept.get(position.0)? else {
+            return Ok(None);
+        };
+        let record = crate::record::decode_stored(stored.value(), position)
+            .map_err(|error| corrupt_record(position, error))?;
+        let hash = self.record_hash(position)?;
+        if record.hash != hash {
+            return Err(Error::Corrupt {
+                position,
+                problem: Box::new(Problem::Cut {
+                    fault: crate::record::problem::CutFault::Kept {
+                        kept: hash,
+                        found: record.hash,
+                    },
+                }),
+            });
+        }
+        Ok(Some(record))
     }
 
     /// The hash of the record at `position` (below the head): kept beside the tree for a
@@ -369,7 +403,12 @@ impl Snapshot {
         if position >= self.head()?.next {
             return Ok(None);
         }
-        self.refuse_archived(position)?;
+        if position < self.start() {
+            return guarded(|| match self.kept_record(position)? {
+                Some(record) => Ok(Some(record)),
+                None => self.refuse_archived(position).map(|()| None),
+            });
+        }
         let mut cursor = SegmentCursor::new(self.format);
         guarded(|| cursor.record(&self.segments, position).map(Some))
     }

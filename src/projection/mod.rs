@@ -107,12 +107,17 @@ pub trait Projection: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// The lowest log position a row of its tables points at and its queries read back
-    /// ([`TableSource::log_record`]), `None` when none does: a cut must not archive that
-    /// record while the row stands. The default: its rows point at no record.
-    fn oldest_record_read(&self, state: &dyn TableSource) -> Result<Option<crate::Position>> {
-        let _ = state;
-        Ok(None)
+    /// Calls `found` with each log position below `below` that a row of its tables points
+    /// at and its queries read back ([`TableSource::log_record`]): a cut keeps those records
+    /// readable while it archives the rest. The default: its rows point at no record.
+    fn records_read(
+        &self,
+        state: &dyn TableSource,
+        below: crate::Position,
+        found: &mut dyn FnMut(crate::Position),
+    ) -> Result<()> {
+        let _ = (state, below, found);
+        Ok(())
     }
 
     /// Deletes its tables. The default deletes every table in [`Self::tables`].

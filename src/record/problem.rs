@@ -679,6 +679,16 @@ pub enum CutFault {
         /// The record's.
         found: Digest,
     },
+    /// An archived record a projection's rows point at, which the cut did not keep.
+    #[error(
+        "projection {projection} reads the archived record at {position}, which the log did not keep"
+    )]
+    NotKept {
+        /// The projection.
+        projection: String,
+        /// The record's position.
+        position: Position,
+    },
     /// The chain's anchor the cut names is not the hash kept for the last archived record.
     #[error("the cut's anchor is {anchor}, but the last archived record hashes to {kept}")]
     Anchor {

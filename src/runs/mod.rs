@@ -190,7 +190,12 @@ impl Projection for Runs {
         query::state_json(state)
     }
 
-    fn oldest_record_read(&self, state: &dyn TableSource) -> Result<Option<crate::Position>> {
-        query::oldest_event_position(state)
+    fn records_read(
+        &self,
+        state: &dyn TableSource,
+        below: crate::Position,
+        found: &mut dyn FnMut(crate::Position),
+    ) -> Result<()> {
+        query::event_positions_below(state, below, found)
     }
 }

@@ -317,11 +317,14 @@ pub fn events(state: &dyn TableSource, run: &str, span: &str) -> Result<Vec<Span
     events_at(state, rows)
 }
 
-/// The lowest position a `runs.events` row points at (each row's record is read back by
-/// [`events`]), `None` when the table is empty. Walks the table a page at a time.
-pub(crate) fn oldest_event_position(state: &dyn TableSource) -> Result<Option<Position>> {
+/// Calls `found` with the position of each `runs.events` row's record below `below` (each
+/// row's record is read back by [`events`]). Walks the table a page at a time.
+pub(crate) fn event_positions_below(
+    state: &dyn TableSource,
+    below: Position,
+    found: &mut dyn FnMut(Position),
+) -> Result<()> {
     const PAGE: usize = 1024;
-    let mut oldest: Option<u64> = None;
     let mut after: Option<Vec<u8>> = None;
     loop {
         let lower = match &after {
@@ -341,10 +344,12 @@ pub(crate) fn oldest_event_position(state: &dyn TableSource) -> Result<Option<Po
                     table: EVENTS.name().to_owned(),
                     fault: crate::error::TableFault::UndecodableValue { cause },
                 })?;
-            oldest = Some(oldest.map_or(position, |oldest| oldest.min(position)));
+            if position < below.0 {
+                found(Position(position));
+            }
         }
         if rows.len() < PAGE {
-            return Ok(oldest.map(Position));
+            return Ok(());
         }
         after = rows.last().map(|(key, _)| key.clone());
     }

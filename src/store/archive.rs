@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::Store;
 use crate::error::{ArchiveError, Result};
+use crate::log::cut::ArchivedRecord;
 pub use crate::log::cut::{Cut, CutProjection};
 use crate::log::read::Direction;
 use crate::record::Position;
@@ -70,10 +71,11 @@ impl Store {
     ///    appends the cut record (stream `annals.cuts`, kind `annals.cut`) naming the range,
     ///    the anchor, the archive's name and blake3, and every projection's digest.
     ///
-    /// The stream index, stream versions and every idempotency key stay. Refused (with
-    /// nothing written but, at worst, the archive file) when `before` is past the head, does
-    /// not move the log's start forward, or passes a record a projection still reads
-    /// ([`ArchiveError::Pinned`]: a run's span events until the run is pruned). The space
+    /// The stream index, stream versions and every idempotency key stay, and so do the
+    /// archived records a projection's rows still point at (a run's span events, until the
+    /// run is pruned): [`crate::Snapshot::get`] reads them back. Refused (with nothing
+    /// written but, at worst, the archive file) when `before` is past the head, does not
+    /// move the log's start forward, or the archive's path names a file already. The space
     /// of the removed segments is redb's free pages, reused by later appends; `compact`
     /// gives it back to the file system.
     pub fn archive_before_with(
@@ -90,6 +92,12 @@ impl Store {
                 path: path.to_owned(),
             })?
             .to_owned();
+        if path.exists() {
+            return Err(ArchiveError::ArchiveExists {
+                path: path.to_owned(),
+            }
+            .into());
+        }
         let snapshot = self.snapshot()?;
         let head = snapshot.head()?;
         let from = snapshot.start();
@@ -108,6 +116,7 @@ impl Store {
             .into());
         }
         let state = snapshot.state();
+        let mut read = std::collections::BTreeSet::new();
         for projection in self.projections.iter() {
             match snapshot.checkpoint(projection.name())? {
                 Some(checkpoint) if checkpoint.next >= head.next => {}
@@ -118,16 +127,9 @@ impl Store {
                     .into());
                 }
             }
-            if let Some(pinned) = projection.oldest_record_read(&state)?
-                && pinned < before
-            {
-                return Err(ArchiveError::Pinned {
-                    position: before,
-                    projection: projection.name().to_owned(),
-                    pinned,
-                }
-                .into());
-            }
+            projection.records_read(&state, before, &mut |position| {
+                read.insert(position.0);
+            })?;
         }
         let (_, archive_digest) =
             crate::export::export_hashed(&snapshot, from, before, path, progress)?;
@@ -168,18 +170,165 @@ impl Store {
         } else {
             None
         };
-        let mut hashes = std::iter::from_fn(|| {
-            records
-                .as_mut()?
-                .next_view()
-                .map(|record| record.map(|record| (record.hash, record.idempotency_key.is_some())))
+        let mut archived_records = std::iter::from_fn(|| {
+            records.as_mut()?.next_view().map(|record| {
+                record.map(|record| ArchivedRecord {
+                    hash: record.hash,
+                    keyed: record.idempotency_key.is_some(),
+                    kept: read.contains(&record.position.0).then(|| {
+                        let mut stored = Vec::new();
+                        record.encode_v1_stored(&mut stored);
+                        stored
+                    }),
+                })
+            })
         });
-        let (cut, record) = self.write(|session| session.cut(cut, &replay, &mut hashes, at_ms))?;
+        let (cut, record) =
+            self.write(|session| session.cut(cut, &replay, &read, &mut archived_records, at_ms))?;
         Ok(ArchiveReport {
             cut,
             record,
             archive: path.to_owned(),
             archived,
         })
+    }
+}
+
+impl Store {
+    /// Checks a cut log against its archives (`verify --archive`): `archives` (in any order)
+    /// must hold every record before the log's start, each one sound in its file
+    /// ([`crate::export::ExportReader`]'s checks) and hashing to the hash the log keeps for
+    /// its position; the projections are replayed from position 0 through them, and at each
+    /// cut must reach the digests its cut record names. Returns the first such disagreement
+    /// as a finding (`None`: the archives are the log's history); an archive that is
+    /// damaged, missing, or not this log's is an error naming the file's record.
+    pub fn verify_archives(
+        &self,
+        archives: &[PathBuf],
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Option<crate::Finding>> {
+        let snapshot = self.snapshot()?;
+        let start = snapshot.start();
+        let mut readers = Vec::new();
+        for path in archives {
+            let reader = crate::export::ExportReader::open(path)?;
+            readers.push(reader);
+        }
+        readers.sort_by_key(|reader| reader.header().from);
+        let cuts = crate::log::cut::cuts(&snapshot.txn)?;
+        let mut replay = crate::audit::replay::Replay::empty(&snapshot.txn)?;
+        let mut next = Position(0);
+        let mut cut_index = 0;
+        let mut readers = readers.into_iter();
+        let mut current: Option<crate::export::ExportReader<_>> = None;
+        // Each cut's digests are taken where it starts keeping records: at its `before`.
+        let check_cuts = |replay: &crate::audit::replay::Replay,
+                          at: Position,
+                          cut_index: &mut usize|
+         -> Result<Option<crate::Finding>> {
+            while let Some((record, cut)) = cuts.get(*cut_index)
+                && cut.before == at
+            {
+                *cut_index += 1;
+                let state = replay.state()?;
+                for named in &cut.projections {
+                    let Some(projection) = self.projections.get(&named.name) else {
+                        continue;
+                    };
+                    if projection.version() != named.version {
+                        continue;
+                    }
+                    let replayed = crate::projection::digest::digest(&state, projection.as_ref())?;
+                    if replayed != named.digest {
+                        return Ok(Some(crate::Finding {
+                            position: *record,
+                            problem: crate::Problem::Cut {
+                                fault: crate::record::problem::CutFault::Replayed {
+                                    before: cut.before,
+                                    projection: named.name.clone(),
+                                    named: named.digest,
+                                    replayed,
+                                },
+                            },
+                        }));
+                    }
+                }
+            }
+            Ok(None)
+        };
+        if let Some(found) = check_cuts(&replay, next, &mut cut_index)? {
+            return Ok(Some(found));
+        }
+        while next < start {
+            // The records up to the next cut's start (or the log's), from the archives in turn.
+            let stop = cuts
+                .get(cut_index)
+                .map_or(start, |(_, cut)| cut.before.min(start));
+            let mut records = Vec::new();
+            while next < stop && records.len() < 8192 {
+                let reader = match &mut current {
+                    Some(reader) => reader,
+                    None => {
+                        let reader = readers.next().filter(|r| r.header().from == next);
+                        let Some(reader) = reader else {
+                            return Err(ArchiveError::ArchiveGap {
+                                expected: next,
+                                found: None,
+                            }
+                            .into());
+                        };
+                        current.insert(reader)
+                    }
+                };
+                match reader.next_record()? {
+                    Some(record) => {
+                        let kept = snapshot.record_hash(record.position)?;
+                        if kept != record.hash {
+                            return Err(ArchiveError::ArchivedHash {
+                                position: record.position,
+                                found: record.hash,
+                                kept,
+                            }
+                            .into());
+                        }
+                        next = Position(next.0 + 1);
+                        records.push(Ok(record));
+                    }
+                    None => {
+                        if let Some(reader) = current.take() {
+                            let _summary = reader.finish()?;
+                        }
+                    }
+                }
+            }
+            let from = Position(next.0 - records.len() as u64);
+            replay.apply(
+                &self.projections,
+                records.into_iter(),
+                from,
+                next,
+                &mut |_| {},
+            )?;
+            progress(next.0);
+            if let Some(found) = check_cuts(&replay, next, &mut cut_index)? {
+                return Ok(Some(found));
+            }
+        }
+        if let Some(reader) = current.take() {
+            // The last archive must end at the log's start, its trailer whole.
+            match reader.header().to == start {
+                true => {
+                    let _summary = reader.finish()?;
+                }
+                false => {
+                    return Err(ArchiveError::ArchiveGap {
+                        expected: start,
+                        found: Some(reader.header().to),
+                    }
+                    .into());
+                }
+            }
+        }
+        Ok(None)
     }
 }

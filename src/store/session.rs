@@ -9,11 +9,10 @@ use redb::{Database, ReadableDatabase, WriteTransaction};
 use crate::command::Command;
 use crate::error::Result;
 use crate::error::guarded;
-use crate::hash::Digest;
 use crate::leases::LeaseGuard;
 use crate::log::Head;
 use crate::log::append::{AppendOutcome, ExpectedVersion, LogEnd, LogWriter};
-use crate::log::cut::{CUT_KIND, CUT_STREAM, Cut};
+use crate::log::cut::{ArchivedRecord, CUT_KIND, CUT_STREAM, Cut};
 use crate::log::read::{Direction, Snapshot, missing};
 use crate::projection::Projections;
 use crate::projection::table::{RawRow, TableSource, TransactionTables};
@@ -196,7 +195,9 @@ impl<'txn> WriteSession<'txn> {
 
     /// Cuts the log before `cut.before` (`Store::archive_before`, which wrote the archive
     /// first): keeps `replay`'s tables as the snapshot, the archived records' hashes
-    /// (`hashes`, of `cut.from .. cut.before`) and the cut (its `keyed` counted here), removes
+    /// (`archived`, of `cut.from .. cut.before`), the archived records a projection still
+    /// reads (`read`: those before `cut.from` stay, the others come with `archived`) and the
+    /// cut (its `keyed` counted here), removes
     /// the segments wholly below the cut, and appends the cut record at `at_ms`. Runs before
     /// anything else is appended in the transaction. Returns the cut as recorded and its
     /// record's position.
@@ -204,7 +205,8 @@ impl<'txn> WriteSession<'txn> {
         &mut self,
         mut cut: Cut,
         replay: &crate::audit::replay::Replay,
-        hashes: &mut dyn Iterator<Item = Result<(Digest, bool)>>,
+        read: &std::collections::BTreeSet<u64>,
+        archived: &mut dyn Iterator<Item = Result<ArchivedRecord>>,
         at_ms: u64,
     ) -> Result<(Cut, Position)> {
         let position = self.head().next;
@@ -222,8 +224,9 @@ impl<'txn> WriteSession<'txn> {
                 self.txn,
                 crate::projection::table::snapshot_table,
             )?;
+            crate::log::cut::prune_kept(self.txn, read)?;
             cut.keyed =
-                keyed + crate::log::cut::keep_archived(self.txn, cut.from, cut.before, hashes)?;
+                keyed + crate::log::cut::keep_archived(self.txn, cut.from, cut.before, archived)?;
             crate::log::cut::keep_cut(self.txn, position, &cut)?;
             self.log.remove_segments_before(cut.before)
         })();

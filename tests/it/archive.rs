@@ -204,33 +204,58 @@ fn cuts_repeat_and_refuse_going_back() {
 }
 
 #[test]
-fn the_demo_cuts_with_its_projections_and_replays_from_the_snapshot() {
+fn the_demo_cuts_with_its_projections_and_keeps_what_they_read() {
     let (dir, store) = store();
     annals::demo::run(&store, 3_000, |_| {}).expect("demo");
     let head = store.head().expect("head").next.0;
-    // Runs keep span events that point at their records: the lowest cut that passes none.
-    let before = Position(head / 2);
-    match store.archive_before(before, dir.path().join("demo.archive")) {
-        Ok(report) => {
-            assert_eq!(
-                report.cut.projections.len(),
-                store.projections().iter().count()
-            );
-            assert_sound(&store);
-            annals::demo::run(&store, head + 1_000, |_| {}).expect("demo after the cut");
-            assert_sound(&store);
-        }
-        Err(Error::Archive(ArchiveError::Pinned {
-            projection, pinned, ..
-        })) => {
-            assert_eq!(projection, "runs");
-            store
-                .archive_before(pinned, dir.path().join("demo.archive"))
-                .expect("a cut at the pin");
-            assert_sound(&store);
-        }
-        Err(other) => panic!("cut: {other}"),
-    }
+    let before_state = store.state_json("runs", None).expect("runs before");
+    let report = store
+        .archive_before(Position(head / 2), dir.path().join("demo.archive"))
+        .expect("cut");
+    assert_eq!(
+        report.cut.projections.len(),
+        store.projections().iter().count()
+    );
+    // Runs read their span events back from the log: those records stay readable.
+    assert_eq!(
+        store.state_json("runs", None).expect("runs after"),
+        before_state
+    );
+    assert_sound(&store);
+    let archives = [dir.path().join("demo.archive")];
+    assert_eq!(
+        store
+            .verify_archives(&archives, &mut |_| {})
+            .expect("archives"),
+        None
+    );
+    annals::demo::run(&store, head + 2_000, |_| {}).expect("demo after the cut");
+    assert_sound(&store);
+    let second = store
+        .archive_before(Position(head + 1_000), dir.path().join("demo-1.archive"))
+        .expect("second cut");
+    assert_eq!(second.cut.from, Position(head / 2));
+    assert_sound(&store);
+    let archives = [
+        dir.path().join("demo-1.archive"),
+        dir.path().join("demo.archive"),
+    ];
+    assert_eq!(
+        store
+            .verify_archives(&archives, &mut |_| {})
+            .expect("archives"),
+        None
+    );
+    store.rebuild(None).expect("rebuild");
+    assert_sound(&store);
+    // Without the first archive, the second does not start at 0.
+    let refused = store
+        .verify_archives(&archives[..1], &mut |_| {})
+        .expect_err("a gap");
+    assert!(
+        matches!(refused, Error::Archive(ArchiveError::ArchiveGap { .. })),
+        "{refused}"
+    );
 }
 
 #[test]

@@ -41,6 +41,7 @@ impl Command {
             Command::Export(args) => args.json,
             Command::Import(args) => args.json,
             Command::Compact(args) => args.json,
+            Command::Archive(args) => args.json,
             Command::Upgrade(args) => args.json,
             Command::Keygen(_) => false,
             Command::Checkpoint(_) => false,
@@ -109,6 +110,10 @@ pub(crate) enum Command {
     /// the bytes reclaimed. It needs the log to itself: refused while another process has it
     /// open.
     Compact(CompactArgs),
+    /// Cut the log: write the records before a position (or a time) to a new archive file,
+    /// synced, then remove them from the log, keeping every proof, index and projection and
+    /// appending a record of the cut. Reads below the cut then say where they went.
+    Archive(ArchiveArgs),
     /// Write a new Ed25519 signer key for checkpoints (c2sp.org/signed-note) to KEYFILE, mode
     /// 0600, and print its verifier key (vkey).
     Keygen(KeygenArgs),
@@ -261,6 +266,42 @@ pub(crate) struct CompactArgs {
     /// How long to wait for other processes to close the log, e.g. `5s`, `250ms`.
     #[arg(long, default_value = "0s", value_parser = super::open::parse_duration)]
     pub(crate) wait: std::time::Duration,
+}
+
+#[derive(Args)]
+pub(crate) struct ArchiveArgs {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+    /// Cut before this position (digits), or before the first record at or after this time
+    /// (RFC 3339, or a date).
+    #[arg(long, value_name = "POSITION|TIME", value_parser = parse_cut_point)]
+    pub(crate) before: CutPoint,
+    /// The archive file to write: a new file.
+    pub(crate) archive: PathBuf,
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) access: WriteAccess,
+}
+
+/// Where `archive --before` cuts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CutPoint {
+    /// Before a position.
+    Position(u64),
+    /// Before the first record at or after a time, in epoch milliseconds.
+    Time(u64),
+}
+
+fn parse_cut_point(text: &str) -> Result<CutPoint, String> {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text
+            .parse()
+            .map(CutPoint::Position)
+            .map_err(|_| format!("{text}: not a position"));
+    }
+    parse_time(text).map(CutPoint::Time)
 }
 
 #[derive(Args)]
@@ -515,6 +556,11 @@ pub(crate) struct LogArgs {
 pub(crate) struct VerifyArgs {
     /// The log file; it must exist.
     pub(crate) db: PathBuf,
+    /// Also check a cut log against its archive files (every cut's, in any order): each
+    /// record must hash as the log keeps it, and replaying them from position 0 must reach
+    /// each cut's projection digests.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub(crate) archive: Vec<PathBuf>,
     /// Print a JSON object instead of text.
     #[arg(long)]
     pub(crate) json: bool,

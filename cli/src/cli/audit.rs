@@ -63,7 +63,14 @@ const PROOF_FILE_BYTES_MAX: u64 = 64 * 1024;
 
 pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.db)?;
-    let report = verify_showing_progress(&store)?;
+    let mut report = verify_showing_progress(&store)?;
+    if report.is_sound() && !args.archive.is_empty() {
+        let start = store.snapshot()?.start().0;
+        let mut line = ProgressLine::new("archives", start);
+        let found = store.verify_archives(&args.archive, &mut |done| line.update(done));
+        line.finish();
+        report.problem = found?;
+    }
     let mut out = io::stdout().lock();
     print_verify(&mut out, &report, args.json)?;
     out.flush()?;

@@ -7,6 +7,7 @@
 //! Exit codes: 0 ok; 1 findings (an append refused, corrupt data, a log that fails
 //! verification); 2 usage or I/O errors, including a file that is missing or not an annals log.
 
+mod archive;
 mod args;
 mod audit;
 mod checkpoints;
@@ -77,6 +78,7 @@ pub fn main() -> ExitCode {
         Command::Export(args) => audit::export(args),
         Command::Import(args) => write::import(args),
         Command::Compact(args) => compact::compact(args),
+        Command::Archive(args) => archive::archive(args),
         Command::Upgrade(args) => write::upgrade(args),
         Command::Keygen(args) => keys::keygen(args),
         Command::Checkpoint(args) => checkpoints::checkpoint(args),

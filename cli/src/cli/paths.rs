@@ -27,7 +27,13 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
         }
         Command::Log(args) => require_regular(&args.db, "the log"),
         Command::Tail(args) => require_regular(&args.db, "the log"),
-        Command::Verify(args) => require_regular(&args.db, "the log"),
+        Command::Verify(args) => {
+            for file in &args.archive {
+                require_regular(file, "an archive file")?;
+            }
+            require_regular(&args.db, "the log")
+        }
+        Command::Archive(args) => require_regular(&args.db, "the log"),
         Command::Stats(args) => require_regular(&args.db, "the log"),
         Command::Demo(args) => require_regular(&args.db, "the log"),
         Command::State(args) => require_regular(&args.db, "the log"),

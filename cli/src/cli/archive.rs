@@ -1,0 +1,98 @@
+//! `archive`: cuts a log before a position or a time ([`Store::archive_before`]): the records
+//! before it go to an archive file (an export file), and the log keeps the rest, with every
+//! proof, index and projection.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use serde::Serialize;
+
+use super::Failure;
+use super::args::{ArchiveArgs, CutPoint};
+use super::open::joining;
+use super::progress::ProgressLine;
+use super::render::print_json;
+use annals::display::grouped;
+use annals::{Direction, Position, Store, StoreOptions};
+
+/// What `archive --json` prints.
+#[derive(Serialize)]
+struct ArchiveJson {
+    /// The archive file written.
+    archive: String,
+    /// The first position archived.
+    from: u64,
+    /// The first position the log keeps.
+    before: u64,
+    /// The position of the cut record.
+    record: u64,
+    /// blake3 of the archive file, lower-case hex.
+    archive_blake3: String,
+}
+
+pub(crate) fn archive(args: ArchiveArgs) -> Result<ExitCode, Failure> {
+    let mut line = None;
+    let report = joining(&args.access, |sharing| {
+        let options = StoreOptions {
+            sharing,
+            busy_timeout: args.access.wait,
+            ..StoreOptions::default()
+        };
+        let store = Store::open_with(&args.db, options)?;
+        let before = match args.before {
+            CutPoint::Position(position) => Position(position),
+            CutPoint::Time(at_ms) => first_at_or_after(&store, at_ms)?,
+        };
+        let start = store.snapshot()?.start();
+        let progress = line.insert(ProgressLine::new(
+            "archive",
+            2 * before.0.saturating_sub(start.0),
+        ));
+        store.archive_before_with(before, &args.archive, &mut |done| progress.update(done))
+    });
+    if let Some(line) = line.as_mut() {
+        line.finish();
+    }
+    let report = report?;
+    let mut out = io::stdout().lock();
+    if args.json {
+        print_json(
+            &mut out,
+            &ArchiveJson {
+                archive: report.archive.display().to_string(),
+                from: report.cut.from.0,
+                before: report.cut.before.0,
+                record: report.record.0,
+                archive_blake3: report.cut.archive_digest.to_string(),
+            },
+        )?;
+    } else {
+        writeln!(
+            out,
+            "archived {} records ({}..{}) to {}; the log starts at {}, cut record at {}",
+            grouped(report.archived),
+            report.cut.from,
+            report.cut.before,
+            report.archive.display(),
+            report.cut.before,
+            report.record,
+        )?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The first position from the log's start whose record's time is at or after `at_ms`, or the
+/// head when none is.
+fn first_at_or_after(store: &Store, at_ms: u64) -> annals::Result<Position> {
+    let snapshot = store.snapshot()?;
+    let head = snapshot.head()?.next;
+    let mut records = snapshot.records(snapshot.start(), Direction::Forward)?;
+    while let Some(record) = records.next_view() {
+        let record = record?;
+        if record.at_ms >= at_ms {
+            return Ok(record.position);
+        }
+    }
+    Ok(head)
+}
