@@ -170,27 +170,11 @@ impl Snapshot {
                     }),
                 });
         }
-        let count = 1usize << level;
-        let mut leaves = Vec::with_capacity(count);
-        // Below the log's start the records are archived and their hashes kept.
-        let start = self.start().0.clamp(first, first + count as u64);
-        for position in first..start {
-            leaves.push(leaf_hash(&self.record_hash(Position(position))?));
-        }
-        if leaves.len() < count && start < self.head()?.next.0 {
-            for record in self
-                .records(Position(start), crate::log::read::Direction::Forward)?
-                .take(count - leaves.len())
-            {
-                leaves.push(leaf_hash(&record?.hash));
-            }
-        }
-        if leaves.len() != count {
-            return Err(Error::Corrupt {
-                position: Position(first + leaves.len() as u64),
-                problem: Box::new(Problem::Missing),
-            });
-        }
+        let leaves: Vec<Digest> = self
+            .record_hashes(Position(first), 1usize << level)?
+            .iter()
+            .map(leaf_hash)
+            .collect();
         Ok(root_of_leaves(&LogTreeHasher, &leaves))
     }
 

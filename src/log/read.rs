@@ -173,6 +173,30 @@ impl Snapshot {
         })
     }
 
+    /// The hashes of the `count` records from `first`: kept beside the tree for those a cut
+    /// archived, read from the records (checked) after. Fewer than `count` records there is
+    /// [`Error::Corrupt`] naming the first one missing.
+    pub(crate) fn record_hashes(&self, first: Position, count: usize) -> Result<Vec<Digest>> {
+        let end = first.0 + count as u64;
+        let start = self.start().0.clamp(first.0, end);
+        let mut hashes = Vec::with_capacity(count);
+        for position in first.0..start {
+            hashes.push(self.record_hash(Position(position))?);
+        }
+        if start < end && start < self.head()?.next.0 {
+            for record in self
+                .records(Position(start), Direction::Forward)?
+                .take(count - hashes.len())
+            {
+                hashes.push(record?.hash);
+            }
+        }
+        if hashes.len() != count {
+            return Err(missing(Position(first.0 + hashes.len() as u64)));
+        }
+        Ok(hashes)
+    }
+
     /// The value of meta key `key`, if present, once its checksum holds.
     pub(crate) fn meta_value(&self, key: &str) -> Result<Option<Vec<u8>>> {
         match self.meta.get(key)? {

@@ -14,7 +14,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::hash::Digest;
-use crate::log::read::{Direction, Snapshot};
+use crate::log::read::Snapshot;
 use crate::merkle::leaf_hash;
 use crate::record::Position;
 use crate::tlog::tiles::{TILE_HEIGHT, TileId, entry_bundle, tile_bytes, tiles_between, tiles_of};
@@ -274,22 +274,15 @@ type TileContents = (Vec<[u8; 32]>, Option<Vec<[u8; 32]>>);
 fn tile_contents(snapshot: &Snapshot, tile: TileId) -> crate::Result<TileContents> {
     let width = usize::from(tile.width);
     if tile.level == 0 {
-        let mut hashes = Vec::with_capacity(width);
-        let mut entries = Vec::with_capacity(width);
-        for record in snapshot
-            .records(Position(tile.first()), Direction::Forward)?
-            .take(width)
-        {
-            let record = record?;
-            entries.push(record.hash.0);
-            hashes.push(leaf_hash(&record.hash).0);
-        }
-        if hashes.len() != width {
-            return Err(crate::Error::Corrupt {
-                position: Position(tile.first() + hashes.len() as u64),
-                problem: Box::new(crate::record::problem::Problem::Missing),
-            });
-        }
+        let entries: Vec<[u8; 32]> = snapshot
+            .record_hashes(Position(tile.first()), width)?
+            .into_iter()
+            .map(|hash| hash.0)
+            .collect();
+        let hashes: Vec<[u8; 32]> = entries
+            .iter()
+            .map(|entry| leaf_hash(&crate::Digest(*entry)).0)
+            .collect();
         return Ok((hashes, Some(entries)));
     }
     let level = tile.level * TILE_HEIGHT;

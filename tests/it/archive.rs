@@ -19,14 +19,14 @@ fn fill(store: &Store, records: u64) {
         let events: Vec<NewEvent> = (0..count)
             .map(|i| {
                 let e = event("test.event", n, format!("{n}/{i}").as_bytes());
-                if (n + i) % 3 == 0 {
+                if (n + i).is_multiple_of(3) {
                     e.with_idempotency_key(format!("key-{n}-{i}"))
                 } else {
                     e
                 }
             })
             .collect();
-        store
+        let _outcome = store
             .append(&stream, ExpectedVersion::Any, &events)
             .expect("append");
         written += count;
@@ -80,7 +80,7 @@ fn every_boundary_cuts_and_the_log_works_after() {
         assert_eq!(report.archived, before);
         assert_eq!(report.record, head.next);
         assert!(archive.exists());
-        annals::export::check(&archive, &mut |_| {}).expect("the archive checks");
+        let _checked = annals::export::check(&archive, &mut |_| {}).expect("the archive checks");
         assert_sound(&store);
 
         let snapshot = store.snapshot().expect("snapshot");
@@ -168,7 +168,7 @@ fn every_boundary_cuts_and_the_log_works_after() {
 fn cuts_repeat_and_refuse_going_back() {
     let (dir, store) = store();
     fill(&store, 100);
-    store
+    let _cut = store
         .archive_before(Position(30), dir.path().join("a0"))
         .expect("first cut");
     fill(&store, 150);
@@ -273,7 +273,7 @@ fn a_cut_record_the_log_did_not_make_is_found() {
         refused,
         Error::Store(annals::StoreError::CutKind { .. })
     ));
-    store
+    let _cut = store
         .archive_before(Position(20), dir.path().join("a0"))
         .expect("cut");
     let forged = store
@@ -293,4 +293,86 @@ fn a_cut_record_the_log_did_not_make_is_found() {
         matches!(finding.problem, Problem::Cut { .. }),
         "{finding:?}"
     );
+}
+
+#[test]
+fn tiles_of_a_cut_log_are_those_before_the_cut() {
+    let (dir, store) = store();
+    fill(&store, 600);
+    let signer = annals::tlog::Signer::from_seed("example.com/cut", [7; 32]).expect("signer");
+    let before = dir.path().join("before");
+    store.write_tiles(&before, &signer).expect("tiles before");
+    let _cut = store
+        .archive_before(Position(530), dir.path().join("a0"))
+        .expect("cut");
+    let after = dir.path().join("after");
+    store.write_tiles(&after, &signer).expect("tiles after");
+    // The full tiles of the first 512 leaves, entries and hashes, are byte for byte the same.
+    for tile in [
+        "tile/0/000",
+        "tile/0/001",
+        "tile/entries/000",
+        "tile/entries/001",
+    ] {
+        assert_eq!(
+            std::fs::read(before.join(tile)).expect("tile before"),
+            std::fs::read(after.join(tile)).expect("tile after"),
+            "{tile}"
+        );
+    }
+}
+
+#[test]
+fn an_archive_that_is_not_the_logs_history_is_refused_naming_the_record() {
+    let (dir, store) = store();
+    fill(&store, 120);
+    let archive = dir.path().join("a0");
+    let _cut = store.archive_before(Position(100), &archive).expect("cut");
+    let archives = [archive.clone()];
+    assert_eq!(
+        store
+            .verify_archives(&archives, &mut |_| {})
+            .expect("sound"),
+        None
+    );
+    // Another log's archive of the same length: its records are not the ones the tree holds.
+    let (other_dir, other) = crate::common::store();
+    let _other = other
+        .append(
+            "x",
+            ExpectedVersion::Any,
+            &[event("test.event", 0, b"other")],
+        )
+        .expect("append");
+    fill(&other, 101);
+    let foreign = other_dir.path().join("foreign");
+    let _exported = annals::export::export(
+        &other.snapshot().expect("snapshot"),
+        Position(0),
+        Position(100),
+        &foreign,
+        &mut |_| {},
+    )
+    .expect("export");
+    let refused = store
+        .verify_archives(&[foreign], &mut |_| {})
+        .expect_err("foreign");
+    assert!(
+        matches!(refused, Error::Archive(ArchiveError::ArchivedHash { .. })),
+        "{refused}"
+    );
+    // A flipped byte in the archive is refused with the record it damaged.
+    let mut bytes = std::fs::read(&archive).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    let damaged = dir.path().join("damaged");
+    std::fs::write(&damaged, &bytes).expect("write");
+    let refused = store
+        .verify_archives(&[damaged], &mut |_| {})
+        .expect_err("damaged");
+    assert!(
+        matches!(&refused, Error::Export(_) | Error::Archive(_)),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("position"), "{refused}");
 }

@@ -218,9 +218,9 @@ pub(crate) struct ExportArgs {
     /// The export file to write: a new file, or with `--force` a regular file to replace
     /// (never the log itself, nor a log another process writes).
     pub(crate) file: PathBuf,
-    /// The first position to export.
-    #[arg(long, default_value_t = 0)]
-    pub(crate) from: u64,
+    /// The first position to export [default: the log's start, 0 unless it was cut].
+    #[arg(long)]
+    pub(crate) from: Option<u64>,
     /// Export up to this position, excluded [default: the head].
     #[arg(long)]
     pub(crate) to: Option<u64>,

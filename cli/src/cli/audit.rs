@@ -319,10 +319,11 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.db)?;
     let snapshot = store.snapshot()?;
     let to = args.to.unwrap_or(snapshot.head()?.next.0);
-    let mut line = ProgressLine::new("export", to.saturating_sub(args.from));
+    let from = args.from.unwrap_or(snapshot.start().0);
+    let mut line = ProgressLine::new("export", to.saturating_sub(from));
     let summary = annals::export::export(
         &snapshot,
-        Position(args.from),
+        Position(from),
         Position(to),
         &args.file,
         &mut |done| line.update(done),

@@ -42,7 +42,7 @@ use clap::Parser;
 use annals::AppendError;
 use annals::export::ExportError;
 use annals::projection::ProjectionError;
-use annals::{Error, OpenError};
+use annals::{ArchiveError, Error, OpenError};
 
 use args::{Cli, Command};
 
@@ -209,6 +209,8 @@ pub(crate) enum Kind {
     VerifyFailed,
     /// `check-proof` found the proof invalid.
     InvalidProof,
+    /// A read of records a cut archived (exit 1): the message names the archive.
+    Archived,
     /// Any other finding (exit 1).
     Finding,
     /// Any other failure of the file system or storage (exit 2).
@@ -233,6 +235,7 @@ impl Kind {
             Kind::Refused => "refused",
             Kind::VerifyFailed => "verify_failed",
             Kind::InvalidProof => "invalid_proof",
+            Kind::Archived => "archived",
             Kind::Finding => "finding",
             Kind::Io => "io",
         }
@@ -245,6 +248,7 @@ impl Kind {
             | Kind::Refused
             | Kind::VerifyFailed
             | Kind::InvalidProof
+            | Kind::Archived
             | Kind::Finding => EXIT_FINDINGS,
             _ => EXIT_USAGE,
         }
@@ -380,6 +384,15 @@ impl From<Error> for Failure {
                 | annals::SigningError::CosignedUnopened { .. },
             ) => Kind::InvalidInput,
             Error::Signing(_) => Kind::Refused,
+            Error::Archive(ArchiveError::Archived { .. }) => Kind::Archived,
+            Error::Archive(ArchiveError::ArchiveExists { .. }) => Kind::Exists,
+            Error::Archive(ArchiveError::ArchiveName { .. }) => Kind::InvalidInput,
+            Error::Archive(
+                ArchiveError::ArchiveGap { .. }
+                | ArchiveError::ArchivedHash { .. }
+                | ArchiveError::UndecodableCut { .. },
+            ) => Kind::Corrupt,
+            Error::Archive(_) => Kind::Refused,
             _ => Kind::Io,
         };
         // The exit codes stay what they were before kinds: every append refusal (a limit
@@ -395,7 +408,8 @@ impl From<Error> for Failure {
                 | Error::CorruptProjection { .. }
                 | Error::Projection(ProjectionError::Invariant { .. })
                 | Error::Signing(annals::SigningError::Diverged { .. })
-        ) || matches!(&error, Error::Export(export) if !matches!(**export, ExportError::Io(_)));
+        ) || kind.exit() == EXIT_FINDINGS && matches!(error, Error::Archive(_))
+            || matches!(&error, Error::Export(export) if !matches!(**export, ExportError::Io(_)));
         let exit = if finding { EXIT_FINDINGS } else { EXIT_USAGE };
         Failure::Of {
             kind,

@@ -26,6 +26,8 @@ pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
     };
     // Backward from at or past the end starts at the last record.
     let from = args.from.unwrap_or(match direction {
+        // A cut log starts where its last cut left it.
+        Direction::Forward if args.stream.is_none() => snapshot.start().0,
         Direction::Forward => 0,
         Direction::Backward => u64::MAX,
     });
