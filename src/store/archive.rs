@@ -162,9 +162,15 @@ impl Store {
             archive_digest,
             projections,
         };
-        let at_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |since| since.as_millis() as u64);
+        // The cut record takes the time of the log's last record, not the clock's: a cut is a
+        // function of the log and of its arguments alone, so two copies of one log cut alike
+        // write the same record (a replica's chain stays its source's).
+        let at_ms = match head.next.0.checked_sub(1) {
+            Some(last) => snapshot
+                .get(Position(last))?
+                .map_or(0, |record| record.at_ms),
+            None => 0,
+        };
         let mut records = if from < before {
             Some(snapshot.records(from, Direction::Forward)?)
         } else {

@@ -5,6 +5,7 @@ mod annals_bin;
 
 mod architecture;
 mod archive;
+mod archive_crash;
 mod checkpoints;
 mod checksums;
 mod cli;
@@ -15,6 +16,7 @@ mod common;
 mod compact;
 mod corruption;
 mod crash;
+mod cut_vectors;
 mod events;
 mod export;
 mod faults;

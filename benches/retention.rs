@@ -1,0 +1,271 @@
+//! Retention: a demo log of `--records` records (1,000,000 by default) cut down to its last
+//! `--keep` (100,000), measured side by side (issue 34):
+//!
+//! - the file's bytes after the cut (and after `compact`) against before;
+//! - `verify` of the cut log against `verify` of a demo log of `--keep` records alone;
+//! - the cut's throughput (records archived per second) and its peak resident memory, in a
+//!   child process of its own (`VmHWM`);
+//! - single durable appends per second from another thread while the cut runs in the same
+//!   process, against the same appends with no cut beside them.
+//!
+//! `cargo bench --bench retention` prints a Markdown table and a JSON line. `--records` and
+//! `--keep` make it small enough to smoke-run (`.ci/run`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use annals::{Durability, ExpectedVersion, NewEvent, Position, Sharing, Store, StoreOptions};
+
+struct Settings {
+    records: u64,
+    keep: u64,
+}
+
+fn settings() -> Settings {
+    let mut settings = Settings {
+        records: 1_000_000,
+        keep: 100_000,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || {
+            args.next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{arg} takes a number"))
+        };
+        match arg.as_str() {
+            "--records" => settings.records = value(),
+            "--keep" => settings.keep = value(),
+            // cargo bench passes --bench; nothing else is ours.
+            "--bench" => {}
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    assert!(
+        settings.keep < settings.records,
+        "--keep must be below --records"
+    );
+    settings
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--archive-child") {
+        archive_child(
+            Path::new(&args[2]),
+            Position(args[3].parse().expect("a position")),
+            Path::new(&args[4]),
+        );
+        return;
+    }
+    let settings = settings();
+    let dir = tempfile::tempdir_in(
+        std::env::var_os("ANNALS_BENCH_DIR").map_or_else(std::env::temp_dir, PathBuf::from),
+    )
+    .expect("a folder for the logs");
+    let log = dir.path().join("log.redb");
+    eprintln!("writing {} demo records…", settings.records);
+    demo_log(&log, settings.records);
+    let head = Store::open_read_only(&log)
+        .expect("the log")
+        .head()
+        .expect("head")
+        .next
+        .0;
+    let before = Position(head - settings.keep);
+    let bytes_before = std::fs::metadata(&log).expect("the log").len();
+    let copy = dir.path().join("copy.redb");
+    std::fs::copy(&log, &copy).expect("a copy for the append measurement");
+
+    eprintln!("cutting before {before} in a child process…");
+    let archive = dir.path().join("log-0.archive");
+    let (peak_bytes, cut_seconds) = archive_in_child(&log, before, &archive);
+    let bytes_after = std::fs::metadata(&log).expect("the log").len();
+    let archive_bytes = std::fs::metadata(&archive).expect("the archive").len();
+    let compacted = Store::compact_file(&log, Duration::ZERO).expect("compact");
+    let bytes_compacted = std::fs::metadata(&log).expect("the log").len();
+    let _ = compacted;
+
+    eprintln!(
+        "verifying the cut log, and a log of {} records alone…",
+        settings.keep
+    );
+    let verify_cut = time_verify(&log);
+    let alone = dir.path().join("alone.redb");
+    demo_log(&alone, settings.keep);
+    let verify_alone = time_verify(&alone);
+
+    eprintln!("appending beside an in-process cut…");
+    let (beside, without) = appends_beside_a_cut(&copy, before, &dir.path().join("copy-0.archive"));
+
+    let archived = before.0;
+    let rows = [
+        (
+            "file bytes after the cut / before",
+            format!("{:.3}", bytes_after as f64 / bytes_before as f64),
+            format!("{} / {}", mb(bytes_after), mb(bytes_before)),
+        ),
+        (
+            "file bytes after the cut and `compact` / before",
+            format!("{:.3}", bytes_compacted as f64 / bytes_before as f64),
+            format!("{} / {}", mb(bytes_compacted), mb(bytes_before)),
+        ),
+        (
+            "verify of the cut log / of a log of the kept records alone",
+            format!("{:.2}", verify_cut / verify_alone),
+            format!("{verify_cut:.2} s / {verify_alone:.2} s"),
+        ),
+        (
+            "cut throughput, records archived per second",
+            format!("{:.0}", archived as f64 / cut_seconds),
+            format!("{archived} records in {cut_seconds:.1} s"),
+        ),
+        (
+            "cut peak resident memory",
+            mb(peak_bytes as u64),
+            String::new(),
+        ),
+        (
+            "durable appends/s beside the cut / without",
+            format!("{:.2}", beside / without),
+            format!("{beside:.0} / {without:.0}"),
+        ),
+    ];
+    println!(
+        "| {} demo records cut to the last {} | ratio or figure | measured |",
+        settings.records, settings.keep
+    );
+    println!("|---|---:|---|");
+    for (what, figure, measured) in &rows {
+        println!("| {what} | {figure} | {measured} |");
+    }
+    println!(
+        "{}",
+        serde_json::json!({
+            "records": head,
+            "kept": settings.keep,
+            "bytes_before": bytes_before,
+            "bytes_after": bytes_after,
+            "bytes_after_compact": bytes_compacted,
+            "archive_bytes": archive_bytes,
+            "verify_cut_seconds": verify_cut,
+            "verify_kept_alone_seconds": verify_alone,
+            "cut_seconds": cut_seconds,
+            "cut_peak_rss_bytes": peak_bytes,
+            "appends_per_second_beside_cut": beside,
+            "appends_per_second_without": without,
+        })
+    );
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// A demo log of at least `records` records, written with deferred commits (exclusive).
+fn demo_log(path: &Path, records: u64) {
+    let store = Store::open_with(
+        path,
+        StoreOptions {
+            create: true,
+            sharing: Sharing::Exclusive,
+            ..StoreOptions::default()
+        },
+    )
+    .expect("a new log");
+    let _report =
+        annals::demo::run_with(&store, Durability::Deferred, records, |_| {}).expect("the demo");
+    store.close().expect("close");
+}
+
+fn time_verify(path: &Path) -> f64 {
+    let store = Store::open_read_only(path).expect("the log");
+    let started = Instant::now();
+    let report = store.verify().expect("verify");
+    let seconds = started.elapsed().as_secs_f64();
+    assert!(report.is_sound(), "{:?}", report.problem);
+    seconds
+}
+
+fn archive_in_child(log: &Path, before: Position, archive: &Path) -> (f64, f64) {
+    let output = std::process::Command::new(std::env::current_exe().expect("this program"))
+        .arg("--archive-child")
+        .arg(log)
+        .arg(before.0.to_string())
+        .arg(archive)
+        .output()
+        .expect("a child");
+    assert!(
+        output.status.success(),
+        "the child failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut words = text.split_whitespace();
+    let peak = words.next().and_then(|w| w.parse().ok()).expect("the peak");
+    let seconds = words
+        .next()
+        .and_then(|w| w.parse().ok())
+        .expect("the seconds");
+    (peak, seconds)
+}
+
+/// In the child: open the log, cut it, print the peak resident set in bytes and the cut's
+/// seconds.
+fn archive_child(log: &Path, before: Position, archive: &Path) {
+    let store = Store::open_existing(log).expect("the log");
+    let started = Instant::now();
+    let _report = store.archive_before(before, archive).expect("the cut");
+    let seconds = started.elapsed().as_secs_f64();
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let kib: f64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM");
+    println!("{} {seconds}", kib * 1024.0);
+}
+
+/// Single durable appends per second from one thread while another cuts the log (the same
+/// store), then the same appends for as long again with no cut.
+fn appends_beside_a_cut(log: &Path, before: Position, archive: &Path) -> (f64, f64) {
+    let store = Arc::new(Store::open_existing(log).expect("the log"));
+    let done = Arc::new(AtomicBool::new(false));
+    let appended = Arc::new(AtomicU64::new(0));
+    let appender = {
+        let (store, done, appended) =
+            (Arc::clone(&store), Arc::clone(&done), Arc::clone(&appended));
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                append_one(&store);
+                appended.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let started = Instant::now();
+    let _report = store.archive_before(before, archive).expect("the cut");
+    done.store(true, Ordering::Relaxed);
+    appender.join().expect("the appender");
+    let elapsed = started.elapsed();
+    let beside = appended.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64();
+    let started = Instant::now();
+    let mut count = 0u64;
+    while started.elapsed() < elapsed.max(Duration::from_secs(2)) {
+        append_one(&store);
+        count += 1;
+    }
+    let without = count as f64 / started.elapsed().as_secs_f64();
+    (beside, without)
+}
+
+fn append_one(store: &Store) {
+    let _outcome = store
+        .append(
+            "bench/appends",
+            ExpectedVersion::Any,
+            &[NewEvent::new("bench.append", 0, vec![7u8; 200])],
+        )
+        .expect("an append");
+}
