@@ -226,9 +226,16 @@ pub fn verify_with(
     projections: &Projections,
     progress: &mut dyn FnMut(u64),
 ) -> Result<VerifyReport> {
-    let report = verify_log_with(snapshot, progress)?;
+    let mut claims = Vec::new();
+    let report = verify_log_claiming(snapshot, progress, &mut claims)?;
     if report.problem.is_some() {
         return Ok(report);
+    }
+    if let Some(finding) = check_claims(snapshot, projections, &claims)? {
+        return Ok(VerifyReport {
+            problem: Some(finding),
+            ..report
+        });
     }
     if let Some(finding) = check_kept(snapshot, live, projections)? {
         return Ok(VerifyReport {
@@ -254,6 +261,42 @@ pub fn verify_with(
         behind,
         ..report
     })
+}
+
+/// Each cut record this log did not make must name the digests a replay of this log reaches
+/// at its cut, for every projection it names that runs here at the version it names.
+fn check_claims(
+    snapshot: &Snapshot,
+    projections: &Projections,
+    claims: &[(Position, crate::log::cut::Cut)],
+) -> Result<Option<Finding>> {
+    for (position, cut) in claims {
+        let replayed = replay_with(snapshot, projections, Some(cut.before), &mut |_| {})?;
+        let state = replayed.state()?;
+        for named in &cut.projections {
+            let Some(projection) = projections.get(&named.name) else {
+                continue;
+            };
+            if projection.version() != named.version {
+                continue;
+            }
+            let digest = crate::projection::digest::digest(&state, projection.as_ref())?;
+            if digest != named.digest {
+                return Ok(Some(Finding {
+                    position: *position,
+                    problem: Problem::Cut {
+                        fault: CutFault::Replayed {
+                            before: cut.before,
+                            projection: named.name.clone(),
+                            named: named.digest,
+                            replayed: digest,
+                        },
+                    },
+                }));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// For a cut log, every archived record a projection's live rows point at must have been
@@ -435,9 +478,19 @@ pub fn verify_log(snapshot: &Snapshot) -> Result<VerifyReport> {
 /// check in order, so the report is exactly the one-thread walk's (which problem comes first,
 /// how far the walk got): damage is rare, and then it is named as it always was.
 pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
+    verify_log_claiming(snapshot, progress, &mut Vec::new())
+}
+
+/// [`verify_log_with`], collecting the cut records this log did not make whose claims the
+/// projections' replay has to check.
+fn verify_log_claiming(
+    snapshot: &Snapshot,
+    progress: &mut dyn FnMut(u64),
+    claims: &mut Vec<(Position, crate::log::cut::Cut)>,
+) -> Result<VerifyReport> {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     if cores < 2 {
-        return walk_log(snapshot, progress, None);
+        return walk_log(snapshot, progress, None, claims);
     }
     let format = snapshot.format;
     std::thread::scope(|scope| {
@@ -445,7 +498,7 @@ pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Re
         let (spent, spare) = channel();
         let hashes = scope.spawn(move || hashes_sound(&received, &spent, format));
         let hashing = HashingThread { segments, spare };
-        let walked = walk_log(snapshot, progress, Some(&hashing));
+        let walked = walk_log(snapshot, progress, Some(&hashing), claims);
         // The walk may have stopped early: what it sent is checked, and the check ends there.
         drop(hashing);
         // A panic on the other thread is this call's panic, as it would be on this thread.
@@ -454,7 +507,7 @@ pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Re
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         match walked {
             Ok(report) if sound => Ok(report),
-            Ok(_) => walk_log(snapshot, &mut |_| {}, None),
+            Ok(_) => walk_log(snapshot, &mut |_| {}, None, claims),
             Err(error) => Err(error),
         }
     })
@@ -512,7 +565,9 @@ fn walk_log(
     snapshot: &Snapshot,
     progress: &mut dyn FnMut(u64),
     hashes: Option<&HashingThread>,
+    claims: &mut Vec<(Position, crate::log::cut::Cut)>,
 ) -> Result<VerifyReport> {
+    claims.clear();
     let record_hashes = match hashes {
         Some(_) => RecordHashes::CoveredBySegmentDigest,
         None => RecordHashes::Check,
@@ -577,14 +632,32 @@ fn walk_log(
             if record.kind == crate::log::cut::CUT_KIND {
                 let kept = kept_cuts.iter().find(|(at, _)| *at == position);
                 let fault = match kept {
-                    None => Some(CutFault::NotMade),
+                    // A cut record this log did not make: a log rebuilt from the archives and
+                    // an export of what a cut kept holds its source's. It stands if what it
+                    // claims holds here: the records it names are in this log, its anchor is
+                    // the hash before its cut, and a replay reaches its digests (checked with
+                    // the projections).
+                    None => match crate::log::cut::Cut::decode(record.payload) {
+                        Ok(cut)
+                            if record.stream == crate::log::cut::CUT_STREAM
+                                && cut.before >= start
+                                && cut.before < position
+                                && cut.anchor == anchor_of(snapshot, cut.before, &walk)? =>
+                        {
+                            claims.push((position, cut));
+                            None
+                        }
+                        _ => Some(CutFault::NotMade),
+                    },
                     Some((_, cut)) if cut.encode() != record.payload => Some(CutFault::Differs),
                     Some(_) => None,
                 };
                 if let Some(fault) = fault {
                     return Ok(walk.report(finding(position, Problem::Cut { fault })));
                 }
-                cut_records_seen.push(position);
+                if kept.is_some() {
+                    cut_records_seen.push(position);
+                }
             }
             if record.prev != walk.prev {
                 let problem = Problem::Prev {
@@ -640,6 +713,16 @@ fn walk_log(
     let problem = check_indexes(snapshot, &walk)?;
     let position = walk.next;
     Ok(walk.report(problem.map(|problem| Finding { position, problem })))
+}
+
+/// The hash of the record at `before - 1` (zero when `before` is 0), which the walk, at a
+/// later position, has passed: the anchor a cut before `before` must name.
+fn anchor_of(snapshot: &Snapshot, before: Position, walk: &Walk) -> Result<Digest> {
+    match before.0.checked_sub(1) {
+        None => Ok(Digest::ZERO),
+        Some(last) if last + 1 == walk.next.0 => Ok(walk.prev),
+        Some(last) => snapshot.record_hash(Position(last)),
+    }
 }
 
 /// For a cut log, starts `walk` where the log starts: the tree over the archived records'

@@ -41,9 +41,10 @@ fn assert_sound(store: &Store) {
 
 #[test]
 fn every_boundary_cuts_and_the_log_works_after() {
-    // Inside a segment, at a stream's first record, just after a multi-event append, at 0,
-    // at the head.
-    for before in [0u64, 1, 17, 40, 43, 100, 160, 200] {
+    // `fill` appends three events at once every tenth append: positions 9..12, 21..24,
+    // 33..36. So: at 0; at stream s-1's first record (1); inside a multi-event append (10);
+    // just after one (12, 24); inside a segment (17, 40, 100, 160); at the head (200).
+    for before in [0u64, 1, 10, 12, 17, 24, 40, 100, 160, 200] {
         let (dir, store) = store();
         fill(&store, 200);
         let head = store.head().expect("head");
@@ -375,4 +376,162 @@ fn an_archive_that_is_not_the_logs_history_is_refused_naming_the_record() {
         "{refused}"
     );
     assert!(refused.to_string().contains("position"), "{refused}");
+}
+
+#[test]
+fn the_archives_and_an_export_of_the_rest_rebuild_the_whole_history() {
+    let (dir, store) = store();
+    annals::demo::run(&store, 2_000, |_| {}).expect("demo");
+    let original_root = {
+        let snapshot = store.snapshot().expect("snapshot");
+        snapshot
+            .merkle_root(snapshot.head().expect("head").next.0)
+            .expect("root")
+    };
+    let archive = dir.path().join("a0");
+    let report = store.archive_before(Position(900), &archive).expect("cut");
+    let rest = dir.path().join("rest.export");
+    let snapshot = store.snapshot().expect("snapshot");
+    let head = snapshot.head().expect("head").next;
+    let _exported = annals::export::export(&snapshot, Position(900), head, &rest, &mut |_| {})
+        .expect("an export from the cut");
+    drop(snapshot);
+    // A log never cut, holding the whole history, the cut record with it.
+    let restored = dir.path().join("restored.redb");
+    let _first = Store::import(&archive, &restored, &mut |_, _| {}).expect("import the archive");
+    let _rest = Store::import(&rest, &restored, &mut |_, _| {}).expect("import the rest");
+    let restored = Store::open(&restored).expect("open");
+    let snapshot = restored.snapshot().expect("snapshot");
+    assert_eq!(snapshot.start(), Position(0));
+    assert_eq!(
+        snapshot.merkle_root(report.record.0).expect("root"),
+        original_root
+    );
+    drop(snapshot);
+    // The cut record stands: a replay of this log reaches the digests it names.
+    assert_sound(&restored);
+}
+
+#[test]
+fn a_cut_record_whose_digests_are_not_the_logs_is_found() {
+    let (_dir, store) = store();
+    annals::demo::run(&store, 500, |_| {}).expect("demo");
+    let head = store.head().expect("head");
+    let forged = annals::Cut {
+        from: Position(0),
+        before: Position(100),
+        anchor: store
+            .snapshot()
+            .expect("snapshot")
+            .get(Position(99))
+            .expect("read")
+            .expect("record")
+            .hash,
+        keyed: 0,
+        archive: "nowhere".to_owned(),
+        archive_digest: annals::Digest([0; 32]),
+        projections: vec![annals::CutProjection {
+            name: "leases".to_owned(),
+            version: store.projections().get("leases").expect("leases").version(),
+            digest: annals::Digest([1; 32]),
+        }],
+    };
+    let position = store
+        .write(|session| {
+            session.append_unchecked(
+                "annals.cuts",
+                ExpectedVersion::Any,
+                &[event("annals.cut", 0, &forged.encode())],
+            )
+        })
+        .expect("append")
+        .first_position();
+    assert_eq!(position, head.next);
+    let finding = store.verify().expect("verify").problem.expect("a finding");
+    assert_eq!(finding.position, position);
+    assert!(
+        finding.to_string().contains("projection leases digests to"),
+        "{finding}"
+    );
+}
+
+#[test]
+fn the_command_line_cuts_refuses_reads_below_and_verifies_archives() {
+    let (dir, store) = store();
+    fill(&store, 300);
+    let log = store.path().to_owned();
+    store.close().expect("close");
+    let annals = || std::process::Command::new(crate::annals_bin::annals());
+    let archive = dir.path().join("log-0.archive");
+    let cut = annals()
+        .arg("archive")
+        .arg(&log)
+        .args(["--before", "120"])
+        .arg(&archive)
+        .output()
+        .expect("annals archive");
+    assert!(
+        cut.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cut.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&cut.stdout),
+        "archived 120 records (0..120) to ".to_owned()
+            + &archive.display().to_string()
+            + "; the log starts at 120, cut record at 300\n"
+    );
+    let again = annals()
+        .arg("archive")
+        .arg(&log)
+        .args(["--before", "200"])
+        .arg(&archive)
+        .output()
+        .expect("annals archive");
+    assert_eq!(
+        again.status.code(),
+        Some(2),
+        "an archive is never overwritten"
+    );
+    let below = annals()
+        .arg("log")
+        .arg(&log)
+        .args(["--from", "5"])
+        .output()
+        .expect("annals log");
+    assert_eq!(below.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&below.stderr),
+        "annals: position 5 is archived before 120 in log-0.archive\n"
+    );
+    let from_start = annals().arg("log").arg(&log).output().expect("annals log");
+    assert!(from_start.status.success());
+    assert!(String::from_utf8_lossy(&from_start.stdout).starts_with("120 "));
+    let verified = annals()
+        .arg("verify")
+        .arg(&log)
+        .arg("--archive")
+        .arg(&archive)
+        .output()
+        .expect("annals verify");
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
+    let mut bytes = std::fs::read(&archive).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x40;
+    let damaged = dir.path().join("damaged.archive");
+    std::fs::write(&damaged, &bytes).expect("write");
+    let refused = annals()
+        .arg("verify")
+        .arg(&log)
+        .arg("--archive")
+        .arg(&damaged)
+        .output()
+        .expect("annals verify");
+    assert_eq!(refused.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("position"), "{said}");
 }
