@@ -75,6 +75,8 @@ fn main() {
         .next
         .0;
     let before = Position(head - settings.keep);
+    eprintln!("pruning the detail of the runs that ended before the cut…");
+    let pruned = prune_runs_before(&log, before);
     let bytes_before = std::fs::metadata(&log).expect("the log").len();
     let copy = dir.path().join("copy.redb");
     std::fs::copy(&log, &copy).expect("a copy for the append measurement");
@@ -86,6 +88,22 @@ fn main() {
     let archive_bytes = std::fs::metadata(&archive).expect("the archive").len();
     let compacted = Store::compact_file(&log, Duration::ZERO).expect("compact");
     let bytes_compacted = std::fs::metadata(&log).expect("the log").len();
+    let footprint = Store::open_read_only(&log)
+        .expect("the log")
+        .footprint()
+        .expect("footprint");
+    let mut largest = footprint.tables.clone();
+    largest.sort_by_key(|table| std::cmp::Reverse(table.page_bytes()));
+    eprintln!("after the cut and compact, the largest tables:");
+    for table in largest.iter().take(8) {
+        eprintln!(
+            "  {:<32} {:>9} rows {:>8}",
+            table.name,
+            table.rows,
+            mb(table.page_bytes())
+        );
+    }
+    eprintln!("  outside tables {}", mb(footprint.outside_tables()));
     let _ = compacted;
 
     eprintln!(
@@ -101,6 +119,7 @@ fn main() {
     let (beside, without) = appends_beside_a_cut(&copy, before, &dir.path().join("copy-0.archive"));
 
     let archived = before.0;
+    eprintln!("pruned {pruned} runs' detail before cutting");
     let rows = [
         (
             "file bytes after the cut / before",
@@ -162,6 +181,42 @@ fn main() {
 
 fn mb(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// What a host does before it cuts: prunes the detail of the runs that ended before the
+/// cut's time (`RunCommand::Prune`, as the activity store prunes after its retention
+/// period), so the span events its rows point at need not stay. Returns the runs pruned.
+fn prune_runs_before(path: &Path, before: Position) -> u64 {
+    let store = Store::open_existing(path).expect("the log");
+    let snapshot = store.snapshot().expect("snapshot");
+    let cut_at = snapshot
+        .get(before)
+        .expect("read")
+        .expect("the record at the cut")
+        .at_ms;
+    let head = snapshot.head().expect("head").next.0;
+    let now_ms = snapshot
+        .get(Position(head - 1))
+        .expect("read")
+        .expect("the last record")
+        .at_ms;
+    drop(snapshot);
+    let mut pruned = 0;
+    loop {
+        let prune = annals::runs::RunCommand::Prune {
+            digest_floor_at_ms: cut_at,
+            detail_retention_ms: 0,
+            hard_ceiling_ms: now_ms - cut_at,
+            batch: 500,
+            now_ms,
+        };
+        match store.execute(&prune).expect("prune") {
+            annals::runs::RunCommandOutcome::Pruned { runs, .. } if !runs.is_empty() => {
+                pruned += runs.len() as u64;
+            }
+            _ => return pruned,
+        }
+    }
 }
 
 /// A demo log of at least `records` records, written with deferred commits (exclusive).

@@ -736,29 +736,34 @@ fn seed_cut(snapshot: &Snapshot, walk: &mut Walk) -> Result<Option<Finding>> {
     };
     let start = cut.before;
     let mut last = Digest::ZERO;
-    for position in 0..start.0 {
-        last = match snapshot.record_hash(Position(position)) {
-            Ok(hash) => hash,
-            Err(Error::Corrupt { position, problem }) => {
-                return Ok(Some(Finding {
-                    position,
-                    problem: *problem,
-                }));
-            }
-            Err(Error::CorruptValue { .. }) => {
-                return Ok(Some(Finding {
-                    position: Position(position),
-                    problem: Problem::Missing,
-                }));
-            }
-            Err(error) => return Err(error),
-        };
-        if let Some(problem) = check_merkle_nodes(snapshot, &mut walk.frontier, &last)? {
+    let mut found = None;
+    let visited = snapshot.visit_archived_hashes(|position, hash| {
+        last = hash;
+        if let Some(problem) = check_merkle_nodes(snapshot, &mut walk.frontier, &hash)? {
+            found = Some(Finding { position, problem });
+            return Err(Error::Corrupt {
+                position,
+                problem: Box::new(Problem::Missing),
+            });
+        }
+        Ok(())
+    });
+    match visited {
+        Ok(()) => {}
+        Err(_) if found.is_some() => return Ok(found),
+        Err(Error::Corrupt { position, problem }) => {
             return Ok(Some(Finding {
-                position: Position(position),
-                problem,
+                position,
+                problem: *problem,
             }));
         }
+        Err(Error::CorruptValue { .. }) => {
+            return Ok(Some(Finding {
+                position: Position(walk.frontier.size()),
+                problem: Problem::Missing,
+            }));
+        }
+        Err(error) => return Err(error),
     }
     if last != cut.anchor {
         let (position, _) = snapshot.cut_at().expect("a cut");

@@ -173,6 +173,49 @@ impl Snapshot {
         })
     }
 
+    /// Calls `visit` with the hash kept for each record below the log's start, in position
+    /// order, a block of 16 at a time; a block missing or out of place is
+    /// [`Error::Corrupt`] naming the first position it lacks.
+    pub(crate) fn visit_archived_hashes(
+        &self,
+        mut visit: impl FnMut(Position, Digest) -> Result<()>,
+    ) -> Result<()> {
+        let start = self.start().0;
+        let Some(archived) = &self.archived else {
+            return if start == 0 {
+                Ok(())
+            } else {
+                Err(missing(Position(0)))
+            };
+        };
+        let mut next = 0u64;
+        for entry in archived.range(0..)? {
+            if next >= start {
+                break;
+            }
+            let (block, stored) = entry?;
+            let block = block.value();
+            if block * super::cut::ARCHIVED_BLOCK_RECORDS != next {
+                return Err(missing(Position(next)));
+            }
+            let value = super::checksum::unseal(
+                super::cut::ARCHIVED_NAME,
+                &block.to_le_bytes(),
+                stored.value(),
+            )?;
+            for hash in value.chunks_exact(32) {
+                if next < start {
+                    visit(Position(next), Digest(hash.try_into().expect("32 bytes")))?;
+                    next += 1;
+                }
+            }
+        }
+        if next < start {
+            return Err(missing(Position(next)));
+        }
+        Ok(())
+    }
+
     /// The hashes of the `count` records from `first`: kept beside the tree for those a cut
     /// archived, read from the records (checked) after. Fewer than `count` records there is
     /// [`Error::Corrupt`] naming the first one missing.
