@@ -67,7 +67,7 @@ fn main() {
     .expect("a folder for the logs");
     let log = dir.path().join("log.redb");
     eprintln!("writing {} demo records…", settings.records);
-    demo_log(&log, settings.records);
+    let pruned = demo_log(&log, settings.records);
     let head = Store::open_read_only(&log)
         .expect("the log")
         .head()
@@ -75,8 +75,8 @@ fn main() {
         .next
         .0;
     let before = Position(head - settings.keep);
-    eprintln!("pruning the detail of the runs that ended before the cut…");
-    let pruned = prune_runs_before(&log, before);
+    // Both sides compacted: a log written live holds free pages, which `compact` gives back.
+    let _compacted = Store::compact_file(&log, Duration::ZERO).expect("compact");
     let bytes_before = std::fs::metadata(&log).expect("the log").len();
     let copy = dir.path().join("copy.redb");
     std::fs::copy(&log, &copy).expect("a copy for the append measurement");
@@ -112,17 +112,17 @@ fn main() {
     );
     let verify_cut = time_verify(&log);
     let alone = dir.path().join("alone.redb");
-    demo_log(&alone, settings.keep);
+    let _pruned = demo_log(&alone, settings.keep);
     let verify_alone = time_verify(&alone);
 
     eprintln!("appending beside an in-process cut…");
     let (beside, without) = appends_beside_a_cut(&copy, before, &dir.path().join("copy-0.archive"));
 
     let archived = before.0;
-    eprintln!("pruned {pruned} runs' detail before cutting");
+    eprintln!("the demo pruned {pruned} runs' detail as it went");
     let rows = [
         (
-            "file bytes after the cut / before",
+            "file bytes right after the cut (its freed pages not yet reused) / before",
             format!("{:.3}", bytes_after as f64 / bytes_before as f64),
             format!("{} / {}", mb(bytes_after), mb(bytes_before)),
         ),
@@ -183,44 +183,18 @@ fn mb(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
-/// What a host does before it cuts: prunes the detail of the runs that ended before the
-/// cut's time (`RunCommand::Prune`, as the activity store prunes after its retention
-/// period), so the span events its rows point at need not stay. Returns the runs pruned.
-fn prune_runs_before(path: &Path, before: Position) -> u64 {
-    let store = Store::open_existing(path).expect("the log");
-    let snapshot = store.snapshot().expect("snapshot");
-    let cut_at = snapshot
-        .get(before)
-        .expect("read")
-        .expect("the record at the cut")
-        .at_ms;
-    let head = snapshot.head().expect("head").next.0;
-    let now_ms = snapshot
-        .get(Position(head - 1))
-        .expect("read")
-        .expect("the last record")
-        .at_ms;
-    drop(snapshot);
-    let mut pruned = 0;
-    loop {
-        let prune = annals::runs::RunCommand::Prune {
-            digest_floor_at_ms: cut_at,
-            detail_retention_ms: 0,
-            hard_ceiling_ms: now_ms - cut_at,
-            batch: 500,
-            now_ms,
-        };
-        match store.execute(&prune).expect("prune") {
-            annals::runs::RunCommandOutcome::Pruned { runs, .. } if !runs.is_empty() => {
-                pruned += runs.len() as u64;
-            }
-            _ => return pruned,
-        }
-    }
-}
+/// Records the demo writes between two prunes of the runs' detail.
+const PRUNE_EVERY_RECORDS: u64 = 25_000;
 
-/// A demo log of at least `records` records, written with deferred commits (exclusive).
-fn demo_log(path: &Path, records: u64) {
+/// How long a finished run's detail stays before it is pruned, in the demo's time (about
+/// 140 records a second of it): half an hour, about 250,000 records.
+const RUN_RETENTION_MS: u64 = 30 * 60 * 1000;
+
+/// A demo log of at least `records` records, written with deferred commits (exclusive), as a
+/// host with a retention period writes it: every [`PRUNE_EVERY_RECORDS`] the detail of the
+/// runs that ended more than [`RUN_RETENTION_MS`] before is pruned (`RunCommand::Prune`, as
+/// the activity store prunes after its retention period). The demo resumes where it stopped.
+fn demo_log(path: &Path, records: u64) -> u64 {
     let store = Store::open_with(
         path,
         StoreOptions {
@@ -230,9 +204,48 @@ fn demo_log(path: &Path, records: u64) {
         },
     )
     .expect("a new log");
-    let _report =
-        annals::demo::run_with(&store, Durability::Deferred, records, |_| {}).expect("the demo");
+    let mut pruned = 0;
+    while store.head().expect("head").next.0 < records {
+        let chunk = PRUNE_EVERY_RECORDS.min(records - store.head().expect("head").next.0);
+        let _report =
+            annals::demo::run_with(&store, Durability::Deferred, chunk, |_| {}).expect("the demo");
+        pruned += prune_runs(&store, RUN_RETENTION_MS);
+    }
     store.close().expect("close");
+    pruned
+}
+
+/// Prunes the detail of every run that ended more than `retention_ms` before the log's last
+/// record; returns how many.
+fn prune_runs(store: &Store, retention_ms: u64) -> u64 {
+    let head = store.head().expect("head").next.0;
+    let now_ms = store
+        .get(Position(head - 1))
+        .expect("read")
+        .expect("the last record")
+        .at_ms;
+    let mut pruned = 0;
+    loop {
+        let prune = annals::runs::RunCommand::Prune {
+            digest_floor_at_ms: now_ms.saturating_sub(retention_ms),
+            detail_retention_ms: retention_ms,
+            hard_ceiling_ms: retention_ms,
+            batch: 500,
+            now_ms,
+        };
+        let outcome = store
+            .write_with(Durability::Deferred, |session| session.execute(&prune))
+            .expect("prune");
+        match outcome {
+            annals::runs::RunCommandOutcome::Pruned { runs, .. } if !runs.is_empty() => {
+                pruned += runs.len() as u64;
+            }
+            _ => {
+                store.flush().expect("flush");
+                return pruned;
+            }
+        }
+    }
 }
 
 fn time_verify(path: &Path) -> f64 {

@@ -408,6 +408,16 @@ impl<'txn> LogWriter<'txn> {
         Ok(removed)
     }
 
+    /// Drops the idempotency key of every record before `before`, for a cut that drops them:
+    /// a key used again later is a new append, not a duplicate. A value whose checksum fails
+    /// is left for `verify` to name.
+    pub(crate) fn drop_keys_before(&mut self, before: Position) -> Result<()> {
+        self.idempotency.retain(|key, stored| {
+            unseal_idempotency(key, &stored).map_or(true, |(position, _)| position >= before.0)
+        })?;
+        Ok(())
+    }
+
     /// The head as of this transaction, including its appends so far.
     pub fn head(&self) -> Head {
         self.head

@@ -16,6 +16,15 @@ pub use crate::log::cut::{Cut, CutProjection};
 use crate::log::read::Direction;
 use crate::record::Position;
 
+/// How a cut goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ArchiveOptions {
+    /// Also drop the idempotency keys of the records archived (and of every cut before), so
+    /// that the index stays bounded too: a key used again after the cut is then a new append,
+    /// not a duplicate. Off by default: every key stays, and exactly-once holds for ever.
+    pub drop_keys: bool,
+}
+
 /// What a cut did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use]
@@ -56,7 +65,12 @@ impl Store {
         before: Position,
         path: impl AsRef<Path>,
     ) -> Result<ArchiveReport> {
-        self.archive_before_with(before, path.as_ref(), &mut |_| {})
+        self.archive_before_with(
+            before,
+            path.as_ref(),
+            ArchiveOptions::default(),
+            &mut |_| {},
+        )
     }
 
     /// Cuts the log before `before`, calling `progress` with the records done so far (the
@@ -71,7 +85,8 @@ impl Store {
     ///    appends the cut record (stream `annals.cuts`, kind `annals.cut`) naming the range,
     ///    the anchor, the archive's name and blake3, and every projection's digest.
     ///
-    /// The stream index, stream versions and every idempotency key stay, and so do the
+    /// The stream index, stream versions and every idempotency key stay (unless
+    /// [`ArchiveOptions::drop_keys`]), and so do the
     /// archived records a projection's rows still point at (a run's span events, until the
     /// run is pruned): [`crate::Snapshot::get`] reads them back. Refused (with nothing
     /// written but, at worst, the archive file) when `before` is past the head, does not
@@ -82,6 +97,7 @@ impl Store {
         &self,
         before: Position,
         path: &Path,
+        options: ArchiveOptions,
         progress: &mut dyn FnMut(u64),
     ) -> Result<ArchiveReport> {
         self.require_writable()?;
@@ -189,8 +205,16 @@ impl Store {
                 })
             })
         });
-        let (cut, record) =
-            self.write(|session| session.cut(cut, &replay, &read, &mut archived_records, at_ms))?;
+        let (cut, record) = self.write(|session| {
+            session.cut(
+                cut,
+                &replay,
+                &read,
+                &mut archived_records,
+                options.drop_keys,
+                at_ms,
+            )
+        })?;
         Ok(ArchiveReport {
             cut,
             record,

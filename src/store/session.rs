@@ -197,7 +197,8 @@ impl<'txn> WriteSession<'txn> {
     /// first): keeps `replay`'s tables as the snapshot, the archived records' hashes
     /// (`archived`, of `cut.from .. cut.before`), the archived records a projection still
     /// reads (`read`: those before `cut.from` stay, the others come with `archived`) and the
-    /// cut (its `keyed` counted here), removes
+    /// cut (its `keyed` counted here: the keys still indexed for records before the cut, none
+    /// when `drop_keys` drops them), removes
     /// the segments wholly below the cut, and appends the cut record at `at_ms`. Runs before
     /// anything else is appended in the transaction. Returns the cut as recorded and its
     /// record's position.
@@ -207,6 +208,7 @@ impl<'txn> WriteSession<'txn> {
         replay: &crate::audit::replay::Replay,
         read: &std::collections::BTreeSet<u64>,
         archived: &mut dyn Iterator<Item = Result<ArchivedRecord>>,
+        drop_keys: bool,
         at_ms: u64,
     ) -> Result<(Cut, Position)> {
         let position = self.head().next;
@@ -225,8 +227,13 @@ impl<'txn> WriteSession<'txn> {
                 crate::projection::table::snapshot_table,
             )?;
             crate::log::cut::prune_kept(self.txn, read)?;
-            cut.keyed =
-                keyed + crate::log::cut::keep_archived(self.txn, cut.from, cut.before, archived)?;
+            let counted = crate::log::cut::keep_archived(self.txn, cut.from, cut.before, archived)?;
+            cut.keyed = if drop_keys {
+                self.log.drop_keys_before(cut.before)?;
+                0
+            } else {
+                keyed + counted
+            };
             crate::log::cut::keep_cut(self.txn, position, &cut)?;
             self.log.remove_segments_before(cut.before)
         })();

@@ -535,3 +535,46 @@ fn the_command_line_cuts_refuses_reads_below_and_verifies_archives() {
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(said.contains("position"), "{said}");
 }
+
+#[test]
+fn a_cut_that_drops_keys_leaves_the_archived_ones_free_and_the_kept_ones_duplicates() {
+    let (dir, store) = store();
+    fill(&store, 120);
+    let options = annals::ArchiveOptions { drop_keys: true };
+    let report = store
+        .archive_before_with(Position(60), &dir.path().join("a0"), options, &mut |_| {})
+        .expect("cut");
+    assert_eq!(report.cut.keyed, 0);
+    assert_sound(&store);
+    // Position 0 carried key-0-0: archived and dropped, it appends anew.
+    let again = store
+        .append(
+            "s-0",
+            ExpectedVersion::Any,
+            &[event("test.event", 0, b"0/0").with_idempotency_key("key-0-0")],
+        )
+        .expect("append");
+    assert!(matches!(again, AppendOutcome::Appended(_)), "{again:?}");
+    // A key of a kept record is still a duplicate.
+    let kept = store
+        .snapshot()
+        .expect("snapshot")
+        .records(Position(60), Direction::Forward)
+        .expect("records")
+        .map(|r| r.expect("record"))
+        .find(|r| r.idempotency_key.is_some())
+        .expect("a kept record with a key");
+    let repeat = store
+        .append(
+            &kept.stream,
+            ExpectedVersion::Any,
+            &[event(&kept.kind, kept.at_ms, &kept.payload)
+                .with_idempotency_key(kept.idempotency_key.clone().expect("key"))],
+        )
+        .expect("append");
+    assert!(
+        matches!(repeat, AppendOutcome::Duplicate { ref positions } if positions == &[kept.position]),
+        "{repeat:?}"
+    );
+    assert_sound(&store);
+}

@@ -13,7 +13,7 @@ use super::open::joining;
 use super::progress::ProgressLine;
 use super::render::print_json;
 use annals::display::grouped;
-use annals::{Direction, Position, Store, StoreOptions};
+use annals::{ArchiveOptions, Direction, Position, Store, StoreOptions};
 
 /// What `archive --json` prints.
 #[derive(Serialize)]
@@ -48,7 +48,12 @@ pub(crate) fn archive(args: ArchiveArgs) -> Result<ExitCode, Failure> {
             "archive",
             2 * before.0.saturating_sub(start.0),
         ));
-        store.archive_before_with(before, &args.archive, &mut |done| progress.update(done))
+        let options = ArchiveOptions {
+            drop_keys: args.drop_keys,
+        };
+        store.archive_before_with(before, &args.archive, options, &mut |done| {
+            progress.update(done)
+        })
     });
     if let Some(line) = line.as_mut() {
         line.finish();

@@ -278,6 +278,10 @@ pub(crate) struct ArchiveArgs {
     pub(crate) before: CutPoint,
     /// The archive file to write: a new file.
     pub(crate) archive: PathBuf,
+    /// Also drop the archived records' idempotency keys: a key used again after the cut then
+    /// appends anew instead of answering `duplicate` (by default every key stays).
+    #[arg(long)]
+    pub(crate) drop_keys: bool,
     /// Print a JSON object instead of text (and errors as a JSON object on stderr).
     #[arg(long)]
     pub(crate) json: bool,
