@@ -135,17 +135,7 @@ pub fn replay_with(
 /// projection's version.
 pub(crate) fn check_in_cut(cut: &crate::log::cut::Cut, projections: &Projections) -> Result<()> {
     for projection in projections.iter() {
-        let kept = cut
-            .projections
-            .iter()
-            .any(|kept| kept.name == projection.name() && kept.version == projection.version());
-        if !kept {
-            return Err(crate::error::ArchiveError::NotInCut {
-                projection: projection.name().to_owned(),
-                before: cut.before,
-            }
-            .into());
-        }
+        cut.require_snapshot(projection.name(), projection.version())?;
     }
     Ok(())
 }

@@ -88,6 +88,25 @@ pub struct Cut {
 const CUT_PAYLOAD_VERSION: u8 = 1;
 
 impl Cut {
+    /// Refuses a replay from this cut's snapshot of projection `name` at `version` when the
+    /// cut took no snapshot of it at that version: its state before the cut is only in the
+    /// archives.
+    pub(crate) fn require_snapshot(&self, name: &str, version: u32) -> Result<()> {
+        let kept = self
+            .projections
+            .iter()
+            .any(|kept| kept.name == name && kept.version == version);
+        if kept {
+            Ok(())
+        } else {
+            Err(ArchiveError::NotInCut {
+                projection: name.to_owned(),
+                before: self.before,
+            }
+            .into())
+        }
+    }
+
     /// The cut record's payload: `u8 version (1) ‖ u64 from ‖ u64 before ‖ anchor ‖ u64 keyed
     /// ‖ u16 len ‖ archive name ‖ archive digest ‖ u32 count ‖ per projection: u16 len ‖
     /// name ‖ u32 version ‖ digest`, integers little-endian.

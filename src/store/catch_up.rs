@@ -222,24 +222,13 @@ pub(crate) fn catch_up(db: &Database, projections: &Projections) -> Result<()> {
     replay(db, projections, &mut |_| {})
 }
 
-/// Empties `projection`'s tables and sets its checkpoint to its version at position 0.
 /// Clears `projection` back to where a replay of the log starts: empty tables at position 0,
 /// or for a cut log its snapshot at the cut (refused with [`crate::ArchiveError::NotInCut`]
 /// when the cut kept none of this version: its state before the cut is only in the archives).
 fn reset(txn: &WriteTransaction, projection: &dyn Projection) -> Result<()> {
     let cut = crate::log::cut::last_cut_in(txn)?;
     if let Some(cut) = &cut {
-        let kept = cut
-            .projections
-            .iter()
-            .any(|kept| kept.name == projection.name() && kept.version == projection.version());
-        if !kept {
-            return Err(crate::error::ArchiveError::NotInCut {
-                projection: projection.name().to_owned(),
-                before: cut.before,
-            }
-            .into());
-        }
+        cut.require_snapshot(projection.name(), projection.version())?;
     }
     projection.clear(&TransactionTables::new(txn).scoped(projection))?;
     create_tables(txn, projection)?;
