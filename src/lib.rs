@@ -107,7 +107,7 @@ pub use record::limits::{Field, LimitError, Limits};
 pub use record::{
     HeaderProblem, NewEvent, Position, Record, RecordError, RecordView, StreamVersion,
 };
-pub use store::{ArchiveError, ArchiveOptions, ArchiveReport, Cut, CutProjection};
+pub use store::{ArchiveError, ArchiveOptions, ArchiveReport, ArchivedRecords, Cut, CutProjection};
 pub use store::{Compaction, builtin_projections, held_by_writer};
 pub use store::{
     Durability, Holder, ImportStage, PartialStep, READ_ONLY_PATIENCE, Sharing, Stats, Store,

@@ -362,3 +362,112 @@ impl Store {
         Ok(None)
     }
 }
+
+/// Records a cut archived, read back from its archive files and each checked against the hash
+/// the log keeps for its position ([`Store::archived_records`]).
+pub struct ArchivedRecords {
+    snapshot: crate::log::read::Snapshot,
+    /// The archives not yet read, by their first position, the next one last.
+    readers: Vec<crate::export::ExportReader<std::io::BufReader<std::fs::File>>>,
+    current: Option<crate::export::ExportReader<std::io::BufReader<std::fs::File>>>,
+    /// The next position to hand out, and the log's start, where the archives end.
+    next: Position,
+    start: Position,
+    done: bool,
+}
+
+impl Store {
+    /// The records from `from` up to the log's [start](crate::Snapshot::start), read from the
+    /// archive files of its cuts (`archives`, in any order): each is checked in its file as
+    /// `import` checks it, and against the hash the log keeps for its position, so the
+    /// archives cannot hand out a record the log's tree does not hold. An archive missing
+    /// for a position is [`ArchiveError::ArchiveGap`]; a record of another history is
+    /// [`ArchiveError::ArchivedHash`].
+    pub fn archived_records(
+        &self,
+        archives: &[PathBuf],
+        from: Position,
+    ) -> Result<ArchivedRecords> {
+        let snapshot = self.snapshot()?;
+        let start = snapshot.start();
+        let mut readers = Vec::new();
+        for path in archives {
+            readers.push(crate::export::ExportReader::open(path)?);
+        }
+        // Only the archives at or after the one holding `from`, the next one last.
+        readers.retain(|reader| reader.header().to > from);
+        readers.sort_by_key(|reader| std::cmp::Reverse(reader.header().from));
+        Ok(ArchivedRecords {
+            snapshot,
+            readers,
+            current: None,
+            next: from,
+            start,
+            done: false,
+        })
+    }
+}
+
+impl ArchivedRecords {
+    fn step(&mut self) -> Result<Option<crate::Record>> {
+        while self.next < self.start {
+            let reader = match &mut self.current {
+                Some(reader) => reader,
+                None => match self.readers.pop() {
+                    Some(reader) if reader.header().from <= self.next => {
+                        self.current.insert(reader)
+                    }
+                    other => {
+                        return Err(ArchiveError::ArchiveGap {
+                            expected: self.next,
+                            found: other.map(|reader| reader.header().from),
+                        }
+                        .into());
+                    }
+                },
+            };
+            let Some(record) = reader.next_record()? else {
+                if let Some(reader) = self.current.take() {
+                    let _summary = reader.finish()?;
+                }
+                continue;
+            };
+            if record.position < self.next {
+                continue;
+            }
+            let kept = self.snapshot.record_hash(record.position)?;
+            if kept != record.hash {
+                return Err(ArchiveError::ArchivedHash {
+                    position: record.position,
+                    found: record.hash,
+                    kept,
+                }
+                .into());
+            }
+            self.next = Position(record.position.0 + 1);
+            return Ok(Some(record));
+        }
+        Ok(None)
+    }
+}
+
+impl Iterator for ArchivedRecords {
+    type Item = Result<crate::Record>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.step() {
+            Ok(Some(record)) => Some(Ok(record)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(error) => {
+                self.done = true;
+                Some(Err(error))
+            }
+        }
+    }
+}

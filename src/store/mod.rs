@@ -40,7 +40,7 @@ use crate::projection::{Projection, ProjectionError, Projections};
 use crate::record::limits::Limits;
 use crate::record::{Format, NewEvent, Position, Record, StreamVersion};
 pub use crate::sharing::{Holder, Sharing, UnknownSharing};
-pub use archive::{ArchiveOptions, ArchiveReport, Cut, CutProjection};
+pub use archive::{ArchiveOptions, ArchiveReport, ArchivedRecords, Cut, CutProjection};
 pub use compact::Compaction;
 pub use footprint::{Footprint, TableFootprint};
 pub use import::ImportStage;

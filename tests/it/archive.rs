@@ -462,6 +462,15 @@ fn the_command_line_cuts_refuses_reads_below_and_verifies_archives() {
     let log = store.path().to_owned();
     store.close().expect("close");
     let annals = || std::process::Command::new(crate::annals_bin::annals());
+    let uncut_log = String::from_utf8(
+        annals()
+            .arg("log")
+            .arg(&log)
+            .output()
+            .expect("annals log")
+            .stdout,
+    )
+    .expect("UTF-8");
     let archive = dir.path().join("log-0.archive");
     let cut = annals()
         .arg("archive")
@@ -507,6 +516,28 @@ fn the_command_line_cuts_refuses_reads_below_and_verifies_archives() {
     let from_start = annals().arg("log").arg(&log).output().expect("annals log");
     assert!(from_start.status.success());
     assert!(String::from_utf8_lossy(&from_start.stdout).starts_with("120 "));
+    // With the archive, the whole history from 0, the same lines as before the cut.
+    let whole = annals()
+        .arg("log")
+        .arg(&log)
+        .arg("--archive")
+        .arg(&archive)
+        .output()
+        .expect("annals log --archive");
+    assert!(
+        whole.status.success(),
+        "{}",
+        String::from_utf8_lossy(&whole.stderr)
+    );
+    let whole = String::from_utf8_lossy(&whole.stdout).into_owned();
+    let lines: Vec<&str> = whole.lines().collect();
+    assert_eq!(lines.len(), 301, "300 records and the cut record");
+    assert!(lines[0].starts_with("0 ") && lines[120].starts_with("120 "));
+    assert_eq!(
+        lines[..300].join("\n") + "\n",
+        uncut_log,
+        "the archive reads back as the log read before the cut"
+    );
     let verified = annals()
         .arg("verify")
         .arg(&log)

@@ -550,6 +550,10 @@ pub(crate) struct LogArgs {
     /// Read only this stream (it must exist).
     #[arg(long)]
     pub(crate) stream: Option<String>,
+    /// The archive files of a cut log (`annals archive`), in any order: records from before
+    /// its start are read from them, each checked against the hash the log keeps for it.
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with = "stream")]
+    pub(crate) archive: Vec<PathBuf>,
     #[command(flatten)]
     pub(crate) filter: RecordFilterArgs,
     #[command(flatten)]

@@ -25,7 +25,12 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Command::Log(args) => require_regular(&args.db, "the log"),
+        Command::Log(args) => {
+            for file in &args.archive {
+                require_regular(file, "an archive file")?;
+            }
+            require_regular(&args.db, "the log")
+        }
         Command::Tail(args) => require_regular(&args.db, "the log"),
         Command::Verify(args) => {
             for file in &args.archive {

@@ -26,8 +26,10 @@ pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
     };
     // Backward from at or past the end starts at the last record.
     let from = args.from.unwrap_or(match direction {
-        // A cut log starts where its last cut left it.
-        Direction::Forward if args.stream.is_none() => snapshot.start().0,
+        // A cut log starts where its last cut left it; with its archives, at 0.
+        Direction::Forward if args.stream.is_none() && args.archive.is_empty() => {
+            snapshot.start().0
+        }
         Direction::Forward => 0,
         Direction::Backward => u64::MAX,
     });
@@ -37,6 +39,18 @@ pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
             require_stream(&snapshot, stream, &args.db)?;
             let records = snapshot.stream(stream, StreamVersion(from), direction)?;
             print_filtered(&mut out, records, &args.filter, &args.style)
+        }
+        None if !args.archive.is_empty() && Position(from) < snapshot.start() => {
+            if direction == Direction::Backward {
+                return Err(Failure::of(
+                    super::Kind::Usage,
+                    "--archive reads forward: drop --reverse".to_owned(),
+                ));
+            }
+            // The archived records first, each checked against the kept hashes, then the log.
+            let archived = store.archived_records(&args.archive, Position(from))?;
+            let kept = snapshot.records(snapshot.start(), Direction::Forward)?;
+            print_filtered(&mut out, archived.chain(kept), &args.filter, &args.style)
         }
         None => {
             let records = snapshot.records(Position(from), direction)?;
