@@ -66,6 +66,9 @@ pub enum ArchiveError {
         /// The path given.
         path: PathBuf,
     },
+    /// Archives given for a log that was never cut: none of them can be its.
+    #[error("the log was never cut: it holds every record, and no archive belongs to it")]
+    NeverCut,
     /// The archive files given do not cover the records the log cut, in order.
     #[error("the archives given do not hold position {expected} next (found {found:?})")]
     ArchiveGap {

@@ -239,6 +239,9 @@ impl Store {
     ) -> Result<Option<crate::Finding>> {
         let snapshot = self.snapshot()?;
         let start = snapshot.start();
+        if snapshot.cut().is_none() && !archives.is_empty() {
+            return Err(ArchiveError::NeverCut.into());
+        }
         let mut readers = Vec::new();
         for path in archives {
             let reader = crate::export::ExportReader::open(path)?;

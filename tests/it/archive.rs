@@ -249,6 +249,16 @@ fn the_demo_cuts_with_its_projections_and_keeps_what_they_read() {
     );
     store.rebuild(None).expect("rebuild");
     assert_sound(&store);
+    // Archives are nothing to a log never cut.
+    let (_other_dir, uncut) = crate::common::store();
+    fill(&uncut, 10);
+    let refused = uncut
+        .verify_archives(&archives, &mut |_| {})
+        .expect_err("never cut");
+    assert!(
+        matches!(refused, Error::Archive(ArchiveError::NeverCut)),
+        "{refused}"
+    );
     // Without the first archive, the second does not start at 0.
     let refused = store
         .verify_archives(&archives[..1], &mut |_| {})
