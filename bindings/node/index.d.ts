@@ -133,6 +133,15 @@ export declare class Store {
   head(): Head
   /** Walks the whole log and checks every projection against a replay. */
   verify(): VerifyReport
+  /**
+   * Cuts the log before `before`: the records from its start to there go to the new
+   * archive file at `path` (synced first), and leave the log, which keeps its tree, its
+   * indexes, every projection and the records a projection still reads. Reads below the
+   * cut then throw `ARCHIVED`, naming the archive.
+   */
+  archiveBefore(before: bigint, path: string): ArchiveReport
+  /** The first position the log holds a record of: 0, or where its last cut left it. */
+  start(): bigint
   /** Runs a lease command against the current state, appending what it decides. */
   lease(command: LeaseCommand): LeaseOutcome
   /** Runs an outbox command against the current state, appending what it decides. */
@@ -230,6 +239,18 @@ export type AppendOutcome =
   count: number }
   | { type: 'duplicate'; /** Where each event already is. */
   positions: Array<bigint> }
+
+/** What `archiveBefore` did: the records `from .. before` went to the archive file. */
+export interface ArchiveReport {
+  /** The first position archived (the previous cut's, or 0). */
+  from: bigint
+  /** The first position the log keeps: its start from now on. */
+  before: bigint
+  /** The position of the cut's own record in the log. */
+  record: bigint
+  /** blake3 of the archive file, lower-case hex. */
+  archiveBlake3: string
+}
 
 /** How long a failed push waits: `baseMs` after the first failure, doubling, at most `maxMs`. */
 export interface Backoff {

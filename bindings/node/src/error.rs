@@ -3,7 +3,7 @@
 //! `fields`), which `lib.js` turns into an `AnnalsError` with a stable `code` and the fields
 //! the Rust error carries.
 
-use annals::{AppendError, Error, OpenError, StoreError};
+use annals::{AppendError, ArchiveError, Error, OpenError, StoreError};
 
 /// The prefix of every message the binding throws, for `lib.js` to recognise.
 const PREFIX: &str = "annals:";
@@ -67,6 +67,19 @@ fn describe(error: &Error) -> (&'static str, serde_json::Value) {
         Error::InvalidCommand { field, .. } => ("INVALID_COMMAND", json!({ "field": field })),
         Error::ReadOnly => ("READ_ONLY", json!({})),
         Error::Subscription(_) => ("SUBSCRIPTION_LOST", json!({})),
+        Error::Archive(ArchiveError::Archived {
+            position,
+            before,
+            archive,
+        }) => (
+            "ARCHIVED",
+            json!({
+                "position": position.0.to_string(),
+                "before": before.0.to_string(),
+                "archive": archive,
+            }),
+        ),
+        Error::Archive(_) => ("ARCHIVE_REFUSED", json!({})),
         Error::Io(_) | Error::Storage(_) => ("IO", json!({})),
         _ => ("ANNALS", json!({})),
     }

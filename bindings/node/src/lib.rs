@@ -109,6 +109,19 @@ pub struct VerifyReport {
     pub findings: Vec<String>,
 }
 
+/// What `archiveBefore` did: the records `from .. before` went to the archive file.
+#[napi(object)]
+pub struct ArchiveReport {
+    /// The first position archived (the previous cut's, or 0).
+    pub from: BigInt,
+    /// The first position the log keeps: its start from now on.
+    pub before: BigInt,
+    /// The position of the cut's own record in the log.
+    pub record: BigInt,
+    /// blake3 of the archive file, lower-case hex.
+    pub archive_blake3: String,
+}
+
 /// Where a read starts and how far it goes.
 #[napi(object)]
 pub struct ReadOptions {
@@ -878,6 +891,32 @@ impl Store {
                 findings: report.problem.iter().map(ToString::to_string).collect(),
             })
         })
+    }
+
+    /// Cuts the log before `before`: the records from its start to there go to the new
+    /// archive file at `path` (synced first), and leave the log, which keeps its tree, its
+    /// indexes, every projection and the records a projection still reads. Reads below the
+    /// cut then throw `ARCHIVED`, naming the archive.
+    #[napi]
+    pub fn archive_before(&self, before: BigInt, path: String) -> napi::Result<ArchiveReport> {
+        let before = position(&before, "before")?;
+        self.with(|store| {
+            let report = store
+                .archive_before(Position(before), &path)
+                .map_err(to_js)?;
+            Ok(ArchiveReport {
+                from: BigInt::from(report.cut.from.0),
+                before: BigInt::from(report.cut.before.0),
+                record: BigInt::from(report.record.0),
+                archive_blake3: report.cut.archive_digest.to_hex(),
+            })
+        })
+    }
+
+    /// The first position the log holds a record of: 0, or where its last cut left it.
+    #[napi]
+    pub fn start(&self) -> napi::Result<BigInt> {
+        self.with(|store| Ok(BigInt::from(store.snapshot().map_err(to_js)?.start().0)))
     }
 
     /// Runs a lease command against the current state, appending what it decides.

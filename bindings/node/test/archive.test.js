@@ -1,0 +1,32 @@
+'use strict'
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
+const { freshStore, event } = require('./support/helpers.js')
+
+test('archiveBefore cuts the log: reads below throw ARCHIVED naming the archive, the rest reads on', (t) => {
+  const { store, dir } = freshStore(t)
+  for (let n = 0; n < 50; n++) store.append(`s-${n % 3}`, 'any', [event('test.event', n, `record ${n}`)])
+  const root = store.head()
+  const archive = path.join(dir, 'log-0.archive')
+  const report = store.archiveBefore(20n, archive)
+  assert.deepEqual([report.from, report.before, report.record], [0n, 20n, 50n])
+  assert.match(report.archiveBlake3, /^[0-9a-f]{64}$/)
+  assert.ok(fs.existsSync(archive))
+  assert.equal(store.start(), 20n)
+  assert.throws(() => store.get(5n), (error) => {
+    assert.equal(error.code, 'ARCHIVED')
+    assert.equal(error.position, '5')
+    assert.equal(error.before, '20')
+    assert.equal(error.archive, 'log-0.archive')
+    assert.equal(error.message, 'position 5 is archived before 20 in log-0.archive')
+    return true
+  })
+  assert.equal(store.get(20n).position, 20n)
+  assert.equal(store.readAll({ from: 20n, limit: 100 }).length, 31)
+  assert.equal(store.head().next, root.next + 1n)
+  // Going back is refused, and writes nothing.
+  assert.throws(() => store.archiveBefore(10n, path.join(dir, 'again')), { code: 'ARCHIVE_REFUSED' })
+  assert.ok(!fs.existsSync(path.join(dir, 'again')))
+})
