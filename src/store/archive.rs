@@ -242,18 +242,13 @@ impl Store {
         if snapshot.cut().is_none() && !archives.is_empty() {
             return Err(ArchiveError::NeverCut.into());
         }
-        let mut readers = Vec::new();
-        for path in archives {
-            let reader = crate::export::ExportReader::open(path)?;
-            readers.push(reader);
-        }
-        readers.sort_by_key(|reader| reader.header().from);
+        // Each record checked in its file and against the kept hash, the archives tiling
+        // `0 .. start` with the last one's trailer whole.
+        let mut archived = self.archived_records(archives, Position(0))?;
         let cuts = crate::log::cut::cuts(&snapshot.txn)?;
         let mut replay = crate::audit::replay::Replay::empty(&snapshot.txn)?;
         let mut next = Position(0);
         let mut cut_index = 0;
-        let mut readers = readers.into_iter();
-        let mut current: Option<crate::export::ExportReader<_>> = None;
         // Each cut's digests are taken where it starts keeping records: at its `before`.
         let check_cuts = |replay: &crate::audit::replay::Replay,
                           at: Position,
@@ -299,38 +294,17 @@ impl Store {
                 .map_or(start, |(_, cut)| cut.before.min(start));
             let mut records = Vec::new();
             while next < stop && records.len() < 8192 {
-                let reader = match &mut current {
-                    Some(reader) => reader,
-                    None => {
-                        let reader = readers.next().filter(|r| r.header().from == next);
-                        let Some(reader) = reader else {
-                            return Err(ArchiveError::ArchiveGap {
-                                expected: next,
-                                found: None,
-                            }
-                            .into());
-                        };
-                        current.insert(reader)
-                    }
-                };
-                match reader.next_record()? {
+                match archived.next() {
                     Some(record) => {
-                        let kept = snapshot.record_hash(record.position)?;
-                        if kept != record.hash {
-                            return Err(ArchiveError::ArchivedHash {
-                                position: record.position,
-                                found: record.hash,
-                                kept,
-                            }
-                            .into());
-                        }
+                        records.push(Ok(record?));
                         next = Position(next.0 + 1);
-                        records.push(Ok(record));
                     }
                     None => {
-                        if let Some(reader) = current.take() {
-                            let _summary = reader.finish()?;
+                        return Err(ArchiveError::ArchiveGap {
+                            expected: next,
+                            found: None,
                         }
+                        .into());
                     }
                 }
             }
@@ -347,20 +321,9 @@ impl Store {
                 return Ok(Some(found));
             }
         }
-        if let Some(reader) = current.take() {
-            // The last archive must end at the log's start, its trailer whole.
-            match reader.header().to == start {
-                true => {
-                    let _summary = reader.finish()?;
-                }
-                false => {
-                    return Err(ArchiveError::ArchiveGap {
-                        expected: start,
-                        found: Some(reader.header().to),
-                    }
-                    .into());
-                }
-            }
+        // The iterator ends at the log's start, having checked the last archive's end.
+        if let Some(extra) = archived.next() {
+            extra?;
         }
         Ok(None)
     }
@@ -449,6 +412,17 @@ impl ArchivedRecords {
             }
             self.next = Position(record.position.0 + 1);
             return Ok(Some(record));
+        }
+        if let Some(reader) = self.current.take() {
+            // The archive holding the last records must end at the log's start, whole.
+            if reader.header().to != self.start {
+                return Err(ArchiveError::ArchiveGap {
+                    expected: self.start,
+                    found: Some(reader.header().to),
+                }
+                .into());
+            }
+            let _summary = reader.finish()?;
         }
         Ok(None)
     }
