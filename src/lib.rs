@@ -55,6 +55,7 @@ pub(crate) mod event;
 pub mod export;
 pub(crate) mod hash;
 pub mod ingest;
+pub mod journal;
 pub mod leases;
 pub(crate) mod log;
 pub mod merkle;
@@ -88,12 +89,14 @@ pub use audit::proof_file::{ProofFile, ProofFileError, ProofTree, lower_hex_dige
 pub use audit::replay::Replay;
 pub use audit::verify::{Finding, Problem, ProjectionBehind, VerifyReport};
 pub use command::{Command, Decision, Emit};
+pub use error::JournalError;
 pub use error::{
     AuditError, EntityProblem, Error, MetaFault, MetaItem, NotALog, OpenError, PayloadProblem,
     Result, RollupMoment, SigningError, StreamRunsFault, TableFault, Unreadable, panic_is_caught,
 };
 pub use event::{DomainEvent, EventKind};
 pub use hash::Digest;
+pub use journal::{JournalOptions, JournalRecovery};
 pub use log::Head;
 pub use log::append::{
     AppendError, AppendOutcome, Appended, ExpectedVersion, SealProblem, UnknownExpectedVersion,

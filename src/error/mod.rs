@@ -11,6 +11,7 @@ mod archive;
 mod command;
 mod consumer;
 mod export;
+mod journal;
 mod open;
 mod projection;
 #[cfg(feature = "jetstream")]
@@ -27,6 +28,7 @@ pub use archive::ArchiveError;
 pub use command::{CommandProblem, LABEL_BYTES_MAX, TOKEN_INDEX_DIGITS_MAX, TOKEN_TXID_HEX_DIGITS};
 pub use consumer::ConsumerError;
 pub use export::{ExportDamage, ExportError, ExportHeaderProblem, ExportMismatch};
+pub use journal::JournalError;
 pub use open::{EntityProblem, NotALog, Unreadable};
 pub use projection::ProjectionError;
 #[cfg(feature = "jetstream")]
@@ -143,6 +145,9 @@ pub enum Error {
     /// A cut refused, or a read of records a cut archived.
     #[error(transparent)]
     Archive(#[from] ArchiveError),
+    /// The commit journal beside the log cannot be used as it is.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
     /// A checkpoint the log refuses to sign: it would contradict one it signed before.
     #[error(transparent)]
     Signing(#[from] SigningError),

@@ -96,6 +96,31 @@ impl RecordView<'_> {
     }
 }
 
+impl Record {
+    /// A view of this record's fields, its payload hash known.
+    pub(crate) fn view(&self) -> RecordView<'_> {
+        RecordView {
+            position: self.position,
+            stream: &self.stream,
+            version: self.version,
+            kind: &self.kind,
+            schema: self.schema,
+            at_ms: self.at_ms,
+            idempotency_key: self.idempotency_key.as_deref(),
+            payload: &self.payload,
+            prev: self.prev,
+            hash: self.hash,
+            known_payload_hash: Some(self.payload_hash),
+        }
+    }
+
+    /// Appends the record's v1 stored form (`hash ‖ header ‖ payload`, `schema/FORMAT.md`
+    /// 1.3) to `out`: what export files, the replication wire and the commit journal carry.
+    pub fn encode_v1_stored(&self, out: &mut Vec<u8>) {
+        self.view().encode_v1_stored(out);
+    }
+}
+
 /// Whether parsing recomputes a record's own hashes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RecordHashes {

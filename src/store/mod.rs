@@ -11,6 +11,7 @@ mod catch_up;
 pub(crate) mod compact;
 mod footprint;
 mod import;
+mod journaled;
 pub(crate) mod open;
 mod session;
 mod signing;
@@ -61,7 +62,7 @@ pub const READ_ONLY_PATIENCE: std::time::Duration = std::time::Duration::from_se
 pub const BACKEND_PATH: &str = "<storage backend>";
 
 /// How a store is opened.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct StoreOptions {
     /// The limits appends are checked against.
     pub limits: Limits,
@@ -76,6 +77,26 @@ pub struct StoreOptions {
     /// for writers that hold the file in multi-writer mode when this open asks for another
     /// mode: they would never let go.
     pub busy_timeout: std::time::Duration,
+    /// The commit journal of a store open in [`Sharing::Exclusive`] mode on a file
+    /// ([`crate::JournalOptions`]; on by default): a commit syncs one small frame to
+    /// `<log>.journal` and the log file is checkpointed in bulk. `None` commits every
+    /// transaction to the log file, one redb durable commit each. The shared modes commit to
+    /// the file (other processes read it); any writable open recovers a journal left beside
+    /// the log.
+    pub journal: Option<crate::journal::JournalOptions>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            limits: Limits::default(),
+            create: false,
+            projections: Vec::new(),
+            sharing: Sharing::default(),
+            busy_timeout: std::time::Duration::ZERO,
+            journal: Some(crate::journal::JournalOptions::default()),
+        }
+    }
 }
 
 /// `error`, a read of the file at `path` that ended before the data redb's header points to,
@@ -158,6 +179,18 @@ pub struct Store {
     /// The log's end as this store's last commit left it: the next write transaction packs
     /// small segments without reading them back while no other commit came between.
     log_end: std::sync::Mutex<Option<LogEnd>>,
+    /// The commit journal (exclusive mode on a file), through which appends commit.
+    journal: Option<std::sync::Mutex<crate::journal::Journal>>,
+    /// What the open recovered from a journal left beside the log.
+    recovery: crate::journal::JournalRecovery,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // Everything acknowledged is in the journal already; the checkpoint only spares the
+        // next open its recovery, and a failure leaves that to it.
+        let _ = self.close_journal();
+    }
 }
 
 impl Store {
@@ -192,11 +225,15 @@ impl Store {
             }
             check_redb_magic(&path)?;
             let db = open_writable(&path, options.sharing, options.busy_timeout)?;
-            Store::bring_up(db, options.limits, path.clone(), projections, true)
+            let mut store = Store::bring_up(db, options.limits, path.clone(), projections, true)?;
+            store.sharing = options.sharing;
+            let journal = crate::journal::journal_path(&path);
+            let file = crate::journal::JournalFile::open(&journal, false)?
+                .map(|file| Box::new(file) as Box<dyn redb::StorageBackend>);
+            store.attach_journal(file, journal, options.journal)?;
+            Ok(store)
         })();
-        let mut store = opened.map_err(|error| error.no_space_at(&path))?;
-        store.sharing = options.sharing;
-        Ok(store)
+        opened.map_err(|error: Error| error.no_space_at(&path))
     }
 
     /// The end of every writable open: the identity checks, the projections' catch-up and
@@ -321,7 +358,10 @@ impl Store {
             }
             .into());
         }
-        Store::assemble(handle, Limits::default(), path.clone(), projections).map_err(truncated)
+        let store = Store::assemble(handle, Limits::default(), path.clone(), projections)
+            .map_err(truncated)?;
+        store.refuse_unrecovered()?;
+        Ok(store)
     }
 
     fn assemble(
@@ -341,6 +381,8 @@ impl Store {
             commits: watch::Sender::new(head.next),
             out_of_space: std::sync::atomic::AtomicBool::new(false),
             log_end: std::sync::Mutex::new(None),
+            journal: None,
+            recovery: crate::journal::JournalRecovery::default(),
         })
     }
 
@@ -441,14 +483,14 @@ impl Store {
                     txn = database.begin_write()?;
                 }
             }
-            if durability == Durability::Deferred {
+            if durability == Durability::Deferred || self.journal.is_some() {
                 txn.set_durability(redb::Durability::None)
                     .map_err(redb::Error::from)?;
             }
             Ok(txn)
         })
         .map_err(|error| self.failed(error))?;
-        let (result, appended_head, end) = {
+        let (result, appended_head, finished) = {
             let known_end = *self.log_end.lock().unwrap_or_else(PoisonError::into_inner);
             let mut session = guarded(|| {
                 WriteSession::open(
@@ -461,25 +503,32 @@ impl Store {
             })?;
             let result = work(&mut session)?;
             let head = session.head();
-            let (appended, end) = guarded(|| session.finish())?;
-            (result, appended.then_some(head), end)
+            let finished = guarded(|| session.finish())?;
+            (result, finished.appended.then_some(head), finished)
         };
         guarded(|| match appended_head {
             Some(head) => {
-                txn.commit()?;
-                *self.log_end.lock().unwrap_or_else(PoisonError::into_inner) = end;
+                match &self.journal {
+                    Some(journal) => self.commit_journaled(journal, txn, durability, &finished)?,
+                    None => txn.commit()?,
+                }
+                *self.log_end.lock().unwrap_or_else(PoisonError::into_inner) = finished.end;
                 self.announce(head.next);
                 Ok(())
             }
             None => Ok(txn.abort()?),
         })
         .map_err(|error| self.failed(error))?;
+        self.drain_journal_if_due();
         Ok(result)
     }
 
     /// Makes every earlier commit durable: commits an empty transaction with
     /// [`Durability::Immediate`] (durable on return). Needed only after [`Durability::Deferred`] writes.
     pub fn flush(&self) -> Result<()> {
+        if self.journal.is_some() {
+            return self.drain_journal();
+        }
         guarded(|| Ok(self.database()?.begin_write()?.commit()?))
             .map_err(|error| self.failed(error))
     }
@@ -488,25 +537,21 @@ impl Store {
     /// state when a writable file closes, and a failure there (a full disk, say) leaves the
     /// file to be repaired by the next open, which needs space to do it. The commits made
     /// before stand either way. A read-only store closes without writing.
-    pub fn close(self) -> Result<()> {
-        let Store {
-            db,
-            path,
-            out_of_space,
-            ..
-        } = self;
-        let Handle::Writable(db) = db else {
+    pub fn close(mut self) -> Result<()> {
+        self.close_journal()?;
+        let Handle::Writable(db) = &mut self.db else {
             return Ok(());
         };
         let Some(db) = db.take() else {
             return Ok(());
         };
         let closed = guarded(|| db.close().map_err(Error::from));
+        let out_of_space = self.out_of_space.load(std::sync::atomic::Ordering::Relaxed);
         closed.map_err(|error| match error {
-            Error::Storage(redb::Error::PreviousIo) if out_of_space.into_inner() => {
-                Error::NoSpace { path }
-            }
-            error => error.no_space_at(&path),
+            Error::Storage(redb::Error::PreviousIo) if out_of_space => Error::NoSpace {
+                path: self.path.clone(),
+            },
+            error => error.no_space_at(&self.path),
         })
     }
 

@@ -40,8 +40,9 @@ impl<D> Closing<D> {
 }
 
 impl<D> Closing<D> {
-    /// The database, for a close that reports its failure; nothing is left to drop.
-    pub(crate) fn take(mut self) -> Option<D> {
+    /// The database, for a close that reports its failure: the handle is left empty, and
+    /// must not be used again.
+    pub(crate) fn take(&mut self) -> Option<D> {
         self.0.take()
     }
 }

@@ -45,6 +45,8 @@ pub struct WriteSession<'txn> {
     /// The first failure that left part of a change in the transaction: once set, the
     /// transaction cannot commit, whatever the work does with the error.
     partial: Option<(PartialStep, String)>,
+    /// Whether a cut was made in this transaction (its tables are no record's).
+    cut_made: bool,
 }
 
 impl<'txn> WriteSession<'txn> {
@@ -68,6 +70,7 @@ impl<'txn> WriteSession<'txn> {
             committed: OnceCell::new(),
             written: Vec::new(),
             partial: None,
+            cut_made: false,
         })
     }
 
@@ -211,6 +214,7 @@ impl<'txn> WriteSession<'txn> {
         drop_keys: bool,
         at_ms: u64,
     ) -> Result<(Cut, Position)> {
+        self.cut_made = true;
         let position = self.head().next;
         let (start, keyed) = crate::log::cut::start_in(self.txn)?;
         if start != cut.from || (cut.before == start && start > Position(0)) {
@@ -293,10 +297,9 @@ impl<'txn> WriteSession<'txn> {
         })
     }
 
-    /// Writes what the log keeps pending and advances every checkpoint to the head; whether
-    /// anything was appended, and the log's end as the commit will leave it, when known. Must
-    /// run before the commit (`Store::write_with` does).
-    pub(crate) fn finish(self) -> Result<(bool, Option<LogEnd>)> {
+    /// Writes what the log keeps pending and advances every checkpoint to the head. Must run
+    /// before the commit (`Store::write_with` does).
+    pub(crate) fn finish(self) -> Result<Finished> {
         if let Some(partial) = self.partial() {
             return Err(partial);
         }
@@ -304,8 +307,26 @@ impl<'txn> WriteSession<'txn> {
         if self.appended {
             self.projections.advance_checkpoints(self.txn)?;
         }
-        Ok((self.appended, end))
+        Ok(Finished {
+            appended: self.appended,
+            end,
+            journalable: !self.cut_made,
+            written: self.written,
+        })
     }
+}
+
+/// What a finished session leaves its commit.
+pub(crate) struct Finished {
+    /// Whether anything was appended.
+    pub(crate) appended: bool,
+    /// The log's end as the commit will leave it, when known.
+    pub(crate) end: Option<LogEnd>,
+    /// Whether the transaction is its records alone (so a journal frame of them is the whole
+    /// of it): false for a cut, which also writes tables no record gives.
+    pub(crate) journalable: bool,
+    /// The records appended, in order.
+    pub(crate) written: Vec<Record>,
 }
 
 impl TableSource for WriteSession<'_> {

@@ -1,0 +1,84 @@
+//! Why a commit journal could not be read, recovered or written.
+
+use std::path::PathBuf;
+
+use crate::hash::Digest;
+use crate::record::Position;
+
+/// A commit journal (`schema/FORMAT.md` 3.15) that cannot be used as it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum JournalError {
+    /// The file beside the log under the journal's name is not a journal: its first bytes
+    /// are not the journal's header. It is left as it is.
+    #[error("{path} is not an annals commit journal: it does not begin with the journal's header")]
+    NotAJournal {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A journal of a format version this build does not know.
+    #[error("{path} is a commit journal of version {found}; this build reads version {supported}")]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// The version its header names.
+        found: u16,
+        /// The version this build reads and writes.
+        supported: u16,
+    },
+    /// A frame that fails its check although a whole frame follows it: not the torn end of
+    /// an interrupted commit (which is always last) but damage to a commit that was synced.
+    #[error(
+        "{path}: the frame at byte {offset} is damaged ({problem}) and a whole frame follows it"
+    )]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// Where the damaged frame begins.
+        offset: u64,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A frame whose records do not continue the log where they claim to: the journal belongs
+    /// to another log, or to another history of this one.
+    #[error(
+        "{path}: the frame at byte {offset} holds positions {first}..{end}, which do not continue this log (its head is {head}, hash {head_hash})"
+    )]
+    Diverged {
+        /// The file.
+        path: PathBuf,
+        /// Where the frame begins.
+        offset: u64,
+        /// Its first position.
+        first: Position,
+        /// Its end (one past its last position).
+        end: Position,
+        /// The log's head when the frame was checked.
+        head: Position,
+        /// The hash of the log's last record.
+        head_hash: Digest,
+    },
+    /// A read-only open of a log whose journal holds acknowledged commits the log file does
+    /// not hold yet: a writer in exclusive mode stopped before its checkpoint. Reading the
+    /// file alone would miss them; a writable open recovers them first.
+    #[error(
+        "{path} holds {transactions} acknowledged transactions ({records} records, from position {from}) not yet in the log file: open the log writable once to recover them"
+    )]
+    Unrecovered {
+        /// The journal.
+        path: PathBuf,
+        /// The transactions it holds past the log file's head.
+        transactions: u64,
+        /// Their records.
+        records: u64,
+        /// The first of them.
+        from: Position,
+    },
+    /// An earlier failure left the journal's end unknown (a failed write could not be taken
+    /// back): this store refuses further commits; reopening recovers the journal.
+    #[error("the commit journal {path} failed earlier and its end is unknown: reopen the store")]
+    Poisoned {
+        /// The journal.
+        path: PathBuf,
+    },
+}

@@ -1,0 +1,197 @@
+//! The journal's bytes (`schema/FORMAT.md` 3.15): a 16-byte header, then one frame per
+//! committed transaction. A frame is `body length (u32 LE) ‖ body ‖ check`, its body
+//! `first position (u64 LE) ‖ record count (u32 LE) ‖ (record length (u32 LE) ‖ v1 stored
+//! record)*`, its check the blake3 derive-key hash ([`FRAME_CONTEXT`]) of the length and the
+//! body. Records are the log's own stored bytes, so each also carries its own hashes and the
+//! hash of the record before it.
+
+use crate::export::STORED_RECORD_BYTES_CAP;
+use crate::hash::Digest;
+use crate::record::{Position, Record, RecordError, decode_stored};
+
+/// The journal's first 16 bytes: its magic and the format version (1, u16 LE).
+pub const HEADER: [u8; 16] = *b"annals journal\x01\x00";
+
+/// The version [`HEADER`] names.
+pub const VERSION: u16 = 1;
+
+/// The blake3 derive-key context of a frame's check.
+pub const FRAME_CONTEXT: &str = "annals 2026-12-03 journal frame v1";
+
+/// The largest body a frame may have: a transaction larger than this is committed to the log
+/// file directly instead of through the journal.
+pub const FRAME_BODY_BYTES_MAX: u64 = 64 << 20;
+
+/// Bytes a frame adds around its body: the length before it, the check after it.
+pub const FRAME_OVERHEAD: u64 = 4 + 32;
+
+/// The check of a frame whose length field and body are `covered`.
+pub fn frame_check(covered: &[u8]) -> Digest {
+    let mut hasher = blake3::Hasher::new_derive_key(FRAME_CONTEXT);
+    hasher.update(covered);
+    Digest(*hasher.finalize().as_bytes())
+}
+
+/// Encodes one transaction's records, which must be contiguous and non-empty, as a frame:
+/// `None` when its body would exceed [`FRAME_BODY_BYTES_MAX`].
+pub fn encode_frame(records: &[Record]) -> Option<Vec<u8>> {
+    let first = records.first()?;
+    let mut frame = vec![0; 4];
+    frame.extend_from_slice(&first.position.0.to_le_bytes());
+    frame.extend_from_slice(&u32::try_from(records.len()).ok()?.to_le_bytes());
+    let mut stored = Vec::new();
+    for (offset, record) in (0u64..).zip(records) {
+        debug_assert_eq!(record.position.0, first.position.0 + offset);
+        stored.clear();
+        record.encode_v1_stored(&mut stored);
+        frame.extend_from_slice(&u32::try_from(stored.len()).ok()?.to_le_bytes());
+        frame.extend_from_slice(&stored);
+        if frame.len() as u64 - 4 > FRAME_BODY_BYTES_MAX {
+            return None;
+        }
+    }
+    let body_len = u32::try_from(frame.len() - 4).ok()?;
+    frame[..4].copy_from_slice(&body_len.to_le_bytes());
+    let check = frame_check(&frame);
+    frame.extend_from_slice(check.as_bytes());
+    Some(frame)
+}
+
+/// One whole frame read back: its transaction's records, each checked (its hashes, its
+/// position, the chain within the frame).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// Where the frame begins in the file.
+    pub offset: u64,
+    /// Its length in the file, length field and check included.
+    pub len: u64,
+    /// Its records, in order.
+    pub records: Vec<Record>,
+}
+
+impl Frame {
+    /// The frame's first position.
+    pub fn first(&self) -> Position {
+        self.records[0].position
+    }
+
+    /// One past its last position.
+    pub fn end(&self) -> Position {
+        Position(self.first().0 + self.records.len() as u64)
+    }
+}
+
+/// Why the bytes at some offset are not a whole frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FrameProblem {
+    /// The file ends inside the frame, or before its length field.
+    Short {
+        /// The bytes there.
+        available: u64,
+        /// The bytes the frame needs (at least its length field).
+        needed: u64,
+    },
+    /// A length field out of range.
+    Length {
+        /// What it says.
+        body: u64,
+    },
+    /// The check does not match the length and the body.
+    Check,
+    /// The body checks but does not decode as records.
+    Body(String),
+}
+
+impl std::fmt::Display for FrameProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameProblem::Short { available, needed } => {
+                write!(f, "{available} bytes where the frame needs {needed}")
+            }
+            FrameProblem::Length { body } => write!(
+                f,
+                "a body of {body} bytes, outside 12..={FRAME_BODY_BYTES_MAX}"
+            ),
+            FrameProblem::Check => f.write_str("its check does not match its bytes"),
+            FrameProblem::Body(problem) => write!(f, "its body does not decode: {problem}"),
+        }
+    }
+}
+
+/// How long the frame at the start of `bytes` is, from its length field, when that field is
+/// whole and in range.
+pub fn frame_len(bytes: &[u8]) -> Result<u64, FrameProblem> {
+    let Some(field) = bytes.get(..4) else {
+        return Err(FrameProblem::Short {
+            available: bytes.len() as u64,
+            needed: 4,
+        });
+    };
+    let body = u64::from(u32::from_le_bytes(field.try_into().expect("four bytes")));
+    if !(12..=FRAME_BODY_BYTES_MAX).contains(&body) {
+        return Err(FrameProblem::Length { body });
+    }
+    Ok(body + FRAME_OVERHEAD)
+}
+
+/// Decodes the frame at the start of `bytes` (found at `offset` in the file).
+pub fn decode_frame(bytes: &[u8], offset: u64) -> Result<Frame, FrameProblem> {
+    let len = frame_len(bytes)?;
+    let Some(whole) = bytes.get(..len as usize) else {
+        return Err(FrameProblem::Short {
+            available: bytes.len() as u64,
+            needed: len,
+        });
+    };
+    let (covered, check) = whole.split_at(whole.len() - 32);
+    if frame_check(covered).as_bytes() != check {
+        return Err(FrameProblem::Check);
+    }
+    let records = decode_body(&covered[4..]).map_err(FrameProblem::Body)?;
+    Ok(Frame {
+        offset,
+        len,
+        records,
+    })
+}
+
+fn decode_body(body: &[u8]) -> Result<Vec<Record>, String> {
+    let (first, rest) = body.split_at(8);
+    let first = u64::from_le_bytes(first.try_into().expect("eight bytes"));
+    let (count, mut rest) = rest.split_at(4);
+    let count = u32::from_le_bytes(count.try_into().expect("four bytes"));
+    if count == 0 {
+        return Err("it holds no record".to_owned());
+    }
+    let mut records: Vec<Record> = Vec::new();
+    for index in 0..u64::from(count) {
+        let position = Position(first.checked_add(index).ok_or("its positions pass 2^64")?);
+        let Some((len, after)) = rest.split_at_checked(4) else {
+            return Err(format!("it ends before record {position}'s length"));
+        };
+        let len = u64::from(u32::from_le_bytes(len.try_into().expect("four bytes")));
+        if !(32..=STORED_RECORD_BYTES_CAP).contains(&len) {
+            return Err(format!(
+                "record {position} is {len} bytes, outside 32..={STORED_RECORD_BYTES_CAP}"
+            ));
+        }
+        let Some((stored, after)) = after.split_at_checked(len as usize) else {
+            return Err(format!("it ends inside record {position}"));
+        };
+        let record = decode_stored(stored, position)
+            .map_err(|error: RecordError| format!("record {position}: {error}"))?;
+        if let Some(before) = records.last()
+            && record.prev != before.hash
+        {
+            return Err(format!(
+                "record {position} does not chain to the record before it"
+            ));
+        }
+        records.push(record);
+        rest = after;
+    }
+    if !rest.is_empty() {
+        return Err(format!("{} bytes follow its last record", rest.len()));
+    }
+    Ok(records)
+}

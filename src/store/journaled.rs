@@ -1,0 +1,228 @@
+//! The store's side of the commit journal (`crate::journal`): committing a transaction
+//! through it, checkpointing, recovering it on a writable open, and refusing a read-only open
+//! that would miss what it holds.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use redb::{StorageBackend, WriteTransaction};
+
+use super::session::Finished;
+use super::{Durability, Sharing, Store};
+use crate::error::{Error, JournalError, Result, guarded};
+use crate::journal::frame::{Frame, encode_frame};
+use crate::journal::{self, Journal, JournalFile, JournalOptions, JournalRecovery};
+use crate::record::Record;
+
+/// The journal's lock; a panic while it was held left the journal as its last whole call did.
+pub(crate) fn lock(journal: &Mutex<Journal>) -> MutexGuard<'_, Journal> {
+    journal.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Store {
+    /// Whether commits go through a commit journal ([`crate::JournalOptions`]): a store open in
+    /// [`Sharing::Exclusive`] mode on a file, with [`super::StoreOptions::journal`] set (the
+    /// default).
+    pub fn journaled(&self) -> bool {
+        self.journal.is_some()
+    }
+
+    /// What this store's open recovered from the commit journal beside the log: transactions
+    /// a crash left there and not in the log file, appended again, and the torn end of an
+    /// unacknowledged commit, dropped.
+    pub fn journal_recovery(&self) -> &JournalRecovery {
+        &self.recovery
+    }
+
+    /// Commits `txn`, begun with redb's `Durability::None`, through the journal: the frame of
+    /// its records is synced before redb commits, so nothing a reader sees can be lost. A
+    /// transaction the journal cannot hold alone (a cut, one too large, one after deferred
+    /// commits) commits durably to the file instead, which checkpoints.
+    pub(crate) fn commit_journaled(
+        &self,
+        journal: &Mutex<Journal>,
+        mut txn: WriteTransaction,
+        durability: Durability,
+        finished: &Finished,
+    ) -> Result<()> {
+        let mut journal = lock(journal);
+        if durability == Durability::Deferred {
+            txn.commit()?;
+            journal.unjournaled = true;
+            return Ok(());
+        }
+        let frame = (finished.journalable && !journal.unjournaled)
+            .then(|| encode_frame(&finished.written))
+            .flatten();
+        let Some(frame) = frame else {
+            txn.set_durability(redb::Durability::Immediate)
+                .map_err(redb::Error::from)?;
+            txn.commit()?;
+            journal.unjournaled = false;
+            return journal.empty();
+        };
+        journal.append(&frame)?;
+        if let Err(error) = txn.commit() {
+            journal.take_back(frame.len() as u64);
+            return Err(error.into());
+        }
+        Ok(())
+    }
+
+    /// Runs a checkpoint if one is due, after a commit: its failure is not the commit's (which
+    /// stands, durable in the journal), and the next commit tries again.
+    pub(crate) fn drain_journal_if_due(&self) {
+        let due = self
+            .journal
+            .as_ref()
+            .is_some_and(|journal| lock(journal).checkpoint_due());
+        if due {
+            let _ = self.drain_journal();
+        }
+    }
+
+    /// Makes every commit durable in the log file with one redb commit, then empties the
+    /// journal. The write lock is taken before the journal's, as every commit takes them.
+    pub(crate) fn drain_journal(&self) -> Result<()> {
+        let Some(journal) = &self.journal else {
+            return Ok(());
+        };
+        guarded(|| {
+            let txn = self.database()?.begin_write()?;
+            let mut journal = lock(journal);
+            txn.commit()?;
+            journal.unjournaled = false;
+            journal.empty()
+        })
+        .map_err(|error| self.failed(error))
+    }
+
+    /// The last checkpoint of a closing store, and the journal's file removed: everything is
+    /// in the log file. Nothing is removed when the checkpoint fails (the next open recovers).
+    pub(crate) fn close_journal(&mut self) -> Result<()> {
+        if self.journal.is_none() {
+            return Ok(());
+        }
+        self.drain_journal()?;
+        if let Some(journal) = self.journal.take() {
+            let journal = journal.into_inner().unwrap_or_else(PoisonError::into_inner);
+            if self.on_disk {
+                let _ = std::fs::remove_file(journal.path());
+            }
+        }
+        Ok(())
+    }
+
+    /// On a writable open: recovers what `file` (the journal at `path`) holds past the log
+    /// file's head, then keeps it as this store's journal when `options` ask for one and the
+    /// store holds its file alone; otherwise empties it (and removes it, on a file).
+    pub(crate) fn attach_journal(
+        &mut self,
+        file: Option<Box<dyn StorageBackend>>,
+        path: PathBuf,
+        options: Option<JournalOptions>,
+    ) -> Result<()> {
+        let keep = options.filter(|_| self.sharing == Sharing::Exclusive);
+        let file = match (file, keep) {
+            (Some(file), _) => file,
+            (None, Some(_)) if self.on_disk => match JournalFile::open(&path, true)? {
+                Some(file) => Box::new(file),
+                None => return Ok(()),
+            },
+            (None, _) => return Ok(()),
+        };
+        let scanned = self.recover(&*file, &path)?;
+        let mut kept = Journal::new(file, path, scanned.end, keep.unwrap_or_default());
+        kept.empty()?;
+        match keep {
+            Some(_) => self.journal = Some(Mutex::new(kept)),
+            None if self.on_disk => {
+                let _ = std::fs::remove_file(kept.path());
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// Appends again every frame of the journal the log file does not hold, each in a
+    /// transaction of its own (the file's durable at the end), checking the ones it holds.
+    fn recover(&mut self, file: &dyn StorageBackend, path: &Path) -> Result<journal::Scanned> {
+        let mut recovery = JournalRecovery::default();
+        let durability = match self.sharing {
+            Sharing::Exclusive => Durability::Deferred,
+            _ => Durability::Immediate,
+        };
+        let scanned = journal::scan(file, path, true, &mut |frame: Frame| {
+            let diverged = |head: crate::log::Head| JournalError::Diverged {
+                path: path.to_path_buf(),
+                offset: frame.offset,
+                first: frame.first(),
+                end: frame.end(),
+                head: head.next,
+                head_hash: head.hash,
+            };
+            let head = self.head()?;
+            if frame.end() <= head.next {
+                let last = &frame.records[frame.records.len() - 1];
+                if self.snapshot()?.record_hash(last.position)? != last.hash {
+                    return Err(diverged(head).into());
+                }
+                recovery.already_in_log += 1;
+                return Ok(());
+            }
+            if frame.first() != head.next || frame.records[0].prev != head.hash {
+                return Err(diverged(head).into());
+            }
+            self.write_with(durability, |session| {
+                for run in runs_of_one_stream(&frame.records) {
+                    session.append_sealed(run)?;
+                }
+                Ok(())
+            })?;
+            recovery.transactions += 1;
+            recovery.records += frame.records.len() as u64;
+            recovery.from.get_or_insert(head.next);
+            Ok(())
+        })?;
+        recovery.dropped_bytes = scanned.dropped;
+        if recovery.transactions > 0 {
+            guarded(|| Ok(self.database()?.begin_write()?.commit()?))?;
+        }
+        self.recovery = recovery;
+        Ok(scanned)
+    }
+
+    /// On a read-only open: refuses a log whose journal holds commits past the file's head
+    /// ([`JournalError::Unrecovered`]), which reading the file alone would miss.
+    pub(crate) fn refuse_unrecovered(&self) -> Result<()> {
+        let path = journal::journal_path(&self.path);
+        let Some(file) = JournalFile::open_read_only(&path)? else {
+            return Ok(());
+        };
+        let head = self.head()?;
+        let (mut transactions, mut records, mut from) = (0, 0, None);
+        journal::scan(&file, &path, false, &mut |frame: Frame| {
+            if frame.end() > head.next {
+                transactions += 1;
+                records += frame.records.len() as u64;
+                from.get_or_insert(frame.first().max(head.next));
+            }
+            Ok(())
+        })?;
+        match from {
+            Some(from) => Err(Error::Journal(JournalError::Unrecovered {
+                path,
+                transactions,
+                records,
+                from,
+            })),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `records` split where the stream changes: an import's verbatim appends take one stream's
+/// records at a time.
+fn runs_of_one_stream(records: &[Record]) -> impl Iterator<Item = &[Record]> {
+    records.chunk_by(|a, b| a.stream == b.stream)
+}
