@@ -1,9 +1,11 @@
 //! `annals-testing`: the children the crash and race tests start and kill, kept out of the
 //! `annals` command line (built only with the `testing` feature).
 //!
-//! - `annals-testing crash-writer DB [--tasks N] [--records N] [--sharing MODE]`: appends
-//!   through the async writer from `N` tasks (default 8), printing `durable <position>
-//!   <hash>` for each append answered, until killed or `--records` (default 1,000,000).
+//! - `annals-testing crash-writer DB [--tasks N] [--records N] [--sharing MODE]
+//!   [--checkpoint-bytes N]`: appends through the async writer from `N` tasks (default 8),
+//!   printing `durable <position> <hash>` for each append answered, until killed or
+//!   `--records` (default 1,000,000); in exclusive mode through the commit journal, drained
+//!   every `--checkpoint-bytes` of frames.
 //! - `annals-testing rebuild DB`: rebuilds every projection, printing `rebuild at
 //!   <position>` on standard error after clearing them and after each batch, then waiting
 //!   for a line on standard input, so that a test can kill it between two of the rebuild's
@@ -86,12 +88,17 @@ fn number<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, Usage> {
 }
 
 fn crash_writer(args: &[String]) -> Result<(), Failure> {
-    let (db, options) = parse(args, &["--tasks", "--records", "--sharing"])?;
+    let (db, options) = parse(
+        args,
+        &["--tasks", "--records", "--sharing", "--checkpoint-bytes"],
+    )?;
     let (mut tasks, mut records, mut sharing) = (8, 1_000_000, Sharing::SingleWriter);
+    let mut journal = annals::JournalOptions::default();
     for (name, value) in options {
         match name {
             "--tasks" => tasks = number(name, value)?,
             "--records" => records = number(name, value)?,
+            "--checkpoint-bytes" => journal.checkpoint_bytes = number(name, value)?,
             _ => {
                 sharing = value
                     .parse()
@@ -100,7 +107,7 @@ fn crash_writer(args: &[String]) -> Result<(), Failure> {
         }
     }
     let mut out = io::stdout().lock();
-    annals::testing::crash::write_and_report(&db, sharing, tasks, records, &mut out)?;
+    annals::testing::crash::write_and_report(&db, sharing, journal, tasks, records, &mut out)?;
     Ok(())
 }
 

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::Result;
+use crate::journal::JournalOptions;
 use crate::log::append::{AppendOutcome, ExpectedVersion};
 use crate::record::NewEvent;
 use crate::store::{Sharing, Store, StoreOptions};
@@ -17,9 +18,11 @@ use crate::writer::{Writer, WriterOptions};
 
 /// Appends up to `records_max` one-event records to `path` from `tasks` concurrent tasks,
 /// reporting each durable one on `out` as it is answered. Stops early if `out` is closed.
+/// In exclusive mode the commits go through the journal, drained by `journal`'s bounds.
 pub fn write_and_report(
     path: &Path,
     sharing: Sharing,
+    journal: JournalOptions,
     tasks: u32,
     records_max: u64,
     out: &mut impl Write,
@@ -27,6 +30,7 @@ pub fn write_and_report(
     let options = StoreOptions {
         create: true,
         sharing,
+        journal: Some(journal),
         ..StoreOptions::default()
     };
     let store = Arc::new(Store::open_with(path, options)?);

@@ -27,6 +27,7 @@ mod fuzz_replay;
 mod history;
 mod ingest;
 mod invariants;
+mod journal;
 mod leases;
 mod limits;
 mod log;

@@ -1,0 +1,349 @@
+//! The commit journal (`annals::journal`, FORMAT 3.15): commits of an exclusive store go to
+//! `<log>.journal` first and reach the log file at drains; a crash image (the log file and the
+//! journal as a kill leaves them) reopens with every acknowledged commit, recovered from the
+//! journal, and a read-only open refuses to read a log whose journal it would miss.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use annals::{
+    Direction, Durability, Error, ExpectedVersion, JournalError, JournalOptions, NewEvent,
+    Position, Record, Sharing, Store, StoreOptions, Writer, WriterOptions,
+};
+
+use crate::common::event;
+
+fn journal_of(path: &Path) -> PathBuf {
+    annals::journal::journal_path(path)
+}
+
+fn exclusive(path: &Path, journal: Option<JournalOptions>) -> Store {
+    let options = StoreOptions {
+        create: true,
+        sharing: Sharing::Exclusive,
+        journal,
+        ..StoreOptions::default()
+    };
+    Store::open_with(path, options).expect("open an exclusive store")
+}
+
+/// Drains only when told to: every commit stays in the journal.
+fn never_drained() -> Option<JournalOptions> {
+    Some(JournalOptions {
+        checkpoint_ms: u64::MAX,
+        checkpoint_bytes: u64::MAX,
+    })
+}
+
+/// The files a kill of the process would leave now: the log file and its journal, copied
+/// beside them under `name` while the store is open (its unsynced pages are in memory).
+fn crash_image(path: &Path, name: &str) -> PathBuf {
+    let copy = path.with_file_name(name);
+    fs::copy(path, &copy).unwrap();
+    fs::copy(journal_of(path), journal_of(&copy)).unwrap();
+    copy
+}
+
+fn all(store: &Store) -> Vec<Record> {
+    store
+        .read_all(Position(0), Direction::Forward, usize::MAX)
+        .unwrap()
+}
+
+fn append(store: &Store, stream: &str, count: usize) {
+    for index in 0..count {
+        let mut event = event("journal.test", 1_700_000_000_000 + index as u64, b"payload");
+        event.idempotency_key = Some(format!("{stream}-{index}"));
+        let _ = store
+            .append(stream, ExpectedVersion::Any, &[event])
+            .unwrap();
+    }
+}
+
+#[test]
+fn an_exclusive_store_commits_through_its_journal_and_a_clean_close_leaves_only_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let store = exclusive(&path, never_drained());
+    assert!(store.journaled());
+    append(&store, "a", 5);
+    let held = fs::metadata(journal_of(&path)).unwrap().len();
+    assert!(held > 16, "five commits are in the journal: {held} bytes");
+    let records = all(&store);
+    assert_eq!(records.len(), 5);
+    store.close().unwrap();
+    assert!(
+        !journal_of(&path).exists(),
+        "a clean close drains and removes the journal"
+    );
+    let reopened = Store::open_read_only(&path).unwrap();
+    assert_eq!(all(&reopened), records);
+    assert!(reopened.verify().unwrap().is_sound());
+}
+
+#[test]
+fn a_crash_image_recovers_every_acknowledged_commit_from_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let store = exclusive(&path, never_drained());
+    append(&store, "a", 3);
+    store.flush().unwrap();
+    assert_eq!(
+        fs::metadata(journal_of(&path)).unwrap().len(),
+        16,
+        "a flush drains"
+    );
+    append(&store, "b", 4);
+    append(&store, "c", 2);
+    let records = all(&store);
+    let copy = crash_image(&path, "crashed.redb");
+
+    // Read-only, the copy would miss six commits: refused, naming them.
+    match Store::open_read_only(&copy).map(drop) {
+        Err(Error::Journal(JournalError::Unrecovered {
+            transactions,
+            records,
+            from,
+            ..
+        })) => {
+            assert_eq!((transactions, records, from), (6, 6, Position(3)));
+        }
+        other => panic!("expected the journal's refusal, got {other:?}"),
+    }
+
+    let recovered = exclusive(&copy, never_drained());
+    let recovery = recovered.journal_recovery().clone();
+    assert_eq!(recovery.transactions, 6);
+    assert_eq!(recovery.records, 6);
+    assert_eq!(recovery.from, Some(Position(3)));
+    assert_eq!(recovery.dropped_bytes, 0);
+    assert_eq!(all(&recovered), records);
+    assert!(recovered.verify().unwrap().is_sound());
+    // The idempotency keys came back with the records: a retry is a duplicate.
+    let mut retry = event("journal.test", 1_700_000_000_000, b"payload");
+    retry.idempotency_key = Some("b-0".into());
+    let outcome = recovered
+        .append("b", ExpectedVersion::Any, &[retry])
+        .unwrap();
+    assert!(
+        !matches!(outcome, annals::AppendOutcome::Appended(_)),
+        "{outcome:?}"
+    );
+    drop(recovered);
+    let again = Store::open_read_only(&copy).unwrap();
+    assert_eq!(all(&again), records);
+}
+
+#[test]
+fn a_torn_frame_at_the_journals_end_is_dropped_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let store = exclusive(&path, never_drained());
+    append(&store, "a", 4);
+    let records = all(&store);
+    let copy = crash_image(&path, "torn.redb");
+    // The start of a frame whose write the kill cut short: never synced, never acknowledged.
+    let journal = journal_of(&copy);
+    let mut bytes = fs::read(&journal).unwrap();
+    let whole = bytes.len();
+    let first_len = 4 + 32 + u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize;
+    let first = bytes[16..16 + first_len].to_vec();
+    bytes.extend_from_slice(&first[..first_len / 2]);
+    fs::write(&journal, &bytes).unwrap();
+
+    let recovered = exclusive(&copy, never_drained());
+    assert_eq!(recovered.journal_recovery().transactions, 4);
+    assert_eq!(
+        recovered.journal_recovery().dropped_bytes,
+        (bytes.len() - whole) as u64
+    );
+    assert_eq!(all(&recovered), records);
+    assert!(recovered.verify().unwrap().is_sound());
+}
+
+#[test]
+fn a_journal_of_another_log_is_refused_and_the_log_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let (one, other) = (dir.path().join("one.redb"), dir.path().join("other.redb"));
+    let store = exclusive(&one, never_drained());
+    append(&store, "a", 2);
+    store.flush().unwrap();
+    let other_store = exclusive(&other, never_drained());
+    append(&other_store, "z", 3);
+    // This log's file with the other log's journal beside it.
+    let copy = dir.path().join("copy.redb");
+    fs::copy(&one, &copy).unwrap();
+    fs::copy(journal_of(&other), journal_of(&copy)).unwrap();
+    drop(store);
+    let journal_before = fs::read(journal_of(&copy)).unwrap();
+    match exclusive_result(&copy) {
+        Err(Error::Journal(JournalError::Diverged { first, head, .. })) => {
+            assert_eq!(first, Position(0));
+            assert_eq!(head, Position(2));
+        }
+        other => panic!("expected a diverged journal, got {:?}", other.map(drop)),
+    }
+    assert!(
+        fs::read(journal_of(&copy)).unwrap() == journal_before,
+        "the refused open left the journal as it was"
+    );
+    let log = Store::open_with(
+        &copy,
+        StoreOptions {
+            journal: None,
+            ..StoreOptions::default()
+        },
+    );
+    assert!(
+        log.is_err(),
+        "every writable open refuses the foreign journal"
+    );
+    fs::remove_file(journal_of(&copy)).unwrap();
+    let reader = Store::open_read_only(&copy).unwrap();
+    assert_eq!(
+        reader.head().unwrap().next,
+        Position(2),
+        "the log holds its own two records"
+    );
+}
+
+fn exclusive_result(path: &Path) -> annals::Result<Store> {
+    Store::open_with(
+        path,
+        StoreOptions {
+            sharing: Sharing::Exclusive,
+            ..StoreOptions::default()
+        },
+    )
+}
+
+#[test]
+fn a_single_writer_open_recovers_a_journal_an_exclusive_writer_left_and_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let store = exclusive(&path, never_drained());
+    append(&store, "a", 3);
+    let records = all(&store);
+    let copy = crash_image(&path, "shared.redb");
+    let shared = Store::open_with(&copy, StoreOptions::default()).unwrap();
+    assert!(!shared.journaled(), "the shared modes commit to the file");
+    assert_eq!(shared.journal_recovery().transactions, 3);
+    assert!(!journal_of(&copy).exists());
+    assert_eq!(all(&shared), records);
+    append(&shared, "b", 1);
+    assert!(shared.verify().unwrap().is_sound());
+}
+
+#[test]
+fn without_a_journal_an_exclusive_store_commits_to_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let store = exclusive(&path, None);
+    assert!(!store.journaled());
+    append(&store, "a", 2);
+    assert!(!journal_of(&path).exists());
+}
+
+#[test]
+fn deferred_commits_then_a_durable_one_survive_a_crash_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let store = exclusive(&path, never_drained());
+    append(&store, "a", 2);
+    for index in 0..3 {
+        store
+            .write_with(Durability::Deferred, |session| {
+                session.append(
+                    "deferred",
+                    ExpectedVersion::Any,
+                    &[event("journal.test", index, b"later")],
+                )
+            })
+            .unwrap();
+    }
+    // The deferred commits are in no frame: the durable commit after them goes to the file
+    // and takes them with it; the commits after that go through the journal again.
+    append(&store, "c", 1);
+    assert_eq!(fs::metadata(journal_of(&path)).unwrap().len(), 16);
+    append(&store, "b", 2);
+    let records = all(&store);
+    let copy = crash_image(&path, "deferred.redb");
+    let recovered = exclusive(&copy, never_drained());
+    assert_eq!(all(&recovered), records);
+    assert_eq!(recovered.journal_recovery().transactions, 2);
+    assert!(recovered.verify().unwrap().is_sound());
+}
+
+#[test]
+fn drains_keep_the_journal_within_its_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let bound = 4_096;
+    let store = exclusive(
+        &path,
+        Some(JournalOptions {
+            checkpoint_ms: u64::MAX,
+            checkpoint_bytes: bound,
+        }),
+    );
+    let mut largest = 0;
+    for index in 0..200 {
+        append(&store, &format!("s{}", index % 7), 1);
+        largest = largest.max(fs::metadata(journal_of(&path)).unwrap().len());
+    }
+    assert!(largest > 16);
+    // A frame here is under 300 bytes: the journal holds at most the bound and one frame.
+    assert!(
+        largest < 16 + bound + 300,
+        "the journal grew to {largest} bytes"
+    );
+    let records = all(&store);
+    let copy = crash_image(&path, "drained.redb");
+    let recovered = exclusive(&copy, never_drained());
+    assert!(
+        recovered.journal_recovery().already_in_log + recovered.journal_recovery().transactions
+            <= 200
+    );
+    assert_eq!(all(&recovered), records);
+}
+
+#[test]
+fn group_commit_writes_one_frame_per_batch_and_recovers_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let store = std::sync::Arc::new(exclusive(&path, never_drained()));
+    let writer = Writer::start(store.clone(), WriterOptions::default()).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let appends: Vec<_> = (0..64)
+            .map(|index| {
+                let writer = writer.clone();
+                tokio::spawn(async move {
+                    writer
+                        .append(
+                            format!("task/{}", index % 8),
+                            ExpectedVersion::Any,
+                            vec![NewEvent::new("journal.test", index, vec![1; 10])],
+                        )
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        for append in appends {
+            append.await.unwrap();
+        }
+    });
+    let records = all(&store);
+    assert_eq!(records.len(), 64);
+    let copy = crash_image(&path, "group.redb");
+    drop(writer);
+    let recovered = exclusive(&copy, never_drained());
+    let recovery = recovered.journal_recovery();
+    assert_eq!(recovery.records, 64);
+    assert!(recovery.transactions <= 64);
+    assert_eq!(all(&recovered), records);
+    assert!(recovered.verify().unwrap().is_sound());
+}
