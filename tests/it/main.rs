@@ -28,6 +28,7 @@ mod history;
 mod ingest;
 mod invariants;
 mod journal;
+mod journal_crash;
 mod leases;
 mod limits;
 mod log;
