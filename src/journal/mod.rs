@@ -319,16 +319,22 @@ impl Journal {
         self.end - HEADER.len() as u64
     }
 
-    /// Appends `frame` and syncs it: once this returns `Ok`, the frame survives a crash. On
-    /// `Err` the journal is as it was (the frame's bytes cut off again), or poisoned when
-    /// even that failed.
-    pub(crate) fn append(&mut self, frame: &[u8]) -> Result<()> {
+    /// Refuses with [`JournalError::Poisoned`] once a failed write could not be taken back.
+    pub(crate) fn check_usable(&self) -> Result<()> {
         if self.poisoned {
             return Err(JournalError::Poisoned {
                 path: self.path.clone(),
             }
             .into());
         }
+        Ok(())
+    }
+
+    /// Appends `frame` and syncs it: once this returns `Ok`, the frame survives a crash. On
+    /// `Err` the journal is as it was (the frame's bytes cut off again), or poisoned when
+    /// even that failed.
+    pub(crate) fn append(&mut self, frame: &[u8]) -> Result<()> {
+        self.check_usable()?;
         let written = self
             .file
             .write(self.end, frame)
@@ -365,13 +371,14 @@ impl Journal {
             || self.since.elapsed() >= Duration::from_millis(self.options.checkpoint_ms)
     }
 
-    /// Empties the journal; the log file must hold every frame durably first.
+    /// Empties the journal; the log file must hold every frame durably first (a poisoned
+    /// journal stays poisoned: its failed frame may be in the file or not).
     pub(crate) fn empty(&mut self) -> Result<()> {
-        if self.held() > 0 || self.poisoned || self.file.len()? > HEADER.len() as u64 {
+        self.check_usable()?;
+        if self.held() > 0 || self.file.len()? > HEADER.len() as u64 {
             self.file.set_len(HEADER.len() as u64)?;
             self.file.sync_data()?;
             self.end = HEADER.len() as u64;
-            self.poisoned = false;
         }
         self.since = Instant::now();
         Ok(())

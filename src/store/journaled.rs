@@ -69,16 +69,23 @@ impl Store {
         Ok(())
     }
 
-    /// Runs a checkpoint if one is due, after a commit: its failure is not the commit's (which
-    /// stands, durable in the journal), and the next commit tries again.
-    pub(crate) fn drain_journal_if_due(&self) {
-        let due = self
-            .journal
-            .as_ref()
-            .is_some_and(|journal| lock(journal).checkpoint_due());
+    /// Before a write: refuses it when the journal's end is unknown (a failed frame could not
+    /// be taken back, so whether it survives is not known until a reopen recovers the
+    /// journal), and drains the journal when a drain is due, so that a drain's failure is the
+    /// failure of a call that changed nothing.
+    pub(crate) fn journal_ready(&self) -> Result<()> {
+        let Some(journal) = &self.journal else {
+            return Ok(());
+        };
+        let due = {
+            let journal = lock(journal);
+            journal.check_usable()?;
+            journal.checkpoint_due()
+        };
         if due {
-            let _ = self.drain_journal();
+            self.drain_journal()?;
         }
+        Ok(())
     }
 
     /// Makes every commit durable in the log file with one redb commit, then empties the

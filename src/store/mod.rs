@@ -296,6 +296,26 @@ impl Store {
         Ok(store)
     }
 
+    /// [`Store::open_with_backend`] with the commit journal in `journal`, a storage backend
+    /// of its own (the simulated disk's second file, say): commits go through it as through
+    /// `<log>.journal` in [`Sharing::Exclusive`] mode ([`StoreOptions::journal`] gives its
+    /// bounds; `None` recovers what it holds and commits to the log's backend), and the open
+    /// recovers what it holds past the log's head. The backend must grow on a write past its
+    /// end, as a file does.
+    pub fn open_with_backends(
+        backend: impl redb::StorageBackend,
+        journal: impl redb::StorageBackend,
+        options: StoreOptions,
+    ) -> Result<Store> {
+        let bounds = options.journal;
+        let mut store = Store::open_with_backend(backend, options)?;
+        let path = crate::journal::journal_path(&store.path);
+        store
+            .attach_journal(Some(Box::new(journal)), path, bounds)
+            .map_err(|error| error.no_space_at(&store.path))?;
+        Ok(store)
+    }
+
     /// Opens an existing log without writing to its file, for audits: appends are refused
     /// with [`Error::ReadOnly`], and projections are read as they were last committed. It
     /// opens beside a writer in [`Sharing::SingleWriter`] or [`Sharing::MultiWriter`] mode in
@@ -464,6 +484,7 @@ impl Store {
         // is the caller's too, so it unwinds as it is.
         let txn = guarded(|| {
             let database = self.database()?;
+            self.journal_ready()?;
             if durability == Durability::Deferred && self.sharing.is_shared() {
                 return Err(StoreError::DeferredNeedsExclusive {
                     sharing: self.sharing,
@@ -519,7 +540,6 @@ impl Store {
             None => Ok(txn.abort()?),
         })
         .map_err(|error| self.failed(error))?;
-        self.drain_journal_if_due();
         Ok(result)
     }
 

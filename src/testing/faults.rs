@@ -10,10 +10,15 @@
 //!
 //! A violation is returned as `Err(description)`; the callers (tests, fuzz targets) add the
 //! seed and fail.
+//!
+//! Each scenario runs on the store's file alone ([`Images::file`]) or through the commit
+//! journal ([`Images::journaled`]: the disk's second file, drained every
+//! [`JOURNAL_DRAIN_BYTES`] so that drains are as deterministic as the rest).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
+use crate::journal::JournalOptions;
 use crate::log::Head;
 use crate::store::{Store, StoreOptions};
 use crate::testing::model::{Script, run_on_store};
@@ -54,6 +59,79 @@ fn options() -> StoreOptions {
     }
 }
 
+/// How many bytes of frames a journaled scenario's journal holds before it is drained.
+pub const JOURNAL_DRAIN_BYTES: u64 = 1_024;
+
+/// What a simulated disk holds before a scenario: the log's image, and whether the store
+/// commits through a journal (the disk's second file) and what that holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Images {
+    /// The log's file.
+    pub log: Vec<u8>,
+    /// The journal's file (empty: none yet).
+    pub journal: Vec<u8>,
+    /// Whether commits go through the journal.
+    pub journaled: bool,
+}
+
+impl Images {
+    /// The log's `image`, committed to directly.
+    pub fn file(image: &[u8]) -> Images {
+        Images {
+            log: image.to_vec(),
+            journal: Vec::new(),
+            journaled: false,
+        }
+    }
+
+    /// The log's `image` with an empty journal that commits go through.
+    pub fn journaled(image: &[u8]) -> Images {
+        Images {
+            journaled: true,
+            ..Images::file(image)
+        }
+    }
+
+    /// A disk holding these images, to suffer `fault`.
+    pub fn disk(&self, fault: Fault) -> SimDisk {
+        SimDisk::with_journal(self.log.clone(), self.journal.clone(), fault)
+    }
+
+    /// What `disk` holds after a restart (after power loss when `power_loss`), committed to
+    /// the same way.
+    pub fn after(&self, disk: &SimDisk, power_loss: bool) -> Images {
+        let (log, journal) = if power_loss {
+            (
+                disk.image_after_power_loss(),
+                disk.journal_after_power_loss(),
+            )
+        } else {
+            (disk.image_after_restart(), disk.journal_after_restart())
+        };
+        Images {
+            log,
+            journal,
+            journaled: self.journaled,
+        }
+    }
+
+    /// Opens the store on `disk` as these images are committed to.
+    pub fn open(&self, disk: &SimDisk) -> crate::error::Result<Store> {
+        if self.journaled {
+            let options = StoreOptions {
+                journal: Some(JournalOptions {
+                    checkpoint_ms: u64::MAX,
+                    checkpoint_bytes: JOURNAL_DRAIN_BYTES,
+                }),
+                ..options()
+            };
+            Store::open_with_backends(disk.backend(), disk.journal(), options)
+        } else {
+            Store::open_with_backend(disk.backend(), options())
+        }
+    }
+}
+
 fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
@@ -86,10 +164,11 @@ pub fn base_image() -> &'static [u8] {
     })
 }
 
-/// Head of the log in `image`, opened cleanly.
-fn head_of(image: &[u8]) -> Result<Head, String> {
-    let disk = SimDisk::new(image.to_vec(), Fault::None);
-    let store = Store::open_with_backend(disk.backend(), options())
+/// Head of the log in `images`, opened cleanly.
+fn head_of(images: &Images) -> Result<Head, String> {
+    let disk = images.disk(Fault::None);
+    let store = images
+        .open(&disk)
         .map_err(|error| format!("the base image does not open: {error}"))?;
     store.head().map_err(|error| error.to_string())
 }
@@ -102,8 +181,17 @@ pub fn run_with_fault(
     fault: Fault,
     script: &Script,
 ) -> Result<(SimDisk, Expectation, Observed), String> {
-    let base = head_of(image)?;
-    let disk = SimDisk::new(image.to_vec(), fault);
+    run_with_fault_on(&Images::file(image), fault, script)
+}
+
+/// [`run_with_fault`] on a disk holding `images`.
+pub fn run_with_fault_on(
+    images: &Images,
+    fault: Fault,
+    script: &Script,
+) -> Result<(SimDisk, Expectation, Observed), String> {
+    let base = head_of(images)?;
+    let disk = images.disk(fault);
     let mut expectation = Expectation {
         acknowledged: vec![base],
         candidates: Vec::new(),
@@ -112,7 +200,7 @@ pub fn run_with_fault(
     let mut acknowledged_before_fault = 0;
     let mut first_acknowledged_at = None;
     let run = catch_unwind(AssertUnwindSafe(|| {
-        let store = match Store::open_with_backend(disk.backend(), options()) {
+        let store = match images.open(&disk) {
             Ok(store) => store,
             Err(_) => {
                 errors += 1;
@@ -176,9 +264,15 @@ pub fn run_with_fault(
 
 /// Opens `image` after a restart and checks every invariant against `expectation`.
 pub fn check_recovered(image: &[u8], expectation: &Expectation) -> Result<Head, String> {
+    check_recovered_on(&Images::file(image), expectation)
+}
+
+/// [`check_recovered`] of a disk holding `images`.
+pub fn check_recovered_on(images: &Images, expectation: &Expectation) -> Result<Head, String> {
     let opened = catch_unwind(AssertUnwindSafe(|| {
-        let disk = SimDisk::new(image.to_vec(), Fault::None);
-        let store = Store::open_with_backend(disk.backend(), options())
+        let disk = images.disk(Fault::None);
+        let store = images
+            .open(&disk)
             .map_err(|error| format!("the log does not reopen: {error}"))?;
         let report = store.verify().map_err(|error| error.to_string())?;
         if let Some(finding) = report.problem {
@@ -227,10 +321,20 @@ pub fn crash_during_recovery(
     loss: Loss,
     syncs_max: u64,
 ) -> Result<u64, String> {
+    crash_during_recovery_on(&Images::file(image), expectation, loss, syncs_max)
+}
+
+/// [`crash_during_recovery`] of a disk holding `images`.
+pub fn crash_during_recovery_on(
+    images: &Images,
+    expectation: &Expectation,
+    loss: Loss,
+    syncs_max: u64,
+) -> Result<u64, String> {
     for sync in 1..=syncs_max {
-        let disk = SimDisk::new(image.to_vec(), Fault::Crash(Trigger::Sync(sync), loss));
+        let disk = images.disk(Fault::Crash(Trigger::Sync(sync), loss));
         let recovery = catch_unwind(AssertUnwindSafe(|| {
-            if let Ok(store) = Store::open_with_backend(disk.backend(), options()) {
+            if let Ok(store) = images.open(&disk) {
                 let _ = store.verify();
             }
         }));
@@ -243,7 +347,7 @@ pub fn crash_during_recovery(
         if !disk.struck() {
             return Ok(sync - 1);
         }
-        check_recovered(&disk.image_after_restart(), expectation)
+        check_recovered_on(&images.after(&disk, false), expectation)
             .map_err(|error| format!("after a crash at sync {sync} of recovery: {error}"))?;
     }
     Ok(syncs_max)
@@ -257,15 +361,21 @@ pub fn scenario(
     script: &Script,
     power_loss: bool,
 ) -> Result<Observed, String> {
-    let (disk, expectation, observed) = run_with_fault(image, fault, script)?;
-    let after = if power_loss {
-        disk.image_after_power_loss()
-    } else {
-        disk.image_after_restart()
-    };
-    check_recovered(&after, &expectation)?;
+    scenario_on(&Images::file(image), fault, script, power_loss)
+}
+
+/// [`scenario`] on a disk holding `images`.
+pub fn scenario_on(
+    images: &Images,
+    fault: Fault,
+    script: &Script,
+    power_loss: bool,
+) -> Result<Observed, String> {
+    let (disk, expectation, observed) = run_with_fault_on(images, fault, script)?;
+    let after = images.after(&disk, power_loss);
+    check_recovered_on(&after, &expectation)?;
     if let Fault::Crash(_, loss) = fault {
-        crash_during_recovery(&after, &expectation, loss, 4)?;
+        crash_during_recovery_on(&after, &expectation, loss, 4)?;
     }
     Ok(observed)
 }

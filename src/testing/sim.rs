@@ -5,6 +5,10 @@
 //! durable one plus some of the unsynced writes (none, a seeded subset, or all with the
 //! last one torn).
 //!
+//! The disk holds two files on one timeline of operations: the log ([`SimDisk::backend`]) and
+//! its commit journal ([`SimDisk::journal`]); a fault strikes whichever file the counted
+//! operation is on, and a crash takes both down at once.
+//!
 //! Deterministic: the same image, fault and operations give the same result. Never touches
 //! a file; never panics on any sequence of calls redb makes.
 
@@ -65,14 +69,26 @@ enum Pending {
     SetLen(u64),
 }
 
-#[derive(Debug)]
-struct Disk {
+/// One file of the disk.
+#[derive(Debug, Default)]
+struct File {
     /// What the program reads: every write so far.
     current: Vec<u8>,
     /// What survives power loss: every write up to the last sync.
     durable: Vec<u8>,
-    /// The writes and resizes since the last sync, in order.
-    pending: Vec<Pending>,
+    /// The writes and resizes since the file's last sync, in order, each with its place in
+    /// the disk's order of operations.
+    pending: Vec<(u64, Pending)>,
+}
+
+/// The log's file and its journal's.
+const FILES: usize = 2;
+const LOG: usize = 0;
+const JOURNAL: usize = 1;
+
+#[derive(Debug)]
+struct Disk {
+    files: [File; FILES],
     fault: Fault,
     ops: u64,
     syncs: u64,
@@ -80,8 +96,8 @@ struct Disk {
     struck: bool,
     /// Whether the disk is full ([`Fault::NoSpace`] struck and no space was freed since).
     full: bool,
-    /// The image that survived the crash, once there was one.
-    crashed: Option<Vec<u8>>,
+    /// The images that survived the crash, once there was one.
+    crashed: Option<[Vec<u8>; FILES]>,
 }
 
 /// A simulated disk; clones share it. [`SimDisk::backend`] hands redb a view of it.
@@ -90,19 +106,29 @@ pub struct SimDisk {
     disk: Arc<Mutex<Disk>>,
 }
 
-/// The [`StorageBackend`] redb is given over a [`SimDisk`].
+/// The [`StorageBackend`] redb is given over a [`SimDisk`] (or a journal is).
 #[derive(Debug)]
 pub struct SimBackend {
     disk: Arc<Mutex<Disk>>,
+    file: usize,
 }
 
 impl SimDisk {
-    /// A disk holding `image` (durably) that will suffer `fault`.
+    /// A disk holding the log's `image` (durably) and no journal, that will suffer `fault`.
     pub fn new(image: Vec<u8>, fault: Fault) -> SimDisk {
-        let disk = Disk {
-            durable: image.clone(),
-            current: image,
+        SimDisk::with_journal(image, Vec::new(), fault)
+    }
+
+    /// A disk holding the log's `image` and its `journal` (both durably), that will suffer
+    /// `fault`.
+    pub fn with_journal(image: Vec<u8>, journal: Vec<u8>, fault: Fault) -> SimDisk {
+        let file = |bytes: Vec<u8>| File {
+            durable: bytes.clone(),
+            current: bytes,
             pending: Vec::new(),
+        };
+        let disk = Disk {
+            files: [file(image), file(journal)],
             fault,
             ops: 0,
             syncs: 0,
@@ -119,10 +145,19 @@ impl SimDisk {
         lock(&self.disk)
     }
 
-    /// A backend over this disk, for `Store::open_with_backend`.
+    /// A backend over this disk's log file, for `Store::open_with_backend`.
     pub fn backend(&self) -> SimBackend {
         SimBackend {
             disk: Arc::clone(&self.disk),
+            file: LOG,
+        }
+    }
+
+    /// A backend over this disk's journal file, for `Store::open_with_backends`.
+    pub fn journal(&self) -> SimBackend {
+        SimBackend {
+            disk: Arc::clone(&self.disk),
+            file: JOURNAL,
         }
     }
 
@@ -149,22 +184,40 @@ impl SimDisk {
         self.lock().syncs
     }
 
-    /// The image a restart finds: after a crash, what survived it; otherwise everything
+    /// The log's image a restart finds: after a crash, what survived it; otherwise everything
     /// written (the program stopped, the machine did not).
     pub fn image_after_restart(&self) -> Vec<u8> {
+        self.after_restart(LOG)
+    }
+
+    /// The log's image power loss would leave now: the durable image alone.
+    pub fn image_after_power_loss(&self) -> Vec<u8> {
+        self.after_power_loss(LOG)
+    }
+
+    /// [`SimDisk::image_after_restart`] of the journal.
+    pub fn journal_after_restart(&self) -> Vec<u8> {
+        self.after_restart(JOURNAL)
+    }
+
+    /// [`SimDisk::image_after_power_loss`] of the journal.
+    pub fn journal_after_power_loss(&self) -> Vec<u8> {
+        self.after_power_loss(JOURNAL)
+    }
+
+    fn after_restart(&self, file: usize) -> Vec<u8> {
         let disk = self.lock();
         match &disk.crashed {
-            Some(image) => image.clone(),
-            None => disk.current.clone(),
+            Some(images) => images[file].clone(),
+            None => disk.files[file].current.clone(),
         }
     }
 
-    /// The image power loss would leave now: the durable image alone.
-    pub fn image_after_power_loss(&self) -> Vec<u8> {
+    fn after_power_loss(&self, file: usize) -> Vec<u8> {
         let disk = self.lock();
         match &disk.crashed {
-            Some(image) => image.clone(),
-            None => disk.durable.clone(),
+            Some(images) => images[file].clone(),
+            None => disk.files[file].durable.clone(),
         }
     }
 }
@@ -196,6 +249,14 @@ fn write_at(image: &mut Vec<u8>, offset: u64, data: &[u8]) {
 }
 
 impl Disk {
+    /// Applies a write or resize to `file` as the program sees it, pending until its sync.
+    fn issue(&mut self, file: usize, pending: Pending) {
+        let order = self.ops;
+        let file = &mut self.files[file];
+        apply(&mut file.current, &pending);
+        file.pending.push((order, pending));
+    }
+
     /// Counts an operation and applies the fault if it strikes now: `Err` when the operation
     /// must fail.
     fn step(&mut self, is_sync: bool) -> io::Result<()> {
@@ -244,17 +305,36 @@ impl Disk {
         }
     }
 
-    fn surviving(&self, loss: Loss) -> Vec<u8> {
-        let mut image = self.durable.clone();
+    /// What survives a crash of both files: the unsynced writes chosen by `loss`, the last
+    /// write of the disk (whichever file it was to) the one a tear cuts.
+    fn surviving(&self, loss: Loss) -> [Vec<u8>; FILES] {
         let last_write = self
-            .pending
+            .files
             .iter()
-            .rposition(|p| matches!(p, Pending::Write { .. }));
+            .flat_map(|file| file.pending.iter())
+            .filter(|(_, p)| matches!(p, Pending::Write { .. }))
+            .map(|(order, _)| *order)
+            .max();
         let mut rng = Rng::new(match loss {
             Loss::DropUnsynced => 0,
             Loss::KeepSome(seed) | Loss::TearLast(seed) => seed,
         });
-        for (index, pending) in self.pending.iter().enumerate() {
+        let mut images = [Vec::new(), Vec::new()];
+        for (file, image) in self.files.iter().zip(images.iter_mut()) {
+            *image = file.surviving(loss, last_write, &mut rng);
+        }
+        images
+    }
+
+    fn fail_reads(&self) -> bool {
+        self.crashed.is_some() || matches!(self.fault, Fault::FailForever(_)) && self.struck
+    }
+}
+
+impl File {
+    fn surviving(&self, loss: Loss, last_write: Option<u64>, rng: &mut Rng) -> Vec<u8> {
+        let mut image = self.durable.clone();
+        for (order, pending) in &self.pending {
             match (pending, loss) {
                 // A resize is file metadata; the simulation lets it survive.
                 (Pending::SetLen(_), _) => apply(&mut image, pending),
@@ -265,7 +345,7 @@ impl Disk {
                     }
                 }
                 (Pending::Write { offset, data }, Loss::TearLast(_)) => {
-                    if Some(index) == last_write {
+                    if Some(*order) == last_write {
                         let kept = rng.below(data.len() as u64 + 1) as usize;
                         write_at(&mut image, *offset, &data[..kept]);
                     } else {
@@ -276,10 +356,6 @@ impl Disk {
         }
         image
     }
-
-    fn fail_reads(&self) -> bool {
-        self.crashed.is_some() || matches!(self.fault, Fault::FailForever(_)) && self.struck
-    }
 }
 
 impl StorageBackend for SimBackend {
@@ -288,7 +364,7 @@ impl StorageBackend for SimBackend {
         if disk.fail_reads() {
             return Err(injected("the disk is gone"));
         }
-        Ok(disk.current.len() as u64)
+        Ok(disk.files[self.file].current.len() as u64)
     }
 
     fn read(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
@@ -298,7 +374,10 @@ impl StorageBackend for SimBackend {
         }
         let source = usize::try_from(offset)
             .ok()
-            .and_then(|start| disk.current.get(start..start.checked_add(out.len())?))
+            .and_then(|start| {
+                let current = &disk.files[self.file].current;
+                current.get(start..start.checked_add(out.len())?)
+            })
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "read out of range"))?;
         out.copy_from_slice(source);
         Ok(())
@@ -313,18 +392,16 @@ impl StorageBackend for SimBackend {
                 format!("simulated disk: {len} bytes asked, {DISK_BYTES_MAX} the most it holds"),
             ));
         }
-        let pending = Pending::SetLen(len);
-        apply(&mut disk.current, &pending);
-        disk.pending.push(pending);
+        disk.issue(self.file, Pending::SetLen(len));
         Ok(())
     }
 
     fn sync_data(&self) -> io::Result<()> {
         let mut disk = lock(&self.disk);
         disk.step(true)?;
-        let pending = std::mem::take(&mut disk.pending);
-        for p in &pending {
-            apply(&mut disk.durable, p);
+        let file = &mut disk.files[self.file];
+        for (_, pending) in std::mem::take(&mut file.pending) {
+            apply(&mut file.durable, &pending);
         }
         Ok(())
     }
@@ -338,12 +415,13 @@ impl StorageBackend for SimBackend {
                 format!("simulated disk: a write at {offset} past its {DISK_BYTES_MAX} bytes"),
             ));
         }
-        let pending = Pending::Write {
-            offset,
-            data: data.to_vec(),
-        };
-        apply(&mut disk.current, &pending);
-        disk.pending.push(pending);
+        disk.issue(
+            self.file,
+            Pending::Write {
+                offset,
+                data: data.to_vec(),
+            },
+        );
         Ok(())
     }
 }
@@ -411,6 +489,29 @@ mod tests {
         disk.free_space();
         assert!(backend.write(2, &[1]).is_ok());
         assert_eq!(disk.image_after_restart(), [1, 0, 1, 0]);
+    }
+
+    #[test]
+    fn a_crash_takes_both_files_down_and_tears_the_disks_last_write() {
+        let disk = SimDisk::with_journal(
+            vec![0; 4],
+            Vec::new(),
+            Fault::Crash(Trigger::Op(5), Loss::TearLast(7)),
+        );
+        let (log, journal) = (disk.backend(), disk.journal());
+        log.write(0, &[1, 1]).unwrap();
+        journal.write(0, &[5; 4]).unwrap();
+        journal.sync_data().unwrap();
+        journal.write(4, &[6; 4]).unwrap();
+        assert!(log.sync_data().is_err());
+        assert!(journal.write(8, &[7]).is_err());
+        assert_eq!(disk.image_after_restart(), [1, 1, 0, 0]);
+        let survived = disk.journal_after_restart();
+        assert_eq!(survived[..4], [5; 4]);
+        assert!(
+            survived.len() <= 8 && survived[4..].iter().all(|b| *b == 6),
+            "{survived:?}"
+        );
     }
 
     #[test]

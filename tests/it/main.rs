@@ -29,6 +29,7 @@ mod ingest;
 mod invariants;
 mod journal;
 mod journal_crash;
+mod journal_faults;
 mod leases;
 mod limits;
 mod log;

@@ -1,0 +1,152 @@
+//! The simulated disk through the commit journal: the same scripts as `faults.rs`, committed
+//! by a store whose commits go to the journal (the disk's second file, on the same timeline
+//! of operations) and are drained into the log every `JOURNAL_DRAIN_BYTES`. An I/O error at
+//! every operation (once, and forever), a crash at every operation under each loss mode
+//! (then at every sync of the recovery), and seeded faults: after each, every acknowledged
+//! commit is there, nothing half done is, and `verify` passes.
+
+use annals::testing::faults::{
+    Images, Observed, base_image, check_recovered_on, crash_during_recovery_on, run_with_fault_on,
+    scenario_on,
+};
+use annals::testing::harness::{FAULT_KINDS, fault_of_kind};
+use annals::testing::internals::demo::Rng;
+use annals::testing::model::Script;
+use annals::testing::sim::{Fault, Loss, Trigger};
+
+/// Seeded scenarios that count (struck after an acknowledged commit).
+const SCENARIOS_COUNTED: u64 = 300;
+const RECOVERY_SYNCS_MAX: u64 = 64;
+const SWEEP_OPS_MAX: u64 = 4_000;
+
+fn images() -> Images {
+    Images::journaled(base_image())
+}
+
+fn sweep_script() -> Script {
+    Script::random(2026, 16)
+}
+
+#[test]
+fn through_the_journal_an_io_error_at_every_operation_leaves_a_durable_prefix() {
+    let script = sweep_script();
+    let images = images();
+    // The workload drains: the log's own file moves on, so faults strike drains too.
+    let (disk, _, _) = run_with_fault_on(&images, Fault::None, &script).unwrap();
+    let drained = images.after(&disk, true);
+    assert!(
+        drained.log != images.log,
+        "the workload never drained the journal"
+    );
+    for forever in [false, true] {
+        let mut k = 1;
+        loop {
+            let trigger = Trigger::Op(k);
+            let fault = if forever {
+                Fault::FailForever(trigger)
+            } else {
+                Fault::FailOnce(trigger)
+            };
+            let (disk, expectation, observed) = run_with_fault_on(&images, fault, &script)
+                .unwrap_or_else(|violation| panic!("{fault:?}: {violation}"));
+            for power_loss in [false, true] {
+                let after = images.after(&disk, power_loss);
+                if let Err(violation) = check_recovered_on(&after, &expectation) {
+                    panic!("{fault:?}, power loss {power_loss}: {violation}");
+                }
+            }
+            if !observed.struck {
+                assert!(k > 10, "the workload made only {k} operations");
+                eprintln!("journaled i/o sweep (forever: {forever}): {k} operations");
+                break;
+            }
+            k += 1;
+            assert!(k < SWEEP_OPS_MAX, "the workload never completes");
+        }
+    }
+}
+
+#[test]
+fn through_the_journal_a_crash_at_every_operation_and_in_recovery_loses_nothing_acknowledged() {
+    let script = sweep_script();
+    let images = images();
+    let losses = [Loss::DropUnsynced, Loss::KeepSome(7), Loss::TearLast(11)];
+    let (mut k, mut recovery_syncs, mut acknowledged_max) = (1, 0, 0);
+    loop {
+        let loss = losses[(k % 3) as usize];
+        let fault = Fault::Crash(Trigger::Op(k), loss);
+        let (disk, expectation, observed) = run_with_fault_on(&images, fault, &script)
+            .unwrap_or_else(|violation| panic!("{fault:?}: {violation}"));
+        if !observed.struck {
+            break;
+        }
+        acknowledged_max = acknowledged_max.max(observed.acknowledged);
+        let after = images.after(&disk, false);
+        check_recovered_on(&after, &expectation)
+            .unwrap_or_else(|violation| panic!("{fault:?}: {violation}"));
+        let syncs = crash_during_recovery_on(&after, &expectation, loss, RECOVERY_SYNCS_MAX)
+            .unwrap_or_else(|violation| panic!("{fault:?}: {violation}"));
+        assert!(
+            syncs < RECOVERY_SYNCS_MAX,
+            "{fault:?}: recovery never completed"
+        );
+        recovery_syncs += syncs;
+        k += 1;
+        assert!(k < SWEEP_OPS_MAX, "the workload never completes");
+    }
+    assert!(k > 10, "the workload made only {k} operations");
+    assert!(
+        acknowledged_max > 0,
+        "no crash came after an acknowledged commit"
+    );
+    assert!(recovery_syncs > 0, "no recovery ever synced");
+    eprintln!(
+        "journaled crash sweep: {k} crash points, {recovery_syncs} recovery syncs crashed at"
+    );
+}
+
+fn scenario_case(seed: u64) -> Observed {
+    let images = images();
+    let mut rng = Rng::new(seed ^ 0x0035);
+    let script = Script::random(seed, 2 + rng.below(6));
+    let (_, _, dry) = run_with_fault_on(&images, Fault::None, &script)
+        .unwrap_or_else(|violation| panic!("journaled seed {seed}, no fault: {violation}"));
+    let (ops_before, syncs_before) = dry.first_acknowledged_at.unwrap_or((0, 0));
+    let trigger = if rng.chance(30) && dry.syncs > syncs_before {
+        Trigger::Sync(syncs_before + 1 + rng.below(dry.syncs - syncs_before))
+    } else {
+        Trigger::Op(ops_before + 1 + rng.below(dry.ops.saturating_sub(ops_before)))
+    };
+    let fault = fault_of_kind(
+        rng.below(u64::from(FAULT_KINDS)) as u8,
+        trigger,
+        rng.next_u64(),
+    );
+    let power_loss = rng.chance(50);
+    scenario_on(&images, fault, &script, power_loss).unwrap_or_else(|violation| {
+        panic!("journaled seed {seed} ({fault:?}, power loss {power_loss}): {violation}")
+    })
+}
+
+#[test]
+fn through_the_journal_seeded_faults_lose_nothing_acknowledged() {
+    if let Some(seed) = std::env::var("ANNALS_JOURNAL_FAULT_SEED")
+        .ok()
+        .and_then(|seed| seed.parse().ok())
+    {
+        let _ = scenario_case(seed);
+        return;
+    }
+    let (mut seed, mut counted) = (0, 0);
+    while counted < SCENARIOS_COUNTED {
+        let observed = scenario_case(seed);
+        if observed.struck && observed.acknowledged_before_fault > 0 {
+            counted += 1;
+        }
+        seed += 1;
+        assert!(
+            seed < 3 * SCENARIOS_COUNTED,
+            "only {counted} of {seed} struck after a commit"
+        );
+    }
+}
