@@ -208,7 +208,41 @@ pub fn digests(store: &Store) -> Vec<Digest> {
 /// Runs `script` against an in-memory store and the model; `Err` names the first command
 /// whose outcomes differ, or a final check that fails.
 pub fn check_against_model(script: &Script) -> Result<(), String> {
-    let store = memory_store();
+    check_against_model_in(&memory_store(), script)
+}
+
+/// [`check_against_model`] through the commit journal: the store commits to a simulated
+/// disk's journal, drained every [`crate::testing::faults::JOURNAL_DRAIN_BYTES`]; and then
+/// the disk as power loss leaves it (the log's file as last drained, the journal's synced
+/// frames) reopens to the same log and the same projections, recovered from the journal.
+pub fn check_against_model_journaled(script: &Script) -> Result<(), String> {
+    let images = crate::testing::faults::Images::journaled(&[]);
+    let disk = images.disk(Fault::None);
+    let store = images
+        .open(&disk)
+        .map_err(|error| format!("a journaled store does not open: {error}"))?;
+    check_against_model_in(&store, script)?;
+    let (head, live) = (store.head().map_err(|e| e.to_string())?, digests(&store));
+    let after = images.after(&disk, true);
+    drop(store);
+    let crashed = after.disk(Fault::None);
+    let recovered = after
+        .open(&crashed)
+        .map_err(|error| format!("the power-loss image does not reopen: {error}"))?;
+    if recovered.head().map_err(|e| e.to_string())? != head {
+        return Err("the recovered log's head differs from the live one's".into());
+    }
+    if digests(&recovered) != live {
+        return Err("the recovered projections differ from the live ones".into());
+    }
+    let report = recovered.verify().map_err(|error| error.to_string())?;
+    if let Some(finding) = report.problem {
+        return Err(format!("verify fails after recovery: {finding}"));
+    }
+    Ok(())
+}
+
+fn check_against_model_in(store: &Store, script: &Script) -> Result<(), String> {
     let mut model = Model::default();
     let (mut store_now, mut model_now) = (1_000, 1_000);
     for (t, transaction) in script.transactions.iter().enumerate() {
@@ -245,16 +279,16 @@ pub fn check_against_model(script: &Script) -> Result<(), String> {
         if let Some(mismatch) = mismatch {
             return Err(mismatch);
         }
-        check_written(&store, first, model.take_written())
+        check_written(store, first, model.take_written())
             .map_err(|error| format!("transaction {t}: {error}"))?;
     }
     let report = store.verify().map_err(|error| error.to_string())?;
     if let Some(finding) = report.problem {
         return Err(format!("verify fails: {finding}"));
     }
-    let live = digests(&store);
+    let live = digests(store);
     store.rebuild(None).map_err(|error| error.to_string())?;
-    if live != digests(&store) {
+    if live != digests(store) {
         return Err("the projections differ from a rebuild's".into());
     }
     Ok(())

@@ -9,7 +9,7 @@ use annals::testing::faults::{
     Images, Observed, base_image, check_recovered_on, crash_during_recovery_on, run_with_fault_on,
     scenario_on,
 };
-use annals::testing::harness::{FAULT_KINDS, fault_of_kind};
+use annals::testing::harness::{FAULT_KINDS, check_against_model_journaled, fault_of_kind};
 use annals::testing::internals::demo::Rng;
 use annals::testing::model::Script;
 use annals::testing::sim::{Fault, Loss, Trigger};
@@ -148,5 +148,18 @@ fn through_the_journal_seeded_faults_lose_nothing_acknowledged() {
             seed < 3 * SCENARIOS_COUNTED,
             "only {counted} of {seed} struck after a commit"
         );
+    }
+}
+
+/// Seeds of the model comparison through the journal.
+const MODEL_SEEDS: u64 = 500;
+
+#[test]
+fn through_the_journal_store_outcomes_agree_with_the_model_and_power_loss_recovers_them() {
+    for seed in 0..MODEL_SEEDS {
+        let script = Script::random(seed, 1 + seed % 40);
+        if let Err(violation) = check_against_model_journaled(&script) {
+            panic!("journaled model seed {seed}: {violation}");
+        }
     }
 }
