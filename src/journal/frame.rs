@@ -5,8 +5,8 @@
 //! body. Records are the log's own stored bytes, so each also carries its own hashes and the
 //! hash of the record before it.
 
-use crate::export::STORED_RECORD_BYTES_CAP;
 use crate::hash::Digest;
+use crate::record::limits::{HEADER_BYTES_CAP, PAYLOAD_BYTES_CAP};
 use crate::record::{Position, Record, RecordError, decode_stored};
 
 /// The journal's first 16 bytes: its magic and the format version (1, u16 LE).
@@ -17,6 +17,9 @@ pub const VERSION: u16 = 1;
 
 /// The blake3 derive-key context of a frame's check.
 pub const FRAME_CONTEXT: &str = "annals 2026-12-03 journal frame v1";
+
+/// The most bytes a stored record takes (its hash, header and payload at their caps).
+const STORED_RECORD_BYTES_CAP: u64 = 32 + HEADER_BYTES_CAP as u64 + PAYLOAD_BYTES_CAP as u64;
 
 /// The largest body a frame may have: a transaction larger than this is committed to the log
 /// file directly instead of through the journal.

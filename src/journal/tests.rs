@@ -4,22 +4,22 @@ use std::io;
 use std::sync::Mutex;
 
 use redb::StorageBackend;
-use redb::backends::InMemoryBackend;
 
 use super::frame::{Frame, decode_frame, encode_frame};
 use super::*;
 use crate::error::Error;
-use crate::{Direction, ExpectedVersion, NewEvent, Record, Store, StoreOptions};
+use crate::hash::Digest;
+use crate::record::{
+    NewEvent, Placement, Position, Record, StreamVersion, decode_stored, encode_stored,
+};
 
-/// `count` real records of a log over memory, over two streams.
+/// `count` records chained from position 0, over two streams, every other one keyed.
 fn records(count: usize) -> Vec<Record> {
-    let options = StoreOptions {
-        create: true,
-        ..StoreOptions::default()
-    };
-    let store = Store::open_with_backend(InMemoryBackend::new(), options).unwrap();
+    let mut records: Vec<Record> = Vec::new();
+    let mut versions = [0u64; 2];
     for index in 0..count {
-        let stream = if index % 3 == 0 { "a" } else { "b" };
+        let which = usize::from(index % 3 != 0);
+        let stream = ["a", "b"][which];
         let mut event = NewEvent::new(
             "thing.done",
             1_700_000_000_000 + index as u64,
@@ -28,13 +28,18 @@ fn records(count: usize) -> Vec<Record> {
         if index % 2 == 0 {
             event.idempotency_key = Some(format!("key-{index}"));
         }
-        let _ = store
-            .append(stream, ExpectedVersion::Any, &[event])
-            .unwrap();
+        let placement = Placement {
+            stream,
+            position: Position(index as u64),
+            version: StreamVersion(versions[which]),
+            prev: records.last().map_or(Digest::ZERO, |record| record.hash),
+        };
+        versions[which] += 1;
+        let mut stored = Vec::new();
+        encode_stored(&mut stored, &event, placement).unwrap();
+        records.push(decode_stored(&stored, Position(index as u64)).unwrap());
     }
-    store
-        .read_all(crate::Position(0), Direction::Forward, count)
-        .unwrap()
+    records
 }
 
 /// A journal file in memory that grows on writes past its end, as a file does.

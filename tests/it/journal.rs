@@ -251,7 +251,7 @@ fn deferred_commits_then_a_durable_one_survive_a_crash_together() {
     let store = exclusive(&path, never_drained());
     append(&store, "a", 2);
     for index in 0..3 {
-        store
+        let _deferred = store
             .write_with(Durability::Deferred, |session| {
                 session.append(
                     "deferred",
@@ -333,7 +333,7 @@ fn group_commit_writes_one_frame_per_batch_and_recovers_whole() {
             })
             .collect();
         for append in appends {
-            append.await.unwrap();
+            let _appended = append.await.unwrap();
         }
     });
     let records = all(&store);

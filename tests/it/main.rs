@@ -30,6 +30,7 @@ mod invariants;
 mod journal;
 mod journal_crash;
 mod journal_faults;
+mod journal_vectors;
 mod leases;
 mod limits;
 mod log;

@@ -201,6 +201,9 @@ pub(crate) enum Kind {
     /// A log of an earlier format, which must be upgraded (opened writable once) before it
     /// is read.
     NeedsUpgrade,
+    /// A log whose commit journal holds commits its file does not yet (an exclusive writer
+    /// stopped before it drained them), which a writable open recovers before it is read.
+    NeedsRecovery,
     /// Stored data that fails its checks: a damaged log or export file.
     Corrupt,
     /// A write the log refused: a version mismatch, an idempotency conflict, a fenced guard.
@@ -231,6 +234,7 @@ impl Kind {
             Kind::Exists => "exists",
             Kind::NotALog => "not_a_log",
             Kind::NeedsUpgrade => "needs_upgrade",
+            Kind::NeedsRecovery => "needs_recovery",
             Kind::Corrupt => "corrupt",
             Kind::Refused => "refused",
             Kind::VerifyFailed => "verify_failed",
@@ -393,6 +397,9 @@ impl From<Error> for Failure {
                 | ArchiveError::UndecodableCut { .. },
             ) => Kind::Corrupt,
             Error::Archive(_) => Kind::Refused,
+            Error::Journal(annals::JournalError::Unrecovered { .. }) => Kind::NeedsRecovery,
+            Error::Journal(annals::JournalError::Poisoned { .. }) => Kind::Io,
+            Error::Journal(_) => Kind::Corrupt,
             _ => Kind::Io,
         };
         // The exit codes stay what they were before kinds: every append refusal (a limit
