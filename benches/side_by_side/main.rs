@@ -79,6 +79,7 @@ mod bulk;
 mod check;
 mod commands;
 mod doc_table;
+mod journal;
 mod memory;
 mod mixed;
 mod mixed_sqlite;
@@ -356,6 +357,14 @@ fn main() {
             "note: no annals binary beside this bench; the commit-to-tail figures are skipped \
              (run `cargo build --release -p annals-cli` first)"
         );
+    }
+    if args.iter().any(|a| a == "--journal-only") {
+        for round in 0..settings.rounds {
+            eprintln!("round {} of {} (journal only)", round + 1, settings.rounds);
+            journal::run_journal(settings.timed, &runtime, round, &mut samples);
+        }
+        journal::print_journal(&samples, settings.rounds);
+        return;
     }
     if settings.sharing_only {
         for round in 0..settings.rounds {

@@ -185,7 +185,7 @@ impl Client {
     }
 
     /// The command of this step, as annals takes it.
-    fn command(&self) -> Mixed {
+    pub(crate) fn command(&self) -> Mixed {
         let now_ms = self.now_ms();
         match self.step() {
             Step::Acquire => Mixed::Lease(LeaseCommand::Acquire {
@@ -293,7 +293,7 @@ impl Client {
 }
 
 /// A command of the cycle, of whichever domain.
-enum Mixed {
+pub(crate) enum Mixed {
     Lease(LeaseCommand),
     Outbox(OutboxCommand),
     Pull(PullCommand),
@@ -358,7 +358,7 @@ fn charged(_: FuelOutcome) -> Option<u64> {
 }
 
 /// Runs `command` in its own durable transaction; the lease token it was granted, if any.
-fn execute(store: &Store, command: Mixed) -> Option<u64> {
+pub(crate) fn execute(store: &Store, command: Mixed) -> Option<u64> {
     let failed = "a mixed command";
     match command {
         Mixed::Lease(c) => leased(store.execute(&c).expect(failed)),
@@ -371,7 +371,7 @@ fn execute(store: &Store, command: Mixed) -> Option<u64> {
 }
 
 /// [`execute`] through the writer: answered once its batch's commit is durable.
-async fn submit(writer: &Writer, command: Mixed) -> Option<u64> {
+pub(crate) async fn submit(writer: &Writer, command: Mixed) -> Option<u64> {
     let failed = "a mixed command";
     match command {
         Mixed::Lease(c) => leased(writer.execute(c).await.expect(failed)),

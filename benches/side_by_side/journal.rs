@@ -1,0 +1,271 @@
+//! `-- --journal-only`: the commit journal (issue 35) side by side in one run. Every commit
+//! durable; the rounds turn the order of the contenders. Figures:
+//!
+//! - single durable lease commands: annals exclusive through the journal, annals exclusive
+//!   committing to the file (`journal: None`), annals' default (single-writer, two-phase),
+//!   raw redb exclusive, SQLite (WAL, `synchronous=FULL`), and the disk's append+fdatasync
+//!   floor (a 300-byte append and its sync, the journal's own cost);
+//! - the reference stores' command mix, one command per transaction from one client (annals
+//!   exclusive journaled, annals' default, SQLite) and its median latency; at 8 and 64 clients
+//!   through the `Writer` (annals exclusive journaled) against SQLite's better configuration;
+//! - disk bytes per command of the sequential mix after a drain (the journal removed by the
+//!   close) against SQLite's after its checkpoint.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use annals::{JournalOptions, Sharing, Store, StoreOptions, Writer, WriterOptions};
+
+use crate::commands::{single_redb, single_sqlite};
+use crate::mixed::{Client, execute, submit};
+use crate::mixed_sqlite::{command as sqlite_command, empty_bytes_sqlite, mixed_sqlite, open};
+use crate::samples::{Commits, Samples, disk_bytes, per_second};
+use crate::work::{granted, lease_command};
+
+/// A new store at `path` in `sharing` mode, with or without the journal.
+fn store(path: &Path, sharing: Sharing, journal: bool) -> Store {
+    Store::open_with(
+        path,
+        StoreOptions {
+            create: true,
+            sharing,
+            journal: journal.then(JournalOptions::default),
+            ..StoreOptions::default()
+        },
+    )
+    .expect("a new store")
+}
+
+fn single(path: &Path, sharing: Sharing, journal: bool, run_for: Duration) -> f64 {
+    let store = store(path, sharing, journal);
+    Commits::measure(run_for, |step| {
+        granted(&store.execute(&lease_command(0, step)).expect("a command"));
+    })
+    .per_s()
+}
+
+/// Appends of 300 bytes to a file, each followed by `fdatasync`.
+fn append_floor(path: &Path, run_for: Duration) -> f64 {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(path)
+        .expect("a file");
+    let block = [7u8; 300];
+    let (started, mut appends) = (Instant::now(), 0u64);
+    while started.elapsed() < run_for {
+        file.write_all_at(&block, appends * 300).expect("append");
+        file.sync_data().expect("fdatasync");
+        appends += 1;
+    }
+    per_second(appends, started.elapsed())
+}
+
+/// The sequential mix through `store`: commands per second and the median latency in µs.
+fn sequential_annals(store: &Store, run_for: Duration) -> (f64, f64, u64) {
+    let mut client = Client::new(0);
+    let mut latencies = Vec::new();
+    let started = Instant::now();
+    while started.elapsed() < run_for {
+        let one = Instant::now();
+        let token = execute(store, client.command());
+        latencies.push(one.elapsed());
+        client.advance(token);
+    }
+    let per_s = per_second(client.done, started.elapsed());
+    (per_s, median_us(&mut latencies), client.done)
+}
+
+fn sequential_sqlite(path: &Path, run_for: Duration) -> (f64, f64, u64) {
+    let mut conn = open(path);
+    let mut client = Client::new(0);
+    let mut latencies = Vec::new();
+    let started = Instant::now();
+    while started.elapsed() < run_for {
+        let one = Instant::now();
+        let token = sqlite_command(&mut conn, &client);
+        latencies.push(one.elapsed());
+        client.advance(token);
+    }
+    let per_s = per_second(client.done, started.elapsed());
+    conn.pragma_update(None, "wal_checkpoint", "TRUNCATE").ok();
+    (per_s, median_us(&mut latencies), client.done)
+}
+
+fn median_us(latencies: &mut [Duration]) -> f64 {
+    latencies.sort();
+    latencies
+        .get(latencies.len() / 2)
+        .map_or(f64::NAN, |median| median.as_secs_f64() * 1e6)
+}
+
+/// `clients` tasks through one `Writer` over a journaled exclusive store.
+async fn grouped(path: &Path, clients: usize, run_for: Duration) -> f64 {
+    let store = Arc::new(store(path, Sharing::Exclusive, true));
+    let writer = Writer::start(store, WriterOptions::default()).expect("a writer");
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..clients)
+        .map(|id| {
+            let (writer, stop) = (writer.clone(), Arc::clone(&stop));
+            tokio::spawn(async move {
+                let mut client = Client::new(id);
+                while !stop.load(Ordering::Relaxed) {
+                    let token = submit(&writer, client.command()).await;
+                    client.advance(token);
+                }
+                client.done
+            })
+        })
+        .collect();
+    tokio::time::sleep(run_for).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut commands = 0;
+    for worker in workers {
+        commands += worker.await.expect("a client task");
+    }
+    let per_s = per_second(commands, started.elapsed());
+    writer.close().await.expect("close");
+    per_s
+}
+
+/// One round of the journal's figures into `samples`.
+pub(crate) fn run_journal(
+    run_for: Duration,
+    runtime: &tokio::runtime::Runtime,
+    round: usize,
+    samples: &mut Samples,
+) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
+    let at = |name: &str| dir.path().join(name);
+    let mut contenders: Vec<(&'static str, Box<dyn Fn() -> f64 + '_>)> = vec![
+        (
+            "journal.single_journaled",
+            Box::new(|| single(&at("single-j.redb"), Sharing::Exclusive, true, run_for)),
+        ),
+        (
+            "journal.single_exclusive_file",
+            Box::new(|| single(&at("single-x.redb"), Sharing::Exclusive, false, run_for)),
+        ),
+        (
+            "journal.single_default",
+            Box::new(|| single(&at("single-d.redb"), Sharing::SingleWriter, false, run_for)),
+        ),
+        (
+            "journal.single_redb",
+            Box::new(|| single_redb(&at("single-r.redb"), run_for).per_s()),
+        ),
+        (
+            "journal.single_sqlite",
+            Box::new(|| single_sqlite(&at("single-s.sqlite"), run_for).per_s()),
+        ),
+        (
+            "journal.append_floor",
+            Box::new(|| append_floor(&at("floor.bin"), run_for)),
+        ),
+    ];
+    let turn = round % contenders.len();
+    contenders.rotate_left(turn);
+    for (key, run) in &contenders {
+        samples.push(key, run());
+    }
+    drop(contenders);
+
+    // The sequential mix: annals journaled and default, SQLite.
+    let journaled_path = at("mix-j.redb");
+    let journaled = store(&journaled_path, Sharing::Exclusive, true);
+    let (per_s, median, commands) = sequential_annals(&journaled, run_for);
+    journaled.close().expect("close");
+    let empty_annals = {
+        let empty = at("empty-j.redb");
+        store(&empty, Sharing::Exclusive, true)
+            .close()
+            .expect("close");
+        disk_bytes(&empty)
+    };
+    samples.push("journal.mix1_journaled", per_s);
+    samples.push("journal.mix1_latency_journaled_us", median);
+    samples.push(
+        "journal.mix1_bytes_journaled",
+        (disk_bytes(&journaled_path) - empty_annals) / commands.max(1) as f64,
+    );
+    let default = store(&at("mix-d.redb"), Sharing::SingleWriter, false);
+    let (per_s, median, _) = sequential_annals(&default, run_for);
+    samples.push("journal.mix1_default", per_s);
+    samples.push("journal.mix1_latency_default_us", median);
+    let sqlite_path = at("mix-s.sqlite");
+    let (per_s, median, commands) = sequential_sqlite(&sqlite_path, run_for);
+    let empty_sqlite = empty_bytes_sqlite(&at("empty.sqlite"));
+    samples.push("journal.mix1_sqlite", per_s);
+    samples.push("journal.mix1_latency_sqlite_us", median);
+    samples.push(
+        "journal.mix1_bytes_sqlite",
+        (disk_bytes(&sqlite_path) - empty_sqlite) / commands.max(1) as f64,
+    );
+
+    for (clients, keys) in [
+        (8, ["journal.mix8_journaled", "journal.mix8_sqlite_best"]),
+        (64, ["journal.mix64_journaled", "journal.mix64_sqlite_best"]),
+    ] {
+        let annals = runtime.block_on(grouped(&at(&format!("group-{clients}.redb")), clients, run_for));
+        let conns = mixed_sqlite(&at(&format!("conns-{clients}.sqlite")), clients, false, run_for);
+        let shared = mixed_sqlite(&at(&format!("shared-{clients}.sqlite")), clients, true, run_for);
+        samples.push(keys[0], annals);
+        samples.push(keys[1], conns.per_s.max(shared.per_s));
+    }
+}
+
+/// The figures as a table, with the issue's ratios.
+pub(crate) fn print_journal(samples: &Samples, rounds: usize) {
+    let median = |key: &str| samples.median(key);
+    println!("commit journal, {rounds} rounds, medians (range over rounds); every commit durable\n");
+    println!("| figure | median | range |");
+    println!("|---|---:|---|");
+    let mut keys: Vec<&str> = vec![
+        "journal.single_journaled",
+        "journal.single_exclusive_file",
+        "journal.single_default",
+        "journal.single_redb",
+        "journal.single_sqlite",
+        "journal.append_floor",
+        "journal.mix1_journaled",
+        "journal.mix1_default",
+        "journal.mix1_sqlite",
+        "journal.mix1_latency_journaled_us",
+        "journal.mix1_latency_default_us",
+        "journal.mix1_latency_sqlite_us",
+        "journal.mix1_bytes_journaled",
+        "journal.mix1_bytes_sqlite",
+    ];
+    keys.extend([
+        "journal.mix8_journaled",
+        "journal.mix8_sqlite_best",
+        "journal.mix64_journaled",
+        "journal.mix64_sqlite_best",
+    ]);
+    for key in keys {
+        let (low, high) = samples.spread(key);
+        println!("| {key} | {:.1} | {low:.1} – {high:.1} |", median(key));
+    }
+    let ratio = |a: &str, b: &str| median(a) / median(b);
+    println!("\n| ratio | value | target |");
+    println!("|---|---:|---:|");
+    for (name, value, target) in [
+        ("single journaled / SQLite", ratio("journal.single_journaled", "journal.single_sqlite"), "≥ 1.2"),
+        ("single journaled / append floor", ratio("journal.single_journaled", "journal.append_floor"), "≥ 0.8"),
+        ("single journaled / exclusive to the file", ratio("journal.single_journaled", "journal.single_exclusive_file"), "—"),
+        ("mix sequential journaled / SQLite", ratio("journal.mix1_journaled", "journal.mix1_sqlite"), "≥ 1.2"),
+        ("mix 8 journaled / SQLite best", ratio("journal.mix8_journaled", "journal.mix8_sqlite_best"), "≥ 2"),
+        ("mix 64 journaled / SQLite best", ratio("journal.mix64_journaled", "journal.mix64_sqlite_best"), "≥ 5"),
+        ("median latency journaled / SQLite", ratio("journal.mix1_latency_journaled_us", "journal.mix1_latency_sqlite_us"), "≤ 1"),
+        ("bytes per command journaled / SQLite (reference rows only)", ratio("journal.mix1_bytes_journaled", "journal.mix1_bytes_sqlite"), "—"),
+    ] {
+        println!("| {name} | {value:.2} | {target} |");
+    }
+}
