@@ -135,6 +135,9 @@ async fn grouped(path: &Path, clients: usize, run_for: Duration) -> f64 {
     per_s
 }
 
+/// A figure's key and the run that measures it.
+type Contender<'a> = (&'static str, Box<dyn Fn() -> f64 + 'a>);
+
 /// One round of the journal's figures into `samples`.
 pub(crate) fn run_journal(
     run_for: Duration,
@@ -144,7 +147,7 @@ pub(crate) fn run_journal(
 ) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
     let at = |name: &str| dir.path().join(name);
-    let mut contenders: Vec<(&'static str, Box<dyn Fn() -> f64 + '_>)> = vec![
+    let mut contenders: Vec<Contender<'_>> = vec![
         (
             "journal.single_journaled",
             Box::new(|| single(&at("single-j.redb"), Sharing::Exclusive, true, run_for)),
@@ -213,9 +216,23 @@ pub(crate) fn run_journal(
         (8, ["journal.mix8_journaled", "journal.mix8_sqlite_best"]),
         (64, ["journal.mix64_journaled", "journal.mix64_sqlite_best"]),
     ] {
-        let annals = runtime.block_on(grouped(&at(&format!("group-{clients}.redb")), clients, run_for));
-        let conns = mixed_sqlite(&at(&format!("conns-{clients}.sqlite")), clients, false, run_for);
-        let shared = mixed_sqlite(&at(&format!("shared-{clients}.sqlite")), clients, true, run_for);
+        let annals = runtime.block_on(grouped(
+            &at(&format!("group-{clients}.redb")),
+            clients,
+            run_for,
+        ));
+        let conns = mixed_sqlite(
+            &at(&format!("conns-{clients}.sqlite")),
+            clients,
+            false,
+            run_for,
+        );
+        let shared = mixed_sqlite(
+            &at(&format!("shared-{clients}.sqlite")),
+            clients,
+            true,
+            run_for,
+        );
         samples.push(keys[0], annals);
         samples.push(keys[1], conns.per_s.max(shared.per_s));
     }
@@ -224,7 +241,9 @@ pub(crate) fn run_journal(
 /// The figures as a table, with the ratios.
 pub(crate) fn print_journal(samples: &Samples, rounds: usize) {
     let median = |key: &str| samples.median(key);
-    println!("commit journal, {rounds} rounds, medians (range over rounds); every commit durable\n");
+    println!(
+        "commit journal, {rounds} rounds, medians (range over rounds); every commit durable\n"
+    );
     println!("| figure | median | range |");
     println!("|---|---:|---|");
     let mut keys: Vec<&str> = vec![
@@ -257,14 +276,49 @@ pub(crate) fn print_journal(samples: &Samples, rounds: usize) {
     println!("\n| ratio | value | target |");
     println!("|---|---:|---:|");
     for (name, value, target) in [
-        ("single journaled / SQLite", ratio("journal.single_journaled", "journal.single_sqlite"), "≥ 1.2"),
-        ("single journaled / append floor", ratio("journal.single_journaled", "journal.append_floor"), "≥ 0.8"),
-        ("single journaled / exclusive to the file", ratio("journal.single_journaled", "journal.single_exclusive_file"), "—"),
-        ("mix sequential journaled / SQLite", ratio("journal.mix1_journaled", "journal.mix1_sqlite"), "≥ 1.2"),
-        ("mix 8 journaled / SQLite best", ratio("journal.mix8_journaled", "journal.mix8_sqlite_best"), "≥ 2"),
-        ("mix 64 journaled / SQLite best", ratio("journal.mix64_journaled", "journal.mix64_sqlite_best"), "≥ 5"),
-        ("median latency journaled / SQLite", ratio("journal.mix1_latency_journaled_us", "journal.mix1_latency_sqlite_us"), "≤ 1"),
-        ("bytes per command journaled / SQLite (reference rows only)", ratio("journal.mix1_bytes_journaled", "journal.mix1_bytes_sqlite"), "—"),
+        (
+            "single journaled / SQLite",
+            ratio("journal.single_journaled", "journal.single_sqlite"),
+            "≥ 1.2",
+        ),
+        (
+            "single journaled / append floor",
+            ratio("journal.single_journaled", "journal.append_floor"),
+            "≥ 0.8",
+        ),
+        (
+            "single journaled / exclusive to the file",
+            ratio("journal.single_journaled", "journal.single_exclusive_file"),
+            "—",
+        ),
+        (
+            "mix sequential journaled / SQLite",
+            ratio("journal.mix1_journaled", "journal.mix1_sqlite"),
+            "≥ 1.2",
+        ),
+        (
+            "mix 8 journaled / SQLite best",
+            ratio("journal.mix8_journaled", "journal.mix8_sqlite_best"),
+            "≥ 2",
+        ),
+        (
+            "mix 64 journaled / SQLite best",
+            ratio("journal.mix64_journaled", "journal.mix64_sqlite_best"),
+            "≥ 5",
+        ),
+        (
+            "median latency journaled / SQLite",
+            ratio(
+                "journal.mix1_latency_journaled_us",
+                "journal.mix1_latency_sqlite_us",
+            ),
+            "≤ 1",
+        ),
+        (
+            "bytes per command journaled / SQLite (reference rows only)",
+            ratio("journal.mix1_bytes_journaled", "journal.mix1_bytes_sqlite"),
+            "—",
+        ),
     ] {
         println!("| {name} | {value:.2} | {target} |");
     }
