@@ -15,13 +15,12 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use annals::{JournalOptions, Sharing, Store, StoreOptions, Writer, WriterOptions};
+use annals::{JournalOptions, Sharing, Store, StoreOptions};
 
 use crate::commands::{single_redb, single_sqlite};
-use crate::mixed::{Client, execute, submit};
+use crate::mixed::{Client, execute, mixed_tasks_on};
 use crate::mixed_sqlite::{command as sqlite_command, empty_bytes_sqlite, mixed_sqlite, open};
 use crate::samples::{Commits, Samples, disk_bytes, per_second};
 use crate::work::{granted, lease_command};
@@ -108,31 +107,7 @@ fn median_us(latencies: &mut [Duration]) -> f64 {
 /// `clients` tasks through one `Writer` over a journaled exclusive store.
 async fn grouped(path: &Path, clients: usize, run_for: Duration) -> f64 {
     let store = Arc::new(store(path, Sharing::Exclusive, true));
-    let writer = Writer::start(store, WriterOptions::default()).expect("a writer");
-    let stop = Arc::new(AtomicBool::new(false));
-    let started = Instant::now();
-    let workers: Vec<_> = (0..clients)
-        .map(|id| {
-            let (writer, stop) = (writer.clone(), Arc::clone(&stop));
-            tokio::spawn(async move {
-                let mut client = Client::new(id);
-                while !stop.load(Ordering::Relaxed) {
-                    let token = submit(&writer, client.command()).await;
-                    client.advance(token);
-                }
-                client.done
-            })
-        })
-        .collect();
-    tokio::time::sleep(run_for).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut commands = 0;
-    for worker in workers {
-        commands += worker.await.expect("a client task");
-    }
-    let per_s = per_second(commands, started.elapsed());
-    writer.close().await.expect("close");
-    per_s
+    mixed_tasks_on(store, clients, run_for).await.per_s
 }
 
 /// A figure's key and the run that measures it.

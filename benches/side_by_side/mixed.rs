@@ -371,7 +371,7 @@ pub(crate) fn execute(store: &Store, command: Mixed) -> Option<u64> {
 }
 
 /// [`execute`] through the writer: answered once its batch's commit is durable.
-pub(crate) async fn submit(writer: &Writer, command: Mixed) -> Option<u64> {
+async fn submit(writer: &Writer, command: Mixed) -> Option<u64> {
     let failed = "a mixed command";
     match command {
         Mixed::Lease(c) => leased(writer.execute(c).await.expect(failed)),
@@ -446,7 +446,20 @@ pub(crate) fn mixed_writer_threads(path: &Path, clients: usize, run_for: Duratio
 
 /// `clients` tokio tasks each running the cycle through one `Writer` for `run_for`.
 pub(crate) async fn mixed_tasks(path: &Path, clients: usize, run_for: Duration) -> MixedRun {
-    let store = Arc::new(open_new(path, Sharing::default()));
+    mixed_tasks_on(
+        Arc::new(open_new(path, Sharing::default())),
+        clients,
+        run_for,
+    )
+    .await
+}
+
+/// [`mixed_tasks`] on `store`, opened as the caller wants it.
+pub(crate) async fn mixed_tasks_on(
+    store: Arc<Store>,
+    clients: usize,
+    run_for: Duration,
+) -> MixedRun {
     let writer = Writer::start(store, WriterOptions::default()).expect("a writer");
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
