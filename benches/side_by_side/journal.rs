@@ -9,7 +9,10 @@
 //!   exclusive journaled, annals' default, SQLite) and its median latency; at 8 and 64 clients
 //!   through the `Writer` (annals exclusive journaled) against SQLite's better configuration;
 //! - disk bytes per command of the sequential mix after a drain (the journal removed by the
-//!   close) against SQLite's after its checkpoint.
+//!   close) against SQLite's after its checkpoint, both with the reference rows alone and
+//!   keeping the same history (an event row per command with its chained hash under a
+//!   `(stream, version)` index, [`crate::mixed_sqlite::command_with_history`]), which also
+//!   runs the sequential mix at its own rate.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
@@ -17,11 +20,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use annals::{JournalOptions, Sharing, Store, StoreOptions};
+use annals::{Direction, JournalOptions, Position, Sharing, Store, StoreOptions};
+use rusqlite::Connection;
 
 use crate::commands::{single_redb, single_sqlite};
 use crate::mixed::{Client, execute, mixed_tasks_on};
-use crate::mixed_sqlite::{command as sqlite_command, empty_bytes_sqlite, mixed_sqlite, open};
+use crate::mixed_sqlite::{
+    command as sqlite_command, command_with_history, empty_bytes_sqlite, mean_event_payload,
+    mixed_sqlite, open, open_with_history,
+};
 use crate::samples::{Commits, Samples, disk_bytes, per_second};
 use crate::work::{granted, lease_command};
 
@@ -81,20 +88,42 @@ fn sequential_annals(store: &Store, run_for: Duration) -> (f64, f64, u64) {
     (per_s, median_us(&mut latencies), client.done)
 }
 
-fn sequential_sqlite(path: &Path, run_for: Duration) -> (f64, f64, u64) {
-    let mut conn = open(path);
+/// The sequential mix in SQLite: on the reference rows alone, or keeping the history as well.
+/// Commands per second, the median latency in µs, the commands run, and the history's mean
+/// event payload (NaN without it).
+fn sequential_sqlite(path: &Path, history: bool, run_for: Duration) -> (f64, f64, u64, f64) {
+    type Command = fn(&mut Connection, &Client) -> Option<u64>;
+    let (mut conn, command): (Connection, Command) = if history {
+        (open_with_history(path), command_with_history)
+    } else {
+        (open(path), sqlite_command)
+    };
     let mut client = Client::new(0);
     let mut latencies = Vec::new();
     let started = Instant::now();
     while started.elapsed() < run_for {
         let one = Instant::now();
-        let token = sqlite_command(&mut conn, &client);
+        let token = command(&mut conn, &client);
         latencies.push(one.elapsed());
         client.advance(token);
     }
     let per_s = per_second(client.done, started.elapsed());
     conn.pragma_update(None, "wal_checkpoint", "TRUNCATE").ok();
-    (per_s, median_us(&mut latencies), client.done)
+    let payload = if history {
+        mean_event_payload(&conn)
+    } else {
+        f64::NAN
+    };
+    (per_s, median_us(&mut latencies), client.done, payload)
+}
+
+/// The mean payload length of a store's records.
+fn mean_payload(store: &Store) -> f64 {
+    let records = store
+        .read_all(Position(0), Direction::Forward, usize::MAX)
+        .expect("the records");
+    let bytes: usize = records.iter().map(|record| record.payload.len()).sum();
+    bytes as f64 / records.len().max(1) as f64
 }
 
 fn median_us(latencies: &mut [Duration]) -> f64 {
@@ -159,6 +188,7 @@ pub(crate) fn run_journal(
     let journaled_path = at("mix-j.redb");
     let journaled = store(&journaled_path, Sharing::Exclusive, true);
     let (per_s, median, commands) = sequential_annals(&journaled, run_for);
+    samples.push("journal.mix1_payload_journaled", mean_payload(&journaled));
     journaled.close().expect("close");
     let empty_annals = {
         let empty = at("empty-j.redb");
@@ -178,13 +208,29 @@ pub(crate) fn run_journal(
     samples.push("journal.mix1_default", per_s);
     samples.push("journal.mix1_latency_default_us", median);
     let sqlite_path = at("mix-s.sqlite");
-    let (per_s, median, commands) = sequential_sqlite(&sqlite_path, run_for);
+    let (per_s, median, commands, _) = sequential_sqlite(&sqlite_path, false, run_for);
     let empty_sqlite = empty_bytes_sqlite(&at("empty.sqlite"));
     samples.push("journal.mix1_sqlite", per_s);
     samples.push("journal.mix1_latency_sqlite_us", median);
     samples.push(
         "journal.mix1_bytes_sqlite",
         (disk_bytes(&sqlite_path) - empty_sqlite) / commands.max(1) as f64,
+    );
+    let history_path = at("mix-h.sqlite");
+    let (per_s, median, commands, payload) = sequential_sqlite(&history_path, true, run_for);
+    let empty_history = {
+        let empty = at("empty-h.sqlite");
+        let conn = open_with_history(&empty);
+        conn.pragma_update(None, "wal_checkpoint", "TRUNCATE").ok();
+        drop(conn);
+        disk_bytes(&empty)
+    };
+    samples.push("journal.mix1_sqlite_history", per_s);
+    samples.push("journal.mix1_latency_sqlite_history_us", median);
+    samples.push("journal.mix1_payload_sqlite_history", payload);
+    samples.push(
+        "journal.mix1_bytes_sqlite_history",
+        (disk_bytes(&history_path) - empty_history) / commands.max(1) as f64,
     );
 
     for (clients, keys) in [
@@ -231,11 +277,16 @@ pub(crate) fn print_journal(samples: &Samples, rounds: usize) {
         "journal.mix1_journaled",
         "journal.mix1_default",
         "journal.mix1_sqlite",
+        "journal.mix1_sqlite_history",
         "journal.mix1_latency_journaled_us",
         "journal.mix1_latency_default_us",
         "journal.mix1_latency_sqlite_us",
+        "journal.mix1_latency_sqlite_history_us",
         "journal.mix1_bytes_journaled",
         "journal.mix1_bytes_sqlite",
+        "journal.mix1_bytes_sqlite_history",
+        "journal.mix1_payload_journaled",
+        "journal.mix1_payload_sqlite_history",
     ];
     keys.extend([
         "journal.mix8_journaled",
@@ -292,6 +343,19 @@ pub(crate) fn print_journal(samples: &Samples, rounds: usize) {
         (
             "bytes per command journaled / SQLite (reference rows only)",
             ratio("journal.mix1_bytes_journaled", "journal.mix1_bytes_sqlite"),
+            "—",
+        ),
+        (
+            "bytes per command journaled / SQLite keeping the same history",
+            ratio(
+                "journal.mix1_bytes_journaled",
+                "journal.mix1_bytes_sqlite_history",
+            ),
+            "≤ 1",
+        ),
+        (
+            "mix sequential journaled / SQLite keeping the same history",
+            ratio("journal.mix1_journaled", "journal.mix1_sqlite_history"),
             "—",
         ),
     ] {

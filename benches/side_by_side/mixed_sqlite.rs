@@ -58,6 +58,16 @@ CREATE TABLE IF NOT EXISTS fuel_ledger (
     updated_at INTEGER NOT NULL, PRIMARY KEY (instance, caller, op)) WITHOUT ROWID;
 ";
 
+/// What SQLite keeps for a history like annals' log: an event row per command, chained by its
+/// blake3 hash to the row before, with its stream's version under a `(stream, version)`
+/// uniqueness index (the issue's "SQLite keeping the same history").
+const HISTORY_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS events (
+    position INTEGER PRIMARY KEY, stream TEXT NOT NULL, version INTEGER NOT NULL,
+    kind TEXT NOT NULL, at INTEGER NOT NULL, payload BLOB NOT NULL, hash BLOB NOT NULL,
+    UNIQUE (stream, version)) STRICT;
+";
+
 /// How long a connection waits for the write lock. The reference stores wait 5 s; 64 clients
 /// queued behind a slow disk can wait longer than that, which would fail the run rather than
 /// measure it.
@@ -75,16 +85,44 @@ pub(crate) fn open(path: &Path) -> Connection {
     conn
 }
 
+/// A connection whose file also keeps the history ([`HISTORY_SCHEMA`]), for
+/// [`command_with_history`].
+pub(crate) fn open_with_history(path: &Path) -> Connection {
+    let conn = open(path);
+    conn.execute_batch(HISTORY_SCHEMA)
+        .expect("the history's schema");
+    conn
+}
+
 /// Runs the client's step in one immediate transaction; the lease token granted, if any.
 pub(crate) fn command(conn: &mut Connection, client: &Client) -> Option<u64> {
     let txn = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .expect("a transaction");
+    let token = step(&txn, client);
+    txn.commit().expect("commit");
+    token
+}
+
+/// [`command`] as a host adding an audit trail to SQLite would run it: the same rows, and in
+/// the same transaction an event row ([`record_event`]).
+pub(crate) fn command_with_history(conn: &mut Connection, client: &Client) -> Option<u64> {
+    let txn = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .expect("a transaction");
+    let token = step(&txn, client);
+    record_event(&txn, client, token);
+    txn.commit().expect("commit");
+    token
+}
+
+/// The reference stores' rows for the client's step; the lease token granted, if any.
+fn step(txn: &Connection, client: &Client) -> Option<u64> {
     let now = client.now_ms() as i64;
-    let token = match client.step() {
-        Step::Acquire | Step::Renew => Some(lease(&txn, client, now)),
+    match client.step() {
+        Step::Acquire | Step::Renew => Some(lease(txn, client, now)),
         Step::Release => {
-            release(&txn, client);
+            release(txn, client);
             None
         }
         Step::Enqueue => {
@@ -106,7 +144,7 @@ pub(crate) fn command(conn: &mut Connection, client: &Client) -> Option<u64> {
             None
         }
         Step::Claim => {
-            claim(&txn, client, now);
+            claim(txn, client, now);
             None
         }
         Step::Ack => {
@@ -137,19 +175,19 @@ pub(crate) fn command(conn: &mut Connection, client: &Client) -> Option<u64> {
                 client.holder()
             ])
             .expect("start a span");
-            log_change(&txn, &client.run(), &span, None);
+            log_change(txn, &client.run(), &span, None);
             None
         }
         Step::Event => {
-            span_event(&txn, client, now);
+            span_event(txn, client, now);
             None
         }
         Step::End => {
-            end_span(&txn, client, now);
+            end_span(txn, client, now);
             None
         }
         Step::Upsert => {
-            upsert_instance(&txn, client, now);
+            upsert_instance(txn, client, now);
             None
         }
         Step::Fuel => {
@@ -164,9 +202,7 @@ pub(crate) fn command(conn: &mut Connection, client: &Client) -> Option<u64> {
             .expect("charge fuel");
             None
         }
-    };
-    txn.commit().expect("commit");
-    token
+    }
 }
 
 /// Acquire or renew: read the row, decide as the hub store does, write it back.
@@ -453,4 +489,115 @@ pub(crate) fn empty_bytes_sqlite(path: &Path) -> f64 {
     conn.pragma_update(None, "wal_checkpoint", "TRUNCATE").ok();
     drop(conn);
     crate::samples::disk_bytes(path)
+}
+
+/// The step's event: its stream, kind and JSON payload (what happened, with what the decision
+/// gave), the stream's next version and the hash chained to the last row's.
+fn record_event(txn: &Connection, client: &Client, token: Option<u64>) {
+    let now = client.now_ms() as i64;
+    let (stream, kind, payload) = match client.step() {
+        Step::Acquire | Step::Renew => (
+            format!("lease:{}", client.resource()),
+            "lease.granted",
+            serde_json::json!({"resource": client.resource(), "holder": client.holder(),
+                "token": token, "ttl_ms": TTL_MS, "expires_at": now + TTL_MS as i64}),
+        ),
+        Step::Release => (
+            format!("lease:{}", client.resource()),
+            "lease.released",
+            serde_json::json!({"resource": client.resource(), "holder": client.holder(),
+                "token": client.token}),
+        ),
+        Step::Enqueue => (
+            format!("outbox:{}", client.peer()),
+            "outbox.enqueued",
+            serde_json::json!({"key": client.outbox_key(), "peer": client.peer(), "kind": "event",
+                "payload": String::from_utf8(client.outbox_payload()).expect("JSON text")}),
+        ),
+        Step::Claim => (
+            format!("outbox:{}", client.peer()),
+            "outbox.claimed",
+            serde_json::json!({"peer": client.peer(), "token": client.claim_token(),
+                "keys": [client.outbox_key()], "lease_ms": annals::outbox::CLAIM_LEASE_MS}),
+        ),
+        Step::Ack => (
+            format!("outbox:{}", client.peer()),
+            "outbox.acked",
+            serde_json::json!({"peer": client.peer(), "key": client.outbox_key(),
+                "token": client.claim_token()}),
+        ),
+        Step::Start => (
+            format!("run:{}", client.run()),
+            "span.started",
+            serde_json::json!({"run": client.run(), "span": span_id(client), "name": "turn",
+                "kind": "turn", "origin": "session", "session_id": format!("session-{}", client.id),
+                "writer": client.holder()}),
+        ),
+        Step::Event => (
+            format!("run:{}", client.run()),
+            "span.event",
+            serde_json::json!({"run": client.run(), "span": span_id(client),
+                "event_type": "tool_call", "payload": {"tool": "read", "path": "README.md"}}),
+        ),
+        Step::End => (
+            format!("run:{}", client.run()),
+            "span.ended",
+            serde_json::json!({"run": client.run(), "span": span_id(client),
+                "outcome": "success", "input_tokens": 1_200, "output_tokens": 300}),
+        ),
+        Step::Upsert => (
+            format!("instance:{}", client.handle()),
+            "instance.upserted",
+            serde_json::json!({"handle": client.handle(),
+                "store": format!("/var/lib/agents/{}.db", client.handle()), "tree": client.tree()}),
+        ),
+        Step::Fuel => (
+            format!("fuel:{}", client.handle()),
+            "fuel.recorded",
+            serde_json::json!({"instance": client.handle(), "caller": "", "op": "read",
+                "fuel": 7}),
+        ),
+    };
+    let payload = serde_json::to_vec(&payload).expect("JSON");
+    let version: i64 = txn
+        .prepare_cached("SELECT COALESCE(MAX(version), 0) + 1 FROM events WHERE stream = ?1")
+        .expect("prepare")
+        .query_row([&stream], |row| row.get(0))
+        .expect("the stream's next version");
+    let previous: Option<Vec<u8>> = txn
+        .prepare_cached("SELECT hash FROM events ORDER BY position DESC LIMIT 1")
+        .expect("prepare")
+        .query_row([], |row| row.get(0))
+        .optional()
+        .expect("the last event's hash");
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(previous.as_deref().unwrap_or(&[0; 32]));
+    for field in [stream.as_bytes(), kind.as_bytes(), &payload] {
+        hasher.update(&(field.len() as u64).to_le_bytes());
+        hasher.update(field);
+    }
+    hasher.update(&version.to_le_bytes());
+    hasher.update(&now.to_le_bytes());
+    txn.prepare_cached(
+        "INSERT INTO events (stream, version, kind, at, payload, hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )
+    .expect("prepare")
+    .execute(params![
+        stream,
+        version,
+        kind,
+        now,
+        payload,
+        hasher.finalize().as_bytes().as_slice()
+    ])
+    .expect("append the event");
+}
+
+/// The mean payload length of the history's event rows.
+pub(crate) fn mean_event_payload(conn: &Connection) -> f64 {
+    conn.query_row("SELECT AVG(LENGTH(payload)) FROM events", [], |row| {
+        row.get(0)
+    })
+    .expect("the payloads' mean length")
 }
