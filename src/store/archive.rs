@@ -329,6 +329,53 @@ impl Store {
     }
 }
 
+impl Store {
+    /// [`Store::state_at`] through the archives of a cut log (`state --at N --archive FILE...`):
+    /// every projection as of the first `at` records, replayed from position 0, the records
+    /// below the log's start read from `archives` (in any order, each checked against the hash
+    /// the log keeps for its position, as [`Store::archived_records`] does) and the rest from
+    /// the log. With no archives it is [`Store::state_at`]; archives given for a log never cut
+    /// are [`ArchiveError::NeverCut`].
+    ///
+    /// Rows that point into the log (a run's span events) read records from it, so those rows
+    /// of a state below the start read as [`ArchiveError::Archived`] unless a cut kept them.
+    pub fn state_at_with_archives(
+        &self,
+        at: Position,
+        archives: &[PathBuf],
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<crate::audit::replay::Replay> {
+        if archives.is_empty() {
+            return self.state_at(at, progress);
+        }
+        super::guarded(|| {
+            let snapshot = self.snapshot()?;
+            let head = snapshot.head()?.next;
+            if at > head {
+                return Err(crate::error::AuditError::SizeBeyondHead {
+                    size: at.0,
+                    head: head.0,
+                }
+                .into());
+            }
+            if snapshot.cut().is_none() {
+                return Err(ArchiveError::NeverCut.into());
+            }
+            let archived = self.archived_records(archives, Position(0))?;
+            let kept = snapshot.records(snapshot.start(), Direction::Forward)?;
+            let mut replay = crate::audit::replay::Replay::empty(&snapshot.txn)?;
+            replay.apply(
+                &self.projections,
+                archived.chain(kept),
+                Position(0),
+                at,
+                progress,
+            )?;
+            Ok(replay)
+        })
+    }
+}
+
 /// Records a cut archived, read back from its archive files and each checked against the hash
 /// the log keeps for its position ([`Store::archived_records`]).
 pub struct ArchivedRecords {

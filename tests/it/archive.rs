@@ -619,3 +619,153 @@ fn a_cut_that_drops_keys_leaves_the_archived_ones_free_and_the_kept_ones_duplica
     );
     assert_sound(&store);
 }
+
+/// `history`, `state --at` and `prove --position` of a cut demo log: below the start,
+/// `history` and `state --at` refuse without the archive and read as before the cut with it;
+/// `prove` needs no archive, the cut keeping every archived record's hash.
+#[test]
+fn reads_below_a_cut_come_from_its_archive_and_proofs_from_its_hashes() {
+    let (dir, store) = store();
+    annals::demo::run(&store, 2_000, |_| {}).expect("demo");
+    let log = store.path().to_owned();
+    let cut = store.head().expect("head").next.0 / 2;
+    // An entity with records on both sides of the cut.
+    let entity = "lease:deploy-lock".to_owned();
+    let positions: Vec<u64> = store
+        .read_stream(
+            "lease/deploy-lock",
+            annals::StreamVersion(0),
+            Direction::Forward,
+            usize::MAX,
+        )
+        .expect("the lease's stream")
+        .iter()
+        .map(|record| record.position.0)
+        .collect();
+    assert!(positions.iter().any(|&p| p < cut) && positions.iter().any(|&p| p >= cut));
+    store.close().expect("close");
+    let annals = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(crate::annals_bin::annals())
+            .args(args)
+            .output()
+            .expect("annals runs")
+    };
+    let log = log.as_os_str();
+    let at = (cut / 2).to_string();
+    let reads: [Vec<&std::ffi::OsStr>; 4] = [
+        vec!["history".as_ref(), log, entity.as_ref()],
+        vec![
+            "state".as_ref(),
+            log,
+            "leases".as_ref(),
+            "--at".as_ref(),
+            at.as_ref(),
+            "--json".as_ref(),
+        ],
+        vec![
+            "state".as_ref(),
+            log,
+            "outbox".as_ref(),
+            "--at".as_ref(),
+            at.as_ref(),
+            "--json".as_ref(),
+        ],
+        vec![
+            "prove".as_ref(),
+            log,
+            "--position".as_ref(),
+            "7".as_ref(),
+            "--json".as_ref(),
+        ],
+    ];
+    let before: Vec<String> = reads
+        .iter()
+        .map(|args| {
+            let read = annals(args);
+            assert!(
+                read.status.success(),
+                "{}",
+                String::from_utf8_lossy(&read.stderr)
+            );
+            String::from_utf8(read.stdout).expect("UTF-8")
+        })
+        .collect();
+    let archive = dir.path().join("demo.archive");
+    let cutting = annals(&[
+        "archive".as_ref(),
+        log,
+        "--before".as_ref(),
+        cut.to_string().as_ref(),
+        archive.as_os_str(),
+    ]);
+    assert!(
+        cutting.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cutting.stderr)
+    );
+    let archived = format!("is archived before {cut} in demo.archive");
+    for (args, before) in reads[..3].iter().zip(&before) {
+        let refused = annals(args);
+        assert_eq!(refused.status.code(), Some(1), "{args:?} below the cut");
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(said.contains(&archived), "{args:?}: {said}");
+        let mut with_archive = args.clone();
+        with_archive.extend(["--archive".as_ref(), archive.as_os_str()]);
+        let read = annals(&with_archive);
+        assert!(
+            read.status.success(),
+            "{}",
+            String::from_utf8_lossy(&read.stderr)
+        );
+        let read = String::from_utf8(read.stdout).expect("UTF-8");
+        // The cut record is in a stream of its own: the same lines as before the cut.
+        assert_eq!(&read, before, "{args:?} as before the cut");
+    }
+    // The proof of an archived record is the one made before the cut, to the same root, now
+    // of a larger tree: prove it at the size it had.
+    let proof_before = &before[3];
+    let uncut_size: serde_json::Value = serde_json::from_str(proof_before).expect("a JSON proof");
+    let size = uncut_size["size"]
+        .as_u64()
+        .expect("the proof's size")
+        .to_string();
+    let proof = annals(&[
+        "prove".as_ref(),
+        log,
+        "--position".as_ref(),
+        "7".as_ref(),
+        "--size".as_ref(),
+        size.as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert!(
+        proof.status.success(),
+        "{}",
+        String::from_utf8_lossy(&proof.stderr)
+    );
+    assert_eq!(
+        &String::from_utf8(proof.stdout).expect("UTF-8"),
+        proof_before
+    );
+    // And at the head, a proof that check-proof takes.
+    let proof = annals(&[
+        "prove".as_ref(),
+        log,
+        "--position".as_ref(),
+        "7".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert!(
+        proof.status.success(),
+        "{}",
+        String::from_utf8_lossy(&proof.stderr)
+    );
+    let proof_path = dir.path().join("proof.json");
+    std::fs::write(&proof_path, &proof.stdout).expect("write the proof");
+    let checked = annals(&["check-proof".as_ref(), proof_path.as_os_str()]);
+    assert!(
+        checked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+}

@@ -150,6 +150,11 @@ pub(crate) struct HistoryArgs {
     /// Print only the entity's records in this stream (it must exist).
     #[arg(long)]
     pub(crate) stream: Option<String>,
+    /// The archive files of a cut log (`annals archive`), in any order: the entity's records
+    /// from before the log's start are read from them, each checked against the hash the log
+    /// keeps for it.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub(crate) archive: Vec<PathBuf>,
     #[command(flatten)]
     pub(crate) filter: RecordFilterArgs,
     #[command(flatten)]
@@ -461,6 +466,11 @@ pub(crate) struct StateArgs {
     /// Show the state as of the first N records, replayed into memory.
     #[arg(long)]
     pub(crate) at: Option<u64>,
+    /// With `--at`, the archive files of a cut log (`annals archive`), in any order: the
+    /// replay starts at position 0 and reads the records before the log's start from them,
+    /// each checked against the hash the log keeps for it.
+    #[arg(long, value_name = "FILE", num_args = 1.., requires = "at")]
+    pub(crate) archive: Vec<PathBuf>,
     /// Show only this table (`held`, or `leases.held`).
     #[arg(long, value_name = "NAME")]
     pub(crate) table: Option<String>,

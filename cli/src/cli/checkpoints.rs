@@ -166,21 +166,23 @@ pub(crate) fn prove(args: &ProveArgs, given: Option<&Path>) -> Result<ExitCode, 
         }
         (None, Some(position)) => {
             let position = Position(position);
-            let proof = snapshot.inclusion_proof(position, checkpoint.size)?;
-            let record = snapshot
-                .get(position)?
-                .ok_or(AuditError::PositionBeyondSize {
+            if position.0 >= checkpoint.size {
+                return Err(annals::Error::from(AuditError::PositionBeyondSize {
                     position,
                     size: checkpoint.size,
                 })
-                .map_err(annals::Error::from)?;
+                .into());
+            }
+            let proof = snapshot.inclusion_proof(position, checkpoint.size)?;
+            // Below a cut log's start, the hash the cut kept: no archive is needed.
+            let record_hash = snapshot.record_hash(position)?;
             // The record hash as the extra data: the proof then names its entry, which the
             // record itself (or an export holding it) checks.
             let proof = TlogProof::for_checkpoint(
                 position.0,
                 proof.path.iter().map(|d| d.0).collect(),
                 &text,
-                record.hash.0.to_vec(),
+                record_hash.0.to_vec(),
             )
             .map_err(|error| Failure::of(Kind::InvalidInput, error.to_string()))?;
             proof.to_text()

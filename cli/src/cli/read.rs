@@ -161,10 +161,30 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     } else {
         Direction::Forward
     };
-    // Merged record by record, so a long history is never held whole.
-    let records = annals::history(&snapshot, &streams, direction)?;
     let mut out = BufWriter::new(io::stdout().lock());
-    let printed = print_filtered(&mut out, records, &args.filter, &args.style);
+    let printed = if args.archive.is_empty() {
+        // Merged record by record, so a long history is never held whole.
+        let records = annals::history(&snapshot, &streams, direction)?;
+        print_filtered(&mut out, records, &args.filter, &args.style)
+    } else {
+        if direction == Direction::Backward {
+            return Err(Failure::of(
+                super::Kind::Usage,
+                "--archive reads forward: drop --reverse".to_owned(),
+            ));
+        }
+        // Every record from position 0, the archived ones from the archives (each checked
+        // against the kept hashes), those of the entity's streams printed: a walk of the
+        // whole history, as reading its archives is anyway.
+        let archived = store.archived_records(&args.archive, Position(0))?;
+        let kept = snapshot.records(snapshot.start(), Direction::Forward)?;
+        let records = archived.chain(kept).filter(|record| {
+            record
+                .as_ref()
+                .map_or(true, |record| streams.contains(&record.stream))
+        });
+        print_filtered(&mut out, records, &args.filter, &args.style)
+    };
     // The good records before a corrupt one are printed before the error is reported.
     out.flush()?;
     printed.map(|_| ExitCode::SUCCESS)

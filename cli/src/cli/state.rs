@@ -84,7 +84,10 @@ pub(crate) fn state(args: StateArgs) -> Result<ExitCode, Failure> {
         }
         Some(at) => {
             let mut line = ProgressLine::new("replay", at);
-            let replaying = store.state_at(Position(at), &mut |done| line.update(done));
+            let replaying =
+                store.state_at_with_archives(Position(at), &args.archive, &mut |done| {
+                    line.update(done)
+                });
             line.finish();
             replay = replaying?;
             replayed = replay.state()?;
