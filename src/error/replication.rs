@@ -73,6 +73,21 @@ pub enum ReplicationError {
         /// Where that message starts.
         first: Position,
     },
+    /// The stream no longer holds the records this log needs next: its limits or a purge
+    /// removed its first messages, and the first it holds (`sequence`) starts at `first`,
+    /// past `needed`. Such a log starts from the archives of the writer's cuts up to there
+    /// (`annals import` each, in order), then follows.
+    #[error(
+        "the stream's first message ({sequence}) starts at position {first}, but this log needs position {needed} next: the messages before it are gone from the stream; import the archives of the log's cuts up to {first} first, then follow"
+    )]
+    Trimmed {
+        /// The position this log needs next (its head).
+        needed: Position,
+        /// The first message the stream holds.
+        sequence: u64,
+        /// Where that message starts.
+        first: Position,
+    },
     /// A message of the stream that a reader refuses before it keeps anything of it: one
     /// larger than the wire limit ([`crate::replication::wire::MESSAGE_BYTES_MAX`]), one without its
     /// `Nats-Msg-Id`, or one holding a record over the local store's

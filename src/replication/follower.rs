@@ -23,7 +23,8 @@ use tokio::sync::{mpsc, watch};
 
 use super::publisher::Publisher;
 use super::stream::{
-    PAUSE_MIN, ReplicatedLog, last_sequence, records_of, retry, sequence_holding, stream_end,
+    PAUSE_MIN, ReplicatedLog, last_sequence, message_at, records_of, retry, sequence_holding,
+    stream_end,
 };
 use super::{Damage, ForkProblem, NatsOperation, NatsProblem, ReplicationError, wire};
 use crate::log::Head;
@@ -323,6 +324,26 @@ pub(crate) async fn check_start(
     head: Head,
 ) -> Result<Start, ReplicationError> {
     let end = stream_end(stream).await?;
+    if end.first > 1 && !(end.last_hash == Some(head.hash) && head.next == end.next) {
+        // The stream's limits or a purge removed its first messages: this log starts from
+        // its own records, the first the stream holds, or not at all.
+        let (first, _) = wire::frame_span(&message_at(stream, end.first).await?.payload)?;
+        if first > head.next {
+            return Err(ReplicationError::Trimmed {
+                needed: head.next,
+                sequence: end.first,
+                first,
+            });
+        }
+        if first == head.next {
+            // The first message continues this log; its first record's link to the local
+            // head is checked when it is applied, as every message's is.
+            return Ok(Start {
+                from: end.first,
+                applied: end.first - 1,
+            });
+        }
+    }
     let Some(last) = head.next.0.checked_sub(1).map(Position) else {
         return Ok(Start {
             from: 1,
@@ -341,7 +362,7 @@ pub(crate) async fn check_start(
     let sequence = if end.last_hash == Some(head.hash) && head.next == end.next {
         end.sequence
     } else {
-        sequence_holding(stream, last, end.sequence).await?
+        sequence_holding(stream, last, end.first, end.sequence).await?
     };
     let records = records_of(stream, sequence).await?;
     let Some(theirs) = records.iter().find(|record| record.position == last) else {

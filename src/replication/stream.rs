@@ -261,6 +261,18 @@ pub(crate) async fn last_sequence(stream: &stream::Stream) -> Result<u64, Replic
     .await
 }
 
+/// The stream's first and last sequences, retried as [`last_sequence`] is.
+async fn sequences(stream: &stream::Stream) -> Result<(u64, u64), ReplicationError> {
+    retry(|| async {
+        let info = stream
+            .get_info()
+            .await
+            .map_err(ReplicationError::nats(NatsOperation::StreamInfo))?;
+        Ok((info.state.first_sequence, info.state.last_sequence))
+    })
+    .await
+}
+
 /// The stream's message of `sequence` (from 1).
 pub(crate) async fn message_at(
     stream: &stream::Stream,
@@ -326,6 +338,9 @@ async fn position_after(stream: &stream::Stream, sequence: u64) -> Option<Positi
 pub(crate) struct StreamEnd {
     /// The last sequence (0 for an empty stream).
     pub sequence: u64,
+    /// The first sequence it still holds: 1, or more once its limits or a purge removed the
+    /// messages before it.
+    pub first: u64,
     /// The position after its last record: how many records it holds.
     pub next: Position,
     /// Its last record's hash (none for an empty stream).
@@ -334,10 +349,11 @@ pub(crate) struct StreamEnd {
 
 /// The stream's end, its last message checked (`wire::checked_records`).
 pub(crate) async fn stream_end(stream: &stream::Stream) -> Result<StreamEnd, ReplicationError> {
-    let sequence = last_sequence(stream).await?;
+    let (first, sequence) = sequences(stream).await?;
     if sequence == 0 {
         return Ok(StreamEnd {
             sequence,
+            first: 1,
             next: Position(0),
             last_hash: None,
         });
@@ -346,19 +362,22 @@ pub(crate) async fn stream_end(stream: &stream::Stream) -> Result<StreamEnd, Rep
     let last = records.last().expect("a checked message holds a record");
     Ok(StreamEnd {
         sequence,
+        first: first.max(1),
         next: Position(last.position.0 + 1),
         last_hash: Some(last.hash),
     })
 }
 
 /// The sequence of the message that holds the record at `position`, which the stream holds
-/// (`position` is before the end of the message of `last`). Messages start where the one
+/// (`position` is before the end of the message of `last`, and at or after the start of the
+/// message of `first`, the first the stream still holds). Messages start where the one
 /// before ends and hold at least one record, so the message of `position` is at most
 /// `position + 1`: that one is read first (where every message holds one record, it is the
 /// one), then a binary search below it, reading each probed message's frame header only.
 pub(crate) async fn sequence_holding(
     stream: &stream::Stream,
     position: Position,
+    first: u64,
     last: u64,
 ) -> Result<u64, ReplicationError> {
     let span = |sequence: u64| async move {
@@ -368,14 +387,14 @@ pub(crate) async fn sequence_holding(
     let holds = |(first, records): (Position, u32)| {
         first <= position && position.0 < first.0 + u64::from(records)
     };
-    let guess = position.0.saturating_add(1).min(last);
+    let guess = position.0.saturating_add(1).min(last).max(first);
     let found = span(guess).await?;
     if holds(found) {
         return Ok(guess);
     }
     // The largest sequence below `guess` whose message starts at or before `position`.
-    let (mut low, mut high) = (1, guess - 1);
-    if found.0 < position || high == 0 {
+    let (mut low, mut high) = (first, guess - 1);
+    if found.0 < position || high < first {
         return Err(ReplicationError::Damaged {
             position,
             message: None,

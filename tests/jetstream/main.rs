@@ -9,6 +9,7 @@
 mod annals_bin;
 mod cli;
 mod cluster;
+mod cut;
 mod failover;
 mod hostile;
 mod measure;

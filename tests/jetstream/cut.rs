@@ -1,0 +1,150 @@
+//! A cut log replicated: the cut's record goes out as any other record does, a follower that
+//! held the whole history keeps it and stays sound, and a new follower starts from the
+//! cut's archive (imported) and the stream's messages from the cut on, even once the stream
+//! no longer holds the messages before the cut.
+
+use std::sync::Arc;
+
+use annals::replication::{Follower, FollowerOptions, ReplicatingWriter, ReplicationError, wire};
+use annals::{Position, Store};
+
+use crate::cluster::{Cluster, log};
+use crate::replicate::{assert_same_log, write_records};
+
+fn assert_sound(store: &Store) {
+    let report = store.verify().expect("verify runs");
+    assert!(report.is_sound(), "verify: {:?}", report.problem);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cut_replicates_and_a_new_follower_starts_from_its_archive() {
+    let cluster = Cluster::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let log = log("cut");
+    let leader = Arc::new(Store::open(dir.path().join("leader.redb")).unwrap());
+    let writer =
+        ReplicatingWriter::start(Arc::clone(&leader), cluster.jetstream().await, log.clone());
+    write_records(&leader, 3_000);
+    writer.replicated(Position(3_000)).await.unwrap();
+    let follow = |store: &Arc<Store>, jetstream| {
+        Follower::new(
+            Arc::clone(store),
+            jetstream,
+            log.clone(),
+            FollowerOptions::default(),
+        )
+        .unwrap()
+    };
+    let early = Arc::new(Store::open(dir.path().join("early.redb")).unwrap());
+    assert_eq!(
+        follow(&early, cluster.jetstream().await)
+            .catch_up()
+            .await
+            .unwrap(),
+        Position(3_000)
+    );
+
+    // The leader cuts beside its publisher, then writes on.
+    let archive = dir.path().join("leader-0.archive");
+    let report = leader.archive_before(Position(1_500), &archive).unwrap();
+    assert_eq!(report.cut.before, Position(1_500));
+    write_records(&leader, 500);
+    let head = leader.head().unwrap().next;
+    assert!(head > Position(3_001), "the cut record and more: {head:?}");
+    writer.replicated(head).await.unwrap();
+    assert_sound(&leader);
+
+    // The follower that held everything takes the cut record as a record of the log's: it
+    // keeps every record, and its verify checks the cut's claims by replaying to it.
+    assert_eq!(
+        follow(&early, cluster.jetstream().await)
+            .catch_up()
+            .await
+            .unwrap(),
+        head
+    );
+    assert_same_log(&leader, &early);
+    assert_sound(&early);
+    let cut_record = early.get(Position(3_000)).unwrap().unwrap();
+    assert_eq!(cut_record.kind, "annals.cut");
+
+    // A new host starts from the archive, imported, and follows the stream from the cut.
+    let late_path = dir.path().join("late.redb");
+    let _summary = Store::import(&archive, &late_path, &mut |_, _| {}).unwrap();
+    let late = Arc::new(Store::open(&late_path).unwrap());
+    assert_eq!(late.head().unwrap().next, Position(1_500));
+    assert_eq!(
+        follow(&late, cluster.jetstream().await)
+            .catch_up()
+            .await
+            .unwrap(),
+        head
+    );
+    assert_same_log(&leader, &late);
+    assert_sound(&late);
+    // The stream's first messages removed (by limits its operator sets), up to the one
+    // holding the cut's first kept record: a new host with nothing is told what it lacks, and
+    // one that imported the archive still starts.
+    let jetstream = cluster.jetstream().await;
+    let stream = jetstream.get_stream(log.stream_name()).await.unwrap();
+    let mut holding = 1;
+    loop {
+        let message = stream.get_raw_message(holding).await.unwrap();
+        let (first, records) = wire::frame_span(&message.payload).unwrap();
+        if first.0 + u64::from(records) > 1_500 {
+            break;
+        }
+        holding += 1;
+    }
+    // The stream denies purges: its operator bounds it instead, to the messages from there on.
+    let mut config = stream.get_info().await.unwrap().config;
+    let last = stream.get_info().await.unwrap().state.last_sequence;
+    config.max_messages = (last - holding + 1) as i64;
+    let _updated = jetstream.update_stream(config).await.unwrap();
+    let state = stream.get_info().await.unwrap().state;
+    assert_eq!(
+        state.first_sequence, holding,
+        "the stream trimmed to its limit"
+    );
+    let (first, _) =
+        wire::frame_span(&stream.get_raw_message(holding).await.unwrap().payload).unwrap();
+    let empty = Arc::new(Store::open(dir.path().join("empty.redb")).unwrap());
+    match follow(&empty, cluster.jetstream().await).catch_up().await {
+        Err(ReplicationError::Trimmed {
+            needed,
+            sequence,
+            first: from,
+        }) => {
+            assert_eq!((needed, sequence, from), (Position(0), holding, first));
+        }
+        other => panic!("a follower with nothing, on a trimmed stream: {other:?}"),
+    }
+    assert_eq!(empty.head().unwrap().next, Position(0), "nothing appended");
+    let again_path = dir.path().join("again.redb");
+    let _summary = Store::import(&archive, &again_path, &mut |_, _| {}).unwrap();
+    let again = Arc::new(Store::open(&again_path).unwrap());
+    assert_eq!(
+        follow(&again, cluster.jetstream().await)
+            .catch_up()
+            .await
+            .unwrap(),
+        head
+    );
+    assert_same_log(&leader, &again);
+    assert_sound(&again);
+    // The follower that is up to date starts as before.
+    assert_eq!(
+        follow(&early, cluster.jetstream().await)
+            .catch_up()
+            .await
+            .unwrap(),
+        head
+    );
+
+    // The leader's archives are its history: replaying them reaches the cut's digests.
+    assert_eq!(
+        leader.verify_archives(&[archive], &mut |_| {}).unwrap(),
+        None
+    );
+    writer.stop();
+}
