@@ -395,13 +395,17 @@ impl Store {
     /// `import` checks it, and against the hash the log keeps for its position, so the
     /// archives cannot hand out a record the log's tree does not hold. An archive missing
     /// for a position is [`ArchiveError::ArchiveGap`]; a record of another history is
-    /// [`ArchiveError::ArchivedHash`].
+    /// [`ArchiveError::ArchivedHash`]; archives given for a log never cut are
+    /// [`ArchiveError::NeverCut`].
     pub fn archived_records(
         &self,
         archives: &[PathBuf],
         from: Position,
     ) -> Result<ArchivedRecords> {
         let snapshot = self.snapshot()?;
+        if snapshot.cut().is_none() && !archives.is_empty() {
+            return Err(ArchiveError::NeverCut.into());
+        }
         let start = snapshot.start();
         let mut readers = Vec::new();
         for path in archives {

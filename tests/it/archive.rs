@@ -691,6 +691,18 @@ fn reads_below_a_cut_come_from_its_archive_and_proofs_from_its_hashes() {
         })
         .collect();
     let archive = dir.path().join("demo.archive");
+    // Before the cut no archive can be the log's: refused, not ignored.
+    let mut uncut_log = reads[0].clone();
+    uncut_log[0] = "log".as_ref();
+    uncut_log.truncate(2);
+    for args in reads[..3].iter().chain([&uncut_log]) {
+        let mut with_archive = args.clone();
+        with_archive.extend(["--archive".as_ref(), archive.as_os_str()]);
+        let refused = annals(&with_archive);
+        assert!(!refused.status.success(), "{args:?} on a log never cut");
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(said.contains("never cut"), "{args:?}: {said}");
+    }
     let cutting = annals(&[
         "archive".as_ref(),
         log,

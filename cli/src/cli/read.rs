@@ -19,6 +19,10 @@ use annals::{Position, StreamVersion};
 pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.db)?;
     let snapshot = store.snapshot()?;
+    if !args.archive.is_empty() && snapshot.cut().is_none() {
+        // No archive can be this log's: saying so beats ignoring the files given.
+        return Err(annals::Error::from(annals::ArchiveError::NeverCut).into());
+    }
     let direction = if args.filter.reverse {
         Direction::Backward
     } else {
