@@ -151,7 +151,15 @@ fn a_scan_hands_out_whole_frames_and_drops_a_torn_last_one_at_every_length() {
         assert_eq!(frames.len(), 1, "{kept} bytes of the second frame");
         assert_eq!(frames[0].records, records[..2]);
         assert_eq!(scanned.end, 16 + first.len() as u64);
-        assert_eq!(scanned.dropped, kept as u64);
+        assert_eq!(scanned.dropped, written(&second[..kept]));
+        // The same torn write into the room an emptied journal keeps: the same scan.
+        let file = journal_of(&[first.clone(), second[..kept].to_vec(), vec![0; 4_096]]);
+        let (frames, roomy) = scan_all(&file).unwrap();
+        assert_eq!(
+            (frames.len(), roomy),
+            (1, scanned),
+            "{kept} bytes, in the room"
+        );
     }
     let (frames, scanned) = scan_all(&journal_of(&[first.clone(), second.clone()])).unwrap();
     assert_eq!(frames.len(), 2);
@@ -168,7 +176,31 @@ fn a_frame_zeroed_at_its_end_is_a_torn_tail_too() {
     second[len - 40..].fill(0);
     let (frames, scanned) = scan_all(&journal_of(&[first, second.clone()])).unwrap();
     assert_eq!(frames.len(), 1);
-    assert_eq!(scanned.dropped, second.len() as u64);
+    assert_eq!(scanned.dropped, written(&second));
+}
+
+/// The bytes of a torn write a scan counts: up to its last byte that is not zero (zeros
+/// after it cannot be told from the journal's room).
+fn written(torn: &[u8]) -> u64 {
+    torn.iter()
+        .rposition(|&byte| byte != 0)
+        .map_or(0, |last| last as u64 + 1)
+}
+
+#[test]
+fn the_room_after_the_frames_ends_them_and_is_not_dropped() {
+    let records = records(4);
+    let first = encode_frame(&records[..2]).unwrap();
+    let second = encode_frame(&records[2..]).unwrap();
+    let file = journal_of(&[first.clone(), second.clone(), vec![0; 10_000]]);
+    let (frames, scanned) = scan_all(&file).unwrap();
+    assert_eq!(frames.len(), 2);
+    assert_eq!(scanned.end, 16 + (first.len() + second.len()) as u64);
+    assert_eq!(scanned.dropped, 0);
+    // An emptied journal with its room holds no frame.
+    let (frames, scanned) = scan_all(&journal_of(&[vec![0; 10_000]])).unwrap();
+    assert!(frames.is_empty());
+    assert_eq!((scanned.end, scanned.dropped), (16, 0));
 }
 
 #[test]

@@ -24,9 +24,12 @@ fn unhex(text: &str) -> Vec<u8> {
         .collect()
 }
 
+/// A journal's frames, and its file's length with the room after them.
+type Journal = (Vec<u8>, usize);
+
 /// Three commits: one record, three records over two streams in one transaction (one with an
-/// idempotency key), one record with an empty payload.
-fn generate() -> (Vec<u8>, Vec<(u64, String)>) {
+/// idempotency key), one record with an empty payload: the journal's frames and its file's length, and the records' positions and hashes.
+fn generate() -> (Journal, Vec<(u64, String)>) {
     let dir = tempfile::tempdir().expect("temporary folder");
     let path = dir.path().join("log.redb");
     let options = StoreOptions {
@@ -71,7 +74,21 @@ fn generate() -> (Vec<u8>, Vec<(u64, String)>) {
             &[NewEvent::new("order.closed", 1_004, Vec::new())],
         )
         .expect("append");
-    let journal = std::fs::read(annals::journal::journal_path(&path)).expect("the journal");
+    let file = std::fs::read(annals::journal::journal_path(&path)).expect("the journal");
+    // The frames, then the room the journal keeps for the rest of a checkpoint: zeros.
+    let mut end = 16;
+    while end + 4 <= file.len() {
+        let body_len = u32::from_le_bytes(file[end..end + 4].try_into().unwrap()) as usize;
+        if body_len == 0 {
+            break;
+        }
+        end += 4 + body_len + 32;
+    }
+    assert!(
+        file[end..].iter().all(|&byte| byte == 0),
+        "zeros after the frames"
+    );
+    let journal = (file[..end].to_vec(), file.len());
     let records = store
         .read_all(Position(0), annals::Direction::Forward, 10)
         .expect("records")
@@ -82,10 +99,12 @@ fn generate() -> (Vec<u8>, Vec<(u64, String)>) {
 }
 
 fn vector() -> Value {
-    let (journal, records) = generate();
+    let ((journal, file_len), records) = generate();
     json!({
         "note": "schema/FORMAT.md 3.15: the journal of three commits (1, 3 and 1 records) of a new log",
         "journal_hex": hex(&journal),
+        "file_len": file_len,
+        "room_note": "past journal_hex the file holds zeros to file_len: the room set aside for the frames to come (a length field of 0 ends the frames)",
         "frames": [
             { "first": 0, "count": 1 },
             { "first": 1, "count": 3 },
@@ -104,6 +123,9 @@ fn parse(bytes: &[u8]) -> Vec<(u64, u32, Vec<String>)> {
     let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
     while at < bytes.len() {
         let body_len = u32_at(at) as usize;
+        if body_len == 0 {
+            break;
+        }
         let covered = &bytes[at..at + 4 + body_len];
         let check = &bytes[at + 4 + body_len..at + 4 + body_len + 32];
         let expected = blake3::Hasher::new_derive_key("annals 2026-12-03 journal frame v1")
