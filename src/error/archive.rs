@@ -45,13 +45,29 @@ pub enum ArchiveError {
     /// A rebuild or replay of a projection the last cut took no snapshot of: its state
     /// before the cut is only in the archives.
     #[error(
-        "projection {projection} has no snapshot at the cut before {before}: replay it from the archives"
+        "projection {projection} has no snapshot at the cut before {before}: open the log with its archives (annals rebuild --archive FILE...) to replay it from them"
     )]
     NotInCut {
         /// The projection.
         projection: String,
         /// The cut.
         before: Position,
+    },
+    /// Archives given to bring a projection in at a cut log's start (`StoreOptions::archives`)
+    /// that replay a projection the cut kept to another state than its cut record names: the
+    /// records hash as the log keeps them, so the snapshot or the projection's rules differ.
+    #[error(
+        "replaying the archives, projection {projection} digests to {replayed} at {before}, where the cut names {named}"
+    )]
+    SnapshotDiffers {
+        /// The projection.
+        projection: String,
+        /// The log's start.
+        before: Position,
+        /// What the cut record names.
+        named: Digest,
+        /// What the replay of the archives reached.
+        replayed: Digest,
     },
     /// The archive's path names a file already: an archive is written to a new file, never
     /// over one (it may be an earlier cut's).

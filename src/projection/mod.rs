@@ -209,6 +209,18 @@ impl Projections {
         self.list.iter()
     }
 
+    /// These projections but the ones named in `names`.
+    pub(crate) fn without(&self, names: &[String]) -> Projections {
+        Projections {
+            list: self
+                .list
+                .iter()
+                .filter(|p| !names.iter().any(|name| name == p.name()))
+                .cloned()
+                .collect(),
+        }
+    }
+
     /// The projection that owns `kind`, if any.
     pub fn owner_of_kind(&self, kind: &str) -> Option<&'static str> {
         self.list

@@ -181,12 +181,7 @@ impl Store {
         // The cut record takes the time of the log's last record, not the clock's: a cut is a
         // function of the log and of its arguments alone, so two copies of one log cut alike
         // write the same record (a replica's chain stays its source's).
-        let at_ms = match head.next.0.checked_sub(1) {
-            Some(last) => snapshot
-                .get(Position(last))?
-                .map_or(0, |record| record.at_ms),
-            None => 0,
-        };
+        let at_ms = last_record_ms(&snapshot)?;
         let mut records = if from < before {
             Some(snapshot.records(from, Direction::Forward)?)
         } else {
@@ -222,6 +217,17 @@ impl Store {
             archived,
         })
     }
+}
+
+/// The time of the log's last record (0 for an empty log): a cut record's time, so that a
+/// cut is a function of the log and of its arguments alone.
+pub(super) fn last_record_ms(snapshot: &crate::log::read::Snapshot) -> Result<u64> {
+    Ok(match snapshot.head()?.next.0.checked_sub(1) {
+        Some(last) => snapshot
+            .get(Position(last))?
+            .map_or(0, |record| record.at_ms),
+        None => 0,
+    })
 }
 
 impl Store {

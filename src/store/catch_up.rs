@@ -26,17 +26,34 @@ use crate::record::{Position, Record};
 /// Records replayed per write transaction.
 const REPLAY_BATCH_RECORDS: usize = 8192;
 
-/// Rebuilds stale projections and catches up lagging ones.
+/// Rebuilds stale projections and catches up lagging ones. Returns the names of those it
+/// leaves alone: in a cut log, a projection that needs records below the cut (stale, or
+/// last applied before it) when the last cut kept no snapshot of it at its version. Its
+/// state before the cut is only in the archives (`store/adopt.rs`).
 #[cfg_attr(
     feature = "tracing",
     tracing::instrument(level = "info", name = "catch_up", skip_all)
 )]
-pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Result<()> {
+pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Result<Vec<String>> {
     let txn = db.begin_write()?;
     pin_unregistered(&txn, Snapshot::head_in(&txn)?, projections)?;
+    let cut = crate::log::cut::last_cut_in(&txn)?;
+    let mut unsnapshotted = Vec::new();
     for projection in projections.iter() {
         let current = checkpoint(&txn, projection.name())?;
-        if current.map(|c| c.version) != Some(projection.version()) {
+        let stale = current.map(|c| c.version) != Some(projection.version());
+        let below_cut = cut
+            .as_ref()
+            .is_some_and(|cut| current.is_some_and(|c| c.next < cut.before));
+        if stale || below_cut {
+            if let Some(cut) = &cut
+                && cut
+                    .require_snapshot(projection.name(), projection.version())
+                    .is_err()
+            {
+                unsnapshotted.push(projection.name().to_owned());
+                continue;
+            }
             reset(&txn, projection.as_ref())?;
         } else {
             // A log of an earlier format, or an earlier build, made a table on first write.
@@ -44,7 +61,50 @@ pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Resu
         }
     }
     txn.commit()?;
-    replay(db, projections, &mut |_| {})
+    replay(db, &projections.without(&unsnapshotted), &mut |_| {})?;
+    Ok(unsnapshotted)
+}
+
+/// Brings `projection` in within `txn`, right after the cut record that keeps a snapshot of
+/// it was kept (`store/adopt.rs`): its tables from that snapshot, then every record from the
+/// cut up to the head the log `db` committed, then `appended` (the transaction's own), and
+/// its checkpoint following the head.
+pub(crate) fn adopt_in(
+    txn: &WriteTransaction,
+    db: &Database,
+    projection: &Arc<dyn Projection>,
+    appended: &[Record],
+) -> Result<()> {
+    reset(txn, projection.as_ref())?;
+    // The reset left the projection at the log's start (the session holds the log's head).
+    let (from, _) = crate::log::cut::start_in(txn)?;
+    let snapshot = Snapshot::new(db.begin_read()?)?;
+    let committed = snapshot.head()?.next;
+    let tables = TransactionTables::new(txn);
+    let scoped = tables.scoped(projection.as_ref());
+    let mut expected = from;
+    for record in snapshot.records(from, Direction::Forward)? {
+        let record = record?;
+        if record.position >= committed {
+            break;
+        }
+        assert_eq!(record.position, expected, "adoption reads the log gapless");
+        projection.apply(&scoped, &record)?;
+        expected = Position(expected.0 + 1);
+    }
+    for record in appended {
+        assert_eq!(
+            record.position, expected,
+            "adoption applies every record once"
+        );
+        projection.apply(&scoped, record)?;
+        expected = Position(expected.0 + 1);
+    }
+    txn.open_table(CHECKPOINTS)?.insert(
+        projection.name(),
+        seal_checkpoint(projection.name(), (projection.version(), AT_HEAD)),
+    )?;
+    Ok(())
 }
 
 /// At the start of a write transaction in multi-writer mode, makes this process's view of the

@@ -6,6 +6,7 @@
 //! projection before the one commit. After every commit that moved the head it announces the
 //! new head on a watch channel, which subscriptions use as a wake-up.
 
+mod adopt;
 mod archive;
 mod catch_up;
 pub(crate) mod compact;
@@ -84,6 +85,13 @@ pub struct StoreOptions {
     /// the file (other processes read it); any writable open recovers a journal left beside
     /// the log.
     pub journal: Option<crate::journal::JournalOptions>,
+    /// The archive files of a cut log's cuts (`annals archive`), in any order, read when the
+    /// open meets a projection the last cut kept no snapshot of at its version (added after
+    /// the cut, or of a new version): the open replays it from position 0 through them (each
+    /// record checked against the hash the log keeps) and records its state at the cut in a
+    /// cut of no records (`schema/FORMAT.md` 3.14, "Adopting a projection"). Without them
+    /// such an open is refused with [`crate::ArchiveError::NotInCut`]; otherwise unread.
+    pub archives: Vec<PathBuf>,
 }
 
 impl Default for StoreOptions {
@@ -95,6 +103,7 @@ impl Default for StoreOptions {
             sharing: Sharing::default(),
             busy_timeout: std::time::Duration::ZERO,
             journal: Some(crate::journal::JournalOptions::default()),
+            archives: Vec::new(),
         }
     }
 }
@@ -225,30 +234,34 @@ impl Store {
             }
             check_redb_magic(&path)?;
             let db = open_writable(&path, options.sharing, options.busy_timeout)?;
-            let mut store = Store::bring_up(db, options.limits, path.clone(), projections, true)?;
+            let (mut store, unsnapshotted) =
+                Store::bring_up(db, options.limits, path.clone(), projections, true)?;
             store.sharing = options.sharing;
             let journal = crate::journal::journal_path(&path);
             let file = crate::journal::JournalFile::open(&journal, false)?
                 .map(|file| Box::new(file) as Box<dyn redb::StorageBackend>);
             store.attach_journal(file, journal, options.journal)?;
+            store.adopt(unsnapshotted, &options.archives)?;
             Ok(store)
         })();
         opened.map_err(|error: Error| error.no_space_at(&path))
     }
 
     /// The end of every writable open: the identity checks, the projections' catch-up and
-    /// the head, with any panic of redb's on a damaged file caught.
+    /// the head, with any panic of redb's on a damaged file caught. The store runs without
+    /// the projections of a cut log the cut kept no snapshot of: they come back with
+    /// [`Store::adopt`], once the journal is recovered.
     fn bring_up(
         db: Database,
         limits: Limits,
         path: PathBuf,
         projections: Projections,
         on_disk: bool,
-    ) -> Result<Store> {
+    ) -> Result<(Store, adopt::Unsnapshotted)> {
         // The handle lives outside the guarded work, so that a panic unwinds without
         // dropping it, and it closes (guarded too) after the error is returned.
         let handle = Handle::Writable(Closing::new(db));
-        guarded(|| {
+        let unsnapshotted = guarded(|| {
             let found = check_identity(&handle, &path)?;
             let Handle::Writable(db) = &handle else {
                 unreachable!("opened writable above")
@@ -258,9 +271,16 @@ impl Store {
             }
             catch_up::bring_up_to_date(db, &projections)
         })?;
-        let mut store = Store::assemble(handle, limits, path, projections)?;
+        let running = projections.without(&unsnapshotted);
+        let mut store = Store::assemble(handle, limits, path, running)?;
         store.on_disk = on_disk;
-        Ok(store)
+        Ok((
+            store,
+            adopt::Unsnapshotted {
+                names: unsnapshotted,
+                all: projections,
+            },
+        ))
     }
 
     /// Opens the annals log kept in `backend`, a redb [`redb::StorageBackend`] of the caller's
@@ -274,6 +294,17 @@ impl Store {
         backend: impl redb::StorageBackend,
         options: StoreOptions,
     ) -> Result<Store> {
+        let archives = options.archives.clone();
+        let (mut store, unsnapshotted) = Store::open_backend(backend, options)?;
+        store.adopt(unsnapshotted, &archives)?;
+        Ok(store)
+    }
+
+    /// [`Store::open_with_backend`] up to the projections a cut kept no snapshot of.
+    fn open_backend(
+        backend: impl redb::StorageBackend,
+        options: StoreOptions,
+    ) -> Result<(Store, adopt::Unsnapshotted)> {
         options.limits.check()?;
         let projections = projections_with(options.projections)?;
         let path = PathBuf::from(BACKEND_PATH);
@@ -291,9 +322,9 @@ impl Store {
             }
             Store::bring_up(db, options.limits, path.clone(), projections, false)
         });
-        let mut store = brought_up.map_err(|error| error.no_space_at(&path))?;
+        let (mut store, unsnapshotted) = brought_up.map_err(|error| error.no_space_at(&path))?;
         store.sharing = Sharing::Exclusive;
-        Ok(store)
+        Ok((store, unsnapshotted))
     }
 
     /// [`Store::open_with_backend`] with the commit journal in `journal`, a storage backend
@@ -308,11 +339,13 @@ impl Store {
         options: StoreOptions,
     ) -> Result<Store> {
         let bounds = options.journal;
-        let mut store = Store::open_with_backend(backend, options)?;
+        let archives = options.archives.clone();
+        let (mut store, unsnapshotted) = Store::open_backend(backend, options)?;
         let path = crate::journal::journal_path(&store.path);
         store
             .attach_journal(Some(Box::new(journal)), path, bounds)
             .map_err(|error| error.no_space_at(&store.path))?;
+        store.adopt(unsnapshotted, &archives)?;
         Ok(store)
     }
 

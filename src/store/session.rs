@@ -241,6 +241,53 @@ impl<'txn> WriteSession<'txn> {
             crate::log::cut::keep_cut(self.txn, position, &cut)?;
             self.log.remove_segments_before(cut.before)
         })();
+        self.append_cut(kept.map(|_removed| ()), &cut, at_ms)?;
+        Ok((cut, position))
+    }
+
+    /// Brings in the projections named in `adopted` (of `all`, the rest being this session's)
+    /// at a cut log's start (`store/adopt.rs`): keeps `replay`'s tables (every projection of
+    /// `all` replayed up to the start through the archives) as the snapshot, keeps `cut` (a
+    /// cut of no records at the last cut's `before`, naming every projection's digest there),
+    /// appends its record at `at_ms`, and rebuilds each adopted projection from the snapshot
+    /// through the head. Runs before anything else is appended in the transaction. Returns
+    /// the cut record's position.
+    pub(crate) fn adopt(
+        &mut self,
+        all: &crate::projection::Projections,
+        adopted: &[String],
+        cut: &Cut,
+        replay: &crate::audit::replay::Replay,
+        at_ms: u64,
+    ) -> Result<Position> {
+        self.cut_made = true;
+        let position = self.head().next;
+        let (start, _) = crate::log::cut::start_in(self.txn)?;
+        if start != cut.before || cut.from != cut.before {
+            return Err(crate::error::ArchiveError::NotForward {
+                position: cut.before,
+                before: start,
+            }
+            .into());
+        }
+        let kept = (|| {
+            replay.copy_into(all, self.txn, crate::projection::table::snapshot_table)?;
+            crate::log::cut::keep_cut(self.txn, position, cut)
+        })();
+        self.append_cut(kept, cut, at_ms)?;
+        for name in adopted {
+            let projection = all
+                .get(name)
+                .expect("an adopted projection is one of the store's");
+            super::catch_up::adopt_in(self.txn, self.database, projection, &self.written)
+                .inspect_err(|error| self.left_partial(PartialStep::Apply, error))?;
+        }
+        Ok(position)
+    }
+
+    /// Appends the record of `cut` at `at_ms` once what it keeps is `kept`; a failure of
+    /// either leaves the transaction partial.
+    fn append_cut(&mut self, kept: Result<()>, cut: &Cut, at_ms: u64) -> Result<()> {
         if let Err(error) = kept {
             self.left_partial(PartialStep::Append, &error);
             return Err(error);
@@ -249,7 +296,7 @@ impl<'txn> WriteSession<'txn> {
         let _appended = self
             .append_applied(CUT_STREAM, ExpectedVersion::Any, &[event])
             .inspect_err(|error| self.left_partial(PartialStep::Append, error))?;
-        Ok((cut, position))
+        Ok(())
     }
 
     /// The root of the Merkle tree of every record, including this transaction's.

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use annals::testing::internals::demo::Rng;
-use annals::testing::sim::{Fault, Loss, SimDisk, Trigger};
+use annals::testing::sim::{Fault, SimDisk};
 use annals::{ExpectedVersion, NewEvent, Position, Store, StoreOptions};
 
 /// Records in the log cut, and where the cut falls.
@@ -83,47 +83,32 @@ fn a_cut_crashed_or_failed_at_any_write_or_sync_leaves_the_log_before_or_cut() {
     let (ops_cut, syncs_cut) = (dry.ops(), dry.syncs());
     drop(store);
     assert!(syncs_cut > syncs_open, "the cut syncs");
-    let mut triggers: Vec<Trigger> = (syncs_open + 1..=syncs_cut).map(Trigger::Sync).collect();
-    // Every write would be slow in debug builds; 60 spread over the cut's reach each part.
-    let step = ((ops_cut - ops_open) / 60).max(1);
-    triggers.extend(
-        (ops_open + 1..=ops_cut)
-            .step_by(step as usize)
-            .map(Trigger::Op),
-    );
     let (mut cut, mut before) = (0, 0);
-    for (n, trigger) in triggers.into_iter().enumerate() {
-        let seed = n as u64;
-        for fault in [
-            Fault::Crash(trigger, Loss::DropUnsynced),
-            Fault::Crash(trigger, Loss::KeepSome(seed)),
-            Fault::Crash(trigger, Loss::TearLast(seed)),
-            Fault::FailOnce(trigger),
-        ] {
-            let what = format!("{fault:?}");
-            let archive = dir.path().join(format!("archive-{n}-{}", cut + before));
-            let disk = SimDisk::new(image.clone(), fault);
-            let store = open_on(&disk).unwrap_or_else(|error| panic!("{what}: open: {error}"));
-            let result = store.archive_before(CUT, &archive);
-            drop(store);
-            let survived = match fault {
-                Fault::FailOnce(_) => disk.image_after_restart(),
-                _ => disk.image_after_power_loss(),
-            };
-            if result.is_ok() && !matches!(fault, Fault::Crash(..)) {
-                // Acknowledged: it must be there.
-                assert!(
-                    before_or_cut(survived, &archive, &what),
-                    "{what}: acknowledged, not cut"
-                );
-                cut += 1;
-                continue;
-            }
-            if before_or_cut(survived, &archive, &what) {
-                cut += 1;
-            } else {
-                before += 1;
-            }
+    let faults = crate::common::sweep_faults(syncs_open + 1..=syncs_cut, ops_open + 1..=ops_cut);
+    for (n, fault) in faults.into_iter().enumerate() {
+        let what = format!("{fault:?}");
+        let archive = dir.path().join(format!("archive-{n}"));
+        let disk = SimDisk::new(image.clone(), fault);
+        let store = open_on(&disk).unwrap_or_else(|error| panic!("{what}: open: {error}"));
+        let result = store.archive_before(CUT, &archive);
+        drop(store);
+        let survived = match fault {
+            Fault::FailOnce(_) => disk.image_after_restart(),
+            _ => disk.image_after_power_loss(),
+        };
+        if result.is_ok() && !matches!(fault, Fault::Crash(..)) {
+            // Acknowledged: it must be there.
+            assert!(
+                before_or_cut(survived, &archive, &what),
+                "{what}: acknowledged, not cut"
+            );
+            cut += 1;
+            continue;
+        }
+        if before_or_cut(survived, &archive, &what) {
+            cut += 1;
+        } else {
+            before += 1;
         }
     }
     // Both outcomes were reached: the sweep crossed the commit.

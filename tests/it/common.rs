@@ -65,3 +65,58 @@ pub fn base64(text: &str) -> Vec<u8> {
     }
     out
 }
+
+/// Counts records per kind; `weight` is what each record adds, so that two versions of the
+/// projection build different tables from the same log.
+pub struct KindCounts {
+    pub version: u32,
+    pub weight: u64,
+}
+
+pub const COUNTS: annals::projection::Table<String, u64> =
+    annals::projection::Table::new("kind_counts.counts");
+
+impl annals::Projection for KindCounts {
+    fn name(&self) -> &'static str {
+        "kind_counts"
+    }
+    fn version(&self) -> u32 {
+        self.version
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &["kind_counts.counts"]
+    }
+    fn apply(
+        &self,
+        tables: &annals::projection::WriteTables<'_>,
+        record: &annals::Record,
+    ) -> annals::Result<()> {
+        let count = COUNTS.get(tables, &record.kind)?.unwrap_or(0);
+        COUNTS.insert(tables, &record.kind, &(count + self.weight))
+    }
+}
+
+/// The faults a crash sweep on the simulated disk tries: at every sync in `syncs`, and at
+/// about 60 writes spread over `ops` (every write would be slow in debug builds), a crash
+/// losing all, some, or a torn part of what was not synced, and an I/O error.
+pub fn sweep_faults(
+    syncs: std::ops::RangeInclusive<u64>,
+    ops: std::ops::RangeInclusive<u64>,
+) -> Vec<annals::testing::sim::Fault> {
+    use annals::testing::sim::{Fault, Loss, Trigger};
+    let step = ((ops.end() + 1).saturating_sub(*ops.start()) / 60).max(1);
+    syncs
+        .map(Trigger::Sync)
+        .chain(ops.step_by(step as usize).map(Trigger::Op))
+        .enumerate()
+        .flat_map(|(n, trigger)| {
+            let seed = n as u64;
+            [
+                Fault::Crash(trigger, Loss::DropUnsynced),
+                Fault::Crash(trigger, Loss::KeepSome(seed)),
+                Fault::Crash(trigger, Loss::TearLast(seed)),
+                Fault::FailOnce(trigger),
+            ]
+        })
+        .collect()
+}

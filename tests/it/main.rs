@@ -3,6 +3,7 @@
 #[path = "../annals_bin.rs"]
 mod annals_bin;
 
+mod adopt;
 mod architecture;
 mod archive;
 mod archive_crash;

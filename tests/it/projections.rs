@@ -14,32 +14,7 @@ use annals::{
 };
 use redb::ReadableTable;
 
-use crate::common::event;
-
-/// Counts records per kind; `weight` is what each record adds, so that two versions of the
-/// projection build different tables from the same log.
-struct KindCounts {
-    version: u32,
-    weight: u64,
-}
-
-const COUNTS: Table<String, u64> = Table::new("kind_counts.counts");
-
-impl Projection for KindCounts {
-    fn name(&self) -> &'static str {
-        "kind_counts"
-    }
-    fn version(&self) -> u32 {
-        self.version
-    }
-    fn tables(&self) -> &'static [&'static str] {
-        &["kind_counts.counts"]
-    }
-    fn apply(&self, tables: &WriteTables<'_>, record: &Record) -> Result<()> {
-        let count = COUNTS.get(tables, &record.kind)?.unwrap_or(0);
-        COUNTS.insert(tables, &record.kind, &(count + self.weight))
-    }
-}
+use crate::common::{COUNTS, KindCounts, event};
 
 fn open_with(path: &std::path::Path, projection: Option<KindCounts>) -> Store {
     let projections: Vec<Arc<dyn Projection>> = match projection {

@@ -492,6 +492,12 @@ pub(crate) struct RebuildArgs {
     /// Rebuild only this projection [default: all].
     #[arg(long)]
     pub(crate) projection: Option<String>,
+    /// The archive files of a cut log (`annals archive`), in any order: a projection the last
+    /// cut kept no snapshot of (a new version of one) is replayed from position 0 through
+    /// them, each record checked against the hash the log keeps, and its state at the cut
+    /// recorded in a cut record of its own.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub(crate) archive: Vec<PathBuf>,
     /// Print a JSON object instead of text (and errors as a JSON object on stderr).
     #[arg(long)]
     pub(crate) json: bool,

@@ -394,7 +394,8 @@ impl From<Error> for Failure {
             Error::Archive(
                 ArchiveError::ArchiveGap { .. }
                 | ArchiveError::ArchivedHash { .. }
-                | ArchiveError::UndecodableCut { .. },
+                | ArchiveError::UndecodableCut { .. }
+                | ArchiveError::SnapshotDiffers { .. },
             ) => Kind::Corrupt,
             Error::Archive(_) => Kind::Refused,
             Error::Journal(annals::JournalError::Unrecovered { .. }) => Kind::NeedsRecovery,

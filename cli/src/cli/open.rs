@@ -31,6 +31,17 @@ pub(crate) fn open_for_writing(
     create: bool,
     access: &WriteAccess,
 ) -> Result<Store, Failure> {
+    open_with_archives(path, create, access, &[])
+}
+
+/// [`open_for_writing`] with the archive files of a cut log's cuts, from which the open
+/// replays a projection the last cut kept no snapshot of (`StoreOptions::archives`).
+pub(crate) fn open_with_archives(
+    path: &Path,
+    create: bool,
+    access: &WriteAccess,
+    archives: &[std::path::PathBuf],
+) -> Result<Store, Failure> {
     // Creating a log over a directory fails deep in redb with no path; say it here.
     if let Some(failure) = super::diagnose(path, false) {
         return Err(failure);
@@ -41,6 +52,7 @@ pub(crate) fn open_for_writing(
             create,
             sharing,
             busy_timeout: access.wait,
+            archives: archives.to_vec(),
             ..StoreOptions::default()
         };
         Store::open_with(path, options)

@@ -270,7 +270,7 @@ pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
         })
         .into());
     }
-    let store = open_for_writing(&args.db, false, &args.access)?;
+    let store = super::open::open_with_archives(&args.db, false, &args.access, &args.archive)?;
     let mut line = ProgressLine::new("rebuild", store.head()?.next.0);
     let rebuilt = store.rebuild_with(args.projection.as_deref(), &mut |done| line.update(done));
     line.finish();
