@@ -722,6 +722,12 @@ export interface OpenOptions {
   busyTimeoutMs?: number
   /** Open an existing log read-only, beside its writer. */
   readOnly?: boolean
+  /**
+   * The archive files of a cut log's cuts, in any order: a writable open replays from them
+   * a projection the last cut kept no snapshot of (a new version of one), which without
+   * them throws `NOT_IN_CUT`.
+   */
+  archives?: Array<string>
 }
 
 /** The rollup of a run whose root is still open. */

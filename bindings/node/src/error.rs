@@ -79,6 +79,10 @@ fn describe(error: &Error) -> (&'static str, serde_json::Value) {
                 "archive": archive,
             }),
         ),
+        Error::Archive(ArchiveError::NotInCut { projection, before }) => (
+            "NOT_IN_CUT",
+            json!({ "projection": projection, "before": before.0.to_string() }),
+        ),
         Error::Archive(_) => ("ARCHIVE_REFUSED", json!({})),
         Error::Journal(annals::JournalError::Unrecovered { from, .. }) => {
             ("NEEDS_RECOVERY", json!({ "from": from.0.to_string() }))

@@ -33,6 +33,10 @@ pub struct OpenOptions {
     pub busy_timeout_ms: Option<u32>,
     /// Open an existing log read-only, beside its writer.
     pub read_only: Option<bool>,
+    /// The archive files of a cut log's cuts, in any order: a writable open replays from them
+    /// a projection the last cut kept no snapshot of (a new version of one), which without
+    /// them throws `NOT_IN_CUT`.
+    pub archives: Option<Vec<String>>,
 }
 
 /// One event to append.
@@ -726,6 +730,7 @@ impl Store {
             sharing: None,
             busy_timeout_ms: None,
             read_only: None,
+            archives: None,
         });
         let inner = if options.read_only.unwrap_or(false) {
             Inner::open_read_only(&path).map_err(to_js)?
@@ -744,6 +749,12 @@ impl Store {
                     busy_timeout: std::time::Duration::from_millis(u64::from(
                         options.busy_timeout_ms.unwrap_or(0),
                     )),
+                    archives: options
+                        .archives
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(std::path::PathBuf::from)
+                        .collect(),
                     ..StoreOptions::default()
                 },
             )

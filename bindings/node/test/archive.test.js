@@ -4,6 +4,7 @@ const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
 const { freshStore, event } = require('./support/helpers.js')
+const { Store } = require('../lib.js')
 
 test('archiveBefore cuts the log: reads below throw ARCHIVED naming the archive, the rest reads on', (t) => {
   const { store, dir } = freshStore(t)
@@ -29,4 +30,20 @@ test('archiveBefore cuts the log: reads below throw ARCHIVED naming the archive,
   // Going back is refused, and writes nothing.
   assert.throws(() => store.archiveBefore(10n, path.join(dir, 'again')), { code: 'ARCHIVE_REFUSED' })
   assert.ok(!fs.existsSync(path.join(dir, 'again')))
+})
+
+test('a cut log opens with its archives, and archives that are not its history throw', (t) => {
+  const { store, file, dir } = freshStore(t)
+  for (let n = 0; n < 30; n++) store.append(`s-${n % 3}`, 'any', [event('test.event', n, `record ${n}`)])
+  const archive = path.join(dir, 'log-0.archive')
+  store.archiveBefore(12n, archive)
+  const head = store.head()
+  store.close()
+  // The built-in projections are in the cut: the archives are not needed, and not read.
+  const reopened = Store.open(file, { archives: [archive] })
+  assert.deepEqual(reopened.head(), head)
+  assert.equal(reopened.start(), 12n)
+  assert.equal(reopened.verify().sound, true)
+  reopened.close()
+  assert.throws(() => Store.open(file, { archives: [42] }), { code: 'INVALID_ARGUMENT' })
 })
