@@ -12,7 +12,10 @@
 //!   close) against SQLite's after its checkpoint, both with the reference rows alone and
 //!   keeping the same history (an event row per command with its chained hash under a
 //!   `(stream, version)` index, [`crate::mixed_sqlite::command_with_history`]), which also
-//!   runs the sequential mix at its own rate.
+//!   runs the sequential mix at its own rate;
+//! - the peak resident memory of a child process running the sequential mix through the
+//!   journal, at [`RSS_COMMANDS`] commands and at twice as many (first round only): flat
+//!   memory between and across drains is a ratio near 1.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
@@ -71,6 +74,43 @@ fn append_floor(path: &Path, run_for: Duration) -> f64 {
         appends += 1;
     }
     per_second(appends, started.elapsed())
+}
+
+/// Commands of the sequential mix in the smaller memory run (the larger runs twice as many):
+/// enough for a file past redb's page cache (32 MiB; 80,000 commands make about 36 MB), so
+/// that the ratio shows the process's bound and not the cache filling up (at 20,000 and
+/// 40,000 commands the peak was 17.9 and 27.3 MB, at 80,000 and 160,000 43.1 and 43.8 MB).
+pub(crate) const RSS_COMMANDS: u64 = 80_000;
+
+/// In the child: `commands` commands of the sequential mix through a new journaled exclusive
+/// store at `path`, then the peak resident set in bytes on standard output.
+pub(crate) fn journal_rss_child(path: &Path, commands: u64) {
+    let store = store(path, Sharing::Exclusive, true);
+    let mut client = Client::new(0);
+    while client.done < commands {
+        let token = execute(&store, client.command());
+        client.advance(token);
+    }
+    println!("{}", crate::memory::peak_rss_bytes());
+}
+
+/// The peak resident memory of [`journal_rss_child`] running `commands` at `path`.
+fn journal_rss(path: &Path, commands: u64) -> f64 {
+    let output = std::process::Command::new(std::env::current_exe().expect("this program"))
+        .arg("--journal-rss-child")
+        .arg(path)
+        .arg(commands.to_string())
+        .output()
+        .expect("a child process");
+    assert!(
+        output.status.success(),
+        "the child failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .expect("the child prints its peak in bytes")
 }
 
 /// The sequential mix through `store`: commands per second and the median latency in µs.
@@ -233,6 +273,17 @@ pub(crate) fn run_journal(
         (disk_bytes(&history_path) - empty_history) / commands.max(1) as f64,
     );
 
+    if round == 0 {
+        samples.push(
+            "journal.rss_journaled_mb",
+            journal_rss(&at("rss-1.redb"), RSS_COMMANDS) / 1e6,
+        );
+        samples.push(
+            "journal.rss_journaled_2x_mb",
+            journal_rss(&at("rss-2.redb"), 2 * RSS_COMMANDS) / 1e6,
+        );
+    }
+
     for (clients, keys) in [
         (8, ["journal.mix8_journaled", "journal.mix8_sqlite_best"]),
         (64, ["journal.mix64_journaled", "journal.mix64_sqlite_best"]),
@@ -289,6 +340,8 @@ pub(crate) fn print_journal(samples: &Samples, rounds: usize) {
         "journal.mix1_payload_sqlite_history",
     ];
     keys.extend([
+        "journal.rss_journaled_mb",
+        "journal.rss_journaled_2x_mb",
         "journal.mix8_journaled",
         "journal.mix8_sqlite_best",
         "journal.mix64_journaled",
@@ -357,6 +410,11 @@ pub(crate) fn print_journal(samples: &Samples, rounds: usize) {
             "mix sequential journaled / SQLite keeping the same history",
             ratio("journal.mix1_journaled", "journal.mix1_sqlite_history"),
             "—",
+        ),
+        (
+            "peak memory of the journaled mix, 2x commands / 1x",
+            ratio("journal.rss_journaled_2x_mb", "journal.rss_journaled_mb"),
+            "flat",
         ),
     ] {
         println!("| {name} | {value:.2} | {target} |");

@@ -148,6 +148,15 @@ fn main() {
         rss_child(Path::new(path));
         return;
     }
+    if let Some(at) = args.iter().position(|a| a == "--journal-rss-child") {
+        let path = args.get(at + 1).expect("--journal-rss-child needs a path");
+        let commands = args
+            .get(at + 2)
+            .and_then(|n| n.parse().ok())
+            .expect("--journal-rss-child needs a command count");
+        journal::journal_rss_child(Path::new(path), commands);
+        return;
+    }
     if args.iter().any(|a| a == "--docs") {
         // The ratios table of docs/performance.md from the committed baseline, no run.
         refresh_docs();

@@ -43,13 +43,18 @@ pub(crate) fn rss_of_child(path: &Path) -> f64 {
 pub(crate) fn rss_child(path: &Path) {
     let store = Store::open_existing(path).expect("the log");
     store.rebuild(None).expect("a rebuild");
+    println!("{}", peak_rss_bytes());
+}
+
+/// This process's peak resident set (`VmHWM`), in bytes.
+pub(crate) fn peak_rss_bytes() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
     let kib: f64 = status
         .lines()
         .find_map(|line| line.strip_prefix("VmHWM:"))
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmHWM");
-    println!("{}", kib * 1024.0);
+    kib * 1024.0
 }
 
 /// GNU time, which reports a child's peak resident set (`-v`); without it the command rows
