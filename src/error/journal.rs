@@ -60,7 +60,8 @@ pub enum JournalError {
     },
     /// A read-only open of a log whose journal holds acknowledged commits the log file does
     /// not hold yet: a writer in exclusive mode stopped before its checkpoint. Reading the
-    /// file alone would miss them; a writable open recovers them first.
+    /// file alone would miss them; a writable open recovers them first (a read-only open
+    /// does so itself, and says this only where the file cannot be written).
     #[error(
         "{path} holds {transactions} acknowledged transactions ({records} records, from position {from}) not yet in the log file: open the log writable once to recover them"
     )]

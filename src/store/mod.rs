@@ -30,7 +30,7 @@ use crate::audit::extends::{Extension, check_extends};
 use crate::audit::verify::VerifyReport;
 use crate::command::Command;
 pub use crate::error::ArchiveError;
-use crate::error::{Error, OpenError, Result};
+use crate::error::{Error, JournalError, OpenError, Result};
 pub use crate::error::{PartialStep, StoreError};
 use crate::leases::LeaseGuard;
 use crate::log::Head;
@@ -357,8 +357,43 @@ impl Store {
     /// [`READ_ONLY_PATIENCE`]). A file left by a crash,
     /// with no writer open, needs redb's recovery first, which this does (opening it writable
     /// once); recovery rebuilds redb's allocator state and never changes a committed record.
+    /// So does a commit journal an exclusive writer left with acknowledged transactions the
+    /// file does not hold yet: this opens the log writable once (single-writer, the built-in
+    /// projections) to recover them, so that the reader sees every acknowledged commit. Only
+    /// when that cannot be done (the file cannot be written here) is the open refused, with
+    /// [`JournalError::Unrecovered`] naming what the file lacks.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Store> {
-        let path = path.as_ref().to_path_buf();
+        let path = path.as_ref();
+        let store = Store::open_reader(path)?;
+        match store.refuse_unrecovered() {
+            Ok(()) => Ok(store),
+            Err(unrecovered @ Error::Journal(JournalError::Unrecovered { .. })) => {
+                drop(store);
+                // A writer that opened meanwhile recovered the journal itself; any other
+                // failure leaves the refusal to say what the file lacks.
+                let _recovered = Store::open_with(
+                    path,
+                    StoreOptions {
+                        sharing: Sharing::SingleWriter,
+                        journal: None,
+                        ..StoreOptions::default()
+                    },
+                )
+                .and_then(Store::close);
+                let store = Store::open_reader(path)?;
+                match store.refuse_unrecovered() {
+                    Ok(()) => Ok(store),
+                    Err(Error::Journal(JournalError::Unrecovered { .. })) => Err(unrecovered),
+                    Err(error) => Err(error),
+                }
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// [`Store::open_read_only`] but for the journal's check.
+    fn open_reader(path: &Path) -> Result<Store> {
+        let path = path.to_path_buf();
         if !path.exists() {
             return Err(OpenError::Missing { path }.into());
         }
@@ -411,10 +446,7 @@ impl Store {
             }
             .into());
         }
-        let store = Store::assemble(handle, Limits::default(), path.clone(), projections)
-            .map_err(truncated)?;
-        store.refuse_unrecovered()?;
-        Ok(store)
+        Store::assemble(handle, Limits::default(), path.clone(), projections).map_err(truncated)
     }
 
     fn assemble(
