@@ -36,7 +36,7 @@ const REPLAY_BATCH_RECORDS: usize = 8192;
 )]
 pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Result<Vec<String>> {
     let txn = db.begin_write()?;
-    pin_unregistered(&txn, Snapshot::head_in(&txn)?, projections)?;
+    let head = Snapshot::head_in(&txn)?;
     let cut = crate::log::cut::last_cut_in(&txn)?;
     let mut unsnapshotted = Vec::new();
     for projection in projections.iter() {
@@ -60,8 +60,12 @@ pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Resu
             create_tables(&txn, projection.as_ref())?;
         }
     }
+    // The projections left alone are pinned too: until they are adopted, this store's
+    // appends (a journal's recovery, say) do not reach them.
+    let running = projections.without(&unsnapshotted);
+    pin_unregistered(&txn, head, &running)?;
     txn.commit()?;
-    replay(db, &projections.without(&unsnapshotted), &mut |_| {})?;
+    replay(db, &running, &mut |_| {})?;
     Ok(unsnapshotted)
 }
 

@@ -404,3 +404,55 @@ fn an_adoption_crashed_or_failed_at_any_write_or_sync_leaves_the_log_before_or_a
         "adopted {adopted}, before {before}"
     );
 }
+
+#[test]
+fn a_refused_adoption_after_a_journals_recovery_leaves_the_old_version_whole() {
+    // An exclusive writer with KindCounts v1 cuts its log, journals 30 more events and is
+    // killed (its file and journal copied while it is open). An open with v2 and no archives
+    // recovers the journal and is refused; v1 then still counts every event.
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("log.redb");
+    let store = Store::open_with(
+        &path,
+        StoreOptions {
+            create: true,
+            sharing: Sharing::Exclusive,
+            projections: vec![Arc::new(KindCounts {
+                version: 1,
+                weight: 1,
+            })],
+            journal: Some(annals::JournalOptions {
+                checkpoint_ms: u64::MAX,
+                checkpoint_bytes: u64::MAX,
+            }),
+            ..StoreOptions::default()
+        },
+    )
+    .expect("open");
+    fill(&store, 120);
+    let _report = store
+        .archive_before(Position(80), dir.path().join("log-0.archive"))
+        .expect("cut");
+    fill(&store, 30);
+    let crashed = dir.path().join("crashed.redb");
+    std::fs::copy(&path, &crashed).expect("copy the log");
+    std::fs::copy(
+        annals::journal::journal_path(&path),
+        annals::journal::journal_path(&crashed),
+    )
+    .expect("copy the journal");
+    drop(store);
+
+    let refused = open(&crashed, counts(2, 10), &[], Sharing::Exclusive).err();
+    assert!(
+        matches!(
+            &refused,
+            Some(Error::Archive(ArchiveError::NotInCut { .. }))
+        ),
+        "{refused:?}"
+    );
+    let store = open(&crashed, counts(1, 1), &[], Sharing::Exclusive).expect("open v1");
+    assert_eq!(store.head().expect("head").next, Position(151));
+    assert_eq!(count(&store, "test.event"), Some(150));
+    assert_sound(&store);
+}
