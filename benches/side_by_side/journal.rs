@@ -96,21 +96,12 @@ pub(crate) fn journal_rss_child(path: &Path, commands: u64) {
 
 /// The peak resident memory of [`journal_rss_child`] running `commands` at `path`.
 fn journal_rss(path: &Path, commands: u64) -> f64 {
-    let output = std::process::Command::new(std::env::current_exe().expect("this program"))
-        .arg("--journal-rss-child")
-        .arg(path)
-        .arg(commands.to_string())
-        .output()
-        .expect("a child process");
-    assert!(
-        output.status.success(),
-        "the child failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .trim()
-        .parse()
-        .expect("the child prints its peak in bytes")
+    let commands = commands.to_string();
+    crate::memory::peak_of_child(&[
+        "--journal-rss-child".as_ref(),
+        path.as_os_str(),
+        commands.as_ref(),
+    ])
 }
 
 /// The sequential mix through `store`: commands per second and the median latency in µs.

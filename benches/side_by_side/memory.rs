@@ -22,9 +22,14 @@ pub(crate) fn rebuild_rss(settings: &Settings, path: &Path) -> (f64, f64) {
 }
 
 pub(crate) fn rss_of_child(path: &Path) -> f64 {
+    peak_of_child(&["--rss-child".as_ref(), path.as_os_str()])
+}
+
+/// Runs this program again with `args` (a child mode that prints its peak resident set in
+/// bytes, [`peak_rss_bytes`]) and returns what it printed.
+pub(crate) fn peak_of_child(args: &[&std::ffi::OsStr]) -> f64 {
     let output = std::process::Command::new(std::env::current_exe().expect("this program"))
-        .arg("--rss-child")
-        .arg(path)
+        .args(args)
         .output()
         .expect("a child process");
     assert!(
