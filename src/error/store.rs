@@ -77,6 +77,13 @@ pub enum StoreError {
     /// redb moves no page a transaction may be reading.
     #[error("cannot compact while a snapshot or state read of this store is open; drop it first")]
     CompactionBusy,
+    /// A backup asked to write over a file: a backup is always a new file, and never replaces
+    /// one (it could be a log holding acknowledged appends). Nothing was written.
+    #[error("{} exists; a backup writes a new file and never replaces one", path.display())]
+    BackupTargetExists {
+        /// The file that exists.
+        path: std::path::PathBuf,
+    },
 }
 
 /// What a write was doing when a failure left part of a change in its transaction

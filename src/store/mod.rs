@@ -8,6 +8,7 @@
 
 mod adopt;
 mod archive;
+mod backup;
 mod catch_up;
 pub(crate) mod compact;
 mod footprint;
@@ -43,6 +44,7 @@ use crate::record::limits::Limits;
 use crate::record::{Format, NewEvent, Position, Record, StreamVersion};
 pub use crate::sharing::{Holder, Sharing, UnknownSharing};
 pub use archive::{ArchiveOptions, ArchiveReport, ArchivedRecords, Cut, CutProjection};
+pub use backup::Backup;
 pub use compact::Compaction;
 pub use footprint::{Footprint, TableFootprint};
 pub use import::ImportStage;

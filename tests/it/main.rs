@@ -7,6 +7,7 @@ mod adopt;
 mod architecture;
 mod archive;
 mod archive_crash;
+mod backup;
 mod checkpoints;
 mod checksums;
 mod cli;

@@ -1,0 +1,151 @@
+//! Backups: every table of the log as of one commit, copied into a new file while writers go
+//! on (a cut log's kept state with it: its anchor, archived hashes, tree, stream and
+//! idempotency indexes, projections and snapshot), so that the copy opens as the same log at
+//! that commit's head. A replica starts from one ([`crate::replication`]'s seed).
+//!
+//! The copy is built under a name of this process's own, committed durably and closed, then
+//! published at the target, which is never replaced: a kill at any moment leaves no file there
+//! or a whole log.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use redb::{Key, ReadTransaction, TableDefinition, TableHandle, Value, WriteTransaction};
+
+use super::open::{guarded, private_name, publish, redb_builder, sweep_stale};
+use super::{Sharing, Store};
+use crate::error::{Result, StoreError};
+use crate::log::Head;
+use crate::log::checkpoints::CHECKPOINTS;
+use crate::log::cut::{ARCHIVED, CUTS, KEPT};
+use crate::log::read::Snapshot;
+use crate::log::tables::{IDEMPOTENCY, MERKLE, META, SEGMENTS, STREAM_RUNS};
+use crate::projection::table::definition;
+
+/// What [`Store::backup`] wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
+pub struct Backup {
+    /// The file written.
+    pub path: PathBuf,
+    /// The head of the log as the copy holds it: the commit it was taken at.
+    pub head: Head,
+    /// The tables copied.
+    pub tables: usize,
+    /// The file's length, in bytes.
+    pub bytes: u64,
+}
+
+impl Store {
+    /// Copies the log as of its latest commit into a new file at `to`, table by table (every
+    /// record the log holds, its indexes, tree, checkpoints and projections, and for a cut log
+    /// what the cut kept), while writers go on: the copy opens as this log at the returned
+    /// head. `to` must not exist ([`StoreError::BackupTargetExists`]); it is published only
+    /// once the copy is whole and durable.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = annals::Store::open(dir.path().join("log.redb"))?;
+    /// let backup = store.backup(dir.path().join("copy.redb"))?;
+    /// let copy = annals::Store::open_read_only(&backup.path)?;
+    /// assert_eq!(copy.head()?, backup.head);
+    /// # Ok::<(), annals::Error>(())
+    /// ```
+    pub fn backup(&self, to: impl AsRef<Path>) -> Result<Backup> {
+        let to = to.as_ref();
+        if to.exists() {
+            return Err(StoreError::BackupTargetExists {
+                path: to.to_path_buf(),
+            }
+            .into());
+        }
+        sweep_stale(to);
+        let temporary = private_name(to, "backing-up");
+        if temporary.exists() {
+            fs::remove_file(&temporary)?;
+        }
+        let built = guarded(|| {
+            let from = self.db.begin_read()?;
+            let head = Snapshot::new(self.db.begin_read()?)?.head()?;
+            let db = redb_builder(Sharing::Exclusive).create(&temporary)?;
+            let txn = db.begin_write()?;
+            let tables = copy_tables(&from, &txn)?;
+            txn.commit()?;
+            drop(db);
+            Ok((head, tables))
+        });
+        let (head, tables) = match built {
+            Ok(built) => built,
+            Err(error) => {
+                // Best effort: the error that matters is the copy's.
+                let _ = fs::remove_file(&temporary);
+                return Err(error);
+            }
+        };
+        if let Err(error) = publish(&temporary, to) {
+            let _ = fs::remove_file(&temporary);
+            if error.kind() == std::io::ErrorKind::AlreadyExists {
+                return Err(StoreError::BackupTargetExists {
+                    path: to.to_path_buf(),
+                }
+                .into());
+            }
+            return Err(error.into());
+        }
+        Ok(Backup {
+            path: to.to_path_buf(),
+            head,
+            tables,
+            bytes: fs::metadata(to)?.len(),
+        })
+    }
+}
+
+/// Copies every table of `from` into `to`, each under its own name and types: the log's own
+/// tables by their definitions, every other table (a projection's, the snapshot's) as the
+/// raw bytes a projection table holds. Returns how many tables it copied.
+fn copy_tables(from: &ReadTransaction, to: &WriteTransaction) -> Result<usize> {
+    let mut copied = 0;
+    for table in from.list_tables()? {
+        let name = table.name();
+        if name == META.name() {
+            copy(from, to, META)?;
+        } else if name == SEGMENTS.name() {
+            copy(from, to, SEGMENTS)?;
+        } else if name == STREAM_RUNS.name() {
+            copy(from, to, STREAM_RUNS)?;
+        } else if name == IDEMPOTENCY.name() {
+            copy(from, to, IDEMPOTENCY)?;
+        } else if name == MERKLE.name() {
+            copy(from, to, MERKLE)?;
+        } else if name == CHECKPOINTS.name() {
+            copy(from, to, CHECKPOINTS)?;
+        } else if name == CUTS.name() {
+            copy(from, to, CUTS)?;
+        } else if name == ARCHIVED.name() {
+            copy(from, to, ARCHIVED)?;
+        } else if name == KEPT.name() {
+            copy(from, to, KEPT)?;
+        } else {
+            copy(from, to, definition(name))?;
+        }
+        copied += 1;
+    }
+    Ok(copied)
+}
+
+/// Copies the rows of `table` from `from` into `to`, as stored (values keep their checksums,
+/// which cover the table's name, the same on both sides).
+fn copy<K: Key + 'static, V: Value + 'static>(
+    from: &ReadTransaction,
+    to: &WriteTransaction,
+    table: TableDefinition<'_, K, V>,
+) -> Result<()> {
+    let source = from.open_table(table)?;
+    let mut target = to.open_table(table)?;
+    for entry in redb::ReadableTable::iter(&source)? {
+        let (key, value) = entry?;
+        target.insert(key.value(), value.value())?;
+    }
+    Ok(())
+}
