@@ -33,7 +33,7 @@ pub use open::{EntityProblem, NotALog, Unreadable};
 pub use projection::ProjectionError;
 #[cfg(feature = "jetstream")]
 pub use replication::{
-    Damage, ForkProblem, NatsOperation, NatsProblem, RefusedMessage, ReplicationError,
+    Damage, ForkProblem, NatsOperation, NatsProblem, RefusedMessage, ReplicationError, SeedProblem,
 };
 pub use store::{GuardRefusal, PartialStep, StoreError};
 pub use subscription::SubscriptionError;

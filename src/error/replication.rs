@@ -144,9 +144,73 @@ pub enum ReplicationError {
         /// The largest message.
         limit: u64,
     },
+    /// The seed a new replica was to start from (`replication::fetch_seed`) is not the
+    /// copy of a sound log its metadata describes. Nothing was written at the target.
+    #[error(
+        "the seed in the object store bucket {bucket} is refused, nothing of it kept: {problem}"
+    )]
+    SeedRefused {
+        /// The object store bucket that holds it.
+        bucket: String,
+        /// What is wrong with it.
+        problem: SeedProblem,
+    },
     /// The local log failed.
     #[error("the local log: {0}")]
     Store(#[from] Box<crate::error::Error>),
+}
+
+/// Why a seed is refused ([`ReplicationError::SeedRefused`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SeedProblem {
+    /// Its metadata lacks a field, or holds one that does not read.
+    #[error("its metadata has no readable {field:?}")]
+    Metadata {
+        /// The field.
+        field: &'static str,
+    },
+    /// Its bytes did not arrive whole (the object store's SHA-256 of its chunks differs, or
+    /// the transfer broke off).
+    #[error("its bytes did not arrive whole: {cause}")]
+    Transfer {
+        /// The client's account.
+        cause: String,
+    },
+    /// Its bytes are not the ones its metadata names.
+    #[error("its bytes hash to blake3 {found}, not the {expected} its metadata names")]
+    Digest {
+        /// The digest its metadata names.
+        expected: Digest,
+        /// The digest of the bytes that arrived.
+        found: Digest,
+    },
+    /// It does not open as an annals log.
+    #[error("it does not open as a log: {cause}")]
+    NotALog {
+        /// Why.
+        cause: String,
+    },
+    /// It opens as a log whose head is not the one its metadata names.
+    #[error(
+        "it holds {found} records, head hash {found_hash}, where its metadata names {claimed} records, head hash {claimed_hash}"
+    )]
+    Head {
+        /// The record count its metadata names.
+        claimed: Position,
+        /// The head hash its metadata names.
+        claimed_hash: Digest,
+        /// The record count it holds.
+        found: Position,
+        /// Its head hash.
+        found_hash: Digest,
+    },
+    /// It opens as a log that `verify` finds unsound.
+    #[error("verify finds it unsound: {problem}")]
+    Unsound {
+        /// What verify found.
+        problem: String,
+    },
 }
 
 impl ReplicationError {
@@ -192,6 +256,12 @@ pub enum NatsOperation {
     LocalAppend,
     /// A shared log's transaction, run on a blocking task.
     LocalTransaction,
+    /// Putting the log's seed into its object store bucket, or opening the bucket.
+    PutSeed,
+    /// Reading the log's seed from its object store bucket.
+    GetSeed,
+    /// Copying the local log for a seed, or checking a seed that arrived, on a blocking task.
+    SeedTask,
 }
 
 impl std::fmt::Display for NatsOperation {
@@ -210,6 +280,9 @@ impl std::fmt::Display for NatsOperation {
             NatsOperation::WriteTask => "the write task",
             NatsOperation::LocalAppend => "the local append",
             NatsOperation::LocalTransaction => "the local transaction",
+            NatsOperation::PutSeed => "putting the log's seed",
+            NatsOperation::GetSeed => "getting the log's seed",
+            NatsOperation::SeedTask => "the seed's copy or check",
         })
     }
 }

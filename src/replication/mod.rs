@@ -22,6 +22,9 @@
 //! - [`Follower`]: a replica consumes the stream from its own head and checks every record
 //!   ([`wire`]) before it appends it sealed; [`Follower::promote`] makes it the writer.
 //! - [`SharedLog`]: several writer hosts append by publishing the next message themselves.
+//! - [`publish_seed`] and [`fetch_seed`]: a copy of the writer's log (a cut log's kept state
+//!   with it) in the log's object store bucket, for a new replica to start from where the
+//!   stream no longer holds the log's first records.
 //!
 //! No host trusts a byte it has not checked: a message's records are decoded and hashed at
 //! their positions, chained to each other and to the local head, and appended through
@@ -30,15 +33,17 @@
 
 mod follower;
 mod publisher;
+mod seed;
 mod shared;
 mod stream;
 pub mod wire;
 
 pub use crate::error::{
-    Damage, ForkProblem, NatsOperation, NatsProblem, RefusedMessage, ReplicationError,
+    Damage, ForkProblem, NatsOperation, NatsProblem, RefusedMessage, ReplicationError, SeedProblem,
 };
 pub use follower::{Follower, FollowerOptions, Waiting};
 pub use publisher::{Publisher, PublisherStatus, ReplicatingWriter};
+pub use seed::{SEED_OBJECT, Seed, fetch_seed, publish_seed};
 pub use shared::{SharedLog, SharedOptions, SharedOutcome};
 pub use stream::{
     CONNECT_WAIT_DEFAULT, Connection, REPLICAS_DEFAULT, ReplicatedLog, StreamPlacement, connect,

@@ -76,6 +76,23 @@ impl ReplicatedLog {
         &self.stream
     }
 
+    /// The JetStream object store bucket that holds the log's seed
+    /// ([`crate::replication::publish_seed`]): `<stream>_SEED`, or for a subject with
+    /// characters a bucket name cannot hold, `ANNALS_SEED_` and 32 hex digits of the subject's
+    /// blake3.
+    pub fn seed_bucket(&self) -> String {
+        let fits = self
+            .stream
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if fits {
+            format!("{}_SEED", self.stream)
+        } else {
+            let digest = blake3::hash(self.subject.as_bytes()).to_hex();
+            format!("ANNALS_SEED_{}", &digest[..32])
+        }
+    }
+
     /// The stream's configuration: one subject, file storage, every message kept.
     fn config(&self) -> stream::Config {
         stream::Config {

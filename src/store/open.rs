@@ -124,9 +124,9 @@ pub(crate) fn private_name(path: &Path, purpose: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The purposes of [`private_name`]s: the files a creation, an import or a backup builds beside
-/// a log.
-const PRIVATE_PURPOSES: [&str; 3] = ["creating", "importing", "backing-up"];
+/// The purposes of [`private_name`]s: the files a creation, an import, a backup or a seed
+/// (`replication::publish_seed`, `fetch_seed`) builds beside a log.
+const PRIVATE_PURPOSES: [&str; 5] = ["creating", "importing", "backing-up", "seed", "seeding"];
 
 /// How long a private file must have been left alone before [`sweep_stale`] removes it: far
 /// longer than a creation takes, and than any pause of an import (which writes the file as

@@ -5,8 +5,11 @@
 
 use std::sync::Arc;
 
-use annals::replication::{Follower, FollowerOptions, ReplicatingWriter, ReplicationError, wire};
-use annals::{Position, Store};
+use annals::replication::{
+    Follower, FollowerOptions, ReplicatedLog, ReplicatingWriter, ReplicationError, SEED_OBJECT,
+    SeedProblem, fetch_seed, publish_seed, wire,
+};
+use annals::{Error, Position, Store, StoreError};
 
 use crate::cluster::{Cluster, log};
 use crate::replicate::{assert_same_log, write_records};
@@ -86,28 +89,7 @@ async fn a_cut_replicates_and_a_new_follower_starts_from_its_archive() {
     // holding the cut's first kept record: a new host with nothing is told what it lacks, and
     // one that imported the archive still starts.
     let jetstream = cluster.jetstream().await;
-    let stream = jetstream.get_stream(log.stream_name()).await.unwrap();
-    let mut holding = 1;
-    loop {
-        let message = stream.get_raw_message(holding).await.unwrap();
-        let (first, records) = wire::frame_span(&message.payload).unwrap();
-        if first.0 + u64::from(records) > 1_500 {
-            break;
-        }
-        holding += 1;
-    }
-    // The stream denies purges: its operator bounds it instead, to the messages from there on.
-    let mut config = stream.get_info().await.unwrap().config;
-    let last = stream.get_info().await.unwrap().state.last_sequence;
-    config.max_messages = (last - holding + 1) as i64;
-    let _updated = jetstream.update_stream(config).await.unwrap();
-    let state = stream.get_info().await.unwrap().state;
-    assert_eq!(
-        state.first_sequence, holding,
-        "the stream trimmed to its limit"
-    );
-    let (first, _) =
-        wire::frame_span(&stream.get_raw_message(holding).await.unwrap().payload).unwrap();
+    let (holding, first) = trim_to(&jetstream, &log, Position(1_500)).await;
     let empty = Arc::new(Store::open(dir.path().join("empty.redb")).unwrap());
     match follow(&empty, cluster.jetstream().await).catch_up().await {
         Err(ReplicationError::Trimmed {
@@ -146,5 +128,152 @@ async fn a_cut_replicates_and_a_new_follower_starts_from_its_archive() {
         leader.verify_archives(&[archive], &mut |_| {}).unwrap(),
         None
     );
+    writer.stop();
+}
+
+/// Bounds the log's stream (which denies purges) by limits, as its operator would, to the
+/// messages from the one holding `position` on; returns that message's sequence and the
+/// position it starts at.
+async fn trim_to(
+    jetstream: &async_nats::jetstream::Context,
+    log: &ReplicatedLog,
+    position: Position,
+) -> (u64, Position) {
+    let stream = jetstream.get_stream(log.stream_name()).await.unwrap();
+    let mut holding = 1;
+    loop {
+        let message = stream.get_raw_message(holding).await.unwrap();
+        let (first, records) = wire::frame_span(&message.payload).unwrap();
+        if first.0 + u64::from(records) > position.0 {
+            break;
+        }
+        holding += 1;
+    }
+    let mut config = stream.get_info().await.unwrap().config;
+    let last = stream.get_info().await.unwrap().state.last_sequence;
+    config.max_messages = (last - holding + 1) as i64;
+    let _updated = jetstream.update_stream(config).await.unwrap();
+    let state = stream.get_info().await.unwrap().state;
+    assert_eq!(
+        state.first_sequence, holding,
+        "the stream trimmed to its limit"
+    );
+    let (first, _) =
+        wire::frame_span(&stream.get_raw_message(holding).await.unwrap().payload).unwrap();
+    (holding, first)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_new_follower_starts_from_the_seed_alone() {
+    let cluster = Cluster::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let log = log("seeded");
+    let jetstream = cluster.jetstream().await;
+    let leader = Arc::new(Store::open(dir.path().join("leader.redb")).unwrap());
+    let writer = ReplicatingWriter::start(Arc::clone(&leader), jetstream.clone(), log.clone());
+    let late_path = dir.path().join("late.redb");
+    // A log with no seed: nothing fetched, nothing written.
+    assert_eq!(
+        fetch_seed(&jetstream, &log, &late_path).await.unwrap(),
+        None
+    );
+    assert!(!late_path.exists());
+
+    write_records(&leader, 3_000);
+    // A cut only what the stream holds: the publisher reads its records from the log.
+    writer.replicated(Position(3_000)).await.unwrap();
+    let _report = leader
+        .archive_before(Position(1_500), dir.path().join("leader-0.archive"))
+        .unwrap();
+    write_records(&leader, 300);
+    let seed = publish_seed(Arc::clone(&leader), &jetstream, &log)
+        .await
+        .unwrap();
+    assert_eq!(seed.head, leader.head().unwrap());
+    assert_eq!(seed.start, Position(1_500));
+    // The leader writes on after the seed; the stream keeps only the messages from the cut.
+    write_records(&leader, 200);
+    let head = leader.head().unwrap().next;
+    writer.replicated(head).await.unwrap();
+    let (_, first) = trim_to(&jetstream, &log, Position(1_500)).await;
+    assert!(first <= Position(1_500) && first > Position(0), "{first:?}");
+
+    // A new host with nothing but the seed: fetched, checked, and followed from its head.
+    let fetched = fetch_seed(&jetstream, &log, &late_path)
+        .await
+        .unwrap()
+        .expect("the seed");
+    assert_eq!(fetched, seed);
+    let late = Arc::new(Store::open(&late_path).unwrap());
+    assert_eq!(late.snapshot().unwrap().start(), Position(1_500));
+    let follower = Follower::new(
+        Arc::clone(&late),
+        jetstream.clone(),
+        log.clone(),
+        FollowerOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(follower.catch_up().await.unwrap(), head);
+    assert_same_log(&leader, &late);
+    assert_sound(&late);
+    // The seeded log is the cut log: the leader's archive replays to its cut.
+    assert_eq!(
+        late.verify_archives(&[dir.path().join("leader-0.archive")], &mut |_| {})
+            .unwrap(),
+        None
+    );
+    // A seed is fetched only into a new file.
+    match fetch_seed(&jetstream, &log, &late_path).await {
+        Err(ReplicationError::Store(error)) => assert!(
+            matches!(*error, Error::Store(StoreError::BackupTargetExists { .. })),
+            "{error}"
+        ),
+        other => panic!("a fetch over a log: {other:?}"),
+    }
+
+    // A seed whose bytes are not the ones its metadata names is refused, and nothing of it
+    // kept at the target.
+    let objects = jetstream.get_object_store(log.seed_bucket()).await.unwrap();
+    let info = objects.info(SEED_OBJECT).await.unwrap();
+    let other = Store::open(dir.path().join("other.redb")).unwrap();
+    write_records(&other, 10);
+    let other_copy = other.backup(dir.path().join("other-copy.redb")).unwrap();
+    let mut forged = std::fs::read(&other_copy.path).unwrap();
+    let meta = async_nats::jetstream::object_store::ObjectMetadata {
+        name: SEED_OBJECT.to_owned(),
+        metadata: info.metadata.clone(),
+        ..Default::default()
+    };
+    let _put = objects.put(meta, &mut forged.as_slice()).await.unwrap();
+    let refused_path = dir.path().join("refused.redb");
+    match fetch_seed(&jetstream, &log, &refused_path).await {
+        Err(ReplicationError::SeedRefused {
+            problem: SeedProblem::Digest { expected, .. },
+            ..
+        }) => assert_eq!(expected, seed.digest),
+        other => panic!("a forged seed: {other:?}"),
+    }
+    assert!(!refused_path.exists());
+    // With the digest its bytes have, it is still not the log its metadata names.
+    let mut metadata = info.metadata.clone();
+    let _digest = metadata.insert(
+        "annals-blake3".to_owned(),
+        blake3::hash(&forged).to_hex().to_string(),
+    );
+    let meta = async_nats::jetstream::object_store::ObjectMetadata {
+        name: SEED_OBJECT.to_owned(),
+        metadata,
+        ..Default::default()
+    };
+    forged = std::fs::read(&other_copy.path).unwrap();
+    let _put = objects.put(meta, &mut forged.as_slice()).await.unwrap();
+    match fetch_seed(&jetstream, &log, &refused_path).await {
+        Err(ReplicationError::SeedRefused {
+            problem: SeedProblem::Head { claimed, found, .. },
+            ..
+        }) => assert_eq!((claimed, found), (seed.head.next, Position(10))),
+        other => panic!("a seed of another log: {other:?}"),
+    }
+    assert!(!refused_path.exists());
     writer.stop();
 }

@@ -1,0 +1,317 @@
+//! A new replica's start without the log's first records: the seed, a copy of the writer's
+//! log ([`Store::backup`]) kept in the log's JetStream object store bucket
+//! ([`ReplicatedLog::seed_bucket`]).
+//!
+//! After a cut (`Store::archive_before`) the stream's operator may bound the stream to the
+//! messages from the cut on, and a replica with nothing then has no record to start from but
+//! the cut's archive. A seed taken after the cut is the cut log itself: the anchor, the
+//! archived records' hashes and the tree over them, the stream and idempotency indexes, the
+//! projections and their snapshot at the cut, and the records kept. A replica fetches it into
+//! a new file ([`fetch_seed`]), opens its log there, and follows the stream from the seed's
+//! head. A JetStream message is bounded (1 MiB here, [`super::wire::MESSAGE_BYTES_MAX`]) and a
+//! cut log's kept state is not (about 17% of the uncut file at a million demo records), so the
+//! seed is an object, which the object store cuts into chunks and checks with SHA-256, beside
+//! the stream rather than its first message.
+//!
+//! What a replica checks before it keeps a seed: its bytes' blake3 against the one its
+//! metadata names, that it opens as a log holding the head its metadata names, and that
+//! `verify` finds that log sound (the chain from the anchor, the cut record's claims, the
+//! projections replayed from the snapshot). The stream checks the rest: the first message the
+//! replica appends must continue the seed's head record, or the replica stops at a fork.
+//! Only one seed is kept per log: a new one replaces the last.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+use async_nats::jetstream::{self, object_store};
+
+use super::stream::ReplicatedLog;
+use super::{NatsOperation, ReplicationError, SeedProblem};
+use crate::hash::Digest;
+use crate::log::Head;
+use crate::record::Position;
+use crate::store::open::{private_name, publish};
+use crate::store::{Store, StoreError};
+
+/// The name of a log's seed in its bucket.
+pub const SEED_OBJECT: &str = "seed";
+
+/// The metadata field holding the seed's record count (its head position), decimal.
+const HEAD_FIELD: &str = "annals-head";
+/// The metadata field holding the seed's head hash, hex.
+const HEAD_HASH_FIELD: &str = "annals-head-hash";
+/// The metadata field holding the first position the seed holds a record of, decimal.
+const START_FIELD: &str = "annals-start";
+/// The metadata field holding the blake3 of the seed's bytes, hex.
+const DIGEST_FIELD: &str = "annals-blake3";
+
+/// A seed: which log state it holds, and which bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seed {
+    /// The head of the log it holds: a replica starting from it follows the stream from
+    /// `head.next`.
+    pub head: Head,
+    /// The first position it holds a record of: 0, or its log's last cut.
+    pub start: Position,
+    /// Its length, in bytes.
+    pub bytes: u64,
+    /// blake3 of its bytes.
+    pub digest: Digest,
+}
+
+impl Seed {
+    fn metadata(&self) -> HashMap<String, String> {
+        HashMap::from([
+            (HEAD_FIELD.to_owned(), self.head.next.0.to_string()),
+            (HEAD_HASH_FIELD.to_owned(), self.head.hash.to_hex()),
+            (START_FIELD.to_owned(), self.start.0.to_string()),
+            (DIGEST_FIELD.to_owned(), self.digest.to_hex()),
+        ])
+    }
+
+    fn from_metadata(metadata: &HashMap<String, String>, bytes: u64) -> Result<Seed, SeedProblem> {
+        let field =
+            |field: &'static str| metadata.get(field).ok_or(SeedProblem::Metadata { field });
+        let number = |name: &'static str| {
+            field(name)?
+                .parse::<u64>()
+                .map_err(|_| SeedProblem::Metadata { field: name })
+        };
+        let digest = |name: &'static str| {
+            Digest::from_hex(field(name)?).ok_or(SeedProblem::Metadata { field: name })
+        };
+        Ok(Seed {
+            head: Head {
+                next: Position(number(HEAD_FIELD)?),
+                hash: digest(HEAD_HASH_FIELD)?,
+            },
+            start: Position(number(START_FIELD)?),
+            bytes,
+            digest: digest(DIGEST_FIELD)?,
+        })
+    }
+}
+
+/// Publishes a seed of `store`'s log: a [`Store::backup`] of it as of now, put into the log's
+/// bucket (created with the log's replicas when missing) in place of the last seed. The copy
+/// is made beside the log under a name of this process's own and removed once put. A host
+/// publishes one after each cut, so that a new replica can start where the stream does.
+pub async fn publish_seed(
+    store: Arc<Store>,
+    jetstream: &jetstream::Context,
+    log: &ReplicatedLog,
+) -> Result<Seed, ReplicationError> {
+    let copy = private_name(store.path(), "seed");
+    let made = {
+        let copy = copy.clone();
+        tokio::task::spawn_blocking(move || -> Result<Seed, ReplicationError> {
+            if copy.exists() {
+                fs::remove_file(&copy).map_err(crate::error::Error::from)?;
+            }
+            let backup = store.backup(&copy)?;
+            let start = Store::open_read_only(&copy)?.snapshot()?.start();
+            Ok(Seed {
+                head: backup.head,
+                start,
+                bytes: backup.bytes,
+                digest: digest_of(&copy)?,
+            })
+        })
+        .await
+        .map_err(ReplicationError::nats(NatsOperation::SeedTask))
+        .and_then(|made| made)
+    };
+    let put = match made {
+        Ok(seed) => put(jetstream, log, &copy, seed).await,
+        Err(error) => Err(error),
+    };
+    // Best effort: the copy is this process's own, and the error that matters is the put's.
+    let _ = fs::remove_file(&copy);
+    put
+}
+
+async fn put(
+    jetstream: &jetstream::Context,
+    log: &ReplicatedLog,
+    copy: &Path,
+    seed: Seed,
+) -> Result<Seed, ReplicationError> {
+    let bucket = log.seed_bucket();
+    let found = jetstream.get_object_store(&bucket).await;
+    let objects = match found {
+        Ok(objects) => objects,
+        Err(_) => jetstream
+            .create_object_store(object_store::Config {
+                bucket: bucket.clone(),
+                description: Some(format!("the seed of the annals log {}", log.subject())),
+                num_replicas: log.replicas(),
+                storage: jetstream::stream::StorageType::File,
+                ..Default::default()
+            })
+            .await
+            .map_err(ReplicationError::nats(NatsOperation::PutSeed))?,
+    };
+    let mut file = tokio::fs::File::open(copy)
+        .await
+        .map_err(crate::error::Error::from)?;
+    let meta = object_store::ObjectMetadata {
+        name: SEED_OBJECT.to_owned(),
+        description: Some(format!(
+            "annals log {} at {} records",
+            log.subject(),
+            seed.head.next
+        )),
+        metadata: seed.metadata(),
+        ..Default::default()
+    };
+    let _info = objects
+        .put(meta, &mut file)
+        .await
+        .map_err(ReplicationError::nats(NatsOperation::PutSeed))?;
+    Ok(seed)
+}
+
+/// Fetches the log's seed into a new file at `to`, checked (module docs), and returns what
+/// it holds; `None` when the log has no seed (no bucket, or no seed in it), with nothing
+/// written. `to` must not exist ([`StoreError::BackupTargetExists`]); the seed is published
+/// there only once checked, so a refused or broken-off fetch leaves nothing at `to`.
+pub async fn fetch_seed(
+    jetstream: &jetstream::Context,
+    log: &ReplicatedLog,
+    to: &Path,
+) -> Result<Option<Seed>, ReplicationError> {
+    if to.exists() {
+        return Err(crate::error::Error::from(StoreError::BackupTargetExists {
+            path: to.to_path_buf(),
+        })
+        .into());
+    }
+    let bucket = log.seed_bucket();
+    let Ok(objects) = jetstream.get_object_store(&bucket).await else {
+        return Ok(None);
+    };
+    let info = match objects.info(SEED_OBJECT).await {
+        Ok(info) if !info.deleted => info,
+        Ok(_) => return Ok(None),
+        Err(error) => {
+            return match error.kind() {
+                object_store::InfoErrorKind::NotFound => Ok(None),
+                _ => Err(ReplicationError::nats(NatsOperation::GetSeed)(error)),
+            };
+        }
+    };
+    let refused = |problem| ReplicationError::SeedRefused {
+        bucket: bucket.clone(),
+        problem,
+    };
+    let claimed = Seed::from_metadata(&info.metadata, info.size as u64).map_err(refused)?;
+    let arriving = private_name(to, "seeding");
+    let fetched = fetch_into(&objects, &bucket, &arriving).await;
+    let checked = match fetched {
+        Ok(()) => {
+            let arriving = arriving.clone();
+            let to = to.to_path_buf();
+            tokio::task::spawn_blocking(move || check_and_publish(&arriving, &to, claimed))
+                .await
+                .map_err(ReplicationError::nats(NatsOperation::SeedTask))
+                .and_then(|checked| checked)
+        }
+        Err(error) => Err(error),
+    };
+    let _ = fs::remove_file(&arriving);
+    match checked {
+        Ok(Ok(seed)) => Ok(Some(seed)),
+        Ok(Err(problem)) => Err(refused(problem)),
+        Err(error) => Err(error),
+    }
+}
+
+/// Downloads the seed into `path`, synced; a transfer that breaks off or whose SHA-256
+/// differs is [`SeedProblem::Transfer`].
+async fn fetch_into(
+    objects: &object_store::ObjectStore,
+    bucket: &str,
+    path: &Path,
+) -> Result<(), ReplicationError> {
+    if path.exists() {
+        fs::remove_file(path).map_err(crate::error::Error::from)?;
+    }
+    let mut object = objects
+        .get(SEED_OBJECT)
+        .await
+        .map_err(ReplicationError::nats(NatsOperation::GetSeed))?;
+    let mut file = tokio::fs::File::create(path)
+        .await
+        .map_err(crate::error::Error::from)?;
+    if let Err(error) = tokio::io::copy(&mut object, &mut file).await {
+        return Err(ReplicationError::SeedRefused {
+            bucket: bucket.to_owned(),
+            problem: SeedProblem::Transfer {
+                cause: error.to_string(),
+            },
+        });
+    }
+    file.sync_all().await.map_err(crate::error::Error::from)?;
+    Ok(())
+}
+
+/// Checks the seed that arrived at `arriving` against what its metadata `claimed`, then
+/// publishes it at `to`. The outer error is the local file system's; the inner, the seed's.
+fn check_and_publish(
+    arriving: &Path,
+    to: &Path,
+    claimed: Seed,
+) -> Result<Result<Seed, SeedProblem>, ReplicationError> {
+    let found = digest_of(arriving)?;
+    if found != claimed.digest {
+        return Ok(Err(SeedProblem::Digest {
+            expected: claimed.digest,
+            found,
+        }));
+    }
+    {
+        let store = match Store::open_read_only(arriving) {
+            Ok(store) => store,
+            Err(error) => {
+                return Ok(Err(SeedProblem::NotALog {
+                    cause: error.to_string(),
+                }));
+            }
+        };
+        let head = store.head()?;
+        if head != claimed.head {
+            return Ok(Err(SeedProblem::Head {
+                claimed: claimed.head.next,
+                claimed_hash: claimed.head.hash,
+                found: head.next,
+                found_hash: head.hash,
+            }));
+        }
+        let report = store.verify()?;
+        if let Some(problem) = report.problem {
+            return Ok(Err(SeedProblem::Unsound {
+                problem: problem.to_string(),
+            }));
+        }
+    }
+    publish(arriving, to).map_err(|error| match error.kind() {
+        std::io::ErrorKind::AlreadyExists => {
+            crate::error::Error::from(StoreError::BackupTargetExists {
+                path: to.to_path_buf(),
+            })
+        }
+        _ => crate::error::Error::from(error),
+    })?;
+    Ok(Ok(claimed))
+}
+
+/// blake3 of the file at `path`, read in full.
+fn digest_of(path: &Path) -> Result<Digest, ReplicationError> {
+    let mut hasher = blake3::Hasher::new();
+    let _read = hasher
+        .update_reader(fs::File::open(path).map_err(crate::error::Error::from)?)
+        .map_err(crate::error::Error::from)?;
+    Ok(Digest(*hasher.finalize().as_bytes()))
+}
