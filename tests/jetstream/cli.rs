@@ -153,3 +153,109 @@ fn replicate_and_follow_processes_bring_a_follower_to_the_writers_root_and_stop_
     );
     assert_eq!(root(&replica).as_deref(), Some(writer_root.as_str()));
 }
+
+/// Polls `done` until it holds, failing after [`DEADLINE`] with what `what` says, or as soon
+/// as one of `running` stops.
+fn poll_until(running: &mut Running, what: &dyn Fn() -> String, done: &dyn Fn() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        for child in &mut running.0 {
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("a process stopped early ({status}): {}", what());
+            }
+        }
+        assert!(started.elapsed() < DEADLINE, "never: {}", what());
+        std::thread::sleep(POLL);
+    }
+}
+
+#[test]
+fn seed_and_follow_from_seed_start_a_replica_of_a_cut_log_without_its_archive() {
+    let cluster = Cluster::start(3);
+    let dir = tempfile::tempdir().unwrap();
+    let (writer, replica) = (
+        dir.path().join("demo.redb"),
+        dir.path().join("replica.redb"),
+    );
+    let (writer_db, replica_db) = (writer.to_str().unwrap(), replica.to_str().unwrap());
+    ok(&["demo", writer_db, "--records", DEMO_RECORDS]);
+    let urls = cluster.urls();
+    let subject = "annals.cliseed";
+    let (replicate_err, follow_err) = (
+        dir.path().join("replicate.err"),
+        dir.path().join("follow.err"),
+    );
+    let mut running = Running(vec![spawn(
+        &["replicate", writer_db, &urls, "--subject", subject],
+        &replicate_err,
+    )]);
+    let said = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
+    let stored = |records: u64| {
+        let line = format!("annals: {records} records stored by the stream");
+        said(&replicate_err).lines().any(|said| said == line)
+    };
+    let size = |db: &Path| -> u64 {
+        let root: serde_json::Value = serde_json::from_str(&root(db).expect("a root")).unwrap();
+        root["size"].as_u64().expect("a size")
+    };
+    let demo_size = size(&writer);
+    poll_until(&mut running, &|| said(&replicate_err), &|| {
+        stored(demo_size)
+    });
+
+    // The writer cuts what the stream holds, and the cut record goes out too.
+    let archive = dir.path().join("demo-0.archive");
+    ok(&[
+        "archive",
+        writer_db,
+        "--before",
+        "150",
+        archive.to_str().unwrap(),
+    ]);
+    let cut_size = size(&writer);
+    assert_eq!(cut_size, demo_size + 1, "the cut's record");
+    poll_until(&mut running, &|| said(&replicate_err), &|| stored(cut_size));
+    let seeded = ok(&["seed", writer_db, &urls, "--subject", subject]);
+    let seed_said = String::from_utf8_lossy(&seeded.stderr).into_owned();
+    assert!(
+        seed_said.contains(&format!(
+            "stored the seed: {cut_size} records (held from position 150)"
+        )),
+        "seed said: {seed_said}"
+    );
+
+    running.0.push(spawn(
+        &["follow", &urls, subject, replica_db, "--from-seed"],
+        &follow_err,
+    ));
+    let writer_root = root(&writer).expect("the writer's root");
+    poll_until(&mut running, &|| said(&follow_err), &|| {
+        root(&replica).is_some_and(|root| root == writer_root)
+    });
+    let followed = interrupt(&mut running.0[1], "TERM");
+    assert!(followed.success(), "follow after SIGTERM: {followed}");
+    let follow_said = said(&follow_err);
+    assert!(
+        follow_said.contains("from the seed: ") && follow_said.contains("(held from position 150)"),
+        "follow said: {follow_said}"
+    );
+    let verified = ok(&["verify", replica_db]);
+    assert!(
+        String::from_utf8_lossy(&verified.stdout).starts_with("sound"),
+        "verify said: {}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
+    // The replica is the cut log: its first records are in the writer's archive, not in it.
+    let below = annals()
+        .args(["log", replica_db, "--from", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(below.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&below.stderr).contains("archived before 150"),
+        "log --from 0 said: {}",
+        String::from_utf8_lossy(&below.stderr)
+    );
+    let replicated = interrupt(&mut running.0[0], "INT");
+    assert!(replicated.success(), "replicate after SIGINT: {replicated}");
+}

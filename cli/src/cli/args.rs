@@ -41,6 +41,7 @@ impl Command {
             Command::Export(args) => args.json,
             Command::Import(args) => args.json,
             Command::Compact(args) => args.json,
+            Command::Backup(args) => args.json,
             Command::Archive(args) => args.json,
             Command::Upgrade(args) => args.json,
             Command::Keygen(_) => false,
@@ -49,7 +50,7 @@ impl Command {
             #[cfg(feature = "witness")]
             Command::Witness(args) => args.json(),
             #[cfg(feature = "jetstream")]
-            Command::Replicate(_) | Command::Follow(_) => false,
+            Command::Replicate(_) | Command::Follow(_) | Command::Seed(_) => false,
         }
     }
 }
@@ -110,6 +111,10 @@ pub(crate) enum Command {
     /// the bytes reclaimed. It needs the log to itself: refused while another process has it
     /// open.
     Compact(CompactArgs),
+    /// Copy the log as of its latest commit into a new file, beside its writers: every
+    /// table with its rows (a cut log's kept state with it), so the copy opens as the same
+    /// log at the head printed. The target must not exist.
+    Backup(BackupArgs),
     /// Cut the log: write the records before a position (or a time) to a new archive file,
     /// synced, then remove them from the log, keeping every proof, index and projection and
     /// appending a record of the cut. Reads below the cut then say where they went.
@@ -139,6 +144,11 @@ pub(crate) enum Command {
     /// checked (hashes, chain, position) before it is appended.
     #[cfg(feature = "jetstream")]
     Follow(FollowArgs),
+    /// Publish a seed of a log: a copy of it as of now, into the log's JetStream object store
+    /// bucket (replacing the last seed), for `follow --from-seed` to start a new replica from
+    /// where the stream no longer holds the first records (after a cut). Exit 0 once stored.
+    #[cfg(feature = "jetstream")]
+    Seed(SeedArgs),
 }
 
 #[derive(Args)]
@@ -271,6 +281,17 @@ pub(crate) struct CompactArgs {
     /// How long to wait for other processes to close the log, e.g. `5s`, `250ms`.
     #[arg(long, default_value = "0s", value_parser = super::open::parse_duration)]
     pub(crate) wait: std::time::Duration,
+}
+
+#[derive(Args)]
+pub(crate) struct BackupArgs {
+    /// The log file; it must exist. It is opened read-only: its writers go on writing.
+    pub(crate) db: PathBuf,
+    /// The copy to write: a new file.
+    pub(crate) target: PathBuf,
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Args)]
@@ -636,6 +657,29 @@ pub(crate) struct FollowArgs {
     pub(crate) subject: String,
     /// The local log (created when missing); it must be a prefix of the stream.
     pub(crate) db: PathBuf,
+    /// When the local log is missing, start it from the log's seed (`annals seed`), checked,
+    /// and follow the stream from the seed's head (without a seed, from nothing).
+    #[arg(long)]
+    pub(crate) from_seed: bool,
+    /// How long to try to reach a NATS server before giving up (exit 2), e.g. `30s`, `500ms`.
+    #[arg(long, default_value = "30s", value_parser = super::open::parse_duration)]
+    pub(crate) wait: std::time::Duration,
+}
+
+#[cfg(feature = "jetstream")]
+#[derive(Args)]
+pub(crate) struct SeedArgs {
+    /// The log file; it must exist. It is opened read-only: its writer goes on writing.
+    pub(crate) db: PathBuf,
+    /// The NATS server(s), comma-separated.
+    pub(crate) url: String,
+    /// The subject the log is published on [default: `annals.` and the file's stem].
+    #[arg(long)]
+    pub(crate) subject: Option<String>,
+    /// Replicas of the seed's bucket when this command creates it [default: what the server
+    /// can give, as for `replicate`].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=5))]
+    pub(crate) replicas: Option<u16>,
     /// How long to try to reach a NATS server before giving up (exit 2), e.g. `30s`, `500ms`.
     #[arg(long, default_value = "30s", value_parser = super::open::parse_duration)]
     pub(crate) wait: std::time::Duration,

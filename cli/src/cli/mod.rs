@@ -10,6 +10,7 @@
 mod archive;
 mod args;
 mod audit;
+mod backup;
 mod checkpoints;
 mod compact;
 mod filter;
@@ -78,6 +79,7 @@ pub fn main() -> ExitCode {
         Command::Export(args) => audit::export(args),
         Command::Import(args) => write::import(args),
         Command::Compact(args) => compact::compact(args),
+        Command::Backup(args) => backup::backup(args),
         Command::Archive(args) => archive::archive(args),
         Command::Upgrade(args) => write::upgrade(args),
         Command::Keygen(args) => keys::keygen(args),
@@ -89,6 +91,8 @@ pub fn main() -> ExitCode {
         Command::Replicate(args) => replicate::replicate(args),
         #[cfg(feature = "jetstream")]
         Command::Follow(args) => replicate::follow(args),
+        #[cfg(feature = "jetstream")]
+        Command::Seed(args) => replicate::seed(args),
     });
     match result {
         Ok(code) => code,

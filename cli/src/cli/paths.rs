@@ -92,6 +92,10 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
             require_regular(&args.db, "the log")
         }
         Command::Compact(args) => require_regular(&args.db, "the log"),
+        Command::Backup(args) => {
+            require_regular(&args.db, "the log")?;
+            require_regular(&args.target, "the copy")
+        }
         Command::Upgrade(args) => require_regular(&args.db, "the log"),
         // The key file is created, never opened as it is.
         Command::Keygen(_) => Ok(()),
@@ -101,6 +105,8 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
         Command::Replicate(args) => require_regular(&args.db, "the log"),
         #[cfg(feature = "jetstream")]
         Command::Follow(args) => require_regular(&args.db, "the log"),
+        #[cfg(feature = "jetstream")]
+        Command::Seed(args) => require_regular(&args.db, "the log"),
     }
 }
 

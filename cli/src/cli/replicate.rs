@@ -12,11 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Failure;
-use super::args::{FollowArgs, ReplicateArgs};
+use super::args::{FollowArgs, ReplicateArgs, SeedArgs};
 use annals::Store;
+use annals::display::grouped;
 use annals::replication::{
     Connection, Follower, FollowerOptions, Publisher, ReplicatedLog, ReplicationError,
-    connect_within,
+    connect_within, fetch_seed, publish_seed,
 };
 
 /// How often progress is printed while something changes.
@@ -132,11 +133,34 @@ fn offered(connection: &Connection) -> String {
 
 pub(crate) fn follow(args: FollowArgs) -> Result<ExitCode, Failure> {
     let log = ReplicatedLog::new(args.subject).map_err(failure)?;
-    let store = Arc::new(Store::open(&args.db)?);
     runtime()?.block_on(async {
         let connection = connect_within(&args.url, args.wait)
             .await
             .map_err(failure)?;
+        if args.from_seed && !args.db.exists() {
+            say(format_args!(
+                "fetching the seed of {} from the bucket {}",
+                log.subject(),
+                log.seed_bucket()
+            ))?;
+            match fetch_seed(&connection.jetstream, &log, &args.db)
+                .await
+                .map_err(failure)?
+            {
+                Some(seed) => say(format_args!(
+                    "started {} from the seed: {} records (held from position {}), head hash {}",
+                    args.db.display(),
+                    grouped(seed.head.next.0),
+                    seed.start,
+                    seed.head.hash.to_hex()
+                ))?,
+                None => say(format_args!(
+                    "the log has no seed; starting {} from nothing",
+                    args.db.display()
+                ))?,
+            }
+        }
+        let store = Arc::new(Store::open(&args.db)?);
         say(format_args!(
             "following {} into {}",
             log.subject(),
@@ -170,6 +194,41 @@ pub(crate) fn follow(args: FollowArgs) -> Result<ExitCode, Failure> {
             stopped = progress => stopped,
             interrupted = interrupted() => interrupted.map(|()| ExitCode::SUCCESS),
         }
+    })
+}
+
+/// `annals seed`: a seed of the log published to its bucket, once.
+pub(crate) fn seed(args: SeedArgs) -> Result<ExitCode, Failure> {
+    let subject = args.subject.unwrap_or_else(|| default_subject(&args.db));
+    let log = ReplicatedLog::new(subject).map_err(failure)?;
+    let store = Arc::new(Store::open_read_only(&args.db)?);
+    runtime()?.block_on(async {
+        let connection = connect_within(&args.url, args.wait)
+            .await
+            .map_err(failure)?;
+        let replicas = match args.replicas {
+            Some(replicas) => usize::from(replicas),
+            None => connection.replicas_offered(),
+        };
+        let log = log.with_replicas(replicas);
+        say(format_args!(
+            "copying {} and putting it as the seed of {} in the bucket {}",
+            args.db.display(),
+            log.subject(),
+            log.seed_bucket()
+        ))?;
+        let seed = publish_seed(store, &connection.jetstream, &log)
+            .await
+            .map_err(failure)?;
+        say(format_args!(
+            "stored the seed: {} records (held from position {}), head hash {}, {} bytes, blake3 {}",
+            grouped(seed.head.next.0),
+            seed.start,
+            seed.head.hash.to_hex(),
+            grouped(seed.bytes),
+            seed.digest.to_hex()
+        ))?;
+        Ok(ExitCode::SUCCESS)
     })
 }
 
