@@ -6,7 +6,9 @@
 //! - the cut's throughput (records archived per second) and its peak resident memory, in a
 //!   child process of its own (`VmHWM`);
 //! - single durable appends per second from another thread while the cut runs in the same
-//!   process, against the same appends with no cut beside them.
+//!   process, against the same appends with no cut beside them;
+//! - the seed a new replica starts from without the archive (`Store::backup` of the cut log):
+//!   its bytes against before, and the time to make it.
 //!
 //! `cargo bench --bench retention` prints a Markdown table and a JSON line. `--records` and
 //! `--keep` make it small enough to smoke-run (`.ci/run`).
@@ -95,7 +97,7 @@ fn main() {
     let mut largest = footprint.tables.clone();
     largest.sort_by_key(|table| std::cmp::Reverse(table.page_bytes()));
     eprintln!("after the cut and compact, the largest tables:");
-    for table in largest.iter().take(8) {
+    for table in &largest {
         eprintln!(
             "  {:<32} {:>9} rows {:>8}",
             table.name,
@@ -105,6 +107,14 @@ fn main() {
     }
     eprintln!("  outside tables {}", mb(footprint.outside_tables()));
     let _ = compacted;
+    eprintln!("copying the cut log as a replica's seed…");
+    let seed = dir.path().join("seed.redb");
+    let started = Instant::now();
+    let backup = Store::open_read_only(&log)
+        .expect("the log")
+        .backup(&seed)
+        .expect("the seed");
+    let seed_seconds = started.elapsed().as_secs_f64();
 
     eprintln!(
         "verifying the cut log, and a log of {} records alone…",
@@ -147,6 +157,15 @@ fn main() {
             String::new(),
         ),
         (
+            "seed of the cut log (`Store::backup`) bytes / before",
+            format!("{:.3}", backup.bytes as f64 / bytes_before as f64),
+            format!(
+                "{} / {} in {seed_seconds:.1} s",
+                mb(backup.bytes),
+                mb(bytes_before)
+            ),
+        ),
+        (
             "durable appends/s beside the cut / without",
             format!("{:.2}", beside / without),
             format!("{beside:.0} / {without:.0}"),
@@ -175,6 +194,8 @@ fn main() {
             "cut_peak_rss_bytes": peak_bytes,
             "appends_per_second_beside_cut": beside,
             "appends_per_second_without": without,
+            "seed_bytes": backup.bytes,
+            "seed_seconds": seed_seconds,
         })
     );
 }

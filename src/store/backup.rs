@@ -3,8 +3,8 @@
 //! idempotency indexes, projections and snapshot), so that the copy opens as the same log at
 //! that commit's head. A replica starts from one ([`crate::replication`]'s seed).
 //!
-//! The copy is built under a name of this process's own, committed durably and closed, then
-//! published at the target, which is never replaced: a kill at any moment leaves no file there
+//! The copy is built under a name of this process's own, committed durably, compacted and
+//! closed, then published at the target, which is never replaced: a kill at any moment leaves no file there
 //! or a whole log.
 
 use std::fs;
@@ -67,10 +67,13 @@ impl Store {
         let built = guarded(|| {
             let from = self.db.begin_read()?;
             let head = Snapshot::new(self.db.begin_read()?)?.head()?;
-            let db = redb_builder(Sharing::Exclusive).create(&temporary)?;
+            let mut db = redb_builder(Sharing::Exclusive).create(&temporary)?;
             let txn = db.begin_write()?;
             let tables = copy_tables(&from, &txn)?;
             txn.commit()?;
+            // One large transaction leaves the file grown by redb's doubling steps; a copy
+            // that travels (a seed) gives them back first.
+            let _moved = db.compact().map_err(redb::Error::from)?;
             drop(db);
             Ok((head, tables))
         });
