@@ -99,10 +99,11 @@ fn main() {
     eprintln!("after the cut and compact, the largest tables:");
     for table in &largest {
         eprintln!(
-            "  {:<32} {:>9} rows {:>8}",
+            "  {:<32} {:>9} rows {:>8} in pages, {:>8} stored",
             table.name,
             table.rows,
-            mb(table.page_bytes())
+            mb(table.page_bytes()),
+            mb(table.stored_bytes)
         );
     }
     eprintln!("  outside tables {}", mb(footprint.outside_tables()));
