@@ -25,7 +25,8 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
-use async_nats::jetstream::{self, object_store};
+use async_nats::jetstream::context::GetStreamErrorKind;
+use async_nats::jetstream::{self, ErrorCode, object_store};
 
 use super::stream::ReplicatedLog;
 use super::{NatsOperation, ReplicationError, SeedProblem};
@@ -139,10 +140,9 @@ async fn put(
     seed: Seed,
 ) -> Result<Seed, ReplicationError> {
     let bucket = log.seed_bucket();
-    let found = jetstream.get_object_store(&bucket).await;
-    let objects = match found {
-        Ok(objects) => objects,
-        Err(_) => jetstream
+    let objects = match find_bucket(jetstream, &bucket).await? {
+        Some(objects) => objects,
+        None => jetstream
             .create_object_store(object_store::Config {
                 bucket: bucket.clone(),
                 description: Some(format!("the seed of the annals log {}", log.subject())),
@@ -189,7 +189,7 @@ pub async fn fetch_seed(
         .into());
     }
     let bucket = log.seed_bucket();
-    let Ok(objects) = jetstream.get_object_store(&bucket).await else {
+    let Some(objects) = find_bucket(jetstream, &bucket).await? else {
         return Ok(None);
     };
     let info = match objects.info(SEED_OBJECT).await {
@@ -226,6 +226,33 @@ pub async fn fetch_seed(
         Ok(Err(problem)) => Err(refused(problem)),
         Err(error) => Err(error),
     }
+}
+
+/// The bucket, `None` when it does not exist (any other failure is NATS's).
+async fn find_bucket(
+    jetstream: &jetstream::Context,
+    bucket: &str,
+) -> Result<Option<object_store::ObjectStore>, ReplicationError> {
+    // The object store keeps a bucket as the stream `OBJ_<bucket>`; looking the stream up
+    // tells a missing bucket from a failure, which the bucket's own lookup does not.
+    match jetstream.get_stream(format!("OBJ_{bucket}")).await {
+        Ok(_) => {}
+        Err(error) => {
+            return match error.kind() {
+                GetStreamErrorKind::JetStream(api)
+                    if api.error_code() == ErrorCode::STREAM_NOT_FOUND =>
+                {
+                    Ok(None)
+                }
+                _ => Err(ReplicationError::nats(NatsOperation::GetSeed)(error)),
+            };
+        }
+    }
+    jetstream
+        .get_object_store(bucket)
+        .await
+        .map(Some)
+        .map_err(ReplicationError::nats(NatsOperation::GetSeed))
 }
 
 /// Downloads the seed into `path`, synced; a transfer that breaks off or whose SHA-256
