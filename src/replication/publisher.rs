@@ -378,6 +378,24 @@ impl ReplicatingWriter {
         }
     }
 
+    /// Cuts the log before `before` into the archive at `archive` ([`Store::archive_before`])
+    /// once the stream holds every record the cut removes: the publisher reads what it
+    /// publishes from the log, so a cut of a record it had not yet published would stop it.
+    /// The cut runs on the blocking pool.
+    pub async fn archive_before(
+        &self,
+        before: Position,
+        archive: impl Into<std::path::PathBuf>,
+    ) -> Result<crate::store::ArchiveReport, ReplicationError> {
+        self.replicated(before).await?;
+        let store = Arc::clone(&self.store);
+        let archive = archive.into();
+        let report = tokio::task::spawn_blocking(move || store.archive_before(before, &archive))
+            .await
+            .map_err(ReplicationError::nats(NatsOperation::WriteTask))??;
+        Ok(report)
+    }
+
     /// Stops publishing; what the stream holds stays.
     pub fn stop(self) {
         self.task.abort();

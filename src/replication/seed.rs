@@ -28,7 +28,7 @@ use std::sync::Arc;
 use async_nats::jetstream::context::GetStreamErrorKind;
 use async_nats::jetstream::{self, ErrorCode, object_store};
 
-use super::stream::ReplicatedLog;
+use super::stream::{ReplicatedLog, retry};
 use super::{NatsOperation, ReplicationError, SeedProblem};
 use crate::hash::Digest;
 use crate::log::Head;
@@ -142,20 +142,22 @@ async fn put(
     let bucket = log.seed_bucket();
     let objects = match find_bucket(jetstream, &bucket).await? {
         Some(objects) => objects,
-        None => jetstream
-            .create_object_store(object_store::Config {
-                bucket: bucket.clone(),
-                description: Some(format!("the seed of the annals log {}", log.subject())),
-                num_replicas: log.replicas(),
-                storage: jetstream::stream::StorageType::File,
-                ..Default::default()
+        None => {
+            retry(|| async {
+                jetstream
+                    .create_object_store(object_store::Config {
+                        bucket: bucket.clone(),
+                        description: Some(format!("the seed of the annals log {}", log.subject())),
+                        num_replicas: log.replicas(),
+                        storage: jetstream::stream::StorageType::File,
+                        ..Default::default()
+                    })
+                    .await
+                    .map_err(ReplicationError::nats(NatsOperation::PutSeed))
             })
-            .await
-            .map_err(ReplicationError::nats(NatsOperation::PutSeed))?,
+            .await?
+        }
     };
-    let mut file = tokio::fs::File::open(copy)
-        .await
-        .map_err(crate::error::Error::from)?;
     let meta = object_store::ObjectMetadata {
         name: SEED_OBJECT.to_owned(),
         description: Some(format!(
@@ -166,10 +168,19 @@ async fn put(
         metadata: seed.metadata(),
         ..Default::default()
     };
-    let _info = objects
-        .put(meta, &mut file)
-        .await
-        .map_err(ReplicationError::nats(NatsOperation::PutSeed))?;
+    // A put that fails is made again whole: it replaces the object, and readers see only a
+    // put that completed.
+    retry(|| async {
+        let mut file = tokio::fs::File::open(copy)
+            .await
+            .map_err(crate::error::Error::from)?;
+        objects
+            .put(meta.clone(), &mut file)
+            .await
+            .map(|_info| ())
+            .map_err(ReplicationError::nats(NatsOperation::PutSeed))
+    })
+    .await?;
     Ok(seed)
 }
 
@@ -192,15 +203,19 @@ pub async fn fetch_seed(
     let Some(objects) = find_bucket(jetstream, &bucket).await? else {
         return Ok(None);
     };
-    let info = match objects.info(SEED_OBJECT).await {
-        Ok(info) if !info.deleted => info,
-        Ok(_) => return Ok(None),
-        Err(error) => {
-            return match error.kind() {
+    let found = retry(|| async {
+        match objects.info(SEED_OBJECT).await {
+            Ok(info) if !info.deleted => Ok(Some(info)),
+            Ok(_) => Ok(None),
+            Err(error) => match error.kind() {
                 object_store::InfoErrorKind::NotFound => Ok(None),
                 _ => Err(ReplicationError::nats(NatsOperation::GetSeed)(error)),
-            };
+            },
         }
+    })
+    .await?;
+    let Some(info) = found else {
+        return Ok(None);
     };
     let refused = |problem| ReplicationError::SeedRefused {
         bucket: bucket.clone(),
@@ -234,25 +249,29 @@ async fn find_bucket(
     bucket: &str,
 ) -> Result<Option<object_store::ObjectStore>, ReplicationError> {
     // The object store keeps a bucket as the stream `OBJ_<bucket>`; looking the stream up
-    // tells a missing bucket from a failure, which the bucket's own lookup does not.
-    match jetstream.get_stream(format!("OBJ_{bucket}")).await {
-        Ok(_) => {}
-        Err(error) => {
-            return match error.kind() {
-                GetStreamErrorKind::JetStream(api)
-                    if api.error_code() == ErrorCode::STREAM_NOT_FOUND =>
-                {
-                    Ok(None)
-                }
-                _ => Err(ReplicationError::nats(NatsOperation::GetSeed)(error)),
-            };
+    // tells a missing bucket from a failure, which the bucket's own lookup does not. A
+    // cluster still electing its leaders fails for a while: retried, as every request is.
+    retry(|| async {
+        match jetstream.get_stream(format!("OBJ_{bucket}")).await {
+            Ok(_) => {}
+            Err(error) => {
+                return match error.kind() {
+                    GetStreamErrorKind::JetStream(api)
+                        if api.error_code() == ErrorCode::STREAM_NOT_FOUND =>
+                    {
+                        Ok(None)
+                    }
+                    _ => Err(ReplicationError::nats(NatsOperation::GetSeed)(error)),
+                };
+            }
         }
-    }
-    jetstream
-        .get_object_store(bucket)
-        .await
-        .map(Some)
-        .map_err(ReplicationError::nats(NatsOperation::GetSeed))
+        jetstream
+            .get_object_store(bucket)
+            .await
+            .map(Some)
+            .map_err(ReplicationError::nats(NatsOperation::GetSeed))
+    })
+    .await
 }
 
 /// Downloads the seed into `path`, synced; a transfer that breaks off or whose SHA-256
@@ -265,10 +284,13 @@ async fn fetch_into(
     if path.exists() {
         fs::remove_file(path).map_err(crate::error::Error::from)?;
     }
-    let mut object = objects
-        .get(SEED_OBJECT)
-        .await
-        .map_err(ReplicationError::nats(NatsOperation::GetSeed))?;
+    let mut object = retry(|| async {
+        objects
+            .get(SEED_OBJECT)
+            .await
+            .map_err(ReplicationError::nats(NatsOperation::GetSeed))
+    })
+    .await?;
     let mut file = tokio::fs::File::create(path)
         .await
         .map_err(crate::error::Error::from)?;

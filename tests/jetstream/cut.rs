@@ -180,11 +180,13 @@ async fn a_new_follower_starts_from_the_seed_alone() {
     assert!(!late_path.exists());
 
     write_records(&leader, 3_000);
-    // A cut only what the stream holds: the publisher reads its records from the log.
-    writer.replicated(Position(3_000)).await.unwrap();
-    let _report = leader
+    // The writer cuts once the stream holds what the cut removes (the publisher reads its
+    // records from the log), however far behind the publisher is when it asks.
+    let report = writer
         .archive_before(Position(1_500), dir.path().join("leader-0.archive"))
+        .await
         .unwrap();
+    assert_eq!(report.cut.before, Position(1_500));
     write_records(&leader, 300);
     let seed = publish_seed(Arc::clone(&leader), &jetstream, &log)
         .await
