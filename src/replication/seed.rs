@@ -112,10 +112,9 @@ pub async fn publish_seed(
                 fs::remove_file(&copy).map_err(crate::error::Error::from)?;
             }
             let backup = store.backup(&copy)?;
-            let start = Store::open_read_only(&copy)?.snapshot()?.start();
             Ok(Seed {
                 head: backup.head,
-                start,
+                start: backup.start,
                 bytes: backup.bytes,
                 digest: digest_of(&copy)?,
             })

@@ -21,6 +21,7 @@ use crate::log::cut::{ARCHIVED, CUTS, KEPT};
 use crate::log::read::Snapshot;
 use crate::log::tables::{IDEMPOTENCY, MERKLE, META, SEGMENTS, STREAM_RUNS};
 use crate::projection::table::definition;
+use crate::record::Position;
 
 /// What [`Store::backup`] wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,6 +31,8 @@ pub struct Backup {
     pub path: PathBuf,
     /// The head of the log as the copy holds it: the commit it was taken at.
     pub head: Head,
+    /// The first position the copy holds a record of: 0, or the log's last cut.
+    pub start: Position,
     /// The tables copied.
     pub tables: usize,
     /// The file's length, in bytes.
@@ -65,19 +68,21 @@ impl Store {
             fs::remove_file(&temporary)?;
         }
         let built = guarded(|| {
-            let from = self.db.begin_read()?;
-            let head = Snapshot::new(self.db.begin_read()?)?.head()?;
+            // The head and start are read in the transaction the tables are copied from, so
+            // that they are the copy's.
+            let from = Snapshot::new(self.db.begin_read()?)?;
+            let (head, start) = (from.head()?, from.start());
             let mut db = redb_builder(Sharing::Exclusive).create(&temporary)?;
             let txn = db.begin_write()?;
-            let tables = copy_tables(&from, &txn)?;
+            let tables = copy_tables(&from.txn, &txn)?;
             txn.commit()?;
             // One large transaction leaves the file grown by redb's doubling steps; a copy
             // that travels (a seed) gives them back first.
             let _moved = db.compact().map_err(redb::Error::from)?;
             drop(db);
-            Ok((head, tables))
+            Ok((head, start, tables))
         });
-        let (head, tables) = match built {
+        let (head, start, tables) = match built {
             Ok(built) => built,
             Err(error) => {
                 // Best effort: the error that matters is the copy's.
@@ -98,6 +103,7 @@ impl Store {
         Ok(Backup {
             path: to.to_path_buf(),
             head,
+            start,
             tables,
             bytes: fs::metadata(to)?.len(),
         })

@@ -87,6 +87,8 @@ fn a_backup_of_a_cut_log_opens_as_the_same_log() {
         std::fs::metadata(&target).expect("copy").len()
     );
     let copy = Store::open_read_only(&target).expect("the copy opens");
+    assert_eq!(backup.start, copy.snapshot().expect("snapshot").start());
+    assert_eq!(backup.start, Position(head / 2));
     assert_same(&store, &copy);
     assert_sound(&copy);
     drop(copy);
