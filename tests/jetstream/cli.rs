@@ -109,31 +109,22 @@ fn replicate_and_follow_processes_bring_a_follower_to_the_writers_root_and_stop_
     // Polled until the follower has the writer's root and the publisher has reported the
     // stream holding every record; the deadline only bounds a failure.
     let progress = format!("annals: {size} records stored by the stream");
-    let started = Instant::now();
-    loop {
-        let followed = root(&replica).is_some_and(|root| root == writer_root);
-        let reported = std::fs::read_to_string(&replicate_err)
-            .is_ok_and(|stderr| stderr.lines().any(|line| line == progress));
-        if followed && reported {
-            break;
-        }
-        for child in &mut running.0 {
-            if let Some(status) = child.try_wait().unwrap() {
-                panic!(
-                    "a process stopped early ({status}): {}{}",
-                    std::fs::read_to_string(&replicate_err).unwrap_or_default(),
-                    std::fs::read_to_string(&follow_err).unwrap_or_default()
-                );
-            }
-        }
-        assert!(
-            started.elapsed() < DEADLINE,
-            "the follower never reached {writer_root} (it has {:?}); replicate said: {}",
-            root(&replica),
-            std::fs::read_to_string(&replicate_err).unwrap_or_default()
-        );
-        std::thread::sleep(POLL);
-    }
+    let said = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
+    poll_until(
+        &mut running,
+        &|| {
+            format!(
+                "the follower reaching {writer_root} (it has {:?}); replicate said: {}; follow said: {}",
+                root(&replica),
+                said(&replicate_err),
+                said(&follow_err)
+            )
+        },
+        &|| {
+            root(&replica).is_some_and(|root| root == writer_root)
+                && said(&replicate_err).lines().any(|line| line == progress)
+        },
+    );
 
     let replicated = interrupt(&mut running.0[0], "INT");
     let followed = interrupt(&mut running.0[1], "TERM");

@@ -148,7 +148,7 @@ pub(crate) enum Command {
     /// bucket (replacing the last seed), for `follow --from-seed` to start a new replica from
     /// where the stream no longer holds the first records (after a cut). Exit 0 once stored.
     #[cfg(feature = "jetstream")]
-    Seed(SeedArgs),
+    Seed(ReplicateArgs),
 }
 
 #[derive(Args)]
@@ -639,8 +639,9 @@ pub(crate) struct ReplicateArgs {
     /// The subject the records are published on [default: `annals.` and the file's stem].
     #[arg(long)]
     pub(crate) subject: Option<String>,
-    /// Replicas of the stream when this command creates it [default: what the server can
-    /// give: 3, or as many servers as its cluster has, 1 for a server not clustered].
+    /// Replicas of the stream (for `seed`, of the seed's bucket) when this command creates it
+    /// [default: what the server can give: 3, or as many servers as its cluster has, 1 for a
+    /// server not clustered].
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=5))]
     pub(crate) replicas: Option<u16>,
     /// How long to try to reach a NATS server before giving up (exit 2), e.g. `30s`, `500ms`.
@@ -661,25 +662,6 @@ pub(crate) struct FollowArgs {
     /// and follow the stream from the seed's head (without a seed, from nothing).
     #[arg(long)]
     pub(crate) from_seed: bool,
-    /// How long to try to reach a NATS server before giving up (exit 2), e.g. `30s`, `500ms`.
-    #[arg(long, default_value = "30s", value_parser = super::open::parse_duration)]
-    pub(crate) wait: std::time::Duration,
-}
-
-#[cfg(feature = "jetstream")]
-#[derive(Args)]
-pub(crate) struct SeedArgs {
-    /// The log file; it must exist. It is opened read-only: its writer goes on writing.
-    pub(crate) db: PathBuf,
-    /// The NATS server(s), comma-separated.
-    pub(crate) url: String,
-    /// The subject the log is published on [default: `annals.` and the file's stem].
-    #[arg(long)]
-    pub(crate) subject: Option<String>,
-    /// Replicas of the seed's bucket when this command creates it [default: what the server
-    /// can give, as for `replicate`].
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=5))]
-    pub(crate) replicas: Option<u16>,
     /// How long to try to reach a NATS server before giving up (exit 2), e.g. `30s`, `500ms`.
     #[arg(long, default_value = "30s", value_parser = super::open::parse_duration)]
     pub(crate) wait: std::time::Duration,

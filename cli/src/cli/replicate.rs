@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Failure;
-use super::args::{FollowArgs, ReplicateArgs, SeedArgs};
+use super::args::{FollowArgs, ReplicateArgs};
 use annals::Store;
 use annals::display::grouped;
 use annals::replication::{
@@ -59,20 +59,33 @@ fn say(line: std::fmt::Arguments<'_>) -> Result<(), Failure> {
     })
 }
 
-pub(crate) fn replicate(args: ReplicateArgs) -> Result<ExitCode, Failure> {
-    let subject = args.subject.unwrap_or_else(|| default_subject(&args.db));
+/// The log `args` publishes (`replicate`, `seed`): its subject, and its file opened read-only,
+/// since the process that writes the log goes on writing it while this one publishes.
+fn published(args: &ReplicateArgs) -> Result<(ReplicatedLog, Arc<Store>), Failure> {
+    let subject = args
+        .subject
+        .clone()
+        .unwrap_or_else(|| default_subject(&args.db));
     let log = ReplicatedLog::new(subject).map_err(failure)?;
-    // Read-only: the process that writes the log goes on writing it; this one follows its
-    // commits and publishes them.
-    let store = Arc::new(Store::open_read_only(&args.db)?);
+    Ok((log, Arc::new(Store::open_read_only(&args.db)?)))
+}
+
+/// The replicas of what a publishing command creates: `--replicas`, or what the server that
+/// answered offers; and why.
+fn chosen_replicas(asked: Option<u16>, connection: &Connection) -> (usize, String) {
+    match asked {
+        Some(replicas) => (usize::from(replicas), "--replicas asks so".to_owned()),
+        None => (connection.replicas_offered(), offered(connection)),
+    }
+}
+
+pub(crate) fn replicate(args: ReplicateArgs) -> Result<ExitCode, Failure> {
+    let (log, store) = published(&args)?;
     runtime()?.block_on(async {
         let connection = connect_within(&args.url, args.wait)
             .await
             .map_err(failure)?;
-        let (replicas, why) = match args.replicas {
-            Some(replicas) => (usize::from(replicas), "--replicas asks so".to_owned()),
-            None => (connection.replicas_offered(), offered(&connection)),
-        };
+        let (replicas, why) = chosen_replicas(args.replicas, &connection);
         let log = log.with_replicas(replicas);
         say(format_args!(
             "opening the stream {} on {}; if it is created here it gets {replicas} replica(s): {why}",
@@ -198,18 +211,13 @@ pub(crate) fn follow(args: FollowArgs) -> Result<ExitCode, Failure> {
 }
 
 /// `annals seed`: a seed of the log published to its bucket, once.
-pub(crate) fn seed(args: SeedArgs) -> Result<ExitCode, Failure> {
-    let subject = args.subject.unwrap_or_else(|| default_subject(&args.db));
-    let log = ReplicatedLog::new(subject).map_err(failure)?;
-    let store = Arc::new(Store::open_read_only(&args.db)?);
+pub(crate) fn seed(args: ReplicateArgs) -> Result<ExitCode, Failure> {
+    let (log, store) = published(&args)?;
     runtime()?.block_on(async {
         let connection = connect_within(&args.url, args.wait)
             .await
             .map_err(failure)?;
-        let replicas = match args.replicas {
-            Some(replicas) => usize::from(replicas),
-            None => connection.replicas_offered(),
-        };
+        let (replicas, _why) = chosen_replicas(args.replicas, &connection);
         let log = log.with_replicas(replicas);
         say(format_args!(
             "copying {} and putting it as the seed of {} in the bucket {}",
