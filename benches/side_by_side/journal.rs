@@ -5,6 +5,11 @@
 //!   committing to the file (`journal: None`), annals' default (single-writer, two-phase),
 //!   raw redb exclusive, SQLite (WAL, `synchronous=FULL`), and the disk's append+fdatasync
 //!   floor (a 300-byte append and its sync, the journal's own cost);
+//! - what a journaled commit cannot do without, each apart: a 300-byte write into the
+//!   journal's room (a hole of `checkpoint_bytes`) and its sync, the journal's own I/O; and raw
+//!   redb's in-memory commit (`Durability::None`, exclusive) of one row in each of the five
+//!   trees a lease command writes, the least a commit that goes through redb each transaction
+//!   spends; with the CPU the single-command targets leave a commit beside that I/O;
 //! - the reference stores' command mix, one command per transaction from one client (annals
 //!   exclusive journaled, annals' default, SQLite) and its median latency; at 8 and 64 clients
 //!   through the `Writer` (annals exclusive journaled) against SQLite's better configuration;
@@ -57,15 +62,20 @@ fn single(path: &Path, sharing: Sharing, journal: bool, run_for: Duration) -> f6
     .per_s()
 }
 
-/// Appends of 300 bytes to a file, each followed by `fdatasync`.
-fn append_floor(path: &Path, run_for: Duration) -> f64 {
-    let file = OpenOptions::new()
+/// An empty file at `path`, for reading and writing.
+fn new_file(path: &Path) -> std::fs::File {
+    OpenOptions::new()
         .create(true)
         .truncate(true)
         .read(true)
         .write(true)
         .open(path)
-        .expect("a file");
+        .expect("a file")
+}
+
+/// Appends of 300 bytes to a file, each followed by `fdatasync`.
+fn append_floor(path: &Path, run_for: Duration) -> f64 {
+    let file = new_file(path);
     let block = [7u8; 300];
     let (started, mut appends) = (Instant::now(), 0u64);
     while started.elapsed() < run_for {
@@ -74,6 +84,63 @@ fn append_floor(path: &Path, run_for: Duration) -> f64 {
         appends += 1;
     }
     per_second(appends, started.elapsed())
+}
+
+/// Bytes of the journal's room in [`room_floor`]: `JournalOptions::default()`'s
+/// `checkpoint_bytes`.
+const ROOM_BYTES: u64 = 4 << 20;
+
+/// Writes of 300 bytes into a hole of [`ROOM_BYTES`], each followed by `fdatasync`: what a
+/// journaled commit's frame costs the disk (the journal cuts its file and lengthens it again
+/// when it is emptied; here when the room is full).
+fn room_floor(path: &Path, run_for: Duration) -> f64 {
+    let file = new_file(path);
+    file.set_len(ROOM_BYTES).expect("the room");
+    file.sync_all().expect("sync");
+    let block = [7u8; 300];
+    let (started, mut writes, mut at) = (Instant::now(), 0u64, 0u64);
+    while started.elapsed() < run_for {
+        if at + 300 > ROOM_BYTES {
+            file.set_len(0).expect("cut");
+            file.set_len(ROOM_BYTES).expect("the room");
+            at = 0;
+        }
+        file.write_all_at(&block, at).expect("write");
+        file.sync_data().expect("fdatasync");
+        (writes, at) = (writes + 1, at + 300);
+    }
+    per_second(writes, started.elapsed())
+}
+
+/// Raw redb's in-memory commits (`Durability::None`, exclusive) of one row in each of the five
+/// trees a journaled lease command writes: the record in the segments, the head, the stream's
+/// run, a node of the tree, the lease. Values are the sizes annals stores; annals writes more
+/// (every level of the tree a leaf completes, checksums), so this is a floor.
+fn redb_in_memory(path: &Path, run_for: Duration) -> f64 {
+    const TREES: [&str; 5] = ["segments", "meta", "stream_runs", "merkle", "leases.held"];
+    let db = redb::Builder::new()
+        .set_concurrency_mode(redb::ConcurrencyMode::ExclusiveWriter)
+        .create(path)
+        .expect("a redb file");
+    let record = crate::work::stored_bytes(&crate::work::lease_command_event(), 0);
+    let values: [&[u8]; 5] = [&record, &[9; 48], &[7; 32], &[5; 40], &[3; 88]];
+    Commits::measure(run_for, |step| {
+        let mut txn = db.begin_write().expect("a write");
+        txn.set_durability(redb::Durability::None)
+            .expect("exclusive takes Durability::None");
+        for (tree, value) in TREES.iter().zip(values) {
+            let definition = redb::TableDefinition::<u64, &[u8]>::new(tree);
+            let mut table = txn.open_table(definition).expect("the table");
+            let key = if *tree == "segments" || *tree == "merkle" {
+                step
+            } else {
+                0
+            };
+            table.insert(key, value).expect("insert");
+        }
+        txn.commit().expect("commit");
+    })
+    .per_s()
 }
 
 /// Commands of the sequential mix in the smaller memory run (the larger runs twice as many):
@@ -207,6 +274,14 @@ pub(crate) fn run_journal(
             "journal.append_floor",
             Box::new(|| append_floor(&at("floor.bin"), run_for)),
         ),
+        (
+            "journal.room_floor",
+            Box::new(|| room_floor(&at("room.bin"), run_for)),
+        ),
+        (
+            "journal.redb_in_memory",
+            Box::new(|| redb_in_memory(&at("in-memory.redb"), run_for)),
+        ),
     ];
     let turn = round % contenders.len();
     contenders.rotate_left(turn);
@@ -316,6 +391,8 @@ pub(crate) fn print_journal(samples: &Samples, rounds: usize) {
         "journal.single_redb",
         "journal.single_sqlite",
         "journal.append_floor",
+        "journal.room_floor",
+        "journal.redb_in_memory",
         "journal.mix1_journaled",
         "journal.mix1_default",
         "journal.mix1_sqlite",
@@ -409,5 +486,33 @@ pub(crate) fn print_journal(samples: &Samples, rounds: usize) {
         ),
     ] {
         println!("| {name} | {value:.2} | {target} |");
+    }
+    print_budget(samples);
+}
+
+/// The CPU the single-command targets leave a journaled commit beside its own write and sync
+/// into the room, against the least raw redb spends committing a command's trees in memory.
+fn print_budget(samples: &Samples) {
+    let us = |key: &str| 1e6 / samples.median(key);
+    let room = us("journal.room_floor");
+    println!("\n| a single command's time, µs | value |");
+    println!("|---|---:|");
+    for (name, value) in [
+        ("journaled, measured", us("journal.single_journaled")),
+        ("the journal's write and sync into its room", room),
+        (
+            "CPU left beside it at 1.2× SQLite",
+            us("journal.single_sqlite") / 1.2 - room,
+        ),
+        (
+            "CPU left beside it at 0.8× the append floor",
+            us("journal.append_floor") / 0.8 - room,
+        ),
+        (
+            "raw redb's in-memory commit of the five trees",
+            us("journal.redb_in_memory"),
+        ),
+    ] {
+        println!("| {name} | {value:.1} |");
     }
 }

@@ -5,6 +5,8 @@
 //! body. Records are the log's own stored bytes, so each also carries its own hashes and the
 //! hash of the record before it.
 
+use std::sync::LazyLock;
+
 use crate::hash::Digest;
 use crate::record::limits::{HEADER_BYTES_CAP, PAYLOAD_BYTES_CAP};
 use crate::record::{Position, Record, RecordError, decode_stored};
@@ -28,9 +30,13 @@ pub const FRAME_BODY_BYTES_MAX: u64 = 64 << 20;
 /// Bytes a frame adds around its body: the length before it, the check after it.
 pub const FRAME_OVERHEAD: u64 = 4 + 32;
 
+// Made once and cloned per frame (derive-key mode hashes its context first).
+static FRAME_HASHER: LazyLock<blake3::Hasher> =
+    LazyLock::new(|| blake3::Hasher::new_derive_key(FRAME_CONTEXT));
+
 /// The check of a frame whose length field and body are `covered`.
 pub fn frame_check(covered: &[u8]) -> Digest {
-    let mut hasher = blake3::Hasher::new_derive_key(FRAME_CONTEXT);
+    let mut hasher = FRAME_HASHER.clone();
     hasher.update(covered);
     Digest(*hasher.finalize().as_bytes())
 }

@@ -15,6 +15,8 @@
 //!
 //! This module does no I/O: callers hand it the bytes they read or are about to write.
 
+use std::sync::LazyLock;
+
 use crate::error::{Error, Result};
 
 /// The blake3 derive-key context of value checksums.
@@ -23,9 +25,14 @@ pub const CHECKSUM_CONTEXT: &str = "annals 2026-12-02 value checksum v3";
 /// Bytes of checksum after each value.
 pub const CHECKSUM_BYTES: usize = 8;
 
+// Made once and cloned per checksum, as `crate::hash` does for records: derive-key mode's
+// hashing of the context is otherwise one more compression on every row read or written.
+static CHECKSUM_HASHER: LazyLock<blake3::Hasher> =
+    LazyLock::new(|| blake3::Hasher::new_derive_key(CHECKSUM_CONTEXT));
+
 /// The checksum of `value` stored under `key` in `table`.
 pub fn checksum(table: &str, key: &[u8], value: &[u8]) -> [u8; CHECKSUM_BYTES] {
-    let mut hasher = blake3::Hasher::new_derive_key(CHECKSUM_CONTEXT);
+    let mut hasher = CHECKSUM_HASHER.clone();
     hasher.update(&(table.len() as u32).to_le_bytes());
     hasher.update(table.as_bytes());
     hasher.update(&(key.len() as u32).to_le_bytes());
