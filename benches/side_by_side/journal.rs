@@ -86,23 +86,21 @@ fn append_floor(path: &Path, run_for: Duration) -> f64 {
     per_second(appends, started.elapsed())
 }
 
-/// Bytes of the journal's room in [`room_floor`]: `JournalOptions::default()`'s
-/// `checkpoint_bytes`.
-const ROOM_BYTES: u64 = 4 << 20;
-
-/// Writes of 300 bytes into a hole of [`ROOM_BYTES`], each followed by `fdatasync`: what a
+/// Writes of 300 bytes into a hole as long as the default journal's room
+/// (`JournalOptions::default().checkpoint_bytes`), each followed by `fdatasync`: what a
 /// journaled commit's frame costs the disk (the journal cuts its file and lengthens it again
 /// when it is emptied; here when the room is full).
 fn room_floor(path: &Path, run_for: Duration) -> f64 {
+    let room = JournalOptions::default().checkpoint_bytes;
     let file = new_file(path);
-    file.set_len(ROOM_BYTES).expect("the room");
+    file.set_len(room).expect("the room");
     file.sync_all().expect("sync");
     let block = [7u8; 300];
     let (started, mut writes, mut at) = (Instant::now(), 0u64, 0u64);
     while started.elapsed() < run_for {
-        if at + 300 > ROOM_BYTES {
+        if at + 300 > room {
             file.set_len(0).expect("cut");
-            file.set_len(ROOM_BYTES).expect("the room");
+            file.set_len(room).expect("the room");
             at = 0;
         }
         file.write_all_at(&block, at).expect("write");
@@ -117,25 +115,28 @@ fn room_floor(path: &Path, run_for: Duration) -> f64 {
 /// run, a node of the tree, the lease. Values are the sizes annals stores; annals writes more
 /// (every level of the tree a leaf completes, checksums), so this is a floor.
 fn redb_in_memory(path: &Path, run_for: Duration) -> f64 {
-    const TREES: [&str; 5] = ["segments", "meta", "stream_runs", "merkle", "leases.held"];
     let db = redb::Builder::new()
         .set_concurrency_mode(redb::ConcurrencyMode::ExclusiveWriter)
         .create(path)
         .expect("a redb file");
     let record = crate::work::stored_bytes(&crate::work::lease_command_event(), 0);
-    let values: [&[u8]; 5] = [&record, &[9; 48], &[7; 32], &[5; 40], &[3; 88]];
+    // Each tree, the value written, and whether each commit adds a row (keyed by its step) or
+    // rewrites the one row.
+    let trees: [(&str, &[u8], bool); 5] = [
+        ("segments", &record, true),
+        ("meta", &[9; 48], false),
+        ("stream_runs", &[7; 32], false),
+        ("merkle", &[5; 40], true),
+        ("leases.held", &[3; 88], false),
+    ];
     Commits::measure(run_for, |step| {
         let mut txn = db.begin_write().expect("a write");
         txn.set_durability(redb::Durability::None)
             .expect("exclusive takes Durability::None");
-        for (tree, value) in TREES.iter().zip(values) {
+        for (tree, value, adds) in trees {
             let definition = redb::TableDefinition::<u64, &[u8]>::new(tree);
             let mut table = txn.open_table(definition).expect("the table");
-            let key = if *tree == "segments" || *tree == "merkle" {
-                step
-            } else {
-                0
-            };
+            let key = if adds { step } else { 0 };
             table.insert(key, value).expect("insert");
         }
         txn.commit().expect("commit");
