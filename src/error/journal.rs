@@ -26,16 +26,20 @@ pub enum JournalError {
         /// The version this build reads and writes.
         supported: u16,
     },
-    /// A frame that fails its check although a whole frame follows it: not the torn end of
-    /// an interrupted commit (which is always last) but damage to a commit that was synced.
+    /// The frames stop (a frame that fails its check, a length out of range, no frame where
+    /// one should begin, a damaged header) although a whole frame follows: not the torn end
+    /// of an interrupted commit (which is always last) but damage to a commit that was
+    /// synced. The journal is left as it is.
     #[error(
-        "{path}: the frame at byte {offset} is damaged ({problem}) and a whole frame follows it"
+        "{path}: the frame at byte {offset} is damaged ({problem}) and a whole frame follows it at byte {next}: a synced commit is damaged, so the log is not opened; the journal is left as it is"
     )]
     Damaged {
         /// The file.
         path: PathBuf,
-        /// Where the damaged frame begins.
+        /// Where the damaged frame begins (0: the header).
         offset: u64,
+        /// Where the first whole frame after it begins.
+        next: u64,
         /// What is wrong with it.
         problem: String,
     },
@@ -74,6 +78,16 @@ pub enum JournalError {
         records: u64,
         /// The first of them.
         from: Position,
+    },
+    /// The journal's name could not be opened or created as the store's own journal: a
+    /// symbolic link, a FIFO or a device there, or the file system's refusal (permissions, a
+    /// missing folder), which the reason gives.
+    #[error("{path} cannot be used as the log's commit journal: {reason}")]
+    Unusable {
+        /// The journal's name.
+        path: PathBuf,
+        /// Why.
+        reason: String,
     },
     /// An earlier failure left the journal's end unknown (a failed write could not be taken
     /// back): this store refuses further commits; reopening recovers the journal.

@@ -1,5 +1,6 @@
-//! The journal's bytes (`schema/FORMAT.md` 3.15): a 16-byte header, then one frame per
-//! committed transaction. A frame is `body length (u32 LE) ‖ body ‖ check`, its body
+//! The journal's frames (`schema/FORMAT.md` 3.15), one per committed transaction, after the
+//! header (`super::header`). A frame is `marker ‖ body length (u32 LE) ‖ body ‖ check` (a
+//! version 1 journal's frames have no marker), its body
 //! `first position (u64 LE) ‖ record count (u32 LE) ‖ (record length (u32 LE) ‖ v1 stored
 //! record)*`, its check the blake3 derive-key hash ([`FRAME_CONTEXT`]) of the length and the
 //! body. Records are the log's own stored bytes, so each also carries its own hashes and the
@@ -11,12 +12,6 @@ use crate::hash::Digest;
 use crate::record::limits::{HEADER_BYTES_CAP, PAYLOAD_BYTES_CAP};
 use crate::record::{Position, Record, RecordError, decode_stored};
 
-/// The journal's first 16 bytes: its magic and the format version (1, u16 LE).
-pub const HEADER: [u8; 16] = *b"annals journal\x01\x00";
-
-/// The version [`HEADER`] names.
-pub const VERSION: u16 = 1;
-
 /// The blake3 derive-key context of a frame's check.
 pub const FRAME_CONTEXT: &str = "annals 2026-12-03 journal frame v1";
 
@@ -27,7 +22,8 @@ const STORED_RECORD_BYTES_CAP: u64 = 32 + HEADER_BYTES_CAP as u64 + PAYLOAD_BYTE
 /// file directly instead of through the journal.
 pub const FRAME_BODY_BYTES_MAX: u64 = 64 << 20;
 
-/// Bytes a frame adds around its body: the length before it, the check after it.
+/// Bytes a frame adds around its body besides its marker: the length before it, the check
+/// after it.
 pub const FRAME_OVERHEAD: u64 = 4 + 32;
 
 // Made once and cloned per frame (derive-key mode hashes its context first).
@@ -41,11 +37,14 @@ pub fn frame_check(covered: &[u8]) -> Digest {
     Digest(*hasher.finalize().as_bytes())
 }
 
-/// Encodes one transaction's records, which must be contiguous and non-empty, as a frame:
-/// `None` when its body would exceed [`FRAME_BODY_BYTES_MAX`].
-pub fn encode_frame(records: &[Record]) -> Option<Vec<u8>> {
+/// Encodes one transaction's records, which must be contiguous and non-empty, as a frame
+/// beginning with `marker` (the journal's; empty in version 1): `None` when its body would
+/// exceed [`FRAME_BODY_BYTES_MAX`].
+pub fn encode_frame(marker: &[u8], records: &[Record]) -> Option<Vec<u8>> {
     let first = records.first()?;
-    let mut frame = vec![0; 4];
+    let mut frame = marker.to_vec();
+    let at = frame.len();
+    frame.extend_from_slice(&[0; 4]);
     frame.extend_from_slice(&first.position.0.to_le_bytes());
     frame.extend_from_slice(&u32::try_from(records.len()).ok()?.to_le_bytes());
     let mut stored = Vec::new();
@@ -55,13 +54,13 @@ pub fn encode_frame(records: &[Record]) -> Option<Vec<u8>> {
         record.encode_v1_stored(&mut stored);
         frame.extend_from_slice(&u32::try_from(stored.len()).ok()?.to_le_bytes());
         frame.extend_from_slice(&stored);
-        if frame.len() as u64 - 4 > FRAME_BODY_BYTES_MAX {
+        if (frame.len() - at - 4) as u64 > FRAME_BODY_BYTES_MAX {
             return None;
         }
     }
-    let body_len = u32::try_from(frame.len() - 4).ok()?;
-    frame[..4].copy_from_slice(&body_len.to_le_bytes());
-    let check = frame_check(&frame);
+    let body_len = u32::try_from(frame.len() - at - 4).ok()?;
+    frame[at..at + 4].copy_from_slice(&body_len.to_le_bytes());
+    let check = frame_check(&frame[at..]);
     frame.extend_from_slice(check.as_bytes());
     Some(frame)
 }
@@ -72,7 +71,7 @@ pub fn encode_frame(records: &[Record]) -> Option<Vec<u8>> {
 pub struct Frame {
     /// Where the frame begins in the file.
     pub offset: u64,
-    /// Its length in the file, length field and check included.
+    /// Its length in the file, marker, length field and check included.
     pub len: u64,
     /// Its records, in order.
     pub records: Vec<Record>,
@@ -93,6 +92,9 @@ impl Frame {
 /// Why the bytes at some offset are not a whole frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FrameProblem {
+    /// The bytes there do not begin with the journal's marker: no frame begins there (zeros
+    /// where the journal's room begins, or damage).
+    Marker,
     /// The file ends inside the frame, or before its length field.
     Short {
         /// The bytes there.
@@ -114,6 +116,7 @@ pub enum FrameProblem {
 impl std::fmt::Display for FrameProblem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            FrameProblem::Marker => f.write_str("no frame begins there: not the journal's marker"),
             FrameProblem::Short { available, needed } => {
                 write!(f, "{available} bytes where the frame needs {needed}")
             }
@@ -143,13 +146,24 @@ pub fn frame_len(bytes: &[u8]) -> Result<u64, FrameProblem> {
     Ok(body + FRAME_OVERHEAD)
 }
 
-/// Decodes the frame at the start of `bytes` (found at `offset` in the file).
-pub fn decode_frame(bytes: &[u8], offset: u64) -> Result<Frame, FrameProblem> {
-    let len = frame_len(bytes)?;
-    let Some(whole) = bytes.get(..len as usize) else {
+/// Decodes the frame at the start of `bytes` (found at `offset` in the file), which begins
+/// with `marker`.
+pub fn decode_frame(bytes: &[u8], offset: u64, marker: &[u8]) -> Result<Frame, FrameProblem> {
+    let Some(after) = bytes.strip_prefix(marker) else {
+        return Err(if bytes.len() < marker.len() {
+            FrameProblem::Short {
+                available: bytes.len() as u64,
+                needed: marker.len() as u64,
+            }
+        } else {
+            FrameProblem::Marker
+        });
+    };
+    let len = frame_len(after)?;
+    let Some(whole) = after.get(..len as usize) else {
         return Err(FrameProblem::Short {
             available: bytes.len() as u64,
-            needed: len,
+            needed: marker.len() as u64 + len,
         });
     };
     let (covered, check) = whole.split_at(whole.len() - 32);
@@ -159,7 +173,7 @@ pub fn decode_frame(bytes: &[u8], offset: u64) -> Result<Frame, FrameProblem> {
     let records = decode_body(&covered[4..]).map_err(FrameProblem::Body)?;
     Ok(Frame {
         offset,
-        len,
+        len: marker.len() as u64 + len,
         records,
     })
 }

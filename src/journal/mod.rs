@@ -16,19 +16,24 @@
 //! acknowledged commit is only in memory. The file format is `schema/FORMAT.md` 3.15.
 
 pub(crate) mod frame;
+pub(crate) mod header;
+mod scan;
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use redb::StorageBackend;
 
 use crate::error::{JournalError, Result};
-use crate::record::Position;
-pub use frame::{FRAME_BODY_BYTES_MAX, FRAME_CONTEXT, HEADER, VERSION};
-use frame::{Frame, FrameProblem, decode_frame, frame_len};
+use crate::record::{Position, Record};
+use frame::encode_frame;
+pub use frame::{FRAME_BODY_BYTES_MAX, FRAME_CONTEXT};
+use header::Marker;
+pub use header::{HEADER_BYTES, MAGIC, MARKER_BYTES, VERSION};
+pub(crate) use scan::{Scanned, scan};
 
 /// When a journaled store checkpoints: whichever comes first.
 ///
@@ -95,19 +100,36 @@ pub fn journal_path(path: &Path) -> PathBuf {
 pub(crate) struct JournalFile(File);
 
 impl JournalFile {
-    /// Opens the journal at `path`, creating it (and syncing its folder) when `create` is set
-    /// and there is none; `None` when there is none and `create` is not set.
-    pub(crate) fn open(path: &Path, create: bool) -> io::Result<Option<JournalFile>> {
-        match OpenOptions::new().read(true).write(true).open(path) {
-            Ok(file) => Ok(Some(JournalFile(file))),
+    /// Opens the journal at `path` beside the log at `log`, creating it (and syncing its
+    /// folder) when `create` is set and there is none; `None` when there is none and `create`
+    /// is not set. A journal holds whole payloads, so a new one is created with no more
+    /// permissions than the log's own (`O_EXCL`: never a file that appeared meanwhile), and
+    /// neither is ever opened through a symbolic link (`O_NOFOLLOW`: the name is the store's).
+    pub(crate) fn open(log: &Path, path: &Path, create: bool) -> Result<Option<JournalFile>> {
+        Self::open_io(log, path, create).map_err(|error| unusable(path, error))
+    }
+
+    fn open_io(log: &Path, path: &Path, create: bool) -> io::Result<Option<JournalFile>> {
+        match no_follow().read(true).write(true).open(path) {
+            Ok(file) => {
+                let found = regular(file, path)?;
+                // A journal an older build made world-readable is narrowed to the log's bits.
+                let allowed = std::fs::metadata(log)?.mode() & 0o666;
+                let mode = found.metadata()?.mode() & 0o7777;
+                if mode & !allowed != 0 {
+                    found.set_permissions(std::fs::Permissions::from_mode(mode & allowed))?;
+                }
+                Ok(Some(JournalFile(found)))
+            }
             Err(error) if error.kind() == io::ErrorKind::NotFound && create => {
-                let file = OpenOptions::new()
+                let mode = std::fs::metadata(log)?.mode() & 0o666;
+                let file = no_follow()
                     .read(true)
                     .write(true)
-                    .create(true)
-                    .truncate(false)
+                    .create_new(true)
+                    .mode(mode)
                     .open(path)?;
-                file.write_all_at(&HEADER, 0)?;
+                file.write_all_at(&Marker::fresh()?.header(), 0)?;
                 file.sync_all()?;
                 let folder = match path.parent() {
                     Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -122,13 +144,50 @@ impl JournalFile {
     }
 
     /// Opens the journal at `path` for reading only, `None` when there is none.
-    pub(crate) fn open_read_only(path: &Path) -> io::Result<Option<JournalFile>> {
-        match File::open(path) {
-            Ok(file) => Ok(Some(JournalFile(file))),
+    pub(crate) fn open_read_only(path: &Path) -> Result<Option<JournalFile>> {
+        match no_follow().read(true).open(path) {
+            Ok(file) => Ok(Some(JournalFile(
+                regular(file, path).map_err(|error| unusable(path, error))?,
+            ))),
             Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(error) => Err(error),
+            Err(error) => Err(unusable(path, error)),
         }
     }
+}
+
+/// The error of a journal that could not be opened or made, naming it.
+fn unusable(path: &Path, error: io::Error) -> crate::error::Error {
+    let reason = match error.raw_os_error() {
+        Some(libc::ELOOP) => {
+            "it is a symbolic link, and the journal is only ever the store's own file".to_owned()
+        }
+        _ => error.to_string(),
+    };
+    JournalError::Unusable {
+        path: path.to_path_buf(),
+        reason,
+    }
+    .into()
+}
+
+/// `file`, refused unless it is a regular file (a FIFO or a device at the journal's name is
+/// not one the store made).
+fn regular(file: File, path: &Path) -> io::Result<File> {
+    match file.metadata()?.file_type().is_file() {
+        true => Ok(file),
+        false => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        )),
+    }
+}
+
+/// Options that refuse to open a symbolic link (`ELOOP`) rather than follow it.
+fn no_follow() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    // O_NONBLOCK: opening a FIFO for reading would wait for a writer; a regular file ignores it.
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    options
 }
 
 impl StorageBackend for JournalFile {
@@ -153,150 +212,6 @@ impl StorageBackend for JournalFile {
     }
 }
 
-/// What a scan of a journal found: its whole frames (handed to the visitor), where they end,
-/// and how many bytes after them were a torn, unacknowledged frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Scanned {
-    /// The end of the last whole frame.
-    pub(crate) end: u64,
-    /// The bytes after it.
-    pub(crate) dropped: u64,
-}
-
-/// Reads the header of the journal `file` (at `path`, for messages), writing it whole when the
-/// file holds less than a header that is a prefix of it (a creation interrupted before its
-/// sync), then each whole frame in order, handing it to `visit`. A frame that fails its check
-/// with a whole frame after it is damage, refused; anything else that is not a whole frame is
-/// the torn end of an unacknowledged commit, counted in [`Scanned::dropped`].
-pub(crate) fn scan(
-    file: &dyn StorageBackend,
-    path: &Path,
-    writable: bool,
-    visit: &mut dyn FnMut(Frame) -> Result<()>,
-) -> Result<Scanned> {
-    let len = file.len()?;
-    let header_len = HEADER.len() as u64;
-    let mut header = vec![0; len.min(header_len) as usize];
-    file.read(0, &mut header)?;
-    if header[..] != HEADER[..header.len()] {
-        let version = (header.len() == HEADER.len() && header[..14] == HEADER[..14])
-            .then(|| u16::from_le_bytes([header[14], header[15]]));
-        return Err(match version {
-            Some(found) => JournalError::Version {
-                path: path.to_path_buf(),
-                found,
-                supported: VERSION,
-            },
-            None => JournalError::NotAJournal {
-                path: path.to_path_buf(),
-            },
-        }
-        .into());
-    }
-    if len < header_len {
-        if writable {
-            file.write(0, &HEADER)?;
-            file.sync_data()?;
-        }
-        return Ok(Scanned {
-            end: header_len,
-            dropped: 0,
-        });
-    }
-    let mut offset = header_len;
-    while offset < len {
-        match read_frame(file, offset, len) {
-            Ok(frame) => {
-                offset += frame.len;
-                visit(frame)?;
-            }
-            Err(FrameProblem::Length { body: 0 }) => {
-                // A zero length is no frame: the room the writer set aside ends the frames.
-                // Anything but zeros after it is the torn rest of an unacknowledged frame.
-                return Ok(Scanned {
-                    end: offset,
-                    dropped: nonzero_end(file, offset, len)? - offset,
-                });
-            }
-            Err(problem) => {
-                let after = match &problem {
-                    FrameProblem::Check | FrameProblem::Body(_) => {
-                        read_length(file, offset, len).map(|frame_len| offset + frame_len)
-                    }
-                    _ => None,
-                };
-                if let Some(after) = after
-                    && after < len
-                    && read_frame(file, after, len).is_ok()
-                {
-                    return Err(JournalError::Damaged {
-                        path: path.to_path_buf(),
-                        offset,
-                        problem: problem.to_string(),
-                    }
-                    .into());
-                }
-                return Ok(Scanned {
-                    end: offset,
-                    dropped: nonzero_end(file, offset, len)? - offset,
-                });
-            }
-        }
-    }
-    Ok(Scanned {
-        end: offset,
-        dropped: 0,
-    })
-}
-
-/// Where the bytes of `file` from `offset` to `len` stop being zeros for good: the end of
-/// what a torn write left, before the journal's unwritten room.
-fn nonzero_end(file: &dyn StorageBackend, offset: u64, len: u64) -> Result<u64> {
-    const CHUNK: u64 = 64 << 10;
-    let mut chunk_end = len;
-    while chunk_end > offset {
-        let start = chunk_end.saturating_sub(CHUNK).max(offset);
-        let mut bytes = vec![0; (chunk_end - start) as usize];
-        file.read(start, &mut bytes)?;
-        if let Some(last) = bytes.iter().rposition(|&byte| byte != 0) {
-            return Ok(start + last as u64 + 1);
-        }
-        chunk_end = start;
-    }
-    Ok(offset)
-}
-
-fn read_length(file: &dyn StorageBackend, offset: u64, len: u64) -> Option<u64> {
-    let mut field = [0; 4];
-    (len - offset >= 4).then_some(())?;
-    file.read(offset, &mut field).ok()?;
-    frame_len(&field).ok()
-}
-
-fn read_frame(file: &dyn StorageBackend, offset: u64, len: u64) -> Result<Frame, FrameProblem> {
-    let available = len - offset;
-    let mut field = [0; 4];
-    if available < 4 {
-        return Err(FrameProblem::Short {
-            available,
-            needed: 4,
-        });
-    }
-    file.read(offset, &mut field)
-        .map_err(|error| FrameProblem::Body(error.to_string()))?;
-    let frame_len = frame_len(&field)?;
-    if available < frame_len {
-        return Err(FrameProblem::Short {
-            available,
-            needed: frame_len,
-        });
-    }
-    let mut bytes = vec![0; frame_len as usize];
-    file.read(offset, &mut bytes)
-        .map_err(|error| FrameProblem::Body(error.to_string()))?;
-    decode_frame(&bytes, offset)
-}
-
 /// The most room a journal sets aside past its header, whatever its checkpoint's bound: the
 /// frames of a larger checkpoint lengthen the file as they go.
 pub(crate) const ROOM_BYTES_MAX: u64 = 64 << 20;
@@ -306,6 +221,8 @@ pub(crate) const ROOM_BYTES_MAX: u64 = 64 << 20;
 pub(crate) struct Journal {
     file: Box<dyn StorageBackend>,
     path: PathBuf,
+    /// The marker every frame of this journal begins with (its header's).
+    marker: Marker,
     /// The end of the last synced frame: where the next one goes.
     end: u64,
     options: JournalOptions,
@@ -325,23 +242,43 @@ pub(crate) struct Journal {
 }
 
 impl Journal {
-    /// A journal over `file` whose frames end at `end` (as [`scan`] found them).
+    /// A journal over `file` whose frames end where [`scan`] found them end. A journal
+    /// without a version 2 header (one of version 1, after its recovery, or a creation cut
+    /// short in a read-only scan) is rewritten as an empty one of this version first: its
+    /// frames must be in the log file durably already.
     pub(crate) fn new(
         file: Box<dyn StorageBackend>,
         path: PathBuf,
-        end: u64,
+        scanned: Scanned,
         options: JournalOptions,
-    ) -> Journal {
-        Journal {
+    ) -> Result<Journal> {
+        let (marker, end) = match scanned.marker {
+            Some(marker) => (marker, scanned.end),
+            None => {
+                let marker = Marker::fresh()?;
+                file.set_len(0)?;
+                file.write(0, &marker.header())?;
+                file.sync_data()?;
+                (marker, HEADER_BYTES)
+            }
+        };
+        Ok(Journal {
             file,
             path,
+            marker,
             end,
             options,
-            room: HEADER.len() as u64 + options.checkpoint_bytes.min(ROOM_BYTES_MAX),
+            room: HEADER_BYTES + options.checkpoint_bytes.min(ROOM_BYTES_MAX),
             since: Instant::now(),
             poisoned: false,
             unjournaled: false,
-        }
+        })
+    }
+
+    /// The frame of one transaction's `records` (contiguous, non-empty) in this journal:
+    /// `None` when it is too large for a frame.
+    pub(crate) fn frame_of(&self, records: &[Record]) -> Option<Vec<u8>> {
+        encode_frame(&self.marker.0, records)
     }
 
     /// The journal's file name.
@@ -351,7 +288,7 @@ impl Journal {
 
     /// Bytes of frames the journal holds.
     pub(crate) fn held(&self) -> u64 {
-        self.end - HEADER.len() as u64
+        self.end - HEADER_BYTES
     }
 
     /// Refuses with [`JournalError::Poisoned`] once a failed write could not be taken back.
@@ -417,10 +354,10 @@ impl Journal {
         self.check_usable()?;
         if self.held() > 0 || self.file.len()? != self.room {
             // Cut to the header first: the room's old frames become zeros again.
-            self.file.set_len(HEADER.len() as u64)?;
+            self.file.set_len(HEADER_BYTES)?;
             self.file.set_len(self.room)?;
             self.file.sync_data()?;
-            self.end = HEADER.len() as u64;
+            self.end = HEADER_BYTES;
         }
         self.since = Instant::now();
         Ok(())

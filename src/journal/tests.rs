@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use redb::StorageBackend;
 
 use super::frame::{Frame, decode_frame, encode_frame};
+use super::header::Marker;
 use super::*;
 use crate::error::Error;
 use crate::hash::Digest;
@@ -81,9 +82,20 @@ impl StorageBackend for Memory {
     }
 }
 
+/// The marker of the journals these tests write.
+const MARKER: Marker = Marker([0xa5; MARKER_BYTES]);
+
+/// The frame of `records` in a journal marked [`MARKER`].
+fn frame(records: &[Record]) -> Vec<u8> {
+    encode_frame(&MARKER.0, records).unwrap()
+}
+
+/// Where the first frame begins.
+const START: u64 = HEADER_BYTES;
+
 fn journal_of(frames: &[Vec<u8>]) -> Memory {
     let file = Memory::default();
-    let mut bytes = HEADER.to_vec();
+    let mut bytes = MARKER.header().to_vec();
     for frame in frames {
         bytes.extend_from_slice(frame);
     }
@@ -103,19 +115,21 @@ fn scan_all(file: &dyn StorageBackend) -> crate::error::Result<(Vec<Frame>, Scan
 #[test]
 fn a_frame_decodes_to_the_records_it_was_encoded_from() {
     let records = records(5);
-    let frame = encode_frame(&records).unwrap();
-    let decoded = decode_frame(&frame, 16).unwrap();
+    let frame = frame(&records);
+    let decoded = decode_frame(&frame, START, &MARKER.0).unwrap();
     assert_eq!(decoded.records, records);
     assert_eq!(decoded.len, frame.len() as u64);
     assert_eq!(decoded.first().0, 0);
     assert_eq!(decoded.end().0, 5);
-    assert!(encode_frame(&[]).is_none());
+    assert!(encode_frame(&MARKER.0, &[]).is_none());
 }
 
 #[test]
-fn the_frame_layout_is_length_first_position_count_records_check() {
+fn the_frame_layout_is_marker_length_first_position_count_records_check() {
     let records = records(2);
-    let frame = encode_frame(&records).unwrap();
+    let whole = frame(&records);
+    let (marker, frame) = whole.split_at(MARKER_BYTES);
+    assert_eq!(marker, MARKER.0);
     let body_len = u32::from_le_bytes(frame[..4].try_into().unwrap()) as usize;
     assert_eq!(frame.len(), 4 + body_len + 32);
     assert_eq!(u64::from_le_bytes(frame[4..12].try_into().unwrap()), 0);
@@ -131,26 +145,42 @@ fn the_frame_layout_is_length_first_position_count_records_check() {
 }
 
 #[test]
+fn the_header_is_magic_version_marker_and_a_check_of_them() {
+    let header = MARKER.header();
+    assert_eq!(&header[..14], b"annals journal");
+    assert_eq!(u16::from_le_bytes([header[14], header[15]]), 2);
+    assert_eq!(header[16..32], MARKER.0);
+    let check = blake3::Hasher::new_derive_key(header::HEADER_CONTEXT)
+        .update(&header[..32])
+        .finalize();
+    assert_eq!(header[32..], check.as_bytes()[..16]);
+    assert_ne!(Marker::fresh().unwrap(), Marker::fresh().unwrap());
+}
+
+#[test]
 fn every_changed_byte_of_a_frame_fails_its_check_or_its_length() {
-    let frame = encode_frame(&records(2)).unwrap();
+    let frame = frame(&records(2));
     for at in 0..frame.len() {
         let mut damaged = frame.clone();
         damaged[at] ^= 0x20;
-        assert!(decode_frame(&damaged, 16).is_err(), "byte {at}");
+        assert!(
+            decode_frame(&damaged, START, &MARKER.0).is_err(),
+            "byte {at}"
+        );
     }
 }
 
 #[test]
 fn a_scan_hands_out_whole_frames_and_drops_a_torn_last_one_at_every_length() {
     let records = records(6);
-    let first = encode_frame(&records[..2]).unwrap();
-    let second = encode_frame(&records[2..]).unwrap();
+    let first = frame(&records[..2]);
+    let second = frame(&records[2..]);
     for kept in 0..second.len() {
         let file = journal_of(&[first.clone(), second[..kept].to_vec()]);
         let (frames, scanned) = scan_all(&file).unwrap();
         assert_eq!(frames.len(), 1, "{kept} bytes of the second frame");
         assert_eq!(frames[0].records, records[..2]);
-        assert_eq!(scanned.end, 16 + first.len() as u64);
+        assert_eq!(scanned.end, START + first.len() as u64);
         assert_eq!(scanned.dropped, written(&second[..kept]));
         // The same torn write into the room an emptied journal keeps: the same scan.
         let file = journal_of(&[first.clone(), second[..kept].to_vec(), vec![0; 4_096]]);
@@ -164,14 +194,14 @@ fn a_scan_hands_out_whole_frames_and_drops_a_torn_last_one_at_every_length() {
     let (frames, scanned) = scan_all(&journal_of(&[first.clone(), second.clone()])).unwrap();
     assert_eq!(frames.len(), 2);
     assert_eq!(scanned.dropped, 0);
-    assert_eq!(scanned.end, 16 + (first.len() + second.len()) as u64);
+    assert_eq!(scanned.end, START + (first.len() + second.len()) as u64);
 }
 
 #[test]
 fn a_frame_zeroed_at_its_end_is_a_torn_tail_too() {
     let records = records(4);
-    let first = encode_frame(&records[..2]).unwrap();
-    let mut second = encode_frame(&records[2..]).unwrap();
+    let first = frame(&records[..2]);
+    let mut second = frame(&records[2..]);
     let len = second.len();
     second[len - 40..].fill(0);
     let (frames, scanned) = scan_all(&journal_of(&[first, second.clone()])).unwrap();
@@ -190,28 +220,31 @@ fn written(torn: &[u8]) -> u64 {
 #[test]
 fn the_room_after_the_frames_ends_them_and_is_not_dropped() {
     let records = records(4);
-    let first = encode_frame(&records[..2]).unwrap();
-    let second = encode_frame(&records[2..]).unwrap();
+    let first = frame(&records[..2]);
+    let second = frame(&records[2..]);
     let file = journal_of(&[first.clone(), second.clone(), vec![0; 10_000]]);
     let (frames, scanned) = scan_all(&file).unwrap();
     assert_eq!(frames.len(), 2);
-    assert_eq!(scanned.end, 16 + (first.len() + second.len()) as u64);
+    assert_eq!(scanned.end, START + (first.len() + second.len()) as u64);
     assert_eq!(scanned.dropped, 0);
     // An emptied journal with its room holds no frame.
     let (frames, scanned) = scan_all(&journal_of(&[vec![0; 10_000]])).unwrap();
     assert!(frames.is_empty());
-    assert_eq!((scanned.end, scanned.dropped), (16, 0));
+    assert_eq!((scanned.end, scanned.dropped), (START, 0));
 }
 
 #[test]
 fn a_damaged_frame_with_a_whole_frame_after_it_is_refused_naming_its_offset() {
     let records = records(4);
-    let mut first = encode_frame(&records[..2]).unwrap();
-    let second = encode_frame(&records[2..]).unwrap();
+    let mut first = frame(&records[..2]);
+    let second = frame(&records[2..]);
     first[30] ^= 1;
+    let first_len = first.len() as u64;
     let error = scan_all(&journal_of(&[first, second])).unwrap_err();
     match error {
-        Error::Journal(JournalError::Damaged { offset, .. }) => assert_eq!(offset, 16),
+        Error::Journal(JournalError::Damaged { offset, next, .. }) => {
+            assert_eq!((offset, next), (START, START + first_len))
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -225,40 +258,152 @@ fn a_file_that_is_not_a_journal_or_of_another_version_is_refused() {
         Err(Error::Journal(JournalError::NotAJournal { .. }))
     ));
     let later = Memory::default();
-    let mut header = HEADER;
-    header[14] = 2;
+    let mut header = MARKER.header();
+    header[14] = 3;
     later.write(0, &header).unwrap();
     assert!(matches!(
         scan_all(&later),
-        Err(Error::Journal(JournalError::Version { found: 2, .. }))
+        Err(Error::Journal(JournalError::Version { found: 3, .. }))
     ));
 }
 
 #[test]
-fn a_header_cut_short_is_written_whole_again() {
-    for kept in 0..HEADER.len() {
-        let file = Memory::default();
-        file.write(0, &HEADER[..kept]).unwrap();
-        let (frames, scanned) = scan_all(&file).unwrap();
-        assert!(frames.is_empty());
-        assert_eq!(scanned.end, 16);
-        let mut header = [0; 16];
-        file.read(0, &mut header).unwrap();
-        assert_eq!(header, HEADER, "{kept} bytes kept");
+fn a_header_cut_short_is_written_whole_again_with_a_new_marker() {
+    let header = MARKER.header();
+    for kept in 0..header.len() {
+        for room in [0, 4_096] {
+            let file = Memory::default();
+            file.write(0, &header[..kept]).unwrap();
+            file.set_len((kept + room) as u64).unwrap();
+            let (frames, scanned) = scan_all(&file).unwrap();
+            assert!(frames.is_empty());
+            assert_eq!(scanned.end, START);
+            let mut written = [0; HEADER_BYTES as usize];
+            file.read(0, &mut written).unwrap();
+            let marker = scanned.marker.expect("a writable scan writes a header");
+            assert_eq!(written, marker.header(), "{kept} bytes kept");
+        }
     }
+}
+
+#[test]
+fn a_damaged_header_with_frames_after_it_is_refused_not_rewritten() {
+    let records = records(2);
+    let whole = journal_of(&[frame(&records)]);
+    for at in 16..HEADER_BYTES as usize {
+        let file = journal_of(&[frame(&records)]);
+        let mut byte = [0];
+        file.read(at as u64, &mut byte).unwrap();
+        file.write(at as u64, &[byte[0] ^ 0x10]).unwrap();
+        match scan_all(&file) {
+            Err(Error::Journal(JournalError::Damaged { offset: 0, .. })) => {}
+            other => panic!("byte {at} of the header: {other:?}"),
+        }
+        // Left as it was, but for the damage.
+        file.write(at as u64, &byte).unwrap();
+        assert_eq!(*file.0.lock().unwrap(), *whole.0.lock().unwrap());
+    }
+}
+
+/// A version 1 journal, as builds before version 2 wrote it: frames without a marker after a
+/// 16-byte header.
+fn v1_journal_of(frames: &[Vec<u8>]) -> Memory {
+    let file = Memory::default();
+    let mut bytes = b"annals journal\x01\x00".to_vec();
+    for frame in frames {
+        bytes.extend_from_slice(frame);
+    }
+    file.write(0, &bytes).unwrap();
+    file
+}
+
+#[test]
+fn a_version_1_journal_is_read_and_its_damage_found_behind_a_damaged_length() {
+    let records = records(6);
+    let frames: Vec<Vec<u8>> = records
+        .chunks(2)
+        .map(|chunk| encode_frame(&[], chunk).unwrap())
+        .collect();
+    let (read, scanned) = scan_all(&v1_journal_of(&frames)).unwrap();
+    assert_eq!(read.len(), 3);
+    assert_eq!(scanned.marker, None, "rewritten as version 2 by a writer");
+    let mut damaged = frames.clone();
+    // A length that points past the file's end: the frames behind it are still found.
+    damaged[0][3] ^= 0x40;
+    match scan_all(&v1_journal_of(&damaged)) {
+        Err(Error::Journal(JournalError::Damaged { offset: 16, .. })) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Every way of damaging `at..at + len` of a journal's bytes this sweep tries: each bit
+/// flipped (one byte), and overwrites of zeros, ones and a pattern.
+fn damages(len: usize) -> Vec<Vec<u8>> {
+    let mut damages = Vec::new();
+    if len == 1 {
+        damages.extend((0..8).map(|bit| vec![1u8 << bit]));
+        return damages;
+    }
+    for fill in [0x00, 0xff, 0x5a] {
+        damages.push(vec![fill; len]);
+    }
+    damages
+}
+
+#[test]
+fn any_damage_to_the_first_three_of_fifty_frames_recovers_every_commit_or_is_refused() {
+    let records = records(100);
+    let frames: Vec<Vec<u8>> = records.chunks(2).map(frame).collect();
+    let journal = journal_of(&frames);
+    let bytes = journal.0.lock().unwrap().clone();
+    let third_end = START as usize + frames[..3].iter().map(Vec::len).sum::<usize>();
+    let (mut refused, mut whole, mut tried) = (0, 0, 0);
+    for at in START as usize..third_end {
+        for len in 1..=8 {
+            for damage in damages(len) {
+                let mut damaged = bytes.clone();
+                let end = (at + len).min(damaged.len());
+                let changed = &mut damaged[at..end];
+                if len == 1 {
+                    changed[0] ^= damage[0];
+                } else {
+                    changed.copy_from_slice(&damage[..end - at]);
+                }
+                if damaged == bytes {
+                    continue;
+                }
+                tried += 1;
+                let file = Memory(Mutex::new(damaged));
+                match scan_all(&file) {
+                    Err(Error::Journal(JournalError::Damaged { .. })) => refused += 1,
+                    Ok((read, _)) if read.len() == frames.len() => whole += 1,
+                    other => panic!(
+                        "{len} bytes at {at}: a silent loss: {:?}",
+                        other.map(|(read, s)| (read.len(), s))
+                    ),
+                }
+            }
+        }
+    }
+    assert_eq!(whole, 0, "every change to a frame's bytes is damage");
+    assert_eq!(refused, tried);
+    assert!(tried > 10_000, "{tried} damages tried");
 }
 
 #[test]
 fn a_failed_append_leaves_the_journal_as_it_was() {
     let records = records(2);
-    let frame = encode_frame(&records).unwrap();
+    let frame = frame(&records);
     let file = journal_of(&[]);
+    let scanned = scan_all(&file).unwrap().1;
     let mut journal = Journal::new(
         Box::new(file),
         "log.redb.journal".into(),
-        16,
+        scanned,
         JournalOptions::default(),
-    );
+    )
+    .unwrap();
+    assert_eq!(journal.frame_of(&records).unwrap(), frame);
     journal.append(&frame).unwrap();
     assert_eq!(journal.held(), frame.len() as u64);
     journal.take_back(frame.len() as u64);

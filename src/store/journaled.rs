@@ -10,7 +10,7 @@ use redb::{StorageBackend, WriteTransaction};
 use super::session::Finished;
 use super::{Durability, Sharing, Store};
 use crate::error::{Error, JournalError, Result, guarded};
-use crate::journal::frame::{Frame, encode_frame};
+use crate::journal::frame::Frame;
 use crate::journal::{self, Journal, JournalFile, JournalOptions, JournalRecovery};
 use crate::record::Record;
 
@@ -52,7 +52,7 @@ impl Store {
             return Ok(());
         }
         let frame = (finished.journalable && !journal.unjournaled)
-            .then(|| encode_frame(&finished.written))
+            .then(|| journal.frame_of(&finished.written))
             .flatten();
         let Some(frame) = frame else {
             txn.set_durability(redb::Durability::Immediate)
@@ -132,14 +132,14 @@ impl Store {
         let keep = options.filter(|_| self.sharing == Sharing::Exclusive);
         let file = match (file, keep) {
             (Some(file), _) => file,
-            (None, Some(_)) if self.on_disk => match JournalFile::open(&path, true)? {
+            (None, Some(_)) if self.on_disk => match JournalFile::open(&self.path, &path, true)? {
                 Some(file) => Box::new(file),
                 None => return Ok(()),
             },
             (None, _) => return Ok(()),
         };
         let scanned = self.recover(&*file, &path)?;
-        let mut kept = Journal::new(file, path, scanned.end, keep.unwrap_or_default());
+        let mut kept = Journal::new(file, path, scanned, keep.unwrap_or_default())?;
         kept.empty()?;
         match keep {
             Some(_) => self.journal = Some(Mutex::new(kept)),

@@ -240,7 +240,7 @@ impl Store {
                 Store::bring_up(db, options.limits, path.clone(), projections, true)?;
             store.sharing = options.sharing;
             let journal = crate::journal::journal_path(&path);
-            let file = crate::journal::JournalFile::open(&journal, false)?
+            let file = crate::journal::JournalFile::open(&path, &journal, false)?
                 .map(|file| Box::new(file) as Box<dyn redb::StorageBackend>);
             store.attach_journal(file, journal, options.journal)?;
             store.adopt(unsnapshotted, &options.archives)?;

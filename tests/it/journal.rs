@@ -13,6 +13,9 @@ use annals::{
 
 use crate::common::event;
 
+/// The journal's header: frames begin after it.
+const HEADER: u64 = annals::journal::HEADER_BYTES;
+
 fn journal_of(path: &Path) -> PathBuf {
     annals::journal::journal_path(path)
 }
@@ -25,7 +28,7 @@ fn journal_held(path: &Path) -> u64 {
         .iter()
         .rposition(|&byte| byte != 0)
         .map_or(0, |last| last + 1);
-    (written as u64).max(16)
+    (written as u64).max(HEADER)
 }
 
 fn exclusive(path: &Path, journal: Option<JournalOptions>) -> Store {
@@ -79,7 +82,10 @@ fn an_exclusive_store_commits_through_its_journal_and_a_clean_close_leaves_only_
     assert!(store.journaled());
     append(&store, "a", 5);
     let held = journal_held(&path);
-    assert!(held > 16, "five commits are in the journal: {held} bytes");
+    assert!(
+        held > HEADER,
+        "five commits are in the journal: {held} bytes"
+    );
     let records = all(&store);
     assert_eq!(records.len(), 5);
     store.close().unwrap();
@@ -99,7 +105,7 @@ fn a_crash_image_recovers_every_acknowledged_commit_from_the_journal() {
     let store = exclusive(&path, never_drained());
     append(&store, "a", 3);
     store.flush().unwrap();
-    assert_eq!(journal_held(&path), 16, "a flush drains");
+    assert_eq!(journal_held(&path), HEADER, "a flush drains");
     append(&store, "b", 4);
     append(&store, "c", 2);
     let records = all(&store);
@@ -175,8 +181,11 @@ fn a_torn_frame_at_the_journals_end_is_dropped_and_reported() {
     let journal = journal_of(&copy);
     let mut bytes = fs::read(&journal).unwrap();
     let whole = journal_held(&copy) as usize;
-    let first_len = 4 + 32 + u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize;
-    let first = bytes[16..16 + first_len].to_vec();
+    let start = HEADER as usize;
+    let marker = annals::journal::MARKER_BYTES;
+    let len_field = &bytes[start + marker..start + marker + 4];
+    let first_len = marker + 4 + 32 + u32::from_le_bytes(len_field.try_into().unwrap()) as usize;
+    let first = bytes[start..start + first_len].to_vec();
     // Into the room past the frames, as the torn write left it.
     let torn = &first[..first_len / 2];
     bytes[whole..whole + torn.len()].copy_from_slice(torn);
@@ -295,7 +304,7 @@ fn deferred_commits_then_a_durable_one_survive_a_crash_together() {
     // The deferred commits are in no frame: the durable commit after them goes to the file
     // and takes them with it; the commits after that go through the journal again.
     append(&store, "c", 1);
-    assert_eq!(journal_held(&path), 16);
+    assert_eq!(journal_held(&path), HEADER);
     append(&store, "b", 2);
     let records = all(&store);
     let copy = crash_image(&path, "deferred.redb");
@@ -322,10 +331,10 @@ fn drains_keep_the_journal_within_its_bound() {
         append(&store, &format!("s{}", index % 7), 1);
         largest = largest.max(journal_held(&path));
     }
-    assert!(largest > 16);
+    assert!(largest > HEADER);
     // A frame here is under 300 bytes: the journal holds at most the bound and one frame.
     assert!(
-        largest < 16 + bound + 300,
+        largest < HEADER + bound + 300,
         "the journal grew to {largest} bytes"
     );
     let records = all(&store);
@@ -377,4 +386,64 @@ fn group_commit_writes_one_frame_per_batch_and_recovers_whole() {
     assert!(recovery.transactions <= 64);
     assert_eq!(all(&recovered), records);
     assert!(recovered.verify().unwrap().is_sound());
+}
+
+#[test]
+fn the_journal_takes_no_more_permissions_than_its_log_and_is_never_opened_through_a_link() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("private.redb");
+    exclusive(&path, None).close().unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    let store = exclusive(&path, never_drained());
+    append(&store, "a", 2);
+    let mode = fs::metadata(journal_of(&path))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "a journal beside a 0600 log: {mode:o}");
+
+    // A journal an older build left readable by all is narrowed to the log's bits.
+    let copy = crash_image(&path, "copy.redb");
+    store.close().unwrap();
+    fs::set_permissions(journal_of(&copy), fs::Permissions::from_mode(0o644)).unwrap();
+    let recovered = exclusive(&copy, never_drained());
+    let mode = fs::metadata(journal_of(&copy)).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    recovered.close().unwrap();
+    let journal = journal_of(&path);
+
+    // A symbolic link at the journal's name is not the store's journal: neither followed
+    // nor written through, whether it points at a file or nowhere.
+    let elsewhere = dir.path().join("elsewhere");
+    fs::write(&elsewhere, b"someone else's bytes").unwrap();
+    for target in [elsewhere.clone(), dir.path().join("missing")] {
+        std::os::unix::fs::symlink(&target, &journal).unwrap();
+        for read_only in [false, true] {
+            let opened = match read_only {
+                true => Store::open_read_only(&path).map(drop),
+                false => Store::open_with(
+                    &path,
+                    StoreOptions {
+                        sharing: Sharing::Exclusive,
+                        ..StoreOptions::default()
+                    },
+                )
+                .map(drop),
+            };
+            match opened {
+                Err(Error::Journal(JournalError::Unusable {
+                    path: named,
+                    reason,
+                })) => {
+                    assert_eq!(named, journal);
+                    assert!(reason.contains("symbolic link"), "{reason}");
+                }
+                other => panic!("{target:?}, read-only {read_only}: {other:?}"),
+            }
+        }
+        assert_eq!(fs::read(&elsewhere).unwrap(), b"someone else's bytes");
+        assert!(!dir.path().join("missing").exists());
+        fs::remove_file(&journal).unwrap();
+    }
 }

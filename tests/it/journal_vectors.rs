@@ -1,8 +1,13 @@
-//! `schema/vectors/journal_v1.json`: the bytes of a commit journal (`schema/FORMAT.md` 3.15)
+//! `schema/vectors/journal_v2.json`: the bytes of a commit journal (`schema/FORMAT.md` 3.15)
 //! for fixed commits, as a known answer. The test makes the commits through an exclusive
 //! store that never drains, reads the journal back, and checks it is exactly the committed
-//! file's bytes, parsing it field by field as FORMAT.md lays it out (with the blake3 crate for
-//! the check, not annals' code); `ANNALS_WRITE_VECTORS=1` rewrites it.
+//! file's bytes but for the journal's random marker (put in the vector's place, with the
+//! header's check made again), parsing it field by field as FORMAT.md lays it out (with the
+//! blake3 crate for the checks, not annals' code); `ANNALS_WRITE_VECTORS=1` rewrites it.
+//!
+//! `schema/vectors/journal_v1.json`, the same commits in the version 1 layout that builds
+//! before version 2 wrote, is recovered beside a new log: a crash under an older build loses
+//! nothing.
 
 use std::path::PathBuf;
 
@@ -10,7 +15,33 @@ use annals::{ExpectedVersion, JournalOptions, NewEvent, Position, Sharing, Store
 use serde_json::{Value, json};
 
 fn vectors_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/vectors/journal_v1.json")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/vectors/journal_v2.json")
+}
+
+/// A version 2 header's bytes: its magic, version and marker.
+const HEADER: usize = 48;
+const MARKER: usize = 16;
+
+/// `journal` with its marker replaced by `marker`: in the header (whose check is made again)
+/// and at the start of every frame.
+fn with_marker(journal: &[u8], marker: &[u8]) -> Vec<u8> {
+    let mut bytes = journal.to_vec();
+    bytes[16..32].copy_from_slice(marker);
+    let check = blake3::Hasher::new_derive_key("annals 2026-12-05 journal header v2")
+        .update(&bytes[..32])
+        .finalize();
+    bytes[32..48].copy_from_slice(&check.as_bytes()[..16]);
+    let mut at = HEADER;
+    while at + MARKER + 4 <= bytes.len() {
+        bytes[at..at + MARKER].copy_from_slice(marker);
+        let body_len = u32_at(&bytes, at + MARKER) as usize;
+        at += MARKER + 4 + body_len + 32;
+    }
+    bytes
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -75,14 +106,12 @@ fn generate() -> (Journal, Vec<(u64, String)>) {
         )
         .expect("append");
     let file = std::fs::read(annals::journal::journal_path(&path)).expect("the journal");
-    // The frames, then the room the journal keeps for the rest of a checkpoint: zeros.
-    let mut end = 16;
-    while end + 4 <= file.len() {
-        let body_len = u32::from_le_bytes(file[end..end + 4].try_into().unwrap()) as usize;
-        if body_len == 0 {
-            break;
-        }
-        end += 4 + body_len + 32;
+    // The frames, each its marker first, then the room the journal keeps for the rest of a
+    // checkpoint: zeros.
+    let marker = file[16..32].to_vec();
+    let mut end = HEADER;
+    while end + MARKER + 4 <= file.len() && file[end..end + MARKER] == marker[..] {
+        end += MARKER + 4 + u32_at(&file, end + MARKER) as usize + 32;
     }
     assert!(
         file[end..].iter().all(|&byte| byte == 0),
@@ -98,13 +127,18 @@ fn generate() -> (Journal, Vec<(u64, String)>) {
     (journal, records)
 }
 
-fn vector() -> Value {
-    let ((journal, file_len), records) = generate();
+/// The vector of fixed commits, its journal's marker put in `committed`'s place.
+fn vector(committed: Option<&Value>) -> Value {
+    let ((mut journal, file_len), records) = generate();
+    if let Some(committed) = committed {
+        let theirs = unhex(committed["journal_hex"].as_str().expect("hex"));
+        journal = with_marker(&journal, &theirs[16..32]);
+    }
     json!({
-        "note": "schema/FORMAT.md 3.15: the journal of three commits (1, 3 and 1 records) of a new log",
+        "note": "schema/FORMAT.md 3.15: the journal (version 2) of three commits (1, 3 and 1 records) of a new log; its marker is random, so a journal written again equals this one once its marker is put in this one's place (the header's check made again)",
         "journal_hex": hex(&journal),
         "file_len": file_len,
-        "room_note": "past journal_hex the file holds zeros to file_len: the room set aside for the frames to come (a length field of 0 ends the frames)",
+        "room_note": "past journal_hex the file holds zeros to file_len: the room set aside for the frames to come (no marker there: the frames end)",
         "frames": [
             { "first": 0, "count": 1 },
             { "first": 1, "count": 3 },
@@ -117,17 +151,24 @@ fn vector() -> Value {
 /// Parses `bytes` as FORMAT.md 3.15 lays a journal out: (first, count, record hashes) per frame.
 fn parse(bytes: &[u8]) -> Vec<(u64, u32, Vec<String>)> {
     assert_eq!(&bytes[..14], b"annals journal");
-    assert_eq!(u16::from_le_bytes([bytes[14], bytes[15]]), 1);
-    let mut at = 16;
+    assert_eq!(u16::from_le_bytes([bytes[14], bytes[15]]), 2);
+    let marker = &bytes[16..32];
+    let check = blake3::Hasher::new_derive_key("annals 2026-12-05 journal header v2")
+        .update(&bytes[..32])
+        .finalize();
+    assert_eq!(bytes[32..48], check.as_bytes()[..16], "the header's check");
+    let mut at = HEADER;
     let mut frames = Vec::new();
-    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
     while at < bytes.len() {
-        let body_len = u32_at(at) as usize;
-        if body_len == 0 {
-            break;
-        }
-        let covered = &bytes[at..at + 4 + body_len];
-        let check = &bytes[at + 4 + body_len..at + 4 + body_len + 32];
+        assert_eq!(
+            &bytes[at..at + MARKER],
+            marker,
+            "the frame at {at} begins with the marker"
+        );
+        let length = at + MARKER;
+        let body_len = u32_at(bytes, length) as usize;
+        let covered = &bytes[length..length + 4 + body_len];
+        let check = &bytes[length + 4 + body_len..length + 4 + body_len + 32];
         let expected = blake3::Hasher::new_derive_key("annals 2026-12-03 journal frame v1")
             .update(covered)
             .finalize();
@@ -138,7 +179,7 @@ fn parse(bytes: &[u8]) -> Vec<(u64, u32, Vec<String>)> {
         let mut inner = 12;
         let mut hashes = Vec::new();
         for _ in 0..count {
-            let len = u32::from_le_bytes(body[inner..inner + 4].try_into().unwrap()) as usize;
+            let len = u32_at(body, inner) as usize;
             let stored = &body[inner + 4..inner + 4 + len];
             hashes.push(hex(&stored[..32]));
             inner += 4 + len;
@@ -149,21 +190,21 @@ fn parse(bytes: &[u8]) -> Vec<(u64, u32, Vec<String>)> {
             "the frame at {at} holds its records and nothing else"
         );
         frames.push((first, count, hashes));
-        at += 4 + body_len + 32;
+        at = length + 4 + body_len + 32;
     }
     frames
 }
 
 #[test]
 fn the_journal_of_fixed_commits_is_the_committed_vector_byte_for_byte() {
-    let found = vector();
     if std::env::var_os("ANNALS_WRITE_VECTORS").is_some() {
-        let text = serde_json::to_string_pretty(&found).expect("JSON") + "\n";
+        let text = serde_json::to_string_pretty(&vector(None)).expect("JSON") + "\n";
         std::fs::write(vectors_path(), text).expect("write the vector");
     }
     let committed: Value =
         serde_json::from_str(&std::fs::read_to_string(vectors_path()).expect("the vector"))
             .expect("JSON");
+    let found = vector(Some(&committed));
     assert!(
         committed == found,
         "the journal's bytes changed: a format change (FORMAT.md 3.15), or regenerate with ANNALS_WRITE_VECTORS=1"
@@ -188,4 +229,47 @@ fn the_journal_of_fixed_commits_is_the_committed_vector_byte_for_byte() {
         hashes, recorded,
         "each frame holds the log's own stored records"
     );
+}
+
+#[test]
+fn a_version_1_journal_an_older_build_left_is_recovered_and_rewritten_as_version_2() {
+    let v1: Value = serde_json::from_str(
+        &std::fs::read_to_string(vectors_path().with_file_name("journal_v1.json"))
+            .expect("the version 1 vector"),
+    )
+    .expect("JSON");
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let path = dir.path().join("log.redb");
+    let created = StoreOptions {
+        create: true,
+        ..StoreOptions::default()
+    };
+    drop(Store::open_with(&path, created).expect("a new log"));
+    let journal = annals::journal::journal_path(&path);
+    let bytes = unhex(v1["journal_hex"].as_str().expect("hex"));
+    std::fs::write(&journal, &bytes).expect("the journal an older build left");
+    let options = StoreOptions {
+        sharing: Sharing::Exclusive,
+        ..StoreOptions::default()
+    };
+    let store = Store::open_with(&path, options).expect("recovered");
+    assert_eq!(store.journal_recovery().records, 5);
+    let hashes: Vec<String> = store
+        .read_all(Position(0), annals::Direction::Forward, 10)
+        .expect("records")
+        .into_iter()
+        .map(|record| record.hash.to_string())
+        .collect();
+    assert_eq!(
+        hashes,
+        v1["record_hashes"]
+            .as_array()
+            .expect("hashes")
+            .iter()
+            .map(|h| h.as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    );
+    let rewritten = std::fs::read(&journal).expect("the journal, kept");
+    assert_eq!(&rewritten[..16], b"annals journal\x02\x00");
+    assert!(store.verify().expect("verify").is_sound());
 }

@@ -87,7 +87,9 @@ fn describe(error: &Error) -> (&'static str, serde_json::Value) {
         Error::Journal(annals::JournalError::Unrecovered { from, .. }) => {
             ("NEEDS_RECOVERY", json!({ "from": from.0.to_string() }))
         }
-        Error::Journal(annals::JournalError::Poisoned { .. }) => ("IO", json!({})),
+        Error::Journal(
+            annals::JournalError::Poisoned { .. } | annals::JournalError::Unusable { .. },
+        ) => ("IO", json!({})),
         Error::Journal(_) => ("CORRUPT", json!({})),
         Error::Io(_) | Error::Storage(_) => ("IO", json!({})),
         _ => ("ANNALS", json!({})),

@@ -403,7 +403,9 @@ impl From<Error> for Failure {
             ) => Kind::Corrupt,
             Error::Archive(_) => Kind::Refused,
             Error::Journal(annals::JournalError::Unrecovered { .. }) => Kind::NeedsRecovery,
-            Error::Journal(annals::JournalError::Poisoned { .. }) => Kind::Io,
+            Error::Journal(
+                annals::JournalError::Poisoned { .. } | annals::JournalError::Unusable { .. },
+            ) => Kind::Io,
             Error::Journal(_) => Kind::Corrupt,
             _ => Kind::Io,
         };

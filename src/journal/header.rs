@@ -1,0 +1,146 @@
+//! The journal's header (`schema/FORMAT.md` 3.15): what the file is, which version of the
+//! layout follows, and, from version 2, the journal's **marker**: 16 random bytes that begin
+//! every frame, so that recovery can find the next whole frame after damage, however the
+//! damage struck (a length field, the marker itself, a body), and tell damage to a synced
+//! commit from the torn end of an unacknowledged one.
+//!
+//! The marker is drawn from the system's randomness when the header is written and never
+//! leaves the journal (which only the log's owner can read), so a payload cannot carry a
+//! frame that recovery would take for one of the journal's own. The header's last 16 bytes
+//! check the first 32: a damaged marker would otherwise turn every frame into a torn end.
+
+use std::io;
+use std::path::Path;
+
+use rand_core::{OsRng, RngCore};
+
+use crate::error::{JournalError, Result};
+
+/// The journal's magic: its first 14 bytes, in every version.
+pub const MAGIC: [u8; 14] = *b"annals journal";
+
+/// The layout version this build writes (u16 LE after the magic). Version 1 journals,
+/// without a marker, are still read, so that a crash under an older build is recovered.
+pub const VERSION: u16 = 2;
+
+/// The bytes of a version 2 header: magic, version, marker, check.
+pub const HEADER_BYTES: u64 = 48;
+
+/// The bytes of a version 1 header: magic and version.
+pub const V1_HEADER_BYTES: u64 = 16;
+
+/// The bytes of the marker that begins every version 2 frame.
+pub const MARKER_BYTES: usize = 16;
+
+/// The blake3 derive-key context of the header's check.
+pub const HEADER_CONTEXT: &str = "annals 2026-12-05 journal header v2";
+
+/// A journal's marker: the bytes every one of its frames begins with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Marker(pub [u8; MARKER_BYTES]);
+
+impl Marker {
+    /// A marker from the system's randomness.
+    pub fn fresh() -> io::Result<Marker> {
+        let mut bytes = [0; MARKER_BYTES];
+        OsRng
+            .try_fill_bytes(&mut bytes)
+            .map_err(|error| io::Error::other(error.to_string()))?;
+        Ok(Marker(bytes))
+    }
+
+    /// The version 2 header that names this marker.
+    pub fn header(&self) -> [u8; HEADER_BYTES as usize] {
+        let mut header = [0; HEADER_BYTES as usize];
+        header[..14].copy_from_slice(&MAGIC);
+        header[14..16].copy_from_slice(&VERSION.to_le_bytes());
+        header[16..32].copy_from_slice(&self.0);
+        let check = header_check(&header[..32]);
+        header[32..].copy_from_slice(&check);
+        header
+    }
+}
+
+/// The check of a version 2 header's first 32 bytes.
+fn header_check(covered: &[u8]) -> [u8; 16] {
+    let hash = blake3::Hasher::new_derive_key(HEADER_CONTEXT)
+        .update(covered)
+        .finalize();
+    let mut check = [0; 16];
+    check.copy_from_slice(&hash.as_bytes()[..16]);
+    check
+}
+
+/// How a journal's frames are laid out, as its header says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Version 1: frames follow the 16-byte header, each its length field first.
+    V1,
+    /// Version 2: frames follow the 48-byte header, each its marker first.
+    V2(Marker),
+}
+
+impl Layout {
+    /// Where the first frame begins.
+    pub fn frames_start(&self) -> u64 {
+        match self {
+            Layout::V1 => V1_HEADER_BYTES,
+            Layout::V2(_) => HEADER_BYTES,
+        }
+    }
+
+    /// The bytes every frame begins with, before its length field.
+    pub fn marker(&self) -> &[u8] {
+        match self {
+            Layout::V1 => &[],
+            Layout::V2(marker) => &marker.0,
+        }
+    }
+}
+
+/// What the first bytes of a journal file say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Header {
+    /// A whole header of a version this build reads.
+    Whole(Layout),
+    /// No whole header, and bytes that could be one cut short (a prefix of the magic, zeros):
+    /// a creation interrupted before its sync, if nothing follows it.
+    CutShort,
+}
+
+/// Reads the header from `first`, the file's first bytes (up to [`HEADER_BYTES`]); `path`
+/// names the file in errors. A version 2 header that fails its check is [`Header::CutShort`]
+/// too: the caller refuses it when anything follows it.
+pub fn read_header(first: &[u8], path: &Path) -> Result<Header> {
+    if first.len() >= 16 && first[..14] == MAGIC {
+        let found = u16::from_le_bytes([first[14], first[15]]);
+        return match found {
+            1 => Ok(Header::Whole(Layout::V1)),
+            2 if first.len() == HEADER_BYTES as usize
+                && header_check(&first[..32]) == first[32..48] =>
+            {
+                let mut marker = [0; MARKER_BYTES];
+                marker.copy_from_slice(&first[16..32]);
+                Ok(Header::Whole(Layout::V2(Marker(marker))))
+            }
+            // Zeros where the version goes, or a check that fails: cut short, or damaged.
+            0 | 2 => Ok(Header::CutShort),
+            found => Err(JournalError::Version {
+                path: path.to_path_buf(),
+                found,
+                supported: VERSION,
+            }
+            .into()),
+        };
+    }
+    // A creation cut short wrote a prefix of the magic and left zeros, or nothing, after it.
+    let magic = &first[..first.len().min(14)];
+    let same = magic.iter().zip(MAGIC).take_while(|(a, b)| *a == b).count();
+    if magic[same..].iter().all(|&byte| byte == 0) {
+        return Ok(Header::CutShort);
+    }
+    Err(JournalError::NotAJournal {
+        path: path.to_path_buf(),
+    }
+    .into())
+}
