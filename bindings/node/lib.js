@@ -105,9 +105,12 @@ function given(declared, value, field, prefix = `${field}.`) {
     return Array.from(value, (item, at) => given({ type: type.array }, item, `${field}[${at}]`))
   }
   const object = objectAt(value, field)
-  const copy = {}
+  // Without a prototype, napi-rs finds in the copy only what was checked, nothing inherited.
+  const copy = Object.create(null)
   if (type.record) {
     for (const key of Object.keys(object)) {
+      // napi-rs reads every other key of a map, but drops this one without a word.
+      if (key === '__proto__') throw invalid(`${prefix}${key}`, 'a key the binding cannot carry')
       copy[wellFormed(key, `${field} (a key)`)] = given({ type: type.record }, object[key], `${prefix}${key}`)
     }
     return copy
@@ -164,8 +167,8 @@ function translate(error) {
       // Not ours after all: fall through.
     }
   }
-  // A value napi-rs could not convert (a wrong type, a missing field) is the caller's.
-  return new AnnalsError('INVALID_ARGUMENT', message, {})
+  // A value napi-rs could not convert is the caller's (the checks above should have named it).
+  return new AnnalsError('INVALID_ARGUMENT', message || 'an argument the binding could not convert', {})
 }
 
 function promise(fn) {
@@ -302,7 +305,7 @@ class Writer {
       const [method, argument] = dispatch(command)
       return this[method](argument)
     } catch (error) {
-      return Promise.reject(error)
+      return Promise.reject(translate(error))
     }
   }
   close(...args) {
