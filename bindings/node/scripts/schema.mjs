@@ -37,7 +37,8 @@ function schemaOf(text) {
       }))
     }
   }
-  return { methods, types: Object.fromEntries(Object.entries(types).sort(([a], [b]) => a.localeCompare(b))) }
+  // Sorted by code unit, not by locale: the file must come out the same on every machine.
+  return { methods, types: Object.fromEntries(Object.entries(types).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) }
 }
 
 /** An interface's fields, or a union's variants by their `type`. */
@@ -69,6 +70,9 @@ function typed(node, reach) {
   if (members.some(absent)) optional = true
   members = members.filter((member) => !absent(member))
   const type = members.length === 1 ? typeOf(members[0], reach) : { either: members.map((member) => typeOf(member, reach)) }
+  if (type.either && !type.either.every((option) => typeof option === 'string')) {
+    throw new Error(`index.d.ts: ${node.getText()}: lib.js tells apart a union of primitives only`)
+  }
   return optional ? { type, optional } : { type }
 }
 
