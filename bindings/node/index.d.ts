@@ -128,7 +128,7 @@ export declare class Store {
   /** Records of one stream, from version `options.from`. */
   readStream(stream: string, options?: ReadOptions | undefined | null): Array<LogRecord>
   /** The record at `position`, or `null` past the head. */
-  get(at: bigint): LogRecord | null
+  get(position: bigint): LogRecord | null
   /** The head: the next position and the last record's hash. */
   head(): Head
   /** Walks the whole log and checks every projection against a replay. */

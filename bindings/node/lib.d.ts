@@ -31,7 +31,10 @@ import type {
   WriterOptions,
 } from './index'
 
-/** The stable codes of AnnalsError. */
+/**
+ * The stable codes of AnnalsError: every code the package throws, as README's table lists them
+ * (test/codes.test.js holds this list, the table and the codes the Rust and lib.js throw equal).
+ */
 export type ErrorCode =
   | 'WRONG_EXPECTED_VERSION'
   | 'IDEMPOTENCY_CONFLICT'
@@ -49,22 +52,39 @@ export type ErrorCode =
   | 'INVALID_COMMAND'
   | 'INVALID_ARGUMENT'
   | 'READ_ONLY'
-  | 'SUBSCRIPTION_LOST'
   | 'CLOSED'
+  | 'SUBSCRIPTION_LOST'
+  | 'ARCHIVED'
+  | 'NOT_IN_CUT'
+  | 'ARCHIVE_REFUSED'
+  | 'NEEDS_RECOVERY'
   | 'IO'
-  | 'ANNALS'
+  | 'INTERNAL'
 
 /** An error of annals, with a stable `code` and the fields its Rust error carries. */
 export declare class AnnalsError extends Error {
   readonly code: ErrorCode
-  /** The field that was wrong (`LIMIT`, `INVALID_COMMAND`, `INVALID_ARGUMENT`). */
+  /**
+   * The field that was wrong, as JavaScript spells it (`'ttlMs'`, `'events[0].idempotencyKey'`):
+   * `LIMIT`, `INVALID_COMMAND`, `INVALID_ARGUMENT`.
+   */
   readonly field?: string
-  /** The limit exceeded (`LIMIT`). */
+  /** The limit exceeded (`LIMIT`, and `INVALID_ARGUMENT` for a writer option). */
   readonly limit?: number
-  /** The position concerned (`CORRUPT`, `IDEMPOTENCY_CONFLICT`), as a decimal string. */
+  /** The position concerned (`CORRUPT`, `IDEMPOTENCY_CONFLICT`, `ARCHIVED`), as a decimal string. */
   readonly position?: string
-  /** The file concerned (`NOT_FOUND`, `NOT_A_LOG`). */
+  /** The idempotency key that conflicts (`IDEMPOTENCY_CONFLICT`). */
+  readonly key?: string
+  /** The file concerned (`NOT_FOUND`, `NOT_A_LOG`, and `IO` and the other errors of `Store.open` and `archiveBefore`). */
   readonly path?: string
+  /** The cut's first kept position (`ARCHIVED`, `NOT_IN_CUT`), as a decimal string. */
+  readonly before?: string
+  /** The archive file that holds the record (`ARCHIVED`). */
+  readonly archive?: string
+  /** The projection the cut kept no snapshot of (`NOT_IN_CUT`). */
+  readonly projection?: string
+  /** The position recovery starts from (`NEEDS_RECOVERY`), as a decimal string. */
+  readonly from?: string
 }
 
 /** A command of any domain, told apart by its `type`. */

@@ -1,5 +1,6 @@
-// The build regenerates index.d.ts and index.js from the Rust: in a git checkout, the
-// committed copies must be what it generated, so that the published types are the binding's.
+// The build regenerates index.d.ts and index.js from the Rust, and schema.json from index.d.ts:
+// in a git checkout, the committed copies must be what it generated, so that the published
+// types, and the shapes lib.js checks arguments against, are the binding's.
 import { execFileSync } from 'node:child_process'
 
 const git = (args, stdio) => execFileSync('git', args, { stdio })
@@ -9,8 +10,8 @@ try {
   process.exit(0) // not a git checkout (a package from the registry): nothing to compare
 }
 try {
-  git(['diff', '--exit-code', '--stat', '--', 'index.d.ts', 'index.js'], 'inherit')
+  git(['diff', '--exit-code', '--stat', '--', 'index.d.ts', 'index.js', 'schema.json'], 'inherit')
 } catch {
-  console.error('index.d.ts or index.js differ from what the build generated: commit them')
+  console.error('index.d.ts, index.js or schema.json differ from what the build generated: commit them')
   process.exit(1)
 }

@@ -33,15 +33,31 @@ pub fn position(value: &BigInt, field: &str) -> napi::Result<u64> {
     u64_of(value, field)
 }
 
-/// Milliseconds given as a `number`: a whole number from 0 to 2^53 - 1.
-pub fn u64_of_ms(value: f64, field: &str) -> napi::Result<u64> {
-    if !(value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= SAFE_INTEGER_MAX) {
+/// A `number` that must be a whole number from 0 to `max` (named `bound` in the refusal):
+/// napi-rs's own conversions would wrap -1, 2^32 or NaN to some count instead.
+fn whole(value: f64, max: f64, field: &str, bound: &str) -> napi::Result<f64> {
+    if !(value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= max) {
         return Err(invalid(
             field,
-            "must be a whole number of milliseconds from 0 to 2^53 - 1",
+            &format!("{value} is not a whole number from 0 to {bound}"),
         ));
     }
-    Ok(value as u64)
+    Ok(value)
+}
+
+/// Milliseconds (or a count as large) given as a `number`: a whole number from 0 to 2^53 - 1.
+pub fn u64_of_ms(value: f64, field: &str) -> napi::Result<u64> {
+    Ok(whole(value, SAFE_INTEGER_MAX, field, "2^53 - 1")? as u64)
+}
+
+/// A count given as a `number`: a whole number from 0 to 2^32 - 1.
+pub fn u32_of(value: f64, field: &str) -> napi::Result<u32> {
+    Ok(whole(value, f64::from(u32::MAX), field, "2^32 - 1")? as u32)
+}
+
+/// A count that may be absent.
+pub fn optional_u32(value: Option<f64>, field: &str) -> napi::Result<Option<u32>> {
+    value.map(|value| u32_of(value, field)).transpose()
 }
 
 /// `'any'`, `'none'`, `'exists'` or a version.
@@ -93,7 +109,8 @@ pub fn read_options(options: Option<ReadOptions>) -> napi::Result<(Option<u64>, 
         Some("backward") => Direction::Backward,
         Some(_) => return Err(invalid("direction", "must be 'forward' or 'backward'")),
     };
-    Ok((from, direction, options.limit.unwrap_or(1000) as usize))
+    let limit = optional_u32(options.limit, "limit")?.unwrap_or(1000);
+    Ok((from, direction, limit as usize))
 }
 
 pub fn append_outcome(outcome: Outcome) -> AppendOutcome {
@@ -237,7 +254,7 @@ pub fn outbox_command(command: crate::OutboxCommand) -> napi::Result<OutboxCall>
         } => OutboxCall::Pull(Pull::Claim {
             peer,
             token: ClaimToken(token),
-            limit,
+            limit: u32_of(limit, "limit")?,
             lease_ms: u64_of_ms(lease_ms, "leaseMs")?,
             now_ms: u64_of_ms(now_ms, "nowMs")?,
         }),
@@ -283,7 +300,7 @@ pub fn outbox_command(command: crate::OutboxCommand) -> napi::Result<OutboxCall>
             now_ms,
         } => OutboxCall::Row(Row::MarkWaiting {
             key,
-            attempts,
+            attempts: u32_of(attempts, "attempts")?,
             now_ms: u64_of_ms(now_ms, "nowMs")?,
         }),
         crate::OutboxCommand::MarkRetry {
@@ -294,7 +311,7 @@ pub fn outbox_command(command: crate::OutboxCommand) -> napi::Result<OutboxCall>
             now_ms,
         } => OutboxCall::Row(Row::MarkRetry {
             key,
-            attempts,
+            attempts: u32_of(attempts, "attempts")?,
             next_at_ms: u64_of_ms(next_at_ms, "nextAtMs")?,
             first_failed_at_ms: u64_of_ms(first_failed_at_ms, "firstFailedAtMs")?,
             now_ms: u64_of_ms(now_ms, "nowMs")?,

@@ -18,7 +18,7 @@ use napi::bindgen_prelude::{BigInt, Buffer};
 use napi_derive::napi;
 
 use convert::{position, record_js, u64_of_ms};
-use error::{invalid, to_js};
+use error::{at_path, invalid, to_js};
 use lanes::{LaneCommand, LaneOutcome};
 use rows::{FuelEntry, FuelTotal, Instance, OutboxRow, RunRollup};
 use runs::{RunCommand, RunOutcome, SpanCommand, SpanOutcome};
@@ -30,7 +30,7 @@ pub struct OpenOptions {
     /// (other writers too) or `'exclusive'`.
     pub sharing: Option<String>,
     /// How long to wait for another process to let go of the file, in milliseconds.
-    pub busy_timeout_ms: Option<u32>,
+    pub busy_timeout_ms: Option<f64>,
     /// Open an existing log read-only, beside its writer.
     pub read_only: Option<bool>,
     /// The archive files of a cut log's cuts, in any order: a writable open replays from them
@@ -134,7 +134,7 @@ pub struct ReadOptions {
     /// `'forward'` (default) or `'backward'`.
     pub direction: Option<String>,
     /// At most this many records; default 1000.
-    pub limit: Option<u32>,
+    pub limit: Option<f64>,
 }
 
 /// A lease: who holds a resource, under which fencing token, until when.
@@ -275,7 +275,7 @@ pub enum OutboxCommand {
         /// A token made fresh for this claim.
         token: String,
         /// Most rows to take.
-        limit: u32,
+        limit: f64,
         /// How long the claim lasts.
         lease_ms: f64,
         /// The caller's clock.
@@ -321,7 +321,7 @@ pub enum OutboxCommand {
         /// The row's key.
         key: String,
         /// The attempt count the row takes.
-        attempts: u32,
+        attempts: f64,
         /// The caller's clock.
         now_ms: f64,
     },
@@ -331,7 +331,7 @@ pub enum OutboxCommand {
         /// The row's key.
         key: String,
         /// The attempt count the row takes.
-        attempts: u32,
+        attempts: f64,
         /// When it is due again.
         next_at_ms: f64,
         /// When it first failed.
@@ -732,23 +732,23 @@ impl Store {
             read_only: None,
             archives: None,
         });
-        let inner = if options.read_only.unwrap_or(false) {
-            Inner::open_read_only(&path).map_err(to_js)?
+        // Every option is converted, read-only or not: a bad one is refused either way.
+        let sharing = match options.sharing.as_deref() {
+            None => Sharing::SingleWriter,
+            Some(text) => text
+                .parse::<Sharing>()
+                .map_err(|error| invalid("sharing", &error.to_string()))?,
+        };
+        let busy_timeout_ms = convert::optional_ms(options.busy_timeout_ms, "busyTimeoutMs")?;
+        let opened = if options.read_only.unwrap_or(false) {
+            Inner::open_read_only(&path)
         } else {
-            let sharing = match options.sharing.as_deref() {
-                None => Sharing::SingleWriter,
-                Some(text) => text
-                    .parse::<Sharing>()
-                    .map_err(|error| invalid("sharing", &error.to_string()))?,
-            };
             Inner::open_with(
                 &path,
                 StoreOptions {
                     create: true,
                     sharing,
-                    busy_timeout: std::time::Duration::from_millis(u64::from(
-                        options.busy_timeout_ms.unwrap_or(0),
-                    )),
+                    busy_timeout: std::time::Duration::from_millis(busy_timeout_ms.unwrap_or(0)),
                     archives: options
                         .archives
                         .unwrap_or_default()
@@ -758,8 +758,8 @@ impl Store {
                     ..StoreOptions::default()
                 },
             )
-            .map_err(to_js)?
         };
+        let inner = opened.map_err(|error| at_path(error, &path))?;
         Ok(Store {
             inner: Mutex::new(Some(Arc::new(inner))),
         })
@@ -781,10 +781,10 @@ impl Store {
     pub fn writer(&self, options: Option<WriterOptions>) -> napi::Result<Writer> {
         let mut settings = annals::WriterOptions::default();
         if let Some(options) = options {
-            if let Some(batch_max) = options.batch_max {
+            if let Some(batch_max) = convert::optional_u32(options.batch_max, "batchMax")? {
                 settings.batch_max = batch_max;
             }
-            if let Some(queue_depth) = options.queue_depth {
+            if let Some(queue_depth) = convert::optional_u32(options.queue_depth, "queueDepth")? {
                 settings.queue_depth = queue_depth;
             }
         }
@@ -874,8 +874,8 @@ impl Store {
 
     /// The record at `position`, or `null` past the head.
     #[napi]
-    pub fn get(&self, at: BigInt) -> napi::Result<Option<LogRecord>> {
-        let at = position(&at, "position")?;
+    pub fn get(&self, position: BigInt) -> napi::Result<Option<LogRecord>> {
+        let at = convert::position(&position, "position")?;
         self.with(|store| Ok(store.get(Position(at)).map_err(to_js)?.map(record_js)))
     }
 
@@ -914,7 +914,7 @@ impl Store {
         self.with(|store| {
             let report = store
                 .archive_before(Position(before), &path)
-                .map_err(to_js)?;
+                .map_err(|error| at_path(error, &path))?;
             Ok(ArchiveReport {
                 from: BigInt::from(report.cut.from.0),
                 before: BigInt::from(report.cut.before.0),
@@ -1109,9 +1109,9 @@ impl Subscription {
 #[napi(object)]
 pub struct WriterOptions {
     /// Most commands in one transaction.
-    pub batch_max: Option<u32>,
+    pub batch_max: Option<f64>,
     /// Most commands waiting; a caller finding the queue full waits for room.
-    pub queue_depth: Option<u32>,
+    pub queue_depth: Option<f64>,
 }
 
 /// The group-commit writer: every method returns a Promise, resolved after the durable commit

@@ -30,11 +30,12 @@ pub struct InstancesOptions {
     /// Only those with this status (`'enabled'` or `'disabled'`).
     pub status: Option<String>,
     /// At most this many; default 1000.
-    pub limit: Option<u32>,
+    pub limit: Option<f64>,
 }
 
-fn limit(limit: Option<u32>) -> usize {
-    limit.unwrap_or(1000) as usize
+/// A query's `limit`, 1000 when absent.
+fn limit(limit: Option<f64>) -> napi::Result<usize> {
+    Ok(convert::optional_u32(limit, "limit")?.unwrap_or(1000) as usize)
 }
 
 impl Store {
@@ -60,8 +61,8 @@ impl Store {
 
     /// Up to `limit` (default 1000) leases held, by resource.
     #[napi]
-    pub fn leases(&self, limit: Option<u32>) -> napi::Result<Vec<Lease>> {
-        let limit = self::limit(limit);
+    pub fn leases(&self, limit: Option<f64>) -> napi::Result<Vec<Lease>> {
+        let limit = self::limit(limit)?;
         self.query(|state| {
             Ok(annals::leases::leases(state, limit)?
                 .into_iter()
@@ -101,8 +102,8 @@ impl Store {
 
     /// Up to `limit` (default 1000) lane leases of `lane`, by key.
     #[napi]
-    pub fn lanes(&self, lane: String, limit: Option<u32>) -> napi::Result<Vec<LaneLease>> {
-        let limit = self::limit(limit);
+    pub fn lanes(&self, lane: String, limit: Option<f64>) -> napi::Result<Vec<LaneLease>> {
+        let limit = self::limit(limit)?;
         self.query(|state| {
             Ok(annals::leases::lanes(state, &lane, limit)?
                 .iter()
@@ -123,8 +124,8 @@ impl Store {
 
     /// Up to `limit` (default 1000) outbox rows, in enqueue order.
     #[napi]
-    pub fn outbox_rows(&self, limit: Option<u32>) -> napi::Result<Vec<OutboxRow>> {
-        let limit = self::limit(limit);
+    pub fn outbox_rows(&self, limit: Option<f64>) -> napi::Result<Vec<OutboxRow>> {
+        let limit = self::limit(limit)?;
         self.query(|state| {
             Ok(annals::outbox::rows_by_enqueue(state, limit)?
                 .iter()
@@ -135,9 +136,9 @@ impl Store {
 
     /// The rows the push lane should try at `nowMs`: `pending` and due, in due order.
     #[napi]
-    pub fn outbox_due(&self, now_ms: f64, limit: Option<u32>) -> napi::Result<Vec<OutboxRow>> {
+    pub fn outbox_due(&self, now_ms: f64, limit: Option<f64>) -> napi::Result<Vec<OutboxRow>> {
         let now_ms = u64_of_ms(now_ms, "nowMs")?;
-        let limit = self::limit(limit);
+        let limit = self::limit(limit)?;
         self.query(|state| {
             Ok(annals::outbox::due(state, now_ms, limit)?
                 .iter()
@@ -153,10 +154,10 @@ impl Store {
         &self,
         peer: String,
         now_ms: f64,
-        limit: Option<u32>,
+        limit: Option<f64>,
     ) -> napi::Result<Vec<OutboxRow>> {
         let now_ms = u64_of_ms(now_ms, "nowMs")?;
-        let limit = self::limit(limit);
+        let limit = self::limit(limit)?;
         self.query(|state| {
             Ok(annals::outbox::pending_for(state, &peer, now_ms, limit)?
                 .iter()
@@ -170,9 +171,9 @@ impl Store {
     pub fn outbox_open_for(
         &self,
         peer: String,
-        limit: Option<u32>,
+        limit: Option<f64>,
     ) -> napi::Result<Vec<OutboxRow>> {
-        let limit = limit.unwrap_or(100) as usize;
+        let limit = convert::optional_u32(limit, "limit")?.unwrap_or(100) as usize;
         self.query(|state| {
             Ok(annals::outbox::open_for(state, &peer, limit)?
                 .iter()
@@ -236,10 +237,10 @@ impl Store {
         &self,
         run: String,
         after: BigInt,
-        limit: Option<u32>,
+        limit: Option<f64>,
     ) -> napi::Result<Vec<RunChange>> {
         let after = annals::runs::RunSeq(u64_of(&after, "after")?);
-        let limit = self::limit(limit);
+        let limit = self::limit(limit)?;
         self.query(|state| {
             Ok(annals::runs::changes_since(state, &run, after, limit)?
                 .iter()
@@ -260,8 +261,8 @@ impl Store {
 
     /// Up to `limit` (default 1000) rollups of closed runs, latest end first.
     #[napi]
-    pub fn rollups(&self, limit: Option<u32>) -> napi::Result<Vec<RunRollup>> {
-        let limit = self::limit(limit);
+    pub fn rollups(&self, limit: Option<f64>) -> napi::Result<Vec<RunRollup>> {
+        let limit = self::limit(limit)?;
         self.query(|state| {
             Ok(annals::runs::rollups(state, limit)?
                 .iter()
@@ -334,8 +335,8 @@ impl Store {
 
     /// Up to `limit` (default 1000) ingested events, by key.
     #[napi]
-    pub fn ingest_events(&self, limit: Option<u32>) -> napi::Result<Vec<IngestedEvent>> {
-        let limit = self::limit(limit);
+    pub fn ingest_events(&self, limit: Option<f64>) -> napi::Result<Vec<IngestedEvent>> {
+        let limit = self::limit(limit)?;
         self.query(|state| {
             Ok(annals::ingest::events(state, limit)?
                 .into_iter()
@@ -349,9 +350,9 @@ impl Store {
     pub fn hub_project_events(
         &self,
         hub_project: String,
-        limit: Option<u32>,
+        limit: Option<f64>,
     ) -> napi::Result<Vec<IngestedEvent>> {
-        let limit = self::limit(limit);
+        let limit = self::limit(limit)?;
         self.query(|state| {
             Ok(
                 annals::ingest::hub_project_events(state, &hub_project, limit)?
@@ -395,9 +396,9 @@ impl Store {
     #[napi]
     pub fn consumer_checkpoints(
         &self,
-        limit: Option<u32>,
+        limit: Option<f64>,
     ) -> napi::Result<Vec<ConsumerCheckpoint>> {
-        let limit = self::limit(limit);
+        let limit = self::limit(limit)?;
         self.query(|state| {
             Ok(annals::consumers::checkpoints(state, limit)?
                 .into_iter()
@@ -410,13 +411,13 @@ impl Store {
     #[napi]
     pub fn instances(&self, options: Option<InstancesOptions>) -> napi::Result<Vec<Instance>> {
         let (status, limit) = match options {
-            None => (None, self::limit(None)),
+            None => (None, self::limit(None)?),
             Some(options) => (
                 options
                     .status
                     .map(|status| convert::named(status, "status"))
                     .transpose()?,
-                self::limit(options.limit),
+                self::limit(options.limit)?,
             ),
         };
         self.query(|state| {

@@ -10,7 +10,7 @@ use annals::runs::{
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 
-use crate::convert::{name_of, named, optional_ms, u64_of_ms};
+use crate::convert::{name_of, named, optional_ms, optional_u32, u32_of, u64_of_ms};
 use crate::rows::{OpenRunRollup, RunRollup, number, open_rollup_js, rollup_js};
 
 /// Tokens and cost a span reports; an absent field is left as it is.
@@ -116,7 +116,7 @@ pub enum SpanCommand {
         /// Its payload (typically JSON text).
         payload: String,
         /// A lower cap for this call, in bytes (the cap is 16 KiB).
-        payload_bytes_max: Option<u32>,
+        payload_bytes_max: Option<f64>,
         /// The caller's clock: the event's time.
         now_ms: f64,
     },
@@ -271,7 +271,7 @@ pub fn span_command(command: SpanCommand) -> napi::Result<CoreSpanCommand> {
             span,
             event_type,
             payload,
-            payload_bytes_max,
+            payload_bytes_max: optional_u32(payload_bytes_max, "payloadBytesMax")?,
             now_ms: u64_of_ms(now_ms, "nowMs")?,
         },
     })
@@ -363,7 +363,7 @@ pub enum RunCommand {
         /// Runs that ended more than this before `nowMs` are pruned, covered or not.
         hard_ceiling_ms: f64,
         /// Most runs pruned by one command.
-        batch: u32,
+        batch: f64,
         /// The caller's clock.
         now_ms: f64,
     },
@@ -460,7 +460,7 @@ pub fn run_command(command: RunCommand) -> napi::Result<CoreRunCommand> {
             digest_floor_at_ms: u64_of_ms(digest_floor_at_ms, "digestFloorAtMs")?,
             detail_retention_ms: u64_of_ms(detail_retention_ms, "detailRetentionMs")?,
             hard_ceiling_ms: u64_of_ms(hard_ceiling_ms, "hardCeilingMs")?,
-            batch,
+            batch: u32_of(batch, "batch")?,
             now_ms: u64_of_ms(now_ms, "nowMs")?,
         },
     })

@@ -4,10 +4,19 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const { AnnalsError, Store, Writer } = require('../lib.js')
-const { freshStore } = require('./support/helpers.js')
+const { freshStore, documentedCodes } = require('./support/helpers.js')
+
+const CODES = documentedCodes()
+
+/** An error of the binding: an AnnalsError with a documented code and a message. */
+function isAnnalsError(error, method) {
+  assert.ok(error instanceof AnnalsError, `${method}: ${error}`)
+  assert.ok(CODES.has(error.code), `${method}: ${error.code} is not documented`)
+  assert.ok(error.message.length > 0, `${method}: ${error.code} without a message`)
+}
 
 // Every command type, so that random objects reach each conversion.
-const WORDS = ['any', 'none', 'exists', 'acquire', 'renew', 'release', 'laneClaim', 'laneRenew', 'laneAdvance', 'laneRelease', 'enqueue', 'claim', 'ack', 'deliver', 'park', 'retry', 'markWaiting', 'markRetry', 'giveUp', 'expire', 'pruneOutbox', 'start', 'patch', 'end', 'spanHeartbeat', 'event', 'heartbeat', 'rollup', 'cascadeClose', 'sweepOrphans', 'sweepStale', 'pruneRuns', 'upsert', 'setStatus', 'remove', 'ingest', 'checkpoint', 'setting', 'fuel', 'success', 'cron', 'turn', 'enabled']
+const WORDS = ['any', 'none', 'exists', 'acquire', 'renew', 'release', 'laneClaim', 'laneRenew', 'laneAdvance', 'laneRelease', 'enqueue', 'claim', 'ack', 'deliver', 'park', 'retry', 'markWaiting', 'markRetry', 'giveUp', 'expire', 'pruneOutbox', 'start', 'patch', 'end', 'spanHeartbeat', 'event', 'heartbeat', 'rollup', 'cascadeClose', 'sweepOrphans', 'sweepStale', 'pruneRuns', 'upsert', 'setStatus', 'remove', 'ingest', 'checkpoint', 'setting', 'fuel', 'success', 'cron', 'turn', 'enabled', 'constructor', '__proto__', 'toString', 'a\uD800', '\uDC00b']
 
 /** Every method of a class but `close`: the binding's whole surface. */
 function methodsOf(Class) {
@@ -57,8 +66,7 @@ test('random arguments to every method never crash the process', (t) => {
     try {
       store[method](...args)
     } catch (error) {
-      assert.ok(error instanceof AnnalsError, `${method}: ${error}`)
-      assert.equal(typeof error.code, 'string')
+      isAnnalsError(error, method)
       thrown++
     }
   }
@@ -79,7 +87,7 @@ test('random arguments to the writer reject with AnnalsError, never crash', asyn
       await writer[method](...args)
       if (method === 'queued') continue
     } catch (error) {
-      assert.ok(error instanceof AnnalsError, `${method}: ${error}`)
+      isAnnalsError(error, method)
       rejected++
     }
   }

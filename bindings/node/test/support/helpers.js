@@ -23,8 +23,14 @@ function freshStore(t) {
   return { store, file, dir }
 }
 
+/** The codes README's table documents, one row each. */
+function documentedCodes() {
+  const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8')
+  return new Set([...readme.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((match) => match[1]))
+}
+
 function event(kind, atMs, text, idempotencyKey) {
   return { kind, atMs, payload: Buffer.from(text), idempotencyKey }
 }
 
-module.exports = { freshStore, event }
+module.exports = { freshStore, event, documentedCodes }

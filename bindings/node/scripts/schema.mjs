@@ -1,0 +1,101 @@
+// Writes schema.json: the shape of every argument the native classes take (each method's
+// parameters, and every interface and command union they reach), read from the generated
+// index.d.ts with the TypeScript compiler. lib.js checks each call against it before napi-rs
+// converts anything, so that the shapes are declared once, in the Rust, and never restated
+// by hand; the build's generated-files check holds the committed copy to it.
+import fs from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
+
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
+const CLASSES = ['Store', 'Writer']
+
+/** The schema of index.d.ts's `text`: `{ methods: { Store: { name: params } }, types }`. */
+function schemaOf(text) {
+  const file = ts.createSourceFile('index.d.ts', text, ts.ScriptTarget.Latest, true)
+  const declarations = new Map()
+  for (const statement of file.statements) {
+    if (statement.name) declarations.set(statement.name.text, statement)
+  }
+  const types = {}
+  const reach = (name) => {
+    if (name in types) return
+    const declaration = declarations.get(name)
+    if (!declaration) throw new Error(`index.d.ts: no declaration of ${name}`)
+    types[name] = null // reserved first: a type may reach itself
+    types[name] = declared(declaration, reach)
+  }
+  const methods = {}
+  for (const name of CLASSES) {
+    methods[name] = {}
+    for (const member of declarations.get(name).members) {
+      if (!ts.isMethodDeclaration(member)) continue
+      methods[name][member.name.text] = member.parameters.map((parameter) => ({
+        name: parameter.name.text,
+        ...typed(parameter, reach),
+      }))
+    }
+  }
+  // Sorted by code unit, not by locale: the file must come out the same on every machine.
+  return { methods, types: Object.fromEntries(Object.entries(types).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) }
+}
+
+/** An interface's fields, or a union's variants by their `type`. */
+function declared(declaration, reach) {
+  if (ts.isInterfaceDeclaration(declaration)) return { fields: fieldsOf(declaration.members, reach) }
+  if (ts.isTypeAliasDeclaration(declaration) && ts.isUnionTypeNode(declaration.type)) {
+    const variants = {}
+    for (const member of declaration.type.types) {
+      const tag = member.members.find((field) => field.name.text === 'type')
+      const fields = member.members.filter((field) => field !== tag)
+      variants[tag.type.literal.text] = { fields: fieldsOf(fields, reach) }
+    }
+    return { tag: 'type', variants }
+  }
+  throw new Error(`index.d.ts: ${declaration.name.text} is neither an interface nor a union of commands`)
+}
+
+function fieldsOf(members, reach) {
+  return Object.fromEntries(members.map((member) => [member.name.text, typed(member, reach)]))
+}
+
+/** `{ type, optional }` of a parameter or property: `?`, `undefined` and `null` make it optional. */
+function typed(node, reach) {
+  let optional = Boolean(node.questionToken)
+  let members = ts.isUnionTypeNode(node.type) ? node.type.types : [node.type]
+  const absent = (member) =>
+    member.kind === ts.SyntaxKind.UndefinedKeyword ||
+    (ts.isLiteralTypeNode(member) && member.literal.kind === ts.SyntaxKind.NullKeyword)
+  if (members.some(absent)) optional = true
+  members = members.filter((member) => !absent(member))
+  const type = members.length === 1 ? typeOf(members[0], reach) : { either: members.map((member) => typeOf(member, reach)) }
+  if (type.either && !type.either.every((option) => typeof option === 'string')) {
+    throw new Error(`index.d.ts: ${node.getText()}: lib.js tells apart a union of primitives only`)
+  }
+  return optional ? { type, optional } : { type }
+}
+
+const KEYWORDS = {
+  [ts.SyntaxKind.StringKeyword]: 'string',
+  [ts.SyntaxKind.NumberKeyword]: 'number',
+  [ts.SyntaxKind.BigIntKeyword]: 'bigint',
+  [ts.SyntaxKind.BooleanKeyword]: 'boolean',
+}
+
+function typeOf(node, reach) {
+  if (KEYWORDS[node.kind]) return KEYWORDS[node.kind]
+  if (ts.isTypeReferenceNode(node)) {
+    const name = node.typeName.text
+    const [argument, value] = node.typeArguments || []
+    if (name === 'Buffer') return 'buffer'
+    if (name === 'Array') return { array: typeOf(argument, reach) }
+    if (name === 'Record') return { record: typeOf(value, reach) }
+    reach(name)
+    return { ref: name }
+  }
+  throw new Error(`index.d.ts: no schema for the type ${node.getText()}`)
+}
+
+const text = JSON.stringify(schemaOf(fs.readFileSync(path.join(root, 'index.d.ts'), 'utf8')), null, 1)
+fs.writeFileSync(path.join(root, 'schema.json'), `${text}\n`)
