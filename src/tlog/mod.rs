@@ -48,7 +48,7 @@ pub use note::{
     KeyError, KeyId, KeyNameProblem, Note, NoteError, NoteSignature, OpenedNote,
     SignatureLineProblem, Signer, Verifier,
 };
-pub use proof::{ConsistencyError, TlogProof, TlogProofError, check_consistency};
+pub use proof::{ConsistencyError, TlogProof, TlogProofError, check_consistency, proves_fork};
 
 use base64::Engine as _;
 

@@ -296,6 +296,13 @@ pub enum KeyError {
         /// The type byte.
         type_byte: u8,
     },
+    /// A key of the other kind than the one asked for: a log's signer key (0x01) where a
+    /// witness's cosigner key (0x04) is wanted, or the reverse.
+    #[error("{}", other_kind(*found))]
+    OtherKind {
+        /// The key's type byte.
+        found: u8,
+    },
     /// Key material empty or of the wrong length for Ed25519.
     #[error("the Ed25519 key is {bytes} bytes, not 32")]
     KeyLength {
@@ -649,8 +656,11 @@ impl PrivateKey {
     pub(super) fn parse(text: &str, type_byte: u8) -> Result<PrivateKey, KeyError> {
         let parts = parse_private_key(text)?;
         if parts.type_byte != type_byte {
-            return Err(KeyError::UnsupportedType {
-                type_byte: parts.type_byte,
+            return Err(match parts.type_byte {
+                ED25519_TYPE | COSIGNATURE_TYPE => KeyError::OtherKind {
+                    found: parts.type_byte,
+                },
+                other => KeyError::UnsupportedType { type_byte: other },
             });
         }
         let key = PrivateKey::from_seed(&parts.name, type_byte, *parts.seed)?;
@@ -741,6 +751,16 @@ impl Signer {
             key_id: self.key.key_id,
             signature: self.key.key.sign(text.as_bytes()).to_bytes().to_vec(),
         }
+    }
+}
+
+/// What [`KeyError::OtherKind`] says of a key of type `found` given where the other kind is
+/// asked for.
+fn other_kind(found: u8) -> &'static str {
+    if found == COSIGNATURE_TYPE {
+        "this is a witness's cosigner key (type 0x04), not a log's signer key (type 0x01)"
+    } else {
+        "this is a log's signer key (type 0x01), not a witness's cosigner key (type 0x04)"
     }
 }
 

@@ -11,7 +11,10 @@
 //! `crate::merkle`'s with [`LogTreeHasher`]. It does no I/O.
 
 use crate::hash::Digest;
-use crate::merkle::{LogTreeHasher, ProofError, TreeHasher, verify_consistency, verify_inclusion};
+use crate::merkle::{
+    LogTreeHasher, ProofError, TreeHasher, roots_from_consistency, verify_consistency,
+    verify_inclusion,
+};
 
 use super::checkpoint::{Checkpoint, CheckpointError, OpenedCheckpoint, SizeProblem};
 use super::note::{NOTE_BYTES_MAX, Verifier};
@@ -402,6 +405,32 @@ pub fn check_consistency(
     .map_err(wrap)
 }
 
+/// Whether `old` and `new`, two checkpoints of one origin both already opened against the
+/// log's key, prove the log forked: neither extends the other. That is so when they have the
+/// same size and another root, or when `proof`, a consistency path from `old`'s size, hashes
+/// to `new`'s root and so shows `new`'s tree holding another root than `old`'s at `old`'s
+/// size. Only signed data and a path bound to a signed root enter: nobody without the log's
+/// key can make an honest pair prove a fork, whatever path they give (short of a SHA-256
+/// collision). A path that merely fails to verify proves nothing, and from a power-of-two
+/// size RFC 6962's path takes the old root as given rather than deriving it, so there only
+/// equal sizes prove a fork.
+pub fn proves_fork(old: &Checkpoint, new: &Checkpoint, proof: &[[u8; 32]]) -> bool {
+    if old.origin != new.origin {
+        return false;
+    }
+    if old.size == new.size {
+        return old.root != new.root;
+    }
+    if old.size == 0 || old.size > new.size {
+        return false;
+    }
+    let path: Vec<Digest> = proof.iter().copied().map(Digest).collect();
+    match roots_from_consistency(&LogTreeHasher, old.size, new.size, &path, &Digest(old.root)) {
+        Ok((earlier, later)) => later.0 == new.root && earlier.0 != old.root,
+        Err(_) => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,6 +445,62 @@ mod tests {
         (0..n)
             .map(|i| LogTreeHasher.leaf(&i.to_le_bytes()))
             .collect()
+    }
+
+    /// The checkpoint of `leaves` and the consistency path from its first `old` leaves (none
+    /// from 0).
+    fn grown(leaves: &[Digest], old: u64) -> (Checkpoint, Vec<[u8; 32]>) {
+        let checkpoint = Checkpoint {
+            origin: "example.com/log".into(),
+            size: leaves.len() as u64,
+            root: root_of_leaves(&LogTreeHasher, leaves).0,
+            extensions: Vec::new(),
+        };
+        if old == 0 {
+            return (checkpoint, Vec::new());
+        }
+        let path = crate::merkle::consistency_path(
+            &LogTreeHasher,
+            old,
+            leaves.len() as u64,
+            &mut |level, i| {
+                let start = (i << level) as usize;
+                Ok::<_, ()>(root_of_leaves(
+                    &LogTreeHasher,
+                    &leaves[start..start + (1usize << level)],
+                ))
+            },
+        )
+        .unwrap();
+        (checkpoint, path.iter().map(|d| d.0).collect())
+    }
+
+    #[test]
+    fn only_signed_roots_and_a_path_bound_to_one_prove_a_fork() {
+        let honest = leaves(20);
+        let mut forked = honest.clone();
+        forked[12] = LogTreeHasher.leaf(b"another record");
+        for old in [6u64, 13, 14, 16] {
+            let (cosigned, _) = grown(&honest[..old as usize], 0);
+            let (later, path) = grown(&honest, old);
+            // An honest pair proves nothing, with its own path, a junk one or none.
+            assert!(!proves_fork(&cosigned, &later, &path), "{old}");
+            assert!(!proves_fork(&cosigned, &later, &[[7; 32]; 3]), "{old}");
+            assert!(!proves_fork(&cosigned, &later, &[]), "{old}");
+            assert!(!proves_fork(&later, &cosigned, &path), "{old}");
+            // A fork after the cosigned size proves one with its own path, unless that path
+            // is from a power of two (RFC 6962 then takes the old root as given).
+            let (fork, fork_path) = grown(&forked, old);
+            let expected = old > 12 && !old.is_power_of_two();
+            assert_eq!(proves_fork(&cosigned, &fork, &fork_path), expected, "{old}");
+            assert!(!proves_fork(&cosigned, &fork, &[[7; 32]; 3]), "{old}");
+        }
+        // The same size with two roots proves one, whatever path comes with it.
+        let (at_14, _) = grown(&honest[..14], 0);
+        let (fork_14, _) = grown(&forked[..14], 0);
+        assert!(proves_fork(&at_14, &fork_14, &[]));
+        assert!(proves_fork(&at_14, &fork_14, &[[7; 32]]));
+        assert!(!proves_fork(&at_14, &at_14.clone(), &[]));
     }
 
     fn proof_of(index: u64, size: u64, extra: &[u8]) -> (TlogProof, Digest) {

@@ -44,10 +44,4 @@ impl Refusal {
             Refusal::State(_) => 500,
         }
     }
-
-    /// Whether the log's signature verified before it was refused: then the request is kept
-    /// as evidence (a 409 is how a client learns the size, and is not kept).
-    pub(crate) fn is_evidence(&self) -> bool {
-        matches!(self, Refusal::Malformed(_) | Refusal::Inconsistent(_))
-    }
 }

@@ -2,14 +2,24 @@
 //! it, and the monitoring `GET /<origin hash>/checkpoint`.
 //!
 //! Every request is bounded: its headers and body must arrive within
-//! [`ServeOptions::request_timeout`], its body is at most a request's largest size (63 proof
-//! lines and a note), a connection lives at most [`ServeOptions::connection_timeout`], and at
-//! most [`ServeOptions::connections_max`] are served at once (further ones wait in the
-//! listener's backlog). A request outside those bounds gets a 400 and nothing else.
+//! [`ServeOptions::request_timeout`] (the wait for a keep-alive connection's next request
+//! counts as reading its headers), its body is at most a request's largest size (63 proof
+//! lines and a note), and a connection lives at most [`ServeOptions::connection_timeout`]. A
+//! request outside those bounds gets a 400 and nothing else.
+//!
+//! Connections that are idle or slow must never keep an honest request out. At most
+//! [`ServeOptions::connections_max`] are open, at most
+//! [`ServeOptions::connections_per_peer_max`] from one IP address; a new connection over
+//! either bound is made room for by closing the connection that has waited longest without a
+//! request being decided on it (idle between requests, or still sending one), from its own
+//! address first, else from the address holding most. Only a connection whose request is
+//! being decided is never closed; when all are, the new one is.
 
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::future::Future;
-use std::sync::Arc;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http_body_util::{BodyExt, Full, Limited};
@@ -20,7 +30,8 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use super::{Refusal, Witness};
 use crate::tlog::consistency::CONSISTENCY_BYTES_MAX;
@@ -31,8 +42,10 @@ pub const TLOG_SIZE_CONTENT_TYPE: &str = "text/x.tlog.size";
 /// The bounds of the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ServeOptions {
-    /// Connections served at once. Default 64.
+    /// Connections open at once. Default 64.
     pub connections_max: usize,
+    /// Connections open at once from one IP address. Default 8.
+    pub connections_per_peer_max: usize,
     /// How long a request's headers and its body may take to arrive. Default 10 s.
     pub request_timeout: Duration,
     /// How long one connection (with keep-alive, many requests) is served. Default 120 s.
@@ -43,6 +56,7 @@ impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
             connections_max: 64,
+            connections_per_peer_max: 8,
             request_timeout: Duration::from_secs(10),
             connection_timeout: Duration::from_secs(120),
         }
@@ -56,40 +70,163 @@ pub async fn serve(
     options: ServeOptions,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let permits = Arc::new(Semaphore::new(options.connections_max.max(1)));
+    let connections = Arc::new(Connections::new(&options));
     tokio::pin!(shutdown);
     loop {
-        let permit = tokio::select! {
-            permit = permits.clone().acquire_owned() => {
-                permit.expect("the semaphore is never closed")
-            }
-            () = &mut shutdown => return Ok(()),
-        };
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             () = &mut shutdown => return Ok(()),
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             // A connection that failed before it was accepted (reset, say) is the peer's
             // business; the listener goes on.
             Err(error) if is_per_connection(&error) => continue,
             Err(error) => return Err(error),
         };
+        // None: every open connection is deciding a request; this one is closed at once.
+        let Some(admitted) = Connections::admit(&connections, peer.ip().to_canonical()) else {
+            continue;
+        };
         let witness = witness.clone();
         tokio::spawn(async move {
-            let _permit = permit;
-            let service = service_fn(move |request| {
-                let witness = witness.clone();
-                async move { Ok::<_, Infallible>(answer(&witness, request, options).await) }
-            });
+            let service = {
+                let admitted = admitted.clone();
+                service_fn(move |request| {
+                    let (witness, admitted) = (witness.clone(), admitted.clone());
+                    async move {
+                        Ok::<_, Infallible>(answer(&witness, &admitted, request, options).await)
+                    }
+                })
+            };
             let connection = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(options.request_timeout)
                 .serve_connection(TokioIo::new(stream), service);
-            // A connection that errs or outlives its bound is dropped: its peer sees it close.
-            let _ = tokio::time::timeout(options.connection_timeout, connection).await;
+            // A connection that errs, outlives its bound or is evicted is dropped: its peer
+            // sees it close.
+            tokio::select! {
+                _ = tokio::time::timeout(options.connection_timeout, connection) => {}
+                () = admitted.evicted.notified() => {}
+            }
         });
+    }
+}
+
+/// The open connections, each with its peer and whether a request is being decided on it.
+#[derive(Debug)]
+struct Connections {
+    max: usize,
+    per_peer_max: usize,
+    open: Mutex<BTreeMap<u64, Open>>,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+#[derive(Debug)]
+struct Open {
+    peer: IpAddr,
+    /// When it last began to wait: accepted, or a decision ended.
+    since: Instant,
+    deciding: bool,
+    evicted: Arc<Notify>,
+}
+
+/// A connection admitted: it leaves [`Connections`] when dropped (its task ended).
+#[derive(Debug)]
+struct Admitted {
+    connections: Arc<Connections>,
+    id: u64,
+    peer: IpAddr,
+    evicted: Arc<Notify>,
+}
+
+impl Connections {
+    fn new(options: &ServeOptions) -> Connections {
+        Connections {
+            max: options.connections_max.max(1),
+            per_peer_max: options.connections_per_peer_max.max(1),
+            open: Mutex::new(BTreeMap::new()),
+            next_id: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Admits a connection from `peer`, closing a waiting one to make room if a bound is
+    /// reached (see the module's docs); None if none can be closed.
+    fn admit(connections: &Arc<Connections>, peer: IpAddr) -> Option<Arc<Admitted>> {
+        let mut open = connections.lock();
+        let from_peer = open.values().filter(|o| o.peer == peer).count();
+        if from_peer >= connections.per_peer_max && !evict(&mut open, |o| o.peer == peer) {
+            return None;
+        }
+        if open.len() >= connections.max {
+            let mut counts: BTreeMap<IpAddr, usize> = BTreeMap::new();
+            for o in open.values().filter(|o| !o.deciding) {
+                *counts.entry(o.peer).or_default() += 1;
+            }
+            let most = counts.values().copied().max()?;
+            if !evict(&mut open, |o| counts.get(&o.peer) == Some(&most)) {
+                return None;
+            }
+        }
+        let id = connections
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let evicted = Arc::new(Notify::new());
+        open.insert(
+            id,
+            Open {
+                peer,
+                since: Instant::now(),
+                deciding: false,
+                evicted: evicted.clone(),
+            },
+        );
+        debug_assert!(open.len() <= connections.max);
+        Some(Arc::new(Admitted {
+            connections: connections.clone(),
+            id,
+            peer,
+            evicted,
+        }))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Open>> {
+        // Each change is one insert, remove or field store: a panic leaves no half of one.
+        self.open
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Closes the connection among those `eligible` and not deciding that has waited longest;
+/// false if there is none.
+fn evict(open: &mut BTreeMap<u64, Open>, eligible: impl Fn(&Open) -> bool) -> bool {
+    let oldest = open
+        .iter()
+        .filter(|(_, o)| !o.deciding && eligible(o))
+        .min_by_key(|(_, o)| o.since)
+        .map(|(id, _)| *id);
+    let Some(removed) = oldest.and_then(|id| open.remove(&id)) else {
+        return false;
+    };
+    // A permit kept if its task is not yet waiting: it sees it as soon as it does.
+    removed.evicted.notify_one();
+    true
+}
+
+impl Admitted {
+    /// Marks whether a request is being decided on the connection.
+    fn deciding(&self, deciding: bool) {
+        if let Some(open) = self.connections.lock().get_mut(&self.id) {
+            open.deciding = deciding;
+            open.since = Instant::now();
+        }
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.connections.lock().remove(&self.id);
     }
 }
 
@@ -104,6 +241,7 @@ fn is_per_connection(error: &std::io::Error) -> bool {
 /// The response to one request.
 async fn answer(
     witness: &Arc<Witness>,
+    admitted: &Admitted,
     request: Request<Incoming>,
     options: ServeOptions,
 ) -> Response<Full<Bytes>> {
@@ -115,7 +253,7 @@ async fn answer(
                 "add-checkpoint takes a POST\n",
             );
         }
-        return add_checkpoint(witness, request, options).await;
+        return add_checkpoint(witness, admitted, request, options).await;
     }
     let monitored = path
         .strip_prefix('/')
@@ -141,6 +279,7 @@ async fn answer(
 
 async fn add_checkpoint(
     witness: &Arc<Witness>,
+    admitted: &Admitted,
     request: Request<Incoming>,
     options: ServeOptions,
 ) -> Response<Full<Bytes>> {
@@ -170,9 +309,14 @@ async fn add_checkpoint(
         }
     };
     let witness = witness.clone();
-    // The decision commits to the state log (a sync): off the runtime's threads.
+    let peer = admitted.peer;
+    // The decision commits to the state log (a sync): off the runtime's threads. Meanwhile
+    // the connection is not closed to make room for another.
+    admitted.deciding(true);
     let decided =
-        tokio::task::spawn_blocking(move || witness.add_checkpoint(&body, now_seconds())).await;
+        tokio::task::spawn_blocking(move || witness.add_checkpoint(peer, &body, now_seconds()))
+            .await;
+    admitted.deciding(false);
     match decided {
         Ok(Ok(lines)) => text(StatusCode::OK, &lines),
         Ok(Err(refusal)) => refused(&refusal),

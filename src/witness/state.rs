@@ -1,16 +1,23 @@
 //! What a witness keeps, as records of an annals log of its own: one stream of cosigned
 //! checkpoints per origin (`cosigned:<origin>`, kind [`COSIGNED_KIND`]), and one stream of
-//! refused requests that carried a valid log signature (`evidence:<origin>`, kind
-//! [`EVIDENCE_KIND`]), each payload a JSON object. The latest cosigned checkpoint of an origin
-//! is its stream's last record, so what the witness cosigned is itself a verifiable history.
+//! proofs that the log forked (`evidence:<origin>`, kind [`FORK_KIND`]), each payload a JSON
+//! object. The latest cosigned checkpoint of an origin is its stream's last record, so what the
+//! witness cosigned is itself a verifiable history. Evidence holds only what the log's key
+//! signed (and a path bound to a signed root): never a request's own lines.
 
 use serde::{Deserialize, Serialize};
 
 /// The kind of a cosigned-checkpoint record.
 pub const COSIGNED_KIND: &str = "witness.cosigned";
 
-/// The kind of an evidence record: a refused request with a valid log signature.
-pub const EVIDENCE_KIND: &str = "witness.evidence";
+/// The kind of an evidence record: two checkpoints signed by the log that do not extend one
+/// another ([`Evidence`]).
+pub const FORK_KIND: &str = "witness.fork";
+
+/// The kind the witness once gave every refused request that carried a valid log signature,
+/// its unauthenticated lines included. Such records prove nothing and are not read as
+/// evidence.
+pub const LEGACY_REFUSAL_KIND: &str = "witness.evidence";
 
 /// The stream of the checkpoints cosigned for `origin`.
 pub fn cosigned_stream(origin: &str) -> String {
@@ -37,22 +44,21 @@ pub struct Cosigned {
     pub checkpoint: String,
 }
 
-/// A refused request that carried a valid signature of the log: the payload of an
-/// [`EVIDENCE_KIND`] record, kept as a possible proof of the log's misbehaviour.
+/// Proof that a log forked: the payload of a [`FORK_KIND`] record. Anyone holding the log's
+/// key can check it again (`tlog::proves_fork` over the two opened notes and the path).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evidence {
     /// The log's origin.
     pub origin: String,
-    /// The HTTP status the request was answered with.
-    pub status: u16,
-    /// Why it was refused.
-    pub reason: String,
-    /// The request's body, verbatim.
-    pub request: String,
-    /// The size of the latest checkpoint the witness had cosigned for the origin then.
-    pub latest_size: u64,
-    /// Its root, standard base64.
-    pub latest_root: String,
+    /// The checkpoint the witness had cosigned: its note with the log's signature lines only.
+    pub cosigned: String,
+    /// A checkpoint the log signed that does not extend it: its note with the log's signature
+    /// lines only.
+    pub conflicting: String,
+    /// Empty when the two have the same size (and so two roots); otherwise the consistency
+    /// path, base64 a hash, from the cosigned size that hashes to the conflicting root and
+    /// shows another root than the cosigned one at the cosigned size.
+    pub proof: Vec<String>,
 }
 
 /// A payload as stored: its JSON.

@@ -702,11 +702,17 @@ pub(crate) enum WitnessCommand {
     /// prints `listening on <ADDRESS>` once it accepts connections. Its state is an annals
     /// log (STATE), committed before each answer.
     ///
-    /// Limits: a request body of at most 63 proof lines and a note, headers and body within
-    /// `--request-timeout`, `--connections` served at once.
+    /// Limits: a request body of at most 63 proof lines and a note, headers and body (and a
+    /// keep-alive connection's wait for its next request) within `--request-timeout`,
+    /// `--connections` open at once and `--connections-per-peer` from one IP address; a new
+    /// connection over either closes the one that has waited longest without a request being
+    /// decided. Evidence is kept within `--evidence-bytes`, and `--evidence-bytes-per-peer`
+    /// from one IP address.
     Serve(WitnessServeArgs),
-    /// Print the refused requests the witness kept as evidence (a checkpoint signed by the
-    /// log that does not extend what it cosigned). Exit 1 when there is any, 0 when none.
+    /// Print the evidence the witness kept: pairs of checkpoints signed by a log that do not
+    /// extend one another (the same size with two roots, or a consistency path showing the
+    /// later tree holds another root at the cosigned size). Exit 1 when there is any, 0 when
+    /// none.
     Evidence(WitnessEvidenceArgs),
     /// Sign a checkpoint of the log's head, ask each witness to cosign it (with a consistency
     /// proof from the size it last cosigned), print the checkpoint with the cosignatures
@@ -741,9 +747,18 @@ pub(crate) struct WitnessServeArgs {
     /// The address to listen on; port 0 picks a free one (printed).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub(crate) listen: std::net::SocketAddr,
-    /// Connections served at once.
+    /// Connections open at once.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) connections: u16,
+    /// Connections open at once from one IP address.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) connections_per_peer: u16,
+    /// Bytes of evidence kept in all.
+    #[arg(long, default_value_t = annals::witness::EVIDENCE_BYTES_MAX)]
+    pub(crate) evidence_bytes: u64,
+    /// Bytes of evidence kept from one IP address while the witness runs.
+    #[arg(long, default_value_t = annals::witness::EVIDENCE_CLIENT_BYTES_MAX)]
+    pub(crate) evidence_bytes_per_peer: u64,
     /// How long a request's headers and body may take to arrive, e.g. `10s`.
     #[arg(long, default_value = "10s", value_parser = super::open::parse_duration)]
     pub(crate) request_timeout: std::time::Duration,

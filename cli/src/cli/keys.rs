@@ -69,24 +69,28 @@ fn write_key_file(path: &Path, bytes: &[u8], force: bool) -> Result<(), Failure>
 /// write (permissions wider than 0600), as ssh does.
 pub(crate) fn read_signer_key(path: &Path) -> Result<Signer, Failure> {
     let text = read_key_file(path)?;
-    Signer::parse(&text).map_err(|error| {
-        Failure::of(
-            Kind::InvalidInput,
-            format!("{}: not a signer key: {error}", path.display()),
-        )
-    })
+    Signer::parse(&text).map_err(|error| key_failure(path, "signer", &error, "`annals keygen`"))
 }
 
 /// [`read_signer_key`] for a witness's cosigning key (`keygen --cosigner`).
 #[cfg(feature = "witness")]
 pub(crate) fn read_cosigner_key(path: &Path) -> Result<annals::tlog::Cosigner, Failure> {
     let text = read_key_file(path)?;
-    annals::tlog::Cosigner::parse(&text).map_err(|error| {
-        Failure::of(
-            Kind::InvalidInput,
-            format!("{}: not a cosigner key: {error}", path.display()),
-        )
-    })
+    annals::tlog::Cosigner::parse(&text)
+        .map_err(|error| key_failure(path, "cosigner", &error, "`annals keygen --cosigner`"))
+}
+
+/// Why the key file at `path` is not a `kind` key; a key of the other kind is told how one of
+/// the right kind is made (`make`).
+fn key_failure(path: &Path, kind: &str, error: &annals::tlog::KeyError, make: &str) -> Failure {
+    let hint = match error {
+        annals::tlog::KeyError::OtherKind { .. } => format!("; make a {kind} key with {make}"),
+        _ => String::new(),
+    };
+    Failure::of(
+        Kind::InvalidInput,
+        format!("{}: not a {kind} key: {error}{hint}", path.display()),
+    )
 }
 
 /// The private key text in the file at `path` (its final newline dropped), once the file is

@@ -12,7 +12,7 @@ use super::open::open_for_writing;
 use super::{EXIT_FINDINGS, Failure, Kind};
 use annals::witness::request::{RequestOptions, WitnessEndpoint, request_cosignatures};
 use annals::witness::serve::{ServeOptions, serve as serve_http};
-use annals::witness::{Witness, WitnessError};
+use annals::witness::{EvidenceBudget, Witness, WitnessError};
 use annals::{Store, StoreOptions};
 
 pub(crate) fn witness(command: WitnessCommand) -> Result<ExitCode, Failure> {
@@ -45,9 +45,15 @@ fn serve(args: WitnessServeArgs) -> Result<ExitCode, Failure> {
             ..StoreOptions::default()
         },
     )?;
-    let witness = Arc::new(Witness::new(store, cosigner, &logs).map_err(witness_failure)?);
+    let budget = EvidenceBudget {
+        bytes_max: args.evidence_bytes,
+        client_bytes_max: args.evidence_bytes_per_peer,
+    };
+    let witness =
+        Arc::new(Witness::with_budget(store, cosigner, &logs, budget).map_err(witness_failure)?);
     let options = ServeOptions {
         connections_max: usize::from(args.connections),
+        connections_per_peer_max: usize::from(args.connections_per_peer),
         request_timeout: args.request_timeout,
         ..ServeOptions::default()
     };
@@ -100,17 +106,36 @@ fn evidence(args: WitnessEvidenceArgs) -> Result<ExitCode, Failure> {
     } else if kept.is_empty() {
         writeln!(
             out,
-            "no evidence: every checkpoint signed by a witnessed log was consistent"
+            "no evidence: no two checkpoints signed by a witnessed log were shown not to extend \
+             one another"
         )?;
     } else {
         for item in &kept {
+            let how = if item.proof.is_empty() {
+                "the same size with another root".to_owned()
+            } else {
+                format!(
+                    "a {}-line consistency path shows the later tree with another root at the \
+                     cosigned size",
+                    item.proof.len()
+                )
+            };
             writeln!(
                 out,
-                "{} refused with {}: {} (the witness had cosigned size {}, root {})",
-                item.origin, item.status, item.reason, item.latest_size, item.latest_root
+                "{}: the log signed two checkpoints that do not extend one another ({how})",
+                item.origin
             )?;
-            for line in item.request.lines() {
-                writeln!(out, "    {line}")?;
+            for (which, note) in [
+                ("cosigned", &item.cosigned),
+                ("conflicting", &item.conflicting),
+            ] {
+                writeln!(out, "  {which}:")?;
+                for line in note.lines() {
+                    writeln!(out, "    {line}")?;
+                }
+            }
+            for hash in &item.proof {
+                writeln!(out, "  proof: {hash}")?;
             }
         }
     }
