@@ -408,7 +408,10 @@ fn the_journal_takes_no_more_permissions_than_its_log_and_is_never_opened_throug
     store.close().unwrap();
     fs::set_permissions(journal_of(&copy), fs::Permissions::from_mode(0o644)).unwrap();
     let recovered = exclusive(&copy, never_drained());
-    let mode = fs::metadata(journal_of(&copy)).unwrap().permissions().mode();
+    let mode = fs::metadata(journal_of(&copy))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     recovered.close().unwrap();
     let journal = journal_of(&path);
