@@ -128,6 +128,19 @@ pub enum ReplicationError {
         /// the time left.
         cause: Option<String>,
     },
+    /// A NATS server answered but offers no JetStream (started without `-js`, or the account
+    /// has none): nothing can be replicated through it. Said within
+    /// [`crate::replication::JETSTREAM_WAIT`] of connecting, instead of waiting on a stream
+    /// that will never answer.
+    #[error(
+        "the NATS server at {urls} has no JetStream ({cause}): start it with JetStream on, `nats-server -js` (or a `jetstream {{}}` block in its configuration)"
+    )]
+    NoJetStream {
+        /// The server address(es).
+        urls: String,
+        /// What the server said, or that nothing answers on its JetStream API.
+        cause: String,
+    },
     /// Records that do not fit in one message ([`crate::replication::wire::MESSAGE_BYTES_MAX`]): a record too
     /// large on its own, or a shared-log command whose records together are. Nothing of them
     /// was published.

@@ -46,6 +46,6 @@ pub use publisher::{Publisher, PublisherStatus, ReplicatingWriter};
 pub use seed::{SEED_OBJECT, Seed, fetch_seed, publish_seed};
 pub use shared::{SharedLog, SharedOptions, SharedOutcome};
 pub use stream::{
-    CONNECT_WAIT_DEFAULT, Connection, REPLICAS_DEFAULT, ReplicatedLog, StreamPlacement, connect,
-    connect_within,
+    CONNECT_WAIT_DEFAULT, Connection, JETSTREAM_WAIT, REPLICAS_DEFAULT, ReplicatedLog,
+    StreamPlacement, connect, connect_within,
 };

@@ -219,17 +219,28 @@ pub async fn connect(urls: &str) -> Result<jetstream::Context, ReplicationError>
 /// answers or `wait` has passed ([`ReplicationError::Unreachable`], naming them). Once
 /// connected, the client reconnects on its own for as long as the process runs.
 pub async fn connect_within(urls: &str, wait: Duration) -> Result<Connection, ReplicationError> {
+    let not_an_address = |cause: String| ReplicationError::Nats {
+        operation: NatsOperation::Address,
+        problem: NatsProblem::NotAnAddress {
+            urls: urls.to_owned(),
+            cause,
+        },
+    };
     let addresses = urls
         .split(',')
-        .map(|url| url.trim().parse::<async_nats::ServerAddr>())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| ReplicationError::Nats {
-            operation: NatsOperation::Address,
-            problem: NatsProblem::NotAnAddress {
-                urls: urls.to_owned(),
-                cause: error.to_string(),
-            },
-        })?;
+        .map(|url| match url.trim() {
+            // An empty address would be taken for a host named "" and looked up in DNS again
+            // and again until the wait ran out.
+            "" => Err(not_an_address("an empty address".to_owned())),
+            url => url
+                .parse::<async_nats::ServerAddr>()
+                .map_err(|error| not_an_address(error.to_string()))
+                .and_then(|address| match address.host().is_empty() {
+                    true => Err(not_an_address(format!("{url}: no host"))),
+                    false => Ok(address),
+                }),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let started = tokio::time::Instant::now();
     let mut pause = PAUSE_MIN;
     loop {
@@ -248,6 +259,7 @@ pub async fn connect_within(urls: &str, wait: Duration) -> Result<Connection, Re
                 let servers = known.len().max(1);
                 let mut jetstream = jetstream::new(client);
                 jetstream.set_timeout(REQUEST_TIMEOUT);
+                has_jetstream(&jetstream, urls).await?;
                 return Ok(Connection { jetstream, servers });
             }
             Ok(Err(error)) => Some(error.to_string()),
@@ -258,6 +270,53 @@ pub async fn connect_within(urls: &str, wait: Duration) -> Result<Connection, Re
                 urls: urls.to_owned(),
                 waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                 cause: failed,
+            });
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(PAUSE_MAX);
+    }
+}
+
+/// How long a server that answered is given to show it has JetStream: one without answers at
+/// once ("no responders" on its JetStream API), so the wait only covers a server still
+/// starting its JetStream.
+pub const JETSTREAM_WAIT: Duration = Duration::from_secs(3);
+
+/// Refuses, with [`ReplicationError::NoJetStream`], a server that offers no JetStream, asking
+/// its JetStream API for the account's information. An answer of any other kind (a cluster
+/// still electing its leader, a timeout) is left to the operations that follow, which retry.
+async fn has_jetstream(jetstream: &jetstream::Context, urls: &str) -> Result<(), ReplicationError> {
+    use async_nats::jetstream::ErrorCode;
+    use async_nats::jetstream::context::AccountErrorKind;
+    let started = tokio::time::Instant::now();
+    let mut pause = PAUSE_MIN;
+    loop {
+        let asked = tokio::time::timeout(JETSTREAM_WAIT, jetstream.query_account()).await;
+        let cause = match asked {
+            Ok(Err(error)) => match error.kind() {
+                AccountErrorKind::JetStreamUnavailable => {
+                    "nothing answers on its JetStream API".to_owned()
+                }
+                AccountErrorKind::JetStream(refusal)
+                    if [
+                        ErrorCode::JETSTREAM_NOT_ENABLED,
+                        ErrorCode::JETSTREAM_NOT_ENABLED_FOR_ACCOUNT,
+                    ]
+                    .contains(&refusal.error_code()) =>
+                {
+                    return Err(ReplicationError::NoJetStream {
+                        urls: urls.to_owned(),
+                        cause: refusal.to_string(),
+                    });
+                }
+                _ => return Ok(()),
+            },
+            Ok(Ok(_)) | Err(_) => return Ok(()),
+        };
+        if started.elapsed() + pause >= JETSTREAM_WAIT {
+            return Err(ReplicationError::NoJetStream {
+                urls: urls.to_owned(),
+                cause,
             });
         }
         tokio::time::sleep(pause).await;

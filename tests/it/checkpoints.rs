@@ -273,6 +273,16 @@ fn a_tlog_proof_verifies_offline_with_the_vkey_and_with_tlog_tiles() {
             "{}",
             stdout(&checked)
         );
+        // With --json, one JSON object, as every command prints.
+        let checked = exits(
+            annals(&["check-proof", text(&proof), "--vkey", &s.vkey, "--json"]),
+            0,
+        );
+        let value: serde_json::Value = serde_json::from_str(stdout(&checked).trim_end())
+            .unwrap_or_else(|error| panic!("{error}: {}", stdout(&checked)));
+        assert_eq!(value["valid"], true);
+        assert_eq!(value["proof"], "inclusion");
+        assert_eq!(value["position"], position);
         // tlog_tiles checks the same path against the checkpoint's root.
         let parsed = TlogProof::parse(&proof_text).unwrap();
         let record_hash: [u8; 32] = parsed.extra.as_slice().try_into().unwrap();
@@ -380,6 +390,28 @@ fn a_consistency_proof_holds_only_between_two_checkpoints_the_vkey_signed() {
     };
     let checked = exits(check(&proof, &old), 0);
     assert!(stdout(&checked).contains("size 1000 extends the one at size 17"));
+    let checked = exits(
+        annals(&[
+            "check-proof",
+            text(&proof),
+            "--vkey",
+            &s.vkey,
+            "--from-checkpoint",
+            text(&old),
+            "--json",
+        ]),
+        0,
+    );
+    let value: serde_json::Value = serde_json::from_str(stdout(&checked).trim_end())
+        .unwrap_or_else(|error| panic!("{error}: {}", stdout(&checked)));
+    assert_eq!(
+        (
+            &value["proof"],
+            &value["from"]["size"],
+            &value["to"]["size"]
+        ),
+        (&"consistency".into(), &17.into(), &1000.into())
+    );
     // tlog_tiles agrees.
     let file = annals::tlog::ConsistencyFile::parse(&proof_text).unwrap();
     let old_note = std::fs::read_to_string(&old).unwrap();

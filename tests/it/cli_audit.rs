@@ -123,9 +123,10 @@ fn check_proof_refuses_a_self_consistent_forgery_against_the_kept_head() {
         );
     }
 
-    // The forgery is self-consistent: alone, check-proof accepts it, and says how little that is.
+    // The forgery is self-consistent: alone, check-proof finds it so, says how little that is
+    // and exits 3, never 0, so that no script takes it for a proof.
     fs::write(&file, forged.to_string()).unwrap();
-    let alone = exits(check_proof(&file), 0);
+    let alone = exits(check_proof(&file), 3);
     assert!(stderr(&alone).contains(UNTRUSTED), "{}", stderr(&alone));
     // Against what the auditor kept it is refused, naming what disagrees.
     let refused = exits(check_proof_with(&file, &["--head", &kept_file]), 1);
@@ -357,7 +358,7 @@ fn an_inclusion_proof_file_checks_out_and_any_edit_to_it_fails() {
     assert_eq!(value["root"], root(&log, &["--size", "500"])["root"]);
     let file = log.dir.path().join("proof.json");
     fs::write(&file, &proof).unwrap();
-    let valid = exits(check_proof(&file), 0);
+    let valid = exits(check_proof(&file), 3);
     assert!(stdout(&valid).starts_with("valid"), "{}", stdout(&valid));
     assert!(stderr(&valid).contains(UNTRUSTED), "{}", stderr(&valid));
     let edits: Vec<(&str, Value)> = vec![
@@ -400,7 +401,7 @@ fn a_consistency_proof_file_checks_out_against_both_roots() {
     assert_eq!(value["root"], root(&log, &[])["root"]);
     let file = log.dir.path().join("consistency.json");
     fs::write(&file, &proof).unwrap();
-    exits(check_proof(&file), 0);
+    exits(check_proof(&file), 3);
     let mut edited = value.clone();
     edited["from_size"] = 201.into();
     fs::write(&file, edited.to_string()).unwrap();
@@ -819,7 +820,7 @@ fn check_proof_refuses_a_repeated_key_naming_it_and_non_json_as_bad_input() {
     }
     // The file as it was passes.
     fs::write(&file, &text).unwrap();
-    exits(check_proof(&file), 0);
+    exits(check_proof(&file), 3);
     for not_a_proof in [
         "{not json",
         "",

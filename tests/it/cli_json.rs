@@ -126,10 +126,13 @@ fn check_proof_json_says_what_it_proved_and_against_which_head() {
     assert_eq!(checked["position"], 1);
     assert_eq!(checked["trusted"]["tree_head"], tree_head);
     assert_eq!(checked["to"]["root"], head["root"]);
+    assert_eq!(checked["established"], true);
 
-    // Without a head the proof is checked only against itself: `trusted` is null.
-    let unanchored = exits(annals(&["check-proof", path(&proof), "--json"]), 0);
+    // Without a head the proof is checked only against itself: `trusted` is null, it is not
+    // established, and the exit code (3) says so to a script that reads no JSON.
+    let unanchored = exits(annals(&["check-proof", path(&proof), "--json"]), 3);
     assert_eq!(json(stdout(&unanchored).trim_end())["trusted"], Value::Null);
+    assert_eq!(json(stdout(&unanchored).trim_end())["established"], false);
 
     // A kept head in a file that is not there names the file.
     let absent = log.dir.path().join("kept-head.txt");

@@ -22,7 +22,7 @@ pub struct Cluster {
 }
 
 /// A port nothing listens on now (the OS's pick for a listener at once closed).
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
     listener.local_addr().expect("its address").port()
 }

@@ -438,3 +438,86 @@ fn follow_with_its_standard_error_closed_ends_quietly() {
     let status = Running(child).exited("follow with its output closed");
     assert_eq!(status.code(), Some(0), "follow: {status}");
 }
+
+/// A `nats-server` started without JetStream (no `-js`), on a free port, killed when dropped.
+struct PlainServer {
+    process: Child,
+    url: String,
+}
+
+impl PlainServer {
+    fn start() -> PlainServer {
+        let port = crate::cluster::free_port();
+        let process = Command::new("nats-server")
+            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nats-server on the PATH (apt-get install nats-server)");
+        let address = format!("127.0.0.1:{port}");
+        let started = Instant::now();
+        // Polled, not timed: the server is up when it accepts a connection.
+        while std::net::TcpStream::connect(&address).is_err() {
+            assert!(started.elapsed() < DEADLINE, "nats-server never listened");
+            std::thread::sleep(POLL);
+        }
+        PlainServer {
+            process,
+            url: format!("nats://{address}"),
+        }
+    }
+}
+
+impl Drop for PlainServer {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+#[test]
+fn replicate_follow_and_seed_say_a_server_without_jetstream_needs_js() {
+    let server = PlainServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("log.redb");
+    small_log(&db);
+    let db = db.to_str().unwrap();
+    let replica = dir.path().join("replica.redb");
+    let replica = replica.to_str().unwrap();
+    let url = server.url.as_str();
+    // A wait far longer than the check's own: the answer must not wait it out.
+    let runs: [&[&str]; 3] = [
+        &["replicate", db, url, "--wait", "600s"],
+        &["follow", url, "annals.log", replica, "--wait", "600s"],
+        &["seed", db, url, "--wait", "600s"],
+    ];
+    for args in runs {
+        let stderr = dir.path().join("err");
+        let status = Running::start(args, &stderr).exited("a command given a plain server");
+        let said = std::fs::read_to_string(&stderr).unwrap();
+        assert_eq!(status.code(), Some(2), "{args:?} said: {said}");
+        assert!(
+            said.contains("has no JetStream") && said.contains("nats-server -js"),
+            "{args:?} said: {said}"
+        );
+    }
+    assert!(
+        !Path::new(replica).exists(),
+        "follow made no replica of a stream it could not reach"
+    );
+}
+
+#[test]
+fn an_empty_nats_address_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("log.redb");
+    small_log(&db);
+    for url in ["", " ", "nats://127.0.0.1:4222,"] {
+        let stderr = dir.path().join("err");
+        let args = ["replicate", db.to_str().unwrap(), url, "--wait", "600s"];
+        let status = Running::start(&args, &stderr).exited("a command given no address");
+        let said = std::fs::read_to_string(&stderr).unwrap();
+        assert_eq!(status.code(), Some(2), "{url:?} said: {said}");
+        assert!(said.contains("empty address"), "{url:?} said: {said}");
+    }
+}

@@ -44,13 +44,15 @@ impl Command {
             Command::Backup(args) => args.json,
             Command::Archive(args) => args.json,
             Command::Upgrade(args) => args.json,
-            Command::Keygen(_) => false,
-            Command::Checkpoint(_) => false,
+            Command::Keygen(args) => args.json,
+            Command::Checkpoint(args) => args.json,
             Command::Tiles(args) => args.json,
             #[cfg(feature = "witness")]
             Command::Witness(args) => args.json(),
             #[cfg(feature = "jetstream")]
-            Command::Replicate(_) | Command::Follow(_) | Command::Seed(_) => false,
+            Command::Replicate(args) | Command::Seed(args) => args.json,
+            #[cfg(feature = "jetstream")]
+            Command::Follow(args) => args.json,
         }
     }
 }
@@ -88,7 +90,8 @@ pub(crate) enum Command {
     Prove(ProveArgs),
     /// Check a proof file printed by `prove --json` against a tree head you kept (`--head`,
     /// or `--size` and `--root`); exit 0 if valid, 1 if not. Without one, the proof is checked
-    /// only against the tree heads it carries, which proves nothing about a log.
+    /// only against the tree heads it carries, which proves nothing about a log: exit 3
+    /// ("self-consistent only") when it holds so.
     CheckProof(CheckProofArgs),
     /// List the streams with their length and the position of their last record.
     Streams(StreamsArgs),
@@ -347,6 +350,9 @@ pub(crate) struct KeygenArgs {
     /// A witness's cosigning key (c2sp.org/tlog-cosignature, type 0x04) instead of a log's.
     #[arg(long)]
     pub(crate) cosigner: bool,
+    /// Print a JSON object (`vkey`, `name`, `keyfile`, `kind`) instead of the verifier key.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Args)]
@@ -361,6 +367,10 @@ pub(crate) struct CheckpointArgs {
     pub(crate) size: Option<u64>,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
+    /// Print a JSON object (`origin`, `size`, `root`, `note`: the signed note's text) instead
+    /// of the note.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Args)]
@@ -647,6 +657,10 @@ pub(crate) struct ReplicateArgs {
     /// How long to try to reach a NATS server before giving up (exit 2), e.g. `30s`, `500ms`.
     #[arg(long, default_value = "30s", value_parser = super::open::parse_duration)]
     pub(crate) wait: std::time::Duration,
+    /// Print JSON instead of text (a status line, each a JSON object on standard output, for
+    /// a command that runs until stopped); errors are then JSON on standard error too.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[cfg(feature = "jetstream")]
@@ -665,6 +679,10 @@ pub(crate) struct FollowArgs {
     /// How long to try to reach a NATS server before giving up (exit 2), e.g. `30s`, `500ms`.
     #[arg(long, default_value = "30s", value_parser = super::open::parse_duration)]
     pub(crate) wait: std::time::Duration,
+    /// Print JSON instead of text (a status line, each a JSON object on standard output, for
+    /// a command that runs until stopped); errors are then JSON on standard error too.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// `immediate` or `deferred`: the demo's commits' durability.
@@ -725,7 +743,7 @@ pub(crate) enum WitnessCommand {
 impl WitnessCommand {
     fn json(&self) -> bool {
         match self {
-            WitnessCommand::Serve(_) => false,
+            WitnessCommand::Serve(args) => args.json,
             WitnessCommand::Evidence(args) => args.json,
             WitnessCommand::Request(args) => args.json,
         }
@@ -747,6 +765,9 @@ pub(crate) struct WitnessServeArgs {
     /// The address to listen on; port 0 picks a free one (printed).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub(crate) listen: std::net::SocketAddr,
+    /// Print the address listened on as a JSON object (`listening`) instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
     /// Connections open at once.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) connections: u16,
@@ -813,4 +834,42 @@ pub(crate) struct TilesArgs {
     pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every command a user can run (each leaf of the command tree, whatever features the
+    /// build has), with its path from the root.
+    fn leaves(command: &clap::Command, path: String, out: &mut Vec<(String, clap::Command)>) {
+        let mut children = command
+            .get_subcommands()
+            .filter(|child| child.get_name() != "help")
+            .peekable();
+        if children.peek().is_none() {
+            out.push((path, command.clone()));
+            return;
+        }
+        for child in children {
+            leaves(child, format!("{path} {}", child.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_command_takes_json() {
+        let mut all = Vec::new();
+        leaves(&super::Cli::command(), "annals".to_owned(), &mut all);
+        assert!(all.len() >= 20, "{} commands", all.len());
+        let without: Vec<&str> = all
+            .iter()
+            .filter(|(_, command)| {
+                !command
+                    .get_arguments()
+                    .any(|argument| argument.get_long() == Some("json"))
+            })
+            .map(|(path, _)| path.as_str())
+            .collect();
+        assert!(without.is_empty(), "no --json: {without:?}");
+    }
 }

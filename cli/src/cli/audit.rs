@@ -12,7 +12,7 @@ use super::args::{CheckProofArgs, ExportArgs, ProveArgs, RootArgs, VerifyArgs};
 use super::progress::ProgressLine;
 use super::render::{print_json, print_range, print_verify};
 use super::report::{CheckProofJson, HeadJson, RangeJson};
-use super::{EXIT_FINDINGS, Failure, Kind};
+use super::{EXIT_FINDINGS, EXIT_SELF_CONSISTENT_ONLY, Failure, Kind};
 use annals::Digest;
 use annals::Position;
 use annals::Store;
@@ -173,9 +173,11 @@ pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
             eprintln!(
                 "annals: warning: checked only against the tree heads the proof carries ({}); \
                  it proves nothing about a log unless you trust them: give --head, or --size \
-                 and --root",
+                 and --root (exit {EXIT_SELF_CONSISTENT_ONLY}: self-consistent only)",
                 heads.join("; ")
             );
+            out.flush()?;
+            return Ok(ExitCode::from(EXIT_SELF_CONSISTENT_ONLY));
         }
     }
     out.flush()?;
@@ -190,6 +192,7 @@ fn check_proof_json(proof: &ProofFile, matched: Option<TreeHead>) -> CheckProofJ
     };
     CheckProofJson {
         valid: true,
+        established: matched.is_some(),
         proof: if position.is_some() {
             "inclusion"
         } else {

@@ -32,7 +32,21 @@ pub(crate) fn checkpoint(args: CheckpointArgs) -> Result<ExitCode, Failure> {
     let store = open_for_writing(&args.db, false, &args.access)?;
     let text = store.checkpoint_at(&signer, args.size)?;
     let mut out = io::stdout().lock();
-    out.write_all(text.as_bytes())?;
+    match args.json {
+        true => {
+            let (_, checkpoint) = parse_checkpoint(text.clone(), &args.db, "the checkpoint")?;
+            super::render::print_json(
+                &mut out,
+                &serde_json::json!({
+                    "origin": checkpoint.origin,
+                    "size": checkpoint.size,
+                    "root": Digest(checkpoint.root).to_string(),
+                    "note": text,
+                }),
+            )?;
+        }
+        false => out.write_all(text.as_bytes())?,
+    }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -359,12 +373,15 @@ pub(crate) fn check(
     }
     let text = String::from_utf8(bytes)
         .map_err(|_| Failure::of(Kind::InvalidInput, format!("{shown}: not UTF-8 text")))?;
-    let message = match form {
+    let (message, json) = match form {
         SignedForm::Inclusion => check_inclusion(args, &text, &verifiers)?,
         SignedForm::Consistency => check_consistency(args, &text, &verifiers)?,
     };
     let mut out = io::stdout().lock();
-    writeln!(out, "{message}")?;
+    match args.json {
+        true => super::render::print_json(&mut out, &json)?,
+        false => writeln!(out, "{message}")?,
+    }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
@@ -375,7 +392,7 @@ fn check_inclusion(
     args: &CheckProofArgs,
     text: &str,
     verifiers: &[Verifier],
-) -> Result<String, Failure> {
+) -> Result<(String, serde_json::Value), Failure> {
     let shown = args.proof.display();
     if text.len() > TLOG_PROOF_BYTES_MAX {
         return Err(invalid(format!("invalid: {shown}: larger than any proof")));
@@ -430,6 +447,23 @@ fn check_inclusion(
     for (name, time) in &cosigned {
         message.push_str(&format!("\ncosigned by {name} at {time} (POSIX seconds)"));
     }
+    let mut json = serde_json::json!({
+        "valid": true,
+        "proof": "inclusion",
+        "form": "tlog-proof",
+        "position": proof.index,
+        "record_hash": Digest(record_hash).to_string(),
+        "to": {
+            "origin": opened.checkpoint.origin,
+            "size": opened.checkpoint.size,
+            "root": Digest(opened.checkpoint.root).to_string(),
+        },
+        "signed_by": signer,
+        "cosigned_by": cosigned
+            .iter()
+            .map(|(name, time)| serde_json::json!({ "name": name, "time": time }))
+            .collect::<Vec<_>>(),
+    });
     if let Some(export) = &args.export {
         let record = record_in_export(export, Position(proof.index))?;
         if record.hash != Digest(record_hash) {
@@ -449,8 +483,14 @@ fn check_inclusion(
             record.version.0,
             quoted(&record.kind)
         ));
+        json["record"] = serde_json::json!({
+            "export": export.display().to_string(),
+            "stream": record.stream,
+            "version": record.version.0,
+            "kind": record.kind,
+        });
     }
-    Ok(message)
+    Ok((message, json))
 }
 
 /// A consistency proof to a checkpoint, checked between it and `--from-checkpoint`, both
@@ -459,7 +499,7 @@ fn check_consistency(
     args: &CheckProofArgs,
     text: &str,
     verifiers: &[Verifier],
-) -> Result<String, Failure> {
+) -> Result<(String, serde_json::Value), Failure> {
     let shown = args.proof.display();
     if text.len() > CONSISTENCY_BYTES_MAX {
         return Err(invalid(format!("invalid: {shown}: larger than any proof")));
@@ -476,11 +516,23 @@ fn check_consistency(
     let later = file
         .check(&earlier_text, verifiers)
         .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
-    Ok(format!(
+    let message = format!(
         "valid: the checkpoint of {} at size {} extends the one at size {}: root {}",
         later.checkpoint.origin,
         later.checkpoint.size,
         file.old_size,
         Digest(later.checkpoint.root)
-    ))
+    );
+    let json = serde_json::json!({
+        "valid": true,
+        "proof": "consistency",
+        "form": "signed checkpoints",
+        "from": { "size": file.old_size },
+        "to": {
+            "origin": later.checkpoint.origin,
+            "size": later.checkpoint.size,
+            "root": Digest(later.checkpoint.root).to_string(),
+        },
+    });
+    Ok((message, json))
 }

@@ -29,7 +29,19 @@ pub(crate) fn keygen(args: KeygenArgs) -> Result<ExitCode, Failure> {
     };
     text.push('\n');
     write_key_file(&args.keyfile, text.as_bytes(), args.force)?;
-    writeln!(io::stdout().lock(), "{verifier}")?;
+    let mut out = io::stdout().lock();
+    match args.json {
+        true => super::render::print_json(
+            &mut out,
+            &serde_json::json!({
+                "vkey": verifier.to_string(),
+                "name": args.name,
+                "keyfile": args.keyfile.display().to_string(),
+                "kind": if args.cosigner { "cosigner" } else { "signer" },
+            }),
+        )?,
+        false => writeln!(out, "{verifier}")?,
+    }
     Ok(ExitCode::SUCCESS)
 }
 

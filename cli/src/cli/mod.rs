@@ -51,6 +51,10 @@ use args::{Cli, Command};
 const EXIT_FINDINGS: u8 = 1;
 /// Exit code for usage and I/O errors.
 const EXIT_USAGE: u8 = 2;
+/// Exit code of `check-proof` for a proof that holds only against the tree heads it carries
+/// itself: self-consistent, but nothing trusted was given, so it proves nothing about a log
+/// (a forger can make one). Never 0, so that a script testing the exit code is not misled.
+const EXIT_SELF_CONSISTENT_ONLY: u8 = 3;
 
 /// Parses the process's arguments, runs the command and says how to exit.
 pub fn main() -> ExitCode {

@@ -50,10 +50,20 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .build()?)
 }
 
-/// Prints `annals: <line>` on standard error; a closed standard error is
-/// [`Failure::Closed`] (the command ends quietly), never a panic as `eprintln!`'s.
-fn say(line: std::fmt::Arguments<'_>) -> Result<(), Failure> {
-    writeln!(std::io::stderr().lock(), "annals: {line}").map_err(|error| match error.kind() {
+/// Prints `annals: <line>` on standard error, or with `json` `{"status": "<line>"}` on
+/// standard output, one JSON object a line (a script reads the status of a command that runs
+/// until stopped as it comes); a closed stream is [`Failure::Closed`] (the command ends
+/// quietly), never a panic as `eprintln!`'s.
+fn say(json: bool, line: std::fmt::Arguments<'_>) -> Result<(), Failure> {
+    let written = match json {
+        true => {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{}", serde_json::json!({ "status": line.to_string() }))
+                .and_then(|()| out.flush())
+        }
+        false => writeln!(std::io::stderr().lock(), "annals: {line}"),
+    };
+    written.map_err(|error| match error.kind() {
         std::io::ErrorKind::BrokenPipe => Failure::Closed,
         _ => Failure::from(error),
     })
@@ -80,6 +90,7 @@ fn chosen_replicas(asked: Option<u16>, connection: &Connection) -> (usize, Strin
 }
 
 pub(crate) fn replicate(args: ReplicateArgs) -> Result<ExitCode, Failure> {
+    let json = args.json;
     let (log, store) = published(&args)?;
     runtime()?.block_on(async {
         let connection = connect_within(&args.url, args.wait)
@@ -87,7 +98,7 @@ pub(crate) fn replicate(args: ReplicateArgs) -> Result<ExitCode, Failure> {
             .map_err(failure)?;
         let (replicas, why) = chosen_replicas(args.replicas, &connection);
         let log = log.with_replicas(replicas);
-        say(format_args!(
+        say(json, format_args!(
             "opening the stream {} on {}; if it is created here it gets {replicas} replica(s): {why}",
             log.stream_name(),
             args.url
@@ -97,19 +108,19 @@ pub(crate) fn replicate(args: ReplicateArgs) -> Result<ExitCode, Failure> {
             .await
             .map_err(failure)?;
         if placement.created {
-            say(format_args!(
+            say(json, format_args!(
                 "created the stream {} with {} replica(s)",
                 log.stream_name(),
                 placement.replicas
             ))?;
         } else {
-            say(format_args!(
+            say(json, format_args!(
                 "the stream {} exists, with {} replica(s)",
                 log.stream_name(),
                 placement.replicas
             ))?;
         }
-        say(format_args!(
+        say(json, format_args!(
             "replicating {} to {}",
             args.db.display(),
             log.subject()
@@ -121,7 +132,7 @@ pub(crate) fn replicate(args: ReplicateArgs) -> Result<ExitCode, Failure> {
                 tokio::time::sleep(PROGRESS_EVERY).await;
                 if status.has_changed().unwrap_or(false) {
                     let now = status.borrow_and_update().clone();
-                    say(format_args!("{} records stored by the stream", now.stored))?;
+                    say(json, format_args!("{} records stored by the stream", now.stored))?;
                 }
             }
         };
@@ -145,13 +156,14 @@ fn offered(connection: &Connection) -> String {
 }
 
 pub(crate) fn follow(args: FollowArgs) -> Result<ExitCode, Failure> {
+    let json = args.json;
     let log = ReplicatedLog::new(args.subject).map_err(failure)?;
     runtime()?.block_on(async {
         let connection = connect_within(&args.url, args.wait)
             .await
             .map_err(failure)?;
         if args.from_seed && !args.db.exists() {
-            say(format_args!(
+            say(json, format_args!(
                 "fetching the seed of {} from the bucket {}",
                 log.subject(),
                 log.seed_bucket()
@@ -160,21 +172,21 @@ pub(crate) fn follow(args: FollowArgs) -> Result<ExitCode, Failure> {
                 .await
                 .map_err(failure)?
             {
-                Some(seed) => say(format_args!(
+                Some(seed) => say(json, format_args!(
                     "started {} from the seed: {} records (held from position {}), head hash {}",
                     args.db.display(),
                     grouped(seed.head.next.0),
                     seed.start,
                     seed.head.hash.to_hex()
                 ))?,
-                None => say(format_args!(
+                None => say(json, format_args!(
                     "the log has no seed; starting {} from nothing",
                     args.db.display()
                 ))?,
             }
         }
         let store = Arc::new(Store::open(&args.db)?);
-        say(format_args!(
+        say(json, format_args!(
             "following {} into {}",
             log.subject(),
             args.db.display()
@@ -193,12 +205,12 @@ pub(crate) fn follow(args: FollowArgs) -> Result<ExitCode, Failure> {
                 tokio::time::sleep(PROGRESS_EVERY).await;
                 if head.has_changed().unwrap_or(false) {
                     let now = *head.borrow_and_update();
-                    say(format_args!("{now} records checked and appended"))?;
+                    say(json, format_args!("{now} records checked and appended"))?;
                 }
                 if waiting.has_changed().unwrap_or(false)
                     && let Some(what) = waiting.borrow_and_update().clone()
                 {
-                    say(format_args!("{what}"))?;
+                    say(json, format_args!("{what}"))?;
                 }
             }
         };
@@ -212,6 +224,7 @@ pub(crate) fn follow(args: FollowArgs) -> Result<ExitCode, Failure> {
 
 /// `annals seed`: a seed of the log published to its bucket, once.
 pub(crate) fn seed(args: ReplicateArgs) -> Result<ExitCode, Failure> {
+    let json = args.json;
     let (log, store) = published(&args)?;
     runtime()?.block_on(async {
         let connection = connect_within(&args.url, args.wait)
@@ -219,7 +232,7 @@ pub(crate) fn seed(args: ReplicateArgs) -> Result<ExitCode, Failure> {
             .map_err(failure)?;
         let (replicas, _why) = chosen_replicas(args.replicas, &connection);
         let log = log.with_replicas(replicas);
-        say(format_args!(
+        say(json, format_args!(
             "copying {} and putting it as the seed of {} in the bucket {}",
             args.db.display(),
             log.subject(),
@@ -228,7 +241,7 @@ pub(crate) fn seed(args: ReplicateArgs) -> Result<ExitCode, Failure> {
         let seed = publish_seed(store, &connection.jetstream, &log)
             .await
             .map_err(failure)?;
-        say(format_args!(
+        say(json, format_args!(
             "stored the seed: {} records (held from position {}), head hash {}, {} bytes, blake3 {}",
             grouped(seed.head.next.0),
             seed.start,
@@ -287,6 +300,7 @@ fn failure(error: ReplicationError) -> Failure {
         ReplicationError::BadSubject { .. }
         | ReplicationError::Nats { .. }
         | ReplicationError::Unreachable { .. }
+        | ReplicationError::NoJetStream { .. }
         | ReplicationError::StreamRefused { .. } => Failure::Usage(error.to_string()),
         other => Failure::Finding(other.to_string()),
     }

@@ -130,6 +130,9 @@ impl From<TreeHead> for HeadJson {
 #[derive(Serialize)]
 pub(crate) struct CheckProofJson {
     pub(crate) valid: bool,
+    /// Whether it was checked against a head the caller trusts: false when it holds only
+    /// against the heads it carries (self-consistent only, exit 3), which a forger can make.
+    pub(crate) established: bool,
     /// `inclusion` or `consistency`.
     pub(crate) proof: &'static str,
     /// The position proved included (inclusion proofs).

@@ -70,7 +70,14 @@ fn serve(args: WitnessServeArgs) -> Result<ExitCode, Failure> {
         let address = listener.local_addr()?;
         {
             let mut out = io::stdout().lock();
-            writeln!(out, "listening on {address}")?;
+            match args.json {
+                true => writeln!(
+                    out,
+                    "{}",
+                    serde_json::json!({ "listening": address.to_string() })
+                )?,
+                false => writeln!(out, "listening on {address}")?,
+            }
             out.flush()?;
         }
         serve_http(listener, witness, options, shutdown())
