@@ -343,3 +343,435 @@ fn an_endless_payload_file_is_refused_over_the_limit_and_no_log_is_made() {
         assert!(!db.exists(), "{payload}: a refused append made a log");
     }
 }
+
+/// One refused command line: `{db}` in its arguments is the log (a fresh copy of the same
+/// log for each refusal), `{dir}` the folder the test's files are in.
+struct Refusal {
+    args: &'static [&'static str],
+    /// The exit code.
+    exit: i32,
+    /// The `kind` of its `--json` error, or `None` for a command without `--json`.
+    kind: Option<&'static str>,
+    /// Words its error must say (a path, a position).
+    said: &'static str,
+}
+
+/// A log every writing command can refuse on: 150 records of every domain, three keyed
+/// events (`keyed`, keys `k0`..`k2`) and a signed checkpoint of size 100; beside it the export
+/// files, key files and paths the refusals need.
+struct Refusals {
+    dir: TempDir,
+    log: std::path::PathBuf,
+}
+
+impl Refusals {
+    fn new() -> Refusals {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source.redb");
+        let store = Store::open(&source).unwrap();
+        for n in 0..3u64 {
+            let event = NewEvent::new("test.keyed", 1, b"first".to_vec())
+                .with_idempotency_key(format!("k{n}"));
+            let _ = store
+                .append("keyed", ExpectedVersion::Any, &[event])
+                .unwrap();
+        }
+        annals::testing::internals::demo::run(&store, 300, |_| {}).unwrap();
+        let records = store
+            .read_all(Position(0), Direction::Forward, usize::MAX)
+            .unwrap();
+        drop(store);
+        let log = dir.path().join("log.redb");
+        let first = dir.path().join("first.export");
+        export_range(&source, &first, 0, 150);
+        let _ = import(&first, &log).unwrap();
+        let at = |name: &str| dir.path().join(name);
+        // Exports that do not continue the log, or that it could not take.
+        export_range(&source, &at("gap.export"), 200, 250);
+        export_range(&source, &at("damaged.export"), 150, 200);
+        let mut bytes = fs::read(at("damaged.export")).unwrap();
+        let flip = bytes.len() - 16 - 8 - 64 - 10;
+        bytes[flip] ^= 0x01;
+        fs::write(at("damaged.export"), &bytes).unwrap();
+        let undecodable = lease_event_from(&records, 160);
+        forged_export(
+            &source,
+            &records,
+            (150, 200),
+            &at("undecodable.export"),
+            undecodable_at(undecodable),
+        );
+        let keyed = |positions: [u64; 2], key: &'static str| {
+            move |record: &Record| {
+                positions.contains(&record.position.0).then(|| {
+                    let event = NewEvent {
+                        kind: record.kind.clone(),
+                        schema: record.schema,
+                        at_ms: record.at_ms,
+                        idempotency_key: Some(key.to_owned()),
+                        payload: record.payload.clone(),
+                    };
+                    (event, record.version.0)
+                })
+            }
+        };
+        let (used, repeated) = (at("key-used.export"), at("key-repeated.export"));
+        forged_export(
+            &source,
+            &records,
+            (150, 200),
+            &used,
+            keyed([170, 170], "k0"),
+        );
+        forged_export(
+            &source,
+            &records,
+            (150, 200),
+            &repeated,
+            keyed([170, 180], "k9"),
+        );
+        fs::write(at("exists"), b"not to be replaced").unwrap();
+        fs::write(at("big"), vec![b'x'; (1 << 20) + 1]).unwrap();
+        let keygen = Command::new(crate::annals_bin::annals())
+            .args(["keygen", "--name", "example.com/log"])
+            .arg(at("signer.key"))
+            .output()
+            .unwrap();
+        assert!(keygen.status.success(), "{keygen:?}");
+        let signed = Command::new(crate::annals_bin::annals())
+            .arg("checkpoint")
+            .arg(&log)
+            .arg("--key")
+            .arg(at("signer.key"))
+            .args(["--size", "100"])
+            .output()
+            .unwrap();
+        assert!(signed.status.success(), "{signed:?}");
+        Refusals { dir, log }
+    }
+
+    /// Runs `refusal` against a copy of the log and checks its exit, its kind, its words, and
+    /// that the copy's bytes are the log's: what it did otherwise, in words.
+    fn check(&self, refusal: &Refusal) -> Option<String> {
+        let copy = self.dir.path().join("refused.redb");
+        fs::copy(&self.log, &copy).unwrap();
+        let before = fs::read(&copy).unwrap();
+        let dir = self.dir.path().display().to_string();
+        let db = copy.display().to_string();
+        let args: Vec<String> = refusal
+            .args
+            .iter()
+            .map(|arg| arg.replace("{db}", &db).replace("{dir}", &dir))
+            .collect();
+        let output = Command::new(crate::annals_bin::annals())
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let said = refusal.said.replace("{dir}", &dir).replace("{db}", &db);
+        let kind = refusal.kind.map(|_| {
+            serde_json::from_str::<serde_json::Value>(stderr.trim())
+                .map(|error| error["kind"].clone())
+                .unwrap_or_default()
+        });
+        let mut wrong = Vec::new();
+        if output.status.code() != Some(refusal.exit) {
+            wrong.push(format!("exit {:?}", output.status.code()));
+        }
+        if !stderr.contains(&said) {
+            wrong.push(format!("not saying {said:?}"));
+        }
+        if kind.is_some_and(|kind| kind != refusal.kind.unwrap_or_default()) {
+            wrong.push("another kind".to_owned());
+        }
+        if fs::read(&copy).unwrap() != before {
+            wrong.push("the log's bytes changed".to_owned());
+        }
+        fs::remove_file(&copy).unwrap();
+        (!wrong.is_empty())
+            .then(|| format!("annals {}: {}: {stderr}", args.join(" "), wrong.join(", ")))
+    }
+}
+
+/// Every refusal of every command that writes a log: each decided before the log is opened
+/// for writing (redb rewrites its header and allocator state on a writable open), so the
+/// log's bytes are as they were.
+const REFUSALS: &[Refusal] = &[
+    // append
+    Refusal {
+        args: &["append", "{db}", "s", "lease.acquired", "p", "--json"],
+        exit: 2,
+        kind: Some("refused"),
+        said: "lease.acquired",
+    },
+    Refusal {
+        args: &["append", "{db}", "s", "annals.cut", "p", "--json"],
+        exit: 2,
+        kind: Some("refused"),
+        said: "annals.cut",
+    },
+    Refusal {
+        args: &[
+            "append", "{db}", "s", "test.k", "p", "--expect", "5", "--json",
+        ],
+        exit: 1,
+        kind: Some("refused"),
+        said: "expected",
+    },
+    Refusal {
+        args: &[
+            "append", "{db}", "keyed", "test.k", "p", "--expect", "none", "--json",
+        ],
+        exit: 1,
+        kind: Some("refused"),
+        said: "expected",
+    },
+    Refusal {
+        args: &[
+            "append",
+            "{db}",
+            "keyed",
+            "test.keyed",
+            "other",
+            "--key",
+            "k0",
+            "--json",
+        ],
+        exit: 1,
+        kind: Some("refused"),
+        said: "k0",
+    },
+    Refusal {
+        args: &[
+            "append",
+            "{db}",
+            "keyed",
+            "test.keyed",
+            "other",
+            "--key",
+            "k1",
+            "--expect",
+            "0",
+            "--json",
+        ],
+        exit: 1,
+        kind: Some("refused"),
+        said: "k1",
+    },
+    Refusal {
+        args: &["append", "{db}", "s", "test.big", "@{dir}/big", "--json"],
+        exit: 1,
+        kind: Some("invalid_input"),
+        said: "1048577",
+    },
+    // archive
+    Refusal {
+        args: &["archive", "{db}", "--before", "100000", "{dir}/a", "--json"],
+        exit: 1,
+        kind: Some("refused"),
+        said: "100000",
+    },
+    Refusal {
+        args: &[
+            "archive",
+            "{db}",
+            "--before",
+            "10",
+            "{dir}/exists",
+            "--json",
+        ],
+        exit: 2,
+        kind: Some("exists"),
+        said: "{dir}/exists",
+    },
+    Refusal {
+        args: &["archive", "{db}", "--before", "10", "{db}", "--json"],
+        exit: 2,
+        kind: Some("exists"),
+        said: "{db}",
+    },
+    Refusal {
+        args: &[
+            "archive",
+            "{db}",
+            "--before",
+            "10",
+            "{dir}/missing/a",
+            "--json",
+        ],
+        exit: 2,
+        kind: Some("not_found"),
+        said: "{dir}/missing",
+    },
+    Refusal {
+        args: &["archive", "{db}", "--before", "10", "{dir}", "--json"],
+        exit: 2,
+        kind: Some("exists"),
+        said: "{dir}",
+    },
+    Refusal {
+        args: &["archive", "{db}", "--before", "10", "{dir}/..", "--json"],
+        exit: 2,
+        kind: Some("invalid_input"),
+        said: "{dir}/..",
+    },
+    // import
+    Refusal {
+        args: &["import", "{dir}/damaged.export", "{db}", "--json"],
+        exit: 1,
+        kind: Some("corrupt"),
+        said: "damaged.export",
+    },
+    Refusal {
+        args: &["import", "{dir}/gap.export", "{db}", "--json"],
+        exit: 1,
+        kind: Some("refused"),
+        said: "200",
+    },
+    Refusal {
+        args: &["import", "{dir}/undecodable.export", "{db}", "--json"],
+        exit: 1,
+        kind: Some("corrupt"),
+        said: "undecodable.export",
+    },
+    Refusal {
+        args: &["import", "{dir}/key-used.export", "{db}", "--json"],
+        exit: 1,
+        kind: Some("corrupt"),
+        said: "k0",
+    },
+    Refusal {
+        args: &["import", "{dir}/key-repeated.export", "{db}", "--json"],
+        exit: 1,
+        kind: Some("corrupt"),
+        said: "k9",
+    },
+    Refusal {
+        args: &["import", "{db}", "{db}", "--json"],
+        exit: 2,
+        kind: Some("invalid_input"),
+        said: "same file",
+    },
+    Refusal {
+        args: &["import", "{dir}/no.export", "{db}", "--json"],
+        exit: 2,
+        kind: Some("not_found"),
+        said: "{dir}/no.export",
+    },
+    // rebuild
+    Refusal {
+        args: &["rebuild", "{db}", "--projection", "nope", "--json"],
+        exit: 2,
+        kind: Some("io"),
+        said: "nope",
+    },
+    // demo
+    Refusal {
+        args: &["demo", "{db}", "--json"],
+        exit: 2,
+        kind: Some("exists"),
+        said: "{db}",
+    },
+    Refusal {
+        args: &[
+            "demo",
+            "{db}",
+            "--force",
+            "--durability",
+            "deferred",
+            "--json",
+        ],
+        exit: 2,
+        kind: Some("usage"),
+        said: "exclusive",
+    },
+    // checkpoint
+    Refusal {
+        args: &["checkpoint", "{db}", "--key", "{dir}/no.key"],
+        exit: 2,
+        kind: None,
+        said: "{dir}/no.key",
+    },
+    Refusal {
+        args: &[
+            "checkpoint",
+            "{db}",
+            "--key",
+            "{dir}/signer.key",
+            "--size",
+            "50",
+        ],
+        exit: 2,
+        kind: None,
+        said: "100",
+    },
+    Refusal {
+        args: &[
+            "checkpoint",
+            "{db}",
+            "--key",
+            "{dir}/signer.key",
+            "--size",
+            "100000",
+        ],
+        exit: 2,
+        kind: None,
+        said: "100000",
+    },
+    // tiles
+    Refusal {
+        args: &[
+            "tiles",
+            "{db}",
+            "{dir}/tiles",
+            "--key",
+            "{dir}/no.key",
+            "--json",
+        ],
+        exit: 2,
+        kind: Some("not_found"),
+        said: "{dir}/no.key",
+    },
+];
+
+#[test]
+fn every_refused_command_leaves_the_log_bytes_as_they_were() {
+    let refusals = Refusals::new();
+    let mut checked: Vec<&Refusal> = REFUSALS.iter().collect();
+    // Where a path names no file of this test's: the kernel's.
+    let kernel = Refusal {
+        args: &[
+            "archive",
+            "{db}",
+            "--before",
+            "10",
+            "/proc/version",
+            "--json",
+        ],
+        exit: 2,
+        kind: Some("exists"),
+        said: "/proc/version",
+    };
+    if Path::new("/proc/version").exists() {
+        checked.push(&kernel);
+    }
+    // An upgrade of a log already of this format is a read.
+    let upgrade = Refusal {
+        args: &["upgrade", "{db}", "--json"],
+        exit: 0,
+        kind: None,
+        said: "",
+    };
+    checked.push(&upgrade);
+    let wrong: Vec<String> = checked
+        .iter()
+        .filter_map(|refusal| refusals.check(refusal))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{} of {}:\n{}",
+        wrong.len(),
+        checked.len(),
+        wrong.join("\n")
+    );
+}
