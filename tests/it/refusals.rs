@@ -1,11 +1,11 @@
-//! A refused write leaves the log's content as it was: every record, the head, the Merkle
-//! root, every projection's tables (by digest) and checkpoints. An import refused before it
-//! opens the target writable (a damaged file, one that does not continue the log) leaves the
-//! file byte for byte as it was, and so does one whose stream versions the log cannot take
-//! (read before the open). An import refused while it writes (a domain event whose payload
-//! does not decode, found only when applied) and a refused append abort
-//! their transaction; the writable open may still have rewritten redb's own bookkeeping in
-//! the file, which is why those compare content, not bytes.
+//! A refused write leaves the log as it was: every record, the head, the Merkle root, every
+//! projection's tables (by digest) and checkpoints, and the file's bytes. Whatever can be
+//! decided from the arguments, a read-only look at the log or the input file is decided
+//! before the log is opened writable (redb rewrites its header and allocator state on a
+//! writable open): an import that does not continue the log, is damaged, or holds a stream
+//! version, idempotency key or payload the log cannot take; an append of a reserved kind, a
+//! used key or a wrong expected version; a cut the log cannot make. The store's own refusals
+//! come before it begins a write transaction, or abort it.
 
 use std::fs;
 use std::path::Path;
@@ -220,7 +220,7 @@ fn an_import_refused_before_it_writes_leaves_the_target_byte_for_byte_as_it_was(
 }
 
 #[test]
-fn an_import_refused_while_it_writes_leaves_the_log_content_as_it_was() {
+fn an_import_the_log_cannot_take_is_refused_before_it_writes() {
     let (dir, source, records) = demo_log();
     let target = dir.path().join("copy.redb");
     let first = dir.path().join("first");
@@ -231,8 +231,34 @@ fn an_import_refused_while_it_writes_leaves_the_log_content_as_it_was() {
     // A domain event whose payload does not decode, found only when it is applied.
     let at = lease_event_from(&records, 120);
     forged_export(&source, &records, (100, 200), &file, undecodable_at(at));
+    let bytes = fs::read(&target).unwrap();
     assert_eq!(refused_at(import(&file, &target)), at);
     assert_eq!(content(&target), before);
+    assert_eq!(
+        fs::read(&target).unwrap(),
+        bytes,
+        "the refused import wrote"
+    );
+    // An idempotency key the export holds twice, found by reading the file before the log is
+    // opened writable.
+    forged_export(&source, &records, (100, 200), &file, |record| {
+        [130, 140].contains(&record.position.0).then(|| {
+            let event = NewEvent {
+                kind: record.kind.clone(),
+                schema: record.schema,
+                at_ms: record.at_ms,
+                idempotency_key: Some("twice".to_owned()),
+                payload: record.payload.clone(),
+            };
+            (event, record.version.0)
+        })
+    });
+    assert_eq!(refused_at(import(&file, &target)), Position(140));
+    assert_eq!(
+        fs::read(&target).unwrap(),
+        bytes,
+        "the refused import wrote"
+    );
     // A stream version that skips one, found by reading the log before it is opened writable:
     // not a byte of the file changes.
     let skipped = Position(150);
@@ -313,6 +339,71 @@ fn a_refused_append_leaves_the_log_content_as_it_was() {
     assert_eq!(kinds, ["version", "limit", "conflict"]);
     drop(store);
     assert_eq!(content(&source), before);
+}
+
+#[test]
+fn the_stores_refusals_leave_the_file_bytes_as_they_were() {
+    let (dir, source, records) = demo_log();
+    let store = Store::open(&source).unwrap();
+    let keyed = |payload: &[u8]| {
+        NewEvent::new("test.keyed", 1, payload.to_vec()).with_idempotency_key("the-key")
+    };
+    let _ = store
+        .append("keyed", ExpectedVersion::Any, &[keyed(b"first")])
+        .unwrap();
+    let bytes = fs::read(&source).unwrap();
+    let late = annals::StreamVersion(records[0].version.0 + 1_000);
+    let event = |kind: &str| [NewEvent::new(kind, 1, b"x".to_vec())];
+    let appends = [
+        ("s", ExpectedVersion::Any, event("lease.acquired").to_vec()),
+        ("s", ExpectedVersion::Any, event("annals.cut").to_vec()),
+        ("keyed", ExpectedVersion::Any, vec![keyed(b"other")]),
+        (
+            records[0].stream.as_str(),
+            ExpectedVersion::Exact(late),
+            event("test.late").to_vec(),
+        ),
+    ];
+    for (stream, expected, events) in &appends {
+        let checked = store.check_append(stream, *expected, events);
+        let refused = store.append(stream, *expected, events);
+        assert!(
+            checked.is_err() && refused.is_err(),
+            "{events:?}: {refused:?}"
+        );
+        assert_eq!(
+            checked.unwrap_err().to_string(),
+            refused.unwrap_err().to_string()
+        );
+        assert_eq!(fs::read(&source).unwrap(), bytes, "{events:?}");
+    }
+    let head = store.head().unwrap().next;
+    let exists = dir.path().join("exists");
+    fs::write(&exists, b"x").unwrap();
+    let cuts = [
+        (Position(head.0 + 1), dir.path().join("a")),
+        (Position(10), exists),
+        (Position(10), source.clone()),
+        (Position(10), dir.path().join("missing").join("a")),
+    ];
+    for (before, path) in &cuts {
+        let checked = store.check_archive(*before, path);
+        let refused = store.archive_before(*before, path);
+        assert!(
+            checked.is_err() && refused.is_err(),
+            "{path:?}: {refused:?}"
+        );
+        assert_eq!(
+            checked.unwrap_err().to_string(),
+            refused.unwrap_err().to_string()
+        );
+        assert_eq!(fs::read(&source).unwrap(), bytes, "{path:?}");
+    }
+    let missing = store.archive_before(Position(10), dir.path().join("missing").join("a"));
+    assert!(
+        missing.unwrap_err().to_string().contains("missing"),
+        "the refusal names the folder"
+    );
 }
 
 #[test]
