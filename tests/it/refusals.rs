@@ -453,6 +453,11 @@ struct Refusal {
 struct Refusals {
     dir: TempDir,
     log: std::path::PathBuf,
+    /// `{vkey}`: the verifier key of `signer.key`, a log's; `{cosigner}`: that of
+    /// `cosigner.key`, a witness's.
+    vkeys: [String; 2],
+    /// `{busy}`: an address something listens on already.
+    busy: std::net::TcpListener,
 }
 
 impl Refusals {
@@ -523,12 +528,20 @@ impl Refusals {
         );
         fs::write(at("exists"), b"not to be replaced").unwrap();
         fs::write(at("big"), vec![b'x'; (1 << 20) + 1]).unwrap();
-        let keygen = Command::new(crate::annals_bin::annals())
-            .args(["keygen", "--name", "example.com/log"])
-            .arg(at("signer.key"))
-            .output()
-            .unwrap();
-        assert!(keygen.status.success(), "{keygen:?}");
+        let keygen = |args: &[&str], file: &str| {
+            let keygen = Command::new(crate::annals_bin::annals())
+                .arg("keygen")
+                .args(args)
+                .arg(at(file))
+                .output()
+                .unwrap();
+            assert!(keygen.status.success(), "{keygen:?}");
+            String::from_utf8(keygen.stdout).unwrap().trim().to_owned()
+        };
+        let vkeys = [
+            keygen(&["--name", "example.com/log"], "signer.key"),
+            keygen(&["--name", "example.com/w", "--cosigner"], "cosigner.key"),
+        ];
         let signed = Command::new(crate::annals_bin::annals())
             .arg("checkpoint")
             .arg(&log)
@@ -538,7 +551,13 @@ impl Refusals {
             .output()
             .unwrap();
         assert!(signed.status.success(), "{signed:?}");
-        Refusals { dir, log }
+        let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        Refusals {
+            dir,
+            log,
+            vkeys,
+            busy,
+        }
     }
 
     /// Runs `refusal` against a copy of the log and checks its exit, its kind, its words, and
@@ -547,19 +566,26 @@ impl Refusals {
         let copy = self.dir.path().join("refused.redb");
         fs::copy(&self.log, &copy).unwrap();
         let before = fs::read(&copy).unwrap();
-        let dir = self.dir.path().display().to_string();
-        let db = copy.display().to_string();
-        let args: Vec<String> = refusal
-            .args
-            .iter()
-            .map(|arg| arg.replace("{db}", &db).replace("{dir}", &dir))
-            .collect();
+        let busy = self.busy.local_addr().unwrap().to_string();
+        let names = [
+            ("{dir}", self.dir.path().display().to_string()),
+            ("{db}", copy.display().to_string()),
+            ("{vkey}", self.vkeys[0].clone()),
+            ("{cosigner}", self.vkeys[1].clone()),
+            ("{busy}", busy),
+        ];
+        let named = |text: &str| {
+            names.iter().fold(text.to_owned(), |text, (name, value)| {
+                text.replace(name, value)
+            })
+        };
+        let args: Vec<String> = refusal.args.iter().map(|arg| named(arg)).collect();
         let output = Command::new(crate::annals_bin::annals())
             .args(&args)
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let said = refusal.said.replace("{dir}", &dir).replace("{db}", &db);
+        let said = named(refusal.said);
         let kind = refusal.kind.map(|_| {
             serde_json::from_str::<serde_json::Value>(stderr.trim())
                 .map(|error| error["kind"].clone())
@@ -823,6 +849,68 @@ const REFUSALS: &[Refusal] = &[
         kind: Some("not_found"),
         said: "{dir}/no.key",
     },
+    // witness serve (its state log) and witness request
+    Refusal {
+        args: &[
+            "witness",
+            "serve",
+            "{db}",
+            "--key",
+            "{dir}/cosigner.key",
+            "--log",
+            "{vkey}",
+            "--listen",
+            "{busy}",
+        ],
+        exit: 2,
+        kind: None,
+        said: "cannot listen on {busy}",
+    },
+    Refusal {
+        args: &[
+            "witness",
+            "serve",
+            "{db}",
+            "--key",
+            "{dir}/cosigner.key",
+            "--log",
+            "{cosigner}",
+        ],
+        exit: 2,
+        kind: None,
+        said: "example.com/w",
+    },
+    Refusal {
+        args: &[
+            "witness",
+            "serve",
+            "{db}",
+            "--key",
+            "{dir}/no.key",
+            "--log",
+            "{vkey}",
+        ],
+        exit: 2,
+        kind: None,
+        said: "{dir}/no.key",
+    },
+    Refusal {
+        args: &[
+            "witness",
+            "request",
+            "{db}",
+            "--key",
+            "{dir}/signer.key",
+            "--witness",
+            "http://127.0.0.1:9={cosigner}",
+            "--quorum",
+            "2",
+            "--json",
+        ],
+        exit: 2,
+        kind: Some("invalid_input"),
+        said: "--quorum 2",
+    },
 ];
 
 #[test]
@@ -864,5 +952,66 @@ fn every_refused_command_leaves_the_log_bytes_as_they_were() {
         wrong.len(),
         checked.len(),
         wrong.join("\n")
+    );
+}
+
+#[test]
+fn an_append_refused_on_a_missing_log_makes_no_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new.redb");
+    let refusals: [&[&str]; 3] = [
+        &["s", "lease.acquired", "p"],
+        &["s", "test.k", "p", "--expect", "3"],
+        &["s", "test.k", "p", "--expect", "exists"],
+    ];
+    for args in refusals {
+        let output = Command::new(crate::annals_bin::annals())
+            .arg("append")
+            .arg(&db)
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?}");
+        assert!(
+            stderr.contains(args[1]) || stderr.contains("expected"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!db.exists(), "{args:?}: a refused append made a log");
+    }
+}
+
+#[test]
+fn a_compaction_refused_beside_a_reader_leaves_the_log_bytes_as_they_were() {
+    use std::io::BufRead;
+    let (_dir, source, _) = demo_log();
+    let bytes = fs::read(&source).unwrap();
+    let mut reader = Command::new(crate::annals_bin::annals())
+        .arg("tail")
+        .arg(&source)
+        .args(["--from", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its first record printed, the reader has the log open.
+    let mut line = String::new();
+    let mut out = std::io::BufReader::new(reader.stdout.take().unwrap());
+    out.read_line(&mut line).unwrap();
+    assert!(!line.is_empty(), "the reader printed nothing");
+    let compact = Command::new(crate::annals_bin::annals())
+        .arg("compact")
+        .arg(&source)
+        .arg("--json")
+        .output()
+        .unwrap();
+    reader.kill().unwrap();
+    reader.wait().unwrap();
+    let stderr = String::from_utf8_lossy(&compact.stderr);
+    assert_eq!(compact.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("\"kind\":\"held\""), "{stderr}");
+    assert_eq!(
+        fs::read(&source).unwrap(),
+        bytes,
+        "the refused compaction wrote"
     );
 }
