@@ -61,6 +61,10 @@ impl Projection for Consumers {
         ConsumerEvent::CATALOGUE
     }
 
+    fn check_payload(&self, record: &Record) -> Result<()> {
+        ConsumerEvent::from_record(record).map(drop)
+    }
+
     fn apply(&self, tables: &WriteTables<'_>, record: &Record) -> Result<()> {
         match ConsumerEvent::from_record(record)? {
             Some(event) => apply::apply(tables, record, event),

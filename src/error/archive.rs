@@ -76,6 +76,12 @@ pub enum ArchiveError {
         /// The path given.
         path: PathBuf,
     },
+    /// The archive's folder does not exist (or is no folder): the archive cannot be written.
+    #[error("{folder}: no such folder; the archive is written into an existing folder")]
+    NoFolder {
+        /// The folder the archive path names.
+        folder: PathBuf,
+    },
     /// The archive path has no file name, or one that is not UTF-8.
     #[error("{path}: an archive needs a file name in UTF-8")]
     ArchiveName {

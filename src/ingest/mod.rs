@@ -115,6 +115,10 @@ impl Projection for Ingest {
         IngestEvent::CATALOGUE
     }
 
+    fn check_payload(&self, record: &Record) -> Result<()> {
+        IngestEvent::from_record(record).map(drop)
+    }
+
     fn apply(&self, tables: &WriteTables<'_>, record: &Record) -> Result<()> {
         match IngestEvent::from_record(record)? {
             Some(event) => apply::apply(tables, record, event),

@@ -93,6 +93,10 @@ impl Projection for Leases {
         Some("lease.")
     }
 
+    fn check_payload(&self, record: &Record) -> Result<()> {
+        LeaseEvent::from_record(record).map(drop)
+    }
+
     fn apply(&self, tables: &WriteTables<'_>, record: &Record) -> Result<()> {
         match LeaseEvent::from_record(record)? {
             Some(event) => apply::apply(tables, record, event),

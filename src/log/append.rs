@@ -441,20 +441,7 @@ impl<'txn> LogWriter<'txn> {
         let tail = self.tail(stream)?;
         let count = tail.as_ref().map_or(0, RunBlock::end_version);
         let current = count.checked_sub(1).map(StreamVersion);
-        let matches = match expected {
-            ExpectedVersion::Any => true,
-            ExpectedVersion::NoStream => current.is_none(),
-            ExpectedVersion::StreamExists => current.is_some(),
-            ExpectedVersion::Exact(v) => current == Some(v),
-        };
-        if !matches {
-            return Err(AppendError::WrongExpectedVersion {
-                stream: stream.to_owned(),
-                expected,
-                current,
-            }
-            .into());
-        }
+        check_expected(stream, expected, current)?;
         let added = events.len() as u64;
         let first_position = self.head.next;
         if first_position.0.checked_add(added).is_none() {
@@ -570,36 +557,7 @@ impl<'txn> LogWriter<'txn> {
     /// `Some(positions)` when every event is a duplicate, `None` when none is; an error for a
     /// conflict or a mix of duplicate and new events.
     fn duplicates(&self, stream: &str, events: &[NewEvent]) -> Result<Option<Vec<Position>>> {
-        let mut positions = Vec::new();
-        let mut first_duplicate = None;
-        for event in events {
-            let Some(key) = event.idempotency_key.as_deref() else {
-                continue;
-            };
-            let Some(found) = self.idempotency.get(key)? else {
-                continue;
-            };
-            let (position, content) = unseal_idempotency(key, &found.value())?;
-            let position = Position(position);
-            if Digest(content) != event_content_hash(stream, event) {
-                return Err(AppendError::Conflict {
-                    key: key.to_owned(),
-                    position,
-                }
-                .into());
-            }
-            first_duplicate.get_or_insert((key, position));
-            positions.push(position);
-        }
-        match first_duplicate {
-            None => Ok(None),
-            Some(_) if positions.len() == events.len() => Ok(Some(positions)),
-            Some((key, position)) => Err(AppendError::PartialDuplicate {
-                key: key.to_owned(),
-                position,
-            }
-            .into()),
-        }
+        duplicates(&self.idempotency, stream, events)
     }
 
     /// Writes `events` as the records after `tail`, the stream's tail of runs, whose end the
@@ -727,6 +685,70 @@ fn event_content_hash(stream: &str, event: &NewEvent) -> Digest {
         &event.kind,
         crate::hash::payload_hash(&event.payload),
     )
+}
+
+/// `Some(positions)` when every event is a duplicate of a record `idempotency` (the log's
+/// index of keys, in a write transaction or a read of a commit) names, `None` when none is;
+/// an error for a conflict or a mix of duplicate and new events. One decision for the append
+/// and for the read-only look that refuses one before the log is opened writable.
+pub(crate) fn duplicates(
+    idempotency: &impl ReadableTable<&'static str, [u8; super::tables::IDEMPOTENCY_VALUE_BYTES]>,
+    stream: &str,
+    events: &[NewEvent],
+) -> Result<Option<Vec<Position>>> {
+    let mut positions = Vec::new();
+    let mut first_duplicate = None;
+    for event in events {
+        let Some(key) = event.idempotency_key.as_deref() else {
+            continue;
+        };
+        let Some(found) = idempotency.get(key)? else {
+            continue;
+        };
+        let (position, content) = unseal_idempotency(key, &found.value())?;
+        let position = Position(position);
+        if Digest(content) != event_content_hash(stream, event) {
+            return Err(AppendError::Conflict {
+                key: key.to_owned(),
+                position,
+            }
+            .into());
+        }
+        first_duplicate.get_or_insert((key, position));
+        positions.push(position);
+    }
+    match first_duplicate {
+        None => Ok(None),
+        Some(_) if positions.len() == events.len() => Ok(Some(positions)),
+        Some((key, position)) => Err(AppendError::PartialDuplicate {
+            key: key.to_owned(),
+            position,
+        }
+        .into()),
+    }
+}
+
+/// Refuses an append to `stream`, whose last version is `current`, that expected it in
+/// another state.
+pub(crate) fn check_expected(
+    stream: &str,
+    expected: ExpectedVersion,
+    current: Option<StreamVersion>,
+) -> Result<(), AppendError> {
+    let matches = match expected {
+        ExpectedVersion::Any => true,
+        ExpectedVersion::NoStream => current.is_none(),
+        ExpectedVersion::StreamExists => current.is_some(),
+        ExpectedVersion::Exact(version) => current == Some(version),
+    };
+    match matches {
+        true => Ok(()),
+        false => Err(AppendError::WrongExpectedVersion {
+            stream: stream.to_owned(),
+            expected,
+            current,
+        }),
+    }
 }
 
 /// Checks an append's shape and every limit of `limits`, before anything is read or written:

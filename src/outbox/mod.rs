@@ -127,6 +127,10 @@ impl Projection for Outbox {
         Some("outbox.")
     }
 
+    fn check_payload(&self, record: &Record) -> Result<()> {
+        OutboxEvent::from_record(record).map(drop)
+    }
+
     fn apply(&self, tables: &WriteTables<'_>, record: &Record) -> Result<()> {
         match OutboxEvent::from_record(record)? {
             Some(event) => apply::apply(tables, record, event),

@@ -76,6 +76,15 @@ pub trait Projection: Send + Sync + 'static {
     fn catalogue(&self) -> &'static [EventKind] {
         &[]
     }
+    /// Refuses `record` when it is of this projection's kinds and its payload does not
+    /// decode ([`crate::Error::UndecodableEvent`]): what [`Self::apply`] would refuse of the
+    /// record alone, told without a table. An import asks it of every record before it opens
+    /// the log for writing, so that such a file is refused with the log's bytes as they were.
+    /// The default refuses nothing (`apply` still decides).
+    fn check_payload(&self, record: &Record) -> Result<()> {
+        let _ = record;
+        Ok(())
+    }
     /// Applies one record. Must ignore kinds it does not know, read nothing but `record` and
     /// its own tables, and be deterministic.
     fn apply(&self, tables: &WriteTables<'_>, record: &Record) -> Result<()>;
@@ -230,6 +239,36 @@ impl Projections {
                     .is_some_and(|prefix| kind.starts_with(prefix))
             })
             .map(|p| p.name())
+    }
+
+    /// Refuses a raw append (one no command decided) of a kind a projection owns
+    /// ([`crate::StoreError::ReservedKind`]) or of the log's cut record
+    /// ([`crate::StoreError::CutKind`]): only their commands append those.
+    pub(crate) fn check_raw_kinds(&self, events: &[crate::record::NewEvent]) -> Result<()> {
+        for event in events {
+            if event.kind == crate::log::cut::CUT_KIND {
+                return Err(crate::error::StoreError::CutKind {
+                    kind: event.kind.clone(),
+                }
+                .into());
+            }
+            if let Some(projection) = self.owner_of_kind(&event.kind) {
+                return Err(crate::error::StoreError::ReservedKind {
+                    kind: event.kind.clone(),
+                    projection: projection.to_owned(),
+                }
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses a record whose payload a projection would refuse to decode when applying it
+    /// ([`Projection::check_payload`]), before any table is touched.
+    pub(crate) fn check_payload(&self, record: &Record) -> Result<()> {
+        self.list
+            .iter()
+            .try_for_each(|projection| projection.check_payload(record))
     }
 
     /// Applies `record` to every projection, each seeing only its own tables.

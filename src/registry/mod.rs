@@ -123,6 +123,10 @@ impl Projection for Registry {
         Some("registry.")
     }
 
+    fn check_payload(&self, record: &Record) -> Result<()> {
+        RegistryEvent::from_record(record).map(drop)
+    }
+
     fn apply(&self, tables: &WriteTables<'_>, record: &Record) -> Result<()> {
         match RegistryEvent::from_record(record)? {
             Some(event) => apply::apply(tables, record, event),

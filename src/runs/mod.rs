@@ -175,6 +175,10 @@ impl Projection for Runs {
         Some("run.")
     }
 
+    fn check_payload(&self, record: &Record) -> Result<()> {
+        RunEvent::from_record(record).map(drop)
+    }
+
     fn apply(&self, tables: &WriteTables<'_>, record: &Record) -> Result<()> {
         match RunEvent::from_record(record)? {
             Some(event) => apply::apply(tables, record, event),

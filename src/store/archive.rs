@@ -13,7 +13,8 @@ use super::Store;
 use crate::error::{ArchiveError, Result};
 use crate::log::cut::ArchivedRecord;
 pub use crate::log::cut::{Cut, CutProjection};
-use crate::log::read::Direction;
+use crate::log::read::{Direction, Snapshot};
+use crate::projection::Projections;
 use crate::record::Position;
 
 /// How a cut goes.
@@ -101,48 +102,12 @@ impl Store {
         progress: &mut dyn FnMut(u64),
     ) -> Result<ArchiveReport> {
         self.require_writable()?;
-        let name = path
-            .file_name()
-            .and_then(|name| name.to_str())
-            .ok_or_else(|| ArchiveError::ArchiveName {
-                path: path.to_owned(),
-            })?
-            .to_owned();
-        if path.exists() {
-            return Err(ArchiveError::ArchiveExists {
-                path: path.to_owned(),
-            }
-            .into());
-        }
         let snapshot = self.snapshot()?;
-        let head = snapshot.head()?;
+        let name = check_cut(&snapshot, &self.projections, before, path)?;
         let from = snapshot.start();
-        if before > head.next {
-            return Err(ArchiveError::PastHead {
-                position: before,
-                head: head.next,
-            }
-            .into());
-        }
-        if before < from || (before == from && snapshot.cut().is_some()) {
-            return Err(ArchiveError::NotForward {
-                position: before,
-                before: from,
-            }
-            .into());
-        }
         let state = snapshot.state();
         let mut read = std::collections::BTreeSet::new();
         for projection in self.projections.iter() {
-            match snapshot.checkpoint(projection.name())? {
-                Some(checkpoint) if checkpoint.next >= head.next => {}
-                _ => {
-                    return Err(ArchiveError::Behind {
-                        projection: projection.name().to_owned(),
-                    }
-                    .into());
-                }
-            }
             projection.records_read(&state, before, &mut |position| {
                 read.insert(position.0);
             })?;
@@ -217,6 +182,79 @@ impl Store {
             archived,
         })
     }
+}
+
+impl Store {
+    /// Refuses, reading the log as of now, a cut that [`Store::archive_before_with`] would
+    /// refuse before it writes anything: an archive path with no UTF-8 file name, one that
+    /// names a file already (the log itself, a directory, an earlier archive) or lies in a
+    /// folder that does not exist, a cut past the head or not past the log's start, a
+    /// projection behind the head. A read-only store tells it too, so that a caller can refuse
+    /// before it opens the log writable (a writable open rewrites redb's bookkeeping in the
+    /// file); the cut decides again.
+    pub fn check_archive(&self, before: Position, path: &Path) -> Result<()> {
+        check_cut(&self.snapshot()?, &self.projections, before, path).map(drop)
+    }
+}
+
+/// [`Store::check_archive`] on `snapshot`, returning the archive's file name.
+fn check_cut(
+    snapshot: &Snapshot,
+    projections: &Projections,
+    before: Position,
+    path: &Path,
+) -> Result<String> {
+    let name = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .ok_or_else(|| ArchiveError::ArchiveName {
+            path: path.to_owned(),
+        })?
+        .to_owned();
+    if path.exists() {
+        return Err(ArchiveError::ArchiveExists {
+            path: path.to_owned(),
+        }
+        .into());
+    }
+    if let Some(folder) = path
+        .parent()
+        .filter(|folder| !folder.as_os_str().is_empty())
+        && !folder.is_dir()
+    {
+        return Err(ArchiveError::NoFolder {
+            folder: folder.to_owned(),
+        }
+        .into());
+    }
+    let head = snapshot.head()?;
+    let from = snapshot.start();
+    if before > head.next {
+        return Err(ArchiveError::PastHead {
+            position: before,
+            head: head.next,
+        }
+        .into());
+    }
+    if before < from || (before == from && snapshot.cut().is_some()) {
+        return Err(ArchiveError::NotForward {
+            position: before,
+            before: from,
+        }
+        .into());
+    }
+    for projection in projections.iter() {
+        match snapshot.checkpoint(projection.name())? {
+            Some(checkpoint) if checkpoint.next >= head.next => {}
+            _ => {
+                return Err(ArchiveError::Behind {
+                    projection: projection.name().to_owned(),
+                }
+                .into());
+            }
+        }
+    }
+    Ok(name)
 }
 
 /// The time of the log's last record (0 for an empty log): a cut record's time, so that a

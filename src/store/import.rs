@@ -2,11 +2,11 @@
 //! through [`WriteSession::append_sealed`], with every projection applied as usual.
 //!
 //! A file that fails any check is refused before a byte is written; one that does not continue
-//! an existing log, or whose stream versions or idempotency keys the log could not take, is
-//! refused before the log is opened writable. The target is left as it was on any failure: a new log is built under `<target>.importing` and renamed into place
+//! an existing log, or whose stream versions, idempotency keys or payloads the log could not
+//! take, is refused before the log is opened writable. The target is left as it was on any failure: a new log is built under `<target>.importing` and renamed into place
 //! only once complete; an existing log takes the whole file in one transaction.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::Path;
 
@@ -63,7 +63,8 @@ impl Store {
                 let reader = Store::open_read_only(target)?;
                 let snapshot = reader.snapshot()?;
                 check_continues(&snapshot, &summary)?;
-                check_sealable(&snapshot, file)?;
+                let projections = super::projections_with(options.projections.clone())?;
+                check_sealable(&snapshot, &projections, file)?;
             }
             let options = StoreOptions {
                 create: false,
@@ -209,15 +210,20 @@ fn check_continues(snapshot: &crate::log::read::Snapshot, summary: &ExportSummar
 }
 
 /// Refuses an export whose records the log in `snapshot` could not take verbatim: a stream
-/// version out of sequence, or an idempotency key the log already holds. The write refuses
-/// them too, but only inside its transaction, after the writable open has rewritten redb's
-/// bookkeeping in the file; read here, such a refusal leaves the file's bytes as they were.
-/// What only applying a record can find (a domain payload that does not decode), and a key
-/// repeated within the export, are still refused by the write. One pass over the file, with
-/// one counter per stream it names.
-fn check_sealable(snapshot: &crate::log::read::Snapshot, file: &Path) -> Result<()> {
+/// version out of sequence, an idempotency key the log already holds or the export repeats,
+/// or a payload one of `projections` cannot decode. The write refuses them too, but only
+/// inside its transaction, after the writable open has rewritten redb's bookkeeping in the
+/// file; read here, such a refusal leaves the file's bytes as they were. What only applying
+/// a record to the tables can find (a projection's invariant) is still refused by the
+/// write. One pass over the file, with one counter per stream it names and each key it holds.
+fn check_sealable(
+    snapshot: &crate::log::read::Snapshot,
+    projections: &crate::projection::Projections,
+    file: &Path,
+) -> Result<()> {
     let mut reader = ExportReader::open(file)?;
     let mut next_versions: HashMap<String, u64> = HashMap::new();
+    let mut keys: HashSet<String> = HashSet::new();
     while let Some(record) = reader.next_record()? {
         let damaged = |problem: SealProblem| -> crate::error::Error {
             ExportError::Damaged {
@@ -243,11 +249,25 @@ fn check_sealable(snapshot: &crate::log::read::Snapshot, file: &Path) -> Result<
         }
         *next = next.saturating_add(1);
         if let Some(key) = record.idempotency_key.as_deref()
-            && snapshot.idempotency.get(key)?.is_some()
+            && (snapshot.idempotency.get(key)?.is_some() || !keys.insert(key.to_owned()))
         {
             return Err(damaged(SealProblem::KeyUsed {
                 key: key.to_owned(),
             }));
+        }
+        match projections.check_payload(&record) {
+            Err(crate::error::Error::UndecodableEvent {
+                kind,
+                schema,
+                problem,
+            }) => {
+                return Err(damaged(SealProblem::Undecodable {
+                    kind,
+                    schema,
+                    cause: problem.to_string(),
+                }));
+            }
+            other => other?,
         }
     }
     Ok(())

@@ -140,6 +140,21 @@ pub fn builtin_projections() -> Vec<Arc<dyn Projection>> {
     ]
 }
 
+/// [`Store::check_append`] for a log that does not exist yet, which the append would create
+/// empty with the built-in projections and `limits`: a limit, a kind a built-in projection
+/// owns, or an expected version an empty log's stream is not at is refused before the file
+/// is made.
+pub fn check_append_to_new_log(
+    stream: &str,
+    expected: ExpectedVersion,
+    events: &[NewEvent],
+    limits: &Limits,
+) -> Result<()> {
+    crate::log::append::check_append(stream, events, limits)?;
+    projections_with(Vec::new())?.check_raw_kinds(events)?;
+    Ok(crate::log::append::check_expected(stream, expected, None)?)
+}
+
 /// How a write transaction is committed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Durability {
@@ -676,7 +691,33 @@ impl Store {
         expected: ExpectedVersion,
         events: &[NewEvent],
     ) -> Result<AppendOutcome> {
+        // Refused before the transaction begins: a refusal is no reason to touch the file.
+        self.projections.check_raw_kinds(events)?;
         self.write(|session| session.append(stream, expected, events))
+    }
+
+    /// Refuses, reading the log as of now, what [`Store::append`] would refuse: a limit
+    /// ([`check_append`](crate::check_append)), a kind a projection owns, an idempotency key
+    /// used for other content (or the keys of only some of the events), an expected version
+    /// the stream is not at. `Ok` when the append would write, or answer duplicate. A
+    /// read-only store tells it too, so a caller can refuse before it opens the log writable
+    /// (a writable open rewrites redb's bookkeeping in the file); the append decides again.
+    pub fn check_append(
+        &self,
+        stream: &str,
+        expected: ExpectedVersion,
+        events: &[NewEvent],
+    ) -> Result<()> {
+        crate::log::append::check_append(stream, events, &self.limits)?;
+        self.projections.check_raw_kinds(events)?;
+        let snapshot = self.snapshot()?;
+        if crate::log::append::duplicates(&snapshot.idempotency, stream, events)?.is_some() {
+            return Ok(());
+        }
+        let current = snapshot.stream_version(stream)?;
+        Ok(crate::log::append::check_expected(
+            stream, expected, current,
+        )?)
     }
 
     /// [`Store::append`] fenced by `guard`: refused with [`StoreError::Fenced`] unless the
@@ -688,6 +729,7 @@ impl Store {
         events: &[NewEvent],
         guard: &LeaseGuard,
     ) -> Result<AppendOutcome> {
+        self.projections.check_raw_kinds(events)?;
         self.write(|session| {
             session.guard(guard)?;
             session.append(stream, expected, events)

@@ -93,21 +93,7 @@ impl<'txn> WriteSession<'txn> {
         expected: ExpectedVersion,
         events: &[NewEvent],
     ) -> Result<AppendOutcome> {
-        for event in events {
-            if event.kind == CUT_KIND {
-                return Err(StoreError::CutKind {
-                    kind: event.kind.clone(),
-                }
-                .into());
-            }
-            if let Some(projection) = self.projections.owner_of_kind(&event.kind) {
-                return Err(StoreError::ReservedKind {
-                    kind: event.kind.clone(),
-                    projection: projection.to_owned(),
-                }
-                .into());
-            }
-        }
+        self.projections.check_raw_kinds(events)?;
         self.append_applied(stream, expected, events)
     }
 

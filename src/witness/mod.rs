@@ -139,6 +139,32 @@ impl std::fmt::Debug for Witness {
 }
 
 impl Witness {
+    /// Refuses what [`Witness::new`] refuses of `logs` before it reads its state: none given,
+    /// a cosigner's key given as a log's, an origin too long for its state's streams under
+    /// `limits`. A caller can tell so before it opens the state log writable.
+    pub fn check_logs(logs: &[Verifier], limits: &crate::Limits) -> Result<(), WitnessError> {
+        if logs.is_empty() {
+            return Err(WitnessError::NoLogs);
+        }
+        for key in logs {
+            if key.is_cosigner() {
+                return Err(WitnessError::CosignerAsLog {
+                    name: key.name().to_owned(),
+                });
+            }
+            for stream in [
+                state::cosigned_stream(key.name()),
+                state::evidence_stream(key.name()),
+            ] {
+                check_stream(&stream, limits).map_err(|error| WitnessError::Origin {
+                    name: key.name().to_owned(),
+                    error,
+                })?;
+            }
+        }
+        Ok(())
+    }
+
     /// A witness cosigning with `cosigner` the checkpoints of the logs whose verifier keys
     /// are `logs` (each key's name is the log's origin; several keys may share one), its
     /// state in `store`, read back now, storing evidence within the default budget.
@@ -157,25 +183,9 @@ impl Witness {
         logs: &[Verifier],
         budget: EvidenceBudget,
     ) -> Result<Witness, WitnessError> {
-        if logs.is_empty() {
-            return Err(WitnessError::NoLogs);
-        }
+        Witness::check_logs(logs, store.limits())?;
         let mut by_origin: BTreeMap<String, Vec<Verifier>> = BTreeMap::new();
         for key in logs {
-            if key.is_cosigner() {
-                return Err(WitnessError::CosignerAsLog {
-                    name: key.name().to_owned(),
-                });
-            }
-            for stream in [
-                state::cosigned_stream(key.name()),
-                state::evidence_stream(key.name()),
-            ] {
-                check_stream(&stream, store.limits()).map_err(|error| WitnessError::Origin {
-                    name: key.name().to_owned(),
-                    error,
-                })?;
-            }
             by_origin
                 .entry(key.name().to_owned())
                 .or_default()

@@ -1,11 +1,11 @@
-//! A refused write leaves the log's content as it was: every record, the head, the Merkle
-//! root, every projection's tables (by digest) and checkpoints. An import refused before it
-//! opens the target writable (a damaged file, one that does not continue the log) leaves the
-//! file byte for byte as it was, and so does one whose stream versions the log cannot take
-//! (read before the open). An import refused while it writes (a domain event whose payload
-//! does not decode, found only when applied) and a refused append abort
-//! their transaction; the writable open may still have rewritten redb's own bookkeeping in
-//! the file, which is why those compare content, not bytes.
+//! A refused write leaves the log as it was: every record, the head, the Merkle root, every
+//! projection's tables (by digest) and checkpoints, and the file's bytes. Whatever can be
+//! decided from the arguments, a read-only look at the log or the input file is decided
+//! before the log is opened writable (redb rewrites its header and allocator state on a
+//! writable open): an import that does not continue the log, is damaged, or holds a stream
+//! version, idempotency key or payload the log cannot take; an append of a reserved kind, a
+//! used key or a wrong expected version; a cut the log cannot make. The store's own refusals
+//! come before it begins a write transaction, or abort it.
 
 use std::fs;
 use std::path::Path;
@@ -220,7 +220,7 @@ fn an_import_refused_before_it_writes_leaves_the_target_byte_for_byte_as_it_was(
 }
 
 #[test]
-fn an_import_refused_while_it_writes_leaves_the_log_content_as_it_was() {
+fn an_import_the_log_cannot_take_is_refused_before_it_writes() {
     let (dir, source, records) = demo_log();
     let target = dir.path().join("copy.redb");
     let first = dir.path().join("first");
@@ -231,8 +231,34 @@ fn an_import_refused_while_it_writes_leaves_the_log_content_as_it_was() {
     // A domain event whose payload does not decode, found only when it is applied.
     let at = lease_event_from(&records, 120);
     forged_export(&source, &records, (100, 200), &file, undecodable_at(at));
+    let bytes = fs::read(&target).unwrap();
     assert_eq!(refused_at(import(&file, &target)), at);
     assert_eq!(content(&target), before);
+    assert_eq!(
+        fs::read(&target).unwrap(),
+        bytes,
+        "the refused import wrote"
+    );
+    // An idempotency key the export holds twice, found by reading the file before the log is
+    // opened writable.
+    forged_export(&source, &records, (100, 200), &file, |record| {
+        [130, 140].contains(&record.position.0).then(|| {
+            let event = NewEvent {
+                kind: record.kind.clone(),
+                schema: record.schema,
+                at_ms: record.at_ms,
+                idempotency_key: Some("twice".to_owned()),
+                payload: record.payload.clone(),
+            };
+            (event, record.version.0)
+        })
+    });
+    assert_eq!(refused_at(import(&file, &target)), Position(140));
+    assert_eq!(
+        fs::read(&target).unwrap(),
+        bytes,
+        "the refused import wrote"
+    );
     // A stream version that skips one, found by reading the log before it is opened writable:
     // not a byte of the file changes.
     let skipped = Position(150);
@@ -316,6 +342,71 @@ fn a_refused_append_leaves_the_log_content_as_it_was() {
 }
 
 #[test]
+fn the_stores_refusals_leave_the_file_bytes_as_they_were() {
+    let (dir, source, records) = demo_log();
+    let store = Store::open(&source).unwrap();
+    let keyed = |payload: &[u8]| {
+        NewEvent::new("test.keyed", 1, payload.to_vec()).with_idempotency_key("the-key")
+    };
+    let _ = store
+        .append("keyed", ExpectedVersion::Any, &[keyed(b"first")])
+        .unwrap();
+    let bytes = fs::read(&source).unwrap();
+    let late = annals::StreamVersion(records[0].version.0 + 1_000);
+    let event = |kind: &str| [NewEvent::new(kind, 1, b"x".to_vec())];
+    let appends = [
+        ("s", ExpectedVersion::Any, event("lease.acquired").to_vec()),
+        ("s", ExpectedVersion::Any, event("annals.cut").to_vec()),
+        ("keyed", ExpectedVersion::Any, vec![keyed(b"other")]),
+        (
+            records[0].stream.as_str(),
+            ExpectedVersion::Exact(late),
+            event("test.late").to_vec(),
+        ),
+    ];
+    for (stream, expected, events) in &appends {
+        let checked = store.check_append(stream, *expected, events);
+        let refused = store.append(stream, *expected, events);
+        assert!(
+            checked.is_err() && refused.is_err(),
+            "{events:?}: {refused:?}"
+        );
+        assert_eq!(
+            checked.unwrap_err().to_string(),
+            refused.unwrap_err().to_string()
+        );
+        assert_eq!(fs::read(&source).unwrap(), bytes, "{events:?}");
+    }
+    let head = store.head().unwrap().next;
+    let exists = dir.path().join("exists");
+    fs::write(&exists, b"x").unwrap();
+    let cuts = [
+        (Position(head.0 + 1), dir.path().join("a")),
+        (Position(10), exists),
+        (Position(10), source.clone()),
+        (Position(10), dir.path().join("missing").join("a")),
+    ];
+    for (before, path) in &cuts {
+        let checked = store.check_archive(*before, path);
+        let refused = store.archive_before(*before, path);
+        assert!(
+            checked.is_err() && refused.is_err(),
+            "{path:?}: {refused:?}"
+        );
+        assert_eq!(
+            checked.unwrap_err().to_string(),
+            refused.unwrap_err().to_string()
+        );
+        assert_eq!(fs::read(&source).unwrap(), bytes, "{path:?}");
+    }
+    let missing = store.archive_before(Position(10), dir.path().join("missing").join("a"));
+    assert!(
+        missing.unwrap_err().to_string().contains("missing"),
+        "the refusal names the folder"
+    );
+}
+
+#[test]
 fn an_endless_payload_file_is_refused_over_the_limit_and_no_log_is_made() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("log.redb");
@@ -342,4 +433,585 @@ fn an_endless_payload_file_is_refused_over_the_limit_and_no_log_is_made() {
         assert!(!stderr.contains(" 0 bytes"), "{payload}: {stderr}");
         assert!(!db.exists(), "{payload}: a refused append made a log");
     }
+}
+
+/// One refused command line: `{db}` in its arguments is the log (a fresh copy of the same
+/// log for each refusal), `{dir}` the folder the test's files are in.
+struct Refusal {
+    args: &'static [&'static str],
+    /// The exit code.
+    exit: i32,
+    /// The `kind` of its `--json` error, or `None` for a command without `--json`.
+    kind: Option<&'static str>,
+    /// Words its error must say (a path, a position).
+    said: &'static str,
+}
+
+/// A log every writing command can refuse on: 150 records of every domain, three keyed
+/// events (`keyed`, keys `k0`..`k2`) and a signed checkpoint of size 100; beside it the export
+/// files, key files and paths the refusals need.
+struct Refusals {
+    dir: TempDir,
+    log: std::path::PathBuf,
+    /// `{vkey}`: the verifier key of `signer.key`, a log's; `{cosigner}`: that of
+    /// `cosigner.key`, a witness's.
+    vkeys: [String; 2],
+    /// `{busy}`: an address something listens on already.
+    busy: std::net::TcpListener,
+}
+
+impl Refusals {
+    fn new() -> Refusals {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("source.redb");
+        let store = Store::open(&source).unwrap();
+        for n in 0..3u64 {
+            let event = NewEvent::new("test.keyed", 1, b"first".to_vec())
+                .with_idempotency_key(format!("k{n}"));
+            let _ = store
+                .append("keyed", ExpectedVersion::Any, &[event])
+                .unwrap();
+        }
+        annals::testing::internals::demo::run(&store, 300, |_| {}).unwrap();
+        let records = store
+            .read_all(Position(0), Direction::Forward, usize::MAX)
+            .unwrap();
+        drop(store);
+        let log = dir.path().join("log.redb");
+        let first = dir.path().join("first.export");
+        export_range(&source, &first, 0, 150);
+        let _ = import(&first, &log).unwrap();
+        let at = |name: &str| dir.path().join(name);
+        // Exports that do not continue the log, or that it could not take.
+        export_range(&source, &at("gap.export"), 200, 250);
+        export_range(&source, &at("damaged.export"), 150, 200);
+        let mut bytes = fs::read(at("damaged.export")).unwrap();
+        let flip = bytes.len() - 16 - 8 - 64 - 10;
+        bytes[flip] ^= 0x01;
+        fs::write(at("damaged.export"), &bytes).unwrap();
+        let undecodable = lease_event_from(&records, 160);
+        forged_export(
+            &source,
+            &records,
+            (150, 200),
+            &at("undecodable.export"),
+            undecodable_at(undecodable),
+        );
+        let keyed = |positions: [u64; 2], key: &'static str| {
+            move |record: &Record| {
+                positions.contains(&record.position.0).then(|| {
+                    let event = NewEvent {
+                        kind: record.kind.clone(),
+                        schema: record.schema,
+                        at_ms: record.at_ms,
+                        idempotency_key: Some(key.to_owned()),
+                        payload: record.payload.clone(),
+                    };
+                    (event, record.version.0)
+                })
+            }
+        };
+        let (used, repeated) = (at("key-used.export"), at("key-repeated.export"));
+        forged_export(
+            &source,
+            &records,
+            (150, 200),
+            &used,
+            keyed([170, 170], "k0"),
+        );
+        forged_export(
+            &source,
+            &records,
+            (150, 200),
+            &repeated,
+            keyed([170, 180], "k9"),
+        );
+        fs::write(at("exists"), b"not to be replaced").unwrap();
+        fs::write(at("big"), vec![b'x'; (1 << 20) + 1]).unwrap();
+        let keygen = |args: &[&str], file: &str| {
+            let keygen = Command::new(crate::annals_bin::annals())
+                .arg("keygen")
+                .args(args)
+                .arg(at(file))
+                .output()
+                .unwrap();
+            assert!(keygen.status.success(), "{keygen:?}");
+            String::from_utf8(keygen.stdout).unwrap().trim().to_owned()
+        };
+        let vkeys = [
+            keygen(&["--name", "example.com/log"], "signer.key"),
+            keygen(&["--name", "example.com/w", "--cosigner"], "cosigner.key"),
+        ];
+        let signed = Command::new(crate::annals_bin::annals())
+            .arg("checkpoint")
+            .arg(&log)
+            .arg("--key")
+            .arg(at("signer.key"))
+            .args(["--size", "100"])
+            .output()
+            .unwrap();
+        assert!(signed.status.success(), "{signed:?}");
+        let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        Refusals {
+            dir,
+            log,
+            vkeys,
+            busy,
+        }
+    }
+
+    /// Runs `refusal` against a copy of the log and checks its exit, its kind, its words, and
+    /// that the copy's bytes are the log's: what it did otherwise, in words.
+    fn check(&self, refusal: &Refusal) -> Option<String> {
+        let copy = self.dir.path().join("refused.redb");
+        fs::copy(&self.log, &copy).unwrap();
+        let before = fs::read(&copy).unwrap();
+        let busy = self.busy.local_addr().unwrap().to_string();
+        let names = [
+            ("{dir}", self.dir.path().display().to_string()),
+            ("{db}", copy.display().to_string()),
+            ("{vkey}", self.vkeys[0].clone()),
+            ("{cosigner}", self.vkeys[1].clone()),
+            ("{busy}", busy),
+        ];
+        let named = |text: &str| {
+            names.iter().fold(text.to_owned(), |text, (name, value)| {
+                text.replace(name, value)
+            })
+        };
+        let args: Vec<String> = refusal.args.iter().map(|arg| named(arg)).collect();
+        let output = Command::new(crate::annals_bin::annals())
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let said = named(refusal.said);
+        let kind = refusal.kind.map(|_| {
+            serde_json::from_str::<serde_json::Value>(stderr.trim())
+                .map(|error| error["kind"].clone())
+                .unwrap_or_default()
+        });
+        let mut wrong = Vec::new();
+        if output.status.code() != Some(refusal.exit) {
+            wrong.push(format!("exit {:?}", output.status.code()));
+        }
+        if !stderr.contains(&said) {
+            wrong.push(format!("not saying {said:?}"));
+        }
+        if kind.is_some_and(|kind| kind != refusal.kind.unwrap_or_default()) {
+            wrong.push("another kind".to_owned());
+        }
+        if fs::read(&copy).unwrap() != before {
+            wrong.push("the log's bytes changed".to_owned());
+        }
+        fs::remove_file(&copy).unwrap();
+        (!wrong.is_empty())
+            .then(|| format!("annals {}: {}: {stderr}", args.join(" "), wrong.join(", ")))
+    }
+}
+
+/// Every refusal of every command that writes a log: each decided before the log is opened
+/// for writing (redb rewrites its header and allocator state on a writable open), so the
+/// log's bytes are as they were.
+const REFUSALS: &[Refusal] = &[
+    // append
+    Refusal {
+        args: &["append", "{db}", "s", "lease.acquired", "p", "--json"],
+        exit: 2,
+        kind: Some("refused"),
+        said: "lease.acquired",
+    },
+    Refusal {
+        args: &["append", "{db}", "s", "annals.cut", "p", "--json"],
+        exit: 2,
+        kind: Some("refused"),
+        said: "annals.cut",
+    },
+    Refusal {
+        args: &[
+            "append", "{db}", "s", "test.k", "p", "--expect", "5", "--json",
+        ],
+        exit: 1,
+        kind: Some("refused"),
+        said: "expected",
+    },
+    Refusal {
+        args: &[
+            "append", "{db}", "keyed", "test.k", "p", "--expect", "none", "--json",
+        ],
+        exit: 1,
+        kind: Some("refused"),
+        said: "expected",
+    },
+    Refusal {
+        args: &[
+            "append",
+            "{db}",
+            "keyed",
+            "test.keyed",
+            "other",
+            "--key",
+            "k0",
+            "--json",
+        ],
+        exit: 1,
+        kind: Some("refused"),
+        said: "k0",
+    },
+    Refusal {
+        args: &[
+            "append",
+            "{db}",
+            "keyed",
+            "test.keyed",
+            "other",
+            "--key",
+            "k1",
+            "--expect",
+            "0",
+            "--json",
+        ],
+        exit: 1,
+        kind: Some("refused"),
+        said: "k1",
+    },
+    Refusal {
+        args: &["append", "{db}", "s", "test.big", "@{dir}/big", "--json"],
+        exit: 1,
+        kind: Some("invalid_input"),
+        said: "1048577",
+    },
+    // archive
+    Refusal {
+        args: &["archive", "{db}", "--before", "100000", "{dir}/a", "--json"],
+        exit: 1,
+        kind: Some("refused"),
+        said: "100000",
+    },
+    Refusal {
+        args: &[
+            "archive",
+            "{db}",
+            "--before",
+            "10",
+            "{dir}/exists",
+            "--json",
+        ],
+        exit: 2,
+        kind: Some("exists"),
+        said: "{dir}/exists",
+    },
+    Refusal {
+        args: &["archive", "{db}", "--before", "10", "{db}", "--json"],
+        exit: 2,
+        kind: Some("exists"),
+        said: "{db}",
+    },
+    Refusal {
+        args: &[
+            "archive",
+            "{db}",
+            "--before",
+            "10",
+            "{dir}/missing/a",
+            "--json",
+        ],
+        exit: 2,
+        kind: Some("not_found"),
+        said: "{dir}/missing",
+    },
+    Refusal {
+        args: &["archive", "{db}", "--before", "10", "{dir}", "--json"],
+        exit: 2,
+        kind: Some("exists"),
+        said: "{dir}",
+    },
+    Refusal {
+        args: &["archive", "{db}", "--before", "10", "{dir}/..", "--json"],
+        exit: 2,
+        kind: Some("invalid_input"),
+        said: "{dir}/..",
+    },
+    // import
+    Refusal {
+        args: &["import", "{dir}/damaged.export", "{db}", "--json"],
+        exit: 1,
+        kind: Some("corrupt"),
+        said: "damaged.export",
+    },
+    Refusal {
+        args: &["import", "{dir}/gap.export", "{db}", "--json"],
+        exit: 1,
+        kind: Some("refused"),
+        said: "200",
+    },
+    Refusal {
+        args: &["import", "{dir}/undecodable.export", "{db}", "--json"],
+        exit: 1,
+        kind: Some("corrupt"),
+        said: "undecodable.export",
+    },
+    Refusal {
+        args: &["import", "{dir}/key-used.export", "{db}", "--json"],
+        exit: 1,
+        kind: Some("corrupt"),
+        said: "k0",
+    },
+    Refusal {
+        args: &["import", "{dir}/key-repeated.export", "{db}", "--json"],
+        exit: 1,
+        kind: Some("corrupt"),
+        said: "k9",
+    },
+    Refusal {
+        args: &["import", "{db}", "{db}", "--json"],
+        exit: 2,
+        kind: Some("invalid_input"),
+        said: "same file",
+    },
+    Refusal {
+        args: &["import", "{dir}/no.export", "{db}", "--json"],
+        exit: 2,
+        kind: Some("not_found"),
+        said: "{dir}/no.export",
+    },
+    // rebuild
+    Refusal {
+        args: &["rebuild", "{db}", "--projection", "nope", "--json"],
+        exit: 2,
+        kind: Some("io"),
+        said: "nope",
+    },
+    // demo
+    Refusal {
+        args: &["demo", "{db}", "--json"],
+        exit: 2,
+        kind: Some("exists"),
+        said: "{db}",
+    },
+    Refusal {
+        args: &[
+            "demo",
+            "{db}",
+            "--force",
+            "--durability",
+            "deferred",
+            "--json",
+        ],
+        exit: 2,
+        kind: Some("usage"),
+        said: "exclusive",
+    },
+    // checkpoint
+    Refusal {
+        args: &["checkpoint", "{db}", "--key", "{dir}/no.key"],
+        exit: 2,
+        kind: None,
+        said: "{dir}/no.key",
+    },
+    Refusal {
+        args: &[
+            "checkpoint",
+            "{db}",
+            "--key",
+            "{dir}/signer.key",
+            "--size",
+            "50",
+        ],
+        exit: 2,
+        kind: None,
+        said: "100",
+    },
+    Refusal {
+        args: &[
+            "checkpoint",
+            "{db}",
+            "--key",
+            "{dir}/signer.key",
+            "--size",
+            "100000",
+        ],
+        exit: 2,
+        kind: None,
+        said: "100000",
+    },
+    // tiles
+    Refusal {
+        args: &[
+            "tiles",
+            "{db}",
+            "{dir}/tiles",
+            "--key",
+            "{dir}/no.key",
+            "--json",
+        ],
+        exit: 2,
+        kind: Some("not_found"),
+        said: "{dir}/no.key",
+    },
+    // witness serve (its state log) and witness request
+    Refusal {
+        args: &[
+            "witness",
+            "serve",
+            "{db}",
+            "--key",
+            "{dir}/cosigner.key",
+            "--log",
+            "{vkey}",
+            "--listen",
+            "{busy}",
+        ],
+        exit: 2,
+        kind: None,
+        said: "cannot listen on {busy}",
+    },
+    Refusal {
+        args: &[
+            "witness",
+            "serve",
+            "{db}",
+            "--key",
+            "{dir}/cosigner.key",
+            "--log",
+            "{cosigner}",
+        ],
+        exit: 2,
+        kind: None,
+        said: "example.com/w",
+    },
+    Refusal {
+        args: &[
+            "witness",
+            "serve",
+            "{db}",
+            "--key",
+            "{dir}/no.key",
+            "--log",
+            "{vkey}",
+        ],
+        exit: 2,
+        kind: None,
+        said: "{dir}/no.key",
+    },
+    Refusal {
+        args: &[
+            "witness",
+            "request",
+            "{db}",
+            "--key",
+            "{dir}/signer.key",
+            "--witness",
+            "http://127.0.0.1:9={cosigner}",
+            "--quorum",
+            "2",
+            "--json",
+        ],
+        exit: 2,
+        kind: Some("invalid_input"),
+        said: "--quorum 2",
+    },
+];
+
+#[test]
+fn every_refused_command_leaves_the_log_bytes_as_they_were() {
+    let refusals = Refusals::new();
+    let mut checked: Vec<&Refusal> = REFUSALS.iter().collect();
+    // Where a path names no file of this test's: the kernel's.
+    let kernel = Refusal {
+        args: &[
+            "archive",
+            "{db}",
+            "--before",
+            "10",
+            "/proc/version",
+            "--json",
+        ],
+        exit: 2,
+        kind: Some("exists"),
+        said: "/proc/version",
+    };
+    if Path::new("/proc/version").exists() {
+        checked.push(&kernel);
+    }
+    // An upgrade of a log already of this format is a read.
+    let upgrade = Refusal {
+        args: &["upgrade", "{db}", "--json"],
+        exit: 0,
+        kind: None,
+        said: "",
+    };
+    checked.push(&upgrade);
+    let wrong: Vec<String> = checked
+        .iter()
+        .filter_map(|refusal| refusals.check(refusal))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{} of {}:\n{}",
+        wrong.len(),
+        checked.len(),
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn an_append_refused_on_a_missing_log_makes_no_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new.redb");
+    let refusals: [&[&str]; 3] = [
+        &["s", "lease.acquired", "p"],
+        &["s", "test.k", "p", "--expect", "3"],
+        &["s", "test.k", "p", "--expect", "exists"],
+    ];
+    for args in refusals {
+        let output = Command::new(crate::annals_bin::annals())
+            .arg("append")
+            .arg(&db)
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?}");
+        assert!(
+            stderr.contains(args[1]) || stderr.contains("expected"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!db.exists(), "{args:?}: a refused append made a log");
+    }
+}
+
+#[test]
+fn a_compaction_refused_beside_a_reader_leaves_the_log_bytes_as_they_were() {
+    use std::io::BufRead;
+    let (_dir, source, _) = demo_log();
+    let bytes = fs::read(&source).unwrap();
+    let mut reader = Command::new(crate::annals_bin::annals())
+        .arg("tail")
+        .arg(&source)
+        .args(["--from", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its first record printed, the reader has the log open.
+    let mut line = String::new();
+    let mut out = std::io::BufReader::new(reader.stdout.take().unwrap());
+    out.read_line(&mut line).unwrap();
+    assert!(!line.is_empty(), "the reader printed nothing");
+    let compact = Command::new(crate::annals_bin::annals())
+        .arg("compact")
+        .arg(&source)
+        .arg("--json")
+        .output()
+        .unwrap();
+    reader.kill().unwrap();
+    reader.wait().unwrap();
+    let stderr = String::from_utf8_lossy(&compact.stderr);
+    assert_eq!(compact.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("\"kind\":\"held\""), "{stderr}");
+    assert_eq!(
+        fs::read(&source).unwrap(),
+        bytes,
+        "the refused compaction wrote"
+    );
 }

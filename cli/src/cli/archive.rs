@@ -31,6 +31,7 @@ struct ArchiveJson {
 }
 
 pub(crate) fn archive(args: ArchiveArgs) -> Result<ExitCode, Failure> {
+    refuse_read_only(&args)?;
     let mut line = None;
     let report = joining(&args.access, |sharing| {
         let options = StoreOptions {
@@ -39,10 +40,7 @@ pub(crate) fn archive(args: ArchiveArgs) -> Result<ExitCode, Failure> {
             ..StoreOptions::default()
         };
         let store = Store::open_with(&args.db, options)?;
-        let before = match args.before {
-            CutPoint::Position(position) => Position(position),
-            CutPoint::Time(at_ms) => first_at_or_after(&store, at_ms)?,
-        };
+        let before = cut_position(&store, args.before)?;
         let start = store.snapshot()?.start();
         let progress = line.insert(ProgressLine::new(
             "archive",
@@ -85,6 +83,27 @@ pub(crate) fn archive(args: ArchiveArgs) -> Result<ExitCode, Failure> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses, reading the log read-only, the cut the archive would refuse before it writes
+/// (`Store::check_archive`): redb rewrites its bookkeeping in the file on every writable open,
+/// so a refusal decided there would change the log's bytes. A missing log, or one this cannot
+/// read (held exclusive, of an earlier format, damaged), is the writable open's to report.
+fn refuse_read_only(args: &ArchiveArgs) -> Result<(), Failure> {
+    let Ok(reader) = Store::open_read_only(&args.db) else {
+        return Ok(());
+    };
+    let before = cut_position(&reader, args.before)?;
+    reader.check_archive(before, &args.archive)?;
+    Ok(())
+}
+
+/// The position `cut` names in the log of `store`.
+fn cut_position(store: &Store, cut: CutPoint) -> annals::Result<Position> {
+    match cut {
+        CutPoint::Position(position) => Ok(Position(position)),
+        CutPoint::Time(at_ms) => first_at_or_after(store, at_ms),
+    }
 }
 
 /// The first position from the log's start whose record's time is at or after `at_ms`, or the

@@ -399,6 +399,7 @@ impl From<Error> for Failure {
             Error::Archive(ArchiveError::Archived { .. }) => Kind::Archived,
             Error::Archive(ArchiveError::ArchiveExists { .. }) => Kind::Exists,
             Error::Archive(ArchiveError::ArchiveName { .. }) => Kind::InvalidInput,
+            Error::Archive(ArchiveError::NoFolder { .. }) => Kind::NotFound,
             Error::Archive(
                 ArchiveError::ArchiveGap { .. }
                 | ArchiveError::ArchivedHash { .. }

@@ -35,6 +35,12 @@ fn serve(args: WitnessServeArgs) -> Result<ExitCode, Failure> {
     let cosigner = read_cosigner_key(&args.key)?;
     let logs = parse_vkeys(&args.logs, "--log", false)?;
     super::open::require_folder(&args.state)?;
+    // What can be refused without the state is refused before it is opened writable (which
+    // rewrites redb's bookkeeping in the file): the logs' keys, and an address in use.
+    Witness::check_logs(&logs, &annals::Limits::default()).map_err(witness_failure)?;
+    let listener = std::net::TcpListener::bind(args.listen)
+        .and_then(|listener| listener.set_nonblocking(true).map(|()| listener))
+        .map_err(|error| cannot_listen(args.listen, &error))?;
     // One writer: a second witness on the same state is refused (it would race the first),
     // while `witness evidence`, `verify` and `log` may read it beside.
     let store = Store::open_with(
@@ -59,14 +65,8 @@ fn serve(args: WitnessServeArgs) -> Result<ExitCode, Failure> {
     };
     let runtime = runtime()?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .map_err(|error| {
-                Failure::of(
-                    Kind::of_io(&error),
-                    format!("cannot listen on {}: {error}", args.listen),
-                )
-            })?;
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .map_err(|error| cannot_listen(args.listen, &error))?;
         let address = listener.local_addr()?;
         {
             let mut out = io::stdout().lock();
@@ -95,6 +95,14 @@ async fn shutdown() {
         _ = tokio::signal::ctrl_c() => {}
         _ = terminate.recv() => {}
     }
+}
+
+/// An address the witness cannot listen on, named.
+fn cannot_listen(address: std::net::SocketAddr, error: &io::Error) -> Failure {
+    Failure::of(
+        Kind::of_io(error),
+        format!("cannot listen on {address}: {error}"),
+    )
 }
 
 fn witness_failure(error: WitnessError) -> Failure {

@@ -51,7 +51,13 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
     // Everything the append would refuse without reading the log is refused before the log
     // is opened writable: redb rewrites its bookkeeping in the file on every writable open.
     check_append(&args.stream, &events, &options.limits).map_err(Error::from)?;
-    refuse_wrong_version(&args.db, &args.stream, args.expect, &events)?;
+    refuse_read_only(
+        &args.db,
+        &args.stream,
+        args.expect,
+        &events,
+        &options.limits,
+    )?;
     let store = open_for_writing(&args.db, true, &args.access)?;
     let outcome = store.append(&args.stream, args.expect, &events)?;
     store.close()?;
@@ -69,47 +75,27 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Refuses, reading the log read-only, an append whose expected version the stream is not
-/// at: the refusal the append would make, as of a moment just before it (versions only grow),
-/// without opening the file writable. An event with an idempotency key may be a duplicate,
-/// which the append itself tells; a missing log is created by the append, and one this cannot
-/// read is left to the writable open to report.
-fn refuse_wrong_version(
+/// Refuses, reading the log read-only, what the append would refuse (`Store::check_append`:
+/// a reserved kind, an idempotency key used for other content, an expected version the stream
+/// is not at), as of a moment just before it, without opening the file writable. A missing
+/// log is refused as the empty log the append would create, before it is made; one this
+/// cannot read (held exclusive, damaged) is left to the writable open to report.
+fn refuse_read_only(
     db: &Path,
     stream: &str,
     expected: ExpectedVersion,
     events: &[NewEvent],
+    limits: &annals::Limits,
 ) -> Result<(), Failure> {
-    if expected == ExpectedVersion::Any
-        || !db.exists()
-        || events.iter().any(|event| event.idempotency_key.is_some())
-    {
-        return Ok(());
+    if !db.exists() {
+        return Ok(annals::check_append_to_new_log(
+            stream, expected, events, limits,
+        )?);
     }
-    // A log this cannot read (held exclusive, damaged) is the writable open's to report.
-    let read = || -> annals::Result<_> {
-        Store::open_read_only(db)?
-            .snapshot()?
-            .stream_version(stream)
-    };
-    let Ok(current) = read() else {
+    let Ok(reader) = Store::open_read_only(db) else {
         return Ok(());
     };
-    let matches = match expected {
-        ExpectedVersion::Any => true,
-        ExpectedVersion::NoStream => current.is_none(),
-        ExpectedVersion::StreamExists => current.is_some(),
-        ExpectedVersion::Exact(version) => current == Some(version),
-    };
-    if matches {
-        return Ok(());
-    }
-    Err(Error::from(AppendError::WrongExpectedVersion {
-        stream: stream.to_owned(),
-        expected,
-        current,
-    })
-    .into())
+    Ok(reader.check_append(stream, expected, events)?)
 }
 
 /// Reads a payload file, reading no more than one byte past the store's payload limit: a
