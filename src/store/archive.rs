@@ -90,7 +90,9 @@ impl Store {
     /// archived records a projection's rows still point at (a run's span events, until the
     /// run is pruned): [`crate::Snapshot::get`] reads them back. Refused (with nothing
     /// written but, at worst, the archive file) when `before` is past the head, does not
-    /// move the log's start forward, or the archive's path names a file already. The space
+    /// move the log's start forward, or the archive's path names a file already, or is
+    /// refused by [`crate::output_path::check`] (one of the store's own files, in a missing
+    /// folder: [`crate::OutputPathError`]). The space
     /// of the removed segments is redb's free pages, reused by later appends; `compact`
     /// gives it back to the file system.
     pub fn archive_before_with(
@@ -108,7 +110,10 @@ impl Store {
                 path: path.to_owned(),
             })?
             .to_owned();
-        if path.exists() {
+        // The archive may become the only copy of the records cut: never a file of the store.
+        let files = self.files()?;
+        crate::output_path::check(path, crate::output_path::Output::File, files.as_ref())?;
+        if std::fs::symlink_metadata(path).is_ok() {
             return Err(ArchiveError::ArchiveExists {
                 path: path.to_owned(),
             }
@@ -148,7 +153,7 @@ impl Store {
             })?;
         }
         let (_, archive_digest) =
-            crate::export::export_hashed(&snapshot, from, before, path, progress)?;
+            crate::export::export_hashed(&snapshot, from, before, path, files.as_ref(), progress)?;
         let archived = before.0 - from.0;
         let replay = crate::audit::replay::replay_with(
             &snapshot,

@@ -89,6 +89,10 @@ fn describe(error: &Error) -> (&'static str, serde_json::Value) {
         }
         Error::Journal(annals::JournalError::Poisoned { .. }) => ("IO", json!({})),
         Error::Journal(_) => ("CORRUPT", json!({})),
+        Error::OutputPath(refused) => (
+            "OUTPUT_PATH",
+            json!({ "path": refused.path().display().to_string() }),
+        ),
         Error::Io(_) | Error::Storage(_) => ("IO", json!({})),
         _ => ("ANNALS", json!({})),
     }

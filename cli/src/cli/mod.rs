@@ -43,7 +43,7 @@ use clap::Parser;
 use annals::AppendError;
 use annals::export::ExportError;
 use annals::projection::ProjectionError;
-use annals::{ArchiveError, Error, OpenError};
+use annals::{ArchiveError, Error, FileKind, OpenError, OutputPathError};
 
 use args::{Cli, Command};
 
@@ -200,6 +200,9 @@ pub(crate) enum Kind {
     Held,
     /// An output file that exists, which the command replaces only with `--force`.
     Exists,
+    /// An output path that names one of the store's own files (the log, its journal, an
+    /// archive of its cuts, a file it builds beside the log), directly or through a link.
+    StoreFile,
     /// A file that is not an annals log, or of a format this build does not read.
     NotALog,
     /// A log of an earlier format, which must be upgraded (opened writable once) before it
@@ -236,6 +239,7 @@ impl Kind {
             Kind::NoSpace => "no_space",
             Kind::Held => "held",
             Kind::Exists => "exists",
+            Kind::StoreFile => "store_file",
             Kind::NotALog => "not_a_log",
             Kind::NeedsUpgrade => "needs_upgrade",
             Kind::NeedsRecovery => "needs_recovery",
@@ -383,6 +387,16 @@ impl From<Error> for Failure {
                 Kind::NotALog
             }
             Error::Open(OpenError::Unreadable { .. }) => Kind::Io,
+            Error::OutputPath(refused) => match refused {
+                OutputPathError::StoreFile { .. } => Kind::StoreFile,
+                OutputPathError::NotAFile {
+                    found: FileKind::Folder,
+                    ..
+                } => Kind::IsADirectory,
+                OutputPathError::NoFolder { .. } => Kind::NotFound,
+                OutputPathError::Io { error, .. } => Kind::of_io(error),
+                _ => Kind::InvalidInput,
+            },
             Error::Io(io) => Kind::of_io(io),
             Error::Storage(redb::Error::Io(io)) => Kind::of_io(io),
             Error::Audit(_) | Error::InvalidCommand { .. } | Error::Config(_) => Kind::InvalidInput,
