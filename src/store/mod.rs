@@ -511,6 +511,18 @@ impl Store {
         ))
     }
 
+    /// Refuses `path` as a place to write `output` by the rule every writer of the store
+    /// goes through ([`crate::output_path::check`]), against this store's files, the
+    /// archives of its cuts among them. A read-only store answers too, so that a command
+    /// can be refused before it opens the log writable.
+    pub fn check_output(&self, path: &Path, output: crate::output_path::Output) -> Result<()> {
+        Ok(crate::output_path::check(
+            path,
+            output,
+            self.files()?.as_ref(),
+        )?)
+    }
+
     /// The limits appends are checked against.
     pub fn limits(&self) -> &Limits {
         &self.limits

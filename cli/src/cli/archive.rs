@@ -13,6 +13,7 @@ use super::open::joining;
 use super::progress::ProgressLine;
 use super::render::print_json;
 use annals::display::grouped;
+use annals::output_path::Output;
 use annals::{ArchiveOptions, Direction, Position, Store, StoreOptions};
 
 /// What `archive --json` prints.
@@ -31,6 +32,9 @@ struct ArchiveJson {
 }
 
 pub(crate) fn archive(args: ArchiveArgs) -> Result<ExitCode, Failure> {
+    // The archive's path against the archives of the log's cuts, which only the log names:
+    // read-only, so that a refusal leaves the log's bytes as they were.
+    Store::open_read_only(&args.db)?.check_output(&args.archive, Output::File)?;
     let mut line = None;
     let report = joining(&args.access, |sharing| {
         let options = StoreOptions {
