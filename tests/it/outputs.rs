@@ -546,13 +546,7 @@ fn every_command_that_writes_refuses_the_stores_own_files_fifos_and_missing_fold
         .output()
         .unwrap();
     exit_code(&cut, 0, "the first cut");
-    let key = at("log.key");
-    let made = annals()
-        .args(["keygen", "--name", "example.com/log"])
-        .arg(&key)
-        .output()
-        .unwrap();
-    exit_code(&made, 0, "keygen");
+    let key = signer_key(dir.path());
     std::os::unix::fs::symlink(&log, at("to-log")).unwrap();
     std::fs::hard_link(&log, at("hard-link")).unwrap();
     mkfifo(&at("fifo"));
@@ -621,13 +615,7 @@ fn every_command_that_writes_refuses_the_stores_own_files_fifos_and_missing_fold
 fn tiles_refuses_a_fifo_as_its_checkpoint_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let log = demo(dir.path(), "log.redb", 300);
-    let key = dir.path().join("log.key");
-    let made = annals()
-        .args(["keygen", "--name", "example.com/log"])
-        .arg(&key)
-        .output()
-        .unwrap();
-    exit_code(&made, 0, "keygen");
+    let key = signer_key(dir.path());
     let tiles = dir.path().join("tiles");
     std::fs::create_dir(&tiles).unwrap();
     let checkpoint = tiles.join("checkpoint");
@@ -651,6 +639,18 @@ fn tiles_refuses_a_fifo_as_its_checkpoint_at_once() {
         stderr(&output)
     );
     assert_eq!(sha256(&log), before, "the refused tiles changed the log");
+}
+
+/// A signer key for `tiles`, made by `keygen` at `dir/log.key`.
+fn signer_key(dir: &Path) -> PathBuf {
+    let key = dir.join("log.key");
+    let made = annals()
+        .args(["keygen", "--name", "example.com/log"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    exit_code(&made, 0, "keygen");
+    key
 }
 
 /// `annals` with `args`.
