@@ -218,6 +218,10 @@ fn served_size(store: &Store, dir: &Path, signer: &Signer) -> Result<u64, TilesE
     // output does: a FIFO there is refused by its metadata, before anything opens it.
     let files = store.files()?;
     output_path::check(dir, Output::Folder, files.as_ref()).map_err(crate::Error::from)?;
+    if !dir.exists() {
+        // A new folder, made as the tiles are written: it serves nothing yet.
+        return Ok(0);
+    }
     let path = dir.join(CHECKPOINT_FILE);
     output_path::check(&path, Output::File, files.as_ref()).map_err(crate::Error::from)?;
     let text = match read_checkpoint(&path) {

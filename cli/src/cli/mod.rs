@@ -351,6 +351,15 @@ fn cause(kind: Kind, writing: bool, error: &io::Error) -> String {
 
 impl From<Error> for Failure {
     fn from(error: Error) -> Self {
+        if let Error::OutputPath(OutputPathError::NotAFile {
+            path,
+            found: FileKind::Folder,
+        }) = &error
+        {
+            // Said as every other command says a folder where a file should be.
+            let folder = io::Error::from(io::ErrorKind::IsADirectory);
+            return Failure::file(path, true, &folder);
+        }
         let message = error.to_string();
         let kind = match &error {
             Error::Append(AppendError::Limit(_)) => Kind::InvalidInput,
@@ -389,10 +398,6 @@ impl From<Error> for Failure {
             Error::Open(OpenError::Unreadable { .. }) => Kind::Io,
             Error::OutputPath(refused) => match refused {
                 OutputPathError::StoreFile { .. } => Kind::StoreFile,
-                OutputPathError::NotAFile {
-                    found: FileKind::Folder,
-                    ..
-                } => Kind::IsADirectory,
                 OutputPathError::NoFolder { .. } => Kind::NotFound,
                 OutputPathError::Io { error, .. } => Kind::of_io(error),
                 _ => Kind::InvalidInput,
