@@ -672,3 +672,48 @@ fn check_refusal(output: &Output, path: &str, kind: &str, what: &str) -> usize {
     }
     1
 }
+
+#[test]
+fn files_written_from_a_private_log_are_as_private_as_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name);
+    let log = demo(dir.path(), "log.redb", 300);
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let key = signer_key(dir.path());
+    let log_text = log.display().to_string();
+    let key_text = key.display().to_string();
+    let (export, copy, archive, tiles) = (
+        at("out.export"),
+        at("copy.redb"),
+        at("cut.archive"),
+        at("tiles"),
+    );
+    let runs: [Vec<&str>; 4] = [
+        vec!["export", &log_text, export.to_str().unwrap()],
+        vec!["backup", &log_text, copy.to_str().unwrap()],
+        vec![
+            "archive",
+            &log_text,
+            "--before",
+            "100",
+            archive.to_str().unwrap(),
+        ],
+        vec![
+            "tiles",
+            &log_text,
+            tiles.to_str().unwrap(),
+            "--key",
+            &key_text,
+        ],
+    ];
+    for args in runs {
+        let output = annals_with(&args).output().unwrap();
+        exit_code(&output, 0, args[0]);
+    }
+    let checkpoint = tiles.join("checkpoint");
+    for file in [&export, &copy, &archive, &checkpoint] {
+        let mode = std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & 0o077, 0, "{}: mode {mode:o}", file.display());
+    }
+}
