@@ -60,6 +60,7 @@ pub mod leases;
 pub(crate) mod log;
 pub mod merkle;
 pub mod outbox;
+pub mod output_path;
 pub mod projection;
 pub(crate) mod record;
 pub mod registry;
@@ -94,6 +95,7 @@ pub use error::{
     AuditError, EntityProblem, Error, MetaFault, MetaItem, NotALog, OpenError, PayloadProblem,
     Result, RollupMoment, SigningError, StreamRunsFault, TableFault, Unreadable, panic_is_caught,
 };
+pub use error::{FileKind, OutputPathError, StoreFile};
 pub use event::{DomainEvent, EventKind};
 pub use hash::Digest;
 pub use journal::{JournalOptions, JournalRecovery};

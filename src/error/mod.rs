@@ -13,6 +13,7 @@ mod consumer;
 mod export;
 mod journal;
 mod open;
+mod output_path;
 mod projection;
 #[cfg(feature = "jetstream")]
 mod replication;
@@ -30,6 +31,7 @@ pub use consumer::ConsumerError;
 pub use export::{ExportDamage, ExportError, ExportHeaderProblem, ExportMismatch};
 pub use journal::JournalError;
 pub use open::{EntityProblem, NotALog, Unreadable};
+pub use output_path::{FileKind, OutputPathError, StoreFile};
 pub use projection::ProjectionError;
 #[cfg(feature = "jetstream")]
 pub use replication::{
@@ -154,6 +156,10 @@ pub enum Error {
     /// An export file refused, or one that does not continue the log it is imported into.
     #[error(transparent)]
     Export(Box<ExportError>),
+    /// A path given for a file to write that is refused (one of the store's own files, a FIFO
+    /// or device, a missing folder): nothing was written there.
+    #[error(transparent)]
+    OutputPath(#[from] OutputPathError),
     /// Replication through NATS JetStream refused or failed (the `jetstream` feature).
     #[cfg(feature = "jetstream")]
     #[error(transparent)]

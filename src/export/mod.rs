@@ -18,6 +18,7 @@ use crate::hash::Digest;
 use crate::log::read::check_at;
 use crate::log::read::{Snapshot, parse_segment};
 use crate::merkle::{Frontier, LogTreeHasher, leaf_hash};
+use crate::output_path::{self, Output, StoreFiles};
 use crate::record::limits::{HEADER_BYTES_CAP, PAYLOAD_BYTES_CAP};
 use crate::record::{Position, Record, RecordError, decode_stored};
 
@@ -156,9 +157,11 @@ pub struct ExportSummary {
     pub header: ExportHeader,
 }
 
-/// Writes records `from .. to` of `snapshot` to `path` as an export file (replacing any file
-/// there), calling `progress` with the number of records written so far. Each record is
-/// checked as it is read; a damaged log is not exported.
+/// Writes records `from .. to` of `snapshot` to `path` as an export file (replacing a regular
+/// file there), calling `progress` with the number of records written so far. Each record is
+/// checked as it is read; a damaged log is not exported. A path that is a FIFO or a device,
+/// in a missing folder, or (for a snapshot of a store's file) one of the store's own files is
+/// refused first ([`crate::OutputPathError`]).
 pub fn export(
     snapshot: &Snapshot,
     from: Position,
@@ -166,19 +169,28 @@ pub fn export(
     path: &Path,
     progress: &mut dyn FnMut(u64),
 ) -> Result<ExportSummary> {
-    export_hashed(snapshot, from, to, path, progress).map(|(summary, _)| summary)
+    let files = match &snapshot.log {
+        Some(log) => Some(
+            StoreFiles::of_log(log).with_archives(crate::log::cut::archive_names(&snapshot.txn)?),
+        ),
+        None => None,
+    };
+    export_hashed(snapshot, from, to, path, files.as_ref(), progress).map(|(summary, _)| summary)
 }
 
 /// [`export`], also returning blake3 of the file's bytes (what a cut record names its archive
 /// by). The file and its folder are synced before this returns: the file is durable under its
-/// name.
+/// name. Neither it nor its temporary file may be one of `files` ([`output_path::check`]); both
+/// are made with no more permissions than their log has.
 pub(crate) fn export_hashed(
     snapshot: &Snapshot,
     from: Position,
     to: Position,
     path: &Path,
+    files: Option<&StoreFiles>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(ExportSummary, Digest)> {
+    output_path::check(path, Output::File, files)?;
     let head = snapshot.head()?;
     if to > head.next || from > to {
         return Err(crate::error::AuditError::Range {
@@ -212,7 +224,14 @@ pub(crate) fn export_hashed(
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(".partial");
     let temporary = std::path::PathBuf::from(temporary);
-    let digest = match write_file(snapshot, &header, &temporary, progress) {
+    output_path::check(&temporary, Output::File, files)?;
+    // One a killed export left is replaced; the check above keeps that from being any
+    // store's file, and a link there is refused by the create, never followed.
+    if std::fs::symlink_metadata(&temporary).is_ok_and(|found| found.is_file()) {
+        std::fs::remove_file(&temporary)?;
+    }
+    let created = output_path::create_new(&temporary, files.map(StoreFiles::log))?;
+    let digest = match write_file(snapshot, &header, created, progress) {
         Ok(digest) => digest,
         Err(error) => {
             // Best effort: the error that matters is the export's.
@@ -277,12 +296,12 @@ pub fn file_digest(path: &Path) -> Result<Digest> {
 fn write_file(
     snapshot: &Snapshot,
     header: &ExportHeader,
-    path: &Path,
+    file: File,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Digest> {
     let (from, to) = (header.from, header.to);
     let mut out = Hashing {
-        inner: BufWriter::new(File::create(path)?),
+        inner: BufWriter::new(file),
         hasher: blake3::Hasher::new(),
     };
     header.encode(&mut out)?;

@@ -235,6 +235,14 @@ pub(crate) fn cuts(txn: &ReadTransaction) -> Result<Vec<(Position, Cut)>> {
     Ok(found)
 }
 
+/// The name each cut of the log of `txn` gave its archive, with the cut record's position.
+pub(crate) fn archive_names(txn: &ReadTransaction) -> Result<Vec<(Position, String)>> {
+    Ok(cuts(txn)?
+        .into_iter()
+        .map(|(position, cut)| (position, cut.archive))
+        .collect())
+}
+
 fn decode_stored(position: u64, stored: &[u8]) -> Result<(Position, Cut)> {
     let payload = unseal(CUTS_NAME, &position.to_le_bytes(), stored)?;
     let cut = Cut::decode(payload).map_err(|problem| ArchiveError::UndecodableCut {

@@ -68,6 +68,9 @@ pub struct Snapshot {
     pub(crate) format: Format,
     /// The transaction, kept so that the projection tables can be read as of the same commit.
     pub(crate) txn: Arc<ReadTransaction>,
+    /// The path of the log file read, when the snapshot is of one (`Store::snapshot`): an
+    /// export from it refuses the store's own files as its output.
+    pub(crate) log: Option<std::path::PathBuf>,
 }
 
 impl Snapshot {
@@ -102,7 +105,14 @@ impl Snapshot {
             checkpoints: txn.open_table(CHECKPOINTS)?,
             merkle: txn.open_table(MERKLE)?,
             txn,
+            log: None,
         })
+    }
+
+    /// This snapshot, known to be of the log file at `path`.
+    pub(crate) fn of_log(mut self, path: &std::path::Path) -> Self {
+        self.log = Some(path.to_path_buf());
+        self
     }
 
     /// The first position the log holds a record of: 0, or where its last cut left it

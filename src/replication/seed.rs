@@ -32,8 +32,9 @@ use super::stream::{ReplicatedLog, retry};
 use super::{NatsOperation, ReplicationError, SeedProblem};
 use crate::hash::Digest;
 use crate::log::Head;
+use crate::output_path::{Output, create_new, private_name};
 use crate::record::Position;
-use crate::store::open::{private_name, publish};
+use crate::store::open::publish;
 use crate::store::{Store, StoreError};
 
 /// The name of a log's seed in its bucket.
@@ -111,7 +112,9 @@ pub async fn publish_seed(
             if copy.exists() {
                 fs::remove_file(&copy).map_err(crate::error::Error::from)?;
             }
-            let backup = store.backup(&copy)?;
+            // The copy is the store's own file beside its log, which `backup` refuses to a
+            // caller.
+            let backup = store.backup_unchecked(&copy)?;
             Ok(Seed {
                 head: backup.head,
                 start: backup.start,
@@ -192,6 +195,7 @@ pub async fn fetch_seed(
     log: &ReplicatedLog,
     to: &Path,
 ) -> Result<Option<Seed>, ReplicationError> {
+    crate::output_path::check(to, Output::File, None).map_err(crate::error::Error::from)?;
     if to.exists() {
         return Err(crate::error::Error::from(StoreError::BackupTargetExists {
             path: to.to_path_buf(),
@@ -290,9 +294,8 @@ async fn fetch_into(
             .map_err(ReplicationError::nats(NatsOperation::GetSeed))
     })
     .await?;
-    let mut file = tokio::fs::File::create(path)
-        .await
-        .map_err(crate::error::Error::from)?;
+    let mut file =
+        tokio::fs::File::from_std(create_new(path, None).map_err(crate::error::Error::from)?);
     if let Err(error) = tokio::io::copy(&mut object, &mut file).await {
         return Err(ReplicationError::SeedRefused {
             bucket: bucket.to_owned(),

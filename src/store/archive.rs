@@ -91,7 +91,9 @@ impl Store {
     /// archived records a projection's rows still point at (a run's span events, until the
     /// run is pruned): [`crate::Snapshot::get`] reads them back. Refused (with nothing
     /// written but, at worst, the archive file) when `before` is past the head, does not
-    /// move the log's start forward, or the archive's path names a file already. The space
+    /// move the log's start forward, or the archive's path names a file already, or is
+    /// refused by [`crate::output_path::check`] (one of the store's own files, in a missing
+    /// folder: [`crate::OutputPathError`]). The space
     /// of the removed segments is redb's free pages, reused by later appends; `compact`
     /// gives it back to the file system.
     pub fn archive_before_with(
@@ -103,7 +105,8 @@ impl Store {
     ) -> Result<ArchiveReport> {
         self.require_writable()?;
         let snapshot = self.snapshot()?;
-        let name = check_cut(&snapshot, &self.projections, before, path)?;
+        let files = self.files()?;
+        let name = check_cut(&snapshot, &self.projections, files.as_ref(), before, path)?;
         let from = snapshot.start();
         let state = snapshot.state();
         let mut read = std::collections::BTreeSet::new();
@@ -113,7 +116,7 @@ impl Store {
             })?;
         }
         let (_, archive_digest) =
-            crate::export::export_hashed(&snapshot, from, before, path, progress)?;
+            crate::export::export_hashed(&snapshot, from, before, path, files.as_ref(), progress)?;
         let archived = before.0 - from.0;
         let replay = crate::audit::replay::replay_with(
             &snapshot,
@@ -193,7 +196,15 @@ impl Store {
     /// before it opens the log writable (a writable open rewrites redb's bookkeeping in the
     /// file); the cut decides again.
     pub fn check_archive(&self, before: Position, path: &Path) -> Result<()> {
-        check_cut(&self.snapshot()?, &self.projections, before, path).map(drop)
+        let files = self.files()?;
+        check_cut(
+            &self.snapshot()?,
+            &self.projections,
+            files.as_ref(),
+            before,
+            path,
+        )
+        .map(drop)
     }
 }
 
@@ -201,6 +212,7 @@ impl Store {
 fn check_cut(
     snapshot: &Snapshot,
     projections: &Projections,
+    files: Option<&crate::output_path::StoreFiles>,
     before: Position,
     path: &Path,
 ) -> Result<String> {
@@ -211,12 +223,6 @@ fn check_cut(
             path: path.to_owned(),
         })?
         .to_owned();
-    if path.exists() {
-        return Err(ArchiveError::ArchiveExists {
-            path: path.to_owned(),
-        }
-        .into());
-    }
     if let Some(folder) = path
         .parent()
         .filter(|folder| !folder.as_os_str().is_empty())
@@ -224,6 +230,15 @@ fn check_cut(
     {
         return Err(ArchiveError::NoFolder {
             folder: folder.to_owned(),
+        }
+        .into());
+    }
+    // The archive may become the only copy of the records cut: never a file of the store, a
+    // FIFO or a device, whatever name or link leads there.
+    crate::output_path::check(path, crate::output_path::Output::File, files)?;
+    if std::fs::symlink_metadata(path).is_ok() {
+        return Err(ArchiveError::ArchiveExists {
+            path: path.to_owned(),
         }
         .into());
     }

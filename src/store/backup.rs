@@ -12,14 +12,15 @@ use std::path::{Path, PathBuf};
 
 use redb::{Key, ReadTransaction, TableDefinition, TableHandle, Value, WriteTransaction};
 
-use super::open::{guarded, private_name, publish, redb_builder, sweep_stale};
-use super::{Sharing, Store};
+use super::Store;
+use super::open::{create_temporary, guarded, publish, sweep_stale};
 use crate::error::{Result, StoreError};
 use crate::log::Head;
 use crate::log::checkpoints::CHECKPOINTS;
 use crate::log::cut::{ARCHIVED, CUTS, KEPT};
 use crate::log::read::Snapshot;
 use crate::log::tables::{IDEMPOTENCY, MERKLE, META, SEGMENTS, STREAM_RUNS};
+use crate::output_path::{Output, private_name};
 use crate::projection::table::definition;
 use crate::record::Position;
 
@@ -43,8 +44,9 @@ impl Store {
     /// Copies the log as of its latest commit into a new file at `to`, table by table (every
     /// record the log holds, its indexes, tree, checkpoints and projections, and for a cut log
     /// what the cut kept), while writers go on: the copy opens as this log at the returned
-    /// head. `to` must not exist ([`StoreError::BackupTargetExists`]); it is published only
-    /// once the copy is whole and durable.
+    /// head. `to` must not exist ([`StoreError::BackupTargetExists`]) nor be one of the
+    /// store's own files, in a missing folder ([`crate::OutputPathError`]); it is published
+    /// only once the copy is whole and durable, with no more permissions than the log's.
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
@@ -56,7 +58,14 @@ impl Store {
     /// ```
     pub fn backup(&self, to: impl AsRef<Path>) -> Result<Backup> {
         let to = to.as_ref();
-        if to.exists() {
+        crate::output_path::check(to, Output::File, self.files()?.as_ref())?;
+        self.backup_unchecked(to)
+    }
+
+    /// [`Store::backup`] to `to` without the check of what `to` is: for a copy the store
+    /// makes of itself under a name of its own (a seed's).
+    pub(crate) fn backup_unchecked(&self, to: &Path) -> Result<Backup> {
+        if fs::symlink_metadata(to).is_ok() {
             return Err(StoreError::BackupTargetExists {
                 path: to.to_path_buf(),
             }
@@ -64,15 +73,13 @@ impl Store {
         }
         sweep_stale(to);
         let temporary = private_name(to, "backing-up");
-        if temporary.exists() {
-            fs::remove_file(&temporary)?;
-        }
+        let like = self.on_disk.then_some(self.path.as_path());
         let built = guarded(|| {
             // The head and start are read in the transaction the tables are copied from, so
             // that they are the copy's.
             let from = Snapshot::new(self.db.begin_read()?)?;
             let (head, start) = (from.head()?, from.start());
-            let mut db = redb_builder(Sharing::Exclusive).create(&temporary)?;
+            let mut db = create_temporary(&temporary, like)?;
             let txn = db.begin_write()?;
             let tables = copy_tables(&from.txn, &txn)?;
             txn.commit()?;

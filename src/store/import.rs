@@ -10,11 +10,12 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::Path;
 
-use super::open::{private_name, publish, sweep_stale};
+use super::open::{publish, sweep_stale};
 use super::{Durability, Sharing, Store, StoreOptions, WriteSession};
 use crate::error::Result;
 use crate::export::{self, ExportDamage, ExportError, ExportMismatch, ExportReader, ExportSummary};
 use crate::log::append::SealProblem;
+use crate::output_path::{Output, private_name};
 use crate::record::Record;
 
 /// Records per transaction when building a new log.
@@ -84,6 +85,7 @@ impl Store {
         }
         // The new log is built under a name of this process's own, exclusive (no other
         // process knows it), with deferred commits, and published only when complete.
+        crate::output_path::check(target, Output::File, None)?;
         sweep_stale(target);
         let temporary = private_name(target, "importing");
         if temporary.exists() {

@@ -513,6 +513,31 @@ impl Store {
         &self.path
     }
 
+    /// The files of this store that no output may be written over ([`crate::output_path`]):
+    /// its log, journal and temporary files, and the archives its cuts wrote, by the names the
+    /// cut records keep. `None` for a store over a storage backend, which has no files.
+    pub(crate) fn files(&self) -> Result<Option<crate::output_path::StoreFiles>> {
+        if !self.on_disk {
+            return Ok(None);
+        }
+        let archives = guarded(|| crate::log::cut::archive_names(&self.db.begin_read()?))?;
+        Ok(Some(
+            crate::output_path::StoreFiles::of_log(&self.path).with_archives(archives),
+        ))
+    }
+
+    /// Refuses `path` as a place to write `output` by the rule every writer of the store
+    /// goes through ([`crate::output_path::check`]), against this store's files, the
+    /// archives of its cuts among them. A read-only store answers too, so that a command
+    /// can be refused before it opens the log writable.
+    pub fn check_output(&self, path: &Path, output: crate::output_path::Output) -> Result<()> {
+        Ok(crate::output_path::check(
+            path,
+            output,
+            self.files()?.as_ref(),
+        )?)
+    }
+
     /// The limits appends are checked against.
     pub fn limits(&self) -> &Limits {
         &self.limits
@@ -756,7 +781,12 @@ impl Store {
 
     /// A consistent read-only view of the log as of now; a writer may go on meanwhile.
     pub fn snapshot(&self) -> Result<Snapshot> {
-        guarded(|| Snapshot::new(self.db.begin_read()?))
+        let snapshot = guarded(|| Snapshot::new(self.db.begin_read()?))?;
+        // An export from it then refuses the store's own files as its output.
+        Ok(match self.on_disk {
+            true => snapshot.of_log(&self.path),
+            false => snapshot,
+        })
     }
 
     /// A consistent read-only view of the projection tables, for the domains' queries. A

@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use redb::{Database, ReadTransaction, ReadableDatabase};
@@ -15,12 +15,10 @@ use crate::log::tables::{
     SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS,
 };
 use crate::log::{Head, encode_head, seal_meta};
+use crate::output_path::{Output, REDB_MAGIC, create_new, folder_of, temporary_of};
 use crate::projection::{CHECKPOINTS, Projections, seal_checkpoint};
 use crate::record::Format;
 use crate::sharing::{Holder, Sharing};
-
-/// The first bytes of every redb file.
-const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
 
 /// The redb handle: read-write, or read-only for audits that must not touch the file.
 pub(crate) enum Handle {
@@ -93,18 +91,14 @@ impl Handle {
 /// `path` meanwhile, that log stands (it may already hold acknowledged appends) and this one
 /// is discarded: the caller opens the one that is there.
 pub(crate) fn create(path: &Path, projections: &Projections, format: Format) -> Result<()> {
+    // A new log is a file written at a path given, as an export is: never another store's
+    // journal, a FIFO or a path in a missing folder.
+    crate::output_path::check(path, Output::File, None)?;
     sweep_stale(path);
-    let temporary = private_name(path, "creating");
-    if temporary.exists() {
-        fs::remove_file(&temporary)?;
-    }
+    let temporary = crate::output_path::private_name(path, "creating");
     // Nobody else knows the temporary file: it is created exclusive, and closed before it is
     // published.
-    initialise(
-        &redb_builder(Sharing::Exclusive).create(&temporary)?,
-        projections,
-        format,
-    )?;
+    initialise(&create_temporary(&temporary, None)?, projections, format)?;
     match publish(&temporary, path) {
         Ok(()) => Ok(()),
         Err(error) => {
@@ -117,16 +111,18 @@ pub(crate) fn create(path: &Path, projections: &Projections, format: Format) -> 
     }
 }
 
-/// `<path>.<purpose>.<pid>`: a name beside `path` that no other process builds a file under.
-pub(crate) fn private_name(path: &Path, purpose: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".{purpose}.{}", std::process::id()));
-    PathBuf::from(name)
+/// A new, empty redb database in the private file `temporary` ([`crate::output_path::private_name`]),
+/// created with no more permissions than the file at `like` has (`O_EXCL`, `O_NOFOLLOW`). A
+/// regular file a killed process of the same id left under that name is removed first; a
+/// link or anything else there is refused, never followed.
+pub(crate) fn create_temporary(temporary: &Path, like: Option<&Path>) -> Result<Database> {
+    if fs::symlink_metadata(temporary).is_ok_and(|found| found.is_file()) {
+        fs::remove_file(temporary)?;
+    }
+    let file = create_new(temporary, like)?;
+    let backend = redb::backends::FileBackend::new(file)?;
+    Ok(redb_builder(Sharing::Exclusive).create_with_backend(backend)?)
 }
-
-/// The purposes of [`private_name`]s: the files a creation, an import, a backup or a seed
-/// (`replication::publish_seed`, `fetch_seed`) builds beside a log.
-const PRIVATE_PURPOSES: [&str; 5] = ["creating", "importing", "backing-up", "seed", "seeding"];
 
 /// How long a private file must have been left alone before [`sweep_stale`] removes it: far
 /// longer than a creation takes, and than any pause of an import (which writes the file as
@@ -149,17 +145,7 @@ pub(crate) fn sweep_stale(path: &Path) {
     };
     let own = std::process::id();
     for entry in entries.flatten() {
-        let file_name = entry.file_name();
-        let Some(pid) = file_name
-            .to_str()
-            .zip(name.to_str())
-            .and_then(|(file, log)| file.strip_prefix(log)?.strip_prefix('.'))
-            .and_then(|rest| {
-                let (purpose, pid) = rest.split_once('.')?;
-                PRIVATE_PURPOSES.contains(&purpose).then_some(pid)
-            })
-            .and_then(|pid| pid.parse::<u32>().ok())
-        else {
+        let Some((_, pid)) = temporary_of(&entry.file_name(), name) else {
             continue;
         };
         let left_alone = entry
@@ -182,14 +168,6 @@ pub(crate) fn publish(from: &Path, to: &Path) -> std::io::Result<()> {
     fs::hard_link(from, to)?;
     fs::remove_file(from)?;
     fs::File::open(folder_of(to))?.sync_all()
-}
-
-/// The folder `path` is in (`.` for a bare file name).
-fn folder_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    }
 }
 
 /// Writes the annals tables into a new, empty redb database, with each of `projections`'

@@ -10,12 +10,13 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use crate::hash::Digest;
 use crate::log::read::Snapshot;
 use crate::merkle::leaf_hash;
+use crate::output_path::{self, Output};
 use crate::record::Position;
 use crate::tlog::tiles::{TILE_HEIGHT, TileId, entry_bundle, tile_bytes, tiles_between, tiles_of};
 use crate::tlog::{Checkpoint, CheckpointError, Signer};
@@ -137,6 +138,10 @@ impl Store {
     /// reader never sees a checkpoint whose tiles are missing.
     pub fn write_tiles(&self, dir: &Path, signer: &Signer) -> Result<TilesWritten, TilesError> {
         let served = served_size(self, dir, signer)?;
+        let target = Target {
+            dir,
+            files: self.files()?,
+        };
         let signed = self.checkpoint(signer)?;
         // The witnesses' cosignatures go with it when the log keeps a cosigned checkpoint of
         // the same tree (`annals witness request` at this head).
@@ -163,7 +168,7 @@ impl Store {
         for tile in tiles_between(served, size) {
             let (hashes, entries) = tile_contents(&snapshot, tile)?;
             write_file(
-                dir,
+                &target,
                 &dir.join(tile.path()),
                 &tile_bytes(&hashes),
                 &mut folders,
@@ -172,7 +177,7 @@ impl Store {
             if let Some(entries) = entries {
                 let entries: Vec<&[u8]> = entries.iter().map(|e| e.as_slice()).collect();
                 write_file(
-                    dir,
+                    &target,
                     &dir.join(tile.entries_path()),
                     &entry_bundle(&entries),
                     &mut folders,
@@ -186,7 +191,7 @@ impl Store {
         }
         let mut root_folder = BTreeSet::new();
         write_file(
-            dir,
+            &target,
             &dir.join(CHECKPOINT_FILE),
             text.as_bytes(),
             &mut root_folder,
@@ -209,8 +214,17 @@ impl Store {
 
 /// The size of the tree `dir` serves (0 for a directory with none), once it is this log's.
 fn served_size(store: &Store, dir: &Path, signer: &Signer) -> Result<u64, TilesError> {
+    // The folder, and the checkpoint read back and replaced, go through the rule every
+    // output does: a FIFO there is refused by its metadata, before anything opens it.
+    let files = store.files()?;
+    output_path::check(dir, Output::Folder, files.as_ref()).map_err(crate::Error::from)?;
+    if !dir.exists() {
+        // A new folder, made as the tiles are written: it serves nothing yet.
+        return Ok(0);
+    }
     let path = dir.join(CHECKPOINT_FILE);
-    let text = match fs::read(&path) {
+    output_path::check(&path, Output::File, files.as_ref()).map_err(crate::Error::from)?;
+    let text = match read_checkpoint(&path) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             let tiles = dir.join("tile");
@@ -292,10 +306,38 @@ fn tile_contents(snapshot: &Snapshot, tile: TileId) -> crate::Result<TileContent
     Ok((hashes, None))
 }
 
-/// Writes `bytes` to `path` under a temporary name, synced, then renamed into place; notes
-/// the folder, to be synced once all its files are in.
+/// The bytes of the checkpoint file at `path`, bounded: opened without blocking and read
+/// only when it is a regular file (whatever appeared there since it was checked).
+fn read_checkpoint(path: &Path) -> std::io::Result<Vec<u8>> {
+    let file = output_path::open_regular(path)?;
+    let mut bytes = Vec::new();
+    file.take(CHECKPOINT_BYTES_MAX + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > CHECKPOINT_BYTES_MAX {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("holds more than {CHECKPOINT_BYTES_MAX} bytes, more than a checkpoint"),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The largest checkpoint file read back: a note's text and far more cosignatures than a log
+/// has witnesses.
+const CHECKPOINT_BYTES_MAX: u64 = 1 << 20;
+
+/// Where [`write_file`] writes: the tiles folder, and the files of the store its files must
+/// never be.
+struct Target<'a> {
+    dir: &'a Path,
+    files: Option<output_path::StoreFiles>,
+}
+
+/// Writes `bytes` to `path` under a temporary name (a new file, never through a link, with no
+/// more permissions than the log's), synced, then renamed into place; notes the folder, to be
+/// synced once all its files are in.
 fn write_file(
-    dir: &Path,
+    target: &Target<'_>,
     path: &Path,
     bytes: &[u8],
     folders: &mut BTreeSet<PathBuf>,
@@ -304,14 +346,22 @@ fn write_file(
         let path = path.to_path_buf();
         move |error| TilesError::Io { path, error }
     };
+    let files = target.files.as_ref();
     let folder = path.parent().expect("a tile path has a folder");
     fs::create_dir_all(folder).map_err(io(folder))?;
+    output_path::check(path, Output::File, files).map_err(crate::Error::from)?;
     let name = path
         .file_name()
         .expect("a tile path has a name")
         .to_string_lossy();
     let temporary = folder.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut file = fs::File::create(&temporary).map_err(io(&temporary))?;
+    output_path::check(&temporary, Output::File, files).map_err(crate::Error::from)?;
+    // One a killed run of the same id left is replaced; a link there is refused, not followed.
+    if fs::symlink_metadata(&temporary).is_ok_and(|found| found.is_file()) {
+        fs::remove_file(&temporary).map_err(io(&temporary))?;
+    }
+    let mut file = output_path::create_new(&temporary, files.map(output_path::StoreFiles::log))
+        .map_err(io(&temporary))?;
     file.write_all(bytes)
         .and_then(|()| file.sync_all())
         .map_err(io(&temporary))?;
@@ -319,7 +369,7 @@ fn write_file(
     // The folder and each one made for it up to `dir`, whose entries must reach the disk too.
     for ancestor in folder.ancestors() {
         folders.insert(ancestor.to_path_buf());
-        if ancestor == dir {
+        if ancestor == target.dir {
             break;
         }
     }

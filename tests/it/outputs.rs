@@ -524,3 +524,196 @@ fn closed_pipes_end_a_command_quietly_with_exit_0() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "-vv with standard error closed");
 }
+
+/// Where an output-taking command is pointed, and how it must be refused: the kind `--json`
+/// reports and the path the message names.
+struct Target {
+    what: &'static str,
+    path: PathBuf,
+    kind: &'static str,
+}
+
+#[test]
+fn every_command_that_writes_refuses_the_stores_own_files_fifos_and_missing_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name);
+    let log = demo(dir.path(), "log.redb", 300);
+    let cut = annals()
+        .arg("archive")
+        .arg(&log)
+        .args(["--before", "50"])
+        .arg(at("cut-0.archive"))
+        .output()
+        .unwrap();
+    exit_code(&cut, 0, "the first cut");
+    let key = signer_key(dir.path());
+    std::os::unix::fs::symlink(&log, at("to-log")).unwrap();
+    std::fs::hard_link(&log, at("hard-link")).unwrap();
+    mkfifo(&at("fifo"));
+    let journal = annals::journal::journal_path(&log);
+    let targets = [
+        ("the log", log.clone(), "store_file"),
+        ("a symbolic link to the log", at("to-log"), "store_file"),
+        ("a hard link to the log", at("hard-link"), "store_file"),
+        ("the log's journal", journal.clone(), "store_file"),
+        ("a FIFO", at("fifo"), "invalid_input"),
+        ("a missing folder", at("missing").join("out"), "not_found"),
+    ]
+    .map(|(what, path, kind)| Target { what, path, kind });
+    let log_text = log.display().to_string();
+    let key_text = key.display().to_string();
+    // Each command that takes a path to write, with `{}` where the path goes.
+    let commands: [&[&str]; 5] = [
+        &["export", &log_text, "{}", "--force", "--json"],
+        &["archive", &log_text, "--before", "100", "{}", "--json"],
+        &["backup", &log_text, "{}", "--json"],
+        &["tiles", &log_text, "{}", "--key", &key_text, "--json"],
+        &["keygen", "--name", "example.com/other", "{}", "--force"],
+    ];
+    let before = sha256(&log);
+    let mut refused = 0;
+    for command in commands {
+        for target in &targets {
+            // keygen writes no file of a log: the log's own names are not its refusals.
+            if command[0] == "keygen" && target.kind == "store_file" && target.path != journal {
+                continue;
+            }
+            let path = target.path.display().to_string();
+            let args: Vec<&str> = command
+                .iter()
+                .map(|arg| if *arg == "{}" { path.as_str() } else { arg })
+                .collect();
+            let what = format!("{} to {}", command[0], target.what);
+            let output = bounded(annals_with(&args), &what);
+            refused += check_refusal(&output, &path, target.kind, &what);
+            assert_eq!(sha256(&log), before, "{what} changed the log's bytes");
+            assert!(
+                !journal.exists(),
+                "{what} made a file at the journal's name"
+            );
+        }
+    }
+    // A file of the name the cut gave its archive: perhaps the only copy of the records cut.
+    let archive = at("cut-0.archive").display().to_string();
+    let archive_before = sha256(&at("cut-0.archive"));
+    for args in [
+        vec!["export", &log_text, &archive, "--force", "--json"],
+        vec!["archive", &log_text, "--before", "100", &archive, "--json"],
+    ] {
+        let what = format!("{} to the cut's archive", args[0]);
+        let output = bounded(annals_with(&args), &what);
+        refused += check_refusal(&output, &archive, "store_file", &what);
+    }
+    assert_eq!(sha256(&at("cut-0.archive")), archive_before);
+    assert_eq!(sha256(&log), before);
+    assert_eq!(refused, 5 * 6 - 3 + 2, "every case was run");
+    let verified = annals().arg("verify").arg(&log).output().unwrap();
+    exit_code(&verified, 0, "verify after the refusals");
+}
+
+#[test]
+fn tiles_refuses_a_fifo_as_its_checkpoint_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = demo(dir.path(), "log.redb", 300);
+    let key = signer_key(dir.path());
+    let tiles = dir.path().join("tiles");
+    std::fs::create_dir(&tiles).unwrap();
+    let checkpoint = tiles.join("checkpoint");
+    mkfifo(&checkpoint);
+    let before = sha256(&log);
+    let mut command = annals();
+    command
+        .arg("tiles")
+        .arg(&log)
+        .arg(&tiles)
+        .arg("--key")
+        .arg(&key)
+        .arg("--json");
+    // Reading the checkpoint back used to open the FIFO and wait for a writer for ever.
+    let output = bounded(command, "tiles with a FIFO as its checkpoint");
+    let named = checkpoint.display().to_string();
+    assert_eq!(check_refusal(&output, &named, "invalid_input", "tiles"), 1);
+    assert!(
+        stderr(&output).contains("named pipe"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(sha256(&log), before, "the refused tiles changed the log");
+}
+
+/// A signer key for `tiles`, made by `keygen` at `dir/log.key`.
+fn signer_key(dir: &Path) -> PathBuf {
+    let key = dir.join("log.key");
+    let made = annals()
+        .args(["keygen", "--name", "example.com/log"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    exit_code(&made, 0, "keygen");
+    key
+}
+
+/// `annals` with `args`.
+fn annals_with(args: &[&str]) -> Command {
+    let mut command = annals();
+    command.args(args);
+    command
+}
+
+/// Asserts that `output` is a refusal with exit 2 naming `path`, of `kind` when the error is
+/// JSON (keygen's is text), and counts it.
+fn check_refusal(output: &Output, path: &str, kind: &str, what: &str) -> usize {
+    exit_code(output, 2, what);
+    let message = stderr(output);
+    assert!(message.contains(path), "{what}: {message}");
+    if let Ok(error) = serde_json::from_str::<Value>(message.trim()) {
+        assert_eq!(error["kind"], kind, "{what}: {error}");
+        assert_eq!(error["exit"], 2, "{what}: {error}");
+    }
+    1
+}
+
+#[test]
+fn files_written_from_a_private_log_are_as_private_as_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name);
+    let log = demo(dir.path(), "log.redb", 300);
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let key = signer_key(dir.path());
+    let log_text = log.display().to_string();
+    let key_text = key.display().to_string();
+    let (export, copy, archive, tiles) = (
+        at("out.export"),
+        at("copy.redb"),
+        at("cut.archive"),
+        at("tiles"),
+    );
+    let runs: [Vec<&str>; 4] = [
+        vec!["export", &log_text, export.to_str().unwrap()],
+        vec!["backup", &log_text, copy.to_str().unwrap()],
+        vec![
+            "archive",
+            &log_text,
+            "--before",
+            "100",
+            archive.to_str().unwrap(),
+        ],
+        vec![
+            "tiles",
+            &log_text,
+            tiles.to_str().unwrap(),
+            "--key",
+            &key_text,
+        ],
+    ];
+    for args in runs {
+        let output = annals_with(&args).output().unwrap();
+        exit_code(&output, 0, args[0]);
+    }
+    let checkpoint = tiles.join("checkpoint");
+    for file in [&export, &copy, &archive, &checkpoint] {
+        let mode = std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & 0o077, 0, "{}: mode {mode:o}", file.display());
+    }
+}

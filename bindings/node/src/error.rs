@@ -162,6 +162,10 @@ fn describe(error: &Error) -> (&'static str, Value) {
         ) => ("IO", json!({})),
         Error::Journal(_) => ("CORRUPT", json!({})),
         Error::NoSpace { path } => ("IO", json!({ "path": path.display().to_string() })),
+        Error::OutputPath(refused) => (
+            "OUTPUT_PATH",
+            json!({ "path": refused.path().display().to_string() }),
+        ),
         Error::Io(_) | Error::Storage(_) => ("IO", json!({})),
         // A writer's job that panicked or whose answer was lost, a projection registered
         // wrongly, signing, export, and what a later annals adds: none is the caller's to

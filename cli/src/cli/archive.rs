@@ -31,6 +31,9 @@ struct ArchiveJson {
 }
 
 pub(crate) fn archive(args: ArchiveArgs) -> Result<ExitCode, Failure> {
+    // Every refusal a read-only look can make (the archive's path against the store's files
+    // and the archives of its cuts among them), so that a refusal leaves the log's bytes as
+    // they were.
     refuse_read_only(&args)?;
     let mut line = None;
     let report = joining(&args.access, |sharing| {

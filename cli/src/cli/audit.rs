@@ -317,8 +317,9 @@ struct KeptHeadJson {
 
 pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
     // The export is renamed into place at the end, over whatever is there: checked before the
-    // log is even opened, so that a refusal leaves both files as they were.
-    super::paths::check_output(&args.db, &args.file, args.force)?;
+    // log is even opened (the path itself in `paths::check_named_files`), so that a refusal
+    // leaves both files as they were.
+    super::paths::check_replace(&args.file, args.force)?;
     let store = Store::open_read_only(&args.db)?;
     let snapshot = store.snapshot()?;
     let to = args.to.unwrap_or(snapshot.head()?.next.0);

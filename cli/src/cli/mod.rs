@@ -43,7 +43,7 @@ use clap::Parser;
 use annals::AppendError;
 use annals::export::ExportError;
 use annals::projection::ProjectionError;
-use annals::{ArchiveError, Error, OpenError};
+use annals::{ArchiveError, Error, FileKind, OpenError, OutputPathError};
 
 use args::{Cli, Command};
 
@@ -204,6 +204,9 @@ pub(crate) enum Kind {
     Held,
     /// An output file that exists, which the command replaces only with `--force`.
     Exists,
+    /// An output path that names one of the store's own files (the log, its journal, an
+    /// archive of its cuts, a file it builds beside the log), directly or through a link.
+    StoreFile,
     /// A file that is not an annals log, or of a format this build does not read.
     NotALog,
     /// A log of an earlier format, which must be upgraded (opened writable once) before it
@@ -240,6 +243,7 @@ impl Kind {
             Kind::NoSpace => "no_space",
             Kind::Held => "held",
             Kind::Exists => "exists",
+            Kind::StoreFile => "store_file",
             Kind::NotALog => "not_a_log",
             Kind::NeedsUpgrade => "needs_upgrade",
             Kind::NeedsRecovery => "needs_recovery",
@@ -351,6 +355,15 @@ fn cause(kind: Kind, writing: bool, error: &io::Error) -> String {
 
 impl From<Error> for Failure {
     fn from(error: Error) -> Self {
+        if let Error::OutputPath(OutputPathError::NotAFile {
+            path,
+            found: FileKind::Folder,
+        }) = &error
+        {
+            // Said as every other command says a folder where a file should be.
+            let folder = io::Error::from(io::ErrorKind::IsADirectory);
+            return Failure::file(path, true, &folder);
+        }
         let message = error.to_string();
         let kind = match &error {
             Error::Append(AppendError::Limit(_)) => Kind::InvalidInput,
@@ -387,6 +400,12 @@ impl From<Error> for Failure {
                 Kind::NotALog
             }
             Error::Open(OpenError::Unreadable { .. }) => Kind::Io,
+            Error::OutputPath(refused) => match refused {
+                OutputPathError::StoreFile { .. } => Kind::StoreFile,
+                OutputPathError::NoFolder { .. } => Kind::NotFound,
+                OutputPathError::Io { error, .. } => Kind::of_io(error),
+                _ => Kind::InvalidInput,
+            },
             Error::Io(io) => Kind::of_io(io),
             Error::Storage(redb::Error::Io(io)) => Kind::of_io(io),
             Error::Audit(_) | Error::InvalidCommand { .. } | Error::Config(_) => Kind::InvalidInput,

@@ -1,15 +1,20 @@
 //! The checks every command makes of the paths it was given, before it opens any of them: an
 //! input (the log, an export file, a payload `@FILE`, a proof file, `--head @FILE`) must be a
-//! regular file, and an output (an export file) must not replace the log it is made from, a
-//! log another process writes, or anything that is not a regular file.
+//! regular file, and every output (an export, an archive, a backup, a tiles folder and its
+//! checkpoint, a key file) goes through the library's one rule for paths written
+//! (`annals::output_path::check`): never one of the store's own files (the log, its journal,
+//! its archives, the files it builds beside it, through links too), a FIFO or a device, or a
+//! path in a missing folder. The library applies the same rule again where it writes.
 //!
 //! The checks only look at a path's metadata and never open it: opening a FIFO blocks until
-//! a writer comes, so a command that opened one first would hang with no word. A path that
+//! a writer comes, so a command that opened one first would hang with no word. An input that
 //! does not exist passes; the command then says so in its own words, or creates it.
 
 use std::fs;
 use std::io;
 use std::path::Path;
+
+use annals::output_path::{Output, StoreFiles};
 
 use super::args::Command;
 use super::{Failure, Kind};
@@ -38,7 +43,10 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
             }
             require_regular(&args.db, "the log")
         }
-        Command::Archive(args) => require_regular(&args.db, "the log"),
+        Command::Archive(args) => {
+            require_regular(&args.db, "the log")?;
+            check_output(Some(&args.db), &args.archive, Output::File)
+        }
         Command::Stats(args) => require_regular(&args.db, "the log"),
         Command::Demo(args) => require_regular(&args.db, "the log"),
         Command::State(args) => require_regular(&args.db, "the log"),
@@ -78,7 +86,9 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
         }
         Command::Tiles(args) => {
             require_regular(&args.key, "a key file")?;
-            require_regular(&args.db, "the log")
+            require_regular(&args.db, "the log")?;
+            // Its files (the checkpoint read back among them) the store checks as it goes.
+            check_output(Some(&args.db), &args.dir, Output::Folder)
         }
         Command::Checkpoint(args) => {
             require_regular(&args.key, "a key file")?;
@@ -86,7 +96,10 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
         }
         Command::Streams(args) => require_regular(&args.db, "the log"),
         Command::History(args) => require_regular(&args.db, "the log"),
-        Command::Export(args) => require_regular(&args.db, "the log"),
+        Command::Export(args) => {
+            require_regular(&args.db, "the log")?;
+            check_output(Some(&args.db), &args.file, Output::File)
+        }
         Command::Import(args) => {
             require_regular(&args.file, "an export file")?;
             require_regular(&args.db, "the log")
@@ -94,11 +107,11 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
         Command::Compact(args) => require_regular(&args.db, "the log"),
         Command::Backup(args) => {
             require_regular(&args.db, "the log")?;
-            require_regular(&args.target, "the copy")
+            check_output(Some(&args.db), &args.target, Output::File)
         }
         Command::Upgrade(args) => require_regular(&args.db, "the log"),
-        // The key file is created, never opened as it is.
-        Command::Keygen(_) => Ok(()),
+        // The key file is created, never opened as it is; it is of no log.
+        Command::Keygen(args) => check_output(None, &args.keyfile, Output::File),
         #[cfg(feature = "witness")]
         Command::Witness(command) => witness_files(command),
         #[cfg(feature = "jetstream")]
@@ -155,29 +168,21 @@ pub(crate) fn require_regular(path: &Path, what: &str) -> Result<(), Failure> {
     ))
 }
 
-/// Refuses to write `output` from the log at `log` when the file there is the log itself
-/// (compared by device and inode, so another name or a link to it counts), a log that a
-/// writer in another process has open, or anything but a regular file; an existing regular
-/// file only without `force`. Nothing is opened for writing.
-pub(crate) fn check_output(log: &Path, output: &Path, force: bool) -> Result<(), Failure> {
-    let metadata = match fs::metadata(output) {
-        Ok(metadata) => metadata,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(error) => return Err(Failure::file(output, true, &error)),
-    };
-    if !metadata.is_file() {
-        require_regular(output, "the export")?;
-    }
-    if same_file(log, output) {
-        return Err(Failure::of(
-            Kind::InvalidInput,
-            format!(
-                "{}: is the log being exported ({}); writing the export there would replace \
-                 the log: give another path for the export",
-                output.display(),
-                log.display()
-            ),
-        ));
+/// Refuses `output` as a place to write `what` from the log at `log` (none for a key file):
+/// the library's rule for every path written, [`annals::output_path::check`], with the
+/// files the log's path names (the store adds its archives where it writes).
+pub(crate) fn check_output(log: Option<&Path>, output: &Path, what: Output) -> Result<(), Failure> {
+    let files = log.map(StoreFiles::of_log);
+    annals::output_path::check(output, what, files.as_ref())
+        .map_err(|error| annals::Error::from(error).into())
+}
+
+/// Refuses to replace an existing file at `output` (which [`check_output`] found to be a
+/// regular file of no store) when a writer in another process has it open as a log, or
+/// without `force`.
+pub(crate) fn check_replace(output: &Path, force: bool) -> Result<(), Failure> {
+    if fs::symlink_metadata(output).is_err() {
+        return Ok(());
     }
     if annals::held_by_writer(output) {
         return Err(Failure::of(
