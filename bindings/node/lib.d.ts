@@ -58,6 +58,7 @@ export type ErrorCode =
   | 'NOT_IN_CUT'
   | 'ARCHIVE_REFUSED'
   | 'NEEDS_RECOVERY'
+  | 'OUTPUT_PATH'
   | 'IO'
   | 'INTERNAL'
 

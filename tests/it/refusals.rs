@@ -704,7 +704,7 @@ const REFUSALS: &[Refusal] = &[
     Refusal {
         args: &["archive", "{db}", "--before", "10", "{db}", "--json"],
         exit: 2,
-        kind: Some("exists"),
+        kind: Some("store_file"),
         said: "{db}",
     },
     Refusal {
@@ -723,13 +723,13 @@ const REFUSALS: &[Refusal] = &[
     Refusal {
         args: &["archive", "{db}", "--before", "10", "{dir}", "--json"],
         exit: 2,
-        kind: Some("exists"),
+        kind: Some("is_a_directory"),
         said: "{dir}",
     },
     Refusal {
         args: &["archive", "{db}", "--before", "10", "{dir}/..", "--json"],
         exit: 2,
-        kind: Some("invalid_input"),
+        kind: Some("is_a_directory"),
         said: "{dir}/..",
     },
     // import

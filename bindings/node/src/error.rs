@@ -162,6 +162,12 @@ fn describe(error: &Error) -> (&'static str, Value) {
         ) => ("IO", json!({})),
         Error::Journal(_) => ("CORRUPT", json!({})),
         Error::NoSpace { path } => ("IO", json!({ "path": path.display().to_string() })),
+        // A missing folder is what `NOT_FOUND` means elsewhere; the rest is a path that must
+        // not be written.
+        Error::OutputPath(refused @ annals::OutputPathError::NoFolder { .. }) => (
+            "NOT_FOUND",
+            json!({ "path": refused.path().display().to_string() }),
+        ),
         Error::OutputPath(refused) => (
             "OUTPUT_PATH",
             json!({ "path": refused.path().display().to_string() }),

@@ -163,7 +163,7 @@ test('an open that fails names the path, and open options are checked read-only 
   const missing = '/nonexistent/x.redb'
   assert.throws(() => Store.open(missing), (error) => {
     assert.ok(error instanceof AnnalsError, String(error))
-    assert.equal(error.code, 'IO')
+    assert.equal(error.code, 'NOT_FOUND')
     assert.equal(error.path, missing)
     assert.ok(error.message.includes(missing), error.message)
     return true
