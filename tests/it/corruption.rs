@@ -195,15 +195,20 @@ fn pick_bit(rng: &mut Rng, image: &[u8], used: &[usize]) -> (usize, u8) {
     (offset, 1 << rng.below(8))
 }
 
-#[test]
-fn bit_flips_in_a_closed_log_are_refused_or_reported_never_trusted() {
+/// The memory flips in four shards of their own seeds, each its own test, so that none runs
+/// long on a loaded machine and the harness spreads them over its threads.
+const MEMORY_SHARDS: u64 = 4;
+
+/// One shard of the [`MEMORY_FLIPS`]: flips chosen by its own seed, each opened on the
+/// simulated disk and judged against the original history.
+fn memory_flips(shard: u64) {
     let dir = tempfile::tempdir().unwrap();
     let (image, original) = base_file(dir.path());
     let used: Vec<usize> = (0..image.len()).filter(|&i| image[i] != 0).collect();
-    let mut rng = Rng::new(0xF11F);
+    let mut rng = Rng::new(0xF11F + shard);
     let mut tally = [0u64; 3];
     let mut violations = Vec::new();
-    for flip in 0..MEMORY_FLIPS {
+    for flip in 0..MEMORY_FLIPS / MEMORY_SHARDS {
         let (offset, mask) = pick_bit(&mut rng, &image, &used);
         let mut damaged = image.clone();
         damaged[offset] ^= mask;
@@ -218,14 +223,16 @@ fn bit_flips_in_a_closed_log_are_refused_or_reported_never_trusted() {
             Ok(Ok(verdict)) => tally[verdict as usize] += 1,
             Ok(Err(violation)) => {
                 violations.push(format!(
-                    "flip {flip} (byte {offset}, mask {mask:#x}): {violation}"
+                    "shard {shard}, flip {flip} (byte {offset}, mask {mask:#x}): {violation}"
                 ));
             }
-            Err(_) => panic!("flip {flip} (byte {offset}, mask {mask:#x}): a panic escaped"),
+            Err(_) => panic!(
+                "shard {shard}, flip {flip} (byte {offset}, mask {mask:#x}): a panic escaped"
+            ),
         }
     }
     eprintln!(
-        "memory flips: refused {}, reported {}, unchanged {}",
+        "memory flips, shard {shard}: refused {}, reported {}, unchanged {}",
         tally[0], tally[1], tally[2]
     );
     assert!(
@@ -235,6 +242,26 @@ fn bit_flips_in_a_closed_log_are_refused_or_reported_never_trusted() {
         violations.join("\n")
     );
     assert!(tally[0] + tally[1] > 0, "no flip was ever noticed");
+}
+
+#[test]
+fn bit_flips_in_a_closed_log_are_refused_or_reported_never_trusted_1_of_4() {
+    memory_flips(0);
+}
+
+#[test]
+fn bit_flips_in_a_closed_log_are_refused_or_reported_never_trusted_2_of_4() {
+    memory_flips(1);
+}
+
+#[test]
+fn bit_flips_in_a_closed_log_are_refused_or_reported_never_trusted_3_of_4() {
+    memory_flips(2);
+}
+
+#[test]
+fn bit_flips_in_a_closed_log_are_refused_or_reported_never_trusted_4_of_4() {
+    memory_flips(3);
 }
 
 #[test]
