@@ -190,6 +190,45 @@ pub(crate) fn export_hashed(
     files: Option<&StoreFiles>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(ExportSummary, Digest)> {
+    let written = write_partial(snapshot, from, to, path, files, progress)?;
+    publish(&written.temporary, path)?;
+    Ok((written.summary, written.digest))
+}
+
+/// An export file written whole and synced under its temporary name
+/// ([`partial_path`]), not yet under its own.
+pub(crate) struct Partial {
+    /// Where it is.
+    pub(crate) temporary: std::path::PathBuf,
+    /// What it holds.
+    pub(crate) summary: ExportSummary,
+    /// The blake3 of its bytes.
+    pub(crate) digest: Digest,
+}
+
+/// The temporary name an export to `path` is written under: `path` and `.partial`.
+pub(crate) fn partial_path(path: &Path) -> std::path::PathBuf {
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".partial");
+    std::path::PathBuf::from(temporary)
+}
+
+/// Gives the export written at `temporary` its name `path`, durably (the folder synced).
+pub(crate) fn publish(temporary: &Path, path: &Path) -> Result<()> {
+    std::fs::rename(temporary, path)?;
+    sync_folder(path)
+}
+
+/// [`export_hashed`] but for its last step: the file is left under [`partial_path`], so that
+/// a cut can give it its name only once the cut has committed.
+pub(crate) fn write_partial(
+    snapshot: &Snapshot,
+    from: Position,
+    to: Position,
+    path: &Path,
+    files: Option<&StoreFiles>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Partial> {
     output_path::check(path, Output::File, files)?;
     let head = snapshot.head()?;
     if to > head.next || from > to {
@@ -221,9 +260,7 @@ pub(crate) fn export_hashed(
         root: snapshot.merkle_root(to.0)?,
     };
     // Written under a temporary name and renamed once complete: `path` never names half a file.
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".partial");
-    let temporary = std::path::PathBuf::from(temporary);
+    let temporary = partial_path(path);
     output_path::check(&temporary, Output::File, files)?;
     // One a killed export left is replaced; the check above keeps that from being any
     // store's file, and a link there is refused by the create, never followed.
@@ -239,9 +276,11 @@ pub(crate) fn export_hashed(
             return Err(error);
         }
     };
-    std::fs::rename(&temporary, path)?;
-    sync_folder(path)?;
-    Ok((ExportSummary { header }, digest))
+    Ok(Partial {
+        temporary,
+        summary: ExportSummary { header },
+        digest,
+    })
 }
 
 /// Syncs the folder holding `path`, so that a rename into it survives a crash (where the

@@ -115,8 +115,16 @@ impl Store {
                 read.insert(position.0);
             })?;
         }
-        let (_, archive_digest) =
-            crate::export::export_hashed(&snapshot, from, before, path, files.as_ref(), progress)?;
+        if let Some(done) = interrupted(&snapshot, before, path, &name)? {
+            return done.finish(&snapshot, path);
+        }
+        // The archive is written under its temporary name and named only once the cut has
+        // committed: a kill before the commit leaves the log uncut and no file under the
+        // archive's name (a rerun writes it again); a kill after it leaves the cut and its
+        // whole archive under the temporary name, which a rerun names ([`interrupted`]).
+        let partial =
+            crate::export::write_partial(&snapshot, from, before, path, files.as_ref(), progress)?;
+        let archive_digest = partial.digest;
         let archived = before.0 - from.0;
         let replay = crate::audit::replay::replay_with(
             &snapshot,
@@ -168,7 +176,7 @@ impl Store {
                 })
             })
         });
-        let (cut, record) = self.write(|session| {
+        let committed = self.write(|session| {
             session.cut(
                 cut,
                 &replay,
@@ -177,7 +185,13 @@ impl Store {
                 options.drop_keys,
                 at_ms,
             )
-        })?;
+        });
+        // A failed commit leaves the archive under its temporary name: the commit may have
+        // reached the disk all the same (an error after the write), and then it is the only
+        // copy of the records cut, which a rerun names. When the log is uncut, a rerun writes
+        // the file again over it.
+        let (cut, record) = committed?;
+        crate::export::publish(&partial.temporary, path)?;
         Ok(ArchiveReport {
             cut,
             record,
@@ -208,6 +222,65 @@ impl Store {
     }
 }
 
+/// What is left of a cut a kill interrupted after it committed: the log's last cut is the
+/// one asked for (the same position, the same archive name) and its archive is whole (its
+/// blake3 the cut record's) under its temporary name, or already under its own.
+enum Interrupted {
+    /// The archive is whole under its temporary name: it is given its own.
+    Unnamed(PathBuf),
+    /// The archive is whole under its name: the cut was done.
+    Done,
+}
+
+impl Interrupted {
+    /// Names the archive when it is not yet, and reports the cut as it committed.
+    fn finish(self, snapshot: &Snapshot, path: &Path) -> Result<ArchiveReport> {
+        if let Interrupted::Unnamed(temporary) = self {
+            crate::export::publish(&temporary, path)?;
+        }
+        let (record, cut) = snapshot
+            .cut_at()
+            .cloned()
+            .expect("interrupted() found the log's last cut");
+        Ok(ArchiveReport {
+            archived: cut.before.0 - cut.from.0,
+            cut,
+            record,
+            archive: path.to_owned(),
+        })
+    }
+}
+
+/// Whether the cut of the records before `before` into `path` (file name `name`) is the log's
+/// last cut already, committed before a kill or by an earlier run, with its archive whole.
+fn interrupted(
+    snapshot: &Snapshot,
+    before: Position,
+    path: &Path,
+    name: &str,
+) -> Result<Option<Interrupted>> {
+    let Some(cut) = snapshot.cut() else {
+        return Ok(None);
+    };
+    if cut.before != before || cut.archive != name {
+        return Ok(None);
+    }
+    let whole = |file: &Path| -> Result<bool> {
+        Ok(
+            std::fs::symlink_metadata(file).is_ok_and(|found| found.is_file())
+                && crate::export::file_digest(file)? == cut.archive_digest,
+        )
+    };
+    if whole(path)? {
+        return Ok(Some(Interrupted::Done));
+    }
+    let temporary = crate::export::partial_path(path);
+    if std::fs::symlink_metadata(path).is_err() && whole(&temporary)? {
+        return Ok(Some(Interrupted::Unnamed(temporary)));
+    }
+    Ok(None)
+}
+
 /// [`Store::check_archive`] on `snapshot`, returning the archive's file name.
 fn check_cut(
     snapshot: &Snapshot,
@@ -223,6 +296,11 @@ fn check_cut(
             path: path.to_owned(),
         })?
         .to_owned();
+    // A rerun of a cut that committed (before a kill that left its archive unnamed, or not):
+    // finished, not refused.
+    if interrupted(snapshot, before, path, &name)?.is_some() {
+        return Ok(name);
+    }
     if let Some(folder) = path
         .parent()
         .filter(|folder| !folder.as_os_str().is_empty())

@@ -57,6 +57,16 @@ fn before_or_cut(image: Vec<u8>, archive: &Path, what: &str) -> bool {
     match (start, head) {
         (Position(0), Position(RECORDS)) => false,
         (CUT, Position(next)) if next == RECORDS + 1 => {
+            // A crash between the commit and the archive's rename leaves it whole under its
+            // temporary name, which a rerun gives it.
+            let partial = archive.with_file_name(format!(
+                "{}.partial",
+                archive.file_name().unwrap().to_str().unwrap()
+            ));
+            if !archive.exists() {
+                std::fs::rename(&partial, archive)
+                    .unwrap_or_else(|error| panic!("{what}: no archive, whole or not: {error}"));
+            }
             let _whole = annals::export::check(archive, &mut |_| {})
                 .unwrap_or_else(|error| panic!("{what}: the archive: {error}"));
             let found = store
@@ -161,6 +171,7 @@ fn annals_archive_killed_at_seeded_moments_leaves_the_log_before_or_cut() {
         child.kill().expect("kill");
         let _status = child.wait().expect("reap");
         let what = format!("kill {kill} after {delay:?} (seed {seed})");
+        let partial = dir.path().join(format!("log-{kill}.archive.partial"));
         let store = Store::open(&log).unwrap_or_else(|error| panic!("{what}: open: {error}"));
         let report = store.verify().expect("verify");
         assert!(report.is_sound(), "{what}: {:?}", report.problem);
@@ -168,26 +179,111 @@ fn annals_archive_killed_at_seeded_moments_leaves_the_log_before_or_cut() {
         match (snapshot.start(), snapshot.head().expect("head").next) {
             (Position(0), found) if found == head => {
                 uncut += 1;
-                // Not cut: whatever archive it left is whole or absent, never half a file
-                // under its name.
-                if archive.exists() {
-                    let _whole = annals::export::check(&archive, &mut |_| {})
-                        .unwrap_or_else(|error| panic!("{what}: a half archive: {error}"));
-                }
+                // The archive takes its name only once the cut has committed.
+                assert!(!archive.exists(), "{what}: an archive beside an uncut log");
             }
             (start, found) if start == before && found.0 == head.0 + 1 => {
                 cut += 1;
-                assert_eq!(
-                    store
-                        .verify_archives(std::slice::from_ref(&archive), &mut |_| {})
-                        .unwrap_or_else(|error| panic!("{what}: {error}")),
-                    None,
-                    "{what}"
-                );
+                // Whole under its name, or (killed between the commit and the rename) under
+                // its temporary one.
+                let whole = if archive.exists() { &archive } else { &partial };
+                let _whole = annals::export::check(whole, &mut |_| {})
+                    .unwrap_or_else(|error| panic!("{what}: the archive: {error}"));
             }
             other => panic!("{what}: neither before nor cut: {other:?}"),
         }
+        drop(snapshot);
+        drop(store);
+        // The same command run again completes the cut, whatever moment the kill hit.
+        let rerun = Command::new(crate::annals_bin::annals())
+            .arg("archive")
+            .arg(&log)
+            .arg("--before")
+            .arg(before.0.to_string())
+            .arg(&archive)
+            .output()
+            .expect("run annals again");
+        assert!(
+            rerun.status.success(),
+            "{what}: the rerun: {}",
+            String::from_utf8_lossy(&rerun.stderr)
+        );
+        let store = Store::open(&log).unwrap_or_else(|error| panic!("{what}: open: {error}"));
+        let snapshot = store.snapshot().expect("snapshot");
+        assert_eq!(snapshot.start(), before, "{what}: the rerun cut the log");
+        assert_eq!(
+            store
+                .verify_archives(std::slice::from_ref(&archive), &mut |_| {})
+                .unwrap_or_else(|error| panic!("{what}: {error}")),
+            None,
+            "{what}"
+        );
+        assert!(!partial.exists(), "{what}: a temporary archive left");
     }
     eprintln!("annals archive killed {KILLS} times: {cut} cut, {uncut} before");
     assert!(uncut > 0, "the first kill, at once, leaves the log uncut");
+}
+
+/// The moment between a cut's commit and its archive's rename, made exactly: a cut whose
+/// archive is put back under its temporary name. A rerun names it; a rerun of a cut that
+/// finished says so and changes nothing; a different cut is refused as before.
+#[test]
+fn a_rerun_names_the_archive_of_a_cut_that_committed_before_a_kill() {
+    let dir = tempfile::tempdir().expect("folder");
+    let log = dir.path().join("log.redb");
+    let store = Store::open(&log).expect("open");
+    annals::testing::internals::demo::run(&store, 1_000, |_| {}).expect("demo");
+    let archive = dir.path().join("log.archive");
+    let report = store
+        .archive_before(Position(500), &archive)
+        .expect("the cut");
+    store.close().expect("close");
+    let partial = dir.path().join("log.archive.partial");
+    std::fs::rename(&archive, &partial).expect("unname the archive");
+
+    let run = |before: &str| {
+        Command::new(crate::annals_bin::annals())
+            .arg("archive")
+            .arg(&log)
+            .args(["--before", before])
+            .arg(&archive)
+            .arg("--json")
+            .output()
+            .expect("run annals")
+    };
+    let rerun = run("500");
+    assert!(
+        rerun.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rerun.stderr)
+    );
+    assert!(archive.exists() && !partial.exists());
+    let store = Store::open(&log).expect("open");
+    assert_eq!(
+        store.snapshot().expect("snapshot").start(),
+        report.cut.before
+    );
+    assert_eq!(
+        store
+            .verify_archives(std::slice::from_ref(&archive), &mut |_| {})
+            .expect("verify the archive"),
+        None
+    );
+    drop(store);
+    // Once more: the cut is done, and nothing changes.
+    let again = run("500");
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(archive.exists() && !partial.exists());
+    // Another cut into the same file is refused: it exists.
+    let other = run("600");
+    assert_eq!(
+        other.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&other.stderr)
+    );
 }
