@@ -1007,9 +1007,9 @@ impl Store {
 
     /// Counts and sizes.
     pub fn stats(&self) -> Result<Stats> {
-        let (head, streams) = guarded(|| {
+        let (head, streams, start) = guarded(|| {
             let snapshot = self.snapshot()?;
-            Ok((snapshot.head()?, snapshot.stream_count()?))
+            Ok((snapshot.head()?, snapshot.stream_count()?, snapshot.start()))
         })?;
         let (file_bytes, disk_bytes) = if self.on_disk {
             let metadata = fs::metadata(&self.path)?;
@@ -1019,6 +1019,7 @@ impl Store {
         };
         Ok(Stats {
             records: head.next.0,
+            start,
             streams,
             head,
             file_bytes,
@@ -1038,8 +1039,11 @@ fn projections_with(extra: Vec<Arc<dyn Projection>>) -> Result<Projections> {
 /// Counts and sizes of a log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stats {
-    /// Records in the log.
+    /// Records in the log's history: its head position, the records cuts archived included.
     pub records: u64,
+    /// The first position the file still holds: 0, or where the last cut fell (the records
+    /// before it are in the cuts' archives). The file holds `records - start.0` records.
+    pub start: Position,
     /// Streams with at least one record.
     pub streams: u64,
     /// The head.

@@ -783,3 +783,37 @@ fn reads_below_a_cut_come_from_its_archive_and_proofs_from_its_hashes() {
         String::from_utf8_lossy(&checked.stderr)
     );
 }
+
+#[test]
+fn stats_of_a_cut_log_says_how_many_records_the_file_holds_and_from_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("cut.redb");
+    let store = Store::open(&log).unwrap();
+    annals::testing::internals::demo::run(&store, 1_000, |_| {}).unwrap();
+    let head = store.head().unwrap().next.0;
+    store
+        .archive_before(Position(600), dir.path().join("cut.archive"))
+        .unwrap();
+    store.close().unwrap();
+    let run = |json: bool| {
+        let mut command = std::process::Command::new(crate::annals_bin::annals());
+        command.arg("stats").arg(&log);
+        if json {
+            command.arg("--json");
+        }
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    // The cut record is the head's last record: the history is one longer than before.
+    let records = head + 1;
+    let stats: serde_json::Value = serde_json::from_str(run(true).trim_end()).unwrap();
+    assert_eq!(stats["records"], records);
+    assert_eq!(stats["start"], 600);
+    assert_eq!(stats["held"], records - 600);
+    let text = run(false);
+    assert!(
+        text.contains(&format!("{} held from position 600", records - 600)),
+        "{text}"
+    );
+}

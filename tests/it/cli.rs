@@ -321,6 +321,7 @@ fn verify_exits_0_on_a_sound_log() {
     assert_eq!(report["records"], 2);
     assert_eq!(report["streams"], 2);
     assert_eq!(report["head_position"], 2);
+    assert_eq!(report["checked_until"], 2);
     assert_eq!(report["head_hash"], log.records(&[])[1]["hash"]);
     assert_eq!(report["problem"], Value::Null);
     assert!(log.ok("verify", &[]).starts_with("sound"));
@@ -368,11 +369,14 @@ fn stats_json_reports_counts_head_and_file_size() {
             "file_bytes",
             "head_hash",
             "head_position",
+            "held",
             "records",
+            "start",
             "streams"
         ]
     );
     assert_eq!(stats["records"], 3);
+    assert_eq!((&stats["held"], &stats["start"]), (&3.into(), &0.into()));
     assert_eq!(stats["streams"], 2);
     assert_eq!(stats["head_position"], 3);
     assert_eq!(stats["head_hash"], head_hash);
@@ -439,6 +443,10 @@ fn verify_of_a_damaged_log_exits_1_naming_the_position() {
     let report = json(&stdout(&output));
     assert_eq!(report["sound"], false);
     assert_eq!(report["problem"]["position"], 4);
+    // The bad position is not the log's head: the head is unknown, the check stopped at 4.
+    assert_eq!(report["head_position"], Value::Null);
+    assert_eq!(report["head_hash"], Value::Null);
+    assert_eq!(report["checked_until"], 4);
     let output = exits(log.run("log", &[]), 1);
     assert_eq!(
         stdout(&output).lines().count(),

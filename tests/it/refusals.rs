@@ -782,6 +782,18 @@ const REFUSALS: &[Refusal] = &[
         kind: Some("io"),
         said: "nope",
     },
+    Refusal {
+        args: &["rebuild", "{db}", "--archive", "{dir}/missing", "--json"],
+        exit: 2,
+        kind: Some("not_found"),
+        said: "{dir}/missing",
+    },
+    Refusal {
+        args: &["rebuild", "{db}", "--archive", "{db}", "--json"],
+        exit: 2,
+        kind: Some("invalid_input"),
+        said: "never cut",
+    },
     // demo
     Refusal {
         args: &["demo", "{db}", "--json"],

@@ -50,7 +50,12 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
         Command::Stats(args) => require_regular(&args.db, "the log"),
         Command::Demo(args) => require_regular(&args.db, "the log"),
         Command::State(args) => require_regular(&args.db, "the log"),
-        Command::Rebuild(args) => require_regular(&args.db, "the log"),
+        Command::Rebuild(args) => {
+            for file in &args.archive {
+                require_regular(file, "an archive file")?;
+            }
+            require_regular(&args.db, "the log")
+        }
         Command::Root(args) => require_regular(&args.db, "the log"),
         Command::Prove(args) => {
             for file in args

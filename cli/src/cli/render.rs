@@ -194,8 +194,13 @@ struct VerifyJson {
     sound: bool,
     records: u64,
     streams: u64,
-    head_position: u64,
-    head_hash: String,
+    /// The log's head: null when unsound, for the records stop being checked at the problem
+    /// and the log's true head is unknown (`checked_until` says where the check stopped).
+    head_position: Option<u64>,
+    head_hash: Option<String>,
+    /// The position the records checked out up to (the head when sound; the problem's
+    /// position otherwise).
+    checked_until: u64,
     /// The Merkle root of the records checked, recomputed from their hashes.
     root: String,
     problem: Option<ProblemJson>,
@@ -230,8 +235,9 @@ pub(crate) fn print_verify(
                 sound: report.is_sound(),
                 records: report.records,
                 streams: report.streams,
-                head_position: report.head.next.0,
-                head_hash: report.head.hash.to_hex(),
+                head_position: report.is_sound().then_some(report.head.next.0),
+                head_hash: report.is_sound().then(|| report.head.hash.to_hex()),
+                checked_until: report.head.next.0,
                 root: report.root.to_hex(),
                 problem: report.problem.as_ref().map(|finding| ProblemJson {
                     position: finding.position.0,
@@ -271,7 +277,12 @@ pub(crate) fn print_verify(
 /// The report of `stats --json`.
 #[derive(Serialize)]
 struct StatsJson<'a> {
+    /// The log's history: its head position, archived records included.
     records: u64,
+    /// The records the file still holds, from `start` on.
+    held: u64,
+    /// The first position the file holds (where the last cut fell; 0 when never cut).
+    start: u64,
     streams: u64,
     head_position: u64,
     head_hash: String,
@@ -296,6 +307,8 @@ pub(crate) fn print_stats(
             out,
             &StatsJson {
                 records: stats.records,
+                held: stats.records - stats.start.0,
+                start: stats.start.0,
                 streams: stats.streams,
                 head_position: stats.head.next.0,
                 head_hash: stats.head.hash.to_hex(),
@@ -306,7 +319,15 @@ pub(crate) fn print_stats(
             },
         );
     }
-    writeln!(out, "records        {}", stats.records)?;
+    match stats.start.0 {
+        0 => writeln!(out, "records        {}", stats.records)?,
+        start => writeln!(
+            out,
+            "records        {} ({} held from position {start}; those before it are in the cuts' archives)",
+            stats.records,
+            stats.records - start
+        )?,
+    }
     writeln!(out, "streams        {}", stats.streams)?;
     writeln!(out, "head position  {}", stats.head.next)?;
     writeln!(out, "head hash      {}", stats.head.hash)?;

@@ -256,6 +256,7 @@ pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
         })
         .into());
     }
+    refuse_unused_archives(&args.db, &args.archive)?;
     let store = super::open::open_with_archives(&args.db, false, &args.access, &args.archive)?;
     let mut line = ProgressLine::new("rebuild", store.head()?.next.0);
     let rebuilt = store.rebuild_with(args.projection.as_deref(), &mut |done| line.update(done));
@@ -423,4 +424,35 @@ pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
             ))
         }
     }
+}
+
+/// Refuses `--archive` files a rebuild would not read, on a read-only look (the log's bytes
+/// stay as they were): one that is not there, and any at all for a log no cut ever made,
+/// which has no archive to read.
+fn refuse_unused_archives(
+    db: &std::path::Path,
+    archives: &[std::path::PathBuf],
+) -> Result<(), Failure> {
+    if archives.is_empty() {
+        return Ok(());
+    }
+    for archive in archives {
+        if std::fs::symlink_metadata(archive).is_err() {
+            return Err(Failure::of(
+                super::Kind::NotFound,
+                format!("--archive {}: no such file", archive.display()),
+            ));
+        }
+    }
+    let Ok(reader) = Store::open_read_only(db) else {
+        // The writable open says why in its own words.
+        return Ok(());
+    };
+    if reader.snapshot()?.cut().is_none() {
+        return Err(Failure::Usage(format!(
+            "{}: never cut, so it has no archive to read: drop --archive",
+            db.display()
+        )));
+    }
+    Ok(())
 }
