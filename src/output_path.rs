@@ -225,15 +225,33 @@ fn store_file(resolved: &Resolved, store: Option<&StoreFiles>) -> Option<(PathBu
     None
 }
 
+/// Whether `path` is a log: a regular file (through its links) that begins with redb's
+/// magic bytes. It is opened without blocking and its type checked on the descriptor, so a
+/// FIFO cannot block it.
+/// For a command that replaces a file it was given no log for (`keygen --force`): replacing
+/// a log with something else loses it.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// let log = dir.path().join("log.redb");
+/// annals::Store::open(&log)?;
+/// assert!(annals::output_path::is_log_file(&log));
+/// assert!(!annals::output_path::is_log_file(&dir.path().join("nothing")));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn is_log_file(path: &Path) -> bool {
+    let mut magic = [0u8; REDB_MAGIC.len()];
+    open_regular(path).is_ok_and(|mut file| {
+        io::Read::read_exact(&mut file, &mut magic).is_ok() && magic == REDB_MAGIC
+    })
+}
+
 /// The log whose journal `name` would be: `<log>.journal` beside a redb file `<log>`. Any
 /// store's journal, not only the one a command was given.
 fn sibling_journal(name: &Path) -> Option<PathBuf> {
     let log = name.to_str()?.strip_suffix(".journal")?;
     let log = PathBuf::from(log);
-    let mut magic = [0u8; REDB_MAGIC.len()];
-    let mut file = open_regular(&log).ok()?;
-    io::Read::read_exact(&mut file, &mut magic).ok()?;
-    (magic == REDB_MAGIC).then_some(log)
+    is_log_file(&log).then_some(log)
 }
 
 /// Whether two files' metadata are of one file: the same device and inode.

@@ -791,7 +791,7 @@ fn stats_of_a_cut_log_says_how_many_records_the_file_holds_and_from_where() {
     let store = Store::open(&log).unwrap();
     annals::testing::internals::demo::run(&store, 1_000, |_| {}).unwrap();
     let head = store.head().unwrap().next.0;
-    store
+    let _cut = store
         .archive_before(Position(600), dir.path().join("cut.archive"))
         .unwrap();
     store.close().unwrap();

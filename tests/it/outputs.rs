@@ -717,3 +717,30 @@ fn files_written_from_a_private_log_are_as_private_as_it() {
         assert_eq!(mode & 0o077, 0, "{}: mode {mode:o}", file.display());
     }
 }
+
+#[test]
+fn keygen_force_replaces_a_key_never_a_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.redb");
+    annals::Store::open(&log).unwrap().close().unwrap();
+    let before = std::fs::read(&log).unwrap();
+    let output = std::process::Command::new(crate::annals_bin::annals())
+        .args(["keygen", "--name", "example.com/log", "--force", "--json"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let error: serde_json::Value = serde_json::from_slice(&output.stderr).unwrap();
+    assert_eq!(error["kind"], "store_file", "{error}");
+    assert_eq!(std::fs::read(&log).unwrap(), before, "the log is as it was");
+    // A key is replaced as before.
+    let key = dir.path().join("log.key");
+    for _ in 0..2 {
+        let made = std::process::Command::new(crate::annals_bin::annals())
+            .args(["keygen", "--name", "example.com/log", "--force"])
+            .arg(&key)
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{made:?}");
+    }
+}

@@ -49,6 +49,15 @@ pub(crate) fn keygen(args: KeygenArgs) -> Result<ExitCode, Failure> {
 /// `force`, and then through a new file renamed over it, so the key is never in a file with
 /// the old file's permissions.
 fn write_key_file(path: &Path, bytes: &[u8], force: bool) -> Result<(), Failure> {
+    // `--force` replaces a key, never a log (keygen is given none to compare with).
+    if force && annals::output_path::is_log_file(path) {
+        return Err(annals::Error::from(annals::OutputPathError::StoreFile {
+            path: path.to_path_buf(),
+            log: path.to_path_buf(),
+            file: annals::StoreFile::Log,
+        })
+        .into());
+    }
     let target = if force {
         let mut name = path.as_os_str().to_owned();
         name.push(format!(".new-{}", std::process::id()));
