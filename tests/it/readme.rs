@@ -1,5 +1,5 @@
 //! The README's sample outputs, checked against what the commands print on the deterministic
-//! demo it starts from (`annals demo annals-demo.redb --records 2000`): a sample that drifts
+//! demo it starts from (`annals demo <FILE> --records 2000`): a sample that drifts
 //! from the build fails here. (Its Rust snippets are doc tests: `annals::ReadmeSnippets`.)
 
 use std::process::Command;
@@ -12,6 +12,8 @@ const CHECKED: [&str; 5] = ["log", "streams", "state", "history", "root"];
 /// One `annals` command of a `sh` block and the `# ` lines right after it.
 #[derive(Debug)]
 struct Sample {
+    /// The demo's file the block starts by writing.
+    log: String,
     args: Vec<String>,
     expected: Vec<String>,
 }
@@ -25,16 +27,22 @@ fn samples() -> Vec<Sample> {
             continue;
         }
         let block: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
-        if block.first() != Some(&"annals demo annals-demo.redb --records 2000") {
+        // `annals demo <FILE> --records 2000`: each block its own file, so that the README's
+        // blocks run in order in one folder without one demo colliding with another's file.
+        let Some(log) = block.first().and_then(|first| {
+            first
+                .strip_prefix("annals demo ")?
+                .strip_suffix(" --records 2000")
+        }) else {
             continue;
-        }
+        };
         for (at, line) in block.iter().enumerate() {
             let command = line.split("  #").next().unwrap().trim_end();
             let Some(args) = command.strip_prefix("annals ") else {
                 continue;
             };
             let args: Vec<String> = args.split_whitespace().map(str::to_owned).collect();
-            let on_demo = args.get(1).is_some_and(|db| db == "annals-demo.redb");
+            let on_demo = args.get(1).is_some_and(|db| db == log);
             let redirected = args.iter().any(|a| a == ">" || a == "|");
             if !CHECKED.contains(&args[0].as_str()) || !on_demo || redirected {
                 continue;
@@ -44,7 +52,11 @@ fn samples() -> Vec<Sample> {
                 .take_while(|l| l.starts_with('#'))
                 .map(|l| l.strip_prefix("# ").unwrap_or("").to_owned())
                 .collect();
-            out.push(Sample { args, expected });
+            out.push(Sample {
+                log: log.to_owned(),
+                args,
+                expected,
+            });
         }
     }
     out
@@ -67,7 +79,12 @@ fn every_sample_output_in_the_readme_is_what_the_demo_prints() {
         assert!(output.status.success(), "annals {args:?}: {output:?}");
         String::from_utf8(output.stdout).unwrap()
     };
-    annals(&["demo", "annals-demo.redb", "--records", "2000"].map(str::to_owned));
+    let mut logs: Vec<&str> = samples.iter().map(|sample| sample.log.as_str()).collect();
+    logs.sort_unstable();
+    logs.dedup();
+    for log in logs {
+        annals(&["demo", log, "--records", "2000"].map(str::to_owned));
+    }
     for sample in &samples {
         let printed = annals(&sample.args);
         let printed: Vec<&str> = printed.lines().map(str::trim_end).collect();
