@@ -175,24 +175,11 @@ pub fn export(
         ),
         None => None,
     };
-    export_hashed(snapshot, from, to, path, files.as_ref(), progress).map(|(summary, _)| summary)
-}
-
-/// [`export`], also returning blake3 of the file's bytes (what a cut record names its archive
-/// by). The file and its folder are synced before this returns: the file is durable under its
-/// name. Neither it nor its temporary file may be one of `files` ([`output_path::check`]); both
-/// are made with no more permissions than their log has.
-pub(crate) fn export_hashed(
-    snapshot: &Snapshot,
-    from: Position,
-    to: Position,
-    path: &Path,
-    files: Option<&StoreFiles>,
-    progress: &mut dyn FnMut(u64),
-) -> Result<(ExportSummary, Digest)> {
-    let written = write_partial(snapshot, from, to, path, files, progress)?;
-    publish(&written.temporary, path)?;
-    Ok((written.summary, written.digest))
+    let written = write_partial(snapshot, from, to, path, files.as_ref(), progress)?;
+    // An export replaces a file at `path` (the caller refuses one without `--force`).
+    std::fs::rename(&written.temporary, path)?;
+    sync_folder(path)?;
+    Ok(written.summary)
 }
 
 /// An export file written whole and synced under its temporary name
@@ -213,14 +200,11 @@ pub(crate) fn partial_path(path: &Path) -> std::path::PathBuf {
     std::path::PathBuf::from(temporary)
 }
 
-/// Gives the export written at `temporary` its name `path`, durably (the folder synced).
-pub(crate) fn publish(temporary: &Path, path: &Path) -> Result<()> {
-    std::fs::rename(temporary, path)?;
-    sync_folder(path)
-}
-
-/// [`export_hashed`] but for its last step: the file is left under [`partial_path`], so that
-/// a cut can give it its name only once the cut has committed.
+/// Writes records `from .. to` of `snapshot` as [`export`] does, also returning blake3 of the
+/// file's bytes (what a cut record names its archive by), but leaves the file, synced, under
+/// [`partial_path`]: the caller names it (a cut, only once it has committed). Neither `path`
+/// nor its temporary file may be one of `files` ([`output_path::check`]); the file is made
+/// with no more permissions than its log has.
 pub(crate) fn write_partial(
     snapshot: &Snapshot,
     from: Position,
@@ -259,7 +243,7 @@ pub(crate) fn write_partial(
         head: last,
         root: snapshot.merkle_root(to.0)?,
     };
-    // Written under a temporary name and renamed once complete: `path` never names half a file.
+    // Written under a temporary name and named once complete: `path` never names half a file.
     let temporary = partial_path(path);
     output_path::check(&temporary, Output::File, files)?;
     // One a killed export left is replaced; the check above keeps that from being any

@@ -106,7 +106,10 @@ impl Store {
         self.require_writable()?;
         let snapshot = self.snapshot()?;
         let files = self.files()?;
-        let name = check_cut(&snapshot, &self.projections, files.as_ref(), before, path)?;
+        let name = match check_cut(&snapshot, &self.projections, files.as_ref(), before, path)? {
+            Checked::Cut(name) => name,
+            Checked::Finish(interrupted) => return interrupted.finish(&snapshot, path),
+        };
         let from = snapshot.start();
         let state = snapshot.state();
         let mut read = std::collections::BTreeSet::new();
@@ -114,9 +117,6 @@ impl Store {
             projection.records_read(&state, before, &mut |position| {
                 read.insert(position.0);
             })?;
-        }
-        if let Some(done) = interrupted(&snapshot, before, path, &name)? {
-            return done.finish(&snapshot, path);
         }
         // The archive is written under its temporary name and named only once the cut has
         // committed: a kill before the commit leaves the log uncut and no file under the
@@ -191,7 +191,7 @@ impl Store {
         // copy of the records cut, which a rerun names. When the log is uncut, a rerun writes
         // the file again over it.
         let (cut, record) = committed?;
-        crate::export::publish(&partial.temporary, path)?;
+        super::open::publish(&partial.temporary, path)?;
         Ok(ArchiveReport {
             cut,
             record,
@@ -236,7 +236,7 @@ impl Interrupted {
     /// Names the archive when it is not yet, and reports the cut as it committed.
     fn finish(self, snapshot: &Snapshot, path: &Path) -> Result<ArchiveReport> {
         if let Interrupted::Unnamed(temporary) = self {
-            crate::export::publish(&temporary, path)?;
+            super::open::publish(&temporary, path)?;
         }
         let (record, cut) = snapshot
             .cut_at()
@@ -281,14 +281,22 @@ fn interrupted(
     Ok(None)
 }
 
-/// [`Store::check_archive`] on `snapshot`, returning the archive's file name.
+/// What [`check_cut`] found to do.
+enum Checked {
+    /// A new cut, its archive of this file name.
+    Cut(String),
+    /// The same cut, committed already: to finish, not to refuse.
+    Finish(Interrupted),
+}
+
+/// [`Store::check_archive`] on `snapshot`.
 fn check_cut(
     snapshot: &Snapshot,
     projections: &Projections,
     files: Option<&crate::output_path::StoreFiles>,
     before: Position,
     path: &Path,
-) -> Result<String> {
+) -> Result<Checked> {
     let name = path
         .file_name()
         .and_then(|name| name.to_str())
@@ -298,8 +306,8 @@ fn check_cut(
         .to_owned();
     // A rerun of a cut that committed (before a kill that left its archive unnamed, or not):
     // finished, not refused.
-    if interrupted(snapshot, before, path, &name)?.is_some() {
-        return Ok(name);
+    if let Some(interrupted) = interrupted(snapshot, before, path, &name)? {
+        return Ok(Checked::Finish(interrupted));
     }
     if let Some(folder) = path
         .parent()
@@ -347,7 +355,7 @@ fn check_cut(
             }
         }
     }
-    Ok(name)
+    Ok(Checked::Cut(name))
 }
 
 /// The time of the log's last record (0 for an empty log): a cut record's time, so that a
