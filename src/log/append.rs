@@ -119,6 +119,8 @@ pub struct Appended {
 /// Appends within one transaction share segments, and the head and stream count are written
 /// once: [`LogWriter::finish`] writes what is pending and must run before the commit.
 pub struct LogWriter<'txn> {
+    /// The transaction, for the log's start (`cut::start_in`) when the end is walked.
+    txn: &'txn WriteTransaction,
     /// The file's format, which every record written takes.
     format: Format,
     meta: Table<'txn, &'static str, &'static [u8]>,
@@ -183,6 +185,7 @@ impl<'txn> LogWriter<'txn> {
         };
         let format = super::read_format(&meta)?;
         Ok(LogWriter {
+            txn,
             format,
             merkle,
             meta,
@@ -273,7 +276,11 @@ impl<'txn> LogWriter<'txn> {
     /// segment that is not small, or at the log's start.
     fn walk_small_run(&self) -> Result<SmallRun> {
         let mut run = SmallRun::default();
-        for entry in self.segments.range::<u64>(..)?.rev() {
+        // Segments below a cut log's start are never part of it: a cut leaves them for the
+        // steps that finish it, which remove them without moving the head, so no log end any
+        // store keeps may name one.
+        let (start, _) = super::cut::start_in(self.txn)?;
+        for entry in self.segments.range::<u64>(start.0..)?.rev() {
             let (key, value) = entry?;
             if value.value().len() >= SMALL_SEGMENT_BYTES {
                 break;
@@ -375,37 +382,18 @@ impl<'txn> LogWriter<'txn> {
         Ok(())
     }
 
-    /// Removes every segment whose records all lie before `before`, for a cut: the segment
-    /// holding `before` stays whole (reads below the cut are refused by the snapshot). Runs
-    /// before anything is appended in the transaction; the log's end is learnt again by the
-    /// next append. Returns how many segments went.
-    pub(crate) fn remove_segments_before(&mut self, before: Position) -> Result<u64> {
+    /// Readies the log's end for a cut before `before`, made in this transaction: the segments
+    /// below it stay until the cut is finished in steps of their own (`cut::finish_step`), and
+    /// the log's end is learnt again by the next append, whose walk back stops at the new
+    /// start. Runs before anything is appended in the transaction.
+    pub(crate) fn cut_before(&mut self, before: Position) {
         assert!(
             !self.appended && self.segment.is_empty(),
-            "a cut's segments go before the transaction appends"
+            "a cut comes before the transaction appends"
         );
         assert!(before <= self.head.next, "a cut lies within the log");
-        let mut firsts = Vec::new();
-        for entry in self.segments.range(..before.0)? {
-            firsts.push(entry?.0.value());
-        }
-        // Each segment ends where the next begins; the last below the cut, where the first at
-        // or past it begins, or at the head.
-        let after = match self.segments.range(before.0..)?.next() {
-            Some(entry) => entry?.0.value(),
-            None => self.head.next.0,
-        };
-        let mut removed = 0;
-        for (index, first) in firsts.iter().enumerate() {
-            let end = firsts.get(index + 1).copied().unwrap_or(after);
-            if end <= before.0 {
-                self.segments.remove(first)?;
-                removed += 1;
-            }
-        }
         self.known_end = None;
         self.small_run = None;
-        Ok(removed)
     }
 
     /// Drops the idempotency key of every record before `before`, for a cut that drops them:

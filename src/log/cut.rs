@@ -36,7 +36,9 @@ pub const ARCHIVED_NAME: &str = "annals.archived";
 
 /// `annals.kept`: position → the v1 stored form of an archived record a projection's rows
 /// still point at (a run's span events), so that its queries read it back after the cut. Its
-/// own hash, checked against the one [`ARCHIVED`] keeps, guards it.
+/// own hash, checked against the one [`ARCHIVED`] keeps, guards it. An empty value is a
+/// record still in its segment: a cut commits before it moves the records it keeps out of the
+/// segments it removes ([`finish_step`]).
 pub const KEPT: TableDefinition<u64, &[u8]> = TableDefinition::new("annals.kept");
 
 /// Record hashes per [`ARCHIVED`] block.
@@ -294,8 +296,8 @@ pub(crate) struct ArchivedRecord {
     pub(crate) hash: Digest,
     /// Whether it carries an idempotency key.
     pub(crate) keyed: bool,
-    /// Its v1 stored form, when a projection still reads it.
-    pub(crate) kept: Option<Vec<u8>>,
+    /// Whether a projection still reads it.
+    pub(crate) kept: bool,
 }
 
 /// Removes from [`KEPT`] every record not in `wanted`: a projection no longer reads it.
@@ -356,14 +358,136 @@ pub(crate) fn keep_archived(
             let record = next?;
             value.extend_from_slice(record.hash.as_bytes());
             keyed += u64::from(record.keyed);
-            if let Some(stored) = &record.kept {
-                kept.insert(at, stored.as_slice())?;
+            if record.kept {
+                // Still in its segment: [`finish_step`] moves it here before removing that.
+                kept.insert(at, [].as_slice())?;
             }
             at += 1;
         }
         archived.insert(block, seal(ARCHIVED_NAME, &key, &value).as_slice())?;
     }
     Ok(keyed)
+}
+
+/// How many bytes of the segments below the log's start one step of [`finish_step`] takes at
+/// most (and one segment more) in a file of `file_bytes`: a 128th of it, from 256 KiB to 64
+/// MiB. Pages a step frees are reused two steps later (redb frees them at the next commit,
+/// for the one after), so a cut's file grows by what its own transaction writes and about
+/// two steps' worth, under 2% of the file, while a cut of gigabytes takes a few hundred
+/// durable commits.
+pub(crate) fn finish_step_bytes(file_bytes: u64) -> usize {
+    const MIN: u64 = 256 << 10;
+    const MAX: u64 = 64 << 20;
+    usize::try_from((file_bytes / 128).clamp(MIN, MAX)).expect("at most 64 MiB")
+}
+
+/// What one step of finishing a cut found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FinishStep {
+    /// Nothing was left to do: the transaction changed nothing.
+    Finished,
+    /// Segments were removed or kept records moved; more may be left.
+    Stepped,
+}
+
+/// One step of finishing the log's cuts, in the write transaction `txn`, taking the segments
+/// below the log's start in key order, about `budget` bytes of them: each kept record one of
+/// them holds (an empty value in [`KEPT`]) is checked against the hash [`ARCHIVED`] keeps and
+/// stored in [`KEPT`], and each segment whose records all lie below the start is removed.
+///
+/// A cut commits with those segments still in place (its transaction writes only what is new),
+/// and they go in steps of their own afterwards, so that the pages each step frees are reused
+/// by the steps after it rather than the file growing by every kept record at once. Between
+/// steps the log is whole: a kept record is read from [`KEPT`] or, while its value is empty,
+/// from its segment, and nothing below the start is read otherwise.
+pub(crate) fn finish_step(txn: &WriteTransaction, budget: usize) -> Result<FinishStep> {
+    let (start, _) = start_in(txn)?;
+    if start == Position(0) {
+        return Ok(FinishStep::Finished);
+    }
+    let format = {
+        let meta = txn.open_table(super::tables::META)?;
+        super::read_format(&meta)?
+    };
+    let mut segments = txn.open_table(super::tables::SEGMENTS)?;
+    let mut kept = txn.open_table(KEPT)?;
+    let archived = txn.open_table(ARCHIVED)?;
+    // The segments that begin below the start, each with where it ends (the next one's key).
+    let mut taken: Vec<(u64, u64)> = Vec::new();
+    let mut open: Option<u64> = None;
+    let mut bytes = 0;
+    for entry in segments.range::<u64>(..)? {
+        let (key, value) = entry?;
+        let key = key.value();
+        if let Some(first) = open.take() {
+            taken.push((first, key));
+        }
+        if key >= start.0 || bytes >= budget {
+            break;
+        }
+        bytes += value.value().len();
+        open = Some(key);
+    }
+    // A segment below the start with none after it holds the start or more: it stays.
+    if let Some(first) = open {
+        taken.push((first, u64::MAX));
+    }
+    let mut step = FinishStep::Finished;
+    let mut stored = Vec::new();
+    for (first, end) in taken {
+        let pending: Vec<u64> = kept
+            .range(first..end.min(start.0))?
+            .filter_map(|entry| match entry {
+                Ok((key, value)) => value.value().is_empty().then(|| Ok(key.value())),
+                Err(error) => Some(Err(error)),
+            })
+            .collect::<std::result::Result<_, _>>()?;
+        if !pending.is_empty() {
+            // Read here rather than through `read.rs`, which reads this module's tables.
+            let corrupt = |position, problem| Error::Corrupt {
+                position,
+                problem: Box::new(problem),
+            };
+            let bytes = match segments.get(first)? {
+                Some(guard) => guard.value().to_vec(),
+                None => return Err(corrupt(Position(first), Problem::Missing)),
+            };
+            let segment = crate::record::segment::Segment::parse(&bytes, format)
+                .map_err(|error| corrupt(Position(first), Problem::Segment(error)))?;
+            for position in pending {
+                let position = Position(position);
+                let at = u32::try_from(position.0 - first)
+                    .ok()
+                    .and_then(|index| segment.record_at(index))
+                    .ok_or_else(|| corrupt(position, Problem::Missing))?;
+                let record = crate::record::view::parse_at(
+                    &bytes,
+                    &at,
+                    position,
+                    crate::record::view::RecordHashes::Check,
+                )
+                .map_err(|error| corrupt(position, Problem::Record(error)))?;
+                let hash = archived_hash(&archived, position)?;
+                if record.hash != hash {
+                    let fault = crate::record::problem::CutFault::Kept {
+                        kept: hash,
+                        found: record.hash,
+                    };
+                    return Err(corrupt(position, Problem::Cut { fault }));
+                }
+                stored.clear();
+                record.encode_v1_stored(&mut stored);
+                debug_assert!(!stored.is_empty(), "a stored record is never empty");
+                kept.insert(position.0, stored.as_slice())?;
+            }
+            step = FinishStep::Stepped;
+        }
+        if end <= start.0 {
+            segments.remove(first)?;
+            step = FinishStep::Stepped;
+        }
+    }
+    Ok(step)
 }
 
 /// Keeps `cut`, whose record will be at `position`, in [`CUTS`].

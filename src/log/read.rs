@@ -146,7 +146,8 @@ impl Snapshot {
     }
 
     /// The archived record at `position` that the last cut kept because a projection reads
-    /// it, checked against its own hashes and the hash kept for its position.
+    /// it (from `annals.kept`, or from its segment while the cut is unfinished), checked
+    /// against its own hashes and the hash kept for its position.
     fn kept_record(&self, position: Position) -> Result<Option<Record>> {
         let Some(kept) = &self.kept else {
             return Ok(None);
@@ -154,8 +155,13 @@ impl Snapshot {
         let Some(stored) = kept.get(position.0)? else {
             return Ok(None);
         };
-        let record = crate::record::decode_stored(stored.value(), position)
-            .map_err(|error| corrupt_record(position, error))?;
+        // Empty: the cut that kept it has not yet moved it out of its segment.
+        let record = if stored.value().is_empty() {
+            SegmentCursor::new(self.format).record(&self.segments, position)?
+        } else {
+            crate::record::decode_stored(stored.value(), position)
+                .map_err(|error| corrupt_record(position, error))?
+        };
         let hash = self.record_hash(position)?;
         if record.hash != hash {
             return Err(Error::Corrupt {

@@ -1,11 +1,13 @@
 //! Cutting the log: [`Store::archive_before`] writes a prefix of the log to an archive file,
-//! makes it durable, and then, in one transaction, removes those records from the live log,
-//! keeping what later work needs (`log/cut.rs`), with a record of the cut appended.
+//! makes it durable, and then, in one transaction, cuts the log there, keeping what later work
+//! needs (`log/cut.rs`), with a record of the cut appended; the segments holding the records
+//! cut go afterwards, in steps of their own.
 //!
 //! The order is what makes it safe against a crash at any point: the archive is whole and
-//! synced under its name before the transaction that removes anything begins, and that
+//! synced under its temporary name before the transaction that cuts begins, and that
 //! transaction commits whole or not at all. A crash before the commit leaves the log as it
-//! was (and an archive beside it that nothing names yet); after it, the log is cut.
+//! was (and an archive beside it that nothing names yet); after it, the log is cut, whole at
+//! every step, and the archive is named once the last step is done.
 
 use std::path::{Path, PathBuf};
 
@@ -38,6 +40,18 @@ pub struct ArchiveReport {
     pub archive: PathBuf,
     /// How many records went to the archive.
     pub archived: u64,
+}
+
+impl ArchiveReport {
+    /// The report of `cut`, its record at `record`, its archive at `archive`.
+    fn of(cut: Cut, record: Position, archive: &Path) -> ArchiveReport {
+        ArchiveReport {
+            archived: cut.before.0 - cut.from.0,
+            cut,
+            record,
+            archive: archive.to_owned(),
+        }
+    }
 }
 
 impl Store {
@@ -82,9 +96,14 @@ impl Store {
     /// 2. replays the projections up to `before` (from the last cut's snapshot) and takes
     ///    each one's digest;
     /// 3. in one transaction: keeps that replay as the snapshot, the archived records'
-    ///    hashes (the Merkle tree over them), removes the segments wholly below the cut, and
-    ///    appends the cut record (stream `annals.cuts`, kind `annals.cut`) naming the range,
-    ///    the anchor, the archive's name and blake3, and every projection's digest.
+    ///    hashes (the Merkle tree over them), and appends the cut record (stream
+    ///    `annals.cuts`, kind `annals.cut`) naming the range, the anchor, the archive's name
+    ///    and blake3, and every projection's digest;
+    /// 4. removes the segments wholly below the cut in steps of their own, each a durable
+    ///    commit of about a 128th of the file, moving out of them first the records a
+    ///    projection still reads, so that the pages each step frees are reused by the next
+    ///    (the file grows by the cut's transaction and about two steps, not by every record
+    ///    kept), and names the archive.
     ///
     /// The stream index, stream versions and every idempotency key stay (unless
     /// [`ArchiveOptions::drop_keys`]), and so do the
@@ -108,8 +127,33 @@ impl Store {
         let files = self.files()?;
         let name = match check_cut(&snapshot, &self.projections, files.as_ref(), before, path)? {
             Checked::Cut(name) => name,
-            Checked::Finish(interrupted) => return interrupted.finish(&snapshot, path),
+            Checked::Finish(interrupted) => return interrupted.finish(self, snapshot, path),
         };
+        // A cut a kill interrupted while its segments were going is finished first (before
+        // the snapshot this cut reads, which would hold the pages the steps free).
+        drop(snapshot);
+        self.finish_cut()?;
+        let (cut, record, temporary) = self.commit_cut(before, path, name, options, progress)?;
+        // Every read of the log as it was has ended with `commit_cut`: a live one would hold
+        // the pages the steps free.
+        self.finish_cut()?;
+        super::open::publish(&temporary, path)?;
+        Ok(ArchiveReport::of(cut, record, path))
+    }
+
+    /// Writes the archive of the records before `before` under its temporary name (returned)
+    /// and commits the cut (steps 1 to 3 of [`Store::archive_before_with`]), its archive to be
+    /// named `name`.
+    fn commit_cut(
+        &self,
+        before: Position,
+        path: &Path,
+        name: String,
+        options: ArchiveOptions,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(Cut, Position, PathBuf)> {
+        let snapshot = self.snapshot()?;
+        let files = self.files()?;
         let from = snapshot.start();
         let state = snapshot.state();
         let mut read = std::collections::BTreeSet::new();
@@ -168,11 +212,7 @@ impl Store {
                 record.map(|record| ArchivedRecord {
                     hash: record.hash,
                     keyed: record.idempotency_key.is_some(),
-                    kept: read.contains(&record.position.0).then(|| {
-                        let mut stored = Vec::new();
-                        record.encode_v1_stored(&mut stored);
-                        stored
-                    }),
+                    kept: read.contains(&record.position.0),
                 })
             })
         });
@@ -191,17 +231,44 @@ impl Store {
         // copy of the records cut, which a rerun names. When the log is uncut, a rerun writes
         // the file again over it.
         let (cut, record) = committed?;
-        super::open::publish(&partial.temporary, path)?;
-        Ok(ArchiveReport {
-            cut,
-            record,
-            archive: path.to_owned(),
-            archived,
-        })
+        Ok((cut, record, partial.temporary))
     }
 }
 
 impl Store {
+    /// Finishes the log's last cut: removes the segments whose records all lie below its
+    /// start, moving the records a projection still reads out of them first
+    /// (`log::cut::finish_step`), in durable transactions of about a 128th of the file each
+    /// (`log::cut::finish_step_bytes`), until none is left. A cut's own
+    /// transaction leaves them (so that it writes only what is new, and the pages they free are
+    /// reused step by step instead of the file growing by all it keeps at once); the cut,
+    /// a rerun of it, the next cut and [`Store::compact`] finish it. Each step leaves a whole
+    /// log, so a kill between or within steps loses nothing and the next call goes on.
+    pub(crate) fn finish_cut(&self) -> Result<()> {
+        use crate::log::cut::{FinishStep, finish_step, finish_step_bytes};
+        let budget = finish_step_bytes(self.file_bytes()?);
+        loop {
+            let step = crate::error::guarded(|| {
+                self.journal_ready()?;
+                let txn = self.database()?.begin_write()?;
+                match finish_step(&txn, budget)? {
+                    FinishStep::Finished => {
+                        txn.abort()?;
+                        Ok(FinishStep::Finished)
+                    }
+                    FinishStep::Stepped => {
+                        self.commit_durably(txn)?;
+                        Ok(FinishStep::Stepped)
+                    }
+                }
+            })
+            .map_err(|error| self.failed(error))?;
+            if step == FinishStep::Finished {
+                return Ok(());
+            }
+        }
+    }
+
     /// Refuses, reading the log as of now, a cut that [`Store::archive_before_with`] would
     /// refuse before it writes anything: an archive path with no UTF-8 file name, one that
     /// names a file already (the log itself, a directory, an earlier archive) or lies in a
@@ -233,21 +300,20 @@ enum Interrupted {
 }
 
 impl Interrupted {
-    /// Names the archive when it is not yet, and reports the cut as it committed.
-    fn finish(self, snapshot: &Snapshot, path: &Path) -> Result<ArchiveReport> {
-        if let Interrupted::Unnamed(temporary) = self {
-            super::open::publish(&temporary, path)?;
-        }
+    /// Finishes the cut's steps and names the archive when they are not done yet, and reports
+    /// the cut as it committed.
+    fn finish(self, store: &Store, snapshot: Snapshot, path: &Path) -> Result<ArchiveReport> {
         let (record, cut) = snapshot
             .cut_at()
             .cloned()
             .expect("interrupted() found the log's last cut");
-        Ok(ArchiveReport {
-            archived: cut.before.0 - cut.from.0,
-            cut,
-            record,
-            archive: path.to_owned(),
-        })
+        // The snapshot would hold the pages the steps free until it ends.
+        drop(snapshot);
+        store.finish_cut()?;
+        if let Interrupted::Unnamed(temporary) = self {
+            super::open::publish(&temporary, path)?;
+        }
+        Ok(ArchiveReport::of(cut, record, path))
     }
 }
 

@@ -64,6 +64,9 @@ impl Store {
             .into());
         }
         let bytes_before = self.file_bytes()?;
+        // A cut a kill interrupted still holds segments it archived: they go first, so that
+        // their pages are among those given back.
+        self.finish_cut()?;
         let db = match &mut self.db {
             Handle::Writable(db) => db,
             Handle::ReadOnly(_) => return Err(Error::ReadOnly),
@@ -133,7 +136,7 @@ impl Store {
     }
 
     /// The file's length, 0 for a store over a storage backend.
-    fn file_bytes(&self) -> Result<u64> {
+    pub(super) fn file_bytes(&self) -> Result<u64> {
         Ok(if self.on_disk {
             std::fs::metadata(&self.path)?.len()
         } else {

@@ -91,17 +91,25 @@ impl Store {
     /// Makes every commit durable in the log file with one redb commit, then empties the
     /// journal. The write lock is taken before the journal's, as every commit takes them.
     pub(crate) fn drain_journal(&self) -> Result<()> {
-        let Some(journal) = &self.journal else {
+        if self.journal.is_none() {
             return Ok(());
+        }
+        guarded(|| self.commit_durably(self.database()?.begin_write()?))
+            .map_err(|error| self.failed(error))
+    }
+
+    /// Commits `txn` (begun with redb's default, durable) to the log file, which makes every
+    /// earlier commit durable there too, and empties the journal if there is one: what it held
+    /// is in the file now. The write lock, held by `txn`, is taken before the journal's, as
+    /// every commit takes them.
+    pub(crate) fn commit_durably(&self, txn: WriteTransaction) -> Result<()> {
+        let Some(journal) = &self.journal else {
+            return Ok(txn.commit()?);
         };
-        guarded(|| {
-            let txn = self.database()?.begin_write()?;
-            let mut journal = lock(journal);
-            txn.commit()?;
-            journal.unjournaled = false;
-            journal.empty()
-        })
-        .map_err(|error| self.failed(error))
+        let mut journal = lock(journal);
+        txn.commit()?;
+        journal.unjournaled = false;
+        journal.empty()
     }
 
     /// The last checkpoint of a closing store, and the journal's file removed: everything is

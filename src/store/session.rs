@@ -187,8 +187,8 @@ impl<'txn> WriteSession<'txn> {
     /// (`archived`, of `cut.from .. cut.before`), the archived records a projection still
     /// reads (`read`: those before `cut.from` stay, the others come with `archived`) and the
     /// cut (its `keyed` counted here: the keys still indexed for records before the cut, none
-    /// when `drop_keys` drops them), removes
-    /// the segments wholly below the cut, and appends the cut record at `at_ms`. Runs before
+    /// when `drop_keys` drops them), and appends the cut record at `at_ms`; the segments
+    /// wholly below the cut go afterwards, in steps of their own (`Store::finish_cut`). Runs before
     /// anything else is appended in the transaction. Returns the cut as recorded and its
     /// record's position.
     pub(crate) fn cut(
@@ -225,9 +225,10 @@ impl<'txn> WriteSession<'txn> {
                 keyed + counted
             };
             crate::log::cut::keep_cut(self.txn, position, &cut)?;
-            self.log.remove_segments_before(cut.before)
+            self.log.cut_before(cut.before);
+            Ok(())
         })();
-        self.append_cut(kept.map(|_removed| ()), &cut, at_ms)?;
+        self.append_cut(kept, &cut, at_ms)?;
         Ok((cut, position))
     }
 

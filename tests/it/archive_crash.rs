@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use annals::testing::internals::demo::Rng;
-use annals::testing::sim::{Fault, SimDisk};
+use annals::testing::sim::{Fault, Loss, SimDisk, Trigger};
 use annals::{ExpectedVersion, NewEvent, Position, Store, StoreOptions};
 
 /// Records in the log cut, and where the cut falls.
@@ -285,5 +285,93 @@ fn a_rerun_names_the_archive_of_a_cut_that_committed_before_a_kill() {
         Some(2),
         "{}",
         String::from_utf8_lossy(&other.stderr)
+    );
+}
+
+/// Every position below `before` that reads back after a cut, with its record's hash: the
+/// records a projection still reads, which the cut kept.
+fn kept_records(store: &Store, before: Position) -> Vec<(Position, annals::Digest)> {
+    let snapshot = store.snapshot().expect("snapshot");
+    (0..before.0)
+        .map(Position)
+        .filter_map(|position| match snapshot.get(position) {
+            Ok(Some(record)) => Some((position, record.hash)),
+            Ok(None) => panic!("position {position} below the head reads as past it"),
+            Err(annals::Error::Archive(annals::ArchiveError::Archived { .. })) => None,
+            Err(error) => panic!("position {position}: {error}"),
+        })
+        .collect()
+}
+
+/// The rows of a table of the log, from its footprint.
+fn rows(store: &Store, table: &str) -> u64 {
+    let footprint = store.footprint().expect("footprint");
+    footprint
+        .tables
+        .iter()
+        .find(|found| found.name == table)
+        .map_or(0, |found| found.rows)
+}
+
+#[test]
+fn a_cut_crashed_while_its_segments_go_in_steps_reads_every_kept_record_and_a_rerun_finishes() {
+    // A demo log: its runs read their span events back, so the cut keeps those records, and
+    // its archived segments take several steps to go (about 256 KiB each on this disk).
+    let disk = SimDisk::new(Vec::new(), Fault::None);
+    let store = open_on(&disk).expect("open");
+    annals::testing::internals::demo::run(&store, 3_000, |_| {}).expect("demo");
+    let before = Position(store.head().expect("head").next.0 - 300);
+    store.close().expect("close");
+    let image = disk.image_after_restart();
+    let dir = tempfile::tempdir().expect("folder");
+
+    let dry = SimDisk::new(image.clone(), Fault::None);
+    let store = open_on(&dry).expect("open");
+    let syncs_open = dry.syncs();
+    let _cut = store
+        .archive_before(before, dir.path().join("dry"))
+        .expect("cut");
+    let syncs_cut = dry.syncs();
+    let kept = kept_records(&store, before);
+    let finished = (rows(&store, "annals.segments"), rows(&store, "annals.kept"));
+    drop(store);
+    assert!(!kept.is_empty(), "the demo's runs keep records");
+
+    let mut unfinished = 0;
+    for sync in syncs_open + 1..=syncs_cut {
+        for loss in [Loss::DropUnsynced, Loss::KeepSome(sync)] {
+            let fault = Fault::Crash(Trigger::Sync(sync), loss);
+            let what = format!("{fault:?}");
+            // The archive's name is the dry run's, in a folder of its own.
+            let folder = dir.path().join(format!("{sync}-{loss:?}"));
+            std::fs::create_dir(&folder).expect("a folder");
+            let archive = folder.join("dry");
+            let disk = SimDisk::new(image.clone(), fault);
+            let store = open_on(&disk).unwrap_or_else(|error| panic!("{what}: open: {error}"));
+            let _crashed = store.archive_before(before, &archive);
+            drop(store);
+            let disk = SimDisk::new(disk.image_after_power_loss(), Fault::None);
+            let store = open_on(&disk).unwrap_or_else(|error| panic!("{what}: reopen: {error}"));
+            let report = store.verify().expect("verify");
+            assert!(report.is_sound(), "{what}: {:?}", report.problem);
+            if store.snapshot().expect("snapshot").start() != before {
+                continue;
+            }
+            // Cut, finished or not: every kept record reads back whole, nothing else below.
+            assert_eq!(kept_records(&store, before), kept, "{what}");
+            if rows(&store, "annals.segments") > finished.0 {
+                unfinished += 1;
+            }
+            // The same cut asked again finishes it: the file holds what an uncrashed cut left.
+            let _done = store.archive_before(before, &archive).expect("the rerun");
+            let found = (rows(&store, "annals.segments"), rows(&store, "annals.kept"));
+            assert_eq!(found, finished, "{what}");
+            assert_eq!(kept_records(&store, before), kept, "{what}");
+        }
+    }
+    // The sweep crashed between the steps, not only before or after them.
+    assert!(
+        unfinished > 2,
+        "{unfinished} crashes left the cut unfinished"
     );
 }
