@@ -76,22 +76,43 @@ pub(crate) async fn post(
     body: String,
     timeout: Duration,
 ) -> Result<Answer, ExchangeProblem> {
-    match tokio::time::timeout(timeout, exchange(prefix, endpoint, body)).await {
+    let deadline = tokio::time::Instant::now() + timeout;
+    match tokio::time::timeout_at(deadline, exchange(prefix, endpoint, body, deadline)).await {
         Ok(answer) => answer,
         Err(_) => Err(ExchangeProblem::Timeout { timeout }),
     }
 }
 
+/// The first pause before a refused connection is tried again, and the longest.
+const REFUSED_PAUSE_MIN: Duration = Duration::from_millis(20);
+const REFUSED_PAUSE_MAX: Duration = Duration::from_millis(500);
+
 async fn exchange(
     prefix: &Prefix,
     endpoint: &str,
     body: String,
+    deadline: tokio::time::Instant,
 ) -> Result<Answer, ExchangeProblem> {
-    let stream = TcpStream::connect((prefix.host.as_str(), prefix.port))
-        .await
-        .map_err(|error| ExchangeProblem::Connect {
-            cause: error.to_string(),
-        })?;
+    let mut pause = REFUSED_PAUSE_MIN;
+    let stream = loop {
+        match TcpStream::connect((prefix.host.as_str(), prefix.port)).await {
+            Ok(stream) => break stream,
+            // A witness starting or restarting refuses connections for a moment: tried again
+            // until the deadline, after which the refusal is the answer.
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ConnectionRefused
+                    && tokio::time::Instant::now() + pause < deadline =>
+            {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(REFUSED_PAUSE_MAX);
+            }
+            Err(error) => {
+                return Err(ExchangeProblem::Connect {
+                    cause: error.to_string(),
+                });
+            }
+        }
+    };
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|error| ExchangeProblem::Handshake {

@@ -139,7 +139,8 @@ pub enum CosignatureProblem {
 /// The bounds of one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RequestOptions {
-    /// How long one exchange with one witness may take. Default 10 s.
+    /// How long one exchange with one witness may take. Default 10 s. A witness that refuses
+    /// the connection (starting or restarting) is tried again within it.
     pub timeout: Duration,
 }
 

@@ -250,3 +250,59 @@ fn seed_and_follow_from_seed_start_a_replica_of_a_cut_log_without_its_archive() 
     let replicated = interrupt(&mut running.0[0], "INT");
     assert!(replicated.success(), "replicate after SIGINT: {replicated}");
 }
+
+#[test]
+fn replicate_once_and_follow_once_exit_with_the_replica_at_the_writers_root() {
+    let cluster = Cluster::single("");
+    let dir = tempfile::tempdir().unwrap();
+    let (writer, replica) = (
+        dir.path().join("demo.redb"),
+        dir.path().join("replica.redb"),
+    );
+    let (writer_db, replica_db) = (writer.to_str().unwrap(), replica.to_str().unwrap());
+    ok(&["demo", writer_db, "--records", DEMO_RECORDS]);
+    let writer_root = root(&writer).expect("the demo log's root");
+    let size: serde_json::Value = serde_json::from_str(&writer_root).unwrap();
+    let size = size["size"].as_u64().expect("a size");
+    let urls = cluster.urls();
+    let subject = "annals.once";
+
+    // Each runs to its end on its own: no interrupt, no polling.
+    let replicated = ok(&[
+        "replicate",
+        writer_db,
+        &urls,
+        "--subject",
+        subject,
+        "--once",
+    ]);
+    let said = String::from_utf8_lossy(&replicated.stderr);
+    assert!(
+        said.contains(&format!("annals: {size} records stored by the stream")),
+        "replicate said: {said}"
+    );
+    let followed = ok(&["follow", &urls, subject, replica_db, "--once", "--json"]);
+    let last = String::from_utf8_lossy(&followed.stdout)
+        .lines()
+        .last()
+        .map(str::to_owned)
+        .unwrap_or_default();
+    assert_eq!(
+        last,
+        serde_json::json!({ "status": format!("caught up: {size} records checked and appended") })
+            .to_string()
+    );
+    assert_eq!(root(&replica).as_deref(), Some(writer_root.as_str()));
+
+    // Again, with nothing new: both exit at once, the replica unchanged.
+    let _again = ok(&[
+        "replicate",
+        writer_db,
+        &urls,
+        "--subject",
+        subject,
+        "--once",
+    ]);
+    let _again = ok(&["follow", &urls, subject, replica_db, "--once"]);
+    assert_eq!(root(&replica).as_deref(), Some(writer_root.as_str()));
+}

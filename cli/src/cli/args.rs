@@ -50,7 +50,9 @@ impl Command {
             #[cfg(feature = "witness")]
             Command::Witness(args) => args.json(),
             #[cfg(feature = "jetstream")]
-            Command::Replicate(args) | Command::Seed(args) => args.json,
+            Command::Replicate(args) => args.log.json,
+            #[cfg(feature = "jetstream")]
+            Command::Seed(args) => args.json,
             #[cfg(feature = "jetstream")]
             Command::Follow(args) => args.json,
         }
@@ -142,7 +144,7 @@ pub(crate) enum Command {
     /// Publish every record of a log, in order, to a NATS JetStream stream, until
     /// interrupted; a log the stream does not continue is refused naming the position.
     #[cfg(feature = "jetstream")]
-    Replicate(ReplicateArgs),
+    Replicate(ReplicateCommand),
     /// Follow a log's NATS JetStream stream into a local log, until interrupted: every record
     /// checked (hashes, chain, position) before it is appended.
     #[cfg(feature = "jetstream")]
@@ -665,6 +667,17 @@ pub(crate) struct ReplicateArgs {
 
 #[cfg(feature = "jetstream")]
 #[derive(Args)]
+pub(crate) struct ReplicateCommand {
+    #[command(flatten)]
+    pub(crate) log: ReplicateArgs,
+    /// Publish what the log holds now, wait until the stream has stored it, and exit, rather
+    /// than follow the log's writer until interrupted.
+    #[arg(long)]
+    pub(crate) once: bool,
+}
+
+#[cfg(feature = "jetstream")]
+#[derive(Args)]
 pub(crate) struct FollowArgs {
     /// The NATS server(s), comma-separated.
     pub(crate) url: String,
@@ -676,6 +689,10 @@ pub(crate) struct FollowArgs {
     /// and follow the stream from the seed's head (without a seed, from nothing).
     #[arg(long)]
     pub(crate) from_seed: bool,
+    /// Catch up with what the stream holds now and exit, rather than follow it until
+    /// interrupted.
+    #[arg(long)]
+    pub(crate) once: bool,
     /// How long to try to reach a NATS server before giving up (exit 2), e.g. `30s`, `500ms`.
     #[arg(long, default_value = "30s", value_parser = super::open::parse_duration)]
     pub(crate) wait: std::time::Duration,

@@ -120,7 +120,7 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
         #[cfg(feature = "witness")]
         Command::Witness(command) => witness_files(command),
         #[cfg(feature = "jetstream")]
-        Command::Replicate(args) => require_regular(&args.db, "the log"),
+        Command::Replicate(args) => require_regular(&args.log.db, "the log"),
         #[cfg(feature = "jetstream")]
         Command::Follow(args) => require_regular(&args.db, "the log"),
         #[cfg(feature = "jetstream")]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Failure;
-use super::args::{FollowArgs, ReplicateArgs};
+use super::args::{FollowArgs, ReplicateArgs, ReplicateCommand};
 use annals::Store;
 use annals::display::grouped;
 use annals::replication::{
@@ -89,9 +89,12 @@ fn chosen_replicas(asked: Option<u16>, connection: &Connection) -> (usize, Strin
     }
 }
 
-pub(crate) fn replicate(args: ReplicateArgs) -> Result<ExitCode, Failure> {
+pub(crate) fn replicate(command: ReplicateCommand) -> Result<ExitCode, Failure> {
+    let args = command.log;
     let json = args.json;
     let (log, store) = published(&args)?;
+    // With `--once`, what the log holds as the command starts is what it waits for.
+    let target = store.head()?.next;
     runtime()?.block_on(async {
         let connection = connect_within(&args.url, args.wait)
             .await
@@ -127,6 +130,20 @@ pub(crate) fn replicate(args: ReplicateArgs) -> Result<ExitCode, Failure> {
         ))?;
         let publisher = Publisher::new(store, connection.jetstream, log);
         let mut status = publisher.status();
+        let mut stored = publisher.status();
+        let once = async {
+            if !command.once {
+                return std::future::pending().await;
+            }
+            while stored.borrow_and_update().stored < target {
+                if stored.changed().await.is_err() {
+                    // The publisher stopped: its error ends the command.
+                    return std::future::pending().await;
+                }
+            }
+            say(json, format_args!("{target} records stored by the stream"))?;
+            Ok(ExitCode::SUCCESS)
+        };
         let progress = async {
             loop {
                 tokio::time::sleep(PROGRESS_EVERY).await;
@@ -138,6 +155,7 @@ pub(crate) fn replicate(args: ReplicateArgs) -> Result<ExitCode, Failure> {
         };
         tokio::select! {
             error = publisher.run() => Err(failure(error)),
+            done = once => done,
             stopped = progress => stopped,
             interrupted = interrupted() => interrupted.map(|()| ExitCode::SUCCESS),
         }
@@ -214,6 +232,15 @@ pub(crate) fn follow(args: FollowArgs) -> Result<ExitCode, Failure> {
                 }
             }
         };
+        if args.once {
+            let head = tokio::select! {
+                caught_up = follower.catch_up() => caught_up
+                    .map_err(|error| refused_following(error, &args.db, &store))?,
+                interrupted = interrupted() => return interrupted.map(|()| ExitCode::SUCCESS),
+            };
+            say(json, format_args!("caught up: {head} records checked and appended"))?;
+            return Ok(ExitCode::SUCCESS);
+        }
         tokio::select! {
             error = follower.run() => Err(refused_following(error, &args.db, &store)),
             stopped = progress => stopped,
