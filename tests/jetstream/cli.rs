@@ -43,6 +43,14 @@ fn root(db: &Path) -> Option<String> {
         .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
+/// A demo log of [`DEMO_RECORDS`] at `path`: its `root --json` and its size.
+fn demo_log(path: &Path) -> (String, u64) {
+    ok(&["demo", path.to_str().unwrap(), "--records", DEMO_RECORDS]);
+    let writer_root = root(path).expect("the demo log's root");
+    let size: serde_json::Value = serde_json::from_str(&writer_root).unwrap();
+    (writer_root, size["size"].as_u64().expect("a size"))
+}
+
 /// Starts `annals <args>` with its standard error into `stderr`.
 fn spawn(args: &[&str], stderr: &Path) -> Child {
     annals()
@@ -87,10 +95,7 @@ fn replicate_and_follow_processes_bring_a_follower_to_the_writers_root_and_stop_
         dir.path().join("replica.redb"),
     );
     let (writer_db, replica_db) = (writer.to_str().unwrap(), replica.to_str().unwrap());
-    ok(&["demo", writer_db, "--records", DEMO_RECORDS]);
-    let writer_root = root(&writer).expect("the demo log's root");
-    let size: serde_json::Value = serde_json::from_str(&writer_root).unwrap();
-    let size = size["size"].as_u64().expect("a size");
+    let (writer_root, size) = demo_log(&writer);
 
     let urls = cluster.urls();
     let subject = "annals.cli";
@@ -260,10 +265,7 @@ fn replicate_once_and_follow_once_exit_with_the_replica_at_the_writers_root() {
         dir.path().join("replica.redb"),
     );
     let (writer_db, replica_db) = (writer.to_str().unwrap(), replica.to_str().unwrap());
-    ok(&["demo", writer_db, "--records", DEMO_RECORDS]);
-    let writer_root = root(&writer).expect("the demo log's root");
-    let size: serde_json::Value = serde_json::from_str(&writer_root).unwrap();
-    let size = size["size"].as_u64().expect("a size");
+    let (writer_root, size) = demo_log(&writer);
     let urls = cluster.urls();
     let subject = "annals.once";
 
