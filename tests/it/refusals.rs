@@ -617,13 +617,13 @@ const REFUSALS: &[Refusal] = &[
     // append
     Refusal {
         args: &["append", "{db}", "s", "lease.acquired", "p", "--json"],
-        exit: 2,
+        exit: 1,
         kind: Some("refused"),
         said: "lease.acquired",
     },
     Refusal {
         args: &["append", "{db}", "s", "annals.cut", "p", "--json"],
-        exit: 2,
+        exit: 1,
         kind: Some("refused"),
         said: "annals.cut",
     },

@@ -438,6 +438,12 @@ impl From<Error> for Failure {
         let finding = matches!(
             error,
             Error::Append(_)
+                // Appends refused for what they hold, as the append errors are.
+                | Error::Store(
+                    annals::StoreError::ReservedKind { .. }
+                        | annals::StoreError::CutKind { .. }
+                        | annals::StoreError::Fenced { .. }
+                )
                 | Error::Projection(ProjectionError::Behind { .. })
                 | Error::Corrupt { .. }
                 | Error::CorruptValue { .. }
