@@ -76,8 +76,7 @@ pub(crate) async fn post(
     body: String,
     timeout: Duration,
 ) -> Result<Answer, ExchangeProblem> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    match tokio::time::timeout_at(deadline, exchange(prefix, endpoint, body, deadline)).await {
+    match tokio::time::timeout(timeout, exchange(prefix, endpoint, body, timeout)).await {
         Ok(answer) => answer,
         Err(_) => Err(ExchangeProblem::Timeout { timeout }),
     }
@@ -91,19 +90,23 @@ async fn exchange(
     prefix: &Prefix,
     endpoint: &str,
     body: String,
-    deadline: tokio::time::Instant,
+    timeout: Duration,
 ) -> Result<Answer, ExchangeProblem> {
     let mut pause = REFUSED_PAUSE_MIN;
+    // The pauses so far, counted rather than read from a clock: `post`'s timeout bounds the
+    // whole exchange, and the last refusal is the answer once the pauses would reach it.
+    let mut paused = Duration::ZERO;
     let stream = loop {
         match TcpStream::connect((prefix.host.as_str(), prefix.port)).await {
             Ok(stream) => break stream,
             // A witness starting or restarting refuses connections for a moment: tried again
-            // until the deadline, after which the refusal is the answer.
+            // within the timeout, after which the refusal is the answer.
             Err(error)
                 if error.kind() == std::io::ErrorKind::ConnectionRefused
-                    && tokio::time::Instant::now() + pause < deadline =>
+                    && paused + pause < timeout =>
             {
                 tokio::time::sleep(pause).await;
+                paused += pause;
                 pause = (pause * 2).min(REFUSED_PAUSE_MAX);
             }
             Err(error) => {

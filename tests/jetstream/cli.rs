@@ -43,12 +43,34 @@ fn root(db: &Path) -> Option<String> {
         .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// A demo log of [`DEMO_RECORDS`] at `path`: its `root --json` and its size.
-fn demo_log(path: &Path) -> (String, u64) {
-    ok(&["demo", path.to_str().unwrap(), "--records", DEMO_RECORDS]);
-    let writer_root = root(path).expect("the demo log's root");
-    let size: serde_json::Value = serde_json::from_str(&writer_root).unwrap();
-    (writer_root, size["size"].as_u64().expect("a size"))
+/// A demo log of [`DEMO_RECORDS`] in a folder of its own, beside the path of its replica.
+struct Demo {
+    dir: tempfile::TempDir,
+    writer: std::path::PathBuf,
+    replica: std::path::PathBuf,
+    /// The writer's `root --json`.
+    root: String,
+    /// The writer's size.
+    size: u64,
+}
+
+fn demo_log() -> Demo {
+    let dir = tempfile::tempdir().unwrap();
+    let (writer, replica) = (
+        dir.path().join("demo.redb"),
+        dir.path().join("replica.redb"),
+    );
+    ok(&["demo", writer.to_str().unwrap(), "--records", DEMO_RECORDS]);
+    let root = root(&writer).expect("the demo log's root");
+    let size: serde_json::Value = serde_json::from_str(&root).unwrap();
+    let size = size["size"].as_u64().expect("a size");
+    Demo {
+        dir,
+        writer,
+        replica,
+        root,
+        size,
+    }
 }
 
 /// Starts `annals <args>` with its standard error into `stderr`.
@@ -89,13 +111,14 @@ impl Drop for Running {
 #[test]
 fn replicate_and_follow_processes_bring_a_follower_to_the_writers_root_and_stop_cleanly() {
     let cluster = Cluster::start(3);
-    let dir = tempfile::tempdir().unwrap();
-    let (writer, replica) = (
-        dir.path().join("demo.redb"),
-        dir.path().join("replica.redb"),
-    );
+    let Demo {
+        dir,
+        writer,
+        replica,
+        root: writer_root,
+        size,
+    } = demo_log();
     let (writer_db, replica_db) = (writer.to_str().unwrap(), replica.to_str().unwrap());
-    let (writer_root, size) = demo_log(&writer);
 
     let urls = cluster.urls();
     let subject = "annals.cli";
@@ -259,13 +282,14 @@ fn seed_and_follow_from_seed_start_a_replica_of_a_cut_log_without_its_archive() 
 #[test]
 fn replicate_once_and_follow_once_exit_with_the_replica_at_the_writers_root() {
     let cluster = Cluster::single("");
-    let dir = tempfile::tempdir().unwrap();
-    let (writer, replica) = (
-        dir.path().join("demo.redb"),
-        dir.path().join("replica.redb"),
-    );
+    let Demo {
+        dir: _dir,
+        writer,
+        replica,
+        root: writer_root,
+        size,
+    } = demo_log();
     let (writer_db, replica_db) = (writer.to_str().unwrap(), replica.to_str().unwrap());
-    let (writer_root, size) = demo_log(&writer);
     let urls = cluster.urls();
     let subject = "annals.once";
 
