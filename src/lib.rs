@@ -68,6 +68,7 @@ pub mod registry;
 pub mod replication;
 pub mod runs;
 pub(crate) mod sharing;
+pub(crate) mod storage;
 pub(crate) mod store;
 pub mod subscribe;
 #[cfg(feature = "testing")]

@@ -11,7 +11,7 @@ use crate::record::view::{RecordHashes, parse_at};
 use std::collections::HashMap;
 use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 
-use redb::{ReadableTable, ReadableTableMetadata};
+use crate::storage::Readable;
 
 use crate::audit::replay::replay_with;
 use crate::error::{Error, Result};

@@ -5,7 +5,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use redb::{ReadableTable, Table, WriteTransaction};
+use redb::WriteTransaction;
+
+use crate::storage::{Readable, Writable};
 
 use super::merkle::MerkleWriter;
 use super::stream_index::{RunBlock, read_tail, tail_key};
@@ -123,10 +125,10 @@ pub struct LogWriter<'txn> {
     txn: &'txn WriteTransaction,
     /// The file's format, which every record written takes.
     format: Format,
-    meta: Table<'txn, &'static str, &'static [u8]>,
-    segments: Table<'txn, u64, &'static [u8]>,
-    stream_runs: Table<'txn, (&'static str, u64), &'static [u8]>,
-    idempotency: Table<'txn, &'static str, [u8; super::tables::IDEMPOTENCY_VALUE_BYTES]>,
+    meta: Writable<'txn, &'static str, &'static [u8]>,
+    segments: Writable<'txn, u64, &'static [u8]>,
+    stream_runs: Writable<'txn, (&'static str, u64), &'static [u8]>,
+    idempotency: Writable<'txn, &'static str, [u8; super::tables::IDEMPOTENCY_VALUE_BYTES]>,
     head: Head,
     /// The streams holding a record, this transaction's new ones included, and as stored.
     stream_count: u64,
@@ -160,7 +162,7 @@ impl<'txn> LogWriter<'txn> {
     /// commit left it if the caller knows it ([`Self::finish`] returns it): it is used only if
     /// the head is still where that commit left it.
     pub fn open_after(txn: &'txn WriteTransaction, known_end: Option<LogEnd>) -> Result<Self> {
-        let meta = txn.open_table(META)?;
+        let meta = META.write(txn)?;
         let (head, merkle) = match meta.get(HEAD_KEY)? {
             Some(bytes) => {
                 let value = unseal_meta(HEAD_KEY, bytes.value())?;
@@ -189,9 +191,9 @@ impl<'txn> LogWriter<'txn> {
             format,
             merkle,
             meta,
-            segments: txn.open_table(SEGMENTS)?,
-            stream_runs: txn.open_table(STREAM_RUNS)?,
-            idempotency: txn.open_table(IDEMPOTENCY)?,
+            segments: SEGMENTS.write(txn)?,
+            stream_runs: STREAM_RUNS.write(txn)?,
+            idempotency: IDEMPOTENCY.write(txn)?,
             head,
             stream_count,
             stream_count_stored: stream_count,
@@ -680,7 +682,7 @@ fn event_content_hash(stream: &str, event: &NewEvent) -> Digest {
 /// an error for a conflict or a mix of duplicate and new events. One decision for the append
 /// and for the read-only look that refuses one before the log is opened writable.
 pub(crate) fn duplicates(
-    idempotency: &impl ReadableTable<&'static str, [u8; super::tables::IDEMPOTENCY_VALUE_BYTES]>,
+    idempotency: &impl Readable<&'static str, [u8; super::tables::IDEMPOTENCY_VALUE_BYTES]>,
     stream: &str,
     events: &[NewEvent],
 ) -> Result<Option<Vec<Position>>> {

@@ -2,15 +2,15 @@
 //! the next position it has to apply). The log keeps the table, so that a snapshot reads a
 //! projection's checkpoint without knowing projections; `projection` writes it.
 
-use redb::TableDefinition;
+use crate::storage::Definition;
 
 use crate::error::Result;
 use crate::record::Position;
 
 /// `annals.checkpoints`: projection name → (version that built it, next position to apply, or
 /// [`AT_HEAD`]).
-pub(crate) const CHECKPOINTS: TableDefinition<&str, [u8; CHECKPOINT_VALUE_BYTES]> =
-    TableDefinition::new(CHECKPOINTS_NAME);
+pub(crate) const CHECKPOINTS: Definition<&str, [u8; CHECKPOINT_VALUE_BYTES]> =
+    Definition::new(CHECKPOINTS_NAME);
 
 /// The name of [`CHECKPOINTS`], which its values' checksums cover.
 const CHECKPOINTS_NAME: &str = "annals.checkpoints";

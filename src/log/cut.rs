@@ -10,7 +10,7 @@
 //! [`CUTS`] under the record's position, so that verify can tell a cut the log made from a
 //! record that only claims to be one.
 
-use redb::{ReadTransaction, ReadableTable, TableDefinition, TableError, WriteTransaction};
+use redb::{ReadTransaction, WriteTransaction};
 
 use super::checksum::{seal, unseal};
 use super::tables::MERKLE_STORED_LEVEL_MIN;
@@ -18,10 +18,11 @@ use crate::error::{ArchiveError, Error, Result};
 use crate::hash::Digest;
 use crate::record::Position;
 use crate::record::problem::Problem;
+use crate::storage::{Definition, Readable};
 
 /// `annals.cuts`: position of a cut record → its payload (an encoded [`Cut`]) ‖ checksum.
 /// Absent from a log that was never cut.
-pub const CUTS: TableDefinition<u64, &[u8]> = TableDefinition::new(CUTS_NAME);
+pub(crate) const CUTS: Definition<u64, &[u8]> = Definition::new(CUTS_NAME);
 
 /// The name of [`CUTS`], which its values' checksums cover.
 pub const CUTS_NAME: &str = "annals.cuts";
@@ -29,7 +30,7 @@ pub const CUTS_NAME: &str = "annals.cuts";
 /// `annals.archived`: block `b` → the record hashes of positions `16·b ..` below the cut (16
 /// of them, fewer in the block the cut falls in), 32 bytes each ‖ checksum. A block is the
 /// leaves of one subtree of [`MERKLE_STORED_LEVEL_MIN`], the lowest level stored.
-pub const ARCHIVED: TableDefinition<u64, &[u8]> = TableDefinition::new(ARCHIVED_NAME);
+pub(crate) const ARCHIVED: Definition<u64, &[u8]> = Definition::new(ARCHIVED_NAME);
 
 /// The name of [`ARCHIVED`], which its values' checksums cover.
 pub const ARCHIVED_NAME: &str = "annals.archived";
@@ -39,7 +40,7 @@ pub const ARCHIVED_NAME: &str = "annals.archived";
 /// own hash, checked against the one [`ARCHIVED`] keeps, guards it. An empty value is a
 /// record still in its segment: a cut commits before it moves the records it keeps out of the
 /// segments it removes ([`finish_step`]).
-pub const KEPT: TableDefinition<u64, &[u8]> = TableDefinition::new("annals.kept");
+pub(crate) const KEPT: Definition<u64, &[u8]> = Definition::new("annals.kept");
 
 /// Record hashes per [`ARCHIVED`] block.
 pub const ARCHIVED_BLOCK_RECORDS: u64 = 1 << MERKLE_STORED_LEVEL_MIN;
@@ -210,10 +211,8 @@ impl<'a> Input<'a> {
 /// The last cut of the log read in `txn` and its record's position, `None` if it was never
 /// cut.
 pub(crate) fn last_cut(txn: &ReadTransaction) -> Result<Option<(Position, Cut)>> {
-    let cuts = match txn.open_table(CUTS) {
-        Ok(cuts) => cuts,
-        Err(TableError::TableDoesNotExist(_)) => return Ok(None),
-        Err(error) => return Err(error.into()),
+    let Some(cuts) = CUTS.read_if_present(txn)? else {
+        return Ok(None);
     };
     let Some(entry) = cuts.last()? else {
         return Ok(None);
@@ -224,10 +223,8 @@ pub(crate) fn last_cut(txn: &ReadTransaction) -> Result<Option<(Position, Cut)>>
 
 /// Every cut the log keeps, by its record's position, in order.
 pub(crate) fn cuts(txn: &ReadTransaction) -> Result<Vec<(Position, Cut)>> {
-    let cuts = match txn.open_table(CUTS) {
-        Ok(cuts) => cuts,
-        Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-        Err(error) => return Err(error.into()),
+    let Some(cuts) = CUTS.read_if_present(txn)? else {
+        return Ok(Vec::new());
     };
     let mut found = Vec::new();
     for entry in cuts.iter()? {
@@ -256,8 +253,7 @@ fn decode_stored(position: u64, stored: &[u8]) -> Result<(Position, Cut)> {
 
 /// Whether the log of `txn` has a table of cuts.
 fn was_cut(txn: &WriteTransaction) -> Result<bool> {
-    use redb::TableHandle;
-    Ok(txn.list_tables()?.any(|table| table.name() == CUTS_NAME))
+    CUTS.exists_in(txn)
 }
 
 /// The last cut as the write transaction `txn` sees it, `None` for a log never cut.
@@ -266,7 +262,7 @@ pub(crate) fn last_cut_in(txn: &WriteTransaction) -> Result<Option<Cut>> {
     if !was_cut(txn)? {
         return Ok(None);
     }
-    let cuts = txn.open_table(CUTS)?;
+    let cuts = CUTS.write(txn)?;
     let last = cuts.last()?;
     match last {
         Some((key, value)) => Ok(Some(decode_stored(key.value(), value.value())?.1)),
@@ -279,7 +275,7 @@ pub(crate) fn start_in(txn: &WriteTransaction) -> Result<(Position, u64)> {
     if !was_cut(txn)? {
         return Ok((Position(0), 0));
     }
-    let cuts = txn.open_table(CUTS)?;
+    let cuts = CUTS.write(txn)?;
     let last = cuts.last()?;
     match last {
         Some((key, value)) => {
@@ -305,7 +301,7 @@ pub(crate) fn prune_kept(
     txn: &WriteTransaction,
     wanted: &std::collections::BTreeSet<u64>,
 ) -> Result<()> {
-    let mut kept = txn.open_table(KEPT)?;
+    let mut kept = KEPT.write(txn)?;
     let mut gone = Vec::new();
     for entry in kept.iter()? {
         let position = entry?.0.value();
@@ -327,8 +323,8 @@ pub(crate) fn keep_archived(
     before: Position,
     records: &mut dyn Iterator<Item = Result<ArchivedRecord>>,
 ) -> Result<u64> {
-    let mut archived = txn.open_table(ARCHIVED)?;
-    let mut kept = txn.open_table(KEPT)?;
+    let mut archived = ARCHIVED.write(txn)?;
+    let mut kept = KEPT.write(txn)?;
     let mut at = from.0;
     let mut keyed = 0;
     let mut value = Vec::new();
@@ -406,12 +402,12 @@ pub(crate) fn finish_step(txn: &WriteTransaction, budget: usize) -> Result<Finis
         return Ok(FinishStep::Finished);
     }
     let format = {
-        let meta = txn.open_table(super::tables::META)?;
+        let meta = super::tables::META.write(txn)?;
         super::read_format(&meta)?
     };
-    let mut segments = txn.open_table(super::tables::SEGMENTS)?;
-    let mut kept = txn.open_table(KEPT)?;
-    let archived = txn.open_table(ARCHIVED)?;
+    let mut segments = super::tables::SEGMENTS.write(txn)?;
+    let mut kept = KEPT.write(txn)?;
+    let archived = ARCHIVED.write(txn)?;
     // The segments that begin below the start, each with where it ends (the next one's key).
     let mut taken: Vec<(u64, u64)> = Vec::new();
     let mut open: Option<u64> = None;
@@ -492,7 +488,7 @@ pub(crate) fn finish_step(txn: &WriteTransaction, budget: usize) -> Result<Finis
 
 /// Keeps `cut`, whose record will be at `position`, in [`CUTS`].
 pub(crate) fn keep_cut(txn: &WriteTransaction, position: Position, cut: &Cut) -> Result<()> {
-    let mut cuts = txn.open_table(CUTS)?;
+    let mut cuts = CUTS.write(txn)?;
     let stored = seal(CUTS_NAME, &position.0.to_le_bytes(), &cut.encode());
     cuts.insert(position.0, stored.as_slice())?;
     Ok(())
@@ -500,7 +496,7 @@ pub(crate) fn keep_cut(txn: &WriteTransaction, position: Position, cut: &Cut) ->
 
 /// The hash of the archived record at `position`, read from [`ARCHIVED`].
 pub(crate) fn archived_hash(
-    archived: &impl ReadableTable<u64, &'static [u8]>,
+    archived: &impl Readable<u64, &'static [u8]>,
     position: Position,
 ) -> Result<Digest> {
     let block = position.0 / ARCHIVED_BLOCK_RECORDS;

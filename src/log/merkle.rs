@@ -5,7 +5,9 @@
 //! The tree math lives in [`crate::merkle`]; this module only stores and fetches nodes. It
 //! never decides what a proof means and never rewrites a stored node.
 
-use redb::{ReadableTableMetadata, Table, WriteTransaction};
+use redb::WriteTransaction;
+
+use crate::storage::{Readable, Writable};
 
 use super::{Head, encode_head};
 
@@ -63,7 +65,7 @@ pub(crate) fn encode_head_with_frontier(head: Head, frontier: &Frontier<Digest>)
 pub(crate) struct MerkleWriter<'txn> {
     txn: &'txn WriteTransaction,
     /// Opened at the first node to store: most transactions of a few records store none.
-    nodes: Option<Table<'txn, (u8, u64), [u8; MERKLE_VALUE_BYTES]>>,
+    nodes: Option<Writable<'txn, (u8, u64), [u8; MERKLE_VALUE_BYTES]>>,
     frontier: Frontier<Digest>,
     completed: Vec<(u8, u64, Digest)>,
 }
@@ -96,13 +98,13 @@ impl<'txn> MerkleWriter<'txn> {
         }
         let nodes = match &mut self.nodes {
             Some(nodes) => nodes,
-            None => self.nodes.insert(self.txn.open_table(MERKLE)?),
+            None => self.nodes.insert(MERKLE.write(self.txn)?),
         };
         for (level, index, node) in self.completed.drain(..) {
             let replaced = nodes.insert((level, index), seal_merkle_node(level, index, &node.0))?;
             // A stored node is never rewritten: the subtree it roots completed just now.
             assert!(
-                replaced.is_none(),
+                !replaced,
                 "the Merkle node ({level}, {index}) is stored once, when its subtree completes"
             );
         }
@@ -153,7 +155,7 @@ impl Snapshot {
 
     /// How many nodes `annals.merkle` holds.
     pub(crate) fn merkle_node_count(&self) -> Result<u64> {
-        Ok(self.merkle.len()?)
+        self.merkle.len()
     }
 
     /// The root of the perfect subtree `(level, index)`, which must be complete: stored from

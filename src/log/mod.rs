@@ -54,7 +54,7 @@ pub(crate) fn decode_head(bytes: &[u8]) -> Result<Head> {
 
 /// Reads the format version of the file from `annals.meta`.
 pub(crate) fn read_version(
-    meta: &impl redb::ReadableTable<&'static str, &'static [u8]>,
+    meta: &impl crate::storage::Readable<&'static str, &'static [u8]>,
 ) -> Result<u32> {
     let Some(bytes) = meta.get(tables::FORMAT_KEY)? else {
         return Err(Error::corrupt_meta(
@@ -71,7 +71,7 @@ pub(crate) fn read_version(
 /// current format says so under [`tables::RECORDS_KEY`]. A log of an earlier format is
 /// refused: only its upgrade (`store/upgrade.rs`) reads it.
 pub(crate) fn read_format(
-    meta: &impl redb::ReadableTable<&'static str, &'static [u8]>,
+    meta: &impl crate::storage::Readable<&'static str, &'static [u8]>,
 ) -> Result<Format> {
     let version = read_version(meta)?;
     if version != tables::FORMAT_VERSION {
@@ -88,7 +88,7 @@ pub(crate) fn read_format(
 /// Reads how the file's segments store their records, [`tables::RECORDS_KEY`], whatever the
 /// format version: what an upgrade from v3 needs before the version is current.
 pub(crate) fn read_layout(
-    meta: &impl redb::ReadableTable<&'static str, &'static [u8]>,
+    meta: &impl crate::storage::Readable<&'static str, &'static [u8]>,
 ) -> Result<Format> {
     let Some(bytes) = meta.get(tables::RECORDS_KEY)? else {
         return Err(Error::corrupt_meta(

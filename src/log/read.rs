@@ -8,7 +8,7 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use redb::{AccessGuard, ReadOnlyTable, ReadTransaction, ReadableTable};
+use redb::ReadTransaction;
 
 use super::checkpoints::{
     CHECKPOINT_VALUE_BYTES, CHECKPOINTS, Checkpoint, resolve_checkpoint, unseal_checkpoint,
@@ -26,6 +26,7 @@ use crate::record::problem::Problem;
 use crate::record::segment::{RecordAt, Segment};
 use crate::record::view::{RecordHashes, parse_at};
 use crate::record::{Format, Position, Record, RecordError, RecordView, StreamVersion};
+use crate::storage::{Guard, ReadOnly, Readable, Rows};
 
 /// Which way a read goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -37,7 +38,7 @@ pub enum Direction {
     Backward,
 }
 
-type SegmentGuard = AccessGuard<'static, &'static [u8]>;
+type SegmentGuard = Guard<'static, &'static [u8]>;
 
 /// A stream as [`Snapshot::visit_streams`] sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,18 +53,18 @@ pub struct StreamSummary {
 
 /// One consistent, read-only view of the log.
 pub struct Snapshot {
-    meta: ReadOnlyTable<&'static str, &'static [u8]>,
-    pub(crate) segments: ReadOnlyTable<u64, &'static [u8]>,
-    pub(crate) stream_runs: ReadOnlyTable<(&'static str, u64), &'static [u8]>,
-    pub(crate) idempotency: ReadOnlyTable<&'static str, [u8; IDEMPOTENCY_VALUE_BYTES]>,
-    checkpoints: ReadOnlyTable<&'static str, [u8; CHECKPOINT_VALUE_BYTES]>,
-    pub(crate) merkle: ReadOnlyTable<(u8, u64), [u8; MERKLE_VALUE_BYTES]>,
+    meta: ReadOnly<&'static str, &'static [u8]>,
+    pub(crate) segments: ReadOnly<u64, &'static [u8]>,
+    pub(crate) stream_runs: ReadOnly<(&'static str, u64), &'static [u8]>,
+    pub(crate) idempotency: ReadOnly<&'static str, [u8; IDEMPOTENCY_VALUE_BYTES]>,
+    checkpoints: ReadOnly<&'static str, [u8; CHECKPOINT_VALUE_BYTES]>,
+    pub(crate) merkle: ReadOnly<(u8, u64), [u8; MERKLE_VALUE_BYTES]>,
     /// The last cut and its record's position, `None` for a log never cut.
     cut: Option<(Position, Cut)>,
     /// The hashes of the records cut, `None` for a log never cut.
-    archived: Option<ReadOnlyTable<u64, &'static [u8]>>,
+    archived: Option<ReadOnly<u64, &'static [u8]>>,
     /// The records cut that a projection still reads, `None` for a log never cut.
-    kept: Option<ReadOnlyTable<u64, &'static [u8]>>,
+    kept: Option<ReadOnly<u64, &'static [u8]>>,
     /// How the file stores its records.
     pub(crate) format: Format,
     /// The transaction, kept so that the projection tables can be read as of the same commit.
@@ -82,28 +83,20 @@ impl Snapshot {
     /// Opens the log's tables in `txn`, which others (projection tables read as of the same
     /// commit) may share.
     pub(crate) fn shared(txn: Arc<ReadTransaction>) -> Result<Self> {
-        let meta = txn.open_table(META)?;
-        let archived = match txn.open_table(ARCHIVED) {
-            Ok(archived) => Some(archived),
-            Err(redb::TableError::TableDoesNotExist(_)) => None,
-            Err(error) => return Err(error.into()),
-        };
-        let kept = match txn.open_table(KEPT) {
-            Ok(kept) => Some(kept),
-            Err(redb::TableError::TableDoesNotExist(_)) => None,
-            Err(error) => return Err(error.into()),
-        };
+        let meta = META.read(&txn)?;
+        let archived = ARCHIVED.read_if_present(&txn)?;
+        let kept = KEPT.read_if_present(&txn)?;
         Ok(Snapshot {
             cut: last_cut(&txn)?,
             archived,
             kept,
             format: super::read_format(&meta)?,
             meta,
-            segments: txn.open_table(SEGMENTS)?,
-            stream_runs: txn.open_table(STREAM_RUNS)?,
-            idempotency: txn.open_table(IDEMPOTENCY)?,
-            checkpoints: txn.open_table(CHECKPOINTS)?,
-            merkle: txn.open_table(MERKLE)?,
+            segments: SEGMENTS.read(&txn)?,
+            stream_runs: STREAM_RUNS.read(&txn)?,
+            idempotency: IDEMPOTENCY.read(&txn)?,
+            checkpoints: CHECKPOINTS.read(&txn)?,
+            merkle: MERKLE.read(&txn)?,
             txn,
             log: None,
         })
@@ -303,7 +296,7 @@ impl Snapshot {
 
     /// The head as a write transaction sees it before its own appends.
     pub(crate) fn head_in(txn: &redb::WriteTransaction) -> Result<Head> {
-        match txn.open_table(META)?.get(HEAD_KEY)? {
+        match META.write(txn)?.get(HEAD_KEY)? {
             Some(bytes) => decode_head(unseal_meta(HEAD_KEY, bytes.value())?),
             None => Err(Error::corrupt_meta(
                 crate::error::MetaItem::Head,
@@ -611,7 +604,7 @@ impl SegmentCursor {
 
     fn record(
         &mut self,
-        segments: &ReadOnlyTable<u64, &'static [u8]>,
+        segments: &ReadOnly<u64, &'static [u8]>,
         position: Position,
     ) -> Result<Record> {
         let reusable = matches!(&self.loaded, Some((first, count, _))
@@ -676,7 +669,7 @@ fn corrupt_record(position: Position, error: RecordError) -> Error {
 /// Records of the whole log in one direction. Each item is checked before it is yielded.
 pub struct Records {
     format: Format,
-    range: redb::Range<'static, u64, &'static [u8]>,
+    range: Rows<'static, u64, &'static [u8]>,
     direction: Direction,
     /// The snapshot's head: every segment ends at or before it, the last one at it.
     head: Position,
@@ -696,7 +689,7 @@ pub struct Records {
 /// A segment whose digest matched, kept as bytes; records are decoded and checked against
 /// their own hashes one per `next`, so a reader that stops early checks no more than it takes.
 struct LoadedSegment {
-    guard: AccessGuard<'static, &'static [u8]>,
+    guard: Guard<'static, &'static [u8]>,
     /// Position and place of each record still to yield, the next one last.
     left: Vec<(Position, RecordAt)>,
 }
@@ -847,7 +840,7 @@ pub struct StreamRecords<'s> {
     snapshot: &'s Snapshot,
     stream: String,
     /// The archived blocks still to read, in `direction`.
-    blocks: Option<redb::Range<'static, (&'static str, u64), &'static [u8]>>,
+    blocks: Option<Rows<'static, (&'static str, u64), &'static [u8]>>,
     /// The stream's tail, until it is read: after the blocks forward, before them backward.
     tail: Option<RunBlock>,
     /// The runs of the block being read, the next one last.

@@ -9,7 +9,7 @@
 //! put each active stream's last run on a page of its own, one more page written per stream a
 //! commit touched (schema/FORMAT.md 3.3).
 
-use redb::ReadableTable;
+use crate::storage::Readable;
 
 use super::checksum;
 use super::tables::STREAM_RUNS_NAME;
@@ -56,7 +56,7 @@ pub(crate) fn tail_key(stream: &str) -> String {
 
 /// The tail of `stream` in the meta table, `None` if the stream holds no record.
 pub(crate) fn read_tail(
-    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    meta: &impl Readable<&'static str, &'static [u8]>,
     stream: &str,
 ) -> Result<Option<RunBlock>> {
     match meta.get(tail_key(stream).as_str())? {

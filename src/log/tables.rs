@@ -3,32 +3,32 @@
 //! [`SEGMENTS`] (and the magic and format version, read before the format is known) is stored
 //! sealed with its checksum (`checksum.rs`).
 
-use redb::TableDefinition;
+use crate::storage::Definition;
 
 use super::checksum::{seal_fixed, unseal};
 use crate::error::Result;
 
 /// `annals.meta`: key → bytes. Holds [`MAGIC_KEY`], [`FORMAT_KEY`], [`HEAD_KEY`],
 /// [`STREAM_COUNT_KEY`], and each stream's tail of runs under `stream:<name>`.
-pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new(META_NAME);
+pub(crate) const META: Definition<&str, &[u8]> = Definition::new(META_NAME);
 
 /// The name of [`META`], which its values' checksums cover.
 pub const META_NAME: &str = "annals.meta";
 
 /// `annals.segments`: position of the first record → segment bytes.
-pub const SEGMENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("annals.segments");
+pub(crate) const SEGMENTS: Definition<u64, &[u8]> = Definition::new("annals.segments");
 
 /// `annals.stream_runs`: (stream, first version) → a block of the stream's runs, archived from
 /// its tail in [`META`] when the tail filled (`stream_index.rs`).
-pub const STREAM_RUNS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new(STREAM_RUNS_NAME);
+pub(crate) const STREAM_RUNS: Definition<(&str, u64), &[u8]> = Definition::new(STREAM_RUNS_NAME);
 
 /// The name of [`STREAM_RUNS`], which its values' checksums cover.
 pub const STREAM_RUNS_NAME: &str = "annals.stream_runs";
 
 /// `annals.idempotency`: idempotency key → position `u64` LE ‖ content hash (32 bytes) ‖
 /// checksum.
-pub const IDEMPOTENCY: TableDefinition<&str, [u8; IDEMPOTENCY_VALUE_BYTES]> =
-    TableDefinition::new(IDEMPOTENCY_NAME);
+pub(crate) const IDEMPOTENCY: Definition<&str, [u8; IDEMPOTENCY_VALUE_BYTES]> =
+    Definition::new(IDEMPOTENCY_NAME);
 
 /// The stored bytes of an [`IDEMPOTENCY`] value.
 pub const IDEMPOTENCY_VALUE_BYTES: usize = 8 + 32 + super::checksum::CHECKSUM_BYTES;
@@ -37,8 +37,8 @@ pub const IDEMPOTENCY_VALUE_BYTES: usize = 8 + 32 + super::checksum::CHECKSUM_BY
 /// over leaves `index·2^level .. (index+1)·2^level`, for every complete one at a level of at
 /// least [`MERKLE_STORED_LEVEL_MIN`], then its checksum. Written once, when its last leaf is
 /// appended.
-pub const MERKLE: TableDefinition<(u8, u64), [u8; MERKLE_VALUE_BYTES]> =
-    TableDefinition::new(MERKLE_NAME);
+pub(crate) const MERKLE: Definition<(u8, u64), [u8; MERKLE_VALUE_BYTES]> =
+    Definition::new(MERKLE_NAME);
 
 /// The stored bytes of a [`MERKLE`] value.
 pub const MERKLE_VALUE_BYTES: usize = 32 + super::checksum::CHECKSUM_BYTES;

@@ -18,7 +18,9 @@ pub(crate) mod table;
 use std::fmt;
 use std::sync::Arc;
 
-use redb::{ReadableTable, WriteTransaction};
+use redb::WriteTransaction;
+
+use crate::storage::Readable;
 
 use crate::error::Result;
 pub use crate::error::{ProjectionError, grouped};
@@ -283,7 +285,7 @@ impl Projections {
     /// being up to date when it began, everything before): each follows the head. Writes only
     /// a checkpoint that does not say so already.
     pub(crate) fn advance_checkpoints(&self, txn: &WriteTransaction) -> Result<()> {
-        let mut table = txn.open_table(CHECKPOINTS)?;
+        let mut table = CHECKPOINTS.write(txn)?;
         for projection in &self.list {
             let following = (projection.version(), AT_HEAD);
             let stored = match table.get(projection.name())? {
@@ -304,7 +306,7 @@ impl Projections {
 /// The checkpoint of `name` in `txn`, `None` if it has none.
 pub(crate) fn checkpoint(txn: &WriteTransaction, name: &str) -> Result<Option<Checkpoint>> {
     let head = crate::log::read::Snapshot::head_in(txn)?.next;
-    let table = txn.open_table(CHECKPOINTS)?;
+    let table = CHECKPOINTS.write(txn)?;
     match table.get(name)? {
         Some(stored) => Ok(Some(resolve_checkpoint(
             unseal_checkpoint(name, &stored.value())?,
@@ -320,7 +322,7 @@ pub(crate) fn set_checkpoint(
     name: &str,
     checkpoint: Checkpoint,
 ) -> Result<()> {
-    txn.open_table(CHECKPOINTS)?.insert(
+    CHECKPOINTS.write(txn)?.insert(
         name,
         seal_checkpoint(name, (checkpoint.version, checkpoint.next.0)),
     )?;

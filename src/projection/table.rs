@@ -13,7 +13,7 @@ use std::marker::PhantomData;
 use std::ops::Bound;
 use std::sync::{Arc, OnceLock};
 
-use redb::{ReadTransaction, ReadableTable, TableDefinition, TableError, WriteTransaction};
+use redb::{ReadTransaction, WriteTransaction};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -23,9 +23,10 @@ use crate::error::{Error, Result, TableFault, guarded};
 use crate::log::checksum::{seal, unseal};
 use crate::log::read::{Direction, Snapshot, missing};
 use crate::record::{Position, Record, decode_bounded};
+use crate::storage::{Definition, Readable, Writable};
 
-pub(crate) fn definition(name: &str) -> TableDefinition<'_, &'static [u8], &'static [u8]> {
-    TableDefinition::new(name)
+pub(crate) fn definition(name: &str) -> Definition<'_, &'static [u8], &'static [u8]> {
+    Definition::new(name)
 }
 
 /// Raw rows, as stored: key bytes and value bytes.
@@ -73,9 +74,9 @@ pub fn check_walked(source: &dyn TableSource, table: &str, walked: u64) -> Resul
     }
 }
 
-fn collect<'a, T: ReadableTable<&'static [u8], &'static [u8]>>(
+fn collect<'a>(
     name: &str,
-    table: &T,
+    table: &impl Readable<&'static [u8], &'static [u8]>,
     lower: Bound<&'a [u8]>,
     upper: Bound<&'a [u8]>,
     direction: Direction,
@@ -89,13 +90,14 @@ fn collect<'a, T: ReadableTable<&'static [u8], &'static [u8]>>(
     }
     let range = table.range::<&[u8]>((lower, upper))?;
     let mut rows = Vec::new();
-    let mut push = |entry: std::result::Result<_, redb::StorageError>| -> Result<bool> {
-        let (key, value): (redb::AccessGuard<&[u8]>, redb::AccessGuard<&[u8]>) = entry?;
-        let key = key.value();
-        let value = unseal(name, key, value.value())?;
-        rows.push((key.to_vec(), value.to_vec()));
-        Ok(rows.len() < limit)
-    };
+    let mut push =
+        |entry: Result<crate::storage::Row<'_, &'static [u8], &'static [u8]>>| -> Result<bool> {
+            let (key, value) = entry?;
+            let key = key.value();
+            let value = unseal(name, key, value.value())?;
+            rows.push((key.to_vec(), value.to_vec()));
+            Ok(rows.len() < limit)
+        };
     match direction {
         Direction::Forward => {
             for entry in range {
@@ -202,10 +204,8 @@ impl ReadTables {
     /// its absence is damage (a flipped byte in redb's table tree), not an empty table. A
     /// replay's tables (a file without the log's) may lack any.
     fn missing(&self, table: &str) -> Result<()> {
-        let checkpoints = match self.txn.open_table(super::CHECKPOINTS) {
-            Ok(checkpoints) => checkpoints,
-            Err(TableError::TableDoesNotExist(_)) => return Ok(()),
-            Err(error) => return Err(error.into()),
+        let Some(checkpoints) = super::CHECKPOINTS.read_if_present(&self.txn)? else {
+            return Ok(());
         };
         let projection = table.split('.').next().unwrap_or(table);
         if checkpoints.get(projection)?.is_some() {
@@ -234,10 +234,8 @@ impl ReadTables {
 /// Every projection whose checkpoint in `txn` is behind the head, with where it stands and
 /// the head. A transaction without the log's tables (a replay's) has none.
 pub(crate) fn behind_in(txn: &ReadTransaction) -> Result<Vec<(String, u64, u64)>> {
-    let meta = match txn.open_table(crate::log::tables::META) {
-        Ok(meta) => meta,
-        Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-        Err(error) => return Err(error.into()),
+    let Some(meta) = crate::log::tables::META.read_if_present(txn)? else {
+        return Ok(Vec::new());
     };
     let head = match meta.get(crate::log::tables::HEAD_KEY)? {
         Some(bytes) => {
@@ -251,10 +249,8 @@ pub(crate) fn behind_in(txn: &ReadTransaction) -> Result<Vec<(String, u64, u64)>
             ));
         }
     };
-    let checkpoints = match txn.open_table(super::CHECKPOINTS) {
-        Ok(checkpoints) => checkpoints,
-        Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-        Err(error) => return Err(error.into()),
+    let Some(checkpoints) = super::CHECKPOINTS.read_if_present(txn)? else {
+        return Ok(Vec::new());
     };
     let mut behind = Vec::new();
     for entry in checkpoints.iter()? {
@@ -270,13 +266,12 @@ pub(crate) fn behind_in(txn: &ReadTransaction) -> Result<Vec<(String, u64, u64)>
 impl TableSource for ReadTables {
     fn get_raw(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         guarded(|| self.check_current(table))?;
-        guarded(|| match self.txn.open_table(definition(table)) {
-            Ok(opened) => match opened.get(key)? {
+        guarded(|| match definition(table).read_if_present(&self.txn)? {
+            Some(opened) => match opened.get(key)? {
                 Some(stored) => Ok(Some(unseal(table, key, stored.value())?.to_vec())),
                 None => Ok(None),
             },
-            Err(TableError::TableDoesNotExist(_)) => self.missing(table).map(|()| None),
-            Err(error) => Err(error.into()),
+            None => self.missing(table).map(|()| None),
         })
     }
 
@@ -289,10 +284,9 @@ impl TableSource for ReadTables {
         limit: usize,
     ) -> Result<Vec<RawRow>> {
         guarded(|| self.check_current(table))?;
-        guarded(|| match self.txn.open_table(definition(table)) {
-            Ok(opened) => collect(table, &opened, lower, upper, direction, limit),
-            Err(TableError::TableDoesNotExist(_)) => self.missing(table).map(|()| Vec::new()),
-            Err(error) => Err(error.into()),
+        guarded(|| match definition(table).read_if_present(&self.txn)? {
+            Some(opened) => collect(table, &opened, lower, upper, direction, limit),
+            None => self.missing(table).map(|()| Vec::new()),
         })
     }
 
@@ -305,11 +299,9 @@ impl TableSource for ReadTables {
     }
 
     fn row_count(&self, table: &str) -> Result<u64> {
-        use redb::ReadableTableMetadata;
-        guarded(|| match self.txn.open_table(definition(table)) {
-            Ok(opened) => Ok(opened.len()?),
-            Err(TableError::TableDoesNotExist(_)) => self.missing(table).map(|()| 0),
-            Err(error) => Err(error.into()),
+        guarded(|| match definition(table).read_if_present(&self.txn)? {
+            Some(opened) => opened.len(),
+            None => self.missing(table).map(|()| 0),
         })
     }
 }
@@ -328,12 +320,10 @@ pub(crate) fn copy_rows(
     to: &WriteTransaction,
     to_table: &str,
 ) -> Result<()> {
-    to.delete_table(definition(to_table))?;
-    let mut target = to.open_table(definition(to_table))?;
-    let source = match from.open_table(definition(from_table)) {
-        Ok(source) => source,
-        Err(TableError::TableDoesNotExist(_)) => return Ok(()),
-        Err(error) => return Err(error.into()),
+    definition(to_table).delete(to)?;
+    let mut target = definition(to_table).write(to)?;
+    let Some(source) = definition(from_table).read_if_present(from)? else {
+        return Ok(());
     };
     for entry in source.iter()? {
         let (key, value) = entry?;
@@ -348,9 +338,9 @@ pub(crate) fn copy_rows_within(
     from_table: &str,
     to_table: &str,
 ) -> Result<()> {
-    txn.delete_table(definition(to_table))?;
-    let mut target = txn.open_table(definition(to_table))?;
-    let source = txn.open_table(definition(from_table))?;
+    definition(to_table).delete(txn)?;
+    let mut target = definition(to_table).write(txn)?;
+    let source = definition(from_table).write(txn)?;
     for entry in source.iter()? {
         let (key, value) = entry?;
         target.insert(key.value(), value.value())?;
@@ -374,13 +364,12 @@ impl SnapshotTables {
 impl TableSource for SnapshotTables {
     fn get_raw(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         guarded(
-            || match self.txn.open_table(definition(&snapshot_table(table))) {
-                Ok(opened) => match opened.get(key)? {
+            || match definition(&snapshot_table(table)).read_if_present(&self.txn)? {
+                Some(opened) => match opened.get(key)? {
                     Some(stored) => Ok(Some(unseal(table, key, stored.value())?.to_vec())),
                     None => Ok(None),
                 },
-                Err(TableError::TableDoesNotExist(_)) => Ok(None),
-                Err(error) => Err(error.into()),
+                None => Ok(None),
             },
         )
     }
@@ -394,10 +383,9 @@ impl TableSource for SnapshotTables {
         limit: usize,
     ) -> Result<Vec<RawRow>> {
         guarded(
-            || match self.txn.open_table(definition(&snapshot_table(table))) {
-                Ok(opened) => collect(table, &opened, lower, upper, direction, limit),
-                Err(TableError::TableDoesNotExist(_)) => Ok(Vec::new()),
-                Err(error) => Err(error.into()),
+            || match definition(&snapshot_table(table)).read_if_present(&self.txn)? {
+                Some(opened) => collect(table, &opened, lower, upper, direction, limit),
+                None => Ok(Vec::new()),
             },
         )
     }
@@ -407,12 +395,10 @@ impl TableSource for SnapshotTables {
     }
 
     fn row_count(&self, table: &str) -> Result<u64> {
-        use redb::ReadableTableMetadata;
         guarded(
-            || match self.txn.open_table(definition(&snapshot_table(table))) {
-                Ok(opened) => Ok(opened.len()?),
-                Err(TableError::TableDoesNotExist(_)) => Ok(0),
-                Err(error) => Err(error.into()),
+            || match definition(&snapshot_table(table)).read_if_present(&self.txn)? {
+                Some(opened) => opened.len(),
+                None => Ok(0),
             },
         )
     }
@@ -434,7 +420,7 @@ impl crate::Snapshot {
 }
 
 /// A projection table opened in the write transaction.
-type OpenTable<'txn> = redb::Table<'txn, &'static [u8], &'static [u8]>;
+type OpenTable<'txn> = Writable<'txn, &'static [u8], &'static [u8]>;
 
 /// Every projection table inside the write transaction: read by commands as they decide,
 /// written only through the [`WriteTables`] each projection's `apply` is handed.
@@ -464,7 +450,7 @@ impl<'txn> TransactionTables<'txn> {
     ) -> Result<R> {
         let mut open = self.open.borrow_mut();
         if !open.contains_key(table) {
-            let opened = self.txn.open_table(definition(table))?;
+            let opened = definition(table).write(self.txn)?;
             open.insert(table.to_owned(), opened);
         }
         match open.get_mut(table) {
@@ -493,7 +479,7 @@ impl RawWrites for TransactionTables<'_> {
 
     fn replace_raw(&self, table: &str, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
         self.with_table(table, |opened| {
-            match opened.insert(key, seal(table, key, value).as_slice())? {
+            match opened.replace(key, seal(table, key, value).as_slice())? {
                 Some(old) => Ok(Some(unseal(table, key, old.value())?.to_vec())),
                 None => Ok(None),
             }
@@ -501,13 +487,13 @@ impl RawWrites for TransactionTables<'_> {
     }
 
     fn remove_raw(&self, table: &str, key: &[u8]) -> Result<bool> {
-        self.with_table(table, |opened| Ok(opened.remove(key)?.is_some()))
+        self.with_table(table, |opened| opened.remove(key))
     }
 
     fn clear(&self, table: &str) -> Result<()> {
         // redb refuses to delete a table that is open.
         self.open.borrow_mut().remove(table);
-        self.txn.delete_table(definition(table))?;
+        definition(table).delete(self.txn)?;
         Ok(())
     }
 }
@@ -540,8 +526,7 @@ impl TableSource for TransactionTables<'_> {
     }
 
     fn row_count(&self, table: &str) -> Result<u64> {
-        use redb::ReadableTableMetadata;
-        self.with_table(table, |opened| Ok(opened.len()?))
+        self.with_table(table, |opened| opened.len())
     }
 }
 

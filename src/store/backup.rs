@@ -10,7 +10,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use redb::{Key, ReadTransaction, TableDefinition, TableHandle, Value, WriteTransaction};
+use redb::{Key, ReadTransaction, Value, WriteTransaction};
 
 use super::Store;
 use super::open::{create_temporary, guarded, publish, sweep_stale};
@@ -23,6 +23,7 @@ use crate::log::tables::{IDEMPOTENCY, MERKLE, META, SEGMENTS, STREAM_RUNS};
 use crate::output_path::{Output, private_name};
 use crate::projection::table::definition;
 use crate::record::Position;
+use crate::storage::{Definition, Readable};
 
 /// What [`Store::backup`] wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -122,8 +123,8 @@ impl Store {
 /// raw bytes a projection table holds. Returns how many tables it copied.
 fn copy_tables(from: &ReadTransaction, to: &WriteTransaction) -> Result<usize> {
     let mut copied = 0;
-    for table in from.list_tables()? {
-        let name = table.name();
+    for name in crate::storage::table_names(from)? {
+        let name = name.as_str();
         if name == META.name() {
             copy(from, to, META)?;
         } else if name == SEGMENTS.name() {
@@ -155,11 +156,11 @@ fn copy_tables(from: &ReadTransaction, to: &WriteTransaction) -> Result<usize> {
 fn copy<K: Key + 'static, V: Value + 'static>(
     from: &ReadTransaction,
     to: &WriteTransaction,
-    table: TableDefinition<'_, K, V>,
+    table: Definition<'_, K, V>,
 ) -> Result<()> {
-    let source = from.open_table(table)?;
-    let mut target = to.open_table(table)?;
-    for entry in redb::ReadableTable::iter(&source)? {
+    let source = table.read(from)?;
+    let mut target = table.write(to)?;
+    for entry in source.iter()? {
         let (key, value) = entry?;
         target.insert(key.value(), value.value())?;
     }

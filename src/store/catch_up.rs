@@ -11,7 +11,9 @@
 
 use std::sync::Arc;
 
-use redb::{Database, ReadableDatabase, ReadableTable, WriteTransaction};
+use redb::{Database, ReadableDatabase, WriteTransaction};
+
+use crate::storage::Readable;
 
 use crate::error::Result;
 use crate::log::Head;
@@ -104,7 +106,7 @@ pub(crate) fn adopt_in(
         projection.apply(&scoped, record)?;
         expected = Position(expected.0 + 1);
     }
-    txn.open_table(CHECKPOINTS)?.insert(
+    CHECKPOINTS.write(txn)?.insert(
         projection.name(),
         seal_checkpoint(projection.name(), (projection.version(), AT_HEAD)),
     )?;
@@ -128,7 +130,7 @@ pub(crate) fn keep_up(
 ) -> Result<()> {
     let head = Snapshot::head_in(txn)?;
     pin_unregistered(txn, head, projections)?;
-    let checkpoints = txn.open_table(CHECKPOINTS)?;
+    let checkpoints = CHECKPOINTS.write(txn)?;
     let mut lagging = Vec::new();
     for projection in projections.iter() {
         let stored = match checkpoints.get(projection.name())? {
@@ -194,7 +196,7 @@ fn apply_where_due<'a>(
 /// a checkpoint that follows the head ([`AT_HEAD`]) holds only while every append applies
 /// to its projection, and appends from here on will not.
 fn pin_unregistered(txn: &WriteTransaction, head: Head, projections: &Projections) -> Result<()> {
-    let mut table = txn.open_table(CHECKPOINTS)?;
+    let mut table = CHECKPOINTS.write(txn)?;
     let mut following = Vec::new();
     for entry in table.iter()? {
         let (name, value) = entry?;
@@ -259,7 +261,7 @@ fn check_replayable(db: &Database) -> Result<()> {
 /// before it has caught up. A projection of another version is left to the open that
 /// rebuilds it.
 pub(crate) fn lagging(txn: &WriteTransaction, projections: &Projections) -> Result<bool> {
-    let checkpoints = txn.open_table(CHECKPOINTS)?;
+    let checkpoints = CHECKPOINTS.write(txn)?;
     let mut head = None;
     for projection in projections.iter() {
         let Some(stored) = checkpoints.get(projection.name())? else {
@@ -316,7 +318,7 @@ fn reset(txn: &WriteTransaction, projection: &dyn Projection) -> Result<()> {
 /// its checkpoint on, so that a read can tell a missing table (damage) from an empty one.
 pub(crate) fn create_tables(txn: &WriteTransaction, projection: &dyn Projection) -> Result<()> {
     for table in projection.tables() {
-        txn.open_table(crate::projection::table::definition(table))?;
+        crate::projection::table::definition(table).create(txn)?;
     }
     Ok(())
 }

@@ -7,7 +7,7 @@
 
 use std::fs::Metadata;
 
-use redb::{ReadTransaction, ReadableTableMetadata, TableHandle};
+use redb::ReadTransaction;
 
 use crate::error::Result;
 
@@ -63,18 +63,16 @@ impl Footprint {
 /// Each table's footprint as of `txn`.
 pub(crate) fn tables(txn: &ReadTransaction) -> Result<Vec<TableFootprint>> {
     let mut tables = Vec::new();
-    for handle in txn.list_tables()? {
-        let name = handle.name().to_owned();
-        let table = txn.open_untyped_table(handle)?;
-        let stats = table.stats()?;
+    for name in crate::storage::table_names(txn)? {
+        let (rows, stats) = crate::storage::table_stats(txn, &name)?;
         tables.push(TableFootprint {
             name,
-            rows: table.len()?,
-            stored_bytes: stats.stored_bytes(),
-            metadata_bytes: stats.metadata_bytes(),
-            fragmented_bytes: stats.fragmented_bytes(),
-            leaf_pages: stats.leaf_pages(),
-            branch_pages: stats.branch_pages(),
+            rows,
+            stored_bytes: stats.stored_bytes,
+            metadata_bytes: stats.metadata_bytes,
+            fragmented_bytes: stats.fragmented_bytes,
+            leaf_pages: stats.leaf_pages,
+            branch_pages: stats.branch_pages,
         });
     }
     tables.sort_by(|a, b| a.name.cmp(&b.name));

@@ -17,6 +17,7 @@ use crate::export::{self, ExportDamage, ExportError, ExportMismatch, ExportReade
 use crate::log::append::SealProblem;
 use crate::output_path::{Output, private_name};
 use crate::record::Record;
+use crate::storage::Readable;
 
 /// Records per transaction when building a new log.
 const IMPORT_BATCH_RECORDS: u64 = 8_192;

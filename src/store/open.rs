@@ -19,6 +19,7 @@ use crate::output_path::{Output, REDB_MAGIC, create_new, folder_of, temporary_of
 use crate::projection::{CHECKPOINTS, Projections, seal_checkpoint};
 use crate::record::Format;
 use crate::sharing::{Holder, Sharing};
+use crate::storage::Readable;
 
 /// The redb handle: read-write, or read-only for audits that must not touch the file.
 pub(crate) enum Handle {
@@ -176,7 +177,7 @@ pub(crate) fn publish(from: &Path, to: &Path) -> std::io::Result<()> {
 pub(crate) fn initialise(db: &Database, projections: &Projections, format: Format) -> Result<()> {
     let txn = db.begin_write()?;
     {
-        let mut meta = txn.open_table(META)?;
+        let mut meta = META.write(&txn)?;
         meta.insert(MAGIC_KEY, MAGIC)?;
         meta.insert(FORMAT_KEY, FORMAT_VERSION.to_le_bytes().as_slice())?;
         meta.insert(RECORDS_KEY, format.version().to_le_bytes().as_slice())?;
@@ -184,16 +185,16 @@ pub(crate) fn initialise(db: &Database, projections: &Projections, format: Forma
         meta.insert(HEAD_KEY, head.as_slice())?;
         let count = seal_meta(STREAM_COUNT_KEY, &0u64.to_le_bytes());
         meta.insert(STREAM_COUNT_KEY, count.as_slice())?;
-        txn.open_table(SEGMENTS)?;
-        txn.open_table(STREAM_RUNS)?;
-        txn.open_table(IDEMPOTENCY)?;
-        txn.open_table(MERKLE)?;
-        let mut checkpoints = txn.open_table(CHECKPOINTS)?;
+        SEGMENTS.create(&txn)?;
+        STREAM_RUNS.create(&txn)?;
+        IDEMPOTENCY.create(&txn)?;
+        MERKLE.create(&txn)?;
+        let mut checkpoints = CHECKPOINTS.write(&txn)?;
         for projection in projections.iter() {
             let checkpoint = seal_checkpoint(projection.name(), (projection.version(), 0));
             checkpoints.insert(projection.name(), checkpoint)?;
             for table in projection.tables() {
-                txn.open_table(crate::projection::table::definition(table))?;
+                crate::projection::table::definition(table).create(&txn)?;
             }
         }
     }
@@ -413,12 +414,8 @@ pub(crate) fn check_identity(db: &Handle, path: &Path) -> Result<u32> {
         .into()
     };
     let txn = db.begin_read()?;
-    let meta = match txn.open_table(META) {
-        Ok(meta) => meta,
-        Err(redb::TableError::TableDoesNotExist(_)) => {
-            return Err(not_annals(NotALog::NoMetaTable));
-        }
-        Err(error) => return Err(error.into()),
+    let Some(meta) = META.read_if_present(&txn)? else {
+        return Err(not_annals(NotALog::NoMetaTable));
     };
     if meta.get(MAGIC_KEY)?.map(|g| g.value() == MAGIC) != Some(true) {
         return Err(not_annals(NotALog::NoMagic));

@@ -57,7 +57,7 @@ impl Store {
             let text = checkpoint
                 .sign(signer)
                 .map_err(|problem| SigningError::Unsignable { problem })?;
-            txn.open_table(META)?.insert(
+            META.write(&txn)?.insert(
                 SIGNED_CHECKPOINT_KEY,
                 seal_meta(SIGNED_CHECKPOINT_KEY, &signed.encode()).as_slice(),
             )?;
@@ -118,7 +118,7 @@ impl Store {
                     .into());
                 }
             }
-            txn.open_table(META)?.insert(
+            META.write(&txn)?.insert(
                 COSIGNED_CHECKPOINT_KEY,
                 seal_meta(COSIGNED_CHECKPOINT_KEY, text.as_bytes()).as_slice(),
             )?;

@@ -6,9 +6,25 @@
 /// The order-preserving key encoding of projection tables.
 pub use crate::projection::key::key_bytes;
 
-/// Every redb table name and layout of the log (`log::tables`).
+/// Every redb table name and layout of the log (`log::tables`), as redb's own definitions: a
+/// test damages a file beneath the store, where nothing but redb reads it.
 pub mod tables {
     pub use crate::log::tables::*;
+    use redb::TableDefinition;
+
+    /// `annals.meta` (`log::tables::META`).
+    pub const META: TableDefinition<&str, &[u8]> = crate::log::tables::META.redb();
+    /// `annals.segments`.
+    pub const SEGMENTS: TableDefinition<u64, &[u8]> = crate::log::tables::SEGMENTS.redb();
+    /// `annals.stream_runs`.
+    pub const STREAM_RUNS: TableDefinition<(&str, u64), &[u8]> =
+        crate::log::tables::STREAM_RUNS.redb();
+    /// `annals.idempotency`.
+    pub const IDEMPOTENCY: TableDefinition<&str, [u8; IDEMPOTENCY_VALUE_BYTES]> =
+        crate::log::tables::IDEMPOTENCY.redb();
+    /// `annals.merkle`.
+    pub const MERKLE: TableDefinition<(u8, u64), [u8; MERKLE_VALUE_BYTES]> =
+        crate::log::tables::MERKLE.redb();
 }
 
 /// The checksums that seal every stored value outside the segments (`log::checksum`): a test

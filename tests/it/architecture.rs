@@ -823,3 +823,94 @@ fn a_layer_that_reaches_outside_its_row_is_reported() {
         ["hash", "projection", "store"]
     );
 }
+
+/// What names redb's tables, their rows or their transaction-level table calls: only the
+/// storage layer may (`src/storage/`, the one seam the overlay lives in).
+const REDB_TABLE_WORDS: &[&str] = &[
+    "TableDefinition",
+    "ReadableTable",
+    "ReadOnlyTable",
+    "ReadOnlyUntypedTable",
+    "TableHandle",
+    "AccessGuard",
+    "TableStats",
+    "redb::Table",
+    "redb::Range",
+    "open_table(",
+    "open_untyped_table(",
+    "list_tables(",
+    "delete_table(",
+    "rename_table(",
+];
+
+/// The lines of `source` (its tests aside) that name one of redb's table types or calls.
+fn redb_table_uses(source: &str) -> Vec<String> {
+    let code = match source.find("#[cfg(test)]\nmod tests") {
+        Some(at) => &source[..at],
+        None => source,
+    };
+    code.lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .filter(|line| {
+            REDB_TABLE_WORDS.iter().any(|word| match *word {
+                // `TableStats` is the seam's own name too: only redb's is counted.
+                "TableStats" => names(line, "redb::TableStats"),
+                word => names(line, word),
+            })
+        })
+        .map(|line| line.trim().to_owned())
+        .collect()
+}
+
+/// Whether `line` holds `word` as a whole name: `redb::Table` is not `redb::TableError`.
+fn names(line: &str, word: &str) -> bool {
+    line.match_indices(word).any(|(at, _)| {
+        word.ends_with('(')
+            || !line[at + word.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+#[test]
+fn only_the_storage_layer_names_redbs_table_types() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for file in rust_files(&root.join("src")) {
+        let shown = file
+            .strip_prefix(root)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        // The storage layer is the seam; the testing support damages files beneath it.
+        if shown.starts_with("src/storage/") || shown.starts_with("src/testing/") {
+            continue;
+        }
+        let source = fs::read_to_string(&file).expect("read a source file");
+        for line in redb_table_uses(&source) {
+            found.push(format!("{shown}: {line}"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "code outside src/storage/ reaches redb's tables directly:\n  {}",
+        found.join("\n  ")
+    );
+}
+
+#[test]
+fn a_use_of_redbs_tables_outside_the_seam_is_reported() {
+    let source = "use redb::{ReadableTable, WriteTransaction};\n\
+                  // txn.open_table(META) in a comment\n\
+                  let t = txn.open_table(META)?;\n\
+                  let s: crate::storage::TableStats = stats;\n\
+                  let r: redb::Range<'_, u64, &[u8]> = x;\n\
+                  Storage(#[from] redb::TableError),\n\
+                  #[cfg(test)]\nmod tests { use redb::TableDefinition; }\n";
+    assert_eq!(
+        redb_table_uses(source),
+        [
+            "use redb::{ReadableTable, WriteTransaction};",
+            "let t = txn.open_table(META)?;",
+            "let r: redb::Range<'_, u64, &[u8]> = x;",
+        ]
+    );
+}

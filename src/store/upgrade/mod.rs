@@ -30,7 +30,7 @@ use crate::log::{read_layout, read_version};
 )]
 pub(crate) fn to_current(db: &Database) -> Result<()> {
     let txn = db.begin_write()?;
-    let version = read_version(&txn.open_table(META)?)?;
+    let version = read_version(&META.write(&txn)?)?;
     if version == FORMAT_VERSION {
         return Ok(());
     }
@@ -45,9 +45,9 @@ pub(crate) fn to_current(db: &Database) -> Result<()> {
     if version < 3 {
         seal::seal_every_value(&txn, version)?;
     }
-    let layout = read_layout(&txn.open_table(META)?)?;
+    let layout = read_layout(&META.write(&txn)?)?;
     tree::rebuild(&txn, layout)?;
-    txn.open_table(META)?
+    META.write(&txn)?
         .insert(FORMAT_KEY, FORMAT_VERSION.to_le_bytes().as_slice())?;
     txn.commit()?;
     Ok(())

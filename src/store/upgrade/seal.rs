@@ -4,7 +4,7 @@
 //! Records are not touched: a v1 log keeps its segments in v1's layout and says so under the
 //! meta key `records`, so the record hashes stay as they were. Only this module knows the earlier formats' table types; nothing else reads them.
 
-use redb::{ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle, WriteTransaction};
+use redb::WriteTransaction;
 
 use crate::error::Result;
 use crate::log::checksum::{merkle_key, seal, seal_fixed, stream_runs_key};
@@ -14,15 +14,14 @@ use crate::log::tables::{
     META_NAME, RECORDS_KEY, SEGMENTS, STREAM_RUNS, STREAM_RUNS_NAME,
 };
 use crate::projection::{CHECKPOINT_VALUE_BYTES, CHECKPOINTS};
+use crate::storage::{Definition, Readable};
 
 /// `annals.idempotency` as formats v1 and v2 typed it: (position, content hash), unsealed.
-const IDEMPOTENCY_V2: TableDefinition<&str, (u64, [u8; 32])> =
-    TableDefinition::new("annals.idempotency");
+const IDEMPOTENCY_V2: Definition<&str, (u64, [u8; 32])> = Definition::new("annals.idempotency");
 /// `annals.merkle` as formats v1 and v2 typed it: the node, unsealed.
-const MERKLE_V2: TableDefinition<(u8, u64), [u8; 32]> = TableDefinition::new("annals.merkle");
+const MERKLE_V2: Definition<(u8, u64), [u8; 32]> = Definition::new("annals.merkle");
 /// `annals.checkpoints` as formats v1 and v2 typed it: (version, next), unsealed.
-const CHECKPOINTS_V2: TableDefinition<&str, (u32, u64)> =
-    TableDefinition::new("annals.checkpoints");
+const CHECKPOINTS_V2: Definition<&str, (u32, u64)> = Definition::new("annals.checkpoints");
 
 /// Rows moved at a time: bounds the memory of the copy, whatever the table's size.
 const BATCH_ROWS: usize = 4096;
@@ -53,7 +52,7 @@ pub(super) fn seal_every_value(txn: &WriteTransaction, version: u32) -> Result<(
     })?;
     const _: () = assert!(CHECKPOINT_VALUE_BYTES == 20);
     seal_projection_tables(txn)?;
-    let mut meta = txn.open_table(META)?;
+    let mut meta = META.write(txn)?;
     meta.insert(RECORDS_KEY, version.to_le_bytes().as_slice())?;
     Ok(())
 }
@@ -61,7 +60,7 @@ pub(super) fn seal_every_value(txn: &WriteTransaction, version: u32) -> Result<(
 /// Seals every meta value but the magic and the format version (read before the format is
 /// known), a batch of keys at a time.
 fn seal_meta_values(txn: &WriteTransaction) -> Result<()> {
-    let mut meta = txn.open_table(META)?;
+    let mut meta = META.write(txn)?;
     let mut after: Option<String> = None;
     loop {
         let batch: Vec<(String, Vec<u8>)> = {
@@ -95,7 +94,7 @@ fn seal_meta_values(txn: &WriteTransaction) -> Result<()> {
 
 /// Seals every archived block of stream runs, a batch at a time.
 fn seal_stream_runs(txn: &WriteTransaction) -> Result<()> {
-    let mut runs = txn.open_table(STREAM_RUNS)?;
+    let mut runs = STREAM_RUNS.write(txn)?;
     let mut after: Option<(String, u64)> = None;
     loop {
         let batch: Vec<(String, u64, Vec<u8>)> = {
@@ -130,8 +129,8 @@ fn seal_stream_runs(txn: &WriteTransaction) -> Result<()> {
 /// `convert`, into a table beside it, which then takes the old one's name.
 fn retype<K, V, W>(
     txn: &WriteTransaction,
-    old: TableDefinition<K, V>,
-    new: TableDefinition<K, W>,
+    old: Definition<K, V>,
+    new: Definition<K, W>,
     mut convert: impl FnMut(K::SelfType<'_>, V::SelfType<'_>) -> W::SelfType<'static>,
 ) -> Result<()>
 where
@@ -142,18 +141,18 @@ where
     for<'a> K::SelfType<'a>: std::borrow::Borrow<K::SelfType<'a>>,
 {
     let upgrading = format!("{}~upgrading", old.name());
-    let beside: TableDefinition<K, W> = TableDefinition::new(&upgrading);
+    let beside: Definition<K, W> = Definition::new(&upgrading);
     {
-        let from = txn.open_table(old)?;
-        let mut to = txn.open_table(beside)?;
+        let from = old.write(txn)?;
+        let mut to = beside.write(txn)?;
         for entry in from.iter()? {
             let (key, value) = entry?;
             to.insert(key.value(), convert(key.value(), value.value()))?;
         }
         debug_assert_eq!(from.len()?, to.len()?);
     }
-    txn.delete_table(old)?;
-    txn.rename_table(beside, new)?;
+    old.delete(txn)?;
+    beside.rename(txn, new)?;
     Ok(())
 }
 
@@ -167,14 +166,13 @@ fn seal_projection_tables(txn: &WriteTransaction) -> Result<()> {
         MERKLE.name(),
         CHECKPOINTS.name(),
     ];
-    let names: Vec<String> = txn
-        .list_tables()?
-        .map(|handle| handle.name().to_owned())
+    let names: Vec<String> = crate::storage::table_names_in(txn)?
+        .into_iter()
         .filter(|name| !log_tables.contains(&name.as_str()))
         .collect();
     for name in names {
         let definition = crate::projection::table::definition(&name);
-        let mut table = txn.open_table(definition)?;
+        let mut table = definition.write(txn)?;
         let mut after: Option<Vec<u8>> = None;
         loop {
             let batch: Vec<(Vec<u8>, Vec<u8>)> = {
@@ -218,17 +216,17 @@ pub(crate) fn initialise_legacy(
     assert!(matches!(version, 1 | 2), "a legacy format is v1 or v2");
     let txn = db.begin_write()?;
     {
-        let mut meta = txn.open_table(META)?;
+        let mut meta = META.write(&txn)?;
         meta.insert(MAGIC_KEY, MAGIC)?;
         meta.insert(FORMAT_KEY, version.to_le_bytes().as_slice())?;
         let head = crate::log::encode_head(crate::log::Head::default());
         meta.insert(HEAD_KEY, head.as_slice())?;
         meta.insert(STREAM_COUNT_KEY, 0u64.to_le_bytes().as_slice())?;
-        txn.open_table(SEGMENTS)?;
-        txn.open_table(STREAM_RUNS)?;
-        txn.open_table(IDEMPOTENCY_V2)?;
-        txn.open_table(MERKLE_V2)?;
-        let mut checkpoints = txn.open_table(CHECKPOINTS_V2)?;
+        SEGMENTS.create(&txn)?;
+        STREAM_RUNS.create(&txn)?;
+        IDEMPOTENCY_V2.create(&txn)?;
+        MERKLE_V2.create(&txn)?;
+        let mut checkpoints = CHECKPOINTS_V2.write(&txn)?;
         for projection in projections.iter() {
             checkpoints.insert(projection.name(), (projection.version(), 0))?;
         }

@@ -6,7 +6,7 @@
 //! own hash and the chain, and writes the new tree in place of the old in the upgrade's
 //! transaction.
 
-use redb::{ReadableTable, WriteTransaction};
+use redb::WriteTransaction;
 
 use crate::error::{Error, Result};
 use crate::log::merkle::MerkleWriter;
@@ -15,12 +15,13 @@ use crate::log::tables::{HEAD_KEY, MERKLE, META, SEGMENTS};
 use crate::log::{Head, decode_head, encode_head, seal_meta, unseal_meta};
 use crate::record::problem::Problem;
 use crate::record::{Format, Position};
+use crate::storage::Readable;
 
 /// Replaces the tree of the log `txn` writes, whose segments keep records in `layout`, with the
 /// tree of format v4 over the same record hashes.
 pub(super) fn rebuild(txn: &WriteTransaction, layout: Format) -> Result<()> {
     let head = {
-        let meta = txn.open_table(META)?;
+        let meta = META.write(txn)?;
         let Some(bytes) = meta.get(HEAD_KEY)? else {
             return Err(Error::corrupt_meta(
                 crate::error::MetaItem::Head,
@@ -31,13 +32,13 @@ pub(super) fn rebuild(txn: &WriteTransaction, layout: Format) -> Result<()> {
     };
     // Every node is rewritten, and a node the old table held beyond the log's (damage) must
     // not survive: the table starts empty.
-    txn.delete_table(MERKLE)?;
-    txn.open_table(MERKLE)?;
+    MERKLE.delete(txn)?;
+    MERKLE.create(txn)?;
     let empty = encode_head(Head::default());
     let mut tree = MerkleWriter::open(txn, &empty, 0)?;
     let mut walked = Head::default();
     {
-        let segments = txn.open_table(SEGMENTS)?;
+        let segments = SEGMENTS.write(txn)?;
         for entry in segments.range(0..)? {
             let (key, value) = entry?;
             let first = key.value();
@@ -82,7 +83,7 @@ pub(super) fn rebuild(txn: &WriteTransaction, layout: Format) -> Result<()> {
             }),
         });
     }
-    let mut meta = txn.open_table(META)?;
+    let mut meta = META.write(txn)?;
     meta.insert(
         HEAD_KEY,
         seal_meta(HEAD_KEY, &tree.head_bytes(head)).as_slice(),

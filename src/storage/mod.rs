@@ -1,0 +1,49 @@
+//! The one seam to redb's tables: typed table handles (get, range in both directions,
+//! first/last, len, insert, remove) over a read or a write transaction.
+//!
+//! Every read and write of a table (the log's, the projections', the checkpoints') goes
+//! through this module, and nothing outside it names redb's table types. It is where the
+//! overlay of commits not yet drained into redb will live (`docs/design.md`, "Commits"): a
+//! handle that answers from redb today answers from redb and a layer of pending changes then,
+//! with no change to its callers.
+//!
+//! It owns how tables are opened, walked and changed; it never knows what a table means.
+
+mod overlay;
+mod tables;
+
+pub(crate) use tables::{Definition, Guard, ReadOnly, Readable, Row, Rows, TableStats, Writable};
+
+use redb::{ReadTransaction, TableHandle, WriteTransaction};
+
+use crate::error::Result;
+
+/// The names of the tables `txn` holds, in redb's order.
+pub(crate) fn table_names(txn: &ReadTransaction) -> Result<Vec<String>> {
+    Ok(txn
+        .list_tables()?
+        .map(|handle| handle.name().to_owned())
+        .collect())
+}
+
+/// The names of the tables `txn` holds, as of this point of the write.
+pub(crate) fn table_names_in(txn: &WriteTransaction) -> Result<Vec<String>> {
+    Ok(txn
+        .list_tables()?
+        .map(|handle| handle.name().to_owned())
+        .collect())
+}
+
+/// A table's rows and pages as of `txn`, whatever its types: for the footprint report.
+pub(crate) fn table_stats(txn: &ReadTransaction, name: &str) -> Result<(u64, TableStats)> {
+    let handle = txn
+        .list_tables()?
+        .find(|handle| handle.name() == name)
+        .ok_or_else(|| redb::Error::TableDoesNotExist(name.to_owned()))?;
+    let table = txn.open_untyped_table(handle)?;
+    use redb::ReadableTableMetadata;
+    Ok((table.len()?, TableStats::of(table.stats()?)))
+}
+
+#[cfg(test)]
+mod tests;
