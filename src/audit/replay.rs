@@ -19,6 +19,7 @@ use crate::log::read::{Direction, Snapshot};
 use crate::projection::Projections;
 use crate::projection::table::{ReadTables, TransactionTables, copy_rows, snapshot_table};
 use crate::record::Position;
+use crate::storage::{Reader, Writer};
 
 /// Records applied per transaction, so no transaction grows with the log.
 const REPLAY_BATCH_RECORDS: usize = 8192;
@@ -37,7 +38,7 @@ const REPLAY_CACHE_BYTES: usize = crate::log::tables::REDB_CACHE_BYTES / 2;
 pub struct Replay {
     db: Database,
     /// The read of the log that was replayed: the records the replayed rows point at.
-    log: std::sync::Arc<redb::ReadTransaction>,
+    log: Reader,
     /// Dropped after `db`, so the file is closed before it is removed.
     _file: ReplayFile,
 }
@@ -89,7 +90,7 @@ impl Replay {
     /// records of the snapshot replayed.
     pub fn state(&self) -> Result<ReadTables> {
         let txn = redb::ReadableDatabase::begin_read(&self.db)?;
-        Ok(ReadTables::new(std::sync::Arc::new(txn)).reading_log(std::sync::Arc::clone(&self.log)))
+        Ok(ReadTables::new(Reader::new(std::sync::Arc::new(txn))).reading_log(self.log.clone()))
     }
 }
 
@@ -113,13 +114,13 @@ pub fn replay_with(
     if end < start {
         snapshot.refuse_archived(end)?;
     }
-    let mut replay = Replay::empty(&snapshot.txn)?;
+    let mut replay = Replay::empty(&snapshot.reader)?;
     if let Some(cut) = snapshot.cut() {
         check_in_cut(cut, projections)?;
         let txn = replay.db.begin_write()?;
         for projection in projections.iter() {
             for table in projection.tables() {
-                copy_rows(&snapshot.txn, &snapshot_table(table), &txn, table)?;
+                copy_rows(&snapshot.reader, &snapshot_table(table), &txn, table)?;
             }
         }
         txn.commit()?;
@@ -143,14 +144,14 @@ pub(crate) fn check_in_cut(cut: &crate::log::cut::Cut, projections: &Projections
 impl Replay {
     /// Empty projection tables in a new temporary file; rows that point into the log read
     /// `log`.
-    pub(crate) fn empty(log: &std::sync::Arc<redb::ReadTransaction>) -> Result<Replay> {
+    pub(crate) fn empty(log: &Reader) -> Result<Replay> {
         let (file, guard) = replay_file()?;
         let db = redb::Builder::new()
             .set_cache_size(REPLAY_CACHE_BYTES)
             .create_with_backend(FileBackend::new(file)?)?;
         Ok(Replay {
             db,
-            log: std::sync::Arc::clone(log),
+            log: log.clone(),
             _file: guard,
         })
     }
@@ -178,7 +179,8 @@ impl Replay {
             txn.set_durability(durability)
                 .map_err(|error| crate::error::Error::Storage(error.into()))?;
             {
-                let tables = TransactionTables::new(&txn);
+                let writer = Writer::redb(&txn);
+                let tables = TransactionTables::new(&writer);
                 let batch = (end.0 - applied).min(REPLAY_BATCH_RECORDS as u64);
                 for _ in 0..batch {
                     // The iterator ends at the head or with an error; ending short would loop.
@@ -206,7 +208,7 @@ impl Replay {
     pub(crate) fn copy_into(
         &self,
         projections: &Projections,
-        txn: &redb::WriteTransaction,
+        txn: &Writer<'_>,
         rename: impl Fn(&str) -> String,
     ) -> Result<()> {
         let read = std::sync::Arc::new(redb::ReadableDatabase::begin_read(&self.db)?);

@@ -347,7 +347,7 @@ fn check_snapshot(snapshot: &Snapshot, projections: &Projections) -> Result<Opti
         return Ok(None);
     };
     crate::audit::replay::check_in_cut(cut, projections)?;
-    let kept = SnapshotTables::new(std::sync::Arc::clone(&snapshot.txn));
+    let kept = SnapshotTables::new(snapshot.reader.clone());
     for named in &cut.projections {
         let Some(projection) = projections.get(&named.name) else {
             continue;
@@ -581,7 +581,7 @@ fn walk_log(
     };
     let finding = |position, problem| Some(Finding { position, problem });
     let start = snapshot.start();
-    let kept_cuts = crate::log::cut::cuts(&snapshot.txn)?;
+    let kept_cuts = crate::log::cut::cuts(&snapshot.reader)?;
     let mut cut_records_seen = Vec::new();
     if let Some(found) = seed_cut(snapshot, &mut walk)? {
         return Ok(walk.report(Some(found)));

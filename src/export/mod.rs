@@ -171,7 +171,8 @@ pub fn export(
 ) -> Result<ExportSummary> {
     let files = match &snapshot.log {
         Some(log) => Some(
-            StoreFiles::of_log(log).with_archives(crate::log::cut::archive_names(&snapshot.txn)?),
+            StoreFiles::of_log(log)
+                .with_archives(crate::log::cut::archive_names(&snapshot.reader)?),
         ),
         None => None,
     };

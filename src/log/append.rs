@@ -5,9 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use redb::WriteTransaction;
-
-use crate::storage::{Readable, Writable};
+use crate::storage::{Readable, Writable, Writer};
 
 use super::merkle::MerkleWriter;
 use super::stream_index::{RunBlock, read_tail, tail_key};
@@ -122,7 +120,7 @@ pub struct Appended {
 /// once: [`LogWriter::finish`] writes what is pending and must run before the commit.
 pub struct LogWriter<'txn> {
     /// The transaction, for the log's start (`cut::start_in`) when the end is walked.
-    txn: &'txn WriteTransaction,
+    txn: &'txn Writer<'txn>,
     /// The file's format, which every record written takes.
     format: Format,
     meta: Writable<'txn, &'static str, &'static [u8]>,
@@ -161,7 +159,7 @@ impl<'txn> LogWriter<'txn> {
     /// Opens the log's tables in `txn` and reads the head, given the log's end as the last
     /// commit left it if the caller knows it ([`Self::finish`] returns it): it is used only if
     /// the head is still where that commit left it.
-    pub fn open_after(txn: &'txn WriteTransaction, known_end: Option<LogEnd>) -> Result<Self> {
+    pub(crate) fn open_after(txn: &'txn Writer<'txn>, known_end: Option<LogEnd>) -> Result<Self> {
         let meta = META.write(txn)?;
         let (head, merkle) = match meta.get(HEAD_KEY)? {
             Some(bytes) => {

@@ -10,15 +10,13 @@
 //! [`CUTS`] under the record's position, so that verify can tell a cut the log made from a
 //! record that only claims to be one.
 
-use redb::{ReadTransaction, WriteTransaction};
-
 use super::checksum::{seal, unseal};
 use super::tables::MERKLE_STORED_LEVEL_MIN;
 use crate::error::{ArchiveError, Error, Result};
 use crate::hash::Digest;
 use crate::record::Position;
 use crate::record::problem::Problem;
-use crate::storage::{Definition, Readable};
+use crate::storage::{Definition, ReadIn, Readable, Writer};
 
 /// `annals.cuts`: position of a cut record → its payload (an encoded [`Cut`]) ‖ checksum.
 /// Absent from a log that was never cut.
@@ -210,7 +208,7 @@ impl<'a> Input<'a> {
 
 /// The last cut of the log read in `txn` and its record's position, `None` if it was never
 /// cut.
-pub(crate) fn last_cut(txn: &ReadTransaction) -> Result<Option<(Position, Cut)>> {
+pub(crate) fn last_cut(txn: &(impl ReadIn + ?Sized)) -> Result<Option<(Position, Cut)>> {
     let Some(cuts) = CUTS.read_if_present(txn)? else {
         return Ok(None);
     };
@@ -222,7 +220,7 @@ pub(crate) fn last_cut(txn: &ReadTransaction) -> Result<Option<(Position, Cut)>>
 }
 
 /// Every cut the log keeps, by its record's position, in order.
-pub(crate) fn cuts(txn: &ReadTransaction) -> Result<Vec<(Position, Cut)>> {
+pub(crate) fn cuts(txn: &(impl ReadIn + ?Sized)) -> Result<Vec<(Position, Cut)>> {
     let Some(cuts) = CUTS.read_if_present(txn)? else {
         return Ok(Vec::new());
     };
@@ -235,7 +233,7 @@ pub(crate) fn cuts(txn: &ReadTransaction) -> Result<Vec<(Position, Cut)>> {
 }
 
 /// The name each cut of the log of `txn` gave its archive, with the cut record's position.
-pub(crate) fn archive_names(txn: &ReadTransaction) -> Result<Vec<(Position, String)>> {
+pub(crate) fn archive_names(txn: &(impl ReadIn + ?Sized)) -> Result<Vec<(Position, String)>> {
     Ok(cuts(txn)?
         .into_iter()
         .map(|(position, cut)| (position, cut.archive))
@@ -252,12 +250,12 @@ fn decode_stored(position: u64, stored: &[u8]) -> Result<(Position, Cut)> {
 }
 
 /// Whether the log of `txn` has a table of cuts.
-fn was_cut(txn: &WriteTransaction) -> Result<bool> {
+fn was_cut(txn: &Writer<'_>) -> Result<bool> {
     CUTS.exists_in(txn)
 }
 
 /// The last cut as the write transaction `txn` sees it, `None` for a log never cut.
-pub(crate) fn last_cut_in(txn: &WriteTransaction) -> Result<Option<Cut>> {
+pub(crate) fn last_cut_in(txn: &Writer<'_>) -> Result<Option<Cut>> {
     // Opening a table in a write transaction creates it: a log never cut is left as it was.
     if !was_cut(txn)? {
         return Ok(None);
@@ -271,7 +269,7 @@ pub(crate) fn last_cut_in(txn: &WriteTransaction) -> Result<Option<Cut>> {
 }
 
 /// Where the log starts as `txn` sees it: the last cut's `before`, or 0.
-pub(crate) fn start_in(txn: &WriteTransaction) -> Result<(Position, u64)> {
+pub(crate) fn start_in(txn: &Writer<'_>) -> Result<(Position, u64)> {
     if !was_cut(txn)? {
         return Ok((Position(0), 0));
     }
@@ -297,10 +295,7 @@ pub(crate) struct ArchivedRecord {
 }
 
 /// Removes from [`KEPT`] every record not in `wanted`: a projection no longer reads it.
-pub(crate) fn prune_kept(
-    txn: &WriteTransaction,
-    wanted: &std::collections::BTreeSet<u64>,
-) -> Result<()> {
+pub(crate) fn prune_kept(txn: &Writer<'_>, wanted: &std::collections::BTreeSet<u64>) -> Result<()> {
     let mut kept = KEPT.write(txn)?;
     let mut gone = Vec::new();
     for entry in kept.iter()? {
@@ -318,7 +313,7 @@ pub(crate) fn prune_kept(
 /// Joins the hashes of the archived records `from .. before` (yielded in order) to
 /// [`ARCHIVED`], and those still read to [`KEPT`]; returns how many carry a key.
 pub(crate) fn keep_archived(
-    txn: &WriteTransaction,
+    txn: &Writer<'_>,
     from: Position,
     before: Position,
     records: &mut dyn Iterator<Item = Result<ArchivedRecord>>,
@@ -396,7 +391,7 @@ pub(crate) enum FinishStep {
 /// by the steps after it rather than the file growing by every kept record at once. Between
 /// steps the log is whole: a kept record is read from [`KEPT`] or, while its value is empty,
 /// from its segment, and nothing below the start is read otherwise.
-pub(crate) fn finish_step(txn: &WriteTransaction, budget: usize) -> Result<FinishStep> {
+pub(crate) fn finish_step(txn: &Writer<'_>, budget: usize) -> Result<FinishStep> {
     let (start, _) = start_in(txn)?;
     if start == Position(0) {
         return Ok(FinishStep::Finished);
@@ -487,7 +482,7 @@ pub(crate) fn finish_step(txn: &WriteTransaction, budget: usize) -> Result<Finis
 }
 
 /// Keeps `cut`, whose record will be at `position`, in [`CUTS`].
-pub(crate) fn keep_cut(txn: &WriteTransaction, position: Position, cut: &Cut) -> Result<()> {
+pub(crate) fn keep_cut(txn: &Writer<'_>, position: Position, cut: &Cut) -> Result<()> {
     let mut cuts = CUTS.write(txn)?;
     let stored = seal(CUTS_NAME, &position.0.to_le_bytes(), &cut.encode());
     cuts.insert(position.0, stored.as_slice())?;

@@ -5,9 +5,7 @@
 //! The tree math lives in [`crate::merkle`]; this module only stores and fetches nodes. It
 //! never decides what a proof means and never rewrites a stored node.
 
-use redb::WriteTransaction;
-
-use crate::storage::{Readable, Writable};
+use crate::storage::{Readable, Writable, Writer};
 
 use super::{Head, encode_head};
 
@@ -63,7 +61,7 @@ pub(crate) fn encode_head_with_frontier(head: Head, frontier: &Frontier<Digest>)
 /// Keeps the tree as records are appended: O(log n) hashing and at most one stored node per
 /// completed subtree of 16 or more leaves.
 pub(crate) struct MerkleWriter<'txn> {
-    txn: &'txn WriteTransaction,
+    txn: &'txn Writer<'txn>,
     /// Opened at the first node to store: most transactions of a few records store none.
     nodes: Option<Writable<'txn, (u8, u64), [u8; MERKLE_VALUE_BYTES]>>,
     frontier: Frontier<Digest>,
@@ -72,7 +70,7 @@ pub(crate) struct MerkleWriter<'txn> {
 
 impl<'txn> MerkleWriter<'txn> {
     /// The tree as the `head` value `head_bytes` of a log of `size` records leaves it.
-    pub(crate) fn open(txn: &'txn WriteTransaction, head_bytes: &[u8], size: u64) -> Result<Self> {
+    pub(crate) fn open(txn: &'txn Writer<'txn>, head_bytes: &[u8], size: u64) -> Result<Self> {
         Ok(MerkleWriter {
             txn,
             nodes: None,

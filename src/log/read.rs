@@ -26,7 +26,7 @@ use crate::record::problem::Problem;
 use crate::record::segment::{RecordAt, Segment};
 use crate::record::view::{RecordHashes, parse_at};
 use crate::record::{Format, Position, Record, RecordError, RecordView, StreamVersion};
-use crate::storage::{Guard, ReadOnly, Readable, Rows};
+use crate::storage::{Guard, ReadOnly, Readable, Reader, Rows, Writer};
 
 /// Which way a read goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -67,8 +67,9 @@ pub struct Snapshot {
     kept: Option<ReadOnly<u64, &'static [u8]>>,
     /// How the file stores its records.
     pub(crate) format: Format,
-    /// The transaction, kept so that the projection tables can be read as of the same commit.
-    pub(crate) txn: Arc<ReadTransaction>,
+    /// The read (redb's commit and the overlay over it), kept so that the projection tables
+    /// can be read as of the same commit.
+    pub(crate) reader: Reader,
     /// The path of the log file read, when the snapshot is of one (`Store::snapshot`): an
     /// export from it refuses the store's own files as its output.
     pub(crate) log: Option<std::path::PathBuf>,
@@ -83,21 +84,26 @@ impl Snapshot {
     /// Opens the log's tables in `txn`, which others (projection tables read as of the same
     /// commit) may share.
     pub(crate) fn shared(txn: Arc<ReadTransaction>) -> Result<Self> {
-        let meta = META.read(&txn)?;
-        let archived = ARCHIVED.read_if_present(&txn)?;
-        let kept = KEPT.read_if_present(&txn)?;
+        Self::over(Reader::new(txn))
+    }
+
+    /// Opens the log's tables as `reader` reads them: redb's commit under the overlay.
+    pub(crate) fn over(reader: Reader) -> Result<Self> {
+        let meta = META.read(&reader)?;
+        let archived = ARCHIVED.read_if_present(&reader)?;
+        let kept = KEPT.read_if_present(&reader)?;
         Ok(Snapshot {
-            cut: last_cut(&txn)?,
+            cut: last_cut(&reader)?,
             archived,
             kept,
             format: super::read_format(&meta)?,
             meta,
-            segments: SEGMENTS.read(&txn)?,
-            stream_runs: STREAM_RUNS.read(&txn)?,
-            idempotency: IDEMPOTENCY.read(&txn)?,
-            checkpoints: CHECKPOINTS.read(&txn)?,
-            merkle: MERKLE.read(&txn)?,
-            txn,
+            segments: SEGMENTS.read(&reader)?,
+            stream_runs: STREAM_RUNS.read(&reader)?,
+            idempotency: IDEMPOTENCY.read(&reader)?,
+            checkpoints: CHECKPOINTS.read(&reader)?,
+            merkle: MERKLE.read(&reader)?,
+            reader,
             log: None,
         })
     }
@@ -295,7 +301,7 @@ impl Snapshot {
     }
 
     /// The head as a write transaction sees it before its own appends.
-    pub(crate) fn head_in(txn: &redb::WriteTransaction) -> Result<Head> {
+    pub(crate) fn head_in(txn: &Writer<'_>) -> Result<Head> {
         match META.write(txn)?.get(HEAD_KEY)? {
             Some(bytes) => decode_head(unseal_meta(HEAD_KEY, bytes.value())?),
             None => Err(Error::corrupt_meta(

@@ -18,9 +18,7 @@ pub(crate) mod table;
 use std::fmt;
 use std::sync::Arc;
 
-use redb::WriteTransaction;
-
-use crate::storage::Readable;
+use crate::storage::{Readable, Writer};
 
 use crate::error::Result;
 pub use crate::error::{ProjectionError, grouped};
@@ -284,7 +282,7 @@ impl Projections {
     /// Records that every projection has applied everything the transaction appended (and,
     /// being up to date when it began, everything before): each follows the head. Writes only
     /// a checkpoint that does not say so already.
-    pub(crate) fn advance_checkpoints(&self, txn: &WriteTransaction) -> Result<()> {
+    pub(crate) fn advance_checkpoints(&self, txn: &Writer<'_>) -> Result<()> {
         let mut table = CHECKPOINTS.write(txn)?;
         for projection in &self.list {
             let following = (projection.version(), AT_HEAD);
@@ -304,7 +302,7 @@ impl Projections {
 }
 
 /// The checkpoint of `name` in `txn`, `None` if it has none.
-pub(crate) fn checkpoint(txn: &WriteTransaction, name: &str) -> Result<Option<Checkpoint>> {
+pub(crate) fn checkpoint(txn: &Writer<'_>, name: &str) -> Result<Option<Checkpoint>> {
     let head = crate::log::read::Snapshot::head_in(txn)?.next;
     let table = CHECKPOINTS.write(txn)?;
     match table.get(name)? {
@@ -317,11 +315,7 @@ pub(crate) fn checkpoint(txn: &WriteTransaction, name: &str) -> Result<Option<Ch
 }
 
 /// Sets the checkpoint of one projection.
-pub(crate) fn set_checkpoint(
-    txn: &WriteTransaction,
-    name: &str,
-    checkpoint: Checkpoint,
-) -> Result<()> {
+pub(crate) fn set_checkpoint(txn: &Writer<'_>, name: &str, checkpoint: Checkpoint) -> Result<()> {
     CHECKPOINTS.write(txn)?.insert(
         name,
         seal_checkpoint(name, (checkpoint.version, checkpoint.next.0)),

@@ -11,9 +11,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::ops::Bound;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
-use redb::{ReadTransaction, WriteTransaction};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -23,7 +22,7 @@ use crate::error::{Error, Result, TableFault, guarded};
 use crate::log::checksum::{seal, unseal};
 use crate::log::read::{Direction, Snapshot, missing};
 use crate::record::{Position, Record, decode_bounded};
-use crate::storage::{Definition, Readable, Writable};
+use crate::storage::{Definition, ReadIn, Readable, Reader, Writable, WriteIn, Writer};
 
 pub(crate) fn definition(name: &str) -> Definition<'_, &'static [u8], &'static [u8]> {
     Definition::new(name)
@@ -126,7 +125,7 @@ fn collect<'a>(
 /// projection whose checkpoint is behind the log's head (a rebuild stopped or still running)
 /// is refused with [`ProjectionError::Behind`]: its rows are not the state.
 pub struct ReadTables {
-    txn: Arc<ReadTransaction>,
+    txn: Reader,
     /// Whether reads refuse a projection behind the head: the live tables do; verify's own
     /// look at them and an in-memory replay (which has no log) do not.
     refuse_behind: bool,
@@ -134,16 +133,16 @@ pub struct ReadTables {
     behind: OnceLock<Vec<(String, u64, u64)>>,
     /// The read of the log the rows' positions point into: this commit's own, or for a
     /// replay's tables (a file without a log) the snapshot that was replayed.
-    log: Arc<ReadTransaction>,
+    log: Reader,
     /// `log`'s tables, opened on the first record read.
     log_tables: OnceLock<Snapshot>,
 }
 
 impl ReadTables {
     /// The live tables, refusing a projection behind the log.
-    pub(crate) fn new(txn: Arc<ReadTransaction>) -> Self {
+    pub(crate) fn new(txn: Reader) -> Self {
         ReadTables {
-            log: Arc::clone(&txn),
+            log: txn.clone(),
             txn,
             refuse_behind: true,
             behind: OnceLock::new(),
@@ -153,7 +152,7 @@ impl ReadTables {
 
     /// These tables reading the records their rows point at from `log`: a replay's tables,
     /// whose file holds no log, read the snapshot they were replayed from.
-    pub(crate) fn reading_log(self, log: Arc<ReadTransaction>) -> Self {
+    pub(crate) fn reading_log(self, log: Reader) -> Self {
         ReadTables {
             log,
             log_tables: OnceLock::new(),
@@ -163,7 +162,7 @@ impl ReadTables {
 
     /// The tables as stored, whatever their checkpoints say: for `verify`, which compares
     /// them with a replay, and for a replay's own tables.
-    pub(crate) fn as_stored(txn: Arc<ReadTransaction>) -> Self {
+    pub(crate) fn as_stored(txn: Reader) -> Self {
         ReadTables {
             refuse_behind: false,
             ..ReadTables::new(txn)
@@ -224,7 +223,7 @@ impl ReadTables {
         Ok(match self.log_tables.get() {
             Some(snapshot) => snapshot,
             None => {
-                let opened = Snapshot::shared(Arc::clone(&self.log))?;
+                let opened = Snapshot::over(self.log.clone())?;
                 self.log_tables.get_or_init(|| opened)
             }
         })
@@ -233,7 +232,7 @@ impl ReadTables {
 
 /// Every projection whose checkpoint in `txn` is behind the head, with where it stands and
 /// the head. A transaction without the log's tables (a replay's) has none.
-pub(crate) fn behind_in(txn: &ReadTransaction) -> Result<Vec<(String, u64, u64)>> {
+pub(crate) fn behind_in(txn: &(impl ReadIn + ?Sized)) -> Result<Vec<(String, u64, u64)>> {
     let Some(meta) = crate::log::tables::META.read_if_present(txn)? else {
         return Ok(Vec::new());
     };
@@ -314,10 +313,10 @@ pub(crate) fn snapshot_table(table: &str) -> String {
 /// Copies every row of `from_table` in `from` into `to_table` in `to` (created if absent,
 /// emptied first), as stored: the rows' checksums cover the projection's table name, which
 /// both sides read them under. A table absent from `from` copies as empty.
-pub(crate) fn copy_rows(
-    from: &ReadTransaction,
+pub(crate) fn copy_rows<'t>(
+    from: &(impl ReadIn + ?Sized),
     from_table: &str,
-    to: &WriteTransaction,
+    to: impl WriteIn<'t> + 't,
     to_table: &str,
 ) -> Result<()> {
     definition(to_table).delete(to)?;
@@ -333,11 +332,7 @@ pub(crate) fn copy_rows(
 }
 
 /// [`copy_rows`] between two tables of one write transaction.
-pub(crate) fn copy_rows_within(
-    txn: &WriteTransaction,
-    from_table: &str,
-    to_table: &str,
-) -> Result<()> {
+pub(crate) fn copy_rows_within(txn: &Writer<'_>, from_table: &str, to_table: &str) -> Result<()> {
     definition(to_table).delete(txn)?;
     let mut target = definition(to_table).write(txn)?;
     let source = definition(from_table).write(txn)?;
@@ -352,11 +347,11 @@ pub(crate) fn copy_rows_within(
 /// `annals.cut/<t>`. Rows pointing into the log point below the log's start, and are not
 /// read back.
 pub(crate) struct SnapshotTables {
-    txn: Arc<ReadTransaction>,
+    txn: Reader,
 }
 
 impl SnapshotTables {
-    pub(crate) fn new(txn: Arc<ReadTransaction>) -> Self {
+    pub(crate) fn new(txn: Reader) -> Self {
         SnapshotTables { txn }
     }
 }
@@ -409,13 +404,13 @@ impl crate::Snapshot {
     /// consistent with the records this snapshot reads. A read of a projection that is
     /// behind the log in this commit is refused with [`ProjectionError::Behind`].
     pub fn state(&self) -> ReadTables {
-        ReadTables::new(Arc::clone(&self.txn))
+        ReadTables::new(self.reader.clone())
     }
 
     /// The projection tables as stored, even those behind the log: what `verify` compares
     /// with a replay.
     pub(crate) fn state_as_stored(&self) -> ReadTables {
-        ReadTables::as_stored(Arc::clone(&self.txn))
+        ReadTables::as_stored(self.reader.clone())
     }
 }
 
@@ -430,12 +425,12 @@ type OpenTable<'txn> = Writable<'txn, &'static [u8], &'static [u8]>;
 /// root back, which cost more than the one row most commands touch. Nothing else opens a
 /// projection table in the same transaction while this value lives.
 pub(crate) struct TransactionTables<'txn> {
-    txn: &'txn WriteTransaction,
+    txn: &'txn Writer<'txn>,
     open: RefCell<HashMap<String, OpenTable<'txn>>>,
 }
 
 impl<'txn> TransactionTables<'txn> {
-    pub(crate) fn new(txn: &'txn WriteTransaction) -> Self {
+    pub(crate) fn new(txn: &'txn Writer<'txn>) -> Self {
         TransactionTables {
             txn,
             open: RefCell::new(HashMap::new()),
@@ -833,7 +828,8 @@ mod tests {
             .unwrap();
         let txn = db.begin_write().unwrap();
         {
-            let tables = TransactionTables::new(&txn);
+            let writer = Writer::redb(&txn);
+            let tables = TransactionTables::new(&writer);
             tables.insert_raw("example.rows", b"k", b"v").unwrap();
             assert_eq!(
                 tables.get_raw("example.rows", b"k").unwrap(),

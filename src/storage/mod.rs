@@ -9,10 +9,16 @@
 //!
 //! It owns how tables are opened, walked and changed; it never knows what a table means.
 
+mod access;
 mod overlay;
+mod rows;
 mod tables;
 
-pub(crate) use tables::{Definition, Guard, ReadOnly, Readable, Row, Rows, TableStats, Writable};
+pub(crate) use access::{Reader, Writer};
+#[allow(unused_imports)]
+pub(crate) use overlay::{Generation, Scratch};
+pub(crate) use rows::{Guard, Row, Rows};
+pub(crate) use tables::{Definition, ReadIn, ReadOnly, Readable, TableStats, Writable, WriteIn};
 
 use redb::{ReadTransaction, TableHandle, WriteTransaction};
 

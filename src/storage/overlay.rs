@@ -7,46 +7,45 @@
 //! immutable stack of such layers (oldest first), shared by readers: a reader pairs a redb read
 //! transaction with the generation current when it began, and neither changes under it. A
 //! command writes into a [`Scratch`] layer of its own on top of a generation; a refused or
-//! failed command drops it and leaves nothing, an acknowledged one is published as the next
-//! generation ([`Generation::with`]). Layers merge as a binary counter does (two of equal size
-//! become one), so a generation holds O(log n) layers and each change is merged O(log n)
-//! times. A drain writes a generation into redb in one write transaction
-//! ([`Generation::drain_into`]); the layers after it stay, their counts relative to the new
-//! base.
+//! failed command drops it, an acknowledged one is published as the next generation
+//! ([`Generation::with`]). Layers merge as a binary counter does (two of equal size become
+//! one), so a generation holds O(log n) layers and each change is merged O(log n) times. A
+//! drain writes a generation into redb in one write transaction ([`Generation::drain_into`]);
+//! the layers after it stay, their counts relative to the new base.
 //!
-//! It owns the order and the merge of changes; it never knows what a table means.
+//! It owns the order and the merge of changes; it never knows what a table means, nor opens
+//! one (`tables.rs` hands each table's changes the function that drains them).
 
-// The commit path that publishes and drains generations lands after this layer (issue 51,
-// point 3); until then only its tests, which hold it against redb, use it.
+// The commit path that publishes and drains generations is wired after this layer (issue 51,
+// point 3); until then only the tests, which hold the overlay against redb, build it.
 #![allow(dead_code)]
 
-use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 use std::sync::Arc;
 
 use redb::{Key, Value, WriteTransaction};
 
-use super::tables::{Definition, Guard, MergedRows, ReadOnly, Readable, Row, Rows};
+use super::rows::{Guard, MergedRows, Row, Rows};
 use crate::error::Result;
 
 /// How a table orders its keys' bytes (its key type's `compare`).
-type Order = fn(&[u8], &[u8]) -> Ordering;
+pub(super) type Order = fn(&[u8], &[u8]) -> Ordering;
 
 /// Writes one table's changes into redb (monomorphised for its key and value types, which
 /// redb checks when it opens the table).
-type Drain = fn(&WriteTransaction, &str, &TableChanges) -> Result<()>;
+pub(super) type Drain = fn(&WriteTransaction, &str, &TableChanges) -> Result<()>;
 
 /// A key's bytes, ordered as its table orders them.
 #[derive(Clone)]
-pub(crate) struct OrderedKey {
+pub(super) struct OrderedKey {
     bytes: Arc<[u8]>,
     order: Order,
 }
 
 impl OrderedKey {
-    fn new(bytes: &[u8], order: Order) -> Self {
+    pub(super) fn new(bytes: &[u8], order: Order) -> Self {
         OrderedKey {
             bytes: bytes.into(),
             order,
@@ -76,7 +75,7 @@ impl Ord for OrderedKey {
 
 /// What a layer says of one key.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Change {
+pub(super) enum Change {
     /// The key holds these value bytes.
     Put(Arc<[u8]>),
     /// The key holds nothing (whatever the layers below or redb say).
@@ -85,7 +84,7 @@ pub(crate) enum Change {
 
 /// One table's changes in one layer.
 #[derive(Clone)]
-pub(crate) struct TableChanges {
+pub(super) struct TableChanges {
     order: Order,
     drain: Drain,
     rows: BTreeMap<OrderedKey, Change>,
@@ -95,17 +94,23 @@ pub(crate) struct TableChanges {
 }
 
 impl TableChanges {
-    fn new<K: Key + 'static, V: Value + 'static>() -> Self {
+    pub(super) fn new(order: Order, drain: Drain) -> Self {
         TableChanges {
-            order: K::compare,
-            drain: drain_table::<K, V>,
+            order,
+            drain,
             rows: BTreeMap::new(),
             counted: 0,
         }
     }
 
-    fn key(&self, bytes: &[u8]) -> OrderedKey {
-        OrderedKey::new(bytes, self.order)
+    /// Each change, in key order.
+    pub(super) fn changes(&self) -> impl Iterator<Item = (&[u8], &Change)> {
+        self.rows.iter().map(|(key, change)| (&*key.bytes, change))
+    }
+
+    /// The change of `key`, if any.
+    pub(super) fn change(&self, key: &[u8]) -> Option<&Change> {
+        self.rows.get(&OrderedKey::new(key, self.order))
     }
 
     /// `newer` laid over these changes.
@@ -117,30 +122,21 @@ impl TableChanges {
     }
 }
 
-/// Writes `changes` into the table `name` of `txn`.
-fn drain_table<K: Key + 'static, V: Value + 'static>(
-    txn: &WriteTransaction,
-    name: &str,
-    changes: &TableChanges,
-) -> Result<()> {
-    let mut table = Definition::<K, V>::new(name).write(txn)?;
-    for (key, change) in &changes.rows {
-        match change {
-            Change::Put(value) => {
-                table.insert(K::from_bytes(&key.bytes), V::from_bytes(value))?;
-            }
-            Change::Removed => {
-                table.remove(K::from_bytes(&key.bytes))?;
-            }
-        }
-    }
-    Ok(())
+/// The newest change of `key` in `layers` (oldest first), if one has it.
+pub(super) fn newest_change<'l>(layers: &'l [Arc<TableChanges>], key: &[u8]) -> Option<&'l Change> {
+    layers.iter().rev().find_map(|layer| layer.change(key))
 }
 
-/// One layer: the changes of one or more commits, per table.
+/// What `layers` added to a table's count.
+pub(super) fn counted(layers: &[Arc<TableChanges>]) -> i64 {
+    layers.iter().map(|layer| layer.counted).sum()
+}
+
+/// One layer: the changes of one or more commits, per table. A table with no change here
+/// but an entry was created in it.
 #[derive(Clone, Default)]
-pub(crate) struct Layer {
-    tables: HashMap<String, TableChanges>,
+pub(super) struct Layer {
+    tables: HashMap<String, Arc<TableChanges>>,
 }
 
 impl Layer {
@@ -153,9 +149,9 @@ impl Layer {
     fn merge(&mut self, newer: &Layer) {
         for (name, changes) in &newer.tables {
             match self.tables.get_mut(name) {
-                Some(older) => older.merge(changes),
+                Some(older) => Arc::make_mut(older).merge(changes),
                 None => {
-                    self.tables.insert(name.clone(), changes.clone());
+                    self.tables.insert(name.clone(), Arc::clone(changes));
                 }
             }
         }
@@ -180,14 +176,14 @@ impl Generation {
     }
 
     /// This generation with `scratch`'s changes published on top: the next generation.
-    pub(crate) fn with(&self, scratch: Scratch<'_>) -> Generation {
+    pub(crate) fn with(&self, scratch: Scratch) -> Generation {
         let mut layers = self.layers.clone();
+        if scratch.tables.is_empty() {
+            return Generation { layers };
+        }
         let mut top = Layer {
             tables: scratch.tables,
         };
-        if top.tables.values().all(|table| table.rows.is_empty()) {
-            return Generation { layers };
-        }
         // A binary counter: the new layer swallows every older one no larger than itself.
         while let Some(below) = layers.last() {
             if below.size() > top.size() {
@@ -202,7 +198,8 @@ impl Generation {
         Generation { layers }
     }
 
-    /// Writes every change into redb in `txn` (the caller commits it), oldest first.
+    /// Writes every change into redb in `txn` (the caller commits it), each table's changes
+    /// merged, tables in name order.
     pub(crate) fn drain_into(&self, txn: &WriteTransaction) -> Result<()> {
         let mut all = Layer::default();
         for layer in &self.layers {
@@ -229,151 +226,117 @@ impl Generation {
         Generation { layers: kept }
     }
 
-    /// `table`'s changes in each layer, oldest first.
-    fn table<'g>(&'g self, name: &str) -> Vec<&'g TableChanges> {
+    /// `name`'s changes in each layer, oldest first.
+    pub(super) fn table(&self, name: &str) -> Vec<Arc<TableChanges>> {
         self.layers
             .iter()
-            .filter_map(|layer| layer.tables.get(name))
+            .filter_map(|layer| layer.tables.get(name).cloned())
             .collect()
-    }
-
-    /// The table `definition` as of this generation over `base` (its redb handle, `None`
-    /// when redb has no such table yet).
-    pub(crate) fn read<'g, K: Key + 'static, V: Value + 'static>(
-        &'g self,
-        definition: Definition<'_, K, V>,
-        base: Option<&'g ReadOnly<K, V>>,
-    ) -> Overlaid<'g, K, V> {
-        Overlaid {
-            base,
-            layers: self.table(definition.name()),
-        }
     }
 }
 
 /// A command's own changes, on top of a generation: dropped when the command is refused or
 /// fails, published when it is acknowledged.
-#[derive(Default)]
-pub(crate) struct Scratch<'g> {
-    tables: HashMap<String, TableChanges>,
-    below: Option<&'g Generation>,
+#[derive(Clone, Default)]
+pub(crate) struct Scratch {
+    below: Generation,
+    tables: HashMap<String, Arc<TableChanges>>,
 }
 
-impl<'g> Scratch<'g> {
+impl Scratch {
     /// An empty scratch layer over `below`.
-    pub(crate) fn over(below: &'g Generation) -> Self {
+    pub(crate) fn over(below: Generation) -> Self {
         Scratch {
+            below,
             tables: HashMap::new(),
-            below: Some(below),
         }
     }
 
-    /// The table `definition` as of this point of the command, over `base`.
-    pub(crate) fn read<'s, K: Key + 'static, V: Value + 'static>(
-        &'s self,
-        definition: Definition<'_, K, V>,
-        base: Option<&'s ReadOnly<K, V>>,
-    ) -> Overlaid<'s, K, V> {
-        let mut layers = self
-            .below
-            .map(|below| below.table(definition.name()))
-            .unwrap_or_default();
-        if let Some(own) = self.tables.get(definition.name()) {
-            layers.push(own);
-        }
-        Overlaid { base, layers }
+    /// The generation it lies over.
+    pub(crate) fn below(&self) -> &Generation {
+        &self.below
     }
 
-    /// Sets `key`'s value in `definition`'s table: whether it replaced one.
-    pub(crate) fn insert<'k, 'v, K: Key + 'static, V: Value + 'static>(
-        &mut self,
-        definition: Definition<'_, K, V>,
-        base: Option<&ReadOnly<K, V>>,
-        key: impl Borrow<K::SelfType<'k>>,
-        value: impl Borrow<V::SelfType<'v>>,
-    ) -> Result<bool> {
-        let key = K::as_bytes(key.borrow());
-        let value = V::as_bytes(value.borrow());
-        let change = Change::Put(value.as_ref().into());
-        self.change(definition, base, key.as_ref(), change)
+    /// `name`'s changes in this layer alone.
+    pub(super) fn own(&self, name: &str) -> Option<&Arc<TableChanges>> {
+        self.tables.get(name)
     }
 
-    /// Removes `key`'s row from `definition`'s table: whether there was one.
-    pub(crate) fn remove<'k, K: Key + 'static, V: Value + 'static>(
+    /// `name`'s changes in this layer, made as `new` makes them if it has none yet (its
+    /// creation, for a table redb may not have).
+    pub(super) fn own_mut(
         &mut self,
-        definition: Definition<'_, K, V>,
-        base: Option<&ReadOnly<K, V>>,
-        key: impl Borrow<K::SelfType<'k>>,
-    ) -> Result<bool> {
-        let key = K::as_bytes(key.borrow());
-        self.change(definition, base, key.as_ref(), Change::Removed)
-    }
-
-    /// Records `change` of `key`: whether the key held a value before it.
-    fn change<K: Key + 'static, V: Value + 'static>(
-        &mut self,
-        definition: Definition<'_, K, V>,
-        base: Option<&ReadOnly<K, V>>,
-        key: &[u8],
-        change: Change,
-    ) -> Result<bool> {
-        let held = self.read(definition, base).holds(key)?;
-        let now = matches!(change, Change::Put(_));
+        name: &str,
+        new: impl FnOnce() -> TableChanges,
+    ) -> &mut TableChanges {
         let table = self
             .tables
-            .entry(definition.name().to_owned())
-            .or_insert_with(TableChanges::new::<K, V>);
+            .entry(name.to_owned())
+            .or_insert_with(|| Arc::new(new()));
+        // A range still walking the old changes keeps them: they are copied, not changed.
+        Arc::make_mut(table)
+    }
+
+    /// Records `change` of `key` in `table`, which held a value before it if `held`.
+    pub(super) fn record(table: &mut TableChanges, key: &[u8], change: Change, held: bool) {
+        let now = matches!(change, Change::Put(_));
         table.counted += i64::from(now) - i64::from(held);
-        let key = table.key(key);
-        table.rows.insert(key, change);
-        Ok(held)
+        table.rows.insert(OrderedKey::new(key, table.order), change);
     }
 }
 
-/// One table through the overlay: redb's rows (`base`) under the layers' changes.
-pub(crate) struct Overlaid<'a, K: Key + 'static, V: Value + 'static> {
-    base: Option<&'a ReadOnly<K, V>>,
-    /// Oldest first.
-    layers: Vec<&'a TableChanges>,
+/// A range through the overlay: redb's rows merged with the layers' changes, in key order from
+/// either end.
+pub(super) struct Merged<K: Key + 'static, V: Value + 'static> {
+    /// The layers, oldest first.
+    layers: Vec<Arc<TableChanges>>,
+    /// What is left of the range for the layers: it narrows as rows are taken from each end.
+    lower: Bound<OrderedKey>,
+    upper: Bound<OrderedKey>,
+    /// redb's rows in the range.
+    base: Rows<'static, K, V>,
+    /// A row of redb's taken from the front (or back) and not yet yielded.
+    front: Option<Row<'static, K, V>>,
+    back: Option<Row<'static, K, V>>,
+    done: bool,
 }
 
-impl<K: Key + 'static, V: Value + 'static> Overlaid<'_, K, V> {
-    /// The newest change of `key`, if a layer has one.
-    fn change(&self, key: &[u8]) -> Option<&Change> {
-        let probe = OrderedKey::new(key, K::compare);
-        self.layers
-            .iter()
-            .rev()
-            .find_map(|layer| layer.rows.get(&probe))
-    }
-
-    /// Whether `key` holds a value.
-    fn holds(&self, key: &[u8]) -> Result<bool> {
-        match self.change(key) {
-            Some(change) => Ok(matches!(change, Change::Put(_))),
-            None => match self.base {
-                Some(base) => Ok(base.get(K::from_bytes(key))?.is_some()),
-                None => Ok(false),
-            },
+impl<K: Key + 'static, V: Value + 'static> Merged<K, V> {
+    /// `base`'s rows within `lower..upper` (the same bounds, as key bytes) under `layers`.
+    pub(super) fn new(
+        layers: Vec<Arc<TableChanges>>,
+        lower: Bound<&[u8]>,
+        upper: Bound<&[u8]>,
+        base: Rows<'static, K, V>,
+    ) -> Self {
+        let ordered = |bound: Bound<&[u8]>| match bound {
+            Bound::Included(key) => Bound::Included(OrderedKey::new(key, K::compare)),
+            Bound::Excluded(key) => Bound::Excluded(OrderedKey::new(key, K::compare)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        Merged {
+            layers,
+            lower: ordered(lower),
+            upper: ordered(upper),
+            base,
+            front: None,
+            back: None,
+            done: false,
         }
     }
 
-    /// The layers' first (`Forward`) or last change within `lower..upper`, newest winning a
-    /// key several hold.
-    fn layer_edge(
-        &self,
-        lower: &Bound<OrderedKey>,
-        upper: &Bound<OrderedKey>,
-        forward: bool,
-    ) -> Option<(OrderedKey, Change)> {
+    /// The layers' first (`forward`) or last change within what is left of the range, the
+    /// newest winning a key several hold.
+    fn layer_edge(&self, forward: bool) -> Option<(OrderedKey, Change)> {
         let mut best: Option<(&OrderedKey, &Change)> = None;
         for layer in &self.layers {
-            let mut range = layer.rows.range((lower.clone(), upper.clone()));
-            let Some((key, change)) = (if forward {
+            let mut range = layer.rows.range((self.lower.clone(), self.upper.clone()));
+            let edge = if forward {
                 range.next()
             } else {
                 range.next_back()
-            }) else {
+            };
+            let Some((key, change)) = edge else {
                 continue;
             };
             // Oldest first: a later layer's change of the same key replaces the earlier one.
@@ -391,91 +354,7 @@ impl<K: Key + 'static, V: Value + 'static> Overlaid<'_, K, V> {
         }
         best.map(|(key, change)| (key.clone(), change.clone()))
     }
-}
 
-impl<'a, K: Key + 'static, V: Value + 'static> Readable<K, V> for Overlaid<'a, K, V> {
-    fn get<'k>(&self, key: impl Borrow<K::SelfType<'k>>) -> Result<Option<Guard<'_, V>>> {
-        let change = {
-            let bytes = K::as_bytes(key.borrow());
-            self.change(bytes.as_ref()).cloned()
-        };
-        match change {
-            Some(Change::Put(value)) => Ok(Some(Guard::pending(value))),
-            Some(Change::Removed) => Ok(None),
-            None => match self.base {
-                Some(base) => base.get(key),
-                None => Ok(None),
-            },
-        }
-    }
-
-    fn range<'k, KR>(&self, range: impl RangeBounds<KR> + 'k) -> Result<Rows<'_, K, V>>
-    where
-        KR: Borrow<K::SelfType<'k>> + 'k,
-    {
-        let encode = |bound: Bound<&KR>| -> Bound<OrderedKey> {
-            let key = |key: &KR| OrderedKey::new(K::as_bytes(key.borrow()).as_ref(), K::compare);
-            match bound {
-                Bound::Included(bound) => Bound::Included(key(bound)),
-                Bound::Excluded(bound) => Bound::Excluded(key(bound)),
-                Bound::Unbounded => Bound::Unbounded,
-            }
-        };
-        let (lower, upper) = (encode(range.start_bound()), encode(range.end_bound()));
-        let base = match self.base {
-            Some(base) => Some(base.range::<KR>(range)?),
-            None => None,
-        };
-        if self.layers.is_empty() {
-            return Ok(base.unwrap_or_else(Rows::empty));
-        }
-        Ok(Rows::merged(Merged {
-            view: Overlaid {
-                base: None,
-                layers: self.layers.clone(),
-            },
-            lower,
-            upper,
-            base,
-            front: None,
-            back: None,
-            done: false,
-        }))
-    }
-
-    fn last(&self) -> Result<Option<Row<'_, K, V>>> {
-        self.range::<K::SelfType<'_>>(..)?.next_back().transpose()
-    }
-
-    fn len(&self) -> Result<u64> {
-        let base = match self.base {
-            Some(base) => base.len()?,
-            None => 0,
-        };
-        let counted: i64 = self.layers.iter().map(|layer| layer.counted).sum();
-        let len = i128::from(base) + i128::from(counted);
-        debug_assert!(len >= 0, "a table holds no fewer than 0 rows");
-        Ok(u64::try_from(len).unwrap_or(0))
-    }
-}
-
-/// A range through the overlay: redb's rows merged with the layers' changes, in key order from
-/// either end.
-pub(crate) struct Merged<'a, K: Key + 'static, V: Value + 'static> {
-    /// The layers alone.
-    view: Overlaid<'a, K, V>,
-    /// What is left of the range for the layers: it narrows as rows are taken from each end.
-    lower: Bound<OrderedKey>,
-    upper: Bound<OrderedKey>,
-    /// redb's rows in the range.
-    base: Option<Rows<'static, K, V>>,
-    /// A row of redb's taken from the front (or back) and not yet yielded.
-    front: Option<Row<'static, K, V>>,
-    back: Option<Row<'static, K, V>>,
-    done: bool,
-}
-
-impl<'a, K: Key + 'static, V: Value + 'static> Merged<'a, K, V> {
     /// The next row of redb's from the front (`forward`) or the back, peeked: it stays in its
     /// slot until taken. The last row left may sit in the other end's slot.
     fn peek_base(&mut self, forward: bool) -> Result<Option<&Row<'static, K, V>>> {
@@ -484,14 +363,20 @@ impl<'a, K: Key + 'static, V: Value + 'static> Merged<'a, K, V> {
             false => (&mut self.back, &mut self.front),
         };
         if own.is_none() {
-            let next = match &mut self.base {
-                Some(rows) if forward => rows.next().transpose()?,
-                Some(rows) => rows.next_back().transpose()?,
-                None => None,
+            let next = match forward {
+                true => self.base.next().transpose()?,
+                false => self.base.next_back().transpose()?,
             };
             *own = next.or_else(|| other.take());
         }
         Ok(own.as_ref())
+    }
+
+    fn take_base(&mut self, forward: bool) -> Option<Row<'static, K, V>> {
+        match forward {
+            true => self.front.take(),
+            false => self.back.take(),
+        }
     }
 
     fn step(&mut self, forward: bool) -> Result<Option<Row<'static, K, V>>> {
@@ -499,11 +384,7 @@ impl<'a, K: Key + 'static, V: Value + 'static> Merged<'a, K, V> {
             let base_key: Option<OrderedKey> = self
                 .peek_base(forward)?
                 .map(|(key, _)| OrderedKey::new(&key.bytes(), K::compare));
-            let change = self.view.layer_edge(&self.lower, &self.upper, forward);
-            let take_base = |this: &mut Self| match forward {
-                true => this.front.take(),
-                false => this.back.take(),
-            };
+            let change = self.layer_edge(forward);
             let (key, from_layer) = match (base_key, change) {
                 (None, None) => return Ok(None),
                 (Some(key), None) => (key, None),
@@ -519,7 +400,7 @@ impl<'a, K: Key + 'static, V: Value + 'static> Merged<'a, K, V> {
                     } else {
                         if order == Ordering::Equal {
                             // The layer's change replaces redb's row.
-                            take_base(self);
+                            self.take_base(forward);
                         }
                         (key, Some(change))
                     }
@@ -531,7 +412,7 @@ impl<'a, K: Key + 'static, V: Value + 'static> Merged<'a, K, V> {
                 false => self.upper = past,
             }
             match from_layer {
-                None => return Ok(take_base(self)),
+                None => return Ok(self.take_base(forward)),
                 Some(Change::Removed) => continue,
                 Some(Change::Put(value)) => {
                     return Ok(Some((Guard::pending(key.bytes), Guard::pending(value))));
@@ -541,7 +422,7 @@ impl<'a, K: Key + 'static, V: Value + 'static> Merged<'a, K, V> {
     }
 }
 
-impl<K: Key + 'static, V: Value + 'static> MergedRows<K, V> for Merged<'_, K, V> {
+impl<K: Key + 'static, V: Value + 'static> MergedRows<K, V> for Merged<K, V> {
     fn next_row(&mut self, forward: bool) -> Option<Result<Row<'static, K, V>>> {
         if self.done {
             return None;

@@ -1,17 +1,23 @@
 //! Typed table handles: a [`Definition`] names a table and its key and value types, and opens
-//! it in a read transaction ([`ReadOnly`]) or a write transaction ([`Writable`]); both read
-//! through [`Readable`].
+//! it to read ([`ReadOnly`]) in a redb read transaction or a [`Reader`], or to write
+//! ([`Writable`]) in a redb write transaction or a [`Writer`]; both read through [`Readable`].
+//! Through a reader or writer with an overlay, a handle answers from redb's rows under the
+//! overlay's changes, and a write goes to the command's scratch layer.
 
 use std::borrow::Borrow;
+use std::cell::RefCell;
 use std::marker::PhantomData;
-use std::ops::RangeBounds;
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use redb::{
-    AccessGuard, Key, ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata,
-    TableDefinition, TableError, Value, WriteTransaction,
+    Key, ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata, TableDefinition,
+    TableError, Value, WriteTransaction,
 };
 
+use super::access::{Kind, Reader, Writer};
+use super::overlay::{Change, Merged, Scratch, TableChanges, counted, newest_change};
+use super::rows::{Guard, Row, Rows};
 use crate::error::Result;
 
 /// A table's name and the types of its keys and values. Keys are ordered as `K` orders
@@ -28,6 +34,188 @@ impl<K: Key + 'static, V: Value + 'static> Clone for Definition<'_, K, V> {
 }
 
 impl<K: Key + 'static, V: Value + 'static> Copy for Definition<'_, K, V> {}
+
+/// Somewhere tables are read: a redb read transaction, or a [`Reader`] (with its overlay).
+pub(crate) trait ReadIn {
+    /// `definition`'s table, `None` when it does not exist.
+    fn open<K: Key + 'static, V: Value + 'static>(
+        &self,
+        definition: Definition<'_, K, V>,
+    ) -> Result<Option<ReadOnly<K, V>>>;
+}
+
+impl ReadIn for ReadTransaction {
+    fn open<K: Key + 'static, V: Value + 'static>(
+        &self,
+        definition: Definition<'_, K, V>,
+    ) -> Result<Option<ReadOnly<K, V>>> {
+        Ok(stored_table(self, definition)?.map(|base| ReadOnly {
+            base: Some(base),
+            layers: Vec::new(),
+        }))
+    }
+}
+
+impl ReadIn for Arc<ReadTransaction> {
+    fn open<K: Key + 'static, V: Value + 'static>(
+        &self,
+        definition: Definition<'_, K, V>,
+    ) -> Result<Option<ReadOnly<K, V>>> {
+        (**self).open(definition)
+    }
+}
+
+impl ReadIn for Reader {
+    fn open<K: Key + 'static, V: Value + 'static>(
+        &self,
+        definition: Definition<'_, K, V>,
+    ) -> Result<Option<ReadOnly<K, V>>> {
+        let base = stored_table(self.transaction(), definition)?;
+        let layers = self.overlay().table(definition.name());
+        // A table the overlay created exists before any drain writes it into redb.
+        if base.is_none() && layers.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(ReadOnly { base, layers }))
+    }
+}
+
+/// redb's table `definition` in `txn`, `None` when it does not exist.
+fn stored_table<K: Key + 'static, V: Value + 'static>(
+    txn: &ReadTransaction,
+    definition: Definition<'_, K, V>,
+) -> Result<Option<ReadOnlyTable<K, V>>> {
+    match txn.open_table(definition.redb()) {
+        Ok(table) => Ok(Some(table)),
+        Err(TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Somewhere tables are written: a redb write transaction, or a [`Writer`].
+pub(crate) trait WriteIn<'t>: Copy {
+    /// `definition`'s table, created empty if it does not exist.
+    fn open_write<K: Key + 'static, V: Value + 'static>(
+        self,
+        definition: Definition<'_, K, V>,
+    ) -> Result<Writable<'t, K, V>>;
+
+    /// Whether `name` exists.
+    fn exists(self, name: &str) -> Result<bool>;
+
+    /// Deletes `definition`'s table and its rows: whether it existed.
+    fn delete<K: Key + 'static, V: Value + 'static>(
+        self,
+        definition: Definition<'_, K, V>,
+    ) -> Result<bool>;
+}
+
+impl<'t> WriteIn<'t> for &'t WriteTransaction {
+    fn open_write<K: Key + 'static, V: Value + 'static>(
+        self,
+        definition: Definition<'_, K, V>,
+    ) -> Result<Writable<'t, K, V>> {
+        Ok(Writable(Handle::Redb(self.open_table(definition.redb())?)))
+    }
+
+    fn exists(self, name: &str) -> Result<bool> {
+        Ok(super::table_names_in(self)?.iter().any(|held| held == name))
+    }
+
+    fn delete<K: Key + 'static, V: Value + 'static>(
+        self,
+        definition: Definition<'_, K, V>,
+    ) -> Result<bool> {
+        Ok(self.delete_table(definition.redb())?)
+    }
+}
+
+impl<'t> WriteIn<'t> for &'t Writer<'_> {
+    fn open_write<K: Key + 'static, V: Value + 'static>(
+        self,
+        definition: Definition<'_, K, V>,
+    ) -> Result<Writable<'t, K, V>> {
+        match &self.0 {
+            Kind::Redb(txn) => txn.open_write(definition),
+            Kind::Overlay { base, scratch } => {
+                let below = base.open(definition)?;
+                if below.is_none() {
+                    // Created here: the table exists from this command on.
+                    scratch
+                        .borrow_mut()
+                        .own_mut(definition.name(), changes_of::<K, V>);
+                }
+                Ok(Writable(Handle::Overlay {
+                    name: definition.name().to_owned(),
+                    below: below.unwrap_or(ReadOnly {
+                        base: None,
+                        layers: Vec::new(),
+                    }),
+                    scratch,
+                }))
+            }
+        }
+    }
+
+    fn exists(self, name: &str) -> Result<bool> {
+        match &self.0 {
+            Kind::Redb(txn) => txn.exists(name),
+            Kind::Overlay { base, scratch } => Ok(RefCell::borrow(scratch).own(name).is_some()
+                || !base.overlay().table(name).is_empty()
+                || super::table_names(base.transaction())?
+                    .iter()
+                    .any(|held| held == name)),
+        }
+    }
+
+    fn delete<K: Key + 'static, V: Value + 'static>(
+        self,
+        definition: Definition<'_, K, V>,
+    ) -> Result<bool> {
+        match &self.0 {
+            Kind::Redb(txn) => txn.delete(definition),
+            Kind::Overlay { .. } => {
+                // The overlay keeps no table deletions: every row is removed instead, and the
+                // table stays, empty (a write reopens a deleted table in redb anyway).
+                let existed = self.exists(definition.name())?;
+                let mut table = self.open_write(definition)?;
+                let keys: Vec<Arc<[u8]>> = table
+                    .iter()?
+                    .map(|row| row.map(|(key, _)| key.bytes()))
+                    .collect::<Result<_>>()?;
+                for key in keys {
+                    table.remove(K::from_bytes(&key))?;
+                }
+                Ok(existed)
+            }
+        }
+    }
+}
+
+/// An empty set of changes to a table of `K` and `V`.
+fn changes_of<K: Key + 'static, V: Value + 'static>() -> TableChanges {
+    TableChanges::new(K::compare, drain_table::<K, V>)
+}
+
+/// Writes `changes` into the table `name` of `txn`.
+fn drain_table<K: Key + 'static, V: Value + 'static>(
+    txn: &WriteTransaction,
+    name: &str,
+    changes: &TableChanges,
+) -> Result<()> {
+    let mut table = txn.open_table(Definition::<K, V>::new(name).redb())?;
+    for (key, change) in changes.changes() {
+        match change {
+            Change::Put(value) => {
+                table.insert(K::from_bytes(key), V::from_bytes(value))?;
+            }
+            Change::Removed => {
+                table.remove(K::from_bytes(key))?;
+            }
+        }
+    }
+    Ok(())
+}
 
 impl<'n, K: Key + 'static, V: Value + 'static> Definition<'n, K, V> {
     /// The table called `name`.
@@ -49,40 +237,39 @@ impl<'n, K: Key + 'static, V: Value + 'static> Definition<'n, K, V> {
         TableDefinition::new(self.name)
     }
 
-    /// The table as of `txn`; one that does not exist is an error.
-    pub(crate) fn read(&self, txn: &ReadTransaction) -> Result<ReadOnly<K, V>> {
-        Ok(ReadOnly(txn.open_table(self.redb())?))
+    /// The table as `source` reads it; one that does not exist is an error.
+    pub(crate) fn read(&self, source: &(impl ReadIn + ?Sized)) -> Result<ReadOnly<K, V>> {
+        source
+            .open(*self)?
+            .ok_or_else(|| redb::Error::TableDoesNotExist(self.name.to_owned()).into())
     }
 
-    /// The table as of `txn`, `None` when it does not exist.
-    pub(crate) fn read_if_present(&self, txn: &ReadTransaction) -> Result<Option<ReadOnly<K, V>>> {
-        match txn.open_table(self.redb()) {
-            Ok(table) => Ok(Some(ReadOnly(table))),
-            Err(TableError::TableDoesNotExist(_)) => Ok(None),
-            Err(error) => Err(error.into()),
-        }
+    /// The table as `source` reads it, `None` when it does not exist.
+    pub(crate) fn read_if_present(
+        &self,
+        source: &(impl ReadIn + ?Sized),
+    ) -> Result<Option<ReadOnly<K, V>>> {
+        source.open(*self)
     }
 
-    /// The table in the write `txn`, created empty if it does not exist.
-    pub(crate) fn write<'t>(&self, txn: &'t WriteTransaction) -> Result<Writable<'t, K, V>> {
-        Ok(Writable(txn.open_table(self.redb())?))
+    /// The table in the write `to`, created empty if it does not exist.
+    pub(crate) fn write<'t>(&self, to: impl WriteIn<'t>) -> Result<Writable<'t, K, V>> {
+        to.open_write(*self)
     }
 
-    /// Creates the table in `txn` if it does not exist, leaving its rows as they are.
-    pub(crate) fn create(&self, txn: &WriteTransaction) -> Result<()> {
-        self.write(txn).map(drop)
+    /// Creates the table in `to` if it does not exist, leaving its rows as they are.
+    pub(crate) fn create<'t>(&self, to: impl WriteIn<'t>) -> Result<()> {
+        self.write(to).map(drop)
     }
 
-    /// Whether the table exists in the write `txn`.
-    pub(crate) fn exists_in(&self, txn: &WriteTransaction) -> Result<bool> {
-        Ok(super::table_names_in(txn)?
-            .iter()
-            .any(|name| name == self.name))
+    /// Whether the table exists in the write `to`.
+    pub(crate) fn exists_in<'t>(&self, to: impl WriteIn<'t>) -> Result<bool> {
+        to.exists(self.name)
     }
 
-    /// Deletes the table and its rows from `txn`: whether it existed.
-    pub(crate) fn delete(&self, txn: &WriteTransaction) -> Result<bool> {
-        Ok(txn.delete_table(self.redb())?)
+    /// Deletes the table and its rows from `to`: whether it existed.
+    pub(crate) fn delete<'t>(&self, to: impl WriteIn<'t>) -> Result<bool> {
+        to.delete(*self)
     }
 
     /// Gives the table the name of `to` (which must not exist), in `txn`.
@@ -92,105 +279,6 @@ impl<'n, K: Key + 'static, V: Value + 'static> Definition<'n, K, V> {
         to: Definition<'_, K, W>,
     ) -> Result<()> {
         Ok(txn.rename_table(self.redb(), to.redb())?)
-    }
-}
-
-/// A value (or key) as a table holds it: borrowed from redb's pages, or a change the overlay
-/// holds.
-pub(crate) struct Guard<'a, T: Value + 'static>(Held<'a, T>);
-
-enum Held<'a, T: Value + 'static> {
-    Stored(AccessGuard<'a, T>),
-    Pending(Arc<[u8]>),
-}
-
-impl<T: Value + 'static> Guard<'_, T> {
-    /// A value of the overlay's.
-    pub(super) fn pending(bytes: Arc<[u8]>) -> Self {
-        Guard(Held::Pending(bytes))
-    }
-
-    /// The value, decoded.
-    pub(crate) fn value(&self) -> T::SelfType<'_> {
-        match &self.0 {
-            Held::Stored(guard) => guard.value(),
-            Held::Pending(bytes) => T::from_bytes(bytes),
-        }
-    }
-
-    /// The value's bytes, as the table stores them.
-    pub(super) fn bytes(&self) -> Vec<u8> {
-        match &self.0 {
-            Held::Stored(guard) => T::as_bytes(&guard.value()).as_ref().to_vec(),
-            Held::Pending(bytes) => bytes.to_vec(),
-        }
-    }
-}
-
-fn stored<T: Value + 'static>(guard: AccessGuard<'_, T>) -> Guard<'_, T> {
-    Guard(Held::Stored(guard))
-}
-
-/// A row: its key and its value.
-pub(crate) type Row<'a, K, V> = (Guard<'a, K>, Guard<'a, V>);
-
-/// Rows merged from more than one source (the overlay's), taken from the front (`forward`) or
-/// the back.
-pub(super) trait MergedRows<K: Key + 'static, V: Value + 'static> {
-    /// The next row from that end; its stored rows keep their transaction alive.
-    fn next_row(&mut self, forward: bool) -> Option<Result<Row<'static, K, V>>>;
-}
-
-/// The rows of a range, in key order forward (`next`) or backward (`next_back`).
-pub(crate) struct Rows<'a, K: Key + 'static, V: Value + 'static>(Walk<'a, K, V>);
-
-// redb's range is walked on every read path (a segment's lookup opens one): boxed, it would
-// cost an allocation per range; the rare merged walk is boxed instead.
-#[allow(clippy::large_enum_variant)]
-enum Walk<'a, K: Key + 'static, V: Value + 'static> {
-    Stored(redb::Range<'a, K, V>),
-    Merged(Box<dyn MergedRows<K, V> + 'a>),
-    Empty,
-}
-
-impl<'a, K: Key + 'static, V: Value + 'static> Rows<'a, K, V> {
-    /// No rows.
-    pub(super) fn empty() -> Self {
-        Rows(Walk::Empty)
-    }
-
-    /// redb's rows merged with the overlay's changes.
-    pub(super) fn merged(merged: impl MergedRows<K, V> + 'a) -> Self {
-        Rows(Walk::Merged(Box::new(merged)))
-    }
-
-    fn stored(
-        row: std::result::Result<(AccessGuard<'a, K>, AccessGuard<'a, V>), redb::StorageError>,
-    ) -> Result<Row<'a, K, V>> {
-        let (key, value) = row?;
-        Ok((stored(key), stored(value)))
-    }
-}
-
-impl<'a, K: Key + 'static, V: Value + 'static> Iterator for Rows<'a, K, V> {
-    type Item = Result<Row<'a, K, V>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match &mut self.0 {
-            Walk::Stored(range) => range.next().map(Rows::stored),
-            Walk::Merged(merged) => merged.next_row(true),
-            Walk::Empty => None,
-        }
-    }
-}
-
-impl<K: Key + 'static, V: Value + 'static> DoubleEndedIterator for Rows<'_, K, V> {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        match &mut self.0 {
-            Walk::Stored(range) => range.next_back().map(Rows::stored),
-            Walk::Merged(merged) => merged.next_row(false),
-            Walk::Empty => None,
-        }
     }
 }
 
@@ -237,15 +325,43 @@ pub(crate) trait Readable<K: Key + 'static, V: Value + 'static> {
     }
 
     /// The row of the greatest key.
-    fn last(&self) -> Result<Option<Row<'_, K, V>>>;
+    fn last(&self) -> Result<Option<Row<'_, K, V>>> {
+        self.iter()?.next_back().transpose()
+    }
 
-    /// How many rows the table holds (as redb counts them beside the table's root).
+    /// How many rows the table holds (as redb counts them beside the table's root, and the
+    /// overlay's changes to that count).
     fn len(&self) -> Result<u64>;
 }
 
-/// A table opened in a read transaction: its rows as of that commit. Its rows and ranges
-/// keep the transaction alive, so they may outlive the handle.
-pub(crate) struct ReadOnly<K: Key + 'static, V: Value + 'static>(ReadOnlyTable<K, V>);
+/// The bounds of `range` as key bytes.
+fn key_bounds<'k, K: Key + 'static, KR: Borrow<K::SelfType<'k>> + 'k>(
+    range: &impl RangeBounds<KR>,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let bytes = |bound: Bound<&KR>| match bound {
+        Bound::Included(key) => Bound::Included(K::as_bytes(key.borrow()).as_ref().to_vec()),
+        Bound::Excluded(key) => Bound::Excluded(K::as_bytes(key.borrow()).as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    (bytes(range.start_bound()), bytes(range.end_bound()))
+}
+
+fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match bound {
+        Bound::Included(key) => Bound::Included(key.as_slice()),
+        Bound::Excluded(key) => Bound::Excluded(key.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// A table as one read sees it: redb's rows as of its commit (none when redb does not have
+/// the table yet) under the overlay's layers. Its rows and ranges keep the transaction alive,
+/// so they may outlive the handle.
+pub(crate) struct ReadOnly<K: Key + 'static, V: Value + 'static> {
+    base: Option<ReadOnlyTable<K, V>>,
+    /// The overlay's changes to the table, oldest first.
+    layers: Vec<Arc<TableChanges>>,
+}
 
 impl<K: Key + 'static, V: Value + 'static> ReadOnly<K, V> {
     /// [`Readable::range`], its rows independent of this handle's lifetime (they keep the
@@ -257,13 +373,61 @@ impl<K: Key + 'static, V: Value + 'static> ReadOnly<K, V> {
     where
         KR: Borrow<K::SelfType<'k>> + 'k,
     {
-        Ok(Rows(Walk::Stored(self.0.range(range)?)))
+        self.range_under(range, Vec::new())
+    }
+
+    /// The range under these layers and `more` (newer) besides.
+    fn range_under<'k, KR>(
+        &self,
+        range: impl RangeBounds<KR> + 'k,
+        more: Vec<Arc<TableChanges>>,
+    ) -> Result<Rows<'static, K, V>>
+    where
+        KR: Borrow<K::SelfType<'k>> + 'k,
+    {
+        if self.layers.is_empty() && more.is_empty() {
+            return match &self.base {
+                Some(base) => Ok(Rows::stored(base.range(range)?)),
+                None => Ok(Rows::empty()),
+            };
+        }
+        let (lower, upper) = key_bounds::<K, KR>(&range);
+        let base = match &self.base {
+            Some(base) => Rows::stored(base.range(range)?),
+            None => Rows::empty(),
+        };
+        let mut layers = self.layers.clone();
+        layers.extend(more);
+        Ok(Rows::merged(Merged::new(
+            layers,
+            as_slice(&lower),
+            as_slice(&upper),
+            base,
+        )))
+    }
+
+    /// The value of `key` below any layer `newer` than these.
+    fn get_bytes(&self, key: &[u8]) -> Result<Option<Guard<'_, V>>> {
+        match newest_change(&self.layers, key) {
+            Some(Change::Put(value)) => Ok(Some(Guard::pending(Arc::clone(value)))),
+            Some(Change::Removed) => Ok(None),
+            None => match &self.base {
+                Some(base) => Ok(ReadableTable::get(base, K::from_bytes(key))?.map(Guard::stored)),
+                None => Ok(None),
+            },
+        }
     }
 }
 
 impl<K: Key + 'static, V: Value + 'static> Readable<K, V> for ReadOnly<K, V> {
     fn get<'k>(&self, key: impl Borrow<K::SelfType<'k>>) -> Result<Option<Guard<'_, V>>> {
-        Ok(ReadableTable::get(&self.0, key)?.map(stored))
+        if self.layers.is_empty() {
+            return match &self.base {
+                Some(base) => Ok(ReadableTable::get(base, key)?.map(Guard::stored)),
+                None => Ok(None),
+            };
+        }
+        self.get_bytes(K::as_bytes(key.borrow()).as_ref())
     }
 
     fn range<'k, KR>(&self, range: impl RangeBounds<KR> + 'k) -> Result<Rows<'_, K, V>>
@@ -274,16 +438,44 @@ impl<K: Key + 'static, V: Value + 'static> Readable<K, V> for ReadOnly<K, V> {
     }
 
     fn last(&self) -> Result<Option<Row<'_, K, V>>> {
-        Ok(ReadableTable::last(&self.0)?.map(|(key, value)| (stored(key), stored(value))))
+        if self.layers.is_empty() {
+            return match &self.base {
+                Some(base) => Ok(ReadableTable::last(base)?
+                    .map(|(key, value)| (Guard::stored(key), Guard::stored(value)))),
+                None => Ok(None),
+            };
+        }
+        self.iter()?.next_back().transpose()
     }
 
     fn len(&self) -> Result<u64> {
-        Ok(ReadableTableMetadata::len(&self.0)?)
+        let base = match &self.base {
+            Some(base) => ReadableTableMetadata::len(base)?,
+            None => 0,
+        };
+        Ok(count(base, counted(&self.layers)))
     }
 }
 
-/// A table opened in a write transaction: its rows as of this point of the write.
-pub(crate) struct Writable<'t, K: Key + 'static, V: Value + 'static>(redb::Table<'t, K, V>);
+/// A count of `base` rows changed by `counted`.
+fn count(base: u64, counted: i64) -> u64 {
+    let len = i128::from(base) + i128::from(counted);
+    debug_assert!(len >= 0, "a table holds no fewer than 0 rows");
+    u64::try_from(len).unwrap_or(0)
+}
+
+/// A table opened to write: its rows as of this point of the write.
+pub(crate) struct Writable<'t, K: Key + 'static, V: Value + 'static>(Handle<'t, K, V>);
+
+enum Handle<'t, K: Key + 'static, V: Value + 'static> {
+    Redb(redb::Table<'t, K, V>),
+    Overlay {
+        name: String,
+        /// The table as the command's reader sees it, under the scratch layer.
+        below: ReadOnly<K, V>,
+        scratch: &'t RefCell<Scratch>,
+    },
+}
 
 impl<K: Key + 'static, V: Value + 'static> Writable<'_, K, V> {
     /// Sets `key`'s value: whether it replaced one.
@@ -292,7 +484,13 @@ impl<K: Key + 'static, V: Value + 'static> Writable<'_, K, V> {
         key: impl Borrow<K::SelfType<'k>>,
         value: impl Borrow<V::SelfType<'v>>,
     ) -> Result<bool> {
-        Ok(self.0.insert(key, value)?.is_some())
+        if let Handle::Redb(table) = &mut self.0 {
+            return Ok(table.insert(key, value)?.is_some());
+        }
+        let put = Change::Put(V::as_bytes(value.borrow()).as_ref().into());
+        Ok(self
+            .change(K::as_bytes(key.borrow()).as_ref(), put)?
+            .is_some())
     }
 
     /// Sets `key`'s value: the value it replaced, if any.
@@ -301,40 +499,128 @@ impl<K: Key + 'static, V: Value + 'static> Writable<'_, K, V> {
         key: impl Borrow<K::SelfType<'k>>,
         value: impl Borrow<V::SelfType<'v>>,
     ) -> Result<Option<Guard<'_, V>>> {
-        Ok(self.0.insert(key, value)?.map(stored))
+        if !matches!(self.0, Handle::Overlay { .. }) {
+            let Handle::Redb(table) = &mut self.0 else {
+                unreachable!("not the overlay");
+            };
+            return Ok(table.insert(key, value)?.map(Guard::stored));
+        }
+        let put = Change::Put(V::as_bytes(value.borrow()).as_ref().into());
+        let old = self.change(K::as_bytes(key.borrow()).as_ref(), put)?;
+        Ok(old.map(Guard::pending))
     }
 
     /// Removes `key`'s row: whether there was one.
     pub(crate) fn remove<'k>(&mut self, key: impl Borrow<K::SelfType<'k>>) -> Result<bool> {
-        Ok(self.0.remove(key)?.is_some())
+        if let Handle::Redb(table) = &mut self.0 {
+            return Ok(table.remove(key)?.is_some());
+        }
+        let gone = self.change(K::as_bytes(key.borrow()).as_ref(), Change::Removed)?;
+        Ok(gone.is_some())
     }
 
     /// Keeps only the rows for which `keep` holds.
     pub(crate) fn retain(
         &mut self,
-        keep: impl for<'f> FnMut(K::SelfType<'f>, V::SelfType<'f>) -> bool,
+        mut keep: impl for<'f> FnMut(K::SelfType<'f>, V::SelfType<'f>) -> bool,
     ) -> Result<()> {
-        Ok(self.0.retain(keep)?)
+        if let Handle::Redb(table) = &mut self.0 {
+            return Ok(table.retain(keep)?);
+        }
+        let mut gone = Vec::new();
+        for row in self.iter()? {
+            let (key, value) = row?;
+            if !keep(key.value(), value.value()) {
+                gone.push(key.bytes());
+            }
+        }
+        for key in gone {
+            self.change(&key, Change::Removed)?;
+        }
+        Ok(())
+    }
+
+    /// The scratch layer's own changes to this table, as a layer over the ones below.
+    fn own(&self) -> Vec<Arc<TableChanges>> {
+        match &self.0 {
+            Handle::Redb(_) => Vec::new(),
+            Handle::Overlay { name, scratch, .. } => RefCell::borrow(scratch)
+                .own(name)
+                .cloned()
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    /// Records `change` of `key` in the scratch layer: the value it replaced, if any.
+    fn change(&mut self, key: &[u8], change: Change) -> Result<Option<Arc<[u8]>>> {
+        let Handle::Overlay {
+            name,
+            below,
+            scratch,
+        } = &self.0
+        else {
+            unreachable!("only the overlay records changes");
+        };
+        let old = {
+            let scratch = RefCell::borrow(scratch);
+            match scratch.own(name).and_then(|own| own.change(key)) {
+                Some(Change::Put(value)) => Some(Arc::clone(value)),
+                Some(Change::Removed) => None,
+                None => below.get_bytes(key)?.map(|value| value.bytes()),
+            }
+        };
+        let mut scratch = scratch.borrow_mut();
+        let own = scratch.own_mut(name, changes_of::<K, V>);
+        Scratch::record(own, key, change, old.is_some());
+        Ok(old)
     }
 }
 
 impl<K: Key + 'static, V: Value + 'static> Readable<K, V> for Writable<'_, K, V> {
     fn get<'k>(&self, key: impl Borrow<K::SelfType<'k>>) -> Result<Option<Guard<'_, V>>> {
-        Ok(ReadableTable::get(&self.0, key)?.map(stored))
+        match &self.0 {
+            Handle::Redb(table) => Ok(ReadableTable::get(table, key)?.map(Guard::stored)),
+            Handle::Overlay {
+                name,
+                below,
+                scratch,
+            } => {
+                let bytes = K::as_bytes(key.borrow());
+                let own = RefCell::borrow(scratch)
+                    .own(name)
+                    .and_then(|own| own.change(bytes.as_ref()).cloned());
+                match own {
+                    Some(Change::Put(value)) => Ok(Some(Guard::pending(value))),
+                    Some(Change::Removed) => Ok(None),
+                    None => below.get_bytes(bytes.as_ref()),
+                }
+            }
+        }
     }
 
     fn range<'k, KR>(&self, range: impl RangeBounds<KR> + 'k) -> Result<Rows<'_, K, V>>
     where
         KR: Borrow<K::SelfType<'k>> + 'k,
     {
-        Ok(Rows(Walk::Stored(ReadableTable::range(&self.0, range)?)))
+        match &self.0 {
+            Handle::Redb(table) => Ok(Rows::stored(ReadableTable::range(table, range)?)),
+            Handle::Overlay { below, .. } => below.range_under(range, self.own()),
+        }
     }
 
     fn last(&self) -> Result<Option<Row<'_, K, V>>> {
-        Ok(ReadableTable::last(&self.0)?.map(|(key, value)| (stored(key), stored(value))))
+        match &self.0 {
+            Handle::Redb(table) => Ok(ReadableTable::last(table)?
+                .map(|(key, value)| (Guard::stored(key), Guard::stored(value)))),
+            Handle::Overlay { .. } => self.iter()?.next_back().transpose(),
+        }
     }
 
     fn len(&self) -> Result<u64> {
-        Ok(ReadableTableMetadata::len(&self.0)?)
+        match &self.0 {
+            Handle::Redb(table) => Ok(ReadableTableMetadata::len(table)?),
+            Handle::Overlay { below, .. } => Ok(count(below.len()?, counted(&self.own()))),
+        }
     }
 }

@@ -7,9 +7,11 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use redb::backends::InMemoryBackend;
+use std::sync::Arc;
+
 use redb::{Database, ReadableDatabase};
 
-use super::{Definition, Readable};
+use super::{Definition, Generation, Readable, Reader, Writer};
 
 const ROWS: Definition<&[u8], &[u8]> = Definition::new("storage.test.rows");
 const NUMBERS: Definition<u64, u64> = Definition::new("storage.test.numbers");
@@ -211,15 +213,13 @@ fn a_missing_table_reads_as_absent_and_is_created_only_by_a_write() {
 }
 
 /// The overlay against redb as the oracle: the same random commands (inserts, replacements,
-/// removals; some refused) go to one database directly, each in a write transaction of its own
-/// that a refusal aborts, and to another through a scratch layer published as the next
-/// generation (a refusal drops it), with drains into that database now and then. After each
-/// command every read through the overlay, of the generation alone and of a scratch layer
-/// still open, gives redb's answer.
+/// removals, retains; some refused) go to one database directly, each in a write transaction
+/// of its own that a refusal aborts, and to another through a [`Writer`] over the overlay,
+/// whose scratch layer is published as the next generation (a refusal drops it), with drains
+/// into that database now and then. After each command every read through the overlay, of the
+/// generation alone and of a command's writer still open, gives redb's answer.
 #[test]
 fn the_overlay_reads_as_redb_through_commands_refusals_and_drains() {
-    use super::overlay::{Generation, Scratch};
-
     for seed in 1..=16u64 {
         let mut cases = Cases(seed.wrapping_mul(0xD6E8_FEB8_6659_FD93) | 1);
         let oracle = database();
@@ -229,60 +229,79 @@ fn the_overlay_reads_as_redb_through_commands_refusals_and_drains() {
         for _command in 0..120 {
             let refused = cases.below(5) == 0;
             let txn = oracle.begin_write().expect("a write");
-            let base_read = drained.begin_read().expect("a read");
-            let base = ROWS.read_if_present(&base_read).expect("open");
-            let mut scratch = Scratch::over(&generation);
+            let base = Arc::new(drained.begin_read().expect("a read"));
+            let writer = Writer::overlay(Reader::over(Arc::clone(&base), generation.clone()));
             {
                 let mut table = ROWS.write(&txn).expect("open to write");
+                let mut overlay = ROWS.write(&writer).expect("open the overlay to write");
                 for _ in 0..cases.below(6) {
                     let key = cases.key();
-                    if cases.below(3) == 0 {
-                        let in_redb = table.remove(key.as_slice()).expect("remove");
-                        let in_overlay = scratch
-                            .remove(ROWS, base.as_ref(), key.as_slice())
-                            .expect("remove");
-                        assert_eq!(in_overlay, in_redb, "remove {key:?}");
-                    } else {
-                        let value = vec![cases.below(250) as u8; cases.below(4) as usize];
-                        let in_redb = table
-                            .insert(key.as_slice(), value.as_slice())
-                            .expect("insert");
-                        let in_overlay = scratch
-                            .insert(ROWS, base.as_ref(), key.as_slice(), value.as_slice())
-                            .expect("insert");
-                        assert_eq!(in_overlay, in_redb, "insert {key:?}");
+                    match cases.below(7) {
+                        0 | 1 => {
+                            let in_redb = table.remove(key.as_slice()).expect("remove");
+                            let in_overlay = overlay.remove(key.as_slice()).expect("remove");
+                            assert_eq!(in_overlay, in_redb, "remove {key:?}");
+                        }
+                        2 => {
+                            let value = vec![b'r'; cases.below(3) as usize];
+                            let in_redb = table
+                                .replace(key.as_slice(), value.as_slice())
+                                .expect("replace")
+                                .map(|old| old.value().to_vec());
+                            let in_overlay = overlay
+                                .replace(key.as_slice(), value.as_slice())
+                                .expect("replace")
+                                .map(|old| old.value().to_vec());
+                            assert_eq!(in_overlay, in_redb, "replace {key:?}");
+                        }
+                        3 => {
+                            let cut = cases.key();
+                            let keep = |key: &[u8], _: &[u8]| key < cut.as_slice();
+                            table.retain(keep).expect("retain");
+                            overlay.retain(keep).expect("retain");
+                        }
+                        _ => {
+                            let value = vec![cases.below(250) as u8; cases.below(4) as usize];
+                            let in_redb = table
+                                .insert(key.as_slice(), value.as_slice())
+                                .expect("insert");
+                            let in_overlay = overlay
+                                .insert(key.as_slice(), value.as_slice())
+                                .expect("insert");
+                            assert_eq!(in_overlay, in_redb, "insert {key:?}");
+                        }
                     }
                 }
-                // Mid-command, the scratch layer reads as the transaction does.
-                reads_agree_with(&table, &scratch.read(ROWS, base.as_ref()), &mut cases);
+                // Mid-command, the writer reads as the transaction does.
+                reads_agree_with(&table, &overlay, &mut cases);
             }
             if refused {
                 txn.abort().expect("abort");
-                drop(scratch);
+                drop(writer);
             } else {
                 txn.commit().expect("commit");
+                let scratch = writer.into_scratch().expect("an overlay's changes");
                 generation = generation.with(scratch);
             }
             assert!(generation.depth() <= 12, "layers merge as a binary counter");
             let read = oracle.begin_read().expect("a read");
-            let expected = ROWS.read_if_present(&read).expect("open");
-            let model = rows_of(expected.as_ref());
-            reads_agree(&generation.read(ROWS, base.as_ref()), &model, &mut cases);
+            let model = rows_of(ROWS.read_if_present(&read).expect("open").as_ref());
+            let reader = Reader::over(Arc::clone(&base), generation.clone());
+            match ROWS.read_if_present(&reader).expect("open") {
+                Some(table) => reads_agree(&table, &model, &mut cases),
+                None => assert!(model.is_empty(), "the overlay lost a table"),
+            }
+            drop(reader);
             drop(base);
-            drop(base_read);
             if cases.below(10) == 0 {
                 let txn = drained.begin_write().expect("a drain");
                 generation.drain_into(&txn).expect("drain");
                 txn.commit().expect("commit the drain");
                 generation = generation.after(&generation);
                 drains += 1;
-                let base_read = drained.begin_read().expect("a read");
-                let base = ROWS.read_if_present(&base_read).expect("open");
-                assert_eq!(
-                    rows_of(base.as_ref()),
-                    model,
-                    "a drain writes what was read"
-                );
+                let read = drained.begin_read().expect("a read");
+                let after = rows_of(ROWS.read_if_present(&read).expect("open").as_ref());
+                assert_eq!(after, model, "a drain writes what was read");
             }
         }
         assert!(drains > 0, "seed {seed} drained");
@@ -327,50 +346,49 @@ fn reads_agree_with(
 /// overlay in numeric order, as redb walks them, from both ends and from within.
 #[test]
 fn the_overlay_orders_keys_as_their_type_does() {
-    use super::overlay::{Generation, Scratch};
-
+    fn walk<'a>(
+        rows: impl Iterator<Item = crate::error::Result<super::Row<'a, u64, u64>>>,
+    ) -> Vec<(u64, u64)> {
+        rows.map(|row| {
+            let (key, value) = row.expect("a row");
+            (key.value(), value.value())
+        })
+        .collect()
+    }
     let oracle = database();
     let drained = database();
     let mut generation = Generation::default();
     let mut cases = Cases(0x5EED);
     for command in 0..200u64 {
         let txn = oracle.begin_write().expect("a write");
-        let base_read = drained.begin_read().expect("a read");
-        let base = NUMBERS.read_if_present(&base_read).expect("open");
-        let mut scratch = Scratch::over(&generation);
+        let base = Arc::new(drained.begin_read().expect("a read"));
+        let writer = Writer::overlay(Reader::over(Arc::clone(&base), generation.clone()));
         {
             let mut table = NUMBERS.write(&txn).expect("open to write");
+            let mut overlay = NUMBERS.write(&writer).expect("open the overlay");
             for _ in 0..4 {
                 // Keys that differ in their high bytes, where byte order and number order part.
                 let key = cases.below(64) << (8 * cases.below(3));
                 if cases.below(4) == 0 {
                     table.remove(key).expect("remove");
-                    scratch.remove(NUMBERS, base.as_ref(), key).expect("remove");
+                    overlay.remove(key).expect("remove");
                 } else {
                     table.insert(key, command).expect("insert");
-                    scratch
-                        .insert(NUMBERS, base.as_ref(), key, command)
-                        .expect("insert");
+                    overlay.insert(key, command).expect("insert");
                 }
             }
         }
         txn.commit().expect("commit");
-        generation = generation.with(scratch);
+        generation = generation.with(writer.into_scratch().expect("changes"));
         let read = oracle.begin_read().expect("a read");
         let expected = NUMBERS.read(&read).expect("open");
-        let overlay = generation.read(NUMBERS, base.as_ref());
-        fn walk<'a>(
-            rows: impl Iterator<Item = crate::error::Result<super::Row<'a, u64, u64>>>,
-        ) -> Vec<(u64, u64)> {
-            rows.map(|row| {
-                let (key, value) = row.expect("a row");
-                (key.value(), value.value())
-            })
-            .collect()
-        }
+        let overlay = NUMBERS
+            .read(&Reader::over(Arc::clone(&base), generation.clone()))
+            .expect("open");
         let from = cases.below(64) << 8;
+        let all = (Bound::Unbounded, Bound::Unbounded);
         for (bounds, name) in [
-            ((Bound::Unbounded, Bound::Unbounded), "all"),
+            (all, "all"),
             ((Bound::Included(from), Bound::Unbounded), "from"),
         ] {
             let want = walk(expected.range::<u64>(bounds).expect("range"));
@@ -386,7 +404,6 @@ fn the_overlay_orders_keys_as_their_type_does() {
         assert_eq!(overlay.len().expect("len"), expected.len().expect("len"));
         drop(overlay);
         drop(base);
-        drop(base_read);
         if command % 37 == 36 {
             let txn = drained.begin_write().expect("a drain");
             generation.drain_into(&txn).expect("drain");

@@ -52,7 +52,7 @@ impl Store {
             .into());
         }
         let mut archived = self.archived_records(archives, Position(0))?;
-        let mut replay = crate::audit::replay::Replay::empty(&snapshot.txn)?;
+        let mut replay = crate::audit::replay::Replay::empty(&snapshot.reader)?;
         replay.apply(
             &all,
             archived.by_ref(),

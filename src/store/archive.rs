@@ -18,6 +18,7 @@ pub use crate::log::cut::{Cut, CutProjection};
 use crate::log::read::{Direction, Snapshot};
 use crate::projection::Projections;
 use crate::record::Position;
+use crate::storage::Writer;
 
 /// How a cut goes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -251,7 +252,7 @@ impl Store {
             let step = crate::error::guarded(|| {
                 self.journal_ready()?;
                 let txn = self.database()?.begin_write()?;
-                match finish_step(&txn, budget)? {
+                match finish_step(&Writer::redb(&txn), budget)? {
                     FinishStep::Finished => {
                         txn.abort()?;
                         Ok(FinishStep::Finished)
@@ -456,8 +457,8 @@ impl Store {
         // Each record checked in its file and against the kept hash, the archives tiling
         // `0 .. start` with the last one's trailer whole.
         let mut archived = self.archived_records(archives, Position(0))?;
-        let cuts = crate::log::cut::cuts(&snapshot.txn)?;
-        let mut replay = crate::audit::replay::Replay::empty(&snapshot.txn)?;
+        let cuts = crate::log::cut::cuts(&snapshot.reader)?;
+        let mut replay = crate::audit::replay::Replay::empty(&snapshot.reader)?;
         let mut next = Position(0);
         let mut cut_index = 0;
         // Each cut's digests are taken where it starts keeping records: at its `before`.
@@ -574,7 +575,7 @@ impl Store {
             }
             let archived = self.archived_records(archives, Position(0))?;
             let kept = snapshot.records(snapshot.start(), Direction::Forward)?;
-            let mut replay = crate::audit::replay::Replay::empty(&snapshot.txn)?;
+            let mut replay = crate::audit::replay::Replay::empty(&snapshot.reader)?;
             replay.apply(
                 &self.projections,
                 archived.chain(kept),

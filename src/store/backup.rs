@@ -82,7 +82,7 @@ impl Store {
             let (head, start) = (from.head()?, from.start());
             let mut db = create_temporary(&temporary, like)?;
             let txn = db.begin_write()?;
-            let tables = copy_tables(&from.txn, &txn)?;
+            let tables = copy_tables(from.reader.transaction(), &txn)?;
             txn.commit()?;
             // One large transaction leaves the file grown by redb's doubling steps; a copy
             // that travels (a seed) gives them back first.

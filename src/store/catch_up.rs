@@ -11,9 +11,9 @@
 
 use std::sync::Arc;
 
-use redb::{Database, ReadableDatabase, WriteTransaction};
+use redb::{Database, ReadableDatabase};
 
-use crate::storage::Readable;
+use crate::storage::{Readable, Writer};
 
 use crate::error::Result;
 use crate::log::Head;
@@ -38,11 +38,12 @@ const REPLAY_BATCH_RECORDS: usize = 8192;
 )]
 pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Result<Vec<String>> {
     let txn = db.begin_write()?;
-    let head = Snapshot::head_in(&txn)?;
-    let cut = crate::log::cut::last_cut_in(&txn)?;
+    let writer = Writer::redb(&txn);
+    let head = Snapshot::head_in(&writer)?;
+    let cut = crate::log::cut::last_cut_in(&writer)?;
     let mut unsnapshotted = Vec::new();
     for projection in projections.iter() {
-        let current = checkpoint(&txn, projection.name())?;
+        let current = checkpoint(&writer, projection.name())?;
         let stale = current.map(|c| c.version) != Some(projection.version());
         let below_cut = cut
             .as_ref()
@@ -56,16 +57,17 @@ pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Resu
                 unsnapshotted.push(projection.name().to_owned());
                 continue;
             }
-            reset(&txn, projection.as_ref())?;
+            reset(&writer, projection.as_ref())?;
         } else {
             // A log of an earlier format, or an earlier build, made a table on first write.
-            create_tables(&txn, projection.as_ref())?;
+            create_tables(&writer, projection.as_ref())?;
         }
     }
     // The projections left alone are pinned too: until they are adopted, this store's
     // appends (a journal's recovery, say) do not reach them.
     let running = projections.without(&unsnapshotted);
-    pin_unregistered(&txn, head, &running)?;
+    pin_unregistered(&writer, head, &running)?;
+    drop(writer);
     txn.commit()?;
     replay(db, &running, &mut |_| {})?;
     Ok(unsnapshotted)
@@ -76,7 +78,7 @@ pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Resu
 /// cut up to the head the log `db` committed, then `appended` (the transaction's own), and
 /// its checkpoint following the head.
 pub(crate) fn adopt_in(
-    txn: &WriteTransaction,
+    txn: &Writer<'_>,
     db: &Database,
     projection: &Arc<dyn Projection>,
     appended: &[Record],
@@ -123,11 +125,7 @@ pub(crate) fn adopt_in(
     feature = "tracing",
     tracing::instrument(level = "debug", name = "catch_up", skip_all)
 )]
-pub(crate) fn keep_up(
-    txn: &WriteTransaction,
-    db: &Database,
-    projections: &Projections,
-) -> Result<()> {
+pub(crate) fn keep_up(txn: &Writer<'_>, db: &Database, projections: &Projections) -> Result<()> {
     let head = Snapshot::head_in(txn)?;
     pin_unregistered(txn, head, projections)?;
     let checkpoints = CHECKPOINTS.write(txn)?;
@@ -195,7 +193,7 @@ fn apply_where_due<'a>(
 /// Pins the checkpoint of every projection this store runs without to the head's position:
 /// a checkpoint that follows the head ([`AT_HEAD`]) holds only while every append applies
 /// to its projection, and appends from here on will not.
-fn pin_unregistered(txn: &WriteTransaction, head: Head, projections: &Projections) -> Result<()> {
+fn pin_unregistered(txn: &Writer<'_>, head: Head, projections: &Projections) -> Result<()> {
     let mut table = CHECKPOINTS.write(txn)?;
     let mut following = Vec::new();
     for entry in table.iter()? {
@@ -234,12 +232,14 @@ pub(crate) fn rebuild(
     // anything is cleared, so a refused rebuild leaves the projections as they were.
     check_replayable(db)?;
     let txn = db.begin_write()?;
+    let writer = Writer::redb(&txn);
     for projection in projections
         .iter()
         .filter(|p| name.is_none_or(|n| n == p.name()))
     {
-        reset(&txn, projection.as_ref())?;
+        reset(&writer, projection.as_ref())?;
     }
+    drop(writer);
     txn.commit()?;
     progress(0);
     replay(db, projections, progress)
@@ -260,7 +260,7 @@ fn check_replayable(db: &Database) -> Result<()> {
 /// running in this process): a write must not apply its records to it, nor decide on it,
 /// before it has caught up. A projection of another version is left to the open that
 /// rebuilds it.
-pub(crate) fn lagging(txn: &WriteTransaction, projections: &Projections) -> Result<bool> {
+pub(crate) fn lagging(txn: &Writer<'_>, projections: &Projections) -> Result<bool> {
     let checkpoints = CHECKPOINTS.write(txn)?;
     let mut head = None;
     for projection in projections.iter() {
@@ -291,7 +291,7 @@ pub(crate) fn catch_up(db: &Database, projections: &Projections) -> Result<()> {
 /// Clears `projection` back to where a replay of the log starts: empty tables at position 0,
 /// or for a cut log its snapshot at the cut (refused with [`crate::ArchiveError::NotInCut`]
 /// when the cut kept none of this version: its state before the cut is only in the archives).
-fn reset(txn: &WriteTransaction, projection: &dyn Projection) -> Result<()> {
+fn reset(txn: &Writer<'_>, projection: &dyn Projection) -> Result<()> {
     let cut = crate::log::cut::last_cut_in(txn)?;
     if let Some(cut) = &cut {
         cut.require_snapshot(projection.name(), projection.version())?;
@@ -316,7 +316,7 @@ fn reset(txn: &WriteTransaction, projection: &dyn Projection) -> Result<()> {
 
 /// Creates every table of `projection` that does not exist: a projection's tables exist from
 /// its checkpoint on, so that a read can tell a missing table (damage) from an empty one.
-pub(crate) fn create_tables(txn: &WriteTransaction, projection: &dyn Projection) -> Result<()> {
+pub(crate) fn create_tables(txn: &Writer<'_>, projection: &dyn Projection) -> Result<()> {
     for table in projection.tables() {
         crate::projection::table::definition(table).create(txn)?;
     }
@@ -328,9 +328,10 @@ pub(crate) fn create_tables(txn: &WriteTransaction, projection: &dyn Projection)
 fn replay(db: &Database, projections: &Projections, progress: &mut dyn FnMut(u64)) -> Result<()> {
     loop {
         let txn = db.begin_write()?;
+        let writer = Writer::redb(&txn);
         let mut nexts = Vec::new();
         for projection in projections.iter() {
-            let next = checkpoint(&txn, projection.name())?.map_or(Position(0), |c| c.next);
+            let next = checkpoint(&writer, projection.name())?.map_or(Position(0), |c| c.next);
             nexts.push(next);
         }
         let Some(&from) = nexts.iter().min() else {
@@ -343,7 +344,7 @@ fn replay(db: &Database, projections: &Projections, progress: &mut dyn FnMut(u64
         }
         let mut last = from;
         {
-            let tables = TransactionTables::new(&txn);
+            let tables = TransactionTables::new(&writer);
             let records = snapshot.records(from, Direction::Forward)?;
             for record in records.take(REPLAY_BATCH_RECORDS) {
                 let record = record?;
@@ -365,7 +366,7 @@ fn replay(db: &Database, projections: &Projections, progress: &mut dyn FnMut(u64
         for (projection, previous) in projections.iter().zip(&nexts) {
             let at = next.max(*previous);
             set_checkpoint(
-                &txn,
+                &writer,
                 projection.name(),
                 Checkpoint {
                     version: projection.version(),
@@ -373,6 +374,7 @@ fn replay(db: &Database, projections: &Projections, progress: &mut dyn FnMut(u64
                 },
             )?;
         }
+        drop(writer);
         txn.commit()?;
         progress(next.0);
     }

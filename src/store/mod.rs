@@ -20,6 +20,9 @@ mod signing;
 mod tiles;
 pub(crate) mod upgrade;
 
+#[cfg(all(test, feature = "testing"))]
+mod tests;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError};
@@ -43,6 +46,7 @@ use crate::projection::{Projection, ProjectionError, Projections};
 use crate::record::limits::Limits;
 use crate::record::{Format, NewEvent, Position, Record, StreamVersion};
 pub use crate::sharing::{Holder, Sharing, UnknownSharing};
+use crate::storage::{Reader, Writer};
 pub use archive::{ArchiveOptions, ArchiveReport, ArchivedRecords, Cut, CutProjection};
 pub use backup::Backup;
 pub use compact::Compaction;
@@ -600,12 +604,12 @@ impl Store {
             }
             let mut txn = database.begin_write()?;
             if self.sharing == Sharing::MultiWriter {
-                catch_up::keep_up(&txn, database, &self.projections)?;
+                catch_up::keep_up(&Writer::redb(&txn), database, &self.projections)?;
             } else {
                 // A rebuild in another thread of this process left a projection behind
                 // between its batches: catch it up first, in batches of its own, so that
                 // nothing decides on it or applies a record to it half-built.
-                while catch_up::lagging(&txn, &self.projections)? {
+                while catch_up::lagging(&Writer::redb(&txn), &self.projections)? {
                     txn.abort()?;
                     catch_up::catch_up(database, &self.projections)?;
                     txn = database.begin_write()?;
@@ -620,9 +624,10 @@ impl Store {
         .map_err(|error| self.failed(error))?;
         let (result, appended_head, finished) = {
             let known_end = *self.log_end.lock().unwrap_or_else(PoisonError::into_inner);
+            let writer = Writer::redb(&txn);
             let mut session = guarded(|| {
                 WriteSession::open(
-                    &txn,
+                    &writer,
                     self.database()?,
                     &self.projections,
                     &self.limits,
@@ -795,7 +800,7 @@ impl Store {
     /// (in a read-only store, say) are refused with [`ProjectionError::Behind`].
     pub fn state(&self) -> Result<ReadTables> {
         guarded(|| {
-            let tables = ReadTables::new(Arc::new(self.db.begin_read()?));
+            let tables = ReadTables::new(Reader::new(Arc::new(self.db.begin_read()?)));
             let Handle::Writable(database) = &self.db else {
                 return Ok(tables);
             };
@@ -809,13 +814,17 @@ impl Store {
             drop(tables);
             if self.sharing == Sharing::MultiWriter {
                 let txn = database.begin_write()?;
-                catch_up::keep_up(&txn, database, &self.projections)?;
-                self.projections.advance_checkpoints(&txn)?;
+                let writer = Writer::redb(&txn);
+                catch_up::keep_up(&writer, database, &self.projections)?;
+                self.projections.advance_checkpoints(&writer)?;
+                drop(writer);
                 txn.commit()?;
             } else {
                 catch_up::catch_up(database, &self.projections)?;
             }
-            Ok(ReadTables::new(Arc::new(self.db.begin_read()?)))
+            Ok(ReadTables::new(Reader::new(Arc::new(
+                self.db.begin_read()?,
+            ))))
         })
         .map_err(|error| self.failed(error))
     }

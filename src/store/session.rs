@@ -4,7 +4,7 @@
 use std::cell::OnceCell;
 use std::ops::Bound;
 
-use redb::{Database, ReadableDatabase, WriteTransaction};
+use redb::{Database, ReadableDatabase};
 
 use crate::command::Command;
 use crate::error::Result;
@@ -18,6 +18,7 @@ use crate::projection::Projections;
 use crate::projection::table::{RawRow, TableSource, TransactionTables};
 use crate::record::limits::Limits;
 use crate::record::{NewEvent, Position, Record};
+use crate::storage::Writer;
 use crate::store::{PartialStep, StoreError};
 
 /// Appends and commands inside one write transaction. Later commands see the effects of
@@ -26,7 +27,7 @@ use crate::store::{PartialStep, StoreError};
 /// It is the [`TableSource`] its commands decide on: the projection tables as of this point
 /// of the transaction, and the log's records, committed or appended in it.
 pub struct WriteSession<'txn> {
-    txn: &'txn WriteTransaction,
+    txn: &'txn Writer<'txn>,
     log: LogWriter<'txn>,
     tables: TransactionTables<'txn>,
     projections: &'txn Projections,
@@ -51,7 +52,7 @@ pub struct WriteSession<'txn> {
 
 impl<'txn> WriteSession<'txn> {
     pub(crate) fn open(
-        txn: &'txn WriteTransaction,
+        txn: &'txn Writer<'txn>,
         database: &'txn Database,
         projections: &'txn Projections,
         limits: &'txn Limits,
@@ -384,7 +385,12 @@ impl TableSource for WriteSession<'_> {
             let committed = match self.committed.get() {
                 Some(snapshot) => snapshot,
                 None => {
-                    let opened = guarded(|| Snapshot::new(self.database.begin_read()?))?;
+                    // Through the overlay, what was committed is the writer's base; in redb,
+                    // the last commit (the write lock is held: no other comes between).
+                    let opened = guarded(|| match self.txn.base() {
+                        Some(base) => Snapshot::over(base.clone()),
+                        None => Snapshot::new(self.database.begin_read()?),
+                    })?;
                     self.committed.get_or_init(|| opened)
                 }
             };

@@ -131,7 +131,8 @@ pub mod forge {
         let db = redb::Database::open(path).map_err(redb::Error::from)?;
         let txn = db.begin_write().map_err(redb::Error::from)?;
         {
-            let mut log = LogWriter::open_after(&txn, None)?;
+            let writer = crate::storage::Writer::redb(&txn);
+            let mut log = LogWriter::open_after(&writer, None)?;
             let mut written = Vec::with_capacity(records.len());
             for record in records {
                 log.append_sealed(std::slice::from_ref(record), &mut written)?;

@@ -316,6 +316,12 @@ impl Declarations {
 }
 
 /// Every `.rs` file under `dir`.
+/// Whether `file` is a module of tests (`tests.rs`, compiled only under `cfg(test)`): like a
+/// `#[cfg(test)]` part, it is left out of the import rules.
+fn is_tests_module(file: &Path) -> bool {
+    file.file_name().is_some_and(|name| name == "tests.rs")
+}
+
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
@@ -525,7 +531,7 @@ fn module_imports(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
             vec![root.join("src").join(format!("{module}.rs"))]
         };
         let entry = imports.entry(module.clone()).or_default();
-        for file in files {
+        for file in files.into_iter().filter(|file| !is_tests_module(file)) {
             let source = fs::read_to_string(&file).expect("read a source file");
             for named in crate_modules(&source, &modules, &reexported) {
                 if named != *module && named != "testing" {
@@ -654,7 +660,7 @@ fn file_imports(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let src = root.join("src");
     let files: Vec<PathBuf> = rust_files(&src)
         .into_iter()
-        .filter(|f| !f.starts_with(src.join("testing")))
+        .filter(|f| !f.starts_with(src.join("testing")) && !is_tests_module(f))
         .collect();
     let by_module: HashMap<Vec<String>, String> = files
         .iter()
@@ -779,7 +785,7 @@ fn layer_breaks(doc: &str, root: &Path) -> Vec<String> {
             } else {
                 vec![full]
             };
-            for file in files {
+            for file in files.into_iter().filter(|file| !is_tests_module(file)) {
                 let source = fs::read_to_string(&file).expect("read a source file");
                 for module in crate_modules(&source, &modules, &reexported) {
                     if !allowed.contains(&module) && !own.contains(&module) {

@@ -35,7 +35,8 @@ pub(super) fn rebuild(txn: &WriteTransaction, layout: Format) -> Result<()> {
     MERKLE.delete(txn)?;
     MERKLE.create(txn)?;
     let empty = encode_head(Head::default());
-    let mut tree = MerkleWriter::open(txn, &empty, 0)?;
+    let writer = crate::storage::Writer::redb(txn);
+    let mut tree = MerkleWriter::open(&writer, &empty, 0)?;
     let mut walked = Head::default();
     {
         let segments = SEGMENTS.write(txn)?;
