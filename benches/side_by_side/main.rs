@@ -83,6 +83,7 @@ mod journal;
 mod memory;
 mod mixed;
 mod mixed_sqlite;
+mod overlay;
 mod reading;
 mod report;
 mod round;
@@ -366,6 +367,14 @@ fn main() {
             "note: no annals binary beside this bench; the commit-to-tail figures are skipped \
              (run `cargo build --release -p annals-cli` first)"
         );
+    }
+    if args.iter().any(|a| a == "--overlay-only") {
+        for round in 0..settings.rounds {
+            eprintln!("round {} of {} (overlay only)", round + 1, settings.rounds);
+            overlay::run_overlay(settings.timed, round, &mut samples);
+        }
+        overlay::print_overlay(&samples, settings.rounds);
+        return;
     }
     if args.iter().any(|a| a == "--journal-only") {
         for round in 0..settings.rounds {

@@ -357,30 +357,45 @@ fn charged(_: FuelOutcome) -> Option<u64> {
     None
 }
 
+/// Runs a mixed command through `$run`, an expression of the command `$c` that returns its
+/// outcome as a `Result`, and reads the outcome: the lease token granted, if any.
+macro_rules! dispatch {
+    ($command:expr, |$c:ident| $run:expr) => {{
+        let failed = "a mixed command";
+        match $command {
+            Mixed::Lease($c) => leased($run.expect(failed)),
+            Mixed::Outbox($c) => enqueued($run.expect(failed)),
+            Mixed::Pull($c) => pulled($run.expect(failed)),
+            Mixed::Span($c) => spanned($run.expect(failed)),
+            Mixed::Instance($c) => registered($run.expect(failed)),
+            Mixed::Fuel($c) => charged($run.expect(failed)),
+        }
+    }};
+}
+
 /// Runs `command` in its own durable transaction; the lease token it was granted, if any.
 pub(crate) fn execute(store: &Store, command: Mixed) -> Option<u64> {
-    let failed = "a mixed command";
-    match command {
-        Mixed::Lease(c) => leased(store.execute(&c).expect(failed)),
-        Mixed::Outbox(c) => enqueued(store.execute(&c).expect(failed)),
-        Mixed::Pull(c) => pulled(store.execute(&c).expect(failed)),
-        Mixed::Span(c) => spanned(store.execute(&c).expect(failed)),
-        Mixed::Instance(c) => registered(store.execute(&c).expect(failed)),
-        Mixed::Fuel(c) => charged(store.execute(&c).expect(failed)),
-    }
+    dispatch!(command, |c| store.execute(&c))
+}
+
+/// [`execute`] committed in memory ([`annals::Durability::Deferred`], exclusive mode): a redb
+/// commit per command with no sync.
+pub(crate) fn execute_deferred(store: &Store, command: Mixed) -> Option<u64> {
+    let deferred = annals::Durability::Deferred;
+    dispatch!(command, |c| store.write_with(deferred, |s| s.execute(&c)))
+}
+
+/// [`execute`] through the overlay, with no redb transaction per command (issue 51).
+pub(crate) fn execute_overlay(
+    store: &mut annals::testing::internals::overlay::OverlayStore<'_>,
+    command: Mixed,
+) -> Option<u64> {
+    dispatch!(command, |c| store.execute(&c))
 }
 
 /// [`execute`] through the writer: answered once its batch's commit is durable.
 async fn submit(writer: &Writer, command: Mixed) -> Option<u64> {
-    let failed = "a mixed command";
-    match command {
-        Mixed::Lease(c) => leased(writer.execute(c).await.expect(failed)),
-        Mixed::Outbox(c) => enqueued(writer.execute(c).await.expect(failed)),
-        Mixed::Pull(c) => pulled(writer.execute(c).await.expect(failed)),
-        Mixed::Span(c) => spanned(writer.execute(c).await.expect(failed)),
-        Mixed::Instance(c) => registered(writer.execute(c).await.expect(failed)),
-        Mixed::Fuel(c) => charged(writer.execute(c).await.expect(failed)),
-    }
+    dispatch!(command, |c| writer.execute(c).await)
 }
 
 /// [`submit`] from an OS thread, blocking it until the batch's commit is durable.

@@ -124,7 +124,10 @@ impl TableChanges {
 
 /// The newest change of `key` in `layers` (oldest first), if one has it.
 pub(super) fn newest_change<'l>(layers: &'l [Arc<TableChanges>], key: &[u8]) -> Option<&'l Change> {
-    layers.iter().rev().find_map(|layer| layer.change(key))
+    let newest = layers.last()?;
+    // One probe for every layer: they order the table's keys alike.
+    let probe = OrderedKey::new(key, newest.order);
+    layers.iter().rev().find_map(|layer| layer.rows.get(&probe))
 }
 
 /// What `layers` added to a table's count.
@@ -327,10 +330,11 @@ impl<K: Key + 'static, V: Value + 'static> Merged<K, V> {
 
     /// The layers' first (`forward`) or last change within what is left of the range, the
     /// newest winning a key several hold.
-    fn layer_edge(&self, forward: bool) -> Option<(OrderedKey, Change)> {
+    fn layer_edge(&self, forward: bool) -> Option<(&OrderedKey, &Change)> {
         let mut best: Option<(&OrderedKey, &Change)> = None;
+        let bounds = (self.lower.as_ref(), self.upper.as_ref());
         for layer in &self.layers {
-            let mut range = layer.rows.range((self.lower.clone(), self.upper.clone()));
+            let mut range = layer.rows.range::<OrderedKey, _>(bounds);
             let edge = if forward {
                 range.next()
             } else {
@@ -352,7 +356,7 @@ impl<K: Key + 'static, V: Value + 'static> Merged<K, V> {
                 best = Some((key, change));
             }
         }
-        best.map(|(key, change)| (key.clone(), change.clone()))
+        best
     }
 
     /// The next row of redb's from the front (`forward`) or the back, peeked: it stays in its
@@ -381,40 +385,46 @@ impl<K: Key + 'static, V: Value + 'static> Merged<K, V> {
 
     fn step(&mut self, forward: bool) -> Result<Option<Row<'static, K, V>>> {
         loop {
-            let base_key: Option<OrderedKey> = self
-                .peek_base(forward)?
-                .map(|(key, _)| OrderedKey::new(&key.bytes(), K::compare));
-            let change = self.layer_edge(forward);
-            let (key, from_layer) = match (base_key, change) {
-                (None, None) => return Ok(None),
-                (Some(key), None) => (key, None),
-                (None, Some((key, change))) => (key, Some(change)),
-                (Some(stored), Some((key, change))) => {
-                    let order = stored.cmp(&key);
-                    let base_first = match forward {
-                        true => order == Ordering::Less,
-                        false => order == Ordering::Greater,
-                    };
-                    if base_first {
-                        (stored, None)
-                    } else {
-                        if order == Ordering::Equal {
-                            // The layer's change replaces redb's row.
-                            self.take_base(forward);
-                        }
-                        (key, Some(change))
-                    }
+            // How redb's next row stands to the layers' next change, in the walk's order.
+            let base_first = {
+                self.peek_base(forward)?;
+                let base = match forward {
+                    true => self.front.as_ref(),
+                    false => self.back.as_ref(),
+                };
+                match (base, self.layer_edge(forward)) {
+                    (None, None) => return Ok(None),
+                    (Some(_), None) => Some(true),
+                    (None, Some(_)) => Some(false),
+                    (Some((stored, _)), Some((key, _))) => match stored.compare(&key.bytes) {
+                        Ordering::Less => Some(forward),
+                        Ordering::Greater => Some(!forward),
+                        Ordering::Equal => None,
+                    },
                 }
+            };
+            match base_first {
+                // redb's row, with no change to it: what is left of the range for the layers
+                // needs no narrowing, no change lies between.
+                Some(true) => return Ok(self.take_base(forward)),
+                // The layer's change replaces redb's row of the same key.
+                None => {
+                    self.take_base(forward);
+                }
+                Some(false) => {}
+            }
+            let (key, change) = match self.layer_edge(forward) {
+                Some((key, change)) => (key.clone(), change.clone()),
+                None => unreachable!("a layer's change was found above"),
             };
             let past = Bound::Excluded(key.clone());
             match forward {
                 true => self.lower = past,
                 false => self.upper = past,
             }
-            match from_layer {
-                None => return Ok(self.take_base(forward)),
-                Some(Change::Removed) => continue,
-                Some(Change::Put(value)) => {
+            match change {
+                Change::Removed => continue,
+                Change::Put(value) => {
                     return Ok(Some((Guard::pending(key.bytes), Guard::pending(value))));
                 }
             }

@@ -44,6 +44,16 @@ impl<'a, T: Value + 'static> Guard<'a, T> {
     }
 }
 
+impl<T: Key + 'static> Guard<'_, T> {
+    /// How this key stands to the key bytes `other`, in its type's order.
+    pub(super) fn compare(&self, other: &[u8]) -> std::cmp::Ordering {
+        match &self.0 {
+            Held::Stored(guard) => T::compare(T::as_bytes(&guard.value()).as_ref(), other),
+            Held::Pending(bytes) => T::compare(bytes, other),
+        }
+    }
+}
+
 /// A row: its key and its value.
 pub(crate) type Row<'a, K, V> = (Guard<'a, K>, Guard<'a, V>);
 

@@ -241,3 +241,71 @@ impl Store {
 fn runs_of_one_stream(records: &[Record]) -> impl Iterator<Item = &[Record]> {
     records.chunk_by(|a, b| a.stream == b.stream)
 }
+
+/// Commands through the overlay (`crate::storage`) without a journal: each decided and applied
+/// in a write session over the overlay's current generation and published as the next, no
+/// redb transaction per command; [`Store::drain_overlay`] writes the generation into the file.
+/// Not yet the commit path (issue 51): for the tests that hold the overlay against redb, and
+/// the bench that measures what a command costs without a redb commit of its own.
+#[cfg(any(test, feature = "testing"))]
+impl Store {
+    /// Runs `work` over the overlay at `generation`: on success with appends, `generation` is
+    /// the next one; on a failure or no appends it is as it was.
+    pub(crate) fn write_over_overlay<R>(
+        &self,
+        generation: &mut crate::storage::Generation,
+        work: impl FnOnce(&mut super::WriteSession<'_>) -> Result<R>,
+    ) -> Result<R> {
+        use crate::storage::{Reader, Writer};
+        let txn = std::sync::Arc::new(self.db.begin_read()?);
+        let writer = Writer::overlay(Reader::over(txn, generation.clone()));
+        // The log's end as the last commit left it, as a commit through redb is given it.
+        let known_end = *self.log_end.lock().unwrap_or_else(PoisonError::into_inner);
+        let (result, finished) = {
+            let mut session = super::WriteSession::open(
+                &writer,
+                self.database()?,
+                &self.projections,
+                &self.limits,
+                known_end,
+            )?;
+            let result = work(&mut session)?;
+            (result, session.finish()?)
+        };
+        if finished.appended
+            && let Some(scratch) = writer.into_scratch()
+        {
+            *generation = generation.with(scratch);
+            *self.log_end.lock().unwrap_or_else(PoisonError::into_inner) = finished.end;
+        }
+        Ok(result)
+    }
+
+    /// Writes `generation` into the file in one redb commit (durable unless `durable` is
+    /// false, in exclusive mode) and empties it.
+    pub(crate) fn drain_overlay(
+        &self,
+        generation: &mut crate::storage::Generation,
+        durable: bool,
+    ) -> Result<()> {
+        let mut txn = self.database()?.begin_write()?;
+        if !durable {
+            txn.set_durability(redb::Durability::None)
+                .map_err(redb::Error::from)?;
+        }
+        generation.drain_into(&txn)?;
+        txn.commit()?;
+        *generation = crate::storage::Generation::default();
+        Ok(())
+    }
+
+    /// A snapshot of the file under `generation`.
+    #[cfg(test)]
+    pub(crate) fn snapshot_over(
+        &self,
+        generation: &crate::storage::Generation,
+    ) -> Result<crate::log::read::Snapshot> {
+        let txn = std::sync::Arc::new(self.db.begin_read()?);
+        crate::log::read::Snapshot::over(crate::storage::Reader::over(txn, generation.clone()))
+    }
+}

@@ -5,17 +5,15 @@
 //! then. Every read through the overlay (the head, every record, every projection's state)
 //! answers as the first store does, and after the last drain both files hold the same log.
 
-use std::sync::Arc;
-
 use redb::backends::InMemoryBackend;
 
-use super::{Durability, Sharing, Store, StoreOptions, WriteSession};
+use super::{Durability, Sharing, Store, StoreOptions};
 use crate::demo::Rng;
 use crate::log::read::{Direction, Snapshot};
 use crate::projection::digest::digest;
 use crate::projection::table::TableSource;
 use crate::record::Position;
-use crate::storage::{Generation, Reader, Writer};
+use crate::storage::Generation;
 use crate::testing::random::random_command;
 
 fn store() -> Store {
@@ -26,36 +24,6 @@ fn store() -> Store {
         ..StoreOptions::default()
     };
     Store::open_with_backend(InMemoryBackend::new(), options).expect("an in-memory store")
-}
-
-/// The overlay's store: redb's last commit under `generation`.
-fn reader(store: &Store, generation: &Generation) -> Reader {
-    let txn = store.db.begin_read().expect("a read");
-    Reader::over(Arc::new(txn), generation.clone())
-}
-
-/// Runs `command` in a write session over the overlay of `store` at `generation`: the next
-/// generation when the command committed something, `None` when it wrote nothing or failed.
-fn run_over(
-    store: &Store,
-    generation: &Generation,
-    command: impl FnOnce(&mut WriteSession<'_>),
-) -> Option<Generation> {
-    let writer = Writer::overlay(reader(store, generation));
-    let finished = {
-        let database = store.database().expect("writable");
-        let mut session =
-            WriteSession::open(&writer, database, &store.projections, &store.limits, None)
-                .expect("a session");
-        command(&mut session);
-        session.finish()
-    };
-    match finished {
-        Ok(finished) if finished.appended => {
-            Some(generation.with(writer.into_scratch().expect("the overlay's changes")))
-        }
-        _ => None,
-    }
 }
 
 /// What a read of `snapshot` shows: every record, and each projection's state digest.
@@ -97,14 +65,13 @@ fn commands_through_the_overlay_read_and_drain_as_redb_commits_them() {
                     Ok(())
                 })
                 .is_ok();
-            let next = run_over(&overlaid, &generation, |session| {
+            // A failure leaves the generation as it was: what a refused command leaves.
+            let _ = overlaid.write_over_overlay(&mut generation, |session| {
                 random_command(&mut Rng::new(draw), session, now_ms);
+                Ok(())
             });
             let head = oracle.head().expect("the head");
-            if let Some(next) = next {
-                generation = next;
-            }
-            let snapshot = Snapshot::over(reader(&overlaid, &generation)).expect("a snapshot");
+            let snapshot = overlaid.snapshot_over(&generation).expect("a snapshot");
             assert_eq!(
                 snapshot.head().expect("the head"),
                 head,
@@ -120,18 +87,15 @@ fn commands_through_the_overlay_read_and_drain_as_redb_commits_them() {
             }
             drop(snapshot);
             if step % 53 == 52 {
-                let database = overlaid.database().expect("writable");
-                let txn = database.begin_write().expect("a drain");
-                generation.drain_into(&txn).expect("drain");
-                txn.commit().expect("commit the drain");
-                generation = Generation::default();
+                overlaid
+                    .drain_overlay(&mut generation, true)
+                    .expect("a drain");
                 drains += 1;
             }
         }
-        let database = overlaid.database().expect("writable");
-        let txn = database.begin_write().expect("the last drain");
-        generation.drain_into(&txn).expect("drain");
-        txn.commit().expect("commit the drain");
+        overlaid
+            .drain_overlay(&mut generation, true)
+            .expect("the last drain");
         assert!(drains > 0);
         let expected = shown(&oracle.snapshot().expect("a snapshot"), &oracle);
         let drained = overlaid.snapshot().expect("a snapshot of redb alone");

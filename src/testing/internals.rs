@@ -143,3 +143,59 @@ pub mod forge {
         Ok(())
     }
 }
+
+/// Commands through the overlay with no redb transaction of their own (issue 51's commit
+/// path, before it is the store's): for the bench that measures what a command costs then.
+pub mod overlay {
+    use crate::command::Command;
+    use crate::error::Result;
+    use crate::storage::Generation;
+    use crate::store::Store;
+
+    /// Commands the overlay holds before [`OverlayStore::execute`] drains it into the file.
+    pub const DRAIN_EVERY_COMMANDS: u64 = 4_096;
+
+    /// A store whose commands go through the overlay: each decided and applied in a write
+    /// session over the overlay and published, the overlay drained into the file (one
+    /// non-durable redb commit, as a journaled store's drain is, less its sync) every
+    /// [`DRAIN_EVERY_COMMANDS`]. No journal, no sync: the CPU of the commit path.
+    pub struct OverlayStore<'s> {
+        store: &'s Store,
+        generation: Generation,
+        since_drain: u64,
+    }
+
+    impl<'s> OverlayStore<'s> {
+        /// Commands over `store`, which must be open in exclusive mode.
+        pub fn new(store: &'s Store) -> Self {
+            OverlayStore {
+                store,
+                generation: Generation::default(),
+                since_drain: 0,
+            }
+        }
+
+        /// Runs `command` through the overlay.
+        pub fn execute<C: Command>(&mut self, command: &C) -> Result<C::Outcome> {
+            let outcome = self
+                .store
+                .write_over_overlay(&mut self.generation, |session| session.execute(command))?;
+            self.since_drain += 1;
+            if self.since_drain >= DRAIN_EVERY_COMMANDS {
+                self.drain()?;
+            }
+            Ok(outcome)
+        }
+
+        /// Writes the overlay into the file.
+        pub fn drain(&mut self) -> Result<()> {
+            self.since_drain = 0;
+            self.store.drain_overlay(&mut self.generation, false)
+        }
+
+        /// How many layers the overlay holds.
+        pub fn depth(&self) -> usize {
+            self.generation.depth()
+        }
+    }
+}
