@@ -2,10 +2,6 @@
 //! generation published with it) or a [`Writer`] (a redb write transaction, or a command's
 //! scratch layer over a reader).
 
-// The commit path that publishes and drains generations is wired after this layer (issue 51,
-// point 3); until then only the tests, which hold the overlay against redb, build it.
-#![allow(dead_code)]
-
 use std::cell::RefCell;
 use std::sync::Arc;
 

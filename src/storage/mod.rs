@@ -10,17 +10,19 @@
 //! It owns how tables are opened, walked and changed; it never knows what a table means.
 
 mod access;
+mod database;
 mod overlay;
 mod rows;
 mod tables;
 
 pub(crate) use access::{Reader, Writer};
-#[allow(unused_imports)]
-pub(crate) use overlay::{Generation, Scratch};
+pub(crate) use database::{Database, OverlayWrite, WriteTransaction};
+#[cfg(any(test, feature = "testing"))]
+pub(crate) use overlay::Generation;
 pub(crate) use rows::{Guard, Row, Rows};
 pub(crate) use tables::{Definition, ReadIn, ReadOnly, Readable, TableStats, Writable, WriteIn};
 
-use redb::{ReadTransaction, TableHandle, WriteTransaction};
+use redb::{ReadTransaction, TableHandle};
 
 use crate::error::Result;
 
@@ -33,7 +35,7 @@ pub(crate) fn table_names(txn: &ReadTransaction) -> Result<Vec<String>> {
 }
 
 /// The names of the tables `txn` holds, as of this point of the write.
-pub(crate) fn table_names_in(txn: &WriteTransaction) -> Result<Vec<String>> {
+pub(crate) fn table_names_in(txn: &redb::WriteTransaction) -> Result<Vec<String>> {
     Ok(txn
         .list_tables()?
         .map(|handle| handle.name().to_owned())

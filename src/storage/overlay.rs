@@ -16,10 +16,6 @@
 //! It owns the order and the merge of changes; it never knows what a table means, nor opens
 //! one (`tables.rs` hands each table's changes the function that drains them).
 
-// The commit path that publishes and drains generations is wired after this layer (issue 51,
-// point 3); until then only the tests, which hold the overlay against redb, build it.
-#![allow(dead_code)]
-
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
@@ -219,6 +215,7 @@ impl Generation {
 
     /// The layers published after `drained` (a generation this one was built on, now in
     /// redb): what stays over the new base.
+    #[cfg(test)]
     pub(crate) fn after(&self, drained: &Generation) -> Generation {
         let kept = self
             .layers

@@ -130,6 +130,26 @@ impl<'t> WriteIn<'t> for &'t WriteTransaction {
     }
 }
 
+impl<'t> WriteIn<'t> for &'t super::WriteTransaction<'_> {
+    fn open_write<K: Key + 'static, V: Value + 'static>(
+        self,
+        definition: Definition<'_, K, V>,
+    ) -> Result<Writable<'t, K, V>> {
+        (&**self).open_write(definition)
+    }
+
+    fn exists(self, name: &str) -> Result<bool> {
+        (&**self).exists(name)
+    }
+
+    fn delete<K: Key + 'static, V: Value + 'static>(
+        self,
+        definition: Definition<'_, K, V>,
+    ) -> Result<bool> {
+        (&**self).delete(definition)
+    }
+}
+
 impl<'t> WriteIn<'t> for &'t Writer<'_> {
     fn open_write<K: Key + 'static, V: Value + 'static>(
         self,

@@ -104,8 +104,9 @@ impl Store {
         let at_ms = super::archive::last_record_ms(&snapshot)?;
         drop(state);
         drop(snapshot);
-        let _record =
-            self.write(|session| session.adopt(&all, &names, &adopting, &replay, at_ms))?;
+        let _record = self.write_to_file(super::Durability::Immediate, |session| {
+            session.adopt(&all, &names, &adopting, &replay, at_ms)
+        })?;
         self.projections = all;
         Ok(())
     }

@@ -217,7 +217,7 @@ impl Store {
                 })
             })
         });
-        let committed = self.write(|session| {
+        let committed = self.write_to_file(super::Durability::Immediate, |session| {
             session.cut(
                 cut,
                 &replay,

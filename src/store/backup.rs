@@ -78,7 +78,10 @@ impl Store {
         let built = guarded(|| {
             // The head and start are read in the transaction the tables are copied from, so
             // that they are the copy's.
-            let from = Snapshot::new(self.db.begin_read()?)?;
+            // The file's own tables are copied: what the overlay holds is written into them
+            // first, and a commit after that is not in the copy (as if it came after).
+            self.settle()?;
+            let from = Snapshot::new(self.db.begin_read_file()?)?;
             let (head, start) = (from.head()?, from.start());
             let mut db = create_temporary(&temporary, like)?;
             let txn = db.begin_write()?;

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use redb::{Database, ReadableDatabase};
+use crate::storage::Database;
 
 use crate::storage::{Readable, Writer};
 
@@ -86,7 +86,7 @@ pub(crate) fn adopt_in(
     reset(txn, projection.as_ref())?;
     // The reset left the projection at the log's start (the session holds the log's head).
     let (from, _) = crate::log::cut::start_in(txn)?;
-    let snapshot = Snapshot::new(db.begin_read()?)?;
+    let snapshot = Snapshot::over(db.begin_read()?)?;
     let committed = snapshot.head()?.next;
     let tables = TransactionTables::new(txn);
     let scoped = tables.scoped(projection.as_ref());
@@ -152,7 +152,7 @@ pub(crate) fn keep_up(txn: &Writer<'_>, db: &Database, projections: &Projections
     let Some(from) = lagging.iter().map(|(_, next)| *next).min() else {
         return Ok(());
     };
-    let snapshot = Snapshot::new(db.begin_read()?)?;
+    let snapshot = Snapshot::over(db.begin_read()?)?;
     let tables = TransactionTables::new(txn);
     let mut expected = from;
     for record in snapshot.records(from, Direction::Forward)? {
@@ -248,7 +248,7 @@ pub(crate) fn rebuild(
 /// Reads the whole log as a replay would (every segment's place and digest, every record's
 /// header), without applying anything.
 fn check_replayable(db: &Database) -> Result<()> {
-    let snapshot = Snapshot::new(db.begin_read()?)?;
+    let snapshot = Snapshot::over(db.begin_read()?)?;
     let mut records = snapshot.records(snapshot.start(), Direction::Forward)?;
     while let Some(record) = records.next_view() {
         record?;
@@ -337,7 +337,7 @@ fn replay(db: &Database, projections: &Projections, progress: &mut dyn FnMut(u64
         let Some(&from) = nexts.iter().min() else {
             return Ok(());
         };
-        let snapshot = Snapshot::new(db.begin_read()?)?;
+        let snapshot = Snapshot::over(db.begin_read()?)?;
         let head = snapshot.head()?;
         if from >= head.next {
             return Ok(());

@@ -67,11 +67,13 @@ impl Store {
         // A cut a kill interrupted still holds segments it archived: they go first, so that
         // their pages are among those given back.
         self.finish_cut()?;
+        // Compaction works on redb's file alone: what the overlay holds goes into it first.
+        self.settle()?;
         let db = match &mut self.db {
             Handle::Writable(db) => db,
             Handle::ReadOnly(_) => return Err(Error::ReadOnly),
         };
-        let moved_pages = guarded(|| match db.compact() {
+        let moved_pages = guarded(|| match db.redb_mut().compact() {
             Ok(moved) => Ok(moved),
             Err(redb::CompactionError::TransactionInProgress) => {
                 Err(StoreError::CompactionBusy.into())

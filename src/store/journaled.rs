@@ -5,14 +5,17 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use redb::{StorageBackend, WriteTransaction};
+use redb::StorageBackend;
 
+use super::WriteSession;
+use super::catch_up;
 use super::session::Finished;
 use super::{Durability, Sharing, Store};
 use crate::error::{Error, JournalError, Result, guarded};
 use crate::journal::frame::Frame;
 use crate::journal::{self, Journal, JournalFile, JournalOptions, JournalRecovery};
 use crate::record::Record;
+use crate::storage::{OverlayWrite, WriteTransaction};
 
 /// The journal's lock; a panic while it was held left the journal as its last whole call did.
 pub(crate) fn lock(journal: &Mutex<Journal>) -> MutexGuard<'_, Journal> {
@@ -41,7 +44,7 @@ impl Store {
     pub(crate) fn commit_journaled(
         &self,
         journal: &Mutex<Journal>,
-        mut txn: WriteTransaction,
+        mut txn: WriteTransaction<'_>,
         durability: Durability,
         finished: &Finished,
     ) -> Result<()> {
@@ -64,8 +67,90 @@ impl Store {
         journal.append(&frame)?;
         if let Err(error) = txn.commit() {
             journal.take_back(frame.len() as u64);
-            return Err(error.into());
+            return Err(error);
         }
+        Ok(())
+    }
+
+    /// A write through the overlay (`docs/design.md`, "Commits"): `work` decides and applies
+    /// over redb's last commit and the published generation, holding redb's write lock; its
+    /// records go to the journal as one frame, synced; its changes are then published as the
+    /// next generation, and redb commits nothing. A write the journal cannot hold alone (a
+    /// frame too large, or one after unjournaled commits) commits durably to the file instead,
+    /// the generation with it, which checkpoints.
+    pub(crate) fn write_through_overlay<R>(
+        &self,
+        journal: &Mutex<Journal>,
+        work: impl FnOnce(&mut WriteSession<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let database = self.database()?;
+        let command = guarded(|| {
+            self.journal_ready()?;
+            loop {
+                let command = database.begin_overlay()?;
+                // A rebuild in another thread of this process left a projection behind
+                // between its batches: it is caught up first, in batches of its own.
+                if !catch_up::lagging(command.writer(), &self.projections)? {
+                    return Ok(command);
+                }
+                drop(command);
+                catch_up::catch_up(database, &self.projections)?;
+            }
+        })
+        .map_err(|error| self.failed(error))?;
+        let (result, appended_head, finished) = {
+            let known_end = *self.log_end.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut session = guarded(|| {
+                WriteSession::open(
+                    command.writer(),
+                    database,
+                    &self.projections,
+                    &self.limits,
+                    known_end,
+                )
+            })?;
+            let result = work(&mut session)?;
+            let head = session.head();
+            let finished = guarded(|| session.finish())?;
+            (result, finished.appended.then_some(head), finished)
+        };
+        guarded(|| match appended_head {
+            Some(head) => {
+                self.commit_command(journal, command, &finished)?;
+                *self.log_end.lock().unwrap_or_else(PoisonError::into_inner) = finished.end;
+                self.announce(head.next);
+                Ok(())
+            }
+            // Nothing to publish: the scratch layer is dropped with redb's lock.
+            None => {
+                drop(command);
+                Ok(())
+            }
+        })
+        .map_err(|error| self.failed(error))?;
+        Ok(result)
+    }
+
+    /// Commits a write made into the overlay: its frame appended to the journal and synced,
+    /// then its changes published; or, when the journal cannot hold it alone, its changes and
+    /// the generation committed durably to the file and the journal emptied.
+    fn commit_command(
+        &self,
+        journal: &Mutex<Journal>,
+        command: OverlayWrite<'_>,
+        finished: &Finished,
+    ) -> Result<()> {
+        let mut journal = lock(journal);
+        let frame = (finished.journalable && !journal.unjournaled)
+            .then(|| journal.frame_of(&finished.written))
+            .flatten();
+        let Some(frame) = frame else {
+            command.into_transaction()?.commit()?;
+            journal.unjournaled = false;
+            return journal.empty();
+        };
+        journal.append(&frame)?;
+        command.publish();
         Ok(())
     }
 
@@ -88,6 +173,15 @@ impl Store {
         Ok(())
     }
 
+    /// Writes what the overlay holds into the log file (a drain), when it holds anything:
+    /// before a call that reads redb's file alone (a backup, the footprint).
+    pub(crate) fn settle(&self) -> Result<()> {
+        match &self.db {
+            super::open::Handle::Writable(db) if db.has_published() => self.drain_journal(),
+            _ => Ok(()),
+        }
+    }
+
     /// Makes every commit durable in the log file with one redb commit, then empties the
     /// journal. The write lock is taken before the journal's, as every commit takes them.
     pub(crate) fn drain_journal(&self) -> Result<()> {
@@ -102,9 +196,9 @@ impl Store {
     /// earlier commit durable there too, and empties the journal if there is one: what it held
     /// is in the file now. The write lock, held by `txn`, is taken before the journal's, as
     /// every commit takes them.
-    pub(crate) fn commit_durably(&self, txn: WriteTransaction) -> Result<()> {
+    pub(crate) fn commit_durably(&self, txn: WriteTransaction<'_>) -> Result<()> {
         let Some(journal) = &self.journal else {
-            return Ok(txn.commit()?);
+            return txn.commit();
         };
         let mut journal = lock(journal);
         txn.commit()?;
@@ -201,7 +295,7 @@ impl Store {
         })?;
         recovery.dropped_bytes = scanned.dropped;
         if recovery.transactions > 0 {
-            guarded(|| Ok(self.database()?.begin_write()?.commit()?))?;
+            guarded(|| self.database()?.begin_write()?.commit())?;
         }
         self.recovery = recovery;
         Ok(scanned)
@@ -257,7 +351,7 @@ impl Store {
         work: impl FnOnce(&mut super::WriteSession<'_>) -> Result<R>,
     ) -> Result<R> {
         use crate::storage::{Reader, Writer};
-        let txn = std::sync::Arc::new(self.db.begin_read()?);
+        let txn = self.db.begin_read()?.transaction().clone();
         let writer = Writer::overlay(Reader::over(txn, generation.clone()));
         // The log's end as the last commit left it, as a commit through redb is given it.
         let known_end = *self.log_end.lock().unwrap_or_else(PoisonError::into_inner);
@@ -305,7 +399,7 @@ impl Store {
         &self,
         generation: &crate::storage::Generation,
     ) -> Result<crate::log::read::Snapshot> {
-        let txn = std::sync::Arc::new(self.db.begin_read()?);
+        let txn = self.db.begin_read()?.transaction().clone();
         crate::log::read::Snapshot::over(crate::storage::Reader::over(txn, generation.clone()))
     }
 }

@@ -27,7 +27,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError};
 
-use redb::Database;
+use crate::storage::Database;
 use tokio::sync::watch;
 
 use crate::audit::extends::{Extension, check_extends};
@@ -46,7 +46,7 @@ use crate::projection::{Projection, ProjectionError, Projections};
 use crate::record::limits::Limits;
 use crate::record::{Format, NewEvent, Position, Record, StreamVersion};
 pub use crate::sharing::{Holder, Sharing, UnknownSharing};
-use crate::storage::{Reader, Writer};
+use crate::storage::Writer;
 pub use archive::{ArchiveOptions, ArchiveReport, ArchivedRecords, Cut, CutProjection};
 pub use backup::Backup;
 pub use compact::Compaction;
@@ -273,7 +273,7 @@ impl Store {
     /// the projections of a cut log the cut kept no snapshot of: they come back with
     /// [`Store::adopt`], once the journal is recovered.
     fn bring_up(
-        db: Database,
+        db: redb::Database,
         limits: Limits,
         path: PathBuf,
         projections: Projections,
@@ -281,7 +281,7 @@ impl Store {
     ) -> Result<(Store, adopt::Unsnapshotted)> {
         // The handle lives outside the guarded work, so that a panic unwinds without
         // dropping it, and it closes (guarded too) after the error is returned.
-        let handle = Handle::Writable(Closing::new(db));
+        let handle = Handle::Writable(Closing::new(Database::new(db)));
         let unsnapshotted = guarded(|| {
             let found = check_identity(&handle, &path)?;
             let Handle::Writable(db) = &handle else {
@@ -476,7 +476,7 @@ impl Store {
         path: PathBuf,
         projections: Projections,
     ) -> Result<Store> {
-        let head = guarded(|| Snapshot::new(db.begin_read()?)?.head())?;
+        let head = guarded(|| Snapshot::over(db.begin_read()?)?.head())?;
         Ok(Store {
             db,
             limits,
@@ -591,6 +591,22 @@ impl Store {
         durability: Durability,
         work: impl FnOnce(&mut WriteSession<'_>) -> Result<R>,
     ) -> Result<R> {
+        match &self.journal {
+            Some(journal) if durability != Durability::Deferred => {
+                self.write_through_overlay(journal, work)
+            }
+            _ => self.write_to_file(durability, work),
+        }
+    }
+
+    /// [`Store::write_with`] in one redb write transaction, whatever the store's commit path:
+    /// for a write the overlay cannot hold (a cut, which deletes tables) and the commits that
+    /// do not go through a journal.
+    pub(crate) fn write_to_file<R>(
+        &self,
+        durability: Durability,
+        work: impl FnOnce(&mut WriteSession<'_>) -> Result<R>,
+    ) -> Result<R> {
         // redb's calls outside `work` are guarded; `work` is the caller's, and a panic in it
         // is the caller's too, so it unwinds as it is.
         let txn = guarded(|| {
@@ -661,8 +677,7 @@ impl Store {
         if self.journal.is_some() {
             return self.drain_journal();
         }
-        guarded(|| Ok(self.database()?.begin_write()?.commit()?))
-            .map_err(|error| self.failed(error))
+        guarded(|| self.database()?.begin_write()?.commit()).map_err(|error| self.failed(error))
     }
 
     /// Closes the store, reporting what dropping it would not: redb writes its allocator
@@ -677,7 +692,7 @@ impl Store {
         let Some(db) = db.take() else {
             return Ok(());
         };
-        let closed = guarded(|| db.close().map_err(Error::from));
+        let closed = guarded(|| db.into_redb().close().map_err(Error::from));
         let out_of_space = self.out_of_space.load(std::sync::atomic::Ordering::Relaxed);
         closed.map_err(|error| match error {
             Error::Storage(redb::Error::PreviousIo) if out_of_space => Error::NoSpace {
@@ -786,7 +801,7 @@ impl Store {
 
     /// A consistent read-only view of the log as of now; a writer may go on meanwhile.
     pub fn snapshot(&self) -> Result<Snapshot> {
-        let snapshot = guarded(|| Snapshot::new(self.db.begin_read()?))?;
+        let snapshot = guarded(|| Snapshot::over(self.db.begin_read()?))?;
         // An export from it then refuses the store's own files as its output.
         Ok(match self.on_disk {
             true => snapshot.of_log(&self.path),
@@ -800,7 +815,7 @@ impl Store {
     /// (in a read-only store, say) are refused with [`ProjectionError::Behind`].
     pub fn state(&self) -> Result<ReadTables> {
         guarded(|| {
-            let tables = ReadTables::new(Reader::new(Arc::new(self.db.begin_read()?)));
+            let tables = ReadTables::new(self.db.begin_read()?);
             let Handle::Writable(database) = &self.db else {
                 return Ok(tables);
             };
@@ -822,9 +837,7 @@ impl Store {
             } else {
                 catch_up::catch_up(database, &self.projections)?;
             }
-            Ok(ReadTables::new(Reader::new(Arc::new(
-                self.db.begin_read()?,
-            ))))
+            Ok(ReadTables::new(self.db.begin_read()?))
         })
         .map_err(|error| self.failed(error))
     }
@@ -881,8 +894,7 @@ impl Store {
     /// the head (the walk, then the replay).
     pub fn verify_with(&self, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
         guarded(|| {
-            let txn = self.db.begin_read()?;
-            let snapshot = Snapshot::new(txn)?;
+            let snapshot = Snapshot::over(self.db.begin_read()?)?;
             crate::audit::verify::verify_with(
                 &snapshot,
                 &snapshot.state_as_stored(),
@@ -1001,7 +1013,9 @@ impl Store {
     /// ```
     pub fn footprint(&self) -> Result<Footprint> {
         let (records, tables) = guarded(|| {
-            let txn = self.db.begin_read()?;
+            // The file's own tables: what the overlay holds is written into them first.
+            self.settle()?;
+            let txn = self.db.begin_read_file()?;
             let tables = footprint::tables(&txn)?;
             Ok((Snapshot::new(txn)?.head()?.next.0, tables))
         })?;

@@ -4,9 +4,12 @@
 use std::fs;
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redb::{Database, ReadTransaction, ReadableDatabase};
+
+use crate::storage::Reader;
 
 pub(crate) use crate::error::guarded;
 use crate::error::{Error, NotALog, OpenError, Result, Unreadable, caught};
@@ -23,7 +26,7 @@ use crate::storage::Readable;
 
 /// The redb handle: read-write, or read-only for audits that must not touch the file.
 pub(crate) enum Handle {
-    Writable(Closing<Database>),
+    Writable(Closing<crate::storage::Database>),
     ReadOnly(Closing<redb::ReadOnlyDatabase>),
 }
 
@@ -77,9 +80,20 @@ impl<D> Drop for Closing<D> {
 }
 
 impl Handle {
-    pub(crate) fn begin_read(&self) -> Result<ReadTransaction> {
+    /// One consistent read: redb's latest commit, and the overlay's generation published with
+    /// it on a writable store.
+    pub(crate) fn begin_read(&self) -> Result<Reader> {
         Ok(match self {
             Handle::Writable(db) => db.begin_read()?,
+            Handle::ReadOnly(db) => Reader::new(Arc::new(db.begin_read()?)),
+        })
+    }
+
+    /// A read of redb's file alone, without what the overlay holds: a consistent commit,
+    /// which holds every acknowledged commit only when nothing is published (after a drain).
+    pub(crate) fn begin_read_file(&self) -> Result<ReadTransaction> {
+        Ok(match self {
+            Handle::Writable(db) => db.begin_read_file()?,
             Handle::ReadOnly(db) => db.begin_read()?,
         })
     }

@@ -4,7 +4,7 @@
 use std::cell::OnceCell;
 use std::ops::Bound;
 
-use redb::{Database, ReadableDatabase};
+use crate::storage::Database;
 
 use crate::command::Command;
 use crate::error::Result;
@@ -201,6 +201,10 @@ impl<'txn> WriteSession<'txn> {
         drop_keys: bool,
         at_ms: u64,
     ) -> Result<(Cut, Position)> {
+        debug_assert!(
+            self.txn.transaction().is_some(),
+            "a cut is written in redb's own transaction (Store::write_to_file)"
+        );
         self.cut_made = true;
         let position = self.head().next;
         let (start, keyed) = crate::log::cut::start_in(self.txn)?;
@@ -248,6 +252,10 @@ impl<'txn> WriteSession<'txn> {
         replay: &crate::audit::replay::Replay,
         at_ms: u64,
     ) -> Result<Position> {
+        debug_assert!(
+            self.txn.transaction().is_some(),
+            "a cut is written in redb's own transaction (Store::write_to_file)"
+        );
         self.cut_made = true;
         let position = self.head().next;
         let (start, _) = crate::log::cut::start_in(self.txn)?;
@@ -389,7 +397,7 @@ impl TableSource for WriteSession<'_> {
                     // the last commit (the write lock is held: no other comes between).
                     let opened = guarded(|| match self.txn.base() {
                         Some(base) => Snapshot::over(base.clone()),
-                        None => Snapshot::new(self.database.begin_read()?),
+                        None => Snapshot::over(self.database.begin_read()?),
                     })?;
                     self.committed.get_or_init(|| opened)
                 }

@@ -96,8 +96,10 @@ pub mod open {
         }
         match version {
             1 | 2 => {
-                let db = crate::store::open::redb_builder(crate::store::Sharing::Exclusive)
-                    .create(path)?;
+                let db = crate::storage::Database::new(
+                    crate::store::open::redb_builder(crate::store::Sharing::Exclusive)
+                        .create(path)?,
+                );
                 crate::store::upgrade::initialise_legacy(&db, &projections, version)
             }
             crate::log::tables::FORMAT_VERSION => {

@@ -16,7 +16,7 @@ mod tree;
 #[cfg(any(test, feature = "testing"))]
 pub(crate) use seal::initialise_legacy;
 
-use redb::Database;
+use crate::storage::Database;
 
 use crate::error::{Error, Result};
 use crate::log::tables::{FORMAT_KEY, FORMAT_VERSION, META};

@@ -208,7 +208,7 @@ fn seal_projection_tables(txn: &WriteTransaction) -> Result<()> {
 /// upgrade must read.
 #[cfg(any(test, feature = "testing"))]
 pub(crate) fn initialise_legacy(
-    db: &redb::Database,
+    db: &crate::storage::Database,
     projections: &crate::projection::Projections,
     version: u32,
 ) -> Result<()> {

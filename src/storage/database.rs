@@ -1,0 +1,223 @@
+//! A writable redb database and the overlay's published generation over it: the one place a
+//! write transaction begins, so that none ever reads or writes redb without the commits the
+//! overlay holds (`docs/design.md`, "The seam and the overlay").
+//!
+//! Three ways in, one lock order (redb's write lock, then the caller's own, then the
+//! generation's):
+//!
+//! - [`Database::begin_read`] pairs a redb read transaction with the generation published
+//!   with it, under the generation's lock, so that a reader never sees a drained generation
+//!   over the commit that holds it (its row counts would count twice), nor the reverse.
+//! - [`Database::begin_write`] is every write that commits to redb (a drain, a cut, a rebuild,
+//!   signing, a commit that cannot go through the overlay): it takes redb's write lock and
+//!   writes the published generation into its transaction first; its commit empties the
+//!   generation in the same critical section as redb's commit.
+//! - [`Database::begin_overlay`] is a command committing through the overlay: it holds redb's
+//!   write lock (a transaction never committed, so no other write interleaves), writes into a
+//!   scratch layer, and publishes it as the next generation — or, when it cannot be
+//!   journaled, turns into an ordinary write transaction with its changes in.
+//!
+//! It owns when a generation is published and emptied; it never knows what a table means.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use redb::ReadableDatabase;
+
+use super::access::{Reader, Writer};
+use super::overlay::{Generation, Scratch};
+use crate::error::Result;
+
+/// A writable redb database with the overlay's published generation.
+pub(crate) struct Database {
+    redb: redb::Database,
+    published: Mutex<Generation>,
+}
+
+impl Database {
+    /// `redb` with nothing published over it.
+    pub(crate) fn new(redb: redb::Database) -> Self {
+        Database {
+            redb,
+            published: Mutex::new(Generation::default()),
+        }
+    }
+
+    /// The generation's lock. A panic while it was held left it as its last whole change did:
+    /// every change is one assignment.
+    fn published(&self) -> MutexGuard<'_, Generation> {
+        self.published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// One consistent read: redb's latest commit and the generation published with it.
+    pub(crate) fn begin_read(&self) -> Result<Reader> {
+        let published = self.published();
+        let txn = Arc::new(self.redb.begin_read()?);
+        Ok(Reader::over(txn, published.clone()))
+    }
+
+    /// A read of redb's file alone, without the published generation: a consistent commit,
+    /// which holds every acknowledged commit only when nothing is published.
+    pub(crate) fn begin_read_file(&self) -> Result<redb::ReadTransaction> {
+        Ok(self.redb.begin_read()?)
+    }
+
+    /// A write transaction in redb holding every change published so far: its commit makes
+    /// them redb's and empties the generation.
+    pub(crate) fn begin_write(&self) -> Result<WriteTransaction<'_>> {
+        let txn = self.redb.begin_write()?;
+        let absorbed = self.published().clone();
+        WriteTransaction::absorbing(self, txn, absorbed, None)
+    }
+
+    /// A command's write into the overlay: redb's write lock held, and a [`Writer`] into a
+    /// scratch layer over a read of redb and the current generation.
+    pub(crate) fn begin_overlay(&self) -> Result<OverlayWrite<'_>> {
+        let lock = self.redb.begin_write()?;
+        let base = self.begin_read()?;
+        Ok(OverlayWrite {
+            database: self,
+            lock,
+            writer: Writer::overlay(base),
+        })
+    }
+
+    /// Whether a generation is published and not yet in redb.
+    pub(crate) fn has_published(&self) -> bool {
+        !self.published().is_empty()
+    }
+
+    /// redb's database, for what works on the file as a whole (compaction, closing). Nothing
+    /// may be published: those calls would not see it.
+    pub(crate) fn into_redb(self) -> redb::Database {
+        debug_assert!(
+            self.published().is_empty(),
+            "closing over a published generation"
+        );
+        self.redb
+    }
+
+    /// redb's database for a call that changes the file as a whole ([`redb::Database::compact`]).
+    pub(crate) fn redb_mut(&mut self) -> &mut redb::Database {
+        debug_assert!(
+            self.published().is_empty(),
+            "compacting under a published generation"
+        );
+        &mut self.redb
+    }
+}
+
+/// A redb write transaction begun by [`Database::begin_write`], the published generation
+/// written into it. Dereferences to redb's transaction for the calls that take one.
+pub(crate) struct WriteTransaction<'d> {
+    database: &'d Database,
+    txn: redb::WriteTransaction,
+    /// Whether it holds a generation, which its commit empties.
+    absorbed: bool,
+}
+
+impl<'d> WriteTransaction<'d> {
+    /// `txn` with `generation`, and `scratch` over it if given, written in.
+    fn absorbing(
+        database: &'d Database,
+        txn: redb::WriteTransaction,
+        generation: Generation,
+        scratch: Option<Scratch>,
+    ) -> Result<Self> {
+        let generation = match scratch {
+            Some(scratch) => generation.with(scratch),
+            None => generation,
+        };
+        let absorbed = !generation.is_empty();
+        if absorbed {
+            generation.drain_into(&txn)?;
+        }
+        Ok(WriteTransaction {
+            database,
+            txn,
+            absorbed,
+        })
+    }
+
+    /// Commits in redb; the generation it absorbed, if any, is emptied in the same critical
+    /// section, so that no reader pairs it with this commit. Nothing was published since it
+    /// began: it holds redb's write lock, which every publisher takes first.
+    pub(crate) fn commit(self) -> Result<()> {
+        if !self.absorbed {
+            return Ok(self.txn.commit()?);
+        }
+        let mut published = self.database.published();
+        self.txn.commit()?;
+        *published = Generation::default();
+        Ok(())
+    }
+
+    /// Aborts in redb; the published generation stays as it was.
+    pub(crate) fn abort(self) -> Result<()> {
+        Ok(self.txn.abort()?)
+    }
+}
+
+impl Deref for WriteTransaction<'_> {
+    type Target = redb::WriteTransaction;
+
+    fn deref(&self) -> &redb::WriteTransaction {
+        &self.txn
+    }
+}
+
+impl DerefMut for WriteTransaction<'_> {
+    fn deref_mut(&mut self) -> &mut redb::WriteTransaction {
+        &mut self.txn
+    }
+}
+
+/// A command writing into the overlay ([`Database::begin_overlay`]).
+pub(crate) struct OverlayWrite<'d> {
+    database: &'d Database,
+    /// redb's write lock: a transaction that writes nothing and is never committed.
+    lock: redb::WriteTransaction,
+    writer: Writer<'static>,
+}
+
+impl<'d> OverlayWrite<'d> {
+    /// Where the command writes.
+    pub(crate) fn writer(&self) -> &Writer<'static> {
+        &self.writer
+    }
+
+    /// Publishes the command's changes as the next generation: every read begun from now on
+    /// sees them. redb's write lock is let go after.
+    pub(crate) fn publish(self) {
+        let OverlayWrite {
+            database,
+            lock,
+            writer,
+        } = self;
+        if let Some(scratch) = writer.into_scratch() {
+            let mut published = database.published();
+            debug_assert_eq!(
+                scratch.below().depth(),
+                published.depth(),
+                "a generation was published under a command holding the write lock"
+            );
+            *published = published.with(scratch);
+        }
+        // It wrote nothing: aborting it cannot lose anything, and redb's drop aborts it.
+        drop(lock);
+    }
+
+    /// The command's changes, over the published generation, in an ordinary write transaction
+    /// (for a commit the overlay cannot take: one too large or not journaled).
+    pub(crate) fn into_transaction(self) -> Result<WriteTransaction<'d>> {
+        let OverlayWrite {
+            database,
+            lock,
+            writer,
+        } = self;
+        let generation = database.published().clone();
+        WriteTransaction::absorbing(database, lock, generation, writer.into_scratch())
+    }
+}
