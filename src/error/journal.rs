@@ -89,6 +89,18 @@ pub enum JournalError {
         /// Why.
         reason: String,
     },
+    /// A reader beside a journaling writer in another process could not read the journal's
+    /// synced frames whole: the writer drained and emptied it during each of its attempts (or
+    /// rewrote its header), which a writer does about once a second.
+    #[error(
+        "{path} was emptied or rewritten by its writer during each of {attempts} reads of its synced frames"
+    )]
+    Unsettled {
+        /// The journal.
+        path: PathBuf,
+        /// The reads tried.
+        attempts: u32,
+    },
     /// An earlier failure left the journal's end unknown (a failed write could not be taken
     /// back): this store refuses further commits; reopening recovers the journal.
     #[error("the commit journal {path} failed earlier and its end is unknown: reopen the store")]

@@ -18,6 +18,7 @@
 pub(crate) mod frame;
 pub(crate) mod header;
 mod scan;
+pub(crate) mod tail;
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -31,8 +32,8 @@ use crate::error::{JournalError, Result};
 use crate::record::{Position, Record};
 use frame::encode_frame;
 pub use frame::{FRAME_BODY_BYTES_MAX, FRAME_CONTEXT};
-use header::Marker;
 pub use header::{HEADER_BYTES, MAGIC, MARKER_BYTES, VERSION};
+use header::{MARK_OFFSET, Marker, Synced};
 pub(crate) use scan::{Scanned, scan};
 
 /// When a journaled store checkpoints: whichever comes first.
@@ -190,6 +191,14 @@ fn no_follow() -> OpenOptions {
     options
 }
 
+impl JournalFile {
+    /// The file's device and inode.
+    pub(crate) fn identity(&self) -> io::Result<(u64, u64)> {
+        let found = self.0.metadata()?;
+        Ok((found.dev(), found.ino()))
+    }
+}
+
 impl StorageBackend for JournalFile {
     fn len(&self) -> io::Result<u64> {
         Ok(self.0.metadata()?.len())
@@ -235,6 +244,9 @@ pub(crate) struct Journal {
     room: u64,
     /// Set when a failed write could not be taken back: the end is unknown.
     poisoned: bool,
+    /// How many times it was emptied since its header was written (wrapping), in its synced
+    /// mark: a reader in another process knows by it that no frame it read was rewritten.
+    epoch: u32,
     /// Whether redb holds commits made without a frame ([`crate::Durability::Deferred`])
     /// since the last checkpoint: a frame after them would not continue the file's durable
     /// head, so the next durable commit goes to the file directly.
@@ -243,8 +255,8 @@ pub(crate) struct Journal {
 
 impl Journal {
     /// A journal over `file` whose frames end where [`scan`] found them end. A journal
-    /// without a version 2 header (one of version 1, after its recovery, or a creation cut
-    /// short in a read-only scan) is rewritten as an empty one of this version first: its
+    /// without a version 3 header (one of version 1 or 2, after its recovery, or a creation
+    /// cut short in a read-only scan) is rewritten as an empty one of this version first: its
     /// frames must be in the log file durably already.
     pub(crate) fn new(
         file: Box<dyn StorageBackend>,
@@ -252,14 +264,20 @@ impl Journal {
         scanned: Scanned,
         options: JournalOptions,
     ) -> Result<Journal> {
-        let (marker, end) = match scanned.marker {
-            Some(marker) => (marker, scanned.end),
+        let (marker, end, epoch) = match scanned.marker {
+            Some(marker) => {
+                let mut mark = [0; header::MARK_BYTES];
+                file.read(MARK_OFFSET, &mut mark)?;
+                // An unreadable mark (damaged, or torn by a crash) starts a new count.
+                let epoch = marker.read_mark(&mark).map_or(0, |synced| synced.epoch);
+                (marker, scanned.end, epoch)
+            }
             None => {
                 let marker = Marker::fresh()?;
                 file.set_len(0)?;
                 file.write(0, &marker.header())?;
                 file.sync_data()?;
-                (marker, HEADER_BYTES)
+                (marker, HEADER_BYTES, 0)
             }
         };
         Ok(Journal {
@@ -271,6 +289,7 @@ impl Journal {
             room: HEADER_BYTES + options.checkpoint_bytes.min(ROOM_BYTES_MAX),
             since: Instant::now(),
             poisoned: false,
+            epoch,
             unjournaled: false,
         })
     }
@@ -302,15 +321,18 @@ impl Journal {
         Ok(())
     }
 
-    /// Appends `frame` and syncs it: once this returns `Ok`, the frame survives a crash. On
-    /// `Err` the journal is as it was (the frame's bytes cut off again), or poisoned when
-    /// even that failed.
+    /// Appends `frame` and syncs it, then moves the synced mark past it (unsynced: readers in
+    /// other processes read it, recovery does not): once this returns `Ok`, the frame
+    /// survives a crash. On `Err` the journal is as it was (the frame's bytes cut off again),
+    /// or poisoned when even that failed.
     pub(crate) fn append(&mut self, frame: &[u8]) -> Result<()> {
         self.check_usable()?;
+        let end = self.end + frame.len() as u64;
         let written = self
             .file
             .write(self.end, frame)
-            .and_then(|()| self.file.sync_data());
+            .and_then(|()| self.file.sync_data())
+            .and_then(|()| self.write_mark(end));
         match written {
             Ok(()) => {
                 self.end += frame.len() as u64;
@@ -331,14 +353,23 @@ impl Journal {
 
     fn cut_back(&mut self, end: u64) {
         let cut = self
-            .file
-            .set_len(end)
+            .write_mark(end)
+            .and_then(|()| self.file.set_len(end))
             .and_then(|()| self.file.set_len(self.room.max(end)))
             .and_then(|()| self.file.sync_data());
         match cut {
             Ok(()) => self.end = end,
             Err(_) => self.poisoned = true,
         }
+    }
+
+    /// Writes the synced mark: the frames end at `end`, in this epoch.
+    fn write_mark(&self, end: u64) -> io::Result<()> {
+        let synced = Synced {
+            end,
+            epoch: self.epoch,
+        };
+        self.file.write(MARK_OFFSET, &self.marker.mark(synced))
     }
 
     /// Whether a checkpoint is due.
@@ -353,7 +384,10 @@ impl Journal {
     pub(crate) fn empty(&mut self) -> Result<()> {
         self.check_usable()?;
         if self.held() > 0 || self.file.len()? != self.room {
-            // Cut to the header first: the room's old frames become zeros again.
+            // The mark first, so that no reader takes the zeros for frames; then cut to the
+            // header: the room's old frames become zeros again.
+            self.epoch = self.epoch.wrapping_add(1);
+            self.write_mark(HEADER_BYTES)?;
             self.file.set_len(HEADER_BYTES)?;
             self.file.set_len(self.room)?;
             self.file.sync_data()?;

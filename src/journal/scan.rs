@@ -26,9 +26,9 @@ pub(crate) struct Scanned {
     pub(crate) end: u64,
     /// The bytes after it.
     pub(crate) dropped: u64,
-    /// The journal's marker; `None` when it has no version 2 header (a version 1 journal, or
-    /// one whose creation was cut short and that was not rewritten), which a writer that
-    /// keeps the journal rewrites first.
+    /// The journal's marker; `None` when it has no header of this build's version (a journal
+    /// of version 1 or 2, or one whose creation was cut short and that was not rewritten),
+    /// which a writer that keeps the journal rewrites first.
     pub(crate) marker: Option<Marker>,
 }
 
@@ -77,8 +77,8 @@ pub(crate) fn scan(
 
 fn scanned(end: u64, dropped: u64, layout: &Layout) -> Scanned {
     let marker = match layout {
-        Layout::V1 => None,
-        Layout::V2(marker) => Some(*marker),
+        Layout::V1 | Layout::V2(_) => None,
+        Layout::V3(marker) => Some(*marker),
     };
     Scanned {
         end,
@@ -214,7 +214,7 @@ fn candidates<'a>(
     chunk: usize,
 ) -> impl Iterator<Item = usize> + 'a {
     (0..chunk).filter(move |&index| match layout {
-        Layout::V2(marker) => view[index..].starts_with(&marker.0),
+        Layout::V2(marker) | Layout::V3(marker) => view[index..].starts_with(&marker.0),
         Layout::V1 => plausible_v1(&view[index..]),
     })
 }

@@ -148,12 +148,29 @@ fn the_frame_layout_is_marker_length_first_position_count_records_check() {
 fn the_header_is_magic_version_marker_and_a_check_of_them() {
     let header = MARKER.header();
     assert_eq!(&header[..14], b"annals journal");
-    assert_eq!(u16::from_le_bytes([header[14], header[15]]), 2);
+    assert_eq!(u16::from_le_bytes([header[14], header[15]]), 3);
     assert_eq!(header[16..32], MARKER.0);
     let check = blake3::Hasher::new_derive_key(header::HEADER_CONTEXT)
         .update(&header[..32])
         .finalize();
-    assert_eq!(header[32..], check.as_bytes()[..16]);
+    assert_eq!(header[32..48], check.as_bytes()[..16]);
+    // The synced mark of an empty journal: its end is the header's, in epoch 0, checked.
+    let mark: [u8; 16] = header[48..].try_into().unwrap();
+    let synced = header::Synced {
+        end: HEADER_BYTES,
+        epoch: 0,
+    };
+    assert_eq!(MARKER.read_mark(&mark), Some(synced));
+    let mark_check = blake3::Hasher::new_derive_key(header::MARK_CONTEXT)
+        .update(&MARKER.0)
+        .update(&header[48..60])
+        .finalize();
+    assert_eq!(header[60..], mark_check.as_bytes()[..4]);
+    let mut torn = mark;
+    torn[3] ^= 1;
+    assert_eq!(MARKER.read_mark(&torn), None, "a torn mark fails its check");
+    let other = Marker([0x5a; 16]);
+    assert_eq!(other.read_mark(&mark), None, "a mark is its own journal's");
     assert_ne!(Marker::fresh().unwrap(), Marker::fresh().unwrap());
 }
 
@@ -259,18 +276,20 @@ fn a_file_that_is_not_a_journal_or_of_another_version_is_refused() {
     ));
     let later = Memory::default();
     let mut header = MARKER.header();
-    header[14] = 3;
+    header[14] = 4;
     later.write(0, &header).unwrap();
     assert!(matches!(
         scan_all(&later),
-        Err(Error::Journal(JournalError::Version { found: 3, .. }))
+        Err(Error::Journal(JournalError::Version { found: 4, .. }))
     ));
 }
 
 #[test]
 fn a_header_cut_short_is_written_whole_again_with_a_new_marker() {
     let header = MARKER.header();
-    for kept in 0..header.len() {
+    // Up to the end of the header's check: the synced mark after it is not recovery's (a
+    // header whole but for its mark is taken as it is, and its mark written at the open).
+    for kept in 0..header::MARK_OFFSET as usize {
         for room in [0, 4_096] {
             let file = Memory::default();
             file.write(0, &header[..kept]).unwrap();
@@ -290,7 +309,7 @@ fn a_header_cut_short_is_written_whole_again_with_a_new_marker() {
 fn a_damaged_header_with_frames_after_it_is_refused_not_rewritten() {
     let records = records(2);
     let whole = journal_of(&[frame(&records)]);
-    for at in 16..HEADER_BYTES as usize {
+    for at in 16..header::MARK_OFFSET as usize {
         let file = journal_of(&[frame(&records)]);
         let mut byte = [0];
         file.read(at as u64, &mut byte).unwrap();
@@ -326,7 +345,7 @@ fn a_version_1_journal_is_read_and_its_damage_found_behind_a_damaged_length() {
         .collect();
     let (read, scanned) = scan_all(&v1_journal_of(&frames)).unwrap();
     assert_eq!(read.len(), 3);
-    assert_eq!(scanned.marker, None, "rewritten as version 2 by a writer");
+    assert_eq!(scanned.marker, None, "rewritten as version 3 by a writer");
     let mut damaged = frames.clone();
     // A length that points past the file's end: the frames behind it are still found.
     damaged[0][3] ^= 0x40;

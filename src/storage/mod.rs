@@ -17,7 +17,6 @@ mod tables;
 
 pub(crate) use access::{Reader, Writer};
 pub(crate) use database::{Database, OverlayWrite, WriteTransaction};
-#[cfg(any(test, feature = "testing"))]
 pub(crate) use overlay::Generation;
 pub(crate) use rows::{Guard, Row, Rows};
 pub(crate) use tables::{Definition, ReadIn, ReadOnly, Readable, TableStats, Writable, WriteIn};

@@ -11,7 +11,7 @@ use super::WriteSession;
 use super::catch_up;
 use super::session::Finished;
 use super::{Durability, Sharing, Store};
-use crate::error::{Error, JournalError, Result, guarded};
+use crate::error::{JournalError, Result, guarded};
 use crate::journal::frame::Frame;
 use crate::journal::{self, Journal, JournalFile, JournalOptions, JournalRecovery};
 use crate::record::Record;
@@ -103,7 +103,7 @@ impl Store {
             let mut session = guarded(|| {
                 WriteSession::open(
                     command.writer(),
-                    database,
+                    Some(database),
                     &self.projections,
                     &self.limits,
                     known_end,
@@ -300,39 +300,11 @@ impl Store {
         self.recovery = recovery;
         Ok(scanned)
     }
-
-    /// On a read-only open: refuses a log whose journal holds commits past the file's head
-    /// ([`JournalError::Unrecovered`]), which reading the file alone would miss.
-    pub(crate) fn refuse_unrecovered(&self) -> Result<()> {
-        let path = journal::journal_path(&self.path);
-        let Some(file) = JournalFile::open_read_only(&path)? else {
-            return Ok(());
-        };
-        let head = self.head()?;
-        let (mut transactions, mut records, mut from) = (0, 0, None);
-        journal::scan(&file, &path, false, &mut |frame: Frame| {
-            if frame.end() > head.next {
-                transactions += 1;
-                records += frame.records.len() as u64;
-                from.get_or_insert(frame.first().max(head.next));
-            }
-            Ok(())
-        })?;
-        match from {
-            Some(from) => Err(Error::Journal(JournalError::Unrecovered {
-                path,
-                transactions,
-                records,
-                from,
-            })),
-            None => Ok(()),
-        }
-    }
 }
 
 /// `records` split where the stream changes: an import's verbatim appends take one stream's
 /// records at a time.
-fn runs_of_one_stream(records: &[Record]) -> impl Iterator<Item = &[Record]> {
+pub(crate) fn runs_of_one_stream(records: &[Record]) -> impl Iterator<Item = &[Record]> {
     records.chunk_by(|a, b| a.stream == b.stream)
 }
 
@@ -358,7 +330,7 @@ impl Store {
         let (result, finished) = {
             let mut session = super::WriteSession::open(
                 &writer,
-                self.database()?,
+                Some(self.database()?),
                 &self.projections,
                 &self.limits,
                 known_end,

@@ -11,6 +11,7 @@ mod archive;
 mod backup;
 mod catch_up;
 pub(crate) mod compact;
+mod follow;
 mod footprint;
 mod import;
 mod journaled;
@@ -34,7 +35,7 @@ use crate::audit::extends::{Extension, check_extends};
 use crate::audit::verify::VerifyReport;
 use crate::command::Command;
 pub use crate::error::ArchiveError;
-use crate::error::{Error, JournalError, OpenError, Result};
+use crate::error::{Error, OpenError, Result};
 pub use crate::error::{PartialStep, StoreError};
 use crate::leases::LeaseGuard;
 use crate::log::Head;
@@ -213,6 +214,9 @@ pub struct Store {
     journal: Option<std::sync::Mutex<crate::journal::Journal>>,
     /// What the open recovered from a journal left beside the log.
     recovery: crate::journal::JournalRecovery,
+    /// A read-only store's reading of a live journal beside the log (a writer's in another
+    /// process), whose frames each read applies past the file's head.
+    follower: Option<std::sync::Mutex<follow::Follower>>,
 }
 
 impl Drop for Store {
@@ -372,47 +376,23 @@ impl Store {
 
     /// Opens an existing log without writing to its file, for audits: appends are refused
     /// with [`Error::ReadOnly`], and projections are read as they were last committed. It
-    /// opens beside a writer in [`Sharing::SingleWriter`] or [`Sharing::MultiWriter`] mode in
+    /// Opens beside a writer in [`Sharing::SingleWriter`] or [`Sharing::MultiWriter`] mode in
     /// another process and follows its commits: each read sees the latest whole commit,
     /// never a torn one ([`OpenError::Held`] beside an exclusive one, after trying for
     /// [`READ_ONLY_PATIENCE`]). A file left by a crash,
     /// with no writer open, needs redb's recovery first, which this does (opening it writable
     /// once); recovery rebuilds redb's allocator state and never changes a committed record.
-    /// So does a commit journal an exclusive writer left with acknowledged transactions the
-    /// file does not hold yet: this opens the log writable once (single-writer, the built-in
-    /// projections) to recover them, so that the reader sees every acknowledged commit. Only
-    /// when that cannot be done (the file cannot be written here) is the open refused, with
-    /// [`JournalError::Unrecovered`] naming what the file lacks.
+    /// A commit journal beside the log (a journaling writer's, live or killed) is read with
+    /// the file: each read applies the frames its writer synced past the file's head, so the
+    /// reader sees every acknowledged commit and never writes; a damaged journal is refused
+    /// here, as a writable open refuses it.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Store> {
-        let path = path.as_ref();
-        let store = Store::open_reader(path)?;
-        match store.refuse_unrecovered() {
-            Ok(()) => Ok(store),
-            Err(unrecovered @ Error::Journal(JournalError::Unrecovered { .. })) => {
-                drop(store);
-                // A writer that opened meanwhile recovered the journal itself; any other
-                // failure leaves the refusal to say what the file lacks.
-                let _recovered = Store::open_with(
-                    path,
-                    StoreOptions {
-                        sharing: Sharing::SingleWriter,
-                        journal: None,
-                        ..StoreOptions::default()
-                    },
-                )
-                .and_then(Store::close);
-                let store = Store::open_reader(path)?;
-                match store.refuse_unrecovered() {
-                    Ok(()) => Ok(store),
-                    Err(Error::Journal(JournalError::Unrecovered { .. })) => Err(unrecovered),
-                    Err(error) => Err(error),
-                }
-            }
-            Err(error) => Err(error),
-        }
+        let store = Store::open_reader(path.as_ref())?;
+        drop(store.begin_read()?);
+        Ok(store)
     }
 
-    /// [`Store::open_read_only`] but for the journal's check.
+    /// [`Store::open_read_only`] but for the journal's first read.
     fn open_reader(path: &Path) -> Result<Store> {
         let path = path.to_path_buf();
         if !path.exists() {
@@ -467,7 +447,10 @@ impl Store {
             }
             .into());
         }
-        Store::assemble(handle, Limits::default(), path.clone(), projections).map_err(truncated)
+        let mut store = Store::assemble(handle, Limits::default(), path.clone(), projections)
+            .map_err(truncated)?;
+        store.follower = Some(std::sync::Mutex::default());
+        Ok(store)
     }
 
     fn assemble(
@@ -489,6 +472,7 @@ impl Store {
             log_end: std::sync::Mutex::new(None),
             journal: None,
             recovery: crate::journal::JournalRecovery::default(),
+            follower: None,
         })
     }
 
@@ -524,7 +508,7 @@ impl Store {
         if !self.on_disk {
             return Ok(None);
         }
-        let archives = guarded(|| crate::log::cut::archive_names(&self.db.begin_read()?))?;
+        let archives = guarded(|| crate::log::cut::archive_names(&self.begin_read()?))?;
         Ok(Some(
             crate::output_path::StoreFiles::of_log(&self.path).with_archives(archives),
         ))
@@ -644,7 +628,7 @@ impl Store {
             let mut session = guarded(|| {
                 WriteSession::open(
                     &writer,
-                    self.database()?,
+                    Some(self.database()?),
                     &self.projections,
                     &self.limits,
                     known_end,
@@ -799,9 +783,19 @@ impl Store {
         self.write(|session| session.execute(command))
     }
 
+    /// One consistent read of the tables: redb's latest commit and what the overlay holds
+    /// past it (this store's own commits not yet drained, or, read-only beside a journaling
+    /// writer in another process, the frames it synced).
+    pub(crate) fn begin_read(&self) -> Result<crate::storage::Reader> {
+        match (&self.db, &self.follower) {
+            (Handle::ReadOnly(db), Some(follower)) => self.read_beside_writer(db, follower),
+            (handle, _) => handle.begin_read(),
+        }
+    }
+
     /// A consistent read-only view of the log as of now; a writer may go on meanwhile.
     pub fn snapshot(&self) -> Result<Snapshot> {
-        let snapshot = guarded(|| Snapshot::over(self.db.begin_read()?))?;
+        let snapshot = guarded(|| Snapshot::over(self.begin_read()?))?;
         // An export from it then refuses the store's own files as its output.
         Ok(match self.on_disk {
             true => snapshot.of_log(&self.path),
@@ -815,7 +809,7 @@ impl Store {
     /// (in a read-only store, say) are refused with [`ProjectionError::Behind`].
     pub fn state(&self) -> Result<ReadTables> {
         guarded(|| {
-            let tables = ReadTables::new(self.db.begin_read()?);
+            let tables = ReadTables::new(self.begin_read()?);
             let Handle::Writable(database) = &self.db else {
                 return Ok(tables);
             };
@@ -837,7 +831,7 @@ impl Store {
             } else {
                 catch_up::catch_up(database, &self.projections)?;
             }
-            Ok(ReadTables::new(self.db.begin_read()?))
+            Ok(ReadTables::new(self.begin_read()?))
         })
         .map_err(|error| self.failed(error))
     }
@@ -894,7 +888,7 @@ impl Store {
     /// the head (the walk, then the replay).
     pub fn verify_with(&self, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
         guarded(|| {
-            let snapshot = Snapshot::over(self.db.begin_read()?)?;
+            let snapshot = Snapshot::over(self.begin_read()?)?;
             crate::audit::verify::verify_with(
                 &snapshot,
                 &snapshot.state_as_stored(),

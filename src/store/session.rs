@@ -33,8 +33,10 @@ pub struct WriteSession<'txn> {
     projections: &'txn Projections,
     limits: &'txn Limits,
     appended: bool,
-    /// The database, for a read of the records committed before this transaction.
-    database: &'txn Database,
+    /// The database, for a read of the records committed before this transaction when it
+    /// writes in redb (through the overlay, that is the writer's base); `None` for a reader
+    /// applying a journal's frames into an overlay of its own.
+    database: Option<&'txn Database>,
     /// Those records, opened on the first read of one: the commit this transaction follows
     /// (the write lock is held, so no other commit comes between).
     committed: OnceCell<Snapshot>,
@@ -53,7 +55,7 @@ pub struct WriteSession<'txn> {
 impl<'txn> WriteSession<'txn> {
     pub(crate) fn open(
         txn: &'txn Writer<'txn>,
-        database: &'txn Database,
+        database: Option<&'txn Database>,
         projections: &'txn Projections,
         limits: &'txn Limits,
         known_end: Option<LogEnd>,
@@ -275,7 +277,8 @@ impl<'txn> WriteSession<'txn> {
             let projection = all
                 .get(name)
                 .expect("an adopted projection is one of the store's");
-            super::catch_up::adopt_in(self.txn, self.database, projection, &self.written)
+            let database = self.database.ok_or(crate::error::Error::ReadOnly)?;
+            super::catch_up::adopt_in(self.txn, database, projection, &self.written)
                 .inspect_err(|error| self.left_partial(PartialStep::Apply, error))?;
         }
         Ok(position)
@@ -395,9 +398,10 @@ impl TableSource for WriteSession<'_> {
                 None => {
                     // Through the overlay, what was committed is the writer's base; in redb,
                     // the last commit (the write lock is held: no other comes between).
-                    let opened = guarded(|| match self.txn.base() {
-                        Some(base) => Snapshot::over(base.clone()),
-                        None => Snapshot::over(self.database.begin_read()?),
+                    let opened = guarded(|| match (self.txn.base(), self.database) {
+                        (Some(base), _) => Snapshot::over(base.clone()),
+                        (None, Some(database)) => Snapshot::over(database.begin_read()?),
+                        (None, None) => Err(crate::error::Error::ReadOnly),
                     })?;
                     self.committed.get_or_init(|| opened)
                 }

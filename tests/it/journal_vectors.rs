@@ -1,12 +1,13 @@
-//! `schema/vectors/journal_v2.json`: the bytes of a commit journal (`schema/FORMAT.md` 3.15)
+//! `schema/vectors/journal_v3.json`: the bytes of a commit journal (`schema/FORMAT.md` 3.15)
 //! for fixed commits, as a known answer. The test makes the commits through an exclusive
 //! store that never drains, reads the journal back, and checks it is exactly the committed
 //! file's bytes but for the journal's random marker (put in the vector's place, with the
-//! header's check made again), parsing it field by field as FORMAT.md lays it out (with the
-//! blake3 crate for the checks, not annals' code); `ANNALS_WRITE_VECTORS=1` rewrites it.
+//! header's and the synced mark's checks made again), parsing it field by field as FORMAT.md
+//! lays it out (with the blake3 crate for the checks, not annals' code);
+//! `ANNALS_WRITE_VECTORS=1` rewrites it.
 //!
-//! `schema/vectors/journal_v1.json`, the same commits in the version 1 layout that builds
-//! before version 2 wrote, is recovered beside a new log: a crash under an older build loses
+//! `schema/vectors/journal_v1.json` and `journal_v2.json`, the same commits in the layouts
+//! older builds wrote, are recovered beside a new log: a crash under an older build loses
 //! nothing.
 
 use std::path::PathBuf;
@@ -15,12 +16,22 @@ use annals::{ExpectedVersion, JournalOptions, NewEvent, Position, Sharing, Store
 use serde_json::{Value, json};
 
 fn vectors_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/vectors/journal_v2.json")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/vectors/journal_v3.json")
 }
 
-/// A version 2 header's bytes: its magic, version and marker.
-const HEADER: usize = 48;
+/// A version 3 header's bytes: its magic, version, marker, check and synced mark.
+const HEADER: usize = 64;
 const MARKER: usize = 16;
+
+/// The synced mark's check: the first 4 bytes of blake3 derive-key over the marker and the
+/// mark's end and epoch.
+fn mark_check(marker: &[u8], covered: &[u8]) -> [u8; 4] {
+    let hash = blake3::Hasher::new_derive_key("annals 2026-12-06 journal synced mark v3")
+        .update(marker)
+        .update(covered)
+        .finalize();
+    hash.as_bytes()[..4].try_into().unwrap()
+}
 
 /// `journal` with its marker replaced by `marker`: in the header (whose check is made again)
 /// and at the start of every frame.
@@ -31,6 +42,8 @@ fn with_marker(journal: &[u8], marker: &[u8]) -> Vec<u8> {
         .update(&bytes[..32])
         .finalize();
     bytes[32..48].copy_from_slice(&check.as_bytes()[..16]);
+    let mark = mark_check(marker, &bytes[48..60]);
+    bytes[60..64].copy_from_slice(&mark);
     let mut at = HEADER;
     while at + MARKER + 4 <= bytes.len() {
         bytes[at..at + MARKER].copy_from_slice(marker);
@@ -135,7 +148,7 @@ fn vector(committed: Option<&Value>) -> Value {
         journal = with_marker(&journal, &theirs[16..32]);
     }
     json!({
-        "note": "schema/FORMAT.md 3.15: the journal (version 2) of three commits (1, 3 and 1 records) of a new log; its marker is random, so a journal written again equals this one once its marker is put in this one's place (the header's check made again)",
+        "note": "schema/FORMAT.md 3.15: the journal (version 3) of three commits (1, 3 and 1 records) of a new log; its marker is random, so a journal written again equals this one once its marker is put in this one's place (the header's and the synced mark's checks made again); the synced mark says the frames end where journal_hex ends, in epoch 1 (the new journal was emptied once, at its open)",
         "journal_hex": hex(&journal),
         "file_len": file_len,
         "room_note": "past journal_hex the file holds zeros to file_len: the room set aside for the frames to come (no marker there: the frames end)",
@@ -151,12 +164,24 @@ fn vector(committed: Option<&Value>) -> Value {
 /// Parses `bytes` as FORMAT.md 3.15 lays a journal out: (first, count, record hashes) per frame.
 fn parse(bytes: &[u8]) -> Vec<(u64, u32, Vec<String>)> {
     assert_eq!(&bytes[..14], b"annals journal");
-    assert_eq!(u16::from_le_bytes([bytes[14], bytes[15]]), 2);
+    assert_eq!(u16::from_le_bytes([bytes[14], bytes[15]]), 3);
     let marker = &bytes[16..32];
     let check = blake3::Hasher::new_derive_key("annals 2026-12-05 journal header v2")
         .update(&bytes[..32])
         .finalize();
     assert_eq!(bytes[32..48], check.as_bytes()[..16], "the header's check");
+    let synced_end = u64::from_le_bytes(bytes[48..56].try_into().unwrap());
+    let epoch = u32::from_le_bytes(bytes[56..60].try_into().unwrap());
+    assert_eq!(
+        (synced_end, epoch),
+        (bytes.len() as u64, 1),
+        "the synced mark: the frames' end, in the epoch after the open's emptying"
+    );
+    assert_eq!(
+        bytes[60..64],
+        mark_check(marker, &bytes[48..60]),
+        "the mark's check"
+    );
     let mut at = HEADER;
     let mut frames = Vec::new();
     while at < bytes.len() {
@@ -232,10 +257,17 @@ fn the_journal_of_fixed_commits_is_the_committed_vector_byte_for_byte() {
 }
 
 #[test]
-fn a_version_1_journal_an_older_build_left_is_recovered_and_rewritten_as_version_2() {
-    let v1: Value = serde_json::from_str(
-        &std::fs::read_to_string(vectors_path().with_file_name("journal_v1.json"))
-            .expect("the version 1 vector"),
+fn journals_older_builds_left_are_recovered_and_rewritten_as_version_3() {
+    for (name, version) in [("journal_v1.json", 1), ("journal_v2.json", 2)] {
+        older_journal_is_recovered(name, version);
+    }
+}
+
+/// The journal of `name` (an older build's, of `version`) read beside a new log, recovered,
+/// then rewritten as version 3.
+fn older_journal_is_recovered(name: &str, version: u8) {
+    let older: Value = serde_json::from_str(
+        &std::fs::read_to_string(vectors_path().with_file_name(name)).expect("the older vector"),
     )
     .expect("JSON");
     let dir = tempfile::tempdir().expect("temporary folder");
@@ -246,14 +278,20 @@ fn a_version_1_journal_an_older_build_left_is_recovered_and_rewritten_as_version
     };
     drop(Store::open_with(&path, created).expect("a new log"));
     let journal = annals::journal::journal_path(&path);
-    let bytes = unhex(v1["journal_hex"].as_str().expect("hex"));
+    let bytes = unhex(older["journal_hex"].as_str().expect("hex"));
+    assert_eq!(bytes[14..16], [version, 0], "{name}'s version");
     std::fs::write(&journal, &bytes).expect("the journal an older build left");
+    // A reader reads its frames past the file's head, and writes nothing.
+    let reader = Store::open_read_only(&path).expect("read beside the journal");
+    assert_eq!(reader.head().expect("head").next, Position(5), "{name}");
+    drop(reader);
+    assert_eq!(std::fs::read(&journal).expect("the journal"), bytes);
     let options = StoreOptions {
         sharing: Sharing::Exclusive,
         ..StoreOptions::default()
     };
     let store = Store::open_with(&path, options).expect("recovered");
-    assert_eq!(store.journal_recovery().records, 5);
+    assert_eq!(store.journal_recovery().records, 5, "{name}");
     let hashes: Vec<String> = store
         .read_all(Position(0), annals::Direction::Forward, 10)
         .expect("records")
@@ -262,7 +300,7 @@ fn a_version_1_journal_an_older_build_left_is_recovered_and_rewritten_as_version
         .collect();
     assert_eq!(
         hashes,
-        v1["record_hashes"]
+        older["record_hashes"]
             .as_array()
             .expect("hashes")
             .iter()
@@ -270,6 +308,6 @@ fn a_version_1_journal_an_older_build_left_is_recovered_and_rewritten_as_version
             .collect::<Vec<_>>()
     );
     let rewritten = std::fs::read(&journal).expect("the journal, kept");
-    assert_eq!(&rewritten[..16], b"annals journal\x02\x00");
+    assert_eq!(&rewritten[..16], b"annals journal\x03\x00");
     assert!(store.verify().expect("verify").is_sound());
 }

@@ -1,0 +1,165 @@
+//! A read-only store beside a journaling writer in another process (`docs/design.md`,
+//! "Readers in other processes"): each read pairs redb's latest commit with the frames the
+//! writer synced past it, applied into an overlay of this store's own by the code recovery
+//! uses, so that the reader sees exactly the acknowledged commits while the log file lags.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use redb::ReadableDatabase;
+
+use super::{Store, WriteSession};
+use crate::error::{JournalError, Result};
+use crate::journal::frame::Frame;
+use crate::journal::tail::Tail;
+use crate::log::Head;
+use crate::log::read::Snapshot;
+use crate::storage::{Generation, Reader, Writer};
+
+/// How many times a read tries again while the writer drains and empties the journal under
+/// it: each try fails only when a drain came between its two reads of the mark, which happens
+/// about once a second, so a handful of tries is already unlikely.
+const READ_ATTEMPTS: u32 = 100;
+
+/// What a reader has made of the journal so far.
+#[derive(Default)]
+pub(crate) struct Follower {
+    /// The journal, when there is one.
+    tail: Option<Tail>,
+    /// Where the frames applied so far lie: over which redb commit, in which of the journal's
+    /// epochs, up to which offset; `None` before the first read, or when it must start over.
+    applied: Option<Applied>,
+}
+
+#[derive(Clone)]
+struct Applied {
+    /// The head of the redb commit the generation lies over.
+    base: Head,
+    epoch: u32,
+    /// Where the next frame begins.
+    offset: u64,
+    /// The log's head through the generation.
+    head: Head,
+    generation: Generation,
+}
+
+impl Store {
+    /// One consistent read of a read-only store: redb's latest commit, and over it the
+    /// frames of a live journal past its head, as far as the writer synced them.
+    pub(crate) fn read_beside_writer(
+        &self,
+        db: &redb::ReadOnlyDatabase,
+        follower: &Mutex<Follower>,
+    ) -> Result<Reader> {
+        let mut guard = follower.lock().unwrap_or_else(PoisonError::into_inner);
+        let follower: &mut Follower = &mut guard;
+        let path = crate::journal::journal_path(&self.path);
+        let mut diverged_at = None;
+        for _ in 0..READ_ATTEMPTS {
+            let txn = Arc::new(db.begin_read()?);
+            let base = Snapshot::shared(Arc::clone(&txn))?.head()?;
+            if !follower.tail.as_ref().is_some_and(Tail::is_current) {
+                follower.tail = Tail::open(&path)?;
+                follower.applied = None;
+            }
+            let Some(tail) = &follower.tail else {
+                return Ok(Reader::new(txn));
+            };
+            let Some(synced) = tail.synced()? else {
+                // The mark was read as it was written, or a new header is being written:
+                // read the header again on the next try.
+                follower.tail = None;
+                std::thread::yield_now();
+                continue;
+            };
+            let mut applied = match follower.applied.clone() {
+                Some(applied) if applied.base == base && applied.epoch == synced.epoch => applied,
+                _ => Applied {
+                    base,
+                    epoch: synced.epoch,
+                    offset: tail.frames_start(),
+                    head: base,
+                    generation: Generation::default(),
+                },
+            };
+            let read = tail.frames(applied.offset, synced.end)?;
+            if tail.synced()?.map(|again| again.epoch) != Some(synced.epoch) {
+                // Emptied while it was read: its frames are in the file now.
+                follower.applied = None;
+                std::thread::yield_now();
+                continue;
+            }
+            if let Some((offset, problem)) = &read.stopped {
+                return Err(tail.damaged(*offset, problem, synced.end).into());
+            }
+            let offset = read.frames.last().map(|frame| frame.offset + frame.len);
+            let unapplied: Vec<Frame> = read
+                .frames
+                .into_iter()
+                .filter(|frame| frame.end() > applied.head.next)
+                .collect();
+            if let Some(frame) = unapplied.first()
+                && (frame.first() != applied.head.next
+                    || frame.records[0].prev != applied.head.hash)
+            {
+                // Frames past a commit newer than this read's (a drain between the two): try
+                // again from a fresh commit; the same mismatch twice is another log's journal.
+                let here = (base, synced.epoch, frame.offset);
+                if diverged_at == Some(here) {
+                    return Err(JournalError::Diverged {
+                        path,
+                        offset: frame.offset,
+                        first: frame.first(),
+                        end: frame.end(),
+                        head: applied.head.next,
+                        head_hash: applied.head.hash,
+                    }
+                    .into());
+                }
+                diverged_at = Some(here);
+                follower.applied = None;
+                continue;
+            }
+            if !unapplied.is_empty() {
+                applied.head = self.apply_frames(&txn, &mut applied.generation, &unapplied)?;
+            }
+            if let Some(offset) = offset {
+                applied.offset = offset;
+            }
+            let reader = Reader::over(txn, applied.generation.clone());
+            follower.applied = Some(applied);
+            return Ok(reader);
+        }
+        Err(JournalError::Unsettled {
+            path,
+            attempts: READ_ATTEMPTS,
+        }
+        .into())
+    }
+
+    /// Applies `frames` (continuing the log through `generation`) over redb's commit `txn`,
+    /// into `generation`, as recovery appends them: the log's head after them.
+    fn apply_frames(
+        &self,
+        txn: &Arc<redb::ReadTransaction>,
+        generation: &mut Generation,
+        frames: &[Frame],
+    ) -> Result<Head> {
+        let writer = Writer::overlay(Reader::over(Arc::clone(txn), generation.clone()));
+        let head = {
+            let mut session =
+                WriteSession::open(&writer, None, &self.projections, &self.limits, None)?;
+            for frame in frames {
+                for run in super::journaled::runs_of_one_stream(&frame.records) {
+                    session.append_sealed(run)?;
+                }
+            }
+            let head = session.head();
+            session.finish()?;
+            head
+        };
+        if let Some(scratch) = writer.into_scratch() {
+            *generation = generation.with(scratch);
+        }
+        Ok(head)
+    }
+}
