@@ -1,19 +1,22 @@
 //! The commit journal: how a commit becomes durable with one small synced append.
 //!
-//! A store that holds its file alone ([`crate::Sharing::Exclusive`]) commits a transaction of
-//! appends by writing its records, as one frame, to the journal file beside the log
-//! (`<log>.journal`) and syncing that file once; redb commits the same transaction without a
-//! sync of its own (`Durability::None`, which readers in this process see at once, and no
-//! other process can open the file meanwhile). The commit is acknowledged after both. Every
-//! [`JournalOptions::checkpoint_ms`] or [`JournalOptions::checkpoint_bytes`] a checkpoint
-//! makes redb's file durable with one commit for all the transactions since, then empties the
-//! journal. A crash loses redb's unsynced commits; the next writable open finds their frames
-//! in the journal past the file's head and appends their records again, verbatim (each must
-//! hash as it did), which the projections, pure functions of the log, apply as they did.
+//! A store that is its file's only writer ([`crate::Sharing::Exclusive`] or
+//! [`crate::Sharing::SingleWriter`]) commits a transaction of appends by writing its records,
+//! as one frame, to the journal file beside the log (`<log>.journal`), syncing that file once,
+//! and moving the journal's synced mark past it; the transaction's changes to the tables are
+//! published in memory (the overlay, `crate::storage`), which readers in this process see at
+//! once and readers in other processes rebuild from the synced frames (`tail`). The commit is
+//! acknowledged after both. Every [`JournalOptions::checkpoint_ms`] or
+//! [`JournalOptions::checkpoint_bytes`] a drain writes what the overlay holds into redb's file
+//! with one durable commit, then empties the journal. A crash loses the overlay; the next
+//! writable open finds the frames in the journal past the file's head and appends their
+//! records again, verbatim (each must hash as it did), which the projections, pure functions
+//! of the log, apply as they did.
 //!
-//! The order is what makes it safe: the frame is synced before redb commits, so no reader
-//! sees a commit that could be lost; the file is synced before the journal is emptied, so no
-//! acknowledged commit is only in memory. The file format is `schema/FORMAT.md` 3.15.
+//! The order is what makes it safe: the frame is synced before its changes are published or
+//! its mark moved, so no reader sees a commit that could be lost; the file is synced before
+//! the journal is emptied, so no acknowledged commit is only in memory. The file format is
+//! `schema/FORMAT.md` 3.15.
 
 pub(crate) mod frame;
 pub(crate) mod header;
@@ -66,7 +69,10 @@ impl Default for JournalOptions {
     fn default() -> Self {
         JournalOptions {
             checkpoint_ms: 1_000,
-            checkpoint_bytes: 4 << 20,
+            // A drain writes what the journal holds in one redb commit: 1 MiB keeps the file
+            // as small as commits of their own kept it (bulk appends, tests/it/footprint.rs)
+            // and the overlay's memory with it.
+            checkpoint_bytes: 1 << 20,
         }
     }
 }
@@ -158,6 +164,10 @@ impl JournalFile {
 
 /// The error of a journal that could not be opened or made, naming it.
 fn unusable(path: &Path, error: io::Error) -> crate::error::Error {
+    // A full disk is the disk's failure, which the open names at the log (`Error::NoSpace`).
+    if error.kind() == io::ErrorKind::StorageFull {
+        return error.into();
+    }
     let reason = match error.raw_os_error() {
         Some(libc::ELOOP) => {
             "it is a symbolic link, and the journal is only ever the store's own file".to_owned()
@@ -345,7 +355,9 @@ impl Journal {
         }
     }
 
-    /// Takes back the last frame appended, `len` bytes, whose transaction failed to commit.
+    /// Takes back the last frame appended, `len` bytes (a commit that failed after it; none
+    /// does since a commit publishes in memory once its frame is synced).
+    #[cfg(test)]
     pub(crate) fn take_back(&mut self, len: u64) {
         let end = self.end - len;
         self.cut_back(end);

@@ -91,6 +91,14 @@ impl Store {
             if let Some((offset, problem)) = &read.stopped {
                 return Err(tail.damaged(*offset, problem, synced.end).into());
             }
+            // The journal read in one epoch may still be one emptied after a drain this read's
+            // commit predates (its frames gone from the journal, not in the commit): a newer
+            // head in the file says so.
+            if Snapshot::new(db.begin_read()?)?.head()? != base {
+                follower.applied = None;
+                std::thread::yield_now();
+                continue;
+            }
             let offset = read.frames.last().map(|frame| frame.offset + frame.len);
             let unapplied: Vec<Frame> = read
                 .frames

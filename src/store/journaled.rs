@@ -24,8 +24,9 @@ pub(crate) fn lock(journal: &Mutex<Journal>) -> MutexGuard<'_, Journal> {
 
 impl Store {
     /// Whether commits go through a commit journal ([`crate::JournalOptions`]): a store open in
-    /// [`Sharing::Exclusive`] mode on a file, with [`super::StoreOptions::journal`] set (the
-    /// default).
+    /// [`Sharing::Exclusive`] or [`Sharing::SingleWriter`] mode on a file, with
+    /// [`super::StoreOptions::journal`] set (the default). Readers in other processes read the
+    /// journal's synced frames with the file.
     pub fn journaled(&self) -> bool {
         self.journal.is_some()
     }
@@ -37,39 +38,25 @@ impl Store {
         &self.recovery
     }
 
-    /// Commits `txn`, begun with redb's `Durability::None`, through the journal: the frame of
-    /// its records is synced before redb commits, so nothing a reader sees can be lost. A
-    /// transaction the journal cannot hold alone (a cut, one too large, one after deferred
-    /// commits) commits durably to the file instead, which checkpoints.
-    pub(crate) fn commit_journaled(
+    /// Commits `txn` to the file for a journaled store: a write the overlay does not take (a
+    /// deferred one, or a cut, which deletes tables), holding the published generation. A
+    /// deferred one commits without a sync, and the journal cannot hold the next frame alone
+    /// until a drain (it would not continue the file's durable head); any other commits
+    /// durably, which drains.
+    pub(crate) fn commit_to_file(
         &self,
         journal: &Mutex<Journal>,
-        mut txn: WriteTransaction<'_>,
+        txn: WriteTransaction<'_>,
         durability: Durability,
-        finished: &Finished,
     ) -> Result<()> {
         let mut journal = lock(journal);
+        txn.commit()?;
         if durability == Durability::Deferred {
-            txn.commit()?;
             journal.unjournaled = true;
             return Ok(());
         }
-        let frame = (finished.journalable && !journal.unjournaled)
-            .then(|| journal.frame_of(&finished.written))
-            .flatten();
-        let Some(frame) = frame else {
-            txn.set_durability(redb::Durability::Immediate)
-                .map_err(redb::Error::from)?;
-            txn.commit()?;
-            journal.unjournaled = false;
-            return journal.empty();
-        };
-        journal.append(&frame)?;
-        if let Err(error) = txn.commit() {
-            journal.take_back(frame.len() as u64);
-            return Err(error);
-        }
-        Ok(())
+        journal.unjournaled = false;
+        journal.empty()
     }
 
     /// A write through the overlay (`docs/design.md`, "Commits"): `work` decides and applies
@@ -224,14 +211,16 @@ impl Store {
 
     /// On a writable open: recovers what `file` (the journal at `path`) holds past the log
     /// file's head, then keeps it as this store's journal when `options` ask for one and the
-    /// store holds its file alone; otherwise empties it (and removes it, on a file).
+    /// store is the file's only writer (exclusive or single-writer); otherwise empties it (and
+    /// removes it, on a file).
     pub(crate) fn attach_journal(
         &mut self,
         file: Option<Box<dyn StorageBackend>>,
         path: PathBuf,
         options: Option<JournalOptions>,
     ) -> Result<()> {
-        let keep = options.filter(|_| self.sharing == Sharing::Exclusive);
+        // Multi-writer mode hands the file from writer to writer: each commits to it.
+        let keep = options.filter(|_| self.sharing != Sharing::MultiWriter);
         let file = match (file, keep) {
             (Some(file), _) => file,
             (None, Some(_)) if self.on_disk => match JournalFile::open(&self.path, &path, true)? {

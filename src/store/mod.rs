@@ -85,12 +85,13 @@ pub struct StoreOptions {
     /// for writers that hold the file in multi-writer mode when this open asks for another
     /// mode: they would never let go.
     pub busy_timeout: std::time::Duration,
-    /// The commit journal of a store open in [`Sharing::Exclusive`] mode on a file
-    /// ([`crate::JournalOptions`]; on by default): a commit syncs one small frame to
-    /// `<log>.journal` and the log file is checkpointed in bulk. `None` commits every
-    /// transaction to the log file, one redb durable commit each. The shared modes commit to
-    /// the file (other processes read it); any writable open recovers a journal left beside
-    /// the log.
+    /// The commit journal of a store open in [`Sharing::Exclusive`] or
+    /// [`Sharing::SingleWriter`] mode on a file ([`crate::JournalOptions`]; on by default): a
+    /// commit syncs one small frame to `<log>.journal` and the log file takes the commits in
+    /// at drains, in bulk; readers in other processes read the journal's synced frames with
+    /// the file. `None` commits every transaction to the log file, one redb durable commit
+    /// each. Multi-writer mode commits to the file; any writable open recovers a journal left
+    /// beside the log.
     pub journal: Option<crate::journal::JournalOptions>,
     /// The archive files of a cut log's cuts (`annals archive`), in any order, read when the
     /// open meets a projection the last cut kept no snapshot of at its version (added after
@@ -615,7 +616,9 @@ impl Store {
                     txn = database.begin_write()?;
                 }
             }
-            if durability == Durability::Deferred || self.journal.is_some() {
+            // Through a journal, the only writes that come here are deferred ones or those the
+            // journal cannot hold (a cut): the latter commit durably, which drains.
+            if durability == Durability::Deferred {
                 txn.set_durability(redb::Durability::None)
                     .map_err(redb::Error::from)?;
             }
@@ -642,7 +645,7 @@ impl Store {
         guarded(|| match appended_head {
             Some(head) => {
                 match &self.journal {
-                    Some(journal) => self.commit_journaled(journal, txn, durability, &finished)?,
+                    Some(journal) => self.commit_to_file(journal, txn, durability)?,
                     None => txn.commit()?,
                 }
                 *self.log_end.lock().unwrap_or_else(PoisonError::into_inner) = finished.end;

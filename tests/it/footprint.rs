@@ -48,7 +48,7 @@ fn bulk_appends_stay_within_their_bytes_per_record() {
             })
             .expect("a bulk commit");
     }
-    drop(store);
+    store.close().expect("close");
     let per_record = bytes_per_record(&dir.path().join("log.redb"), records);
     assert!(
         per_record <= BULK_BYTES_PER_RECORD_MAX,
@@ -74,7 +74,7 @@ fn single_commits_stay_within_their_bytes_per_record() {
     let (dir, store) = store();
     let records = 2_000;
     write_single_commits(&store, records);
-    drop(store);
+    store.close().expect("close");
     let per_record = bytes_per_record(&dir.path().join("log.redb"), records);
     assert!(
         per_record <= SINGLE_BYTES_PER_RECORD_MAX,

@@ -121,6 +121,7 @@ fn a_new_log_stores_v2_records_and_an_upgraded_v1_log_keeps_v1_records_with_the_
     }
     drop((old, new));
     assert_eq!((format_of(&v1), format_of(&v2)), ((4, 1), (4, 2)));
+    eprintln!("v1 {} v2 {}", file_bytes(&v1), file_bytes(&v2));
     // The segments' stored bytes: the files' lengths move in redb's doubling steps.
     let (v1_bytes, v2_bytes) = (segment_bytes(&v1), segment_bytes(&v2));
     assert!(v2_bytes < v1_bytes, "v2 {v2_bytes} bytes, v1 {v1_bytes}");
@@ -154,7 +155,8 @@ fn export_then_import_moves_a_v1_log_to_v2_records_with_the_same_head_and_root()
     let old = Store::open(&v1).unwrap();
     write_history(&old);
     let (head, old_root, records) = (old.head().unwrap(), root(&old), all_records(&old));
-    drop(old);
+    // Closed, so that the file holds every commit (a dropped store leaves its journal).
+    old.close().unwrap();
     {
         let old = Store::open_read_only(&v1).unwrap();
         let snapshot = old.snapshot().unwrap();
@@ -181,11 +183,17 @@ fn export_then_import_moves_a_v1_log_to_v2_records_with_the_same_head_and_root()
         std::fs::read(&again).unwrap(),
         std::fs::read(&file).unwrap()
     );
-    drop(new);
+    new.close().unwrap();
     assert_eq!((format_of(&v1), format_of(&v2)), ((4, 1), (4, 2)));
+    // The records, not the file: both files grow in redb's steps, and drains of the journal
+    // commit in bulk, so their lengths may come out the same.
     assert!(
-        file_bytes(&v2) < file_bytes(&v1),
-        "the v2 file is the smaller"
+        segment_bytes(&v2) < segment_bytes(&v1),
+        "the v2 records are the smaller"
+    );
+    assert!(
+        file_bytes(&v2) <= file_bytes(&v1),
+        "the v2 file is no larger"
     );
 }
 

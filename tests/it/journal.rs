@@ -240,7 +240,7 @@ fn exclusive_result(path: &Path) -> annals::Result<Store> {
 }
 
 #[test]
-fn a_single_writer_open_recovers_a_journal_an_exclusive_writer_left_and_removes_it() {
+fn a_single_writer_open_recovers_a_journal_an_exclusive_writer_left_and_journals_on() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     let store = exclusive(&path, never_drained());
@@ -248,12 +248,47 @@ fn a_single_writer_open_recovers_a_journal_an_exclusive_writer_left_and_removes_
     let records = all(&store);
     let copy = crash_image(&path, "shared.redb");
     let shared = Store::open_with(&copy, StoreOptions::default()).unwrap();
-    assert!(!shared.journaled(), "the shared modes commit to the file");
+    assert!(
+        shared.journaled(),
+        "the default mode, single-writer, journals"
+    );
     assert_eq!(shared.journal_recovery().transactions, 3);
-    assert!(!journal_of(&copy).exists());
+    assert_eq!(
+        journal_held(&copy),
+        HEADER,
+        "recovered into the file, then emptied"
+    );
     assert_eq!(all(&shared), records);
     append(&shared, "b", 1);
+    assert!(
+        journal_held(&copy) > HEADER,
+        "the commit went to the journal"
+    );
     assert!(shared.verify().unwrap().is_sound());
+    shared.close().unwrap();
+    assert!(
+        !journal_of(&copy).exists(),
+        "a clean close drains and removes it"
+    );
+}
+
+#[test]
+fn a_multi_writer_open_recovers_a_journal_and_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let store = exclusive(&path, never_drained());
+    append(&store, "a", 3);
+    let records = all(&store);
+    let copy = crash_image(&path, "multi.redb");
+    let options = StoreOptions {
+        sharing: Sharing::MultiWriter,
+        ..StoreOptions::default()
+    };
+    let multi = Store::open_with(&copy, options).unwrap();
+    assert!(!multi.journaled(), "multi-writer mode commits to the file");
+    assert_eq!(multi.journal_recovery().transactions, 3);
+    assert!(!journal_of(&copy).exists());
+    assert_eq!(all(&multi), records);
 }
 
 #[test]

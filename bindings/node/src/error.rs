@@ -154,6 +154,7 @@ fn describe(error: &Error) -> (&'static str, Value) {
             json!({ "projection": projection, "before": before.0.to_string() }),
         ),
         Error::Archive(_) => ("ARCHIVE_REFUSED", json!({})),
+        Error::Journal(annals::JournalError::Unsettled { .. }) => ("HELD", json!({})),
         Error::Journal(annals::JournalError::Unrecovered { from, .. }) => {
             ("NEEDS_RECOVERY", json!({ "from": from.0.to_string() }))
         }

@@ -427,6 +427,8 @@ impl From<Error> for Failure {
             ) => Kind::Corrupt,
             Error::Archive(_) => Kind::Refused,
             Error::Journal(annals::JournalError::Unrecovered { .. }) => Kind::NeedsRecovery,
+            // A writer draining under every read: the log is busy, not damaged.
+            Error::Journal(annals::JournalError::Unsettled { .. }) => Kind::Held,
             Error::Journal(
                 annals::JournalError::Poisoned { .. } | annals::JournalError::Unusable { .. },
             ) => Kind::Io,
