@@ -2,8 +2,9 @@
 //! durable; the rounds turn the order of the contenders. Figures:
 //!
 //! - single durable lease commands: annals exclusive through the journal, annals exclusive
-//!   committing to the file (`journal: None`), annals' default (single-writer, two-phase),
-//!   raw redb exclusive, SQLite (WAL, `synchronous=FULL`), and the disk's append+fdatasync
+//!   committing to the file (`journal: None`), annals' default (single-writer, journaled)
+//!   with a reader process attached (`annals tail`, when the release binary is built),
+//!   single-writer committing to the file (two-phase), raw redb exclusive, SQLite (WAL, `synchronous=FULL`), and the disk's append+fdatasync
 //!   floor (a 300-byte append and its sync, the journal's own cost);
 //! - what a journaled commit cannot do without, each apart: a 300-byte write into the
 //!   journal's room (a hole of `checkpoint_bytes`) and its sync, the journal's own I/O; and raw
@@ -11,7 +12,8 @@
 //!   trees a lease command writes, the least a commit that goes through redb each transaction
 //!   spends; with the CPU the single-command targets leave a commit beside that I/O;
 //! - the reference stores' command mix, one command per transaction from one client (annals
-//!   exclusive journaled, annals' default, SQLite) and its median latency; at 8 and 64 clients
+//!   exclusive journaled, annals' default with a reader process attached, SQLite) and its
+//!   median latency; at 8 and 64 clients
 //!   through the `Writer` (annals exclusive journaled) against SQLite's better configuration;
 //! - disk bytes per command of the sequential mix after a drain (the journal removed by the
 //!   close) against SQLite's after its checkpoint, both with the reference rows alone and
@@ -56,6 +58,44 @@ fn store(path: &Path, sharing: Sharing, journal: bool) -> Store {
 
 fn single(path: &Path, sharing: Sharing, journal: bool, run_for: Duration) -> f64 {
     let store = store(path, sharing, journal);
+    Commits::measure(run_for, |step| {
+        granted(&store.execute(&lease_command(0, step)).expect("a command"));
+    })
+    .per_s()
+}
+
+/// A reader in another process beside a store: `annals tail <path> --from 0 --json`
+/// following every commit (its output dropped) until it is dropped. `None` without the
+/// command line's release binary (`cargo build --release -p annals-cli`).
+struct Reader(std::process::Child);
+
+impl Reader {
+    fn attach(path: &Path) -> Option<Reader> {
+        let binary = crate::sharing::annals_binary()?;
+        let child = std::process::Command::new(binary)
+            .arg("tail")
+            .arg(path)
+            .args(["--from", "0", "--json"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("annals tail");
+        Some(Reader(child))
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// [`single`] in the default mode (single-writer, journaled) with a reader process attached.
+fn single_read(path: &Path, run_for: Duration) -> f64 {
+    let store = store(path, Sharing::SingleWriter, true);
+    let _reader = Reader::attach(path);
     Commits::measure(run_for, |step| {
         granted(&store.execute(&lease_command(0, step)).expect("a command"));
     })
@@ -261,7 +301,11 @@ pub(crate) fn run_journal(
         ),
         (
             "journal.single_default",
-            Box::new(|| single(&at("single-d.redb"), Sharing::SingleWriter, false, run_for)),
+            Box::new(|| single_read(&at("single-d.redb"), run_for)),
+        ),
+        (
+            "journal.single_shared_file",
+            Box::new(|| single(&at("single-f.redb"), Sharing::SingleWriter, false, run_for)),
         ),
         (
             "journal.single_redb",
@@ -310,8 +354,11 @@ pub(crate) fn run_journal(
         "journal.mix1_bytes_journaled",
         (disk_bytes(&journaled_path) - empty_annals) / commands.max(1) as f64,
     );
-    let default = store(&at("mix-d.redb"), Sharing::SingleWriter, false);
+    let default_path = at("mix-d.redb");
+    let default = store(&default_path, Sharing::SingleWriter, true);
+    let reader = Reader::attach(&default_path);
     let (per_s, median, _) = sequential_annals(&default, run_for);
+    drop(reader);
     samples.push("journal.mix1_default", per_s);
     samples.push("journal.mix1_latency_default_us", median);
     let sqlite_path = at("mix-s.sqlite");
@@ -389,6 +436,7 @@ pub(crate) fn print_journal(samples: &Samples, rounds: usize) {
         "journal.single_journaled",
         "journal.single_exclusive_file",
         "journal.single_default",
+        "journal.single_shared_file",
         "journal.single_redb",
         "journal.single_sqlite",
         "journal.append_floor",
@@ -428,6 +476,34 @@ pub(crate) fn print_journal(samples: &Samples, rounds: usize) {
             "single journaled / SQLite",
             ratio("journal.single_journaled", "journal.single_sqlite"),
             "≥ 1.2",
+        ),
+        (
+            "single default (single-writer, journaled, a reader process attached) / SQLite",
+            ratio("journal.single_default", "journal.single_sqlite"),
+            "≥ 1.2",
+        ),
+        (
+            "single default, a reader attached / append floor",
+            ratio("journal.single_default", "journal.append_floor"),
+            "≥ 0.8",
+        ),
+        (
+            "single default, a reader attached / single-writer to the file",
+            ratio("journal.single_default", "journal.single_shared_file"),
+            "—",
+        ),
+        (
+            "mix sequential default, a reader attached / SQLite",
+            ratio("journal.mix1_default", "journal.mix1_sqlite"),
+            "≥ 1.2",
+        ),
+        (
+            "median latency default, a reader attached / SQLite",
+            ratio(
+                "journal.mix1_latency_default_us",
+                "journal.mix1_latency_sqlite_us",
+            ),
+            "≤ 1",
         ),
         (
             "single journaled / append floor",

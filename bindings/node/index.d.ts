@@ -134,6 +134,18 @@ export declare class Store {
   /** Walks the whole log and checks every projection against a replay. */
   verify(): VerifyReport
   /**
+   * Copies the log as of its latest commit into a new file at `path` (which must not
+   * exist), while writers go on: every record, index, the tree, checkpoints and every
+   * projection, including commits the journal holds and the file does not yet. The copy
+   * opens as this log at the returned head.
+   */
+  backup(path: string): BackupReport
+  /**
+   * Makes every commit durable in the log file itself: drains the commit journal into it
+   * (a commit is already durable when it returns, in the journal).
+   */
+  flush(): void
+  /**
    * Cuts the log before `before`: the records from its start to there go to the new
    * archive file at `path` (synced first), and leave the log, which keeps its tree, its
    * indexes, every projection and the records a projection still reads. Reads below the
@@ -258,6 +270,20 @@ export interface Backoff {
   baseMs: number
   /** The longest wait. */
   maxMs: number
+}
+
+/** What `backup` wrote: the log as of one commit, which opens as the same log. */
+export interface BackupReport {
+  /** The file written. */
+  path: string
+  /** The head the copy holds. */
+  head: Head
+  /** The first position the copy holds a record of: 0, or the log's last cut. */
+  start: bigint
+  /** The tables copied. */
+  tables: number
+  /** The file's length in bytes. */
+  bytes: bigint
 }
 
 /** A claim on an outbox row. */
@@ -877,6 +903,16 @@ export interface OutboxRow {
   claimTokens: Array<string>
 }
 
+/** A projection `verify` found behind the log. */
+export interface ProjectionBehind {
+  /** The projection's name. */
+  projection: string
+  /** The next position it has to apply. */
+  at: bigint
+  /** The log's head. */
+  head: bigint
+}
+
 /** Where a read starts and how far it goes. */
 export interface ReadOptions {
   /** The first position (or stream version) read; default 0 forward, the end backward. */
@@ -1242,6 +1278,11 @@ export interface VerifyReport {
   records: bigint
   /** What is wrong, one line each (empty when sound). */
   findings: Array<string>
+  /**
+   * The projections whose stored state is behind the log (a rebuild that stopped, or a
+   * projection a writer in another process keeps that this store does not): not checked.
+   */
+  behind: Array<ProjectionBehind>
 }
 
 /** How the writer batches. */

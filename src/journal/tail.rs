@@ -25,6 +25,9 @@ pub(crate) struct Tail {
     /// one creates another under the same name.
     identity: (u64, u64),
     layout: Layout,
+    /// The header as it was read: a writer that recovers a journal of an older version
+    /// rewrites it, with a new marker, in the same file.
+    header: Vec<u8>,
 }
 
 /// What a read of the frames found.
@@ -51,11 +54,13 @@ impl Tail {
             Header::CutShort => return Ok(None),
         };
         let identity = file.identity()?;
+        first.truncate(layout.frames_start() as usize);
         Ok(Some(Tail {
             file,
             path: path.to_path_buf(),
             identity,
             layout,
+            header: first,
         }))
     }
 
@@ -69,9 +74,10 @@ impl Tail {
         self.layout.frames_start()
     }
 
-    /// The synced mark, `None` when it fails its check (read while it was written: read it
-    /// again). A journal of an older version has no mark: its writer, of an older build, held
-    /// the log alone and is gone, so every whole frame counts, as recovery takes them.
+    /// The synced mark, `None` when it fails its check (read while it was written, or a
+    /// header rewritten with another marker: open the journal again). A journal of an older
+    /// version has no mark: its writer, of an older build, held the log alone and is gone, so
+    /// every whole frame counts, as recovery takes them, until a writer rewrites its header.
     pub(crate) fn synced(&self) -> Result<Option<Synced>> {
         match self.layout {
             Layout::V3(marker) => {
@@ -79,10 +85,12 @@ impl Tail {
                 self.file.read(MARK_OFFSET, &mut mark)?;
                 Ok(marker.read_mark(&mark))
             }
-            Layout::V1 | Layout::V2(_) => Ok(Some(Synced {
-                end: self.file.len()?,
-                epoch: 0,
-            })),
+            Layout::V1 | Layout::V2(_) => {
+                let len = self.file.len()?;
+                let mut header = vec![0; self.header.len().min(len as usize)];
+                self.file.read(0, &mut header)?;
+                Ok((header == self.header).then_some(Synced { end: len, epoch: 0 }))
+            }
         }
     }
 

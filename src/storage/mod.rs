@@ -33,6 +33,16 @@ pub(crate) fn table_names(txn: &ReadTransaction) -> Result<Vec<String>> {
         .collect())
 }
 
+/// The names of the tables `reader` reads: redb's, and those the overlay created, in name
+/// order.
+pub(crate) fn table_names_read(reader: &Reader) -> Result<Vec<String>> {
+    let mut names = table_names(reader.transaction())?;
+    names.extend(reader.overlay().table_names().map(str::to_owned));
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
 /// The names of the tables `txn` holds, as of this point of the write.
 pub(crate) fn table_names_in(txn: &redb::WriteTransaction) -> Result<Vec<String>> {
     Ok(txn

@@ -226,6 +226,13 @@ impl Generation {
         Generation { layers: kept }
     }
 
+    /// The names of the tables it changes (some perhaps not yet in redb).
+    pub(super) fn table_names(&self) -> impl Iterator<Item = &str> {
+        self.layers
+            .iter()
+            .flat_map(|layer| layer.tables.keys().map(String::as_str))
+    }
+
     /// `name`'s changes in each layer, oldest first.
     pub(super) fn table(&self, name: &str) -> Vec<Arc<TableChanges>> {
         self.layers

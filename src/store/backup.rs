@@ -10,7 +10,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use redb::{Key, ReadTransaction, Value, WriteTransaction};
+use redb::{Key, Value, WriteTransaction};
 
 use super::Store;
 use super::open::{create_temporary, guarded, publish, sweep_stale};
@@ -23,7 +23,7 @@ use crate::log::tables::{IDEMPOTENCY, MERKLE, META, SEGMENTS, STREAM_RUNS};
 use crate::output_path::{Output, private_name};
 use crate::projection::table::definition;
 use crate::record::Position;
-use crate::storage::{Definition, Readable};
+use crate::storage::{Definition, Readable, Reader};
 
 /// What [`Store::backup`] wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,16 +76,14 @@ impl Store {
         let temporary = private_name(to, "backing-up");
         let like = self.on_disk.then_some(self.path.as_path());
         let built = guarded(|| {
-            // The head and start are read in the transaction the tables are copied from, so
-            // that they are the copy's.
-            // The file's own tables are copied: what the overlay holds is written into them
-            // first, and a commit after that is not in the copy (as if it came after).
-            self.settle()?;
-            let from = Snapshot::new(self.db.begin_read_file()?)?;
+            // The head and start are read in the read the tables are copied from, so that
+            // they are the copy's: redb's commit and what the overlay holds over it (this
+            // store's commits not yet drained, or a journaling writer's synced frames).
+            let from = Snapshot::over(self.begin_read()?)?;
             let (head, start) = (from.head()?, from.start());
             let mut db = create_temporary(&temporary, like)?;
             let txn = db.begin_write()?;
-            let tables = copy_tables(from.reader.transaction(), &txn)?;
+            let tables = copy_tables(&from.reader, &txn)?;
             txn.commit()?;
             // One large transaction leaves the file grown by redb's doubling steps; a copy
             // that travels (a seed) gives them back first.
@@ -124,9 +122,9 @@ impl Store {
 /// Copies every table of `from` into `to`, each under its own name and types: the log's own
 /// tables by their definitions, every other table (a projection's, the snapshot's) as the
 /// raw bytes a projection table holds. Returns how many tables it copied.
-fn copy_tables(from: &ReadTransaction, to: &WriteTransaction) -> Result<usize> {
+fn copy_tables(from: &Reader, to: &WriteTransaction) -> Result<usize> {
     let mut copied = 0;
-    for name in crate::storage::table_names(from)? {
+    for name in crate::storage::table_names_read(from)? {
         let name = name.as_str();
         if name == META.name() {
             copy(from, to, META)?;
@@ -157,7 +155,7 @@ fn copy_tables(from: &ReadTransaction, to: &WriteTransaction) -> Result<usize> {
 /// Copies the rows of `table` from `from` into `to`, as stored (values keep their checksums,
 /// which cover the table's name, the same on both sides).
 fn copy<K: Key + 'static, V: Value + 'static>(
-    from: &ReadTransaction,
+    from: &Reader,
     to: &WriteTransaction,
     table: Definition<'_, K, V>,
 ) -> Result<()> {

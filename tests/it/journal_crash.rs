@@ -1,11 +1,13 @@
-//! Real crashes through the commit journal: `annals-testing crash-writer` in exclusive mode
-//! (its commits go to `<log>.journal`, drained into the file every few KB, the bound seeded per
-//! run so that kills land in commits, in drains and between them) is killed with SIGKILL 200
-//! times over one file, at a moment chosen from its own reports. After every other kill a
-//! read-only open reads the log, first recovering what the journal holds that the file does
-//! not (it never reads a log missing an acknowledged commit); after the others a writable open
-//! recovers them: every position ever reported durable is there exactly once with its hash,
-//! and `verify` passes.
+//! Real crashes through the commit journal: `annals-testing crash-writer`, in exclusive and in
+//! single-writer mode by turns (its commits go to `<log>.journal`, drained into the file every
+//! few KB, the bound seeded per run so that kills land in commits, in drains and between
+//! them), is killed with SIGKILL 300 times over one file, at a moment chosen from its own
+//! reports. Beside a single writer, a reader in this process reads the log while it runs:
+//! every append reported before the read is there, and the last record it saw must be in the
+//! log after the kill with the hash it saw. After every other kill a read-only open reads the
+//! log with what the journal holds that the file does not (it never reads a log missing an
+//! acknowledged commit); after the others a writable open recovers them: every position ever
+//! reported durable is there exactly once with its hash, and `verify` passes.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -14,7 +16,7 @@ use std::process::{Command, Stdio};
 use annals::testing::internals::demo::Rng;
 use annals::{Digest, Position, Sharing, Store, StoreOptions};
 
-const KILLS: u64 = 200;
+const KILLS: u64 = 300;
 
 fn parse(line: &str) -> (Position, Digest) {
     let mut words = line.split_whitespace();
@@ -31,12 +33,16 @@ fn every_commit_reported_durable_through_the_journal_survives_sigkill() {
     let mut reported: BTreeMap<Position, Digest> = BTreeMap::new();
     let mut rng = Rng::new(0x0A55_0035);
     let (mut read_recovered, mut recovered, mut torn) = (0u64, 0u64, 0);
+    // Records readers saw beside a live single writer, each to be found after its kill.
+    let mut shown: Vec<(u64, Position, Digest)> = Vec::new();
     for kill in 0..KILLS {
         let wait_for = if rng.chance(10) { 0 } else { 1 + rng.below(60) };
+        // Two kills a mode in turn: a reader's open and a writer's recovery follow each.
+        let sharing = ["exclusive", "single-writer"][(kill / 2 % 2) as usize];
         let mut child = Command::new(crate::annals_bin::testing())
             .arg("crash-writer")
             .arg(&path)
-            .args(["--sharing", "exclusive"])
+            .args(["--sharing", sharing])
             .arg("--tasks")
             .arg((1 + rng.below(8)).to_string())
             .arg("--checkpoint-bytes")
@@ -57,6 +63,19 @@ fn every_commit_reported_durable_through_the_journal_survives_sigkill() {
                 }
                 None => break,
             }
+        }
+        if sharing == "single-writer" && seen > 0 {
+            // The child holds the file and goes on writing: a reader beside it.
+            let reader = Store::open_read_only(&path)
+                .unwrap_or_else(|error| panic!("kill {kill}: a reader beside the writer: {error}"));
+            let head = reader.head().unwrap();
+            let last_reported = *reported.keys().next_back().expect("reported");
+            assert!(
+                head.next > last_reported,
+                "kill {kill}: a reader beside the writer misses {last_reported} (head {})",
+                head.next
+            );
+            shown.push((kill, Position(head.next.0 - 1), head.hash));
         }
         // SIGKILL: no destructor, no drain, no clean close.
         child.kill().expect("kill the child");
@@ -118,6 +137,14 @@ fn every_commit_reported_durable_through_the_journal_survives_sigkill() {
                 record.map(|r| r.hash),
                 Some(*hash),
                 "kill {kill}: position {position} was reported durable"
+            );
+        }
+        for (at, position, hash) in shown.drain(..) {
+            let record = store.get(position).unwrap();
+            assert_eq!(
+                record.map(|r| r.hash),
+                Some(hash),
+                "kill {kill}: position {position}, shown to a reader beside the writer at kill {at}"
             );
         }
         store.close().unwrap();

@@ -111,6 +111,35 @@ pub struct VerifyReport {
     pub records: BigInt,
     /// What is wrong, one line each (empty when sound).
     pub findings: Vec<String>,
+    /// The projections whose stored state is behind the log (a rebuild that stopped, or a
+    /// projection a writer in another process keeps that this store does not): not checked.
+    pub behind: Vec<ProjectionBehind>,
+}
+
+/// A projection `verify` found behind the log.
+#[napi(object)]
+pub struct ProjectionBehind {
+    /// The projection's name.
+    pub projection: String,
+    /// The next position it has to apply.
+    pub at: BigInt,
+    /// The log's head.
+    pub head: BigInt,
+}
+
+/// What `backup` wrote: the log as of one commit, which opens as the same log.
+#[napi(object)]
+pub struct BackupReport {
+    /// The file written.
+    pub path: String,
+    /// The head the copy holds.
+    pub head: Head,
+    /// The first position the copy holds a record of: 0, or the log's last cut.
+    pub start: BigInt,
+    /// The tables copied.
+    pub tables: u32,
+    /// The file's length in bytes.
+    pub bytes: BigInt,
 }
 
 /// What `archiveBefore` did: the records `from .. before` went to the archive file.
@@ -900,8 +929,45 @@ impl Store {
                 sound: report.is_sound(),
                 records: BigInt::from(report.records),
                 findings: report.problem.iter().map(ToString::to_string).collect(),
+                behind: report
+                    .behind
+                    .iter()
+                    .map(|behind| ProjectionBehind {
+                        projection: behind.projection.clone(),
+                        at: BigInt::from(behind.at.0),
+                        head: BigInt::from(behind.head.0),
+                    })
+                    .collect(),
             })
         })
+    }
+
+    /// Copies the log as of its latest commit into a new file at `path` (which must not
+    /// exist), while writers go on: every record, index, the tree, checkpoints and every
+    /// projection, including commits the journal holds and the file does not yet. The copy
+    /// opens as this log at the returned head.
+    #[napi]
+    pub fn backup(&self, path: String) -> napi::Result<BackupReport> {
+        self.with(|store| {
+            let backup = store.backup(&path).map_err(to_js)?;
+            Ok(BackupReport {
+                path: backup.path.display().to_string(),
+                head: Head {
+                    next: BigInt::from(backup.head.next.0),
+                    hash: backup.head.hash.to_hex(),
+                },
+                start: BigInt::from(backup.start.0),
+                tables: u32::try_from(backup.tables).unwrap_or(u32::MAX),
+                bytes: BigInt::from(backup.bytes),
+            })
+        })
+    }
+
+    /// Makes every commit durable in the log file itself: drains the commit journal into it
+    /// (a commit is already durable when it returns, in the journal).
+    #[napi]
+    pub fn flush(&self) -> napi::Result<()> {
+        self.with(|store| store.flush().map_err(to_js))
     }
 
     /// Cuts the log before `before`: the records from its start to there go to the new
