@@ -16,9 +16,11 @@ use crate::log::read::Snapshot;
 use crate::storage::{Generation, Reader, Writer};
 
 /// How many times a read tries again while the writer drains and empties the journal under
-/// it: each try fails only when a drain came between its two reads of the mark, which happens
-/// about once a second, so a handful of tries is already unlikely.
-const READ_ATTEMPTS: u32 = 100;
+/// it: a try fails only when a drain came between its first read of the file and its last,
+/// which a writer does about once a second (every 1 MiB of frames), or, with a journal bound
+/// of a few KB, every few commits: a thousand tries in a row is a writer draining faster
+/// than a reader can read, which the error says.
+const READ_ATTEMPTS: u32 = 1_000;
 
 /// What a reader has made of the journal so far.
 #[derive(Default)]
