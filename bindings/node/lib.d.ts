@@ -57,7 +57,6 @@ export type ErrorCode =
   | 'ARCHIVED'
   | 'NOT_IN_CUT'
   | 'ARCHIVE_REFUSED'
-  | 'NEEDS_RECOVERY'
   | 'OUTPUT_PATH'
   | 'IO'
   | 'INTERNAL'
@@ -84,8 +83,6 @@ export declare class AnnalsError extends Error {
   readonly archive?: string
   /** The projection the cut kept no snapshot of (`NOT_IN_CUT`). */
   readonly projection?: string
-  /** The position recovery starts from (`NEEDS_RECOVERY`), as a decimal string. */
-  readonly from?: string
 }
 
 /** A command of any domain, told apart by its `type`. */

@@ -62,23 +62,6 @@ pub enum JournalError {
         /// The hash of the log's last record.
         head_hash: Digest,
     },
-    /// A read-only open of a log whose journal holds acknowledged commits the log file does
-    /// not hold yet: a writer in exclusive mode stopped before its checkpoint. Reading the
-    /// file alone would miss them; a writable open recovers them first (a read-only open
-    /// does so itself, and says this only where the file cannot be written).
-    #[error(
-        "{path} holds {transactions} acknowledged transactions ({records} records, from position {from}) not yet in the log file: open the log writable once to recover them"
-    )]
-    Unrecovered {
-        /// The journal.
-        path: PathBuf,
-        /// The transactions it holds past the log file's head.
-        transactions: u64,
-        /// Their records.
-        records: u64,
-        /// The first of them.
-        from: Position,
-    },
     /// The journal's name could not be opened or created as the store's own journal: a
     /// symbolic link, a FIFO or a device there, or the file system's refusal (permissions, a
     /// missing folder), which the reason gives.

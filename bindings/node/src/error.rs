@@ -155,9 +155,6 @@ fn describe(error: &Error) -> (&'static str, Value) {
         ),
         Error::Archive(_) => ("ARCHIVE_REFUSED", json!({})),
         Error::Journal(annals::JournalError::Unsettled { .. }) => ("HELD", json!({})),
-        Error::Journal(annals::JournalError::Unrecovered { from, .. }) => {
-            ("NEEDS_RECOVERY", json!({ "from": from.0.to_string() }))
-        }
         Error::Journal(
             annals::JournalError::Poisoned { .. } | annals::JournalError::Unusable { .. },
         ) => ("IO", json!({})),

@@ -212,9 +212,6 @@ pub(crate) enum Kind {
     /// A log of an earlier format, which must be upgraded (opened writable once) before it
     /// is read.
     NeedsUpgrade,
-    /// A log whose commit journal holds commits its file does not yet (an exclusive writer
-    /// stopped before it drained them), which a writable open recovers before it is read.
-    NeedsRecovery,
     /// Stored data that fails its checks: a damaged log or export file.
     Corrupt,
     /// A write the log refused: a version mismatch, an idempotency conflict, a fenced guard.
@@ -246,7 +243,6 @@ impl Kind {
             Kind::StoreFile => "store_file",
             Kind::NotALog => "not_a_log",
             Kind::NeedsUpgrade => "needs_upgrade",
-            Kind::NeedsRecovery => "needs_recovery",
             Kind::Corrupt => "corrupt",
             Kind::Refused => "refused",
             Kind::VerifyFailed => "verify_failed",
@@ -426,7 +422,6 @@ impl From<Error> for Failure {
                 | ArchiveError::SnapshotDiffers { .. },
             ) => Kind::Corrupt,
             Error::Archive(_) => Kind::Refused,
-            Error::Journal(annals::JournalError::Unrecovered { .. }) => Kind::NeedsRecovery,
             // A writer draining under every read: the log is busy, not damaged.
             Error::Journal(annals::JournalError::Unsettled { .. }) => Kind::Held,
             Error::Journal(
