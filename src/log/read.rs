@@ -291,24 +291,28 @@ impl Snapshot {
 
     /// The head: the next position and the hash of the last record.
     pub fn head(&self) -> Result<Head> {
-        guarded(|| match self.meta.get(HEAD_KEY)? {
-            Some(bytes) => decode_head(unseal_meta(HEAD_KEY, bytes.value())?),
-            None => Err(Error::corrupt_meta(
-                crate::error::MetaItem::Head,
-                crate::error::MetaFault::Missing,
-            )),
-        })
+        guarded(|| stored_head(self.meta.get(HEAD_KEY)?.as_ref().map(|bytes| bytes.value())))
     }
 
     /// The head as a write transaction sees it before its own appends.
     pub(crate) fn head_in(txn: &Writer<'_>) -> Result<Head> {
-        match META.write(txn)?.get(HEAD_KEY)? {
-            Some(bytes) => decode_head(unseal_meta(HEAD_KEY, bytes.value())?),
-            None => Err(Error::corrupt_meta(
-                crate::error::MetaItem::Head,
-                crate::error::MetaFault::Missing,
-            )),
-        }
+        stored_head(
+            META.write(txn)?
+                .get(HEAD_KEY)?
+                .as_ref()
+                .map(|bytes| bytes.value()),
+        )
+    }
+
+    /// The head as `reader` reads it, opening the log's meta table alone (a snapshot opens
+    /// every table of the log).
+    pub(crate) fn head_read(reader: &Reader) -> Result<Head> {
+        stored_head(
+            META.read(reader)?
+                .get(HEAD_KEY)?
+                .as_ref()
+                .map(|bytes| bytes.value()),
+        )
     }
 
     /// The checkpoint of projection `name`, `None` if it has none.
@@ -968,5 +972,16 @@ impl Iterator for StreamRecords<'_> {
                 Some(Err(error))
             }
         }
+    }
+}
+
+/// The head from its stored value (sealed), a missing one refused as damage.
+fn stored_head(stored: Option<&[u8]>) -> Result<Head> {
+    match stored {
+        Some(bytes) => decode_head(unseal_meta(HEAD_KEY, bytes)?),
+        None => Err(Error::corrupt_meta(
+            crate::error::MetaItem::Head,
+            crate::error::MetaFault::Missing,
+        )),
     }
 }

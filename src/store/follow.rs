@@ -32,7 +32,6 @@ pub(crate) struct Follower {
     applied: Option<Applied>,
 }
 
-#[derive(Clone)]
 struct Applied {
     /// The head of the redb commit the generation lies over.
     base: Head,
@@ -58,7 +57,7 @@ impl Store {
         let mut diverged_at = None;
         for _ in 0..READ_ATTEMPTS {
             let txn = Arc::new(db.begin_read()?);
-            let base = Snapshot::shared(Arc::clone(&txn))?.head()?;
+            let base = Snapshot::head_read(&Reader::new(Arc::clone(&txn)))?;
             if !follower.tail.as_ref().is_some_and(Tail::is_current) {
                 follower.tail = Tail::open(&path)?;
                 follower.applied = None;
@@ -73,7 +72,7 @@ impl Store {
                 std::thread::yield_now();
                 continue;
             };
-            let mut applied = match follower.applied.clone() {
+            let mut applied = match follower.applied.take() {
                 Some(applied) if applied.base == base && applied.epoch == synced.epoch => applied,
                 _ => Applied {
                     base,
@@ -86,7 +85,6 @@ impl Store {
             let read = tail.frames(applied.offset, synced.end)?;
             if tail.synced()?.map(|again| again.epoch) != Some(synced.epoch) {
                 // Emptied while it was read: its frames are in the file now.
-                follower.applied = None;
                 std::thread::yield_now();
                 continue;
             }
@@ -96,8 +94,7 @@ impl Store {
             // The journal read in one epoch may still be one emptied after a drain this read's
             // commit predates (its frames gone from the journal, not in the commit): a newer
             // head in the file says so.
-            if Snapshot::new(db.begin_read()?)?.head()? != base {
-                follower.applied = None;
+            if Snapshot::head_read(&Reader::new(Arc::new(db.begin_read()?)))? != base {
                 std::thread::yield_now();
                 continue;
             }
@@ -126,7 +123,6 @@ impl Store {
                     .into());
                 }
                 diverged_at = Some(here);
-                follower.applied = None;
                 continue;
             }
             if !unapplied.is_empty() {

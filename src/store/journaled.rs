@@ -85,31 +85,15 @@ impl Store {
             }
         })
         .map_err(|error| self.failed(error))?;
-        let (result, appended_head, finished) = {
-            let known_end = *self.log_end.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut session = guarded(|| {
-                WriteSession::open(
-                    command.writer(),
-                    Some(database),
-                    &self.projections,
-                    &self.limits,
-                    known_end,
-                )
-            })?;
-            let result = work(&mut session)?;
-            let head = session.head();
-            let finished = guarded(|| session.finish())?;
-            (result, finished.appended.then_some(head), finished)
-        };
-        guarded(|| match appended_head {
-            Some(head) => {
+        let (result, finished) = self.run_session(command.writer(), work)?;
+        guarded(|| match finished.appended {
+            true => {
                 self.commit_command(journal, command, &finished)?;
-                *self.log_end.lock().unwrap_or_else(PoisonError::into_inner) = finished.end;
-                self.announce(head.next);
+                self.committed(&finished);
                 Ok(())
             }
             // Nothing to publish: the scratch layer is dropped with redb's lock.
-            None => {
+            false => {
                 drop(command);
                 Ok(())
             }
@@ -314,19 +298,7 @@ impl Store {
         use crate::storage::{Reader, Writer};
         let txn = self.db.begin_read()?.transaction().clone();
         let writer = Writer::overlay(Reader::over(txn, generation.clone()));
-        // The log's end as the last commit left it, as a commit through redb is given it.
-        let known_end = *self.log_end.lock().unwrap_or_else(PoisonError::into_inner);
-        let (result, finished) = {
-            let mut session = super::WriteSession::open(
-                &writer,
-                Some(self.database()?),
-                &self.projections,
-                &self.limits,
-                known_end,
-            )?;
-            let result = work(&mut session)?;
-            (result, session.finish()?)
-        };
+        let (result, finished) = self.run_session(&writer, work)?;
         if finished.appended
             && let Some(scratch) = writer.into_scratch()
         {

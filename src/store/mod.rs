@@ -625,37 +625,49 @@ impl Store {
             Ok(txn)
         })
         .map_err(|error| self.failed(error))?;
-        let (result, appended_head, finished) = {
-            let known_end = *self.log_end.lock().unwrap_or_else(PoisonError::into_inner);
-            let writer = Writer::redb(&txn);
-            let mut session = guarded(|| {
-                WriteSession::open(
-                    &writer,
-                    Some(self.database()?),
-                    &self.projections,
-                    &self.limits,
-                    known_end,
-                )
-            })?;
-            let result = work(&mut session)?;
-            let head = session.head();
-            let finished = guarded(|| session.finish())?;
-            (result, finished.appended.then_some(head), finished)
-        };
-        guarded(|| match appended_head {
-            Some(head) => {
+        let (result, finished) = self.run_session(&Writer::redb(&txn), work)?;
+        guarded(|| match finished.appended {
+            true => {
                 match &self.journal {
                     Some(journal) => self.commit_to_file(journal, txn, durability)?,
                     None => txn.commit()?,
                 }
-                *self.log_end.lock().unwrap_or_else(PoisonError::into_inner) = finished.end;
-                self.announce(head.next);
+                self.committed(&finished);
                 Ok(())
             }
-            None => Ok(txn.abort()?),
+            false => Ok(txn.abort()?),
         })
         .map_err(|error| self.failed(error))?;
         Ok(result)
+    }
+
+    /// Runs `work` in a write session over `writer`, given the log's end as the last commit
+    /// left it: its result, and what the session wrote (the caller commits or drops it).
+    pub(crate) fn run_session<R>(
+        &self,
+        writer: &Writer<'_>,
+        work: impl FnOnce(&mut WriteSession<'_>) -> Result<R>,
+    ) -> Result<(R, session::Finished)> {
+        let known_end = *self.log_end.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut session = guarded(|| {
+            WriteSession::open(
+                writer,
+                Some(self.database()?),
+                &self.projections,
+                &self.limits,
+                known_end,
+            )
+        })?;
+        let result = work(&mut session)?;
+        let finished = guarded(|| session.finish())?;
+        Ok((result, finished))
+    }
+
+    /// After a commit of what a session `finished` with: the log's end kept for the next
+    /// write, the new head announced to subscribers.
+    pub(crate) fn committed(&self, finished: &session::Finished) {
+        *self.log_end.lock().unwrap_or_else(PoisonError::into_inner) = finished.end;
+        self.announce(finished.head.next);
     }
 
     /// Makes every earlier commit durable: commits an empty transaction with

@@ -349,12 +349,14 @@ impl<'txn> WriteSession<'txn> {
         if let Some(partial) = self.partial() {
             return Err(partial);
         }
+        let head = self.head();
         let end = self.log.finish()?;
         if self.appended {
             self.projections.advance_checkpoints(self.txn)?;
         }
         Ok(Finished {
             appended: self.appended,
+            head,
             end,
             journalable: !self.cut_made,
             written: self.written,
@@ -366,6 +368,8 @@ impl<'txn> WriteSession<'txn> {
 pub(crate) struct Finished {
     /// Whether anything was appended.
     pub(crate) appended: bool,
+    /// The head after the transaction's appends.
+    pub(crate) head: Head,
     /// The log's end as the commit will leave it, when known.
     pub(crate) end: Option<LogEnd>,
     /// Whether the transaction is its records alone (so a journal frame of them is the whole
