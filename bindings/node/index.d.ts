@@ -499,7 +499,7 @@ export interface Instance {
   createdAtMs: number
 }
 
-/** A registry command (`type`: `upsert`, `setStatus` or `remove`). */
+/** A registry command (`type`: `upsert`, `setStatus`, `setKnows`, `setTopics` or `remove`). */
 export type InstanceCommand =
   | { type: 'upsert'; /** The handle: a hostname label or a token id. */
     handle: string; /** The fields given. */
@@ -508,6 +508,17 @@ export type InstanceCommand =
   | { type: 'setStatus'; /** The handle. */
     handle: string; /** `'enabled'` or `'disabled'`. */
     status: string; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'setKnows'; /** The handle. */
+    handle: string; /**
+     * Whom it knows: handles (repeats dropped), or `['*']` for every other
+     * enabled instance.
+     */
+    knows: Array<string>; /** The caller's clock. */
+  nowMs: number }
+  | { type: 'setTopics'; /** The handle. */
+    handle: string; /** The topics wanted. */
+    topics: Array<string>; /** The caller's clock. */
   nowMs: number }
   | { type: 'remove'; /** The handle. */
     handle: string; /** The caller's clock. */

@@ -531,6 +531,24 @@ pub fn instance_command(
             status: named(status, "status")?,
             now_ms: u64_of_ms(now_ms, "nowMs")?,
         },
+        InstanceCommand::SetKnows {
+            handle,
+            knows,
+            now_ms,
+        } => Core::SetKnows {
+            handle,
+            knows: annals::registry::Knows::from_handles(knows),
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        },
+        InstanceCommand::SetTopics {
+            handle,
+            topics,
+            now_ms,
+        } => Core::SetTopics {
+            handle,
+            topics,
+            now_ms: u64_of_ms(now_ms, "nowMs")?,
+        },
         InstanceCommand::Remove { handle, now_ms } => Core::Remove {
             handle,
             now_ms: u64_of_ms(now_ms, "nowMs")?,

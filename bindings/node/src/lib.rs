@@ -584,7 +584,7 @@ pub struct InstanceFields {
     pub topics: Option<Vec<String>>,
 }
 
-/// A registry command (`type`: `upsert`, `setStatus` or `remove`).
+/// A registry command (`type`: `upsert`, `setStatus`, `setKnows`, `setTopics` or `remove`).
 // The variants mirror the JavaScript objects napi-rs converts by value, once per call.
 #[allow(clippy::large_enum_variant)]
 #[napi(discriminant = "type", discriminant_case = "camelCase")]
@@ -604,6 +604,25 @@ pub enum InstanceCommand {
         handle: String,
         /// `'enabled'` or `'disabled'`.
         status: String,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+    /// Replaces whom an instance knows.
+    SetKnows {
+        /// The handle.
+        handle: String,
+        /// Whom it knows: handles (repeats dropped), or `['*']` for every other
+        /// enabled instance.
+        knows: Vec<String>,
+        /// The caller's clock.
+        now_ms: f64,
+    },
+    /// Replaces the overlay names routed to an instance (`[]`: none).
+    SetTopics {
+        /// The handle.
+        handle: String,
+        /// The topics wanted.
+        topics: Vec<String>,
         /// The caller's clock.
         now_ms: f64,
     },
