@@ -107,6 +107,12 @@ export declare class Store {
    * CLI's JSON is).
    */
   state(projection: string): any
+  /**
+   * Runs `callback` with every command it makes in one commit, which is made when it
+   * returns `true`; `false` (the callback threw) aborts it, writing nothing. `lib.js` makes
+   * it `store.transaction(fn)`, as better-sqlite3's `db.transaction(fn)`.
+   */
+  transaction(callback: () => boolean, options?: TransactionOptions | undefined | null): void
   /** Opens (creating it unless `readOnly`) the log at `path`. */
   static open(path: string, options?: OpenOptions | undefined | null): Store
   /**
@@ -118,9 +124,10 @@ export declare class Store {
   /**
    * Appends `events` to `stream` in one durable transaction if the stream is in the
    * `expected` state: `'any'`, `'none'` (no record yet), `'exists'`, or the `bigint` version
-   * of its last record.
+   * of its last record. `options` may fence it by a lease guard and choose its durability;
+   * inside `transaction(fn)` it joins the transaction.
    */
-  append(stream: string, expected: string | bigint, events: Array<NewEvent>): AppendOutcome
+  append(stream: string, expected: string | bigint, events: Array<NewEvent>, options?: CallOptions | undefined | null): AppendOutcome
   /** [`Store::append`] fenced by `guard`, checked in the same transaction. */
   appendGuarded(stream: string, expected: string | bigint, events: Array<NewEvent>, guard: LeaseGuard): AppendOutcome
   /** Records of the whole log, from `options.from`. */
@@ -129,7 +136,10 @@ export declare class Store {
   readStream(stream: string, options?: ReadOptions | undefined | null): Array<LogRecord>
   /** The record at `position`, or `null` past the head. */
   get(position: bigint): LogRecord | null
-  /** The head: the next position and the last record's hash. */
+  /**
+   * The head: the next position and the last record's hash (inside `transaction(fn)`, with
+   * the transaction's appends).
+   */
   head(): Head
   /** Walks the whole log and checks every projection against a replay. */
   verify(): VerifyReport
@@ -155,29 +165,29 @@ export declare class Store {
   /** The first position the log holds a record of: 0, or where its last cut left it. */
   start(): bigint
   /** Runs a lease command against the current state, appending what it decides. */
-  lease(command: LeaseCommand): LeaseOutcome
+  lease(command: LeaseCommand, options?: CallOptions | undefined | null): LeaseOutcome
   /** Runs an outbox command against the current state, appending what it decides. */
-  outbox(command: OutboxCommand): OutboxOutcome
+  outbox(command: OutboxCommand, options?: CallOptions | undefined | null): OutboxOutcome
   /** Runs a lane lease command (a reconciler's claim on one key of a lane). */
-  lane(command: LaneCommand): LaneOutcome
+  lane(command: LaneCommand, options?: CallOptions | undefined | null): LaneOutcome
   /** Runs a command on whole runs: a heartbeat, a rollup, closing, a sweep or pruning. */
-  run(command: RunCommand): RunOutcome
+  run(command: RunCommand, options?: CallOptions | undefined | null): RunOutcome
   /** Runs an ingest command: the hub's exactly-once sync ingest. */
-  ingest(command: IngestCommand): IngestOutcome
+  ingest(command: IngestCommand, options?: CallOptions | undefined | null): IngestOutcome
   /** Runs a span command of the runs projection. */
-  span(command: SpanCommand): SpanOutcome
+  span(command: SpanCommand, options?: CallOptions | undefined | null): SpanOutcome
   /** The rollup of a closed run (its spans' usage and costs summed), or `null`. */
   rollup(run: string): RunRollup | null
   /** Runs a registry command. */
-  registry(command: InstanceCommand): InstanceOutcome
+  registry(command: InstanceCommand, options?: CallOptions | undefined | null): InstanceOutcome
   /** Sets a host setting. */
-  setting(command: SettingCommand): SettingOutcome
+  setting(command: SettingCommand, options?: CallOptions | undefined | null): SettingOutcome
   /** Charges fuel to an instance's ledger. */
-  fuel(command: FuelCommand): FuelOutcome
+  fuel(command: FuelCommand, options?: CallOptions | undefined | null): FuelOutcome
   /** The instance registered under `handle` (as annals describes it), or `null`. */
   instance(handle: string): Instance | null
   /** Records a consumer's checkpoint. */
-  consumer(command: ConsumerCommand): ConsumerOutcome
+  consumer(command: ConsumerCommand, options?: CallOptions | undefined | null): ConsumerOutcome
   /**
    * Every record from `options.from` (default 0) on: the history, then each record as it
    * commits, in this process or another. `lib.js` makes it an async iterator.
@@ -284,6 +294,20 @@ export interface BackupReport {
   tables: number
   /** The file's length in bytes. */
   bytes: bigint
+}
+
+/** How one command commits. */
+export interface CallOptions {
+  /**
+   * `'immediate'` (durable when the call returns) or `'deferred'` (visible at once, durable
+   * at the next immediate commit or `flush()`; exclusive stores only). Default: the store's.
+   */
+  durability?: string
+  /**
+   * A lease the command is fenced by: refused with `FENCED` unless `guard.token` is the
+   * resource's live token at `guard.nowMs`, checked in the same commit.
+   */
+  guard?: LeaseGuard
 }
 
 /** A claim on an outbox row. */
@@ -765,6 +789,12 @@ export interface OpenOptions {
    * them throws `NOT_IN_CUT`.
    */
   archives?: Array<string>
+  /**
+   * How its commands commit unless a call says otherwise: `'immediate'` (the default:
+   * durable when the call returns) or `'deferred'` (visible at once, durable at the next
+   * immediate commit or `flush()`; exclusive stores only, for bulk loads and tests).
+   */
+  durability?: string
 }
 
 /** The rollup of a run whose root is still open. */
@@ -1263,6 +1293,12 @@ export interface SpanUsage {
 export interface SubscribeOptions {
   /** The first position delivered; default 0. */
   from?: bigint
+}
+
+/** How a transaction commits. */
+export interface TransactionOptions {
+  /** `'immediate'` or `'deferred'`, as for one command. Default: the store's. */
+  durability?: string
 }
 
 /** Tokens and cost a span reported. */

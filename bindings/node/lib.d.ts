@@ -27,6 +27,9 @@ import type {
   LogRecord,
   OpenOptions,
   ReadOptions,
+  CallOptions,
+  LeaseGuard,
+  TransactionOptions,
   SubscribeOptions,
   WriterOptions,
 } from './index'
@@ -58,6 +61,7 @@ export type ErrorCode =
   | 'NOT_IN_CUT'
   | 'ARCHIVE_REFUSED'
   | 'OUTPUT_PATH'
+  | 'IN_TRANSACTION'
   | 'IO'
   | 'INTERNAL'
 
@@ -120,9 +124,17 @@ export type OutcomeOf<C extends Command> = C extends LeaseCommand
               : ConsumerOutcome
 
 /** An annals log file; every method throws AnnalsError. */
-export interface Store extends Omit<NativeStore, 'subscribe' | 'writer'> {
-  /** Runs any domain's command, chosen by its `type`. */
-  execute<C extends Command>(command: C): OutcomeOf<C>
+export interface Store extends Omit<NativeStore, 'subscribe' | 'writer' | 'transaction'> {
+  /** Runs any domain's command, chosen by its `type`; `options` may fence it (`guard`) and choose its `durability`. */
+  execute<C extends Command>(command: C, options?: CallOptions | null): OutcomeOf<C>
+  /** `execute(command)` fenced by `guard`: refused with `FENCED` unless its token is live, checked in the same commit. */
+  executeGuarded<C extends Command>(command: C, guard: LeaseGuard): OutcomeOf<C>
+  /**
+   * `fn` made a function whose every command on this store is one commit, as better-sqlite3's
+   * `db.transaction(fn)`: a throw in `fn` writes nothing and is thrown as it is; inside,
+   * queries and `head()` see the transaction's own commands. `fn` must be synchronous.
+   */
+  transaction<A extends unknown[], R>(fn: (...args: A) => R, options?: TransactionOptions | null): (...args: A) => R
   /** Every record from `options.from`, lazily, read in chunks. */
   iterateAll(options?: ReadOptions): Generator<LogRecord>
   /** The records of one stream from version `options.from`, lazily, read in chunks. */

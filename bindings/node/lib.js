@@ -37,11 +37,12 @@ const PRIMITIVES = {
   bigint: (value) => typeof value === 'bigint',
   boolean: (value) => typeof value === 'boolean',
   buffer: (value) => value instanceof Uint8Array,
+  function: (value) => typeof value === 'function',
 }
 
 /** What `type` asks for, in a message. */
 function wanted(type) {
-  if (typeof type === 'string') return type === 'buffer' ? 'a Buffer' : `a ${type}`
+  if (typeof type === 'string') return type === 'buffer' ? 'a Buffer' : type === 'function' ? 'a function' : `a ${type}`
   if (type.array) return 'an array'
   if (type.either) return type.either.map(wanted).join(' or ')
   return 'an object'
@@ -186,8 +187,8 @@ function promise(fn) {
 // name is given here, and `execute` takes it off before the call.
 const SINGLE = new Map([['ingest', 'ingest'], ['checkpoint', 'consumer'], ['setting', 'setting'], ['fuel', 'fuel']])
 const DOMAINS = new Map(SINGLE)
-for (const [method, [parameter, ...rest]] of Object.entries(SCHEMA.methods.Store)) {
-  const declared = parameter && rest.length === 0 && parameter.name === 'command' && SCHEMA.types[parameter.type.ref]
+for (const [method, [parameter]] of Object.entries(SCHEMA.methods.Store)) {
+  const declared = parameter && parameter.name === 'command' && SCHEMA.types[parameter.type.ref]
   for (const type of Object.keys((declared && declared.variants) || {})) DOMAINS.set(type, method)
 }
 
@@ -273,10 +274,52 @@ class Store {
       },
     }
   }
-  /** Runs any domain's command, chosen by its `type` (`acquire`, `enqueue`, `start`, `upsert`, `ingest`, `checkpoint`, …). */
-  execute(command) {
+  /**
+   * Runs any domain's command, chosen by its `type` (`acquire`, `enqueue`, `start`, `upsert`,
+   * `ingest`, `checkpoint`, …); `options` may fence it by a lease (`guard`) and choose its
+   * `durability`.
+   */
+  execute(command, options) {
     const [method, argument] = call(() => dispatch(command))
-    return this[method](argument)
+    return this[method](argument, options)
+  }
+  /** `execute(command)` fenced by `guard`: refused with `FENCED` unless its token is live, checked in the same commit. */
+  executeGuarded(command, guard) {
+    if (guard === undefined || guard === null) throw invalid('guard', `missing: must be an object`)
+    return this.execute(command, { guard })
+  }
+  /**
+   * `fn` made a function whose every command, on this store, is one commit: as
+   * better-sqlite3's `db.transaction(fn)`, calling it runs `fn` with its arguments and
+   * returns what `fn` returns, once the commit is made; a throw in `fn` writes nothing and
+   * is thrown as it is. Inside, queries and `head()` see the transaction's own commands.
+   */
+  transaction(fn, options) {
+    if (typeof fn !== 'function') throw invalid('fn', `must be a function, not ${seen(fn)}`)
+    const inner = this.#inner
+    // Checked now, so a bad option throws here rather than at each call.
+    const [, checked] = call(() => argumentsOf('Store', 'transaction', [fn, options]))
+    return function (...args) {
+      let result
+      let failure
+      call(() =>
+        inner.transaction(() => {
+          try {
+            result = fn.apply(this, args)
+          } catch (thrown) {
+            failure = { thrown }
+            return false
+          }
+          if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+            failure = { thrown: invalid('fn', 'returned a Promise: a transaction commits when fn returns, so fn must be synchronous') }
+            return false
+          }
+          return true
+        }, checked),
+      )
+      if (failure) throw failure.thrown
+      return result
+    }
   }
   /** Starts the group-commit writer: its methods return Promises. */
   writer(...args) {
@@ -315,7 +358,7 @@ class Writer {
 
 // Every other method of the native classes, forwarded with its errors translated: the
 // Store's synchronously, the Writer's (Promises, but `queued`) as rejections.
-const WRAPPED = new Set(['constructor', 'subscribe', 'writer', 'execute', 'close'])
+const WRAPPED = new Set(['constructor', 'subscribe', 'writer', 'execute', 'transaction', 'close'])
 for (const [Class, Native] of [[Store, native.Store], [Writer, native.Writer]]) {
   for (const name of Object.getOwnPropertyNames(Native.prototype)) {
     if (WRAPPED.has(name) || name in Class.prototype) continue

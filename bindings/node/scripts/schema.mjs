@@ -85,6 +85,8 @@ const KEYWORDS = {
 
 function typeOf(node, reach) {
   if (KEYWORDS[node.kind]) return KEYWORDS[node.kind]
+  // A callback (`transaction`'s): lib.js passes its own, and checks the caller's itself.
+  if (ts.isFunctionTypeNode(node)) return 'function'
   if (ts.isTypeReferenceNode(node)) {
     const name = node.typeName.text
     const [argument, value] = node.typeArguments || []

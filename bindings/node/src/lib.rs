@@ -9,11 +9,13 @@ mod lanes;
 mod queries;
 mod rows;
 mod runs;
+mod transaction;
 
 use std::sync::{Arc, Mutex};
 
-use annals::leases::LeaseGuard as CoreLeaseGuard;
-use annals::{Direction, Position, Sharing, Store as Inner, StoreOptions, StreamVersion};
+use annals::{
+    Direction, Durability, Position, Sharing, Store as Inner, StoreOptions, StreamVersion,
+};
 use napi::bindgen_prelude::{BigInt, Buffer};
 use napi_derive::napi;
 
@@ -22,6 +24,7 @@ use error::{at_path, invalid, to_js};
 use lanes::{LaneCommand, LaneOutcome};
 use rows::{FuelEntry, FuelTotal, Instance, OutboxRow, RunRollup};
 use runs::{RunCommand, RunOutcome, SpanCommand, SpanOutcome};
+use transaction::{Call, CallOptions};
 
 /// How a store is opened.
 #[napi(object)]
@@ -37,6 +40,10 @@ pub struct OpenOptions {
     /// a projection the last cut kept no snapshot of (a new version of one), which without
     /// them throws `NOT_IN_CUT`.
     pub archives: Option<Vec<String>>,
+    /// How its commands commit unless a call says otherwise: `'immediate'` (the default:
+    /// durable when the call returns) or `'deferred'` (visible at once, durable at the next
+    /// immediate commit or `flush()`; exclusive stores only, for bulk loads and tests).
+    pub durability: Option<String>,
 }
 
 /// One event to append.
@@ -767,6 +774,10 @@ pub enum ConsumerOutcome {
 #[napi]
 pub struct Store {
     inner: Mutex<Option<Arc<Inner>>>,
+    /// How a command commits when its call does not say.
+    durability: Durability,
+    /// The transaction `transaction()` has open, if any.
+    transaction: transaction::Open,
 }
 
 #[napi]
@@ -779,6 +790,7 @@ impl Store {
             busy_timeout_ms: None,
             read_only: None,
             archives: None,
+            durability: None,
         });
         // Every option is converted, read-only or not: a bad one is refused either way.
         let sharing = match options.sharing.as_deref() {
@@ -788,6 +800,10 @@ impl Store {
                 .map_err(|error| invalid("sharing", &error.to_string()))?,
         };
         let busy_timeout_ms = convert::optional_ms(options.busy_timeout_ms, "busyTimeoutMs")?;
+        let durability = match options.durability.as_deref() {
+            None => Durability::Immediate,
+            Some(text) => transaction::durability(text, "durability")?,
+        };
         let opened = if options.read_only.unwrap_or(false) {
             Inner::open_read_only(&path)
         } else {
@@ -810,6 +826,37 @@ impl Store {
         let inner = opened.map_err(|error| at_path(error, &path))?;
         Ok(Store {
             inner: Mutex::new(Some(Arc::new(inner))),
+            durability,
+            transaction: transaction::Open::default(),
+        })
+    }
+
+    /// An append as `call` says: in the open transaction, or committed alone.
+    fn append_with(
+        &self,
+        stream: String,
+        expected: annals::ExpectedVersion,
+        events: Vec<annals::NewEvent>,
+        call: Call,
+    ) -> napi::Result<AppendOutcome> {
+        if !self.transaction_open()
+            && !call.chooses_durability()
+            && self.durability == Durability::Immediate
+        {
+            // annals' own append, which refuses a kind a projection owns before it touches
+            // the file.
+            return self.with(|store| {
+                let outcome = match call.guard() {
+                    Some(guard) => store.append_guarded(&stream, expected, &events, guard),
+                    None => store.append(&stream, expected, &events),
+                };
+                Ok(convert::append_outcome(outcome.map_err(to_js)?))
+            });
+        }
+        self.command(call, move |session| {
+            Ok(convert::append_outcome(
+                session.append(&stream, expected, &events)?,
+            ))
         })
     }
 
@@ -844,20 +891,19 @@ impl Store {
 
     /// Appends `events` to `stream` in one durable transaction if the stream is in the
     /// `expected` state: `'any'`, `'none'` (no record yet), `'exists'`, or the `bigint` version
-    /// of its last record.
+    /// of its last record. `options` may fence it by a lease guard and choose its durability;
+    /// inside `transaction(fn)` it joins the transaction.
     #[napi]
     pub fn append(
         &self,
         stream: String,
         expected: napi::Either<String, BigInt>,
         events: Vec<NewEvent>,
+        options: Option<CallOptions>,
     ) -> napi::Result<AppendOutcome> {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
-        self.with(|store| {
-            let outcome = store.append(&stream, expected, &events).map_err(to_js)?;
-            Ok(convert::append_outcome(outcome))
-        })
+        self.append_with(stream, expected, events, Call::of(options)?)
     }
 
     /// [`Store::append`] fenced by `guard`, checked in the same transaction.
@@ -871,17 +917,8 @@ impl Store {
     ) -> napi::Result<AppendOutcome> {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
-        let guard = CoreLeaseGuard {
-            resource: guard.resource,
-            token: annals::leases::FencingToken(convert::u64_of(&guard.token, "guard.token")?),
-            now_ms: u64_of_ms(guard.now_ms, "guard.nowMs")?,
-        };
-        self.with(|store| {
-            let outcome = store
-                .append_guarded(&stream, expected, &events, &guard)
-                .map_err(to_js)?;
-            Ok(convert::append_outcome(outcome))
-        })
+        let guard = transaction::lease_guard(guard)?;
+        self.append_with(stream, expected, events, Call::guarded(guard))
     }
 
     /// Records of the whole log, from `options.from`.
@@ -927,21 +964,24 @@ impl Store {
         self.with(|store| Ok(store.get(Position(at)).map_err(to_js)?.map(record_js)))
     }
 
-    /// The head: the next position and the last record's hash.
+    /// The head: the next position and the last record's hash (inside `transaction(fn)`, with
+    /// the transaction's appends).
     #[napi]
     pub fn head(&self) -> napi::Result<Head> {
-        self.with(|store| {
-            let head = store.head().map_err(to_js)?;
-            Ok(Head {
-                next: BigInt::from(head.next.0),
-                hash: head.hash.to_hex(),
-            })
+        let head = match self.in_open_transaction(|session| session.head()) {
+            Some(head) => head?,
+            None => self.with(|store| store.head().map_err(to_js))?,
+        };
+        Ok(Head {
+            next: BigInt::from(head.next.0),
+            hash: head.hash.to_hex(),
         })
     }
 
     /// Walks the whole log and checks every projection against a replay.
     #[napi]
     pub fn verify(&self) -> napi::Result<VerifyReport> {
+        self.outside_transaction("verify")?;
         self.with(|store| {
             let report = store.verify().map_err(to_js)?;
             Ok(VerifyReport {
@@ -967,6 +1007,7 @@ impl Store {
     /// opens as this log at the returned head.
     #[napi]
     pub fn backup(&self, path: String) -> napi::Result<BackupReport> {
+        self.outside_transaction("backup")?;
         self.with(|store| {
             let backup = store.backup(&path).map_err(to_js)?;
             Ok(BackupReport {
@@ -986,6 +1027,7 @@ impl Store {
     /// (a commit is already durable when it returns, in the journal).
     #[napi]
     pub fn flush(&self) -> napi::Result<()> {
+        self.outside_transaction("flush")?;
         self.with(|store| store.flush().map_err(to_js))
     }
 
@@ -995,6 +1037,7 @@ impl Store {
     /// cut then throw `ARCHIVED`, naming the archive.
     #[napi]
     pub fn archive_before(&self, before: BigInt, path: String) -> napi::Result<ArchiveReport> {
+        self.outside_transaction("archiveBefore")?;
         let before = position(&before, "before")?;
         self.with(|store| {
             let report = store
@@ -1017,71 +1060,92 @@ impl Store {
 
     /// Runs a lease command against the current state, appending what it decides.
     #[napi]
-    pub fn lease(&self, command: LeaseCommand) -> napi::Result<LeaseOutcome> {
+    pub fn lease(
+        &self,
+        command: LeaseCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<LeaseOutcome> {
         let command = convert::lease_command(command)?;
-        self.with(|store| {
-            Ok(convert::lease_outcome(
-                store.execute(&command).map_err(to_js)?,
-            ))
+        self.command(Call::of(options)?, move |session| {
+            Ok(convert::lease_outcome(session.execute(&command)?))
         })
     }
 
     /// Runs an outbox command against the current state, appending what it decides.
     #[napi]
-    pub fn outbox(&self, command: OutboxCommand) -> napi::Result<OutboxOutcome> {
+    pub fn outbox(
+        &self,
+        command: OutboxCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<OutboxOutcome> {
         let call = convert::outbox_command(command)?;
-        self.with(|store| {
+        self.command(Call::of(options)?, move |session| {
             Ok(match call {
-                convert::OutboxCall::Row(command) => convert::outbox_outcome(
-                    store.execute(&command).map_err(to_js)?,
-                    convert::row_key(&command),
-                ),
-                convert::OutboxCall::Pull(command) => {
-                    convert::pull(store.execute(&command).map_err(to_js)?)
+                convert::OutboxCall::Row(command) => {
+                    convert::outbox_outcome(session.execute(&command)?, convert::row_key(&command))
                 }
-                convert::OutboxCall::Sweep(command) => {
-                    convert::sweep(store.execute(&command).map_err(to_js)?)
-                }
+                convert::OutboxCall::Pull(command) => convert::pull(session.execute(&command)?),
+                convert::OutboxCall::Sweep(command) => convert::sweep(session.execute(&command)?),
             })
         })
     }
 
     /// Runs a lane lease command (a reconciler's claim on one key of a lane).
     #[napi]
-    pub fn lane(&self, command: LaneCommand) -> napi::Result<LaneOutcome> {
+    pub fn lane(
+        &self,
+        command: LaneCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<LaneOutcome> {
         let command = lanes::lane_command(command)?;
-        self.with(|store| Ok(lanes::lane_outcome(store.execute(&command).map_err(to_js)?)))
+        self.command(Call::of(options)?, move |session| {
+            Ok(lanes::lane_outcome(session.execute(&command)?))
+        })
     }
 
     /// Runs a command on whole runs: a heartbeat, a rollup, closing, a sweep or pruning.
     #[napi]
-    pub fn run(&self, command: RunCommand) -> napi::Result<RunOutcome> {
+    pub fn run(
+        &self,
+        command: RunCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<RunOutcome> {
         let command = runs::run_command(command)?;
-        self.with(|store| Ok(runs::run_outcome(store.execute(&command).map_err(to_js)?)))
+        self.command(Call::of(options)?, move |session| {
+            Ok(runs::run_outcome(session.execute(&command)?))
+        })
     }
 
     /// Runs an ingest command: the hub's exactly-once sync ingest.
     #[napi]
-    pub fn ingest(&self, command: IngestCommand) -> napi::Result<IngestOutcome> {
+    pub fn ingest(
+        &self,
+        command: IngestCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<IngestOutcome> {
         let command = convert::ingest_command(command)?;
-        self.with(|store| {
-            Ok(convert::ingest_outcome(
-                store.execute(&command).map_err(to_js)?,
-            ))
+        self.command(Call::of(options)?, move |session| {
+            Ok(convert::ingest_outcome(session.execute(&command)?))
         })
     }
 
     /// Runs a span command of the runs projection.
     #[napi]
-    pub fn span(&self, command: SpanCommand) -> napi::Result<SpanOutcome> {
+    pub fn span(
+        &self,
+        command: SpanCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<SpanOutcome> {
         let command = runs::span_command(command)?;
-        self.with(|store| Ok(runs::span_outcome(store.execute(&command).map_err(to_js)?)))
+        self.command(Call::of(options)?, move |session| {
+            Ok(runs::span_outcome(session.execute(&command)?))
+        })
     }
 
     /// The rollup of a closed run (its spans' usage and costs summed), or `null`.
     #[napi]
     pub fn rollup(&self, run: String) -> napi::Result<Option<RunRollup>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::runs::rollup(state, &run)?
                 .as_ref()
                 .map(rows::rollup_js))
@@ -1090,33 +1154,47 @@ impl Store {
 
     /// Runs a registry command.
     #[napi]
-    pub fn registry(&self, command: InstanceCommand) -> napi::Result<InstanceOutcome> {
+    pub fn registry(
+        &self,
+        command: InstanceCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<InstanceOutcome> {
         let command = convert::instance_command(command)?;
-        self.with(|store| {
-            Ok(convert::instance_outcome(
-                store.execute(&command).map_err(to_js)?,
-            ))
+        self.command(Call::of(options)?, move |session| {
+            Ok(convert::instance_outcome(session.execute(&command)?))
         })
     }
 
     /// Sets a host setting.
     #[napi]
-    pub fn setting(&self, command: SettingCommand) -> napi::Result<SettingOutcome> {
+    pub fn setting(
+        &self,
+        command: SettingCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<SettingOutcome> {
         let command = setting_command(command)?;
-        self.with(|store| Ok(setting_outcome(store.execute(&command).map_err(to_js)?)))
+        self.command(Call::of(options)?, move |session| {
+            Ok(setting_outcome(session.execute(&command)?))
+        })
     }
 
     /// Charges fuel to an instance's ledger.
     #[napi]
-    pub fn fuel(&self, command: FuelCommand) -> napi::Result<FuelOutcome> {
+    pub fn fuel(
+        &self,
+        command: FuelCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<FuelOutcome> {
         let command = fuel_command(command)?;
-        self.with(|store| Ok(fuel_outcome(store.execute(&command).map_err(to_js)?)))
+        self.command(Call::of(options)?, move |session| {
+            Ok(fuel_outcome(session.execute(&command)?))
+        })
     }
 
     /// The instance registered under `handle` (as annals describes it), or `null`.
     #[napi]
     pub fn instance(&self, handle: String) -> napi::Result<Option<Instance>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::registry::instance(state, &handle)?
                 .as_ref()
                 .map(rows::instance_js))
@@ -1125,12 +1203,14 @@ impl Store {
 
     /// Records a consumer's checkpoint.
     #[napi]
-    pub fn consumer(&self, command: ConsumerCommand) -> napi::Result<ConsumerOutcome> {
+    pub fn consumer(
+        &self,
+        command: ConsumerCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<ConsumerOutcome> {
         let command = convert::consumer_command(command)?;
-        self.with(|store| {
-            Ok(convert::consumer_outcome(
-                store.execute(&command).map_err(to_js)?,
-            ))
+        self.command(Call::of(options)?, move |session| {
+            Ok(convert::consumer_outcome(session.execute(&command)?))
         })
     }
 
@@ -1152,6 +1232,7 @@ impl Store {
     /// it keeps the file open until the writer is closed too.)
     #[napi]
     pub fn close(&self) -> napi::Result<()> {
+        self.outside_transaction("close")?;
         let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         match guard.take().map(Arc::try_unwrap) {
             Some(Ok(inner)) => inner.close().map_err(to_js),

@@ -1,12 +1,11 @@
 //! The queries of every domain, each read from one consistent view of the projections as of
 //! the last commit: what the reference stores' `get…` and `list…` calls return.
 
-use annals::projection::TableSource;
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 
 use crate::convert::{self, lease_js, u64_of, u64_of_ms};
-use crate::error::{invalid, to_js};
+use crate::error::invalid;
 use crate::rows::{
     self, FuelEntry, FuelTotal, Instance, LaneLease, OpenRunRollup, OutboxRow, Run, RunChange,
     RunRollup, RunSnapshot, Setting, Span, SpanEvent,
@@ -38,32 +37,19 @@ fn limit(limit: Option<f64>) -> napi::Result<usize> {
     Ok(convert::optional_u32(limit, "limit")?.unwrap_or(1000) as usize)
 }
 
-impl Store {
-    /// Runs `read` against the projections as of the last commit.
-    pub(crate) fn query<T>(
-        &self,
-        read: impl FnOnce(&dyn TableSource) -> annals::Result<T>,
-    ) -> napi::Result<T> {
-        self.with(|store| {
-            let state = store.state().map_err(to_js)?;
-            read(&state).map_err(to_js)
-        })
-    }
-}
-
 #[napi]
 impl Store {
     /// The lease of `resource` as it stands, or `null`.
     #[napi]
     pub fn lease_of(&self, resource: String) -> napi::Result<Option<Lease>> {
-        self.query(|state| Ok(annals::leases::lease(state, &resource)?.map(lease_js)))
+        self.query(move |state| Ok(annals::leases::lease(state, &resource)?.map(lease_js)))
     }
 
     /// Up to `limit` (default 1000) leases held, by resource.
     #[napi]
     pub fn leases(&self, limit: Option<f64>) -> napi::Result<Vec<Lease>> {
         let limit = self::limit(limit)?;
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::leases::leases(state, limit)?
                 .into_iter()
                 .map(lease_js)
@@ -74,7 +60,7 @@ impl Store {
     /// The leases of one project (granted with labels), as the reference hub's `listLeases`.
     #[napi]
     pub fn leases_of(&self, project: String) -> napi::Result<Vec<Lease>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::leases::list_leases(state, &project)?
                 .into_iter()
                 .map(lease_js)
@@ -85,7 +71,7 @@ impl Store {
     /// The last fencing token issued for `resource` (kept after a release), or `null`.
     #[napi]
     pub fn last_token(&self, resource: String) -> napi::Result<Option<BigInt>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::leases::last_token(state, &resource)?.map(|token| BigInt::from(token.0)))
         })
     }
@@ -93,7 +79,7 @@ impl Store {
     /// The lane lease of `lane`/`key`, or `null`.
     #[napi]
     pub fn lane_of(&self, lane: String, key: String) -> napi::Result<Option<LaneLease>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::leases::lane(state, &lane, &key)?
                 .as_ref()
                 .map(rows::lane_js))
@@ -104,7 +90,7 @@ impl Store {
     #[napi]
     pub fn lanes(&self, lane: String, limit: Option<f64>) -> napi::Result<Vec<LaneLease>> {
         let limit = self::limit(limit)?;
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::leases::lanes(state, &lane, limit)?
                 .iter()
                 .map(rows::lane_js)
@@ -115,7 +101,7 @@ impl Store {
     /// The outbox row of `key`, or `null`.
     #[napi]
     pub fn outbox_row(&self, key: String) -> napi::Result<Option<OutboxRow>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::outbox::row(state, &key)?
                 .as_ref()
                 .map(rows::outbox_row_js))
@@ -126,7 +112,7 @@ impl Store {
     #[napi]
     pub fn outbox_rows(&self, limit: Option<f64>) -> napi::Result<Vec<OutboxRow>> {
         let limit = self::limit(limit)?;
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::outbox::rows_by_enqueue(state, limit)?
                 .iter()
                 .map(rows::outbox_row_js)
@@ -139,7 +125,7 @@ impl Store {
     pub fn outbox_due(&self, now_ms: f64, limit: Option<f64>) -> napi::Result<Vec<OutboxRow>> {
         let now_ms = u64_of_ms(now_ms, "nowMs")?;
         let limit = self::limit(limit)?;
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::outbox::due(state, now_ms, limit)?
                 .iter()
                 .map(rows::outbox_row_js)
@@ -158,7 +144,7 @@ impl Store {
     ) -> napi::Result<Vec<OutboxRow>> {
         let now_ms = u64_of_ms(now_ms, "nowMs")?;
         let limit = self::limit(limit)?;
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::outbox::pending_for(state, &peer, now_ms, limit)?
                 .iter()
                 .map(rows::outbox_row_js)
@@ -174,7 +160,7 @@ impl Store {
         limit: Option<f64>,
     ) -> napi::Result<Vec<OutboxRow>> {
         let limit = convert::optional_u32(limit, "limit")?.unwrap_or(100) as usize;
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::outbox::open_for(state, &peer, limit)?
                 .iter()
                 .map(rows::outbox_row_js)
@@ -185,13 +171,13 @@ impl Store {
     /// The run `run` (its root and counters), or `null`.
     #[napi]
     pub fn run_of(&self, run: String) -> napi::Result<Option<Run>> {
-        self.query(|state| Ok(annals::runs::run(state, &run)?.as_ref().map(rows::run_js)))
+        self.query(move |state| Ok(annals::runs::run(state, &run)?.as_ref().map(rows::run_js)))
     }
 
     /// The span `span` of `run`, or `null`.
     #[napi]
     pub fn span_of(&self, run: String, span: String) -> napi::Result<Option<Span>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::runs::span(state, &run, &span)?
                 .as_ref()
                 .map(rows::span_js))
@@ -201,7 +187,7 @@ impl Store {
     /// Every span of `run`, in start order.
     #[napi]
     pub fn spans(&self, run: String) -> napi::Result<Vec<Span>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::runs::spans(state, &run)?
                 .iter()
                 .map(rows::span_js)
@@ -212,7 +198,7 @@ impl Store {
     /// The events of one span, in order.
     #[napi]
     pub fn span_events(&self, run: String, span: String) -> napi::Result<Vec<SpanEvent>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::runs::events(state, &run, &span)?
                 .iter()
                 .map(rows::span_event_js)
@@ -223,7 +209,7 @@ impl Store {
     /// The run whole (its spans and their events), or `null`.
     #[napi]
     pub fn run_snapshot(&self, run: String) -> napi::Result<Option<RunSnapshot>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::runs::snapshot(state, &run)?
                 .as_ref()
                 .map(rows::snapshot_js))
@@ -241,7 +227,7 @@ impl Store {
     ) -> napi::Result<Vec<RunChange>> {
         let after = annals::runs::RunSeq(u64_of(&after, "after")?);
         let limit = self::limit(limit)?;
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::runs::changes_since(state, &run, after, limit)?
                 .iter()
                 .map(rows::run_change_js)
@@ -252,7 +238,7 @@ impl Store {
     /// The rollup stored for a run whose root is still open, or `null`.
     #[napi]
     pub fn open_rollup(&self, run: String) -> napi::Result<Option<OpenRunRollup>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::runs::open_rollup(state, &run)?
                 .as_ref()
                 .map(rows::open_rollup_js))
@@ -263,7 +249,7 @@ impl Store {
     #[napi]
     pub fn rollups(&self, limit: Option<f64>) -> napi::Result<Vec<RunRollup>> {
         let limit = self::limit(limit)?;
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::runs::rollups(state, limit)?
                 .iter()
                 .map(rows::rollup_js)
@@ -274,7 +260,7 @@ impl Store {
     /// Every open root span, latest start first: what is running.
     #[napi]
     pub fn open_roots(&self) -> napi::Result<Vec<Span>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::runs::open_roots(state)?
                 .iter()
                 .map(rows::span_js)
@@ -287,7 +273,7 @@ impl Store {
     pub fn stuck_runs(&self, threshold_ms: f64, now_ms: f64) -> napi::Result<Vec<Span>> {
         let threshold_ms = u64_of_ms(threshold_ms, "thresholdMs")?;
         let now_ms = u64_of_ms(now_ms, "nowMs")?;
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::runs::stuck_runs(state, threshold_ms, now_ms)?
                 .iter()
                 .map(rows::span_js)
@@ -299,7 +285,7 @@ impl Store {
     #[napi]
     pub fn silent_roots(&self, cutoff_ms: f64) -> napi::Result<Vec<Span>> {
         let cutoff_ms = u64_of_ms(cutoff_ms, "cutoffMs")?;
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::runs::silent_roots(state, cutoff_ms)?
                 .iter()
                 .map(rows::span_js)
@@ -310,13 +296,13 @@ impl Store {
     /// The runs with an open span written by `writer`, in run order.
     #[napi]
     pub fn runs_with_open_spans_of(&self, writer: String) -> napi::Result<Vec<String>> {
-        self.query(|state| annals::runs::runs_with_open_spans_of(state, &writer))
+        self.query(move |state| annals::runs::runs_with_open_spans_of(state, &writer))
     }
 
     /// The runs that have a span called `span`.
     #[napi]
     pub fn runs_of_span(&self, span: String) -> napi::Result<Vec<String>> {
-        self.query(|state| annals::runs::runs_of_span(state, &span))
+        self.query(move |state| annals::runs::runs_of_span(state, &span))
     }
 
     /// The event ingested under (`project`, `run`, `sequence`), or `null`.
@@ -328,7 +314,7 @@ impl Store {
         sequence: BigInt,
     ) -> napi::Result<Option<IngestedEvent>> {
         let sequence = u64_of(&sequence, "sequence")?;
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::ingest::event(state, &project, &run, sequence)?.map(convert::ingested_js))
         })
     }
@@ -337,7 +323,7 @@ impl Store {
     #[napi]
     pub fn ingest_events(&self, limit: Option<f64>) -> napi::Result<Vec<IngestedEvent>> {
         let limit = self::limit(limit)?;
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::ingest::events(state, limit)?
                 .into_iter()
                 .map(convert::ingested_js)
@@ -353,7 +339,7 @@ impl Store {
         limit: Option<f64>,
     ) -> napi::Result<Vec<IngestedEvent>> {
         let limit = self::limit(limit)?;
-        self.query(|state| {
+        self.query(move |state| {
             Ok(
                 annals::ingest::hub_project_events(state, &hub_project, limit)?
                     .into_iter()
@@ -366,19 +352,19 @@ impl Store {
     /// The sync cursor of a run: the highest sequence ingested without a gap before it.
     #[napi]
     pub fn ingest_cursor(&self, project: String, run: String) -> napi::Result<BigInt> {
-        self.query(|state| Ok(BigInt::from(annals::ingest::cursor(state, &project, &run)?)))
+        self.query(move |state| Ok(BigInt::from(annals::ingest::cursor(state, &project, &run)?)))
     }
 
     /// The hub project a runtime project is bound to, or `null`.
     #[napi]
     pub fn project_hub(&self, project: String) -> napi::Result<Option<String>> {
-        self.query(|state| annals::ingest::project_hub(state, &project))
+        self.query(move |state| annals::ingest::project_hub(state, &project))
     }
 
     /// The runtime a run lives on, or `null`.
     #[napi]
     pub fn run_home(&self, project: String, run: String) -> napi::Result<Option<String>> {
-        self.query(|state| annals::ingest::run_home(state, &project, &run))
+        self.query(move |state| annals::ingest::run_home(state, &project, &run))
     }
 
     /// Where `consumer` stopped, or `null`.
@@ -387,7 +373,7 @@ impl Store {
         &self,
         consumer: String,
     ) -> napi::Result<Option<ConsumerCheckpoint>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::consumers::checkpoint(state, &consumer)?.map(convert::checkpoint_js))
         })
     }
@@ -399,7 +385,7 @@ impl Store {
         limit: Option<f64>,
     ) -> napi::Result<Vec<ConsumerCheckpoint>> {
         let limit = self::limit(limit)?;
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::consumers::checkpoints(state, limit)?
                 .into_iter()
                 .map(convert::checkpoint_js)
@@ -420,7 +406,7 @@ impl Store {
                 self::limit(options.limit)?,
             ),
         };
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::registry::instances(state, status, limit)?
                 .iter()
                 .map(rows::instance_js)
@@ -431,7 +417,7 @@ impl Store {
     /// The enabled instance with identity key `identity`, or `null`.
     #[napi]
     pub fn instance_by_identity(&self, identity: String) -> napi::Result<Option<Instance>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::registry::by_identity(state, &identity)?
                 .as_ref()
                 .map(rows::instance_js))
@@ -441,13 +427,13 @@ impl Store {
     /// The identity `handle` names in `domain` (a mailbox's owner's), or `null`.
     #[napi]
     pub fn identity_of(&self, handle: String, domain: String) -> napi::Result<Option<String>> {
-        self.query(|state| annals::registry::identity_of(state, &handle, &domain))
+        self.query(move |state| annals::registry::identity_of(state, &handle, &domain))
     }
 
     /// The enabled mailbox of `owner` (hex identity), or `null`.
     #[napi]
     pub fn mailbox_of(&self, owner: String) -> napi::Result<Option<Instance>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::registry::mailbox_of(state, &owner)?
                 .as_ref()
                 .map(rows::instance_js))
@@ -457,7 +443,7 @@ impl Store {
     /// The instance the `host_skein` setting names, or `null`.
     #[napi]
     pub fn host_skein(&self) -> napi::Result<Option<Instance>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::registry::host_skein(state)?
                 .as_ref()
                 .map(rows::instance_js))
@@ -467,13 +453,13 @@ impl Store {
     /// The value of a host setting, or `null`.
     #[napi]
     pub fn setting_of(&self, key: String) -> napi::Result<Option<String>> {
-        self.query(|state| annals::registry::setting(state, &key))
+        self.query(move |state| annals::registry::setting(state, &key))
     }
 
     /// Every host setting, by key.
     #[napi]
     pub fn settings(&self) -> napi::Result<Vec<Setting>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::registry::settings(state)?
                 .into_iter()
                 .map(|(key, value)| Setting { key, value })
@@ -484,7 +470,7 @@ impl Store {
     /// The fuel ledger of `instance`: an entry per (caller, op), the costliest first.
     #[napi]
     pub fn fuel_ledger(&self, instance: String) -> napi::Result<Vec<FuelEntry>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::registry::fuel_ledger(state, &instance)?
                 .iter()
                 .map(rows::fuel_entry_js)
@@ -495,7 +481,7 @@ impl Store {
     /// The fuel `instance` used in all.
     #[napi]
     pub fn fuel_total(&self, instance: String) -> napi::Result<FuelTotal> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(rows::fuel_total_js(&annals::registry::fuel_total(
                 state, &instance,
             )?))
@@ -505,7 +491,7 @@ impl Store {
     /// The fuel every instance used in all, by instance.
     #[napi]
     pub fn fuel_totals(&self) -> napi::Result<Vec<InstanceFuel>> {
-        self.query(|state| {
+        self.query(move |state| {
             Ok(annals::registry::fuel_totals(state)?
                 .into_iter()
                 .map(|(instance, total)| InstanceFuel {
@@ -536,6 +522,6 @@ impl Store {
                 ));
             }
         };
-        self.query(|state| describe(state))
+        self.query(move |state| describe(state))
     }
 }

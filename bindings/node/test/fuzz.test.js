@@ -74,6 +74,33 @@ test('random arguments to every method never crash the process', (t) => {
   assert.equal(store.verify().sound, true)
 })
 
+test('random calls inside transactions never crash, and each transaction commits whole or not at all', (t) => {
+  const { store } = freshStore(t)
+  const next = random(13)
+  const methods = methodsOf(Store).filter((name) => name !== 'subscribe' && name !== 'writer')
+  for (let round = 0; round < 30; round++) {
+    const before = store.head().next
+    let inside
+    const commits = next() < 0.5
+    const run = store.transaction(() => {
+      for (let i = 0; i < methods.length; i++) {
+        const method = methods[Math.floor(next() * methods.length)]
+        try {
+          store[method](...Array.from({ length: 4 }, () => value(next)))
+        } catch (error) {
+          isAnnalsError(error, method)
+        }
+      }
+      inside = store.head().next
+      if (!commits) throw new Error('rolled back')
+    })
+    if (commits) run()
+    else assert.throws(run, { message: 'rolled back' })
+    assert.equal(store.head().next, commits ? inside : before, `round ${round}`)
+  }
+  assert.equal(store.verify().sound, true)
+})
+
 test('random arguments to the writer reject with AnnalsError, never crash', async (t) => {
   const { store } = freshStore(t)
   const writer = store.writer()
