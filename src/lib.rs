@@ -85,6 +85,7 @@ pub mod witness;
 pub struct ReadmeSnippets;
 pub mod writer;
 
+pub use audit::decoded::BuiltInEvent;
 pub use audit::extends::Extension;
 pub use audit::history::{Entity, History, records as history};
 pub use audit::proof_file::{ProofFile, ProofFileError, ProofTree, lower_hex_digest};

@@ -11,6 +11,13 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** An annals log file. */
 export declare class Store {
+  /**
+   * Every record that touched `entity`, in log order, each with its event decoded: the
+   * entity as `annals history` spells it (`lease:<resource>`, `lane:<lane>/<key>`,
+   * `outbox:<key>`, `run:<id>`, `registry:<handle>`, `setting:<key>`,
+   * `consumer:<name>`, `ingest:<project>/<run>`, `stream:<name>`).
+   */
+  history(entity: string): Array<HistoryEntry>
   /** The lease of `resource` as it stands, or `null`. */
   leaseOf(resource: string): Lease | null
   /** Up to `limit` (default 1000) leases held, by resource. */
@@ -113,6 +120,32 @@ export declare class Store {
    * it `store.transaction(fn)`, as better-sqlite3's `db.transaction(fn)`.
    */
   transaction(callback: () => boolean, options?: TransactionOptions | undefined | null): void
+  /**
+   * A view of the log and every projection as of the last commit: its reads and queries
+   * agree with each other however many commits come after (the commit's pages are kept
+   * until it is closed or collected). Its commands throw `READ_ONLY`.
+   */
+  snapshot(): Store
+  /**
+   * A view of every projection as of the log's first `position` records, replayed from
+   * the log into a temporary file (removed when the view is closed or collected): its
+   * queries answer as the store did then, and its log reads show the records before
+   * `position` only. Past the head it throws `INVALID_ARGUMENT`.
+   */
+  stateAt(position: bigint): Store
+  /** Records of the whole log, from `options.from`. */
+  readAll(options?: ReadOptions | undefined | null): Array<LogRecord>
+  /** Records of one stream, from version `options.from`. */
+  readStream(stream: string, options?: ReadOptions | undefined | null): Array<LogRecord>
+  /** The record at `position`, or `null` past the head. */
+  get(position: bigint): LogRecord | null
+  /**
+   * The head: the next position and the last record's hash (inside `transaction(fn)`, with
+   * the transaction's appends; in a view, the view's).
+   */
+  head(): Head
+  /** The first position the log holds a record of: 0, or where its last cut left it. */
+  start(): bigint
   /** Opens (creating it unless `readOnly`) the log at `path`. */
   static open(path: string, options?: OpenOptions | undefined | null): Store
   /**
@@ -130,17 +163,6 @@ export declare class Store {
   append(stream: string, expected: string | bigint, events: Array<NewEvent>, options?: CallOptions | undefined | null): AppendOutcome
   /** [`Store::append`] fenced by `guard`, checked in the same transaction. */
   appendGuarded(stream: string, expected: string | bigint, events: Array<NewEvent>, guard: LeaseGuard): AppendOutcome
-  /** Records of the whole log, from `options.from`. */
-  readAll(options?: ReadOptions | undefined | null): Array<LogRecord>
-  /** Records of one stream, from version `options.from`. */
-  readStream(stream: string, options?: ReadOptions | undefined | null): Array<LogRecord>
-  /** The record at `position`, or `null` past the head. */
-  get(position: bigint): LogRecord | null
-  /**
-   * The head: the next position and the last record's hash (inside `transaction(fn)`, with
-   * the transaction's appends).
-   */
-  head(): Head
   /** Walks the whole log and checks every projection against a replay. */
   verify(): VerifyReport
   /**
@@ -162,8 +184,6 @@ export declare class Store {
    * cut then throw `ARCHIVED`, naming the archive.
    */
   archiveBefore(before: bigint, path: string): ArchiveReport
-  /** The first position the log holds a record of: 0, or where its last cut left it. */
-  start(): bigint
   /** Runs a lease command against the current state, appending what it decides. */
   lease(command: LeaseCommand, options?: CallOptions | undefined | null): LeaseOutcome
   /** Runs an outbox command against the current state, appending what it decides. */
@@ -330,6 +350,21 @@ export interface ClosedRun {
   rollup: RunRollup
 }
 
+/** The reference stores' constants (`lib.js` exports them frozen as `constants`). */
+export declare function constants(): Constants
+
+/** The reference stores' constants, by domain. */
+export interface Constants {
+  /** The outbox's. */
+  outbox: OutboxConstants
+  /** The runs'. */
+  runs: RunsConstants
+  /** The registry's. */
+  registry: RegistryConstants
+  /** The sync ingest's. */
+  ingest: IngestConstants
+}
+
 /** Where a consumer stopped. */
 export interface ConsumerCheckpoint {
   /** The consumer's name. */
@@ -366,6 +401,24 @@ export type ConsumerOutcome =
   | { type: 'refused'; /** Why. */
     reason: string; /** The checkpoint that stands. */
   checkpoint: ConsumerCheckpoint }
+
+/**
+ * The event a record of a built-in domain holds, its fields as JavaScript spells them
+ * (`lease.acquired`: `{ resource, holder, token, ttlMs, … }`; integers are numbers), or
+ * `null` for a kind no built-in domain owns. A built-in kind whose payload does not decode
+ * throws `CORRUPT`.
+ */
+export declare function decodeEvent(record: EventBytes): any | null
+
+/** What decoding a record's event needs of it: a `LogRecord` has these fields. */
+export interface EventBytes {
+  /** The record's kind. */
+  kind: string
+  /** Its payload's schema version. */
+  schema: number
+  /** Its payload. */
+  payload: Buffer
+}
 
 /** A row a sweep expired, and why (`max_age` or `claim_lapsed`). */
 export interface ExpiredRow {
@@ -437,6 +490,19 @@ export interface Head {
   hash: string
 }
 
+/** A record of an entity's history, with its event decoded when a built-in domain owns it. */
+export interface HistoryEntry {
+  /** The record. */
+  record: LogRecord
+  /**
+   * Its event's fields (as `decodeEvent` gives them), or absent for a kind of the program's
+   * own or one that did not decode.
+   */
+  event?: any
+  /** Why a built-in kind's payload did not decode (an unknown schema, damaged bytes). */
+  undecodable?: string
+}
+
 /**
  * A runtime's event pushed to the hub's exactly-once sync ingest, keyed by
  * (project, run, sequence).
@@ -458,6 +524,16 @@ export interface IngestCommand {
   bytes: Buffer
   /** The hub's clock when it arrived. */
   receivedAtMs: number
+}
+
+/** The sync ingest's bounds. */
+export interface IngestConstants {
+  /** Longest event type, in bytes. */
+  eventTypeBytesMax: number
+  /** Largest event, in bytes. */
+  eventBytesMax: number
+  /** Longest project or run name, in bytes. */
+  nameBytesMax: number
 }
 
 /** An event the hub holds. */
@@ -750,6 +826,8 @@ export interface LogRecord {
   version: bigint
   /** Its kind. */
   kind: string
+  /** The schema version of its payload (1 unless a projection's event changed shape). */
+  schema: number
   /** The clock it was appended with, milliseconds. */
   atMs: number
   /** Its idempotency key, if any. */
@@ -846,8 +924,11 @@ export type OutboxCommand =
   | { type: 'claim'; /** The claiming peer. */
     peer: string; /** A token made fresh for this claim. */
     token: string; /** Most rows to take. */
-    limit: number; /** How long the claim lasts. */
-    leaseMs: number; /** The caller's clock. */
+    limit: number; /**
+     * How long the claim lasts (default `constants.outbox.claimLeaseMs`, ten minutes, as
+     * the reference's).
+     */
+    leaseMs?: number; /** The caller's clock. */
   nowMs: number }
   | { type: 'ack'; /** The acking peer. */
     peer: string; /** The rows' keys, each with the token it was claimed under. */
@@ -884,6 +965,38 @@ export type OutboxCommand =
   | { type: 'pruneOutbox'; /** The caller's clock. */
     nowMs: number; /** Age past which a finished row is removed (default the reference's). */
   olderThanMs?: number }
+
+/** The outbox's defaults and bounds. */
+export interface OutboxConstants {
+  /** How long a claim lasts when `claim` gives no `leaseMs` (ten minutes). */
+  claimLeaseMs: number
+  /** `expire`'s default age for rows never delivered (30 days). */
+  maxAgeMs: number
+  /** `expire`'s default age for rows whose claim lapsed unacked (a day). */
+  claimRetryMs: number
+  /** `pruneOutbox`'s default age for done and expired rows (a day). */
+  pruneAfterMs: number
+  /** The retry backoff a row gets when its command gives none. */
+  backoff: Backoff
+  /** Most rows one claim takes. */
+  claimRowsMax: number
+  /** Most rows one ack names. */
+  ackRowsMax: number
+  /** Most rows one sweep touches. */
+  sweepRowsMax: number
+  /** Longest row key, in bytes. */
+  keyBytesMax: number
+  /** Longest peer name, in bytes. */
+  peerBytesMax: number
+  /** Longest kind, in bytes. */
+  kindBytesMax: number
+  /** Longest claim token, in bytes. */
+  claimTokenBytesMax: number
+  /** Longest error text kept, in bytes. */
+  errorBytesMax: number
+  /** Largest payload, in bytes. */
+  payloadBytesMax: number
+}
 
 /**
  * What an outbox command got: `enqueued` (or `duplicate`), `updated` (a row moved),
@@ -962,6 +1075,18 @@ export interface ReadOptions {
   direction?: string
   /** At most this many records; default 1000. */
   limit?: number
+}
+
+/** The registry's defaults. */
+export interface RegistryConstants {
+  /** An instance's domain when `upsert` gives none. */
+  defaultDomain: string
+  /** The `knows` entry that means every other enabled instance. */
+  knowsAll: string
+  /** The setting that names the host's skein. */
+  hostSkeinSetting: string
+  /** Longest setting key, in bytes. */
+  settingKeyBytesMax: number
 }
 
 /** One row of an ack: its key and the token it was claimed under. */
@@ -1093,6 +1218,18 @@ export interface RunRollup {
   failureReason?: string
   /** Whether its detail (spans, events) has been pruned. */
   detailPruned: boolean
+}
+
+/** The runs' bounds and the reasons their sweeps write. */
+export interface RunsConstants {
+  /** Largest span event payload, in bytes. */
+  eventPayloadBytesMax: number
+  /** `sweepOrphans`' reason. */
+  orphanReason: string
+  /** `sweepStale`'s reason. */
+  staleReason: string
+  /** The reason a digest coverage gap is recorded with. */
+  coverageGapReason: string
 }
 
 /** A run whole: the run, its spans and their events. */

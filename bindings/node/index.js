@@ -838,3 +838,5 @@ module.exports = nativeBinding
 module.exports.Store = nativeBinding.Store
 module.exports.Subscription = nativeBinding.Subscription
 module.exports.Writer = nativeBinding.Writer
+module.exports.constants = nativeBinding.constants
+module.exports.decodeEvent = nativeBinding.decodeEvent

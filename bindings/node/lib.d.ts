@@ -30,6 +30,8 @@ import type {
   CallOptions,
   LeaseGuard,
   TransactionOptions,
+  Constants,
+  EventBytes,
   SubscribeOptions,
   WriterOptions,
 } from './index'
@@ -124,7 +126,14 @@ export type OutcomeOf<C extends Command> = C extends LeaseCommand
               : ConsumerOutcome
 
 /** An annals log file; every method throws AnnalsError. */
-export interface Store extends Omit<NativeStore, 'subscribe' | 'writer' | 'transaction'> {
+export interface Store extends Omit<NativeStore, 'subscribe' | 'writer' | 'transaction' | 'snapshot' | 'stateAt'> {
+  /**
+   * A view of the log and every projection as of the last commit: its reads and queries agree
+   * however many commits come after; its commands throw `READ_ONLY`; `close()` lets go of it.
+   */
+  snapshot(): Store
+  /** A view of every projection as of the log's first `position` records, replayed. */
+  stateAt(position: bigint): Store
   /** Runs any domain's command, chosen by its `type`; `options` may fence it (`guard`) and choose its `durability`. */
   execute<C extends Command>(command: C, options?: CallOptions | null): OutcomeOf<C>
   /** `execute(command)` fenced by `guard`: refused with `FENCED` unless its token is live, checked in the same commit. */
@@ -155,3 +164,13 @@ export declare const Store: {
   /** Opens (creating it unless `readOnly`) the log at `path`. */
   open(path: string, options?: OpenOptions | null): Store
 }
+
+/**
+ * The event a record of a built-in domain holds, its fields camelCase (integers as numbers),
+ * or `null` for a kind of the program's own; throws `CORRUPT` for a built-in kind whose
+ * payload does not decode.
+ */
+export declare function decodeEvent(record: EventBytes | LogRecord): Record<string, unknown> | null
+
+/** The reference stores' constants, by domain, frozen. */
+export declare const constants: Readonly<Constants>

@@ -321,6 +321,21 @@ class Store {
       return result
     }
   }
+  /**
+   * A view of the log and every projection as of the last commit: a Store whose reads and
+   * queries agree however many commits come after; its commands throw `READ_ONLY`. `close()`
+   * lets go of it.
+   */
+  snapshot(...args) {
+    return new Store(call(() => this.#inner.snapshot(...argumentsOf('Store', 'snapshot', args))))
+  }
+  /**
+   * A view of every projection as of the log's first `position` records (replayed into a
+   * temporary file): a Store whose queries answer as the store did then.
+   */
+  stateAt(...args) {
+    return new Store(call(() => this.#inner.stateAt(...argumentsOf('Store', 'stateAt', args))))
+  }
   /** Starts the group-commit writer: its methods return Promises. */
   writer(...args) {
     return new Writer(call(() => this.#inner.writer(...argumentsOf('Store', 'writer', args))))
@@ -358,7 +373,7 @@ class Writer {
 
 // Every other method of the native classes, forwarded with its errors translated: the
 // Store's synchronously, the Writer's (Promises, but `queued`) as rejections.
-const WRAPPED = new Set(['constructor', 'subscribe', 'writer', 'execute', 'transaction', 'close'])
+const WRAPPED = new Set(['constructor', 'subscribe', 'writer', 'execute', 'transaction', 'snapshot', 'stateAt', 'close'])
 for (const [Class, Native] of [[Store, native.Store], [Writer, native.Writer]]) {
   for (const name of Object.getOwnPropertyNames(Native.prototype)) {
     if (WRAPPED.has(name) || name in Class.prototype) continue
@@ -366,4 +381,24 @@ for (const [Class, Native] of [[Store, native.Store], [Writer, native.Writer]]) 
   }
 }
 
-module.exports = { Store, Writer, AnnalsError }
+/**
+ * The event a record of a built-in domain holds, its fields camelCase, or `null` for a kind
+ * of the program's own; `record` is any object with its `kind`, `schema` and `payload` (a
+ * `LogRecord`).
+ */
+function decodeEvent(record) {
+  const given = call(() => objectAt(record, 'record'))
+  const picked = { kind: given.kind, schema: given.schema, payload: given.payload }
+  return call(() => native.decodeEvent(...argumentsOf('functions', 'decodeEvent', [picked])))
+}
+
+/** Every object in `value` frozen. */
+function frozen(value) {
+  for (const inner of Object.values(value)) if (typeof inner === 'object' && inner !== null) frozen(inner)
+  return Object.freeze(value)
+}
+
+/** The reference stores' constants, by domain (`constants.outbox.claimLeaseMs`, …). */
+const constants = frozen(native.constants())
+
+module.exports = { Store, Writer, AnnalsError, decodeEvent, constants }

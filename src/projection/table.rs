@@ -150,6 +150,29 @@ impl ReadTables {
         }
     }
 
+    /// The projection tables of `snapshot`'s commit: their reads and the snapshot's agree,
+    /// however many commits come after. A projection behind the log there is refused, as
+    /// in [`crate::Store::state`].
+    ///
+    /// ```
+    /// # fn main() -> annals::Result<()> {
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = annals::Store::open(dir.path().join("log.redb"))?;
+    /// let acquire = |holder: &str, now_ms| annals::leases::LeaseCommand::Acquire {
+    ///     resource: "deploy".into(), holder: holder.into(), ttl_ms: 10, now_ms,
+    /// };
+    /// let _ = store.execute(&acquire("agent-1", 1))?;
+    /// let snapshot = store.snapshot()?;
+    /// let _ = store.execute(&acquire("agent-2", 100))?; // after the snapshot
+    /// let then = annals::projection::ReadTables::of(&snapshot);
+    /// assert_eq!(annals::leases::lease(&then, "deploy")?.unwrap().holder, "agent-1");
+    /// assert_eq!(snapshot.head()?.next, annals::Position(1));
+    /// # Ok(()) }
+    /// ```
+    pub fn of(snapshot: &Snapshot) -> Self {
+        ReadTables::new(snapshot.reader.clone())
+    }
+
     /// These tables reading the records their rows point at from `log`: a replay's tables,
     /// whose file holds no log, read the snapshot they were replayed from.
     pub(crate) fn reading_log(self, log: Reader) -> Self {

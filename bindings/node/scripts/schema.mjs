@@ -37,6 +37,15 @@ function schemaOf(text) {
       }))
     }
   }
+  // The module's own functions, under `functions`.
+  methods.functions = {}
+  for (const statement of file.statements) {
+    if (!ts.isFunctionDeclaration(statement) || !statement.name) continue
+    methods.functions[statement.name.text] = statement.parameters.map((parameter) => ({
+      name: parameter.name.text,
+      ...typed(parameter, reach),
+    }))
+  }
   // Sorted by code unit, not by locale: the file must come out the same on every machine.
   return { methods, types: Object.fromEntries(Object.entries(types).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) }
 }

@@ -132,6 +132,7 @@ pub fn record_js(record: annals::Record) -> LogRecord {
         stream: record.stream,
         version: BigInt::from(record.version.0),
         kind: record.kind,
+        schema: u32::from(record.schema),
         at_ms: record.at_ms as f64,
         idempotency_key: record.idempotency_key,
         payload: Buffer::from(record.payload),
@@ -255,7 +256,7 @@ pub fn outbox_command(command: crate::OutboxCommand) -> napi::Result<OutboxCall>
             peer,
             token: ClaimToken(token),
             limit: u32_of(limit, "limit")?,
-            lease_ms: u64_of_ms(lease_ms, "leaseMs")?,
+            lease_ms: optional_ms(lease_ms, "leaseMs")?.unwrap_or(annals::outbox::CLAIM_LEASE_MS),
             now_ms: u64_of_ms(now_ms, "nowMs")?,
         }),
         crate::OutboxCommand::Ack { peer, acks, now_ms } => OutboxCall::Pull(Pull::Ack {

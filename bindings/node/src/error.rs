@@ -58,7 +58,7 @@ fn parts(error: &Error) -> (&'static str, String, Value) {
 }
 
 /// `ttl_ms` as JavaScript spells it: `ttlMs` (`backoff.base_ms`: `backoff.baseMs`).
-fn js_name(field: &str) -> String {
+pub(crate) fn js_name(field: &str) -> String {
     let mut spelled = String::with_capacity(field.len());
     let mut upper = false;
     for letter in field.chars() {

@@ -3,19 +3,24 @@
 //! versions, `number` milliseconds, `Buffer` payloads, outcomes as unions on `type`). It holds
 //! no rule of its own: every call is one of the `annals` crate's.
 
+// napi-rs registers a module's own functions (`constants`, `decodeEvent`) only outside a test
+// build, where they would count as unused.
+#[cfg_attr(test, allow(dead_code))]
+mod constants;
 mod convert;
 mod error;
+#[cfg_attr(test, allow(dead_code))]
+mod events;
 mod lanes;
 mod queries;
 mod rows;
 mod runs;
 mod transaction;
+mod view;
 
 use std::sync::{Arc, Mutex};
 
-use annals::{
-    Direction, Durability, Position, Sharing, Store as Inner, StoreOptions, StreamVersion,
-};
+use annals::{Durability, Position, Sharing, Store as Inner, StoreOptions};
 use napi::bindgen_prelude::{BigInt, Buffer};
 use napi_derive::napi;
 
@@ -70,6 +75,8 @@ pub struct LogRecord {
     pub version: BigInt,
     /// Its kind.
     pub kind: String,
+    /// The schema version of its payload (1 unless a projection's event changed shape).
+    pub schema: u32,
     /// The clock it was appended with, milliseconds.
     pub at_ms: f64,
     /// Its idempotency key, if any.
@@ -312,8 +319,9 @@ pub enum OutboxCommand {
         token: String,
         /// Most rows to take.
         limit: f64,
-        /// How long the claim lasts.
-        lease_ms: f64,
+        /// How long the claim lasts (default `constants.outbox.claimLeaseMs`, ten minutes, as
+        /// the reference's).
+        lease_ms: Option<f64>,
         /// The caller's clock.
         now_ms: f64,
     },
@@ -778,6 +786,8 @@ pub struct Store {
     durability: Durability,
     /// The transaction `transaction()` has open, if any.
     transaction: transaction::Open,
+    /// What a view (`snapshot()`, `stateAt()`) reads; none for the store itself.
+    view: view::Pinned,
 }
 
 #[napi]
@@ -828,6 +838,7 @@ impl Store {
             inner: Mutex::new(Some(Arc::new(inner))),
             durability,
             transaction: transaction::Open::default(),
+            view: view::Pinned::default(),
         })
     }
 
@@ -839,6 +850,7 @@ impl Store {
         events: Vec<annals::NewEvent>,
         call: Call,
     ) -> napi::Result<AppendOutcome> {
+        self.not_a_view("append")?;
         if !self.transaction_open()
             && !call.chooses_durability()
             && self.durability == Durability::Immediate
@@ -874,6 +886,7 @@ impl Store {
     /// its batch committed.
     #[napi]
     pub fn writer(&self, options: Option<WriterOptions>) -> napi::Result<Writer> {
+        self.not_a_view("writer")?;
         let mut settings = annals::WriterOptions::default();
         if let Some(options) = options {
             if let Some(batch_max) = convert::optional_u32(options.batch_max, "batchMax")? {
@@ -921,66 +934,10 @@ impl Store {
         self.append_with(stream, expected, events, Call::guarded(guard))
     }
 
-    /// Records of the whole log, from `options.from`.
-    #[napi]
-    pub fn read_all(&self, options: Option<ReadOptions>) -> napi::Result<Vec<LogRecord>> {
-        let (from, direction, limit) = convert::read_options(options)?;
-        self.with(|store| {
-            let from = from.unwrap_or(match direction {
-                Direction::Forward => 0,
-                Direction::Backward => u64::MAX,
-            });
-            let records = store
-                .read_all(Position(from), direction, limit)
-                .map_err(to_js)?;
-            Ok(records.into_iter().map(record_js).collect())
-        })
-    }
-
-    /// Records of one stream, from version `options.from`.
-    #[napi]
-    pub fn read_stream(
-        &self,
-        stream: String,
-        options: Option<ReadOptions>,
-    ) -> napi::Result<Vec<LogRecord>> {
-        let (from, direction, limit) = convert::read_options(options)?;
-        self.with(|store| {
-            let from = from.unwrap_or(match direction {
-                Direction::Forward => 0,
-                Direction::Backward => u64::MAX,
-            });
-            let records = store
-                .read_stream(&stream, StreamVersion(from), direction, limit)
-                .map_err(to_js)?;
-            Ok(records.into_iter().map(record_js).collect())
-        })
-    }
-
-    /// The record at `position`, or `null` past the head.
-    #[napi]
-    pub fn get(&self, position: BigInt) -> napi::Result<Option<LogRecord>> {
-        let at = convert::position(&position, "position")?;
-        self.with(|store| Ok(store.get(Position(at)).map_err(to_js)?.map(record_js)))
-    }
-
-    /// The head: the next position and the last record's hash (inside `transaction(fn)`, with
-    /// the transaction's appends).
-    #[napi]
-    pub fn head(&self) -> napi::Result<Head> {
-        let head = match self.in_open_transaction(|session| session.head()) {
-            Some(head) => head?,
-            None => self.with(|store| store.head().map_err(to_js))?,
-        };
-        Ok(Head {
-            next: BigInt::from(head.next.0),
-            hash: head.hash.to_hex(),
-        })
-    }
-
     /// Walks the whole log and checks every projection against a replay.
     #[napi]
     pub fn verify(&self) -> napi::Result<VerifyReport> {
+        self.not_a_view("verify")?;
         self.outside_transaction("verify")?;
         self.with(|store| {
             let report = store.verify().map_err(to_js)?;
@@ -1007,6 +964,7 @@ impl Store {
     /// opens as this log at the returned head.
     #[napi]
     pub fn backup(&self, path: String) -> napi::Result<BackupReport> {
+        self.not_a_view("backup")?;
         self.outside_transaction("backup")?;
         self.with(|store| {
             let backup = store.backup(&path).map_err(to_js)?;
@@ -1027,6 +985,7 @@ impl Store {
     /// (a commit is already durable when it returns, in the journal).
     #[napi]
     pub fn flush(&self) -> napi::Result<()> {
+        self.not_a_view("flush")?;
         self.outside_transaction("flush")?;
         self.with(|store| store.flush().map_err(to_js))
     }
@@ -1037,6 +996,7 @@ impl Store {
     /// cut then throw `ARCHIVED`, naming the archive.
     #[napi]
     pub fn archive_before(&self, before: BigInt, path: String) -> napi::Result<ArchiveReport> {
+        self.not_a_view("archiveBefore")?;
         self.outside_transaction("archiveBefore")?;
         let before = position(&before, "before")?;
         self.with(|store| {
@@ -1050,12 +1010,6 @@ impl Store {
                 archive_blake3: report.cut.archive_digest.to_hex(),
             })
         })
-    }
-
-    /// The first position the log holds a record of: 0, or where its last cut left it.
-    #[napi]
-    pub fn start(&self) -> napi::Result<BigInt> {
-        self.with(|store| Ok(BigInt::from(store.snapshot().map_err(to_js)?.start().0)))
     }
 
     /// Runs a lease command against the current state, appending what it decides.
@@ -1218,6 +1172,7 @@ impl Store {
     /// commits, in this process or another. `lib.js` makes it an async iterator.
     #[napi]
     pub fn subscribe(&self, options: Option<SubscribeOptions>) -> napi::Result<Subscription> {
+        self.not_a_view("subscribe")?;
         let from = match options.and_then(|options| options.from) {
             Some(from) => position(&from, "from")?,
             None => 0,
@@ -1233,6 +1188,12 @@ impl Store {
     #[napi]
     pub fn close(&self) -> napi::Result<()> {
         self.outside_transaction("close")?;
+        if self.is_view() {
+            // A view lets go of its commit (and a replay's file); the store stays open.
+            self.view.close();
+            self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+            return Ok(());
+        }
         let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         match guard.take().map(Arc::try_unwrap) {
             Some(Ok(inner)) => inner.close().map_err(to_js),

@@ -162,6 +162,7 @@ impl Store {
         call: Call,
         work: impl FnOnce(&mut WriteSession<'_>) -> annals::Result<T> + Send + 'static,
     ) -> napi::Result<T> {
+        self.not_a_view("a command")?;
         let guarded = move |session: &mut WriteSession<'_>| {
             if let Some(guard) = &call.guard {
                 session.guard(guard)?;
@@ -189,6 +190,9 @@ impl Store {
     ) -> napi::Result<T> {
         if let Some(jobs) = self.transaction.jobs().clone() {
             return in_session(&jobs, move |session| read(session.state()));
+        }
+        if let Some(view) = self.view.get() {
+            return view.query(read);
         }
         self.with(|store| {
             let state = store.state().map_err(to_js)?;
@@ -235,6 +239,7 @@ impl Store {
         callback: Function<(), bool>,
         options: Option<TransactionOptions>,
     ) -> napi::Result<()> {
+        self.not_a_view("transaction")?;
         self.outside_transaction("transaction")?;
         let durability = match options.and_then(|options| options.durability) {
             Some(text) => durability(&text, "durability")?,

@@ -6,34 +6,16 @@
 use serde::Serialize;
 use serde_json::value::Value;
 
-use annals::DomainEvent;
+use annals::BuiltInEvent;
 use annals::Record;
-use annals::consumers::events::ConsumerEvent;
 use annals::display::hex;
-use annals::ingest::events::IngestEvent;
-use annals::leases::events::LeaseEvent;
-use annals::outbox::events::OutboxEvent;
-use annals::registry::events::RegistryEvent;
-use annals::runs::events::RunEvent;
-
-/// A built-in event, serialised as its payload struct's fields in declaration order.
-#[derive(Serialize)]
-#[serde(untagged)]
-pub(crate) enum BuiltIn {
-    Registry(RegistryEvent),
-    Leases(LeaseEvent),
-    Outbox(OutboxEvent),
-    Runs(RunEvent),
-    Consumers(ConsumerEvent),
-    Ingest(IngestEvent),
-}
 
 /// A payload as the command line shows it.
 #[derive(Serialize)]
 #[serde(untagged)]
 pub(crate) enum Payload<'a> {
     /// A built-in event's fields.
-    Event(Box<BuiltIn>),
+    Event(Box<BuiltInEvent>),
     /// A payload that parses as JSON (re-encoded compactly, object keys in order).
     Json(Value),
     /// A UTF-8 payload that is not JSON.
@@ -70,34 +52,17 @@ impl Payload<'_> {
 /// A record's payload decoded, and why a built-in kind's payload did not decode (the
 /// payload is then shown by the general rules).
 pub(crate) fn decode(record: &Record) -> (Payload<'_>, Option<String>) {
-    let event = builtin::<RegistryEvent>(record, BuiltIn::Registry)
-        .or_else(|| builtin::<LeaseEvent>(record, BuiltIn::Leases))
-        .or_else(|| builtin::<OutboxEvent>(record, BuiltIn::Outbox))
-        .or_else(|| builtin::<RunEvent>(record, BuiltIn::Runs))
-        .or_else(|| builtin::<ConsumerEvent>(record, BuiltIn::Consumers))
-        .or_else(|| builtin::<IngestEvent>(record, BuiltIn::Ingest));
+    let event = BuiltInEvent::from_record(record);
     match event {
-        Some(Ok(event)) => (Payload::Event(Box::new(event)), None),
-        Some(Err(why)) => (general(&record.payload), Some(why)),
-        None => (general(&record.payload), None),
+        Ok(Some(event)) => (Payload::Event(Box::new(event)), None),
+        Ok(None) => (general(&record.payload), None),
+        Err(why) => (general(&record.payload), Some(why.to_string())),
     }
 }
 
 /// The stored bytes, as `--raw` shows them.
 pub(crate) fn raw(record: &Record) -> Payload<'_> {
     Payload::Hex(hex(&record.payload))
-}
-
-/// `record` as an event of domain `E`: `None` when the kind is not one of `E`'s.
-fn builtin<E: DomainEvent>(
-    record: &Record,
-    wrap: fn(E) -> BuiltIn,
-) -> Option<Result<BuiltIn, String>> {
-    match E::from_record(record) {
-        Ok(Some(event)) => Some(Ok(wrap(event))),
-        Ok(None) => None,
-        Err(error) => Some(Err(error.to_string())),
-    }
 }
 
 /// JSON, else text, else hex.

@@ -1,0 +1,139 @@
+//! The reference stores' constants, as the crate keeps them: defaults a command takes when
+//! a field is absent, the bounds it refuses past, and the reasons it writes. `lib.js` exports
+//! them frozen as `constants`.
+
+use napi_derive::napi;
+
+use crate::Backoff;
+
+/// The outbox's defaults and bounds.
+#[napi(object)]
+pub struct OutboxConstants {
+    /// How long a claim lasts when `claim` gives no `leaseMs` (ten minutes).
+    pub claim_lease_ms: f64,
+    /// `expire`'s default age for rows never delivered (30 days).
+    pub max_age_ms: f64,
+    /// `expire`'s default age for rows whose claim lapsed unacked (a day).
+    pub claim_retry_ms: f64,
+    /// `pruneOutbox`'s default age for done and expired rows (a day).
+    pub prune_after_ms: f64,
+    /// The retry backoff a row gets when its command gives none.
+    pub backoff: Backoff,
+    /// Most rows one claim takes.
+    pub claim_rows_max: u32,
+    /// Most rows one ack names.
+    pub ack_rows_max: u32,
+    /// Most rows one sweep touches.
+    pub sweep_rows_max: u32,
+    /// Longest row key, in bytes.
+    pub key_bytes_max: u32,
+    /// Longest peer name, in bytes.
+    pub peer_bytes_max: u32,
+    /// Longest kind, in bytes.
+    pub kind_bytes_max: u32,
+    /// Longest claim token, in bytes.
+    pub claim_token_bytes_max: u32,
+    /// Longest error text kept, in bytes.
+    pub error_bytes_max: u32,
+    /// Largest payload, in bytes.
+    pub payload_bytes_max: u32,
+}
+
+/// The runs' bounds and the reasons their sweeps write.
+#[napi(object)]
+pub struct RunsConstants {
+    /// Largest span event payload, in bytes.
+    pub event_payload_bytes_max: u32,
+    /// `sweepOrphans`' reason.
+    pub orphan_reason: String,
+    /// `sweepStale`'s reason.
+    pub stale_reason: String,
+    /// The reason a digest coverage gap is recorded with.
+    pub coverage_gap_reason: String,
+}
+
+/// The registry's defaults.
+#[napi(object)]
+pub struct RegistryConstants {
+    /// An instance's domain when `upsert` gives none.
+    pub default_domain: String,
+    /// The `knows` entry that means every other enabled instance.
+    pub knows_all: String,
+    /// The setting that names the host's skein.
+    pub host_skein_setting: String,
+    /// Longest setting key, in bytes.
+    pub setting_key_bytes_max: u32,
+}
+
+/// The sync ingest's bounds.
+#[napi(object)]
+pub struct IngestConstants {
+    /// Longest event type, in bytes.
+    pub event_type_bytes_max: u32,
+    /// Largest event, in bytes.
+    pub event_bytes_max: u32,
+    /// Longest project or run name, in bytes.
+    pub name_bytes_max: u32,
+}
+
+/// The reference stores' constants, by domain.
+#[napi(object)]
+pub struct Constants {
+    /// The outbox's.
+    pub outbox: OutboxConstants,
+    /// The runs'.
+    pub runs: RunsConstants,
+    /// The registry's.
+    pub registry: RegistryConstants,
+    /// The sync ingest's.
+    pub ingest: IngestConstants,
+}
+
+/// A bound the crate keeps as `usize`, all of them small.
+fn bound(value: usize) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
+
+/// The reference stores' constants (`lib.js` exports them frozen as `constants`).
+#[napi]
+pub fn constants() -> Constants {
+    use annals::{ingest, outbox, registry, runs};
+    Constants {
+        outbox: OutboxConstants {
+            claim_lease_ms: outbox::CLAIM_LEASE_MS as f64,
+            max_age_ms: outbox::MAX_AGE_MS as f64,
+            claim_retry_ms: outbox::CLAIM_RETRY_MS as f64,
+            prune_after_ms: outbox::PRUNE_AFTER_MS as f64,
+            backoff: Backoff {
+                base_ms: outbox::Backoff::DEFAULT.base_ms as f64,
+                max_ms: outbox::Backoff::DEFAULT.max_ms as f64,
+            },
+            claim_rows_max: outbox::CLAIM_ROWS_MAX,
+            ack_rows_max: bound(outbox::ACK_ROWS_MAX),
+            sweep_rows_max: bound(outbox::SWEEP_ROWS_MAX),
+            key_bytes_max: bound(outbox::KEY_BYTES_MAX),
+            peer_bytes_max: bound(outbox::PEER_BYTES_MAX),
+            kind_bytes_max: bound(outbox::KIND_BYTES_MAX),
+            claim_token_bytes_max: bound(outbox::CLAIM_TOKEN_BYTES_MAX),
+            error_bytes_max: bound(outbox::ERROR_BYTES_MAX),
+            payload_bytes_max: bound(outbox::PAYLOAD_BYTES_MAX),
+        },
+        runs: RunsConstants {
+            event_payload_bytes_max: runs::EVENT_PAYLOAD_BYTES_MAX,
+            orphan_reason: runs::ORPHAN_REASON.to_owned(),
+            stale_reason: runs::STALE_REASON.to_owned(),
+            coverage_gap_reason: runs::COVERAGE_GAP_REASON.to_owned(),
+        },
+        registry: RegistryConstants {
+            default_domain: registry::DEFAULT_DOMAIN.to_owned(),
+            knows_all: registry::KNOWS_ALL.to_owned(),
+            host_skein_setting: registry::HOST_SKEIN_SETTING.to_owned(),
+            setting_key_bytes_max: bound(registry::SETTING_KEY_BYTES_MAX),
+        },
+        ingest: IngestConstants {
+            event_type_bytes_max: bound(ingest::EVENT_TYPE_BYTES_MAX),
+            event_bytes_max: bound(ingest::EVENT_BYTES_MAX),
+            name_bytes_max: bound(ingest::NAME_BYTES_MAX),
+        },
+    }
+}
