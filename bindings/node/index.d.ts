@@ -873,6 +873,12 @@ export interface OpenOptions {
    * immediate commit or `flush()`; exclusive stores only, for bulk loads and tests).
    */
   durability?: string
+  /**
+   * How integers come back: `'bigint'` (the default: positions, versions, tokens and seqs
+   * exact however large) or `'number'` (as better-sqlite3 without safe integers; one past
+   * 2^53 - 1 throws `UNSAFE_INTEGER` rather than come back rounded). Inputs take either.
+   */
+  integers?: string
 }
 
 /** The rollup of a run whose root is still open. */

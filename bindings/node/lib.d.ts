@@ -64,6 +64,7 @@ export type ErrorCode =
   | 'ARCHIVE_REFUSED'
   | 'OUTPUT_PATH'
   | 'IN_TRANSACTION'
+  | 'UNSAFE_INTEGER'
   | 'IO'
   | 'INTERNAL'
 

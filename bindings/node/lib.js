@@ -40,9 +40,35 @@ const PRIMITIVES = {
   function: (value) => typeof value === 'function',
 }
 
+// What a primitive field takes besides its own type, as JavaScript programs pass them: a
+// safe integer for a bigint and a bigint in the safe range for a number (every number field is
+// an integer: milliseconds, counts, limits), a Uint8Array or a UTF-8 string for a Buffer.
+const TAKEN = {
+  bigint: (value) => (Number.isSafeInteger(value) ? BigInt(value) : undefined),
+  number: (value) =>
+    typeof value === 'bigint' && value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)
+      ? Number(value)
+      : undefined,
+  buffer: (value, field) => {
+    if (typeof value === 'string') return Buffer.from(wellFormed(value, field), 'utf8')
+    if (value instanceof Uint8Array && !Buffer.isBuffer(value)) return Buffer.from(value.buffer, value.byteOffset, value.byteLength)
+    return PRIMITIVES.buffer(value) ? value : undefined
+  },
+}
+
+/** `value` as a field of primitive `type` takes it, or `undefined` if it cannot be one. */
+function taken(type, value, field) {
+  if (type === 'buffer') return TAKEN.buffer(value, field)
+  if (PRIMITIVES[type](value)) return type === 'string' ? wellFormed(value, field) : value
+  return TAKEN[type] ? TAKEN[type](value, field) : undefined
+}
+
 /** What `type` asks for, in a message. */
 function wanted(type) {
-  if (typeof type === 'string') return type === 'buffer' ? 'a Buffer' : type === 'function' ? 'a function' : `a ${type}`
+  if (typeof type === 'string') {
+    const names = { buffer: 'a Buffer, Uint8Array or string', function: 'a function', bigint: 'a bigint or a safe integer', number: 'a safe integer (or a bigint in its range)' }
+    return names[type] || `a ${type}`
+  }
   if (type.array) return 'an array'
   if (type.either) return type.either.map(wanted).join(' or ')
   return 'an object'
@@ -93,13 +119,19 @@ function given(declared, value, field, prefix = `${field}.`) {
   }
   const type = declared.type
   if (typeof type === 'string') {
-    if (!PRIMITIVES[type](value)) throw invalid(field, `must be ${wanted(type)}, not ${seen(value)}`)
-    return type === 'string' ? wellFormed(value, field) : value
+    const converted = taken(type, value, field)
+    if (converted === undefined) throw invalid(field, `must be ${wanted(type)}, not ${seen(value)}`)
+    return converted
   }
   if (type.either) {
+    // A value of one of the types as it is first, then one converted.
     const fits = type.either.find((option) => PRIMITIVES[option](value))
-    if (fits === undefined) throw invalid(field, `must be ${wanted(type)}, not ${seen(value)}`)
-    return given({ type: fits }, value, field)
+    if (fits !== undefined) return given({ type: fits }, value, field)
+    for (const option of type.either) {
+      const converted = taken(option, value, field)
+      if (converted !== undefined) return converted
+    }
+    throw invalid(field, `must be ${wanted(type)}, not ${seen(value)}`)
   }
   if (type.array) {
     if (!Array.isArray(value)) throw invalid(field, `must be an array, not ${seen(value)}`)
@@ -211,6 +243,23 @@ function call(fn) {
   }
 }
 
+/**
+ * `value` with every bigint a number, for a store opened with `integers: 'number'` (as
+ * better-sqlite3 without safe integers); one past 2^53 - 1 throws `UNSAFE_INTEGER` rather than
+ * come back rounded. `at` names where it is in a message.
+ */
+function numbered(value, at = 'the result') {
+  if (typeof value === 'bigint') {
+    if (value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(value)
+    throw new AnnalsError('UNSAFE_INTEGER', `${at}: ${value} is past 2^53 - 1, where a number is no longer exact; open the store with integers: 'bigint'`, { field: at })
+  }
+  if (Array.isArray(value)) return value.map((item, index) => numbered(item, `${at}[${index}]`))
+  if (value === null || typeof value !== 'object' || value instanceof Uint8Array) return value
+  const copy = {}
+  for (const [key, inner] of Object.entries(value)) copy[key] = numbered(inner, `${at}.${key}`)
+  return copy
+}
+
 // The key of each class's forwarding factory: a function made inside the class body can
 // read its private `#inner`.
 const FORWARD = Symbol('forward')
@@ -218,17 +267,26 @@ const FORWARD = Symbol('forward')
 /** An annals log file. */
 class Store {
   #inner
-  constructor(inner) {
+  // Whether results come back with numbers for bigints (`integers: 'number'`).
+  #numbers
+  constructor(inner, numbers) {
     this.#inner = inner
+    this.#numbers = numbers
   }
   static [FORWARD](name) {
     return function (...args) {
-      return call(() => this.#inner[name](...argumentsOf('Store', name, args)))
+      return this.#out(call(() => this.#inner[name](...argumentsOf('Store', name, args))))
     }
+  }
+  /** `result` as this store gives results back. */
+  #out(result) {
+    return this.#numbers ? call(() => numbered(result)) : result
   }
   /** Opens (creating it unless `readOnly`) the log at `path`. */
   static open(...args) {
-    return new Store(call(() => native.Store.open(...argumentsOf('Store', 'open', args))))
+    const checked = call(() => argumentsOf('Store', 'open', args))
+    const numbers = Boolean(checked[1] && checked[1].integers === 'number')
+    return new Store(call(() => native.Store.open(...checked)), numbers)
   }
   /** Every record from `options.from`, lazily, in chunks of `options.limit` (default 1000). */
   *iterateAll(...args) {
@@ -239,7 +297,7 @@ class Store {
       const chunk = this.readAll({ from, direction, limit: options.limit })
       yield* chunk
       if (chunk.length === 0) return
-      const last = chunk[chunk.length - 1].position
+      const last = BigInt(chunk[chunk.length - 1].position)
       if (direction === 'forward') from = last + 1n
       else if (last === 0n) return
       else from = last - 1n
@@ -254,7 +312,7 @@ class Store {
       const chunk = this.readStream(stream, { from, direction, limit: options.limit })
       yield* chunk
       if (chunk.length === 0) return
-      const last = chunk[chunk.length - 1].version
+      const last = BigInt(chunk[chunk.length - 1].version)
       if (direction === 'forward') from = last + 1n
       else if (last === 0n) return
       else from = last - 1n
@@ -267,7 +325,7 @@ class Store {
   subscribe(...args) {
     const inner = call(() => this.#inner.subscribe(...argumentsOf('Store', 'subscribe', args)))
     return {
-      next: () => promise(() => inner.next()).then((value) => ({ value, done: false })),
+      next: () => promise(() => inner.next()).then((value) => ({ value: this.#out(value), done: false })),
       return: async () => ({ value: undefined, done: true }),
       [Symbol.asyncIterator]() {
         return this
@@ -327,18 +385,18 @@ class Store {
    * lets go of it.
    */
   snapshot(...args) {
-    return new Store(call(() => this.#inner.snapshot(...argumentsOf('Store', 'snapshot', args))))
+    return new Store(call(() => this.#inner.snapshot(...argumentsOf('Store', 'snapshot', args))), this.#numbers)
   }
   /**
    * A view of every projection as of the log's first `position` records (replayed into a
    * temporary file): a Store whose queries answer as the store did then.
    */
   stateAt(...args) {
-    return new Store(call(() => this.#inner.stateAt(...argumentsOf('Store', 'stateAt', args))))
+    return new Store(call(() => this.#inner.stateAt(...argumentsOf('Store', 'stateAt', args))), this.#numbers)
   }
   /** Starts the group-commit writer: its methods return Promises. */
   writer(...args) {
-    return new Writer(call(() => this.#inner.writer(...argumentsOf('Store', 'writer', args))))
+    return new Writer(call(() => this.#inner.writer(...argumentsOf('Store', 'writer', args))), this.#numbers)
   }
   close(...args) {
     return call(() => this.#inner.close(...argumentsOf('Store', 'close', args)))
@@ -348,13 +406,16 @@ class Store {
 /** The group-commit writer: a Promise per command, resolved after its batch's commit. */
 class Writer {
   #inner
-  constructor(inner) {
+  #numbers
+  constructor(inner, numbers) {
     this.#inner = inner
+    this.#numbers = numbers
   }
   static [FORWARD](name) {
     if (name === 'queued') return function (...args) { return call(() => this.#inner.queued(...argumentsOf('Writer', name, args))) }
     return function (...args) {
-      return promise(() => this.#inner[name](...argumentsOf('Writer', name, args)))
+      const pending = promise(() => this.#inner[name](...argumentsOf('Writer', name, args)))
+      return this.#numbers ? pending.then((result) => call(() => numbered(result))) : pending
     }
   }
   /** Runs any domain's command, batched, chosen by its `type`; a Promise of its outcome. */

@@ -49,6 +49,10 @@ pub struct OpenOptions {
     /// durable when the call returns) or `'deferred'` (visible at once, durable at the next
     /// immediate commit or `flush()`; exclusive stores only, for bulk loads and tests).
     pub durability: Option<String>,
+    /// How integers come back: `'bigint'` (the default: positions, versions, tokens and seqs
+    /// exact however large) or `'number'` (as better-sqlite3 without safe integers; one past
+    /// 2^53 - 1 throws `UNSAFE_INTEGER` rather than come back rounded). Inputs take either.
+    pub integers: Option<String>,
 }
 
 /// One event to append.
@@ -801,6 +805,7 @@ impl Store {
             read_only: None,
             archives: None,
             durability: None,
+            integers: None,
         });
         // Every option is converted, read-only or not: a bad one is refused either way.
         let sharing = match options.sharing.as_deref() {
@@ -810,6 +815,16 @@ impl Store {
                 .map_err(|error| invalid("sharing", &error.to_string()))?,
         };
         let busy_timeout_ms = convert::optional_ms(options.busy_timeout_ms, "busyTimeoutMs")?;
+        // `lib.js` converts the results; a value it does not know is refused here.
+        if let Some(integers) = options.integers.as_deref()
+            && integers != "bigint"
+            && integers != "number"
+        {
+            return Err(invalid(
+                "integers",
+                &format!("must be 'bigint' or 'number', not '{integers}'"),
+            ));
+        }
         let durability = match options.durability.as_deref() {
             None => Durability::Immediate,
             Some(text) => transaction::durability(text, "durability")?,
