@@ -11,6 +11,76 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** An annals log file. */
 export declare class Store {
+  /** Runs a lease command against the current state, appending what it decides. */
+  lease(command: LeaseCommand, options?: CallOptions | undefined | null): LeaseOutcome
+  /**
+   * `lease(command, options)` committed on a thread of libuv's pool: a Promise of its
+   * outcome, the event loop free meanwhile.
+   */
+  leaseAsync(command: LeaseCommand, options?: CallOptions | undefined | null): Promise<LeaseOutcome>
+  /** Runs an outbox command against the current state, appending what it decides. */
+  outbox(command: OutboxCommand, options?: CallOptions | undefined | null): OutboxOutcome
+  /**
+   * `outbox(command, options)` committed on a thread of libuv's pool: a Promise of its
+   * outcome, the event loop free meanwhile.
+   */
+  outboxAsync(command: OutboxCommand, options?: CallOptions | undefined | null): Promise<OutboxOutcome>
+  /** Runs a lane lease command (a reconciler's claim on one key of a lane). */
+  lane(command: LaneCommand, options?: CallOptions | undefined | null): LaneOutcome
+  /**
+   * `lane(command, options)` committed on a thread of libuv's pool: a Promise of its
+   * outcome, the event loop free meanwhile.
+   */
+  laneAsync(command: LaneCommand, options?: CallOptions | undefined | null): Promise<LaneOutcome>
+  /** Runs a command on whole runs: a heartbeat, a rollup, closing, a sweep or pruning. */
+  run(command: RunCommand, options?: CallOptions | undefined | null): RunOutcome
+  /**
+   * `run(command, options)` committed on a thread of libuv's pool: a Promise of its
+   * outcome, the event loop free meanwhile.
+   */
+  runAsync(command: RunCommand, options?: CallOptions | undefined | null): Promise<RunOutcome>
+  /** Runs an ingest command: the hub's exactly-once sync ingest. */
+  ingest(command: IngestCommand, options?: CallOptions | undefined | null): IngestOutcome
+  /**
+   * `ingest(command, options)` committed on a thread of libuv's pool: a Promise of its
+   * outcome, the event loop free meanwhile.
+   */
+  ingestAsync(command: IngestCommand, options?: CallOptions | undefined | null): Promise<IngestOutcome>
+  /** Runs a span command of the runs projection. */
+  span(command: SpanCommand, options?: CallOptions | undefined | null): SpanOutcome
+  /**
+   * `span(command, options)` committed on a thread of libuv's pool: a Promise of its
+   * outcome, the event loop free meanwhile.
+   */
+  spanAsync(command: SpanCommand, options?: CallOptions | undefined | null): Promise<SpanOutcome>
+  /** Runs a registry command. */
+  registry(command: InstanceCommand, options?: CallOptions | undefined | null): InstanceOutcome
+  /**
+   * `registry(command, options)` committed on a thread of libuv's pool: a Promise of its
+   * outcome, the event loop free meanwhile.
+   */
+  registryAsync(command: InstanceCommand, options?: CallOptions | undefined | null): Promise<InstanceOutcome>
+  /** Sets a host setting. */
+  setting(command: SettingCommand, options?: CallOptions | undefined | null): SettingOutcome
+  /**
+   * `setting(command, options)` committed on a thread of libuv's pool: a Promise of its
+   * outcome, the event loop free meanwhile.
+   */
+  settingAsync(command: SettingCommand, options?: CallOptions | undefined | null): Promise<SettingOutcome>
+  /** Charges fuel to an instance's ledger. */
+  fuel(command: FuelCommand, options?: CallOptions | undefined | null): FuelOutcome
+  /**
+   * `fuel(command, options)` committed on a thread of libuv's pool: a Promise of its
+   * outcome, the event loop free meanwhile.
+   */
+  fuelAsync(command: FuelCommand, options?: CallOptions | undefined | null): Promise<FuelOutcome>
+  /** Records a consumer's checkpoint. */
+  consumer(command: ConsumerCommand, options?: CallOptions | undefined | null): ConsumerOutcome
+  /**
+   * `consumer(command, options)` committed on a thread of libuv's pool: a Promise of its
+   * outcome, the event loop free meanwhile.
+   */
+  consumerAsync(command: ConsumerCommand, options?: CallOptions | undefined | null): Promise<ConsumerOutcome>
   /**
    * Every record that touched `entity`, in log order, each with its event decoded: the
    * entity as `annals history` spells it (`lease:<resource>`, `lane:<lane>/<key>`,
@@ -161,6 +231,11 @@ export declare class Store {
    * inside `transaction(fn)` it joins the transaction.
    */
   append(stream: string, expected: string | bigint, events: Array<NewEvent>, options?: CallOptions | undefined | null): AppendOutcome
+  /**
+   * `append(stream, expected, events, options)` committed on a thread of libuv's pool: a
+   * Promise of its outcome, the event loop free meanwhile.
+   */
+  appendAsync(stream: string, expected: string | bigint, events: Array<NewEvent>, options?: CallOptions | undefined | null): Promise<AppendOutcome>
   /** [`Store::append`] fenced by `guard`, checked in the same transaction. */
   appendGuarded(stream: string, expected: string | bigint, events: Array<NewEvent>, guard: LeaseGuard): AppendOutcome
   /** Walks the whole log and checks every projection against a replay. */
@@ -184,30 +259,10 @@ export declare class Store {
    * cut then throw `ARCHIVED`, naming the archive.
    */
   archiveBefore(before: bigint, path: string): ArchiveReport
-  /** Runs a lease command against the current state, appending what it decides. */
-  lease(command: LeaseCommand, options?: CallOptions | undefined | null): LeaseOutcome
-  /** Runs an outbox command against the current state, appending what it decides. */
-  outbox(command: OutboxCommand, options?: CallOptions | undefined | null): OutboxOutcome
-  /** Runs a lane lease command (a reconciler's claim on one key of a lane). */
-  lane(command: LaneCommand, options?: CallOptions | undefined | null): LaneOutcome
-  /** Runs a command on whole runs: a heartbeat, a rollup, closing, a sweep or pruning. */
-  run(command: RunCommand, options?: CallOptions | undefined | null): RunOutcome
-  /** Runs an ingest command: the hub's exactly-once sync ingest. */
-  ingest(command: IngestCommand, options?: CallOptions | undefined | null): IngestOutcome
-  /** Runs a span command of the runs projection. */
-  span(command: SpanCommand, options?: CallOptions | undefined | null): SpanOutcome
   /** The rollup of a closed run (its spans' usage and costs summed), or `null`. */
   rollup(run: string): RunRollup | null
-  /** Runs a registry command. */
-  registry(command: InstanceCommand, options?: CallOptions | undefined | null): InstanceOutcome
-  /** Sets a host setting. */
-  setting(command: SettingCommand, options?: CallOptions | undefined | null): SettingOutcome
-  /** Charges fuel to an instance's ledger. */
-  fuel(command: FuelCommand, options?: CallOptions | undefined | null): FuelOutcome
   /** The instance registered under `handle` (as annals describes it), or `null`. */
   instance(handle: string): Instance | null
-  /** Records a consumer's checkpoint. */
-  consumer(command: ConsumerCommand, options?: CallOptions | undefined | null): ConsumerOutcome
   /**
    * Every record from `options.from` (default 0) on: the history, then each record as it
    * commits, in this process or another. `lib.js` makes it an async iterator.

@@ -137,6 +137,11 @@ export interface Store extends Omit<NativeStore, 'subscribe' | 'writer' | 'trans
   stateAt(position: bigint): Store
   /** Runs any domain's command, chosen by its `type`; `options` may fence it (`guard`) and choose its `durability`. */
   execute<C extends Command>(command: C, options?: CallOptions | null): OutcomeOf<C>
+  /**
+   * `execute(command, options)` committed on a thread of libuv's pool: a Promise of its
+   * outcome, the event loop free while the commit syncs; not inside `transaction(fn)`.
+   */
+  executeAsync<C extends Command>(command: C, options?: CallOptions | null): Promise<OutcomeOf<C>>
   /** `execute(command)` fenced by `guard`: refused with `FENCED` unless its token is live, checked in the same commit. */
   executeGuarded<C extends Command>(command: C, guard: LeaseGuard): OutcomeOf<C>
   /**

@@ -78,6 +78,7 @@ function wanted(type) {
 function seen(value) {
   if (value === null || value === undefined) return String(value)
   if (Array.isArray(value)) return 'an array'
+  if (value instanceof Uint8Array) return Buffer.isBuffer(value) ? 'a Buffer' : 'a Uint8Array'
   if (typeof value === 'number' || typeof value === 'bigint') return `${typeof value} ${String(value)}`
   return typeof value === 'object' ? 'an object' : `a ${typeof value}`
 }
@@ -220,6 +221,8 @@ function promise(fn) {
 const SINGLE = new Map([['ingest', 'ingest'], ['checkpoint', 'consumer'], ['setting', 'setting'], ['fuel', 'fuel']])
 const DOMAINS = new Map(SINGLE)
 for (const [method, [parameter]] of Object.entries(SCHEMA.methods.Store)) {
+  // `leaseAsync` runs the same commands as `lease`: `executeAsync` finds it by the name.
+  if (method.endsWith('Async')) continue
   const declared = parameter && parameter.name === 'command' && SCHEMA.types[parameter.type.ref]
   for (const type of Object.keys((declared && declared.variants) || {})) DOMAINS.set(type, method)
 }
@@ -274,6 +277,11 @@ class Store {
     this.#numbers = numbers
   }
   static [FORWARD](name) {
+    if (name.endsWith('Async')) {
+      return function (...args) {
+        return promise(() => this.#inner[name](...argumentsOf('Store', name, args))).then((result) => this.#out(result))
+      }
+    }
     return function (...args) {
       return this.#out(call(() => this.#inner[name](...argumentsOf('Store', name, args))))
     }
@@ -340,6 +348,19 @@ class Store {
   execute(command, options) {
     const [method, argument] = call(() => dispatch(command))
     return this[method](argument, options)
+  }
+  /**
+   * `execute(command, options)` committed on a thread of libuv's pool: a Promise of its
+   * outcome, the event loop free while the commit syncs. Each call is its own commit (the
+   * writer's promises share one); not inside `transaction(fn)`.
+   */
+  executeAsync(command, options) {
+    try {
+      const [method, argument] = dispatch(command)
+      return this[`${method}Async`](argument, options)
+    } catch (error) {
+      return Promise.reject(translate(error))
+    }
   }
   /** `execute(command)` fenced by `guard`: refused with `FENCED` unless its token is live, checked in the same commit. */
   executeGuarded(command, guard) {

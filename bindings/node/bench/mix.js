@@ -245,18 +245,21 @@ function annalsSequential() {
   return client.done / seconds
 }
 
-async function annalsWriter(clients) {
-  const { dir, file } = fresh('writer')
+/** `clients` clients at once, each awaiting its commands through the Writer (`writer`, group
+ * commit) or `executeAsync` (`async`, a commit each on libuv's pool). */
+async function annalsConcurrent(clients, through) {
+  const { dir, file } = fresh(through)
   const store = Store.open(file)
-  const writer = store.writer()
+  const writer = through === 'writer' ? store.writer() : null
+  const run = writer ? (command) => writer.execute(command) : (command) => store.executeAsync(command)
   const cycles = Math.max(1, Math.floor((CYCLES * 4) / clients))
   const all = Array.from({ length: clients }, (_, id) => new Client(id))
   const started = process.hrtime.bigint()
   await Promise.all(all.map(async (client) => {
-    for (let n = 0; n < cycles * CYCLE.length; n++) client.advance(await writer.execute(client.command()))
+    for (let n = 0; n < cycles * CYCLE.length; n++) client.advance(await run(client.command()))
   }))
   const seconds = Number(process.hrtime.bigint() - started) / 1e9
-  await writer.close()
+  if (writer) await writer.close()
   if (!store.verify().sound) throw new Error('the bench log is not sound')
   store.close()
   fs.rmSync(dir, { recursive: true, force: true })
@@ -266,17 +269,21 @@ async function annalsWriter(clients) {
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 
 async function main() {
-  const results = { sqlite: [], annals: [], writer8: [], writer64: [] }
+  const results = { sqlite: [], annals: [], async1: [], async8: [], writer8: [], writer64: [] }
   for (let round = 0; round < ROUNDS; round++) {
     results.sqlite.push(sqlite())
     results.annals.push(annalsSequential())
-    results.writer8.push(await annalsWriter(8))
-    results.writer64.push(await annalsWriter(64))
+    results.async1.push(await annalsConcurrent(1, 'async'))
+    results.async8.push(await annalsConcurrent(8, 'async'))
+    results.writer8.push(await annalsConcurrent(8, 'writer'))
+    results.writer64.push(await annalsConcurrent(64, 'writer'))
   }
   const sqlite1 = median(results.sqlite)
   const rows = [
     ['better-sqlite3, reference SQL, one command per transaction', sqlite1],
     ['annals binding, one command per transaction', median(results.annals)],
+    ['annals binding, executeAsync, one client awaiting each command', median(results.async1)],
+    ['annals binding, executeAsync, 8 concurrent clients', median(results.async8)],
     ['annals binding, Writer, 8 concurrent clients', median(results.writer8)],
     ['annals binding, Writer, 64 concurrent clients', median(results.writer64)],
   ]

@@ -5,6 +5,7 @@
 
 // napi-rs registers a module's own functions (`constants`, `decodeEvent`) only outside a test
 // build, where they would count as unused.
+mod commands;
 #[cfg_attr(test, allow(dead_code))]
 mod constants;
 mod convert;
@@ -934,6 +935,25 @@ impl Store {
         self.append_with(stream, expected, events, Call::of(options)?)
     }
 
+    /// `append(stream, expected, events, options)` committed on a thread of libuv's pool: a
+    /// Promise of its outcome, the event loop free meanwhile.
+    #[napi(ts_return_type = "Promise<AppendOutcome>")]
+    pub fn append_async(
+        &self,
+        stream: String,
+        expected: napi::Either<String, BigInt>,
+        events: Vec<NewEvent>,
+        options: Option<CallOptions>,
+    ) -> napi::Result<napi::bindgen_prelude::AsyncTask<transaction::Commit<AppendOutcome>>> {
+        let expected = convert::expected(expected)?;
+        let events = convert::events(events)?;
+        self.command_async(Call::of(options)?, move |session| {
+            Ok(convert::append_outcome(
+                session.append(&stream, expected, &events)?,
+            ))
+        })
+    }
+
     /// [`Store::append`] fenced by `guard`, checked in the same transaction.
     #[napi]
     pub fn append_guarded(
@@ -1027,90 +1047,6 @@ impl Store {
         })
     }
 
-    /// Runs a lease command against the current state, appending what it decides.
-    #[napi]
-    pub fn lease(
-        &self,
-        command: LeaseCommand,
-        options: Option<CallOptions>,
-    ) -> napi::Result<LeaseOutcome> {
-        let command = convert::lease_command(command)?;
-        self.command(Call::of(options)?, move |session| {
-            Ok(convert::lease_outcome(session.execute(&command)?))
-        })
-    }
-
-    /// Runs an outbox command against the current state, appending what it decides.
-    #[napi]
-    pub fn outbox(
-        &self,
-        command: OutboxCommand,
-        options: Option<CallOptions>,
-    ) -> napi::Result<OutboxOutcome> {
-        let call = convert::outbox_command(command)?;
-        self.command(Call::of(options)?, move |session| {
-            Ok(match call {
-                convert::OutboxCall::Row(command) => {
-                    convert::outbox_outcome(session.execute(&command)?, convert::row_key(&command))
-                }
-                convert::OutboxCall::Pull(command) => convert::pull(session.execute(&command)?),
-                convert::OutboxCall::Sweep(command) => convert::sweep(session.execute(&command)?),
-            })
-        })
-    }
-
-    /// Runs a lane lease command (a reconciler's claim on one key of a lane).
-    #[napi]
-    pub fn lane(
-        &self,
-        command: LaneCommand,
-        options: Option<CallOptions>,
-    ) -> napi::Result<LaneOutcome> {
-        let command = lanes::lane_command(command)?;
-        self.command(Call::of(options)?, move |session| {
-            Ok(lanes::lane_outcome(session.execute(&command)?))
-        })
-    }
-
-    /// Runs a command on whole runs: a heartbeat, a rollup, closing, a sweep or pruning.
-    #[napi]
-    pub fn run(
-        &self,
-        command: RunCommand,
-        options: Option<CallOptions>,
-    ) -> napi::Result<RunOutcome> {
-        let command = runs::run_command(command)?;
-        self.command(Call::of(options)?, move |session| {
-            Ok(runs::run_outcome(session.execute(&command)?))
-        })
-    }
-
-    /// Runs an ingest command: the hub's exactly-once sync ingest.
-    #[napi]
-    pub fn ingest(
-        &self,
-        command: IngestCommand,
-        options: Option<CallOptions>,
-    ) -> napi::Result<IngestOutcome> {
-        let command = convert::ingest_command(command)?;
-        self.command(Call::of(options)?, move |session| {
-            Ok(convert::ingest_outcome(session.execute(&command)?))
-        })
-    }
-
-    /// Runs a span command of the runs projection.
-    #[napi]
-    pub fn span(
-        &self,
-        command: SpanCommand,
-        options: Option<CallOptions>,
-    ) -> napi::Result<SpanOutcome> {
-        let command = runs::span_command(command)?;
-        self.command(Call::of(options)?, move |session| {
-            Ok(runs::span_outcome(session.execute(&command)?))
-        })
-    }
-
     /// The rollup of a closed run (its spans' usage and costs summed), or `null`.
     #[napi]
     pub fn rollup(&self, run: String) -> napi::Result<Option<RunRollup>> {
@@ -1121,45 +1057,6 @@ impl Store {
         })
     }
 
-    /// Runs a registry command.
-    #[napi]
-    pub fn registry(
-        &self,
-        command: InstanceCommand,
-        options: Option<CallOptions>,
-    ) -> napi::Result<InstanceOutcome> {
-        let command = convert::instance_command(command)?;
-        self.command(Call::of(options)?, move |session| {
-            Ok(convert::instance_outcome(session.execute(&command)?))
-        })
-    }
-
-    /// Sets a host setting.
-    #[napi]
-    pub fn setting(
-        &self,
-        command: SettingCommand,
-        options: Option<CallOptions>,
-    ) -> napi::Result<SettingOutcome> {
-        let command = setting_command(command)?;
-        self.command(Call::of(options)?, move |session| {
-            Ok(setting_outcome(session.execute(&command)?))
-        })
-    }
-
-    /// Charges fuel to an instance's ledger.
-    #[napi]
-    pub fn fuel(
-        &self,
-        command: FuelCommand,
-        options: Option<CallOptions>,
-    ) -> napi::Result<FuelOutcome> {
-        let command = fuel_command(command)?;
-        self.command(Call::of(options)?, move |session| {
-            Ok(fuel_outcome(session.execute(&command)?))
-        })
-    }
-
     /// The instance registered under `handle` (as annals describes it), or `null`.
     #[napi]
     pub fn instance(&self, handle: String) -> napi::Result<Option<Instance>> {
@@ -1167,19 +1064,6 @@ impl Store {
             Ok(annals::registry::instance(state, &handle)?
                 .as_ref()
                 .map(rows::instance_js))
-        })
-    }
-
-    /// Records a consumer's checkpoint.
-    #[napi]
-    pub fn consumer(
-        &self,
-        command: ConsumerCommand,
-        options: Option<CallOptions>,
-    ) -> napi::Result<ConsumerOutcome> {
-        let command = convert::consumer_command(command)?;
-        self.command(Call::of(options)?, move |session| {
-            Ok(convert::consumer_outcome(session.execute(&command)?))
         })
     }
 

@@ -14,7 +14,8 @@ use std::sync::{Mutex, PoisonError};
 use annals::leases::{FencingToken, LeaseGuard as CoreLeaseGuard};
 use annals::projection::TableSource;
 use annals::{Durability, WriteSession};
-use napi::bindgen_prelude::Function;
+use napi::bindgen_prelude::{AsyncTask, Function, ToNapiValue, TypeName};
+use napi::{Env, Task};
 use napi_derive::napi;
 use serde_json::json;
 
@@ -108,6 +109,31 @@ impl Call {
     }
 }
 
+/// A command's write, converted from JavaScript's and run in a session (`commands.rs`).
+pub(crate) type Work<T> = Box<dyn FnOnce(&mut WriteSession<'_>) -> annals::Result<T> + Send>;
+
+/// A command committed on a thread of libuv's pool (`leaseAsync`, …): its Promise settles
+/// with the outcome, or the error, once the commit is made.
+pub struct Commit<T> {
+    commit: Option<Box<dyn FnOnce() -> napi::Result<T> + Send>>,
+}
+
+impl<T: ToNapiValue + TypeName + Send + 'static> Task for Commit<T> {
+    type Output = T;
+    type JsValue = T;
+
+    fn compute(&mut self) -> napi::Result<T> {
+        match self.commit.take() {
+            Some(commit) => commit(),
+            None => Err(coded("INTERNAL", "a command's commit ran twice", json!({}))),
+        }
+    }
+
+    fn resolve(&mut self, _env: Env, outcome: T) -> napi::Result<T> {
+        Ok(outcome)
+    }
+}
+
 /// What the transaction's thread is sent.
 enum Message {
     /// Run this in the session; it answers through a channel of its own.
@@ -180,6 +206,32 @@ impl Store {
         }
         let durability = call.durability.unwrap_or(self.durability);
         self.with(|store| store.write_with(durability, guarded).map_err(to_js))
+    }
+
+    /// `work` as one command committed off the main thread, with `call`'s options: a Promise.
+    /// Not inside `transaction(fn)`, whose commands run in its own commit, in order.
+    pub(crate) fn command_async<T: ToNapiValue + TypeName + Send + 'static>(
+        &self,
+        call: Call,
+        work: impl FnOnce(&mut WriteSession<'_>) -> annals::Result<T> + Send + 'static,
+    ) -> napi::Result<AsyncTask<Commit<T>>> {
+        self.not_a_view("an async command")?;
+        self.outside_transaction("an async command")?;
+        let store = self.shared()?;
+        let durability = call.durability.unwrap_or(self.durability);
+        let commit = move || {
+            store
+                .write_with(durability, |session| {
+                    if let Some(guard) = &call.guard {
+                        session.guard(guard)?;
+                    }
+                    work(session)
+                })
+                .map_err(to_js)
+        };
+        Ok(AsyncTask::new(Commit {
+            commit: Some(Box::new(commit)),
+        }))
     }
 
     /// Runs `read` on the projections: the open transaction's, its own commands included, or

@@ -1,0 +1,315 @@
+//! Every domain's commands on the store: each converted once into the write it makes
+//! (`<domain>_work`), run either now (`lease`) or on a thread of libuv's pool (`leaseAsync`,
+//! a Promise), alone or inside `transaction(fn)` (see `transaction.rs`).
+
+use napi::bindgen_prelude::AsyncTask;
+use napi_derive::napi;
+
+use crate::lanes::{self, LaneCommand, LaneOutcome};
+use crate::runs::{self, RunCommand, RunOutcome, SpanCommand, SpanOutcome};
+use crate::transaction::{Call, CallOptions, Commit, Work};
+use crate::{
+    ConsumerCommand, ConsumerOutcome, FuelCommand, FuelOutcome, IngestCommand, IngestOutcome,
+    InstanceCommand, InstanceOutcome, LeaseCommand, LeaseOutcome, OutboxCommand, OutboxOutcome,
+    SettingCommand, SettingOutcome, Store, convert, fuel_command, fuel_outcome, setting_command,
+    setting_outcome,
+};
+
+#[napi]
+impl Store {
+    /// Runs a lease command against the current state, appending what it decides.
+    #[napi]
+    pub fn lease(
+        &self,
+        command: LeaseCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<LeaseOutcome> {
+        self.command(Call::of(options)?, lease_work(command)?)
+    }
+
+    /// `lease(command, options)` committed on a thread of libuv's pool: a Promise of its
+    /// outcome, the event loop free meanwhile.
+    #[napi(ts_return_type = "Promise<LeaseOutcome>")]
+    pub fn lease_async(
+        &self,
+        command: LeaseCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<AsyncTask<Commit<LeaseOutcome>>> {
+        self.command_async(Call::of(options)?, lease_work(command)?)
+    }
+
+    /// Runs an outbox command against the current state, appending what it decides.
+    #[napi]
+    pub fn outbox(
+        &self,
+        command: OutboxCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<OutboxOutcome> {
+        self.command(Call::of(options)?, outbox_work(command)?)
+    }
+
+    /// `outbox(command, options)` committed on a thread of libuv's pool: a Promise of its
+    /// outcome, the event loop free meanwhile.
+    #[napi(ts_return_type = "Promise<OutboxOutcome>")]
+    pub fn outbox_async(
+        &self,
+        command: OutboxCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<AsyncTask<Commit<OutboxOutcome>>> {
+        self.command_async(Call::of(options)?, outbox_work(command)?)
+    }
+
+    /// Runs a lane lease command (a reconciler's claim on one key of a lane).
+    #[napi]
+    pub fn lane(
+        &self,
+        command: LaneCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<LaneOutcome> {
+        self.command(Call::of(options)?, lane_work(command)?)
+    }
+
+    /// `lane(command, options)` committed on a thread of libuv's pool: a Promise of its
+    /// outcome, the event loop free meanwhile.
+    #[napi(ts_return_type = "Promise<LaneOutcome>")]
+    pub fn lane_async(
+        &self,
+        command: LaneCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<AsyncTask<Commit<LaneOutcome>>> {
+        self.command_async(Call::of(options)?, lane_work(command)?)
+    }
+
+    /// Runs a command on whole runs: a heartbeat, a rollup, closing, a sweep or pruning.
+    #[napi]
+    pub fn run(
+        &self,
+        command: RunCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<RunOutcome> {
+        self.command(Call::of(options)?, run_work(command)?)
+    }
+
+    /// `run(command, options)` committed on a thread of libuv's pool: a Promise of its
+    /// outcome, the event loop free meanwhile.
+    #[napi(ts_return_type = "Promise<RunOutcome>")]
+    pub fn run_async(
+        &self,
+        command: RunCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<AsyncTask<Commit<RunOutcome>>> {
+        self.command_async(Call::of(options)?, run_work(command)?)
+    }
+
+    /// Runs an ingest command: the hub's exactly-once sync ingest.
+    #[napi]
+    pub fn ingest(
+        &self,
+        command: IngestCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<IngestOutcome> {
+        self.command(Call::of(options)?, ingest_work(command)?)
+    }
+
+    /// `ingest(command, options)` committed on a thread of libuv's pool: a Promise of its
+    /// outcome, the event loop free meanwhile.
+    #[napi(ts_return_type = "Promise<IngestOutcome>")]
+    pub fn ingest_async(
+        &self,
+        command: IngestCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<AsyncTask<Commit<IngestOutcome>>> {
+        self.command_async(Call::of(options)?, ingest_work(command)?)
+    }
+
+    /// Runs a span command of the runs projection.
+    #[napi]
+    pub fn span(
+        &self,
+        command: SpanCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<SpanOutcome> {
+        self.command(Call::of(options)?, span_work(command)?)
+    }
+
+    /// `span(command, options)` committed on a thread of libuv's pool: a Promise of its
+    /// outcome, the event loop free meanwhile.
+    #[napi(ts_return_type = "Promise<SpanOutcome>")]
+    pub fn span_async(
+        &self,
+        command: SpanCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<AsyncTask<Commit<SpanOutcome>>> {
+        self.command_async(Call::of(options)?, span_work(command)?)
+    }
+
+    /// Runs a registry command.
+    #[napi]
+    pub fn registry(
+        &self,
+        command: InstanceCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<InstanceOutcome> {
+        self.command(Call::of(options)?, registry_work(command)?)
+    }
+
+    /// `registry(command, options)` committed on a thread of libuv's pool: a Promise of its
+    /// outcome, the event loop free meanwhile.
+    #[napi(ts_return_type = "Promise<InstanceOutcome>")]
+    pub fn registry_async(
+        &self,
+        command: InstanceCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<AsyncTask<Commit<InstanceOutcome>>> {
+        self.command_async(Call::of(options)?, registry_work(command)?)
+    }
+
+    /// Sets a host setting.
+    #[napi]
+    pub fn setting(
+        &self,
+        command: SettingCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<SettingOutcome> {
+        self.command(Call::of(options)?, setting_work(command)?)
+    }
+
+    /// `setting(command, options)` committed on a thread of libuv's pool: a Promise of its
+    /// outcome, the event loop free meanwhile.
+    #[napi(ts_return_type = "Promise<SettingOutcome>")]
+    pub fn setting_async(
+        &self,
+        command: SettingCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<AsyncTask<Commit<SettingOutcome>>> {
+        self.command_async(Call::of(options)?, setting_work(command)?)
+    }
+
+    /// Charges fuel to an instance's ledger.
+    #[napi]
+    pub fn fuel(
+        &self,
+        command: FuelCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<FuelOutcome> {
+        self.command(Call::of(options)?, fuel_work(command)?)
+    }
+
+    /// `fuel(command, options)` committed on a thread of libuv's pool: a Promise of its
+    /// outcome, the event loop free meanwhile.
+    #[napi(ts_return_type = "Promise<FuelOutcome>")]
+    pub fn fuel_async(
+        &self,
+        command: FuelCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<AsyncTask<Commit<FuelOutcome>>> {
+        self.command_async(Call::of(options)?, fuel_work(command)?)
+    }
+
+    /// Records a consumer's checkpoint.
+    #[napi]
+    pub fn consumer(
+        &self,
+        command: ConsumerCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<ConsumerOutcome> {
+        self.command(Call::of(options)?, consumer_work(command)?)
+    }
+
+    /// `consumer(command, options)` committed on a thread of libuv's pool: a Promise of its
+    /// outcome, the event loop free meanwhile.
+    #[napi(ts_return_type = "Promise<ConsumerOutcome>")]
+    pub fn consumer_async(
+        &self,
+        command: ConsumerCommand,
+        options: Option<CallOptions>,
+    ) -> napi::Result<AsyncTask<Commit<ConsumerOutcome>>> {
+        self.command_async(Call::of(options)?, consumer_work(command)?)
+    }
+}
+
+/// The write of `lease(command)`, converted.
+fn lease_work(command: LeaseCommand) -> napi::Result<Work<LeaseOutcome>> {
+    let command = convert::lease_command(command)?;
+    Ok(Box::new(move |session| {
+        Ok(convert::lease_outcome(session.execute(&command)?))
+    }))
+}
+
+/// The write of `outbox(command)`, converted.
+fn outbox_work(command: OutboxCommand) -> napi::Result<Work<OutboxOutcome>> {
+    let call = convert::outbox_command(command)?;
+    Ok(Box::new(move |session| {
+        Ok(match call {
+            convert::OutboxCall::Row(command) => {
+                convert::outbox_outcome(session.execute(&command)?, convert::row_key(&command))
+            }
+            convert::OutboxCall::Pull(command) => convert::pull(session.execute(&command)?),
+            convert::OutboxCall::Sweep(command) => convert::sweep(session.execute(&command)?),
+        })
+    }))
+}
+
+/// The write of `lane(command)`, converted.
+fn lane_work(command: LaneCommand) -> napi::Result<Work<LaneOutcome>> {
+    let command = lanes::lane_command(command)?;
+    Ok(Box::new(move |session| {
+        Ok(lanes::lane_outcome(session.execute(&command)?))
+    }))
+}
+
+/// The write of `run(command)`, converted.
+fn run_work(command: RunCommand) -> napi::Result<Work<RunOutcome>> {
+    let command = runs::run_command(command)?;
+    Ok(Box::new(move |session| {
+        Ok(runs::run_outcome(session.execute(&command)?))
+    }))
+}
+
+/// The write of `ingest(command)`, converted.
+fn ingest_work(command: IngestCommand) -> napi::Result<Work<IngestOutcome>> {
+    let command = convert::ingest_command(command)?;
+    Ok(Box::new(move |session| {
+        Ok(convert::ingest_outcome(session.execute(&command)?))
+    }))
+}
+
+/// The write of `span(command)`, converted.
+fn span_work(command: SpanCommand) -> napi::Result<Work<SpanOutcome>> {
+    let command = runs::span_command(command)?;
+    Ok(Box::new(move |session| {
+        Ok(runs::span_outcome(session.execute(&command)?))
+    }))
+}
+
+/// The write of `registry(command)`, converted.
+fn registry_work(command: InstanceCommand) -> napi::Result<Work<InstanceOutcome>> {
+    let command = convert::instance_command(command)?;
+    Ok(Box::new(move |session| {
+        Ok(convert::instance_outcome(session.execute(&command)?))
+    }))
+}
+
+/// The write of `setting(command)`, converted.
+fn setting_work(command: SettingCommand) -> napi::Result<Work<SettingOutcome>> {
+    let command = setting_command(command)?;
+    Ok(Box::new(move |session| {
+        Ok(setting_outcome(session.execute(&command)?))
+    }))
+}
+
+/// The write of `fuel(command)`, converted.
+fn fuel_work(command: FuelCommand) -> napi::Result<Work<FuelOutcome>> {
+    let command = fuel_command(command)?;
+    Ok(Box::new(move |session| {
+        Ok(fuel_outcome(session.execute(&command)?))
+    }))
+}
+
+/// The write of `consumer(command)`, converted.
+fn consumer_work(command: ConsumerCommand) -> napi::Result<Work<ConsumerOutcome>> {
+    let command = convert::consumer_command(command)?;
+    Ok(Box::new(move |session| {
+        Ok(convert::consumer_outcome(session.execute(&command)?))
+    }))
+}
