@@ -410,6 +410,8 @@ export declare function constants(): Constants
 
 /** The reference stores' constants, by domain. */
 export interface Constants {
+  /** How many rows a list gives without a `limit`. */
+  limits: ListLimits
   /** The outbox's. */
   outbox: OutboxConstants
   /** The runs'. */
@@ -870,6 +872,19 @@ export type LeaseOutcome =
   | { type: 'refused'; /** Why, e.g. `'held'`. */
     reason: string; /** The lease that stands, if any. */
   lease?: Lease }
+
+/**
+ * How many rows a list gives when its call names no `limit`; past it, the list's `more` is
+ * `true`.
+ */
+export interface ListLimits {
+  /** Every query's but `outboxOpenFor`'s. */
+  query: number
+  /** `outboxOpenFor`'s, as the reference's. */
+  outboxOpenFor: number
+  /** `readAll`'s and `readStream`'s. */
+  read: number
+}
 
 /** A record read back, its hashes checked. */
 export interface LogRecord {

@@ -263,6 +263,32 @@ function numbered(value, at = 'the result') {
   return copy
 }
 
+// The lists a call bounds by a `limit` (a parameter, or a field of its options): the native
+// call gives one row past it, taken off here, and the list says whether there was `more`.
+const LIMITS = native.constants().limits
+const LISTED = new Map()
+for (const [method, parameters] of Object.entries(SCHEMA.methods.Store)) {
+  parameters.forEach((parameter, at) => {
+    const options = parameter.type.ref && SCHEMA.types[parameter.type.ref]
+    const inOptions = parameter.name === 'options' && options && options.fields && Object.hasOwn(options.fields, 'limit')
+    if (parameter.name !== 'limit' && !inOptions) return
+    const fallback = method === 'outboxOpenFor' ? LIMITS.outboxOpenFor : parameter.type.ref === 'ReadOptions' ? LIMITS.read : LIMITS.query
+    LISTED.set(method, { at, inOptions, fallback })
+  })
+}
+
+/** `rows` cut to the limit `args` gave `method`, with `more` (not enumerable) saying whether rows were cut. */
+function listed(method, args, rows) {
+  const bound = LISTED.get(method)
+  if (!bound || !Array.isArray(rows)) return rows
+  const given = bound.inOptions ? args[bound.at] && args[bound.at].limit : args[bound.at]
+  const limit = given === undefined || given === null ? bound.fallback : Number(given)
+  const more = rows.length > limit
+  if (more) rows.length = limit
+  Object.defineProperty(rows, 'more', { value: more, enumerable: false })
+  return rows
+}
+
 // The key of each class's forwarding factory: a function made inside the class body can
 // read its private `#inner`.
 const FORWARD = Symbol('forward')
@@ -283,7 +309,8 @@ class Store {
       }
     }
     return function (...args) {
-      return this.#out(call(() => this.#inner[name](...argumentsOf('Store', name, args))))
+      const checked = call(() => argumentsOf('Store', name, args))
+      return listed(name, checked, this.#out(call(() => this.#inner[name](...checked))))
     }
   }
   /** `result` as this store gives results back. */

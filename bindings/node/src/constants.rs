@@ -76,9 +76,23 @@ pub struct IngestConstants {
     pub name_bytes_max: u32,
 }
 
+/// How many rows a list gives when its call names no `limit`; past it, the list's `more` is
+/// `true`.
+#[napi(object)]
+pub struct ListLimits {
+    /// Every query's but `outboxOpenFor`'s.
+    pub query: u32,
+    /// `outboxOpenFor`'s, as the reference's.
+    pub outbox_open_for: u32,
+    /// `readAll`'s and `readStream`'s.
+    pub read: u32,
+}
+
 /// The reference stores' constants, by domain.
 #[napi(object)]
 pub struct Constants {
+    /// How many rows a list gives without a `limit`.
+    pub limits: ListLimits,
     /// The outbox's.
     pub outbox: OutboxConstants,
     /// The runs'.
@@ -99,6 +113,11 @@ fn bound(value: usize) -> u32 {
 pub fn constants() -> Constants {
     use annals::{ingest, outbox, registry, runs};
     Constants {
+        limits: ListLimits {
+            query: crate::queries::QUERY_LIMIT,
+            outbox_open_for: crate::queries::OPEN_ROWS_LIMIT,
+            read: crate::convert::READ_LIMIT,
+        },
         outbox: OutboxConstants {
             claim_lease_ms: outbox::CLAIM_LEASE_MS as f64,
             max_age_ms: outbox::MAX_AGE_MS as f64,

@@ -94,10 +94,14 @@ pub fn events(events: Vec<NewEvent>) -> napi::Result<Vec<annals::NewEvent>> {
         .collect()
 }
 
-/// Where a read starts, which way it goes, and how many records it takes.
+/// How many records a read gives without a `limit`.
+pub(crate) const READ_LIMIT: u32 = 1000;
+
+/// Where a read starts, which way it goes, and how many records it asks for: one past its
+/// `limit`, which `lib.js` takes off again and reports as the list's `more`.
 pub fn read_options(options: Option<ReadOptions>) -> napi::Result<(Option<u64>, Direction, usize)> {
     let Some(options) = options else {
-        return Ok((None, Direction::Forward, 1000));
+        return Ok((None, Direction::Forward, READ_LIMIT as usize + 1));
     };
     let from = options
         .from
@@ -109,8 +113,8 @@ pub fn read_options(options: Option<ReadOptions>) -> napi::Result<(Option<u64>, 
         Some("backward") => Direction::Backward,
         Some(_) => return Err(invalid("direction", "must be 'forward' or 'backward'")),
     };
-    let limit = optional_u32(options.limit, "limit")?.unwrap_or(1000);
-    Ok((from, direction, limit as usize))
+    let limit = optional_u32(options.limit, "limit")?.unwrap_or(READ_LIMIT);
+    Ok((from, direction, limit as usize + 1))
 }
 
 pub fn append_outcome(outcome: Outcome) -> AppendOutcome {

@@ -32,9 +32,21 @@ pub struct InstancesOptions {
     pub limit: Option<f64>,
 }
 
-/// A query's `limit`, 1000 when absent.
+/// How many rows a query gives without a `limit`.
+pub(crate) const QUERY_LIMIT: u32 = 1000;
+
+/// How many rows `outboxOpenFor` gives without a `limit`, as the reference's.
+pub(crate) const OPEN_ROWS_LIMIT: u32 = 100;
+
+/// How many rows a query asks for: one past its `limit` (`QUERY_LIMIT` when absent), which
+/// `lib.js` takes off again and reports as the list's `more`.
 fn limit(limit: Option<f64>) -> napi::Result<usize> {
-    Ok(convert::optional_u32(limit, "limit")?.unwrap_or(1000) as usize)
+    limit_or(limit, QUERY_LIMIT)
+}
+
+/// [`limit`] with its own default.
+fn limit_or(limit: Option<f64>, default: u32) -> napi::Result<usize> {
+    Ok(convert::optional_u32(limit, "limit")?.unwrap_or(default) as usize + 1)
 }
 
 #[napi]
@@ -159,7 +171,7 @@ impl Store {
         peer: String,
         limit: Option<f64>,
     ) -> napi::Result<Vec<OutboxRow>> {
-        let limit = convert::optional_u32(limit, "limit")?.unwrap_or(100) as usize;
+        let limit = limit_or(limit, OPEN_ROWS_LIMIT)?;
         self.query(move |state| {
             Ok(annals::outbox::open_for(state, &peer, limit)?
                 .iter()
