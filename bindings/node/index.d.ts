@@ -902,7 +902,11 @@ export interface LogRecord {
   atMs: number
   /** Its idempotency key, if any. */
   idempotencyKey?: string
-  /** Its bytes. */
+  /**
+   * Its bytes. From `readAll`, `readStream` and `get`, a view of one buffer that a read's
+   * records share (as Node's pooled buffers are): `Buffer.from(record.payload)` keeps a copy
+   * of its own.
+   */
   payload: Buffer
   /** Its blake3 hash, lower-case hex. */
   hash: string
@@ -1131,6 +1135,19 @@ export interface OutboxRow {
   claim?: Claim
   /** Every token it was ever claimed under (a token is never reused). */
   claimTokens: Array<string>
+}
+
+/**
+ * Records packed for `lib.js`, which gives them as `LogRecord`s (the module's doc has the
+ * layout); the package's own, not a type a program meets.
+ */
+export interface PackedRecords {
+  /** Each record's fixed fields. */
+  fixed: Buffer
+  /** Each record's payload, in turn. */
+  payloads: Buffer
+  /** Each record's stream, kind, key and hash, in turn. */
+  text: string
 }
 
 /** A projection `verify` found behind the log. */

@@ -289,6 +289,50 @@ function listed(method, args, rows) {
   return rows
 }
 
+// The reads whose records cross packed (src/packed.rs): building each record here from three
+// values costs a fraction of building it through N-API a field at a time.
+const PACKED = new Map([['readAll', 'list'], ['readStream', 'list'], ['get', 'one']])
+// The `u64`s each packed record has, and the key length that says it has none.
+const FIELDS = 8
+const NO_KEY = 0xffffffff
+
+/** The records `packed` holds, as `LogRecord`s (`get`: the one, or `null`). */
+function unpacked(method, packed) {
+  const shape = PACKED.get(method)
+  if (!shape) return packed
+  const { fixed, payloads, text } = packed
+  const view = new DataView(fixed.buffer, fixed.byteOffset, fixed.byteLength)
+  const count = fixed.byteLength / (FIELDS * 8)
+  const records = new Array(count)
+  let payloadAt = 0
+  let textAt = 0
+  for (let index = 0; index < count; index++) {
+    const at = index * FIELDS * 8
+    const payloadLength = view.getUint32(at + 32, true)
+    const streamLength = view.getUint32(at + 40, true)
+    const kindLength = view.getUint32(at + 48, true)
+    const keyLength = view.getUint32(at + 60, true) === NO_KEY ? -1 : view.getUint32(at + 56, true)
+    const stream = text.slice(textAt, (textAt += streamLength))
+    const kind = text.slice(textAt, (textAt += kindLength))
+    const record = {
+      position: view.getBigUint64(at, true),
+      stream,
+      version: view.getBigUint64(at + 8, true),
+      kind,
+      schema: view.getUint32(at + 24, true),
+      atMs: Number(view.getBigUint64(at + 16, true)),
+    }
+    const key = keyLength >= 0 ? text.slice(textAt, (textAt += keyLength)) : undefined
+    record.payload = payloads.subarray(payloadAt, (payloadAt += payloadLength))
+    record.hash = text.slice(textAt, (textAt += 64))
+    // Last, as N-API sets an optional field, so that both kinds of read serialise alike.
+    if (key !== undefined) record.idempotencyKey = key
+    records[index] = record
+  }
+  if (shape === 'one') return records.length === 0 ? null : records[0]
+  return records
+}
+
 // The key of each class's forwarding factory: a function made inside the class body can
 // read its private `#inner`.
 const FORWARD = Symbol('forward')
@@ -306,6 +350,12 @@ class Store {
     if (name.endsWith('Async')) {
       return function (...args) {
         return promise(() => this.#inner[name](...argumentsOf('Store', name, args))).then((result) => this.#out(result))
+      }
+    }
+    if (PACKED.has(name)) {
+      return function (...args) {
+        const checked = call(() => argumentsOf('Store', name, args))
+        return listed(name, checked, this.#out(unpacked(name, call(() => this.#inner[name](...checked)))))
       }
     }
     return function (...args) {

@@ -13,6 +13,7 @@ mod error;
 #[cfg_attr(test, allow(dead_code))]
 mod events;
 mod lanes;
+mod packed;
 mod queries;
 mod rows;
 mod runs;
@@ -86,7 +87,9 @@ pub struct LogRecord {
     pub at_ms: f64,
     /// Its idempotency key, if any.
     pub idempotency_key: Option<String>,
-    /// Its bytes.
+    /// Its bytes. From `readAll`, `readStream` and `get`, a view of one buffer that a read's
+    /// records share (as Node's pooled buffers are): `Buffer.from(record.payload)` keeps a copy
+    /// of its own.
     pub payload: Buffer,
     /// Its blake3 hash, lower-case hex.
     pub hash: String,

@@ -11,9 +11,10 @@ use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 use serde_json::json;
 
-use crate::convert::{self, record_js};
+use crate::convert;
 use crate::error::{coded, to_js};
-use crate::{LogRecord, ReadOptions, Store};
+use crate::packed::{PackedRecords, pack};
+use crate::{ReadOptions, Store};
 
 /// What a view reads.
 pub(crate) struct View {
@@ -164,28 +165,28 @@ impl Store {
     }
 
     /// Records of the whole log, from `options.from`.
-    #[napi]
-    pub fn read_all(&self, options: Option<ReadOptions>) -> napi::Result<Vec<LogRecord>> {
+    #[napi(ts_return_type = "Array<LogRecord>")]
+    pub fn read_all(&self, options: Option<ReadOptions>) -> napi::Result<PackedRecords> {
         let (from, direction, limit) = convert::read_options(options)?;
         self.read_log(|log, end| {
             let from = from.unwrap_or(match direction {
                 Direction::Forward => 0,
                 Direction::Backward => u64::MAX,
             });
-            before(log.records(Position(from), direction)?, direction, end)
+            let records = before(log.records(Position(from), direction)?, direction, end)
                 .take(limit)
-                .map(|record| record.map(record_js))
-                .collect()
+                .collect::<annals::Result<Vec<_>>>()?;
+            Ok(pack(&records))
         })
     }
 
     /// Records of one stream, from version `options.from`.
-    #[napi]
+    #[napi(ts_return_type = "Array<LogRecord>")]
     pub fn read_stream(
         &self,
         stream: String,
         options: Option<ReadOptions>,
-    ) -> napi::Result<Vec<LogRecord>> {
+    ) -> napi::Result<PackedRecords> {
         let (from, direction, limit) = convert::read_options(options)?;
         self.read_log(|log, end| {
             let from = from.unwrap_or(match direction {
@@ -198,18 +199,18 @@ impl Store {
                 end,
             )
             .take(limit)
-            .map(|record| record.map(record_js))
-            .collect()
+            .collect::<annals::Result<Vec<_>>>()
+            .map(|records| pack(&records))
         })
     }
 
     /// The record at `position`, or `null` past the head.
-    #[napi]
-    pub fn get(&self, position: BigInt) -> napi::Result<Option<LogRecord>> {
+    #[napi(ts_return_type = "LogRecord | null")]
+    pub fn get(&self, position: BigInt) -> napi::Result<PackedRecords> {
         let at = Position(convert::position(&position, "position")?);
         self.read_log(|log, end| match end.is_some_and(|end| at >= end) {
-            true => Ok(None),
-            false => Ok(log.get(at)?.map(record_js)),
+            true => Ok(pack(&[])),
+            false => Ok(pack(log.get(at)?.as_slice())),
         })
     }
 
