@@ -11,10 +11,15 @@ use annals::{ExpectedVersion, UnknownExpectedVersion};
 
 /// An embedded, event-sourced, append-only log store.
 #[derive(Parser)]
-#[command(name = "annals", version, about)]
+#[command(name = "annals", version, about, styles = super::color::STYLES)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
+    /// When to colour what is written to a terminal: `auto` colours a terminal unless
+    /// `NO_COLOR` is set (to anything but nothing), `always` and `never` say so whatever the
+    /// output is.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    pub(crate) color: clap::ColorChoice,
     /// Print the library's spans to standard error as they close, with their durations:
     /// `-v` rebuild, verify, import and catch-up; `-vv` every commit and batch too.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -47,6 +52,9 @@ impl Command {
             Command::Keygen(args) => args.json,
             Command::Checkpoint(args) => args.json,
             Command::Tiles(args) => args.json,
+            // A completion script and a manual page are for a shell and for `man`, never
+            // JSON: their errors are text unless `--json` is given anyway (`json_asked`).
+            Command::Completions(_) | Command::Man(_) => false,
             #[cfg(feature = "witness")]
             Command::Witness(args) => args.json(),
             #[cfg(feature = "jetstream")]
@@ -136,6 +144,13 @@ pub(crate) enum Command {
     /// any tlog-tiles client to audit from a static web server. A directory written before is
     /// updated from the checkpoint it holds; one of another history is refused (exit 1).
     Tiles(TilesArgs),
+    /// Print the completion script of SHELL to standard output, for the shell to load: it
+    /// completes commands, options and their values (docs/cli.md says where each shell looks).
+    Completions(CompletionsArgs),
+    /// Print a manual page (roff) to standard output: `annals(1)`, which lists every command,
+    /// or with COMMAND that command's own page, `annals-COMMAND(1)`, as git's are
+    /// (`annals man log | man -l -` reads one).
+    Man(ManArgs),
     /// Witnesses (c2sp.org/tlog-witness): serve one that cosigns other logs' checkpoints,
     /// list the evidence it kept, or ask witnesses to cosign this log's checkpoint.
     #[cfg(feature = "witness")]
@@ -157,6 +172,30 @@ pub(crate) enum Command {
 }
 
 #[derive(Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for.
+    pub(crate) shell: clap_complete::Shell,
+}
+
+#[derive(Args)]
+pub(crate) struct ManArgs {
+    /// The command whose page to print, e.g. `log`, or `witness serve` [default: the page of
+    /// `annals` itself].
+    #[arg(value_name = "COMMAND")]
+    pub(crate) command: Vec<String>,
+}
+
+/// Whether a command that prints much (`log`, `history`, `state`) pages its output.
+#[derive(Args)]
+pub(crate) struct PagingArgs {
+    /// Write straight to standard output, never through the pager (which runs only when
+    /// standard output is a terminal: `$ANNALS_PAGER`, else `$PAGER`, else `less -FRX`; empty
+    /// or `cat` for none).
+    #[arg(long)]
+    pub(crate) no_pager: bool,
+}
+
+#[derive(Args)]
 pub(crate) struct HistoryArgs {
     /// The log file; it must exist.
     pub(crate) db: PathBuf,
@@ -174,6 +213,8 @@ pub(crate) struct HistoryArgs {
     pub(crate) filter: RecordFilterArgs,
     #[command(flatten)]
     pub(crate) style: RecordStyleArgs,
+    #[command(flatten)]
+    pub(crate) paging: PagingArgs,
 }
 
 /// Which records `log` and `history` print, as in `git log`.
@@ -516,6 +557,8 @@ pub(crate) struct StateArgs {
     /// Show times (columns ending in `at_ms`) as milliseconds instead of RFC 3339.
     #[arg(long)]
     pub(crate) ms: bool,
+    #[command(flatten)]
+    pub(crate) paging: PagingArgs,
 }
 
 #[derive(Args)]
@@ -607,6 +650,8 @@ pub(crate) struct LogArgs {
     pub(crate) filter: RecordFilterArgs,
     #[command(flatten)]
     pub(crate) style: RecordStyleArgs,
+    #[command(flatten)]
+    pub(crate) paging: PagingArgs,
 }
 
 #[derive(Args)]
@@ -878,8 +923,11 @@ mod tests {
         let mut all = Vec::new();
         leaves(&super::Cli::command(), "annals".to_owned(), &mut all);
         assert!(all.len() >= 20, "{} commands", all.len());
+        // What these print is for a shell or for `man`, never for a program reading JSON.
+        let documents = ["annals completions", "annals man"];
         let without: Vec<&str> = all
             .iter()
+            .filter(|(path, _)| !documents.contains(&path.as_str()))
             .filter(|(_, command)| {
                 !command
                     .get_arguments()

@@ -12,10 +12,14 @@ mod args;
 mod audit;
 mod backup;
 mod checkpoints;
+mod color;
 mod compact;
+mod completions;
 mod filter;
 mod keys;
+mod man;
 mod open;
+mod pager;
 mod paths;
 mod payload;
 mod progress;
@@ -64,7 +68,7 @@ pub fn main() -> ExitCode {
         Err(error) => return usage_error(error),
     };
     let json = cli.command.json();
-    trace::init(cli.verbose);
+    trace::init(cli.verbose, color::enabled(cli.color, &io::stderr()));
     // Every path is checked before any is opened: a FIFO given as a file would block the open.
     let result = paths::check_named_files(&cli.command).and_then(|()| match cli.command {
         Command::Append(args) => write::append(args),
@@ -89,6 +93,8 @@ pub fn main() -> ExitCode {
         Command::Keygen(args) => keys::keygen(args),
         Command::Checkpoint(args) => checkpoints::checkpoint(args),
         Command::Tiles(args) => tiles::tiles(args),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man(args) => man::man(args),
         #[cfg(feature = "witness")]
         Command::Witness(command) => witness::witness(command),
         #[cfg(feature = "jetstream")]
@@ -160,8 +166,7 @@ fn usage_error(error: clap::Error) -> ExitCode {
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) || !json_asked()
     {
-        // clap's own rendering (usage line, suggestions, colours) and exit code.
-        error.exit()
+        return print_clap(&error);
     }
     let message = error.kind().as_str().map_or_else(
         || error.to_string().trim().to_owned(),
@@ -174,6 +179,33 @@ fn usage_error(error: clap::Error) -> ExitCode {
         },
     );
     report(Kind::Usage, EXIT_USAGE, &message, true)
+}
+
+/// Prints help, the version or a usage error as clap renders it (usage line, suggestions),
+/// coloured as `--color` and the stream it goes to say, and exits with clap's code: 0 for help
+/// and the version on standard output, 2 for an error on standard error.
+fn print_clap(error: &clap::Error) -> ExitCode {
+    let rendered = error.render();
+    let choice = color::asked();
+    // A closed stream leaves nobody to tell; the exit code still says what happened.
+    let _ = if error.use_stderr() {
+        let mut stderr = io::stderr().lock();
+        if color::enabled(choice, &stderr) {
+            write!(stderr, "{}", rendered.ansi())
+        } else {
+            write!(stderr, "{rendered}")
+        }
+    } else {
+        let mut stdout = io::stdout().lock();
+        let written = if color::enabled(choice, &stdout) {
+            write!(stdout, "{}", rendered.ansi())
+        } else {
+            write!(stdout, "{rendered}")
+        };
+        written.and_then(|()| stdout.flush())
+    };
+    // clap's codes are 0 and 2, which fit.
+    ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(EXIT_USAGE))
 }
 
 /// Whether `--json` is among the arguments, for errors found before they parse: the flag

@@ -117,6 +117,8 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
         Command::Upgrade(args) => require_regular(&args.db, "the log"),
         // The key file is created, never opened as it is; it is of no log.
         Command::Keygen(args) => check_output(None, &args.keyfile, Output::File),
+        // They print what the arguments' declarations say, to standard output: no file.
+        Command::Completions(_) | Command::Man(_) => Ok(()),
         #[cfg(feature = "witness")]
         Command::Witness(command) => witness_files(command),
         #[cfg(feature = "jetstream")]

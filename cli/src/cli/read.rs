@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::Failure;
 use super::args::{HistoryArgs, LogArgs, StatsArgs, StreamsArgs};
 use super::filter::print_filtered;
+use super::pager::Output;
 use super::render::{print_json, print_stats, word};
 use annals::Entity;
 use annals::Store;
@@ -37,7 +38,7 @@ pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
         Direction::Forward => 0,
         Direction::Backward => u64::MAX,
     });
-    let mut out = BufWriter::new(io::stdout().lock());
+    let mut out = Output::start(&args.paging);
     let printed = match args.stream.as_deref() {
         Some(stream) => {
             require_stream(&snapshot, stream, &args.db)?;
@@ -61,8 +62,9 @@ pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
             print_filtered(&mut out, records, &args.filter, &args.style)
         }
     };
-    // The good records before a corrupt one are printed before the error is reported.
-    out.flush()?;
+    // The good records before a corrupt one are printed (and the pager quit) before the error
+    // is reported.
+    out.finish()?;
     printed.map(|_| ExitCode::SUCCESS)
 }
 
@@ -165,7 +167,7 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     } else {
         Direction::Forward
     };
-    let mut out = BufWriter::new(io::stdout().lock());
+    let mut out = Output::start(&args.paging);
     let printed = if args.archive.is_empty() {
         // Merged record by record, so a long history is never held whole.
         let records = annals::history(&snapshot, &streams, direction)?;
@@ -189,7 +191,8 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
         });
         print_filtered(&mut out, records, &args.filter, &args.style)
     };
-    // The good records before a corrupt one are printed before the error is reported.
-    out.flush()?;
+    // The good records before a corrupt one are printed (and the pager quit) before the error
+    // is reported.
+    out.finish()?;
     printed.map(|_| ExitCode::SUCCESS)
 }

@@ -5,7 +5,7 @@
 //! there are: nothing here collects a table. Shown are the tables that hold a projection's state; its index tables
 //! (`by_…`, `due`, `open_…`) repeat what those say in another order.
 
-use std::io::{self, BufWriter, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
 use annals::Position;
@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::Failure;
 use super::args::StateArgs;
+use super::pager::Output;
 use super::progress::ProgressLine;
 use super::render::print_json;
 use super::table::{OrderedRow, Row, Widths};
@@ -94,7 +95,7 @@ pub(crate) fn state(args: StateArgs) -> Result<ExitCode, Failure> {
             &replayed
         }
     };
-    let mut out = BufWriter::new(io::stdout().lock());
+    let mut out = Output::start(&args.paging);
     let mut matched = 0u64;
     for (at, table) in shown.iter().enumerate() {
         matched += if args.json {
@@ -106,7 +107,8 @@ pub(crate) fn state(args: StateArgs) -> Result<ExitCode, Failure> {
             print_text_table(&mut out, source, table, &args)?
         };
     }
-    out.flush()?;
+    // The pager is quit before a finding is reported.
+    out.finish()?;
     if let Some(key) = &args.key
         && matched == 0
     {

@@ -6,7 +6,8 @@ use tracing_subscriber::fmt::format::FmtSpan;
 
 /// Installs the subscriber for `-v` (info: rebuild, verify, import, catch-up) or `-vv` and
 /// more (debug: every commit and batch too); without `-v`, none, and spans cost one check.
-pub(crate) fn init(verbose: u8) {
+/// `color` says whether to colour them (`color.rs` decides).
+pub(crate) fn init(verbose: u8, color: bool) {
     let level = match verbose {
         0 => return,
         1 => tracing::Level::INFO,
@@ -24,6 +25,6 @@ pub(crate) fn init(verbose: u8) {
         // printed is dropped, and the command's own output ends it quietly.
         .log_internal_errors(false)
         // Colours only for a person at a terminal, never into a log file.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(color)
         .try_init();
 }

@@ -1,14 +1,28 @@
-//! The `annals` binary on its own: it starts, says what it is, and writes and reads a log.
-//! The command line's behaviour is tested at length by the workspace's tests (`tests/it`),
-//! which run this binary as a process; this test also makes `cargo test` build it for them.
+//! The `annals` binary on its own: it starts, says what it is, and writes and reads a log;
+//! `terminal` checks what it gives a person at a terminal and a shell (completions, manual
+//! pages, colour, the pager). The command line's behaviour is tested at length by the
+//! workspace's tests (`tests/it`), which run this binary as a process; this test also makes
+//! `cargo test` build it for them.
+
+mod terminal;
 
 use std::process::Command;
 
-fn annals(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_annals"))
+/// `annals` with `args`, in an environment without the variables that change how it writes
+/// (colour, the pager), whatever the developer's shell has.
+fn command(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_annals"));
+    command
         .args(args)
-        .output()
-        .expect("run annals")
+        .env_remove("NO_COLOR")
+        .env_remove("PAGER")
+        .env_remove("ANNALS_PAGER")
+        .env_remove("COLUMNS");
+    command
+}
+
+fn annals(args: &[&str]) -> std::process::Output {
+    command(args).output().expect("run annals")
 }
 
 #[test]
