@@ -94,8 +94,9 @@ pub use audit::verify::{Finding, Problem, ProjectionBehind, VerifyReport};
 pub use command::{Command, Decision, Emit};
 pub use error::JournalError;
 pub use error::{
-    AuditError, EntityProblem, Error, MetaFault, MetaItem, NotALog, OpenError, PayloadProblem,
-    Result, RollupMoment, SigningError, StreamRunsFault, TableFault, Unreadable, panic_is_caught,
+    AuditError, EntityProblem, Error, ErrorKind, MetaFault, MetaItem, NotALog, OpenError,
+    PayloadProblem, Result, RollupMoment, SigningError, StreamRunsFault, TableFault, Unreadable,
+    panic_is_caught,
 };
 pub use error::{FileKind, OutputPathError, StoreFile};
 pub use event::{DomainEvent, EventKind};

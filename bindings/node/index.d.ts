@@ -420,6 +420,12 @@ export interface Constants {
   registry: RegistryConstants
   /** The sync ingest's. */
   ingest: IngestConstants
+  /**
+   * Every code an `AnnalsError` can carry (the `ErrorCode` type), in a stable order: the
+   * library's kinds of error, which the command line's kinds also come from, then the
+   * package's own.
+   */
+  errorCodes: Array<string>
 }
 
 /** Where a consumer stopped. */

@@ -12,6 +12,7 @@ mod command;
 mod consumer;
 mod export;
 mod journal;
+mod kind;
 mod open;
 mod output_path;
 mod projection;
@@ -30,6 +31,7 @@ pub use command::{CommandProblem, LABEL_BYTES_MAX, TOKEN_INDEX_DIGITS_MAX, TOKEN
 pub use consumer::ConsumerError;
 pub use export::{ExportDamage, ExportError, ExportHeaderProblem, ExportMismatch};
 pub use journal::JournalError;
+pub use kind::ErrorKind;
 pub use open::{EntityProblem, NotALog, Unreadable};
 pub use output_path::{FileKind, OutputPathError, StoreFile};
 pub use projection::ProjectionError;

@@ -10,8 +10,8 @@ try {
   process.exit(0) // not a git checkout (a package from the registry): nothing to compare
 }
 try {
-  git(['diff', '--exit-code', '--stat', '--', 'index.d.ts', 'index.js', 'schema.json'], 'inherit')
+  git(['diff', '--exit-code', '--stat', '--', 'index.d.ts', 'index.js', 'schema.json', 'lib.d.ts'], 'inherit')
 } catch {
-  console.error('index.d.ts, index.js or schema.json differ from what the build generated: commit them')
+  console.error('index.d.ts, index.js, schema.json or lib.d.ts's ErrorCode differ from what the build generated: commit them')
   process.exit(1)
 }

@@ -110,3 +110,13 @@ function typeOf(node, reach) {
 
 const text = JSON.stringify(schemaOf(fs.readFileSync(path.join(root, 'index.d.ts'), 'utf8')), null, 1)
 fs.writeFileSync(path.join(root, 'schema.json'), `${text}\n`)
+
+// lib.d.ts's `ErrorCode`: the codes the native module lists (the library's kinds of error,
+// which the command line's kinds also come from, then the package's own), never by hand.
+const { createRequire } = await import('node:module')
+const codes = createRequire(import.meta.url)('../index.js').constants().errorCodes
+const declarations = path.join(root, 'lib.d.ts')
+const handWritten = fs.readFileSync(declarations, 'utf8')
+const union = /export type ErrorCode =\n(?:  \| '[A-Z_]+'\n)+/
+if (!union.test(handWritten)) throw new Error('lib.d.ts: no ErrorCode union to generate')
+fs.writeFileSync(declarations, handWritten.replace(union, `export type ErrorCode =\n${codes.map((code) => `  | '${code}'\n`).join('')}`))

@@ -101,6 +101,10 @@ pub struct Constants {
     pub registry: RegistryConstants,
     /// The sync ingest's.
     pub ingest: IngestConstants,
+    /// Every code an `AnnalsError` can carry (the `ErrorCode` type), in a stable order: the
+    /// library's kinds of error, which the command line's kinds also come from, then the
+    /// package's own.
+    pub error_codes: Vec<String>,
 }
 
 /// A bound the crate keeps as `usize`, all of them small.
@@ -113,6 +117,7 @@ fn bound(value: usize) -> u32 {
 pub fn constants() -> Constants {
     use annals::{ingest, outbox, registry, runs};
     Constants {
+        error_codes: crate::error::error_codes(),
         limits: ListLimits {
             query: crate::queries::QUERY_LIMIT,
             outbox_open_for: crate::queries::OPEN_ROWS_LIMIT,

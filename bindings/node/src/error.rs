@@ -4,7 +4,7 @@
 //! the Rust error carries. Every code is one of README's table (test/codes.test.js holds them
 //! equal), and a field is named as JavaScript spells it (`ttlMs`, not `ttl_ms`).
 
-use annals::{AppendError, ArchiveError, Error, OpenError, StoreError, WriterError};
+use annals::{AppendError, ArchiveError, Error, ErrorKind, OpenError, WriterError};
 use serde_json::{Value, json};
 
 /// The prefix of every message the binding throws, for `lib.js` to recognise.
@@ -29,6 +29,24 @@ pub fn at_path(error: Error, path: &str) -> napi::Error {
     coded(code, &message, fields)
 }
 
+/// The codes the binding throws of its own, beside the library's kinds (`lib.js` throws
+/// `UNSAFE_INTEGER` and `INVALID_ARGUMENT` of its own too).
+pub const OWN_CODES: [&str; 2] = ["IN_TRANSACTION", "UNSAFE_INTEGER"];
+
+/// A call that cannot run while a transaction is open, or a transaction whose session ended.
+pub const IN_TRANSACTION: &str = OWN_CODES[0];
+
+/// Every code an `AnnalsError` can carry: the library's kinds, then the binding's own
+/// (`lib.d.ts`'s `ErrorCode` is generated from it).
+pub fn error_codes() -> Vec<String> {
+    ErrorKind::ALL
+        .iter()
+        .map(|kind| kind.code())
+        .chain(OWN_CODES)
+        .map(str::to_owned)
+        .collect()
+}
+
 /// An error of `code` with `message` and `fields` (a JSON object, merged into the error by
 /// `lib.js`).
 pub fn coded(code: &str, message: &str, fields: Value) -> napi::Error {
@@ -39,7 +57,7 @@ pub fn coded(code: &str, message: &str, fields: Value) -> napi::Error {
 /// A value the caller passed that the binding cannot convert.
 pub fn invalid(field: &str, problem: &str) -> napi::Error {
     coded(
-        "INVALID_ARGUMENT",
+        ErrorKind::InvalidArgument.code(),
         &format!("{field}: {problem}"),
         json!({ "field": field }),
     )
@@ -91,90 +109,41 @@ fn field_of(error: &Error) -> Option<&'static str> {
     }
 }
 
+/// `error`'s code (the library's classification, which the command line's kinds also come
+/// from) and the fields it carries beside its message.
 fn describe(error: &Error) -> (&'static str, Value) {
+    (error.kind().code(), fields_of(error))
+}
+
+/// What `error` carries that a program may act on, beside its message: a key, a position, a
+/// path, a limit.
+fn fields_of(error: &Error) -> Value {
+    let path = |path: &std::path::Path| json!({ "path": path.display().to_string() });
     match error {
-        Error::Append(AppendError::WrongExpectedVersion { .. }) => {
-            ("WRONG_EXPECTED_VERSION", json!({}))
+        Error::Append(AppendError::Conflict { key, position }) => {
+            json!({ "key": key, "position": position.0.to_string() })
         }
-        Error::Append(AppendError::Conflict { key, position }) => (
-            "IDEMPOTENCY_CONFLICT",
-            json!({ "key": key, "position": position.0.to_string() }),
-        ),
-        Error::Append(AppendError::Limit(limit)) | Error::Config(limit) => {
-            ("LIMIT", limit_fields(limit))
-        }
-        Error::Append(_) => ("APPEND_REFUSED", json!({})),
-        Error::Store(StoreError::Fenced { .. }) => ("FENCED", json!({})),
-        Error::Store(StoreError::ReservedKind { .. }) => ("RESERVED_KIND", json!({})),
-        Error::Store(_) => ("REFUSED", json!({})),
-        Error::Open(OpenError::Held { .. }) => ("HELD", json!({})),
-        Error::Open(OpenError::Missing { path }) => {
-            ("NOT_FOUND", json!({ "path": path.display().to_string() }))
-        }
-        Error::Open(OpenError::NotAnnalsLog { path, .. }) => {
-            ("NOT_A_LOG", json!({ "path": path.display().to_string() }))
-        }
-        Error::Open(OpenError::NeedsUpgrade { .. }) => ("NEEDS_UPGRADE", json!({})),
-        Error::Open(_) => ("OPEN_FAILED", json!({})),
-        Error::Corrupt { position, .. } => {
-            ("CORRUPT", json!({ "position": position.0.to_string() }))
-        }
-        Error::CorruptValue { .. }
-        | Error::CorruptMeta { .. }
-        | Error::DamagedFile { .. }
-        | Error::CorruptProjection { .. }
-        | Error::UndecodableEvent { .. }
-        | Error::Projection(annals::ProjectionError::Invariant { .. })
-        // The log under a consumer's checkpoint is not the log it read.
-        | Error::Consumer(_) => ("CORRUPT", json!({})),
-        Error::InvalidCommand { .. } => ("INVALID_COMMAND", json!({})),
-        // A proof asked of a size or position the log does not have.
-        Error::Audit(_) => ("INVALID_ARGUMENT", json!({})),
-        Error::ReadOnly => ("READ_ONLY", json!({})),
-        Error::Subscription(_) => ("SUBSCRIPTION_LOST", json!({})),
-        Error::Writer(WriterError::Closed) => ("CLOSED", json!({})),
-        Error::Writer(WriterError::Batch(inner)) => describe(inner),
-        Error::Writer(WriterError::InvalidOption { max, .. }) => {
-            ("INVALID_ARGUMENT", json!({ "limit": max }))
-        }
+        Error::Append(AppendError::Limit(limit)) | Error::Config(limit) => limit_fields(limit),
+        Error::Open(OpenError::Missing { path: missing }) => path(missing),
+        Error::Open(OpenError::NotAnnalsLog { path: file, .. }) => path(file),
+        Error::Corrupt { position, .. } => json!({ "position": position.0.to_string() }),
+        Error::Writer(WriterError::Batch(inner)) => fields_of(inner),
+        Error::Writer(WriterError::InvalidOption { max, .. }) => json!({ "limit": max }),
         Error::Archive(ArchiveError::Archived {
             position,
             before,
             archive,
-        }) => (
-            "ARCHIVED",
-            json!({
-                "position": position.0.to_string(),
-                "before": before.0.to_string(),
-                "archive": archive,
-            }),
-        ),
-        Error::Archive(ArchiveError::NotInCut { projection, before }) => (
-            "NOT_IN_CUT",
-            json!({ "projection": projection, "before": before.0.to_string() }),
-        ),
-        Error::Archive(_) => ("ARCHIVE_REFUSED", json!({})),
-        Error::Journal(annals::JournalError::Unsettled { .. }) => ("HELD", json!({})),
-        Error::Journal(
-            annals::JournalError::Poisoned { .. } | annals::JournalError::Unusable { .. },
-        ) => ("IO", json!({})),
-        Error::Journal(_) => ("CORRUPT", json!({})),
-        Error::NoSpace { path } => ("IO", json!({ "path": path.display().to_string() })),
-        // A missing folder is what `NOT_FOUND` means elsewhere; the rest is a path that must
-        // not be written.
-        Error::OutputPath(refused @ annals::OutputPathError::NoFolder { .. }) => (
-            "NOT_FOUND",
-            json!({ "path": refused.path().display().to_string() }),
-        ),
-        Error::OutputPath(refused) => (
-            "OUTPUT_PATH",
-            json!({ "path": refused.path().display().to_string() }),
-        ),
-        Error::Io(_) | Error::Storage(_) => ("IO", json!({})),
-        // A writer's job that panicked or whose answer was lost, a projection registered
-        // wrongly, signing, export, and what a later annals adds: none is the caller's to
-        // fix, and none has a code of its own.
-        _ => ("INTERNAL", json!({})),
+        }) => json!({
+            "position": position.0.to_string(),
+            "before": before.0.to_string(),
+            "archive": archive,
+        }),
+        Error::Archive(ArchiveError::NotInCut { projection, before }) => {
+            json!({ "projection": projection, "before": before.0.to_string() })
+        }
+        Error::NoSpace { path: device } => path(device),
+        Error::OutputPath(refused) => path(refused.path()),
+        _ => json!({}),
     }
 }
 

@@ -1105,7 +1105,11 @@ impl Store {
 }
 
 fn closed() -> napi::Error {
-    error::coded("CLOSED", "the store is closed", serde_json::json!({}))
+    error::coded(
+        annals::ErrorKind::Closed.code(),
+        "the store is closed",
+        serde_json::json!({}),
+    )
 }
 
 /// Where a subscription starts.
@@ -1153,9 +1157,13 @@ pub struct Writer {
 impl Writer {
     fn handle(&self) -> napi::Result<annals::Writer> {
         let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        guard
-            .clone()
-            .ok_or_else(|| error::coded("CLOSED", "the writer is closed", serde_json::json!({})))
+        guard.clone().ok_or_else(|| {
+            error::coded(
+                annals::ErrorKind::Closed.code(),
+                "the writer is closed",
+                serde_json::json!({}),
+            )
+        })
     }
 }
 

@@ -125,7 +125,11 @@ impl<T: ToNapiValue + TypeName + Send + 'static> Task for Commit<T> {
     fn compute(&mut self) -> napi::Result<T> {
         match self.commit.take() {
             Some(commit) => commit(),
-            None => Err(coded("INTERNAL", "a command's commit ran twice", json!({}))),
+            None => Err(coded(
+                annals::ErrorKind::Internal.code(),
+                "a command's commit ran twice",
+                json!({}),
+            )),
         }
     }
 
@@ -160,7 +164,7 @@ impl Open {
 /// reported by `transaction` itself).
 fn session_gone() -> napi::Error {
     coded(
-        "IN_TRANSACTION",
+        crate::error::IN_TRANSACTION,
         "the transaction's session ended: the transaction fails",
         json!({}),
     )
@@ -271,7 +275,7 @@ impl Store {
     pub(crate) fn outside_transaction(&self, method: &str) -> napi::Result<()> {
         match self.transaction.is_open() {
             true => Err(coded(
-                "IN_TRANSACTION",
+                crate::error::IN_TRANSACTION,
                 &format!("{method}() cannot run inside a transaction: call it after it"),
                 json!({}),
             )),
@@ -327,9 +331,13 @@ impl Store {
                 let _ = jobs.send(Message::Commit);
             }
             drop(jobs);
-            let committed = session
-                .join()
-                .map_err(|_| coded("INTERNAL", "the transaction's session panicked", json!({})))?;
+            let committed = session.join().map_err(|_| {
+                coded(
+                    annals::ErrorKind::Internal.code(),
+                    "the transaction's session panicked",
+                    json!({}),
+                )
+            })?;
             match (committing, committed) {
                 (Ok(true), committed) => committed.map(drop).map_err(to_js),
                 // `callback` threw: aborted, unless the session had failed first.

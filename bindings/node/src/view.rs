@@ -99,7 +99,7 @@ impl Store {
     pub(crate) fn not_a_view(&self, method: &str) -> napi::Result<()> {
         match self.is_view() {
             true => Err(coded(
-                "READ_ONLY",
+                annals::ErrorKind::ReadOnly.code(),
                 &format!("{method}(): a snapshot or stateAt view reads only; call it on the store"),
                 json!({}),
             )),

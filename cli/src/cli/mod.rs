@@ -44,10 +44,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use annals::AppendError;
-use annals::export::ExportError;
-use annals::projection::ProjectionError;
-use annals::{ArchiveError, Error, FileKind, OpenError, OutputPathError};
+use annals::{Error, ErrorKind, FileKind, OpenError, OutputPathError};
 
 use args::{Cli, Command};
 
@@ -300,15 +297,43 @@ impl Kind {
 
     /// The kind of a failed file operation.
     fn of_io(error: &io::Error) -> Kind {
-        match error.kind() {
-            io::ErrorKind::NotFound => Kind::NotFound,
-            io::ErrorKind::IsADirectory => Kind::IsADirectory,
-            io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
-                Kind::PermissionDenied
-            }
-            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => Kind::NoSpace,
+        Kind::of_error(ErrorKind::of_io(error)).0
+    }
+
+    /// The command line's kind of the library's `kind`, and its exit code: every append
+    /// refusal (a limit too), every damaged file and every refused cut is a finding (1), the
+    /// rest usage or I/O (2).
+    fn of_error(kind: ErrorKind) -> (Kind, u8) {
+        let ours = match kind {
+            ErrorKind::WrongExpectedVersion
+            | ErrorKind::IdempotencyConflict
+            | ErrorKind::AppendRefused
+            | ErrorKind::Fenced
+            | ErrorKind::ReservedKind => return (Kind::Refused, EXIT_FINDINGS),
+            ErrorKind::Limit => return (Kind::InvalidInput, EXIT_FINDINGS),
+            // A refusal of the store as it is (a mode, a compaction under way): not the log's
+            // content.
+            ErrorKind::Refused => return (Kind::Refused, EXIT_USAGE),
+            ErrorKind::ArchiveRefused | ErrorKind::NotInCut => Kind::Refused,
+            ErrorKind::InvalidCommand
+            | ErrorKind::InvalidArgument
+            | ErrorKind::InvalidConfig
+            | ErrorKind::OutputPath => Kind::InvalidInput,
+            ErrorKind::NotFound => Kind::NotFound,
+            ErrorKind::IsADirectory => Kind::IsADirectory,
+            ErrorKind::PermissionDenied => Kind::PermissionDenied,
+            ErrorKind::NoSpace => Kind::NoSpace,
+            ErrorKind::Held => Kind::Held,
+            ErrorKind::Exists => Kind::Exists,
+            ErrorKind::StoreFile => Kind::StoreFile,
+            ErrorKind::NotALog => Kind::NotALog,
+            ErrorKind::NeedsUpgrade => Kind::NeedsUpgrade,
+            ErrorKind::Corrupt => Kind::Corrupt,
+            ErrorKind::Behind => Kind::Finding,
+            ErrorKind::Archived => Kind::Archived,
             _ => Kind::Io,
-        }
+        };
+        (ours, ours.exit())
     }
 }
 
@@ -392,98 +417,20 @@ impl From<Error> for Failure {
             let folder = io::Error::from(io::ErrorKind::IsADirectory);
             return Failure::file(path, true, &folder);
         }
-        let message = error.to_string();
-        let kind = match &error {
-            Error::Append(AppendError::Limit(_)) => Kind::InvalidInput,
-            Error::Append(_) | Error::Store(_) => Kind::Refused,
-            Error::Corrupt { .. }
-            | Error::CorruptValue { .. }
-            | Error::CorruptMeta { .. }
-            | Error::DamagedFile { .. }
-            | Error::CorruptProjection { .. }
-            | Error::UndecodableEvent { .. }
-            | Error::Projection(ProjectionError::Invariant { .. }) => Kind::Corrupt,
-            Error::Projection(ProjectionError::Behind { .. }) => Kind::Finding,
-            Error::NoSpace { .. } => Kind::NoSpace,
-            Error::Export(export) => match export.as_ref() {
-                ExportError::Io(io) => Kind::of_io(io),
-                ExportError::Mismatch { .. } => Kind::Refused,
-                _ => Kind::Corrupt,
-            },
-            Error::Open(
-                OpenError::Unreadable { path, .. } | OpenError::NotAnnalsLog { path, .. },
-            ) if let Some(failure) = diagnose(
+        if let Error::Open(
+            OpenError::Unreadable { path, .. } | OpenError::NotAnnalsLog { path, .. },
+        ) = &error
+            && let Some(failure) = diagnose(
                 path,
                 matches!(error, Error::Open(OpenError::Unreadable { .. })),
-            ) =>
-            {
-                // redb and the format check report the file system's refusal in their own
-                // words; the path says which refusal it was.
-                return failure;
-            }
-            Error::Open(OpenError::Missing { .. }) => Kind::NotFound,
-            Error::Open(OpenError::Held { .. }) => Kind::Held,
-            Error::Open(OpenError::NeedsUpgrade { .. }) => Kind::NeedsUpgrade,
-            Error::Open(OpenError::NotAnnalsLog { .. } | OpenError::UnsupportedFormat { .. }) => {
-                Kind::NotALog
-            }
-            Error::Open(OpenError::Unreadable { .. }) => Kind::Io,
-            Error::OutputPath(refused) => match refused {
-                OutputPathError::StoreFile { .. } => Kind::StoreFile,
-                OutputPathError::NoFolder { .. } => Kind::NotFound,
-                OutputPathError::Io { error, .. } => Kind::of_io(error),
-                _ => Kind::InvalidInput,
-            },
-            Error::Io(io) => Kind::of_io(io),
-            Error::Storage(redb::Error::Io(io)) => Kind::of_io(io),
-            Error::Audit(_) | Error::InvalidCommand { .. } | Error::Config(_) => Kind::InvalidInput,
-            Error::Signing(annals::SigningError::Diverged { .. }) => Kind::Corrupt,
-            Error::Signing(
-                annals::SigningError::Unsignable { .. }
-                | annals::SigningError::CosignedUnopened { .. },
-            ) => Kind::InvalidInput,
-            Error::Signing(_) => Kind::Refused,
-            Error::Archive(ArchiveError::Archived { .. }) => Kind::Archived,
-            Error::Archive(ArchiveError::ArchiveExists { .. }) => Kind::Exists,
-            Error::Archive(ArchiveError::ArchiveName { .. }) => Kind::InvalidInput,
-            Error::Archive(ArchiveError::NoFolder { .. }) => Kind::NotFound,
-            Error::Archive(
-                ArchiveError::ArchiveGap { .. }
-                | ArchiveError::ArchivedHash { .. }
-                | ArchiveError::UndecodableCut { .. }
-                | ArchiveError::SnapshotDiffers { .. },
-            ) => Kind::Corrupt,
-            Error::Archive(_) => Kind::Refused,
-            // A writer draining under every read: the log is busy, not damaged.
-            Error::Journal(annals::JournalError::Unsettled { .. }) => Kind::Held,
-            Error::Journal(
-                annals::JournalError::Poisoned { .. } | annals::JournalError::Unusable { .. },
-            ) => Kind::Io,
-            Error::Journal(_) => Kind::Corrupt,
-            _ => Kind::Io,
-        };
-        // The exit codes stay what they were before kinds: every append refusal (a limit
-        // too) and every damaged log or export file is a finding, the rest usage or I/O.
-        let finding = matches!(
-            error,
-            Error::Append(_)
-                // Appends refused for what they hold, as the append errors are.
-                | Error::Store(
-                    annals::StoreError::ReservedKind { .. }
-                        | annals::StoreError::CutKind { .. }
-                        | annals::StoreError::Fenced { .. }
-                )
-                | Error::Projection(ProjectionError::Behind { .. })
-                | Error::Corrupt { .. }
-                | Error::CorruptValue { .. }
-                | Error::CorruptMeta { .. }
-                | Error::DamagedFile { .. }
-                | Error::CorruptProjection { .. }
-                | Error::Projection(ProjectionError::Invariant { .. })
-                | Error::Signing(annals::SigningError::Diverged { .. })
-        ) || kind.exit() == EXIT_FINDINGS && matches!(error, Error::Archive(_))
-            || matches!(&error, Error::Export(export) if !matches!(**export, ExportError::Io(_)));
-        let exit = if finding { EXIT_FINDINGS } else { EXIT_USAGE };
+            )
+        {
+            // redb and the format check report the file system's refusal in their own
+            // words; the path says which refusal it was.
+            return failure;
+        }
+        let (kind, exit) = Kind::of_error(error.kind());
+        let message = error.to_string();
         Failure::Of {
             kind,
             exit,
