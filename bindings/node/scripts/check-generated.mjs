@@ -12,6 +12,6 @@ try {
 try {
   git(['diff', '--exit-code', '--stat', '--', 'index.d.ts', 'index.js', 'schema.json', 'lib.d.ts'], 'inherit')
 } catch {
-  console.error('index.d.ts, index.js, schema.json or lib.d.ts's ErrorCode differ from what the build generated: commit them')
+  console.error('index.d.ts, index.js, schema.json or the ErrorCode of lib.d.ts differ from what the build generated: commit them')
   process.exit(1)
 }
