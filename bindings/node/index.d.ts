@@ -322,7 +322,7 @@ export interface AckRefusal {
   /** The row's key. */
   key: string
   /** Why. */
-  reason: string
+  reason: OutboxRefusal
 }
 
 /**
@@ -426,6 +426,11 @@ export interface Constants {
    * package's own.
    */
   errorCodes: Array<string>
+  /**
+   * The names each reason, status and kind can take (`names.LeaseRefusal`: `'held'`, …),
+   * the unions of string literals the TypeScript declarations type them with.
+   */
+  names: Record<string, Array<string>>
 }
 
 /** Where a consumer stopped. */
@@ -462,7 +467,7 @@ export type ConsumerOutcome =
   | { type: 'unchanged'; /** The checkpoint as it stands. */
   checkpoint: ConsumerCheckpoint }
   | { type: 'refused'; /** Why. */
-    reason: string; /** The checkpoint that stands. */
+    reason: ConsumerRefusal; /** The checkpoint that stands. */
   checkpoint: ConsumerCheckpoint }
 
 /**
@@ -488,7 +493,7 @@ export interface ExpiredRow {
   /** The row's key. */
   key: string
   /** Why it expired. */
-  reason: string
+  reason: ExpiryReason
 }
 
 /**
@@ -631,7 +636,7 @@ export type IngestOutcome =
   | { type: 'duplicate'; /** The event as held, with its first receipt time. */
   event: IngestedEvent }
   | { type: 'conflict'; /** Why. */
-    reason: string; /** The content hash held under the key, for `sequence_reused`. */
+    reason: IngestConflict; /** The content hash held under the key, for `sequence_reused`. */
   existingHash?: string }
 
 /** An instance the host registers. */
@@ -651,9 +656,9 @@ export interface Instance {
   /** Whom it knows: handles, or `['*']` for every other enabled instance. */
   knows: Array<string>
   /** `'enabled'` or `'disabled'`. */
-  status: string
+  status: InstanceStatus
   /** `'agent'` or `'mailbox'`. */
-  kind: string
+  kind: InstanceKind
   /** A mailbox's owner (hex identity), if any. */
   owner?: string
   /** Overlay names routed to it. */
@@ -670,7 +675,7 @@ export type InstanceCommand =
   nowMs: number }
   | { type: 'setStatus'; /** The handle. */
     handle: string; /** `'enabled'` or `'disabled'`. */
-    status: string; /** The caller's clock. */
+    status: InstanceStatus; /** The caller's clock. */
   nowMs: number }
   | { type: 'setKnows'; /** The handle. */
     handle: string; /**
@@ -705,7 +710,7 @@ export interface InstanceFields {
   /** Whom it knows: handles, or `['*']` for every other enabled instance. */
   knows?: Array<string>
   /** `'enabled'` (default) or `'disabled'`. */
-  status?: string
+  status?: InstanceStatus
   /** `'agent'` (default) or `'mailbox'`. */
   kind?: string
   /** A mailbox's owner (hex identity). */
@@ -742,7 +747,7 @@ export type InstanceOutcome =
 /** Which instances `instances` lists. */
 export interface InstancesOptions {
   /** Only those with this status (`'enabled'` or `'disabled'`). */
-  status?: string
+  status?: InstanceStatus
   /** At most this many; default 1000. */
   limit?: number
 }
@@ -795,7 +800,7 @@ export type LaneOutcome =
   | { type: 'done'; /** The lane lease now. */
   lane: LaneLease }
   | { type: 'refused'; /** Why. */
-    reason: string; /** The lane lease that stands, if any. */
+    reason: LeaseRefusal; /** The lane lease that stands, if any. */
   lane?: LaneLease }
 
 /** A lease: who holds a resource, under which fencing token, until when. */
@@ -876,7 +881,7 @@ export type LeaseOutcome =
   | { type: 'released'; /** The lease as it was. */
   lease: Lease }
   | { type: 'refused'; /** Why, e.g. `'held'`. */
-    reason: string; /** The lease that stands, if any. */
+    reason: LeaseRefusal; /** The lease that stands, if any. */
   lease?: Lease }
 
 /**
@@ -966,7 +971,7 @@ export interface OpenRunRollup {
   /** The run. */
   run: string
   /** `'session'` or `'cron'`. */
-  origin: string
+  origin: SpanOrigin
   /** The root's name. */
   name: string
   /** Its session, if any. */
@@ -1110,7 +1115,7 @@ export type OutboxOutcome =
     keys: Array<string>; /** Whether more rows qualify than one sweep takes. */
   more: boolean }
   | { type: 'refused'; /** Why. */
-    reason: string; /** The row that caused it. */
+    reason: OutboxRefusal; /** The row that caused it. */
   key: string }
 
 /** An outbox row: a delivery owed to a peer. */
@@ -1126,7 +1131,7 @@ export interface OutboxRow {
   /** What is delivered. */
   payload: Buffer
   /** `'pending'`, `'waiting'`, `'claimed'`, `'done'` or `'expired'`. */
-  state: string
+  state: OutboxState
   /** Failed pushes so far. */
   attempts: number
   /** When a `pending` row is due again after a failure. */
@@ -1223,7 +1228,7 @@ export interface RunChange {
   /** The span it changed. */
   span: string
   /** `'span_started'`, `'span_patched'`, `'span_ended'` or `'event_appended'`. */
-  kind: string
+  kind: RunChangeKind
   /** The event's index, for `'event_appended'`. */
   eventIndex?: number
 }
@@ -1241,7 +1246,7 @@ export type RunCommand =
   nowMs: number }
   | { type: 'cascadeClose'; /** The run. */
     run: string; /** The outcome written on every open span. */
-    outcome: string; /** The reason written on every open span. */
+    outcome: SpanEnd; /** The reason written on every open span. */
     reason: string; /** The caller's clock: the spans' end. */
   nowMs: number }
   | { type: 'sweepOrphans'; /** The gone writer. */
@@ -1275,14 +1280,14 @@ export type RunOutcome =
     runs: Array<string>; /** Spans deleted in all. */
   spansDeleted: number }
   | { type: 'refused'; /** Why. */
-  reason: string }
+  reason: RunRefusal }
 
 /** The rollup of a run whose root ended: its spans' usage and cost summed. */
 export interface RunRollup {
   /** The run. */
   run: string
   /** `'session'` or `'cron'`. */
-  origin: string
+  origin: SpanOrigin
   /** The root's name. */
   name: string
   /** Its session, if any. */
@@ -1294,7 +1299,7 @@ export interface RunRollup {
   /** When it ended. */
   endedAtMs: number
   /** How it ended. */
-  outcome: string
+  outcome: SpanEnd
   /** `endedAtMs - startedAtMs`. */
   durationMs: number
   /** Spans in the run. */
@@ -1380,9 +1385,9 @@ export interface Span {
   /** Its name. */
   name: string
   /** `'turn'`, `'tool'`, `'subagent'`, `'llm_call'`, … */
-  kind: string
+  kind: SpanKind
   /** `'session'` or `'cron'`. */
-  origin: string
+  origin: SpanOrigin
   /** Its session, if any. */
   sessionId?: string
   /** Its scheduled job, if any. */
@@ -1400,7 +1405,7 @@ export interface Span {
   /** When it ended, if it has. */
   endedAtMs?: number
   /** How it ended, if it has. */
-  outcome?: string
+  outcome?: SpanEnd
   /** Why, if said. */
   outcomeReason?: string
   /** What it used. */
@@ -1429,8 +1434,8 @@ export type SpanCommand =
     span: string; /** Its parent span, if any. */
     parent?: string; /** Its name. */
     name: string; /** What it is a unit of: `'turn'`, `'tool'`, `'subagent'` or `'cron'`. */
-    kind: string; /** Where its run came from: `'session'` or `'cron'`. */
-    origin: string; /** Its writer: the process identity that writes it. */
+    kind: SpanKind; /** Where its run came from: `'session'` or `'cron'`. */
+    origin: SpanOrigin; /** Its writer: the process identity that writes it. */
     writer: string; /** The session it belongs to, if any. */
     sessionId?: string; /** The scheduled job it belongs to, if any. */
     jobName?: string; /** `'subscription'` or `'api'`, if known. */
@@ -1448,7 +1453,7 @@ export type SpanCommand =
   | { type: 'end'; /** The run. */
     run: string; /** The span. */
     span: string; /** How it ended. */
-    outcome: string; /** Why, if said. */
+    outcome: SpanEnd; /** Why, if said. */
     reason?: string; /** Final usage merged in. */
     usage?: SpanUsage; /** Final attributes merged in. */
     attributes?: Record<string, string>; /** The caller's clock: the span's end. */
@@ -1507,7 +1512,7 @@ export type SpanOutcome =
     eventIndex: number; /** Whether its payload was cut to the cap. */
   truncated: boolean }
   | { type: 'refused'; /** Why. */
-  reason: string }
+  reason: SpanRefusal }
 
 /** Tokens and cost a span reports; an absent field is left as it is. */
 export interface SpanUsage {
@@ -1575,3 +1580,85 @@ export interface WriterOptions {
   /** Most commands waiting; a caller finding the queue full waits for room. */
   queueDepth?: number
 }
+
+// The names a reason, status or kind takes (scripts/schema.mjs, from constants.names).
+
+export type ConsumerRefusal =
+  | 'behind'
+  | 'diverged'
+
+export type ExpiryReason =
+  | 'max_age'
+  | 'claim_lapsed'
+  | 'given_up'
+
+export type IngestConflict =
+  | 'sequence_reused'
+  | 'project_mismatch'
+  | 'home_runtime_mismatch'
+
+export type InstanceKind =
+  | 'agent'
+  | 'mailbox'
+
+export type InstanceStatus =
+  | 'enabled'
+  | 'disabled'
+
+export type LeaseRefusal =
+  | 'held'
+  | 'superseded'
+  | 'expired'
+  | 'missing'
+
+export type OutboxRefusal =
+  | 'missing'
+  | 'wrong_state'
+  | 'other_peer'
+  | 'other_token'
+  | 'token_reused'
+
+export type OutboxState =
+  | 'pending'
+  | 'waiting'
+  | 'claimed'
+  | 'done'
+  | 'expired'
+
+export type RunChangeKind =
+  | 'span_started'
+  | 'span_patched'
+  | 'span_ended'
+  | 'event_appended'
+
+export type RunRefusal =
+  | 'run_missing'
+  | 'run_closed'
+  | 'detail_pruned'
+
+export type SpanEnd =
+  | 'success'
+  | 'error'
+  | 'timeout'
+  | 'cancelled'
+  | 'denied'
+  | 'interrupted'
+
+export type SpanKind =
+  | 'turn'
+  | 'tool'
+  | 'subagent'
+  | 'cron'
+
+export type SpanOrigin =
+  | 'session'
+  | 'cron'
+
+export type SpanRefusal =
+  | 'span_exists'
+  | 'span_in_another_run'
+  | 'run_closed'
+  | 'root_exists'
+  | 'parent_missing'
+  | 'span_missing'
+  | 'span_ended'

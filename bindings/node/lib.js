@@ -71,6 +71,8 @@ function wanted(type) {
   }
   if (type.array) return 'an array'
   if (type.either) return type.either.map(wanted).join(' or ')
+  const names = type.ref && SCHEMA.types[type.ref].names
+  if (names) return `one of ${names.map((name) => `'${name}'`).join(', ')}`
   return 'an object'
 }
 
@@ -137,6 +139,11 @@ function given(declared, value, field, prefix = `${field}.`) {
   if (type.array) {
     if (!Array.isArray(value)) throw invalid(field, `must be an array, not ${seen(value)}`)
     return Array.from(value, (item, at) => given({ type: type.array }, item, `${field}[${at}]`))
+  }
+  const names = type.ref && SCHEMA.types[type.ref].names
+  if (names) {
+    if (typeof value === 'string' && names.includes(value)) return value
+    throw invalid(field, `must be one of ${names.map((name) => `'${name}'`).join(', ')}; not ${typeof value === 'string' ? `'${value}'` : seen(value)}`)
   }
   const object = objectAt(value, field)
   // Without a prototype, napi-rs finds in the copy only what was checked, nothing inherited.

@@ -17,7 +17,7 @@ use crate::record::{Position, Record};
 use crate::validate;
 
 /// Why a checkpoint was not recorded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ConsumerRefusal {
     /// The stored checkpoint is further on.

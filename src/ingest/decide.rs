@@ -38,7 +38,7 @@ const _: () = assert!(
 
 /// Why an event was not accepted: the reference's conflict reasons, each a security alert
 /// (a runtime reusing a sequence, or claiming a project or run that is not its own).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IngestConflict {
     /// The key already holds another event: another content hash, or another hub project.

@@ -13,7 +13,7 @@ use crate::projection::table::TableSource;
 use crate::validate;
 
 /// Why a lease command did not get what it asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LeaseRefusal {
     /// Someone else holds a live lease.

@@ -116,7 +116,7 @@ impl Default for Backoff {
 }
 
 /// Why an outbox command (or one row of an ack) did not get what it asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OutboxRefusal {
     /// There is no row with that key.

@@ -38,7 +38,7 @@ pub fn run_stream(run: &str) -> String {
 }
 
 /// Why a span command was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SpanRefusal {
     /// A span with this id already exists in the run.
@@ -206,7 +206,7 @@ pub enum SpanCommandOutcome {
 }
 
 /// Why a run command was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunRefusal {
     /// No such run.

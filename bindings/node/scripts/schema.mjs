@@ -50,10 +50,12 @@ function schemaOf(text) {
   return { methods, types: Object.fromEntries(Object.entries(types).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) }
 }
 
-/** An interface's fields, or a union's variants by their `type`. */
+/** An interface's fields, a union's variants by their `type`, or a union of names. */
 function declared(declaration, reach) {
   if (ts.isInterfaceDeclaration(declaration)) return { fields: fieldsOf(declaration.members, reach) }
   if (ts.isTypeAliasDeclaration(declaration) && ts.isUnionTypeNode(declaration.type)) {
+    const literals = declaration.type.types.filter((member) => ts.isLiteralTypeNode(member) && ts.isStringLiteral(member.literal))
+    if (literals.length === declaration.type.types.length) return { names: literals.map((member) => member.literal.text) }
     const variants = {}
     for (const member of declaration.type.types) {
       const tag = member.members.find((field) => field.name.text === 'type')
@@ -62,7 +64,7 @@ function declared(declaration, reach) {
     }
     return { tag: 'type', variants }
   }
-  throw new Error(`index.d.ts: ${declaration.name.text} is neither an interface nor a union of commands`)
+  throw new Error(`index.d.ts: ${declaration.name.text} is neither an interface, a union of commands nor one of names`)
 }
 
 function fieldsOf(members, reach) {
@@ -108,13 +110,27 @@ function typeOf(node, reach) {
   throw new Error(`index.d.ts: no schema for the type ${node.getText()}`)
 }
 
-const text = JSON.stringify(schemaOf(fs.readFileSync(path.join(root, 'index.d.ts'), 'utf8')), null, 1)
+// The native module's lists: the names of reasons, statuses and kinds, and the error codes.
+const { createRequire } = await import('node:module')
+const { names, errorCodes } = createRequire(import.meta.url)('../index.js').constants()
+
+// index.d.ts's unions of names: napi-rs types each field that carries one with its union's
+// name (`ts_type`), and declares no union; they are declared here, after what napi-rs wrote,
+// from the lists the Rust enums give (src/names.rs).
+const NAMES_START = '// The names a reason, status or kind takes (scripts/schema.mjs, from constants.names).\n'
+const nativeDeclarations = path.join(root, 'index.d.ts')
+const generated = fs.readFileSync(nativeDeclarations, 'utf8').split(NAMES_START)[0].trimEnd()
+const unions = Object.keys(names)
+  .sort()
+  .map((name) => `export type ${name} =\n${names[name].map((value) => `  | '${value}'\n`).join('')}`)
+fs.writeFileSync(nativeDeclarations, `${generated}\n\n${NAMES_START}\n${unions.join('\n')}`)
+
+const text = JSON.stringify(schemaOf(fs.readFileSync(nativeDeclarations, 'utf8')), null, 1)
 fs.writeFileSync(path.join(root, 'schema.json'), `${text}\n`)
 
 // lib.d.ts's `ErrorCode`: the codes the native module lists (the library's kinds of error,
 // which the command line's kinds also come from, then the package's own), never by hand.
-const { createRequire } = await import('node:module')
-const codes = createRequire(import.meta.url)('../index.js').constants().errorCodes
+const codes = errorCodes
 const declarations = path.join(root, 'lib.d.ts')
 const handWritten = fs.readFileSync(declarations, 'utf8')
 const union = /export type ErrorCode =\n(?:  \| '[A-Z_]+'\n)+/

@@ -2,6 +2,8 @@
 //! a field is absent, the bounds it refuses past, and the reasons it writes. `lib.js` exports
 //! them frozen as `constants`.
 
+use std::collections::HashMap;
+
 use napi_derive::napi;
 
 use crate::Backoff;
@@ -105,6 +107,9 @@ pub struct Constants {
     /// library's kinds of error, which the command line's kinds also come from, then the
     /// package's own.
     pub error_codes: Vec<String>,
+    /// The names each reason, status and kind can take (`names.LeaseRefusal`: `'held'`, …),
+    /// the unions of string literals the TypeScript declarations type them with.
+    pub names: HashMap<String, Vec<String>>,
 }
 
 /// A bound the crate keeps as `usize`, all of them small.
@@ -118,6 +123,7 @@ pub fn constants() -> Constants {
     use annals::{ingest, outbox, registry, runs};
     Constants {
         error_codes: crate::error::error_codes(),
+        names: crate::names::names(),
         limits: ListLimits {
             query: crate::queries::QUERY_LIMIT,
             outbox_open_for: crate::queries::OPEN_ROWS_LIMIT,

@@ -76,6 +76,7 @@ pub enum LaneOutcome {
     /// Refused; nothing appended.
     Refused {
         /// Why.
+        #[napi(ts_type = "LeaseRefusal")]
         reason: String,
         /// The lane lease that stands, if any.
         lane: Option<LaneLease>,

@@ -13,6 +13,8 @@ mod error;
 #[cfg_attr(test, allow(dead_code))]
 mod events;
 mod lanes;
+#[cfg_attr(test, allow(dead_code))]
+mod names;
 mod packed;
 mod queries;
 mod rows;
@@ -283,6 +285,7 @@ pub enum LeaseOutcome {
     /// Refused; nothing was appended.
     Refused {
         /// Why, e.g. `'held'`.
+        #[napi(ts_type = "LeaseRefusal")]
         reason: String,
         /// The lease that stands, if any.
         lease: Option<Lease>,
@@ -433,6 +436,7 @@ pub struct ExpiredRow {
     /// The row's key.
     pub key: String,
     /// Why it expired.
+    #[napi(ts_type = "ExpiryReason")]
     pub reason: String,
 }
 
@@ -498,6 +502,7 @@ pub enum OutboxOutcome {
     /// Refused; nothing appended.
     Refused {
         /// Why.
+        #[napi(ts_type = "OutboxRefusal")]
         reason: String,
         /// The row that caused it.
         key: String,
@@ -510,6 +515,7 @@ pub struct AckRefusal {
     /// The row's key.
     pub key: String,
     /// Why.
+    #[napi(ts_type = "OutboxRefusal")]
     pub reason: String,
 }
 
@@ -575,6 +581,7 @@ pub enum IngestOutcome {
     /// Refused; nothing appended.
     Conflict {
         /// Why.
+        #[napi(ts_type = "IngestConflict")]
         reason: String,
         /// The content hash held under the key, for `sequence_reused`.
         existing_hash: Option<String>,
@@ -598,6 +605,7 @@ pub struct InstanceFields {
     /// Whom it knows: handles, or `['*']` for every other enabled instance.
     pub knows: Option<Vec<String>>,
     /// `'enabled'` (default) or `'disabled'`.
+    #[napi(ts_type = "InstanceStatus")]
     pub status: Option<String>,
     /// `'agent'` (default) or `'mailbox'`.
     pub kind: Option<String>,
@@ -626,6 +634,7 @@ pub enum InstanceCommand {
         /// The handle.
         handle: String,
         /// `'enabled'` or `'disabled'`.
+        #[napi(ts_type = "InstanceStatus")]
         status: String,
         /// The caller's clock.
         now_ms: f64,
@@ -780,6 +789,7 @@ pub enum ConsumerOutcome {
     /// Refused; nothing appended.
     Refused {
         /// Why.
+        #[napi(ts_type = "ConsumerRefusal")]
         reason: String,
         /// The checkpoint that stands.
         checkpoint: ConsumerCheckpoint,

@@ -27,6 +27,7 @@ pub struct InstanceFuel {
 #[napi(object)]
 pub struct InstancesOptions {
     /// Only those with this status (`'enabled'` or `'disabled'`).
+    #[napi(ts_type = "InstanceStatus")]
     pub status: Option<String>,
     /// At most this many; default 1000.
     pub limit: Option<f64>,

@@ -59,6 +59,7 @@ pub struct OutboxRow {
     /// What is delivered.
     pub payload: Buffer,
     /// `'pending'`, `'waiting'`, `'claimed'`, `'done'` or `'expired'`.
+    #[napi(ts_type = "OutboxState")]
     pub state: String,
     /// Failed pushes so far.
     pub attempts: u32,
@@ -120,8 +121,10 @@ pub struct Instance {
     /// Whom it knows: handles, or `['*']` for every other enabled instance.
     pub knows: Vec<String>,
     /// `'enabled'` or `'disabled'`.
+    #[napi(ts_type = "InstanceStatus")]
     pub status: String,
     /// `'agent'` or `'mailbox'`.
+    #[napi(ts_type = "InstanceKind")]
     pub kind: String,
     /// A mailbox's owner (hex identity), if any.
     pub owner: Option<String>,
@@ -297,8 +300,10 @@ pub struct Span {
     /// Its name.
     pub name: String,
     /// `'turn'`, `'tool'`, `'subagent'`, `'llm_call'`, …
+    #[napi(ts_type = "SpanKind")]
     pub kind: String,
     /// `'session'` or `'cron'`.
+    #[napi(ts_type = "SpanOrigin")]
     pub origin: String,
     /// Its session, if any.
     pub session_id: Option<String>,
@@ -317,6 +322,7 @@ pub struct Span {
     /// When it ended, if it has.
     pub ended_at_ms: Option<f64>,
     /// How it ended, if it has.
+    #[napi(ts_type = "SpanEnd")]
     pub outcome: Option<String>,
     /// Why, if said.
     pub outcome_reason: Option<String>,
@@ -413,6 +419,7 @@ pub struct RunChange {
     /// The span it changed.
     pub span: String,
     /// `'span_started'`, `'span_patched'`, `'span_ended'` or `'event_appended'`.
+    #[napi(ts_type = "RunChangeKind")]
     pub kind: String,
     /// The event's index, for `'event_appended'`.
     pub event_index: Option<f64>,
@@ -460,6 +467,7 @@ pub struct RunRollup {
     /// The run.
     pub run: String,
     /// `'session'` or `'cron'`.
+    #[napi(ts_type = "SpanOrigin")]
     pub origin: String,
     /// The root's name.
     pub name: String,
@@ -472,6 +480,7 @@ pub struct RunRollup {
     /// When it ended.
     pub ended_at_ms: f64,
     /// How it ended.
+    #[napi(ts_type = "SpanEnd")]
     pub outcome: String,
     /// `endedAtMs - startedAtMs`.
     pub duration_ms: f64,
@@ -527,6 +536,7 @@ pub struct OpenRunRollup {
     /// The run.
     pub run: String,
     /// `'session'` or `'cron'`.
+    #[napi(ts_type = "SpanOrigin")]
     pub origin: String,
     /// The root's name.
     pub name: String,

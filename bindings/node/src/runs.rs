@@ -45,8 +45,10 @@ pub enum SpanCommand {
         /// Its name.
         name: String,
         /// What it is a unit of: `'turn'`, `'tool'`, `'subagent'` or `'cron'`.
+        #[napi(ts_type = "SpanKind")]
         kind: String,
         /// Where its run came from: `'session'` or `'cron'`.
+        #[napi(ts_type = "SpanOrigin")]
         origin: String,
         /// Its writer: the process identity that writes it.
         writer: String,
@@ -86,6 +88,7 @@ pub enum SpanCommand {
         /// The span.
         span: String,
         /// How it ended.
+        #[napi(ts_type = "SpanEnd")]
         outcome: String,
         /// Why, if said.
         reason: Option<String>,
@@ -162,6 +165,7 @@ pub enum SpanOutcome {
     /// Refused; nothing appended.
     Refused {
         /// Why.
+        #[napi(ts_type = "SpanRefusal")]
         reason: String,
     },
 }
@@ -330,6 +334,7 @@ pub enum RunCommand {
         /// The run.
         run: String,
         /// The outcome written on every open span.
+        #[napi(ts_type = "SpanEnd")]
         outcome: String,
         /// The reason written on every open span.
         reason: String,
@@ -412,6 +417,7 @@ pub enum RunOutcome {
     /// Refused; nothing appended.
     Refused {
         /// Why.
+        #[napi(ts_type = "RunRefusal")]
         reason: String,
     },
 }
