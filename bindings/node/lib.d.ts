@@ -82,16 +82,19 @@ export declare class AnnalsError extends Error {
   readonly code: ErrorCode
   /**
    * The field that was wrong, as JavaScript spells it (`'ttlMs'`, `'events[0].idempotencyKey'`):
-   * `LIMIT`, `INVALID_COMMAND`, `INVALID_ARGUMENT`.
+   * `LIMIT`, `INVALID_CONFIG`, `INVALID_COMMAND`, `INVALID_ARGUMENT`.
    */
   readonly field?: string
-  /** The limit exceeded (`LIMIT`, and `INVALID_ARGUMENT` for a writer option). */
+  /** The limit exceeded (`LIMIT`, `INVALID_CONFIG`, and `INVALID_ARGUMENT` for a writer option). */
   readonly limit?: number
   /** The position concerned (`CORRUPT`, `IDEMPOTENCY_CONFLICT`, `ARCHIVED`), as a decimal string. */
   readonly position?: string
   /** The idempotency key that conflicts (`IDEMPOTENCY_CONFLICT`). */
   readonly key?: string
-  /** The file concerned (`NOT_FOUND`, `NOT_A_LOG`, and `IO` and the other errors of `Store.open` and `archiveBefore`). */
+  /**
+   * The file concerned (`NOT_FOUND`, `NOT_A_LOG`, `NO_SPACE`, `STORE_FILE`, `OUTPUT_PATH`, and
+   * `IO`, `PERMISSION_DENIED`, `IS_A_DIRECTORY` and the other errors of `Store.open` and `archiveBefore`).
+   */
   readonly path?: string
   /** The cut's first kept position (`ARCHIVED`, `NOT_IN_CUT`), as a decimal string. */
   readonly before?: string
