@@ -95,8 +95,8 @@ pub use command::{Command, Decision, Emit};
 pub use error::JournalError;
 pub use error::{
     AuditError, EntityProblem, Error, ErrorKind, MetaFault, MetaItem, NotALog, OpenError,
-    PayloadProblem, Result, RollupMoment, SigningError, StreamRunsFault, TableFault, Unreadable,
-    panic_is_caught,
+    PayloadProblem, Result, RollupMoment, SigningError, StorageError, StreamRunsFault, TableFault,
+    Unreadable, panic_is_caught,
 };
 pub use error::{FileKind, OutputPathError, StoreFile};
 pub use event::{DomainEvent, EventKind};

@@ -177,7 +177,7 @@ impl Replay {
                 Durability::None
             };
             txn.set_durability(durability)
-                .map_err(|error| crate::error::Error::Storage(error.into()))?;
+                .map_err(|error| crate::error::Error::from(redb::Error::from(error)))?;
             {
                 let writer = Writer::redb(&txn);
                 let tables = TransactionTables::new(&writer);

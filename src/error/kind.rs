@@ -6,7 +6,7 @@ use std::io;
 
 use super::{
     AppendError, ArchiveError, Error, ExportError, FileKind, JournalError, OpenError,
-    OutputPathError, ProjectionError, SigningError, StoreError, WriterError,
+    OutputPathError, ProjectionError, SigningError, StorageError, StoreError, WriterError,
 };
 
 /// What went wrong, in a few dozen stable names: [`Error::kind`] gives it, [`ErrorKind::code`]
@@ -279,7 +279,7 @@ impl Error {
             #[cfg(feature = "jetstream")]
             Error::Replication(_) => ErrorKind::Internal,
             Error::NoSpace { .. } => ErrorKind::NoSpace,
-            Error::Storage(redb::Error::Io(io)) | Error::Io(io) => ErrorKind::of_io(io),
+            Error::Storage(StorageError(redb::Error::Io(io))) | Error::Io(io) => ErrorKind::of_io(io),
             Error::Storage(_) => ErrorKind::Io,
         }
     }

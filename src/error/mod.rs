@@ -18,6 +18,7 @@ mod output_path;
 mod projection;
 #[cfg(feature = "jetstream")]
 mod replication;
+mod storage;
 mod store;
 mod subscription;
 mod table;
@@ -39,6 +40,7 @@ pub use projection::ProjectionError;
 pub use replication::{
     Damage, ForkProblem, NatsOperation, NatsProblem, RefusedMessage, ReplicationError, SeedProblem,
 };
+pub use storage::StorageError;
 pub use store::{GuardRefusal, PartialStep, StoreError};
 pub use subscription::SubscriptionError;
 pub use table::{PayloadProblem, RollupMoment, TableFault};
@@ -176,9 +178,10 @@ pub enum Error {
         /// The log's path (or the storage backend's label).
         path: PathBuf,
     },
-    /// redb failed.
+    /// The storage engine under the log failed ([`StorageError::io`] gives the file system's
+    /// error under it, if any).
     #[error("storage: {0}")]
-    Storage(#[from] redb::Error),
+    Storage(StorageError),
     /// The file system failed.
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
@@ -377,7 +380,9 @@ impl Error {
     pub fn no_space_at(self, path: &std::path::Path) -> Error {
         let full = |error: &std::io::Error| error.kind() == std::io::ErrorKind::StorageFull;
         match &self {
-            Error::Io(error) | Error::Storage(redb::Error::Io(error)) if full(error) => {
+            Error::Io(error) | Error::Storage(StorageError(redb::Error::Io(error)))
+                if full(error) =>
+            {
                 Error::NoSpace {
                     path: path.to_path_buf(),
                 }
@@ -394,7 +399,7 @@ macro_rules! from_redb {
     ($($kind:ty),*) => {$(
         impl From<$kind> for Error {
             fn from(error: $kind) -> Self {
-                Error::Storage(error.into())
+                Error::from(redb::Error::from(error))
             }
         }
     )*};

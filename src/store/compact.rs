@@ -78,7 +78,7 @@ impl Store {
             Err(redb::CompactionError::TransactionInProgress) => {
                 Err(StoreError::CompactionBusy.into())
             }
-            Err(error) => Err(Error::Storage(error.into())),
+            Err(error) => Err(Error::from(redb::Error::from(error))),
         })
         .map_err(|error| self.failed(error))?;
         Ok(Compaction {

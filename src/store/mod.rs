@@ -35,7 +35,7 @@ use crate::audit::extends::{Extension, check_extends};
 use crate::audit::verify::VerifyReport;
 use crate::command::Command;
 pub use crate::error::ArchiveError;
-use crate::error::{Error, OpenError, Result};
+use crate::error::{Error, OpenError, Result, StorageError};
 pub use crate::error::{PartialStep, StoreError};
 use crate::leases::LeaseGuard;
 use crate::log::Head;
@@ -122,7 +122,9 @@ impl Default for StoreOptions {
 /// fill whole buffer", name neither); any other error as it is.
 fn truncated_at(path: &Path, error: Error) -> Error {
     match error {
-        Error::Storage(redb::Error::Io(io)) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+        Error::Storage(StorageError(redb::Error::Io(io)))
+            if io.kind() == std::io::ErrorKind::UnexpectedEof =>
+        {
             let length = std::fs::metadata(path).map_or(0, |metadata| metadata.len());
             OpenError::Unreadable {
                 path: path.to_path_buf(),
@@ -410,7 +412,7 @@ impl Store {
         // Another process may hold the file for a moment without a writer's lasting claim:
         // repairing it after a crash (another reader doing just this), or opening it.
         let db = while_held(READ_ONLY_PATIENCE, || match open_reader(&path) {
-            Err(Error::Storage(redb::Error::RepairAborted)) => {
+            Err(Error::Storage(StorageError(redb::Error::RepairAborted))) => {
                 let no_wait = std::time::Duration::ZERO;
                 match open_writable(&path, Sharing::SingleWriter, no_wait) {
                     Ok(repaired) => {
@@ -482,7 +484,7 @@ impl Store {
     fn failed(&self, error: Error) -> Error {
         use std::sync::atomic::Ordering;
         let error = match error {
-            Error::Storage(redb::Error::PreviousIo)
+            Error::Storage(StorageError(redb::Error::PreviousIo))
                 if self.out_of_space.load(Ordering::Relaxed) =>
             {
                 Error::NoSpace {
@@ -694,9 +696,11 @@ impl Store {
         let closed = guarded(|| db.into_redb().close().map_err(Error::from));
         let out_of_space = self.out_of_space.load(std::sync::atomic::Ordering::Relaxed);
         closed.map_err(|error| match error {
-            Error::Storage(redb::Error::PreviousIo) if out_of_space => Error::NoSpace {
-                path: self.path.clone(),
-            },
+            Error::Storage(StorageError(redb::Error::PreviousIo)) if out_of_space => {
+                Error::NoSpace {
+                    path: self.path.clone(),
+                }
+            }
             error => error.no_space_at(&self.path),
         })
     }

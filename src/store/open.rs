@@ -12,7 +12,7 @@ use redb::{Database, ReadTransaction, ReadableDatabase};
 use crate::storage::Reader;
 
 pub(crate) use crate::error::guarded;
-use crate::error::{Error, NotALog, OpenError, Result, Unreadable, caught};
+use crate::error::{Error, NotALog, OpenError, Result, StorageError, Unreadable, caught};
 use crate::log::tables::{
     FORMAT_KEY, FORMAT_VERSION, HEAD_KEY, IDEMPOTENCY, MAGIC, MAGIC_KEY, MERKLE, META, RECORDS_KEY,
     SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS,
@@ -272,7 +272,7 @@ pub(crate) fn open_writable(
 ) -> Result<Database> {
     while_held(busy_timeout, || {
         match open_redb(path, || redb_builder(sharing).open(path)) {
-            Err(Error::Storage(redb::Error::DatabaseAlreadyOpen)) => {
+            Err(Error::Storage(StorageError(redb::Error::DatabaseAlreadyOpen))) => {
                 let holder = holder(path, sharing);
                 if holder == Holder::MultiWriter && sharing != Sharing::MultiWriter {
                     // The probe's multi-writer open also succeeds when the holder closed the
@@ -325,12 +325,14 @@ const BUSY_PAUSE_MAX: Duration = Duration::from_millis(100);
 pub(crate) fn open_reader(path: &Path) -> Result<redb::ReadOnlyDatabase> {
     let read_only = || redb_builder(Sharing::SingleWriter).open_read_only(path);
     match open_redb(path, read_only) {
-        Err(Error::Storage(redb::Error::DatabaseAlreadyOpen)) => Err(OpenError::Held {
-            path: path.to_path_buf(),
-            wanted: Sharing::SingleWriter,
-            holder: Holder::Exclusive,
+        Err(Error::Storage(StorageError(redb::Error::DatabaseAlreadyOpen))) => {
+            Err(OpenError::Held {
+                path: path.to_path_buf(),
+                wanted: Sharing::SingleWriter,
+                holder: Holder::Exclusive,
+            }
+            .into())
         }
-        .into()),
         other => other,
     }
 }
@@ -351,7 +353,10 @@ pub fn held_by_writer(path: &Path) -> bool {
             drop(Closing::new(reader));
             false
         }
-        Err(error) => matches!(error, Error::Storage(redb::Error::DatabaseAlreadyOpen)),
+        Err(error) => matches!(
+            error,
+            Error::Storage(StorageError(redb::Error::DatabaseAlreadyOpen))
+        ),
     }
 }
 
