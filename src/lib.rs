@@ -116,7 +116,9 @@ pub use record::{
     HeaderProblem, NewEvent, Position, Record, RecordError, RecordView, StreamVersion,
 };
 pub use store::{ArchiveError, ArchiveOptions, ArchiveReport, ArchivedRecords, Cut, CutProjection};
-pub use store::{Backup, Compaction, builtin_projections, check_append_to_new_log, held_by_writer};
+pub use store::{
+    Backend, Backup, Compaction, builtin_projections, check_append_to_new_log, held_by_writer,
+};
 pub use store::{
     Durability, Holder, ImportStage, PartialStep, READ_ONLY_PATIENCE, Sharing, Stats, Store,
     StoreError, StoreOptions, UnknownSharing, WriteSession,

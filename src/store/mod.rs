@@ -8,6 +8,7 @@
 
 mod adopt;
 mod archive;
+mod backend;
 mod backup;
 mod catch_up;
 pub(crate) mod compact;
@@ -49,6 +50,7 @@ use crate::record::{Format, NewEvent, Position, Record, StreamVersion};
 pub use crate::sharing::{Holder, Sharing, UnknownSharing};
 use crate::storage::Writer;
 pub use archive::{ArchiveOptions, ArchiveReport, ArchivedRecords, Cut, CutProjection};
+pub use backend::Backend;
 pub use backup::Backup;
 pub use compact::Compaction;
 pub use footprint::{Footprint, TableFootprint};
@@ -201,7 +203,7 @@ pub struct Store {
     db: Handle,
     limits: Limits,
     path: PathBuf,
-    /// Whether `path` names a file (false for a store over a [`redb::StorageBackend`]).
+    /// Whether `path` names a file (false for a store over a [`Backend`]).
     on_disk: bool,
     projections: Projections,
     sharing: Sharing,
@@ -311,17 +313,14 @@ impl Store {
         ))
     }
 
-    /// Opens the annals log kept in `backend`, a redb [`redb::StorageBackend`] of the caller's
-    /// (in memory, or one that injects faults, as `annals::testing::sim` does). An empty
+    /// Opens the annals log kept in `backend`, a [`Backend`] of the caller's (in memory, or one
+    /// that injects faults, as `annals::testing::sim` does). An empty
     /// backend gets the annals tables when `options.create` is set; it is refused with
     /// [`OpenError::Missing`] otherwise. Recovery, the identity checks and the projections'
     /// catch-up are those of [`Store::open_with`]. Unlike a file, an empty backend is not
     /// initialised atomically: a crash before the first commit returns leaves it unusable.
     /// [`Store::path`] is the label `BACKEND_PATH` and [`Stats::file_bytes`] is 0.
-    pub fn open_with_backend(
-        backend: impl redb::StorageBackend,
-        options: StoreOptions,
-    ) -> Result<Store> {
+    pub fn open_with_backend(backend: impl Backend, options: StoreOptions) -> Result<Store> {
         let archives = options.archives.clone();
         let (mut store, unsnapshotted) = Store::open_backend(backend, options)?;
         store.adopt(unsnapshotted, &archives)?;
@@ -330,7 +329,7 @@ impl Store {
 
     /// [`Store::open_with_backend`] up to the projections a cut kept no snapshot of.
     fn open_backend(
-        backend: impl redb::StorageBackend,
+        backend: impl Backend,
         options: StoreOptions,
     ) -> Result<(Store, adopt::Unsnapshotted)> {
         options.limits.check()?;
@@ -342,7 +341,7 @@ impl Store {
         }
         // A backend is this process's own: nothing else can open it.
         let opened = open_redb(&path, || {
-            redb_builder(Sharing::Exclusive).create_with_backend(backend)
+            redb_builder(Sharing::Exclusive).create_with_backend(backend::Engine(backend))
         });
         let brought_up = opened.and_then(|db| {
             if empty {
@@ -362,8 +361,8 @@ impl Store {
     /// recovers what it holds past the log's head. The backend must grow on a write past its
     /// end, as a file does.
     pub fn open_with_backends(
-        backend: impl redb::StorageBackend,
-        journal: impl redb::StorageBackend,
+        backend: impl Backend,
+        journal: impl Backend,
         options: StoreOptions,
     ) -> Result<Store> {
         let bounds = options.journal;
@@ -371,7 +370,7 @@ impl Store {
         let (mut store, unsnapshotted) = Store::open_backend(backend, options)?;
         let path = crate::journal::journal_path(&store.path);
         store
-            .attach_journal(Some(Box::new(journal)), path, bounds)
+            .attach_journal(Some(Box::new(backend::Engine(journal))), path, bounds)
             .map_err(|error| error.no_space_at(&store.path))?;
         store.adopt(unsnapshotted, &archives)?;
         Ok(store)
