@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::Failure;
 use super::args::{ArchiveArgs, CutPoint};
+use super::failure::Failure;
 use super::open::joining;
 use super::progress::ProgressLine;
 use super::render::print_json;

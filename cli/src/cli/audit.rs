@@ -9,10 +9,10 @@ use std::process::ExitCode;
 use serde::{Deserialize, Serialize};
 
 use super::args::{CheckProofArgs, ExportArgs, ProveArgs, RootArgs, VerifyArgs};
+use super::failure::{EXIT_FINDINGS, EXIT_SELF_CONSISTENT_ONLY, Failure, Kind};
 use super::progress::ProgressLine;
 use super::render::{print_json, print_range, print_verify};
 use super::report::{CheckProofJson, HeadJson, RangeJson};
-use super::{EXIT_FINDINGS, EXIT_SELF_CONSISTENT_ONLY, Failure, Kind};
 use annals::Digest;
 use annals::Position;
 use annals::Store;

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::Failure;
 use super::args::BackupArgs;
+use super::failure::Failure;
 use super::render::print_json;
 use annals::Store;
 use annals::display::grouped;
@@ -28,7 +28,7 @@ struct BackupJson {
 }
 
 pub(crate) fn backup(args: BackupArgs) -> Result<ExitCode, Failure> {
-    if let Some(failure) = super::diagnose(&args.db, false) {
+    if let Some(failure) = super::failure::diagnose(&args.db, false) {
         return Err(failure);
     }
     let store = Store::open_read_only(&args.db)?;

@@ -9,9 +9,9 @@ use std::process::ExitCode;
 
 use super::args::{CheckProofArgs, CheckpointArgs, ProveArgs};
 use super::audit::read_capped;
+use super::failure::{Failure, Kind};
 use super::keys::read_signer_key;
 use super::open::open_for_writing;
-use super::{Failure, Kind};
 use annals::AuditError;
 use annals::Digest;
 use annals::Position;

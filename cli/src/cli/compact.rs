@@ -13,9 +13,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::args::CompactArgs;
+use super::failure::{Failure, Kind};
 use super::progress::ProgressLine;
 use super::render::print_json;
-use super::{Failure, Kind};
 use annals::Error;
 use annals::display::grouped;
 use annals::{Compaction, Store, StoreError};
@@ -37,7 +37,7 @@ struct CompactJson {
 }
 
 pub(crate) fn compact(args: CompactArgs) -> Result<ExitCode, Failure> {
-    if let Some(failure) = super::diagnose(&args.db, false) {
+    if let Some(failure) = super::failure::diagnose(&args.db, false) {
         return Err(failure);
     }
     let mut store = Store::open_to_compact(&args.db, args.wait).map_err(refusal)?;

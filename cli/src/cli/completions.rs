@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use super::Failure;
 use super::args::{Cli, CompletionsArgs};
+use super::failure::Failure;
 
 pub(crate) fn completions(args: CompletionsArgs) -> Result<ExitCode, Failure> {
     let mut command = Cli::command();

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::args::KeygenArgs;
-use super::{Failure, Kind};
+use super::failure::{Failure, Kind};
 use annals::tlog::{Cosigner, Signer};
 
 /// The largest key file read: a private key text and its newline.

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use super::Failure;
 use super::args::{Cli, ManArgs};
+use super::failure::Failure;
 use super::render::word;
 
 pub(crate) fn man(args: ManArgs) -> Result<ExitCode, Failure> {

@@ -17,7 +17,7 @@ use std::path::Path;
 use annals::output_path::{Output, StoreFiles};
 
 use super::args::Command;
-use super::{Failure, Kind};
+use super::failure::{Failure, Kind};
 
 /// Refuses, before anything is opened, every path `command` reads (or writes in place) that
 /// exists and is not a regular file. The one check every command goes through.

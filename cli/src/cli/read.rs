@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::Failure;
 use super::args::{HistoryArgs, LogArgs, StatsArgs, StreamsArgs};
+use super::failure::Failure;
 use super::filter::print_filtered;
 use super::pager::Output;
 use super::render::{print_json, print_stats, word};
@@ -48,7 +48,7 @@ pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
         None if !args.archive.is_empty() && Position(from) < snapshot.start() => {
             if direction == Direction::Backward {
                 return Err(Failure::of(
-                    super::Kind::Usage,
+                    super::failure::Kind::Usage,
                     "--archive reads forward: drop --reverse".to_owned(),
                 ));
             }
@@ -175,7 +175,7 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     } else {
         if direction == Direction::Backward {
             return Err(Failure::of(
-                super::Kind::Usage,
+                super::failure::Kind::Usage,
                 "--archive reads forward: drop --reverse".to_owned(),
             ));
         }

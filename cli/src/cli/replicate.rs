@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Failure;
 use super::args::{FollowArgs, ReplicateArgs, ReplicateCommand};
+use super::failure::Failure;
 use annals::Store;
 use annals::display::grouped;
 use annals::replication::{

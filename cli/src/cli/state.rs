@@ -14,8 +14,8 @@ use annals::projection::shown::ShownTable;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::Failure;
 use super::args::StateArgs;
+use super::failure::Failure;
 use super::pager::Output;
 use super::progress::ProgressLine;
 use super::render::print_json;

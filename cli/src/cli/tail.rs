@@ -6,8 +6,8 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::Failure;
 use super::args::TailArgs;
+use super::failure::Failure;
 use super::render::print_record;
 use annals::Store;
 use annals::subscribe::{Subscription, subscribe, subscribe_stream};

@@ -4,9 +4,9 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use super::args::TilesArgs;
+use super::failure::{Failure, Kind};
 use super::keys::read_signer_key;
 use super::open::open_for_writing;
-use super::{Failure, Kind};
 use annals::{Store, TilesError};
 
 #[derive(serde::Serialize)]

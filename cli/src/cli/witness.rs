@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use super::args::{WitnessCommand, WitnessEvidenceArgs, WitnessRequestArgs, WitnessServeArgs};
 use super::checkpoints::parse_vkeys;
+use super::failure::{EXIT_FINDINGS, Failure, Kind};
 use super::keys::{read_cosigner_key, read_signer_key};
 use super::open::open_for_writing;
-use super::{EXIT_FINDINGS, Failure, Kind};
 use annals::witness::request::{RequestOptions, WitnessEndpoint, request_cosignatures};
 use annals::witness::serve::{ServeOptions, serve as serve_http};
 use annals::witness::{EvidenceBudget, Witness, WitnessError};

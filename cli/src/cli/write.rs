@@ -10,11 +10,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::args::{AppendArgs, DemoArgs, ImportArgs, RebuildArgs, UpgradeArgs};
 use super::audit::verify_showing_progress;
+use super::failure::{Failure, Kind};
 use super::open::{joining, open_for_writing, require_folder};
 use super::progress::ProgressLine;
 use super::render::{print_json, print_range};
 use super::report::{AppendJson, DemoJson, RangeJson, RebuildJson};
-use super::{Failure, Kind};
 use annals::Error;
 use annals::NewEvent;
 use annals::export::ExportError;
@@ -176,7 +176,7 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
             false => Ok(()),
         })
         .map_err(|error| Failure::file(&args.file, false, &error))?;
-    if let Some(failure) = super::diagnose(&args.db, false) {
+    if let Some(failure) = super::failure::diagnose(&args.db, false) {
         return Err(failure);
     }
     // The header gives the total for the progress line; the import reads and checks it again.
@@ -439,7 +439,7 @@ fn refuse_unused_archives(
     for archive in archives {
         if std::fs::symlink_metadata(archive).is_err() {
             return Err(Failure::of(
-                super::Kind::NotFound,
+                super::failure::Kind::NotFound,
                 format!("--archive {}: no such file", archive.display()),
             ));
         }
