@@ -42,7 +42,7 @@ pub(crate) fn archive(args: ArchiveArgs) -> Result<ExitCode, Failure> {
             busy_timeout: args.access.wait,
             ..StoreOptions::default()
         };
-        let store = Store::open_with(&args.db, options)?;
+        let store = Store::open_with(&args.log.db, options)?;
         let before = cut_position(&store, args.before)?;
         let start = store.snapshot()?.start();
         let progress = line.insert(ProgressLine::new(
@@ -61,7 +61,7 @@ pub(crate) fn archive(args: ArchiveArgs) -> Result<ExitCode, Failure> {
     }
     let report = report?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         print_json(
             &mut out,
             &ArchiveJson {
@@ -93,7 +93,7 @@ pub(crate) fn archive(args: ArchiveArgs) -> Result<ExitCode, Failure> {
 /// so a refusal decided there would change the log's bytes. A missing log, or one this cannot
 /// read (held exclusive, of an earlier format, damaged), is the writable open's to report.
 fn refuse_read_only(args: &ArchiveArgs) -> Result<(), Failure> {
-    let Ok(reader) = Store::open_read_only(&args.db) else {
+    let Ok(reader) = Store::open_read_only(&args.log.db) else {
         return Ok(());
     };
     let before = cut_position(&reader, args.before)?;

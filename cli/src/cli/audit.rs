@@ -62,7 +62,7 @@ fn verify_pass(done: u64, records: u64) -> (VerifyPass, u64) {
 const PROOF_FILE_BYTES_MAX: u64 = 64 * 1024;
 
 pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let mut report = verify_showing_progress(&store)?;
     if report.is_sound() && !args.archive.is_empty() {
         let start = store.snapshot()?.start().0;
@@ -72,7 +72,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
         report.problem = found?;
     }
     let mut out = io::stdout().lock();
-    print_verify(&mut out, &report, args.json)?;
+    print_verify(&mut out, &report, args.output.json)?;
     out.flush()?;
     Ok(if report.is_sound() {
         ExitCode::SUCCESS
@@ -82,9 +82,9 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
 }
 
 pub(crate) fn root(args: RootArgs) -> Result<ExitCode, Failure> {
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
-    let size = args.size.unwrap_or(snapshot.head()?.next.0);
+    let size = args.tree.size.unwrap_or(snapshot.head()?.next.0);
     let root = snapshot.merkle_root(size)?;
     let origin = snapshot.signed_checkpoint()?.map(|signed| signed.origin);
     let mut out = io::stdout().lock();
@@ -97,9 +97,9 @@ pub(crate) fn prove(args: ProveArgs) -> Result<ExitCode, Failure> {
     if let Some(checkpoint) = &args.checkpoint {
         return super::checkpoints::prove(&args, checkpoint.as_deref());
     }
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
-    let size = args.size.unwrap_or(snapshot.head()?.next.0);
+    let size = args.tree.size.unwrap_or(snapshot.head()?.next.0);
     let proof = match (args.position, args.from_size) {
         (Some(position), _) => ProofFile::inclusion(&snapshot, Position(position), size)?,
         (None, Some(from_size)) => ProofFile::consistency(&snapshot, from_size, size)?,
@@ -154,13 +154,13 @@ pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
         error => invalid(format!("invalid: {error}")),
     })?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         print_json(&mut out, &check_proof_json(&proof, matched))?;
     } else {
         print_valid_proof(&mut out, &proof)?;
     }
     match matched {
-        Some(matched) if !args.json => print_trusted(&mut out, &proof, &matched, &trust)?,
+        Some(matched) if !args.output.json => print_trusted(&mut out, &proof, &matched, &trust)?,
         Some(_) => {}
         None => {
             let mut heads: Vec<String> = proof
@@ -320,7 +320,7 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
     // log is even opened (the path itself in `paths::check_named_files`), so that a refusal
     // leaves both files as they were.
     super::paths::check_replace(&args.file, args.force)?;
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
     let to = args.to.unwrap_or(snapshot.head()?.next.0);
     let from = args.from.unwrap_or(snapshot.start().0);
@@ -343,7 +343,7 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
         other => other.into(),
     })?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         print_json(&mut out, &RangeJson::new(&summary.header, &args.file))?;
     } else {
         print_range(&mut out, &summary.header, "exported", "to", &args.file)?;

@@ -34,7 +34,7 @@ pub(crate) fn backup(args: BackupArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.db)?;
     let backup = store.backup(&args.target)?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         print_json(
             &mut out,
             &BackupJson {

@@ -34,29 +34,29 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
             for file in &args.archive {
                 require_regular(file, "an archive file")?;
             }
-            require_regular(&args.db, "the log")
+            require_regular(&args.log.db, "the log")
         }
-        Command::Tail(args) => require_regular(&args.db, "the log"),
+        Command::Tail(args) => require_regular(&args.log.db, "the log"),
         Command::Verify(args) => {
             for file in &args.archive {
                 require_regular(file, "an archive file")?;
             }
-            require_regular(&args.db, "the log")
+            require_regular(&args.log.db, "the log")
         }
         Command::Archive(args) => {
-            require_regular(&args.db, "the log")?;
-            check_output(Some(&args.db), &args.archive, Output::File)
+            require_regular(&args.log.db, "the log")?;
+            check_output(Some(&args.log.db), &args.archive, Output::File)
         }
-        Command::Stats(args) => require_regular(&args.db, "the log"),
+        Command::Stats(args) => require_regular(&args.log.db, "the log"),
         Command::Demo(args) => require_regular(&args.db, "the log"),
-        Command::State(args) => require_regular(&args.db, "the log"),
+        Command::State(args) => require_regular(&args.log.db, "the log"),
         Command::Rebuild(args) => {
             for file in &args.archive {
                 require_regular(file, "an archive file")?;
             }
-            require_regular(&args.db, "the log")
+            require_regular(&args.log.db, "the log")
         }
-        Command::Root(args) => require_regular(&args.db, "the log"),
+        Command::Root(args) => require_regular(&args.log.db, "the log"),
         Command::Prove(args) => {
             for file in args
                 .checkpoint
@@ -66,7 +66,7 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
             {
                 require_regular(file, "a checkpoint file")?;
             }
-            require_regular(&args.db, "the log")
+            require_regular(&args.log.db, "the log")
         }
         Command::CheckProof(args) => {
             require_regular(&args.proof, "a proof file")?;
@@ -91,30 +91,30 @@ pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
         }
         Command::Tiles(args) => {
             require_regular(&args.key, "a key file")?;
-            require_regular(&args.db, "the log")?;
+            require_regular(&args.log.db, "the log")?;
             // Its files (the checkpoint read back among them) the store checks as it goes.
-            check_output(Some(&args.db), &args.dir, Output::Folder)
+            check_output(Some(&args.log.db), &args.dir, Output::Folder)
         }
         Command::Checkpoint(args) => {
             require_regular(&args.key, "a key file")?;
-            require_regular(&args.db, "the log")
+            require_regular(&args.log.db, "the log")
         }
-        Command::Streams(args) => require_regular(&args.db, "the log"),
-        Command::History(args) => require_regular(&args.db, "the log"),
+        Command::Streams(args) => require_regular(&args.log.db, "the log"),
+        Command::History(args) => require_regular(&args.log.db, "the log"),
         Command::Export(args) => {
-            require_regular(&args.db, "the log")?;
-            check_output(Some(&args.db), &args.file, Output::File)
+            require_regular(&args.log.db, "the log")?;
+            check_output(Some(&args.log.db), &args.file, Output::File)
         }
         Command::Import(args) => {
             require_regular(&args.file, "an export file")?;
             require_regular(&args.db, "the log")
         }
-        Command::Compact(args) => require_regular(&args.db, "the log"),
+        Command::Compact(args) => require_regular(&args.log.db, "the log"),
         Command::Backup(args) => {
             require_regular(&args.db, "the log")?;
             check_output(Some(&args.db), &args.target, Output::File)
         }
-        Command::Upgrade(args) => require_regular(&args.db, "the log"),
+        Command::Upgrade(args) => require_regular(&args.log.db, "the log"),
         // The key file is created, never opened as it is; it is of no log.
         Command::Keygen(args) => check_output(None, &args.keyfile, Output::File),
         // They print what the arguments' declarations say, to standard output: no file.
@@ -144,7 +144,7 @@ fn witness_files(command: &super::args::WitnessCommand) -> Result<(), Failure> {
         WitnessCommand::Evidence(args) => require_regular(&args.state, "the witness's state log"),
         WitnessCommand::Request(args) => {
             require_regular(&args.key, "a key file")?;
-            require_regular(&args.db, "the log")
+            require_regular(&args.log.db, "the log")
         }
     }
 }

@@ -18,7 +18,7 @@ use annals::{Direction, Snapshot};
 use annals::{Position, StreamVersion};
 
 pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
     if !args.archive.is_empty() && snapshot.cut().is_none() {
         // No archive can be this log's: saying so beats ignoring the files given.
@@ -41,7 +41,7 @@ pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
     let mut out = Output::start(&args.paging);
     let printed = match args.stream.as_deref() {
         Some(stream) => {
-            require_stream(&snapshot, stream, &args.db)?;
+            require_stream(&snapshot, stream, &args.log.db)?;
             let records = snapshot.stream(stream, StreamVersion(from), direction)?;
             print_filtered(&mut out, records, &args.filter, &args.style)
         }
@@ -82,7 +82,7 @@ fn require_stream(snapshot: &Snapshot, stream: &str, db: &Path) -> Result<(), Fa
 }
 
 pub(crate) fn streams(args: StreamsArgs) -> Result<ExitCode, Failure> {
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
     let mut out = BufWriter::new(io::stdout().lock());
     if !args.json {
@@ -127,7 +127,7 @@ struct StreamJson<'a> {
 }
 
 pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let stats = store.stats()?;
     let footprint = if args.tables {
         Some(store.footprint()?)
@@ -135,17 +135,17 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
         None
     };
     let mut out = io::stdout().lock();
-    print_stats(&mut out, &stats, footprint.as_ref(), args.json)?;
+    print_stats(&mut out, &stats, footprint.as_ref(), args.output.json)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     let entity = Entity::parse(&args.entity)?;
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
     if let Some(stream) = args.stream.as_deref() {
-        require_stream(&snapshot, stream, &args.db)?;
+        require_stream(&snapshot, stream, &args.log.db)?;
     }
     let mut streams = entity.streams();
     let mut touched = false;
@@ -155,7 +155,7 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     if !touched {
         return Err(Failure::Finding(format!(
             "{}: no event touched {}",
-            args.db.display(),
+            args.log.db.display(),
             word(&args.entity)
         )));
     }

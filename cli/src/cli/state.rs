@@ -73,7 +73,7 @@ pub(crate) fn state(args: StateArgs) -> Result<ExitCode, Failure> {
             )));
         }
     }
-    let store = annals::Store::open_read_only(&args.db)?;
+    let store = annals::Store::open_read_only(&args.log.db)?;
     // The replayed tables outlive the read transaction on them, declared first so dropped last.
     let replay;
     let replayed;
@@ -114,7 +114,7 @@ pub(crate) fn state(args: StateArgs) -> Result<ExitCode, Failure> {
     {
         return Err(Failure::Finding(format!(
             "{}: no row of {} has the key {}",
-            args.db.display(),
+            args.log.db.display(),
             args.projection,
             super::render::word(key)
         )));

@@ -14,7 +14,7 @@ use annals::subscribe::{Subscription, subscribe, subscribe_stream};
 use annals::{Position, StreamVersion};
 
 pub(crate) fn tail(args: TailArgs) -> Result<ExitCode, Failure> {
-    let store = Arc::new(Store::open_read_only(&args.db)?);
+    let store = Arc::new(Store::open_read_only(&args.log.db)?);
     let snapshot = store.snapshot()?;
     let mut subscription: Subscription = match &args.stream {
         Some(stream) => {

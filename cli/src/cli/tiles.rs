@@ -23,14 +23,14 @@ pub(crate) fn tiles(args: TilesArgs) -> Result<ExitCode, Failure> {
     let signer = read_signer_key(&args.key)?;
     // The refusals a read-only look can make first: a refused run leaves the log's bytes as
     // they were.
-    let reader = Store::open_read_only(&args.db)?;
+    let reader = Store::open_read_only(&args.log.db)?;
     reader.check_checkpoint(signer.name(), None)?;
     reader.check_tiles(&args.dir, &signer).map_err(failure)?;
     drop(reader);
-    let store = open_for_writing(&args.db, false, &args.access)?;
+    let store = open_for_writing(&args.log.db, false, &args.access)?;
     let written = store.write_tiles(&args.dir, &signer).map_err(failure)?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         let json = TilesJson {
             size: written.size,
             from_size: written.from_size,

@@ -188,15 +188,15 @@ fn request(args: WitnessRequestArgs) -> Result<ExitCode, Failure> {
     }
     // The refusals a read-only look can make first: a refused request leaves the log's bytes
     // as they were.
-    Store::open_read_only(&args.db)?.check_checkpoint(signer.name(), None)?;
-    let store = open_for_writing(&args.db, false, &args.access)?;
+    Store::open_read_only(&args.log.db)?.check_checkpoint(signer.name(), None)?;
+    let store = open_for_writing(&args.log.db, false, &args.access)?;
     let options = RequestOptions {
         timeout: args.timeout,
     };
     let witnessed =
         runtime()?.block_on(request_cosignatures(&store, &signer, &witnesses, options))?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         let json = RequestJson {
             size: witnessed.size,
             checkpoint: &witnessed.checkpoint,

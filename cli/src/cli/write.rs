@@ -62,7 +62,7 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
     let outcome = store.append(&args.stream, args.expect, &events)?;
     store.close()?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         print_json(&mut out, &AppendJson::new(&outcome))?;
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
@@ -218,7 +218,7 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
         false => failure,
     })?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         print_json(&mut out, &RangeJson::new(&summary.header, &args.db))?;
     } else {
         print_range(&mut out, &summary.header, "imported", "into", &args.db)?;
@@ -256,8 +256,8 @@ pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
         })
         .into());
     }
-    refuse_unused_archives(&args.db, &args.archive)?;
-    let store = super::open::open_with_archives(&args.db, false, &args.access, &args.archive)?;
+    refuse_unused_archives(&args.log.db, &args.archive)?;
+    let store = super::open::open_with_archives(&args.log.db, false, &args.access, &args.archive)?;
     let mut line = ProgressLine::new("rebuild", store.head()?.next.0);
     let rebuilt = store.rebuild_with(args.projection.as_deref(), &mut |done| line.update(done));
     line.finish();
@@ -270,7 +270,7 @@ pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
     // Closing writes redb's allocator state: a failure there (a full disk) is the command's.
     store.close()?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         let report = RebuildJson {
             projections: names,
             through: head.next.0,
@@ -302,18 +302,18 @@ struct UpgradeJson {
 pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode, Failure> {
     use annals::FORMAT_VERSION;
     use annals::OpenError;
-    if !args.db.exists() {
-        return Err(Error::Open(OpenError::Missing { path: args.db }).into());
+    if !args.log.db.exists() {
+        return Err(Error::Open(OpenError::Missing { path: args.log.db }).into());
     }
     // The read-only open tells the version without writing; only an earlier one is opened
     // writable, which upgrades it.
-    let from = match Store::open_read_only(&args.db) {
+    let from = match Store::open_read_only(&args.log.db) {
         Ok(store) => {
             store.close()?;
             FORMAT_VERSION
         }
         Err(Error::Open(OpenError::NeedsUpgrade { found, .. })) => {
-            open_for_writing(&args.db, false, &args.access)?.close()?;
+            open_for_writing(&args.log.db, false, &args.access)?.close()?;
             found
         }
         Err(error) => return Err(error.into()),
@@ -321,7 +321,7 @@ pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode, Failure> {
     let mut out = BufWriter::new(io::stdout().lock());
     if args.json {
         let upgrade = UpgradeJson {
-            path: args.db.display().to_string(),
+            path: args.log.db.display().to_string(),
             from,
             to: FORMAT_VERSION,
         };
@@ -330,13 +330,13 @@ pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode, Failure> {
         writeln!(
             out,
             "{}: already format v{FORMAT_VERSION}",
-            args.db.display()
+            args.log.db.display()
         )?;
     } else {
         writeln!(
             out,
             "{}: upgraded from format v{from} to v{FORMAT_VERSION}",
-            args.db.display()
+            args.log.db.display()
         )?;
     }
     out.flush()?;
@@ -374,7 +374,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
     // Closing writes redb's allocator state: a failure there (a full disk) is the command's.
     store.close()?;
     let mut out = BufWriter::new(io::stdout().lock());
-    if args.json {
+    if args.output.json {
         let demo = DemoJson {
             path: args.db.display().to_string(),
             records: report.records,
@@ -400,7 +400,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
     }
     match &verified.problem {
         None => {
-            if !args.json {
+            if !args.output.json {
                 writeln!(
                     out,
                     "verify: sound ({} records, {} streams)",
