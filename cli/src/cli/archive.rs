@@ -8,11 +8,13 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::args::{ArchiveArgs, CutPoint};
+use super::command::{NamedFile, Run};
 use super::failure::Failure;
 use super::open::joining;
 use super::progress::ProgressLine;
 use super::render::print_json;
 use annals::display::grouped;
+use annals::output_path::Output;
 use annals::{ArchiveOptions, Direction, Position, Store, StoreOptions};
 
 /// What `archive --json` prints.
@@ -122,4 +124,21 @@ fn first_at_or_after(store: &Store, at_ms: u64) -> annals::Result<Position> {
         }
     }
     Ok(head)
+}
+
+impl Run for ArchiveArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.log.db, "the log"),
+            NamedFile::written(Some(&self.log.db), &self.archive, Output::File),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        archive(self)
+    }
 }

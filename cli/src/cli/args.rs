@@ -26,47 +26,6 @@ pub(crate) struct Cli {
     pub(crate) verbose: u8,
 }
 
-impl Command {
-    /// Whether the command was asked for JSON, which its errors then are too.
-    pub(crate) fn json(&self) -> bool {
-        match self {
-            Command::Demo(args) => args.output.json,
-            Command::Append(args) => args.output.json,
-            Command::Log(args) => args.style.json,
-            Command::Tail(args) => args.json,
-            Command::Verify(args) => args.output.json,
-            Command::Stats(args) => args.output.json,
-            Command::State(args) => args.json,
-            Command::Streams(args) => args.json,
-            Command::Rebuild(args) => args.output.json,
-            Command::Root(args) => args.json,
-            Command::Prove(args) => args.json,
-            Command::CheckProof(args) => args.output.json,
-            Command::History(args) => args.style.json,
-            Command::Export(args) => args.output.json,
-            Command::Import(args) => args.output.json,
-            Command::Compact(args) => args.output.json,
-            Command::Backup(args) => args.output.json,
-            Command::Archive(args) => args.output.json,
-            Command::Upgrade(args) => args.json,
-            Command::Keygen(args) => args.json,
-            Command::Checkpoint(args) => args.json,
-            Command::Tiles(args) => args.output.json,
-            // A completion script and a manual page are for a shell and for `man`, never
-            // JSON: their errors are text unless `--json` is given anyway (`json_asked`).
-            Command::Completions(_) | Command::Man(_) => false,
-            #[cfg(feature = "witness")]
-            Command::Witness(args) => args.json(),
-            #[cfg(feature = "jetstream")]
-            Command::Replicate(args) => args.log.json,
-            #[cfg(feature = "jetstream")]
-            Command::Seed(args) => args.json,
-            #[cfg(feature = "jetstream")]
-            Command::Follow(args) => args.json,
-        }
-    }
-}
-
 /// The log a command reads or writes, which must exist: the first positional argument of most
 /// commands, declared once.
 #[derive(Args)]
@@ -817,17 +776,6 @@ pub(crate) enum WitnessCommand {
     /// received and keep it in the log's file, for `prove --checkpoint` without a file.
     /// Exit 1 when fewer than `--quorum` witnesses cosigned.
     Request(WitnessRequestArgs),
-}
-
-#[cfg(feature = "witness")]
-impl WitnessCommand {
-    fn json(&self) -> bool {
-        match self {
-            WitnessCommand::Serve(args) => args.json,
-            WitnessCommand::Evidence(args) => args.json,
-            WitnessCommand::Request(args) => args.output.json,
-        }
-    }
 }
 
 #[cfg(feature = "witness")]

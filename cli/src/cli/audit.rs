@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use serde::{Deserialize, Serialize};
 
 use super::args::{CheckProofArgs, ExportArgs, ProveArgs, RootArgs, VerifyArgs};
+use super::command::{NamedFile, Run};
 use super::failure::{EXIT_FINDINGS, EXIT_SELF_CONSISTENT_ONLY, Failure, Kind};
 use super::progress::ProgressLine;
 use super::render::{print_json, print_range, print_verify};
@@ -19,6 +20,7 @@ use annals::Store;
 use annals::display::quoted;
 use annals::lower_hex_digest;
 use annals::merkle::{ProofError, TreeHead, Trust, TrustedHead};
+use annals::output_path::Output;
 use annals::{ProofFile, ProofFileError};
 
 /// `verify` with its two passes on two bars, each counting the log's records: the walk of
@@ -514,6 +516,98 @@ fn print_trusted(
         )?;
     }
     Ok(())
+}
+
+impl Run for VerifyArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        NamedFile::archives_then_log(&self.archive, &self.log.db)
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        verify(self)
+    }
+}
+
+impl Run for RootArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        root(self)
+    }
+}
+
+impl Run for ProveArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        let checkpoints = self.checkpoint.iter().flatten();
+        let mut files: Vec<_> = checkpoints
+            .chain(&self.from_checkpoint)
+            .map(|file| NamedFile::read(file, "a checkpoint file"))
+            .collect();
+        files.push(NamedFile::read(&self.log.db, "the log"));
+        files
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        prove(self)
+    }
+}
+
+impl Run for CheckProofArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        let heads = self.head.iter();
+        let heads = heads.filter_map(|head| NamedFile::at_file(head, "a tree head file"));
+        let vkeys = self.vkey.iter().chain(&self.witness);
+        let vkeys = vkeys.filter_map(|vkey| NamedFile::at_file(vkey, "a verifier key file"));
+        let checkpoints = self.checkpoint.iter().chain(&self.from_checkpoint);
+        let checkpoints = checkpoints.map(|file| NamedFile::read(file, "a checkpoint file"));
+        let export = self.export.iter();
+        let export = export.map(|file| NamedFile::read(file, "an export file"));
+        std::iter::once(NamedFile::read(&self.proof, "a proof file"))
+            .chain(heads)
+            .chain(vkeys)
+            .chain(checkpoints)
+            .chain(export)
+            .collect()
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        check_proof(self)
+    }
+}
+
+impl Run for ExportArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.log.db, "the log"),
+            NamedFile::written(Some(&self.log.db), &self.file, Output::File),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        export(self)
+    }
 }
 
 #[cfg(test)]

@@ -7,10 +7,12 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::args::BackupArgs;
+use super::command::{NamedFile, Run};
 use super::failure::Failure;
 use super::render::print_json;
 use annals::Store;
 use annals::display::grouped;
+use annals::output_path::Output;
 
 /// What `backup --json` prints.
 #[derive(Serialize)]
@@ -58,4 +60,21 @@ pub(crate) fn backup(args: BackupArgs) -> Result<ExitCode, Failure> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+impl Run for BackupArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.db, "the log"),
+            NamedFile::written(Some(&self.db), &self.target, Output::File),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        backup(self)
+    }
 }

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use super::args::{CheckProofArgs, CheckpointArgs, ProveArgs};
 use super::audit::read_capped;
+use super::command::{NamedFile, Run};
 use super::failure::{Failure, Kind};
 use super::keys::read_signer_key;
 use super::open::open_for_writing;
@@ -535,4 +536,21 @@ fn check_consistency(
         },
     });
     Ok((message, json))
+}
+
+impl Run for CheckpointArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.key, "a key file"),
+            NamedFile::read(&self.log.db, "the log"),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        checkpoint(self)
+    }
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::args::CompactArgs;
+use super::command::{NamedFile, Run};
 use super::failure::{Failure, Kind};
 use super::progress::ProgressLine;
 use super::render::print_json;
@@ -100,5 +101,19 @@ fn refusal(error: Error) -> Failure {
             Failure::of(Kind::Held, held.to_string())
         }
         error => Failure::from(error),
+    }
+}
+
+impl Run for CompactArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        compact(self)
     }
 }

@@ -13,6 +13,7 @@ mod audit;
 mod backup;
 mod checkpoints;
 mod color;
+mod command;
 mod compact;
 mod completions;
 mod failure;
@@ -45,6 +46,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::{Cli, Command};
+use command::Run;
 use failure::{EXIT_USAGE, Failure, Kind};
 
 /// Parses the process's arguments, runs the command and says how to exit.
@@ -54,43 +56,8 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => return usage_error(error),
     };
-    let json = cli.command.json();
     trace::init(cli.verbose, color::enabled(cli.color, &io::stderr()));
-    // Every path is checked before any is opened: a FIFO given as a file would block the open.
-    let result = paths::check_named_files(&cli.command).and_then(|()| match cli.command {
-        Command::Append(args) => write::append(args),
-        Command::Log(args) => read::log(args),
-        Command::Tail(args) => tail::tail(args),
-        Command::Verify(args) => audit::verify(args),
-        Command::Stats(args) => read::stats(args),
-        Command::Demo(args) => write::demo(args),
-        Command::State(args) => state::state(args),
-        Command::Rebuild(args) => write::rebuild(args),
-        Command::Root(args) => audit::root(args),
-        Command::Prove(args) => audit::prove(args),
-        Command::CheckProof(args) => audit::check_proof(args),
-        Command::Streams(args) => read::streams(args),
-        Command::History(args) => read::history(args),
-        Command::Export(args) => audit::export(args),
-        Command::Import(args) => write::import(args),
-        Command::Compact(args) => compact::compact(args),
-        Command::Backup(args) => backup::backup(args),
-        Command::Archive(args) => archive::archive(args),
-        Command::Upgrade(args) => write::upgrade(args),
-        Command::Keygen(args) => keys::keygen(args),
-        Command::Checkpoint(args) => checkpoints::checkpoint(args),
-        Command::Tiles(args) => tiles::tiles(args),
-        Command::Completions(args) => completions::completions(args),
-        Command::Man(args) => man::man(args),
-        #[cfg(feature = "witness")]
-        Command::Witness(command) => witness::witness(command),
-        #[cfg(feature = "jetstream")]
-        Command::Replicate(args) => replicate::replicate(args),
-        #[cfg(feature = "jetstream")]
-        Command::Follow(args) => replicate::follow(args),
-        #[cfg(feature = "jetstream")]
-        Command::Seed(args) => replicate::seed(args),
-    });
+    let (json, result) = execute(cli.command);
     match result {
         Ok(code) => code,
         Err(Failure::Closed) => ExitCode::SUCCESS,
@@ -99,6 +66,57 @@ pub fn main() -> ExitCode {
             report(kind, exit, &message, json)
         }
     }
+}
+
+/// Runs `command`: the one table of commands, each of which says the rest itself ([`Run`]).
+/// Returns whether it was asked for JSON, for its error, with what it came to.
+fn execute(command: Command) -> (bool, Result<ExitCode, Failure>) {
+    match command {
+        Command::Demo(args) => checked_run(args),
+        Command::Append(args) => checked_run(args),
+        Command::Log(args) => checked_run(args),
+        Command::Tail(args) => checked_run(args),
+        Command::Verify(args) => checked_run(args),
+        Command::Stats(args) => checked_run(args),
+        Command::State(args) => checked_run(args),
+        Command::Rebuild(args) => checked_run(args),
+        Command::Root(args) => checked_run(args),
+        Command::Prove(args) => checked_run(args),
+        Command::CheckProof(args) => checked_run(args),
+        Command::Streams(args) => checked_run(args),
+        Command::History(args) => checked_run(args),
+        Command::Export(args) => checked_run(args),
+        Command::Import(args) => checked_run(args),
+        Command::Upgrade(args) => checked_run(args),
+        Command::Compact(args) => checked_run(args),
+        Command::Backup(args) => checked_run(args),
+        Command::Archive(args) => checked_run(args),
+        Command::Keygen(args) => checked_run(args),
+        Command::Checkpoint(args) => checked_run(args),
+        Command::Tiles(args) => checked_run(args),
+        Command::Completions(args) => checked_run(args),
+        Command::Man(args) => checked_run(args),
+        #[cfg(feature = "witness")]
+        Command::Witness(args::WitnessCommand::Serve(args)) => checked_run(args),
+        #[cfg(feature = "witness")]
+        Command::Witness(args::WitnessCommand::Evidence(args)) => checked_run(args),
+        #[cfg(feature = "witness")]
+        Command::Witness(args::WitnessCommand::Request(args)) => checked_run(args),
+        #[cfg(feature = "jetstream")]
+        Command::Replicate(args) => checked_run(args),
+        #[cfg(feature = "jetstream")]
+        Command::Follow(args) => checked_run(args),
+        #[cfg(feature = "jetstream")]
+        Command::Seed(args) => checked_run(args),
+    }
+}
+
+/// Checks every file `command` names, then runs it. Every path is checked before any is
+/// opened: a FIFO given as a file would block the open.
+fn checked_run(command: impl Run) -> (bool, Result<ExitCode, Failure>) {
+    let json = command.json();
+    let result = paths::check_named_files(&command.files()).and_then(|()| command.run());
+    (json, result)
 }
 
 /// A panic the store catches (redb's, on a damaged file) becomes a typed error that is printed

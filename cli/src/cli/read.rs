@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::args::{HistoryArgs, LogArgs, StatsArgs, StreamsArgs};
+use super::command::{NamedFile, Run};
 use super::failure::Failure;
 use super::filter::print_filtered;
 use super::pager::Output;
@@ -195,4 +196,60 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     // is reported.
     out.finish()?;
     printed.map(|_| ExitCode::SUCCESS)
+}
+
+impl Run for LogArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        NamedFile::archives_then_log(&self.archive, &self.log.db)
+    }
+
+    fn json(&self) -> bool {
+        self.style.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        log(self)
+    }
+}
+
+impl Run for StreamsArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        streams(self)
+    }
+}
+
+impl Run for StatsArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        stats(self)
+    }
+}
+
+impl Run for HistoryArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.style.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        history(self)
+    }
 }

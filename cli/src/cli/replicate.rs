@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::args::{FollowArgs, ReplicateArgs, ReplicateCommand};
+use super::command::{NamedFile, Run};
 use super::failure::Failure;
 use annals::Store;
 use annals::display::grouped;
@@ -330,5 +331,47 @@ fn failure(error: ReplicationError) -> Failure {
         | ReplicationError::NoJetStream { .. }
         | ReplicationError::StreamRefused { .. } => Failure::Usage(error.to_string()),
         other => Failure::Finding(other.to_string()),
+    }
+}
+
+impl Run for ReplicateCommand {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.log.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        replicate(self)
+    }
+}
+
+impl Run for FollowArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        follow(self)
+    }
+}
+
+impl Run for ReplicateArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        seed(self)
     }
 }

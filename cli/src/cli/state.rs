@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::args::StateArgs;
+use super::command::{NamedFile, Run};
 use super::failure::Failure;
 use super::pager::Output;
 use super::progress::ProgressLine;
@@ -194,4 +195,18 @@ fn print_text_table(
         Ok(true)
     })?;
     Ok(rows)
+}
+
+impl Run for StateArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        state(self)
+    }
 }

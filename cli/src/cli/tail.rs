@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use super::args::TailArgs;
+use super::command::{NamedFile, Run};
 use super::failure::Failure;
 use super::render::print_record;
 use annals::Store;
@@ -46,4 +47,18 @@ pub(crate) fn tail(args: TailArgs) -> Result<ExitCode, Failure> {
         printed += 1;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+impl Run for TailArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        tail(self)
+    }
 }

@@ -4,9 +4,11 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use super::args::TilesArgs;
+use super::command::{NamedFile, Run};
 use super::failure::{Failure, Kind};
 use super::keys::read_signer_key;
 use super::open::open_for_writing;
+use annals::output_path::Output;
 use annals::{Store, TilesError};
 
 #[derive(serde::Serialize)]
@@ -65,5 +67,24 @@ fn failure(error: TilesError) -> Failure {
             Failure::of(Kind::Finding, finding.to_string())
         }
         other => Failure::of(Kind::InvalidInput, other.to_string()),
+    }
+}
+
+impl Run for TilesArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.key, "a key file"),
+            NamedFile::read(&self.log.db, "the log"),
+            // Its files (the checkpoint read back among them) the store checks as it goes.
+            NamedFile::written(Some(&self.log.db), &self.dir, Output::Folder),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        tiles(self)
     }
 }

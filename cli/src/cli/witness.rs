@@ -5,8 +5,9 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::args::{WitnessCommand, WitnessEvidenceArgs, WitnessRequestArgs, WitnessServeArgs};
+use super::args::{WitnessEvidenceArgs, WitnessRequestArgs, WitnessServeArgs};
 use super::checkpoints::parse_vkeys;
+use super::command::{NamedFile, Run};
 use super::failure::{EXIT_FINDINGS, Failure, Kind};
 use super::keys::{read_cosigner_key, read_signer_key};
 use super::open::open_for_writing;
@@ -14,14 +15,6 @@ use annals::witness::request::{RequestOptions, WitnessEndpoint, request_cosignat
 use annals::witness::serve::{ServeOptions, serve as serve_http};
 use annals::witness::{EvidenceBudget, Witness, WitnessError};
 use annals::{Store, StoreOptions};
-
-pub(crate) fn witness(command: WitnessCommand) -> Result<ExitCode, Failure> {
-    match command {
-        WitnessCommand::Serve(args) => serve(args),
-        WitnessCommand::Evidence(args) => evidence(args),
-        WitnessCommand::Request(args) => request(args),
-    }
-}
 
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
@@ -223,4 +216,54 @@ fn request(args: WitnessRequestArgs) -> Result<ExitCode, Failure> {
         ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+impl Run for WitnessServeArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        let logs = self.logs.iter();
+        let logs = logs.filter_map(|vkey| NamedFile::at_file(vkey, "a verifier key file"));
+        std::iter::once(NamedFile::read(&self.key, "a key file"))
+            .chain(logs)
+            .chain([NamedFile::read(&self.state, "the witness's state log")])
+            .collect()
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        serve(self)
+    }
+}
+
+impl Run for WitnessEvidenceArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.state, "the witness's state log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        evidence(self)
+    }
+}
+
+impl Run for WitnessRequestArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.key, "a key file"),
+            NamedFile::read(&self.log.db, "the log"),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        request(self)
+    }
 }

@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::args::{AppendArgs, DemoArgs, ImportArgs, RebuildArgs, UpgradeArgs};
 use super::audit::verify_showing_progress;
+use super::command::{NamedFile, Run};
 use super::failure::{Failure, Kind};
 use super::open::{joining, open_for_writing, require_folder};
 use super::progress::ProgressLine;
@@ -455,4 +456,81 @@ fn refuse_unused_archives(
         )));
     }
     Ok(())
+}
+
+impl Run for AppendArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        let payload = self.payload.as_deref();
+        let payload = payload.and_then(|text| NamedFile::at_file(text, "a payload file"));
+        std::iter::once(NamedFile::read(&self.db, "the log"))
+            .chain(payload)
+            .collect()
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        append(self)
+    }
+}
+
+impl Run for ImportArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.file, "an export file"),
+            NamedFile::read(&self.db, "the log"),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        import(self)
+    }
+}
+
+impl Run for RebuildArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        NamedFile::archives_then_log(&self.archive, &self.log.db)
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        rebuild(self)
+    }
+}
+
+impl Run for UpgradeArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        upgrade(self)
+    }
+}
+
+impl Run for DemoArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        demo(self)
+    }
 }
