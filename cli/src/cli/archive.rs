@@ -7,12 +7,14 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::Failure;
 use super::args::{ArchiveArgs, CutPoint};
+use super::command::{NamedFile, Run};
+use super::failure::Failure;
 use super::open::joining;
 use super::progress::ProgressLine;
 use super::render::print_json;
 use annals::display::grouped;
+use annals::output_path::Output;
 use annals::{ArchiveOptions, Direction, Position, Store, StoreOptions};
 
 /// What `archive --json` prints.
@@ -42,7 +44,7 @@ pub(crate) fn archive(args: ArchiveArgs) -> Result<ExitCode, Failure> {
             busy_timeout: args.access.wait,
             ..StoreOptions::default()
         };
-        let store = Store::open_with(&args.db, options)?;
+        let store = Store::open_with(&args.log.db, options)?;
         let before = cut_position(&store, args.before)?;
         let start = store.snapshot()?.start();
         let progress = line.insert(ProgressLine::new(
@@ -61,7 +63,7 @@ pub(crate) fn archive(args: ArchiveArgs) -> Result<ExitCode, Failure> {
     }
     let report = report?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         print_json(
             &mut out,
             &ArchiveJson {
@@ -93,7 +95,7 @@ pub(crate) fn archive(args: ArchiveArgs) -> Result<ExitCode, Failure> {
 /// so a refusal decided there would change the log's bytes. A missing log, or one this cannot
 /// read (held exclusive, of an earlier format, damaged), is the writable open's to report.
 fn refuse_read_only(args: &ArchiveArgs) -> Result<(), Failure> {
-    let Ok(reader) = Store::open_read_only(&args.db) else {
+    let Ok(reader) = Store::open_read_only(&args.log.db) else {
         return Ok(());
     };
     let before = cut_position(&reader, args.before)?;
@@ -122,4 +124,21 @@ fn first_at_or_after(store: &Store, at_ms: u64) -> annals::Result<Position> {
         }
     }
     Ok(head)
+}
+
+impl Run for ArchiveArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.log.db, "the log"),
+            NamedFile::written(Some(&self.log.db), &self.archive, Output::File),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        archive(self)
+    }
 }

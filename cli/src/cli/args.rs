@@ -26,45 +26,36 @@ pub(crate) struct Cli {
     pub(crate) verbose: u8,
 }
 
-impl Command {
-    /// Whether the command was asked for JSON, which its errors then are too.
-    pub(crate) fn json(&self) -> bool {
-        match self {
-            Command::Demo(args) => args.json,
-            Command::Append(args) => args.json,
-            Command::Log(args) => args.style.json,
-            Command::Tail(args) => args.json,
-            Command::Verify(args) => args.json,
-            Command::Stats(args) => args.json,
-            Command::State(args) => args.json,
-            Command::Streams(args) => args.json,
-            Command::Rebuild(args) => args.json,
-            Command::Root(args) => args.json,
-            Command::Prove(args) => args.json,
-            Command::CheckProof(args) => args.json,
-            Command::History(args) => args.style.json,
-            Command::Export(args) => args.json,
-            Command::Import(args) => args.json,
-            Command::Compact(args) => args.json,
-            Command::Backup(args) => args.json,
-            Command::Archive(args) => args.json,
-            Command::Upgrade(args) => args.json,
-            Command::Keygen(args) => args.json,
-            Command::Checkpoint(args) => args.json,
-            Command::Tiles(args) => args.json,
-            // A completion script and a manual page are for a shell and for `man`, never
-            // JSON: their errors are text unless `--json` is given anyway (`json_asked`).
-            Command::Completions(_) | Command::Man(_) => false,
-            #[cfg(feature = "witness")]
-            Command::Witness(args) => args.json(),
-            #[cfg(feature = "jetstream")]
-            Command::Replicate(args) => args.log.json,
-            #[cfg(feature = "jetstream")]
-            Command::Seed(args) => args.json,
-            #[cfg(feature = "jetstream")]
-            Command::Follow(args) => args.json,
-        }
-    }
+/// The log a command reads or writes, which must exist: the first positional argument of most
+/// commands, declared once.
+#[derive(Args)]
+pub(crate) struct LogFile {
+    /// The log file; it must exist.
+    pub(crate) db: PathBuf,
+}
+
+/// `--json` for a command that prints one object, whose errors are then JSON too.
+#[derive(Args)]
+pub(crate) struct JsonOutput {
+    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `--json` for a command that prints one object, in the shorter words its help has always had.
+#[derive(Args)]
+pub(crate) struct JsonObject {
+    /// Print a JSON object instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `--size`: which tree of the log a command proves or signs, declared once.
+#[derive(Args)]
+pub(crate) struct TreeSize {
+    /// The tree of the first N records [default: all of them].
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_size)]
+    pub(crate) size: Option<u64>,
 }
 
 #[derive(Subcommand)]
@@ -197,8 +188,8 @@ pub(crate) struct PagingArgs {
 
 #[derive(Args)]
 pub(crate) struct HistoryArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
     /// The entity, e.g. `lease:deploy-lock`.
     pub(crate) entity: String,
     /// Print only the entity's records in this stream (it must exist).
@@ -262,8 +253,8 @@ pub(crate) struct RecordStyleArgs {
 /// Lists the streams.
 #[derive(Args)]
 pub(crate) struct StreamsArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
     /// List only streams whose name starts with P.
     #[arg(long, value_name = "P")]
     pub(crate) prefix: Option<String>,
@@ -274,8 +265,8 @@ pub(crate) struct StreamsArgs {
 
 #[derive(Args)]
 pub(crate) struct ExportArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
     /// The export file to write: a new file, or with `--force` a regular file to replace
     /// (never the log itself, nor a log another process writes).
     pub(crate) file: PathBuf,
@@ -288,9 +279,8 @@ pub(crate) struct ExportArgs {
     /// Replace the export file if it exists.
     #[arg(long)]
     pub(crate) force: bool,
-    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) output: JsonOutput,
 }
 
 #[derive(Args)]
@@ -299,17 +289,16 @@ pub(crate) struct ImportArgs {
     pub(crate) file: PathBuf,
     /// The log to import into: created if missing, else continued.
     pub(crate) db: PathBuf,
-    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) output: JsonOutput,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
 }
 
 #[derive(Args)]
 pub(crate) struct UpgradeArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
     /// Print a JSON object (`path`, `from`, `to`) instead of text.
     #[arg(long)]
     pub(crate) json: bool,
@@ -319,11 +308,10 @@ pub(crate) struct UpgradeArgs {
 
 #[derive(Args)]
 pub(crate) struct CompactArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
-    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
+    #[command(flatten)]
+    pub(crate) output: JsonOutput,
     /// How long to wait for other processes to close the log, e.g. `5s`, `250ms`.
     #[arg(long, default_value = "0s", value_parser = super::open::parse_duration)]
     pub(crate) wait: std::time::Duration,
@@ -335,15 +323,14 @@ pub(crate) struct BackupArgs {
     pub(crate) db: PathBuf,
     /// The copy to write: a new file.
     pub(crate) target: PathBuf,
-    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) output: JsonOutput,
 }
 
 #[derive(Args)]
 pub(crate) struct ArchiveArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
     /// Cut before this position (digits), or before the first record at or after this time
     /// (RFC 3339, or a date).
     #[arg(long, value_name = "POSITION|TIME", value_parser = parse_cut_point)]
@@ -354,9 +341,8 @@ pub(crate) struct ArchiveArgs {
     /// appends anew instead of answering `duplicate` (by default every key stays).
     #[arg(long)]
     pub(crate) drop_keys: bool,
-    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) output: JsonOutput,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
 }
@@ -400,14 +386,13 @@ pub(crate) struct KeygenArgs {
 
 #[derive(Args)]
 pub(crate) struct CheckpointArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
     /// The signer key file `annals keygen` wrote (mode 0600); its name is the origin.
     #[arg(long)]
     pub(crate) key: PathBuf,
-    /// The tree of the first N records [default: all of them].
-    #[arg(long, allow_negative_numbers = true, value_parser = parse_size)]
-    pub(crate) size: Option<u64>,
+    #[command(flatten)]
+    pub(crate) tree: TreeSize,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
     /// Print a JSON object (`origin`, `size`, `root`, `note`: the signed note's text) instead
@@ -418,11 +403,10 @@ pub(crate) struct CheckpointArgs {
 
 #[derive(Args)]
 pub(crate) struct RootArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
-    /// The tree of the first N records [default: all of them].
-    #[arg(long, allow_negative_numbers = true, value_parser = parse_size)]
-    pub(crate) size: Option<u64>,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
+    #[command(flatten)]
+    pub(crate) tree: TreeSize,
     /// Print a JSON object (`size`, `root`) instead of text.
     #[arg(long)]
     pub(crate) json: bool,
@@ -430,8 +414,8 @@ pub(crate) struct RootArgs {
 
 #[derive(Args)]
 pub(crate) struct ProveArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
     /// Prove that the record at this position is in the tree.
     #[arg(
         long,
@@ -444,9 +428,8 @@ pub(crate) struct ProveArgs {
     /// Prove that the tree of this many records is a prefix of the tree of `--size`.
     #[arg(long, allow_negative_numbers = true, value_parser = parse_size)]
     pub(crate) from_size: Option<u64>,
-    /// The tree of the first N records [default: all of them].
-    #[arg(long, allow_negative_numbers = true, value_parser = parse_size)]
-    pub(crate) size: Option<u64>,
+    #[command(flatten)]
+    pub(crate) tree: TreeSize,
     /// Prove against this signed checkpoint of the log (from `annals checkpoint`, with any
     /// cosignatures): with `--position`, print a c2sp.org/tlog-proof@v1 file; with
     /// `--from-checkpoint`, a consistency proof in tlog-witness's `add-checkpoint` form.
@@ -501,9 +484,8 @@ pub(crate) struct CheckProofArgs {
     /// The root of the tree head you trust (with `--size`): 64 lower-case hex digits.
     #[arg(long, requires = "size")]
     pub(crate) root: Option<String>,
-    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) output: JsonOutput,
 }
 
 #[derive(Args)]
@@ -523,17 +505,16 @@ pub(crate) struct DemoArgs {
     /// the same records, written in minutes at a million.
     #[arg(long, default_value = "immediate", value_parser = parse_demo_durability)]
     pub(crate) durability: annals::Durability,
-    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) output: JsonOutput,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
 }
 
 #[derive(Args)]
 pub(crate) struct StateArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
     /// The projection: registry, leases, outbox, runs or consumers.
     /// Also ingest, the hub's sync ingest.
     pub(crate) projection: String,
@@ -563,8 +544,8 @@ pub(crate) struct StateArgs {
 
 #[derive(Args)]
 pub(crate) struct RebuildArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
     /// Rebuild only this projection [default: all].
     #[arg(long)]
     pub(crate) projection: Option<String>,
@@ -574,9 +555,8 @@ pub(crate) struct RebuildArgs {
     /// recorded in a cut record of its own.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub(crate) archive: Vec<PathBuf>,
-    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) output: JsonOutput,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
 }
@@ -605,17 +585,16 @@ pub(crate) struct AppendArgs {
     /// The payload's schema version [default: 1].
     #[arg(long)]
     pub(crate) schema: Option<u16>,
-    /// Print a JSON object instead of text (and errors as a JSON object on stderr).
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) output: JsonOutput,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
 }
 
 #[derive(Args)]
 pub(crate) struct TailArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
     /// Follow only this stream.
     #[arg(long)]
     pub(crate) stream: Option<String>,
@@ -633,8 +612,8 @@ pub(crate) struct TailArgs {
 
 #[derive(Args)]
 pub(crate) struct LogArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
     /// The first position to read, or with `--stream` the first stream version
     /// [default: the start, or the end with `--reverse`].
     #[arg(long)]
@@ -656,25 +635,23 @@ pub(crate) struct LogArgs {
 
 #[derive(Args)]
 pub(crate) struct VerifyArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
     /// Also check a cut log against its archive files (every cut's, in any order): each
     /// record must hash as the log keeps it, and replaying them from position 0 must reach
     /// each cut's projection digests.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub(crate) archive: Vec<PathBuf>,
-    /// Print a JSON object instead of text.
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) output: JsonObject,
 }
 
 #[derive(Args)]
 pub(crate) struct StatsArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
-    /// Print a JSON object instead of text.
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
+    #[command(flatten)]
+    pub(crate) output: JsonObject,
     /// Also show where the file's bytes go: each table's rows, stored bytes, redb's
     /// bookkeeping and unused bytes in its pages, and the file's bytes outside every table.
     #[arg(long)]
@@ -747,7 +724,6 @@ pub(crate) struct FollowArgs {
     pub(crate) json: bool,
 }
 
-/// `immediate` or `deferred`: the demo's commits' durability.
 /// A tree size (`--size`, `--from-size`): a count of records, so 0 or more. Without this,
 /// clap reads `-1` as a flag and suggests `-- -1`, which would not help.
 fn parse_size(text: &str) -> Result<u64, String> {
@@ -763,6 +739,7 @@ fn parse_position(text: &str) -> Result<u64, String> {
     })
 }
 
+/// `immediate` or `deferred`: the demo's commits' durability.
 fn parse_demo_durability(text: &str) -> Result<annals::Durability, String> {
     match text {
         "immediate" => Ok(annals::Durability::Immediate),
@@ -799,17 +776,6 @@ pub(crate) enum WitnessCommand {
     /// received and keep it in the log's file, for `prove --checkpoint` without a file.
     /// Exit 1 when fewer than `--quorum` witnesses cosigned.
     Request(WitnessRequestArgs),
-}
-
-#[cfg(feature = "witness")]
-impl WitnessCommand {
-    fn json(&self) -> bool {
-        match self {
-            WitnessCommand::Serve(args) => args.json,
-            WitnessCommand::Evidence(args) => args.json,
-            WitnessCommand::Request(args) => args.json,
-        }
-    }
 }
 
 #[cfg(feature = "witness")]
@@ -860,8 +826,8 @@ pub(crate) struct WitnessEvidenceArgs {
 #[cfg(feature = "witness")]
 #[derive(Args)]
 pub(crate) struct WitnessRequestArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
     /// The log's signer key file (`annals keygen`); its name is the origin.
     #[arg(long)]
     pub(crate) key: PathBuf,
@@ -875,25 +841,23 @@ pub(crate) struct WitnessRequestArgs {
     /// How long one exchange with one witness may take, e.g. `10s`.
     #[arg(long, default_value = "10s", value_parser = super::open::parse_duration)]
     pub(crate) timeout: std::time::Duration,
-    /// Print a JSON object instead of text.
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) output: JsonObject,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
 }
 
 #[derive(Args)]
 pub(crate) struct TilesArgs {
-    /// The log file; it must exist.
-    pub(crate) db: PathBuf,
+    #[command(flatten)]
+    pub(crate) log: LogFile,
     /// The directory to write, created if missing.
     pub(crate) dir: PathBuf,
     /// The signer key file `annals keygen` wrote; its name is the origin.
     #[arg(long)]
     pub(crate) key: PathBuf,
-    /// Print a JSON object instead of text.
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) output: JsonObject,
     #[command(flatten)]
     pub(crate) access: WriteAccess,
 }

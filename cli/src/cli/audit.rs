@@ -9,16 +9,18 @@ use std::process::ExitCode;
 use serde::{Deserialize, Serialize};
 
 use super::args::{CheckProofArgs, ExportArgs, ProveArgs, RootArgs, VerifyArgs};
+use super::command::{NamedFile, Run};
+use super::failure::{EXIT_FINDINGS, EXIT_SELF_CONSISTENT_ONLY, Failure, Kind};
 use super::progress::ProgressLine;
 use super::render::{print_json, print_range, print_verify};
 use super::report::{CheckProofJson, HeadJson, RangeJson};
-use super::{EXIT_FINDINGS, EXIT_SELF_CONSISTENT_ONLY, Failure, Kind};
 use annals::Digest;
 use annals::Position;
 use annals::Store;
 use annals::display::quoted;
 use annals::lower_hex_digest;
 use annals::merkle::{ProofError, TreeHead, Trust, TrustedHead};
+use annals::output_path::Output;
 use annals::{ProofFile, ProofFileError};
 
 /// `verify` with its two passes on two bars, each counting the log's records: the walk of
@@ -62,7 +64,7 @@ fn verify_pass(done: u64, records: u64) -> (VerifyPass, u64) {
 const PROOF_FILE_BYTES_MAX: u64 = 64 * 1024;
 
 pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let mut report = verify_showing_progress(&store)?;
     if report.is_sound() && !args.archive.is_empty() {
         let start = store.snapshot()?.start().0;
@@ -72,7 +74,7 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
         report.problem = found?;
     }
     let mut out = io::stdout().lock();
-    print_verify(&mut out, &report, args.json)?;
+    print_verify(&mut out, &report, args.output.json)?;
     out.flush()?;
     Ok(if report.is_sound() {
         ExitCode::SUCCESS
@@ -82,9 +84,9 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
 }
 
 pub(crate) fn root(args: RootArgs) -> Result<ExitCode, Failure> {
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
-    let size = args.size.unwrap_or(snapshot.head()?.next.0);
+    let size = args.tree.size.unwrap_or(snapshot.head()?.next.0);
     let root = snapshot.merkle_root(size)?;
     let origin = snapshot.signed_checkpoint()?.map(|signed| signed.origin);
     let mut out = io::stdout().lock();
@@ -97,9 +99,9 @@ pub(crate) fn prove(args: ProveArgs) -> Result<ExitCode, Failure> {
     if let Some(checkpoint) = &args.checkpoint {
         return super::checkpoints::prove(&args, checkpoint.as_deref());
     }
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
-    let size = args.size.unwrap_or(snapshot.head()?.next.0);
+    let size = args.tree.size.unwrap_or(snapshot.head()?.next.0);
     let proof = match (args.position, args.from_size) {
         (Some(position), _) => ProofFile::inclusion(&snapshot, Position(position), size)?,
         (None, Some(from_size)) => ProofFile::consistency(&snapshot, from_size, size)?,
@@ -154,13 +156,13 @@ pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
         error => invalid(format!("invalid: {error}")),
     })?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         print_json(&mut out, &check_proof_json(&proof, matched))?;
     } else {
         print_valid_proof(&mut out, &proof)?;
     }
     match matched {
-        Some(matched) if !args.json => print_trusted(&mut out, &proof, &matched, &trust)?,
+        Some(matched) if !args.output.json => print_trusted(&mut out, &proof, &matched, &trust)?,
         Some(_) => {}
         None => {
             let mut heads: Vec<String> = proof
@@ -320,7 +322,7 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
     // log is even opened (the path itself in `paths::check_named_files`), so that a refusal
     // leaves both files as they were.
     super::paths::check_replace(&args.file, args.force)?;
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
     let to = args.to.unwrap_or(snapshot.head()?.next.0);
     let from = args.from.unwrap_or(snapshot.start().0);
@@ -343,7 +345,7 @@ pub(crate) fn export(args: ExportArgs) -> Result<ExitCode, Failure> {
         other => other.into(),
     })?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         print_json(&mut out, &RangeJson::new(&summary.header, &args.file))?;
     } else {
         print_range(&mut out, &summary.header, "exported", "to", &args.file)?;
@@ -514,6 +516,98 @@ fn print_trusted(
         )?;
     }
     Ok(())
+}
+
+impl Run for VerifyArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        NamedFile::archives_then_log(&self.archive, &self.log.db)
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        verify(self)
+    }
+}
+
+impl Run for RootArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        root(self)
+    }
+}
+
+impl Run for ProveArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        let checkpoints = self.checkpoint.iter().flatten();
+        let mut files: Vec<_> = checkpoints
+            .chain(&self.from_checkpoint)
+            .map(|file| NamedFile::read(file, "a checkpoint file"))
+            .collect();
+        files.push(NamedFile::read(&self.log.db, "the log"));
+        files
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        prove(self)
+    }
+}
+
+impl Run for CheckProofArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        let heads = self.head.iter();
+        let heads = heads.filter_map(|head| NamedFile::at_file(head, "a tree head file"));
+        let vkeys = self.vkey.iter().chain(&self.witness);
+        let vkeys = vkeys.filter_map(|vkey| NamedFile::at_file(vkey, "a verifier key file"));
+        let checkpoints = self.checkpoint.iter().chain(&self.from_checkpoint);
+        let checkpoints = checkpoints.map(|file| NamedFile::read(file, "a checkpoint file"));
+        let export = self.export.iter();
+        let export = export.map(|file| NamedFile::read(file, "an export file"));
+        std::iter::once(NamedFile::read(&self.proof, "a proof file"))
+            .chain(heads)
+            .chain(vkeys)
+            .chain(checkpoints)
+            .chain(export)
+            .collect()
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        check_proof(self)
+    }
+}
+
+impl Run for ExportArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.log.db, "the log"),
+            NamedFile::written(Some(&self.log.db), &self.file, Output::File),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        export(self)
+    }
 }
 
 #[cfg(test)]

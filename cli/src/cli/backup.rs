@@ -6,11 +6,13 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::Failure;
 use super::args::BackupArgs;
+use super::command::{NamedFile, Run};
+use super::failure::Failure;
 use super::render::print_json;
 use annals::Store;
 use annals::display::grouped;
+use annals::output_path::Output;
 
 /// What `backup --json` prints.
 #[derive(Serialize)]
@@ -28,13 +30,13 @@ struct BackupJson {
 }
 
 pub(crate) fn backup(args: BackupArgs) -> Result<ExitCode, Failure> {
-    if let Some(failure) = super::diagnose(&args.db, false) {
+    if let Some(failure) = super::failure::diagnose(&args.db, false) {
         return Err(failure);
     }
     let store = Store::open_read_only(&args.db)?;
     let backup = store.backup(&args.target)?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         print_json(
             &mut out,
             &BackupJson {
@@ -58,4 +60,21 @@ pub(crate) fn backup(args: BackupArgs) -> Result<ExitCode, Failure> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+impl Run for BackupArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.db, "the log"),
+            NamedFile::written(Some(&self.db), &self.target, Output::File),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        backup(self)
+    }
 }

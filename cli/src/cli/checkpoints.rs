@@ -9,9 +9,10 @@ use std::process::ExitCode;
 
 use super::args::{CheckProofArgs, CheckpointArgs, ProveArgs};
 use super::audit::read_capped;
+use super::command::{NamedFile, Run};
+use super::failure::{Failure, Kind};
 use super::keys::read_signer_key;
 use super::open::open_for_writing;
-use super::{Failure, Kind};
 use annals::AuditError;
 use annals::Digest;
 use annals::Position;
@@ -28,13 +29,13 @@ pub(crate) fn checkpoint(args: CheckpointArgs) -> Result<ExitCode, Failure> {
     // The key first, then the refusals a read-only look can make: a refused checkpoint leaves
     // the log's bytes as they were.
     let signer = read_signer_key(&args.key)?;
-    Store::open_read_only(&args.db)?.check_checkpoint(signer.name(), args.size)?;
-    let store = open_for_writing(&args.db, false, &args.access)?;
-    let text = store.checkpoint_at(&signer, args.size)?;
+    Store::open_read_only(&args.log.db)?.check_checkpoint(signer.name(), args.tree.size)?;
+    let store = open_for_writing(&args.log.db, false, &args.access)?;
+    let text = store.checkpoint_at(&signer, args.tree.size)?;
     let mut out = io::stdout().lock();
     match args.json {
         true => {
-            let (_, checkpoint) = parse_checkpoint(text.clone(), &args.db, "the checkpoint")?;
+            let (_, checkpoint) = parse_checkpoint(text.clone(), &args.log.db, "the checkpoint")?;
             super::render::print_json(
                 &mut out,
                 &serde_json::json!({
@@ -117,7 +118,7 @@ fn not_of_this_log(path: &Path, checkpoint: &Checkpoint, root: Digest) -> Failur
 /// `prove --checkpoint`: a tlog-proof of `--position` in the checkpoint's tree, or with
 /// `--from-checkpoint`, the consistency proof from that checkpoint's tree.
 pub(crate) fn prove(args: &ProveArgs, given: Option<&Path>) -> Result<ExitCode, Failure> {
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
     let kept_name = Path::new("the cosigned checkpoint kept in the log");
     let (checkpoint_path, (text, checkpoint)) = match given {
@@ -127,7 +128,7 @@ pub(crate) fn prove(args: &ProveArgs, given: Option<&Path>) -> Result<ExitCode, 
                 Failure::Usage(format!(
                     "{}: the log keeps no cosigned checkpoint: run `annals witness request` \
                      first, or give --checkpoint FILE",
-                    args.db.display()
+                    args.log.db.display()
                 ))
             })?;
             (
@@ -378,7 +379,7 @@ pub(crate) fn check(
         SignedForm::Consistency => check_consistency(args, &text, &verifiers)?,
     };
     let mut out = io::stdout().lock();
-    match args.json {
+    match args.output.json {
         true => super::render::print_json(&mut out, &json)?,
         false => writeln!(out, "{message}")?,
     }
@@ -535,4 +536,21 @@ fn check_consistency(
         },
     });
     Ok((message, json))
+}
+
+impl Run for CheckpointArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.key, "a key file"),
+            NamedFile::read(&self.log.db, "the log"),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        checkpoint(self)
+    }
 }

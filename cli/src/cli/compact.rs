@@ -13,9 +13,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::args::CompactArgs;
+use super::command::{NamedFile, Run};
+use super::failure::{Failure, Kind};
 use super::progress::ProgressLine;
 use super::render::print_json;
-use super::{Failure, Kind};
 use annals::Error;
 use annals::display::grouped;
 use annals::{Compaction, Store, StoreError};
@@ -37,16 +38,16 @@ struct CompactJson {
 }
 
 pub(crate) fn compact(args: CompactArgs) -> Result<ExitCode, Failure> {
-    if let Some(failure) = super::diagnose(&args.db, false) {
+    if let Some(failure) = super::failure::diagnose(&args.log.db, false) {
         return Err(failure);
     }
-    let mut store = Store::open_to_compact(&args.db, args.wait).map_err(refusal)?;
-    let before = std::fs::metadata(&args.db)?.len();
+    let mut store = Store::open_to_compact(&args.log.db, args.wait).map_err(refusal)?;
+    let before = std::fs::metadata(&args.log.db)?.len();
     let floor = store.allocated_bytes()?;
     let line = ProgressLine::bytes("compact", before.saturating_sub(floor));
     let bar = line.handle();
     let (done, finished) = mpsc::channel::<()>();
-    let db = &args.db;
+    let db = &args.log.db;
     let compacted = std::thread::scope(|scope| {
         scope.spawn(move || {
             // Until the compaction ends (or the sender is dropped with it), follow the file.
@@ -65,15 +66,15 @@ pub(crate) fn compact(args: CompactArgs) -> Result<ExitCode, Failure> {
     // Closing writes redb's allocator state: a failure there (a full disk) is the command's.
     store.close()?;
     let compaction = Compaction {
-        bytes_after: std::fs::metadata(&args.db)?.len(),
+        bytes_after: std::fs::metadata(&args.log.db)?.len(),
         ..compaction
     };
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         print_json(
             &mut out,
             &CompactJson {
-                path: args.db.display().to_string(),
+                path: args.log.db.display().to_string(),
                 bytes_before: compaction.bytes_before,
                 bytes_after: compaction.bytes_after,
                 bytes_reclaimed: compaction.bytes_reclaimed(),
@@ -83,7 +84,7 @@ pub(crate) fn compact(args: CompactArgs) -> Result<ExitCode, Failure> {
         writeln!(
             out,
             "compacted {}: {} bytes reclaimed ({} bytes before, {} after)",
-            args.db.display(),
+            args.log.db.display(),
             grouped(compaction.bytes_reclaimed()),
             grouped(compaction.bytes_before),
             grouped(compaction.bytes_after),
@@ -100,5 +101,19 @@ fn refusal(error: Error) -> Failure {
             Failure::of(Kind::Held, held.to_string())
         }
         error => Failure::from(error),
+    }
+}
+
+impl Run for CompactArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        compact(self)
     }
 }

@@ -7,8 +7,9 @@ use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use super::Failure;
 use super::args::{Cli, CompletionsArgs};
+use super::command::{NamedFile, Run};
+use super::failure::Failure;
 
 pub(crate) fn completions(args: CompletionsArgs) -> Result<ExitCode, Failure> {
     let mut command = Cli::command();
@@ -21,4 +22,21 @@ pub(crate) fn completions(args: CompletionsArgs) -> Result<ExitCode, Failure> {
     out.write_all(&script)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+impl Run for CompletionsArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        // It prints what the arguments' declarations say, to standard output: no file.
+        Vec::new()
+    }
+
+    fn json(&self) -> bool {
+        // A completion script is for a shell, never JSON: its errors are text unless `--json`
+        // is given anyway (`json_asked`).
+        false
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        completions(self)
+    }
 }

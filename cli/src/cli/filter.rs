@@ -4,8 +4,8 @@
 
 use std::io::Write;
 
-use super::Failure;
 use super::args::{RecordFilterArgs, RecordStyleArgs};
+use super::failure::Failure;
 use super::payload;
 use super::render::{RecordStyle, print_decoded};
 use annals::Record;

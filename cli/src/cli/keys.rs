@@ -9,7 +9,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::args::KeygenArgs;
-use super::{Failure, Kind};
+use super::command::{NamedFile, Run};
+use super::failure::{Failure, Kind};
+use annals::output_path::Output;
 use annals::tlog::{Cosigner, Signer};
 
 /// The largest key file read: a private key text and its newline.
@@ -141,6 +143,21 @@ fn read_key_file(path: &Path) -> Result<zeroize::Zeroizing<String>, Failure> {
         text.pop();
     }
     Ok(text)
+}
+
+impl Run for KeygenArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        // The key file is created, never opened as it is; it is of no log.
+        vec![NamedFile::written(None, &self.keyfile, Output::File)]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        keygen(self)
+    }
 }
 
 #[cfg(test)]

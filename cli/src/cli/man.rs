@@ -8,8 +8,9 @@ use std::process::ExitCode;
 
 use clap::CommandFactory;
 
-use super::Failure;
 use super::args::{Cli, ManArgs};
+use super::command::{NamedFile, Run};
+use super::failure::Failure;
 use super::render::word;
 
 pub(crate) fn man(args: ManArgs) -> Result<ExitCode, Failure> {
@@ -52,4 +53,21 @@ fn find<'a>(root: &'a clap::Command, path: &[String]) -> Result<&'a clap::Comman
         command = child;
     }
     Ok(command)
+}
+
+impl Run for ManArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        // It prints what the arguments' declarations say, to standard output: no file.
+        Vec::new()
+    }
+
+    fn json(&self) -> bool {
+        // A manual page is for `man`, never JSON: its errors are text unless `--json` is
+        // given anyway (`json_asked`).
+        false
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        man(self)
+    }
 }

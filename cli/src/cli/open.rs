@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{Failure, Kind};
+use super::failure::{Failure, Kind};
 use annals::{Error, OpenError};
 use annals::{Holder, Sharing, Store, StoreOptions};
 
@@ -43,7 +43,7 @@ pub(crate) fn open_with_archives(
     archives: &[std::path::PathBuf],
 ) -> Result<Store, Failure> {
     // Creating a log over a directory fails deep in redb with no path; say it here.
-    if let Some(failure) = super::diagnose(path, false) {
+    if let Some(failure) = super::failure::diagnose(path, false) {
         return Err(failure);
     }
     require_folder(path)?;

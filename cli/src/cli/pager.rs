@@ -13,7 +13,7 @@ use std::io::{self, BufWriter, IsTerminal, StdoutLock, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
 use super::args::PagingArgs;
-use super::{Failure, Kind};
+use super::failure::{Failure, Kind};
 
 /// The pager when neither `ANNALS_PAGER` nor `PAGER` names one.
 const PAGER_DEFAULT: &str = "less -FRX";

@@ -16,137 +16,22 @@ use std::path::Path;
 
 use annals::output_path::{Output, StoreFiles};
 
-use super::args::Command;
-use super::{Failure, Kind};
+use super::command::NamedFile;
+use super::failure::{Failure, Kind};
 
-/// Refuses, before anything is opened, every path `command` reads (or writes in place) that
-/// exists and is not a regular file. The one check every command goes through.
-pub(crate) fn check_named_files(command: &Command) -> Result<(), Failure> {
-    match command {
-        Command::Append(args) => {
-            require_regular(&args.db, "the log")?;
-            if let Some(file) = args.payload.as_deref().and_then(|p| p.strip_prefix('@')) {
-                require_regular(Path::new(file), "a payload file")?;
-            }
-            Ok(())
-        }
-        Command::Log(args) => {
-            for file in &args.archive {
-                require_regular(file, "an archive file")?;
-            }
-            require_regular(&args.db, "the log")
-        }
-        Command::Tail(args) => require_regular(&args.db, "the log"),
-        Command::Verify(args) => {
-            for file in &args.archive {
-                require_regular(file, "an archive file")?;
-            }
-            require_regular(&args.db, "the log")
-        }
-        Command::Archive(args) => {
-            require_regular(&args.db, "the log")?;
-            check_output(Some(&args.db), &args.archive, Output::File)
-        }
-        Command::Stats(args) => require_regular(&args.db, "the log"),
-        Command::Demo(args) => require_regular(&args.db, "the log"),
-        Command::State(args) => require_regular(&args.db, "the log"),
-        Command::Rebuild(args) => {
-            for file in &args.archive {
-                require_regular(file, "an archive file")?;
-            }
-            require_regular(&args.db, "the log")
-        }
-        Command::Root(args) => require_regular(&args.db, "the log"),
-        Command::Prove(args) => {
-            for file in args
-                .checkpoint
-                .iter()
-                .flatten()
-                .chain(&args.from_checkpoint)
-            {
-                require_regular(file, "a checkpoint file")?;
-            }
-            require_regular(&args.db, "the log")
-        }
-        Command::CheckProof(args) => {
-            require_regular(&args.proof, "a proof file")?;
-            for file in args.head.iter().filter_map(|head| head.strip_prefix('@')) {
-                require_regular(Path::new(file), "a tree head file")?;
-            }
-            for file in args
-                .vkey
-                .iter()
-                .chain(&args.witness)
-                .filter_map(|vkey| vkey.strip_prefix('@'))
-            {
-                require_regular(Path::new(file), "a verifier key file")?;
-            }
-            for file in args.checkpoint.iter().chain(&args.from_checkpoint) {
-                require_regular(file, "a checkpoint file")?;
-            }
-            if let Some(export) = &args.export {
-                require_regular(export, "an export file")?;
-            }
-            Ok(())
-        }
-        Command::Tiles(args) => {
-            require_regular(&args.key, "a key file")?;
-            require_regular(&args.db, "the log")?;
-            // Its files (the checkpoint read back among them) the store checks as it goes.
-            check_output(Some(&args.db), &args.dir, Output::Folder)
-        }
-        Command::Checkpoint(args) => {
-            require_regular(&args.key, "a key file")?;
-            require_regular(&args.db, "the log")
-        }
-        Command::Streams(args) => require_regular(&args.db, "the log"),
-        Command::History(args) => require_regular(&args.db, "the log"),
-        Command::Export(args) => {
-            require_regular(&args.db, "the log")?;
-            check_output(Some(&args.db), &args.file, Output::File)
-        }
-        Command::Import(args) => {
-            require_regular(&args.file, "an export file")?;
-            require_regular(&args.db, "the log")
-        }
-        Command::Compact(args) => require_regular(&args.db, "the log"),
-        Command::Backup(args) => {
-            require_regular(&args.db, "the log")?;
-            check_output(Some(&args.db), &args.target, Output::File)
-        }
-        Command::Upgrade(args) => require_regular(&args.db, "the log"),
-        // The key file is created, never opened as it is; it is of no log.
-        Command::Keygen(args) => check_output(None, &args.keyfile, Output::File),
-        // They print what the arguments' declarations say, to standard output: no file.
-        Command::Completions(_) | Command::Man(_) => Ok(()),
-        #[cfg(feature = "witness")]
-        Command::Witness(command) => witness_files(command),
-        #[cfg(feature = "jetstream")]
-        Command::Replicate(args) => require_regular(&args.log.db, "the log"),
-        #[cfg(feature = "jetstream")]
-        Command::Follow(args) => require_regular(&args.db, "the log"),
-        #[cfg(feature = "jetstream")]
-        Command::Seed(args) => require_regular(&args.db, "the log"),
-    }
-}
-
-#[cfg(feature = "witness")]
-fn witness_files(command: &super::args::WitnessCommand) -> Result<(), Failure> {
-    use super::args::WitnessCommand;
-    match command {
-        WitnessCommand::Serve(args) => {
-            require_regular(&args.key, "a key file")?;
-            for file in args.logs.iter().filter_map(|vkey| vkey.strip_prefix('@')) {
-                require_regular(Path::new(file), "a verifier key file")?;
-            }
-            require_regular(&args.state, "the witness's state log")
-        }
-        WitnessCommand::Evidence(args) => require_regular(&args.state, "the witness's state log"),
-        WitnessCommand::Request(args) => {
-            require_regular(&args.key, "a key file")?;
-            require_regular(&args.db, "the log")
+/// Refuses, before anything is opened, every file a command names ([`Run::files`]) that it
+/// reads (or writes in place) and that exists and is not a regular file, and every output the
+/// library's rule for paths written refuses. The one check every command goes through.
+///
+/// [`Run::files`]: super::command::Run::files
+pub(crate) fn check_named_files(files: &[NamedFile<'_>]) -> Result<(), Failure> {
+    for file in files {
+        match *file {
+            NamedFile::Read { path, what } => require_regular(path, what)?,
+            NamedFile::Written { log, path, what } => check_output(log, path, what)?,
         }
     }
+    Ok(())
 }
 
 /// Refuses `path` when something other than a regular file (a directory, a FIFO, a device,

@@ -7,8 +7,9 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
-use super::Failure;
 use super::args::{HistoryArgs, LogArgs, StatsArgs, StreamsArgs};
+use super::command::{NamedFile, Run};
+use super::failure::Failure;
 use super::filter::print_filtered;
 use super::pager::Output;
 use super::render::{print_json, print_stats, word};
@@ -18,7 +19,7 @@ use annals::{Direction, Snapshot};
 use annals::{Position, StreamVersion};
 
 pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
     if !args.archive.is_empty() && snapshot.cut().is_none() {
         // No archive can be this log's: saying so beats ignoring the files given.
@@ -41,14 +42,14 @@ pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
     let mut out = Output::start(&args.paging);
     let printed = match args.stream.as_deref() {
         Some(stream) => {
-            require_stream(&snapshot, stream, &args.db)?;
+            require_stream(&snapshot, stream, &args.log.db)?;
             let records = snapshot.stream(stream, StreamVersion(from), direction)?;
             print_filtered(&mut out, records, &args.filter, &args.style)
         }
         None if !args.archive.is_empty() && Position(from) < snapshot.start() => {
             if direction == Direction::Backward {
                 return Err(Failure::of(
-                    super::Kind::Usage,
+                    super::failure::Kind::Usage,
                     "--archive reads forward: drop --reverse".to_owned(),
                 ));
             }
@@ -82,7 +83,7 @@ fn require_stream(snapshot: &Snapshot, stream: &str, db: &Path) -> Result<(), Fa
 }
 
 pub(crate) fn streams(args: StreamsArgs) -> Result<ExitCode, Failure> {
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
     let mut out = BufWriter::new(io::stdout().lock());
     if !args.json {
@@ -127,7 +128,7 @@ struct StreamJson<'a> {
 }
 
 pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let stats = store.stats()?;
     let footprint = if args.tables {
         Some(store.footprint()?)
@@ -135,17 +136,17 @@ pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
         None
     };
     let mut out = io::stdout().lock();
-    print_stats(&mut out, &stats, footprint.as_ref(), args.json)?;
+    print_stats(&mut out, &stats, footprint.as_ref(), args.output.json)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     let entity = Entity::parse(&args.entity)?;
-    let store = Store::open_read_only(&args.db)?;
+    let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
     if let Some(stream) = args.stream.as_deref() {
-        require_stream(&snapshot, stream, &args.db)?;
+        require_stream(&snapshot, stream, &args.log.db)?;
     }
     let mut streams = entity.streams();
     let mut touched = false;
@@ -155,7 +156,7 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     if !touched {
         return Err(Failure::Finding(format!(
             "{}: no event touched {}",
-            args.db.display(),
+            args.log.db.display(),
             word(&args.entity)
         )));
     }
@@ -175,7 +176,7 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     } else {
         if direction == Direction::Backward {
             return Err(Failure::of(
-                super::Kind::Usage,
+                super::failure::Kind::Usage,
                 "--archive reads forward: drop --reverse".to_owned(),
             ));
         }
@@ -195,4 +196,60 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     // is reported.
     out.finish()?;
     printed.map(|_| ExitCode::SUCCESS)
+}
+
+impl Run for LogArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        NamedFile::archives_then_log(&self.archive, &self.log.db)
+    }
+
+    fn json(&self) -> bool {
+        self.style.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        log(self)
+    }
+}
+
+impl Run for StreamsArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        streams(self)
+    }
+}
+
+impl Run for StatsArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        stats(self)
+    }
+}
+
+impl Run for HistoryArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.style.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        history(self)
+    }
 }

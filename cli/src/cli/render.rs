@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::Failure;
+use super::failure::Failure;
 use super::payload::{self, Payload};
 use super::time::rfc3339;
 use annals::Record;

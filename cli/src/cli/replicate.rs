@@ -11,8 +11,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Failure;
 use super::args::{FollowArgs, ReplicateArgs, ReplicateCommand};
+use super::command::{NamedFile, Run};
+use super::failure::Failure;
 use annals::Store;
 use annals::display::grouped;
 use annals::replication::{
@@ -330,5 +331,47 @@ fn failure(error: ReplicationError) -> Failure {
         | ReplicationError::NoJetStream { .. }
         | ReplicationError::StreamRefused { .. } => Failure::Usage(error.to_string()),
         other => Failure::Finding(other.to_string()),
+    }
+}
+
+impl Run for ReplicateCommand {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.log.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        replicate(self)
+    }
+}
+
+impl Run for FollowArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        follow(self)
+    }
+}
+
+impl Run for ReplicateArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        seed(self)
     }
 }

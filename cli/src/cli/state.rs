@@ -14,8 +14,9 @@ use annals::projection::shown::ShownTable;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::Failure;
 use super::args::StateArgs;
+use super::command::{NamedFile, Run};
+use super::failure::Failure;
 use super::pager::Output;
 use super::progress::ProgressLine;
 use super::render::print_json;
@@ -73,7 +74,7 @@ pub(crate) fn state(args: StateArgs) -> Result<ExitCode, Failure> {
             )));
         }
     }
-    let store = annals::Store::open_read_only(&args.db)?;
+    let store = annals::Store::open_read_only(&args.log.db)?;
     // The replayed tables outlive the read transaction on them, declared first so dropped last.
     let replay;
     let replayed;
@@ -114,7 +115,7 @@ pub(crate) fn state(args: StateArgs) -> Result<ExitCode, Failure> {
     {
         return Err(Failure::Finding(format!(
             "{}: no row of {} has the key {}",
-            args.db.display(),
+            args.log.db.display(),
             args.projection,
             super::render::word(key)
         )));
@@ -194,4 +195,18 @@ fn print_text_table(
         Ok(true)
     })?;
     Ok(rows)
+}
+
+impl Run for StateArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        state(self)
+    }
 }

@@ -11,7 +11,7 @@ use std::io::Write;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
-use super::Failure;
+use super::failure::Failure;
 use super::time::rfc3339;
 
 /// One row: each column's name and value, in order.

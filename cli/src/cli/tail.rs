@@ -6,15 +6,16 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::Failure;
 use super::args::TailArgs;
+use super::command::{NamedFile, Run};
+use super::failure::Failure;
 use super::render::print_record;
 use annals::Store;
 use annals::subscribe::{Subscription, subscribe, subscribe_stream};
 use annals::{Position, StreamVersion};
 
 pub(crate) fn tail(args: TailArgs) -> Result<ExitCode, Failure> {
-    let store = Arc::new(Store::open_read_only(&args.db)?);
+    let store = Arc::new(Store::open_read_only(&args.log.db)?);
     let snapshot = store.snapshot()?;
     let mut subscription: Subscription = match &args.stream {
         Some(stream) => {
@@ -46,4 +47,18 @@ pub(crate) fn tail(args: TailArgs) -> Result<ExitCode, Failure> {
         printed += 1;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+impl Run for TailArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        tail(self)
+    }
 }

@@ -4,9 +4,11 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use super::args::TilesArgs;
+use super::command::{NamedFile, Run};
+use super::failure::{Failure, Kind};
 use super::keys::read_signer_key;
 use super::open::open_for_writing;
-use super::{Failure, Kind};
+use annals::output_path::Output;
 use annals::{Store, TilesError};
 
 #[derive(serde::Serialize)]
@@ -23,14 +25,14 @@ pub(crate) fn tiles(args: TilesArgs) -> Result<ExitCode, Failure> {
     let signer = read_signer_key(&args.key)?;
     // The refusals a read-only look can make first: a refused run leaves the log's bytes as
     // they were.
-    let reader = Store::open_read_only(&args.db)?;
+    let reader = Store::open_read_only(&args.log.db)?;
     reader.check_checkpoint(signer.name(), None)?;
     reader.check_tiles(&args.dir, &signer).map_err(failure)?;
     drop(reader);
-    let store = open_for_writing(&args.db, false, &args.access)?;
+    let store = open_for_writing(&args.log.db, false, &args.access)?;
     let written = store.write_tiles(&args.dir, &signer).map_err(failure)?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         let json = TilesJson {
             size: written.size,
             from_size: written.from_size,
@@ -65,5 +67,24 @@ fn failure(error: TilesError) -> Failure {
             Failure::of(Kind::Finding, finding.to_string())
         }
         other => Failure::of(Kind::InvalidInput, other.to_string()),
+    }
+}
+
+impl Run for TilesArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.key, "a key file"),
+            NamedFile::read(&self.log.db, "the log"),
+            // Its files (the checkpoint read back among them) the store checks as it goes.
+            NamedFile::written(Some(&self.log.db), &self.dir, Output::Folder),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        tiles(self)
     }
 }

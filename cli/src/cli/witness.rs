@@ -5,23 +5,16 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::args::{WitnessCommand, WitnessEvidenceArgs, WitnessRequestArgs, WitnessServeArgs};
+use super::args::{WitnessEvidenceArgs, WitnessRequestArgs, WitnessServeArgs};
 use super::checkpoints::parse_vkeys;
+use super::command::{NamedFile, Run};
+use super::failure::{EXIT_FINDINGS, Failure, Kind};
 use super::keys::{read_cosigner_key, read_signer_key};
 use super::open::open_for_writing;
-use super::{EXIT_FINDINGS, Failure, Kind};
 use annals::witness::request::{RequestOptions, WitnessEndpoint, request_cosignatures};
 use annals::witness::serve::{ServeOptions, serve as serve_http};
 use annals::witness::{EvidenceBudget, Witness, WitnessError};
 use annals::{Store, StoreOptions};
-
-pub(crate) fn witness(command: WitnessCommand) -> Result<ExitCode, Failure> {
-    match command {
-        WitnessCommand::Serve(args) => serve(args),
-        WitnessCommand::Evidence(args) => evidence(args),
-        WitnessCommand::Request(args) => request(args),
-    }
-}
 
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
@@ -188,15 +181,15 @@ fn request(args: WitnessRequestArgs) -> Result<ExitCode, Failure> {
     }
     // The refusals a read-only look can make first: a refused request leaves the log's bytes
     // as they were.
-    Store::open_read_only(&args.db)?.check_checkpoint(signer.name(), None)?;
-    let store = open_for_writing(&args.db, false, &args.access)?;
+    Store::open_read_only(&args.log.db)?.check_checkpoint(signer.name(), None)?;
+    let store = open_for_writing(&args.log.db, false, &args.access)?;
     let options = RequestOptions {
         timeout: args.timeout,
     };
     let witnessed =
         runtime()?.block_on(request_cosignatures(&store, &signer, &witnesses, options))?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         let json = RequestJson {
             size: witnessed.size,
             checkpoint: &witnessed.checkpoint,
@@ -223,4 +216,54 @@ fn request(args: WitnessRequestArgs) -> Result<ExitCode, Failure> {
         ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+impl Run for WitnessServeArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        let logs = self.logs.iter();
+        let logs = logs.filter_map(|vkey| NamedFile::at_file(vkey, "a verifier key file"));
+        std::iter::once(NamedFile::read(&self.key, "a key file"))
+            .chain(logs)
+            .chain([NamedFile::read(&self.state, "the witness's state log")])
+            .collect()
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        serve(self)
+    }
+}
+
+impl Run for WitnessEvidenceArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.state, "the witness's state log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        evidence(self)
+    }
+}
+
+impl Run for WitnessRequestArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.key, "a key file"),
+            NamedFile::read(&self.log.db, "the log"),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        request(self)
+    }
 }

@@ -10,11 +10,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::args::{AppendArgs, DemoArgs, ImportArgs, RebuildArgs, UpgradeArgs};
 use super::audit::verify_showing_progress;
+use super::command::{NamedFile, Run};
+use super::failure::{Failure, Kind};
 use super::open::{joining, open_for_writing, require_folder};
 use super::progress::ProgressLine;
 use super::render::{print_json, print_range};
 use super::report::{AppendJson, DemoJson, RangeJson, RebuildJson};
-use super::{Failure, Kind};
 use annals::Error;
 use annals::NewEvent;
 use annals::export::ExportError;
@@ -62,7 +63,7 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
     let outcome = store.append(&args.stream, args.expect, &events)?;
     store.close()?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         print_json(&mut out, &AppendJson::new(&outcome))?;
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
@@ -176,7 +177,7 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
             false => Ok(()),
         })
         .map_err(|error| Failure::file(&args.file, false, &error))?;
-    if let Some(failure) = super::diagnose(&args.db, false) {
+    if let Some(failure) = super::failure::diagnose(&args.db, false) {
         return Err(failure);
     }
     // The header gives the total for the progress line; the import reads and checks it again.
@@ -218,7 +219,7 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
         false => failure,
     })?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         print_json(&mut out, &RangeJson::new(&summary.header, &args.db))?;
     } else {
         print_range(&mut out, &summary.header, "imported", "into", &args.db)?;
@@ -256,8 +257,8 @@ pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
         })
         .into());
     }
-    refuse_unused_archives(&args.db, &args.archive)?;
-    let store = super::open::open_with_archives(&args.db, false, &args.access, &args.archive)?;
+    refuse_unused_archives(&args.log.db, &args.archive)?;
+    let store = super::open::open_with_archives(&args.log.db, false, &args.access, &args.archive)?;
     let mut line = ProgressLine::new("rebuild", store.head()?.next.0);
     let rebuilt = store.rebuild_with(args.projection.as_deref(), &mut |done| line.update(done));
     line.finish();
@@ -270,7 +271,7 @@ pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
     // Closing writes redb's allocator state: a failure there (a full disk) is the command's.
     store.close()?;
     let mut out = io::stdout().lock();
-    if args.json {
+    if args.output.json {
         let report = RebuildJson {
             projections: names,
             through: head.next.0,
@@ -302,18 +303,18 @@ struct UpgradeJson {
 pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode, Failure> {
     use annals::FORMAT_VERSION;
     use annals::OpenError;
-    if !args.db.exists() {
-        return Err(Error::Open(OpenError::Missing { path: args.db }).into());
+    if !args.log.db.exists() {
+        return Err(Error::Open(OpenError::Missing { path: args.log.db }).into());
     }
     // The read-only open tells the version without writing; only an earlier one is opened
     // writable, which upgrades it.
-    let from = match Store::open_read_only(&args.db) {
+    let from = match Store::open_read_only(&args.log.db) {
         Ok(store) => {
             store.close()?;
             FORMAT_VERSION
         }
         Err(Error::Open(OpenError::NeedsUpgrade { found, .. })) => {
-            open_for_writing(&args.db, false, &args.access)?.close()?;
+            open_for_writing(&args.log.db, false, &args.access)?.close()?;
             found
         }
         Err(error) => return Err(error.into()),
@@ -321,7 +322,7 @@ pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode, Failure> {
     let mut out = BufWriter::new(io::stdout().lock());
     if args.json {
         let upgrade = UpgradeJson {
-            path: args.db.display().to_string(),
+            path: args.log.db.display().to_string(),
             from,
             to: FORMAT_VERSION,
         };
@@ -330,13 +331,13 @@ pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode, Failure> {
         writeln!(
             out,
             "{}: already format v{FORMAT_VERSION}",
-            args.db.display()
+            args.log.db.display()
         )?;
     } else {
         writeln!(
             out,
             "{}: upgraded from format v{from} to v{FORMAT_VERSION}",
-            args.db.display()
+            args.log.db.display()
         )?;
     }
     out.flush()?;
@@ -374,7 +375,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
     // Closing writes redb's allocator state: a failure there (a full disk) is the command's.
     store.close()?;
     let mut out = BufWriter::new(io::stdout().lock());
-    if args.json {
+    if args.output.json {
         let demo = DemoJson {
             path: args.db.display().to_string(),
             records: report.records,
@@ -400,7 +401,7 @@ pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
     }
     match &verified.problem {
         None => {
-            if !args.json {
+            if !args.output.json {
                 writeln!(
                     out,
                     "verify: sound ({} records, {} streams)",
@@ -439,7 +440,7 @@ fn refuse_unused_archives(
     for archive in archives {
         if std::fs::symlink_metadata(archive).is_err() {
             return Err(Failure::of(
-                super::Kind::NotFound,
+                super::failure::Kind::NotFound,
                 format!("--archive {}: no such file", archive.display()),
             ));
         }
@@ -455,4 +456,81 @@ fn refuse_unused_archives(
         )));
     }
     Ok(())
+}
+
+impl Run for AppendArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        let payload = self.payload.as_deref();
+        let payload = payload.and_then(|text| NamedFile::at_file(text, "a payload file"));
+        std::iter::once(NamedFile::read(&self.db, "the log"))
+            .chain(payload)
+            .collect()
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        append(self)
+    }
+}
+
+impl Run for ImportArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.file, "an export file"),
+            NamedFile::read(&self.db, "the log"),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        import(self)
+    }
+}
+
+impl Run for RebuildArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        NamedFile::archives_then_log(&self.archive, &self.log.db)
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        rebuild(self)
+    }
+}
+
+impl Run for UpgradeArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        upgrade(self)
+    }
+}
+
+impl Run for DemoArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        demo(self)
+    }
 }
