@@ -14,6 +14,7 @@ mod cli;
 mod cli_audit;
 mod cli_json;
 mod cli_read;
+mod clocks;
 mod common;
 mod compact;
 mod corruption;
