@@ -83,6 +83,10 @@ pub mod witness;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeSnippets;
+/// `docs/library.md`'s Rust snippets, compiled and run as doc tests, as the README's are.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/library.md")]
+pub struct LibrarySnippets;
 pub mod writer;
 
 pub use audit::decoded::BuiltInEvent;

@@ -250,7 +250,7 @@ pub(crate) struct Journal {
     /// The length the file is kept at, zeros past the frames: the room for the frames of one
     /// checkpoint, set aside when the journal is emptied, so that a commit's sync writes its
     /// frame's bytes and not the file's new length as well (an append to a file that keeps
-    /// its length syncs about a quarter sooner on ext4: docs/performance.md).
+    /// its length syncs about a quarter sooner on ext4: docs/performance-history.csv).
     room: u64,
     /// Set when a failed write could not be taken back: the end is unknown.
     poisoned: bool,

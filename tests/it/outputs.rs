@@ -464,7 +464,7 @@ fn messages_name_the_path_and_the_cause() {
             "{command}: {message}"
         );
     }
-    // A log a writer holds is `held` in JSON, as README says.
+    // A log a writer holds is `held` in JSON, as docs/commands.md says.
     let held = dir.path().join("held.redb");
     let (writer, _) = start_writer(&held, "exclusive");
     let output = annals()

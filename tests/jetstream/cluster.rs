@@ -61,8 +61,8 @@ impl Cluster {
         cluster
     }
 
-    /// One JetStream server that is not clustered (the README's example), with `settings`
-    /// added to its configuration (e.g. `max_payload: 8MB`).
+    /// One JetStream server that is not clustered (the example in docs/replication.md), with
+    /// `settings` added to its configuration (e.g. `max_payload: 8MB`).
     pub fn single(settings: &str) -> Cluster {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let client_port = free_port();

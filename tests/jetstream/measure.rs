@@ -1,4 +1,4 @@
-//! Figures for the README's "Replication" section: printed, never asserted on (timings depend
+//! Figures for docs/replication.md: printed, never asserted on (timings depend
 //! on the machine). Run with `cargo test --features jetstream,testing --test jetstream --release
 //! -- --ignored --nocapture measure`.
 
