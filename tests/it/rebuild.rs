@@ -5,7 +5,6 @@
 //! decides. A behind projection whose rows differ from a replay up to its checkpoint is
 //! still damage.
 
-use annals::testing::setup::ExpectDone;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
