@@ -982,7 +982,7 @@ mod tests {
         use crate::record::Position;
         use crate::record::view::{RecordHashes, parse_at};
         let mut builder = SegmentBuilder::with_format(Format::V2);
-        let _ = v2_records(&mut builder, 6, Digest([9; 32]));
+        v2_records(&mut builder, 6, Digest([9; 32]));
         let bytes = builder.finish();
         for at in 0..bytes.len() {
             let mut damaged = bytes.clone();

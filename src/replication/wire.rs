@@ -373,6 +373,7 @@ fn within_limits(record: &Record, limits: &Limits) -> Result<(), LimitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::setup::ExpectDone;
     use crate::{ExpectedVersion, NewEvent, Store};
 
     /// A log of three records in one append, and their stored bytes.
@@ -382,7 +383,10 @@ mod tests {
         let events: Vec<NewEvent> = (0..3)
             .map(|i| NewEvent::new("k", 7, vec![b'a' + i; 10]).with_idempotency_key(format!("{i}")))
             .collect();
-        let _ = store.append("s", ExpectedVersion::Any, &events).unwrap();
+        store
+            .append("s", ExpectedVersion::Any, &events)
+            .unwrap()
+            .expect_done();
         let records: Vec<Record> = (0..3)
             .map(|p| store.get(Position(p)).unwrap().unwrap())
             .collect();

@@ -2,13 +2,16 @@
 //! the simulation tests share one body each: the simulated disk ([`sim`]), the reference
 //! model and its command vocabulary ([`model`]), random commands of every domain
 //! ([`random`]), fault scenarios and their invariants ([`faults`]), and the fuzz harness
-//! bodies ([`harness`]). Hidden from the docs; not for production use. Never used by the
-//! rest of the crate.
+//! bodies ([`harness`]); besides, setup steps that check their outcome ([`setup`]) and the
+//! golden event vectors with their generator's body ([`event_vectors`]). Hidden from the docs;
+//! not for production use. Never used by the rest of the crate.
 
 pub mod crash;
+pub mod event_vectors;
 pub mod faults;
 pub mod harness;
 pub mod internals;
 pub mod model;
 pub mod random;
+pub mod setup;
 pub mod sim;

@@ -2,6 +2,7 @@
 //! the cut, or a new version of one, is replayed from position 0 through the archives, its
 //! state at the cut recorded in a cut of no records, and everything works after as before.
 
+use annals::testing::setup::ExpectDone;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -218,9 +219,10 @@ fn archives_that_do_not_give_the_cut_are_refused_and_nothing_is_appended() {
         // Another log's history, cut at the same place: its records hash otherwise.
         let path = other_dir.path().join("log.redb");
         let store = open(&path, None, &[], Sharing::default()).expect("open");
-        let _ = store
+        store
             .append("x", ExpectedVersion::Any, &[event("other", 1, b"x")])
-            .expect("append");
+            .expect("append")
+            .expect_done();
         fill(&store, 119);
         let other = other_dir.path().join("log-0.archive");
         let _report = store.archive_before(Position(80), &other).expect("cut");

@@ -3,6 +3,7 @@
 //! checked by annals and by Cloudflare's `signed_note` and `tlog_tiles`, which know nothing of
 //! annals; every refusal leaves the log's bytes as they were.
 
+use annals::testing::setup::ExpectDone;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -77,9 +78,10 @@ fn append(log: &Path, n: u64) {
         .map(|i| NewEvent::new("note", i, i.to_le_bytes().to_vec()))
         .collect();
     if !events.is_empty() {
-        let _ = store
+        store
             .append("notes/a", ExpectedVersion::Any, &events)
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
     store.close().unwrap();
 }
@@ -144,7 +146,7 @@ fn a_checkpoint_opens_with_annals_and_with_signed_note_and_states_the_logs_tree(
 #[test]
 fn refused_checkpoints_name_why_and_leave_the_logs_bytes_as_they_were() {
     let s = setup(50);
-    let _ = s.checkpoint("c50.txt", None);
+    s.checkpoint("c50.txt", None);
     let before = sha256(&s.log);
     let log = text(&s.log);
     let key = text(&s.key);
@@ -218,7 +220,7 @@ fn a_log_whose_tree_no_longer_has_the_signed_root_signs_nothing_more() {
     use annals::testing::internals::checksum::seal_meta;
     use annals::testing::internals::tables::META;
     let s = setup(40);
-    let _ = s.checkpoint("c.txt", None);
+    s.checkpoint("c.txt", None);
     // The last signed checkpoint's root changed as a rewrite of the log would leave it.
     {
         let db = redb::Database::open(&s.log).unwrap();
@@ -336,9 +338,10 @@ fn prove_refuses_a_checkpoint_of_another_log() {
     let events: Vec<NewEvent> = (0..25)
         .map(|i| NewEvent::new("other", i, b"x".to_vec()))
         .collect();
-    let _ = store
+    store
         .append("other/b", ExpectedVersion::Any, &events)
-        .unwrap();
+        .unwrap()
+        .expect_done();
     store.close().unwrap();
     let refused = exits(
         annals(&[
@@ -571,9 +574,10 @@ fn a_tlog_proof_with_the_export_it_came_from_checks_the_record_itself() {
     let events: Vec<NewEvent> = (0..60)
         .map(|i| NewEvent::new("other", i, b"y".to_vec()))
         .collect();
-    let _ = store
+    store
         .append("other/c", ExpectedVersion::Any, &events)
-        .unwrap();
+        .unwrap()
+        .expect_done();
     store.close().unwrap();
     let other_export = s.dir.join("other.export");
     exits(annals(&["export", text(&other), text(&other_export)]), 0);

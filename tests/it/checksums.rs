@@ -8,6 +8,7 @@
 //! blake3's). Format v4 rebuilds the tree with SHA-256, so `root` prints what RFC 6962 gives
 //! for the same record hashes, computed here from the hashes `log` printed before.
 
+use annals::testing::setup::ExpectDone;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -173,13 +174,14 @@ fn a_v1_v2_or_v3_log_is_refused_read_only_and_upgraded_by_a_writable_open_readin
         assert_eq!(verify.status.code(), Some(0), "v{version}: {verify:?}");
         // And it takes writes, which read back.
         let store = Store::open(&path).unwrap();
-        let _ = store
+        store
             .append(
                 "after/upgrade",
                 annals::ExpectedVersion::Any,
                 &[annals::NewEvent::new("note", 1, b"x".to_vec()).with_idempotency_key("after-1")],
             )
-            .unwrap();
+            .unwrap()
+            .expect_done();
         assert!(store.verify().unwrap().is_sound(), "v{version}");
     }
 }

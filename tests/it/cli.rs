@@ -579,7 +579,8 @@ fn state_of_an_unknown_projection_is_a_usage_error() {
 #[test]
 fn a_stream_or_entity_that_does_not_exist_exits_1_and_a_state_past_the_head_exits_2() {
     let log = Log::new();
-    let _ = log.append(&["deploy/web", "deploy.started", "v1"]);
+    // A fresh append at position 0, not a duplicate: the stream exists.
+    assert_eq!(log.append(&["deploy/web", "deploy.started", "v1"]), "0");
     let missing = exits(log.run("log", &["--stream", "deploy/nope"]), 1);
     assert!(
         stderr(&missing).contains("no stream deploy/nope"),

@@ -1,5 +1,6 @@
 //! The audit commands as real processes: root, prove, check-proof, export, import, history.
 
+use annals::testing::setup::ExpectDone;
 use std::fs;
 use std::process::Command;
 
@@ -496,9 +497,10 @@ fn log_of(records: u64) -> Log {
         let events: Vec<_> = (appended..appended + batch)
             .map(|i| annals::NewEvent::new("k", i, i.to_le_bytes().to_vec()))
             .collect();
-        let _ = store
+        store
             .append("s", annals::ExpectedVersion::Any, &events)
-            .unwrap();
+            .unwrap()
+            .expect_done();
         appended += batch;
     }
     drop(store);

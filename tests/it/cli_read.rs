@@ -2,6 +2,7 @@
 //! payloads, times, filters and tables, run through the real binary on real files.
 
 use annals::leases::events::{Acquired, LeaseEvent};
+use annals::testing::setup::ExpectDone;
 use annals::{DomainEvent, ExpectedVersion, Store};
 use serde_json::{Value, json};
 
@@ -42,7 +43,7 @@ fn lease_log() -> Log {
         name: String::new(),
         holder_name: String::new(),
     });
-    let _ = store
+    store
         .write(|session| {
             session.append_unchecked(
                 "lease/deploy-lock",
@@ -50,7 +51,8 @@ fn lease_log() -> Log {
                 &[acquired.to_new_event(1_700_000_000_000)],
             )
         })
-        .unwrap();
+        .unwrap()
+        .expect_done();
     drop(store);
     log
 }

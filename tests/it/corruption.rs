@@ -3,6 +3,7 @@
 //! never a silent success with changed history. And a log whose records were deleted,
 //! swapped, truncated or restored from an older copy does not extend a head saved earlier.
 
+use annals::testing::setup::ExpectDone;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use redb::ReadableTable;
@@ -464,7 +465,10 @@ fn a_payload_rewritten_under_a_fresh_segment_digest_is_corrupt_on_every_read() {
             let events: Vec<_> = (0..40u64)
                 .map(|i| NewEvent::new("k", i, format!("payload-{i:04}").into_bytes()))
                 .collect();
-            let _ = store.append("s", ExpectedVersion::Any, &events).unwrap();
+            store
+                .append("s", ExpectedVersion::Any, &events)
+                .unwrap()
+                .expect_done();
         }
         rewrite_under_a_fresh_digest(&log.db, b"payload-0017", b"forged!-0017");
         let at_17 = |result: Result<(), Error>, what: &str| match result {

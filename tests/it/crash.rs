@@ -11,6 +11,7 @@
 //! (the log sound, a new import all there or absent, a continuation all or nothing, every
 //! acknowledged append present, the projections sound or only behind).
 
+use annals::testing::setup::ExpectDone;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -202,13 +203,17 @@ fn cli_writes_killed_at_random_moments_leave_no_log_or_a_whole_one() {
         (&first, Position(0), middle),
         (&second, middle, end),
     ] {
-        let _ = annals::export::export(&snapshot, from, to, file, &mut |_| {}).unwrap();
+        annals::export::export(&snapshot, from, to, file, &mut |_| {})
+            .unwrap()
+            .expect_done();
     }
     drop((snapshot, store));
     let source_head = Store::open_read_only(&source).unwrap().head().unwrap();
     // The shared log that appends and rebuilds go to, with the demo in it to rebuild.
     let shared = dir.path().join("shared.redb");
-    let _ = Store::import(&whole, &shared, &mut |_, _| {}).unwrap();
+    Store::import(&whole, &shared, &mut |_, _| {})
+        .unwrap()
+        .expect_done();
     let mut acknowledged: BTreeMap<Position, Vec<u8>> = BTreeMap::new();
     let mut struck: BTreeMap<Work, u64> = BTreeMap::new();
     let kinds = [
@@ -248,7 +253,9 @@ fn cli_writes_killed_at_random_moments_leave_no_log_or_a_whole_one() {
                 (target.clone(), 120_000)
             }
             Work::ImportContinuation => {
-                let _ = Store::import(&first, &target, &mut |_, _| {}).unwrap();
+                Store::import(&first, &target, &mut |_, _| {})
+                    .unwrap()
+                    .expect_done();
                 command.arg("import").arg(&second).arg(&target);
                 (target.clone(), 100_000)
             }

@@ -2,33 +2,15 @@
 //! kind the code emits is declared, and the committed payload vectors of every kind still
 //! decode (old schemas through their upcasters) and re-encode to the bytes committed.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use annals::consumers::{ConsumerCommand, ConsumerEvent};
-use annals::ingest::IngestEvent;
 use annals::leases::LeaseEvent;
-use annals::outbox::OutboxEvent;
-use annals::registry::RegistryEvent;
-use annals::runs::RunEvent;
-use annals::testing::internals::demo::Rng;
+use annals::testing::event_vectors::{catalogue, emit_every_kind, record, reencode};
 use annals::testing::internals::event::DomainEvent;
 use annals::testing::internals::hash::{hex, unhex};
-use annals::{Digest, Direction, Position, Record, Store, StreamVersion};
-use serde_json::{Value, json};
-
-/// (projection, kind, schema) for every kind the store's projections declare.
-fn catalogue(store: &Store) -> BTreeSet<(String, String, u16)> {
-    store
-        .projections()
-        .iter()
-        .flat_map(|p| {
-            p.catalogue()
-                .iter()
-                .map(|e| (p.name().to_owned(), e.kind.to_owned(), e.schema))
-        })
-        .collect()
-}
+use annals::{Direction, Position, Store};
+use serde_json::Value;
 
 fn temporary_store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
@@ -94,79 +76,11 @@ fn every_kind_the_demo_and_random_commands_emit_is_catalogued() {
     }
 }
 
-/// A log holding every catalogued kind: the demo, then random commands until all appear.
-fn emit_every_kind(store: &Store) {
-    annals::testing::internals::demo::run(store, 2_000, |_| {}).unwrap();
-    // A position whose bytes differ, so that their order shows in the payload vector.
-    let handled = store.get(Position(0x0102)).unwrap().unwrap();
-    let checkpoint = ConsumerCommand::checkpoint_after("demo-reader", &handled, handled.at_ms);
-    let _ = store.execute(&checkpoint).unwrap();
-    let wanted: BTreeSet<String> = catalogue(store)
-        .into_iter()
-        .map(|(_, kind, _)| kind)
-        .collect();
-    let mut rng = Rng::new(7);
-    let mut now_ms = annals::testing::internals::demo::DEMO_EPOCH_MS * 2;
-    let mut seen: BTreeSet<String> = BTreeSet::new();
-    for _ in 0..600 {
-        seen = store
-            .read_all(Position(0), Direction::Forward, usize::MAX)
-            .unwrap()
-            .into_iter()
-            .map(|r| r.kind)
-            .collect();
-        if wanted.is_subset(&seen) {
-            return;
-        }
-        store
-            .write(|session| {
-                for _ in 0..50 {
-                    now_ms += rng.below(40);
-                    annals::testing::random::random_command(&mut rng, session, now_ms);
-                }
-                Ok(())
-            })
-            .unwrap();
-    }
-    let missing: Vec<&String> = wanted.difference(&seen).collect();
-    panic!("random commands did not emit every catalogued kind: {missing:?} missing");
-}
-
 fn vectors_path() -> PathBuf {
     PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/schema/vectors/events.json"
     ))
-}
-
-/// The event in `record` re-encoded at its kind's current schema, through its domain's decoder.
-fn reencode(record: &Record) -> Vec<u8> {
-    fn via<E: DomainEvent>(record: &Record) -> Option<Vec<u8>> {
-        E::from_record(record).unwrap().map(|event| event.payload())
-    }
-    via::<LeaseEvent>(record)
-        .or_else(|| via::<ConsumerEvent>(record))
-        .or_else(|| via::<RegistryEvent>(record))
-        .or_else(|| via::<OutboxEvent>(record))
-        .or_else(|| via::<RunEvent>(record))
-        .or_else(|| via::<IngestEvent>(record))
-        .unwrap_or_else(|| panic!("no domain decodes {}", record.kind))
-}
-
-fn record(kind: &str, schema: u16, at_ms: u64, payload: Vec<u8>) -> Record {
-    Record {
-        position: Position(0),
-        stream: "vector".into(),
-        version: StreamVersion(0),
-        kind: kind.into(),
-        schema,
-        at_ms,
-        idempotency_key: None,
-        payload_hash: annals::testing::internals::hash::payload_hash(&payload),
-        payload,
-        prev: Digest::ZERO,
-        hash: Digest::ZERO,
-    }
 }
 
 #[test]
@@ -223,91 +137,4 @@ fn a_flipped_payload_vector_byte_does_not_decode_to_the_same_event() {
         LeaseEvent::from_record(&record("lease.acquired", 2, 0, payload)).is_err(),
         "a short payload is refused"
     );
-}
-
-#[test]
-fn write_event_vectors_when_asked() {
-    if std::env::var("ANNALS_WRITE_VECTORS").as_deref() != Ok("1") {
-        return;
-    }
-    let (_dir, store) = temporary_store();
-    emit_every_kind(&store);
-    let mut first: BTreeMap<(String, u16), Record> = BTreeMap::new();
-    for record in store
-        .read_all(Position(0), Direction::Forward, usize::MAX)
-        .unwrap()
-    {
-        if store.projections().owner_of_kind(&record.kind).is_some() {
-            first
-                .entry((record.kind.clone(), record.schema))
-                .or_insert(record);
-        }
-    }
-    let v1 =
-        annals::testing::internals::event::encode_payload(&annals::leases::events::AcquiredV1 {
-            resource: "deploy-lock".into(),
-            holder: "agent-7".into(),
-            token: 3,
-            ttl_ms: 30_000,
-        });
-    first.insert(
-        ("lease.acquired".into(), 1),
-        record("lease.acquired", 1, 1_767_225_600_000, v1),
-    );
-    // The schemas the code no longer writes keep a vector each, so their upcasters stay
-    // pinned.
-    let old: [(&str, u16, Vec<u8>); 3] = [
-        (
-            "lease.acquired",
-            2,
-            annals::testing::internals::event::encode_payload(
-                &annals::leases::events::AcquiredV2 {
-                    resource: "deploy-lock".into(),
-                    holder: "agent-7".into(),
-                    token: 3,
-                    expires_at_ms: 1_767_225_630_000,
-                },
-            ),
-        ),
-        (
-            "lease.renewed",
-            1,
-            annals::testing::internals::event::encode_payload(&annals::leases::events::RenewedV1 {
-                resource: "deploy-lock".into(),
-                token: 3,
-                expires_at_ms: 1_767_225_660_000,
-            }),
-        ),
-        (
-            "outbox.enqueued",
-            1,
-            annals::testing::internals::event::encode_payload(
-                &annals::outbox::events::EnqueuedV1 {
-                    key: "delivery-s1-1".into(),
-                    peer: "hub-eu".into(),
-                    payload: br#"{"to":"hub-eu","seq":1}"#.to_vec(),
-                },
-            ),
-        ),
-    ];
-    for (kind, schema, payload) in old {
-        first.insert(
-            (kind.into(), schema),
-            record(kind, schema, 1_767_225_600_000, payload),
-        );
-    }
-    let vectors: Vec<Value> = first
-        .values()
-        .map(|r| {
-            json!({
-                "kind": r.kind,
-                "schema": r.schema,
-                "at_ms": r.at_ms,
-                "payload_hex": hex(&r.payload),
-                "current_payload_hex": hex(&reencode(r)),
-            })
-        })
-        .collect();
-    let text = serde_json::to_string_pretty(&vectors).unwrap() + "\n";
-    std::fs::write(vectors_path(), text).unwrap();
 }

@@ -1,6 +1,7 @@
 //! Export and import: a demo log survives the round trip with the same head hash and root; a
 //! damaged or forged file is refused at its first bad position and the target is untouched.
 
+use annals::testing::setup::ExpectDone;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -27,7 +28,9 @@ fn export_range(source: &Path, file: &Path, from: u64, to: Option<u64>) {
     let store = Store::open_read_only(source).unwrap();
     let snapshot = store.snapshot().unwrap();
     let to = to.unwrap_or(snapshot.head().unwrap().next.0);
-    let _ = export(&snapshot, Position(from), Position(to), file, &mut |_| {}).unwrap();
+    export(&snapshot, Position(from), Position(to), file, &mut |_| {})
+        .unwrap()
+        .expect_done();
 }
 
 fn import(file: &Path, target: &Path) -> annals::Result<()> {

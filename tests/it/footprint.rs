@@ -5,6 +5,7 @@
 //! The events are raw (no projection owns their kind), so the bytes are the log's own:
 //! segments, the stream index, the Merkle nodes, the head and redb's pages around them.
 
+use annals::testing::setup::ExpectDone;
 use annals::{ExpectedVersion, NewEvent};
 
 use crate::common::store;
@@ -42,7 +43,9 @@ fn bulk_appends_stay_within_their_bytes_per_record() {
             .write(|session| {
                 for i in first..first + 1_000 {
                     let stream = format!("bulk/{:03}", i % 100);
-                    let _ = session.append(&stream, ExpectedVersion::Any, &[event(i)])?;
+                    session
+                        .append(&stream, ExpectedVersion::Any, &[event(i)])?
+                        .expect_done();
                 }
                 Ok(())
             })
@@ -60,9 +63,10 @@ fn bulk_appends_stay_within_their_bytes_per_record() {
 fn write_single_commits(store: &annals::Store, records: usize) {
     for i in 0..records {
         let stream = format!("single/{}", i % 10);
-        let _ = store
+        store
             .append(&stream, ExpectedVersion::Any, &[event(i)])
-            .expect("a single commit");
+            .expect("a single commit")
+            .expect_done();
     }
 }
 
@@ -112,39 +116,39 @@ fn span_events_take_about_the_bytes_of_their_records() {
             1_700_000_000_000 + i as u64,
             payload.clone(),
         );
-        let _ = raw
-            .append("raw", ExpectedVersion::Any, &[event])
-            .expect("a raw event");
+        raw.append("raw", ExpectedVersion::Any, &[event])
+            .expect("a raw event")
+            .expect_done();
     }
     drop(raw);
     let (runs_dir, runs) = store();
-    let _ = runs
-        .execute(&SpanCommand::Start {
+    runs.execute(&SpanCommand::Start {
+        run: "r1".into(),
+        span: "root".into(),
+        parent: None,
+        name: "root".into(),
+        kind: SpanKind::Turn,
+        origin: SpanOrigin::Session,
+        session_id: None,
+        job_name: None,
+        attributes: Attributes::new(),
+        billing_mode: None,
+        writer: "w1".into(),
+        now_ms: 1_700_000_000_000,
+    })
+    .expect("the root span")
+    .expect_done();
+    for i in 0..EVENTS {
+        runs.execute(&SpanCommand::AppendEvent {
             run: "r1".into(),
             span: "root".into(),
-            parent: None,
-            name: "root".into(),
-            kind: SpanKind::Turn,
-            origin: SpanOrigin::Session,
-            session_id: None,
-            job_name: None,
-            attributes: Attributes::new(),
-            billing_mode: None,
-            writer: "w1".into(),
-            now_ms: 1_700_000_000_000,
+            event_type: "log".into(),
+            payload: payload.clone(),
+            payload_bytes_max: None,
+            now_ms: 1_700_000_000_001 + i as u64,
         })
-        .expect("the root span");
-    for i in 0..EVENTS {
-        let _ = runs
-            .execute(&SpanCommand::AppendEvent {
-                run: "r1".into(),
-                span: "root".into(),
-                event_type: "log".into(),
-                payload: payload.clone(),
-                payload_bytes_max: None,
-                now_ms: 1_700_000_000_001 + i as u64,
-            })
-            .expect("a span event");
+        .expect("a span event")
+        .expect_done();
     }
     drop(runs);
     let raw_bytes = bytes_per_record(&raw_dir.path().join("log.redb"), EVENTS);
@@ -204,9 +208,10 @@ fn handles_taking_turns_pack_small_segments_as_one_store_alone() {
         for _ in 0..run.min(records - i) {
             let stream = format!("single/{}", i % 10);
             for store in [handle, &alone] {
-                let _ = store
+                store
                     .append(&stream, ExpectedVersion::Any, &[event(i)])
-                    .expect("a single commit");
+                    .expect("a single commit")
+                    .expect_done();
             }
             i += 1;
         }

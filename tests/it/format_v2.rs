@@ -4,6 +4,7 @@
 //! export` then `annals import` moves a v1 log's records to v2's layout (schema/FORMAT.md
 //! 3.8).
 
+use annals::testing::setup::ExpectDone;
 use std::path::Path;
 
 use annals::export::export;
@@ -31,9 +32,10 @@ fn write_history(store: &Store) {
     let bulk: Vec<NewEvent> = (0..1_500u64)
         .map(|i| NewEvent::new("test.bulk", 1_700_000_000_000 + i, vec![i as u8; 180]))
         .collect();
-    let _ = store
+    store
         .append("bulk/one", ExpectedVersion::Any, &bulk)
-        .unwrap();
+        .unwrap()
+        .expect_done();
     store
         .write(|session| {
             for i in 0..300u64 {
@@ -41,7 +43,9 @@ fn write_history(store: &Store) {
                     .with_idempotency_key(format!("key-{i}"))
                     .with_schema(2);
                 let stream = format!("many/{}", i % 13);
-                let _ = session.append(&stream, ExpectedVersion::Any, &[event])?;
+                session
+                    .append(&stream, ExpectedVersion::Any, &[event])?
+                    .expect_done();
             }
             Ok(())
         })
@@ -160,7 +164,9 @@ fn export_then_import_moves_a_v1_log_to_v2_records_with_the_same_head_and_root()
     {
         let old = Store::open_read_only(&v1).unwrap();
         let snapshot = old.snapshot().unwrap();
-        let _ = export(&snapshot, Position(0), head.next, &file, &mut |_| {}).unwrap();
+        export(&snapshot, Position(0), head.next, &file, &mut |_| {})
+            .unwrap()
+            .expect_done();
     }
     let summary = Store::import(&file, &v2, &mut |_, _| {}).unwrap();
     assert_eq!(
@@ -177,7 +183,9 @@ fn export_then_import_moves_a_v1_log_to_v2_records_with_the_same_head_and_root()
     let again = dir.path().join("v2.export");
     {
         let snapshot = new.snapshot().unwrap();
-        let _ = export(&snapshot, Position(0), head.next, &again, &mut |_| {}).unwrap();
+        export(&snapshot, Position(0), head.next, &again, &mut |_| {})
+            .unwrap()
+            .expect_done();
     }
     assert_eq!(
         std::fs::read(&again).unwrap(),
@@ -239,9 +247,10 @@ fn bulk_bench_bytes_per_event_in_v1_and_v2() {
         for first in (0..EVENTS).step_by(1_000) {
             let batch: Vec<NewEvent> = (first..first + 1_000).map(bulk_event).collect();
             assert_eq!(batch[0].payload.len(), PAYLOAD_BYTES);
-            let _ = store
+            store
                 .write(|session| session.append_unchecked("bulk", ExpectedVersion::Any, &batch))
-                .unwrap();
+                .unwrap()
+                .expect_done();
         }
         drop(store);
         // The file grows in doubling steps; redb's allocated pages show the difference.

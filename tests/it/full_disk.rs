@@ -6,6 +6,7 @@
 //! command of the CLI fails naming the full device, the log stays readable as it was, and
 //! everything works again once space is freed.
 
+use annals::testing::setup::ExpectDone;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -134,13 +135,14 @@ fn a_simulated_disk_filling_up_at_any_operation_is_an_error_naming_it_and_loses_
         // Without a restart: space freed, the same disk takes writes again.
         disk.free_space();
         let store = reopened(disk.image_after_restart());
-        let _ = store
+        store
             .append(
                 "disk/after",
                 ExpectedVersion::Any,
                 &[event("disk.after", 3, b"z")],
             )
-            .unwrap();
+            .unwrap()
+            .expect_done();
         assert!(store.verify().unwrap().is_sound(), "op {k}");
         k += 1;
         assert!(k < 5_000, "the workload never completes");

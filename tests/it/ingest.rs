@@ -166,7 +166,7 @@ fn ingest_sync_event_repeats_are_duplicates_whatever_the_receipt_time_and_runtim
 #[test]
 fn ingest_sync_event_other_content_under_a_held_key_is_sequence_reused() {
     let (_dir, store) = store();
-    let _ = accepted(&store, &push(1, b"a"));
+    accepted(&store, &push(1, b"a"));
     let other_bytes = push(1, b"b");
     let other_hub = IngestCommand {
         hub_project: "hub-us".into(),
@@ -191,7 +191,7 @@ fn ingest_sync_event_other_content_under_a_held_key_is_sequence_reused() {
 #[test]
 fn ingest_sync_event_a_project_of_another_hub_project_is_project_mismatch() {
     let (_dir, store) = store();
-    let _ = accepted(&store, &push(1, b"a"));
+    accepted(&store, &push(1, b"a"));
     for run in ["r1", "r2"] {
         let command = IngestCommand {
             run: run.into(),
@@ -216,7 +216,7 @@ fn ingest_sync_event_a_project_of_another_hub_project_is_project_mismatch() {
 #[test]
 fn ingest_sync_event_a_run_of_another_runtime_is_home_runtime_mismatch() {
     let (_dir, store) = store();
-    let _ = accepted(&store, &push(1, b"a"));
+    accepted(&store, &push(1, b"a"));
     let from_b = IngestCommand {
         home_runtime: "rt-b".into(),
         ..push(2, b"b")
@@ -245,7 +245,7 @@ fn ingest_sync_event_a_run_of_another_runtime_is_home_runtime_mismatch() {
 #[test]
 fn ingest_sync_event_checks_the_key_then_the_project_then_the_home() {
     let (_dir, store) = store();
-    let _ = accepted(&store, &push(1, b"a"));
+    accepted(&store, &push(1, b"a"));
     let everything_else = |sequence| IngestCommand {
         hub_project: "hub-us".into(),
         home_runtime: "rt-b".into(),
@@ -269,10 +269,10 @@ fn sync_cursor_is_the_unbroken_prefix_from_one() {
     let cursor = |run: &str| ingest::cursor(&store.state().unwrap(), "p1", run).unwrap();
     assert_eq!(cursor("r1"), 0);
     for (sequence, expected) in [(2, 0), (3, 0), (1, 3), (5, 3), (4, 5), (7, 5)] {
-        let _ = accepted(&store, &push(sequence, &[sequence as u8]));
+        accepted(&store, &push(sequence, &[sequence as u8]));
         assert_eq!(cursor("r1"), expected, "after sequence {sequence}");
     }
-    let _ = accepted(
+    accepted(
         &store,
         &IngestCommand {
             run: "r2".into(),
@@ -281,10 +281,18 @@ fn sync_cursor_is_the_unbroken_prefix_from_one() {
     );
     assert_eq!((cursor("r1"), cursor("r2")), (5, 1));
     // A duplicate or a conflict moves nothing; filling the last gap reaches 7.
-    let _ = appends_nothing(&store, &push(4, &[4]));
-    let _ = appends_nothing(&store, &push(5, b"y"));
+    let outcome = appends_nothing(&store, &push(4, &[4]));
+    assert!(
+        matches!(outcome, IngestOutcome::Duplicate { .. }),
+        "{outcome:?}"
+    );
+    let outcome = appends_nothing(&store, &push(5, b"y"));
+    assert!(
+        matches!(outcome, IngestOutcome::Conflict { .. }),
+        "{outcome:?}"
+    );
     assert_eq!(cursor("r1"), 5);
-    let _ = accepted(&store, &push(6, &[6]));
+    accepted(&store, &push(6, &[6]));
     assert_eq!(cursor("r1"), 7);
 }
 
@@ -308,7 +316,7 @@ fn list_sync_events_lists_one_hub_project_by_run_then_sequence() {
         on("p1", "r1", 1, "hub-eu"),
         on("p1", "R0", 1, "hub-eu"),
     ] {
-        let _ = accepted(&store, &command);
+        accepted(&store, &command);
     }
     let state = store.state().unwrap();
     let listed = ingest::hub_project_events(&state, "hub-eu", usize::MAX).unwrap();
@@ -413,27 +421,43 @@ fn invalid_input_is_refused_naming_the_field_and_writes_nothing() {
     }
     assert_eq!(next(&store), 0);
     // The largest event allowed fits one record.
-    let _ = accepted(&store, &push(1, &vec![7; EVENT_BYTES_MAX]));
+    accepted(&store, &push(1, &vec![7; EVENT_BYTES_MAX]));
 }
 
 /// A log of every outcome: accepted out of order, duplicates and every conflict.
 fn mixed_log(store: &Store) {
     for sequence in [2, 1, 3, 5] {
-        let _ = accepted(store, &push(sequence, &[sequence as u8]));
+        accepted(store, &push(sequence, &[sequence as u8]));
     }
-    let _ = appends_nothing(store, &push(2, &[2]));
-    let _ = appends_nothing(store, &push(2, b"other"));
+    let outcome = appends_nothing(store, &push(2, &[2]));
+    assert!(
+        matches!(outcome, IngestOutcome::Duplicate { .. }),
+        "{outcome:?}"
+    );
+    let outcome = appends_nothing(store, &push(2, b"other"));
+    assert!(
+        matches!(outcome, IngestOutcome::Conflict { .. }),
+        "{outcome:?}"
+    );
     let other_hub = IngestCommand {
         hub_project: "hub-us".into(),
         ..push(9, b"x")
     };
-    let _ = appends_nothing(store, &other_hub);
+    let outcome = appends_nothing(store, &other_hub);
+    assert!(
+        matches!(outcome, IngestOutcome::Conflict { .. }),
+        "{outcome:?}"
+    );
     let other_runtime = IngestCommand {
         home_runtime: "rt-b".into(),
         ..push(9, b"x")
     };
-    let _ = appends_nothing(store, &other_runtime);
-    let _ = accepted(
+    let outcome = appends_nothing(store, &other_runtime);
+    assert!(
+        matches!(outcome, IngestOutcome::Conflict { .. }),
+        "{outcome:?}"
+    );
+    accepted(
         store,
         &IngestCommand {
             project: "p2".into(),

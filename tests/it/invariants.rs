@@ -5,6 +5,7 @@
 //! nothing is written; the same records written beneath the projections make `verify`
 //! report the log unsound at that record.
 
+use annals::testing::setup::ExpectDone;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -70,7 +71,9 @@ fn forge_export(base: &Path, from: u64, forged: &[Forged], file: &Path) -> Posit
     let store = Store::open_read_only(base).unwrap();
     let snapshot = store.snapshot().unwrap();
     let head = snapshot.head().unwrap();
-    let _ = export(&snapshot, Position(from), head.next, file, &mut |_| {}).unwrap();
+    export(&snapshot, Position(from), head.next, file, &mut |_| {})
+        .unwrap()
+        .expect_done();
     let clean = fs::read(file).unwrap();
     let mut reader = ExportReader::open(file).unwrap();
     let mut frontier = Frontier::from_nodes(from, reader.header().frontier.clone()).unwrap();
@@ -262,16 +265,17 @@ fn expect(projection: &'static str, rule: &'static str) -> Expected {
 /// T0 + 10,000 (`b`'s lease is what a stale `a` must not write behind).
 fn superseded_lease(store: &Store) {
     for (holder, now_ms, ttl_ms) in [("a", T0, 100), ("b", T0 + 1_000, 10_000)] {
-        let _ = store
+        store
             .execute(&LeaseCommand::Acquire {
                 resource: "r".into(),
                 holder: holder.into(),
                 ttl_ms,
                 now_ms,
             })
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
-    let _ = store
+    store
         .execute(&LaneCommand::Claim {
             lane: "l".into(),
             key: "k".into(),
@@ -279,7 +283,8 @@ fn superseded_lease(store: &Store) {
             ttl_ms: 10_000,
             now_ms: T0,
         })
-        .unwrap();
+        .unwrap()
+        .expect_done();
 }
 
 fn lease(event: LeaseEvent, at_ms: u64) -> Forged {
@@ -338,14 +343,15 @@ fn a_forged_regrant_to_a_superseded_holder_is_refused_and_its_guarded_append_sta
         token: FencingToken(2),
         ..stale
     };
-    let _ = store
+    store
         .append_guarded(
             "work",
             ExpectedVersion::Any,
             &[event("work.done", T0 + 2_000, b"b")],
             &current,
         )
-        .unwrap();
+        .unwrap()
+        .expect_done();
 }
 
 #[test]
@@ -431,7 +437,7 @@ fn forged_lease_events_are_refused_at_the_rule_they_break() {
 /// `done` was delivered; `held` is claimed by its peer under `t1` until T0 + 10,000.
 fn outbox_rows(store: &Store) {
     for key in ["done", "held"] {
-        let _ = store
+        store
             .execute(&OutboxCommand::Enqueue {
                 key: key.into(),
                 peer: "p".into(),
@@ -439,15 +445,17 @@ fn outbox_rows(store: &Store) {
                 payload: b"x".to_vec(),
                 now_ms: T0,
             })
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
-    let _ = store
+    store
         .execute(&OutboxCommand::Deliver {
             key: "done".into(),
             now_ms: T0 + 1,
         })
-        .unwrap();
-    let _ = store
+        .unwrap()
+        .expect_done();
+    store
         .execute(&PullCommand::Claim {
             peer: "p".into(),
             token: ClaimToken("t1".into()),
@@ -455,7 +463,8 @@ fn outbox_rows(store: &Store) {
             lease_ms: 10_000,
             now_ms: T0,
         })
-        .unwrap();
+        .unwrap()
+        .expect_done();
 }
 
 fn outbox(event: OutboxEvent, at_ms: u64) -> Forged {
@@ -537,7 +546,7 @@ fn root_of(run: &str) -> String {
 /// Run `closed` started and ended its root (seqs 1 and 2); run `open` has an open root.
 fn runs(store: &Store) {
     for run in ["closed", "open"] {
-        let _ = store
+        store
             .execute(&SpanCommand::Start {
                 run: run.into(),
                 span: root_of(run),
@@ -552,9 +561,10 @@ fn runs(store: &Store) {
                 writer: "w".into(),
                 now_ms: T0,
             })
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
-    let _ = store
+    store
         .execute(&SpanCommand::End {
             run: "closed".into(),
             span: root_of("closed"),
@@ -564,7 +574,8 @@ fn runs(store: &Store) {
             attributes: Attributes::new(),
             now_ms: T0 + 10,
         })
-        .unwrap();
+        .unwrap()
+        .expect_done();
 }
 
 fn end(run: &str, seq: u64) -> Forged {
@@ -695,7 +706,7 @@ fn forged_run_events_are_refused_at_the_rule_they_break() {
 
 /// `martha` is registered, and charged all the fuel a ledger row can count.
 fn martha(store: &Store) {
-    let _ = store
+    store
         .execute(&RecordFuel {
             instance: "martha".into(),
             caller: String::new(),
@@ -703,8 +714,9 @@ fn martha(store: &Store) {
             fuel: u64::MAX,
             now_ms: T0,
         })
-        .unwrap();
-    let _ = store
+        .unwrap()
+        .expect_done();
+    store
         .execute(&InstanceCommand::Upsert {
             handle: "martha".into(),
             fields: InstanceFields {
@@ -713,7 +725,8 @@ fn martha(store: &Store) {
             },
             now_ms: T0,
         })
-        .unwrap();
+        .unwrap()
+        .expect_done();
 }
 
 #[test]
@@ -766,14 +779,16 @@ fn forged_registry_events_are_refused_at_the_rule_they_break() {
 fn a_forged_consumer_checkpoint_that_moves_back_is_refused() {
     let (_dir, base) = base_log(|store| {
         for i in 0..3u8 {
-            let _ = store
+            store
                 .append("s", ExpectedVersion::Any, &[event("app.x", T0, &[i])])
-                .unwrap();
+                .unwrap()
+                .expect_done();
         }
         let handled = store.snapshot().unwrap().get(Position(2)).unwrap().unwrap();
-        let _ = store
+        store
             .execute(&ConsumerCommand::checkpoint_after("mailer", &handled, T0))
-            .unwrap();
+            .unwrap()
+            .expect_done();
     });
     let back = annals::consumers::ConsumerEvent::Checkpointed(Checkpointed {
         consumer: "mailer".into(),
@@ -789,7 +804,10 @@ fn a_forged_consumer_checkpoint_that_moves_back_is_refused() {
 
 /// `p` run `r` holds sequence 1 for hub project `h` from runtime `t`.
 fn ingested(store: &Store) {
-    let _ = store.execute(&forged_ingest_command()).unwrap();
+    store
+        .execute(&forged_ingest_command())
+        .unwrap()
+        .expect_done();
 }
 
 fn forged_ingest_command() -> annals::ingest::IngestCommand {

@@ -5,6 +5,7 @@ use annals::leases::{
     self, FencingToken, GuardRefusal, LaneCommand, LaneOutcome, LeaseCommand, LeaseGuard,
     LeaseOutcome, LeaseRefusal,
 };
+use annals::testing::setup::ExpectDone;
 use annals::{Error, ExpectedVersion, Store, StoreError};
 
 use crate::common::{event, store};
@@ -77,7 +78,7 @@ fn a_first_acquisition_gets_token_1() {
 #[test]
 fn the_holders_own_reacquisition_keeps_its_token_and_grant_time() {
     let (_dir, store) = store();
-    let _ = acquire(&store, "a", 100);
+    acquire(&store, "a", 100).expect_done();
     assert_eq!(granted_token(acquire(&store, "a", 500)), (1, true));
     let lease = leases::lease(&store.state().unwrap(), "deploy")
         .unwrap()
@@ -88,7 +89,7 @@ fn the_holders_own_reacquisition_keeps_its_token_and_grant_time() {
 #[test]
 fn another_holders_live_lease_is_refused_held() {
     let (_dir, store) = store();
-    let _ = acquire(&store, "a", 100);
+    acquire(&store, "a", 100).expect_done();
     let head = store.head().unwrap();
     assert_eq!(refusal(acquire(&store, "b", 1099)), LeaseRefusal::Held);
     assert_eq!(store.head().unwrap(), head, "a refusal appends nothing");
@@ -97,7 +98,7 @@ fn another_holders_live_lease_is_refused_held() {
 #[test]
 fn takeover_after_expiry_increments_token() {
     let (_dir, store) = store();
-    let _ = acquire(&store, "a", 100);
+    acquire(&store, "a", 100).expect_done();
     assert_eq!(granted_token(acquire(&store, "b", 1100)), (2, false));
     assert_eq!(granted_token(acquire(&store, "a", 2100)), (3, false));
     assert!(store.verify().unwrap().is_sound());
@@ -106,7 +107,7 @@ fn takeover_after_expiry_increments_token() {
 #[test]
 fn tokens_never_repeat_even_after_a_release() {
     let (_dir, store) = store();
-    let _ = acquire(&store, "a", 0);
+    acquire(&store, "a", 0).expect_done();
     assert!(matches!(
         release(&store, "a", 1),
         LeaseOutcome::Released { .. }
@@ -130,7 +131,7 @@ fn tokens_never_repeat_even_after_a_release() {
 #[test]
 fn renew_extends_a_live_lease_under_the_same_token() {
     let (_dir, store) = store();
-    let _ = acquire(&store, "a", 0);
+    acquire(&store, "a", 0).expect_done();
     assert_eq!(granted_token(renew(&store, "a", 1, 999)), (1, true));
     let lease = leases::lease(&store.state().unwrap(), "deploy")
         .unwrap()
@@ -147,8 +148,8 @@ fn renew_of_no_lease_is_refused_missing() {
 #[test]
 fn renew_with_a_stale_token_or_by_another_holder_is_refused_superseded() {
     let (_dir, store) = store();
-    let _ = acquire(&store, "a", 0);
-    let _ = acquire(&store, "b", 1000);
+    acquire(&store, "a", 0).expect_done();
+    acquire(&store, "b", 1000).expect_done();
     assert_eq!(
         refusal(renew(&store, "a", 1, 1001)),
         LeaseRefusal::Superseded
@@ -166,7 +167,7 @@ fn renew_with_a_stale_token_or_by_another_holder_is_refused_superseded() {
 #[test]
 fn renew_after_the_deadline_is_refused_expired() {
     let (_dir, store) = store();
-    let _ = acquire(&store, "a", 0);
+    acquire(&store, "a", 0).expect_done();
     assert_eq!(refusal(renew(&store, "a", 1, 1000)), LeaseRefusal::Expired);
 }
 
@@ -174,7 +175,7 @@ fn renew_after_the_deadline_is_refused_expired() {
 fn release_by_another_holder_or_token_is_refused() {
     let (_dir, store) = store();
     assert_eq!(refusal(release(&store, "a", 1)), LeaseRefusal::Missing);
-    let _ = acquire(&store, "a", 0);
+    acquire(&store, "a", 0).expect_done();
     assert_eq!(refusal(release(&store, "b", 1)), LeaseRefusal::Superseded);
     assert_eq!(refusal(release(&store, "a", 7)), LeaseRefusal::Superseded);
     assert!(
@@ -239,19 +240,20 @@ fn guard(token: u64, now_ms: u64) -> LeaseGuard {
 #[test]
 fn a_guarded_append_under_the_live_token_is_written() {
     let (_dir, store) = store();
-    let _ = acquire(&store, "a", 0);
+    acquire(&store, "a", 0).expect_done();
     let events = [event("deploy.step", 10, b"one")];
-    let _ = store
+    store
         .append_guarded("deploy/log", ExpectedVersion::Any, &events, &guard(1, 10))
-        .unwrap();
+        .unwrap()
+        .expect_done();
     assert_eq!(store.head().unwrap().next.0, 2);
 }
 
 #[test]
 fn a_holder_that_woke_after_a_takeover_cannot_write_behind_its_successor() {
     let (_dir, store) = store();
-    let _ = acquire(&store, "a", 0);
-    let _ = acquire(&store, "b", 5000);
+    acquire(&store, "a", 0).expect_done();
+    acquire(&store, "b", 5000).expect_done();
     let head = store.head().unwrap();
     let events = [event("deploy.step", 5001, b"stale")];
     let error = store
@@ -271,9 +273,10 @@ fn a_holder_that_woke_after_a_takeover_cannot_write_behind_its_successor() {
         head,
         "the fenced append wrote nothing"
     );
-    let _ = store
+    store
         .append_guarded("deploy/log", ExpectedVersion::Any, &events, &guard(2, 5001))
-        .unwrap();
+        .unwrap()
+        .expect_done();
 }
 
 #[test]
@@ -290,15 +293,15 @@ fn a_guard_past_the_deadline_or_without_a_lease_is_refused() {
         other => panic!("expected a fence, got {other:?}"),
     };
     assert_eq!(fenced(&guard(1, 0)), GuardRefusal::Missing);
-    let _ = acquire(&store, "a", 0);
+    acquire(&store, "a", 0).expect_done();
     assert_eq!(fenced(&guard(1, 1000)), GuardRefusal::Expired);
 }
 
 #[test]
 fn a_guarded_command_is_fenced_too() {
     let (_dir, store) = store();
-    let _ = acquire(&store, "a", 0);
-    let _ = acquire(&store, "b", 2000);
+    acquire(&store, "a", 0).expect_done();
+    acquire(&store, "b", 2000).expect_done();
     let claim = LaneCommand::Claim {
         lane: "sync".into(),
         key: "k".into(),
@@ -369,7 +372,7 @@ fn an_unowned_lane_key_is_claimed_and_a_live_one_is_refused() {
 #[test]
 fn the_cursor_survives_a_change_of_owner() {
     let (_dir, store) = store();
-    let _ = lane(&store, claim("a", 0));
+    lane(&store, claim("a", 0)).expect_done();
     assert!(matches!(
         lane(&store, advance("a", "page-7", 10)),
         LaneOutcome::Done { .. }
@@ -391,7 +394,7 @@ fn only_the_live_owner_advances_renews_or_releases() {
         lane_refusal(lane(&store, advance("a", "x", 0))),
         LeaseRefusal::Missing
     );
-    let _ = lane(&store, claim("a", 0));
+    lane(&store, claim("a", 0)).expect_done();
     assert_eq!(
         lane_refusal(lane(&store, advance("b", "x", 10))),
         LeaseRefusal::Superseded
@@ -442,10 +445,10 @@ fn leases_survive_a_reopen_and_a_rebuild_reproduces_them() {
     let path = dir.path().join("log.redb");
     let before = {
         let store = Store::open(&path).unwrap();
-        let _ = acquire(&store, "a", 0);
-        let _ = acquire(&store, "b", 2000);
-        let _ = lane(&store, claim("a", 0));
-        let _ = lane(&store, advance("a", "c1", 1));
+        acquire(&store, "a", 0).expect_done();
+        acquire(&store, "b", 2000).expect_done();
+        lane(&store, claim("a", 0)).expect_done();
+        lane(&store, advance("a", "c1", 1)).expect_done();
         leases::state_json(&store.state().unwrap()).unwrap()
     };
     let store = Store::open(&path).unwrap();

@@ -1,5 +1,6 @@
 //! Every limit: a breach is a typed error naming the field and the limit, and writes nothing.
 
+use annals::testing::setup::ExpectDone;
 use annals::{
     AppendError, Error, ExpectedVersion, Field, LimitError, Limits, NewEvent, Position, Store,
     StoreOptions,
@@ -105,9 +106,10 @@ fn a_payload_over_the_default_one_mebibyte_is_refused_and_one_at_it_is_kept() {
     let max = 1024 * 1024;
     let error = limit_error(&store, "s", &[event("k", 1, &vec![7; max + 1])]);
     check_too_long(error, Field::Payload, max as u64 + 1, max as u64);
-    let _ = store
+    store
         .append("s", ExpectedVersion::Any, &[event("k", 1, &vec![7; max])])
-        .unwrap();
+        .unwrap()
+        .expect_done();
     let record = store.get(Position(0)).unwrap().unwrap();
     assert_eq!(record.payload.len(), max);
 }
@@ -118,13 +120,14 @@ fn a_configured_payload_limit_is_enforced() {
         payload_bytes_max: 4 << 20,
         ..Limits::default()
     });
-    let _ = store
+    store
         .append(
             "s",
             ExpectedVersion::Any,
             &[event("k", 1, &vec![1; 3 << 20])],
         )
-        .unwrap();
+        .unwrap()
+        .expect_done();
     let error = limit_error(&store, "s", &[event("k", 1, &vec![1; (4 << 20) + 1])]);
     check_too_long(error, Field::Payload, (4 << 20) + 1, 4 << 20);
 }

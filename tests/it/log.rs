@@ -1,6 +1,7 @@
 //! Appending and reading the log: expected versions, atomic multi-event appends,
 //! idempotency, reads in both directions, snapshots beside a writer.
 
+use annals::testing::setup::ExpectDone;
 use std::sync::Arc;
 use std::thread;
 
@@ -99,14 +100,16 @@ fn expected_version_rules_are_enforced() {
     assert_eq!((expected, current), (ExpectedVersion::StreamExists, None));
     let (_, current) = wrong_version(one(ExpectedVersion::Exact(StreamVersion(0))).unwrap_err());
     assert_eq!(current, None);
-    let _ = one(ExpectedVersion::NoStream).unwrap();
+    one(ExpectedVersion::NoStream).unwrap().expect_done();
     let (_, current) = wrong_version(one(ExpectedVersion::NoStream).unwrap_err());
     assert_eq!(current, Some(StreamVersion(0)));
-    let _ = one(ExpectedVersion::Exact(StreamVersion(0))).unwrap();
+    one(ExpectedVersion::Exact(StreamVersion(0)))
+        .unwrap()
+        .expect_done();
     let (_, current) = wrong_version(one(ExpectedVersion::Exact(StreamVersion(0))).unwrap_err());
     assert_eq!(current, Some(StreamVersion(1)));
-    let _ = one(ExpectedVersion::StreamExists).unwrap();
-    let _ = one(ExpectedVersion::Any).unwrap();
+    one(ExpectedVersion::StreamExists).unwrap().expect_done();
+    one(ExpectedVersion::Any).unwrap().expect_done();
     assert_eq!(store.head().unwrap().next, Position(4));
 }
 
@@ -173,9 +176,10 @@ fn appends_larger_than_a_segment_read_back_across_segment_boundaries() {
     let events: Vec<_> = (0..3000u32)
         .map(|i| event("bulk", 1, &i.to_le_bytes()))
         .collect();
-    let _ = store
+    store
         .append("bulk", ExpectedVersion::NoStream, &events)
-        .unwrap();
+        .unwrap()
+        .expect_done();
     append_one(&store, "tail", b"t");
     let value = |r: &annals::Record| u32::from_le_bytes(r.payload[..4].try_into().unwrap());
     let forward = store
@@ -213,9 +217,10 @@ fn appends_larger_than_a_segment_read_back_across_segment_boundaries() {
 fn the_same_key_and_content_is_a_duplicate_that_writes_nothing() {
     let (_dir, store) = store();
     let first = event("k", 1, b"body").with_idempotency_key("req-1");
-    let _ = store
+    store
         .append("s", ExpectedVersion::NoStream, &[first])
-        .unwrap();
+        .unwrap()
+        .expect_done();
     let head = store.head().unwrap();
     // A retry carries its own clock: the time is not part of the content.
     let retry = event("k", 99, b"body").with_idempotency_key("req-1");
@@ -234,13 +239,14 @@ fn the_same_key_and_content_is_a_duplicate_that_writes_nothing() {
 #[test]
 fn the_same_key_with_other_content_is_a_conflict() {
     let (_dir, store) = store();
-    let _ = store
+    store
         .append(
             "s",
             ExpectedVersion::Any,
             &[event("k", 1, b"body").with_idempotency_key("req")],
         )
-        .unwrap();
+        .unwrap()
+        .expect_done();
     let cases = [
         ("s", event("k", 1, b"other").with_idempotency_key("req")),
         (
@@ -270,7 +276,10 @@ fn an_append_of_only_duplicates_returns_every_earlier_position() {
         event("k", 1, b"a").with_idempotency_key("a"),
         event("k", 1, b"b").with_idempotency_key("b"),
     ];
-    let _ = store.append("s", ExpectedVersion::Any, &events).unwrap();
+    store
+        .append("s", ExpectedVersion::Any, &events)
+        .unwrap()
+        .expect_done();
     let outcome = store.append("s", ExpectedVersion::Any, &events).unwrap();
     assert_eq!(
         outcome,
@@ -283,13 +292,14 @@ fn an_append_of_only_duplicates_returns_every_earlier_position() {
 #[test]
 fn mixing_duplicate_and_new_events_is_refused() {
     let (_dir, store) = store();
-    let _ = store
+    store
         .append(
             "s",
             ExpectedVersion::Any,
             &[event("k", 1, b"a").with_idempotency_key("a")],
         )
-        .unwrap();
+        .unwrap()
+        .expect_done();
     let mixed = [
         event("k", 1, b"a").with_idempotency_key("a"),
         event("k", 1, b"new"),
@@ -331,9 +341,10 @@ fn idempotency_survives_a_reopen() {
     {
         let store = Store::open(&path).unwrap();
         append_one(&store, "s", b"before");
-        let _ = store
+        store
             .append("s", ExpectedVersion::Any, std::slice::from_ref(&keyed))
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
     let store = Store::open(&path).unwrap();
     let outcome = store.append("s", ExpectedVersion::Any, &[keyed]).unwrap();
@@ -362,13 +373,14 @@ fn ten_thousand_appends_across_a_hundred_streams_survive_a_reopen() {
                 0 => ExpectedVersion::NoStream,
                 round => ExpectedVersion::Exact(StreamVersion(u64::from(round - 1))),
             };
-            let _ = store
+            store
                 .append(
                     &stream,
                     expected,
                     &[event("e", u64::from(i), &i.to_le_bytes())],
                 )
-                .unwrap();
+                .unwrap()
+                .expect_done();
         }
         store.head().unwrap()
     };
@@ -473,11 +485,13 @@ fn a_snapshot_reads_one_committed_state_while_a_writer_appends() {
 fn appends_in_one_transaction_share_a_segment_and_see_each_others_versions() {
     let (dir, store) = store();
     append_one(&store, "a", &[0]);
-    let _ = store
+    store
         .write(|session| {
             for i in 1..=6u8 {
                 let stream = if i % 2 == 0 { "a" } else { "b" };
-                let _ = session.append(stream, ExpectedVersion::Any, &[event("x", 1, &[i])])?;
+                session
+                    .append(stream, ExpectedVersion::Any, &[event("x", 1, &[i])])?
+                    .expect_done();
             }
             // The third append to "a" in this transaction must see the two before it.
             session.append(
@@ -486,7 +500,8 @@ fn appends_in_one_transaction_share_a_segment_and_see_each_others_versions() {
                 &[event("x", 1, &[7])],
             )
         })
-        .unwrap();
+        .unwrap()
+        .expect_done();
     let snapshot = store.snapshot().unwrap();
     assert_eq!(
         snapshot.stream_version("a").unwrap(),
@@ -566,7 +581,10 @@ fn streams_written_in_turn_read_back_across_archived_blocks() {
             let events: Vec<_> = (0..1 + u64::from(i % 4 == 0))
                 .map(|_| event("x", i, &(i * 3 + s as u64).to_le_bytes()))
                 .collect();
-            let _ = store.append(stream, ExpectedVersion::Any, &events).unwrap();
+            store
+                .append(stream, ExpectedVersion::Any, &events)
+                .unwrap()
+                .expect_done();
         }
     }
     assert!(store.verify().unwrap().is_sound());

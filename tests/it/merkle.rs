@@ -2,6 +2,7 @@
 //! `tests/vectors/rfc6962/`, checked with the log's own tree hash (SHA-256 since format v4)
 //! and with a reference written here, and mutations of valid proofs of the log's own tree.
 
+use annals::testing::setup::ExpectDone;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -195,9 +196,10 @@ fn log_of_150() -> (tempfile::TempDir, Store) {
         let events: Vec<_> = (0..7u32)
             .map(|i| event("batch", 5, &(batch * 7 + i).to_le_bytes()))
             .collect();
-        let _ = store
+        store
             .append("batch", ExpectedVersion::Any, &events)
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
     assert_eq!(store.head().unwrap().next, Position(150));
     // Drained into the file: the tests copy the file itself and damage it beneath the store.
@@ -719,9 +721,10 @@ fn a_forged_claim_about_a_tree_of_2006_is_refused_against_the_kept_head_of_2007(
         let events: Vec<_> = (0..223u64)
             .map(|i| event("batch", 1, &(batch * 223 + i).to_le_bytes()))
             .collect();
-        let _ = store
+        store
             .append("batch", ExpectedVersion::Any, &events)
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
     let snapshot = store.snapshot().unwrap();
     let kept = TreeHead {

@@ -1,6 +1,7 @@
 //! Tests of the outbox projection's rules: enqueue by idempotency key, the push lane's
 //! transitions, claims and acks by a peer, expiry, pruning, and the index tables.
 
+use annals::testing::setup::ExpectDone;
 use std::collections::BTreeSet;
 
 use annals::outbox::{self, state_json};
@@ -44,7 +45,9 @@ fn enqueue_many(store: &Store, prefix: &str, peer: &str, count: u64, now_ms: u64
     store.write(|session| {
         for n in 0..count {
             let key = format!("{prefix}-{n:04}");
-            let _ = session.execute(&enqueue_command(&key, peer, b"x", now_ms + n))?;
+            session
+                .execute(&enqueue_command(&key, peer, b"x", now_ms + n))?
+                .expect_done();
         }
         Ok(())
     })?;
@@ -270,7 +273,7 @@ fn enqueue_adds_a_pending_row_due_at_once() -> TestResult {
 #[test]
 fn repeated_enqueue_adds_nothing_and_says_the_row_exists() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:b", T0)?;
+    enqueue(&store, "k", "runtime:b", T0)?.expect_done();
     let before = records_in(&store);
     // Another peer, payload and time: still the same key, so nothing is added.
     let outcome = store.execute(&enqueue_command("k", "runtime:c", b"other", T0 + 5))?;
@@ -287,14 +290,15 @@ fn repeated_enqueue_adds_nothing_and_says_the_row_exists() -> TestResult {
 #[test]
 fn repeated_enqueue_of_a_finished_row_adds_nothing() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:b", T0)?;
-    let _ = host(
+    enqueue(&store, "k", "runtime:b", T0)?.expect_done();
+    host(
         &store,
         OutboxCommand::Deliver {
             key: "k".into(),
             now_ms: T0 + 1,
         },
-    );
+    )
+    .expect_done();
     let outcome = enqueue(&store, "k", "runtime:b", T0 + 2)?;
     assert!(
         matches!(outcome, OutboxOutcome::AlreadyEnqueued { row } if row.state == OutboxState::Done)
@@ -306,15 +310,16 @@ fn repeated_enqueue_of_a_finished_row_adds_nothing() -> TestResult {
 #[test]
 fn a_pruned_key_can_be_enqueued_again() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:b", T0)?;
-    let _ = host(
+    enqueue(&store, "k", "runtime:b", T0)?.expect_done();
+    host(
         &store,
         OutboxCommand::Deliver {
             key: "k".into(),
             now_ms: T0,
         },
-    );
-    let _ = prune(&store, T0 + 2 * HOUR, HOUR);
+    )
+    .expect_done();
+    prune(&store, T0 + 2 * HOUR, HOUR).expect_done();
     assert!(matches!(
         enqueue(&store, "k", "runtime:b", T0 + 3 * HOUR)?,
         OutboxOutcome::Enqueued { .. }
@@ -399,10 +404,10 @@ fn an_outbox_event_that_does_not_decode_is_refused_and_writes_nothing() -> TestR
 #[test]
 fn due_rows_are_pending_rows_past_next_at_in_enqueue_order() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "b", "runtime:p", T0)?;
-    let _ = enqueue(&store, "a", "runtime:p", T0)?;
-    let _ = enqueue(&store, "c", "runtime:q", T0 - 10)?;
-    let _ = enqueue(&store, "later", "runtime:p", T0 + 100)?;
+    enqueue(&store, "b", "runtime:p", T0)?.expect_done();
+    enqueue(&store, "a", "runtime:p", T0)?.expect_done();
+    enqueue(&store, "c", "runtime:q", T0 - 10)?.expect_done();
+    enqueue(&store, "later", "runtime:p", T0 + 100)?.expect_done();
     let state = store.state()?;
     assert_eq!(keys(&outbox::due(&state, T0, 10)?), ["b", "a", "c"]);
     assert_eq!(keys(&outbox::due(&state, T0, 2)?), ["b", "a"], "limit");
@@ -419,8 +424,8 @@ fn due_rows_are_pending_rows_past_next_at_in_enqueue_order() -> TestResult {
 #[test]
 fn a_retried_row_is_due_again_only_after_its_backoff() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
-    let _ = host(&store, retry("k", T0 + 10));
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
+    host(&store, retry("k", T0 + 10)).expect_done();
     let state = store.state()?;
     assert!(outbox::due(&state, T0 + 10, 10)?.is_empty());
     assert_eq!(keys(&outbox::due(&state, T0 + 1_010, 10)?), ["k"]);
@@ -432,7 +437,7 @@ fn a_retried_row_is_due_again_only_after_its_backoff() -> TestResult {
 fn waiting_claimed_done_and_expired_rows_are_never_due() -> TestResult {
     let (_dir, store) = common::store();
     for key in ["waiting", "claimed", "done", "expired", "pending"] {
-        let _ = enqueue(
+        enqueue(
             &store,
             key,
             if key == "claimed" {
@@ -441,30 +446,34 @@ fn waiting_claimed_done_and_expired_rows_are_never_due() -> TestResult {
                 "runtime:p"
             },
             T0,
-        )?;
+        )?
+        .expect_done();
     }
-    let _ = host(
+    host(
         &store,
         OutboxCommand::Park {
             key: "waiting".into(),
             now_ms: T0,
         },
-    );
+    )
+    .expect_done();
     claimed_keys(claim(&store, "runtime:c", "t1", 10, T0));
-    let _ = host(
+    host(
         &store,
         OutboxCommand::Deliver {
             key: "done".into(),
             now_ms: T0,
         },
-    );
-    let _ = host(
+    )
+    .expect_done();
+    host(
         &store,
         OutboxCommand::GiveUp {
             key: "expired".into(),
             now_ms: T0,
         },
-    );
+    )
+    .expect_done();
     let state = store.state()?;
     assert_eq!(keys(&outbox::due(&state, u64::MAX, 100)?), ["pending"]);
     assert_sound(&store);
@@ -474,20 +483,21 @@ fn waiting_claimed_done_and_expired_rows_are_never_due() -> TestResult {
 #[test]
 fn pending_for_lists_a_peers_new_or_due_pending_rows_in_creation_order() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "z-first", "runtime:p", T0)?;
-    let _ = enqueue(&store, "a-second", "runtime:p", T0 + 1)?;
-    let _ = enqueue(&store, "failed", "runtime:p", T0 + 2)?;
-    let _ = enqueue(&store, "parked", "runtime:p", T0 + 3)?;
-    let _ = enqueue(&store, "other-peer", "runtime:q", T0)?;
-    let _ = enqueue(&store, "prefix-peer", "runtime:pp", T0)?;
-    let _ = host(&store, retry("failed", T0 + 10));
-    let _ = host(
+    enqueue(&store, "z-first", "runtime:p", T0)?.expect_done();
+    enqueue(&store, "a-second", "runtime:p", T0 + 1)?.expect_done();
+    enqueue(&store, "failed", "runtime:p", T0 + 2)?.expect_done();
+    enqueue(&store, "parked", "runtime:p", T0 + 3)?.expect_done();
+    enqueue(&store, "other-peer", "runtime:q", T0)?.expect_done();
+    enqueue(&store, "prefix-peer", "runtime:pp", T0)?.expect_done();
+    host(&store, retry("failed", T0 + 10)).expect_done();
+    host(
         &store,
         OutboxCommand::Park {
             key: "parked".into(),
             now_ms: T0 + 10,
         },
-    );
+    )
+    .expect_done();
     let state = store.state()?;
     assert_eq!(
         keys(&outbox::pending_for(&state, "runtime:p", T0 + 10, 10)?),
@@ -517,15 +527,16 @@ fn pending_for_lists_a_peers_new_or_due_pending_rows_in_creation_order() -> Test
 #[test]
 fn deliver_marks_a_pending_or_waiting_row_done() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "pending", "runtime:p", T0)?;
-    let _ = enqueue(&store, "waiting", "runtime:p", T0)?;
-    let _ = host(
+    enqueue(&store, "pending", "runtime:p", T0)?.expect_done();
+    enqueue(&store, "waiting", "runtime:p", T0)?.expect_done();
+    host(
         &store,
         OutboxCommand::Park {
             key: "waiting".into(),
             now_ms: T0,
         },
-    );
+    )
+    .expect_done();
     for key in ["pending", "waiting"] {
         let outcome = host(
             &store,
@@ -548,7 +559,7 @@ fn deliver_marks_a_pending_or_waiting_row_done() -> TestResult {
 #[test]
 fn deliver_of_a_claimed_row_is_refused_wrong_state() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     let before = records_in(&store);
     let outcome = host(
@@ -601,15 +612,16 @@ fn a_command_on_a_missing_row_is_refused_missing() -> TestResult {
 #[test]
 fn park_moves_a_pending_row_to_waiting_with_one_more_attempt() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
-    let _ = host(&store, retry("k", T0));
-    let _ = host(
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
+    host(&store, retry("k", T0)).expect_done();
+    host(
         &store,
         OutboxCommand::Park {
             key: "k".into(),
             now_ms: T0 + 5_000,
         },
-    );
+    )
+    .expect_done();
     let parked = row(&store, "k");
     assert_eq!(parked.state, OutboxState::Waiting);
     assert_eq!(parked.attempts, 2);
@@ -626,14 +638,15 @@ fn park_moves_a_pending_row_to_waiting_with_one_more_attempt() -> TestResult {
 #[test]
 fn park_or_retry_of_a_waiting_row_is_refused_wrong_state() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
-    let _ = host(
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
+    host(
         &store,
         OutboxCommand::Park {
             key: "k".into(),
             now_ms: T0,
         },
-    );
+    )
+    .expect_done();
     let again = host(
         &store,
         OutboxCommand::Park {
@@ -663,7 +676,7 @@ fn park_or_retry_of_a_waiting_row_is_refused_wrong_state() -> TestResult {
 #[test]
 fn retry_schedules_the_next_push_by_a_doubling_backoff_capped_at_its_max() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
     // base 1 s, max 5 s: waits of 1, 2, 4, 5, 5 seconds.
     let waits = [1_000, 2_000, 4_000, 5_000, 5_000];
     let mut now = T0;
@@ -716,9 +729,9 @@ fn backoff_doubles_from_its_base_and_never_passes_its_max() {
 #[test]
 fn retry_sets_first_failed_at_on_the_first_failure_only() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
-    let _ = host(&store, retry("k", T0 + 100));
-    let _ = host(&store, retry("k", T0 + 5_000));
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
+    host(&store, retry("k", T0 + 100)).expect_done();
+    host(&store, retry("k", T0 + 5_000)).expect_done();
     let retried = row(&store, "k");
     assert_eq!(retried.first_failed_at_ms, Some(T0 + 100));
     assert_eq!(retried.attempts, 2);
@@ -729,7 +742,7 @@ fn retry_sets_first_failed_at_on_the_first_failure_only() -> TestResult {
 #[test]
 fn retry_with_a_zero_base_or_a_max_below_it_is_invalid() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
     let with = |base_ms, max_ms| OutboxCommand::Retry {
         key: "k".into(),
         backoff: Backoff { base_ms, max_ms },
@@ -765,25 +778,27 @@ fn retry_with_a_zero_base_or_a_max_below_it_is_invalid() -> TestResult {
 #[test]
 fn give_up_expires_a_pending_or_waiting_row_but_not_a_claimed_one() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "pending", "runtime:p", T0)?;
-    let _ = enqueue(&store, "waiting", "runtime:p", T0 + 1)?;
-    let _ = enqueue(&store, "claimed", "runtime:c", T0)?;
-    let _ = host(
+    enqueue(&store, "pending", "runtime:p", T0)?.expect_done();
+    enqueue(&store, "waiting", "runtime:p", T0 + 1)?.expect_done();
+    enqueue(&store, "claimed", "runtime:c", T0)?.expect_done();
+    host(
         &store,
         OutboxCommand::Park {
             key: "waiting".into(),
             now_ms: T0,
         },
-    );
+    )
+    .expect_done();
     claimed_keys(claim(&store, "runtime:c", "t1", 10, T0));
     for key in ["pending", "waiting"] {
-        let _ = host(
+        host(
             &store,
             OutboxCommand::GiveUp {
                 key: key.into(),
                 now_ms: T0 + 2,
             },
-        );
+        )
+        .expect_done();
         assert_eq!(state_of(&store, key), OutboxState::Expired);
     }
     let outcome = host(
@@ -810,25 +825,27 @@ fn give_up_expires_a_pending_or_waiting_row_but_not_a_claimed_one() -> TestResul
 #[test]
 fn claim_takes_only_the_peers_own_claimable_rows_in_enqueue_order() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "p-2", "runtime:p", T0 + 2)?;
-    let _ = enqueue(&store, "p-1", "runtime:p", T0 + 1)?;
-    let _ = enqueue(&store, "p-waiting", "runtime:p", T0 + 3)?;
-    let _ = enqueue(&store, "p-done", "runtime:p", T0)?;
-    let _ = enqueue(&store, "q-1", "runtime:q", T0)?;
-    let _ = host(
+    enqueue(&store, "p-2", "runtime:p", T0 + 2)?.expect_done();
+    enqueue(&store, "p-1", "runtime:p", T0 + 1)?.expect_done();
+    enqueue(&store, "p-waiting", "runtime:p", T0 + 3)?.expect_done();
+    enqueue(&store, "p-done", "runtime:p", T0)?.expect_done();
+    enqueue(&store, "q-1", "runtime:q", T0)?.expect_done();
+    host(
         &store,
         OutboxCommand::Park {
             key: "p-waiting".into(),
             now_ms: T0 + 3,
         },
-    );
-    let _ = host(
+    )
+    .expect_done();
+    host(
         &store,
         OutboxCommand::Deliver {
             key: "p-done".into(),
             now_ms: T0 + 3,
         },
-    );
+    )
+    .expect_done();
     let outcome = claim(&store, "runtime:p", "t1", 10, T0 + 10);
     let PullOutcome::Claimed {
         token: claimed_token,
@@ -894,7 +911,7 @@ fn claim_limit_is_clamped_between_one_and_the_maximum() -> TestResult {
 #[test]
 fn claim_with_nothing_to_take_claims_nothing_and_appends_nothing() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:q", T0)?;
+    enqueue(&store, "k", "runtime:q", T0)?.expect_done();
     let before = records_in(&store);
     assert!(claimed_keys(claim(&store, "runtime:p", "t1", 10, T0)).is_empty());
     assert_eq!(records_in(&store), before);
@@ -904,9 +921,9 @@ fn claim_with_nothing_to_take_claims_nothing_and_appends_nothing() -> TestResult
 #[test]
 fn claim_leaves_a_row_under_a_live_claim_alone() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "held", "runtime:p", T0)?;
+    enqueue(&store, "held", "runtime:p", T0)?.expect_done();
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
-    let _ = enqueue(&store, "new", "runtime:p", T0 + 1)?;
+    enqueue(&store, "new", "runtime:p", T0 + 1)?.expect_done();
     let just_before_lapse = T0 + CLAIM_LEASE_MS - 1;
     assert_eq!(
         claimed_keys(claim(&store, "runtime:p", "t2", 10, just_before_lapse)),
@@ -921,7 +938,7 @@ fn claim_leaves_a_row_under_a_live_claim_alone() -> TestResult {
 #[test]
 fn a_lapsed_claim_can_be_claimed_again_under_a_new_token() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     let at_lapse = T0 + CLAIM_LEASE_MS;
     assert_eq!(
@@ -940,7 +957,7 @@ fn a_lapsed_claim_can_be_claimed_again_under_a_new_token() -> TestResult {
 #[test]
 fn claim_under_a_token_a_row_was_claimed_under_before_is_refused() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     let lapse = CLAIM_LEASE_MS;
     let before = records_in(&store);
@@ -970,7 +987,7 @@ fn claim_under_a_token_a_row_was_claimed_under_before_is_refused() -> TestResult
 #[test]
 fn claim_refuses_bad_input_naming_the_field() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
     let with = |peer: &str, token_name: &str, lease_ms| PullCommand::Claim {
         peer: peer.into(),
         token: token(token_name),
@@ -1001,8 +1018,8 @@ fn claim_refuses_bad_input_naming_the_field() -> TestResult {
 #[test]
 fn ack_with_the_claims_peer_and_token_marks_the_rows_done_and_returns_their_keys() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "a", "runtime:p", T0)?;
-    let _ = enqueue(&store, "b", "runtime:p", T0 + 1)?;
+    enqueue(&store, "a", "runtime:p", T0)?.expect_done();
+    enqueue(&store, "b", "runtime:p", T0 + 1)?.expect_done();
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0 + 2));
     assert_eq!(
         ack(&store, "runtime:p", &[("b", "t1"), ("a", "t1")], T0 + 3),
@@ -1024,7 +1041,7 @@ fn ack_with_the_claims_peer_and_token_marks_the_rows_done_and_returns_their_keys
 #[test]
 fn ack_with_another_peers_name_is_refused_other_peer() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     let before = records_in(&store);
     assert_eq!(
@@ -1039,7 +1056,7 @@ fn ack_with_another_peers_name_is_refused_other_peer() -> TestResult {
 #[test]
 fn ack_with_another_token_is_refused_other_token() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     assert_eq!(
         ack(&store, "runtime:p", &[("k", "guess")], T0 + 1),
@@ -1052,7 +1069,7 @@ fn ack_with_another_token_is_refused_other_token() -> TestResult {
 #[test]
 fn ack_by_the_earlier_claimant_after_a_takeover_is_refused() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     claimed_keys(claim(&store, "runtime:p", "t2", 10, T0 + CLAIM_LEASE_MS));
     assert_eq!(
@@ -1070,7 +1087,7 @@ fn ack_by_the_earlier_claimant_after_a_takeover_is_refused() -> TestResult {
 #[test]
 fn ack_of_a_lapsed_claim_nobody_took_again_is_accepted() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     assert_eq!(
         ack(&store, "runtime:p", &[("k", "t1")], T0 + 3 * CLAIM_LEASE_MS),
@@ -1084,19 +1101,20 @@ fn ack_of_a_lapsed_claim_nobody_took_again_is_accepted() -> TestResult {
 #[test]
 fn ack_of_a_row_that_is_not_claimed_is_refused_wrong_state() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "pending", "runtime:p", T0)?;
-    let _ = enqueue(&store, "acked", "runtime:p", T0 + 1)?;
+    enqueue(&store, "pending", "runtime:p", T0)?.expect_done();
+    enqueue(&store, "acked", "runtime:p", T0 + 1)?.expect_done();
     // Claim only "acked": the oldest row is "pending", so deliver it first.
-    let _ = host(
+    host(
         &store,
         OutboxCommand::Deliver {
             key: "pending".into(),
             now_ms: T0 + 1,
         },
-    );
-    let _ = enqueue(&store, "still-pending", "runtime:q", T0)?;
+    )
+    .expect_done();
+    enqueue(&store, "still-pending", "runtime:q", T0)?.expect_done();
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0 + 2));
-    let _ = ack(&store, "runtime:p", &[("acked", "t1")], T0 + 3);
+    ack(&store, "runtime:p", &[("acked", "t1")], T0 + 3).expect_done();
     assert_eq!(
         ack(
             &store,
@@ -1135,7 +1153,7 @@ fn ack_of_a_missing_row_is_refused_missing() -> TestResult {
 #[test]
 fn ack_naming_a_row_twice_acks_it_once() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     assert_eq!(
         ack(&store, "runtime:p", &[("k", "t1"), ("k", "t1")], T0 + 1),
@@ -1152,8 +1170,8 @@ fn ack_naming_a_row_twice_acks_it_once() -> TestResult {
 #[test]
 fn ack_mixes_acked_and_refused_rows_in_the_order_named() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "a", "runtime:p", T0)?;
-    let _ = enqueue(&store, "b", "runtime:p", T0 + 1)?;
+    enqueue(&store, "a", "runtime:p", T0)?.expect_done();
+    enqueue(&store, "b", "runtime:p", T0 + 1)?.expect_done();
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0 + 2));
     assert_eq!(
         ack(
@@ -1213,16 +1231,17 @@ fn ack_of_too_many_rows_or_a_malformed_key_is_invalid() -> TestResult {
 #[test]
 fn expire_gives_up_on_pending_and_waiting_rows_older_than_the_maximum_age() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "old-pending", "runtime:p", T0)?;
-    let _ = enqueue(&store, "old-waiting", "runtime:p", T0 + 1)?;
-    let _ = enqueue(&store, "at-the-age", "runtime:p", T0 + 2)?;
-    let _ = host(
+    enqueue(&store, "old-pending", "runtime:p", T0)?.expect_done();
+    enqueue(&store, "old-waiting", "runtime:p", T0 + 1)?.expect_done();
+    enqueue(&store, "at-the-age", "runtime:p", T0 + 2)?.expect_done();
+    host(
         &store,
         OutboxCommand::Park {
             key: "old-waiting".into(),
             now_ms: T0 + 1,
         },
-    );
+    )
+    .expect_done();
     let now = T0 + 2 + MAX_AGE_MS;
     let outcome = expire(&store, now);
     assert_eq!(
@@ -1261,9 +1280,9 @@ fn expire_gives_up_on_pending_and_waiting_rows_older_than_the_maximum_age() -> T
 #[test]
 fn expire_gives_up_on_lapsed_claims_only_past_the_claim_retry_window() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "old-lapsed", "runtime:p", T0)?;
-    let _ = enqueue(&store, "old-live", "runtime:q", T0)?;
-    let _ = enqueue(&store, "young-lapsed", "runtime:r", T0 + 2 * HOUR)?;
+    enqueue(&store, "old-lapsed", "runtime:p", T0)?.expect_done();
+    enqueue(&store, "old-live", "runtime:q", T0)?.expect_done();
+    enqueue(&store, "young-lapsed", "runtime:r", T0 + 2 * HOUR)?.expect_done();
     claimed_keys(claim(&store, "runtime:p", "t1", 10, T0));
     claimed_keys(claim(&store, "runtime:r", "t1", 10, T0 + 2 * HOUR));
     let now = T0 + CLAIM_RETRY_MS + HOUR;
@@ -1302,7 +1321,7 @@ fn expire_gives_up_on_lapsed_claims_only_past_the_claim_retry_window() -> TestRe
 #[test]
 fn expire_with_nothing_old_appends_nothing() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "k", "runtime:p", T0)?;
+    enqueue(&store, "k", "runtime:p", T0)?.expect_done();
     let before = records_in(&store);
     assert_eq!(
         expire(&store, T0 + HOUR),
@@ -1347,26 +1366,28 @@ fn a_sweep_takes_at_most_its_maximum_oldest_first_and_says_more_are_left() -> Te
 fn prune_removes_done_and_expired_rows_older_than_the_window_with_their_index_entries() -> TestResult
 {
     let (_dir, store) = common::store();
-    let _ = enqueue(&store, "done-old", "runtime:p", T0)?;
-    let _ = enqueue(&store, "expired-old", "runtime:p", T0 + 1)?;
-    let _ = enqueue(&store, "done-young", "runtime:p", T0 + 2 * HOUR)?;
-    let _ = enqueue(&store, "open-old", "runtime:p", T0)?;
+    enqueue(&store, "done-old", "runtime:p", T0)?.expect_done();
+    enqueue(&store, "expired-old", "runtime:p", T0 + 1)?.expect_done();
+    enqueue(&store, "done-young", "runtime:p", T0 + 2 * HOUR)?.expect_done();
+    enqueue(&store, "open-old", "runtime:p", T0)?.expect_done();
     for key in ["done-old", "done-young"] {
-        let _ = host(
+        host(
             &store,
             OutboxCommand::Deliver {
                 key: key.into(),
                 now_ms: T0 + 2 * HOUR,
             },
-        );
+        )
+        .expect_done();
     }
-    let _ = host(
+    host(
         &store,
         OutboxCommand::GiveUp {
             key: "expired-old".into(),
             now_ms: T0 + 1,
         },
-    );
+    )
+    .expect_done();
     let outcome = prune(&store, T0 + 2 * HOUR, HOUR);
     assert_eq!(
         outcome,
@@ -1411,33 +1432,36 @@ fn prune_removes_done_and_expired_rows_older_than_the_window_with_their_index_en
 fn busy_store() -> Result<(tempfile::TempDir, Store), Box<dyn std::error::Error>> {
     let (dir, store) = common::store();
     for (n, key) in ["a", "b", "c", "d", "e", "f"].into_iter().enumerate() {
-        let _ = enqueue(&store, key, "runtime:p", T0 + n as u64)?;
+        enqueue(&store, key, "runtime:p", T0 + n as u64)?.expect_done();
     }
-    let _ = enqueue(&store, "q", "runtime:q", T0)?;
-    let _ = host(&store, retry("q", T0 + 10));
-    let _ = host(
+    enqueue(&store, "q", "runtime:q", T0)?.expect_done();
+    host(&store, retry("q", T0 + 10)).expect_done();
+    host(
         &store,
         OutboxCommand::Park {
             key: "a".into(),
             now_ms: T0 + 10,
         },
-    );
-    let _ = host(
+    )
+    .expect_done();
+    host(
         &store,
         OutboxCommand::Deliver {
             key: "b".into(),
             now_ms: T0 + 10,
         },
-    );
-    let _ = host(
+    )
+    .expect_done();
+    host(
         &store,
         OutboxCommand::GiveUp {
             key: "c".into(),
             now_ms: T0 + 10,
         },
-    );
+    )
+    .expect_done();
     claimed_keys(claim(&store, "runtime:p", "t1", 2, T0 + 20));
-    let _ = ack(&store, "runtime:p", &[("d", "t1")], T0 + 30);
+    ack(&store, "runtime:p", &[("d", "t1")], T0 + 30).expect_done();
     Ok((dir, store))
 }
 
@@ -1470,7 +1494,9 @@ fn rebuild_reproduces_the_outbox_state_exactly() -> TestResult {
 fn commands_in_one_write_see_each_others_rows() -> TestResult {
     let (_dir, store) = common::store();
     let outcome = store.write(|session| {
-        let _ = session.execute(&enqueue_command("k", "runtime:p", b"x", T0))?;
+        session
+            .execute(&enqueue_command("k", "runtime:p", b"x", T0))?
+            .expect_done();
         session.execute(&PullCommand::Claim {
             peer: "runtime:p".into(),
             token: token("t1"),
@@ -1493,7 +1519,7 @@ fn claim_and_expire_look_past_any_number_of_live_claims() -> TestResult {
     let (_dir, store) = common::store();
     // More live claims than one page of an index scan, all created before the lapsed one.
     enqueue_many(&store, "r", "runtime:p", 300, T0)?;
-    let _ = enqueue(&store, "z-lapsed", "runtime:q", T0 + 400)?;
+    enqueue(&store, "z-lapsed", "runtime:q", T0 + 400)?.expect_done();
     claimed_keys(claim(&store, "runtime:q", "tq", 10, T0 + 400));
     let now = T0 + CLAIM_RETRY_MS + HOUR;
     for name in ["t1", "t2", "t3"] {
@@ -1502,7 +1528,7 @@ fn claim_and_expire_look_past_any_number_of_live_claims() -> TestResult {
             100
         );
     }
-    let _ = enqueue(&store, "late", "runtime:p", now)?;
+    enqueue(&store, "late", "runtime:p", now)?.expect_done();
     assert_eq!(
         claimed_keys(claim(&store, "runtime:p", "t4", 100, now)),
         ["late"]
@@ -1529,14 +1555,17 @@ fn claim_and_expire_look_past_any_number_of_live_claims() -> TestResult {
 #[test]
 fn payloads_follow_the_documented_layout() -> TestResult {
     let (_dir, store) = common::store();
-    let _ = store.execute(&enqueue_command("k", "p", b"ab", T0))?;
-    let _ = host(
+    store
+        .execute(&enqueue_command("k", "p", b"ab", T0))?
+        .expect_done();
+    host(
         &store,
         OutboxCommand::GiveUp {
             key: "k".into(),
             now_ms: T0,
         },
-    );
+    )
+    .expect_done();
     let records = store.read_stream("outbox/k", StreamVersion(0), Direction::Forward, 10)?;
     let (enqueued, expired) = (&records[0], &records[1]);
     assert_eq!(

@@ -2,6 +2,7 @@
 //! append's transaction, checkpoints, rebuild on a version change, catch-up after a lag,
 //! verify against a replay, and schema upcasting.
 
+use annals::testing::setup::ExpectDone;
 use std::sync::Arc;
 
 use annals::leases::events::{Acquired, AcquiredV1, LeaseEvent};
@@ -36,9 +37,10 @@ fn count(store: &Store, kind: &str) -> Option<u64> {
 }
 
 fn append(store: &Store, kind: &str) {
-    let _ = store
+    store
         .append("s", ExpectedVersion::Any, &[event(kind, 0, b"")])
-        .unwrap();
+        .unwrap()
+        .expect_done();
 }
 
 #[test]
@@ -135,7 +137,9 @@ fn a_projection_registered_late_is_built_from_the_whole_log() {
         store
             .write(|session| {
                 for _ in 0..20_000 {
-                    let _ = session.append("s", ExpectedVersion::Any, &[event("a", 0, b"")])?;
+                    session
+                        .append("s", ExpectedVersion::Any, &[event("a", 0, b"")])?
+                        .expect_done();
                 }
                 Ok(())
             })
@@ -194,9 +198,13 @@ fn a_failed_write_leaves_log_and_projections_as_they_were() {
         now_ms: 0,
     };
     let result: Result<()> = store.write(|session| {
-        let _ = session.execute(&acquire)?;
-        let _ = session.append("s", ExpectedVersion::NoStream, &[event("k", 0, b"")])?;
-        let _ = session.append("s", ExpectedVersion::NoStream, &[event("k", 0, b"")])?;
+        session.execute(&acquire)?.expect_done();
+        session
+            .append("s", ExpectedVersion::NoStream, &[event("k", 0, b"")])?
+            .expect_done();
+        session
+            .append("s", ExpectedVersion::NoStream, &[event("k", 0, b"")])?
+            .expect_done();
         Ok(())
     });
     assert!(result.is_err());
@@ -290,7 +298,7 @@ fn verify_names_the_projection_table_and_key_of_a_tampered_row() {
                 ttl_ms: 100,
                 now_ms: 0,
             };
-            let _ = store.execute(&acquire).unwrap();
+            store.execute(&acquire).unwrap().expect_done();
         }
         let release = LeaseCommand::Release {
             resource: "beta".into(),
@@ -298,7 +306,7 @@ fn verify_names_the_projection_table_and_key_of_a_tampered_row() {
             token: annals::leases::FencingToken(1),
             now_ms: 1,
         };
-        let _ = store.execute(&release).unwrap();
+        store.execute(&release).unwrap().expect_done();
         assert!(store.verify().unwrap().is_sound());
     }
     // Forge the last token of "beta" beneath the store, as an in-place UPDATE would.
@@ -349,9 +357,10 @@ fn acquired_v1(store: &Store, at_ms: u64) {
         ttl_ms: 1_000,
     });
     let event = NewEvent::new("lease.acquired", at_ms, payload).with_schema(1);
-    let _ = store
+    store
         .write(|session| session.append_unchecked("lease/r", ExpectedVersion::Any, &[event]))
-        .unwrap();
+        .unwrap()
+        .expect_done();
 }
 
 #[test]
@@ -374,11 +383,11 @@ fn version_1_events_upcast_to_the_same_projection_as_version_2_events() {
         3,
         "the code writes version 3"
     );
-    let _ = new
-        .write(|session| {
-            session.append_unchecked("lease/r", ExpectedVersion::Any, &[event.to_new_event(100)])
-        })
-        .unwrap();
+    new.write(|session| {
+        session.append_unchecked("lease/r", ExpectedVersion::Any, &[event.to_new_event(100)])
+    })
+    .unwrap()
+    .expect_done();
     let state = |store: &Store| leases::state_json(&store.state().unwrap()).unwrap();
     assert_eq!(state(&old), state(&new));
     assert_eq!(
@@ -445,9 +454,10 @@ fn a_projection_that_touches_a_table_not_its_own_is_refused_and_nothing_is_writt
             ..StoreOptions::default()
         };
         let store = Store::open_with(dir.path().join("log.redb"), options).unwrap();
-        let _ = store
+        store
             .append("s", ExpectedVersion::Any, &[event("fine", 0, b"")])
-            .unwrap();
+            .unwrap()
+            .expect_done();
         let head = store.head().unwrap();
         let error = store
             .append("s", ExpectedVersion::Any, &[event("forge", 0, b"")])
@@ -518,11 +528,12 @@ fn assert_dropped_after(store: &Store, failure: impl Fn(&mut annals::WriteSessio
 fn a_write_that_goes_on_past_a_half_made_change_is_dropped_whole() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("log.redb")).unwrap();
-    let _ = store
+    store
         .write(|session| {
             session.append_unchecked("lease/r", ExpectedVersion::Any, &[grant(5, 100)])
         })
-        .unwrap();
+        .unwrap()
+        .expect_done();
     // A grant whose token does not exceed the last: refused by the leases projection's apply
     // after the record went into the log (and the held row with it, in one B-tree operation).
     assert_dropped_after(&store, |session| {
@@ -555,14 +566,15 @@ fn a_write_that_goes_on_past_a_half_made_change_is_dropped_whole() {
         matches!(session.execute(&TwoGrants), Err(Error::Append(_)))
     });
     // Refused before anything was written: the write goes on and commits what follows.
-    let _ = store
+    store
         .write(|session| {
             let refused =
                 session.append("lease/r", ExpectedVersion::NoStream, &[event("k", 0, b"")]);
             assert!(matches!(refused, Err(Error::Append(_))));
             session.append("other", ExpectedVersion::Any, &[event("k", 0, b"")])
         })
-        .unwrap();
+        .unwrap()
+        .expect_done();
     assert_eq!(store.head().unwrap().next, Position(2));
 }
 
@@ -620,9 +632,10 @@ fn an_index_entry_moves_only_where_it_changes() {
         (b"->c=3", &[("c", 3)]),
     ];
     for (payload, expected) in moves {
-        let _ = store
+        store
             .append("s", ExpectedVersion::Any, &[event("move", 0, payload)])
-            .unwrap();
+            .unwrap()
+            .expect_done();
         let expected: Vec<(String, u64)> =
             expected.iter().map(|(k, v)| ((*k).into(), *v)).collect();
         assert_eq!(

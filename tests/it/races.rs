@@ -2,6 +2,7 @@
 //! import of a continuation against an append, and readers during a rebuild. Each race ends
 //! in one whole log; a loser gets a clear error, never a half-made file.
 
+use annals::testing::setup::ExpectDone;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
@@ -88,14 +89,20 @@ fn an_import_racing_an_append_lands_whole_or_is_refused_and_the_append_stays() {
     let middle = Position(end.0 / 2);
     let first = dir.path().join("first");
     let second = dir.path().join("second");
-    let _ = annals::export::export(&snapshot, Position(0), middle, &first, &mut |_| {}).unwrap();
-    let _ = annals::export::export(&snapshot, middle, end, &second, &mut |_| {}).unwrap();
+    annals::export::export(&snapshot, Position(0), middle, &first, &mut |_| {})
+        .unwrap()
+        .expect_done();
+    annals::export::export(&snapshot, middle, end, &second, &mut |_| {})
+        .unwrap()
+        .expect_done();
     drop((snapshot, store));
     let (mut imported, mut refused) = (0, 0);
     for race in 0..8 {
         let what = format!("race {race}");
         let target = dir.path().join(format!("target-{race}.redb"));
-        let _ = Store::import(&first, &target, &mut |_, _| {}).unwrap();
+        Store::import(&first, &target, &mut |_, _| {})
+            .unwrap()
+            .expect_done();
         let import = annals()
             .arg("import")
             .arg(&second)

@@ -20,6 +20,7 @@ use annals::outbox::{
 use annals::registry::events::FuelCharged;
 use annals::registry::{self, ChargeFuel, FuelEntry, FuelTotal, RecordFuel, RegistryEvent};
 use annals::testing::internals::event::{DomainEvent, encode_payload};
+use annals::testing::setup::ExpectDone;
 use annals::{Command, ExpectedVersion, NewEvent, Position, Record, Store};
 
 use crate::common::store;
@@ -137,10 +138,12 @@ fn acquire_lease_follows_acquireLease_and_keeps_project_name_and_holder_name() {
 #[test]
 fn reacquiring_follows_acquireLease_keeping_token_and_grant_time_and_taking_the_new_labels() {
     let (_dir, store) = store();
-    let _ = run(
+    run(
         &store,
         &acquire_labelled("r", "agent-7", labels("p", "deploy", "Ada"), T0),
-    );
+    )
+    .0
+    .expect_done();
     let later = T0 + 10_000;
     let new_labels = labels("q", "deploy-v2", "Ada Lovelace");
     let (outcome, records) = run(
@@ -182,10 +185,12 @@ fn reacquiring_follows_acquireLease_keeping_token_and_grant_time_and_taking_the_
 #[test]
 fn contention_and_takeover_follow_acquireLease() {
     let (_dir, store) = store();
-    let _ = run(
+    run(
         &store,
         &acquire_labelled("r", "a", labels("p", "n", "A"), T0),
-    );
+    )
+    .0
+    .expect_done();
     let (outcome, records) = run(
         &store,
         &acquire_labelled("r", "b", labels("p", "n", "B"), T0 + 1),
@@ -222,10 +227,12 @@ fn contention_and_takeover_follow_acquireLease() {
 #[test]
 fn renew_lease_follows_renewLease_keeping_the_labels() {
     let (_dir, store) = store();
-    let _ = run(
+    run(
         &store,
         &acquire_labelled("r", "a", labels("p", "n", "A"), T0),
-    );
+    )
+    .0
+    .expect_done();
     let command = LeaseCommand::Renew {
         resource: "r".into(),
         holder: "a".into(),
@@ -267,10 +274,12 @@ fn list_leases_follows_listLeases() {
         ("p/alpha", "p"),
         ("p/gone", "p"),
     ] {
-        let _ = run(
+        run(
             &store,
             &acquire_labelled(resource, "a", labels(project, resource, "A"), T0),
-        );
+        )
+        .0
+        .expect_done();
     }
     let (outcome, records) = run(
         &store,
@@ -359,9 +368,15 @@ fn enqueue_follows_enqueuePeerRow_with_a_kind_and_the_next_id() {
 #[test]
 fn due_follows_dueRows_in_enqueue_order_under_a_limit() {
     let (_dir, store) = store();
-    let _ = run(&store, &enqueue("z-first", "p", "event", T0 + 100));
-    let _ = run(&store, &enqueue("a-second", "p", "event", T0 + 50));
-    let _ = run(&store, &enqueue("m-third", "p", "event", T0 + 60));
+    run(&store, &enqueue("z-first", "p", "event", T0 + 100))
+        .0
+        .expect_done();
+    run(&store, &enqueue("a-second", "p", "event", T0 + 50))
+        .0
+        .expect_done();
+    run(&store, &enqueue("m-third", "p", "event", T0 + 60))
+        .0
+        .expect_done();
     // The third backs off past the clock: skipped, not a stop.
     let (_, records) = run(
         &store,
@@ -393,7 +408,7 @@ fn due_follows_dueRows_in_enqueue_order_under_a_limit() {
 #[test]
 fn mark_waiting_follows_markWaiting_with_the_callers_attempts() {
     let (_dir, store) = store();
-    let _ = run(&store, &enqueue("k", "p", "event", T0));
+    run(&store, &enqueue("k", "p", "event", T0)).0.expect_done();
     let command = OutboxCommand::MarkWaiting {
         key: "k".into(),
         attempts: 7,
@@ -444,8 +459,8 @@ fn mark_waiting_follows_markWaiting_with_the_callers_attempts() {
 #[test]
 fn mark_retry_follows_markRetry_with_the_callers_numbers() {
     let (_dir, store) = store();
-    let _ = run(&store, &enqueue("k", "p", "event", T0));
-    let _ = run(
+    run(&store, &enqueue("k", "p", "event", T0)).0.expect_done();
+    run(
         &store,
         &OutboxCommand::MarkRetry {
             key: "k".into(),
@@ -454,7 +469,9 @@ fn mark_retry_follows_markRetry_with_the_callers_numbers() {
             first_failed_at_ms: T0 - 100,
             now_ms: T0 + 1,
         },
-    );
+    )
+    .0
+    .expect_done();
     let command = OutboxCommand::MarkRetry {
         key: "k".into(),
         attempts: 2,
@@ -518,9 +535,15 @@ fn mark_retry_follows_markRetry_with_the_callers_numbers() {
 #[test]
 fn claim_rows_pending_for_and_the_listing_follow_claimRows_and_pendingFor_in_enqueue_order() {
     let (_dir, store) = store();
-    let _ = run(&store, &enqueue("z", "p", "event", T0 + 10));
-    let _ = run(&store, &enqueue("a", "p", "report", T0));
-    let _ = run(&store, &enqueue("other", "q", "event", T0));
+    run(&store, &enqueue("z", "p", "event", T0 + 10))
+        .0
+        .expect_done();
+    run(&store, &enqueue("a", "p", "report", T0))
+        .0
+        .expect_done();
+    run(&store, &enqueue("other", "q", "event", T0))
+        .0
+        .expect_done();
     let state = store.state().unwrap();
     assert_eq!(
         keys(outbox::pending_for(&state, "p", T0 + 10, 1).unwrap()),
@@ -610,7 +633,7 @@ fn charge_follows_charge_adding_presummed_calls() {
         fuel: 3,
         now_ms: T0 + 8,
     };
-    let _ = run(&store, &one);
+    run(&store, &one).0.expect_done();
     let state = store.state().unwrap();
     assert_eq!(
         registry::fuel_ledger(&state, "alpha").unwrap(),
@@ -638,9 +661,10 @@ fn charge_follows_charge_adding_presummed_calls() {
 /// Appends `payload` as an older program wrote `kind` at `schema`.
 fn append_old(store: &Store, stream: &str, kind: &str, schema: u16, at_ms: u64, payload: Vec<u8>) {
     let event = NewEvent::new(kind, at_ms, payload).with_schema(schema);
-    let _ = store
+    store
         .write(|session| session.append_unchecked(stream, ExpectedVersion::Any, &[event]))
-        .unwrap();
+        .unwrap()
+        .expect_done();
 }
 
 /// A log written before labels, kinds and enqueue ids: `lease.acquired` schema 2,
@@ -724,7 +748,7 @@ fn state_and_history_show_labels_kinds_and_presummed_calls() {
     let log = crate::cli::Log::new();
     {
         let store = Store::open(&log.db).unwrap();
-        let _ = run(
+        run(
             &store,
             &acquire_labelled(
                 "deploy-lock",
@@ -732,8 +756,12 @@ fn state_and_history_show_labels_kinds_and_presummed_calls() {
                 labels("proj-1", "deploy", "Ada"),
                 T0,
             ),
-        );
-        let _ = run(&store, &enqueue("ev:1", "runtime:b", "report", T0));
+        )
+        .0
+        .expect_done();
+        run(&store, &enqueue("ev:1", "runtime:b", "report", T0))
+            .0
+            .expect_done();
         let charge = ChargeFuel {
             instance: "alpha".into(),
             caller: String::new(),
@@ -742,7 +770,7 @@ fn state_and_history_show_labels_kinds_and_presummed_calls() {
             fuel: 400,
             now_ms: T0,
         };
-        let _ = run(&store, &charge);
+        run(&store, &charge).0.expect_done();
     }
     let leases = log.ok("state", &["leases", "--json"]);
     assert!(

@@ -7,6 +7,7 @@
 //! used key or a wrong expected version; a cut the log cannot make. The store's own refusals
 //! come before it begins a write transaction, or abort it.
 
+use annals::testing::setup::ExpectDone;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
@@ -71,7 +72,9 @@ fn demo_log() -> (TempDir, std::path::PathBuf, Vec<Record>) {
 fn export_range(source: &Path, file: &Path, from: u64, to: u64) {
     let store = Store::open_read_only(source).unwrap();
     let snapshot = store.snapshot().unwrap();
-    let _ = export(&snapshot, Position(from), Position(to), file, &mut |_| {}).unwrap();
+    export(&snapshot, Position(from), Position(to), file, &mut |_| {})
+        .unwrap()
+        .expect_done();
 }
 
 /// An export of `records[from..to]` in which `forge` has changed some records, every hash,
@@ -201,7 +204,7 @@ fn an_import_refused_before_it_writes_leaves_the_target_byte_for_byte_as_it_was(
     let target = dir.path().join("copy.redb");
     let first = dir.path().join("first");
     export_range(&source, &first, 0, 100);
-    let _ = import(&first, &target).unwrap();
+    import(&first, &target).unwrap().expect_done();
     let before = fs::read(&target).unwrap();
     // A file that does not continue the log: it starts past its head.
     let gap = dir.path().join("gap");
@@ -225,7 +228,7 @@ fn an_import_the_log_cannot_take_is_refused_before_it_writes() {
     let target = dir.path().join("copy.redb");
     let first = dir.path().join("first");
     export_range(&source, &first, 0, 100);
-    let _ = import(&first, &target).unwrap();
+    import(&first, &target).unwrap().expect_done();
     let before = content(&target);
     let file = dir.path().join("forged");
     // A domain event whose payload does not decode, found only when it is applied.
@@ -285,7 +288,7 @@ fn an_import_the_log_cannot_take_is_refused_before_it_writes() {
     // And the log still takes the true continuation.
     let rest = dir.path().join("rest");
     export_range(&source, &rest, 100, 200);
-    let _ = import(&rest, &target).unwrap();
+    import(&rest, &target).unwrap().expect_done();
     assert_eq!(content(&target).records, records[..200].to_vec());
 }
 
@@ -307,9 +310,10 @@ fn a_refused_append_leaves_the_log_content_as_it_was() {
         NewEvent::new("test.keyed", 1, payload.to_vec()).with_idempotency_key("the-key")
     };
     let store = open();
-    let _ = store
+    store
         .append("keyed", ExpectedVersion::Any, &[keyed(b"first")])
-        .unwrap();
+        .unwrap()
+        .expect_done();
     drop(store);
     let before = content(&source);
     let store = open();
@@ -348,9 +352,10 @@ fn the_stores_refusals_leave_the_file_bytes_as_they_were() {
     let keyed = |payload: &[u8]| {
         NewEvent::new("test.keyed", 1, payload.to_vec()).with_idempotency_key("the-key")
     };
-    let _ = store
+    store
         .append("keyed", ExpectedVersion::Any, &[keyed(b"first")])
-        .unwrap();
+        .unwrap()
+        .expect_done();
     let bytes = fs::read(&source).unwrap();
     let late = annals::StreamVersion(records[0].version.0 + 1_000);
     let event = |kind: &str| [NewEvent::new(kind, 1, b"x".to_vec())];
@@ -468,9 +473,10 @@ impl Refusals {
         for n in 0..3u64 {
             let event = NewEvent::new("test.keyed", 1, b"first".to_vec())
                 .with_idempotency_key(format!("k{n}"));
-            let _ = store
+            store
                 .append("keyed", ExpectedVersion::Any, &[event])
-                .unwrap();
+                .unwrap()
+                .expect_done();
         }
         annals::testing::internals::demo::run(&store, 300, |_| {}).unwrap();
         let records = store
@@ -480,7 +486,7 @@ impl Refusals {
         let log = dir.path().join("log.redb");
         let first = dir.path().join("first.export");
         export_range(&source, &first, 0, 150);
-        let _ = import(&first, &log).unwrap();
+        import(&first, &log).unwrap().expect_done();
         let at = |name: &str| dir.path().join(name);
         // Exports that do not continue the log, or that it could not take.
         export_range(&source, &at("gap.export"), 200, 250);

@@ -6,6 +6,7 @@ use annals::registry::{
     RecordFuel, SetSetting, SettingOutcome, Status,
 };
 use annals::registry::{fuel_stream, instance_stream, setting_stream};
+use annals::testing::setup::ExpectDone;
 use annals::{Direction, Error, Position, Result, Store, StoreError, StreamVersion};
 
 use crate::common::store;
@@ -70,13 +71,15 @@ fn set_status(store: &Store, handle: &str, status: Status) -> Result<InstanceOut
 }
 
 fn charge(store: &Store, instance: &str, caller: &str, op: &str, fuel: u64) -> Result<()> {
-    let _ = store.execute(&RecordFuel {
-        instance: instance.to_owned(),
-        caller: caller.to_owned(),
-        op: op.to_owned(),
-        fuel,
-        now_ms: T0.saturating_add(fuel),
-    })?;
+    store
+        .execute(&RecordFuel {
+            instance: instance.to_owned(),
+            caller: caller.to_owned(),
+            op: op.to_owned(),
+            fuel,
+            now_ms: T0.saturating_add(fuel),
+        })?
+        .expect_done();
     Ok(())
 }
 
@@ -272,7 +275,7 @@ fn updates_never_change_created_at() -> Result<()> {
     let (_dir, store) = store();
     upsert(&store, "martha", with_store("/var/a.db"), T0)?;
     upsert(&store, "martha", with_store("/var/b.db"), T0 + 5_000)?;
-    let _ = set_status(&store, "martha", Status::Disabled)?;
+    set_status(&store, "martha", Status::Disabled)?.expect_done();
     let now = instance(&store, "martha")?;
     assert_eq!(now.as_ref().map(|i| i.created_at_ms), Some(T0));
     assert_eq!(now.map(|i| i.store), Some("/var/b.db".to_owned()));
@@ -424,21 +427,22 @@ fn a_roster_with_a_star_knows_everyone_and_repeats_are_dropped() -> Result<()> {
             now_ms: T0 + 1,
         })
     };
-    let _ = set(Knows::Handles(vec![
+    set(Knows::Handles(vec![
         "bob".into(),
         "alice".into(),
         "bob".into(),
-    ]))?;
+    ]))?
+    .expect_done();
     let knows = instance(&store, "martha")?.map(|i| i.knows);
     assert_eq!(
         knows,
         Some(Knows::Handles(vec!["bob".into(), "alice".into()]))
     );
-    let _ = set(Knows::Handles(vec!["bob".into(), "*".into()]))?;
+    set(Knows::Handles(vec!["bob".into(), "*".into()]))?.expect_done();
     let knows = instance(&store, "martha")?.map(|i| i.knows);
     assert_eq!(knows, Some(Knows::All));
     assert!(knows.is_some_and(|k| k.includes("anyone")));
-    let _ = set(Knows::Handles(Vec::new()))?;
+    set(Knows::Handles(Vec::new()))?.expect_done();
     assert_eq!(
         instance(&store, "martha")?.map(|i| i.knows),
         Some(Knows::nobody())
@@ -458,7 +462,7 @@ fn set_topics_replaces_them_and_empty_is_none() -> Result<()> {
             now_ms: T0 + 1,
         })
     };
-    let _ = set(&["tm_ship", "ls_ship"])?;
+    set(&["tm_ship", "ls_ship"])?.expect_done();
     assert_eq!(
         instance(&store, "martha")?.map(|i| i.topics),
         Some(vec!["tm_ship".to_owned(), "ls_ship".to_owned()])
@@ -467,7 +471,7 @@ fn set_topics_replaces_them_and_empty_is_none() -> Result<()> {
         set(&["tm_ship", "ls_ship"])?,
         InstanceOutcome::Unchanged { .. }
     ));
-    let _ = set(&[])?;
+    set(&[])?.expect_done();
     assert_eq!(instance(&store, "martha")?.map(|i| i.topics), Some(vec![]));
     assert_eq!(head(&store)?, 3);
     assert!(store.verify()?.is_sound());
@@ -505,10 +509,12 @@ fn remove_drops_the_instance_and_its_index_entries() -> Result<()> {
 fn a_removed_handle_can_be_registered_again_with_a_new_creation_time() -> Result<()> {
     let (_dir, store) = store();
     agent(&store, "martha", IDENTITY, T0)?;
-    let _ = store.execute(&InstanceCommand::Remove {
-        handle: "martha".into(),
-        now_ms: T0 + 1,
-    })?;
+    store
+        .execute(&InstanceCommand::Remove {
+            handle: "martha".into(),
+            now_ms: T0 + 1,
+        })?
+        .expect_done();
     let again = agent(&store, "martha", IDENTITY, T0 + 2)?;
     assert_eq!(again.created_at_ms, T0 + 2);
     assert!(store.verify()?.is_sound());
@@ -526,7 +532,7 @@ fn by_identity_finds_only_an_enabled_instance() -> Result<()> {
     );
     assert_eq!(registry::by_identity(&state, "03cc")?, None);
     drop(state);
-    let _ = set_status(&store, "martha", Status::Disabled)?;
+    set_status(&store, "martha", Status::Disabled)?.expect_done();
     assert_eq!(registry::by_identity(&store.state()?, IDENTITY)?, None);
     assert!(store.verify()?.is_sound());
     Ok(())
@@ -538,7 +544,7 @@ fn by_identity_answers_the_first_enabled_handle_when_several_share_it() -> Resul
     agent(&store, "zed", IDENTITY, T0)?;
     agent(&store, "bob", IDENTITY, T0 + 1)?;
     agent(&store, "carol", IDENTITY, T0 + 2)?;
-    let _ = set_status(&store, "bob", Status::Disabled)?;
+    set_status(&store, "bob", Status::Disabled)?.expect_done();
     let found = registry::by_identity(&store.state()?, IDENTITY)?;
     assert_eq!(found.map(|i| i.handle.to_string()), Some("carol".into()));
     assert!(store.verify()?.is_sound());
@@ -624,7 +630,7 @@ fn identity_of_needs_the_domain_to_match() -> Result<()> {
 fn identity_of_ignores_the_status() -> Result<()> {
     let (_dir, store) = store();
     agent(&store, "martha", IDENTITY, T0)?;
-    let _ = set_status(&store, "martha", Status::Disabled)?;
+    set_status(&store, "martha", Status::Disabled)?.expect_done();
     assert_eq!(
         registry::identity_of(&store.state()?, "martha", "localhost")?,
         Some(IDENTITY.into())
@@ -647,7 +653,7 @@ fn mailbox_of_an_owner_is_its_enabled_mailbox_instance() -> Result<()> {
         registry::mailbox_of(&store.state()?, OWNER)?.map(|i| i.handle.to_string()),
         Some("box".into())
     );
-    let _ = set_status(&store, "box", Status::Disabled)?;
+    set_status(&store, "box", Status::Disabled)?.expect_done();
     assert_eq!(registry::mailbox_of(&store.state()?, OWNER)?, None);
     assert_eq!(registry::mailbox_of(&store.state()?, "02ff")?, None);
     assert!(store.verify()?.is_sound());
@@ -676,7 +682,7 @@ fn instances_are_listed_oldest_first_and_filtered_by_status() -> Result<()> {
     agent(&store, "carol", "03c", T0 + 2)?;
     agent(&store, "bob", "03b", T0)?;
     agent(&store, "alice", "03a", T0 + 2)?;
-    let _ = set_status(&store, "bob", Status::Disabled)?;
+    set_status(&store, "bob", Status::Disabled)?.expect_done();
     let handles = |status, limit| -> Result<Vec<String>> {
         Ok(registry::instances(&store.state()?, status, limit)?
             .into_iter()
@@ -732,7 +738,7 @@ fn setting_the_same_value_appends_nothing() -> Result<()> {
         value: "tree-1".into(),
         now_ms: T0,
     };
-    let _ = store.execute(&set)?;
+    store.execute(&set)?.expect_done();
     assert_eq!(store.execute(&set)?, SettingOutcome::Unchanged);
     assert_eq!(head(&store)?, 1);
     Ok(())
@@ -751,11 +757,13 @@ fn an_empty_or_overlong_setting_key_is_an_invalid_command() -> Result<()> {
             "key",
         );
     }
-    let _ = store.execute(&SetSetting {
-        key: "k".repeat(128),
-        value: String::new(),
-        now_ms: T0,
-    })?;
+    store
+        .execute(&SetSetting {
+            key: "k".repeat(128),
+            value: String::new(),
+            now_ms: T0,
+        })?
+        .expect_done();
     assert_eq!(head(&store)?, 1);
     Ok(())
 }
@@ -765,11 +773,13 @@ fn the_host_skein_is_the_instance_its_setting_names() -> Result<()> {
     let (_dir, store) = store();
     agent(&store, "operator", IDENTITY, T0)?;
     assert_eq!(registry::host_skein(&store.state()?)?, None);
-    let _ = store.execute(&SetSetting {
-        key: HOST_SKEIN_SETTING.into(),
-        value: "operator".into(),
-        now_ms: T0 + 1,
-    })?;
+    store
+        .execute(&SetSetting {
+            key: HOST_SKEIN_SETTING.into(),
+            value: "operator".into(),
+            now_ms: T0 + 1,
+        })?
+        .expect_done();
     assert_eq!(
         registry::host_skein(&store.state()?)?.map(|i| i.handle.to_string()),
         Some("operator".into())
@@ -916,10 +926,12 @@ fn removing_an_instance_keeps_its_fuel_ledger() -> Result<()> {
     let (_dir, store) = store();
     agent(&store, "martha", IDENTITY, T0)?;
     charge(&store, "martha", "02aa", "/read", 5)?;
-    let _ = store.execute(&InstanceCommand::Remove {
-        handle: "martha".into(),
-        now_ms: T0 + 10,
-    })?;
+    store
+        .execute(&InstanceCommand::Remove {
+            handle: "martha".into(),
+            now_ms: T0 + 10,
+        })?
+        .expect_done();
     assert_eq!(
         registry::fuel_total(&store.state()?, "martha")?,
         FuelTotal { calls: 1, fuel: 5 }
@@ -933,16 +945,20 @@ fn events_go_to_the_instance_setting_and_fuel_streams() -> Result<()> {
     let (_dir, store) = store();
     let token = token_handle(0);
     agent(&store, &token, IDENTITY, T0)?;
-    let _ = store.execute(&SetSetting {
-        key: HOST_SKEIN_SETTING.into(),
-        value: token.clone(),
-        now_ms: T0 + 1,
-    })?;
+    store
+        .execute(&SetSetting {
+            key: HOST_SKEIN_SETTING.into(),
+            value: token.clone(),
+            now_ms: T0 + 1,
+        })?
+        .expect_done();
     charge(&store, &token, "02aa", "/read", 5)?;
-    let _ = store.execute(&InstanceCommand::Remove {
-        handle: token.clone(),
-        now_ms: T0 + 10,
-    })?;
+    store
+        .execute(&InstanceCommand::Remove {
+            handle: token.clone(),
+            now_ms: T0 + 10,
+        })?
+        .expect_done();
     assert_eq!(instance_stream(&token), format!("registry/{token}"));
     assert_eq!(
         kinds_of(&store, &instance_stream(&token))?,
@@ -991,27 +1007,35 @@ fn populated() -> Result<(tempfile::TempDir, Store)> {
         },
         T0 + 2,
     )?;
-    let _ = set_status(&store, "box", Status::Disabled)?;
-    let _ = store.execute(&InstanceCommand::SetKnows {
-        handle: "martha".into(),
-        knows: Knows::from_handles(["box"]),
-        now_ms: T0 + 3,
-    })?;
-    let _ = store.execute(&InstanceCommand::SetTopics {
-        handle: "martha".into(),
-        topics: vec!["tm_ship".into()],
-        now_ms: T0 + 4,
-    })?;
+    set_status(&store, "box", Status::Disabled)?.expect_done();
+    store
+        .execute(&InstanceCommand::SetKnows {
+            handle: "martha".into(),
+            knows: Knows::from_handles(["box"]),
+            now_ms: T0 + 3,
+        })?
+        .expect_done();
+    store
+        .execute(&InstanceCommand::SetTopics {
+            handle: "martha".into(),
+            topics: vec!["tm_ship".into()],
+            now_ms: T0 + 4,
+        })?
+        .expect_done();
     agent(&store, "gone", "03ff", T0 + 5)?;
-    let _ = store.execute(&InstanceCommand::Remove {
-        handle: "gone".into(),
-        now_ms: T0 + 6,
-    })?;
-    let _ = store.execute(&SetSetting {
-        key: HOST_SKEIN_SETTING.into(),
-        value: "martha".into(),
-        now_ms: T0 + 7,
-    })?;
+    store
+        .execute(&InstanceCommand::Remove {
+            handle: "gone".into(),
+            now_ms: T0 + 6,
+        })?
+        .expect_done();
+    store
+        .execute(&SetSetting {
+            key: HOST_SKEIN_SETTING.into(),
+            value: "martha".into(),
+            now_ms: T0 + 7,
+        })?
+        .expect_done();
     charge(&store, "martha", "02aa", "/read", 5)?;
     charge(&store, "martha", "", "/read", 2)?;
     Ok((dir, store))

@@ -6,6 +6,7 @@ use annals::runs::{
     RunRefusal, RunSeq, SpanCommand, SpanCommandOutcome, SpanKind, SpanOrigin, SpanOutcome,
     SpanRefusal, SpanUsage,
 };
+use annals::testing::setup::ExpectDone;
 use annals::{Direction, Error, ExpectedVersion, NewEvent, Store, StoreError, StreamVersion};
 
 use crate::common::store;
@@ -65,9 +66,13 @@ pub(crate) fn cron_root(
 
 /// An api-billed cron run `run` whose root has the open children `children`.
 fn api_cron_run(store: &Store, run: &str, children: &[&str]) -> TestResult {
-    let _ = store.execute(&cron_root(run, "root", Some(BillingMode::Api), T0))?;
+    store
+        .execute(&cron_root(run, "root", Some(BillingMode::Api), T0))?
+        .expect_done();
     for child in children {
-        let _ = store.execute(&start(run, child, Some("root"), "cron-wrapper", T0))?;
+        store
+            .execute(&start(run, child, Some("root"), "cron-wrapper", T0))?
+            .expect_done();
     }
     Ok(())
 }
@@ -205,10 +210,18 @@ pub(crate) fn span_id(run: &str, name: &str) -> String {
 /// A root `root` in `run` with children `a` (with child `a1`) and `b`, started one ms apart.
 fn tree(store: &Store, run: &str, writer: &str, at_ms: u64) -> TestResult {
     let id = |name| span_id(run, name);
-    let _ = store.execute(&start(run, &id("root"), None, writer, at_ms))?;
-    let _ = store.execute(&start(run, &id("a"), Some(&id("root")), writer, at_ms + 1))?;
-    let _ = store.execute(&start(run, &id("a1"), Some(&id("a")), writer, at_ms + 2))?;
-    let _ = store.execute(&start(run, &id("b"), Some(&id("root")), writer, at_ms + 3))?;
+    store
+        .execute(&start(run, &id("root"), None, writer, at_ms))?
+        .expect_done();
+    store
+        .execute(&start(run, &id("a"), Some(&id("root")), writer, at_ms + 1))?
+        .expect_done();
+    store
+        .execute(&start(run, &id("a1"), Some(&id("a")), writer, at_ms + 2))?
+        .expect_done();
+    store
+        .execute(&start(run, &id("b"), Some(&id("root")), writer, at_ms + 3))?
+        .expect_done();
     Ok(())
 }
 
@@ -250,7 +263,9 @@ fn start_records_an_open_span_at_now_ms_on_the_run_stream() -> TestResult {
 #[test]
 fn starting_the_same_span_twice_is_refused() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
     let before = head(&store);
     let again = store.execute(&start("r1", "root", None, "w1", T0 + 1))?;
     assert_eq!(again, refused(SpanRefusal::SpanExists));
@@ -261,7 +276,9 @@ fn starting_the_same_span_twice_is_refused() -> TestResult {
 #[test]
 fn a_second_root_in_a_run_is_refused() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
     let second = store.execute(&start("r1", "other-root", None, "w1", T0 + 1))?;
     assert_eq!(second, refused(SpanRefusal::RootExists));
     assert_sound(&store)
@@ -276,8 +293,12 @@ fn a_child_needs_its_parent_in_the_run() -> TestResult {
         refused(SpanRefusal::ParentMissing),
         "a run's first span is its root"
     );
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&start("r2", "elsewhere", None, "w1", T0))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&start("r2", "elsewhere", None, "w1", T0))?
+        .expect_done();
     let foreign = store.execute(&start("r1", "a", Some("elsewhere"), "w1", T0 + 1))?;
     assert_eq!(foreign, refused(SpanRefusal::ParentMissing));
     assert_sound(&store)
@@ -286,8 +307,12 @@ fn a_child_needs_its_parent_in_the_run() -> TestResult {
 #[test]
 fn a_closed_run_takes_no_new_span() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 10))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&end("r1", "root", SpanOutcome::Success, T0 + 10))?
+        .expect_done();
     let late = store.execute(&start("r1", "late", Some("root"), "w1", T0 + 11))?;
     assert_eq!(late, refused(SpanRefusal::RunClosed));
     assert_sound(&store)
@@ -296,7 +321,9 @@ fn a_closed_run_takes_no_new_span() -> TestResult {
 #[test]
 fn empty_required_fields_are_invalid_commands() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
     let check = |command: &dyn Fn(&Store) -> annals::Result<()>, field: &str| match command(&store)
     {
         Err(Error::InvalidCommand { field: got, .. }) => assert_eq!(got, field),
@@ -352,14 +379,16 @@ fn patch_merges_attributes_and_reported_usage() -> TestResult {
     if let SpanCommand::Start { attributes: a, .. } = &mut command {
         *a = attributes(&[("model", "m1"), ("mode", "plan")]);
     }
-    let _ = store.execute(&command)?;
-    let _ = store.execute(&patch(
-        "r1",
-        "root",
-        attributes(&[("mode", "act")]),
-        usage(10, 20, None),
-        T0 + 1,
-    ))?;
+    store.execute(&command)?.expect_done();
+    store
+        .execute(&patch(
+            "r1",
+            "root",
+            attributes(&[("mode", "act")]),
+            usage(10, 20, None),
+            T0 + 1,
+        ))?
+        .expect_done();
     let outcome = store.execute(&SpanCommand::Patch {
         run: "r1".into(),
         span: "root".into(),
@@ -397,8 +426,12 @@ fn patch_merges_attributes_and_reported_usage() -> TestResult {
 #[test]
 fn patch_after_end_is_refused() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?
+        .expect_done();
     let before = runs::span(&store.state()?, "r1", "root")?;
     let late = store.execute(&patch(
         "r1",
@@ -430,8 +463,12 @@ fn patch_of_an_unknown_span_is_refused() -> TestResult {
 #[test]
 fn end_is_written_once_and_a_second_end_is_refused() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&start("r1", "a", Some("root"), "w1", T0))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&start("r1", "a", Some("root"), "w1", T0))?
+        .expect_done();
     let first = store.execute(&end_with(
         "r1",
         "a",
@@ -482,8 +519,12 @@ fn a_span_ends_with_each_of_the_six_outcomes() -> TestResult {
     for (i, outcome) in SpanOutcome::ALL.into_iter().enumerate() {
         let run = format!("r{i}");
         let root = span_id(&run, "root");
-        let _ = store.execute(&start(&run, &root, None, "w1", T0))?;
-        let _ = store.execute(&end(&run, &root, outcome, T0 + 1))?;
+        store
+            .execute(&start(&run, &root, None, "w1", T0))?
+            .expect_done();
+        store
+            .execute(&end(&run, &root, outcome, T0 + 1))?
+            .expect_done();
         let span = runs::span(&store.state()?, &run, &root)?.expect("span");
         assert_eq!(span.outcome, Some(outcome));
         assert_eq!(
@@ -499,26 +540,32 @@ fn a_span_ends_with_each_of_the_six_outcomes() -> TestResult {
 #[test]
 fn end_merges_final_usage_and_attributes() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&patch(
-        "r1",
-        "root",
-        attributes(&[("a", "1")]),
-        usage(5, 6, None),
-        T0 + 1,
-    ))?;
-    let _ = store.execute(&SpanCommand::End {
-        run: "r1".into(),
-        span: "root".into(),
-        outcome: SpanOutcome::Success,
-        reason: None,
-        usage: SpanUsage {
-            cost_micro_usd: Some(1_500),
-            ..SpanUsage::default()
-        },
-        attributes: attributes(&[("b", "2")]),
-        now_ms: T0 + 3,
-    })?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&patch(
+            "r1",
+            "root",
+            attributes(&[("a", "1")]),
+            usage(5, 6, None),
+            T0 + 1,
+        ))?
+        .expect_done();
+    store
+        .execute(&SpanCommand::End {
+            run: "r1".into(),
+            span: "root".into(),
+            outcome: SpanOutcome::Success,
+            reason: None,
+            usage: SpanUsage {
+                cost_micro_usd: Some(1_500),
+                ..SpanUsage::default()
+            },
+            attributes: attributes(&[("b", "2")]),
+            now_ms: T0 + 3,
+        })?
+        .expect_done();
     let span = runs::span(&store.state()?, "r1", "root")?.expect("span");
     assert_eq!(span.attributes, attributes(&[("a", "1"), ("b", "2")]));
     assert_eq!(span.usage, usage(5, 6, Some(1_500)));
@@ -528,16 +575,22 @@ fn end_merges_final_usage_and_attributes() -> TestResult {
 #[test]
 fn events_take_the_next_index_of_their_span() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&start("r1", "a", Some("root"), "w1", T0))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&start("r1", "a", Some("root"), "w1", T0))?
+        .expect_done();
     for (i, span) in ["root", "a", "root", "root"].into_iter().enumerate() {
-        let _ = store.execute(&event(
-            "r1",
-            span,
-            &format!("\"e{i}\""),
-            None,
-            T0 + i as u64,
-        ))?;
+        store
+            .execute(&event(
+                "r1",
+                span,
+                &format!("\"e{i}\""),
+                None,
+                T0 + i as u64,
+            ))?
+            .expect_done();
     }
     let state = store.state()?;
     let root_events = runs::events(&state, "r1", "root")?;
@@ -552,7 +605,9 @@ fn events_take_the_next_index_of_their_span() -> TestResult {
 #[test]
 fn an_event_payload_over_the_cap_is_cut_and_flagged_truncated() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
     let cap = EVENT_PAYLOAD_BYTES_MAX as usize;
     assert_eq!(cap, 16 * 1024);
     let exact = "x".repeat(cap);
@@ -582,10 +637,16 @@ fn an_event_payload_over_the_cap_is_cut_and_flagged_truncated() -> TestResult {
 #[test]
 fn a_lower_payload_cap_applies_and_a_higher_one_is_clamped() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
     let big = "z".repeat(40_000);
-    let _ = store.execute(&event("r1", "root", "0123456789", Some(4), T0))?;
-    let _ = store.execute(&event("r1", "root", &big, Some(1 << 20), T0))?;
+    store
+        .execute(&event("r1", "root", "0123456789", Some(4), T0))?
+        .expect_done();
+    store
+        .execute(&event("r1", "root", &big, Some(1 << 20), T0))?
+        .expect_done();
     let events = runs::events(&store.state()?, "r1", "root")?;
     assert_eq!(
         (events[0].payload.as_str(), events[0].truncated),
@@ -599,9 +660,13 @@ fn a_lower_payload_cap_applies_and_a_higher_one_is_clamped() -> TestResult {
 #[test]
 fn a_cut_payload_stays_utf8() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
     // "é" is two bytes: a cap of 3 falls inside the second one.
-    let _ = store.execute(&event("r1", "root", "éé", Some(3), T0))?;
+    store
+        .execute(&event("r1", "root", "éé", Some(3), T0))?
+        .expect_done();
     let events = runs::events(&store.state()?, "r1", "root")?;
     assert_eq!(
         (events[0].payload.as_str(), events[0].truncated),
@@ -613,8 +678,12 @@ fn a_cut_payload_stays_utf8() -> TestResult {
 #[test]
 fn events_go_to_ended_spans_but_not_to_unknown_ones() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?
+        .expect_done();
     let late = store.execute(&event("r1", "root", "{}", None, T0 + 2))?;
     assert!(matches!(
         late,
@@ -628,18 +697,30 @@ fn events_go_to_ended_spans_but_not_to_unknown_ones() -> TestResult {
 #[test]
 fn every_change_takes_the_next_seq_of_its_run_and_carries_its_position() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&start("r2", "r2-root", None, "w1", T0))?;
-    let _ = store.execute(&start("r1", "a", Some("root"), "w1", T0 + 1))?;
-    let _ = store.execute(&patch(
-        "r1",
-        "a",
-        Attributes::new(),
-        usage(1, 1, None),
-        T0 + 2,
-    ))?;
-    let _ = store.execute(&event("r1", "a", "{}", None, T0 + 3))?;
-    let _ = store.execute(&end("r1", "a", SpanOutcome::Success, T0 + 4))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&start("r2", "r2-root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&start("r1", "a", Some("root"), "w1", T0 + 1))?
+        .expect_done();
+    store
+        .execute(&patch(
+            "r1",
+            "a",
+            Attributes::new(),
+            usage(1, 1, None),
+            T0 + 2,
+        ))?
+        .expect_done();
+    store
+        .execute(&event("r1", "a", "{}", None, T0 + 3))?
+        .expect_done();
+    store
+        .execute(&end("r1", "a", SpanOutcome::Success, T0 + 4))?
+        .expect_done();
     let state = store.state()?;
     let changes = runs::changes_since(&state, "r1", RunSeq(0), 100)?;
     let seqs: Vec<u64> = changes.iter().map(|c| c.seq.0).collect();
@@ -679,7 +760,9 @@ fn every_change_takes_the_next_seq_of_its_run_and_carries_its_position() -> Test
 #[test]
 fn heartbeats_take_no_seq() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
     let outcome = store.execute(&heartbeat("r1", T0 + 1_000))?;
     assert_eq!(outcome, RunCommandOutcome::HeartbeatRecorded);
     let state = store.state()?;
@@ -696,8 +779,12 @@ fn a_heartbeat_of_an_unknown_or_closed_run_is_refused() -> TestResult {
     let (_dir, store) = store();
     let unknown = store.execute(&heartbeat("r1", T0))?;
     assert_eq!(unknown, run_refused(RunRefusal::RunMissing));
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?
+        .expect_done();
     let closed = store.execute(&heartbeat("r1", T0 + 2))?;
     assert_eq!(closed, run_refused(RunRefusal::RunClosed));
     assert_sound(&store)
@@ -706,9 +793,11 @@ fn a_heartbeat_of_an_unknown_or_closed_run_is_refused() -> TestResult {
 #[test]
 fn an_older_heartbeat_does_not_move_the_last_one_back() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&heartbeat("r1", T0 + 5_000))?;
-    let _ = store.execute(&heartbeat("r1", T0 + 2_000))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store.execute(&heartbeat("r1", T0 + 5_000))?.expect_done();
+    store.execute(&heartbeat("r1", T0 + 2_000))?.expect_done();
     let root = runs::span(&store.state()?, "r1", "root")?.expect("root");
     assert_eq!(root.last_heartbeat_at_ms, Some(T0 + 5_000));
     let stale = store.execute(&RunCommand::SweepStale {
@@ -726,10 +815,18 @@ fn an_older_heartbeat_does_not_move_the_last_one_back() -> TestResult {
 #[test]
 fn a_snapshot_reads_spans_events_seq_and_cursor_together() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&start("r1", "a", Some("root"), "w1", T0 + 1))?;
-    let _ = store.execute(&event("r1", "a", "{}", None, T0 + 2))?;
-    let _ = store.execute(&event("r1", "root", "{}", None, T0 + 3))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&start("r1", "a", Some("root"), "w1", T0 + 1))?
+        .expect_done();
+    store
+        .execute(&event("r1", "a", "{}", None, T0 + 2))?
+        .expect_done();
+    store
+        .execute(&event("r1", "root", "{}", None, T0 + 3))?
+        .expect_done();
     let snapshot = runs::snapshot(&store.state()?, "r1")?.expect("snapshot");
     let spans: Vec<&str> = snapshot.spans.iter().map(|s| s.span.as_str()).collect();
     assert_eq!(spans, ["root", "a"], "start order");
@@ -746,7 +843,9 @@ fn ending_the_root_writes_the_rollup() -> TestResult {
     let (_dir, store) = store();
     tree(&store, "r1", "w1", T0)?;
     for span in ["a1", "a", "b"] {
-        let _ = store.execute(&end("r1", span, SpanOutcome::Success, T0 + 50))?;
+        store
+            .execute(&end("r1", span, SpanOutcome::Success, T0 + 50))?
+            .expect_done();
     }
     let ended = store.execute(&end_using(
         "r1",
@@ -790,10 +889,18 @@ fn ending_the_root_writes_the_rollup() -> TestResult {
 #[test]
 fn rollup_tokens_are_the_roots_not_the_trees_sum() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&start("r1", "sub", Some("root"), "w1", T0))?;
-    let _ = store.execute(&end_using("r1", "sub", usage(7, 7, Some(70)), T0 + 1))?;
-    let _ = store.execute(&end_using("r1", "root", usage(10, 20, Some(300)), T0 + 2))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&start("r1", "sub", Some("root"), "w1", T0))?
+        .expect_done();
+    store
+        .execute(&end_using("r1", "sub", usage(7, 7, Some(70)), T0 + 1))?
+        .expect_done();
+    store
+        .execute(&end_using("r1", "root", usage(10, 20, Some(300)), T0 + 2))?
+        .expect_done();
     let rollup = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         (rollup.input_tokens, rollup.output_tokens),
@@ -807,10 +914,18 @@ fn rollup_tokens_are_the_roots_not_the_trees_sum() -> TestResult {
 fn a_cron_rollup_sums_its_children_when_the_root_reports_none() -> TestResult {
     let (_dir, store) = store();
     api_cron_run(&store, "r1", &["a", "b", "tool"])?;
-    let _ = store.execute(&end_using("r1", "a", usage(10, 1, Some(100)), T0 + 1))?;
-    let _ = store.execute(&end_using("r1", "b", usage(20, 2, Some(200)), T0 + 2))?;
-    let _ = store.execute(&end("r1", "tool", SpanOutcome::Success, T0 + 3))?;
-    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 4))?;
+    store
+        .execute(&end_using("r1", "a", usage(10, 1, Some(100)), T0 + 1))?
+        .expect_done();
+    store
+        .execute(&end_using("r1", "b", usage(20, 2, Some(200)), T0 + 2))?
+        .expect_done();
+    store
+        .execute(&end("r1", "tool", SpanOutcome::Success, T0 + 3))?
+        .expect_done();
+    store
+        .execute(&end("r1", "root", SpanOutcome::Success, T0 + 4))?
+        .expect_done();
     let rollup = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         (rollup.input_tokens, rollup.output_tokens),
@@ -830,31 +945,39 @@ fn a_cron_rollup_sums_its_children_when_the_root_reports_none() -> TestResult {
 fn the_rollup_failure_reason_is_the_first_error_or_timeout_reason() -> TestResult {
     let (_dir, store) = store();
     tree(&store, "r1", "w1", T0)?;
-    let _ = store.execute(&end_with(
-        "r1",
-        "b",
-        SpanOutcome::Timeout,
-        Some("b too slow"),
-        SpanUsage::default(),
-        T0 + 5,
-    ))?;
-    let _ = store.execute(&end_with(
-        "r1",
-        "a1",
-        SpanOutcome::Denied,
-        Some("not allowed"),
-        SpanUsage::default(),
-        T0 + 6,
-    ))?;
-    let _ = store.execute(&end_with(
-        "r1",
-        "a",
-        SpanOutcome::Error,
-        Some("a broke"),
-        SpanUsage::default(),
-        T0 + 7,
-    ))?;
-    let _ = store.execute(&end("r1", "root", SpanOutcome::Error, T0 + 8))?;
+    store
+        .execute(&end_with(
+            "r1",
+            "b",
+            SpanOutcome::Timeout,
+            Some("b too slow"),
+            SpanUsage::default(),
+            T0 + 5,
+        ))?
+        .expect_done();
+    store
+        .execute(&end_with(
+            "r1",
+            "a1",
+            SpanOutcome::Denied,
+            Some("not allowed"),
+            SpanUsage::default(),
+            T0 + 6,
+        ))?
+        .expect_done();
+    store
+        .execute(&end_with(
+            "r1",
+            "a",
+            SpanOutcome::Error,
+            Some("a broke"),
+            SpanUsage::default(),
+            T0 + 7,
+        ))?
+        .expect_done();
+    store
+        .execute(&end("r1", "root", SpanOutcome::Error, T0 + 8))?
+        .expect_done();
     let rollup = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         rollup.failure_reason.as_deref(),
@@ -867,10 +990,18 @@ fn the_rollup_failure_reason_is_the_first_error_or_timeout_reason() -> TestResul
 #[test]
 fn the_rollup_failure_reason_is_interrupted_when_the_root_was() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&end("r1", "root", SpanOutcome::Interrupted, T0 + 1))?;
-    let _ = store.execute(&start("r2", "r2-root", None, "w1", T0))?;
-    let _ = store.execute(&end("r2", "r2-root", SpanOutcome::Cancelled, T0 + 1))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&end("r1", "root", SpanOutcome::Interrupted, T0 + 1))?
+        .expect_done();
+    store
+        .execute(&start("r2", "r2-root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&end("r2", "r2-root", SpanOutcome::Cancelled, T0 + 1))?
+        .expect_done();
     let state = store.state()?;
     let interrupted = runs::rollup(&state, "r1")?.expect("rollup");
     assert_eq!(interrupted.failure_reason.as_deref(), Some("interrupted"));
@@ -885,8 +1016,12 @@ fn the_rollup_failure_reason_is_interrupted_when_the_root_was() -> TestResult {
 fn a_later_end_rolls_up_again_with_costs_frozen_at_their_first_value() -> TestResult {
     let (_dir, store) = store();
     api_cron_run(&store, "r1", &["a", "b"])?;
-    let _ = store.execute(&end_using("r1", "a", usage(10, 1, Some(100)), T0 + 1))?;
-    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 2))?;
+    store
+        .execute(&end_using("r1", "a", usage(10, 1, Some(100)), T0 + 1))?
+        .expect_done();
+    store
+        .execute(&end("r1", "root", SpanOutcome::Success, T0 + 2))?
+        .expect_done();
     let first = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         (first.cost_micro_usd, first.effective_cost_micro_usd),
@@ -911,13 +1046,17 @@ fn a_later_end_rolls_up_again_with_costs_frozen_at_their_first_value() -> TestRe
 fn an_unknown_cost_is_filled_by_a_later_rollup() -> TestResult {
     let (_dir, store) = store();
     api_cron_run(&store, "r1", &["a"])?;
-    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
+    store
+        .execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?
+        .expect_done();
     let first = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         (first.cost_micro_usd, first.effective_cost_micro_usd),
         (None, None)
     );
-    let _ = store.execute(&end_using("r1", "a", usage(1, 1, Some(42)), T0 + 2))?;
+    store
+        .execute(&end_using("r1", "a", usage(1, 1, Some(42)), T0 + 2))?
+        .expect_done();
     let second = runs::rollup(&store.state()?, "r1")?.expect("rollup");
     assert_eq!(
         (second.cost_micro_usd, second.effective_cost_micro_usd),
@@ -935,17 +1074,23 @@ fn the_effective_cost_follows_the_billing_mode() -> TestResult {
         ("unknown", None),
     ] {
         let root = span_id(run, "root");
-        let _ = store.execute(&start(run, &root, None, "w1", T0))?;
-        let _ = store.execute(&SpanCommand::Patch {
-            run: run.into(),
-            span: root.clone(),
-            attributes: Attributes::new(),
-            usage: SpanUsage::default(),
-            wait_until_ms: None,
-            billing_mode: mode,
-            now_ms: T0,
-        })?;
-        let _ = store.execute(&end_using(run, &root, usage(1, 1, Some(900)), T0 + 1))?;
+        store
+            .execute(&start(run, &root, None, "w1", T0))?
+            .expect_done();
+        store
+            .execute(&SpanCommand::Patch {
+                run: run.into(),
+                span: root.clone(),
+                attributes: Attributes::new(),
+                usage: SpanUsage::default(),
+                wait_until_ms: None,
+                billing_mode: mode,
+                now_ms: T0,
+            })?
+            .expect_done();
+        store
+            .execute(&end_using(run, &root, usage(1, 1, Some(900)), T0 + 1))?
+            .expect_done();
     }
     let state = store.state()?;
     let effective = |run| -> annals::Result<(Option<u64>, Option<BillingMode>)> {
@@ -969,8 +1114,12 @@ fn the_effective_cost_follows_the_billing_mode() -> TestResult {
 fn cascade_close_ends_open_spans_deepest_first() -> TestResult {
     let (_dir, store) = store();
     tree(&store, "r1", "w1", T0)?;
-    let _ = store.execute(&start("r1", "b1", Some("b"), "w1", T0 + 4))?;
-    let _ = store.execute(&end("r1", "b1", SpanOutcome::Success, T0 + 5))?;
+    store
+        .execute(&start("r1", "b1", Some("b"), "w1", T0 + 4))?
+        .expect_done();
+    store
+        .execute(&end("r1", "b1", SpanOutcome::Success, T0 + 5))?
+        .expect_done();
     let outcome = store.execute(&RunCommand::CascadeClose {
         run: "r1".into(),
         outcome: SpanOutcome::Cancelled,
@@ -1025,8 +1174,12 @@ fn cascade_close_of_an_unknown_run_is_refused_and_of_a_finished_one_closes_nothi
         store.execute(&close("r1"))?,
         run_refused(RunRefusal::RunMissing)
     );
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?
+        .expect_done();
     let before = head(&store);
     assert!(closed_spans(store.execute(&close("r1"))?).is_empty());
     assert_eq!(head(&store), before);
@@ -1036,12 +1189,24 @@ fn cascade_close_of_an_unknown_run_is_refused_and_of_a_finished_one_closes_nothi
 #[test]
 fn the_orphan_sweep_closes_every_run_with_an_open_span_of_the_gone_writer() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "old", T0))?;
-    let _ = store.execute(&start("r2", "r2-root", None, "other", T0))?;
-    let _ = store.execute(&start("r2", "r2-a", Some("r2-root"), "old", T0 + 1))?;
-    let _ = store.execute(&start("r3", "r3-root", None, "other", T0))?;
-    let _ = store.execute(&start("r4", "r4-root", None, "old", T0))?;
-    let _ = store.execute(&end("r4", "r4-root", SpanOutcome::Success, T0 + 2))?;
+    store
+        .execute(&start("r1", "root", None, "old", T0))?
+        .expect_done();
+    store
+        .execute(&start("r2", "r2-root", None, "other", T0))?
+        .expect_done();
+    store
+        .execute(&start("r2", "r2-a", Some("r2-root"), "old", T0 + 1))?
+        .expect_done();
+    store
+        .execute(&start("r3", "r3-root", None, "other", T0))?
+        .expect_done();
+    store
+        .execute(&start("r4", "r4-root", None, "old", T0))?
+        .expect_done();
+    store
+        .execute(&end("r4", "r4-root", SpanOutcome::Success, T0 + 2))?
+        .expect_done();
     let outcome = store.execute(&RunCommand::SweepOrphans {
         writer: "old".into(),
         now_ms: T0 + 10,
@@ -1071,10 +1236,18 @@ fn the_orphan_sweep_closes_every_run_with_an_open_span_of_the_gone_writer() -> T
 #[test]
 fn the_stale_sweep_closes_runs_whose_root_heartbeat_went_stale() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("quiet", "root", None, "w1", T0))?;
-    let _ = store.execute(&start("alive", "alive-root", None, "w1", T0))?;
-    let _ = store.execute(&start("alive", "long", Some("alive-root"), "w1", T0))?;
-    let _ = store.execute(&heartbeat("alive", T0 + 50_000))?;
+    store
+        .execute(&start("quiet", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&start("alive", "alive-root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&start("alive", "long", Some("alive-root"), "w1", T0))?
+        .expect_done();
+    store
+        .execute(&heartbeat("alive", T0 + 50_000))?
+        .expect_done();
     let outcome = store.execute(&RunCommand::SweepStale {
         stale_after_ms: 30_000,
         sweeper: None,
@@ -1103,8 +1276,12 @@ fn the_stale_sweep_closes_runs_whose_root_heartbeat_went_stale() -> TestResult {
 #[test]
 fn the_stale_sweep_spares_the_sweepers_own_runs() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("mine", "root", None, "me", T0))?;
-    let _ = store.execute(&start("theirs", "theirs-root", None, "them", T0))?;
+    store
+        .execute(&start("mine", "root", None, "me", T0))?
+        .expect_done();
+    store
+        .execute(&start("theirs", "theirs-root", None, "them", T0))?
+        .expect_done();
     let outcome = store.execute(&RunCommand::SweepStale {
         stale_after_ms: 1_000,
         sweeper: Some("me".into()),
@@ -1118,12 +1295,22 @@ fn the_stale_sweep_spares_the_sweepers_own_runs() -> TestResult {
 #[test]
 fn stuck_runs_are_open_roots_started_longer_ago_than_the_threshold() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("old", "root", None, "w1", T0))?;
-    let _ = store.execute(&start("older", "older-root", None, "w1", T0 - 5_000))?;
-    let _ = store.execute(&start("young", "young-root", None, "w1", T0 + 9_000))?;
-    let _ = store.execute(&start("done", "done-root", None, "w1", T0 - 9_000))?;
-    let _ = store.execute(&end("done", "done-root", SpanOutcome::Success, T0))?;
-    let _ = store.execute(&heartbeat("old", T0 + 9_999))?;
+    store
+        .execute(&start("old", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&start("older", "older-root", None, "w1", T0 - 5_000))?
+        .expect_done();
+    store
+        .execute(&start("young", "young-root", None, "w1", T0 + 9_000))?
+        .expect_done();
+    store
+        .execute(&start("done", "done-root", None, "w1", T0 - 9_000))?
+        .expect_done();
+    store
+        .execute(&end("done", "done-root", SpanOutcome::Success, T0))?
+        .expect_done();
+    store.execute(&heartbeat("old", T0 + 9_999))?.expect_done();
     let state = store.state()?;
     let stuck: Vec<String> = runs::stuck_runs(&state, 5_000, T0 + 10_000)?
         .into_iter()
@@ -1145,11 +1332,21 @@ fn stuck_runs_are_open_roots_started_longer_ago_than_the_threshold() -> TestResu
 /// A finished run `run` of two spans whose root ended at `ended_at_ms`.
 fn finished(store: &Store, run: &str, ended_at_ms: u64) -> TestResult {
     let (root, a) = (span_id(run, "root"), span_id(run, "a"));
-    let _ = store.execute(&start(run, &root, None, "w1", ended_at_ms - 10))?;
-    let _ = store.execute(&start(run, &a, Some(&root), "w1", ended_at_ms - 5))?;
-    let _ = store.execute(&event(run, &a, "{}", None, ended_at_ms - 4))?;
-    let _ = store.execute(&end(run, &a, SpanOutcome::Success, ended_at_ms - 1))?;
-    let _ = store.execute(&end(run, &root, SpanOutcome::Success, ended_at_ms))?;
+    store
+        .execute(&start(run, &root, None, "w1", ended_at_ms - 10))?
+        .expect_done();
+    store
+        .execute(&start(run, &a, Some(&root), "w1", ended_at_ms - 5))?
+        .expect_done();
+    store
+        .execute(&event(run, &a, "{}", None, ended_at_ms - 4))?
+        .expect_done();
+    store
+        .execute(&end(run, &a, SpanOutcome::Success, ended_at_ms - 1))?
+        .expect_done();
+    store
+        .execute(&end(run, &root, SpanOutcome::Success, ended_at_ms))?
+        .expect_done();
     Ok(())
 }
 
@@ -1218,15 +1415,19 @@ fn pruning_waits_for_both_the_digest_floor_and_the_retention_window() -> TestRes
 fn pruning_past_the_hard_ceiling_marks_a_coverage_gap() -> TestResult {
     let (_dir, store) = store();
     finished(&store, "r1", T0)?;
-    let _ = store.execute(&start("r2", "r2-root", None, "w1", T0 - 10))?;
-    let _ = store.execute(&end_with(
-        "r2",
-        "r2-root",
-        SpanOutcome::Error,
-        Some("boom"),
-        SpanUsage::default(),
-        T0,
-    ))?;
+    store
+        .execute(&start("r2", "r2-root", None, "w1", T0 - 10))?
+        .expect_done();
+    store
+        .execute(&end_with(
+            "r2",
+            "r2-root",
+            SpanOutcome::Error,
+            Some("boom"),
+            SpanUsage::default(),
+            T0,
+        ))?
+        .expect_done();
     let outcome = store.execute(&prune(0, DAY, 7 * DAY, 50, T0 + 7 * DAY + 1))?;
     assert!(matches!(&outcome, RunCommandOutcome::Pruned { runs, .. } if runs.len() == 2));
     let state = store.state()?;
@@ -1247,9 +1448,15 @@ fn pruning_past_the_hard_ceiling_marks_a_coverage_gap() -> TestResult {
 #[test]
 fn pruning_skips_runs_with_an_open_span() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0 - 10))?;
-    let _ = store.execute(&start("r1", "a", Some("root"), "w1", T0 - 5))?;
-    let _ = store.execute(&end("r1", "root", SpanOutcome::Success, T0))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0 - 10))?
+        .expect_done();
+    store
+        .execute(&start("r1", "a", Some("root"), "w1", T0 - 5))?
+        .expect_done();
+    store
+        .execute(&end("r1", "root", SpanOutcome::Success, T0))?
+        .expect_done();
     let outcome = store.execute(&prune(T0 + 1, 0, DAY, 50, T0 + 2 * DAY))?;
     assert_eq!(
         outcome,
@@ -1289,9 +1496,15 @@ fn pruning_reaches_past_runs_it_must_skip() -> TestResult {
         for i in 0..300u64 {
             let run = format!("busy-{i:03}");
             let (root, a) = (span_id(&run, "root"), span_id(&run, "a"));
-            let _ = session.execute(&start(&run, &root, None, "w1", T0))?;
-            let _ = session.execute(&start(&run, &a, Some(&root), "w1", T0))?;
-            let _ = session.execute(&end(&run, &root, SpanOutcome::Success, T0 + i))?;
+            session
+                .execute(&start(&run, &root, None, "w1", T0))?
+                .expect_done();
+            session
+                .execute(&start(&run, &a, Some(&root), "w1", T0))?
+                .expect_done();
+            session
+                .execute(&end(&run, &root, SpanOutcome::Success, T0 + i))?
+                .expect_done();
         }
         Ok(())
     })?;
@@ -1305,7 +1518,9 @@ fn pruning_reaches_past_runs_it_must_skip() -> TestResult {
 fn a_pruned_run_takes_no_new_span_or_heartbeat() -> TestResult {
     let (_dir, store) = store();
     finished(&store, "r1", T0)?;
-    let _ = store.execute(&prune(T0 + 1, 0, DAY, 50, T0 + 1))?;
+    store
+        .execute(&prune(T0 + 1, 0, DAY, 50, T0 + 1))?
+        .expect_done();
     let restart = store.execute(&start("r1", "root", None, "w1", T0 + 2))?;
     assert_eq!(restart, refused(SpanRefusal::RunClosed));
     assert_eq!(
@@ -1354,42 +1569,60 @@ fn commands_in_one_write_see_each_other() -> TestResult {
 /// A workload touching every kind of run event.
 fn workload(store: &Store) -> TestResult {
     tree(store, "r1", "w1", T0)?;
-    let _ = store.execute(&patch(
-        "r1",
-        "a",
-        attributes(&[("k", "v")]),
-        usage(3, 4, Some(5)),
-        T0 + 4,
-    ))?;
-    let _ = store.execute(&event("r1", "a1", &"p".repeat(20_000), None, T0 + 5))?;
-    let _ = store.execute(&heartbeat("r1", T0 + 6))?;
-    let _ = store.execute(&end("r1", "a1", SpanOutcome::Success, T0 + 7))?;
-    let _ = store.execute(&RunCommand::CascadeClose {
-        run: "r1".into(),
-        outcome: SpanOutcome::Cancelled,
-        reason: "stop".into(),
-        now_ms: T0 + 8,
-    })?;
+    store
+        .execute(&patch(
+            "r1",
+            "a",
+            attributes(&[("k", "v")]),
+            usage(3, 4, Some(5)),
+            T0 + 4,
+        ))?
+        .expect_done();
+    store
+        .execute(&event("r1", "a1", &"p".repeat(20_000), None, T0 + 5))?
+        .expect_done();
+    store.execute(&heartbeat("r1", T0 + 6))?.expect_done();
+    store
+        .execute(&end("r1", "a1", SpanOutcome::Success, T0 + 7))?
+        .expect_done();
+    store
+        .execute(&RunCommand::CascadeClose {
+            run: "r1".into(),
+            outcome: SpanOutcome::Cancelled,
+            reason: "stop".into(),
+            now_ms: T0 + 8,
+        })?
+        .expect_done();
     tree(store, "r2", "gone", T0)?;
-    let _ = store.execute(&RunCommand::SweepOrphans {
-        writer: "gone".into(),
-        now_ms: T0 + 9,
-    })?;
-    let _ = store.execute(&cron_root(
-        "r3",
-        "r3-root",
-        Some(BillingMode::Subscription),
-        T0,
-    ))?;
-    let _ = store.execute(&RunCommand::SweepStale {
-        stale_after_ms: 100,
-        sweeper: None,
-        now_ms: T0 + 1_000,
-    })?;
+    store
+        .execute(&RunCommand::SweepOrphans {
+            writer: "gone".into(),
+            now_ms: T0 + 9,
+        })?
+        .expect_done();
+    store
+        .execute(&cron_root(
+            "r3",
+            "r3-root",
+            Some(BillingMode::Subscription),
+            T0,
+        ))?
+        .expect_done();
+    store
+        .execute(&RunCommand::SweepStale {
+            stale_after_ms: 100,
+            sweeper: None,
+            now_ms: T0 + 1_000,
+        })?
+        .expect_done();
     finished(store, "r4", T0 + 5)?;
-    let _ = store.execute(&prune(T0 + 6, 0, DAY, 1, T0 + 2_000))?;
+    store
+        .execute(&prune(T0 + 6, 0, DAY, 1, T0 + 2_000))?
+        .expect_done();
     tree(store, "r5", "w2", T0 + 3_000)?;
-    let _ = store.execute(&event("r5", "r5-b", "{\"ok\":true}", None, T0 + 3_010))?;
+    store
+        .execute(&event("r5", "r5-b", "{\"ok\":true}", None, T0 + 3_010))?
+        .expect_done();
     Ok(())
 }
 
@@ -1433,10 +1666,16 @@ fn rebuild_reproduces_the_runs_state() -> TestResult {
 #[test]
 fn a_write_session_reads_events_committed_before_it_and_appended_in_it() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&event("r1", "root", "committed", None, T0 + 1))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&event("r1", "root", "committed", None, T0 + 1))?
+        .expect_done();
     let payloads = store.write(|session| {
-        let _ = session.execute(&event("r1", "root", "pending", None, T0 + 2))?;
+        session
+            .execute(&event("r1", "root", "pending", None, T0 + 2))?
+            .expect_done();
         let events = runs::events(session.state(), "r1", "root")?;
         let snapshot = runs::snapshot(session.state(), "r1")?.expect("run r1");
         assert_eq!(snapshot.events, events);
@@ -1467,9 +1706,15 @@ fn a_log_whose_event_rows_copy_the_events_is_rebuilt_on_open() -> TestResult {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("log.redb");
     let store = Store::open(&path)?;
-    let _ = store.execute(&start("r1", "root", None, "w1", T0))?;
-    let _ = store.execute(&event("r1", "root", "first", None, T0 + 1))?;
-    let _ = store.execute(&event("r1", "root", "second", None, T0 + 2))?;
+    store
+        .execute(&start("r1", "root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&event("r1", "root", "first", None, T0 + 1))?
+        .expect_done();
+    store
+        .execute(&event("r1", "root", "second", None, T0 + 2))?
+        .expect_done();
     let events = runs::events(&store.state()?, "r1", "root")?;
     store.close()?;
     // Rewrite the rows as version 2 wrote them: each a copy of its event.

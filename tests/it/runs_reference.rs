@@ -13,6 +13,7 @@ use annals::runs::{
 use annals::testing::internals::event::DomainEvent;
 use annals::testing::internals::forge::append_sealed_unapplied;
 use annals::testing::internals::record::{Placement, decode_stored, encode_stored};
+use annals::testing::setup::ExpectDone;
 use annals::{Direction, Position, Record, Store, StreamVersion};
 
 use crate::common::store;
@@ -66,16 +67,22 @@ fn open_rolled_up(outcome: RunCommandOutcome) -> OpenRunRollup {
 #[test]
 fn rollup_run_while_the_root_is_open_stores_the_rollup_so_far() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&billed_root("r1", "r1-root", Some(BillingMode::Api), T0))?;
-    let _ = store.execute(&start("r1", "r1-a", Some("r1-root"), "w1", T0 + 1))?;
+    store
+        .execute(&billed_root("r1", "r1-root", Some(BillingMode::Api), T0))?
+        .expect_done();
+    store
+        .execute(&start("r1", "r1-a", Some("r1-root"), "w1", T0 + 1))?
+        .expect_done();
     let reported = usage(120, 30, Some(700));
-    let _ = store.execute(&patch(
-        "r1",
-        "r1-root",
-        Default::default(),
-        reported,
-        T0 + 2,
-    ))?;
+    store
+        .execute(&patch(
+            "r1",
+            "r1-root",
+            Default::default(),
+            reported,
+            T0 + 2,
+        ))?
+        .expect_done();
     let seq_before = runs::high_water_seq(&store.state()?, "r1")?;
     let before = head(&store);
 
@@ -114,14 +121,18 @@ fn rollup_run_while_the_root_is_open_stores_the_rollup_so_far() -> TestResult {
 #[test]
 fn rollup_run_freezes_costs_at_their_first_value_across_the_roots_end() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&billed_root("r1", "r1-root", Some(BillingMode::Api), T0))?;
-    let _ = store.execute(&patch(
-        "r1",
-        "r1-root",
-        Default::default(),
-        usage(10, 1, Some(100)),
-        T0 + 1,
-    ))?;
+    store
+        .execute(&billed_root("r1", "r1-root", Some(BillingMode::Api), T0))?
+        .expect_done();
+    store
+        .execute(&patch(
+            "r1",
+            "r1-root",
+            Default::default(),
+            usage(10, 1, Some(100)),
+            T0 + 1,
+        ))?
+        .expect_done();
     let first = open_rolled_up(store.execute(&rollup_request("r1", T0 + 2))?);
     assert_eq!(first.cost_micro_usd, Some(100));
 
@@ -178,7 +189,9 @@ fn rollup_run_freezes_costs_at_their_first_value_across_the_roots_end() -> TestR
 #[test]
 fn rollup_run_fills_an_empty_effective_cost_only_under_the_frozen_billing_mode() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&billed_root("r1", "r1-root", None, T0))?;
+    store
+        .execute(&billed_root("r1", "r1-root", None, T0))?
+        .expect_done();
     let unclassified = open_rolled_up(store.execute(&rollup_request("r1", T0 + 1))?);
     assert_eq!(
         (
@@ -200,7 +213,7 @@ fn rollup_run_fills_an_empty_effective_cost_only_under_the_frozen_billing_mode()
     if let SpanCommand::Patch { billing_mode, .. } = &mut classify {
         *billing_mode = Some(BillingMode::Api);
     }
-    let _ = store.execute(&classify)?;
+    store.execute(&classify)?.expect_done();
     let api = open_rolled_up(store.execute(&rollup_request("r1", T0 + 3))?);
     assert_eq!(
         (api.billing_mode, api.effective_cost_micro_usd),
@@ -218,7 +231,7 @@ fn rollup_run_fills_an_empty_effective_cost_only_under_the_frozen_billing_mode()
     if let SpanCommand::Patch { billing_mode, .. } = &mut reclassify {
         *billing_mode = Some(BillingMode::Subscription);
     }
-    let _ = store.execute(&reclassify)?;
+    store.execute(&reclassify)?.expect_done();
     let kept = open_rolled_up(store.execute(&rollup_request("r1", T0 + 5))?);
     assert_eq!(
         (kept.billing_mode, kept.effective_cost_micro_usd),
@@ -233,9 +246,15 @@ fn rollup_run_fills_an_empty_effective_cost_only_under_the_frozen_billing_mode()
 #[test]
 fn rollup_run_of_a_closed_run_writes_its_rollup_again() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&billed_root("r1", "r1-root", None, T0))?;
-    let _ = store.execute(&start("r1", "r1-a", Some("r1-root"), "w1", T0 + 1))?;
-    let _ = store.execute(&end("r1", "r1-root", SpanOutcome::Success, T0 + 5))?;
+    store
+        .execute(&billed_root("r1", "r1-root", None, T0))?
+        .expect_done();
+    store
+        .execute(&start("r1", "r1-a", Some("r1-root"), "w1", T0 + 1))?
+        .expect_done();
+    store
+        .execute(&end("r1", "r1-root", SpanOutcome::Success, T0 + 5))?
+        .expect_done();
     let before = head(&store);
     let outcome = store.execute(&rollup_request("r1", T0 + 6))?;
     let RunCommandOutcome::RolledUp { rollup } = outcome else {
@@ -255,14 +274,16 @@ fn rollup_run_of_a_closed_run_writes_its_rollup_again() -> TestResult {
     );
 
     // The open child ends in error later: its end rolls the run up with the reason.
-    let _ = store.execute(&end_with(
-        "r1",
-        "r1-a",
-        SpanOutcome::Error,
-        Some("tool failed"),
-        SpanUsage::default(),
-        T0 + 8,
-    ))?;
+    store
+        .execute(&end_with(
+            "r1",
+            "r1-a",
+            SpanOutcome::Error,
+            Some("tool failed"),
+            SpanUsage::default(),
+            T0 + 8,
+        ))?
+        .expect_done();
     let again = store.execute(&rollup_request("r1", T0 + 9))?;
     let RunCommandOutcome::RolledUp { rollup } = again else {
         panic!("expected a rollup, got {again:?}");
@@ -283,8 +304,12 @@ fn rollup_run_without_spans_writes_nothing() -> TestResult {
     );
     assert_eq!(head(&store), before);
 
-    let _ = store.execute(&start("r1", "r1-root", None, "w1", T0))?;
-    let _ = store.execute(&end("r1", "r1-root", SpanOutcome::Success, T0 + 1))?;
+    store
+        .execute(&start("r1", "r1-root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&end("r1", "r1-root", SpanOutcome::Success, T0 + 1))?
+        .expect_done();
     let pruned = store.execute(&prune(0, 0, 0, 10, T0 + 100))?;
     assert!(matches!(pruned, RunCommandOutcome::Pruned { ref runs, .. } if runs == &["r1"]));
     let rollup = runs::rollup(&store.state()?, "r1")?;
@@ -302,13 +327,15 @@ fn rollup_run_without_spans_writes_nothing() -> TestResult {
 #[test]
 fn rollup_run_while_open_is_rebuilt_by_replay() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&billed_root(
-        "r1",
-        "r1-root",
-        Some(BillingMode::Subscription),
-        T0,
-    ))?;
-    let _ = store.execute(&rollup_request("r1", T0 + 1))?;
+    store
+        .execute(&billed_root(
+            "r1",
+            "r1-root",
+            Some(BillingMode::Subscription),
+            T0,
+        ))?
+        .expect_done();
+    store.execute(&rollup_request("r1", T0 + 1))?.expect_done();
     let live = runs::state_json(&store.state()?)?;
     store.rebuild(Some("runs"))?;
     assert_eq!(runs::state_json(&store.state()?)?, live);
@@ -324,8 +351,12 @@ fn rollup_run_while_open_is_rebuilt_by_replay() -> TestResult {
 #[test]
 fn heartbeat_records_the_last_heartbeat_of_any_open_span() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "r1-root", None, "w1", T0))?;
-    let _ = store.execute(&start("r1", "r1-a", Some("r1-root"), "w1", T0 + 1))?;
+    store
+        .execute(&start("r1", "r1-root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&start("r1", "r1-a", Some("r1-root"), "w1", T0 + 1))?
+        .expect_done();
     let seq = runs::high_water_seq(&store.state()?, "r1")?;
     let before = head(&store);
 
@@ -345,7 +376,9 @@ fn heartbeat_records_the_last_heartbeat_of_any_open_span() -> TestResult {
     );
 
     // The root heartbeats by its span id too.
-    let _ = store.execute(&span_heartbeat("r1", "r1-root", T0 + 60))?;
+    store
+        .execute(&span_heartbeat("r1", "r1-root", T0 + 60))?
+        .expect_done();
     let root = runs::span(&store.state()?, "r1", "r1-root")?.expect("root");
     assert_eq!(root.last_heartbeat_at_ms, Some(T0 + 60));
     assert_sound(&store)
@@ -357,9 +390,15 @@ fn heartbeat_records_the_last_heartbeat_of_any_open_span() -> TestResult {
 #[test]
 fn heartbeat_of_an_ended_or_unknown_span_writes_nothing() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "r1-root", None, "w1", T0))?;
-    let _ = store.execute(&start("r1", "r1-a", Some("r1-root"), "w1", T0 + 1))?;
-    let _ = store.execute(&end("r1", "r1-root", SpanOutcome::Success, T0 + 2))?;
+    store
+        .execute(&start("r1", "r1-root", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&start("r1", "r1-a", Some("r1-root"), "w1", T0 + 1))?
+        .expect_done();
+    store
+        .execute(&end("r1", "r1-root", SpanOutcome::Success, T0 + 2))?
+        .expect_done();
     let before = head(&store);
     assert_eq!(
         store.execute(&span_heartbeat("r1", "r1-root", T0 + 3))?,
@@ -389,11 +428,19 @@ fn heartbeat_of_a_child_does_not_keep_a_silent_root_from_sweep_stale() -> TestRe
     let (_dir, store) = store();
     for run in ["r1", "r2"] {
         let root = format!("{run}-root");
-        let _ = store.execute(&start(run, &root, None, "w1", T0))?;
-        let _ = store.execute(&start(run, &format!("{run}-a"), Some(&root), "w1", T0))?;
+        store
+            .execute(&start(run, &root, None, "w1", T0))?
+            .expect_done();
+        store
+            .execute(&start(run, &format!("{run}-a"), Some(&root), "w1", T0))?
+            .expect_done();
     }
-    let _ = store.execute(&span_heartbeat("r1", "r1-a", T0 + 90))?;
-    let _ = store.execute(&span_heartbeat("r2", "r2-root", T0 + 90))?;
+    store
+        .execute(&span_heartbeat("r1", "r1-a", T0 + 90))?
+        .expect_done();
+    store
+        .execute(&span_heartbeat("r2", "r2-root", T0 + 90))?
+        .expect_done();
     let sweep = RunCommand::SweepStale {
         stale_after_ms: 50,
         sweeper: None,
@@ -419,14 +466,20 @@ fn heartbeat_of_a_child_does_not_keep_a_silent_root_from_sweep_stale() -> TestRe
 #[test]
 fn start_span_refuses_a_span_id_another_run_holds() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "shared", None, "w1", T0))?;
-    let _ = store.execute(&start("r1", "tool", Some("shared"), "w1", T0 + 1))?;
+    store
+        .execute(&start("r1", "shared", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&start("r1", "tool", Some("shared"), "w1", T0 + 1))?
+        .expect_done();
     let before = head(&store);
     assert_eq!(
         store.execute(&start("r2", "shared", None, "w1", T0 + 2))?,
         refused(SpanRefusal::SpanInAnotherRun)
     );
-    let _ = store.execute(&start("r2", "r2-root", None, "w1", T0 + 3))?;
+    store
+        .execute(&start("r2", "r2-root", None, "w1", T0 + 3))?
+        .expect_done();
     let after_root = head(&store);
     assert_eq!(
         store.execute(&start("r2", "tool", Some("r2-root"), "w1", T0 + 4))?,
@@ -452,9 +505,13 @@ fn start_span_refuses_a_span_id_another_run_holds() -> TestResult {
 #[test]
 fn start_span_takes_a_pruned_runs_span_id_again() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "shared", None, "w1", T0))?;
-    let _ = store.execute(&end("r1", "shared", SpanOutcome::Success, T0 + 1))?;
-    let _ = store.execute(&prune(0, 0, 0, 10, T0 + 100))?;
+    store
+        .execute(&start("r1", "shared", None, "w1", T0))?
+        .expect_done();
+    store
+        .execute(&end("r1", "shared", SpanOutcome::Success, T0 + 1))?
+        .expect_done();
+    store.execute(&prune(0, 0, 0, 10, T0 + 100))?.expect_done();
     assert!(runs::runs_of_span(&store.state()?, "shared")?.is_empty());
     let outcome = store.execute(&start("r2", "shared", None, "w1", T0 + 101))?;
     assert_eq!(
@@ -509,7 +566,9 @@ fn start_span_of_a_log_written_before_the_rule_replays_unchanged() -> TestResult
     let path = dir.path().join("old.redb");
     {
         let store = Store::open(&path)?;
-        let _ = store.execute(&start("r1", "shared", None, "w1", T0))?;
+        store
+            .execute(&start("r1", "shared", None, "w1", T0))?
+            .expect_done();
     }
     let previous = {
         let store = Store::open_read_only(&path)?;
@@ -536,8 +595,12 @@ fn start_span_of_a_log_written_before_the_rule_replays_unchanged() -> TestResult
 #[test]
 fn sweep_own_orphans_closes_with_the_reason_server_restarted() -> TestResult {
     let (_dir, store) = store();
-    let _ = store.execute(&start("r1", "r1-root", None, "gone", T0))?;
-    let _ = store.execute(&start("r1", "r1-a", Some("r1-root"), "gone", T0 + 1))?;
+    store
+        .execute(&start("r1", "r1-root", None, "gone", T0))?
+        .expect_done();
+    store
+        .execute(&start("r1", "r1-a", Some("r1-root"), "gone", T0 + 1))?
+        .expect_done();
     let before = head(&store);
     let outcome = store.execute(&RunCommand::SweepOrphans {
         writer: "gone".into(),

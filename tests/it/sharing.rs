@@ -3,6 +3,7 @@
 //! projection true when the other writer runs other projections. Processes proper are in
 //! `processes.rs`.
 
+use annals::testing::setup::ExpectDone;
 use std::sync::Arc;
 
 use annals::projection::{Table, WriteTables};
@@ -57,7 +58,7 @@ fn a_read_only_open_and_close_leave_the_file_byte_for_byte_as_it_was() {
     {
         let store = Store::open(&path).unwrap();
         for i in 0..20 {
-            let _ = append_one(&store, "s", format!("{i}").as_bytes());
+            append_one(&store, "s", format!("{i}").as_bytes());
         }
     }
     let before = std::fs::read(&path).unwrap();
@@ -149,28 +150,31 @@ fn multi_writers_with_other_projections_keep_each_projection_true_to_the_whole_l
     let plain = multi_writer(&path, Vec::new());
     // Turn by turn: the plain writer's records never pass through KindCounts' apply there.
     for round in 0..5u64 {
-        let _ = plain
+        plain
             .append(
                 "plain",
                 ExpectedVersion::Any,
                 &[event("test.plain", round, b"")],
             )
-            .unwrap();
-        let _ = counting
+            .unwrap()
+            .expect_done();
+        counting
             .append(
                 "counting",
                 ExpectedVersion::Any,
                 &[event("test.counting", round, b"")],
             )
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
-    let _ = plain
+    plain
         .append(
             "plain",
             ExpectedVersion::Any,
             &[event("test.plain", 9, b"")],
         )
-        .unwrap();
+        .unwrap()
+        .expect_done();
     let count = |kind: &str| {
         COUNTS
             .get(&counting.state().unwrap(), &kind.to_owned())
@@ -192,13 +196,14 @@ fn multi_writers_with_other_projections_keep_each_projection_true_to_the_whole_l
         "{behind:?}"
     );
     assert_eq!(count("test.plain"), Some(6));
-    let _ = counting
+    counting
         .append(
             "counting",
             ExpectedVersion::Any,
             &[event("test.counting", 9, b"")],
         )
-        .unwrap();
+        .unwrap()
+        .expect_done();
     assert_eq!(count("test.plain"), Some(6));
     assert_eq!(count("test.counting"), Some(6));
     assert!(
@@ -215,14 +220,15 @@ fn a_reader_holding_a_snapshot_does_not_stop_the_writer_committing_and_sees_its_
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     let writer = Store::open(&path).unwrap();
-    let _ = append_one(&writer, "s", b"first");
+    append_one(&writer, "s", b"first");
     let reader = Store::open_read_only(&path).unwrap();
     let held = reader.snapshot().unwrap();
     // Every commit below returns while the reader's snapshot pins the first one's pages.
     for i in 0..200u64 {
-        let _ = writer
+        writer
             .append("s", ExpectedVersion::Any, &[event("test.kind", i, b"more")])
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
     assert_eq!(held.head().unwrap().next.0, 1, "a held snapshot moved");
     assert_eq!(reader.snapshot().unwrap().head().unwrap().next.0, 201);

@@ -3,6 +3,7 @@
 //! files), which must find the checkpoint's root and prove records and trees from the tiles
 //! alone; the checkpoint checked by `signed_note`.
 
+use annals::testing::setup::ExpectDone;
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -50,9 +51,10 @@ fn append(log: &Path, n: u64, tag: &str) {
         let events: Vec<NewEvent> = (0..take)
             .map(|i| NewEvent::new("note", i, format!("{tag} {left} {i}").into_bytes()))
             .collect();
-        let _ = store
+        store
             .append("notes/a", ExpectedVersion::Any, &events)
-            .unwrap();
+            .unwrap()
+            .expect_done();
         left -= take;
     }
     store.close().unwrap();

@@ -1,6 +1,7 @@
 //! Subscriptions (history, then live, each record once, in order) and durable consumer
 //! checkpoints.
 
+use annals::testing::setup::ExpectDone;
 use std::sync::Arc;
 
 use annals::consumers::{self, ConsumerCommand, ConsumerError, ConsumerOutcome, ConsumerRefusal};
@@ -46,13 +47,14 @@ async fn subscribers_see_exactly_the_log_in_order_while_8_writers_append_50_000_
     const TOTAL: usize = (WRITERS * APPENDS * EVENTS_PER_APPEND) as usize;
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(crate::common::open_exclusive(&dir.path().join("log.redb")));
-    let _ = store
+    store
         .append(
             "before",
             ExpectedVersion::Any,
             &[event("test.before", 0, b"")],
         )
-        .unwrap();
+        .unwrap()
+        .expect_done();
     let writer = deferred_writer(&store);
 
     // One subscriber from the start, reading while the writers run; one that is not polled
@@ -74,10 +76,11 @@ async fn subscribers_see_exactly_the_log_in_order_while_8_writers_append_50_000_
                     let events = (0..EVENTS_PER_APPEND)
                         .map(|e| event("test.load", a, format!("{w}/{a}/{e}").as_bytes()))
                         .collect();
-                    let _ = writer
+                    writer
                         .append(format!("w/{w}"), ExpectedVersion::Any, events)
                         .await
-                        .unwrap();
+                        .unwrap()
+                        .expect_done();
                 }
             })
         })
@@ -122,13 +125,14 @@ async fn a_subscription_from_past_the_head_waits_for_the_log_to_reach_it() {
     });
     // Plain store appends, not through a writer: every commit is announced.
     for (stream, payload) in [("a", "0"), ("b", "1"), ("a", "2"), ("b", "3"), ("a", "4")] {
-        let _ = store
+        store
             .append(
                 stream,
                 ExpectedVersion::Any,
                 &[event("k", 0, payload.as_bytes())],
             )
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
     let (record, stream_record) = waiting.await.unwrap();
     assert_eq!(
@@ -152,14 +156,15 @@ async fn a_consumer_resumes_where_it_stopped_after_the_store_is_reopened() {
     );
     let writer = Writer::start(Arc::clone(&store), WriterOptions::default()).unwrap();
     for i in 0..100u8 {
-        let _ = writer
+        writer
             .append(
                 "mail",
                 ExpectedVersion::Any,
                 vec![event("mail.queued", 0, &[i])],
             )
             .await
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
     let mut mail = writer.subscribe_stream("mail", StreamVersion(0));
     let handled = take(&mut mail, 60).await;
@@ -209,17 +214,19 @@ async fn a_consumer_resumes_where_it_stopped_after_the_store_is_reopened() {
 fn rewritten_log(path: &std::path::Path, payloads: &[&[u8]], checkpoint: &Record) {
     let store = Store::open(path).unwrap();
     for payload in payloads {
-        let _ = store
+        store
             .append(
                 "mail",
                 ExpectedVersion::Any,
                 &[event("mail.queued", 0, payload)],
             )
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
-    let _ = store
+    store
         .execute(&ConsumerCommand::checkpoint_after("mailer", checkpoint, 1))
-        .unwrap();
+        .unwrap()
+        .expect_done();
 }
 
 #[test]
@@ -229,18 +236,20 @@ fn resuming_after_the_log_was_replaced_beneath_the_consumer_is_refused() {
     let handled = {
         let store = Store::open(&path).unwrap();
         for payload in [b"a", b"b", b"c", b"d"] {
-            let _ = store
+            store
                 .append(
                     "mail",
                     ExpectedVersion::Any,
                     &[event("mail.queued", 0, payload)],
                 )
-                .unwrap();
+                .unwrap()
+                .expect_done();
         }
         let handled = store.get(Position(2)).unwrap().unwrap();
-        let _ = store
+        store
             .execute(&ConsumerCommand::checkpoint_after("mailer", &handled, 1))
-            .unwrap();
+            .unwrap()
+            .expect_done();
         assert_eq!(
             consumers::resume(&store.snapshot().unwrap(), "mailer").unwrap(),
             Position(3)

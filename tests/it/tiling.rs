@@ -4,6 +4,7 @@
 //! `log --from`, `state --at`, `rebuild`) refuses, naming the first position it needed and
 //! did not find; none of them exits 0 with a record missing.
 
+use annals::testing::setup::ExpectDone;
 use std::path::Path;
 
 use redb::ReadableTable;
@@ -27,7 +28,10 @@ fn write_log(path: &Path) -> Vec<Record> {
             .map(|i| crate::common::event("test.event", 1, &[commit as u8, i as u8]))
             .collect();
         let stream = if commit % 2 == 0 { "even" } else { "odd" };
-        let _ = store.append(stream, ExpectedVersion::Any, &events).unwrap();
+        store
+            .append(stream, ExpectedVersion::Any, &events)
+            .unwrap()
+            .expect_done();
     }
     store
         .read_all(Position(0), Direction::Forward, 100)

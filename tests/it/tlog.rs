@@ -3,6 +3,7 @@
 
 use annals::Digest;
 use annals::merkle::{LogTreeHasher, TreeHasher, consistency_path, inclusion_path};
+use annals::testing::setup::ExpectDone;
 use annals::tlog::{Checkpoint, Note, NoteError, Signer, TlogProof, Verifier, check_consistency};
 use signed_note::{Signer as _, Verifier as _, Verifiers as _};
 use tlog_tiles::tlog::{Hash, HashReader};
@@ -328,9 +329,10 @@ fn log_of(dir: &std::path::Path, size: u64) -> annals::Store {
             .collect();
         appended += batch.len() as u64;
         let stream = format!("s/{}", appended % 3);
-        let _ = store
+        store
             .append(&stream, annals::ExpectedVersion::Any, &batch)
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
     store
 }

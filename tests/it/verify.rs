@@ -1,6 +1,7 @@
 //! Verification and checked reads: damage written beneath the store through raw redb is
 //! found, named by its exact position, and never handed out as data.
 
+use annals::testing::setup::ExpectDone;
 use std::path::Path;
 
 use annals::testing::internals::record::Format;
@@ -127,9 +128,10 @@ fn damaged_log(part: Part, position: u64) -> (tempfile::TempDir, std::path::Path
         let batch: Vec<_> = (0..20u32)
             .map(|i| event("batch", 5, &i.to_le_bytes()))
             .collect();
-        let _ = store
+        store
             .append("batch", annals::ExpectedVersion::Any, &batch)
-            .unwrap();
+            .unwrap()
+            .expect_done();
         assert!(store.verify().unwrap().is_sound());
     }
     flip(&path, position, part);
@@ -180,9 +182,10 @@ fn verify_names_hash_damage_anywhere_in_a_log_of_many_segments() {
             let events: Vec<_> = (0..1_000u64)
                 .map(|i| event("bulk", 1, format!("{:0>180}", batch * 1_000 + i).as_bytes()))
                 .collect();
-            let _ = store
+            store
                 .append(&format!("s{}", batch % 7), ExpectedVersion::Any, &events)
-                .unwrap();
+                .unwrap()
+                .expect_done();
         }
         let report = store.verify().unwrap();
         assert!(report.is_sound(), "{report:?}");
@@ -595,7 +598,7 @@ fn paged_lease_log() -> (tempfile::TempDir, std::path::PathBuf) {
                     ttl_ms: 100,
                     now_ms: 0,
                 };
-                let _ = session.execute(&acquire)?;
+                session.execute(&acquire)?.expect_done();
             }
             Ok(())
         })

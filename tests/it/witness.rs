@@ -3,6 +3,7 @@
 //! client), and by `annals witness request`; cosignatures checked by Cloudflare's
 //! `signed_note`, which knows nothing of annals.
 
+use annals::testing::setup::ExpectDone;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -74,9 +75,10 @@ fn append(log: &Path, n: u64, tag: &str) {
     let events: Vec<NewEvent> = (0..n)
         .map(|i| NewEvent::new("note", i, format!("{tag} {i}").into_bytes()))
         .collect();
-    let _ = store
+    store
         .append("notes/a", ExpectedVersion::Any, &events)
-        .unwrap();
+        .unwrap()
+        .expect_done();
     store.close().unwrap();
 }
 

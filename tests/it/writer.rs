@@ -1,6 +1,7 @@
 //! The async writer: 64 tasks at once mixing raw appends, lease and outbox commands;
 //! failures isolated inside a batch; back-pressure; closing; durability modes.
 
+use annals::testing::setup::ExpectDone;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -644,7 +645,7 @@ async fn a_full_queue_makes_callers_wait_and_drops_nothing() {
     assert_eq!(first.await.unwrap().unwrap().first_position(), Position(0));
     assert_eq!(second.await.unwrap().first_position(), Position(1));
     for job in waiting {
-        let _ = job.await.unwrap().unwrap();
+        job.await.unwrap().unwrap().expect_done();
     }
     writer.close().await.unwrap();
     let records = all_records(&store);
@@ -679,7 +680,7 @@ async fn closing_answers_every_accepted_job_makes_it_durable_and_releases_the_fi
     gate.await.unwrap().unwrap();
     closing.await.unwrap().unwrap();
     for job in accepted {
-        let _ = job.await.unwrap().unwrap();
+        job.await.unwrap().unwrap().expect_done();
     }
     let refused = late
         .append("s", ExpectedVersion::Any, vec![event("k", 0, b"late")])
@@ -724,7 +725,7 @@ async fn dropping_the_last_handle_answers_every_accepted_job() {
     drop(open_gate);
     gate.await.unwrap().unwrap();
     for job in accepted {
-        let _ = job.await.unwrap().unwrap();
+        job.await.unwrap().unwrap().expect_done();
     }
     assert_eq!(all_records(&store).len(), 5);
 }
@@ -736,10 +737,11 @@ async fn deferred_batches_are_visible_at_once_and_durable_after_a_flush() {
     let store = Arc::new(crate::common::open_exclusive(&path));
     let writer = start(&store, deferred());
     for i in 0..100u8 {
-        let _ = writer
+        writer
             .append("s", ExpectedVersion::Any, vec![event("k", 0, &[i])])
             .await
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
     assert_eq!(store.head().unwrap().next, Position(100));
     writer.flush().await.unwrap();

@@ -1,5 +1,6 @@
 //! Promotion of a follower; the old writer refused; a forked follower refused.
 
+use annals::testing::setup::ExpectDone;
 use std::sync::Arc;
 
 use annals::replication::{Follower, FollowerOptions, ReplicatingWriter, ReplicationError};
@@ -33,16 +34,16 @@ async fn a_promoted_follower_continues_the_log_and_the_old_writer_is_refused() {
     let new = ReplicatingWriter::from_publisher(follower.promote().await.unwrap());
     assert_same_log(&old_store, &new_store);
     for i in 0..5u64 {
-        let _ = new
-            .write_with(Durability::Replicated, move |session| {
-                session.append(
-                    "after",
-                    ExpectedVersion::Any,
-                    &[NewEvent::new("k", i, "promoted")],
-                )
-            })
-            .await
-            .unwrap();
+        new.write_with(Durability::Replicated, move |session| {
+            session.append(
+                "after",
+                ExpectedVersion::Any,
+                &[NewEvent::new("k", i, "promoted")],
+            )
+        })
+        .await
+        .unwrap()
+        .expect_done();
     }
     let last_old = old_store.get(Position(1_999)).unwrap().unwrap();
     let first_new = new_store.get(Position(2_000)).unwrap().unwrap();
@@ -117,13 +118,14 @@ async fn a_follower_whose_log_forks_from_the_stream_is_refused_at_the_position()
             Ok(())
         })
         .unwrap();
-    let _ = forked
+    forked
         .append(
             "elsewhere",
             ExpectedVersion::Any,
             &[NewEvent::new("k", 1, "fork")],
         )
-        .unwrap();
+        .unwrap()
+        .expect_done();
     let follower = Follower::new(
         Arc::clone(&forked),
         cluster.jetstream().await,

@@ -2,6 +2,7 @@
 //! `follow` say what they wait for: each case against a real `nats-server`, the hostile
 //! message published directly with async-nats, the commands run as processes.
 
+use annals::testing::setup::ExpectDone;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
@@ -109,13 +110,15 @@ fn writer_records(dir: &Path, last: NewEvent) -> Vec<Record> {
     let store = Store::open_with(dir.join("writer.redb"), options).expect("the writer's log");
     for i in 0..SOUND {
         let event = NewEvent::new("job.done", 1_000 + i, vec![b'a'; 10]);
-        let _ = store
+        store
             .append("jobs", ExpectedVersion::Any, &[event])
-            .expect("a sound record");
+            .expect("a sound record")
+            .expect_done();
     }
-    let _ = store
+    store
         .append("jobs", ExpectedVersion::Any, &[last])
-        .expect("the writer takes it under its own limits");
+        .expect("the writer takes it under its own limits")
+        .expect_done();
     (0..=SOUND)
         .map(|p| store.get(Position(p)).unwrap().expect("a record"))
         .collect()
@@ -342,7 +345,10 @@ fn small_log(path: &Path) {
     let events: Vec<NewEvent> = (0..5)
         .map(|i| NewEvent::new("job.done", 1_000 + i, vec![b'a'; 10]))
         .collect();
-    let _ = store.append("jobs", ExpectedVersion::Any, &events).unwrap();
+    store
+        .append("jobs", ExpectedVersion::Any, &events)
+        .unwrap()
+        .expect_done();
 }
 
 #[test]

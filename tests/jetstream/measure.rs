@@ -2,6 +2,7 @@
 //! on the machine). Run with `cargo test --features jetstream,testing --test jetstream --release
 //! -- --ignored --nocapture measure`.
 
+use annals::testing::setup::ExpectDone;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -85,7 +86,7 @@ async fn measure_replication_and_the_shared_log() {
     );
     let started = Instant::now();
     for i in 0..LATENCY_COMMITS {
-        let _ = writer
+        writer
             .write_with(Durability::Replicated, move |session| {
                 session.append(
                     "replicated",
@@ -94,7 +95,8 @@ async fn measure_replication_and_the_shared_log() {
                 )
             })
             .await
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
     println!(
         "Durability::Replicated writes, one at a time: {:.0}/s",

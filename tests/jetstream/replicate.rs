@@ -1,5 +1,6 @@
 //! One writer, two followers, a node killed with SIGKILL and restarted mid-way.
 
+use annals::testing::setup::ExpectDone;
 use std::sync::Arc;
 
 use annals::leases::{LeaseCommand, LeaseOutcome};
@@ -38,7 +39,9 @@ pub fn write_records(store: &Store, records: u64) {
                     .collect();
                 if !events.is_empty() {
                     let stream = format!("jobs/{}", written / RECORDS_PER_COMMIT % 16);
-                    let _ = session.append(&stream, ExpectedVersion::Any, &events)?;
+                    session
+                        .append(&stream, ExpectedVersion::Any, &events)?
+                        .expect_done();
                 }
                 Ok(())
             })
@@ -77,7 +80,7 @@ async fn followers_end_with_the_writers_head_and_root_through_a_node_killed_and_
         log.clone(),
     );
     // The stream exists once the first record is replicated.
-    let _ = writer
+    writer
         .write_with(Durability::Replicated, |session| {
             session.append(
                 "hello",
@@ -86,7 +89,8 @@ async fn followers_end_with_the_writers_head_and_root_through_a_node_killed_and_
             )
         })
         .await
-        .unwrap();
+        .unwrap()
+        .expect_done();
     let mut followers = Vec::new();
     for name in ["a", "b"] {
         let store = Arc::new(Store::open(dir.path().join(format!("{name}.redb"))).unwrap());

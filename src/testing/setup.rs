@@ -1,0 +1,161 @@
+//! Setup steps that check their outcome. A test that prepares a log by appending, leasing or
+//! enqueueing needs each step to have done what it asked: a `Duplicate` append, a refused
+//! lease or an enqueue that found its row already there leaves the log unlike the one the
+//! test means to check, and a discarded outcome (`let _ = store.execute(..)`) would pass
+//! silently. [`ExpectDone::expect_done`] panics naming the outcome instead. Never used outside
+//! the tests.
+
+use std::fmt::Debug;
+
+use crate::VerifyReport;
+use crate::consumers::ConsumerOutcome;
+use crate::export::ExportSummary;
+use crate::ingest::IngestOutcome;
+use crate::leases::{LaneOutcome, LeaseOutcome};
+use crate::outbox::{OutboxOutcome, PullOutcome, SweepOutcome};
+use crate::registry::{FuelOutcome, InstanceOutcome, SettingOutcome};
+use crate::runs::{RunCommandOutcome, SpanCommandOutcome};
+use crate::{AppendOutcome, Appended};
+
+/// An outcome that says whether the step did what it asked: appended, granted, enqueued,
+/// started; not refused, not a duplicate, not a sweep that found nothing.
+pub trait ExpectDone: Debug + Sized {
+    /// Whether the step changed the log as asked.
+    fn is_done(&self) -> bool;
+
+    /// Panics, naming the outcome, unless the step did what it asked.
+    #[track_caller]
+    fn expect_done(self) {
+        assert!(
+            self.is_done(),
+            "a setup step did not do what it asked: {self:?}"
+        );
+    }
+}
+
+/// The fresh append in `outcome`; panics naming the outcome when it was a duplicate.
+#[track_caller]
+pub fn appended(outcome: AppendOutcome) -> Appended {
+    match outcome {
+        AppendOutcome::Appended(appended) => appended,
+        other => panic!("expected a fresh append, got {other:?}"),
+    }
+}
+
+impl ExpectDone for AppendOutcome {
+    fn is_done(&self) -> bool {
+        matches!(self, AppendOutcome::Appended(_))
+    }
+}
+
+impl ExpectDone for LeaseOutcome {
+    fn is_done(&self) -> bool {
+        !matches!(self, LeaseOutcome::Refused { .. })
+    }
+}
+
+impl ExpectDone for LaneOutcome {
+    fn is_done(&self) -> bool {
+        matches!(self, LaneOutcome::Done { .. })
+    }
+}
+
+impl ExpectDone for OutboxOutcome {
+    /// An `AlreadyEnqueued` row was there before: the step added nothing.
+    fn is_done(&self) -> bool {
+        matches!(
+            self,
+            OutboxOutcome::Enqueued { .. } | OutboxOutcome::Updated { .. }
+        )
+    }
+}
+
+impl ExpectDone for PullOutcome {
+    /// A claim that found no row, or an ack with a refused row, is not what a setup asks for.
+    fn is_done(&self) -> bool {
+        match self {
+            PullOutcome::Claimed { rows, .. } => !rows.is_empty(),
+            PullOutcome::Acked { acked, refused } => !acked.is_empty() && refused.is_empty(),
+            PullOutcome::Refused { .. } => false,
+        }
+    }
+}
+
+impl ExpectDone for SweepOutcome {
+    /// A sweep a test runs to expire or prune rows must have found some.
+    fn is_done(&self) -> bool {
+        match self {
+            SweepOutcome::Expired { rows, .. } => !rows.is_empty(),
+            SweepOutcome::Pruned { keys, .. } => !keys.is_empty(),
+        }
+    }
+}
+
+impl ExpectDone for SpanCommandOutcome {
+    fn is_done(&self) -> bool {
+        !matches!(self, SpanCommandOutcome::Refused { .. })
+    }
+}
+
+impl ExpectDone for RunCommandOutcome {
+    /// A close or prune that found no run did nothing.
+    fn is_done(&self) -> bool {
+        match self {
+            RunCommandOutcome::Closed { runs } => !runs.is_empty(),
+            RunCommandOutcome::Pruned { runs, .. } => !runs.is_empty(),
+            RunCommandOutcome::Refused { .. } => false,
+            _ => true,
+        }
+    }
+}
+
+impl ExpectDone for ConsumerOutcome {
+    fn is_done(&self) -> bool {
+        matches!(self, ConsumerOutcome::Checkpointed { .. })
+    }
+}
+
+impl ExpectDone for IngestOutcome {
+    fn is_done(&self) -> bool {
+        matches!(self, IngestOutcome::Accepted { .. })
+    }
+}
+
+impl ExpectDone for InstanceOutcome {
+    /// `Unchanged` and `Missing` left the registry as it was.
+    fn is_done(&self) -> bool {
+        matches!(
+            self,
+            InstanceOutcome::Added { .. }
+                | InstanceOutcome::Updated { .. }
+                | InstanceOutcome::Removed { .. }
+        )
+    }
+}
+
+impl ExpectDone for SettingOutcome {
+    fn is_done(&self) -> bool {
+        matches!(self, SettingOutcome::Set { .. })
+    }
+}
+
+impl ExpectDone for FuelOutcome {
+    /// A charge is never refused: it is recorded or the command fails with an error.
+    fn is_done(&self) -> bool {
+        true
+    }
+}
+
+impl ExpectDone for ExportSummary {
+    /// An export is never refused: it is written or fails with an error, and an empty range
+    /// (a log's whole history already held elsewhere) is a valid export.
+    fn is_done(&self) -> bool {
+        true
+    }
+}
+
+impl ExpectDone for VerifyReport {
+    fn is_done(&self) -> bool {
+        self.is_sound()
+    }
+}
