@@ -914,7 +914,7 @@ export interface LogRecord {
   /** Its idempotency key, if any. */
   idempotencyKey?: string
   /**
-   * Its bytes. From `readAll`, `readStream` and `get`, a view of one buffer that a read's
+   * Its bytes. From `readAll` and `readStream`, a view of one buffer that a read's
    * records share (as Node's pooled buffers are): `Buffer.from(record.payload)` keeps a copy
    * of its own.
    */

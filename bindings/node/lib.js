@@ -298,15 +298,14 @@ function listed(method, args, rows) {
 
 // The reads whose records cross packed (src/packed.rs): building each record here from three
 // values costs a fraction of building it through N-API a field at a time.
-const PACKED = new Map([['readAll', 'list'], ['readStream', 'list'], ['get', 'one']])
+const PACKED = new Set(['readAll', 'readStream'])
 // The `u64`s each packed record has, and the key length that says it has none.
 const FIELDS = 8
 const NO_KEY = 0xffffffff
 
-/** The records `packed` holds, as `LogRecord`s (`get`: the one, or `null`). */
+/** The records `packed` holds, as `LogRecord`s. */
 function unpacked(method, packed) {
-  const shape = PACKED.get(method)
-  if (!shape) return packed
+  if (!PACKED.has(method)) return packed
   const { fixed, payloads, text } = packed
   const view = new DataView(fixed.buffer, fixed.byteOffset, fixed.byteLength)
   const count = fixed.byteLength / (FIELDS * 8)
@@ -336,7 +335,6 @@ function unpacked(method, packed) {
     if (key !== undefined) record.idempotencyKey = key
     records[index] = record
   }
-  if (shape === 'one') return records.length === 0 ? null : records[0]
   return records
 }
 

@@ -89,7 +89,7 @@ pub struct LogRecord {
     pub at_ms: f64,
     /// Its idempotency key, if any.
     pub idempotency_key: Option<String>,
-    /// Its bytes. From `readAll`, `readStream` and `get`, a view of one buffer that a read's
+    /// Its bytes. From `readAll` and `readStream`, a view of one buffer that a read's
     /// records share (as Node's pooled buffers are): `Buffer.from(record.payload)` keeps a copy
     /// of its own.
     pub payload: Buffer,

@@ -205,12 +205,14 @@ impl Store {
     }
 
     /// The record at `position`, or `null` past the head.
-    #[napi(ts_return_type = "LogRecord | null")]
-    pub fn get(&self, position: BigInt) -> napi::Result<PackedRecords> {
+    // One record crosses as an object, not packed: two buffers and a string cost more than
+    // the one object's fields.
+    #[napi]
+    pub fn get(&self, position: BigInt) -> napi::Result<Option<crate::LogRecord>> {
         let at = Position(convert::position(&position, "position")?);
         self.read_log(|log, end| match end.is_some_and(|end| at >= end) {
-            true => Ok(pack(&[])),
-            false => Ok(pack(log.get(at)?.as_slice())),
+            true => Ok(None),
+            false => Ok(log.get(at)?.map(convert::record_js)),
         })
     }
 
