@@ -23,7 +23,8 @@
 //! range over rounds relative to its median, this run's or the baseline's, at least 10%);
 //! `-- --write-baseline` writes that file from the run, and the ratios table of
 //! `docs/performance.md` from it (`-- --docs` writes the table alone, from the committed file;
-//! `tests/it/performance_doc.rs` checks the two agree). A target missed (issue 15's, and the
+//! `tests/it/performance_doc.rs` checks the two agree). `-- --history` appends every figure
+//! of the run to `docs/performance-history.csv`, a row each. A target missed (issue 15's, and the
 //! earlier ones) is listed after the table with the figures of the run that bound it, and is
 //! not a failure of `--check`, except `rebuild_rss_2x_vs_1x`, which guards an invariant.
 //!
@@ -79,6 +80,7 @@ mod bulk;
 mod check;
 mod commands;
 mod doc_table;
+mod history;
 mod journal;
 mod memory;
 mod mixed;
@@ -452,6 +454,13 @@ fn main() {
     println!("figures written to {}", path.display());
     if settings.write_baseline {
         write_baseline(&settings, &samples, &report);
+    }
+    if args.iter().any(|a| a == "--history") {
+        let history = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/performance-history.csv");
+        match history::append(&report, "side_by_side.json", &args, &history) {
+            Ok(rows) => println!("{rows} figures appended to {}", history.display()),
+            Err(error) => eprintln!("the history was not written: {error}"),
+        }
     }
     finish(&settings, &samples, &report, &missed);
 }
