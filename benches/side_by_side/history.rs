@@ -20,7 +20,8 @@ pub(crate) fn append(
     let flags: Vec<&str> = args
         .iter()
         .map(String::as_str)
-        .filter(|flag| *flag != "--history")
+        // `cargo bench` passes `--bench` to every bench: not a flag of the run's.
+        .filter(|flag| !matches!(*flag, "--history" | "--bench"))
         .collect();
     let bench = match flags.is_empty() {
         true => "cargo bench --bench side_by_side".to_owned(),
