@@ -11,6 +11,7 @@
 //
 //   cd bindings/node && npm run build && cd bench && npm ci && npm run bench
 //   CYCLES=400 ROUNDS=3 npm run bench
+//   HISTORY=1 npm run bench     (also appends the figures to docs/performance-history.csv)
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
@@ -290,6 +291,28 @@ async function main() {
   console.log(`| work (cycles of ${CYCLE.length} commands, ${ROUNDS} rounds, medians) | commands/s | × better-sqlite3 |`)
   console.log('|---|---:|---:|')
   for (const [name, rate] of rows) console.log(`| ${name} | ${Math.round(rate).toLocaleString('en')} | ${(rate / sqlite1).toFixed(2)} |`)
+  if (process.env.HISTORY === '1') appendHistory(rows, sqlite1)
+}
+
+/** With HISTORY=1: each row's figures appended to docs/performance-history.csv, a row each. */
+function appendHistory(rows, sqlite1) {
+  const history = path.join(__dirname, '..', '..', '..', 'docs', 'performance-history.csv')
+  const now = new Date().toISOString()
+  let commit = ''
+  try {
+    commit = require('node:child_process').execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim()
+  } catch {
+    // Not a git checkout: the row names no commit.
+  }
+  const quoted = (text) => (/[",\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text)
+  const bench = quoted(`cd bindings/node/bench && CYCLES=${CYCLES} ROUNDS=${ROUNDS} HISTORY=1 npm run bench`)
+  const table = 'Node against better-sqlite3 (bindings/node/README.md)'
+  const lines = rows.flatMap(([name, rate]) => [
+    [now.slice(0, 10), now.slice(11, 16), commit, bench, quoted(table), quoted(name), 'commands/s', Math.round(rate), ''].join(','),
+    [now.slice(0, 10), now.slice(11, 16), commit, bench, quoted(table), quoted(name), '× better-sqlite3', (rate / sqlite1).toFixed(2), ''].join(','),
+  ])
+  fs.appendFileSync(history, `${lines.join('\n')}\n`)
+  console.log(`${lines.length} figures appended to ${history}`)
 }
 
 main().catch((error) => {
