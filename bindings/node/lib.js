@@ -304,8 +304,7 @@ const FIELDS = 8
 const NO_KEY = 0xffffffff
 
 /** The records `packed` holds, as `LogRecord`s. */
-function unpacked(method, packed) {
-  if (!PACKED.has(method)) return packed
+function unpacked(packed) {
   const { fixed, payloads, text } = packed
   const view = new DataView(fixed.buffer, fixed.byteOffset, fixed.byteLength)
   const count = fixed.byteLength / (FIELDS * 8)
@@ -360,7 +359,7 @@ class Store {
     if (PACKED.has(name)) {
       return function (...args) {
         const checked = call(() => argumentsOf('Store', name, args))
-        return listed(name, checked, this.#out(unpacked(name, call(() => this.#inner[name](...checked)))))
+        return listed(name, checked, this.#out(unpacked(call(() => this.#inner[name](...checked)))))
       }
     }
     return function (...args) {
