@@ -198,6 +198,7 @@ impl Error {
             },
             Error::Store(store) => match store {
                 StoreError::Fenced { .. } => ErrorKind::Fenced,
+                StoreError::WriterBusy { .. } => ErrorKind::Held,
                 StoreError::ReservedKind { .. } | StoreError::CutKind { .. } => {
                     ErrorKind::ReservedKind
                 }

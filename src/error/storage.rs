@@ -30,6 +30,18 @@ impl std::error::Error for StorageError {
 
 impl From<redb::Error> for super::Error {
     fn from(error: redb::Error) -> Self {
+        // A lock of a multi-writer store's file that another process held too long.
+        if let redb::Error::Io(io) = &error
+            && let Some(waited) = io
+                .get_ref()
+                .and_then(|cause| cause.downcast_ref::<crate::store::WaitedTooLong>())
+        {
+            return super::StoreError::WriterBusy {
+                path: waited.path.clone(),
+                waited: waited.waited,
+            }
+            .into();
+        }
         super::Error::Storage(StorageError(error))
     }
 }

@@ -73,6 +73,20 @@ pub enum StoreError {
         /// error can hold redb's or the file system's, which cannot be cloned or compared.
         cause: String,
     },
+    /// A write of a store open in multi-writer mode that waited its turn for as long as the
+    /// store's busy timeout allows (5 seconds when it is zero) while another
+    /// process was writing the log. Nothing was written; try again.
+    #[error(
+        "another process kept writing {} for {} ms, longer than this store waits for a write's turn (its busy timeout); nothing was written",
+        path.display(),
+        waited.as_millis()
+    )]
+    WriterBusy {
+        /// The log.
+        path: std::path::PathBuf,
+        /// How long the write waited.
+        waited: std::time::Duration,
+    },
     /// A compaction while a read of this store (a `Snapshot`, a state read) is still open:
     /// redb moves no page a transaction may be reading.
     #[error("cannot compact while a snapshot or state read of this store is open; drop it first")]

@@ -17,6 +17,7 @@ mod footprint;
 mod import;
 mod journaled;
 pub(crate) mod open;
+mod patient;
 mod session;
 mod signing;
 mod tiles;
@@ -60,6 +61,7 @@ use open::{
     Closing, Handle, check_identity, check_redb_magic, create, guarded, initialise, open_reader,
     open_redb, open_writable, redb_builder, while_held,
 };
+pub(crate) use patient::WaitedTooLong;
 pub use session::WriteSession;
 pub use tiles::{OtherLogProblem, TilesError, TilesWritten};
 
@@ -67,6 +69,13 @@ pub use tiles::{OtherLogProblem, TilesError, TilesWritten};
 /// way a reader cannot join (an exclusive writer for good; for a moment, a process repairing
 /// the file after a crash).
 pub const READ_ONLY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long a write of a store open in [`Sharing::MultiWriter`] mode waits for its turn
+/// while another process writes when [`StoreOptions::busy_timeout`] is zero (better-sqlite3's
+/// default busy timeout): a zero busy timeout means "do not wait for the file to be let go",
+/// not "fail a write the moment another process writes". A write that waits longer fails
+/// with [`StoreError::WriterBusy`], having written nothing.
+pub(crate) const WRITE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The [`Store::path`] of a store opened over a storage backend rather than a file.
 pub const BACKEND_PATH: &str = "<storage backend>";
@@ -85,7 +94,10 @@ pub struct StoreOptions {
     /// How long an open waits for another process to let go of the file before it gives up
     /// with [`OpenError::Held`] (SQLite's busy timeout); zero by default. It does not wait
     /// for writers that hold the file in multi-writer mode when this open asks for another
-    /// mode: they would never let go.
+    /// mode: they would never let go. In [`Sharing::MultiWriter`] mode it also bounds how
+    /// long each write waits for its turn while another process writes (5 seconds, as
+    /// better-sqlite3's default, when it is zero), after which the write fails with
+    /// [`StoreError::WriterBusy`](crate::StoreError::WriterBusy), having written nothing.
     pub busy_timeout: std::time::Duration,
     /// The commit journal of a store open in [`Sharing::Exclusive`] or
     /// [`Sharing::SingleWriter`] mode on a file ([`crate::JournalOptions`]; on by default): a

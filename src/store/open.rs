@@ -12,7 +12,9 @@ use redb::{Database, ReadTransaction, ReadableDatabase};
 use crate::storage::Reader;
 
 pub(crate) use crate::error::guarded;
-use crate::error::{Error, NotALog, OpenError, Result, StorageError, Unreadable, caught};
+use crate::error::{
+    Error, NotALog, OpenError, Result, StorageError, StoreError, Unreadable, caught,
+};
 use crate::log::tables::{
     FORMAT_KEY, FORMAT_VERSION, HEAD_KEY, IDEMPOTENCY, MAGIC, MAGIC_KEY, MERKLE, META, RECORDS_KEY,
     SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS,
@@ -271,7 +273,7 @@ pub(crate) fn open_writable(
     busy_timeout: Duration,
 ) -> Result<Database> {
     while_held(busy_timeout, || {
-        match open_redb(path, || redb_builder(sharing).open(path)) {
+        match open_redb(path, || open_file(path, sharing, busy_timeout)) {
             Err(Error::Storage(StorageError(redb::Error::DatabaseAlreadyOpen))) => {
                 let holder = holder(path, sharing);
                 if holder == Holder::MultiWriter && sharing != Sharing::MultiWriter {
@@ -291,6 +293,29 @@ pub(crate) fn open_writable(
             other => other,
         }
     })
+}
+
+/// redb's open of the log at `path` in `sharing` mode. In multi-writer mode the file's locks
+/// are waited for at most `busy_timeout` ([`super::WRITE_PATIENCE`] when it is zero), by the
+/// open and by every write transaction after it: redb alone would wait on another process's
+/// write for as long as it lasts.
+fn open_file(
+    path: &Path,
+    sharing: Sharing,
+    busy_timeout: Duration,
+) -> Result<redb::Database, redb::DatabaseError> {
+    if sharing != Sharing::MultiWriter {
+        return redb_builder(sharing).open(path);
+    }
+    let patience = match busy_timeout {
+        Duration::ZERO => super::WRITE_PATIENCE,
+        set => set,
+    };
+    let file = fs::OpenOptions::new().read(true).write(true).open(path)?;
+    let file = super::patient::PatientFile::new(file, path.to_path_buf(), patience)?;
+    // The file exists and starts like a redb file (`check_redb_magic`): this opens it, as
+    // `open` would, and never initialises it.
+    redb_builder(sharing).create_with_backend(file)
 }
 
 /// Runs `attempt` until it succeeds, fails otherwise than with [`OpenError::Held`], or
@@ -316,6 +341,9 @@ pub(crate) fn while_held<T>(
         }
     }
 }
+
+/// How long the probe of who holds a file waits for a multi-writer's write to end.
+const PROBE_PATIENCE: Duration = Duration::from_millis(100);
 
 /// The longest pause between two tries of an open that waits for a busy file.
 const BUSY_PAUSE_MAX: Duration = Duration::from_millis(100);
@@ -375,11 +403,15 @@ fn holder(path: &Path, wanted: Sharing) -> Holder {
         Sharing::Exclusive => Holder::Shared,
         Sharing::MultiWriter => Holder::SingleWriter,
         Sharing::SingleWriter => {
-            match open_redb(path, || redb_builder(Sharing::MultiWriter).open(path)) {
+            // A multi-writer open waits on the writer lock while one of them writes: a wait
+            // that runs out says the same as an open that succeeds.
+            let probe = || open_file(path, Sharing::MultiWriter, PROBE_PATIENCE);
+            match open_redb(path, probe) {
                 Ok(peer) => {
                     drop(Closing::new(peer));
                     Holder::MultiWriter
                 }
+                Err(Error::Store(StoreError::WriterBusy { .. })) => Holder::MultiWriter,
                 Err(_) => Holder::SingleWriter,
             }
         }
@@ -413,6 +445,14 @@ pub(crate) fn opened<D>(
             if error.kind() == std::io::ErrorKind::StorageFull =>
         {
             Err(Error::Io(error))
+        }
+        // A multi-writer's open that waited too long for another's write (`patient.rs`).
+        Ok(Err(redb::DatabaseError::Storage(redb::StorageError::Io(error))))
+            if error
+                .get_ref()
+                .is_some_and(|cause| cause.is::<super::WaitedTooLong>()) =>
+        {
+            Err(redb::Error::Io(error).into())
         }
         Ok(Err(redb::DatabaseError::Storage(error))) => Err(unreadable(Unreadable::Refused {
             cause: error.to_string(),

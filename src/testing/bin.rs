@@ -10,6 +10,11 @@
 //!   <position>` on standard error after clearing them and after each batch, then waiting
 //!   for a line on standard input, so that a test can kill it between two of the rebuild's
 //!   transactions (end of input: go on without waiting).
+//! - `annals-testing host DB`: a server holding the log open in multi-writer mode, one
+//!   transaction per request, printing each acknowledged request until its standard input
+//!   ends (`annals::testing::host::serve`).
+//! - `annals-testing hold-write DB`: a multi-writer write held open until a line arrives on
+//!   standard input (`annals::testing::host::hold_write`).
 //!
 //! Exit codes: 0 done, 1 a failure of annals (printed), 2 bad arguments.
 
@@ -24,7 +29,11 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("crash-writer") => crash_writer(&args[1..]),
         Some("rebuild") => rebuild(&args[1..]),
-        _ => Err(Usage("the subcommand: crash-writer or rebuild".to_owned()).into()),
+        Some("host") => host(&args[1..]),
+        Some("hold-write") => hold_write(&args[1..]),
+        _ => Err(
+            Usage("the subcommand: crash-writer, rebuild, host or hold-write".to_owned()).into(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -127,5 +136,19 @@ fn rebuild(args: &[String]) -> Result<(), Failure> {
         let _ = stdin.read_line(&mut line);
     })?;
     store.close()?;
+    Ok(())
+}
+
+fn host(args: &[String]) -> Result<(), Failure> {
+    let (db, _) = parse(args, &[])?;
+    let mut out = io::stdout().lock();
+    annals::testing::host::serve(&db, io::BufReader::new(io::stdin()), &mut out)?;
+    Ok(())
+}
+
+fn hold_write(args: &[String]) -> Result<(), Failure> {
+    let (db, _) = parse(args, &[])?;
+    let mut out = io::stdout().lock();
+    annals::testing::host::hold_write(&db, &mut io::stdin().lock(), &mut out)?;
     Ok(())
 }

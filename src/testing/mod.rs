@@ -10,6 +10,7 @@ pub mod crash;
 pub mod event_vectors;
 pub mod faults;
 pub mod harness;
+pub mod host;
 pub mod internals;
 pub mod model;
 pub mod random;

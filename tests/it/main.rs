@@ -63,3 +63,4 @@ mod verify;
 #[cfg(feature = "witness")]
 mod witness;
 mod writer;
+mod writers;
