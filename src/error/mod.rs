@@ -41,6 +41,7 @@ pub use replication::{
     Damage, ForkProblem, NatsOperation, NatsProblem, RefusedMessage, ReplicationError, SeedProblem,
 };
 pub use storage::StorageError;
+pub(crate) use store::WaitedTooLong;
 pub use store::{GuardRefusal, PartialStep, StoreError};
 pub use subscription::SubscriptionError;
 pub use table::{PayloadProblem, RollupMoment, TableFault};

@@ -34,7 +34,7 @@ impl From<redb::Error> for super::Error {
         if let redb::Error::Io(io) = &error
             && let Some(waited) = io
                 .get_ref()
-                .and_then(|cause| cause.downcast_ref::<crate::store::WaitedTooLong>())
+                .and_then(|cause| cause.downcast_ref::<super::store::WaitedTooLong>())
         {
             return super::StoreError::WriterBusy {
                 path: waited.path.clone(),

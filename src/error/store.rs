@@ -133,3 +133,13 @@ pub enum GuardRefusal {
     #[error("expired")]
     Expired,
 }
+
+/// A lock of a multi-writer store's file that another process held for longer than the store
+/// waits (`store::patient`): the cause of an I/O error from redb, which the conversion of
+/// redb's errors turns into [`StoreError::WriterBusy`].
+#[derive(Debug, thiserror::Error)]
+#[error("another process held {} for {waited:?}", path.display())]
+pub(crate) struct WaitedTooLong {
+    pub(crate) path: std::path::PathBuf,
+    pub(crate) waited: std::time::Duration,
+}

@@ -61,7 +61,6 @@ use open::{
     Closing, Handle, check_identity, check_redb_magic, create, guarded, initialise, open_reader,
     open_redb, open_writable, redb_builder, while_held,
 };
-pub(crate) use patient::WaitedTooLong;
 pub use session::WriteSession;
 pub use tiles::{OtherLogProblem, TilesError, TilesWritten};
 

@@ -450,7 +450,7 @@ pub(crate) fn opened<D>(
         Ok(Err(redb::DatabaseError::Storage(redb::StorageError::Io(error))))
             if error
                 .get_ref()
-                .is_some_and(|cause| cause.is::<super::WaitedTooLong>()) =>
+                .is_some_and(|cause| cause.is::<crate::error::WaitedTooLong>()) =>
         {
             Err(redb::Error::Io(error).into())
         }

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use redb::backends::FileBackend;
 use redb::{BackendError, StorageBackend};
 
+use crate::error::WaitedTooLong;
+
 /// The first pause between two tries of a lock another process holds: about a quarter of a
 /// small durable commit, so that a waiting writer starts soon after the one before it ends.
 const FIRST_PAUSE: Duration = Duration::from_micros(50);
@@ -28,15 +30,6 @@ pub(crate) struct PatientFile {
     /// The log, for the error.
     path: PathBuf,
     patience: Duration,
-}
-
-/// A lock of the log file that another process held for longer than the store waits: the
-/// cause of an I/O error from redb, turned into [`crate::StoreError::WriterBusy`].
-#[derive(Debug, thiserror::Error)]
-#[error("another process held {} for {waited:?}", path.display())]
-pub(crate) struct WaitedTooLong {
-    pub(crate) path: PathBuf,
-    pub(crate) waited: Duration,
 }
 
 impl PatientFile {

@@ -29,6 +29,11 @@ const ALLOWED: &[(&str, usize, &str)] = &[
         "the monotonic time an open has waited for a held file",
     ),
     (
+        "src/store/patient.rs",
+        1,
+        "the monotonic time a multi-writer has waited for another process's lock",
+    ),
+    (
         "src/replication/stream.rs",
         2,
         "the monotonic time a NATS connection or fetch has waited",
