@@ -61,6 +61,9 @@
 //! child's line for it, and for the writer's rate with and without the tail beside it. The
 //! child is the `annals` binary of the bench's own profile: run
 //! `cargo build --release -p annals-cli` first, or those figures are skipped with a note.
+//! Then two writer processes on one file at once (`two_writers.rs`, this binary's own
+//! children): annals in multi-writer mode against SQLite with a busy timeout, each process
+//! running single durable lease commands on a resource of its own, summed.
 //! `-- --sharing-only` runs these figures alone (with `--quick` and `--check` as above) and
 //! writes them to `target/side_by_side_sharing.json`.
 //!
@@ -92,6 +95,7 @@ mod round;
 mod samples;
 mod sharing;
 mod sqlite;
+mod two_writers;
 mod work;
 
 use std::path::{Path, PathBuf};
@@ -146,6 +150,10 @@ pub(crate) struct Settings {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(at) = args.iter().position(|a| a == "--two-writers-child") {
+        two_writers::two_writers_child(&args[at + 1..]);
+        return;
+    }
     if let Some(at) = args.iter().position(|a| a == "--rss-child") {
         let path = args.get(at + 1).expect("--rss-child needs a path");
         rss_child(Path::new(path));

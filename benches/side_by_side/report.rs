@@ -182,6 +182,11 @@ pub(crate) fn bound(key: &str, samples: &Samples) -> String {
             human(m("written.annals")),
             human(m("written.redb"))
         ),
+        "two_writer_processes_vs_sqlite" => format!(
+            "multi-writer commits to the file, two phases and two syncs each (no journal in \
+             this mode yet): one multi-writer process runs {:.2} of an exclusive one",
+            ratio("sharing.single_multi_writer", "sharing.single_exclusive")
+        ),
         "vs_sqlite_single" => format!(
             "raw redb's own single commits run at {:.2} of SQLite's",
             ratio("single.redb", "single.sqlite")
@@ -252,7 +257,14 @@ pub(crate) fn bound(key: &str, samples: &Samples) -> String {
 }
 
 /// The sharing figures' ratios, taken in every round as [`RATIOS`] are.
-pub(crate) const SHARING_RATIOS: [(&str, &str, &str, f64, bool); 5] = [
+pub(crate) const SHARING_RATIOS: [(&str, &str, &str, f64, bool); 6] = [
+    (
+        "two_writer_processes_vs_sqlite",
+        "sharing.two_writers_annals",
+        "sharing.two_writers_sqlite",
+        1.0,
+        true,
+    ),
     (
         "single_writer_vs_exclusive_single",
         "sharing.single_single_writer",
@@ -739,6 +751,18 @@ pub(crate) fn print_sharing_rows(samples: &Samples) {
     ] {
         row("group commit 64 cmds/s", mode, key, "/s");
     }
+    row(
+        "2 writer processes cmds/s",
+        "multi-writer",
+        "sharing.two_writers_annals",
+        "/s",
+    );
+    row(
+        "2 writer processes cmds/s",
+        "SQLite",
+        "sharing.two_writers_sqlite",
+        "/s",
+    );
     row(
         "tail latency median",
         "single-writer",

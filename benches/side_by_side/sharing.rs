@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::commands::{group_annals_in, single_annals_in};
 use crate::report::SHARING_RATIOS;
 use crate::samples::{Commits, Samples};
+use crate::two_writers::{Contender, two_writers};
 use crate::work::open_new;
 use crate::{EPOCH_MS, GROUP_TASKS, Settings};
 
@@ -63,6 +64,16 @@ pub(crate) fn run_sharing(
             group,
             runtime.block_on(group_annals_in(&path, sharing, GROUP_TASKS, settings.timed)),
         );
+    }
+    // Two writer processes at once, the contenders' order turning from round to round.
+    let mut contenders = [
+        (Contender::Annals, "sharing.two_writers_annals"),
+        (Contender::Sqlite, "sharing.two_writers_sqlite"),
+    ];
+    contenders.rotate_left(round % 2);
+    for (contender, key) in contenders {
+        let path = at(&format!("{key}.db"));
+        samples.push(key, two_writers(contender, &path, settings.timed));
     }
     if let Some(binary) = &settings.tail_binary {
         // The same work with and without the tail, the tail's run first in even rounds.
