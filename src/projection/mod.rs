@@ -281,9 +281,10 @@ impl Projections {
 
     /// Records that every projection has applied everything the transaction appended (and,
     /// being up to date when it began, everything before): each follows the head. Writes only
-    /// a checkpoint that does not say so already.
-    pub(crate) fn advance_checkpoints(&self, txn: &Writer<'_>) -> Result<()> {
+    /// a checkpoint that does not say so already; whether every one said so already.
+    pub(crate) fn advance_checkpoints(&self, txn: &Writer<'_>) -> Result<bool> {
         let mut table = CHECKPOINTS.write(txn)?;
+        let mut all_following = true;
         for projection in &self.list {
             let following = (projection.version(), AT_HEAD);
             let stored = match table.get(projection.name())? {
@@ -291,13 +292,14 @@ impl Projections {
                 None => None,
             };
             if stored != Some(following) {
+                all_following = false;
                 table.insert(
                     projection.name(),
                     seal_checkpoint(projection.name(), following),
                 )?;
             }
         }
-        Ok(())
+        Ok(all_following)
     }
 }
 

@@ -20,6 +20,7 @@
 //! It owns when a generation is published and emptied; it never knows what a table means.
 
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use redb::ReadableDatabase;
@@ -32,6 +33,9 @@ use crate::error::Result;
 pub(crate) struct Database {
     redb: redb::Database,
     published: Mutex<Generation>,
+    /// How many transactions this handle committed to redb: what may have changed the file
+    /// otherwise than through a command's generation (a drain, a rebuild's batch, a cut).
+    file_commits: AtomicU64,
 }
 
 impl Database {
@@ -40,7 +44,14 @@ impl Database {
         Database {
             redb,
             published: Mutex::new(Generation::default()),
+            file_commits: AtomicU64::new(0),
         }
+    }
+
+    /// How many transactions this handle has committed to redb. Read holding redb's write
+    /// lock (under a [`Database::begin_overlay`]), it cannot change until the lock is let go.
+    pub(crate) fn file_commits(&self) -> u64 {
+        self.file_commits.load(Ordering::Acquire)
     }
 
     /// The generation's lock. A panic while it was held left it as its last whole change did:
@@ -145,11 +156,15 @@ impl<'d> WriteTransaction<'d> {
     /// section, so that no reader pairs it with this commit. Nothing was published since it
     /// began: it holds redb's write lock, which every publisher takes first.
     pub(crate) fn commit(self) -> Result<()> {
+        let commits = &self.database.file_commits;
         if !self.absorbed {
-            return Ok(self.txn.commit()?);
+            self.txn.commit()?;
+            commits.fetch_add(1, Ordering::AcqRel);
+            return Ok(());
         }
         let mut published = self.database.published();
         self.txn.commit()?;
+        commits.fetch_add(1, Ordering::AcqRel);
         *published = Generation::default();
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! that would miss what it holds.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use redb::StorageBackend;
@@ -71,21 +72,32 @@ impl Store {
         work: impl FnOnce(&mut WriteSession<'_>) -> Result<R>,
     ) -> Result<R> {
         let database = self.database()?;
-        let command = guarded(|| {
+        let (command, commits, following) = guarded(|| {
             self.journal_ready()?;
             loop {
                 let command = database.begin_overlay()?;
+                // Commands never leave a projection behind; only a commit to the file can (a
+                // rebuild's batch): with none since every checkpoint was seen following the
+                // head, there is nothing to look at.
+                let commits = database.file_commits();
+                if self.caught_up_at.load(Ordering::Acquire) == commits {
+                    return Ok((command, commits, true));
+                }
                 // A rebuild in another thread of this process left a projection behind
                 // between its batches: it is caught up first, in batches of its own.
                 if !catch_up::lagging(command.writer(), &self.projections)? {
-                    return Ok(command);
+                    return Ok((command, commits, false));
                 }
                 drop(command);
                 catch_up::catch_up(database, &self.projections)?;
             }
         })
         .map_err(|error| self.failed(error))?;
-        let (result, finished) = self.run_session(command.writer(), work)?;
+        let (result, finished) = self.run_session_following(command.writer(), following, work)?;
+        if finished.following {
+            // Under redb's write lock still: no commit to the file came between.
+            self.caught_up_at.store(commits, Ordering::Release);
+        }
         guarded(|| match finished.appended {
             true => {
                 self.commit_command(journal, command, &finished)?;

@@ -226,6 +226,11 @@ pub struct Store {
     /// The log's end as this store's last commit left it: the next write transaction packs
     /// small segments without reading them back while no other commit came between.
     log_end: std::sync::Mutex<Option<LogEnd>>,
+    /// The count of the database's commits to the file ([`Database::file_commits`]) when a
+    /// command through the overlay last found every projection's checkpoint following the
+    /// head: until the file takes another commit (a rebuild's batch, a drain, a cut), they
+    /// still do (commands only advance them), and commands need not read them to know it.
+    caught_up_at: std::sync::atomic::AtomicU64,
     /// The commit journal (exclusive mode on a file), through which appends commit.
     journal: Option<std::sync::Mutex<crate::journal::Journal>>,
     /// What the open recovered from a journal left beside the log.
@@ -483,6 +488,7 @@ impl Store {
             commits: watch::Sender::new(head.next),
             out_of_space: std::sync::atomic::AtomicBool::new(false),
             log_end: std::sync::Mutex::new(None),
+            caught_up_at: std::sync::atomic::AtomicU64::new(u64::MAX),
             journal: None,
             recovery: crate::journal::JournalRecovery::default(),
             follower: None,
@@ -660,6 +666,17 @@ impl Store {
         writer: &Writer<'_>,
         work: impl FnOnce(&mut WriteSession<'_>) -> Result<R>,
     ) -> Result<(R, session::Finished)> {
+        self.run_session_following(writer, false, work)
+    }
+
+    /// [`Store::run_session`], told whether every projection's checkpoint is known to follow
+    /// the head already ([`WriteSession::checkpoints_follow`]).
+    pub(crate) fn run_session_following<R>(
+        &self,
+        writer: &Writer<'_>,
+        following: bool,
+        work: impl FnOnce(&mut WriteSession<'_>) -> Result<R>,
+    ) -> Result<(R, session::Finished)> {
         let known_end = *self.log_end.lock().unwrap_or_else(PoisonError::into_inner);
         let mut session = guarded(|| {
             WriteSession::open(
@@ -670,6 +687,9 @@ impl Store {
                 known_end,
             )
         })?;
+        if following {
+            session.checkpoints_follow();
+        }
         let result = work(&mut session)?;
         let finished = guarded(|| session.finish())?;
         Ok((result, finished))

@@ -50,6 +50,9 @@ pub struct WriteSession<'txn> {
     partial: Option<(PartialStep, String)>,
     /// Whether a cut was made in this transaction (its tables are no record's).
     cut_made: bool,
+    /// Whether every projection's checkpoint is known to follow the head already (the caller
+    /// saw so with no commit to the file since): the finish need not read them.
+    following: bool,
 }
 
 impl<'txn> WriteSession<'txn> {
@@ -74,7 +77,14 @@ impl<'txn> WriteSession<'txn> {
             written: Vec::new(),
             partial: None,
             cut_made: false,
+            following: false,
         })
+    }
+
+    /// Tells the session that every projection's checkpoint follows the head as it begins
+    /// (see [`Finished::following`]): its finish does not read them again.
+    pub(crate) fn checkpoints_follow(&mut self) {
+        self.following = true;
     }
 
     /// The head as of this point of the transaction.
@@ -351,15 +361,18 @@ impl<'txn> WriteSession<'txn> {
         }
         let head = self.head();
         let end = self.log.finish()?;
-        if self.appended {
-            self.projections.advance_checkpoints(self.txn)?;
-        }
+        let following = match (self.appended, self.following) {
+            (_, true) => true,
+            (true, false) => self.projections.advance_checkpoints(self.txn)?,
+            (false, false) => false,
+        };
         Ok(Finished {
             appended: self.appended,
             head,
             end,
             journalable: !self.cut_made,
             written: self.written,
+            following,
         })
     }
 }
@@ -377,6 +390,10 @@ pub(crate) struct Finished {
     pub(crate) journalable: bool,
     /// The records appended, in order.
     pub(crate) written: Vec<Record>,
+    /// Whether every projection's checkpoint followed the head before this transaction
+    /// (nothing to advance), so that, with no commit to the file since, the next need not
+    /// read them.
+    pub(crate) following: bool,
 }
 
 impl TableSource for WriteSession<'_> {
