@@ -803,46 +803,6 @@ export type LaneOutcome =
     reason: LeaseRefusal; /** The lane lease that stands, if any. */
   lane?: LaneLease }
 
-/** A lease: who holds a resource, under which fencing token, until when. */
-export interface Lease {
-  /** The resource. */
-  resource: string
-  /** Who holds it. */
-  holder: string
-  /** Its fencing token. */
-  token: bigint
-  /** When it was granted under this token, milliseconds. */
-  acquiredAtMs: number
-  /** When it lapses, milliseconds: live while `now < expiresAtMs`. */
-  expiresAtMs: number
-  /** Its project (empty unless acquired with labels): what `leasesOf(project)` selects by. */
-  project: string
-  /** Its name within the project (empty unless acquired with labels). */
-  name: string
-  /** The holder's display name (empty unless acquired with labels). */
-  holderName: string
-}
-
-/** A lease command (`type`: `acquire`, `renew` or `release`); the clock comes in with it. */
-export type LeaseCommand =
-  | { type: 'acquire'; /** The resource. */
-    resource: string; /** Who asks. */
-    holder: string; /** How long it lasts from `nowMs`. */
-    ttlMs: number; /** Labels the grant carries (the reference hub's project, name and holder name). */
-    labels?: LeaseLabels; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'renew'; /** The resource. */
-    resource: string; /** Who asks. */
-    holder: string; /** The token it was given. */
-    token: bigint; /** The new length from `nowMs`. */
-    ttlMs: number; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'release'; /** The resource. */
-    resource: string; /** Who asks. */
-    holder: string; /** The token it was given. */
-    token: bigint; /** The caller's clock. */
-  nowMs: number }
-
 /**
  * A write fenced by a lease: refused with code `FENCED` unless `token` is the resource's
  * live token at `nowMs`.
@@ -855,34 +815,6 @@ export interface LeaseGuard {
   /** The writer's clock. */
   nowMs: number
 }
-
-/**
- * The labels the reference hub's `acquireLease` takes: a grant carries them, and the
- * holder's own re-acquisition rewrites them while keeping its token and grant time.
- */
-export interface LeaseLabels {
-  /** The project the lease belongs to. */
-  project: string
-  /** The lease's name within the project. */
-  name: string
-  /** The holder's display name. */
-  holderName: string
-}
-
-/**
- * What a lease command got: `granted` (`renewed` when an own lease was extended),
- * `released`, or `refused` with the reason (`held`, `missing`, `superseded`, `expired`, …)
- * and the lease that stands.
- */
-export type LeaseOutcome =
-  | { type: 'granted'; /** The lease now. */
-    lease: Lease; /** Whether an existing lease of the caller's was extended. */
-  renewed: boolean }
-  | { type: 'released'; /** The lease as it was. */
-  lease: Lease }
-  | { type: 'refused'; /** Why, e.g. `'held'`. */
-    reason: LeaseRefusal; /** The lease that stands, if any. */
-  lease?: Lease }
 
 /**
  * How many rows a list gives when its call names no `limit`; past it, the list's `more` is
@@ -1350,6 +1282,12 @@ export interface RunSnapshot {
   position?: bigint
 }
 
+/**
+ * The JSON schema of each command and outcome the package declares, by its TypeScript name:
+ * what `scripts/schema.mjs` generates the declarations from.
+ */
+export declare function schemas(): Record<string, Array<object>>
+
 /** A host setting. */
 export interface Setting {
   /** Its key. */
@@ -1579,6 +1517,109 @@ export interface WriterOptions {
   batchMax?: number
   /** Most commands waiting; a caller finding the queue full waits for room. */
   queueDepth?: number
+}
+
+// The library's commands and outcomes as they cross (scripts/schema.mjs, from schemas()).
+
+/** A resource lease command. Its serde form names each variant in snake_case
+ * (`acquire_labelled`), its fields as they are. */
+export type LeaseCommand =
+  /** Take the resource: free → token 1 (or one past the last token issued); own live lease → extended, same token; expired → takeover, next token; another's live lease → `held`. */
+  | {
+    type: 'acquire'
+    /** The resource. */
+    resource: string
+    /** Who asks. */
+    holder: string
+    /** The lease's project, name and the holder's display name. */
+    labels?: LeaseLabels
+    /** How long the lease lasts from `now_ms`. */
+    ttlMs: number
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Extend a live lease under its token: `missing`, `superseded` or `expired` otherwise. */
+  | {
+    type: 'renew'
+    /** The resource. */
+    resource: string
+    /** Who asks. */
+    holder: string
+    /** The token the holder was given. */
+    token: bigint
+    /** The new length from `now_ms`. */
+    ttlMs: number
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Drop a lease the caller holds under `token`: `missing` or `superseded` otherwise. */
+  | {
+    type: 'release'
+    /** The resource. */
+    resource: string
+    /** Who asks. */
+    holder: string
+    /** The token the holder was given. */
+    token: bigint
+    /** The caller's clock. */
+    nowMs: number
+  }
+
+/** What a lease command got. */
+export type LeaseOutcome =
+  /** The caller holds the lease (`renewed`: it already did, under the same token). */
+  | {
+    type: 'granted'
+    /** The lease now. */
+    lease: Lease
+    /** Whether an existing lease of the caller's was extended. */
+    renewed: boolean
+  }
+  /** The lease was released. */
+  | {
+    type: 'released'
+    /** The lease as it was. */
+    lease: Lease
+  }
+  /** Refused; nothing appended. */
+  | {
+    type: 'refused'
+    /** Why. */
+    reason: LeaseRefusal
+    /** The lease that stands, if any. */
+    lease?: Lease
+  }
+
+/** What a labelled acquisition says about a lease besides its resource and holder, as the
+ * reference hub's `acquireLease` input does: its project, its name and the holder's display
+ * name. */
+export interface LeaseLabels {
+  /** The project the lease belongs to: what [`list_leases`] selects by. */
+  project: string
+  /** The lease's name within the project. */
+  name: string
+  /** The holder's display name. */
+  holderName: string
+}
+
+/** A resource lease as it stands. */
+export interface Lease {
+  /** The resource. */
+  resource: string
+  /** Who holds it. */
+  holder: string
+  /** Its fencing token. */
+  token: bigint
+  /** When it was granted under this token. */
+  acquiredAtMs: number
+  /** When it lapses: live while `now_ms < expires_at_ms`. */
+  expiresAtMs: number
+  /** The project it belongs to (empty when its acquisition named none). */
+  project: string
+  /** Its name within the project. */
+  name: string
+  /** The holder's display name. */
+  holderName: string
 }
 
 // The names a reason, status or kind takes (scripts/schema.mjs, from constants.names).

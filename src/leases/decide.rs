@@ -14,6 +14,7 @@ use crate::validate;
 
 /// Why a lease command did not get what it asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum LeaseRefusal {
     /// Someone else holds a live lease.
@@ -37,8 +38,11 @@ impl std::fmt::Display for LeaseRefusal {
     }
 }
 
-/// A resource lease command.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A resource lease command. Its serde form names each variant in snake_case
+/// (`acquire_labelled`), its fields as they are.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 pub enum LeaseCommand {
     /// Take the resource: free → token 1 (or one past the last token issued); own live lease
     /// → extended, same token; expired → takeover, next token; another's live lease → `held`.
@@ -94,7 +98,9 @@ pub enum LeaseCommand {
 }
 
 /// What a lease command got.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 #[must_use]
 pub enum LeaseOutcome {
     /// The caller holds the lease (`renewed`: it already did, under the same token).

@@ -2,40 +2,52 @@
 //! (`<domain>_work`), run either now (`lease`) or on a thread of libuv's pool (`leaseAsync`,
 //! a Promise), alone or inside `transaction(fn)` (see `transaction.rs`).
 
-use napi::bindgen_prelude::AsyncTask;
+use annals::leases::{LeaseCommand, LeaseOutcome};
+use napi::Env;
+use napi::bindgen_prelude::{AsyncTask, JsObjectValue, Object};
 use napi_derive::napi;
+
+use crate::crossing::{Made, from_js, has, to_js};
 
 use crate::lanes::{self, LaneCommand, LaneOutcome};
 use crate::runs::{self, RunCommand, RunOutcome, SpanCommand, SpanOutcome};
-use crate::transaction::{Call, CallOptions, Commit, Work};
+use crate::transaction::{Call, CallOptions, Commit, Crossing, Work};
 use crate::{
     ConsumerCommand, ConsumerOutcome, FuelCommand, FuelOutcome, IngestCommand, IngestOutcome,
-    InstanceCommand, InstanceOutcome, LeaseCommand, LeaseOutcome, OutboxCommand, OutboxOutcome,
-    SettingCommand, SettingOutcome, Store, convert, fuel_command, fuel_outcome, setting_command,
-    setting_outcome,
+    InstanceCommand, InstanceOutcome, OutboxCommand, OutboxOutcome, SettingCommand, SettingOutcome,
+    Store, convert, fuel_command, fuel_outcome, setting_command, setting_outcome,
 };
 
 #[napi]
 impl Store {
     /// Runs a lease command against the current state, appending what it decides.
-    #[napi]
+    #[napi(
+        ts_args_type = "command: LeaseCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "LeaseOutcome"
+    )]
     pub fn lease(
         &self,
-        command: LeaseCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<LeaseOutcome> {
-        self.command(Call::of(options)?, lease_work(command)?)
+    ) -> napi::Result<Made> {
+        let outcome = self.command(Call::of(options)?, lease_work(&env, command)?)?;
+        to_js(&env, &outcome)
     }
 
     /// `lease(command, options)` committed on a thread of libuv's pool: a Promise of its
     /// outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<LeaseOutcome>")]
+    #[napi(
+        ts_args_type = "command: LeaseCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "Promise<LeaseOutcome>"
+    )]
     pub fn lease_async(
         &self,
-        command: LeaseCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<AsyncTask<Commit<LeaseOutcome>>> {
-        self.command_async(Call::of(options)?, lease_work(command)?)
+    ) -> napi::Result<AsyncTask<Crossing<LeaseOutcome>>> {
+        self.crossing_async(Call::of(options)?, lease_work(&env, command)?)
     }
 
     /// Runs an outbox command against the current state, appending what it decides.
@@ -228,12 +240,20 @@ impl Store {
     }
 }
 
-/// The write of `lease(command)`, converted.
-fn lease_work(command: LeaseCommand) -> napi::Result<Work<LeaseOutcome>> {
-    let command = convert::lease_command(command)?;
-    Ok(Box::new(move |session| {
-        Ok(convert::lease_outcome(session.execute(&command)?))
-    }))
+/// The library's lease command a JavaScript one is: `acquire` with `labels` is the library's
+/// `acquire_labelled` (the reference hub's `acquireLease` has one command for both).
+pub(crate) fn lease_command(env: &Env, mut command: Object<'_>) -> napi::Result<LeaseCommand> {
+    if command.get::<String>("type")?.as_deref() == Some("acquire") && has(&command, "labels")? {
+        // `command` is lib.js's copy of the caller's, made for this call.
+        command.set_named_property("type", "acquireLabelled")?;
+    }
+    from_js(env, command)
+}
+
+/// The write of `lease(command)`.
+fn lease_work(env: &Env, command: Object<'_>) -> napi::Result<Work<LeaseOutcome>> {
+    let command = lease_command(env, command)?;
+    Ok(Box::new(move |session| session.execute(&command)))
 }
 
 /// The write of `outbox(command)`, converted.

@@ -1,9 +1,6 @@
 //! Conversions between JavaScript's values and annals' types: checked, never lossy, every
 //! refusal an `INVALID_ARGUMENT` naming the field.
 
-use annals::leases::{
-    FencingToken, LeaseCommand as CoreLeaseCommand, LeaseOutcome as CoreLeaseOutcome,
-};
 use annals::outbox::{OutboxOutcome as CoreOutboxOutcome, PullOutcome, SweepOutcome};
 use annals::{AppendOutcome as Outcome, Direction, ExpectedVersion, StreamVersion};
 use napi::bindgen_prelude::{BigInt, Buffer};
@@ -12,8 +9,8 @@ use crate::error::invalid;
 use crate::rows::{instance_js, outbox_row_js};
 use crate::{
     AckRefusal, AppendOutcome, ConsumerCheckpoint, ConsumerCommand, ConsumerOutcome, ExpiredRow,
-    IngestCommand, IngestOutcome, IngestedEvent, InstanceCommand, InstanceOutcome, Lease,
-    LeaseCommand, LeaseOutcome, LogRecord, NewEvent, OutboxOutcome, ReadOptions,
+    IngestCommand, IngestOutcome, IngestedEvent, InstanceCommand, InstanceOutcome, LogRecord,
+    NewEvent, OutboxOutcome, ReadOptions,
 };
 
 /// The largest integer a JavaScript number holds exactly.
@@ -142,77 +139,6 @@ pub fn record_js(record: annals::Record) -> LogRecord {
         payload: Buffer::from(record.payload),
         hash: record.hash.to_hex(),
     }
-}
-
-pub fn lease_js(lease: annals::leases::Lease) -> Lease {
-    Lease {
-        resource: lease.resource,
-        holder: lease.holder,
-        token: BigInt::from(lease.token.0),
-        acquired_at_ms: lease.acquired_at_ms as f64,
-        expires_at_ms: lease.expires_at_ms as f64,
-        project: lease.project,
-        name: lease.name,
-        holder_name: lease.holder_name,
-    }
-}
-
-pub fn lease_command(command: LeaseCommand) -> napi::Result<CoreLeaseCommand> {
-    Ok(match command {
-        LeaseCommand::Acquire {
-            resource,
-            holder,
-            ttl_ms,
-            labels: None,
-            now_ms,
-        } => CoreLeaseCommand::Acquire {
-            resource,
-            holder,
-            ttl_ms: u64_of_ms(ttl_ms, "ttlMs")?,
-            now_ms: u64_of_ms(now_ms, "nowMs")?,
-        },
-        LeaseCommand::Acquire {
-            resource,
-            holder,
-            ttl_ms,
-            labels: Some(labels),
-            now_ms,
-        } => CoreLeaseCommand::AcquireLabelled {
-            resource,
-            holder,
-            labels: annals::leases::LeaseLabels {
-                project: labels.project,
-                name: labels.name,
-                holder_name: labels.holder_name,
-            },
-            ttl_ms: u64_of_ms(ttl_ms, "ttlMs")?,
-            now_ms: u64_of_ms(now_ms, "nowMs")?,
-        },
-        LeaseCommand::Renew {
-            resource,
-            holder,
-            token,
-            ttl_ms,
-            now_ms,
-        } => CoreLeaseCommand::Renew {
-            resource,
-            holder,
-            token: FencingToken(u64_of(&token, "token")?),
-            ttl_ms: u64_of_ms(ttl_ms, "ttlMs")?,
-            now_ms: u64_of_ms(now_ms, "nowMs")?,
-        },
-        LeaseCommand::Release {
-            resource,
-            holder,
-            token,
-            now_ms,
-        } => CoreLeaseCommand::Release {
-            resource,
-            holder,
-            token: FencingToken(u64_of(&token, "token")?),
-            now_ms: u64_of_ms(now_ms, "nowMs")?,
-        },
-    })
 }
 
 /// The name a serde enum serialises to (`'held'`, `'superseded'`, …).
@@ -424,22 +350,6 @@ pub fn pull(outcome: PullOutcome) -> OutboxOutcome {
         PullOutcome::Refused { reason, key } => OutboxOutcome::Refused {
             reason: name_of(&reason),
             key,
-        },
-    }
-}
-
-pub fn lease_outcome(outcome: CoreLeaseOutcome) -> LeaseOutcome {
-    match outcome {
-        CoreLeaseOutcome::Granted { lease, renewed } => LeaseOutcome::Granted {
-            lease: lease_js(lease),
-            renewed,
-        },
-        CoreLeaseOutcome::Released { lease } => LeaseOutcome::Released {
-            lease: lease_js(lease),
-        },
-        CoreLeaseOutcome::Refused { reason, lease } => LeaseOutcome::Refused {
-            reason: name_of(&reason),
-            lease: lease.map(lease_js),
         },
     }
 }

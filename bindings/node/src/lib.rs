@@ -9,6 +9,7 @@ mod commands;
 #[cfg_attr(test, allow(dead_code))]
 mod constants;
 mod convert;
+mod crossing;
 mod error;
 #[cfg_attr(test, allow(dead_code))]
 mod events;
@@ -19,16 +20,20 @@ mod packed;
 mod queries;
 mod rows;
 mod runs;
+#[cfg_attr(test, allow(dead_code))]
+mod schemas;
 mod transaction;
 mod view;
 
 use std::sync::{Arc, Mutex};
 
 use annals::{Durability, Position, Sharing, Store as Inner, StoreOptions};
-use napi::bindgen_prelude::{BigInt, Buffer};
+use napi::Env;
+use napi::bindgen_prelude::{BigInt, Buffer, Object, PromiseRaw};
 use napi_derive::napi;
 
 use convert::{position, record_js, u64_of_ms};
+use crossing::Made;
 use error::{at_path, invalid, to_js};
 use lanes::{LaneCommand, LaneOutcome};
 use rows::{FuelEntry, FuelTotal, Instance, OutboxRow, RunRollup};
@@ -188,108 +193,6 @@ pub struct ReadOptions {
     pub direction: Option<String>,
     /// At most this many records; default 1000.
     pub limit: Option<f64>,
-}
-
-/// A lease: who holds a resource, under which fencing token, until when.
-#[napi(object)]
-pub struct Lease {
-    /// The resource.
-    pub resource: String,
-    /// Who holds it.
-    pub holder: String,
-    /// Its fencing token.
-    pub token: BigInt,
-    /// When it was granted under this token, milliseconds.
-    pub acquired_at_ms: f64,
-    /// When it lapses, milliseconds: live while `now < expiresAtMs`.
-    pub expires_at_ms: f64,
-    /// Its project (empty unless acquired with labels): what `leasesOf(project)` selects by.
-    pub project: String,
-    /// Its name within the project (empty unless acquired with labels).
-    pub name: String,
-    /// The holder's display name (empty unless acquired with labels).
-    pub holder_name: String,
-}
-
-/// The labels the reference hub's `acquireLease` takes: a grant carries them, and the
-/// holder's own re-acquisition rewrites them while keeping its token and grant time.
-#[napi(object)]
-pub struct LeaseLabels {
-    /// The project the lease belongs to.
-    pub project: String,
-    /// The lease's name within the project.
-    pub name: String,
-    /// The holder's display name.
-    pub holder_name: String,
-}
-
-/// A lease command (`type`: `acquire`, `renew` or `release`); the clock comes in with it.
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum LeaseCommand {
-    /// Take the resource (or extend one's own live lease).
-    Acquire {
-        /// The resource.
-        resource: String,
-        /// Who asks.
-        holder: String,
-        /// How long it lasts from `nowMs`.
-        ttl_ms: f64,
-        /// Labels the grant carries (the reference hub's project, name and holder name).
-        labels: Option<LeaseLabels>,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// Extend a live lease under its token.
-    Renew {
-        /// The resource.
-        resource: String,
-        /// Who asks.
-        holder: String,
-        /// The token it was given.
-        token: BigInt,
-        /// The new length from `nowMs`.
-        ttl_ms: f64,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// Drop a lease held under `token`.
-    Release {
-        /// The resource.
-        resource: String,
-        /// Who asks.
-        holder: String,
-        /// The token it was given.
-        token: BigInt,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-}
-
-/// What a lease command got: `granted` (`renewed` when an own lease was extended),
-/// `released`, or `refused` with the reason (`held`, `missing`, `superseded`, `expired`, …)
-/// and the lease that stands.
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum LeaseOutcome {
-    /// The caller holds the lease.
-    Granted {
-        /// The lease now.
-        lease: Lease,
-        /// Whether an existing lease of the caller's was extended.
-        renewed: bool,
-    },
-    /// The lease was released.
-    Released {
-        /// The lease as it was.
-        lease: Lease,
-    },
-    /// Refused; nothing was appended.
-    Refused {
-        /// Why, e.g. `'held'`.
-        #[napi(ts_type = "LeaseRefusal")]
-        reason: String,
-        /// The lease that stands, if any.
-        lease: Option<Lease>,
-    },
 }
 
 /// A write fenced by a lease: refused with code `FENCED` unless `token` is the resource's
@@ -1198,12 +1101,21 @@ impl Writer {
     }
 
     /// `Store.lease`, batched.
-    #[napi]
-    pub async fn lease(&self, command: LeaseCommand) -> napi::Result<LeaseOutcome> {
-        let command = convert::lease_command(command)?;
+    #[napi(
+        ts_args_type = "command: LeaseCommand",
+        ts_return_type = "Promise<LeaseOutcome>"
+    )]
+    pub fn lease<'env>(
+        &self,
+        env: &'env Env,
+        command: Object<'_>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
+        let command = commands::lease_command(env, command)?;
         let writer = self.handle()?;
-        let outcome = writer.execute(command).await.map_err(to_js)?;
-        Ok(convert::lease_outcome(outcome))
+        env.spawn_future_with_callback(
+            async move { writer.execute(command).await.map_err(to_js) },
+            |env, outcome| crossing::to_js(env, &outcome),
+        )
     }
 
     /// `Store.outbox`, batched.

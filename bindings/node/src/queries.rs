@@ -1,16 +1,18 @@
 //! The queries of every domain, each read from one consistent view of the projections as of
 //! the last commit: what the reference stores' `get…` and `list…` calls return.
 
+use napi::Env;
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 
-use crate::convert::{self, lease_js, u64_of, u64_of_ms};
+use crate::convert::{self, u64_of, u64_of_ms};
+use crate::crossing::{Made, to_js};
 use crate::error::invalid;
 use crate::rows::{
     self, FuelEntry, FuelTotal, Instance, LaneLease, OpenRunRollup, OutboxRow, Run, RunChange,
     RunRollup, RunSnapshot, Setting, Span, SpanEvent,
 };
-use crate::{ConsumerCheckpoint, IngestedEvent, Lease, Store};
+use crate::{ConsumerCheckpoint, IngestedEvent, Store};
 
 /// The fuel an instance used in all.
 #[napi(object)]
@@ -53,32 +55,25 @@ fn limit_or(limit: Option<f64>, default: u32) -> napi::Result<usize> {
 #[napi]
 impl Store {
     /// The lease of `resource` as it stands, or `null`.
-    #[napi]
-    pub fn lease_of(&self, resource: String) -> napi::Result<Option<Lease>> {
-        self.query(move |state| Ok(annals::leases::lease(state, &resource)?.map(lease_js)))
+    #[napi(ts_return_type = "Lease | null")]
+    pub fn lease_of(&self, env: Env, resource: String) -> napi::Result<Made> {
+        let lease = self.query(move |state| annals::leases::lease(state, &resource))?;
+        to_js(&env, &lease)
     }
 
     /// Up to `limit` (default 1000) leases held, by resource.
-    #[napi]
-    pub fn leases(&self, limit: Option<f64>) -> napi::Result<Vec<Lease>> {
+    #[napi(ts_return_type = "Array<Lease>")]
+    pub fn leases(&self, env: Env, limit: Option<f64>) -> napi::Result<Made> {
         let limit = self::limit(limit)?;
-        self.query(move |state| {
-            Ok(annals::leases::leases(state, limit)?
-                .into_iter()
-                .map(lease_js)
-                .collect())
-        })
+        let leases = self.query(move |state| annals::leases::leases(state, limit))?;
+        to_js(&env, &leases)
     }
 
     /// The leases of one project (granted with labels), as the reference hub's `listLeases`.
-    #[napi]
-    pub fn leases_of(&self, project: String) -> napi::Result<Vec<Lease>> {
-        self.query(move |state| {
-            Ok(annals::leases::list_leases(state, &project)?
-                .into_iter()
-                .map(lease_js)
-                .collect())
-        })
+    #[napi(ts_return_type = "Array<Lease>")]
+    pub fn leases_of(&self, env: Env, project: String) -> napi::Result<Made> {
+        let leases = self.query(move |state| annals::leases::list_leases(state, &project))?;
+        to_js(&env, &leases)
     }
 
     /// The last fencing token issued for `resource` (kept after a release), or `null`.
