@@ -4,10 +4,10 @@
 
 use annals::leases::{LeaseCommand, LeaseOutcome};
 use napi::Env;
-use napi::bindgen_prelude::{AsyncTask, JsObjectValue, Object};
+use napi::bindgen_prelude::{AsyncTask, Object};
 use napi_derive::napi;
 
-use crate::crossing::{Made, from_js, has, to_js};
+use crate::crossing::{Made, from_js, to_js};
 
 use crate::lanes::{self, LaneCommand, LaneOutcome};
 use crate::runs::{self, RunCommand, RunOutcome, SpanCommand, SpanOutcome};
@@ -31,7 +31,7 @@ impl Store {
         command: Object<'_>,
         options: Option<CallOptions>,
     ) -> napi::Result<Made> {
-        let outcome = self.command(Call::of(options)?, lease_work(&env, command)?)?;
+        let outcome = self.command(Call::of(options)?, lease_work(command)?)?;
         to_js(&env, &outcome)
     }
 
@@ -43,11 +43,10 @@ impl Store {
     )]
     pub fn lease_async(
         &self,
-        env: Env,
         command: Object<'_>,
         options: Option<CallOptions>,
     ) -> napi::Result<AsyncTask<Crossing<LeaseOutcome>>> {
-        self.crossing_async(Call::of(options)?, lease_work(&env, command)?)
+        self.crossing_async(Call::of(options)?, lease_work(command)?)
     }
 
     /// Runs an outbox command against the current state, appending what it decides.
@@ -240,19 +239,9 @@ impl Store {
     }
 }
 
-/// The library's lease command a JavaScript one is: `acquire` with `labels` is the library's
-/// `acquire_labelled` (the reference hub's `acquireLease` has one command for both).
-pub(crate) fn lease_command(env: &Env, mut command: Object<'_>) -> napi::Result<LeaseCommand> {
-    if command.get::<String>("type")?.as_deref() == Some("acquire") && has(&command, "labels")? {
-        // `command` is lib.js's copy of the caller's, made for this call.
-        command.set_named_property("type", "acquireLabelled")?;
-    }
-    from_js(env, command)
-}
-
 /// The write of `lease(command)`.
-fn lease_work(env: &Env, command: Object<'_>) -> napi::Result<Work<LeaseOutcome>> {
-    let command = lease_command(env, command)?;
+fn lease_work(command: Object<'_>) -> napi::Result<Work<LeaseOutcome>> {
+    let command: LeaseCommand = from_js(&command)?;
     Ok(Box::new(move |session| session.execute(&command)))
 }
 

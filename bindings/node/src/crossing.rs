@@ -19,15 +19,19 @@
 //! schemas (`schemas()`), so the declarations cannot drift from what crosses. It must never
 //! decide anything a command means: it only converts.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
 use std::fmt::Display;
 
+use napi::Env;
 use napi::bindgen_prelude::{
-    Array as JsArray, BigInt, Buffer, Either3, JsObjectValue, Null, Object, ToNapiValue, Unknown,
+    Array as JsArray, BigInt, Buffer, Either, Either3, JsObjectValue, JsValue, Null, Object,
+    ToNapiValue, Unknown,
 };
-use napi::{Env, JsValue};
 use serde::de::{
-    self, DeserializeOwned, DeserializeSeed, Deserializer, EnumAccess, IntoDeserializer, MapAccess,
-    SeqAccess, VariantAccess, Visitor,
+    self, DeserializeOwned, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess,
+    VariantAccess, Visitor,
 };
 use serde::ser::{self, Impossible, Serialize, SerializeMap, SerializeSeq, Serializer};
 
@@ -40,15 +44,13 @@ const SAFE_INTEGER_MAX: i64 = 9_007_199_254_740_991;
 /// such an error passes through the adapters as it is.
 const MADE: &str = "annals:";
 
-/// `value`, a JavaScript object, as the library's `T`.
-pub fn from_js<'v, T: DeserializeOwned>(env: &Env, value: impl JsValue<'v>) -> napi::Result<T> {
-    match env.from_js_value::<Incoming<T>, _>(value) {
-        Ok(Incoming(value)) => Ok(value),
-        Err(error) => Err(napi::Error::new(
-            napi::Status::GenericFailure,
-            named("", &error.reason),
-        )),
-    }
+/// `command`, a JavaScript object, as the library's `T`.
+pub fn from_js<T: DeserializeOwned>(command: &Object<'_>) -> napi::Result<T> {
+    T::deserialize(In {
+        holder: command,
+        place: &Place::Root,
+    })
+    .map_err(|error| at(&Place::Root, error))
 }
 
 /// `value` as JavaScript's, by the conventions above.
@@ -69,6 +71,26 @@ pub fn has(command: &Object<'_>, field: &str) -> napi::Result<bool> {
         .map(|value| value.get_type())
         .transpose()?
         .is_some_and(|kind| !matches!(kind, napi::ValueType::Null | napi::ValueType::Undefined)))
+}
+
+/// A field's name as JavaScript spells it and as V8 takes it, made once per name: the names
+/// are the library's fields, a few hundred, kept for the life of the process.
+fn spelled(field: &'static str) -> (&'static str, &'static CStr) {
+    thread_local! {
+        static SPELLED: RefCell<HashMap<&'static str, (&'static str, &'static CStr)>> =
+            RefCell::new(HashMap::new());
+    }
+    SPELLED.with(|spelled| {
+        *spelled.borrow_mut().entry(field).or_insert_with(|| {
+            let name = js_name(field);
+            // A Rust field's name has no NUL in it.
+            let c_name = CString::new(name.as_bytes()).unwrap_or_default();
+            (
+                Box::leak(name.into_boxed_str()),
+                Box::leak(c_name.into_boxed_c_str()),
+            )
+        })
+    })
 }
 
 /// Whether an enum crosses as an object tagged by `type` rather than as a name.
@@ -131,54 +153,143 @@ fn refused(field: &str, problem: impl Display) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Coming in: `In` wraps napi-rs's deserializer, and each visitor it hands on wraps the library's.
+// Coming in: `In` reads each value where it is (a field of an object by its name, an element
+// of an array) when the library's type asks for it, as the type it asks for.
 
-struct Incoming<T>(T);
-
-impl<'de, T: DeserializeOwned> de::Deserialize<'de> for Incoming<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let adapted = In {
-            inner: deserializer,
-            field: String::new(),
-        };
-        T::deserialize(adapted)
-            .map(Incoming)
-            .map_err(|error| <D::Error as de::Error>::custom(error.0))
-    }
+/// The place of a value in what the caller passed, for reading it and for naming it.
+#[derive(Clone, Copy)]
+enum Place<'a> {
+    /// The command itself.
+    Root,
+    /// A field of the object at `parent`: its name as JavaScript spells it, and as V8 takes it.
+    Field(&'a Place<'a>, &'static str, &'static CStr),
+    /// The key `name` of the map at `parent`, as the caller wrote it.
+    Key(&'a Place<'a>, &'a str),
+    /// Element `at` of the array at `parent`.
+    Element(&'a Place<'a>, u32),
 }
 
-/// An error's message, carried through serde's traits between napi-rs's and the library's.
-#[derive(Debug)]
-struct Carried(String);
-
-impl Display for Carried {
+impl Display for Place<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            Place::Root => f.write_str("command"),
+            Place::Field(Place::Root, name, _) | Place::Key(Place::Root, name) => f.write_str(name),
+            Place::Field(parent, name, _) | Place::Key(parent, name) => {
+                write!(f, "{parent}.{name}")
+            }
+            Place::Element(parent, at) => write!(f, "{parent}[{at}]"),
+        }
     }
 }
 
-impl std::error::Error for Carried {}
+/// An `INVALID_ARGUMENT` naming `place`.
+fn refuse(place: &Place<'_>, problem: impl Display) -> napi::Error {
+    invalid(&place.to_string(), &problem.to_string())
+}
 
-impl de::Error for Carried {
-    fn custom<M: Display>(message: M) -> Self {
-        Carried(message.to_string())
+/// An error of the library's type met reading `place` (serde's words: a missing field, an
+/// unknown name), as one naming it; one the crossing made names its place already.
+fn at(place: &Place<'_>, error: napi::Error) -> napi::Error {
+    if error.reason.starts_with(MADE) {
+        return error;
     }
+    napi::Error::new(
+        napi::Status::GenericFailure,
+        named(
+            &match place {
+                Place::Root => String::new(),
+                place => place.to_string(),
+            },
+            &error.reason,
+        ),
+    )
 }
 
-/// An error of the inner deserializer met at `field`, as the adapters carry it.
-fn carried<E: Display>(field: &str) -> impl Fn(E) -> Carried + '_ {
-    move |error| Carried(named(field, &error.to_string()))
+/// The value at `place`, inside `holder` (the object or array it is in; the root's own).
+struct In<'a> {
+    holder: &'a Object<'a>,
+    place: &'a Place<'a>,
 }
 
-/// A carried error as the inner deserializer's.
-fn outer<E: de::Error>(error: Carried) -> E {
-    E::custom(error.0)
-}
+impl<'a> In<'a> {
+    /// The value as `T`, refused as not `what` if it is not one.
+    fn fetch<T: napi::bindgen_prelude::FromNapiValue>(&self, what: &str) -> napi::Result<T> {
+        let value = match self.place {
+            Place::Root => self
+                .holder
+                .get_named_property_unchecked::<T>("")
+                .map_err(drop),
+            Place::Field(_, _, name) => self
+                .holder
+                .get_c_named_property_unchecked::<T>(name)
+                .map_err(drop),
+            Place::Key(_, name) => self
+                .holder
+                .get_named_property_unchecked::<T>(name)
+                .map_err(drop),
+            Place::Element(_, at) => self.holder.get_element::<T>(*at).map_err(drop),
+        };
+        value.map_err(|()| refuse(self.place, format!("must be {what}")))
+    }
 
-/// The value of `field`, deserialized by `inner`.
-struct In<D> {
-    inner: D,
-    field: String,
+    /// The value's type, `undefined` when it is absent.
+    fn kind(&self) -> napi::Result<napi::ValueType> {
+        match self.place {
+            Place::Root => Ok(napi::ValueType::Object),
+            _ => self.fetch::<Unknown<'_>>("a value")?.get_type(),
+        }
+    }
+
+    /// The object the value is (the root is one).
+    fn object(&self) -> napi::Result<Object<'a>> {
+        match self.place {
+            Place::Root => Ok(*self.holder),
+            _ => {
+                if self.kind()? != napi::ValueType::Object {
+                    return Err(refuse(self.place, "must be an object"));
+                }
+                self.fetch::<Object<'a>>("an object")
+            }
+        }
+    }
+
+    fn integer<'de, V: Visitor<'de>>(self, width: Width, visitor: V) -> napi::Result<V::Value> {
+        let whole: i128 = match self.fetch::<Either<f64, BigInt>>("a safe integer or a bigint")? {
+            Either::A(number) => {
+                if !(number.fract() == 0.0 && number.abs() <= SAFE_INTEGER_MAX as f64) {
+                    return Err(refuse(
+                        self.place,
+                        format!("{number} is not a whole number from {}", width.bound),
+                    ));
+                }
+                number as i128
+            }
+            Either::B(big) => {
+                let (negative, value, lossless) = big.get_u128();
+                if !lossless {
+                    return Err(refuse(
+                        self.place,
+                        format!("is not a whole number from {}", width.bound),
+                    ));
+                }
+                let value = i128::try_from(value).unwrap_or(i128::MAX);
+                if negative { -value } else { value }
+            }
+        };
+        if !(width.min..=width.max).contains(&whole) {
+            return Err(refuse(
+                self.place,
+                format!("{whole} is not a whole number from {}", width.bound),
+            ));
+        }
+        let place = self.place;
+        let value = if width.min < 0 {
+            visitor.visit_i64(whole as i64)
+        } else {
+            visitor.visit_u64(whole as u64)
+        };
+        value.map_err(|error| at(place, error))
+    }
 }
 
 /// The range of the integer a field wants.
@@ -215,117 +326,130 @@ const I64: Width = Width {
     bound: "-2^63 to 2^63 - 1",
 };
 
-impl<'de, D: Deserializer<'de>> In<D> {
-    fn integer<V: Visitor<'de>>(self, width: Width, visitor: V) -> Result<V::Value, Carried> {
-        let field = self.field;
-        let whole = self
-            .inner
-            .deserialize_any(Whole { field: &field })
-            .map_err(carried(&field))?;
-        if !(width.min..=width.max).contains(&whole) {
-            return Err(Carried(refused(
-                &field,
-                format!("{whole} is not a whole number from {}", width.bound),
-            )));
-        }
-        let value = if width.min < 0 {
-            visitor.visit_i64(whole as i64)
-        } else {
-            visitor.visit_u64(whole as u64)
-        };
-        value.map_err(|error: Carried| Carried(named(&field, &error.0)))
-    }
-}
-
-/// A whole number, from a safe-integer `number` or a `bigint`.
-struct Whole<'a> {
-    field: &'a str,
-}
-
-impl<'de> Visitor<'de> for Whole<'_> {
-    type Value = i128;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a safe integer or a bigint")
-    }
-
-    fn visit_i64<E: de::Error>(self, value: i64) -> Result<i128, E> {
-        // A whole number comes as an i64, and so does a negative bigint: it must be a safe
-        // integer to be taken (a negative bigint outside it is refused by any range).
-        if !(-SAFE_INTEGER_MAX..=SAFE_INTEGER_MAX).contains(&value) {
-            return Err(E::custom(refused(
-                self.field,
-                format!("{value} is not a safe integer (a bigint carries it)"),
-            )));
-        }
-        Ok(value.into())
-    }
-
-    fn visit_u64<E: de::Error>(self, value: u64) -> Result<i128, E> {
-        Ok(value.into())
-    }
-
-    fn visit_i128<E: de::Error>(self, value: i128) -> Result<i128, E> {
-        Ok(value)
-    }
-
-    fn visit_u128<E: de::Error>(self, value: u128) -> Result<i128, E> {
-        Ok(i128::try_from(value).unwrap_or(i128::MAX))
-    }
-
-    fn visit_f64<E: de::Error>(self, value: f64) -> Result<i128, E> {
-        Err(E::custom(refused(
-            self.field,
-            format!("{value} is not a whole number"),
-        )))
-    }
-}
-
 macro_rules! integer {
     ($($method:ident $width:ident)*) => {$(
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Carried> {
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
             self.integer($width, visitor)
         }
     )*};
 }
 
-macro_rules! forwarded {
-    ($($method:ident)*) => {$(
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Carried> {
-            let field = self.field;
-            self.inner.$method(Plain { visitor, field: &field, bytes_as_seq: false })
-                .map_err(carried(&field))
-        }
-    )*};
-}
-
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for In<D> {
-    type Error = Carried;
+impl<'de, 'a> Deserializer<'de> for In<'a> {
+    type Error = napi::Error;
 
     integer! {
         deserialize_u8 U8 deserialize_u16 U16 deserialize_u32 U32 deserialize_u64 U64
         deserialize_i64 I64 deserialize_i32 I64 deserialize_i16 I64 deserialize_i8 I64
     }
 
-    forwarded! {
-        deserialize_any deserialize_bool deserialize_str deserialize_string deserialize_bytes
-        deserialize_byte_buf deserialize_f64 deserialize_f32 deserialize_char deserialize_unit
-        deserialize_identifier deserialize_ignored_any deserialize_map deserialize_i128
-        deserialize_u128 deserialize_option
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        match self.kind()? {
+            napi::ValueType::Undefined | napi::ValueType::Null => visitor.visit_none(),
+            napi::ValueType::Boolean => self.deserialize_bool(visitor),
+            napi::ValueType::String => self.deserialize_string(visitor),
+            napi::ValueType::Number | napi::ValueType::BigInt => self.deserialize_i64(visitor),
+            napi::ValueType::Object => self.deserialize_map(visitor),
+            _ => Err(refuse(self.place, "a value the binding cannot take")),
+        }
     }
 
-    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Carried> {
-        let field = self.field;
-        self.inner
-            .deserialize_any(Plain {
-                visitor,
-                field: &field,
-                bytes_as_seq: true,
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        visitor.visit_bool(self.fetch("a boolean")?)
+    }
+
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        visitor.visit_f64(self.fetch("a number")?)
+    }
+
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        self.deserialize_f64(visitor)
+    }
+
+    fn deserialize_i128<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        self.deserialize_i64(visitor)
+    }
+
+    fn deserialize_u128<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        self.deserialize_u64(visitor)
+    }
+
+    fn deserialize_char<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        self.deserialize_string(visitor)
+    }
+
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        self.deserialize_string(visitor)
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        let place = self.place;
+        visitor
+            .visit_string(self.fetch("a string")?)
+            .map_err(|error| at(place, error))
+    }
+
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        let bytes: Buffer = self.fetch("a Buffer")?;
+        visitor.visit_bytes(&bytes)
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        self.deserialize_bytes(visitor)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        match self.kind()? {
+            napi::ValueType::Undefined | napi::ValueType::Null => visitor.visit_none(),
+            _ => visitor.visit_some(self),
+        }
+    }
+
+    fn deserialize_unit<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        visitor.visit_unit()
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> napi::Result<V::Value> {
+        visitor.visit_unit()
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        visitor: V,
+    ) -> napi::Result<V::Value> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        let value: Unknown<'_> = self.fetch("an array")?;
+        if value.is_buffer()? {
+            // A `Vec<u8>` (a payload) asks for a sequence; a Buffer gives bytes.
+            let bytes: Buffer = self.fetch("a Buffer")?;
+            return visitor.visit_seq(de::value::SeqDeserializer::<_, napi::Error>::new(
+                bytes.iter().copied(),
+            ));
+        }
+        if !value.is_array()? {
+            return Err(refuse(self.place, "must be an array"));
+        }
+        let array = self.fetch::<Object<'a>>("an array")?;
+        let len = array.get_array_length()?;
+        let place = self.place;
+        visitor
+            .visit_seq(Items {
+                array: &array,
+                parent: place,
+                at: 0,
+                len,
             })
-            .map_err(carried(&field))
+            .map_err(|error| at(place, error))
     }
 
-    fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, visitor: V) -> Result<V::Value, Carried> {
+    fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, visitor: V) -> napi::Result<V::Value> {
         self.deserialize_seq(visitor)
     }
 
@@ -334,24 +458,25 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for In<D> {
         _: &'static str,
         _: usize,
         visitor: V,
-    ) -> Result<V::Value, Carried> {
+    ) -> napi::Result<V::Value> {
         self.deserialize_seq(visitor)
     }
 
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Carried> {
-        self.deserialize_unit(visitor)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Carried> {
-        visitor.visit_newtype_struct(self)
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        let object = self.object()?;
+        let keys = object.get_property_names()?;
+        let len = keys.get_array_length()?;
+        let place = self.place;
+        visitor
+            .visit_map(Entries {
+                object: &object,
+                parent: place,
+                names: Names::Keys(&keys, len),
+                at: 0,
+                name: None,
+                key: String::new(),
+            })
+            .map_err(|error| at(place, error))
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
@@ -359,15 +484,19 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for In<D> {
         _: &'static str,
         fields: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, Carried> {
-        let field = self.field;
-        self.inner
-            .deserialize_map(Fields {
-                visitor,
-                field: &field,
-                fields,
+    ) -> napi::Result<V::Value> {
+        let object = self.object()?;
+        let place = self.place;
+        visitor
+            .visit_map(Entries {
+                object: &object,
+                parent: place,
+                names: Names::Fields(fields),
+                at: 0,
+                name: None,
+                key: String::new(),
             })
-            .map_err(carried(&field))
+            .map_err(|error| at(place, error))
     }
 
     fn deserialize_enum<V: Visitor<'de>>(
@@ -375,382 +504,225 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for In<D> {
         name: &'static str,
         variants: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, Carried> {
-        let field = self.field;
-        self.inner
-            .deserialize_any(Variant {
-                visitor,
-                field: &field,
-                variants,
-                tagged: tagged(name),
-            })
-            .map_err(carried(&field))
-    }
-}
-
-/// A visitor whose maps, sequences and values are read through the adapter.
-struct Plain<'a, V> {
-    visitor: V,
-    field: &'a str,
-    /// Whether a Buffer's bytes are a sequence (a `Vec<u8>` asks for one).
-    bytes_as_seq: bool,
-}
-
-impl<'de, V: Visitor<'de>> Visitor<'de> for Plain<'_, V> {
-    type Value = V::Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.visitor.expecting(f)
-    }
-
-    fn visit_bool<E: de::Error>(self, value: bool) -> Result<V::Value, E> {
-        self.visitor.visit_bool(value)
-    }
-
-    fn visit_i64<E: de::Error>(self, value: i64) -> Result<V::Value, E> {
-        self.visitor.visit_i64(value)
-    }
-
-    fn visit_u64<E: de::Error>(self, value: u64) -> Result<V::Value, E> {
-        self.visitor.visit_u64(value)
-    }
-
-    fn visit_i128<E: de::Error>(self, value: i128) -> Result<V::Value, E> {
-        self.visitor.visit_i128(value)
-    }
-
-    fn visit_u128<E: de::Error>(self, value: u128) -> Result<V::Value, E> {
-        self.visitor.visit_u128(value)
-    }
-
-    fn visit_f64<E: de::Error>(self, value: f64) -> Result<V::Value, E> {
-        self.visitor.visit_f64(value)
-    }
-
-    fn visit_str<E: de::Error>(self, value: &str) -> Result<V::Value, E> {
-        self.visitor.visit_str(value)
-    }
-
-    fn visit_string<E: de::Error>(self, value: String) -> Result<V::Value, E> {
-        self.visitor.visit_string(value)
-    }
-
-    fn visit_bytes<E: de::Error>(self, value: &[u8]) -> Result<V::Value, E> {
-        if self.bytes_as_seq {
-            return self
-                .visitor
-                .visit_seq(de::value::SeqDeserializer::<_, E>::new(
-                    value.iter().copied(),
+    ) -> napi::Result<V::Value> {
+        let place = self.place;
+        if !tagged(name) {
+            let text: String = self.fetch("a string")?;
+            let Some(variant) = variants.iter().find(|variant| **variant == text) else {
+                return Err(refuse(
+                    place,
+                    format!("must be one of {}; not '{text}'", variants.join(", ")),
                 ));
+            };
+            return visitor
+                .visit_enum(de::value::BorrowedStrDeserializer::<napi::Error>::new(
+                    variant,
+                ))
+                .map_err(|error| at(place, error));
         }
-        self.visitor.visit_bytes(value)
-    }
-
-    fn visit_byte_buf<E: de::Error>(self, value: Vec<u8>) -> Result<V::Value, E> {
-        if self.bytes_as_seq {
-            return self
-                .visitor
-                .visit_seq(de::value::SeqDeserializer::<_, E>::new(value.into_iter()));
-        }
-        self.visitor.visit_byte_buf(value)
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<V::Value, E> {
-        self.visitor.visit_none()
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<V::Value, E> {
-        self.visitor.visit_unit()
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<V::Value, D::Error> {
-        self.visitor
-            .visit_some(In {
-                inner: deserializer,
-                field: self.field.to_owned(),
+        let object = self.object()?;
+        let variant = variant_of(&object, place, variants)?;
+        visitor
+            .visit_enum(Tagged {
+                object: &object,
+                place,
+                variant,
             })
-            .map_err(outer)
+            .map_err(|error| at(place, error))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
-        self.visitor
-            .visit_seq(Items {
-                inner: seq,
-                field: self.field,
-                at: 0,
-            })
-            .map_err(outer)
+    fn deserialize_identifier<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        self.deserialize_string(visitor)
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
-        self.visitor
-            .visit_map(Entries {
-                inner: map,
-                field: self.field,
-                value_field: String::new(),
-                fields: None,
-            })
-            .map_err(outer)
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> napi::Result<V::Value> {
+        visitor.visit_unit()
     }
 }
 
-/// A struct: an object whose keys are its fields in camelCase.
-struct Fields<'a, V> {
-    visitor: V,
-    field: &'a str,
-    fields: &'static [&'static str],
-}
+/// Variants JavaScript spells as another with one more field: `acquire` with `labels` is the
+/// library's `acquire_labelled` (scripts/schema.mjs declares them as one, from `MERGED`).
+const MERGED: &[(&str, &str, &str)] = &[("acquire", "labels", "acquire_labelled")];
 
-impl<'de, V: Visitor<'de>> Visitor<'de> for Fields<'_, V> {
-    type Value = V::Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("an object")
+/// The variant an object tagged by `type` names, among `variants`.
+fn variant_of(
+    object: &Object<'_>,
+    place: &Place<'_>,
+    variants: &'static [&'static str],
+) -> napi::Result<&'static str> {
+    let tag_place = Place::Field(place, "type", c"type");
+    let tag: String = object
+        .get_c_named_property_unchecked(c"type")
+        .map_err(|_| refuse(&tag_place, "must be a string"))?;
+    let name = snake(&tag);
+    let merged = MERGED
+        .iter()
+        .find(|(spelled, _, _)| *spelled == name)
+        .map(|(_, field, variant)| (field, variant));
+    if let Some((field, variant)) = merged
+        && variants.contains(variant)
+        && has(object, field)?
+    {
+        return Ok(variants
+            .iter()
+            .find(|known| *known == variant)
+            .copied()
+            .unwrap_or(variant));
     }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
-        self.visitor
-            .visit_map(Entries {
-                inner: map,
-                field: self.field,
-                value_field: String::new(),
-                fields: Some(self.fields),
-            })
-            .map_err(outer)
-    }
+    variants
+        .iter()
+        .find(|variant| **variant == name && variant_js(variant) == tag)
+        .copied()
+        .ok_or_else(|| {
+            let known: Vec<String> = variants.iter().map(|variant| variant_js(variant)).collect();
+            refuse(
+                &tag_place,
+                format!("must be one of {}; not '{tag}'", known.join(", ")),
+            )
+        })
 }
 
-/// The elements of an array, each named by its index.
-struct Items<'a, A> {
-    inner: A,
-    field: &'a str,
-    at: usize,
+/// The elements of an array.
+struct Items<'a> {
+    array: &'a Object<'a>,
+    parent: &'a Place<'a>,
+    at: u32,
+    len: u32,
 }
 
-impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Items<'_, A> {
-    type Error = Carried;
+impl<'de, 'a> SeqAccess<'de> for Items<'a> {
+    type Error = napi::Error;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(
         &mut self,
         seed: T,
-    ) -> Result<Option<T::Value>, Carried> {
-        let field = format!("{}[{}]", self.field, self.at);
+    ) -> napi::Result<Option<T::Value>> {
+        if self.at >= self.len {
+            return Ok(None);
+        }
+        let place = Place::Element(self.parent, self.at);
         self.at += 1;
-        self.inner
-            .next_element_seed(Seeded {
-                seed,
-                field: field.clone(),
-            })
-            .map_err(carried(&field))
+        let value = seed.deserialize(In {
+            holder: self.array,
+            place: &place,
+        });
+        value.map(Some).map_err(|error| at(&place, error))
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some((self.len - self.at) as usize)
     }
 }
 
-/// A value read through the adapter as `field`.
-struct Seeded<T> {
-    seed: T,
-    field: String,
+/// The names an object's entries are read by.
+enum Names<'a> {
+    /// A struct's fields, as the library spells them: each is read by its camelCase name,
+    /// absent or not (an absent one is `None` if it may be, refused as missing if not).
+    Fields(&'static [&'static str]),
+    /// A map's own keys, as the caller wrote them.
+    Keys(&'a Object<'a>, u32),
 }
 
-impl<'de, T: DeserializeSeed<'de>> DeserializeSeed<'de> for Seeded<T> {
-    type Value = T::Value;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<T::Value, D::Error> {
-        self.seed
-            .deserialize(In {
-                inner: deserializer,
-                field: self.field,
-            })
-            .map_err(outer)
-    }
+/// An object's entries.
+struct Entries<'a> {
+    object: &'a Object<'a>,
+    parent: &'a Place<'a>,
+    names: Names<'a>,
+    at: u32,
+    /// The name the next value is read by: a field's, or a map's key.
+    name: Option<(&'static str, &'static CStr)>,
+    key: String,
 }
 
-/// An object's entries: a struct's (`fields`, keys renamed and checked) or a map's (keys as
-/// they are).
-struct Entries<'a, A> {
-    inner: A,
-    field: &'a str,
-    /// What the next value is named.
-    value_field: String,
-    fields: Option<&'static [&'static str]>,
-}
-
-impl<'de, A: MapAccess<'de>> MapAccess<'de> for Entries<'_, A> {
-    type Error = Carried;
+impl<'de, 'a> MapAccess<'de> for Entries<'a> {
+    type Error = napi::Error;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(
         &mut self,
         seed: K,
-    ) -> Result<Option<K::Value>, Carried> {
-        let Some(key) = self
-            .inner
-            .next_key::<String>()
-            .map_err(carried(self.field))?
-        else {
-            return Ok(None);
-        };
-        let key = match self.fields {
-            None => {
-                self.value_field = if self.field.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{}.{key}", self.field)
+    ) -> napi::Result<Option<K::Value>> {
+        let key: &str = match &self.names {
+            Names::Fields(fields) => {
+                let Some(field) = fields.get(self.at as usize) else {
+                    return Ok(None);
                 };
-                key
+                self.name = Some(spelled(field));
+                field
             }
-            Some(fields) => {
-                let name = snake(&key);
-                self.value_field = child(self.field, &name);
-                if !fields.contains(&name.as_str()) || js_name(&name) != key {
-                    let known: Vec<String> = fields.iter().map(|field| js_name(field)).collect();
-                    let named = if self.field.is_empty() {
-                        key.clone()
-                    } else {
-                        format!("{}.{key}", self.field)
-                    };
-                    return Err(Carried(refused(
-                        &named,
-                        format!("not a field here (the fields are {})", known.join(", ")),
-                    )));
+            Names::Keys(keys, len) => {
+                if self.at >= *len {
+                    return Ok(None);
                 }
-                name
+                self.name = None;
+                self.key = keys.get_element::<String>(self.at)?;
+                &self.key
             }
         };
-        seed.deserialize(key.into_deserializer()).map(Some)
+        self.at += 1;
+        seed.deserialize(de::value::StrDeserializer::<napi::Error>::new(key))
+            .map(Some)
     }
 
-    fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, Carried> {
-        let field = std::mem::take(&mut self.value_field);
-        self.inner
-            .next_value_seed(Seeded {
-                seed,
-                field: field.clone(),
-            })
-            .map_err(carried(&field))
-    }
-}
-
-/// An enum: a name, or an object tagged by `type`.
-struct Variant<'a, V> {
-    visitor: V,
-    field: &'a str,
-    variants: &'static [&'static str],
-    tagged: bool,
-}
-
-impl<'de, V: Visitor<'de>> Visitor<'de> for Variant<'_, V> {
-    type Value = V::Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.tagged {
-            f.write_str("an object with a `type`")
-        } else {
-            write!(f, "one of {}", self.variants.join(", "))
-        }
-    }
-
-    fn visit_str<E: de::Error>(self, value: &str) -> Result<V::Value, E> {
-        if self.tagged {
-            return Err(E::custom(refused(self.field, "must be an object")));
-        }
-        let Some(variant) = self.variants.iter().find(|variant| **variant == value) else {
-            return Err(E::custom(refused(
-                self.field,
-                format!("must be one of {}; not '{value}'", self.variants.join(", ")),
-            )));
+    fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> napi::Result<T::Value> {
+        let key = std::mem::take(&mut self.key);
+        let place = match self.name {
+            Some((name, c_name)) => Place::Field(self.parent, name, c_name),
+            None => Place::Key(self.parent, &key),
         };
-        self.visitor
-            .visit_enum(de::value::BorrowedStrDeserializer::<Carried>::new(variant))
-            .map_err(outer)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<V::Value, A::Error> {
-        let tag_field = child(self.field, "type");
-        if !self.tagged {
-            return Err(de::Error::custom(refused(self.field, "must be a name")));
-        }
-        if map.next_key::<String>()?.as_deref() != Some("type") {
-            return Err(de::Error::custom(refused(&tag_field, "must come first")));
-        }
-        let tag: String = map.next_value()?;
-        let name = snake(&tag);
-        let Some(variant) = self
-            .variants
-            .iter()
-            .find(|variant| **variant == name && variant_js(variant) == tag)
-        else {
-            let known: Vec<String> = self.variants.iter().map(|v| variant_js(v)).collect();
-            return Err(de::Error::custom(refused(
-                &tag_field,
-                format!("must be one of {}; not '{tag}'", known.join(", ")),
-            )));
-        };
-        self.visitor
-            .visit_enum(Tagged {
-                map,
-                field: self.field,
-                variant,
-            })
-            .map_err(outer)
+        let value = seed.deserialize(In {
+            holder: self.object,
+            place: &place,
+        });
+        value.map_err(|error| at(&place, error))
     }
 }
 
-/// The rest of an object tagged by `type`, as its variant's fields.
-struct Tagged<'a, A> {
-    map: A,
-    field: &'a str,
+/// An object tagged by `type`, as its variant's fields.
+struct Tagged<'a> {
+    object: &'a Object<'a>,
+    place: &'a Place<'a>,
     variant: &'static str,
 }
 
-impl<'de, 'a, A: MapAccess<'de>> EnumAccess<'de> for Tagged<'a, A> {
-    type Error = Carried;
+impl<'de, 'a> EnumAccess<'de> for Tagged<'a> {
+    type Error = napi::Error;
     type Variant = Self;
 
-    fn variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<(T::Value, Self), Carried> {
-        let variant = seed.deserialize(de::value::BorrowedStrDeserializer::<Carried>::new(
+    fn variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> napi::Result<(T::Value, Self)> {
+        let variant = seed.deserialize(de::value::BorrowedStrDeserializer::<napi::Error>::new(
             self.variant,
         ))?;
         Ok((variant, self))
     }
 }
 
-impl<'de, A: MapAccess<'de>> VariantAccess<'de> for Tagged<'_, A> {
-    type Error = Carried;
+impl<'de, 'a> VariantAccess<'de> for Tagged<'a> {
+    type Error = napi::Error;
 
-    fn unit_variant(self) -> Result<(), Carried> {
-        let mut entries = Entries {
-            inner: self.map,
-            field: self.field,
-            value_field: String::new(),
-            fields: Some(&[]),
-        };
-        // A variant without fields refuses every key.
-        entries.next_key::<String>().map(drop)
+    fn unit_variant(self) -> napi::Result<()> {
+        Ok(())
     }
 
-    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, _: T) -> Result<T::Value, Carried> {
-        Err(Carried(refused(
-            self.field,
-            "a variant the binding cannot take",
-        )))
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, _: T) -> napi::Result<T::Value> {
+        Err(refuse(self.place, "a variant the binding cannot take"))
     }
 
-    fn tuple_variant<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, Carried> {
-        Err(Carried(refused(
-            self.field,
-            "a variant the binding cannot take",
-        )))
+    fn tuple_variant<V: Visitor<'de>>(self, _: usize, _: V) -> napi::Result<V::Value> {
+        Err(refuse(self.place, "a variant the binding cannot take"))
     }
 
     fn struct_variant<V: Visitor<'de>>(
         self,
         fields: &'static [&'static str],
         visitor: V,
-    ) -> Result<V::Value, Carried> {
+    ) -> napi::Result<V::Value> {
         visitor.visit_map(Entries {
-            inner: self.map,
-            field: self.field,
-            value_field: String::new(),
-            fields: Some(fields),
+            object: self.object,
+            parent: self.place,
+            names: Names::Fields(fields),
+            at: 0,
+            name: None,
+            key: String::new(),
         })
     }
 }
@@ -761,8 +733,10 @@ impl<'de, A: MapAccess<'de>> VariantAccess<'de> for Tagged<'_, A> {
 
 /// Where a value goes.
 enum Slot<'a, 'e> {
-    /// The field `name` of an object.
-    Field(&'a mut Object<'static>, &'a str),
+    /// A field of an object, named as V8 takes it.
+    Field(&'a mut Object<'static>, &'static CStr),
+    /// The key `name` of a map.
+    Key(&'a mut Object<'static>, &'a str),
     /// Element `at` of an array.
     Element(&'a mut JsArray<'e>, u32),
     /// The result of the call: an object, a list of them or `null`.
@@ -775,7 +749,8 @@ pub type Made = Either3<Object<'static>, Vec<Object<'static>>, Null>;
 impl Slot<'_, '_> {
     fn put<T: ToNapiValue>(self, value: T, field: &str) -> napi::Result<()> {
         match self {
-            Slot::Field(object, name) => object.set_named_property(name, value),
+            Slot::Field(object, name) => object.set_c_named_property(name, value),
+            Slot::Key(object, name) => object.set_named_property(name, value),
             Slot::Element(array, at) => array.set(at, value),
             Slot::Result(_) => Err(napi::Error::from_reason(format!(
                 "{field}: a value the binding gives only inside an object"
@@ -900,7 +875,7 @@ impl<'a, 'e> Serializer for Into<'a, 'e> {
     ) -> napi::Result<()> {
         if tagged(name) {
             let mut object = Object::new(self.env)?;
-            object.set_named_property("type", variant_js(variant))?;
+            object.set_c_named_property(c"type", variant_js(variant))?;
             return self.slot.put_object(object);
         }
         self.put(variant)
@@ -981,7 +956,7 @@ impl<'a, 'e> Serializer for Into<'a, 'e> {
         let mut record = Record::new(self)?;
         record
             .object
-            .set_named_property("type", variant_js(variant))?;
+            .set_c_named_property(c"type", variant_js(variant))?;
         Ok(record)
     }
 }
@@ -1083,7 +1058,7 @@ impl SerializeMap for Record<'_, '_> {
         let key = std::mem::take(&mut self.key);
         value.serialize(Into {
             env: self.env,
-            slot: Slot::Field(&mut self.object, &key),
+            slot: Slot::Key(&mut self.object, &key),
             field: self.field,
         })
     }
@@ -1106,10 +1081,9 @@ impl ser::SerializeStruct for Record<'_, '_> {
         if value.serialize(IsNone) == Ok(true) {
             return Ok(());
         }
-        let name = js_name(key);
         value.serialize(Into {
             env: self.env,
-            slot: Slot::Field(&mut self.object, &name),
+            slot: Slot::Field(&mut self.object, spelled(key).1),
             field: key,
         })
     }

@@ -1110,7 +1110,7 @@ impl Writer {
         env: &'env Env,
         command: Object<'_>,
     ) -> napi::Result<PromiseRaw<'env, Made>> {
-        let command = commands::lease_command(env, command)?;
+        let command: annals::leases::LeaseCommand = crossing::from_js(&command)?;
         let writer = self.handle()?;
         env.spawn_future_with_callback(
             async move { writer.execute(command).await.map_err(to_js) },
