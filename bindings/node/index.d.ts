@@ -433,43 +433,6 @@ export interface Constants {
   names: Record<string, Array<string>>
 }
 
-/** Where a consumer stopped. */
-export interface ConsumerCheckpoint {
-  /** The consumer's name. */
-  consumer: string
-  /** The position of the last record it handled. */
-  position: bigint
-  /** That record's hash. */
-  hash: string
-  /** When it was recorded. */
-  atMs: number
-}
-
-/** A consumer's checkpoint: it handled every record up to `position`, whose hash is `hash`. */
-export interface ConsumerCommand {
-  /** The consumer's name. */
-  consumer: string
-  /** The position of the last record handled. */
-  position: bigint
-  /** That record's hash, lower-case hex (as `LogRecord.hash`). */
-  hash: string
-  /** The caller's clock. */
-  nowMs: number
-}
-
-/**
- * What a consumer checkpoint got: `checkpointed`, `unchanged`, or `refused` with the reason
- * (a position behind the last, or a hash that is not the log's).
- */
-export type ConsumerOutcome =
-  | { type: 'checkpointed'; /** The checkpoint now. */
-  checkpoint: ConsumerCheckpoint }
-  | { type: 'unchanged'; /** The checkpoint as it stands. */
-  checkpoint: ConsumerCheckpoint }
-  | { type: 'refused'; /** Why. */
-    reason: ConsumerRefusal; /** The checkpoint that stands. */
-  checkpoint: ConsumerCheckpoint }
-
 /**
  * The event a record of a built-in domain holds, its fields as JavaScript spells them
  * (`lease.acquired`: `{ resource, holder, token, ttlMs, … }`; integers are numbers), or
@@ -1296,22 +1259,6 @@ export interface Setting {
   value: string
 }
 
-/** A host setting: `key` set to `value` (`type`: `setting`). */
-export interface SettingCommand {
-  /** The setting's key. */
-  key: string
-  /** Its value. */
-  value: string
-  /** The caller's clock. */
-  nowMs: number
-}
-
-/** What a setting command got: `set` (with the value before, if any) or `unchanged`. */
-export type SettingOutcome =
-  | { type: 'set'; /** The value before, if any. */
-  previous?: string }
-  | { type: 'unchanged' }
-
 /** A span of a run's tree. */
 export interface Span {
   /** The run. */
@@ -1521,6 +1468,41 @@ export interface WriterOptions {
 
 // The library's commands and outcomes as they cross (scripts/schema.mjs, from schemas()).
 
+/** A consumer command. */
+export interface ConsumerCommand {
+  /** The consumer's name. */
+  consumer: string
+  /** The position of the last record handled. */
+  position: bigint
+  /** That record's hash. */
+  hash: string
+  /** The caller's clock. */
+  nowMs: number
+}
+
+/** What a consumer command got. */
+export type ConsumerOutcome =
+  /** The checkpoint was recorded. */
+  | {
+    type: 'checkpointed'
+    /** The checkpoint now. */
+    checkpoint: ConsumerCheckpoint
+  }
+  /** The same checkpoint was already recorded; nothing appended. */
+  | {
+    type: 'unchanged'
+    /** The checkpoint as it stands. */
+    checkpoint: ConsumerCheckpoint
+  }
+  /** Refused; nothing appended. */
+  | {
+    type: 'refused'
+    /** Why. */
+    reason: ConsumerRefusal
+    /** The checkpoint that stands. */
+    checkpoint: ConsumerCheckpoint
+  }
+
 /** A resource lease command. Its serde form names each variant in snake_case
  * (`acquire_labelled`), its fields as they are. */
 export type LeaseCommand =
@@ -1589,6 +1571,41 @@ export type LeaseOutcome =
     /** The lease that stands, if any. */
     lease?: Lease
   }
+
+/** Sets a host setting (key → value). There is no delete: the reference has none. */
+export interface SettingCommand {
+  /** The setting: 1 to [`SETTING_KEY_BYTES_MAX`] bytes. */
+  key: string
+  /** Its value (may be empty). */
+  value: string
+  /** The caller's clock. */
+  nowMs: number
+}
+
+/** What [`SetSetting`] did. */
+export type SettingOutcome =
+  /** The setting has the new value. */
+  | {
+    type: 'set'
+    /** The value it had, if any. */
+    previous?: string
+  }
+  /** It already had that value; nothing appended. */
+  | {
+    type: 'unchanged'
+  }
+
+/** Where a consumer stopped. */
+export interface ConsumerCheckpoint {
+  /** The consumer's name. */
+  consumer: string
+  /** The position of the last record it handled. */
+  position: bigint
+  /** That record's hash, as the consumer saw it. */
+  hash: string
+  /** When the checkpoint was recorded (the command's `now_ms`). */
+  atMs: number
+}
 
 /** What a labelled acquisition says about a lease besides its resource and holder, as the
  * reference hub's `acquireLease` input does: its project, its name and the holder's display

@@ -251,7 +251,18 @@ function declarationsOf(schemas, names) {
     })
     return `${doc(roots[0], '')}export type ${name} =\n${members.join('\n')}\n`
   }
-  const output = Object.keys(schemas).sort().map((name) => union(name, schemas[name]))
+  /** A struct, or an enum of one variant (a command that needs no `type`), as an interface. */
+  const single = (name, roots) => {
+    const [root] = roots
+    const variants = root.type === 'object' ? null : variantsOf(root)
+    const schema = variants ? variants[0][1] : root
+    return `${doc(root, '')}export interface ${name} {\n${fields(schema, '  ').join('\n')}\n}\n`
+  }
+  const declare = (name, roots) =>
+    roots.length === 1 && (roots[0].type === 'object' || (name.endsWith('Command') && variantsOf(roots[0]).length === 1))
+      ? single(name, roots)
+      : union(name, roots)
+  const output = Object.keys(schemas).sort().map((name) => declare(name, schemas[name]))
   while (pending.length > 0) {
     const name = pending.shift()
     const schema = definitions[name]

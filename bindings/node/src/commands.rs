@@ -2,7 +2,9 @@
 //! (`<domain>_work`), run either now (`lease`) or on a thread of libuv's pool (`leaseAsync`,
 //! a Promise), alone or inside `transaction(fn)` (see `transaction.rs`).
 
+use annals::consumers::{ConsumerCommand, ConsumerOutcome};
 use annals::leases::{LeaseCommand, LeaseOutcome};
+use annals::registry::{SetSetting, SettingOutcome};
 use napi::Env;
 use napi::bindgen_prelude::{AsyncTask, Object};
 use napi_derive::napi;
@@ -13,9 +15,8 @@ use crate::lanes::{self, LaneCommand, LaneOutcome};
 use crate::runs::{self, RunCommand, RunOutcome, SpanCommand, SpanOutcome};
 use crate::transaction::{Call, CallOptions, Commit, Crossing, Work};
 use crate::{
-    ConsumerCommand, ConsumerOutcome, FuelCommand, FuelOutcome, IngestCommand, IngestOutcome,
-    InstanceCommand, InstanceOutcome, OutboxCommand, OutboxOutcome, SettingCommand, SettingOutcome,
-    Store, convert, fuel_command, fuel_outcome, setting_command, setting_outcome,
+    FuelCommand, FuelOutcome, IngestCommand, IngestOutcome, InstanceCommand, InstanceOutcome,
+    OutboxCommand, OutboxOutcome, Store, convert, fuel_command, fuel_outcome,
 };
 
 #[napi]
@@ -176,24 +177,32 @@ impl Store {
     }
 
     /// Sets a host setting.
-    #[napi]
+    #[napi(
+        ts_args_type = "command: SettingCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "SettingOutcome"
+    )]
     pub fn setting(
         &self,
-        command: SettingCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<SettingOutcome> {
-        self.command(Call::of(options)?, setting_work(command)?)
+    ) -> napi::Result<Made> {
+        let outcome = self.command(Call::of(options)?, setting_work(command)?)?;
+        to_js(&env, &outcome)
     }
 
     /// `setting(command, options)` committed on a thread of libuv's pool: a Promise of its
     /// outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<SettingOutcome>")]
+    #[napi(
+        ts_args_type = "command: SettingCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "Promise<SettingOutcome>"
+    )]
     pub fn setting_async(
         &self,
-        command: SettingCommand,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<AsyncTask<Commit<SettingOutcome>>> {
-        self.command_async(Call::of(options)?, setting_work(command)?)
+    ) -> napi::Result<AsyncTask<Crossing<SettingOutcome>>> {
+        self.crossing_async(Call::of(options)?, setting_work(command)?)
     }
 
     /// Charges fuel to an instance's ledger.
@@ -218,24 +227,32 @@ impl Store {
     }
 
     /// Records a consumer's checkpoint.
-    #[napi]
+    #[napi(
+        ts_args_type = "command: ConsumerCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "ConsumerOutcome"
+    )]
     pub fn consumer(
         &self,
-        command: ConsumerCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<ConsumerOutcome> {
-        self.command(Call::of(options)?, consumer_work(command)?)
+    ) -> napi::Result<Made> {
+        let outcome = self.command(Call::of(options)?, consumer_work(command)?)?;
+        to_js(&env, &outcome)
     }
 
     /// `consumer(command, options)` committed on a thread of libuv's pool: a Promise of its
     /// outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<ConsumerOutcome>")]
+    #[napi(
+        ts_args_type = "command: ConsumerCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "Promise<ConsumerOutcome>"
+    )]
     pub fn consumer_async(
         &self,
-        command: ConsumerCommand,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<AsyncTask<Commit<ConsumerOutcome>>> {
-        self.command_async(Call::of(options)?, consumer_work(command)?)
+    ) -> napi::Result<AsyncTask<Crossing<ConsumerOutcome>>> {
+        self.crossing_async(Call::of(options)?, consumer_work(command)?)
     }
 }
 
@@ -299,12 +316,10 @@ fn registry_work(command: InstanceCommand) -> napi::Result<Work<InstanceOutcome>
     }))
 }
 
-/// The write of `setting(command)`, converted.
-fn setting_work(command: SettingCommand) -> napi::Result<Work<SettingOutcome>> {
-    let command = setting_command(command)?;
-    Ok(Box::new(move |session| {
-        Ok(setting_outcome(session.execute(&command)?))
-    }))
+/// The write of `setting(command)`.
+fn setting_work(command: Object<'_>) -> napi::Result<Work<SettingOutcome>> {
+    let command: SetSetting = from_js(&command)?;
+    Ok(Box::new(move |session| session.execute(&command)))
 }
 
 /// The write of `fuel(command)`, converted.
@@ -315,10 +330,8 @@ fn fuel_work(command: FuelCommand) -> napi::Result<Work<FuelOutcome>> {
     }))
 }
 
-/// The write of `consumer(command)`, converted.
-fn consumer_work(command: ConsumerCommand) -> napi::Result<Work<ConsumerOutcome>> {
-    let command = convert::consumer_command(command)?;
-    Ok(Box::new(move |session| {
-        Ok(convert::consumer_outcome(session.execute(&command)?))
-    }))
+/// The write of `consumer(command)`.
+fn consumer_work(command: Object<'_>) -> napi::Result<Work<ConsumerOutcome>> {
+    let command: ConsumerCommand = from_js(&command)?;
+    Ok(Box::new(move |session| session.execute(&command)))
 }

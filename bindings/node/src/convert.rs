@@ -8,9 +8,8 @@ use napi::bindgen_prelude::{BigInt, Buffer};
 use crate::error::invalid;
 use crate::rows::{instance_js, outbox_row_js};
 use crate::{
-    AckRefusal, AppendOutcome, ConsumerCheckpoint, ConsumerCommand, ConsumerOutcome, ExpiredRow,
-    IngestCommand, IngestOutcome, IngestedEvent, InstanceCommand, InstanceOutcome, LogRecord,
-    NewEvent, OutboxOutcome, ReadOptions,
+    AckRefusal, AppendOutcome, ExpiredRow, IngestCommand, IngestOutcome, IngestedEvent,
+    InstanceCommand, InstanceOutcome, LogRecord, NewEvent, OutboxOutcome, ReadOptions,
 };
 
 /// The largest integer a JavaScript number holds exactly.
@@ -487,42 +486,5 @@ pub fn instance_outcome(outcome: annals::registry::InstanceOutcome) -> InstanceO
             instance: instance_js(&instance),
         },
         Core::Missing => InstanceOutcome::Missing {},
-    }
-}
-
-pub fn consumer_command(
-    command: ConsumerCommand,
-) -> napi::Result<annals::consumers::ConsumerCommand> {
-    Ok(annals::consumers::ConsumerCommand::Checkpoint {
-        consumer: command.consumer,
-        position: annals::Position(u64_of(&command.position, "position")?),
-        hash: annals::Digest::from_hex(&command.hash)
-            .ok_or_else(|| invalid("hash", "must be 64 lower-case hex digits"))?,
-        now_ms: u64_of_ms(command.now_ms, "nowMs")?,
-    })
-}
-
-pub fn checkpoint_js(checkpoint: annals::consumers::ConsumerCheckpoint) -> ConsumerCheckpoint {
-    ConsumerCheckpoint {
-        consumer: checkpoint.consumer,
-        position: BigInt::from(checkpoint.position.0),
-        hash: checkpoint.hash.to_hex(),
-        at_ms: checkpoint.at_ms as f64,
-    }
-}
-
-pub fn consumer_outcome(outcome: annals::consumers::ConsumerOutcome) -> ConsumerOutcome {
-    use annals::consumers::ConsumerOutcome as Core;
-    match outcome {
-        Core::Checkpointed { checkpoint } => ConsumerOutcome::Checkpointed {
-            checkpoint: checkpoint_js(checkpoint),
-        },
-        Core::Unchanged { checkpoint } => ConsumerOutcome::Unchanged {
-            checkpoint: checkpoint_js(checkpoint),
-        },
-        Core::Refused { reason, checkpoint } => ConsumerOutcome::Refused {
-            reason: name_of(&reason),
-            checkpoint: checkpoint_js(checkpoint),
-        },
     }
 }

@@ -6,8 +6,8 @@
 //! - a struct's fields are camelCase in JavaScript (`ttl_ms` is `ttlMs`); a map's keys are
 //!   the caller's data and stay as they are;
 //! - an enum named `…Command` or `…Outcome` is an object tagged by `type`, its variant in
-//!   camelCase (`{ type: 'markWaiting', … }`); any other enum is its serde name
-//!   (`'held'`, `'sequence_reused'`);
+//!   camelCase (`{ type: 'markWaiting', … }`), which a command of one variant may leave out;
+//!   any other enum is its serde name (`'held'`, `'sequence_reused'`);
 //! - an integer comes in as a safe-integer `number` or a `bigint`, refused naming the field if
 //!   it is neither or does not fit; a `u64` goes out as a `bigint`, except milliseconds (a field
 //!   ending in `_ms`), which go out as a `number`, as do the narrower integers;
@@ -551,6 +551,12 @@ fn variant_of(
     variants: &'static [&'static str],
 ) -> napi::Result<&'static str> {
     let tag_place = Place::Field(place, "type", c"type");
+    // A command of one variant needs no `type` (`consumer`'s `checkpoint`).
+    if let [only] = variants
+        && !has(object, "type")?
+    {
+        return Ok(only);
+    }
     let tag: String = object
         .get_c_named_property_unchecked(c"type")
         .map_err(|_| refuse(&tag_place, "must be a string"))?;

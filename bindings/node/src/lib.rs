@@ -598,29 +598,6 @@ pub enum InstanceOutcome {
     Missing {},
 }
 
-/// A host setting: `key` set to `value` (`type`: `setting`).
-#[napi(object)]
-pub struct SettingCommand {
-    /// The setting's key.
-    pub key: String,
-    /// Its value.
-    pub value: String,
-    /// The caller's clock.
-    pub now_ms: f64,
-}
-
-/// What a setting command got: `set` (with the value before, if any) or `unchanged`.
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum SettingOutcome {
-    /// Set now.
-    Set {
-        /// The value before, if any.
-        previous: Option<String>,
-    },
-    /// It already had that value; nothing appended.
-    Unchanged {},
-}
-
 /// Fuel used by `caller` doing `op` on `instance`, added to the ledger (`type`: `fuel`):
 /// `calls` calls (default 1) and `fuel` units.
 #[napi(object)]
@@ -647,56 +624,6 @@ pub struct FuelOutcome {
     pub entry: FuelEntry,
     /// The instance's total now.
     pub total: FuelTotal,
-}
-
-/// A consumer's checkpoint: it handled every record up to `position`, whose hash is `hash`.
-#[napi(object)]
-pub struct ConsumerCommand {
-    /// The consumer's name.
-    pub consumer: String,
-    /// The position of the last record handled.
-    pub position: BigInt,
-    /// That record's hash, lower-case hex (as `LogRecord.hash`).
-    pub hash: String,
-    /// The caller's clock.
-    pub now_ms: f64,
-}
-
-/// Where a consumer stopped.
-#[napi(object)]
-pub struct ConsumerCheckpoint {
-    /// The consumer's name.
-    pub consumer: String,
-    /// The position of the last record it handled.
-    pub position: BigInt,
-    /// That record's hash.
-    pub hash: String,
-    /// When it was recorded.
-    pub at_ms: f64,
-}
-
-/// What a consumer checkpoint got: `checkpointed`, `unchanged`, or `refused` with the reason
-/// (a position behind the last, or a hash that is not the log's).
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum ConsumerOutcome {
-    /// Recorded.
-    Checkpointed {
-        /// The checkpoint now.
-        checkpoint: ConsumerCheckpoint,
-    },
-    /// Already recorded; nothing appended.
-    Unchanged {
-        /// The checkpoint as it stands.
-        checkpoint: ConsumerCheckpoint,
-    },
-    /// Refused; nothing appended.
-    Refused {
-        /// Why.
-        #[napi(ts_type = "ConsumerRefusal")]
-        reason: String,
-        /// The checkpoint that stands.
-        checkpoint: ConsumerCheckpoint,
-    },
 }
 
 /// An annals log file.
@@ -1068,6 +995,19 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// `command` queued, a Promise of its outcome, which crosses by serde (`crossing.rs`).
+    fn crossing<'env, C>(&self, env: &'env Env, command: C) -> napi::Result<PromiseRaw<'env, Made>>
+    where
+        C: annals::Command + Send + 'static,
+        C::Outcome: serde::Serialize + Send + 'static,
+    {
+        let writer = self.handle()?;
+        env.spawn_future_with_callback(
+            async move { writer.execute(command).await.map_err(to_js) },
+            |env, outcome| crossing::to_js(env, &outcome),
+        )
+    }
+
     fn handle(&self) -> napi::Result<annals::Writer> {
         let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         guard.clone().ok_or_else(|| {
@@ -1111,11 +1051,7 @@ impl Writer {
         command: Object<'_>,
     ) -> napi::Result<PromiseRaw<'env, Made>> {
         let command: annals::leases::LeaseCommand = crossing::from_js(&command)?;
-        let writer = self.handle()?;
-        env.spawn_future_with_callback(
-            async move { writer.execute(command).await.map_err(to_js) },
-            |env, outcome| crossing::to_js(env, &outcome),
-        )
+        self.crossing(env, command)
     }
 
     /// `Store.outbox`, batched.
@@ -1160,13 +1096,17 @@ impl Writer {
     }
 
     /// `Store.setting`, batched.
-    #[napi]
-    pub async fn setting(&self, command: SettingCommand) -> napi::Result<SettingOutcome> {
-        let command = setting_command(command)?;
-        let writer = self.handle()?;
-        Ok(setting_outcome(
-            writer.execute(command).await.map_err(to_js)?,
-        ))
+    #[napi(
+        ts_args_type = "command: SettingCommand",
+        ts_return_type = "Promise<SettingOutcome>"
+    )]
+    pub fn setting<'env>(
+        &self,
+        env: &'env Env,
+        command: Object<'_>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
+        let command: annals::registry::SetSetting = crossing::from_js(&command)?;
+        self.crossing(env, command)
     }
 
     /// `Store.fuel`, batched.
@@ -1208,13 +1148,17 @@ impl Writer {
     }
 
     /// `Store.consumer`, batched.
-    #[napi]
-    pub async fn consumer(&self, command: ConsumerCommand) -> napi::Result<ConsumerOutcome> {
-        let command = convert::consumer_command(command)?;
-        let writer = self.handle()?;
-        Ok(convert::consumer_outcome(
-            writer.execute(command).await.map_err(to_js)?,
-        ))
+    #[napi(
+        ts_args_type = "command: ConsumerCommand",
+        ts_return_type = "Promise<ConsumerOutcome>"
+    )]
+    pub fn consumer<'env>(
+        &self,
+        env: &'env Env,
+        command: Object<'_>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
+        let command: annals::consumers::ConsumerCommand = crossing::from_js(&command)?;
+        self.crossing(env, command)
     }
 
     /// Commands queued now and not yet committed.
@@ -1231,21 +1175,6 @@ impl Writer {
             Some(writer) => writer.close().await.map_err(to_js),
             None => Ok(()),
         }
-    }
-}
-
-fn setting_command(command: SettingCommand) -> napi::Result<annals::registry::SetSetting> {
-    Ok(annals::registry::SetSetting {
-        key: command.key,
-        value: command.value,
-        now_ms: u64_of_ms(command.now_ms, "nowMs")?,
-    })
-}
-
-fn setting_outcome(outcome: annals::registry::SettingOutcome) -> SettingOutcome {
-    match outcome {
-        annals::registry::SettingOutcome::Set { previous } => SettingOutcome::Set { previous },
-        annals::registry::SettingOutcome::Unchanged => SettingOutcome::Unchanged {},
     }
 }
 

@@ -12,7 +12,7 @@ use crate::rows::{
     self, FuelEntry, FuelTotal, Instance, LaneLease, OpenRunRollup, OutboxRow, Run, RunChange,
     RunRollup, RunSnapshot, Setting, Span, SpanEvent,
 };
-use crate::{ConsumerCheckpoint, IngestedEvent, Store};
+use crate::{IngestedEvent, Store};
 
 /// The fuel an instance used in all.
 #[napi(object)]
@@ -376,29 +376,19 @@ impl Store {
     }
 
     /// Where `consumer` stopped, or `null`.
-    #[napi]
-    pub fn consumer_checkpoint(
-        &self,
-        consumer: String,
-    ) -> napi::Result<Option<ConsumerCheckpoint>> {
-        self.query(move |state| {
-            Ok(annals::consumers::checkpoint(state, &consumer)?.map(convert::checkpoint_js))
-        })
+    #[napi(ts_return_type = "ConsumerCheckpoint | null")]
+    pub fn consumer_checkpoint(&self, env: Env, consumer: String) -> napi::Result<Made> {
+        let checkpoint =
+            self.query(move |state| annals::consumers::checkpoint(state, &consumer))?;
+        to_js(&env, &checkpoint)
     }
 
     /// Up to `limit` (default 1000) consumers' checkpoints, by name.
-    #[napi]
-    pub fn consumer_checkpoints(
-        &self,
-        limit: Option<f64>,
-    ) -> napi::Result<Vec<ConsumerCheckpoint>> {
+    #[napi(ts_return_type = "Array<ConsumerCheckpoint>")]
+    pub fn consumer_checkpoints(&self, env: Env, limit: Option<f64>) -> napi::Result<Made> {
         let limit = self::limit(limit)?;
-        self.query(move |state| {
-            Ok(annals::consumers::checkpoints(state, limit)?
-                .into_iter()
-                .map(convert::checkpoint_js)
-                .collect())
-        })
+        let checkpoints = self.query(move |state| annals::consumers::checkpoints(state, limit))?;
+        to_js(&env, &checkpoints)
     }
 
     /// Registered instances, oldest first, then by handle.

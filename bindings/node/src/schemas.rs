@@ -4,16 +4,23 @@
 
 use std::collections::HashMap;
 
+use annals::consumers::{ConsumerCommand, ConsumerOutcome};
 use annals::leases::{LeaseCommand, LeaseOutcome};
+use annals::registry::{SetSetting, SettingOutcome};
 use napi_derive::napi;
 use schemars::JsonSchema;
 use serde_json::Value;
 
-/// A TypeScript union's name, and the library types whose variants it holds.
+/// A TypeScript declaration's name, and the library types it declares: a struct, or the
+/// variants of one or more enums as one union.
 fn unions() -> Vec<(&'static str, Vec<Value>)> {
     vec![
         ("LeaseCommand", vec![schema::<LeaseCommand>()]),
         ("LeaseOutcome", vec![schema::<LeaseOutcome>()]),
+        ("SettingCommand", vec![schema::<SetSetting>()]),
+        ("SettingOutcome", vec![schema::<SettingOutcome>()]),
+        ("ConsumerCommand", vec![schema::<ConsumerCommand>()]),
+        ("ConsumerOutcome", vec![schema::<ConsumerOutcome>()]),
     ]
 }
 
