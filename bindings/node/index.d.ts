@@ -715,57 +715,6 @@ export interface InstancesOptions {
   limit?: number
 }
 
-/** A lane lease command. */
-export type LaneCommand =
-  | { type: 'laneClaim'; /** The lane. */
-    lane: string; /** The key. */
-    key: string; /** Who claims. */
-    owner: string; /** How long the claim lasts from `nowMs`. */
-    ttlMs: number; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'laneRenew'; /** The lane. */
-    lane: string; /** The key. */
-    key: string; /** Who asks. */
-    owner: string; /** The new length from `nowMs`. */
-    ttlMs: number; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'laneAdvance'; /** The lane. */
-    lane: string; /** The key. */
-    key: string; /** Who asks. */
-    owner: string; /** The new cursor (absent: none). */
-    cursor?: string; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'laneRelease'; /** The lane. */
-    lane: string; /** The key. */
-    key: string; /** Who asks. */
-    owner: string; /** The caller's clock. */
-  nowMs: number }
-
-/** A lane/key lease: a reconciler's claim on one key of a lane, and its cursor. */
-export interface LaneLease {
-  /** The lane. */
-  lane: string
-  /** The key within the lane. */
-  key: string
-  /** The last owner to claim it. */
-  owner: string
-  /** When the claim lapses (0 after a release). */
-  expiresAtMs: number
-  /** Where the work stands, kept across owners. */
-  cursor?: string
-}
-
-/**
- * What a lane command got: `done` with the lane lease as it now stands, or `refused` with
- * the reason (`held`, `missing`, `expired`, …) and the lane lease that stands.
- */
-export type LaneOutcome =
-  | { type: 'done'; /** The lane lease now. */
-  lane: LaneLease }
-  | { type: 'refused'; /** Why. */
-    reason: LeaseRefusal; /** The lane lease that stands, if any. */
-  lane?: LaneLease }
-
 /**
  * A write fenced by a lease: refused with code `FENCED` unless `token` is the resource's
  * live token at `nowMs`.
@@ -1503,6 +1452,80 @@ export type ConsumerOutcome =
     checkpoint: ConsumerCheckpoint
   }
 
+/** A lane/key lease command (a reconciler's claim on one key of a lane). */
+export type LaneCommand =
+  /** Claim an unowned or expired lane/key; its cursor carries over. */
+  | {
+    type: 'laneClaim'
+    /** The lane. */
+    lane: string
+    /** The key. */
+    key: string
+    /** Who claims. */
+    owner: string
+    /** How long the claim lasts from `now_ms`. */
+    ttlMs: number
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Extend a live claim; only its owner may. */
+  | {
+    type: 'laneRenew'
+    /** The lane. */
+    lane: string
+    /** The key. */
+    key: string
+    /** Who asks. */
+    owner: string
+    /** The new length from `now_ms`. */
+    ttlMs: number
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Move the cursor; only the live owner may. */
+  | {
+    type: 'laneAdvance'
+    /** The lane. */
+    lane: string
+    /** The key. */
+    key: string
+    /** Who asks. */
+    owner: string
+    /** The caller's clock. */
+    nowMs: number
+    /** The new cursor. */
+    cursor?: string
+  }
+  /** Release the claim, keeping the cursor; only the live owner may. */
+  | {
+    type: 'laneRelease'
+    /** The lane. */
+    lane: string
+    /** The key. */
+    key: string
+    /** Who asks. */
+    owner: string
+    /** The caller's clock. */
+    nowMs: number
+  }
+
+/** What a lane command got. */
+export type LaneOutcome =
+  /** Done; the lane lease as it now stands. */
+  | {
+    type: 'done'
+    /** The lane lease now. */
+    lane: LaneLease
+  }
+  /** Refused; nothing appended. */
+  | {
+    type: 'refused'
+    /** Why. */
+    reason: LeaseRefusal
+    /** The lane lease that stands, if any. */
+    lane?: LaneLease
+  }
+
 /** A resource lease command. Its serde form names each variant in snake_case
  * (`acquire_labelled`), its fields as they are. */
 export type LeaseCommand =
@@ -1605,6 +1628,20 @@ export interface ConsumerCheckpoint {
   hash: string
   /** When the checkpoint was recorded (the command's `now_ms`). */
   atMs: number
+}
+
+/** A lane/key lease: an owner claim with a cursor that outlives owners. */
+export interface LaneLease {
+  /** The lane. */
+  lane: string
+  /** The key within the lane. */
+  key: string
+  /** The last owner to claim it. */
+  owner: string
+  /** When the claim lapses (0 after a release). */
+  expiresAtMs: number
+  /** Where the work stands, kept across owners. */
+  cursor?: string
 }
 
 /** What a labelled acquisition says about a lease besides its resource and holder, as the

@@ -338,9 +338,13 @@ fn check_holder(
 }
 
 /// A lane/key lease command (a reconciler's claim on one key of a lane).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+// Its serde names are prefixed (`lane_claim`): a command's name says its domain, apart from
+// the resource leases' (`acquire`, `renew`, `release`).
 pub enum LaneCommand {
     /// Claim an unowned or expired lane/key; its cursor carries over.
+    #[serde(rename = "lane_claim")]
     Claim {
         /// The lane.
         lane: String,
@@ -354,6 +358,7 @@ pub enum LaneCommand {
         now_ms: u64,
     },
     /// Extend a live claim; only its owner may.
+    #[serde(rename = "lane_renew")]
     Renew {
         /// The lane.
         lane: String,
@@ -367,6 +372,7 @@ pub enum LaneCommand {
         now_ms: u64,
     },
     /// Move the cursor; only the live owner may.
+    #[serde(rename = "lane_advance")]
     Advance {
         /// The lane.
         lane: String,
@@ -380,6 +386,7 @@ pub enum LaneCommand {
         now_ms: u64,
     },
     /// Release the claim, keeping the cursor; only the live owner may.
+    #[serde(rename = "lane_release")]
     Release {
         /// The lane.
         lane: String,
@@ -393,7 +400,9 @@ pub enum LaneCommand {
 }
 
 /// What a lane command got.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 #[must_use]
 pub enum LaneOutcome {
     /// Done; the lane lease as it now stands.

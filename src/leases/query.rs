@@ -65,6 +65,7 @@ impl Lease {
 
 /// A lane/key lease: an owner claim with a cursor that outlives owners.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LaneLease {
     /// The lane.
     pub lane: String,

@@ -3,7 +3,7 @@
 //! a Promise), alone or inside `transaction(fn)` (see `transaction.rs`).
 
 use annals::consumers::{ConsumerCommand, ConsumerOutcome};
-use annals::leases::{LeaseCommand, LeaseOutcome};
+use annals::leases::{LaneCommand, LaneOutcome, LeaseCommand, LeaseOutcome};
 use annals::registry::{SetSetting, SettingOutcome};
 use napi::Env;
 use napi::bindgen_prelude::{AsyncTask, Object};
@@ -11,7 +11,6 @@ use napi_derive::napi;
 
 use crate::crossing::{Made, from_js, to_js};
 
-use crate::lanes::{self, LaneCommand, LaneOutcome};
 use crate::runs::{self, RunCommand, RunOutcome, SpanCommand, SpanOutcome};
 use crate::transaction::{Call, CallOptions, Commit, Crossing, Work};
 use crate::{
@@ -72,24 +71,32 @@ impl Store {
     }
 
     /// Runs a lane lease command (a reconciler's claim on one key of a lane).
-    #[napi]
+    #[napi(
+        ts_args_type = "command: LaneCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "LaneOutcome"
+    )]
     pub fn lane(
         &self,
-        command: LaneCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<LaneOutcome> {
-        self.command(Call::of(options)?, lane_work(command)?)
+    ) -> napi::Result<Made> {
+        let outcome = self.command(Call::of(options)?, lane_work(command)?)?;
+        to_js(&env, &outcome)
     }
 
     /// `lane(command, options)` committed on a thread of libuv's pool: a Promise of its
     /// outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<LaneOutcome>")]
+    #[napi(
+        ts_args_type = "command: LaneCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "Promise<LaneOutcome>"
+    )]
     pub fn lane_async(
         &self,
-        command: LaneCommand,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<AsyncTask<Commit<LaneOutcome>>> {
-        self.command_async(Call::of(options)?, lane_work(command)?)
+    ) -> napi::Result<AsyncTask<Crossing<LaneOutcome>>> {
+        self.crossing_async(Call::of(options)?, lane_work(command)?)
     }
 
     /// Runs a command on whole runs: a heartbeat, a rollup, closing, a sweep or pruning.
@@ -276,12 +283,10 @@ fn outbox_work(command: OutboxCommand) -> napi::Result<Work<OutboxOutcome>> {
     }))
 }
 
-/// The write of `lane(command)`, converted.
-fn lane_work(command: LaneCommand) -> napi::Result<Work<LaneOutcome>> {
-    let command = lanes::lane_command(command)?;
-    Ok(Box::new(move |session| {
-        Ok(lanes::lane_outcome(session.execute(&command)?))
-    }))
+/// The write of `lane(command)`.
+fn lane_work(command: Object<'_>) -> napi::Result<Work<LaneOutcome>> {
+    let command: LaneCommand = from_js(&command)?;
+    Ok(Box::new(move |session| session.execute(&command)))
 }
 
 /// The write of `run(command)`, converted.

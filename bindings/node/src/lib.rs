@@ -13,7 +13,6 @@ mod crossing;
 mod error;
 #[cfg_attr(test, allow(dead_code))]
 mod events;
-mod lanes;
 #[cfg_attr(test, allow(dead_code))]
 mod names;
 mod packed;
@@ -35,7 +34,6 @@ use napi_derive::napi;
 use convert::{position, record_js, u64_of_ms};
 use crossing::Made;
 use error::{at_path, invalid, to_js};
-use lanes::{LaneCommand, LaneOutcome};
 use rows::{FuelEntry, FuelTotal, Instance, OutboxRow, RunRollup};
 use runs::{RunCommand, RunOutcome, SpanCommand, SpanOutcome};
 use transaction::{Call, CallOptions};
@@ -1076,13 +1074,17 @@ impl Writer {
     }
 
     /// `Store.lane`, batched.
-    #[napi]
-    pub async fn lane(&self, command: LaneCommand) -> napi::Result<LaneOutcome> {
-        let command = lanes::lane_command(command)?;
-        let writer = self.handle()?;
-        Ok(lanes::lane_outcome(
-            writer.execute(command).await.map_err(to_js)?,
-        ))
+    #[napi(
+        ts_args_type = "command: LaneCommand",
+        ts_return_type = "Promise<LaneOutcome>"
+    )]
+    pub fn lane<'env>(
+        &self,
+        env: &'env Env,
+        command: Object<'_>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
+        let command: annals::leases::LaneCommand = crossing::from_js(&command)?;
+        self.crossing(env, command)
     }
 
     /// `Store.run`, batched.

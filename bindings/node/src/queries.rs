@@ -9,8 +9,8 @@ use crate::convert::{self, u64_of, u64_of_ms};
 use crate::crossing::{Made, to_js};
 use crate::error::invalid;
 use crate::rows::{
-    self, FuelEntry, FuelTotal, Instance, LaneLease, OpenRunRollup, OutboxRow, Run, RunChange,
-    RunRollup, RunSnapshot, Setting, Span, SpanEvent,
+    self, FuelEntry, FuelTotal, Instance, OpenRunRollup, OutboxRow, Run, RunChange, RunRollup,
+    RunSnapshot, Setting, Span, SpanEvent,
 };
 use crate::{IngestedEvent, Store};
 
@@ -85,25 +85,18 @@ impl Store {
     }
 
     /// The lane lease of `lane`/`key`, or `null`.
-    #[napi]
-    pub fn lane_of(&self, lane: String, key: String) -> napi::Result<Option<LaneLease>> {
-        self.query(move |state| {
-            Ok(annals::leases::lane(state, &lane, &key)?
-                .as_ref()
-                .map(rows::lane_js))
-        })
+    #[napi(ts_return_type = "LaneLease | null")]
+    pub fn lane_of(&self, env: Env, lane: String, key: String) -> napi::Result<Made> {
+        let lease = self.query(move |state| annals::leases::lane(state, &lane, &key))?;
+        to_js(&env, &lease)
     }
 
     /// Up to `limit` (default 1000) lane leases of `lane`, by key.
-    #[napi]
-    pub fn lanes(&self, lane: String, limit: Option<f64>) -> napi::Result<Vec<LaneLease>> {
+    #[napi(ts_return_type = "Array<LaneLease>")]
+    pub fn lanes(&self, env: Env, lane: String, limit: Option<f64>) -> napi::Result<Made> {
         let limit = self::limit(limit)?;
-        self.query(move |state| {
-            Ok(annals::leases::lanes(state, &lane, limit)?
-                .iter()
-                .map(rows::lane_js)
-                .collect())
-        })
+        let leases = self.query(move |state| annals::leases::lanes(state, &lane, limit))?;
+        to_js(&env, &leases)
     }
 
     /// The outbox row of `key`, or `null`.

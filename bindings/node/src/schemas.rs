@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use annals::consumers::{ConsumerCommand, ConsumerOutcome};
-use annals::leases::{LeaseCommand, LeaseOutcome};
+use annals::leases::{LaneCommand, LaneOutcome, LeaseCommand, LeaseOutcome};
 use annals::registry::{SetSetting, SettingOutcome};
 use napi_derive::napi;
 use schemars::JsonSchema;
@@ -17,6 +17,8 @@ fn unions() -> Vec<(&'static str, Vec<Value>)> {
     vec![
         ("LeaseCommand", vec![schema::<LeaseCommand>()]),
         ("LeaseOutcome", vec![schema::<LeaseOutcome>()]),
+        ("LaneCommand", vec![schema::<LaneCommand>()]),
+        ("LaneOutcome", vec![schema::<LaneOutcome>()]),
         ("SettingCommand", vec![schema::<SetSetting>()]),
         ("SettingOutcome", vec![schema::<SettingOutcome>()]),
         ("ConsumerCommand", vec![schema::<ConsumerCommand>()]),
