@@ -534,29 +534,6 @@ export interface HistoryEntry {
   undecodable?: string
 }
 
-/**
- * A runtime's event pushed to the hub's exactly-once sync ingest, keyed by
- * (project, run, sequence).
- */
-export interface IngestCommand {
-  /** The runtime's project. */
-  project: string
-  /** The run within the project. */
-  run: string
-  /** The event's sequence within the run, from 1. */
-  sequence: bigint
-  /** The hub project that is to hold it. */
-  hubProject: string
-  /** The runtime the run lives on. */
-  homeRuntime: string
-  /** The runtime's name for the event's type. */
-  eventType: string
-  /** The event as the runtime sent it. */
-  bytes: Buffer
-  /** The hub's clock when it arrived. */
-  receivedAtMs: number
-}
-
 /** The sync ingest's bounds. */
 export interface IngestConstants {
   /** Longest event type, in bytes. */
@@ -566,41 +543,6 @@ export interface IngestConstants {
   /** Longest project or run name, in bytes. */
   nameBytesMax: number
 }
-
-/** An event the hub holds. */
-export interface IngestedEvent {
-  /** The runtime's project. */
-  project: string
-  /** The run. */
-  run: string
-  /** Its sequence. */
-  sequence: bigint
-  /** The hub project that holds it. */
-  hubProject: string
-  /** The runtime the run lives on. */
-  homeRuntime: string
-  /** Its type. */
-  eventType: string
-  /** blake3 of its bytes, lower-case hex. */
-  contentHash: string
-  /** When the hub accepted it. */
-  receivedAtMs: number
-  /** Its bytes. */
-  bytes: Buffer
-}
-
-/**
- * What an ingest got: `accepted`, `duplicate` (the same bytes under the same key; nothing
- * appended) or `conflict` (`sequence_reused`, `project_mismatch`, `home_runtime_mismatch`).
- */
-export type IngestOutcome =
-  | { type: 'accepted'; /** The event as now held. */
-  event: IngestedEvent }
-  | { type: 'duplicate'; /** The event as held, with its first receipt time. */
-  event: IngestedEvent }
-  | { type: 'conflict'; /** Why. */
-    reason: IngestConflict; /** The content hash held under the key, for `sequence_reused`. */
-  existingHash?: string }
 
 /** An instance the host registers. */
 export interface Instance {
@@ -1452,6 +1394,51 @@ export type ConsumerOutcome =
     checkpoint: ConsumerCheckpoint
   }
 
+/** Ingest one event a runtime pushed to the hub, exactly once by (`project`, `run`,
+ * `sequence`). */
+export interface IngestCommand {
+  /** The runtime's project. */
+  project: string
+  /** The run within the project. */
+  run: string
+  /** The event's sequence within the run, from 1. */
+  sequence: bigint
+  /** The hub project that is to hold it. */
+  hubProject: string
+  /** The runtime the run lives on. */
+  homeRuntime: string
+  /** The runtime's name for the event's type. */
+  eventType: string
+  /** The event as the runtime sent it, at most [`EVENT_BYTES_MAX`] bytes. Its content hash
+   * is blake3 of these bytes. */
+  bytes: Buffer
+  /** The hub's clock when the event arrived. */
+  receivedAtMs: number
+}
+
+/** What an ingest got. */
+export type IngestOutcome =
+  /** Accepted and recorded. */
+  | {
+    type: 'accepted'
+    /** The event as now held. */
+    event: IngestedEvent
+  }
+  /** The key already holds this content under this hub project; nothing appended. */
+  | {
+    type: 'duplicate'
+    /** The event as held (with its first receipt time). */
+    event: IngestedEvent
+  }
+  /** Refused; nothing appended. */
+  | {
+    type: 'conflict'
+    /** Why. */
+    reason: IngestConflict
+    /** The content hash held under the key, for `sequence_reused`. */
+    existingHash?: string
+  }
+
 /** A lane/key lease command (a reconciler's claim on one key of a lane). */
 export type LaneCommand =
   /** Claim an unowned or expired lane/key; its cursor carries over. */
@@ -1628,6 +1615,28 @@ export interface ConsumerCheckpoint {
   hash: string
   /** When the checkpoint was recorded (the command's `now_ms`). */
   atMs: number
+}
+
+/** A runtime's event as the hub holds it. */
+export interface IngestedEvent {
+  /** The runtime's project. */
+  project: string
+  /** The run within the project. */
+  run: string
+  /** The event's sequence within the run, from 1. */
+  sequence: bigint
+  /** The hub project that holds it. */
+  hubProject: string
+  /** The runtime the run lives on. */
+  homeRuntime: string
+  /** The runtime's name for the event's type. */
+  eventType: string
+  /** blake3 of `bytes`. */
+  contentHash: string
+  /** When the hub accepted it (the accepting command's `received_at_ms`). */
+  receivedAtMs: number
+  /** The event as the runtime sent it. */
+  bytes: Buffer
 }
 
 /** A lane/key lease: an owner claim with a cursor that outlives owners. */

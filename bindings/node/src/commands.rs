@@ -3,6 +3,7 @@
 //! a Promise), alone or inside `transaction(fn)` (see `transaction.rs`).
 
 use annals::consumers::{ConsumerCommand, ConsumerOutcome};
+use annals::ingest::{IngestCommand, IngestOutcome};
 use annals::leases::{LaneCommand, LaneOutcome, LeaseCommand, LeaseOutcome};
 use annals::registry::{SetSetting, SettingOutcome};
 use napi::Env;
@@ -14,8 +15,8 @@ use crate::crossing::{Made, from_js, to_js};
 use crate::runs::{self, RunCommand, RunOutcome, SpanCommand, SpanOutcome};
 use crate::transaction::{Call, CallOptions, Commit, Crossing, Work};
 use crate::{
-    FuelCommand, FuelOutcome, IngestCommand, IngestOutcome, InstanceCommand, InstanceOutcome,
-    OutboxCommand, OutboxOutcome, Store, convert, fuel_command, fuel_outcome,
+    FuelCommand, FuelOutcome, InstanceCommand, InstanceOutcome, OutboxCommand, OutboxOutcome,
+    Store, convert, fuel_command, fuel_outcome,
 };
 
 #[napi]
@@ -121,24 +122,32 @@ impl Store {
     }
 
     /// Runs an ingest command: the hub's exactly-once sync ingest.
-    #[napi]
+    #[napi(
+        ts_args_type = "command: IngestCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "IngestOutcome"
+    )]
     pub fn ingest(
         &self,
-        command: IngestCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<IngestOutcome> {
-        self.command(Call::of(options)?, ingest_work(command)?)
+    ) -> napi::Result<Made> {
+        let outcome = self.command(Call::of(options)?, ingest_work(command)?)?;
+        to_js(&env, &outcome)
     }
 
     /// `ingest(command, options)` committed on a thread of libuv's pool: a Promise of its
     /// outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<IngestOutcome>")]
+    #[napi(
+        ts_args_type = "command: IngestCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "Promise<IngestOutcome>"
+    )]
     pub fn ingest_async(
         &self,
-        command: IngestCommand,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<AsyncTask<Commit<IngestOutcome>>> {
-        self.command_async(Call::of(options)?, ingest_work(command)?)
+    ) -> napi::Result<AsyncTask<Crossing<IngestOutcome>>> {
+        self.crossing_async(Call::of(options)?, ingest_work(command)?)
     }
 
     /// Runs a span command of the runs projection.
@@ -297,12 +306,10 @@ fn run_work(command: RunCommand) -> napi::Result<Work<RunOutcome>> {
     }))
 }
 
-/// The write of `ingest(command)`, converted.
-fn ingest_work(command: IngestCommand) -> napi::Result<Work<IngestOutcome>> {
-    let command = convert::ingest_command(command)?;
-    Ok(Box::new(move |session| {
-        Ok(convert::ingest_outcome(session.execute(&command)?))
-    }))
+/// The write of `ingest(command)`.
+fn ingest_work(command: Object<'_>) -> napi::Result<Work<IngestOutcome>> {
+    let command: IngestCommand = from_js(&command)?;
+    Ok(Box::new(move |session| session.execute(&command)))
 }
 
 /// The write of `span(command)`, converted.

@@ -8,8 +8,8 @@ use napi::bindgen_prelude::{BigInt, Buffer};
 use crate::error::invalid;
 use crate::rows::{instance_js, outbox_row_js};
 use crate::{
-    AckRefusal, AppendOutcome, ExpiredRow, IngestCommand, IngestOutcome, IngestedEvent,
-    InstanceCommand, InstanceOutcome, LogRecord, NewEvent, OutboxOutcome, ReadOptions,
+    AckRefusal, AppendOutcome, ExpiredRow, InstanceCommand, InstanceOutcome, LogRecord, NewEvent,
+    OutboxOutcome, ReadOptions,
 };
 
 /// The largest integer a JavaScript number holds exactly.
@@ -349,52 +349,6 @@ pub fn pull(outcome: PullOutcome) -> OutboxOutcome {
         PullOutcome::Refused { reason, key } => OutboxOutcome::Refused {
             reason: name_of(&reason),
             key,
-        },
-    }
-}
-
-pub fn ingest_command(command: IngestCommand) -> napi::Result<annals::ingest::IngestCommand> {
-    Ok(annals::ingest::IngestCommand {
-        project: command.project,
-        run: command.run,
-        sequence: u64_of(&command.sequence, "sequence")?,
-        hub_project: command.hub_project,
-        home_runtime: command.home_runtime,
-        event_type: command.event_type,
-        bytes: command.bytes.to_vec(),
-        received_at_ms: u64_of_ms(command.received_at_ms, "receivedAtMs")?,
-    })
-}
-
-pub fn ingested_js(event: annals::ingest::IngestedEvent) -> IngestedEvent {
-    IngestedEvent {
-        project: event.project,
-        run: event.run,
-        sequence: BigInt::from(event.sequence),
-        hub_project: event.hub_project,
-        home_runtime: event.home_runtime,
-        event_type: event.event_type,
-        content_hash: event.content_hash.to_hex(),
-        received_at_ms: event.received_at_ms as f64,
-        bytes: Buffer::from(event.bytes),
-    }
-}
-
-pub fn ingest_outcome(outcome: annals::ingest::IngestOutcome) -> IngestOutcome {
-    use annals::ingest::IngestOutcome as Core;
-    match outcome {
-        Core::Accepted { event } => IngestOutcome::Accepted {
-            event: ingested_js(event),
-        },
-        Core::Duplicate { event } => IngestOutcome::Duplicate {
-            event: ingested_js(event),
-        },
-        Core::Conflict {
-            reason,
-            existing_hash,
-        } => IngestOutcome::Conflict {
-            reason: name_of(&reason),
-            existing_hash: existing_hash.map(|hash| hash.to_hex()),
         },
     }
 }

@@ -420,75 +420,6 @@ pub struct AckRefusal {
     pub reason: String,
 }
 
-/// A runtime's event pushed to the hub's exactly-once sync ingest, keyed by
-/// (project, run, sequence).
-#[napi(object)]
-pub struct IngestCommand {
-    /// The runtime's project.
-    pub project: String,
-    /// The run within the project.
-    pub run: String,
-    /// The event's sequence within the run, from 1.
-    pub sequence: BigInt,
-    /// The hub project that is to hold it.
-    pub hub_project: String,
-    /// The runtime the run lives on.
-    pub home_runtime: String,
-    /// The runtime's name for the event's type.
-    pub event_type: String,
-    /// The event as the runtime sent it.
-    pub bytes: Buffer,
-    /// The hub's clock when it arrived.
-    pub received_at_ms: f64,
-}
-
-/// An event the hub holds.
-#[napi(object)]
-pub struct IngestedEvent {
-    /// The runtime's project.
-    pub project: String,
-    /// The run.
-    pub run: String,
-    /// Its sequence.
-    pub sequence: BigInt,
-    /// The hub project that holds it.
-    pub hub_project: String,
-    /// The runtime the run lives on.
-    pub home_runtime: String,
-    /// Its type.
-    pub event_type: String,
-    /// blake3 of its bytes, lower-case hex.
-    pub content_hash: String,
-    /// When the hub accepted it.
-    pub received_at_ms: f64,
-    /// Its bytes.
-    pub bytes: Buffer,
-}
-
-/// What an ingest got: `accepted`, `duplicate` (the same bytes under the same key; nothing
-/// appended) or `conflict` (`sequence_reused`, `project_mismatch`, `home_runtime_mismatch`).
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum IngestOutcome {
-    /// Accepted and recorded.
-    Accepted {
-        /// The event as now held.
-        event: IngestedEvent,
-    },
-    /// Already held with the same content.
-    Duplicate {
-        /// The event as held, with its first receipt time.
-        event: IngestedEvent,
-    },
-    /// Refused; nothing appended.
-    Conflict {
-        /// Why.
-        #[napi(ts_type = "IngestConflict")]
-        reason: String,
-        /// The content hash held under the key, for `sequence_reused`.
-        existing_hash: Option<String>,
-    },
-}
-
 /// The fields of a registry upsert: an absent one is left as it is (or its default on a new
 /// instance); for `identity`, `tree`, `source` and `owner` an empty string clears it.
 #[napi(object)]
@@ -1130,13 +1061,17 @@ impl Writer {
     }
 
     /// `Store.ingest`, batched.
-    #[napi]
-    pub async fn ingest(&self, command: IngestCommand) -> napi::Result<IngestOutcome> {
-        let command = convert::ingest_command(command)?;
-        let writer = self.handle()?;
-        Ok(convert::ingest_outcome(
-            writer.execute(command).await.map_err(to_js)?,
-        ))
+    #[napi(
+        ts_args_type = "command: IngestCommand",
+        ts_return_type = "Promise<IngestOutcome>"
+    )]
+    pub fn ingest<'env>(
+        &self,
+        env: &'env Env,
+        command: Object<'_>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
+        let command: annals::ingest::IngestCommand = crossing::from_js(&command)?;
+        self.crossing(env, command)
     }
 
     /// `Store.registry`, batched.

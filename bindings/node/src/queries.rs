@@ -5,6 +5,7 @@ use napi::Env;
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 
+use crate::Store;
 use crate::convert::{self, u64_of, u64_of_ms};
 use crate::crossing::{Made, to_js};
 use crate::error::invalid;
@@ -12,7 +13,6 @@ use crate::rows::{
     self, FuelEntry, FuelTotal, Instance, OpenRunRollup, OutboxRow, Run, RunChange, RunRollup,
     RunSnapshot, Setting, Span, SpanEvent,
 };
-use crate::{IngestedEvent, Store};
 
 /// The fuel an instance used in all.
 #[napi(object)]
@@ -307,47 +307,40 @@ impl Store {
     }
 
     /// The event ingested under (`project`, `run`, `sequence`), or `null`.
-    #[napi]
+    #[napi(ts_return_type = "IngestedEvent | null")]
     pub fn ingest_event(
         &self,
+        env: Env,
         project: String,
         run: String,
         sequence: BigInt,
-    ) -> napi::Result<Option<IngestedEvent>> {
+    ) -> napi::Result<Made> {
         let sequence = u64_of(&sequence, "sequence")?;
-        self.query(move |state| {
-            Ok(annals::ingest::event(state, &project, &run, sequence)?.map(convert::ingested_js))
-        })
+        let event =
+            self.query(move |state| annals::ingest::event(state, &project, &run, sequence))?;
+        to_js(&env, &event)
     }
 
     /// Up to `limit` (default 1000) ingested events, by key.
-    #[napi]
-    pub fn ingest_events(&self, limit: Option<f64>) -> napi::Result<Vec<IngestedEvent>> {
+    #[napi(ts_return_type = "Array<IngestedEvent>")]
+    pub fn ingest_events(&self, env: Env, limit: Option<f64>) -> napi::Result<Made> {
         let limit = self::limit(limit)?;
-        self.query(move |state| {
-            Ok(annals::ingest::events(state, limit)?
-                .into_iter()
-                .map(convert::ingested_js)
-                .collect())
-        })
+        let events = self.query(move |state| annals::ingest::events(state, limit))?;
+        to_js(&env, &events)
     }
 
     /// Up to `limit` (default 1000) events a hub project holds, by run and sequence.
-    #[napi]
+    #[napi(ts_return_type = "Array<IngestedEvent>")]
     pub fn hub_project_events(
         &self,
+        env: Env,
         hub_project: String,
         limit: Option<f64>,
-    ) -> napi::Result<Vec<IngestedEvent>> {
+    ) -> napi::Result<Made> {
         let limit = self::limit(limit)?;
-        self.query(move |state| {
-            Ok(
-                annals::ingest::hub_project_events(state, &hub_project, limit)?
-                    .into_iter()
-                    .map(convert::ingested_js)
-                    .collect(),
-            )
-        })
+        let events = self
+            .query(move |state| annals::ingest::hub_project_events(state, &hub_project, limit))?;
+        to_js(&env, &events)
     }
 
     /// The sync cursor of a run: the highest sequence ingested without a gap before it.

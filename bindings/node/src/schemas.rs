@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use annals::consumers::{ConsumerCommand, ConsumerOutcome};
+use annals::ingest::{IngestCommand, IngestOutcome};
 use annals::leases::{LaneCommand, LaneOutcome, LeaseCommand, LeaseOutcome};
 use annals::registry::{SetSetting, SettingOutcome};
 use napi_derive::napi;
@@ -17,6 +18,8 @@ fn unions() -> Vec<(&'static str, Vec<Value>)> {
     vec![
         ("LeaseCommand", vec![schema::<LeaseCommand>()]),
         ("LeaseOutcome", vec![schema::<LeaseOutcome>()]),
+        ("IngestCommand", vec![schema::<IngestCommand>()]),
+        ("IngestOutcome", vec![schema::<IngestOutcome>()]),
         ("LaneCommand", vec![schema::<LaneCommand>()]),
         ("LaneOutcome", vec![schema::<LaneOutcome>()]),
         ("SettingCommand", vec![schema::<SetSetting>()]),
