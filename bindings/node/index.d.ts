@@ -433,43 +433,6 @@ export interface Constants {
   names: Record<string, Array<string>>
 }
 
-/** Where a consumer stopped. */
-export interface ConsumerCheckpoint {
-  /** The consumer's name. */
-  consumer: string
-  /** The position of the last record it handled. */
-  position: bigint
-  /** That record's hash. */
-  hash: string
-  /** When it was recorded. */
-  atMs: number
-}
-
-/** A consumer's checkpoint: it handled every record up to `position`, whose hash is `hash`. */
-export interface ConsumerCommand {
-  /** The consumer's name. */
-  consumer: string
-  /** The position of the last record handled. */
-  position: bigint
-  /** That record's hash, lower-case hex (as `LogRecord.hash`). */
-  hash: string
-  /** The caller's clock. */
-  nowMs: number
-}
-
-/**
- * What a consumer checkpoint got: `checkpointed`, `unchanged`, or `refused` with the reason
- * (a position behind the last, or a hash that is not the log's).
- */
-export type ConsumerOutcome =
-  | { type: 'checkpointed'; /** The checkpoint now. */
-  checkpoint: ConsumerCheckpoint }
-  | { type: 'unchanged'; /** The checkpoint as it stands. */
-  checkpoint: ConsumerCheckpoint }
-  | { type: 'refused'; /** Why. */
-    reason: ConsumerRefusal; /** The checkpoint that stands. */
-  checkpoint: ConsumerCheckpoint }
-
 /**
  * The event a record of a built-in domain holds, its fields as JavaScript spells them
  * (`lease.acquired`: `{ resource, holder, token, ttlMs, … }`; integers are numbers), or
@@ -571,29 +534,6 @@ export interface HistoryEntry {
   undecodable?: string
 }
 
-/**
- * A runtime's event pushed to the hub's exactly-once sync ingest, keyed by
- * (project, run, sequence).
- */
-export interface IngestCommand {
-  /** The runtime's project. */
-  project: string
-  /** The run within the project. */
-  run: string
-  /** The event's sequence within the run, from 1. */
-  sequence: bigint
-  /** The hub project that is to hold it. */
-  hubProject: string
-  /** The runtime the run lives on. */
-  homeRuntime: string
-  /** The runtime's name for the event's type. */
-  eventType: string
-  /** The event as the runtime sent it. */
-  bytes: Buffer
-  /** The hub's clock when it arrived. */
-  receivedAtMs: number
-}
-
 /** The sync ingest's bounds. */
 export interface IngestConstants {
   /** Longest event type, in bytes. */
@@ -603,41 +543,6 @@ export interface IngestConstants {
   /** Longest project or run name, in bytes. */
   nameBytesMax: number
 }
-
-/** An event the hub holds. */
-export interface IngestedEvent {
-  /** The runtime's project. */
-  project: string
-  /** The run. */
-  run: string
-  /** Its sequence. */
-  sequence: bigint
-  /** The hub project that holds it. */
-  hubProject: string
-  /** The runtime the run lives on. */
-  homeRuntime: string
-  /** Its type. */
-  eventType: string
-  /** blake3 of its bytes, lower-case hex. */
-  contentHash: string
-  /** When the hub accepted it. */
-  receivedAtMs: number
-  /** Its bytes. */
-  bytes: Buffer
-}
-
-/**
- * What an ingest got: `accepted`, `duplicate` (the same bytes under the same key; nothing
- * appended) or `conflict` (`sequence_reused`, `project_mismatch`, `home_runtime_mismatch`).
- */
-export type IngestOutcome =
-  | { type: 'accepted'; /** The event as now held. */
-  event: IngestedEvent }
-  | { type: 'duplicate'; /** The event as held, with its first receipt time. */
-  event: IngestedEvent }
-  | { type: 'conflict'; /** Why. */
-    reason: IngestConflict; /** The content hash held under the key, for `sequence_reused`. */
-  existingHash?: string }
 
 /** An instance the host registers. */
 export interface Instance {
@@ -752,97 +657,6 @@ export interface InstancesOptions {
   limit?: number
 }
 
-/** A lane lease command. */
-export type LaneCommand =
-  | { type: 'laneClaim'; /** The lane. */
-    lane: string; /** The key. */
-    key: string; /** Who claims. */
-    owner: string; /** How long the claim lasts from `nowMs`. */
-    ttlMs: number; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'laneRenew'; /** The lane. */
-    lane: string; /** The key. */
-    key: string; /** Who asks. */
-    owner: string; /** The new length from `nowMs`. */
-    ttlMs: number; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'laneAdvance'; /** The lane. */
-    lane: string; /** The key. */
-    key: string; /** Who asks. */
-    owner: string; /** The new cursor (absent: none). */
-    cursor?: string; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'laneRelease'; /** The lane. */
-    lane: string; /** The key. */
-    key: string; /** Who asks. */
-    owner: string; /** The caller's clock. */
-  nowMs: number }
-
-/** A lane/key lease: a reconciler's claim on one key of a lane, and its cursor. */
-export interface LaneLease {
-  /** The lane. */
-  lane: string
-  /** The key within the lane. */
-  key: string
-  /** The last owner to claim it. */
-  owner: string
-  /** When the claim lapses (0 after a release). */
-  expiresAtMs: number
-  /** Where the work stands, kept across owners. */
-  cursor?: string
-}
-
-/**
- * What a lane command got: `done` with the lane lease as it now stands, or `refused` with
- * the reason (`held`, `missing`, `expired`, …) and the lane lease that stands.
- */
-export type LaneOutcome =
-  | { type: 'done'; /** The lane lease now. */
-  lane: LaneLease }
-  | { type: 'refused'; /** Why. */
-    reason: LeaseRefusal; /** The lane lease that stands, if any. */
-  lane?: LaneLease }
-
-/** A lease: who holds a resource, under which fencing token, until when. */
-export interface Lease {
-  /** The resource. */
-  resource: string
-  /** Who holds it. */
-  holder: string
-  /** Its fencing token. */
-  token: bigint
-  /** When it was granted under this token, milliseconds. */
-  acquiredAtMs: number
-  /** When it lapses, milliseconds: live while `now < expiresAtMs`. */
-  expiresAtMs: number
-  /** Its project (empty unless acquired with labels): what `leasesOf(project)` selects by. */
-  project: string
-  /** Its name within the project (empty unless acquired with labels). */
-  name: string
-  /** The holder's display name (empty unless acquired with labels). */
-  holderName: string
-}
-
-/** A lease command (`type`: `acquire`, `renew` or `release`); the clock comes in with it. */
-export type LeaseCommand =
-  | { type: 'acquire'; /** The resource. */
-    resource: string; /** Who asks. */
-    holder: string; /** How long it lasts from `nowMs`. */
-    ttlMs: number; /** Labels the grant carries (the reference hub's project, name and holder name). */
-    labels?: LeaseLabels; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'renew'; /** The resource. */
-    resource: string; /** Who asks. */
-    holder: string; /** The token it was given. */
-    token: bigint; /** The new length from `nowMs`. */
-    ttlMs: number; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'release'; /** The resource. */
-    resource: string; /** Who asks. */
-    holder: string; /** The token it was given. */
-    token: bigint; /** The caller's clock. */
-  nowMs: number }
-
 /**
  * A write fenced by a lease: refused with code `FENCED` unless `token` is the resource's
  * live token at `nowMs`.
@@ -855,34 +669,6 @@ export interface LeaseGuard {
   /** The writer's clock. */
   nowMs: number
 }
-
-/**
- * The labels the reference hub's `acquireLease` takes: a grant carries them, and the
- * holder's own re-acquisition rewrites them while keeping its token and grant time.
- */
-export interface LeaseLabels {
-  /** The project the lease belongs to. */
-  project: string
-  /** The lease's name within the project. */
-  name: string
-  /** The holder's display name. */
-  holderName: string
-}
-
-/**
- * What a lease command got: `granted` (`renewed` when an own lease was extended),
- * `released`, or `refused` with the reason (`held`, `missing`, `superseded`, `expired`, …)
- * and the lease that stands.
- */
-export type LeaseOutcome =
-  | { type: 'granted'; /** The lease now. */
-    lease: Lease; /** Whether an existing lease of the caller's was extended. */
-  renewed: boolean }
-  | { type: 'released'; /** The lease as it was. */
-  lease: Lease }
-  | { type: 'refused'; /** Why, e.g. `'held'`. */
-    reason: LeaseRefusal; /** The lease that stands, if any. */
-  lease?: Lease }
 
 /**
  * How many rows a list gives when its call names no `limit`; past it, the list's `more` is
@@ -1350,6 +1136,12 @@ export interface RunSnapshot {
   position?: bigint
 }
 
+/**
+ * The JSON schema of each command and outcome the package declares, by its TypeScript name:
+ * what `scripts/schema.mjs` generates the declarations from.
+ */
+export declare function schemas(): Record<string, Array<object>>
+
 /** A host setting. */
 export interface Setting {
   /** Its key. */
@@ -1357,22 +1149,6 @@ export interface Setting {
   /** Its value. */
   value: string
 }
-
-/** A host setting: `key` set to `value` (`type`: `setting`). */
-export interface SettingCommand {
-  /** The setting's key. */
-  key: string
-  /** Its value. */
-  value: string
-  /** The caller's clock. */
-  nowMs: number
-}
-
-/** What a setting command got: `set` (with the value before, if any) or `unchanged`. */
-export type SettingOutcome =
-  | { type: 'set'; /** The value before, if any. */
-  previous?: string }
-  | { type: 'unchanged' }
 
 /** A span of a run's tree. */
 export interface Span {
@@ -1579,6 +1355,334 @@ export interface WriterOptions {
   batchMax?: number
   /** Most commands waiting; a caller finding the queue full waits for room. */
   queueDepth?: number
+}
+
+// The library's commands and outcomes as they cross (scripts/schema.mjs, from schemas()).
+
+/** A consumer command. */
+export interface ConsumerCommand {
+  /** The consumer's name. */
+  consumer: string
+  /** The position of the last record handled. */
+  position: bigint
+  /** That record's hash. */
+  hash: string
+  /** The caller's clock. */
+  nowMs: number
+}
+
+/** What a consumer command got. */
+export type ConsumerOutcome =
+  /** The checkpoint was recorded. */
+  | {
+    type: 'checkpointed'
+    /** The checkpoint now. */
+    checkpoint: ConsumerCheckpoint
+  }
+  /** The same checkpoint was already recorded; nothing appended. */
+  | {
+    type: 'unchanged'
+    /** The checkpoint as it stands. */
+    checkpoint: ConsumerCheckpoint
+  }
+  /** Refused; nothing appended. */
+  | {
+    type: 'refused'
+    /** Why. */
+    reason: ConsumerRefusal
+    /** The checkpoint that stands. */
+    checkpoint: ConsumerCheckpoint
+  }
+
+/** Ingest one event a runtime pushed to the hub, exactly once by (`project`, `run`,
+ * `sequence`). */
+export interface IngestCommand {
+  /** The runtime's project. */
+  project: string
+  /** The run within the project. */
+  run: string
+  /** The event's sequence within the run, from 1. */
+  sequence: bigint
+  /** The hub project that is to hold it. */
+  hubProject: string
+  /** The runtime the run lives on. */
+  homeRuntime: string
+  /** The runtime's name for the event's type. */
+  eventType: string
+  /** The event as the runtime sent it, at most [`EVENT_BYTES_MAX`] bytes. Its content hash
+   * is blake3 of these bytes. */
+  bytes: Buffer
+  /** The hub's clock when the event arrived. */
+  receivedAtMs: number
+}
+
+/** What an ingest got. */
+export type IngestOutcome =
+  /** Accepted and recorded. */
+  | {
+    type: 'accepted'
+    /** The event as now held. */
+    event: IngestedEvent
+  }
+  /** The key already holds this content under this hub project; nothing appended. */
+  | {
+    type: 'duplicate'
+    /** The event as held (with its first receipt time). */
+    event: IngestedEvent
+  }
+  /** Refused; nothing appended. */
+  | {
+    type: 'conflict'
+    /** Why. */
+    reason: IngestConflict
+    /** The content hash held under the key, for `sequence_reused`. */
+    existingHash?: string
+  }
+
+/** A lane/key lease command (a reconciler's claim on one key of a lane). */
+export type LaneCommand =
+  /** Claim an unowned or expired lane/key; its cursor carries over. */
+  | {
+    type: 'laneClaim'
+    /** The lane. */
+    lane: string
+    /** The key. */
+    key: string
+    /** Who claims. */
+    owner: string
+    /** How long the claim lasts from `now_ms`. */
+    ttlMs: number
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Extend a live claim; only its owner may. */
+  | {
+    type: 'laneRenew'
+    /** The lane. */
+    lane: string
+    /** The key. */
+    key: string
+    /** Who asks. */
+    owner: string
+    /** The new length from `now_ms`. */
+    ttlMs: number
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Move the cursor; only the live owner may. */
+  | {
+    type: 'laneAdvance'
+    /** The lane. */
+    lane: string
+    /** The key. */
+    key: string
+    /** Who asks. */
+    owner: string
+    /** The caller's clock. */
+    nowMs: number
+    /** The new cursor. */
+    cursor?: string
+  }
+  /** Release the claim, keeping the cursor; only the live owner may. */
+  | {
+    type: 'laneRelease'
+    /** The lane. */
+    lane: string
+    /** The key. */
+    key: string
+    /** Who asks. */
+    owner: string
+    /** The caller's clock. */
+    nowMs: number
+  }
+
+/** What a lane command got. */
+export type LaneOutcome =
+  /** Done; the lane lease as it now stands. */
+  | {
+    type: 'done'
+    /** The lane lease now. */
+    lane: LaneLease
+  }
+  /** Refused; nothing appended. */
+  | {
+    type: 'refused'
+    /** Why. */
+    reason: LeaseRefusal
+    /** The lane lease that stands, if any. */
+    lane?: LaneLease
+  }
+
+/** A resource lease command. Its serde form names each variant in snake_case
+ * (`acquire_labelled`), its fields as they are. */
+export type LeaseCommand =
+  /** Take the resource: free → token 1 (or one past the last token issued); own live lease → extended, same token; expired → takeover, next token; another's live lease → `held`. */
+  | {
+    type: 'acquire'
+    /** The resource. */
+    resource: string
+    /** Who asks. */
+    holder: string
+    /** The lease's project, name and the holder's display name. */
+    labels?: LeaseLabels
+    /** How long the lease lasts from `now_ms`. */
+    ttlMs: number
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Extend a live lease under its token: `missing`, `superseded` or `expired` otherwise. */
+  | {
+    type: 'renew'
+    /** The resource. */
+    resource: string
+    /** Who asks. */
+    holder: string
+    /** The token the holder was given. */
+    token: bigint
+    /** The new length from `now_ms`. */
+    ttlMs: number
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Drop a lease the caller holds under `token`: `missing` or `superseded` otherwise. */
+  | {
+    type: 'release'
+    /** The resource. */
+    resource: string
+    /** Who asks. */
+    holder: string
+    /** The token the holder was given. */
+    token: bigint
+    /** The caller's clock. */
+    nowMs: number
+  }
+
+/** What a lease command got. */
+export type LeaseOutcome =
+  /** The caller holds the lease (`renewed`: it already did, under the same token). */
+  | {
+    type: 'granted'
+    /** The lease now. */
+    lease: Lease
+    /** Whether an existing lease of the caller's was extended. */
+    renewed: boolean
+  }
+  /** The lease was released. */
+  | {
+    type: 'released'
+    /** The lease as it was. */
+    lease: Lease
+  }
+  /** Refused; nothing appended. */
+  | {
+    type: 'refused'
+    /** Why. */
+    reason: LeaseRefusal
+    /** The lease that stands, if any. */
+    lease?: Lease
+  }
+
+/** Sets a host setting (key → value). There is no delete: the reference has none. */
+export interface SettingCommand {
+  /** The setting: 1 to [`SETTING_KEY_BYTES_MAX`] bytes. */
+  key: string
+  /** Its value (may be empty). */
+  value: string
+  /** The caller's clock. */
+  nowMs: number
+}
+
+/** What [`SetSetting`] did. */
+export type SettingOutcome =
+  /** The setting has the new value. */
+  | {
+    type: 'set'
+    /** The value it had, if any. */
+    previous?: string
+  }
+  /** It already had that value; nothing appended. */
+  | {
+    type: 'unchanged'
+  }
+
+/** Where a consumer stopped. */
+export interface ConsumerCheckpoint {
+  /** The consumer's name. */
+  consumer: string
+  /** The position of the last record it handled. */
+  position: bigint
+  /** That record's hash, as the consumer saw it. */
+  hash: string
+  /** When the checkpoint was recorded (the command's `now_ms`). */
+  atMs: number
+}
+
+/** A runtime's event as the hub holds it. */
+export interface IngestedEvent {
+  /** The runtime's project. */
+  project: string
+  /** The run within the project. */
+  run: string
+  /** The event's sequence within the run, from 1. */
+  sequence: bigint
+  /** The hub project that holds it. */
+  hubProject: string
+  /** The runtime the run lives on. */
+  homeRuntime: string
+  /** The runtime's name for the event's type. */
+  eventType: string
+  /** blake3 of `bytes`. */
+  contentHash: string
+  /** When the hub accepted it (the accepting command's `received_at_ms`). */
+  receivedAtMs: number
+  /** The event as the runtime sent it. */
+  bytes: Buffer
+}
+
+/** A lane/key lease: an owner claim with a cursor that outlives owners. */
+export interface LaneLease {
+  /** The lane. */
+  lane: string
+  /** The key within the lane. */
+  key: string
+  /** The last owner to claim it. */
+  owner: string
+  /** When the claim lapses (0 after a release). */
+  expiresAtMs: number
+  /** Where the work stands, kept across owners. */
+  cursor?: string
+}
+
+/** What a labelled acquisition says about a lease besides its resource and holder, as the
+ * reference hub's `acquireLease` input does: its project, its name and the holder's display
+ * name. */
+export interface LeaseLabels {
+  /** The project the lease belongs to: what [`list_leases`] selects by. */
+  project: string
+  /** The lease's name within the project. */
+  name: string
+  /** The holder's display name. */
+  holderName: string
+}
+
+/** A resource lease as it stands. */
+export interface Lease {
+  /** The resource. */
+  resource: string
+  /** Who holds it. */
+  holder: string
+  /** Its fencing token. */
+  token: bigint
+  /** When it was granted under this token. */
+  acquiredAtMs: number
+  /** When it lapses: live while `now_ms < expires_at_ms`. */
+  expiresAtMs: number
+  /** The project it belongs to (empty when its acquisition named none). */
+  project: string
+  /** Its name within the project. */
+  name: string
+  /** The holder's display name. */
+  holderName: string
 }
 
 // The names a reason, status or kind takes (scripts/schema.mjs, from constants.names).

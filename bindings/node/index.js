@@ -840,3 +840,4 @@ module.exports.Subscription = nativeBinding.Subscription
 module.exports.Writer = nativeBinding.Writer
 module.exports.constants = nativeBinding.constants
 module.exports.decodeEvent = nativeBinding.decodeEvent
+module.exports.schemas = nativeBinding.schemas

@@ -18,6 +18,7 @@ use crate::validate;
 
 /// Why a checkpoint was not recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ConsumerRefusal {
     /// The stored checkpoint is further on.
@@ -36,7 +37,9 @@ impl std::fmt::Display for ConsumerRefusal {
 }
 
 /// A consumer command.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 pub enum ConsumerCommand {
     /// Record that `consumer` handled every record up to and including `position`, whose
     /// hash is `hash`.
@@ -65,7 +68,9 @@ impl ConsumerCommand {
 }
 
 /// What a consumer command got.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 #[must_use]
 pub enum ConsumerOutcome {
     /// The checkpoint was recorded.

@@ -10,7 +10,8 @@ use crate::projection::table::{Table, TableSource};
 use crate::record::Position;
 
 /// Where a consumer stopped.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ConsumerCheckpoint {
     /// The consumer's name.
     pub consumer: String,

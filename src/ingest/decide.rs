@@ -39,6 +39,7 @@ const _: () = assert!(
 /// Why an event was not accepted: the reference's conflict reasons, each a security alert
 /// (a runtime reusing a sequence, or claiming a project or run that is not its own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum IngestConflict {
     /// The key already holds another event: another content hash, or another hub project.
@@ -61,7 +62,8 @@ impl std::fmt::Display for IngestConflict {
 
 /// Ingest one event a runtime pushed to the hub, exactly once by (`project`, `run`,
 /// `sequence`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct IngestCommand {
     /// The runtime's project.
     pub project: String,
@@ -77,13 +79,17 @@ pub struct IngestCommand {
     pub event_type: String,
     /// The event as the runtime sent it, at most [`EVENT_BYTES_MAX`] bytes. Its content hash
     /// is blake3 of these bytes.
+    #[serde(with = "crate::event::bytes")]
+    #[cfg_attr(feature = "schema", schemars(with = "Vec<u8>"))]
     pub bytes: Vec<u8>,
     /// The hub's clock when the event arrived.
     pub received_at_ms: u64,
 }
 
 /// What an ingest got.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 #[must_use]
 pub enum IngestOutcome {
     /// Accepted and recorded.

@@ -9,7 +9,8 @@ use crate::log::read::Direction;
 use crate::projection::table::{Table, TableSource};
 
 /// A runtime's event as the hub holds it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct IngestedEvent {
     /// The runtime's project.
     pub project: String,
@@ -28,6 +29,8 @@ pub struct IngestedEvent {
     /// When the hub accepted it (the accepting command's `received_at_ms`).
     pub received_at_ms: u64,
     /// The event as the runtime sent it.
+    #[serde(with = "crate::event::bytes")]
+    #[cfg_attr(feature = "schema", schemars(with = "Vec<u8>"))]
     pub bytes: Vec<u8>,
 }
 

@@ -14,6 +14,7 @@ use crate::validate;
 
 /// Why a lease command did not get what it asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum LeaseRefusal {
     /// Someone else holds a live lease.
@@ -37,8 +38,11 @@ impl std::fmt::Display for LeaseRefusal {
     }
 }
 
-/// A resource lease command.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A resource lease command. Its serde form names each variant in snake_case
+/// (`acquire_labelled`), its fields as they are.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 pub enum LeaseCommand {
     /// Take the resource: free → token 1 (or one past the last token issued); own live lease
     /// → extended, same token; expired → takeover, next token; another's live lease → `held`.
@@ -94,7 +98,9 @@ pub enum LeaseCommand {
 }
 
 /// What a lease command got.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 #[must_use]
 pub enum LeaseOutcome {
     /// The caller holds the lease (`renewed`: it already did, under the same token).
@@ -332,9 +338,13 @@ fn check_holder(
 }
 
 /// A lane/key lease command (a reconciler's claim on one key of a lane).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+// Its serde names are prefixed (`lane_claim`): a command's name says its domain, apart from
+// the resource leases' (`acquire`, `renew`, `release`).
 pub enum LaneCommand {
     /// Claim an unowned or expired lane/key; its cursor carries over.
+    #[serde(rename = "lane_claim")]
     Claim {
         /// The lane.
         lane: String,
@@ -348,6 +358,7 @@ pub enum LaneCommand {
         now_ms: u64,
     },
     /// Extend a live claim; only its owner may.
+    #[serde(rename = "lane_renew")]
     Renew {
         /// The lane.
         lane: String,
@@ -361,6 +372,7 @@ pub enum LaneCommand {
         now_ms: u64,
     },
     /// Move the cursor; only the live owner may.
+    #[serde(rename = "lane_advance")]
     Advance {
         /// The lane.
         lane: String,
@@ -374,6 +386,7 @@ pub enum LaneCommand {
         now_ms: u64,
     },
     /// Release the claim, keeping the cursor; only the live owner may.
+    #[serde(rename = "lane_release")]
     Release {
         /// The lane.
         lane: String,
@@ -387,7 +400,9 @@ pub enum LaneCommand {
 }
 
 /// What a lane command got.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 #[must_use]
 pub enum LaneOutcome {
     /// Done; the lane lease as it now stands.

@@ -10,10 +10,12 @@ use crate::projection::table::{Table, TableSource};
 
 /// A fencing token: issued per resource, strictly increasing, never reused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FencingToken(pub u64);
 
 /// A resource lease as it stands.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Lease {
     /// The resource.
     pub resource: String,
@@ -37,6 +39,7 @@ pub struct Lease {
 /// reference hub's `acquireLease` input does: its project, its name and the holder's display
 /// name.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LeaseLabels {
     /// The project the lease belongs to: what [`list_leases`] selects by.
     pub project: String,
@@ -62,6 +65,7 @@ impl Lease {
 
 /// A lane/key lease: an owner claim with a cursor that outlives owners.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LaneLease {
     /// The lane.
     pub lane: String,

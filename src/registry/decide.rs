@@ -396,7 +396,8 @@ fn change(
 }
 
 /// Sets a host setting (key → value). There is no delete: the reference has none.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SetSetting {
     /// The setting: 1 to [`SETTING_KEY_BYTES_MAX`] bytes.
     pub key: String,
@@ -407,7 +408,9 @@ pub struct SetSetting {
 }
 
 /// What [`SetSetting`] did.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 #[must_use]
 pub enum SettingOutcome {
     /// The setting has the new value.

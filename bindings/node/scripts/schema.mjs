@@ -110,20 +110,26 @@ function typeOf(node, reach) {
   throw new Error(`index.d.ts: no schema for the type ${node.getText()}`)
 }
 
-// The native module's lists: the names of reasons, statuses and kinds, and the error codes.
+// The native module's lists: the names of reasons, statuses and kinds, and the error codes;
+// and the JSON schemas of the library's commands and outcomes.
 const { createRequire } = await import('node:module')
-const { names, errorCodes } = createRequire(import.meta.url)('../index.js').constants()
+const native = createRequire(import.meta.url)('../index.js')
+const { names, errorCodes } = native.constants()
 
 // index.d.ts's unions of names: napi-rs types each field that carries one with its union's
 // name (`ts_type`), and declares no union; they are declared here, after what napi-rs wrote,
 // from the lists the Rust enums give (src/names.rs).
+/** Variants the binding spells as another with more fields: the library's name, then JavaScript's. */
+const MERGED = { acquire_labelled: 'acquire' }
+const COMMANDS_START = "// The library's commands and outcomes as they cross (scripts/schema.mjs, from schemas()).\n"
 const NAMES_START = '// The names a reason, status or kind takes (scripts/schema.mjs, from constants.names).\n'
 const nativeDeclarations = path.join(root, 'index.d.ts')
-const generated = fs.readFileSync(nativeDeclarations, 'utf8').split(NAMES_START)[0].trimEnd()
+const generated = fs.readFileSync(nativeDeclarations, 'utf8').split(COMMANDS_START)[0].split(NAMES_START)[0].trimEnd()
 const unions = Object.keys(names)
   .sort()
   .map((name) => `export type ${name} =\n${names[name].map((value) => `  | '${value}'\n`).join('')}`)
-fs.writeFileSync(nativeDeclarations, `${generated}\n\n${NAMES_START}\n${unions.join('\n')}`)
+const commands = declarationsOf(native.schemas(), names)
+fs.writeFileSync(nativeDeclarations, `${generated}\n\n${COMMANDS_START}\n${commands.join('\n')}\n${NAMES_START}\n${unions.join('\n')}`)
 
 const text = JSON.stringify(schemaOf(fs.readFileSync(nativeDeclarations, 'utf8')), null, 1)
 fs.writeFileSync(path.join(root, 'schema.json'), `${text}\n`)
@@ -136,3 +142,138 @@ const handWritten = fs.readFileSync(declarations, 'utf8')
 const union = /export type ErrorCode =\n(?:  \| '[A-Z_]+'\n)+/
 if (!union.test(handWritten)) throw new Error('lib.d.ts: no ErrorCode union to generate')
 fs.writeFileSync(declarations, handWritten.replace(union, `export type ErrorCode =\n${codes.map((code) => `  | '${code}'\n`).join('')}`))
+
+/**
+ * The TypeScript declarations of the library's commands and outcomes, from their JSON schemas
+ * (`schemas()`, schemars reading their serde forms), by the conventions the binding crosses them
+ * with (src/crossing.rs): fields in camelCase; an enum named `…Command` or `…Outcome` a union
+ * of objects tagged by `type` (variants in camelCase); a 64-bit integer a `bigint` unless it is
+ * milliseconds (`…_ms`, a `number`), a narrower one a `number`; bytes a `Buffer`; an `Option`
+ * or a field with a default optional. The unions of names are declared from `constants.names`.
+ */
+function declarationsOf(schemas, names) {
+  const definitions = {}
+  for (const roots of Object.values(schemas)) {
+    for (const root of roots) Object.assign(definitions, root.$defs || {})
+  }
+  const declared = new Map()
+  const pending = []
+  const reach = (name) => {
+    if (declared.has(name) || name in names) return
+    declared.set(name, null)
+    pending.push(name)
+  }
+  const resolve = (schema) => {
+    if (!schema.$ref) return [schema, null]
+    const name = schema.$ref.replace('#/$defs/', '')
+    if (!(name in definitions)) throw new Error(`schemas(): no definition of ${name}`)
+    return [definitions[name], name]
+  }
+  const doc = (schema, indent) =>
+    schema.description ? `${indent}/** ${schema.description.replace(/\*\//g, '*\\/').split('\n').join(`\n${indent} * `)} */\n` : ''
+  const isNull = (schema) => schema.type === 'null'
+  /** `[type, optional]` of a field's schema, named `field` as the library spells it. */
+  const typed = (schema, field) => {
+    const options = schema.anyOf || schema.oneOf
+    if (options && options.some(isNull)) {
+      const rest = options.filter((option) => !isNull(option))
+      if (rest.length === 1) return [typed(rest[0], field)[0], true]
+    }
+    if (Array.isArray(schema.type) && schema.type.includes('null')) {
+      const [type] = typed({ ...schema, type: schema.type.filter((kind) => kind !== 'null')[0] }, field)
+      return [type, true]
+    }
+    const [resolved, name] = resolve(schema)
+    if (name && (resolved.type === 'object' || resolved.oneOf || resolved.anyOf || resolved.enum)) {
+      if (name in names) return [name, false]
+      reach(name)
+      return [name, false]
+    }
+    switch (resolved.type) {
+      case 'string':
+        return ['string', false]
+      case 'boolean':
+        return ['boolean', false]
+      case 'integer':
+        return [/^u?int64$/.test(resolved.format) && !field.endsWith('_ms') ? 'bigint' : 'number', false]
+      case 'number':
+        return ['number', false]
+      case 'array': {
+        const items = resolve(resolved.items)[0]
+        if (items.type === 'integer' && items.format === 'uint8') return ['Buffer', false]
+        return [`Array<${typed(resolved.items, field)[0]}>`, false]
+      }
+      case 'object':
+        if (resolved.additionalProperties && !resolved.properties) {
+          return [`Record<string, ${typed(resolved.additionalProperties, field)[0]}>`, false]
+        }
+    }
+    throw new Error(`schemas(): no TypeScript for ${JSON.stringify(schema)} (${field})`)
+  }
+  /** The fields of an object schema, as TypeScript property lines. */
+  const fields = (schema, indent, optional = new Set()) => {
+    const required = new Set(schema.required || [])
+    // The schema's properties come sorted by name, its required fields in the order the type
+    // declares them: those first, as declared, then the optional ones.
+    const properties = schema.properties || {}
+    const order = [...(schema.required || []), ...Object.keys(properties).filter((field) => !required.has(field))]
+    return order.map((field) => [field, properties[field]]).map(([field, property]) => {
+      const [type, nullable] = typed(property, field)
+      const absent = nullable || !required.has(field) || optional.has(field)
+      return `${doc(property, indent)}${indent}${jsName(field)}${absent ? '?' : ''}: ${type}`
+    })
+  }
+  /** The variants of a Rust enum's schema: `[serde name, object schema or null, description]`. */
+  const variantsOf = (root) =>
+    (root.oneOf || [root]).flatMap((variant) => {
+      if (variant.const !== undefined) return [[variant.const, null, variant.description]]
+      if (variant.enum) return variant.enum.map((name) => [name, null, variant.description])
+      const [[name, inner]] = Object.entries(variant.properties)
+      return [[name, inner, variant.description || inner.description]]
+    })
+  /** A union tagged by `type`, of every variant of `roots`. */
+  const union = (name, roots) => {
+    const variants = new Map()
+    for (const root of roots) {
+      for (const [variant, schema, description] of variantsOf(root)) variants.set(variant, [schema, description])
+    }
+    // `acquire_labelled` is spelled `acquire` with `labels` (src/commands.rs, `lease_command`).
+    for (const [spelled, merged] of Object.entries(MERGED)) {
+      if (!variants.has(spelled) || !variants.has(merged)) continue
+      const plain = new Set(Object.keys(variants.get(merged)[0].properties || {}))
+      const [schema] = variants.get(spelled)
+      variants.delete(spelled)
+      variants.set(merged, [schema, variants.get(merged)[1], new Set(Object.keys(schema.properties).filter((field) => !plain.has(field)))])
+    }
+    const members = [...variants].map(([variant, [schema, description, optional]]) => {
+      const lines = [`    type: '${jsName(variant)}'`, ...(schema ? fields(schema, '    ', optional) : [])]
+      return `${description ? `  /** ${description.split('\n').join(' ')} */\n` : ''}  | {\n${lines.join('\n')}\n  }`
+    })
+    return `${doc(roots[0], '')}export type ${name} =\n${members.join('\n')}\n`
+  }
+  /** A struct, or an enum of one variant (a command that needs no `type`), as an interface. */
+  const single = (name, roots) => {
+    const [root] = roots
+    const variants = root.type === 'object' ? null : variantsOf(root)
+    const schema = variants ? variants[0][1] : root
+    return `${doc(root, '')}export interface ${name} {\n${fields(schema, '  ').join('\n')}\n}\n`
+  }
+  const declare = (name, roots) =>
+    roots.length === 1 && (roots[0].type === 'object' || (name.endsWith('Command') && variantsOf(roots[0]).length === 1))
+      ? single(name, roots)
+      : union(name, roots)
+  const output = Object.keys(schemas).sort().map((name) => declare(name, schemas[name]))
+  while (pending.length > 0) {
+    const name = pending.shift()
+    const schema = definitions[name]
+    if (schema.type !== 'object') throw new Error(`schemas(): ${name} is neither a struct nor a union of names in constants.names`)
+    output.push(`${doc(schema, '')}export interface ${name} {\n${fields(schema, '  ').join('\n')}\n}\n`)
+  }
+  return output
+}
+
+
+/** `ttl_ms` as JavaScript spells it: `ttlMs`. */
+function jsName(name) {
+  return name.replace(/_(.)/g, (_, letter) => letter.toUpperCase())
+}

@@ -2,40 +2,52 @@
 //! (`<domain>_work`), run either now (`lease`) or on a thread of libuv's pool (`leaseAsync`,
 //! a Promise), alone or inside `transaction(fn)` (see `transaction.rs`).
 
-use napi::bindgen_prelude::AsyncTask;
+use annals::consumers::{ConsumerCommand, ConsumerOutcome};
+use annals::ingest::{IngestCommand, IngestOutcome};
+use annals::leases::{LaneCommand, LaneOutcome, LeaseCommand, LeaseOutcome};
+use annals::registry::{SetSetting, SettingOutcome};
+use napi::Env;
+use napi::bindgen_prelude::{AsyncTask, Object};
 use napi_derive::napi;
 
-use crate::lanes::{self, LaneCommand, LaneOutcome};
+use crate::crossing::{Made, from_js, to_js};
+
 use crate::runs::{self, RunCommand, RunOutcome, SpanCommand, SpanOutcome};
-use crate::transaction::{Call, CallOptions, Commit, Work};
+use crate::transaction::{Call, CallOptions, Commit, Crossing, Work};
 use crate::{
-    ConsumerCommand, ConsumerOutcome, FuelCommand, FuelOutcome, IngestCommand, IngestOutcome,
-    InstanceCommand, InstanceOutcome, LeaseCommand, LeaseOutcome, OutboxCommand, OutboxOutcome,
-    SettingCommand, SettingOutcome, Store, convert, fuel_command, fuel_outcome, setting_command,
-    setting_outcome,
+    FuelCommand, FuelOutcome, InstanceCommand, InstanceOutcome, OutboxCommand, OutboxOutcome,
+    Store, convert, fuel_command, fuel_outcome,
 };
 
 #[napi]
 impl Store {
     /// Runs a lease command against the current state, appending what it decides.
-    #[napi]
+    #[napi(
+        ts_args_type = "command: LeaseCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "LeaseOutcome"
+    )]
     pub fn lease(
         &self,
-        command: LeaseCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<LeaseOutcome> {
-        self.command(Call::of(options)?, lease_work(command)?)
+    ) -> napi::Result<Made> {
+        let outcome = self.command(Call::of(options)?, lease_work(command)?)?;
+        to_js(&env, &outcome)
     }
 
     /// `lease(command, options)` committed on a thread of libuv's pool: a Promise of its
     /// outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<LeaseOutcome>")]
+    #[napi(
+        ts_args_type = "command: LeaseCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "Promise<LeaseOutcome>"
+    )]
     pub fn lease_async(
         &self,
-        command: LeaseCommand,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<AsyncTask<Commit<LeaseOutcome>>> {
-        self.command_async(Call::of(options)?, lease_work(command)?)
+    ) -> napi::Result<AsyncTask<Crossing<LeaseOutcome>>> {
+        self.crossing_async(Call::of(options)?, lease_work(command)?)
     }
 
     /// Runs an outbox command against the current state, appending what it decides.
@@ -60,24 +72,32 @@ impl Store {
     }
 
     /// Runs a lane lease command (a reconciler's claim on one key of a lane).
-    #[napi]
+    #[napi(
+        ts_args_type = "command: LaneCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "LaneOutcome"
+    )]
     pub fn lane(
         &self,
-        command: LaneCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<LaneOutcome> {
-        self.command(Call::of(options)?, lane_work(command)?)
+    ) -> napi::Result<Made> {
+        let outcome = self.command(Call::of(options)?, lane_work(command)?)?;
+        to_js(&env, &outcome)
     }
 
     /// `lane(command, options)` committed on a thread of libuv's pool: a Promise of its
     /// outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<LaneOutcome>")]
+    #[napi(
+        ts_args_type = "command: LaneCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "Promise<LaneOutcome>"
+    )]
     pub fn lane_async(
         &self,
-        command: LaneCommand,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<AsyncTask<Commit<LaneOutcome>>> {
-        self.command_async(Call::of(options)?, lane_work(command)?)
+    ) -> napi::Result<AsyncTask<Crossing<LaneOutcome>>> {
+        self.crossing_async(Call::of(options)?, lane_work(command)?)
     }
 
     /// Runs a command on whole runs: a heartbeat, a rollup, closing, a sweep or pruning.
@@ -102,24 +122,32 @@ impl Store {
     }
 
     /// Runs an ingest command: the hub's exactly-once sync ingest.
-    #[napi]
+    #[napi(
+        ts_args_type = "command: IngestCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "IngestOutcome"
+    )]
     pub fn ingest(
         &self,
-        command: IngestCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<IngestOutcome> {
-        self.command(Call::of(options)?, ingest_work(command)?)
+    ) -> napi::Result<Made> {
+        let outcome = self.command(Call::of(options)?, ingest_work(command)?)?;
+        to_js(&env, &outcome)
     }
 
     /// `ingest(command, options)` committed on a thread of libuv's pool: a Promise of its
     /// outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<IngestOutcome>")]
+    #[napi(
+        ts_args_type = "command: IngestCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "Promise<IngestOutcome>"
+    )]
     pub fn ingest_async(
         &self,
-        command: IngestCommand,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<AsyncTask<Commit<IngestOutcome>>> {
-        self.command_async(Call::of(options)?, ingest_work(command)?)
+    ) -> napi::Result<AsyncTask<Crossing<IngestOutcome>>> {
+        self.crossing_async(Call::of(options)?, ingest_work(command)?)
     }
 
     /// Runs a span command of the runs projection.
@@ -165,24 +193,32 @@ impl Store {
     }
 
     /// Sets a host setting.
-    #[napi]
+    #[napi(
+        ts_args_type = "command: SettingCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "SettingOutcome"
+    )]
     pub fn setting(
         &self,
-        command: SettingCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<SettingOutcome> {
-        self.command(Call::of(options)?, setting_work(command)?)
+    ) -> napi::Result<Made> {
+        let outcome = self.command(Call::of(options)?, setting_work(command)?)?;
+        to_js(&env, &outcome)
     }
 
     /// `setting(command, options)` committed on a thread of libuv's pool: a Promise of its
     /// outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<SettingOutcome>")]
+    #[napi(
+        ts_args_type = "command: SettingCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "Promise<SettingOutcome>"
+    )]
     pub fn setting_async(
         &self,
-        command: SettingCommand,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<AsyncTask<Commit<SettingOutcome>>> {
-        self.command_async(Call::of(options)?, setting_work(command)?)
+    ) -> napi::Result<AsyncTask<Crossing<SettingOutcome>>> {
+        self.crossing_async(Call::of(options)?, setting_work(command)?)
     }
 
     /// Charges fuel to an instance's ledger.
@@ -207,33 +243,39 @@ impl Store {
     }
 
     /// Records a consumer's checkpoint.
-    #[napi]
+    #[napi(
+        ts_args_type = "command: ConsumerCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "ConsumerOutcome"
+    )]
     pub fn consumer(
         &self,
-        command: ConsumerCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<ConsumerOutcome> {
-        self.command(Call::of(options)?, consumer_work(command)?)
+    ) -> napi::Result<Made> {
+        let outcome = self.command(Call::of(options)?, consumer_work(command)?)?;
+        to_js(&env, &outcome)
     }
 
     /// `consumer(command, options)` committed on a thread of libuv's pool: a Promise of its
     /// outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<ConsumerOutcome>")]
+    #[napi(
+        ts_args_type = "command: ConsumerCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "Promise<ConsumerOutcome>"
+    )]
     pub fn consumer_async(
         &self,
-        command: ConsumerCommand,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<AsyncTask<Commit<ConsumerOutcome>>> {
-        self.command_async(Call::of(options)?, consumer_work(command)?)
+    ) -> napi::Result<AsyncTask<Crossing<ConsumerOutcome>>> {
+        self.crossing_async(Call::of(options)?, consumer_work(command)?)
     }
 }
 
-/// The write of `lease(command)`, converted.
-fn lease_work(command: LeaseCommand) -> napi::Result<Work<LeaseOutcome>> {
-    let command = convert::lease_command(command)?;
-    Ok(Box::new(move |session| {
-        Ok(convert::lease_outcome(session.execute(&command)?))
-    }))
+/// The write of `lease(command)`.
+fn lease_work(command: Object<'_>) -> napi::Result<Work<LeaseOutcome>> {
+    let command: LeaseCommand = from_js(&command)?;
+    Ok(Box::new(move |session| session.execute(&command)))
 }
 
 /// The write of `outbox(command)`, converted.
@@ -250,12 +292,10 @@ fn outbox_work(command: OutboxCommand) -> napi::Result<Work<OutboxOutcome>> {
     }))
 }
 
-/// The write of `lane(command)`, converted.
-fn lane_work(command: LaneCommand) -> napi::Result<Work<LaneOutcome>> {
-    let command = lanes::lane_command(command)?;
-    Ok(Box::new(move |session| {
-        Ok(lanes::lane_outcome(session.execute(&command)?))
-    }))
+/// The write of `lane(command)`.
+fn lane_work(command: Object<'_>) -> napi::Result<Work<LaneOutcome>> {
+    let command: LaneCommand = from_js(&command)?;
+    Ok(Box::new(move |session| session.execute(&command)))
 }
 
 /// The write of `run(command)`, converted.
@@ -266,12 +306,10 @@ fn run_work(command: RunCommand) -> napi::Result<Work<RunOutcome>> {
     }))
 }
 
-/// The write of `ingest(command)`, converted.
-fn ingest_work(command: IngestCommand) -> napi::Result<Work<IngestOutcome>> {
-    let command = convert::ingest_command(command)?;
-    Ok(Box::new(move |session| {
-        Ok(convert::ingest_outcome(session.execute(&command)?))
-    }))
+/// The write of `ingest(command)`.
+fn ingest_work(command: Object<'_>) -> napi::Result<Work<IngestOutcome>> {
+    let command: IngestCommand = from_js(&command)?;
+    Ok(Box::new(move |session| session.execute(&command)))
 }
 
 /// The write of `span(command)`, converted.
@@ -290,12 +328,10 @@ fn registry_work(command: InstanceCommand) -> napi::Result<Work<InstanceOutcome>
     }))
 }
 
-/// The write of `setting(command)`, converted.
-fn setting_work(command: SettingCommand) -> napi::Result<Work<SettingOutcome>> {
-    let command = setting_command(command)?;
-    Ok(Box::new(move |session| {
-        Ok(setting_outcome(session.execute(&command)?))
-    }))
+/// The write of `setting(command)`.
+fn setting_work(command: Object<'_>) -> napi::Result<Work<SettingOutcome>> {
+    let command: SetSetting = from_js(&command)?;
+    Ok(Box::new(move |session| session.execute(&command)))
 }
 
 /// The write of `fuel(command)`, converted.
@@ -306,10 +342,8 @@ fn fuel_work(command: FuelCommand) -> napi::Result<Work<FuelOutcome>> {
     }))
 }
 
-/// The write of `consumer(command)`, converted.
-fn consumer_work(command: ConsumerCommand) -> napi::Result<Work<ConsumerOutcome>> {
-    let command = convert::consumer_command(command)?;
-    Ok(Box::new(move |session| {
-        Ok(convert::consumer_outcome(session.execute(&command)?))
-    }))
+/// The write of `consumer(command)`.
+fn consumer_work(command: Object<'_>) -> napi::Result<Work<ConsumerOutcome>> {
+    let command: ConsumerCommand = from_js(&command)?;
+    Ok(Box::new(move |session| session.execute(&command)))
 }

@@ -1,9 +1,6 @@
 //! Conversions between JavaScript's values and annals' types: checked, never lossy, every
 //! refusal an `INVALID_ARGUMENT` naming the field.
 
-use annals::leases::{
-    FencingToken, LeaseCommand as CoreLeaseCommand, LeaseOutcome as CoreLeaseOutcome,
-};
 use annals::outbox::{OutboxOutcome as CoreOutboxOutcome, PullOutcome, SweepOutcome};
 use annals::{AppendOutcome as Outcome, Direction, ExpectedVersion, StreamVersion};
 use napi::bindgen_prelude::{BigInt, Buffer};
@@ -11,9 +8,8 @@ use napi::bindgen_prelude::{BigInt, Buffer};
 use crate::error::invalid;
 use crate::rows::{instance_js, outbox_row_js};
 use crate::{
-    AckRefusal, AppendOutcome, ConsumerCheckpoint, ConsumerCommand, ConsumerOutcome, ExpiredRow,
-    IngestCommand, IngestOutcome, IngestedEvent, InstanceCommand, InstanceOutcome, Lease,
-    LeaseCommand, LeaseOutcome, LogRecord, NewEvent, OutboxOutcome, ReadOptions,
+    AckRefusal, AppendOutcome, ExpiredRow, InstanceCommand, InstanceOutcome, LogRecord, NewEvent,
+    OutboxOutcome, ReadOptions,
 };
 
 /// The largest integer a JavaScript number holds exactly.
@@ -142,77 +138,6 @@ pub fn record_js(record: annals::Record) -> LogRecord {
         payload: Buffer::from(record.payload),
         hash: record.hash.to_hex(),
     }
-}
-
-pub fn lease_js(lease: annals::leases::Lease) -> Lease {
-    Lease {
-        resource: lease.resource,
-        holder: lease.holder,
-        token: BigInt::from(lease.token.0),
-        acquired_at_ms: lease.acquired_at_ms as f64,
-        expires_at_ms: lease.expires_at_ms as f64,
-        project: lease.project,
-        name: lease.name,
-        holder_name: lease.holder_name,
-    }
-}
-
-pub fn lease_command(command: LeaseCommand) -> napi::Result<CoreLeaseCommand> {
-    Ok(match command {
-        LeaseCommand::Acquire {
-            resource,
-            holder,
-            ttl_ms,
-            labels: None,
-            now_ms,
-        } => CoreLeaseCommand::Acquire {
-            resource,
-            holder,
-            ttl_ms: u64_of_ms(ttl_ms, "ttlMs")?,
-            now_ms: u64_of_ms(now_ms, "nowMs")?,
-        },
-        LeaseCommand::Acquire {
-            resource,
-            holder,
-            ttl_ms,
-            labels: Some(labels),
-            now_ms,
-        } => CoreLeaseCommand::AcquireLabelled {
-            resource,
-            holder,
-            labels: annals::leases::LeaseLabels {
-                project: labels.project,
-                name: labels.name,
-                holder_name: labels.holder_name,
-            },
-            ttl_ms: u64_of_ms(ttl_ms, "ttlMs")?,
-            now_ms: u64_of_ms(now_ms, "nowMs")?,
-        },
-        LeaseCommand::Renew {
-            resource,
-            holder,
-            token,
-            ttl_ms,
-            now_ms,
-        } => CoreLeaseCommand::Renew {
-            resource,
-            holder,
-            token: FencingToken(u64_of(&token, "token")?),
-            ttl_ms: u64_of_ms(ttl_ms, "ttlMs")?,
-            now_ms: u64_of_ms(now_ms, "nowMs")?,
-        },
-        LeaseCommand::Release {
-            resource,
-            holder,
-            token,
-            now_ms,
-        } => CoreLeaseCommand::Release {
-            resource,
-            holder,
-            token: FencingToken(u64_of(&token, "token")?),
-            now_ms: u64_of_ms(now_ms, "nowMs")?,
-        },
-    })
 }
 
 /// The name a serde enum serialises to (`'held'`, `'superseded'`, …).
@@ -428,68 +353,6 @@ pub fn pull(outcome: PullOutcome) -> OutboxOutcome {
     }
 }
 
-pub fn lease_outcome(outcome: CoreLeaseOutcome) -> LeaseOutcome {
-    match outcome {
-        CoreLeaseOutcome::Granted { lease, renewed } => LeaseOutcome::Granted {
-            lease: lease_js(lease),
-            renewed,
-        },
-        CoreLeaseOutcome::Released { lease } => LeaseOutcome::Released {
-            lease: lease_js(lease),
-        },
-        CoreLeaseOutcome::Refused { reason, lease } => LeaseOutcome::Refused {
-            reason: name_of(&reason),
-            lease: lease.map(lease_js),
-        },
-    }
-}
-
-pub fn ingest_command(command: IngestCommand) -> napi::Result<annals::ingest::IngestCommand> {
-    Ok(annals::ingest::IngestCommand {
-        project: command.project,
-        run: command.run,
-        sequence: u64_of(&command.sequence, "sequence")?,
-        hub_project: command.hub_project,
-        home_runtime: command.home_runtime,
-        event_type: command.event_type,
-        bytes: command.bytes.to_vec(),
-        received_at_ms: u64_of_ms(command.received_at_ms, "receivedAtMs")?,
-    })
-}
-
-pub fn ingested_js(event: annals::ingest::IngestedEvent) -> IngestedEvent {
-    IngestedEvent {
-        project: event.project,
-        run: event.run,
-        sequence: BigInt::from(event.sequence),
-        hub_project: event.hub_project,
-        home_runtime: event.home_runtime,
-        event_type: event.event_type,
-        content_hash: event.content_hash.to_hex(),
-        received_at_ms: event.received_at_ms as f64,
-        bytes: Buffer::from(event.bytes),
-    }
-}
-
-pub fn ingest_outcome(outcome: annals::ingest::IngestOutcome) -> IngestOutcome {
-    use annals::ingest::IngestOutcome as Core;
-    match outcome {
-        Core::Accepted { event } => IngestOutcome::Accepted {
-            event: ingested_js(event),
-        },
-        Core::Duplicate { event } => IngestOutcome::Duplicate {
-            event: ingested_js(event),
-        },
-        Core::Conflict {
-            reason,
-            existing_hash,
-        } => IngestOutcome::Conflict {
-            reason: name_of(&reason),
-            existing_hash: existing_hash.map(|hash| hash.to_hex()),
-        },
-    }
-}
-
 /// A value of one of annals' serde enums (`'llm_call'`, `'succeeded'`, …), named by `field`.
 pub fn named<T: serde::de::DeserializeOwned>(text: String, field: &str) -> napi::Result<T> {
     serde_json::from_value(serde_json::Value::String(text))
@@ -577,42 +440,5 @@ pub fn instance_outcome(outcome: annals::registry::InstanceOutcome) -> InstanceO
             instance: instance_js(&instance),
         },
         Core::Missing => InstanceOutcome::Missing {},
-    }
-}
-
-pub fn consumer_command(
-    command: ConsumerCommand,
-) -> napi::Result<annals::consumers::ConsumerCommand> {
-    Ok(annals::consumers::ConsumerCommand::Checkpoint {
-        consumer: command.consumer,
-        position: annals::Position(u64_of(&command.position, "position")?),
-        hash: annals::Digest::from_hex(&command.hash)
-            .ok_or_else(|| invalid("hash", "must be 64 lower-case hex digits"))?,
-        now_ms: u64_of_ms(command.now_ms, "nowMs")?,
-    })
-}
-
-pub fn checkpoint_js(checkpoint: annals::consumers::ConsumerCheckpoint) -> ConsumerCheckpoint {
-    ConsumerCheckpoint {
-        consumer: checkpoint.consumer,
-        position: BigInt::from(checkpoint.position.0),
-        hash: checkpoint.hash.to_hex(),
-        at_ms: checkpoint.at_ms as f64,
-    }
-}
-
-pub fn consumer_outcome(outcome: annals::consumers::ConsumerOutcome) -> ConsumerOutcome {
-    use annals::consumers::ConsumerOutcome as Core;
-    match outcome {
-        Core::Checkpointed { checkpoint } => ConsumerOutcome::Checkpointed {
-            checkpoint: checkpoint_js(checkpoint),
-        },
-        Core::Unchanged { checkpoint } => ConsumerOutcome::Unchanged {
-            checkpoint: checkpoint_js(checkpoint),
-        },
-        Core::Refused { reason, checkpoint } => ConsumerOutcome::Refused {
-            reason: name_of(&reason),
-            checkpoint: checkpoint_js(checkpoint),
-        },
     }
 }

@@ -9,28 +9,31 @@ mod commands;
 #[cfg_attr(test, allow(dead_code))]
 mod constants;
 mod convert;
+mod crossing;
 mod error;
 #[cfg_attr(test, allow(dead_code))]
 mod events;
-mod lanes;
 #[cfg_attr(test, allow(dead_code))]
 mod names;
 mod packed;
 mod queries;
 mod rows;
 mod runs;
+#[cfg_attr(test, allow(dead_code))]
+mod schemas;
 mod transaction;
 mod view;
 
 use std::sync::{Arc, Mutex};
 
 use annals::{Durability, Position, Sharing, Store as Inner, StoreOptions};
-use napi::bindgen_prelude::{BigInt, Buffer};
+use napi::Env;
+use napi::bindgen_prelude::{BigInt, Buffer, Object, PromiseRaw};
 use napi_derive::napi;
 
 use convert::{position, record_js, u64_of_ms};
+use crossing::Made;
 use error::{at_path, invalid, to_js};
-use lanes::{LaneCommand, LaneOutcome};
 use rows::{FuelEntry, FuelTotal, Instance, OutboxRow, RunRollup};
 use runs::{RunCommand, RunOutcome, SpanCommand, SpanOutcome};
 use transaction::{Call, CallOptions};
@@ -188,108 +191,6 @@ pub struct ReadOptions {
     pub direction: Option<String>,
     /// At most this many records; default 1000.
     pub limit: Option<f64>,
-}
-
-/// A lease: who holds a resource, under which fencing token, until when.
-#[napi(object)]
-pub struct Lease {
-    /// The resource.
-    pub resource: String,
-    /// Who holds it.
-    pub holder: String,
-    /// Its fencing token.
-    pub token: BigInt,
-    /// When it was granted under this token, milliseconds.
-    pub acquired_at_ms: f64,
-    /// When it lapses, milliseconds: live while `now < expiresAtMs`.
-    pub expires_at_ms: f64,
-    /// Its project (empty unless acquired with labels): what `leasesOf(project)` selects by.
-    pub project: String,
-    /// Its name within the project (empty unless acquired with labels).
-    pub name: String,
-    /// The holder's display name (empty unless acquired with labels).
-    pub holder_name: String,
-}
-
-/// The labels the reference hub's `acquireLease` takes: a grant carries them, and the
-/// holder's own re-acquisition rewrites them while keeping its token and grant time.
-#[napi(object)]
-pub struct LeaseLabels {
-    /// The project the lease belongs to.
-    pub project: String,
-    /// The lease's name within the project.
-    pub name: String,
-    /// The holder's display name.
-    pub holder_name: String,
-}
-
-/// A lease command (`type`: `acquire`, `renew` or `release`); the clock comes in with it.
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum LeaseCommand {
-    /// Take the resource (or extend one's own live lease).
-    Acquire {
-        /// The resource.
-        resource: String,
-        /// Who asks.
-        holder: String,
-        /// How long it lasts from `nowMs`.
-        ttl_ms: f64,
-        /// Labels the grant carries (the reference hub's project, name and holder name).
-        labels: Option<LeaseLabels>,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// Extend a live lease under its token.
-    Renew {
-        /// The resource.
-        resource: String,
-        /// Who asks.
-        holder: String,
-        /// The token it was given.
-        token: BigInt,
-        /// The new length from `nowMs`.
-        ttl_ms: f64,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// Drop a lease held under `token`.
-    Release {
-        /// The resource.
-        resource: String,
-        /// Who asks.
-        holder: String,
-        /// The token it was given.
-        token: BigInt,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-}
-
-/// What a lease command got: `granted` (`renewed` when an own lease was extended),
-/// `released`, or `refused` with the reason (`held`, `missing`, `superseded`, `expired`, …)
-/// and the lease that stands.
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum LeaseOutcome {
-    /// The caller holds the lease.
-    Granted {
-        /// The lease now.
-        lease: Lease,
-        /// Whether an existing lease of the caller's was extended.
-        renewed: bool,
-    },
-    /// The lease was released.
-    Released {
-        /// The lease as it was.
-        lease: Lease,
-    },
-    /// Refused; nothing was appended.
-    Refused {
-        /// Why, e.g. `'held'`.
-        #[napi(ts_type = "LeaseRefusal")]
-        reason: String,
-        /// The lease that stands, if any.
-        lease: Option<Lease>,
-    },
 }
 
 /// A write fenced by a lease: refused with code `FENCED` unless `token` is the resource's
@@ -519,75 +420,6 @@ pub struct AckRefusal {
     pub reason: String,
 }
 
-/// A runtime's event pushed to the hub's exactly-once sync ingest, keyed by
-/// (project, run, sequence).
-#[napi(object)]
-pub struct IngestCommand {
-    /// The runtime's project.
-    pub project: String,
-    /// The run within the project.
-    pub run: String,
-    /// The event's sequence within the run, from 1.
-    pub sequence: BigInt,
-    /// The hub project that is to hold it.
-    pub hub_project: String,
-    /// The runtime the run lives on.
-    pub home_runtime: String,
-    /// The runtime's name for the event's type.
-    pub event_type: String,
-    /// The event as the runtime sent it.
-    pub bytes: Buffer,
-    /// The hub's clock when it arrived.
-    pub received_at_ms: f64,
-}
-
-/// An event the hub holds.
-#[napi(object)]
-pub struct IngestedEvent {
-    /// The runtime's project.
-    pub project: String,
-    /// The run.
-    pub run: String,
-    /// Its sequence.
-    pub sequence: BigInt,
-    /// The hub project that holds it.
-    pub hub_project: String,
-    /// The runtime the run lives on.
-    pub home_runtime: String,
-    /// Its type.
-    pub event_type: String,
-    /// blake3 of its bytes, lower-case hex.
-    pub content_hash: String,
-    /// When the hub accepted it.
-    pub received_at_ms: f64,
-    /// Its bytes.
-    pub bytes: Buffer,
-}
-
-/// What an ingest got: `accepted`, `duplicate` (the same bytes under the same key; nothing
-/// appended) or `conflict` (`sequence_reused`, `project_mismatch`, `home_runtime_mismatch`).
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum IngestOutcome {
-    /// Accepted and recorded.
-    Accepted {
-        /// The event as now held.
-        event: IngestedEvent,
-    },
-    /// Already held with the same content.
-    Duplicate {
-        /// The event as held, with its first receipt time.
-        event: IngestedEvent,
-    },
-    /// Refused; nothing appended.
-    Conflict {
-        /// Why.
-        #[napi(ts_type = "IngestConflict")]
-        reason: String,
-        /// The content hash held under the key, for `sequence_reused`.
-        existing_hash: Option<String>,
-    },
-}
-
 /// The fields of a registry upsert: an absent one is left as it is (or its default on a new
 /// instance); for `identity`, `tree`, `source` and `owner` an empty string clears it.
 #[napi(object)]
@@ -695,29 +527,6 @@ pub enum InstanceOutcome {
     Missing {},
 }
 
-/// A host setting: `key` set to `value` (`type`: `setting`).
-#[napi(object)]
-pub struct SettingCommand {
-    /// The setting's key.
-    pub key: String,
-    /// Its value.
-    pub value: String,
-    /// The caller's clock.
-    pub now_ms: f64,
-}
-
-/// What a setting command got: `set` (with the value before, if any) or `unchanged`.
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum SettingOutcome {
-    /// Set now.
-    Set {
-        /// The value before, if any.
-        previous: Option<String>,
-    },
-    /// It already had that value; nothing appended.
-    Unchanged {},
-}
-
 /// Fuel used by `caller` doing `op` on `instance`, added to the ledger (`type`: `fuel`):
 /// `calls` calls (default 1) and `fuel` units.
 #[napi(object)]
@@ -744,56 +553,6 @@ pub struct FuelOutcome {
     pub entry: FuelEntry,
     /// The instance's total now.
     pub total: FuelTotal,
-}
-
-/// A consumer's checkpoint: it handled every record up to `position`, whose hash is `hash`.
-#[napi(object)]
-pub struct ConsumerCommand {
-    /// The consumer's name.
-    pub consumer: String,
-    /// The position of the last record handled.
-    pub position: BigInt,
-    /// That record's hash, lower-case hex (as `LogRecord.hash`).
-    pub hash: String,
-    /// The caller's clock.
-    pub now_ms: f64,
-}
-
-/// Where a consumer stopped.
-#[napi(object)]
-pub struct ConsumerCheckpoint {
-    /// The consumer's name.
-    pub consumer: String,
-    /// The position of the last record it handled.
-    pub position: BigInt,
-    /// That record's hash.
-    pub hash: String,
-    /// When it was recorded.
-    pub at_ms: f64,
-}
-
-/// What a consumer checkpoint got: `checkpointed`, `unchanged`, or `refused` with the reason
-/// (a position behind the last, or a hash that is not the log's).
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum ConsumerOutcome {
-    /// Recorded.
-    Checkpointed {
-        /// The checkpoint now.
-        checkpoint: ConsumerCheckpoint,
-    },
-    /// Already recorded; nothing appended.
-    Unchanged {
-        /// The checkpoint as it stands.
-        checkpoint: ConsumerCheckpoint,
-    },
-    /// Refused; nothing appended.
-    Refused {
-        /// Why.
-        #[napi(ts_type = "ConsumerRefusal")]
-        reason: String,
-        /// The checkpoint that stands.
-        checkpoint: ConsumerCheckpoint,
-    },
 }
 
 /// An annals log file.
@@ -1165,6 +924,19 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// `command` queued, a Promise of its outcome, which crosses by serde (`crossing.rs`).
+    fn crossing<'env, C>(&self, env: &'env Env, command: C) -> napi::Result<PromiseRaw<'env, Made>>
+    where
+        C: annals::Command + Send + 'static,
+        C::Outcome: serde::Serialize + Send + 'static,
+    {
+        let writer = self.handle()?;
+        env.spawn_future_with_callback(
+            async move { writer.execute(command).await.map_err(to_js) },
+            |env, outcome| crossing::to_js(env, &outcome),
+        )
+    }
+
     fn handle(&self) -> napi::Result<annals::Writer> {
         let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         guard.clone().ok_or_else(|| {
@@ -1198,12 +970,17 @@ impl Writer {
     }
 
     /// `Store.lease`, batched.
-    #[napi]
-    pub async fn lease(&self, command: LeaseCommand) -> napi::Result<LeaseOutcome> {
-        let command = convert::lease_command(command)?;
-        let writer = self.handle()?;
-        let outcome = writer.execute(command).await.map_err(to_js)?;
-        Ok(convert::lease_outcome(outcome))
+    #[napi(
+        ts_args_type = "command: LeaseCommand",
+        ts_return_type = "Promise<LeaseOutcome>"
+    )]
+    pub fn lease<'env>(
+        &self,
+        env: &'env Env,
+        command: Object<'_>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
+        let command: annals::leases::LeaseCommand = crossing::from_js(&command)?;
+        self.crossing(env, command)
     }
 
     /// `Store.outbox`, batched.
@@ -1228,13 +1005,17 @@ impl Writer {
     }
 
     /// `Store.lane`, batched.
-    #[napi]
-    pub async fn lane(&self, command: LaneCommand) -> napi::Result<LaneOutcome> {
-        let command = lanes::lane_command(command)?;
-        let writer = self.handle()?;
-        Ok(lanes::lane_outcome(
-            writer.execute(command).await.map_err(to_js)?,
-        ))
+    #[napi(
+        ts_args_type = "command: LaneCommand",
+        ts_return_type = "Promise<LaneOutcome>"
+    )]
+    pub fn lane<'env>(
+        &self,
+        env: &'env Env,
+        command: Object<'_>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
+        let command: annals::leases::LaneCommand = crossing::from_js(&command)?;
+        self.crossing(env, command)
     }
 
     /// `Store.run`, batched.
@@ -1248,13 +1029,17 @@ impl Writer {
     }
 
     /// `Store.setting`, batched.
-    #[napi]
-    pub async fn setting(&self, command: SettingCommand) -> napi::Result<SettingOutcome> {
-        let command = setting_command(command)?;
-        let writer = self.handle()?;
-        Ok(setting_outcome(
-            writer.execute(command).await.map_err(to_js)?,
-        ))
+    #[napi(
+        ts_args_type = "command: SettingCommand",
+        ts_return_type = "Promise<SettingOutcome>"
+    )]
+    pub fn setting<'env>(
+        &self,
+        env: &'env Env,
+        command: Object<'_>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
+        let command: annals::registry::SetSetting = crossing::from_js(&command)?;
+        self.crossing(env, command)
     }
 
     /// `Store.fuel`, batched.
@@ -1276,13 +1061,17 @@ impl Writer {
     }
 
     /// `Store.ingest`, batched.
-    #[napi]
-    pub async fn ingest(&self, command: IngestCommand) -> napi::Result<IngestOutcome> {
-        let command = convert::ingest_command(command)?;
-        let writer = self.handle()?;
-        Ok(convert::ingest_outcome(
-            writer.execute(command).await.map_err(to_js)?,
-        ))
+    #[napi(
+        ts_args_type = "command: IngestCommand",
+        ts_return_type = "Promise<IngestOutcome>"
+    )]
+    pub fn ingest<'env>(
+        &self,
+        env: &'env Env,
+        command: Object<'_>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
+        let command: annals::ingest::IngestCommand = crossing::from_js(&command)?;
+        self.crossing(env, command)
     }
 
     /// `Store.registry`, batched.
@@ -1296,13 +1085,17 @@ impl Writer {
     }
 
     /// `Store.consumer`, batched.
-    #[napi]
-    pub async fn consumer(&self, command: ConsumerCommand) -> napi::Result<ConsumerOutcome> {
-        let command = convert::consumer_command(command)?;
-        let writer = self.handle()?;
-        Ok(convert::consumer_outcome(
-            writer.execute(command).await.map_err(to_js)?,
-        ))
+    #[napi(
+        ts_args_type = "command: ConsumerCommand",
+        ts_return_type = "Promise<ConsumerOutcome>"
+    )]
+    pub fn consumer<'env>(
+        &self,
+        env: &'env Env,
+        command: Object<'_>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
+        let command: annals::consumers::ConsumerCommand = crossing::from_js(&command)?;
+        self.crossing(env, command)
     }
 
     /// Commands queued now and not yet committed.
@@ -1319,21 +1112,6 @@ impl Writer {
             Some(writer) => writer.close().await.map_err(to_js),
             None => Ok(()),
         }
-    }
-}
-
-fn setting_command(command: SettingCommand) -> napi::Result<annals::registry::SetSetting> {
-    Ok(annals::registry::SetSetting {
-        key: command.key,
-        value: command.value,
-        now_ms: u64_of_ms(command.now_ms, "nowMs")?,
-    })
-}
-
-fn setting_outcome(outcome: annals::registry::SettingOutcome) -> SettingOutcome {
-    match outcome {
-        annals::registry::SettingOutcome::Set { previous } => SettingOutcome::Set { previous },
-        annals::registry::SettingOutcome::Unchanged => SettingOutcome::Unchanged {},
     }
 }
 

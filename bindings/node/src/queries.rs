@@ -1,16 +1,18 @@
 //! The queries of every domain, each read from one consistent view of the projections as of
 //! the last commit: what the reference stores' `get…` and `list…` calls return.
 
+use napi::Env;
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 
-use crate::convert::{self, lease_js, u64_of, u64_of_ms};
+use crate::Store;
+use crate::convert::{self, u64_of, u64_of_ms};
+use crate::crossing::{Made, to_js};
 use crate::error::invalid;
 use crate::rows::{
-    self, FuelEntry, FuelTotal, Instance, LaneLease, OpenRunRollup, OutboxRow, Run, RunChange,
-    RunRollup, RunSnapshot, Setting, Span, SpanEvent,
+    self, FuelEntry, FuelTotal, Instance, OpenRunRollup, OutboxRow, Run, RunChange, RunRollup,
+    RunSnapshot, Setting, Span, SpanEvent,
 };
-use crate::{ConsumerCheckpoint, IngestedEvent, Lease, Store};
 
 /// The fuel an instance used in all.
 #[napi(object)]
@@ -53,32 +55,25 @@ fn limit_or(limit: Option<f64>, default: u32) -> napi::Result<usize> {
 #[napi]
 impl Store {
     /// The lease of `resource` as it stands, or `null`.
-    #[napi]
-    pub fn lease_of(&self, resource: String) -> napi::Result<Option<Lease>> {
-        self.query(move |state| Ok(annals::leases::lease(state, &resource)?.map(lease_js)))
+    #[napi(ts_return_type = "Lease | null")]
+    pub fn lease_of(&self, env: Env, resource: String) -> napi::Result<Made> {
+        let lease = self.query(move |state| annals::leases::lease(state, &resource))?;
+        to_js(&env, &lease)
     }
 
     /// Up to `limit` (default 1000) leases held, by resource.
-    #[napi]
-    pub fn leases(&self, limit: Option<f64>) -> napi::Result<Vec<Lease>> {
+    #[napi(ts_return_type = "Array<Lease>")]
+    pub fn leases(&self, env: Env, limit: Option<f64>) -> napi::Result<Made> {
         let limit = self::limit(limit)?;
-        self.query(move |state| {
-            Ok(annals::leases::leases(state, limit)?
-                .into_iter()
-                .map(lease_js)
-                .collect())
-        })
+        let leases = self.query(move |state| annals::leases::leases(state, limit))?;
+        to_js(&env, &leases)
     }
 
     /// The leases of one project (granted with labels), as the reference hub's `listLeases`.
-    #[napi]
-    pub fn leases_of(&self, project: String) -> napi::Result<Vec<Lease>> {
-        self.query(move |state| {
-            Ok(annals::leases::list_leases(state, &project)?
-                .into_iter()
-                .map(lease_js)
-                .collect())
-        })
+    #[napi(ts_return_type = "Array<Lease>")]
+    pub fn leases_of(&self, env: Env, project: String) -> napi::Result<Made> {
+        let leases = self.query(move |state| annals::leases::list_leases(state, &project))?;
+        to_js(&env, &leases)
     }
 
     /// The last fencing token issued for `resource` (kept after a release), or `null`.
@@ -90,25 +85,18 @@ impl Store {
     }
 
     /// The lane lease of `lane`/`key`, or `null`.
-    #[napi]
-    pub fn lane_of(&self, lane: String, key: String) -> napi::Result<Option<LaneLease>> {
-        self.query(move |state| {
-            Ok(annals::leases::lane(state, &lane, &key)?
-                .as_ref()
-                .map(rows::lane_js))
-        })
+    #[napi(ts_return_type = "LaneLease | null")]
+    pub fn lane_of(&self, env: Env, lane: String, key: String) -> napi::Result<Made> {
+        let lease = self.query(move |state| annals::leases::lane(state, &lane, &key))?;
+        to_js(&env, &lease)
     }
 
     /// Up to `limit` (default 1000) lane leases of `lane`, by key.
-    #[napi]
-    pub fn lanes(&self, lane: String, limit: Option<f64>) -> napi::Result<Vec<LaneLease>> {
+    #[napi(ts_return_type = "Array<LaneLease>")]
+    pub fn lanes(&self, env: Env, lane: String, limit: Option<f64>) -> napi::Result<Made> {
         let limit = self::limit(limit)?;
-        self.query(move |state| {
-            Ok(annals::leases::lanes(state, &lane, limit)?
-                .iter()
-                .map(rows::lane_js)
-                .collect())
-        })
+        let leases = self.query(move |state| annals::leases::lanes(state, &lane, limit))?;
+        to_js(&env, &leases)
     }
 
     /// The outbox row of `key`, or `null`.
@@ -319,47 +307,40 @@ impl Store {
     }
 
     /// The event ingested under (`project`, `run`, `sequence`), or `null`.
-    #[napi]
+    #[napi(ts_return_type = "IngestedEvent | null")]
     pub fn ingest_event(
         &self,
+        env: Env,
         project: String,
         run: String,
         sequence: BigInt,
-    ) -> napi::Result<Option<IngestedEvent>> {
+    ) -> napi::Result<Made> {
         let sequence = u64_of(&sequence, "sequence")?;
-        self.query(move |state| {
-            Ok(annals::ingest::event(state, &project, &run, sequence)?.map(convert::ingested_js))
-        })
+        let event =
+            self.query(move |state| annals::ingest::event(state, &project, &run, sequence))?;
+        to_js(&env, &event)
     }
 
     /// Up to `limit` (default 1000) ingested events, by key.
-    #[napi]
-    pub fn ingest_events(&self, limit: Option<f64>) -> napi::Result<Vec<IngestedEvent>> {
+    #[napi(ts_return_type = "Array<IngestedEvent>")]
+    pub fn ingest_events(&self, env: Env, limit: Option<f64>) -> napi::Result<Made> {
         let limit = self::limit(limit)?;
-        self.query(move |state| {
-            Ok(annals::ingest::events(state, limit)?
-                .into_iter()
-                .map(convert::ingested_js)
-                .collect())
-        })
+        let events = self.query(move |state| annals::ingest::events(state, limit))?;
+        to_js(&env, &events)
     }
 
     /// Up to `limit` (default 1000) events a hub project holds, by run and sequence.
-    #[napi]
+    #[napi(ts_return_type = "Array<IngestedEvent>")]
     pub fn hub_project_events(
         &self,
+        env: Env,
         hub_project: String,
         limit: Option<f64>,
-    ) -> napi::Result<Vec<IngestedEvent>> {
+    ) -> napi::Result<Made> {
         let limit = self::limit(limit)?;
-        self.query(move |state| {
-            Ok(
-                annals::ingest::hub_project_events(state, &hub_project, limit)?
-                    .into_iter()
-                    .map(convert::ingested_js)
-                    .collect(),
-            )
-        })
+        let events = self
+            .query(move |state| annals::ingest::hub_project_events(state, &hub_project, limit))?;
+        to_js(&env, &events)
     }
 
     /// The sync cursor of a run: the highest sequence ingested without a gap before it.
@@ -381,29 +362,19 @@ impl Store {
     }
 
     /// Where `consumer` stopped, or `null`.
-    #[napi]
-    pub fn consumer_checkpoint(
-        &self,
-        consumer: String,
-    ) -> napi::Result<Option<ConsumerCheckpoint>> {
-        self.query(move |state| {
-            Ok(annals::consumers::checkpoint(state, &consumer)?.map(convert::checkpoint_js))
-        })
+    #[napi(ts_return_type = "ConsumerCheckpoint | null")]
+    pub fn consumer_checkpoint(&self, env: Env, consumer: String) -> napi::Result<Made> {
+        let checkpoint =
+            self.query(move |state| annals::consumers::checkpoint(state, &consumer))?;
+        to_js(&env, &checkpoint)
     }
 
     /// Up to `limit` (default 1000) consumers' checkpoints, by name.
-    #[napi]
-    pub fn consumer_checkpoints(
-        &self,
-        limit: Option<f64>,
-    ) -> napi::Result<Vec<ConsumerCheckpoint>> {
+    #[napi(ts_return_type = "Array<ConsumerCheckpoint>")]
+    pub fn consumer_checkpoints(&self, env: Env, limit: Option<f64>) -> napi::Result<Made> {
         let limit = self::limit(limit)?;
-        self.query(move |state| {
-            Ok(annals::consumers::checkpoints(state, limit)?
-                .into_iter()
-                .map(convert::checkpoint_js)
-                .collect())
-        })
+        let checkpoints = self.query(move |state| annals::consumers::checkpoints(state, limit))?;
+        to_js(&env, &checkpoints)
     }
 
     /// Registered instances, oldest first, then by handle.

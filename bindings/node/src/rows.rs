@@ -207,31 +207,6 @@ pub struct Setting {
     pub value: String,
 }
 
-/// A lane/key lease: a reconciler's claim on one key of a lane, and its cursor.
-#[napi(object)]
-pub struct LaneLease {
-    /// The lane.
-    pub lane: String,
-    /// The key within the lane.
-    pub key: String,
-    /// The last owner to claim it.
-    pub owner: String,
-    /// When the claim lapses (0 after a release).
-    pub expires_at_ms: f64,
-    /// Where the work stands, kept across owners.
-    pub cursor: Option<String>,
-}
-
-pub fn lane_js(lane: &annals::leases::LaneLease) -> LaneLease {
-    LaneLease {
-        lane: lane.lane.clone(),
-        key: lane.key.clone(),
-        owner: lane.owner.clone(),
-        expires_at_ms: number(lane.expires_at_ms),
-        cursor: lane.cursor.clone(),
-    }
-}
-
 /// Tokens and cost a span reported.
 #[napi(object)]
 pub struct Usage {

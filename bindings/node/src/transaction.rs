@@ -17,9 +17,11 @@ use annals::{Durability, WriteSession};
 use napi::bindgen_prelude::{AsyncTask, Function, ToNapiValue, TypeName};
 use napi::{Env, Task};
 use napi_derive::napi;
+use serde::Serialize;
 use serde_json::json;
 
 use crate::convert::{u64_of, u64_of_ms};
+use crate::crossing::{Made, to_js as crossed};
 use crate::error::{coded, invalid, to_js};
 use crate::{LeaseGuard, Store};
 
@@ -115,7 +117,22 @@ pub(crate) type Work<T> = Box<dyn FnOnce(&mut WriteSession<'_>) -> annals::Resul
 /// A command committed on a thread of libuv's pool (`leaseAsync`, …): its Promise settles
 /// with the outcome, or the error, once the commit is made.
 pub struct Commit<T> {
-    commit: Option<Box<dyn FnOnce() -> napi::Result<T> + Send>>,
+    commit: Option<OffThread<T>>,
+}
+
+/// A command's commit, to run on a thread of libuv's pool.
+type OffThread<T> = Box<dyn FnOnce() -> napi::Result<T> + Send>;
+
+/// Runs the commit a task holds, which napi-rs asks for once.
+fn run_once<T>(commit: &mut Option<OffThread<T>>) -> napi::Result<T> {
+    match commit.take() {
+        Some(commit) => commit(),
+        None => Err(coded(
+            annals::ErrorKind::Internal.code(),
+            "a command's commit ran twice",
+            json!({}),
+        )),
+    }
 }
 
 impl<T: ToNapiValue + TypeName + Send + 'static> Task for Commit<T> {
@@ -123,18 +140,30 @@ impl<T: ToNapiValue + TypeName + Send + 'static> Task for Commit<T> {
     type JsValue = T;
 
     fn compute(&mut self) -> napi::Result<T> {
-        match self.commit.take() {
-            Some(commit) => commit(),
-            None => Err(coded(
-                annals::ErrorKind::Internal.code(),
-                "a command's commit ran twice",
-                json!({}),
-            )),
-        }
+        run_once(&mut self.commit)
     }
 
     fn resolve(&mut self, _env: Env, outcome: T) -> napi::Result<T> {
         Ok(outcome)
+    }
+}
+
+/// A command of the library's own types committed on a thread of libuv's pool: its outcome
+/// crosses to JavaScript (`crossing.rs`) when the Promise settles, on the main thread.
+pub struct Crossing<T> {
+    commit: Option<OffThread<T>>,
+}
+
+impl<T: Serialize + Send + 'static> Task for Crossing<T> {
+    type Output = T;
+    type JsValue = Made;
+
+    fn compute(&mut self) -> napi::Result<T> {
+        run_once(&mut self.commit)
+    }
+
+    fn resolve(&mut self, env: Env, outcome: T) -> napi::Result<Made> {
+        crossed(&env, &outcome)
     }
 }
 
@@ -219,11 +248,22 @@ impl Store {
         call: Call,
         work: impl FnOnce(&mut WriteSession<'_>) -> annals::Result<T> + Send + 'static,
     ) -> napi::Result<AsyncTask<Commit<T>>> {
+        Ok(AsyncTask::new(Commit {
+            commit: Some(self.off_thread(call, work)?),
+        }))
+    }
+
+    /// The commit of `work` with `call`'s options, to run on another thread.
+    fn off_thread<T: Send + 'static>(
+        &self,
+        call: Call,
+        work: impl FnOnce(&mut WriteSession<'_>) -> annals::Result<T> + Send + 'static,
+    ) -> napi::Result<OffThread<T>> {
         self.not_a_view("an async command")?;
         self.outside_transaction("an async command")?;
         let store = self.shared()?;
         let durability = call.durability.unwrap_or(self.durability);
-        let commit = move || {
+        Ok(Box::new(move || {
             store
                 .write_with(durability, |session| {
                     if let Some(guard) = &call.guard {
@@ -232,9 +272,18 @@ impl Store {
                     work(session)
                 })
                 .map_err(to_js)
-        };
-        Ok(AsyncTask::new(Commit {
-            commit: Some(Box::new(commit)),
+        }))
+    }
+
+    /// `command_async` for a command of the library's own types, whose outcome crosses by
+    /// serde.
+    pub(crate) fn crossing_async<T: Serialize + Send + 'static>(
+        &self,
+        call: Call,
+        work: impl FnOnce(&mut WriteSession<'_>) -> annals::Result<T> + Send + 'static,
+    ) -> napi::Result<AsyncTask<Crossing<T>>> {
+        Ok(AsyncTask::new(Crossing {
+            commit: Some(self.off_thread(call, work)?),
         }))
     }
 

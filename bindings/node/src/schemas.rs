@@ -1,0 +1,44 @@
+//! The JSON schemas of the library's commands and outcomes, which cross to JavaScript as they
+//! are (`crossing.rs`): `scripts/schema.mjs` writes their TypeScript declarations from them,
+//! by the same conventions the crossing applies, so no declaration is written by hand.
+
+use std::collections::HashMap;
+
+use annals::consumers::{ConsumerCommand, ConsumerOutcome};
+use annals::ingest::{IngestCommand, IngestOutcome};
+use annals::leases::{LaneCommand, LaneOutcome, LeaseCommand, LeaseOutcome};
+use annals::registry::{SetSetting, SettingOutcome};
+use napi_derive::napi;
+use schemars::JsonSchema;
+use serde_json::Value;
+
+/// A TypeScript declaration's name, and the library types it declares: a struct, or the
+/// variants of one or more enums as one union.
+fn unions() -> Vec<(&'static str, Vec<Value>)> {
+    vec![
+        ("LeaseCommand", vec![schema::<LeaseCommand>()]),
+        ("LeaseOutcome", vec![schema::<LeaseOutcome>()]),
+        ("IngestCommand", vec![schema::<IngestCommand>()]),
+        ("IngestOutcome", vec![schema::<IngestOutcome>()]),
+        ("LaneCommand", vec![schema::<LaneCommand>()]),
+        ("LaneOutcome", vec![schema::<LaneOutcome>()]),
+        ("SettingCommand", vec![schema::<SetSetting>()]),
+        ("SettingOutcome", vec![schema::<SettingOutcome>()]),
+        ("ConsumerCommand", vec![schema::<ConsumerCommand>()]),
+        ("ConsumerOutcome", vec![schema::<ConsumerOutcome>()]),
+    ]
+}
+
+fn schema<T: JsonSchema>() -> Value {
+    schemars::schema_for!(T).to_value()
+}
+
+/// The JSON schema of each command and outcome the package declares, by its TypeScript name:
+/// what `scripts/schema.mjs` generates the declarations from.
+#[napi(ts_return_type = "Record<string, Array<object>>")]
+pub fn schemas() -> HashMap<String, Vec<Value>> {
+    unions()
+        .into_iter()
+        .map(|(name, schemas)| (name.to_owned(), schemas))
+        .collect()
+}
