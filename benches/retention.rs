@@ -12,7 +12,11 @@
 //!   its bytes against before, and the time to make it.
 //!
 //! `cargo bench --bench retention` prints a Markdown table and a JSON line. `--records` and
-//! `--keep` make it small enough to smoke-run (`.ci/run`).
+//! `--keep` make it small enough to smoke-run (`.ci/run`); `--history` appends the JSON line's
+//! figures to `docs/performance-history.csv`, a row each.
+
+#[path = "support/history.rs"]
+mod history;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,8 +45,8 @@ fn settings() -> Settings {
         match arg.as_str() {
             "--records" => settings.records = value(),
             "--keep" => settings.keep = value(),
-            // cargo bench passes --bench; nothing else is ours.
-            "--bench" => {}
+            // cargo bench passes --bench; `--history` is read by `history`.
+            "--bench" | "--history" => {}
             other => panic!("unknown argument {other}"),
         }
     }
@@ -179,17 +183,16 @@ fn main() {
             format!("{beside:.0} / {without:.0}"),
         ),
     ];
-    println!(
-        "| {} demo records cut to the last {} | ratio or figure | measured |",
+    let table = format!(
+        "{} demo records cut to the last {}",
         settings.records, settings.keep
     );
+    println!("| {table} | ratio or figure | measured |");
     println!("|---|---:|---|");
     for (what, figure, measured) in &rows {
         println!("| {what} | {figure} | {measured} |");
     }
-    println!(
-        "{}",
-        serde_json::json!({
+    let figures = serde_json::json!({
             "records": head,
             "kept": settings.keep,
             "bytes_before": bytes_before,
@@ -206,8 +209,10 @@ fn main() {
             "appends_per_second_without": without,
             "seed_bytes": backup.bytes,
             "seed_seconds": seed_seconds,
-        })
-    );
+    });
+    println!("{figures}");
+    let env = ["ANNALS_BENCH_DIR"];
+    history::append_if_asked(&figures, "retention", &env, &table, &args[1..]);
 }
 
 fn mb(bytes: u64) -> String {

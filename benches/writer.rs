@@ -7,8 +7,13 @@
 //!
 //! `cargo bench --bench writer`; `ANNALS_BENCH_SECONDS` sets how long each row runs (default
 //! 3); `ANNALS_BENCH_DEFERRED=1` commits the writer's batches with `Durability::Deferred`
-//! instead, which takes the disk out and shows what the processor alone allows. The log lives under the target directory, on a real disk: an fsync on tmpfs costs
-//! nothing and would flatter every row.
+//! instead, which takes the disk out and shows what the processor alone allows. The log lives
+//! under the target directory, on a real disk: an fsync on tmpfs costs nothing and would
+//! flatter every row. `-- --history` appends the run's figures to
+//! `docs/performance-history.csv`, a row each.
+
+#[path = "support/history.rs"]
+mod history;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,6 +43,8 @@ fn check(outcome: &LeaseOutcome) {
 
 struct Row {
     label: String,
+    /// The row's name in the run's figures (`--history`).
+    key: &'static str,
     tasks: usize,
     commands: u64,
     seconds: f64,
@@ -66,6 +73,7 @@ fn baseline(run_for: Duration) -> Row {
     }
     Row {
         label: "Store::execute (commit per command)".into(),
+        key: "store_execute",
         tasks: 1,
         commands,
         seconds: started.elapsed().as_secs_f64(),
@@ -108,6 +116,7 @@ async fn through_writer(tasks: usize, run_for: Duration, durability: Durability)
     writer.close().await.expect("close");
     Row {
         label: "Writer::execute".into(),
+        key: "writer_execute",
         tasks,
         commands,
         seconds,
@@ -135,11 +144,12 @@ fn main() {
         rows.push(runtime.block_on(through_writer(tasks, run_for, durability)));
     }
 
-    println!(
+    let table = format!(
         "lease commands, the writer's batches committed with Durability::{durability:?}, \
          {} cores, {seconds} s per row",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
+    println!("{table}");
     println!(
         "| {:<36} | {:>5} | {:>9} | {:>11} | {:>15} |",
         "path", "tasks", "commands", "commands/s", "commands/batch"
@@ -170,4 +180,25 @@ fn main() {
         "ratio of 64 tasks to 1 task through the writer: {:.1}x",
         rate(64) / rate(1)
     );
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let env = ["ANNALS_BENCH_SECONDS", "ANNALS_BENCH_DEFERRED"];
+    history::append_if_asked(&figures(&rows), "writer", &env, &table, &args);
+}
+
+/// The run's figures as the history keeps them: commands per second and per batch, by path
+/// and tasks (`writer_execute.64.commands_per_second`).
+fn figures(rows: &[Row]) -> serde_json::Value {
+    let mut figures = serde_json::Map::new();
+    for row in rows {
+        let mut figure = serde_json::json!({ "commands_per_second": row.per_second().round() });
+        if let Some(batches) = row.batches {
+            let per_batch = row.commands as f64 / batches.max(1) as f64;
+            figure["commands_per_batch"] = serde_json::json!((per_batch * 10.0).round() / 10.0);
+        }
+        let by_tasks = figures
+            .entry(row.key)
+            .or_insert_with(|| serde_json::json!({}));
+        by_tasks[row.tasks.to_string()] = figure;
+    }
+    serde_json::Value::Object(figures)
 }

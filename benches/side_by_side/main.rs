@@ -83,6 +83,7 @@ mod bulk;
 mod check;
 mod commands;
 mod doc_table;
+#[path = "../support/history.rs"]
 mod history;
 mod journal;
 mod memory;
@@ -463,13 +464,7 @@ fn main() {
     if settings.write_baseline {
         write_baseline(&settings, &samples, &report);
     }
-    if args.iter().any(|a| a == "--history") {
-        let history = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/performance-history.csv");
-        match history::append(&report, "side_by_side.json", &args, &history) {
-            Ok(rows) => println!("{rows} figures appended to {}", history.display()),
-            Err(error) => eprintln!("the history was not written: {error}"),
-        }
-    }
+    history::append_if_asked(&report, "side_by_side", &[], "side_by_side.json", &args);
     finish(&settings, &samples, &report, &missed);
 }
 

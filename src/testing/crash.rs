@@ -3,7 +3,8 @@
 //! an fsync), one line `durable <position> <hash>`, flushed at once. The test kills the
 //! process with SIGKILL at a moment it picks from these lines, reopens the file, and checks
 //! every reported position is there with the same hash. Run by `annals-testing
-//! crash-writer` (`src/testing/bin.rs`).
+//! crash-writer` (`src/testing/bin.rs`), and on a thread by the command line's tests: a writer
+//! holding the log beside which `annals` must refuse to write.
 
 use std::io::Write;
 use std::path::Path;

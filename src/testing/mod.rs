@@ -2,11 +2,13 @@
 //! the simulation tests share one body each: the simulated disk ([`sim`]), the reference
 //! model and its command vocabulary ([`model`]), random commands of every domain
 //! ([`random`]), fault scenarios and their invariants ([`faults`]), and the fuzz harness
-//! bodies ([`harness`]); besides, setup steps that check their outcome ([`setup`]) and the
-//! golden event vectors with their generator's body ([`event_vectors`]). Hidden from the docs;
-//! not for production use. Never used by the rest of the crate.
+//! bodies ([`harness`]); besides, setup steps that check their outcome ([`setup`]), a byte of
+//! one record flipped beneath the store ([`damage`]) and the golden event vectors with their
+//! generator's body ([`event_vectors`]). Hidden from the docs; not for production use. Never
+//! used by the rest of the crate.
 
 pub mod crash;
+pub mod damage;
 pub mod event_vectors;
 pub mod faults;
 pub mod harness;

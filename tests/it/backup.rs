@@ -204,38 +204,6 @@ fn assert_extends(store: &Store, copy: &Path) {
     );
 }
 
-#[test]
-fn the_backup_command_copies_a_log_and_refuses_a_file_that_exists() {
-    use crate::cli::{Log, exits, json, stderr, stdout};
-    let log = Log::new();
-    let _demo = log.ok("demo", &["--records", "200"]);
-    let copy = log.dir.path().join("copy.redb");
-    let copy_arg = copy.to_str().expect("a UTF-8 path");
-    let printed = json(log.ok("backup", &[copy_arg, "--json"]).trim_end());
-    let root = json(log.ok("root", &["--json"]).trim_end());
-    assert_eq!(printed["records"], root["size"]);
-    assert_eq!(printed["target"], copy_arg);
-    let copied_root = exits(
-        std::process::Command::new(crate::annals_bin::annals())
-            .args(["root", copy_arg, "--json"])
-            .output()
-            .expect("run annals"),
-        0,
-    );
-    assert_eq!(json(stdout(&copied_root).trim_end()), root);
-    let before = std::fs::read(&copy).expect("the copy");
-    let refused = exits(log.run("backup", &[copy_arg, "--json"]), 2);
-    let error = json(stderr(&refused).trim_end());
-    assert_eq!(error["kind"], "refused", "{error}");
-    assert!(
-        error["error"]
-            .as_str()
-            .is_some_and(|message| message.contains("never replaces")),
-        "{error}"
-    );
-    assert_eq!(std::fs::read(&copy).expect("the copy"), before);
-}
-
 /// A journaling writer's commits not yet drained into the file are in every backup: one the
 /// writer takes, and one `annals backup` takes in another process, reading the journal's
 /// synced frames with the file. Both open as the same log.

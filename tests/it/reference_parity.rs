@@ -745,9 +745,10 @@ fn logs_from_before_labels_and_kinds_replay_to_the_same_tables() {
 /// name and holder name, a row's kind and enqueue id, a charge's pre-summed calls.
 #[test]
 fn state_and_history_show_labels_kinds_and_presummed_calls() {
-    let log = crate::cli::Log::new();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("log.redb");
     {
-        let store = Store::open(&log.db).unwrap();
+        let store = Store::open(&db).unwrap();
         run(
             &store,
             &acquire_labelled(
@@ -772,21 +773,21 @@ fn state_and_history_show_labels_kinds_and_presummed_calls() {
         };
         run(&store, &charge).0.expect_done();
     }
-    let leases = log.ok("state", &["leases", "--json"]);
+    let leases = crate::common::annals_on(&db, "state", &["leases", "--json"], 0).0;
     assert!(
         leases.contains(r#""project":"proj-1""#)
             && leases.contains(r#""name":"deploy""#)
             && leases.contains(r#""holder_name":"Ada""#),
         "{leases}"
     );
-    let outbox = log.ok("state", &["outbox", "--json"]);
+    let outbox = crate::common::annals_on(&db, "state", &["outbox", "--json"], 0).0;
     assert!(
         outbox.contains(r#""kind":"report""#) && outbox.contains(r#""enqueue_id":1"#),
         "{outbox}"
     );
-    let registry = log.ok("state", &["registry", "--json"]);
+    let registry = crate::common::annals_on(&db, "state", &["registry", "--json"], 0).0;
     assert!(registry.contains(r#""calls":12"#), "{registry}");
-    let history = log.ok("history", &["lease:deploy-lock", "--json"]);
+    let history = crate::common::annals_on(&db, "history", &["lease:deploy-lock", "--json"], 0).0;
     assert!(
         history.contains("proj-1") && history.contains("holder_name"),
         "{history}"

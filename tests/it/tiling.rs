@@ -13,7 +13,7 @@ use annals::testing::internals::checksum::{seal_meta, unseal_meta};
 use annals::testing::internals::tables::{HEAD_KEY, META, SEGMENTS};
 use annals::{Direction, ExpectedVersion, Position, Problem, Record, Store, StreamVersion};
 
-use crate::cli::{Log, exits, stderr, stdout};
+use crate::common::annals_on;
 
 /// Commits of three records each, so segments start at 0, 3, 6, … and the head is 30.
 const COMMITS: u64 = 10;
@@ -180,27 +180,27 @@ fn a_segment_past_the_head_fails_every_scan_naming_the_head() {
 
 #[test]
 fn the_command_line_refuses_to_scan_past_a_hole_naming_its_position() {
-    let log = Log::new();
-    write_log(&log.db);
-    move_segment(&log.db, 12, 12 ^ (1 << 40));
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("log.redb");
+    write_log(&db);
+    move_segment(&db, 12, 12 ^ (1 << 40));
     let refused = |command: &str, args: &[&str]| {
-        let output = exits(log.run(command, args), 1);
-        let message = stderr(&output);
+        let (printed, message) = annals_on(&db, command, args, 1);
         assert!(
             message.contains("position 12"),
             "{command} {args:?}: {message}"
         );
-        output
+        printed
     };
     let listed = refused("log", &[]);
     assert_eq!(
-        stdout(&listed).lines().count(),
+        listed.lines().count(),
         12,
         "the records before the hole are listed"
     );
     refused("log", &["--from", "5"]);
     refused("log", &["--from", "12"]);
     let state = refused("state", &["leases", "--json", "--at", "20"]);
-    assert_eq!(stdout(&state), "", "no state is shown");
+    assert_eq!(state, "", "no state is shown");
     refused("rebuild", &[]);
 }

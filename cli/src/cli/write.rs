@@ -1,6 +1,5 @@
-//! `append`, `import`, `rebuild` and `demo`: the commands that write to a log (and, with the
-//! `testing` feature, the hidden `crash-writer` child of the crash test). Each goes through
-//! the store, which decides and checks; nothing here does.
+//! `append`, `import`, `rebuild` and `demo`: the commands that write to a log. Each goes
+//! through the store, which decides and checks; nothing here does.
 
 use std::fs;
 use std::io::{self, BufWriter, Read, Write};

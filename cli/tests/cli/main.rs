@@ -1,17 +1,32 @@
-//! The `annals` binary on its own: it starts, says what it is, and writes and reads a log;
-//! `terminal` checks what it gives a person at a terminal and a shell (completions, manual
-//! pages, colour, the pager). The command line's behaviour is tested at length by the
-//! workspace's tests (`tests/it`), which run this binary as a process; this test also makes
-//! `cargo test` build it for them.
+//! The `annals` command line, run as a real process on real files: each module one side of
+//! it. `commands`: append, log, verify, stats, demo and state; `read`: the filters and how
+//! payloads, times and tables are shown; `json`: `--json` outputs and the error objects;
+//! `audit`: roots, proofs, export and import, history; `outputs`: what the commands write and
+//! refuse before writing; `terminal`: what a person at a terminal and a shell gets
+//! (completions, manual pages, colour, the pager).
+//!
+//! Having tests, this package also makes `cargo test` at the workspace's root build `annals`
+//! for the library's tests that run it on logs they set up or damage (`tests/annals_bin.rs`).
 
+mod audit;
+mod commands;
+mod json;
+mod outputs;
+mod read;
 mod terminal;
 
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use tempfile::TempDir;
+
+/// The `annals` binary this package builds.
+const ANNALS: &str = env!("CARGO_BIN_EXE_annals");
 
 /// `annals` with `args`, in an environment without the variables that change how it writes
 /// (colour, the pager), whatever the developer's shell has.
 fn command(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_annals"));
+    let mut command = Command::new(ANNALS);
     command
         .args(args)
         .env_remove("NO_COLOR")
@@ -21,8 +36,69 @@ fn command(args: &[&str]) -> Command {
     command
 }
 
-fn annals(args: &[&str]) -> std::process::Output {
+fn annals(args: &[&str]) -> Output {
     command(args).output().expect("run annals")
+}
+
+/// A log file path in a fresh temporary folder; the file does not exist yet.
+struct Log {
+    dir: TempDir,
+    db: PathBuf,
+}
+
+impl Log {
+    fn new() -> Log {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let db = dir.path().join("log.redb");
+        Log { dir, db }
+    }
+
+    /// The log's path, as an argument.
+    fn path(&self) -> &str {
+        path(&self.db)
+    }
+
+    /// Runs `annals <command> <db> <args…>`.
+    fn run(&self, command: &str, args: &[&str]) -> Output {
+        crate::command(&[command, self.path()])
+            .args(args)
+            .output()
+            .expect("run the annals binary")
+    }
+
+    /// Runs a command that must succeed and returns its standard output.
+    fn ok(&self, command: &str, args: &[&str]) -> String {
+        stdout(&exits(self.run(command, args), 0))
+    }
+}
+
+/// Asserts the exit code, showing stderr when it differs.
+fn exits(output: Output, code: i32) -> Output {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout: {}\nstderr: {}",
+        stdout(&output),
+        stderr(&output)
+    );
+    output
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).expect("UTF-8 output")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).expect("UTF-8 output")
+}
+
+/// `path` as an argument.
+fn path(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
+
+fn json(line: &str) -> serde_json::Value {
+    serde_json::from_str(line).unwrap_or_else(|error| panic!("{line:?} is not JSON: {error}"))
 }
 
 #[test]

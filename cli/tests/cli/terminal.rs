@@ -8,44 +8,40 @@
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use super::{annals, command};
+use crate::{ANNALS, Log, annals, command, path};
 
 /// What starts every ANSI colour or style sequence.
 const ESCAPE: &str = "\u{1b}[";
 
-/// A log of one record in a temporary folder.
-struct Log {
-    dir: tempfile::TempDir,
-    db: PathBuf,
-}
-
 impl Log {
-    fn new() -> Log {
-        let dir = tempfile::tempdir().expect("a temporary folder");
-        let db = dir.path().join("log.redb");
-        let log = Log { dir, db };
-        log.append("{\"version\":\"v42\"}");
+    /// A log of one record in a temporary folder.
+    fn one_record() -> Log {
+        let log = Log::new();
+        log.append_deploy("{\"version\":\"v42\"}");
         log
     }
 
-    fn db(&self) -> &str {
-        self.db.to_str().expect("a UTF-8 path")
-    }
-
-    fn append(&self, payload: &str) {
-        let appended = annals(&["append", self.db(), "deploy/web", "deploy.started", payload]);
+    /// Appends a `deploy.started` record with `payload` to `deploy/web`.
+    fn append_deploy(&self, payload: &str) {
+        let appended = annals(&[
+            "append",
+            self.path(),
+            "deploy/web",
+            "deploy.started",
+            payload,
+        ]);
         assert!(appended.status.success(), "{}", text(&appended.stderr));
     }
 
     /// The arguments of `log`, `history` and `state` on this log: the commands that page.
     fn paged_commands(&self) -> [Vec<&str>; 3] {
         [
-            vec!["log", self.db()],
-            vec!["history", self.db(), "stream:deploy/web"],
-            vec!["state", self.db(), "registry"],
+            vec!["log", self.path()],
+            vec!["history", self.path(), "stream:deploy/web"],
+            vec!["state", self.path(), "registry"],
         ]
     }
 
@@ -66,10 +62,6 @@ impl Log {
     }
 }
 
-fn path(path: &Path) -> &str {
-    path.to_str().expect("a UTF-8 path")
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -83,7 +75,7 @@ fn quote(word: &str) -> String {
 /// or pager variables; its exit code and what it wrote to the terminal (standard output and
 /// error both), line ends as written (`\r\n` made `\n`).
 fn on_terminal(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
-    let line = std::iter::once(env!("CARGO_BIN_EXE_annals"))
+    let line = std::iter::once(ANNALS)
         .chain(args.iter().copied())
         .map(quote)
         .collect::<Vec<_>>()
@@ -210,7 +202,7 @@ fn no_color_turns_colour_off_on_a_terminal() {
 
 #[test]
 fn log_history_and_state_piped_are_never_paged() {
-    let log = Log::new();
+    let log = Log::one_record();
     let (pager, received) = log.recording_pager("pager");
     for args in log.paged_commands() {
         for json in [false, true] {
@@ -234,12 +226,12 @@ fn log_history_and_state_piped_are_never_paged() {
             );
         }
     }
-    shows_the_record(&text(&annals(&["log", log.db()]).stdout));
+    shows_the_record(&text(&annals(&["log", log.path()]).stdout));
 }
 
 #[test]
 fn log_history_and_state_on_a_terminal_go_through_the_pager() {
-    let log = Log::new();
+    let log = Log::one_record();
     for (at, args) in log.paged_commands().into_iter().enumerate() {
         let (pager, received) = log.recording_pager(&format!("pager-{at}"));
         let (code, _) = on_terminal(&args, &[("PAGER", path(&pager))]);
@@ -252,26 +244,26 @@ fn log_history_and_state_on_a_terminal_go_through_the_pager() {
     let (first, first_received) = log.recording_pager("annals-pager");
     let (second, second_received) = log.recording_pager("second-pager");
     let env = [("ANNALS_PAGER", path(&first)), ("PAGER", path(&second))];
-    let (code, _) = on_terminal(&["log", log.db()], &env);
+    let (code, _) = on_terminal(&["log", log.path()], &env);
     assert_eq!(code, Some(0));
     assert!(first_received.exists() && !second_received.exists());
 }
 
 #[test]
 fn no_pager_or_an_empty_pager_writes_straight_to_the_terminal() {
-    let log = Log::new();
+    let log = Log::one_record();
     let (pager, received) = log.recording_pager("pager");
     let pager = path(&pager);
     for (args, env) in [
         (
-            &["log", log.db(), "--no-pager"][..],
+            &["log", log.path(), "--no-pager"][..],
             &[("PAGER", pager)][..],
         ),
         (
-            &["log", log.db()],
+            &["log", log.path()],
             &[("ANNALS_PAGER", ""), ("PAGER", pager)],
         ),
-        (&["log", log.db()], &[("PAGER", "")]),
+        (&["log", log.path()], &[("PAGER", "")]),
     ] {
         shown_without_pager(on_terminal(args, env));
         assert!(!received.exists(), "{args:?} {env:?} started the pager");
@@ -280,10 +272,10 @@ fn no_pager_or_an_empty_pager_writes_straight_to_the_terminal() {
 
 #[test]
 fn pager_that_cannot_start_leaves_the_output_on_the_terminal() {
-    let log = Log::new();
+    let log = Log::one_record();
     let missing = log.dir.path().join("no-such-pager");
     shown_without_pager(on_terminal(
-        &["log", log.db()],
+        &["log", log.path()],
         &[("PAGER", path(&missing))],
     ));
 }
@@ -302,14 +294,14 @@ fn shows_the_record(printed: &str) {
 
 #[test]
 fn quitting_the_pager_early_ends_quietly_with_exit_0() {
-    let log = Log::new();
+    let log = Log::one_record();
     // A payload of 1,000,000 bytes, shown whole: far more than a pipe holds, so writing it
     // must meet the pipe the pager closed without reading.
     let payload = log.dir.path().join("payload");
     fs::write(&payload, "a".repeat(1_000_000)).expect("write a payload");
-    log.append(&format!("@{}", path(&payload)));
+    log.append_deploy(&format!("@{}", path(&payload)));
     let quitter = log.script("quitting-pager", "#!/bin/sh\nexit 0\n");
-    let (code, shown) = on_terminal(&["log", log.db(), "--full"], &[("PAGER", path(&quitter))]);
+    let (code, shown) = on_terminal(&["log", log.path(), "--full"], &[("PAGER", path(&quitter))]);
     assert_eq!(code, Some(0), "{shown}");
     assert!(!shown.contains("annals:"), "{shown}");
     assert!(!shown.to_lowercase().contains("broken pipe"), "{shown}");

@@ -4,20 +4,19 @@
 //! would block the open); a refused command leaves the log's bytes as they were (sha256); and
 //! the messages name the path and the cause. The real binary, real processes, real files.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use annals::{Direction, Position, Store};
+use annals::testing::crash::write_and_report;
+use annals::{Direction, JournalOptions, Position, Sharing, Store};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-fn annals() -> Command {
-    Command::new(crate::annals_bin::annals())
-}
+use crate::{command, stderr};
 
 /// How long a command given a FIFO may take before the test calls it hung: far longer than
 /// any of these commands takes, so only a hang reaches it.
@@ -46,10 +45,6 @@ fn bounded(mut command: Command, what: &str) -> Output {
     }
 }
 
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
 fn exit_code(output: &Output, expected: i32, what: &str) {
     assert_eq!(
         output.status.code(),
@@ -67,7 +62,7 @@ fn sha256(path: &Path) -> String {
 /// A demo log of `records` records at `dir/name`.
 fn demo(dir: &Path, name: &str, records: u64) -> PathBuf {
     let path = dir.join(name);
-    let output = annals()
+    let output = command(&[])
         .arg("demo")
         .arg(&path)
         .args(["--records", &records.to_string()])
@@ -82,48 +77,93 @@ fn mkfifo(path: &Path) {
     assert!(made.success(), "mkfifo {}", path.display());
 }
 
-/// A `crash-writer` child appending in `sharing` mode, once it has reported its first durable
-/// append; a thread of its own keeps the positions it reports as acknowledged.
-fn start_writer(path: &Path, sharing: &str) -> (Child, Arc<Mutex<Vec<u64>>>) {
-    let mut child = Command::new(crate::annals_bin::testing())
-        .arg("crash-writer")
-        .arg(path)
-        .args(["--tasks", "4", "--sharing", sharing])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the writer");
-    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
-    let acknowledged = Arc::new(Mutex::new(Vec::new()));
-    let position = |line: &str| -> u64 {
-        let mut words = line.split_whitespace();
-        assert_eq!(words.next(), Some("durable"), "{line}");
-        words
-            .next()
-            .and_then(|p| p.parse().ok())
-            .expect("a position")
-    };
-    let first = lines.next().expect("the writer reports").expect("a line");
-    acknowledged.lock().unwrap().push(position(&first));
-    let kept = Arc::clone(&acknowledged);
-    std::thread::spawn(move || {
-        for line in lines.map_while(Result::ok) {
-            kept.lock().unwrap().push(position(&line));
-        }
-    });
-    (child, acknowledged)
+/// A writer appending to `path` in `sharing` mode from 4 tasks, on a thread of this test
+/// (the crash tests' `write_and_report`): to the `annals` processes a test starts, another
+/// process holding the log. Started once its first append is durable.
+struct Appender {
+    /// The positions the writer acknowledged, each durable.
+    acknowledged: Arc<Mutex<Vec<u64>>>,
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<annals::Result<()>>,
 }
 
-fn stop(mut child: Child) {
-    child.kill().expect("kill");
-    child.wait().expect("reap");
+/// Where `write_and_report` writes its `durable <position> <hash>` lines: each position is
+/// kept, and once the test stops the writer the next line fails, which ends it.
+struct Reports {
+    line: Vec<u8>,
+    acknowledged: Arc<Mutex<Vec<u64>>>,
+    first: Option<mpsc::Sender<()>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Write for Reports {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(std::io::ErrorKind::BrokenPipe.into());
+        }
+        self.line.extend_from_slice(bytes);
+        while let Some(end) = self.line.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.line.drain(..=end).collect();
+            let line = String::from_utf8(line).expect("a UTF-8 report");
+            let mut words = line.split_whitespace();
+            assert_eq!(words.next(), Some("durable"), "{line}");
+            let position = words.next().and_then(|p| p.parse().ok());
+            let position: u64 = position.expect("a position");
+            self.acknowledged.lock().unwrap().push(position);
+            if let Some(first) = self.first.take() {
+                first.send(()).expect("the test waits for the first append");
+            }
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Appender {
+    fn start(path: &Path, sharing: Sharing) -> Appender {
+        let (first, started) = mpsc::channel();
+        let acknowledged = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut reports = Reports {
+            line: Vec::new(),
+            acknowledged: Arc::clone(&acknowledged),
+            first: Some(first),
+            stop: Arc::clone(&stop),
+        };
+        let path = path.to_owned();
+        let thread = std::thread::spawn(move || {
+            let journal = JournalOptions::default();
+            write_and_report(&path, sharing, journal, 4, 1_000_000, &mut reports)
+        });
+        started.recv().expect("the writer's first durable append");
+        Appender {
+            acknowledged,
+            stop,
+            thread,
+        }
+    }
+
+    /// Stops the writer and waits until it closed the log; the positions it acknowledged.
+    fn stop(self) -> Vec<u64> {
+        self.stop.store(true, Ordering::Relaxed);
+        let ended = self.thread.join().expect("the writer's thread");
+        // The writer ends on the report it can no longer write, and on nothing else.
+        if let Err(error) = ended {
+            let stopped = matches!(error.kind(), annals::ErrorKind::Io);
+            assert!(stopped, "the writer failed: {error}");
+        }
+        self.acknowledged.lock().unwrap().clone()
+    }
 }
 
 #[test]
 fn export_over_the_log_it_reads_beside_a_writer_exits_2_and_loses_no_acknowledged_append() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.redb");
-    let (writer, acknowledged) = start_writer(&path, "single-writer");
+    let writer = Appender::start(&path, Sharing::SingleWriter);
     let link = dir.path().join("link.redb");
     std::fs::hard_link(&path, &link).unwrap();
     let other = demo(dir.path(), "other.redb", 300);
@@ -139,7 +179,7 @@ fn export_over_the_log_it_reads_beside_a_writer_exits_2_and_loses_no_acknowledge
         (&other, &path, true, "a log a writer has open"),
     ];
     for (log, file, force, what) in attempts {
-        let mut command = annals();
+        let mut command = command(&[]);
         command.arg("export").arg(log).arg(file);
         if force {
             command.arg("--force");
@@ -154,8 +194,7 @@ fn export_over_the_log_it_reads_beside_a_writer_exits_2_and_loses_no_acknowledge
         assert!(message.contains("another path"), "{what}: {message}");
     }
     // The writer went on appending through all of it; every append it acknowledged is there.
-    stop(writer);
-    let acknowledged = acknowledged.lock().unwrap().clone();
+    let acknowledged = writer.stop();
     let last = *acknowledged.iter().max().expect("acknowledged appends");
     let store = Store::open_read_only(&path).unwrap();
     let records = store
@@ -180,7 +219,7 @@ fn export_replaces_an_existing_file_only_with_force_and_never_a_special_file() {
     let file = dir.path().join("kept.export");
     std::fs::write(&file, b"a file of the user's").unwrap();
     let before = sha256(&file);
-    let refused = annals()
+    let refused = command(&[])
         .args(["export", "--json"])
         .arg(&log)
         .arg(&file)
@@ -197,7 +236,7 @@ fn export_replaces_an_existing_file_only_with_force_and_never_a_special_file() {
         "{error}"
     );
     assert_eq!(sha256(&file), before, "the refused export changed the file");
-    let forced = annals()
+    let forced = command(&[])
         .arg("export")
         .arg(&log)
         .arg(&file)
@@ -216,7 +255,7 @@ fn export_replaces_an_existing_file_only_with_force_and_never_a_special_file() {
         (Path::new("/dev/null"), "character device"),
         (to_device.as_path(), "character device"),
     ] {
-        let mut command = annals();
+        let mut command = command(&[]);
         command.arg("export").arg(&log).arg(target).arg("--force");
         let output = bounded(command, "export to a special file");
         exit_code(&output, 2, "export to a special file");
@@ -241,7 +280,7 @@ fn a_fifo_given_as_any_input_is_refused_at_once_naming_it() {
     mkfifo(&fifo);
     let log = demo(dir.path(), "log.redb", 300);
     let proof = dir.path().join("proof.json");
-    let printed = annals()
+    let printed = command(&[])
         .arg("prove")
         .arg(&log)
         .args(["--position", "3", "--json"])
@@ -271,7 +310,7 @@ fn a_fifo_given_as_any_input_is_refused_at_once_naming_it() {
     ];
     for args in cases {
         let what = args.join(" ");
-        let mut command = annals();
+        let mut command = command(&[]);
         command.args(&args);
         let output = bounded(command, &what);
         exit_code(&output, 2, &what);
@@ -290,7 +329,7 @@ fn refused_commands_leave_the_logs_bytes_as_they_were() {
     let log = demo(dir.path(), "log.redb", 300);
     let other = demo(dir.path(), "other.redb", 200);
     let foreign = dir.path().join("other.export");
-    let exported = annals()
+    let exported = command(&[])
         .arg("export")
         .arg(&other)
         .arg(&foreign)
@@ -299,7 +338,7 @@ fn refused_commands_leave_the_logs_bytes_as_they_were() {
         .unwrap();
     exit_code(&exported, 0, "export of the other log");
     let whole = dir.path().join("whole.export");
-    let exported = annals()
+    let exported = command(&[])
         .arg("export")
         .arg(&log)
         .arg(&whole)
@@ -324,7 +363,7 @@ fn refused_commands_leave_the_logs_bytes_as_they_were() {
     for (args, expected) in cases {
         let what = args.join(" ");
         let before = sha256(&log);
-        let output = annals().args(&args).output().unwrap();
+        let output = command(&[]).args(&args).output().unwrap();
         exit_code(&output, expected, &what);
         assert_eq!(sha256(&log), before, "{what} changed the log's bytes");
     }
@@ -335,7 +374,7 @@ fn demo_refuses_an_existing_log_and_appends_to_it_only_with_force() {
     let dir = tempfile::tempdir().unwrap();
     let log = demo(dir.path(), "log.redb", 300);
     let before = Store::open_read_only(&log).unwrap().head().unwrap().next;
-    let refused = annals()
+    let refused = command(&[])
         .arg("demo")
         .arg(&log)
         .args(["--records", "100", "--json"])
@@ -349,7 +388,7 @@ fn demo_refuses_an_existing_log_and_appends_to_it_only_with_force() {
         message.contains(&log.display().to_string()) && message.contains("--force"),
         "{message}"
     );
-    let forced = annals()
+    let forced = command(&[])
         .arg("demo")
         .arg(&log)
         .args(["--records", "100", "--force"])
@@ -364,7 +403,7 @@ fn read_only_commands_beside_multi_writer_appenders_always_open() {
     const READS: usize = 150;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shared.redb");
-    let first = annals()
+    let first = command(&[])
         .arg("append")
         .arg(&path)
         .args(["s", "k", "--sharing", "multi-writer"])
@@ -378,7 +417,7 @@ fn read_only_commands_beside_multi_writer_appenders_always_open() {
             let (path, done) = (&path, &done);
             scope.spawn(move || {
                 while !done.load(Ordering::Relaxed) {
-                    let output = annals()
+                    let output = command(&[])
                         .arg("append")
                         .arg(path)
                         .arg(format!("appender/{appender}"))
@@ -393,7 +432,7 @@ fn read_only_commands_beside_multi_writer_appenders_always_open() {
         let mut failures = Vec::new();
         for read in 0..READS {
             let command = ["stats", "verify", "log"][read % 3];
-            let mut reader = annals();
+            let mut reader = crate::command(&[]);
             reader.arg(command).arg(&path).stdout(Stdio::null());
             if command == "log" {
                 reader.args(["--limit", "1"]);
@@ -418,7 +457,7 @@ fn messages_name_the_path_and_the_cause() {
     let dir = tempfile::tempdir().unwrap();
     let log = demo(dir.path(), "demo.redb", 300);
     let file = dir.path().join("log.export");
-    let exported = annals()
+    let exported = command(&[])
         .arg("export")
         .arg(&log)
         .arg(&file)
@@ -427,7 +466,7 @@ fn messages_name_the_path_and_the_cause() {
     exit_code(&exported, 0, "export");
     // Into a folder that does not exist.
     let missing = dir.path().join("absent");
-    let output = annals()
+    let output = command(&[])
         .arg("import")
         .arg(&file)
         .arg(missing.join("x.redb"))
@@ -440,7 +479,7 @@ fn messages_name_the_path_and_the_cause() {
         "{message}"
     );
     // A log given as the export file.
-    let output = annals()
+    let output = command(&[])
         .arg("import")
         .arg(&log)
         .arg(dir.path().join("x.redb"))
@@ -456,7 +495,11 @@ fn messages_name_the_path_and_the_cause() {
     let bytes = std::fs::read(&log).unwrap();
     std::fs::write(&truncated, &bytes[..(bytes.len() / 2).min(100_000)]).unwrap();
     for command in ["stats", "verify", "log"] {
-        let output = annals().arg(command).arg(&truncated).output().unwrap();
+        let output = crate::command(&[])
+            .arg(command)
+            .arg(&truncated)
+            .output()
+            .unwrap();
         exit_code(&output, 2, command);
         let message = stderr(&output);
         assert!(
@@ -466,19 +509,19 @@ fn messages_name_the_path_and_the_cause() {
     }
     // A log a writer holds is `held` in JSON, as docs/commands.md says.
     let held = dir.path().join("held.redb");
-    let (writer, _) = start_writer(&held, "exclusive");
-    let output = annals()
+    let writer = Appender::start(&held, Sharing::Exclusive);
+    let output = command(&[])
         .arg("append")
         .arg(&held)
         .args(["s", "k", "--wait", "0s", "--json"])
         .output()
         .unwrap();
-    stop(writer);
+    writer.stop();
     exit_code(&output, 2, "append beside an exclusive writer");
     let error: Value = serde_json::from_str(stderr(&output).trim()).unwrap();
     assert_eq!(error["kind"], "held", "{error}");
     // `export --help` names each default once.
-    let help = annals().args(["export", "--help"]).output().unwrap();
+    let help = command(&[]).args(["export", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(!help.contains("[default: 0] [default: 0]"), "{help}");
 }
@@ -488,7 +531,7 @@ fn closed_pipes_end_a_command_quietly_with_exit_0() {
     let dir = tempfile::tempdir().unwrap();
     let log = demo(dir.path(), "log.redb", 2_000);
     // `annals log big.redb | head -1`: far more than a pipe holds, read one line, close.
-    let mut child = annals()
+    let mut child = command(&[])
         .arg("log")
         .arg(&log)
         .stdout(Stdio::piped())
@@ -511,7 +554,7 @@ fn closed_pipes_end_a_command_quietly_with_exit_0() {
     assert_eq!(status.code(), Some(0), "{message}");
     assert!(!message.contains("panicked"), "{message}");
     // `annals -vv demo ... 2>&1 | head -1`: the spans go to a standard error closed at once.
-    let mut child = annals()
+    let mut child = command(&[])
         .arg("-vv")
         .arg("demo")
         .arg(dir.path().join("new.redb"))
@@ -538,7 +581,7 @@ fn every_command_that_writes_refuses_the_stores_own_files_fifos_and_missing_fold
     let dir = tempfile::tempdir().unwrap();
     let at = |name: &str| dir.path().join(name);
     let log = demo(dir.path(), "log.redb", 300);
-    let cut = annals()
+    let cut = command(&[])
         .arg("archive")
         .arg(&log)
         .args(["--before", "50"])
@@ -584,7 +627,7 @@ fn every_command_that_writes_refuses_the_stores_own_files_fifos_and_missing_fold
                 .map(|arg| if *arg == "{}" { path.as_str() } else { arg })
                 .collect();
             let what = format!("{} to {}", command[0], target.what);
-            let output = bounded(annals_with(&args), &what);
+            let output = bounded(crate::command(&args), &what);
             refused += check_refusal(&output, &path, target.kind, &what);
             assert_eq!(sha256(&log), before, "{what} changed the log's bytes");
             assert!(
@@ -601,13 +644,13 @@ fn every_command_that_writes_refuses_the_stores_own_files_fifos_and_missing_fold
         vec!["archive", &log_text, "--before", "100", &archive, "--json"],
     ] {
         let what = format!("{} to the cut's archive", args[0]);
-        let output = bounded(annals_with(&args), &what);
+        let output = bounded(command(&args), &what);
         refused += check_refusal(&output, &archive, "store_file", &what);
     }
     assert_eq!(sha256(&at("cut-0.archive")), archive_before);
     assert_eq!(sha256(&log), before);
     assert_eq!(refused, 5 * 6 - 3 + 2, "every case was run");
-    let verified = annals().arg("verify").arg(&log).output().unwrap();
+    let verified = command(&[]).arg("verify").arg(&log).output().unwrap();
     exit_code(&verified, 0, "verify after the refusals");
 }
 
@@ -621,7 +664,7 @@ fn tiles_refuses_a_fifo_as_its_checkpoint_at_once() {
     let checkpoint = tiles.join("checkpoint");
     mkfifo(&checkpoint);
     let before = sha256(&log);
-    let mut command = annals();
+    let mut command = command(&[]);
     command
         .arg("tiles")
         .arg(&log)
@@ -644,20 +687,13 @@ fn tiles_refuses_a_fifo_as_its_checkpoint_at_once() {
 /// A signer key for `tiles`, made by `keygen` at `dir/log.key`.
 fn signer_key(dir: &Path) -> PathBuf {
     let key = dir.join("log.key");
-    let made = annals()
+    let made = command(&[])
         .args(["keygen", "--name", "example.com/log"])
         .arg(&key)
         .output()
         .unwrap();
     exit_code(&made, 0, "keygen");
     key
-}
-
-/// `annals` with `args`.
-fn annals_with(args: &[&str]) -> Command {
-    let mut command = annals();
-    command.args(args);
-    command
 }
 
 /// Asserts that `output` is a refusal with exit 2 naming `path`, of `kind` when the error is
@@ -708,7 +744,7 @@ fn files_written_from_a_private_log_are_as_private_as_it() {
         ],
     ];
     for args in runs {
-        let output = annals_with(&args).output().unwrap();
+        let output = command(&args).output().unwrap();
         exit_code(&output, 0, args[0]);
     }
     let checkpoint = tiles.join("checkpoint");
@@ -724,7 +760,7 @@ fn keygen_force_replaces_a_key_never_a_log() {
     let log = dir.path().join("log.redb");
     annals::Store::open(&log).unwrap().close().unwrap();
     let before = std::fs::read(&log).unwrap();
-    let output = std::process::Command::new(crate::annals_bin::annals())
+    let output = command(&[])
         .args(["keygen", "--name", "example.com/log", "--force", "--json"])
         .arg(&log)
         .output()
@@ -736,11 +772,43 @@ fn keygen_force_replaces_a_key_never_a_log() {
     // A key is replaced as before.
     let key = dir.path().join("log.key");
     for _ in 0..2 {
-        let made = std::process::Command::new(crate::annals_bin::annals())
+        let made = command(&[])
             .args(["keygen", "--name", "example.com/log", "--force"])
             .arg(&key)
             .output()
             .unwrap();
         assert!(made.status.success(), "{made:?}");
     }
+}
+
+#[test]
+fn the_backup_command_copies_a_log_and_refuses_a_file_that_exists() {
+    use crate::{Log, exits, json, stdout};
+    let log = Log::new();
+    let _demo = log.ok("demo", &["--records", "200"]);
+    let copy = log.dir.path().join("copy.redb");
+    let copy_arg = copy.to_str().expect("a UTF-8 path");
+    let printed = json(log.ok("backup", &[copy_arg, "--json"]).trim_end());
+    let root = json(log.ok("root", &["--json"]).trim_end());
+    assert_eq!(printed["records"], root["size"]);
+    assert_eq!(printed["target"], copy_arg);
+    let copied_root = exits(
+        command(&[])
+            .args(["root", copy_arg, "--json"])
+            .output()
+            .expect("run annals"),
+        0,
+    );
+    assert_eq!(json(stdout(&copied_root).trim_end()), root);
+    let before = std::fs::read(&copy).expect("the copy");
+    let refused = exits(log.run("backup", &[copy_arg, "--json"]), 2);
+    let error = json(stderr(&refused).trim_end());
+    assert_eq!(error["kind"], "refused", "{error}");
+    assert!(
+        error["error"]
+            .as_str()
+            .is_some_and(|message| message.contains("never replaces")),
+        "{error}"
+    );
+    assert_eq!(std::fs::read(&copy).expect("the copy"), before);
 }

@@ -6,7 +6,7 @@ use annals::testing::setup::ExpectDone;
 use annals::{DomainEvent, ExpectedVersion, Store};
 use serde_json::{Value, json};
 
-use super::cli::{Log, exits, json, stderr, stdout};
+use crate::{Log, exits, json, stderr, stdout};
 
 /// Appends a raw event at `at_ms` through the binary.
 fn append(log: &Log, stream: &str, kind: &str, payload: &str, at_ms: u64) {

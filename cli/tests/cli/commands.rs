@@ -1,10 +1,9 @@
-//! The `annals` command line, run as a real process.
+//! The commands a log starts with: append, log, verify, stats, demo and state.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
+use annals::testing::damage::{Part, flip};
 use serde_json::Value;
-use tempfile::TempDir;
+
+use crate::{Log, exits, json, stderr, stdout};
 
 /// Every key of a `log --json` line.
 const RECORD_KEYS: [&str; 14] = [
@@ -24,34 +23,7 @@ const RECORD_KEYS: [&str; 14] = [
     "hash",
 ];
 
-/// A log file path in a fresh temporary folder; the file does not exist yet.
-pub(crate) struct Log {
-    pub(crate) dir: TempDir,
-    pub(crate) db: PathBuf,
-}
-
 impl Log {
-    pub(crate) fn new() -> Log {
-        let dir = tempfile::tempdir().expect("temporary folder");
-        let db = dir.path().join("log.redb");
-        Log { dir, db }
-    }
-
-    /// Runs `annals <command> <db> <args…>`.
-    pub(crate) fn run(&self, command: &str, args: &[&str]) -> Output {
-        Command::new(crate::annals_bin::annals())
-            .arg(command)
-            .arg(&self.db)
-            .args(args)
-            .output()
-            .expect("run the annals binary")
-    }
-
-    /// Runs a command that must succeed and returns its standard output.
-    pub(crate) fn ok(&self, command: &str, args: &[&str]) -> String {
-        stdout(&exits(self.run(command, args), 0))
-    }
-
     /// Appends an event at a fixed time and returns what `append` printed.
     fn append(&self, args: &[&str]) -> String {
         let mut all = args.to_vec();
@@ -65,30 +37,6 @@ impl Log {
         all.extend(args);
         self.ok("log", &all).lines().map(json).collect()
     }
-}
-
-/// Asserts the exit code, showing stderr when it differs.
-pub(crate) fn exits(output: Output, code: i32) -> Output {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "stdout: {}\nstderr: {}",
-        stdout(&output),
-        stderr(&output)
-    );
-    output
-}
-
-pub(crate) fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).expect("UTF-8 output")
-}
-
-pub(crate) fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).expect("UTF-8 output")
-}
-
-pub(crate) fn json(line: &str) -> Value {
-    serde_json::from_str(line).unwrap_or_else(|error| panic!("{line:?} is not JSON: {error}"))
 }
 
 fn payloads(records: &[Value]) -> Vec<&str> {
@@ -435,7 +383,7 @@ fn verify_of_a_damaged_log_exits_1_naming_the_position() {
     for i in 0..6 {
         log.append(&["s", "k", &format!("payload {i}")]);
     }
-    crate::verify::flip(&log.db, 4, crate::verify::Part::Payload);
+    flip(&log.db, 4, Part::Payload);
     let output = exits(log.run("verify", &[]), 1);
     let report = format!("{}{}", stdout(&output), stderr(&output));
     assert!(report.contains("position 4"), "{report}");

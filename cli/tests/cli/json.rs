@@ -3,20 +3,11 @@
 //! files.
 
 use std::fs;
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-use crate::cli::{Log, exits, json, stderr, stdout};
-
-/// Runs the binary with `args`.
-fn annals(args: &[&str]) -> Output {
-    Command::new(crate::annals_bin::annals())
-        .args(args)
-        .output()
-        .expect("run the annals binary")
-}
+use crate::{ANNALS, Log, annals, command, exits, json, path, stderr, stdout};
 
 /// The one JSON object a `--json` error prints on standard error, checked against its kind
 /// and the exit code.
@@ -33,10 +24,6 @@ fn error_object(output: Output, kind: &str, exit: i32) -> Value {
     );
     assert_eq!(stdout(&output), "", "nothing on stdout");
     object
-}
-
-fn path(path: &Path) -> &str {
-    path.to_str().expect("UTF-8 temporary path")
 }
 
 /// A log of three events, and the export of it.
@@ -325,10 +312,10 @@ fn a_read_only_log_is_not_writable_not_unreadable() {
             fs::set_permissions(log.dir.path(), dir_mode).expect("chmod dir");
             let mut command = Command::new("setpriv");
             command.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
-            command.arg(crate::annals_bin::annals());
+            command.arg(ANNALS);
             command
         } else {
-            Command::new(crate::annals_bin::annals())
+            command(&[])
         };
         command.args(args).output().expect("run annals")
     };
@@ -365,7 +352,7 @@ fn a_full_disk_says_no_space_left_on_the_device() {
         .write(true)
         .open("/dev/full")
         .expect("/dev/full");
-    let output = Command::new(crate::annals_bin::annals())
+    let output = command(&[])
         .args(["log", path(&log.db), "--json"])
         .stdout(Stdio::from(full))
         .output()
@@ -443,7 +430,7 @@ fn demo_draws_a_bar_of_records_when_stderr_is_a_terminal() {
     // standard output goes to /dev/null, so only the bar reaches the transcript.
     let command = format!(
         "'{}' demo '{}' --records 300 > /dev/null",
-        crate::annals_bin::annals().display(),
+        ANNALS,
         path(&log.db)
     );
     let output = Command::new("script")

@@ -1,7 +1,8 @@
-//! `--history`: every figure of a run appended to `docs/performance-history.csv`, one row a
-//! figure, so the history of runs is data the bench writes rather than prose. A figure's row
-//! is its path in the run's JSON report (`mixed.annals_store.1`), its column empty; the date,
-//! time and commit say which run it was.
+//! `--history`, which every bench takes (`side_by_side`, `writer`, `retention`): every figure
+//! of a run appended to `docs/performance-history.csv`, one row a figure, so the history of
+//! runs is data the bench writes rather than prose. A figure's row is its path in the run's
+//! JSON report (`mixed.annals_store.1`), its column empty; the date, time and commit say which
+//! run it was. Each bench includes this file as a module of its own.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -9,25 +10,51 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// Appends every number of `report` to the history file at `path`, naming `table` and the
-/// bench command with the run's own flags (`args`: a `--smoke` run says so).
-pub(crate) fn append(
+/// With `--history` among `args` (the bench's arguments, the program's name left out): appends
+/// every number of `report` to `docs/performance-history.csv`, naming `table` and the command
+/// that ran `bench` with the run's own flags (a `--smoke` run says so) and the variables of
+/// `env` that were set; says how many rows it appended, or why none.
+pub(crate) fn append_if_asked(
     report: &Value,
+    bench: &str,
+    env: &[&str],
     table: &str,
     args: &[String],
-    path: &Path,
-) -> std::io::Result<usize> {
+) {
+    if !args.iter().any(|arg| arg == "--history") {
+        return;
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/performance-history.csv");
+    match append(report, &command(bench, env, args), table, &path) {
+        Ok(rows) => println!("{rows} figures appended to {}", path.display()),
+        Err(error) => eprintln!("the history was not written: {error}"),
+    }
+}
+
+/// The command that ran `bench` with `args`: the variables of `env` that are set, and the
+/// run's flags.
+fn command(bench: &str, env: &[&str], args: &[String]) -> String {
+    let mut command: Vec<String> = env
+        .iter()
+        .filter_map(|name| Some(format!("{name}={}", std::env::var(name).ok()?)))
+        .collect();
+    command.push(format!("cargo bench --bench {bench}"));
     let flags: Vec<&str> = args
         .iter()
         .map(String::as_str)
         // `cargo bench` passes `--bench` to every bench: not a flag of the run's.
         .filter(|flag| !matches!(*flag, "--history" | "--bench"))
         .collect();
-    let bench = match flags.is_empty() {
-        true => "cargo bench --bench side_by_side".to_owned(),
-        false => format!("cargo bench --bench side_by_side -- {}", flags.join(" ")),
-    };
-    let bench = quoted(&bench);
+    if !flags.is_empty() {
+        command.push(format!("-- {}", flags.join(" ")));
+    }
+    command.join(" ")
+}
+
+/// Appends every number of `report` to the history file at `path`, naming `table` and the
+/// `command` that measured it.
+fn append(report: &Value, command: &str, table: &str, path: &Path) -> std::io::Result<usize> {
+    let bench = quoted(command);
     let (date, time) = now_utc()?;
     let commit = output("git", &["rev-parse", "--short", "HEAD"]).unwrap_or_default();
     let mut figures = Vec::new();

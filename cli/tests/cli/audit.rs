@@ -2,17 +2,16 @@
 
 use annals::testing::setup::ExpectDone;
 use std::fs;
-use std::process::Command;
 
 use annals::ProofFile;
 use annals::merkle::{LogTreeHasher, TreeHead, leaf_hash, root_from_inclusion};
 use serde_json::Value;
 
-use crate::cli::{Log, exits, json, stderr, stdout};
+use crate::{Log, exits, json, stderr, stdout};
 
 /// Runs `annals <args…>` with no log argument of its own.
 fn annals(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    Command::new(crate::annals_bin::annals())
+    crate::command(&[])
         .args(args)
         .output()
         .expect("run the annals binary")
