@@ -10,9 +10,11 @@ use std::process::Command;
 use serde_json::Value;
 
 /// Appends every number of `report` to the history file at `path`, naming `table` and the
-/// bench command with the run's own flags (`args`: a `--smoke` run says so).
+/// bench command (`cargo bench --bench <bench>`) with the run's own flags (`args`: a `--smoke`
+/// run says so).
 pub(crate) fn append(
     report: &Value,
+    bench: &str,
     table: &str,
     args: &[String],
     path: &Path,
@@ -24,8 +26,8 @@ pub(crate) fn append(
         .filter(|flag| !matches!(*flag, "--history" | "--bench"))
         .collect();
     let bench = match flags.is_empty() {
-        true => "cargo bench --bench side_by_side".to_owned(),
-        false => format!("cargo bench --bench side_by_side -- {}", flags.join(" ")),
+        true => format!("cargo bench --bench {bench}"),
+        false => format!("cargo bench --bench {bench} -- {}", flags.join(" ")),
     };
     let bench = quoted(&bench);
     let (date, time) = now_utc()?;

@@ -457,7 +457,13 @@ fn main() {
     }
     if args.iter().any(|a| a == "--history") {
         let history = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/performance-history.csv");
-        match history::append(&report, "side_by_side.json", &args, &history) {
+        match history::append(
+            &report,
+            "side_by_side",
+            "side_by_side.json",
+            &args,
+            &history,
+        ) {
             Ok(rows) => println!("{rows} figures appended to {}", history.display()),
             Err(error) => eprintln!("the history was not written: {error}"),
         }

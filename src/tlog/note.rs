@@ -673,12 +673,15 @@ impl OpenedNote {
 }
 
 /// The secret of a [`PrivateKey`]: an Ed25519 key, or an ML-DSA-44 key from its seed.
+// A key is made once and held for the process: the Ed25519 variant's size costs nothing, and
+// keeping it unboxed leaves the Ed25519 path as it was.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone)]
 pub(super) enum SecretKey {
     /// Types 0x01 and 0x04.
     Ed25519(ed25519_dalek::SigningKey),
-    /// Type 0x06.
-    MlDsa44(Box<subtree::PrivateKey>),
+    /// Type 0x06 (its parts boxed inside).
+    MlDsa44(subtree::PrivateKey),
 }
 
 /// A named private key of one signature type: what a note [`Signer`] and a cosigner
@@ -717,7 +720,7 @@ impl PrivateKey {
                 check_ml_dsa_name(name)?;
                 let key = subtree::PrivateKey::from_seed(&seed);
                 let public = key.public().as_bytes().to_vec();
-                (SecretKey::MlDsa44(Box::new(key)), public)
+                (SecretKey::MlDsa44(key), public)
             }
             other => return Err(KeyError::UnsupportedType { type_byte: other }),
         };

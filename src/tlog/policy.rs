@@ -544,15 +544,8 @@ impl Parser {
                 type_byte: verifier.signature_type(),
             });
         }
-        let same = |(log, _): &&(PolicyLog, usize)| {
-            log.verifier.public_key_bytes() == verifier.public_key_bytes()
-        };
-        if let Some((_, first)) = self.logs.iter().find(same) {
-            return Err(PolicyProblem::DuplicateKey {
-                what: "log",
-                first: *first,
-            });
-        }
+        let earlier = self.logs.iter().map(|(log, line)| (&log.verifier, *line));
+        unique_key(earlier, &verifier, "log")?;
         room(self.logs.len(), "logs")?;
         let url = items.get(1).map(|url| url.to_vec());
         self.logs.push((PolicyLog { verifier, url }, line));
@@ -574,15 +567,8 @@ impl Parser {
                 type_byte: verifier.signature_type(),
             });
         }
-        let same = |(witness, _): &&(PolicyWitness, usize)| {
-            witness.verifier.public_key_bytes() == verifier.public_key_bytes()
-        };
-        if let Some((_, first)) = self.witnesses.iter().find(same) {
-            return Err(PolicyProblem::DuplicateKey {
-                what: "witness",
-                first: *first,
-            });
-        }
+        let earlier = self.witnesses.iter().map(|(w, line)| (&w.verifier, *line));
+        unique_key(earlier, &verifier, "witness")?;
         room(self.witnesses.len(), "witnesses")?;
         let witness = PolicyWitness {
             name: name.to_vec(),
@@ -721,6 +707,19 @@ fn items_problem(keyword: &'static str, expected: &'static str, items: &[&[u8]])
         keyword,
         expected,
         found: items.len(),
+    }
+}
+
+/// Refuses `verifier` when one of the `earlier` keys (each with its line) wraps the same public
+/// key, whatever its name and key ID: the specification's duplicate.
+fn unique_key<'a>(
+    mut earlier: impl Iterator<Item = (&'a Verifier, usize)>,
+    verifier: &Verifier,
+    what: &'static str,
+) -> Result<(), PolicyProblem> {
+    match earlier.find(|(key, _)| key.public_key_bytes() == verifier.public_key_bytes()) {
+        Some((_, first)) => Err(PolicyProblem::DuplicateKey { what, first }),
+        None => Ok(()),
     }
 }
 

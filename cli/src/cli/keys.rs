@@ -23,23 +23,20 @@ pub(crate) fn keygen(args: KeygenArgs) -> Result<ExitCode, Failure> {
     let named = |error| Failure::of(Kind::InvalidInput, format!("--name: {error}"));
     // A witness's key (type 0x04, c2sp.org/tlog-cosignature) or a log's (type 0x01); with
     // ML-DSA-44, type 0x06 for either (a log signs with the cosignature form).
-    let (mut text, verifier) = match (args.alg, args.cosigner) {
-        (KeyAlgorithm::Ed25519, true) => {
-            let cosigner = Cosigner::generate(&args.name).map_err(named)?;
-            (cosigner.to_private_key_text(), cosigner.verifier())
-        }
-        (KeyAlgorithm::Ed25519, false) => {
-            let signer = Signer::generate(&args.name).map_err(named)?;
-            (signer.to_private_key_text(), signer.verifier())
-        }
-        (KeyAlgorithm::MlDsa44, true) => {
-            let cosigner = Cosigner::generate_ml_dsa_44(&args.name).map_err(named)?;
-            (cosigner.to_private_key_text(), cosigner.verifier())
-        }
-        (KeyAlgorithm::MlDsa44, false) => {
-            let signer = Signer::generate_ml_dsa_44(&args.name).map_err(named)?;
-            (signer.to_private_key_text(), signer.verifier())
-        }
+    let (mut text, verifier) = if args.cosigner {
+        let generate = match args.alg {
+            KeyAlgorithm::Ed25519 => Cosigner::generate,
+            KeyAlgorithm::MlDsa44 => Cosigner::generate_ml_dsa_44,
+        };
+        let cosigner = generate(&args.name).map_err(named)?;
+        (cosigner.to_private_key_text(), cosigner.verifier())
+    } else {
+        let generate = match args.alg {
+            KeyAlgorithm::Ed25519 => Signer::generate,
+            KeyAlgorithm::MlDsa44 => Signer::generate_ml_dsa_44,
+        };
+        let signer = generate(&args.name).map_err(named)?;
+        (signer.to_private_key_text(), signer.verifier())
     };
     text.push('\n');
     write_key_file(&args.keyfile, text.as_bytes(), args.force)?;
