@@ -279,8 +279,9 @@ fn shown(bytes: &[u8]) -> String {
 }
 
 impl fmt::Display for Policy {
-    /// The policy as a file, one line per definition, in the order parsed: what
-    /// [`Policy::parse`] reads back to an equal policy.
+    /// The policy as a file, one line per definition (logs, witnesses, groups with numeric
+    /// thresholds, the quorum): what [`Policy::parse`] reads back to an equal policy when its
+    /// names and URLs are UTF-8 (other bytes are shown as U+FFFD).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let url = |url: &Option<Vec<u8>>| {
             url.as_ref()
