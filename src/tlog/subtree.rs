@@ -207,3 +207,70 @@ impl PrivateKey {
         Some(bytes)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subtree(start: u64, end: u64, timestamp: u64) -> Subtree<'static> {
+        Subtree {
+            cosigner: "w",
+            timestamp,
+            origin: "log",
+            start,
+            end,
+            hash: [7; 32],
+        }
+    }
+
+    #[test]
+    fn the_message_is_label_names_times_range_and_hash_in_that_order() {
+        let message = subtree(0, 3, 5).message().unwrap();
+        let mut expected = b"subtree/v1\n\0\x01w".to_vec();
+        expected.extend_from_slice(&5u64.to_be_bytes());
+        expected.extend_from_slice(b"\x03log");
+        expected.extend_from_slice(&0u64.to_be_bytes());
+        expected.extend_from_slice(&3u64.to_be_bytes());
+        expected.extend_from_slice(&[7; 32]);
+        assert_eq!(message, expected);
+    }
+
+    #[test]
+    fn subtrees_the_spec_forbids_have_no_message() {
+        // A subtree past leaf 0 states no time; a range is never backwards or empty, but the
+        // empty tree of a checkpoint of size 0 is signed.
+        assert!(subtree(8, 13, 0).message().is_some());
+        assert!(subtree(8, 13, 1).message().is_none());
+        assert!(subtree(13, 8, 0).message().is_none());
+        assert!(subtree(8, 8, 0).message().is_none());
+        assert!(subtree(0, 0, 9).message().is_some());
+        assert!(subtree(0, 1, TIMESTAMP_MAX + 1).message().is_none());
+        let long = "x".repeat(SUBTREE_NAME_BYTES_MAX + 1);
+        let signs = |cosigner: &str, origin: &str| {
+            let named = Subtree {
+                cosigner,
+                origin,
+                ..subtree(0, 1, 0)
+            };
+            named.message().is_some()
+        };
+        assert!(!signs(&long, "log"));
+        assert!(!signs("w", &long));
+        assert!(!signs("", "log"));
+        assert!(signs(&long[1..], &long[1..]));
+    }
+
+    #[test]
+    fn a_checkpoint_text_gives_its_whole_tree_and_leaves_extensions_out() {
+        let text = "log\n3\nBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=\nextension\n";
+        let of = Subtree::of_checkpoint("w", 5, text).unwrap();
+        assert_eq!(of, subtree(0, 3, 5));
+        for bad in [
+            "log\n3\n",
+            "log\n03\nBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=\n",
+            "log",
+        ] {
+            assert_eq!(Subtree::of_checkpoint("w", 5, bad), None, "{bad:?}");
+        }
+    }
+}
