@@ -177,7 +177,8 @@ impl Checkpoint {
     }
 
     /// The signed note of this checkpoint, signed by `signer`, whose key name must be the
-    /// origin.
+    /// origin. An ML-DSA-44 signer (type 0x06) signs its `subtree/v1` message with timestamp
+    /// 0, which holds no extension line (tlog-checkpoint: they SHOULD then be empty).
     pub fn sign(&self, signer: &Signer) -> Result<String, CheckpointError> {
         if signer.name() != self.origin {
             return Err(CheckpointError::SignerNotOrigin {
@@ -185,7 +186,13 @@ impl Checkpoint {
                 origin: self.origin.clone(),
             });
         }
-        let mut note = Note::new(&self.body()?)?;
+        let body = self.body()?;
+        // An ML-DSA-44 key's name fits its message (255 bytes), and the origin is that name.
+        assert!(
+            signer.can_sign(&body),
+            "a checkpoint its log's key cannot sign"
+        );
+        let mut note = Note::new(&body)?;
         note.sign(signer);
         Ok(note.to_text())
     }
@@ -197,8 +204,9 @@ impl Checkpoint {
         let (checkpoint, note) = Checkpoint::open_note(text, verifiers)?;
         let log_keys: Vec<_> = note
             .verified()
-            // A cosignature is no log signature, whatever its name.
-            .filter(|s| s.name == checkpoint.origin && !note.verified_by_cosigner(s))
+            // An Ed25519 cosignature (type 0x04) is no log signature, whatever its name; an
+            // ML-DSA-44 one named as the origin is the log's, as tlog-checkpoint recommends.
+            .filter(|s| s.name == checkpoint.origin && note.verified_by_log_key(s))
             .map(|s| (s.name.clone(), s.key_id))
             .collect();
         if log_keys.is_empty() {
@@ -236,7 +244,7 @@ impl Checkpoint {
             .filter(|s| {
                 log_keys
                     .iter()
-                    .any(|k| !k.is_cosigner() && k.name() == s.name && k.key_id() == s.key_id)
+                    .any(|k| k.is_log_key() && k.name() == s.name && k.key_id() == s.key_id)
             })
             .map(|s| (s.name.clone(), s.key_id))
             .collect();

@@ -1,6 +1,9 @@
-//! `c2sp.org/tlog-cosignature`, the Ed25519 `cosignature/v1` type: a witness's statement that,
-//! as of a time, the largest consistent tree it saw of a log has the checkpoint's root.
+//! `c2sp.org/tlog-cosignature`: a witness's statement that, as of a time, the largest
+//! consistent tree it saw of a log has the checkpoint's root, in its two types: Ed25519
+//! `cosignature/v1` (type 0x04) and ML-DSA-44 `subtree/v1` (type 0x06, which the
+//! specification says new deployments SHOULD use; its message is [`super::subtree`]'s).
 //!
+//! The Ed25519 type:
 //! A cosignature is a note signature line on the checkpoint, `— <cosigner name>
 //! base64(key ID ‖ timestamp ‖ signature)`, where the key ID is
 //! `SHA-256(name ‖ 0x0A ‖ 0x04 ‖ public key)[:4]`, the timestamp a big-endian `u64` of POSIX
@@ -16,13 +19,15 @@ use std::fmt;
 use ed25519_dalek::Signer as _;
 
 use super::note::{
-    COSIGNATURE_TYPE, KeyError, KeyId, NoteSignature, OpenedNote, PrivateKey, Verifier,
+    COSIGNATURE_TYPE, KeyError, KeyId, ML_DSA_44_TYPE, NoteSignature, OpenedNote, PrivateKey,
+    SecretKey, Verifier,
 };
+use super::subtree::{ML_DSA_44_TIMESTAMPED_BYTES, Subtree};
 use super::timestamped::signed_message;
 pub use super::timestamped::{COSIGNATURE_HEADER, TIMESTAMP_MAX};
 
-/// A witness's cosigning key: a name and an Ed25519 private key of type 0x04. Its `Debug`
-/// shows the name and key ID only.
+/// A witness's cosigning key: a name and a private key, Ed25519 of type 0x04 or ML-DSA-44 of
+/// type 0x06. Its `Debug` shows the name and key ID only.
 #[derive(Clone)]
 pub struct Cosigner {
     key: PrivateKey,
@@ -44,6 +49,14 @@ pub enum CosignError {
     /// A body that does not end in a newline, as every note text does.
     #[error("a checkpoint body ends in a newline")]
     Body,
+    /// An ML-DSA-44 cosignature of a body that is not a checkpoint whose origin fits the
+    /// `subtree/v1` message (at most 255 bytes).
+    #[error("an ML-DSA-44 cosignature signs a checkpoint with an origin of at most 255 bytes")]
+    NotCheckpoint,
+    /// A subtree cosignature asked of an Ed25519 key (whose `cosignature/v1` signs whole
+    /// checkpoints only), or of a subtree that is not one (`start` past `end`, or an empty one).
+    #[error("only an ML-DSA-44 cosigner signs subtrees, each of at least one leaf")]
+    NoSubtree,
 }
 
 impl Cosigner {
@@ -52,14 +65,31 @@ impl Cosigner {
         PrivateKey::generate(name, COSIGNATURE_TYPE).map(|key| Cosigner { key })
     }
 
+    /// A new ML-DSA-44 cosigner (type 0x06) named `name` (at most 255 bytes), from the
+    /// operating system's randomness.
+    pub fn generate_ml_dsa_44(name: &str) -> Result<Cosigner, KeyError> {
+        PrivateKey::generate(name, ML_DSA_44_TYPE).map(|key| Cosigner { key })
+    }
+
+    /// The ML-DSA-44 cosigner (type 0x06) named `name` whose FIPS 204 seed (ξ) is `seed`.
+    pub fn ml_dsa_44_from_seed(name: &str, seed: [u8; 32]) -> Result<Cosigner, KeyError> {
+        PrivateKey::from_seed(name, ML_DSA_44_TYPE, seed).map(|key| Cosigner { key })
+    }
+
     /// The cosigner named `name` whose Ed25519 seed is `seed`.
     pub fn from_seed(name: &str, seed: [u8; 32]) -> Result<Cosigner, KeyError> {
         PrivateKey::from_seed(name, COSIGNATURE_TYPE, seed).map(|key| Cosigner { key })
     }
 
-    /// Parses `PRIVATE+KEY+<name>+<key ID hex>+base64(0x04 ‖ seed)`, checking the key ID.
+    /// Parses `PRIVATE+KEY+<name>+<key ID hex>+base64(type ‖ seed)` of type 0x04 (Ed25519)
+    /// or 0x06 (ML-DSA-44), checking the key ID.
     pub fn parse(text: &str) -> Result<Cosigner, KeyError> {
-        PrivateKey::parse(text, COSIGNATURE_TYPE).map(|key| Cosigner { key })
+        PrivateKey::parse(text, &[COSIGNATURE_TYPE, ML_DSA_44_TYPE]).map(|key| Cosigner { key })
+    }
+
+    /// The signature type: [`COSIGNATURE_TYPE`] or [`ML_DSA_44_TYPE`].
+    pub fn signature_type(&self) -> u8 {
+        self.key.type_byte()
     }
 
     /// The private key text form; keep it secret.
@@ -67,7 +97,7 @@ impl Cosigner {
         self.key.to_text()
     }
 
-    /// The verifier of this cosigner's cosignatures (its vkey has type 0x04).
+    /// The verifier of this cosigner's cosignatures (its vkey has type 0x04 or 0x06).
     pub fn verifier(&self) -> Verifier {
         self.key.verifier()
     }
@@ -105,13 +135,52 @@ impl Cosigner {
         if !body.ends_with('\n') {
             return Err(CosignError::Body);
         }
-        let signature = self
-            .key
-            .key
-            .sign(&signed_message(body.as_bytes(), timestamp));
-        let mut bytes = Vec::with_capacity(72);
-        bytes.extend_from_slice(&timestamp.to_be_bytes());
-        bytes.extend_from_slice(&signature.to_bytes());
+        let bytes = match &self.key.key {
+            SecretKey::Ed25519(key) => {
+                let signature = key.sign(&signed_message(body.as_bytes(), timestamp));
+                let mut bytes = Vec::with_capacity(72);
+                bytes.extend_from_slice(&timestamp.to_be_bytes());
+                bytes.extend_from_slice(&signature.to_bytes());
+                bytes
+            }
+            SecretKey::MlDsa44(key) => Subtree::of_checkpoint(&self.key.name, timestamp, body)
+                .and_then(|subtree| key.sign_subtree(&subtree))
+                .ok_or(CosignError::NotCheckpoint)?,
+        };
+        Ok(NoteSignature {
+            name: self.key.name.clone(),
+            key_id: self.key.key_id,
+            signature: bytes,
+        })
+    }
+
+    /// The ML-DSA-44 cosignature line of the subtree `[start, end)` of the log `origin` whose
+    /// hash is `hash`, with timestamp 0: what tlog-witness's `sign-subtree` returns. Checking
+    /// that the subtree is consistent with what the witness cosigned is the caller's.
+    pub fn cosign_subtree(
+        &self,
+        origin: &str,
+        start: u64,
+        end: u64,
+        hash: &[u8; 32],
+    ) -> Result<NoteSignature, CosignError> {
+        let SecretKey::MlDsa44(key) = &self.key.key else {
+            return Err(CosignError::NoSubtree);
+        };
+        if start >= end {
+            return Err(CosignError::NoSubtree);
+        }
+        let subtree = Subtree {
+            cosigner: &self.key.name,
+            timestamp: 0,
+            origin,
+            start,
+            end,
+            hash: *hash,
+        };
+        let bytes = key
+            .sign_subtree(&subtree)
+            .ok_or(CosignError::NotCheckpoint)?;
         Ok(NoteSignature {
             name: self.key.name.clone(),
             key_id: self.key.key_id,
@@ -120,22 +189,28 @@ impl Cosigner {
     }
 }
 
-/// The timestamp a cosignature line carries (not yet verified): `None` unless it is 72 bytes.
+/// The timestamp a cosignature line carries (not yet verified): `None` unless it is 72 bytes
+/// (Ed25519) or 2,428 (ML-DSA-44).
 pub fn timestamp(signature: &NoteSignature) -> Option<u64> {
     let time: [u8; 8] = signature.signature.get(..8)?.try_into().ok()?;
-    (signature.signature.len() == 72).then(|| u64::from_be_bytes(time))
+    let len = signature.signature.len();
+    (len == 72 || len == ML_DSA_44_TIMESTAMPED_BYTES).then(|| u64::from_be_bytes(time))
 }
 
 /// The cosigners whose cosignatures of the opened note verified, each once, with the time it
 /// states: what a quorum policy counts. (Opening the note checked every line of a known key;
-/// a bad one refused the note.)
+/// a bad one refused the note.) The log's own ML-DSA-44 signature (type 0x06, named as the
+/// origin) is no witness's and is left out.
 pub fn cosigned_by(opened: &OpenedNote) -> Vec<(String, u64)> {
+    let origin = opened.text().split('\n').next().unwrap_or_default();
     let mut cosigners: Vec<(String, u64)> = Vec::new();
     for signature in opened.verified() {
         let Some(time) = timestamp(signature) else {
             continue;
         };
+        let logs_own = signature.name == origin && opened.verified_by_log_key(signature);
         if opened.verified_by_cosigner(signature)
+            && !logs_own
             && !cosigners.iter().any(|(name, _)| *name == signature.name)
         {
             cosigners.push((signature.name.clone(), time));
@@ -244,7 +319,9 @@ mod tests {
             witness(1).cosign(BODY, TIMESTAMP_MAX + 1),
             Err(CosignError::Timestamp(TIMESTAMP_MAX + 1))
         );
-        let key = witness(1).key.key.clone();
+        let SecretKey::Ed25519(key) = witness(1).key.key.clone() else {
+            panic!("an Ed25519 cosigner");
+        };
         let mut signature = (TIMESTAMP_MAX + 1).to_be_bytes().to_vec();
         signature.extend_from_slice(
             &key.sign(&signed_message(BODY.as_bytes(), TIMESTAMP_MAX + 1))

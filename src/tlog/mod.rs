@@ -1,14 +1,17 @@
 //! The transparency-log formats of the C2SP specifications, so that witnesses, monitors and
 //! verifiers written for other logs can check an annals log:
 //!
-//! - [`note`]: `c2sp.org/signed-note` with Ed25519 — a text and its signature lines, the
-//!   signer and verifier keys in their text forms, key IDs and key names;
+//! - [`note`]: `c2sp.org/signed-note` with Ed25519 and ML-DSA-44 — a text and its signature
+//!   lines, the signer and verifier keys in their text forms, key IDs and key names;
+//! - [`subtree`]: ML-DSA-44 keys and the `subtree/v1` message of `c2sp.org/tlog-cosignature`;
 //! - [`checkpoint`]: `c2sp.org/tlog-checkpoint` — origin, tree size and root hash as the body
 //!   of a signed note, opened only when the log's own key signed it;
 //! - [`proof`]: `c2sp.org/tlog-proof@v1` — the offline inclusion proof file, and the check of
 //!   a consistency proof between two checkpoints;
 //! - [`consistency`]: that consistency proof as a file, in the form of tlog-witness's
-//!   `add-checkpoint` body (`old <size>`, the proof, the later checkpoint).
+//!   `add-checkpoint` body (`old <size>`, the proof, the later checkpoint);
+//! - [`policy`]: `c2sp.org/tlog-policy` — the logs, witnesses, groups and quorum a verifier
+//!   trusts, and the check of a checkpoint against them.
 //!
 //! Every tree hash here is RFC 6962's SHA-256 tree ([`crate::merkle::LogTreeHasher`]), the tree those
 //! specifications name; the tree math is `crate::merkle`'s, generic over its hasher.
@@ -37,7 +40,9 @@ pub mod checkpoint;
 pub mod consistency;
 pub mod cosignature;
 pub mod note;
+pub mod policy;
 pub mod proof;
+pub mod subtree;
 pub mod tiles;
 mod timestamped;
 
@@ -47,6 +52,9 @@ pub use cosignature::{CosignError, Cosigner};
 pub use note::{
     KeyError, KeyId, KeyNameProblem, Note, NoteError, NoteSignature, OpenedNote,
     SignatureLineProblem, Signer, Verifier,
+};
+pub use policy::{
+    Policy, PolicyCheckError, PolicyChecked, PolicyError, PolicyLog, PolicyProblem, PolicyWitness,
 };
 pub use proof::{ConsistencyError, TlogProof, TlogProofError, check_consistency, proves_fork};
 

@@ -1,5 +1,5 @@
-//! `c2sp.org/signed-note` with Ed25519: a text ending in a newline, a blank line, then one or
-//! more signature lines `— <key name> base64(key ID ‖ signature)`.
+//! `c2sp.org/signed-note` with Ed25519 and ML-DSA-44: a text ending in a newline, a blank
+//! line, then one or more signature lines `— <key name> base64(key ID ‖ signature)`.
 //!
 //! This module owns the note's grammar, its size limits, the key-name rules, key IDs, and the
 //! text forms of keys: the verifier key (`vkey`, defined by the specification) and the private
@@ -15,7 +15,7 @@ use std::fmt;
 use ed25519_dalek::{Signer as _, Verifier as _};
 use sha2::{Digest as _, Sha256};
 
-use super::{base64_decode, base64_encode};
+use super::{base64_decode, base64_encode, subtree};
 
 /// The largest note read, in bytes. The specification asks verifiers for a bound that admits
 /// at least 16 signatures of up to about 5 kB each (post-quantum ones).
@@ -44,9 +44,22 @@ pub const ED25519_TYPE: u8 = 0x01;
 /// The signature type byte of Ed25519 `cosignature/v1` keys (c2sp.org/tlog-cosignature).
 pub const COSIGNATURE_TYPE: u8 = 0x04;
 
+/// The signature type byte of ML-DSA-44 (sub)tree cosignatures, `subtree/v1`
+/// (c2sp.org/tlog-cosignature): a witness's cosignature, or a log's own signature of its
+/// checkpoint (c2sp.org/tlog-checkpoint recommends it), with a timestamp of 0.
+pub const ML_DSA_44_TYPE: u8 = 0x06;
+
 /// The largest private key or vkey text parsed: a name bounded by this leaves room for the
-/// rest (fewer than 70 bytes).
+/// rest (fewer than 70 bytes for an Ed25519 key, 1,770 for an ML-DSA-44 vkey).
 pub const KEY_TEXT_BYTES_MAX: usize = 4096;
+
+// An ML-DSA-44 vkey with a name as long as `subtree/v1` allows fits.
+const _: () = assert!(
+    KEY_TEXT_BYTES_MAX
+        > super::subtree::SUBTREE_NAME_BYTES_MAX
+            + 10
+            + (1 + super::subtree::ML_DSA_44_PUBLIC_KEY_BYTES).div_ceil(3) * 4
+);
 
 /// The separator of the signature block: em dash (U+2014), space.
 const SIGNATURE_PREFIX: &str = "\u{2014} ";
@@ -66,6 +79,12 @@ impl KeyId {
     /// `SHA-256(name ‖ 0x0A ‖ type ‖ public key)[:4]` (0x01 for note signatures, 0x04 for
     /// `cosignature/v1`).
     pub fn of(name: &str, type_byte: u8, public_key: &[u8; 32]) -> KeyId {
+        KeyId::of_key(name, type_byte, public_key)
+    }
+
+    /// [`KeyId::of`] for public key material of any length: 0x06's ML-DSA-44 key is 1,312
+    /// bytes.
+    pub fn of_key(name: &str, type_byte: u8, public_key: &[u8]) -> KeyId {
         let mut hasher = Sha256::new();
         hasher.update(name.as_bytes());
         hasher.update([0x0a, type_byte]);
@@ -290,8 +309,11 @@ pub enum KeyError {
     /// The key material is not standard, padded base64.
     #[error("the key material is not standard base64 with padding")]
     Base64,
-    /// A signature type other than Ed25519 (0x01).
-    #[error("signature type 0x{type_byte:02x} is not supported (only Ed25519, 0x01)")]
+    /// A signature type other than Ed25519 (0x01, 0x04) and ML-DSA-44 (0x06).
+    #[error(
+        "signature type 0x{type_byte:02x} is not supported (only Ed25519, 0x01 and 0x04, and \
+         ML-DSA-44, 0x06)"
+    )]
     UnsupportedType {
         /// The type byte.
         type_byte: u8,
@@ -308,6 +330,25 @@ pub enum KeyError {
     KeyLength {
         /// The bytes after the type byte.
         bytes: usize,
+    },
+    /// An ML-DSA-44 key (type 0x06) of the wrong length: a seed of 32 bytes in a private key,
+    /// a public key of 1,312.
+    #[error("the ML-DSA-44 {what} is {bytes} bytes, not {expected}")]
+    MlDsaKeyLength {
+        /// `seed` or `public key`.
+        what: &'static str,
+        /// The bytes after the type byte.
+        bytes: usize,
+        /// The length the form has.
+        expected: usize,
+    },
+    /// A key name longer than the 255 bytes an ML-DSA-44 `subtree/v1` message holds.
+    #[error("the key name is {bytes} bytes, more than the {max} an ML-DSA-44 key's name may be")]
+    MlDsaNameTooLong {
+        /// Its length.
+        bytes: usize,
+        /// The limit.
+        max: usize,
     },
     /// A public key that is not a valid Ed25519 point encoding.
     #[error("the public key is not a valid Ed25519 key")]
@@ -561,15 +602,18 @@ impl Note {
                 verifiers: verifiers.len(),
             });
         }
-        let cosigners = verifiers
-            .iter()
-            .filter(|v| v.is_cosigner())
-            .map(|v| (v.name.clone(), v.key_id))
-            .collect();
+        let of_kind = |kind: fn(&Verifier) -> bool| {
+            verifiers
+                .iter()
+                .filter(|v| kind(v))
+                .map(|v| (v.name.clone(), v.key_id))
+                .collect()
+        };
         Ok(OpenedNote {
             note: self,
             verified,
-            cosigners,
+            cosigners: of_kind(Verifier::is_cosigner),
+            log_keys: of_kind(Verifier::is_log_key),
         })
     }
 }
@@ -581,6 +625,8 @@ pub struct OpenedNote {
     verified: Vec<usize>,
     /// The names and key IDs of the cosigner verifiers among those the note was opened with.
     cosigners: Vec<(String, KeyId)>,
+    /// Those of the verifiers that can be a log's checkpoint key (types 0x01 and 0x06).
+    log_keys: Vec<(String, KeyId)>,
 }
 
 impl OpenedNote {
@@ -600,9 +646,17 @@ impl OpenedNote {
     }
 
     /// Whether `signature`, one of [`OpenedNote::verified`], verified as a cosignature (by a
-    /// verifier of type 0x04).
+    /// verifier of type 0x04 or 0x06).
     pub fn verified_by_cosigner(&self, signature: &NoteSignature) -> bool {
         self.cosigners
+            .iter()
+            .any(|(name, key_id)| *name == signature.name && *key_id == signature.key_id)
+    }
+
+    /// Whether `signature`, one of [`OpenedNote::verified`], verified by a key that can be a
+    /// log's checkpoint key (a verifier of type 0x01 or 0x06).
+    pub fn verified_by_log_key(&self, signature: &NoteSignature) -> bool {
+        self.log_keys
             .iter()
             .any(|(name, key_id)| *name == signature.name && *key_id == signature.key_id)
     }
@@ -618,13 +672,25 @@ impl OpenedNote {
     }
 }
 
-/// A named Ed25519 private key of one signature type: what a note [`Signer`] and a
-/// cosigner (`super::cosignature::Cosigner`) share.
+/// The secret of a [`PrivateKey`]: an Ed25519 key, or an ML-DSA-44 key from its seed.
+// A key is made once and held for the process: the Ed25519 variant's size costs nothing, and
+// keeping it unboxed leaves the Ed25519 path as it was.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone)]
+pub(super) enum SecretKey {
+    /// Types 0x01 and 0x04.
+    Ed25519(ed25519_dalek::SigningKey),
+    /// Type 0x06 (its parts boxed inside).
+    MlDsa44(subtree::PrivateKey),
+}
+
+/// A named private key of one signature type: what a note [`Signer`] and a cosigner
+/// (`super::cosignature::Cosigner`) share.
 #[derive(Clone)]
 pub(super) struct PrivateKey {
     pub(super) name: String,
     pub(super) key_id: KeyId,
-    pub(super) key: ed25519_dalek::SigningKey,
+    pub(super) key: SecretKey,
     type_byte: u8,
 }
 
@@ -635,27 +701,42 @@ impl PrivateKey {
         PrivateKey::from_seed(name, type_byte, *random_seed()?)
     }
 
-    /// The key of type `type_byte` named `name` whose Ed25519 seed is `seed`.
+    /// The key of type `type_byte` named `name` whose seed is `seed`: Ed25519's private key
+    /// (RFC 8032), or ML-DSA-44's ξ (FIPS 204's `KeyGen_internal`) for type 0x06.
     pub(super) fn from_seed(
         name: &str,
         type_byte: u8,
         seed: [u8; 32],
     ) -> Result<PrivateKey, KeyError> {
+        let seed = zeroize::Zeroizing::new(seed);
         check_key_name(name).map_err(KeyError::Name)?;
-        let key = ed25519_dalek::SigningKey::from_bytes(&seed);
+        let (key, public) = match type_byte {
+            ED25519_TYPE | COSIGNATURE_TYPE => {
+                let key = ed25519_dalek::SigningKey::from_bytes(&seed);
+                let public = key.verifying_key().to_bytes().to_vec();
+                (SecretKey::Ed25519(key), public)
+            }
+            ML_DSA_44_TYPE => {
+                check_ml_dsa_name(name)?;
+                let key = subtree::PrivateKey::from_seed(&seed);
+                let public = key.public().as_bytes().to_vec();
+                (SecretKey::MlDsa44(key), public)
+            }
+            other => return Err(KeyError::UnsupportedType { type_byte: other }),
+        };
         Ok(PrivateKey {
             name: name.to_owned(),
-            key_id: KeyId::of(name, type_byte, key.verifying_key().as_bytes()),
+            key_id: KeyId::of_key(name, type_byte, &public),
             key,
             type_byte,
         })
     }
 
-    /// Parses `PRIVATE+KEY+<name>+<key ID hex>+base64(type ‖ seed)` for a key of type
-    /// `type_byte`, checking the key ID against the name and the public key the seed gives.
-    pub(super) fn parse(text: &str, type_byte: u8) -> Result<PrivateKey, KeyError> {
+    /// Parses `PRIVATE+KEY+<name>+<key ID hex>+base64(type ‖ seed)` for a key of one of
+    /// `types`, checking the key ID against the name and the public key the seed gives.
+    pub(super) fn parse(text: &str, types: &[u8]) -> Result<PrivateKey, KeyError> {
         let parts = parse_private_key(text)?;
-        if parts.type_byte != type_byte {
+        if !types.contains(&parts.type_byte) {
             return Err(match parts.type_byte {
                 ED25519_TYPE | COSIGNATURE_TYPE => KeyError::OtherKind {
                     found: parts.type_byte,
@@ -663,7 +744,7 @@ impl PrivateKey {
                 other => KeyError::UnsupportedType { type_byte: other },
             });
         }
-        let key = PrivateKey::from_seed(&parts.name, type_byte, *parts.seed)?;
+        let key = PrivateKey::from_seed(&parts.name, parts.type_byte, *parts.seed)?;
         if key.key_id != parts.stated {
             return Err(KeyError::KeyIdMismatch {
                 stated: parts.stated,
@@ -675,12 +756,30 @@ impl PrivateKey {
 
     /// The private key text form.
     pub(super) fn to_text(&self) -> zeroize::Zeroizing<String> {
-        private_key_text(&self.name, self.key_id, self.type_byte, self.key.as_bytes())
+        let seed = match &self.key {
+            SecretKey::Ed25519(key) => zeroize::Zeroizing::new(key.to_bytes()),
+            SecretKey::MlDsa44(key) => key.seed(),
+        };
+        private_key_text(&self.name, self.key_id, self.type_byte, &seed)
     }
 
     /// The verifier of this key's signatures.
     pub(super) fn verifier(&self) -> Verifier {
-        Verifier::from_key(&self.name, self.type_byte, self.key.verifying_key())
+        let key = match &self.key {
+            SecretKey::Ed25519(key) => PublicKey::Ed25519(key.verifying_key()),
+            SecretKey::MlDsa44(key) => PublicKey::MlDsa44(key.public().clone()),
+        };
+        Verifier {
+            name: self.name.clone(),
+            key_id: self.key_id,
+            key,
+            type_byte: self.type_byte,
+        }
+    }
+
+    /// The signature type byte.
+    pub(super) fn type_byte(&self) -> u8 {
+        self.type_byte
     }
 
     /// `Debug` as `what`: the name and key ID, never the key.
@@ -693,8 +792,8 @@ impl PrivateKey {
     }
 }
 
-/// An Ed25519 note signer: a key name and a private key. Its `Debug` shows the name and key
-/// ID only.
+/// A note signer: a key name and a private key, Ed25519 (type 0x01) or ML-DSA-44 (type 0x06,
+/// which signs checkpoints only). Its `Debug` shows the name and key ID only.
 #[derive(Clone)]
 pub struct Signer {
     key: PrivateKey,
@@ -707,7 +806,7 @@ impl fmt::Debug for Signer {
 }
 
 impl Signer {
-    /// A new key named `name`, from the operating system's randomness.
+    /// A new Ed25519 key named `name`, from the operating system's randomness.
     pub fn generate(name: &str) -> Result<Signer, KeyError> {
         PrivateKey::generate(name, ED25519_TYPE).map(|key| Signer { key })
     }
@@ -717,11 +816,23 @@ impl Signer {
         PrivateKey::from_seed(name, ED25519_TYPE, seed).map(|key| Signer { key })
     }
 
+    /// A new ML-DSA-44 key (type 0x06) named `name`, from the operating system's randomness:
+    /// a log's checkpoint key that a quantum computer does not break, as tlog-checkpoint
+    /// recommends. Its name is the log's origin, of at most 255 bytes.
+    pub fn generate_ml_dsa_44(name: &str) -> Result<Signer, KeyError> {
+        PrivateKey::generate(name, ML_DSA_44_TYPE).map(|key| Signer { key })
+    }
+
+    /// The ML-DSA-44 key (type 0x06) named `name` whose FIPS 204 seed (ξ) is `seed`.
+    pub fn ml_dsa_44_from_seed(name: &str, seed: [u8; 32]) -> Result<Signer, KeyError> {
+        PrivateKey::from_seed(name, ML_DSA_44_TYPE, seed).map(|key| Signer { key })
+    }
+
     /// Parses the private key text form
-    /// `PRIVATE+KEY+<name>+<key ID hex>+base64(0x01 ‖ seed)`, checking the key ID against the
-    /// name and the public key the seed gives.
+    /// `PRIVATE+KEY+<name>+<key ID hex>+base64(type ‖ seed)` of type 0x01 (Ed25519) or 0x06
+    /// (ML-DSA-44), checking the key ID against the name and the public key the seed gives.
     pub fn parse(text: &str) -> Result<Signer, KeyError> {
-        PrivateKey::parse(text, ED25519_TYPE).map(|key| Signer { key })
+        PrivateKey::parse(text, &[ED25519_TYPE, ML_DSA_44_TYPE]).map(|key| Signer { key })
     }
 
     /// The private key text form; keep it secret (a file of mode 0600).
@@ -744,12 +855,39 @@ impl Signer {
         self.key.key_id
     }
 
-    /// The signature line of this key over `text` (RFC 8032 Ed25519 over the text's bytes).
+    /// The signature type: [`ED25519_TYPE`] or [`ML_DSA_44_TYPE`].
+    pub fn signature_type(&self) -> u8 {
+        self.key.type_byte()
+    }
+
+    /// Whether this signer can sign `text`: an Ed25519 key signs any text; an ML-DSA-44 key
+    /// signs the `subtree/v1` message of a checkpoint, so the text must be one whose origin
+    /// fits that message (at most 255 bytes).
+    pub fn can_sign(&self, text: &str) -> bool {
+        match &self.key.key {
+            SecretKey::Ed25519(_) => true,
+            SecretKey::MlDsa44(_) => subtree::Subtree::of_checkpoint(&self.key.name, 0, text)
+                .and_then(|subtree| subtree.message())
+                .is_some(),
+        }
+    }
+
+    /// The signature line of this key over `text`: RFC 8032 Ed25519 over the text's bytes;
+    /// for an ML-DSA-44 key, a `timestamped_signature` of timestamp 0 over the `subtree/v1`
+    /// message of the checkpoint `text` holds (its extension lines unsigned). A text
+    /// [`Signer::can_sign`] refuses gets a line of no signature bytes, which no verifier
+    /// accepts and no note parses: [`super::Checkpoint::sign`] checks first.
     pub fn sign_text(&self, text: &str) -> NoteSignature {
+        let signature = match &self.key.key {
+            SecretKey::Ed25519(key) => key.sign(text.as_bytes()).to_bytes().to_vec(),
+            SecretKey::MlDsa44(key) => subtree::Subtree::of_checkpoint(&self.key.name, 0, text)
+                .and_then(|subtree| key.sign_subtree(&subtree))
+                .unwrap_or_default(),
+        };
         NoteSignature {
             name: self.key.name.clone(),
             key_id: self.key.key_id,
-            signature: self.key.key.sign(text.as_bytes()).to_bytes().to_vec(),
+            signature,
         }
     }
 }
@@ -764,18 +902,56 @@ fn other_kind(found: u8) -> &'static str {
     }
 }
 
-/// The type byte and the 32 key bytes after it, for the Ed25519 types (note signatures and
-/// cosignatures).
-fn ed25519_material(bytes: &[u8]) -> Result<(u8, [u8; 32]), KeyError> {
+/// Refuses a name too long for an ML-DSA-44 key's `subtree/v1` message.
+fn check_ml_dsa_name(name: &str) -> Result<(), KeyError> {
+    if name.len() > subtree::SUBTREE_NAME_BYTES_MAX {
+        return Err(KeyError::MlDsaNameTooLong {
+            bytes: name.len(),
+            max: subtree::SUBTREE_NAME_BYTES_MAX,
+        });
+    }
+    Ok(())
+}
+
+/// The type byte and the 32-byte seed after it, in a private key of any supported type.
+fn seed_material(bytes: &[u8]) -> Result<(u8, [u8; 32]), KeyError> {
     match bytes {
         [] => Err(KeyError::KeyLength { bytes: 0 }),
         [type_byte @ (ED25519_TYPE | COSIGNATURE_TYPE), key @ ..] => key
             .try_into()
             .map(|key| (*type_byte, key))
             .map_err(|_| KeyError::KeyLength { bytes: key.len() }),
+        [ML_DSA_44_TYPE, key @ ..] => {
+            key.try_into()
+                .map(|key| (ML_DSA_44_TYPE, key))
+                .map_err(|_| KeyError::MlDsaKeyLength {
+                    what: "seed",
+                    bytes: key.len(),
+                    expected: 32,
+                })
+        }
         [type_byte, ..] => Err(KeyError::UnsupportedType {
             type_byte: *type_byte,
         }),
+    }
+}
+
+/// The type byte and the public key after it, in a vkey of any supported type.
+fn public_material(bytes: &[u8]) -> Result<(u8, PublicKey), KeyError> {
+    match bytes {
+        [ML_DSA_44_TYPE, key @ ..] => subtree::PublicKey::from_bytes(key)
+            .map(|key| (ML_DSA_44_TYPE, PublicKey::MlDsa44(key)))
+            .ok_or(KeyError::MlDsaKeyLength {
+                what: "public key",
+                bytes: key.len(),
+                expected: subtree::ML_DSA_44_PUBLIC_KEY_BYTES,
+            }),
+        _ => {
+            let (type_byte, public) = seed_material(bytes)?;
+            let key = ed25519_dalek::VerifyingKey::from_bytes(&public)
+                .map_err(|_| KeyError::InvalidPublicKey)?;
+            Ok((type_byte, PublicKey::Ed25519(key)))
+        }
     }
 }
 
@@ -838,7 +1014,7 @@ fn parse_private_key(text: &str) -> Result<PrivateKeyParts, KeyError> {
     check_key_name(name).map_err(KeyError::Name)?;
     let stated = KeyId::parse_hex(id).ok_or(KeyError::KeyIdHex)?;
     let bytes = zeroize::Zeroizing::new(base64_decode(material).ok_or(KeyError::Base64)?);
-    let (type_byte, seed) = ed25519_material(&bytes)?;
+    let (type_byte, seed) = seed_material(&bytes)?;
     Ok(PrivateKeyParts {
         name: name.to_owned(),
         stated,
@@ -847,14 +1023,30 @@ fn parse_private_key(text: &str) -> Result<PrivateKeyParts, KeyError> {
     })
 }
 
-/// An Ed25519 verifier: a key name, its key ID and a public key, of a note signer (type 0x01)
-/// or of a cosigner (type 0x04, `cosignature/v1`: [`super::cosignature`]), each checking its
-/// own kind of signature line.
+/// A verifier's public key: Ed25519 (types 0x01 and 0x04) or ML-DSA-44 (type 0x06).
+#[derive(Clone, PartialEq, Eq)]
+enum PublicKey {
+    Ed25519(ed25519_dalek::VerifyingKey),
+    MlDsa44(subtree::PublicKey),
+}
+
+impl PublicKey {
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            PublicKey::Ed25519(key) => key.as_bytes(),
+            PublicKey::MlDsa44(key) => key.as_bytes(),
+        }
+    }
+}
+
+/// A verifier: a key name, its key ID and a public key, of a note signer (type 0x01, Ed25519),
+/// of a cosigner (type 0x04, Ed25519 `cosignature/v1`: [`super::cosignature`]), or of either
+/// with ML-DSA-44 (type 0x06, `subtree/v1`), each checking its own kind of signature line.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Verifier {
     name: String,
     key_id: KeyId,
-    key: ed25519_dalek::VerifyingKey,
+    key: PublicKey,
     type_byte: u8,
 }
 
@@ -867,9 +1059,8 @@ impl fmt::Debug for Verifier {
 impl fmt::Display for Verifier {
     /// The vkey text form.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut material = [0u8; 33];
-        material[0] = self.type_byte;
-        material[1..].copy_from_slice(self.key.as_bytes());
+        let mut material = vec![self.type_byte];
+        material.extend_from_slice(self.key.as_bytes());
         write!(
             f,
             "{}+{}+{}",
@@ -881,7 +1072,8 @@ impl fmt::Display for Verifier {
 }
 
 impl Verifier {
-    /// Parses the vkey text form `<name>+<key ID hex>+base64(0x01 ‖ public key)`, checking
+    /// Parses the vkey text form `<name>+<key ID hex>+base64(type ‖ public key)` (type 0x01
+    /// or 0x04 with a 32-byte Ed25519 key, 0x06 with a 1,312-byte ML-DSA-44 key), checking
     /// the key ID against the name and key.
     ///
     /// ```
@@ -909,10 +1101,11 @@ impl Verifier {
         check_key_name(name).map_err(KeyError::Name)?;
         let stated = KeyId::parse_hex(id).ok_or(KeyError::KeyIdHex)?;
         let bytes = base64_decode(material).ok_or(KeyError::Base64)?;
-        let (type_byte, public) = ed25519_material(&bytes)?;
-        let key = ed25519_dalek::VerifyingKey::from_bytes(&public)
-            .map_err(|_| KeyError::InvalidPublicKey)?;
-        let computed = KeyId::of(name, type_byte, &public);
+        let (type_byte, key) = public_material(&bytes)?;
+        if type_byte == ML_DSA_44_TYPE {
+            check_ml_dsa_name(name)?;
+        }
+        let computed = KeyId::of_key(name, type_byte, key.as_bytes());
         if computed != stated {
             return Err(KeyError::KeyIdMismatch { stated, computed });
         }
@@ -934,44 +1127,91 @@ impl Verifier {
         self.key_id
     }
 
-    /// The 32-byte Ed25519 public key.
+    /// The 32-byte Ed25519 public key; for an ML-DSA-44 key, which has no 32-byte form, its
+    /// first 32 bytes (FIPS 204's ρ): use [`Verifier::public_key_bytes`] for the whole key.
     pub fn public_key(&self) -> [u8; 32] {
-        self.key.to_bytes()
+        let mut key = [0u8; 32];
+        key.copy_from_slice(&self.key.as_bytes()[..32]);
+        key
     }
 
-    /// Whether this is a cosigner's key (type 0x04), whose signatures are timestamped
-    /// cosignatures of a checkpoint rather than note signatures.
+    /// The public key material of the vkey: 32 bytes of Ed25519, or 1,312 of ML-DSA-44.
+    pub fn public_key_bytes(&self) -> &[u8] {
+        self.key.as_bytes()
+    }
+
+    /// The signature type byte: [`ED25519_TYPE`], [`COSIGNATURE_TYPE`] or [`ML_DSA_44_TYPE`].
+    pub fn signature_type(&self) -> u8 {
+        self.type_byte
+    }
+
+    /// Whether this key's signatures are timestamped cosignatures of a checkpoint rather than
+    /// note signatures: type 0x04 (Ed25519 `cosignature/v1`) or 0x06 (ML-DSA-44
+    /// `subtree/v1`, which a witness and a log both sign with).
     pub fn is_cosigner(&self) -> bool {
-        self.type_byte == COSIGNATURE_TYPE
+        matches!(self.type_byte, COSIGNATURE_TYPE | ML_DSA_44_TYPE)
+    }
+
+    /// Whether this key can be a log's checkpoint key: type 0x01 (an Ed25519 note signature)
+    /// or 0x06 (ML-DSA-44, as tlog-checkpoint recommends).
+    pub fn is_log_key(&self) -> bool {
+        matches!(self.type_byte, ED25519_TYPE | ML_DSA_44_TYPE)
     }
 
     /// Whether `signature` is this key's signature of the note text `message`: for a note
     /// signer, Ed25519 over the text (64 bytes); for a cosigner, a `timestamped_signature`
     /// (a big-endian `u64` time of at most 2^63 − 1, then Ed25519 over `cosignature/v1\n`,
-    /// `time <t>\n` and the text: 72 bytes).
+    /// `time <t>\n` and the text: 72 bytes); for an ML-DSA-44 key, a `timestamped_signature`
+    /// over the `subtree/v1` message of the checkpoint the text holds (2,428 bytes).
     pub fn verify(&self, message: &[u8], signature: &[u8]) -> bool {
-        if self.is_cosigner() {
-            return super::timestamped::verify(&self.key, message, signature).is_some();
+        let key = match &self.key {
+            PublicKey::MlDsa44(key) => {
+                return std::str::from_utf8(message)
+                    .ok()
+                    .and_then(|text| key.verify_checkpoint(&self.name, text, signature))
+                    .is_some();
+            }
+            PublicKey::Ed25519(key) => key,
+        };
+        if self.type_byte == COSIGNATURE_TYPE {
+            return super::timestamped::verify(key, message, signature).is_some();
         }
         let Ok(bytes) = <[u8; 64]>::try_from(signature) else {
             return false;
         };
         let signature = ed25519_dalek::Signature::from_bytes(&bytes);
-        self.key.verify(message, &signature).is_ok()
+        key.verify(message, &signature).is_ok()
     }
 
-    /// A verifier of type `type_byte` for `key` named `name`.
-    pub(super) fn from_key(
-        name: &str,
-        type_byte: u8,
-        key: ed25519_dalek::VerifyingKey,
-    ) -> Verifier {
-        Verifier {
-            name: name.to_owned(),
-            key_id: KeyId::of(name, type_byte, key.as_bytes()),
-            key,
-            type_byte,
-        }
+    /// Whether `signature` (a `timestamped_signature` of timestamp 0) is this ML-DSA-44
+    /// key's `subtree/v1` cosignature of the subtree `[start, end)` of the log `origin` whose
+    /// hash is `hash`: what tlog-witness's `sign-subtree` returns. False for an Ed25519 key,
+    /// whose cosignatures sign no subtree.
+    pub fn verify_subtree(
+        &self,
+        origin: &str,
+        start: u64,
+        end: u64,
+        hash: &[u8; 32],
+        signature: &[u8],
+    ) -> bool {
+        let PublicKey::MlDsa44(key) = &self.key else {
+            return false;
+        };
+        let Some((0, signature)) = subtree::split_timestamped(signature) else {
+            return false;
+        };
+        let subtree = subtree::Subtree {
+            cosigner: &self.name,
+            timestamp: 0,
+            origin,
+            start,
+            end,
+            hash: *hash,
+        };
+        subtree
+            .message()
+            .is_some_and(|message| key.verify(&message, signature))
     }
 }
 

@@ -147,7 +147,8 @@ impl Witness {
             return Err(WitnessError::NoLogs);
         }
         for key in logs {
-            if key.is_cosigner() {
+            // An ML-DSA-44 key (type 0x06) signs a log's checkpoints and a witness's alike.
+            if !key.is_log_key() {
                 return Err(WitnessError::CosignerAsLog {
                     name: key.name().to_owned(),
                 });

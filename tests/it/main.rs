@@ -53,6 +53,8 @@ mod static_tiles;
 mod subscribe;
 mod tiling;
 mod tlog;
+mod tlog_ml_dsa;
+mod tlog_policy;
 mod vectors;
 mod verify;
 #[cfg(feature = "witness")]

@@ -100,6 +100,30 @@ fn signed_note_checkpoints_open_with_annals() {
     assert_eq!(opened.to_text(), text);
 }
 
+#[test]
+fn ed25519_checkpoints_are_signed_notes_byte_for_byte() {
+    // Beside the ML-DSA-44 keys (issue 56) the Ed25519 path writes what it wrote before: the
+    // same note as signed_note's, to the byte, from the same key.
+    for seed in [[0u8; 32], [0x42; 32], [0xfe; 32]] {
+        let ours = Signer::from_seed("example.com/annals-log", seed).unwrap();
+        let theirs = signed_note::StandardSigner::new(&ours.to_private_key_text()).unwrap();
+        let checkpoint = Checkpoint {
+            origin: "example.com/annals-log".into(),
+            size: 1234,
+            root: [seed[0] ^ 0x5a; 32],
+            extensions: vec!["an extension".into()],
+        };
+        let body = checkpoint.body().unwrap();
+        let mut note = signed_note::Note::new(body.as_bytes(), &[]).unwrap();
+        note.add_sigs(&[&theirs]).unwrap();
+        assert_eq!(
+            checkpoint.sign(&ours).unwrap().into_bytes(),
+            note.to_bytes(),
+            "{seed:?}"
+        );
+    }
+}
+
 /// Every perfect subtree root of a tree of SHA-256 leaves, level by level.
 struct Levels(Vec<Vec<Digest>>);
 

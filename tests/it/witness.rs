@@ -1278,3 +1278,175 @@ fn an_honest_request_is_answered_while_64_hostile_connections_hold_on() {
     drop(served);
     assert_eq!(cosigned_history(&state).len(), 1);
 }
+
+/// signed_note's view of an ML-DSA-44 key (type 0x06): the `subtree/v1` message of
+/// tlog-cosignature built here from the note's origin, size and root, and the signature
+/// checked by the `fips204` crate, which the library does not ship.
+struct SubtreeV1 {
+    name: String,
+    id: u32,
+    key: fips204::ml_dsa_44::PublicKey,
+}
+
+impl SubtreeV1 {
+    fn from_vkey(vkey: &str) -> SubtreeV1 {
+        use fips204::traits::SerDes as _;
+        let mut parts = vkey.splitn(3, '+');
+        let name = parts.next().unwrap().to_owned();
+        let _id = parts.next().unwrap();
+        let bytes = base64(parts.next().unwrap());
+        assert_eq!(bytes[0], 0x06, "an ML-DSA-44 key has type 0x06");
+        let key =
+            fips204::ml_dsa_44::PublicKey::try_from_bytes(bytes[1..].try_into().unwrap()).unwrap();
+        SubtreeV1 {
+            id: signed_note::key_id(&name, &bytes),
+            name,
+            key,
+        }
+    }
+}
+
+impl signed_note::Verifier for SubtreeV1 {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn key_id(&self) -> u32 {
+        self.id
+    }
+
+    fn verify(&self, msg: &[u8], sig: &[u8]) -> bool {
+        use fips204::traits::Verifier as _;
+        let Ok(bytes) = <&[u8; 2428]>::try_from(sig) else {
+            return false;
+        };
+        let text = std::str::from_utf8(msg).unwrap();
+        let lines: Vec<&str> = text.split('\n').collect();
+        let mut message = b"subtree/v1\n\0".to_vec();
+        message.push(self.name.len() as u8);
+        message.extend_from_slice(self.name.as_bytes());
+        message.extend_from_slice(&bytes[..8]);
+        message.push(lines[0].len() as u8);
+        message.extend_from_slice(lines[0].as_bytes());
+        message.extend_from_slice(&0u64.to_be_bytes());
+        message.extend_from_slice(&lines[1].parse::<u64>().unwrap().to_be_bytes());
+        message.extend_from_slice(&base64(lines[2]));
+        self.key
+            .verify(&message, bytes[8..].try_into().unwrap(), b"")
+    }
+}
+
+/// `annals keygen --alg ml-dsa-44` (with `--cosigner` for a witness).
+fn keygen_ml_dsa(dir: &Path, name: &str, cosigner: bool) -> Key {
+    let file = dir.join(format!("{}.key", name.replace('/', "_")));
+    let mut args = vec!["keygen", "--alg", "ml-dsa-44", "--name", name, text(&file)];
+    if cosigner {
+        args.push("--cosigner");
+    }
+    let made = exits(annals(&args), 0);
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "a key file is its owner's alone");
+    Key {
+        file,
+        vkey: stdout(&made).trim_end().to_owned(),
+    }
+}
+
+#[test]
+fn an_ml_dsa_log_and_witnesses_of_both_kinds_cosign_and_a_policy_decides() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.redb");
+    let log_key = keygen_ml_dsa(dir.path(), ORIGIN, false);
+    let pq = keygen_ml_dsa(dir.path(), "witness.example/pq", true);
+    let classic = keygen(dir.path(), "witness.example/classic", true);
+    let absent = keygen_ml_dsa(dir.path(), "witness.example/absent", true);
+    let one = Served::start(&dir.path().join("pq.redb"), &pq, &[&log_key]);
+    let two = Served::start(&dir.path().join("classic.redb"), &classic, &[&log_key]);
+    append(&log, 5, "main");
+    let request = |log_file: &Path| {
+        let witnesses = [
+            format!("{}={}", one.url(), pq.vkey),
+            format!("{}={}", two.url(), classic.vkey),
+        ];
+        let mut args = vec![
+            "witness",
+            "request",
+            text(log_file),
+            "--key",
+            text(&log_key.file),
+        ];
+        for witness in &witnesses {
+            args.extend(["--witness", witness.as_str()]);
+        }
+        stdout(&exits(annals(&args), 0))
+    };
+    for _ in 0..2 {
+        append(&log, 2, "main");
+        let printed = request(&log);
+        // Checked by code nobody here wrote: signed_note with fips204 and ed25519-dalek.
+        let parsed = signed_note::Note::from_bytes(printed.as_bytes()).unwrap();
+        let list: Vec<Box<dyn signed_note::Verifier>> = vec![
+            Box::new(SubtreeV1::from_vkey(&log_key.vkey)),
+            Box::new(SubtreeV1::from_vkey(&pq.vkey)),
+            Box::new(CosignatureV1::from_vkey(&classic.vkey)),
+        ];
+        let (verified, _) = parsed
+            .verify(&signed_note::VerifierList::new(list))
+            .unwrap();
+        assert_eq!(verified.len(), 3, "{printed}");
+    }
+    assert_eq!(cosigned_history(&dir.path().join("pq.redb")).len(), 2);
+
+    let proof = dir.path().join("proof.txt");
+    let proved = exits(
+        annals(&["prove", text(&log), "--position", "3", "--checkpoint"]),
+        0,
+    );
+    std::fs::write(&proof, &proved.stdout).unwrap();
+    let policy = dir.path().join("policy");
+    let check = |rules: &str| {
+        std::fs::write(
+            &policy,
+            format!(
+                "log {}\nwitness PQ {}\nwitness C {}\nwitness A {}\n{rules}",
+                log_key.vkey, pq.vkey, classic.vkey, absent.vkey
+            ),
+        )
+        .unwrap();
+        annals(&[
+            "check-proof",
+            text(&proof),
+            "--policy",
+            text(&policy),
+            "--json",
+        ])
+    };
+    let held = exits(check("group both all PQ C\nquorum both\n"), 0);
+    let json: serde_json::Value = serde_json::from_slice(&held.stdout).unwrap();
+    assert_eq!(json["signed_by"], ORIGIN);
+    assert_eq!(json["cosigned_by"].as_array().unwrap().len(), 2);
+    exits(check("group two 2 PQ A\nquorum two\n"), 1);
+    exits(check("group any-of any A PQ\nquorum any-of\n"), 0);
+    exits(check("quorum none\n"), 0);
+    let refused = exits(check("group g all PQ\ngroup h all PQ\nquorum g\n"), 2);
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("line 6"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    // The shorthand still holds, and takes an ML-DSA-44 key on either side.
+    let shorthand = annals(&[
+        "check-proof",
+        text(&proof),
+        "--vkey",
+        &log_key.vkey,
+        "--witness",
+        &pq.vkey,
+        "--witness",
+        &absent.vkey,
+        "--quorum",
+        "1",
+    ]);
+    assert_eq!(shorthand.status.code(), Some(0));
+}

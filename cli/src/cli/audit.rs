@@ -576,7 +576,10 @@ impl Run for CheckProofArgs {
         let checkpoints = checkpoints.map(|file| NamedFile::read(file, "a checkpoint file"));
         let export = self.export.iter();
         let export = export.map(|file| NamedFile::read(file, "an export file"));
+        let policy = self.policy.iter();
+        let policy = policy.map(|file| NamedFile::read(file, "a policy file"));
         std::iter::once(NamedFile::read(&self.proof, "a proof file"))
+            .chain(policy)
             .chain(heads)
             .chain(vkeys)
             .chain(checkpoints)

@@ -20,7 +20,7 @@ use annals::Store;
 use annals::display::quoted;
 use annals::merkle::TreeHead;
 use annals::tlog::{
-    Checkpoint, ConsistencyFile, OpenedCheckpoint, TlogProof, Verifier,
+    Checkpoint, ConsistencyFile, OpenedCheckpoint, Policy, TlogProof, Verifier,
     consistency::CONSISTENCY_BYTES_MAX, note::NOTE_BYTES_MAX, proof::TLOG_PROOF_BYTES_MAX,
     proof::TLOG_PROOF_HEADER,
 };
@@ -216,7 +216,26 @@ pub(crate) fn prove(args: &ProveArgs, given: Option<&Path>) -> Result<ExitCode, 
 
 /// The verifier keys `--vkey` gives, each as its text or `@FILE`: the log's keys.
 pub(crate) fn verifiers(args: &CheckProofArgs) -> Result<Vec<Verifier>, Failure> {
-    parse_vkeys(&args.vkey, "--vkey", false)
+    let mut verifiers = parse_vkeys(&args.vkey, "--vkey", false)?;
+    if let Some(policy) = policy(args)? {
+        verifiers.extend(policy.logs().iter().map(|log| log.verifier.clone()));
+    }
+    Ok(verifiers)
+}
+
+/// The largest policy file read.
+const POLICY_FILE_BYTES_MAX: u64 = annals::tlog::policy::POLICY_BYTES_MAX as u64;
+
+/// The trust policy `--policy` names, parsed (a malformed file refused with its line).
+fn policy(args: &CheckProofArgs) -> Result<Option<Policy>, Failure> {
+    let Some(path) = &args.policy else {
+        return Ok(None);
+    };
+    let bytes = super::audit::read_capped(path, POLICY_FILE_BYTES_MAX)
+        .map_err(|error| Failure::file(path, false, &error))?;
+    Policy::parse(&bytes)
+        .map(Some)
+        .map_err(|error| Failure::Usage(format!("--policy {}: {error}", path.display())))
 }
 
 /// The witnesses' verifier keys `--witness` gives (type 0x04).
@@ -252,16 +271,21 @@ pub(crate) fn parse_vkeys(
                     quoted(text)
                 ))
             })?;
-            if verifier.is_cosigner() != cosigner {
+            // An ML-DSA-44 key (type 0x06) is either: logs and witnesses sign with it alike.
+            let fits = match cosigner {
+                true => verifier.is_cosigner(),
+                false => verifier.is_log_key(),
+            };
+            if !fits {
                 let (is, wanted) = if cosigner {
                     (
                         "a log's key",
-                        "a witness's (type 0x04, from `keygen --cosigner`)",
+                        "a witness's (type 0x04 or 0x06, from `keygen --cosigner`)",
                     )
                 } else {
                     (
                         "a witness's key",
-                        "the log's (from `keygen` without --cosigner)",
+                        "the log's (type 0x01 or 0x06, from `keygen` without --cosigner)",
                     )
                 };
                 return Err(Failure::Usage(format!(
@@ -368,8 +392,8 @@ pub(crate) fn check(
     let verifiers = verifiers(args)?;
     if verifiers.is_empty() {
         return Err(Failure::Usage(format!(
-            "{shown} is a signed proof: give the log's verifier key with --vkey, the only \
-             thing that makes its checkpoint evidence"
+            "{shown} is a signed proof: give the log's verifier key with --vkey (or a \
+             --policy listing the log), the only thing that makes its checkpoint evidence"
         )));
     }
     let text = String::from_utf8(bytes)
@@ -406,8 +430,19 @@ fn check_inclusion(
              writes there, so it names no record to check"
         ))
     })?;
-    let witnesses = witnesses(args)?;
-    let quorum = args.quorum.unwrap_or(witnesses.len());
+    let policy = policy(args)?;
+    let witnesses = match &policy {
+        Some(policy) => policy
+            .witnesses()
+            .iter()
+            .map(|w| w.verifier.clone())
+            .collect(),
+        None => witnesses(args)?,
+    };
+    let quorum = match policy {
+        Some(_) => 0,
+        None => args.quorum.unwrap_or(witnesses.len()),
+    };
     if quorum > witnesses.len() {
         return Err(Failure::Usage(format!(
             "--quorum {quorum}: more than the {} witnesses given",
@@ -419,6 +454,16 @@ fn check_inclusion(
         .check_record(&Digest(record_hash), &all)
         .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
     let cosigned = annals::tlog::cosignature::cosigned_by(opened.note());
+    if let Some(policy) = &policy {
+        policy
+            .check(proof.checkpoint_text(), verifiers)
+            .map_err(|error| {
+                invalid(format!(
+                    "invalid: {shown}: its checkpoint does not hold under --policy {}: {error}",
+                    args.policy.as_deref().unwrap_or(Path::new("")).display()
+                ))
+            })?;
+    }
     if cosigned.len() < quorum {
         let names: Vec<&str> = cosigned.iter().map(|(name, _)| name.as_str()).collect();
         return Err(invalid(format!(
@@ -436,6 +481,11 @@ fn check_inclusion(
     let signer = note
         .verified()
         .find(|s| !note.verified_by_cosigner(s))
+        // A log's ML-DSA-44 key (type 0x06) is a cosigner's type, named as the origin.
+        .or_else(|| {
+            note.verified()
+                .find(|s| s.name == opened.checkpoint.origin && note.verified_by_log_key(s))
+        })
         .map_or("?", |s| s.name.as_str());
     let mut message = format!(
         "valid: the record hashed {} is at position {} in the checkpoint of {} at size \

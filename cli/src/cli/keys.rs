@@ -8,7 +8,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::process::ExitCode;
 
-use super::args::KeygenArgs;
+use super::args::{KeyAlgorithm, KeygenArgs};
 use super::command::{NamedFile, Run};
 use super::failure::{Failure, Kind};
 use annals::output_path::Output;
@@ -21,12 +21,21 @@ const KEY_FILE_BYTES_MAX: u64 = annals::tlog::note::KEY_TEXT_BYTES_MAX as u64 + 
 /// `--force`) and prints its vkey.
 pub(crate) fn keygen(args: KeygenArgs) -> Result<ExitCode, Failure> {
     let named = |error| Failure::of(Kind::InvalidInput, format!("--name: {error}"));
-    // A witness's key (type 0x04, c2sp.org/tlog-cosignature) or a log's (type 0x01).
+    // A witness's key (type 0x04, c2sp.org/tlog-cosignature) or a log's (type 0x01); with
+    // ML-DSA-44, type 0x06 for either (a log signs with the cosignature form).
     let (mut text, verifier) = if args.cosigner {
-        let cosigner = Cosigner::generate(&args.name).map_err(named)?;
+        let generate = match args.alg {
+            KeyAlgorithm::Ed25519 => Cosigner::generate,
+            KeyAlgorithm::MlDsa44 => Cosigner::generate_ml_dsa_44,
+        };
+        let cosigner = generate(&args.name).map_err(named)?;
         (cosigner.to_private_key_text(), cosigner.verifier())
     } else {
-        let signer = Signer::generate(&args.name).map_err(named)?;
+        let generate = match args.alg {
+            KeyAlgorithm::Ed25519 => Signer::generate,
+            KeyAlgorithm::MlDsa44 => Signer::generate_ml_dsa_44,
+        };
+        let signer = generate(&args.name).map_err(named)?;
         (signer.to_private_key_text(), signer.verifier())
     };
     text.push('\n');
@@ -40,6 +49,10 @@ pub(crate) fn keygen(args: KeygenArgs) -> Result<ExitCode, Failure> {
                 "name": args.name,
                 "keyfile": args.keyfile.display().to_string(),
                 "kind": if args.cosigner { "cosigner" } else { "signer" },
+                "alg": match args.alg {
+                    KeyAlgorithm::Ed25519 => "ed25519",
+                    KeyAlgorithm::MlDsa44 => "ml-dsa-44",
+                },
             }),
         )?,
         false => writeln!(out, "{verifier}")?,
