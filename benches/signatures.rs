@@ -10,7 +10,6 @@
 mod history;
 
 use std::hint::black_box;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use annals::tlog::{Checkpoint, Cosigner, Note, Signer, Verifier};
