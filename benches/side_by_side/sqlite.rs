@@ -100,6 +100,19 @@ impl Sqlite {
     /// One lease command in its own durable transaction: read the lease row, decide, append.
     pub(crate) fn command(&mut self, task: usize, step: u64) {
         let txn = self.conn.transaction().expect("a transaction");
+        Sqlite::command_in(&txn, &mut self.prev, &mut self.position, task, step);
+        txn.commit().expect("commit");
+    }
+
+    /// One lease command inside the caller's transaction, its event chained after `prev` at
+    /// `position`: read the lease row, decide, append.
+    pub(crate) fn command_in(
+        txn: &rusqlite::Transaction<'_>,
+        prev: &mut [u8; 32],
+        position: &mut i64,
+        task: usize,
+        step: u64,
+    ) {
         let resource = format!("resource-{task}");
         let holder = holder(task);
         let now_ms = EPOCH_MS + step;
@@ -121,17 +134,16 @@ impl Sqlite {
         })
         .to_new_event(now_ms);
         // Each task's stream holds its commands, but only the position is counted here.
-        let version = self.position;
+        let version = *position;
         Sqlite::event(
-            &txn,
-            &mut self.prev,
-            &mut self.position,
+            txn,
+            prev,
+            position,
             &format!("lease/{resource}"),
             version,
             &event,
             (&resource, &holder, token, now_ms + TTL_MS),
         );
-        txn.commit().expect("commit");
     }
 }
 

@@ -12,8 +12,7 @@ use std::time::{Duration, Instant};
 use annals::{Sharing, Store, StoreOptions};
 
 use crate::sqlite::Sqlite;
-use crate::work::{granted, holder, lease_command};
-use crate::{EPOCH_MS, TTL_MS};
+use crate::work::{granted, lease_command};
 
 /// Which store a child writes.
 #[derive(Clone, Copy)]
@@ -138,31 +137,6 @@ fn shared_command(sqlite: &mut Sqlite, task: usize, step: u64) {
         Some((position, hash)) => (position + 1, hash.try_into().expect("a 32-byte hash")),
         None => (0, [0; 32]),
     };
-    let resource = format!("resource-{task}");
-    let holder = holder(task);
-    let now_ms = EPOCH_MS + step;
-    let token: Option<i64> = txn
-        .prepare_cached("SELECT token FROM leases WHERE resource = ?1")
-        .expect("prepare")
-        .query_row([&resource], |row| row.get(0))
-        .ok();
-    let token = token.map_or(1, |token| token as u64);
-    let event = annals::leases::events::LeaseEvent::Renewed(annals::leases::events::Renewed {
-        resource: resource.clone(),
-        token,
-        expires_at_ms: now_ms + TTL_MS,
-        labels: None,
-    });
-    let event = annals::DomainEvent::to_new_event(&event, now_ms);
-    let version = step as i64;
-    Sqlite::event(
-        &txn,
-        &mut prev,
-        &mut position,
-        &format!("lease/{resource}"),
-        version,
-        &event,
-        (&resource, &holder, token, now_ms + TTL_MS),
-    );
+    Sqlite::command_in(&txn, &mut prev, &mut position, task, step);
     txn.commit().expect("commit");
 }

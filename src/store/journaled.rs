@@ -80,7 +80,7 @@ impl Store {
                 // rebuild's batch): with none since every checkpoint was seen following the
                 // head, there is nothing to look at.
                 let commits = database.file_commits();
-                if self.caught_up_at.load(Ordering::Acquire) == commits {
+                if self.checkpoints_followed_at.load(Ordering::Acquire) == commits {
                     return Ok((command, commits, true));
                 }
                 // A rebuild in another thread of this process left a projection behind
@@ -96,7 +96,8 @@ impl Store {
         let (result, finished) = self.run_session_following(command.writer(), following, work)?;
         if finished.following {
             // Under redb's write lock still: no commit to the file came between.
-            self.caught_up_at.store(commits, Ordering::Release);
+            self.checkpoints_followed_at
+                .store(commits, Ordering::Release);
         }
         guarded(|| match finished.appended {
             true => {

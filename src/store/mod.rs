@@ -230,7 +230,7 @@ pub struct Store {
     /// command through the overlay last found every projection's checkpoint following the
     /// head: until the file takes another commit (a rebuild's batch, a drain, a cut), they
     /// still do (commands only advance them), and commands need not read them to know it.
-    caught_up_at: std::sync::atomic::AtomicU64,
+    checkpoints_followed_at: std::sync::atomic::AtomicU64,
     /// The commit journal (exclusive mode on a file), through which appends commit.
     journal: Option<std::sync::Mutex<crate::journal::Journal>>,
     /// What the open recovered from a journal left beside the log.
@@ -488,7 +488,7 @@ impl Store {
             commits: watch::Sender::new(head.next),
             out_of_space: std::sync::atomic::AtomicBool::new(false),
             log_end: std::sync::Mutex::new(None),
-            caught_up_at: std::sync::atomic::AtomicU64::new(u64::MAX),
+            checkpoints_followed_at: std::sync::atomic::AtomicU64::new(u64::MAX),
             journal: None,
             recovery: crate::journal::JournalRecovery::default(),
             follower: None,
