@@ -1,7 +1,6 @@
 //! The commit journal: how a commit becomes durable with one small synced append.
 //!
-//! A store that is its file's only writer ([`crate::Sharing::Exclusive`] or
-//! [`crate::Sharing::SingleWriter`]) commits a transaction of appends by writing its records,
+//! A store commits a transaction of appends by writing its records,
 //! as one frame, to the journal file beside the log (`<log>.journal`), syncing that file once,
 //! and moving the journal's synced mark past it; the transaction's changes to the tables are
 //! published in memory (the overlay, `crate::storage`), which readers in this process see at
@@ -15,7 +14,9 @@
 //!
 //! The order is what makes it safe: the frame is synced before its changes are published or
 //! its mark moved, so no reader sees a commit that could be lost; the file is synced before
-//! the journal is emptied, so no acknowledged commit is only in memory. The file format is
+//! the journal is emptied, so no acknowledged commit is only in memory. Writer processes in
+//! [`crate::Sharing::MultiWriter`] mode share one journal, each writing it in its turn
+//! (`Journal::follow_file`, `src/store/shared.rs`). The file format is
 //! `schema/FORMAT.md` 3.15.
 
 pub(crate) mod frame;
@@ -261,6 +262,10 @@ pub(crate) struct Journal {
     /// since the last checkpoint: a frame after them would not continue the file's durable
     /// head, so the next durable commit goes to the file directly.
     pub(crate) unjournaled: bool,
+    /// Where the frames a drain took into the file end, in a journal shared with other
+    /// writers, which is emptied only at the next turn: what is past it is what a checkpoint
+    /// is due for.
+    drained: u64,
 }
 
 impl Journal {
@@ -301,6 +306,7 @@ impl Journal {
             poisoned: false,
             epoch,
             unjournaled: false,
+            drained: HEADER_BYTES,
         })
     }
 
@@ -384,9 +390,55 @@ impl Journal {
         self.file.write(MARK_OFFSET, &self.marker.mark(synced))
     }
 
+    /// In a journal several writer processes share, at the start of this process's turn
+    /// (holding redb's write lock, which every writer holds while it writes the journal):
+    /// where the frames end and how many times it was emptied, as the synced mark says, and
+    /// past the mark, the whole frames a writer wrote and could not mark (killed after its
+    /// write, or the mark's write lost with the machine), synced and marked now, so that no
+    /// frame that may have been acknowledged is written over. A mark that fails its check
+    /// (torn by a crash) is rebuilt from the frames, in a new epoch.
+    pub(crate) fn follow_file(&mut self) -> Result<()> {
+        self.check_usable()?;
+        let mut mark = [0; header::MARK_BYTES];
+        self.file.read(MARK_OFFSET, &mut mark)?;
+        let (marked, epoch, rewrite) = match self.marker.read_mark(&mark) {
+            Some(synced) => (synced.end, synced.epoch, false),
+            None => (HEADER_BYTES, self.epoch.wrapping_add(1), true),
+        };
+        let mut end = marked;
+        let layout = header::Layout::V3(self.marker);
+        let len = self.file.len()?;
+        while end < len {
+            match scan::read_frame(&*self.file, &layout, end, len) {
+                Ok(frame) => end += frame.len,
+                Err(_) => break,
+            }
+        }
+        if epoch != self.epoch || end < self.drained {
+            self.drained = HEADER_BYTES;
+        }
+        self.epoch = epoch;
+        if rewrite || end != marked {
+            self.file.sync_data()?;
+            self.write_mark(end)?;
+        }
+        self.end = end;
+        Ok(())
+    }
+
+    /// Where the frames end: where the next one goes.
+    pub(crate) fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// How many times it was emptied since its header was written (wrapping).
+    pub(crate) fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
     /// Whether a checkpoint is due.
     pub(crate) fn checkpoint_due(&self) -> bool {
-        self.held() >= self.options.checkpoint_bytes
+        self.end.saturating_sub(self.drained.max(HEADER_BYTES)) >= self.options.checkpoint_bytes
             || self.since.elapsed() >= Duration::from_millis(self.options.checkpoint_ms)
     }
 
@@ -405,8 +457,16 @@ impl Journal {
             self.file.sync_data()?;
             self.end = HEADER_BYTES;
         }
+        self.drained = HEADER_BYTES;
         self.since = Instant::now();
         Ok(())
+    }
+
+    /// After a drain took every frame of a shared journal into the file: a checkpoint is due
+    /// again for what follows them, and the next turn empties it.
+    pub(crate) fn drained(&mut self) {
+        self.drained = self.end;
+        self.since = Instant::now();
     }
 }
 

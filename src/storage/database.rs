@@ -17,6 +17,12 @@
 //!   scratch layer, and publishes it as the next generation — or, when it cannot be
 //!   journaled, turns into an ordinary write transaction with its changes in.
 //!
+//! In a file several writer processes share, each process's generation is only what its own
+//! commits added: the others' commits are in the journal they share. There, the database is
+//! given a [`Shared`] source, and each write, holding redb's write lock (which no other
+//! process then holds: it is the writers' turn), first replaces the generation with what the
+//! journal holds past redb's latest commit; each read asks the source for a consistent pair.
+//!
 //! It owns when a generation is published and emptied; it never knows what a table means.
 
 use std::ops::{Deref, DerefMut};
@@ -29,10 +35,25 @@ use super::access::{Reader, Writer};
 use super::overlay::{Generation, Scratch};
 use crate::error::Result;
 
+/// Where the commits of other writer processes come from, in a file they share with this one
+/// (the store's side of the shared journal).
+pub(crate) trait Shared: Send + Sync {
+    /// One consistent read: a commit of `redb` and, over it, the commits the journal holds
+    /// past it, whoever made them.
+    fn read(&self, redb: &redb::Database) -> Result<Reader>;
+
+    /// The generation of the commits the journal holds past `latest`, redb's latest commit,
+    /// read holding redb's write lock: no other process writes the journal or the file
+    /// meanwhile.
+    fn sync(&self, latest: &Arc<redb::ReadTransaction>) -> Result<Generation>;
+}
+
 /// A writable redb database with the overlay's published generation.
 pub(crate) struct Database {
     redb: redb::Database,
     published: Mutex<Generation>,
+    /// Set when other writer processes share the file through a journal.
+    shared: Option<Arc<dyn Shared>>,
     /// How many transactions this handle committed to redb: what may have changed the file
     /// otherwise than through a command's generation (a drain, a rebuild's batch, a cut).
     file_commits: AtomicU64,
@@ -44,8 +65,45 @@ impl Database {
         Database {
             redb,
             published: Mutex::new(Generation::default()),
+            shared: None,
             file_commits: AtomicU64::new(0),
         }
+    }
+
+    /// Shares the file with other writer processes through `shared`: from now on every read
+    /// and every write takes their commits from it.
+    pub(crate) fn share(&mut self, shared: Arc<dyn Shared>) {
+        debug_assert!(
+            self.published().is_empty(),
+            "shared over a published generation"
+        );
+        self.shared = Some(shared);
+    }
+
+    /// Whether other writer processes share the file through a journal.
+    pub(crate) fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// redb's write lock, held by the returned transaction (never committed), and, in a shared
+    /// file, the generation replaced by what the journal holds past redb's latest commit: the
+    /// start of every write.
+    fn lock(&self) -> Result<(redb::WriteTransaction, Arc<redb::ReadTransaction>)> {
+        let lock = self.redb.begin_write()?;
+        // Under redb's write lock, its latest commit is the one the generation lies over, in
+        // a shared file too.
+        let latest = Arc::new(self.redb.begin_read()?);
+        if let Some(shared) = &self.shared {
+            let generation = shared.sync(&latest)?;
+            *self.published() = generation;
+        }
+        Ok((lock, latest))
+    }
+
+    /// redb's write lock alone, with nothing read: for setting up what [`Database::share`]
+    /// is given, which no two writer processes may do at once.
+    pub(crate) fn lock_alone(&self) -> Result<redb::WriteTransaction> {
+        Ok(self.redb.begin_write()?)
     }
 
     /// How many transactions this handle has committed to redb. Read holding redb's write
@@ -64,6 +122,9 @@ impl Database {
 
     /// One consistent read: redb's latest commit and the generation published with it.
     pub(crate) fn begin_read(&self) -> Result<Reader> {
+        if let Some(shared) = &self.shared {
+            return shared.read(&self.redb);
+        }
         let published = self.published();
         let txn = Arc::new(self.redb.begin_read()?);
         Ok(Reader::over(txn, published.clone()))
@@ -78,7 +139,7 @@ impl Database {
     /// A write transaction in redb holding every change published so far: its commit makes
     /// them redb's and empties the generation.
     pub(crate) fn begin_write(&self) -> Result<WriteTransaction<'_>> {
-        let txn = self.redb.begin_write()?;
+        let (txn, _) = self.lock()?;
         let absorbed = self.published().clone();
         WriteTransaction::absorbing(self, txn, absorbed, None)
     }
@@ -86,8 +147,8 @@ impl Database {
     /// A command's write into the overlay: redb's write lock held, and a [`Writer`] into a
     /// scratch layer over a read of redb and the current generation.
     pub(crate) fn begin_overlay(&self) -> Result<OverlayWrite<'_>> {
-        let lock = self.redb.begin_write()?;
-        let base = self.begin_read()?;
+        let (lock, latest) = self.lock()?;
+        let base = Reader::over(latest, self.published().clone());
         Ok(OverlayWrite {
             database: self,
             lock,
@@ -103,8 +164,9 @@ impl Database {
     /// redb's database, for what works on the file as a whole (compaction, closing). Nothing
     /// may be published: those calls would not see it.
     pub(crate) fn into_redb(self) -> redb::Database {
+        // A shared file's generation holds other writers' commits, which their journal keeps.
         debug_assert!(
-            self.published().is_empty(),
+            self.shared.is_some() || self.published().is_empty(),
             "closing over a published generation"
         );
         self.redb
@@ -206,6 +268,13 @@ impl<'d> OverlayWrite<'d> {
     /// Publishes the command's changes as the next generation: every read begun from now on
     /// sees them. redb's write lock is let go after.
     pub(crate) fn publish(self) {
+        self.publish_then(|_| ());
+    }
+
+    /// [`OverlayWrite::publish`], calling `then` with the generation published while redb's
+    /// write lock is still held (a shared file's reader learns of the commit before another
+    /// writer's turn).
+    pub(crate) fn publish_then(self, then: impl FnOnce(&Generation)) {
         let OverlayWrite {
             database,
             lock,
@@ -219,6 +288,7 @@ impl<'d> OverlayWrite<'d> {
                 "a generation was published under a command holding the write lock"
             );
             *published = published.with(scratch);
+            then(&published);
         }
         // It wrote nothing: aborting it cannot lose anything, and redb's drop aborts it.
         drop(lock);

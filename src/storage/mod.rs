@@ -16,7 +16,7 @@ mod rows;
 mod tables;
 
 pub(crate) use access::{Reader, Writer};
-pub(crate) use database::{Database, OverlayWrite, WriteTransaction};
+pub(crate) use database::{Database, OverlayWrite, Shared, WriteTransaction};
 pub(crate) use overlay::Generation;
 pub(crate) use rows::{Guard, Row, Rows};
 pub(crate) use tables::{Definition, ReadIn, ReadOnly, Readable, TableStats, Writable, WriteIn};

@@ -3,6 +3,7 @@
 //! writer synced past it, applied into an overlay of this store's own by the code recovery
 //! uses, so that the reader sees exactly the acknowledged commits while the log file lags.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use redb::ReadableDatabase;
@@ -13,6 +14,8 @@ use crate::journal::frame::Frame;
 use crate::journal::tail::Tail;
 use crate::log::Head;
 use crate::log::read::Snapshot;
+use crate::projection::Projections;
+use crate::record::limits::Limits;
 use crate::storage::{Generation, Reader, Writer};
 
 /// How many times a read tries again while the writer drains and empties the journal under
@@ -32,6 +35,25 @@ pub(crate) struct Follower {
     applied: Option<Applied>,
 }
 
+impl Follower {
+    /// Records that this process appended a frame ending at `offset`, its records taking
+    /// the log to `head`, and published `generation` with it: the frames applied so far, as
+    /// long as they were read over the same commit in the same epoch (`epoch`).
+    pub(crate) fn advance(&mut self, epoch: u32, offset: u64, head: Head, generation: &Generation) {
+        match &mut self.applied {
+            Some(applied) if applied.epoch == epoch => {
+                debug_assert!(offset > applied.offset, "a frame appended before the last");
+                debug_assert!(head.next > applied.head.next, "a frame with no record");
+                applied.offset = offset;
+                applied.head = head;
+                applied.generation = generation.clone();
+            }
+            // Read again from the start on the next read.
+            _ => self.applied = None,
+        }
+    }
+}
+
 struct Applied {
     /// The head of the redb commit the generation lies over.
     base: Head,
@@ -43,6 +65,15 @@ struct Applied {
     generation: Generation,
 }
 
+/// What applying a journal's frames needs of the store: the log's path (the journal's is
+/// beside it), the projections the frames' records are applied to, the limits they are checked
+/// against.
+pub(crate) struct Following<'s> {
+    pub(crate) log: &'s Path,
+    pub(crate) projections: &'s Projections,
+    pub(crate) limits: &'s Limits,
+}
+
 impl Store {
     /// One consistent read of a read-only store: redb's latest commit, and over it the
     /// frames of a live journal past its head, as far as the writer synced them.
@@ -51,12 +82,48 @@ impl Store {
         db: &redb::ReadOnlyDatabase,
         follower: &Mutex<Follower>,
     ) -> Result<Reader> {
+        let following = Following {
+            log: &self.path,
+            projections: &self.projections,
+            limits: &self.limits,
+        };
+        following.read(db, follower)
+    }
+}
+
+impl Following<'_> {
+    /// One consistent read of `db`: its latest commit, and over it the frames of the journal
+    /// past its head, as far as their writers synced them.
+    pub(crate) fn read(
+        &self,
+        db: &impl ReadableDatabase,
+        follower: &Mutex<Follower>,
+    ) -> Result<Reader> {
+        self.read_from(&|| Ok(Arc::new(db.begin_read()?)), follower)
+    }
+
+    /// [`Following::read`] holding redb's write lock, over `latest`, redb's latest commit:
+    /// neither the file nor the journal moves meanwhile, so the first try holds.
+    pub(crate) fn read_locked(
+        &self,
+        latest: &Arc<redb::ReadTransaction>,
+        follower: &Mutex<Follower>,
+    ) -> Result<Reader> {
+        self.read_from(&|| Ok(Arc::clone(latest)), follower)
+    }
+
+    /// One consistent read of the commits `begin` reads and the frames past them.
+    fn read_from(
+        &self,
+        begin: &dyn Fn() -> Result<Arc<redb::ReadTransaction>>,
+        follower: &Mutex<Follower>,
+    ) -> Result<Reader> {
         let mut guard = follower.lock().unwrap_or_else(PoisonError::into_inner);
         let follower: &mut Follower = &mut guard;
-        let path = crate::journal::journal_path(&self.path);
+        let path = crate::journal::journal_path(self.log);
         let mut diverged_at = None;
         for _ in 0..READ_ATTEMPTS {
-            let txn = Arc::new(db.begin_read()?);
+            let txn = begin()?;
             let base = Snapshot::head_read(&Reader::new(Arc::clone(&txn)))?;
             if !follower.tail.as_ref().is_some_and(Tail::is_current) {
                 follower.tail = Tail::open(&path)?;
@@ -94,7 +161,7 @@ impl Store {
             // The journal read in one epoch may still be one emptied after a drain this read's
             // commit predates (its frames gone from the journal, not in the commit): a newer
             // head in the file says so.
-            if Snapshot::head_read(&Reader::new(Arc::new(db.begin_read()?)))? != base {
+            if Snapshot::head_read(&Reader::new(begin()?))? != base {
                 std::thread::yield_now();
                 continue;
             }
@@ -143,29 +210,29 @@ impl Store {
     }
 
     /// Applies `frames` (continuing the log through `generation`) over redb's commit `txn`,
-    /// into `generation`, as recovery appends them: the log's head after them.
+    /// into `generation`, as recovery appends them, one transaction a frame as their writers
+    /// committed them (a drain of the generation then stores the log's segments as theirs
+    /// would have): the log's head after them.
     fn apply_frames(
         &self,
         txn: &Arc<redb::ReadTransaction>,
         generation: &mut Generation,
         frames: &[Frame],
     ) -> Result<Head> {
-        let writer = Writer::overlay(Reader::over(Arc::clone(txn), generation.clone()));
-        let head = {
+        let mut head = None;
+        for frame in frames {
+            let writer = Writer::overlay(Reader::over(Arc::clone(txn), generation.clone()));
             let mut session =
-                WriteSession::open(&writer, None, &self.projections, &self.limits, None)?;
-            for frame in frames {
-                for run in super::journaled::runs_of_one_stream(&frame.records) {
-                    session.append_sealed(run)?;
-                }
+                WriteSession::open(&writer, None, self.projections, self.limits, None)?;
+            for run in super::journaled::runs_of_one_stream(&frame.records) {
+                session.append_sealed(run)?;
             }
-            let head = session.head();
+            head = Some(session.head());
             session.finish()?;
-            head
-        };
-        if let Some(scratch) = writer.into_scratch() {
-            *generation = generation.with(scratch);
+            if let Some(scratch) = writer.into_scratch() {
+                *generation = generation.with(scratch);
+            }
         }
-        Ok(head)
+        Ok(head.expect("frames to apply"))
     }
 }

@@ -24,10 +24,10 @@ pub(crate) fn lock(journal: &Mutex<Journal>) -> MutexGuard<'_, Journal> {
 }
 
 impl Store {
-    /// Whether commits go through a commit journal ([`crate::JournalOptions`]): a store open in
-    /// [`Sharing::Exclusive`] or [`Sharing::SingleWriter`] mode on a file, with
-    /// [`super::StoreOptions::journal`] set (the default). Readers in other processes read the
-    /// journal's synced frames with the file.
+    /// Whether commits go through a commit journal ([`crate::JournalOptions`]): a store open
+    /// on a file in [`Sharing::Exclusive`] or [`Sharing::SingleWriter`] mode with
+    /// [`super::StoreOptions::journal`] set (the default), or in [`Sharing::MultiWriter`] mode.
+    /// Readers in other processes read the journal's synced frames with the file.
     pub fn journaled(&self) -> bool {
         self.journal.is_some()
     }
@@ -57,7 +57,21 @@ impl Store {
             return Ok(());
         }
         journal.unjournaled = false;
-        journal.empty()
+        self.emptied(&mut journal)
+    }
+
+    /// After a durable commit to the file that took in every frame of the journal: the
+    /// journal emptied. A shared journal is not: redb's write lock went with the commit, and
+    /// another writer may have appended since; the next turn empties it
+    /// (`super::shared`).
+    fn emptied(&self, journal: &mut Journal) -> Result<()> {
+        match self.shared {
+            Some(_) => {
+                journal.drained();
+                Ok(())
+            }
+            None => journal.empty(),
+        }
     }
 
     /// A write through the overlay (`docs/design.md`, "Commits"): `work` decides and applies
@@ -80,7 +94,9 @@ impl Store {
                 // rebuild's batch): with none since every checkpoint was seen following the
                 // head, there is nothing to look at.
                 let commits = database.file_commits();
-                if self.checkpoints_followed_at.load(Ordering::Acquire) == commits {
+                // Other writer processes commit to the file too, which this count misses.
+                let alone = self.shared.is_none();
+                if alone && self.checkpoints_followed_at.load(Ordering::Acquire) == commits {
                     return Ok((command, commits, true));
                 }
                 // A rebuild in another thread of this process left a projection behind
@@ -94,7 +110,7 @@ impl Store {
         })
         .map_err(|error| self.failed(error))?;
         let (result, finished) = self.run_session_following(command.writer(), following, work)?;
-        if finished.following {
+        if finished.following && self.shared.is_none() {
             // Under redb's write lock still: no commit to the file came between.
             self.checkpoints_followed_at
                 .store(commits, Ordering::Release);
@@ -131,10 +147,18 @@ impl Store {
         let Some(frame) = frame else {
             command.into_transaction()?.commit()?;
             journal.unjournaled = false;
-            return journal.empty();
+            return self.emptied(&mut journal);
         };
         journal.append(&frame)?;
-        command.publish();
+        let (epoch, end) = (journal.epoch(), journal.end());
+        drop(journal);
+        match &self.shared {
+            // Its reader learns of the frame before another writer's turn.
+            Some(shared) => command.publish_then(|generation| {
+                shared.appended(epoch, end, finished.head, generation);
+            }),
+            None => command.publish(),
+        }
         Ok(())
     }
 
@@ -161,7 +185,10 @@ impl Store {
     /// before a call that reads redb's file alone (a backup, the footprint).
     pub(crate) fn settle(&self) -> Result<()> {
         match &self.db {
-            super::open::Handle::Writable(db) if db.has_published() => self.drain_journal(),
+            // Another writer's commits may be in a shared journal.
+            super::open::Handle::Writable(db) if db.has_published() || db.is_shared() => {
+                self.drain_journal()
+            }
             _ => Ok(()),
         }
     }
@@ -187,7 +214,7 @@ impl Store {
         let mut journal = lock(journal);
         txn.commit()?;
         journal.unjournaled = false;
-        journal.empty()
+        self.emptied(&mut journal)
     }
 
     /// The last checkpoint of a closing store, and the journal's file removed: everything is
@@ -197,8 +224,16 @@ impl Store {
             return Ok(());
         }
         self.drain_journal()?;
+        if self.shared.is_some() {
+            // Other writers may have it open: it stays, emptied by the next turn, this one's
+            // when nobody appended since the drain.
+            guarded(|| self.database()?.begin_write()?.abort())
+                .map_err(|error| self.failed(error))?;
+            self.journal = None;
+            return Ok(());
+        }
         if let Some(journal) = self.journal.take() {
-            let journal = journal.into_inner().unwrap_or_else(PoisonError::into_inner);
+            let journal = lock(&journal);
             if self.on_disk {
                 let _ = std::fs::remove_file(journal.path());
             }
@@ -216,7 +251,9 @@ impl Store {
         path: PathBuf,
         options: Option<JournalOptions>,
     ) -> Result<()> {
-        // Multi-writer mode hands the file from writer to writer: each commits to it.
+        if self.sharing == Sharing::MultiWriter && self.on_disk {
+            return self.open_shared_journal(file, path, options);
+        }
         let keep = options.filter(|_| self.sharing != Sharing::MultiWriter);
         let file = match (file, keep) {
             (Some(file), _) => file,
@@ -230,7 +267,7 @@ impl Store {
         let mut kept = Journal::new(file, path, scanned, keep.unwrap_or_default())?;
         kept.empty()?;
         match keep {
-            Some(_) => self.journal = Some(Mutex::new(kept)),
+            Some(_) => self.journal = Some(std::sync::Arc::new(Mutex::new(kept))),
             None if self.on_disk => {
                 let _ = std::fs::remove_file(kept.path());
             }
@@ -241,7 +278,11 @@ impl Store {
 
     /// Appends again every frame of the journal the log file does not hold, each in a
     /// transaction of its own (the file's durable at the end), checking the ones it holds.
-    fn recover(&mut self, file: &dyn StorageBackend, path: &Path) -> Result<journal::Scanned> {
+    pub(super) fn recover(
+        &mut self,
+        file: &dyn StorageBackend,
+        path: &Path,
+    ) -> Result<journal::Scanned> {
         let mut recovery = JournalRecovery::default();
         let durability = match self.sharing {
             Sharing::Exclusive => Durability::Deferred,

@@ -19,6 +19,7 @@ mod journaled;
 pub(crate) mod open;
 mod patient;
 mod session;
+mod shared;
 mod signing;
 mod tiles;
 pub(crate) mod upgrade;
@@ -98,13 +99,14 @@ pub struct StoreOptions {
     /// better-sqlite3's default, when it is zero), after which the write fails with
     /// [`StoreError::WriterBusy`](crate::StoreError::WriterBusy), having written nothing.
     pub busy_timeout: std::time::Duration,
-    /// The commit journal of a store open in [`Sharing::Exclusive`] or
-    /// [`Sharing::SingleWriter`] mode on a file ([`crate::JournalOptions`]; on by default): a
-    /// commit syncs one small frame to `<log>.journal` and the log file takes the commits in
-    /// at drains, in bulk; readers in other processes read the journal's synced frames with
-    /// the file. `None` commits every transaction to the log file, one redb durable commit
-    /// each. Multi-writer mode commits to the file; any writable open recovers a journal left
-    /// beside the log.
+    /// The commit journal of a store open on a file ([`crate::JournalOptions`]; on by
+    /// default): a commit syncs one small frame to `<log>.journal` and the log file takes the
+    /// commits in at drains, in bulk; readers in other processes read the journal's synced
+    /// frames with the file. `None` commits every transaction to the log file, one redb durable
+    /// commit each, in exclusive and single-writer mode; any writable open recovers a journal
+    /// left beside the log. In [`Sharing::MultiWriter`] mode every writer process commits
+    /// through the one journal they share, always (its default bounds when `None`): a writer
+    /// that committed to the file alone would not see the others' frames.
     pub journal: Option<crate::journal::JournalOptions>,
     /// The archive files of a cut log's cuts (`annals archive`), in any order, read when the
     /// open meets a projection the last cut kept no snapshot of at its version (added after
@@ -232,12 +234,14 @@ pub struct Store {
     /// still do (commands only advance them), and commands need not read them to know it.
     checkpoints_followed_at: std::sync::atomic::AtomicU64,
     /// The commit journal (exclusive mode on a file), through which appends commit.
-    journal: Option<std::sync::Mutex<crate::journal::Journal>>,
+    journal: Option<Arc<std::sync::Mutex<crate::journal::Journal>>>,
     /// What the open recovered from a journal left beside the log.
     recovery: crate::journal::JournalRecovery,
     /// A read-only store's reading of a live journal beside the log (a writer's in another
     /// process), whose frames each read applies past the file's head.
     follower: Option<std::sync::Mutex<follow::Follower>>,
+    /// The journal this store shares with other writer processes, in multi-writer mode.
+    shared: Option<Arc<shared::SharedJournal>>,
 }
 
 impl Drop for Store {
@@ -288,6 +292,7 @@ impl Store {
                 .map(|file| Box::new(file) as Box<dyn redb::StorageBackend>);
             store.attach_journal(file, journal, options.journal)?;
             store.adopt(unsnapshotted, &options.archives)?;
+            store.share_journal()?;
             Ok(store)
         })();
         opened.map_err(|error: Error| error.no_space_at(&path))
@@ -492,6 +497,7 @@ impl Store {
             journal: None,
             recovery: crate::journal::JournalRecovery::default(),
             follower: None,
+            shared: None,
         })
     }
 

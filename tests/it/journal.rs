@@ -275,7 +275,7 @@ fn a_single_writer_open_recovers_a_journal_an_exclusive_writer_left_and_journals
 }
 
 #[test]
-fn a_multi_writer_open_recovers_a_journal_and_removes_it() {
+fn a_multi_writer_open_reads_a_journal_left_by_a_crash_and_shares_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     let store = exclusive(&path, never_drained());
@@ -286,11 +286,35 @@ fn a_multi_writer_open_recovers_a_journal_and_removes_it() {
         sharing: Sharing::MultiWriter,
         ..StoreOptions::default()
     };
-    let multi = Store::open_with(&copy, options).unwrap();
-    assert!(!multi.journaled(), "multi-writer mode commits to the file");
-    assert_eq!(multi.journal_recovery().transactions, 3);
-    assert!(!journal_of(&copy).exists());
-    assert_eq!(all(&multi), records);
+    let multi = Store::open_with(&copy, options.clone()).unwrap();
+    assert!(
+        multi.journaled(),
+        "multi-writer mode commits through the journal"
+    );
+    assert_eq!(
+        all(&multi),
+        records,
+        "the crash's commits, read from the journal"
+    );
+    let second = Store::open_with(&copy, options).unwrap();
+    assert_eq!(all(&second), records);
+    append(&second, "b", 2);
+    assert_eq!(all(&multi), all(&second), "each reads the other's commits");
+    assert!(
+        journal_held(&copy) > HEADER,
+        "the commit went to the journal"
+    );
+    multi.close().unwrap();
+    assert!(
+        journal_of(&copy).exists(),
+        "a writer beside others leaves the journal they share"
+    );
+    second.flush().unwrap();
+    assert!(second.verify().unwrap().is_sound());
+    drop(second);
+    let alone = Store::open_existing(&copy).unwrap();
+    assert_eq!(alone.journal_recovery().transactions, 0, "all in the file");
+    assert_eq!(all(&alone).len(), records.len() + 2);
 }
 
 #[test]

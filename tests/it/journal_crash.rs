@@ -18,7 +18,7 @@ use annals::{Digest, Position, Sharing, Store, StoreOptions};
 
 const KILLS: u64 = 300;
 
-fn parse(line: &str) -> (Position, Digest) {
+pub(crate) fn parse(line: &str) -> (Position, Digest) {
     let mut words = line.split_whitespace();
     assert_eq!(words.next(), Some("durable"), "{line}");
     let position = words.next().and_then(|p| p.parse().ok()).expect(line);

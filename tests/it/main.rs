@@ -48,6 +48,7 @@ mod refusals;
 mod registry;
 mod runs;
 mod runs_reference;
+mod shared_journal;
 mod sharing;
 mod static_tiles;
 mod subscribe;

@@ -180,8 +180,20 @@ fn multi_writers_with_other_projections_keep_each_projection_true_to_the_whole_l
             .get(&counting.state().unwrap(), &kind.to_owned())
             .unwrap()
     };
-    // The last plain append left KindCounts behind in this file: a snapshot refuses to read
-    // it, and the counting store's own read catches it up first.
+    // Until a drain, the counting store reads the plain writer's commits from the journal
+    // they share, through its own projections: KindCounts counts them.
+    assert_eq!(
+        COUNTS
+            .get(
+                &counting.snapshot().unwrap().state(),
+                &"test.plain".to_owned()
+            )
+            .unwrap(),
+        Some(6)
+    );
+    // The plain writer's drain takes its commits into the file without KindCounts: a snapshot
+    // refuses to read it behind, and the counting store's own read catches it up first.
+    plain.flush().unwrap();
     let behind = COUNTS.get(
         &counting.snapshot().unwrap().state(),
         &"test.plain".to_owned(),
