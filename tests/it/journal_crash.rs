@@ -168,7 +168,7 @@ fn every_commit_reported_durable_through_the_journal_survives_sigkill() {
 
 /// The frames of the journal `bytes`, as (offset, length): each begins with the marker the
 /// header names (FORMAT 3.15, version 2).
-fn frames(bytes: &[u8]) -> Vec<(usize, usize)> {
+pub(crate) fn frames(bytes: &[u8]) -> Vec<(usize, usize)> {
     let start = annals::journal::HEADER_BYTES as usize;
     let marker = &bytes[16..16 + annals::journal::MARKER_BYTES];
     let mut frames = Vec::new();

@@ -16,6 +16,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 
 use crate::journal_crash::parse;
 use annals::testing::internals::demo::Rng;
+use annals::testing::setup::ExpectDone;
 use annals::{Digest, Position, Sharing, Store, StoreOptions};
 
 const KILLS: u64 = 300;
@@ -164,5 +165,62 @@ fn every_commit_reported_by_writers_sharing_the_journal_survives_sigkill() {
     eprintln!(
         "{KILLS} kills of writers sharing a journal: {} positions reported durable and found",
         reported.len()
+    );
+}
+
+/// A byte flipped in a synced frame of the journal writers share, before its last frame: the
+/// other writer's next read and write are refused naming the journal, and so is a new
+/// writer's open, as a file's only writer refuses it; nothing is read as a torn end.
+#[test]
+fn writers_sharing_a_journal_refuse_one_damaged_before_its_last_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.redb");
+    let options = || StoreOptions {
+        create: true,
+        ..multi_writer()
+    };
+    let first = Store::open_with(&path, options()).unwrap();
+    let second = Store::open_with(&path, options()).unwrap();
+    // The second writer reads the frames up to its own; the two after it are new to it.
+    for (i, store) in [&first, &second, &first, &first].into_iter().enumerate() {
+        let event = annals::NewEvent::new("test.kind", i as u64, b"shared".to_vec());
+        store
+            .append("s", annals::ExpectedVersion::Any, &[event])
+            .unwrap()
+            .expect_done();
+    }
+    let journal = annals::journal::journal_path(&path);
+    let mut bytes = std::fs::read(&journal).unwrap();
+    let frames = crate::journal_crash::frames(&bytes);
+    assert_eq!(frames.len(), 4, "each append a frame");
+    let (at, len) = frames[2];
+    bytes[at + len / 2] ^= 0x40;
+    std::fs::write(&journal, &bytes).unwrap();
+    let damaged = |result: Result<(), annals::Error>, what: &str| {
+        let error = result.expect_err(what);
+        assert!(
+            matches!(
+                &error,
+                annals::Error::Journal(annals::JournalError::Damaged { .. })
+            ),
+            "{what}: {error:?}"
+        );
+    };
+    damaged(second.head().map(drop), "a read over the damage");
+    let event = annals::NewEvent::new("test.kind", 9, b"after".to_vec());
+    damaged(
+        second
+            .append("s", annals::ExpectedVersion::Any, &[event])
+            .map(drop),
+        "a write over the damage",
+    );
+    damaged(
+        Store::open_with(&path, options()).map(drop),
+        "a writer's open",
+    );
+    assert_eq!(
+        std::fs::read(&journal).unwrap(),
+        bytes,
+        "nothing was written"
     );
 }
