@@ -99,7 +99,7 @@ impl Following<'_> {
         db: &impl ReadableDatabase,
         follower: &Mutex<Follower>,
     ) -> Result<Reader> {
-        self.read_from(&|| Ok(Arc::new(db.begin_read()?)), follower)
+        self.read_from(&|| Ok(Arc::new(db.begin_read()?)), false, follower)
     }
 
     /// [`Following::read`] holding redb's write lock, over `latest`, redb's latest commit:
@@ -109,13 +109,16 @@ impl Following<'_> {
         latest: &Arc<redb::ReadTransaction>,
         follower: &Mutex<Follower>,
     ) -> Result<Reader> {
-        self.read_from(&|| Ok(Arc::clone(latest)), follower)
+        self.read_from(&|| Ok(Arc::clone(latest)), true, follower)
     }
 
-    /// One consistent read of the commits `begin` reads and the frames past them.
+    /// One consistent read of the commits `begin` reads and the frames past them; `locked`
+    /// when neither moves meanwhile (redb's write lock held), which spares the second looks
+    /// that tell a moving journal or file.
     fn read_from(
         &self,
         begin: &dyn Fn() -> Result<Arc<redb::ReadTransaction>>,
+        locked: bool,
         follower: &Mutex<Follower>,
     ) -> Result<Reader> {
         let mut guard = follower.lock().unwrap_or_else(PoisonError::into_inner);
@@ -150,7 +153,7 @@ impl Following<'_> {
                 },
             };
             let read = tail.frames(applied.offset, synced.end)?;
-            if tail.synced()?.map(|again| again.epoch) != Some(synced.epoch) {
+            if !locked && tail.synced()?.map(|again| again.epoch) != Some(synced.epoch) {
                 // Emptied while it was read: its frames are in the file now.
                 std::thread::yield_now();
                 continue;
@@ -161,7 +164,7 @@ impl Following<'_> {
             // The journal read in one epoch may still be one emptied after a drain this read's
             // commit predates (its frames gone from the journal, not in the commit): a newer
             // head in the file says so.
-            if Snapshot::head_read(&Reader::new(begin()?))? != base {
+            if !locked && Snapshot::head_read(&Reader::new(begin()?))? != base {
                 std::thread::yield_now();
                 continue;
             }
