@@ -6,8 +6,6 @@ use std::collections::HashMap;
 
 use napi_derive::napi;
 
-use crate::Backoff;
-
 /// The outbox's defaults and bounds.
 #[napi(object)]
 pub struct OutboxConstants {
@@ -19,8 +17,10 @@ pub struct OutboxConstants {
     pub claim_retry_ms: f64,
     /// `pruneOutbox`'s default age for done and expired rows (a day).
     pub prune_after_ms: f64,
-    /// The retry backoff a row gets when its command gives none.
-    pub backoff: Backoff,
+    /// The retry backoff a row gets when its command gives none (`Backoff`: `baseMs` and
+    /// `maxMs`, numbers).
+    #[napi(ts_type = "Backoff")]
+    pub backoff: serde_json::Value,
     /// Most rows one claim takes.
     pub claim_rows_max: u32,
     /// Most rows one ack names.
@@ -134,10 +134,10 @@ pub fn constants() -> Constants {
             max_age_ms: outbox::MAX_AGE_MS as f64,
             claim_retry_ms: outbox::CLAIM_RETRY_MS as f64,
             prune_after_ms: outbox::PRUNE_AFTER_MS as f64,
-            backoff: Backoff {
-                base_ms: outbox::Backoff::DEFAULT.base_ms as f64,
-                max_ms: outbox::Backoff::DEFAULT.max_ms as f64,
-            },
+            backoff: serde_json::json!({
+                "baseMs": outbox::Backoff::DEFAULT.base_ms,
+                "maxMs": outbox::Backoff::DEFAULT.max_ms,
+            }),
             claim_rows_max: outbox::CLAIM_ROWS_MAX,
             ack_rows_max: bound(outbox::ACK_ROWS_MAX),
             sweep_rows_max: bound(outbox::SWEEP_ROWS_MAX),
