@@ -391,6 +391,11 @@ export interface Constants {
    */
   errorCodes: Array<string>
   /**
+   * The subclasses of `AnnalsError`, each with the codes it is thrown for (`RefusedError`:
+   * `'FENCED'`, …): every code is in one.
+   */
+  errorFamilies: Record<string, Array<string>>
+  /**
    * The names each reason, status and kind can take (`names.LeaseRefusal`: `'held'`, …),
    * the unions of string literals the TypeScript declarations type them with.
    */

@@ -114,7 +114,7 @@ function typeOf(node, reach) {
 // and the JSON schemas of the library's commands and outcomes.
 const { createRequire } = await import('node:module')
 const native = createRequire(import.meta.url)('../index.js')
-const { names, errorCodes } = native.constants()
+const { names, errorCodes, errorFamilies } = native.constants()
 
 // index.d.ts's unions of names: napi-rs types each field that carries one with its union's
 // name (`ts_type`), and declares no union; they are declared here, after what napi-rs wrote,
@@ -143,7 +143,18 @@ const declarations = path.join(root, 'lib.d.ts')
 const handWritten = fs.readFileSync(declarations, 'utf8')
 const union = /export type ErrorCode =\n(?:  \| '[A-Z_]+'\n)+/
 if (!union.test(handWritten)) throw new Error('lib.d.ts: no ErrorCode union to generate')
-fs.writeFileSync(declarations, handWritten.replace(union, `export type ErrorCode =\n${codes.map((code) => `  | '${code}'\n`).join('')}`))
+// And its subclasses, one a family of codes (constants.errorFamilies, the binding's list).
+const FAMILIES_START = "// AnnalsError's subclasses, one for each family of codes (scripts/schema.mjs, from constants.errorFamilies).\n"
+const FAMILIES_END = "// End of AnnalsError's subclasses.\n"
+// Sorted by code unit: the file must come out the same on every build.
+const familyClasses = Object.entries(errorFamilies).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(
+  ([family, members]) => `export declare class ${family} extends AnnalsError {\n  readonly code: ${members.map((code) => `'${code}'`).join(' | ')}\n}\n`,
+)
+let libDeclarations = handWritten.replace(union, `export type ErrorCode =\n${codes.map((code) => `  | '${code}'\n`).join('')}`)
+const [before, rest] = libDeclarations.split(FAMILIES_START)
+if (rest === undefined || !rest.includes(FAMILIES_END)) throw new Error("lib.d.ts: no AnnalsError subclasses to generate")
+libDeclarations = `${before}${FAMILIES_START}${familyClasses.join('')}${FAMILIES_END}${rest.split(FAMILIES_END)[1]}`
+fs.writeFileSync(declarations, libDeclarations)
 
 /**
  * The TypeScript declarations of the library's commands and outcomes, from their JSON schemas

@@ -107,6 +107,9 @@ pub struct Constants {
     /// library's kinds of error, which the command line's kinds also come from, then the
     /// package's own.
     pub error_codes: Vec<String>,
+    /// The subclasses of `AnnalsError`, each with the codes it is thrown for (`RefusedError`:
+    /// `'FENCED'`, …): every code is in one.
+    pub error_families: HashMap<String, Vec<String>>,
     /// The names each reason, status and kind can take (`names.LeaseRefusal`: `'held'`, …),
     /// the unions of string literals the TypeScript declarations type them with.
     pub names: HashMap<String, Vec<String>>,
@@ -123,6 +126,13 @@ pub fn constants() -> Constants {
     use annals::{ingest, outbox, registry, runs};
     Constants {
         error_codes: crate::error::error_codes(),
+        error_families: crate::error::FAMILIES
+            .iter()
+            .map(|(family, codes)| {
+                let codes = codes.iter().map(|code| (*code).to_owned()).collect();
+                ((*family).to_owned(), codes)
+            })
+            .collect(),
         names: crate::names::names(),
         limits: ListLimits {
             query: crate::queries::QUERY_LIMIT,

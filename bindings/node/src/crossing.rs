@@ -45,10 +45,6 @@ use crate::error::{invalid, js_name};
 /// The largest integer a JavaScript number holds exactly.
 const SAFE_INTEGER_MAX: i64 = 9_007_199_254_740_991;
 
-/// What the message of an error already made for JavaScript starts with (`error::coded`):
-/// such an error passes through the adapters as it is.
-const MADE: &str = "annals:";
-
 /// `command`, a JavaScript object, as the library's `T`.
 pub fn from_js<T: DeserializeOwned>(command: &Object<'_>) -> napi::Result<T> {
     T::deserialize(In {
@@ -167,12 +163,8 @@ fn snake(name: &str) -> String {
     spelled
 }
 
-/// The message of an error met reading `field`: as it is if the adapters made it (it names
-/// its field already), else an `INVALID_ARGUMENT` naming `field`.
-fn named(field: &str, text: &str) -> String {
-    if let Some(at) = text.find(MADE) {
-        return text[at..].to_owned();
-    }
+/// serde's error `text`, met reading `field`, as an `INVALID_ARGUMENT` naming the field.
+fn named(field: &str, text: &str) -> napi::Error {
     // serde's own words name a field as the library spells it: "missing field `ttl_ms`".
     if let Some(missing) = text
         .split_once("missing field `")
@@ -185,11 +177,10 @@ fn named(field: &str, text: &str) -> String {
     refused(field, problem)
 }
 
-/// An `INVALID_ARGUMENT` naming `field` (the command itself when it is the whole), as the
-/// message of an error.
-fn refused(field: &str, problem: impl Display) -> String {
+/// An `INVALID_ARGUMENT` naming `field` (the command itself when it is the whole).
+fn refused(field: &str, problem: impl Display) -> napi::Error {
     let field = if field.is_empty() { "command" } else { field };
-    invalid(field, &problem.to_string()).reason
+    invalid(field, &problem.to_string())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -227,21 +218,19 @@ fn refuse(place: &Place<'_>, problem: impl Display) -> napi::Error {
     invalid(&place.to_string(), &problem.to_string())
 }
 
-/// An error of the library's type met reading `place` (serde's words: a missing field, an
-/// unknown name), as one naming it; one the crossing made names its place already.
+/// An error of the library's type met reading `place` (serde's words, which serde's errors
+/// carry with the status `InvalidArg`: a missing field, an unknown name), as one naming it; an
+/// error the crossing made names its place already and passes as it is.
 fn at(place: &Place<'_>, error: napi::Error) -> napi::Error {
-    if error.reason.starts_with(MADE) {
+    if error.status != napi::Status::InvalidArg {
         return error;
     }
-    napi::Error::new(
-        napi::Status::GenericFailure,
-        named(
-            &match place {
-                Place::Root => String::new(),
-                place => place.to_string(),
-            },
-            &error.reason,
-        ),
+    named(
+        &match place {
+            Place::Root => String::new(),
+            place => place.to_string(),
+        },
+        &error.reason,
     )
 }
 

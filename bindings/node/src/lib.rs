@@ -34,6 +34,14 @@ use crossing::Made;
 use error::{at_path, invalid, to_js};
 use transaction::{Call, CallOptions};
 
+/// Notes the thread the module loads on (the main thread, or a worker's) as one that runs
+/// JavaScript, where the binding makes its errors as it meets them (`error.rs`).
+#[napi(module_exports)]
+pub fn on_load(_exports: Object<'_>, env: Env) -> napi::Result<()> {
+    error::on_js_thread(&env);
+    Ok(())
+}
+
 /// How a store is opened.
 #[napi(object)]
 pub struct OpenOptions {
@@ -514,11 +522,7 @@ impl Store {
 }
 
 fn closed() -> napi::Error {
-    error::coded(
-        annals::ErrorKind::Closed.code(),
-        "the store is closed",
-        serde_json::json!({}),
-    )
+    error::coded(annals::ErrorKind::Closed.code(), "the store is closed")
 }
 
 /// Where a subscription starts.
@@ -538,13 +542,32 @@ pub struct Subscription {
 #[napi]
 impl Subscription {
     /// The next record, once there is one.
-    #[napi]
-    pub async fn next(&self) -> napi::Result<LogRecord> {
+    #[napi(ts_return_type = "Promise<LogRecord>")]
+    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, LogRecord>> {
         let inner = Arc::clone(&self.inner);
-        let mut subscription = inner.lock().await;
-        let record = subscription.next().await.map_err(to_js)?;
-        Ok(record_js(record))
+        promise(
+            env,
+            async move { inner.lock().await.next().await },
+            |_, record| Ok(record_js(record)),
+        )
     }
+}
+
+/// A Promise of what `future` gives, made a JavaScript value by `made` when it settles on the
+/// main thread, as is an error (`error::Failure`): the future runs on a thread where no error
+/// object can be made.
+fn promise<'env, T: Send + 'static, V: napi::bindgen_prelude::ToNapiValue>(
+    env: &'env Env,
+    future: impl std::future::Future<Output = annals::Result<T>> + Send + 'static,
+    made: impl FnOnce(&'env Env, T) -> napi::Result<V> + 'static,
+) -> napi::Result<PromiseRaw<'env, V>> {
+    env.spawn_future_with_callback(
+        async move { Ok(future.await.map_err(|error| error::Failure::of(&error))) },
+        move |env, outcome| match outcome {
+            Ok(value) => made(env, value),
+            Err(failure) => Err(failure.thrown(env)),
+        },
+    )
 }
 
 /// How the writer batches.
@@ -571,42 +594,40 @@ impl Writer {
         C::Outcome: serde::Serialize + Send + 'static,
     {
         let writer = self.handle()?;
-        env.spawn_future_with_callback(
-            async move { writer.execute(command).await.map_err(to_js) },
+        promise(
+            env,
+            async move { writer.execute(command).await },
             |env, outcome| crossing::to_js(env, &outcome),
         )
     }
 
     fn handle(&self) -> napi::Result<annals::Writer> {
         let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        guard.clone().ok_or_else(|| {
-            error::coded(
-                annals::ErrorKind::Closed.code(),
-                "the writer is closed",
-                serde_json::json!({}),
-            )
-        })
+        guard
+            .clone()
+            .ok_or_else(|| error::coded(annals::ErrorKind::Closed.code(), "the writer is closed"))
     }
 }
 
 #[napi]
 impl Writer {
     /// `Store.append`, batched.
-    #[napi]
-    pub async fn append(
+    #[napi(ts_return_type = "Promise<AppendOutcome>")]
+    pub fn append<'env>(
         &self,
+        env: &'env Env,
         stream: String,
         expected: napi::Either<String, BigInt>,
         events: Vec<NewEvent>,
-    ) -> napi::Result<AppendOutcome> {
+    ) -> napi::Result<PromiseRaw<'env, AppendOutcome>> {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
         let writer = self.handle()?;
-        let outcome = writer
-            .append(stream, expected, events)
-            .await
-            .map_err(to_js)?;
-        Ok(convert::append_outcome(outcome))
+        promise(
+            env,
+            async move { writer.append(stream, expected, events).await },
+            |_, outcome| Ok(convert::append_outcome(outcome)),
+        )
     }
 
     /// `Store.lease`, batched.
@@ -759,12 +780,18 @@ impl Writer {
     }
 
     /// Waits for every queued command, then stops the writer's thread.
-    #[napi]
-    pub async fn close(&self) -> napi::Result<()> {
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        match taken {
-            Some(writer) => writer.close().await.map_err(to_js),
-            None => Ok(()),
-        }
+        promise(
+            env,
+            async move {
+                match taken {
+                    Some(writer) => writer.close().await,
+                    None => Ok(()),
+                }
+            },
+            |_, ()| Ok(()),
+        )
     }
 }
