@@ -218,13 +218,13 @@ function argumentsOf(className, method, args) {
 
 /**
  * `error` as the AnnalsError it is: the binding makes each error an `Error` with its `code`
- * and what it names as properties, which are taken over as they are (nothing is parsed).
+ * and what it names as properties, which is given its family's class as it is (nothing is
+ * parsed, and its stack is the one taken where it was made).
  */
 function translate(error) {
   if (error instanceof AnnalsError) return error
   if (error instanceof Error && FAMILY_OF.has(error.code)) {
-    const { code, ...fields } = error
-    return annalsError(code, error.message, fields)
+    return Object.setPrototypeOf(error, FAMILY_OF.get(error.code).prototype)
   }
   // A value napi-rs could not convert is the caller's (the checks above should have named it).
   const message = error && typeof error.message === 'string' ? error.message : String(error)

@@ -16,10 +16,11 @@ use napi::Env;
 use napi::bindgen_prelude::{AsyncTask, Object};
 use napi_derive::napi;
 use serde::Serialize;
+use std::sync::OnceLock;
 
 use crate::Store;
 use crate::crossing::{Made, from_js, tag, to_js};
-use crate::names::declares;
+use crate::names::serde_names;
 use crate::transaction::{Call, CallOptions, Crossing, Work};
 
 /// An outbox command as JavaScript gives it: the library declares a row's commands, a peer's
@@ -34,11 +35,18 @@ impl OutboxCall {
     /// The outbox command `command` is, by its `type` (a row's command if it is neither a
     /// pull's nor a sweep's: one that is none of them is refused naming the row's).
     pub(crate) fn of(command: &Object<'_>) -> napi::Result<OutboxCall> {
+        // serde's own lists of the pull's and the sweeps' variants, taken once.
+        static PULL: OnceLock<&'static [&'static str]> = OnceLock::new();
+        static SWEEP: OnceLock<&'static [&'static str]> = OnceLock::new();
         let tag = tag(command)?;
-        if declares::<PullCommand>(&tag) {
+        let tag = tag.as_str();
+        if PULL.get_or_init(serde_names::<PullCommand>).contains(&tag) {
             return Ok(OutboxCall::Pull(from_js(command)?));
         }
-        if declares::<SweepCommand>(&tag) {
+        if SWEEP
+            .get_or_init(serde_names::<SweepCommand>)
+            .contains(&tag)
+        {
             return Ok(OutboxCall::Sweep(from_js(command)?));
         }
         Ok(OutboxCall::Row(from_js(command)?))

@@ -53,16 +53,11 @@ fn variants<'de, T: Deserialize<'de>>() -> Vec<String> {
 }
 
 /// The serde names of enum `T`'s variants (none if `T` is not an enum).
-fn serde_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+pub(crate) fn serde_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
     let mut found: &'static [&'static str] = &[];
     // Always an error: the capture only looks at what the enum asks for.
     drop(T::deserialize(Capture(&mut found)));
     found
-}
-
-/// Whether enum `T` has a variant serde names `name` (`mark_waiting`).
-pub(crate) fn declares<'de, T: Deserialize<'de>>(name: &str) -> bool {
-    serde_names::<T>().contains(&name)
 }
 
 /// A deserializer that keeps the variant names an enum asks it for, and gives nothing.
