@@ -308,7 +308,7 @@ fn carried(error: &Error, failure: Failure) -> Failure {
             .with("position", Carried::Big(position.0)),
         Error::Append(AppendError::Limit(limit)) | Error::Config(limit) => match limit {
             annals::LimitError::TooLong { max, .. } | annals::LimitError::TooMany { max, .. } => {
-                failure.with("limit", Carried::Number(*max as u64))
+                failure.with("limit", Carried::Number(*max))
             }
             _ => failure,
         },
