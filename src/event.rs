@@ -108,17 +108,18 @@ pub(crate) mod bytes {
     }
 }
 
-/// A `serialize_with` for payload bytes: unchanged for the binary codec (bincode, which is not
-/// human-readable, so the stored format is untouched), and for a human-readable format (the
-/// CLI's JSON) the text when it is UTF-8, else `{"hex": …}`, so that a reader is not handed an
-/// array of numbers.
+/// A `serialize_with` for payload bytes: serde's bytes for a binary format (bincode, where
+/// they encode exactly as the sequence of `u8` they were before, a length then the bytes, so the
+/// stored format is untouched; the Node package, where they are a `Buffer`), and for a
+/// human-readable format (the CLI's JSON) the text when it is UTF-8, else `{"hex": …}`, so that
+/// a reader is not handed an array of numbers.
 pub(crate) fn readable_bytes<T, S>(bytes: &T, serializer: S) -> std::result::Result<S::Ok, S::Error>
 where
     T: AsRef<[u8]> + Serialize,
     S: Serializer,
 {
     if !serializer.is_human_readable() {
-        return bytes.serialize(serializer);
+        return serializer.serialize_bytes(bytes.as_ref());
     }
     match std::str::from_utf8(bytes.as_ref()) {
         Ok(text) => serializer.serialize_str(text),

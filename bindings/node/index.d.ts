@@ -317,14 +317,6 @@ export declare class Writer {
   close(): Promise<void>
 }
 
-/** A row of an ack that was not acked, and why (`missing`, `other_peer`, `other_token`, …). */
-export interface AckRefusal {
-  /** The row's key. */
-  key: string
-  /** Why. */
-  reason: OutboxRefusal
-}
-
 /**
  * What an append did: `appended` (the first position and version, how many) or `duplicate`
  * (every event was appended before; where each is).
@@ -347,14 +339,6 @@ export interface ArchiveReport {
   record: bigint
   /** blake3 of the archive file, lower-case hex. */
   archiveBlake3: string
-}
-
-/** How long a failed push waits: `baseMs` after the first failure, doubling, at most `maxMs`. */
-export interface Backoff {
-  /** The wait after the first failure. */
-  baseMs: number
-  /** The longest wait. */
-  maxMs: number
 }
 
 /** What `backup` wrote: the log as of one commit, which opens as the same log. */
@@ -385,26 +369,6 @@ export interface CallOptions {
   guard?: LeaseGuard
 }
 
-/** A claim on an outbox row. */
-export interface Claim {
-  /** The claim's token. */
-  token: string
-  /** When it was claimed. */
-  claimedAtMs: number
-  /** When it lapses. */
-  expiresAtMs: number
-}
-
-/** A run a command closed. */
-export interface ClosedRun {
-  /** The run. */
-  run: string
-  /** The spans ended, deepest first. */
-  spans: Array<string>
-  /** The run's rollup as written. */
-  rollup: RunRollup
-}
-
 /** The reference stores' constants (`lib.js` exports them frozen as `constants`). */
 export declare function constants(): Constants
 
@@ -426,6 +390,11 @@ export interface Constants {
    * package's own.
    */
   errorCodes: Array<string>
+  /**
+   * The subclasses of `AnnalsError`, each with the codes it is thrown for (`RefusedError`:
+   * `'FENCED'`, …): every code is in one.
+   */
+  errorFamilies: Record<string, Array<string>>
   /**
    * The names each reason, status and kind can take (`names.LeaseRefusal`: `'held'`, …),
    * the unions of string literals the TypeScript declarations type them with.
@@ -449,68 +418,6 @@ export interface EventBytes {
   schema: number
   /** Its payload. */
   payload: Buffer
-}
-
-/** A row a sweep expired, and why (`max_age` or `claim_lapsed`). */
-export interface ExpiredRow {
-  /** The row's key. */
-  key: string
-  /** Why it expired. */
-  reason: ExpiryReason
-}
-
-/**
- * Fuel used by `caller` doing `op` on `instance`, added to the ledger (`type`: `fuel`):
- * `calls` calls (default 1) and `fuel` units.
- */
-export interface FuelCommand {
-  /** The instance charged. */
-  instance: string
-  /** Who called. */
-  caller: string
-  /** The operation. */
-  op: string
-  /** How many calls (default 1). */
-  calls?: number
-  /** The fuel they used. */
-  fuel: number
-  /** The caller's clock. */
-  nowMs: number
-}
-
-/** One entry of the fuel ledger: what `caller` doing `op` used on `instance`. */
-export interface FuelEntry {
-  /** The instance charged. */
-  instance: string
-  /** Who called. */
-  caller: string
-  /** The operation. */
-  op: string
-  /** Calls in all. */
-  calls: number
-  /** Fuel in all. */
-  fuel: number
-  /** When it last changed. */
-  updatedAtMs: number
-}
-
-/**
- * The ledger after a fuel command: the entry of (instance, caller, op) and the instance's
- * total, as annals describes them.
- */
-export interface FuelOutcome {
-  /** The entry now. */
-  entry: FuelEntry
-  /** The instance's total now. */
-  total: FuelTotal
-}
-
-/** An instance's fuel in all. */
-export interface FuelTotal {
-  /** Calls in all. */
-  calls: number
-  /** Fuel in all. */
-  fuel: number
 }
 
 /** The head of the log. */
@@ -544,110 +451,18 @@ export interface IngestConstants {
   nameBytesMax: number
 }
 
-/** An instance the host registers. */
-export interface Instance {
-  /** Its handle. */
-  handle: string
-  /** Its domain. */
-  domain: string
-  /** Its identity key (hex), if any. */
-  identity?: string
-  /** Its store. */
-  store: string
-  /** The root of the tree deployed, if any. */
-  tree?: string
-  /** The directory it came from, if any. */
-  source?: string
-  /** Whom it knows: handles, or `['*']` for every other enabled instance. */
-  knows: Array<string>
-  /** `'enabled'` or `'disabled'`. */
-  status: InstanceStatus
-  /** `'agent'` or `'mailbox'`. */
-  kind: InstanceKind
-  /** A mailbox's owner (hex identity), if any. */
-  owner?: string
-  /** Overlay names routed to it. */
-  topics: Array<string>
-  /** When it was registered. */
-  createdAtMs: number
-}
-
-/** A registry command (`type`: `upsert`, `setStatus`, `setKnows`, `setTopics` or `remove`). */
-export type InstanceCommand =
-  | { type: 'upsert'; /** The handle: a hostname label or a token id. */
-    handle: string; /** The fields given. */
-    fields: InstanceFields; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'setStatus'; /** The handle. */
-    handle: string; /** `'enabled'` or `'disabled'`. */
-    status: InstanceStatus; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'setKnows'; /** The handle. */
-    handle: string; /**
-     * Whom it knows: handles (repeats dropped), or `['*']` for every other
-     * enabled instance.
-     */
-    knows: Array<string>; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'setTopics'; /** The handle. */
-    handle: string; /** The topics wanted. */
-    topics: Array<string>; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'remove'; /** The handle. */
-    handle: string; /** The caller's clock. */
-  nowMs: number }
-
 /**
- * The fields of a registry upsert: an absent one is left as it is (or its default on a new
- * instance); for `identity`, `tree`, `source` and `owner` an empty string clears it.
+ * The fuel an instance used in all (`fuelTotals`: the library gives each instance with its
+ * `FuelTotal`).
  */
-export interface InstanceFields {
-  /** The domain (default `'localhost'`). */
-  domain?: string
-  /** The identity key (hex). */
-  identity?: string
-  /** The store; a new instance needs one. */
-  store?: string
-  /** The root of the tree deployed. */
-  tree?: string
-  /** The directory it came from. */
-  source?: string
-  /** Whom it knows: handles, or `['*']` for every other enabled instance. */
-  knows?: Array<string>
-  /** `'enabled'` (default) or `'disabled'`. */
-  status?: InstanceStatus
-  /** `'agent'` (default) or `'mailbox'`. */
-  kind?: string
-  /** A mailbox's owner (hex identity). */
-  owner?: string
-  /** Overlay names routed to it. */
-  topics?: Array<string>
-}
-
-/** The fuel an instance used in all. */
 export interface InstanceFuel {
   /** The instance. */
   instance: string
   /** Calls in all. */
-  calls: number
+  calls: bigint
   /** Fuel in all. */
-  fuel: number
+  fuel: bigint
 }
-
-/**
- * What a registry command did: `added`, `updated`, `unchanged` (nothing appended),
- * `removed`, each with the instance as annals describes it, or `missing`.
- */
-export type InstanceOutcome =
-  | { type: 'added'; /** The instance now. */
-  instance: Instance }
-  | { type: 'updated'; /** The instance now. */
-  instance: Instance }
-  | { type: 'unchanged'; /** The instance as it stands. */
-  instance: Instance }
-  | { type: 'removed'; /** The instance as it was. */
-  instance: Instance }
-  | { type: 'missing' }
 
 /** Which instances `instances` lists. */
 export interface InstancesOptions {
@@ -752,97 +567,6 @@ export interface OpenOptions {
   integers?: string
 }
 
-/** The rollup of a run whose root is still open. */
-export interface OpenRunRollup {
-  /** The run. */
-  run: string
-  /** `'session'` or `'cron'`. */
-  origin: SpanOrigin
-  /** The root's name. */
-  name: string
-  /** Its session, if any. */
-  sessionId?: string
-  /** Its scheduled job, if any. */
-  jobName?: string
-  /** When the root started. */
-  startedAtMs: number
-  /** Spans so far. */
-  spanCount: number
-  /** Input tokens summed so far. */
-  inputTokens?: number
-  /** Output tokens summed so far. */
-  outputTokens?: number
-  /** Cache-read tokens summed so far. */
-  cacheReadTokens?: number
-  /** Cache-creation tokens summed so far. */
-  cacheCreationTokens?: number
-  /** Cost summed so far. */
-  costMicroUsd?: number
-  /** What it costs so far under its billing mode. */
-  effectiveCostMicroUsd?: number
-  /** `'subscription'` or `'api'`, if known. */
-  billingMode?: string
-  /** Why a span failed, if one did. */
-  failureReason?: string
-}
-
-/**
- * An outbox command: on a row (`enqueue`, `deliver`, `park`, `retry`, `markWaiting`,
- * `markRetry`, `giveUp`), a peer's pull (`claim`, `ack`), or a sweep (`expire`,
- * `pruneOutbox`).
- */
-export type OutboxCommand =
-  | { type: 'enqueue'; /** The delivery's key. */
-    key: string; /** The peer it goes to. */
-    peer: string; /** Its kind. */
-    kind: string; /** Its bytes. */
-    payload: Buffer; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'claim'; /** The claiming peer. */
-    peer: string; /** A token made fresh for this claim. */
-    token: string; /** Most rows to take. */
-    limit: number; /**
-     * How long the claim lasts (default `constants.outbox.claimLeaseMs`, ten minutes, as
-     * the reference's).
-     */
-    leaseMs?: number; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'ack'; /** The acking peer. */
-    peer: string; /** The rows' keys, each with the token it was claimed under. */
-    acks: Array<RowAck>; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'deliver'; /** The row's key. */
-    key: string; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'park'; /** The row's key. */
-    key: string; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'retry'; /** The row's key. */
-    key: string; /** The backoff (default 30 s, doubling, at most an hour). */
-    backoff?: Backoff; /** What went wrong. */
-    lastError?: string; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'markWaiting'; /** The row's key. */
-    key: string; /** The attempt count the row takes. */
-    attempts: number; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'markRetry'; /** The row's key. */
-    key: string; /** The attempt count the row takes. */
-    attempts: number; /** When it is due again. */
-    nextAtMs: number; /** When it first failed. */
-    firstFailedAtMs: number; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'giveUp'; /** The row's key. */
-    key: string; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'expire'; /** The caller's clock. */
-    nowMs: number; /** Age past which a `pending` or `waiting` row expires (default the reference's). */
-    maxAgeMs?: number; /** Age past which a row under a lapsed claim expires (default the reference's). */
-  claimRetryMs?: number }
-  | { type: 'pruneOutbox'; /** The caller's clock. */
-    nowMs: number; /** Age past which a finished row is removed (default the reference's). */
-  olderThanMs?: number }
-
 /** The outbox's defaults and bounds. */
 export interface OutboxConstants {
   /** How long a claim lasts when `claim` gives no `leaseMs` (ten minutes). */
@@ -853,7 +577,10 @@ export interface OutboxConstants {
   claimRetryMs: number
   /** `pruneOutbox`'s default age for done and expired rows (a day). */
   pruneAfterMs: number
-  /** The retry backoff a row gets when its command gives none. */
+  /**
+   * The retry backoff a row gets when its command gives none (`Backoff`: `baseMs` and
+   * `maxMs`, numbers).
+   */
   backoff: Backoff
   /** Most rows one claim takes. */
   claimRowsMax: number
@@ -873,65 +600,6 @@ export interface OutboxConstants {
   errorBytesMax: number
   /** Largest payload, in bytes. */
   payloadBytesMax: number
-}
-
-/**
- * What an outbox command got: `enqueued` (or `duplicate`), `updated` (a row moved),
- * `claimed` (the rows), `acked` (the keys acked and those refused), `expired` and `pruned`
- * (a sweep's rows; `more` when another sweep would take more), or `refused`.
- */
-export type OutboxOutcome =
-  | { type: 'enqueued'; /** The row. */
-  row: OutboxRow }
-  | { type: 'duplicate'; /** The row as it stands. */
-  row: OutboxRow }
-  | { type: 'updated'; /** The row now. */
-  row: OutboxRow }
-  | { type: 'claimed'; /** The claim's token. */
-    token: string; /** When the claim lapses. */
-    expiresAtMs: number; /** The rows. */
-  rows: Array<OutboxRow> }
-  | { type: 'acked'; /** The keys acked. */
-    acked: Array<string>; /** Each row not acked: its key and why. */
-  refused: Array<AckRefusal> }
-  | { type: 'expired'; /** The rows. */
-    rows: Array<ExpiredRow>; /** Whether more rows qualify than one sweep takes. */
-  more: boolean }
-  | { type: 'pruned'; /** Their keys. */
-    keys: Array<string>; /** Whether more rows qualify than one sweep takes. */
-  more: boolean }
-  | { type: 'refused'; /** Why. */
-    reason: OutboxRefusal; /** The row that caused it. */
-  key: string }
-
-/** An outbox row: a delivery owed to a peer. */
-export interface OutboxRow {
-  /** Its idempotency key. */
-  key: string
-  /** The peer it is owed to. */
-  peer: string
-  /** What kind of row it is. */
-  kind: string
-  /** Its place in enqueue order. */
-  enqueueId: bigint
-  /** What is delivered. */
-  payload: Buffer
-  /** `'pending'`, `'waiting'`, `'claimed'`, `'done'` or `'expired'`. */
-  state: OutboxState
-  /** Failed pushes so far. */
-  attempts: number
-  /** When a `pending` row is due again after a failure. */
-  nextAtMs?: number
-  /** When it first failed. */
-  firstFailedAtMs?: number
-  /** What last went wrong. */
-  lastError?: string
-  /** When it was enqueued. */
-  createdAtMs: number
-  /** The claim it is under, if claimed. */
-  claim?: Claim
-  /** Every token it was ever claimed under (a token is never reused). */
-  claimTokens: Array<string>
 }
 
 /**
@@ -979,137 +647,6 @@ export interface RegistryConstants {
   settingKeyBytesMax: number
 }
 
-/** One row of an ack: its key and the token it was claimed under. */
-export interface RowAck {
-  /** The row's key. */
-  key: string
-  /** The claim's token. */
-  token: string
-}
-
-/** A run: its root span and counters. */
-export interface Run {
-  /** The run. */
-  run: string
-  /** Its root span. */
-  rootSpan: string
-  /** The last seq written in the run. */
-  highWaterSeq: bigint
-  /** Spans started in all. */
-  spanCount: number
-  /** Spans still open. */
-  openSpanCount: number
-  /** Whether its root has ended. */
-  closed: boolean
-}
-
-/** One change of a run, for a follower catching up by seq. */
-export interface RunChange {
-  /** The run. */
-  run: string
-  /** Its seq. */
-  seq: bigint
-  /** Its log position. */
-  position: bigint
-  /** The span it changed. */
-  span: string
-  /** `'span_started'`, `'span_patched'`, `'span_ended'` or `'event_appended'`. */
-  kind: RunChangeKind
-  /** The event's index, for `'event_appended'`. */
-  eventIndex?: number
-}
-
-/**
- * A command on whole runs (`type`: `heartbeat`, `rollup`, `cascadeClose`, `sweepOrphans`,
- * `sweepStale` or `pruneRuns`).
- */
-export type RunCommand =
-  | { type: 'heartbeat'; /** The run. */
-    run: string; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'rollup'; /** The run. */
-    run: string; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'cascadeClose'; /** The run. */
-    run: string; /** The outcome written on every open span. */
-    outcome: SpanEnd; /** The reason written on every open span. */
-    reason: string; /** The caller's clock: the spans' end. */
-  nowMs: number }
-  | { type: 'sweepOrphans'; /** The gone writer. */
-    writer: string; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'sweepStale'; /** How long a root may stay silent. */
-    staleAfterMs: number; /** The sweeping writer, whose own runs are spared. */
-    sweeper?: string; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'pruneRuns'; /** Runs that ended before this (absolute ms) are covered by a digest. */
-    digestFloorAtMs: number; /** The least age since its end before a covered run's detail is pruned. */
-    detailRetentionMs: number; /** Runs that ended more than this before `nowMs` are pruned, covered or not. */
-    hardCeilingMs: number; /** Most runs pruned by one command. */
-    batch: number; /** The caller's clock. */
-  nowMs: number }
-
-/**
- * What a run command got: `heartbeatRecorded`, `rolledUp` (root ended), `rolledUpWhileOpen`,
- * `closed` (the runs closed, none when nothing was open), `pruned`, or `refused` with the
- * reason (`run_missing`, `run_closed`, `detail_pruned`).
- */
-export type RunOutcome =
-  | { type: 'heartbeatRecorded' }
-  | { type: 'rolledUp'; /** The rollup as written. */
-  rollup: RunRollup }
-  | { type: 'rolledUpWhileOpen'; /** The rollup as written. */
-  rollup: OpenRunRollup }
-  | { type: 'closed'; /** The runs, in the order they were closed. */
-  runs: Array<ClosedRun> }
-  | { type: 'pruned'; /** The runs, earliest end first. */
-    runs: Array<string>; /** Spans deleted in all. */
-  spansDeleted: number }
-  | { type: 'refused'; /** Why. */
-  reason: RunRefusal }
-
-/** The rollup of a run whose root ended: its spans' usage and cost summed. */
-export interface RunRollup {
-  /** The run. */
-  run: string
-  /** `'session'` or `'cron'`. */
-  origin: SpanOrigin
-  /** The root's name. */
-  name: string
-  /** Its session, if any. */
-  sessionId?: string
-  /** Its scheduled job, if any. */
-  jobName?: string
-  /** When the root started. */
-  startedAtMs: number
-  /** When it ended. */
-  endedAtMs: number
-  /** How it ended. */
-  outcome: SpanEnd
-  /** `endedAtMs - startedAtMs`. */
-  durationMs: number
-  /** Spans in the run. */
-  spanCount: number
-  /** Input tokens summed, if any span reported them. */
-  inputTokens?: number
-  /** Output tokens summed. */
-  outputTokens?: number
-  /** Cache-read tokens summed. */
-  cacheReadTokens?: number
-  /** Cache-creation tokens summed. */
-  cacheCreationTokens?: number
-  /** Cost summed, millionths of a US dollar. */
-  costMicroUsd?: number
-  /** What the run costs under its billing mode. */
-  effectiveCostMicroUsd?: number
-  /** `'subscription'` or `'api'`, if known. */
-  billingMode?: string
-  /** Why it failed, if it did. */
-  failureReason?: string
-  /** Whether its detail (spans, events) has been pruned. */
-  detailPruned: boolean
-}
-
 /** The runs' bounds and the reasons their sweeps write. */
 export interface RunsConstants {
   /** Largest span event payload, in bytes. */
@@ -1122,188 +659,18 @@ export interface RunsConstants {
   coverageGapReason: string
 }
 
-/** A run whole: the run, its spans and their events. */
-export interface RunSnapshot {
-  /** The run. */
-  run: Run
-  /** Its spans. */
-  spans: Array<Span>
-  /** Their events. */
-  events: Array<SpanEvent>
-  /** The last seq it holds. */
-  highWaterSeq: bigint
-  /** The log position it was read at, if known. */
-  position?: bigint
-}
-
 /**
  * The JSON schema of each command and outcome the package declares, by its TypeScript name:
  * what `scripts/schema.mjs` generates the declarations from.
  */
 export declare function schemas(): Record<string, Array<object>>
 
-/** A host setting. */
+/** A host setting (`settings`: the library gives each key with its value). */
 export interface Setting {
   /** Its key. */
   key: string
   /** Its value. */
   value: string
-}
-
-/** A span of a run's tree. */
-export interface Span {
-  /** The run. */
-  run: string
-  /** The span. */
-  span: string
-  /** Its parent, `undefined` for the root. */
-  parent?: string
-  /** Its name. */
-  name: string
-  /** `'turn'`, `'tool'`, `'subagent'`, `'llm_call'`, … */
-  kind: SpanKind
-  /** `'session'` or `'cron'`. */
-  origin: SpanOrigin
-  /** Its session, if any. */
-  sessionId?: string
-  /** Its scheduled job, if any. */
-  jobName?: string
-  /** Its attributes. */
-  attributes: Record<string, string>
-  /** `'subscription'` or `'api'`, if known. */
-  billingMode?: string
-  /** The process identity that writes it. */
-  writer: string
-  /** When it started. */
-  startedAtMs: number
-  /** Its wait boundary, if any. */
-  waitUntilMs?: number
-  /** When it ended, if it has. */
-  endedAtMs?: number
-  /** How it ended, if it has. */
-  outcome?: SpanEnd
-  /** Why, if said. */
-  outcomeReason?: string
-  /** What it used. */
-  usage: Usage
-  /** Its writer's last heartbeat, if any. */
-  lastHeartbeatAtMs?: number
-  /** Its depth in the tree (0 for the root). */
-  depth: number
-  /** The run's seq at its start. */
-  startSeq: bigint
-  /** The run's seq at its last change. */
-  seq: bigint
-  /** The log position of its last change. */
-  position: bigint
-  /** Events recorded on it. */
-  eventCount: number
-}
-
-/**
- * A span command (`type`: `start`, `patch`, `end`, `spanHeartbeat` or `event`) of a run's
- * span tree.
- */
-export type SpanCommand =
-  | { type: 'start'; /** The run. */
-    run: string; /** The span's id, unique within the run. */
-    span: string; /** Its parent span, if any. */
-    parent?: string; /** Its name. */
-    name: string; /** What it is a unit of: `'turn'`, `'tool'`, `'subagent'` or `'cron'`. */
-    kind: SpanKind; /** Where its run came from: `'session'` or `'cron'`. */
-    origin: SpanOrigin; /** Its writer: the process identity that writes it. */
-    writer: string; /** The session it belongs to, if any. */
-    sessionId?: string; /** The scheduled job it belongs to, if any. */
-    jobName?: string; /** `'subscription'` or `'api'`, if known. */
-    billingMode?: string; /** Free-form attributes. */
-    attributes?: Record<string, string>; /** The caller's clock: the span's start. */
-  nowMs: number }
-  | { type: 'patch'; /** The run. */
-    run: string; /** The span. */
-    span: string; /** Attributes merged in. */
-    attributes?: Record<string, string>; /** Usage merged in. */
-    usage?: SpanUsage; /** A new wait boundary. */
-    waitUntilMs?: number; /** A billing mode. */
-    billingMode?: string; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'end'; /** The run. */
-    run: string; /** The span. */
-    span: string; /** How it ended. */
-    outcome: SpanEnd; /** Why, if said. */
-    reason?: string; /** Final usage merged in. */
-    usage?: SpanUsage; /** Final attributes merged in. */
-    attributes?: Record<string, string>; /** The caller's clock: the span's end. */
-  nowMs: number }
-  | { type: 'spanHeartbeat'; /** The run. */
-    run: string; /** The span. */
-    span: string; /** The caller's clock. */
-  nowMs: number }
-  | { type: 'event'; /** The run. */
-    run: string; /** The span. */
-    span: string; /** What kind of event it is. */
-    eventType: string; /** Its payload (typically JSON text). */
-    payload: string; /** A lower cap for this call, in bytes (the cap is 16 KiB). */
-    payloadBytesMax?: number; /** The caller's clock: the event's time. */
-  nowMs: number }
-
-/** An event recorded on a span. */
-export interface SpanEvent {
-  /** The run. */
-  run: string
-  /** The span. */
-  span: string
-  /** Its index within the span, from 0. */
-  eventIndex: number
-  /** Its time. */
-  atMs: number
-  /** What kind of event it is. */
-  eventType: string
-  /** Its payload, cut to the cap. */
-  payload: string
-  /** Whether the payload was cut. */
-  truncated: boolean
-  /** The run's seq for it. */
-  seq: bigint
-  /** Its log position. */
-  position: bigint
-}
-
-/**
- * What a span command got: `started` (its run seq and depth), `patched`, `ended` (with the
- * run's rollup when the root is now terminal), `heartbeatRecorded`, `eventAppended`, or
- * `refused` with the reason (`span_exists`, `parent_missing`, `span_ended`, …).
- */
-export type SpanOutcome =
-  | { type: 'started'; /** Its run's seq for the start. */
-    seq: bigint; /** Its depth in the run's tree. */
-  depth: number }
-  | { type: 'patched'; /** Its run's seq for the patch. */
-  seq: bigint }
-  | { type: 'ended'; /** Its run's seq for the end. */
-    seq: bigint; /** The run's rollup, when its root is now terminal. */
-  rollup?: RunRollup }
-  | { type: 'heartbeatRecorded' }
-  | { type: 'eventAppended'; /** Its run's seq. */
-    seq: bigint; /** Its index within the span. */
-    eventIndex: number; /** Whether its payload was cut to the cap. */
-  truncated: boolean }
-  | { type: 'refused'; /** Why. */
-  reason: SpanRefusal }
-
-/** Tokens and cost a span reports; an absent field is left as it is. */
-export interface SpanUsage {
-  /** Input tokens. */
-  inputTokens?: number
-  /** Output tokens. */
-  outputTokens?: number
-  /** Tokens read from a prompt cache. */
-  cacheReadTokens?: number
-  /** Tokens written to a prompt cache. */
-  cacheCreationTokens?: number
-  /** Cost in millionths of a US dollar. */
-  costMicroUsd?: number
-  /** The model that consumed them. */
-  model?: string
 }
 
 /** Where a subscription starts. */
@@ -1316,22 +683,6 @@ export interface SubscribeOptions {
 export interface TransactionOptions {
   /** `'immediate'` or `'deferred'`, as for one command. Default: the store's. */
   durability?: string
-}
-
-/** Tokens and cost a span reported. */
-export interface Usage {
-  /** Input tokens. */
-  inputTokens?: number
-  /** Output tokens. */
-  outputTokens?: number
-  /** Tokens read from a prompt cache. */
-  cacheReadTokens?: number
-  /** Tokens written to a prompt cache. */
-  cacheCreationTokens?: number
-  /** Cost in millionths of a US dollar. */
-  costMicroUsd?: number
-  /** The model that consumed them. */
-  model?: string
 }
 
 /** What `verify` found. */
@@ -1394,6 +745,57 @@ export type ConsumerOutcome =
     checkpoint: ConsumerCheckpoint
   }
 
+/** Charges `calls` pre-summed calls of `op` on `instance` by `caller`, costing `fuel` in
+ * all, to the ledger: one row of the reference's `charge(rows)`. Zero calls are allowed (the
+ * row's `updated_at_ms` still moves), as the reference adds whatever it is given. The
+ * instance need not be registered. Its serde form may leave `calls` out: one call. */
+export interface FuelCommand {
+  /** The instance called: a valid handle. */
+  instance: string
+  /** Who called (hex identity), or empty for nobody known. */
+  caller: string
+  /** The op (the route); must not be empty. */
+  op: string
+  /** What they cost in all. */
+  fuel: bigint
+  /** The caller's clock. */
+  nowMs: number
+  /** How many calls the charge counts. */
+  calls?: bigint
+}
+
+/** What one caller's calls of one op on one instance cost, summed. */
+export interface FuelEntry {
+  /** The instance (a handle; it may have been removed since). */
+  instance: string
+  /** Who called (hex identity), or empty for nobody known. */
+  caller: string
+  /** The op (the route). */
+  op: string
+  /** Calls counted. */
+  calls: bigint
+  /** Fuel spent by them. */
+  fuel: bigint
+  /** When the last of them was recorded. */
+  updatedAtMs: number
+}
+
+/** What [`RecordFuel`] did: the ledger row and the instance's total after the charge. */
+export interface FuelOutcome {
+  /** The (instance, caller, op) row now. */
+  entry: FuelEntry
+  /** The instance's total now. */
+  total: FuelTotal
+}
+
+/** What every call on one instance cost, summed over callers and ops. */
+export interface FuelTotal {
+  /** Calls counted. */
+  calls: bigint
+  /** Fuel spent by them. */
+  fuel: bigint
+}
+
 /** Ingest one event a runtime pushed to the hub, exactly once by (`project`, `run`,
  * `sequence`). */
 export interface IngestCommand {
@@ -1437,6 +839,117 @@ export type IngestOutcome =
     reason: IngestConflict
     /** The content hash held under the key, for `sequence_reused`. */
     existingHash?: string
+  }
+
+/** One registered instance, as it stands. */
+export interface Instance {
+  /** Its handle: the key. */
+  handle: string
+  /** The domain its origin is under (`localhost` unless given). */
+  domain: string
+  /** Where its runtime state lives; never empty. */
+  store: string
+  /** The handles it knows. */
+  knows: Array<string>
+  /** Whether it is served. */
+  status: InstanceStatus
+  /** Agent or mailbox. */
+  kind: InstanceKind
+  /** The overlay names routed to it, in the order given; empty: none. */
+  topics: Array<string>
+  /** When it was first registered (the command's `now_ms`); updates never change it. */
+  createdAtMs: number
+  /** Its identity key (hex), if known. */
+  identity?: string
+  /** A mailbox's owner: the identity (hex) whose mail it keeps. */
+  owner?: string
+  /** The directory that tree came from. */
+  source?: string
+  /** The root of the tree last deployed into it. */
+  tree?: string
+}
+
+/** A command on one instance. Its serde form names each variant in snake_case (`set_knows`);
+ * a command's serde form is not stored. */
+export type InstanceCommand =
+  /** Registers `handle`, or changes the given fields of the instance that has it (so a provisioning script can run again). A new instance needs a store. */
+  | {
+    type: 'upsert'
+    /** The handle. */
+    handle: string
+    /** The fields given. */
+    fields: InstanceFields
+    /** The caller's clock: a new instance's creation time. */
+    nowMs: number
+  }
+  /** Enables or disables an instance. */
+  | {
+    type: 'setStatus'
+    /** The handle. */
+    handle: string
+    /** The status wanted. */
+    status: InstanceStatus
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Replaces whom an instance knows. */
+  | {
+    type: 'setKnows'
+    /** The handle. */
+    handle: string
+    /** The roster wanted (normalized before it is compared or recorded). */
+    knows: Array<string>
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Replaces the overlay names routed to an instance (empty: none). */
+  | {
+    type: 'setTopics'
+    /** The handle. */
+    handle: string
+    /** The topics wanted. */
+    topics: Array<string>
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Removes an instance from the registry (not its store, not its fuel ledger). */
+  | {
+    type: 'remove'
+    /** The handle. */
+    handle: string
+    /** The caller's clock. */
+    nowMs: number
+  }
+
+/** What an instance command did. */
+export type InstanceOutcome =
+  /** A new instance was registered. */
+  | {
+    type: 'added'
+    /** The instance now. */
+    instance: Instance
+  }
+  /** The instance changed. */
+  | {
+    type: 'updated'
+    /** The instance now. */
+    instance: Instance
+  }
+  /** The instance already was as asked; nothing appended. */
+  | {
+    type: 'unchanged'
+    /** The instance as it stands. */
+    instance: Instance
+  }
+  /** The instance was removed. */
+  | {
+    type: 'removed'
+    /** The instance as it was. */
+    instance: Instance
+  }
+  /** No instance has the handle; nothing appended. */
+  | {
+    type: 'missing'
   }
 
 /** A lane/key lease command (a reconciler's claim on one key of a lane). */
@@ -1582,6 +1095,464 @@ export type LeaseOutcome =
     lease?: Lease
   }
 
+/** A run's rollup computed on request while its root is still open: a [`RunRollup`] without
+ * the root's end, outcome and duration (the reference keeps these null). Kept in
+ * `runs.open_rollups` until the root ends and the run's [`RunRollup`] replaces it, its cost
+ * fields frozen into that one. */
+export interface OpenRunRollup {
+  /** The run. */
+  run: string
+  /** Where it came from (the root's origin). */
+  origin: SpanOrigin
+  /** The root's name. */
+  name: string
+  /** When the root started. */
+  startedAtMs: number
+  /** Spans in the run so far. */
+  spanCount: bigint
+  /** The billing classification behind the effective cost: frozen at first non-null. */
+  billingMode?: BillingMode
+  /** Cache-creation tokens. */
+  cacheCreationTokens?: bigint
+  /** Cache-read tokens. */
+  cacheReadTokens?: bigint
+  /** What the run reported it cost so far, micro-USD: frozen at its first non-null value. */
+  costMicroUsd?: bigint
+  /** What the run effectively cost, micro-USD: frozen at its first non-null value. */
+  effectiveCostMicroUsd?: bigint
+  /** Why the run failed so far, if a span ended `error` or `timeout` with a reason. */
+  failureReason?: string
+  /** Input tokens (root-level accounting, as for [`RunRollup`]). */
+  inputTokens?: bigint
+  /** The root's job, if any. */
+  jobName?: string
+  /** Output tokens. */
+  outputTokens?: bigint
+  /** The root's session, if any. */
+  sessionId?: string
+}
+
+/** A command of the host: add a row, or record what the push lane did with one. Its serde
+ * form names each variant in snake_case (`mark_waiting`); a command's serde form is not stored. */
+export type OutboxCommand =
+  /** Add a `pending` row due at once; a key already present adds nothing. */
+  | {
+    type: 'enqueue'
+    /** The idempotency key. */
+    key: string
+    /** The peer it is owed to. */
+    peer: string
+    /** What kind of row it is (the reference's `kind`), at most [`KIND_BYTES_MAX`]
+     * bytes. */
+    kind: string
+    /** What is delivered, at most [`PAYLOAD_BYTES_MAX`] bytes. */
+    payload: Buffer
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** The push lane delivered a `pending` or `waiting` row: `done`. */
+  | {
+    type: 'deliver'
+    /** The row's key. */
+    key: string
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** The push lane cannot reach the peer: a `pending` row becomes `waiting` (only the peer's pull takes it), one attempt more. */
+  | {
+    type: 'park'
+    /** The row's key. */
+    key: string
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** A push of a `pending` row failed: one attempt more, due again after the backoff. */
+  | {
+    type: 'retry'
+    /** The row's key. */
+    key: string
+    /** The caller's clock. */
+    nowMs: number
+    /** The backoff rule ([`Backoff::DEFAULT`] when a serde form leaves it out). */
+    backoff?: Backoff
+    /** What went wrong, at most [`ERROR_BYTES_MAX`] bytes. */
+    lastError?: string
+  }
+  /** The reference's `markWaiting`: a `pending` row becomes `waiting` with the attempt count the caller gives. */
+  | {
+    type: 'markWaiting'
+    /** The row's key. */
+    key: string
+    /** The attempt count the row takes. */
+    attempts: number
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** The reference's `markRetry`: a `pending` row stays `pending` with the attempt count, next time and first failure time the caller gives. */
+  | {
+    type: 'markRetry'
+    /** The row's key. */
+    key: string
+    /** The attempt count the row takes. */
+    attempts: number
+    /** When it is due again. */
+    nextAtMs: number
+    /** When it first failed. */
+    firstFailedAtMs: number
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** The push lane gives up on a `pending` or `waiting` row: `expired`. */
+  | {
+    type: 'giveUp'
+    /** The row's key. */
+    key: string
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Claim the peer's own claimable rows (pending, waiting, or claimed under a lapsed claim), in enqueue order, under the caller's fresh `token` until `now_ms + lease_ms`. */
+  | {
+    type: 'claim'
+    /** The claiming peer: only its own rows are taken. */
+    peer: string
+    /** A token the caller made fresh for this claim. */
+    token: string
+    /** Most rows to take, clamped to 1..=[`CLAIM_ROWS_MAX`]. */
+    limit: number
+    /** The caller's clock. */
+    nowMs: number
+    /** How long the claim lasts ([`CLAIM_LEASE_MS`] in the reference, and when a serde
+     * form leaves it out). */
+    leaseMs?: number
+  }
+  /** Mark `done` the rows the peer still holds under the tokens it names. */
+  | {
+    type: 'ack'
+    /** The acking peer. */
+    peer: string
+    /** The rows, each with the token it was claimed under; at most [`ACK_ROWS_MAX`]. */
+    acks: Array<RowAck>
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Give up on rows never delivered that are older than `max_age_ms`, and on rows whose claim lapsed unacked that are older than `claim_retry_ms`. At most [`SWEEP_ROWS_MAX`] rows, oldest first. */
+  | {
+    type: 'expire'
+    /** The caller's clock. */
+    nowMs: number
+    /** Age past which a row under a lapsed claim expires ([`CLAIM_RETRY_MS`]). */
+    claimRetryMs?: number
+    /** Age past which a `pending` or `waiting` row expires ([`MAX_AGE_MS`]). */
+    maxAgeMs?: number
+  }
+  /** Remove `done` and `expired` rows created more than `older_than_ms` ago. At most [`SWEEP_ROWS_MAX`] rows, oldest first. */
+  | {
+    type: 'pruneOutbox'
+    /** The caller's clock. */
+    nowMs: number
+    /** Age past which a finished row is removed ([`PRUNE_AFTER_MS`]). */
+    olderThanMs?: number
+  }
+
+/** What an [`OutboxCommand`] got. */
+export type OutboxOutcome =
+  /** A row was added. */
+  | {
+    type: 'enqueued'
+    /** The row now. */
+    row: OutboxRow
+  }
+  /** The key was present; nothing was added or changed. */
+  | {
+    type: 'alreadyEnqueued'
+    /** The row that stands (its peer and payload may differ from the command's). */
+    row: OutboxRow
+  }
+  /** The row moved. */
+  | {
+    type: 'updated'
+    /** The row now. */
+    row: OutboxRow
+  }
+  /** Refused; nothing appended. */
+  | {
+    type: 'refused'
+    /** Why. */
+    reason: OutboxRefusal
+    /** The row that stands, if any. */
+    row?: OutboxRow
+  }
+  /** The rows claimed (possibly none), in enqueue order. */
+  | {
+    type: 'claimed'
+    /** The claim's token. */
+    token: string
+    /** When the claim lapses. */
+    expiresAtMs: number
+    /** The rows now. */
+    rows: Array<OutboxRow>
+  }
+  /** The rows acked and the rows not acked, each in the order the ack named them. */
+  | {
+    type: 'acked'
+    /** The keys acked. */
+    acked: Array<string>
+    /** The rows not acked. */
+    refused: Array<AckRefusal>
+  }
+  /** The claim was refused; nothing appended. */
+  | {
+    type: 'refused'
+    /** Why. */
+    reason: OutboxRefusal
+    /** The row that caused it. */
+    key: string
+  }
+  /** The rows expired, oldest first. */
+  | {
+    type: 'expired'
+    /** The rows. */
+    rows: Array<ExpiredRow>
+    /** Whether more rows qualify than one sweep takes: run it again. */
+    more: boolean
+  }
+  /** The rows removed, oldest first. */
+  | {
+    type: 'pruned'
+    /** Their keys. */
+    keys: Array<string>
+    /** Whether more rows qualify than one sweep takes: run it again. */
+    more: boolean
+  }
+
+/** One row of the outbox: something owed to a peer, keyed by its idempotency key. */
+export interface OutboxRow {
+  /** The idempotency key. */
+  key: string
+  /** The peer it is owed to; only that peer may claim and ack it. */
+  peer: string
+  /** What kind of row it is (empty for a row enqueued before rows had kinds). */
+  kind: string
+  /** Its place in enqueue order: due rows, claims and listings go in this order. */
+  enqueueId: bigint
+  /** What is delivered. */
+  payload: Buffer
+  /** Where it stands. */
+  state: OutboxState
+  /** Failed pushes so far. */
+  attempts: number
+  /** When it was enqueued. */
+  createdAtMs: number
+  /** Every token it has been claimed under, oldest first: a row is never claimed twice
+   * under one token, so an ack under a token can only answer that one claim. */
+  claimTokens: Array<string>
+  /** The claim on it: set exactly while `claimed`. */
+  claim?: Claim
+  /** When a push of it first failed. */
+  firstFailedAtMs?: number
+  /** What the last failed push reported. */
+  lastError?: string
+  /** When the push lane may push it: set while `pending`, `None` otherwise. */
+  nextAtMs?: number
+}
+
+/** Where a run stands: its root, its high-water seq and its span counts. Deleted when the
+ * run's detail is pruned. */
+export interface Run {
+  /** The run. */
+  run: string
+  /** Its root span (the run's first span). */
+  rootSpan: string
+  /** The seq of its latest change. */
+  highWaterSeq: bigint
+  /** Spans started in it. */
+  spanCount: bigint
+  /** Spans still open in it. */
+  openSpanCount: bigint
+  /** Whether its root span has ended: the run is closed, and its rollup written. */
+  closed: boolean
+}
+
+/** One seq'd change of a run: the per-run delta index. */
+export interface RunChange {
+  /** The run. */
+  run: string
+  /** Its seq within the run. */
+  seq: bigint
+  /** The log position of its record: the global cursor. */
+  position: bigint
+  /** The span it concerns. */
+  span: string
+  /** What it changed. */
+  kind: RunChangeKind
+  /** The event's index, for [`ChangeKind::EventAppended`]. */
+  eventIndex?: bigint
+}
+
+/** A command on whole runs: liveness, closing and retention. Its serde form names each variant
+ * in snake_case, the pruning `prune_runs` (the outbox's own pruning is another command); a
+ * command's serde form is not stored. */
+export type RunCommand =
+  /** The writer of the run's open root says it is alive at `now_ms`. */
+  | {
+    type: 'heartbeat'
+    /** The run. */
+    run: string
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Compute and store the run's rollup from its spans as they stand, its root open or ended (the reference's `rollupRun`); its cost fields keep any earlier rollup's values. */
+  | {
+    type: 'rollup'
+    /** The run. */
+    run: string
+    /** The caller's clock (the record's time; the rollup reads none). */
+    nowMs: number
+  }
+  /** End every open span of the run as `outcome` with `reason`, children first, and roll the run up. */
+  | {
+    type: 'cascadeClose'
+    /** The run. */
+    run: string
+    /** The outcome written on every open span. */
+    outcome: SpanEnd
+    /** The reason written on every open span. */
+    reason: string
+    /** The caller's clock: the spans' end. */
+    nowMs: number
+  }
+  /** Close, as `interrupted`, every run with an open span written by `writer`, a writer that is gone (a previous life of a restarted process). */
+  | {
+    type: 'sweepOrphans'
+    /** The gone writer. */
+    writer: string
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Close, as `interrupted`, every run whose open root's last heartbeat is more than `stale_after_ms` before `now_ms`. */
+  | {
+    type: 'sweepStale'
+    /** How long a root may stay silent. */
+    staleAfterMs: number
+    /** The caller's clock. */
+    nowMs: number
+    /** The sweeping writer: its own runs are live by definition and are spared. */
+    sweeper?: string
+  }
+  /** Delete the detail of up to `batch` finished runs, keeping their rollups, marked. */
+  | {
+    type: 'pruneRuns'
+    /** Runs that ended before this (absolute ms) are covered by a digest and prunable
+     * once also older than the retention window. */
+    digestFloorAtMs: number
+    /** The least age since its end before a covered run's detail is pruned. */
+    detailRetentionMs: number
+    /** Runs that ended more than this before `now_ms` are pruned, covered or not. */
+    hardCeilingMs: number
+    /** Most runs pruned by one command, so writers are not starved. */
+    batch: number
+    /** The caller's clock. */
+    nowMs: number
+  }
+
+/** What a run command got. */
+export type RunOutcome =
+  /** The heartbeat was recorded. */
+  | {
+    type: 'heartbeatRecorded'
+  }
+  /** The rollup of a run whose root has ended was computed and stored. */
+  | {
+    type: 'rolledUp'
+    /** The rollup as written. */
+    rollup: RunRollup
+  }
+  /** The rollup of a run whose root is still open was computed and stored. */
+  | {
+    type: 'rolledUpWhileOpen'
+    /** The rollup as written. */
+    rollup: OpenRunRollup
+  }
+  /** Runs closed (none when nothing was open). */
+  | {
+    type: 'closed'
+    /** The runs, in the order they were closed. */
+    runs: Array<ClosedRun>
+  }
+  /** Runs whose detail was pruned. */
+  | {
+    type: 'pruned'
+    /** The runs, earliest end first. */
+    runs: Array<string>
+    /** Spans deleted in all. */
+    spansDeleted: bigint
+  }
+  /** Refused; nothing appended. */
+  | {
+    type: 'refused'
+    /** Why. */
+    reason: RunRefusal
+  }
+
+/** A closed run's summary, written when its root ends and rewritten when any of its spans
+ * ends later; it outlives the run's detail. */
+export interface RunRollup {
+  /** The run. */
+  run: string
+  /** Where it came from (the root's origin). */
+  origin: SpanOrigin
+  /** The root's name. */
+  name: string
+  /** When the root started. */
+  startedAtMs: number
+  /** When the root ended. */
+  endedAtMs: number
+  /** The root's outcome. */
+  outcome: SpanEnd
+  /** `ended_at_ms - started_at_ms`. */
+  durationMs: number
+  /** Spans in the run. */
+  spanCount: bigint
+  /** Whether its detail (spans, events) was pruned. */
+  detailPruned: boolean
+  /** The billing classification behind the effective cost: frozen at first non-null. */
+  billingMode?: BillingMode
+  /** Cache-creation tokens. */
+  cacheCreationTokens?: bigint
+  /** Cache-read tokens. */
+  cacheReadTokens?: bigint
+  /** What the run reported it cost, micro-USD: frozen at its first non-null value. */
+  costMicroUsd?: bigint
+  /** What the run effectively cost, micro-USD (0 under a subscription, `None` unknown):
+   * frozen at its first non-null value. */
+  effectiveCostMicroUsd?: bigint
+  /** Why the run failed, if it did. */
+  failureReason?: string
+  /** Input tokens (root-level accounting; see the module rules). */
+  inputTokens?: bigint
+  /** The root's job, if any. */
+  jobName?: string
+  /** Output tokens. */
+  outputTokens?: bigint
+  /** The root's session, if any. */
+  sessionId?: string
+}
+
+/** A run's detail in one consistent read: what a live reader starts from. */
+export interface RunSnapshot {
+  /** The run. */
+  run: Run
+  /** Its spans in start order. */
+  spans: Array<Span>
+  /** Its events in seq order. */
+  events: Array<SpanEvent>
+  /** The seq of its latest change: deltas at or below it are in the snapshot. */
+  highWaterSeq: bigint
+  /** The log position of its latest change, if it still has one: the global cursor to read
+   * the log on from. */
+  position?: bigint
+}
+
 /** Sets a host setting (key → value). There is no delete: the reference has none. */
 export interface SettingCommand {
   /** The setting: 1 to [`SETTING_KEY_BYTES_MAX`] bytes. */
@@ -1603,6 +1574,221 @@ export type SettingOutcome =
   /** It already had that value; nothing appended. */
   | {
     type: 'unchanged'
+  }
+
+/** A span as it stands. */
+export interface Span {
+  /** The run. */
+  run: string
+  /** The span, unique within its run. */
+  span: string
+  /** What it is called. */
+  name: string
+  /** What it is a unit of. */
+  kind: SpanKind
+  /** Where its run came from. */
+  origin: SpanOrigin
+  /** Its attributes. */
+  attributes: Record<string, string>
+  /** The process identity that writes it. */
+  writer: string
+  /** When it started. */
+  startedAtMs: number
+  /** Its usage. */
+  usage: SpanUsage
+  /** Its depth in the run's tree: 0 for the root. */
+  depth: number
+  /** The seq of its start: spans of a run in this order are in start order. */
+  startSeq: bigint
+  /** The seq of its latest change (start, patch or end). */
+  seq: bigint
+  /** The log position of its latest change. */
+  position: bigint
+  /** How many events it has (the next event's index). */
+  eventCount: bigint
+  /** How its run is billed, if known. */
+  billingMode?: BillingMode
+  /** When it ended; `None` while open. */
+  endedAtMs?: number
+  /** The scheduled job it belongs to, if any. */
+  jobName?: string
+  /** The latest heartbeat: a root's is its start until one comes; any other span's is
+   * `None` until it heartbeats. */
+  lastHeartbeatAtMs?: number
+  /** Its terminal outcome; `None` while open. */
+  outcome?: SpanEnd
+  /** Why it ended so, if said. */
+  outcomeReason?: string
+  /** The parent span; `None` for the run's root. */
+  parent?: string
+  /** The session it belongs to, if any. */
+  sessionId?: string
+  /** The wait boundary it reported, if any. */
+  waitUntilMs?: number
+}
+
+/** A command on one span. Its serde form names each variant in snake_case, the heartbeat
+ * `span_heartbeat` and the event `event` (the runs' own heartbeat is another command); it may
+ * leave out attributes and usage (none); a command's serde form is not stored. */
+export type SpanCommand =
+  /** Start a span at `now_ms`, open until it ends. */
+  | {
+    type: 'start'
+    /** The run. */
+    run: string
+    /** The span, unique within the run. */
+    span: string
+    /** What it is called. */
+    name: string
+    /** What it is a unit of. */
+    kind: SpanKind
+    /** Where its run came from. */
+    origin: SpanOrigin
+    /** The process identity that writes it. */
+    writer: string
+    /** The caller's clock: the span's start. */
+    nowMs: number
+    /** Its attributes. */
+    attributes?: Record<string, string>
+    /** How its run is billed, if known. */
+    billingMode?: BillingMode
+    /** The scheduled job it belongs to, if any. */
+    jobName?: string
+    /** The parent span in the same run; `None` for the run's root (its first span). */
+    parent?: string
+    /** The session it belongs to, if any. */
+    sessionId?: string
+  }
+  /** Update an open span: attributes merged, reported usage fields replaced. */
+  | {
+    type: 'patch'
+    /** The run. */
+    run: string
+    /** The span. */
+    span: string
+    /** The caller's clock. */
+    nowMs: number
+    /** Attributes merged in. */
+    attributes?: Record<string, string>
+    /** A billing mode. */
+    billingMode?: BillingMode
+    /** Usage merged in. */
+    usage?: SpanUsage
+    /** A new wait boundary. */
+    waitUntilMs?: number
+  }
+  /** Write the span's terminal outcome, once. */
+  | {
+    type: 'end'
+    /** The run. */
+    run: string
+    /** The span. */
+    span: string
+    /** The outcome. */
+    outcome: SpanEnd
+    /** The caller's clock: the span's end. */
+    nowMs: number
+    /** Final attributes merged in. */
+    attributes?: Record<string, string>
+    /** Why, if said. */
+    reason?: string
+    /** Final usage merged in. */
+    usage?: SpanUsage
+  }
+  /** The writer of an open span (the run's root or any other) says it is alive at `now_ms`. */
+  | {
+    type: 'spanHeartbeat'
+    /** The run. */
+    run: string
+    /** The span. */
+    span: string
+    /** The caller's clock. */
+    nowMs: number
+  }
+  /** Record an event on a span (open or ended) at `now_ms`. */
+  | {
+    type: 'event'
+    /** The run. */
+    run: string
+    /** The span. */
+    span: string
+    /** What kind of event it is. */
+    eventType: string
+    /** The payload (typically JSON text); cut to the cap if longer. */
+    payload: string
+    /** The caller's clock: the event's time. */
+    nowMs: number
+    /** A lower payload cap for this call; `None` (or anything higher) is
+     * [`EVENT_PAYLOAD_BYTES_MAX`]. */
+    payloadBytesMax?: number
+  }
+
+/** An event recorded on a span. Its row in `runs.events` holds only the position of the
+ * record that appended it; the rest is read back from that record. */
+export interface SpanEvent {
+  /** The run. */
+  run: string
+  /** The span. */
+  span: string
+  /** Its index within the span. */
+  eventIndex: bigint
+  /** When it happened. */
+  atMs: number
+  /** What kind of event it is. */
+  eventType: string
+  /** The payload as stored (cut when `truncated`). */
+  payload: string
+  /** Whether the payload was cut to the cap. */
+  truncated: boolean
+  /** Its run's seq. */
+  seq: bigint
+  /** The log position of the record that appended it. */
+  position: bigint
+}
+
+/** What a span command got. */
+export type SpanOutcome =
+  /** The span started. */
+  | {
+    type: 'started'
+    /** Its run's seq for the start. */
+    seq: bigint
+    /** Its depth in the run's tree. */
+    depth: number
+  }
+  /** The span was patched. */
+  | {
+    type: 'patched'
+    /** Its run's seq for the patch. */
+    seq: bigint
+  }
+  /** The span ended. */
+  | {
+    type: 'ended'
+    /** Its run's seq for the end. */
+    seq: bigint
+    /** The run's rollup, written because its root is now terminal. */
+    rollup?: RunRollup
+  }
+  /** The span's heartbeat was recorded. */
+  | {
+    type: 'heartbeatRecorded'
+  }
+  /** The event was recorded. */
+  | {
+    type: 'eventAppended'
+    /** Its run's seq. */
+    seq: bigint
+    /** Its index within the span. */
+    eventIndex: bigint
+    /** Whether its payload was cut to the cap. */
+    truncated: boolean
+  }
+  /** Refused; nothing appended. */
+  | {
+    type: 'refused'
+    /** Why. */
+    reason: SpanRefusal
   }
 
 /** Where a consumer stopped. */
@@ -1637,6 +1823,31 @@ export interface IngestedEvent {
   receivedAtMs: number
   /** The event as the runtime sent it. */
   bytes: Buffer
+}
+
+/** The fields an upsert gives; `None` leaves a field as it is (or to its default on a new
+ * instance). For `identity`, `tree`, `source` and `owner`, an empty string clears the field. */
+export interface InstanceFields {
+  /** The domain (default `localhost`); must not be empty. */
+  domain?: string
+  /** The identity key (hex). */
+  identity?: string
+  /** Agent or mailbox (default agent). */
+  kind?: InstanceKind
+  /** Whom it knows (default nobody); normalized as [`Knows::from_handles`] does. */
+  knows?: Array<string>
+  /** A mailbox's owner (hex identity). */
+  owner?: string
+  /** The directory it came from. */
+  source?: string
+  /** Whether it is served (default enabled). */
+  status?: InstanceStatus
+  /** The store; a new instance needs one, and it must not be empty. */
+  store?: string
+  /** Overlay names routed to it (default none). */
+  topics?: Array<string>
+  /** The root of the tree deployed. */
+  tree?: string
 }
 
 /** A lane/key lease: an owner claim with a cursor that outlives owners. */
@@ -1685,7 +1896,80 @@ export interface Lease {
   holderName: string
 }
 
+/** How long a failed push waits before the next: `base_ms` after the first failure,
+ * doubling with each further one, never more than `max_ms`. */
+export interface Backoff {
+  /** The wait after the first failure. */
+  baseMs: number
+  /** The longest wait. */
+  maxMs: number
+}
+
+/** One row of an ack: its key and the token it was claimed under. */
+export interface RowAck {
+  /** The row's key. */
+  key: string
+  /** The claim's token. */
+  token: string
+}
+
+/** A row of an ack that was not acked, and why. */
+export interface AckRefusal {
+  /** The row's key. */
+  key: string
+  /** Why it was not acked. */
+  reason: OutboxRefusal
+}
+
+/** A row a sweep expired. */
+export interface ExpiredRow {
+  /** The row's key. */
+  key: string
+  /** Why it expired. */
+  reason: ExpiryReason
+}
+
+/** A peer's claim on a row. */
+export interface Claim {
+  /** The token it is fenced with. */
+  token: string
+  /** When it was taken. */
+  claimedAtMs: number
+  /** When it lapses: live while `now_ms < expires_at_ms`. */
+  expiresAtMs: number
+}
+
+/** A run a command closed. */
+export interface ClosedRun {
+  /** The run. */
+  run: string
+  /** The spans ended, in the order they were (deepest first). */
+  spans: Array<string>
+  /** The run's rollup as written. */
+  rollup: RunRollup
+}
+
+/** Token usage and cost as a span reports it. `None` is "not reported", never zero. */
+export interface SpanUsage {
+  /** Tokens written to a prompt cache. */
+  cacheCreationTokens?: bigint
+  /** Tokens read from a prompt cache. */
+  cacheReadTokens?: bigint
+  /** Cost in millionths of a US dollar (integers, so sums and bytes are exact). */
+  costMicroUsd?: bigint
+  /** Input tokens. */
+  inputTokens?: bigint
+  /** The model that consumed them. */
+  model?: string
+  /** Output tokens. */
+  outputTokens?: bigint
+}
+
 // The names a reason, status or kind takes (scripts/schema.mjs, from constants.names).
+
+export type BillingMode =
+  | 'subscription'
+  | 'api'
 
 export type ConsumerRefusal =
   | 'behind'

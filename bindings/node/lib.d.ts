@@ -77,7 +77,10 @@ export type ErrorCode =
   | 'IN_TRANSACTION'
   | 'UNSAFE_INTEGER'
 
-/** An error of annals, with a stable `code` and the fields its Rust error carries. */
+/**
+ * An error of annals, with a stable `code` and the fields its Rust error carries; each is of one
+ * of the subclasses below, by its code's family.
+ */
 export declare class AnnalsError extends Error {
   readonly code: ErrorCode
   /**
@@ -87,22 +90,47 @@ export declare class AnnalsError extends Error {
   readonly field?: string
   /** The limit exceeded (`LIMIT`, `INVALID_CONFIG`, and `INVALID_ARGUMENT` for a writer option). */
   readonly limit?: number
-  /** The position concerned (`CORRUPT`, `IDEMPOTENCY_CONFLICT`, `ARCHIVED`), as a decimal string. */
-  readonly position?: string
+  /** The position concerned (`CORRUPT`, `IDEMPOTENCY_CONFLICT`, `ARCHIVED`). */
+  readonly position?: bigint
   /** The idempotency key that conflicts (`IDEMPOTENCY_CONFLICT`). */
   readonly key?: string
   /**
-   * The file concerned (`NOT_FOUND`, `NOT_A_LOG`, `NO_SPACE`, `STORE_FILE`, `OUTPUT_PATH`, and
-   * `IO`, `PERMISSION_DENIED`, `IS_A_DIRECTORY` and the other errors of `Store.open` and `archiveBefore`).
+   * The file concerned (`HELD`, `NOT_FOUND`, `NOT_A_LOG`, `NEEDS_UPGRADE`, `NO_SPACE`,
+   * `STORE_FILE`, `OUTPUT_PATH`, and `IO`, `PERMISSION_DENIED`, `IS_A_DIRECTORY` and the other
+   * errors of `Store.open` and `archiveBefore`).
    */
   readonly path?: string
-  /** The cut's first kept position (`ARCHIVED`, `NOT_IN_CUT`), as a decimal string. */
-  readonly before?: string
+  /** The cut's first kept position (`ARCHIVED`, `NOT_IN_CUT`). */
+  readonly before?: bigint
   /** The archive file that holds the record (`ARCHIVED`). */
   readonly archive?: string
   /** The projection the cut kept no snapshot of (`NOT_IN_CUT`). */
   readonly projection?: string
 }
+
+// AnnalsError's subclasses, one for each family of codes (scripts/schema.mjs, from constants.errorFamilies).
+export declare class ArchivedError extends AnnalsError {
+  readonly code: 'ARCHIVED' | 'NOT_IN_CUT'
+}
+export declare class BusyError extends AnnalsError {
+  readonly code: 'HELD'
+}
+export declare class CorruptError extends AnnalsError {
+  readonly code: 'CORRUPT'
+}
+export declare class FileError extends AnnalsError {
+  readonly code: 'NOT_FOUND' | 'IS_A_DIRECTORY' | 'PERMISSION_DENIED' | 'NO_SPACE' | 'NOT_A_LOG' | 'NEEDS_UPGRADE' | 'OPEN_FAILED' | 'EXISTS' | 'STORE_FILE' | 'OUTPUT_PATH' | 'IO'
+}
+export declare class InvalidInputError extends AnnalsError {
+  readonly code: 'INVALID_ARGUMENT' | 'INVALID_COMMAND' | 'INVALID_CONFIG' | 'LIMIT' | 'UNSAFE_INTEGER'
+}
+export declare class RefusedError extends AnnalsError {
+  readonly code: 'WRONG_EXPECTED_VERSION' | 'IDEMPOTENCY_CONFLICT' | 'APPEND_REFUSED' | 'FENCED' | 'RESERVED_KIND' | 'REFUSED' | 'ARCHIVE_REFUSED'
+}
+export declare class StateError extends AnnalsError {
+  readonly code: 'READ_ONLY' | 'CLOSED' | 'IN_TRANSACTION' | 'SUBSCRIPTION_LOST' | 'BEHIND' | 'INTERNAL'
+}
+// End of AnnalsError's subclasses.
 
 /** A command of any domain, told apart by its `type`. */
 export type Command =

@@ -75,7 +75,8 @@ pub fn row_stream(key: &str) -> String {
 
 /// How long a failed push waits before the next: `base_ms` after the first failure,
 /// doubling with each further one, never more than `max_ms`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Backoff {
     /// The wait after the first failure.
     pub base_ms: u64,
@@ -117,6 +118,7 @@ impl Default for Backoff {
 
 /// Why an outbox command (or one row of an ack) did not get what it asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OutboxRefusal {
     /// There is no row with that key.
@@ -144,8 +146,11 @@ impl std::fmt::Display for OutboxRefusal {
     }
 }
 
-/// A command of the host: add a row, or record what the push lane did with one.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A command of the host: add a row, or record what the push lane did with one. Its serde
+/// form names each variant in snake_case (`mark_waiting`); a command's serde form is not stored.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 pub enum OutboxCommand {
     /// Add a `pending` row due at once; a key already present adds nothing.
     Enqueue {
@@ -157,6 +162,8 @@ pub enum OutboxCommand {
         /// bytes.
         kind: String,
         /// What is delivered, at most [`PAYLOAD_BYTES_MAX`] bytes.
+        #[serde(with = "crate::event::bytes")]
+        #[cfg_attr(feature = "schema", schemars(with = "Vec<u8>"))]
         payload: Vec<u8>,
         /// The caller's clock.
         now_ms: u64,
@@ -180,7 +187,8 @@ pub enum OutboxCommand {
     Retry {
         /// The row's key.
         key: String,
-        /// The backoff rule.
+        /// The backoff rule ([`Backoff::DEFAULT`] when a serde form leaves it out).
+        #[serde(default)]
         backoff: Backoff,
         /// What went wrong, at most [`ERROR_BYTES_MAX`] bytes.
         last_error: Option<String>,
@@ -221,7 +229,9 @@ pub enum OutboxCommand {
 }
 
 /// What an [`OutboxCommand`] got.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 #[must_use]
 pub enum OutboxOutcome {
     /// A row was added.
@@ -249,7 +259,8 @@ pub enum OutboxOutcome {
 }
 
 /// One row of an ack: its key and the token it was claimed under.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RowAck {
     /// The row's key.
     pub key: String,
@@ -258,7 +269,9 @@ pub struct RowAck {
 }
 
 /// A command of a peer's own pull.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 pub enum PullCommand {
     /// Claim the peer's own claimable rows (pending, waiting, or claimed under a lapsed
     /// claim), in enqueue order, under the caller's fresh `token` until `now_ms + lease_ms`.
@@ -269,7 +282,9 @@ pub enum PullCommand {
         token: ClaimToken,
         /// Most rows to take, clamped to 1..=[`CLAIM_ROWS_MAX`].
         limit: u32,
-        /// How long the claim lasts ([`CLAIM_LEASE_MS`] in the reference).
+        /// How long the claim lasts ([`CLAIM_LEASE_MS`] in the reference, and when a serde
+        /// form leaves it out).
+        #[serde(default = "claim_lease_ms")]
         lease_ms: u64,
         /// The caller's clock.
         now_ms: u64,
@@ -286,7 +301,8 @@ pub enum PullCommand {
 }
 
 /// A row of an ack that was not acked, and why.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AckRefusal {
     /// The row's key.
     pub key: String,
@@ -295,7 +311,9 @@ pub struct AckRefusal {
 }
 
 /// What a [`PullCommand`] got.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 #[must_use]
 pub enum PullOutcome {
     /// The rows claimed (possibly none), in enqueue order.
@@ -323,8 +341,11 @@ pub enum PullOutcome {
     },
 }
 
-/// A housekeeping command.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A housekeeping command. Its serde names say the domain (`prune_outbox`), as the runs'
+/// own pruning is another command; a serde form that leaves an age out takes the reference's.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 pub enum SweepCommand {
     /// Give up on rows never delivered that are older than `max_age_ms`, and on rows whose
     /// claim lapsed unacked that are older than `claim_retry_ms`. At most
@@ -333,22 +354,27 @@ pub enum SweepCommand {
         /// The caller's clock.
         now_ms: u64,
         /// Age past which a `pending` or `waiting` row expires ([`MAX_AGE_MS`]).
+        #[serde(default = "max_age_ms")]
         max_age_ms: u64,
         /// Age past which a row under a lapsed claim expires ([`CLAIM_RETRY_MS`]).
+        #[serde(default = "claim_retry_ms")]
         claim_retry_ms: u64,
     },
     /// Remove `done` and `expired` rows created more than `older_than_ms` ago. At most
     /// [`SWEEP_ROWS_MAX`] rows, oldest first.
+    #[serde(rename = "prune_outbox")]
     Prune {
         /// The caller's clock.
         now_ms: u64,
         /// Age past which a finished row is removed ([`PRUNE_AFTER_MS`]).
+        #[serde(default = "prune_after_ms")]
         older_than_ms: u64,
     },
 }
 
 /// A row a sweep expired.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ExpiredRow {
     /// The row's key.
     pub key: String,
@@ -357,7 +383,9 @@ pub struct ExpiredRow {
 }
 
 /// What a [`SweepCommand`] got.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 #[must_use]
 pub enum SweepOutcome {
     /// The rows expired, oldest first.
@@ -374,6 +402,23 @@ pub enum SweepOutcome {
         /// Whether more rows qualify than one sweep takes: run it again.
         more: bool,
     },
+}
+
+// The reference's durations, as serde's defaults take them: a function each.
+fn claim_lease_ms() -> u64 {
+    CLAIM_LEASE_MS
+}
+
+fn max_age_ms() -> u64 {
+    MAX_AGE_MS
+}
+
+fn claim_retry_ms() -> u64 {
+    CLAIM_RETRY_MS
+}
+
+fn prune_after_ms() -> u64 {
+    PRUNE_AFTER_MS
 }
 
 // Keys, peers and tokens are refused when empty, over-long or bearing a control

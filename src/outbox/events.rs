@@ -100,6 +100,7 @@ pub struct Acked {
 
 /// Why a row was given up on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ExpiryReason {
     /// Never delivered within the maximum age (a sweep).

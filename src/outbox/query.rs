@@ -12,10 +12,12 @@ use crate::projection::table::{Table, TableSource};
 /// The token a peer's claim is fenced with, chosen by the caller (fresh for every claim).
 /// Only an ack under the same token (and from the same peer) marks the rows done.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ClaimToken(pub String);
 
 /// Where a row stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OutboxState {
     /// The push lane may push it once due; the peer's pull may claim it.
@@ -79,6 +81,7 @@ impl std::fmt::Display for OutboxState {
 
 /// A peer's claim on a row.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Claim {
     /// The token it is fenced with.
     pub token: ClaimToken,
@@ -97,6 +100,7 @@ impl Claim {
 
 /// One row of the outbox: something owed to a peer, keyed by its idempotency key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OutboxRow {
     /// The idempotency key.
     pub key: String,
@@ -108,6 +112,7 @@ pub struct OutboxRow {
     pub enqueue_id: u64,
     /// What is delivered.
     #[serde(serialize_with = "crate::event::readable_bytes")]
+    #[cfg_attr(feature = "schema", schemars(with = "Vec<u8>"))]
     pub payload: Vec<u8>,
     /// Where it stands.
     pub state: OutboxState,

@@ -56,7 +56,8 @@ pub fn fuel_stream(instance: &str) -> String {
 
 /// The fields an upsert gives; `None` leaves a field as it is (or to its default on a new
 /// instance). For `identity`, `tree`, `source` and `owner`, an empty string clears the field.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct InstanceFields {
     /// The domain (default `localhost`); must not be empty.
     pub domain: Option<String>,
@@ -80,8 +81,11 @@ pub struct InstanceFields {
     pub topics: Option<Vec<String>>,
 }
 
-/// A command on one instance.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A command on one instance. Its serde form names each variant in snake_case (`set_knows`);
+/// a command's serde form is not stored.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 pub enum InstanceCommand {
     /// Registers `handle`, or changes the given fields of the instance that has it (so a
     /// provisioning script can run again). A new instance needs a store.
@@ -130,7 +134,9 @@ pub enum InstanceCommand {
 }
 
 /// What an instance command did.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 #[must_use]
 pub enum InstanceOutcome {
     /// A new instance was registered.
@@ -461,7 +467,8 @@ pub struct RecordFuel {
 }
 
 /// What [`RecordFuel`] did: the ledger row and the instance's total after the charge.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[must_use]
 pub struct FuelOutcome {
     /// The (instance, caller, op) row now.
@@ -472,6 +479,11 @@ pub struct FuelOutcome {
 
 /// Calls one [`RecordFuel`] counts: one command, one call.
 const CALLS_PER_CHARGE: u64 = 1;
+
+/// A [`ChargeFuel`] that does not say how many calls it counts counts one.
+fn one_call() -> u64 {
+    CALLS_PER_CHARGE
+}
 
 impl Command for RecordFuel {
     type Outcome = FuelOutcome;
@@ -492,8 +504,9 @@ impl Command for RecordFuel {
 /// Charges `calls` pre-summed calls of `op` on `instance` by `caller`, costing `fuel` in
 /// all, to the ledger: one row of the reference's `charge(rows)`. Zero calls are allowed (the
 /// row's `updated_at_ms` still moves), as the reference adds whatever it is given. The
-/// instance need not be registered.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// instance need not be registered. Its serde form may leave `calls` out: one call.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ChargeFuel {
     /// The instance called: a valid handle.
     pub instance: String,
@@ -502,6 +515,7 @@ pub struct ChargeFuel {
     /// The op (the route); must not be empty.
     pub op: String,
     /// How many calls the charge counts.
+    #[serde(default = "one_call")]
     pub calls: u64,
     /// What they cost in all.
     pub fuel: u64,

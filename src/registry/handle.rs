@@ -17,6 +17,7 @@ const _: () = assert!(LABEL_BYTES_MAX <= HANDLE_BYTES_MAX);
 /// An instance's handle: one hostname label (`martha`, so `<handle>.<domain>` is its origin)
 /// or a path-only token id (`<64 lower-case hex>_<output index>`, reached at `/@<handle>`).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(transparent)]
 pub struct Handle(String);
 

@@ -11,6 +11,11 @@ use crate::projection::table::{Table, TableSource};
 
 /// Whether the host serves an instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "schema",
+    derive(schemars::JsonSchema),
+    schemars(rename = "InstanceStatus")
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Served (the default of a new instance).
@@ -21,6 +26,7 @@ pub enum Status {
 
 /// What an instance is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum InstanceKind {
     /// An agent with its own identity (the default of a new instance).
@@ -31,6 +37,7 @@ pub enum InstanceKind {
 
 /// The handles an instance knows (its roster).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Knows {
     /// These handles, in the order first given, without repeats; empty: nobody.
@@ -84,6 +91,7 @@ impl Knows {
 
 /// One registered instance, as it stands.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Instance {
     /// Its handle: the key.
     pub handle: Handle,
@@ -128,6 +136,7 @@ impl Instance {
 
 /// What one caller's calls of one op on one instance cost, summed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FuelEntry {
     /// The instance (a handle; it may have been removed since).
     pub instance: String,
@@ -145,6 +154,7 @@ pub struct FuelEntry {
 
 /// What every call on one instance cost, summed over callers and ops.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FuelTotal {
     /// Calls counted.
     pub calls: u64,

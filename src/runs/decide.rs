@@ -39,6 +39,7 @@ pub fn run_stream(run: &str) -> String {
 
 /// Why a span command was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SpanRefusal {
     /// A span with this id already exists in the run.
@@ -72,8 +73,12 @@ impl std::fmt::Display for SpanRefusal {
     }
 }
 
-/// A command on one span.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A command on one span. Its serde form names each variant in snake_case, the heartbeat
+/// `span_heartbeat` and the event `event` (the runs' own heartbeat is another command); it may
+/// leave out attributes and usage (none); a command's serde form is not stored.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 pub enum SpanCommand {
     /// Start a span at `now_ms`, open until it ends.
     Start {
@@ -94,6 +99,7 @@ pub enum SpanCommand {
         /// The scheduled job it belongs to, if any.
         job_name: Option<String>,
         /// Its attributes.
+        #[serde(default)]
         attributes: Attributes,
         /// How its run is billed, if known.
         billing_mode: Option<BillingMode>,
@@ -109,8 +115,10 @@ pub enum SpanCommand {
         /// The span.
         span: String,
         /// Attributes merged in.
+        #[serde(default)]
         attributes: Attributes,
         /// Usage merged in.
+        #[serde(default)]
         usage: SpanUsage,
         /// A new wait boundary.
         wait_until_ms: Option<u64>,
@@ -130,14 +138,17 @@ pub enum SpanCommand {
         /// Why, if said.
         reason: Option<String>,
         /// Final usage merged in.
+        #[serde(default)]
         usage: SpanUsage,
         /// Final attributes merged in.
+        #[serde(default)]
         attributes: Attributes,
         /// The caller's clock: the span's end.
         now_ms: u64,
     },
     /// The writer of an open span (the run's root or any other) says it is alive at
     /// `now_ms`.
+    #[serde(rename = "span_heartbeat")]
     Heartbeat {
         /// The run.
         run: String,
@@ -147,6 +158,7 @@ pub enum SpanCommand {
         now_ms: u64,
     },
     /// Record an event on a span (open or ended) at `now_ms`.
+    #[serde(rename = "event")]
     AppendEvent {
         /// The run.
         run: String,
@@ -165,7 +177,9 @@ pub enum SpanCommand {
 }
 
 /// What a span command got.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 #[must_use]
 pub enum SpanCommandOutcome {
     /// The span started.
@@ -207,6 +221,7 @@ pub enum SpanCommandOutcome {
 
 /// Why a run command was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RunRefusal {
     /// No such run.
@@ -227,8 +242,12 @@ impl std::fmt::Display for RunRefusal {
     }
 }
 
-/// A command on whole runs: liveness, closing and retention.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A command on whole runs: liveness, closing and retention. Its serde form names each variant
+/// in snake_case, the pruning `prune_runs` (the outbox's own pruning is another command); a
+/// command's serde form is not stored.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 pub enum RunCommand {
     /// The writer of the run's open root says it is alive at `now_ms`.
     Heartbeat {
@@ -276,6 +295,7 @@ pub enum RunCommand {
         now_ms: u64,
     },
     /// Delete the detail of up to `batch` finished runs, keeping their rollups, marked.
+    #[serde(rename = "prune_runs")]
     Prune {
         /// Runs that ended before this (absolute ms) are covered by a digest and prunable
         /// once also older than the retention window.
@@ -292,7 +312,8 @@ pub enum RunCommand {
 }
 
 /// A run a command closed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ClosedRun {
     /// The run.
     pub run: String,
@@ -303,7 +324,9 @@ pub struct ClosedRun {
 }
 
 /// What a run command got.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 #[must_use]
 pub enum RunCommandOutcome {
     /// The heartbeat was recorded.

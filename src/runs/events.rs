@@ -19,6 +19,7 @@ pub type Attributes = BTreeMap<String, String>;
 
 /// What a span is a unit of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SpanKind {
     /// One agent turn.
@@ -33,6 +34,7 @@ pub enum SpanKind {
 
 /// Where a run came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SpanOrigin {
     /// An interactive session.
@@ -43,7 +45,10 @@ pub enum SpanOrigin {
 
 /// The terminal outcome of a span: written once, never changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+// Its serde name is not its Rust name (neither bincode nor JSON writes it): the Node package
+// crosses an enum named `…Outcome` as an object tagged by `type`, and this one is a span's end.
+#[serde(rename = "SpanEnd", rename_all = "snake_case")]
 pub enum SpanOutcome {
     /// The work finished.
     Success,
@@ -73,6 +78,7 @@ impl SpanOutcome {
 
 /// How a run is billed, which decides its effective cost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum BillingMode {
     /// Flat-rate: the run's effective cost is 0 whatever it consumed.
@@ -83,6 +89,7 @@ pub enum BillingMode {
 
 /// Token usage and cost as a span reports it. `None` is "not reported", never zero.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SpanUsage {
     /// Input tokens.
     pub input_tokens: Option<u64>,
@@ -382,6 +389,7 @@ impl DomainEvent for RunEvent {
 /// A closed run's summary, written when its root ends and rewritten when any of its spans
 /// ends later; it outlives the run's detail.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunRollup {
     /// The run.
     pub run: String,
@@ -429,6 +437,7 @@ pub struct RunRollup {
 /// `runs.open_rollups` until the root ends and the run's [`RunRollup`] replaces it, its cost
 /// fields frozen into that one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OpenRunRollup {
     /// The run.
     pub run: String,

@@ -20,11 +20,13 @@ use crate::record::Position;
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunSeq(pub u64);
 
 /// Where a run stands: its root, its high-water seq and its span counts. Deleted when the
 /// run's detail is pruned.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Run {
     /// The run.
     pub run: String,
@@ -42,6 +44,7 @@ pub struct Run {
 
 /// A span as it stands.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Span {
     /// The run.
     pub run: String,
@@ -142,6 +145,7 @@ impl Span {
 /// An event recorded on a span. Its row in `runs.events` holds only the position of the
 /// record that appended it; the rest is read back from that record.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SpanEvent {
     /// The run.
     pub run: String,
@@ -165,6 +169,11 @@ pub struct SpanEvent {
 
 /// What a run change changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "schema",
+    derive(schemars::JsonSchema),
+    schemars(rename = "RunChangeKind")
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeKind {
     /// A span started.
@@ -179,6 +188,7 @@ pub enum ChangeKind {
 
 /// One seq'd change of a run: the per-run delta index.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunChange {
     /// The run.
     pub run: String,
@@ -227,6 +237,7 @@ impl From<&OpenRunRollup> for FrozenCosts {
 
 /// A run's detail in one consistent read: what a live reader starts from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunSnapshot {
     /// The run.
     pub run: Run,

@@ -46,7 +46,9 @@ span('start', 'root', { name: 'nightly', kind: 'cron', origin: 'cron', writer: '
 span('start', 'step-1', { parent: 'root', name: 'index', kind: 'tool', origin: 'cron', writer: 'hub', nowMs: now + 1 })
 span('end', 'step-1', { outcome: 'success', usage: { inputTokens: 1200, costMicroUsd: 900 }, nowMs: now + 50 })
 const ended = span('end', 'root', { outcome: 'success', nowMs: now + 60 })
-if (ended.type === 'ended') console.log(`run rolled up: ${JSON.stringify(ended.rollup)}`)
+// Counts are bigints (as every u64 but milliseconds): JSON is given them as numbers.
+const numbers = (_: string, value: unknown) => (typeof value === 'bigint' ? Number(value) : value)
+if (ended.type === 'ended') console.log(`run rolled up: ${JSON.stringify(ended.rollup, numbers)}`)
 
 const report = store.verify()
 console.log(`verify: ${report.sound ? 'sound' : report.findings.join('; ')}, ${report.records} records`)

@@ -114,13 +114,15 @@ function typeOf(node, reach) {
 // and the JSON schemas of the library's commands and outcomes.
 const { createRequire } = await import('node:module')
 const native = createRequire(import.meta.url)('../index.js')
-const { names, errorCodes } = native.constants()
+const { names, errorCodes, errorFamilies } = native.constants()
 
 // index.d.ts's unions of names: napi-rs types each field that carries one with its union's
 // name (`ts_type`), and declares no union; they are declared here, after what napi-rs wrote,
 // from the lists the Rust enums give (src/names.rs).
 /** Variants the binding spells as another with more fields: the library's name, then JavaScript's. */
 const MERGED = { acquire_labelled: 'acquire' }
+/** Types that cross in a shape of the crossing's own, not their serde form (src/crossing.rs, `ROSTERS`). */
+const SHAPES = { Knows: 'Array<string>' }
 const COMMANDS_START = "// The library's commands and outcomes as they cross (scripts/schema.mjs, from schemas()).\n"
 const NAMES_START = '// The names a reason, status or kind takes (scripts/schema.mjs, from constants.names).\n'
 const nativeDeclarations = path.join(root, 'index.d.ts')
@@ -141,7 +143,18 @@ const declarations = path.join(root, 'lib.d.ts')
 const handWritten = fs.readFileSync(declarations, 'utf8')
 const union = /export type ErrorCode =\n(?:  \| '[A-Z_]+'\n)+/
 if (!union.test(handWritten)) throw new Error('lib.d.ts: no ErrorCode union to generate')
-fs.writeFileSync(declarations, handWritten.replace(union, `export type ErrorCode =\n${codes.map((code) => `  | '${code}'\n`).join('')}`))
+// And its subclasses, one a family of codes (constants.errorFamilies, the binding's list).
+const FAMILIES_START = "// AnnalsError's subclasses, one for each family of codes (scripts/schema.mjs, from constants.errorFamilies).\n"
+const FAMILIES_END = "// End of AnnalsError's subclasses.\n"
+// Sorted by code unit: the file must come out the same on every build.
+const familyClasses = Object.entries(errorFamilies).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(
+  ([family, members]) => `export declare class ${family} extends AnnalsError {\n  readonly code: ${members.map((code) => `'${code}'`).join(' | ')}\n}\n`,
+)
+let libDeclarations = handWritten.replace(union, `export type ErrorCode =\n${codes.map((code) => `  | '${code}'\n`).join('')}`)
+const [before, rest] = libDeclarations.split(FAMILIES_START)
+if (rest === undefined || !rest.includes(FAMILIES_END)) throw new Error("lib.d.ts: no AnnalsError subclasses to generate")
+libDeclarations = `${before}${FAMILIES_START}${familyClasses.join('')}${FAMILIES_END}${rest.split(FAMILIES_END)[1]}`
+fs.writeFileSync(declarations, libDeclarations)
 
 /**
  * The TypeScript declarations of the library's commands and outcomes, from their JSON schemas
@@ -156,7 +169,8 @@ function declarationsOf(schemas, names) {
   for (const roots of Object.values(schemas)) {
     for (const root of roots) Object.assign(definitions, root.$defs || {})
   }
-  const declared = new Map()
+  // The declarations asked for by name are declared once, as asked, wherever else they are met.
+  const declared = new Map(Object.keys(schemas).map((name) => [name, null]))
   const pending = []
   const reach = (name) => {
     if (declared.has(name) || name in names) return
@@ -184,6 +198,7 @@ function declarationsOf(schemas, names) {
       return [type, true]
     }
     const [resolved, name] = resolve(schema)
+    if (name && name in SHAPES) return [SHAPES[name], false]
     if (name && (resolved.type === 'object' || resolved.oneOf || resolved.anyOf || resolved.enum)) {
       if (name in names) return [name, false]
       reach(name)
@@ -231,21 +246,23 @@ function declarationsOf(schemas, names) {
       const [[name, inner]] = Object.entries(variant.properties)
       return [[name, inner, variant.description || inner.description]]
     })
-  /** A union tagged by `type`, of every variant of `roots`. */
+  /**
+   * A union tagged by `type`, of every variant of `roots`. Two enums may each have a variant of
+   * one name (the outbox's two `refused`, one naming the row, one its key): both are members.
+   */
   const union = (name, roots) => {
-    const variants = new Map()
-    for (const root of roots) {
-      for (const [variant, schema, description] of variantsOf(root)) variants.set(variant, [schema, description])
-    }
-    // `acquire_labelled` is spelled `acquire` with `labels` (src/commands.rs, `lease_command`).
+    let variants = roots.flatMap((root) => variantsOf(root).map(([variant, schema, description]) => [variant, [schema, description]]))
+    const find = (wanted) => variants.find(([variant]) => variant === wanted)
+    // `acquire_labelled` is spelled `acquire` with `labels` (src/crossing.rs, `MERGED`).
     for (const [spelled, merged] of Object.entries(MERGED)) {
-      if (!variants.has(spelled) || !variants.has(merged)) continue
-      const plain = new Set(Object.keys(variants.get(merged)[0].properties || {}))
-      const [schema] = variants.get(spelled)
-      variants.delete(spelled)
-      variants.set(merged, [schema, variants.get(merged)[1], new Set(Object.keys(schema.properties).filter((field) => !plain.has(field)))])
+      const [labelled, plain] = [find(spelled), find(merged)]
+      if (!labelled || !plain) continue
+      const fieldsOfPlain = new Set(Object.keys(plain[1][0].properties || {}))
+      const [schema] = labelled[1]
+      variants = variants.filter((entry) => entry !== labelled)
+      plain[1] = [schema, plain[1][1], new Set(Object.keys(schema.properties).filter((field) => !fieldsOfPlain.has(field)))]
     }
-    const members = [...variants].map(([variant, [schema, description, optional]]) => {
+    const members = variants.map(([variant, [schema, description, optional]]) => {
       const lines = [`    type: '${jsName(variant)}'`, ...(schema ? fields(schema, '    ', optional) : [])]
       return `${description ? `  /** ${description.split('\n').join(' ')} */\n` : ''}  | {\n${lines.join('\n')}\n  }`
     })

@@ -5,19 +5,62 @@
 use annals::consumers::{ConsumerCommand, ConsumerOutcome};
 use annals::ingest::{IngestCommand, IngestOutcome};
 use annals::leases::{LaneCommand, LaneOutcome, LeaseCommand, LeaseOutcome};
-use annals::registry::{SetSetting, SettingOutcome};
+use annals::outbox::{
+    OutboxCommand, OutboxOutcome, PullCommand, PullOutcome, SweepCommand, SweepOutcome,
+};
+use annals::registry::{
+    ChargeFuel, FuelOutcome, InstanceCommand, InstanceOutcome, SetSetting, SettingOutcome,
+};
+use annals::runs::{RunCommand, RunCommandOutcome, SpanCommand, SpanCommandOutcome};
 use napi::Env;
 use napi::bindgen_prelude::{AsyncTask, Object};
 use napi_derive::napi;
+use serde::Serialize;
+use std::sync::OnceLock;
 
-use crate::crossing::{Made, from_js, to_js};
+use crate::Store;
+use crate::crossing::{Made, from_js, tag, to_js};
+use crate::names::serde_names;
+use crate::transaction::{Call, CallOptions, Crossing, Work};
 
-use crate::runs::{self, RunCommand, RunOutcome, SpanCommand, SpanOutcome};
-use crate::transaction::{Call, CallOptions, Commit, Crossing, Work};
-use crate::{
-    FuelCommand, FuelOutcome, InstanceCommand, InstanceOutcome, OutboxCommand, OutboxOutcome,
-    Store, convert, fuel_command, fuel_outcome,
-};
+/// An outbox command as JavaScript gives it: the library declares a row's commands, a peer's
+/// pull and the sweeps as three enums, which cross as one union told apart by `type`.
+pub enum OutboxCall {
+    Row(OutboxCommand),
+    Pull(PullCommand),
+    Sweep(SweepCommand),
+}
+
+impl OutboxCall {
+    /// The outbox command `command` is, by its `type` (a row's command if it is neither a
+    /// pull's nor a sweep's: one that is none of them is refused naming the row's).
+    pub(crate) fn of(command: &Object<'_>) -> napi::Result<OutboxCall> {
+        // serde's own lists of the pull's and the sweeps' variants, taken once.
+        static PULL: OnceLock<&'static [&'static str]> = OnceLock::new();
+        static SWEEP: OnceLock<&'static [&'static str]> = OnceLock::new();
+        let tag = tag(command)?;
+        let tag = tag.as_str();
+        if PULL.get_or_init(serde_names::<PullCommand>).contains(&tag) {
+            return Ok(OutboxCall::Pull(from_js(command)?));
+        }
+        if SWEEP
+            .get_or_init(serde_names::<SweepCommand>)
+            .contains(&tag)
+        {
+            return Ok(OutboxCall::Sweep(from_js(command)?));
+        }
+        Ok(OutboxCall::Row(from_js(command)?))
+    }
+}
+
+/// What an outbox command got: the outcome of the library's enum it was, as it is.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum OutboxResult {
+    Row(OutboxOutcome),
+    Pull(PullOutcome),
+    Sweep(SweepOutcome),
+}
 
 #[napi]
 impl Store {
@@ -51,24 +94,32 @@ impl Store {
     }
 
     /// Runs an outbox command against the current state, appending what it decides.
-    #[napi]
+    #[napi(
+        ts_args_type = "command: OutboxCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "OutboxOutcome"
+    )]
     pub fn outbox(
         &self,
-        command: OutboxCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<OutboxOutcome> {
-        self.command(Call::of(options)?, outbox_work(command)?)
+    ) -> napi::Result<Made> {
+        let outcome = self.command(Call::of(options)?, outbox_work(command)?)?;
+        to_js(&env, &outcome)
     }
 
     /// `outbox(command, options)` committed on a thread of libuv's pool: a Promise of its
     /// outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<OutboxOutcome>")]
+    #[napi(
+        ts_args_type = "command: OutboxCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "Promise<OutboxOutcome>"
+    )]
     pub fn outbox_async(
         &self,
-        command: OutboxCommand,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<AsyncTask<Commit<OutboxOutcome>>> {
-        self.command_async(Call::of(options)?, outbox_work(command)?)
+    ) -> napi::Result<AsyncTask<Crossing<OutboxResult>>> {
+        self.crossing_async(Call::of(options)?, outbox_work(command)?)
     }
 
     /// Runs a lane lease command (a reconciler's claim on one key of a lane).
@@ -101,24 +152,32 @@ impl Store {
     }
 
     /// Runs a command on whole runs: a heartbeat, a rollup, closing, a sweep or pruning.
-    #[napi]
+    #[napi(
+        ts_args_type = "command: RunCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "RunOutcome"
+    )]
     pub fn run(
         &self,
-        command: RunCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<RunOutcome> {
-        self.command(Call::of(options)?, run_work(command)?)
+    ) -> napi::Result<Made> {
+        let outcome = self.command(Call::of(options)?, run_work(command)?)?;
+        to_js(&env, &outcome)
     }
 
     /// `run(command, options)` committed on a thread of libuv's pool: a Promise of its
     /// outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<RunOutcome>")]
+    #[napi(
+        ts_args_type = "command: RunCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "Promise<RunOutcome>"
+    )]
     pub fn run_async(
         &self,
-        command: RunCommand,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<AsyncTask<Commit<RunOutcome>>> {
-        self.command_async(Call::of(options)?, run_work(command)?)
+    ) -> napi::Result<AsyncTask<Crossing<RunCommandOutcome>>> {
+        self.crossing_async(Call::of(options)?, run_work(command)?)
     }
 
     /// Runs an ingest command: the hub's exactly-once sync ingest.
@@ -151,45 +210,61 @@ impl Store {
     }
 
     /// Runs a span command of the runs projection.
-    #[napi]
+    #[napi(
+        ts_args_type = "command: SpanCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "SpanOutcome"
+    )]
     pub fn span(
         &self,
-        command: SpanCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<SpanOutcome> {
-        self.command(Call::of(options)?, span_work(command)?)
+    ) -> napi::Result<Made> {
+        let outcome = self.command(Call::of(options)?, span_work(command)?)?;
+        to_js(&env, &outcome)
     }
 
     /// `span(command, options)` committed on a thread of libuv's pool: a Promise of its
     /// outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<SpanOutcome>")]
+    #[napi(
+        ts_args_type = "command: SpanCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "Promise<SpanOutcome>"
+    )]
     pub fn span_async(
         &self,
-        command: SpanCommand,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<AsyncTask<Commit<SpanOutcome>>> {
-        self.command_async(Call::of(options)?, span_work(command)?)
+    ) -> napi::Result<AsyncTask<Crossing<SpanCommandOutcome>>> {
+        self.crossing_async(Call::of(options)?, span_work(command)?)
     }
 
     /// Runs a registry command.
-    #[napi]
+    #[napi(
+        ts_args_type = "command: InstanceCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "InstanceOutcome"
+    )]
     pub fn registry(
         &self,
-        command: InstanceCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<InstanceOutcome> {
-        self.command(Call::of(options)?, registry_work(command)?)
+    ) -> napi::Result<Made> {
+        let outcome = self.command(Call::of(options)?, registry_work(command)?)?;
+        to_js(&env, &outcome)
     }
 
     /// `registry(command, options)` committed on a thread of libuv's pool: a Promise of its
     /// outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<InstanceOutcome>")]
+    #[napi(
+        ts_args_type = "command: InstanceCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "Promise<InstanceOutcome>"
+    )]
     pub fn registry_async(
         &self,
-        command: InstanceCommand,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<AsyncTask<Commit<InstanceOutcome>>> {
-        self.command_async(Call::of(options)?, registry_work(command)?)
+    ) -> napi::Result<AsyncTask<Crossing<InstanceOutcome>>> {
+        self.crossing_async(Call::of(options)?, registry_work(command)?)
     }
 
     /// Sets a host setting.
@@ -222,24 +297,32 @@ impl Store {
     }
 
     /// Charges fuel to an instance's ledger.
-    #[napi]
+    #[napi(
+        ts_args_type = "command: FuelCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "FuelOutcome"
+    )]
     pub fn fuel(
         &self,
-        command: FuelCommand,
+        env: Env,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<FuelOutcome> {
-        self.command(Call::of(options)?, fuel_work(command)?)
+    ) -> napi::Result<Made> {
+        let outcome = self.command(Call::of(options)?, fuel_work(command)?)?;
+        to_js(&env, &outcome)
     }
 
     /// `fuel(command, options)` committed on a thread of libuv's pool: a Promise of its
     /// outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<FuelOutcome>")]
+    #[napi(
+        ts_args_type = "command: FuelCommand, options?: CallOptions | undefined | null",
+        ts_return_type = "Promise<FuelOutcome>"
+    )]
     pub fn fuel_async(
         &self,
-        command: FuelCommand,
+        command: Object<'_>,
         options: Option<CallOptions>,
-    ) -> napi::Result<AsyncTask<Commit<FuelOutcome>>> {
-        self.command_async(Call::of(options)?, fuel_work(command)?)
+    ) -> napi::Result<AsyncTask<Crossing<FuelOutcome>>> {
+        self.crossing_async(Call::of(options)?, fuel_work(command)?)
     }
 
     /// Records a consumer's checkpoint.
@@ -278,16 +361,14 @@ fn lease_work(command: Object<'_>) -> napi::Result<Work<LeaseOutcome>> {
     Ok(Box::new(move |session| session.execute(&command)))
 }
 
-/// The write of `outbox(command)`, converted.
-fn outbox_work(command: OutboxCommand) -> napi::Result<Work<OutboxOutcome>> {
-    let call = convert::outbox_command(command)?;
+/// The write of `outbox(command)`.
+fn outbox_work(command: Object<'_>) -> napi::Result<Work<OutboxResult>> {
+    let call = OutboxCall::of(&command)?;
     Ok(Box::new(move |session| {
         Ok(match call {
-            convert::OutboxCall::Row(command) => {
-                convert::outbox_outcome(session.execute(&command)?, convert::row_key(&command))
-            }
-            convert::OutboxCall::Pull(command) => convert::pull(session.execute(&command)?),
-            convert::OutboxCall::Sweep(command) => convert::sweep(session.execute(&command)?),
+            OutboxCall::Row(command) => OutboxResult::Row(session.execute(&command)?),
+            OutboxCall::Pull(command) => OutboxResult::Pull(session.execute(&command)?),
+            OutboxCall::Sweep(command) => OutboxResult::Sweep(session.execute(&command)?),
         })
     }))
 }
@@ -298,12 +379,10 @@ fn lane_work(command: Object<'_>) -> napi::Result<Work<LaneOutcome>> {
     Ok(Box::new(move |session| session.execute(&command)))
 }
 
-/// The write of `run(command)`, converted.
-fn run_work(command: RunCommand) -> napi::Result<Work<RunOutcome>> {
-    let command = runs::run_command(command)?;
-    Ok(Box::new(move |session| {
-        Ok(runs::run_outcome(session.execute(&command)?))
-    }))
+/// The write of `run(command)`.
+fn run_work(command: Object<'_>) -> napi::Result<Work<RunCommandOutcome>> {
+    let command: RunCommand = from_js(&command)?;
+    Ok(Box::new(move |session| session.execute(&command)))
 }
 
 /// The write of `ingest(command)`.
@@ -312,20 +391,16 @@ fn ingest_work(command: Object<'_>) -> napi::Result<Work<IngestOutcome>> {
     Ok(Box::new(move |session| session.execute(&command)))
 }
 
-/// The write of `span(command)`, converted.
-fn span_work(command: SpanCommand) -> napi::Result<Work<SpanOutcome>> {
-    let command = runs::span_command(command)?;
-    Ok(Box::new(move |session| {
-        Ok(runs::span_outcome(session.execute(&command)?))
-    }))
+/// The write of `span(command)`.
+fn span_work(command: Object<'_>) -> napi::Result<Work<SpanCommandOutcome>> {
+    let command: SpanCommand = from_js(&command)?;
+    Ok(Box::new(move |session| session.execute(&command)))
 }
 
-/// The write of `registry(command)`, converted.
-fn registry_work(command: InstanceCommand) -> napi::Result<Work<InstanceOutcome>> {
-    let command = convert::instance_command(command)?;
-    Ok(Box::new(move |session| {
-        Ok(convert::instance_outcome(session.execute(&command)?))
-    }))
+/// The write of `registry(command)`.
+fn registry_work(command: Object<'_>) -> napi::Result<Work<InstanceOutcome>> {
+    let command: InstanceCommand = from_js(&command)?;
+    Ok(Box::new(move |session| session.execute(&command)))
 }
 
 /// The write of `setting(command)`.
@@ -334,12 +409,10 @@ fn setting_work(command: Object<'_>) -> napi::Result<Work<SettingOutcome>> {
     Ok(Box::new(move |session| session.execute(&command)))
 }
 
-/// The write of `fuel(command)`, converted.
-fn fuel_work(command: FuelCommand) -> napi::Result<Work<FuelOutcome>> {
-    let command = fuel_command(command)?;
-    Ok(Box::new(move |session| {
-        Ok(fuel_outcome(session.execute(&command)?))
-    }))
+/// The write of `fuel(command)`.
+fn fuel_work(command: Object<'_>) -> napi::Result<Work<FuelOutcome>> {
+    let command: ChargeFuel = from_js(&command)?;
+    Ok(Box::new(move |session| session.execute(&command)))
 }
 
 /// The write of `consumer(command)`.

@@ -6,8 +6,6 @@ use std::collections::HashMap;
 
 use napi_derive::napi;
 
-use crate::Backoff;
-
 /// The outbox's defaults and bounds.
 #[napi(object)]
 pub struct OutboxConstants {
@@ -19,8 +17,10 @@ pub struct OutboxConstants {
     pub claim_retry_ms: f64,
     /// `pruneOutbox`'s default age for done and expired rows (a day).
     pub prune_after_ms: f64,
-    /// The retry backoff a row gets when its command gives none.
-    pub backoff: Backoff,
+    /// The retry backoff a row gets when its command gives none (`Backoff`: `baseMs` and
+    /// `maxMs`, numbers).
+    #[napi(ts_type = "Backoff")]
+    pub backoff: serde_json::Value,
     /// Most rows one claim takes.
     pub claim_rows_max: u32,
     /// Most rows one ack names.
@@ -107,6 +107,9 @@ pub struct Constants {
     /// library's kinds of error, which the command line's kinds also come from, then the
     /// package's own.
     pub error_codes: Vec<String>,
+    /// The subclasses of `AnnalsError`, each with the codes it is thrown for (`RefusedError`:
+    /// `'FENCED'`, …): every code is in one.
+    pub error_families: HashMap<String, Vec<String>>,
     /// The names each reason, status and kind can take (`names.LeaseRefusal`: `'held'`, …),
     /// the unions of string literals the TypeScript declarations type them with.
     pub names: HashMap<String, Vec<String>>,
@@ -123,6 +126,13 @@ pub fn constants() -> Constants {
     use annals::{ingest, outbox, registry, runs};
     Constants {
         error_codes: crate::error::error_codes(),
+        error_families: crate::error::FAMILIES
+            .iter()
+            .map(|(family, codes)| {
+                let codes = codes.iter().map(|code| (*code).to_owned()).collect();
+                ((*family).to_owned(), codes)
+            })
+            .collect(),
         names: crate::names::names(),
         limits: ListLimits {
             query: crate::queries::QUERY_LIMIT,
@@ -134,10 +144,10 @@ pub fn constants() -> Constants {
             max_age_ms: outbox::MAX_AGE_MS as f64,
             claim_retry_ms: outbox::CLAIM_RETRY_MS as f64,
             prune_after_ms: outbox::PRUNE_AFTER_MS as f64,
-            backoff: Backoff {
-                base_ms: outbox::Backoff::DEFAULT.base_ms as f64,
-                max_ms: outbox::Backoff::DEFAULT.max_ms as f64,
-            },
+            backoff: serde_json::json!({
+                "baseMs": outbox::Backoff::DEFAULT.base_ms,
+                "maxMs": outbox::Backoff::DEFAULT.max_ms,
+            }),
             claim_rows_max: outbox::CLAIM_ROWS_MAX,
             ack_rows_max: bound(outbox::ACK_ROWS_MAX),
             sweep_rows_max: bound(outbox::SWEEP_ROWS_MAX),

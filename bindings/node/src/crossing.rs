@@ -11,9 +11,14 @@
 //! - an integer comes in as a safe-integer `number` or a `bigint`, refused naming the field if
 //!   it is neither or does not fit; a `u64` goes out as a `bigint`, except milliseconds (a field
 //!   ending in `_ms`), which go out as a `number`, as do the narrower integers;
-//! - `null` and `undefined` are an absent `Option`; an absent field is left out of an object;
-//!   a field the type does not have is refused, named;
-//! - bytes come in as a `Buffer` or `Uint8Array` and go out as a `Buffer`.
+//! - `null` and `undefined` are absent: an `Option` is `None`, a field with a serde default takes
+//!   it; an absent field is left out of an object; a field the type does not have is refused,
+//!   named;
+//! - bytes come in as a `Buffer` or `Uint8Array` and go out as a `Buffer`: the adapters are not
+//!   human-readable in serde's sense, so a payload the command line's JSON prints as text (an
+//!   outbox row's) crosses as its bytes;
+//! - a roster (`Knows`) is an array of handles, `['*']` for every one (`ROSTERS`): its serde
+//!   form is stored, and the reference's hosts spell it so.
 //!
 //! `scripts/schema.mjs` declares the same conventions in TypeScript from the types' JSON
 //! schemas (`schemas()`), so the declarations cannot drift from what crosses. It must never
@@ -40,15 +45,12 @@ use crate::error::{invalid, js_name};
 /// The largest integer a JavaScript number holds exactly.
 const SAFE_INTEGER_MAX: i64 = 9_007_199_254_740_991;
 
-/// What the message of an error already made for JavaScript starts with (`error::coded`):
-/// such an error passes through the adapters as it is.
-const MADE: &str = "annals:";
-
 /// `command`, a JavaScript object, as the library's `T`.
 pub fn from_js<T: DeserializeOwned>(command: &Object<'_>) -> napi::Result<T> {
     T::deserialize(In {
         holder: command,
         place: &Place::Root,
+        value: None,
     })
     .map_err(|error| at(&Place::Root, error))
 }
@@ -62,6 +64,15 @@ pub fn to_js<T: Serialize>(env: &Env, value: &T) -> napi::Result<Made> {
         field: "",
     })?;
     made.ok_or_else(|| napi::Error::from_reason("a value that made nothing"))
+}
+
+/// The `type` of a command, as serde names its variant (`markWaiting` is `mark_waiting`): to
+/// tell which of several of the library's enums declares it.
+pub fn tag(command: &Object<'_>) -> napi::Result<String> {
+    let tag: String = command
+        .get_c_named_property_unchecked(c"type")
+        .map_err(|_| invalid("type", "must be a string"))?;
+    Ok(snake(&tag))
 }
 
 /// Whether an object `command` has `field`, neither `null` nor `undefined`.
@@ -98,6 +109,31 @@ fn tagged(name: &str) -> bool {
     name.ends_with("Command") || name.ends_with("Outcome")
 }
 
+/// An enum that crosses as a list: its variant holding the list is the list, its wildcard
+/// variant the list of the wildcard alone (`scripts/schema.mjs` declares it `Array<string>`).
+struct Roster {
+    /// The enum's serde name.
+    name: &'static str,
+    /// The variant that holds the list.
+    list: &'static str,
+    /// The variant that stands for everyone, and the list's item that says it.
+    everyone: &'static str,
+    wildcard: &'static str,
+}
+
+/// The registry's `Knows`: handles, or `['*']`, as the reference spells it. Its serde form
+/// (`{handles}` or `"all"`) is in stored events and rows, so its shape here is the crossing's.
+const ROSTERS: [Roster; 1] = [Roster {
+    name: "Knows",
+    list: "handles",
+    everyone: "all",
+    wildcard: annals::registry::KNOWS_ALL,
+}];
+
+fn roster(name: &str) -> Option<&'static Roster> {
+    ROSTERS.iter().find(|roster| roster.name == name)
+}
+
 /// `field` under `parent`, as JavaScript spells it (`labels.holderName`).
 fn child(parent: &str, field: &str) -> String {
     let spelled = js_name(field);
@@ -127,12 +163,8 @@ fn snake(name: &str) -> String {
     spelled
 }
 
-/// The message of an error met reading `field`: as it is if the adapters made it (it names
-/// its field already), else an `INVALID_ARGUMENT` naming `field`.
-fn named(field: &str, text: &str) -> String {
-    if let Some(at) = text.find(MADE) {
-        return text[at..].to_owned();
-    }
+/// serde's error `text`, met reading `field`, as an `INVALID_ARGUMENT` naming the field.
+fn named(field: &str, text: &str) -> napi::Error {
     // serde's own words name a field as the library spells it: "missing field `ttl_ms`".
     if let Some(missing) = text
         .split_once("missing field `")
@@ -145,11 +177,10 @@ fn named(field: &str, text: &str) -> String {
     refused(field, problem)
 }
 
-/// An `INVALID_ARGUMENT` naming `field` (the command itself when it is the whole), as the
-/// message of an error.
-fn refused(field: &str, problem: impl Display) -> String {
+/// An `INVALID_ARGUMENT` naming `field` (the command itself when it is the whole).
+fn refused(field: &str, problem: impl Display) -> napi::Error {
     let field = if field.is_empty() { "command" } else { field };
-    invalid(field, &problem.to_string()).reason
+    invalid(field, &problem.to_string())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -187,33 +218,37 @@ fn refuse(place: &Place<'_>, problem: impl Display) -> napi::Error {
     invalid(&place.to_string(), &problem.to_string())
 }
 
-/// An error of the library's type met reading `place` (serde's words: a missing field, an
-/// unknown name), as one naming it; one the crossing made names its place already.
+/// An error of the library's type met reading `place` (serde's words, which serde's errors
+/// carry with the status `InvalidArg`: a missing field, an unknown name), as one naming it; an
+/// error the crossing made names its place already and passes as it is.
 fn at(place: &Place<'_>, error: napi::Error) -> napi::Error {
-    if error.reason.starts_with(MADE) {
+    if error.status != napi::Status::InvalidArg {
         return error;
     }
-    napi::Error::new(
-        napi::Status::GenericFailure,
-        named(
-            &match place {
-                Place::Root => String::new(),
-                place => place.to_string(),
-            },
-            &error.reason,
-        ),
+    named(
+        &match place {
+            Place::Root => String::new(),
+            place => place.to_string(),
+        },
+        &error.reason,
     )
 }
 
-/// The value at `place`, inside `holder` (the object or array it is in; the root's own).
+/// The value at `place`, inside `holder` (the object or array it is in; the root's own), or
+/// `value` when the object's entries read it already, with its type, to see it was there.
 struct In<'a> {
     holder: &'a Object<'a>,
     place: &'a Place<'a>,
+    value: Option<(Unknown<'a>, napi::ValueType)>,
 }
 
 impl<'a> In<'a> {
     /// The value as `T`, refused as not `what` if it is not one.
     fn fetch<T: napi::bindgen_prelude::FromNapiValue>(&self, what: &str) -> napi::Result<T> {
+        if let Some((value, _)) = self.value {
+            return T::from_unknown(value)
+                .map_err(|_| refuse(self.place, format!("must be {what}")));
+        }
         let value = match self.place {
             Place::Root => self
                 .holder
@@ -234,6 +269,9 @@ impl<'a> In<'a> {
 
     /// The value's type, `undefined` when it is absent.
     fn kind(&self) -> napi::Result<napi::ValueType> {
+        if let Some((_, kind)) = self.value {
+            return Ok(kind);
+        }
         match self.place {
             Place::Root => Ok(napi::ValueType::Object),
             _ => self.fetch::<Unknown<'_>>("a value")?.get_type(),
@@ -336,6 +374,11 @@ macro_rules! integer {
 
 impl<'de, 'a> Deserializer<'de> for In<'a> {
     type Error = napi::Error;
+
+    // JavaScript is not a text format: bytes cross as a Buffer (see the module's doc).
+    fn is_human_readable(&self) -> bool {
+        false
+    }
 
     integer! {
         deserialize_u8 U8 deserialize_u16 U16 deserialize_u32 U32 deserialize_u64 U64
@@ -475,6 +518,7 @@ impl<'de, 'a> Deserializer<'de> for In<'a> {
                 at: 0,
                 name: None,
                 key: String::new(),
+                value: None,
             })
             .map_err(|error| at(place, error))
     }
@@ -495,6 +539,7 @@ impl<'de, 'a> Deserializer<'de> for In<'a> {
                 at: 0,
                 name: None,
                 key: String::new(),
+                value: None,
             })
             .map_err(|error| at(place, error))
     }
@@ -506,6 +551,20 @@ impl<'de, 'a> Deserializer<'de> for In<'a> {
         visitor: V,
     ) -> napi::Result<V::Value> {
         let place = self.place;
+        if let Some(roster) = roster(name) {
+            let handles: Vec<String> = serde::Deserialize::deserialize(self)?;
+            let everyone = handles.iter().any(|handle| handle == roster.wildcard);
+            return visitor
+                .visit_enum(Listed {
+                    variant: if everyone {
+                        roster.everyone
+                    } else {
+                        roster.list
+                    },
+                    handles,
+                })
+                .map_err(|error| at(place, error));
+        }
         if !tagged(name) {
             let text: String = self.fetch("a string")?;
             let Some(variant) = variants.iter().find(|variant| **variant == text) else {
@@ -611,6 +670,7 @@ impl<'de, 'a> SeqAccess<'de> for Items<'a> {
         let value = seed.deserialize(In {
             holder: self.array,
             place: &place,
+            value: None,
         });
         value.map(Some).map_err(|error| at(&place, error))
     }
@@ -638,6 +698,8 @@ struct Entries<'a> {
     /// The name the next value is read by: a field's, or a map's key.
     name: Option<(&'static str, &'static CStr)>,
     key: String,
+    /// The next field's value, read to see it is there, and its type.
+    value: Option<(Unknown<'a>, napi::ValueType)>,
 }
 
 impl<'de, 'a> MapAccess<'de> for Entries<'a> {
@@ -648,23 +710,33 @@ impl<'de, 'a> MapAccess<'de> for Entries<'a> {
         seed: K,
     ) -> napi::Result<Option<K::Value>> {
         let key: &str = match &self.names {
-            Names::Fields(fields) => {
+            Names::Fields(fields) => loop {
+                // A field that is absent (`undefined` or `null`) is not given to serde at all:
+                // an `Option` is `None`, a field with a default takes it, any other is missing.
                 let Some(field) = fields.get(self.at as usize) else {
                     return Ok(None);
                 };
-                self.name = Some(spelled(field));
-                field
-            }
+                self.at += 1;
+                let name = spelled(field);
+                let value: Unknown<'a> = self.object.get_c_named_property_unchecked(name.1)?;
+                let kind = value.get_type()?;
+                if matches!(kind, napi::ValueType::Undefined | napi::ValueType::Null) {
+                    continue;
+                }
+                self.name = Some(name);
+                self.value = Some((value, kind));
+                break field;
+            },
             Names::Keys(keys, len) => {
                 if self.at >= *len {
                     return Ok(None);
                 }
                 self.name = None;
                 self.key = keys.get_element::<String>(self.at)?;
+                self.at += 1;
                 &self.key
             }
         };
-        self.at += 1;
         seed.deserialize(de::value::StrDeserializer::<napi::Error>::new(key))
             .map(Some)
     }
@@ -678,8 +750,60 @@ impl<'de, 'a> MapAccess<'de> for Entries<'a> {
         let value = seed.deserialize(In {
             holder: self.object,
             place: &place,
+            value: self.value.take(),
         });
         value.map_err(|error| at(&place, error))
+    }
+}
+
+/// The variant serde names `variant`, as `seed` reads its name.
+fn variant_named<'de, T: DeserializeSeed<'de>>(
+    seed: T,
+    variant: &'static str,
+) -> napi::Result<T::Value> {
+    seed.deserialize(de::value::BorrowedStrDeserializer::<napi::Error>::new(
+        variant,
+    ))
+}
+
+/// A roster read from its list, as the variant it is.
+struct Listed {
+    variant: &'static str,
+    handles: Vec<String>,
+}
+
+impl<'de> EnumAccess<'de> for Listed {
+    type Error = napi::Error;
+    type Variant = Self;
+
+    fn variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> napi::Result<(T::Value, Self)> {
+        Ok((variant_named(seed, self.variant)?, self))
+    }
+}
+
+impl<'de> VariantAccess<'de> for Listed {
+    type Error = napi::Error;
+
+    fn unit_variant(self) -> napi::Result<()> {
+        Ok(())
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> napi::Result<T::Value> {
+        seed.deserialize(de::value::SeqDeserializer::<_, napi::Error>::new(
+            self.handles.into_iter(),
+        ))
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, _: usize, _: V) -> napi::Result<V::Value> {
+        Err(napi::Error::from_reason("a roster is a list"))
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        _: &'static [&'static str],
+        _: V,
+    ) -> napi::Result<V::Value> {
+        Err(napi::Error::from_reason("a roster is a list"))
     }
 }
 
@@ -695,10 +819,7 @@ impl<'de, 'a> EnumAccess<'de> for Tagged<'a> {
     type Variant = Self;
 
     fn variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> napi::Result<(T::Value, Self)> {
-        let variant = seed.deserialize(de::value::BorrowedStrDeserializer::<napi::Error>::new(
-            self.variant,
-        ))?;
-        Ok((variant, self))
+        Ok((variant_named(seed, self.variant)?, self))
     }
 }
 
@@ -729,6 +850,7 @@ impl<'de, 'a> VariantAccess<'de> for Tagged<'a> {
             at: 0,
             name: None,
             key: String::new(),
+            value: None,
         })
     }
 }
@@ -815,6 +937,12 @@ impl<'a, 'e> Serializer for Into<'a, 'e> {
     type SerializeStruct = Record<'a, 'e>;
     type SerializeStructVariant = Record<'a, 'e>;
 
+    // JavaScript is not a text format: bytes cross as a Buffer, not as the text or hex the
+    // command line's JSON prints for them (see the module's doc).
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+
     put! {
         serialize_bool bool serialize_i8 i8 serialize_i16 i16 serialize_i32 i32
         serialize_u8 u8 serialize_u16 u16 serialize_u32 u32 serialize_f32 f32
@@ -879,6 +1007,11 @@ impl<'a, 'e> Serializer for Into<'a, 'e> {
         _: u32,
         variant: &'static str,
     ) -> napi::Result<()> {
+        if let Some(roster) = roster(name)
+            && variant == roster.everyone
+        {
+            return self.put(vec![roster.wildcard]);
+        }
         if tagged(name) {
             let mut object = Object::new(self.env)?;
             object.set_c_named_property(c"type", variant_js(variant))?;
@@ -897,12 +1030,15 @@ impl<'a, 'e> Serializer for Into<'a, 'e> {
 
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
         self,
-        _: &'static str,
+        name: &'static str,
         _: u32,
-        _: &'static str,
-        _: &T,
+        variant: &'static str,
+        value: &T,
     ) -> napi::Result<()> {
-        Err(unsupported("a newtype variant"))
+        match roster(name) {
+            Some(roster) if variant == roster.list => value.serialize(self),
+            _ => Err(unsupported("a newtype variant")),
+        }
     }
 
     fn serialize_seq(self, len: Option<usize>) -> napi::Result<Array<'a, 'e>> {

@@ -1,33 +1,20 @@
-//! annals' errors as JavaScript errors. napi-rs throws an `Error` whose message is what the
-//! binding gives it; the binding gives `annals:` and a JSON object (`code`, `message`,
-//! `fields`), which `lib.js` turns into an `AnnalsError` with a stable `code` and the fields
-//! the Rust error carries. Every code is one of README's table (test/codes.test.js holds them
-//! equal), and a field is named as JavaScript spells it (`ttlMs`, not `ttl_ms`).
+//! annals' errors as JavaScript errors. The binding makes each error object itself: an `Error`
+//! whose `code` is the library's kind (`annals::ErrorKind::code`, the classification the command
+//! line's exit kinds come from too) or one of the binding's own, with `field` when the error
+//! names a field (as JavaScript spells it: `ttlMs`, not `ttl_ms`), `path` when it names a file,
+//! and the other values a program may act on (`position`, `limit`, `archive`, …) as properties.
+//! `lib.js` gives it the class of its code's family (`FAMILIES`), an `AnnalsError`. Nothing is
+//! carried in the message for anyone to parse.
+//!
+//! An error object needs the JavaScript thread's environment: on that thread (every
+//! synchronous call) the error is made where it is met; work done elsewhere (a commit on libuv's
+//! pool, the writer's) carries a [`Failure`] back and makes the error when it settles.
 
-use annals::{AppendError, ArchiveError, Error, ErrorKind, OpenError, WriterError};
-use serde_json::{Value, json};
+use std::cell::Cell;
 
-/// The prefix of every message the binding throws, for `lib.js` to recognise.
-const PREFIX: &str = "annals:";
-
-/// The error a JavaScript caller sees for `error`.
-pub fn to_js(error: Error) -> napi::Error {
-    let (code, message, fields) = parts(&error);
-    coded(code, &message, fields)
-}
-
-/// The error a JavaScript caller sees for `error`, met working on the file at `path`: the
-/// path is named even where the error does not carry it (an I/O error of the file system).
-pub fn at_path(error: Error, path: &str) -> napi::Error {
-    let (code, mut message, mut fields) = parts(&error);
-    if fields.get("path").is_none() {
-        fields["path"] = json!(path);
-        if !message.contains(path) {
-            message = format!("{path}: {message}");
-        }
-    }
-    coded(code, &message, fields)
-}
+use annals::{AppendError, ArchiveError, Error, ErrorKind, OpenError, StoreError, WriterError};
+use napi::bindgen_prelude::{BigInt, JsObjectValue, Object};
+use napi::{Env, JsValue};
 
 /// The codes the binding throws of its own, beside the library's kinds (`lib.js` throws
 /// `UNSAFE_INTEGER` and `INVALID_ARGUMENT` of its own too).
@@ -35,6 +22,79 @@ pub const OWN_CODES: [&str; 2] = ["IN_TRANSACTION", "UNSAFE_INTEGER"];
 
 /// A call that cannot run while a transaction is open, or a transaction whose session ended.
 pub const IN_TRANSACTION: &str = OWN_CODES[0];
+
+/// The classes of `AnnalsError` a program may catch by family, each with the codes it is
+/// thrown for (`lib.js` makes the classes from this list; every code is in one).
+pub const FAMILIES: [(&str, &[&str]); 7] = [
+    (
+        // What the caller passed: `field` names it.
+        "InvalidInputError",
+        &[
+            "INVALID_ARGUMENT",
+            "INVALID_COMMAND",
+            "INVALID_CONFIG",
+            "LIMIT",
+            "UNSAFE_INTEGER",
+        ],
+    ),
+    (
+        // A write the log refused as it stands; nothing was written.
+        "RefusedError",
+        &[
+            "WRONG_EXPECTED_VERSION",
+            "IDEMPOTENCY_CONFLICT",
+            "APPEND_REFUSED",
+            "FENCED",
+            "RESERVED_KIND",
+            "REFUSED",
+            "ARCHIVE_REFUSED",
+        ],
+    ),
+    (
+        // Another process holds the log (`path`): wait, or open it another way.
+        "BusyError",
+        &["HELD"],
+    ),
+    (
+        // A file, or the file system (`path`).
+        "FileError",
+        &[
+            "NOT_FOUND",
+            "IS_A_DIRECTORY",
+            "PERMISSION_DENIED",
+            "NO_SPACE",
+            "NOT_A_LOG",
+            "NEEDS_UPGRADE",
+            "OPEN_FAILED",
+            "EXISTS",
+            "STORE_FILE",
+            "OUTPUT_PATH",
+            "IO",
+        ],
+    ),
+    (
+        // Stored data that fails its checks (`position` where known).
+        "CorruptError",
+        &["CORRUPT"],
+    ),
+    (
+        // Records a cut archived, or a projection a cut does not hold.
+        "ArchivedError",
+        &["ARCHIVED", "NOT_IN_CUT"],
+    ),
+    (
+        // A call the store, the writer or the transaction is not in a state to run.
+        "StateError",
+        &[
+            "READ_ONLY",
+            "CLOSED",
+            "IN_TRANSACTION",
+            "SUBSCRIPTION_LOST",
+            "BEHIND",
+            "INTERNAL",
+        ],
+    ),
+];
 
 /// Every code an `AnnalsError` can carry: the library's kinds, then the binding's own
 /// (`lib.d.ts`'s `ErrorCode` is generated from it).
@@ -47,32 +107,143 @@ pub fn error_codes() -> Vec<String> {
         .collect()
 }
 
-/// An error of `code` with `message` and `fields` (a JSON object, merged into the error by
-/// `lib.js`).
-pub fn coded(code: &str, message: &str, fields: Value) -> napi::Error {
-    let payload = json!({ "code": code, "message": message, "fields": fields });
-    napi::Error::new(napi::Status::GenericFailure, format!("{PREFIX}{payload}"))
+/// A value an error carries beside its message.
+#[derive(Clone, Debug)]
+enum Carried {
+    Text(String),
+    /// A position or a version: a `bigint`, as everywhere in the package.
+    Big(u64),
+    /// A limit: a `number`.
+    Number(u64),
+}
+
+/// An error met anywhere, to be made a JavaScript error on the JavaScript thread: its code,
+/// its message, and what it names.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    code: &'static str,
+    message: String,
+    values: Vec<(&'static str, Carried)>,
+}
+
+impl Failure {
+    /// An error of `code` saying `message`, naming nothing.
+    pub fn coded(code: &'static str, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
+            values: Vec::new(),
+        }
+    }
+
+    /// A value the caller passed that the binding cannot take, at `field`.
+    pub fn invalid(field: &str, problem: &str) -> Failure {
+        Failure::coded(
+            ErrorKind::InvalidArgument.code(),
+            format!("{field}: {problem}"),
+        )
+        .with("field", Carried::Text(field.to_owned()))
+    }
+
+    /// The library's `error`: its kind's code, its message with its field spelled as
+    /// JavaScript spells it, and what it names.
+    pub fn of(error: &Error) -> Failure {
+        let mut failure = Failure::coded(error.kind().code(), error.to_string());
+        if let Some(field) = field_of(error) {
+            let spelled = js_name(field);
+            failure.message = failure.message.replacen(field, &spelled, 1);
+            failure = failure.with("field", Carried::Text(spelled));
+        }
+        if let Some(path) = path_of(error) {
+            failure = failure.with("path", Carried::Text(path.display().to_string()));
+        }
+        carried(error, failure)
+    }
+
+    /// The same, naming `path` (the file the call was working on) if it names none.
+    pub fn at_path(mut self, path: &str) -> Failure {
+        if !self.values.iter().any(|(name, _)| *name == "path") {
+            if !self.message.contains(path) {
+                self.message = format!("{path}: {}", self.message);
+            }
+            self = self.with("path", Carried::Text(path.to_owned()));
+        }
+        self
+    }
+
+    fn with(mut self, name: &'static str, value: Carried) -> Failure {
+        self.values.push((name, value));
+        self
+    }
+
+    /// The JavaScript error, made in `env`: an `Error` with `code`, the carried values and the
+    /// message, thrown or rejected as it is.
+    pub fn thrown(self, env: &Env) -> napi::Error {
+        match self.object(env) {
+            Ok(object) => napi::Error::from(object.to_unknown()),
+            // Making the object failed (the environment is going away): the message, at least.
+            Err(_) => napi::Error::new(napi::Status::GenericFailure, self.message),
+        }
+    }
+
+    fn object<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let mut object = env.create_error(napi::Error::new(
+            napi::Status::GenericFailure,
+            self.message.clone(),
+        ))?;
+        object.set_named_property("code", self.code)?;
+        for (name, value) in &self.values {
+            match value {
+                Carried::Text(text) => object.set_named_property(name, text.as_str())?,
+                Carried::Big(value) => object.set_named_property(name, BigInt::from(*value))?,
+                Carried::Number(value) => object.set_named_property(name, *value as f64)?,
+            }
+        }
+        Ok(object)
+    }
+}
+
+thread_local! {
+    /// The JavaScript environment of this thread, if it is one's (set when the module loads on
+    /// it, the main thread or a worker's).
+    static ENV: Cell<Option<napi::sys::napi_env>> = const { Cell::new(None) };
+}
+
+/// Notes that this thread runs JavaScript in `env`: errors met on it are made at once.
+pub fn on_js_thread(env: &Env) {
+    ENV.with(|slot| slot.set(Some(env.raw())));
+}
+
+impl From<Failure> for napi::Error {
+    /// The error made now on the JavaScript thread; elsewhere (which the binding avoids: work off
+    /// the thread carries a `Failure` back) its message with `code` lost.
+    fn from(failure: Failure) -> napi::Error {
+        match ENV.with(Cell::get) {
+            Some(raw) => failure.thrown(&Env::from_raw(raw)),
+            None => napi::Error::new(napi::Status::GenericFailure, failure.message),
+        }
+    }
+}
+
+/// The error a JavaScript caller sees for `error`.
+pub fn to_js(error: Error) -> napi::Error {
+    Failure::of(&error).into()
+}
+
+/// The error a JavaScript caller sees for `error`, met working on the file at `path`: the
+/// path is named even where the error does not carry it (an I/O error of the file system).
+pub fn at_path(error: Error, path: &str) -> napi::Error {
+    Failure::of(&error).at_path(path).into()
+}
+
+/// An error of `code` with `message`, naming nothing.
+pub fn coded(code: &'static str, message: &str) -> napi::Error {
+    Failure::coded(code, message).into()
 }
 
 /// A value the caller passed that the binding cannot convert.
 pub fn invalid(field: &str, problem: &str) -> napi::Error {
-    coded(
-        ErrorKind::InvalidArgument.code(),
-        &format!("{field}: {problem}"),
-        json!({ "field": field }),
-    )
-}
-
-/// The code, the message and the fields of `error`, its field renamed as JavaScript spells it.
-fn parts(error: &Error) -> (&'static str, String, Value) {
-    let (code, mut fields) = describe(error);
-    let mut message = error.to_string();
-    if let Some(field) = field_of(error) {
-        let spelled = js_name(field);
-        message = message.replacen(field, &spelled, 1);
-        fields["field"] = json!(spelled);
-    }
-    (code, message, fields)
+    Failure::invalid(field, problem).into()
 }
 
 /// `ttl_ms` as JavaScript spells it: `ttlMs` (`backoff.base_ms`: `backoff.baseMs`).
@@ -109,49 +280,54 @@ fn field_of(error: &Error) -> Option<&'static str> {
     }
 }
 
-/// `error`'s code (the library's classification, which the command line's kinds also come
-/// from) and the fields it carries beside its message.
-fn describe(error: &Error) -> (&'static str, Value) {
-    (error.kind().code(), fields_of(error))
+/// The file `error` names, if any.
+fn path_of(error: &Error) -> Option<&std::path::Path> {
+    match error {
+        Error::Open(
+            OpenError::Missing { path }
+            | OpenError::NotAnnalsLog { path, .. }
+            | OpenError::UnsupportedFormat { path, .. }
+            | OpenError::NeedsUpgrade { path, .. }
+            | OpenError::Unreadable { path, .. }
+            | OpenError::Held { path, .. },
+        ) => Some(path),
+        Error::Store(StoreError::WriterBusy { path, .. }) => Some(path),
+        Error::NoSpace { path } => Some(path),
+        Error::OutputPath(refused) => Some(refused.path()),
+        Error::Writer(WriterError::Batch(inner)) => path_of(inner),
+        _ => None,
+    }
 }
 
-/// What `error` carries that a program may act on, beside its message: a key, a position, a
-/// path, a limit.
-fn fields_of(error: &Error) -> Value {
-    let path = |path: &std::path::Path| json!({ "path": path.display().to_string() });
+/// `failure` with what `error` carries that a program may act on, beside its message: a key,
+/// a position, a limit, an archive.
+fn carried(error: &Error, failure: Failure) -> Failure {
     match error {
-        Error::Append(AppendError::Conflict { key, position }) => {
-            json!({ "key": key, "position": position.0.to_string() })
+        Error::Append(AppendError::Conflict { key, position }) => failure
+            .with("key", Carried::Text(key.clone()))
+            .with("position", Carried::Big(position.0)),
+        Error::Append(AppendError::Limit(limit)) | Error::Config(limit) => match limit {
+            annals::LimitError::TooLong { max, .. } | annals::LimitError::TooMany { max, .. } => {
+                failure.with("limit", Carried::Number(*max))
+            }
+            _ => failure,
+        },
+        Error::Corrupt { position, .. } => failure.with("position", Carried::Big(position.0)),
+        Error::Writer(WriterError::Batch(inner)) => carried(inner, failure),
+        Error::Writer(WriterError::InvalidOption { max, .. }) => {
+            failure.with("limit", Carried::Number(*max as u64))
         }
-        Error::Append(AppendError::Limit(limit)) | Error::Config(limit) => limit_fields(limit),
-        Error::Open(OpenError::Missing { path: missing }) => path(missing),
-        Error::Open(OpenError::NotAnnalsLog { path: file, .. }) => path(file),
-        Error::Corrupt { position, .. } => json!({ "position": position.0.to_string() }),
-        Error::Writer(WriterError::Batch(inner)) => fields_of(inner),
-        Error::Writer(WriterError::InvalidOption { max, .. }) => json!({ "limit": max }),
         Error::Archive(ArchiveError::Archived {
             position,
             before,
             archive,
-        }) => json!({
-            "position": position.0.to_string(),
-            "before": before.0.to_string(),
-            "archive": archive,
-        }),
-        Error::Archive(ArchiveError::NotInCut { projection, before }) => {
-            json!({ "projection": projection, "before": before.0.to_string() })
-        }
-        Error::NoSpace { path: device } => path(device),
-        Error::OutputPath(refused) => path(refused.path()),
-        _ => json!({}),
-    }
-}
-
-fn limit_fields(limit: &annals::LimitError) -> Value {
-    match limit {
-        annals::LimitError::TooLong { max, .. } | annals::LimitError::TooMany { max, .. } => {
-            json!({ "limit": max })
-        }
-        _ => json!({}),
+        }) => failure
+            .with("position", Carried::Big(position.0))
+            .with("before", Carried::Big(before.0))
+            .with("archive", Carried::Text(archive.to_string())),
+        Error::Archive(ArchiveError::NotInCut { projection, before }) => failure
+            .with("projection", Carried::Text(projection.to_string()))
+            .with("before", Carried::Big(before.0)),
+        _ => failure,
     }
 }

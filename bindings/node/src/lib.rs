@@ -17,8 +17,6 @@ mod events;
 mod names;
 mod packed;
 mod queries;
-mod rows;
-mod runs;
 #[cfg_attr(test, allow(dead_code))]
 mod schemas;
 mod transaction;
@@ -31,12 +29,18 @@ use napi::Env;
 use napi::bindgen_prelude::{BigInt, Buffer, Object, PromiseRaw};
 use napi_derive::napi;
 
-use convert::{position, record_js, u64_of_ms};
+use convert::{position, record_js};
 use crossing::Made;
 use error::{at_path, invalid, to_js};
-use rows::{FuelEntry, FuelTotal, Instance, OutboxRow, RunRollup};
-use runs::{RunCommand, RunOutcome, SpanCommand, SpanOutcome};
 use transaction::{Call, CallOptions};
+
+/// Notes the thread the module loads on (the main thread, or a worker's) as one that runs
+/// JavaScript, where the binding makes its errors as it meets them (`error.rs`).
+#[napi(module_exports)]
+pub fn on_load(_exports: Object<'_>, env: Env) -> napi::Result<()> {
+    error::on_js_thread(&env);
+    Ok(())
+}
 
 /// How a store is opened.
 #[napi(object)]
@@ -203,356 +207,6 @@ pub struct LeaseGuard {
     pub token: BigInt,
     /// The writer's clock.
     pub now_ms: f64,
-}
-
-/// An outbox command: on a row (`enqueue`, `deliver`, `park`, `retry`, `markWaiting`,
-/// `markRetry`, `giveUp`), a peer's pull (`claim`, `ack`), or a sweep (`expire`,
-/// `pruneOutbox`).
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum OutboxCommand {
-    /// Queue a delivery for `peer` under the idempotency key `key`.
-    Enqueue {
-        /// The delivery's key.
-        key: String,
-        /// The peer it goes to.
-        peer: String,
-        /// Its kind.
-        kind: String,
-        /// Its bytes.
-        payload: Buffer,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// Claim the peer's claimable rows under a fresh `token` for `leaseMs`.
-    Claim {
-        /// The claiming peer.
-        peer: String,
-        /// A token made fresh for this claim.
-        token: String,
-        /// Most rows to take.
-        limit: f64,
-        /// How long the claim lasts (default `constants.outbox.claimLeaseMs`, ten minutes, as
-        /// the reference's).
-        lease_ms: Option<f64>,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// Mark done the rows still held under the tokens named.
-    Ack {
-        /// The acking peer.
-        peer: String,
-        /// The rows' keys, each with the token it was claimed under.
-        acks: Vec<RowAck>,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// The push lane delivered a `pending` or `waiting` row: `done`.
-    Deliver {
-        /// The row's key.
-        key: String,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// The push lane cannot reach the peer: a `pending` row becomes `waiting` (only the
-    /// peer's pull takes it), one attempt more.
-    Park {
-        /// The row's key.
-        key: String,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// A push of a `pending` row failed: one attempt more, due again after the backoff.
-    Retry {
-        /// The row's key.
-        key: String,
-        /// The backoff (default 30 s, doubling, at most an hour).
-        backoff: Option<Backoff>,
-        /// What went wrong.
-        last_error: Option<String>,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// The reference's `markWaiting`: a `pending` row becomes `waiting` with `attempts`.
-    MarkWaiting {
-        /// The row's key.
-        key: String,
-        /// The attempt count the row takes.
-        attempts: f64,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// The reference's `markRetry`: a `pending` row stays `pending` with the attempt count,
-    /// next time and first failure time given.
-    MarkRetry {
-        /// The row's key.
-        key: String,
-        /// The attempt count the row takes.
-        attempts: f64,
-        /// When it is due again.
-        next_at_ms: f64,
-        /// When it first failed.
-        first_failed_at_ms: f64,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// The push lane gives up on a `pending` or `waiting` row: `expired`.
-    GiveUp {
-        /// The row's key.
-        key: String,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// Give up on rows never delivered older than `maxAgeMs`, and on rows whose claim lapsed
-    /// unacked older than `claimRetryMs`; a bounded batch, oldest first.
-    Expire {
-        /// The caller's clock.
-        now_ms: f64,
-        /// Age past which a `pending` or `waiting` row expires (default the reference's).
-        max_age_ms: Option<f64>,
-        /// Age past which a row under a lapsed claim expires (default the reference's).
-        claim_retry_ms: Option<f64>,
-    },
-    /// Remove `done` and `expired` rows created more than `olderThanMs` ago; a bounded
-    /// batch, oldest first.
-    PruneOutbox {
-        /// The caller's clock.
-        now_ms: f64,
-        /// Age past which a finished row is removed (default the reference's).
-        older_than_ms: Option<f64>,
-    },
-}
-
-/// How long a failed push waits: `baseMs` after the first failure, doubling, at most `maxMs`.
-#[napi(object)]
-pub struct Backoff {
-    /// The wait after the first failure.
-    pub base_ms: f64,
-    /// The longest wait.
-    pub max_ms: f64,
-}
-
-/// A row a sweep expired, and why (`max_age` or `claim_lapsed`).
-#[napi(object)]
-pub struct ExpiredRow {
-    /// The row's key.
-    pub key: String,
-    /// Why it expired.
-    #[napi(ts_type = "ExpiryReason")]
-    pub reason: String,
-}
-
-/// One row of an ack: its key and the token it was claimed under.
-#[napi(object)]
-pub struct RowAck {
-    /// The row's key.
-    pub key: String,
-    /// The claim's token.
-    pub token: String,
-}
-
-/// What an outbox command got: `enqueued` (or `duplicate`), `updated` (a row moved),
-/// `claimed` (the rows), `acked` (the keys acked and those refused), `expired` and `pruned`
-/// (a sweep's rows; `more` when another sweep would take more), or `refused`.
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum OutboxOutcome {
-    /// Queued now.
-    Enqueued {
-        /// The row.
-        row: OutboxRow,
-    },
-    /// The same key was queued before: nothing appended.
-    Duplicate {
-        /// The row as it stands.
-        row: OutboxRow,
-    },
-    /// The row moved.
-    Updated {
-        /// The row now.
-        row: OutboxRow,
-    },
-    /// The rows claimed, in enqueue order.
-    Claimed {
-        /// The claim's token.
-        token: String,
-        /// When the claim lapses.
-        expires_at_ms: f64,
-        /// The rows.
-        rows: Vec<OutboxRow>,
-    },
-    /// The keys acked, and the rows not acked with why.
-    Acked {
-        /// The keys acked.
-        acked: Vec<String>,
-        /// Each row not acked: its key and why.
-        refused: Vec<AckRefusal>,
-    },
-    /// Rows a sweep expired, oldest first.
-    Expired {
-        /// The rows.
-        rows: Vec<ExpiredRow>,
-        /// Whether more rows qualify than one sweep takes.
-        more: bool,
-    },
-    /// Rows a sweep removed, oldest first.
-    Pruned {
-        /// Their keys.
-        keys: Vec<String>,
-        /// Whether more rows qualify than one sweep takes.
-        more: bool,
-    },
-    /// Refused; nothing appended.
-    Refused {
-        /// Why.
-        #[napi(ts_type = "OutboxRefusal")]
-        reason: String,
-        /// The row that caused it.
-        key: String,
-    },
-}
-
-/// A row of an ack that was not acked, and why (`missing`, `other_peer`, `other_token`, …).
-#[napi(object)]
-pub struct AckRefusal {
-    /// The row's key.
-    pub key: String,
-    /// Why.
-    #[napi(ts_type = "OutboxRefusal")]
-    pub reason: String,
-}
-
-/// The fields of a registry upsert: an absent one is left as it is (or its default on a new
-/// instance); for `identity`, `tree`, `source` and `owner` an empty string clears it.
-#[napi(object)]
-pub struct InstanceFields {
-    /// The domain (default `'localhost'`).
-    pub domain: Option<String>,
-    /// The identity key (hex).
-    pub identity: Option<String>,
-    /// The store; a new instance needs one.
-    pub store: Option<String>,
-    /// The root of the tree deployed.
-    pub tree: Option<String>,
-    /// The directory it came from.
-    pub source: Option<String>,
-    /// Whom it knows: handles, or `['*']` for every other enabled instance.
-    pub knows: Option<Vec<String>>,
-    /// `'enabled'` (default) or `'disabled'`.
-    #[napi(ts_type = "InstanceStatus")]
-    pub status: Option<String>,
-    /// `'agent'` (default) or `'mailbox'`.
-    pub kind: Option<String>,
-    /// A mailbox's owner (hex identity).
-    pub owner: Option<String>,
-    /// Overlay names routed to it.
-    pub topics: Option<Vec<String>>,
-}
-
-/// A registry command (`type`: `upsert`, `setStatus`, `setKnows`, `setTopics` or `remove`).
-// The variants mirror the JavaScript objects napi-rs converts by value, once per call.
-#[allow(clippy::large_enum_variant)]
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum InstanceCommand {
-    /// Registers `handle`, or changes the given fields of the instance that has it.
-    Upsert {
-        /// The handle: a hostname label or a token id.
-        handle: String,
-        /// The fields given.
-        fields: InstanceFields,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// Enables or disables an instance.
-    SetStatus {
-        /// The handle.
-        handle: String,
-        /// `'enabled'` or `'disabled'`.
-        #[napi(ts_type = "InstanceStatus")]
-        status: String,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// Replaces whom an instance knows.
-    SetKnows {
-        /// The handle.
-        handle: String,
-        /// Whom it knows: handles (repeats dropped), or `['*']` for every other
-        /// enabled instance.
-        knows: Vec<String>,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// Replaces the overlay names routed to an instance (`[]`: none).
-    SetTopics {
-        /// The handle.
-        handle: String,
-        /// The topics wanted.
-        topics: Vec<String>,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-    /// Removes an instance from the registry.
-    Remove {
-        /// The handle.
-        handle: String,
-        /// The caller's clock.
-        now_ms: f64,
-    },
-}
-
-/// What a registry command did: `added`, `updated`, `unchanged` (nothing appended),
-/// `removed`, each with the instance as annals describes it, or `missing`.
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum InstanceOutcome {
-    /// A new instance was registered.
-    Added {
-        /// The instance now.
-        instance: Instance,
-    },
-    /// The instance changed.
-    Updated {
-        /// The instance now.
-        instance: Instance,
-    },
-    /// The instance already was as asked.
-    Unchanged {
-        /// The instance as it stands.
-        instance: Instance,
-    },
-    /// The instance was removed.
-    Removed {
-        /// The instance as it was.
-        instance: Instance,
-    },
-    /// No instance has the handle.
-    Missing {},
-}
-
-/// Fuel used by `caller` doing `op` on `instance`, added to the ledger (`type`: `fuel`):
-/// `calls` calls (default 1) and `fuel` units.
-#[napi(object)]
-pub struct FuelCommand {
-    /// The instance charged.
-    pub instance: String,
-    /// Who called.
-    pub caller: String,
-    /// The operation.
-    pub op: String,
-    /// How many calls (default 1).
-    pub calls: Option<f64>,
-    /// The fuel they used.
-    pub fuel: f64,
-    /// The caller's clock.
-    pub now_ms: f64,
-}
-
-/// The ledger after a fuel command: the entry of (instance, caller, op) and the instance's
-/// total, as annals describes them.
-#[napi(object)]
-pub struct FuelOutcome {
-    /// The entry now.
-    pub entry: FuelEntry,
-    /// The instance's total now.
-    pub total: FuelTotal,
 }
 
 /// An annals log file.
@@ -820,23 +474,17 @@ impl Store {
     }
 
     /// The rollup of a closed run (its spans' usage and costs summed), or `null`.
-    #[napi]
-    pub fn rollup(&self, run: String) -> napi::Result<Option<RunRollup>> {
-        self.query(move |state| {
-            Ok(annals::runs::rollup(state, &run)?
-                .as_ref()
-                .map(rows::rollup_js))
-        })
+    #[napi(ts_return_type = "RunRollup | null")]
+    pub fn rollup(&self, env: Env, run: String) -> napi::Result<Made> {
+        let rollup = self.query(move |state| annals::runs::rollup(state, &run))?;
+        crossing::to_js(&env, &rollup)
     }
 
     /// The instance registered under `handle` (as annals describes it), or `null`.
-    #[napi]
-    pub fn instance(&self, handle: String) -> napi::Result<Option<Instance>> {
-        self.query(move |state| {
-            Ok(annals::registry::instance(state, &handle)?
-                .as_ref()
-                .map(rows::instance_js))
-        })
+    #[napi(ts_return_type = "Instance | null")]
+    pub fn instance(&self, env: Env, handle: String) -> napi::Result<Made> {
+        let instance = self.query(move |state| annals::registry::instance(state, &handle))?;
+        crossing::to_js(&env, &instance)
     }
 
     /// Every record from `options.from` (default 0) on: the history, then each record as it
@@ -874,11 +522,7 @@ impl Store {
 }
 
 fn closed() -> napi::Error {
-    error::coded(
-        annals::ErrorKind::Closed.code(),
-        "the store is closed",
-        serde_json::json!({}),
-    )
+    error::coded(annals::ErrorKind::Closed.code(), "the store is closed")
 }
 
 /// Where a subscription starts.
@@ -898,13 +542,32 @@ pub struct Subscription {
 #[napi]
 impl Subscription {
     /// The next record, once there is one.
-    #[napi]
-    pub async fn next(&self) -> napi::Result<LogRecord> {
+    #[napi(ts_return_type = "Promise<LogRecord>")]
+    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, LogRecord>> {
         let inner = Arc::clone(&self.inner);
-        let mut subscription = inner.lock().await;
-        let record = subscription.next().await.map_err(to_js)?;
-        Ok(record_js(record))
+        promise(
+            env,
+            async move { inner.lock().await.next().await },
+            |_, record| Ok(record_js(record)),
+        )
     }
+}
+
+/// A Promise of what `future` gives, made a JavaScript value by `made` when it settles on the
+/// main thread, as is an error (`error::Failure`): the future runs on a thread where no error
+/// object can be made.
+fn promise<'env, T: Send + 'static, V: napi::bindgen_prelude::ToNapiValue>(
+    env: &'env Env,
+    future: impl std::future::Future<Output = annals::Result<T>> + Send + 'static,
+    made: impl FnOnce(&'env Env, T) -> napi::Result<V> + 'static,
+) -> napi::Result<PromiseRaw<'env, V>> {
+    env.spawn_future_with_callback(
+        async move { Ok(future.await.map_err(|error| error::Failure::of(&error))) },
+        move |env, outcome| match outcome {
+            Ok(value) => made(env, value),
+            Err(failure) => Err(failure.thrown(env)),
+        },
+    )
 }
 
 /// How the writer batches.
@@ -931,42 +594,40 @@ impl Writer {
         C::Outcome: serde::Serialize + Send + 'static,
     {
         let writer = self.handle()?;
-        env.spawn_future_with_callback(
-            async move { writer.execute(command).await.map_err(to_js) },
+        promise(
+            env,
+            async move { writer.execute(command).await },
             |env, outcome| crossing::to_js(env, &outcome),
         )
     }
 
     fn handle(&self) -> napi::Result<annals::Writer> {
         let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        guard.clone().ok_or_else(|| {
-            error::coded(
-                annals::ErrorKind::Closed.code(),
-                "the writer is closed",
-                serde_json::json!({}),
-            )
-        })
+        guard
+            .clone()
+            .ok_or_else(|| error::coded(annals::ErrorKind::Closed.code(), "the writer is closed"))
     }
 }
 
 #[napi]
 impl Writer {
     /// `Store.append`, batched.
-    #[napi]
-    pub async fn append(
+    #[napi(ts_return_type = "Promise<AppendOutcome>")]
+    pub fn append<'env>(
         &self,
+        env: &'env Env,
         stream: String,
         expected: napi::Either<String, BigInt>,
         events: Vec<NewEvent>,
-    ) -> napi::Result<AppendOutcome> {
+    ) -> napi::Result<PromiseRaw<'env, AppendOutcome>> {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
         let writer = self.handle()?;
-        let outcome = writer
-            .append(stream, expected, events)
-            .await
-            .map_err(to_js)?;
-        Ok(convert::append_outcome(outcome))
+        promise(
+            env,
+            async move { writer.append(stream, expected, events).await },
+            |_, outcome| Ok(convert::append_outcome(outcome)),
+        )
     }
 
     /// `Store.lease`, batched.
@@ -984,23 +645,19 @@ impl Writer {
     }
 
     /// `Store.outbox`, batched.
-    #[napi]
-    pub async fn outbox(&self, command: OutboxCommand) -> napi::Result<OutboxOutcome> {
-        let writer = self.handle()?;
-        match convert::outbox_command(command)? {
-            convert::OutboxCall::Row(command) => {
-                let key = convert::row_key(&command);
-                let outcome = writer.execute(command).await.map_err(to_js)?;
-                Ok(convert::outbox_outcome(outcome, key))
-            }
-            convert::OutboxCall::Pull(command) => {
-                let outcome = writer.execute(command).await.map_err(to_js)?;
-                Ok(convert::pull(outcome))
-            }
-            convert::OutboxCall::Sweep(command) => {
-                let outcome = writer.execute(command).await.map_err(to_js)?;
-                Ok(convert::sweep(outcome))
-            }
+    #[napi(
+        ts_args_type = "command: OutboxCommand",
+        ts_return_type = "Promise<OutboxOutcome>"
+    )]
+    pub fn outbox<'env>(
+        &self,
+        env: &'env Env,
+        command: Object<'_>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
+        match commands::OutboxCall::of(&command)? {
+            commands::OutboxCall::Row(command) => self.crossing(env, command),
+            commands::OutboxCall::Pull(command) => self.crossing(env, command),
+            commands::OutboxCall::Sweep(command) => self.crossing(env, command),
         }
     }
 
@@ -1019,13 +676,17 @@ impl Writer {
     }
 
     /// `Store.run`, batched.
-    #[napi]
-    pub async fn run(&self, command: RunCommand) -> napi::Result<RunOutcome> {
-        let command = runs::run_command(command)?;
-        let writer = self.handle()?;
-        Ok(runs::run_outcome(
-            writer.execute(command).await.map_err(to_js)?,
-        ))
+    #[napi(
+        ts_args_type = "command: RunCommand",
+        ts_return_type = "Promise<RunOutcome>"
+    )]
+    pub fn run<'env>(
+        &self,
+        env: &'env Env,
+        command: Object<'_>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
+        let command: annals::runs::RunCommand = crossing::from_js(&command)?;
+        self.crossing(env, command)
     }
 
     /// `Store.setting`, batched.
@@ -1043,21 +704,31 @@ impl Writer {
     }
 
     /// `Store.fuel`, batched.
-    #[napi]
-    pub async fn fuel(&self, command: FuelCommand) -> napi::Result<FuelOutcome> {
-        let command = fuel_command(command)?;
-        let writer = self.handle()?;
-        Ok(fuel_outcome(writer.execute(command).await.map_err(to_js)?))
+    #[napi(
+        ts_args_type = "command: FuelCommand",
+        ts_return_type = "Promise<FuelOutcome>"
+    )]
+    pub fn fuel<'env>(
+        &self,
+        env: &'env Env,
+        command: Object<'_>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
+        let command: annals::registry::ChargeFuel = crossing::from_js(&command)?;
+        self.crossing(env, command)
     }
 
     /// `Store.span`, batched.
-    #[napi]
-    pub async fn span(&self, command: SpanCommand) -> napi::Result<SpanOutcome> {
-        let command = runs::span_command(command)?;
-        let writer = self.handle()?;
-        Ok(runs::span_outcome(
-            writer.execute(command).await.map_err(to_js)?,
-        ))
+    #[napi(
+        ts_args_type = "command: SpanCommand",
+        ts_return_type = "Promise<SpanOutcome>"
+    )]
+    pub fn span<'env>(
+        &self,
+        env: &'env Env,
+        command: Object<'_>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
+        let command: annals::runs::SpanCommand = crossing::from_js(&command)?;
+        self.crossing(env, command)
     }
 
     /// `Store.ingest`, batched.
@@ -1075,13 +746,17 @@ impl Writer {
     }
 
     /// `Store.registry`, batched.
-    #[napi]
-    pub async fn registry(&self, command: InstanceCommand) -> napi::Result<InstanceOutcome> {
-        let command = convert::instance_command(command)?;
-        let writer = self.handle()?;
-        Ok(convert::instance_outcome(
-            writer.execute(command).await.map_err(to_js)?,
-        ))
+    #[napi(
+        ts_args_type = "command: InstanceCommand",
+        ts_return_type = "Promise<InstanceOutcome>"
+    )]
+    pub fn registry<'env>(
+        &self,
+        env: &'env Env,
+        command: Object<'_>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
+        let command: annals::registry::InstanceCommand = crossing::from_js(&command)?;
+        self.crossing(env, command)
     }
 
     /// `Store.consumer`, batched.
@@ -1105,34 +780,18 @@ impl Writer {
     }
 
     /// Waits for every queued command, then stops the writer's thread.
-    #[napi]
-    pub async fn close(&self) -> napi::Result<()> {
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-        match taken {
-            Some(writer) => writer.close().await.map_err(to_js),
-            None => Ok(()),
-        }
-    }
-}
-
-fn fuel_command(command: FuelCommand) -> napi::Result<annals::registry::ChargeFuel> {
-    Ok(annals::registry::ChargeFuel {
-        instance: command.instance,
-        caller: command.caller,
-        op: command.op,
-        calls: command
-            .calls
-            .map(|calls| u64_of_ms(calls, "calls"))
-            .transpose()?
-            .unwrap_or(1),
-        fuel: u64_of_ms(command.fuel, "fuel")?,
-        now_ms: u64_of_ms(command.now_ms, "nowMs")?,
-    })
-}
-
-fn fuel_outcome(outcome: annals::registry::FuelOutcome) -> FuelOutcome {
-    FuelOutcome {
-        entry: rows::fuel_entry_js(&outcome.entry),
-        total: rows::fuel_total_js(&outcome.total),
+        promise(
+            env,
+            async move {
+                match taken {
+                    Some(writer) => writer.close().await,
+                    None => Ok(()),
+                }
+            },
+            |_, ()| Ok(()),
+        )
     }
 }

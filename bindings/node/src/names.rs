@@ -10,13 +10,16 @@ use annals::ingest::IngestConflict;
 use annals::leases::LeaseRefusal;
 use annals::outbox::{ExpiryReason, OutboxRefusal, OutboxState};
 use annals::registry::{InstanceKind, Status};
-use annals::runs::{ChangeKind, RunRefusal, SpanKind, SpanOrigin, SpanOutcome, SpanRefusal};
+use annals::runs::{
+    BillingMode, ChangeKind, RunRefusal, SpanKind, SpanOrigin, SpanOutcome, SpanRefusal,
+};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Visitor};
 
 /// Each TypeScript union's name, and the Rust enum whose names it holds.
 pub fn names() -> HashMap<String, Vec<String>> {
     [
+        ("BillingMode", variants::<BillingMode>()),
         ("ConsumerRefusal", variants::<ConsumerRefusal>()),
         ("ExpiryReason", variants::<ExpiryReason>()),
         ("IngestConflict", variants::<IngestConflict>()),
@@ -40,15 +43,21 @@ pub fn names() -> HashMap<String, Vec<String>> {
 /// The names of `T`'s variants as serde reads them: serde's derive hands a deserializer the
 /// list, which [`Capture`] keeps and then refuses to go on.
 fn variants<'de, T: Deserialize<'de>>() -> Vec<String> {
-    let mut found: &'static [&'static str] = &[];
-    // Always an error: the capture only looks at what the enum asks for.
-    drop(T::deserialize(Capture(&mut found)));
+    let found = serde_names::<T>();
     assert!(
         !found.is_empty(),
         "{}: not a unit enum",
         std::any::type_name::<T>()
     );
     found.iter().map(|name| (*name).to_owned()).collect()
+}
+
+/// The serde names of enum `T`'s variants (none if `T` is not an enum).
+pub(crate) fn serde_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+    let mut found: &'static [&'static str] = &[];
+    // Always an error: the capture only looks at what the enum asks for.
+    drop(T::deserialize(Capture(&mut found)));
+    found
 }
 
 /// A deserializer that keeps the variant names an enum asks it for, and gives nothing.

@@ -9,20 +9,26 @@ use crate::Store;
 use crate::convert::{self, u64_of, u64_of_ms};
 use crate::crossing::{Made, to_js};
 use crate::error::invalid;
-use crate::rows::{
-    self, FuelEntry, FuelTotal, Instance, OpenRunRollup, OutboxRow, Run, RunChange, RunRollup,
-    RunSnapshot, Setting, Span, SpanEvent,
-};
 
-/// The fuel an instance used in all.
+/// The fuel an instance used in all (`fuelTotals`: the library gives each instance with its
+/// `FuelTotal`).
 #[napi(object)]
 pub struct InstanceFuel {
     /// The instance.
     pub instance: String,
     /// Calls in all.
-    pub calls: f64,
+    pub calls: BigInt,
     /// Fuel in all.
-    pub fuel: f64,
+    pub fuel: BigInt,
+}
+
+/// A host setting (`settings`: the library gives each key with its value).
+#[napi(object)]
+pub struct Setting {
+    /// Its key.
+    pub key: String,
+    /// Its value.
+    pub value: String,
 }
 
 /// Which instances `instances` lists.
@@ -100,198 +106,149 @@ impl Store {
     }
 
     /// The outbox row of `key`, or `null`.
-    #[napi]
-    pub fn outbox_row(&self, key: String) -> napi::Result<Option<OutboxRow>> {
-        self.query(move |state| {
-            Ok(annals::outbox::row(state, &key)?
-                .as_ref()
-                .map(rows::outbox_row_js))
-        })
+    #[napi(ts_return_type = "OutboxRow | null")]
+    pub fn outbox_row(&self, env: Env, key: String) -> napi::Result<Made> {
+        let value = self.query(move |state| annals::outbox::row(state, &key))?;
+        to_js(&env, &value)
     }
 
     /// Up to `limit` (default 1000) outbox rows, in enqueue order.
-    #[napi]
-    pub fn outbox_rows(&self, limit: Option<f64>) -> napi::Result<Vec<OutboxRow>> {
+    #[napi(ts_return_type = "Array<OutboxRow>")]
+    pub fn outbox_rows(&self, env: Env, limit: Option<f64>) -> napi::Result<Made> {
         let limit = self::limit(limit)?;
-        self.query(move |state| {
-            Ok(annals::outbox::rows_by_enqueue(state, limit)?
-                .iter()
-                .map(rows::outbox_row_js)
-                .collect())
-        })
+        let value = self.query(move |state| annals::outbox::rows_by_enqueue(state, limit))?;
+        to_js(&env, &value)
     }
 
     /// The rows the push lane should try at `nowMs`: `pending` and due, in due order.
-    #[napi]
-    pub fn outbox_due(&self, now_ms: f64, limit: Option<f64>) -> napi::Result<Vec<OutboxRow>> {
+    #[napi(ts_return_type = "Array<OutboxRow>")]
+    pub fn outbox_due(&self, env: Env, now_ms: f64, limit: Option<f64>) -> napi::Result<Made> {
         let now_ms = u64_of_ms(now_ms, "nowMs")?;
         let limit = self::limit(limit)?;
-        self.query(move |state| {
-            Ok(annals::outbox::due(state, now_ms, limit)?
-                .iter()
-                .map(rows::outbox_row_js)
-                .collect())
-        })
+        let value = self.query(move |state| annals::outbox::due(state, now_ms, limit))?;
+        to_js(&env, &value)
     }
 
     /// The `pending` rows owed to `peer` that are new or past their backoff at `nowMs`, in
     /// enqueue order: what a push at enqueue sends.
-    #[napi]
+    #[napi(ts_return_type = "Array<OutboxRow>")]
     pub fn outbox_pending_for(
         &self,
+        env: Env,
         peer: String,
         now_ms: f64,
         limit: Option<f64>,
-    ) -> napi::Result<Vec<OutboxRow>> {
+    ) -> napi::Result<Made> {
         let now_ms = u64_of_ms(now_ms, "nowMs")?;
         let limit = self::limit(limit)?;
-        self.query(move |state| {
-            Ok(annals::outbox::pending_for(state, &peer, now_ms, limit)?
-                .iter()
-                .map(rows::outbox_row_js)
-                .collect())
-        })
+        let value =
+            self.query(move |state| annals::outbox::pending_for(state, &peer, now_ms, limit))?;
+        to_js(&env, &value)
     }
 
     /// The rows not yet done of `peer`, in enqueue order, at most `limit` (default 100).
-    #[napi]
+    #[napi(ts_return_type = "Array<OutboxRow>")]
     pub fn outbox_open_for(
         &self,
+        env: Env,
         peer: String,
         limit: Option<f64>,
-    ) -> napi::Result<Vec<OutboxRow>> {
+    ) -> napi::Result<Made> {
         let limit = limit_or(limit, OPEN_ROWS_LIMIT)?;
-        self.query(move |state| {
-            Ok(annals::outbox::open_for(state, &peer, limit)?
-                .iter()
-                .map(rows::outbox_row_js)
-                .collect())
-        })
+        let value = self.query(move |state| annals::outbox::open_for(state, &peer, limit))?;
+        to_js(&env, &value)
     }
 
     /// The run `run` (its root and counters), or `null`.
-    #[napi]
-    pub fn run_of(&self, run: String) -> napi::Result<Option<Run>> {
-        self.query(move |state| Ok(annals::runs::run(state, &run)?.as_ref().map(rows::run_js)))
+    #[napi(ts_return_type = "Run | null")]
+    pub fn run_of(&self, env: Env, run: String) -> napi::Result<Made> {
+        let value = self.query(move |state| annals::runs::run(state, &run))?;
+        to_js(&env, &value)
     }
 
     /// The span `span` of `run`, or `null`.
-    #[napi]
-    pub fn span_of(&self, run: String, span: String) -> napi::Result<Option<Span>> {
-        self.query(move |state| {
-            Ok(annals::runs::span(state, &run, &span)?
-                .as_ref()
-                .map(rows::span_js))
-        })
+    #[napi(ts_return_type = "Span | null")]
+    pub fn span_of(&self, env: Env, run: String, span: String) -> napi::Result<Made> {
+        let value = self.query(move |state| annals::runs::span(state, &run, &span))?;
+        to_js(&env, &value)
     }
 
     /// Every span of `run`, in start order.
-    #[napi]
-    pub fn spans(&self, run: String) -> napi::Result<Vec<Span>> {
-        self.query(move |state| {
-            Ok(annals::runs::spans(state, &run)?
-                .iter()
-                .map(rows::span_js)
-                .collect())
-        })
+    #[napi(ts_return_type = "Array<Span>")]
+    pub fn spans(&self, env: Env, run: String) -> napi::Result<Made> {
+        let value = self.query(move |state| annals::runs::spans(state, &run))?;
+        to_js(&env, &value)
     }
 
     /// The events of one span, in order.
-    #[napi]
-    pub fn span_events(&self, run: String, span: String) -> napi::Result<Vec<SpanEvent>> {
-        self.query(move |state| {
-            Ok(annals::runs::events(state, &run, &span)?
-                .iter()
-                .map(rows::span_event_js)
-                .collect())
-        })
+    #[napi(ts_return_type = "Array<SpanEvent>")]
+    pub fn span_events(&self, env: Env, run: String, span: String) -> napi::Result<Made> {
+        let value = self.query(move |state| annals::runs::events(state, &run, &span))?;
+        to_js(&env, &value)
     }
 
     /// The run whole (its spans and their events), or `null`.
-    #[napi]
-    pub fn run_snapshot(&self, run: String) -> napi::Result<Option<RunSnapshot>> {
-        self.query(move |state| {
-            Ok(annals::runs::snapshot(state, &run)?
-                .as_ref()
-                .map(rows::snapshot_js))
-        })
+    #[napi(ts_return_type = "RunSnapshot | null")]
+    pub fn run_snapshot(&self, env: Env, run: String) -> napi::Result<Made> {
+        let value = self.query(move |state| annals::runs::snapshot(state, &run))?;
+        to_js(&env, &value)
     }
 
     /// The changes of `run` after seq `after`, at most `limit` (default 1000): how a follower
     /// catches up.
-    #[napi]
+    #[napi(ts_return_type = "Array<RunChange>")]
     pub fn run_changes_since(
         &self,
+        env: Env,
         run: String,
         after: BigInt,
         limit: Option<f64>,
-    ) -> napi::Result<Vec<RunChange>> {
+    ) -> napi::Result<Made> {
         let after = annals::runs::RunSeq(u64_of(&after, "after")?);
         let limit = self::limit(limit)?;
-        self.query(move |state| {
-            Ok(annals::runs::changes_since(state, &run, after, limit)?
-                .iter()
-                .map(rows::run_change_js)
-                .collect())
-        })
+        let value =
+            self.query(move |state| annals::runs::changes_since(state, &run, after, limit))?;
+        to_js(&env, &value)
     }
 
     /// The rollup stored for a run whose root is still open, or `null`.
-    #[napi]
-    pub fn open_rollup(&self, run: String) -> napi::Result<Option<OpenRunRollup>> {
-        self.query(move |state| {
-            Ok(annals::runs::open_rollup(state, &run)?
-                .as_ref()
-                .map(rows::open_rollup_js))
-        })
+    #[napi(ts_return_type = "OpenRunRollup | null")]
+    pub fn open_rollup(&self, env: Env, run: String) -> napi::Result<Made> {
+        let value = self.query(move |state| annals::runs::open_rollup(state, &run))?;
+        to_js(&env, &value)
     }
 
     /// Up to `limit` (default 1000) rollups of closed runs, latest end first.
-    #[napi]
-    pub fn rollups(&self, limit: Option<f64>) -> napi::Result<Vec<RunRollup>> {
+    #[napi(ts_return_type = "Array<RunRollup>")]
+    pub fn rollups(&self, env: Env, limit: Option<f64>) -> napi::Result<Made> {
         let limit = self::limit(limit)?;
-        self.query(move |state| {
-            Ok(annals::runs::rollups(state, limit)?
-                .iter()
-                .map(rows::rollup_js)
-                .collect())
-        })
+        let value = self.query(move |state| annals::runs::rollups(state, limit))?;
+        to_js(&env, &value)
     }
 
     /// Every open root span, latest start first: what is running.
-    #[napi]
-    pub fn open_roots(&self) -> napi::Result<Vec<Span>> {
-        self.query(move |state| {
-            Ok(annals::runs::open_roots(state)?
-                .iter()
-                .map(rows::span_js)
-                .collect())
-        })
+    #[napi(ts_return_type = "Array<Span>")]
+    pub fn open_roots(&self, env: Env) -> napi::Result<Made> {
+        let value = self.query(move |state| annals::runs::open_roots(state))?;
+        to_js(&env, &value)
     }
 
     /// Open roots that started more than `thresholdMs` before `nowMs`, oldest first.
-    #[napi]
-    pub fn stuck_runs(&self, threshold_ms: f64, now_ms: f64) -> napi::Result<Vec<Span>> {
+    #[napi(ts_return_type = "Array<Span>")]
+    pub fn stuck_runs(&self, env: Env, threshold_ms: f64, now_ms: f64) -> napi::Result<Made> {
         let threshold_ms = u64_of_ms(threshold_ms, "thresholdMs")?;
         let now_ms = u64_of_ms(now_ms, "nowMs")?;
-        self.query(move |state| {
-            Ok(annals::runs::stuck_runs(state, threshold_ms, now_ms)?
-                .iter()
-                .map(rows::span_js)
-                .collect())
-        })
+        let value =
+            self.query(move |state| annals::runs::stuck_runs(state, threshold_ms, now_ms))?;
+        to_js(&env, &value)
     }
 
     /// Open roots whose last heartbeat is before `cutoffMs`, oldest heartbeat first.
-    #[napi]
-    pub fn silent_roots(&self, cutoff_ms: f64) -> napi::Result<Vec<Span>> {
+    #[napi(ts_return_type = "Array<Span>")]
+    pub fn silent_roots(&self, env: Env, cutoff_ms: f64) -> napi::Result<Made> {
         let cutoff_ms = u64_of_ms(cutoff_ms, "cutoffMs")?;
-        self.query(move |state| {
-            Ok(annals::runs::silent_roots(state, cutoff_ms)?
-                .iter()
-                .map(rows::span_js)
-                .collect())
-        })
+        let value = self.query(move |state| annals::runs::silent_roots(state, cutoff_ms))?;
+        to_js(&env, &value)
     }
 
     /// The runs with an open span written by `writer`, in run order.
@@ -378,8 +335,8 @@ impl Store {
     }
 
     /// Registered instances, oldest first, then by handle.
-    #[napi]
-    pub fn instances(&self, options: Option<InstancesOptions>) -> napi::Result<Vec<Instance>> {
+    #[napi(ts_return_type = "Array<Instance>")]
+    pub fn instances(&self, env: Env, options: Option<InstancesOptions>) -> napi::Result<Made> {
         let (status, limit) = match options {
             None => (None, self::limit(None)?),
             Some(options) => (
@@ -390,22 +347,15 @@ impl Store {
                 self::limit(options.limit)?,
             ),
         };
-        self.query(move |state| {
-            Ok(annals::registry::instances(state, status, limit)?
-                .iter()
-                .map(rows::instance_js)
-                .collect())
-        })
+        let value = self.query(move |state| annals::registry::instances(state, status, limit))?;
+        to_js(&env, &value)
     }
 
     /// The enabled instance with identity key `identity`, or `null`.
-    #[napi]
-    pub fn instance_by_identity(&self, identity: String) -> napi::Result<Option<Instance>> {
-        self.query(move |state| {
-            Ok(annals::registry::by_identity(state, &identity)?
-                .as_ref()
-                .map(rows::instance_js))
-        })
+    #[napi(ts_return_type = "Instance | null")]
+    pub fn instance_by_identity(&self, env: Env, identity: String) -> napi::Result<Made> {
+        let value = self.query(move |state| annals::registry::by_identity(state, &identity))?;
+        to_js(&env, &value)
     }
 
     /// The identity `handle` names in `domain` (a mailbox's owner's), or `null`.
@@ -415,23 +365,17 @@ impl Store {
     }
 
     /// The enabled mailbox of `owner` (hex identity), or `null`.
-    #[napi]
-    pub fn mailbox_of(&self, owner: String) -> napi::Result<Option<Instance>> {
-        self.query(move |state| {
-            Ok(annals::registry::mailbox_of(state, &owner)?
-                .as_ref()
-                .map(rows::instance_js))
-        })
+    #[napi(ts_return_type = "Instance | null")]
+    pub fn mailbox_of(&self, env: Env, owner: String) -> napi::Result<Made> {
+        let value = self.query(move |state| annals::registry::mailbox_of(state, &owner))?;
+        to_js(&env, &value)
     }
 
     /// The instance the `host_skein` setting names, or `null`.
-    #[napi]
-    pub fn host_skein(&self) -> napi::Result<Option<Instance>> {
-        self.query(move |state| {
-            Ok(annals::registry::host_skein(state)?
-                .as_ref()
-                .map(rows::instance_js))
-        })
+    #[napi(ts_return_type = "Instance | null")]
+    pub fn host_skein(&self, env: Env) -> napi::Result<Made> {
+        let value = self.query(move |state| annals::registry::host_skein(state))?;
+        to_js(&env, &value)
     }
 
     /// The value of a host setting, or `null`.
@@ -452,24 +396,17 @@ impl Store {
     }
 
     /// The fuel ledger of `instance`: an entry per (caller, op), the costliest first.
-    #[napi]
-    pub fn fuel_ledger(&self, instance: String) -> napi::Result<Vec<FuelEntry>> {
-        self.query(move |state| {
-            Ok(annals::registry::fuel_ledger(state, &instance)?
-                .iter()
-                .map(rows::fuel_entry_js)
-                .collect())
-        })
+    #[napi(ts_return_type = "Array<FuelEntry>")]
+    pub fn fuel_ledger(&self, env: Env, instance: String) -> napi::Result<Made> {
+        let value = self.query(move |state| annals::registry::fuel_ledger(state, &instance))?;
+        to_js(&env, &value)
     }
 
     /// The fuel `instance` used in all.
-    #[napi]
-    pub fn fuel_total(&self, instance: String) -> napi::Result<FuelTotal> {
-        self.query(move |state| {
-            Ok(rows::fuel_total_js(&annals::registry::fuel_total(
-                state, &instance,
-            )?))
-        })
+    #[napi(ts_return_type = "FuelTotal")]
+    pub fn fuel_total(&self, env: Env, instance: String) -> napi::Result<Made> {
+        let total = self.query(move |state| annals::registry::fuel_total(state, &instance))?;
+        to_js(&env, &total)
     }
 
     /// The fuel every instance used in all, by instance.
@@ -480,8 +417,8 @@ impl Store {
                 .into_iter()
                 .map(|(instance, total)| InstanceFuel {
                     instance,
-                    calls: rows::number(total.calls),
-                    fuel: rows::number(total.fuel),
+                    calls: BigInt::from(total.calls),
+                    fuel: BigInt::from(total.fuel),
                 })
                 .collect())
         })

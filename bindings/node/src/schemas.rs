@@ -7,7 +7,17 @@ use std::collections::HashMap;
 use annals::consumers::{ConsumerCommand, ConsumerOutcome};
 use annals::ingest::{IngestCommand, IngestOutcome};
 use annals::leases::{LaneCommand, LaneOutcome, LeaseCommand, LeaseOutcome};
-use annals::registry::{SetSetting, SettingOutcome};
+use annals::outbox::{
+    OutboxCommand, OutboxOutcome, OutboxRow, PullCommand, PullOutcome, SweepCommand, SweepOutcome,
+};
+use annals::registry::{
+    ChargeFuel, FuelEntry, FuelOutcome, FuelTotal, Instance, InstanceCommand, InstanceOutcome,
+    SetSetting, SettingOutcome,
+};
+use annals::runs::{
+    OpenRunRollup, Run, RunChange, RunCommand, RunCommandOutcome, RunRollup, RunSnapshot, Span,
+    SpanCommand, SpanCommandOutcome, SpanEvent,
+};
 use napi_derive::napi;
 use schemars::JsonSchema;
 use serde_json::Value;
@@ -26,6 +36,43 @@ fn unions() -> Vec<(&'static str, Vec<Value>)> {
         ("SettingOutcome", vec![schema::<SettingOutcome>()]),
         ("ConsumerCommand", vec![schema::<ConsumerCommand>()]),
         ("ConsumerOutcome", vec![schema::<ConsumerOutcome>()]),
+        // A row's commands, a peer's pull and the sweeps: one `outbox` method, one union.
+        (
+            "OutboxCommand",
+            vec![
+                schema::<OutboxCommand>(),
+                schema::<PullCommand>(),
+                schema::<SweepCommand>(),
+            ],
+        ),
+        (
+            "OutboxOutcome",
+            vec![
+                schema::<OutboxOutcome>(),
+                schema::<PullOutcome>(),
+                schema::<SweepOutcome>(),
+            ],
+        ),
+        ("InstanceCommand", vec![schema::<InstanceCommand>()]),
+        ("InstanceOutcome", vec![schema::<InstanceOutcome>()]),
+        ("FuelCommand", vec![schema::<ChargeFuel>()]),
+        ("FuelOutcome", vec![schema::<FuelOutcome>()]),
+        ("RunCommand", vec![schema::<RunCommand>()]),
+        ("RunOutcome", vec![schema::<RunCommandOutcome>()]),
+        ("SpanCommand", vec![schema::<SpanCommand>()]),
+        ("SpanOutcome", vec![schema::<SpanCommandOutcome>()]),
+        // The rows the queries give that no outcome holds.
+        ("OutboxRow", vec![schema::<OutboxRow>()]),
+        ("Instance", vec![schema::<Instance>()]),
+        ("FuelEntry", vec![schema::<FuelEntry>()]),
+        ("FuelTotal", vec![schema::<FuelTotal>()]),
+        ("Run", vec![schema::<Run>()]),
+        ("Span", vec![schema::<Span>()]),
+        ("SpanEvent", vec![schema::<SpanEvent>()]),
+        ("RunChange", vec![schema::<RunChange>()]),
+        ("RunSnapshot", vec![schema::<RunSnapshot>()]),
+        ("RunRollup", vec![schema::<RunRollup>()]),
+        ("OpenRunRollup", vec![schema::<OpenRunRollup>()]),
     ]
 }
 

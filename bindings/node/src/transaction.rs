@@ -18,11 +18,10 @@ use napi::bindgen_prelude::{AsyncTask, Function, ToNapiValue, TypeName};
 use napi::{Env, Task};
 use napi_derive::napi;
 use serde::Serialize;
-use serde_json::json;
 
 use crate::convert::{u64_of, u64_of_ms};
 use crate::crossing::{Made, to_js as crossed};
-use crate::error::{coded, invalid, to_js};
+use crate::error::{Failure, coded, invalid, to_js};
 use crate::{LeaseGuard, Store};
 
 /// How one command commits.
@@ -120,31 +119,31 @@ pub struct Commit<T> {
     commit: Option<OffThread<T>>,
 }
 
-/// A command's commit, to run on a thread of libuv's pool.
-type OffThread<T> = Box<dyn FnOnce() -> napi::Result<T> + Send>;
+/// A command's commit, to run on a thread of libuv's pool. An error met there is carried back
+/// as a `Failure`, made a JavaScript error when the Promise settles, on the main thread.
+type OffThread<T> = Box<dyn FnOnce() -> Result<T, Failure> + Send>;
 
 /// Runs the commit a task holds, which napi-rs asks for once.
-fn run_once<T>(commit: &mut Option<OffThread<T>>) -> napi::Result<T> {
+fn run_once<T>(commit: &mut Option<OffThread<T>>) -> Result<T, Failure> {
     match commit.take() {
         Some(commit) => commit(),
-        None => Err(coded(
+        None => Err(Failure::coded(
             annals::ErrorKind::Internal.code(),
             "a command's commit ran twice",
-            json!({}),
         )),
     }
 }
 
 impl<T: ToNapiValue + TypeName + Send + 'static> Task for Commit<T> {
-    type Output = T;
+    type Output = Result<T, Failure>;
     type JsValue = T;
 
-    fn compute(&mut self) -> napi::Result<T> {
-        run_once(&mut self.commit)
+    fn compute(&mut self) -> napi::Result<Result<T, Failure>> {
+        Ok(run_once(&mut self.commit))
     }
 
-    fn resolve(&mut self, _env: Env, outcome: T) -> napi::Result<T> {
-        Ok(outcome)
+    fn resolve(&mut self, env: Env, outcome: Result<T, Failure>) -> napi::Result<T> {
+        outcome.map_err(|failure| failure.thrown(&env))
     }
 }
 
@@ -155,15 +154,18 @@ pub struct Crossing<T> {
 }
 
 impl<T: Serialize + Send + 'static> Task for Crossing<T> {
-    type Output = T;
+    type Output = Result<T, Failure>;
     type JsValue = Made;
 
-    fn compute(&mut self) -> napi::Result<T> {
-        run_once(&mut self.commit)
+    fn compute(&mut self) -> napi::Result<Result<T, Failure>> {
+        Ok(run_once(&mut self.commit))
     }
 
-    fn resolve(&mut self, env: Env, outcome: T) -> napi::Result<Made> {
-        crossed(&env, &outcome)
+    fn resolve(&mut self, env: Env, outcome: Result<T, Failure>) -> napi::Result<Made> {
+        match outcome {
+            Ok(outcome) => crossed(&env, &outcome),
+            Err(failure) => Err(failure.thrown(&env)),
+        }
     }
 }
 
@@ -195,7 +197,6 @@ fn session_gone() -> napi::Error {
     coded(
         crate::error::IN_TRANSACTION,
         "the transaction's session ended: the transaction fails",
-        json!({}),
     )
 }
 
@@ -271,7 +272,7 @@ impl Store {
                     }
                     work(session)
                 })
-                .map_err(to_js)
+                .map_err(|error| Failure::of(&error))
         }))
     }
 
@@ -326,7 +327,6 @@ impl Store {
             true => Err(coded(
                 crate::error::IN_TRANSACTION,
                 &format!("{method}() cannot run inside a transaction: call it after it"),
-                json!({}),
             )),
             false => Ok(()),
         }
@@ -384,7 +384,6 @@ impl Store {
                 coded(
                     annals::ErrorKind::Internal.code(),
                     "the transaction's session panicked",
-                    json!({}),
                 )
             })?;
             match (committing, committed) {

@@ -9,7 +9,6 @@ use annals::projection::{ReadTables, TableSource};
 use annals::{Direction, Head, Position, Record, Replay, Snapshot, StreamVersion};
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
-use serde_json::json;
 
 use crate::convert;
 use crate::error::{coded, to_js};
@@ -101,7 +100,6 @@ impl Store {
             true => Err(coded(
                 annals::ErrorKind::ReadOnly.code(),
                 &format!("{method}(): a snapshot or stateAt view reads only; call it on the store"),
-                json!({}),
             )),
             false => Ok(()),
         }

@@ -4,7 +4,7 @@ const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
 const { freshStore, event } = require('./support/helpers.js')
-const { Store } = require('../lib.js')
+const { Store, ArchivedError } = require('../lib.js')
 
 test('archiveBefore cuts the log: reads below throw ARCHIVED naming the archive, the rest reads on', (t) => {
   const { store, dir } = freshStore(t)
@@ -18,8 +18,9 @@ test('archiveBefore cuts the log: reads below throw ARCHIVED naming the archive,
   assert.equal(store.start(), 20n)
   assert.throws(() => store.get(5n), (error) => {
     assert.equal(error.code, 'ARCHIVED')
-    assert.equal(error.position, '5')
-    assert.equal(error.before, '20')
+    assert.ok(error instanceof ArchivedError)
+    assert.equal(error.position, 5n)
+    assert.equal(error.before, 20n)
     assert.equal(error.archive, 'log-0.archive')
     assert.equal(error.message, 'position 5 is archived before 20 in log-0.archive')
     return true

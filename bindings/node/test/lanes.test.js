@@ -65,9 +65,9 @@ test('the registry, ingest and consumers answer each of their queries', (t) => {
   assert.equal(store.hostSkein().handle, 'alice')
   store.fuel({ instance: 'alice', caller: 'bob', op: 'read', fuel: 5, nowMs: 5 })
   store.fuel({ instance: 'alice', caller: 'carol', op: 'write', calls: 2, fuel: 7, nowMs: 6 })
-  assert.deepEqual(store.fuelLedger('alice').map((e) => [e.caller, e.op, e.calls, e.fuel]), [['carol', 'write', 2, 7], ['bob', 'read', 1, 5]], 'the costliest first')
-  assert.deepEqual({ ...store.fuelTotal('alice') }, { calls: 3, fuel: 12 })
-  assert.deepEqual(store.fuelTotals().map((f) => ({ ...f })), [{ instance: 'alice', calls: 3, fuel: 12 }])
+  assert.deepEqual(store.fuelLedger('alice').map((e) => [e.caller, e.op, e.calls, e.fuel]), [['carol', 'write', 2n, 7n], ['bob', 'read', 1n, 5n]], 'the costliest first')
+  assert.deepEqual({ ...store.fuelTotal('alice') }, { calls: 3n, fuel: 12n })
+  assert.deepEqual(store.fuelTotals().map((f) => ({ ...f })), [{ instance: 'alice', calls: 3n, fuel: 12n }])
 
   const ingest = (run, sequence, hubProject) =>
     store.ingest({ project: 'p', run, sequence, hubProject, homeRuntime: 'rt-1', eventType: 'e', bytes: Buffer.from(`${run}/${sequence}`), receivedAtMs: 10 })

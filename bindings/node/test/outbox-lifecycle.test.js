@@ -34,12 +34,15 @@ test('a push fails with backoff, is parked, delivered, or given up; each move re
   assert.deepEqual(store.outboxDue(3000).map((r) => r.key), ['a', 'c', 'd'], 'a waiting row is left to the pull')
   assert.deepEqual(store.outboxPendingFor('hub', 2200).map((r) => r.key), ['c', 'd'], 'pending, and new or past its backoff')
   assert.deepEqual(store.outboxOpenFor('hub').map((r) => r.key), ['a', 'b', 'c', 'd'])
-  assert.deepEqual(store.outbox({ type: 'park', key: 'b', nowMs: 2001 }), { type: 'refused', reason: 'wrong_state', key: 'b' })
+  // A refusal of a row's command carries the row as it stands (the library's `row`), if any.
+  const refusedPark = store.outbox({ type: 'park', key: 'b', nowMs: 2001 })
+  assert.deepEqual([refusedPark.type, refusedPark.reason, refusedPark.row.key, refusedPark.row.state], ['refused', 'wrong_state', 'b', 'waiting'])
 
   assert.equal(store.outbox({ type: 'deliver', key: 'b', nowMs: 2500 }).row.state, 'done')
   assert.equal(store.outbox({ type: 'giveUp', key: 'c', nowMs: 2500 }).row.state, 'expired')
-  assert.deepEqual(store.outbox({ type: 'deliver', key: 'c', nowMs: 2600 }), { type: 'refused', reason: 'wrong_state', key: 'c' })
-  assert.deepEqual(store.outbox({ type: 'deliver', key: 'nope', nowMs: 2600 }), { type: 'refused', reason: 'missing', key: 'nope' })
+  const refusedDeliver = store.outbox({ type: 'deliver', key: 'c', nowMs: 2600 })
+  assert.deepEqual([refusedDeliver.type, refusedDeliver.reason, refusedDeliver.row.state], ['refused', 'wrong_state', 'expired'])
+  assert.deepEqual(store.outbox({ type: 'deliver', key: 'nope', nowMs: 2600 }), { type: 'refused', reason: 'missing' }, 'no row: none carried')
 
   const waiting = store.outbox({ type: 'markWaiting', key: 'd', attempts: 5, nowMs: 2700 })
   assert.deepEqual([waiting.row.state, waiting.row.attempts], ['waiting', 5])

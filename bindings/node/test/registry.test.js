@@ -50,8 +50,10 @@ test('settings are set once per value and fuel adds up per instance, caller and 
   assert.equal(store.settingOf('hub.url'), 'https://b')
   store.execute({ type: 'fuel', instance: 'alice', caller: 'bob', op: 'read', fuel: 7, nowMs: 4 })
   const second = store.fuel({ instance: 'alice', caller: 'bob', op: 'read', calls: 2, fuel: 5, nowMs: 5 })
-  assert.equal(second.entry.calls, 3)
-  assert.equal(second.entry.fuel, 12)
+  // Counts are u64s, and cross as every u64 but milliseconds does: bigints.
+  assert.equal(second.entry.calls, 3n)
+  assert.equal(second.entry.fuel, 12n)
+  assert.equal(second.total.fuel, 12n)
   assert.throws(() => store.fuel({ instance: 'alice', caller: 'bob', op: 'read', fuel: -1, nowMs: 6 }), { code: 'INVALID_ARGUMENT' })
 })
 
