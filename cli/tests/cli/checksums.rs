@@ -15,7 +15,9 @@ use std::process::{Command, Output};
 use annals::{Error, OpenError, Store};
 use sha2::{Digest as _, Sha256};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/format");
+use crate::sha256;
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/format");
 
 /// The read commands whose output the fixtures keep, with the file each went to.
 const KEPT_READS: [(&str, &[&str]); 8] = [
@@ -80,16 +82,12 @@ fn expected_head() -> (u64, String) {
 /// Runs `annals <command> <db> <rest…>` (the log goes second, as every command takes it).
 fn annals(db: &Path, args: &[&str]) -> Output {
     let (command, rest) = args.split_first().expect("a command");
-    Command::new(crate::annals_bin::annals())
+    Command::new(crate::ANNALS)
         .arg(command)
         .arg(db)
         .args(rest)
         .output()
         .expect("run the annals binary")
-}
-
-fn sha256(path: &Path) -> Vec<u8> {
-    Sha256::digest(std::fs::read(path).unwrap()).to_vec()
 }
 
 /// A copy of fixture `name` in `dir`.
@@ -100,15 +98,12 @@ fn fixture(dir: &Path, name: &str) -> PathBuf {
 }
 
 fn format_and_records(path: &Path) -> (u32, u32) {
-    use annals::testing::internals::tables::{FORMAT_KEY, META, RECORDS_KEY};
-    use redb::ReadableDatabase;
-    let db = redb::Database::open(path).unwrap();
-    let txn = db.begin_read().unwrap();
-    let meta = txn.open_table(META).unwrap();
+    use annals::testing::internals::meta;
+    use annals::testing::internals::tables::{FORMAT_KEY, RECORDS_KEY};
     let read = |key| {
-        meta.get(key).unwrap().map_or(0, |bytes| {
-            u32::from_le_bytes(bytes.value().try_into().unwrap())
-        })
+        meta::get(path, key)
+            .unwrap()
+            .map_or(0, |bytes| u32::from_le_bytes(bytes.try_into().unwrap()))
     };
     (read(FORMAT_KEY), read(RECORDS_KEY))
 }
@@ -280,7 +275,7 @@ flip_shards! {
 fn flipped_reads(shard: u64) {
     let dir = tempfile::tempdir().unwrap();
     let pristine_path = dir.path().join("pristine.redb");
-    let demo = Command::new(crate::annals_bin::annals())
+    let demo = Command::new(crate::ANNALS)
         .args(["demo", pristine_path.to_str().unwrap(), "--records", "2000"])
         .output()
         .unwrap();
