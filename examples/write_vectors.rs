@@ -3,7 +3,10 @@
 //! (`tree_v4.json`), the commit journal (`journal_v3.json`) and a cut (`cut_v4.json`). Run
 //! by hand with `cargo run --example write_vectors --features testing`, only for a
 //! deliberate format change (see `schema/vectors/README.md`): the tests check the committed
-//! files against the same generators (`annals::testing::vectors`) and never write them.
+//! files against the same generators (`annals::testing::vectors`) and never write them. A
+//! journal draws its marker at random: `journal_v3.json` comes out with a new one each run
+//! (the test compares with the committed marker put in place), so keep the old file unless its
+//! layout changed.
 
 use annals::testing::vectors::{self, cut, journal, records, tree};
 

@@ -252,7 +252,7 @@ struct WrittenSegment {
     segment_hex: String,
 }
 
-/// The text of `schema/vectors/segments_v2.json`: each of [`SEGMENTS_V2`] packed as the
+/// The text of `schema/vectors/segments_v2.json`: each of `SEGMENTS_V2` packed as the
 /// log's writer packs it.
 pub fn segments_text() -> String {
     let vectors = generate();
