@@ -27,6 +27,46 @@ pub mod tables {
         crate::log::tables::MERKLE.redb();
 }
 
+/// The `annals.meta` table read and written beneath the store, as a forger with the file (or
+/// a build of another format) would: for the tests that plant a value or read a format's
+/// counters where no command shows them.
+pub mod meta {
+    use std::path::Path;
+
+    use redb::ReadableDatabase;
+
+    use crate::error::Result;
+
+    /// The bytes stored under `key` in the log at `path`, as they are on disk (sealed or not).
+    pub fn get(path: &Path, key: &str) -> Result<Option<Vec<u8>>> {
+        let db = redb::Database::open(path).map_err(redb::Error::from)?;
+        let txn = db.begin_read().map_err(redb::Error::from)?;
+        let meta = txn
+            .open_table(super::tables::META)
+            .map_err(redb::Error::from)?;
+        let value = meta.get(key).map_err(redb::Error::from)?;
+        Ok(value.map(|bytes| bytes.value().to_vec()))
+    }
+
+    /// Stores `value` under `key` in the log at `path` (which nothing may hold open), sealed
+    /// as the store seals it, so that what a test checks is the meaning of the value, not its
+    /// checksum.
+    pub fn insert_sealed(path: &Path, key: &str, value: &[u8]) -> Result<()> {
+        let db = redb::Database::open(path).map_err(redb::Error::from)?;
+        let txn = db.begin_write().map_err(redb::Error::from)?;
+        {
+            let mut meta = txn
+                .open_table(super::tables::META)
+                .map_err(redb::Error::from)?;
+            let sealed = crate::log::seal_meta(key, value);
+            meta.insert(key, sealed.as_slice())
+                .map_err(redb::Error::from)?;
+        }
+        txn.commit().map_err(redb::Error::from)?;
+        Ok(())
+    }
+}
+
 /// The checksums that seal every stored value outside the segments (`log::checksum`): a test
 /// that plants a value beneath the store seals it as the store would, so that what it tests
 /// is the check behind the checksum.

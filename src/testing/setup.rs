@@ -15,7 +15,7 @@ use crate::leases::{LaneOutcome, LeaseOutcome};
 use crate::outbox::{OutboxOutcome, PullOutcome, SweepOutcome};
 use crate::registry::{FuelOutcome, InstanceOutcome, SettingOutcome};
 use crate::runs::{RunCommandOutcome, SpanCommandOutcome};
-use crate::{AppendOutcome, Appended};
+use crate::{AppendOutcome, Appended, ExpectedVersion, NewEvent, Store};
 
 /// An outcome that says whether the step did what it asked: appended, granted, enqueued,
 /// started; not refused, not a duplicate, not a sweep that found nothing.
@@ -39,6 +39,35 @@ pub fn appended(outcome: AppendOutcome) -> Appended {
     match outcome {
         AppendOutcome::Appended(appended) => appended,
         other => panic!("expected a fresh append, got {other:?}"),
+    }
+}
+
+/// Appends to `store` until its head reaches `records`: streams `s-0` to `s-4` in turn, every
+/// tenth append of three events, every third event with an idempotency key (`key-<n>-<i>`),
+/// each event of kind `test.event` at the append's number in ms, its payload `<n>/<i>`. Every
+/// append is checked to be fresh.
+pub fn fill_interleaved(store: &Store, records: u64) {
+    let mut written = store.head().expect("the head").next.0;
+    let mut n = written;
+    while written < records {
+        let stream = format!("s-{}", n % 5);
+        let count = if n % 10 == 9 { 3 } else { 1 };
+        let events: Vec<NewEvent> = (0..count)
+            .map(|i| {
+                let event = NewEvent::new("test.event", n, format!("{n}/{i}").into_bytes());
+                if (n + i).is_multiple_of(3) {
+                    event.with_idempotency_key(format!("key-{n}-{i}"))
+                } else {
+                    event
+                }
+            })
+            .collect();
+        store
+            .append(&stream, ExpectedVersion::Any, &events)
+            .expect("append")
+            .expect_done();
+        written += count;
+        n += 1;
     }
 }
 

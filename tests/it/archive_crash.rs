@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use annals::testing::internals::demo::Rng;
+use annals::testing::setup::ExpectDone;
 use annals::testing::sim::{Fault, Loss, SimDisk, Trigger};
 use annals::{ExpectedVersion, NewEvent, Position, Store, StoreOptions};
 
@@ -34,9 +35,10 @@ fn base_image() -> Vec<u8> {
         if n.is_multiple_of(4) {
             event = event.with_idempotency_key(format!("key-{n}"));
         }
-        let _appended = store
+        store
             .append(&format!("s-{}", n % 7), ExpectedVersion::Any, &[event])
-            .expect("append");
+            .expect("append")
+            .expect_done();
     }
     store.close().expect("close");
     disk.image_after_restart()

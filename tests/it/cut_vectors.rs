@@ -1,104 +1,28 @@
 //! `schema/vectors/cut_v4.json`: the bytes a cut writes (`schema/FORMAT.md` 3.14) for a log
 //! of fixed records, as a known answer. The test rebuilds the log, cuts it, and checks the
-//! committed file is exactly what it finds; `ANNALS_WRITE_VECTORS=1` rewrites it.
+//! committed file is exactly what it finds (`annals::testing::vectors::cut`, which the
+//! `write_vectors` example writes the file from).
 
 use std::path::PathBuf;
 
-use annals::{ExpectedVersion, NewEvent, Position, Store};
-use redb::{ReadableDatabase, ReadableTable, TableDefinition};
-use serde_json::json;
+use annals::testing::internals::hash::hex;
+use annals::testing::vectors::cut;
 
 fn vectors_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/vectors/cut_v4.json")
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// 40 records over two streams, every fifth with an idempotency key, cut before 21.
-fn generate() -> String {
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let path = dir.path().join("log.redb");
-    let store = Store::open(&path).expect("open");
-    for n in 0..40u64 {
-        let stream = if n % 2 == 0 { "orders" } else { "payments" };
-        let mut event = NewEvent::new("test.event", 1_000 + n, format!("{{\"n\":{n}}}"));
-        if n.is_multiple_of(5) {
-            event = event.with_idempotency_key(format!("request-{n}"));
-        }
-        let _appended = store
-            .append(stream, ExpectedVersion::Any, &[event])
-            .expect("append");
-    }
-    let root_before = store
-        .snapshot()
-        .expect("snapshot")
-        .merkle_root(40)
-        .expect("root");
-    let archive = dir.path().join("log-0.archive");
-    let report = store.archive_before(Position(21), &archive).expect("cut");
-    let snapshot = store.snapshot().expect("snapshot");
-    let record = snapshot
-        .get(report.record)
-        .expect("read")
-        .expect("the cut record");
-    let root_after = snapshot.merkle_root(40).expect("root");
-    assert_eq!(root_before, root_after, "a cut leaves the tree as it was");
-    drop(snapshot);
-    store.close().expect("close");
-    let db = redb::Database::open(&path).expect("redb");
-    let txn = db.begin_read().expect("read");
-    let blocks: TableDefinition<u64, &[u8]> = TableDefinition::new("annals.archived");
-    let blocks = txn.open_table(blocks).expect("annals.archived");
-    let blocks: Vec<_> = blocks
-        .iter()
-        .expect("iter")
-        .map(|entry| {
-            let (key, value) = entry.expect("row");
-            json!({ "block": key.value(), "stored_hex": hex(value.value()) })
-        })
-        .collect();
-    let vector = json!({
-        "records": 40,
-        "before": 21,
-        "archive": "log-0.archive",
-        "archive_blake3": report.cut.archive_digest.to_string(),
-        "archive_bytes": std::fs::metadata(&archive).expect("archive").len(),
-        "cut_record": {
-            "position": record.position.0,
-            "stream": record.stream,
-            "version": record.version.0,
-            "kind": record.kind,
-            "at_ms": record.at_ms,
-            "payload_hex": hex(&record.payload),
-            "hash": record.hash.to_string(),
-        },
-        "anchor": report.cut.anchor.to_string(),
-        "keyed": report.cut.keyed,
-        "archived": blocks,
-        "root_of_40": root_before.to_string(),
-    });
-    let mut text = serde_json::to_string_pretty(&vector).expect("json");
-    text.push('\n');
-    text
+    annals::testing::vectors::path("cut_v4.json")
 }
 
 #[test]
 fn cut_vectors_file_is_what_a_cut_writes() {
     let path = vectors_path();
-    let text = generate();
-    if std::env::var_os("ANNALS_WRITE_VECTORS").is_some_and(|value| value == "1") {
-        std::fs::write(&path, &text)
-            .unwrap_or_else(|error| panic!("cannot write {}: {error}", path.display()));
-        return;
-    }
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let text = cut::text(dir.path());
     let committed = std::fs::read_to_string(&path)
         .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
     assert!(
         committed == text,
         "{} differs from what a cut writes. Changing it changes the cut's format (FORMAT.md \
-         3.14): see schema/vectors/README.md before regenerating with ANNALS_WRITE_VECTORS=1.",
+         3.14): see schema/vectors/README.md before regenerating with the write_vectors example.",
         path.display()
     );
 }

@@ -334,7 +334,7 @@ fn deferred_commits_then_a_durable_one_survive_a_crash_together() {
     let store = exclusive(&path, never_drained());
     append(&store, "a", 2);
     for index in 0..3 {
-        let _deferred = store
+        store
             .write_with(Durability::Deferred, |session| {
                 session.append(
                     "deferred",
@@ -342,7 +342,8 @@ fn deferred_commits_then_a_durable_one_survive_a_crash_together() {
                     &[event("journal.test", index, b"later")],
                 )
             })
-            .unwrap();
+            .unwrap()
+            .expect_done();
     }
     // The deferred commits are in no frame: the durable commit after them goes to the file
     // and takes them with it; the commits after that go through the journal again.
@@ -418,7 +419,7 @@ fn group_commit_writes_one_frame_per_batch_and_recovers_whole() {
             })
             .collect();
         for append in appends {
-            let _appended = append.await.unwrap();
+            append.await.unwrap().expect_done();
         }
     });
     let records = all(&store);

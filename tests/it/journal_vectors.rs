@@ -3,8 +3,8 @@
 //! store that never drains, reads the journal back, and checks it is exactly the committed
 //! file's bytes but for the journal's random marker (put in the vector's place, with the
 //! header's and the synced mark's checks made again), parsing it field by field as FORMAT.md
-//! lays it out (with the blake3 crate for the checks, not annals' code);
-//! `ANNALS_WRITE_VECTORS=1` rewrites it.
+//! lays it out (with the blake3 crate for the checks, not annals' code). The commits are
+//! `annals::testing::vectors::journal`'s, which the `write_vectors` example writes the file from.
 //!
 //! `schema/vectors/journal_v1.json` and `journal_v2.json`, the same commits in the layouts
 //! older builds wrote, are recovered beside a new log: a crash under an older build loses
@@ -12,153 +12,18 @@
 
 use std::path::PathBuf;
 
-use annals::{ExpectedVersion, JournalOptions, NewEvent, Position, Sharing, Store, StoreOptions};
-use serde_json::{Value, json};
+use annals::testing::internals::hash::{hex, unhex};
+use annals::testing::vectors::journal::{self, HEADER, MARKER, mark_check, u32_at};
+use annals::{Position, Sharing, Store, StoreOptions};
+use serde_json::Value;
 
 fn vectors_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/vectors/journal_v3.json")
+    annals::testing::vectors::path("journal_v3.json")
 }
 
-/// A version 3 header's bytes: its magic, version, marker, check and synced mark.
-const HEADER: usize = 64;
-const MARKER: usize = 16;
-
-/// The synced mark's check: the first 4 bytes of blake3 derive-key over the marker and the
-/// mark's end and epoch.
-fn mark_check(marker: &[u8], covered: &[u8]) -> [u8; 4] {
-    let hash = blake3::Hasher::new_derive_key("annals 2026-12-06 journal synced mark v3")
-        .update(marker)
-        .update(covered)
-        .finalize();
-    hash.as_bytes()[..4].try_into().unwrap()
-}
-
-/// `journal` with its marker replaced by `marker`: in the header (whose check is made again)
-/// and at the start of every frame.
-fn with_marker(journal: &[u8], marker: &[u8]) -> Vec<u8> {
-    let mut bytes = journal.to_vec();
-    bytes[16..32].copy_from_slice(marker);
-    let check = blake3::Hasher::new_derive_key("annals 2026-12-05 journal header v2")
-        .update(&bytes[..32])
-        .finalize();
-    bytes[32..48].copy_from_slice(&check.as_bytes()[..16]);
-    let mark = mark_check(marker, &bytes[48..60]);
-    bytes[60..64].copy_from_slice(&mark);
-    let mut at = HEADER;
-    while at + MARKER + 4 <= bytes.len() {
-        bytes[at..at + MARKER].copy_from_slice(marker);
-        let body_len = u32_at(&bytes, at + MARKER) as usize;
-        at += MARKER + 4 + body_len + 32;
-    }
-    bytes
-}
-
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Vec<u8> {
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
-        .collect()
-}
-
-/// A journal's frames, and its file's length with the room after them.
-type Journal = (Vec<u8>, usize);
-
-/// Three commits: one record, three records over two streams in one transaction (one with an
-/// idempotency key), one record with an empty payload: the journal's frames and its file's length, and the records' positions and hashes.
-fn generate() -> (Journal, Vec<(u64, String)>) {
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let path = dir.path().join("log.redb");
-    let options = StoreOptions {
-        create: true,
-        sharing: Sharing::Exclusive,
-        journal: Some(JournalOptions {
-            checkpoint_ms: u64::MAX,
-            checkpoint_bytes: u64::MAX,
-        }),
-        ..StoreOptions::default()
-    };
-    let store = Store::open_with(&path, options).expect("open");
-    let _one = store
-        .append(
-            "orders",
-            ExpectedVersion::NoStream,
-            &[NewEvent::new("order.placed", 1_000, b"{\"n\":1}".to_vec())],
-        )
-        .expect("append");
-    let _three = store
-        .write(|session| {
-            let _paid = session.append(
-                "orders",
-                ExpectedVersion::Any,
-                &[NewEvent::new("order.paid", 1_001, b"{\"n\":2}".to_vec())
-                    .with_idempotency_key("pay-2")],
-            )?;
-            session.append(
-                "payments",
-                ExpectedVersion::NoStream,
-                &[
-                    NewEvent::new("payment.taken", 1_002, b"{\"n\":3}".to_vec()),
-                    NewEvent::new("payment.settled", 1_003, b"{\"n\":4}".to_vec()),
-                ],
-            )
-        })
-        .expect("a transaction of three");
-    let _empty = store
-        .append(
-            "orders",
-            ExpectedVersion::Any,
-            &[NewEvent::new("order.closed", 1_004, Vec::new())],
-        )
-        .expect("append");
-    let file = std::fs::read(annals::journal::journal_path(&path)).expect("the journal");
-    // The frames, each its marker first, then the room the journal keeps for the rest of a
-    // checkpoint: zeros.
-    let marker = file[16..32].to_vec();
-    let mut end = HEADER;
-    while end + MARKER + 4 <= file.len() && file[end..end + MARKER] == marker[..] {
-        end += MARKER + 4 + u32_at(&file, end + MARKER) as usize + 32;
-    }
-    assert!(
-        file[end..].iter().all(|&byte| byte == 0),
-        "zeros after the frames"
-    );
-    let journal = (file[..end].to_vec(), file.len());
-    let records = store
-        .read_all(Position(0), annals::Direction::Forward, 10)
-        .expect("records")
-        .into_iter()
-        .map(|record| (record.position.0, record.hash.to_string()))
-        .collect();
-    (journal, records)
-}
-
-/// The vector of fixed commits, its journal's marker put in `committed`'s place.
-fn vector(committed: Option<&Value>) -> Value {
-    let ((mut journal, file_len), records) = generate();
-    if let Some(committed) = committed {
-        let theirs = unhex(committed["journal_hex"].as_str().expect("hex"));
-        journal = with_marker(&journal, &theirs[16..32]);
-    }
-    json!({
-        "note": "schema/FORMAT.md 3.15: the journal (version 3) of three commits (1, 3 and 1 records) of a new log; its marker is random, so a journal written again equals this one once its marker is put in this one's place (the header's and the synced mark's checks made again); the synced mark says the frames end where journal_hex ends, in epoch 1 (the new journal was emptied once, at its open)",
-        "journal_hex": hex(&journal),
-        "file_len": file_len,
-        "room_note": "past journal_hex the file holds zeros to file_len: the room set aside for the frames to come (no marker there: the frames end)",
-        "frames": [
-            { "first": 0, "count": 1 },
-            { "first": 1, "count": 3 },
-            { "first": 4, "count": 1 },
-        ],
-        "record_hashes": records.iter().map(|(_, hash)| hash.clone()).collect::<Vec<_>>(),
-    })
+/// `text` as bytes, from hex the vector holds.
+fn bytes_of(text: &str) -> Vec<u8> {
+    unhex(text).expect("hex")
 }
 
 /// Parses `bytes` as FORMAT.md 3.15 lays a journal out: (first, count, record hashes) per frame.
@@ -222,19 +87,16 @@ fn parse(bytes: &[u8]) -> Vec<(u64, u32, Vec<String>)> {
 
 #[test]
 fn the_journal_of_fixed_commits_is_the_committed_vector_byte_for_byte() {
-    if std::env::var_os("ANNALS_WRITE_VECTORS").is_some() {
-        let text = serde_json::to_string_pretty(&vector(None)).expect("JSON") + "\n";
-        std::fs::write(vectors_path(), text).expect("write the vector");
-    }
     let committed: Value =
         serde_json::from_str(&std::fs::read_to_string(vectors_path()).expect("the vector"))
             .expect("JSON");
-    let found = vector(Some(&committed));
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let found = journal::vector(dir.path(), Some(&committed));
     assert!(
         committed == found,
-        "the journal's bytes changed: a format change (FORMAT.md 3.15), or regenerate with ANNALS_WRITE_VECTORS=1"
+        "the journal's bytes changed: a format change (FORMAT.md 3.15), or regenerate with the write_vectors example"
     );
-    let bytes = unhex(committed["journal_hex"].as_str().expect("hex"));
+    let bytes = bytes_of(committed["journal_hex"].as_str().expect("hex"));
     let frames = parse(&bytes);
     let hashes: Vec<String> = frames.iter().flat_map(|(_, _, h)| h.clone()).collect();
     assert_eq!(
@@ -278,7 +140,7 @@ fn older_journal_is_recovered(name: &str, version: u8) {
     };
     drop(Store::open_with(&path, created).expect("a new log"));
     let journal = annals::journal::journal_path(&path);
-    let bytes = unhex(older["journal_hex"].as_str().expect("hex"));
+    let bytes = bytes_of(older["journal_hex"].as_str().expect("hex"));
     assert_eq!(bytes[14..16], [version, 0], "{name}'s version");
     std::fs::write(&journal, &bytes).expect("the journal an older build left");
     // A reader reads its frames past the file's head, and writes nothing.

@@ -8,6 +8,9 @@ use annals::tlog::{Checkpoint, Note, NoteError, Signer, TlogProof, Verifier, che
 use signed_note::{Signer as _, Verifier as _, Verifiers as _};
 use tlog_tiles::tlog::{Hash, HashReader};
 
+use annals::testing::vectors::tree::{Levels, record_hash};
+use annals::testing::vectors::{self, tree};
+
 const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/c2sp");
 
 fn vector(name: &str) -> String {
@@ -124,28 +127,6 @@ fn ed25519_checkpoints_are_signed_notes_byte_for_byte() {
     }
 }
 
-/// Every perfect subtree root of a tree of SHA-256 leaves, level by level.
-struct Levels(Vec<Vec<Digest>>);
-
-impl Levels {
-    fn new(leaves: Vec<Digest>) -> Levels {
-        let mut levels = vec![leaves];
-        while levels.last().unwrap().len() > 1 {
-            let below = levels.last().unwrap();
-            let up = below
-                .chunks_exact(2)
-                .map(|pair| LogTreeHasher.node(&pair[0], &pair[1]))
-                .collect();
-            levels.push(up);
-        }
-        Levels(levels)
-    }
-
-    fn get(&self) -> impl FnMut(u8, u64) -> Result<Digest, ()> + '_ {
-        |level, index| Ok(self.0[level as usize][index as usize])
-    }
-}
-
 /// tlog_tiles' own hash storage, filled as its log writer would.
 struct Stored(Vec<Hash>);
 
@@ -153,10 +134,6 @@ impl HashReader for Stored {
     fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>, tlog_tiles::tlog::Error> {
         Ok(indexes.iter().map(|&i| self.0[i as usize]).collect())
     }
-}
-
-fn record_hash(i: u64) -> Digest {
-    Digest(*blake3::hash(&i.to_le_bytes()).as_bytes())
 }
 
 const SIZES: [u64; 15] = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 1023, 1024, 1025, 10_007];
@@ -304,44 +281,6 @@ fn a_tlog_proof_checks_and_every_truncation_or_bit_flip_is_a_typed_error() {
     assert!(cases > 8 * (checkpoint.len() + proof.len()) / 2, "{cases}");
 }
 
-#[test]
-fn keygen_writes_a_0600_key_refuses_an_existing_file_and_prints_the_vkey() {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("log.key");
-    let run = |args: &[&str]| {
-        std::process::Command::new(crate::annals_bin::annals())
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    let path = key.to_str().unwrap();
-    let made = run(&["keygen", "--name", "example.com/log", path]);
-    assert!(made.status.success());
-    let vkey = String::from_utf8(made.stdout).unwrap();
-    let signer = Signer::parse(std::fs::read_to_string(&key).unwrap().trim_end()).unwrap();
-    assert_eq!(signer.verifier().to_string(), vkey.trim_end());
-    let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o600);
-    let again = run(&["keygen", "--name", "example.com/log", path]);
-    assert_eq!(again.status.code(), Some(2));
-    let stderr = String::from_utf8(again.stderr).unwrap();
-    assert!(stderr.contains("--force"), "{stderr}");
-    assert_eq!(
-        Signer::parse(std::fs::read_to_string(&key).unwrap().trim_end())
-            .unwrap()
-            .verifier(),
-        signer.verifier()
-    );
-    let bad = run(&[
-        "keygen",
-        "--name",
-        "a+b",
-        dir.path().join("k2").to_str().unwrap(),
-    ]);
-    assert_eq!(bad.status.code(), Some(2));
-}
-
 /// A log of `size` records in `dir`, appended in batches of 500 (so that a proof's nodes come
 /// from the stored tree, the frontier and recomputed small subtrees alike).
 fn log_of(dir: &std::path::Path, size: u64) -> annals::Store {
@@ -421,67 +360,13 @@ fn the_stores_roots_and_proofs_verify_with_tlog_tiles_at_many_sizes() {
     assert_eq!(checked, SIZES.len() * 3 + SIZES.len() * 4 - 2);
 }
 
-/// The sizes `schema/vectors/tree_v4.json` gives roots, tree heads and proofs at.
-const VECTOR_SIZES: [u64; 13] = [0, 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 100];
-
-fn tree_vectors_path() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/vectors/tree_v4.json")
-}
-
-/// What `schema/vectors/tree_v4.json` holds: over the record hashes `blake3(u64(i))`, at each
-/// size its root and tree head hash, the inclusion proof of leaf `size / 3` and the
-/// consistency proof from size `(size + 1) / 2`, all by the crate's tree code.
-fn generate_tree_vectors() -> String {
-    let hex = |digest: &Digest| digest.to_hex();
-    let largest = *VECTOR_SIZES.last().unwrap();
-    let leaves: Vec<Digest> = (0..largest)
-        .map(|i| LogTreeHasher.leaf(record_hash(i).as_bytes()))
-        .collect();
-    let mut cases = Vec::new();
-    for size in VECTOR_SIZES {
-        let levels = Levels::new(leaves[..size as usize].to_vec());
-        let root = annals::merkle::root(&LogTreeHasher, size, &mut levels.get()).unwrap();
-        let tree_head = annals::merkle::TreeHead { size, root }.hash();
-        let mut case = serde_json::json!({
-            "size": size,
-            "root": hex(&root),
-            "tree_head": hex(&tree_head),
-        });
-        if size > 0 {
-            let index = size / 3;
-            let path = inclusion_path(&LogTreeHasher, index, size, &mut levels.get()).unwrap();
-            case["inclusion"] = serde_json::json!({
-                "index": index,
-                "record_hash": hex(&record_hash(index)),
-                "path": path.iter().map(hex).collect::<Vec<_>>(),
-            });
-            let from = size.div_ceil(2);
-            let from_root = annals::merkle::root(&LogTreeHasher, from, &mut levels.get()).unwrap();
-            let path = consistency_path(&LogTreeHasher, from, size, &mut levels.get()).unwrap();
-            case["consistency"] = serde_json::json!({
-                "from_size": from,
-                "from_root": hex(&from_root),
-                "path": path.iter().map(hex).collect::<Vec<_>>(),
-            });
-        }
-        cases.push(case);
-    }
-    let mut text = serde_json::to_string_pretty(&cases).unwrap();
-    text.push('\n');
-    text
-}
-
-/// The committed tree vectors are what the generator writes (`ANNALS_WRITE_VECTORS=1` writes
-/// them), and tlog_tiles, knowing nothing of annals, computes the same roots from the record
+/// The committed tree vectors are what the generator (`annals::testing::vectors::tree`)
+/// writes, and tlog_tiles, knowing nothing of annals, computes the same roots from the record
 /// hashes and accepts every proof in them.
 #[test]
 fn tree_vectors_are_what_the_generator_writes_and_tlog_tiles_accepts_them() {
-    let path = tree_vectors_path();
-    let text = generate_tree_vectors();
-    if std::env::var_os("ANNALS_WRITE_VECTORS").is_some_and(|value| value == "1") {
-        std::fs::write(&path, &text).unwrap();
-        return;
-    }
+    let path = vectors::path("tree_v4.json");
+    let text = tree::text();
     let committed = std::fs::read_to_string(&path).unwrap();
     assert!(
         committed == text,
@@ -489,14 +374,14 @@ fn tree_vectors_are_what_the_generator_writes_and_tlog_tiles_accepts_them() {
         path.display()
     );
     let cases: Vec<serde_json::Value> = serde_json::from_str(&committed).unwrap();
-    assert_eq!(cases.len(), VECTOR_SIZES.len());
+    assert_eq!(cases.len(), tree::SIZES.len());
     let hash =
         |value: &serde_json::Value| Hash(Digest::from_hex(value.as_str().unwrap()).unwrap().0);
     let path_of = |value: &serde_json::Value| -> Vec<Hash> {
         value.as_array().unwrap().iter().map(hash).collect()
     };
     let mut stored = Stored(Vec::new());
-    for i in 0..*VECTOR_SIZES.last().unwrap() {
+    for i in 0..*tree::SIZES.last().unwrap() {
         let leaf = tlog_tiles::tlog::record_hash(record_hash(i).as_bytes());
         let new = tlog_tiles::tlog::stored_hashes_for_record_hash(i, leaf, &stored).unwrap();
         stored.0.extend(new);

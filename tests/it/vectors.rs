@@ -11,8 +11,8 @@ use std::path::PathBuf;
 
 use annals::testing::internals::hash::{hex, unhex};
 use annals::testing::internals::record::{self, Placement};
+use annals::testing::vectors::records;
 use annals::{Digest, NewEvent, Position, RecordError, StreamVersion};
-use serde::Serialize;
 use serde_json::Value;
 
 /// The record hash of the genesis vector, pinned here as well as in the file so that
@@ -377,219 +377,18 @@ fn vectors_cover_the_required_cases() {
     }
 }
 
-/// A vector's inputs, as the generator states them.
-struct Input {
-    name: &'static str,
-    position: u64,
-    stream: &'static str,
-    version: u64,
-    kind: &'static str,
-    schema: u16,
-    at_ms: u64,
-    idempotency_key: Option<&'static str>,
-    prev: Prev,
-    payload: Vec<u8>,
-}
-
-/// What a vector chains to.
-enum Prev {
-    /// The hash of the vector before it in the file.
-    Previous,
-    /// Fixed bytes.
-    Bytes([u8; 32]),
-}
-
-/// One vector as the file stores it; field order is the order in the file.
-#[derive(Serialize)]
-struct Written {
-    name: &'static str,
-    position: u64,
-    stream: &'static str,
-    version: u64,
-    kind: &'static str,
-    schema: u16,
-    at_ms: u64,
-    idempotency_key: Option<&'static str>,
-    prev: String,
-    payload_hex: String,
-    header_hex: String,
-    stored_hex: String,
-    payload_hash: String,
-    hash: String,
-}
-
-/// The inputs of every vector. Appending a vector is fine; changing one is a format change.
-fn inputs() -> Vec<Input> {
-    let mut non_ascii_payload = "Grüße, 日本".as_bytes().to_vec();
-    non_ascii_payload.extend_from_slice(&[0x00, 0xff, 0xfe]);
-    let fixed_prev: [u8; 32] = std::array::from_fn(|i| i as u8);
-    vec![
-        Input {
-            name: "genesis-empty-payload",
-            position: 0,
-            stream: "lease/deploy-lock",
-            version: 0,
-            kind: "lease.acquired",
-            schema: 1,
-            at_ms: 1_700_000_000_000,
-            idempotency_key: None,
-            prev: Prev::Bytes([0; 32]),
-            payload: Vec::new(),
-        },
-        Input {
-            name: "idempotency-key-chained-to-genesis",
-            position: 1,
-            stream: "lease/deploy-lock",
-            version: 1,
-            kind: "lease.renewed",
-            schema: 1,
-            at_ms: 1_700_000_030_000,
-            idempotency_key: Some("req-42"),
-            prev: Prev::Previous,
-            payload: br#"{"ttl_ms":30000}"#.to_vec(),
-        },
-        Input {
-            name: "non-ascii-stream-key-and-payload",
-            position: 2,
-            stream: "lease/Überlauf-日本",
-            version: 0,
-            kind: "lease.acquired",
-            schema: 1,
-            at_ms: 1_700_000_060_000,
-            idempotency_key: Some("schlüssel-鍵"),
-            prev: Prev::Previous,
-            payload: non_ascii_payload,
-        },
-        Input {
-            name: "later-position-fixed-prev",
-            position: 41,
-            stream: "run/nightly-build",
-            version: 17,
-            kind: "run.finished",
-            schema: 1,
-            at_ms: 1_700_003_600_000,
-            idempotency_key: None,
-            prev: Prev::Bytes(fixed_prev),
-            payload: b"exit=0".to_vec(),
-        },
-        Input {
-            name: "schema-513",
-            position: 42,
-            stream: "registry/agent-7",
-            version: 3,
-            kind: "agent.registered",
-            schema: 513,
-            at_ms: 1_700_003_600_001,
-            idempotency_key: Some("reg-7"),
-            prev: Prev::Previous,
-            payload: br#"{"v":513}"#.to_vec(),
-        },
-        Input {
-            name: "at-ms-max",
-            position: 43,
-            stream: "outbox/mail",
-            version: 0,
-            kind: "outbox.enqueued",
-            schema: 1,
-            at_ms: u64::MAX,
-            idempotency_key: None,
-            prev: Prev::Previous,
-            payload: vec![0xff; 8],
-        },
-        Input {
-            name: "payload-64-kib",
-            position: 44,
-            stream: "blob/big",
-            version: 0,
-            kind: "blob.stored",
-            schema: 1,
-            at_ms: 1_700_007_200_000,
-            idempotency_key: Some("blob-64k"),
-            prev: Prev::Previous,
-            payload: (0..64 * 1024).map(|i| (i % 251) as u8).collect(),
-        },
-        Input {
-            name: "wide-integers-byte-order",
-            position: 0x0102_0304_0506_0708,
-            stream: "s",
-            version: 0x1112_1314_1516_1718,
-            kind: "k",
-            schema: u16::MAX,
-            at_ms: 0x2122_2324_2526_2728,
-            idempotency_key: Some("i"),
-            prev: Prev::Bytes([0xff; 32]),
-            payload: vec![0x2a],
-        },
-    ]
-}
-
-/// The file's text as the generator writes it from [`inputs`] and today's encoder.
-fn generate() -> String {
-    let mut written = Vec::new();
-    let mut previous = Digest::ZERO;
-    for input in inputs() {
-        let prev = match input.prev {
-            Prev::Previous => previous,
-            Prev::Bytes(bytes) => Digest(bytes),
-        };
-        let event = NewEvent {
-            kind: input.kind.to_owned(),
-            schema: input.schema,
-            at_ms: input.at_ms,
-            idempotency_key: input.idempotency_key.map(str::to_owned),
-            payload: input.payload,
-        };
-        let placement = Placement {
-            stream: input.stream,
-            position: Position(input.position),
-            version: StreamVersion(input.version),
-            prev,
-        };
-        let payload_hash = annals::testing::internals::hash::payload_hash(&event.payload);
-        let header = record::header_bytes(&event, placement, payload_hash).expect("header");
-        let mut stored = Vec::new();
-        let hash = record::encode_stored(&mut stored, &event, placement).expect("stored");
-        previous = hash;
-        written.push(Written {
-            name: input.name,
-            position: input.position,
-            stream: input.stream,
-            version: input.version,
-            kind: input.kind,
-            schema: input.schema,
-            at_ms: input.at_ms,
-            idempotency_key: input.idempotency_key,
-            prev: prev.to_hex(),
-            payload_hex: hex(&event.payload),
-            header_hex: hex(&header),
-            stored_hex: hex(&stored),
-            payload_hash: payload_hash.to_hex(),
-            hash: hash.to_hex(),
-        });
-    }
-    let mut text = serde_json::to_string_pretty(&written).expect("vectors serialize");
-    text.push('\n');
-    text
-}
-
-/// Writes the file when `ANNALS_WRITE_VECTORS=1`; otherwise checks that the committed file
-/// is exactly what the generator would write, so that it was neither edited by hand nor
-/// left behind by a change to the inputs.
+/// The committed file is exactly what the generator (`annals::testing::vectors::records`)
+/// writes, so that it was neither edited by hand nor left behind by a change to the inputs.
 #[test]
 fn vectors_file_is_what_the_generator_writes() {
     let path = vectors_path();
-    let text = generate();
-    if std::env::var_os("ANNALS_WRITE_VECTORS").is_some_and(|value| value == "1") {
-        std::fs::write(&path, &text)
-            .unwrap_or_else(|error| panic!("cannot write {}: {error}", path.display()));
-        return;
-    }
+    let text = records::text();
     let committed = std::fs::read_to_string(&path)
         .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
     assert!(
         committed == text,
         "{} differs from what the generator writes. Changing a vector changes format v1: \
-         see schema/vectors/README.md before regenerating with ANNALS_WRITE_VECTORS=1.",
+         see schema/vectors/README.md before regenerating with the write_vectors example.",
         path.display()
     );
 }
@@ -599,43 +398,11 @@ fn vectors_file_is_what_the_generator_writes() {
 // another; their record hashes are the v1 vectors' own, which is the point of format v2.
 
 use annals::testing::internals::record::Format;
-use annals::testing::internals::record::segment::{Segment, SegmentBuilder};
+use annals::testing::internals::record::segment::Segment;
 
 /// Where the committed v2 segment vectors live.
 fn segments_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema/vectors/segments_v2.json")
-}
-
-/// The v2 segments: a name and the v1 vectors each holds, in order (consecutive positions,
-/// each chained to the one before).
-const SEGMENTS_V2: [(&str, &[&str]); 3] = [
-    (
-        "genesis-run-shared-stream-and-kind",
-        &[
-            "genesis-empty-payload",
-            "idempotency-key-chained-to-genesis",
-            "non-ascii-stream-key-and-payload",
-        ],
-    ),
-    (
-        "later-positions-fixed-prev-64-kib",
-        &[
-            "later-position-fixed-prev",
-            "schema-513",
-            "at-ms-max",
-            "payload-64-kib",
-        ],
-    ),
-    ("wide-integers-alone", &["wide-integers-byte-order"]),
-];
-
-/// One v2 segment as the file stores it.
-#[derive(Serialize)]
-struct WrittenSegment {
-    name: &'static str,
-    key: u64,
-    records: Vec<&'static str>,
-    segment_hex: String,
 }
 
 /// The v1 vectors a v2 segment holds.
@@ -649,34 +416,6 @@ fn members<'v>(vectors: &'v [Vector], names: &[&str]) -> Vec<&'v Vector> {
                 .unwrap_or_else(|| panic!("no v1 vector {name:?}"))
         })
         .collect()
-}
-
-/// The v2 segment of `members`, as the log's writer packs them.
-fn segment_v2_of(members: &[&Vector]) -> Vec<u8> {
-    let mut builder = SegmentBuilder::with_format(Format::V2);
-    for v in members {
-        builder.push_v2(v.prev, v.hash, &v.stream, v.version, &v.event());
-    }
-    builder.finish()
-}
-
-fn generate_segments() -> String {
-    let vectors = load();
-    let written: Vec<WrittenSegment> = SEGMENTS_V2
-        .iter()
-        .map(|(name, names)| {
-            let members = members(&vectors, names);
-            WrittenSegment {
-                name,
-                key: members[0].position,
-                records: names.to_vec(),
-                segment_hex: hex(&segment_v2_of(&members)),
-            }
-        })
-        .collect();
-    let mut text = serde_json::to_string_pretty(&written).expect("segments serialize");
-    text.push('\n');
-    text
 }
 
 /// The committed v2 segments: name, key, the v1 vectors they hold, bytes.
@@ -706,18 +445,13 @@ fn load_segments() -> Vec<(String, u64, Vec<String>, Vec<u8>)> {
 #[test]
 fn segments_v2_file_is_what_the_generator_writes() {
     let path = segments_path();
-    let text = generate_segments();
-    if std::env::var_os("ANNALS_WRITE_VECTORS").is_some_and(|value| value == "1") {
-        std::fs::write(&path, &text)
-            .unwrap_or_else(|error| panic!("cannot write {}: {error}", path.display()));
-        return;
-    }
+    let text = records::segments_text();
     let committed = std::fs::read_to_string(&path)
         .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
     assert!(
         committed == text,
         "{} differs from what the generator writes. Changing a vector changes format v2: \
-         see schema/vectors/README.md before regenerating with ANNALS_WRITE_VECTORS=1.",
+         see schema/vectors/README.md before regenerating with the write_vectors example.",
         path.display()
     );
 }

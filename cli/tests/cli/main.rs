@@ -1,19 +1,33 @@
 //! The `annals` command line, run as a real process on real files: each module one side of
 //! it. `commands`: append, log, verify, stats, demo and state; `read`: the filters and how
 //! payloads, times and tables are shown; `json`: `--json` outputs and the error objects;
-//! `audit`: roots, proofs, export and import, history; `outputs`: what the commands write and
-//! refuse before writing; `terminal`: what a person at a terminal and a shell gets
-//! (completions, manual pages, colour, the pager).
+//! `audit`: roots, proofs, export and import, history; `archive`: cutting a log and reading
+//! below the cut; `outputs`: what the commands write and refuse before writing; `refusals`:
+//! every refused command leaves the log's bytes as they were; `full_disk`: the writing
+//! commands on a full file system; `checksums`: old formats upgraded, flipped bits refused;
+//! `checkpoints`, `static_tiles` and `witness`: keys, signed checkpoints, tiles and
+//! witnesses, checked by Cloudflare's crates; `readme`: the README's sample outputs;
+//! `terminal`: what a person at a terminal and a shell gets (completions, manual pages,
+//! colour, the pager).
 //!
 //! Having tests, this package also makes `cargo test` at the workspace's root build `annals`
 //! for the library's tests that run it on logs they set up or damage (`tests/annals_bin.rs`).
 
+mod archive;
 mod audit;
+mod checkpoints;
+mod checksums;
 mod commands;
+mod full_disk;
 mod json;
 mod outputs;
 mod read;
+mod readme;
+mod refusals;
+mod static_tiles;
 mod terminal;
+#[cfg(feature = "witness")]
+mod witness;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -95,6 +109,20 @@ fn stderr(output: &Output) -> String {
 /// `path` as an argument.
 fn path(path: &Path) -> &str {
     path.to_str().expect("a UTF-8 path")
+}
+
+/// The SHA-256 of the file at `path`: its bytes compared before and after a refusal.
+fn sha256(path: &Path) -> Vec<u8> {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(std::fs::read(path).expect("read the file")).to_vec()
+}
+
+/// Standard base64 (with padding) to bytes.
+fn base64(text: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .unwrap_or_else(|error| panic!("{text:?} is not base64: {error}"))
 }
 
 fn json(line: &str) -> serde_json::Value {

@@ -5,47 +5,13 @@
 
 use annals::testing::setup::ExpectDone;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use annals::tlog::{Checkpoint, TlogProof, Verifier};
 use annals::{Digest, ExpectedVersion, NewEvent, Store};
-use sha2::{Digest as _, Sha256};
+
+use crate::{annals, base64, exits, path as text, sha256, stderr, stdout};
 
 const ORIGIN: &str = "example.com/annals-test";
-
-fn annals(args: &[&str]) -> Output {
-    Command::new(crate::annals_bin::annals())
-        .args(args)
-        .output()
-        .expect("run the annals binary")
-}
-
-fn exits(output: Output, code: i32) -> Output {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "stdout {}\nstderr {}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).unwrap()
-}
-
-fn sha256(path: &Path) -> Vec<u8> {
-    Sha256::digest(std::fs::read(path).unwrap()).to_vec()
-}
-
-fn text(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
 
 /// A log of `n` records in `dir`, a key for it, and the key's vkey.
 struct Setup {
@@ -199,7 +165,7 @@ fn refused_checkpoints_name_why_and_leave_the_logs_bytes_as_they_were() {
         .nth(4)
         .unwrap()
         .to_owned();
-    let seed = crate::common::base64(&material);
+    let seed = base64(&material);
     assert_eq!(seed.len(), 33, "type byte and seed");
     let export = s.dir.join("all.export");
     exits(annals(&["export", log, text(&export)]), 0);
@@ -217,27 +183,14 @@ fn refused_checkpoints_name_why_and_leave_the_logs_bytes_as_they_were() {
 
 #[test]
 fn a_log_whose_tree_no_longer_has_the_signed_root_signs_nothing_more() {
-    use annals::testing::internals::checksum::seal_meta;
-    use annals::testing::internals::tables::META;
+    use annals::testing::internals::meta;
     let s = setup(40);
     s.checkpoint("c.txt", None);
     // The last signed checkpoint's root changed as a rewrite of the log would leave it.
-    {
-        let db = redb::Database::open(&s.log).unwrap();
-        let txn = db.begin_write().unwrap();
-        {
-            let mut meta = txn.open_table(META).unwrap();
-            let mut value = 40u64.to_le_bytes().to_vec();
-            value.extend_from_slice(&[9; 32]);
-            value.extend_from_slice(ORIGIN.as_bytes());
-            meta.insert(
-                "signed_checkpoint",
-                seal_meta("signed_checkpoint", &value).as_slice(),
-            )
-            .unwrap();
-        }
-        txn.commit().unwrap();
-    }
+    let mut value = 40u64.to_le_bytes().to_vec();
+    value.extend_from_slice(&[9; 32]);
+    value.extend_from_slice(ORIGIN.as_bytes());
+    meta::insert_sealed(&s.log, "signed_checkpoint", &value).unwrap();
     append(&s.log, 3);
     let refused = exits(
         annals(&["checkpoint", text(&s.log), "--key", text(&s.key)]),
@@ -697,4 +650,43 @@ fn a_tlog_proof_needs_its_quorum_of_witness_cosignatures() {
     };
     exits(with(&vkeys[0]), 1);
     exits(with(&vkeys[1]), 0);
+}
+
+#[test]
+fn keygen_writes_a_0600_key_refuses_an_existing_file_and_prints_the_vkey() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("log.key");
+    let run = |args: &[&str]| {
+        std::process::Command::new(crate::ANNALS)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let path = key.to_str().unwrap();
+    let made = run(&["keygen", "--name", "example.com/log", path]);
+    assert!(made.status.success());
+    let vkey = String::from_utf8(made.stdout).unwrap();
+    let signer =
+        annals::tlog::Signer::parse(std::fs::read_to_string(&key).unwrap().trim_end()).unwrap();
+    assert_eq!(signer.verifier().to_string(), vkey.trim_end());
+    let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let again = run(&["keygen", "--name", "example.com/log", path]);
+    assert_eq!(again.status.code(), Some(2));
+    let stderr = String::from_utf8(again.stderr).unwrap();
+    assert!(stderr.contains("--force"), "{stderr}");
+    assert_eq!(
+        annals::tlog::Signer::parse(std::fs::read_to_string(&key).unwrap().trim_end())
+            .unwrap()
+            .verifier(),
+        signer.verifier()
+    );
+    let bad = run(&[
+        "keygen",
+        "--name",
+        "a+b",
+        dir.path().join("k2").to_str().unwrap(),
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
 }

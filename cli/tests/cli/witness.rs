@@ -7,7 +7,7 @@ use annals::testing::setup::ExpectDone;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use annals::merkle::TreeHasher;
@@ -15,35 +15,9 @@ use annals::tlog::{Checkpoint, Signer};
 use annals::{Direction, ExpectedVersion, NewEvent, Store, StreamVersion};
 use sha2::{Digest as _, Sha256};
 
-use crate::common::base64;
+use crate::{annals, base64, exits, path as text, stdout};
 
 const ORIGIN: &str = "example.com/witnessed";
-
-fn annals(args: &[&str]) -> Output {
-    Command::new(crate::annals_bin::annals())
-        .args(args)
-        .output()
-        .expect("run the annals binary")
-}
-
-fn exits(output: Output, code: i32) -> Output {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "stdout {}\nstderr {}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn text(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
 
 /// A key made by `annals keygen` (with `--cosigner` for a witness): its file and vkey.
 struct Key {
@@ -105,7 +79,7 @@ impl Served {
             args.extend(["--log".to_owned(), log.vkey.clone()]);
         }
         args.extend(extra.iter().map(|arg| (*arg).to_owned()));
-        let mut child = Command::new(crate::annals_bin::annals())
+        let mut child = Command::new(crate::ANNALS)
             .args(&args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

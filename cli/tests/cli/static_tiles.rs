@@ -7,40 +7,14 @@ use annals::testing::setup::ExpectDone;
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use annals::tlog::Checkpoint;
 use annals::{ExpectedVersion, NewEvent, Store};
 use tlog_tiles::{HashReader, Tile, TileHashReader, TileReader};
 
+use crate::{annals, exits, path as text, sha256};
+
 const ORIGIN: &str = "example.com/tiled";
-
-fn annals(args: &[&str]) -> Output {
-    Command::new(crate::annals_bin::annals())
-        .args(args)
-        .output()
-        .expect("run the annals binary")
-}
-
-fn exits(output: Output, code: i32) -> Output {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "stdout {}\nstderr {}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-fn sha256(path: &Path) -> Vec<u8> {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(std::fs::read(path).unwrap()).to_vec()
-}
-
-fn text(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
 
 /// Appends `n` records tagged `tag`, in appends of at most 10,000.
 fn append(log: &Path, n: u64, tag: &str) {
