@@ -183,8 +183,10 @@ pub(crate) fn bound(key: &str, samples: &Samples) -> String {
             human(m("written.redb"))
         ),
         "two_writer_processes_vs_sqlite" => format!(
-            "multi-writer commits to the file, two phases and two syncs each (no journal in \
-             this mode yet): one multi-writer process runs {:.2} of an exclusive one",
+            "each writer's turn takes the other's frames from the shared journal into its \
+             overlay (a write session a frame) before its own command, and the other waits \
+             for the turn by polling redb's lock: one multi-writer process runs {:.2} of an \
+             exclusive one",
             ratio("sharing.single_multi_writer", "sharing.single_exclusive")
         ),
         "vs_sqlite_single" => format!(
