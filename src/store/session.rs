@@ -106,7 +106,7 @@ impl<'txn> WriteSession<'txn> {
         expected: ExpectedVersion,
         events: &[NewEvent],
     ) -> Result<AppendOutcome> {
-        self.projections.check_raw_kinds(events)?;
+        self.projections.check_raw_kinds(stream, events)?;
         self.append_applied(stream, expected, events)
     }
 

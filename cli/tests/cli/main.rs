@@ -1,15 +1,16 @@
 //! The `annals` command line, run as a real process on real files: each module one side of
 //! it. `commands`: append, log, verify, stats, demo and state; `read`: the filters and how
 //! payloads, times and tables are shown; `json`: `--json` outputs and the error objects;
-//! `audit`: roots, proofs, export and import, history; `outputs`: what the commands write and
-//! refuse before writing; `terminal`: what a person at a terminal and a shell gets
-//! (completions, manual pages, colour, the pager).
+//! `audit`: roots, proofs, export and import, history; `erasure`: personal payloads and
+//! `erase`; `outputs`: what the commands write and refuse before writing; `terminal`: what a
+//! person at a terminal and a shell gets (completions, manual pages, colour, the pager).
 //!
 //! Having tests, this package also makes `cargo test` at the workspace's root build `annals`
 //! for the library's tests that run it on logs they set up or damage (`tests/annals_bin.rs`).
 
 mod audit;
 mod commands;
+mod erasure;
 mod json;
 mod outputs;
 mod read;
