@@ -52,7 +52,7 @@ pub enum SubjectProblem {
     /// An empty id.
     #[error("it is empty")]
     Empty,
-    /// An id longer than [`SUBJECT_BYTES_MAX`].
+    /// An id longer than 128 bytes.
     #[error("it is {bytes} bytes, over the limit of {max}")]
     TooLong {
         /// Its length.
@@ -68,7 +68,7 @@ pub enum SubjectProblem {
     },
 }
 
-/// Checks a subject's id: 1 to [`SUBJECT_BYTES_MAX`] bytes of UTF-8, no control character
+/// Checks a subject's id: 1 to 128 bytes (`SUBJECT_BYTES_MAX`) of UTF-8, no control character
 /// and no `/` (it names the erasure stream `annals.erased/<id>`).
 pub fn check_subject(subject: &str) -> Result<(), SubjectProblem> {
     if subject.is_empty() {
