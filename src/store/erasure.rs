@@ -16,15 +16,13 @@ use zeroize::Zeroizing;
 use crate::error::{ErasureError, Result};
 use crate::log::append::{AppendOutcome, ExpectedVersion};
 use crate::log::read::Snapshot;
-use crate::log::tables::unseal_idempotency;
 use crate::record::envelope::{
     self, ERASED_KIND, Envelope, KEY_BYTES, Payload, erasure_stream, seal,
 };
 use crate::record::{NewEvent, Position, Record};
-use crate::storage::Readable;
 
-use super::Store;
 use super::keys::{KeyStore, fresh_nonce};
+use super::{Store, WriteSession};
 
 /// What [`Store::erase`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,33 +70,60 @@ impl Store {
         expected: ExpectedVersion,
         events: &[NewEvent],
     ) -> Result<AppendOutcome> {
+        self.check_personal(subject, stream, events)?;
+        self.write(|session| {
+            // What the log would refuse anyway is refused before a key is made for it (under
+            // the write lock: the last commit is the session's start).
+            if events.iter().all(|event| event.idempotency_key.is_none()) {
+                let current = self.snapshot()?.stream_version(stream)?;
+                crate::log::append::check_expected(stream, expected, current)?;
+            }
+            self.append_personal_in(session, subject, stream, expected, events)
+        })
+    }
+
+    /// What [`Store::append_personal`] refuses before any transaction: the subject, the kinds
+    /// and stream, the limits, a store with no key store.
+    pub(crate) fn check_personal(
+        &self,
+        subject: &str,
+        stream: &str,
+        events: &[NewEvent],
+    ) -> Result<()> {
         check_subject(subject)?;
         self.projections.check_raw_kinds(stream, events)?;
         crate::log::append::check_append(stream, events, &self.limits)?;
+        self.key_store_log().map(drop)
+    }
+
+    /// The personal append inside `session` (the direct call's transaction, or a writer's
+    /// batch): refused for an erased subject; the subject's key made if it has none; each
+    /// payload sealed, or an earlier envelope reused for a retry with the same idempotency key
+    /// and plaintext.
+    pub(crate) fn append_personal_in(
+        &self,
+        session: &mut WriteSession<'_>,
+        subject: &str,
+        stream: &str,
+        expected: ExpectedVersion,
+        events: &[NewEvent],
+    ) -> Result<AppendOutcome> {
         let log = self.key_store_log()?;
-        self.write(|session| {
-            // Under the write lock: no commit comes between this read and the append, and no
-            // other writer rewrites the key store meanwhile.
-            let snapshot = self.snapshot()?;
-            if let Some(position) = erasure_position(&snapshot, subject)? {
-                return Err(ErasureError::Erased {
-                    subject: subject.to_owned(),
-                    position,
-                }
-                .into());
+        // Under the write lock: no erasure commits between this read and the append (none
+        // runs in a writer's batch), and no other writer rewrites the key store meanwhile.
+        if let Some(position) = erasure_position(&self.snapshot()?, subject)? {
+            return Err(ErasureError::Erased {
+                subject: subject.to_owned(),
+                position,
             }
-            // What the log would refuse anyway is refused before a key is made for it.
-            if events.iter().all(|event| event.idempotency_key.is_none()) {
-                let current = snapshot.stream_version(stream)?;
-                crate::log::append::check_expected(stream, expected, current)?;
-            }
-            let key = KeyStore::load(log)?.key_or_new(subject)?;
-            let sealed = events
-                .iter()
-                .map(|event| seal_event(&snapshot, &key, subject, stream, event))
-                .collect::<Result<Vec<_>>>()?;
-            session.append_unchecked(stream, expected, &sealed)
-        })
+            .into());
+        }
+        let key = KeyStore::load(log)?.key_or_new(subject)?;
+        let sealed = events
+            .iter()
+            .map(|event| seal_event(session, &key, subject, stream, event))
+            .collect::<Result<Vec<_>>>()?;
+        session.append_unchecked(stream, expected, &sealed)
     }
 
     /// Erases `subject`: appends its erasure event (kind `subject.erased`, stream
@@ -280,14 +305,14 @@ fn erasure_position(snapshot: &Snapshot, subject: &str) -> Result<Option<Positio
 /// with the same idempotency key and plaintext wrote (so the log answers duplicate), else a
 /// new one under a fresh nonce.
 fn seal_event(
-    snapshot: &Snapshot,
+    session: &WriteSession<'_>,
     key: &[u8; KEY_BYTES],
     subject: &str,
     stream: &str,
     event: &NewEvent,
 ) -> Result<NewEvent> {
     let earlier = match &event.idempotency_key {
-        Some(idempotency_key) => earlier_envelope(snapshot, idempotency_key, key, stream, event)?,
+        Some(idempotency_key) => earlier_envelope(session, idempotency_key, key, stream, event)?,
         None => None,
     };
     let payload = match earlier {
@@ -313,17 +338,13 @@ fn seal_event(
 /// The envelope of the record appended with `idempotency_key`, when it is `event` again: the
 /// same stream and kind, and a payload that `key` opens to `event`'s plaintext.
 fn earlier_envelope(
-    snapshot: &Snapshot,
+    session: &WriteSession<'_>,
     idempotency_key: &str,
     key: &[u8; KEY_BYTES],
     stream: &str,
     event: &NewEvent,
 ) -> Result<Option<Vec<u8>>> {
-    let Some(found) = snapshot.idempotency.get(idempotency_key)? else {
-        return Ok(None);
-    };
-    let (position, _) = unseal_idempotency(idempotency_key, &found.value())?;
-    let Some(record) = snapshot.get(Position(position))? else {
+    let Some(record) = session.record_of_idempotency_key(idempotency_key)? else {
         return Ok(None);
     };
     let same = record.stream == stream

@@ -133,6 +133,15 @@ impl<'txn> WriteSession<'txn> {
         Ok(outcome)
     }
 
+    /// The record appended with idempotency `key`, as of this point of the transaction
+    /// (a personal append's retry reuses its envelope).
+    pub(crate) fn record_of_idempotency_key(&self, key: &str) -> Result<Option<Record>> {
+        match self.log.idempotency_position(key)? {
+            Some(position) => Ok(Some(self.log_record(position)?)),
+            None => Ok(None),
+        }
+    }
+
     /// Refuses with [`StoreError::Fenced`] unless `guard`'s token is its resource's live
     /// token as of this point of the transaction.
     pub fn guard(&self, guard: &LeaseGuard) -> Result<()> {

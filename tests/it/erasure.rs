@@ -664,3 +664,68 @@ fn a_backup_or_an_import_carries_ciphertext_and_no_key_and_reads_erased() {
     }
     assert_eq!(store.payload(&sealed).unwrap().data(), Some(PLAINTEXT));
 }
+
+/// Personal appends through the group-committing writer, queued together so that they share
+/// batches: each reads back, a retry with the same idempotency key is a duplicate (in the
+/// first's batch or a later one: the session's index is read, not the last commit's), an
+/// erased subject is refused.
+#[test]
+fn personal_appends_through_the_writer_batch_as_they_run_alone() {
+    let (_dir, _path, store, alice) = with_alice();
+    let store = Arc::new(store);
+    let writer = annals::Writer::start(Arc::clone(&store), annals::WriterOptions::default())
+        .expect("a writer");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let outcomes = runtime.block_on(async {
+        let append = |subject: &'static str, key: &'static str| {
+            let writer = writer.clone();
+            let event = NewEvent::new("email.set", 5, subject.as_bytes().to_vec())
+                .with_idempotency_key(key);
+            tokio::spawn(async move {
+                let stream = format!("people/{subject}");
+                writer
+                    .append_personal(subject, stream, ExpectedVersion::Any, vec![event])
+                    .await
+            })
+        };
+        let jobs = [
+            append("bob", "b1"),
+            append("carol", "c1"),
+            append("bob", "b1"),
+            append("dave", "d1"),
+        ];
+        let mut outcomes = Vec::new();
+        for job in jobs {
+            outcomes.push(job.await.unwrap().unwrap());
+        }
+        outcomes
+    });
+    assert_eq!(outcomes[0].first_position(), outcomes[2].first_position());
+    assert!(
+        matches!(outcomes[2], annals::AppendOutcome::Duplicate { .. }),
+        "{outcomes:?}"
+    );
+    for (outcome, subject) in outcomes.iter().zip(["bob", "carol", "bob", "dave"]) {
+        let record = record(&store, outcome.first_position());
+        assert_eq!(
+            store.payload(&record).unwrap().data(),
+            Some(subject.as_bytes())
+        );
+    }
+    store.erase("alice", 6).unwrap();
+    let refused = runtime.block_on(writer.append_personal(
+        "alice",
+        "people/alice",
+        ExpectedVersion::Any,
+        vec![NewEvent::new("email.set", 7, b"again".to_vec())],
+    ));
+    assert!(
+        matches!(refused, Err(Error::Erasure(ErasureError::Erased { .. }))),
+        "{refused:?}"
+    );
+    runtime.block_on(writer.close()).unwrap();
+    assert_erased(&store, &record(&store, alice));
+    assert!(store.verify().unwrap().is_sound());
+}
