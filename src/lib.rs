@@ -87,6 +87,10 @@ pub struct ReadmeSnippets;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/library.md")]
 pub struct LibrarySnippets;
+/// `docs/erasure.md`'s Rust snippet, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/erasure.md")]
+pub struct ErasureSnippets;
 pub mod writer;
 
 pub use audit::decoded::BuiltInEvent;
@@ -98,9 +102,9 @@ pub use audit::verify::{Finding, Problem, ProjectionBehind, VerifyReport};
 pub use command::{Command, Decision, Emit};
 pub use error::JournalError;
 pub use error::{
-    AuditError, EntityProblem, Error, ErrorKind, MetaFault, MetaItem, NotALog, OpenError,
-    PayloadProblem, Result, RollupMoment, SigningError, StorageError, StreamRunsFault, TableFault,
-    Unreadable, panic_is_caught,
+    AuditError, EntityProblem, ErasureError, Error, ErrorKind, MetaFault, MetaItem, NotALog,
+    OpenError, PayloadProblem, Result, RollupMoment, SigningError, StorageError, StreamRunsFault,
+    SubjectProblem, TableFault, Unreadable, panic_is_caught,
 };
 pub use error::{FileKind, OutputPathError, StoreFile};
 pub use event::{DomainEvent, EventKind};
@@ -115,6 +119,7 @@ pub use log::read::{Direction, Records, Snapshot, StreamRecords, StreamSummary};
 pub use log::signed::SignedHead;
 pub use log::tables::FORMAT_VERSION;
 pub use projection::{Projection, ProjectionError};
+pub use record::envelope::Payload;
 pub use record::limits::{Field, LimitError, Limits};
 pub use record::{
     HeaderProblem, NewEvent, Position, Record, RecordError, RecordView, StreamVersion,
@@ -127,6 +132,7 @@ pub use store::{
     Durability, Holder, ImportStage, PartialStep, READ_ONLY_PATIENCE, Sharing, Stats, Store,
     StoreError, StoreOptions, UnknownSharing, WriteSession,
 };
+pub use store::{Erasure, PayloadReader, check_subject};
 pub use store::{Footprint, TableFootprint};
 pub use store::{OtherLogProblem, TilesError, TilesWritten};
 pub use subscribe::{Subscription, SubscriptionError};

@@ -26,9 +26,15 @@ use crate::record::Position;
 
 /// The purposes of the files a store builds beside a log under a name of its own
 /// ([`private_name`]): a creation, an import, a backup, a seed published
-/// (`replication::publish_seed`) and one fetched (`fetch_seed`).
-pub(crate) const TEMPORARY_PURPOSES: [&str; 5] =
-    ["creating", "importing", "backing-up", "seed", "seeding"];
+/// (`replication::publish_seed`), one fetched (`fetch_seed`) and a key store rewritten.
+pub(crate) const TEMPORARY_PURPOSES: [&str; 6] = [
+    "creating",
+    "importing",
+    "backing-up",
+    "seed",
+    "seeding",
+    "keying",
+];
 
 /// The first bytes of every redb file: what tells a log (and so its journal's name) apart.
 pub(crate) const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
@@ -190,9 +196,15 @@ fn store_file(resolved: &Resolved, store: Option<&StoreFiles>) -> Option<(PathBu
     let store = store?;
     let log = fs::canonicalize(&store.log).unwrap_or_else(|_| store.log.clone());
     let journal = journal_path(&log);
+    let keys = keys_path(&log);
     let named = |file| Some((store.log.clone(), file));
     if let Some(found) = &resolved.found {
-        for (file, path) in [(StoreFile::Log, &log), (StoreFile::Journal, &journal)] {
+        let files = [
+            (StoreFile::Log, &log),
+            (StoreFile::Journal, &journal),
+            (StoreFile::Keys, &keys),
+        ];
+        for (file, path) in files {
             if fs::metadata(path).is_ok_and(|at| same_file(&at, found)) {
                 return named(file);
             }
@@ -203,6 +215,9 @@ fn store_file(resolved: &Resolved, store: Option<&StoreFiles>) -> Option<(PathBu
     }
     if resolved.name == journal {
         return named(StoreFile::Journal);
+    }
+    if resolved.name == keys {
+        return named(StoreFile::Keys);
     }
     let name = resolved.name.file_name()?;
     if resolved.name.parent() == log.parent()
@@ -252,6 +267,13 @@ fn sibling_journal(name: &Path) -> Option<PathBuf> {
     let log = name.to_str()?.strip_suffix(".journal")?;
     let log = PathBuf::from(log);
     is_log_file(&log).then_some(log)
+}
+
+/// The key store of the log at `log`: `<log>.keys` (`schema/FORMAT.md` 3.16).
+pub(crate) fn keys_path(log: &Path) -> PathBuf {
+    let mut name = log.as_os_str().to_owned();
+    name.push(".keys");
+    PathBuf::from(name)
 }
 
 /// Whether two files' metadata are of one file: the same device and inode.

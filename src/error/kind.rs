@@ -5,7 +5,7 @@
 use std::io;
 
 use super::{
-    AppendError, ArchiveError, Error, ExportError, FileKind, JournalError, OpenError,
+    AppendError, ArchiveError, ErasureError, Error, ExportError, FileKind, JournalError, OpenError,
     OutputPathError, ProjectionError, SigningError, StorageError, StoreError, WriterError,
 };
 
@@ -199,7 +199,10 @@ impl Error {
             Error::Store(store) => match store {
                 StoreError::Fenced { .. } => ErrorKind::Fenced,
                 StoreError::WriterBusy { .. } => ErrorKind::Held,
-                StoreError::ReservedKind { .. } | StoreError::CutKind { .. } => {
+                StoreError::ReservedKind { .. }
+                | StoreError::CutKind { .. }
+                | StoreError::ErasureKind { .. }
+                | StoreError::ErasureStream { .. } => {
                     ErrorKind::ReservedKind
                 }
                 _ => ErrorKind::Refused,
@@ -266,6 +269,17 @@ impl Error {
                 // An import that does not continue the log is an append it refuses.
                 ExportError::Mismatch { .. } => ErrorKind::AppendRefused,
                 _ => ErrorKind::Corrupt,
+            },
+            Error::Erasure(erasure) => match erasure {
+                ErasureError::Subject { .. } => ErrorKind::InvalidArgument,
+                // A refusal of what the append holds, as any append refusal.
+                ErasureError::EnvelopeMagic { .. } | ErasureError::Erased { .. } => {
+                    ErrorKind::AppendRefused
+                }
+                ErasureError::Damaged { .. } | ErasureError::Unopenable { .. } => {
+                    ErrorKind::Corrupt
+                }
+                _ => ErrorKind::Refused,
             },
             Error::OutputPath(refused) => match refused {
                 OutputPathError::StoreFile { .. } => ErrorKind::StoreFile,

@@ -10,6 +10,7 @@ mod append;
 mod archive;
 mod command;
 mod consumer;
+mod erasure;
 mod export;
 mod journal;
 mod kind;
@@ -30,6 +31,7 @@ pub use append::{AppendError, SealProblem};
 pub use archive::ArchiveError;
 pub use command::{CommandProblem, LABEL_BYTES_MAX, TOKEN_INDEX_DIGITS_MAX, TOKEN_TXID_HEX_DIGITS};
 pub use consumer::ConsumerError;
+pub use erasure::{ErasureError, SubjectProblem};
 pub use export::{ExportDamage, ExportError, ExportHeaderProblem, ExportMismatch};
 pub use journal::JournalError;
 pub use kind::ErrorKind;
@@ -161,6 +163,10 @@ pub enum Error {
     /// An export file refused, or one that does not continue the log it is imported into.
     #[error(transparent)]
     Export(Box<ExportError>),
+    /// A personal append, a read of a personal payload or an erasure refused, or a key store
+    /// that cannot be read.
+    #[error(transparent)]
+    Erasure(#[from] ErasureError),
     /// A path given for a file to write that is refused (one of the store's own files, a FIFO
     /// or device, a missing folder): nothing was written there.
     #[error(transparent)]

@@ -18,6 +18,8 @@ pub enum StoreFile {
         /// The position of the cut record that names it.
         cut: Position,
     },
+    /// The log's key store, `<log>.keys`: its subjects' data keys.
+    Keys,
     /// A file the store builds beside the log under a name of its own
     /// (`<log>.<purpose>.<pid>`: a creation, an import, a backup, a seed).
     Temporary {
@@ -31,6 +33,7 @@ impl std::fmt::Display for StoreFile {
         match self {
             StoreFile::Log => f.write_str("the log"),
             StoreFile::Journal => f.write_str("the commit journal of the log"),
+            StoreFile::Keys => f.write_str("the key store of the log"),
             StoreFile::Archive { cut } => write!(
                 f,
                 "the archive of the cut recorded at position {cut} (it may be the only copy of \

@@ -23,6 +23,20 @@ pub enum StoreError {
         /// The kind.
         kind: String,
     },
+    /// A raw append of the kind of the log's record of a subject's erasure: only
+    /// `Store::erase` appends one (`subject.erased`).
+    #[error("kind {kind:?} is the log's record of an erasure; only `erase` appends it")]
+    ErasureKind {
+        /// The kind.
+        kind: String,
+    },
+    /// A raw append to a stream of the log's erasure records (`annals.erased/<subject>`):
+    /// only `Store::erase` appends to one.
+    #[error("stream {stream:?} holds the log's record of an erasure; only `erase` appends to it")]
+    ErasureStream {
+        /// The stream.
+        stream: String,
+    },
     /// A deferred-durability commit asked of a store that shares its file: redb's shared
     /// modes commit every transaction durably (another process may read it at once).
     #[error("a deferred commit needs exclusive sharing; this store is open in {sharing} mode")]

@@ -542,6 +542,15 @@ impl<'txn> LogWriter<'txn> {
         self.merkle.root()
     }
 
+    /// The position of the record appended with idempotency `key`, this transaction's
+    /// appends included.
+    pub(crate) fn idempotency_position(&self, key: &str) -> Result<Option<Position>> {
+        match self.idempotency.get(key)? {
+            Some(found) => Ok(Some(Position(unseal_idempotency(key, &found.value())?.0))),
+            None => Ok(None),
+        }
+    }
+
     /// `Some(positions)` when every event is a duplicate, `None` when none is; an error for a
     /// conflict or a mix of duplicate and new events.
     fn duplicates(&self, stream: &str, events: &[NewEvent]) -> Result<Option<Vec<Position>>> {

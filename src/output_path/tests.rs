@@ -54,6 +54,13 @@ fn every_name_of_a_stores_file_is_refused() {
         ("hard", Some(StoreFile::Log)),
         ("log.redb.journal", Some(StoreFile::Journal)),
         ("to-missing-journal", Some(StoreFile::Journal)),
+        ("log.redb.keys", Some(StoreFile::Keys)),
+        (
+            "log.redb.keying.12",
+            Some(StoreFile::Temporary {
+                purpose: "keying".into(),
+            }),
+        ),
         (
             "log.redb.backing-up.12",
             Some(StoreFile::Temporary {

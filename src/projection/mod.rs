@@ -242,12 +242,39 @@ impl Projections {
     }
 
     /// Refuses a raw append (one no command decided) of a kind a projection owns
-    /// ([`crate::StoreError::ReservedKind`]) or of the log's cut record
-    /// ([`crate::StoreError::CutKind`]): only their commands append those.
-    pub(crate) fn check_raw_kinds(&self, events: &[crate::record::NewEvent]) -> Result<()> {
-        for event in events {
+    /// ([`crate::StoreError::ReservedKind`]), of the log's cut record
+    /// ([`crate::StoreError::CutKind`]) or erasure record
+    /// ([`crate::StoreError::ErasureKind`], [`crate::StoreError::ErasureStream`]): only their
+    /// commands append those. A plain
+    /// payload that begins like a personal envelope is refused too
+    /// ([`crate::ErasureError::EnvelopeMagic`]).
+    pub(crate) fn check_raw_kinds(
+        &self,
+        stream: &str,
+        events: &[crate::record::NewEvent],
+    ) -> Result<()> {
+        if stream.starts_with(crate::record::envelope::ERASURE_STREAM_PREFIX) {
+            return Err(crate::error::StoreError::ErasureStream {
+                stream: stream.to_owned(),
+            }
+            .into());
+        }
+        for (index, event) in events.iter().enumerate() {
+            // A plain payload read back as a personal envelope would be misread.
+            if event
+                .payload
+                .starts_with(&crate::record::envelope::ENVELOPE_MAGIC)
+            {
+                return Err(crate::error::ErasureError::EnvelopeMagic { index }.into());
+            }
             if event.kind == crate::log::cut::CUT_KIND {
                 return Err(crate::error::StoreError::CutKind {
+                    kind: event.kind.clone(),
+                }
+                .into());
+            }
+            if event.kind == crate::record::envelope::ERASED_KIND {
+                return Err(crate::error::StoreError::ErasureKind {
                     kind: event.kind.clone(),
                 }
                 .into());

@@ -7,6 +7,7 @@
 //! here is bounded by the caps in [`limits`] before it allocates.
 
 pub mod compact;
+pub mod envelope;
 pub mod expected;
 pub mod limits;
 pub mod problem;

@@ -12,10 +12,12 @@ mod backend;
 mod backup;
 mod catch_up;
 pub(crate) mod compact;
+mod erasure;
 mod follow;
 mod footprint;
 mod import;
 mod journaled;
+mod keys;
 pub(crate) mod open;
 mod patient;
 mod session;
@@ -55,6 +57,7 @@ pub use archive::{ArchiveOptions, ArchiveReport, ArchivedRecords, Cut, CutProjec
 pub use backend::Backend;
 pub use backup::Backup;
 pub use compact::Compaction;
+pub use erasure::{Erasure, PayloadReader, check_subject};
 pub use footprint::{Footprint, TableFootprint};
 pub use import::ImportStage;
 pub use open::held_by_writer;
@@ -174,7 +177,7 @@ pub fn check_append_to_new_log(
     limits: &Limits,
 ) -> Result<()> {
     crate::log::append::check_append(stream, events, limits)?;
-    projections_with(Vec::new())?.check_raw_kinds(events)?;
+    projections_with(Vec::new())?.check_raw_kinds(stream, events)?;
     Ok(crate::log::append::check_expected(stream, expected, None)?)
 }
 
@@ -293,6 +296,7 @@ impl Store {
             store.attach_journal(file, journal, options.journal)?;
             store.adopt(unsnapshotted, &options.archives)?;
             store.share_journal()?;
+            store.finish_erasures()?;
             Ok(store)
         })();
         opened.map_err(|error: Error| error.no_space_at(&path))
@@ -776,7 +780,7 @@ impl Store {
         events: &[NewEvent],
     ) -> Result<AppendOutcome> {
         // Refused before the transaction begins: a refusal is no reason to touch the file.
-        self.projections.check_raw_kinds(events)?;
+        self.projections.check_raw_kinds(stream, events)?;
         self.write(|session| session.append(stream, expected, events))
     }
 
@@ -793,7 +797,7 @@ impl Store {
         events: &[NewEvent],
     ) -> Result<()> {
         crate::log::append::check_append(stream, events, &self.limits)?;
-        self.projections.check_raw_kinds(events)?;
+        self.projections.check_raw_kinds(stream, events)?;
         let snapshot = self.snapshot()?;
         if crate::log::append::duplicates(&snapshot.idempotency, stream, events)?.is_some() {
             return Ok(());
@@ -813,7 +817,7 @@ impl Store {
         events: &[NewEvent],
         guard: &LeaseGuard,
     ) -> Result<AppendOutcome> {
-        self.projections.check_raw_kinds(events)?;
+        self.projections.check_raw_kinds(stream, events)?;
         self.write(|session| {
             session.guard(guard)?;
             session.append(stream, expected, events)

@@ -106,7 +106,7 @@ impl<'txn> WriteSession<'txn> {
         expected: ExpectedVersion,
         events: &[NewEvent],
     ) -> Result<AppendOutcome> {
-        self.projections.check_raw_kinds(events)?;
+        self.projections.check_raw_kinds(stream, events)?;
         self.append_applied(stream, expected, events)
     }
 
@@ -131,6 +131,15 @@ impl<'txn> WriteSession<'txn> {
         self.appended |= !records.is_empty();
         self.written.extend(records);
         Ok(outcome)
+    }
+
+    /// The record appended with idempotency `key`, as of this point of the transaction
+    /// (a personal append's retry reuses its envelope).
+    pub(crate) fn record_of_idempotency_key(&self, key: &str) -> Result<Option<Record>> {
+        match self.log.idempotency_position(key)? {
+            Some(position) => Ok(Some(self.log_record(position)?)),
+            None => Ok(None),
+        }
     }
 
     /// Refuses with [`StoreError::Fenced`] unless `guard`'s token is its resource's live

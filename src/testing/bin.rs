@@ -15,6 +15,9 @@
 //!   ends (`annals::testing::host::serve`).
 //! - `annals-testing hold-write DB`: a multi-writer write held open until a line arrives on
 //!   standard input (`annals::testing::host::hold_write`).
+//! - `annals-testing erase-halfway DB SUBJECT`: the first half of an erasure (the subject's
+//!   erasure event, durable; its key left), then `appended <position>` on standard output and
+//!   a wait for a line on standard input, so that a test can kill it between the two halves.
 //!
 //! Exit codes: 0 done, 1 a failure of annals (printed), 2 bad arguments.
 
@@ -31,9 +34,11 @@ fn main() -> ExitCode {
         Some("rebuild") => rebuild(&args[1..]),
         Some("host") => host(&args[1..]),
         Some("hold-write") => hold_write(&args[1..]),
-        _ => Err(
-            Usage("the subcommand: crash-writer, rebuild, host or hold-write".to_owned()).into(),
-        ),
+        Some("erase-halfway") => erase_halfway(&args[1..]),
+        _ => Err(Usage(
+            "the subcommand: crash-writer, rebuild, host, hold-write or erase-halfway".to_owned(),
+        )
+        .into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -150,5 +155,17 @@ fn hold_write(args: &[String]) -> Result<(), Failure> {
     let (db, _) = parse(args, &[])?;
     let mut out = io::stdout().lock();
     annals::testing::host::hold_write(&db, &mut io::stdin().lock(), &mut out)?;
+    Ok(())
+}
+
+fn erase_halfway(args: &[String]) -> Result<(), Failure> {
+    let [db, subject] = args else {
+        return Err(Usage("erase-halfway DB SUBJECT".to_owned()).into());
+    };
+    let store = Store::open_existing(db)?;
+    let position = annals::testing::internals::append_erasure_event(&store, subject, 1)?;
+    println!("appended {position}");
+    let mut line = String::new();
+    let _ = io::stdin().lock().read_line(&mut line);
     Ok(())
 }

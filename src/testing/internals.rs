@@ -241,3 +241,14 @@ pub mod overlay {
         }
     }
 }
+
+/// The first half of `Store::erase` alone: the subject's erasure event appended durably, its
+/// key left in the key store, as a kill between the two halves leaves them (the next
+/// writable open finishes the erasure).
+pub fn append_erasure_event(
+    store: &crate::Store,
+    subject: &str,
+    at_ms: u64,
+) -> crate::Result<crate::Position> {
+    Ok(store.append_erasure(subject, at_ms)?.0)
+}

@@ -189,6 +189,25 @@ impl Writer {
             .await
     }
 
+    /// [`Store::append_personal`], batched: each payload sealed for `subject` in the job's turn
+    /// (its key made, written durably, before the batch commits); refused as the store would
+    /// refuse it, alone in its batch.
+    pub async fn append_personal(
+        &self,
+        subject: impl Into<String>,
+        stream: impl Into<String>,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<AppendOutcome> {
+        let (subject, stream) = (subject.into(), stream.into());
+        self.store.check_personal(&subject, &stream, &events)?;
+        let store = Arc::clone(&self.store);
+        self.submit(move |session| {
+            store.append_personal_in(session, &subject, &stream, expected, &events)
+        })
+        .await
+    }
+
     /// [`Store::append_guarded`], batched: the guard is checked as of the job's turn in its
     /// batch, after every job queued before it.
     pub async fn append_guarded(

@@ -29,6 +29,11 @@ const ALLOWED: &[(&str, usize, &str)] = &[
         "the monotonic time an open has waited for a held file",
     ),
     (
+        "src/store/keys.rs",
+        2,
+        "a subject's new data key and each personal envelope's nonce (erasure), on the command path",
+    ),
+    (
         "src/store/patient.rs",
         1,
         "the monotonic time a multi-writer has waited for another process's lock",

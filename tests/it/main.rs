@@ -14,6 +14,7 @@ mod compact;
 mod corruption;
 mod crash;
 mod cut_vectors;
+mod erasure;
 mod events;
 mod export;
 mod faults;

@@ -70,6 +70,10 @@ pub(crate) enum Command {
     /// bytes, a kind of at most 128 bytes, an idempotency key of at most 256 bytes; a value
     /// over its limit is refused (exit 1) and nothing is written.
     Append(AppendArgs),
+    /// Erase a subject (crypto-shredding): append its `subject.erased` event, then destroy
+    /// its key in `<DB>.keys`. Its personal payloads read as erased from then on; the chain,
+    /// proofs and checkpoints still verify. Prints the erasure event's position.
+    Erase(EraseArgs),
     /// Print records, one line each, payloads decoded; filter them as `git log` does.
     Log(LogArgs),
     /// Print records as they commit, until interrupted (like `tail -f`): from a log that
@@ -607,6 +611,26 @@ pub(crate) struct AppendArgs {
     /// The payload's schema version [default: 1].
     #[arg(long)]
     pub(crate) schema: Option<u16>,
+    /// Make the payload personal to SUBJECT (an opaque id, not an email): it is encrypted
+    /// under SUBJECT's key, kept in `<DB>.keys`, before the record is hashed, and reads as
+    /// erased once `annals erase DB SUBJECT` destroyed the key (docs/erasure.md).
+    #[arg(long)]
+    pub(crate) subject: Option<String>,
+    #[command(flatten)]
+    pub(crate) output: JsonOutput,
+    #[command(flatten)]
+    pub(crate) access: WriteAccess,
+}
+
+#[derive(Args)]
+pub(crate) struct EraseArgs {
+    #[command(flatten)]
+    pub(crate) log: LogFile,
+    /// The subject whose personal payloads are erased.
+    pub(crate) subject: String,
+    /// The erasure event's time in milliseconds since the Unix epoch [default: now].
+    #[arg(long)]
+    pub(crate) at_ms: Option<u64>,
     #[command(flatten)]
     pub(crate) output: JsonOutput,
     #[command(flatten)]

@@ -10,10 +10,12 @@ use super::payload;
 use super::render::{RecordStyle, print_decoded};
 use annals::Record;
 
-/// Prints the records that pass `filter`, up to its limit, stopping at the first error.
+/// Prints the records that pass `filter`, up to its limit, stopping at the first error; a
+/// personal payload opened with `payloads`, or shown as erased.
 /// Returns how many it printed.
 pub(crate) fn print_filtered(
     out: &mut impl Write,
+    payloads: &annals::PayloadReader,
     records: impl Iterator<Item = annals::Result<Record>>,
     filter: &RecordFilterArgs,
     style: &RecordStyleArgs,
@@ -34,7 +36,7 @@ pub(crate) fn print_filtered(
         if !header_matches(&record, filter) {
             continue;
         }
-        let (payload, undecodable) = payload::decode(&record);
+        let (payload, undecodable) = payload::decode(&record, payloads.open(&record)?);
         if let Some(text) = &filter.grep
             && !payload.text().contains(text.as_str())
         {

@@ -74,6 +74,7 @@ fn execute(command: Command) -> (bool, Result<ExitCode, Failure>) {
     match command {
         Command::Demo(args) => checked_run(args),
         Command::Append(args) => checked_run(args),
+        Command::Erase(args) => checked_run(args),
         Command::Log(args) => checked_run(args),
         Command::Tail(args) => checked_run(args),
         Command::Verify(args) => checked_run(args),

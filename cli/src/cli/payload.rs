@@ -22,6 +22,24 @@ pub(crate) enum Payload<'a> {
     Text(&'a str),
     /// Anything else (or `--raw`), as lower-case hex.
     Hex(String),
+    /// A personal payload opened with its subject's key: `data` as JSON, text or hex, as
+    /// `encoding` says.
+    Personal {
+        /// Its subject.
+        subject: &'a str,
+        /// `json`, `utf8` or `hex`: how `data` spells the plaintext.
+        encoding: &'static str,
+        /// The plaintext.
+        data: Value,
+    },
+    /// A personal payload whose subject was erased (or whose key this log's key store does
+    /// not hold): never its ciphertext.
+    Erased {
+        /// Its subject.
+        subject: &'a str,
+        /// Always true: the payload is gone.
+        erased: bool,
+    },
 }
 
 impl Payload<'_> {
@@ -32,6 +50,8 @@ impl Payload<'_> {
             Payload::Json(_) => "json",
             Payload::Text(_) => "utf8",
             Payload::Hex(_) => "hex",
+            Payload::Personal { .. } => "personal",
+            Payload::Erased { .. } => "erased",
         }
     }
 
@@ -45,13 +65,51 @@ impl Payload<'_> {
                 serde_json::to_string(self).unwrap_or_default()
             }
             Payload::Hex(digits) => format!("hex:{digits}"),
+            Payload::Personal {
+                subject,
+                encoding,
+                data,
+            } => {
+                let shown = match (encoding, data) {
+                    (&"hex", Value::String(digits)) => format!("hex:{digits}"),
+                    _ => serde_json::to_string(data).unwrap_or_default(),
+                };
+                format!("personal({}) {shown}", super::render::word(subject))
+            }
+            Payload::Erased { subject, .. } => {
+                format!("erased({})", super::render::word(subject))
+            }
         }
     }
 }
 
-/// A record's payload decoded, and why a built-in kind's payload did not decode (the
-/// payload is then shown by the general rules).
-pub(crate) fn decode(record: &Record) -> (Payload<'_>, Option<String>) {
+/// A record's payload decoded, given what the log's key store makes of it (`opened`,
+/// `Store::payload`), and why a built-in kind's payload did not decode (the payload is then
+/// shown by the general rules).
+pub(crate) fn decode<'a>(
+    record: &'a Record,
+    opened: annals::Payload<'a>,
+) -> (Payload<'a>, Option<String>) {
+    match opened {
+        annals::Payload::Personal { subject, data } => {
+            let (encoding, data) = match general(&data) {
+                Payload::Json(value) => ("json", value),
+                Payload::Text(text) => ("utf8", Value::String(text.to_owned())),
+                _ => ("hex", Value::String(hex(&data))),
+            };
+            let personal = Payload::Personal {
+                subject,
+                encoding,
+                data,
+            };
+            return (personal, None);
+        }
+        annals::Payload::Erased { subject } => {
+            let erased = true;
+            return (Payload::Erased { subject, erased }, None);
+        }
+        _ => {}
+    }
     let event = BuiltInEvent::from_record(record);
     match event {
         Ok(Some(event)) => (Payload::Event(Box::new(event)), None),
@@ -105,7 +163,7 @@ mod tests {
     fn a_built_in_kind_that_does_not_decode_falls_back_and_says_why() {
         let check = |kind: &str, schema: u16, bytes: &[u8], encoding: &str, why: &str| {
             let record = record(kind, schema, bytes);
-            let (payload, undecodable) = decode(&record);
+            let (payload, undecodable) = decode(&record, annals::Payload::Plain(&record.payload));
             assert_eq!(payload.encoding(), encoding, "{kind}");
             let undecodable = undecodable.unwrap_or_default();
             assert!(undecodable.contains(why), "{kind}: {undecodable}");
@@ -136,7 +194,7 @@ mod tests {
     #[test]
     fn kinds_no_domain_owns_are_not_undecodable() {
         let record = record("lease", 1, b"x");
-        let (payload, undecodable) = decode(&record);
+        let (payload, undecodable) = decode(&record, annals::Payload::Plain(&record.payload));
         assert_eq!((payload.encoding(), undecodable), ("utf8", None));
     }
 }

@@ -21,6 +21,7 @@ use annals::{Position, StreamVersion};
 pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
+    let payloads = store.payload_reader()?;
     if !args.archive.is_empty() && snapshot.cut().is_none() {
         // No archive can be this log's: saying so beats ignoring the files given.
         return Err(annals::Error::from(annals::ArchiveError::NeverCut).into());
@@ -44,7 +45,7 @@ pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
         Some(stream) => {
             require_stream(&snapshot, stream, &args.log.db)?;
             let records = snapshot.stream(stream, StreamVersion(from), direction)?;
-            print_filtered(&mut out, records, &args.filter, &args.style)
+            print_filtered(&mut out, &payloads, records, &args.filter, &args.style)
         }
         None if !args.archive.is_empty() && Position(from) < snapshot.start() => {
             if direction == Direction::Backward {
@@ -56,11 +57,17 @@ pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
             // The archived records first, each checked against the kept hashes, then the log.
             let archived = store.archived_records(&args.archive, Position(from))?;
             let kept = snapshot.records(snapshot.start(), Direction::Forward)?;
-            print_filtered(&mut out, archived.chain(kept), &args.filter, &args.style)
+            print_filtered(
+                &mut out,
+                &payloads,
+                archived.chain(kept),
+                &args.filter,
+                &args.style,
+            )
         }
         None => {
             let records = snapshot.records(Position(from), direction)?;
-            print_filtered(&mut out, records, &args.filter, &args.style)
+            print_filtered(&mut out, &payloads, records, &args.filter, &args.style)
         }
     };
     // The good records before a corrupt one are printed (and the pager quit) before the error
@@ -145,6 +152,7 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     let entity = Entity::parse(&args.entity)?;
     let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
+    let payloads = store.payload_reader()?;
     if let Some(stream) = args.stream.as_deref() {
         require_stream(&snapshot, stream, &args.log.db)?;
     }
@@ -172,7 +180,7 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     let printed = if args.archive.is_empty() {
         // Merged record by record, so a long history is never held whole.
         let records = annals::history(&snapshot, &streams, direction)?;
-        print_filtered(&mut out, records, &args.filter, &args.style)
+        print_filtered(&mut out, &payloads, records, &args.filter, &args.style)
     } else {
         if direction == Direction::Backward {
             return Err(Failure::of(
@@ -190,7 +198,7 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
                 .as_ref()
                 .map_or(true, |record| streams.contains(&record.stream))
         });
-        print_filtered(&mut out, records, &args.filter, &args.style)
+        print_filtered(&mut out, &payloads, records, &args.filter, &args.style)
     };
     // The good records before a corrupt one are printed (and the pager quit) before the error
     // is reported.

@@ -45,13 +45,15 @@ pub(crate) struct RecordStyle {
     pub(crate) ms: bool,
 }
 
-/// Writes one record, decoding its payload, in the default style (text, or JSON with `json`).
+/// Writes one record, decoding its payload (a personal one with `store`'s key store as of now),
+/// in the default style (text, or JSON with `json`).
 pub(crate) fn print_record(
     out: &mut impl Write,
+    store: &annals::Store,
     record: &Record,
     json: bool,
 ) -> Result<(), Failure> {
-    let (payload, undecodable) = payload::decode(record);
+    let (payload, undecodable) = payload::decode(record, store.payload(record)?);
     let style = RecordStyle {
         json,
         ..RecordStyle::default()

@@ -41,7 +41,7 @@ pub(crate) fn tail(args: TailArgs) -> Result<ExitCode, Failure> {
     let mut printed = 0u64;
     while args.count.is_none_or(|count| printed < count) {
         let record = runtime.block_on(subscription.next())?;
-        print_record(&mut out, &record, args.json)?;
+        print_record(&mut out, &store, &record, args.json)?;
         // Each record is shown as it commits, not when a buffer fills.
         out.flush()?;
         printed += 1;

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::args::{AppendArgs, DemoArgs, ImportArgs, RebuildArgs, UpgradeArgs};
+use super::args::{AppendArgs, DemoArgs, EraseArgs, ImportArgs, RebuildArgs, UpgradeArgs};
 use super::audit::verify_showing_progress;
 use super::command::{NamedFile, Run};
 use super::failure::{Failure, Kind};
@@ -18,7 +18,7 @@ use super::report::{AppendJson, DemoJson, RangeJson, RebuildJson};
 use annals::Error;
 use annals::NewEvent;
 use annals::export::ExportError;
-use annals::{AppendError, AppendOutcome, ExpectedVersion, check_append};
+use annals::{AppendError, AppendOutcome, check_append};
 use annals::{Durability, ImportStage, Store, StoreOptions};
 use annals::{Field, LimitError};
 
@@ -40,9 +40,9 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
         Some(at_ms) => at_ms,
         None => now_ms()?,
     };
-    let mut event = NewEvent::new(args.kind, at_ms, payload);
-    if let Some(key) = args.key {
-        event = event.with_idempotency_key(key);
+    let mut event = NewEvent::new(args.kind.clone(), at_ms, payload);
+    if let Some(key) = &args.key {
+        event = event.with_idempotency_key(key.as_str());
     }
     if let Some(schema) = args.schema {
         event = event.with_schema(schema);
@@ -51,15 +51,12 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
     // Everything the append would refuse without reading the log is refused before the log
     // is opened writable: redb rewrites its bookkeeping in the file on every writable open.
     check_append(&args.stream, &events, &options.limits).map_err(Error::from)?;
-    refuse_read_only(
-        &args.db,
-        &args.stream,
-        args.expect,
-        &events,
-        &options.limits,
-    )?;
+    refuse_read_only(&args, &events, &options.limits)?;
     let store = open_for_writing(&args.db, true, &args.access)?;
-    let outcome = store.append(&args.stream, args.expect, &events)?;
+    let outcome = match args.subject.as_deref() {
+        Some(subject) => store.append_personal(subject, &args.stream, args.expect, &events)?,
+        None => store.append(&args.stream, args.expect, &events)?,
+    };
     store.close()?;
     let mut out = io::stdout().lock();
     if args.output.json {
@@ -81,12 +78,14 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
 /// log is refused as the empty log the append would create, before it is made; one this
 /// cannot read (held exclusive, damaged) is left to the writable open to report.
 fn refuse_read_only(
-    db: &Path,
-    stream: &str,
-    expected: ExpectedVersion,
+    args: &AppendArgs,
     events: &[NewEvent],
     limits: &annals::Limits,
 ) -> Result<(), Failure> {
+    let (db, stream, expected) = (&args.db, args.stream.as_str(), args.expect);
+    if let Some(subject) = args.subject.as_deref() {
+        annals::check_subject(subject)?;
+    }
     if !db.exists() {
         return Ok(annals::check_append_to_new_log(
             stream, expected, events, limits,
@@ -95,7 +94,56 @@ fn refuse_read_only(
     let Ok(reader) = Store::open_read_only(db) else {
         return Ok(());
     };
+    if let Some(subject) = args.subject.as_deref() {
+        reader.check_not_erased(subject)?;
+    }
     Ok(reader.check_append(stream, expected, events)?)
+}
+
+/// What `erase --json` prints.
+#[derive(serde::Serialize)]
+struct EraseJson<'a> {
+    /// The subject erased.
+    subject: &'a str,
+    /// The position of its erasure event.
+    position: u64,
+    /// Whether this run appended the event (false: an earlier erasure had).
+    appended: bool,
+    /// Whether this run destroyed a key.
+    key_destroyed: bool,
+}
+
+pub(crate) fn erase(args: EraseArgs) -> Result<ExitCode, Failure> {
+    annals::check_subject(&args.subject)?;
+    if !args.log.db.exists() {
+        return Err(Error::Open(annals::OpenError::Missing { path: args.log.db }).into());
+    }
+    let at_ms = match args.at_ms {
+        Some(at_ms) => at_ms,
+        None => now_ms()?,
+    };
+    let store = open_for_writing(&args.log.db, false, &args.access)?;
+    let erasure = store.erase(&args.subject, at_ms)?;
+    store.close()?;
+    let mut out = io::stdout().lock();
+    if args.output.json {
+        let json = EraseJson {
+            subject: &erasure.subject,
+            position: erasure.position.0,
+            appended: erasure.appended,
+            key_destroyed: erasure.key_destroyed,
+        };
+        print_json(&mut out, &json)?;
+    } else {
+        let note = if erasure.appended {
+            ""
+        } else {
+            " (erased before)"
+        };
+        writeln!(out, "{}{note}", erasure.position)?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Reads a payload file, reading no more than one byte past the store's payload limit: a
@@ -503,6 +551,20 @@ impl Run for RebuildArgs {
 
     fn run(self) -> Result<ExitCode, Failure> {
         rebuild(self)
+    }
+}
+
+impl Run for EraseArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![NamedFile::read(&self.log.db, "the log")]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        erase(self)
     }
 }
 

@@ -1,7 +1,8 @@
 //! The `annals` command line, run as a real process on real files: each module one side of
 //! it. `commands`: append, log, verify, stats, demo and state; `read`: the filters and how
 //! payloads, times and tables are shown; `json`: `--json` outputs and the error objects;
-//! `audit`: roots, proofs, export and import, history; `archive`: cutting a log and reading
+//! `audit`: roots, proofs, export and import, history; `erasure`: personal payloads and
+//! `erase`; `archive`: cutting a log and reading
 //! below the cut; `outputs`: what the commands write and refuse before writing; `refusals`:
 //! every refused command leaves the log's bytes as they were; `full_disk`: the writing
 //! commands on a full file system; `checksums`: old formats upgraded, flipped bits refused;
@@ -18,6 +19,7 @@ mod audit;
 mod checkpoints;
 mod checksums;
 mod commands;
+mod erasure;
 mod full_disk;
 mod json;
 mod outputs;
