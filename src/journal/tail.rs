@@ -114,8 +114,10 @@ impl Tail {
             }
         }
         let stopped = (marked && offset < to).then(|| {
+            // The file can be shorter than where the read began: the writer emptied the
+            // journal under the read (the caller's second look at the mark tells).
             let short = FrameProblem::Short {
-                available: end - offset,
+                available: end.saturating_sub(offset),
                 needed: to - offset,
             };
             (offset, short)

@@ -432,3 +432,36 @@ fn a_failed_append_leaves_the_journal_as_it_was() {
     assert_eq!(journal.held(), 0);
     assert!(!journal.checkpoint_due());
 }
+
+/// A reader whose read begins past where the file now ends (the writer emptied the journal
+/// between the reader's look at the mark and its read) is told the frames stop short, for the
+/// caller's second look at the mark to send it back; it never fails on the arithmetic.
+#[test]
+fn a_read_beginning_past_an_emptied_journals_end_stops_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.redb");
+    std::fs::write(&log, b"").unwrap();
+    let path = journal_path(&log);
+    drop(
+        JournalFile::open(&log, &path, true)
+            .unwrap()
+            .expect("created"),
+    );
+    let tail = tail::Tail::open(&path).unwrap().expect("a whole header");
+    let read = tail
+        .frames(HEADER_BYTES + 4_096, HEADER_BYTES + 8_192)
+        .unwrap();
+    assert!(read.frames.is_empty());
+    let (offset, problem) = read.stopped.expect("stopped short of the mark");
+    assert_eq!(offset, HEADER_BYTES + 4_096);
+    assert!(
+        matches!(
+            problem,
+            frame::FrameProblem::Short {
+                available: 0,
+                needed: 4_096
+            }
+        ),
+        "{problem:?}"
+    );
+}
