@@ -188,3 +188,11 @@ impl ExpectDone for VerifyReport {
         self.is_sound()
     }
 }
+
+/// A demo log of about `records` records (every domain writes) made at `path`, and its records
+/// in order: the source the import and export tests damage or copy.
+pub fn demo_log_at(path: &std::path::Path, records: u64) -> crate::Result<Vec<crate::Record>> {
+    let store = Store::open(path)?;
+    crate::demo::run(&store, records, |_| {})?;
+    store.read_all(crate::Position(0), crate::Direction::Forward, usize::MAX)
+}

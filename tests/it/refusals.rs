@@ -60,11 +60,7 @@ fn content(path: &Path) -> Content {
 fn demo_log() -> (TempDir, std::path::PathBuf, Vec<Record>) {
     let dir = tempfile::tempdir().unwrap();
     let source = dir.path().join("source.redb");
-    let store = Store::open(&source).unwrap();
-    annals::testing::internals::demo::run(&store, 300, |_| {}).unwrap();
-    let records = store
-        .read_all(Position(0), Direction::Forward, usize::MAX)
-        .unwrap();
+    let records = annals::testing::setup::demo_log_at(&source, 300).unwrap();
     (dir, source, records)
 }
 
