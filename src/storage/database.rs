@@ -80,11 +80,6 @@ impl Database {
         self.shared = Some(shared);
     }
 
-    /// Whether other writer processes share the file through a journal.
-    pub(crate) fn is_shared(&self) -> bool {
-        self.shared.is_some()
-    }
-
     /// redb's write lock, held by the returned transaction (never committed), and, in a shared
     /// file, the generation replaced by what the journal holds past redb's latest commit: the
     /// start of every write.

@@ -186,7 +186,7 @@ impl Store {
     pub(crate) fn settle(&self) -> Result<()> {
         match &self.db {
             // Another writer's commits may be in a shared journal.
-            super::open::Handle::Writable(db) if db.has_published() || db.is_shared() => {
+            super::open::Handle::Writable(db) if db.has_published() || self.shared.is_some() => {
                 self.drain_journal()
             }
             _ => Ok(()),
