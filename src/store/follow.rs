@@ -13,6 +13,7 @@ use crate::error::{JournalError, Result};
 use crate::journal::frame::Frame;
 use crate::journal::tail::Tail;
 use crate::log::Head;
+use crate::log::append::LogEnd;
 use crate::log::read::Snapshot;
 use crate::projection::Projections;
 use crate::record::limits::Limits;
@@ -39,18 +40,32 @@ impl Follower {
     /// Records that this process appended a frame ending at `offset`, its records taking
     /// the log to `head`, and published `generation` with it: the frames applied so far, as
     /// long as they were read over the same commit in the same epoch (`epoch`).
-    pub(crate) fn advance(&mut self, epoch: u32, offset: u64, head: Head, generation: &Generation) {
+    pub(crate) fn advance(
+        &mut self,
+        epoch: u32,
+        offset: u64,
+        head: Head,
+        end: Option<LogEnd>,
+        generation: &Generation,
+    ) {
         match &mut self.applied {
             Some(applied) if applied.epoch == epoch => {
                 debug_assert!(offset > applied.offset, "a frame appended before the last");
                 debug_assert!(head.next > applied.head.next, "a frame with no record");
                 applied.offset = offset;
                 applied.head = head;
+                applied.end = end;
                 applied.generation = generation.clone();
             }
             // Read again from the start on the next read.
             _ => self.applied = None,
         }
+    }
+
+    /// The log's end through the frames applied so far, when known: what the next write over
+    /// them starts from, sparing it a walk back through the log's last segments.
+    pub(crate) fn end(&self) -> Option<LogEnd> {
+        self.applied.as_ref().and_then(|applied| applied.end)
     }
 }
 
@@ -62,6 +77,8 @@ struct Applied {
     offset: u64,
     /// The log's head through the generation.
     head: Head,
+    /// The log's end through the generation, when known.
+    end: Option<LogEnd>,
     generation: Generation,
 }
 
@@ -149,6 +166,7 @@ impl Following<'_> {
                     epoch: synced.epoch,
                     offset: tail.frames_start(),
                     head: base,
+                    end: None,
                     generation: Generation::default(),
                 },
             };
@@ -196,7 +214,8 @@ impl Following<'_> {
                 continue;
             }
             if !unapplied.is_empty() {
-                applied.head = self.apply_frames(&txn, &mut applied.generation, &unapplied)?;
+                applied.head =
+                    self.apply_frames(&txn, &mut applied.generation, &mut applied.end, &unapplied)?;
             }
             if let Some(offset) = offset {
                 applied.offset = offset;
@@ -215,23 +234,25 @@ impl Following<'_> {
     /// Applies `frames` (continuing the log through `generation`) over redb's commit `txn`,
     /// into `generation`, as recovery appends them, one transaction a frame as their writers
     /// committed them (a drain of the generation then stores the log's segments as theirs
-    /// would have): the log's head after them.
+    /// would have): the log's head after them. `end` is the log's end through `generation`
+    /// when known, and after the frames when they leave it known.
     fn apply_frames(
         &self,
         txn: &Arc<redb::ReadTransaction>,
         generation: &mut Generation,
+        end: &mut Option<LogEnd>,
         frames: &[Frame],
     ) -> Result<Head> {
         let mut head = None;
         for frame in frames {
             let writer = Writer::overlay(Reader::over(Arc::clone(txn), generation.clone()));
             let mut session =
-                WriteSession::open(&writer, None, self.projections, self.limits, None)?;
+                WriteSession::open(&writer, None, self.projections, self.limits, *end)?;
             for run in super::journaled::runs_of_one_stream(&frame.records) {
                 session.append_sealed(run)?;
             }
             head = Some(session.head());
-            session.finish()?;
+            *end = session.finish()?.end;
             if let Some(scratch) = writer.into_scratch() {
                 *generation = generation.with(scratch);
             }

@@ -16,7 +16,7 @@ use crate::error::{JournalError, Result, guarded};
 use crate::journal::frame::Frame;
 use crate::journal::{self, Journal, JournalFile, JournalOptions, JournalRecovery};
 use crate::record::Record;
-use crate::storage::{OverlayWrite, WriteTransaction};
+use crate::storage::{OverlayWrite, WriteTransaction, Writer};
 
 /// The journal's lock; a panic while it was held left the journal as its last whole call did.
 pub(crate) fn lock(journal: &Mutex<Journal>) -> MutexGuard<'_, Journal> {
@@ -155,7 +155,7 @@ impl Store {
         match &self.shared {
             // Its reader learns of the frame before another writer's turn.
             Some(shared) => command.publish_then(|generation| {
-                shared.appended(epoch, end, finished.head, generation);
+                shared.appended(epoch, end, finished, generation);
             }),
             None => command.publish(),
         }
@@ -276,18 +276,28 @@ impl Store {
         Ok(())
     }
 
-    /// Appends again every frame of the journal the log file does not hold, each in a
-    /// transaction of its own (the file's durable at the end), checking the ones it holds.
+    /// Appends again every frame of the journal the log file does not hold, all in one
+    /// durable redb commit (a write session a frame, as their writers committed them, so
+    /// that the log's segments are stored as theirs would have been), checking the ones it
+    /// holds. One commit, not one a frame: a full journal holds thousands of frames, and a
+    /// commit a frame cost the open two syncs each in the shared modes.
     pub(super) fn recover(
         &mut self,
         file: &dyn StorageBackend,
         path: &Path,
     ) -> Result<journal::Scanned> {
         let mut recovery = JournalRecovery::default();
-        let durability = match self.sharing {
-            Sharing::Exclusive => Durability::Deferred,
-            _ => Durability::Immediate,
-        };
+        let database = self.database()?;
+        // redb's write lock, from the first look at the head to the commit: no other writer
+        // process moves the file meanwhile.
+        let txn = guarded(|| database.begin_write())?;
+        let base = self.head()?;
+        let snapshot = self.snapshot()?;
+        let writer = Writer::redb(&txn);
+        let mut head = base;
+        // The log's end after each frame, so that the next one's session need not walk back
+        // through the log's last segments to find it.
+        let mut end = None;
         let scanned = journal::scan(file, path, true, &mut |frame: Frame| {
             let diverged = |head: crate::log::Head| JournalError::Diverged {
                 path: path.to_path_buf(),
@@ -297,11 +307,10 @@ impl Store {
                 head: head.next,
                 head_hash: head.hash,
             };
-            let head = self.head()?;
-            if frame.end() <= head.next {
+            if head == base && frame.end() <= base.next {
                 let last = &frame.records[frame.records.len() - 1];
-                if self.snapshot()?.record_hash(last.position)? != last.hash {
-                    return Err(diverged(head).into());
+                if snapshot.record_hash(last.position)? != last.hash {
+                    return Err(diverged(base).into());
                 }
                 recovery.already_in_log += 1;
                 return Ok(());
@@ -309,21 +318,24 @@ impl Store {
             if frame.first() != head.next || frame.records[0].prev != head.hash {
                 return Err(diverged(head).into());
             }
-            self.write_with(durability, |session| {
-                for run in runs_of_one_stream(&frame.records) {
-                    session.append_sealed(run)?;
-                }
-                Ok(())
-            })?;
+            let mut session =
+                WriteSession::open(&writer, None, &self.projections, &self.limits, end)?;
+            for run in runs_of_one_stream(&frame.records) {
+                session.append_sealed(run)?;
+            }
+            head = session.head();
+            end = session.finish()?.end;
             recovery.transactions += 1;
             recovery.records += frame.records.len() as u64;
-            recovery.from.get_or_insert(head.next);
+            recovery.from.get_or_insert(base.next);
             Ok(())
         })?;
+        drop(snapshot);
         recovery.dropped_bytes = scanned.dropped;
-        if recovery.transactions > 0 {
-            guarded(|| self.database()?.begin_write()?.commit())?;
-        }
+        guarded(|| match recovery.transactions {
+            0 => txn.abort(),
+            _ => txn.commit(),
+        })?;
         self.recovery = recovery;
         Ok(scanned)
     }

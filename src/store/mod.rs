@@ -687,7 +687,12 @@ impl Store {
         following: bool,
         work: impl FnOnce(&mut WriteSession<'_>) -> Result<R>,
     ) -> Result<(R, session::Finished)> {
-        let known_end = *self.log_end.lock().unwrap_or_else(PoisonError::into_inner);
+        // In a shared file the other writers' frames taken in this turn moved the end: the
+        // follower that took them knows where it is now.
+        let known_end = match &self.shared {
+            Some(shared) => shared.log_end(),
+            None => *self.log_end.lock().unwrap_or_else(PoisonError::into_inner),
+        };
         let mut session = guarded(|| {
             WriteSession::open(
                 writer,

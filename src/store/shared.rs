@@ -20,9 +20,10 @@ use redb::StorageBackend;
 use super::Store;
 use super::follow::{Follower, Following};
 use super::journaled::lock;
+use super::session::Finished;
 use crate::error::{Result, guarded};
 use crate::journal::{self, Journal, JournalFile, JournalOptions};
-use crate::log::Head;
+use crate::log::append::LogEnd;
 use crate::projection::Projections;
 use crate::record::limits::Limits;
 use crate::sharing::Sharing;
@@ -144,11 +145,26 @@ fn older_version(file: &dyn StorageBackend, path: &std::path::Path) -> Result<bo
 impl SharedJournal {
     /// After this process appended a frame (ending at `end`, in `epoch`) taking the log to
     /// `head`, and published `generation` with it, holding redb's write lock still.
-    pub(crate) fn appended(&self, epoch: u32, end: u64, head: Head, generation: &Generation) {
-        let mut follower = self
-            .follower
+    pub(crate) fn appended(
+        &self,
+        epoch: u32,
+        offset: u64,
+        finished: &Finished,
+        generation: &Generation,
+    ) {
+        self.follower()
+            .advance(epoch, offset, finished.head, finished.end, generation);
+    }
+
+    /// The log's end through every frame taken in so far, when known: read in a writer's
+    /// turn, the end the turn's write starts from.
+    pub(crate) fn log_end(&self) -> Option<LogEnd> {
+        self.follower().end()
+    }
+
+    fn follower(&self) -> std::sync::MutexGuard<'_, Follower> {
+        self.follower
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        follower.advance(epoch, end, head, generation);
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }

@@ -231,6 +231,51 @@ fn a_journal_of_another_log_is_refused_and_the_log_left_as_it_was() {
     );
 }
 
+#[test]
+fn a_journal_damaged_before_its_last_frame_is_refused_with_none_of_its_frames_in_the_log() {
+    // Recovery appends every frame in one commit: a refusal found at a later frame leaves
+    // none of the earlier ones in the log file, in either mode of a file's only writer.
+    for sharing in [Sharing::Exclusive, Sharing::SingleWriter] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.redb");
+        let store = exclusive(&path, never_drained());
+        append(&store, "a", 2);
+        store.flush().unwrap();
+        append(&store, "b", 5);
+        let copy = crash_image(&path, "damaged.redb");
+        drop(store);
+        let mut journal = fs::read(journal_of(&copy)).unwrap();
+        let frames = crate::journal_crash::frames(&journal);
+        assert_eq!(frames.len(), 5, "one frame a commit since the flush");
+        let (at, len) = frames[2];
+        journal[at + len / 2] ^= 0x40;
+        fs::write(journal_of(&copy), &journal).unwrap();
+        let opened = Store::open_with(
+            &copy,
+            StoreOptions {
+                sharing,
+                ..StoreOptions::default()
+            },
+        );
+        match opened {
+            Err(Error::Journal(JournalError::Damaged { .. })) => {}
+            other => panic!(
+                "{sharing:?}: expected a damaged journal, got {:?}",
+                other.map(drop)
+            ),
+        }
+        assert!(
+            fs::read(journal_of(&copy)).unwrap() == journal,
+            "{sharing:?}: the refused open left the journal as it was"
+        );
+        // The log file alone (redb may have repaired its own crash image, which changes its
+        // bytes, not its commits) holds the two flushed records and none of the five frames.
+        fs::remove_file(journal_of(&copy)).unwrap();
+        let log = Store::open_read_only(&copy).unwrap();
+        assert_eq!(log.head().unwrap().next, Position(2), "{sharing:?}");
+    }
+}
+
 fn exclusive_result(path: &Path) -> annals::Result<Store> {
     Store::open_with(
         path,
