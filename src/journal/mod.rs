@@ -21,11 +21,12 @@
 
 pub(crate) mod frame;
 pub(crate) mod header;
+mod identity;
 mod scan;
 pub(crate) mod tail;
 
 use std::fs::{File, OpenOptions};
-use std::io;
+use std::io::{self, Seek};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -38,6 +39,7 @@ use frame::encode_frame;
 pub use frame::{FRAME_BODY_BYTES_MAX, FRAME_CONTEXT};
 pub use header::{HEADER_BYTES, MAGIC, MARKER_BYTES, VERSION};
 use header::{MARK_OFFSET, Marker, Synced};
+pub(crate) use identity::FileIdentity;
 pub(crate) use scan::{Scanned, scan};
 
 /// When a journaled store checkpoints: whichever comes first.
@@ -204,15 +206,16 @@ fn no_follow() -> OpenOptions {
 
 impl JournalFile {
     /// The file's device and inode.
-    pub(crate) fn identity(&self) -> io::Result<(u64, u64)> {
-        let found = self.0.metadata()?;
-        Ok((found.dev(), found.ino()))
+    pub(crate) fn identity(&self) -> io::Result<FileIdentity> {
+        FileIdentity::of_file(&self.0)
     }
 }
 
 impl StorageBackend for JournalFile {
     fn len(&self) -> io::Result<u64> {
-        Ok(self.0.metadata()?.len())
+        // Where its end lies, not its metadata, which would ask for its times
+        // (`identity`'s doc): every access is positioned, so the offset moved is never used.
+        (&self.0).seek(io::SeekFrom::End(0))
     }
 
     fn read(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
@@ -459,6 +462,19 @@ impl Journal {
         }
         self.drained = HEADER_BYTES;
         self.since = Instant::now();
+        Ok(())
+    }
+
+    /// Sets the room aside now, when the file is shorter, as every emptying does: a frame
+    /// written past the file's end changes its length, which each frame's sync would then
+    /// write too (a second synchronous write a commit, on ext4). Zeros past the frames are
+    /// room to every reader. For a journal other writers share, which is never emptied at an
+    /// open: called holding redb's write lock.
+    pub(crate) fn set_room_aside(&mut self) -> Result<()> {
+        if self.file.len()? < self.room {
+            self.file.set_len(self.room)?;
+            self.file.sync_data()?;
+        }
         Ok(())
     }
 

@@ -6,15 +6,14 @@
 //! mark's epoch. A reader reads the mark, the frames before it, and the mark again: the same
 //! epoch both times means none of the frames it read was rewritten meanwhile.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use redb::StorageBackend;
 
-use super::JournalFile;
 use super::frame::{Frame, FrameProblem};
 use super::header::{HEADER_BYTES, Header, Layout, MARK_BYTES, MARK_OFFSET, Synced, read_header};
 use super::scan::read_frame;
+use super::{FileIdentity, JournalFile};
 use crate::error::{JournalError, Result};
 
 /// A journal open for reading beside its writer.
@@ -23,7 +22,7 @@ pub(crate) struct Tail {
     path: PathBuf,
     /// The file's device and inode: a writer that closes removes its journal, and the next
     /// one creates another under the same name.
-    identity: (u64, u64),
+    identity: FileIdentity,
     layout: Layout,
     /// The header as it was read: a writer that recovers a journal of an older version
     /// rewrites it, with a new marker, in the same file.
@@ -66,7 +65,7 @@ impl Tail {
 
     /// Whether its name still names the file it reads.
     pub(crate) fn is_current(&self) -> bool {
-        std::fs::metadata(&self.path).is_ok_and(|found| (found.dev(), found.ino()) == self.identity)
+        FileIdentity::of_path(&self.path).is_ok_and(|found| found == self.identity)
     }
 
     /// Where its first frame begins.

@@ -97,7 +97,8 @@ impl Store {
             None => unreachable!("a journal is created when there is none"),
         };
         let found = journal::scan(&*file, &path, true, &mut |_| Ok(()))?;
-        let kept = Journal::new(file, path, found, options)?;
+        let mut kept = Journal::new(file, path, found, options)?;
+        kept.set_room_aside()?;
         drop(turn);
         self.journal = Some(Arc::new(Mutex::new(kept)));
         Ok(())
