@@ -90,7 +90,10 @@ impl Replay {
     /// records of the snapshot replayed.
     pub fn state(&self) -> Result<ReadTables> {
         let txn = redb::ReadableDatabase::begin_read(&self.db)?;
-        Ok(ReadTables::new(Reader::new(std::sync::Arc::new(txn))).reading_log(self.log.clone()))
+        Ok(
+            ReadTables::new(Reader::new(crate::storage::Commit::shared(txn)))
+                .reading_log(self.log.clone()),
+        )
     }
 }
 
@@ -211,7 +214,7 @@ impl Replay {
         txn: &Writer<'_>,
         rename: impl Fn(&str) -> String,
     ) -> Result<()> {
-        let read = std::sync::Arc::new(redb::ReadableDatabase::begin_read(&self.db)?);
+        let read = crate::storage::Commit::shared(redb::ReadableDatabase::begin_read(&self.db)?);
         for projection in projections.iter() {
             for table in projection.tables() {
                 copy_rows(&read, table, txn, &rename(table))?;

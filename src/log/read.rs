@@ -78,12 +78,12 @@ pub struct Snapshot {
 impl Snapshot {
     /// Opens the log's tables in `txn`.
     pub(crate) fn new(txn: ReadTransaction) -> Result<Self> {
-        Self::shared(Arc::new(txn))
+        Self::shared(crate::storage::Commit::shared(txn))
     }
 
     /// Opens the log's tables in `txn`, which others (projection tables read as of the same
     /// commit) may share.
-    pub(crate) fn shared(txn: Arc<ReadTransaction>) -> Result<Self> {
+    pub(crate) fn shared(txn: Arc<crate::storage::Commit>) -> Result<Self> {
         Self::over(Reader::new(txn))
     }
 

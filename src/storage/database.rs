@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use redb::ReadableDatabase;
 
-use super::access::{Reader, Writer};
+use super::access::{Commit, Reader, Writer};
 use super::overlay::{Generation, Scratch};
 use crate::error::Result;
 
@@ -45,17 +45,28 @@ pub(crate) trait Shared: Send + Sync {
     /// The generation of the commits the journal holds past `latest`, redb's latest commit,
     /// read holding redb's write lock: no other process writes the journal or the file
     /// meanwhile.
-    fn sync(&self, latest: &Arc<redb::ReadTransaction>) -> Result<Generation>;
+    fn sync(&self, latest: &Arc<Commit>) -> Result<Generation>;
+
+    /// How many commits to the file, by any process, were seen so far: the same count at two
+    /// moments, each read holding redb's write lock after it began, means none came between.
+    fn file_changes(&self) -> u64;
 }
 
 /// A writable redb database with the overlay's published generation.
 pub(crate) struct Database {
+    /// redb's latest commit as last read, with [`Database::file_commits`] then: while the file
+    /// has no other writer and this handle committed nothing since, it is still the latest,
+    /// and reads and writes take it rather than begin a read transaction each (redb's
+    /// registration of a reader, and its table lookups, were a tenth of a command's work).
+    /// Declared first, so that it is dropped before the database.
+    latest: Mutex<Option<(u64, Arc<Commit>)>>,
     redb: redb::Database,
     published: Mutex<Generation>,
     /// Set when other writer processes share the file through a journal.
     shared: Option<Arc<dyn Shared>>,
-    /// How many transactions this handle committed to redb: what may have changed the file
-    /// otherwise than through a command's generation (a drain, a rebuild's batch, a cut).
+    /// How many transactions this handle committed to redb, or tried to (a failed commit
+    /// counts): what may have changed the file otherwise than through a command's generation
+    /// (a drain, a rebuild's batch, a cut).
     file_commits: AtomicU64,
 }
 
@@ -63,6 +74,7 @@ impl Database {
     /// `redb` with nothing published over it.
     pub(crate) fn new(redb: redb::Database) -> Self {
         Database {
+            latest: Mutex::new(None),
             redb,
             published: Mutex::new(Generation::default()),
             shared: None,
@@ -83,16 +95,43 @@ impl Database {
     /// redb's write lock, held by the returned transaction (never committed), and, in a shared
     /// file, the generation replaced by what the journal holds past redb's latest commit: the
     /// start of every write.
-    fn lock(&self) -> Result<(redb::WriteTransaction, Arc<redb::ReadTransaction>)> {
+    fn lock(&self) -> Result<(redb::WriteTransaction, Arc<Commit>)> {
         let lock = self.redb.begin_write()?;
         // Under redb's write lock, its latest commit is the one the generation lies over, in
         // a shared file too.
-        let latest = Arc::new(self.redb.begin_read()?);
+        let latest = self.latest()?;
         if let Some(shared) = &self.shared {
             let generation = shared.sync(&latest)?;
             *self.published() = generation;
         }
         Ok((lock, latest))
+    }
+
+    /// redb's latest commit: the one last read while it still is (no commit to the file
+    /// since, [`Database::file_changes`]), else a new read transaction. Read holding redb's
+    /// write lock, or the generation's (which an absorbing commit holds while it counts
+    /// itself), it is the commit the published generation lies over; otherwise a commit still
+    /// counting itself may be missed, as a read begun just before it would. In a shared file
+    /// only holding redb's write lock: other processes' commits are seen as redb begins a
+    /// write.
+    fn latest(&self) -> Result<Arc<Commit>> {
+        let commits = self.file_changes();
+        let mut latest = self.latest.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((seen, txn)) = &*latest
+            && *seen == commits
+        {
+            return Ok(Arc::clone(txn));
+        }
+        // Read after the count: a commit between the two is read, and counted as later.
+        let txn = Commit::shared(self.redb.begin_read()?);
+        *latest = Some((commits, Arc::clone(&txn)));
+        Ok(txn)
+    }
+
+    /// Lets go of the latest commit kept: before a call on the file as a whole, which redb
+    /// refuses while a read transaction is open.
+    fn forget_latest(&self) {
+        *self.latest.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     /// redb's write lock alone, with nothing read: for setting up what [`Database::share`]
@@ -101,10 +140,17 @@ impl Database {
         Ok(self.redb.begin_write()?)
     }
 
-    /// How many transactions this handle has committed to redb. Read holding redb's write
-    /// lock (under a [`Database::begin_overlay`]), it cannot change until the lock is let go.
-    pub(crate) fn file_commits(&self) -> u64 {
-        self.file_commits.load(Ordering::Acquire)
+    /// How many commits to the file were seen: this handle's (counted as it makes them) and,
+    /// in a file other writer processes share, theirs ([`Shared::file_changes`]). Read holding
+    /// redb's write lock (under a [`Database::begin_overlay`]), it cannot change until the lock
+    /// is let go; the same count twice so read means no commit came between.
+    pub(crate) fn file_changes(&self) -> u64 {
+        let own = self.file_commits.load(Ordering::Acquire);
+        // Both only grow: so does their sum, which changes whenever either does.
+        own + self
+            .shared
+            .as_ref()
+            .map_or(0, |shared| shared.file_changes())
     }
 
     /// The generation's lock. A panic while it was held left it as its last whole change did:
@@ -121,7 +167,7 @@ impl Database {
             return shared.read(&self.redb);
         }
         let published = self.published();
-        let txn = Arc::new(self.redb.begin_read()?);
+        let txn = self.latest()?;
         Ok(Reader::over(txn, published.clone()))
     }
 
@@ -164,6 +210,7 @@ impl Database {
             self.shared.is_some() || self.published().is_empty(),
             "closing over a published generation"
         );
+        self.forget_latest();
         self.redb
     }
 
@@ -173,6 +220,7 @@ impl Database {
             self.published().is_empty(),
             "compacting under a published generation"
         );
+        self.forget_latest();
         &mut self.redb
     }
 }
@@ -213,15 +261,19 @@ impl<'d> WriteTransaction<'d> {
     /// section, so that no reader pairs it with this commit. Nothing was published since it
     /// began: it holds redb's write lock, which every publisher takes first.
     pub(crate) fn commit(self) -> Result<()> {
-        let commits = &self.database.file_commits;
+        let database = self.database;
+        // Counted whether or not redb says it committed: a failed commit may have changed the
+        // file as far as the latest commit kept knows (`Database::latest`).
+        let committed = |result: std::result::Result<(), redb::CommitError>| {
+            database.file_commits.fetch_add(1, Ordering::AcqRel);
+            result
+        };
         if !self.absorbed {
-            self.txn.commit()?;
-            commits.fetch_add(1, Ordering::AcqRel);
+            committed(self.txn.commit())?;
             return Ok(());
         }
-        let mut published = self.database.published();
-        self.txn.commit()?;
-        commits.fetch_add(1, Ordering::AcqRel);
+        let mut published = database.published();
+        committed(self.txn.commit())?;
         *published = Generation::default();
         Ok(())
     }

@@ -15,7 +15,7 @@ mod overlay;
 mod rows;
 mod tables;
 
-pub(crate) use access::{Reader, Writer};
+pub(crate) use access::{Commit, Reader, Writer};
 pub(crate) use database::{Database, OverlayWrite, Shared, WriteTransaction};
 pub(crate) use overlay::Generation;
 pub(crate) use rows::{Guard, Row, Rows};

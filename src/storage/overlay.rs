@@ -294,7 +294,7 @@ impl Scratch {
 
 /// A range through the overlay: redb's rows merged with the layers' changes, in key order from
 /// either end.
-pub(super) struct Merged<K: Key + 'static, V: Value + 'static> {
+pub(super) struct Merged<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> {
     /// The layers, oldest first.
     layers: Vec<Arc<TableChanges>>,
     /// What is left of the range for the layers: it narrows as rows are taken from each end.
@@ -308,7 +308,7 @@ pub(super) struct Merged<K: Key + 'static, V: Value + 'static> {
     done: bool,
 }
 
-impl<K: Key + 'static, V: Value + 'static> Merged<K, V> {
+impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> Merged<K, V> {
     /// `base`'s rows within `lower..upper` (the same bounds, as key bytes) under `layers`.
     pub(super) fn new(
         layers: Vec<Arc<TableChanges>>,
@@ -436,7 +436,9 @@ impl<K: Key + 'static, V: Value + 'static> Merged<K, V> {
     }
 }
 
-impl<K: Key + 'static, V: Value + 'static> MergedRows<K, V> for Merged<K, V> {
+impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> MergedRows<K, V>
+    for Merged<K, V>
+{
     fn next_row(&mut self, forward: bool) -> Option<Result<Row<'static, K, V>>> {
         if self.done {
             return None;

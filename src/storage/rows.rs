@@ -9,14 +9,14 @@ use crate::error::Result;
 
 /// A value (or key) as a table holds it: borrowed from redb's pages, or a change the overlay
 /// holds.
-pub(crate) struct Guard<'a, T: Value + 'static>(Held<'a, T>);
+pub(crate) struct Guard<'a, T: Value + Send + Sync + 'static>(Held<'a, T>);
 
-enum Held<'a, T: Value + 'static> {
+enum Held<'a, T: Value + Send + Sync + 'static> {
     Stored(AccessGuard<'a, T>),
     Pending(Arc<[u8]>),
 }
 
-impl<'a, T: Value + 'static> Guard<'a, T> {
+impl<'a, T: Value + Send + Sync + 'static> Guard<'a, T> {
     /// A value of redb's.
     pub(super) fn stored(guard: AccessGuard<'a, T>) -> Self {
         Guard(Held::Stored(guard))
@@ -44,7 +44,7 @@ impl<'a, T: Value + 'static> Guard<'a, T> {
     }
 }
 
-impl<T: Key + 'static> Guard<'_, T> {
+impl<T: Key + Send + Sync + 'static> Guard<'_, T> {
     /// How this key stands to the key bytes `other`, in its type's order.
     pub(super) fn compare(&self, other: &[u8]) -> std::cmp::Ordering {
         match &self.0 {
@@ -59,24 +59,26 @@ pub(crate) type Row<'a, K, V> = (Guard<'a, K>, Guard<'a, V>);
 
 /// Rows merged from more than one source (the overlay's), taken from the front (`forward`) or
 /// the back.
-pub(super) trait MergedRows<K: Key + 'static, V: Value + 'static> {
+pub(super) trait MergedRows<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> {
     /// The next row from that end; its stored rows keep their transaction alive.
     fn next_row(&mut self, forward: bool) -> Option<Result<Row<'static, K, V>>>;
 }
 
 /// The rows of a range, in key order forward (`next`) or backward (`next_back`).
-pub(crate) struct Rows<'a, K: Key + 'static, V: Value + 'static>(Walk<'a, K, V>);
+pub(crate) struct Rows<'a, K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
+    Walk<'a, K, V>,
+);
 
 // redb's range is walked on every read path (a segment's lookup opens one): boxed, it would
 // cost an allocation per range; the rarer merged walk is boxed instead.
 #[allow(clippy::large_enum_variant)]
-enum Walk<'a, K: Key + 'static, V: Value + 'static> {
+enum Walk<'a, K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> {
     Stored(redb::Range<'a, K, V>),
     Merged(Box<dyn MergedRows<K, V> + 'a>),
     Empty,
 }
 
-impl<'a, K: Key + 'static, V: Value + 'static> Rows<'a, K, V> {
+impl<'a, K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> Rows<'a, K, V> {
     /// redb's rows.
     pub(super) fn stored(range: redb::Range<'a, K, V>) -> Self {
         Rows(Walk::Stored(range))
@@ -100,7 +102,9 @@ impl<'a, K: Key + 'static, V: Value + 'static> Rows<'a, K, V> {
     }
 }
 
-impl<'a, K: Key + 'static, V: Value + 'static> Iterator for Rows<'a, K, V> {
+impl<'a, K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> Iterator
+    for Rows<'a, K, V>
+{
     type Item = Result<Row<'a, K, V>>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -112,7 +116,9 @@ impl<'a, K: Key + 'static, V: Value + 'static> Iterator for Rows<'a, K, V> {
     }
 }
 
-impl<K: Key + 'static, V: Value + 'static> DoubleEndedIterator for Rows<'_, K, V> {
+impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> DoubleEndedIterator
+    for Rows<'_, K, V>
+{
     fn next_back(&mut self) -> Option<Self::Item> {
         match &mut self.0 {
             Walk::Stored(range) => range.next_back().map(Rows::row),

@@ -15,62 +15,70 @@ use redb::{
     TableError, Value, WriteTransaction,
 };
 
-use super::access::{Kind, Reader, Writer};
+use super::access::{Commit, Kind, Reader, Writer};
 use super::overlay::{Change, Merged, Scratch, TableChanges, counted, newest_change};
 use super::rows::{Guard, Row, Rows};
 use crate::error::Result;
 
 /// A table's name and the types of its keys and values. Keys are ordered as `K` orders
 /// them (`K::compare` over their bytes).
-pub(crate) struct Definition<'n, K: Key + 'static, V: Value + 'static> {
+pub(crate) struct Definition<'n, K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> {
     name: &'n str,
     types: PhantomData<(K, V)>,
 }
 
-impl<K: Key + 'static, V: Value + 'static> Clone for Definition<'_, K, V> {
+impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> Clone
+    for Definition<'_, K, V>
+{
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<K: Key + 'static, V: Value + 'static> Copy for Definition<'_, K, V> {}
+impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> Copy
+    for Definition<'_, K, V>
+{
+}
 
 /// Somewhere tables are read: a redb read transaction, or a [`Reader`] (with its overlay).
 pub(crate) trait ReadIn {
     /// `definition`'s table, `None` when it does not exist.
-    fn open<K: Key + 'static, V: Value + 'static>(
+    fn open<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
         &self,
         definition: Definition<'_, K, V>,
     ) -> Result<Option<ReadOnly<K, V>>>;
 }
 
 impl ReadIn for ReadTransaction {
-    fn open<K: Key + 'static, V: Value + 'static>(
+    fn open<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
         &self,
         definition: Definition<'_, K, V>,
     ) -> Result<Option<ReadOnly<K, V>>> {
         Ok(stored_table(self, definition)?.map(|base| ReadOnly {
+            base: Some(Arc::new(base)),
+            layers: Vec::new(),
+        }))
+    }
+}
+
+impl ReadIn for Arc<Commit> {
+    fn open<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
+        &self,
+        definition: Definition<'_, K, V>,
+    ) -> Result<Option<ReadOnly<K, V>>> {
+        Ok(committed_table(self, definition)?.map(|base| ReadOnly {
             base: Some(base),
             layers: Vec::new(),
         }))
     }
 }
 
-impl ReadIn for Arc<ReadTransaction> {
-    fn open<K: Key + 'static, V: Value + 'static>(
-        &self,
-        definition: Definition<'_, K, V>,
-    ) -> Result<Option<ReadOnly<K, V>>> {
-        (**self).open(definition)
-    }
-}
-
 impl ReadIn for Reader {
-    fn open<K: Key + 'static, V: Value + 'static>(
+    fn open<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
         &self,
         definition: Definition<'_, K, V>,
     ) -> Result<Option<ReadOnly<K, V>>> {
-        let base = stored_table(self.transaction(), definition)?;
+        let base = committed_table(self.transaction(), definition)?;
         let layers = self.overlay().table(definition.name());
         // A table the overlay created exists before any drain writes it into redb.
         if base.is_none() && layers.is_empty() {
@@ -81,7 +89,7 @@ impl ReadIn for Reader {
 }
 
 /// redb's table `definition` in `txn`, `None` when it does not exist.
-fn stored_table<K: Key + 'static, V: Value + 'static>(
+fn stored_table<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
     txn: &ReadTransaction,
     definition: Definition<'_, K, V>,
 ) -> Result<Option<ReadOnlyTable<K, V>>> {
@@ -92,10 +100,18 @@ fn stored_table<K: Key + 'static, V: Value + 'static>(
     }
 }
 
+/// [`stored_table`] in `commit`, opened once there.
+fn committed_table<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
+    commit: &Commit,
+    definition: Definition<'_, K, V>,
+) -> Result<Option<Arc<ReadOnlyTable<K, V>>>> {
+    commit.table(definition.name(), |txn| stored_table(txn, definition))
+}
+
 /// Somewhere tables are written: a redb write transaction, or a [`Writer`].
 pub(crate) trait WriteIn<'t>: Copy {
     /// `definition`'s table, created empty if it does not exist.
-    fn open_write<K: Key + 'static, V: Value + 'static>(
+    fn open_write<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
         self,
         definition: Definition<'_, K, V>,
     ) -> Result<Writable<'t, K, V>>;
@@ -104,14 +120,14 @@ pub(crate) trait WriteIn<'t>: Copy {
     fn exists(self, name: &str) -> Result<bool>;
 
     /// Deletes `definition`'s table and its rows: whether it existed.
-    fn delete<K: Key + 'static, V: Value + 'static>(
+    fn delete<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
         self,
         definition: Definition<'_, K, V>,
     ) -> Result<bool>;
 }
 
 impl<'t> WriteIn<'t> for &'t WriteTransaction {
-    fn open_write<K: Key + 'static, V: Value + 'static>(
+    fn open_write<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
         self,
         definition: Definition<'_, K, V>,
     ) -> Result<Writable<'t, K, V>> {
@@ -122,7 +138,7 @@ impl<'t> WriteIn<'t> for &'t WriteTransaction {
         Ok(super::table_names_in(self)?.iter().any(|held| held == name))
     }
 
-    fn delete<K: Key + 'static, V: Value + 'static>(
+    fn delete<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
         self,
         definition: Definition<'_, K, V>,
     ) -> Result<bool> {
@@ -131,7 +147,7 @@ impl<'t> WriteIn<'t> for &'t WriteTransaction {
 }
 
 impl<'t> WriteIn<'t> for &'t super::WriteTransaction<'_> {
-    fn open_write<K: Key + 'static, V: Value + 'static>(
+    fn open_write<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
         self,
         definition: Definition<'_, K, V>,
     ) -> Result<Writable<'t, K, V>> {
@@ -142,7 +158,7 @@ impl<'t> WriteIn<'t> for &'t super::WriteTransaction<'_> {
         (&**self).exists(name)
     }
 
-    fn delete<K: Key + 'static, V: Value + 'static>(
+    fn delete<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
         self,
         definition: Definition<'_, K, V>,
     ) -> Result<bool> {
@@ -151,7 +167,7 @@ impl<'t> WriteIn<'t> for &'t super::WriteTransaction<'_> {
 }
 
 impl<'t> WriteIn<'t> for &'t Writer<'_> {
-    fn open_write<K: Key + 'static, V: Value + 'static>(
+    fn open_write<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
         self,
         definition: Definition<'_, K, V>,
     ) -> Result<Writable<'t, K, V>> {
@@ -188,7 +204,7 @@ impl<'t> WriteIn<'t> for &'t Writer<'_> {
         }
     }
 
-    fn delete<K: Key + 'static, V: Value + 'static>(
+    fn delete<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
         self,
         definition: Definition<'_, K, V>,
     ) -> Result<bool> {
@@ -213,12 +229,12 @@ impl<'t> WriteIn<'t> for &'t Writer<'_> {
 }
 
 /// An empty set of changes to a table of `K` and `V`.
-fn changes_of<K: Key + 'static, V: Value + 'static>() -> TableChanges {
+fn changes_of<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>() -> TableChanges {
     TableChanges::new(K::compare, drain_table::<K, V>)
 }
 
 /// Writes `changes` into the table `name` of `txn`.
-fn drain_table<K: Key + 'static, V: Value + 'static>(
+fn drain_table<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
     txn: &WriteTransaction,
     name: &str,
     changes: &TableChanges,
@@ -237,7 +253,7 @@ fn drain_table<K: Key + 'static, V: Value + 'static>(
     Ok(())
 }
 
-impl<'n, K: Key + 'static, V: Value + 'static> Definition<'n, K, V> {
+impl<'n, K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> Definition<'n, K, V> {
     /// The table called `name`.
     pub(crate) const fn new(name: &'n str) -> Self {
         Definition {
@@ -293,7 +309,7 @@ impl<'n, K: Key + 'static, V: Value + 'static> Definition<'n, K, V> {
     }
 
     /// Gives the table the name of `to` (which must not exist), in `txn`.
-    pub(crate) fn rename<W: Value + 'static>(
+    pub(crate) fn rename<W: Value + Send + Sync + 'static>(
         &self,
         txn: &WriteTransaction,
         to: Definition<'_, K, W>,
@@ -330,7 +346,7 @@ impl TableStats {
 }
 
 /// Reads of a table, the same whether it was opened to read or to write.
-pub(crate) trait Readable<K: Key + 'static, V: Value + 'static> {
+pub(crate) trait Readable<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> {
     /// The value under `key`.
     fn get<'k>(&self, key: impl Borrow<K::SelfType<'k>>) -> Result<Option<Guard<'_, V>>>;
 
@@ -355,7 +371,7 @@ pub(crate) trait Readable<K: Key + 'static, V: Value + 'static> {
 }
 
 /// The bounds of `range` as key bytes.
-fn key_bounds<'k, K: Key + 'static, KR: Borrow<K::SelfType<'k>> + 'k>(
+fn key_bounds<'k, K: Key + Send + Sync + 'static, KR: Borrow<K::SelfType<'k>> + 'k>(
     range: &impl RangeBounds<KR>,
 ) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
     let bytes = |bound: Bound<&KR>| match bound {
@@ -377,13 +393,13 @@ fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 /// A table as one read sees it: redb's rows as of its commit (none when redb does not have
 /// the table yet) under the overlay's layers. Its rows and ranges keep the transaction alive,
 /// so they may outlive the handle.
-pub(crate) struct ReadOnly<K: Key + 'static, V: Value + 'static> {
-    base: Option<ReadOnlyTable<K, V>>,
+pub(crate) struct ReadOnly<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> {
+    base: Option<Arc<ReadOnlyTable<K, V>>>,
     /// The overlay's changes to the table, oldest first.
     layers: Vec<Arc<TableChanges>>,
 }
 
-impl<K: Key + 'static, V: Value + 'static> ReadOnly<K, V> {
+impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> ReadOnly<K, V> {
     /// [`Readable::range`], its rows independent of this handle's lifetime (they keep the
     /// transaction alive): the inherent method, which a call on a `ReadOnly` finds first.
     pub(crate) fn range<'k, KR>(
@@ -432,18 +448,22 @@ impl<K: Key + 'static, V: Value + 'static> ReadOnly<K, V> {
             Some(Change::Put(value)) => Ok(Some(Guard::pending(Arc::clone(value)))),
             Some(Change::Removed) => Ok(None),
             None => match &self.base {
-                Some(base) => Ok(ReadableTable::get(base, K::from_bytes(key))?.map(Guard::stored)),
+                Some(base) => {
+                    Ok(ReadableTable::get(&**base, K::from_bytes(key))?.map(Guard::stored))
+                }
                 None => Ok(None),
             },
         }
     }
 }
 
-impl<K: Key + 'static, V: Value + 'static> Readable<K, V> for ReadOnly<K, V> {
+impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> Readable<K, V>
+    for ReadOnly<K, V>
+{
     fn get<'k>(&self, key: impl Borrow<K::SelfType<'k>>) -> Result<Option<Guard<'_, V>>> {
         if self.layers.is_empty() {
             return match &self.base {
-                Some(base) => Ok(ReadableTable::get(base, key)?.map(Guard::stored)),
+                Some(base) => Ok(ReadableTable::get(&**base, key)?.map(Guard::stored)),
                 None => Ok(None),
             };
         }
@@ -460,7 +480,7 @@ impl<K: Key + 'static, V: Value + 'static> Readable<K, V> for ReadOnly<K, V> {
     fn last(&self) -> Result<Option<Row<'_, K, V>>> {
         if self.layers.is_empty() {
             return match &self.base {
-                Some(base) => Ok(ReadableTable::last(base)?
+                Some(base) => Ok(ReadableTable::last(&**base)?
                     .map(|(key, value)| (Guard::stored(key), Guard::stored(value)))),
                 None => Ok(None),
             };
@@ -470,7 +490,7 @@ impl<K: Key + 'static, V: Value + 'static> Readable<K, V> for ReadOnly<K, V> {
 
     fn len(&self) -> Result<u64> {
         let base = match &self.base {
-            Some(base) => ReadableTableMetadata::len(base)?,
+            Some(base) => ReadableTableMetadata::len(&**base)?,
             None => 0,
         };
         Ok(count(base, counted(&self.layers)))
@@ -485,9 +505,11 @@ fn count(base: u64, counted: i64) -> u64 {
 }
 
 /// A table opened to write: its rows as of this point of the write.
-pub(crate) struct Writable<'t, K: Key + 'static, V: Value + 'static>(Handle<'t, K, V>);
+pub(crate) struct Writable<'t, K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
+    Handle<'t, K, V>,
+);
 
-enum Handle<'t, K: Key + 'static, V: Value + 'static> {
+enum Handle<'t, K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> {
     Redb(redb::Table<'t, K, V>),
     Overlay {
         name: String,
@@ -497,7 +519,7 @@ enum Handle<'t, K: Key + 'static, V: Value + 'static> {
     },
 }
 
-impl<K: Key + 'static, V: Value + 'static> Writable<'_, K, V> {
+impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> Writable<'_, K, V> {
     /// Sets `key`'s value: whether it replaced one.
     pub(crate) fn insert<'k, 'v>(
         &mut self,
@@ -597,7 +619,9 @@ impl<K: Key + 'static, V: Value + 'static> Writable<'_, K, V> {
     }
 }
 
-impl<K: Key + 'static, V: Value + 'static> Readable<K, V> for Writable<'_, K, V> {
+impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> Readable<K, V>
+    for Writable<'_, K, V>
+{
     fn get<'k>(&self, key: impl Borrow<K::SelfType<'k>>) -> Result<Option<Guard<'_, V>>> {
         match &self.0 {
             Handle::Redb(table) => Ok(ReadableTable::get(table, key)?.map(Guard::stored)),

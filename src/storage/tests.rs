@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use redb::{Database, ReadableDatabase};
 
-use super::{Definition, Generation, Readable, Reader, Writer};
+use super::{Commit, Definition, Generation, Readable, Reader, Writer};
 
 const ROWS: Definition<&[u8], &[u8]> = Definition::new("storage.test.rows");
 const NUMBERS: Definition<u64, u64> = Definition::new("storage.test.numbers");
@@ -229,7 +229,7 @@ fn the_overlay_reads_as_redb_through_commands_refusals_and_drains() {
         for _command in 0..120 {
             let refused = cases.below(5) == 0;
             let txn = oracle.begin_write().expect("a write");
-            let base = Arc::new(drained.begin_read().expect("a read"));
+            let base = Commit::shared(drained.begin_read().expect("a read"));
             let writer = Writer::overlay(Reader::over(Arc::clone(&base), generation.clone()));
             {
                 let mut table = ROWS.write(&txn).expect("open to write");
@@ -361,7 +361,7 @@ fn the_overlay_orders_keys_as_their_type_does() {
     let mut cases = Cases(0x5EED);
     for command in 0..200u64 {
         let txn = oracle.begin_write().expect("a write");
-        let base = Arc::new(drained.begin_read().expect("a read"));
+        let base = Commit::shared(drained.begin_read().expect("a read"));
         let writer = Writer::overlay(Reader::over(Arc::clone(&base), generation.clone()));
         {
             let mut table = NUMBERS.write(&txn).expect("open to write");

@@ -154,7 +154,7 @@ fn copy_tables(from: &Reader, to: &WriteTransaction) -> Result<usize> {
 
 /// Copies the rows of `table` from `from` into `to`, as stored (values keep their checksums,
 /// which cover the table's name, the same on both sides).
-fn copy<K: Key + 'static, V: Value + 'static>(
+fn copy<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
     from: &Reader,
     to: &WriteTransaction,
     table: Definition<'_, K, V>,

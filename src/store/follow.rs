@@ -17,7 +17,7 @@ use crate::log::append::LogEnd;
 use crate::log::read::Snapshot;
 use crate::projection::Projections;
 use crate::record::limits::Limits;
-use crate::storage::{Generation, Reader, Writer};
+use crate::storage::{Commit, Generation, Reader, Writer};
 
 /// How many times a read tries again while the writer drains and empties the journal under
 /// it: a try fails only when a drain came between its first read of the file and its last,
@@ -116,14 +116,14 @@ impl Following<'_> {
         db: &impl ReadableDatabase,
         follower: &Mutex<Follower>,
     ) -> Result<Reader> {
-        self.read_from(&|| Ok(Arc::new(db.begin_read()?)), false, follower)
+        self.read_from(&|| Ok(Commit::shared(db.begin_read()?)), false, follower)
     }
 
     /// [`Following::read`] holding redb's write lock, over `latest`, redb's latest commit:
     /// neither the file nor the journal moves meanwhile, so the first try holds.
     pub(crate) fn read_locked(
         &self,
-        latest: &Arc<redb::ReadTransaction>,
+        latest: &Arc<Commit>,
         follower: &Mutex<Follower>,
     ) -> Result<Reader> {
         self.read_from(&|| Ok(Arc::clone(latest)), true, follower)
@@ -134,7 +134,7 @@ impl Following<'_> {
     /// that tell a moving journal or file.
     fn read_from(
         &self,
-        begin: &dyn Fn() -> Result<Arc<redb::ReadTransaction>>,
+        begin: &dyn Fn() -> Result<Arc<Commit>>,
         locked: bool,
         follower: &Mutex<Follower>,
     ) -> Result<Reader> {
@@ -238,7 +238,7 @@ impl Following<'_> {
     /// when known, and after the frames when they leave it known.
     fn apply_frames(
         &self,
-        txn: &Arc<redb::ReadTransaction>,
+        txn: &Arc<Commit>,
         generation: &mut Generation,
         end: &mut Option<LogEnd>,
         frames: &[Frame],

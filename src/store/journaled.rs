@@ -93,10 +93,9 @@ impl Store {
                 // Commands never leave a projection behind; only a commit to the file can (a
                 // rebuild's batch): with none since every checkpoint was seen following the
                 // head, there is nothing to look at.
-                let commits = database.file_commits();
-                // Other writer processes commit to the file too, which this count misses.
-                let alone = self.shared.is_none();
-                if alone && self.checkpoints_followed_at.load(Ordering::Acquire) == commits {
+                // Other writer processes' commits are counted too, as redb's header shows them.
+                let commits = database.file_changes();
+                if self.checkpoints_followed_at.load(Ordering::Acquire) == commits {
                     return Ok((command, commits, true));
                 }
                 // A rebuild in another thread of this process left a projection behind
@@ -110,7 +109,7 @@ impl Store {
         })
         .map_err(|error| self.failed(error))?;
         let (result, finished) = self.run_session_following(command.writer(), following, work)?;
-        if finished.following && self.shared.is_none() {
+        if finished.following {
             // Under redb's write lock still: no commit to the file came between.
             self.checkpoints_followed_at
                 .store(commits, Ordering::Release);

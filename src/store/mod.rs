@@ -286,7 +286,8 @@ impl Store {
                 create(&path, &projections, Format::CURRENT)?;
             }
             check_redb_magic(&path)?;
-            let db = open_writable(&path, options.sharing, options.busy_timeout)?;
+            let header = Arc::new(patient::HeaderWatch::default());
+            let db = open_writable(&path, options.sharing, options.busy_timeout, &header)?;
             let (mut store, unsnapshotted) =
                 Store::bring_up(db, options.limits, path.clone(), projections, true)?;
             store.sharing = options.sharing;
@@ -295,7 +296,7 @@ impl Store {
                 .map(|file| Box::new(file) as Box<dyn redb::StorageBackend>);
             store.attach_journal(file, journal, options.journal)?;
             store.adopt(unsnapshotted, &options.archives)?;
-            store.share_journal()?;
+            store.share_journal(header)?;
             store.finish_erasures()?;
             Ok(store)
         })();
@@ -438,7 +439,8 @@ impl Store {
         let db = while_held(READ_ONLY_PATIENCE, || match open_reader(&path) {
             Err(Error::Storage(StorageError(redb::Error::RepairAborted))) => {
                 let no_wait = std::time::Duration::ZERO;
-                match open_writable(&path, Sharing::SingleWriter, no_wait) {
+                let header = Arc::default();
+                match open_writable(&path, Sharing::SingleWriter, no_wait, &header) {
                     Ok(repaired) => {
                         drop(Closing::new(repaired));
                         open_reader(&path)

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use redb::{Database, ReadTransaction, ReadableDatabase};
 
+use super::patient::{HeaderWatch, PatientFile};
+
 use crate::storage::Reader;
 
 pub(crate) use crate::error::guarded;
@@ -87,7 +89,7 @@ impl Handle {
     pub(crate) fn begin_read(&self) -> Result<Reader> {
         Ok(match self {
             Handle::Writable(db) => db.begin_read()?,
-            Handle::ReadOnly(db) => Reader::new(Arc::new(db.begin_read()?)),
+            Handle::ReadOnly(db) => Reader::new(crate::storage::Commit::shared(db.begin_read()?)),
         })
     }
 
@@ -266,14 +268,16 @@ pub(crate) fn redb_builder(sharing: Sharing) -> redb::Builder {
 
 /// Opens `path` writable in `sharing` mode, trying again for up to `busy_timeout` while
 /// another process holds it; a file still held is [`OpenError::Held`], naming who holds it as
-/// far as probing can tell.
+/// far as probing can tell. In multi-writer mode, `header` learns of every change of redb's
+/// header the open file reads or writes.
 pub(crate) fn open_writable(
     path: &Path,
     sharing: Sharing,
     busy_timeout: Duration,
+    header: &Arc<HeaderWatch>,
 ) -> Result<Database> {
     while_held(busy_timeout, || {
-        match open_redb(path, || open_file(path, sharing, busy_timeout)) {
+        match open_redb(path, || open_file(path, sharing, busy_timeout, header)) {
             Err(Error::Storage(StorageError(redb::Error::DatabaseAlreadyOpen))) => {
                 let holder = holder(path, sharing);
                 if holder == Holder::MultiWriter && sharing != Sharing::MultiWriter {
@@ -303,6 +307,7 @@ fn open_file(
     path: &Path,
     sharing: Sharing,
     busy_timeout: Duration,
+    header: &Arc<HeaderWatch>,
 ) -> Result<redb::Database, redb::DatabaseError> {
     if sharing != Sharing::MultiWriter {
         return redb_builder(sharing).open(path);
@@ -312,7 +317,7 @@ fn open_file(
         set => set,
     };
     let file = fs::OpenOptions::new().read(true).write(true).open(path)?;
-    let file = super::patient::PatientFile::new(file, path.to_path_buf(), patience)?;
+    let file = PatientFile::new(file, path.to_path_buf(), patience, Arc::clone(header))?;
     // The file exists and starts like a redb file (`check_redb_magic`): this opens it, as
     // `open` would, and never initialises it.
     redb_builder(sharing).create_with_backend(file)
@@ -405,7 +410,8 @@ fn holder(path: &Path, wanted: Sharing) -> Holder {
         Sharing::SingleWriter => {
             // A multi-writer open waits on the writer lock while one of them writes: a wait
             // that runs out says the same as an open that succeeds.
-            let probe = || open_file(path, Sharing::MultiWriter, PROBE_PATIENCE);
+            let header = Arc::default();
+            let probe = || open_file(path, Sharing::MultiWriter, PROBE_PATIENCE, &header);
             match open_redb(path, probe) {
                 Ok(peer) => {
                     drop(Closing::new(peer));

@@ -9,6 +9,8 @@ use std::fs::File;
 use std::io;
 use std::ops::Bound;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use redb::backends::FileBackend;
@@ -30,16 +32,53 @@ pub(crate) struct PatientFile {
     /// The log, for the error.
     path: PathBuf,
     patience: Duration,
+    header: Arc<HeaderWatch>,
+}
+
+/// Whether any process committed to the file since a moment: every commit rewrites redb's
+/// header (its commit slots name the new commit), and in its multi-process mode redb reads
+/// the header again at the start of every write transaction, to learn of other processes'
+/// commits. Every read and write of the header goes through this backend, which counts the
+/// times its bytes changed: the same count at two moments, each after a header read holding
+/// redb's write lock, means no commit came between, by this process or another.
+#[derive(Debug, Default)]
+pub(crate) struct HeaderWatch {
+    /// A digest of the header's bytes as last read or written.
+    last: Mutex<Option<blake3::Hash>>,
+    changes: AtomicU64,
+}
+
+impl HeaderWatch {
+    /// How many times the header was seen to change.
+    pub(crate) fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
+    }
+
+    fn saw(&self, header: &[u8]) {
+        let digest = blake3::hash(header);
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        if *last != Some(digest) {
+            *last = Some(digest);
+            self.changes.fetch_add(1, Ordering::AcqRel);
+        }
+    }
 }
 
 impl PatientFile {
-    /// `file`, the log at `path` open for reading and writing, waiting `patience` at most.
-    pub(crate) fn new(file: File, path: PathBuf, patience: Duration) -> io::Result<Self> {
+    /// `file`, the log at `path` open for reading and writing, waiting `patience` at most,
+    /// telling `header` of every read and write of redb's header.
+    pub(crate) fn new(
+        file: File,
+        path: PathBuf,
+        patience: Duration,
+        header: Arc<HeaderWatch>,
+    ) -> io::Result<Self> {
         let file = FileBackend::new(file).map_err(io::Error::other)?;
         Ok(PatientFile {
             file,
             path,
             patience,
+            header,
         })
     }
 
@@ -74,7 +113,11 @@ impl StorageBackend for PatientFile {
     }
 
     fn read(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
-        self.file.read(offset, out)
+        self.file.read(offset, out)?;
+        if offset == 0 {
+            self.header.saw(out);
+        }
+        Ok(())
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
@@ -86,6 +129,10 @@ impl StorageBackend for PatientFile {
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        // Seen before it is written: a failed write counts as a change, never as none.
+        if offset == 0 {
+            self.header.saw(data);
+        }
         self.file.write(offset, data)
     }
 

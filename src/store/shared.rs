@@ -20,6 +20,7 @@ use redb::StorageBackend;
 use super::Store;
 use super::follow::{Follower, Following};
 use super::journaled::lock;
+use super::patient::HeaderWatch;
 use super::session::Finished;
 use crate::error::{Result, guarded};
 use crate::journal::{self, Journal, JournalFile, JournalOptions};
@@ -27,7 +28,7 @@ use crate::log::append::LogEnd;
 use crate::projection::Projections;
 use crate::record::limits::Limits;
 use crate::sharing::Sharing;
-use crate::storage::{Generation, Reader, Shared};
+use crate::storage::{Commit, Generation, Reader, Shared};
 
 /// The store's side of a journal shared with other writer processes.
 pub(crate) struct SharedJournal {
@@ -36,6 +37,8 @@ pub(crate) struct SharedJournal {
     follower: Mutex<Follower>,
     projections: Projections,
     limits: Limits,
+    /// Every commit to the file, by any writer process.
+    header: Arc<HeaderWatch>,
 }
 
 impl SharedJournal {
@@ -53,7 +56,11 @@ impl Shared for SharedJournal {
         self.following().read(redb, &self.follower)
     }
 
-    fn sync(&self, latest: &Arc<redb::ReadTransaction>) -> Result<Generation> {
+    fn file_changes(&self) -> u64 {
+        self.header.changes()
+    }
+
+    fn sync(&self, latest: &Arc<Commit>) -> Result<Generation> {
         let mut journal = lock(&self.journal);
         journal.follow_file()?;
         // Nothing moves under redb's write lock: the read is of `latest` and of the frames
@@ -105,8 +112,8 @@ impl Store {
     }
 
     /// Hands the shared journal to the database, from the open's end on: every read and write
-    /// takes the other writers' commits from it.
-    pub(crate) fn share_journal(&mut self) -> Result<()> {
+    /// takes the other writers' commits from it. `header` watches the file's commits.
+    pub(crate) fn share_journal(&mut self, header: Arc<HeaderWatch>) -> Result<()> {
         let Some(journal) = self
             .journal
             .as_ref()
@@ -120,6 +127,7 @@ impl Store {
             follower: Mutex::default(),
             projections: self.projections.clone(),
             limits: self.limits,
+            header,
         });
         self.shared = Some(Arc::clone(&shared));
         match &mut self.db {

@@ -280,3 +280,64 @@ fn a_write_beside_a_rebuild_in_the_same_process_catches_the_projection_up_first(
     // The store's own read of a table it keeps goes through the same check.
     assert!(store.state().unwrap().get_raw("leases.held", b"x").is_ok());
 }
+
+#[test]
+fn a_multi_writer_beside_another_writers_rebuild_sees_its_batches_and_catches_up_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    lease_log(&path);
+    let multi_writer = || {
+        Store::open_with(
+            &path,
+            StoreOptions {
+                sharing: Sharing::MultiWriter,
+                ..StoreOptions::default()
+            },
+        )
+        .unwrap()
+    };
+    let (writer, rebuilder) = (multi_writer(), multi_writer());
+    let acquire = |resource: &str, now_ms: u64| LeaseCommand::Acquire {
+        resource: resource.into(),
+        holder: "writer".into(),
+        ttl_ms: 1_000,
+        now_ms,
+    };
+    // Commands in a row: after the first, the writer knows every checkpoint follows the head
+    // and stops reading them, until another commit to the file.
+    for round in 0..3 {
+        let outcome = writer.execute(&acquire(&format!("warm-{round}"), u64::MAX / 4));
+        assert!(
+            matches!(outcome, Ok(LeaseOutcome::Granted { .. })),
+            "{outcome:?}"
+        );
+    }
+    // The other writer's rebuild commits its batches to the file, the leases behind the head
+    // between them: the writer's next command must see that commit, and catch the leases up
+    // before it decides, rather than take them as still following.
+    let mut decided = None;
+    rebuilder
+        .rebuild_with(Some("leases"), &mut |done| {
+            if done > 0 && decided.is_none() {
+                decided = Some(writer.execute(&acquire("beside-rebuild", u64::MAX / 4 + 1)));
+                // Its commit drained into the file between two of the rebuild's batches.
+                writer.flush().unwrap();
+            }
+        })
+        .unwrap();
+    assert!(
+        matches!(decided, Some(Ok(LeaseOutcome::Granted { .. }))),
+        "{decided:?}"
+    );
+    for store in [&writer, &rebuilder] {
+        let report = store.verify().unwrap();
+        assert!(report.is_sound() && report.behind.is_empty(), "{report:?}");
+        let state = store.state().unwrap();
+        for resource in ["warm-0", "warm-2", "beside-rebuild"] {
+            assert!(
+                leases::lease(&state, resource).unwrap().is_some(),
+                "{resource}"
+            );
+        }
+    }
+}

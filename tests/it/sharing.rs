@@ -247,3 +247,45 @@ fn a_reader_holding_a_snapshot_does_not_stop_the_writer_committing_and_sees_its_
     drop(held);
     assert!(reader.verify().unwrap().is_sound());
 }
+
+#[test]
+fn a_multi_writer_idle_while_another_drains_and_empties_the_journal_decides_on_its_commits() {
+    use annals::leases::{LeaseCommand, LeaseOutcome};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let (first, second) = (
+        multi_writer(&path, Vec::new()),
+        multi_writer(&path, Vec::new()),
+    );
+    let acquire = |resource: &str, holder: &str| LeaseCommand::Acquire {
+        resource: resource.into(),
+        holder: holder.into(),
+        ttl_ms: 60_000,
+        now_ms: 1_000_000,
+    };
+    let granted = |outcome: annals::Result<LeaseOutcome>| {
+        assert!(
+            matches!(outcome, Ok(LeaseOutcome::Granted { .. })),
+            "{outcome:?}"
+        );
+    };
+    // The first writer's commands in a row: what it knows of the file (its latest commit, its
+    // projections' checkpoints following the head) it keeps while nothing commits to the file.
+    for round in 0..3 {
+        granted(first.execute(&acquire(&format!("warm-{round}"), "first")));
+    }
+    // The second takes the lease, drains it into the file, and with its next command empties
+    // the journal: the lease is now only in a commit of the file the first has not read.
+    granted(second.execute(&acquire("contested", "second")));
+    second.flush().unwrap();
+    granted(second.execute(&acquire("other", "second")));
+    let outcome = first.execute(&acquire("contested", "first"));
+    assert!(
+        matches!(
+            outcome,
+            Ok(LeaseOutcome::Refused { lease: Some(ref lease), .. }) if lease.holder == "second"
+        ),
+        "the first writer decided without the second's drained commit: {outcome:?}"
+    );
+    assert!(first.verify().unwrap().is_sound());
+}

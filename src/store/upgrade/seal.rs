@@ -134,9 +134,9 @@ fn retype<K, V, W>(
     mut convert: impl FnMut(K::SelfType<'_>, V::SelfType<'_>) -> W::SelfType<'static>,
 ) -> Result<()>
 where
-    K: redb::Key + 'static,
-    V: redb::Value + 'static,
-    W: redb::Value + 'static,
+    K: redb::Key + Send + Sync + 'static,
+    V: redb::Value + Send + Sync + 'static,
+    W: redb::Value + Send + Sync + 'static,
     for<'a> W::SelfType<'a>: std::borrow::Borrow<W::SelfType<'a>>,
     for<'a> K::SelfType<'a>: std::borrow::Borrow<K::SelfType<'a>>,
 {
