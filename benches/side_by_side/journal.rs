@@ -425,7 +425,7 @@ pub(crate) fn run_journal(
 }
 
 /// The figures as a table, with the ratios.
-pub(crate) fn print_journal(samples: &Samples, rounds: usize) {
+pub(crate) fn print_journal(samples: &Samples, rounds: usize) -> serde_json::Value {
     let median = |key: &str| samples.median(key);
     println!(
         "commit journal, {rounds} rounds, medians (range over rounds); every commit durable\n"
@@ -464,9 +464,13 @@ pub(crate) fn print_journal(samples: &Samples, rounds: usize) {
         "journal.mix64_journaled",
         "journal.mix64_sqlite_best",
     ]);
+    // The figures as `--history` records them: each median, at its key's path.
+    let mut figures = serde_json::Map::new();
     for key in keys {
         let (low, high) = samples.spread(key);
         println!("| {key} | {:.1} | {low:.1} – {high:.1} |", median(key));
+        let name = key.strip_prefix("journal.").unwrap_or(key);
+        figures.insert(name.to_owned(), serde_json::json!(median(key)));
     }
     let ratio = |a: &str, b: &str| median(a) / median(b);
     println!("\n| ratio | value | target |");
@@ -565,6 +569,7 @@ pub(crate) fn print_journal(samples: &Samples, rounds: usize) {
         println!("| {name} | {value:.2} | {target} |");
     }
     print_budget(samples);
+    serde_json::json!({ "journal": figures })
 }
 
 /// The CPU the single-command targets leave a journaled commit beside its own write and sync

@@ -392,7 +392,21 @@ fn main() {
             eprintln!("round {} of {} (journal only)", round + 1, settings.rounds);
             journal::run_journal(settings.timed, &runtime, round, &mut samples);
         }
-        journal::print_journal(&samples, settings.rounds);
+        let report = journal::print_journal(&samples, settings.rounds);
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .parent()
+            .expect("the target directory")
+            .join("side_by_side_journal.json");
+        let text = serde_json::to_string_pretty(&report).expect("JSON");
+        std::fs::write(&path, text + "\n").expect("write the JSON report");
+        println!("figures written to {}", path.display());
+        history::append_if_asked(
+            &report,
+            "side_by_side",
+            &[],
+            "side_by_side_journal.json",
+            &args,
+        );
         return;
     }
     if settings.sharing_only {
@@ -413,6 +427,13 @@ fn main() {
         if settings.write_baseline {
             println!("--write-baseline needs the full set of ratios: run without --sharing-only");
         }
+        history::append_if_asked(
+            &report,
+            "side_by_side",
+            &[],
+            "side_by_side_sharing.json",
+            &args,
+        );
         finish(&settings, &samples, &report, &missed);
         return;
     }

@@ -181,6 +181,9 @@ impl Database {
     /// them redb's and empties the generation.
     pub(crate) fn begin_write(&self) -> Result<WriteTransaction<'_>> {
         let (txn, _) = self.lock()?;
+        // A commit to the file comes: the latest commit kept would keep redb from reusing the
+        // pages this one frees (a reader of them) until the next commit after it.
+        self.forget_latest();
         let absorbed = self.published().clone();
         WriteTransaction::absorbing(self, txn, absorbed, None)
     }
