@@ -12,10 +12,16 @@
 //!   signing, a commit that cannot go through the overlay): it takes redb's write lock and
 //!   writes the published generation into its transaction first; its commit empties the
 //!   generation in the same critical section as redb's commit.
-//! - [`Database::begin_overlay`] is a command committing through the overlay: it holds redb's
-//!   write lock (a transaction never committed, so no other write interleaves), writes into a
-//!   scratch layer, and publishes it as the next generation — or, when it cannot be
-//!   journaled, turns into an ordinary write transaction with its changes in.
+//! - [`Database::begin_overlay`] is a command committing through the overlay: it holds the
+//!   writers' turn (no other write interleaves), writes into a scratch layer, and publishes it
+//!   as the next generation — or, when it cannot be journaled, turns into an ordinary write
+//!   transaction with its changes in.
+//!
+//! The writers' turn is redb's write lock where other processes write the file too. Where
+//! this process is the file's only writer, it is a lock of the process's own, which every
+//! write to redb takes first ([`Turn`]): a command that commits through the overlay then
+//! begins no redb transaction at all (beginning one and dropping it unused was a tenth of a
+//! command's instructions).
 //!
 //! In a file several writer processes share, each process's generation is only what its own
 //! commits added: the others' commits are in the journal they share. There, the database is
@@ -68,6 +74,18 @@ pub(crate) struct Database {
     /// counts): what may have changed the file otherwise than through a command's generation
     /// (a drain, a rebuild's batch, a cut).
     file_commits: AtomicU64,
+    /// The writers' turn while the file has no other writer process: taken before redb's
+    /// write lock by every write, and alone by a command through the overlay.
+    turn: Mutex<()>,
+}
+
+/// Whose turn it is to write, held from a write's start to its end (see the module docs).
+enum Turn<'d> {
+    /// The file's only writer: this process's own lock.
+    Own(MutexGuard<'d, ()>),
+    /// A file other writer processes share: redb's write lock, held by a transaction that
+    /// writes nothing and is never committed.
+    Shared(Box<redb::WriteTransaction>),
 }
 
 impl Database {
@@ -79,6 +97,7 @@ impl Database {
             published: Mutex::new(Generation::default()),
             shared: None,
             file_commits: AtomicU64::new(0),
+            turn: Mutex::new(()),
         }
     }
 
@@ -92,19 +111,33 @@ impl Database {
         self.shared = Some(shared);
     }
 
-    /// redb's write lock, held by the returned transaction (never committed), and, in a shared
-    /// file, the generation replaced by what the journal holds past redb's latest commit: the
-    /// start of every write.
-    fn lock(&self) -> Result<(redb::WriteTransaction, Arc<Commit>)> {
+    /// The writers' turn ([`Turn`]) and, in a shared file, the generation replaced by what the
+    /// journal holds past redb's latest commit: the start of every write.
+    fn lock(&self) -> Result<(Turn<'_>, Arc<Commit>)> {
+        let Some(shared) = &self.shared else {
+            let turn = self.turn.lock().unwrap_or_else(PoisonError::into_inner);
+            // Every commit to the file is this process's, made holding the turn: the latest
+            // commit is the one the generation lies over.
+            return Ok((Turn::Own(turn), self.latest()?));
+        };
         let lock = self.redb.begin_write()?;
         // Under redb's write lock, its latest commit is the one the generation lies over, in
         // a shared file too.
         let latest = self.latest()?;
-        if let Some(shared) = &self.shared {
-            let generation = shared.sync(&latest)?;
-            *self.published() = generation;
-        }
-        Ok((lock, latest))
+        *self.published() = shared.sync(&latest)?;
+        Ok((Turn::Shared(Box::new(lock)), latest))
+    }
+
+    /// A redb write transaction holding `turn`: redb's write lock is the turn itself in a
+    /// shared file, else begun now, the process's turn held.
+    fn transaction<'d>(
+        &'d self,
+        turn: Turn<'d>,
+    ) -> Result<(redb::WriteTransaction, Option<MutexGuard<'d, ()>>)> {
+        Ok(match turn {
+            Turn::Shared(txn) => (*txn, None),
+            Turn::Own(own) => (self.redb.begin_write()?, Some(own)),
+        })
     }
 
     /// redb's latest commit: the one last read while it still is (no commit to the file
@@ -180,22 +213,22 @@ impl Database {
     /// A write transaction in redb holding every change published so far: its commit makes
     /// them redb's and empties the generation.
     pub(crate) fn begin_write(&self) -> Result<WriteTransaction<'_>> {
-        let (txn, _) = self.lock()?;
+        let (turn, _) = self.lock()?;
         // A commit to the file comes: the latest commit kept would keep redb from reusing the
         // pages this one frees (a reader of them) until the next commit after it.
         self.forget_latest();
         let absorbed = self.published().clone();
-        WriteTransaction::absorbing(self, txn, absorbed, None)
+        WriteTransaction::absorbing(self, self.transaction(turn)?, absorbed, None)
     }
 
     /// A command's write into the overlay: redb's write lock held, and a [`Writer`] into a
     /// scratch layer over a read of redb and the current generation.
     pub(crate) fn begin_overlay(&self) -> Result<OverlayWrite<'_>> {
-        let (lock, latest) = self.lock()?;
+        let (turn, latest) = self.lock()?;
         let base = Reader::over(latest, self.published().clone());
         Ok(OverlayWrite {
             database: self,
-            lock,
+            turn,
             writer: Writer::overlay(base),
         })
     }
@@ -235,13 +268,16 @@ pub(crate) struct WriteTransaction<'d> {
     txn: redb::WriteTransaction,
     /// Whether it holds a generation, which its commit empties.
     absorbed: bool,
+    /// The process's turn, for a file with no other writer process: let go after the
+    /// transaction ends (declared after it, so dropped after it too).
+    _turn: Option<MutexGuard<'d, ()>>,
 }
 
 impl<'d> WriteTransaction<'d> {
     /// `txn` with `generation`, and `scratch` over it if given, written in.
     fn absorbing(
         database: &'d Database,
-        txn: redb::WriteTransaction,
+        (txn, turn): (redb::WriteTransaction, Option<MutexGuard<'d, ()>>),
         generation: Generation,
         scratch: Option<Scratch>,
     ) -> Result<Self> {
@@ -257,6 +293,7 @@ impl<'d> WriteTransaction<'d> {
             database,
             txn,
             absorbed,
+            _turn: turn,
         })
     }
 
@@ -304,8 +341,8 @@ impl DerefMut for WriteTransaction<'_> {
 /// A command writing into the overlay ([`Database::begin_overlay`]).
 pub(crate) struct OverlayWrite<'d> {
     database: &'d Database,
-    /// redb's write lock: a transaction that writes nothing and is never committed.
-    lock: redb::WriteTransaction,
+    /// The writers' turn.
+    turn: Turn<'d>,
     writer: Writer<'static>,
 }
 
@@ -316,18 +353,18 @@ impl<'d> OverlayWrite<'d> {
     }
 
     /// Publishes the command's changes as the next generation: every read begun from now on
-    /// sees them. redb's write lock is let go after.
+    /// sees them. The writers' turn is let go after.
     pub(crate) fn publish(self) {
         self.publish_then(|_| ());
     }
 
-    /// [`OverlayWrite::publish`], calling `then` with the generation published while redb's
-    /// write lock is still held (a shared file's reader learns of the commit before another
+    /// [`OverlayWrite::publish`], calling `then` with the generation published while the
+    /// writers' turn is still held (a shared file's reader learns of the commit before another
     /// writer's turn).
     pub(crate) fn publish_then(self, then: impl FnOnce(&Generation)) {
         let OverlayWrite {
             database,
-            lock,
+            turn,
             writer,
         } = self;
         if let Some(scratch) = writer.into_scratch() {
@@ -340,8 +377,9 @@ impl<'d> OverlayWrite<'d> {
             *published = published.with(scratch);
             then(&published);
         }
-        // It wrote nothing: aborting it cannot lose anything, and redb's drop aborts it.
-        drop(lock);
+        // redb's transaction, in a shared file, wrote nothing: aborting it cannot lose
+        // anything, and redb's drop aborts it.
+        drop(turn);
     }
 
     /// The command's changes, over the published generation, in an ordinary write transaction
@@ -349,10 +387,11 @@ impl<'d> OverlayWrite<'d> {
     pub(crate) fn into_transaction(self) -> Result<WriteTransaction<'d>> {
         let OverlayWrite {
             database,
-            lock,
+            turn,
             writer,
         } = self;
         let generation = database.published().clone();
-        WriteTransaction::absorbing(database, lock, generation, writer.into_scratch())
+        let txn = database.transaction(turn)?;
+        WriteTransaction::absorbing(database, txn, generation, writer.into_scratch())
     }
 }
