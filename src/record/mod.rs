@@ -352,12 +352,18 @@ pub(crate) struct HeaderFields<'a> {
     pub prev: Digest,
 }
 
+/// The room on the stack for a v1 header laid out by hand: every header whose stream, kind
+/// and key take 264 bytes together or less. A buffer for the largest header
+/// ([`limits::HEADER_BYTES_CAP`], 2,424 bytes) was zeroed at every record hashed or stored,
+/// a tenth of an append's instructions; a longer header goes through bincode.
+const HEADER_BYTES_COMMON: usize = 384;
+
 impl HeaderFields<'_> {
     /// Lays out the v1 header (`schema/FORMAT.md` 1.1) by hand into `buf` and returns its
     /// length: the bytes [`header_bytes`] encodes through bincode, without an allocation (a v2
-    /// read rebuilds one header per record). `None` if a string is over its format cap, which
-    /// the decoders refuse before they get here.
-    fn write_v1(&self, buf: &mut [u8; limits::HEADER_BYTES_CAP]) -> Option<usize> {
+    /// read rebuilds one header per record). `None` if it does not fit in `buf`, as a header
+    /// whose strings are long may not: the caller encodes it through bincode then.
+    fn write_v1(&self, buf: &mut [u8]) -> Option<usize> {
         let mut at = 0;
         let mut put = |bytes: &[u8]| -> Option<()> {
             buf.get_mut(at..at + bytes.len())?.copy_from_slice(bytes);
@@ -389,7 +395,7 @@ impl HeaderFields<'_> {
 
     /// The record hash of these fields: the derive-key hash of their v1 header.
     pub(crate) fn record_hash(&self) -> Digest {
-        let mut buf = [0; limits::HEADER_BYTES_CAP];
+        let mut buf = [0; HEADER_BYTES_COMMON];
         match self.write_v1(&mut buf) {
             Some(len) => hash::record_hash(&buf[..len]),
             None => hash::record_hash(&self.v1_header()),
@@ -437,7 +443,7 @@ impl RecordView<'_> {
     /// 1.3) to `out`: what export files and the replication wire carry, whatever the format
     /// of the file it was read from.
     pub fn encode_v1_stored(&self, out: &mut Vec<u8>) {
-        let mut buf = [0; limits::HEADER_BYTES_CAP];
+        let mut buf = [0; HEADER_BYTES_COMMON];
         let fields = self.header_fields();
         out.extend_from_slice(self.hash.as_bytes());
         match fields.write_v1(&mut buf) {

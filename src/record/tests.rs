@@ -202,3 +202,48 @@ fn values_up_to_32_times_their_encoding_still_decode() {
             .contains("after")
     );
 }
+
+#[test]
+fn a_header_laid_out_on_the_stack_or_through_bincode_hashes_and_stores_the_same() {
+    let mut laid_out = [false; 2];
+    // Filling the stack buffer (`HEADER_BYTES_COMMON`: 112 fixed bytes, 120 with a key) and
+    // one byte past it, and every string at its cap.
+    for (stream_len, kind_len, key_len) in [
+        (1, 1, None),
+        (200, 72, None),
+        (200, 73, None),
+        (200, 57, Some(7)),
+        (200, 58, Some(7)),
+        (1024, 256, Some(1024)),
+    ] {
+        let stream = "s".repeat(stream_len);
+        let mut event = NewEvent::new("k".repeat(kind_len), 3, b"payload".to_vec());
+        event.idempotency_key = key_len.map(|len| "i".repeat(len));
+        let placement = Placement {
+            stream: &stream,
+            ..placement(7)
+        };
+        let mut bytes = Vec::new();
+        encode_stored(&mut bytes, &event, placement).unwrap();
+        let header = header_bytes(&event, placement, hash::payload_hash(&event.payload)).unwrap();
+        let view = view::parse_stored(&bytes, Position(7), RecordHashes::Check).unwrap();
+        let case = format!("stream {stream_len}, kind {kind_len}, key {key_len:?}");
+        let on_stack = view.header_fields().write_v1(&mut [0; HEADER_BYTES_COMMON]);
+        assert_eq!(
+            on_stack.is_some(),
+            header.len() <= HEADER_BYTES_COMMON,
+            "{case}"
+        );
+        laid_out[usize::from(on_stack.is_some())] = true;
+        assert_eq!(
+            view.header_fields().record_hash(),
+            hash::record_hash(&header),
+            "{case}"
+        );
+        assert_eq!(view.hash, hash::record_hash(&header), "{case}");
+        let mut again = Vec::new();
+        view.encode_v1_stored(&mut again);
+        assert_eq!(again, bytes, "{case}");
+    }
+    assert_eq!(laid_out, [true, true], "both ways were taken");
+}
