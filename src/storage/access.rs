@@ -4,12 +4,12 @@
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use redb::{ReadTransaction, WriteTransaction};
 
+use super::names::ByName;
 use super::overlay::{Generation, Scratch};
 
 /// A redb read transaction (one commit of the file) and the tables opened in it so far: a
@@ -20,7 +20,7 @@ pub(crate) struct Commit {
     txn: ReadTransaction,
     /// By name: the table redb opened (a `redb::ReadOnlyTable` of the definition's types),
     /// or `None` when the commit has no such table.
-    tables: Mutex<HashMap<String, Option<Arc<dyn Any + Send + Sync>>>>,
+    tables: Mutex<ByName<Option<Arc<dyn Any + Send + Sync>>>>,
 }
 
 impl Commit {

@@ -11,6 +11,7 @@
 
 mod access;
 mod database;
+mod names;
 mod overlay;
 mod rows;
 mod tables;

@@ -17,9 +17,11 @@
 //! one (`tables.rs` hands each table's changes the function that drains them).
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
+
+use super::names::ByName;
 
 use redb::{Key, Value, WriteTransaction};
 
@@ -135,7 +137,7 @@ pub(super) fn counted(layers: &[Arc<TableChanges>]) -> i64 {
 /// but an entry was created in it.
 #[derive(Clone, Default)]
 pub(super) struct Layer {
-    tables: HashMap<String, Arc<TableChanges>>,
+    tables: ByName<Arc<TableChanges>>,
 }
 
 impl Layer {
@@ -247,7 +249,7 @@ impl Generation {
 #[derive(Clone, Default)]
 pub(crate) struct Scratch {
     below: Generation,
-    tables: HashMap<String, Arc<TableChanges>>,
+    tables: ByName<Arc<TableChanges>>,
 }
 
 impl Scratch {
@@ -255,7 +257,7 @@ impl Scratch {
     pub(crate) fn over(below: Generation) -> Self {
         Scratch {
             below,
-            tables: HashMap::new(),
+            tables: ByName::default(),
         }
     }
 
