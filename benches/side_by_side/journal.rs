@@ -227,6 +227,18 @@ fn sequential_annals(store: &Store, run_for: Duration) -> (f64, f64, u64) {
     (per_s, median_us(&mut latencies), client.done)
 }
 
+/// `commands` of the mix, one at a time, on a new default-mode log at `path`
+/// (`--profile-sequential`).
+pub(crate) fn sequential_count(path: &Path, commands: u64) {
+    let store = store(path, Sharing::SingleWriter, true);
+    let mut client = Client::new(0);
+    while client.done < commands {
+        let token = execute(&store, client.command());
+        client.advance(token);
+    }
+    store.close().expect("close");
+}
+
 /// The sequential mix in SQLite: on the reference rows alone, or keeping the history as well.
 /// Commands per second, the median latency in µs, the commands run, and the history's mean
 /// event payload (NaN without it).

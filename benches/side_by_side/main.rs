@@ -309,6 +309,18 @@ fn main() {
         }
         return;
     }
+    if let Some(at) = args.iter().position(|a| a == "--profile-sequential") {
+        // For callgrind: COMMANDS (default 3,000) of the mix, one at a time, on a fresh
+        // default-mode (single-writer, journaled) log; a count, not a time, so that two
+        // builds' instruction counts compare.
+        let commands = args
+            .get(at + 1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(3_000);
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("a temporary folder");
+        crate::journal::sequential_count(&dir.path().join("sequential.redb"), commands);
+        return;
+    }
     if args.iter().any(|a| a == "--keep-mixed") {
         // The mixed commands at 64 tasks for 3 s, sequentially for 3 s, into logs kept under
         // target/tmp/mixed-kept/, for `annals stats --tables` and `annals export` to weigh.
