@@ -76,8 +76,16 @@ impl Ord for OrderedKey {
 pub(super) enum Change {
     /// The key holds these value bytes.
     Put(Arc<[u8]>),
-    /// The key holds nothing (whatever the layers below or redb say).
-    Removed,
+    /// The key holds nothing (whatever the layers below or redb say). `masks_base`: redb's
+    /// commit under the generation holds the key, so this change must reach it; when it does
+    /// not, the change only hides older layers' changes, and goes once those are merged in
+    /// (a row inserted and removed between two drains leaves nothing for a scan to step over).
+    Removed { masks_base: bool },
+}
+
+impl Change {
+    /// A removal not yet told whether redb holds its key: kept until drained.
+    pub(super) const REMOVED: Change = Change::Removed { masks_base: true };
 }
 
 /// One table's changes in one layer.
@@ -118,6 +126,37 @@ impl TableChanges {
         }
         self.counted += newer.counted;
     }
+
+    /// Drops each removal that hides nothing: of a key redb does not hold, which no layer of
+    /// `below` (the layers this one lies over) changes.
+    fn prune_removals(&mut self, name: &str, below: &[Arc<Layer>]) {
+        self.rows.retain(|key, change| match change {
+            Change::Removed { masks_base: false } => below.iter().any(|layer| {
+                layer
+                    .tables
+                    .get(name)
+                    .is_some_and(|older| older.rows.contains_key(key))
+            }),
+            _ => true,
+        });
+    }
+
+    /// Whether it holds a removal that may hide nothing.
+    fn may_prune(&self) -> bool {
+        self.rows
+            .values()
+            .any(|change| matches!(change, Change::Removed { masks_base: false }))
+    }
+
+    /// `older` laid under these changes: its changes of the keys these leave alone.
+    fn absorb_older(&mut self, older: &TableChanges) {
+        for (key, change) in &older.rows {
+            if !self.rows.contains_key(key) {
+                self.rows.insert(key.clone(), change.clone());
+            }
+        }
+        self.counted += older.counted;
+    }
 }
 
 /// The newest change of `key` in `layers` (oldest first), if one has it.
@@ -144,6 +183,30 @@ impl Layer {
     /// How many changes it holds, in every table.
     fn size(&self) -> usize {
         self.tables.values().map(|table| table.rows.len()).sum()
+    }
+
+    /// `older` laid under this layer, which is newer: what a merge of the two would give,
+    /// copying only the older layer's changes (this one's tables are the caller's own, so
+    /// they change in place).
+    fn absorb_older(&mut self, older: &Layer) {
+        for (name, changes) in &older.tables {
+            match self.tables.get_mut(name) {
+                Some(newer) => Arc::make_mut(newer).absorb_older(changes),
+                None => {
+                    self.tables.insert(name.clone(), Arc::clone(changes));
+                }
+            }
+        }
+    }
+
+    /// Drops each removal of this layer that hides nothing from the layers `below` it or
+    /// from redb ([`TableChanges::prune_removals`]).
+    fn prune_removals(&mut self, below: &[Arc<Layer>]) {
+        for (name, changes) in &mut self.tables {
+            if changes.may_prune() {
+                Arc::make_mut(changes).prune_removals(name, below);
+            }
+        }
     }
 
     /// `newer` laid over this layer.
@@ -179,22 +242,24 @@ impl Generation {
     /// This generation with `scratch`'s changes published on top: the next generation.
     pub(crate) fn with(&self, scratch: Scratch) -> Generation {
         let mut layers = self.layers.clone();
-        if scratch.tables.is_empty() {
+        let Scratch { below, tables } = scratch;
+        // Let go of the generation the command read, so that its tables are the new layer's
+        // alone once published: they change in place as it swallows older layers.
+        drop(below);
+        if tables.is_empty() {
             return Generation { layers };
         }
-        let mut top = Layer {
-            tables: scratch.tables,
-        };
-        // A binary counter: the new layer swallows every older one no larger than itself.
+        let mut top = Layer { tables };
+        // A binary counter: the new layer swallows every older one no larger than itself,
+        // each older change copied in once (the newer ones stay where they are).
         while let Some(below) = layers.last() {
             if below.size() > top.size() {
                 break;
             }
-            let mut merged = (**below).clone();
-            merged.merge(&top);
-            top = merged;
+            top.absorb_older(below);
             layers.pop();
         }
+        top.prune_removals(&layers);
         layers.push(Arc::new(top));
         Generation { layers }
     }
@@ -429,7 +494,7 @@ impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> Merged<K,
                 false => self.upper = past,
             }
             match change {
-                Change::Removed => continue,
+                Change::Removed { .. } => continue,
                 Change::Put(value) => {
                     return Ok(Some((Guard::pending(key.bytes), Guard::pending(value))));
                 }

@@ -245,7 +245,7 @@ fn drain_table<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>
             Change::Put(value) => {
                 table.insert(K::from_bytes(key), V::from_bytes(value))?;
             }
-            Change::Removed => {
+            Change::Removed { .. } => {
                 table.remove(K::from_bytes(key))?;
             }
         }
@@ -443,10 +443,18 @@ impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> ReadOnly<
     }
 
     /// The value of `key` below any layer `newer` than these.
+    /// Whether redb's commit under the layers holds `key`, whatever the layers say.
+    fn base_holds(&self, key: &[u8]) -> Result<bool> {
+        match &self.base {
+            Some(base) => Ok(ReadableTable::get(&**base, K::from_bytes(key))?.is_some()),
+            None => Ok(false),
+        }
+    }
+
     fn get_bytes(&self, key: &[u8]) -> Result<Option<Guard<'_, V>>> {
         match newest_change(&self.layers, key) {
             Some(Change::Put(value)) => Ok(Some(Guard::pending(Arc::clone(value)))),
-            Some(Change::Removed) => Ok(None),
+            Some(Change::Removed { .. }) => Ok(None),
             None => match &self.base {
                 Some(base) => {
                     Ok(ReadableTable::get(&**base, K::from_bytes(key))?.map(Guard::stored))
@@ -557,7 +565,7 @@ impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> Writable<
         if let Handle::Redb(table) = &mut self.0 {
             return Ok(table.remove(key)?.is_some());
         }
-        let gone = self.change(K::as_bytes(key.borrow()).as_ref(), Change::Removed)?;
+        let gone = self.change(K::as_bytes(key.borrow()).as_ref(), Change::REMOVED)?;
         Ok(gone.is_some())
     }
 
@@ -577,7 +585,7 @@ impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> Writable<
             }
         }
         for key in gone {
-            self.change(&key, Change::Removed)?;
+            self.change(&key, Change::REMOVED)?;
         }
         Ok(())
     }
@@ -608,9 +616,17 @@ impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> Writable<
             let scratch = RefCell::borrow(scratch);
             match scratch.own(name).and_then(|own| own.change(key)) {
                 Some(Change::Put(value)) => Some(Arc::clone(value)),
-                Some(Change::Removed) => None,
+                Some(Change::Removed { .. }) => None,
                 None => below.get_bytes(key)?.map(|value| value.bytes()),
             }
+        };
+        // A removal that hides nothing of redb's can go once the changes it hides are merged
+        // in: ask redb alone, whose commit under the generation does not change until a drain.
+        let change = match change {
+            Change::Removed { .. } => Change::Removed {
+                masks_base: below.base_holds(key)?,
+            },
+            put => put,
         };
         let mut scratch = scratch.borrow_mut();
         let own = scratch.own_mut(name, changes_of::<K, V>);
@@ -636,7 +652,7 @@ impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> Readable<
                     .and_then(|own| own.change(bytes.as_ref()).cloned());
                 match own {
                     Some(Change::Put(value)) => Ok(Some(Guard::pending(value))),
-                    Some(Change::Removed) => Ok(None),
+                    Some(Change::Removed { .. }) => Ok(None),
                     None => below.get_bytes(bytes.as_ref()),
                 }
             }
