@@ -2,7 +2,8 @@
 //! it. `commands`: append, log, verify, stats, demo and state; `read`: the filters and how
 //! payloads, times and tables are shown; `json`: `--json` outputs and the error objects;
 //! `audit`: roots, proofs, export and import, history; `erasure`: personal payloads and
-//! `erase`; `archive`: cutting a log and reading
+//! `erase`; `compact`: its report and its refusal beside another process; `damaged`: what the commands say of logs damaged or forged beneath the store;
+//! `archive`: cutting a log and reading
 //! below the cut; `outputs`: what the commands write and refuse before writing; `refusals`:
 //! every refused command leaves the log's bytes as they were; `full_disk`: the writing
 //! commands on a full file system; `checksums`: old formats upgraded, flipped bits refused;
@@ -19,6 +20,8 @@ mod audit;
 mod checkpoints;
 mod checksums;
 mod commands;
+mod compact;
+mod damaged;
 mod erasure;
 mod full_disk;
 mod json;
