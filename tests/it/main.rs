@@ -39,7 +39,6 @@ mod performance_doc;
 mod processes;
 mod projections;
 mod property;
-mod races;
 mod readme;
 mod rebuild;
 mod reference_parity;
