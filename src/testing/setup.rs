@@ -246,3 +246,28 @@ pub fn paged_lease_log(path: &std::path::Path) {
         .unwrap();
     assert!(store.verify().unwrap().is_sound());
 }
+
+/// A store at `path` (created) whose commits stay in its journal, never drained into the file
+/// while it is open, holding 40 appends over the streams `s0` to `s2` (payloads `payload
+/// <i>`): a log whose file alone lacks every commit, for the tests of what a backup or reader
+/// takes from the journal.
+pub fn journal_only_log(path: &std::path::Path) -> Store {
+    let options = crate::StoreOptions {
+        create: true,
+        journal: Some(crate::JournalOptions {
+            checkpoint_ms: u64::MAX,
+            checkpoint_bytes: u64::MAX,
+        }),
+        ..crate::StoreOptions::default()
+    };
+    let store = Store::open_with(path, options).expect("open a journaled store");
+    assert!(store.journaled(), "the default mode journals");
+    for i in 0..40 {
+        let event = NewEvent::new("test.event", 1, format!("payload {i}").into_bytes());
+        store
+            .append(&format!("s{}", i % 3), ExpectedVersion::Any, &[event])
+            .expect("append")
+            .expect_done();
+    }
+    store
+}

@@ -1,6 +1,6 @@
-//! Compaction (`Store::compact`; `annals compact`'s side is `cli/tests/cli/compact.rs`): a log with free pages gives bytes back and
-//! reads the same record for record; a log another real process has open is refused and left
-//! as it was; and a crash at every counted operation of a compaction on the simulated disk
+//! Compaction (`Store::compact`; `annals compact`'s side is `cli/tests/cli/compact.rs`): a log
+//! with free pages gives bytes back and reads the same record for record; a log a writer in
+//! another process has open is refused and left as it was; and a crash at every counted operation of a compaction on the simulated disk
 //! (with unsynced writes dropped, kept at random or torn) leaves a log that opens, verifies
 //! sound and holds every record.
 

@@ -1,10 +1,11 @@
 //! The `annals` command line, run as a real process on real files: each module one side of
 //! it. `commands`: append, log, verify, stats, demo and state; `read`: the filters and how
 //! payloads, times and tables are shown; `json`: `--json` outputs and the error objects;
-//! `audit`: roots, proofs, export and import, history; `erasure`: personal payloads and
-//! `erase`; `compact`: its report and its refusal beside another process; `damaged`: what the
-//! commands say of logs damaged or forged beneath the store; `archive`: cutting a log and
-//! reading below the cut; `outputs`: what the commands write and refuse before writing;
+//! `audit`: roots, proofs, export and import, history; `backup`: a copy beside a writer;
+//! `erasure`: personal payloads and `erase`; `compact`: its report and its refusal beside
+//! another process; `damaged`: what the commands say of logs damaged or forged beneath the
+//! store; `archive`: cutting a log and reading below the cut; `outputs`: what the commands
+//! write and refuse before writing;
 //! `processes`: readers beside a writer and writers beside each other, each a process;
 //! `races`: processes racing to create, import into and rebuild one log; `refusals`: every
 //! refused command leaves the log's bytes as they were; `full_disk`: the writing commands on a
@@ -15,11 +16,13 @@
 //! writer beside them, on a thread of the test.
 //!
 //! Having tests, this package also makes `cargo test` at the workspace's root build `annals`
-//! for the library's tests that run it on logs they set up or damage (`tests/annals_bin.rs`).
+//! for the library's tests that still run it as a process (the crash tests that kill it, and
+//! those beside `annals-testing`'s children: `tests/annals_bin.rs`).
 
 mod appender;
 mod archive;
 mod audit;
+mod backup;
 mod checkpoints;
 mod checksums;
 mod commands;

@@ -1,7 +1,7 @@
 //! Races between real `annals` processes on one path: two creating the same new log (without
 //! waiting for each other, and waiting), an import of a continuation or of a whole log against
-//! an append, and readers during a rebuild. Each race ends in one whole log; a loser gets a clear error,
-//! never a half-made file.
+//! an append, and readers during a rebuild. Each race ends in one whole log; a loser gets a
+//! clear error, never a half-made file.
 
 use annals::testing::setup::ExpectDone;
 use std::path::Path;
