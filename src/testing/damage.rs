@@ -231,3 +231,69 @@ pub fn demo_log_redb_panics_on(clean: &Path, damaged: &Path) {
     let bytes = panicking.expect("no flip made redb panic");
     std::fs::write(damaged, &bytes).unwrap();
 }
+
+/// The frames of the journal `bytes`, as (offset, length): each begins with the marker the
+/// header names (FORMAT 3.15, version 2).
+pub fn journal_frames(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let start = crate::journal::HEADER_BYTES as usize;
+    let marker = &bytes[16..16 + crate::journal::MARKER_BYTES];
+    let mut frames = Vec::new();
+    let mut at = start;
+    while bytes.len() >= at + marker.len() + 4 && bytes[at..].starts_with(marker) {
+        let field = at + marker.len();
+        let body = u32::from_le_bytes(bytes[field..field + 4].try_into().unwrap()) as usize;
+        let len = marker.len() + 4 + body + 32;
+        frames.push((at, len));
+        at += len;
+    }
+    frames
+}
+
+/// A copy of a log beside a journal damaged before its last frame ([`journal_damaged_copies`]).
+pub struct DamagedJournalCopy {
+    /// Where in the journal the damage is, in words.
+    pub what: &'static str,
+    /// The copy of the log, its damaged journal beside it.
+    pub log: std::path::PathBuf,
+    /// The damaged journal's bytes, as written.
+    pub journal: Vec<u8>,
+    /// The offset of the frame the damage is in.
+    pub frame_offset: u64,
+}
+
+/// Copies of the log at `log` (whose journal holds at least 10 frames not yet drained: a
+/// killed writer's, or one still open) into `dir`, each beside a copy of its journal with one
+/// bit flipped before frames that are whole: in the first frame's and the second's length
+/// field (where a damaged length had hidden the frames after it), the third's marker and the
+/// fourth's body.
+pub fn journal_damaged_copies(log: &Path, dir: &Path) -> Vec<DamagedJournalCopy> {
+    let journal = std::fs::read(crate::journal::journal_path(log)).unwrap();
+    let found = journal_frames(&journal);
+    assert!(found.len() >= 10, "{} frames", found.len());
+    let damages: [(&str, usize); 4] = [
+        ("the first frame's length field", found[0].0 + 16 + 2),
+        ("the second frame's length field", found[1].0 + 16),
+        ("the third frame's marker", found[2].0 + 5),
+        ("the fourth frame's body", found[3].0 + found[3].1 - 40),
+    ];
+    damages
+        .into_iter()
+        .map(|(what, at)| {
+            let copy = dir.join(format!("image-{at}.redb"));
+            std::fs::copy(log, &copy).unwrap();
+            let mut damaged = journal.clone();
+            damaged[at] ^= 0x01;
+            std::fs::write(crate::journal::journal_path(&copy), &damaged).unwrap();
+            let frame = found
+                .iter()
+                .find(|(start, len)| (*start..start + len).contains(&at))
+                .expect("the damage is in a frame");
+            DamagedJournalCopy {
+                what,
+                log: copy,
+                journal: damaged,
+                frame_offset: frame.0 as u64,
+            }
+        })
+        .collect()
+}

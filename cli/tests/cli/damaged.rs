@@ -2,7 +2,7 @@
 //! the library's test support, `annals::testing::damage` and `forgery`): each exits 1 naming
 //! the position or key the damage is at, and prints nothing the damage forged. The library's
 //! side of each damage is in its own tests (`tests/it`: corruption, tiling, open, verify,
-//! invariants).
+//! invariants, journal_crash).
 
 use annals::leases::lease_stream;
 use annals::testing::damage;
@@ -164,4 +164,33 @@ fn the_cli_import_exits_1_naming_position_and_rule_and_verify_reports_the_forged
             && printed.contains("token_increases"),
         "{printed}"
     );
+}
+
+/// A writer's journal damaged before its last frame (a copy of the log and its journal while
+/// the writer has them open, as a kill would leave them): `verify` exits 1, a finding about
+/// the log as every damaged file is, naming the damaged frame's offset, and keeps the journal
+/// as it was.
+#[test]
+fn verify_refuses_a_journal_damaged_before_its_last_frame_naming_its_offset_and_keeps_it() {
+    let log = Log::new();
+    let writer = annals::testing::setup::journal_only_log(&log.db);
+    let copies = damage::journal_damaged_copies(&log.db, log.dir.path());
+    drop(writer);
+    for copy in copies {
+        let what = copy.what;
+        let output = crate::annals(&["verify", crate::path(&copy.log)]);
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{what}: {said}");
+        let offset = copy.frame_offset;
+        assert!(
+            said.contains(&format!("byte {offset}")) && said.contains("damaged"),
+            "{what}: the refusal names the damaged frame's offset {offset}: {said}"
+        );
+        let journal = annals::journal::journal_path(&copy.log);
+        assert_eq!(
+            std::fs::read(&journal).expect("the journal"),
+            copy.journal,
+            "{what}: the journal is kept as it was"
+        );
+    }
 }
