@@ -10,11 +10,6 @@
 //!   <position>` on standard error after clearing them and after each batch, then waiting
 //!   for a line on standard input, so that a test can kill it between two of the rebuild's
 //!   transactions (end of input: go on without waiting).
-//! - `annals-testing host DB`: a server holding the log open in multi-writer mode, one
-//!   transaction per request, printing each acknowledged request until its standard input
-//!   ends (`annals::testing::host::serve`).
-//! - `annals-testing hold-write DB`: a multi-writer write held open until a line arrives on
-//!   standard input (`annals::testing::host::hold_write`).
 //! - `annals-testing erase-halfway DB SUBJECT`: the first half of an erasure (the subject's
 //!   erasure event, durable; its key left), then `appended <position>` on standard output and
 //!   a wait for a line on standard input, so that a test can kill it between the two halves.
@@ -32,11 +27,9 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("crash-writer") => crash_writer(&args[1..]),
         Some("rebuild") => rebuild(&args[1..]),
-        Some("host") => host(&args[1..]),
-        Some("hold-write") => hold_write(&args[1..]),
         Some("erase-halfway") => erase_halfway(&args[1..]),
         _ => Err(Usage(
-            "the subcommand: crash-writer, rebuild, host, hold-write or erase-halfway".to_owned(),
+            "the subcommand: crash-writer, rebuild or erase-halfway".to_owned(),
         )
         .into()),
     };
@@ -141,20 +134,6 @@ fn rebuild(args: &[String]) -> Result<(), Failure> {
         let _ = stdin.read_line(&mut line);
     })?;
     store.close()?;
-    Ok(())
-}
-
-fn host(args: &[String]) -> Result<(), Failure> {
-    let (db, _) = parse(args, &[])?;
-    let mut out = io::stdout().lock();
-    annals::testing::host::serve(&db, io::BufReader::new(io::stdin()), &mut out)?;
-    Ok(())
-}
-
-fn hold_write(args: &[String]) -> Result<(), Failure> {
-    let (db, _) = parse(args, &[])?;
-    let mut out = io::stdout().lock();
-    annals::testing::host::hold_write(&db, &mut io::stdin().lock(), &mut out)?;
     Ok(())
 }
 

@@ -56,4 +56,3 @@ mod tlog_policy;
 mod vectors;
 mod verify;
 mod writer;
-mod writers;

@@ -7,7 +7,8 @@
 //! store; `archive`: cutting a log and reading below the cut; `outputs`: what the commands
 //! write and refuse before writing;
 //! `processes`: readers beside a writer and writers beside each other, each a process;
-//! `races`: processes racing to create, import into and rebuild one log; `refusals`: every
+//! `races`: processes racing to create, import into and rebuild one log; `writers`: appends
+//! beside a host serving requests in multi-writer mode; `refusals`: every
 //! refused command leaves the log's bytes as they were; `full_disk`: the writing commands on a
 //! full file system; `checksums`: old formats upgraded, flipped bits refused; `checkpoints`,
 //! `static_tiles` and `witness`: keys, signed checkpoints, tiles and witnesses, checked by
@@ -41,6 +42,7 @@ mod static_tiles;
 mod terminal;
 #[cfg(feature = "witness")]
 mod witness;
+mod writers;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
