@@ -10,6 +10,8 @@
 //!   <position>` on standard error after clearing them and after each batch, then waiting
 //!   for a line on standard input, so that a test can kill it between two of the rebuild's
 //!   transactions (end of input: go on without waiting).
+//! - `annals-testing erase DB SUBJECT`: the whole erasure of the subject (`Store::erase`, at
+//!   1 ms), as `annals erase` makes it, so that a test can kill it at any moment of it.
 //! - `annals-testing erase-halfway DB SUBJECT`: the first half of an erasure (the subject's
 //!   erasure event, durable; its key left), then `appended <position>` on standard output and
 //!   a wait for a line on standard input, so that a test can kill it between the two halves.
@@ -27,9 +29,10 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("crash-writer") => crash_writer(&args[1..]),
         Some("rebuild") => rebuild(&args[1..]),
+        Some("erase") => erase(&args[1..]),
         Some("erase-halfway") => erase_halfway(&args[1..]),
         _ => Err(Usage(
-            "the subcommand: crash-writer, rebuild or erase-halfway".to_owned(),
+            "the subcommand: crash-writer, rebuild, erase or erase-halfway".to_owned(),
         )
         .into()),
     };
@@ -133,6 +136,16 @@ fn rebuild(args: &[String]) -> Result<(), Failure> {
         let mut line = String::new();
         let _ = stdin.read_line(&mut line);
     })?;
+    store.close()?;
+    Ok(())
+}
+
+fn erase(args: &[String]) -> Result<(), Failure> {
+    let [db, subject] = args else {
+        return Err(Usage("erase DB SUBJECT".to_owned()).into());
+    };
+    let store = Store::open_existing(db)?;
+    store.erase(subject, 1)?;
     store.close()?;
     Ok(())
 }
