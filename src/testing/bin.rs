@@ -31,10 +31,10 @@ fn main() -> ExitCode {
         Some("rebuild") => rebuild(&args[1..]),
         Some("erase") => erase(&args[1..]),
         Some("erase-halfway") => erase_halfway(&args[1..]),
-        _ => Err(Usage(
-            "the subcommand: crash-writer, rebuild, erase or erase-halfway".to_owned(),
-        )
-        .into()),
+        _ => Err(
+            Usage("the subcommand: crash-writer, rebuild, erase or erase-halfway".to_owned())
+                .into(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -129,7 +129,8 @@ fn a_cut_crashed_or_failed_at_any_write_or_sync_leaves_the_log_before_or_cut() {
 
 fn crash_seed() -> u64 {
     // A seed given replaces the test's own: the kills are as many and checked the same.
-    let seed = crate::common::seed_to_replay("ANNALS_CRASH_SEED").unwrap_or(0x000C_0A7C_0034);
+    let seed =
+        annals::testing::random::seed_to_replay("ANNALS_CRASH_SEED").unwrap_or(0x000C_0A7C_0034);
     eprintln!("crash seed {seed} (ANNALS_CRASH_SEED={seed} replays it)");
     seed
 }

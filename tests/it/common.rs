@@ -41,17 +41,6 @@ pub fn append_one(store: &Store, stream: &str, payload: &[u8]) -> Position {
     }
 }
 
-/// The seed `variable` names in the environment, if any: a failing seed a developer replays.
-/// The tests run it first, then their own seeds all the same, so that a variable left set
-/// never makes a test pass having checked one seed alone.
-pub fn seed_to_replay(variable: &str) -> Option<u64> {
-    let seed = std::env::var(variable).ok()?;
-    Some(
-        seed.parse()
-            .unwrap_or_else(|_| panic!("{variable}={seed:?} is not a seed (a whole number)")),
-    )
-}
-
 /// Standard base64 (with padding) to bytes.
 pub fn base64(text: &str) -> Vec<u8> {
     let value = |c: u8| -> u32 {

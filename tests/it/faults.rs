@@ -12,8 +12,8 @@ use annals::testing::faults::{
 use annals::testing::harness::{FAULT_KINDS, check_against_model, fault_of_kind};
 use annals::testing::internals::demo::Rng;
 
-use crate::common::seed_to_replay;
 use annals::testing::model::Script;
+use annals::testing::random::seed_to_replay;
 use annals::testing::sim::{Fault, Loss, Trigger};
 
 /// Fault scenarios run in CI that count: the fault struck after at least one acknowledged

@@ -52,7 +52,7 @@ fn check_case(seed: u64) {
 
 #[test]
 fn random_commands_leave_tables_equal_to_a_rebuild() {
-    if let Some(seed) = crate::common::seed_to_replay("ANNALS_PROPERTY_SEED") {
+    if let Some(seed) = annals::testing::random::seed_to_replay("ANNALS_PROPERTY_SEED") {
         check_case(seed);
     }
     for seed in 0..CASES {
