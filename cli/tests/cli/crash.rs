@@ -2,8 +2,11 @@
 //! into a new log and of a continuation, and `rebuild`, each killed with SIGKILL after a seeded
 //! pause (printed; `ANNALS_CRASH_SEED` replays it): the path holds no log (a creation cut
 //! short) or a whole one (the log sound, a new import all there or absent, a continuation all
-//! or nothing, every acknowledged append present, the projections sound or only behind). (A
-//! writer killed beside readers: `tests/it/crash.rs`.)
+//! or nothing, every acknowledged append present, the projections sound or only behind). And
+//! `archive` killed at seeded moments: the log is before the cut or cut, and the same command
+//! run again completes the cut (a cut that committed before the kill named by the rerun). (A
+//! writer killed beside readers: `tests/it/crash.rs`; a cut crashed on the simulated disk:
+//! `tests/it/archive_crash.rs`.)
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
@@ -30,11 +33,10 @@ enum Work {
     Rebuild,
 }
 
-/// The seed of the CLI kills: `ANNALS_CRASH_SEED=<n>` replays a run.
-fn crash_seed() -> u64 {
+/// The seed of a test's kills, `default` unless `ANNALS_CRASH_SEED=<n>` replays a run.
+fn crash_seed(default: u64) -> u64 {
     // A seed given replaces the test's own: the kills are as many and checked the same.
-    let seed =
-        annals::testing::random::seed_to_replay("ANNALS_CRASH_SEED").unwrap_or(0x000C_1A55_0013);
+    let seed = annals::testing::random::seed_to_replay("ANNALS_CRASH_SEED").unwrap_or(default);
     eprintln!("crash seed {seed} (ANNALS_CRASH_SEED={seed} replays it)");
     seed
 }
@@ -60,7 +62,7 @@ fn sound_or_behind(store: &Store, what: &str) {
 
 #[test]
 fn cli_writes_killed_at_random_moments_leave_no_log_or_a_whole_one() {
-    let seed = crash_seed();
+    let seed = crash_seed(0x000C_1A55_0013);
     let mut rng = Rng::new(seed);
     let dir = tempfile::tempdir().unwrap();
     // The export files the imports read: a demo log whole, and cut in two.
@@ -222,5 +224,159 @@ fn cli_writes_killed_at_random_moments_leave_no_log_or_a_whole_one() {
     assert!(
         struck.len() == kinds.len(),
         "too few kinds of work were cut short: {struck:?}"
+    );
+}
+
+/// Kills of `annals archive`.
+const ARCHIVE_KILLS: u64 = 16;
+
+#[test]
+fn annals_archive_killed_at_seeded_moments_leaves_the_log_before_or_cut() {
+    let seed = crash_seed(0x000C_0A7C_0034);
+    let mut rng = Rng::new(seed);
+    let dir = tempfile::tempdir().expect("folder");
+    let source = dir.path().join("source.redb");
+    let store = Store::open(&source).expect("open");
+    annals::testing::internals::demo::run(&store, 3_000, |_| {}).expect("demo");
+    let head = store.head().expect("head").next;
+    store.close().expect("close");
+    let before = Position(head.0 / 2);
+    let (mut cut, mut uncut) = (0, 0);
+    for kill in 0..ARCHIVE_KILLS {
+        let log = dir.path().join(format!("log-{kill}.redb"));
+        std::fs::copy(&source, &log).expect("copy the log");
+        let archive = dir.path().join(format!("log-{kill}.archive"));
+        let mut child = crate::command(&[])
+            .arg("archive")
+            .arg(&log)
+            .arg("--before")
+            .arg(before.0.to_string())
+            .arg(&archive)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start annals");
+        // Not a timing assertion: the pause only picks the moment of the kill (the first
+        // kill at once, so one is always cut short).
+        let delay =
+            std::time::Duration::from_micros(if kill == 0 { 0 } else { rng.below(400_000) });
+        std::thread::sleep(delay);
+        child.kill().expect("kill");
+        let _status = child.wait().expect("reap");
+        let what = format!("kill {kill} after {delay:?} (seed {seed})");
+        let partial = dir.path().join(format!("log-{kill}.archive.partial"));
+        let store = Store::open(&log).unwrap_or_else(|error| panic!("{what}: open: {error}"));
+        let report = store.verify().expect("verify");
+        assert!(report.is_sound(), "{what}: {:?}", report.problem);
+        let snapshot = store.snapshot().expect("snapshot");
+        match (snapshot.start(), snapshot.head().expect("head").next) {
+            (Position(0), found) if found == head => {
+                uncut += 1;
+                // The archive takes its name only once the cut has committed.
+                assert!(!archive.exists(), "{what}: an archive beside an uncut log");
+            }
+            (start, found) if start == before && found.0 == head.0 + 1 => {
+                cut += 1;
+                // Whole under its name, or (killed between the commit and the rename) under
+                // its temporary one.
+                let whole = if archive.exists() { &archive } else { &partial };
+                let _whole = annals::export::check(whole, &mut |_| {})
+                    .unwrap_or_else(|error| panic!("{what}: the archive: {error}"));
+            }
+            other => panic!("{what}: neither before nor cut: {other:?}"),
+        }
+        drop(snapshot);
+        drop(store);
+        // The same command run again completes the cut, whatever moment the kill hit.
+        let rerun = crate::command(&[])
+            .arg("archive")
+            .arg(&log)
+            .arg("--before")
+            .arg(before.0.to_string())
+            .arg(&archive)
+            .output()
+            .expect("run annals again");
+        assert!(
+            rerun.status.success(),
+            "{what}: the rerun: {}",
+            String::from_utf8_lossy(&rerun.stderr)
+        );
+        let store = Store::open(&log).unwrap_or_else(|error| panic!("{what}: open: {error}"));
+        let snapshot = store.snapshot().expect("snapshot");
+        assert_eq!(snapshot.start(), before, "{what}: the rerun cut the log");
+        assert_eq!(
+            store
+                .verify_archives(std::slice::from_ref(&archive), &mut |_| {})
+                .unwrap_or_else(|error| panic!("{what}: {error}")),
+            None,
+            "{what}"
+        );
+        assert!(!partial.exists(), "{what}: a temporary archive left");
+    }
+    eprintln!("annals archive killed {ARCHIVE_KILLS} times: {cut} cut, {uncut} before");
+    assert!(uncut > 0, "the first kill, at once, leaves the log uncut");
+}
+
+/// The moment between a cut's commit and its archive's rename, made exactly: a cut whose
+/// archive is put back under its temporary name. A rerun names it; a rerun of a cut that
+/// finished says so and changes nothing; a different cut is refused as before.
+#[test]
+fn a_rerun_names_the_archive_of_a_cut_that_committed_before_a_kill() {
+    let dir = tempfile::tempdir().expect("folder");
+    let log = dir.path().join("log.redb");
+    let store = Store::open(&log).expect("open");
+    annals::testing::internals::demo::run(&store, 1_000, |_| {}).expect("demo");
+    let archive = dir.path().join("log.archive");
+    let report = store
+        .archive_before(Position(500), &archive)
+        .expect("the cut");
+    store.close().expect("close");
+    let partial = dir.path().join("log.archive.partial");
+    std::fs::rename(&archive, &partial).expect("unname the archive");
+
+    let run = |before: &str| {
+        crate::command(&[])
+            .arg("archive")
+            .arg(&log)
+            .args(["--before", before])
+            .arg(&archive)
+            .arg("--json")
+            .output()
+            .expect("run annals")
+    };
+    let rerun = run("500");
+    assert!(
+        rerun.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rerun.stderr)
+    );
+    assert!(archive.exists() && !partial.exists());
+    let store = Store::open(&log).expect("open");
+    assert_eq!(
+        store.snapshot().expect("snapshot").start(),
+        report.cut.before
+    );
+    assert_eq!(
+        store
+            .verify_archives(std::slice::from_ref(&archive), &mut |_| {})
+            .expect("verify the archive"),
+        None
+    );
+    drop(store);
+    // Once more: the cut is done, and nothing changes.
+    let again = run("500");
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(archive.exists() && !partial.exists());
+    // Another cut into the same file is refused: it exists.
+    let other = run("600");
+    assert_eq!(
+        other.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&other.stderr)
     );
 }
