@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 /// The `annals` command line, which `cli/` builds beside these tests: `cargo test` at the
 /// workspace root builds it (its package has tests of its own), into the folder above the
-/// test binary's `deps/`. Run by the two tests whose logs only `annals-testing`'s children
+/// test binary's `deps/`. Run by the tests whose logs only `annals-testing`'s children
 /// leave: `verify` and `log` beside a writer as it is killed (`crash.rs`), and `state`,
 /// `verify` and `rebuild` on a rebuild killed between its transactions (`rebuild.rs`).
 pub fn annals() -> &'static Path {

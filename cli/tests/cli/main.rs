@@ -16,8 +16,8 @@
 //! colour, the pager). `appender`: the writer beside them, on a thread of the test.
 //!
 //! Having tests, this package also makes `cargo test` at the workspace's root build `annals`
-//! for the two library tests that still run it beside `annals-testing`'s children, on logs
-//! only those children can leave (`tests/annals_bin.rs`).
+//! for the library's tests that still run it on logs only `annals-testing`'s children can
+//! leave (`tests/annals_bin.rs`).
 
 mod appender;
 mod archive;
