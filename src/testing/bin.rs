@@ -10,11 +10,8 @@
 //!   <position>` on standard error after clearing them and after each batch, then waiting
 //!   for a line on standard input, so that a test can kill it between two of the rebuild's
 //!   transactions (end of input: go on without waiting).
-//! - `annals-testing host DB`: a server holding the log open in multi-writer mode, one
-//!   transaction per request, printing each acknowledged request until its standard input
-//!   ends (`annals::testing::host::serve`).
-//! - `annals-testing hold-write DB`: a multi-writer write held open until a line arrives on
-//!   standard input (`annals::testing::host::hold_write`).
+//! - `annals-testing erase DB SUBJECT`: the whole erasure of the subject (`Store::erase`, at
+//!   1 ms), as `annals erase` makes it, so that a test can kill it at any moment of it.
 //! - `annals-testing erase-halfway DB SUBJECT`: the first half of an erasure (the subject's
 //!   erasure event, durable; its key left), then `appended <position>` on standard output and
 //!   a wait for a line on standard input, so that a test can kill it between the two halves.
@@ -32,13 +29,12 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("crash-writer") => crash_writer(&args[1..]),
         Some("rebuild") => rebuild(&args[1..]),
-        Some("host") => host(&args[1..]),
-        Some("hold-write") => hold_write(&args[1..]),
+        Some("erase") => erase(&args[1..]),
         Some("erase-halfway") => erase_halfway(&args[1..]),
-        _ => Err(Usage(
-            "the subcommand: crash-writer, rebuild, host, hold-write or erase-halfway".to_owned(),
-        )
-        .into()),
+        _ => Err(
+            Usage("the subcommand: crash-writer, rebuild, erase or erase-halfway".to_owned())
+                .into(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -144,17 +140,13 @@ fn rebuild(args: &[String]) -> Result<(), Failure> {
     Ok(())
 }
 
-fn host(args: &[String]) -> Result<(), Failure> {
-    let (db, _) = parse(args, &[])?;
-    let mut out = io::stdout().lock();
-    annals::testing::host::serve(&db, io::BufReader::new(io::stdin()), &mut out)?;
-    Ok(())
-}
-
-fn hold_write(args: &[String]) -> Result<(), Failure> {
-    let (db, _) = parse(args, &[])?;
-    let mut out = io::stdout().lock();
-    annals::testing::host::hold_write(&db, &mut io::stdin().lock(), &mut out)?;
+fn erase(args: &[String]) -> Result<(), Failure> {
+    let [db, subject] = args else {
+        return Err(Usage("erase DB SUBJECT".to_owned()).into());
+    };
+    let store = Store::open_existing(db)?;
+    store.erase(subject, 1)?;
+    store.close()?;
     Ok(())
 }
 

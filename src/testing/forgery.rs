@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use crate::export::{ExportReader, export};
-use crate::merkle::{LogTreeHasher, leaf_hash, root_of_leaves};
+use crate::merkle::{Frontier, LogTreeHasher, leaf_hash, root_of_leaves};
 use crate::record::{Placement, encode_stored};
 use crate::testing::setup::ExpectDone;
 use crate::{Digest, NewEvent, Position, Record, Store, StreamVersion};
@@ -117,4 +117,116 @@ pub fn undecodable_at(at: Position) -> impl Fn(&Record) -> Option<(NewEvent, u64
             (event, record.version.0)
         })
     }
+}
+
+/// The bytes of an export header before its frontier, and its head and root after it.
+const HEADER_FIXED_BYTES: usize = 16 + 4 + 8 + 8 + 32;
+/// The trailer: its magic, `to`, head and root.
+const TRAILER_BYTES: usize = 16 + 8 + 32 + 32;
+
+/// Writes to `file` an export of `base` from position `from` to its head, followed by
+/// `forged`, each record sealed as a writer would seal it: every hash and link, the stream
+/// versions, the head and the Merkle root are recomputed, so the file passes every check an
+/// export reader can make alone. Returns the position of the first forged record.
+pub fn forged_continuation(
+    base: &Path,
+    from: u64,
+    forged: &[(String, NewEvent)],
+    file: &Path,
+) -> Position {
+    let store = Store::open_read_only(base).expect("open the base read-only");
+    let snapshot = store.snapshot().unwrap();
+    let head = snapshot.head().unwrap();
+    export(&snapshot, Position(from), head.next, file, &mut |_| {})
+        .unwrap()
+        .expect_done();
+    let clean = fs::read(file).unwrap();
+    let mut reader = ExportReader::open(file).unwrap();
+    let mut frontier = Frontier::from_nodes(from, reader.header().frontier.clone()).unwrap();
+    while let Some(record) = reader.next_record().unwrap() {
+        frontier.push(&LogTreeHasher, leaf_hash(&record.hash), |_, _, _| {});
+    }
+    let header_len = HEADER_FIXED_BYTES + 32 * from.count_ones() as usize + 64;
+    let mut body = clean[header_len..clean.len() - TRAILER_BYTES].to_vec();
+    let (mut position, mut prev) = (head.next, head.hash);
+    let mut versions = std::collections::BTreeMap::new();
+    for (stream, event) in forged {
+        let version = versions.entry(stream.clone()).or_insert_with(|| {
+            snapshot
+                .stream_version(stream)
+                .unwrap()
+                .map_or(0, |last| last.0 + 1)
+        });
+        let placement = Placement {
+            stream,
+            position,
+            version: StreamVersion(*version),
+            prev,
+        };
+        let mut stored = Vec::new();
+        prev = encode_stored(&mut stored, event, placement).unwrap();
+        frontier.push(&LogTreeHasher, leaf_hash(&prev), |_, _, _| {});
+        body.extend_from_slice(&(stored.len() as u32).to_le_bytes());
+        body.extend_from_slice(&stored);
+        *version += 1;
+        position = Position(position.0 + 1);
+    }
+    let root = frontier.root(&LogTreeHasher);
+    let mut bytes = clean[..header_len].to_vec();
+    bytes[28..36].copy_from_slice(&position.0.to_le_bytes());
+    bytes[header_len - 64..header_len - 32].copy_from_slice(prev.as_bytes());
+    bytes[header_len - 32..].copy_from_slice(root.as_bytes());
+    bytes.extend_from_slice(&body);
+    bytes.extend_from_slice(b"annals export ok");
+    bytes.extend_from_slice(&position.0.to_le_bytes());
+    bytes.extend_from_slice(prev.as_bytes());
+    bytes.extend_from_slice(root.as_bytes());
+    fs::write(file, &bytes).unwrap();
+    head.next
+}
+
+/// The time the superseded lease's first grant is made at.
+pub const SUPERSEDED_AT_MS: u64 = 1_000;
+
+/// `a` held `r` under token 1 until [`SUPERSEDED_AT_MS`] + 100; `b` took it over under token
+/// 2, live until [`SUPERSEDED_AT_MS`] + 10,000 (`b`'s lease is what a stale `a` must not
+/// write behind); `a` claims key `k` of lane `l`.
+pub fn superseded_lease(store: &Store) {
+    use crate::leases::{LaneCommand, LeaseCommand};
+    let t0 = SUPERSEDED_AT_MS;
+    for (holder, now_ms, ttl_ms) in [("a", t0, 100), ("b", t0 + 1_000, 10_000)] {
+        store
+            .execute(&LeaseCommand::Acquire {
+                resource: "r".into(),
+                holder: holder.into(),
+                ttl_ms,
+                now_ms,
+            })
+            .expect("acquire")
+            .expect_done();
+    }
+    store
+        .execute(&LaneCommand::Claim {
+            lane: "l".into(),
+            key: "k".into(),
+            owner: "a".into(),
+            ttl_ms: 10_000,
+            now_ms: t0,
+        })
+        .expect("claim")
+        .expect_done();
+}
+
+/// `r` granted again to its superseded holder `a` under `token`: what only the leases'
+/// `token_increases` rule refuses when `token` is not past `b`'s.
+pub fn regrant_to_a(token: u64) -> crate::leases::LeaseEvent {
+    crate::leases::LeaseEvent::Acquired(crate::leases::events::Acquired {
+        resource: "r".into(),
+        holder: "a".into(),
+        token,
+        expires_at_ms: SUPERSEDED_AT_MS + 100_000,
+        project: String::new(),
+        name: String::new(),
+        holder_name: String::new(),
+    })
 }

@@ -1,7 +1,8 @@
-//! The children of the tests that write a log from several processes as the reference hosts
-//! do: a long-lived server that keeps the log open in multi-writer mode and serves one small
-//! transaction per request, and a writer that holds one write open until told to commit. Run
-//! by `annals-testing host` and `annals-testing hold-write` (`src/testing/bin.rs`).
+//! The writers beside the `annals` processes of the tests that write a log from several
+//! processes as the reference hosts do: a long-lived server that keeps the log open in
+//! multi-writer mode and serves one small transaction per request, and a writer that holds one
+//! write open until told to commit. Run on a thread of the command line's tests
+//! (`cli/tests/cli/writers.rs`), a process other than the `annals` ones they start.
 
 use std::io::{BufRead, Write};
 use std::path::Path;

@@ -417,3 +417,14 @@ fn random_ingest(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64) {
     };
     let _ = session.execute(&command);
 }
+
+/// The seed `variable` names in the environment, if any: a failing seed a developer replays.
+/// The tests run it first, then their own seeds all the same, so that a variable left set
+/// never makes a test pass having checked one seed alone.
+pub fn seed_to_replay(variable: &str) -> Option<u64> {
+    let seed = std::env::var(variable).ok()?;
+    Some(
+        seed.parse()
+            .unwrap_or_else(|_| panic!("{variable}={seed:?} is not a seed (a whole number)")),
+    )
+}

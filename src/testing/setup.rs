@@ -196,3 +196,78 @@ pub fn demo_log_at(path: &std::path::Path, records: u64) -> crate::Result<Vec<cr
     crate::demo::run(&store, records, |_| {})?;
     store.read_all(crate::Position(0), crate::Direction::Forward, usize::MAX)
 }
+
+/// Writes a log at `path` of `commits` commits of `records_per_commit` records each, to the
+/// streams `even` and `odd` in turn (each record of kind `test.event`, its payload the
+/// commit's and the record's number), so that segments start at every multiple of
+/// `records_per_commit`; returns its records.
+pub fn log_of_commits(
+    path: &std::path::Path,
+    commits: u64,
+    records_per_commit: u64,
+) -> Vec<crate::Record> {
+    let store = Store::open(path).unwrap();
+    for commit in 0..commits {
+        let events: Vec<_> = (0..records_per_commit)
+            .map(|i| NewEvent::new("test.event", 1, vec![commit as u8, i as u8]))
+            .collect();
+        let stream = if commit % 2 == 0 { "even" } else { "odd" };
+        store
+            .append(stream, ExpectedVersion::Any, &events)
+            .unwrap()
+            .expect_done();
+    }
+    store
+        .read_all(crate::Position(0), crate::Direction::Forward, usize::MAX)
+        .unwrap()
+}
+
+/// Leases over more resources than one page of a table walk holds, so that verify's
+/// comparison with the replay walks several pages on each side.
+pub const PAGED_RESOURCES: u32 = 700;
+
+/// Writes a log at `path` holding [`PAGED_RESOURCES`] leases (`resource-0000` onwards, held
+/// by `a`), verified sound.
+pub fn paged_lease_log(path: &std::path::Path) {
+    let store = Store::open(path).unwrap();
+    store
+        .write(|session| {
+            for i in 0..PAGED_RESOURCES {
+                let acquire = crate::leases::LeaseCommand::Acquire {
+                    resource: format!("resource-{i:04}"),
+                    holder: "a".into(),
+                    ttl_ms: 100,
+                    now_ms: 0,
+                };
+                session.execute(&acquire)?.expect_done();
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert!(store.verify().unwrap().is_sound());
+}
+
+/// A store at `path` (created) whose commits stay in its journal, never drained into the file
+/// while it is open, holding 40 appends over the streams `s0` to `s2` (payloads `payload
+/// <i>`): a log whose file alone lacks every commit, for the tests of what a backup or reader
+/// takes from the journal.
+pub fn journal_only_log(path: &std::path::Path) -> Store {
+    let options = crate::StoreOptions {
+        create: true,
+        journal: Some(crate::JournalOptions {
+            checkpoint_ms: u64::MAX,
+            checkpoint_bytes: u64::MAX,
+        }),
+        ..crate::StoreOptions::default()
+    };
+    let store = Store::open_with(path, options).expect("open a journaled store");
+    assert!(store.journaled(), "the default mode journals");
+    for i in 0..40 {
+        let event = NewEvent::new("test.event", 1, format!("payload {i}").into_bytes());
+        store
+            .append(&format!("s{}", i % 3), ExpectedVersion::Any, &[event])
+            .expect("append")
+            .expect_done();
+    }
+    store
+}

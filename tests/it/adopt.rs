@@ -291,30 +291,6 @@ impl Projection for Extra {
     }
 }
 
-#[test]
-fn the_command_line_rebuilds_a_cut_log_with_its_archives() {
-    let dir = tempfile::tempdir().expect("dir");
-    let (path, archive) = cut_log(dir.path(), None, Sharing::default());
-    let rebuilt = std::process::Command::new(crate::annals_bin::annals())
-        .arg("rebuild")
-        .arg(&path)
-        .arg("--archive")
-        .arg(&archive)
-        .output()
-        .expect("annals rebuild");
-    assert!(
-        rebuilt.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rebuilt.stderr)
-    );
-    let said = String::from_utf8_lossy(&rebuilt.stdout);
-    assert!(said.ends_with("through position 151\n"), "{said}");
-    // The built-in projections are in the cut: nothing to adopt, nothing appended.
-    let store = open(&path, None, &[], Sharing::default()).expect("open");
-    assert_eq!(store.head().expect("head").next, Position(151));
-    assert_sound(&store);
-}
-
 fn open_on(
     disk: &annals::testing::sim::SimDisk,
     projection: Option<KindCounts>,

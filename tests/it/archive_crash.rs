@@ -1,13 +1,12 @@
 //! A cut survives a crash at any point: on the simulated disk, a crash at every sync and at
 //! every write of the cut's transaction (losing all, some, or a torn part of what was not
-//! synced), and an I/O error at each; and SIGKILL of the real `annals archive` at seeded
-//! moments. Afterwards the log is either as before the cut or cut, it verifies, and when it
-//! is cut its archive file is whole and is the log's history (`verify --archive`).
+//! synced), and an I/O error at each. Afterwards the log is either as before the cut or cut,
+//! it verifies, and when it is cut its archive file is whole and is the log's history
+//! (`verify --archive`). (SIGKILL of the real `annals archive` at seeded moments, and its
+//! rerun: `cli/tests/cli/crash.rs`.)
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 
-use annals::testing::internals::demo::Rng;
 use annals::testing::setup::ExpectDone;
 use annals::testing::sim::{Fault, Loss, SimDisk, Trigger};
 use annals::{ExpectedVersion, NewEvent, Position, Store, StoreOptions};
@@ -125,169 +124,6 @@ fn a_cut_crashed_or_failed_at_any_write_or_sync_leaves_the_log_before_or_cut() {
     }
     // Both outcomes were reached: the sweep crossed the commit.
     assert!(cut > 0 && before > 0, "cut {cut}, before {before}");
-}
-
-fn crash_seed() -> u64 {
-    let seed = std::env::var("ANNALS_CRASH_SEED")
-        .ok()
-        .and_then(|seed| seed.parse().ok())
-        .unwrap_or(0x000C_0A7C_0034);
-    eprintln!("crash seed {seed} (ANNALS_CRASH_SEED={seed} replays it)");
-    seed
-}
-
-/// Kills of `annals archive`.
-const KILLS: u64 = 16;
-
-#[test]
-fn annals_archive_killed_at_seeded_moments_leaves_the_log_before_or_cut() {
-    let seed = crash_seed();
-    let mut rng = Rng::new(seed);
-    let dir = tempfile::tempdir().expect("folder");
-    let source = dir.path().join("source.redb");
-    let store = Store::open(&source).expect("open");
-    annals::testing::internals::demo::run(&store, 3_000, |_| {}).expect("demo");
-    let head = store.head().expect("head").next;
-    store.close().expect("close");
-    let before = Position(head.0 / 2);
-    let (mut cut, mut uncut) = (0, 0);
-    for kill in 0..KILLS {
-        let log = dir.path().join(format!("log-{kill}.redb"));
-        std::fs::copy(&source, &log).expect("copy the log");
-        let archive = dir.path().join(format!("log-{kill}.archive"));
-        let mut child = Command::new(crate::annals_bin::annals())
-            .arg("archive")
-            .arg(&log)
-            .arg("--before")
-            .arg(before.0.to_string())
-            .arg(&archive)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start annals");
-        // Not a timing assertion: the pause only picks the moment of the kill (the first
-        // kill at once, so one is always cut short).
-        let delay =
-            std::time::Duration::from_micros(if kill == 0 { 0 } else { rng.below(400_000) });
-        std::thread::sleep(delay);
-        child.kill().expect("kill");
-        let _status = child.wait().expect("reap");
-        let what = format!("kill {kill} after {delay:?} (seed {seed})");
-        let partial = dir.path().join(format!("log-{kill}.archive.partial"));
-        let store = Store::open(&log).unwrap_or_else(|error| panic!("{what}: open: {error}"));
-        let report = store.verify().expect("verify");
-        assert!(report.is_sound(), "{what}: {:?}", report.problem);
-        let snapshot = store.snapshot().expect("snapshot");
-        match (snapshot.start(), snapshot.head().expect("head").next) {
-            (Position(0), found) if found == head => {
-                uncut += 1;
-                // The archive takes its name only once the cut has committed.
-                assert!(!archive.exists(), "{what}: an archive beside an uncut log");
-            }
-            (start, found) if start == before && found.0 == head.0 + 1 => {
-                cut += 1;
-                // Whole under its name, or (killed between the commit and the rename) under
-                // its temporary one.
-                let whole = if archive.exists() { &archive } else { &partial };
-                let _whole = annals::export::check(whole, &mut |_| {})
-                    .unwrap_or_else(|error| panic!("{what}: the archive: {error}"));
-            }
-            other => panic!("{what}: neither before nor cut: {other:?}"),
-        }
-        drop(snapshot);
-        drop(store);
-        // The same command run again completes the cut, whatever moment the kill hit.
-        let rerun = Command::new(crate::annals_bin::annals())
-            .arg("archive")
-            .arg(&log)
-            .arg("--before")
-            .arg(before.0.to_string())
-            .arg(&archive)
-            .output()
-            .expect("run annals again");
-        assert!(
-            rerun.status.success(),
-            "{what}: the rerun: {}",
-            String::from_utf8_lossy(&rerun.stderr)
-        );
-        let store = Store::open(&log).unwrap_or_else(|error| panic!("{what}: open: {error}"));
-        let snapshot = store.snapshot().expect("snapshot");
-        assert_eq!(snapshot.start(), before, "{what}: the rerun cut the log");
-        assert_eq!(
-            store
-                .verify_archives(std::slice::from_ref(&archive), &mut |_| {})
-                .unwrap_or_else(|error| panic!("{what}: {error}")),
-            None,
-            "{what}"
-        );
-        assert!(!partial.exists(), "{what}: a temporary archive left");
-    }
-    eprintln!("annals archive killed {KILLS} times: {cut} cut, {uncut} before");
-    assert!(uncut > 0, "the first kill, at once, leaves the log uncut");
-}
-
-/// The moment between a cut's commit and its archive's rename, made exactly: a cut whose
-/// archive is put back under its temporary name. A rerun names it; a rerun of a cut that
-/// finished says so and changes nothing; a different cut is refused as before.
-#[test]
-fn a_rerun_names_the_archive_of_a_cut_that_committed_before_a_kill() {
-    let dir = tempfile::tempdir().expect("folder");
-    let log = dir.path().join("log.redb");
-    let store = Store::open(&log).expect("open");
-    annals::testing::internals::demo::run(&store, 1_000, |_| {}).expect("demo");
-    let archive = dir.path().join("log.archive");
-    let report = store
-        .archive_before(Position(500), &archive)
-        .expect("the cut");
-    store.close().expect("close");
-    let partial = dir.path().join("log.archive.partial");
-    std::fs::rename(&archive, &partial).expect("unname the archive");
-
-    let run = |before: &str| {
-        Command::new(crate::annals_bin::annals())
-            .arg("archive")
-            .arg(&log)
-            .args(["--before", before])
-            .arg(&archive)
-            .arg("--json")
-            .output()
-            .expect("run annals")
-    };
-    let rerun = run("500");
-    assert!(
-        rerun.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rerun.stderr)
-    );
-    assert!(archive.exists() && !partial.exists());
-    let store = Store::open(&log).expect("open");
-    assert_eq!(
-        store.snapshot().expect("snapshot").start(),
-        report.cut.before
-    );
-    assert_eq!(
-        store
-            .verify_archives(std::slice::from_ref(&archive), &mut |_| {})
-            .expect("verify the archive"),
-        None
-    );
-    drop(store);
-    // Once more: the cut is done, and nothing changes.
-    let again = run("500");
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
-    assert!(archive.exists() && !partial.exists());
-    // Another cut into the same file is refused: it exists.
-    let other = run("600");
-    assert_eq!(
-        other.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&other.stderr)
-    );
 }
 
 /// Every position below `before` that reads back after a cut, with its record's hash: the

@@ -41,32 +41,6 @@ pub fn append_one(store: &Store, stream: &str, payload: &[u8]) -> Position {
     }
 }
 
-/// Runs `annals <command> <log> <args…>` as a process, checks that it exits with `code`, and
-/// returns what it printed on standard output and error: for the tests that check what the
-/// command line says of a log the library set up or damaged (the command line's own tests are
-/// in `cli/tests`).
-pub fn annals_on(
-    log: &std::path::Path,
-    command: &str,
-    args: &[&str],
-    code: i32,
-) -> (String, String) {
-    let output = std::process::Command::new(crate::annals_bin::annals())
-        .arg(command)
-        .arg(log)
-        .args(args)
-        .output()
-        .expect("run annals");
-    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
-    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "{command} {args:?}: {stderr}"
-    );
-    (stdout, stderr)
-}
-
 /// Standard base64 (with padding) to bytes.
 pub fn base64(text: &str) -> Vec<u8> {
     let value = |c: u8| -> u32 {

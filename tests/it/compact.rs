@@ -1,6 +1,6 @@
-//! Compaction (`Store::compact`, `annals compact`): a log with free pages gives bytes back and
-//! reads the same record for record; a log another real process has open is refused and left
-//! as it was; and a crash at every counted operation of a compaction on the simulated disk
+//! Compaction (`Store::compact`; `annals compact`'s side is `cli/tests/cli/compact.rs`): a log
+//! with free pages gives bytes back and reads the same record for record; a log a writer in
+//! another process has open is refused and left as it was; and a crash at every counted operation of a compaction on the simulated disk
 //! (with unsynced writes dropped, kept at random or torn) leaves a log that opens, verifies
 //! sound and holds every record.
 
@@ -11,10 +11,6 @@ use std::process::{Command, Stdio};
 use annals::testing::internals::demo;
 use annals::testing::sim::{Fault, Loss, SimDisk, Trigger};
 use annals::{Digest, Direction, Error, Position, Sharing, Store, StoreError, StoreOptions};
-
-fn annals() -> Command {
-    Command::new(crate::annals_bin::annals())
-}
 
 /// The hash of every record, in order: the log's content, compared before and after.
 fn record_hashes(store: &Store) -> Vec<Digest> {
@@ -45,6 +41,7 @@ fn demo_log(path: &Path, records: u64) {
     store.close().expect("close");
 }
 
+/// The command line's `annals compact` and its report: `cli/tests/cli/compact.rs`.
 #[test]
 fn compaction_reclaims_free_pages_and_the_log_reads_the_same() {
     let dir = tempfile::tempdir().unwrap();
@@ -53,38 +50,18 @@ fn compaction_reclaims_free_pages_and_the_log_reads_the_same() {
     let before = content(&Store::open_read_only(&path).unwrap());
     let bytes_before = std::fs::metadata(&path).unwrap().len();
 
-    let output = annals()
-        .arg("compact")
-        .arg(&path)
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one object");
-    let reclaimed = report["bytes_reclaimed"].as_u64().expect("bytes_reclaimed");
+    let compaction = Store::compact_file(&path, std::time::Duration::ZERO).unwrap();
     let bytes_after = std::fs::metadata(&path).unwrap().len();
-    assert!(reclaimed > 0, "nothing reclaimed: {report}");
-    assert_eq!(report["bytes_before"].as_u64(), Some(bytes_before));
-    assert_eq!(report["bytes_after"].as_u64(), Some(bytes_after));
-    assert_eq!(bytes_before - bytes_after, reclaimed);
+    assert!(
+        compaction.bytes_after < compaction.bytes_before,
+        "nothing reclaimed: {compaction:?}"
+    );
+    assert_eq!(compaction.bytes_before, bytes_before);
+    assert_eq!(compaction.bytes_after, bytes_after);
 
     let store = Store::open_read_only(&path).unwrap();
     assert_eq!(content(&store), before);
     assert!(store.verify().unwrap().is_sound());
-    drop(store);
-
-    // The text form says the same; a second compaction finds little or nothing left.
-    let text = annals().arg("compact").arg(&path).output().unwrap();
-    assert!(text.status.success());
-    let line = String::from_utf8(text.stdout).unwrap();
-    assert!(
-        line.starts_with(&format!("compacted {}: ", path.display())) && line.contains("reclaimed"),
-        "{line}"
-    );
 }
 
 #[test]
@@ -114,49 +91,13 @@ fn compact_needs_an_exclusive_store() {
     assert!(exclusive.compact().is_ok());
 }
 
-/// `annals compact` beside `holder` (a child that has the log open): refused as held, exit 2,
-/// and the file is byte for byte as it was.
-fn refused_beside(path: &Path, holder: &str) {
-    let bytes = std::fs::read(path).unwrap();
-    let output = annals()
-        .arg("compact")
-        .arg(path)
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2), "beside {holder}");
-    let error: serde_json::Value = serde_json::from_slice(&output.stderr).expect("a JSON error");
-    assert_eq!(error["kind"], "held", "beside {holder}: {error}");
-    let message = error["error"].as_str().unwrap();
-    assert!(
-        message.contains("another process has it open")
-            && message.contains(&path.display().to_string()),
-        "beside {holder}: {message}"
-    );
-    assert!(std::fs::read(path).unwrap() == bytes, "beside {holder}");
-}
-
+/// Beside a writer in another process, compaction is refused as held; once nobody has the log
+/// open it compacts. (`annals compact` beside a reader: `cli/tests/cli/compact.rs`.)
 #[test]
 fn compaction_is_refused_while_another_process_has_the_log_open() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     demo_log(&path, 500);
-
-    // A reader in another process: `tail` follows the log once it has printed a record.
-    let mut tail = annals()
-        .arg("tail")
-        .arg(&path)
-        .args(["--from", "0", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(tail.stdout.take().unwrap()).lines();
-    assert!(lines.next().expect("tail prints").is_ok());
-    refused_beside(&path, "a reader");
-    tail.kill().unwrap();
-    tail.wait().unwrap();
-    drop(lines);
 
     // A writer in another process, single-writer.
     let mut writer = Command::new(crate::annals_bin::testing())

@@ -508,19 +508,20 @@ fn a_kill_between_the_erasure_event_and_the_key_leaves_the_rest_to_the_next_open
     assert!(store.verify().unwrap().is_sound());
 }
 
-/// `annals erase` killed at seeded moments: each kill leaves the key whole (no event, the
-/// payload opens) or the event in the log (the payload reads erased, and the next writable
-/// open leaves no key).
+/// An erasure (`Store::erase`, in an `annals-testing erase` process, as `annals erase` makes
+/// it) killed at seeded moments: each kill leaves the key whole (no event, the payload opens)
+/// or the event in the log (the payload reads erased, and the next writable open leaves no
+/// key).
 #[test]
 fn erase_killed_at_random_moments_leaves_the_key_whole_or_gone() {
     let mut rng = Rng::new(0x5ec7_0055);
     let dir = tempfile::tempdir().unwrap();
-    // How long a whole `annals erase` takes here: the kills are spread over it and a little
+    // How long a whole erasure process takes here: the kills are spread over it and a little
     // past, so that some strike before its event, some between, some after.
     let timed = dir.path().join("timed.redb");
     personal(&open(&timed), "alice", "people/alice", PLAINTEXT);
     let started = std::time::Instant::now();
-    let finished = Command::new(crate::annals_bin::annals())
+    let finished = Command::new(crate::annals_bin::testing())
         .args(["erase", timed.to_str().unwrap(), "alice"])
         .output()
         .unwrap();
@@ -533,7 +534,7 @@ fn erase_killed_at_random_moments_leaves_the_key_whole_or_gone() {
         let alice = personal(&store, "alice", "people/alice", PLAINTEXT);
         let sealed = record(&store, alice);
         store.close().unwrap();
-        let mut child = Command::new(crate::annals_bin::annals())
+        let mut child = Command::new(crate::annals_bin::testing())
             .args(["erase", path.to_str().unwrap(), "alice"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -3,14 +3,17 @@
 //! tearing the last); after a restart every acknowledged commit is there, nothing half
 //! done is, the chain verifies and the projections equal a replay. Also the SQLite-style
 //! I/O-error sweep and crashes during recovery. A failure prints its seed;
-//! `ANNALS_FAULT_SEED=<n>` replays one.
+//! `ANNALS_FAULT_SEED=<n>` (`ANNALS_MODEL_SEED=<n>` for the model's) replays it first, before
+//! the test's own seeds.
 
 use annals::testing::faults::{
     Observed, base_image, check_recovered, crash_during_recovery, run_with_fault, scenario,
 };
 use annals::testing::harness::{FAULT_KINDS, check_against_model, fault_of_kind};
 use annals::testing::internals::demo::Rng;
+
 use annals::testing::model::Script;
+use annals::testing::random::seed_to_replay;
 use annals::testing::sim::{Fault, Loss, Trigger};
 
 /// Fault scenarios run in CI that count: the fault struck after at least one acknowledged
@@ -20,10 +23,6 @@ const FAULT_SCENARIOS_COUNTED: u64 = 500;
 /// choice, cost freezing, sweeper sparing, prune batches), which a few hundred seeds missed
 /// when bugs were planted in the model; about 5 s in the test profile.
 const MODEL_SEEDS: u64 = 2_000;
-
-fn only_seed(variable: &str) -> Option<u64> {
-    std::env::var(variable).ok().and_then(|s| s.parse().ok())
-}
 
 /// One seeded scenario. A run without the fault first counts the script's operations, so
 /// that the fault is placed after its first acknowledged commit (a fault before any commit
@@ -53,10 +52,9 @@ fn fault_case(seed: u64) -> Observed {
 
 #[test]
 fn acknowledged_commits_survive_every_simulated_fault_and_nothing_half_done_appears() {
-    if let Some(seed) = only_seed("ANNALS_FAULT_SEED") {
+    if let Some(seed) = seed_to_replay("ANNALS_FAULT_SEED") {
         // The seed's checks run inside; what it observed only counts in the sweep below.
         let _ = fault_case(seed);
-        return;
     }
     let (mut seed, mut counted) = (0, 0);
     while counted < FAULT_SCENARIOS_COUNTED {
@@ -82,8 +80,8 @@ fn store_outcomes_agree_with_the_reference_model() {
             panic!("model seed {seed}: {violation}");
         }
     };
-    if let Some(seed) = only_seed("ANNALS_MODEL_SEED") {
-        return case(seed);
+    if let Some(seed) = seed_to_replay("ANNALS_MODEL_SEED") {
+        case(seed);
     }
     for seed in 0..MODEL_SEEDS {
         case(seed);

@@ -8,16 +8,13 @@
 use annals::testing::setup::ExpectDone;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use annals::consumers::{ConsumerCommand, consumer_stream, events::Checkpointed};
-use annals::export::{ExportReader, export};
-use annals::leases::events::{Acquired, LaneClaimed, LaneRenewed, Released, Renewed};
+use annals::export::ExportReader;
+use annals::leases::events::{LaneClaimed, LaneRenewed, Released, Renewed};
 use annals::leases::{
-    FencingToken, GuardRefusal, LaneCommand, LeaseCommand, LeaseEvent, LeaseGuard, lane_stream,
-    lease_stream,
+    FencingToken, GuardRefusal, LeaseEvent, LeaseGuard, lane_stream, lease_stream,
 };
-use annals::merkle::{Frontier, LogTreeHasher, leaf_hash};
 use annals::outbox::events::{Acked, Claimed, Enqueued};
 use annals::outbox::{ClaimToken, OutboxCommand, OutboxEvent, PullCommand, row_stream};
 use annals::registry::events::{FuelCharged, InstanceAdded, StatusChanged};
@@ -31,27 +28,22 @@ use annals::runs::events::{
 use annals::runs::{
     Attributes, RunEvent, SpanCommand, SpanKind, SpanOrigin, SpanOutcome, SpanUsage, run_stream,
 };
+use annals::testing::forgery::{forged_continuation, regrant_to_a, superseded_lease};
 use annals::testing::internals::demo::Rng;
 use annals::testing::internals::forge::append_sealed_unapplied;
-use annals::testing::internals::record::{Placement, encode_stored};
 use annals::testing::random::random_command;
 use annals::{
     DomainEvent, Error, ExpectedVersion, NewEvent, Position, Problem, ProjectionError, Record,
-    Store, StoreError, StreamVersion,
+    Store, StoreError,
 };
 use tempfile::TempDir;
 
 use crate::common::event;
 
-const T0: u64 = 1_000;
+const T0: u64 = annals::testing::forgery::SUPERSEDED_AT_MS;
 
 /// A forged record: its stream and its event.
 type Forged = (String, NewEvent);
-
-/// The bytes of an export header before its frontier, and its head and root after it.
-const HEADER_FIXED_BYTES: usize = 16 + 4 + 8 + 8 + 32;
-/// The trailer: its magic, `to`, head and root.
-const TRAILER_BYTES: usize = 16 + 8 + 32 + 32;
 
 /// A log in a fresh folder, built by `build` through commands only.
 fn base_log(build: impl FnOnce(&Store)) -> (TempDir, PathBuf) {
@@ -61,62 +53,6 @@ fn base_log(build: impl FnOnce(&Store)) -> (TempDir, PathBuf) {
     build(&store);
     assert!(store.verify().unwrap().is_sound());
     (dir, path)
-}
-
-/// Writes to `file` an export of `base` from position `from` to its head, followed by
-/// `forged`, each record sealed as a writer would seal it: every hash and link, the stream
-/// versions, the head and the Merkle root are recomputed, so the file passes every check an
-/// export reader can make alone. Returns the position of the first forged record.
-fn forge_export(base: &Path, from: u64, forged: &[Forged], file: &Path) -> Position {
-    let store = Store::open_read_only(base).unwrap();
-    let snapshot = store.snapshot().unwrap();
-    let head = snapshot.head().unwrap();
-    export(&snapshot, Position(from), head.next, file, &mut |_| {})
-        .unwrap()
-        .expect_done();
-    let clean = fs::read(file).unwrap();
-    let mut reader = ExportReader::open(file).unwrap();
-    let mut frontier = Frontier::from_nodes(from, reader.header().frontier.clone()).unwrap();
-    while let Some(record) = reader.next_record().unwrap() {
-        frontier.push(&LogTreeHasher, leaf_hash(&record.hash), |_, _, _| {});
-    }
-    let header_len = HEADER_FIXED_BYTES + 32 * from.count_ones() as usize + 64;
-    let mut body = clean[header_len..clean.len() - TRAILER_BYTES].to_vec();
-    let (mut position, mut prev) = (head.next, head.hash);
-    let mut versions = std::collections::BTreeMap::new();
-    for (stream, event) in forged {
-        let version = versions.entry(stream.clone()).or_insert_with(|| {
-            snapshot
-                .stream_version(stream)
-                .unwrap()
-                .map_or(0, |last| last.0 + 1)
-        });
-        let placement = Placement {
-            stream,
-            position,
-            version: StreamVersion(*version),
-            prev,
-        };
-        let mut stored = Vec::new();
-        prev = encode_stored(&mut stored, event, placement).unwrap();
-        frontier.push(&LogTreeHasher, leaf_hash(&prev), |_, _, _| {});
-        body.extend_from_slice(&(stored.len() as u32).to_le_bytes());
-        body.extend_from_slice(&stored);
-        *version += 1;
-        position = Position(position.0 + 1);
-    }
-    let root = frontier.root(&LogTreeHasher);
-    let mut bytes = clean[..header_len].to_vec();
-    bytes[28..36].copy_from_slice(&position.0.to_le_bytes());
-    bytes[header_len - 64..header_len - 32].copy_from_slice(prev.as_bytes());
-    bytes[header_len - 32..].copy_from_slice(root.as_bytes());
-    bytes.extend_from_slice(&body);
-    bytes.extend_from_slice(b"annals export ok");
-    bytes.extend_from_slice(&position.0.to_le_bytes());
-    bytes.extend_from_slice(prev.as_bytes());
-    bytes.extend_from_slice(root.as_bytes());
-    fs::write(file, &bytes).unwrap();
-    head.next
 }
 
 /// The next position of the log at `path`.
@@ -174,7 +110,7 @@ fn check_forgery(base: &Path, forged: &[Forged], expected: &Expected) {
     let dir = base.parent().unwrap();
     let name = format!("{}-{}", expected.rule, expected.offset);
     let continuation = dir.join(format!("{name}.continuation"));
-    let first = forge_export(base, head_of(base), forged, &continuation);
+    let first = forged_continuation(base, head_of(base), forged, &continuation);
     let position = Position(first.0 + expected.offset);
     let wanted = (expected.projection.to_owned(), position, expected.rule);
 
@@ -200,7 +136,7 @@ fn check_forgery(base: &Path, forged: &[Forged], expected: &Expected) {
 
     // As a new log: refused while built under a temporary name, and no log appears.
     let whole = dir.join(format!("{name}.whole"));
-    let _ = forge_export(base, 0, forged, &whole);
+    let _ = forged_continuation(base, 0, forged, &whole);
     let fresh = dir.join(format!("{name}-new.redb"));
     let before: Vec<_> = fs::read_dir(dir)
         .unwrap()
@@ -261,46 +197,8 @@ fn expect(projection: &'static str, rule: &'static str) -> Expected {
 // ---------------------------------------------------------------------------------------
 // Leases
 
-/// `a` held `r` under token 1 until T0 + 100; `b` took it over under token 2, live until
-/// T0 + 10,000 (`b`'s lease is what a stale `a` must not write behind).
-fn superseded_lease(store: &Store) {
-    for (holder, now_ms, ttl_ms) in [("a", T0, 100), ("b", T0 + 1_000, 10_000)] {
-        store
-            .execute(&LeaseCommand::Acquire {
-                resource: "r".into(),
-                holder: holder.into(),
-                ttl_ms,
-                now_ms,
-            })
-            .unwrap()
-            .expect_done();
-    }
-    store
-        .execute(&LaneCommand::Claim {
-            lane: "l".into(),
-            key: "k".into(),
-            owner: "a".into(),
-            ttl_ms: 10_000,
-            now_ms: T0,
-        })
-        .unwrap()
-        .expect_done();
-}
-
 fn lease(event: LeaseEvent, at_ms: u64) -> Forged {
     at(lease_stream("r"), event, at_ms)
-}
-
-fn regrant_to_a(token: u64) -> LeaseEvent {
-    LeaseEvent::Acquired(Acquired {
-        resource: "r".into(),
-        holder: "a".into(),
-        token,
-        expires_at_ms: T0 + 100_000,
-        project: String::new(),
-        name: String::new(),
-        holder_name: String::new(),
-    })
 }
 
 #[test]
@@ -308,7 +206,7 @@ fn a_forged_regrant_to_a_superseded_holder_is_refused_and_its_guarded_append_sta
     let (dir, base) = base_log(superseded_lease);
     let file = dir.path().join("regrant");
     let from = head_of(&base);
-    let first = forge_export(&base, from, &[lease(regrant_to_a(1), T0 + 1_500)], &file);
+    let first = forged_continuation(&base, from, &[lease(regrant_to_a(1), T0 + 1_500)], &file);
     let target = dir.path().join("target.redb");
     fs::copy(&base, &target).unwrap();
     let (projection, position, rule) = broken_rule(import(&file, &target));
@@ -867,48 +765,6 @@ fn forged_ingest_events_are_refused_at_the_rule_they_break() {
     for (forged, expected) in &cases {
         check_forgery(&base, forged, expected);
     }
-}
-
-// ---------------------------------------------------------------------------------------
-// The command line
-
-#[test]
-fn the_cli_import_exits_1_naming_position_and_rule_and_verify_reports_the_forged_log() {
-    let (dir, base) = base_log(superseded_lease);
-    let file = dir.path().join("regrant");
-    let first = forge_export(&base, 0, &[lease(regrant_to_a(1), T0 + 1_500)], &file);
-    let target = dir.path().join("target.redb");
-    let run = |args: &[&Path]| {
-        Command::new(crate::annals_bin::annals())
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    let output = run(&[Path::new("import"), &file, &target]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains(&format!("position {first}")) && stderr.contains("token_increases"),
-        "{stderr}"
-    );
-    assert!(!target.exists());
-
-    let records: Vec<Record> = {
-        let mut reader = ExportReader::open(&file).unwrap();
-        std::iter::from_fn(|| reader.next_record().unwrap())
-            .filter(|record| record.position >= first)
-            .collect()
-    };
-    fs::copy(&base, &target).unwrap();
-    append_sealed_unapplied(&target, &records).unwrap();
-    let output = run(&[Path::new("verify"), &target]);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(1), "{stdout}");
-    assert!(
-        stdout.contains(&format!("unsound at position {first}"))
-            && stdout.contains("token_increases"),
-        "{stdout}"
-    );
 }
 
 // ---------------------------------------------------------------------------------------

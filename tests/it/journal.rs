@@ -245,7 +245,7 @@ fn a_journal_damaged_before_its_last_frame_is_refused_with_none_of_its_frames_in
         let copy = crash_image(&path, "damaged.redb");
         drop(store);
         let mut journal = fs::read(journal_of(&copy)).unwrap();
-        let frames = crate::journal_crash::frames(&journal);
+        let frames = annals::testing::damage::journal_frames(&journal);
         assert_eq!(frames.len(), 5, "one frame a commit since the flush");
         let (at, len) = frames[2];
         journal[at + len / 2] ^= 0x40;

@@ -173,25 +173,8 @@ fn every_commit_reported_durable_through_the_journal_survives_sigkill() {
     );
 }
 
-/// The frames of the journal `bytes`, as (offset, length): each begins with the marker the
-/// header names (FORMAT 3.15, version 2).
-pub(crate) fn frames(bytes: &[u8]) -> Vec<(usize, usize)> {
-    let start = annals::journal::HEADER_BYTES as usize;
-    let marker = &bytes[16..16 + annals::journal::MARKER_BYTES];
-    let mut frames = Vec::new();
-    let mut at = start;
-    while bytes.len() >= at + marker.len() + 4 && bytes[at..].starts_with(marker) {
-        let field = at + marker.len();
-        let body = u32::from_le_bytes(bytes[field..field + 4].try_into().unwrap()) as usize;
-        let len = marker.len() + 4 + body + 32;
-        frames.push((at, len));
-        at += len;
-    }
-    frames
-}
-
 #[test]
-fn a_killed_writers_journal_damaged_before_its_last_frame_is_refused_by_verify_and_kept() {
+fn a_killed_writers_journal_damaged_before_its_last_frame_is_refused_and_kept() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("killed.redb");
     let mut child = Command::new(crate::annals_bin::testing())
@@ -209,50 +192,12 @@ fn a_killed_writers_journal_damaged_before_its_last_frame_is_refused_by_verify_a
     }
     child.kill().expect("kill the child");
     child.wait().expect("reap the child");
-    let journal = fs_read(&annals::journal::journal_path(&path));
-    let found = frames(&journal);
-    assert!(found.len() >= 10, "{} frames", found.len());
-
-    // Damage where the issue found it (a length field, which had hidden the frames after
-    // it), to a marker, and to a body: each before frames that are whole.
-    let damages: [(&str, usize); 4] = [
-        ("the first frame's length field", found[0].0 + 16 + 2),
-        ("the second frame's length field", found[1].0 + 16),
-        ("the third frame's marker", found[2].0 + 5),
-        ("the fourth frame's body", found[3].0 + found[3].1 - 40),
-    ];
-    for (what, at) in damages {
-        let image = dir.path().join(format!("image-{at}.redb"));
-        std::fs::copy(&path, &image).unwrap();
-        let mut damaged = journal.clone();
-        damaged[at] ^= 0x01;
-        let image_journal = annals::journal::journal_path(&image);
-        std::fs::write(&image_journal, &damaged).unwrap();
-
-        let output = Command::new(crate::annals_bin::annals())
-            .arg("verify")
-            .arg(&image)
-            .output()
-            .expect("run annals verify");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        // A damaged file is a finding about the log (exit 1), as every damaged file is.
-        assert_eq!(output.status.code(), Some(1), "{what}: {stderr}");
-        let frame = found
-            .iter()
-            .find(|(start, len)| (*start..start + len).contains(&at));
-        let offset = frame.expect("the damage is in a frame").0;
-        assert!(
-            stderr.contains(&format!("byte {offset}")) && stderr.contains("damaged"),
-            "{what}: the refusal names the damaged frame's offset {offset}: {stderr}"
-        );
-        assert_eq!(
-            fs_read(&image_journal),
-            damaged,
-            "{what}: the journal is kept as it was"
-        );
-        // A writable open in the library refuses the same way.
+    for copy in annals::testing::damage::journal_damaged_copies(&path, dir.path()) {
+        let what = copy.what;
+        // A writable open refuses, naming the damaged frame's offset, and keeps the journal as
+        // it was. (What `annals verify` says of it: `cli/tests/cli/damaged.rs`.)
         match Store::open_with(
-            &image,
+            &copy.log,
             StoreOptions {
                 sharing: Sharing::Exclusive,
                 ..StoreOptions::default()
@@ -261,10 +206,15 @@ fn a_killed_writers_journal_damaged_before_its_last_frame_is_refused_by_verify_a
         .map(drop)
         {
             Err(annals::Error::Journal(annals::JournalError::Damaged { offset: at, .. })) => {
-                assert_eq!(at, offset as u64, "{what}")
+                assert_eq!(at, copy.frame_offset, "{what}")
             }
             other => panic!("{what}: expected the journal's refusal, got {other:?}"),
         }
+        assert_eq!(
+            fs_read(&annals::journal::journal_path(&copy.log)),
+            copy.journal,
+            "{what}: the journal is kept as it was"
+        );
     }
 }
 

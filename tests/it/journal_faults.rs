@@ -130,13 +130,9 @@ fn scenario_case(seed: u64) -> Observed {
 
 #[test]
 fn through_the_journal_seeded_faults_lose_nothing_acknowledged() {
-    if let Some(seed) = std::env::var("ANNALS_JOURNAL_FAULT_SEED")
-        .ok()
-        .and_then(|seed| seed.parse().ok())
-    {
+    if let Some(seed) = annals::testing::random::seed_to_replay("ANNALS_JOURNAL_FAULT_SEED") {
         // The seed's checks run inside; what it observed only counts in the sweep below.
         let _ = scenario_case(seed);
-        return;
     }
     let (mut seed, mut counted) = (0, 0);
     while counted < SCENARIOS_COUNTED {

@@ -1,7 +1,7 @@
 //! The property that makes projections trustworthy: for random command sequences across all
 //! the domains (and raw appends), run in random transaction groupings, the live tables equal
 //! a full rebuild's byte for byte, and `verify` passes. 1,000 seeded cases; a failure prints
-//! its seed so it can be replayed alone with `ANNALS_PROPERTY_SEED`.
+//! its seed, which `ANNALS_PROPERTY_SEED=<n>` replays first, before the 1,000.
 
 use annals::Store;
 use annals::testing::internals::audit::digest;
@@ -52,12 +52,8 @@ fn check_case(seed: u64) {
 
 #[test]
 fn random_commands_leave_tables_equal_to_a_rebuild() {
-    if let Some(seed) = std::env::var("ANNALS_PROPERTY_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-    {
+    if let Some(seed) = annals::testing::random::seed_to_replay("ANNALS_PROPERTY_SEED") {
         check_case(seed);
-        return;
     }
     for seed in 0..CASES {
         check_case(seed);

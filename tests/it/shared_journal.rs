@@ -191,7 +191,7 @@ fn writers_sharing_a_journal_refuse_one_damaged_before_its_last_frame() {
     }
     let journal = annals::journal::journal_path(&path);
     let mut bytes = std::fs::read(&journal).unwrap();
-    let frames = crate::journal_crash::frames(&bytes);
+    let frames = annals::testing::damage::journal_frames(&bytes);
     assert_eq!(frames.len(), 4, "each append a frame");
     let (at, len) = frames[2];
     bytes[at + len / 2] ^= 0x40;

@@ -1,7 +1,7 @@
 //! Verification and checked reads: damage written beneath the store through raw redb is
 //! found, named by its exact position, and never handed out as data.
 
-use annals::testing::damage::{Part, flip};
+use annals::testing::damage::{Part, flip, tamper_leases};
 use annals::testing::setup::ExpectDone;
 use std::path::Path;
 
@@ -482,89 +482,18 @@ fn an_append_to_a_stream_whose_tail_ends_past_the_head_is_refused_and_writes_not
     assert_eq!(store.head().unwrap().next, Position(3));
 }
 
-/// Leases over more resources than one page of a table walk holds, so the comparison with the
-/// replay walks several pages on each side.
-const PAGED_RESOURCES: u32 = 700;
-
+/// A log of many leases in a fresh folder ([`paged_lease_log`]).
 fn paged_lease_log() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
-    let store = Store::open(&path).unwrap();
-    store
-        .write(|session| {
-            for i in 0..PAGED_RESOURCES {
-                let acquire = annals::leases::LeaseCommand::Acquire {
-                    resource: format!("resource-{i:04}"),
-                    holder: "a".into(),
-                    ttl_ms: 100,
-                    now_ms: 0,
-                };
-                session.execute(&acquire)?.expect_done();
-            }
-            Ok(())
-        })
-        .unwrap();
-    assert!(store.verify().unwrap().is_sound());
+    annals::testing::setup::paged_lease_log(&path);
     (dir, path)
 }
 
-/// Changes the leases table beneath the store: the rows of `changed` get other value bytes,
-/// those of `removed` go.
-fn tamper_leases(path: &Path, changed: &[u32], removed: &[u32]) -> Vec<Vec<u8>> {
-    let key = |i: &u32| annals::testing::internals::key_bytes(&format!("resource-{i:04}"));
-    let db = redb::Database::open(path).unwrap();
-    let txn = db.begin_write().unwrap();
-    {
-        let definition: redb::TableDefinition<&[u8], &[u8]> =
-            redb::TableDefinition::new("leases.held");
-        let mut table = txn.open_table(definition).unwrap();
-        for i in changed {
-            let stored = table
-                .get(key(i).as_slice())
-                .unwrap()
-                .unwrap()
-                .value()
-                .to_vec();
-            let mut value = unseal("leases.held", &key(i), &stored).unwrap().to_vec();
-            let last = value.len() - 1;
-            value[last] ^= 0x01;
-            // Sealed again, as a forger with the file would: verify's replay finds it.
-            let forged = seal("leases.held", &key(i), &value);
-            table.insert(key(i).as_slice(), forged.as_slice()).unwrap();
-        }
-        for i in removed {
-            assert!(table.remove(key(i).as_slice()).unwrap().is_some());
-        }
-    }
-    txn.commit().unwrap();
-    changed.iter().chain(removed).map(key).collect()
-}
-
-#[test]
-fn verify_names_the_first_differing_key_of_a_projection_walked_page_by_page() {
-    let (_dir, path) = paged_lease_log();
-    // Past the first pages of the walk, a changed row, then a removed one after it.
-    let keys = tamper_leases(&path, &[530], &[610]);
-    let output = std::process::Command::new(crate::annals_bin::annals())
-        .args(["verify".as_ref(), "--json".as_ref(), path.as_os_str()])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1), "{output:?}");
-    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let message = report["problem"]["message"].as_str().unwrap();
-    let first = annals::testing::internals::hash::hex(&keys[0]);
-    let later = annals::testing::internals::hash::hex(&keys[1]);
-    assert!(message.contains("leases.held"), "{message}");
-    assert!(message.contains(&first), "{message}");
-    assert!(!message.contains(&later), "{message}");
-    assert!(message.contains("other value bytes"), "{message}");
-}
-
-#[test]
-fn verify_names_a_row_missing_from_a_live_table_past_its_first_pages() {
-    let (_dir, path) = paged_lease_log();
-    let keys = tamper_leases(&path, &[], &[455]);
-    let report = Store::open(&path).unwrap().verify().unwrap();
+/// The key (in hex) and the difference `verify` reports of the paged lease log at `path`,
+/// which must be a difference of the leases' `leases.held` table.
+fn held_lease_difference(path: &Path) -> (String, String) {
+    let report = Store::open(path).unwrap().verify().unwrap();
     match report.problem.map(|finding| finding.problem) {
         Some(Problem::Projection {
             projection,
@@ -573,14 +502,32 @@ fn verify_names_a_row_missing_from_a_live_table_past_its_first_pages() {
             difference,
             ..
         }) => {
-            let detail = difference.to_string();
             assert_eq!(
                 (projection.as_str(), table.as_str()),
                 ("leases", "leases.held")
             );
-            assert_eq!(key_hex, annals::testing::internals::hash::hex(&keys[0]));
-            assert!(detail.contains("missing from the live table"), "{detail}");
+            (key_hex, difference.to_string())
         }
         other => panic!("expected a projection difference, got {other:?}"),
     }
+}
+
+/// The command line's side, its JSON message: `cli/tests/cli/damaged.rs`.
+#[test]
+fn verify_names_the_first_differing_key_of_a_projection_walked_page_by_page() {
+    let (_dir, path) = paged_lease_log();
+    // Past the first pages of the walk, a changed row, then a removed one after it.
+    let keys = tamper_leases(&path, &[530], &[610]);
+    let (key_hex, detail) = held_lease_difference(&path);
+    assert_eq!(key_hex, annals::testing::internals::hash::hex(&keys[0]));
+    assert!(detail.contains("other value bytes"), "{detail}");
+}
+
+#[test]
+fn verify_names_a_row_missing_from_a_live_table_past_its_first_pages() {
+    let (_dir, path) = paged_lease_log();
+    let keys = tamper_leases(&path, &[], &[455]);
+    let (key_hex, detail) = held_lease_difference(&path);
+    assert_eq!(key_hex, annals::testing::internals::hash::hex(&keys[0]));
+    assert!(detail.contains("missing from the live table"), "{detail}");
 }

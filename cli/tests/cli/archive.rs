@@ -322,3 +322,37 @@ fn stats_of_a_cut_log_says_how_many_records_the_file_holds_and_from_where() {
         "{text}"
     );
 }
+
+/// `annals rebuild --archive` rebuilds a cut log's projections through its archives, through
+/// the log's head; the built-in projections are in the cut, so nothing is adopted and nothing
+/// appended, and the log verifies sound. (Adopting a projection added after the cut:
+/// `tests/it/adopt.rs`.)
+#[test]
+fn the_command_line_rebuilds_a_cut_log_with_its_archives() {
+    let folder = crate::Log::new();
+    let (dir, store) = store(&folder);
+    fill(&store, 120);
+    let archive = dir.path().join("log-0.archive");
+    let cut = store
+        .archive_before(Position(80), &archive)
+        .expect("the cut");
+    let head = store.head().expect("head").next;
+    assert_eq!(cut.record.0 + 1, head.0, "the cut record is the last");
+    fill(&store, head.0 + 30);
+    let head = store.head().expect("head").next;
+    store.close().expect("close");
+
+    let rebuilt = crate::exits(
+        folder.run("rebuild", &["--archive", crate::path(&archive)]),
+        0,
+    );
+    let said = crate::stdout(&rebuilt);
+    assert!(
+        said.ends_with(&format!("through position {}\n", head.0)),
+        "{said}"
+    );
+    let store = Store::open(&folder.db).expect("open");
+    assert_eq!(store.head().expect("head").next, head);
+    let report = store.verify().expect("verify runs");
+    assert!(report.is_sound(), "verify: {:?}", report.problem);
+}

@@ -547,3 +547,29 @@ fn a_stream_or_entity_that_does_not_exist_exits_1_and_a_state_past_the_head_exit
     assert!(stderr(&past).contains("past the head"), "{}", stderr(&past));
     let _ = log.ok("state", &["leases", "--at", "1"]);
 }
+
+/// The demo pushes runs' events to the hub: `state ingest` shows its three tables, a run's row
+/// its cursor, and `history` the run's accepted events, each once, in sequence order.
+#[test]
+fn the_demo_ingests_and_state_and_history_show_it() {
+    let log = Log::new();
+    log.ok("demo", &["--records", "300"]);
+    let text = log.ok("state", &["ingest"]);
+    for table in ["ingest.events (", "ingest.projects (", "ingest.runs ("] {
+        assert!(text.contains(table), "{text}");
+    }
+    let rows = log.ok("state", &["ingest", "--table", "runs", "--json"]);
+    let row = json(rows.lines().next().expect("a row"));
+    assert_eq!(row["table"], "ingest.runs");
+    assert_eq!(row["row"]["cursor"], 3, "{row}");
+    let history = log.ok("history", &["ingest:api-s0/run-1", "--json"]);
+    let lines: Vec<Value> = history.lines().map(json).collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["kind"] == annals::ingest::events::ACCEPTED),
+        "{lines:?}"
+    );
+    assert_eq!(lines[1]["payload"]["sequence"], 3, "{lines:?}");
+}

@@ -1,28 +1,40 @@
 //! The `annals` command line, run as a real process on real files: each module one side of
 //! it. `commands`: append, log, verify, stats, demo and state; `read`: the filters and how
 //! payloads, times and tables are shown; `json`: `--json` outputs and the error objects;
-//! `audit`: roots, proofs, export and import, history; `erasure`: personal payloads and
-//! `erase`; `archive`: cutting a log and reading
-//! below the cut; `outputs`: what the commands write and refuse before writing; `refusals`:
-//! every refused command leaves the log's bytes as they were; `full_disk`: the writing
-//! commands on a full file system; `checksums`: old formats upgraded, flipped bits refused;
-//! `checkpoints`, `static_tiles` and `witness`: keys, signed checkpoints, tiles and
-//! witnesses, checked by Cloudflare's crates; `readme`: the README's sample outputs;
+//! `audit`: roots, proofs, export and import, history; `backup`: a copy beside a writer;
+//! `erasure`: personal payloads and `erase`; `crash`: its writes killed at seeded moments;
+//! `compact`: its report and its refusal beside another process; `damaged`: what the commands
+//! say of logs damaged or forged beneath the store; `archive`: cutting a log and reading below
+//! the cut; `outputs`: what the commands write and refuse before writing; `processes`: readers
+//! beside a writer and writers beside each other, each a process; `races`: processes racing to
+//! create, import into and rebuild one log; `writers`: appends beside a host serving requests
+//! in multi-writer mode; `refusals`: every refused command leaves the log's bytes as they were;
+//! `full_disk`: the writing commands on a full file system; `checksums`: old formats upgraded,
+//! flipped bits refused; `checkpoints`, `static_tiles` and `witness`: keys, signed checkpoints,
+//! tiles and witnesses, checked by Cloudflare's crates; `readme`: the README's sample outputs;
 //! `terminal`: what a person at a terminal and a shell gets (completions, manual pages,
-//! colour, the pager).
+//! colour, the pager). `appender`: the writer beside them, on a thread of the test.
 //!
 //! Having tests, this package also makes `cargo test` at the workspace's root build `annals`
-//! for the library's tests that run it on logs they set up or damage (`tests/annals_bin.rs`).
+//! for the library's tests that still run it on logs only `annals-testing`'s children can
+//! leave (`tests/annals_bin.rs`).
 
+mod appender;
 mod archive;
 mod audit;
+mod backup;
 mod checkpoints;
 mod checksums;
 mod commands;
+mod compact;
+mod crash;
+mod damaged;
 mod erasure;
 mod full_disk;
 mod json;
 mod outputs;
+mod processes;
+mod races;
 mod read;
 mod readme;
 mod refusals;
@@ -30,6 +42,7 @@ mod static_tiles;
 mod terminal;
 #[cfg(feature = "witness")]
 mod witness;
+mod writers;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -460,3 +460,65 @@ fn state_at_replays_and_past_the_head_is_an_error() {
         stderr(&output)
     );
 }
+
+/// `annals state` and `annals history` show the fields the reference's rules added: a lease's
+/// project, name and holder name, a row's kind and enqueue id, a charge's pre-summed calls.
+#[test]
+fn state_and_history_show_labels_kinds_and_presummed_calls() {
+    use annals::leases::{LeaseCommand, LeaseLabels};
+    use annals::outbox::OutboxCommand;
+    use annals::registry::ChargeFuel;
+    const T0: u64 = 1_767_225_600_000;
+    let log = Log::new();
+    {
+        let store = Store::open(&log.db).unwrap();
+        let acquire = LeaseCommand::AcquireLabelled {
+            resource: "deploy-lock".into(),
+            holder: "agent-7".into(),
+            labels: LeaseLabels {
+                project: "proj-1".into(),
+                name: "deploy".into(),
+                holder_name: "Ada".into(),
+            },
+            ttl_ms: 30_000,
+            now_ms: T0,
+        };
+        store.execute(&acquire).unwrap().expect_done();
+        let enqueue = OutboxCommand::Enqueue {
+            key: "ev:1".into(),
+            peer: "runtime:b".into(),
+            kind: "report".into(),
+            payload: b"{}".to_vec(),
+            now_ms: T0,
+        };
+        store.execute(&enqueue).unwrap().expect_done();
+        let charge = ChargeFuel {
+            instance: "alpha".into(),
+            caller: String::new(),
+            op: "batch".into(),
+            calls: 12,
+            fuel: 400,
+            now_ms: T0,
+        };
+        store.execute(&charge).unwrap().expect_done();
+    }
+    let leases = log.ok("state", &["leases", "--json"]);
+    assert!(
+        leases.contains(r#""project":"proj-1""#)
+            && leases.contains(r#""name":"deploy""#)
+            && leases.contains(r#""holder_name":"Ada""#),
+        "{leases}"
+    );
+    let outbox = log.ok("state", &["outbox", "--json"]);
+    assert!(
+        outbox.contains(r#""kind":"report""#) && outbox.contains(r#""enqueue_id":1"#),
+        "{outbox}"
+    );
+    let registry = log.ok("state", &["registry", "--json"]);
+    assert!(registry.contains(r#""calls":12"#), "{registry}");
+    let history = log.ok("history", &["lease:deploy-lock", "--json"]);
+    assert!(
+        history.contains("proj-1") && history.contains("holder_name"),
+        "{history}"
+    );
+}

@@ -1,41 +1,53 @@
-//! Several writer processes on one log, as the reference hosts run: a long-lived server that
-//! keeps the log open in multi-writer mode, serving one small transaction per request, and
-//! short `annals append` processes writing beside it, each waiting its turn per transaction,
-//! for at most its busy timeout. Every process is real; no thread stands in for one.
+//! Several writers on one log, as the reference hosts run: a long-lived server that keeps the
+//! log open in multi-writer mode, serving one small transaction per request (the test's own,
+//! on a thread: `annals::testing::host`), and short `annals append` processes writing beside
+//! it, each waiting its turn per transaction, for at most its busy timeout. Every `annals` is a
+//! real process, and the server is the test's process, another than theirs.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, PipeWriter, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::thread::JoinHandle;
 
 use annals::{Direction, Position, Store, leases};
 
-fn annals() -> Command {
-    Command::new(crate::annals_bin::annals())
-}
-
-/// An `annals-testing` child (`host` or `hold-write`) on `path`, once it has printed its first
-/// line (`expected`): its standard input, to stop or release it, and the rest of its lines,
+/// A writer of the test's own on `path`, on a thread: `host` (`annals::testing::host::serve`)
+/// or `hold-write` (`hold_write`), once it has printed its first line (`expected`). Returns
+/// its thread, the pipe to its input (to stop or release it), and the rest of its lines,
 /// gathered by a thread of their own so that a full pipe never stops it.
 fn start(
-    what: &str,
+    what: &'static str,
     path: &Path,
     expected: &str,
-) -> (Child, ChildStdin, std::thread::JoinHandle<Vec<String>>) {
-    let mut child = Command::new(crate::annals_bin::testing())
-        .arg(what)
-        .arg(path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the child");
-    let stdin = child.stdin.take().expect("piped");
-    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
-    let first = lines.next().expect("the child reports").expect("a line");
+) -> (
+    JoinHandle<annals::Result<()>>,
+    PipeWriter,
+    JoinHandle<Vec<String>>,
+) {
+    let (input, to_input) = std::io::pipe().expect("a pipe");
+    let (from_output, mut output) = std::io::pipe().expect("a pipe");
+    let path = path.to_owned();
+    let writer = std::thread::spawn(move || {
+        let mut input = BufReader::new(input);
+        match what {
+            "host" => annals::testing::host::serve(&path, input, &mut output),
+            _ => annals::testing::host::hold_write(&path, &mut input, &mut output),
+        }
+    });
+    let mut lines = BufReader::new(from_output).lines();
+    let first = lines.next().expect("the writer reports").expect("a line");
     assert_eq!(first, expected, "{what}'s first line");
     let rest = std::thread::spawn(move || lines.map(|line| line.expect("a line")).collect());
-    (child, stdin, rest)
+    (writer, to_input, rest)
+}
+
+/// The writer's thread ended without an error.
+fn ended(writer: JoinHandle<annals::Result<()>>, what: &str) {
+    let result = writer.join().expect("the writer's thread");
+    if let Err(error) = result {
+        panic!("{what}: {error}");
+    }
 }
 
 fn finished(child: Child, what: &str) -> Output {
@@ -51,7 +63,7 @@ fn finished(child: Child, what: &str) -> Output {
 
 /// `annals append` of one event with the idempotency key `key`, in multi-writer mode.
 fn append(path: &Path, key: &str, wait: &str) -> Command {
-    let mut command = annals();
+    let mut command = crate::command(&[]);
     command
         .arg("append")
         .arg(path)
@@ -109,7 +121,7 @@ fn cli_processes_append_beside_a_host_serving_requests_in_multi_writer_mode_each
     }
     // The host served requests all along; closing its input stops it.
     drop(host_input);
-    finished(host, "the host");
+    ended(host, "the host");
     let host_lines = host_lines.join().expect("the host's lines");
 
     let store = Store::open_read_only(&path).expect("open the log");
@@ -174,7 +186,7 @@ fn a_write_waits_its_turn_for_another_process_up_to_its_busy_timeout_then_goes_t
         .spawn()
         .expect("start annals append");
     writeln!(holder_input, "commit").expect("release the holder");
-    finished(holder, "the holder");
+    ended(holder, "the holder");
     let committed = holder_lines.join().expect("the holder's lines");
     let output = finished(waiting, "the waiting append");
     let in_turn = appended_at(&output);

@@ -1,6 +1,7 @@
-//! Races between real `annals` processes on one path: two creating the same new log, an
-//! import of a continuation against an append, and readers during a rebuild. Each race ends
-//! in one whole log; a loser gets a clear error, never a half-made file.
+//! Races between real `annals` processes on one path: two creating the same new log (without
+//! waiting for each other, and waiting), an import of a continuation or of a whole log against
+//! an append, and readers during a rebuild. Each race ends in one whole log; a loser gets a
+//! clear error, never a half-made file.
 
 use annals::testing::setup::ExpectDone;
 use std::path::Path;
@@ -9,7 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use annals::{Direction, Position, Store};
 
 fn annals() -> Command {
-    Command::new(crate::annals_bin::annals())
+    crate::command(&[])
 }
 
 fn stderr(output: &Output) -> String {
@@ -39,6 +40,54 @@ fn whole_and_alone(path: &Path, what: &str) -> Store {
     store
 }
 
+/// `annals import <file> <target> <import_args…>` started, then `annals append <target> mine
+/// test.mine <append_args…>` run beside it: what each said and how it exited.
+fn import_racing_an_append(
+    file: &Path,
+    target: &Path,
+    import_args: &[&str],
+    append_args: &[&str],
+) -> (Output, Output) {
+    let import = annals()
+        .arg("import")
+        .arg(file)
+        .arg(target)
+        .args(import_args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let append = annals()
+        .arg("append")
+        .arg(target)
+        .args(["mine", "test.mine"])
+        .args(append_args)
+        .output()
+        .unwrap();
+    (import.wait_with_output().unwrap(), append)
+}
+
+/// Two `annals append` processes started together on `path`, each waiting up to `wait` for
+/// the other to let go of the log: what each said and how it exited.
+fn racing_appends(path: &Path, wait: &str) -> Vec<Output> {
+    let children: Vec<Child> = (0..2)
+        .map(|racer| {
+            annals()
+                .arg("append")
+                .arg(path)
+                .args([&format!("s/{racer}"), "test.race", "x", "--wait", wait])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|child| child.wait_with_output().unwrap())
+        .collect()
+}
+
 #[test]
 fn two_processes_creating_one_log_make_exactly_one_whole_log() {
     let dir = tempfile::tempdir().unwrap();
@@ -46,22 +95,7 @@ fn two_processes_creating_one_log_make_exactly_one_whole_log() {
         let path = dir.path().join(format!("race-{race}.redb"));
         // Without waiting for each other: a loser may be told the file is held, never that
         // it is empty or not a log.
-        let children: Vec<Child> = (0..2)
-            .map(|racer| {
-                annals()
-                    .arg("append")
-                    .arg(&path)
-                    .args([&format!("s/{racer}"), "test.race", "x", "--wait", "0s"])
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
-        let outputs: Vec<Output> = children
-            .into_iter()
-            .map(|child| child.wait_with_output().unwrap())
-            .collect();
+        let outputs = racing_appends(&path, "0s");
         let mut landed = 0;
         for output in &outputs {
             let what = format!("race {race}");
@@ -75,6 +109,28 @@ fn two_processes_creating_one_log_make_exactly_one_whole_log() {
         assert!(landed >= 1, "race {race}: neither append landed");
         let store = whole_and_alone(&path, &format!("race {race}"));
         assert_eq!(store.head().unwrap().next, Position(landed));
+    }
+}
+
+/// Waiting for each other, both racers land: the second waits while the first creates.
+#[test]
+fn processes_racing_to_create_one_log_both_land() {
+    let dir = tempfile::tempdir().unwrap();
+    for race in 0..10 {
+        let path = dir.path().join(format!("race-{race}.redb"));
+        for output in racing_appends(&path, "30s") {
+            assert!(
+                output.status.success(),
+                "race {race}: a racing append: {}",
+                stderr(&output)
+            );
+        }
+        let store = Store::open_read_only(&path).unwrap();
+        assert_eq!(
+            store.head().unwrap().next,
+            Position(2),
+            "race {race}: an append is lost"
+        );
     }
 }
 
@@ -103,22 +159,12 @@ fn an_import_racing_an_append_lands_whole_or_is_refused_and_the_append_stays() {
         Store::import(&first, &target, &mut |_, _| {})
             .unwrap()
             .expect_done();
-        let import = annals()
-            .arg("import")
-            .arg(&second)
-            .arg(&target)
-            .args(["--wait", "30s"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let append = annals()
-            .arg("append")
-            .arg(&target)
-            .args(["mine", "test.mine", "acknowledged", "--wait", "30s"])
-            .output()
-            .unwrap();
-        let import = import.wait_with_output().unwrap();
+        let (import, append) = import_racing_an_append(
+            &second,
+            &target,
+            &["--wait", "30s"],
+            &["acknowledged", "--wait", "30s"],
+        );
         assert!(append.status.success(), "{what}: {}", stderr(&append));
         assert_not_half_made(&import, &what);
         let store = whole_and_alone(&target, &what);
@@ -188,4 +234,47 @@ fn a_reader_during_a_rebuild_sees_the_old_state_the_new_or_behind() {
     assert!(rebuild.wait().unwrap().success());
     assert!(reads > 4, "too few reads during the rebuild: {reads}");
     eprintln!("{reads} reads during the rebuild, {behind} told the projection is behind");
+}
+
+/// An import into a new path and an append creating a log there, started together: the
+/// append waits and lands, and whichever went first, its record is in the log after.
+#[test]
+fn an_import_never_replaces_a_log_created_at_its_target_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source.redb");
+    crate::exits(
+        crate::annals(&["demo", crate::path(&source), "--records", "2000"]),
+        0,
+    );
+    let export = dir.path().join("source.export");
+    crate::exits(
+        crate::annals(&["export", crate::path(&source), crate::path(&export)]),
+        0,
+    );
+    for race in 0..10 {
+        let target = dir.path().join(format!("target-{race}.redb"));
+        let (import, append) = import_racing_an_append(
+            &export,
+            &target,
+            &[],
+            &["--key", "acknowledged", "--wait", "30s"],
+        );
+        if !append.status.success() {
+            // The append found the imported log first and refused nothing else: it can only
+            // fail on a held file, which it waited for.
+            panic!("race {race}: {}", String::from_utf8_lossy(&append.stderr));
+        }
+        let store = Store::open_read_only(&target).unwrap();
+        let records = store
+            .read_all(Position(0), annals::Direction::Forward, usize::MAX)
+            .unwrap();
+        assert!(
+            records
+                .iter()
+                .any(|r| r.idempotency_key.as_deref() == Some("acknowledged")),
+            "race {race}: the acknowledged append is gone (import {:?})",
+            import.status
+        );
+        assert!(store.verify().unwrap().is_sound());
+    }
 }
