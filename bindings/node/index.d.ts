@@ -82,6 +82,13 @@ export declare class Store {
    */
   consumerAsync(command: ConsumerCommand, options?: CallOptions | undefined | null): Promise<ConsumerOutcome>
   /**
+   * Erases `subject` (crypto-shredding): appends its `subject.erased` event at `atMs`,
+   * durably, then destroys its key in the key store beside the log. From then on every
+   * read of its personal payloads gives `payload: null` with `erased: true`; `verify`,
+   * proofs and replay still pass. Erasing a subject again appends nothing.
+   */
+  erase(subject: string, atMs: number): Erasure
+  /**
    * Every record that touched `entity`, in log order, each with its event decoded: the
    * entity as `annals history` spells it (`lease:<resource>`, `lane:<lane>/<key>`,
    * `outbox:<key>`, `run:<id>`, `registry:<handle>`, `setting:<key>`,
@@ -227,15 +234,16 @@ export declare class Store {
   /**
    * Appends `events` to `stream` in one durable transaction if the stream is in the
    * `expected` state: `'any'`, `'none'` (no record yet), `'exists'`, or the `bigint` version
-   * of its last record. `options` may fence it by a lease guard and choose its durability;
-   * inside `transaction(fn)` it joins the transaction.
+   * of its last record. `options` may fence it by a lease guard, choose its durability and
+   * make its payloads personal to a `subject`; inside `transaction(fn)` it joins the
+   * transaction.
    */
-  append(stream: string, expected: string | bigint, events: Array<NewEvent>, options?: CallOptions | undefined | null): AppendOutcome
+  append(stream: string, expected: string | bigint, events: Array<NewEvent>, options?: AppendOptions | undefined | null): AppendOutcome
   /**
    * `append(stream, expected, events, options)` committed on a thread of libuv's pool: a
    * Promise of its outcome, the event loop free meanwhile.
    */
-  appendAsync(stream: string, expected: string | bigint, events: Array<NewEvent>, options?: CallOptions | undefined | null): Promise<AppendOutcome>
+  appendAsync(stream: string, expected: string | bigint, events: Array<NewEvent>, options?: AppendOptions | undefined | null): Promise<AppendOutcome>
   /** [`Store::append`] fenced by `guard`, checked in the same transaction. */
   appendGuarded(stream: string, expected: string | bigint, events: Array<NewEvent>, guard: LeaseGuard): AppendOutcome
   /** Walks the whole log and checks every projection against a replay. */
@@ -289,8 +297,8 @@ export declare class Subscription {
  * of the batch its command ran in; Node's event loop is never blocked.
  */
 export declare class Writer {
-  /** `Store.append`, batched. */
-  append(stream: string, expected: string | bigint, events: Array<NewEvent>): Promise<AppendOutcome>
+  /** `Store.append`, batched; `options.subject` makes its payloads personal to a subject. */
+  append(stream: string, expected: string | bigint, events: Array<NewEvent>, options?: WriterAppendOptions | undefined | null): Promise<AppendOutcome>
   /** `Store.lease`, batched. */
   lease(command: LeaseCommand): Promise<LeaseOutcome>
   /** `Store.outbox`, batched. */
@@ -315,6 +323,22 @@ export declare class Writer {
   queued(): number
   /** Waits for every queued command, then stops the writer's thread. */
   close(): Promise<void>
+}
+
+/** How an append commits, and whose personal data it holds. */
+export interface AppendOptions {
+  /** `'immediate'` or `'deferred'`, as for any command. Default: the store's. */
+  durability?: string
+  /** A lease the append is fenced by, checked in the same commit. */
+  guard?: LeaseGuard
+  /**
+   * The subject (a person's pseudonymous id, 1 to 128 bytes, no control character and no
+   * `/`) the events' payloads are personal to: each is sealed under the subject's key
+   * before its record is hashed, and reads give it back until `erase(subject)`. A personal
+   * append commits alone and durably: not inside `transaction(fn)`, fenced by a `guard`,
+   * nor `'deferred'`.
+   */
+  subject?: string
 }
 
 /**
@@ -409,6 +433,21 @@ export interface Constants {
  * throws `CORRUPT`.
  */
 export declare function decodeEvent(record: EventBytes): any | null
+
+/** What `erase` did. */
+export interface Erasure {
+  /** The subject erased. */
+  subject: string
+  /**
+   * The position of its erasure event (`subject.erased`, on stream
+   * `annals.erased/<subject>`).
+   */
+  position: bigint
+  /** Whether this call appended the event (`false`: an earlier erasure had). */
+  appended: boolean
+  /** Whether this call destroyed a key (`false`: the key store held none for the subject). */
+  keyDestroyed: boolean
+}
 
 /** What decoding a record's event needs of it: a `LogRecord` has these fields. */
 export interface EventBytes {
@@ -515,13 +554,27 @@ export interface LogRecord {
   /** Its idempotency key, if any. */
   idempotencyKey?: string
   /**
-   * Its bytes. From `readAll` and `readStream`, a view of one buffer that a read's
-   * records share (as Node's pooled buffers are): `Buffer.from(record.payload)` keeps a copy
-   * of its own.
+   * Its bytes: a personal payload's plaintext while its subject's key stands, `null` once
+   * the subject is erased (or this store holds no key for it). From `readAll` and
+   * `readStream`, a view of one buffer that a read's records share (as Node's pooled
+   * buffers are): `Buffer.from(record.payload)` keeps a copy of its own.
    */
-  payload: Buffer
-  /** Its blake3 hash, lower-case hex. */
+  payload: Buffer | null
+  /**
+   * Its blake3 hash, lower-case hex (over the stored bytes: a personal payload's
+   * ciphertext).
+   */
   hash: string
+  /**
+   * The subject a personal payload belongs to (appended with `subject`); absent for a plain
+   * one.
+   */
+  subject?: string
+  /**
+   * `true` when the payload is personal and its subject was erased (or this store holds no
+   * key for it: a backup, an import, a follower): `payload` is then `null`.
+   */
+  erased?: boolean
 }
 
 /** One event to append. */
@@ -698,6 +751,12 @@ export interface VerifyReport {
    * projection a writer in another process keeps that this store does not): not checked.
    */
   behind: Array<ProjectionBehind>
+}
+
+/** How the writer takes an append. */
+export interface WriterAppendOptions {
+  /** The subject the events' payloads are personal to, as for `Store.append`. */
+  subject?: string
 }
 
 /** How the writer batches. */

@@ -2,8 +2,9 @@
 //! refusal an `INVALID_ARGUMENT` naming the field.
 
 use annals::{AppendOutcome as Outcome, Direction, ExpectedVersion, StreamVersion};
-use napi::bindgen_prelude::{BigInt, Buffer};
+use napi::bindgen_prelude::{BigInt, Buffer, Either, Null};
 
+use crate::erasure::Opened;
 use crate::error::invalid;
 use crate::{AppendOutcome, LogRecord, NewEvent, ReadOptions};
 
@@ -121,7 +122,13 @@ pub fn append_outcome(outcome: Outcome) -> AppendOutcome {
     }
 }
 
-pub fn record_js(record: annals::Record) -> LogRecord {
+/// A record read, its payload opened (`erasure.rs`), as JavaScript takes it.
+pub fn record_js(opened: Opened) -> LogRecord {
+    let Opened {
+        record,
+        subject,
+        erased,
+    } = opened;
     LogRecord {
         position: BigInt::from(record.position.0),
         stream: record.stream,
@@ -130,8 +137,13 @@ pub fn record_js(record: annals::Record) -> LogRecord {
         schema: u32::from(record.schema),
         at_ms: record.at_ms as f64,
         idempotency_key: record.idempotency_key,
-        payload: Buffer::from(record.payload),
+        payload: match erased {
+            true => Either::B(Null),
+            false => Either::A(Buffer::from(record.payload)),
+        },
         hash: record.hash.to_hex(),
+        subject,
+        erased: erased.then_some(true),
     }
 }
 

@@ -8,6 +8,7 @@ use napi_derive::napi;
 use serde_json::{Map, Value};
 
 use crate::convert::record_js;
+use crate::erasure::Opener;
 use crate::error::{invalid, js_name, to_js};
 use crate::{LogRecord, Store};
 
@@ -93,25 +94,35 @@ impl Store {
         let entity =
             Entity::parse(&entity).map_err(|error| invalid("entity", &error.to_string()))?;
         let streams = entity.streams();
-        self.read_log(|log, end| {
+        let records = self.read_log(|log, end| {
             crate::view::before(
                 annals::history(log, &streams, Direction::Forward)?,
                 Direction::Forward,
                 end,
             )
-            .map(|record| {
-                let record = record?;
-                let (event, undecodable) = match decoded(&record) {
-                    Ok(event) => (event, None),
-                    Err(error) => (None, Some(error.to_string())),
-                };
-                Ok(HistoryEntry {
-                    record: record_js(record),
-                    event,
-                    undecodable,
+            .collect::<annals::Result<Vec<_>>>()
+        })?;
+        self.with(|store| {
+            let mut opener = Opener::new(store);
+            records
+                .into_iter()
+                .map(|record| {
+                    let opened = opener.open(record).map_err(to_js)?;
+                    // An erased payload has no event to decode.
+                    let (event, undecodable) = match opened.erased {
+                        true => (None, None),
+                        false => match decoded(&opened.record) {
+                            Ok(event) => (event, None),
+                            Err(error) => (None, Some(error.to_string())),
+                        },
+                    };
+                    Ok(HistoryEntry {
+                        record: record_js(opened),
+                        event,
+                        undecodable,
+                    })
                 })
-            })
-            .collect()
+                .collect()
         })
     }
 }

@@ -10,6 +10,7 @@ mod commands;
 mod constants;
 mod convert;
 mod crossing;
+mod erasure;
 mod error;
 #[cfg_attr(test, allow(dead_code))]
 mod events;
@@ -26,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use annals::{Durability, Position, Sharing, Store as Inner, StoreOptions};
 use napi::Env;
-use napi::bindgen_prelude::{BigInt, Buffer, Object, PromiseRaw};
+use napi::bindgen_prelude::{BigInt, Buffer, Either, Null, Object, PromiseRaw};
 use napi_derive::napi;
 
 use convert::{position, record_js};
@@ -79,6 +80,28 @@ pub struct NewEvent {
     pub idempotency_key: Option<String>,
 }
 
+/// How an append commits, and whose personal data it holds.
+#[napi(object)]
+pub struct AppendOptions {
+    /// `'immediate'` or `'deferred'`, as for any command. Default: the store's.
+    pub durability: Option<String>,
+    /// A lease the append is fenced by, checked in the same commit.
+    pub guard: Option<LeaseGuard>,
+    /// The subject (a person's pseudonymous id, 1 to 128 bytes, no control character and no
+    /// `/`) the events' payloads are personal to: each is sealed under the subject's key
+    /// before its record is hashed, and reads give it back until `erase(subject)`. A personal
+    /// append commits alone and durably: not inside `transaction(fn)`, fenced by a `guard`,
+    /// nor `'deferred'`.
+    pub subject: Option<String>,
+}
+
+/// How the writer takes an append.
+#[napi(object)]
+pub struct WriterAppendOptions {
+    /// The subject the events' payloads are personal to, as for `Store.append`.
+    pub subject: Option<String>,
+}
+
 /// A record read back, its hashes checked.
 #[napi(object)]
 pub struct LogRecord {
@@ -96,12 +119,21 @@ pub struct LogRecord {
     pub at_ms: f64,
     /// Its idempotency key, if any.
     pub idempotency_key: Option<String>,
-    /// Its bytes. From `readAll` and `readStream`, a view of one buffer that a read's
-    /// records share (as Node's pooled buffers are): `Buffer.from(record.payload)` keeps a copy
-    /// of its own.
-    pub payload: Buffer,
-    /// Its blake3 hash, lower-case hex.
+    /// Its bytes: a personal payload's plaintext while its subject's key stands, `null` once
+    /// the subject is erased (or this store holds no key for it). From `readAll` and
+    /// `readStream`, a view of one buffer that a read's records share (as Node's pooled
+    /// buffers are): `Buffer.from(record.payload)` keeps a copy of its own.
+    #[napi(ts_type = "Buffer | null")]
+    pub payload: Either<Buffer, Null>,
+    /// Its blake3 hash, lower-case hex (over the stored bytes: a personal payload's
+    /// ciphertext).
     pub hash: String,
+    /// The subject a personal payload belongs to (appended with `subject`); absent for a plain
+    /// one.
+    pub subject: Option<String>,
+    /// `true` when the payload is personal and its subject was erased (or this store holds no
+    /// key for it: a backup, an import, a follower): `payload` is then `null`.
+    pub erased: Option<bool>,
 }
 
 /// What an append did: `appended` (the first position and version, how many) or `duplicate`
@@ -284,6 +316,42 @@ impl Store {
         })
     }
 
+    /// An append's options: how it commits, and the subject its payloads are personal to,
+    /// refused with what a personal append cannot be (the crate's `Store::append_personal`
+    /// commits alone, durably, unfenced).
+    fn append_call(&self, options: Option<AppendOptions>) -> napi::Result<(Call, Option<String>)> {
+        let Some(options) = options else {
+            return Ok((Call::plain(), None));
+        };
+        let call = Call::of(Some(CallOptions {
+            durability: options.durability,
+            guard: options.guard,
+        }))?;
+        let Some(subject) = options.subject else {
+            return Ok((call, None));
+        };
+        self.not_a_view("append")?;
+        if self.transaction_open() {
+            return Err(invalid(
+                "subject",
+                "a personal append commits alone: make it outside transaction()",
+            ));
+        }
+        if call.guard().is_some() {
+            return Err(invalid(
+                "guard",
+                "a personal append is not fenced by a lease: give either subject or guard",
+            ));
+        }
+        if call.durability() == Some(Durability::Deferred) {
+            return Err(invalid(
+                "durability",
+                "a personal append is durable when it returns: it cannot be 'deferred'",
+            ));
+        }
+        Ok((call, Some(subject)))
+    }
+
     /// An append as `call` says: in the open transaction, or committed alone.
     fn append_with(
         &self,
@@ -346,19 +414,27 @@ impl Store {
 
     /// Appends `events` to `stream` in one durable transaction if the stream is in the
     /// `expected` state: `'any'`, `'none'` (no record yet), `'exists'`, or the `bigint` version
-    /// of its last record. `options` may fence it by a lease guard and choose its durability;
-    /// inside `transaction(fn)` it joins the transaction.
+    /// of its last record. `options` may fence it by a lease guard, choose its durability and
+    /// make its payloads personal to a `subject`; inside `transaction(fn)` it joins the
+    /// transaction.
     #[napi]
     pub fn append(
         &self,
         stream: String,
         expected: napi::Either<String, BigInt>,
         events: Vec<NewEvent>,
-        options: Option<CallOptions>,
+        options: Option<AppendOptions>,
     ) -> napi::Result<AppendOutcome> {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
-        self.append_with(stream, expected, events, Call::of(options)?)
+        let (call, subject) = self.append_call(options)?;
+        match subject {
+            Some(subject) => self.with(|store| {
+                let outcome = store.append_personal(&subject, &stream, expected, &events);
+                Ok(convert::append_outcome(outcome.map_err(to_js)?))
+            }),
+            None => self.append_with(stream, expected, events, call),
+        }
     }
 
     /// `append(stream, expected, events, options)` committed on a thread of libuv's pool: a
@@ -369,11 +445,19 @@ impl Store {
         stream: String,
         expected: napi::Either<String, BigInt>,
         events: Vec<NewEvent>,
-        options: Option<CallOptions>,
+        options: Option<AppendOptions>,
     ) -> napi::Result<napi::bindgen_prelude::AsyncTask<transaction::Commit<AppendOutcome>>> {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
-        self.command_async(Call::of(options)?, move |session| {
+        let (call, subject) = self.append_call(options)?;
+        if let Some(subject) = subject {
+            return self.alone_async(move |store| {
+                store
+                    .append_personal(&subject, &stream, expected, &events)
+                    .map(convert::append_outcome)
+            });
+        }
+        self.command_async(call, move |session| {
             Ok(convert::append_outcome(
                 session.append(&stream, expected, &events)?,
             ))
@@ -496,9 +580,11 @@ impl Store {
             Some(from) => position(&from, "from")?,
             None => 0,
         };
-        let subscription = annals::subscribe::subscribe(self.shared()?, Position(from));
+        let store = self.shared()?;
+        let subscription = annals::subscribe::subscribe(Arc::clone(&store), Position(from));
         Ok(Subscription {
             inner: Arc::new(tokio::sync::Mutex::new(subscription)),
+            store,
         })
     }
 
@@ -537,6 +623,8 @@ pub struct SubscribeOptions {
 #[napi]
 pub struct Subscription {
     inner: Arc<tokio::sync::Mutex<annals::Subscription>>,
+    /// The store its personal payloads are opened with.
+    store: Arc<Inner>,
 }
 
 #[napi]
@@ -545,10 +633,14 @@ impl Subscription {
     #[napi(ts_return_type = "Promise<LogRecord>")]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, LogRecord>> {
         let inner = Arc::clone(&self.inner);
+        let store = Arc::clone(&self.store);
         promise(
             env,
-            async move { inner.lock().await.next().await },
-            |_, record| Ok(record_js(record)),
+            async move {
+                let record = inner.lock().await.next().await?;
+                erasure::opened(&store, record)
+            },
+            |_, opened| Ok(record_js(opened)),
         )
     }
 }
@@ -611,7 +703,7 @@ impl Writer {
 
 #[napi]
 impl Writer {
-    /// `Store.append`, batched.
+    /// `Store.append`, batched; `options.subject` makes its payloads personal to a subject.
     #[napi(ts_return_type = "Promise<AppendOutcome>")]
     pub fn append<'env>(
         &self,
@@ -619,13 +711,24 @@ impl Writer {
         stream: String,
         expected: napi::Either<String, BigInt>,
         events: Vec<NewEvent>,
+        options: Option<WriterAppendOptions>,
     ) -> napi::Result<PromiseRaw<'env, AppendOutcome>> {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
         let writer = self.handle()?;
+        let subject = options.and_then(|options| options.subject);
         promise(
             env,
-            async move { writer.append(stream, expected, events).await },
+            async move {
+                match subject {
+                    Some(subject) => {
+                        writer
+                            .append_personal(subject, stream, expected, events)
+                            .await
+                    }
+                    None => writer.append(stream, expected, events).await,
+                }
+            },
             |_, outcome| Ok(convert::append_outcome(outcome)),
         )
     }

@@ -97,6 +97,11 @@ impl Call {
         self.durability.is_some()
     }
 
+    /// The durability it chooses, if any.
+    pub(crate) fn durability(&self) -> Option<Durability> {
+        self.durability
+    }
+
     /// The guard it is fenced by, if any.
     pub(crate) fn guard(&self) -> Option<&CoreLeaseGuard> {
         self.guard.as_ref()
@@ -251,6 +256,22 @@ impl Store {
     ) -> napi::Result<AsyncTask<Commit<T>>> {
         Ok(AsyncTask::new(Commit {
             commit: Some(self.off_thread(call, work)?),
+        }))
+    }
+
+    /// `run` on the store, a call of the crate's that commits alone (a personal append),
+    /// off the main thread: a Promise. Not inside `transaction(fn)`.
+    pub(crate) fn alone_async<T: ToNapiValue + TypeName + Send + 'static>(
+        &self,
+        run: impl FnOnce(&annals::Store) -> annals::Result<T> + Send + 'static,
+    ) -> napi::Result<AsyncTask<Commit<T>>> {
+        self.not_a_view("an async command")?;
+        self.outside_transaction("an async command")?;
+        let store = self.shared()?;
+        Ok(AsyncTask::new(Commit {
+            commit: Some(Box::new(move || {
+                run(&store).map_err(|error| Failure::of(&error))
+            })),
         }))
     }
 
