@@ -428,11 +428,11 @@ export interface Constants {
 
 /**
  * The event a record of a built-in domain holds, its fields as JavaScript spells them
- * (`lease.acquired`: `{ resource, holder, token, ttlMs, … }`; integers are numbers), or
- * `null` for a kind no built-in domain owns. A built-in kind whose payload does not decode
- * throws `CORRUPT`.
+ * (`lease.acquired`: `{ resource, holder, token, expiresAtMs, … }`; 64-bit integers are
+ * `bigint`, milliseconds `number`, as in every outcome), or `null` for a kind no built-in
+ * domain owns. A built-in kind whose payload does not decode throws `CORRUPT`.
  */
-export declare function decodeEvent(record: EventBytes): any | null
+export declare function decodeEvent(record: EventBytes): Record<string, unknown> | null
 
 /** What `erase` did. */
 export interface Erasure {
@@ -475,7 +475,7 @@ export interface HistoryEntry {
    * Its event's fields (as `decodeEvent` gives them), or absent for a kind of the program's
    * own or one that did not decode.
    */
-  event?: any
+  event?: Record<string, unknown>
   /** Why a built-in kind's payload did not decode (an unknown schema, damaged bytes). */
   undecodable?: string
 }
