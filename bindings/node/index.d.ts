@@ -341,44 +341,6 @@ export interface AppendOptions {
   subject?: string
 }
 
-/**
- * What an append did: `appended` (the first position and version, how many) or `duplicate`
- * (every event was appended before; where each is).
- */
-export type AppendOutcome =
-  | { type: 'appended'; /** The position of the first. */
-    firstPosition: bigint; /** Its stream version. */
-    firstVersion: bigint; /** How many were written. */
-  count: number }
-  | { type: 'duplicate'; /** Where each event already is. */
-  positions: Array<bigint> }
-
-/** What `archiveBefore` did: the records `from .. before` went to the archive file. */
-export interface ArchiveReport {
-  /** The first position archived (the previous cut's, or 0). */
-  from: bigint
-  /** The first position the log keeps: its start from now on. */
-  before: bigint
-  /** The position of the cut's own record in the log. */
-  record: bigint
-  /** blake3 of the archive file, lower-case hex. */
-  archiveBlake3: string
-}
-
-/** What `backup` wrote: the log as of one commit, which opens as the same log. */
-export interface BackupReport {
-  /** The file written. */
-  path: string
-  /** The head the copy holds. */
-  head: Head
-  /** The first position the copy holds a record of: 0, or the log's last cut. */
-  start: bigint
-  /** The tables copied. */
-  tables: number
-  /** The file's length in bytes. */
-  bytes: bigint
-}
-
 /** How one command commits. */
 export interface CallOptions {
   /**
@@ -457,14 +419,6 @@ export interface EventBytes {
   schema: number
   /** Its payload. */
   payload: Buffer
-}
-
-/** The head of the log. */
-export interface Head {
-  /** The next position to be written (the number of records). */
-  next: bigint
-  /** The hash of the last record (all zeros for an empty log), lower-case hex. */
-  hash: string
 }
 
 /** A record of an entity's history, with its event decoded when a built-in domain owns it. */
@@ -769,6 +723,54 @@ export interface WriterOptions {
 
 // The library's commands and outcomes as they cross (scripts/schema.mjs, from schemas()).
 
+/** What a successful append did. Its serde form is the Node package's outcome: `appended` with
+ * the [`Appended`] fields, or `duplicate` with the positions. */
+export type AppendOutcome =
+  /** The events were written, contiguously. */
+  | {
+    type: 'appended'
+    /** Position of the first record written. */
+    firstPosition: bigint
+    /** Stream version of the first record written. */
+    firstVersion: bigint
+    /** How many records were written. */
+    count: bigint
+    /** The head after the append. */
+    head: Head
+  }
+  /** Every event was a duplicate of an earlier one (same idempotency key, same content): nothing was written. The earlier positions, in the order of the events. */
+  | {
+    type: 'duplicate'
+    /** Where each event already is. */
+    positions: Array<bigint>
+  }
+
+/** What a cut did. */
+export interface ArchiveReport {
+  /** The cut as its record says it. */
+  cut: Cut
+  /** The position of the cut record. */
+  record: bigint
+  /** The archive file written. */
+  archive: string
+  /** How many records went to the archive. */
+  archived: bigint
+}
+
+/** What [`Store::backup`] wrote. */
+export interface BackupReport {
+  /** The file written. */
+  path: string
+  /** The head of the log as the copy holds it: the commit it was taken at. */
+  head: Head
+  /** The first position the copy holds a record of: 0, or the log's last cut. */
+  start: bigint
+  /** The tables copied. */
+  tables: bigint
+  /** The file's length, in bytes. */
+  bytes: bigint
+}
+
 /** A consumer command. */
 export interface ConsumerCommand {
   /** The consumer's name. */
@@ -853,6 +855,15 @@ export interface FuelTotal {
   calls: bigint
   /** Fuel spent by them. */
   fuel: bigint
+}
+
+/** The end of the log: the position the next record gets and the hash of the last record
+ * (zero for an empty log). */
+export interface Head {
+  /** The position the next record will get; also the number of records. */
+  next: bigint
+  /** The hash of the record at `next - 1`, or zero for an empty log. */
+  hash: string
 }
 
 /** Ingest one event a runtime pushed to the hub, exactly once by (`project`, `run`,
@@ -1850,6 +1861,26 @@ export type SpanOutcome =
     reason: SpanRefusal
   }
 
+/** What a cut record says: which records went to which archive, the chain's anchor, and the
+ * projections' state where the retained records start. */
+export interface Cut {
+  /** The first position archived: the previous cut's, or 0. */
+  from: bigint
+  /** The first position kept: every record before it is archived. */
+  before: bigint
+  /** The hash of the record at `before - 1` (zero when `before` is 0): the `prev` of the
+   * first record kept. */
+  anchor: string
+  /** How many records before `before` carry an idempotency key (their keys stay indexed). */
+  keyed: bigint
+  /** The archive file's name (without its folder). */
+  archive: string
+  /** blake3 of the archive file's bytes. */
+  archiveDigest: string
+  /** Every projection's state as of `before`, in name order. */
+  projections: Array<CutProjection>
+}
+
 /** Where a consumer stopped. */
 export interface ConsumerCheckpoint {
   /** The consumer's name. */
@@ -2022,6 +2053,16 @@ export interface SpanUsage {
   model?: string
   /** Output tokens. */
   outputTokens?: bigint
+}
+
+/** A projection's state as of a cut. */
+export interface CutProjection {
+  /** The projection's name. */
+  name: string
+  /** Its version when the snapshot was taken. */
+  version: number
+  /** The digest of its tables as of the cut (`projection::digest`). */
+  digest: string
 }
 
 // The names a reason, status or kind takes (scripts/schema.mjs, from constants.names).

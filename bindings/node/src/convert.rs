@@ -1,12 +1,12 @@
 //! Conversions between JavaScript's values and annals' types: checked, never lossy, every
 //! refusal an `INVALID_ARGUMENT` naming the field.
 
-use annals::{AppendOutcome as Outcome, Direction, ExpectedVersion, StreamVersion};
+use annals::{Direction, ExpectedVersion, StreamVersion};
 use napi::bindgen_prelude::{BigInt, Buffer, Either, Null};
 
 use crate::erasure::Opened;
 use crate::error::invalid;
-use crate::{AppendOutcome, LogRecord, NewEvent, ReadOptions};
+use crate::{LogRecord, NewEvent, ReadOptions};
 
 /// The largest integer a JavaScript number holds exactly.
 const SAFE_INTEGER_MAX: f64 = 9_007_199_254_740_991.0;
@@ -107,19 +107,6 @@ pub fn read_options(options: Option<ReadOptions>) -> napi::Result<(Option<u64>, 
     };
     let limit = optional_u32(options.limit, "limit")?.unwrap_or(READ_LIMIT);
     Ok((from, direction, limit as usize + 1))
-}
-
-pub fn append_outcome(outcome: Outcome) -> AppendOutcome {
-    match outcome {
-        Outcome::Appended(appended) => AppendOutcome::Appended {
-            first_position: BigInt::from(appended.first_position.0),
-            first_version: BigInt::from(appended.first_version.0),
-            count: u32::try_from(appended.count).unwrap_or(u32::MAX),
-        },
-        Outcome::Duplicate { positions } => AppendOutcome::Duplicate {
-            positions: positions.iter().map(|p| BigInt::from(p.0)).collect(),
-        },
-    }
 }
 
 /// A record read, its payload opened (`erasure.rs`), as JavaScript takes it.

@@ -136,35 +136,6 @@ pub struct LogRecord {
     pub erased: Option<bool>,
 }
 
-/// What an append did: `appended` (the first position and version, how many) or `duplicate`
-/// (every event was appended before; where each is).
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum AppendOutcome {
-    /// The events were written, contiguously.
-    Appended {
-        /// The position of the first.
-        first_position: BigInt,
-        /// Its stream version.
-        first_version: BigInt,
-        /// How many were written.
-        count: u32,
-    },
-    /// Nothing was written: each event is already at these positions.
-    Duplicate {
-        /// Where each event already is.
-        positions: Vec<BigInt>,
-    },
-}
-
-/// The head of the log.
-#[napi(object)]
-pub struct Head {
-    /// The next position to be written (the number of records).
-    pub next: BigInt,
-    /// The hash of the last record (all zeros for an empty log), lower-case hex.
-    pub hash: String,
-}
-
 /// What `verify` found.
 #[napi(object)]
 pub struct VerifyReport {
@@ -188,34 +159,6 @@ pub struct ProjectionBehind {
     pub at: BigInt,
     /// The log's head.
     pub head: BigInt,
-}
-
-/// What `backup` wrote: the log as of one commit, which opens as the same log.
-#[napi(object)]
-pub struct BackupReport {
-    /// The file written.
-    pub path: String,
-    /// The head the copy holds.
-    pub head: Head,
-    /// The first position the copy holds a record of: 0, or the log's last cut.
-    pub start: BigInt,
-    /// The tables copied.
-    pub tables: u32,
-    /// The file's length in bytes.
-    pub bytes: BigInt,
-}
-
-/// What `archiveBefore` did: the records `from .. before` went to the archive file.
-#[napi(object)]
-pub struct ArchiveReport {
-    /// The first position archived (the previous cut's, or 0).
-    pub from: BigInt,
-    /// The first position the log keeps: its start from now on.
-    pub before: BigInt,
-    /// The position of the cut's own record in the log.
-    pub record: BigInt,
-    /// blake3 of the archive file, lower-case hex.
-    pub archive_blake3: String,
 }
 
 /// Where a read starts and how far it goes.
@@ -359,7 +302,7 @@ impl Store {
         expected: annals::ExpectedVersion,
         events: Vec<annals::NewEvent>,
         call: Call,
-    ) -> napi::Result<AppendOutcome> {
+    ) -> napi::Result<annals::AppendOutcome> {
         self.not_a_view("append")?;
         if !self.transaction_open()
             && !call.chooses_durability()
@@ -372,13 +315,11 @@ impl Store {
                     Some(guard) => store.append_guarded(&stream, expected, &events, guard),
                     None => store.append(&stream, expected, &events),
                 };
-                Ok(convert::append_outcome(outcome.map_err(to_js)?))
+                outcome.map_err(to_js)
             });
         }
         self.command(call, move |session| {
-            Ok(convert::append_outcome(
-                session.append(&stream, expected, &events)?,
-            ))
+            session.append(&stream, expected, &events)
         })
     }
 
@@ -417,24 +358,27 @@ impl Store {
     /// of its last record. `options` may fence it by a lease guard, choose its durability and
     /// make its payloads personal to a `subject`; inside `transaction(fn)` it joins the
     /// transaction.
-    #[napi]
+    #[napi(ts_return_type = "AppendOutcome")]
     pub fn append(
         &self,
+        env: Env,
         stream: String,
         expected: napi::Either<String, BigInt>,
         events: Vec<NewEvent>,
         options: Option<AppendOptions>,
-    ) -> napi::Result<AppendOutcome> {
+    ) -> napi::Result<Made> {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
         let (call, subject) = self.append_call(options)?;
-        match subject {
+        let outcome = match subject {
             Some(subject) => self.with(|store| {
-                let outcome = store.append_personal(&subject, &stream, expected, &events);
-                Ok(convert::append_outcome(outcome.map_err(to_js)?))
-            }),
-            None => self.append_with(stream, expected, events, call),
-        }
+                store
+                    .append_personal(&subject, &stream, expected, &events)
+                    .map_err(to_js)
+            })?,
+            None => self.append_with(stream, expected, events, call)?,
+        };
+        crossing::to_js(&env, &outcome)
     }
 
     /// `append(stream, expected, events, options)` committed on a thread of libuv's pool: a
@@ -446,37 +390,36 @@ impl Store {
         expected: napi::Either<String, BigInt>,
         events: Vec<NewEvent>,
         options: Option<AppendOptions>,
-    ) -> napi::Result<napi::bindgen_prelude::AsyncTask<transaction::Commit<AppendOutcome>>> {
+    ) -> napi::Result<napi::bindgen_prelude::AsyncTask<transaction::Crossing<annals::AppendOutcome>>>
+    {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
         let (call, subject) = self.append_call(options)?;
         if let Some(subject) = subject {
             return self.alone_async(move |store| {
-                store
-                    .append_personal(&subject, &stream, expected, &events)
-                    .map(convert::append_outcome)
+                store.append_personal(&subject, &stream, expected, &events)
             });
         }
-        self.command_async(call, move |session| {
-            Ok(convert::append_outcome(
-                session.append(&stream, expected, &events)?,
-            ))
+        self.crossing_async(call, move |session| {
+            session.append(&stream, expected, &events)
         })
     }
 
     /// [`Store::append`] fenced by `guard`, checked in the same transaction.
-    #[napi]
+    #[napi(ts_return_type = "AppendOutcome")]
     pub fn append_guarded(
         &self,
+        env: Env,
         stream: String,
         expected: napi::Either<String, BigInt>,
         events: Vec<NewEvent>,
         guard: LeaseGuard,
-    ) -> napi::Result<AppendOutcome> {
+    ) -> napi::Result<Made> {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
         let guard = transaction::lease_guard(guard)?;
-        self.append_with(stream, expected, events, Call::guarded(guard))
+        let outcome = self.append_with(stream, expected, events, Call::guarded(guard))?;
+        crossing::to_js(&env, &outcome)
     }
 
     /// Walks the whole log and checks every projection against a replay.
@@ -507,23 +450,12 @@ impl Store {
     /// exist), while writers go on: every record, index, the tree, checkpoints and every
     /// projection, including commits the journal holds and the file does not yet. The copy
     /// opens as this log at the returned head.
-    #[napi]
-    pub fn backup(&self, path: String) -> napi::Result<BackupReport> {
+    #[napi(ts_return_type = "BackupReport")]
+    pub fn backup(&self, env: Env, path: String) -> napi::Result<Made> {
         self.not_a_view("backup")?;
         self.outside_transaction("backup")?;
-        self.with(|store| {
-            let backup = store.backup(&path).map_err(to_js)?;
-            Ok(BackupReport {
-                path: backup.path.display().to_string(),
-                head: Head {
-                    next: BigInt::from(backup.head.next.0),
-                    hash: backup.head.hash.to_hex(),
-                },
-                start: BigInt::from(backup.start.0),
-                tables: u32::try_from(backup.tables).unwrap_or(u32::MAX),
-                bytes: BigInt::from(backup.bytes),
-            })
-        })
+        let backup = self.with(|store| store.backup(&path).map_err(to_js))?;
+        crossing::to_js(&env, &backup)
     }
 
     /// Makes every commit durable in the log file itself: drains the commit journal into it
@@ -539,22 +471,17 @@ impl Store {
     /// archive file at `path` (synced first), and leave the log, which keeps its tree, its
     /// indexes, every projection and the records a projection still reads. Reads below the
     /// cut then throw `ARCHIVED`, naming the archive.
-    #[napi]
-    pub fn archive_before(&self, before: BigInt, path: String) -> napi::Result<ArchiveReport> {
+    #[napi(ts_return_type = "ArchiveReport")]
+    pub fn archive_before(&self, env: Env, before: BigInt, path: String) -> napi::Result<Made> {
         self.not_a_view("archiveBefore")?;
         self.outside_transaction("archiveBefore")?;
         let before = position(&before, "before")?;
-        self.with(|store| {
-            let report = store
+        let report = self.with(|store| {
+            store
                 .archive_before(Position(before), &path)
-                .map_err(|error| at_path(error, &path))?;
-            Ok(ArchiveReport {
-                from: BigInt::from(report.cut.from.0),
-                before: BigInt::from(report.cut.before.0),
-                record: BigInt::from(report.record.0),
-                archive_blake3: report.cut.archive_digest.to_hex(),
-            })
-        })
+                .map_err(|error| at_path(error, &path))
+        })?;
+        crossing::to_js(&env, &report)
     }
 
     /// The rollup of a closed run (its spans' usage and costs summed), or `null`.
@@ -712,7 +639,7 @@ impl Writer {
         expected: napi::Either<String, BigInt>,
         events: Vec<NewEvent>,
         options: Option<WriterAppendOptions>,
-    ) -> napi::Result<PromiseRaw<'env, AppendOutcome>> {
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
         let writer = self.handle()?;
@@ -729,7 +656,7 @@ impl Writer {
                     None => writer.append(stream, expected, events).await,
                 }
             },
-            |_, outcome| Ok(convert::append_outcome(outcome)),
+            |env, outcome| crossing::to_js(env, &outcome),
         )
     }
 

@@ -11,6 +11,7 @@ use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 
 use crate::convert;
+use crate::crossing::Made;
 use crate::erasure::Opener;
 use crate::error::{coded, to_js};
 use crate::packed::{PackedRecords, pack};
@@ -233,8 +234,8 @@ impl Store {
 
     /// The head: the next position and the last record's hash (inside `transaction(fn)`, with
     /// the transaction's appends; in a view, the view's).
-    #[napi]
-    pub fn head(&self) -> napi::Result<crate::Head> {
+    #[napi(ts_return_type = "Head")]
+    pub fn head(&self, env: napi::Env) -> napi::Result<Made> {
         let head = match self.in_open_transaction(|session| session.head()) {
             Some(head) => head?,
             None => self.read_log(|log, end| match end {
@@ -246,10 +247,7 @@ impl Store {
                 }),
             })?,
         };
-        Ok(crate::Head {
-            next: BigInt::from(head.next.0),
-            hash: head.hash.to_hex(),
-        })
+        crate::crossing::to_js(&env, &head)
     }
 
     /// The first position the log holds a record of: 0, or where its last cut left it.
