@@ -396,21 +396,6 @@ export interface Constants {
  */
 export declare function decodeEvent(record: EventBytes): Record<string, unknown> | null
 
-/** What `erase` did. */
-export interface Erasure {
-  /** The subject erased. */
-  subject: string
-  /**
-   * The position of its erasure event (`subject.erased`, on stream
-   * `annals.erased/<subject>`).
-   */
-  position: bigint
-  /** Whether this call appended the event (`false`: an earlier erasure had). */
-  appended: boolean
-  /** Whether this call destroyed a key (`false`: the key store held none for the subject). */
-  keyDestroyed: boolean
-}
-
 /** What decoding a record's event needs of it: a `LogRecord` has these fields. */
 export interface EventBytes {
   /** The record's kind. */
@@ -805,6 +790,19 @@ export type ConsumerOutcome =
     /** The checkpoint that stands. */
     checkpoint: ConsumerCheckpoint
   }
+
+/** What [`Store::erase`] did. */
+export interface Erasure {
+  /** The subject erased. */
+  subject: string
+  /** The position of its erasure event (`subject.erased`). */
+  position: bigint
+  /** Whether this call appended the event (`false`: an earlier erasure had). */
+  appended: boolean
+  /** Whether this call destroyed a key (`false`: the key store held none for the subject,
+   * which an earlier erasure, or its recovery, destroyed, or which never had personal data). */
+  keyDestroyed: boolean
+}
 
 /** Charges `calls` pre-summed calls of `op` on `instance` by `caller`, costing `fuel` in
  * all, to the ledger: one row of the reference's `charge(rows)`. Zero calls are allowed (the

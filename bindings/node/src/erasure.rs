@@ -6,26 +6,13 @@
 //! file only converts.
 
 use annals::{Payload, PayloadReader, Record, Store as Inner};
-use napi::bindgen_prelude::BigInt;
+use napi::Env;
 use napi_derive::napi;
 
 use crate::Store;
 use crate::convert::u64_of_ms;
+use crate::crossing::Made;
 use crate::error::to_js;
-
-/// What `erase` did.
-#[napi(object)]
-pub struct Erasure {
-    /// The subject erased.
-    pub subject: String,
-    /// The position of its erasure event (`subject.erased`, on stream
-    /// `annals.erased/<subject>`).
-    pub position: BigInt,
-    /// Whether this call appended the event (`false`: an earlier erasure had).
-    pub appended: bool,
-    /// Whether this call destroyed a key (`false`: the key store held none for the subject).
-    pub key_destroyed: bool,
-}
 
 /// A record as a reader may take it: a personal payload opened, or marked erased.
 pub(crate) struct Opened {
@@ -104,19 +91,13 @@ impl Store {
     /// durably, then destroys its key in the key store beside the log. From then on every
     /// read of its personal payloads gives `payload: null` with `erased: true`; `verify`,
     /// proofs and replay still pass. Erasing a subject again appends nothing.
-    #[napi]
-    pub fn erase(&self, subject: String, at_ms: f64) -> napi::Result<Erasure> {
+    #[napi(ts_return_type = "Erasure")]
+    pub fn erase(&self, env: Env, subject: String, at_ms: f64) -> napi::Result<Made> {
         self.not_a_view("erase")?;
         self.outside_transaction("erase")?;
         let at_ms = u64_of_ms(at_ms, "atMs")?;
-        self.with(|store| {
-            let erasure = store.erase(&subject, at_ms).map_err(to_js)?;
-            Ok(Erasure {
-                subject: erasure.subject,
-                position: BigInt::from(erasure.position.0),
-                appended: erasure.appended,
-                key_destroyed: erasure.key_destroyed,
-            })
-        })
+        let erasure = self.with(|store| store.erase(&subject, at_ms).map_err(to_js))?;
+        // The crate's own `Erasure`, by serde: a field it adds comes through.
+        crate::crossing::to_js(&env, &erasure)
     }
 }

@@ -18,7 +18,7 @@ use annals::runs::{
     OpenRunRollup, Run, RunChange, RunCommand, RunCommandOutcome, RunRollup, RunSnapshot, Span,
     SpanCommand, SpanCommandOutcome, SpanEvent,
 };
-use annals::{AppendOutcome, ArchiveReport, Backup, Head};
+use annals::{AppendOutcome, ArchiveReport, Backup, Erasure, Head};
 use napi_derive::napi;
 use schemars::JsonSchema;
 use serde_json::Value;
@@ -32,6 +32,7 @@ fn unions() -> Vec<(&'static str, Vec<Value>)> {
         ("Head", vec![schema::<Head>()]),
         ("BackupReport", vec![schema::<Backup>()]),
         ("ArchiveReport", vec![schema::<ArchiveReport>()]),
+        ("Erasure", vec![schema::<Erasure>()]),
         ("LeaseCommand", vec![schema::<LeaseCommand>()]),
         ("LeaseOutcome", vec![schema::<LeaseOutcome>()]),
         ("IngestCommand", vec![schema::<IngestCommand>()]),
