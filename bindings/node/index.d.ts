@@ -82,6 +82,13 @@ export declare class Store {
    */
   consumerAsync(command: ConsumerCommand, options?: CallOptions | undefined | null): Promise<ConsumerOutcome>
   /**
+   * Erases `subject` (crypto-shredding): appends its `subject.erased` event at `atMs`,
+   * durably, then destroys its key in the key store beside the log. From then on every
+   * read of its personal payloads gives `payload: null` with `erased: true`; `verify`,
+   * proofs and replay still pass. Erasing a subject again appends nothing.
+   */
+  erase(subject: string, atMs: number): Erasure
+  /**
    * Every record that touched `entity`, in log order, each with its event decoded: the
    * entity as `annals history` spells it (`lease:<resource>`, `lane:<lane>/<key>`,
    * `outbox:<key>`, `run:<id>`, `registry:<handle>`, `setting:<key>`,
@@ -227,15 +234,16 @@ export declare class Store {
   /**
    * Appends `events` to `stream` in one durable transaction if the stream is in the
    * `expected` state: `'any'`, `'none'` (no record yet), `'exists'`, or the `bigint` version
-   * of its last record. `options` may fence it by a lease guard and choose its durability;
-   * inside `transaction(fn)` it joins the transaction.
+   * of its last record. `options` may fence it by a lease guard, choose its durability and
+   * make its payloads personal to a `subject`; inside `transaction(fn)` it joins the
+   * transaction.
    */
-  append(stream: string, expected: string | bigint, events: Array<NewEvent>, options?: CallOptions | undefined | null): AppendOutcome
+  append(stream: string, expected: string | bigint, events: Array<NewEvent>, options?: AppendOptions | undefined | null): AppendOutcome
   /**
    * `append(stream, expected, events, options)` committed on a thread of libuv's pool: a
    * Promise of its outcome, the event loop free meanwhile.
    */
-  appendAsync(stream: string, expected: string | bigint, events: Array<NewEvent>, options?: CallOptions | undefined | null): Promise<AppendOutcome>
+  appendAsync(stream: string, expected: string | bigint, events: Array<NewEvent>, options?: AppendOptions | undefined | null): Promise<AppendOutcome>
   /** [`Store::append`] fenced by `guard`, checked in the same transaction. */
   appendGuarded(stream: string, expected: string | bigint, events: Array<NewEvent>, guard: LeaseGuard): AppendOutcome
   /** Walks the whole log and checks every projection against a replay. */
@@ -289,8 +297,8 @@ export declare class Subscription {
  * of the batch its command ran in; Node's event loop is never blocked.
  */
 export declare class Writer {
-  /** `Store.append`, batched. */
-  append(stream: string, expected: string | bigint, events: Array<NewEvent>): Promise<AppendOutcome>
+  /** `Store.append`, batched; `options.subject` makes its payloads personal to a subject. */
+  append(stream: string, expected: string | bigint, events: Array<NewEvent>, options?: WriterAppendOptions | undefined | null): Promise<AppendOutcome>
   /** `Store.lease`, batched. */
   lease(command: LeaseCommand): Promise<LeaseOutcome>
   /** `Store.outbox`, batched. */
@@ -317,42 +325,20 @@ export declare class Writer {
   close(): Promise<void>
 }
 
-/**
- * What an append did: `appended` (the first position and version, how many) or `duplicate`
- * (every event was appended before; where each is).
- */
-export type AppendOutcome =
-  | { type: 'appended'; /** The position of the first. */
-    firstPosition: bigint; /** Its stream version. */
-    firstVersion: bigint; /** How many were written. */
-  count: number }
-  | { type: 'duplicate'; /** Where each event already is. */
-  positions: Array<bigint> }
-
-/** What `archiveBefore` did: the records `from .. before` went to the archive file. */
-export interface ArchiveReport {
-  /** The first position archived (the previous cut's, or 0). */
-  from: bigint
-  /** The first position the log keeps: its start from now on. */
-  before: bigint
-  /** The position of the cut's own record in the log. */
-  record: bigint
-  /** blake3 of the archive file, lower-case hex. */
-  archiveBlake3: string
-}
-
-/** What `backup` wrote: the log as of one commit, which opens as the same log. */
-export interface BackupReport {
-  /** The file written. */
-  path: string
-  /** The head the copy holds. */
-  head: Head
-  /** The first position the copy holds a record of: 0, or the log's last cut. */
-  start: bigint
-  /** The tables copied. */
-  tables: number
-  /** The file's length in bytes. */
-  bytes: bigint
+/** How an append commits, and whose personal data it holds. */
+export interface AppendOptions {
+  /** `'immediate'` or `'deferred'`, as for any command. Default: the store's. */
+  durability?: string
+  /** A lease the append is fenced by, checked in the same commit. */
+  guard?: LeaseGuard
+  /**
+   * The subject (a person's pseudonymous id, 1 to 128 bytes, no control character and no
+   * `/`) the events' payloads are personal to: each is sealed under the subject's key
+   * before its record is hashed, and reads give it back until `erase(subject)`. A personal
+   * append commits alone and durably: not inside `transaction(fn)`, fenced by a `guard`,
+   * nor `'deferred'`.
+   */
+  subject?: string
 }
 
 /** How one command commits. */
@@ -404,11 +390,11 @@ export interface Constants {
 
 /**
  * The event a record of a built-in domain holds, its fields as JavaScript spells them
- * (`lease.acquired`: `{ resource, holder, token, ttlMs, … }`; integers are numbers), or
- * `null` for a kind no built-in domain owns. A built-in kind whose payload does not decode
- * throws `CORRUPT`.
+ * (`lease.acquired`: `{ resource, holder, token, expiresAtMs, … }`; 64-bit integers are
+ * `bigint`, milliseconds `number`, as in every outcome), or `null` for a kind no built-in
+ * domain owns. A built-in kind whose payload does not decode throws `CORRUPT`.
  */
-export declare function decodeEvent(record: EventBytes): any | null
+export declare function decodeEvent(record: EventBytes): Record<string, unknown> | null
 
 /** What decoding a record's event needs of it: a `LogRecord` has these fields. */
 export interface EventBytes {
@@ -420,14 +406,6 @@ export interface EventBytes {
   payload: Buffer
 }
 
-/** The head of the log. */
-export interface Head {
-  /** The next position to be written (the number of records). */
-  next: bigint
-  /** The hash of the last record (all zeros for an empty log), lower-case hex. */
-  hash: string
-}
-
 /** A record of an entity's history, with its event decoded when a built-in domain owns it. */
 export interface HistoryEntry {
   /** The record. */
@@ -436,7 +414,7 @@ export interface HistoryEntry {
    * Its event's fields (as `decodeEvent` gives them), or absent for a kind of the program's
    * own or one that did not decode.
    */
-  event?: any
+  event?: Record<string, unknown>
   /** Why a built-in kind's payload did not decode (an unknown schema, damaged bytes). */
   undecodable?: string
 }
@@ -515,13 +493,27 @@ export interface LogRecord {
   /** Its idempotency key, if any. */
   idempotencyKey?: string
   /**
-   * Its bytes. From `readAll` and `readStream`, a view of one buffer that a read's
-   * records share (as Node's pooled buffers are): `Buffer.from(record.payload)` keeps a copy
-   * of its own.
+   * Its bytes: a personal payload's plaintext while its subject's key stands, `null` once
+   * the subject is erased (or this store holds no key for it). From `readAll` and
+   * `readStream`, a view of one buffer that a read's records share (as Node's pooled
+   * buffers are): `Buffer.from(record.payload)` keeps a copy of its own.
    */
-  payload: Buffer
-  /** Its blake3 hash, lower-case hex. */
+  payload: Buffer | null
+  /**
+   * Its blake3 hash, lower-case hex (over the stored bytes: a personal payload's
+   * ciphertext).
+   */
   hash: string
+  /**
+   * The subject a personal payload belongs to (appended with `subject`); absent for a plain
+   * one.
+   */
+  subject?: string
+  /**
+   * `true` when the payload is personal and its subject was erased (or this store holds no
+   * key for it: a backup, an import, a follower): `payload` is then `null`.
+   */
+  erased?: boolean
 }
 
 /** One event to append. */
@@ -700,6 +692,12 @@ export interface VerifyReport {
   behind: Array<ProjectionBehind>
 }
 
+/** How the writer takes an append. */
+export interface WriterAppendOptions {
+  /** The subject the events' payloads are personal to, as for `Store.append`. */
+  subject?: string
+}
+
 /** How the writer batches. */
 export interface WriterOptions {
   /** Most commands in one transaction. */
@@ -709,6 +707,54 @@ export interface WriterOptions {
 }
 
 // The library's commands and outcomes as they cross (scripts/schema.mjs, from schemas()).
+
+/** What a successful append did. Its serde form is the Node package's outcome: `appended` with
+ * the [`Appended`] fields, or `duplicate` with the positions. */
+export type AppendOutcome =
+  /** The events were written, contiguously. */
+  | {
+    type: 'appended'
+    /** Position of the first record written. */
+    firstPosition: bigint
+    /** Stream version of the first record written. */
+    firstVersion: bigint
+    /** How many records were written. */
+    count: bigint
+    /** The head after the append. */
+    head: Head
+  }
+  /** Every event was a duplicate of an earlier one (same idempotency key, same content): nothing was written. The earlier positions, in the order of the events. */
+  | {
+    type: 'duplicate'
+    /** Where each event already is. */
+    positions: Array<bigint>
+  }
+
+/** What a cut did. */
+export interface ArchiveReport {
+  /** The cut as its record says it. */
+  cut: Cut
+  /** The position of the cut record. */
+  record: bigint
+  /** The archive file written. */
+  archive: string
+  /** How many records went to the archive. */
+  archived: bigint
+}
+
+/** What [`Store::backup`] wrote. */
+export interface BackupReport {
+  /** The file written. */
+  path: string
+  /** The head of the log as the copy holds it: the commit it was taken at. */
+  head: Head
+  /** The first position the copy holds a record of: 0, or the log's last cut. */
+  start: bigint
+  /** The tables copied. */
+  tables: bigint
+  /** The file's length, in bytes. */
+  bytes: bigint
+}
 
 /** A consumer command. */
 export interface ConsumerCommand {
@@ -744,6 +790,19 @@ export type ConsumerOutcome =
     /** The checkpoint that stands. */
     checkpoint: ConsumerCheckpoint
   }
+
+/** What [`Store::erase`] did. */
+export interface Erasure {
+  /** The subject erased. */
+  subject: string
+  /** The position of its erasure event (`subject.erased`). */
+  position: bigint
+  /** Whether this call appended the event (`false`: an earlier erasure had). */
+  appended: boolean
+  /** Whether this call destroyed a key (`false`: the key store held none for the subject,
+   * which an earlier erasure, or its recovery, destroyed, or which never had personal data). */
+  keyDestroyed: boolean
+}
 
 /** Charges `calls` pre-summed calls of `op` on `instance` by `caller`, costing `fuel` in
  * all, to the ledger: one row of the reference's `charge(rows)`. Zero calls are allowed (the
@@ -794,6 +853,15 @@ export interface FuelTotal {
   calls: bigint
   /** Fuel spent by them. */
   fuel: bigint
+}
+
+/** The end of the log: the position the next record gets and the hash of the last record
+ * (zero for an empty log). */
+export interface Head {
+  /** The position the next record will get; also the number of records. */
+  next: bigint
+  /** The hash of the record at `next - 1`, or zero for an empty log. */
+  hash: string
 }
 
 /** Ingest one event a runtime pushed to the hub, exactly once by (`project`, `run`,
@@ -1791,6 +1859,26 @@ export type SpanOutcome =
     reason: SpanRefusal
   }
 
+/** What a cut record says: which records went to which archive, the chain's anchor, and the
+ * projections' state where the retained records start. */
+export interface Cut {
+  /** The first position archived: the previous cut's, or 0. */
+  from: bigint
+  /** The first position kept: every record before it is archived. */
+  before: bigint
+  /** The hash of the record at `before - 1` (zero when `before` is 0): the `prev` of the
+   * first record kept. */
+  anchor: string
+  /** How many records before `before` carry an idempotency key (their keys stay indexed). */
+  keyed: bigint
+  /** The archive file's name (without its folder). */
+  archive: string
+  /** blake3 of the archive file's bytes. */
+  archiveDigest: string
+  /** Every projection's state as of `before`, in name order. */
+  projections: Array<CutProjection>
+}
+
 /** Where a consumer stopped. */
 export interface ConsumerCheckpoint {
   /** The consumer's name. */
@@ -1963,6 +2051,16 @@ export interface SpanUsage {
   model?: string
   /** Output tokens. */
   outputTokens?: bigint
+}
+
+/** A projection's state as of a cut. */
+export interface CutProjection {
+  /** The projection's name. */
+  name: string
+  /** Its version when the snapshot was taken. */
+  version: number
+  /** The digest of its tables as of the cut (`projection::digest`). */
+  digest: string
 }
 
 // The names a reason, status or kind takes (scripts/schema.mjs, from constants.names).

@@ -212,9 +212,10 @@ export declare const Store: {
 }
 
 /**
- * The event a record of a built-in domain holds, its fields camelCase (integers as numbers),
- * or `null` for a kind of the program's own; throws `CORRUPT` for a built-in kind whose
- * payload does not decode.
+ * The event a record of a built-in domain holds, its fields camelCase (64-bit integers
+ * `bigint`, milliseconds `number`, bytes a `Buffer`, as in every outcome), or `null` for a
+ * kind of the program's own; throws `CORRUPT` for a built-in kind whose payload does not
+ * decode, `INVALID_ARGUMENT` naming `payload` for an erased record.
  */
 export declare function decodeEvent(record: EventBytes | LogRecord): Record<string, unknown> | null
 

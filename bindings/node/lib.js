@@ -318,8 +318,8 @@ function listed(method, args, rows) {
 // The reads whose records cross packed (src/packed.rs): building each record here from three
 // values costs a fraction of building it through N-API a field at a time.
 const PACKED = new Set(['readAll', 'readStream'])
-// The `u64`s each packed record has, and the key length that says it has none.
-const FIELDS = 8
+// The `u64`s each packed record has, and the length that says it has no key or no subject.
+const FIELDS = 10
 const NO_KEY = 0xffffffff
 
 /** The records `packed` holds, as `LogRecord`s. */
@@ -336,6 +336,8 @@ function unpacked(packed) {
     const streamLength = view.getUint32(at + 40, true)
     const kindLength = view.getUint32(at + 48, true)
     const keyLength = view.getUint32(at + 60, true) === NO_KEY ? -1 : view.getUint32(at + 56, true)
+    const subjectLength = view.getUint32(at + 68, true) === NO_KEY ? -1 : view.getUint32(at + 64, true)
+    const erased = view.getUint32(at + 72, true) === 1
     const stream = text.slice(textAt, (textAt += streamLength))
     const kind = text.slice(textAt, (textAt += kindLength))
     const record = {
@@ -347,10 +349,12 @@ function unpacked(packed) {
       atMs: Number(view.getBigUint64(at + 16, true)),
     }
     const key = keyLength >= 0 ? text.slice(textAt, (textAt += keyLength)) : undefined
-    record.payload = payloads.subarray(payloadAt, (payloadAt += payloadLength))
+    record.payload = erased ? null : payloads.subarray(payloadAt, (payloadAt += payloadLength))
     record.hash = text.slice(textAt, (textAt += 64))
     // Last, as N-API sets an optional field, so that both kinds of read serialise alike.
     if (key !== undefined) record.idempotencyKey = key
+    if (subjectLength >= 0) record.subject = text.slice(textAt, (textAt += subjectLength))
+    if (erased) record.erased = true
     records[index] = record
   }
   return records
@@ -566,10 +570,11 @@ for (const [Class, Native] of [[Store, native.Store], [Writer, native.Writer]]) 
 /**
  * The event a record of a built-in domain holds, its fields camelCase, or `null` for a kind
  * of the program's own; `record` is any object with its `kind`, `schema` and `payload` (a
- * `LogRecord`).
+ * `LogRecord`; an erased one throws `INVALID_ARGUMENT` naming `payload`).
  */
 function decodeEvent(record) {
   const given = call(() => objectAt(record, 'record'))
+  if (given.erased === true) throw invalid('payload', "erased (the record's subject was erased): there is no event to decode")
   const picked = { kind: given.kind, schema: given.schema, payload: given.payload }
   return call(() => native.decodeEvent(...argumentsOf('functions', 'decodeEvent', [picked])))
 }

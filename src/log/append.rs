@@ -76,8 +76,11 @@ fn stored_bytes_max(stream: &str, kind: &str, key: Option<&str>, payload: &[u8])
     32 + 128 + stream.len() + kind.len() + key.map_or(0, str::len) + payload.len()
 }
 
-/// What a successful append did.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What a successful append did. Its serde form is the Node package's outcome: `appended` with
+/// the [`Appended`] fields, or `duplicate` with the positions.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 #[must_use]
 pub enum AppendOutcome {
     /// The events were written, contiguously.
@@ -101,7 +104,8 @@ impl AppendOutcome {
 }
 
 /// The records an append wrote.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[must_use]
 pub struct Appended {
     /// Position of the first record written.

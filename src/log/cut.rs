@@ -54,7 +54,8 @@ pub const CUT_STREAM: &str = "annals.cuts";
 pub const SNAPSHOT_PREFIX: &str = "annals.cut/";
 
 /// A projection's state as of a cut.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CutProjection {
     /// The projection's name.
     pub name: String,
@@ -66,7 +67,8 @@ pub struct CutProjection {
 
 /// What a cut record says: which records went to which archive, the chain's anchor, and the
 /// projections' state where the retained records start.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Cut {
     /// The first position archived: the previous cut's, or 0.
     pub from: Position,

@@ -17,7 +17,8 @@ use crate::record::{Format, Position};
 
 /// The end of the log: the position the next record gets and the hash of the last record
 /// (zero for an empty log).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Head {
     /// The position the next record will get; also the number of records.
     pub next: Position,

@@ -119,8 +119,11 @@ pub fn decode_bounded<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T,
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Position(pub u64);
 
-/// A record's place within its stream: 0, 1, 2, … with no gap.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+/// A record's place within its stream: 0, 1, 2, … with no gap. Its serde form is the number.
+#[derive(
+    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StreamVersion(pub u64);
 
 macro_rules! counter_fmt {

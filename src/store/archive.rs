@@ -30,7 +30,8 @@ pub struct ArchiveOptions {
 }
 
 /// What a cut did.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[must_use]
 pub struct ArchiveReport {
     /// The cut as its record says it.

@@ -26,7 +26,8 @@ use crate::record::Position;
 use crate::storage::{Definition, Readable, Reader};
 
 /// What [`Store::backup`] wrote.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[must_use]
 pub struct Backup {
     /// The file written.
@@ -36,6 +37,7 @@ pub struct Backup {
     /// The first position the copy holds a record of: 0, or the log's last cut.
     pub start: Position,
     /// The tables copied.
+    #[cfg_attr(feature = "schema", schemars(with = "u64"))]
     pub tables: usize,
     /// The file's length, in bytes.
     pub bytes: u64,

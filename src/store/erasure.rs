@@ -25,7 +25,8 @@ use super::keys::{KeyStore, fresh_nonce};
 use super::{Store, WriteSession};
 
 /// What [`Store::erase`] did.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[non_exhaustive]
 pub struct Erasure {
     /// The subject erased.

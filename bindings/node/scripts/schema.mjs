@@ -160,7 +160,7 @@ fs.writeFileSync(declarations, libDeclarations)
  * The TypeScript declarations of the library's commands and outcomes, from their JSON schemas
  * (`schemas()`, schemars reading their serde forms), by the conventions the binding crosses them
  * with (src/crossing.rs): fields in camelCase; an enum named `…Command` or `…Outcome` a union
- * of objects tagged by `type` (variants in camelCase); a 64-bit integer a `bigint` unless it is
+ * of objects tagged by `type` (variants in camelCase; one holding a struct, its fields); a 64-bit integer a `bigint` unless it is
  * milliseconds (`…_ms`, a `number`), a narrower one a `number`; bytes a `Buffer`; an `Option`
  * or a field with a default optional. The unions of names are declared from `constants.names`.
  */
@@ -262,7 +262,9 @@ function declarationsOf(schemas, names) {
       variants = variants.filter((entry) => entry !== labelled)
       plain[1] = [schema, plain[1][1], new Set(Object.keys(schema.properties).filter((field) => !fieldsOfPlain.has(field)))]
     }
-    const members = variants.map(([variant, [schema, description, optional]]) => {
+    const members = variants.map(([variant, [held, description, optional]]) => {
+      // A variant holding a struct (`AppendOutcome::Appended`) crosses as the struct's fields.
+      const schema = held && held.$ref ? resolve(held)[0] : held
       const lines = [`    type: '${jsName(variant)}'`, ...(schema ? fields(schema, '    ', optional) : [])]
       return `${description ? `  /** ${description.split('\n').join(' ')} */\n` : ''}  | {\n${lines.join('\n')}\n  }`
     })

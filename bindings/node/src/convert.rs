@@ -1,11 +1,12 @@
 //! Conversions between JavaScript's values and annals' types: checked, never lossy, every
 //! refusal an `INVALID_ARGUMENT` naming the field.
 
-use annals::{AppendOutcome as Outcome, Direction, ExpectedVersion, StreamVersion};
-use napi::bindgen_prelude::{BigInt, Buffer};
+use annals::{Direction, ExpectedVersion, StreamVersion};
+use napi::bindgen_prelude::{BigInt, Buffer, Either, Null};
 
+use crate::erasure::Opened;
 use crate::error::invalid;
-use crate::{AppendOutcome, LogRecord, NewEvent, ReadOptions};
+use crate::{LogRecord, NewEvent, ReadOptions};
 
 /// The largest integer a JavaScript number holds exactly.
 const SAFE_INTEGER_MAX: f64 = 9_007_199_254_740_991.0;
@@ -108,20 +109,13 @@ pub fn read_options(options: Option<ReadOptions>) -> napi::Result<(Option<u64>, 
     Ok((from, direction, limit as usize + 1))
 }
 
-pub fn append_outcome(outcome: Outcome) -> AppendOutcome {
-    match outcome {
-        Outcome::Appended(appended) => AppendOutcome::Appended {
-            first_position: BigInt::from(appended.first_position.0),
-            first_version: BigInt::from(appended.first_version.0),
-            count: u32::try_from(appended.count).unwrap_or(u32::MAX),
-        },
-        Outcome::Duplicate { positions } => AppendOutcome::Duplicate {
-            positions: positions.iter().map(|p| BigInt::from(p.0)).collect(),
-        },
-    }
-}
-
-pub fn record_js(record: annals::Record) -> LogRecord {
+/// A record read, its payload opened (`erasure.rs`), as JavaScript takes it.
+pub fn record_js(opened: Opened) -> LogRecord {
+    let Opened {
+        record,
+        subject,
+        erased,
+    } = opened;
     LogRecord {
         position: BigInt::from(record.position.0),
         stream: record.stream,
@@ -130,8 +124,13 @@ pub fn record_js(record: annals::Record) -> LogRecord {
         schema: u32::from(record.schema),
         at_ms: record.at_ms as f64,
         idempotency_key: record.idempotency_key,
-        payload: Buffer::from(record.payload),
+        payload: match erased {
+            true => Either::B(Null),
+            false => Either::A(Buffer::from(record.payload)),
+        },
         hash: record.hash.to_hex(),
+        subject,
+        erased: erased.then_some(true),
     }
 }
 

@@ -6,7 +6,8 @@
 //! - a struct's fields are camelCase in JavaScript (`ttl_ms` is `ttlMs`); a map's keys are
 //!   the caller's data and stay as they are;
 //! - an enum named `…Command` or `…Outcome` is an object tagged by `type`, its variant in
-//!   camelCase (`{ type: 'markWaiting', … }`), which a command of one variant may leave out;
+//!   camelCase (`{ type: 'markWaiting', … }`), which a command of one variant may leave out; a
+//!   variant holding a struct (`AppendOutcome::Appended`) is the struct's fields so tagged;
 //!   any other enum is its serde name (`'held'`, `'sequence_reused'`);
 //! - an integer comes in as a safe-integer `number` or a `bigint`, refused naming the field if
 //!   it is neither or does not fit; a `u64` goes out as a `bigint`, except milliseconds (a field
@@ -1037,6 +1038,15 @@ impl<'a, 'e> Serializer for Into<'a, 'e> {
     ) -> napi::Result<()> {
         match roster(name) {
             Some(roster) if variant == roster.list => value.serialize(self),
+            // A tagged enum's variant holding a struct (`AppendOutcome::Appended`): the
+            // struct's fields, tagged by the variant as a struct variant's are.
+            _ if tagged(name) => {
+                let Some(mut object) = object_of(self.env, value, self.field)? else {
+                    return Err(unsupported("a newtype variant of other than a struct"));
+                };
+                object.set_c_named_property(c"type", variant_js(variant))?;
+                self.slot.put_object(object)
+            }
             _ => Err(unsupported("a newtype variant")),
         }
     }
@@ -1103,6 +1113,24 @@ impl<'a, 'e> Serializer for Into<'a, 'e> {
     }
 }
 
+/// `value` made alone: the object it is, or `None` if it is not one.
+fn object_of<T: Serialize + ?Sized>(
+    env: &Env,
+    value: &T,
+    field: &'static str,
+) -> napi::Result<Option<Object<'static>>> {
+    let mut made = None;
+    value.serialize(Into {
+        env,
+        slot: Slot::Result(&mut made),
+        field,
+    })?;
+    Ok(match made {
+        Some(Either3::A(object)) => Some(object),
+        _ => None,
+    })
+}
+
 /// An array being written.
 struct Array<'a, 'e> {
     items: Elements<'a, 'e>,
@@ -1130,18 +1158,10 @@ impl SerializeSeq for Array<'_, '_> {
                 slot: Slot::Element(array, self.at),
                 field: self.field,
             })?,
-            Elements::Result(list, _) => {
-                let mut made = None;
-                value.serialize(Into {
-                    env: self.env,
-                    slot: Slot::Result(&mut made),
-                    field: self.field,
-                })?;
-                match made {
-                    Some(Either3::A(object)) => list.push(object),
-                    _ => return Err(unsupported("a list of other than objects")),
-                }
-            }
+            Elements::Result(list, _) => match object_of(self.env, value, self.field)? {
+                Some(object) => list.push(object),
+                None => return Err(unsupported("a list of other than objects")),
+            },
         }
         self.at += 1;
         Ok(())

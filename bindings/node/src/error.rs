@@ -12,7 +12,9 @@
 
 use std::cell::Cell;
 
-use annals::{AppendError, ArchiveError, Error, ErrorKind, OpenError, StoreError, WriterError};
+use annals::{
+    AppendError, ArchiveError, ErasureError, Error, ErrorKind, OpenError, StoreError, WriterError,
+};
 use napi::bindgen_prelude::{BigInt, JsObjectValue, Object};
 use napi::{Env, JsValue};
 
@@ -276,6 +278,9 @@ fn field_of(error: &Error) -> Option<&'static str> {
         },
         Error::Writer(WriterError::InvalidOption { field, .. }) => Some(field),
         Error::Writer(WriterError::Batch(inner)) => field_of(inner),
+        Error::Erasure(ErasureError::Subject { .. } | ErasureError::Erased { .. }) => {
+            Some("subject")
+        }
         _ => None,
     }
 }
@@ -295,6 +300,7 @@ fn path_of(error: &Error) -> Option<&std::path::Path> {
         Error::NoSpace { path } => Some(path),
         Error::OutputPath(refused) => Some(refused.path()),
         Error::Writer(WriterError::Batch(inner)) => path_of(inner),
+        Error::Erasure(ErasureError::Damaged { path, .. }) => Some(path),
         _ => None,
     }
 }
@@ -325,6 +331,12 @@ fn carried(error: &Error, failure: Failure) -> Failure {
             .with("position", Carried::Big(position.0))
             .with("before", Carried::Big(before.0))
             .with("archive", Carried::Text(archive.to_string())),
+        Error::Erasure(
+            ErasureError::Erased { subject, position }
+            | ErasureError::Unopenable { subject, position },
+        ) => failure
+            .with("subject", Carried::Text(subject.clone()))
+            .with("position", Carried::Big(position.0)),
         Error::Archive(ArchiveError::NotInCut { projection, before }) => failure
             .with("projection", Carried::Text(projection.to_string()))
             .with("before", Carried::Big(before.0)),

@@ -1,14 +1,18 @@
 //! Built-in events decoded for JavaScript: `decodeEvent(record)` and `store.history(entity)`.
 //! The decoding is the crate's (`annals::BuiltInEvent`, as the command line's `log` shows
-//! events); here the fields are only spelled as JavaScript spells them (`ttlMs`).
+//! events); the event crosses by its serde form as every outcome does (`crossing.rs`): fields
+//! as JavaScript spells them (`ttlMs`), 64-bit integers `bigint` but milliseconds `number`,
+//! bytes a `Buffer`.
 
 use annals::{BuiltInEvent, Digest, Direction, Entity, Position, Record, StreamVersion};
-use napi::bindgen_prelude::Buffer;
+use napi::Env;
+use napi::bindgen_prelude::{Buffer, Either3, Object};
 use napi_derive::napi;
-use serde_json::{Map, Value};
 
 use crate::convert::record_js;
-use crate::error::{invalid, js_name, to_js};
+use crate::crossing::{Made, to_js as crossed};
+use crate::erasure::Opener;
+use crate::error::{invalid, to_js};
 use crate::{LogRecord, Store};
 
 /// What decoding a record's event needs of it: a `LogRecord` has these fields.
@@ -23,46 +27,43 @@ pub struct EventBytes {
 }
 
 /// A record of an entity's history, with its event decoded when a built-in domain owns it.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct HistoryEntry {
     /// The record.
     pub record: LogRecord,
     /// Its event's fields (as `decodeEvent` gives them), or absent for a kind of the program's
     /// own or one that did not decode.
-    pub event: Option<Value>,
+    #[napi(ts_type = "Record<string, unknown>")]
+    pub event: Option<Object<'static>>,
     /// Why a built-in kind's payload did not decode (an unknown schema, damaged bytes).
     pub undecodable: Option<String>,
 }
 
-/// `value` with every object key spelled as JavaScript spells it.
-fn camel_cased(value: Value) -> Value {
-    match value {
-        Value::Object(fields) => Value::Object(
-            fields
-                .into_iter()
-                .map(|(key, value)| (js_name(&key), camel_cased(value)))
-                .collect::<Map<_, _>>(),
-        ),
-        Value::Array(items) => Value::Array(items.into_iter().map(camel_cased).collect()),
-        other => other,
+/// The event `record` holds, crossed to JavaScript: `Ok(None)` for a kind of the program's
+/// own.
+fn decoded(env: &Env, record: &Record) -> Result<Option<Object<'static>>, Undecoded> {
+    let Some(event) = BuiltInEvent::from_record(record).map_err(Undecoded::Event)? else {
+        return Ok(None);
+    };
+    match crossed(env, &event).map_err(Undecoded::Crossing)? {
+        Either3::A(object) => Ok(Some(object)),
+        // An event is a struct: it crosses as an object.
+        _ => Ok(None),
     }
 }
 
-/// The event `record` holds, as JavaScript reads it: `Ok(None)` for a kind of the program's
-/// own.
-fn decoded(record: &Record) -> annals::Result<Option<Value>> {
-    Ok(BuiltInEvent::from_record(record)?.map(|event| {
-        // An event is plain data with string keys: it always serialises.
-        camel_cased(serde_json::to_value(event).unwrap_or(Value::Null))
-    }))
+/// Why an event did not decode: its payload, or (never, for plain data) its crossing.
+enum Undecoded {
+    Event(annals::Error),
+    Crossing(napi::Error),
 }
 
 /// The event a record of a built-in domain holds, its fields as JavaScript spells them
-/// (`lease.acquired`: `{ resource, holder, token, ttlMs, … }`; integers are numbers), or
-/// `null` for a kind no built-in domain owns. A built-in kind whose payload does not decode
-/// throws `CORRUPT`.
-#[napi]
-pub fn decode_event(record: EventBytes) -> napi::Result<Option<Value>> {
+/// (`lease.acquired`: `{ resource, holder, token, expiresAtMs, … }`; 64-bit integers are
+/// `bigint`, milliseconds `number`, as in every outcome), or `null` for a kind no built-in
+/// domain owns. A built-in kind whose payload does not decode throws `CORRUPT`.
+#[napi(ts_return_type = "Record<string, unknown> | null")]
+pub fn decode_event(env: Env, record: EventBytes) -> napi::Result<Made> {
     let schema =
         u16::try_from(record.schema).map_err(|_| invalid("schema", "must be at most 65535"))?;
     // Only the kind, the schema and the payload are read in decoding.
@@ -79,7 +80,12 @@ pub fn decode_event(record: EventBytes) -> napi::Result<Option<Value>> {
         prev: Digest([0; 32]),
         hash: Digest([0; 32]),
     };
-    decoded(&record).map_err(to_js)
+    match decoded(&env, &record) {
+        Ok(Some(event)) => Ok(Either3::A(event)),
+        Ok(None) => Ok(Either3::C(napi::bindgen_prelude::Null)),
+        Err(Undecoded::Event(error)) => Err(to_js(error)),
+        Err(Undecoded::Crossing(error)) => Err(error),
+    }
 }
 
 #[napi]
@@ -89,29 +95,40 @@ impl Store {
     /// `outbox:<key>`, `run:<id>`, `registry:<handle>`, `setting:<key>`,
     /// `consumer:<name>`, `ingest:<project>/<run>`, `stream:<name>`).
     #[napi]
-    pub fn history(&self, entity: String) -> napi::Result<Vec<HistoryEntry>> {
+    pub fn history(&self, env: Env, entity: String) -> napi::Result<Vec<HistoryEntry>> {
         let entity =
             Entity::parse(&entity).map_err(|error| invalid("entity", &error.to_string()))?;
         let streams = entity.streams();
-        self.read_log(|log, end| {
+        let records = self.read_log(|log, end| {
             crate::view::before(
                 annals::history(log, &streams, Direction::Forward)?,
                 Direction::Forward,
                 end,
             )
-            .map(|record| {
-                let record = record?;
-                let (event, undecodable) = match decoded(&record) {
-                    Ok(event) => (event, None),
-                    Err(error) => (None, Some(error.to_string())),
-                };
-                Ok(HistoryEntry {
-                    record: record_js(record),
-                    event,
-                    undecodable,
+            .collect::<annals::Result<Vec<_>>>()
+        })?;
+        self.with(|store| {
+            let mut opener = Opener::new(store);
+            records
+                .into_iter()
+                .map(|record| {
+                    let opened = opener.open(record).map_err(to_js)?;
+                    // An erased payload has no event to decode.
+                    let (event, undecodable) = match opened.erased {
+                        true => (None, None),
+                        false => match decoded(&env, &opened.record) {
+                            Ok(event) => (event, None),
+                            Err(Undecoded::Event(error)) => (None, Some(error.to_string())),
+                            Err(Undecoded::Crossing(error)) => return Err(error),
+                        },
+                    };
+                    Ok(HistoryEntry {
+                        record: record_js(opened),
+                        event,
+                        undecodable,
+                    })
                 })
-            })
-            .collect()
+                .collect()
         })
     }
 }

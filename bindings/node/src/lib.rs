@@ -10,6 +10,7 @@ mod commands;
 mod constants;
 mod convert;
 mod crossing;
+mod erasure;
 mod error;
 #[cfg_attr(test, allow(dead_code))]
 mod events;
@@ -26,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use annals::{Durability, Position, Sharing, Store as Inner, StoreOptions};
 use napi::Env;
-use napi::bindgen_prelude::{BigInt, Buffer, Object, PromiseRaw};
+use napi::bindgen_prelude::{BigInt, Buffer, Either, Null, Object, PromiseRaw};
 use napi_derive::napi;
 
 use convert::{position, record_js};
@@ -79,6 +80,28 @@ pub struct NewEvent {
     pub idempotency_key: Option<String>,
 }
 
+/// How an append commits, and whose personal data it holds.
+#[napi(object)]
+pub struct AppendOptions {
+    /// `'immediate'` or `'deferred'`, as for any command. Default: the store's.
+    pub durability: Option<String>,
+    /// A lease the append is fenced by, checked in the same commit.
+    pub guard: Option<LeaseGuard>,
+    /// The subject (a person's pseudonymous id, 1 to 128 bytes, no control character and no
+    /// `/`) the events' payloads are personal to: each is sealed under the subject's key
+    /// before its record is hashed, and reads give it back until `erase(subject)`. A personal
+    /// append commits alone and durably: not inside `transaction(fn)`, fenced by a `guard`,
+    /// nor `'deferred'`.
+    pub subject: Option<String>,
+}
+
+/// How the writer takes an append.
+#[napi(object)]
+pub struct WriterAppendOptions {
+    /// The subject the events' payloads are personal to, as for `Store.append`.
+    pub subject: Option<String>,
+}
+
 /// A record read back, its hashes checked.
 #[napi(object)]
 pub struct LogRecord {
@@ -96,41 +119,21 @@ pub struct LogRecord {
     pub at_ms: f64,
     /// Its idempotency key, if any.
     pub idempotency_key: Option<String>,
-    /// Its bytes. From `readAll` and `readStream`, a view of one buffer that a read's
-    /// records share (as Node's pooled buffers are): `Buffer.from(record.payload)` keeps a copy
-    /// of its own.
-    pub payload: Buffer,
-    /// Its blake3 hash, lower-case hex.
+    /// Its bytes: a personal payload's plaintext while its subject's key stands, `null` once
+    /// the subject is erased (or this store holds no key for it). From `readAll` and
+    /// `readStream`, a view of one buffer that a read's records share (as Node's pooled
+    /// buffers are): `Buffer.from(record.payload)` keeps a copy of its own.
+    #[napi(ts_type = "Buffer | null")]
+    pub payload: Either<Buffer, Null>,
+    /// Its blake3 hash, lower-case hex (over the stored bytes: a personal payload's
+    /// ciphertext).
     pub hash: String,
-}
-
-/// What an append did: `appended` (the first position and version, how many) or `duplicate`
-/// (every event was appended before; where each is).
-#[napi(discriminant = "type", discriminant_case = "camelCase")]
-pub enum AppendOutcome {
-    /// The events were written, contiguously.
-    Appended {
-        /// The position of the first.
-        first_position: BigInt,
-        /// Its stream version.
-        first_version: BigInt,
-        /// How many were written.
-        count: u32,
-    },
-    /// Nothing was written: each event is already at these positions.
-    Duplicate {
-        /// Where each event already is.
-        positions: Vec<BigInt>,
-    },
-}
-
-/// The head of the log.
-#[napi(object)]
-pub struct Head {
-    /// The next position to be written (the number of records).
-    pub next: BigInt,
-    /// The hash of the last record (all zeros for an empty log), lower-case hex.
-    pub hash: String,
+    /// The subject a personal payload belongs to (appended with `subject`); absent for a plain
+    /// one.
+    pub subject: Option<String>,
+    /// `true` when the payload is personal and its subject was erased (or this store holds no
+    /// key for it: a backup, an import, a follower): `payload` is then `null`.
+    pub erased: Option<bool>,
 }
 
 /// What `verify` found.
@@ -156,34 +159,6 @@ pub struct ProjectionBehind {
     pub at: BigInt,
     /// The log's head.
     pub head: BigInt,
-}
-
-/// What `backup` wrote: the log as of one commit, which opens as the same log.
-#[napi(object)]
-pub struct BackupReport {
-    /// The file written.
-    pub path: String,
-    /// The head the copy holds.
-    pub head: Head,
-    /// The first position the copy holds a record of: 0, or the log's last cut.
-    pub start: BigInt,
-    /// The tables copied.
-    pub tables: u32,
-    /// The file's length in bytes.
-    pub bytes: BigInt,
-}
-
-/// What `archiveBefore` did: the records `from .. before` went to the archive file.
-#[napi(object)]
-pub struct ArchiveReport {
-    /// The first position archived (the previous cut's, or 0).
-    pub from: BigInt,
-    /// The first position the log keeps: its start from now on.
-    pub before: BigInt,
-    /// The position of the cut's own record in the log.
-    pub record: BigInt,
-    /// blake3 of the archive file, lower-case hex.
-    pub archive_blake3: String,
 }
 
 /// Where a read starts and how far it goes.
@@ -284,6 +259,42 @@ impl Store {
         })
     }
 
+    /// An append's options: how it commits, and the subject its payloads are personal to,
+    /// refused with what a personal append cannot be (the crate's `Store::append_personal`
+    /// commits alone, durably, unfenced).
+    fn append_call(&self, options: Option<AppendOptions>) -> napi::Result<(Call, Option<String>)> {
+        let Some(options) = options else {
+            return Ok((Call::plain(), None));
+        };
+        let call = Call::of(Some(CallOptions {
+            durability: options.durability,
+            guard: options.guard,
+        }))?;
+        let Some(subject) = options.subject else {
+            return Ok((call, None));
+        };
+        self.not_a_view("append")?;
+        if self.transaction_open() {
+            return Err(invalid(
+                "subject",
+                "a personal append commits alone: make it outside transaction()",
+            ));
+        }
+        if call.guard().is_some() {
+            return Err(invalid(
+                "guard",
+                "a personal append is not fenced by a lease: give either subject or guard",
+            ));
+        }
+        if call.durability() == Some(Durability::Deferred) {
+            return Err(invalid(
+                "durability",
+                "a personal append is durable when it returns: it cannot be 'deferred'",
+            ));
+        }
+        Ok((call, Some(subject)))
+    }
+
     /// An append as `call` says: in the open transaction, or committed alone.
     fn append_with(
         &self,
@@ -291,7 +302,7 @@ impl Store {
         expected: annals::ExpectedVersion,
         events: Vec<annals::NewEvent>,
         call: Call,
-    ) -> napi::Result<AppendOutcome> {
+    ) -> napi::Result<annals::AppendOutcome> {
         self.not_a_view("append")?;
         if !self.transaction_open()
             && !call.chooses_durability()
@@ -304,13 +315,11 @@ impl Store {
                     Some(guard) => store.append_guarded(&stream, expected, &events, guard),
                     None => store.append(&stream, expected, &events),
                 };
-                Ok(convert::append_outcome(outcome.map_err(to_js)?))
+                outcome.map_err(to_js)
             });
         }
         self.command(call, move |session| {
-            Ok(convert::append_outcome(
-                session.append(&stream, expected, &events)?,
-            ))
+            session.append(&stream, expected, &events)
         })
     }
 
@@ -346,19 +355,30 @@ impl Store {
 
     /// Appends `events` to `stream` in one durable transaction if the stream is in the
     /// `expected` state: `'any'`, `'none'` (no record yet), `'exists'`, or the `bigint` version
-    /// of its last record. `options` may fence it by a lease guard and choose its durability;
-    /// inside `transaction(fn)` it joins the transaction.
-    #[napi]
+    /// of its last record. `options` may fence it by a lease guard, choose its durability and
+    /// make its payloads personal to a `subject`; inside `transaction(fn)` it joins the
+    /// transaction.
+    #[napi(ts_return_type = "AppendOutcome")]
     pub fn append(
         &self,
+        env: Env,
         stream: String,
         expected: napi::Either<String, BigInt>,
         events: Vec<NewEvent>,
-        options: Option<CallOptions>,
-    ) -> napi::Result<AppendOutcome> {
+        options: Option<AppendOptions>,
+    ) -> napi::Result<Made> {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
-        self.append_with(stream, expected, events, Call::of(options)?)
+        let (call, subject) = self.append_call(options)?;
+        let outcome = match subject {
+            Some(subject) => self.with(|store| {
+                store
+                    .append_personal(&subject, &stream, expected, &events)
+                    .map_err(to_js)
+            })?,
+            None => self.append_with(stream, expected, events, call)?,
+        };
+        crossing::to_js(&env, &outcome)
     }
 
     /// `append(stream, expected, events, options)` committed on a thread of libuv's pool: a
@@ -369,30 +389,37 @@ impl Store {
         stream: String,
         expected: napi::Either<String, BigInt>,
         events: Vec<NewEvent>,
-        options: Option<CallOptions>,
-    ) -> napi::Result<napi::bindgen_prelude::AsyncTask<transaction::Commit<AppendOutcome>>> {
+        options: Option<AppendOptions>,
+    ) -> napi::Result<napi::bindgen_prelude::AsyncTask<transaction::Crossing<annals::AppendOutcome>>>
+    {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
-        self.command_async(Call::of(options)?, move |session| {
-            Ok(convert::append_outcome(
-                session.append(&stream, expected, &events)?,
-            ))
+        let (call, subject) = self.append_call(options)?;
+        if let Some(subject) = subject {
+            return self.alone_async(move |store| {
+                store.append_personal(&subject, &stream, expected, &events)
+            });
+        }
+        self.crossing_async(call, move |session| {
+            session.append(&stream, expected, &events)
         })
     }
 
     /// [`Store::append`] fenced by `guard`, checked in the same transaction.
-    #[napi]
+    #[napi(ts_return_type = "AppendOutcome")]
     pub fn append_guarded(
         &self,
+        env: Env,
         stream: String,
         expected: napi::Either<String, BigInt>,
         events: Vec<NewEvent>,
         guard: LeaseGuard,
-    ) -> napi::Result<AppendOutcome> {
+    ) -> napi::Result<Made> {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
         let guard = transaction::lease_guard(guard)?;
-        self.append_with(stream, expected, events, Call::guarded(guard))
+        let outcome = self.append_with(stream, expected, events, Call::guarded(guard))?;
+        crossing::to_js(&env, &outcome)
     }
 
     /// Walks the whole log and checks every projection against a replay.
@@ -423,23 +450,12 @@ impl Store {
     /// exist), while writers go on: every record, index, the tree, checkpoints and every
     /// projection, including commits the journal holds and the file does not yet. The copy
     /// opens as this log at the returned head.
-    #[napi]
-    pub fn backup(&self, path: String) -> napi::Result<BackupReport> {
+    #[napi(ts_return_type = "BackupReport")]
+    pub fn backup(&self, env: Env, path: String) -> napi::Result<Made> {
         self.not_a_view("backup")?;
         self.outside_transaction("backup")?;
-        self.with(|store| {
-            let backup = store.backup(&path).map_err(to_js)?;
-            Ok(BackupReport {
-                path: backup.path.display().to_string(),
-                head: Head {
-                    next: BigInt::from(backup.head.next.0),
-                    hash: backup.head.hash.to_hex(),
-                },
-                start: BigInt::from(backup.start.0),
-                tables: u32::try_from(backup.tables).unwrap_or(u32::MAX),
-                bytes: BigInt::from(backup.bytes),
-            })
-        })
+        let backup = self.with(|store| store.backup(&path).map_err(to_js))?;
+        crossing::to_js(&env, &backup)
     }
 
     /// Makes every commit durable in the log file itself: drains the commit journal into it
@@ -455,22 +471,17 @@ impl Store {
     /// archive file at `path` (synced first), and leave the log, which keeps its tree, its
     /// indexes, every projection and the records a projection still reads. Reads below the
     /// cut then throw `ARCHIVED`, naming the archive.
-    #[napi]
-    pub fn archive_before(&self, before: BigInt, path: String) -> napi::Result<ArchiveReport> {
+    #[napi(ts_return_type = "ArchiveReport")]
+    pub fn archive_before(&self, env: Env, before: BigInt, path: String) -> napi::Result<Made> {
         self.not_a_view("archiveBefore")?;
         self.outside_transaction("archiveBefore")?;
         let before = position(&before, "before")?;
-        self.with(|store| {
-            let report = store
+        let report = self.with(|store| {
+            store
                 .archive_before(Position(before), &path)
-                .map_err(|error| at_path(error, &path))?;
-            Ok(ArchiveReport {
-                from: BigInt::from(report.cut.from.0),
-                before: BigInt::from(report.cut.before.0),
-                record: BigInt::from(report.record.0),
-                archive_blake3: report.cut.archive_digest.to_hex(),
-            })
-        })
+                .map_err(|error| at_path(error, &path))
+        })?;
+        crossing::to_js(&env, &report)
     }
 
     /// The rollup of a closed run (its spans' usage and costs summed), or `null`.
@@ -496,9 +507,11 @@ impl Store {
             Some(from) => position(&from, "from")?,
             None => 0,
         };
-        let subscription = annals::subscribe::subscribe(self.shared()?, Position(from));
+        let store = self.shared()?;
+        let subscription = annals::subscribe::subscribe(Arc::clone(&store), Position(from));
         Ok(Subscription {
             inner: Arc::new(tokio::sync::Mutex::new(subscription)),
+            store,
         })
     }
 
@@ -537,6 +550,8 @@ pub struct SubscribeOptions {
 #[napi]
 pub struct Subscription {
     inner: Arc<tokio::sync::Mutex<annals::Subscription>>,
+    /// The store its personal payloads are opened with.
+    store: Arc<Inner>,
 }
 
 #[napi]
@@ -545,10 +560,14 @@ impl Subscription {
     #[napi(ts_return_type = "Promise<LogRecord>")]
     pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, LogRecord>> {
         let inner = Arc::clone(&self.inner);
+        let store = Arc::clone(&self.store);
         promise(
             env,
-            async move { inner.lock().await.next().await },
-            |_, record| Ok(record_js(record)),
+            async move {
+                let record = inner.lock().await.next().await?;
+                erasure::opened(&store, record)
+            },
+            |_, opened| Ok(record_js(opened)),
         )
     }
 }
@@ -611,7 +630,7 @@ impl Writer {
 
 #[napi]
 impl Writer {
-    /// `Store.append`, batched.
+    /// `Store.append`, batched; `options.subject` makes its payloads personal to a subject.
     #[napi(ts_return_type = "Promise<AppendOutcome>")]
     pub fn append<'env>(
         &self,
@@ -619,14 +638,25 @@ impl Writer {
         stream: String,
         expected: napi::Either<String, BigInt>,
         events: Vec<NewEvent>,
-    ) -> napi::Result<PromiseRaw<'env, AppendOutcome>> {
+        options: Option<WriterAppendOptions>,
+    ) -> napi::Result<PromiseRaw<'env, Made>> {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
         let writer = self.handle()?;
+        let subject = options.and_then(|options| options.subject);
         promise(
             env,
-            async move { writer.append(stream, expected, events).await },
-            |_, outcome| Ok(convert::append_outcome(outcome)),
+            async move {
+                match subject {
+                    Some(subject) => {
+                        writer
+                            .append_personal(subject, stream, expected, events)
+                            .await
+                    }
+                    None => writer.append(stream, expected, events).await,
+                }
+            },
+            |env, outcome| crossing::to_js(env, &outcome),
         )
     }
 

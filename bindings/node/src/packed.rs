@@ -8,17 +8,19 @@
 //!
 //! The layout (little-endian `u64`s, [`FIELDS`] per record, then nothing else):
 //! position, version, at_ms, schema, payload length in bytes, then the UTF-16 lengths of the
-//! stream, the kind and the idempotency key ([`NO_KEY`] for none) in `text`, which holds each
-//! record's stream, kind, key and 64-digit hash in turn; `payloads` holds the payloads in turn.
+//! stream, the kind, the idempotency key and the subject ([`NO_KEY`] for none) in `text`, then
+//! 1 if the payload is erased (0 if not); `text` holds each record's stream, kind, key, 64-digit
+//! hash and subject in turn; `payloads` holds the payloads (a personal one's plaintext, an
+//! erased one's nothing) in turn.
 
-use annals::Record;
+use crate::erasure::Opened;
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 
 /// The `u64` fields each record has in `fixed`.
-const FIELDS: usize = 8;
+const FIELDS: usize = 10;
 
-/// The key length that says a record has no idempotency key.
+/// The length that says a record has no idempotency key, or no subject.
 const NO_KEY: u64 = u64::MAX;
 
 /// Records packed for `lib.js`, which gives them as `LogRecord`s (the module's doc has the
@@ -39,11 +41,21 @@ fn utf16_length(text: &str) -> u64 {
 }
 
 /// `records` packed.
-pub fn pack(records: &[Record]) -> PackedRecords {
+pub fn pack(records: &[Opened]) -> PackedRecords {
     let mut fixed = Vec::with_capacity(records.len() * FIELDS * 8);
-    let mut payloads = Vec::with_capacity(records.iter().map(|record| record.payload.len()).sum());
+    let mut payloads = Vec::with_capacity(
+        records
+            .iter()
+            .map(|opened| opened.record.payload.len())
+            .sum(),
+    );
     let mut text = String::new();
-    for record in records {
+    for Opened {
+        record,
+        subject,
+        erased,
+    } in records
+    {
         let key = record.idempotency_key.as_deref();
         for field in [
             record.position.0,
@@ -54,6 +66,8 @@ pub fn pack(records: &[Record]) -> PackedRecords {
             utf16_length(&record.stream),
             utf16_length(&record.kind),
             key.map_or(NO_KEY, utf16_length),
+            subject.as_deref().map_or(NO_KEY, utf16_length),
+            u64::from(*erased),
         ] {
             fixed.extend_from_slice(&field.to_le_bytes());
         }
@@ -62,6 +76,7 @@ pub fn pack(records: &[Record]) -> PackedRecords {
         text.push_str(&record.kind);
         text.push_str(key.unwrap_or(""));
         text.push_str(&record.hash.to_hex());
+        text.push_str(subject.as_deref().unwrap_or(""));
     }
     PackedRecords {
         fixed: fixed.into(),

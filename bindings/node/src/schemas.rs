@@ -18,6 +18,7 @@ use annals::runs::{
     OpenRunRollup, Run, RunChange, RunCommand, RunCommandOutcome, RunRollup, RunSnapshot, Span,
     SpanCommand, SpanCommandOutcome, SpanEvent,
 };
+use annals::{AppendOutcome, ArchiveReport, Backup, Erasure, Head};
 use napi_derive::napi;
 use schemars::JsonSchema;
 use serde_json::Value;
@@ -26,6 +27,12 @@ use serde_json::Value;
 /// variants of one or more enums as one union.
 fn unions() -> Vec<(&'static str, Vec<Value>)> {
     vec![
+        // The log's own outcomes.
+        ("AppendOutcome", vec![schema::<AppendOutcome>()]),
+        ("Head", vec![schema::<Head>()]),
+        ("BackupReport", vec![schema::<Backup>()]),
+        ("ArchiveReport", vec![schema::<ArchiveReport>()]),
+        ("Erasure", vec![schema::<Erasure>()]),
         ("LeaseCommand", vec![schema::<LeaseCommand>()]),
         ("LeaseOutcome", vec![schema::<LeaseOutcome>()]),
         ("IngestCommand", vec![schema::<IngestCommand>()]),

@@ -14,7 +14,7 @@ use std::sync::{Mutex, PoisonError};
 use annals::leases::{FencingToken, LeaseGuard as CoreLeaseGuard};
 use annals::projection::TableSource;
 use annals::{Durability, WriteSession};
-use napi::bindgen_prelude::{AsyncTask, Function, ToNapiValue, TypeName};
+use napi::bindgen_prelude::{AsyncTask, Function};
 use napi::{Env, Task};
 use napi_derive::napi;
 use serde::Serialize;
@@ -97,6 +97,11 @@ impl Call {
         self.durability.is_some()
     }
 
+    /// The durability it chooses, if any.
+    pub(crate) fn durability(&self) -> Option<Durability> {
+        self.durability
+    }
+
     /// The guard it is fenced by, if any.
     pub(crate) fn guard(&self) -> Option<&CoreLeaseGuard> {
         self.guard.as_ref()
@@ -113,12 +118,6 @@ impl Call {
 /// A command's write, converted from JavaScript's and run in a session (`commands.rs`).
 pub(crate) type Work<T> = Box<dyn FnOnce(&mut WriteSession<'_>) -> annals::Result<T> + Send>;
 
-/// A command committed on a thread of libuv's pool (`leaseAsync`, …): its Promise settles
-/// with the outcome, or the error, once the commit is made.
-pub struct Commit<T> {
-    commit: Option<OffThread<T>>,
-}
-
 /// A command's commit, to run on a thread of libuv's pool. An error met there is carried back
 /// as a `Failure`, made a JavaScript error when the Promise settles, on the main thread.
 type OffThread<T> = Box<dyn FnOnce() -> Result<T, Failure> + Send>;
@@ -131,19 +130,6 @@ fn run_once<T>(commit: &mut Option<OffThread<T>>) -> Result<T, Failure> {
             annals::ErrorKind::Internal.code(),
             "a command's commit ran twice",
         )),
-    }
-}
-
-impl<T: ToNapiValue + TypeName + Send + 'static> Task for Commit<T> {
-    type Output = Result<T, Failure>;
-    type JsValue = T;
-
-    fn compute(&mut self) -> napi::Result<Result<T, Failure>> {
-        Ok(run_once(&mut self.commit))
-    }
-
-    fn resolve(&mut self, env: Env, outcome: Result<T, Failure>) -> napi::Result<T> {
-        outcome.map_err(|failure| failure.thrown(&env))
     }
 }
 
@@ -242,15 +228,19 @@ impl Store {
         self.with(|store| store.write_with(durability, guarded).map_err(to_js))
     }
 
-    /// `work` as one command committed off the main thread, with `call`'s options: a Promise.
-    /// Not inside `transaction(fn)`, whose commands run in its own commit, in order.
-    pub(crate) fn command_async<T: ToNapiValue + TypeName + Send + 'static>(
+    /// `run` on the store, a call of the crate's that commits alone (a personal append),
+    /// off the main thread: a Promise. Not inside `transaction(fn)`.
+    pub(crate) fn alone_async<T: Serialize + Send + 'static>(
         &self,
-        call: Call,
-        work: impl FnOnce(&mut WriteSession<'_>) -> annals::Result<T> + Send + 'static,
-    ) -> napi::Result<AsyncTask<Commit<T>>> {
-        Ok(AsyncTask::new(Commit {
-            commit: Some(self.off_thread(call, work)?),
+        run: impl FnOnce(&annals::Store) -> annals::Result<T> + Send + 'static,
+    ) -> napi::Result<AsyncTask<Crossing<T>>> {
+        self.not_a_view("an async command")?;
+        self.outside_transaction("an async command")?;
+        let store = self.shared()?;
+        Ok(AsyncTask::new(Crossing {
+            commit: Some(Box::new(move || {
+                run(&store).map_err(|error| Failure::of(&error))
+            })),
         }))
     }
 
@@ -276,8 +266,9 @@ impl Store {
         }))
     }
 
-    /// `command_async` for a command of the library's own types, whose outcome crosses by
-    /// serde.
+    /// `work` as one command committed off the main thread, with `call`'s options: a Promise
+    /// of its outcome, which crosses by serde. Not inside `transaction(fn)`, whose commands run
+    /// in its own commit, in order.
     pub(crate) fn crossing_async<T: Serialize + Send + 'static>(
         &self,
         call: Call,

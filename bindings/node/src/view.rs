@@ -11,6 +11,8 @@ use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 
 use crate::convert;
+use crate::crossing::Made;
+use crate::erasure::Opener;
 use crate::error::{coded, to_js};
 use crate::packed::{PackedRecords, pack};
 use crate::{ReadOptions, Store};
@@ -105,6 +107,14 @@ impl Store {
         }
     }
 
+    /// `records` packed, their payloads opened (`erasure.rs`).
+    fn packed(&self, records: Vec<Record>) -> napi::Result<PackedRecords> {
+        self.with(|store| {
+            let opened = Opener::new(store).open_all(records).map_err(to_js)?;
+            Ok(pack(&opened))
+        })
+    }
+
     /// Runs `read` on the log: the view's, or as of now, with the view's end if it has one.
     pub(crate) fn read_log<T>(
         &self,
@@ -171,11 +181,11 @@ impl Store {
                 Direction::Forward => 0,
                 Direction::Backward => u64::MAX,
             });
-            let records = before(log.records(Position(from), direction)?, direction, end)
+            before(log.records(Position(from), direction)?, direction, end)
                 .take(limit)
-                .collect::<annals::Result<Vec<_>>>()?;
-            Ok(pack(&records))
+                .collect::<annals::Result<Vec<_>>>()
         })
+        .and_then(|records| self.packed(records))
     }
 
     /// Records of one stream, from version `options.from`.
@@ -198,8 +208,8 @@ impl Store {
             )
             .take(limit)
             .collect::<annals::Result<Vec<_>>>()
-            .map(|records| pack(&records))
         })
+        .and_then(|records| self.packed(records))
     }
 
     /// The record at `position`, or `null` past the head.
@@ -208,16 +218,24 @@ impl Store {
     #[napi]
     pub fn get(&self, position: BigInt) -> napi::Result<Option<crate::LogRecord>> {
         let at = Position(convert::position(&position, "position")?);
-        self.read_log(|log, end| match end.is_some_and(|end| at >= end) {
+        let record = self.read_log(|log, end| match end.is_some_and(|end| at >= end) {
             true => Ok(None),
-            false => Ok(log.get(at)?.map(convert::record_js)),
+            false => log.get(at),
+        })?;
+        let Some(record) = record else {
+            return Ok(None);
+        };
+        self.with(|store| {
+            crate::erasure::opened(store, record)
+                .map(|opened| Some(convert::record_js(opened)))
+                .map_err(to_js)
         })
     }
 
     /// The head: the next position and the last record's hash (inside `transaction(fn)`, with
     /// the transaction's appends; in a view, the view's).
-    #[napi]
-    pub fn head(&self) -> napi::Result<crate::Head> {
+    #[napi(ts_return_type = "Head")]
+    pub fn head(&self, env: napi::Env) -> napi::Result<Made> {
         let head = match self.in_open_transaction(|session| session.head()) {
             Some(head) => head?,
             None => self.read_log(|log, end| match end {
@@ -229,10 +247,7 @@ impl Store {
                 }),
             })?,
         };
-        Ok(crate::Head {
-            next: BigInt::from(head.next.0),
-            hash: head.hash.to_hex(),
-        })
+        crate::crossing::to_js(&env, &head)
     }
 
     /// The first position the log holds a record of: 0, or where its last cut left it.

@@ -10,10 +10,17 @@ test('archiveBefore cuts the log: reads below throw ARCHIVED naming the archive,
   const { store, dir } = freshStore(t)
   for (let n = 0; n < 50; n++) store.append(`s-${n % 3}`, 'any', [event('test.event', n, `record ${n}`)])
   const root = store.head()
+  const anchor = store.get(19n).hash
   const archive = path.join(dir, 'log-0.archive')
   const report = store.archiveBefore(20n, archive)
-  assert.deepEqual([report.from, report.before, report.record], [0n, 20n, 50n])
-  assert.match(report.archiveBlake3, /^[0-9a-f]{64}$/)
+  // The crate's own ArchiveReport, crossed by serde: the cut as its record says it.
+  assert.deepEqual([report.cut.from, report.cut.before, report.record, report.archived], [0n, 20n, 50n, 20n])
+  assert.match(report.cut.archiveDigest, /^[0-9a-f]{64}$/)
+  assert.equal(report.cut.anchor, anchor, 'the anchor is the last archived record\'s hash')
+  assert.equal(report.archive, archive)
+  assert.equal(report.cut.archive, 'log-0.archive')
+  assert.ok(report.cut.projections.length > 0)
+  for (const projection of report.cut.projections) assert.equal(typeof projection.version, 'number')
   assert.ok(fs.existsSync(archive))
   assert.equal(store.start(), 20n)
   assert.throws(() => store.get(5n), (error) => {

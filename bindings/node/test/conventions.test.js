@@ -49,7 +49,7 @@ test("integers: 'number' gives every result with numbers, which JSON.stringify t
   const granted = store.lease({ type: 'acquire', resource: 'deploy', holder: 'a', ttlMs: 10, nowMs: 1 })
   assert.equal(granted.lease.token, 1)
   const appended = store.append('s', 'none', [{ kind: 'k', atMs: 2, payload: 'x' }])
-  assert.deepEqual(appended, { type: 'appended', firstPosition: 1, firstVersion: 0, count: 1 })
+  assert.deepEqual(appended, { type: 'appended', firstPosition: 1, firstVersion: 0, count: 1, head: { next: 2, hash: store.get(1).hash } })
   assert.deepEqual(store.head().next, 2)
   assert.equal(typeof store.leaseOf('deploy').token, 'number')
   assert.deepEqual([...store.iterateAll()].map((record) => record.position), [0, 1])
