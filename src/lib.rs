@@ -132,7 +132,7 @@ pub use store::{
     Durability, Holder, ImportStage, PartialStep, READ_ONLY_PATIENCE, Sharing, Stats, Store,
     StoreError, StoreOptions, UnknownSharing, WriteSession,
 };
-pub use store::{Erasure, PayloadReader, check_subject};
+pub use store::{Erasure, KeyExport, KeyImport, PayloadReader, check_subject};
 pub use store::{Footprint, TableFootprint};
 pub use store::{OtherLogProblem, TilesError, TilesWritten};
 pub use subscribe::{Subscription, SubscriptionError};

@@ -50,6 +50,24 @@ pub enum ErasureError {
         /// What is wrong with it.
         problem: String,
     },
+    /// A key export (`schema/FORMAT.md` 3.17) given to [`crate::Store::import_keys`] that is
+    /// not one, or is damaged: nothing is imported.
+    #[error("{path}: not a key export this build reads: {problem}")]
+    KeyExport {
+        /// The file's path.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A key import that holds a key for a subject this log's key store holds another key
+    /// for: the export is not of this log's replica set. Nothing is imported.
+    #[error(
+        "the key export holds a key for subject {subject:?} other than this log's key store's: it is not a copy of this log's keys"
+    )]
+    KeyConflict {
+        /// The subject.
+        subject: String,
+    },
     /// A personal payload whose subject's key is held, and which that key does not open: the
     /// key store is not this log's, or the payload was sealed for another stream or kind.
     #[error(

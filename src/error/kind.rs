@@ -276,9 +276,9 @@ impl Error {
                 ErasureError::EnvelopeMagic { .. } | ErasureError::Erased { .. } => {
                     ErrorKind::AppendRefused
                 }
-                ErasureError::Damaged { .. } | ErasureError::Unopenable { .. } => {
-                    ErrorKind::Corrupt
-                }
+                ErasureError::Damaged { .. }
+                | ErasureError::Unopenable { .. }
+                | ErasureError::KeyExport { .. } => ErrorKind::Corrupt,
                 _ => ErrorKind::Refused,
             },
             Error::OutputPath(refused) => match refused {

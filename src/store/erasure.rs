@@ -39,7 +39,110 @@ pub struct Erasure {
     pub key_destroyed: bool,
 }
 
+/// What [`Store::export_keys`] wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeyExport {
+    /// The subjects whose keys the file holds, in order.
+    pub subjects: Vec<String>,
+    /// Subjects whose key the key store still held but whose erasure the log holds (an
+    /// erasure a kill interrupted): left out.
+    pub erased: Vec<String>,
+}
+
+/// What [`Store::import_keys`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeyImport {
+    /// The subjects whose keys it added to the key store, in order.
+    pub imported: Vec<String>,
+    /// Subjects whose key the key store held already (the same key): nothing to do.
+    pub held: Vec<String>,
+    /// Subjects whose erasure this log holds: their keys were not imported.
+    pub erased: Vec<String>,
+}
+
 impl Store {
+    /// Writes the keys of this log's key store to a new file at `out` (mode `0600`, never
+    /// over a file there: `schema/FORMAT.md` 3.17), for a trusted replica to import with
+    /// [`Store::import_keys`] and read the personal payloads it holds as ciphertext. This is
+    /// the only way a key leaves its key store, and it is explicit: exports, backups, archives
+    /// and replication never carry a key. A subject whose erasure the log holds is left out,
+    /// even while a kill left its key. The file is as sensitive as the key store: a copy kept
+    /// after an erasure is a copy taken before it (`docs/erasure.md`).
+    ///
+    /// Refused with nothing written: a store with no file ([`ErasureError::NoKeyStore`]), a
+    /// path that is one of the store's files, or one where a file is.
+    pub fn export_keys(&self, out: &Path) -> Result<KeyExport> {
+        let log = self.key_store_log()?;
+        self.check_output(out, crate::output_path::Output::File)?;
+        let keys = KeyStore::load(log)?;
+        // Read after the keys: an erasure whose key was read before is in it.
+        let snapshot = self.snapshot()?;
+        let (mut subjects, mut erased) = (Vec::new(), Vec::new());
+        for subject in keys.subjects() {
+            match erasure_position(&snapshot, subject)? {
+                Some(_) => erased.push(subject.to_owned()),
+                None => subjects.push(subject.to_owned()),
+            }
+        }
+        let exported = keys.keys_of(subjects.iter().map(String::as_str));
+        super::keys::write_export(out, &exported)?;
+        Ok(KeyExport { subjects, erased })
+    }
+
+    /// Adds the keys of a key export ([`Store::export_keys`], from a log this one replicates
+    /// or was imported from) to this log's key store, under the write lock, in one durable
+    /// rewrite: from then on this store reads those subjects' personal payloads, until it
+    /// erases them or a replicated erasure comes in (either destroys this copy of the key).
+    /// Keys of subjects this log holds the erasure of are not imported; keys it holds already
+    /// are left as they are.
+    ///
+    /// Refused with nothing written: a file that is not a key export
+    /// ([`ErasureError::KeyExport`]), a key for a subject this key store holds another key for
+    /// ([`ErasureError::KeyConflict`]), a read-only store, a store with no file.
+    pub fn import_keys(&self, input: &Path) -> Result<KeyImport> {
+        let log = self.key_store_log()?;
+        self.require_writable()?;
+        let exported = super::keys::read_keys(input, super::keys::KEY_EXPORT)?;
+        self.write(|_| {
+            let mut keys = KeyStore::load(log)?;
+            let snapshot = self.snapshot()?;
+            let mut import = KeyImport {
+                imported: Vec::new(),
+                held: Vec::new(),
+                erased: Vec::new(),
+            };
+            let mut added = std::collections::BTreeMap::new();
+            for (subject, key) in exported {
+                if erasure_position(&snapshot, &subject)?.is_some() {
+                    import.erased.push(subject);
+                } else if let Some(held) = keys.key(&subject) {
+                    if *held != *key {
+                        return Err(ErasureError::KeyConflict { subject }.into());
+                    }
+                    import.held.push(subject);
+                } else {
+                    import.imported.push(subject.clone());
+                    added.insert(subject, key);
+                }
+            }
+            keys.insert_all(added)?;
+            Ok(import)
+        })
+    }
+
+    /// Destroys this store's copies of the keys of the subjects whose erasure events are among
+    /// `records` (appended from elsewhere: a follower's, a shared host's), under the write
+    /// lock: a replica that imported a key lets it go when the erasure reaches it.
+    #[cfg(feature = "jetstream")]
+    pub(crate) fn destroy_keys_erased_by(&self, records: &[Record]) -> Result<()> {
+        match records.iter().any(|record| record.kind == ERASED_KIND) {
+            true => self.finish_erasures(),
+            false => Ok(()),
+        }
+    }
+
     /// Appends `events` to `stream` as [`Store::append`] does, each payload personal to
     /// `subject`: sealed (`schema/FORMAT.md` 1.5) under the subject's data key, drawn and kept
     /// in the key store beside the log (`<log>.keys`) on the subject's first personal append,

@@ -57,7 +57,7 @@ pub use archive::{ArchiveOptions, ArchiveReport, ArchivedRecords, Cut, CutProjec
 pub use backend::Backend;
 pub use backup::Backup;
 pub use compact::Compaction;
-pub use erasure::{Erasure, PayloadReader, check_subject};
+pub use erasure::{Erasure, KeyExport, KeyImport, PayloadReader, check_subject};
 pub use footprint::{Footprint, TableFootprint};
 pub use import::ImportStage;
 pub use open::held_by_writer;
