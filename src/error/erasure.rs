@@ -59,6 +59,13 @@ pub enum ErasureError {
         /// What is wrong with it.
         problem: String,
     },
+    /// [`crate::Store::export_keys`] to a path where a file is: a key export is never written
+    /// over one (nor through a link), so no older copy of a key is left behind under its name.
+    #[error("{path}: a file is there: a key export is written to a new file only")]
+    KeyExportExists {
+        /// The path given.
+        path: PathBuf,
+    },
     /// A key import that holds a key for a subject this log's key store holds another key
     /// for: the export is not of this log's replica set. Nothing is imported.
     #[error(

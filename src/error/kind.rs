@@ -279,6 +279,7 @@ impl Error {
                 ErasureError::Damaged { .. }
                 | ErasureError::Unopenable { .. }
                 | ErasureError::KeyExport { .. } => ErrorKind::Corrupt,
+                ErasureError::KeyExportExists { .. } => ErrorKind::Exists,
                 _ => ErrorKind::Refused,
             },
             Error::OutputPath(refused) => match refused {

@@ -216,12 +216,25 @@ impl KeyStore {
 /// leaves no file.
 pub(crate) fn write_export(path: &Path, keys: &BTreeMap<String, DataKey>) -> Result<()> {
     let bytes = encode(keys, KEY_EXPORT);
+    let exists = || -> Error {
+        ErasureError::KeyExportExists {
+            path: path.to_path_buf(),
+        }
+        .into()
+    };
+    if fs::symlink_metadata(path).is_ok() {
+        return Err(exists());
+    }
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)?;
+        .open(path)
+        .map_err(|error| match error.kind() {
+            std::io::ErrorKind::AlreadyExists => exists(),
+            _ => error.into(),
+        })?;
     let written = (|| -> Result<()> {
         file.write_all(&bytes)?;
         file.sync_all()?;

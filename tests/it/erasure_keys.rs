@@ -106,9 +106,15 @@ fn a_key_export_is_never_written_over_a_file_nor_taken_from_a_damaged_or_foreign
     let written = std::fs::read(&export).unwrap();
     // Over the export just written, or over the log's own key store: refused, both as they were.
     let keys_before = std::fs::read(keys_path(&path)).unwrap();
-    for target in [export.clone(), keys_path(&path)] {
-        let refused = store.export_keys(&target);
-        assert!(refused.is_err(), "{}: {refused:?}", target.display());
+    match store.export_keys(&export) {
+        Err(Error::Erasure(ErasureError::KeyExportExists { path })) => assert_eq!(path, export),
+        other => panic!("{other:?}"),
+    }
+    match store.export_keys(&keys_path(&path)) {
+        Err(Error::OutputPath(annals::OutputPathError::StoreFile { file, .. })) => {
+            assert_eq!(file, annals::StoreFile::Keys)
+        }
+        other => panic!("{other:?}"),
     }
     assert_eq!(std::fs::read(&export).unwrap(), written);
     assert_eq!(std::fs::read(keys_path(&path)).unwrap(), keys_before);
