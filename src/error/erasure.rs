@@ -39,6 +39,18 @@ pub enum ErasureError {
         /// The event's index in the append.
         index: usize,
     },
+    /// A command whose field names a subject, decided without its bytes sealed for that
+    /// subject: run it through a store's write session, which seals it
+    /// ([`crate::Command::sealed`]).
+    #[error(
+        "the command's {field} is personal to subject {subject:?} but is not sealed for it: execute it through a store, which seals it"
+    )]
+    NotSealed {
+        /// The field.
+        field: &'static str,
+        /// The subject named.
+        subject: String,
+    },
     /// A store with no file (over a storage backend) has no key store beside it.
     #[error("a store over a storage backend has no key store: personal data needs a log file")]
     NoKeyStore,
@@ -73,6 +85,19 @@ pub enum ErasureError {
     )]
     KeyConflict {
         /// The subject.
+        subject: String,
+    },
+    /// A command field kept sealed in a projection's row, whose subject's key is held and
+    /// does not open it for the stream and kind it was read as of.
+    #[error(
+        "a field personal to subject {subject:?} does not open as one of stream {stream:?}, kind {kind:?}, with the key store's key: the key store is not this log's, or the field is another event's"
+    )]
+    UnopenableField {
+        /// The stream it was read as of.
+        stream: String,
+        /// The kind.
+        kind: String,
+        /// Its subject.
         subject: String,
     },
     /// A personal payload whose subject's key is held, and which that key does not open: the

@@ -278,6 +278,7 @@ impl Error {
                 }
                 ErasureError::Damaged { .. }
                 | ErasureError::Unopenable { .. }
+                | ErasureError::UnopenableField { .. }
                 | ErasureError::KeyExport { .. } => ErrorKind::Corrupt,
                 ErasureError::KeyExportExists { .. } => ErrorKind::Exists,
                 _ => ErrorKind::Refused,

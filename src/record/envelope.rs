@@ -143,6 +143,15 @@ impl<'a> Envelope<'a> {
     }
 }
 
+/// The most bytes an envelope adds to its plaintext (a subject of the longest).
+pub(crate) const OVERHEAD_MAX: usize =
+    ENVELOPE_MAGIC.len() + 2 + SUBJECT_BYTES_MAX + NONCE_BYTES + TAG_BYTES;
+
+/// How many bytes an envelope for `subject` adds to its plaintext.
+pub(crate) fn overhead(subject: &str) -> usize {
+    ENVELOPE_MAGIC.len() + 2 + subject.len() + NONCE_BYTES + TAG_BYTES
+}
+
 /// Seals `plaintext` for `subject` into an envelope with `key` and `nonce` (which must never
 /// be used twice with one key: the store draws it at random), bound to the record's `stream`
 /// and `kind`. `subject` must pass [`check_subject`].

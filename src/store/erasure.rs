@@ -356,28 +356,86 @@ impl PayloadReader {
     /// log or the key store holds no key for it (a follower's, an importer's, a backup's).
     /// A key that does not open it is [`ErasureError::Unopenable`].
     pub fn open<'r>(&self, record: &'r Record) -> Result<Payload<'r>> {
-        let Some(envelope) = Envelope::parse(&record.payload) else {
-            return Ok(Payload::Plain(&record.payload));
+        self.open_as(&record.payload, &record.stream, &record.kind)?
+            .ok_or_else(|| {
+                let subject = Envelope::parse(&record.payload).map(|envelope| envelope.subject);
+                ErasureError::Unopenable {
+                    position: record.position,
+                    subject: subject.unwrap_or_default().to_owned(),
+                }
+                .into()
+            })
+    }
+
+    /// A command field's bytes as kept in a projection's row (`field`, sealed by
+    /// [`crate::Command::sealed`] into the event of `stream` and `kind`), as [`Self::open`]
+    /// reads a payload: [`Payload::Plain`] when they are no envelope, the plaintext, or
+    /// [`Payload::Erased`]. Bytes the subject's key does not open for that stream and kind are
+    /// [`ErasureError::UnopenableField`].
+    pub fn open_field<'f>(&self, field: &'f [u8], stream: &str, kind: &str) -> Result<Payload<'f>> {
+        self.open_as(field, stream, kind)?.ok_or_else(|| {
+            let subject = Envelope::parse(field).map(|envelope| envelope.subject);
+            ErasureError::UnopenableField {
+                stream: stream.to_owned(),
+                kind: kind.to_owned(),
+                subject: subject.unwrap_or_default().to_owned(),
+            }
+            .into()
+        })
+    }
+
+    /// `bytes` read as sealed into an event of `stream` and `kind`; `None` when the subject's
+    /// key is held and does not open them.
+    fn open_as<'b>(
+        &self,
+        bytes: &'b [u8],
+        stream: &str,
+        kind: &str,
+    ) -> Result<Option<Payload<'b>>> {
+        let Some(envelope) = Envelope::parse(bytes) else {
+            return Ok(Some(Payload::Plain(bytes)));
         };
         let subject = envelope.subject;
         if erasure_position(&self.snapshot, subject)?.is_some() {
-            return Ok(Payload::Erased { subject });
+            return Ok(Some(Payload::Erased { subject }));
         }
         let Some(key) = self.keys.as_ref().and_then(|keys| keys.key(subject)) else {
-            return Ok(Payload::Erased { subject });
+            return Ok(Some(Payload::Erased { subject }));
         };
-        match envelope.open(key, &record.stream, &record.kind) {
-            Some(data) => Ok(Payload::Personal {
+        Ok(envelope
+            .open(key, stream, kind)
+            .map(|data| Payload::Personal {
                 subject,
                 data: Zeroizing::new(data),
-            }),
-            None => Err(ErasureError::Unopenable {
-                position: record.position,
-                subject: subject.to_owned(),
-            }
-            .into()),
-        }
+            }))
     }
+}
+
+/// A command's personal `field` sealed with the key store of the log at `log`, whose last
+/// commit is `committed` (under the write lock): refused for a subject that is not one, or one
+/// erased; the subject's key drawn and kept first when it has none.
+pub(crate) fn seal_field(
+    log: &Path,
+    committed: &Snapshot,
+    field: crate::command::PersonalField<'_>,
+) -> Result<Vec<u8>> {
+    check_subject(field.subject)?;
+    if let Some(position) = erasure_position(committed, field.subject)? {
+        return Err(ErasureError::Erased {
+            subject: field.subject.to_owned(),
+            position,
+        }
+        .into());
+    }
+    let key = KeyStore::load(log)?.key_or_new(field.subject)?;
+    Ok(seal(
+        &key,
+        &fresh_nonce()?,
+        field.subject,
+        field.stream,
+        field.kind,
+        field.plaintext,
+    ))
 }
 
 /// Refuses a subject's id that is not one ([`ErasureError::Subject`]): one of 1 to 128 bytes

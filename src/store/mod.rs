@@ -707,6 +707,9 @@ impl Store {
         if following {
             session.checkpoints_follow();
         }
+        if self.on_disk {
+            session.seal_with(&self.path);
+        }
         let result = work(&mut session)?;
         let finished = guarded(|| session.finish())?;
         Ok((result, finished))

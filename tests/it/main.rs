@@ -17,6 +17,7 @@ mod corruption;
 mod crash;
 mod cut_vectors;
 mod erasure;
+mod erasure_domains;
 mod erasure_keys;
 mod events;
 mod export;
