@@ -119,7 +119,7 @@ pub use log::read::{Direction, Records, Snapshot, StreamRecords, StreamSummary};
 pub use log::signed::SignedHead;
 pub use log::tables::FORMAT_VERSION;
 pub use projection::{Projection, ProjectionError};
-pub use record::envelope::Payload;
+pub use record::envelope::{Payload, SealedField};
 pub use record::limits::{Field, LimitError, Limits};
 pub use record::{
     HeaderProblem, NewEvent, Position, Record, RecordError, RecordView, StreamVersion,

@@ -74,6 +74,21 @@ pub fn row_stream(key: &str) -> String {
     format!("{STREAM_PREFIX}{key}")
 }
 
+impl OutboxRow {
+    /// Its payload as [`crate::PayloadReader::open_field`] reads it (`docs/erasure.md`): the
+    /// bytes of a row enqueued with no subject; for one enqueued with a `subject`, whose row
+    /// keeps the envelope, the plaintext while the subject's key stands, and
+    /// [`crate::Payload::Erased`] once the subject is erased or where the store holds no key
+    /// for it (a follower, an importer).
+    pub fn payload_field(&self) -> crate::record::envelope::SealedField<'_> {
+        crate::record::envelope::SealedField {
+            bytes: &self.payload,
+            stream: row_stream(&self.key),
+            kind: ENQUEUED,
+        }
+    }
+}
+
 /// How long a failed push waits before the next: `base_ms` after the first failure,
 /// doubling with each further one, never more than `max_ms`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -170,7 +185,7 @@ pub enum OutboxCommand {
         now_ms: u64,
         /// The subject (a person's id) the payload belongs to, if any: the store's write
         /// session then seals it under the subject's key before the event is hashed, the row
-        /// keeps the envelope, and [`crate::outbox::payload`] reads it back, or as erased once
+        /// keeps the envelope, and [`OutboxRow::payload_field`] reads it back, or as erased once
         /// the subject is (`docs/erasure.md`). Absent: not personal.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         subject: Option<String>,

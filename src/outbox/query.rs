@@ -399,18 +399,3 @@ fn hex(bytes: &[u8]) -> String {
     }
     out
 }
-
-/// `row`'s payload as a reader may take it (`docs/erasure.md`): the bytes of a row enqueued
-/// with no subject; for one enqueued with a `subject`, whose row keeps the envelope, the
-/// plaintext while the subject's key stands, and [`crate::Payload::Erased`] once the subject
-/// is erased or where this store holds no key for it (a follower, an importer).
-pub fn payload<'r>(
-    reader: &crate::PayloadReader,
-    row: &'r OutboxRow,
-) -> Result<crate::Payload<'r>> {
-    reader.open_field(
-        &row.payload,
-        &super::decide::row_stream(&row.key),
-        super::events::ENQUEUED,
-    )
-}

@@ -204,6 +204,19 @@ fn associated_data(header: &[u8], stream: &str, kind: &str) -> Vec<u8> {
     aad
 }
 
+/// A command's field as a projection keeps it, with the stream and kind of the event it was
+/// sealed into when personal: what [`crate::PayloadReader::open_field`] reads. Each domain with
+/// personal fields gives its rows' (e.g. `OutboxRow::payload_field`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SealedField<'a> {
+    /// The field's bytes as kept: plain ones, or an envelope.
+    pub bytes: &'a [u8],
+    /// The stream of the event that carried it.
+    pub stream: String,
+    /// That event's kind.
+    pub kind: &'a str,
+}
+
 /// A record's payload as a reader may take it: plain bytes, a personal payload opened with its
 /// subject's key, or the typed mark of one whose subject was erased (or whose key this store
 /// does not hold: a follower's, an importer's). The ciphertext itself is never handed out as

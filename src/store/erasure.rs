@@ -17,7 +17,7 @@ use crate::error::{ErasureError, Result};
 use crate::log::append::{AppendOutcome, ExpectedVersion};
 use crate::log::read::Snapshot;
 use crate::record::envelope::{
-    self, ERASED_KIND, Envelope, KEY_BYTES, Payload, erasure_stream, seal,
+    self, ERASED_KIND, Envelope, KEY_BYTES, Payload, SealedField, erasure_stream, seal,
 };
 use crate::record::{NewEvent, Position, Record};
 
@@ -367,21 +367,23 @@ impl PayloadReader {
             })
     }
 
-    /// A command field's bytes as kept in a projection's row (`field`, sealed by
-    /// [`crate::Command::sealed`] into the event of `stream` and `kind`), as [`Self::open`]
-    /// reads a payload: [`Payload::Plain`] when they are no envelope, the plaintext, or
+    /// A command field as kept in a projection's row (sealed by [`crate::Command::sealed`]
+    /// into the event of its stream and kind, when personal), as [`Self::open`] reads a
+    /// payload: [`Payload::Plain`] when they are no envelope, the plaintext, or
     /// [`Payload::Erased`]. Bytes the subject's key does not open for that stream and kind are
     /// [`ErasureError::UnopenableField`].
-    pub fn open_field<'f>(&self, field: &'f [u8], stream: &str, kind: &str) -> Result<Payload<'f>> {
-        self.open_as(field, stream, kind)?.ok_or_else(|| {
-            let subject = Envelope::parse(field).map(|envelope| envelope.subject);
-            ErasureError::UnopenableField {
-                stream: stream.to_owned(),
-                kind: kind.to_owned(),
-                subject: subject.unwrap_or_default().to_owned(),
-            }
-            .into()
-        })
+    pub fn open_field<'f>(&self, field: &SealedField<'f>) -> Result<Payload<'f>> {
+        let bytes = field.bytes;
+        self.open_as(bytes, &field.stream, field.kind)?
+            .ok_or_else(|| {
+                let subject = Envelope::parse(bytes).map(|envelope| envelope.subject);
+                ErasureError::UnopenableField {
+                    stream: field.stream.clone(),
+                    kind: field.kind.to_owned(),
+                    subject: subject.unwrap_or_default().to_owned(),
+                }
+                .into()
+            })
     }
 
     /// `bytes` read as sealed into an event of `stream` and `kind`; `None` when the subject's

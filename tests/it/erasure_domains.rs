@@ -1,7 +1,7 @@
 //! Personal fields inside the built-in domains' commands (issue 55, point 3;
 //! `docs/erasure.md`): an outbox row enqueued with a `subject` has its payload sealed by the
 //! store's write session before the event is hashed; the row keeps the envelope, which
-//! `outbox::payload` reads back while the key stands and as erased after; replay and `verify`
+//! `PayloadReader::open_field(&row.payload_field())` reads back while the key stands and as erased after; replay and `verify`
 //! give the same rows byte for byte before and after the erasure.
 
 use annals::outbox::{OutboxCommand, OutboxOutcome, OutboxRow};
@@ -29,7 +29,7 @@ fn enqueued(store: &Store, command: &OutboxCommand) -> OutboxRow {
 
 fn read(store: &Store, row: &OutboxRow) -> Option<Vec<u8>> {
     let reader = store.payload_reader().unwrap();
-    let payload = annals::outbox::payload(&reader, row).unwrap();
+    let payload = reader.open_field(&row.payload_field()).unwrap();
     payload.data().map(<[u8]>::to_vec)
 }
 
@@ -64,7 +64,7 @@ fn an_outbox_payload_with_a_subject_is_sealed_reads_back_then_reads_erased_and_r
     store.erase("alice", 2_000).unwrap();
     let reader = store.payload_reader().unwrap();
     assert_eq!(
-        annals::outbox::payload(&reader, &row).unwrap(),
+        reader.open_field(&row.payload_field()).unwrap(),
         Payload::Erased { subject: "alice" }
     );
     assert_eq!(read(&store, &plain).as_deref(), Some(&b"plain words"[..]));
