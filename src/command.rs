@@ -58,10 +58,40 @@ impl<O> Decision<O> {
     }
 }
 
+/// A command field's bytes personal to a subject, to be sealed before the command decides
+/// (`docs/erasure.md`): the envelope is bound to the stream and kind of the event the field
+/// goes into, as a personal payload is to its record's.
+#[derive(Clone, Copy, Debug)]
+pub struct PersonalField<'a> {
+    /// The subject the field belongs to.
+    pub subject: &'a str,
+    /// The stream of the event that will carry it.
+    pub stream: &'a str,
+    /// That event's kind.
+    pub kind: &'a str,
+    /// The field's plaintext.
+    pub plaintext: &'a [u8],
+}
+
 /// A command of some domain.
 pub trait Command {
     /// What the caller is told: a result or a refusal (refusals are values, not errors).
     type Outcome;
     /// Decides against `state`, the projection tables as of this point of the transaction.
     fn decide(&self, state: &dyn TableSource) -> Result<Decision<Self::Outcome>>;
+
+    /// This command with its personal fields sealed by `seal` (which returns the envelope),
+    /// when it names a subject; `None`, the default, when it has none. The write session runs
+    /// it before [`Command::decide`], on the command path (the key store and the randomness
+    /// are the store's, never a projection's), so the events hold only envelopes.
+    fn sealed(
+        &self,
+        seal: &mut dyn FnMut(PersonalField<'_>) -> Result<Vec<u8>>,
+    ) -> Result<Option<Self>>
+    where
+        Self: Sized,
+    {
+        let _ = seal;
+        Ok(None)
+    }
 }

@@ -99,7 +99,7 @@ pub use audit::history::{Entity, History, records as history};
 pub use audit::proof_file::{ProofFile, ProofFileError, ProofTree, lower_hex_digest};
 pub use audit::replay::Replay;
 pub use audit::verify::{Finding, Problem, ProjectionBehind, VerifyReport};
-pub use command::{Command, Decision, Emit};
+pub use command::{Command, Decision, Emit, PersonalField};
 pub use error::JournalError;
 pub use error::{
     AuditError, EntityProblem, ErasureError, Error, ErrorKind, MetaFault, MetaItem, NotALog,
@@ -119,7 +119,7 @@ pub use log::read::{Direction, Records, Snapshot, StreamRecords, StreamSummary};
 pub use log::signed::SignedHead;
 pub use log::tables::FORMAT_VERSION;
 pub use projection::{Projection, ProjectionError};
-pub use record::envelope::Payload;
+pub use record::envelope::{Payload, SealedField};
 pub use record::limits::{Field, LimitError, Limits};
 pub use record::{
     HeaderProblem, NewEvent, Position, Record, RecordError, RecordView, StreamVersion,
@@ -132,7 +132,7 @@ pub use store::{
     Durability, Holder, ImportStage, PartialStep, READ_ONLY_PATIENCE, Sharing, Stats, Store,
     StoreError, StoreOptions, UnknownSharing, WriteSession,
 };
-pub use store::{Erasure, PayloadReader, check_subject};
+pub use store::{Erasure, KeyExport, KeyImport, PayloadReader, check_subject};
 pub use store::{Footprint, TableFootprint};
 pub use store::{OtherLogProblem, TilesError, TilesWritten};
 pub use subscribe::{Subscription, SubscriptionError};

@@ -213,6 +213,7 @@ impl Client {
                 kind: "event".into(),
                 payload: self.outbox_payload(),
                 now_ms,
+                subject: None,
             }),
             Step::Claim => Mixed::Pull(PullCommand::Claim {
                 peer: self.peer(),

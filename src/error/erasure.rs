@@ -39,6 +39,18 @@ pub enum ErasureError {
         /// The event's index in the append.
         index: usize,
     },
+    /// A command whose field names a subject, decided without its bytes sealed for that
+    /// subject: run it through a store's write session, which seals it
+    /// ([`crate::Command::sealed`]).
+    #[error(
+        "the command's {field} is personal to subject {subject:?} but is not sealed for it: execute it through a store, which seals it"
+    )]
+    NotSealed {
+        /// The field.
+        field: &'static str,
+        /// The subject named.
+        subject: String,
+    },
     /// A store with no file (over a storage backend) has no key store beside it.
     #[error("a store over a storage backend has no key store: personal data needs a log file")]
     NoKeyStore,
@@ -49,6 +61,44 @@ pub enum ErasureError {
         path: PathBuf,
         /// What is wrong with it.
         problem: String,
+    },
+    /// A key export (`schema/FORMAT.md` 3.17) given to [`crate::Store::import_keys`] that is
+    /// not one, or is damaged: nothing is imported.
+    #[error("{path}: not a key export this build reads: {problem}")]
+    KeyExport {
+        /// The file's path.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// [`crate::Store::export_keys`] to a path where a file is: a key export is never written
+    /// over one (nor through a link), so no older copy of a key is left behind under its name.
+    #[error("{path}: a file is there: a key export is written to a new file only")]
+    KeyExportExists {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// A key import that holds a key for a subject this log's key store holds another key
+    /// for: the export is not of this log's replica set. Nothing is imported.
+    #[error(
+        "the key export holds a key for subject {subject:?} other than this log's key store's: it is not a copy of this log's keys"
+    )]
+    KeyConflict {
+        /// The subject.
+        subject: String,
+    },
+    /// A command field kept sealed in a projection's row, whose subject's key is held and
+    /// does not open it for the stream and kind it was read as of.
+    #[error(
+        "a field personal to subject {subject:?} does not open as one of stream {stream:?}, kind {kind:?}, with the key store's key: the key store is not this log's, or the field is another event's"
+    )]
+    UnopenableField {
+        /// The stream it was read as of.
+        stream: String,
+        /// The kind.
+        kind: String,
+        /// Its subject.
+        subject: String,
     },
     /// A personal payload whose subject's key is held, and which that key does not open: the
     /// key store is not this log's, or the payload was sealed for another stream or kind.

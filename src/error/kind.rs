@@ -276,9 +276,11 @@ impl Error {
                 ErasureError::EnvelopeMagic { .. } | ErasureError::Erased { .. } => {
                     ErrorKind::AppendRefused
                 }
-                ErasureError::Damaged { .. } | ErasureError::Unopenable { .. } => {
-                    ErrorKind::Corrupt
-                }
+                ErasureError::Damaged { .. }
+                | ErasureError::Unopenable { .. }
+                | ErasureError::UnopenableField { .. }
+                | ErasureError::KeyExport { .. } => ErrorKind::Corrupt,
+                ErasureError::KeyExportExists { .. } => ErrorKind::Exists,
                 _ => ErrorKind::Refused,
             },
             Error::OutputPath(refused) => match refused {

@@ -9,18 +9,19 @@ use std::collections::BTreeSet;
 
 use super::apply::{created, evolve};
 use super::events::{
-    Acked, Claimed, Delivered, Enqueued, Expired, ExpiryReason, OutboxEvent, Parked, Pruned,
-    RetryScheduled,
+    Acked, Claimed, Delivered, ENQUEUED, Enqueued, Expired, ExpiryReason, OutboxEvent, Parked,
+    Pruned, RetryScheduled,
 };
 use super::query::{
     self, BY_STATE, ClaimToken, OutboxRow, OutboxState, indexed_row, state_range, visit_between,
 };
-use crate::command::{Command, Decision, Emit};
-use crate::error::Result;
+use crate::command::{Command, Decision, Emit, PersonalField};
+use crate::error::{ErasureError, Result};
 use crate::event::DomainEvent;
 use crate::log::append::ExpectedVersion;
 use crate::log::read::Direction;
 use crate::projection::table::TableSource;
+use crate::record::envelope::{Envelope, OVERHEAD_MAX, overhead};
 use crate::record::limits::Limits;
 use crate::validate;
 
@@ -63,7 +64,7 @@ const UNDELIVERED: [OutboxState; 2] = [OutboxState::Pending, OutboxState::Waitin
 const _: () =
     assert!(STREAM_PREFIX.len() + KEY_BYTES_MAX <= Limits::DEFAULT.stream_bytes_max as usize);
 const _: () = assert!(
-    PAYLOAD_BYTES_MAX + KEY_BYTES_MAX + PEER_BYTES_MAX + KIND_BYTES_MAX + 5 * 8
+    PAYLOAD_BYTES_MAX + OVERHEAD_MAX + KEY_BYTES_MAX + PEER_BYTES_MAX + KIND_BYTES_MAX + 5 * 8
         <= Limits::DEFAULT.payload_bytes_max as usize
 );
 const _: () = assert!(CLAIM_RETRY_MS < MAX_AGE_MS);
@@ -71,6 +72,21 @@ const _: () = assert!(CLAIM_RETRY_MS < MAX_AGE_MS);
 /// The stream of a row's events.
 pub fn row_stream(key: &str) -> String {
     format!("{STREAM_PREFIX}{key}")
+}
+
+impl OutboxRow {
+    /// Its payload as [`crate::PayloadReader::open_field`] reads it (`docs/erasure.md`): the
+    /// bytes of a row enqueued with no subject; for one enqueued with a `subject`, whose row
+    /// keeps the envelope, the plaintext while the subject's key stands, and
+    /// [`crate::Payload::Erased`] once the subject is erased or where the store holds no key
+    /// for it (a follower, an importer).
+    pub fn payload_field(&self) -> crate::record::envelope::SealedField<'_> {
+        crate::record::envelope::SealedField {
+            bytes: &self.payload,
+            stream: row_stream(&self.key),
+            kind: ENQUEUED,
+        }
+    }
 }
 
 /// How long a failed push waits before the next: `base_ms` after the first failure,
@@ -167,6 +183,12 @@ pub enum OutboxCommand {
         payload: Vec<u8>,
         /// The caller's clock.
         now_ms: u64,
+        /// The subject (a person's id) the payload belongs to, if any: the store's write
+        /// session then seals it under the subject's key before the event is hashed, the row
+        /// keeps the envelope, and [`OutboxRow::payload_field`] reads it back, or as erased once
+        /// the subject is (`docs/erasure.md`). Absent: not personal.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subject: Option<String>,
     },
     /// The push lane delivered a `pending` or `waiting` row: `done`.
     Deliver {
@@ -462,6 +484,37 @@ fn emit_one<O>(event: OutboxEvent, now_ms: u64, outcome: O) -> Decision<O> {
 impl Command for OutboxCommand {
     type Outcome = OutboxOutcome;
 
+    /// An enqueue naming a subject, with its payload sealed for it into the event
+    /// `outbox.enqueued` of stream `outbox/<key>`.
+    fn sealed(
+        &self,
+        seal: &mut dyn FnMut(PersonalField<'_>) -> Result<Vec<u8>>,
+    ) -> Result<Option<Self>> {
+        let OutboxCommand::Enqueue {
+            key,
+            payload,
+            subject: Some(subject),
+            ..
+        } = self
+        else {
+            return Ok(None);
+        };
+        // Refused on the plaintext, before a key is made for it.
+        check_key(key)?;
+        validate::at_most_bytes("payload", payload.len(), PAYLOAD_BYTES_MAX)?;
+        let envelope = seal(PersonalField {
+            subject,
+            stream: &row_stream(key),
+            kind: ENQUEUED,
+            plaintext: payload,
+        })?;
+        let mut sealed = self.clone();
+        if let OutboxCommand::Enqueue { payload, .. } = &mut sealed {
+            *payload = envelope;
+        }
+        Ok(Some(sealed))
+    }
+
     fn decide(&self, state: &dyn TableSource) -> Result<Decision<OutboxOutcome>> {
         match self {
             OutboxCommand::Enqueue {
@@ -470,7 +523,11 @@ impl Command for OutboxCommand {
                 kind,
                 payload,
                 now_ms,
-            } => decide_enqueue(state, key, peer, kind, payload, *now_ms),
+                subject,
+            } => {
+                check_sealed(payload, subject.as_deref())?;
+                decide_enqueue(state, key, peer, kind, payload, *now_ms)
+            }
             OutboxCommand::Deliver { key, now_ms } => decide_deliver(state, key, *now_ms),
             OutboxCommand::Park { key, now_ms } => decide_park(state, key, *now_ms),
             OutboxCommand::Retry {
@@ -503,6 +560,22 @@ impl Command for OutboxCommand {
     }
 }
 
+/// Refuses a payload that names `subject` and is not an envelope sealed for it (a command
+/// decided without the store's sealing).
+fn check_sealed(payload: &[u8], subject: Option<&str>) -> Result<()> {
+    let Some(subject) = subject else {
+        return Ok(());
+    };
+    match Envelope::parse(payload) {
+        Some(envelope) if envelope.subject == subject => Ok(()),
+        _ => Err(ErasureError::NotSealed {
+            field: "payload",
+            subject: subject.to_owned(),
+        }
+        .into()),
+    }
+}
+
 /// [`OutboxCommand::Enqueue`]: a new `pending` row, or the row the key already has.
 fn decide_enqueue(
     state: &dyn TableSource,
@@ -515,7 +588,12 @@ fn decide_enqueue(
     check_key(key)?;
     check_peer(peer)?;
     check_kind(kind)?;
-    validate::at_most_bytes("payload", payload.len(), PAYLOAD_BYTES_MAX)?;
+    // A sealed payload is its plaintext, checked before it was sealed, and an envelope's bytes.
+    let payload_max = match Envelope::parse(payload) {
+        Some(envelope) => PAYLOAD_BYTES_MAX + overhead(envelope.subject),
+        None => PAYLOAD_BYTES_MAX,
+    };
+    validate::at_most_bytes("payload", payload.len(), payload_max)?;
     if let Some(row) = query::row(state, key)? {
         return Ok(Decision::nothing(OutboxOutcome::AlreadyEnqueued { row }));
     }

@@ -143,6 +143,15 @@ impl<'a> Envelope<'a> {
     }
 }
 
+/// The most bytes an envelope adds to its plaintext (a subject of the longest).
+pub(crate) const OVERHEAD_MAX: usize =
+    ENVELOPE_MAGIC.len() + 2 + SUBJECT_BYTES_MAX + NONCE_BYTES + TAG_BYTES;
+
+/// How many bytes an envelope for `subject` adds to its plaintext.
+pub(crate) fn overhead(subject: &str) -> usize {
+    ENVELOPE_MAGIC.len() + 2 + subject.len() + NONCE_BYTES + TAG_BYTES
+}
+
 /// Seals `plaintext` for `subject` into an envelope with `key` and `nonce` (which must never
 /// be used twice with one key: the store draws it at random), bound to the record's `stream`
 /// and `kind`. `subject` must pass [`check_subject`].
@@ -193,6 +202,19 @@ fn associated_data(header: &[u8], stream: &str, kind: &str) -> Vec<u8> {
         aad.extend_from_slice(part.as_bytes());
     }
     aad
+}
+
+/// A command's field as a projection keeps it, with the stream and kind of the event it was
+/// sealed into when personal: what [`crate::PayloadReader::open_field`] reads. Each domain with
+/// personal fields gives its rows' (e.g. `OutboxRow::payload_field`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SealedField<'a> {
+    /// The field's bytes as kept: plain ones, or an envelope.
+    pub bytes: &'a [u8],
+    /// The stream of the event that carried it.
+    pub stream: String,
+    /// That event's kind.
+    pub kind: &'a str,
 }
 
 /// A record's payload as a reader may take it: plain bytes, a personal payload opened with its

@@ -536,6 +536,9 @@ pub(crate) async fn apply_checked(
             .err();
         if !taken.records.is_empty() {
             store.write_with(durability, |session| append_runs(session, &taken.records))?;
+            // An erasure replicated here destroys this replica's copy of the key, if it
+            // imported one (`Store::import_keys`).
+            store.destroy_keys_erased_by(&taken.records)?;
         }
         match stopped {
             Some(error) => Err(error),

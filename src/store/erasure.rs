@@ -17,7 +17,7 @@ use crate::error::{ErasureError, Result};
 use crate::log::append::{AppendOutcome, ExpectedVersion};
 use crate::log::read::Snapshot;
 use crate::record::envelope::{
-    self, ERASED_KIND, Envelope, KEY_BYTES, Payload, erasure_stream, seal,
+    self, ERASED_KIND, Envelope, KEY_BYTES, Payload, SealedField, erasure_stream, seal,
 };
 use crate::record::{NewEvent, Position, Record};
 
@@ -40,7 +40,110 @@ pub struct Erasure {
     pub key_destroyed: bool,
 }
 
+/// What [`Store::export_keys`] wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeyExport {
+    /// The subjects whose keys the file holds, in order.
+    pub subjects: Vec<String>,
+    /// Subjects whose key the key store still held but whose erasure the log holds (an
+    /// erasure a kill interrupted): left out.
+    pub erased: Vec<String>,
+}
+
+/// What [`Store::import_keys`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeyImport {
+    /// The subjects whose keys it added to the key store, in order.
+    pub imported: Vec<String>,
+    /// Subjects whose key the key store held already (the same key): nothing to do.
+    pub held: Vec<String>,
+    /// Subjects whose erasure this log holds: their keys were not imported.
+    pub erased: Vec<String>,
+}
+
 impl Store {
+    /// Writes the keys of this log's key store to a new file at `out` (mode `0600`, never
+    /// over a file there: `schema/FORMAT.md` 3.17), for a trusted replica to import with
+    /// [`Store::import_keys`] and read the personal payloads it holds as ciphertext. This is
+    /// the only way a key leaves its key store, and it is explicit: exports, backups, archives
+    /// and replication never carry a key. A subject whose erasure the log holds is left out,
+    /// even while a kill left its key. The file is as sensitive as the key store: a copy kept
+    /// after an erasure is a copy taken before it (`docs/erasure.md`).
+    ///
+    /// Refused with nothing written: a store with no file ([`ErasureError::NoKeyStore`]), a
+    /// path that is one of the store's files, or one where a file is.
+    pub fn export_keys(&self, out: &Path) -> Result<KeyExport> {
+        let log = self.key_store_log()?;
+        self.check_output(out, crate::output_path::Output::File)?;
+        let keys = KeyStore::load(log)?;
+        // Read after the keys: an erasure whose key was read before is in it.
+        let snapshot = self.snapshot()?;
+        let (mut subjects, mut erased) = (Vec::new(), Vec::new());
+        for subject in keys.subjects() {
+            match erasure_position(&snapshot, subject)? {
+                Some(_) => erased.push(subject.to_owned()),
+                None => subjects.push(subject.to_owned()),
+            }
+        }
+        let exported = keys.keys_of(subjects.iter().map(String::as_str));
+        super::keys::write_export(out, &exported)?;
+        Ok(KeyExport { subjects, erased })
+    }
+
+    /// Adds the keys of a key export ([`Store::export_keys`], from a log this one replicates
+    /// or was imported from) to this log's key store, under the write lock, in one durable
+    /// rewrite: from then on this store reads those subjects' personal payloads, until it
+    /// erases them or a replicated erasure comes in (either destroys this copy of the key).
+    /// Keys of subjects this log holds the erasure of are not imported; keys it holds already
+    /// are left as they are.
+    ///
+    /// Refused with nothing written: a file that is not a key export
+    /// ([`ErasureError::KeyExport`]), a key for a subject this key store holds another key for
+    /// ([`ErasureError::KeyConflict`]), a read-only store, a store with no file.
+    pub fn import_keys(&self, input: &Path) -> Result<KeyImport> {
+        let log = self.key_store_log()?;
+        self.require_writable()?;
+        let exported = super::keys::read_keys(input, super::keys::KEY_EXPORT)?;
+        self.write(|_| {
+            let mut keys = KeyStore::load(log)?;
+            let snapshot = self.snapshot()?;
+            let mut import = KeyImport {
+                imported: Vec::new(),
+                held: Vec::new(),
+                erased: Vec::new(),
+            };
+            let mut added = std::collections::BTreeMap::new();
+            for (subject, key) in exported {
+                if erasure_position(&snapshot, &subject)?.is_some() {
+                    import.erased.push(subject);
+                } else if let Some(held) = keys.key(&subject) {
+                    if *held != *key {
+                        return Err(ErasureError::KeyConflict { subject }.into());
+                    }
+                    import.held.push(subject);
+                } else {
+                    import.imported.push(subject.clone());
+                    added.insert(subject, key);
+                }
+            }
+            keys.insert_all(added)?;
+            Ok(import)
+        })
+    }
+
+    /// Destroys this store's copies of the keys of the subjects whose erasure events are among
+    /// `records` (appended from elsewhere: a follower's, a shared host's), under the write
+    /// lock: a replica that imported a key lets it go when the erasure reaches it.
+    #[cfg(feature = "jetstream")]
+    pub(crate) fn destroy_keys_erased_by(&self, records: &[Record]) -> Result<()> {
+        match records.iter().any(|record| record.kind == ERASED_KIND) {
+            true => self.finish_erasures(),
+            false => Ok(()),
+        }
+    }
+
     /// Appends `events` to `stream` as [`Store::append`] does, each payload personal to
     /// `subject`: sealed (`schema/FORMAT.md` 1.5) under the subject's data key, drawn and kept
     /// in the key store beside the log (`<log>.keys`) on the subject's first personal append,
@@ -254,28 +357,88 @@ impl PayloadReader {
     /// log or the key store holds no key for it (a follower's, an importer's, a backup's).
     /// A key that does not open it is [`ErasureError::Unopenable`].
     pub fn open<'r>(&self, record: &'r Record) -> Result<Payload<'r>> {
-        let Some(envelope) = Envelope::parse(&record.payload) else {
-            return Ok(Payload::Plain(&record.payload));
+        self.open_as(&record.payload, &record.stream, &record.kind)?
+            .ok_or_else(|| {
+                let subject = Envelope::parse(&record.payload).map(|envelope| envelope.subject);
+                ErasureError::Unopenable {
+                    position: record.position,
+                    subject: subject.unwrap_or_default().to_owned(),
+                }
+                .into()
+            })
+    }
+
+    /// A command field as kept in a projection's row (sealed by [`crate::Command::sealed`]
+    /// into the event of its stream and kind, when personal), as [`Self::open`] reads a
+    /// payload: [`Payload::Plain`] when they are no envelope, the plaintext, or
+    /// [`Payload::Erased`]. Bytes the subject's key does not open for that stream and kind are
+    /// [`ErasureError::UnopenableField`].
+    pub fn open_field<'f>(&self, field: &SealedField<'f>) -> Result<Payload<'f>> {
+        let bytes = field.bytes;
+        self.open_as(bytes, &field.stream, field.kind)?
+            .ok_or_else(|| {
+                let subject = Envelope::parse(bytes).map(|envelope| envelope.subject);
+                ErasureError::UnopenableField {
+                    stream: field.stream.clone(),
+                    kind: field.kind.to_owned(),
+                    subject: subject.unwrap_or_default().to_owned(),
+                }
+                .into()
+            })
+    }
+
+    /// `bytes` read as sealed into an event of `stream` and `kind`; `None` when the subject's
+    /// key is held and does not open them.
+    fn open_as<'b>(
+        &self,
+        bytes: &'b [u8],
+        stream: &str,
+        kind: &str,
+    ) -> Result<Option<Payload<'b>>> {
+        let Some(envelope) = Envelope::parse(bytes) else {
+            return Ok(Some(Payload::Plain(bytes)));
         };
         let subject = envelope.subject;
         if erasure_position(&self.snapshot, subject)?.is_some() {
-            return Ok(Payload::Erased { subject });
+            return Ok(Some(Payload::Erased { subject }));
         }
         let Some(key) = self.keys.as_ref().and_then(|keys| keys.key(subject)) else {
-            return Ok(Payload::Erased { subject });
+            return Ok(Some(Payload::Erased { subject }));
         };
-        match envelope.open(key, &record.stream, &record.kind) {
-            Some(data) => Ok(Payload::Personal {
+        Ok(envelope
+            .open(key, stream, kind)
+            .map(|data| Payload::Personal {
                 subject,
                 data: Zeroizing::new(data),
-            }),
-            None => Err(ErasureError::Unopenable {
-                position: record.position,
-                subject: subject.to_owned(),
-            }
-            .into()),
-        }
+            }))
     }
+}
+
+/// A command's personal `field` sealed with the key store of the log at `log`, whose last
+/// commit is `committed` (under the write lock): refused for a subject that is not one, or one
+/// erased; the subject's key drawn and kept first when it has none.
+pub(crate) fn seal_field(
+    log: &Path,
+    committed: &Snapshot,
+    field: crate::command::PersonalField<'_>,
+) -> Result<Vec<u8>> {
+    check_subject(field.subject)?;
+    if let Some(position) = erasure_position(committed, field.subject)? {
+        return Err(ErasureError::Erased {
+            subject: field.subject.to_owned(),
+            position,
+        }
+        .into());
+    }
+    let key = KeyStore::load(log)?.key_or_new(field.subject)?;
+    Ok(seal(
+        &key,
+        &fresh_nonce()?,
+        field.subject,
+        field.stream,
+        field.kind,
+        field.plaintext,
+    ))
 }
 
 /// Refuses a subject's id that is not one ([`ErasureError::Subject`]): one of 1 to 128 bytes

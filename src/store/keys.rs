@@ -24,17 +24,33 @@ use crate::error::{ErasureError, Error, Result};
 use crate::output_path::{folder_of, keys_path, private_name};
 use crate::record::envelope::{KEY_BYTES, NONCE_BYTES, check_subject};
 
-/// The first bytes of a key store: its name and format version 1.
-const KEYS_MAGIC: &[u8; 12] = b"annals.keys\x01";
+/// What a file of keys is, by its first bytes and its checksum's context: a log's key store
+/// (`schema/FORMAT.md` 3.16), or a key export for a trusted replica (3.17).
+#[derive(Clone, Copy)]
+pub(crate) struct KeysFile {
+    /// Its first bytes: its name and format version 1.
+    magic: &'static [u8; 12],
+    /// The derive-key context of its blake3 checksum.
+    checksum_context: &'static str,
+}
+
+/// The key store beside a log.
+pub(crate) const KEY_STORE: KeysFile = KeysFile {
+    magic: b"annals.keys\x01",
+    checksum_context: "annals 2026 key store checksum v1",
+};
+
+/// A key export ([`crate::Store::export_keys`]): the key store's layout under its own name.
+pub(crate) const KEY_EXPORT: KeysFile = KeysFile {
+    magic: b"annals.keyx\x01",
+    checksum_context: "annals 2026 key export checksum v1",
+};
 
 /// The largest key store read (about 400,000 subjects): bounded before anything is allocated.
 pub(crate) const KEY_STORE_BYTES_MAX: u64 = 64 * 1024 * 1024;
 
 /// Bytes of the blake3 checksum that ends the file.
 const CHECKSUM_BYTES: usize = 32;
-
-/// The derive-key context of the key store's checksum.
-const CHECKSUM_CONTEXT: &str = "annals 2026 key store checksum v1";
 
 /// A subject's data key, wiped from memory when dropped.
 pub(crate) type DataKey = Zeroizing<[u8; KEY_BYTES]>;
@@ -62,7 +78,7 @@ impl KeyStore {
         // old one just before reads it again under the new.
         let mut attempts = 0;
         loop {
-            match read_keys(&path) {
+            match read_keys(&path, KEY_STORE) {
                 Err(Error::Erasure(ErasureError::Damaged { .. })) if attempts < 2 => {
                     attempts += 1;
                 }
@@ -117,11 +133,41 @@ impl KeyStore {
         Ok(true)
     }
 
+    /// The keys of `subjects` it holds, to export (`schema/FORMAT.md` 3.17).
+    pub(crate) fn keys_of<'s>(
+        &self,
+        subjects: impl Iterator<Item = &'s str>,
+    ) -> BTreeMap<String, DataKey> {
+        subjects
+            .filter_map(|subject| {
+                let key = self.keys.get(subject)?;
+                Some((subject.to_owned(), key.clone()))
+            })
+            .collect()
+    }
+
+    /// Adds `keys` (of subjects it holds no key for), rewriting the key store once, durably;
+    /// as it was when the rewrite fails.
+    pub(crate) fn insert_all(&mut self, keys: BTreeMap<String, DataKey>) -> Result<()> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let added: Vec<String> = keys.keys().cloned().collect();
+        self.keys.extend(keys);
+        if let Err(error) = self.rewrite() {
+            for subject in &added {
+                self.keys.remove(subject);
+            }
+            return Err(error);
+        }
+        Ok(())
+    }
+
     /// Writes the keys to a new file, syncs it, renames it over the key store, syncs the
     /// folder, then zeroes the file replaced.
     fn rewrite(&self) -> Result<()> {
         let path = keys_path(&self.log);
-        let bytes = encode(&self.keys);
+        let bytes = encode(&self.keys, KEY_STORE);
         let temporary = private_name(&self.log, "keying");
         // Left by a failed rewrite of this process: it is ours to replace.
         match fs::remove_file(&temporary) {
@@ -165,6 +211,42 @@ impl KeyStore {
     }
 }
 
+/// Writes `keys` as a key export (`schema/FORMAT.md` 3.17) to a new file at `path` (never
+/// over one there, never through a link), mode `0600`, synced with its folder. A failed write
+/// leaves no file.
+pub(crate) fn write_export(path: &Path, keys: &BTreeMap<String, DataKey>) -> Result<()> {
+    let bytes = encode(keys, KEY_EXPORT);
+    let exists = || -> Error {
+        ErasureError::KeyExportExists {
+            path: path.to_path_buf(),
+        }
+        .into()
+    };
+    if fs::symlink_metadata(path).is_ok() {
+        return Err(exists());
+    }
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|error| match error.kind() {
+            std::io::ErrorKind::AlreadyExists => exists(),
+            _ => error.into(),
+        })?;
+    let written = (|| -> Result<()> {
+        file.write_all(&bytes)?;
+        file.sync_all()?;
+        File::open(folder_of(path))?.sync_all()?;
+        Ok(())
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(path);
+    }
+    written
+}
+
 /// Overwrites every byte of `file` (unlinked already) with zeros and syncs it, so that its
 /// blocks hold no key once freed (as far as the file system writes in place).
 fn wipe(mut file: File) -> Result<()> {
@@ -194,12 +276,12 @@ fn create_private(path: &Path, log: &Path) -> Result<File> {
         .open(path)?)
 }
 
-/// The key store's bytes: magic, count, each subject (length, id) and key in order, checksum.
-fn encode(keys: &BTreeMap<String, DataKey>) -> Zeroizing<Vec<u8>> {
+/// A file of keys' bytes: magic, count, each subject (length, id) and key in order, checksum.
+fn encode(keys: &BTreeMap<String, DataKey>, layout: KeysFile) -> Zeroizing<Vec<u8>> {
     let mut bytes = Zeroizing::new(Vec::with_capacity(
-        KEYS_MAGIC.len() + 4 + keys.len() * (1 + 32 + KEY_BYTES) + CHECKSUM_BYTES,
+        layout.magic.len() + 4 + keys.len() * (1 + 32 + KEY_BYTES) + CHECKSUM_BYTES,
     ));
-    bytes.extend_from_slice(KEYS_MAGIC);
+    bytes.extend_from_slice(layout.magic);
     // Bounded by the file's limit, far below 2^32 entries.
     bytes.extend_from_slice(&(keys.len() as u32).to_le_bytes());
     for (subject, key) in keys {
@@ -208,17 +290,18 @@ fn encode(keys: &BTreeMap<String, DataKey>) -> Zeroizing<Vec<u8>> {
         bytes.extend_from_slice(subject.as_bytes());
         bytes.extend_from_slice(&**key);
     }
-    let checksum = blake3::derive_key(CHECKSUM_CONTEXT, &bytes);
+    let checksum = blake3::derive_key(layout.checksum_context, &bytes);
     bytes.extend_from_slice(&checksum);
     bytes
 }
 
-/// Reads the key store at `path` whole and checks it (missing: no keys).
-fn read_keys(path: &Path) -> Result<BTreeMap<String, DataKey>> {
+/// Reads the file of keys at `path` whole and checks it as `layout` (missing: no keys).
+pub(crate) fn read_keys(path: &Path, layout: KeysFile) -> Result<BTreeMap<String, DataKey>> {
     let damaged = |problem: &str| -> Error {
-        ErasureError::Damaged {
-            path: path.to_path_buf(),
-            problem: problem.to_owned(),
+        let (path, problem) = (path.to_path_buf(), problem.to_owned());
+        match layout.magic == KEY_STORE.magic {
+            true => ErasureError::Damaged { path, problem },
+            false => ErasureError::KeyExport { path, problem },
         }
         .into()
     };
@@ -230,17 +313,17 @@ fn read_keys(path: &Path) -> Result<BTreeMap<String, DataKey>> {
     let mut bytes = Zeroizing::new(Vec::new());
     file.take(KEY_STORE_BYTES_MAX + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > KEY_STORE_BYTES_MAX {
-        return Err(damaged("it is over the key store's limit of 64 MiB"));
+        return Err(damaged("it is over the limit of 64 MiB"));
     }
     let Some(body_len) = bytes.len().checked_sub(CHECKSUM_BYTES) else {
-        return Err(damaged("it is shorter than a key store's checksum"));
+        return Err(damaged("it is shorter than a checksum"));
     };
     let (body, checksum) = bytes.split_at(body_len);
-    if blake3::derive_key(CHECKSUM_CONTEXT, body) != checksum {
+    if blake3::derive_key(layout.checksum_context, body) != checksum {
         return Err(damaged("its checksum does not match its bytes"));
     }
-    let Some(mut rest) = body.strip_prefix(KEYS_MAGIC.as_slice()) else {
-        return Err(damaged("it does not begin with the key store's magic"));
+    let Some(mut rest) = body.strip_prefix(layout.magic.as_slice()) else {
+        return Err(damaged("it does not begin with its magic bytes"));
     };
     let count = take(&mut rest, 4)
         .map(|count| u32::from_le_bytes(count.try_into().expect("4 bytes")))

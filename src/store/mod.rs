@@ -57,7 +57,7 @@ pub use archive::{ArchiveOptions, ArchiveReport, ArchivedRecords, Cut, CutProjec
 pub use backend::Backend;
 pub use backup::Backup;
 pub use compact::Compaction;
-pub use erasure::{Erasure, PayloadReader, check_subject};
+pub use erasure::{Erasure, KeyExport, KeyImport, PayloadReader, check_subject};
 pub use footprint::{Footprint, TableFootprint};
 pub use import::ImportStage;
 pub use open::held_by_writer;
@@ -706,6 +706,9 @@ impl Store {
         })?;
         if following {
             session.checkpoints_follow();
+        }
+        if self.on_disk {
+            session.seal_with(&self.path);
         }
         let result = work(&mut session)?;
         let finished = guarded(|| session.finish())?;

@@ -53,6 +53,9 @@ pub struct WriteSession<'txn> {
     /// Whether every projection's checkpoint is known to follow the head already (the caller
     /// saw so with no commit to the file since): the finish need not read them.
     following: bool,
+    /// The log whose key store seals the commands' personal fields (`Command::sealed`);
+    /// `None` for a store with no file, which refuses them.
+    key_store: Option<&'txn std::path::Path>,
 }
 
 impl<'txn> WriteSession<'txn> {
@@ -78,7 +81,38 @@ impl<'txn> WriteSession<'txn> {
             partial: None,
             cut_made: false,
             following: false,
+            key_store: None,
         })
+    }
+
+    /// The records committed before this transaction, opened on the first call.
+    fn committed(&self) -> Result<&Snapshot> {
+        if let Some(snapshot) = self.committed.get() {
+            return Ok(snapshot);
+        }
+        // Through the overlay, what was committed is the writer's base; in redb, the last
+        // commit (the write lock is held: no other comes between).
+        let opened = guarded(|| match (self.txn.base(), self.database) {
+            (Some(base), _) => Snapshot::over(base.clone()),
+            (None, Some(database)) => Snapshot::over(database.begin_read()?),
+            (None, None) => Err(crate::error::Error::ReadOnly),
+        })?;
+        Ok(self.committed.get_or_init(|| opened))
+    }
+
+    /// `field` sealed for its subject ([`Command::sealed`]): refused for a store with no key
+    /// store, a subject that is not one or one erased; the subject's key made if it has none.
+    fn seal_field(&self, field: crate::command::PersonalField<'_>) -> Result<Vec<u8>> {
+        let log = self
+            .key_store
+            .ok_or(crate::error::ErasureError::NoKeyStore)?;
+        super::erasure::seal_field(log, self.committed()?, field)
+    }
+
+    /// Lets the session seal commands' personal fields with the key store of the log at
+    /// `log`.
+    pub(crate) fn seal_with(&mut self, log: &'txn std::path::Path) {
+        self.key_store = Some(log);
     }
 
     /// Tells the session that every projection's checkpoint follows the head as it begins
@@ -324,7 +358,8 @@ impl<'txn> WriteSession<'txn> {
 
     /// Decides `command` against the tables as they stand and appends what it decides.
     pub fn execute<C: Command>(&mut self, command: &C) -> Result<C::Outcome> {
-        let decision = command.decide(&*self)?;
+        let sealed = command.sealed(&mut |field| self.seal_field(field))?;
+        let decision = sealed.as_ref().unwrap_or(command).decide(&*self)?;
         let before = self.head();
         for emit in &decision.emits {
             if let Err(error) = self.append_applied(&emit.stream, emit.expected, &emit.events) {
@@ -423,19 +458,7 @@ impl TableSource for WriteSession<'_> {
 
     fn log_record(&self, position: Position) -> Result<Record> {
         let Some(index) = position.0.checked_sub(self.first_written.0) else {
-            let committed = match self.committed.get() {
-                Some(snapshot) => snapshot,
-                None => {
-                    // Through the overlay, what was committed is the writer's base; in redb,
-                    // the last commit (the write lock is held: no other comes between).
-                    let opened = guarded(|| match (self.txn.base(), self.database) {
-                        (Some(base), _) => Snapshot::over(base.clone()),
-                        (None, Some(database)) => Snapshot::over(database.begin_read()?),
-                        (None, None) => Err(crate::error::Error::ReadOnly),
-                    })?;
-                    self.committed.get_or_init(|| opened)
-                }
-            };
+            let committed = self.committed()?;
             return guarded(|| committed.get(position))?.ok_or_else(|| missing(position));
         };
         usize::try_from(index)

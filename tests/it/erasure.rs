@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
+pub(crate) use crate::files::{contains, files_under};
 use annals::merkle::{TreeHead, check_consistency, check_inclusion};
 use annals::projection::{Table, WriteTables};
 use annals::testing::internals::demo::Rng;
@@ -20,7 +21,7 @@ use annals::{
 };
 
 /// The plaintext personal to `alice` in these tests: searched for in every file.
-const PLAINTEXT: &[u8] = b"ada.lovelace@example.com personal-marker-7f3a";
+pub(crate) const PLAINTEXT: &[u8] = b"ada.lovelace@example.com personal-marker-7f3a";
 
 /// Keeps every record's payload bytes as hex, by position: a projection of a host that keeps a
 /// personal field, showing what projections keep (the envelope) and that replay reproduces it.
@@ -44,7 +45,7 @@ impl Projection for Payloads {
     }
 }
 
-fn open(path: &Path) -> Store {
+pub(crate) fn open(path: &Path) -> Store {
     let options = StoreOptions {
         create: true,
         projections: vec![Arc::new(Payloads)],
@@ -53,7 +54,7 @@ fn open(path: &Path) -> Store {
     Store::open_with(path, options).expect("open the log")
 }
 
-fn personal(store: &Store, subject: &str, stream: &str, payload: &[u8]) -> Position {
+pub(crate) fn personal(store: &Store, subject: &str, stream: &str, payload: &[u8]) -> Position {
     let event = NewEvent::new("email.set", 1_000, payload.to_vec());
     store
         .append_personal(subject, stream, ExpectedVersion::Any, &[event])
@@ -61,7 +62,7 @@ fn personal(store: &Store, subject: &str, stream: &str, payload: &[u8]) -> Posit
         .first_position()
 }
 
-fn plain(store: &Store, stream: &str, payload: &[u8]) -> Position {
+pub(crate) fn plain(store: &Store, stream: &str, payload: &[u8]) -> Position {
     let event = NewEvent::new("note", 1_000, payload.to_vec());
     store
         .append(stream, ExpectedVersion::Any, &[event])
@@ -69,12 +70,12 @@ fn plain(store: &Store, stream: &str, payload: &[u8]) -> Position {
         .first_position()
 }
 
-fn record(store: &Store, position: Position) -> Record {
+pub(crate) fn record(store: &Store, position: Position) -> Record {
     store.get(position).expect("a read").expect("a record")
 }
 
 /// A log at `<dir>/log.redb` with `alice`'s personal payload at the returned position.
-fn with_alice() -> (tempfile::TempDir, PathBuf, Store, Position) {
+pub(crate) fn with_alice() -> (tempfile::TempDir, PathBuf, Store, Position) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     let store = open(&path);
@@ -83,12 +84,12 @@ fn with_alice() -> (tempfile::TempDir, PathBuf, Store, Position) {
 }
 
 /// How many subjects' keys the key store of the log at `log` holds (`schema/FORMAT.md` 3.16).
-fn key_count(log: &Path) -> u32 {
+pub(crate) fn key_count(log: &Path) -> u32 {
     let bytes = std::fs::read(keys_path(log)).expect("the key store");
     u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes"))
 }
 
-fn keys_path(log: &Path) -> PathBuf {
+pub(crate) fn keys_path(log: &Path) -> PathBuf {
     let mut name = log.as_os_str().to_owned();
     name.push(".keys");
     PathBuf::from(name)
@@ -104,27 +105,9 @@ fn only_key(log: &Path) -> Vec<u8> {
 
 /// Asserts that `store` reads `record`'s payload as `alice`'s, erased.
 #[track_caller]
-fn assert_erased(store: &Store, record: &Record) {
+pub(crate) fn assert_erased(store: &Store, record: &Record) {
     let read = store.payload(record).unwrap();
     assert_eq!(read, Payload::Erased { subject: "alice" });
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|window| window == needle)
-}
-
-/// Every file under `dir`, at any depth.
-fn files_under(dir: &Path, found: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("a folder") {
-        let path = entry.expect("an entry").path();
-        if path.is_dir() {
-            files_under(&path, found);
-        } else {
-            found.push(path);
-        }
-    }
 }
 
 fn payload_rows(store: &Store) -> Vec<(u64, String)> {

@@ -2,6 +2,8 @@
 
 #[path = "../annals_bin.rs"]
 mod annals_bin;
+#[path = "../files.rs"]
+mod files;
 
 mod adopt;
 mod architecture;
@@ -15,6 +17,8 @@ mod corruption;
 mod crash;
 mod cut_vectors;
 mod erasure;
+mod erasure_domains;
+mod erasure_keys;
 mod events;
 mod export;
 mod faults;

@@ -15,7 +15,10 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 
-use annals::replication::{ReplicatedLog, connect};
+use std::sync::Arc;
+
+use annals::Store;
+use annals::replication::{Follower, FollowerOptions, ReplicatedLog, connect};
 
 /// One node: its ports, its configuration file and, while it runs, its process.
 struct Node {
@@ -30,7 +33,7 @@ struct Node {
 /// The cluster; see the module docs.
 pub struct Cluster {
     nodes: Vec<Node>,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 /// Ports this process handed out, never handed out again.
@@ -118,7 +121,7 @@ impl Cluster {
                 process: None,
             });
         }
-        Cluster { nodes, _dir: dir }
+        Cluster { nodes, dir }
     }
 
     /// One JetStream server that is not clustered (the example in docs/replication.md), with
@@ -145,7 +148,12 @@ impl Cluster {
             routed: false,
             process: None,
         }];
-        Cluster { nodes, _dir: dir }
+        Cluster { nodes, dir }
+    }
+
+    /// The folder holding every node's configuration, log and JetStream data.
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
     }
 
     /// Every node's client URL, comma-separated.
@@ -230,4 +238,19 @@ impl Drop for Cluster {
 /// A log on a subject of the test's own.
 pub fn log(name: &str) -> ReplicatedLog {
     ReplicatedLog::new(format!("annals.{name}")).expect("a valid subject")
+}
+
+/// A follower of `log` into `store`, with the default options.
+pub fn follower(
+    store: &Arc<Store>,
+    jetstream: async_nats::jetstream::Context,
+    log: &ReplicatedLog,
+) -> Follower {
+    Follower::new(
+        Arc::clone(store),
+        jetstream,
+        log.clone(),
+        FollowerOptions::default(),
+    )
+    .expect("a follower")
 }

@@ -10,7 +10,10 @@ mod annals_bin;
 mod cli;
 mod cluster;
 mod cut;
+mod erasure;
 mod failover;
+#[path = "../files.rs"]
+mod files;
 mod hostile;
 mod measure;
 mod replicate;

@@ -4,10 +4,10 @@ use annals::testing::setup::ExpectDone;
 use std::sync::Arc;
 
 use annals::leases::{LeaseCommand, LeaseOutcome};
-use annals::replication::{Follower, FollowerOptions, ReplicatingWriter};
+use annals::replication::ReplicatingWriter;
 use annals::{Durability, ExpectedVersion, NewEvent, Position, Store};
 
-use crate::cluster::{Cluster, log};
+use crate::cluster::{Cluster, follower, log};
 
 const RECORDS: u64 = 100_000;
 const RECORDS_PER_COMMIT: u64 = 1_000;
@@ -94,15 +94,7 @@ async fn followers_end_with_the_writers_head_and_root_through_a_node_killed_and_
     let mut followers = Vec::new();
     for name in ["a", "b"] {
         let store = Arc::new(Store::open(dir.path().join(format!("{name}.redb"))).unwrap());
-        let follower = Arc::new(
-            Follower::new(
-                store,
-                cluster.jetstream().await,
-                log.clone(),
-                FollowerOptions::default(),
-            )
-            .unwrap(),
-        );
+        let follower = Arc::new(follower(&store, cluster.jetstream().await, &log));
         let running = Arc::clone(&follower);
         let task = tokio::spawn(async move { running.run().await });
         followers.push((follower, task));

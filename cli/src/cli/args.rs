@@ -74,6 +74,10 @@ pub(crate) enum Command {
     /// its key in `<DB>.keys`. Its personal payloads read as erased from then on; the chain,
     /// proofs and checkpoints still verify. Prints the erasure event's position.
     Erase(EraseArgs),
+    /// The subjects' data keys (`<DB>.keys`) for a trusted replica: export them to a file of
+    /// their own, or import such a file into a replica's key store (docs/erasure.md).
+    #[command(subcommand)]
+    Keys(KeysCommand),
     /// Print records, one line each, payloads decoded; filter them as `git log` does.
     Log(LogArgs),
     /// Print records as they commit, until interrupted (like `tail -f`): from a log that
@@ -631,6 +635,41 @@ pub(crate) struct EraseArgs {
     /// The erasure event's time in milliseconds since the Unix epoch [default: now].
     #[arg(long)]
     pub(crate) at_ms: Option<u64>,
+    #[command(flatten)]
+    pub(crate) output: JsonOutput,
+    #[command(flatten)]
+    pub(crate) access: WriteAccess,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum KeysCommand {
+    /// Write the subjects' data keys of the log's key store (`<DB>.keys`) to a new file, mode
+    /// 0600, for a trusted replica to import: the only way a key leaves its key store. An
+    /// erased subject's key is never in it. Prints the subjects exported, one a line.
+    Export(KeysExportArgs),
+    /// Add the keys of a file from `keys export` to the log's key store, so that the log (a
+    /// replica, a follower, an import) reads those subjects' personal payloads until it, or
+    /// the log it follows, erases them. Keys of subjects the log erased are not imported.
+    /// Prints the subjects imported, one a line.
+    Import(KeysImportArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct KeysExportArgs {
+    #[command(flatten)]
+    pub(crate) log: LogFile,
+    /// The key export to write: a new file (never one there, never the key store).
+    pub(crate) file: PathBuf,
+    #[command(flatten)]
+    pub(crate) output: JsonOutput,
+}
+
+#[derive(Args)]
+pub(crate) struct KeysImportArgs {
+    #[command(flatten)]
+    pub(crate) log: LogFile,
+    /// The key export to read (from `annals keys export`).
+    pub(crate) file: PathBuf,
     #[command(flatten)]
     pub(crate) output: JsonOutput,
     #[command(flatten)]

@@ -1,6 +1,7 @@
-//! `keygen`, and reading a signer key file: the only place the command line touches a private
-//! key. A key file is written with mode 0600 and read only when no one else may read it; no
-//! message here holds a byte of the key.
+//! `keygen`, reading a signer key file, and `keys export` / `keys import` (the subjects' data
+//! keys for a trusted replica, `docs/erasure.md`): the only place the command line touches a
+//! private key. A key file is written with mode 0600 and read only when no one else may read
+//! it; no message here holds a byte of a key.
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -8,7 +9,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::process::ExitCode;
 
-use super::args::{KeyAlgorithm, KeygenArgs};
+use super::args::{KeyAlgorithm, KeygenArgs, KeysExportArgs, KeysImportArgs};
 use super::command::{NamedFile, Run};
 use super::failure::{Failure, Kind};
 use annals::output_path::Output;
@@ -58,6 +59,91 @@ pub(crate) fn keygen(args: KeygenArgs) -> Result<ExitCode, Failure> {
         false => writeln!(out, "{verifier}")?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `keys export DB FILE`: the log's subjects' data keys written to a new file (mode 0600) by
+/// [`annals::Store::export_keys`]; prints the subjects exported.
+pub(crate) fn keys_export(args: KeysExportArgs) -> Result<ExitCode, Failure> {
+    let store = annals::Store::open_read_only(&args.log.db)?;
+    let exported = store.export_keys(&args.file)?;
+    let mut out = io::stdout().lock();
+    match args.output.json {
+        true => super::render::print_json(
+            &mut out,
+            &serde_json::json!({
+                "file": args.file.display().to_string(),
+                "subjects": exported.subjects,
+                "erased": exported.erased,
+            }),
+        )?,
+        false => print_subjects(&mut out, &exported.subjects)?,
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `keys import DB FILE`: the keys of a `keys export` file added to the log's key store by
+/// [`annals::Store::import_keys`]; prints the subjects imported.
+pub(crate) fn keys_import(args: KeysImportArgs) -> Result<ExitCode, Failure> {
+    let store = super::open::open_for_writing(&args.log.db, false, &args.access)?;
+    let import = store.import_keys(&args.file)?;
+    store.close()?;
+    let mut out = io::stdout().lock();
+    match args.output.json {
+        true => super::render::print_json(
+            &mut out,
+            &serde_json::json!({
+                "imported": import.imported,
+                "held": import.held,
+                "erased": import.erased,
+            }),
+        )?,
+        false => print_subjects(&mut out, &import.imported)?,
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Subjects' ids, one a line (an id is checked: no control character).
+fn print_subjects(out: &mut impl Write, subjects: &[String]) -> Result<(), Failure> {
+    for subject in subjects {
+        writeln!(out, "{subject}")?;
+    }
+    Ok(())
+}
+
+impl Run for KeysExportArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.log.db, "the log"),
+            NamedFile::written(Some(&self.log.db), &self.file, Output::File),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        keys_export(self)
+    }
+}
+
+impl Run for KeysImportArgs {
+    fn files(&self) -> Vec<NamedFile<'_>> {
+        vec![
+            NamedFile::read(&self.log.db, "the log"),
+            NamedFile::read(&self.file, "a key export"),
+        ]
+    }
+
+    fn json(&self) -> bool {
+        self.output.json
+    }
+
+    fn run(self) -> Result<ExitCode, Failure> {
+        keys_import(self)
+    }
 }
 
 /// Writes `bytes` to a file of mode 0600 created for them: over an existing file only with

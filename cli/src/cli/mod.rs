@@ -75,6 +75,8 @@ fn execute(command: Command) -> (bool, Result<ExitCode, Failure>) {
         Command::Demo(args) => checked_run(args),
         Command::Append(args) => checked_run(args),
         Command::Erase(args) => checked_run(args),
+        Command::Keys(args::KeysCommand::Export(args)) => checked_run(args),
+        Command::Keys(args::KeysCommand::Import(args)) => checked_run(args),
         Command::Log(args) => checked_run(args),
         Command::Tail(args) => checked_run(args),
         Command::Verify(args) => checked_run(args),

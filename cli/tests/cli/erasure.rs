@@ -1,7 +1,10 @@
 //! Personal payloads and erasure on the command line: `append --subject`, `erase`, and `log`
-//! and `history` showing a personal payload opened while its key stands and as erased after.
+//! and `history` showing a personal payload opened while its key stands and as erased after;
+//! `keys export` and `keys import`, the key export for a trusted replica.
 
-use crate::{Log, exits, json, stderr};
+use std::os::unix::fs::PermissionsExt;
+
+use crate::{Log, annals, exits, json, path, stderr, stdout};
 
 /// The payload personal to `alice` in these tests.
 const PERSONAL: &str = "{\"email\":\"ada@example.com\"}";
@@ -105,6 +108,69 @@ fn a_bad_subject_or_a_raw_erasure_record_is_refused_naming_what_is_wrong() {
     let refused = exits(log.run("erase", &[""]), 2);
     assert!(
         stderr(&refused).contains("it is empty"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[test]
+fn keys_export_and_import_let_a_replica_read_until_it_erases_and_never_carry_an_erased_key() {
+    let log = Log::new();
+    for (subject, payload) in [("alice", PERSONAL), ("bob", "bob's"), ("carol", "carol's")] {
+        let stream = format!("people/{subject}");
+        log.ok("append", &[&stream, "note", payload, "--subject", subject]);
+    }
+    log.ok("erase", &["carol"]);
+    let replica = log.dir.path().join("replica.redb");
+    log.ok("backup", &[path(&replica)]);
+    let first_payload = |db: &str| -> serde_json::Value {
+        let out = exits(annals(&["log", db, "--json"]), 0);
+        json(stdout(&out).lines().next().expect("a record"))
+    };
+    assert_eq!(first_payload(path(&replica))["payload_encoding"], "erased");
+
+    let export = log.dir.path().join("keys.export");
+    let exported = exits(annals(&["keys", "export", log.path(), path(&export)]), 0);
+    assert_eq!(stdout(&exported), "alice\nbob\n", "never carol's");
+    let mode = std::fs::metadata(&export).unwrap().permissions().mode();
+    assert_eq!(mode & 0o177, 0, "mode {mode:o}");
+    // Never over a file there.
+    let before = std::fs::read(&export).unwrap();
+    let again = exits(annals(&["keys", "export", log.path(), path(&export)]), 2);
+    assert!(
+        stderr(&again).contains("a file is there"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(std::fs::read(&export).unwrap(), before);
+
+    let imported = exits(
+        annals(&["keys", "import", path(&replica), path(&export), "--json"]),
+        0,
+    );
+    let imported = json(stdout(&imported).trim());
+    assert_eq!(imported["imported"], serde_json::json!(["alice", "bob"]));
+    let read = first_payload(path(&replica));
+    assert_eq!(read["payload_encoding"], "personal");
+    assert_eq!(read["payload"]["data"]["email"], "ada@example.com");
+
+    // The replica's own erasure destroys its copy; importing the export again brings
+    // nothing back.
+    exits(annals(&["erase", path(&replica), "alice"]), 0);
+    let again = exits(
+        annals(&["keys", "import", path(&replica), path(&export)]),
+        0,
+    );
+    assert_eq!(stdout(&again), "", "nothing imported");
+    assert_eq!(first_payload(path(&replica))["payload_encoding"], "erased");
+    assert_eq!(first_payload(log.path())["payload_encoding"], "personal");
+
+    // A file that is not a key export is refused, naming it, and nothing is imported.
+    let damaged = log.dir.path().join("damaged.export");
+    std::fs::write(&damaged, b"annals.keyx\x01 and then nothing sound").unwrap();
+    let refused = exits(annals(&["keys", "import", log.path(), path(&damaged)]), 1);
+    assert!(
+        stderr(&refused).contains("not a key export"),
         "{}",
         stderr(&refused)
     );

@@ -118,6 +118,7 @@ pub(super) fn command(op: &Op, now_ms: u64) -> Option<Command> {
             kind: name(&KINDS, other, KIND_BYTES_MAX),
             payload: vec![number % 3],
             now_ms,
+            subject: None,
         }),
         2 => Command::Host(OutboxCommand::Deliver { key, now_ms }),
         3 => Command::Host(OutboxCommand::Park { key, now_ms }),
@@ -327,6 +328,7 @@ impl Outbox {
                 kind,
                 payload,
                 now_ms,
+                subject: _,
             } => {
                 check(key, "key", NAME_BYTES_MAX)?;
                 check(peer, "peer", NAME_BYTES_MAX)?;

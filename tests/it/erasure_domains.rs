@@ -1,0 +1,126 @@
+//! Personal fields inside the built-in domains' commands (issue 55, point 3;
+//! `docs/erasure.md`): an outbox row enqueued with a `subject` has its payload sealed by the
+//! store's write session before the event is hashed; the row keeps the envelope, which
+//! `PayloadReader::open_field(&row.payload_field())` reads back while the key stands and as erased after; replay and `verify`
+//! give the same rows byte for byte before and after the erasure.
+
+use annals::outbox::{OutboxCommand, OutboxOutcome, OutboxRow};
+use annals::{Command, ErasureError, Error, Payload, Store};
+
+use super::erasure::{PLAINTEXT, contains, open};
+
+fn enqueue(key: &str, payload: &[u8], subject: Option<&str>) -> OutboxCommand {
+    OutboxCommand::Enqueue {
+        key: key.into(),
+        peer: "mailbox-7".into(),
+        kind: "message".into(),
+        payload: payload.to_vec(),
+        now_ms: 1_000,
+        subject: subject.map(str::to_owned),
+    }
+}
+
+fn enqueued(store: &Store, command: &OutboxCommand) -> OutboxRow {
+    match store.execute(command).expect("an enqueue") {
+        OutboxOutcome::Enqueued { row } => row,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn read(store: &Store, row: &OutboxRow) -> Option<Vec<u8>> {
+    let reader = store.payload_reader().unwrap();
+    let payload = reader.open_field(&row.payload_field()).unwrap();
+    payload.data().map(<[u8]>::to_vec)
+}
+
+#[test]
+fn an_outbox_payload_with_a_subject_is_sealed_reads_back_then_reads_erased_and_replays_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let store = open(&path);
+    let personal = enqueued(&store, &enqueue("mail-1", PLAINTEXT, Some("alice")));
+    let plain = enqueued(&store, &enqueue("mail-2", b"plain words", None));
+    assert!(
+        !contains(&personal.payload, PLAINTEXT),
+        "the row keeps the envelope"
+    );
+    assert_eq!(plain.payload, b"plain words");
+    let record = store.get(annals::Position(0)).unwrap().unwrap();
+    assert!(
+        !contains(&record.payload, PLAINTEXT),
+        "the event holds the envelope"
+    );
+    assert_eq!(read(&store, &personal).as_deref(), Some(PLAINTEXT));
+    assert_eq!(read(&store, &plain).as_deref(), Some(&b"plain words"[..]));
+    let row = annals::outbox::row(&store.state().unwrap(), "mail-1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        row.payload, personal.payload,
+        "the projection keeps the envelope"
+    );
+
+    let before = store.state_json("outbox", None).unwrap();
+    store.erase("alice", 2_000).unwrap();
+    let reader = store.payload_reader().unwrap();
+    assert_eq!(
+        reader.open_field(&row.payload_field()).unwrap(),
+        Payload::Erased { subject: "alice" }
+    );
+    assert_eq!(read(&store, &plain).as_deref(), Some(&b"plain words"[..]));
+    assert_eq!(store.state_json("outbox", None).unwrap(), before);
+    store.rebuild(None).unwrap();
+    assert_eq!(
+        store.state_json("outbox", None).unwrap(),
+        before,
+        "replay gives the same rows, envelope and all"
+    );
+    assert!(store.verify().unwrap().is_sound());
+    let log = std::fs::read(&path).unwrap();
+    assert!(!contains(&log, PLAINTEXT), "the log file never held it");
+
+    // An erased subject's field is refused, and nothing is written.
+    let head = store.head().unwrap();
+    match store.execute(&enqueue("mail-3", b"again", Some("alice"))) {
+        Err(Error::Erasure(ErasureError::Erased { subject, .. })) => assert_eq!(subject, "alice"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.head().unwrap(), head);
+}
+
+#[test]
+fn a_subject_field_is_refused_unsealed_or_malformed_and_absent_in_the_serde_form_is_not_personal() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("log.redb"));
+    // Decided without the store's sealing, the payload would go in clear: refused.
+    let unsealed = enqueue("mail-1", PLAINTEXT, Some("alice")).decide(&store.state().unwrap());
+    match unsealed {
+        Err(Error::Erasure(ErasureError::NotSealed { field, subject })) => {
+            assert_eq!((field, subject.as_str()), ("payload", "alice"))
+        }
+        other => panic!("{other:?}"),
+    }
+    match store.execute(&enqueue("mail-1", b"x", Some("a/b"))) {
+        Err(Error::Erasure(ErasureError::Subject { subject, .. })) => assert_eq!(subject, "a/b"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.head().unwrap().next, annals::Position(0));
+    // The serde form: absent is not personal, and a command without one says nothing of it.
+    let json = r#"{"enqueue":{"key":"k","peer":"p","kind":"message","payload":[1],"now_ms":5}}"#;
+    let command: OutboxCommand = serde_json::from_str(json).unwrap();
+    assert_eq!(command, enqueue_at("k", &[1], None));
+    assert!(!serde_json::to_string(&command).unwrap().contains("subject"));
+    let with = serde_json::to_value(enqueue_at("k", &[1], Some("alice"))).unwrap();
+    assert_eq!(with["enqueue"]["subject"], "alice");
+}
+
+fn enqueue_at(key: &str, payload: &[u8], subject: Option<&str>) -> OutboxCommand {
+    OutboxCommand::Enqueue {
+        key: key.into(),
+        peer: "p".into(),
+        kind: "message".into(),
+        payload: payload.to_vec(),
+        now_ms: 5,
+        subject: subject.map(str::to_owned),
+    }
+}
