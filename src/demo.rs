@@ -445,7 +445,6 @@ impl<'s> Simulation<'s> {
             kind: "event".into(),
             payload,
             now_ms: self.now_ms,
-            subject: None,
         };
         let _ = self.store.execute(&command)?;
         Ok(())
@@ -845,7 +844,6 @@ impl<'s> Simulation<'s> {
             kind: "report".into(),
             payload: format!("{{\"report\":{}}}", self.next_delivery).into_bytes(),
             now_ms: self.now_ms,
-            subject: None,
         };
         let _ = self.store.execute(&command)?;
         let due = crate::outbox::due(&self.store.state()?, self.now_ms, 1)?;

@@ -213,7 +213,6 @@ impl Client {
                 kind: "event".into(),
                 payload: self.outbox_payload(),
                 now_ms,
-                subject: None,
             }),
             Step::Claim => Mixed::Pull(PullCommand::Claim {
                 peer: self.peer(),

@@ -1218,6 +1218,22 @@ export type OutboxCommand =
     /** The caller's clock. */
     nowMs: number
   }
+  /** [`OutboxCommand::Enqueue`] of a payload personal to `subject` (a person's id): the store's write session seals it under the subject's key before the event is hashed, the row keeps the envelope, and [`OutboxRow::payload_field`] reads it back, or as erased once the subject is (`docs/erasure.md`). A variant of its own, so that an `Enqueue` written before personal payloads existed still builds as it was. */
+  | {
+    type: 'enqueueFor'
+    /** The subject the payload belongs to. */
+    subject: string
+    /** The idempotency key. */
+    key: string
+    /** The peer it is owed to. */
+    peer: string
+    /** What kind of row it is, at most [`KIND_BYTES_MAX`] bytes. */
+    kind: string
+    /** What is delivered, at most [`PAYLOAD_BYTES_MAX`] bytes before it is sealed. */
+    payload: Buffer
+    /** The caller's clock. */
+    nowMs: number
+  }
   /** The push lane delivered a `pending` or `waiting` row: `done`. */
   | {
     type: 'deliver'

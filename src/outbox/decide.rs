@@ -183,12 +183,27 @@ pub enum OutboxCommand {
         payload: Vec<u8>,
         /// The caller's clock.
         now_ms: u64,
-        /// The subject (a person's id) the payload belongs to, if any: the store's write
-        /// session then seals it under the subject's key before the event is hashed, the row
-        /// keeps the envelope, and [`OutboxRow::payload_field`] reads it back, or as erased once
-        /// the subject is (`docs/erasure.md`). Absent: not personal.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        subject: Option<String>,
+    },
+    /// [`OutboxCommand::Enqueue`] of a payload personal to `subject` (a person's id): the
+    /// store's write session seals it under the subject's key before the event is hashed, the
+    /// row keeps the envelope, and [`OutboxRow::payload_field`] reads it back, or as erased
+    /// once the subject is (`docs/erasure.md`). A variant of its own, so that an `Enqueue`
+    /// written before personal payloads existed still builds as it was.
+    EnqueueFor {
+        /// The subject the payload belongs to.
+        subject: String,
+        /// The idempotency key.
+        key: String,
+        /// The peer it is owed to.
+        peer: String,
+        /// What kind of row it is, at most [`KIND_BYTES_MAX`] bytes.
+        kind: String,
+        /// What is delivered, at most [`PAYLOAD_BYTES_MAX`] bytes before it is sealed.
+        #[serde(with = "crate::event::bytes")]
+        #[cfg_attr(feature = "schema", schemars(with = "Vec<u8>"))]
+        payload: Vec<u8>,
+        /// The caller's clock.
+        now_ms: u64,
     },
     /// The push lane delivered a `pending` or `waiting` row: `done`.
     Deliver {
@@ -490,10 +505,10 @@ impl Command for OutboxCommand {
         &self,
         seal: &mut dyn FnMut(PersonalField<'_>) -> Result<Vec<u8>>,
     ) -> Result<Option<Self>> {
-        let OutboxCommand::Enqueue {
+        let OutboxCommand::EnqueueFor {
             key,
             payload,
-            subject: Some(subject),
+            subject,
             ..
         } = self
         else {
@@ -509,7 +524,7 @@ impl Command for OutboxCommand {
             plaintext: payload,
         })?;
         let mut sealed = self.clone();
-        if let OutboxCommand::Enqueue { payload, .. } = &mut sealed {
+        if let OutboxCommand::EnqueueFor { payload, .. } = &mut sealed {
             *payload = envelope;
         }
         Ok(Some(sealed))
@@ -523,9 +538,16 @@ impl Command for OutboxCommand {
                 kind,
                 payload,
                 now_ms,
+            } => decide_enqueue(state, key, peer, kind, payload, *now_ms),
+            OutboxCommand::EnqueueFor {
                 subject,
+                key,
+                peer,
+                kind,
+                payload,
+                now_ms,
             } => {
-                check_sealed(payload, subject.as_deref())?;
+                check_sealed(payload, subject)?;
                 decide_enqueue(state, key, peer, kind, payload, *now_ms)
             }
             OutboxCommand::Deliver { key, now_ms } => decide_deliver(state, key, *now_ms),
@@ -562,10 +584,7 @@ impl Command for OutboxCommand {
 
 /// Refuses a payload that names `subject` and is not an envelope sealed for it (a command
 /// decided without the store's sealing).
-fn check_sealed(payload: &[u8], subject: Option<&str>) -> Result<()> {
-    let Some(subject) = subject else {
-        return Ok(());
-    };
+fn check_sealed(payload: &[u8], subject: &str) -> Result<()> {
     match Envelope::parse(payload) {
         Some(envelope) if envelope.subject == subject => Ok(()),
         _ => Err(ErasureError::NotSealed {

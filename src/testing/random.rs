@@ -249,7 +249,6 @@ fn command_by_choice(choice: u64, rng: &mut Rng, session: &mut WriteSession<'_>,
                     kind: "event".into(),
                     payload: vec![1, 2],
                     now_ms,
-                    subject: None,
                 },
                 2 => OutboxCommand::Retry {
                     key,

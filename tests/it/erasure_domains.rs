@@ -1,5 +1,6 @@
 //! Personal fields inside the built-in domains' commands (issue 55, point 3;
-//! `docs/erasure.md`): an outbox row enqueued with a `subject` has its payload sealed by the
+//! `docs/erasure.md`): an outbox row enqueued for a subject (`OutboxCommand::EnqueueFor`) has its
+//! payload sealed by the
 //! store's write session before the event is hashed; the row keeps the envelope, which
 //! `PayloadReader::open_field(&row.payload_field())` reads back while the key stands and as erased after; replay and `verify`
 //! give the same rows byte for byte before and after the erasure.
@@ -9,15 +10,36 @@ use annals::{Command, ErasureError, Error, Payload, Store};
 
 use super::erasure::{PLAINTEXT, contains, open};
 
-fn enqueue(key: &str, payload: &[u8], subject: Option<&str>) -> OutboxCommand {
-    OutboxCommand::Enqueue {
-        key: key.into(),
-        peer: "mailbox-7".into(),
-        kind: "message".into(),
-        payload: payload.to_vec(),
-        now_ms: 1_000,
-        subject: subject.map(str::to_owned),
+/// An enqueue of `payload` at `now_ms`, personal to `subject` if one is given.
+fn enqueue_with(
+    key: &str,
+    peer: &str,
+    payload: &[u8],
+    now_ms: u64,
+    subject: Option<&str>,
+) -> OutboxCommand {
+    let (key, peer, kind, payload) = (key.into(), peer.into(), "message".into(), payload.to_vec());
+    match subject {
+        Some(subject) => OutboxCommand::EnqueueFor {
+            subject: subject.to_owned(),
+            key,
+            peer,
+            kind,
+            payload,
+            now_ms,
+        },
+        None => OutboxCommand::Enqueue {
+            key,
+            peer,
+            kind,
+            payload,
+            now_ms,
+        },
     }
+}
+
+fn enqueue(key: &str, payload: &[u8], subject: Option<&str>) -> OutboxCommand {
+    enqueue_with(key, "mailbox-7", payload, 1_000, subject)
 }
 
 fn enqueued(store: &Store, command: &OutboxCommand) -> OutboxRow {
@@ -105,22 +127,18 @@ fn a_subject_field_is_refused_unsealed_or_malformed_and_absent_in_the_serde_form
         other => panic!("{other:?}"),
     }
     assert_eq!(store.head().unwrap().next, annals::Position(0));
-    // The serde form: absent is not personal, and a command without one says nothing of it.
+    // The serde form: an enqueue as it was before personal payloads is not personal, and says
+    // nothing of a subject; a personal one is a variant of its own.
     let json = r#"{"enqueue":{"key":"k","peer":"p","kind":"message","payload":[1],"now_ms":5}}"#;
     let command: OutboxCommand = serde_json::from_str(json).unwrap();
     assert_eq!(command, enqueue_at("k", &[1], None));
     assert!(!serde_json::to_string(&command).unwrap().contains("subject"));
     let with = serde_json::to_value(enqueue_at("k", &[1], Some("alice"))).unwrap();
-    assert_eq!(with["enqueue"]["subject"], "alice");
+    assert_eq!(with["enqueue_for"]["subject"], "alice");
+    let back: OutboxCommand = serde_json::from_value(with).unwrap();
+    assert_eq!(back, enqueue_at("k", &[1], Some("alice")));
 }
 
 fn enqueue_at(key: &str, payload: &[u8], subject: Option<&str>) -> OutboxCommand {
-    OutboxCommand::Enqueue {
-        key: key.into(),
-        peer: "p".into(),
-        kind: "message".into(),
-        payload: payload.to_vec(),
-        now_ms: 5,
-        subject: subject.map(str::to_owned),
-    }
+    enqueue_with(key, "p", payload, 5, subject)
 }

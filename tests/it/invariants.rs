@@ -342,7 +342,6 @@ fn outbox_rows(store: &Store) {
                 kind: "event".into(),
                 payload: b"x".to_vec(),
                 now_ms: T0,
-                subject: None,
             })
             .unwrap()
             .expect_done();

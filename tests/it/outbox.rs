@@ -33,7 +33,6 @@ fn enqueue_command(key: &str, peer: &str, payload: &[u8], now_ms: u64) -> Outbox
         kind: "event".into(),
         payload: payload.to_vec(),
         now_ms,
-        subject: None,
     }
 }
 

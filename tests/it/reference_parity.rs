@@ -314,7 +314,6 @@ fn enqueue(key: &str, peer: &str, kind: &str, now_ms: u64) -> OutboxCommand {
         kind: kind.into(),
         payload: b"{}".to_vec(),
         now_ms,
-        subject: None,
     }
 }
 

@@ -133,7 +133,6 @@ async fn busy_task(writer: Writer, task: u64, steps: u64) -> Vec<Told> {
                     kind: "event".into(),
                     payload: holder.clone().into_bytes(),
                     now_ms,
-                    subject: None,
                 }
             } else {
                 OutboxCommand::Deliver { key, now_ms }

@@ -72,7 +72,6 @@ pub async fn run_host(
                     kind: "job".into(),
                     payload: b"row".to_vec(),
                     now_ms,
-                    subject: None,
                 };
                 match host.execute(command).await.unwrap() {
                     SharedOutcome::Done(OutboxOutcome::Enqueued { .. }) => {

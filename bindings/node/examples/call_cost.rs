@@ -102,7 +102,6 @@ fn prepare(store: &Store) -> annals::Result<()> {
             kind: "note".to_owned(),
             payload: vec![b'y'; 200],
             now_ms: 1,
-            subject: None,
         })?;
     }
     Ok(())

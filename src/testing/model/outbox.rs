@@ -118,7 +118,6 @@ pub(super) fn command(op: &Op, now_ms: u64) -> Option<Command> {
             kind: name(&KINDS, other, KIND_BYTES_MAX),
             payload: vec![number % 3],
             now_ms,
-            subject: None,
         }),
         2 => Command::Host(OutboxCommand::Deliver { key, now_ms }),
         3 => Command::Host(OutboxCommand::Park { key, now_ms }),
@@ -328,7 +327,6 @@ impl Outbox {
                 kind,
                 payload,
                 now_ms,
-                subject: _,
             } => {
                 check(key, "key", NAME_BYTES_MAX)?;
                 check(peer, "peer", NAME_BYTES_MAX)?;
@@ -357,6 +355,10 @@ impl Outbox {
                 self.rows.insert(key.clone(), row.clone());
                 records.push((format!("outbox/{key}"), "outbox.enqueued"));
                 return Ok(OutboxOutcome::Enqueued { row });
+            }
+            // The reference has no personal payloads, and the model makes no such command.
+            OutboxCommand::EnqueueFor { .. } => {
+                unreachable!("the model makes no personal enqueue")
             }
             OutboxCommand::Retry {
                 key,
