@@ -77,13 +77,15 @@ fn main() {
     let pruned = demo_log(&log, settings.records);
     let head = Store::open_read_only(&log)
         .expect("the log")
+        .snapshot()
+        .expect("head")
         .head()
         .expect("head")
         .next
         .0;
     let before = Position(head - settings.keep);
     // Both sides compacted: a log written live holds free pages, which `compact` gives back.
-    let _compacted = Store::compact_file(&log, Duration::ZERO).expect("compact");
+    let _compacted = annals::Compaction::of_file(&log, Duration::ZERO).expect("compact");
     let bytes_before = std::fs::metadata(&log).expect("the log").len();
     let disk_before = disk_bytes(&log);
     let copy = dir.path().join("copy.redb");
@@ -94,12 +96,10 @@ fn main() {
     let (peak_bytes, cut_seconds, peak_disk) = archive_in_child(&log, before, &archive);
     let bytes_after = std::fs::metadata(&log).expect("the log").len();
     let archive_bytes = std::fs::metadata(&archive).expect("the archive").len();
-    let compacted = Store::compact_file(&log, Duration::ZERO).expect("compact");
+    let compacted = annals::Compaction::of_file(&log, Duration::ZERO).expect("compact");
     let bytes_compacted = std::fs::metadata(&log).expect("the log").len();
-    let footprint = Store::open_read_only(&log)
-        .expect("the log")
-        .footprint()
-        .expect("footprint");
+    let footprint =
+        annals::Footprint::of(&Store::open_read_only(&log).expect("the log")).expect("footprint");
     let mut largest = footprint.tables.clone();
     largest.sort_by_key(|table| std::cmp::Reverse(table.page_bytes()));
     eprintln!("after the cut and compact, the largest tables:");
@@ -117,9 +117,7 @@ fn main() {
     eprintln!("copying the cut log as a replica's seed…");
     let seed = dir.path().join("seed.redb");
     let started = Instant::now();
-    let backup = Store::open_read_only(&log)
-        .expect("the log")
-        .backup(&seed)
+    let backup = annals::Backup::write(&Store::open_read_only(&log).expect("the log"), &seed)
         .expect("the seed");
     let seed_seconds = started.elapsed().as_secs_f64();
 
@@ -241,8 +239,9 @@ fn demo_log(path: &Path, records: u64) -> u64 {
     )
     .expect("a new log");
     let mut pruned = 0;
-    while store.head().expect("head").next.0 < records {
-        let chunk = PRUNE_EVERY_RECORDS.min(records - store.head().expect("head").next.0);
+    while store.snapshot().expect("head").head().expect("head").next.0 < records {
+        let chunk = PRUNE_EVERY_RECORDS
+            .min(records - store.snapshot().expect("head").head().expect("head").next.0);
         let _report =
             annals::demo::run_with(&store, Durability::Deferred, chunk, |_| {}).expect("the demo");
         pruned += prune_runs(&store, RUN_RETENTION_MS);
@@ -254,8 +253,10 @@ fn demo_log(path: &Path, records: u64) -> u64 {
 /// Prunes the detail of every run that ended more than `retention_ms` before the log's last
 /// record; returns how many.
 fn prune_runs(store: &Store, retention_ms: u64) -> u64 {
-    let head = store.head().expect("head").next.0;
+    let head = store.snapshot().expect("head").head().expect("head").next.0;
     let now_ms = store
+        .snapshot()
+        .expect("read")
         .get(Position(head - 1))
         .expect("read")
         .expect("the last record")
@@ -287,7 +288,7 @@ fn prune_runs(store: &Store, retention_ms: u64) -> u64 {
 fn time_verify(path: &Path) -> f64 {
     let store = Store::open_read_only(path).expect("the log");
     let started = Instant::now();
-    let report = store.verify().expect("verify");
+    let report = annals::Audit::of(&store).verify().expect("verify");
     let seconds = started.elapsed().as_secs_f64();
     assert!(report.is_sound(), "{:?}", report.problem);
     seconds
@@ -337,9 +338,11 @@ fn disk_bytes(path: &Path) -> u64 {
 /// In the child: open the log, cut it, print the peak resident set in bytes and the cut's
 /// seconds.
 fn archive_child(log: &Path, before: Position, archive: &Path) {
-    let store = Store::open_existing(log).expect("the log");
+    let store = Store::open_with(log, annals::StoreOptions::default()).expect("the log");
     let started = Instant::now();
-    let _report = store.archive_before(before, archive).expect("the cut");
+    let _report = annals::Archives::of(&store)
+        .archive_before(before, archive)
+        .expect("the cut");
     let seconds = started.elapsed().as_secs_f64();
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
     let kib: f64 = status
@@ -353,7 +356,7 @@ fn archive_child(log: &Path, before: Position, archive: &Path) {
 /// Single durable appends per second from one thread while another cuts the log (the same
 /// store), then the same appends for as long again with no cut.
 fn appends_beside_a_cut(log: &Path, before: Position, archive: &Path) -> (f64, f64) {
-    let store = Arc::new(Store::open_existing(log).expect("the log"));
+    let store = Arc::new(Store::open_with(log, annals::StoreOptions::default()).expect("the log"));
     let done = Arc::new(AtomicBool::new(false));
     let appended = Arc::new(AtomicU64::new(0));
     let appender = {
@@ -367,7 +370,9 @@ fn appends_beside_a_cut(log: &Path, before: Position, archive: &Path) -> (f64, f
         })
     };
     let started = Instant::now();
-    let _report = store.archive_before(before, archive).expect("the cut");
+    let _report = annals::Archives::of(&store)
+        .archive_before(before, archive)
+        .expect("the cut");
     done.store(true, Ordering::Relaxed);
     appender.join().expect("the appender");
     let elapsed = started.elapsed();

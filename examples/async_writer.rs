@@ -44,13 +44,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let stats = writer.stats();
     writer.close().await?;
 
-    let head = store.head()?;
+    let head = store.snapshot()?.head()?;
     assert_eq!(head.next.0, TASKS * APPENDS_PER_TASK);
     println!(
         "{} appends from {TASKS} tasks in {} batches",
         head.next.0, stats.batches
     );
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     println!("verify: sound");
     Ok(())
 }

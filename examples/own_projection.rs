@@ -120,7 +120,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         assert!(matches!(outcome, annals::AppendOutcome::Appended(_)));
     }
 
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     let tea = ITEMS.get(&state, &"c-1/tea".to_owned())?;
     let total = TOTALS.get(&state, &"c-1".to_owned())?;
     assert_eq!(tea, Some(3));
@@ -132,9 +132,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     // A rebuild replays the log, upcasting the old record again, to the same tables.
-    store.rebuild(Some("cart"))?;
-    assert_eq!(ITEMS.get(&store.state()?, &"c-1/tea".to_owned())?, Some(3));
-    assert!(store.verify()?.is_sound());
+    annals::Rebuild::of(&store).run(Some("cart"))?;
+    assert_eq!(
+        ITEMS.get(&store.snapshot()?.state(), &"c-1/tea".to_owned())?,
+        Some(3)
+    );
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     println!("rebuilt from the log and verified: sound");
     Ok(())
 }

@@ -48,12 +48,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let refused = store.execute(&contender)?;
     assert!(!matches!(refused, LeaseOutcome::Granted { .. }));
-    assert_eq!(leases::lease(&store.state()?, "deploy-lock")?, Some(lease));
+    assert_eq!(
+        leases::lease(&store.snapshot()?.state(), "deploy-lock")?,
+        Some(lease)
+    );
 
-    for record in store.read_all(Position(0), Direction::Forward, 100)? {
+    for record in store
+        .snapshot()?
+        .read_all(Position(0), Direction::Forward, 100)?
+    {
         println!("{:>3} {} {}", record.position, record.stream, record.kind);
     }
-    let report = store.verify()?;
+    let report = annals::Audit::of(&store).verify()?;
     assert!(report.is_sound());
     println!("verify: sound, {} records", report.records);
     Ok(())

@@ -25,10 +25,10 @@
 //! };
 //! let LeaseOutcome::Granted { lease, .. } = store.execute(&acquire)? else { panic!() };
 //! assert_eq!(lease.token.0, 1);
-//! assert_eq!(leases::lease(&store.state()?, "deploy-lock")?, Some(lease));
-//! let records = store.read_all(Position(0), Direction::Forward, 10)?;
+//! assert_eq!(leases::lease(&store.snapshot()?.state(), "deploy-lock")?, Some(lease));
+//! let records = store.snapshot()?.read_all(Position(0), Direction::Forward, 10)?;
 //! assert_eq!(records[1].kind, "lease.acquired");
-//! assert!(store.verify()?.is_sound());
+//! assert!(annals::Audit::of(&store).verify()?.is_sound());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -124,7 +124,10 @@ pub use record::limits::{Field, LimitError, Limits};
 pub use record::{
     HeaderProblem, NewEvent, Position, Record, RecordError, RecordView, StreamVersion,
 };
-pub use store::{ArchiveError, ArchiveOptions, ArchiveReport, ArchivedRecords, Cut, CutProjection};
+pub use store::{
+    ArchiveError, ArchiveOptions, ArchiveReport, ArchivedRecords, Archives, Audit, Checkpoints,
+    Cut, CutProjection, Import, Keys, Rebuild, Tiles,
+};
 pub use store::{
     Backend, Backup, Compaction, builtin_projections, check_append_to_new_log, held_by_writer,
 };

@@ -285,6 +285,8 @@ fn sequential_sqlite(path: &Path, history: bool, run_for: Duration) -> (f64, f64
 /// The mean payload length of a store's records.
 fn mean_payload(store: &Store) -> f64 {
     let records = store
+        .snapshot()
+        .expect("the records")
         .read_all(Position(0), Direction::Forward, usize::MAX)
         .expect("the records");
     let bytes: usize = records.iter().map(|record| record.payload.len()).sum();

@@ -46,8 +46,8 @@ pub(crate) fn peak_of_child(args: &[&std::ffi::OsStr]) -> f64 {
 /// In the child: rebuild every projection of the log at `path`, then print the peak resident
 /// set (`VmHWM`) in bytes.
 pub(crate) fn rss_child(path: &Path) {
-    let store = Store::open_existing(path).expect("the log");
-    store.rebuild(None).expect("a rebuild");
+    let store = Store::open_with(path, annals::StoreOptions::default()).expect("the log");
+    annals::Rebuild::of(&store).run(None).expect("a rebuild");
     println!("{}", peak_rss_bytes());
 }
 

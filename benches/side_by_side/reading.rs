@@ -13,7 +13,7 @@ use crate::work::bulk_event;
 use crate::{RAW, SAMPLE_EVENTS_MAX};
 
 pub(crate) fn scan_annals(path: &Path) -> f64 {
-    let store = Store::open_existing(path).expect("the bulk log");
+    let store = Store::open_with(path, annals::StoreOptions::default()).expect("the bulk log");
     let started = Instant::now();
     let snapshot = store.snapshot().expect("a snapshot");
     let mut count = 0u64;
@@ -35,7 +35,7 @@ pub(crate) fn scan_annals(path: &Path) -> f64 {
 /// The same scan through `Iterator::next`, which copies each record into an owned `Record`:
 /// what a rebuild reads through.
 pub(crate) fn scan_annals_owned(path: &Path) -> f64 {
-    let store = Store::open_existing(path).expect("the bulk log");
+    let store = Store::open_with(path, annals::StoreOptions::default()).expect("the bulk log");
     let started = Instant::now();
     let snapshot = store.snapshot().expect("a snapshot");
     let mut count = 0u64;
@@ -69,7 +69,7 @@ pub(crate) fn scan_redb(path: &Path) -> f64 {
 /// and blake3 alone over the same bytes: each record's payload, and its header in derive-key
 /// mode. Both in bytes hashed per second.
 pub(crate) fn verify_and_blake3(path: &Path) -> (f64, f64) {
-    let store = Store::open_existing(path).expect("the bulk log");
+    let store = Store::open_with(path, annals::StoreOptions::default()).expect("the bulk log");
     let snapshot = store.snapshot().expect("a snapshot");
     // The bytes verify hashes: each header and payload. Measured, not timed.
     let mut total_bytes = 0u64;
@@ -117,10 +117,16 @@ pub(crate) fn verify_and_blake3(path: &Path) -> (f64, f64) {
 }
 
 pub(crate) fn rebuild(path: &Path) -> f64 {
-    let store = Store::open_existing(path).expect("the bulk log");
-    let events = store.head().expect("the head").next.0;
+    let store = Store::open_with(path, annals::StoreOptions::default()).expect("the bulk log");
+    let events = store
+        .snapshot()
+        .expect("the head")
+        .head()
+        .expect("the head")
+        .next
+        .0;
     let started = Instant::now();
-    store.rebuild(None).expect("a rebuild");
+    annals::Rebuild::of(&store).run(None).expect("a rebuild");
     per_second(events, started.elapsed())
 }
 
@@ -188,8 +194,14 @@ pub(crate) fn scan_sqlite(path: &Path) -> f64 {
 /// `Store::verify` (that walk, then the projections replayed into memory and compared). Both
 /// in events per second; the replay's share is the whole's time less the walk's.
 pub(crate) fn verify_split(path: &Path) -> VerifySplit {
-    let store = Store::open_existing(path).expect("the verify log");
-    let events = store.head().expect("the head").next.0;
+    let store = Store::open_with(path, annals::StoreOptions::default()).expect("the verify log");
+    let events = store
+        .snapshot()
+        .expect("the head")
+        .head()
+        .expect("the head")
+        .next
+        .0;
     let snapshot = store.snapshot().expect("a snapshot");
     let started = Instant::now();
     let report = annals::testing::internals::audit::verify_log(&snapshot).expect("verify");
@@ -197,7 +209,7 @@ pub(crate) fn verify_split(path: &Path) -> VerifySplit {
     assert!(report.is_sound(), "the verify log walks clean");
     drop(snapshot);
     let started = Instant::now();
-    let report = store.verify().expect("verify");
+    let report = annals::Audit::of(&store).verify().expect("verify");
     let whole = started.elapsed();
     assert!(report.is_sound(), "the verify log verifies");
     let replay = whole.saturating_sub(walk);

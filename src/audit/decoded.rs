@@ -25,7 +25,7 @@ use crate::runs::events::RunEvent;
 /// let _ = store.execute(&annals::leases::LeaseCommand::Acquire {
 ///     resource: "deploy".into(), holder: "agent-7".into(), ttl_ms: 10, now_ms: 1,
 /// })?;
-/// let record = store.get(annals::Position(0))?.unwrap();
+/// let record = store.snapshot()?.get(annals::Position(0))?.unwrap();
 /// let event = annals::BuiltInEvent::from_record(&record)?.unwrap();
 /// let fields = serde_json::to_value(&event).unwrap();
 /// assert_eq!(fields["holder"], "agent-7");

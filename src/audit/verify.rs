@@ -32,7 +32,7 @@ pub use crate::record::problem::{Finding, Problem};
 use crate::record::segment::Segment;
 use crate::record::{Format, Position, StreamVersion, content_hash};
 
-/// The outcome of [`crate::Store::verify`]: what was checked and the first problem, if any.
+/// The outcome of [`crate::Audit::verify`]: what was checked and the first problem, if any.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use]
 pub struct VerifyReport {

@@ -6,7 +6,7 @@
 //! reading it back with every check a reader can make alone ([`ExportReader`], [`check`]):
 //! each record sound at its position, each `prev` the hash before it, the head hash and the
 //! root recomputed. Every length is checked against its cap before anything is allocated. It
-//! never writes to a log: importing is the store's (`Store::import`).
+//! never writes to a log: importing is the store's (`crate::Import::run`).
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};

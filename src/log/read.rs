@@ -115,7 +115,7 @@ impl Snapshot {
     }
 
     /// The first position the log holds a record of: 0, or where its last cut left it
-    /// ([`crate::Store::archive_before`]). Records before it are in archive files; their
+    /// ([`crate::Archives::archive_before`]). Records before it are in archive files; their
     /// hashes, the tree over them and the indexes stay.
     pub fn start(&self) -> Position {
         self.cut.as_ref().map_or(Position(0), |(_, cut)| cut.before)
@@ -263,7 +263,7 @@ impl Snapshot {
         }
     }
 
-    /// The latest cosigned checkpoint the log keeps (`Store::keep_cosigned_checkpoint`): a
+    /// The latest cosigned checkpoint the log keeps (`crate::Checkpoints::keep_cosigned`): a
     /// signed note's text.
     pub fn cosigned_checkpoint(&self) -> Result<Option<String>> {
         guarded(|| {
@@ -280,7 +280,7 @@ impl Snapshot {
         })
     }
 
-    /// The last checkpoint the log signed (`Store::checkpoint`), if it ever signed one.
+    /// The last checkpoint the log signed (`crate::Checkpoints::sign`), if it ever signed one.
     pub fn signed_checkpoint(&self) -> Result<Option<super::signed::SignedHead>> {
         guarded(|| {
             self.meta_value(super::signed::SIGNED_CHECKPOINT_KEY)?
@@ -546,6 +546,37 @@ impl Snapshot {
                 done: Cell::new(false),
             })
         })
+    }
+
+    /// At most `limit` records from `from` in `direction`, collected.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use annals::{Direction, ExpectedVersion, NewEvent, Position, Store};
+    /// let store = Store::open(dir.path().join("log.redb"))?;
+    /// store.append("s", ExpectedVersion::Any, &[NewEvent::new("k", 1u64, "x")])?;
+    /// let records = store.snapshot()?.read_all(Position(0), Direction::Forward, 10)?;
+    /// assert_eq!(records.len(), 1);
+    /// # Ok::<(), annals::Error>(())
+    /// ```
+    pub fn read_all(
+        &self,
+        from: Position,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<Record>> {
+        self.records(from, direction)?.take(limit).collect()
+    }
+
+    /// At most `limit` records of `stream` from version `from` in `direction`, collected.
+    pub fn read_stream(
+        &self,
+        stream: &str,
+        from: StreamVersion,
+        direction: Direction,
+        limit: usize,
+    ) -> Result<Vec<Record>> {
+        self.stream(stream, from, direction)?.take(limit).collect()
     }
 
     /// Records of `stream` from version `from` in `direction`.

@@ -18,7 +18,7 @@
 //! let held = &leases.shown_tables()[0];
 //! assert_eq!(held.name(), "leases.held");
 //! let mut rows = Vec::new();
-//! held.scan(&store.state()?, &mut |row| { rows.push(row); true })?;
+//! held.scan(&store.snapshot()?.state(), &mut |row| { rows.push(row); true })?;
 //! assert_eq!(rows[0][0], ("resource".to_owned(), serde_json::json!("deploy")));
 //! # Ok(()) }
 //! ```

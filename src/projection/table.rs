@@ -152,7 +152,7 @@ impl ReadTables {
 
     /// The projection tables of `snapshot`'s commit: their reads and the snapshot's agree,
     /// however many commits come after. A projection behind the log there is refused, as
-    /// in [`crate::Store::state`].
+    /// in [`crate::Snapshot::state`].
     ///
     /// ```
     /// # fn main() -> annals::Result<()> {

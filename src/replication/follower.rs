@@ -537,7 +537,7 @@ pub(crate) async fn apply_checked(
         if !taken.records.is_empty() {
             store.write_with(durability, |session| append_runs(session, &taken.records))?;
             // An erasure replicated here destroys this replica's copy of the key, if it
-            // imported one (`Store::import_keys`).
+            // imported one (`Keys::import`).
             store.destroy_keys_erased_by(&taken.records)?;
         }
         match stopped {

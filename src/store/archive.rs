@@ -1,4 +1,4 @@
-//! Cutting the log: [`Store::archive_before`] writes a prefix of the log to an archive file,
+//! Cutting the log: [`crate::Archives::archive_before`] writes a prefix of the log to an archive file,
 //! makes it durable, and then, in one transaction, cuts the log there, keeping what later work
 //! needs (`log/cut.rs`), with a record of the cut appended; the segments holding the records
 //! cut go afterwards, in steps of their own.
@@ -57,27 +57,8 @@ impl ArchiveReport {
 }
 
 impl Store {
-    /// Archives the records before `before` (from the last cut's, or from 0) to the export
-    /// file at `path` and removes them from the live log: see [`Store::archive_before_with`].
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir()?;
-    /// use annals::{ExpectedVersion, NewEvent, Position, Store};
-    /// let store = Store::open(dir.path().join("log.redb"))?;
-    /// for n in 0..10u64 {
-    ///     store.append("s", ExpectedVersion::Any, &[NewEvent::new("k", n, "x")])?;
-    /// }
-    /// let report = store.archive_before(Position(6), dir.path().join("log-0.archive"))?;
-    /// assert_eq!((report.archived, report.record), (6, Position(10)));
-    /// let snapshot = store.snapshot()?;
-    /// assert_eq!(snapshot.start(), Position(6));
-    /// assert_eq!(
-    ///     snapshot.get(Position(2)).unwrap_err().to_string(),
-    ///     "position 2 is archived before 6 in log-0.archive"
-    /// );
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn archive_before(
+    /// The work of [`Archives::archive_before`].
+    pub(crate) fn archive_before(
         &self,
         before: Position,
         path: impl AsRef<Path>,
@@ -90,34 +71,8 @@ impl Store {
         )
     }
 
-    /// Cuts the log before `before`, calling `progress` with the records done so far (the
-    /// archive's, then the replay's up to the cut):
-    ///
-    /// 1. writes records `[start, before)` (`start` the log's [start](crate::Snapshot::start))
-    ///    as an export file at `path`, synced with its folder before anything is removed;
-    /// 2. replays the projections up to `before` (from the last cut's snapshot) and takes
-    ///    each one's digest;
-    /// 3. in one transaction: keeps that replay as the snapshot, the archived records'
-    ///    hashes (the Merkle tree over them), and appends the cut record (stream
-    ///    `annals.cuts`, kind `annals.cut`) naming the range, the anchor, the archive's name
-    ///    and blake3, and every projection's digest;
-    /// 4. removes the segments wholly below the cut in steps of their own, each a durable
-    ///    commit of about a 128th of the file, moving out of them first the records a
-    ///    projection still reads, so that the pages each step frees are reused by the next
-    ///    (the file grows by the cut's transaction and about two steps, not by every record
-    ///    kept), and names the archive.
-    ///
-    /// The stream index, stream versions and every idempotency key stay (unless
-    /// [`ArchiveOptions::drop_keys`]), and so do the
-    /// archived records a projection's rows still point at (a run's span events, until the
-    /// run is pruned): [`crate::Snapshot::get`] reads them back. Refused (with nothing
-    /// written but, at worst, the archive file) when `before` is past the head, does not
-    /// move the log's start forward, or the archive's path names a file already, or is
-    /// refused by [`crate::output_path::check`] (one of the store's own files, in a missing
-    /// folder: [`crate::OutputPathError`]). The space
-    /// of the removed segments is redb's free pages, reused by later appends; `compact`
-    /// gives it back to the file system.
-    pub fn archive_before_with(
+    /// The work of [`Archives::archive_before_with`].
+    pub(crate) fn archive_before_with(
         &self,
         before: Position,
         path: &Path,
@@ -144,7 +99,7 @@ impl Store {
     }
 
     /// Writes the archive of the records before `before` under its temporary name (returned)
-    /// and commits the cut (steps 1 to 3 of [`Store::archive_before_with`]), its archive to be
+    /// and commits the cut (steps 1 to 3 of [`crate::Archives::archive_before_with`]), its archive to be
     /// named `name`.
     fn commit_cut(
         &self,
@@ -244,7 +199,7 @@ impl Store {
     /// (`log::cut::finish_step_bytes`), until none is left. A cut's own
     /// transaction leaves them (so that it writes only what is new, and the pages they free are
     /// reused step by step instead of the file growing by all it keeps at once); the cut,
-    /// a rerun of it, the next cut and [`Store::compact`] finish it. Each step leaves a whole
+    /// a rerun of it, the next cut and [`crate::Compaction::run`] finish it. Each step leaves a whole
     /// log, so a kill between or within steps loses nothing and the next call goes on.
     pub(crate) fn finish_cut(&self) -> Result<()> {
         use crate::log::cut::{FinishStep, finish_step, finish_step_bytes};
@@ -271,14 +226,8 @@ impl Store {
         }
     }
 
-    /// Refuses, reading the log as of now, a cut that [`Store::archive_before_with`] would
-    /// refuse before it writes anything: an archive path with no UTF-8 file name, one that
-    /// names a file already (the log itself, a directory, an earlier archive) or lies in a
-    /// folder that does not exist, a cut past the head or not past the log's start, a
-    /// projection behind the head. A read-only store tells it too, so that a caller can refuse
-    /// before it opens the log writable (a writable open rewrites redb's bookkeeping in the
-    /// file); the cut decides again.
-    pub fn check_archive(&self, before: Position, path: &Path) -> Result<()> {
+    /// The work of [`Archives::check`].
+    pub(crate) fn check_archive(&self, before: Position, path: &Path) -> Result<()> {
         let files = self.files()?;
         check_cut(
             &self.snapshot()?,
@@ -357,7 +306,7 @@ enum Checked {
     Finish(Interrupted),
 }
 
-/// [`Store::check_archive`] on `snapshot`.
+/// [`crate::Archives::check`] on `snapshot`.
 fn check_cut(
     snapshot: &Snapshot,
     projections: &Projections,
@@ -438,14 +387,8 @@ pub(super) fn last_record_ms(snapshot: &crate::log::read::Snapshot) -> Result<u6
 }
 
 impl Store {
-    /// Checks a cut log against its archives (`verify --archive`): `archives` (in any order)
-    /// must hold every record before the log's start, each one sound in its file
-    /// ([`crate::export::ExportReader`]'s checks) and hashing to the hash the log keeps for
-    /// its position; the projections are replayed from position 0 through them, and at each
-    /// cut must reach the digests its cut record names. Returns the first such disagreement
-    /// as a finding (`None`: the archives are the log's history); an archive that is
-    /// damaged, missing, or not this log's is an error naming the file's record.
-    pub fn verify_archives(
+    /// The work of [`Archives::verify`].
+    pub(crate) fn verify_archives(
         &self,
         archives: &[PathBuf],
         progress: &mut dyn FnMut(u64),
@@ -543,16 +486,8 @@ impl Store {
 }
 
 impl Store {
-    /// [`Store::state_at`] through the archives of a cut log (`state --at N --archive FILE...`):
-    /// every projection as of the first `at` records, replayed from position 0, the records
-    /// below the log's start read from `archives` (in any order, each checked against the hash
-    /// the log keeps for its position, as [`Store::archived_records`] does) and the rest from
-    /// the log. With no archives it is [`Store::state_at`]; archives given for a log never cut
-    /// are [`ArchiveError::NeverCut`].
-    ///
-    /// Rows that point into the log (a run's span events) read records from it, so those rows
-    /// of a state below the start read as [`ArchiveError::Archived`] unless a cut kept them.
-    pub fn state_at_with_archives(
+    /// The work of [`Archives::state_at`].
+    pub(crate) fn state_at_with_archives(
         &self,
         at: Position,
         archives: &[PathBuf],
@@ -590,7 +525,7 @@ impl Store {
 }
 
 /// Records a cut archived, read back from its archive files and each checked against the hash
-/// the log keeps for its position ([`Store::archived_records`]).
+/// the log keeps for its position ([`crate::Archives::records`]).
 pub struct ArchivedRecords {
     snapshot: crate::log::read::Snapshot,
     /// The archives not yet read, by their first position, the next one last.
@@ -603,14 +538,8 @@ pub struct ArchivedRecords {
 }
 
 impl Store {
-    /// The records from `from` up to the log's [start](crate::Snapshot::start), read from the
-    /// archive files of its cuts (`archives`, in any order): each is checked in its file as
-    /// `import` checks it, and against the hash the log keeps for its position, so the
-    /// archives cannot hand out a record the log's tree does not hold. An archive missing
-    /// for a position is [`ArchiveError::ArchiveGap`]; a record of another history is
-    /// [`ArchiveError::ArchivedHash`]; archives given for a log never cut are
-    /// [`ArchiveError::NeverCut`].
-    pub fn archived_records(
+    /// The work of [`Archives::records`].
+    pub(crate) fn archived_records(
         &self,
         archives: &[PathBuf],
         from: Position,
@@ -710,5 +639,152 @@ impl Iterator for ArchivedRecords {
                 Some(Err(error))
             }
         }
+    }
+}
+
+/// The archives of a store's log: cutting a prefix of the log into an archive file, and
+/// reading, checking and replaying through the archives cut before.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// use annals::{Archives, ExpectedVersion, NewEvent, Position, Store};
+/// let store = Store::open(dir.path().join("log.redb"))?;
+/// store.append("s", ExpectedVersion::Any, &[NewEvent::new("k", 1u64, "x")])?;
+/// let report = Archives::of(&store).archive_before(Position(1), dir.path().join("log-0.archive"))?;
+/// assert_eq!(report.archived, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Archives<'s> {
+    store: &'s Store,
+}
+
+impl<'s> Archives<'s> {
+    /// The archives of `store`'s log.
+    pub fn of(store: &'s Store) -> Archives<'s> {
+        Archives { store }
+    }
+}
+
+impl Archives<'_> {
+    /// Archives the records before `before` (from the last cut's, or from 0) to the export
+    /// file at `path` and removes them from the live log: see [`crate::Archives::archive_before_with`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use annals::{ExpectedVersion, NewEvent, Position, Store};
+    /// let store = Store::open(dir.path().join("log.redb"))?;
+    /// for n in 0..10u64 {
+    ///     store.append("s", ExpectedVersion::Any, &[NewEvent::new("k", n, "x")])?;
+    /// }
+    /// let report = annals::Archives::of(&store).archive_before(Position(6), dir.path().join("log-0.archive"))?;
+    /// assert_eq!((report.archived, report.record), (6, Position(10)));
+    /// let snapshot = store.snapshot()?;
+    /// assert_eq!(snapshot.start(), Position(6));
+    /// assert_eq!(
+    ///     snapshot.get(Position(2)).unwrap_err().to_string(),
+    ///     "position 2 is archived before 6 in log-0.archive"
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn archive_before(
+        &self,
+        before: Position,
+        path: impl AsRef<Path>,
+    ) -> Result<ArchiveReport> {
+        self.store.archive_before(before, path)
+    }
+
+    /// Cuts the log before `before`, calling `progress` with the records done so far (the
+    /// archive's, then the replay's up to the cut):
+    ///
+    /// 1. writes records `[start, before)` (`start` the log's [start](crate::Snapshot::start))
+    ///    as an export file at `path`, synced with its folder before anything is removed;
+    /// 2. replays the projections up to `before` (from the last cut's snapshot) and takes
+    ///    each one's digest;
+    /// 3. in one transaction: keeps that replay as the snapshot, the archived records'
+    ///    hashes (the Merkle tree over them), and appends the cut record (stream
+    ///    `annals.cuts`, kind `annals.cut`) naming the range, the anchor, the archive's name
+    ///    and blake3, and every projection's digest;
+    /// 4. removes the segments wholly below the cut in steps of their own, each a durable
+    ///    commit of about a 128th of the file, moving out of them first the records a
+    ///    projection still reads, so that the pages each step frees are reused by the next
+    ///    (the file grows by the cut's transaction and about two steps, not by every record
+    ///    kept), and names the archive.
+    ///
+    /// The stream index, stream versions and every idempotency key stay (unless
+    /// [`ArchiveOptions::drop_keys`]), and so do the
+    /// archived records a projection's rows still point at (a run's span events, until the
+    /// run is pruned): [`crate::Snapshot::get`] reads them back. Refused (with nothing
+    /// written but, at worst, the archive file) when `before` is past the head, does not
+    /// move the log's start forward, or the archive's path names a file already, or is
+    /// refused by [`crate::output_path::check`] (one of the store's own files, in a missing
+    /// folder: [`crate::OutputPathError`]). The space
+    /// of the removed segments is redb's free pages, reused by later appends; `compact`
+    /// gives it back to the file system.
+    pub fn archive_before_with(
+        &self,
+        before: Position,
+        path: &Path,
+        options: ArchiveOptions,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<ArchiveReport> {
+        self.store
+            .archive_before_with(before, path, options, progress)
+    }
+
+    /// Refuses, reading the log as of now, a cut that [`crate::Archives::archive_before_with`] would
+    /// refuse before it writes anything: an archive path with no UTF-8 file name, one that
+    /// names a file already (the log itself, a directory, an earlier archive) or lies in a
+    /// folder that does not exist, a cut past the head or not past the log's start, a
+    /// projection behind the head. A read-only store tells it too, so that a caller can refuse
+    /// before it opens the log writable (a writable open rewrites redb's bookkeeping in the
+    /// file); the cut decides again.
+    pub fn check(&self, before: Position, path: &Path) -> Result<()> {
+        self.store.check_archive(before, path)
+    }
+
+    /// Checks a cut log against its archives (`verify --archive`): `archives` (in any order)
+    /// must hold every record before the log's start, each one sound in its file
+    /// ([`crate::export::ExportReader`]'s checks) and hashing to the hash the log keeps for
+    /// its position; the projections are replayed from position 0 through them, and at each
+    /// cut must reach the digests its cut record names. Returns the first such disagreement
+    /// as a finding (`None`: the archives are the log's history); an archive that is
+    /// damaged, missing, or not this log's is an error naming the file's record.
+    pub fn verify(
+        &self,
+        archives: &[PathBuf],
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Option<crate::Finding>> {
+        self.store.verify_archives(archives, progress)
+    }
+
+    /// [`crate::Audit::state_at`] through the archives of a cut log (`state --at N --archive FILE...`):
+    /// every projection as of the first `at` records, replayed from position 0, the records
+    /// below the log's start read from `archives` (in any order, each checked against the hash
+    /// the log keeps for its position, as [`crate::Archives::records`] does) and the rest from
+    /// the log. With no archives it is [`crate::Audit::state_at`]; archives given for a log never cut
+    /// are [`ArchiveError::NeverCut`].
+    ///
+    /// Rows that point into the log (a run's span events) read records from it, so those rows
+    /// of a state below the start read as [`ArchiveError::Archived`] unless a cut kept them.
+    pub fn state_at(
+        &self,
+        at: Position,
+        archives: &[PathBuf],
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<crate::audit::replay::Replay> {
+        self.store.state_at_with_archives(at, archives, progress)
+    }
+
+    /// The records from `from` up to the log's [start](crate::Snapshot::start), read from the
+    /// archive files of its cuts (`archives`, in any order): each is checked in its file as
+    /// `import` checks it, and against the hash the log keeps for its position, so the
+    /// archives cannot hand out a record the log's tree does not hold. An archive missing
+    /// for a position is [`ArchiveError::ArchiveGap`]; a record of another history is
+    /// [`ArchiveError::ArchivedHash`]; archives given for a log never cut are
+    /// [`ArchiveError::NeverCut`].
+    pub fn records(&self, archives: &[PathBuf], from: Position) -> Result<ArchivedRecords> {
+        self.store.archived_records(archives, from)
     }
 }

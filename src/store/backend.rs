@@ -17,7 +17,7 @@ use std::io;
 ///     redb::backends::InMemoryBackend::new(),
 ///     StoreOptions { create: true, ..StoreOptions::default() },
 /// )?;
-/// assert_eq!(store.head()?.next.0, 0);
+/// assert_eq!(store.snapshot()?.head()?.next.0, 0);
 /// # Ok::<(), annals::Error>(())
 /// ```
 pub trait Backend: 'static + Debug + Send + Sync {

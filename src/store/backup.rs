@@ -25,7 +25,7 @@ use crate::projection::table::definition;
 use crate::record::Position;
 use crate::storage::{Definition, Readable, Reader};
 
-/// What [`Store::backup`] wrote.
+/// What [`crate::Backup::write`] wrote.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[must_use]
@@ -44,28 +44,14 @@ pub struct Backup {
 }
 
 impl Store {
-    /// Copies the log as of its latest commit into a new file at `to`, table by table (every
-    /// record the log holds, its indexes, tree, checkpoints and projections, and for a cut log
-    /// what the cut kept), while writers go on: the copy opens as this log at the returned
-    /// head. `to` must not exist ([`StoreError::BackupTargetExists`]) nor be one of the
-    /// store's own files, in a missing folder ([`crate::OutputPathError`]); it is published
-    /// only once the copy is whole and durable, with no more permissions than the log's.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir()?;
-    /// let store = annals::Store::open(dir.path().join("log.redb"))?;
-    /// let backup = store.backup(dir.path().join("copy.redb"))?;
-    /// let copy = annals::Store::open_read_only(&backup.path)?;
-    /// assert_eq!(copy.head()?, backup.head);
-    /// # Ok::<(), annals::Error>(())
-    /// ```
-    pub fn backup(&self, to: impl AsRef<Path>) -> Result<Backup> {
+    /// The work of [`Backup::write`].
+    pub(crate) fn backup(&self, to: impl AsRef<Path>) -> Result<Backup> {
         let to = to.as_ref();
         crate::output_path::check(to, Output::File, self.files()?.as_ref())?;
         self.backup_unchecked(to)
     }
 
-    /// [`Store::backup`] to `to` without the check of what `to` is: for a copy the store
+    /// [`crate::Backup::write`] to `to` without the check of what `to` is: for a copy the store
     /// makes of itself under a name of its own (a seed's).
     pub(crate) fn backup_unchecked(&self, to: &Path) -> Result<Backup> {
         if fs::symlink_metadata(to).is_ok() {
@@ -168,4 +154,25 @@ fn copy<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>(
         target.insert(key.value(), value.value())?;
     }
     Ok(())
+}
+
+impl Backup {
+    /// Copies the log as of its latest commit into a new file at `to`, table by table (every
+    /// record the log holds, its indexes, tree, checkpoints and projections, and for a cut log
+    /// what the cut kept), while writers go on: the copy opens as this log at the returned
+    /// head. `to` must not exist ([`StoreError::BackupTargetExists`]) nor be one of the
+    /// store's own files, in a missing folder ([`crate::OutputPathError`]); it is published
+    /// only once the copy is whole and durable, with no more permissions than the log's.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = annals::Store::open(dir.path().join("log.redb"))?;
+    /// let backup = annals::Backup::write(&store, dir.path().join("copy.redb"))?;
+    /// let copy = annals::Store::open_read_only(&backup.path)?;
+    /// assert_eq!(copy.snapshot()?.head()?, backup.head);
+    /// # Ok::<(), annals::Error>(())
+    /// ```
+    pub fn write(store: &Store, to: impl AsRef<Path>) -> Result<Backup> {
+        store.backup(to)
+    }
 }

@@ -39,24 +39,8 @@ impl Compaction {
 }
 
 impl Store {
-    /// Compacts the file: moves its pages into the free space below them and truncates what is
-    /// left free at its end. The log reads the same after as before, record for record.
-    ///
-    /// The store must hold its file alone ([`Sharing::Exclusive`], or a store over a storage
-    /// backend): [`StoreError::CompactionNeedsExclusive`] otherwise. No snapshot or state read
-    /// of this store may be open meanwhile ([`StoreError::CompactionBusy`]). Each of redb's
-    /// iterations commits durably (two-phase), so a crash at any point leaves a whole log.
-    ///
-    /// ```
-    /// use annals::{Sharing, Store, StoreOptions};
-    /// let dir = tempfile::tempdir()?;
-    /// let options = StoreOptions { create: true, sharing: Sharing::Exclusive, ..StoreOptions::default() };
-    /// let mut store = Store::open_with(dir.path().join("log.redb"), options)?;
-    /// let compaction = store.compact()?;
-    /// assert!(compaction.bytes_after <= compaction.bytes_before);
-    /// # Ok::<(), annals::Error>(())
-    /// ```
-    pub fn compact(&mut self) -> Result<Compaction> {
+    /// The work of [`Compaction::run`].
+    pub(crate) fn compact(&mut self) -> Result<Compaction> {
         if self.sharing != Sharing::Exclusive {
             return Err(StoreError::CompactionNeedsExclusive {
                 sharing: self.sharing,
@@ -88,11 +72,8 @@ impl Store {
         })
     }
 
-    /// Opens the log at `path` exclusive and compacts it ([`Store::compact`]), then closes it.
-    /// A log another process has open is refused, unchanged, with
-    /// [`StoreError::CompactionHeld`] naming how it is held, after waiting up to `wait` for it
-    /// to be let go.
-    pub fn compact_file(path: impl AsRef<Path>, wait: Duration) -> Result<Compaction> {
+    /// The work of [`Compaction::of_file`].
+    pub(crate) fn compact_file(path: impl AsRef<Path>, wait: Duration) -> Result<Compaction> {
         let path = path.as_ref();
         let mut store = Store::open_to_compact(path, wait)?;
         let compaction = store.compact()?;
@@ -104,9 +85,8 @@ impl Store {
         })
     }
 
-    /// Opens the existing log at `path` exclusive, as a compaction needs it: a log another
-    /// process has open (still, after `wait`) is [`StoreError::CompactionHeld`].
-    pub fn open_to_compact(path: impl AsRef<Path>, wait: Duration) -> Result<Store> {
+    /// The work of [`Compaction::open_store`].
+    pub(crate) fn open_to_compact(path: impl AsRef<Path>, wait: Duration) -> Result<Store> {
         let options = StoreOptions {
             sharing: Sharing::Exclusive,
             busy_timeout: wait,
@@ -120,10 +100,8 @@ impl Store {
         })
     }
 
-    /// The bytes of the pages redb has allocated: the least a compaction could shrink the file
-    /// to, which a progress report measures against. Read in a write transaction that is
-    /// aborted, so it writes nothing.
-    pub fn allocated_bytes(&self) -> Result<u64> {
+    /// The work of [`Compaction::allocated_bytes`].
+    pub(crate) fn allocated_bytes(&self) -> Result<u64> {
         let db = match &self.db {
             Handle::Writable(db) => db,
             Handle::ReadOnly(_) => return Err(Error::ReadOnly),
@@ -144,5 +122,49 @@ impl Store {
         } else {
             0
         })
+    }
+}
+
+impl Compaction {
+    /// Compacts the file: moves its pages into the free space below them and truncates what is
+    /// left free at its end. The log reads the same after as before, record for record.
+    ///
+    /// The store must hold its file alone ([`Sharing::Exclusive`], or a store over a storage
+    /// backend): [`StoreError::CompactionNeedsExclusive`] otherwise. No snapshot or state read
+    /// of this store may be open meanwhile ([`StoreError::CompactionBusy`]). Each of redb's
+    /// iterations commits durably (two-phase), so a crash at any point leaves a whole log.
+    ///
+    /// ```
+    /// use annals::{Sharing, Store, StoreOptions};
+    /// let dir = tempfile::tempdir()?;
+    /// let options = StoreOptions { create: true, sharing: Sharing::Exclusive, ..StoreOptions::default() };
+    /// let mut store = Store::open_with(dir.path().join("log.redb"), options)?;
+    /// let compaction = annals::Compaction::run(&mut store)?;
+    /// assert!(compaction.bytes_after <= compaction.bytes_before);
+    /// # Ok::<(), annals::Error>(())
+    /// ```
+    pub fn run(store: &mut Store) -> Result<Compaction> {
+        store.compact()
+    }
+
+    /// Opens the log at `path` exclusive and compacts it ([`crate::Compaction::run`]), then closes it.
+    /// A log another process has open is refused, unchanged, with
+    /// [`StoreError::CompactionHeld`] naming how it is held, after waiting up to `wait` for it
+    /// to be let go.
+    pub fn of_file(path: impl AsRef<Path>, wait: Duration) -> Result<Compaction> {
+        Store::compact_file(path, wait)
+    }
+
+    /// Opens the existing log at `path` exclusive, as a compaction needs it: a log another
+    /// process has open (still, after `wait`) is [`StoreError::CompactionHeld`].
+    pub fn open_store(path: impl AsRef<Path>, wait: Duration) -> Result<Store> {
+        Store::open_to_compact(path, wait)
+    }
+
+    /// The bytes of the pages redb has allocated: the least a compaction could shrink the file
+    /// to, which a progress report measures against. Read in a write transaction that is
+    /// aborted, so it writes nothing.
+    pub fn allocated_bytes(store: &Store) -> Result<u64> {
+        store.allocated_bytes()
     }
 }

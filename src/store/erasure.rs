@@ -40,7 +40,7 @@ pub struct Erasure {
     pub key_destroyed: bool,
 }
 
-/// What [`Store::export_keys`] wrote.
+/// What [`crate::Keys::export`] wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct KeyExport {
@@ -51,7 +51,7 @@ pub struct KeyExport {
     pub erased: Vec<String>,
 }
 
-/// What [`Store::import_keys`] did.
+/// What [`crate::Keys::import`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct KeyImport {
@@ -64,17 +64,8 @@ pub struct KeyImport {
 }
 
 impl Store {
-    /// Writes the keys of this log's key store to a new file at `out` (mode `0600`, never
-    /// over a file there: `schema/FORMAT.md` 3.17), for a trusted replica to import with
-    /// [`Store::import_keys`] and read the personal payloads it holds as ciphertext. This is
-    /// the only way a key leaves its key store, and it is explicit: exports, backups, archives
-    /// and replication never carry a key. A subject whose erasure the log holds is left out,
-    /// even while a kill left its key. The file is as sensitive as the key store: a copy kept
-    /// after an erasure is a copy taken before it (`docs/erasure.md`).
-    ///
-    /// Refused with nothing written: a store with no file ([`ErasureError::NoKeyStore`]), a
-    /// path that is one of the store's files, or one where a file is.
-    pub fn export_keys(&self, out: &Path) -> Result<KeyExport> {
+    /// The work of [`Keys::export`].
+    pub(crate) fn export_keys(&self, out: &Path) -> Result<KeyExport> {
         let log = self.key_store_log()?;
         self.check_output(out, crate::output_path::Output::File)?;
         let keys = KeyStore::load(log)?;
@@ -92,17 +83,8 @@ impl Store {
         Ok(KeyExport { subjects, erased })
     }
 
-    /// Adds the keys of a key export ([`Store::export_keys`], from a log this one replicates
-    /// or was imported from) to this log's key store, under the write lock, in one durable
-    /// rewrite: from then on this store reads those subjects' personal payloads, until it
-    /// erases them or a replicated erasure comes in (either destroys this copy of the key).
-    /// Keys of subjects this log holds the erasure of are not imported; keys it holds already
-    /// are left as they are.
-    ///
-    /// Refused with nothing written: a file that is not a key export
-    /// ([`ErasureError::KeyExport`]), a key for a subject this key store holds another key for
-    /// ([`ErasureError::KeyConflict`]), a read-only store, a store with no file.
-    pub fn import_keys(&self, input: &Path) -> Result<KeyImport> {
+    /// The work of [`Keys::import`].
+    pub(crate) fn import_keys(&self, input: &Path) -> Result<KeyImport> {
         let log = self.key_store_log()?;
         self.require_writable()?;
         let exported = super::keys::read_keys(input, super::keys::KEY_EXPORT)?;
@@ -160,11 +142,11 @@ impl Store {
     /// let store = Store::open(dir.path().join("log.redb"))?;
     /// let event = NewEvent::new("email.set", 1_700_000_000_000, b"ada@example.com".to_vec());
     /// let outcome = store.append_personal("user-7", "people/7", ExpectedVersion::Any, &[event])?;
-    /// let record = store.get(outcome.first_position())?.expect("appended");
-    /// assert_eq!(store.payload(&record)?.data(), Some(&b"ada@example.com"[..]));
+    /// let record = store.snapshot()?.get(outcome.first_position())?.expect("appended");
+    /// assert_eq!(annals::PayloadReader::of(&store)?.open(&record)?.data(), Some(&b"ada@example.com"[..]));
     /// store.erase("user-7", 1_700_000_000_001)?;
-    /// assert!(matches!(store.payload(&record)?, Payload::Erased { subject: "user-7" }));
-    /// assert!(store.verify()?.is_sound());
+    /// assert!(matches!(annals::PayloadReader::of(&store)?.open(&record)?, Payload::Erased { subject: "user-7" }));
+    /// assert!(annals::Audit::of(&store).verify()?.is_sound());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn append_personal(
@@ -269,20 +251,6 @@ impl Store {
         })
     }
 
-    /// Refuses with [`ErasureError::Erased`] a subject the log holds the erasure of, as
-    /// [`Store::append_personal`] would: a read-only store tells it too.
-    pub fn check_not_erased(&self, subject: &str) -> Result<()> {
-        check_subject(subject)?;
-        match erasure_position(&self.snapshot()?, subject)? {
-            Some(position) => Err(ErasureError::Erased {
-                subject: subject.to_owned(),
-                position,
-            }
-            .into()),
-            None => Ok(()),
-        }
-    }
-
     /// Finishes every erasure a kill interrupted: destroys the key of each subject whose
     /// erasure event the log holds. Run by every writable open of a log file.
     pub(crate) fn finish_erasures(&self) -> Result<()> {
@@ -308,10 +276,8 @@ impl Store {
         })
     }
 
-    /// A reader of personal payloads as of now: the key store read once, and the log's
-    /// erasures as of a snapshot taken after it. A process that may not read the key store
-    /// (an auditor's) reads every personal payload as erased.
-    pub fn payload_reader(&self) -> Result<PayloadReader> {
+    /// The work of [`PayloadReader::of`].
+    pub(crate) fn payload_reader(&self) -> Result<PayloadReader> {
         let keys = match self.key_store_log().map(KeyStore::load) {
             Ok(Err(crate::error::Error::Io(error)))
                 if error.kind() == std::io::ErrorKind::PermissionDenied =>
@@ -325,15 +291,6 @@ impl Store {
             keys,
             snapshot: self.snapshot()?,
         })
-    }
-
-    /// `record`'s payload as a reader may take it ([`PayloadReader::open`]).
-    pub fn payload<'r>(&self, record: &'r Record) -> Result<Payload<'r>> {
-        if Envelope::parse(&record.payload).is_none() {
-            // No key store to read for a plain payload.
-            return Ok(Payload::Plain(&record.payload));
-        }
-        self.payload_reader()?.open(record)
     }
 
     /// The log whose key store this store keeps: refused for a store over a backend.
@@ -352,6 +309,13 @@ pub struct PayloadReader {
 }
 
 impl PayloadReader {
+    /// A reader of `store`'s personal payloads as of now: the key store read once, and the
+    /// log's erasures as of a snapshot taken after it. A process that may not read the key
+    /// store (an auditor's) reads every personal payload as erased.
+    pub fn of(store: &Store) -> Result<PayloadReader> {
+        store.payload_reader()
+    }
+
     /// `record`'s payload: [`Payload::Plain`] when it is no envelope; [`Payload::Personal`]
     /// opened with its subject's key; [`Payload::Erased`] when the subject's erasure is in the
     /// log or the key store holds no key for it (a follower's, an importer's, a backup's).
@@ -517,4 +481,64 @@ fn earlier_envelope(
             .and_then(|envelope| envelope.open(key, stream, &event.kind))
             .is_some_and(|plaintext| Zeroizing::new(plaintext).as_slice() == event.payload);
     Ok(same.then_some(record.payload))
+}
+
+/// The subjects' keys of a store (its key store beside the log): exported for a trusted
+/// replica, and imported there. The keys never travel in records, exports or replication.
+#[derive(Clone, Copy, Debug)]
+pub struct Keys<'s> {
+    store: &'s Store,
+}
+
+impl<'s> Keys<'s> {
+    /// The key store of `store`.
+    pub fn of(store: &'s Store) -> Keys<'s> {
+        Keys { store }
+    }
+}
+
+impl Keys<'_> {
+    /// Writes the keys of this log's key store to a new file at `out` (mode `0600`, never
+    /// over a file there: `schema/FORMAT.md` 3.17), for a trusted replica to import with
+    /// [`crate::Keys::import`] and read the personal payloads it holds as ciphertext. This is
+    /// the only way a key leaves its key store, and it is explicit: exports, backups, archives
+    /// and replication never carry a key. A subject whose erasure the log holds is left out,
+    /// even while a kill left its key. The file is as sensitive as the key store: a copy kept
+    /// after an erasure is a copy taken before it (`docs/erasure.md`).
+    ///
+    /// Refused with nothing written: a store with no file ([`ErasureError::NoKeyStore`]), a
+    /// path that is one of the store's files, or one where a file is.
+    pub fn export(&self, out: &Path) -> Result<KeyExport> {
+        self.store.export_keys(out)
+    }
+
+    /// Adds the keys of a key export ([`crate::Keys::export`], from a log this one replicates
+    /// or was imported from) to this log's key store, under the write lock, in one durable
+    /// rewrite: from then on this store reads those subjects' personal payloads, until it
+    /// erases them or a replicated erasure comes in (either destroys this copy of the key).
+    /// Keys of subjects this log holds the erasure of are not imported; keys it holds already
+    /// are left as they are.
+    ///
+    /// Refused with nothing written: a file that is not a key export
+    /// ([`ErasureError::KeyExport`]), a key for a subject this key store holds another key for
+    /// ([`ErasureError::KeyConflict`]), a read-only store, a store with no file.
+    pub fn import(&self, input: &Path) -> Result<KeyImport> {
+        self.store.import_keys(input)
+    }
+}
+
+impl Snapshot {
+    /// Refuses with [`ErasureError::Erased`] a subject this log holds the erasure of, as
+    /// [`Store::append_personal`] would.
+    pub fn check_not_erased(&self, subject: &str) -> Result<()> {
+        check_subject(subject)?;
+        match erasure_position(self, subject)? {
+            Some(position) => Err(ErasureError::Erased {
+                subject: subject.to_owned(),
+                position,
+            }
+            .into()),
+            None => Ok(()),
+        }
+    }
 }

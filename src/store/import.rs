@@ -34,12 +34,8 @@ pub enum ImportStage {
 }
 
 impl Store {
-    /// Imports the export file at `file` into the log at `target`: a new log when there is no
-    /// file at `target` (the export must then start at position 0), or the continuation of an
-    /// existing log whose head and tree are where the export starts. The whole file is checked
-    /// before anything is written; the resulting log has the export's head hash and root.
-    /// `progress` hears the records done so far in each stage.
-    pub fn import(
+    /// The work of [`Import::run`].
+    pub(crate) fn import(
         file: &Path,
         target: &Path,
         progress: &mut dyn FnMut(ImportStage, u64),
@@ -47,11 +43,9 @@ impl Store {
         Store::import_with(file, target, StoreOptions::default(), progress)
     }
 
-    /// [`Store::import`], opening an existing `target` with `options` (its sharing mode and
-    /// busy timeout, say); a new log is built exclusive whatever they say, and published only
-    /// when complete.
+    /// The work of [`Import::run_with`].
     #[cfg_attr(feature = "tracing", tracing::instrument(level = "info", name = "import", skip_all, fields(file = %file.display())))]
-    pub fn import_with(
+    pub(crate) fn import_with(
         file: &Path,
         target: &Path,
         options: StoreOptions,
@@ -303,4 +297,35 @@ fn mismatch(problem: ExportMismatch) -> crate::error::Error {
         problem: Box::new(problem),
     }
     .into()
+}
+
+/// Importing an export file: into a new log, or onto the end of the log it continues.
+#[derive(Clone, Copy, Debug)]
+pub struct Import;
+
+impl Import {
+    /// Imports the export file at `file` into the log at `target`: a new log when there is no
+    /// file at `target` (the export must then start at position 0), or the continuation of an
+    /// existing log whose head and tree are where the export starts. The whole file is checked
+    /// before anything is written; the resulting log has the export's head hash and root.
+    /// `progress` hears the records done so far in each stage.
+    pub fn run(
+        file: &Path,
+        target: &Path,
+        progress: &mut dyn FnMut(ImportStage, u64),
+    ) -> Result<ExportSummary> {
+        Store::import(file, target, progress)
+    }
+
+    /// [`crate::Import::run`], opening an existing `target` with `options` (its sharing mode and
+    /// busy timeout, say); a new log is built exclusive whatever they say, and published only
+    /// when complete.
+    pub fn run_with(
+        file: &Path,
+        target: &Path,
+        options: StoreOptions,
+        progress: &mut dyn FnMut(ImportStage, u64),
+    ) -> Result<ExportSummary> {
+        Store::import_with(file, target, options, progress)
+    }
 }

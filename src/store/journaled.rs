@@ -24,18 +24,13 @@ pub(crate) fn lock(journal: &Mutex<Journal>) -> MutexGuard<'_, Journal> {
 }
 
 impl Store {
-    /// Whether commits go through a commit journal ([`crate::JournalOptions`]): a store open
-    /// on a file in [`Sharing::Exclusive`] or [`Sharing::SingleWriter`] mode with
-    /// [`super::StoreOptions::journal`] set (the default), or in [`Sharing::MultiWriter`] mode.
-    /// Readers in other processes read the journal's synced frames with the file.
-    pub fn journaled(&self) -> bool {
+    /// [`super::Stats::journaled`].
+    pub(crate) fn journaled(&self) -> bool {
         self.journal.is_some()
     }
 
-    /// What this store's open recovered from the commit journal beside the log: transactions
-    /// a crash left there and not in the log file, appended again, and the torn end of an
-    /// unacknowledged commit, dropped.
-    pub fn journal_recovery(&self) -> &JournalRecovery {
+    /// [`super::Stats::journal_recovery`].
+    pub(crate) fn journal_recovery(&self) -> &JournalRecovery {
         &self.recovery
     }
 

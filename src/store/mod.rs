@@ -8,6 +8,7 @@
 
 mod adopt;
 mod archive;
+mod audit;
 mod backend;
 mod backup;
 mod catch_up;
@@ -29,6 +30,7 @@ pub(crate) mod upgrade;
 #[cfg(all(test, feature = "testing"))]
 mod tests;
 
+use crate::journal::JournalRecovery;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError};
@@ -53,20 +55,22 @@ use crate::record::limits::Limits;
 use crate::record::{Format, NewEvent, Position, Record, StreamVersion};
 pub use crate::sharing::{Holder, Sharing, UnknownSharing};
 use crate::storage::Writer;
-pub use archive::{ArchiveOptions, ArchiveReport, ArchivedRecords, Cut, CutProjection};
+pub use archive::{ArchiveOptions, ArchiveReport, ArchivedRecords, Archives, Cut, CutProjection};
+pub use audit::{Audit, Rebuild};
 pub use backend::Backend;
 pub use backup::Backup;
 pub use compact::Compaction;
-pub use erasure::{Erasure, KeyExport, KeyImport, PayloadReader, check_subject};
+pub use erasure::{Erasure, KeyExport, KeyImport, Keys, PayloadReader, check_subject};
 pub use footprint::{Footprint, TableFootprint};
-pub use import::ImportStage;
+pub use import::{Import, ImportStage};
 pub use open::held_by_writer;
 use open::{
     Closing, Handle, check_identity, check_redb_magic, create, guarded, initialise, open_reader,
     open_redb, open_writable, redb_builder, while_held,
 };
 pub use session::WriteSession;
-pub use tiles::{OtherLogProblem, TilesError, TilesWritten};
+pub use signing::Checkpoints;
+pub use tiles::{OtherLogProblem, Tiles, TilesError, TilesWritten};
 
 /// How long [`Store::open_read_only`] tries again while another process holds the file in a
 /// way a reader cannot join (an exclusive writer for good; for a moment, a process repairing
@@ -212,7 +216,7 @@ pub enum Durability {
 /// let event = NewEvent::new("deploy.started", 1_700_000_000_000, b"v42".to_vec());
 /// let outcome = store.append("deploy/web", ExpectedVersion::NoStream, &[event])?;
 /// assert_eq!(outcome.first_position().0, 0);
-/// assert!(store.verify()?.is_sound());
+/// assert!(annals::Audit::of(&store).verify()?.is_sound());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Store {
@@ -247,6 +251,15 @@ pub struct Store {
     shared: Option<Arc<shared::SharedJournal>>,
 }
 
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .field("sharing", &self.sharing)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Drop for Store {
     fn drop(&mut self) {
         // Everything acknowledged is in the journal already; the checkpoint only spares the
@@ -265,11 +278,6 @@ impl Store {
                 ..StoreOptions::default()
             },
         )
-    }
-
-    /// Opens the annals log at `path`, which must exist.
-    pub fn open_existing(path: impl AsRef<Path>) -> Result<Store> {
-        Store::open_with(path, StoreOptions::default())
     }
 
     /// Opens with explicit options. Projections whose version changed are rebuilt from the
@@ -386,7 +394,8 @@ impl Store {
     /// bounds; `None` recovers what it holds and commits to the log's backend), and the open
     /// recovers what it holds past the log's head. The backend must grow on a write past its
     /// end, as a file does.
-    pub fn open_with_backends(
+    #[cfg(feature = "testing")]
+    pub(crate) fn open_with_backends(
         backend: impl Backend,
         journal: impl Backend,
         options: StoreOptions,
@@ -549,7 +558,11 @@ impl Store {
     /// goes through ([`crate::output_path::check`]), against this store's files, the
     /// archives of its cuts among them. A read-only store answers too, so that a command
     /// can be refused before it opens the log writable.
-    pub fn check_output(&self, path: &Path, output: crate::output_path::Output) -> Result<()> {
+    pub(crate) fn check_output(
+        &self,
+        path: &Path,
+        output: crate::output_path::Output,
+    ) -> Result<()> {
         Ok(crate::output_path::check(
             path,
             output,
@@ -876,7 +889,7 @@ impl Store {
     /// writable store first catches up a projection of its own that is behind the log (beside
     /// other writers, or after a rebuild that stopped); reads of a projection still behind
     /// (in a read-only store, say) are refused with [`ProjectionError::Behind`].
-    pub fn state(&self) -> Result<ReadTables> {
+    pub(crate) fn state(&self) -> Result<ReadTables> {
         guarded(|| {
             let tables = ReadTables::new(self.begin_read()?);
             let Handle::Writable(database) = &self.db else {
@@ -906,17 +919,17 @@ impl Store {
     }
 
     /// The head: the next position and the hash of the last record.
-    pub fn head(&self) -> Result<Head> {
+    pub(crate) fn head(&self) -> Result<Head> {
         guarded(|| self.snapshot()?.head())
     }
 
     /// The record at `position`, `None` at or past the head.
-    pub fn get(&self, position: Position) -> Result<Option<Record>> {
+    pub(crate) fn get(&self, position: Position) -> Result<Option<Record>> {
         guarded(|| self.snapshot()?.get(position))
     }
 
     /// Up to `limit` records from `from` in `direction`.
-    pub fn read_all(
+    pub(crate) fn read_all(
         &self,
         from: Position,
         direction: Direction,
@@ -931,7 +944,7 @@ impl Store {
     }
 
     /// Up to `limit` records of `stream` from version `from` in `direction`.
-    pub fn read_stream(
+    pub(crate) fn read_stream(
         &self,
         stream: &str,
         from: StreamVersion,
@@ -946,16 +959,13 @@ impl Store {
         })
     }
 
-    /// Walks the whole log (header and payload hashes, `prev` links, gapless positions and
-    /// stream versions, the head, the indexes and the Merkle tree), then checks every
-    /// projection's tables against a fresh replay of the same snapshot.
-    pub fn verify(&self) -> Result<VerifyReport> {
+    /// The work of [`Audit::verify`].
+    pub(crate) fn verify(&self) -> Result<VerifyReport> {
         self.verify_with(&mut |_| {})
     }
 
-    /// [`Store::verify`], calling `progress` with the records done so far: it counts to twice
-    /// the head (the walk, then the replay).
-    pub fn verify_with(&self, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
+    /// The work of [`Audit::verify_with`].
+    pub(crate) fn verify_with(&self, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
         guarded(|| {
             let snapshot = Snapshot::over(self.begin_read()?)?;
             crate::audit::verify::verify_with(
@@ -967,44 +977,38 @@ impl Store {
         })
     }
 
-    /// Whether this log extends `saved`, a head read from it earlier (and kept elsewhere):
-    /// a log whose records were deleted, swapped, truncated or restored from an older copy
-    /// does not.
-    pub fn check_extends(&self, saved: Head) -> Result<Extension> {
+    /// The work of [`Audit::check_extends`].
+    pub(crate) fn check_extends(&self, saved: Head) -> Result<Extension> {
         guarded(|| check_extends(&self.snapshot()?, saved))
     }
 
-    /// Every record that touched `entity`, in log order.
-    pub fn history(&self, entity: &crate::audit::history::Entity) -> Result<Vec<Record>> {
+    /// The work of [`Audit::history`].
+    pub(crate) fn history(&self, entity: &crate::audit::history::Entity) -> Result<Vec<Record>> {
         guarded(|| crate::audit::history::history(&self.snapshot()?, entity))
     }
 
-    /// Clears `name` (or every projection when `None`) and replays the whole log into it.
-    ///
-    /// The replay runs in batches, each its own transaction, so that memory stays flat; until
-    /// the last one commits the projection's checkpoint is behind the head, so reads of it
-    /// are refused ([`ProjectionError::Behind`]) rather than shown half-built, and a rebuild
-    /// stopped in between (killed, or out of disk space) is finished by the next writable
-    /// open, write or rebuild.
-    pub fn rebuild(&self, name: Option<&str>) -> Result<()> {
+    /// The work of [`Rebuild::run`].
+    pub(crate) fn rebuild(&self, name: Option<&str>) -> Result<()> {
         self.rebuild_with(name, &mut |_| {})
     }
 
-    /// [`Store::rebuild`], calling `progress` with the records replayed so far: 0 once the
-    /// projections are cleared, then after each batch.
-    pub fn rebuild_with(&self, name: Option<&str>, progress: &mut dyn FnMut(u64)) -> Result<()> {
+    /// The work of [`Rebuild::run_with`].
+    pub(crate) fn rebuild_with(
+        &self,
+        name: Option<&str>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<()> {
         guarded(|| catch_up::rebuild(self.database()?, &self.projections, name, &mut *progress))
             .map_err(|error| self.failed(error))
     }
 
-    /// Every row of projection `name` as JSON (see [`Projection::state_json`]): as it stands,
-    /// or with `at = Some(n)` as of the first `n` records, by replaying them into memory.
-    pub fn state_json(&self, name: &str, at: Option<Position>) -> Result<serde_json::Value> {
+    /// The work of [`Audit::state_json`].
+    pub(crate) fn state_json(&self, name: &str, at: Option<Position>) -> Result<serde_json::Value> {
         self.state_json_with(name, at, &mut |_| {})
     }
 
-    /// [`Store::state_json`], calling `progress` with the records replayed so far.
-    pub fn state_json_with(
+    /// The work of [`Audit::state_json_with`].
+    pub(crate) fn state_json_with(
         &self,
         name: &str,
         at: Option<Position>,
@@ -1025,28 +1029,8 @@ impl Store {
         }
     }
 
-    /// Every projection as of the first `at` records, replayed from the log into a temporary
-    /// file (removed when the [`Replay`] is dropped), calling `progress` with the records
-    /// replayed so far. Refused with [`AuditError::SizeBeyondHead`] past the head.
-    ///
-    /// ```
-    /// # fn main() -> annals::Result<()> {
-    /// # let dir = tempfile::tempdir()?;
-    /// let store = annals::Store::open(dir.path().join("log.redb"))?;
-    /// let grant = |now_ms| annals::leases::LeaseCommand::Acquire {
-    ///     resource: "deploy".into(), holder: format!("agent-{now_ms}"), ttl_ms: 10, now_ms,
-    /// };
-    /// let _ = store.execute(&grant(1))?;
-    /// let _ = store.execute(&grant(100))?; // the first lease expired: taken over
-    /// let then = store.state_at(annals::Position(1), &mut |_| {})?;
-    /// let lease = annals::leases::lease(&then.state()?, "deploy")?.unwrap();
-    /// assert_eq!(lease.holder, "agent-1");
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// [`Replay`]: crate::Replay
-    /// [`AuditError::SizeBeyondHead`]: crate::AuditError::SizeBeyondHead
-    pub fn state_at(
+    /// The work of [`Audit::state_at`].
+    pub(crate) fn state_at(
         &self,
         at: Position,
         progress: &mut dyn FnMut(u64),
@@ -1065,16 +1049,8 @@ impl Store {
         })
     }
 
-    /// Where the log's bytes go: every table's pages and what fills them, beside the file's
-    /// size (see [`Footprint`]).
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// let store = annals::Store::open(dir.path().join("log.redb")).unwrap();
-    /// let footprint = store.footprint().unwrap();
-    /// assert!(footprint.tables.iter().any(|t| t.name == "annals.segments"));
-    /// ```
-    pub fn footprint(&self) -> Result<Footprint> {
+    /// The work of [`Footprint::of`].
+    pub(crate) fn footprint(&self) -> Result<Footprint> {
         let (records, tables) = guarded(|| {
             // The file's own tables: what the overlay holds is written into them first.
             self.settle()?;
@@ -1091,8 +1067,8 @@ impl Store {
         })
     }
 
-    /// Counts and sizes.
-    pub fn stats(&self) -> Result<Stats> {
+    /// The work of [`Stats::of`].
+    pub(crate) fn stats(&self) -> Result<Stats> {
         let (head, streams, start) = guarded(|| {
             let snapshot = self.snapshot()?;
             Ok((snapshot.head()?, snapshot.stream_count()?, snapshot.start()))
@@ -1110,6 +1086,8 @@ impl Store {
             head,
             file_bytes,
             disk_bytes,
+            journaled: self.journaled(),
+            journal_recovery: self.journal_recovery().clone(),
         })
     }
 }
@@ -1140,4 +1118,35 @@ pub struct Stats {
     /// The bytes the file takes on disk: its allocated blocks (Unix), which leave out the
     /// room redb allocated ahead of use and never wrote; the file's size elsewhere.
     pub disk_bytes: u64,
+    /// Whether commits go through a commit journal ([`crate::JournalOptions`]): a store open
+    /// on a file in [`Sharing::Exclusive`] or [`Sharing::SingleWriter`] mode with
+    /// [`StoreOptions::journal`] set (the default), or in [`Sharing::MultiWriter`] mode.
+    /// Readers in other processes read the journal's synced frames with the file.
+    pub journaled: bool,
+    /// What this store's open recovered from the commit journal beside the log: transactions
+    /// a crash left there and not in the log file, appended again, and the torn end of an
+    /// unacknowledged commit, dropped.
+    pub journal_recovery: JournalRecovery,
+}
+
+impl Stats {
+    /// Counts and sizes.
+    pub fn of(store: &Store) -> Result<Stats> {
+        store.stats()
+    }
+}
+
+impl Footprint {
+    /// Where the log's bytes go: every table's pages and what fills them, beside the file's
+    /// size (see [`Footprint`]).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let store = annals::Store::open(dir.path().join("log.redb")).unwrap();
+    /// let footprint = annals::Footprint::of(&store).unwrap();
+    /// assert!(footprint.tables.iter().any(|t| t.name == "annals.segments"));
+    /// ```
+    pub fn of(store: &Store) -> Result<Footprint> {
+        store.footprint()
+    }
 }

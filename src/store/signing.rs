@@ -1,5 +1,5 @@
 //! Signed checkpoints of the log (`c2sp.org/tlog-checkpoint` in a `c2sp.org/signed-note`):
-//! [`Store::checkpoint`] signs the log's tree head with the caller's key, and never signs two
+//! [`crate::Checkpoints::sign`] signs the log's tree head with the caller's key, and never signs two
 //! checkpoints that contradict each other, keeping the last one it signed in the log's file
 //! (`log/signed.rs`) in the transaction that allows the next.
 
@@ -13,33 +13,13 @@ use crate::tlog::{Checkpoint, Signer, Verifier};
 use super::Store;
 
 impl Store {
-    /// Signs a checkpoint of the whole log with `signer`, whose key name is the checkpoint's
-    /// origin: the signed note's text (`c2sp.org/tlog-checkpoint`), which anyone holding the
-    /// verifier key opens with [`Checkpoint::open`].
-    ///
-    /// ```
-    /// use annals::tlog::{Checkpoint, Signer};
-    /// # let dir = tempfile::tempdir()?;
-    /// let store = annals::Store::open(dir.path().join("log.redb"))?;
-    /// let signer = Signer::generate("example.com/log")?;
-    /// let text = store.checkpoint(&signer)?;
-    /// let opened = Checkpoint::open(&text, &[signer.verifier()])?;
-    /// assert_eq!(opened.checkpoint.size, 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn checkpoint(&self, signer: &Signer) -> Result<String> {
+    /// The work of [`Checkpoints::sign`].
+    pub(crate) fn checkpoint(&self, signer: &Signer) -> Result<String> {
         self.checkpoint_at(signer, None)
     }
 
-    /// [`Store::checkpoint`] of the tree of the first `size` records (`None`: all of them).
-    ///
-    /// Refused, with nothing signed, when it would contradict the last checkpoint the log
-    /// signed: a smaller size ([`SigningError::Behind`]), another origin
-    /// ([`SigningError::Origin`]), or a tree whose root at the last signed size is not the
-    /// one signed then ([`SigningError::Diverged`]). The checkpoint is recorded as the last
-    /// signed one in the same transaction, committed before its text is returned: a signature
-    /// the log has not recorded never leaves it.
-    pub fn checkpoint_at(&self, signer: &Signer, size: Option<u64>) -> Result<String> {
+    /// The work of [`Checkpoints::sign_at`].
+    pub(crate) fn checkpoint_at(&self, signer: &Signer, size: Option<u64>) -> Result<String> {
         guarded(|| {
             let database = self.database()?;
             let txn = database.begin_write()?;
@@ -67,16 +47,13 @@ impl Store {
         .map_err(|error| self.failed(error))
     }
 
-    /// The last checkpoint the log signed, if any.
-    pub fn signed_checkpoint(&self) -> Result<Option<SignedHead>> {
+    /// The work of [`Checkpoints::signed`].
+    pub(crate) fn signed_checkpoint(&self) -> Result<Option<SignedHead>> {
         self.snapshot()?.signed_checkpoint()
     }
 
-    /// Keeps `text`, a checkpoint of this log signed by `log_key` and cosigned by witnesses,
-    /// as the latest cosigned checkpoint (what `annals prove --checkpoint` uses when given no
-    /// file), once it opens against `log_key`, its root is this log's at its size, and it is
-    /// no smaller than the one kept before; otherwise nothing is kept and the refusal says why.
-    pub fn keep_cosigned_checkpoint(&self, text: &str, log_key: &Verifier) -> Result<()> {
+    /// The work of [`Checkpoints::keep_cosigned`].
+    pub(crate) fn keep_cosigned_checkpoint(&self, text: &str, log_key: &Verifier) -> Result<()> {
         guarded(|| {
             let opened = Checkpoint::open(text, std::slice::from_ref(log_key))
                 .map_err(|problem| SigningError::CosignedUnopened { problem })?;
@@ -128,22 +105,20 @@ impl Store {
         .map_err(|error| self.failed(error))
     }
 
-    /// The latest cosigned checkpoint kept ([`Store::keep_cosigned_checkpoint`]), if any.
-    pub fn cosigned_checkpoint(&self) -> Result<Option<String>> {
+    /// The work of [`Checkpoints::cosigned`].
+    pub(crate) fn cosigned_checkpoint(&self) -> Result<Option<String>> {
         self.snapshot()?.cosigned_checkpoint()
     }
 
-    /// Whether [`Store::checkpoint_at`] would sign a checkpoint of `origin` at `size` now:
-    /// `Ok` with the tree head it would sign, or its refusal. Works on a read-only store, so
-    /// that a refusal can be told without opening the log writable.
-    pub fn check_checkpoint(&self, origin: &str, size: Option<u64>) -> Result<SignedHead> {
+    /// The work of [`Checkpoints::check`].
+    pub(crate) fn check_checkpoint(&self, origin: &str, size: Option<u64>) -> Result<SignedHead> {
         signable(&self.snapshot()?, origin, size)
     }
 }
 
 /// The tree head a checkpoint of `origin` at `size` (`None`: the head) would sign, once it
 /// contradicts nothing the log signed before (`snapshot`'s last signed checkpoint): the one
-/// place the rules of [`Store::checkpoint_at`] are decided.
+/// place the rules of [`crate::Checkpoints::sign_at`] are decided.
 fn signable(snapshot: &Snapshot, origin: &str, size: Option<u64>) -> Result<SignedHead> {
     let head = snapshot.head()?.next.0;
     let size = size.unwrap_or(head);
@@ -180,4 +155,86 @@ fn signable(snapshot: &Snapshot, origin: &str, size: Option<u64>) -> Result<Sign
         size,
         root: snapshot.merkle_root(size)?,
     })
+}
+
+/// The signed checkpoints of a store's log: signing the tree head with the log's key (never
+/// two that contradict each other), keeping a cosigned one, and checking one against the log.
+///
+/// ```
+/// use annals::Checkpoints;
+/// use annals::tlog::{Checkpoint, Signer};
+/// # let dir = tempfile::tempdir()?;
+/// let store = annals::Store::open(dir.path().join("log.redb"))?;
+/// let signer = Signer::generate("example.com/log")?;
+/// let text = Checkpoints::of(&store).sign(&signer)?;
+/// assert_eq!(Checkpoint::open(&text, &[signer.verifier()])?.checkpoint.size, 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Checkpoints<'s> {
+    store: &'s Store,
+}
+
+impl<'s> Checkpoints<'s> {
+    /// The checkpoints of `store`'s log.
+    pub fn of(store: &'s Store) -> Checkpoints<'s> {
+        Checkpoints { store }
+    }
+}
+
+impl Checkpoints<'_> {
+    /// Signs a checkpoint of the whole log with `signer`, whose key name is the checkpoint's
+    /// origin: the signed note's text (`c2sp.org/tlog-checkpoint`), which anyone holding the
+    /// verifier key opens with [`Checkpoint::open`].
+    ///
+    /// ```
+    /// use annals::tlog::{Checkpoint, Signer};
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = annals::Store::open(dir.path().join("log.redb"))?;
+    /// let signer = Signer::generate("example.com/log")?;
+    /// let text = annals::Checkpoints::of(&store).sign(&signer)?;
+    /// let opened = Checkpoint::open(&text, &[signer.verifier()])?;
+    /// assert_eq!(opened.checkpoint.size, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sign(&self, signer: &Signer) -> Result<String> {
+        self.store.checkpoint(signer)
+    }
+
+    /// [`crate::Checkpoints::sign`] of the tree of the first `size` records (`None`: all of them).
+    ///
+    /// Refused, with nothing signed, when it would contradict the last checkpoint the log
+    /// signed: a smaller size ([`SigningError::Behind`]), another origin
+    /// ([`SigningError::Origin`]), or a tree whose root at the last signed size is not the
+    /// one signed then ([`SigningError::Diverged`]). The checkpoint is recorded as the last
+    /// signed one in the same transaction, committed before its text is returned: a signature
+    /// the log has not recorded never leaves it.
+    pub fn sign_at(&self, signer: &Signer, size: Option<u64>) -> Result<String> {
+        self.store.checkpoint_at(signer, size)
+    }
+
+    /// The last checkpoint the log signed, if any.
+    pub fn signed(&self) -> Result<Option<SignedHead>> {
+        self.store.signed_checkpoint()
+    }
+
+    /// Keeps `text`, a checkpoint of this log signed by `log_key` and cosigned by witnesses,
+    /// as the latest cosigned checkpoint (what `annals prove --checkpoint` uses when given no
+    /// file), once it opens against `log_key`, its root is this log's at its size, and it is
+    /// no smaller than the one kept before; otherwise nothing is kept and the refusal says why.
+    pub fn keep_cosigned(&self, text: &str, log_key: &Verifier) -> Result<()> {
+        self.store.keep_cosigned_checkpoint(text, log_key)
+    }
+
+    /// The latest cosigned checkpoint kept ([`crate::Checkpoints::keep_cosigned`]), if any.
+    pub fn cosigned(&self) -> Result<Option<String>> {
+        self.store.cosigned_checkpoint()
+    }
+
+    /// Whether [`crate::Checkpoints::sign_at`] would sign a checkpoint of `origin` at `size` now:
+    /// `Ok` with the tree head it would sign, or its refusal. Works on a read-only store, so
+    /// that a refusal can be told without opening the log writable.
+    pub fn check(&self, origin: &str, size: Option<u64>) -> Result<SignedHead> {
+        self.store.check_checkpoint(origin, size)
+    }
 }

@@ -1,5 +1,5 @@
 //! The log as static tiles (`c2sp.org/tlog-tiles`) in a directory any web server can serve:
-//! [`Store::write_tiles`] signs a checkpoint of the head and writes the hash tiles and entry
+//! [`crate::Tiles::write`] signs a checkpoint of the head and writes the hash tiles and entry
 //! bundles it needs (each entry the record's 32-byte hash, so the tiles' leaves are the
 //! tree's), then the checkpoint, last.
 //!
@@ -26,7 +26,7 @@ use super::Store;
 /// The name of the checkpoint file in a tiles directory.
 pub(crate) const CHECKPOINT_FILE: &str = "checkpoint";
 
-/// What [`Store::write_tiles`] wrote.
+/// What [`crate::Tiles::write`] wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TilesWritten {
     /// The size of the tree now served.
@@ -130,13 +130,12 @@ pub enum OtherLogProblem {
 }
 
 impl Store {
-    /// Signs a checkpoint of the head with `signer` (as [`Store::checkpoint`]) and writes the
-    /// log's tiles, entry bundles and that checkpoint (with the witnesses' cosignatures when the
-    /// log keeps a cosigned checkpoint of the same tree) into `dir` (`c2sp.org/tlog-tiles`),
-    /// updating a directory written before from the checkpoint it holds. Each file is written
-    /// under a temporary name, synced and renamed into place, and the checkpoint last, so a
-    /// reader never sees a checkpoint whose tiles are missing.
-    pub fn write_tiles(&self, dir: &Path, signer: &Signer) -> Result<TilesWritten, TilesError> {
+    /// The work of [`Tiles::write`].
+    pub(crate) fn write_tiles(
+        &self,
+        dir: &Path,
+        signer: &Signer,
+    ) -> Result<TilesWritten, TilesError> {
         let served = served_size(self, dir, signer)?;
         let target = Target {
             dir,
@@ -204,10 +203,8 @@ impl Store {
 }
 
 impl Store {
-    /// Whether [`Store::write_tiles`] would write into `dir` for `signer`'s log: the size of
-    /// the tree the directory serves now (0 for a new one), or its refusal. Works on a
-    /// read-only store, so that a refusal leaves the log's file as it was.
-    pub fn check_tiles(&self, dir: &Path, signer: &Signer) -> Result<u64, TilesError> {
+    /// The work of [`Tiles::check`].
+    pub(crate) fn check_tiles(&self, dir: &Path, signer: &Signer) -> Result<u64, TilesError> {
         served_size(self, dir, signer)
     }
 }
@@ -383,4 +380,37 @@ fn sync_folder(folder: &Path) -> Result<(), TilesError> {
             path: folder.to_path_buf(),
             error,
         })
+}
+
+/// A store's log as static tiles (`c2sp.org/tlog-tiles`) in a directory: written, or checked
+/// against the log.
+#[derive(Clone, Copy, Debug)]
+pub struct Tiles<'s> {
+    store: &'s Store,
+}
+
+impl<'s> Tiles<'s> {
+    /// The tiles of `store`'s log.
+    pub fn of(store: &'s Store) -> Tiles<'s> {
+        Tiles { store }
+    }
+}
+
+impl Tiles<'_> {
+    /// Signs a checkpoint of the head with `signer` (as [`crate::Checkpoints::sign`]) and writes the
+    /// log's tiles, entry bundles and that checkpoint (with the witnesses' cosignatures when the
+    /// log keeps a cosigned checkpoint of the same tree) into `dir` (`c2sp.org/tlog-tiles`),
+    /// updating a directory written before from the checkpoint it holds. Each file is written
+    /// under a temporary name, synced and renamed into place, and the checkpoint last, so a
+    /// reader never sees a checkpoint whose tiles are missing.
+    pub fn write(&self, dir: &Path, signer: &Signer) -> Result<TilesWritten, TilesError> {
+        self.store.write_tiles(dir, signer)
+    }
+
+    /// Whether [`crate::Tiles::write`] would write into `dir` for `signer`'s log: the size of
+    /// the tree the directory serves now (0 for a new one), or its refusal. Works on a
+    /// read-only store, so that a refusal leaves the log's file as it was.
+    pub fn check(&self, dir: &Path, signer: &Signer) -> Result<u64, TilesError> {
+        self.store.check_tiles(dir, signer)
+    }
 }

@@ -131,7 +131,7 @@ fn rebuild(args: &[String]) -> Result<(), Failure> {
         },
     )?;
     let mut stdin = io::stdin().lock();
-    store.rebuild_with(None, &mut |done| {
+    annals::Rebuild::of(&store).run_with(None, &mut |done| {
         eprintln!("rebuild at {done}");
         let mut line = String::new();
         let _ = stdin.read_line(&mut line);
@@ -144,7 +144,7 @@ fn erase(args: &[String]) -> Result<(), Failure> {
     let [db, subject] = args else {
         return Err(Usage("erase DB SUBJECT".to_owned()).into());
     };
-    let store = Store::open_existing(db)?;
+    let store = Store::open_with(db, annals::StoreOptions::default())?;
     store.erase(subject, 1)?;
     store.close()?;
     Ok(())
@@ -154,7 +154,7 @@ fn erase_halfway(args: &[String]) -> Result<(), Failure> {
     let [db, subject] = args else {
         return Err(Usage("erase-halfway DB SUBJECT".to_owned()).into());
     };
-    let store = Store::open_existing(db)?;
+    let store = Store::open_with(db, annals::StoreOptions::default())?;
     let position = annals::testing::internals::append_erasure_event(&store, subject, 1)?;
     println!("appended {position}");
     let mut line = String::new();

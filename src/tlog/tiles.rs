@@ -5,7 +5,7 @@
 //! `N` in 3-digit groups (`x001/x234/067`), `.p/<W>` for a partial tile of `W` hashes.
 //!
 //! This module says which tiles a tree has and how their bytes and paths are made. It does
-//! no I/O: writing a directory is `Store::write_tiles`'s.
+//! no I/O: writing a directory is `crate::Tiles::write`'s.
 
 /// The height of a tile: each holds up to 2^8 hashes.
 pub const TILE_HEIGHT: u8 = 8;

@@ -126,7 +126,7 @@ struct Shared {
 /// let outcome = writer.append("deploy/web", ExpectedVersion::Any, vec![event]).await?;
 /// assert_eq!(outcome.first_position().0, 0);
 /// writer.close().await?;
-/// assert!(store.verify()?.is_sound());
+/// assert!(annals::Audit::of(&store).verify()?.is_sound());
 /// # Ok(())
 /// # }
 /// ```

@@ -42,7 +42,7 @@ fn open(
 
 fn count(store: &Store, kind: &str) -> Option<u64> {
     COUNTS
-        .get(&store.state().expect("state"), &kind.to_owned())
+        .get(&store.snapshot().expect("state").state(), &kind.to_owned())
         .expect("a count")
 }
 
@@ -64,7 +64,7 @@ fn fill(store: &Store, records: u64) {
 }
 
 fn assert_sound(store: &Store) {
-    let report = store.verify().expect("verify runs");
+    let report = annals::Audit::of(store).verify().expect("verify runs");
     assert!(report.is_sound(), "verify: {:?}", report.problem);
 }
 
@@ -75,12 +75,15 @@ fn cut_log(dir: &Path, projection: Option<KindCounts>, sharing: Sharing) -> (Pat
     let archive = dir.join("log-0.archive");
     let store = open(&path, projection, &[], sharing).expect("open");
     fill(&store, 120);
-    let report = store
+    let report = annals::Archives::of(&store)
         .archive_before(Position(80), &archive)
         .expect("the cut");
     assert_eq!(report.record, Position(120));
     fill(&store, 30);
-    assert_eq!(store.head().expect("head").next, Position(151));
+    assert_eq!(
+        store.snapshot().expect("head").head().expect("head").next,
+        Position(151)
+    );
     store.close().expect("close");
     (path, archive)
 }
@@ -101,7 +104,10 @@ fn a_projection_added_after_a_cut_is_replayed_from_its_archives() {
         "{refused:?}"
     );
     let store = open(&path, None, &[], Sharing::default()).expect("open as before");
-    assert_eq!(store.head().expect("head").next, Position(151));
+    assert_eq!(
+        store.snapshot().expect("head").head().expect("head").next,
+        Position(151)
+    );
     assert_sound(&store);
     store.close().expect("close");
 
@@ -116,7 +122,7 @@ fn a_projection_added_after_a_cut_is_replayed_from_its_archives() {
     assert_eq!(count(&store, "test.event"), Some(150));
     // The cut record and the adoption's own (a cut of no records at the log's start).
     assert_eq!(count(&store, "annals.cut"), Some(2));
-    let head = store.head().expect("head").next;
+    let head = store.snapshot().expect("head").head().expect("head").next;
     assert_eq!(head, Position(152));
     let snapshot = store.snapshot().expect("snapshot");
     assert_eq!(snapshot.start(), Position(80));
@@ -132,19 +138,24 @@ fn a_projection_added_after_a_cut_is_replayed_from_its_archives() {
     drop(snapshot);
     assert_sound(&store);
     assert_eq!(
-        store
-            .verify_archives(std::slice::from_ref(&archive), &mut |_| {})
+        annals::Archives::of(&store)
+            .verify(std::slice::from_ref(&archive), &mut |_| {})
             .expect("verify the archives"),
         None
     );
-    store.rebuild(Some("kind_counts")).expect("rebuild");
+    annals::Rebuild::of(&store)
+        .run(Some("kind_counts"))
+        .expect("rebuild");
     assert_eq!(count(&store, "test.event"), Some(150));
     store.close().expect("close");
 
     // Adopted once: later opens, with or without the archives, append nothing.
     for archives in [vec![], vec![archive.clone()]] {
         let store = open(&path, counts(1, 1), &archives, Sharing::default()).expect("open");
-        assert_eq!(store.head().expect("head").next, head);
+        assert_eq!(
+            store.snapshot().expect("head").head().expect("head").next,
+            head
+        );
         assert_eq!(count(&store, "test.event"), Some(150));
         store.close().expect("close");
     }
@@ -153,13 +164,13 @@ fn a_projection_added_after_a_cut_is_replayed_from_its_archives() {
     let store = open(&path, counts(1, 1), &[], Sharing::default()).expect("open");
     fill(&store, 10);
     let second = dir.path().join("log-1.archive");
-    let _report = store
+    let _report = annals::Archives::of(&store)
         .archive_before(Position(140), &second)
         .expect("a second cut");
     assert_sound(&store);
     assert_eq!(
-        store
-            .verify_archives(&[second, archive], &mut |_| {})
+        annals::Archives::of(&store)
+            .verify(&[second, archive], &mut |_| {})
             .expect("verify the archives"),
         None
     );
@@ -195,8 +206,8 @@ fn a_new_version_of_a_kept_projection_is_replayed_from_its_archives() {
         assert_eq!(count(&store, "annals.cut"), Some(20), "{sharing:?}");
         assert_sound(&store);
         assert_eq!(
-            store
-                .verify_archives(std::slice::from_ref(&archive), &mut |_| {})
+            annals::Archives::of(&store)
+                .verify(std::slice::from_ref(&archive), &mut |_| {})
                 .expect("verify the archives"),
             None,
             "{sharing:?}"
@@ -225,7 +236,9 @@ fn archives_that_do_not_give_the_cut_are_refused_and_nothing_is_appended() {
             .expect_done();
         fill(&store, 119);
         let other = other_dir.path().join("log-0.archive");
-        let _report = store.archive_before(Position(80), &other).expect("cut");
+        let _report = annals::Archives::of(&store)
+            .archive_before(Position(80), &other)
+            .expect("cut");
         (path, other)
     };
 
@@ -264,7 +277,10 @@ fn archives_that_do_not_give_the_cut_are_refused_and_nothing_is_appended() {
         "{differs:?}"
     );
     let store = open(&path, counts(1, 1), &[], Sharing::default()).expect("open");
-    assert_eq!(store.head().expect("head").next, Position(151));
+    assert_eq!(
+        store.snapshot().expect("head").head().expect("head").next,
+        Position(151)
+    );
     assert_eq!(count(&store, "annals.cut"), Some(1));
     assert_sound(&store);
     store.close().expect("close");
@@ -319,7 +335,7 @@ fn before_or_adopted(image: Vec<u8>, archive: &Path, what: &str) -> bool {
     let head = {
         let store = open_on(&disk, None, &[]).unwrap_or_else(|error| panic!("{what}: {error}"));
         assert_sound(&store);
-        store.head().expect("head").next
+        store.snapshot().expect("head").head().expect("head").next
     };
     let adopted = match head {
         Position(151) => false,
@@ -329,7 +345,11 @@ fn before_or_adopted(image: Vec<u8>, archive: &Path, what: &str) -> bool {
     let disk = SimDisk::new(disk.image_after_restart(), Fault::None);
     let store = open_on(&disk, counts(1, 1), &[archive.to_owned()])
         .unwrap_or_else(|error| panic!("{what}: adopt after: {error}"));
-    assert_eq!(store.head().expect("head").next, Position(152), "{what}");
+    assert_eq!(
+        store.snapshot().expect("head").head().expect("head").next,
+        Position(152),
+        "{what}"
+    );
     assert_eq!(count(&store, "test.event"), Some(150), "{what}");
     assert_sound(&store);
     adopted
@@ -344,7 +364,9 @@ fn an_adoption_crashed_or_failed_at_any_write_or_sync_leaves_the_log_before_or_a
         let disk = SimDisk::new(Vec::new(), Fault::None);
         let store = open_on(&disk, None, &[]).expect("open");
         fill(&store, 120);
-        let _report = store.archive_before(Position(80), &archive).expect("cut");
+        let _report = annals::Archives::of(&store)
+            .archive_before(Position(80), &archive)
+            .expect("cut");
         fill(&store, 30);
         store.close().expect("close");
         disk.image_after_restart()
@@ -408,7 +430,7 @@ fn a_refused_adoption_after_a_journals_recovery_leaves_the_old_version_whole() {
     )
     .expect("open");
     fill(&store, 120);
-    let _report = store
+    let _report = annals::Archives::of(&store)
         .archive_before(Position(80), dir.path().join("log-0.archive"))
         .expect("cut");
     fill(&store, 30);
@@ -430,7 +452,10 @@ fn a_refused_adoption_after_a_journals_recovery_leaves_the_old_version_whole() {
         "{refused:?}"
     );
     let store = open(&crashed, counts(1, 1), &[], Sharing::Exclusive).expect("open v1");
-    assert_eq!(store.head().expect("head").next, Position(151));
+    assert_eq!(
+        store.snapshot().expect("head").head().expect("head").next,
+        Position(151)
+    );
     assert_eq!(count(&store, "test.event"), Some(150));
     assert_sound(&store);
 }

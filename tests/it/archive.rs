@@ -10,7 +10,7 @@ use annals::testing::setup::fill_interleaved as fill;
 use crate::common::{event, store};
 
 fn assert_sound(store: &Store) {
-    let report = store.verify().expect("verify runs");
+    let report = annals::Audit::of(store).verify().expect("verify runs");
     assert!(report.is_sound(), "verify: {:?}", report.problem);
 }
 
@@ -22,7 +22,7 @@ fn every_boundary_cuts_and_the_log_works_after() {
     for before in [0u64, 1, 10, 12, 17, 24, 40, 100, 160, 200] {
         let (dir, store) = store();
         fill(&store, 200);
-        let head = store.head().expect("head");
+        let head = store.snapshot().expect("head").head().expect("head");
         let snapshot = store.snapshot().expect("snapshot");
         let root = snapshot.merkle_root(head.next.0).expect("root");
         let proofs: Vec<_> = [1u64, 3, 16, 17, 50, 150]
@@ -50,7 +50,7 @@ fn every_boundary_cuts_and_the_log_works_after() {
         drop(snapshot);
 
         let archive = dir.path().join("log-0.archive");
-        let report = store
+        let report = annals::Archives::of(&store)
             .archive_before(Position(before), &archive)
             .unwrap_or_else(|error| panic!("cut before {before}: {error}"));
         assert_eq!(report.archived, before);
@@ -135,7 +135,9 @@ fn every_boundary_cuts_and_the_log_works_after() {
         );
         fill(&store, 260);
         assert_sound(&store);
-        store.rebuild(None).expect("rebuild from the snapshot");
+        annals::Rebuild::of(&store)
+            .run(None)
+            .expect("rebuild from the snapshot");
         assert_sound(&store);
     }
 }
@@ -144,11 +146,11 @@ fn every_boundary_cuts_and_the_log_works_after() {
 fn cuts_repeat_and_refuse_going_back() {
     let (dir, store) = store();
     fill(&store, 100);
-    let _cut = store
+    let _cut = annals::Archives::of(&store)
         .archive_before(Position(30), dir.path().join("a0"))
         .expect("first cut");
     fill(&store, 150);
-    let second = store
+    let second = annals::Archives::of(&store)
         .archive_before(Position(90), dir.path().join("a1"))
         .expect("second cut");
     assert_eq!(
@@ -156,14 +158,14 @@ fn cuts_repeat_and_refuse_going_back() {
         (Position(30), Position(90))
     );
     assert_sound(&store);
-    let back = store
+    let back = annals::Archives::of(&store)
         .archive_before(Position(50), dir.path().join("a2"))
         .expect_err("backwards");
     assert!(matches!(
         back,
         Error::Archive(ArchiveError::NotForward { .. })
     ));
-    let past = store
+    let past = annals::Archives::of(&store)
         .archive_before(Position(10_000), dir.path().join("a2"))
         .expect_err("past the head");
     assert!(matches!(
@@ -183,9 +185,11 @@ fn cuts_repeat_and_refuse_going_back() {
 fn the_demo_cuts_with_its_projections_and_keeps_what_they_read() {
     let (dir, store) = store();
     annals::demo::run(&store, 3_000, |_| {}).expect("demo");
-    let head = store.head().expect("head").next.0;
-    let before_state = store.state_json("runs", None).expect("runs before");
-    let report = store
+    let head = store.snapshot().expect("head").head().expect("head").next.0;
+    let before_state = annals::Audit::of(&store)
+        .state_json("runs", None)
+        .expect("runs before");
+    let report = annals::Archives::of(&store)
         .archive_before(Position(head / 2), dir.path().join("demo.archive"))
         .expect("cut");
     assert_eq!(
@@ -194,20 +198,22 @@ fn the_demo_cuts_with_its_projections_and_keeps_what_they_read() {
     );
     // Runs read their span events back from the log: those records stay readable.
     assert_eq!(
-        store.state_json("runs", None).expect("runs after"),
+        annals::Audit::of(&store)
+            .state_json("runs", None)
+            .expect("runs after"),
         before_state
     );
     assert_sound(&store);
     let archives = [dir.path().join("demo.archive")];
     assert_eq!(
-        store
-            .verify_archives(&archives, &mut |_| {})
+        annals::Archives::of(&store)
+            .verify(&archives, &mut |_| {})
             .expect("archives"),
         None
     );
     annals::demo::run(&store, head + 2_000, |_| {}).expect("demo after the cut");
     assert_sound(&store);
-    let second = store
+    let second = annals::Archives::of(&store)
         .archive_before(Position(head + 1_000), dir.path().join("demo-1.archive"))
         .expect("second cut");
     assert_eq!(second.cut.from, Position(head / 2));
@@ -217,26 +223,26 @@ fn the_demo_cuts_with_its_projections_and_keeps_what_they_read() {
         dir.path().join("demo.archive"),
     ];
     assert_eq!(
-        store
-            .verify_archives(&archives, &mut |_| {})
+        annals::Archives::of(&store)
+            .verify(&archives, &mut |_| {})
             .expect("archives"),
         None
     );
-    store.rebuild(None).expect("rebuild");
+    annals::Rebuild::of(&store).run(None).expect("rebuild");
     assert_sound(&store);
     // Archives are nothing to a log never cut.
     let (_other_dir, uncut) = crate::common::store();
     fill(&uncut, 10);
-    let refused = uncut
-        .verify_archives(&archives, &mut |_| {})
+    let refused = annals::Archives::of(&uncut)
+        .verify(&archives, &mut |_| {})
         .expect_err("never cut");
     assert!(
         matches!(refused, Error::Archive(ArchiveError::NeverCut)),
         "{refused}"
     );
     // Without the first archive, the second does not start at 0.
-    let refused = store
-        .verify_archives(&archives[..1], &mut |_| {})
+    let refused = annals::Archives::of(&store)
+        .verify(&archives[..1], &mut |_| {})
         .expect_err("a gap");
     assert!(
         matches!(refused, Error::Archive(ArchiveError::ArchiveGap { .. })),
@@ -259,7 +265,7 @@ fn a_cut_record_the_log_did_not_make_is_found() {
         refused,
         Error::Store(annals::StoreError::CutKind { .. })
     ));
-    let _cut = store
+    let _cut = annals::Archives::of(&store)
         .archive_before(Position(20), dir.path().join("a0"))
         .expect("cut");
     let forged = store
@@ -272,7 +278,7 @@ fn a_cut_record_the_log_did_not_make_is_found() {
         })
         .expect("append")
         .first_position();
-    let report = store.verify().expect("verify");
+    let report = annals::Audit::of(&store).verify().expect("verify");
     let finding = report.problem.expect("a finding");
     assert_eq!(finding.position, forged);
     assert!(
@@ -287,12 +293,16 @@ fn tiles_of_a_cut_log_are_those_before_the_cut() {
     fill(&store, 600);
     let signer = annals::tlog::Signer::from_seed("example.com/cut", [7; 32]).expect("signer");
     let before = dir.path().join("before");
-    store.write_tiles(&before, &signer).expect("tiles before");
-    let _cut = store
+    annals::Tiles::of(&store)
+        .write(&before, &signer)
+        .expect("tiles before");
+    let _cut = annals::Archives::of(&store)
         .archive_before(Position(530), dir.path().join("a0"))
         .expect("cut");
     let after = dir.path().join("after");
-    store.write_tiles(&after, &signer).expect("tiles after");
+    annals::Tiles::of(&store)
+        .write(&after, &signer)
+        .expect("tiles after");
     // The full tiles of the first 512 leaves, entries and hashes, are byte for byte the same.
     for tile in [
         "tile/0/000",
@@ -313,11 +323,13 @@ fn an_archive_that_is_not_the_logs_history_is_refused_naming_the_record() {
     let (dir, store) = store();
     fill(&store, 120);
     let archive = dir.path().join("a0");
-    let _cut = store.archive_before(Position(100), &archive).expect("cut");
+    let _cut = annals::Archives::of(&store)
+        .archive_before(Position(100), &archive)
+        .expect("cut");
     let archives = [archive.clone()];
     assert_eq!(
-        store
-            .verify_archives(&archives, &mut |_| {})
+        annals::Archives::of(&store)
+            .verify(&archives, &mut |_| {})
             .expect("sound"),
         None
     );
@@ -340,8 +352,8 @@ fn an_archive_that_is_not_the_logs_history_is_refused_naming_the_record() {
         &mut |_| {},
     )
     .expect("export");
-    let refused = store
-        .verify_archives(&[foreign], &mut |_| {})
+    let refused = annals::Archives::of(&store)
+        .verify(&[foreign], &mut |_| {})
         .expect_err("foreign");
     assert!(
         matches!(refused, Error::Archive(ArchiveError::ArchivedHash { .. })),
@@ -353,8 +365,8 @@ fn an_archive_that_is_not_the_logs_history_is_refused_naming_the_record() {
     bytes[middle] ^= 1;
     let damaged = dir.path().join("damaged");
     std::fs::write(&damaged, &bytes).expect("write");
-    let refused = store
-        .verify_archives(&[damaged], &mut |_| {})
+    let refused = annals::Archives::of(&store)
+        .verify(&[damaged], &mut |_| {})
         .expect_err("damaged");
     assert!(
         matches!(&refused, Error::Export(_) | Error::Archive(_)),
@@ -374,7 +386,9 @@ fn the_archives_and_an_export_of_the_rest_rebuild_the_whole_history() {
             .expect("root")
     };
     let archive = dir.path().join("a0");
-    let report = store.archive_before(Position(900), &archive).expect("cut");
+    let report = annals::Archives::of(&store)
+        .archive_before(Position(900), &archive)
+        .expect("cut");
     let rest = dir.path().join("rest.export");
     let snapshot = store.snapshot().expect("snapshot");
     let head = snapshot.head().expect("head").next;
@@ -383,8 +397,9 @@ fn the_archives_and_an_export_of_the_rest_rebuild_the_whole_history() {
     drop(snapshot);
     // A log never cut, holding the whole history, the cut record with it.
     let restored = dir.path().join("restored.redb");
-    let _first = Store::import(&archive, &restored, &mut |_, _| {}).expect("import the archive");
-    let _rest = Store::import(&rest, &restored, &mut |_, _| {}).expect("import the rest");
+    let _first =
+        annals::Import::run(&archive, &restored, &mut |_, _| {}).expect("import the archive");
+    let _rest = annals::Import::run(&rest, &restored, &mut |_, _| {}).expect("import the rest");
     let restored = Store::open(&restored).expect("open");
     let snapshot = restored.snapshot().expect("snapshot");
     assert_eq!(snapshot.start(), Position(0));
@@ -401,7 +416,7 @@ fn the_archives_and_an_export_of_the_rest_rebuild_the_whole_history() {
 fn a_cut_record_whose_digests_are_not_the_logs_is_found() {
     let (_dir, store) = store();
     annals::demo::run(&store, 500, |_| {}).expect("demo");
-    let head = store.head().expect("head");
+    let head = store.snapshot().expect("head").head().expect("head");
     let forged = annals::Cut {
         from: Position(0),
         before: Position(100),
@@ -432,7 +447,11 @@ fn a_cut_record_whose_digests_are_not_the_logs_is_found() {
         .expect("append")
         .first_position();
     assert_eq!(position, head.next);
-    let finding = store.verify().expect("verify").problem.expect("a finding");
+    let finding = annals::Audit::of(&store)
+        .verify()
+        .expect("verify")
+        .problem
+        .expect("a finding");
     assert_eq!(finding.position, position);
     assert!(
         finding.to_string().contains("projection leases digests to"),
@@ -445,7 +464,7 @@ fn a_cut_that_drops_keys_leaves_the_archived_ones_free_and_the_kept_ones_duplica
     let (dir, store) = store();
     fill(&store, 120);
     let options = annals::ArchiveOptions { drop_keys: true };
-    let report = store
+    let report = annals::Archives::of(&store)
         .archive_before_with(Position(60), &dir.path().join("a0"), options, &mut |_| {})
         .expect("cut");
     assert_eq!(report.cut.keyed, 0);

@@ -11,7 +11,7 @@ use annals::{Error, Position, Sharing, Store, StoreError, StoreOptions};
 use crate::common::{append_one, open_exclusive, store};
 
 fn assert_sound(store: &Store) {
-    let report = store.verify().expect("verify runs");
+    let report = annals::Audit::of(store).verify().expect("verify runs");
     assert!(report.is_sound(), "verify: {:?}", report.problem);
 }
 
@@ -19,8 +19,14 @@ fn assert_sound(store: &Store) {
 /// starts, its root, a consistency and an inclusion proof, its last cut and signed
 /// checkpoint, every projection's state, and each table's rows.
 fn assert_same(original: &Store, copy: &Store) {
-    let head = original.head().expect("head");
-    assert_eq!(copy.head().expect("copy head"), head);
+    let head = original.snapshot().expect("head").head().expect("head");
+    assert_eq!(
+        copy.snapshot()
+            .expect("copy head")
+            .head()
+            .expect("copy head"),
+        head
+    );
     let (ours, theirs) = (
         original.snapshot().expect("snapshot"),
         copy.snapshot().expect("copy snapshot"),
@@ -41,20 +47,23 @@ fn assert_same(original: &Store, copy: &Store) {
     );
     assert_eq!(theirs.cut(), ours.cut());
     assert_eq!(
-        copy.signed_checkpoint().expect("signed"),
-        original.signed_checkpoint().expect("signed")
+        annals::Checkpoints::of(copy).signed().expect("signed"),
+        annals::Checkpoints::of(original).signed().expect("signed")
     );
     for projection in original.projections().iter() {
         let name = projection.name();
         assert_eq!(
-            copy.state_json(name, None).expect("copy state"),
-            original.state_json(name, None).expect("state"),
+            annals::Audit::of(copy)
+                .state_json(name, None)
+                .expect("copy state"),
+            annals::Audit::of(original)
+                .state_json(name, None)
+                .expect("state"),
             "{name}"
         );
     }
     let rows = |store: &Store| {
-        let mut tables: Vec<(String, u64)> = store
-            .footprint()
+        let mut tables: Vec<(String, u64)> = annals::Footprint::of(store)
             .expect("footprint")
             .tables
             .into_iter()
@@ -71,17 +80,22 @@ fn a_backup_of_a_cut_log_opens_as_the_same_log() {
     let (dir, store) = store();
     annals::demo::run(&store, 3_000, |_| {}).expect("demo");
     let signer = annals::tlog::Signer::from_seed("example.com/backup", [9; 32]).expect("signer");
-    let _signed = store.checkpoint(&signer).expect("checkpoint");
-    let head = store.head().expect("head").next.0;
-    let _report = store
+    let _signed = annals::Checkpoints::of(&store)
+        .sign(&signer)
+        .expect("checkpoint");
+    let head = store.snapshot().expect("head").head().expect("head").next.0;
+    let _report = annals::Archives::of(&store)
         .archive_before(Position(head / 2), dir.path().join("demo.archive"))
         .expect("cut");
     annals::demo::run(&store, head + 500, |_| {}).expect("demo after the cut");
 
     let target = dir.path().join("copy.redb");
-    let backup = store.backup(&target).expect("backup");
+    let backup = annals::Backup::write(&store, &target).expect("backup");
     assert_eq!(backup.path, target);
-    assert_eq!(backup.head, store.head().expect("head"));
+    assert_eq!(
+        backup.head,
+        store.snapshot().expect("head").head().expect("head")
+    );
     assert_eq!(
         backup.bytes,
         std::fs::metadata(&target).expect("copy").len()
@@ -97,7 +111,8 @@ fn a_backup_of_a_cut_log_opens_as_the_same_log() {
     let _position = append_one(&copy, "after", b"the copy goes on");
     assert_sound(&copy);
     assert_eq!(
-        copy.verify_archives(&[dir.path().join("demo.archive")], &mut |_| {})
+        annals::Archives::of(&copy)
+            .verify(&[dir.path().join("demo.archive")], &mut |_| {})
             .expect("archive"),
         None
     );
@@ -109,7 +124,7 @@ fn a_backup_never_replaces_a_file_and_leaves_nothing_behind() {
     let _position = append_one(&store, "s", b"one");
     let target = dir.path().join("taken.redb");
     std::fs::write(&target, b"somebody's file").expect("write");
-    let refused = store.backup(&target).expect_err("the target exists");
+    let refused = annals::Backup::write(&store, &target).expect_err("the target exists");
     assert!(
         matches!(&refused, Error::Store(StoreError::BackupTargetExists { path }) if *path == target),
         "{refused}"
@@ -128,11 +143,11 @@ fn a_journaled_store_backs_up_what_it_acknowledged() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("log.redb");
     let store = open_exclusive(&path);
-    assert!(store.journaled());
+    assert!(annals::Stats::of(&store).unwrap().journaled);
     for n in 0..20u64 {
         let _position = append_one(&store, &format!("s-{}", n % 3), &n.to_le_bytes());
     }
-    let backup = store.backup(dir.path().join("copy.redb")).expect("backup");
+    let backup = annals::Backup::write(&store, dir.path().join("copy.redb")).expect("backup");
     assert_eq!(backup.head.next, Position(20));
     let copy = Store::open_read_only(&backup.path).expect("copy");
     assert_same(&store, &copy);
@@ -169,14 +184,17 @@ fn a_backup_beside_a_writer_holds_one_commit() {
     let mut copies = Vec::new();
     for n in 0..3 {
         let target = dir.path().join(format!("copy-{n}.redb"));
-        copies.push(store.backup(&target).expect("backup"));
+        copies.push(annals::Backup::write(&store, &target).expect("backup"));
     }
     stop.store(true, Ordering::Relaxed);
     writer.join().expect("writer");
     let snapshot = store.snapshot().expect("snapshot");
     for backup in copies {
         let copy = Store::open_read_only(&backup.path).expect("copy");
-        assert_eq!(copy.head().expect("head"), backup.head);
+        assert_eq!(
+            copy.snapshot().expect("head").head().expect("head"),
+            backup.head
+        );
         assert_sound(&copy);
         if let Some(last) = backup.head.next.0.checked_sub(1) {
             assert_eq!(
@@ -196,10 +214,15 @@ fn a_backup_beside_a_writer_holds_one_commit() {
 fn assert_extends(store: &Store, copy: &Path) {
     let head = Store::open_read_only(copy)
         .expect("copy")
+        .snapshot()
+        .expect("head")
         .head()
         .expect("head");
     assert!(
-        store.check_extends(head).expect("extends").extends(),
+        annals::Audit::of(store)
+            .check_extends(head)
+            .expect("extends")
+            .extends(),
         "the log extends its copy at {head:?}"
     );
 }
@@ -211,8 +234,8 @@ fn assert_extends(store: &Store, copy: &Path) {
 fn a_backup_holds_the_commits_only_the_journal_holds_yet() {
     let dir = tempfile::tempdir().unwrap();
     let store = annals::testing::setup::journal_only_log(&dir.path().join("log.redb"));
-    let ours = store.backup(dir.path().join("ours.redb")).unwrap();
-    assert_eq!(ours.head, store.head().unwrap());
+    let ours = annals::Backup::write(&store, dir.path().join("ours.redb")).unwrap();
+    assert_eq!(ours.head, store.snapshot().unwrap().head().unwrap());
     let ours = Store::open_read_only(&ours.path).unwrap();
     assert_same(&store, &ours);
     assert_sound(&ours);

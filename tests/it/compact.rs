@@ -15,6 +15,8 @@ use annals::{Digest, Direction, Error, Position, Sharing, Store, StoreError, Sto
 /// The hash of every record, in order: the log's content, compared before and after.
 fn record_hashes(store: &Store) -> Vec<Digest> {
     store
+        .snapshot()
+        .expect("read the log")
         .read_all(Position(0), Direction::Forward, usize::MAX)
         .expect("read the log")
         .iter()
@@ -24,7 +26,11 @@ fn record_hashes(store: &Store) -> Vec<Digest> {
 
 /// What must be the same after a compaction: every record, the head and the Merkle root.
 fn content(store: &Store) -> (Vec<Digest>, Digest) {
-    let head = store.head().expect("the head");
+    let head = store
+        .snapshot()
+        .expect("the head")
+        .head()
+        .expect("the head");
     let root = store
         .snapshot()
         .and_then(|snapshot| snapshot.merkle_root(head.next.0))
@@ -37,7 +43,7 @@ fn content(store: &Store) -> (Vec<Digest>, Digest) {
 fn demo_log(path: &Path, records: u64) {
     let store = Store::open(path).expect("a new log");
     demo::run(&store, records, |_| {}).expect("the demo");
-    store.rebuild(None).expect("a rebuild");
+    annals::Rebuild::of(&store).run(None).expect("a rebuild");
     store.close().expect("close");
 }
 
@@ -50,7 +56,7 @@ fn compaction_reclaims_free_pages_and_the_log_reads_the_same() {
     let before = content(&Store::open_read_only(&path).unwrap());
     let bytes_before = std::fs::metadata(&path).unwrap().len();
 
-    let compaction = Store::compact_file(&path, std::time::Duration::ZERO).unwrap();
+    let compaction = annals::Compaction::of_file(&path, std::time::Duration::ZERO).unwrap();
     let bytes_after = std::fs::metadata(&path).unwrap().len();
     assert!(
         compaction.bytes_after < compaction.bytes_before,
@@ -61,13 +67,13 @@ fn compaction_reclaims_free_pages_and_the_log_reads_the_same() {
 
     let store = Store::open_read_only(&path).unwrap();
     assert_eq!(content(&store), before);
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
 fn compact_needs_an_exclusive_store() {
     let (_dir, mut store) = crate::common::store();
-    let refused = store.compact().unwrap_err();
+    let refused = annals::Compaction::run(&mut store).unwrap_err();
     assert!(
         matches!(
             refused,
@@ -82,13 +88,13 @@ fn compact_needs_an_exclusive_store() {
     crate::common::append_one(&exclusive, "s", b"x");
     let snapshot = exclusive.snapshot().unwrap();
     // A snapshot of this process pins pages: compaction waits for none.
-    let busy = exclusive.compact().unwrap_err();
+    let busy = annals::Compaction::run(&mut exclusive).unwrap_err();
     assert!(
         matches!(busy, Error::Store(StoreError::CompactionBusy)),
         "{busy}"
     );
     drop(snapshot);
-    assert!(exclusive.compact().is_ok());
+    assert!(annals::Compaction::run(&mut exclusive).is_ok());
 }
 
 /// Beside a writer in another process, compaction is refused as held; once nobody has the log
@@ -113,7 +119,7 @@ fn compaction_is_refused_while_another_process_has_the_log_open() {
     assert!(first.starts_with("durable "), "{first}");
     // Its further reports are read and dropped, so that a full pipe never stops it.
     let drain = std::thread::spawn(move || reports.for_each(drop));
-    let held = Store::compact_file(&path, std::time::Duration::ZERO).unwrap_err();
+    let held = annals::Compaction::of_file(&path, std::time::Duration::ZERO).unwrap_err();
     assert!(
         matches!(held, Error::Store(StoreError::CompactionHeld { .. })),
         "{held}"
@@ -123,11 +129,10 @@ fn compaction_is_refused_while_another_process_has_the_log_open() {
     drain.join().unwrap();
 
     // Once nobody has it open, it compacts.
-    let compacted = Store::compact_file(&path, std::time::Duration::ZERO).unwrap();
+    let compacted = annals::Compaction::of_file(&path, std::time::Duration::ZERO).unwrap();
     assert!(compacted.bytes_after <= compacted.bytes_before);
     assert!(
-        Store::open_read_only(&path)
-            .unwrap()
+        annals::Audit::of(&Store::open_read_only(&path).unwrap())
             .verify()
             .unwrap()
             .is_sound()
@@ -146,7 +151,7 @@ fn demo_image(records: u64) -> Vec<u8> {
     let disk = SimDisk::new(Vec::new(), Fault::None);
     let store = Store::open_with_backend(disk.backend(), options()).unwrap();
     demo::run(&store, records, |_| {}).unwrap();
-    store.rebuild(None).unwrap();
+    annals::Rebuild::of(&store).run(None).unwrap();
     store.close().unwrap();
     disk.image_after_restart()
 }
@@ -159,9 +164,8 @@ fn compact_on(image: &[u8], fault: Fault) -> (SimDisk, u64, bool) {
         return (disk, 0, false);
     };
     let opened_at = disk.ops();
-    let compacted = store
-        .compact()
-        .is_ok_and(|compaction| compaction.moved_pages);
+    let compacted =
+        annals::Compaction::run(&mut store).is_ok_and(|compaction| compaction.moved_pages);
     let closed = store.close().is_ok();
     (disk, opened_at, compacted && closed)
 }
@@ -172,13 +176,12 @@ fn check_whole(image: &[u8], expected: &(Vec<Digest>, Digest), at: &str) {
     let disk = SimDisk::new(image.to_vec(), Fault::None);
     let mut store = Store::open_with_backend(disk.backend(), options())
         .unwrap_or_else(|error| panic!("{at}: the log does not reopen: {error}"));
-    let report = store.verify().unwrap();
+    let report = annals::Audit::of(&store).verify().unwrap();
     assert!(report.is_sound(), "{at}: {:?}", report.problem);
     assert!(&content(&store) == expected, "{at}: the records changed");
     // What compacting reclaims is not this check's concern: only that it succeeds and
     // leaves the records as they were.
-    let _ = store
-        .compact()
+    let _ = annals::Compaction::run(&mut store)
         .unwrap_or_else(|error| panic!("{at}: compacting again: {error}"));
     assert!(&content(&store) == expected, "{at}: the records changed");
 }

@@ -23,8 +23,10 @@ fn base_file(dir: &std::path::Path) -> (Vec<u8>, Vec<Record>) {
         let store = Store::open(&path).unwrap();
         annals::testing::internals::demo::run(&store, 40, |_| {}).unwrap();
     }
-    let store = Store::open_existing(&path).unwrap();
+    let store = Store::open_with(&path, annals::StoreOptions::default()).unwrap();
     let records = store
+        .snapshot()
+        .unwrap()
         .read_all(Position(0), Direction::Forward, 10_000)
         .unwrap();
     drop(store);
@@ -67,7 +69,11 @@ fn reads_are_refused_or_unchanged(
             _ => Ok(()),
         }
     }
-    let all = |from: u64, direction| store.read_all(Position(from), direction, 10_000);
+    let all = |from: u64, direction| {
+        store
+            .snapshot()
+            .and_then(|snapshot| snapshot.read_all(Position(from), direction, 10_000))
+    };
     let backward: Vec<Record> = original.iter().rev().cloned().collect();
     let middle = original.len() / 2;
     same("read_all forward", all(0, Direction::Forward), original)?;
@@ -154,13 +160,13 @@ fn judge(store: &Store, original: &[Record]) -> Result<Verdict, String> {
     let unindexed = reads_are_refused_or_unchanged(store, original)?;
     // A program's own queries read the projection tables outside `verify`: whatever they
     // return, a value or an error, no panic of redb's may escape them.
-    if let Ok(state) = store.state() {
+    if let Ok(state) = store.snapshot().map(|snapshot| snapshot.state()) {
         let _ = annals::registry::state_json(&state);
         let _ = annals::leases::state_json(&state);
         let _ = annals::outbox::state_json(&state);
         let _ = annals::runs::state_json(&state);
     }
-    let report = match store.verify() {
+    let report = match annals::Audit::of(store).verify() {
         Ok(report) => report,
         Err(_) => return Ok(Verdict::Refused),
     };
@@ -170,7 +176,10 @@ fn judge(store: &Store, original: &[Record]) -> Result<Verdict, String> {
     if let Some(unindexed) = unindexed {
         return Err(format!("verify calls the log sound, but {unindexed}"));
     }
-    let records = match store.read_all(Position(0), Direction::Forward, 10_000) {
+    let records = match store
+        .snapshot()
+        .and_then(|snapshot| snapshot.read_all(Position(0), Direction::Forward, 10_000))
+    {
         Ok(records) => records,
         Err(_) => return Ok(Verdict::Refused),
     };
@@ -282,7 +291,7 @@ fn bit_flips_in_a_closed_log_file_are_refused_or_reported_by_the_read_only_and_w
             let opened = if read_only {
                 Store::open_read_only(&path)
             } else {
-                Store::open_existing(&path)
+                Store::open_with(&path, annals::StoreOptions::default())
             };
             match opened {
                 Ok(store) => judge(&store, &original),
@@ -307,14 +316,13 @@ fn ten_commits(path: &std::path::Path) -> Vec<Head> {
     (0..10u8)
         .map(|i| {
             crate::common::append_one(&store, "audit/trail", &[i]);
-            store.head().unwrap()
+            store.snapshot().unwrap().head().unwrap()
         })
         .collect()
 }
 
 fn extension(path: &std::path::Path, saved: Head) -> Extension {
-    Store::open_existing(path)
-        .unwrap()
+    annals::Audit::of(&Store::open_with(path, annals::StoreOptions::default()).unwrap())
         .check_extends(saved)
         .unwrap()
 }
@@ -341,18 +349,18 @@ fn a_log_restored_from_an_older_copy_does_not_extend_the_saved_head() {
         }
     }
     std::fs::copy(&path, &older).unwrap();
-    let store = Store::open_existing(&path).unwrap();
+    let store = Store::open_with(&path, annals::StoreOptions::default()).unwrap();
     for i in 4..8u8 {
         crate::common::append_one(&store, "audit/trail", &[i]);
     }
-    let saved = store.head().unwrap();
+    let saved = store.snapshot().unwrap().head().unwrap();
     drop(store);
     assert!(matches!(
         extension(&older, saved),
         Extension::Shorter { .. }
     ));
     // The older copy, grown past the saved head with other records, has a different history.
-    let store = Store::open_existing(&older).unwrap();
+    let store = Store::open_with(&older, annals::StoreOptions::default()).unwrap();
     for i in 0..6u8 {
         crate::common::append_one(&store, "audit/trail", &[100 + i]);
     }

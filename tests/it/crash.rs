@@ -105,12 +105,12 @@ fn every_append_reported_durable_survives_sigkill_and_the_log_verifies() {
             let (position, hash) = parse(&line);
             reported.insert(position, hash);
         }
-        let store = Store::open_existing(&path)
+        let store = Store::open_with(&path, annals::StoreOptions::default())
             .unwrap_or_else(|error| panic!("kill {kill}: the log does not reopen: {error}"));
-        let report = store.verify().unwrap();
+        let report = annals::Audit::of(&store).verify().unwrap();
         assert!(report.is_sound(), "kill {kill}: {:?}", report.problem);
         for (position, hash) in &reported {
-            let record = store.get(*position).unwrap();
+            let record = store.snapshot().unwrap().get(*position).unwrap();
             assert_eq!(
                 record.map(|r| r.hash),
                 Some(*hash),

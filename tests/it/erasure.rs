@@ -71,7 +71,12 @@ pub(crate) fn plain(store: &Store, stream: &str, payload: &[u8]) -> Position {
 }
 
 pub(crate) fn record(store: &Store, position: Position) -> Record {
-    store.get(position).expect("a read").expect("a record")
+    store
+        .snapshot()
+        .expect("a read")
+        .get(position)
+        .expect("a read")
+        .expect("a record")
 }
 
 /// A log at `<dir>/log.redb` with `alice`'s personal payload at the returned position.
@@ -106,14 +111,17 @@ fn only_key(log: &Path) -> Vec<u8> {
 /// Asserts that `store` reads `record`'s payload as `alice`'s, erased.
 #[track_caller]
 pub(crate) fn assert_erased(store: &Store, record: &Record) {
-    let read = store.payload(record).unwrap();
+    let read = annals::PayloadReader::of(store)
+        .unwrap()
+        .open(record)
+        .unwrap();
     assert_eq!(read, Payload::Erased { subject: "alice" });
 }
 
 fn payload_rows(store: &Store) -> Vec<(u64, String)> {
     PAYLOADS
         .scan_prefix(
-            &store.state().unwrap(),
+            &store.snapshot().unwrap().state(),
             &(),
             annals::Direction::Forward,
             1_000,
@@ -136,12 +144,18 @@ fn a_personal_payload_reads_back_until_its_subject_is_erased_then_reads_erased()
         contains(&sealed.payload, b"alice"),
         "the subject is in clear"
     );
-    let opened = store.payload(&sealed).unwrap();
+    let opened = annals::PayloadReader::of(&store)
+        .unwrap()
+        .open(&sealed)
+        .unwrap();
     assert_eq!(opened.data(), Some(PLAINTEXT));
     assert_eq!(opened.subject(), Some("alice"));
     let note_record = record(&store, note);
     assert_eq!(
-        store.payload(&note_record).unwrap(),
+        annals::PayloadReader::of(&store)
+            .unwrap()
+            .open(&note_record)
+            .unwrap(),
         Payload::Plain(b"plain words")
     );
 
@@ -162,13 +176,24 @@ fn a_personal_payload_reads_back_until_its_subject_is_erased_then_reads_erased()
         "the record itself never changes"
     );
     assert_erased(&store, &sealed);
-    assert_eq!(store.payload(&sealed).unwrap().data(), None);
+    assert_eq!(
+        annals::PayloadReader::of(&store)
+            .unwrap()
+            .open(&sealed)
+            .unwrap()
+            .data(),
+        None
+    );
     let bob_record = record(&store, bob);
     assert_eq!(
-        store.payload(&bob_record).unwrap().data(),
+        annals::PayloadReader::of(&store)
+            .unwrap()
+            .open(&bob_record)
+            .unwrap()
+            .data(),
         Some(&b"bob's own"[..])
     );
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 
     // Again: nothing appended, nothing left to destroy.
     let again = store.erase("alice", 3_000).unwrap();
@@ -189,7 +214,7 @@ fn verify_proofs_checkpoints_and_replay_are_unchanged_by_an_erasure() {
     let alice = personal(&store, "alice", "people/alice", PLAINTEXT);
     plain(&store, "notes", b"between");
     let signer = Signer::generate("example.com/erasure").unwrap();
-    let signed = store.checkpoint(&signer).unwrap();
+    let signed = annals::Checkpoints::of(&store).sign(&signer).unwrap();
     let before = Checkpoint::open(&signed, &[signer.verifier()])
         .unwrap()
         .checkpoint;
@@ -200,7 +225,7 @@ fn verify_proofs_checkpoints_and_replay_are_unchanged_by_an_erasure() {
     );
 
     let erasure = store.erase("alice", 2_000).unwrap();
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     let snapshot = store.snapshot().unwrap();
     // The signed checkpoint's tree is unchanged, and the later tree extends it.
     let old_head = TreeHead {
@@ -223,17 +248,17 @@ fn verify_proofs_checkpoints_and_replay_are_unchanged_by_an_erasure() {
         check_consistency(&consistency, &old_head, &new_head),
         Ok(())
     );
-    let after = store.checkpoint(&signer).unwrap();
+    let after = annals::Checkpoints::of(&store).sign(&signer).unwrap();
     assert!(Checkpoint::open(&after, &[signer.verifier()]).is_ok());
 
     // Replay gives every row byte for byte: the envelope, the same before and after.
     let rows_after = payload_rows(&store);
-    store.rebuild(None).unwrap();
+    annals::Rebuild::of(&store).run(None).unwrap();
     let rebuilt = payload_rows(&store);
     assert_eq!(rebuilt, rows_after);
     assert_eq!(rebuilt[..rows_before.len()], rows_before[..]);
     assert_eq!(rebuilt.len() as u64, erasure.position.0 + 1);
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -276,14 +301,14 @@ fn a_repeated_idempotency_key_with_the_same_plaintext_is_a_duplicate() {
         ),
         "{other:?}"
     );
-    assert_eq!(store.head().unwrap().next, Position(1));
+    assert_eq!(store.snapshot().unwrap().head().unwrap().next, Position(1));
 }
 
 #[test]
 fn refused_personal_appends_and_raw_erasure_records_write_nothing() {
     let (_dir, path, store, _) = with_alice();
     store.erase("alice", 2).unwrap();
-    let head = store.head().unwrap();
+    let head = store.snapshot().unwrap().head().unwrap();
     let event = || NewEvent::new("email.set", 3, PLAINTEXT.to_vec());
     let refusals: Vec<(&str, Error)> = vec![
         (
@@ -358,7 +383,11 @@ fn refused_personal_appends_and_raw_erasure_records_write_nothing() {
         assert!(expected, "{what}: {error:?}");
         assert!(!error.to_string().is_empty());
     }
-    assert_eq!(store.head().unwrap(), head, "nothing was written");
+    assert_eq!(
+        store.snapshot().unwrap().head().unwrap(),
+        head,
+        "nothing was written"
+    );
     drop(store);
     assert_eq!(key_count(&path), 0, "no key made for a refused append");
 }
@@ -377,7 +406,7 @@ fn the_key_store_is_private_and_a_damaged_one_is_refused_as_it_is() {
     bytes[last] ^= 1;
     std::fs::write(keys_path(&path), &bytes).unwrap();
     let sealed = record(&store, alice);
-    let read = store.payload(&sealed);
+    let read = annals::PayloadReader::of(&store).and_then(|reader| reader.open(&sealed));
     assert!(
         matches!(read, Err(Error::Erasure(ErasureError::Damaged { .. }))),
         "{read:?}"
@@ -425,13 +454,15 @@ fn after_erase_and_compact_no_file_of_the_store_holds_the_plaintext_or_the_key()
     // Compaction needs the log to itself, as `annals compact` does.
     store.close().unwrap();
     let wait = std::time::Duration::from_secs(5);
-    Store::compact_file(&path, wait).unwrap().bytes_reclaimed();
+    annals::Compaction::of_file(&path, wait)
+        .unwrap()
+        .bytes_reclaimed();
     let store = open(&path);
     let signer = Signer::generate("example.com/erasure").unwrap();
-    let backup = store.backup(dir.path().join("backup.redb")).unwrap();
-    assert_eq!(backup.head, store.head().unwrap());
-    let tiles = store
-        .write_tiles(&dir.path().join("tiles"), &signer)
+    let backup = annals::Backup::write(&store, dir.path().join("backup.redb")).unwrap();
+    assert_eq!(backup.head, store.snapshot().unwrap().head().unwrap());
+    let tiles = annals::Tiles::of(&store)
+        .write(&dir.path().join("tiles"), &signer)
         .unwrap();
     assert_eq!(tiles.size, backup.head.next.0);
     let snapshot = store.snapshot().unwrap();
@@ -441,7 +472,9 @@ fn after_erase_and_compact_no_file_of_the_store_holds_the_plaintext_or_the_key()
     assert_eq!(exported.unwrap().header.to, head);
     drop(snapshot);
     let archive = dir.path().join("archive.annals");
-    let archived = store.archive_before(Position(10), archive).unwrap();
+    let archived = annals::Archives::of(&store)
+        .archive_before(Position(10), archive)
+        .unwrap();
     assert_eq!(archived.archived, 10);
     let searched = search("after compact, backup, tiles, export and archive");
     store.close().unwrap();
@@ -487,8 +520,15 @@ fn a_kill_between_the_erasure_event_and_the_key_leaves_the_rest_to_the_next_open
     let keys = std::fs::read(keys_path(&path)).unwrap();
     assert!(!contains(&keys, b"alice"));
     let bob = record(&store, Position(1));
-    assert_eq!(store.payload(&bob).unwrap().data(), Some(&b"bob's"[..]));
-    assert!(store.verify().unwrap().is_sound());
+    assert_eq!(
+        annals::PayloadReader::of(&store)
+            .unwrap()
+            .open(&bob)
+            .unwrap()
+            .data(),
+        Some(&b"bob's"[..])
+    );
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 /// An erasure (`Store::erase`, in an `annals-testing erase` process, as `annals erase` makes
@@ -532,8 +572,14 @@ fn erase_killed_at_random_moments_leaves_the_key_whole_or_gone() {
         // A reader beside the file as the kill left it: the event it sees reads erased; with
         // none, the key opens the payload.
         let reader = Store::open_read_only(&path).unwrap();
-        let seen = reader.check_not_erased("alice").is_err();
-        let read = reader.payload(&sealed).unwrap();
+        let seen = reader
+            .snapshot()
+            .and_then(|snapshot| snapshot.check_not_erased("alice"))
+            .is_err();
+        let read = annals::PayloadReader::of(&reader)
+            .unwrap()
+            .open(&sealed)
+            .unwrap();
         drop(reader);
         match seen {
             true => assert_eq!(read, Payload::Erased { subject: "alice" }, "kill {kill}"),
@@ -542,14 +588,23 @@ fn erase_killed_at_random_moments_leaves_the_key_whole_or_gone() {
         // The writable open recovers the journal (a synced frame the reader could not see yet
         // may hold the event) and finishes the erasure: event and no key, or neither.
         let store = open(&path);
-        assert!(store.verify().unwrap().is_sound(), "kill {kill}");
-        let erased = store.check_not_erased("alice").is_err();
+        assert!(
+            annals::Audit::of(&store).verify().unwrap().is_sound(),
+            "kill {kill}"
+        );
+        let erased = store
+            .snapshot()
+            .and_then(|snapshot| snapshot.check_not_erased("alice"))
+            .is_err();
         assert!(
             erased || !seen,
             "kill {kill}: an erasure seen is never lost"
         );
         assert_eq!(key_count(&path), u32::from(!erased), "kill {kill}");
-        let read = store.payload(&sealed).unwrap();
+        let read = annals::PayloadReader::of(&store)
+            .unwrap()
+            .open(&sealed)
+            .unwrap();
         match erased {
             true => gone += 1,
             false => whole += 1,
@@ -606,8 +661,8 @@ fn an_erasure_beside_a_writer_in_another_process() {
     let sealed = record(&store, alice);
     assert_erased(&store, &sealed);
     assert!(erasure.key_destroyed);
-    assert!(store.verify().unwrap().is_sound());
-    assert_eq!(store.head().unwrap().next.0, 300 + 3);
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
+    assert_eq!(store.snapshot().unwrap().head().unwrap().next.0, 300 + 3);
     assert_eq!(key_count(&path), 1, "bob's key alone");
 }
 
@@ -619,14 +674,17 @@ fn a_backup_or_an_import_carries_ciphertext_and_no_key_and_reads_erased() {
     let (dir, _path, store, alice) = with_alice();
     plain(&store, "notes", b"plain words");
     let backup = dir.path().join("backup.redb");
-    assert_eq!(store.backup(&backup).unwrap().head.next, Position(2));
+    assert_eq!(
+        annals::Backup::write(&store, &backup).unwrap().head.next,
+        Position(2)
+    );
     let export = dir.path().join("export.annals");
     let snapshot = store.snapshot().unwrap();
     let head = snapshot.head().unwrap().next;
     let exported = annals::export::export(&snapshot, Position(0), head, &export, &mut |_| {});
     assert_eq!(exported.unwrap().header.to, head);
     let imported = dir.path().join("imported.redb");
-    let summary = Store::import(&export, &imported, &mut |_, _| {}).unwrap();
+    let summary = annals::Import::run(&export, &imported, &mut |_, _| {}).unwrap();
     assert_eq!(summary.header.to, head);
     for copy in [&backup, &export, &imported] {
         assert!(
@@ -646,7 +704,14 @@ fn a_backup_or_an_import_carries_ciphertext_and_no_key_and_reads_erased() {
         assert_eq!(record(&elsewhere, alice), sealed, "the same record");
         assert_erased(&elsewhere, &sealed);
     }
-    assert_eq!(store.payload(&sealed).unwrap().data(), Some(PLAINTEXT));
+    assert_eq!(
+        annals::PayloadReader::of(&store)
+            .unwrap()
+            .open(&sealed)
+            .unwrap()
+            .data(),
+        Some(PLAINTEXT)
+    );
 }
 
 /// Personal appends through the group-committing writer, queued together so that they share
@@ -694,7 +759,11 @@ fn personal_appends_through_the_writer_batch_as_they_run_alone() {
     for (outcome, subject) in outcomes.iter().zip(["bob", "carol", "bob", "dave"]) {
         let record = record(&store, outcome.first_position());
         assert_eq!(
-            store.payload(&record).unwrap().data(),
+            annals::PayloadReader::of(&store)
+                .unwrap()
+                .open(&record)
+                .unwrap()
+                .data(),
             Some(subject.as_bytes())
         );
     }
@@ -711,5 +780,5 @@ fn personal_appends_through_the_writer_batch_as_they_run_alone() {
     );
     runtime.block_on(writer.close()).unwrap();
     assert_erased(&store, &record(&store, alice));
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }

@@ -50,7 +50,7 @@ fn enqueued(store: &Store, command: &OutboxCommand) -> OutboxRow {
 }
 
 fn read(store: &Store, row: &OutboxRow) -> Option<Vec<u8>> {
-    let reader = store.payload_reader().unwrap();
+    let reader = annals::PayloadReader::of(store).unwrap();
     let payload = reader.open_field(&row.payload_field()).unwrap();
     payload.data().map(<[u8]>::to_vec)
 }
@@ -67,14 +67,19 @@ fn an_outbox_payload_with_a_subject_is_sealed_reads_back_then_reads_erased_and_r
         "the row keeps the envelope"
     );
     assert_eq!(plain.payload, b"plain words");
-    let record = store.get(annals::Position(0)).unwrap().unwrap();
+    let record = store
+        .snapshot()
+        .unwrap()
+        .get(annals::Position(0))
+        .unwrap()
+        .unwrap();
     assert!(
         !contains(&record.payload, PLAINTEXT),
         "the event holds the envelope"
     );
     assert_eq!(read(&store, &personal).as_deref(), Some(PLAINTEXT));
     assert_eq!(read(&store, &plain).as_deref(), Some(&b"plain words"[..]));
-    let row = annals::outbox::row(&store.state().unwrap(), "mail-1")
+    let row = annals::outbox::row(&store.snapshot().unwrap().state(), "mail-1")
         .unwrap()
         .unwrap();
     assert_eq!(
@@ -82,32 +87,41 @@ fn an_outbox_payload_with_a_subject_is_sealed_reads_back_then_reads_erased_and_r
         "the projection keeps the envelope"
     );
 
-    let before = store.state_json("outbox", None).unwrap();
+    let before = annals::Audit::of(&store)
+        .state_json("outbox", None)
+        .unwrap();
     store.erase("alice", 2_000).unwrap();
-    let reader = store.payload_reader().unwrap();
+    let reader = annals::PayloadReader::of(&store).unwrap();
     assert_eq!(
         reader.open_field(&row.payload_field()).unwrap(),
         Payload::Erased { subject: "alice" }
     );
     assert_eq!(read(&store, &plain).as_deref(), Some(&b"plain words"[..]));
-    assert_eq!(store.state_json("outbox", None).unwrap(), before);
-    store.rebuild(None).unwrap();
     assert_eq!(
-        store.state_json("outbox", None).unwrap(),
+        annals::Audit::of(&store)
+            .state_json("outbox", None)
+            .unwrap(),
+        before
+    );
+    annals::Rebuild::of(&store).run(None).unwrap();
+    assert_eq!(
+        annals::Audit::of(&store)
+            .state_json("outbox", None)
+            .unwrap(),
         before,
         "replay gives the same rows, envelope and all"
     );
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     let log = std::fs::read(&path).unwrap();
     assert!(!contains(&log, PLAINTEXT), "the log file never held it");
 
     // An erased subject's field is refused, and nothing is written.
-    let head = store.head().unwrap();
+    let head = store.snapshot().unwrap().head().unwrap();
     match store.execute(&enqueue("mail-3", b"again", Some("alice"))) {
         Err(Error::Erasure(ErasureError::Erased { subject, .. })) => assert_eq!(subject, "alice"),
         other => panic!("{other:?}"),
     }
-    assert_eq!(store.head().unwrap(), head);
+    assert_eq!(store.snapshot().unwrap().head().unwrap(), head);
 }
 
 #[test]
@@ -115,7 +129,8 @@ fn a_subject_field_is_refused_unsealed_or_malformed_and_absent_in_the_serde_form
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir.path().join("log.redb"));
     // Decided without the store's sealing, the payload would go in clear: refused.
-    let unsealed = enqueue("mail-1", PLAINTEXT, Some("alice")).decide(&store.state().unwrap());
+    let unsealed =
+        enqueue("mail-1", PLAINTEXT, Some("alice")).decide(&store.snapshot().unwrap().state());
     match unsealed {
         Err(Error::Erasure(ErasureError::NotSealed { field, subject })) => {
             assert_eq!((field, subject.as_str()), ("payload", "alice"))
@@ -126,7 +141,10 @@ fn a_subject_field_is_refused_unsealed_or_malformed_and_absent_in_the_serde_form
         Err(Error::Erasure(ErasureError::Subject { subject, .. })) => assert_eq!(subject, "a/b"),
         other => panic!("{other:?}"),
     }
-    assert_eq!(store.head().unwrap().next, annals::Position(0));
+    assert_eq!(
+        store.snapshot().unwrap().head().unwrap().next,
+        annals::Position(0)
+    );
     // The serde form: an enqueue as it was before personal payloads is not personal, and says
     // nothing of a subject; a personal one is a variant of its own.
     let json = r#"{"enqueue":{"key":"k","peer":"p","kind":"message","payload":[1],"now_ms":5}}"#;

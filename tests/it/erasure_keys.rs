@@ -40,15 +40,15 @@ fn an_imported_key_export_lets_a_replica_read_until_it_erases_its_copy() {
     store.erase("carol", 2_000).unwrap();
     let replica_path = dir.path().join("replica.redb");
     assert_eq!(
-        store.backup(&replica_path).unwrap().head,
-        store.head().unwrap()
+        annals::Backup::write(&store, &replica_path).unwrap().head,
+        store.snapshot().unwrap().head().unwrap()
     );
     let replica = open(&replica_path);
     let sealed = record(&store, alice);
     assert_erased(&replica, &sealed);
 
     let export = dir.path().join("keys.export");
-    let exported = store.export_keys(&export).unwrap();
+    let exported = annals::Keys::of(&store).export(&export).unwrap();
     assert_eq!(exported.subjects, ["alice", "bob"]);
     assert!(
         exported.erased.is_empty(),
@@ -61,7 +61,7 @@ fn an_imported_key_export_lets_a_replica_read_until_it_erases_its_copy() {
     assert!(!contains(&std::fs::read(&export).unwrap(), &carol_key));
     assert!(!contains(&std::fs::read(&export).unwrap(), PLAINTEXT));
 
-    let import = replica.import_keys(&export).unwrap();
+    let import = annals::Keys::of(&replica).import(&export).unwrap();
     assert_eq!(import.imported, ["alice", "bob"]);
     assert_eq!(keys_in(&keys_path(&replica_path)), held);
     let mode = std::fs::metadata(keys_path(&replica_path))
@@ -69,14 +69,25 @@ fn an_imported_key_export_lets_a_replica_read_until_it_erases_its_copy() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o177, 0, "the replica's key store is private");
-    assert_eq!(replica.payload(&sealed).unwrap().data(), Some(PLAINTEXT));
+    assert_eq!(
+        annals::PayloadReader::of(&replica)
+            .unwrap()
+            .open(&sealed)
+            .unwrap()
+            .data(),
+        Some(PLAINTEXT)
+    );
     let bob_record = record(&replica, bob);
     assert_eq!(
-        replica.payload(&bob_record).unwrap().data(),
+        annals::PayloadReader::of(&replica)
+            .unwrap()
+            .open(&bob_record)
+            .unwrap()
+            .data(),
         Some(&b"bob's own"[..])
     );
     // Again: every key held already, nothing written.
-    let again = replica.import_keys(&export).unwrap();
+    let again = annals::Keys::of(&replica).import(&export).unwrap();
     assert_eq!((again.imported.len(), again.held.len()), (0, 2));
 
     // The replica's own erasure destroys its copy; the export cannot bring it back.
@@ -85,7 +96,7 @@ fn an_imported_key_export_lets_a_replica_read_until_it_erases_its_copy() {
     assert_erased(&replica, &sealed);
     let left = std::fs::read(keys_path(&replica_path)).unwrap();
     assert!(!contains(&left, &alice_key), "the replica's key is gone");
-    let refused = replica.import_keys(&export).unwrap();
+    let refused = annals::Keys::of(&replica).import(&export).unwrap();
     assert_eq!(refused.erased, ["alice"]);
     assert!(refused.imported.is_empty());
     assert!(!contains(
@@ -93,24 +104,31 @@ fn an_imported_key_export_lets_a_replica_read_until_it_erases_its_copy() {
         &alice_key
     ));
     assert_erased(&replica, &sealed);
-    assert!(replica.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&replica).verify().unwrap().is_sound());
     // The writer's own copy is untouched by the replica's erasure.
-    assert_eq!(store.payload(&sealed).unwrap().data(), Some(PLAINTEXT));
+    assert_eq!(
+        annals::PayloadReader::of(&store)
+            .unwrap()
+            .open(&sealed)
+            .unwrap()
+            .data(),
+        Some(PLAINTEXT)
+    );
 }
 
 #[test]
 fn a_key_export_is_never_written_over_a_file_nor_taken_from_a_damaged_or_foreign_one() {
     let (dir, path, store, _) = with_alice();
     let export = dir.path().join("keys.export");
-    store.export_keys(&export).unwrap();
+    annals::Keys::of(&store).export(&export).unwrap();
     let written = std::fs::read(&export).unwrap();
     // Over the export just written, or over the log's own key store: refused, both as they were.
     let keys_before = std::fs::read(keys_path(&path)).unwrap();
-    match store.export_keys(&export) {
+    match annals::Keys::of(&store).export(&export) {
         Err(Error::Erasure(ErasureError::KeyExportExists { path })) => assert_eq!(path, export),
         other => panic!("{other:?}"),
     }
-    match store.export_keys(&keys_path(&path)) {
+    match annals::Keys::of(&store).export(&keys_path(&path)) {
         Err(Error::OutputPath(annals::OutputPathError::StoreFile { file, .. })) => {
             assert_eq!(file, annals::StoreFile::Keys)
         }
@@ -122,8 +140,8 @@ fn a_key_export_is_never_written_over_a_file_nor_taken_from_a_damaged_or_foreign
     // A damaged export, or the key store itself given as one: refused, nothing imported.
     let replica_path = dir.path().join("replica.redb");
     assert_eq!(
-        store.backup(&replica_path).unwrap().head,
-        store.head().unwrap()
+        annals::Backup::write(&store, &replica_path).unwrap().head,
+        store.snapshot().unwrap().head().unwrap()
     );
     let replica = open(&replica_path);
     let mut damaged = written.clone();
@@ -132,7 +150,7 @@ fn a_key_export_is_never_written_over_a_file_nor_taken_from_a_damaged_or_foreign
     let damaged_path = dir.path().join("damaged.export");
     std::fs::write(&damaged_path, &damaged).unwrap();
     for given in [&damaged_path, &keys_path(&path)] {
-        match replica.import_keys(given) {
+        match annals::Keys::of(&replica).import(given) {
             Err(Error::Erasure(ErasureError::KeyExport { path, .. })) => {
                 assert_eq!(&path, given)
             }
@@ -146,8 +164,8 @@ fn a_key_export_is_never_written_over_a_file_nor_taken_from_a_damaged_or_foreign
     let other = open(&other_dir.path().join("other.redb"));
     personal(&other, "alice", "people/alice", b"another alice");
     let foreign = dir.path().join("foreign.export");
-    other.export_keys(&foreign).unwrap();
-    let refused = store.import_keys(&foreign).unwrap_err();
+    annals::Keys::of(&other).export(&foreign).unwrap();
+    let refused = annals::Keys::of(&store).import(&foreign).unwrap_err();
     assert!(
         matches!(&refused, Error::Erasure(ErasureError::KeyConflict { subject }) if subject == "alice"),
         "{refused:?}"
@@ -157,12 +175,15 @@ fn a_key_export_is_never_written_over_a_file_nor_taken_from_a_damaged_or_foreign
     // A read-only store imports nothing.
     drop(replica);
     let read_only = Store::open_read_only(&replica_path).unwrap();
-    assert!(read_only.import_keys(&export).is_err());
+    assert!(annals::Keys::of(&read_only).import(&export).is_err());
     assert!(!keys_path(&replica_path).exists());
-    assert_eq!(store.head().unwrap().next, Position(1));
+    assert_eq!(store.snapshot().unwrap().head().unwrap().next, Position(1));
     let sealed = record(&store, Position(0));
     assert!(matches!(
-        store.payload(&sealed).unwrap(),
+        annals::PayloadReader::of(&store)
+            .unwrap()
+            .open(&sealed)
+            .unwrap(),
         Payload::Personal { .. }
     ));
 }

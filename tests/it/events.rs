@@ -62,6 +62,8 @@ fn every_kind_the_demo_and_random_commands_emit_is_catalogued() {
     emit_every_kind(&store);
     let catalogue = catalogue(&store);
     for record in store
+        .snapshot()
+        .unwrap()
         .read_all(Position(0), Direction::Forward, usize::MAX)
         .unwrap()
     {

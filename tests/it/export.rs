@@ -34,7 +34,7 @@ fn export_range(source: &Path, file: &Path, from: u64, to: Option<u64>) {
 }
 
 fn import(file: &Path, target: &Path) -> annals::Result<()> {
-    Store::import(file, target, &mut |_, _| {}).map(drop)
+    annals::Import::run(file, target, &mut |_, _| {}).map(drop)
 }
 
 /// The byte offset of each record's length prefix in an export file, and the end of the last.
@@ -82,12 +82,16 @@ fn export_then_import_gives_the_same_head_hash_root_and_state() {
     assert!(head.next.0 >= 2_000);
     assert_eq!(head_and_root(&target), (head, root));
     let copy = Store::open_read_only(&target).unwrap();
-    assert!(copy.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&copy).verify().unwrap().is_sound());
     let original = Store::open_read_only(&source).unwrap();
     for projection in ["registry", "leases", "outbox", "runs"] {
         assert_eq!(
-            copy.state_json(projection, None).unwrap(),
-            original.state_json(projection, None).unwrap(),
+            annals::Audit::of(&copy)
+                .state_json(projection, None)
+                .unwrap(),
+            annals::Audit::of(&original)
+                .state_json(projection, None)
+                .unwrap(),
             "{projection}"
         );
     }
@@ -407,7 +411,11 @@ fn a_log_holding_a_record_with_an_empty_stream_is_reported_by_verify() {
 
 fn empty_stream_is_reported(path: &Path) {
     let store = Store::open_read_only(path).unwrap();
-    let finding = store.verify().unwrap().problem.expect("an unsound log");
+    let finding = annals::Audit::of(&store)
+        .verify()
+        .unwrap()
+        .problem
+        .expect("an unsound log");
     assert_eq!(finding.position, Position(0));
     assert!(
         matches!(
@@ -420,7 +428,8 @@ fn empty_stream_is_reported(path: &Path) {
     );
     assert!(
         store
-            .read_all(Position(0), annals::Direction::Forward, 10)
+            .snapshot()
+            .and_then(|snapshot| snapshot.read_all(Position(0), annals::Direction::Forward, 10))
             .is_err()
     );
 }

@@ -167,7 +167,7 @@ const SPAN_EVENTS_OVER_RAW_MAX: f64 = 1.3;
 
 /// The segments table as `store`'s footprint weighs it: its rows and stored bytes.
 fn segments_of(store: &annals::Store) -> (u64, u64) {
-    let footprint = store.footprint().expect("the footprint");
+    let footprint = annals::Footprint::of(store).expect("the footprint");
     let segments = footprint
         .tables
         .iter()
@@ -218,14 +218,19 @@ fn handles_taking_turns_pack_small_segments_as_one_store_alone() {
         turn += 1;
     }
     assert_eq!(
-        first.head().expect("a head"),
-        alone.head().expect("a head"),
+        first.snapshot().expect("a head").head().expect("a head"),
+        alone.snapshot().expect("a head").head().expect("a head"),
         "the same records"
     );
     let (rows, bytes) = segments_of(&alone);
     assert!(rows < 270, "{rows} segments: packing ran");
     assert_eq!(segments_of(&first), (rows, bytes));
-    assert!(first.verify().expect("a verify").is_sound());
+    assert!(
+        annals::Audit::of(&first)
+            .verify()
+            .expect("a verify")
+            .is_sound()
+    );
 }
 
 /// Single commits leave a small segment each; once the trailing ones fill a segment they are
@@ -244,7 +249,12 @@ fn single_commits_are_packed_into_full_segments() {
         rows <= 8 + 270,
         "{rows} segments for {records} single commits"
     );
-    assert!(store.verify().expect("a verify").is_sound());
+    assert!(
+        annals::Audit::of(&store)
+            .verify()
+            .expect("a verify")
+            .is_sound()
+    );
     let snapshot = store.snapshot().expect("a snapshot");
     let read: Vec<_> = snapshot
         .records(annals::Position(0), annals::Direction::Forward)

@@ -76,21 +76,32 @@ fn a_new_log_stores_v2_records_and_an_upgraded_v1_log_keeps_v1_records_with_the_
     let (old, new) = (Store::open(&v1).unwrap(), Store::open(&v2).unwrap());
     write_history(&old);
     write_history(&new);
-    assert_eq!(old.head().unwrap(), new.head().unwrap());
+    assert_eq!(
+        old.snapshot().unwrap().head().unwrap(),
+        new.snapshot().unwrap().head().unwrap()
+    );
     assert_eq!(root(&old), root(&new));
     let records = all_records(&new);
     assert_eq!(all_records(&old), records);
     // Point reads and stream reads rebuild the same records as the scan.
     for position in [0, 1, 700, 1_499, 2_000, records.len() as u64 - 1] {
         assert_eq!(
-            new.get(Position(position)).unwrap().as_ref(),
+            new.snapshot()
+                .unwrap()
+                .get(Position(position))
+                .unwrap()
+                .as_ref(),
             records.get(position as usize)
         );
     }
     assert_eq!(
-        new.read_stream("many/5", annals::StreamVersion(0), Direction::Forward, 100)
+        new.snapshot()
+            .unwrap()
+            .read_stream("many/5", annals::StreamVersion(0), Direction::Forward, 100)
             .unwrap(),
-        old.read_stream("many/5", annals::StreamVersion(0), Direction::Forward, 100)
+        old.snapshot()
+            .unwrap()
+            .read_stream("many/5", annals::StreamVersion(0), Direction::Forward, 100)
             .unwrap()
     );
     // Borrowed views: a v2 record's payload hash, computed on request, is the one the v1
@@ -119,7 +130,7 @@ fn a_new_log_stores_v2_records_and_an_upgraded_v1_log_keeps_v1_records_with_the_
     assert_eq!(compared, records.len());
     drop((old_views, new_views, old_snapshot, new_snapshot));
     for store in [&old, &new] {
-        let report = store.verify().unwrap();
+        let report = annals::Audit::of(store).verify().unwrap();
         assert!(report.is_sound(), "{:?}", report.problem);
         assert_eq!(report.root, root(store));
     }
@@ -133,8 +144,8 @@ fn a_new_log_stores_v2_records_and_an_upgraded_v1_log_keeps_v1_records_with_the_
 
 /// The bytes `annals.segments` stores in the log at `path`.
 fn segment_bytes(path: &Path) -> u64 {
-    let store = Store::open_existing(path).unwrap();
-    let footprint = store.footprint().unwrap();
+    let store = Store::open_with(path, annals::StoreOptions::default()).unwrap();
+    let footprint = annals::Footprint::of(&store).unwrap();
     footprint
         .tables
         .iter()
@@ -158,7 +169,11 @@ fn export_then_import_moves_a_v1_log_to_v2_records_with_the_same_head_and_root()
     create_with_format(&v1, 1).unwrap();
     let old = Store::open(&v1).unwrap();
     write_history(&old);
-    let (head, old_root, records) = (old.head().unwrap(), root(&old), all_records(&old));
+    let (head, old_root, records) = (
+        old.snapshot().unwrap().head().unwrap(),
+        root(&old),
+        all_records(&old),
+    );
     // Closed, so that the file holds every commit (a dropped store leaves its journal).
     old.close().unwrap();
     {
@@ -168,16 +183,16 @@ fn export_then_import_moves_a_v1_log_to_v2_records_with_the_same_head_and_root()
             .unwrap()
             .expect_done();
     }
-    let summary = Store::import(&file, &v2, &mut |_, _| {}).unwrap();
+    let summary = annals::Import::run(&file, &v2, &mut |_, _| {}).unwrap();
     assert_eq!(
         (summary.header.head, summary.header.root),
         (head.hash, old_root)
     );
     let new = Store::open(&v2).unwrap();
-    assert_eq!(new.head().unwrap(), head);
+    assert_eq!(new.snapshot().unwrap().head().unwrap(), head);
     assert_eq!(root(&new), old_root);
     assert_eq!(all_records(&new), records);
-    let report = new.verify().unwrap();
+    let report = annals::Audit::of(&new).verify().unwrap();
     assert!(report.is_sound(), "{:?}", report.problem);
     // The v2 log exports to the same file, byte for byte: export files carry v1 records.
     let again = dir.path().join("v2.export");

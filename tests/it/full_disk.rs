@@ -32,7 +32,7 @@ fn workload(disk: &SimDisk) -> Vec<Result<Option<Head>, String>> {
         Ok(store) => Arc::new(store),
         Err(error) => return vec![Err(error.to_string())],
     };
-    let head = |store: &Store| store.head().ok();
+    let head = |store: &Store| store.snapshot().and_then(|snapshot| snapshot.head()).ok();
     let appended = store.append(
         "disk/raw",
         ExpectedVersion::Any,
@@ -68,8 +68,8 @@ fn workload(disk: &SimDisk) -> Vec<Result<Option<Head>, String>> {
         Err(error) => calls.push(Err(error.to_string())),
     }
     calls.push(
-        store
-            .rebuild(None)
+        annals::Rebuild::of(&store)
+            .run(None)
             .map(|()| head(&store))
             .map_err(|e| e.to_string()),
     );
@@ -110,13 +110,15 @@ fn a_simulated_disk_filling_up_at_any_operation_is_an_error_naming_it_and_loses_
         // A restart finds every acknowledged write, and catches up what a failed rebuild
         // left behind.
         let store = reopened(disk.image_after_restart());
-        let report = store.verify().unwrap();
+        let report = annals::Audit::of(&store).verify().unwrap();
         assert!(
             report.is_sound() && report.behind.is_empty(),
             "op {k}: {report:?}"
         );
         for head in calls.iter().filter_map(|c| c.clone().ok().flatten()) {
             let last = store
+                .snapshot()
+                .unwrap()
                 .get(Position(head.next.0 - 1))
                 .unwrap()
                 .map(|r| r.hash);
@@ -138,7 +140,10 @@ fn a_simulated_disk_filling_up_at_any_operation_is_an_error_naming_it_and_loses_
             )
             .unwrap()
             .expect_done();
-        assert!(store.verify().unwrap().is_sound(), "op {k}");
+        assert!(
+            annals::Audit::of(&store).verify().unwrap().is_sound(),
+            "op {k}"
+        );
         k += 1;
         assert!(k < 5_000, "the workload never completes");
     }

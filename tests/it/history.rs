@@ -9,6 +9,8 @@ use annals::{Entity, testing::internals::audit::history};
 fn demo_records(store: &Store) -> Vec<Record> {
     annals::testing::internals::demo::run(store, 1_500, |_| {}).unwrap();
     store
+        .snapshot()
+        .unwrap()
         .read_all(Position(0), Direction::Forward, usize::MAX)
         .unwrap()
 }
@@ -44,7 +46,7 @@ fn history_is_every_record_of_the_entitys_streams_in_log_order() {
         let found = history(&snapshot, entity).unwrap();
         assert!(!found.is_empty(), "{entity}: no history");
         assert_eq!(found.iter().collect::<Vec<_>>(), expected, "{entity}");
-        assert_eq!(store.history(entity).unwrap(), found);
+        assert_eq!(annals::Audit::of(&store).history(entity).unwrap(), found);
     }
 }
 
@@ -57,7 +59,7 @@ fn a_registry_handles_history_merges_its_fuel_ledger_by_position() {
         .find_map(|record| record.stream.strip_prefix("fuel/"))
         .expect("the demo charges fuel")
         .to_owned();
-    let found = store
+    let found = annals::Audit::of(&store)
         .history(&Entity::parse(&format!("registry:{handle}")).unwrap())
         .unwrap();
     let streams: BTreeSet<&str> = found.iter().map(|r| r.stream.as_str()).collect();
@@ -90,7 +92,12 @@ fn an_unknown_entity_is_empty_and_a_malformed_spec_is_refused() {
         ["consumer/mailer"]
     );
     let nothing = Entity::parse("lease:no-such-lock").unwrap();
-    assert!(store.history(&nothing).unwrap().is_empty());
+    assert!(
+        annals::Audit::of(&store)
+            .history(&nothing)
+            .unwrap()
+            .is_empty()
+    );
     for spec in ["deploy-lock", "lease:", "widget:x", "lane:no-key"] {
         assert!(
             matches!(
@@ -100,7 +107,7 @@ fn an_unknown_entity_is_empty_and_a_malformed_spec_is_refused() {
             "{spec}"
         );
     }
-    let web = store
+    let web = annals::Audit::of(&store)
         .history(&Entity::parse("stream:deploy/web").unwrap())
         .unwrap();
     assert_eq!(web.len(), 1);

@@ -35,21 +35,26 @@ fn hash(bytes: &[u8]) -> Digest {
 /// The records appended from `from` on.
 fn appended(store: &Store, from: u64) -> Vec<Record> {
     store
+        .snapshot()
+        .unwrap()
         .read_all(Position(from), Direction::Forward, usize::MAX)
         .unwrap()
 }
 
 fn next(store: &Store) -> u64 {
-    store.head().unwrap().next.0
+    store.snapshot().unwrap().head().unwrap().next.0
 }
 
 /// Runs `command`, checks it appended nothing, and returns its outcome.
 fn appends_nothing(store: &Store, command: &IngestCommand) -> IngestOutcome {
     let before = next(store);
-    let state = store.state_json("ingest", None).unwrap();
+    let state = annals::Audit::of(store).state_json("ingest", None).unwrap();
     let outcome = store.execute(command).unwrap();
     assert_eq!(next(store), before, "{command:?} appended");
-    assert_eq!(store.state_json("ingest", None).unwrap(), state);
+    assert_eq!(
+        annals::Audit::of(store).state_json("ingest", None).unwrap(),
+        state
+    );
     outcome
 }
 
@@ -96,7 +101,7 @@ fn ingest_sync_event_accepts_a_new_key_and_records_it() {
         bytes: b"{\"n\":1}".to_vec(),
     };
     assert_eq!(event, expected);
-    let state = store.state().unwrap();
+    let state = store.snapshot().unwrap().state();
     assert_eq!(
         ingest::event(&state, "p1", "r1", 1).unwrap(),
         Some(expected)
@@ -176,7 +181,7 @@ fn ingest_sync_event_other_content_under_a_held_key_is_sequence_reused() {
             (IngestConflict::SequenceReused, Some(hash(b"a")))
         );
     }
-    let state = store.state().unwrap();
+    let state = store.snapshot().unwrap().state();
     let held = ingest::event(&state, "p1", "r1", 1).unwrap().unwrap();
     assert_eq!(
         (held.bytes, held.hub_project),
@@ -201,7 +206,7 @@ fn ingest_sync_event_a_project_of_another_hub_project_is_project_mismatch() {
             (IngestConflict::ProjectMismatch, None)
         );
     }
-    let state = store.state().unwrap();
+    let state = store.snapshot().unwrap().state();
     assert!(
         ingest::hub_project_events(&state, "hub-us", 10)
             .unwrap()
@@ -229,7 +234,7 @@ fn ingest_sync_event_a_run_of_another_runtime_is_home_runtime_mismatch() {
     };
     let event = accepted(&store, &other_run);
     assert_eq!(event.home_runtime, "rt-b");
-    let state = store.state().unwrap();
+    let state = store.snapshot().unwrap().state();
     assert_eq!(
         ingest::run_home(&state, "p1", "r2").unwrap().as_deref(),
         Some("rt-b")
@@ -264,7 +269,7 @@ fn ingest_sync_event_checks_the_key_then_the_project_then_the_home() {
 #[test]
 fn sync_cursor_is_the_unbroken_prefix_from_one() {
     let (_dir, store) = store();
-    let cursor = |run: &str| ingest::cursor(&store.state().unwrap(), "p1", run).unwrap();
+    let cursor = |run: &str| ingest::cursor(&store.snapshot().unwrap().state(), "p1", run).unwrap();
     assert_eq!(cursor("r1"), 0);
     for (sequence, expected) in [(2, 0), (3, 0), (1, 3), (5, 3), (4, 5), (7, 5)] {
         accepted(&store, &push(sequence, &[sequence as u8]));
@@ -316,7 +321,7 @@ fn list_sync_events_lists_one_hub_project_by_run_then_sequence() {
     ] {
         accepted(&store, &command);
     }
-    let state = store.state().unwrap();
+    let state = store.snapshot().unwrap().state();
     let listed = ingest::hub_project_events(&state, "hub-eu", usize::MAX).unwrap();
     // "R0" sorts before "r1" by bytes; p2's r1/1 was accepted before p1's r1/1.
     assert_eq!(
@@ -472,7 +477,9 @@ fn mixed_log(store: &Store) {
 fn replay_reproduces_the_ingest_tables_and_verify_is_sound() {
     let (dir, store) = store();
     mixed_log(&store);
-    let live = store.state_json("ingest", None).unwrap();
+    let live = annals::Audit::of(&store)
+        .state_json("ingest", None)
+        .unwrap();
     assert_eq!(live["events"].as_array().unwrap().len(), 5);
     assert_eq!(
         live["runs"],
@@ -481,24 +488,43 @@ fn replay_reproduces_the_ingest_tables_and_verify_is_sound() {
             {"project": "p2", "run": "r1", "home_runtime": "rt-b", "cursor": 1},
         ])
     );
-    let report = store.verify().unwrap();
+    let report = annals::Audit::of(&store).verify().unwrap();
     assert!(report.is_sound(), "{:?}", report.problem);
     let head = next(&store);
     assert_eq!(
-        store.state_json("ingest", Some(Position(head))).unwrap(),
+        annals::Audit::of(&store)
+            .state_json("ingest", Some(Position(head)))
+            .unwrap(),
         live
     );
     // As of the first two records, sequence 1 was not yet held under sequence 2's arrival.
-    let early = store.state_json("ingest", Some(Position(1))).unwrap();
+    let early = annals::Audit::of(&store)
+        .state_json("ingest", Some(Position(1)))
+        .unwrap();
     assert_eq!(early["runs"][0]["cursor"], 0);
-    store.rebuild(Some("ingest")).unwrap();
-    assert_eq!(store.state_json("ingest", None).unwrap(), live);
-    store.rebuild(None).unwrap();
-    assert_eq!(store.state_json("ingest", None).unwrap(), live);
+    annals::Rebuild::of(&store).run(Some("ingest")).unwrap();
+    assert_eq!(
+        annals::Audit::of(&store)
+            .state_json("ingest", None)
+            .unwrap(),
+        live
+    );
+    annals::Rebuild::of(&store).run(None).unwrap();
+    assert_eq!(
+        annals::Audit::of(&store)
+            .state_json("ingest", None)
+            .unwrap(),
+        live
+    );
     drop(store);
     let reopened = Store::open(dir.path().join("log.redb")).unwrap();
-    assert_eq!(reopened.state_json("ingest", None).unwrap(), live);
-    assert!(reopened.verify().unwrap().is_sound());
+    assert_eq!(
+        annals::Audit::of(&reopened)
+            .state_json("ingest", None)
+            .unwrap(),
+        live
+    );
+    assert!(annals::Audit::of(&reopened).verify().unwrap().is_sound());
 }
 
 /// The commands in one write transaction see each other's effects, as one by one.
@@ -532,7 +558,7 @@ fn the_demo_ingests_out_of_order_pushes_once_each() {
     let path = dir.path().join("demo.redb");
     let store = Store::open(&path).unwrap();
     annals::testing::internals::demo::run(&store, 300, |_| {}).unwrap();
-    let state = store.state().unwrap();
+    let state = store.snapshot().unwrap().state();
     // The first push (tick 41, step 1): project api-s0 on hub-us from runtime-b, sequences 1,
     // 3, 2, a retry of 3, then sequence 4 from runtime-a, refused.
     let mut run = ingest::hub_project_events(&state, "hub-us", usize::MAX).unwrap();

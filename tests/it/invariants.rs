@@ -51,17 +51,24 @@ fn base_log(build: impl FnOnce(&Store)) -> (TempDir, PathBuf) {
     let path = dir.path().join("base.redb");
     let store = Store::open(&path).unwrap();
     build(&store);
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     (dir, path)
 }
 
 /// The next position of the log at `path`.
 fn head_of(path: &Path) -> u64 {
-    Store::open_read_only(path).unwrap().head().unwrap().next.0
+    Store::open_read_only(path)
+        .unwrap()
+        .snapshot()
+        .unwrap()
+        .head()
+        .unwrap()
+        .next
+        .0
 }
 
 fn import(file: &Path, target: &Path) -> annals::Result<()> {
-    Store::import(file, target, &mut |_, _| {}).map(drop)
+    annals::Import::run(file, target, &mut |_, _| {}).map(drop)
 }
 
 /// The projection, position and rule of an invariant refusal.
@@ -124,12 +131,12 @@ fn check_forgery(base: &Path, forged: &[Forged], expected: &Expected) {
     );
     let store = Store::open_read_only(&target).unwrap();
     assert_eq!(
-        store.head().unwrap().next,
+        store.snapshot().unwrap().head().unwrap().next,
         first,
         "{name}: nothing is appended"
     );
     assert!(
-        store.verify().unwrap().is_sound(),
+        annals::Audit::of(&store).verify().unwrap().is_sound(),
         "{name}: the target stays sound"
     );
     drop(store);
@@ -163,8 +170,7 @@ fn check_forgery(base: &Path, forged: &[Forged], expected: &Expected) {
     let forged_log = dir.join(format!("{name}-forged.redb"));
     fs::copy(base, &forged_log).unwrap();
     append_sealed_unapplied(&forged_log, &records).unwrap();
-    let report = Store::open_read_only(&forged_log)
-        .unwrap()
+    let report = annals::Audit::of(&Store::open_read_only(&forged_log).unwrap())
         .verify()
         .unwrap();
     let finding = report
@@ -539,7 +545,7 @@ fn forged_run_events_are_refused_at_the_rule_they_break() {
     // The closed run's rollup, claimed for the run whose root is still open.
     let mut rollup = {
         let store = Store::open_read_only(&base).unwrap();
-        annals::runs::rollup(&store.state().unwrap(), "closed")
+        annals::runs::rollup(&store.snapshot().unwrap().state(), "closed")
             .unwrap()
             .unwrap()
     };
@@ -791,12 +797,12 @@ fn commands_never_break_an_invariant() {
                 Ok(())
             })
             .unwrap();
-        let report = store.verify().unwrap();
+        let report = annals::Audit::of(&store).verify().unwrap();
         assert!(report.is_sound(), "seed {seed}: {:?}", report.problem);
     }
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path().join("demo.redb")).unwrap();
     annals::testing::internals::demo::run(&store, 500, |_| {}).unwrap();
-    let report = store.verify().unwrap();
+    let report = annals::Audit::of(&store).verify().unwrap();
     assert!(report.is_sound(), "the demo: {:?}", report.problem);
 }

@@ -61,6 +61,8 @@ fn crash_image(path: &Path, name: &str) -> PathBuf {
 
 fn all(store: &Store) -> Vec<Record> {
     store
+        .snapshot()
+        .unwrap()
         .read_all(Position(0), Direction::Forward, usize::MAX)
         .unwrap()
 }
@@ -81,7 +83,7 @@ fn an_exclusive_store_commits_through_its_journal_and_a_clean_close_leaves_only_
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     let store = exclusive(&path, never_drained());
-    assert!(store.journaled());
+    assert!(annals::Stats::of(&store).unwrap().journaled);
     append(&store, "a", 5);
     let held = journal_held(&path);
     assert!(
@@ -97,7 +99,7 @@ fn an_exclusive_store_commits_through_its_journal_and_a_clean_close_leaves_only_
     );
     let reopened = Store::open_read_only(&path).unwrap();
     assert_eq!(all(&reopened), records);
-    assert!(reopened.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&reopened).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -122,7 +124,7 @@ fn a_crash_image_recovers_every_acknowledged_commit_from_the_journal() {
     fs::set_permissions(&reader_copy, permissions).unwrap();
     let reader = Store::open_read_only(&reader_copy).unwrap();
     assert_eq!(all(&reader), records);
-    assert!(reader.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&reader).verify().unwrap().is_sound());
     drop(reader);
     assert_eq!(
         fs::read(journal_of(&reader_copy)).unwrap(),
@@ -131,13 +133,16 @@ fn a_crash_image_recovers_every_acknowledged_commit_from_the_journal() {
     );
 
     let recovered = exclusive(&copy, never_drained());
-    let recovery = recovered.journal_recovery().clone();
+    let recovery = annals::Stats::of(&recovered)
+        .unwrap()
+        .journal_recovery
+        .clone();
     assert_eq!(recovery.transactions, 6);
     assert_eq!(recovery.records, 6);
     assert_eq!(recovery.from, Some(Position(3)));
     assert_eq!(recovery.dropped_bytes, 0);
     assert_eq!(all(&recovered), records);
-    assert!(recovered.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&recovered).verify().unwrap().is_sound());
     // The idempotency keys came back with the records: a retry is a duplicate.
     let mut retry = event("journal.test", 1_700_000_000_000, b"payload");
     retry.idempotency_key = Some("b-0".into());
@@ -178,11 +183,23 @@ fn a_torn_frame_at_the_journals_end_is_dropped_and_reported() {
     assert!(torn_len > 0 && torn_len <= torn.len());
 
     let recovered = exclusive(&copy, never_drained());
-    assert_eq!(recovered.journal_recovery().transactions, 4);
+    assert_eq!(
+        annals::Stats::of(&recovered)
+            .unwrap()
+            .journal_recovery
+            .transactions,
+        4
+    );
     // Counted to its last byte that is not a zero: zeros after it are the room's.
-    assert_eq!(recovered.journal_recovery().dropped_bytes, torn_len as u64);
+    assert_eq!(
+        annals::Stats::of(&recovered)
+            .unwrap()
+            .journal_recovery
+            .dropped_bytes,
+        torn_len as u64
+    );
     assert_eq!(all(&recovered), records);
-    assert!(recovered.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&recovered).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -225,7 +242,7 @@ fn a_journal_of_another_log_is_refused_and_the_log_left_as_it_was() {
     fs::remove_file(journal_of(&copy)).unwrap();
     let reader = Store::open_read_only(&copy).unwrap();
     assert_eq!(
-        reader.head().unwrap().next,
+        reader.snapshot().unwrap().head().unwrap().next,
         Position(2),
         "the log holds its own two records"
     );
@@ -272,7 +289,11 @@ fn a_journal_damaged_before_its_last_frame_is_refused_with_none_of_its_frames_in
         // bytes, not its commits) holds the two flushed records and none of the five frames.
         fs::remove_file(journal_of(&copy)).unwrap();
         let log = Store::open_read_only(&copy).unwrap();
-        assert_eq!(log.head().unwrap().next, Position(2), "{sharing:?}");
+        assert_eq!(
+            log.snapshot().unwrap().head().unwrap().next,
+            Position(2),
+            "{sharing:?}"
+        );
     }
 }
 
@@ -296,10 +317,16 @@ fn a_single_writer_open_recovers_a_journal_an_exclusive_writer_left_and_journals
     let copy = crash_image(&path, "shared.redb");
     let shared = Store::open_with(&copy, StoreOptions::default()).unwrap();
     assert!(
-        shared.journaled(),
+        annals::Stats::of(&shared).unwrap().journaled,
         "the default mode, single-writer, journals"
     );
-    assert_eq!(shared.journal_recovery().transactions, 3);
+    assert_eq!(
+        annals::Stats::of(&shared)
+            .unwrap()
+            .journal_recovery
+            .transactions,
+        3
+    );
     assert_eq!(
         journal_held(&copy),
         HEADER,
@@ -311,7 +338,7 @@ fn a_single_writer_open_recovers_a_journal_an_exclusive_writer_left_and_journals
         journal_held(&copy) > HEADER,
         "the commit went to the journal"
     );
-    assert!(shared.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&shared).verify().unwrap().is_sound());
     shared.close().unwrap();
     assert!(
         !journal_of(&copy).exists(),
@@ -333,7 +360,7 @@ fn a_multi_writer_open_reads_a_journal_left_by_a_crash_and_shares_it() {
     };
     let multi = Store::open_with(&copy, options.clone()).unwrap();
     assert!(
-        multi.journaled(),
+        annals::Stats::of(&multi).unwrap().journaled,
         "multi-writer mode commits through the journal"
     );
     assert_eq!(
@@ -355,10 +382,17 @@ fn a_multi_writer_open_reads_a_journal_left_by_a_crash_and_shares_it() {
         "a writer beside others leaves the journal they share"
     );
     second.flush().unwrap();
-    assert!(second.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&second).verify().unwrap().is_sound());
     drop(second);
-    let alone = Store::open_existing(&copy).unwrap();
-    assert_eq!(alone.journal_recovery().transactions, 0, "all in the file");
+    let alone = Store::open_with(&copy, annals::StoreOptions::default()).unwrap();
+    assert_eq!(
+        annals::Stats::of(&alone)
+            .unwrap()
+            .journal_recovery
+            .transactions,
+        0,
+        "all in the file"
+    );
     assert_eq!(all(&alone).len(), records.len() + 2);
 }
 
@@ -367,7 +401,7 @@ fn without_a_journal_an_exclusive_store_commits_to_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     let store = exclusive(&path, None);
-    assert!(!store.journaled());
+    assert!(!annals::Stats::of(&store).unwrap().journaled);
     append(&store, "a", 2);
     assert!(!journal_of(&path).exists());
 }
@@ -399,8 +433,14 @@ fn deferred_commits_then_a_durable_one_survive_a_crash_together() {
     let copy = crash_image(&path, "deferred.redb");
     let recovered = exclusive(&copy, never_drained());
     assert_eq!(all(&recovered), records);
-    assert_eq!(recovered.journal_recovery().transactions, 2);
-    assert!(recovered.verify().unwrap().is_sound());
+    assert_eq!(
+        annals::Stats::of(&recovered)
+            .unwrap()
+            .journal_recovery
+            .transactions,
+        2
+    );
+    assert!(annals::Audit::of(&recovered).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -432,7 +472,14 @@ fn drains_keep_the_journal_within_its_bound() {
     let copy = crash_image(&path, "drained.redb");
     let recovered = exclusive(&copy, never_drained());
     assert!(
-        recovered.journal_recovery().already_in_log + recovered.journal_recovery().transactions
+        annals::Stats::of(&recovered)
+            .unwrap()
+            .journal_recovery
+            .already_in_log
+            + annals::Stats::of(&recovered)
+                .unwrap()
+                .journal_recovery
+                .transactions
             <= 200
     );
     assert_eq!(all(&recovered), records);
@@ -472,11 +519,11 @@ fn group_commit_writes_one_frame_per_batch_and_recovers_whole() {
     let copy = crash_image(&path, "group.redb");
     drop(writer);
     let recovered = exclusive(&copy, never_drained());
-    let recovery = recovered.journal_recovery();
+    let recovery = annals::Stats::of(&recovered).unwrap().journal_recovery;
     assert_eq!(recovery.records, 64);
     assert!(recovery.transactions <= 64);
     assert_eq!(all(&recovered), records);
-    assert!(recovered.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&recovered).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -576,7 +623,7 @@ fn readers_see_exactly_the_acknowledged_commits_through_the_overlay_and_its_drai
                     let before = acknowledged.load(Ordering::Acquire);
                     let leases_before = granted.load(Ordering::Acquire);
                     if reader == 0 {
-                        let report = store.verify().unwrap();
+                        let report = annals::Audit::of(&store).verify().unwrap();
                         assert!(report.is_sound(), "read {reads}: {report:?}");
                         assert!(
                             report.head.next.0 >= before,
@@ -584,7 +631,7 @@ fn readers_see_exactly_the_acknowledged_commits_through_the_overlay_and_its_drai
                             report.head.next.0
                         );
                     } else {
-                        let state = store.state().unwrap();
+                        let state = store.snapshot().unwrap().state();
                         let held = annals::leases::leases(&state, usize::MAX).unwrap();
                         assert!(
                             held.len() as u64 >= leases_before,
@@ -613,7 +660,7 @@ fn readers_see_exactly_the_acknowledged_commits_through_the_overlay_and_its_drai
                     "{outcome:?}"
                 );
                 granted.fetch_add(1, Ordering::Release);
-                store.head().unwrap().next.0
+                store.snapshot().unwrap().head().unwrap().next.0
             }
             _ => {
                 let mut one = event("journal.overlay", 1_700_000_000_000 + index, b"payload");
@@ -631,7 +678,7 @@ fn readers_see_exactly_the_acknowledged_commits_through_the_overlay_and_its_drai
     for reader in readers {
         assert!(reader.join().unwrap() > 0);
     }
-    let report = store.verify().unwrap();
+    let report = annals::Audit::of(&store).verify().unwrap();
     assert!(report.is_sound(), "{report:?}");
     assert_eq!(report.head.next, Position(300));
     // The drains ran: the journal was emptied into the file again and again, and holds at
@@ -639,6 +686,9 @@ fn readers_see_exactly_the_acknowledged_commits_through_the_overlay_and_its_drai
     assert!(journal_held(&path) < HEADER + 2048 + 1024);
     Arc::into_inner(store).unwrap().close().unwrap();
     let reopened = exclusive(&path, None);
-    assert_eq!(reopened.head().unwrap().next, Position(300));
-    assert!(reopened.verify().unwrap().is_sound());
+    assert_eq!(
+        reopened.snapshot().unwrap().head().unwrap().next,
+        Position(300)
+    );
+    assert!(annals::Audit::of(&reopened).verify().unwrap().is_sound());
 }

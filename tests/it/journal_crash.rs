@@ -68,7 +68,7 @@ fn every_commit_reported_durable_through_the_journal_survives_sigkill() {
             // The child holds the file and goes on writing: a reader beside it.
             let reader = Store::open_read_only(&path)
                 .unwrap_or_else(|error| panic!("kill {kill}: a reader beside the writer: {error}"));
-            let head = reader.head().unwrap();
+            let head = reader.snapshot().unwrap().head().unwrap();
             let last_reported = *reported.keys().next_back().expect("reported");
             assert!(
                 head.next > last_reported,
@@ -97,7 +97,7 @@ fn every_commit_reported_durable_through_the_journal_survives_sigkill() {
             let before = std::fs::read(&journal).ok();
             let reader = Store::open_read_only(&path)
                 .unwrap_or_else(|error| panic!("kill {kill}: a read-only open failed: {error}"));
-            let head = reader.head().unwrap().next;
+            let head = reader.snapshot().unwrap().head().unwrap().next;
             for position in reported.keys() {
                 assert!(*position < head, "kill {kill}: a reader misses {position}");
             }
@@ -121,19 +121,21 @@ fn every_commit_reported_durable_through_the_journal_survives_sigkill() {
             },
         )
         .unwrap_or_else(|error| panic!("kill {kill}: the log does not reopen: {error}"));
-        let recovery = store.journal_recovery();
+        let recovery = annals::Stats::of(&store).unwrap().journal_recovery;
         recovered += recovery.transactions;
         torn += u64::from(recovery.dropped_bytes > 0);
-        let report = store.verify().unwrap();
+        let report = annals::Audit::of(&store).verify().unwrap();
         assert!(report.is_sound(), "kill {kill}: {:?}", report.problem);
         assert_eq!(
             report.head.next.0,
-            store.head().unwrap().next.0,
+            store.snapshot().unwrap().head().unwrap().next.0,
             "kill {kill}"
         );
         // One scan of the log, rather than a point read a position: every position ever
         // reported, and every record a reader was shown, is there with its hash.
         let hashes: Vec<Digest> = store
+            .snapshot()
+            .unwrap()
             .read_all(Position(0), Direction::Forward, usize::MAX)
             .unwrap()
             .iter()

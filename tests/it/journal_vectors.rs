@@ -145,7 +145,11 @@ fn older_journal_is_recovered(name: &str, version: u8) {
     std::fs::write(&journal, &bytes).expect("the journal an older build left");
     // A reader reads its frames past the file's head, and writes nothing.
     let reader = Store::open_read_only(&path).expect("read beside the journal");
-    assert_eq!(reader.head().expect("head").next, Position(5), "{name}");
+    assert_eq!(
+        reader.snapshot().expect("head").head().expect("head").next,
+        Position(5),
+        "{name}"
+    );
     drop(reader);
     assert_eq!(std::fs::read(&journal).expect("the journal"), bytes);
     let options = StoreOptions {
@@ -153,8 +157,14 @@ fn older_journal_is_recovered(name: &str, version: u8) {
         ..StoreOptions::default()
     };
     let store = Store::open_with(&path, options).expect("recovered");
-    assert_eq!(store.journal_recovery().records, 5, "{name}");
+    assert_eq!(
+        annals::Stats::of(&store).unwrap().journal_recovery.records,
+        5,
+        "{name}"
+    );
     let hashes: Vec<String> = store
+        .snapshot()
+        .expect("records")
         .read_all(Position(0), annals::Direction::Forward, 10)
         .expect("records")
         .into_iter()
@@ -171,5 +181,10 @@ fn older_journal_is_recovered(name: &str, version: u8) {
     );
     let rewritten = std::fs::read(&journal).expect("the journal, kept");
     assert_eq!(&rewritten[..16], b"annals journal\x03\x00");
-    assert!(store.verify().expect("verify").is_sound());
+    assert!(
+        annals::Audit::of(&store)
+            .verify()
+            .expect("verify")
+            .is_sound()
+    );
 }

@@ -61,7 +61,7 @@ fn release(store: &Store, holder: &str, token: u64) -> LeaseOutcome {
 fn a_first_acquisition_gets_token_1() {
     let (_dir, store) = store();
     assert_eq!(granted_token(acquire(&store, "a", 100)), (1, false));
-    let lease = leases::lease(&store.state().unwrap(), "deploy")
+    let lease = leases::lease(&store.snapshot().unwrap().state(), "deploy")
         .unwrap()
         .unwrap();
     assert_eq!(
@@ -72,7 +72,7 @@ fn a_first_acquisition_gets_token_1() {
         ),
         ("a", 100, 1100)
     );
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -80,7 +80,7 @@ fn the_holders_own_reacquisition_keeps_its_token_and_grant_time() {
     let (_dir, store) = store();
     acquire(&store, "a", 100).expect_done();
     assert_eq!(granted_token(acquire(&store, "a", 500)), (1, true));
-    let lease = leases::lease(&store.state().unwrap(), "deploy")
+    let lease = leases::lease(&store.snapshot().unwrap().state(), "deploy")
         .unwrap()
         .unwrap();
     assert_eq!((lease.acquired_at_ms, lease.expires_at_ms), (100, 1500));
@@ -90,9 +90,13 @@ fn the_holders_own_reacquisition_keeps_its_token_and_grant_time() {
 fn another_holders_live_lease_is_refused_held() {
     let (_dir, store) = store();
     acquire(&store, "a", 100).expect_done();
-    let head = store.head().unwrap();
+    let head = store.snapshot().unwrap().head().unwrap();
     assert_eq!(refusal(acquire(&store, "b", 1099)), LeaseRefusal::Held);
-    assert_eq!(store.head().unwrap(), head, "a refusal appends nothing");
+    assert_eq!(
+        store.snapshot().unwrap().head().unwrap(),
+        head,
+        "a refusal appends nothing"
+    );
 }
 
 #[test]
@@ -101,7 +105,7 @@ fn takeover_after_expiry_increments_token() {
     acquire(&store, "a", 100).expect_done();
     assert_eq!(granted_token(acquire(&store, "b", 1100)), (2, false));
     assert_eq!(granted_token(acquire(&store, "a", 2100)), (3, false));
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -113,17 +117,17 @@ fn tokens_never_repeat_even_after_a_release() {
         LeaseOutcome::Released { .. }
     ));
     assert_eq!(
-        leases::lease(&store.state().unwrap(), "deploy").unwrap(),
+        leases::lease(&store.snapshot().unwrap().state(), "deploy").unwrap(),
         None
     );
     assert_eq!(
-        leases::last_token(&store.state().unwrap(), "deploy").unwrap(),
+        leases::last_token(&store.snapshot().unwrap().state(), "deploy").unwrap(),
         Some(FencingToken(1)),
         "a released lease's token is still the last issued"
     );
     assert_eq!(granted_token(acquire(&store, "b", 10)), (2, false));
     assert_eq!(
-        leases::last_token(&store.state().unwrap(), "deploy").unwrap(),
+        leases::last_token(&store.snapshot().unwrap().state(), "deploy").unwrap(),
         Some(FencingToken(2))
     );
 }
@@ -133,7 +137,7 @@ fn renew_extends_a_live_lease_under_the_same_token() {
     let (_dir, store) = store();
     acquire(&store, "a", 0).expect_done();
     assert_eq!(granted_token(renew(&store, "a", 1, 999)), (1, true));
-    let lease = leases::lease(&store.state().unwrap(), "deploy")
+    let lease = leases::lease(&store.snapshot().unwrap().state(), "deploy")
         .unwrap()
         .unwrap();
     assert_eq!(lease.expires_at_ms, 1999);
@@ -179,7 +183,7 @@ fn release_by_another_holder_or_token_is_refused() {
     assert_eq!(refusal(release(&store, "b", 1)), LeaseRefusal::Superseded);
     assert_eq!(refusal(release(&store, "a", 7)), LeaseRefusal::Superseded);
     assert!(
-        leases::lease(&store.state().unwrap(), "deploy")
+        leases::lease(&store.snapshot().unwrap().state(), "deploy")
             .unwrap()
             .is_some()
     );
@@ -212,7 +216,7 @@ fn commands_with_empty_inputs_or_zero_ttl_are_invalid() {
         let error = store.execute(&command).unwrap_err();
         assert!(matches!(error, Error::InvalidCommand { .. }), "{error:?}");
     }
-    assert_eq!(store.head().unwrap().next.0, 0);
+    assert_eq!(store.snapshot().unwrap().head().unwrap().next.0, 0);
 }
 
 #[test]
@@ -246,7 +250,7 @@ fn a_guarded_append_under_the_live_token_is_written() {
         .append_guarded("deploy/log", ExpectedVersion::Any, &events, &guard(1, 10))
         .unwrap()
         .expect_done();
-    assert_eq!(store.head().unwrap().next.0, 2);
+    assert_eq!(store.snapshot().unwrap().head().unwrap().next.0, 2);
 }
 
 #[test]
@@ -254,7 +258,7 @@ fn a_holder_that_woke_after_a_takeover_cannot_write_behind_its_successor() {
     let (_dir, store) = store();
     acquire(&store, "a", 0).expect_done();
     acquire(&store, "b", 5000).expect_done();
-    let head = store.head().unwrap();
+    let head = store.snapshot().unwrap().head().unwrap();
     let events = [event("deploy.step", 5001, b"stale")];
     let error = store
         .append_guarded("deploy/log", ExpectedVersion::Any, &events, &guard(1, 5001))
@@ -269,7 +273,7 @@ fn a_holder_that_woke_after_a_takeover_cannot_write_behind_its_successor() {
         other => panic!("expected a fence, got {other:?}"),
     }
     assert_eq!(
-        store.head().unwrap(),
+        store.snapshot().unwrap().head().unwrap(),
         head,
         "the fenced append wrote nothing"
     );
@@ -315,7 +319,7 @@ fn a_guarded_command_is_fenced_too() {
         "{error:?}"
     );
     assert!(
-        leases::lane(&store.state().unwrap(), "sync", "k")
+        leases::lane(&store.snapshot().unwrap().state(), "sync", "k")
             .unwrap()
             .is_none()
     );
@@ -384,7 +388,7 @@ fn the_cursor_survives_a_change_of_owner() {
         (claimed.owner.as_str(), claimed.cursor.as_deref()),
         ("b", Some("page-7"))
     );
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -434,9 +438,9 @@ fn only_the_live_owner_advances_renews_or_releases() {
         panic!("a released key can be claimed");
     };
     assert_eq!(next.cursor.as_deref(), Some("x"));
-    let rows = leases::lanes(&store.state().unwrap(), "sync", 10).unwrap();
+    let rows = leases::lanes(&store.snapshot().unwrap().state(), "sync", 10).unwrap();
     assert_eq!(rows.len(), 1);
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -449,13 +453,22 @@ fn leases_survive_a_reopen_and_a_rebuild_reproduces_them() {
         acquire(&store, "b", 2000).expect_done();
         lane(&store, claim("a", 0)).expect_done();
         lane(&store, advance("a", "c1", 1)).expect_done();
-        leases::state_json(&store.state().unwrap()).unwrap()
+        leases::state_json(&store.snapshot().unwrap().state()).unwrap()
     };
     let store = Store::open(&path).unwrap();
-    assert_eq!(leases::state_json(&store.state().unwrap()).unwrap(), before);
-    store.rebuild(Some("leases")).unwrap();
-    assert_eq!(leases::state_json(&store.state().unwrap()).unwrap(), before);
-    store.rebuild(None).unwrap();
-    assert_eq!(leases::state_json(&store.state().unwrap()).unwrap(), before);
-    assert!(store.verify().unwrap().is_sound());
+    assert_eq!(
+        leases::state_json(&store.snapshot().unwrap().state()).unwrap(),
+        before
+    );
+    annals::Rebuild::of(&store).run(Some("leases")).unwrap();
+    assert_eq!(
+        leases::state_json(&store.snapshot().unwrap().state()).unwrap(),
+        before
+    );
+    annals::Rebuild::of(&store).run(None).unwrap();
+    assert_eq!(
+        leases::state_json(&store.snapshot().unwrap().state()).unwrap(),
+        before
+    );
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }

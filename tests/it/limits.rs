@@ -20,12 +20,12 @@ fn store_with(limits: Limits) -> (tempfile::TempDir, Store) {
 }
 
 fn limit_error(store: &Store, stream: &str, events: &[NewEvent]) -> LimitError {
-    let before = store.head().unwrap();
+    let before = store.snapshot().unwrap().head().unwrap();
     let error = store
         .append(stream, ExpectedVersion::Any, events)
         .unwrap_err();
     assert_eq!(
-        store.head().unwrap(),
+        store.snapshot().unwrap().head().unwrap(),
         before,
         "a refused append writes nothing"
     );
@@ -110,7 +110,7 @@ fn a_payload_over_the_default_one_mebibyte_is_refused_and_one_at_it_is_kept() {
         .append("s", ExpectedVersion::Any, &[event("k", 1, &vec![7; max])])
         .unwrap()
         .expect_done();
-    let record = store.get(Position(0)).unwrap().unwrap();
+    let record = store.snapshot().unwrap().get(Position(0)).unwrap().unwrap();
     assert_eq!(record.payload.len(), max);
 }
 

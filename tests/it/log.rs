@@ -34,38 +34,52 @@ fn appended_records_read_back_forward_and_backward() {
         assert_eq!(position, Position(u64::from(i)));
     }
     let forward = store
+        .snapshot()
+        .unwrap()
         .read_all(Position(1), Direction::Forward, 100)
         .unwrap();
     assert_eq!(payload_bytes(&forward), [1, 2, 3, 4]);
     let backward = store
+        .snapshot()
+        .unwrap()
         .read_all(Position(3), Direction::Backward, 100)
         .unwrap();
     assert_eq!(payload_bytes(&backward), [3, 2, 1, 0]);
     let from_past_head = store
+        .snapshot()
+        .unwrap()
         .read_all(Position(99), Direction::Backward, 2)
         .unwrap();
     assert_eq!(payload_bytes(&from_past_head), [4, 3]);
     assert!(
         store
+            .snapshot()
+            .unwrap()
             .read_all(Position(5), Direction::Forward, 9)
             .unwrap()
             .is_empty()
     );
     let even = store
+        .snapshot()
+        .unwrap()
         .read_stream("even", StreamVersion(1), Direction::Forward, 100)
         .unwrap();
     assert_eq!(payload_bytes(&even), [2, 4]);
     let even_back = store
+        .snapshot()
+        .unwrap()
         .read_stream("even", StreamVersion(9), Direction::Backward, 100)
         .unwrap();
     assert_eq!(payload_bytes(&even_back), [4, 2, 0]);
     assert!(
         store
+            .snapshot()
+            .unwrap()
             .read_stream("none", StreamVersion(0), Direction::Forward, 9)
             .unwrap()
             .is_empty()
     );
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -73,23 +87,32 @@ fn get_returns_one_record_and_none_past_the_head() {
     let (_dir, store) = store();
     append_one(&store, "s", b"a");
     append_one(&store, "s", b"b");
-    let record = store.get(Position(1)).unwrap().unwrap();
+    let record = store.snapshot().unwrap().get(Position(1)).unwrap().unwrap();
     assert_eq!(
         (record.position, record.version, record.payload.as_slice()),
         (Position(1), StreamVersion(1), &b"b"[..])
     );
-    assert_eq!(record.prev, store.get(Position(0)).unwrap().unwrap().hash);
-    assert_eq!(store.get(Position(2)).unwrap(), None);
-    let head = store.head().unwrap();
+    assert_eq!(
+        record.prev,
+        store
+            .snapshot()
+            .unwrap()
+            .get(Position(0))
+            .unwrap()
+            .unwrap()
+            .hash
+    );
+    assert_eq!(store.snapshot().unwrap().get(Position(2)).unwrap(), None);
+    let head = store.snapshot().unwrap().head().unwrap();
     assert_eq!((head.next, head.hash), (Position(2), record.hash));
 }
 
 #[test]
 fn an_empty_log_has_a_zero_head() {
     let (_dir, store) = store();
-    let head = store.head().unwrap();
+    let head = store.snapshot().unwrap().head().unwrap();
     assert_eq!((head.next, head.hash), (Position(0), annals::Digest::ZERO));
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -110,14 +133,14 @@ fn expected_version_rules_are_enforced() {
     assert_eq!(current, Some(StreamVersion(1)));
     one(ExpectedVersion::StreamExists).unwrap().expect_done();
     one(ExpectedVersion::Any).unwrap().expect_done();
-    assert_eq!(store.head().unwrap().next, Position(4));
+    assert_eq!(store.snapshot().unwrap().head().unwrap().next, Position(4));
 }
 
 #[test]
 fn a_version_mismatch_writes_nothing() {
     let (_dir, store) = store();
     append_one(&store, "s", b"a");
-    let before = store.head().unwrap();
+    let before = store.snapshot().unwrap().head().unwrap();
     let events = [
         event("k", 1, b"x"),
         event("k", 1, b"y").with_idempotency_key("k1"),
@@ -127,7 +150,7 @@ fn a_version_mismatch_writes_nothing() {
             .append("s", ExpectedVersion::NoStream, &events)
             .is_err()
     );
-    assert_eq!(store.head().unwrap(), before);
+    assert_eq!(store.snapshot().unwrap().head().unwrap(), before);
     assert_eq!(
         store.snapshot().unwrap().stream_version("s").unwrap(),
         Some(StreamVersion(0))
@@ -160,6 +183,8 @@ fn several_events_in_one_append_are_contiguous() {
     );
     append_one(&store, "other", b"p");
     let records = store
+        .snapshot()
+        .unwrap()
         .read_stream("s", StreamVersion(0), Direction::Forward, 10)
         .unwrap();
     let placed: Vec<_> = records
@@ -167,7 +192,7 @@ fn several_events_in_one_append_are_contiguous() {
         .map(|r| (r.position.0, r.version.0))
         .collect();
     assert_eq!(placed, [(1, 0), (2, 1), (3, 2), (4, 3), (5, 4)]);
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -183,6 +208,8 @@ fn appends_larger_than_a_segment_read_back_across_segment_boundaries() {
     append_one(&store, "tail", b"t");
     let value = |r: &annals::Record| u32::from_le_bytes(r.payload[..4].try_into().unwrap());
     let forward = store
+        .snapshot()
+        .unwrap()
         .read_all(Position(1020), Direction::Forward, 10)
         .unwrap();
     assert_eq!(
@@ -190,6 +217,8 @@ fn appends_larger_than_a_segment_read_back_across_segment_boundaries() {
         (1020..1030).collect::<Vec<_>>()
     );
     let backward = store
+        .snapshot()
+        .unwrap()
         .read_all(Position(2050), Direction::Backward, 100)
         .unwrap();
     assert_eq!(backward.len(), 100);
@@ -199,6 +228,8 @@ fn appends_larger_than_a_segment_read_back_across_segment_boundaries() {
             .all(|w| value(&w[0]) == value(&w[1]) + 1)
     );
     let stream = store
+        .snapshot()
+        .unwrap()
         .read_stream("bulk", StreamVersion(2990), Direction::Forward, 100)
         .unwrap();
     assert_eq!(stream.len(), 10);
@@ -210,7 +241,7 @@ fn appends_larger_than_a_segment_read_back_across_segment_boundaries() {
         .collect::<Result<_, _>>()
         .unwrap();
     assert_eq!(all.len(), 3001);
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -221,7 +252,7 @@ fn the_same_key_and_content_is_a_duplicate_that_writes_nothing() {
         .append("s", ExpectedVersion::NoStream, &[first])
         .unwrap()
         .expect_done();
-    let head = store.head().unwrap();
+    let head = store.snapshot().unwrap().head().unwrap();
     // A retry carries its own clock: the time is not part of the content.
     let retry = event("k", 99, b"body").with_idempotency_key("req-1");
     let outcome = store
@@ -233,7 +264,7 @@ fn the_same_key_and_content_is_a_duplicate_that_writes_nothing() {
             positions: vec![Position(0)]
         }
     );
-    assert_eq!(store.head().unwrap(), head);
+    assert_eq!(store.snapshot().unwrap().head().unwrap(), head);
 }
 
 #[test]
@@ -266,7 +297,7 @@ fn the_same_key_with_other_content_is_a_conflict() {
             other => panic!("expected a conflict, got {other:?}"),
         }
     }
-    assert_eq!(store.head().unwrap().next, Position(1));
+    assert_eq!(store.snapshot().unwrap().head().unwrap().next, Position(1));
 }
 
 #[test]
@@ -310,7 +341,7 @@ fn mixing_duplicate_and_new_events_is_refused() {
         }
         other => panic!("expected a partial duplicate, got {other:?}"),
     }
-    assert_eq!(store.head().unwrap().next, Position(1));
+    assert_eq!(store.snapshot().unwrap().head().unwrap().next, Position(1));
 }
 
 #[test]
@@ -382,15 +413,17 @@ fn ten_thousand_appends_across_a_hundred_streams_survive_a_reopen() {
                 .unwrap()
                 .expect_done();
         }
-        store.head().unwrap()
+        store.snapshot().unwrap().head().unwrap()
     };
     let store = Store::open(&path).unwrap();
-    assert_eq!(store.head().unwrap(), head);
+    assert_eq!(store.snapshot().unwrap().head().unwrap(), head);
     assert_eq!(head.next, Position(10_000));
-    let report = store.verify().unwrap();
+    let report = annals::Audit::of(&store).verify().unwrap();
     assert!(report.is_sound(), "{:?}", report.problem);
     assert_eq!((report.records, report.streams), (10_000, 100));
     let stream = store
+        .snapshot()
+        .unwrap()
         .read_stream("stream-7", StreamVersion(0), Direction::Forward, 1000)
         .unwrap();
     assert_eq!(stream.len(), 100);
@@ -438,7 +471,7 @@ fn racing_writers_with_the_same_expected_version_win_exactly_once_each() {
     assert_eq!(versions, expected, "every version won exactly once");
     let last = store.snapshot().unwrap().stream_version("race").unwrap();
     assert_eq!(last.map(|v| v.0 + 1), Some(versions.len() as u64));
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -478,7 +511,10 @@ fn a_snapshot_reads_one_committed_state_while_a_writer_appends() {
         Position(1),
         "an old snapshot is unchanged"
     );
-    assert_eq!(store.head().unwrap().next, Position(501));
+    assert_eq!(
+        store.snapshot().unwrap().head().unwrap().next,
+        Position(501)
+    );
 }
 
 #[test]
@@ -514,10 +550,12 @@ fn appends_in_one_transaction_share_a_segment_and_see_each_others_versions() {
     assert_eq!(snapshot.stream_count().unwrap(), 2);
     drop(snapshot);
     let all = store
+        .snapshot()
+        .unwrap()
         .read_all(Position(0), Direction::Forward, 100)
         .unwrap();
     assert_eq!(payload_bytes(&all), vec![0, 1, 2, 3, 4, 5, 6, 7]);
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     drop(store);
     let db = redb::Database::open(dir.path().join("log.redb")).unwrap();
     let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
@@ -549,15 +587,19 @@ fn consecutive_appends_to_a_stream_extend_its_run_and_interleaved_ones_start_new
     append_one(&store, "alone", &[4]);
     let read = |stream: &str| {
         store
+            .snapshot()
+            .unwrap()
             .read_stream(stream, StreamVersion(0), Direction::Forward, 10)
             .unwrap()
     };
     assert_eq!(payload_bytes(&read("alone")), vec![0, 1, 2, 4]);
     let backward = store
+        .snapshot()
+        .unwrap()
         .read_stream("alone", StreamVersion(3), Direction::Backward, 10)
         .unwrap();
     assert_eq!(payload_bytes(&backward), vec![4, 2, 1, 0]);
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     let snapshot = store.snapshot().unwrap();
     assert_eq!(
         snapshot.stream_runs("alone").unwrap(),
@@ -587,12 +629,14 @@ fn streams_written_in_turn_read_back_across_archived_blocks() {
                 .expect_done();
         }
     }
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     let snapshot = store.snapshot().unwrap();
     let runs = snapshot.stream_runs("b").unwrap();
     assert_eq!(runs.len() as u64, per_stream);
     let length = runs.iter().map(|run| run.count).sum::<u64>();
     let all: Vec<annals::Record> = store
+        .snapshot()
+        .unwrap()
         .read_stream("b", StreamVersion(0), Direction::Forward, 1_000)
         .unwrap();
     assert_eq!(all.len() as u64, length);
@@ -602,6 +646,8 @@ fn streams_written_in_turn_read_back_across_archived_blocks() {
     }
     for from in 0..=length {
         let forward = store
+            .snapshot()
+            .unwrap()
             .read_stream("b", StreamVersion(from), Direction::Forward, 1_000)
             .unwrap();
         assert_eq!(
@@ -610,6 +656,8 @@ fn streams_written_in_turn_read_back_across_archived_blocks() {
             "forward from {from}"
         );
         let backward = store
+            .snapshot()
+            .unwrap()
             .read_stream("b", StreamVersion(from), Direction::Backward, 1_000)
             .unwrap();
         let expected: Vec<_> = all[..=from.min(length - 1) as usize]
@@ -669,7 +717,10 @@ fn random_interleavings_read_back_as_appended() {
         drop(store);
         let store = Store::open(dir.path().join("log.redb")).unwrap();
         check_streams(&store, &positions, &mut roll);
-        assert!(store.verify().unwrap().is_sound(), "seed {seed}");
+        assert!(
+            annals::Audit::of(&store).verify().unwrap().is_sound(),
+            "seed {seed}"
+        );
     }
 }
 
@@ -681,6 +732,8 @@ fn check_streams(
 ) {
     let read = |stream: &str, from: u64, direction: Direction| -> Vec<Position> {
         let records = store
+            .snapshot()
+            .unwrap()
             .read_stream(stream, StreamVersion(from), direction, usize::MAX)
             .unwrap();
         for record in &records {

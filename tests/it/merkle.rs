@@ -201,7 +201,10 @@ fn log_of_150() -> (tempfile::TempDir, Store) {
             .unwrap()
             .expect_done();
     }
-    assert_eq!(store.head().unwrap().next, Position(150));
+    assert_eq!(
+        store.snapshot().unwrap().head().unwrap().next,
+        Position(150)
+    );
     // Drained into the file: the tests copy the file itself and damage it beneath the store.
     store.flush().unwrap();
     (dir, store)
@@ -209,6 +212,8 @@ fn log_of_150() -> (tempfile::TempDir, Store) {
 
 fn record_hashes(store: &Store) -> Vec<Digest> {
     store
+        .snapshot()
+        .unwrap()
         .read_all(Position(0), Direction::Forward, usize::MAX)
         .unwrap()
         .iter()
@@ -622,7 +627,9 @@ fn verify_finds_a_stored_tree_node_that_differs_from_the_records() {
         }
         txn.commit().unwrap();
     }
-    let report = Store::open_read_only(&path).unwrap().verify().unwrap();
+    let report = annals::Audit::of(&Store::open_read_only(&path).unwrap())
+        .verify()
+        .unwrap();
     let finding = report.problem.expect("a finding");
     assert_eq!(finding.position, Position(47));
     assert!(
@@ -668,7 +675,9 @@ fn verify_finds_a_stored_frontier_or_an_extra_node_that_differs_from_the_records
             damage(&txn);
             txn.commit().unwrap();
         }
-        let report = Store::open_read_only(&path).unwrap().verify().unwrap();
+        let report = annals::Audit::of(&Store::open_read_only(&path).unwrap())
+            .verify()
+            .unwrap();
         let finding = report.problem.expect("a finding");
         assert_eq!(finding.position, Position(150), "{what}");
         assert!(

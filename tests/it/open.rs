@@ -25,16 +25,19 @@ fn a_new_file_is_created_and_reopened() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(leftovers, ["new.redb"], "a temporary file was left behind");
-    let store = Store::open_existing(&path).unwrap();
-    assert!(store.verify().unwrap().is_sound());
+    let store = Store::open_with(&path, annals::StoreOptions::default()).unwrap();
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
 fn open_existing_refuses_a_missing_file() {
     let dir = tempfile::tempdir().unwrap();
-    let error = Store::open_existing(dir.path().join("absent.redb"))
-        .err()
-        .unwrap();
+    let error = Store::open_with(
+        dir.path().join("absent.redb"),
+        annals::StoreOptions::default(),
+    )
+    .err()
+    .unwrap();
     assert!(
         matches!(error, Error::Open(OpenError::Missing { .. })),
         "{error:?}"
@@ -162,8 +165,11 @@ fn a_read_only_store_reads_and_refuses_appends_without_touching_the_file() {
     let before = fs::read(&path).unwrap();
     {
         let store = Store::open_read_only(&path).unwrap();
-        assert!(store.verify().unwrap().is_sound());
-        assert_eq!(store.head().unwrap().next, annals::Position(1));
+        assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
+        assert_eq!(
+            store.snapshot().unwrap().head().unwrap().next,
+            annals::Position(1)
+        );
         let refused = store.append(
             "s",
             annals::ExpectedVersion::Any,
@@ -186,9 +192,9 @@ fn a_created_log_is_whole_before_anything_opens_it() {
     let path = dir.path().join("new.redb");
     annals::testing::internals::open::create(&path).unwrap();
     let store = Store::open_read_only(&path).unwrap();
-    let report = store.verify().unwrap();
+    let report = annals::Audit::of(&store).verify().unwrap();
     assert!(report.is_sound(), "{:?}", report.problem);
-    assert_eq!(store.head().unwrap().next.0, 0);
+    assert_eq!(store.snapshot().unwrap().head().unwrap().next.0, 0);
     for projection in store.projections().iter() {
         let checkpoint = store.snapshot().unwrap().checkpoint(projection.name());
         assert!(
@@ -237,7 +243,7 @@ fn stale_private_files_of_dead_processes_are_swept_and_live_ones_stay() {
     let lookalike = left("log.redb.backup.4294967295".into(), hour_ago);
     let store = Store::open(&path).unwrap();
     append_one(&store, "s", b"x");
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     assert!(!dead.exists() && !dead_import.exists(), "stale files stay");
     for kept in [init, own, fresh, other, lookalike] {
         assert!(kept.exists(), "{} was swept", kept.display());
@@ -252,7 +258,9 @@ fn a_panic_the_store_catches_reaches_the_caller_as_one_typed_error() {
     let path = dir.path().join("damaged.redb");
     annals::testing::damage::demo_log_redb_panics_on(&dir.path().join("clean.redb"), &path);
     let read = Store::open_read_only(&path).and_then(|store| {
-        store.read_all(annals::Position(0), annals::Direction::Forward, usize::MAX)
+        store.snapshot().and_then(|snapshot| {
+            snapshot.read_all(annals::Position(0), annals::Direction::Forward, usize::MAX)
+        })
     });
     assert!(matches!(read, Err(Error::DamagedFile { .. })), "{read:?}");
 }

@@ -108,7 +108,7 @@ fn acked(keys: &[&str], refused: &[(&str, OutboxRefusal)]) -> PullOutcome {
 }
 
 fn row(store: &Store, key: &str) -> OutboxRow {
-    outbox::row(&store.state().expect("state"), key)
+    outbox::row(&store.snapshot().expect("state").state(), key)
         .expect("read row")
         .expect("row exists")
 }
@@ -157,11 +157,13 @@ fn prune(store: &Store, now_ms: u64, older_than_ms: u64) -> SweepOutcome {
 }
 
 fn records_in(store: &Store) -> u64 {
-    store.head().expect("head").next.0
+    store.snapshot().expect("head").head().expect("head").next.0
 }
 
 fn stream_kinds(store: &Store, key: &str) -> Vec<String> {
     store
+        .snapshot()
+        .expect("read stream")
         .read_stream(
             &format!("outbox/{key}"),
             StreamVersion(0),
@@ -177,7 +179,7 @@ fn stream_kinds(store: &Store, key: &str) -> Vec<String> {
 /// Checks each index table against what the rows say it must hold: `due` the pending rows,
 /// `by_peer` the open rows, `by_state` and `by_enqueue` every row.
 fn assert_indexes_match_rows(store: &Store) {
-    let json = state_json(&store.state().expect("state")).expect("state json");
+    let json = state_json(&store.snapshot().expect("state").state()).expect("state json");
     let text = |v: &serde_json::Value| v.as_str().expect("a string").to_owned();
     let number = |v: &serde_json::Value| v.as_u64().expect("a number");
     let mut due = BTreeSet::new();
@@ -233,7 +235,12 @@ fn assert_indexes_match_rows(store: &Store) {
 
 fn assert_sound(store: &Store) {
     assert_indexes_match_rows(store);
-    assert!(store.verify().expect("verify").is_sound());
+    assert!(
+        annals::Audit::of(store)
+            .verify()
+            .expect("verify")
+            .is_sound()
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -408,7 +415,7 @@ fn due_rows_are_pending_rows_past_next_at_in_enqueue_order() -> TestResult {
     enqueue(&store, "a", "runtime:p", T0)?.expect_done();
     enqueue(&store, "c", "runtime:q", T0 - 10)?.expect_done();
     enqueue(&store, "later", "runtime:p", T0 + 100)?.expect_done();
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(keys(&outbox::due(&state, T0, 10)?), ["b", "a", "c"]);
     assert_eq!(keys(&outbox::due(&state, T0, 2)?), ["b", "a"], "limit");
     assert_eq!(keys(&outbox::due(&state, T0 - 11, 10)?), Vec::<&str>::new());
@@ -426,7 +433,7 @@ fn a_retried_row_is_due_again_only_after_its_backoff() -> TestResult {
     let (_dir, store) = common::store();
     enqueue(&store, "k", "runtime:p", T0)?.expect_done();
     host(&store, retry("k", T0 + 10)).expect_done();
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert!(outbox::due(&state, T0 + 10, 10)?.is_empty());
     assert_eq!(keys(&outbox::due(&state, T0 + 1_010, 10)?), ["k"]);
     assert_sound(&store);
@@ -474,7 +481,7 @@ fn waiting_claimed_done_and_expired_rows_are_never_due() -> TestResult {
         },
     )
     .expect_done();
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(keys(&outbox::due(&state, u64::MAX, 100)?), ["pending"]);
     assert_sound(&store);
     Ok(())
@@ -498,7 +505,7 @@ fn pending_for_lists_a_peers_new_or_due_pending_rows_in_creation_order() -> Test
         },
     )
     .expect_done();
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(
         keys(&outbox::pending_for(&state, "runtime:p", T0 + 10, 10)?),
         ["z-first", "a-second"],
@@ -1396,7 +1403,7 @@ fn prune_removes_done_and_expired_rows_older_than_the_window_with_their_index_en
             more: false
         }
     );
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(outbox::row(&state, "done-old")?, None);
     assert_eq!(outbox::row(&state, "expired-old")?, None);
     assert_eq!(
@@ -1468,11 +1475,11 @@ fn busy_store() -> Result<(tempfile::TempDir, Store), Box<dyn std::error::Error>
 #[test]
 fn outbox_state_survives_reopening_the_store() -> TestResult {
     let (dir, store) = busy_store()?;
-    let before = state_json(&store.state()?)?;
+    let before = state_json(&store.snapshot()?.state())?;
     let path = store.path().to_path_buf();
     drop(store);
-    let reopened = Store::open_existing(&path)?;
-    assert_eq!(state_json(&reopened.state()?)?, before);
+    let reopened = Store::open_with(&path, annals::StoreOptions::default())?;
+    assert_eq!(state_json(&reopened.snapshot()?.state())?, before);
     assert_eq!(state_of(&reopened, "a"), OutboxState::Claimed);
     assert_eq!(state_of(&reopened, "d"), OutboxState::Done);
     assert_sound(&reopened);
@@ -1483,9 +1490,9 @@ fn outbox_state_survives_reopening_the_store() -> TestResult {
 #[test]
 fn rebuild_reproduces_the_outbox_state_exactly() -> TestResult {
     let (_dir, store) = busy_store()?;
-    let before = state_json(&store.state()?)?;
-    store.rebuild(Some("outbox"))?;
-    assert_eq!(state_json(&store.state()?)?, before);
+    let before = state_json(&store.snapshot()?.state())?;
+    annals::Rebuild::of(&store).run(Some("outbox"))?;
+    assert_eq!(state_json(&store.snapshot()?.state())?, before);
     assert_sound(&store);
     Ok(())
 }
@@ -1507,7 +1514,7 @@ fn commands_in_one_write_see_each_others_rows() -> TestResult {
     })?;
     assert_eq!(claimed_keys(outcome), ["k"]);
     assert_eq!(
-        store.get(Position(1))?.map(|r| r.kind),
+        store.snapshot()?.get(Position(1))?.map(|r| r.kind),
         Some("outbox.claimed".into())
     );
     assert_sound(&store);
@@ -1543,7 +1550,7 @@ fn claim_and_expire_look_past_any_number_of_live_claims() -> TestResult {
             more: false,
         }
     );
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(
         outbox::open_for(&state, "runtime:p", usize::MAX)?.len(),
         301
@@ -1566,7 +1573,10 @@ fn payloads_follow_the_documented_layout() -> TestResult {
         },
     )
     .expect_done();
-    let records = store.read_stream("outbox/k", StreamVersion(0), Direction::Forward, 10)?;
+    let records =
+        store
+            .snapshot()?
+            .read_stream("outbox/k", StreamVersion(0), Direction::Forward, 10)?;
     let (enqueued, expired) = (&records[0], &records[1]);
     assert_eq!(
         (enqueued.kind.as_str(), enqueued.schema),

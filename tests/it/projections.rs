@@ -32,7 +32,7 @@ fn open_with(path: &std::path::Path, projection: Option<KindCounts>) -> Store {
 
 fn count(store: &Store, kind: &str) -> Option<u64> {
     COUNTS
-        .get(&store.state().unwrap(), &kind.to_owned())
+        .get(&store.snapshot().unwrap().state(), &kind.to_owned())
         .unwrap()
 }
 
@@ -57,7 +57,7 @@ fn a_custom_projection_is_applied_with_every_append() {
     append(&store, "a");
     append(&store, "b");
     assert_eq!((count(&store, "a"), count(&store, "b")), (Some(2), Some(1)));
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -87,7 +87,7 @@ fn a_changed_version_rebuilds_the_projection_on_open() {
         Some(20),
         "rebuilt from the log by the new version"
     );
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -125,7 +125,7 @@ fn a_lagging_projection_is_caught_up_on_open() {
         .unwrap()
         .unwrap();
     assert_eq!((checkpoint.version, checkpoint.next), (1, Position(3)));
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -208,8 +208,11 @@ fn a_failed_write_leaves_log_and_projections_as_they_were() {
         Ok(())
     });
     assert!(result.is_err());
-    assert_eq!(store.head().unwrap().next, Position(0));
-    assert_eq!(leases::lease(&store.state().unwrap(), "r").unwrap(), None);
+    assert_eq!(store.snapshot().unwrap().head().unwrap().next, Position(0));
+    assert_eq!(
+        leases::lease(&store.snapshot().unwrap().state(), "r").unwrap(),
+        None
+    );
 }
 
 #[test]
@@ -275,11 +278,11 @@ fn a_projection_asked_for_by_a_name_none_has_is_refused_with_the_name() {
     let unknown = ProjectionError::Unknown {
         name: "nowhere".into(),
     };
-    match store.state_json("nowhere", None) {
+    match annals::Audit::of(&store).state_json("nowhere", None) {
         Err(Error::Projection(found)) => assert_eq!(found, unknown),
         other => panic!("expected {unknown:?}, got {other:?}"),
     }
-    match store.rebuild(Some("nowhere")) {
+    match annals::Rebuild::of(&store).run(Some("nowhere")) {
         Err(Error::Projection(found)) => assert_eq!(found, unknown),
         other => panic!("expected {unknown:?}, got {other:?}"),
     }
@@ -307,7 +310,7 @@ fn verify_names_the_projection_table_and_key_of_a_tampered_row() {
             now_ms: 1,
         };
         store.execute(&release).unwrap().expect_done();
-        assert!(store.verify().unwrap().is_sound());
+        assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     }
     // Forge the last token of "beta" beneath the store, as an in-place UPDATE would.
     let key = annals::testing::internals::key_bytes(&"beta".to_owned());
@@ -329,7 +332,9 @@ fn verify_names_the_projection_table_and_key_of_a_tampered_row() {
         }
         txn.commit().unwrap();
     }
-    let report = Store::open(&path).unwrap().verify().unwrap();
+    let report = annals::Audit::of(&Store::open(&path).unwrap())
+        .verify()
+        .unwrap();
     let finding = report.problem.expect("the forged row is found");
     match finding.problem {
         Problem::Projection {
@@ -388,17 +393,17 @@ fn version_1_events_upcast_to_the_same_projection_as_version_2_events() {
     })
     .unwrap()
     .expect_done();
-    let state = |store: &Store| leases::state_json(&store.state().unwrap()).unwrap();
+    let state = |store: &Store| leases::state_json(&store.snapshot().unwrap().state()).unwrap();
     assert_eq!(state(&old), state(&new));
     assert_eq!(
-        leases::lease(&old.state().unwrap(), "r")
+        leases::lease(&old.snapshot().unwrap().state(), "r")
             .unwrap()
             .unwrap()
             .expires_at_ms,
         1_100
     );
     assert!(
-        old.verify().unwrap().is_sound(),
+        annals::Audit::of(&old).verify().unwrap().is_sound(),
         "a replay upcasts the same way"
     );
 }
@@ -415,7 +420,7 @@ fn an_unknown_schema_version_is_refused_and_writes_nothing() {
         matches!(error, Error::UndecodableEvent { schema: 9, .. }),
         "{error:?}"
     );
-    assert_eq!(store.head().unwrap().next, Position(0));
+    assert_eq!(store.snapshot().unwrap().head().unwrap().next, Position(0));
 }
 
 #[test]
@@ -458,7 +463,7 @@ fn a_projection_that_touches_a_table_not_its_own_is_refused_and_nothing_is_writt
             .append("s", ExpectedVersion::Any, &[event("fine", 0, b"")])
             .unwrap()
             .expect_done();
-        let head = store.head().unwrap();
+        let head = store.snapshot().unwrap().head().unwrap();
         let error = store
             .append("s", ExpectedVersion::Any, &[event("forge", 0, b"")])
             .unwrap_err();
@@ -471,15 +476,15 @@ fn a_projection_that_touches_a_table_not_its_own_is_refused_and_nothing_is_writt
             "{error:?}"
         );
         assert_eq!(
-            store.head().unwrap(),
+            store.snapshot().unwrap().head().unwrap(),
             head,
             "the refused append left a trace"
         );
         assert_eq!(
-            leases::lease(&store.state().unwrap(), "deploy-lock").unwrap(),
+            leases::lease(&store.snapshot().unwrap().state(), "deploy-lock").unwrap(),
             None
         );
-        assert!(store.verify().unwrap().is_sound());
+        assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     }
 }
 
@@ -499,8 +504,8 @@ fn grant(token: u64, at_ms: u64) -> NewEvent {
 
 /// The store's head and every lease row, to compare before and after a dropped write.
 fn leases_and_head(store: &Store) -> (annals::Head, String) {
-    let state = leases::state_json(&store.state().unwrap()).unwrap();
-    (store.head().unwrap(), state.to_string())
+    let state = leases::state_json(&store.snapshot().unwrap().state()).unwrap();
+    (store.snapshot().unwrap().head().unwrap(), state.to_string())
 }
 
 /// The work of a write that swallows `failure` and returns `Ok` anyway is dropped, whole.
@@ -521,7 +526,7 @@ fn assert_dropped_after(store: &Store, failure: impl Fn(&mut annals::WriteSessio
         before,
         "nothing of it was committed"
     );
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(store).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -575,7 +580,7 @@ fn a_write_that_goes_on_past_a_half_made_change_is_dropped_whole() {
         })
         .unwrap()
         .expect_done();
-    assert_eq!(store.head().unwrap().next, Position(2));
+    assert_eq!(store.snapshot().unwrap().head().unwrap().next, Position(2));
 }
 
 /// Moves one entry of `moves.index` as each record's payload says: `from>to`, each side `key=value`
@@ -617,7 +622,12 @@ fn an_index_entry_moves_only_where_it_changes() {
     let store = Store::open_with(dir.path().join("log.redb"), options).unwrap();
     let rows = |store: &Store| {
         MOVED
-            .scan_prefix(&store.state().unwrap(), &(), annals::Direction::Forward, 10)
+            .scan_prefix(
+                &store.snapshot().unwrap().state(),
+                &(),
+                annals::Direction::Forward,
+                10,
+            )
             .unwrap()
     };
     // Each move, and the whole index after it.
@@ -646,7 +656,7 @@ fn an_index_entry_moves_only_where_it_changes() {
         );
     }
     assert!(
-        store.verify().unwrap().is_sound(),
+        annals::Audit::of(&store).verify().unwrap().is_sound(),
         "a replay moves them the same way"
     );
 }

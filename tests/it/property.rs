@@ -11,7 +11,7 @@ use annals::testing::random::random_command;
 const CASES: u64 = 1_000;
 
 fn digests(store: &Store) -> Vec<annals::Digest> {
-    let state = store.state().unwrap();
+    let state = store.snapshot().unwrap().state();
     store
         .projections()
         .iter()
@@ -39,10 +39,10 @@ fn check_case(seed: u64) {
             .unwrap();
         done += group;
     }
-    let report = store.verify().unwrap();
+    let report = annals::Audit::of(&store).verify().unwrap();
     assert!(report.is_sound(), "seed {seed}: {:?}", report.problem);
     let live = digests(&store);
-    store.rebuild(None).unwrap();
+    annals::Rebuild::of(&store).run(None).unwrap();
     assert_eq!(
         live,
         digests(&store),

@@ -39,7 +39,7 @@ fn lease_log(path: &Path) -> Vec<String> {
     let store = Store::open_with(path, options).unwrap();
     let mut rng = Rng::new(0x0005_0013);
     let mut now_ms = 1_000;
-    while store.head().unwrap().next.0 < RECORDS {
+    while store.snapshot().unwrap().head().unwrap().next.0 < RECORDS {
         store
             .write_with(Durability::Deferred, |session| {
                 for _ in 0..500 {
@@ -154,7 +154,7 @@ fn assert_behind(path: &Path, at: u64, head: u64) {
     assert!(!said.contains("unsound"), "{said}");
     // The library refuses the same read, by type.
     let store = Store::open_read_only(path).unwrap();
-    match leases::lease(&store.state().unwrap(), "anything") {
+    match leases::lease(&store.snapshot().unwrap().state(), "anything") {
         Err(Error::Projection(ProjectionError::Behind {
             projection,
             at: found,
@@ -162,7 +162,7 @@ fn assert_behind(path: &Path, at: u64, head: u64) {
         })) => assert_eq!((projection.as_str(), found, of), ("leases", at, head)),
         other => panic!("a behind projection was read: {other:?}"),
     }
-    let report = store.verify().unwrap();
+    let report = annals::Audit::of(&store).verify().unwrap();
     let every = store.projections().iter().count();
     assert!(
         report.is_sound() && report.behind.len() == every,
@@ -187,7 +187,14 @@ fn a_rebuild_killed_between_transactions_is_refused_by_readers_reported_behind_a
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     let before = lease_log(&path);
-    let head = Store::open_read_only(&path).unwrap().head().unwrap().next.0;
+    let head = Store::open_read_only(&path)
+        .unwrap()
+        .snapshot()
+        .unwrap()
+        .head()
+        .unwrap()
+        .next
+        .0;
     let batches = head.div_ceil(8192);
     assert!(batches >= 3, "{head} records make too few batches");
     let mut rng = Rng::new(0x0005_0013);
@@ -198,7 +205,7 @@ fn a_rebuild_killed_between_transactions_is_refused_by_readers_reported_behind_a
         assert_behind(&path, at, head);
         // Finished by a writable open in the first round, by a rebuild in the second.
         if round == 0 {
-            drop(Store::open_existing(&path).unwrap());
+            drop(Store::open_with(&path, annals::StoreOptions::default()).unwrap());
         } else {
             let rebuilt = annals(&["rebuild", path.to_str().unwrap()]);
             assert!(rebuilt.status.success(), "{}", text(&rebuilt.stderr));
@@ -252,12 +259,12 @@ fn a_write_beside_a_rebuild_in_the_same_process_catches_the_projection_up_first(
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     lease_log(&path);
-    let store = Store::open_existing(&path).unwrap();
+    let store = Store::open_with(&path, annals::StoreOptions::default()).unwrap();
     let mut decided = None;
     // In the rebuild's progress callback, between two of its transactions, another write
     // of the same store runs: it must not decide on, or apply to, the half-built leases.
-    store
-        .rebuild_with(Some("leases"), &mut |done| {
+    annals::Rebuild::of(&store)
+        .run_with(Some("leases"), &mut |done| {
             if done > 0 && decided.is_none() {
                 let command = LeaseCommand::Acquire {
                     resource: "rebuild-race".into(),
@@ -273,12 +280,19 @@ fn a_write_beside_a_rebuild_in_the_same_process_catches_the_projection_up_first(
         matches!(decided, Some(LeaseOutcome::Granted { .. })),
         "{decided:?}"
     );
-    let report = store.verify().unwrap();
+    let report = annals::Audit::of(&store).verify().unwrap();
     assert!(report.is_sound() && report.behind.is_empty(), "{report:?}");
-    let held = leases::lease(&store.state().unwrap(), "rebuild-race").unwrap();
+    let held = leases::lease(&store.snapshot().unwrap().state(), "rebuild-race").unwrap();
     assert!(held.is_some());
     // The store's own read of a table it keeps goes through the same check.
-    assert!(store.state().unwrap().get_raw("leases.held", b"x").is_ok());
+    assert!(
+        store
+            .snapshot()
+            .unwrap()
+            .state()
+            .get_raw("leases.held", b"x")
+            .is_ok()
+    );
 }
 
 #[test]
@@ -316,8 +330,8 @@ fn a_multi_writer_beside_another_writers_rebuild_sees_its_batches_and_catches_up
     // between them: the writer's next command must see that commit, and catch the leases up
     // before it decides, rather than take them as still following.
     let mut decided = None;
-    rebuilder
-        .rebuild_with(Some("leases"), &mut |done| {
+    annals::Rebuild::of(&rebuilder)
+        .run_with(Some("leases"), &mut |done| {
             if done > 0 && decided.is_none() {
                 decided = Some(writer.execute(&acquire("beside-rebuild", u64::MAX / 4 + 1)));
                 // Its commit drained into the file between two of the rebuild's batches.
@@ -330,9 +344,9 @@ fn a_multi_writer_beside_another_writers_rebuild_sees_its_batches_and_catches_up
         "{decided:?}"
     );
     for store in [&writer, &rebuilder] {
-        let report = store.verify().unwrap();
+        let report = annals::Audit::of(store).verify().unwrap();
         assert!(report.is_sound() && report.behind.is_empty(), "{report:?}");
-        let state = store.state().unwrap();
+        let state = store.snapshot().unwrap().state();
         for resource in ["warm-0", "warm-2", "beside-rebuild"] {
             assert!(
                 leases::lease(&state, resource).unwrap().is_some(),

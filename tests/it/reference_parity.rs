@@ -30,11 +30,18 @@ const TTL: u64 = 30_000;
 
 /// Runs `command` and returns its outcome with the records it appended, in order.
 fn run<C: Command>(store: &Store, command: &C) -> (C::Outcome, Vec<Record>) {
-    let before = store.head().unwrap().next.0;
+    let before = store.snapshot().unwrap().head().unwrap().next.0;
     let outcome = store.execute(command).unwrap();
-    let after = store.head().unwrap().next.0;
+    let after = store.snapshot().unwrap().head().unwrap().next.0;
     let records = (before..after)
-        .map(|position| store.get(Position(position)).unwrap().unwrap())
+        .map(|position| {
+            store
+                .snapshot()
+                .unwrap()
+                .get(Position(position))
+                .unwrap()
+                .unwrap()
+        })
         .collect();
     (outcome, records)
 }
@@ -83,7 +90,7 @@ fn granted(outcome: LeaseOutcome) -> (Lease, bool) {
 }
 
 fn held(store: &Store, resource: &str) -> Lease {
-    leases::lease(&store.state().unwrap(), resource)
+    leases::lease(&store.snapshot().unwrap().state(), resource)
         .unwrap()
         .expect("a held lease")
 }
@@ -292,7 +299,7 @@ fn list_leases_follows_listLeases() {
     );
     assert!(matches!(outcome, LeaseOutcome::Released { .. }));
     assert_eq!(records[0].kind, "lease.released");
-    let state = store.state().unwrap();
+    let state = store.snapshot().unwrap().state();
     // Long after every deadline: lapsed leases are still listed, as the reference keeps
     // their rows.
     let listed: Vec<String> = leases::list_leases(&state, "p")
@@ -335,7 +342,7 @@ fn enqueue_follows_enqueuePeerRow_with_a_kind_and_the_next_id() {
         ("event", 1, OutboxState::Pending, Some(T0))
     );
     assert_eq!(
-        outbox::row(&store.state().unwrap(), "ev:1").unwrap(),
+        outbox::row(&store.snapshot().unwrap().state(), "ev:1").unwrap(),
         Some(row)
     );
     assert_eq!(
@@ -389,7 +396,7 @@ fn due_follows_dueRows_in_enqueue_order_under_a_limit() {
         },
     );
     assert_eq!(records.len(), 1);
-    let state = store.state().unwrap();
+    let state = store.snapshot().unwrap().state();
     let now = T0 + 200;
     assert_eq!(keys(outbox::due(&state, now, 1).unwrap()), ["z-first"]);
     assert_eq!(
@@ -423,11 +430,11 @@ fn mark_waiting_follows_markWaiting_with_the_callers_attempts() {
         (OutboxState::Waiting, 7, None)
     );
     assert_eq!(
-        outbox::row(&store.state().unwrap(), "k").unwrap(),
+        outbox::row(&store.snapshot().unwrap().state(), "k").unwrap(),
         Some(row)
     );
     assert!(
-        outbox::due(&store.state().unwrap(), T0 + 10, 10)
+        outbox::due(&store.snapshot().unwrap().state(), T0 + 10, 10)
             .unwrap()
             .is_empty()
     );
@@ -492,7 +499,7 @@ fn mark_retry_follows_markRetry_with_the_callers_numbers() {
         ),
         (OutboxState::Pending, 2, Some(T0 + 900), Some(T0 + 3))
     );
-    let state = store.state().unwrap();
+    let state = store.snapshot().unwrap().state();
     assert_eq!(outbox::row(&state, "k").unwrap(), Some(row));
     assert!(outbox::due(&state, T0 + 899, 10).unwrap().is_empty());
     assert_eq!(keys(outbox::due(&state, T0 + 900, 10).unwrap()), ["k"]);
@@ -544,7 +551,7 @@ fn claim_rows_pending_for_and_the_listing_follow_claimRows_and_pendingFor_in_enq
     run(&store, &enqueue("other", "q", "event", T0))
         .0
         .expect_done();
-    let state = store.state().unwrap();
+    let state = store.snapshot().unwrap().state();
     assert_eq!(
         keys(outbox::pending_for(&state, "p", T0 + 10, 1).unwrap()),
         ["z"]
@@ -565,7 +572,7 @@ fn claim_rows_pending_for_and_the_listing_follow_claimRows_and_pendingFor_in_enq
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].kind, "outbox.claimed");
     assert_eq!(records[0].stream, "outbox/z");
-    let state = store.state().unwrap();
+    let state = store.snapshot().unwrap().state();
     assert_eq!(
         outbox::row(&state, "z").unwrap().map(|row| row.state),
         Some(OutboxState::Claimed)
@@ -634,7 +641,7 @@ fn charge_follows_charge_adding_presummed_calls() {
         now_ms: T0 + 8,
     };
     run(&store, &one).0.expect_done();
-    let state = store.state().unwrap();
+    let state = store.snapshot().unwrap().state();
     assert_eq!(
         registry::fuel_ledger(&state, "alpha").unwrap(),
         vec![FuelEntry {
@@ -715,7 +722,7 @@ fn logs_from_before_labels_and_kinds_replay_to_the_same_tables() {
             encode_payload(&enqueued),
         );
     }
-    let state = store.state().unwrap();
+    let state = store.snapshot().unwrap().state();
     let lease = held(&store, "r");
     assert_eq!(
         (
@@ -734,7 +741,7 @@ fn logs_from_before_labels_and_kinds_replay_to_the_same_tables() {
     drop(state);
     let (outcome, _) = run(&store, &enqueue("new", "p", "event", T0));
     assert!(matches!(outcome, OutboxOutcome::Enqueued { row } if row.enqueue_id == 5));
-    let report = store.verify().unwrap();
+    let report = annals::Audit::of(&store).verify().unwrap();
     assert!(
         report.is_sound(),
         "a replay upcasts the same way: {report:?}"

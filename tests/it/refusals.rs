@@ -35,9 +35,11 @@ fn content(path: &Path) -> Content {
     let store = Store::open_read_only(path).unwrap();
     let snapshot = store.snapshot().unwrap();
     let head = snapshot.head().unwrap();
-    let state = store.state().unwrap();
+    let state = store.snapshot().unwrap().state();
     Content {
         records: store
+            .snapshot()
+            .unwrap()
             .read_all(Position(0), Direction::Forward, usize::MAX)
             .unwrap(),
         head,
@@ -74,7 +76,7 @@ fn refused_at(result: annals::Result<annals::export::ExportSummary>) -> Position
 }
 
 fn import(file: &Path, target: &Path) -> annals::Result<annals::export::ExportSummary> {
-    Store::import(file, target, &mut |_, _| {})
+    annals::Import::run(file, target, &mut |_, _| {})
 }
 
 #[test]
@@ -274,7 +276,7 @@ fn the_stores_refusals_leave_the_file_bytes_as_they_were() {
         );
         assert_eq!(fs::read(&source).unwrap(), bytes, "{events:?}");
     }
-    let head = store.head().unwrap().next;
+    let head = store.snapshot().unwrap().head().unwrap().next;
     let exists = dir.path().join("exists");
     fs::write(&exists, b"x").unwrap();
     let cuts = [
@@ -284,8 +286,8 @@ fn the_stores_refusals_leave_the_file_bytes_as_they_were() {
         (Position(10), dir.path().join("missing").join("a")),
     ];
     for (before, path) in &cuts {
-        let checked = store.check_archive(*before, path);
-        let refused = store.archive_before(*before, path);
+        let checked = annals::Archives::of(&store).check(*before, path);
+        let refused = annals::Archives::of(&store).archive_before(*before, path);
         assert!(
             checked.is_err() && refused.is_err(),
             "{path:?}: {refused:?}"
@@ -296,7 +298,8 @@ fn the_stores_refusals_leave_the_file_bytes_as_they_were() {
         );
         assert_eq!(fs::read(&source).unwrap(), bytes, "{path:?}");
     }
-    let missing = store.archive_before(Position(10), dir.path().join("missing").join("a"));
+    let missing = annals::Archives::of(&store)
+        .archive_before(Position(10), dir.path().join("missing").join("a"));
     assert!(
         missing.unwrap_err().to_string().contains("missing"),
         "the refusal names the folder"

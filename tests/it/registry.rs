@@ -59,7 +59,7 @@ fn mailbox(store: &Store, handle: &str, owner: &str, now_ms: u64) -> Result<Inst
 }
 
 fn instance(store: &Store, handle: &str) -> Result<Option<Instance>> {
-    registry::instance(&store.state()?, handle)
+    registry::instance(&store.snapshot()?.state(), handle)
 }
 
 fn set_status(store: &Store, handle: &str, status: Status) -> Result<InstanceOutcome> {
@@ -84,11 +84,12 @@ fn charge(store: &Store, instance: &str, caller: &str, op: &str, fuel: u64) -> R
 }
 
 fn head(store: &Store) -> Result<u64> {
-    Ok(store.head()?.next.0)
+    Ok(store.snapshot()?.head()?.next.0)
 }
 
 fn kinds_of(store: &Store, stream: &str) -> Result<Vec<String>> {
     Ok(store
+        .snapshot()?
         .read_stream(stream, StreamVersion(0), Direction::Forward, usize::MAX)?
         .into_iter()
         .map(|record| record.kind)
@@ -116,7 +117,7 @@ fn hostname_labels_and_token_ids_are_valid_handles() -> Result<()> {
         "a token id is path-only"
     );
     assert!(!instance(&store, "martha")?.is_some_and(|i| i.handle.is_path_only()));
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -225,7 +226,7 @@ fn a_new_instance_gets_the_defaults_and_is_created_at_now() -> Result<()> {
         }
     );
     assert_eq!(instance(&store, "martha")?, Some(expected));
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -266,7 +267,7 @@ fn an_upsert_of_an_existing_instance_changes_only_the_given_fields() -> Result<(
         kinds_of(&store, "registry/martha")?,
         ["registry.instance_added", "registry.instance_updated"]
     );
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -279,7 +280,7 @@ fn updates_never_change_created_at() -> Result<()> {
     let now = instance(&store, "martha")?;
     assert_eq!(now.as_ref().map(|i| i.created_at_ms), Some(T0));
     assert_eq!(now.map(|i| i.store), Some("/var/b.db".to_owned()));
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -344,7 +345,7 @@ fn an_empty_optional_text_field_clears_it() -> Result<()> {
         ),
         (None, None, None, None)
     );
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(registry::by_identity(&state, IDENTITY)?, None);
     assert_eq!(
         registry::state_json(&state)?["by_identity"],
@@ -354,7 +355,7 @@ fn an_empty_optional_text_field_clears_it() -> Result<()> {
         registry::state_json(&state)?["by_owner"],
         serde_json::json!([])
     );
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -381,7 +382,7 @@ fn set_status_enables_and_disables() -> Result<()> {
             "registry.status_changed"
         ]
     );
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -447,7 +448,7 @@ fn a_roster_with_a_star_knows_everyone_and_repeats_are_dropped() -> Result<()> {
         instance(&store, "martha")?.map(|i| i.knows),
         Some(Knows::nobody())
     );
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -474,7 +475,7 @@ fn set_topics_replaces_them_and_empty_is_none() -> Result<()> {
     set(&[])?.expect_done();
     assert_eq!(instance(&store, "martha")?.map(|i| i.topics), Some(vec![]));
     assert_eq!(head(&store)?, 3);
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -492,7 +493,7 @@ fn remove_drops_the_instance_and_its_index_entries() -> Result<()> {
             matches!(removed, InstanceOutcome::Removed { instance } if instance.handle.as_str() == handle)
         );
     }
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(registry::instance(&state, "martha")?, None);
     assert_eq!(registry::by_identity(&state, IDENTITY)?, None);
     assert_eq!(registry::mailbox_of(&state, OWNER)?, None);
@@ -501,7 +502,7 @@ fn remove_drops_the_instance_and_its_index_entries() -> Result<()> {
     for table in ["instances", "by_identity", "by_owner", "by_created"] {
         assert_eq!(json[table], serde_json::json!([]), "{table}");
     }
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -517,7 +518,7 @@ fn a_removed_handle_can_be_registered_again_with_a_new_creation_time() -> Result
         .expect_done();
     let again = agent(&store, "martha", IDENTITY, T0 + 2)?;
     assert_eq!(again.created_at_ms, T0 + 2);
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -525,7 +526,7 @@ fn a_removed_handle_can_be_registered_again_with_a_new_creation_time() -> Result
 fn by_identity_finds_only_an_enabled_instance() -> Result<()> {
     let (_dir, store) = store();
     agent(&store, "martha", IDENTITY, T0)?;
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(
         registry::by_identity(&state, IDENTITY)?.map(|i| i.handle.to_string()),
         Some("martha".into())
@@ -533,8 +534,11 @@ fn by_identity_finds_only_an_enabled_instance() -> Result<()> {
     assert_eq!(registry::by_identity(&state, "03cc")?, None);
     drop(state);
     set_status(&store, "martha", Status::Disabled)?.expect_done();
-    assert_eq!(registry::by_identity(&store.state()?, IDENTITY)?, None);
-    assert!(store.verify()?.is_sound());
+    assert_eq!(
+        registry::by_identity(&store.snapshot()?.state(), IDENTITY)?,
+        None
+    );
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -545,9 +549,9 @@ fn by_identity_answers_the_first_enabled_handle_when_several_share_it() -> Resul
     agent(&store, "bob", IDENTITY, T0 + 1)?;
     agent(&store, "carol", IDENTITY, T0 + 2)?;
     set_status(&store, "bob", Status::Disabled)?.expect_done();
-    let found = registry::by_identity(&store.state()?, IDENTITY)?;
+    let found = registry::by_identity(&store.snapshot()?.state(), IDENTITY)?;
     assert_eq!(found.map(|i| i.handle.to_string()), Some("carol".into()));
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -560,7 +564,7 @@ fn an_identity_change_moves_the_identity_index() -> Result<()> {
         ..InstanceFields::default()
     };
     upsert(&store, "martha", change, T0 + 1)?;
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(registry::by_identity(&state, IDENTITY)?, None);
     assert_eq!(
         registry::by_identity(&state, "03cc")?.map(|i| i.handle.to_string()),
@@ -570,7 +574,7 @@ fn an_identity_change_moves_the_identity_index() -> Result<()> {
         registry::state_json(&state)?["by_identity"],
         serde_json::json!([{ "identity": "03cc", "handle": "martha" }])
     );
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -578,7 +582,7 @@ fn an_identity_change_moves_the_identity_index() -> Result<()> {
 fn identity_of_an_agent_is_its_own_identity() -> Result<()> {
     let (_dir, store) = store();
     agent(&store, "martha", IDENTITY, T0)?;
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(
         registry::identity_of(&state, "martha", "localhost")?,
         Some(IDENTITY.into())
@@ -596,7 +600,7 @@ fn identity_of_a_mailbox_is_its_owner() -> Result<()> {
         ..with_store("/var/box.db")
     };
     upsert(&store, "box", fields, T0)?;
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(
         registry::identity_of(&state, "box", "localhost")?,
         Some(OWNER.into())
@@ -613,7 +617,7 @@ fn identity_of_needs_the_domain_to_match() -> Result<()> {
         ..with_store("/var/martha.db")
     };
     upsert(&store, "martha", fields, T0)?;
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(registry::identity_of(&state, "martha", "localhost")?, None);
     assert_eq!(
         registry::identity_of(&state, "nobody", "example.org")?,
@@ -632,7 +636,7 @@ fn identity_of_ignores_the_status() -> Result<()> {
     agent(&store, "martha", IDENTITY, T0)?;
     set_status(&store, "martha", Status::Disabled)?.expect_done();
     assert_eq!(
-        registry::identity_of(&store.state()?, "martha", "localhost")?,
+        registry::identity_of(&store.snapshot()?.state(), "martha", "localhost")?,
         Some(IDENTITY.into())
     );
     Ok(())
@@ -647,16 +651,25 @@ fn mailbox_of_an_owner_is_its_enabled_mailbox_instance() -> Result<()> {
         ..with_store("/var/agent.db")
     };
     upsert(&store, "agent", agent_with_owner, T0)?;
-    assert_eq!(registry::mailbox_of(&store.state()?, OWNER)?, None);
+    assert_eq!(
+        registry::mailbox_of(&store.snapshot()?.state(), OWNER)?,
+        None
+    );
     mailbox(&store, "box", OWNER, T0 + 1)?;
     assert_eq!(
-        registry::mailbox_of(&store.state()?, OWNER)?.map(|i| i.handle.to_string()),
+        registry::mailbox_of(&store.snapshot()?.state(), OWNER)?.map(|i| i.handle.to_string()),
         Some("box".into())
     );
     set_status(&store, "box", Status::Disabled)?.expect_done();
-    assert_eq!(registry::mailbox_of(&store.state()?, OWNER)?, None);
-    assert_eq!(registry::mailbox_of(&store.state()?, "02ff")?, None);
-    assert!(store.verify()?.is_sound());
+    assert_eq!(
+        registry::mailbox_of(&store.snapshot()?.state(), OWNER)?,
+        None
+    );
+    assert_eq!(
+        registry::mailbox_of(&store.snapshot()?.state(), "02ff")?,
+        None
+    );
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -669,10 +682,10 @@ fn an_owner_change_moves_the_mailbox() -> Result<()> {
         ..InstanceFields::default()
     };
     upsert(&store, "box", change, T0 + 1)?;
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(registry::mailbox_of(&state, OWNER)?, None);
     assert!(registry::mailbox_of(&state, "02ff")?.is_some());
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -684,10 +697,12 @@ fn instances_are_listed_oldest_first_and_filtered_by_status() -> Result<()> {
     agent(&store, "alice", "03a", T0 + 2)?;
     set_status(&store, "bob", Status::Disabled)?.expect_done();
     let handles = |status, limit| -> Result<Vec<String>> {
-        Ok(registry::instances(&store.state()?, status, limit)?
-            .into_iter()
-            .map(|i| i.handle.to_string())
-            .collect())
+        Ok(
+            registry::instances(&store.snapshot()?.state(), status, limit)?
+                .into_iter()
+                .map(|i| i.handle.to_string())
+                .collect(),
+        )
     };
     assert_eq!(handles(None, usize::MAX)?, ["bob", "alice", "carol"]);
     assert_eq!(
@@ -696,7 +711,7 @@ fn instances_are_listed_oldest_first_and_filtered_by_status() -> Result<()> {
     );
     assert_eq!(handles(Some(Status::Disabled), usize::MAX)?, ["bob"]);
     assert_eq!(handles(Some(Status::Enabled), 1)?, ["alice"]);
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -718,15 +733,18 @@ fn a_setting_is_set_and_overwritten() -> Result<()> {
         }
     );
     assert_eq!(
-        registry::setting(&store.state()?, "image")?,
+        registry::setting(&store.snapshot()?.state(), "image")?,
         Some("tree-2".into())
     );
-    assert_eq!(registry::setting(&store.state()?, "unset")?, None);
+    assert_eq!(
+        registry::setting(&store.snapshot()?.state(), "unset")?,
+        None
+    );
     assert_eq!(
         kinds_of(&store, &setting_stream("image"))?,
         ["registry.setting_set", "registry.setting_set"]
     );
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -772,7 +790,7 @@ fn an_empty_or_overlong_setting_key_is_an_invalid_command() -> Result<()> {
 fn the_host_skein_is_the_instance_its_setting_names() -> Result<()> {
     let (_dir, store) = store();
     agent(&store, "operator", IDENTITY, T0)?;
-    assert_eq!(registry::host_skein(&store.state()?)?, None);
+    assert_eq!(registry::host_skein(&store.snapshot()?.state())?, None);
     store
         .execute(&SetSetting {
             key: HOST_SKEIN_SETTING.into(),
@@ -781,7 +799,7 @@ fn the_host_skein_is_the_instance_its_setting_names() -> Result<()> {
         })?
         .expect_done();
     assert_eq!(
-        registry::host_skein(&store.state()?)?.map(|i| i.handle.to_string()),
+        registry::host_skein(&store.snapshot()?.state())?.map(|i| i.handle.to_string()),
         Some("operator".into())
     );
     Ok(())
@@ -795,7 +813,7 @@ fn fuel_aggregates_calls_and_fuel_per_instance_caller_and_op() -> Result<()> {
     charge(&store, "martha", "02aa", "/write", 30)?;
     charge(&store, "martha", "", "/read", 1)?;
     charge(&store, "bob", "02aa", "/read", 100)?;
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     let read = registry::fuel_entry(&state, "martha", "02aa", "/read")?;
     assert_eq!(read.as_ref().map(|e| (e.calls, e.fuel)), Some((2, 12)));
     assert_eq!(read.map(|e| e.updated_at_ms), Some(T0 + 7));
@@ -832,7 +850,7 @@ fn fuel_aggregates_calls_and_fuel_per_instance_caller_and_op() -> Result<()> {
             ("martha".into(), FuelTotal { calls: 4, fuel: 43 }),
         ]
     );
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -842,7 +860,7 @@ fn fuel_ledger_rows_of_equal_fuel_are_in_caller_then_op_order() -> Result<()> {
     charge(&store, "martha", "02bb", "/a", 3)?;
     charge(&store, "martha", "02aa", "/b", 3)?;
     charge(&store, "martha", "02aa", "/a", 3)?;
-    let order: Vec<(String, String)> = registry::fuel_ledger(&store.state()?, "martha")?
+    let order: Vec<(String, String)> = registry::fuel_ledger(&store.snapshot()?.state(), "martha")?
         .into_iter()
         .map(|e| (e.caller, e.op))
         .collect();
@@ -872,7 +890,7 @@ fn record_fuel_answers_the_row_and_the_total_after_the_charge() -> Result<()> {
     assert_eq!(outcome.entry.updated_at_ms, T0 + 50);
     assert_eq!(outcome.total, FuelTotal { calls: 2, fuel: 14 });
     assert_eq!(
-        registry::fuel_entry(&store.state()?, "martha", "02aa", "/write")?,
+        registry::fuel_entry(&store.snapshot()?.state(), "martha", "02aa", "/write")?,
         Some(outcome.entry)
     );
     Ok(())
@@ -911,7 +929,7 @@ fn fuel_that_would_overflow_the_ledger_is_an_invalid_command() -> Result<()> {
         "fuel",
     );
     assert_eq!(
-        registry::fuel_total(&store.state()?, "martha")?,
+        registry::fuel_total(&store.snapshot()?.state(), "martha")?,
         FuelTotal {
             calls: 1,
             fuel: u64::MAX - 1
@@ -933,10 +951,10 @@ fn removing_an_instance_keeps_its_fuel_ledger() -> Result<()> {
         })?
         .expect_done();
     assert_eq!(
-        registry::fuel_total(&store.state()?, "martha")?,
+        registry::fuel_total(&store.snapshot()?.state(), "martha")?,
         FuelTotal { calls: 1, fuel: 5 }
     );
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
@@ -972,7 +990,7 @@ fn events_go_to_the_instance_setting_and_fuel_streams() -> Result<()> {
         kinds_of(&store, &fuel_stream(&token))?,
         ["registry.fuel_charged"]
     );
-    let first = store.get(Position(0))?.map(|r| r.at_ms);
+    let first = store.snapshot()?.get(Position(0))?.map(|r| r.at_ms);
     assert_eq!(first, Some(T0), "the record's time is the command's now_ms");
     Ok(())
 }
@@ -1044,10 +1062,10 @@ fn populated() -> Result<(tempfile::TempDir, Store)> {
 #[test]
 fn registry_state_survives_reopening_the_file() -> Result<()> {
     let (dir, store) = populated()?;
-    let before = registry::state_json(&store.state()?)?;
+    let before = registry::state_json(&store.snapshot()?.state())?;
     drop(store);
-    let store = Store::open_existing(dir.path().join("log.redb"))?;
-    let state = store.state()?;
+    let store = Store::open_with(dir.path().join("log.redb"), annals::StoreOptions::default())?;
+    let state = store.snapshot()?.state();
     assert_eq!(registry::state_json(&state)?, before);
     assert_eq!(
         registry::mailbox_of(&state, OWNER)?,
@@ -1058,17 +1076,17 @@ fn registry_state_survives_reopening_the_file() -> Result<()> {
         registry::host_skein(&state)?.map(|i| i.topics),
         Some(vec!["tm_ship".into()])
     );
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }
 
 #[test]
 fn rebuilding_the_registry_reproduces_its_state() -> Result<()> {
     let (_dir, store) = populated()?;
-    let before = registry::state_json(&store.state()?)?;
+    let before = registry::state_json(&store.snapshot()?.state())?;
     assert_ne!(before["instances"], serde_json::json!([]));
-    store.rebuild(Some("registry"))?;
-    assert_eq!(registry::state_json(&store.state()?)?, before);
-    assert!(store.verify()?.is_sound());
+    annals::Rebuild::of(&store).run(Some("registry"))?;
+    assert_eq!(registry::state_json(&store.snapshot()?.state())?, before);
+    assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())
 }

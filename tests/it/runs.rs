@@ -189,11 +189,11 @@ pub(crate) fn closed_spans(outcome: RunCommandOutcome) -> Vec<(String, Vec<Strin
 }
 
 pub(crate) fn head(store: &Store) -> u64 {
-    store.head().expect("head").next.0
+    store.snapshot().expect("head").head().expect("head").next.0
 }
 
 pub(crate) fn assert_sound(store: &Store) -> TestResult {
-    assert!(store.verify()?.is_sound());
+    assert!(annals::Audit::of(store).verify()?.is_sound());
     Ok(())
 }
 
@@ -236,12 +236,15 @@ fn start_records_an_open_span_at_now_ms_on_the_run_stream() -> TestResult {
             depth: 0
         }
     );
-    let span = runs::span(&store.state()?, "r1", "root")?.expect("span");
+    let span = runs::span(&store.snapshot()?.state(), "r1", "root")?.expect("span");
     assert_eq!(span.started_at_ms, T0);
     assert_eq!(span.writer, "w1");
     assert!(span.is_open() && span.is_root());
     assert_eq!(span.last_heartbeat_at_ms, Some(T0));
-    let records = store.read_stream("run/r1", StreamVersion(0), Direction::Forward, 10)?;
+    let records =
+        store
+            .snapshot()?
+            .read_stream("run/r1", StreamVersion(0), Direction::Forward, 10)?;
     assert_eq!(records.len(), 1);
     assert_eq!(records[0].kind, "run.span_started");
     assert_eq!(span.position, records[0].position.0);
@@ -254,7 +257,7 @@ fn start_records_an_open_span_at_now_ms_on_the_run_stream() -> TestResult {
             depth: 1
         }
     );
-    let child = runs::span(&store.state()?, "r1", "a")?.expect("child");
+    let child = runs::span(&store.snapshot()?.state(), "r1", "a")?.expect("child");
     assert_eq!(child.last_heartbeat_at_ms, None, "only roots heartbeat");
     assert_eq!(child.parent.as_deref(), Some("root"));
     assert_sound(&store)
@@ -402,7 +405,7 @@ fn patch_merges_attributes_and_reported_usage() -> TestResult {
         now_ms: T0 + 2,
     })?;
     assert_eq!(outcome, SpanCommandOutcome::Patched { seq: RunSeq(3) });
-    let span = runs::span(&store.state()?, "r1", "root")?.expect("span");
+    let span = runs::span(&store.snapshot()?.state(), "r1", "root")?.expect("span");
     assert_eq!(
         span.attributes,
         attributes(&[("model", "m1"), ("mode", "act")])
@@ -432,7 +435,7 @@ fn patch_after_end_is_refused() -> TestResult {
     store
         .execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?
         .expect_done();
-    let before = runs::span(&store.state()?, "r1", "root")?;
+    let before = runs::span(&store.snapshot()?.state(), "r1", "root")?;
     let late = store.execute(&patch(
         "r1",
         "root",
@@ -441,7 +444,10 @@ fn patch_after_end_is_refused() -> TestResult {
         T0 + 2,
     ))?;
     assert_eq!(late, refused(SpanRefusal::SpanEnded));
-    assert_eq!(runs::span(&store.state()?, "r1", "root")?, before);
+    assert_eq!(
+        runs::span(&store.snapshot()?.state(), "r1", "root")?,
+        before
+    );
     assert_sound(&store)
 }
 
@@ -489,7 +495,7 @@ fn end_is_written_once_and_a_second_end_is_refused() -> TestResult {
     let second = store.execute(&end("r1", "a", SpanOutcome::Success, T0 + 9))?;
     assert_eq!(second, refused(SpanRefusal::SpanEnded));
     assert_eq!(head(&store), before);
-    let span = runs::span(&store.state()?, "r1", "a")?.expect("span");
+    let span = runs::span(&store.snapshot()?.state(), "r1", "a")?.expect("span");
     assert_eq!(span.outcome, Some(SpanOutcome::Error));
     assert_eq!(span.outcome_reason.as_deref(), Some("tool crashed"));
     assert_eq!(span.ended_at_ms, Some(T0 + 7));
@@ -525,10 +531,10 @@ fn a_span_ends_with_each_of_the_six_outcomes() -> TestResult {
         store
             .execute(&end(&run, &root, outcome, T0 + 1))?
             .expect_done();
-        let span = runs::span(&store.state()?, &run, &root)?.expect("span");
+        let span = runs::span(&store.snapshot()?.state(), &run, &root)?.expect("span");
         assert_eq!(span.outcome, Some(outcome));
         assert_eq!(
-            runs::rollup(&store.state()?, &run)?
+            runs::rollup(&store.snapshot()?.state(), &run)?
                 .expect("rollup")
                 .outcome,
             outcome
@@ -566,7 +572,7 @@ fn end_merges_final_usage_and_attributes() -> TestResult {
             now_ms: T0 + 3,
         })?
         .expect_done();
-    let span = runs::span(&store.state()?, "r1", "root")?.expect("span");
+    let span = runs::span(&store.snapshot()?.state(), "r1", "root")?.expect("span");
     assert_eq!(span.attributes, attributes(&[("a", "1"), ("b", "2")]));
     assert_eq!(span.usage, usage(5, 6, Some(1_500)));
     assert_sound(&store)
@@ -592,7 +598,7 @@ fn events_take_the_next_index_of_their_span() -> TestResult {
             ))?
             .expect_done();
     }
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     let root_events = runs::events(&state, "r1", "root")?;
     let indexes: Vec<u64> = root_events.iter().map(|e| e.event_index).collect();
     assert_eq!(indexes, [0, 1, 2]);
@@ -628,7 +634,7 @@ fn an_event_payload_over_the_cap_is_cut_and_flagged_truncated() -> TestResult {
             ..
         }
     ));
-    let events = runs::events(&store.state()?, "r1", "root")?;
+    let events = runs::events(&store.snapshot()?.state(), "r1", "root")?;
     assert_eq!((events[0].payload.len(), events[0].truncated), (cap, false));
     assert_eq!((events[1].payload.len(), events[1].truncated), (cap, true));
     assert_sound(&store)
@@ -647,7 +653,7 @@ fn a_lower_payload_cap_applies_and_a_higher_one_is_clamped() -> TestResult {
     store
         .execute(&event("r1", "root", &big, Some(1 << 20), T0))?
         .expect_done();
-    let events = runs::events(&store.state()?, "r1", "root")?;
+    let events = runs::events(&store.snapshot()?.state(), "r1", "root")?;
     assert_eq!(
         (events[0].payload.as_str(), events[0].truncated),
         ("0123", true)
@@ -667,7 +673,7 @@ fn a_cut_payload_stays_utf8() -> TestResult {
     store
         .execute(&event("r1", "root", "éé", Some(3), T0))?
         .expect_done();
-    let events = runs::events(&store.state()?, "r1", "root")?;
+    let events = runs::events(&store.snapshot()?.state(), "r1", "root")?;
     assert_eq!(
         (events[0].payload.as_str(), events[0].truncated),
         ("é", true)
@@ -721,7 +727,7 @@ fn every_change_takes_the_next_seq_of_its_run_and_carries_its_position() -> Test
     store
         .execute(&end("r1", "a", SpanOutcome::Success, T0 + 4))?
         .expect_done();
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     let changes = runs::changes_since(&state, "r1", RunSeq(0), 100)?;
     let seqs: Vec<u64> = changes.iter().map(|c| c.seq.0).collect();
     assert_eq!(seqs, [1, 2, 3, 4, 5]);
@@ -738,6 +744,7 @@ fn every_change_takes_the_next_seq_of_its_run_and_carries_its_position() -> Test
     );
     for change in &changes {
         let record = store
+            .snapshot()?
             .get(annals::Position(change.position))?
             .expect("record");
         assert_eq!(record.stream, "run/r1", "the position is the global cursor");
@@ -765,11 +772,14 @@ fn heartbeats_take_no_seq() -> TestResult {
         .expect_done();
     let outcome = store.execute(&heartbeat("r1", T0 + 1_000))?;
     assert_eq!(outcome, RunCommandOutcome::HeartbeatRecorded);
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(runs::high_water_seq(&state, "r1")?, RunSeq(1));
     let root = runs::span(&state, "r1", "root")?.expect("root");
     assert_eq!(root.last_heartbeat_at_ms, Some(T0 + 1_000));
-    let records = store.read_stream("run/r1", StreamVersion(0), Direction::Forward, 10)?;
+    let records =
+        store
+            .snapshot()?
+            .read_stream("run/r1", StreamVersion(0), Direction::Forward, 10)?;
     assert_eq!(records[1].kind, "run.heartbeat");
     assert_sound(&store)
 }
@@ -798,7 +808,7 @@ fn an_older_heartbeat_does_not_move_the_last_one_back() -> TestResult {
         .expect_done();
     store.execute(&heartbeat("r1", T0 + 5_000))?.expect_done();
     store.execute(&heartbeat("r1", T0 + 2_000))?.expect_done();
-    let root = runs::span(&store.state()?, "r1", "root")?.expect("root");
+    let root = runs::span(&store.snapshot()?.state(), "r1", "root")?.expect("root");
     assert_eq!(root.last_heartbeat_at_ms, Some(T0 + 5_000));
     let stale = store.execute(&RunCommand::SweepStale {
         stale_after_ms: 4_000,
@@ -827,14 +837,14 @@ fn a_snapshot_reads_spans_events_seq_and_cursor_together() -> TestResult {
     store
         .execute(&event("r1", "root", "{}", None, T0 + 3))?
         .expect_done();
-    let snapshot = runs::snapshot(&store.state()?, "r1")?.expect("snapshot");
+    let snapshot = runs::snapshot(&store.snapshot()?.state(), "r1")?.expect("snapshot");
     let spans: Vec<&str> = snapshot.spans.iter().map(|s| s.span.as_str()).collect();
     assert_eq!(spans, ["root", "a"], "start order");
     let events: Vec<&str> = snapshot.events.iter().map(|e| e.span.as_str()).collect();
     assert_eq!(events, ["a", "root"], "seq order");
     assert_eq!(snapshot.high_water_seq, RunSeq(4));
     assert_eq!(snapshot.position, Some(head(&store) - 1));
-    assert_eq!(runs::snapshot(&store.state()?, "r9")?, None);
+    assert_eq!(runs::snapshot(&store.snapshot()?.state(), "r9")?, None);
     assert_sound(&store)
 }
 
@@ -872,10 +882,13 @@ fn ending_the_root_writes_the_rollup() -> TestResult {
     assert_eq!(rollup.name, "root work");
     assert_eq!(rollup.session_id.as_deref(), Some("session-1"));
     assert!(!rollup.detail_pruned);
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(runs::rollup(&state, "r1")?.as_ref(), Some(&*rollup));
     assert!(runs::run(&state, "r1")?.expect("run").closed);
-    let records = store.read_stream("run/r1", StreamVersion(0), Direction::Forward, 100)?;
+    let records =
+        store
+            .snapshot()?
+            .read_stream("run/r1", StreamVersion(0), Direction::Forward, 100)?;
     let kinds: Vec<&str> = records
         .iter()
         .rev()
@@ -901,7 +914,7 @@ fn rollup_tokens_are_the_roots_not_the_trees_sum() -> TestResult {
     store
         .execute(&end_using("r1", "root", usage(10, 20, Some(300)), T0 + 2))?
         .expect_done();
-    let rollup = runs::rollup(&store.state()?, "r1")?.expect("rollup");
+    let rollup = runs::rollup(&store.snapshot()?.state(), "r1")?.expect("rollup");
     assert_eq!(
         (rollup.input_tokens, rollup.output_tokens),
         (Some(10), Some(20))
@@ -926,7 +939,7 @@ fn a_cron_rollup_sums_its_children_when_the_root_reports_none() -> TestResult {
     store
         .execute(&end("r1", "root", SpanOutcome::Success, T0 + 4))?
         .expect_done();
-    let rollup = runs::rollup(&store.state()?, "r1")?.expect("rollup");
+    let rollup = runs::rollup(&store.snapshot()?.state(), "r1")?.expect("rollup");
     assert_eq!(
         (rollup.input_tokens, rollup.output_tokens),
         (Some(30), Some(3))
@@ -978,7 +991,7 @@ fn the_rollup_failure_reason_is_the_first_error_or_timeout_reason() -> TestResul
     store
         .execute(&end("r1", "root", SpanOutcome::Error, T0 + 8))?
         .expect_done();
-    let rollup = runs::rollup(&store.state()?, "r1")?.expect("rollup");
+    let rollup = runs::rollup(&store.snapshot()?.state(), "r1")?.expect("rollup");
     assert_eq!(
         rollup.failure_reason.as_deref(),
         Some("a broke"),
@@ -1002,7 +1015,7 @@ fn the_rollup_failure_reason_is_interrupted_when_the_root_was() -> TestResult {
     store
         .execute(&end("r2", "r2-root", SpanOutcome::Cancelled, T0 + 1))?
         .expect_done();
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     let interrupted = runs::rollup(&state, "r1")?.expect("rollup");
     assert_eq!(interrupted.failure_reason.as_deref(), Some("interrupted"));
     assert_eq!(
@@ -1022,7 +1035,7 @@ fn a_later_end_rolls_up_again_with_costs_frozen_at_their_first_value() -> TestRe
     store
         .execute(&end("r1", "root", SpanOutcome::Success, T0 + 2))?
         .expect_done();
-    let first = runs::rollup(&store.state()?, "r1")?.expect("rollup");
+    let first = runs::rollup(&store.snapshot()?.state(), "r1")?.expect("rollup");
     assert_eq!(
         (first.cost_micro_usd, first.effective_cost_micro_usd),
         (Some(100), Some(100))
@@ -1035,7 +1048,7 @@ fn a_later_end_rolls_up_again_with_costs_frozen_at_their_first_value() -> TestRe
             ..
         }
     ));
-    let second = runs::rollup(&store.state()?, "r1")?.expect("rollup");
+    let second = runs::rollup(&store.snapshot()?.state(), "r1")?.expect("rollup");
     assert_eq!(second.input_tokens, Some(15), "tokens follow the spans");
     assert_eq!(second.cost_micro_usd, Some(100), "the cost stays frozen");
     assert_eq!(second.effective_cost_micro_usd, Some(100));
@@ -1049,7 +1062,7 @@ fn an_unknown_cost_is_filled_by_a_later_rollup() -> TestResult {
     store
         .execute(&end("r1", "root", SpanOutcome::Success, T0 + 1))?
         .expect_done();
-    let first = runs::rollup(&store.state()?, "r1")?.expect("rollup");
+    let first = runs::rollup(&store.snapshot()?.state(), "r1")?.expect("rollup");
     assert_eq!(
         (first.cost_micro_usd, first.effective_cost_micro_usd),
         (None, None)
@@ -1057,7 +1070,7 @@ fn an_unknown_cost_is_filled_by_a_later_rollup() -> TestResult {
     store
         .execute(&end_using("r1", "a", usage(1, 1, Some(42)), T0 + 2))?
         .expect_done();
-    let second = runs::rollup(&store.state()?, "r1")?.expect("rollup");
+    let second = runs::rollup(&store.snapshot()?.state(), "r1")?.expect("rollup");
     assert_eq!(
         (second.cost_micro_usd, second.effective_cost_micro_usd),
         (Some(42), Some(42))
@@ -1092,7 +1105,7 @@ fn the_effective_cost_follows_the_billing_mode() -> TestResult {
             .execute(&end_using(run, &root, usage(1, 1, Some(900)), T0 + 1))?
             .expect_done();
     }
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     let effective = |run| -> annals::Result<(Option<u64>, Option<BillingMode>)> {
         let rollup = runs::rollup(&state, run)?.expect("rollup");
         Ok((rollup.effective_cost_micro_usd, rollup.billing_mode))
@@ -1136,7 +1149,7 @@ fn cascade_close_ends_open_spans_deepest_first() -> TestResult {
         "deepest first, then latest started"
     );
     assert_eq!(runs[0].rollup.outcome, SpanOutcome::Cancelled);
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     for span in runs::spans(&state, "r1")? {
         assert!(!span.is_open());
         if span.span != "b1" {
@@ -1214,7 +1227,7 @@ fn the_orphan_sweep_closes_every_run_with_an_open_span_of_the_gone_writer() -> T
     let closed = closed_spans(outcome);
     let runs: Vec<&str> = closed.iter().map(|(r, _)| r.as_str()).collect();
     assert_eq!(runs, ["r1", "r2"], "the whole run of an orphan closes");
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     for run in ["r1", "r2"] {
         let rollup = runs::rollup(&state, run)?.expect("rollup");
         assert_eq!(rollup.outcome, SpanOutcome::Interrupted);
@@ -1257,7 +1270,7 @@ fn the_stale_sweep_closes_runs_whose_root_heartbeat_went_stale() -> TestResult {
         closed_spans(outcome),
         [("quiet".to_owned(), vec!["root".to_owned()])]
     );
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     let root = runs::span(&state, "quiet", "root")?.expect("root");
     assert_eq!(root.outcome, Some(SpanOutcome::Interrupted));
     assert_eq!(
@@ -1311,7 +1324,7 @@ fn stuck_runs_are_open_roots_started_longer_ago_than_the_threshold() -> TestResu
         .execute(&end("done", "done-root", SpanOutcome::Success, T0))?
         .expect_done();
     store.execute(&heartbeat("old", T0 + 9_999))?.expect_done();
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     let stuck: Vec<String> = runs::stuck_runs(&state, 5_000, T0 + 10_000)?
         .into_iter()
         .map(|s| s.run)
@@ -1356,7 +1369,7 @@ const DAY: u64 = 86_400_000;
 fn pruning_deletes_the_detail_and_keeps_the_rollup_marked() -> TestResult {
     let (_dir, store) = store();
     finished(&store, "r1", T0)?;
-    let rollup = runs::rollup(&store.state()?, "r1")?.expect("rollup");
+    let rollup = runs::rollup(&store.snapshot()?.state(), "r1")?.expect("rollup");
     let outcome = store.execute(&prune(T0 + 1, DAY, 30 * DAY, 50, T0 + 2 * DAY))?;
     assert_eq!(
         outcome,
@@ -1365,7 +1378,7 @@ fn pruning_deletes_the_detail_and_keeps_the_rollup_marked() -> TestResult {
             spans_deleted: 2
         }
     );
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(runs::run(&state, "r1")?, None);
     assert!(runs::spans(&state, "r1")?.is_empty());
     assert!(runs::events(&state, "r1", "a")?.is_empty());
@@ -1430,7 +1443,7 @@ fn pruning_past_the_hard_ceiling_marks_a_coverage_gap() -> TestResult {
         .expect_done();
     let outcome = store.execute(&prune(0, DAY, 7 * DAY, 50, T0 + 7 * DAY + 1))?;
     assert!(matches!(&outcome, RunCommandOutcome::Pruned { runs, .. } if runs.len() == 2));
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     let gap = runs::rollup(&state, "r1")?.expect("rollup");
     assert_eq!(
         gap.failure_reason.as_deref(),
@@ -1465,7 +1478,7 @@ fn pruning_skips_runs_with_an_open_span() -> TestResult {
             spans_deleted: 0
         }
     );
-    assert!(runs::span(&store.state()?, "r1", "a")?.is_some());
+    assert!(runs::span(&store.snapshot()?.state(), "r1", "a")?.is_some());
     assert_sound(&store)
 }
 
@@ -1633,12 +1646,12 @@ fn the_runs_state_survives_reopening_the_store() -> TestResult {
     let before = {
         let store = Store::open(&path)?;
         workload(&store)?;
-        runs::state_json(&store.state()?)?
+        runs::state_json(&store.snapshot()?.state())?
     };
-    let store = Store::open_existing(&path)?;
-    assert_eq!(runs::state_json(&store.state()?)?, before);
+    let store = Store::open_with(&path, annals::StoreOptions::default())?;
+    assert_eq!(runs::state_json(&store.snapshot()?.state())?, before);
     assert!(
-        runs::rollup(&store.state()?, "r4")?
+        runs::rollup(&store.snapshot()?.state(), "r4")?
             .expect("r4")
             .detail_pruned
     );
@@ -1654,10 +1667,10 @@ fn the_runs_state_survives_reopening_the_store() -> TestResult {
 fn rebuild_reproduces_the_runs_state() -> TestResult {
     let (_dir, store) = store();
     workload(&store)?;
-    let before = runs::state_json(&store.state()?)?;
+    let before = runs::state_json(&store.snapshot()?.state())?;
     assert!(before["rollups"].as_array().is_some_and(|r| r.len() == 4));
-    store.rebuild(Some("runs"))?;
-    assert_eq!(runs::state_json(&store.state()?)?, before);
+    annals::Rebuild::of(&store).run(Some("runs"))?;
+    assert_eq!(runs::state_json(&store.snapshot()?.state())?, before);
     assert_sound(&store)
 }
 
@@ -1715,7 +1728,7 @@ fn a_log_whose_event_rows_copy_the_events_is_rebuilt_on_open() -> TestResult {
     store
         .execute(&event("r1", "root", "second", None, T0 + 2))?
         .expect_done();
-    let events = runs::events(&store.state()?, "r1", "root")?;
+    let events = runs::events(&store.snapshot()?.state(), "r1", "root")?;
     store.close()?;
     // Rewrite the rows as version 2 wrote them: each a copy of its event.
     {
@@ -1746,7 +1759,10 @@ fn a_log_whose_event_rows_copy_the_events_is_rebuilt_on_open() -> TestResult {
         store.snapshot()?.checkpoint("runs")?.map(|c| c.version),
         Some(3)
     );
-    assert_eq!(runs::events(&store.state()?, "r1", "root")?, events);
+    assert_eq!(
+        runs::events(&store.snapshot()?.state(), "r1", "root")?,
+        events
+    );
     store.close()?;
     let db = redb::Database::open(&path)?;
     let txn = db.begin_read()?;

@@ -49,6 +49,7 @@ fn billed_root(run: &str, span: &str, billing: Option<BillingMode>, now_ms: u64)
 /// The kinds of the records from position `from` on.
 fn kinds_from(store: &Store, from: u64) -> Result<Vec<(String, String)>, annals::Error> {
     Ok(store
+        .snapshot()?
         .read_all(Position(from), Direction::Forward, usize::MAX)?
         .into_iter()
         .map(|r| (r.stream, r.kind))
@@ -83,7 +84,7 @@ fn rollup_run_while_the_root_is_open_stores_the_rollup_so_far() -> TestResult {
             T0 + 2,
         ))?
         .expect_done();
-    let seq_before = runs::high_water_seq(&store.state()?, "r1")?;
+    let seq_before = runs::high_water_seq(&store.snapshot()?.state(), "r1")?;
     let before = head(&store);
 
     let rollup = open_rolled_up(store.execute(&rollup_request("r1", T0 + 3))?);
@@ -99,7 +100,7 @@ fn rollup_run_while_the_root_is_open_stores_the_rollup_so_far() -> TestResult {
     assert_eq!(rollup.billing_mode, Some(BillingMode::Api));
     assert_eq!(rollup.failure_reason, None);
 
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(runs::open_rollup(&state, "r1")?, Some(rollup));
     assert_eq!(runs::rollup(&state, "r1")?, None, "the run is not closed");
     assert_eq!(
@@ -166,7 +167,7 @@ fn rollup_run_freezes_costs_at_their_first_value_across_the_roots_end() -> TestR
         (T0 + 10, 10, SpanOutcome::Success)
     );
 
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(runs::rollup(&state, "r1")?.as_ref(), Some(&*rollup));
     assert_eq!(
         runs::open_rollup(&state, "r1")?,
@@ -237,7 +238,10 @@ fn rollup_run_fills_an_empty_effective_cost_only_under_the_frozen_billing_mode()
         (kept.billing_mode, kept.effective_cost_micro_usd),
         (Some(BillingMode::Api), None)
     );
-    assert_eq!(runs::open_rollup(&store.state()?, "r1")?, Some(kept));
+    assert_eq!(
+        runs::open_rollup(&store.snapshot()?.state(), "r1")?,
+        Some(kept)
+    );
     assert_sound(&store)
 }
 
@@ -265,7 +269,7 @@ fn rollup_run_of_a_closed_run_writes_its_rollup_again() -> TestResult {
         (SpanOutcome::Success, T0 + 5, 2)
     );
     assert_eq!(
-        runs::rollup(&store.state()?, "r1")?.as_ref(),
+        runs::rollup(&store.snapshot()?.state(), "r1")?.as_ref(),
         Some(&*rollup)
     );
     assert_eq!(
@@ -312,14 +316,14 @@ fn rollup_run_without_spans_writes_nothing() -> TestResult {
         .expect_done();
     let pruned = store.execute(&prune(0, 0, 0, 10, T0 + 100))?;
     assert!(matches!(pruned, RunCommandOutcome::Pruned { ref runs, .. } if runs == &["r1"]));
-    let rollup = runs::rollup(&store.state()?, "r1")?;
+    let rollup = runs::rollup(&store.snapshot()?.state(), "r1")?;
     let before = head(&store);
     assert_eq!(
         store.execute(&rollup_request("r1", T0 + 101))?,
         run_refused(RunRefusal::DetailPruned)
     );
     assert_eq!(head(&store), before, "a refusal appends nothing");
-    assert_eq!(runs::rollup(&store.state()?, "r1")?, rollup);
+    assert_eq!(runs::rollup(&store.snapshot()?.state(), "r1")?, rollup);
     assert_sound(&store)
 }
 
@@ -336,9 +340,9 @@ fn rollup_run_while_open_is_rebuilt_by_replay() -> TestResult {
         ))?
         .expect_done();
     store.execute(&rollup_request("r1", T0 + 1))?.expect_done();
-    let live = runs::state_json(&store.state()?)?;
-    store.rebuild(Some("runs"))?;
-    assert_eq!(runs::state_json(&store.state()?)?, live);
+    let live = runs::state_json(&store.snapshot()?.state())?;
+    annals::Rebuild::of(&store).run(Some("runs"))?;
+    assert_eq!(runs::state_json(&store.snapshot()?.state())?, live);
     assert_eq!(
         live["open_rollups"][0]["effective_cost_micro_usd"], 0,
         "subscription: $0"
@@ -357,14 +361,14 @@ fn heartbeat_records_the_last_heartbeat_of_any_open_span() -> TestResult {
     store
         .execute(&start("r1", "r1-a", Some("r1-root"), "w1", T0 + 1))?
         .expect_done();
-    let seq = runs::high_water_seq(&store.state()?, "r1")?;
+    let seq = runs::high_water_seq(&store.snapshot()?.state(), "r1")?;
     let before = head(&store);
 
     assert_eq!(
         store.execute(&span_heartbeat("r1", "r1-a", T0 + 50))?,
         SpanCommandOutcome::HeartbeatRecorded
     );
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     let child = runs::span(&state, "r1", "r1-a")?.expect("child");
     assert_eq!(child.last_heartbeat_at_ms, Some(T0 + 50));
     let root = runs::span(&state, "r1", "r1-root")?.expect("root");
@@ -379,7 +383,7 @@ fn heartbeat_records_the_last_heartbeat_of_any_open_span() -> TestResult {
     store
         .execute(&span_heartbeat("r1", "r1-root", T0 + 60))?
         .expect_done();
-    let root = runs::span(&store.state()?, "r1", "r1-root")?.expect("root");
+    let root = runs::span(&store.snapshot()?.state(), "r1", "r1-root")?.expect("root");
     assert_eq!(root.last_heartbeat_at_ms, Some(T0 + 60));
     assert_sound(&store)
 }
@@ -409,7 +413,7 @@ fn heartbeat_of_an_ended_or_unknown_span_writes_nothing() -> TestResult {
         refused(SpanRefusal::SpanMissing)
     );
     assert_eq!(head(&store), before);
-    let root = runs::span(&store.state()?, "r1", "r1-root")?.expect("root");
+    let root = runs::span(&store.snapshot()?.state(), "r1", "r1-root")?.expect("root");
     assert_eq!(root.last_heartbeat_at_ms, Some(T0));
 
     assert_eq!(
@@ -452,7 +456,7 @@ fn heartbeat_of_a_child_does_not_keep_a_silent_root_from_sweep_stale() -> TestRe
     };
     let closed: Vec<&str> = closed.iter().map(|r| r.run.as_str()).collect();
     assert_eq!(closed, ["r1"]);
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert!(runs::span(&state, "r2", "r2-root")?.is_some_and(|s| s.is_open()));
     assert_eq!(
         runs::span(&state, "r1", "r1-a")?.and_then(|s| s.outcome_reason),
@@ -488,7 +492,7 @@ fn start_span_refuses_a_span_id_another_run_holds() -> TestResult {
     );
     assert_eq!(head(&store), after_root);
     assert_eq!(after_root, before + 1, "only r2's own root was written");
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     assert_eq!(runs::runs_of_span(&state, "shared")?, ["r1"]);
     assert_eq!(runs::span(&state, "r2", "shared")?, None);
     assert_eq!(runs::spans(&state, "r2")?.len(), 1);
@@ -512,7 +516,7 @@ fn start_span_takes_a_pruned_runs_span_id_again() -> TestResult {
         .execute(&end("r1", "shared", SpanOutcome::Success, T0 + 1))?
         .expect_done();
     store.execute(&prune(0, 0, 0, 10, T0 + 100))?.expect_done();
-    assert!(runs::runs_of_span(&store.state()?, "shared")?.is_empty());
+    assert!(runs::runs_of_span(&store.snapshot()?.state(), "shared")?.is_empty());
     let outcome = store.execute(&start("r2", "shared", None, "w1", T0 + 101))?;
     assert_eq!(
         outcome,
@@ -521,7 +525,10 @@ fn start_span_takes_a_pruned_runs_span_id_again() -> TestResult {
             depth: 0
         }
     );
-    assert_eq!(runs::runs_of_span(&store.state()?, "shared")?, ["r2"]);
+    assert_eq!(
+        runs::runs_of_span(&store.snapshot()?.state(), "shared")?,
+        ["r2"]
+    );
     assert_sound(&store)
 }
 
@@ -572,17 +579,20 @@ fn start_span_of_a_log_written_before_the_rule_replays_unchanged() -> TestResult
     }
     let previous = {
         let store = Store::open_read_only(&path)?;
-        store.get(Position(0))?.expect("the first start")
+        store
+            .snapshot()?
+            .get(Position(0))?
+            .expect("the first start")
     };
     append_sealed_unapplied(&path, &[sealed_root_start(&previous, "r2", "shared")])?;
     let store = Store::open(&path)?;
-    store.rebuild(Some("runs"))?;
-    let state = store.state()?;
+    annals::Rebuild::of(&store).run(Some("runs"))?;
+    let state = store.snapshot()?.state();
     assert_eq!(runs::runs_of_span(&state, "shared")?, ["r1", "r2"]);
     assert!(runs::span(&state, "r2", "shared")?.is_some());
     let rebuilt = runs::state_json(&state)?;
-    store.rebuild(Some("runs"))?;
-    assert_eq!(runs::state_json(&store.state()?)?, rebuilt);
+    annals::Rebuild::of(&store).run(Some("runs"))?;
+    assert_eq!(runs::state_json(&store.snapshot()?.state())?, rebuilt);
     assert_eq!(
         store.execute(&start("r3", "shared", None, "w1", T0 + 5))?,
         refused(SpanRefusal::SpanInAnotherRun)
@@ -611,7 +621,7 @@ fn sweep_own_orphans_closes_with_the_reason_server_restarted() -> TestResult {
     };
     assert_eq!(closed.len(), 1);
     assert_eq!(closed[0].spans, ["r1-a", "r1-root"]);
-    let state = store.state()?;
+    let state = store.snapshot()?.state();
     for span in ["r1-root", "r1-a"] {
         let span = runs::span(&state, "r1", span)?.expect("span");
         assert_eq!(span.outcome, Some(SpanOutcome::Interrupted));

@@ -131,7 +131,7 @@ fn every_commit_reported_by_writers_sharing_the_journal_survives_sigkill() {
             let beside = Store::open_with(&path, multi_writer())
                 .unwrap_or_else(|error| panic!("kill {kill}: a writer beside them: {error}"));
             assert_sees(&beside, &looked_at, last, &format!("kill {kill}: a writer"));
-            let report = beside.verify().unwrap();
+            let report = annals::Audit::of(&beside).verify().unwrap();
             assert!(report.is_sound(), "kill {kill}: {:?}", report.problem);
             beside.close().unwrap();
         }
@@ -153,7 +153,7 @@ fn every_commit_reported_by_writers_sharing_the_journal_survives_sigkill() {
         },
     )
     .expect("the log reopens alone");
-    let report = store.verify().unwrap();
+    let report = annals::Audit::of(&store).verify().unwrap();
     assert!(report.is_sound(), "{:?}", report.problem);
     let all: Vec<_> = reported.iter().map(|(p, h)| (*p, *h)).collect();
     let last = all.last().map_or(Position(0), |(position, _)| *position);
@@ -206,7 +206,13 @@ fn writers_sharing_a_journal_refuse_one_damaged_before_its_last_frame() {
             "{what}: {error:?}"
         );
     };
-    damaged(second.head().map(drop), "a read over the damage");
+    damaged(
+        second
+            .snapshot()
+            .and_then(|snapshot| snapshot.head())
+            .map(drop),
+        "a read over the damage",
+    );
     let event = annals::NewEvent::new("test.kind", 9, b"after".to_vec());
     damaged(
         second

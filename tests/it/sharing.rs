@@ -40,7 +40,7 @@ fn a_deferred_commit_in_a_shared_mode_is_refused_naming_the_mode_and_writes_noth
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(store.head().unwrap().next.0, 0);
+    assert_eq!(store.snapshot().unwrap().head().unwrap().next.0, 0);
     let options = WriterOptions {
         durability: Durability::Deferred,
         ..WriterOptions::default()
@@ -64,8 +64,8 @@ fn a_read_only_open_and_close_leave_the_file_byte_for_byte_as_it_was() {
     let before = std::fs::read(&path).unwrap();
     {
         let store = Store::open_read_only(&path).unwrap();
-        assert_eq!(store.head().unwrap().next.0, 20);
-        assert!(store.verify().unwrap().is_sound());
+        assert_eq!(store.snapshot().unwrap().head().unwrap().next.0, 20);
+        assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
         assert!(matches!(
             store.append("s", ExpectedVersion::Any, &[event("test.kind", 0, b"")]),
             Err(Error::ReadOnly)
@@ -177,7 +177,7 @@ fn multi_writers_with_other_projections_keep_each_projection_true_to_the_whole_l
         .expect_done();
     let count = |kind: &str| {
         COUNTS
-            .get(&counting.state().unwrap(), &kind.to_owned())
+            .get(&counting.snapshot().unwrap().state(), &kind.to_owned())
             .unwrap()
     };
     // Until a drain, the counting store reads the plain writer's commits from the journal
@@ -219,12 +219,12 @@ fn multi_writers_with_other_projections_keep_each_projection_true_to_the_whole_l
     assert_eq!(count("test.plain"), Some(6));
     assert_eq!(count("test.counting"), Some(6));
     assert!(
-        counting.verify().unwrap().is_sound(),
+        annals::Audit::of(&counting).verify().unwrap().is_sound(),
         "KindCounts differs from a replay"
     );
     drop((counting, plain));
     let reopened = multi_writer(&path, vec![Arc::new(KindCounts)]);
-    assert!(reopened.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&reopened).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -245,7 +245,7 @@ fn a_reader_holding_a_snapshot_does_not_stop_the_writer_committing_and_sees_its_
     assert_eq!(held.head().unwrap().next.0, 1, "a held snapshot moved");
     assert_eq!(reader.snapshot().unwrap().head().unwrap().next.0, 201);
     drop(held);
-    assert!(reader.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&reader).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -287,5 +287,5 @@ fn a_multi_writer_idle_while_another_drains_and_empties_the_journal_decides_on_i
         ),
         "the first writer decided without the second's drained commit: {outcome:?}"
     );
-    assert!(first.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&first).verify().unwrap().is_sound());
 }

@@ -23,6 +23,8 @@ fn deferred_writer(store: &Arc<Store>) -> Writer {
 
 fn all_records(store: &Store) -> Vec<Record> {
     store
+        .snapshot()
+        .unwrap()
         .read_all(Position(0), Direction::Forward, usize::MAX)
         .unwrap()
 }
@@ -204,8 +206,10 @@ async fn a_consumer_resumes_where_it_stopped_after_the_store_is_reopened() {
     assert_eq!(from, Position(60));
     let next = subscribe(Arc::clone(&store), from).next().await.unwrap();
     assert_eq!((next.position, next.payload), (Position(60), vec![60]));
-    assert!(store.verify().unwrap().is_sound());
-    let state = store.state_json("consumers", None).unwrap();
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
+    let state = annals::Audit::of(&store)
+        .state_json("consumers", None)
+        .unwrap();
     assert_eq!(state["positions"][0]["position"], 59);
 }
 
@@ -245,7 +249,7 @@ fn resuming_after_the_log_was_replaced_beneath_the_consumer_is_refused() {
                 .unwrap()
                 .expect_done();
         }
-        let handled = store.get(Position(2)).unwrap().unwrap();
+        let handled = store.snapshot().unwrap().get(Position(2)).unwrap().unwrap();
         store
             .execute(&ConsumerCommand::checkpoint_after("mailer", &handled, 1))
             .unwrap()
@@ -262,7 +266,13 @@ fn resuming_after_the_log_was_replaced_beneath_the_consumer_is_refused() {
     rewritten_log(&other, &[b"a", b"b", b"X", b"d"], &handled);
     std::fs::rename(&other, &path).unwrap();
     let store = Store::open(&path).unwrap();
-    let found = store.get(Position(2)).unwrap().unwrap().hash;
+    let found = store
+        .snapshot()
+        .unwrap()
+        .get(Position(2))
+        .unwrap()
+        .unwrap()
+        .hash;
     match consumers::resume(&store.snapshot().unwrap(), "mailer") {
         Err(Error::Consumer(ConsumerError::Diverged {
             consumer,

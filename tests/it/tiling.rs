@@ -41,7 +41,9 @@ fn corrupt_at<T: std::fmt::Debug>(result: annals::Result<T>) -> Position {
 /// iterator, and its borrowing `next_view`. Each must fail at `expected`.
 fn scans_fail_at(store: &Store, from: u64, direction: Direction, expected: u64) {
     let what = format!("{direction:?} from {from}");
-    let read = store.read_all(Position(from), direction, 100);
+    let read = store
+        .snapshot()
+        .and_then(|snapshot| snapshot.read_all(Position(from), direction, 100));
     assert_eq!(corrupt_at(read), Position(expected), "read_all {what}");
     let snapshot = store.snapshot().unwrap();
     let collected: annals::Result<Vec<Record>> = snapshot
@@ -79,32 +81,66 @@ fn a_segment_moved_past_the_head_fails_every_scan_naming_the_hole() {
     scans_fail_at(&store, 14, Direction::Backward, 14);
     // Scans that do not reach the hole hand out the records they read, unchanged.
     assert_eq!(
-        store.read_all(Position(15), Direction::Forward, 4).unwrap(),
+        store
+            .snapshot()
+            .unwrap()
+            .read_all(Position(15), Direction::Forward, 4)
+            .unwrap(),
         original[15..19]
     );
     assert_eq!(
         store
+            .snapshot()
+            .unwrap()
             .read_all(Position(11), Direction::Backward, 100)
             .unwrap(),
         original[..12].iter().rev().cloned().collect::<Vec<_>>()
     );
     // Point and stream reads go through the index and refuse the hole too.
-    assert_eq!(corrupt_at(store.get(Position(13))), Position(13));
-    let stream = store.read_stream("even", StreamVersion(0), Direction::Forward, 100);
+    assert_eq!(
+        corrupt_at(
+            store
+                .snapshot()
+                .and_then(|snapshot| snapshot.get(Position(13)))
+        ),
+        Position(13)
+    );
+    let stream = store.snapshot().and_then(|snapshot| {
+        snapshot.read_stream("even", StreamVersion(0), Direction::Forward, 100)
+    });
     assert_eq!(corrupt_at(stream), Position(12));
     // Replays stop at the hole: `state --at` and `rebuild` build nothing from such a log.
-    let at = store.state_json("leases", Some(Position(20)));
+    let at = annals::Audit::of(&store).state_json("leases", Some(Position(20)));
     assert_eq!(corrupt_at(at), Position(12));
-    assert!(store.state_json("leases", Some(Position(12))).is_ok());
+    assert!(
+        annals::Audit::of(&store)
+            .state_json("leases", Some(Position(12)))
+            .is_ok()
+    );
     drop(store);
-    let store = Store::open_existing(&path).unwrap();
-    let before = store.state_json("leases", None).unwrap();
-    assert_eq!(corrupt_at(store.rebuild(None)), Position(12));
+    let store = Store::open_with(&path, annals::StoreOptions::default()).unwrap();
+    let before = annals::Audit::of(&store)
+        .state_json("leases", None)
+        .unwrap();
+    assert_eq!(
+        corrupt_at(annals::Rebuild::of(&store).run(None)),
+        Position(12)
+    );
     // Refused before anything was cleared: the projections read as they did.
-    assert_eq!(store.state_json("leases", None).unwrap(), before);
+    assert_eq!(
+        annals::Audit::of(&store)
+            .state_json("leases", None)
+            .unwrap(),
+        before
+    );
     drop(store);
     let store = Store::open_read_only(&path).unwrap();
-    assert_eq!(store.state_json("leases", None).unwrap(), before);
+    assert_eq!(
+        annals::Audit::of(&store)
+            .state_json("leases", None)
+            .unwrap(),
+        before
+    );
 }
 
 #[test]
@@ -120,7 +156,7 @@ fn a_segment_moved_onto_its_neighbour_fails_every_scan_naming_the_hole() {
     scans_fail_at(&store, u64::MAX, Direction::Backward, 14);
     scans_fail_at(&store, 16, Direction::Backward, 14);
     assert_eq!(
-        corrupt_at(store.state_json("leases", Some(Position(HEAD)))),
+        corrupt_at(annals::Audit::of(&store).state_json("leases", Some(Position(HEAD)))),
         Position(12)
     );
 }

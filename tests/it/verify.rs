@@ -33,7 +33,7 @@ fn damaged_log(part: Part, position: u64) -> (tempfile::TempDir, std::path::Path
             .append("batch", annals::ExpectedVersion::Any, &batch)
             .unwrap()
             .expect_done();
-        assert!(store.verify().unwrap().is_sound());
+        assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     }
     flip(&path, position, part);
     (dir, path)
@@ -50,7 +50,9 @@ fn verify_names_the_position_of_a_flipped_payload_byte() {
 /// Verify of the log at `path` names the record flipped at `position` (its payload or a
 /// header field that decodes either way) by its hash, having checked the records before it.
 fn assert_hash_damage_found(path: &Path, position: u64) {
-    let report = Store::open(path).unwrap().verify().unwrap();
+    let report = annals::Audit::of(&Store::open(path).unwrap())
+        .verify()
+        .unwrap();
     let finding = report.problem.expect("the damage is found");
     assert_eq!(finding.position, Position(position));
     // A format v2 record stores no payload hash: a changed payload, like a changed header
@@ -88,7 +90,7 @@ fn verify_names_hash_damage_anywhere_in_a_log_of_many_segments() {
                 .unwrap()
                 .expect_done();
         }
-        let report = store.verify().unwrap();
+        let report = annals::Audit::of(&store).verify().unwrap();
         assert!(report.is_sound(), "{report:?}");
         assert_eq!(report.records, records);
     }
@@ -117,22 +119,36 @@ fn reads_refuse_a_damaged_record_with_its_position() {
         other => panic!("expected corruption, got {other:?}"),
     };
     assert_eq!(
-        corrupt_at(store.get(Position(42)).unwrap_err()),
+        corrupt_at(
+            store
+                .snapshot()
+                .and_then(|snapshot| snapshot.get(Position(42)))
+                .unwrap_err()
+        ),
         Position(42)
     );
     assert!(
-        store.get(Position(41)).unwrap().is_some(),
+        store
+            .snapshot()
+            .unwrap()
+            .get(Position(41))
+            .unwrap()
+            .is_some(),
         "its neighbours still read"
     );
     let scan = store
-        .read_all(Position(0), Direction::Forward, 100)
+        .snapshot()
+        .and_then(|snapshot| snapshot.read_all(Position(0), Direction::Forward, 100))
         .unwrap_err();
     assert_eq!(corrupt_at(scan), Position(42));
     let backward = store
-        .read_all(Position(59), Direction::Backward, 100)
+        .snapshot()
+        .and_then(|snapshot| snapshot.read_all(Position(59), Direction::Backward, 100))
         .unwrap_err();
     assert_eq!(corrupt_at(backward), Position(42));
-    let stream = store.read_stream("batch", StreamVersion(0), Direction::Forward, 100);
+    let stream = store.snapshot().and_then(|snapshot| {
+        snapshot.read_stream("batch", StreamVersion(0), Direction::Forward, 100)
+    });
     assert_eq!(corrupt_at(stream.unwrap_err()), Position(42));
 }
 
@@ -175,7 +191,9 @@ fn verify_finds_a_broken_chain_link() {
             .unwrap();
         txn.commit().unwrap();
     }
-    let report = Store::open(&path).unwrap().verify().unwrap();
+    let report = annals::Audit::of(&Store::open(&path).unwrap())
+        .verify()
+        .unwrap();
     let finding = report.problem.expect("the forged link is found");
     assert_eq!(finding.position, Position(3));
     assert!(matches!(finding.problem, Problem::Prev { .. }), "{finding}");
@@ -201,7 +219,11 @@ fn verify_finds_a_missing_segment() {
         txn.commit().unwrap();
     }
     let store = Store::open(&path).unwrap();
-    let finding = store.verify().unwrap().problem.expect("the gap is found");
+    let finding = annals::Audit::of(&store)
+        .verify()
+        .unwrap()
+        .problem
+        .expect("the gap is found");
     assert_eq!(finding.position, Position(2));
     assert!(
         matches!(
@@ -214,7 +236,9 @@ fn verify_finds_a_missing_segment() {
         "{finding}"
     );
     assert!(matches!(
-        store.get(Position(2)),
+        store
+            .snapshot()
+            .and_then(|snapshot| snapshot.get(Position(2))),
         Err(Error::Corrupt {
             position: Position(2),
             ..
@@ -244,7 +268,10 @@ fn a_damaged_segment_digest_is_refused_by_scans_and_found_by_verify() {
     flip(&path, 0, Part::Payload);
     rewrite_segment(&path, 40, |bytes| bytes[5] ^= 0x80);
     let store = Store::open(&path).unwrap();
-    match store.read_all(Position(0), Direction::Forward, 100) {
+    match store
+        .snapshot()
+        .and_then(|snapshot| snapshot.read_all(Position(0), Direction::Forward, 100))
+    {
         Err(Error::Corrupt { position, problem }) => {
             assert_eq!(position, Position(40));
             assert!(
@@ -254,7 +281,7 @@ fn a_damaged_segment_digest_is_refused_by_scans_and_found_by_verify() {
         }
         other => panic!("expected corruption at 40, got {other:?}"),
     }
-    let finding = store
+    let finding = annals::Audit::of(&store)
         .verify()
         .unwrap()
         .problem
@@ -262,7 +289,14 @@ fn a_damaged_segment_digest_is_refused_by_scans_and_found_by_verify() {
     assert_eq!(finding.position, Position(40));
     assert!(finding.to_string().contains("segment digest"), "{finding}");
     // Point reads check each record's own hashes, which are intact.
-    assert!(store.get(Position(45)).unwrap().is_some());
+    assert!(
+        store
+            .snapshot()
+            .unwrap()
+            .get(Position(45))
+            .unwrap()
+            .is_some()
+    );
 }
 
 #[test]
@@ -273,7 +307,7 @@ fn verify_finds_a_changed_payload_even_under_a_recomputed_segment_digest() {
         bytes[..32].copy_from_slice(digest.as_bytes());
     });
     let store = Store::open(&path).unwrap();
-    let finding = store
+    let finding = annals::Audit::of(&store)
         .verify()
         .unwrap()
         .problem
@@ -287,7 +321,10 @@ fn verify_finds_a_changed_payload_even_under_a_recomputed_segment_digest() {
         "{finding}"
     );
     assert!(
-        store.get(Position(45)).is_err(),
+        store
+            .snapshot()
+            .and_then(|snapshot| snapshot.get(Position(45)))
+            .is_err(),
         "a point read checks the record's own hashes"
     );
 }
@@ -332,7 +369,7 @@ fn interleaved_log() -> (tempfile::TempDir, std::path::PathBuf) {
         append_one(&store, "a", &i.to_le_bytes());
         append_one(&store, "b", &i.to_le_bytes());
     }
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     (dir, path)
 }
 
@@ -365,7 +402,9 @@ fn rewrite<K: redb::Key + 'static>(
 }
 
 fn stream_index_problem(path: &Path) -> (String, String) {
-    let report = Store::open(path).unwrap().verify().unwrap();
+    let report = annals::Audit::of(&Store::open(path).unwrap())
+        .verify()
+        .unwrap();
     match report.problem.map(|finding| finding.problem) {
         Some(Problem::StreamIndex { stream, fault }) => (stream, fault.to_string()),
         other => panic!("expected a stream index problem, got {other:?}"),
@@ -390,12 +429,9 @@ fn verify_finds_a_tail_run_moved_to_another_position() {
     let (stream, detail) = stream_index_problem(&path);
     assert_eq!(stream, "b");
     assert!(detail.contains("puts version"), "{detail}");
-    let reads = Store::open(&path).unwrap().read_stream(
-        "b",
-        StreamVersion(u64::MAX),
-        Direction::Backward,
-        1_000,
-    );
+    let reads = Store::open(&path).unwrap().snapshot().and_then(|snapshot| {
+        snapshot.read_stream("b", StreamVersion(u64::MAX), Direction::Backward, 1_000)
+    });
     assert!(
         matches!(reads, Err(Error::Corrupt { .. })),
         "a read through the damaged tail is refused: {reads:?}"
@@ -456,7 +492,7 @@ fn an_append_to_a_stream_whose_tail_ends_past_the_head_is_refused_and_writes_not
         },
     );
     let store = Store::open(&path).unwrap();
-    let head = store.head().unwrap();
+    let head = store.snapshot().unwrap().head().unwrap();
     let appended = store.append("a", ExpectedVersion::Any, &[event("test.event", 2, b"2")]);
     match appended {
         Err(Error::CorruptMeta {
@@ -468,7 +504,7 @@ fn an_append_to_a_stream_whose_tail_ends_past_the_head_is_refused_and_writes_not
         other => panic!("expected the damaged tail to be refused, got {other:?}"),
     }
     assert_eq!(
-        store.head().unwrap(),
+        store.snapshot().unwrap().head().unwrap(),
         head,
         "the refused append wrote nothing"
     );
@@ -479,7 +515,7 @@ fn an_append_to_a_stream_whose_tail_ends_past_the_head_is_refused_and_writes_not
     );
     // The damage is a's alone: b still takes appends.
     append_one(&store, "b", b"3");
-    assert_eq!(store.head().unwrap().next, Position(3));
+    assert_eq!(store.snapshot().unwrap().head().unwrap().next, Position(3));
 }
 
 /// A log of many leases in a fresh folder ([`paged_lease_log`]).
@@ -493,7 +529,9 @@ fn paged_lease_log() -> (tempfile::TempDir, std::path::PathBuf) {
 /// The key (in hex) and the difference `verify` reports of the paged lease log at `path`,
 /// which must be a difference of the leases' `leases.held` table.
 fn held_lease_difference(path: &Path) -> (String, String) {
-    let report = Store::open(path).unwrap().verify().unwrap();
+    let report = annals::Audit::of(&Store::open(path).unwrap())
+        .verify()
+        .unwrap();
     match report.problem.map(|finding| finding.problem) {
         Some(Problem::Projection {
             projection,

@@ -39,6 +39,8 @@ fn deferred() -> WriterOptions {
 
 fn all_records(store: &Store) -> Vec<Record> {
     store
+        .snapshot()
+        .unwrap()
         .read_all(Position(0), Direction::Forward, usize::MAX)
         .unwrap()
 }
@@ -335,7 +337,10 @@ async fn sixty_four_tasks_commit_every_accepted_command_exactly_once_with_sound_
             "positions are gapless"
         );
     }
-    assert_eq!(store.head().unwrap().next, Position(records.len() as u64));
+    assert_eq!(
+        store.snapshot().unwrap().head().unwrap().next,
+        Position(records.len() as u64)
+    );
     let mut logged = told_by_log(&records);
     logged.sort();
     told.sort();
@@ -356,7 +361,7 @@ async fn sixty_four_tasks_commit_every_accepted_command_exactly_once_with_sound_
         outbox.len()
     );
     check_fencing(&records);
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     assert_eq!(stats.jobs, TASKS * STEPS);
     assert!(
         stats.batches < stats.jobs,
@@ -574,20 +579,27 @@ async fn failing_jobs_fail_alone_and_leave_no_trace_in_their_batch() {
     let (batched_log, alone_log) = (all_records(&store), all_records(&alone));
     assert_eq!(batched_log.len(), 5);
     assert_eq!(batched_log, alone_log, "the same records, hashes and chain");
-    assert_eq!(store.head().unwrap(), alone.head().unwrap());
+    assert_eq!(
+        store.snapshot().unwrap().head().unwrap(),
+        alone.snapshot().unwrap().head().unwrap()
+    );
     assert!(
         batched_log
             .iter()
             .all(|r| r.kind != "test.half" && r.kind != "test.poison")
     );
     assert!(
-        store.verify().unwrap().is_sound(),
+        annals::Audit::of(&store).verify().unwrap().is_sound(),
         "projections match a replay"
     );
     for projection in ["leases", "consumers"] {
         assert_eq!(
-            store.state_json(projection, None).unwrap(),
-            alone.state_json(projection, None).unwrap()
+            annals::Audit::of(&store)
+                .state_json(projection, None)
+                .unwrap(),
+            annals::Audit::of(&alone)
+                .state_json(projection, None)
+                .unwrap()
         );
     }
 }
@@ -652,7 +664,7 @@ async fn a_full_queue_makes_callers_wait_and_drops_nothing() {
     assert_eq!(records.len(), 22);
     assert_eq!(records[0].payload, b"first");
     assert_eq!(records[1].payload, b"second");
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -700,7 +712,7 @@ async fn closing_answers_every_accepted_job_makes_it_durable_and_releases_the_fi
     drop(store);
     let reopened = Store::open(&path).expect("the writer released the file");
     assert_eq!(all_records(&reopened).len(), 10);
-    assert!(reopened.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&reopened).verify().unwrap().is_sound());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -743,13 +755,19 @@ async fn deferred_batches_are_visible_at_once_and_durable_after_a_flush() {
             .unwrap()
             .expect_done();
     }
-    assert_eq!(store.head().unwrap().next, Position(100));
+    assert_eq!(
+        store.snapshot().unwrap().head().unwrap().next,
+        Position(100)
+    );
     writer.flush().await.unwrap();
     writer.close().await.unwrap();
     drop(store);
     let reopened = Store::open(&path).unwrap();
-    assert_eq!(reopened.head().unwrap().next, Position(100));
-    assert!(reopened.verify().unwrap().is_sound());
+    assert_eq!(
+        reopened.snapshot().unwrap().head().unwrap().next,
+        Position(100)
+    );
+    assert!(annals::Audit::of(&reopened).verify().unwrap().is_sound());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -891,7 +909,7 @@ fn threads_without_a_runtime_share_batches_through_the_blocking_calls() {
 
     let records = all_records(&store);
     assert_eq!(records.len(), 16);
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 /// `Writer::queued` counts a job once its send has put it in the queue, not once its room is
@@ -934,6 +952,8 @@ async fn jobs_queued_one_after_another_run_in_that_order() {
     }
     writer.close().await.unwrap();
     let payloads: Vec<u32> = store
+        .snapshot()
+        .unwrap()
         .read_all(Position(0), Direction::Forward, usize::MAX)
         .unwrap()
         .iter()

@@ -15,7 +15,7 @@ use crate::cluster::{Cluster, log};
 use crate::replicate::{assert_same_log, write_records};
 
 fn assert_sound(store: &Store) {
-    let report = store.verify().expect("verify runs");
+    let report = annals::Audit::of(store).verify().expect("verify runs");
     assert!(report.is_sound(), "verify: {:?}", report.problem);
 }
 
@@ -49,10 +49,12 @@ async fn a_cut_replicates_and_a_new_follower_starts_from_its_archive() {
 
     // The leader cuts beside its publisher, then writes on.
     let archive = dir.path().join("leader-0.archive");
-    let report = leader.archive_before(Position(1_500), &archive).unwrap();
+    let report = annals::Archives::of(&leader)
+        .archive_before(Position(1_500), &archive)
+        .unwrap();
     assert_eq!(report.cut.before, Position(1_500));
     write_records(&leader, 500);
-    let head = leader.head().unwrap().next;
+    let head = leader.snapshot().unwrap().head().unwrap().next;
     assert!(head > Position(3_001), "the cut record and more: {head:?}");
     writer.replicated(head).await.unwrap();
     assert_sound(&leader);
@@ -68,14 +70,22 @@ async fn a_cut_replicates_and_a_new_follower_starts_from_its_archive() {
     );
     assert_same_log(&leader, &early);
     assert_sound(&early);
-    let cut_record = early.get(Position(3_000)).unwrap().unwrap();
+    let cut_record = early
+        .snapshot()
+        .unwrap()
+        .get(Position(3_000))
+        .unwrap()
+        .unwrap();
     assert_eq!(cut_record.kind, "annals.cut");
 
     // A new host starts from the archive, imported, and follows the stream from the cut.
     let late_path = dir.path().join("late.redb");
-    let _summary = Store::import(&archive, &late_path, &mut |_, _| {}).unwrap();
+    let _summary = annals::Import::run(&archive, &late_path, &mut |_, _| {}).unwrap();
     let late = Arc::new(Store::open(&late_path).unwrap());
-    assert_eq!(late.head().unwrap().next, Position(1_500));
+    assert_eq!(
+        late.snapshot().unwrap().head().unwrap().next,
+        Position(1_500)
+    );
     assert_eq!(
         follow(&late, cluster.jetstream().await)
             .catch_up()
@@ -101,9 +111,13 @@ async fn a_cut_replicates_and_a_new_follower_starts_from_its_archive() {
         }
         other => panic!("a follower with nothing, on a trimmed stream: {other:?}"),
     }
-    assert_eq!(empty.head().unwrap().next, Position(0), "nothing appended");
+    assert_eq!(
+        empty.snapshot().unwrap().head().unwrap().next,
+        Position(0),
+        "nothing appended"
+    );
     let again_path = dir.path().join("again.redb");
-    let _summary = Store::import(&archive, &again_path, &mut |_, _| {}).unwrap();
+    let _summary = annals::Import::run(&archive, &again_path, &mut |_, _| {}).unwrap();
     let again = Arc::new(Store::open(&again_path).unwrap());
     assert_eq!(
         follow(&again, cluster.jetstream().await)
@@ -125,7 +139,9 @@ async fn a_cut_replicates_and_a_new_follower_starts_from_its_archive() {
 
     // The leader's archives are its history: replaying them reaches the cut's digests.
     assert_eq!(
-        leader.verify_archives(&[archive], &mut |_| {}).unwrap(),
+        annals::Archives::of(&leader)
+            .verify(&[archive], &mut |_| {})
+            .unwrap(),
         None
     );
     writer.stop();
@@ -191,11 +207,11 @@ async fn a_new_follower_starts_from_the_seed_alone() {
     let seed = publish_seed(Arc::clone(&leader), &jetstream, &log)
         .await
         .unwrap();
-    assert_eq!(seed.head, leader.head().unwrap());
+    assert_eq!(seed.head, leader.snapshot().unwrap().head().unwrap());
     assert_eq!(seed.start, Position(1_500));
     // The leader writes on after the seed; the stream keeps only the messages from the cut.
     write_records(&leader, 200);
-    let head = leader.head().unwrap().next;
+    let head = leader.snapshot().unwrap().head().unwrap().next;
     writer.replicated(head).await.unwrap();
     let (_, first) = trim_to(&jetstream, &log, Position(1_500)).await;
     assert!(first <= Position(1_500) && first > Position(0), "{first:?}");
@@ -220,7 +236,8 @@ async fn a_new_follower_starts_from_the_seed_alone() {
     assert_sound(&late);
     // The seeded log is the cut log: the leader's archive replays to its cut.
     assert_eq!(
-        late.verify_archives(&[dir.path().join("leader-0.archive")], &mut |_| {})
+        annals::Archives::of(&late)
+            .verify(&[dir.path().join("leader-0.archive")], &mut |_| {})
             .unwrap(),
         None
     );
@@ -239,7 +256,7 @@ async fn a_new_follower_starts_from_the_seed_alone() {
     let info = objects.info(SEED_OBJECT).await.unwrap();
     let other = Store::open(dir.path().join("other.redb")).unwrap();
     write_records(&other, 10);
-    let other_copy = other.backup(dir.path().join("other-copy.redb")).unwrap();
+    let other_copy = annals::Backup::write(&other, dir.path().join("other-copy.redb")).unwrap();
     let mut forged = std::fs::read(&other_copy.path).unwrap();
     let meta = async_nats::jetstream::object_store::ObjectMetadata {
         name: SEED_OBJECT.to_owned(),

@@ -63,7 +63,7 @@ async fn a_follower_reads_personal_payloads_as_erased_without_the_key_and_no_mes
         )
         .unwrap()
         .first_position();
-    let head = writer_store.head().unwrap().next;
+    let head = writer_store.snapshot().unwrap().head().unwrap().next;
     writer.replicated(head).await.unwrap();
     let keys = keys_of(&writer_path);
     assert_eq!(keys.len(), 2, "alice's and bob's keys");
@@ -76,16 +76,33 @@ async fn a_follower_reads_personal_payloads_as_erased_without_the_key_and_no_mes
     follower.head().wait_for(|at| *at >= head).await.unwrap();
     let replica = follower.store();
     for (position, subject) in [(alice, "alice"), (bob, "bob")] {
-        let sealed = writer_store.get(position).unwrap().unwrap();
-        assert_eq!(replica.get(position).unwrap().unwrap(), sealed);
+        let sealed = writer_store
+            .snapshot()
+            .unwrap()
+            .get(position)
+            .unwrap()
+            .unwrap();
         assert_eq!(
-            replica.payload(&sealed).unwrap(),
+            replica.snapshot().unwrap().get(position).unwrap().unwrap(),
+            sealed
+        );
+        assert_eq!(
+            annals::PayloadReader::of(replica)
+                .unwrap()
+                .open(&sealed)
+                .unwrap(),
             Payload::Erased { subject }
         );
     }
-    let note = replica.get(plain).unwrap().unwrap();
-    assert_eq!(replica.payload(&note).unwrap(), Payload::Plain(b"hi"));
-    assert!(replica.verify().unwrap().is_sound());
+    let note = replica.snapshot().unwrap().get(plain).unwrap().unwrap();
+    assert_eq!(
+        annals::PayloadReader::of(replica)
+            .unwrap()
+            .open(&note)
+            .unwrap(),
+        Payload::Plain(b"hi")
+    );
+    assert!(annals::Audit::of(replica).verify().unwrap().is_sound());
 
     // The stream's messages carry the envelopes, never a key nor the plaintext.
     let jetstream = cluster.jetstream().await;
@@ -96,7 +113,13 @@ async fn a_follower_reads_personal_payloads_as_erased_without_the_key_and_no_mes
         let message = stream.get_raw_message(sequence).await.unwrap();
         messages.extend_from_slice(&message.payload);
     }
-    let envelope = writer_store.get(alice).unwrap().unwrap().payload;
+    let envelope = writer_store
+        .snapshot()
+        .unwrap()
+        .get(alice)
+        .unwrap()
+        .unwrap()
+        .payload;
     assert!(
         contains(&messages, &envelope),
         "the messages hold the envelope"
@@ -121,25 +144,49 @@ async fn a_follower_reads_personal_payloads_as_erased_without_the_key_and_no_mes
     // reaches it, destroys its copy of her key.
     let export = writer_dir.path().join("keys.export");
     assert_eq!(
-        writer_store.export_keys(&export).unwrap().subjects,
+        annals::Keys::of(&writer_store)
+            .export(&export)
+            .unwrap()
+            .subjects,
         ["alice", "bob"]
     );
     assert_eq!(
-        replica.import_keys(&export).unwrap().imported,
+        annals::Keys::of(replica).import(&export).unwrap().imported,
         ["alice", "bob"]
     );
-    let sealed = writer_store.get(alice).unwrap().unwrap();
-    assert_eq!(replica.payload(&sealed).unwrap().data(), Some(PLAINTEXT));
+    let sealed = writer_store
+        .snapshot()
+        .unwrap()
+        .get(alice)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        annals::PayloadReader::of(replica)
+            .unwrap()
+            .open(&sealed)
+            .unwrap()
+            .data(),
+        Some(PLAINTEXT)
+    );
     let erasure = writer_store.erase("alice", 2_000).unwrap();
-    let head = writer_store.head().unwrap().next;
+    let head = writer_store.snapshot().unwrap().head().unwrap().next;
     writer.replicated(head).await.unwrap();
     follower.head().wait_for(|at| *at >= head).await.unwrap();
     assert_eq!(
-        replica.get(erasure.position).unwrap().unwrap().kind,
+        replica
+            .snapshot()
+            .unwrap()
+            .get(erasure.position)
+            .unwrap()
+            .unwrap()
+            .kind,
         "subject.erased"
     );
     assert_eq!(
-        replica.payload(&sealed).unwrap(),
+        annals::PayloadReader::of(replica)
+            .unwrap()
+            .open(&sealed)
+            .unwrap(),
         Payload::Erased { subject: "alice" }
     );
     let held = keys_of(&follower_path);
@@ -165,13 +212,22 @@ async fn a_follower_reads_personal_payloads_as_erased_without_the_key_and_no_mes
             file.display()
         );
     }
-    let bob_record = replica.get(bob).unwrap().unwrap();
+    let bob_record = replica.snapshot().unwrap().get(bob).unwrap().unwrap();
     assert_eq!(
-        replica.payload(&bob_record).unwrap().data(),
+        annals::PayloadReader::of(replica)
+            .unwrap()
+            .open(&bob_record)
+            .unwrap()
+            .data(),
         Some(&b"bob's own words"[..])
     );
-    assert!(replica.verify().unwrap().is_sound());
-    assert!(writer_store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(replica).verify().unwrap().is_sound());
+    assert!(
+        annals::Audit::of(&writer_store)
+            .verify()
+            .unwrap()
+            .is_sound()
+    );
     assert!(!task.is_finished(), "the follower stopped");
     task.abort();
     writer.stop();

@@ -45,8 +45,18 @@ async fn a_promoted_follower_continues_the_log_and_the_old_writer_is_refused() {
         .unwrap()
         .expect_done();
     }
-    let last_old = old_store.get(Position(1_999)).unwrap().unwrap();
-    let first_new = new_store.get(Position(2_000)).unwrap().unwrap();
+    let last_old = old_store
+        .snapshot()
+        .unwrap()
+        .get(Position(1_999))
+        .unwrap()
+        .unwrap();
+    let first_new = new_store
+        .snapshot()
+        .unwrap()
+        .get(Position(2_000))
+        .unwrap()
+        .unwrap();
     assert_eq!(
         first_new.prev, last_old.hash,
         "the promoted writer chains from the stream's last"
@@ -108,7 +118,14 @@ async fn a_follower_whose_log_forks_from_the_stream_is_refused_at_the_position()
     // The same first three records, then a different fourth.
     let forked = Arc::new(Store::open(dir.path().join("forked.redb")).unwrap());
     let first: Vec<_> = (0..3)
-        .map(|p| writer_store.get(Position(p)).unwrap().unwrap())
+        .map(|p| {
+            writer_store
+                .snapshot()
+                .unwrap()
+                .get(Position(p))
+                .unwrap()
+                .unwrap()
+        })
         .collect();
     forked
         .write(|session| {
@@ -138,7 +155,7 @@ async fn a_follower_whose_log_forks_from_the_stream_is_refused_at_the_position()
         other => panic!("the forked follower got {other:?}"),
     }
     assert_eq!(
-        forked.head().unwrap().next,
+        forked.snapshot().unwrap().head().unwrap().next,
         Position(4),
         "nothing unchecked was appended"
     );

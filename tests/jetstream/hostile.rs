@@ -120,7 +120,14 @@ fn writer_records(dir: &Path, last: NewEvent) -> Vec<Record> {
         .expect("the writer takes it under its own limits")
         .expect_done();
     (0..=SOUND)
-        .map(|p| store.get(Position(p)).unwrap().expect("a record"))
+        .map(|p| {
+            store
+                .snapshot()
+                .unwrap()
+                .get(Position(p))
+                .unwrap()
+                .expect("a record")
+        })
         .collect()
 }
 
@@ -194,7 +201,7 @@ fn follow_refuses(server: &Cluster, dir: &Path, subject: &str, records: &[Record
         "follow said: {said}"
     );
     let replica = Store::open_read_only(&replica).unwrap();
-    let head = replica.head().unwrap();
+    let head = replica.snapshot().unwrap().head().unwrap();
     assert_eq!(head.next, Position(SOUND), "the follower kept part of it");
     assert_eq!(head.hash, records[SOUND as usize - 1].hash);
 }
@@ -295,7 +302,10 @@ async fn a_damaged_frame_is_reported_at_the_position_it_sat_at() {
     // As a message the follower reads on its way, a sound one after it.
     publish(&js, subject, sound_payload, Some(sound_id)).await;
     assert_eq!(damaged_at(follower.catch_up().await), Position(SOUND));
-    assert_eq!(replica.head().unwrap().next, Position(SOUND));
+    assert_eq!(
+        replica.snapshot().unwrap().head().unwrap().next,
+        Position(SOUND)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -336,7 +346,10 @@ async fn a_follower_at_a_gap_in_the_stream_says_which_position_it_waits_for() {
         "said once, not at every look: {said}"
     );
     let replica = Store::open_read_only(&replica).unwrap();
-    assert_eq!(replica.head().unwrap().next, Position(1));
+    assert_eq!(
+        replica.snapshot().unwrap().head().unwrap().next,
+        Position(1)
+    );
 }
 
 /// A log of a few records for `replicate`.

@@ -52,7 +52,10 @@ pub fn write_records(store: &Store, records: u64) {
 
 /// What two logs must share: head, Merkle root, and each projection's state.
 pub fn assert_same_log(a: &Store, b: &Store) {
-    let (head_a, head_b) = (a.head().unwrap(), b.head().unwrap());
+    let (head_a, head_b) = (
+        a.snapshot().unwrap().head().unwrap(),
+        b.snapshot().unwrap().head().unwrap(),
+    );
     assert_eq!(head_a, head_b);
     let size = head_a.next.0;
     assert_eq!(
@@ -61,8 +64,8 @@ pub fn assert_same_log(a: &Store, b: &Store) {
     );
     for projection in ["leases", "registry", "outbox", "runs"] {
         assert_eq!(
-            a.state_json(projection, None).unwrap(),
-            b.state_json(projection, None).unwrap(),
+            annals::Audit::of(a).state_json(projection, None).unwrap(),
+            annals::Audit::of(b).state_json(projection, None).unwrap(),
             "projection {projection}"
         );
     }
@@ -125,11 +128,19 @@ async fn followers_end_with_the_writers_head_and_root_through_a_node_killed_and_
             .await
             .unwrap();
     }
-    assert_eq!(writer_store.head().unwrap().next, Position(RECORDS));
+    assert_eq!(
+        writer_store.snapshot().unwrap().head().unwrap().next,
+        Position(RECORDS)
+    );
     for (follower, task) in &followers {
         assert!(!task.is_finished(), "a follower stopped");
         assert_same_log(&writer_store, follower.store());
-        assert!(follower.store().verify().unwrap().is_sound());
+        assert!(
+            annals::Audit::of(follower.store())
+                .verify()
+                .unwrap()
+                .is_sound()
+        );
     }
     for (_, task) in followers {
         task.abort();

@@ -217,7 +217,7 @@ async fn two_writer_hosts_share_one_log_with_every_acknowledged_command_once_and
     let (east, west) = (hosts[0].store(), hosts[1].store());
     assert_same_log(east, west);
     for store in [east, west] {
-        assert!(store.verify().unwrap().is_sound());
+        assert!(annals::Audit::of(store).verify().unwrap().is_sound());
         let contents = contents(store);
         for acknowledged in &told {
             for keys in &acknowledged.appends {

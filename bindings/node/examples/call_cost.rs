@@ -30,29 +30,43 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     prepare(&store)?;
     let mut timings = Vec::new();
-    timings.push(("head", per_call(READS, || store.head().map(drop))?));
+    timings.push((
+        "head",
+        per_call(READS, || {
+            store
+                .snapshot()
+                .and_then(|snapshot| snapshot.head())
+                .map(drop)
+        })?,
+    ));
     timings.push((
         "get",
-        per_call(READS, || store.get(Position(RECORDS / 2)).map(drop))?,
+        per_call(READS, || {
+            store
+                .snapshot()
+                .and_then(|snapshot| snapshot.get(Position(RECORDS / 2)))
+                .map(drop)
+        })?,
     ));
     timings.push((
         "readAll100",
         per_call(READS / 10, || {
             store
-                .read_all(Position(0), Direction::Forward, 100)
+                .snapshot()
+                .and_then(|snapshot| snapshot.read_all(Position(0), Direction::Forward, 100))
                 .map(drop)
         })?,
     ));
     timings.push((
         "leaseOf",
         per_call(READS, || {
-            annals::leases::lease(&store.state()?, "resource-7").map(drop)
+            annals::leases::lease(&store.snapshot()?.state(), "resource-7").map(drop)
         })?,
     ));
     timings.push((
         "outboxRow",
         per_call(READS, || {
-            annals::outbox::row(&store.state()?, "key-7").map(drop)
+            annals::outbox::row(&store.snapshot()?.state(), "key-7").map(drop)
         })?,
     ));
     let mut now_ms = 10_000_000;

@@ -292,7 +292,10 @@ impl Store {
             return view.query(read);
         }
         self.with(|store| {
-            let state = store.state().map_err(to_js)?;
+            let state = store
+                .snapshot()
+                .map(|snapshot| snapshot.state())
+                .map_err(to_js)?;
             read(&state).map_err(to_js)
         })
     }

@@ -54,9 +54,12 @@ pub(crate) fn archive(args: ArchiveArgs) -> Result<ExitCode, Failure> {
         let options = ArchiveOptions {
             drop_keys: args.drop_keys,
         };
-        store.archive_before_with(before, &args.archive, options, &mut |done| {
-            progress.update(done)
-        })
+        annals::Archives::of(&store).archive_before_with(
+            before,
+            &args.archive,
+            options,
+            &mut |done| progress.update(done),
+        )
     });
     if let Some(line) = line.as_mut() {
         line.finish();
@@ -99,7 +102,7 @@ fn refuse_read_only(args: &ArchiveArgs) -> Result<(), Failure> {
         return Ok(());
     };
     let before = cut_position(&reader, args.before)?;
-    reader.check_archive(before, &args.archive)?;
+    annals::Archives::of(&reader).check(before, &args.archive)?;
     Ok(())
 }
 

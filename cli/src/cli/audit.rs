@@ -28,16 +28,17 @@ use annals::{ProofFile, ProofFileError};
 /// library counts both passes on one counter (up to twice the head), so the second bar
 /// starts where the first ended.
 pub(crate) fn verify_showing_progress(store: &Store) -> Result<annals::VerifyReport, Failure> {
-    let records = store.head()?.next.0;
+    let records = store.snapshot()?.head()?.next.0;
     let mut walk = ProgressLine::new("verify", records);
     let mut replay = ProgressLine::new("replay", records);
-    let report = store.verify_with(&mut |done| match verify_pass(done, records) {
-        (VerifyPass::Walk, walked) => walk.update(walked),
-        (VerifyPass::Replay, replayed) => {
-            walk.finish();
-            replay.update(replayed);
-        }
-    });
+    let report =
+        annals::Audit::of(store).verify_with(&mut |done| match verify_pass(done, records) {
+            (VerifyPass::Walk, walked) => walk.update(walked),
+            (VerifyPass::Replay, replayed) => {
+                walk.finish();
+                replay.update(replayed);
+            }
+        });
     walk.finish();
     replay.finish();
     Ok(report?)
@@ -69,7 +70,8 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     if report.is_sound() && !args.archive.is_empty() {
         let start = store.snapshot()?.start().0;
         let mut line = ProgressLine::new("archives", start);
-        let found = store.verify_archives(&args.archive, &mut |done| line.update(done));
+        let found =
+            annals::Archives::of(&store).verify(&args.archive, &mut |done| line.update(done));
         line.finish();
         report.problem = found?;
     }

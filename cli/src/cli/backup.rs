@@ -34,7 +34,7 @@ pub(crate) fn backup(args: BackupArgs) -> Result<ExitCode, Failure> {
         return Err(failure);
     }
     let store = Store::open_read_only(&args.db)?;
-    let backup = store.backup(&args.target)?;
+    let backup = annals::Backup::write(&store, &args.target)?;
     let mut out = io::stdout().lock();
     if args.output.json {
         print_json(

@@ -19,7 +19,7 @@ use super::progress::ProgressLine;
 use super::render::print_json;
 use annals::Error;
 use annals::display::grouped;
-use annals::{Compaction, Store, StoreError};
+use annals::{Compaction, StoreError};
 
 /// How often the progress thread reads the file's length.
 const POLL_EVERY: Duration = Duration::from_millis(100);
@@ -41,9 +41,9 @@ pub(crate) fn compact(args: CompactArgs) -> Result<ExitCode, Failure> {
     if let Some(failure) = super::failure::diagnose(&args.log.db, false) {
         return Err(failure);
     }
-    let mut store = Store::open_to_compact(&args.log.db, args.wait).map_err(refusal)?;
+    let mut store = annals::Compaction::open_store(&args.log.db, args.wait).map_err(refusal)?;
     let before = std::fs::metadata(&args.log.db)?.len();
-    let floor = store.allocated_bytes()?;
+    let floor = annals::Compaction::allocated_bytes(&store)?;
     let line = ProgressLine::bytes("compact", before.saturating_sub(floor));
     let bar = line.handle();
     let (done, finished) = mpsc::channel::<()>();
@@ -57,7 +57,7 @@ pub(crate) fn compact(args: CompactArgs) -> Result<ExitCode, Failure> {
                 }
             }
         });
-        let compacted = store.compact();
+        let compacted = annals::Compaction::run(&mut store);
         drop(done);
         compacted
     });

@@ -53,7 +53,8 @@ pub(crate) fn print_record(
     record: &Record,
     json: bool,
 ) -> Result<(), Failure> {
-    let (payload, undecodable) = payload::decode(record, store.payload(record)?);
+    let (payload, undecodable) =
+        payload::decode(record, annals::PayloadReader::of(store)?.open(record)?);
     let style = RecordStyle {
         json,
         ..RecordStyle::default()

@@ -95,7 +95,7 @@ pub(crate) fn replicate(command: ReplicateCommand) -> Result<ExitCode, Failure> 
     let json = args.json;
     let (log, store) = published(&args)?;
     // With `--once`, what the log holds as the command starts is what it waits for.
-    let target = store.head()?.next;
+    let target = store.snapshot()?.head()?.next;
     runtime()?.block_on(async {
         let connection = connect_within(&args.url, args.wait)
             .await
@@ -290,7 +290,7 @@ fn refused_following(error: ReplicationError, db: &Path, store: &Store) -> Failu
             | ReplicationError::Damaged { .. }
             | ReplicationError::Fork { .. }
     );
-    match (kept, store.head()) {
+    match (kept, store.snapshot().and_then(|snapshot| snapshot.head())) {
         (true, Ok(head)) => Failure::Finding(format!(
             "{error}; {} holds the {} records before it and nothing of it: \
              follow a stream its writer alone publishes to",

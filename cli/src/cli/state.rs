@@ -81,15 +81,14 @@ pub(crate) fn state(args: StateArgs) -> Result<ExitCode, Failure> {
     let live;
     let source: &dyn TableSource = match args.at {
         None => {
-            live = store.state()?;
+            live = store.snapshot()?.state();
             &live
         }
         Some(at) => {
             let mut line = ProgressLine::new("replay", at);
             let replaying =
-                store.state_at_with_archives(Position(at), &args.archive, &mut |done| {
-                    line.update(done)
-                });
+                annals::Archives::of(&store)
+                    .state_at(Position(at), &args.archive, &mut |done| line.update(done));
             line.finish();
             replay = replaying?;
             replayed = replay.state()?;

@@ -95,7 +95,7 @@ fn refuse_read_only(
         return Ok(());
     };
     if let Some(subject) = args.subject.as_deref() {
-        reader.check_not_erased(subject)?;
+        reader.snapshot()?.check_not_erased(subject)?;
     }
     Ok(reader.check_append(stream, expected, events)?)
 }
@@ -241,7 +241,7 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
             busy_timeout: args.access.wait,
             ..StoreOptions::default()
         };
-        Store::import_with(
+        annals::Import::run_with(
             &args.file,
             &args.db,
             options,
@@ -306,11 +306,12 @@ pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
     }
     refuse_unused_archives(&args.log.db, &args.archive)?;
     let store = super::open::open_with_archives(&args.log.db, false, &args.access, &args.archive)?;
-    let mut line = ProgressLine::new("rebuild", store.head()?.next.0);
-    let rebuilt = store.rebuild_with(args.projection.as_deref(), &mut |done| line.update(done));
+    let mut line = ProgressLine::new("rebuild", store.snapshot()?.head()?.next.0);
+    let rebuilt = annals::Rebuild::of(&store)
+        .run_with(args.projection.as_deref(), &mut |done| line.update(done));
     line.finish();
     rebuilt?;
-    let head = store.head()?;
+    let head = store.snapshot()?.head()?;
     let names: Vec<&str> = match &args.projection {
         Some(name) => vec![name.as_str()],
         None => store.projections().iter().map(|p| p.name()).collect(),

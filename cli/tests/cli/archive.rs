@@ -133,10 +133,12 @@ fn reads_below_a_cut_come_from_its_archive_and_proofs_from_its_hashes() {
     let (dir, store) = store(&folder);
     annals::demo::run(&store, 2_000, |_| {}).expect("demo");
     let log = store.path().to_owned();
-    let cut = store.head().expect("head").next.0 / 2;
+    let cut = store.snapshot().expect("head").head().expect("head").next.0 / 2;
     // An entity with records on both sides of the cut.
     let entity = "lease:deploy-lock".to_owned();
     let positions: Vec<u64> = store
+        .snapshot()
+        .expect("the lease's stream")
         .read_stream(
             "lease/deploy-lock",
             annals::StreamVersion(0),
@@ -295,8 +297,8 @@ fn stats_of_a_cut_log_says_how_many_records_the_file_holds_and_from_where() {
     let log = dir.path().join("cut.redb");
     let store = Store::open(&log).unwrap();
     annals::testing::internals::demo::run(&store, 1_000, |_| {}).unwrap();
-    let head = store.head().unwrap().next.0;
-    let _cut = store
+    let head = store.snapshot().unwrap().head().unwrap().next.0;
+    let _cut = annals::Archives::of(&store)
         .archive_before(Position(600), dir.path().join("cut.archive"))
         .unwrap();
     store.close().unwrap();
@@ -333,13 +335,13 @@ fn the_command_line_rebuilds_a_cut_log_with_its_archives() {
     let (dir, store) = store(&folder);
     fill(&store, 120);
     let archive = dir.path().join("log-0.archive");
-    let cut = store
+    let cut = annals::Archives::of(&store)
         .archive_before(Position(80), &archive)
         .expect("the cut");
-    let head = store.head().expect("head").next;
+    let head = store.snapshot().expect("head").head().expect("head").next;
     assert_eq!(cut.record.0 + 1, head.0, "the cut record is the last");
     fill(&store, head.0 + 30);
-    let head = store.head().expect("head").next;
+    let head = store.snapshot().expect("head").head().expect("head").next;
     store.close().expect("close");
 
     let rebuilt = crate::exits(
@@ -352,7 +354,10 @@ fn the_command_line_rebuilds_a_cut_log_with_its_archives() {
         "{said}"
     );
     let store = Store::open(&folder.db).expect("open");
-    assert_eq!(store.head().expect("head").next, head);
-    let report = store.verify().expect("verify runs");
+    assert_eq!(
+        store.snapshot().expect("head").head().expect("head").next,
+        head
+    );
+    let report = annals::Audit::of(&store).verify().expect("verify runs");
     assert!(report.is_sound(), "verify: {:?}", report.problem);
 }

@@ -16,11 +16,16 @@ fn a_backup_in_another_process_holds_the_commits_only_the_journal_holds_yet() {
     // packs them into fewer segments than the writer's commits did: the same log, every
     // record, index, tree and projection row, in segments of its own.
     let theirs = Store::open_read_only(&theirs).unwrap();
-    let report = theirs.verify().expect("verify runs");
+    let report = annals::Audit::of(&theirs).verify().expect("verify runs");
     assert!(report.is_sound(), "verify: {:?}", report.problem);
-    assert_eq!(theirs.head().unwrap(), store.head().unwrap());
+    assert_eq!(
+        theirs.snapshot().unwrap().head().unwrap(),
+        store.snapshot().unwrap().head().unwrap()
+    );
     let hashes = |store: &Store| -> Vec<_> {
         store
+            .snapshot()
+            .unwrap()
             .read_all(Position(0), Direction::Forward, usize::MAX)
             .unwrap()
             .into_iter()
@@ -29,8 +34,7 @@ fn a_backup_in_another_process_holds_the_commits_only_the_journal_holds_yet() {
     };
     assert_eq!(hashes(&theirs), hashes(&store));
     let rows_but_segments = |store: &Store| -> Vec<(String, u64)> {
-        let mut tables: Vec<(String, u64)> = store
-            .footprint()
+        let mut tables: Vec<(String, u64)> = annals::Footprint::of(store)
             .unwrap()
             .tables
             .into_iter()

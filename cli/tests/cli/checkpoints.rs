@@ -92,7 +92,14 @@ fn a_checkpoint_opens_with_annals_and_with_signed_note_and_states_the_logs_tree(
         .unwrap();
     assert_eq!(verified.len(), 1);
     // The log keeps it as the last it signed; `root` then names the origin.
-    assert_eq!(store.signed_checkpoint().unwrap().unwrap().size, 300);
+    assert_eq!(
+        annals::Checkpoints::of(&store)
+            .signed()
+            .unwrap()
+            .unwrap()
+            .size,
+        300
+    );
     let root_json = exits(annals(&["root", text(&s.log), "--json"]), 0);
     let said: serde_json::Value = serde_json::from_slice(&root_json.stdout).unwrap();
     let body = note.split("\n\n").next().unwrap().to_owned() + "\n";
@@ -256,7 +263,12 @@ fn a_tlog_proof_verifies_offline_with_the_vkey_and_with_tlog_tiles() {
         )
         .unwrap();
         let store = Store::open_read_only(&s.log).unwrap();
-        let record = store.get(annals::Position(position)).unwrap().unwrap();
+        let record = store
+            .snapshot()
+            .unwrap()
+            .get(annals::Position(position))
+            .unwrap()
+            .unwrap();
         assert_eq!(record.hash, Digest(record_hash));
         // Any flipped byte of the proof is refused: exit 1 for a proof that does not hold.
         let bytes = proof_text.as_bytes();

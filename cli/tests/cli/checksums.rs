@@ -177,7 +177,10 @@ fn a_v1_v2_or_v3_log_is_refused_read_only_and_upgraded_by_a_writable_open_readin
             )
             .unwrap()
             .expect_done();
-        assert!(store.verify().unwrap().is_sound(), "v{version}");
+        assert!(
+            annals::Audit::of(&store).verify().unwrap().is_sound(),
+            "v{version}"
+        );
     }
 }
 
@@ -191,7 +194,7 @@ fn an_upgrade_in_a_library_open_keeps_every_projection_and_rebuilds_the_tree() {
     let (size, root) = expected_head();
     assert_eq!(head.next.0, size);
     assert_eq!(snapshot.merkle_root(head.next.0).unwrap().to_hex(), root);
-    let report = store.verify().unwrap();
+    let report = annals::Audit::of(&store).verify().unwrap();
     assert!(report.is_sound(), "{:?}", report.problem);
     // A key written before the upgrade is still a duplicate, not a new record.
     let repeat = store

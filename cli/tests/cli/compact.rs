@@ -15,7 +15,7 @@ use crate::{Log, exits, json, stderr, stdout};
 fn demo_log(path: &Path, records: u64) {
     let store = Store::open(path).expect("a new log");
     annals::testing::internals::demo::run(&store, records, |_| {}).expect("the demo");
-    store.rebuild(None).expect("a rebuild");
+    annals::Rebuild::of(&store).run(None).expect("a rebuild");
     store.close().expect("close");
 }
 
@@ -24,12 +24,18 @@ fn demo_log(path: &Path, records: u64) {
 fn content(path: &Path) -> (Vec<annals::Digest>, annals::Digest) {
     let store = Store::open_read_only(path).expect("open the log");
     let hashes = store
+        .snapshot()
+        .expect("read the log")
         .read_all(Position(0), Direction::Forward, usize::MAX)
         .expect("read the log")
         .iter()
         .map(|record| record.hash)
         .collect();
-    let head = store.head().expect("the head");
+    let head = store
+        .snapshot()
+        .expect("the head")
+        .head()
+        .expect("the head");
     let root = store
         .snapshot()
         .and_then(|snapshot| snapshot.merkle_root(head.next.0))

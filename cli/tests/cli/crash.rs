@@ -54,7 +54,7 @@ fn log_is_sound(path: &std::path::Path, what: &str) -> Store {
 /// A verify that passes whole, or finds the projections only behind the log (a state to
 /// catch up, which a writable open does), never damage.
 fn sound_or_behind(store: &Store, what: &str) {
-    let report = store.verify().unwrap();
+    let report = annals::Audit::of(store).verify().unwrap();
     if let Some(problem) = &report.problem {
         assert!(problem.to_string().contains("behind"), "{what}: {problem}");
     }
@@ -83,10 +83,15 @@ fn cli_writes_killed_at_random_moments_leave_no_log_or_a_whole_one() {
             .expect_done();
     }
     drop((snapshot, store));
-    let source_head = Store::open_read_only(&source).unwrap().head().unwrap();
+    let source_head = Store::open_read_only(&source)
+        .unwrap()
+        .snapshot()
+        .unwrap()
+        .head()
+        .unwrap();
     // The shared log that appends and rebuilds go to, with the demo in it to rebuild.
     let shared = dir.path().join("shared.redb");
-    Store::import(&whole, &shared, &mut |_, _| {})
+    annals::Import::run(&whole, &shared, &mut |_, _| {})
         .unwrap()
         .expect_done();
     let mut acknowledged: BTreeMap<Position, Vec<u8>> = BTreeMap::new();
@@ -128,7 +133,7 @@ fn cli_writes_killed_at_random_moments_leave_no_log_or_a_whole_one() {
                 (target.clone(), 120_000)
             }
             Work::ImportContinuation => {
-                Store::import(&first, &target, &mut |_, _| {})
+                annals::Import::run(&first, &target, &mut |_, _| {})
                     .unwrap()
                     .expect_done();
                 command.arg("import").arg(&second).arg(&target);
@@ -177,7 +182,7 @@ fn cli_writes_killed_at_random_moments_leave_no_log_or_a_whole_one() {
             continue;
         }
         let store = log_is_sound(&path, &what);
-        let head = store.head().unwrap();
+        let head = store.snapshot().unwrap().head().unwrap();
         match work {
             Work::Create => {
                 assert!(head.next.0 <= 1, "{what}: {head:?}");
@@ -196,7 +201,7 @@ fn cli_writes_killed_at_random_moments_leave_no_log_or_a_whole_one() {
             }
             Work::Append | Work::Rebuild => {
                 for (position, payload) in &acknowledged {
-                    let record = store.get(*position).unwrap();
+                    let record = store.snapshot().unwrap().get(*position).unwrap();
                     assert_eq!(
                         record.map(|record| record.payload),
                         Some(payload.clone()),
@@ -208,8 +213,8 @@ fn cli_writes_killed_at_random_moments_leave_no_log_or_a_whole_one() {
                 // A rebuild cut short resumes at the next writable open, which brings every
                 // projection to the head.
                 if work == Work::Rebuild {
-                    let store = Store::open_existing(&path).unwrap();
-                    let report = store.verify().unwrap();
+                    let store = Store::open_with(&path, annals::StoreOptions::default()).unwrap();
+                    let report = annals::Audit::of(&store).verify().unwrap();
                     assert!(report.is_sound(), "{what}: {:?}", report.problem);
                     assert!(report.behind.is_empty(), "{what}: {:?}", report.behind);
                 }
@@ -238,7 +243,7 @@ fn annals_archive_killed_at_seeded_moments_leaves_the_log_before_or_cut() {
     let source = dir.path().join("source.redb");
     let store = Store::open(&source).expect("open");
     annals::testing::internals::demo::run(&store, 3_000, |_| {}).expect("demo");
-    let head = store.head().expect("head").next;
+    let head = store.snapshot().expect("head").head().expect("head").next;
     store.close().expect("close");
     let before = Position(head.0 / 2);
     let (mut cut, mut uncut) = (0, 0);
@@ -266,7 +271,7 @@ fn annals_archive_killed_at_seeded_moments_leaves_the_log_before_or_cut() {
         let what = format!("kill {kill} after {delay:?} (seed {seed})");
         let partial = dir.path().join(format!("log-{kill}.archive.partial"));
         let store = Store::open(&log).unwrap_or_else(|error| panic!("{what}: open: {error}"));
-        let report = store.verify().expect("verify");
+        let report = annals::Audit::of(&store).verify().expect("verify");
         assert!(report.is_sound(), "{what}: {:?}", report.problem);
         let snapshot = store.snapshot().expect("snapshot");
         match (snapshot.start(), snapshot.head().expect("head").next) {
@@ -305,8 +310,8 @@ fn annals_archive_killed_at_seeded_moments_leaves_the_log_before_or_cut() {
         let snapshot = store.snapshot().expect("snapshot");
         assert_eq!(snapshot.start(), before, "{what}: the rerun cut the log");
         assert_eq!(
-            store
-                .verify_archives(std::slice::from_ref(&archive), &mut |_| {})
+            annals::Archives::of(&store)
+                .verify(std::slice::from_ref(&archive), &mut |_| {})
                 .unwrap_or_else(|error| panic!("{what}: {error}")),
             None,
             "{what}"
@@ -327,7 +332,7 @@ fn a_rerun_names_the_archive_of_a_cut_that_committed_before_a_kill() {
     let store = Store::open(&log).expect("open");
     annals::testing::internals::demo::run(&store, 1_000, |_| {}).expect("demo");
     let archive = dir.path().join("log.archive");
-    let report = store
+    let report = annals::Archives::of(&store)
         .archive_before(Position(500), &archive)
         .expect("the cut");
     store.close().expect("close");
@@ -357,8 +362,8 @@ fn a_rerun_names_the_archive_of_a_cut_that_committed_before_a_kill() {
         report.cut.before
     );
     assert_eq!(
-        store
-            .verify_archives(std::slice::from_ref(&archive), &mut |_| {})
+        annals::Archives::of(&store)
+            .verify(std::slice::from_ref(&archive), &mut |_| {})
             .expect("verify the archive"),
         None
     );

@@ -129,7 +129,12 @@ fn the_cli_import_exits_1_naming_position_and_rule_and_verify_reports_the_forged
     {
         let store = Store::open(&base).expect("a new log");
         superseded_lease(&store);
-        assert!(store.verify().expect("verify").is_sound());
+        assert!(
+            annals::Audit::of(&store)
+                .verify()
+                .expect("verify")
+                .is_sound()
+        );
     }
     let file = dir.path().join("regrant");
     let regrant = (

@@ -116,6 +116,8 @@ fn export_over_the_log_it_reads_beside_a_writer_exits_2_and_loses_no_acknowledge
     let last = *acknowledged.iter().max().expect("acknowledged appends");
     let store = Store::open_read_only(&path).unwrap();
     let records = store
+        .snapshot()
+        .unwrap()
         .read_all(Position(0), Direction::Forward, usize::MAX)
         .unwrap();
     assert!(
@@ -123,7 +125,7 @@ fn export_over_the_log_it_reads_beside_a_writer_exits_2_and_loses_no_acknowledge
         "{} records, but position {last} was acknowledged",
         records.len()
     );
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     assert!(
         !dir.path().join("live.redb.partial").exists(),
         "no export was begun"
@@ -291,7 +293,13 @@ fn refused_commands_leave_the_logs_bytes_as_they_were() {
 fn demo_refuses_an_existing_log_and_appends_to_it_only_with_force() {
     let dir = tempfile::tempdir().unwrap();
     let log = demo(dir.path(), "log.redb", 300);
-    let before = Store::open_read_only(&log).unwrap().head().unwrap().next;
+    let before = Store::open_read_only(&log)
+        .unwrap()
+        .snapshot()
+        .unwrap()
+        .head()
+        .unwrap()
+        .next;
     let refused = command(&[])
         .arg("demo")
         .arg(&log)
@@ -313,7 +321,16 @@ fn demo_refuses_an_existing_log_and_appends_to_it_only_with_force() {
         .output()
         .unwrap();
     exit_code(&forced, 0, "demo --force");
-    assert!(Store::open_read_only(&log).unwrap().head().unwrap().next > before);
+    assert!(
+        Store::open_read_only(&log)
+            .unwrap()
+            .snapshot()
+            .unwrap()
+            .head()
+            .unwrap()
+            .next
+            > before
+    );
 }
 
 #[test]

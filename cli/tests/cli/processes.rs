@@ -92,8 +92,8 @@ fn readers_in_other_processes_verify_tail_and_stat_a_log_while_a_writer_appends(
     assert_eq!(positions(&tailed), (0..TAILED).collect::<Vec<_>>());
     writer.stop();
     let store = Store::open_read_only(&path).unwrap();
-    assert!(store.head().unwrap().next.0 >= TAILED);
-    assert!(store.verify().unwrap().is_sound());
+    assert!(store.snapshot().unwrap().head().unwrap().next.0 >= TAILED);
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]
@@ -124,6 +124,8 @@ fn three_processes_appending_in_multi_writer_mode_land_each_append_exactly_once(
     });
     let store = Store::open_read_only(&path).unwrap();
     let records = store
+        .snapshot()
+        .unwrap()
         .read_all(Position(0), annals::Direction::Forward, usize::MAX)
         .unwrap();
     let positions: Vec<u64> = records.iter().map(|r| r.position.0).collect();
@@ -137,7 +139,7 @@ fn three_processes_appending_in_multi_writer_mode_land_each_append_exactly_once(
         PROCESSES * APPENDS,
         "an append is missing or twice"
     );
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
 #[test]

@@ -28,7 +28,7 @@ fn assert_not_half_made(output: &Output, what: &str) {
 /// The log at `path` verifies sound, and no private file of a creation or import is left.
 fn whole_and_alone(path: &Path, what: &str) -> Store {
     let store = Store::open_read_only(path).unwrap();
-    let report = store.verify().unwrap();
+    let report = annals::Audit::of(&store).verify().unwrap();
     assert!(report.is_sound(), "{what}: {:?}", report.problem);
     let name = path.file_name().unwrap().to_str().unwrap();
     let leftovers: Vec<String> = std::fs::read_dir(path.parent().unwrap())
@@ -108,7 +108,10 @@ fn two_processes_creating_one_log_make_exactly_one_whole_log() {
         }
         assert!(landed >= 1, "race {race}: neither append landed");
         let store = whole_and_alone(&path, &format!("race {race}"));
-        assert_eq!(store.head().unwrap().next, Position(landed));
+        assert_eq!(
+            store.snapshot().unwrap().head().unwrap().next,
+            Position(landed)
+        );
     }
 }
 
@@ -127,7 +130,7 @@ fn processes_racing_to_create_one_log_both_land() {
         }
         let store = Store::open_read_only(&path).unwrap();
         assert_eq!(
-            store.head().unwrap().next,
+            store.snapshot().unwrap().head().unwrap().next,
             Position(2),
             "race {race}: an append is lost"
         );
@@ -156,7 +159,7 @@ fn an_import_racing_an_append_lands_whole_or_is_refused_and_the_append_stays() {
     for race in 0..8 {
         let what = format!("race {race}");
         let target = dir.path().join(format!("target-{race}.redb"));
-        Store::import(&first, &target, &mut |_, _| {})
+        annals::Import::run(&first, &target, &mut |_, _| {})
             .unwrap()
             .expect_done();
         let (import, append) = import_racing_an_append(
@@ -169,6 +172,8 @@ fn an_import_racing_an_append_lands_whole_or_is_refused_and_the_append_stays() {
         assert_not_half_made(&import, &what);
         let store = whole_and_alone(&target, &what);
         let records = store
+            .snapshot()
+            .unwrap()
             .read_all(Position(0), Direction::Forward, usize::MAX)
             .unwrap();
         let mine: Vec<&annals::Record> = records.iter().filter(|r| r.stream == "mine").collect();
@@ -266,6 +271,8 @@ fn an_import_never_replaces_a_log_created_at_its_target_meanwhile() {
         }
         let store = Store::open_read_only(&target).unwrap();
         let records = store
+            .snapshot()
+            .unwrap()
             .read_all(Position(0), annals::Direction::Forward, usize::MAX)
             .unwrap();
         assert!(
@@ -275,6 +282,6 @@ fn an_import_never_replaces_a_log_created_at_its_target_meanwhile() {
             "race {race}: the acknowledged append is gone (import {:?})",
             import.status
         );
-        assert!(store.verify().unwrap().is_sound());
+        assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     }
 }

@@ -112,13 +112,15 @@ impl Refusals {
         }
         annals::testing::internals::demo::run(&store, 300, |_| {}).unwrap();
         let records = store
+            .snapshot()
+            .unwrap()
             .read_all(Position(0), Direction::Forward, usize::MAX)
             .unwrap();
         drop(store);
         let log = dir.path().join("log.redb");
         let first = dir.path().join("first.export");
         export_range(&source, &first, 0, 150);
-        Store::import(&first, &log, &mut |_, _| {})
+        annals::Import::run(&first, &log, &mut |_, _| {})
             .unwrap()
             .expect_done();
         let at = |name: &str| dir.path().join(name);

@@ -283,6 +283,8 @@ fn cosigned_history(state: &Path) -> Vec<(u64, String)> {
     let store = Store::open_read_only(state).unwrap();
     let stream = format!("cosigned:{ORIGIN}");
     store
+        .snapshot()
+        .unwrap()
         .read_stream(&stream, StreamVersion(0), Direction::Forward, usize::MAX)
         .unwrap()
         .iter()
@@ -635,7 +637,14 @@ fn a_witness_killed_while_answering_never_cosigns_a_smaller_or_inconsistent_chec
     let mut known = 0;
     for round in 0..16u64 {
         append(&log, 1 + round % 3, "main");
-        let size = Store::open_read_only(&log).unwrap().head().unwrap().next.0;
+        let size = Store::open_read_only(&log)
+            .unwrap()
+            .snapshot()
+            .unwrap()
+            .head()
+            .unwrap()
+            .next
+            .0;
         let served = Served::start(&state, &key, &[&log_key]);
         // The request's bytes are sent, and the witness killed before its answer is read:
         // the kill lands before, during or after the commit, as it happens.
@@ -1081,7 +1090,14 @@ fn witnessed(n: u64) -> (tempfile::TempDir, PathBuf, Key, PathBuf, Served) {
 
 /// The records in a witness's state: whatever a request made it store counts here.
 fn records(state: &Path) -> u64 {
-    Store::open_read_only(state).unwrap().head().unwrap().next.0
+    Store::open_read_only(state)
+        .unwrap()
+        .snapshot()
+        .unwrap()
+        .head()
+        .unwrap()
+        .next
+        .0
 }
 
 /// `checkpoint` with `n` signature lines of keys nobody trusts, each of `bytes` of signature.

@@ -84,6 +84,8 @@ fn appended_at(output: &Output) -> u64 {
 fn positions_by_key(store: &Store) -> BTreeMap<String, Vec<u64>> {
     let mut by_key: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let records = store
+        .snapshot()
+        .expect("read the log")
         .read_all(Position(0), Direction::Forward, usize::MAX)
         .expect("read the log");
     for record in records {
@@ -129,7 +131,7 @@ fn cli_processes_append_beside_a_host_serving_requests_in_multi_writer_mode_each
     for (key, position) in &cli {
         assert_eq!(by_key.get(key), Some(&vec![*position]), "{key}");
     }
-    let state = store.state().expect("state");
+    let state = store.snapshot().expect("state").state();
     let (mut served, mut granted) = (0, 0);
     for line in &host_lines {
         match line.split(' ').collect::<Vec<_>>()[..] {
@@ -154,7 +156,12 @@ fn cli_processes_append_beside_a_host_serving_requests_in_multi_writer_mode_each
     );
     // Nothing but the acknowledged requests: the host's appends and leases, the CLI's appends.
     assert_eq!(by_key.len(), cli.len() + served, "{by_key:?}");
-    assert!(store.verify().expect("verify").is_sound());
+    assert!(
+        annals::Audit::of(&store)
+            .verify()
+            .expect("verify")
+            .is_sound()
+    );
 }
 
 #[test]
@@ -200,6 +207,8 @@ fn a_write_waits_its_turn_for_another_process_up_to_its_busy_timeout_then_goes_t
         "a refused append left nothing"
     );
     let held: Vec<u64> = store
+        .snapshot()
+        .expect("read the held stream")
         .read_stream("held", annals::StreamVersion(0), Direction::Forward, 10)
         .expect("read the held stream")
         .iter()
@@ -207,5 +216,10 @@ fn a_write_waits_its_turn_for_another_process_up_to_its_busy_timeout_then_goes_t
         .collect();
     assert_eq!(committed, vec![format!("committed {}", held[0])]);
     assert_eq!(held.len(), 1);
-    assert!(store.verify().expect("verify").is_sound());
+    assert!(
+        annals::Audit::of(&store)
+            .verify()
+            .expect("verify")
+            .is_sound()
+    );
 }
