@@ -368,56 +368,7 @@ impl<'s> Simulation<'s> {
         }
         let holder = self.agent_handle(agent);
         match state.held {
-            Some((resource, token)) => {
-                // Work under the fence; a holder that slept through a takeover is refused.
-                let guard = LeaseGuard {
-                    resource: RESOURCES[resource].into(),
-                    token,
-                    now_ms: self.now_ms,
-                };
-                let step = NewEvent::new(
-                    "work.step",
-                    self.now_ms,
-                    format!("{holder} token {}", token.0),
-                );
-                let fenced = self
-                    .store
-                    .append_guarded(
-                        &format!("work/{}", RESOURCES[resource]),
-                        ExpectedVersion::Any,
-                        &[step],
-                        &guard,
-                    )
-                    .is_err();
-                let command = if fenced || self.rng.chance(25) {
-                    self.agents[agent as usize].held = None;
-                    if fenced {
-                        return Ok(());
-                    }
-                    LeaseCommand::Release {
-                        resource: RESOURCES[resource].into(),
-                        holder,
-                        token,
-                        now_ms: self.now_ms,
-                    }
-                } else {
-                    if self.rng.chance(10) {
-                        self.agents[agent as usize].asleep_until_ms =
-                            self.now_ms + 3 * LEASE_TTL_MS;
-                        return Ok(());
-                    }
-                    LeaseCommand::Renew {
-                        resource: RESOURCES[resource].into(),
-                        holder,
-                        token,
-                        ttl_ms: LEASE_TTL_MS,
-                        now_ms: self.now_ms,
-                    }
-                };
-                if !matches!(self.store.execute(&command)?, LeaseOutcome::Granted { .. }) {
-                    self.agents[agent as usize].held = None;
-                }
-            }
+            Some((resource, token)) => self.work_under_lease(agent, holder, resource, token),
             None => {
                 let resource = self.rng.below(RESOURCES.len() as u64) as usize;
                 let command = LeaseCommand::Acquire {
@@ -429,7 +380,65 @@ impl<'s> Simulation<'s> {
                 if let LeaseOutcome::Granted { lease, .. } = self.store.execute(&command)? {
                     self.agents[agent as usize].held = Some((resource, lease.token));
                 }
+                Ok(())
             }
+        }
+    }
+
+    /// A holder works under the fence of its lease on `resource`, then releases, renews, or
+    /// falls asleep; one that slept through a takeover is refused and lets the lease go.
+    fn work_under_lease(
+        &mut self,
+        agent: u64,
+        holder: String,
+        resource: usize,
+        token: FencingToken,
+    ) -> Result<()> {
+        let guard = LeaseGuard {
+            resource: RESOURCES[resource].into(),
+            token,
+            now_ms: self.now_ms,
+        };
+        let step = NewEvent::new(
+            "work.step",
+            self.now_ms,
+            format!("{holder} token {}", token.0),
+        );
+        let fenced = self
+            .store
+            .append_guarded(
+                &format!("work/{}", RESOURCES[resource]),
+                ExpectedVersion::Any,
+                &[step],
+                &guard,
+            )
+            .is_err();
+        let command = if fenced || self.rng.chance(25) {
+            self.agents[agent as usize].held = None;
+            if fenced {
+                return Ok(());
+            }
+            LeaseCommand::Release {
+                resource: RESOURCES[resource].into(),
+                holder,
+                token,
+                now_ms: self.now_ms,
+            }
+        } else {
+            if self.rng.chance(10) {
+                self.agents[agent as usize].asleep_until_ms = self.now_ms + 3 * LEASE_TTL_MS;
+                return Ok(());
+            }
+            LeaseCommand::Renew {
+                resource: RESOURCES[resource].into(),
+                holder,
+                token,
+                ttl_ms: LEASE_TTL_MS,
+                now_ms: self.now_ms,
+            }
+        };
+        if !matches!(self.store.execute(&command)?, LeaseOutcome::Granted { .. }) {
+            self.agents[agent as usize].held = None;
         }
         Ok(())
     }

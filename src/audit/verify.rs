@@ -24,13 +24,14 @@ use crate::log::tables::MERKLE_STORED_LEVEL_MIN;
 use crate::merkle::{Frontier, LogTreeHasher, leaf_hash};
 use crate::projection::digest::first_difference;
 use crate::projection::table::{SnapshotTables, TableSource};
-use crate::projection::{ProjectionError, Projections};
+use crate::projection::{Projection, ProjectionError, Projections};
 use crate::record::problem::{
     CheckpointMark, CutFault, IdempotencyFault, MerkleFault, StreamIndexFault,
 };
 pub use crate::record::problem::{Finding, Problem};
 use crate::record::segment::Segment;
 use crate::record::{Format, Position, StreamVersion, content_hash};
+use std::sync::Arc;
 
 /// The outcome of [`crate::Audit::verify`]: what was checked and the first problem, if any.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -379,30 +380,10 @@ fn check_projections(
     head: Position,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(Option<Problem>, Vec<ProjectionBehind>)> {
-    // Each projection's position: the head, or where it stands behind it.
-    let mut positions = Vec::new();
-    for projection in projections.iter() {
-        let checkpoint = snapshot.checkpoint(projection.name())?;
-        match checkpoint {
-            Some(c) if c.version == projection.version() && c.next <= head => {
-                positions.push((projection, c.next));
-            }
-            _ => {
-                return Ok((
-                    Some(Problem::Checkpoint {
-                        projection: projection.name().to_owned(),
-                        found: checkpoint.map(|c| CheckpointMark {
-                            version: c.version,
-                            next: c.next,
-                        }),
-                        version: projection.version(),
-                        head,
-                    }),
-                    Vec::new(),
-                ));
-            }
-        }
-    }
+    let positions = match projection_positions(snapshot, projections, head)? {
+        Ok(positions) => positions,
+        Err(problem) => return Ok((Some(problem), Vec::new())),
+    };
     // One replay per distinct position, the head's first; a stopped rebuild leaves the
     // projections it was rebuilding at one position.
     let mut ends: Vec<Position> = positions.iter().map(|(_, at)| *at).collect();
@@ -434,20 +415,11 @@ fn check_projections(
             other => other?,
         };
         let expected = replayed.state()?;
-        for (projection, _) in positions.iter().filter(|(_, at)| *at == end) {
-            // Both walked in key order, a page at a time: equal tables mean equal digests,
-            // and neither side is ever held whole in memory.
-            if let Some(difference) = first_difference(live, &expected, projection.as_ref())? {
-                return Ok((
-                    Some(Problem::Projection {
-                        projection: projection.name().to_owned(),
-                        table: difference.table,
-                        key_hex: difference.key_hex,
-                        difference: difference.difference,
-                        replay_end: (end != head).then_some(end),
-                    }),
-                    Vec::new(),
-                ));
+        let at_end = positions.iter().filter(|(_, at)| *at == end);
+        for (projection, _) in at_end {
+            let problem = compare_with_replay(live, &expected, projection.as_ref(), end, head)?;
+            if problem.is_some() {
+                return Ok((problem, Vec::new()));
             }
         }
     }
@@ -461,6 +433,62 @@ fn check_projections(
         })
         .collect();
     Ok((None, behind))
+}
+
+/// Projections, each with the position it stands at.
+type Positions<'p> = Vec<(&'p Arc<dyn Projection>, Position)>;
+
+/// Each projection with where it stands: the head, or a position behind it, at the current
+/// version; the problem of the first checkpoint that is neither (missing, of another version,
+/// or past the head).
+fn projection_positions<'p>(
+    snapshot: &Snapshot,
+    projections: &'p Projections,
+    head: Position,
+) -> Result<std::result::Result<Positions<'p>, Problem>> {
+    let mut positions = Vec::new();
+    for projection in projections.iter() {
+        let checkpoint = snapshot.checkpoint(projection.name())?;
+        match checkpoint {
+            Some(c) if c.version == projection.version() && c.next <= head => {
+                positions.push((projection, c.next));
+            }
+            _ => {
+                return Ok(Err(Problem::Checkpoint {
+                    projection: projection.name().to_owned(),
+                    found: checkpoint.map(|c| CheckpointMark {
+                        version: c.version,
+                        next: c.next,
+                    }),
+                    version: projection.version(),
+                    head,
+                }));
+            }
+        }
+    }
+    Ok(Ok(positions))
+}
+
+/// The first difference between `projection`'s `live` tables and the `expected` ones a replay
+/// up to `end` built. Both are walked in key order, a page at a time: equal tables mean equal
+/// digests, and neither side is ever held whole in memory.
+fn compare_with_replay(
+    live: &dyn TableSource,
+    expected: &dyn TableSource,
+    projection: &dyn Projection,
+    end: Position,
+    head: Position,
+) -> Result<Option<Problem>> {
+    let Some(difference) = first_difference(live, expected, projection)? else {
+        return Ok(None);
+    };
+    Ok(Some(Problem::Projection {
+        projection: projection.name().to_owned(),
+        table: difference.table,
+        key_hex: difference.key_hex,
+        difference: difference.difference,
+        replay_end: (end != head).then_some(end),
+    }))
 }
 
 /// Walks the whole log in `snapshot` (records, chain, streams, indexes) and reports the first
@@ -581,8 +609,11 @@ fn walk_log(
     };
     let finding = |position, problem| Some(Finding { position, problem });
     let start = snapshot.start();
-    let kept_cuts = crate::log::cut::cuts(&snapshot.reader)?;
-    let mut cut_records_seen = Vec::new();
+    let mut cuts = CutsSeen {
+        kept: crate::log::cut::cuts(&snapshot.reader)?,
+        seen: Vec::new(),
+        claims,
+    };
     if let Some(found) = seed_cut(snapshot, &mut walk)? {
         return Ok(walk.report(Some(found)));
     }
@@ -607,112 +638,199 @@ fn walk_log(
             // The hashing thread stopped at a failure: this walk's report will not be used.
             return Ok(walk.report(None));
         }
-        let segment = match Segment::parse(bytes.value(), snapshot.format) {
-            Ok(segment) => segment,
-            Err(error) => return Ok(walk.report(finding(first, Problem::Segment(error)))),
+        let segment = SegmentWalked {
+            first,
+            bytes: bytes.value(),
+            record_hashes,
         };
-        for at in segment.records_at() {
-            let position = Position(first.0 + u64::from(at.index));
-            let record = match parse_at(bytes.value(), &at, position, record_hashes) {
-                Ok(record) => record,
-                Err(error) => return Ok(walk.report(finding(position, Problem::Record(error)))),
-            };
-            if position < start {
-                // Archived: only its hash is the log's, and it must be the one kept.
-                let kept = snapshot.record_hash(position)?;
-                if kept != record.hash {
-                    let fault = CutFault::Kept {
-                        kept,
-                        found: record.hash,
-                    };
-                    return Ok(walk.report(finding(position, Problem::Cut { fault })));
-                }
-                continue;
-            }
-            if record.kind == crate::log::cut::CUT_KIND {
-                let kept = kept_cuts.iter().find(|(at, _)| *at == position);
-                let fault = match kept {
-                    // A cut record this log did not make: a log rebuilt from the archives and
-                    // an export of what a cut kept holds its source's. It stands if what it
-                    // claims holds here: the records it names are in this log, its anchor is
-                    // the hash before its cut, and a replay reaches its digests (checked with
-                    // the projections).
-                    None => match crate::log::cut::Cut::decode(record.payload) {
-                        Ok(cut)
-                            if record.stream == crate::log::cut::CUT_STREAM
-                                && cut.before >= start
-                                && cut.before < position
-                                && cut.anchor == anchor_of(snapshot, cut.before, &walk)? =>
-                        {
-                            claims.push((position, cut));
-                            None
-                        }
-                        _ => Some(CutFault::NotMade),
-                    },
-                    Some((_, cut)) if cut.encode() != record.payload => Some(CutFault::Differs),
-                    Some(_) => None,
-                };
-                if let Some(fault) = fault {
-                    return Ok(walk.report(finding(position, Problem::Cut { fault })));
-                }
-                if kept.is_some() {
-                    cut_records_seen.push(position);
-                }
-            }
-            if record.prev != walk.prev {
-                let problem = Problem::Prev {
-                    expected: walk.prev,
-                    found: record.prev,
-                };
-                return Ok(walk.report(finding(position, problem)));
-            }
-            let stream_walk = walk.streams.get_mut(record.stream);
-            let expected = stream_walk.as_ref().map_or(0, |s| s.length);
-            if record.version.0 != expected {
-                let problem = Problem::StreamVersion {
-                    stream: record.stream.to_owned(),
-                    expected: StreamVersion(expected),
-                    found: record.version,
-                };
-                return Ok(walk.report(finding(position, problem)));
-            }
-            if let Some(key) = record.idempotency_key {
-                walk.keyed += 1;
-                if let Some(problem) = check_key(snapshot, key, position, &record)? {
-                    return Ok(walk.report(finding(position, problem)));
-                }
-            }
-            if let Some(problem) = check_merkle_nodes(snapshot, &mut walk.frontier, &record.hash)? {
-                return Ok(walk.report(finding(position, problem)));
-            }
-            match stream_walk {
-                Some(stream) => stream.push(position.0),
-                None => {
-                    let mut stream = StreamWalk::default();
-                    stream.push(position.0);
-                    walk.streams.insert(record.stream.to_owned(), stream);
-                }
-            }
-            walk.next = Position(position.0 + 1);
-            if walk.next.0.is_multiple_of(PROGRESS_RECORDS) {
-                progress(walk.next.0);
-            }
-            walk.prev = record.hash;
-        }
-        // Checked after the records, so damage inside one is named at its own position.
-        if let Some(error) = segment.digest_error().filter(|_| hashes.is_none()) {
-            return Ok(walk.report(finding(first, Problem::Segment(error))));
+        if let Some(found) = segment.walk(snapshot, &mut walk, &mut cuts, progress)? {
+            return Ok(walk.report(Some(found)));
         }
     }
-    for (record, _) in kept_cuts.iter().filter(|(at, _)| *at >= start) {
-        if !cut_records_seen.contains(record) {
-            let fault = CutFault::RecordMissing { record: *record };
-            return Ok(walk.report(finding(*record, Problem::Cut { fault })));
-        }
+    if let Some(record) = cuts.first_unseen(start) {
+        let fault = CutFault::RecordMissing { record };
+        return Ok(walk.report(finding(record, Problem::Cut { fault })));
     }
     let problem = check_indexes(snapshot, &walk)?;
     let position = walk.next;
     Ok(walk.report(problem.map(|problem| Finding { position, problem })))
+}
+
+/// One segment of the log as the walk reads it: its first position, its bytes, and whether
+/// the walk checks its records' hashes and digest (not when another thread does).
+struct SegmentWalked<'b> {
+    first: Position,
+    bytes: &'b [u8],
+    record_hashes: RecordHashes,
+}
+
+impl SegmentWalked<'_> {
+    /// Walks the segment's records, archived or live, then its digest; the first problem.
+    fn walk(
+        &self,
+        snapshot: &Snapshot,
+        walk: &mut Walk,
+        cuts: &mut CutsSeen<'_>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<Option<Finding>> {
+        let first = self.first;
+        let finding = |position, problem| Ok(Some(Finding { position, problem }));
+        let segment = match Segment::parse(self.bytes, snapshot.format) {
+            Ok(segment) => segment,
+            Err(error) => return finding(first, Problem::Segment(error)),
+        };
+        let start = snapshot.start();
+        for at in segment.records_at() {
+            let position = Position(first.0 + u64::from(at.index));
+            let record = match parse_at(self.bytes, &at, position, self.record_hashes) {
+                Ok(record) => record,
+                Err(error) => return finding(position, Problem::Record(error)),
+            };
+            let problem = match position < start {
+                true => check_archived(snapshot, position, &record)?,
+                false => walk_record(snapshot, walk, cuts, position, &record)?,
+            };
+            if let Some(problem) = problem {
+                return finding(position, problem);
+            }
+            if position >= start && walk.next.0.is_multiple_of(PROGRESS_RECORDS) {
+                progress(walk.next.0);
+            }
+        }
+        // Checked after the records, so damage inside one is named at its own position.
+        let digest_checked = matches!(self.record_hashes, RecordHashes::Check);
+        if let Some(error) = segment.digest_error().filter(|_| digest_checked) {
+            return finding(first, Problem::Segment(error));
+        }
+        Ok(None)
+    }
+}
+
+/// The cut records a walk of the log meets: those the log keeps in `annals.cuts`, those of
+/// them it has passed, and the claims of the ones it did not make.
+struct CutsSeen<'c> {
+    kept: Vec<(Position, crate::log::cut::Cut)>,
+    seen: Vec<Position>,
+    claims: &'c mut Vec<(Position, crate::log::cut::Cut)>,
+}
+
+impl CutsSeen<'_> {
+    /// Checks the cut record at `position`: one the log keeps must be the one it made; one
+    /// it does not stands as a claim if what it claims holds here (kept in `claims`). The
+    /// fault of one that does neither.
+    fn check(
+        &mut self,
+        snapshot: &Snapshot,
+        walk: &Walk,
+        position: Position,
+        record: &RecordView<'_>,
+    ) -> Result<Option<CutFault>> {
+        let start = snapshot.start();
+        let kept = self.kept.iter().find(|(at, _)| *at == position);
+        let fault = match kept {
+            // A cut record this log did not make: a log rebuilt from the archives and an
+            // export of what a cut kept holds its source's. It stands if what it claims holds
+            // here: the records it names are in this log, its anchor is the hash before its
+            // cut, and a replay reaches its digests (checked with the projections).
+            None => match crate::log::cut::Cut::decode(record.payload) {
+                Ok(cut)
+                    if record.stream == crate::log::cut::CUT_STREAM
+                        && cut.before >= start
+                        && cut.before < position
+                        && cut.anchor == anchor_of(snapshot, cut.before, walk)? =>
+                {
+                    self.claims.push((position, cut));
+                    None
+                }
+                _ => Some(CutFault::NotMade),
+            },
+            Some((_, cut)) if cut.encode() != record.payload => Some(CutFault::Differs),
+            Some(_) => None,
+        };
+        if fault.is_none() && kept.is_some() {
+            self.seen.push(position);
+        }
+        Ok(fault)
+    }
+
+    /// The first cut record the log keeps at or after `start` that the walk never met.
+    fn first_unseen(&self, start: Position) -> Option<Position> {
+        self.kept
+            .iter()
+            .map(|(record, _)| *record)
+            .filter(|record| *record >= start)
+            .find(|record| !self.seen.contains(record))
+    }
+}
+
+/// An archived record (below a cut log's start): only its hash is the log's, and it must be
+/// the one the cut kept.
+fn check_archived(
+    snapshot: &Snapshot,
+    position: Position,
+    record: &RecordView<'_>,
+) -> Result<Option<Problem>> {
+    let kept = snapshot.record_hash(position)?;
+    if kept != record.hash {
+        let fault = CutFault::Kept {
+            kept,
+            found: record.hash,
+        };
+        return Ok(Some(Problem::Cut { fault }));
+    }
+    Ok(None)
+}
+
+/// Checks the live record at `position` against what the walk has seen (a cut record's claim,
+/// the chain, its stream's version, its idempotency key, the Merkle nodes it completes) and
+/// moves the walk past it; the first problem, with the walk left before it.
+fn walk_record(
+    snapshot: &Snapshot,
+    walk: &mut Walk,
+    cuts: &mut CutsSeen<'_>,
+    position: Position,
+    record: &RecordView<'_>,
+) -> Result<Option<Problem>> {
+    if record.kind == crate::log::cut::CUT_KIND
+        && let Some(fault) = cuts.check(snapshot, walk, position, record)?
+    {
+        return Ok(Some(Problem::Cut { fault }));
+    }
+    if record.prev != walk.prev {
+        return Ok(Some(Problem::Prev {
+            expected: walk.prev,
+            found: record.prev,
+        }));
+    }
+    let expected = walk.streams.get(record.stream).map_or(0, |s| s.length);
+    if record.version.0 != expected {
+        return Ok(Some(Problem::StreamVersion {
+            stream: record.stream.to_owned(),
+            expected: StreamVersion(expected),
+            found: record.version,
+        }));
+    }
+    if let Some(key) = record.idempotency_key {
+        walk.keyed += 1;
+        if let Some(problem) = check_key(snapshot, key, position, record)? {
+            return Ok(Some(problem));
+        }
+    }
+    if let Some(problem) = check_merkle_nodes(snapshot, &mut walk.frontier, &record.hash)? {
+        return Ok(Some(problem));
+    }
+    // Looked up by name first: a new `String` per record would cost the walk an allocation.
+    match walk.streams.get_mut(record.stream) {
+        Some(stream) => stream.push(position.0),
+        None => {
+            let mut stream = StreamWalk::default();
+            stream.push(position.0);
+            walk.streams.insert(record.stream.to_owned(), stream);
+        }
+    }
+    walk.next = Position(position.0 + 1);
+    walk.prev = record.hash;
+    Ok(None)
 }
 
 /// The hash of the record at `before - 1` (zero when `before` is 0), which the walk, at a
@@ -780,7 +898,17 @@ fn seed_cut(snapshot: &Snapshot, walk: &mut Walk) -> Result<Option<Finding>> {
     walk.next = start;
     walk.prev = last;
     walk.keyed = cut.keyed;
-    let streams = &mut walk.streams;
+    seed_streams(snapshot, start, &mut walk.streams)
+}
+
+/// Seeds `streams` with every stream's records below a cut log's `start`, as the stream
+/// index lists them: the walk continues each stream from there. Damage in the index is left
+/// for the index check to name, after the walk.
+fn seed_streams(
+    snapshot: &Snapshot,
+    start: Position,
+    streams: &mut HashMap<String, StreamWalk>,
+) -> Result<Option<Finding>> {
     let seeded = snapshot.visit_tail_names(|name| {
         let mut seen = StreamWalk::default();
         let visited = snapshot.visit_runs(name, |run| {
@@ -948,62 +1076,19 @@ fn check_indexes(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Problem>> {
 /// 0, must fold to the fingerprint of the runs its records lie in. A stream whose runs differ
 /// is then checked run by run ([`check_stream_runs`]) to name the first wrong one.
 fn check_stream_index(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Problem>> {
-    let stray = |stream: &str| {
-        Some(Problem::StreamIndex {
-            stream: stream.to_owned(),
-            fault: StreamIndexFault::Stray,
-        })
-    };
-    // Archived blocks of a stream with no record (every such stream also lacks a tail, or
-    // its tail is found stray below).
-    let mut last_block_stream: Option<String> = None;
-    for entry in snapshot.stream_runs.iter()? {
-        let (key, _) = entry?;
-        let stream = key.value().0;
-        if last_block_stream.as_deref() == Some(stream) {
-            continue;
-        }
-        if !walk.streams.contains_key(stream) {
-            return Ok(stray(stream));
-        }
-        last_block_stream = Some(stream.to_owned());
+    if let Some(stream) = stray_archived_stream(snapshot, walk)? {
+        return Ok(Some(stray(&stream)));
     }
     let mut problem = None;
     let mut tails = 0u64;
     snapshot.visit_tail_names(|name| {
         let Some(seen) = walk.streams.get(name) else {
-            problem = stray(name);
+            problem = Some(stray(name));
             return Ok(false);
         };
         tails += 1;
-        let mut runs = IndexRuns::default();
-        let mut next_version = 0u64;
-        let mut tiles = true;
-        let visited = snapshot.visit_runs(name, |run| {
-            tiles = run.first_version == next_version && run.count > 0;
-            next_version = run.first_version.saturating_add(run.count);
-            runs.push(run);
-            Ok(tiles)
-        });
-        let corrupt = match visited {
-            Ok(()) => false,
-            Err(Error::CorruptMeta { .. }) => true,
-            Err(error) => return Err(error),
-        };
-        if corrupt
-            || !tiles
-            || next_version != seen.length
-            || runs.fingerprint() != seen.fingerprint()
-        {
-            problem = check_stream_runs(snapshot, name, seen.length)?.or_else(|| {
-                Some(Problem::StreamIndex {
-                    stream: name.to_owned(),
-                    fault: StreamIndexFault::Astray,
-                })
-            });
-            return Ok(false);
-        }
-        Ok(true)
+        problem = check_tail_runs(snapshot, name, seen)?;
+        Ok(problem.is_none())
     })?;
     if problem.is_some() {
         return Ok(problem);
@@ -1018,6 +1103,62 @@ fn check_stream_index(snapshot: &Snapshot, walk: &Walk) -> Result<Option<Problem
                 return check_stream_runs(snapshot, name, length);
             }
         }
+    }
+    Ok(None)
+}
+
+/// A stream the index lists that the walk did not see.
+fn stray(stream: &str) -> Problem {
+    Problem::StreamIndex {
+        stream: stream.to_owned(),
+        fault: StreamIndexFault::Stray,
+    }
+}
+
+/// The first stream with archived blocks of runs and no record (every such stream also
+/// lacks a tail, or its tail is found stray after).
+fn stray_archived_stream(snapshot: &Snapshot, walk: &Walk) -> Result<Option<String>> {
+    let mut last_block_stream: Option<String> = None;
+    for entry in snapshot.stream_runs.iter()? {
+        let (key, _) = entry?;
+        let stream = key.value().0;
+        if last_block_stream.as_deref() == Some(stream) {
+            continue;
+        }
+        if !walk.streams.contains_key(stream) {
+            return Ok(Some(stream.to_owned()));
+        }
+        last_block_stream = Some(stream.to_owned());
+    }
+    Ok(None)
+}
+
+/// Whether the runs the index lists for `name` tile its versions from 0 and lie where the
+/// walk `seen` its records; the problem when they do not.
+fn check_tail_runs(snapshot: &Snapshot, name: &str, seen: &StreamWalk) -> Result<Option<Problem>> {
+    let mut runs = IndexRuns::default();
+    let mut next_version = 0u64;
+    let mut tiles = true;
+    let visited = snapshot.visit_runs(name, |run| {
+        tiles = run.first_version == next_version && run.count > 0;
+        next_version = run.first_version.saturating_add(run.count);
+        runs.push(run);
+        Ok(tiles)
+    });
+    let corrupt = match visited {
+        Ok(()) => false,
+        Err(Error::CorruptMeta { .. }) => true,
+        Err(error) => return Err(error),
+    };
+    if corrupt || !tiles || next_version != seen.length || runs.fingerprint() != seen.fingerprint()
+    {
+        let problem = check_stream_runs(snapshot, name, seen.length)?.or_else(|| {
+            Some(Problem::StreamIndex {
+                stream: name.to_owned(),
+                fault: StreamIndexFault::Astray,
+            })
+        });
+        return Ok(problem);
     }
     Ok(None)
 }

@@ -187,35 +187,13 @@ impl std::fmt::Display for ErrorKind {
 }
 
 impl Error {
-    /// What kind of failure this is (see [`ErrorKind`]).
+    /// What kind of failure this is (see [`ErrorKind`]). Each layer's error classifies its
+    /// own variants below: a variant added to a layer is classified beside its siblings.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Append(append) => match append {
-                AppendError::WrongExpectedVersion { .. } => ErrorKind::WrongExpectedVersion,
-                AppendError::Conflict { .. } => ErrorKind::IdempotencyConflict,
-                AppendError::Limit(_) => ErrorKind::Limit,
-                _ => ErrorKind::AppendRefused,
-            },
-            Error::Store(store) => match store {
-                StoreError::Fenced { .. } => ErrorKind::Fenced,
-                StoreError::WriterBusy { .. } => ErrorKind::Held,
-                StoreError::ReservedKind { .. }
-                | StoreError::CutKind { .. }
-                | StoreError::ErasureKind { .. }
-                | StoreError::ErasureStream { .. } => {
-                    ErrorKind::ReservedKind
-                }
-                _ => ErrorKind::Refused,
-            },
-            Error::Open(open) => match open {
-                OpenError::Held { .. } => ErrorKind::Held,
-                OpenError::Missing { .. } => ErrorKind::NotFound,
-                OpenError::NotAnnalsLog { .. } | OpenError::UnsupportedFormat { .. } => {
-                    ErrorKind::NotALog
-                }
-                OpenError::NeedsUpgrade { .. } => ErrorKind::NeedsUpgrade,
-                _ => ErrorKind::OpenFailed,
-            },
+            Error::Append(append) => append.kind(),
+            Error::Store(store) => store.kind(),
+            Error::Open(open) => open.kind(),
             Error::Corrupt { .. }
             | Error::CorruptValue { .. }
             | Error::CorruptMeta { .. }
@@ -239,65 +217,134 @@ impl Error {
                 WriterError::InvalidOption { .. } => ErrorKind::InvalidArgument,
                 _ => ErrorKind::Internal,
             },
-            Error::Archive(archive) => match archive {
-                ArchiveError::Archived { .. } => ErrorKind::Archived,
-                ArchiveError::NotInCut { .. } => ErrorKind::NotInCut,
-                ArchiveError::ArchiveExists { .. } => ErrorKind::Exists,
-                ArchiveError::ArchiveName { .. } => ErrorKind::InvalidArgument,
-                ArchiveError::NoFolder { .. } => ErrorKind::NotFound,
-                ArchiveError::ArchiveGap { .. }
-                | ArchiveError::ArchivedHash { .. }
-                | ArchiveError::UndecodableCut { .. }
-                | ArchiveError::SnapshotDiffers { .. } => ErrorKind::Corrupt,
-                _ => ErrorKind::ArchiveRefused,
-            },
-            Error::Journal(journal) => match journal {
-                // A writer draining under every read: the log is busy, not damaged.
-                JournalError::Unsettled { .. } => ErrorKind::Held,
-                JournalError::Poisoned { .. } | JournalError::Unusable { .. } => ErrorKind::Io,
-                _ => ErrorKind::Corrupt,
-            },
-            Error::Signing(signing) => match signing {
-                SigningError::Diverged { .. } => ErrorKind::Corrupt,
-                SigningError::Unsignable { .. } | SigningError::CosignedUnopened { .. } => {
-                    ErrorKind::InvalidArgument
-                }
-                _ => ErrorKind::Refused,
-            },
+            Error::Archive(archive) => archive.kind(),
+            Error::Journal(journal) => journal.kind(),
+            Error::Signing(signing) => signing.kind(),
             Error::Export(export) => match export.as_ref() {
                 ExportError::Io(io) => ErrorKind::of_io(io),
                 // An import that does not continue the log is an append it refuses.
                 ExportError::Mismatch { .. } => ErrorKind::AppendRefused,
                 _ => ErrorKind::Corrupt,
             },
-            Error::Erasure(erasure) => match erasure {
-                ErasureError::Subject { .. } => ErrorKind::InvalidArgument,
-                // A refusal of what the append holds, as any append refusal.
-                ErasureError::EnvelopeMagic { .. } | ErasureError::Erased { .. } => {
-                    ErrorKind::AppendRefused
-                }
-                ErasureError::Damaged { .. }
-                | ErasureError::Unopenable { .. }
-                | ErasureError::UnopenableField { .. }
-                | ErasureError::KeyExport { .. } => ErrorKind::Corrupt,
-                ErasureError::KeyExportExists { .. } => ErrorKind::Exists,
-                _ => ErrorKind::Refused,
-            },
-            Error::OutputPath(refused) => match refused {
-                OutputPathError::StoreFile { .. } => ErrorKind::StoreFile,
-                OutputPathError::NoFolder { .. } => ErrorKind::NotFound,
-                OutputPathError::NotAFile {
-                    found: FileKind::Folder,
-                    ..
-                } => ErrorKind::IsADirectory,
-                OutputPathError::Io { error, .. } => ErrorKind::of_io(error),
-                _ => ErrorKind::OutputPath,
-            },
+            Error::Erasure(erasure) => erasure.kind(),
+            Error::OutputPath(refused) => refused.kind(),
             #[cfg(feature = "jetstream")]
             Error::Replication(_) => ErrorKind::Internal,
             Error::NoSpace { .. } => ErrorKind::NoSpace,
             Error::Storage(StorageError(redb::Error::Io(io))) | Error::Io(io) => ErrorKind::of_io(io),
             Error::Storage(_) => ErrorKind::Io,
+        }
+    }
+}
+
+impl AppendError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            AppendError::WrongExpectedVersion { .. } => ErrorKind::WrongExpectedVersion,
+            AppendError::Conflict { .. } => ErrorKind::IdempotencyConflict,
+            AppendError::Limit(_) => ErrorKind::Limit,
+            _ => ErrorKind::AppendRefused,
+        }
+    }
+}
+
+impl StoreError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            StoreError::Fenced { .. } => ErrorKind::Fenced,
+            StoreError::WriterBusy { .. } => ErrorKind::Held,
+            StoreError::ReservedKind { .. }
+            | StoreError::CutKind { .. }
+            | StoreError::ErasureKind { .. }
+            | StoreError::ErasureStream { .. } => ErrorKind::ReservedKind,
+            _ => ErrorKind::Refused,
+        }
+    }
+}
+
+impl OpenError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            OpenError::Held { .. } => ErrorKind::Held,
+            OpenError::Missing { .. } => ErrorKind::NotFound,
+            OpenError::NotAnnalsLog { .. } | OpenError::UnsupportedFormat { .. } => {
+                ErrorKind::NotALog
+            }
+            OpenError::NeedsUpgrade { .. } => ErrorKind::NeedsUpgrade,
+            _ => ErrorKind::OpenFailed,
+        }
+    }
+}
+
+impl ArchiveError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            ArchiveError::Archived { .. } => ErrorKind::Archived,
+            ArchiveError::NotInCut { .. } => ErrorKind::NotInCut,
+            ArchiveError::ArchiveExists { .. } => ErrorKind::Exists,
+            ArchiveError::ArchiveName { .. } => ErrorKind::InvalidArgument,
+            ArchiveError::NoFolder { .. } => ErrorKind::NotFound,
+            ArchiveError::ArchiveGap { .. }
+            | ArchiveError::ArchivedHash { .. }
+            | ArchiveError::UndecodableCut { .. }
+            | ArchiveError::SnapshotDiffers { .. } => ErrorKind::Corrupt,
+            _ => ErrorKind::ArchiveRefused,
+        }
+    }
+}
+
+impl JournalError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            // A writer draining under every read: the log is busy, not damaged.
+            JournalError::Unsettled { .. } => ErrorKind::Held,
+            JournalError::Poisoned { .. } | JournalError::Unusable { .. } => ErrorKind::Io,
+            _ => ErrorKind::Corrupt,
+        }
+    }
+}
+
+impl SigningError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            SigningError::Diverged { .. } => ErrorKind::Corrupt,
+            SigningError::Unsignable { .. } | SigningError::CosignedUnopened { .. } => {
+                ErrorKind::InvalidArgument
+            }
+            _ => ErrorKind::Refused,
+        }
+    }
+}
+
+impl ErasureError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            ErasureError::Subject { .. } => ErrorKind::InvalidArgument,
+            // A refusal of what the append holds, as any append refusal.
+            ErasureError::EnvelopeMagic { .. } | ErasureError::Erased { .. } => {
+                ErrorKind::AppendRefused
+            }
+            ErasureError::Damaged { .. }
+            | ErasureError::Unopenable { .. }
+            | ErasureError::UnopenableField { .. }
+            | ErasureError::KeyExport { .. } => ErrorKind::Corrupt,
+            ErasureError::KeyExportExists { .. } => ErrorKind::Exists,
+            _ => ErrorKind::Refused,
+        }
+    }
+}
+
+impl OutputPathError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            OutputPathError::StoreFile { .. } => ErrorKind::StoreFile,
+            OutputPathError::NoFolder { .. } => ErrorKind::NotFound,
+            OutputPathError::NotAFile {
+                found: FileKind::Folder,
+                ..
+            } => ErrorKind::IsADirectory,
+            OutputPathError::Io { error, .. } => ErrorKind::of_io(error),
+            _ => ErrorKind::OutputPath,
         }
     }
 }

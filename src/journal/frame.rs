@@ -62,6 +62,12 @@ pub fn encode_frame(marker: &[u8], records: &[Record]) -> Option<Vec<u8>> {
     frame[at..at + 4].copy_from_slice(&body_len.to_le_bytes());
     let check = frame_check(&frame[at..]);
     frame.extend_from_slice(check.as_bytes());
+    // What a reader's `frame_len` will take from the length field: the frame, exactly.
+    debug_assert_eq!(
+        frame.len() as u64,
+        marker.len() as u64 + u64::from(body_len) + FRAME_OVERHEAD,
+        "a frame is its marker, its body and the bytes around it"
+    );
     Some(frame)
 }
 

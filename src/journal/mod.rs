@@ -35,8 +35,8 @@ use redb::StorageBackend;
 
 use crate::error::{JournalError, Result};
 use crate::record::{Position, Record};
-use frame::encode_frame;
 pub use frame::{FRAME_BODY_BYTES_MAX, FRAME_CONTEXT};
+use frame::{FRAME_OVERHEAD, encode_frame};
 pub use header::{HEADER_BYTES, MAGIC, MARKER_BYTES, VERSION};
 use header::{MARK_OFFSET, Marker, Synced};
 pub(crate) use identity::FileIdentity;
@@ -298,6 +298,10 @@ impl Journal {
                 (marker, HEADER_BYTES, 0)
             }
         };
+        assert!(
+            end >= HEADER_BYTES,
+            "a journal's frames end after its header, not at byte {end}"
+        );
         Ok(Journal {
             file,
             path,
@@ -326,6 +330,7 @@ impl Journal {
 
     /// Bytes of frames the journal holds.
     pub(crate) fn held(&self) -> u64 {
+        debug_assert!(self.end >= HEADER_BYTES, "the frames end after the header");
         self.end - HEADER_BYTES
     }
 
@@ -346,6 +351,12 @@ impl Journal {
     /// or poisoned when even that failed.
     pub(crate) fn append(&mut self, frame: &[u8]) -> Result<()> {
         self.check_usable()?;
+        // A frame is one of this journal's: it begins with its marker, and holds a record.
+        assert!(
+            frame.len() as u64 > FRAME_OVERHEAD && frame.starts_with(&self.marker.0),
+            "a frame appended to {} begins with its marker",
+            self.path.display()
+        );
         let end = self.end + frame.len() as u64;
         let written = self
             .file
@@ -355,6 +366,8 @@ impl Journal {
         match written {
             Ok(()) => {
                 self.end += frame.len() as u64;
+                // The frames end where the synced mark just written says.
+                debug_assert_eq!(self.end, end, "the journal's end is its synced mark");
                 Ok(())
             }
             Err(error) => {
@@ -373,6 +386,13 @@ impl Journal {
     }
 
     fn cut_back(&mut self, end: u64) {
+        // Only frames this process wrote are taken back, never the header.
+        assert!(
+            (HEADER_BYTES..=self.end).contains(&end),
+            "a journal is cut back to byte {end}, within its frames (header {HEADER_BYTES}, \
+             end {})",
+            self.end
+        );
         let cut = self
             .write_mark(end)
             .and_then(|()| self.file.set_len(end))
@@ -386,6 +406,7 @@ impl Journal {
 
     /// Writes the synced mark: the frames end at `end`, in this epoch.
     fn write_mark(&self, end: u64) -> io::Result<()> {
+        debug_assert!(end >= HEADER_BYTES, "the synced mark lies past the header");
         let synced = Synced {
             end,
             epoch: self.epoch,
@@ -425,7 +446,17 @@ impl Journal {
             self.file.sync_data()?;
             self.write_mark(end)?;
         }
+        // The turn begins at or past the mark: whole frames are never dropped.
+        assert!(
+            end >= marked,
+            "the frames of {} end at byte {end}, at or past the synced mark {marked}",
+            self.path.display()
+        );
         self.end = end;
+        debug_assert!(
+            self.drained <= self.end,
+            "the drained frames are the journal's"
+        );
         Ok(())
     }
 
@@ -462,6 +493,7 @@ impl Journal {
         }
         self.drained = HEADER_BYTES;
         self.since = Instant::now();
+        assert_eq!(self.held(), 0, "an emptied journal holds no frame");
         Ok(())
     }
 
@@ -481,6 +513,10 @@ impl Journal {
     /// After a drain took every frame of a shared journal into the file: a checkpoint is due
     /// again for what follows them, and the next turn empties it.
     pub(crate) fn drained(&mut self) {
+        debug_assert!(
+            self.drained <= self.end,
+            "a drain takes the frames written so far"
+        );
         self.drained = self.end;
         self.since = Instant::now();
     }

@@ -54,6 +54,8 @@ pub(crate) fn scan(
     while offset < len {
         match read_frame(file, &layout, offset, len) {
             Ok(frame) => {
+                // Frames tile the journal: each begins where the one before it ends.
+                debug_assert_eq!(frame.offset, offset, "a frame read where it begins");
                 offset += frame.len;
                 visit(frame)?;
             }
@@ -68,6 +70,10 @@ pub(crate) fn scan(
                     }
                     .into());
                 }
+                assert!(
+                    tail.written_end >= offset,
+                    "the written bytes end at or past the stop at byte {offset}"
+                );
                 return Ok(scanned(offset, tail.written_end - offset, &layout));
             }
         }

@@ -102,6 +102,7 @@ impl Tail {
         while offset < end {
             match read_frame(&self.file, &self.layout, offset, end) {
                 Ok(frame) => {
+                    debug_assert_eq!(frame.offset, offset, "a frame read where it begins");
                     offset += frame.len;
                     frames.push(frame);
                 }

@@ -6,7 +6,7 @@
 //! at its position. A grant writes its row first and checks the row it replaced: a refusal
 //! leaves its transaction unable to commit (`StoreError::PartialWrite`), so nothing of it stays.
 
-use super::events::LeaseEvent;
+use super::events::{Acquired, LaneClaimed, LeaseEvent, Renewed};
 use super::query::{FencingToken, HELD, LANES, LaneLease, Lease, RELEASED_TOKENS};
 use crate::error::{Error, Result};
 use crate::projection::table::WriteTables;
@@ -53,87 +53,14 @@ fn held_under(
 /// Applies one lease event recorded in `record`, refusing one that breaks a lease rule.
 pub fn apply(tables: &WriteTables<'_>, record: &Record, event: LeaseEvent) -> Result<()> {
     match event {
-        LeaseEvent::Acquired(e) => {
-            let lease = Lease {
-                resource: e.resource,
-                holder: e.holder,
-                token: FencingToken(e.token),
-                acquired_at_ms: record.at_ms,
-                expires_at_ms: e.expires_at_ms,
-                project: e.project,
-                name: e.name,
-                holder_name: e.holder_name,
-            };
-            // Written before the rules are checked, in one B-tree operation rather than a read
-            // and a write: a refused record fails its whole transaction, its append included,
-            // so the row never outlives the refusal. The replaced lease (lapsed) had a lower
-            // token, so the held row alone keeps the last token.
-            let held = HELD.replace(tables, &lease.resource, &lease)?;
-            // With every grant's token above the last, a held lease carries the resource's
-            // last token; only a free resource needs the kept one.
-            let last = match &held {
-                Some(held) => held.token.0,
-                None => RELEASED_TOKENS.get(tables, &lease.resource)?.unwrap_or(0),
-            };
-            if lease.token.0 <= last {
-                let detail = format!(
-                    "token {} for resource {:?} does not exceed the last issued, {last}",
-                    lease.token.0, lease.resource
-                );
-                return Err(broken(record, TOKEN_INCREASES, detail));
-            }
-            if let Some(live) = held.filter(|held| held.is_live(record.at_ms)) {
-                let detail = format!(
-                    "resource {:?} granted to {:?} at {} while {:?} holds it live until {}",
-                    lease.resource, lease.holder, record.at_ms, live.holder, live.expires_at_ms
-                );
-                return Err(broken(record, GRANT_ONLY_WHEN_FREE, detail));
-            }
-            Ok(())
-        }
-        LeaseEvent::Renewed(e) => {
-            let mut lease = held_under(tables, record, &e.resource, e.token)?;
-            if !lease.is_live(record.at_ms) {
-                let detail = format!(
-                    "resource {:?} renewed at {} after its lease lapsed at {}",
-                    e.resource, record.at_ms, lease.expires_at_ms
-                );
-                return Err(broken(record, RENEW_ONLY_LIVE, detail));
-            }
-            lease.expires_at_ms = e.expires_at_ms;
-            if let Some(labels) = e.labels {
-                lease.label(labels);
-            }
-            HELD.insert(tables, &e.resource, &lease)
-        }
+        LeaseEvent::Acquired(e) => grant(tables, record, e),
+        LeaseEvent::Renewed(e) => renew(tables, record, e),
         LeaseEvent::Released(e) => {
             let lease = held_under(tables, record, &e.resource, e.token)?;
             HELD.remove(tables, &e.resource)?;
             keep_token(tables, &e.resource, lease.token.0)
         }
-        LeaseEvent::LaneClaimed(e) => {
-            let key = (e.lane, e.key);
-            let current = LANES.get(tables, &key)?;
-            if let Some(live) = current
-                .as_ref()
-                .filter(|lane| record.at_ms < lane.expires_at_ms)
-            {
-                let detail = format!(
-                    "lane {:?} key {:?} claimed by {:?} at {} while {:?} holds it until {}",
-                    key.0, key.1, e.owner, record.at_ms, live.owner, live.expires_at_ms
-                );
-                return Err(broken(record, LANE_CLAIM_ONLY_WHEN_FREE, detail));
-            }
-            let cursor = current.and_then(|lane| lane.cursor);
-            let lane = LaneLease {
-                lane: key.0.clone(),
-                key: key.1.clone(),
-                owner: e.owner,
-                expires_at_ms: e.expires_at_ms,
-                cursor,
-            };
-            LANES.insert(tables, &key, &lane)
-        }
+        LeaseEvent::LaneClaimed(e) => claim_lane(tables, record, e),
         LeaseEvent::LaneRenewed(e) => update_lane(tables, record, e.lane, e.key, |lane| {
             lane.expires_at_ms = e.expires_at_ms;
         }),
@@ -144,6 +71,90 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: LeaseEvent) -> Re
             lane.expires_at_ms = 0;
         }),
     }
+}
+
+/// A grant: the lease held from the record's time, refused unless its token exceeds every
+/// one issued for the resource and no lease on it is live.
+fn grant(tables: &WriteTables<'_>, record: &Record, e: Acquired) -> Result<()> {
+    let lease = Lease {
+        resource: e.resource,
+        holder: e.holder,
+        token: FencingToken(e.token),
+        acquired_at_ms: record.at_ms,
+        expires_at_ms: e.expires_at_ms,
+        project: e.project,
+        name: e.name,
+        holder_name: e.holder_name,
+    };
+    // Written before the rules are checked, in one B-tree operation rather than a read and a
+    // write: a refused record fails its whole transaction, its append included, so the row
+    // never outlives the refusal. The replaced lease (lapsed) had a lower token, so the held
+    // row alone keeps the last token.
+    let held = HELD.replace(tables, &lease.resource, &lease)?;
+    // With every grant's token above the last, a held lease carries the resource's last
+    // token; only a free resource needs the kept one.
+    let last = match &held {
+        Some(held) => held.token.0,
+        None => RELEASED_TOKENS.get(tables, &lease.resource)?.unwrap_or(0),
+    };
+    if lease.token.0 <= last {
+        let detail = format!(
+            "token {} for resource {:?} does not exceed the last issued, {last}",
+            lease.token.0, lease.resource
+        );
+        return Err(broken(record, TOKEN_INCREASES, detail));
+    }
+    if let Some(live) = held.filter(|held| held.is_live(record.at_ms)) {
+        let detail = format!(
+            "resource {:?} granted to {:?} at {} while {:?} holds it live until {}",
+            lease.resource, lease.holder, record.at_ms, live.holder, live.expires_at_ms
+        );
+        return Err(broken(record, GRANT_ONLY_WHEN_FREE, detail));
+    }
+    Ok(())
+}
+
+/// A renewal: the held lease, under the renewal's token and still live, extended.
+fn renew(tables: &WriteTables<'_>, record: &Record, e: Renewed) -> Result<()> {
+    let mut lease = held_under(tables, record, &e.resource, e.token)?;
+    if !lease.is_live(record.at_ms) {
+        let detail = format!(
+            "resource {:?} renewed at {} after its lease lapsed at {}",
+            e.resource, record.at_ms, lease.expires_at_ms
+        );
+        return Err(broken(record, RENEW_ONLY_LIVE, detail));
+    }
+    lease.expires_at_ms = e.expires_at_ms;
+    if let Some(labels) = e.labels {
+        lease.label(labels);
+    }
+    HELD.insert(tables, &e.resource, &lease)
+}
+
+/// A lane claim: refused while another claim on the lane/key is live; the lane's cursor
+/// carries over from the claim before.
+fn claim_lane(tables: &WriteTables<'_>, record: &Record, e: LaneClaimed) -> Result<()> {
+    let key = (e.lane, e.key);
+    let current = LANES.get(tables, &key)?;
+    if let Some(live) = current
+        .as_ref()
+        .filter(|lane| record.at_ms < lane.expires_at_ms)
+    {
+        let detail = format!(
+            "lane {:?} key {:?} claimed by {:?} at {} while {:?} holds it until {}",
+            key.0, key.1, e.owner, record.at_ms, live.owner, live.expires_at_ms
+        );
+        return Err(broken(record, LANE_CLAIM_ONLY_WHEN_FREE, detail));
+    }
+    let cursor = current.and_then(|lane| lane.cursor);
+    let lane = LaneLease {
+        lane: key.0.clone(),
+        key: key.1.clone(),
+        owner: e.owner,
+        expires_at_ms: e.expires_at_ms,
+        cursor,
+    };
+    LANES.insert(tables, &key, &lane)
 }
 
 /// Records that `token` was issued for `resource` once no held row says so.

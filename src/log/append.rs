@@ -55,6 +55,17 @@ impl SmallRun {
     }
 }
 
+/// The log's trailing small segments packed anew, before they replace the ones they came from.
+struct Repacked {
+    /// The keys of the segments taken, from the first small one to the log's end.
+    taken: Vec<u64>,
+    /// The packed segments, each under its first record's position.
+    pieces: Vec<(u64, Vec<u8>)>,
+    /// The records after the last packed segment, not yet stored, and the first one's position.
+    pending: SegmentBuilder,
+    pending_first: Position,
+}
+
 /// The log's end as a transaction left it: the head's next position and the small segments
 /// before it.
 ///
@@ -331,58 +342,91 @@ impl<'txn> LogWriter<'txn> {
         let Some(first_key) = run.first_key.filter(|_| run.bytes >= MERGE_BYTES) else {
             return Ok(());
         };
+        match self.repack_from(first_key)? {
+            Some(repacked) => self.replace_trailing(repacked),
+            None => Ok(()),
+        }
+    }
+
+    /// The records of the segments from `first_key` to the log's end packed anew, `None` when
+    /// one of them is unsound or they do not tile the log's end (left for verify to name).
+    fn repack_from(&self, first_key: u64) -> Result<Option<Repacked>> {
         let mut trailing: Vec<(u64, Vec<u8>)> = Vec::new();
         for entry in self.segments.range(first_key..)? {
             let (key, value) = entry?;
             trailing.push((key.value(), value.value().to_vec()));
         }
-        let mut packed = SegmentBuilder::with_format(self.format);
-        let mut packed_first = trailing[0].0;
+        // The walk found the first small segment at `first_key`: it starts the ones taken.
+        let Some(&(start, _)) = trailing.first() else {
+            return Ok(None);
+        };
+        let mut pending = SegmentBuilder::with_format(self.format);
+        let mut pending_first = start;
         let mut pieces: Vec<(u64, Vec<u8>)> = Vec::new();
-        let mut next = trailing[0].0;
+        let mut next = start;
         for (key, bytes) in &trailing {
             let Some(segment) = Segment::parse_sound(bytes, self.format) else {
-                return Ok(());
+                return Ok(None);
             };
             if *key != next {
-                return Ok(());
+                return Ok(None);
             }
             for at in segment.records_at() {
-                let position = Position(next);
-                let Ok(record) = parse_at(bytes, &at, position, RecordHashes::Check) else {
-                    return Ok(());
+                let Ok(record) = parse_at(bytes, &at, Position(next), RecordHashes::Check) else {
+                    return Ok(None);
                 };
                 let stored = &bytes[at.span.clone()];
-                if packed.is_full_for(stored_bytes_max(
+                if pending.is_full_for(stored_bytes_max(
                     record.stream,
                     record.kind,
                     record.idempotency_key,
                     record.payload,
                 )) {
-                    let count = packed.len();
-                    pieces.push((packed_first, packed.finish()));
-                    packed_first += u64::from(count);
+                    let count = pending.len();
+                    pieces.push((pending_first, pending.finish()));
+                    pending_first += u64::from(count);
                 }
-                packed.push_stored(&record, stored);
+                pending.push_stored(&record, stored);
                 next += 1;
             }
         }
         if next != self.head.next.0 {
-            return Ok(());
+            return Ok(None);
         }
-        for (key, _) in &trailing {
+        // The packed segments and the pending one hold exactly the records taken.
+        assert_eq!(
+            pending_first + u64::from(pending.len()),
+            next,
+            "the segments packed from position {start} end at the head"
+        );
+        let taken = trailing.into_iter().map(|(key, _)| key).collect();
+        Ok(Some(Repacked {
+            taken,
+            pieces,
+            pending,
+            pending_first: Position(pending_first),
+        }))
+    }
+
+    /// Replaces the trailing segments `repacked` took by its packed ones; the records of its
+    /// last, partly filled one wait in the pending segment for this transaction's records.
+    fn replace_trailing(&mut self, repacked: Repacked) -> Result<()> {
+        for key in &repacked.taken {
             self.segments.remove(key)?;
         }
         // The segments before the first one taken are not small (or there are none).
         self.small_run = Some(SmallRun::default());
-        for (key, bytes) in &pieces {
+        for (key, bytes) in &repacked.pieces {
             self.segments.insert(key, bytes.as_slice())?;
             self.note_stored(*key, bytes.len());
         }
-        // The records of the last, partly filled packed segment wait in the pending segment
-        // for this transaction's records.
-        self.segment = packed;
-        self.segment_first = Position(packed_first);
+        self.segment = repacked.pending;
+        self.segment_first = repacked.pending_first;
+        assert_eq!(
+            self.segment_first.0 + u64::from(self.segment.len()),
+            self.head.next.0,
+            "after packing, the pending segment ends at the head"
+        );
         Ok(())
     }
 
@@ -460,6 +504,26 @@ impl<'txn> LogWriter<'txn> {
         let stream = first.stream.as_str();
         let tail = self.tail(stream)?;
         let count = tail.as_ref().map_or(0, RunBlock::end_version);
+        self.check_sealed_continue(stream, count, records)?;
+        let events: Vec<NewEvent> = records
+            .iter()
+            .map(|record| NewEvent {
+                kind: record.kind.clone(),
+                schema: record.schema,
+                at_ms: record.at_ms,
+                idempotency_key: record.idempotency_key.clone(),
+                payload: record.payload.clone(),
+            })
+            .collect();
+        let start = written.len();
+        self.write(stream, tail, &events, written)?;
+        check_rehashed(&written[start..], records)
+    }
+
+    /// Refuses sealed `records` that do not continue the log and `stream`, which holds
+    /// `count` records: each must be the stream's, at the next position and version, with an
+    /// idempotency key not used before, and the first must chain to the head.
+    fn check_sealed_continue(&self, stream: &str, count: u64, records: &[Record]) -> Result<()> {
         let mut keys = BTreeSet::new();
         for (offset, record) in (0u64..).zip(records) {
             let refuse = |problem: SealProblem| -> Result<()> {
@@ -496,41 +560,17 @@ impl<'txn> LogWriter<'txn> {
                 });
             }
         }
-        if first.prev != self.head.hash {
-            return Err(AppendError::NotSealable {
+        match records.first() {
+            Some(first) if first.prev != self.head.hash => Err(AppendError::NotSealable {
                 position: first.position,
                 problem: SealProblem::Prev {
                     prev: first.prev,
                     head: self.head.hash,
                 },
             }
-            .into());
+            .into()),
+            _ => Ok(()),
         }
-        let events: Vec<NewEvent> = records
-            .iter()
-            .map(|record| NewEvent {
-                kind: record.kind.clone(),
-                schema: record.schema,
-                at_ms: record.at_ms,
-                idempotency_key: record.idempotency_key.clone(),
-                payload: record.payload.clone(),
-            })
-            .collect();
-        let start = written.len();
-        self.write(stream, tail, &events, written)?;
-        for (new, record) in written[start..].iter().zip(records) {
-            if new.hash != record.hash {
-                return Err(AppendError::NotSealable {
-                    position: record.position,
-                    problem: SealProblem::Rehash {
-                        hash: new.hash,
-                        recorded: record.hash,
-                    },
-                }
-                .into());
-            }
-        }
-        Ok(())
     }
 
     /// `stream`'s tail as of this transaction's appends so far, `None` if it holds no record.
@@ -576,6 +616,7 @@ impl<'txn> LogWriter<'txn> {
         let first_version = StreamVersion(tail.end_version());
         let first_position = self.head.next;
         let added = events.len() as u64;
+        let records_before = records.len();
         // The records go at the head, so the tail must end at or before it (checked by
         // `push`) and then end where the stream's new length says.
         let archived = tail.push(stream, first_position.0, added)?;
@@ -586,75 +627,138 @@ impl<'txn> LogWriter<'txn> {
         );
         let mut prev = self.head.hash;
         for (offset, event) in (0u64..).zip(events) {
-            let position = Position(first_position.0 + offset);
-            let stored_bytes_estimate = stored_bytes_max(
-                stream,
-                &event.kind,
-                event.idempotency_key.as_deref(),
-                &event.payload,
-            );
-            if !self.packing_considered {
-                self.pack_trailing_segments()?;
-            }
-            if self.segment.is_full_for(stored_bytes_estimate) {
-                self.insert_pending_segment()?;
-                assert_eq!(self.segment_first, position);
-            }
-            let version = StreamVersion(first_version.0 + offset);
             let placement = Placement {
                 stream,
-                position,
-                version,
+                position: Position(first_position.0 + offset),
+                version: StreamVersion(first_version.0 + offset),
                 prev,
             };
-            let payload_hash = crate::hash::payload_hash(&event.payload);
-            let body_before = self.segment.body_mut().len();
-            let hash = match self.format {
-                Format::V1 => {
-                    let hash = encode_stored_hashed(
-                        self.segment.body_mut(),
-                        event,
-                        placement,
-                        payload_hash,
-                    )?;
-                    self.segment.seal_record();
-                    hash
-                }
-                Format::V2 => {
-                    let header = header_bytes(event, placement, payload_hash)?;
-                    let hash = crate::hash::record_hash(&header);
-                    self.segment.push_v2(prev, hash, stream, version.0, event);
-                    hash
-                }
-            };
-            // Segments stay within their byte target only if the estimate never falls short.
-            let stored_bytes = self.segment.body_mut().len() - body_before;
-            assert!(
-                stored_bytes <= stored_bytes_estimate,
-                "the record at position {position} is {stored_bytes} bytes stored, over its \
-                 estimate of {stored_bytes_estimate}"
-            );
-            self.merkle.push(hash)?;
-            if let Some(key) = event.idempotency_key.as_deref() {
-                let content = content_hash(stream, &event.kind, payload_hash);
-                self.idempotency
-                    .insert(key, seal_idempotency(key, position.0, &content.0))?;
-            }
-            records.push(Record {
-                position,
-                stream: stream.to_owned(),
-                version,
-                kind: event.kind.clone(),
-                schema: event.schema,
-                at_ms: event.at_ms,
-                idempotency_key: event.idempotency_key.clone(),
-                payload: event.payload.clone(),
-                payload_hash,
-                prev,
-                hash,
-            });
-            prev = hash;
+            let record = self.write_record(event, placement)?;
+            prev = record.hash;
+            records.push(record);
         }
+        self.note_written(stream, tail, archived, first_version)?;
+        self.head = Head {
+            next: Position(first_position.0 + added),
+            hash: prev,
+        };
+        self.written += added;
+        self.appended = true;
+        // Each event became one record, and the pending segment still ends at the new head.
+        debug_assert_eq!(records.len() - records_before, events.len());
+        debug_assert_eq!(
+            self.segment_first.0 + u64::from(self.segment.len()),
+            self.head.next.0,
+            "the pending segment ends at the head after an append"
+        );
+        Ok(())
+    }
+
+    /// Writes one record at `placement` into the pending segment (storing the segment first
+    /// when the record would overfill it), the Merkle tree and the index of idempotency keys.
+    fn write_record(&mut self, event: &NewEvent, placement: Placement<'_>) -> Result<Record> {
+        let Placement {
+            stream,
+            position,
+            version,
+            prev,
+        } = placement;
+        let stored_bytes_estimate = stored_bytes_max(
+            stream,
+            &event.kind,
+            event.idempotency_key.as_deref(),
+            &event.payload,
+        );
+        if !self.packing_considered {
+            self.pack_trailing_segments()?;
+        }
+        if self.segment.is_full_for(stored_bytes_estimate) {
+            self.insert_pending_segment()?;
+            assert_eq!(self.segment_first, position);
+        }
+        // The record goes right after the pending segment's last one.
+        debug_assert_eq!(
+            self.segment_first.0 + u64::from(self.segment.len()),
+            position.0,
+            "the record at position {position} follows the pending segment"
+        );
+        let payload_hash = crate::hash::payload_hash(&event.payload);
+        let body_before = self.segment.body_mut().len();
+        let hash = self.encode_into_segment(event, placement, payload_hash)?;
+        // Segments stay within their byte target only if the estimate never falls short.
+        let stored_bytes = self.segment.body_mut().len() - body_before;
+        assert!(
+            stored_bytes <= stored_bytes_estimate,
+            "the record at position {position} is {stored_bytes} bytes stored, over its \
+             estimate of {stored_bytes_estimate}"
+        );
+        self.merkle.push(hash)?;
+        if let Some(key) = event.idempotency_key.as_deref() {
+            let content = content_hash(stream, &event.kind, payload_hash);
+            self.idempotency
+                .insert(key, seal_idempotency(key, position.0, &content.0))?;
+        }
+        Ok(Record {
+            position,
+            stream: stream.to_owned(),
+            version,
+            kind: event.kind.clone(),
+            schema: event.schema,
+            at_ms: event.at_ms,
+            idempotency_key: event.idempotency_key.clone(),
+            payload: event.payload.clone(),
+            payload_hash,
+            prev,
+            hash,
+        })
+    }
+
+    /// Encodes `event` at `placement` as the pending segment's next record, in the file's
+    /// format; its hash.
+    fn encode_into_segment(
+        &mut self,
+        event: &NewEvent,
+        placement: Placement<'_>,
+        payload_hash: Digest,
+    ) -> Result<Digest> {
+        let records_before = self.segment.len();
+        let hash = match self.format {
+            Format::V1 => {
+                let hash =
+                    encode_stored_hashed(self.segment.body_mut(), event, placement, payload_hash)?;
+                self.segment.seal_record();
+                hash
+            }
+            Format::V2 => {
+                let header = header_bytes(event, placement, payload_hash)?;
+                let hash = crate::hash::record_hash(&header);
+                let Placement {
+                    stream,
+                    version,
+                    prev,
+                    ..
+                } = placement;
+                self.segment.push_v2(prev, hash, stream, version.0, event);
+                hash
+            }
+        };
+        assert_eq!(
+            self.segment.len(),
+            records_before + 1,
+            "the pending segment holds one record more"
+        );
+        Ok(hash)
+    }
+
+    /// After an append of `stream`'s records from `first_version` on: stores the run its tail
+    /// filled (`archived`), keeps the new tail for `finish`, and counts a new stream.
+    fn note_written(
+        &mut self,
+        stream: &str,
+        tail: RunBlock,
+        archived: Option<RunBlock>,
+        first_version: StreamVersion,
+    ) -> Result<()> {
         if let Some(full) = archived {
             self.stream_runs.insert(
                 (stream, full.first_version()),
@@ -670,14 +774,31 @@ impl<'txn> LogWriter<'txn> {
         if first_version.0 == 0 {
             self.stream_count += 1;
         }
-        self.head = Head {
-            next: Position(first_position.0 + added),
-            hash: prev,
-        };
-        self.written += added;
-        self.appended = true;
         Ok(())
     }
+}
+
+/// Refuses an import whose records, re-encoded here as `written`, do not hash as `records`
+/// say they did.
+fn check_rehashed(written: &[Record], records: &[Record]) -> Result<()> {
+    debug_assert_eq!(
+        written.len(),
+        records.len(),
+        "one record written per sealed one"
+    );
+    for (new, record) in written.iter().zip(records) {
+        if new.hash != record.hash {
+            return Err(AppendError::NotSealable {
+                position: record.position,
+                problem: SealProblem::Rehash {
+                    hash: new.hash,
+                    recorded: record.hash,
+                },
+            }
+            .into());
+        }
+    }
+    Ok(())
 }
 
 fn event_content_hash(stream: &str, event: &NewEvent) -> Digest {

@@ -27,7 +27,14 @@ pub(crate) fn seal_checkpoint(
     let mut value = [0; 12];
     value[..4].copy_from_slice(&version.to_le_bytes());
     value[4..].copy_from_slice(&next.to_le_bytes());
-    super::checksum::seal_fixed(CHECKPOINTS_NAME, name.as_bytes(), &value)
+    let sealed = super::checksum::seal_fixed(CHECKPOINTS_NAME, name.as_bytes(), &value);
+    // The fact written is the fact a read finds: the checksum covers this name.
+    debug_assert_eq!(
+        unseal_checkpoint(name, &sealed).ok(),
+        Some((version, next)),
+        "the checkpoint of {name:?} reads back as sealed"
+    );
+    sealed
 }
 
 /// The `(version, next)` of projection `name`'s [`CHECKPOINTS`] value, once its checksum holds.

@@ -114,6 +114,10 @@ impl Cut {
     /// ‖ u16 len ‖ archive name ‖ archive digest ‖ u32 count ‖ per projection: u16 len ‖
     /// name ‖ u32 version ‖ digest`, integers little-endian.
     pub fn encode(&self) -> Vec<u8> {
+        debug_assert!(
+            self.from <= self.before,
+            "a cut's range ends at or after it starts"
+        );
         let mut out = Vec::with_capacity(128 + self.projections.len() * 64);
         out.push(CUT_PAYLOAD_VERSION);
         out.extend_from_slice(&self.from.0.to_le_bytes());
@@ -320,6 +324,7 @@ pub(crate) fn keep_archived(
     before: Position,
     records: &mut dyn Iterator<Item = Result<ArchivedRecord>>,
 ) -> Result<u64> {
+    assert!(from <= before, "a cut archives {from}..{before}, a range");
     let mut archived = ARCHIVED.write(txn)?;
     let mut kept = KEPT.write(txn)?;
     let mut at = from.0;
@@ -357,8 +362,22 @@ pub(crate) fn keep_archived(
             }
             at += 1;
         }
+        // A block holds 16 hashes, fewer only in the block the cut falls in.
+        debug_assert!(
+            value.len() == ARCHIVED_BLOCK_RECORDS as usize * 32 || at == before.0,
+            "the archived block {block} is full unless the cut falls in it"
+        );
         archived.insert(block, seal(ARCHIVED_NAME, &key, &value).as_slice())?;
     }
+    // The hash of every record of the range is kept: the chain through the cut stays whole.
+    assert_eq!(
+        at, before.0,
+        "the archived hashes end where the cut keeps the log"
+    );
+    debug_assert!(
+        keyed <= before.0 - from.0,
+        "at most every record archived is keyed"
+    );
     Ok(keyed)
 }
 
@@ -405,7 +424,50 @@ pub(crate) fn finish_step(txn: &Writer<'_>, budget: usize) -> Result<FinishStep>
     let mut segments = super::tables::SEGMENTS.write(txn)?;
     let mut kept = KEPT.write(txn)?;
     let archived = ARCHIVED.write(txn)?;
-    // The segments that begin below the start, each with where it ends (the next one's key).
+    let taken = segments_below(&segments, start, budget)?;
+    let mut step = FinishStep::Finished;
+    for (first, end) in taken {
+        assert!(
+            first < start.0 && first < end,
+            "a segment taken by a step of finishing a cut begins below the start {start}"
+        );
+        let pending: Vec<u64> = kept
+            .range(first..end.min(start.0))?
+            .filter_map(|entry| match entry {
+                Ok((key, value)) => value.value().is_empty().then(|| Ok(key.value())),
+                Err(error) => Some(Err(error)),
+            })
+            .collect::<std::result::Result<_, _>>()?;
+        if !pending.is_empty() {
+            let bytes = match segments.get(first)? {
+                Some(guard) => guard.value().to_vec(),
+                None => return Err(corrupt(Position(first), Problem::Missing)),
+            };
+            let stored = KeptSegment {
+                first: Position(first),
+                bytes: &bytes,
+                format,
+            };
+            stored.move_kept(&pending, &archived, &mut kept)?;
+            step = FinishStep::Stepped;
+        }
+        // Only a segment whose records all lie below the start goes: the cut keeps the rest.
+        if end <= start.0 {
+            segments.remove(first)?;
+            step = FinishStep::Stepped;
+        }
+    }
+    Ok(step)
+}
+
+/// The segments that begin below `start`, about `budget` bytes of them in key order, each
+/// with where it ends (the next one's key, or `u64::MAX` for one with none after it, which
+/// holds the start or more and stays).
+fn segments_below(
+    segments: &impl Readable<u64, &'static [u8]>,
+    start: Position,
+    budget: usize,
+) -> Result<Vec<(u64, u64)>> {
     let mut taken: Vec<(u64, u64)> = Vec::new();
     let mut open: Option<u64> = None;
     let mut bytes = 0;
@@ -421,70 +483,88 @@ pub(crate) fn finish_step(txn: &Writer<'_>, budget: usize) -> Result<FinishStep>
         bytes += value.value().len();
         open = Some(key);
     }
-    // A segment below the start with none after it holds the start or more: it stays.
     if let Some(first) = open {
         taken.push((first, u64::MAX));
     }
-    let mut step = FinishStep::Finished;
-    let mut stored = Vec::new();
-    for (first, end) in taken {
-        let pending: Vec<u64> = kept
-            .range(first..end.min(start.0))?
-            .filter_map(|entry| match entry {
-                Ok((key, value)) => value.value().is_empty().then(|| Ok(key.value())),
-                Err(error) => Some(Err(error)),
-            })
-            .collect::<std::result::Result<_, _>>()?;
-        if !pending.is_empty() {
-            // Read here rather than through `read.rs`, which reads this module's tables.
-            let corrupt = |position, problem| Error::Corrupt {
-                position,
-                problem: Box::new(problem),
-            };
-            let bytes = match segments.get(first)? {
-                Some(guard) => guard.value().to_vec(),
-                None => return Err(corrupt(Position(first), Problem::Missing)),
-            };
-            let segment = crate::record::segment::Segment::parse(&bytes, format)
-                .map_err(|error| corrupt(Position(first), Problem::Segment(error)))?;
-            for position in pending {
-                let position = Position(position);
-                let at = u32::try_from(position.0 - first)
-                    .ok()
-                    .and_then(|index| segment.record_at(index))
-                    .ok_or_else(|| corrupt(position, Problem::Missing))?;
-                let record = crate::record::view::parse_at(
-                    &bytes,
-                    &at,
-                    position,
-                    crate::record::view::RecordHashes::Check,
-                )
-                .map_err(|error| corrupt(position, Problem::Record(error)))?;
-                let hash = archived_hash(&archived, position)?;
-                if record.hash != hash {
-                    let fault = crate::record::problem::CutFault::Kept {
-                        kept: hash,
-                        found: record.hash,
-                    };
-                    return Err(corrupt(position, Problem::Cut { fault }));
-                }
-                stored.clear();
-                record.encode_v1_stored(&mut stored);
-                debug_assert!(!stored.is_empty(), "a stored record is never empty");
-                kept.insert(position.0, stored.as_slice())?;
-            }
-            step = FinishStep::Stepped;
-        }
-        if end <= start.0 {
-            segments.remove(first)?;
-            step = FinishStep::Stepped;
-        }
+    Ok(taken)
+}
+
+/// `Error::Corrupt` at `position` for `problem`.
+fn corrupt(position: Position, problem: Problem) -> Error {
+    Error::Corrupt {
+        position,
+        problem: Box::new(problem),
     }
-    Ok(step)
+}
+
+/// A segment below the log's start that still holds records [`KEPT`] waits for.
+struct KeptSegment<'a> {
+    /// The position of its first record (its key).
+    first: Position,
+    bytes: &'a [u8],
+    format: crate::record::Format,
+}
+
+impl KeptSegment<'_> {
+    /// Moves the records at `pending` (positions in this segment whose value in [`KEPT`] is
+    /// still empty) into `kept`, each checked against the hash [`ARCHIVED`] keeps. Read here
+    /// rather than through `read.rs`, which reads this module's tables.
+    fn move_kept(
+        &self,
+        pending: &[u64],
+        archived: &impl Readable<u64, &'static [u8]>,
+        kept: &mut crate::storage::Writable<'_, u64, &'static [u8]>,
+    ) -> Result<()> {
+        let segment = crate::record::segment::Segment::parse(self.bytes, self.format)
+            .map_err(|error| corrupt(self.first, Problem::Segment(error)))?;
+        let mut stored = Vec::new();
+        for &position in pending {
+            let position = Position(position);
+            let at = u32::try_from(position.0 - self.first.0)
+                .ok()
+                .and_then(|index| segment.record_at(index))
+                .ok_or_else(|| corrupt(position, Problem::Missing))?;
+            let record = crate::record::view::parse_at(
+                self.bytes,
+                &at,
+                position,
+                crate::record::view::RecordHashes::Check,
+            )
+            .map_err(|error| corrupt(position, Problem::Record(error)))?;
+            let hash = archived_hash(archived, position)?;
+            if record.hash != hash {
+                let fault = crate::record::problem::CutFault::Kept {
+                    kept: hash,
+                    found: record.hash,
+                };
+                return Err(corrupt(position, Problem::Cut { fault }));
+            }
+            stored.clear();
+            record.encode_v1_stored(&mut stored);
+            debug_assert!(!stored.is_empty(), "a stored record is never empty");
+            kept.insert(position.0, stored.as_slice())?;
+        }
+        Ok(())
+    }
 }
 
 /// Keeps `cut`, whose record will be at `position`, in [`CUTS`].
 pub(crate) fn keep_cut(txn: &Writer<'_>, position: Position, cut: &Cut) -> Result<()> {
+    // A cut archives a range of the log before its own record.
+    assert!(
+        cut.from <= cut.before && cut.before <= position,
+        "the cut at {position} archives {}..{}, a range before it",
+        cut.from,
+        cut.before
+    );
+    // Cuts join end to end: this one archives from where the last one kept.
+    #[cfg(debug_assertions)]
+    if let Ok((start, _)) = start_in(txn) {
+        debug_assert_eq!(
+            start, cut.from,
+            "the cut at {position} starts at the log's start"
+        );
+    }
     let mut cuts = CUTS.write(txn)?;
     let stored = seal(CUTS_NAME, &position.0.to_le_bytes(), &cut.encode());
     cuts.insert(position.0, stored.as_slice())?;

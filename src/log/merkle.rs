@@ -81,6 +81,7 @@ impl<'txn> MerkleWriter<'txn> {
 
     /// Adds the leaf of the record hashed `record_hash` (the next position).
     pub(crate) fn push(&mut self, record_hash: Digest) -> Result<()> {
+        let size_before = self.frontier.size();
         let completed = &mut self.completed;
         self.frontier.push(
             &LogTreeHasher,
@@ -90,6 +91,11 @@ impl<'txn> MerkleWriter<'txn> {
                     completed.push((level, index, *node));
                 }
             },
+        );
+        assert_eq!(
+            self.frontier.size(),
+            size_before + 1,
+            "a push adds one leaf to the Merkle tree"
         );
         if self.completed.is_empty() {
             return Ok(());
@@ -116,6 +122,12 @@ impl<'txn> MerkleWriter<'txn> {
 
     /// The `head` value for `head`, with this tree's frontier.
     pub(crate) fn head_bytes(&self, head: Head) -> Vec<u8> {
+        // The frontier stored beside a head is the tree of exactly the records before it.
+        assert_eq!(
+            self.frontier.size(),
+            head.next.0,
+            "the Merkle tree has a leaf per record before the head"
+        );
         encode_head_with_frontier(head, &self.frontier)
     }
 }

@@ -351,6 +351,12 @@ pub(crate) fn copy_rows<'t>(
         let (key, value) = entry?;
         target.insert(key.value(), value.value())?;
     }
+    // The copy holds the source's rows, no more: the emptied target counts only them.
+    debug_assert_eq!(
+        target.len()?,
+        source.len()?,
+        "{to_table:?} holds the rows of {from_table:?}"
+    );
     Ok(())
 }
 
@@ -363,6 +369,11 @@ pub(crate) fn copy_rows_within(txn: &Writer<'_>, from_table: &str, to_table: &st
         let (key, value) = entry?;
         target.insert(key.value(), value.value())?;
     }
+    debug_assert_eq!(
+        target.len()?,
+        source.len()?,
+        "{to_table:?} holds the rows of {from_table:?}"
+    );
     Ok(())
 }
 
@@ -512,6 +523,10 @@ impl RawWrites for TransactionTables<'_> {
         // redb refuses to delete a table that is open.
         self.open.borrow_mut().remove(table);
         definition(table).delete(self.txn)?;
+        debug_assert!(
+            !self.open.borrow().contains_key(table),
+            "a cleared table {table:?} is opened again only by its next write"
+        );
         Ok(())
     }
 }

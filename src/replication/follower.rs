@@ -23,8 +23,8 @@ use tokio::sync::{mpsc, watch};
 
 use super::publisher::Publisher;
 use super::stream::{
-    PAUSE_MIN, ReplicatedLog, last_sequence, message_at, records_of, retry, sequence_holding,
-    stream_end,
+    PAUSE_MIN, ReplicatedLog, StreamEnd, last_sequence, message_at, records_of, retry,
+    sequence_holding, stream_end,
 };
 use super::{Damage, ForkProblem, NatsOperation, NatsProblem, ReplicationError, wire};
 use crate::log::Head;
@@ -314,6 +314,29 @@ impl Pause {
     }
 }
 
+/// In a stream whose limits or a purge removed its first messages: this log starts from its
+/// own records, the first the stream holds, or not at all. `Some` when the first message
+/// left continues the log (its first record's link to the local head is checked when it is
+/// applied, as every message's is); `None` when the log reaches into what the stream holds.
+async fn start_in_trimmed(
+    stream: &stream::Stream,
+    end: &StreamEnd,
+    head: Head,
+) -> Result<Option<Start>, ReplicationError> {
+    let (first, _) = wire::frame_span(&message_at(stream, end.first).await?.payload)?;
+    if first > head.next {
+        return Err(ReplicationError::Trimmed {
+            needed: head.next,
+            sequence: end.first,
+            first,
+        });
+    }
+    Ok((first == head.next).then(|| Start {
+        from: end.first,
+        applied: end.first - 1,
+    }))
+}
+
 /// Where a host whose local log ends at `head` starts reading the stream. Refuses a local log
 /// the stream does not continue: one longer than the stream, or whose last record is not the
 /// stream's at that position. When the local head lies inside a message (a log copied up to
@@ -324,25 +347,11 @@ pub(crate) async fn check_start(
     head: Head,
 ) -> Result<Start, ReplicationError> {
     let end = stream_end(stream).await?;
-    if end.first > 1 && !(end.last_hash == Some(head.hash) && head.next == end.next) {
-        // The stream's limits or a purge removed its first messages: this log starts from
-        // its own records, the first the stream holds, or not at all.
-        let (first, _) = wire::frame_span(&message_at(stream, end.first).await?.payload)?;
-        if first > head.next {
-            return Err(ReplicationError::Trimmed {
-                needed: head.next,
-                sequence: end.first,
-                first,
-            });
-        }
-        if first == head.next {
-            // The first message continues this log; its first record's link to the local
-            // head is checked when it is applied, as every message's is.
-            return Ok(Start {
-                from: end.first,
-                applied: end.first - 1,
-            });
-        }
+    if end.first > 1
+        && !(end.last_hash == Some(head.hash) && head.next == end.next)
+        && let Some(start) = start_in_trimmed(stream, &end, head).await?
+    {
+        return Ok(start);
     }
     let Some(last) = head.next.0.checked_sub(1).map(Position) else {
         return Ok(Start {

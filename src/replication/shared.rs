@@ -273,47 +273,8 @@ impl SharedLog {
                 let Some(frame) = frame_of(&sealed).map_err(replication)? else {
                     return Ok(Attempt::AppendedNothing(outcome));
                 };
-                let (first, end) = (frame.first(), frame.end());
-                let publish = Publish::build()
-                    .message_id(frame.message_id())
-                    .expected_last_sequence(expected)
-                    .payload(frame.into_bytes().into());
-                let ack = runtime
-                    .block_on(async {
-                        let ack = jetstream.send_publish(subject, publish).await?;
-                        ack.await
-                    })
-                    .map_err(|error| {
-                        let problem = match error.kind() {
-                            PublishErrorKind::WrongLastSequence => {
-                                NatsProblem::WrongLastSequence { expected, first }
-                            }
-                            _ => NatsProblem::Failed {
-                                cause: error.to_string(),
-                            },
-                        };
-                        replication(ReplicationError::Nats {
-                            operation: NatsOperation::Publish,
-                            problem,
-                        })
-                    })?;
-                if ack.sequence != expected + 1 {
-                    // Stored elsewhere than expected (a duplicate): the transaction is dropped
-                    // and the stream, read again, says what it holds.
-                    return Err(replication(ReplicationError::Nats {
-                        operation: NatsOperation::Acknowledge,
-                        problem: NatsProblem::AcknowledgedElsewhere {
-                            first,
-                            end,
-                            sequence: ack.sequence,
-                            expected: expected + 1,
-                        },
-                    }));
-                }
-                Ok(Attempt::Published {
-                    outcome,
-                    sequence: ack.sequence,
-                })
+                let sequence = publish_blocking(&runtime, &jetstream, subject, frame, expected)?;
+                Ok(Attempt::Published { outcome, sequence })
             })
         })
         .await
@@ -323,6 +284,55 @@ impl SharedLog {
             other => other.into(),
         })
     }
+}
+
+/// Publishes `frame` to `subject` as one message expecting the stream to end at `expected`,
+/// blocking on `runtime` until the stream acknowledges it: the sequence it stored the message
+/// at, which must be the one after `expected` (a message stored elsewhere, a duplicate, is
+/// refused, and the stream, read again, says what it holds).
+fn publish_blocking(
+    runtime: &tokio::runtime::Handle,
+    jetstream: &jetstream::Context,
+    subject: String,
+    frame: wire::Frame,
+    expected: u64,
+) -> crate::error::Result<u64> {
+    let (first, end) = (frame.first(), frame.end());
+    let publish = Publish::build()
+        .message_id(frame.message_id())
+        .expected_last_sequence(expected)
+        .payload(frame.into_bytes().into());
+    let ack = runtime
+        .block_on(async {
+            let ack = jetstream.send_publish(subject, publish).await?;
+            ack.await
+        })
+        .map_err(|error| {
+            let problem = match error.kind() {
+                PublishErrorKind::WrongLastSequence => {
+                    NatsProblem::WrongLastSequence { expected, first }
+                }
+                _ => NatsProblem::Failed {
+                    cause: error.to_string(),
+                },
+            };
+            replication(ReplicationError::Nats {
+                operation: NatsOperation::Publish,
+                problem,
+            })
+        })?;
+    if ack.sequence != expected + 1 {
+        return Err(replication(ReplicationError::Nats {
+            operation: NatsOperation::Acknowledge,
+            problem: NatsProblem::AcknowledgedElsewhere {
+                first,
+                end,
+                sequence: ack.sequence,
+                expected: expected + 1,
+            },
+        }));
+    }
+    Ok(ack.sequence)
 }
 
 fn replication(error: ReplicationError) -> crate::error::Error {

@@ -125,11 +125,16 @@ impl TableChanges {
             self.rows.insert(key.clone(), change.clone());
         }
         self.counted += newer.counted;
+        debug_assert!(
+            self.rows.len() >= newer.rows.len(),
+            "a merge keeps every change of the newer layer"
+        );
     }
 
     /// Drops each removal that hides nothing: of a key redb does not hold, which no layer of
     /// `below` (the layers this one lies over) changes.
     fn prune_removals(&mut self, name: &str, below: &[Arc<Layer>]) {
+        let counted = self.counted;
         self.rows.retain(|key, change| match change {
             Change::Removed { masks_base: false } => below.iter().any(|layer| {
                 layer
@@ -139,6 +144,11 @@ impl TableChanges {
             }),
             _ => true,
         });
+        // A removal that hides nothing removed no row: the count stands.
+        assert_eq!(
+            self.counted, counted,
+            "pruning removals from {name:?} leaves its row count"
+        );
     }
 
     /// Whether it holds a removal that may hide nothing.
@@ -156,6 +166,10 @@ impl TableChanges {
             }
         }
         self.counted += older.counted;
+        debug_assert!(
+            self.rows.len() >= older.rows.len(),
+            "absorbing an older layer keeps a change of each of its keys"
+        );
     }
 }
 
@@ -183,6 +197,11 @@ impl Layer {
     /// How many changes it holds, in every table.
     fn size(&self) -> usize {
         self.tables.values().map(|table| table.rows.len()).sum()
+    }
+
+    /// What its changes add to the row counts of every table together.
+    fn counted(&self) -> i64 {
+        self.tables.values().map(|table| table.counted).sum()
     }
 
     /// `older` laid under this layer, which is newer: what a merge of the two would give,
@@ -250,6 +269,9 @@ impl Generation {
             return Generation { layers };
         }
         let mut top = Layer { tables };
+        // Publishing moves changes between layers, never adds or loses a counted row.
+        #[cfg(debug_assertions)]
+        let counted_before = self.counted() + top.counted();
         // A binary counter: the new layer swallows every older one no larger than itself,
         // each older change copied in once (the newer ones stay where they are).
         while let Some(below) = layers.last() {
@@ -261,7 +283,27 @@ impl Generation {
         }
         top.prune_removals(&layers);
         layers.push(Arc::new(top));
-        Generation { layers }
+        let next = Generation { layers };
+        #[cfg(debug_assertions)]
+        {
+            debug_assert_eq!(
+                next.counted(),
+                counted_before,
+                "publishing keeps the row counts"
+            );
+            debug_assert!(
+                next.layers
+                    .windows(2)
+                    .all(|pair| pair[0].size() > pair[1].size()),
+                "each layer is smaller than the one below it, as a binary counter's digits"
+            );
+        }
+        next
+    }
+
+    /// What its layers add to the row counts of every table together.
+    fn counted(&self) -> i64 {
+        self.layers.iter().map(|layer| layer.counted()).sum()
     }
 
     /// Writes every change into redb in `txn` (the caller commits it), each table's changes
@@ -355,7 +397,17 @@ impl Scratch {
     pub(super) fn record(table: &mut TableChanges, key: &[u8], change: Change, held: bool) {
         let now = matches!(change, Change::Put(_));
         table.counted += i64::from(now) - i64::from(held);
-        table.rows.insert(OrderedKey::new(key, table.order), change);
+        let replaced = table.rows.insert(OrderedKey::new(key, table.order), change);
+        // The count is right only if `held` agrees with this layer's own last change of the
+        // key: a value it put is held, one it removed is not.
+        debug_assert!(
+            match replaced {
+                Some(Change::Put(_)) => held,
+                Some(Change::Removed { .. }) => !held,
+                None => true,
+            },
+            "a change of a key counts the row this layer's last change of it left"
+        );
     }
 }
 

@@ -86,36 +86,15 @@ pub(crate) async fn post(
 const REFUSED_PAUSE_MIN: Duration = Duration::from_millis(20);
 const REFUSED_PAUSE_MAX: Duration = Duration::from_millis(500);
 
+/// POSTs `body` to `prefix` + `endpoint` and reads the answer, the connection tried again
+/// while refused ([`connect`]).
 async fn exchange(
     prefix: &Prefix,
     endpoint: &str,
     body: String,
     timeout: Duration,
 ) -> Result<Answer, ExchangeProblem> {
-    let mut pause = REFUSED_PAUSE_MIN;
-    // The pauses so far, counted rather than read from a clock: `post`'s timeout bounds the
-    // whole exchange, and the last refusal is the answer once the pauses would reach it.
-    let mut paused = Duration::ZERO;
-    let stream = loop {
-        match TcpStream::connect((prefix.host.as_str(), prefix.port)).await {
-            Ok(stream) => break stream,
-            // A witness starting or restarting refuses connections for a moment: tried again
-            // within the timeout, after which the refusal is the answer.
-            Err(error)
-                if error.kind() == std::io::ErrorKind::ConnectionRefused
-                    && paused + pause < timeout =>
-            {
-                tokio::time::sleep(pause).await;
-                paused += pause;
-                pause = (pause * 2).min(REFUSED_PAUSE_MAX);
-            }
-            Err(error) => {
-                return Err(ExchangeProblem::Connect {
-                    cause: error.to_string(),
-                });
-            }
-        }
-    };
+    let stream = connect(prefix, timeout).await?;
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|error| ExchangeProblem::Handshake {
@@ -163,6 +142,34 @@ async fn exchange(
         content_type,
         body,
     })
+}
+
+/// A connection to the witness at `prefix`. A witness starting or restarting refuses
+/// connections for a moment: tried again, with growing pauses, while they stay within
+/// `timeout`, after which the refusal is the answer.
+async fn connect(prefix: &Prefix, timeout: Duration) -> Result<TcpStream, ExchangeProblem> {
+    let mut pause = REFUSED_PAUSE_MIN;
+    // The pauses so far, counted rather than read from a clock: `post`'s timeout bounds the
+    // whole exchange, and the last refusal is the answer once the pauses would reach it.
+    let mut paused = Duration::ZERO;
+    loop {
+        match TcpStream::connect((prefix.host.as_str(), prefix.port)).await {
+            Ok(stream) => return Ok(stream),
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ConnectionRefused
+                    && paused + pause < timeout =>
+            {
+                tokio::time::sleep(pause).await;
+                paused += pause;
+                pause = (pause * 2).min(REFUSED_PAUSE_MAX);
+            }
+            Err(error) => {
+                return Err(ExchangeProblem::Connect {
+                    cause: error.to_string(),
+                });
+            }
+        }
+    }
 }
 
 /// Why a witness's URL is not a submission prefix (`http://host[:port][/path]`).

@@ -247,24 +247,9 @@ impl Witness {
     ) -> Result<String, Refusal> {
         // tlog-witness: "the timestamp MUST NOT be zero".
         let timestamp = timestamp.max(1);
-        if body.len() > CONSISTENCY_BYTES_MAX {
-            return Err(Refusal::Malformed(format!(
-                "the body is {} bytes, more than the {CONSISTENCY_BYTES_MAX} a request can be",
-                body.len()
-            )));
-        }
-        let text = std::str::from_utf8(body)
-            .map_err(|_| Refusal::Malformed("the body is not UTF-8".into()))?;
-        let request =
-            ConsistencyFile::parse(text).map_err(|error| Refusal::Malformed(error.to_string()))?;
-        let origin = request.checkpoint().origin.clone();
-        let keys = self
-            .logs
-            .get(&origin)
-            .ok_or_else(|| Refusal::UnknownOrigin(origin.clone()))?;
-        let opened = Checkpoint::open_for_origin(request.checkpoint_text(), &origin, keys, &[])
-            .map_err(|error| Refusal::Forbidden(error.to_string()))?;
+        let (request, opened) = self.open_request(body)?;
         let checkpoint = &opened.checkpoint;
+        let origin = request.checkpoint().origin.clone();
 
         // From here the log's signature holds: the lock makes the check and the commit one.
         let mut state = self.lock();
@@ -297,42 +282,85 @@ impl Witness {
             return Ok(cosignature.to_line());
         }
         // The note kept: the log signatures that verified, then the cosignature.
-        let signed = log_signed(&opened)?;
-        let mut note = signed.clone();
+        let mut note = log_signed(&opened)?;
+        let signed = note.to_text();
         note.push_signature(cosignature.clone());
         let cosigned = Cosigned {
-            origin: origin.clone(),
+            origin,
             size: checkpoint.size,
             root: crate::tlog::base64_encode(&checkpoint.root),
             timestamp,
             checkpoint: note.to_text(),
         };
-        let expected = match &current {
+        self.commit_cosigned(&mut state, current.as_ref(), cosigned, checkpoint, signed)?;
+        Ok(cosignature.to_line())
+    }
+
+    /// The request `body` parsed, and its checkpoint opened with the keys of its origin: the
+    /// refusal of a body too large, not UTF-8, malformed, of an origin not witnessed, or not
+    /// signed by the log.
+    fn open_request(&self, body: &[u8]) -> Result<(ConsistencyFile, OpenedCheckpoint), Refusal> {
+        if body.len() > CONSISTENCY_BYTES_MAX {
+            return Err(Refusal::Malformed(format!(
+                "the body is {} bytes, more than the {CONSISTENCY_BYTES_MAX} a request can be",
+                body.len()
+            )));
+        }
+        let text = std::str::from_utf8(body)
+            .map_err(|_| Refusal::Malformed("the body is not UTF-8".into()))?;
+        let request =
+            ConsistencyFile::parse(text).map_err(|error| Refusal::Malformed(error.to_string()))?;
+        let origin = request.checkpoint().origin.clone();
+        let keys = self
+            .logs
+            .get(&origin)
+            .ok_or_else(|| Refusal::UnknownOrigin(origin.clone()))?;
+        let opened = Checkpoint::open_for_origin(request.checkpoint_text(), &origin, keys, &[])
+            .map_err(|error| Refusal::Forbidden(error.to_string()))?;
+        Ok((request, opened))
+    }
+
+    /// Appends `cosigned` to its origin's stream, expecting the version `current` names, and
+    /// makes it the latest of that origin (`signed`: the note with the log's signatures).
+    fn commit_cosigned(
+        &self,
+        state: &mut State,
+        current: Option<&Latest>,
+        cosigned: Cosigned,
+        checkpoint: &Checkpoint,
+        signed: String,
+    ) -> Result<(), Refusal> {
+        // A witness's cosigned sizes only grow: `decide` refused any other.
+        assert!(
+            current.is_none_or(|current| current.checkpoint.size < checkpoint.size),
+            "a new cosigned checkpoint of {:?} grows the tree",
+            cosigned.origin
+        );
+        let expected = match current {
             Some(current) => ExpectedVersion::Exact(current.version),
             None => ExpectedVersion::NoStream,
         };
         let event = NewEvent::new(
             state::COSIGNED_KIND,
-            timestamp.saturating_mul(1000),
+            cosigned.timestamp.saturating_mul(1000),
             state::encode(&cosigned),
         );
-        let outcome = self
-            .store
-            .append(&state::cosigned_stream(&origin), expected, &[event])?;
+        let stream = state::cosigned_stream(&cosigned.origin);
+        let outcome = self.store.append(&stream, expected, &[event])?;
         let AppendOutcome::Appended(appended) = outcome else {
             unreachable!("a cosigned record carries no idempotency key, so it is never a duplicate")
         };
         debug_assert_eq!(appended.count, 1);
         state.latest.insert(
-            origin,
+            cosigned.origin.clone(),
             Latest {
                 version: appended.first_version,
                 cosigned,
                 checkpoint: checkpoint.clone(),
-                signed: signed.to_text(),
+                signed,
             },
         );
-        Ok(cosignature.to_line())
+        Ok(())
     }
 
     /// Every piece of evidence kept, oldest first within each origin.

@@ -180,7 +180,7 @@ pub async fn request_cosignatures(
     let log_key = signer.verifier();
     let size = opened_size(&text, &log_key);
     let kept = store.cosigned_checkpoint()?;
-    let mut results: Vec<Option<Result<NoteSignature, RequestError>>> = vec![None; witnesses.len()];
+    let mut results: Vec<Outcome> = vec![None; witnesses.len()];
     // The first round from the size each witness cosigned in the checkpoint kept (or 0); the
     // second, for those that answered 409, from the size they named.
     let mut pending: Vec<(usize, u64)> = witnesses
@@ -195,96 +195,152 @@ pub async fn request_cosignatures(
             (at, old)
         })
         .collect();
+    let asking = Asking {
+        store,
+        text: &text,
+        size,
+        witnesses,
+        timeout: options.timeout,
+    };
     for round in 0..2 {
+        pending = asking.round(round, pending, &mut results).await;
+    }
+    let witnessed = asking.collect(results)?;
+    if !witnessed.cosigned_by.is_empty() {
+        store.keep_cosigned_checkpoint(&witnessed.checkpoint, &log_key)?;
+    }
+    Ok(witnessed)
+}
+
+/// One witness's outcome: its cosignature, or why it gave none; `None` while it has not
+/// answered.
+type Outcome = Option<Result<NoteSignature, RequestError>>;
+
+/// A checkpoint being witnessed: its note, its size and the witnesses asked.
+struct Asking<'a> {
+    store: &'a Store,
+    text: &'a str,
+    size: u64,
+    witnesses: &'a [WitnessEndpoint],
+    timeout: Duration,
+}
+
+impl Asking<'_> {
+    /// Asks every witness of `pending` (its index, and the size it cosigned) at once, each
+    /// exchange a task, and records each outcome in `results`; the witnesses to ask again
+    /// from the size they named, after a 409 in the first round (`round` 0).
+    async fn round(
+        &self,
+        round: u32,
+        pending: Vec<(usize, u64)>,
+        results: &mut [Outcome],
+    ) -> Vec<(usize, u64)> {
         let mut exchanges = tokio::task::JoinSet::new();
-        for (at, old) in std::mem::take(&mut pending) {
-            let witness = &witnesses[at];
-            let unreachable = |problem: ExchangeProblem| RequestError::Unreachable {
-                url: witness.url.clone(),
-                problem,
-            };
-            let prefix = match Prefix::parse(&witness.url) {
-                Ok(prefix) => prefix,
-                Err(problem) => {
-                    results[at] = Some(Err(RequestError::Endpoint {
-                        given: witness.url.clone(),
-                        problem: EndpointProblem::Url(problem),
-                    }));
+        for (at, old) in pending {
+            let (prefix, body) = match self.request(at, old) {
+                Ok(request) => request,
+                Err(error) => {
+                    results[at] = Some(Err(error));
                     continue;
                 }
             };
-            let body = match request_body(store, &text, old, size) {
-                Ok(body) => body,
-                Err(problem) => {
-                    results[at] = Some(Err(unreachable(problem)));
-                    continue;
-                }
-            };
-            let timeout = options.timeout;
+            let timeout = self.timeout;
             exchanges
                 .spawn(async move { (at, post(&prefix, "/add-checkpoint", body, timeout).await) });
         }
+        let mut again = Vec::new();
         while let Some(joined) = exchanges.join_next().await {
             let Ok((at, answer)) = joined else {
                 // A task that panicked or was cancelled: its witness stays without an answer.
                 continue;
             };
-            let witness = &witnesses[at];
-            let answer = match answer {
-                Ok(answer) => answer,
-                Err(problem) => {
-                    results[at] = Some(Err(RequestError::Unreachable {
-                        url: witness.url.clone(),
-                        problem,
-                    }));
-                    continue;
-                }
-            };
-            results[at] = match answer.status {
-                200 => Some(cosignature(&answer, &text, witness)),
-                409 if round == 0 => match conflict_size(&answer) {
-                    Some(witnessed) if witnessed > size => Some(Err(RequestError::Ahead {
-                        url: witness.url.clone(),
-                        witnessed,
-                        size,
-                    })),
-                    Some(witnessed) => {
-                        pending.push((at, witnessed));
-                        None
-                    }
-                    None => Some(Err(refused(witness, &answer))),
-                },
-                _ => Some(Err(refused(witness, &answer))),
-            };
+            results[at] = self.judge(round, at, answer, &mut again);
         }
+        again
     }
-    let mut note = Note::parse(&text).map_err(|error| {
-        crate::Error::undecodable_meta(crate::error::MetaItem::CosignedCheckpoint, error)
-    })?;
-    let mut witnessed = Witnessed {
-        checkpoint: String::new(),
-        size,
-        cosigned_by: Vec::new(),
-        failed: Vec::new(),
-    };
-    for (witness, result) in witnesses.iter().zip(results) {
-        match result {
-            Some(Ok(cosignature)) => {
-                note.push_signature(cosignature);
-                witnessed.cosigned_by.push(witness.key.name().to_owned());
-            }
-            Some(Err(error)) => witnessed.failed.push(error),
-            None => witnessed.failed.push(RequestError::Unreachable {
+
+    /// Where to post to witness `at`, and the body, with the proof from size `old`.
+    fn request(&self, at: usize, old: u64) -> Result<(Prefix, String), RequestError> {
+        let witness = &self.witnesses[at];
+        let prefix = Prefix::parse(&witness.url).map_err(|problem| RequestError::Endpoint {
+            given: witness.url.clone(),
+            problem: EndpointProblem::Url(problem),
+        })?;
+        let body = request_body(self.store, self.text, old, self.size).map_err(|problem| {
+            RequestError::Unreachable {
                 url: witness.url.clone(),
-                problem: ExchangeProblem::NoAnswer,
-            }),
+                problem,
+            }
+        })?;
+        Ok((prefix, body))
+    }
+
+    /// What witness `at`'s `answer` gives: its cosignature, a refusal, or (after a 409 in
+    /// the first round naming a size not past ours) nothing yet, the witness pushed onto
+    /// `again` to be asked from that size.
+    fn judge(
+        &self,
+        round: u32,
+        at: usize,
+        answer: Result<Answer, ExchangeProblem>,
+        again: &mut Vec<(usize, u64)>,
+    ) -> Outcome {
+        let witness = &self.witnesses[at];
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(problem) => {
+                return Some(Err(RequestError::Unreachable {
+                    url: witness.url.clone(),
+                    problem,
+                }));
+            }
+        };
+        match answer.status {
+            200 => Some(cosignature(&answer, self.text, witness)),
+            409 if round == 0 => match conflict_size(&answer) {
+                Some(witnessed) if witnessed > self.size => Some(Err(RequestError::Ahead {
+                    url: witness.url.clone(),
+                    witnessed,
+                    size: self.size,
+                })),
+                Some(witnessed) => {
+                    again.push((at, witnessed));
+                    None
+                }
+                None => Some(Err(refused(witness, &answer))),
+            },
+            _ => Some(Err(refused(witness, &answer))),
         }
     }
-    witnessed.checkpoint = note.to_text();
-    if !witnessed.cosigned_by.is_empty() {
-        store.keep_cosigned_checkpoint(&witnessed.checkpoint, &log_key)?;
+
+    /// The checkpoint's note with every cosignature received, in the order the witnesses
+    /// were given, and the witnesses that gave none.
+    fn collect(&self, results: Vec<Outcome>) -> crate::Result<Witnessed> {
+        let mut note = Note::parse(self.text).map_err(|error| {
+            crate::Error::undecodable_meta(crate::error::MetaItem::CosignedCheckpoint, error)
+        })?;
+        let mut witnessed = Witnessed {
+            checkpoint: String::new(),
+            size: self.size,
+            cosigned_by: Vec::new(),
+            failed: Vec::new(),
+        };
+        for (witness, result) in self.witnesses.iter().zip(results) {
+            match result {
+                Some(Ok(cosignature)) => {
+                    note.push_signature(cosignature);
+                    witnessed.cosigned_by.push(witness.key.name().to_owned());
+                }
+                Some(Err(error)) => witnessed.failed.push(error),
+                None => witnessed.failed.push(RequestError::Unreachable {
+                    url: witness.url.clone(),
+                    problem: ExchangeProblem::NoAnswer,
+                }),
+            }
+        }
+        witnessed.checkpoint = note.to_text();
+        Ok(witnessed)
     }
-    Ok(witnessed)
 }
 
 /// The `add-checkpoint` body for the checkpoint `text` of `size`, from `old`.

@@ -25,6 +25,7 @@ mod faults;
 mod footprint;
 mod format_v2;
 mod full_disk;
+mod function_length;
 mod fuzz_replay;
 mod history;
 mod ingest;

@@ -115,6 +115,27 @@ pub(crate) fn prove(args: ProveArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The proof file at `path`, read as `bytes`: refused as bad input when it is not a proof
+/// file at all, or one of a tree no log keeps any more; as an invalid proof otherwise.
+fn parse_proof_file(path: &Path, bytes: &[u8]) -> Result<ProofFile, Failure> {
+    let invalid = |message: String| Failure::of(Kind::InvalidProof, message);
+    if bytes.len() as u64 > PROOF_FILE_BYTES_MAX {
+        return Err(invalid(format!(
+            "invalid: {} is over {PROOF_FILE_BYTES_MAX} bytes, larger than any proof",
+            path.display()
+        )));
+    }
+    ProofFile::from_json(bytes).map_err(|error| {
+        let message = format!("invalid: {}: {error}", path.display());
+        match error {
+            ProofFileError::Shape { .. }
+            | ProofFileError::DuplicateKey { .. }
+            | ProofFileError::EarlierTree => Failure::of(Kind::InvalidInput, message),
+            _ => invalid(message),
+        }
+    })
+}
+
 pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
     let bytes = read_capped(&args.proof, PROOF_FILE_BYTES_MAX)
         .map_err(|error| Failure::file(&args.proof, false, &error))?;
@@ -127,23 +148,7 @@ pub(crate) fn check_proof(args: CheckProofArgs) -> Result<ExitCode, Failure> {
         trust = trust.with(TrustedHead::Head(head));
     }
     let invalid = |message: String| Failure::of(Kind::InvalidProof, message);
-    if bytes.len() as u64 > PROOF_FILE_BYTES_MAX {
-        return Err(invalid(format!(
-            "invalid: {} is over {PROOF_FILE_BYTES_MAX} bytes, larger than any proof",
-            args.proof.display()
-        )));
-    }
-    let proof = ProofFile::from_json(&bytes).map_err(|error| {
-        let message = format!("invalid: {}: {error}", args.proof.display());
-        match error {
-            // Not a proof file at all, or one of a tree no log keeps any more: bad input, not
-            // a proof that failed.
-            ProofFileError::Shape { .. }
-            | ProofFileError::DuplicateKey { .. }
-            | ProofFileError::EarlierTree => Failure::of(Kind::InvalidInput, message),
-            _ => invalid(message),
-        }
-    })?;
+    let proof = parse_proof_file(&args.proof, &bytes)?;
     let checked = if trust.is_empty() {
         proof.check_self_consistency().map(|()| None)
     } else {

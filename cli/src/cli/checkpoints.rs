@@ -151,57 +151,9 @@ pub(crate) fn prove(args: &ProveArgs, given: Option<&Path>) -> Result<ExitCode, 
         return Err(not_of_this_log(checkpoint_path, &checkpoint, root));
     }
     let output = match (&args.from_checkpoint, args.position) {
-        (Some(old_path), _) => {
-            let (_, old) = read_checkpoint(old_path, "--from-checkpoint")?;
-            if old.origin != checkpoint.origin {
-                return Err(Failure::Usage(format!(
-                    "--from-checkpoint is of {}, --checkpoint of {}: give two checkpoints of \
-                     one log",
-                    quoted(&old.origin),
-                    quoted(&checkpoint.origin)
-                )));
-            }
-            if old.size > checkpoint.size {
-                return Err(Failure::Usage(format!(
-                    "--from-checkpoint is of size {}, larger than --checkpoint's {}",
-                    old.size, checkpoint.size
-                )));
-            }
-            let old_root = snapshot.merkle_root(old.size)?;
-            if old_root.0 != old.root {
-                return Err(not_of_this_log(old_path, &old, old_root));
-            }
-            let path = if old.size == 0 {
-                Vec::new()
-            } else {
-                snapshot.consistency_proof(old.size, checkpoint.size)?.path
-            };
-            let file = ConsistencyFile::new(old.size, path.iter().map(|d| d.0).collect(), &text)
-                .map_err(|error| Failure::of(Kind::InvalidInput, error.to_string()))?;
-            file.to_text()
-        }
+        (Some(old_path), _) => consistency_text(&snapshot, old_path, &checkpoint, &text)?,
         (None, Some(position)) => {
-            let position = Position(position);
-            if position.0 >= checkpoint.size {
-                return Err(annals::Error::from(AuditError::PositionBeyondSize {
-                    position,
-                    size: checkpoint.size,
-                })
-                .into());
-            }
-            let proof = snapshot.inclusion_proof(position, checkpoint.size)?;
-            // Below a cut log's start, the hash the cut kept: no archive is needed.
-            let record_hash = snapshot.record_hash(position)?;
-            // The record hash as the extra data: the proof then names its entry, which the
-            // record itself (or an export holding it) checks.
-            let proof = TlogProof::for_checkpoint(
-                position.0,
-                proof.path.iter().map(|d| d.0).collect(),
-                &text,
-                record_hash.0.to_vec(),
-            )
-            .map_err(|error| Failure::of(Kind::InvalidInput, error.to_string()))?;
-            proof.to_text()
+            inclusion_text(&snapshot, Position(position), &checkpoint, &text)?
         }
         (None, None) => {
             return Err(Failure::Usage(
@@ -213,6 +165,72 @@ pub(crate) fn prove(args: &ProveArgs, given: Option<&Path>) -> Result<ExitCode, 
     out.write_all(output.as_bytes())?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The consistency proof, in `add-checkpoint` form, from the checkpoint at `old_path` to
+/// `checkpoint` (its note `text`), both of this log.
+fn consistency_text(
+    snapshot: &annals::Snapshot,
+    old_path: &Path,
+    checkpoint: &Checkpoint,
+    text: &str,
+) -> Result<String, Failure> {
+    let (_, old) = read_checkpoint(old_path, "--from-checkpoint")?;
+    if old.origin != checkpoint.origin {
+        return Err(Failure::Usage(format!(
+            "--from-checkpoint is of {}, --checkpoint of {}: give two checkpoints of \
+             one log",
+            quoted(&old.origin),
+            quoted(&checkpoint.origin)
+        )));
+    }
+    if old.size > checkpoint.size {
+        return Err(Failure::Usage(format!(
+            "--from-checkpoint is of size {}, larger than --checkpoint's {}",
+            old.size, checkpoint.size
+        )));
+    }
+    let old_root = snapshot.merkle_root(old.size)?;
+    if old_root.0 != old.root {
+        return Err(not_of_this_log(old_path, &old, old_root));
+    }
+    let path = if old.size == 0 {
+        Vec::new()
+    } else {
+        snapshot.consistency_proof(old.size, checkpoint.size)?.path
+    };
+    let file = ConsistencyFile::new(old.size, path.iter().map(|d| d.0).collect(), text)
+        .map_err(|error| Failure::of(Kind::InvalidInput, error.to_string()))?;
+    Ok(file.to_text())
+}
+
+/// The tlog-proof of the record at `position` in `checkpoint`'s tree (its note `text`).
+fn inclusion_text(
+    snapshot: &annals::Snapshot,
+    position: Position,
+    checkpoint: &Checkpoint,
+    text: &str,
+) -> Result<String, Failure> {
+    if position.0 >= checkpoint.size {
+        return Err(annals::Error::from(AuditError::PositionBeyondSize {
+            position,
+            size: checkpoint.size,
+        })
+        .into());
+    }
+    let proof = snapshot.inclusion_proof(position, checkpoint.size)?;
+    // Below a cut log's start, the hash the cut kept: no archive is needed.
+    let record_hash = snapshot.record_hash(position)?;
+    // The record hash as the extra data: the proof then names its entry, which the record
+    // itself (or an export holding it) checks.
+    let proof = TlogProof::for_checkpoint(
+        position.0,
+        proof.path.iter().map(|d| d.0).collect(),
+        text,
+        record_hash.0.to_vec(),
+    )
+    .map_err(|error| Failure::of(Kind::InvalidInput, error.to_string()))?;
+    Ok(proof.to_text())
 }
 
 /// The verifier keys `--vkey` gives, each as its text or `@FILE`: the log's keys.
@@ -432,7 +450,84 @@ fn check_inclusion(
         ))
     })?;
     let policy = policy(args)?;
-    let witnesses = match &policy {
+    let (witnesses, quorum) = witnesses_and_quorum(args, policy.as_ref())?;
+    let all: Vec<Verifier> = verifiers.iter().chain(&witnesses).cloned().collect();
+    let opened = proof
+        .check_record(&Digest(record_hash), &all)
+        .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
+    let cosigned = annals::tlog::cosignature::cosigned_by(opened.note());
+    if let Some(policy) = &policy {
+        policy
+            .check(proof.checkpoint_text(), verifiers)
+            .map_err(|error| {
+                invalid(format!(
+                    "invalid: {shown}: its checkpoint does not hold under --policy {}: {error}",
+                    args.policy.as_deref().unwrap_or(Path::new("")).display()
+                ))
+            })?;
+    }
+    require_quorum(&shown.to_string(), &cosigned, quorum)?;
+    let (mut message, mut json) =
+        valid_inclusion(&opened, proof.index, Digest(record_hash), &cosigned);
+    if let Some(export) = &args.export {
+        let position = Position(proof.index);
+        check_in_export(
+            export,
+            position,
+            Digest(record_hash),
+            &mut message,
+            &mut json,
+        )?;
+    }
+    Ok((message, json))
+}
+
+/// What `check-proof` says of a tlog-proof that holds: the record hashed `record_hash` at
+/// `index` in `opened`'s tree, its signer and its cosigners (`cosigned`), as a sentence and
+/// as JSON.
+fn valid_inclusion(
+    opened: &OpenedCheckpoint,
+    index: u64,
+    record_hash: Digest,
+    cosigned: &[(String, u64)],
+) -> (String, serde_json::Value) {
+    let signer = log_signer(opened);
+    let mut message = format!(
+        "valid: the record hashed {record_hash} is at position {index} in the checkpoint of {} \
+         at size {}, signed by {signer}",
+        opened.checkpoint.origin, opened.checkpoint.size,
+    );
+    for (name, time) in cosigned {
+        message.push_str(&format!("\ncosigned by {name} at {time} (POSIX seconds)"));
+    }
+    let json = serde_json::json!({
+        "valid": true,
+        "proof": "inclusion",
+        "form": "tlog-proof",
+        "position": index,
+        "record_hash": record_hash.to_string(),
+        "to": {
+            "origin": opened.checkpoint.origin,
+            "size": opened.checkpoint.size,
+            "root": Digest(opened.checkpoint.root).to_string(),
+        },
+        "signed_by": signer,
+        "cosigned_by": cosigned
+            .iter()
+            .map(|(name, time)| serde_json::json!({ "name": name, "time": time }))
+            .collect::<Vec<_>>(),
+    });
+    (message, json)
+}
+
+/// The witnesses whose cosignatures count, and how many must have cosigned: the policy's
+/// (its own quorum, checked by the policy), or those `--witness` gives with `--quorum` (all
+/// of them by default).
+fn witnesses_and_quorum(
+    args: &CheckProofArgs,
+    policy: Option<&Policy>,
+) -> Result<(Vec<Verifier>, usize), Failure> {
+    let witnesses = match policy {
         Some(policy) => policy
             .witnesses()
             .iter()
@@ -450,99 +545,75 @@ fn check_inclusion(
             witnesses.len()
         )));
     }
-    let all: Vec<Verifier> = verifiers.iter().chain(&witnesses).cloned().collect();
-    let opened = proof
-        .check_record(&Digest(record_hash), &all)
-        .map_err(|error| invalid(format!("invalid: {shown}: {error}")))?;
-    let cosigned = annals::tlog::cosignature::cosigned_by(opened.note());
-    if let Some(policy) = &policy {
-        policy
-            .check(proof.checkpoint_text(), verifiers)
-            .map_err(|error| {
-                invalid(format!(
-                    "invalid: {shown}: its checkpoint does not hold under --policy {}: {error}",
-                    args.policy.as_deref().unwrap_or(Path::new("")).display()
-                ))
-            })?;
+    Ok((witnesses, quorum))
+}
+
+/// Refuses the proof `shown` whose checkpoint has fewer than `quorum` of the witnesses'
+/// cosignatures (`cosigned`: their names and times).
+fn require_quorum(shown: &str, cosigned: &[(String, u64)], quorum: usize) -> Result<(), Failure> {
+    if cosigned.len() >= quorum {
+        return Ok(());
     }
-    if cosigned.len() < quorum {
-        let names: Vec<&str> = cosigned.iter().map(|(name, _)| name.as_str()).collect();
-        return Err(invalid(format!(
-            "invalid: {shown}: its checkpoint is cosigned by {} of the witnesses given \
-             ({}), the quorum is {quorum}",
-            cosigned.len(),
-            if names.is_empty() {
-                "none".to_owned()
-            } else {
-                names.join(", ")
-            }
-        )));
-    }
+    let names: Vec<&str> = cosigned.iter().map(|(name, _)| name.as_str()).collect();
+    Err(invalid(format!(
+        "invalid: {shown}: its checkpoint is cosigned by {} of the witnesses given \
+         ({}), the quorum is {quorum}",
+        cosigned.len(),
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    )))
+}
+
+/// The name of the log's signature on `opened`: the first verified one that is not a
+/// cosigner's, or a log's ML-DSA-44 key (type 0x06, a cosigner's type) named as the origin.
+fn log_signer(opened: &OpenedCheckpoint) -> &str {
     let note = opened.note();
-    let signer = note
-        .verified()
+    note.verified()
         .find(|s| !note.verified_by_cosigner(s))
-        // A log's ML-DSA-44 key (type 0x06) is a cosigner's type, named as the origin.
         .or_else(|| {
             note.verified()
                 .find(|s| s.name == opened.checkpoint.origin && note.verified_by_log_key(s))
         })
-        .map_or("?", |s| s.name.as_str());
-    let mut message = format!(
-        "valid: the record hashed {} is at position {} in the checkpoint of {} at size \
-         {}, signed by {signer}",
-        Digest(record_hash),
-        proof.index,
-        opened.checkpoint.origin,
-        opened.checkpoint.size,
-    );
-    for (name, time) in &cosigned {
-        message.push_str(&format!("\ncosigned by {name} at {time} (POSIX seconds)"));
-    }
-    let mut json = serde_json::json!({
-        "valid": true,
-        "proof": "inclusion",
-        "form": "tlog-proof",
-        "position": proof.index,
-        "record_hash": Digest(record_hash).to_string(),
-        "to": {
-            "origin": opened.checkpoint.origin,
-            "size": opened.checkpoint.size,
-            "root": Digest(opened.checkpoint.root).to_string(),
-        },
-        "signed_by": signer,
-        "cosigned_by": cosigned
-            .iter()
-            .map(|(name, time)| serde_json::json!({ "name": name, "time": time }))
-            .collect::<Vec<_>>(),
-    });
-    if let Some(export) = &args.export {
-        let record = record_in_export(export, Position(proof.index))?;
-        if record.hash != Digest(record_hash) {
-            return Err(invalid(format!(
-                "invalid: the record at position {} in {} hashes to {}, the proof is \
-                 of the record hashed {}",
-                proof.index,
-                export.display(),
-                record.hash,
-                Digest(record_hash)
-            )));
-        }
-        message.push_str(&format!(
-            "\nand it is the record in {}: {}@{} {}",
+        .map_or("?", |s| s.name.as_str())
+}
+
+/// `--export`: the record at `position` in the export must be the one hashed `record_hash`
+/// the proof names; it is then named in `message` and `json`.
+fn check_in_export(
+    export: &Path,
+    position: Position,
+    record_hash: Digest,
+    message: &mut String,
+    json: &mut serde_json::Value,
+) -> Result<(), Failure> {
+    let record = record_in_export(export, position)?;
+    if record.hash != record_hash {
+        return Err(invalid(format!(
+            "invalid: the record at position {} in {} hashes to {}, the proof is \
+             of the record hashed {}",
+            position.0,
             export.display(),
-            quoted(&record.stream),
-            record.version.0,
-            quoted(&record.kind)
-        ));
-        json["record"] = serde_json::json!({
-            "export": export.display().to_string(),
-            "stream": record.stream,
-            "version": record.version.0,
-            "kind": record.kind,
-        });
+            record.hash,
+            record_hash
+        )));
     }
-    Ok((message, json))
+    message.push_str(&format!(
+        "\nand it is the record in {}: {}@{} {}",
+        export.display(),
+        quoted(&record.stream),
+        record.version.0,
+        quoted(&record.kind)
+    ));
+    json["record"] = serde_json::json!({
+        "export": export.display().to_string(),
+        "stream": record.stream,
+        "version": record.version.0,
+        "kind": record.kind,
+    });
+    Ok(())
 }
 
 /// A consistency proof to a checkpoint, checked between it and `--from-checkpoint`, both

@@ -90,6 +90,47 @@ fn chosen_replicas(asked: Option<u16>, connection: &Connection) -> (usize, Strin
     }
 }
 
+/// Opens the stream `log` replicates to, creating it with the replicas chosen when it is
+/// not there, and says which it did.
+async fn open_stream(
+    args: &ReplicateArgs,
+    log: ReplicatedLog,
+    connection: &Connection,
+) -> Result<ReplicatedLog, Failure> {
+    let json = args.json;
+    let (replicas, why) = chosen_replicas(args.replicas, connection);
+    let log = log.with_replicas(replicas);
+    say(
+        json,
+        format_args!(
+            "opening the stream {} on {}; if it is created here it gets {replicas} replica(s): {why}",
+            log.stream_name(),
+            args.url
+        ),
+    )?;
+    let (_, placement) = log.prepare(&connection.jetstream).await.map_err(failure)?;
+    if placement.created {
+        say(
+            json,
+            format_args!(
+                "created the stream {} with {} replica(s)",
+                log.stream_name(),
+                placement.replicas
+            ),
+        )?;
+    } else {
+        say(
+            json,
+            format_args!(
+                "the stream {} exists, with {} replica(s)",
+                log.stream_name(),
+                placement.replicas
+            ),
+        )?;
+    }
+    Ok(log)
+}
+
 pub(crate) fn replicate(command: ReplicateCommand) -> Result<ExitCode, Failure> {
     let args = command.log;
     let json = args.json;
@@ -100,35 +141,11 @@ pub(crate) fn replicate(command: ReplicateCommand) -> Result<ExitCode, Failure> 
         let connection = connect_within(&args.url, args.wait)
             .await
             .map_err(failure)?;
-        let (replicas, why) = chosen_replicas(args.replicas, &connection);
-        let log = log.with_replicas(replicas);
-        say(json, format_args!(
-            "opening the stream {} on {}; if it is created here it gets {replicas} replica(s): {why}",
-            log.stream_name(),
-            args.url
-        ))?;
-        let (_, placement) = log
-            .prepare(&connection.jetstream)
-            .await
-            .map_err(failure)?;
-        if placement.created {
-            say(json, format_args!(
-                "created the stream {} with {} replica(s)",
-                log.stream_name(),
-                placement.replicas
-            ))?;
-        } else {
-            say(json, format_args!(
-                "the stream {} exists, with {} replica(s)",
-                log.stream_name(),
-                placement.replicas
-            ))?;
-        }
-        say(json, format_args!(
-            "replicating {} to {}",
-            args.db.display(),
-            log.subject()
-        ))?;
+        let log = open_stream(&args, log, &connection).await?;
+        say(
+            json,
+            format_args!("replicating {} to {}", args.db.display(), log.subject()),
+        )?;
         let publisher = Publisher::new(store, connection.jetstream, log);
         let mut status = publisher.status();
         let mut stored = publisher.status();
@@ -150,7 +167,10 @@ pub(crate) fn replicate(command: ReplicateCommand) -> Result<ExitCode, Failure> 
                 tokio::time::sleep(PROGRESS_EVERY).await;
                 if status.has_changed().unwrap_or(false) {
                     let now = status.borrow_and_update().clone();
-                    say(json, format_args!("{} records stored by the stream", now.stored))?;
+                    say(
+                        json,
+                        format_args!("{} records stored by the stream", now.stored),
+                    )?;
                 }
             }
         };
@@ -174,6 +194,47 @@ fn offered(connection: &Connection) -> String {
     }
 }
 
+/// `--from-seed` for a log not there yet: starts it from the seed in the log's bucket, or
+/// from nothing when there is none, and says which.
+async fn start_from_seed(
+    args: &FollowArgs,
+    log: &ReplicatedLog,
+    connection: &Connection,
+) -> Result<(), Failure> {
+    let json = args.json;
+    say(
+        json,
+        format_args!(
+            "fetching the seed of {} from the bucket {}",
+            log.subject(),
+            log.seed_bucket()
+        ),
+    )?;
+    match fetch_seed(&connection.jetstream, log, &args.db)
+        .await
+        .map_err(failure)?
+    {
+        Some(seed) => say(
+            json,
+            format_args!(
+                "started {} from the seed: {} records (held from position {}), head hash {}",
+                args.db.display(),
+                grouped(seed.head.next.0),
+                seed.start,
+                seed.head.hash.to_hex()
+            ),
+        )?,
+        None => say(
+            json,
+            format_args!(
+                "the log has no seed; starting {} from nothing",
+                args.db.display()
+            ),
+        )?,
+    }
+    Ok(())
+}
+
 pub(crate) fn follow(args: FollowArgs) -> Result<ExitCode, Failure> {
     let json = args.json;
     let log = ReplicatedLog::new(args.subject).map_err(failure)?;
@@ -182,34 +243,13 @@ pub(crate) fn follow(args: FollowArgs) -> Result<ExitCode, Failure> {
             .await
             .map_err(failure)?;
         if args.from_seed && !args.db.exists() {
-            say(json, format_args!(
-                "fetching the seed of {} from the bucket {}",
-                log.subject(),
-                log.seed_bucket()
-            ))?;
-            match fetch_seed(&connection.jetstream, &log, &args.db)
-                .await
-                .map_err(failure)?
-            {
-                Some(seed) => say(json, format_args!(
-                    "started {} from the seed: {} records (held from position {}), head hash {}",
-                    args.db.display(),
-                    grouped(seed.head.next.0),
-                    seed.start,
-                    seed.head.hash.to_hex()
-                ))?,
-                None => say(json, format_args!(
-                    "the log has no seed; starting {} from nothing",
-                    args.db.display()
-                ))?,
-            }
+            start_from_seed(&args, &log, &connection).await?;
         }
         let store = Arc::new(Store::open(&args.db)?);
-        say(json, format_args!(
-            "following {} into {}",
-            log.subject(),
-            args.db.display()
-        ))?;
+        say(
+            json,
+            format_args!("following {} into {}", log.subject(), args.db.display()),
+        )?;
         let follower = Follower::new(
             Arc::clone(&store),
             connection.jetstream,
@@ -239,7 +279,10 @@ pub(crate) fn follow(args: FollowArgs) -> Result<ExitCode, Failure> {
                     .map_err(|error| refused_following(error, &args.db, &store))?,
                 interrupted = interrupted() => return interrupted.map(|()| ExitCode::SUCCESS),
             };
-            say(json, format_args!("caught up: {head} records checked and appended"))?;
+            say(
+                json,
+                format_args!("caught up: {head} records checked and appended"),
+            )?;
             return Ok(ExitCode::SUCCESS);
         }
         tokio::select! {

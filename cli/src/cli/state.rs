@@ -51,29 +51,7 @@ fn scan(
 const PROJECTIONS: &str = "registry, leases, outbox, runs, consumers, ingest";
 
 pub(crate) fn state(args: StateArgs) -> Result<ExitCode, Failure> {
-    let Some(mut shown) = tables(&args.projection) else {
-        return Err(Failure::Usage(format!(
-            "there is no projection {}: state shows {PROJECTIONS}",
-            super::render::word(&args.projection)
-        )));
-    };
-    if let Some(name) = &args.table {
-        let qualified = format!("{}.{name}", args.projection);
-        shown.retain(|table| table.name() == name || table.name() == qualified);
-        if shown.is_empty() {
-            let names: Vec<&str> = tables(&args.projection)
-                .into_iter()
-                .flatten()
-                .map(|table| table.name())
-                .collect();
-            return Err(Failure::Usage(format!(
-                "{} has no table {}: its tables are {}",
-                args.projection,
-                super::render::word(name),
-                names.join(", ")
-            )));
-        }
-    }
+    let shown = shown_tables(&args)?;
     let store = annals::Store::open_read_only(&args.log.db)?;
     // The replayed tables outlive the read transaction on them, declared first so dropped last.
     let replay;
@@ -120,6 +98,35 @@ pub(crate) fn state(args: StateArgs) -> Result<ExitCode, Failure> {
         )));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The tables `state` shows: the projection's, or the one `--table` names (plain or
+/// qualified by the projection); a usage error naming what there is otherwise.
+fn shown_tables(args: &StateArgs) -> Result<Vec<ShownTable>, Failure> {
+    let Some(mut shown) = tables(&args.projection) else {
+        return Err(Failure::Usage(format!(
+            "there is no projection {}: state shows {PROJECTIONS}",
+            super::render::word(&args.projection)
+        )));
+    };
+    if let Some(name) = &args.table {
+        let qualified = format!("{}.{name}", args.projection);
+        shown.retain(|table| table.name() == name || table.name() == qualified);
+        if shown.is_empty() {
+            let names: Vec<&str> = tables(&args.projection)
+                .into_iter()
+                .flatten()
+                .map(|table| table.name())
+                .collect();
+            return Err(Failure::Usage(format!(
+                "{} has no table {}: its tables are {}",
+                args.projection,
+                super::render::word(name),
+                names.join(", ")
+            )));
+        }
+    }
+    Ok(shown)
 }
 
 /// Whether `row` is one `--key` selects: its first column (the key, or the key's first part)

@@ -202,7 +202,11 @@ fn now_ms() -> Result<u64, Failure> {
         })
 }
 
-pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
+/// Refuses an import whose export file and log are one file, whose export file cannot be
+/// read, or whose log's folder or file is not usable. The library's account of an unreadable
+/// export file, a directory in the log's place or a missing folder names no path; these
+/// checks do, before anything is read.
+fn check_import_paths(args: &ImportArgs) -> Result<(), Failure> {
     if super::paths::same_file(&args.file, &args.db) {
         return Err(Failure::of(
             Kind::InvalidInput,
@@ -214,8 +218,6 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
             ),
         ));
     }
-    // The library's account of an unreadable export file, a directory in the log's place or
-    // a missing folder names no path; these checks do, before anything is read.
     require_folder(&args.db)?;
     fs::File::open(&args.file)
         .and_then(|file| file.metadata())
@@ -224,9 +226,14 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
             false => Ok(()),
         })
         .map_err(|error| Failure::file(&args.file, false, &error))?;
-    if let Some(failure) = super::failure::diagnose(&args.db, false) {
-        return Err(failure);
+    match super::failure::diagnose(&args.db, false) {
+        Some(failure) => Err(failure),
+        None => Ok(()),
     }
+}
+
+pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
+    check_import_paths(&args)?;
     // The header gives the total for the progress line; the import reads and checks it again.
     let records = annals::export::ExportReader::open(&args.file)
         .map(|reader| reader.header().to.0 - reader.header().from.0)
@@ -392,7 +399,9 @@ pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode, Failure> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
+/// Refuses a demo whose options do not go together, or that would write into an existing log
+/// without `--force`.
+fn check_demo_args(args: &DemoArgs) -> Result<(), Failure> {
     if args.durability == Durability::Deferred && args.access.sharing.is_shared() {
         return Err(Failure::of(
             Kind::Usage,
@@ -412,6 +421,11 @@ pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
             ),
         ));
     }
+    Ok(())
+}
+
+pub(crate) fn demo(args: DemoArgs) -> Result<ExitCode, Failure> {
+    check_demo_args(&args)?;
     let store = open_for_writing(&args.db, true, &args.access)?;
     let mut line = ProgressLine::new("demo", args.records);
     let report = annals::demo::run_with(&store, args.durability, args.records, |done| {
