@@ -73,6 +73,20 @@ pub struct PersonalField<'a> {
     pub plaintext: &'a [u8],
 }
 
+/// Refuses a command's `field` personal to `subject` whose bytes are not an envelope sealed
+/// for that subject: a command decided without the store's sealing ([`Command::sealed`])
+/// would put the plaintext in the log.
+pub(crate) fn check_sealed(field: &'static str, bytes: &[u8], subject: &str) -> Result<()> {
+    match crate::record::envelope::Envelope::parse(bytes) {
+        Some(envelope) if envelope.subject == subject => Ok(()),
+        _ => Err(crate::error::ErasureError::NotSealed {
+            field,
+            subject: subject.to_owned(),
+        }
+        .into()),
+    }
+}
+
 /// A command of some domain.
 pub trait Command {
     /// What the caller is told: a result or a refusal (refusals are values, not errors).

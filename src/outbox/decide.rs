@@ -15,8 +15,8 @@ use super::events::{
 use super::query::{
     self, BY_STATE, ClaimToken, OutboxRow, OutboxState, indexed_row, state_range, visit_between,
 };
-use crate::command::{Command, Decision, Emit, PersonalField};
-use crate::error::{ErasureError, Result};
+use crate::command::{Command, Decision, Emit, PersonalField, check_sealed};
+use crate::error::Result;
 use crate::event::DomainEvent;
 use crate::log::append::ExpectedVersion;
 use crate::log::read::Direction;
@@ -547,7 +547,7 @@ impl Command for OutboxCommand {
                 payload,
                 now_ms,
             } => {
-                check_sealed(payload, subject)?;
+                check_sealed("payload", payload, subject)?;
                 decide_enqueue(state, key, peer, kind, payload, *now_ms)
             }
             OutboxCommand::Deliver { key, now_ms } => decide_deliver(state, key, *now_ms),
@@ -579,19 +579,6 @@ impl Command for OutboxCommand {
             ),
             OutboxCommand::GiveUp { key, now_ms } => decide_give_up(state, key, *now_ms),
         }
-    }
-}
-
-/// Refuses a payload that names `subject` and is not an envelope sealed for it (a command
-/// decided without the store's sealing).
-fn check_sealed(payload: &[u8], subject: &str) -> Result<()> {
-    match Envelope::parse(payload) {
-        Some(envelope) if envelope.subject == subject => Ok(()),
-        _ => Err(ErasureError::NotSealed {
-            field: "payload",
-            subject: subject.to_owned(),
-        }
-        .into()),
     }
 }
 

@@ -7,8 +7,8 @@
 //! [`crate::ProjectionError::Invariant`] at its position.
 
 use super::events::{
-    DetailPruned, EventAppended, Heartbeat, RolledUp, RolledUpWhileOpen, RunEvent, SpanEnded,
-    SpanHeartbeat, SpanPatched, SpanStarted,
+    DetailPruned, EventAppended, Heartbeat, PersonalEventAppended, RolledUp, RolledUpWhileOpen,
+    RunEvent, SpanEnded, SpanHeartbeat, SpanPatched, SpanStarted,
 };
 use super::query::{
     CHANGES, ChangeKind, EVENTS, OPEN_BY_WRITER, OPEN_ROLLUPS, OPEN_ROOTS_BY_HEARTBEAT,
@@ -39,6 +39,8 @@ pub(crate) const SPAN_OPEN: &str = "span_open";
 pub(crate) const SPAN_ENDS_ONCE: &str = "span_ends_once";
 /// A span's events are numbered 0, 1, 2, … in the order they are recorded.
 pub(crate) const EVENT_INDEX_NEXT: &str = "event_index_next";
+/// A personal span event's payload is an envelope (`schema/FORMAT.md` 1.5), never text.
+pub(crate) const PERSONAL_SEALED: &str = "personal_sealed";
 /// A rollup is written for a run whose root has ended, before its detail is pruned.
 pub(crate) const ROLLUP_AFTER_ROOT_END: &str = "rollup_after_root_end";
 /// Only a rolled-up run with its detail and no open span is pruned.
@@ -85,7 +87,10 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: RunEvent) -> Resu
         RunEvent::SpanStarted(e) => started(tables, record, e),
         RunEvent::SpanPatched(e) => patched(tables, record, e),
         RunEvent::SpanEnded(e) => ended(tables, record, e),
-        RunEvent::EventAppended(e) => event_appended(tables, record, e),
+        RunEvent::EventAppended(e) => {
+            event_appended(tables, record, SpanEventAt::of(&e), &e.run, &e.span)
+        }
+        RunEvent::PersonalEventAppended(e) => personal_event_appended(tables, record, e),
         RunEvent::Heartbeat(e) => heartbeat(tables, record, e),
         RunEvent::RolledUp(e) => rolled_up(tables, record, e),
         RunEvent::DetailPruned(e) => detail_pruned(tables, record, e),
@@ -274,34 +279,72 @@ fn ended(tables: &WriteTables<'_>, record: &Record, e: SpanEnded) -> Result<()> 
     span_changed(tables, record, run, span, e.seq, ChangeKind::SpanEnded)
 }
 
-fn event_appended(tables: &WriteTables<'_>, record: &Record, e: EventAppended) -> Result<()> {
-    let span_key = (e.run.clone(), e.span.clone());
-    let (run, mut span) = existing_span(tables, record, &e.run, &e.span)?;
-    if e.event_index != span.event_count {
+/// Where a span event goes: its index within the span and its run's seq.
+struct SpanEventAt {
+    event_index: u64,
+    seq: u64,
+}
+
+impl SpanEventAt {
+    fn of(e: &EventAppended) -> Self {
+        SpanEventAt {
+            event_index: e.event_index,
+            seq: e.seq,
+        }
+    }
+}
+
+fn event_appended(
+    tables: &WriteTables<'_>,
+    record: &Record,
+    at: SpanEventAt,
+    run_id: &str,
+    span_id: &str,
+) -> Result<()> {
+    let (run, mut span) = existing_span(tables, record, run_id, span_id)?;
+    if at.event_index != span.event_count {
         let detail = format!(
-            "event {} on span {:?} of run {:?}, which has {} events",
-            e.event_index, e.span, e.run, span.event_count
+            "event {} on span {span_id:?} of run {run_id:?}, which has {} events",
+            at.event_index, span.event_count
         );
         return Err(broken(record, EVENT_INDEX_NEXT, detail));
     }
-    check_seq(record, &run, e.seq)?;
-    span.event_count = span.event_count.max(e.event_index.saturating_add(1));
-    SPANS.insert(tables, &span_key, &span)?;
+    check_seq(record, &run, at.seq)?;
+    span.event_count = span.event_count.max(at.event_index.saturating_add(1));
+    SPANS.insert(tables, &(run_id.to_owned(), span_id.to_owned()), &span)?;
     // The row points at this record, which holds the event's type, payload and seq.
     EVENTS.insert(
         tables,
-        &(e.run, e.span.clone(), e.event_index),
+        &(run_id.to_owned(), span_id.to_owned(), at.event_index),
         &record.position.0,
     )?;
     record_change(
         tables,
         record,
         run,
-        e.seq,
-        &e.span,
+        at.seq,
+        span_id,
         ChangeKind::EventAppended,
-        Some(e.event_index),
+        Some(at.event_index),
     )
+}
+
+/// A personal span event: as any other, once its payload is checked to be an envelope (the
+/// row points at the record, which keeps it).
+fn personal_event_appended(
+    tables: &WriteTables<'_>,
+    record: &Record,
+    e: PersonalEventAppended,
+) -> Result<()> {
+    if crate::record::envelope::Envelope::parse(&e.payload).is_none() {
+        let detail = format!("event {} on span {:?} is not sealed", e.event_index, e.span);
+        return Err(broken(record, PERSONAL_SEALED, detail));
+    }
+    let at = SpanEventAt {
+        event_index: e.event_index,
+        seq: e.seq,
+    };
+    event_appended(tables, record, at, &e.run, &e.span)
 }
 
 fn heartbeat(tables: &WriteTables<'_>, record: &Record, e: Heartbeat) -> Result<()> {

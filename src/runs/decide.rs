@@ -5,13 +5,13 @@
 //! events, so `apply` has nothing left to choose.
 
 use super::events::{
-    Attributes, BillingMode, DetailPruned, EventAppended, Heartbeat, RolledUp, RolledUpWhileOpen,
-    RunEvent, SpanEnded, SpanHeartbeat, SpanKind, SpanOrigin, SpanOutcome, SpanPatched,
-    SpanStarted, SpanUsage,
+    Attributes, BillingMode, DetailPruned, EventAppended, Heartbeat, PERSONAL_EVENT_APPENDED,
+    PersonalEventAppended, RolledUp, RolledUpWhileOpen, RunEvent, SpanEnded, SpanHeartbeat,
+    SpanKind, SpanOrigin, SpanOutcome, SpanPatched, SpanStarted, SpanUsage,
 };
 use super::query::{self, OpenRunRollup, Run, RunRollup, RunSeq, Span};
 use super::rollup;
-use crate::command::{Command, Decision, Emit};
+use crate::command::{Command, Decision, Emit, PersonalField, check_sealed};
 use crate::error::{Error, Result, RollupMoment, TableFault};
 use crate::event::DomainEvent;
 use crate::log::append::ExpectedVersion;
@@ -171,6 +171,32 @@ pub enum SpanCommand {
         /// A lower payload cap for this call; `None` (or anything higher) is
         /// [`EVENT_PAYLOAD_BYTES_MAX`].
         payload_bytes_max: Option<u32>,
+        /// The caller's clock: the event's time.
+        now_ms: u64,
+    },
+    /// [`SpanCommand::AppendEvent`] of a payload personal to `subject` (a person's id: a
+    /// prompt, a tool's output about someone): the store's write session seals it under the
+    /// subject's key before its event (`run.personal_event_appended`) is hashed, and
+    /// [`super::SpanEvent::payload_field`] reads it back, or as erased once the subject is
+    /// (`docs/erasure.md`). A variant of its own, so that an `AppendEvent` written before
+    /// personal payloads still builds and means what it meant. Its payload is never cut: it is
+    /// sealed before the command decides, so one longer than [`EVENT_PAYLOAD_BYTES_MAX`] is
+    /// refused (cut it first with [`cap_payload`]).
+    #[serde(rename = "event_for")]
+    AppendEventFor {
+        /// The subject the payload belongs to.
+        subject: String,
+        /// The run.
+        run: String,
+        /// The span.
+        span: String,
+        /// What kind of event it is, in clear: it must say nothing personal.
+        event_type: String,
+        /// The payload's bytes (typically JSON text), at most [`EVENT_PAYLOAD_BYTES_MAX`]
+        /// before they are sealed.
+        #[serde(with = "crate::event::bytes")]
+        #[cfg_attr(feature = "schema", schemars(with = "Vec<u8>"))]
+        payload: Vec<u8>,
         /// The caller's clock: the event's time.
         now_ms: u64,
     },
@@ -426,82 +452,42 @@ fn find_open_span(
 impl Command for SpanCommand {
     type Outcome = SpanCommandOutcome;
 
+    /// A personal span event, with its payload sealed for its subject into the event
+    /// `run.personal_event_appended` of stream `run/<run>`.
+    fn sealed(
+        &self,
+        seal: &mut dyn FnMut(PersonalField<'_>) -> Result<Vec<u8>>,
+    ) -> Result<Option<Self>> {
+        let SpanCommand::AppendEventFor {
+            subject,
+            run,
+            payload,
+            ..
+        } = self
+        else {
+            return Ok(None);
+        };
+        // Refused on the plaintext, before a key is made for it.
+        validate::non_empty("run", run)?;
+        validate::at_most_bytes("payload", payload.len(), EVENT_PAYLOAD_BYTES_MAX as usize)?;
+        let envelope = seal(PersonalField {
+            subject,
+            stream: &run_stream(run),
+            kind: PERSONAL_EVENT_APPENDED,
+            plaintext: payload,
+        })?;
+        let mut sealed = self.clone();
+        if let SpanCommand::AppendEventFor { payload, .. } = &mut sealed {
+            *payload = envelope;
+        }
+        Ok(Some(sealed))
+    }
+
     fn decide(&self, state: &dyn TableSource) -> Result<Decision<SpanCommandOutcome>> {
         match self {
-            SpanCommand::Start {
-                run,
-                span,
-                parent,
-                name,
-                kind,
-                origin,
-                session_id,
-                job_name,
-                attributes,
-                billing_mode,
-                writer,
-                now_ms,
-            } => decide_start(
-                state,
-                SpanStarted {
-                    run: run.clone(),
-                    span: span.clone(),
-                    parent: parent.clone(),
-                    name: name.clone(),
-                    kind: *kind,
-                    origin: *origin,
-                    session_id: session_id.clone(),
-                    job_name: job_name.clone(),
-                    attributes: attributes.clone(),
-                    billing_mode: *billing_mode,
-                    writer: writer.clone(),
-                    depth: UNDECIDED_DEPTH,
-                    seq: UNDECIDED_SEQ,
-                },
-                *now_ms,
-            ),
-            SpanCommand::Patch {
-                run,
-                span,
-                attributes,
-                usage,
-                wait_until_ms,
-                billing_mode,
-                now_ms,
-            } => decide_patch(
-                state,
-                SpanPatched {
-                    run: run.clone(),
-                    span: span.clone(),
-                    seq: UNDECIDED_SEQ,
-                    attributes: attributes.clone(),
-                    usage: usage.clone(),
-                    wait_until_ms: *wait_until_ms,
-                    billing_mode: *billing_mode,
-                },
-                *now_ms,
-            ),
-            SpanCommand::End {
-                run,
-                span,
-                outcome,
-                reason,
-                usage,
-                attributes,
-                now_ms,
-            } => decide_end(
-                state,
-                SpanEnded {
-                    run: run.clone(),
-                    span: span.clone(),
-                    seq: UNDECIDED_SEQ,
-                    outcome: *outcome,
-                    reason: reason.clone(),
-                    usage: usage.clone(),
-                    attributes: attributes.clone(),
-                },
-                *now_ms,
-            ),
+            SpanCommand::Start { now_ms, .. } => decide_start(state, self.started(), *now_ms),
+            SpanCommand::Patch { now_ms, .. } => decide_patch(state, self.patched(), *now_ms),
+            SpanCommand::End { now_ms, .. } => decide_end(state, self.ended(), *now_ms),
             SpanCommand::AppendEvent {
                 run,
                 span,
@@ -509,18 +495,126 @@ impl Command for SpanCommand {
                 payload,
                 payload_bytes_max,
                 now_ms,
-            } => decide_append_event(
-                state,
+            } => {
+                let (payload, truncated) = cap_payload(payload, *payload_bytes_max);
+                let requested = RequestedEvent {
+                    run,
+                    span,
+                    event_type,
+                    now_ms: *now_ms,
+                };
+                let kept = KeptPayload::Text { payload, truncated };
+                decide_append_event(state, requested, kept)
+            }
+            SpanCommand::AppendEventFor {
+                subject,
                 run,
                 span,
                 event_type,
                 payload,
-                *payload_bytes_max,
-                *now_ms,
-            ),
+                now_ms,
+            } => {
+                check_sealed("payload", payload, subject)?;
+                let requested = RequestedEvent {
+                    run,
+                    span,
+                    event_type,
+                    now_ms: *now_ms,
+                };
+                let kept = KeptPayload::Sealed(payload.clone());
+                decide_append_event(state, requested, kept)
+            }
             SpanCommand::Heartbeat { run, span, now_ms } => {
                 decide_span_heartbeat(state, run, span, *now_ms)
             }
+        }
+    }
+}
+
+impl SpanCommand {
+    /// The event a [`SpanCommand::Start`] asks for, its depth and seq still undecided.
+    fn started(&self) -> SpanStarted {
+        let SpanCommand::Start {
+            run,
+            span,
+            parent,
+            name,
+            kind,
+            origin,
+            session_id,
+            job_name,
+            attributes,
+            billing_mode,
+            writer,
+            now_ms: _,
+        } = self
+        else {
+            unreachable!("started() of a command that is no start: {self:?}")
+        };
+        SpanStarted {
+            run: run.clone(),
+            span: span.clone(),
+            parent: parent.clone(),
+            name: name.clone(),
+            kind: *kind,
+            origin: *origin,
+            session_id: session_id.clone(),
+            job_name: job_name.clone(),
+            attributes: attributes.clone(),
+            billing_mode: *billing_mode,
+            writer: writer.clone(),
+            depth: UNDECIDED_DEPTH,
+            seq: UNDECIDED_SEQ,
+        }
+    }
+
+    /// The event a [`SpanCommand::Patch`] asks for, its seq still undecided.
+    fn patched(&self) -> SpanPatched {
+        let SpanCommand::Patch {
+            run,
+            span,
+            attributes,
+            usage,
+            wait_until_ms,
+            billing_mode,
+            now_ms: _,
+        } = self
+        else {
+            unreachable!("patched() of a command that is no patch: {self:?}")
+        };
+        SpanPatched {
+            run: run.clone(),
+            span: span.clone(),
+            seq: UNDECIDED_SEQ,
+            attributes: attributes.clone(),
+            usage: usage.clone(),
+            wait_until_ms: *wait_until_ms,
+            billing_mode: *billing_mode,
+        }
+    }
+
+    /// The event a [`SpanCommand::End`] asks for, its seq still undecided.
+    fn ended(&self) -> SpanEnded {
+        let SpanCommand::End {
+            run,
+            span,
+            outcome,
+            reason,
+            usage,
+            attributes,
+            now_ms: _,
+        } = self
+        else {
+            unreachable!("ended() of a command that is no end: {self:?}")
+        };
+        SpanEnded {
+            run: run.clone(),
+            span: span.clone(),
+            seq: UNDECIDED_SEQ,
+            outcome: *outcome,
+            reason: reason.clone(),
+            usage: usage.clone(),
+            attributes: attributes.clone(),
         }
     }
 }
@@ -672,40 +766,75 @@ fn decide_end(
     Ok(emit(&run, now_ms, &events, outcome))
 }
 
-/// [`SpanCommand::AppendEvent`]: the event's seq, its index within the span and its payload
-/// cut to the cap.
+/// What a span event command names: where the event goes, what it is, and when.
+struct RequestedEvent<'c> {
+    run: &'c str,
+    span: &'c str,
+    event_type: &'c str,
+    now_ms: u64,
+}
+
+/// A span event's payload as its event keeps it.
+enum KeptPayload {
+    /// Text, cut to the cap (`truncated` when it was).
+    Text { payload: String, truncated: bool },
+    /// A personal payload's envelope, never cut.
+    Sealed(Vec<u8>),
+}
+
+/// [`SpanCommand::AppendEvent`] and [`SpanCommand::AppendEventFor`]: the event's seq and its
+/// index within the span, its payload as already kept.
 fn decide_append_event(
     state: &dyn TableSource,
-    run: &str,
-    span: &str,
-    event_type: &str,
-    payload: &str,
-    payload_bytes_max: Option<u32>,
-    now_ms: u64,
+    requested: RequestedEvent<'_>,
+    kept: KeptPayload,
 ) -> Result<Decision<SpanCommandOutcome>> {
+    let RequestedEvent {
+        run,
+        span,
+        event_type,
+        now_ms,
+    } = requested;
     validate::non_empty("event_type", event_type)?;
     let (current, found) = match find_span(state, run, span)? {
         Ok(found) => found,
         Err(refusal) => return refused_span(refusal),
     };
     let seq = next_seq(&current)?;
-    let (payload, truncated) = cap_payload(payload, payload_bytes_max);
     let event_index = found.event_count;
-    let event = RunEvent::EventAppended(EventAppended {
-        run: run.to_owned(),
-        span: span.to_owned(),
-        seq,
-        event_index,
-        event_type: event_type.to_owned(),
-        payload,
-        truncated,
-    });
+    let stream = run_stream(run);
+    let (run, span, event_type) = (run.to_owned(), span.to_owned(), event_type.to_owned());
+    let (event, truncated) = match kept {
+        KeptPayload::Text { payload, truncated } => {
+            let event = RunEvent::EventAppended(EventAppended {
+                run,
+                span,
+                seq,
+                event_index,
+                event_type,
+                payload,
+                truncated,
+            });
+            (event, truncated)
+        }
+        KeptPayload::Sealed(payload) => {
+            let event = RunEvent::PersonalEventAppended(PersonalEventAppended {
+                run,
+                span,
+                seq,
+                event_index,
+                event_type,
+                payload,
+            });
+            (event, false)
+        }
+    };
     let outcome = SpanCommandOutcome::EventAppended {
         seq: RunSeq(seq),
         event_index,
         truncated,
     };
-    Ok(emit(run, now_ms, &[event], outcome))
+    Ok(Decision::event(stream, now_ms, event, outcome))
 }
 
 /// [`SpanCommand::Heartbeat`]: recorded while the span is open, whether its run is open or

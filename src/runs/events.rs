@@ -216,6 +216,27 @@ pub struct EventAppended {
     pub truncated: bool,
 }
 
+/// An event recorded on a span at the record's `at_ms` whose payload is personal to a subject
+/// (`docs/erasure.md`): the payload is the envelope the store sealed it into, bound to the
+/// run's stream and this kind, never the text. Otherwise as [`EventAppended`]; a personal
+/// payload is never cut (it is sealed before the command decides), so it has no `truncated`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonalEventAppended {
+    /// The run.
+    pub run: String,
+    /// The span.
+    pub span: String,
+    /// Its run's seq for this change.
+    pub seq: u64,
+    /// Its index within the span: 0, 1, 2, …
+    pub event_index: u64,
+    /// What kind of event it is (in clear: name event types so they say nothing personal).
+    pub event_type: String,
+    /// The payload's envelope (`schema/FORMAT.md` 1.5).
+    #[serde(serialize_with = "crate::event::readable_bytes")]
+    pub payload: Vec<u8>,
+}
+
 /// The writer of a run's open root said it is alive at the record's `at_ms`. Liveness only:
 /// it takes no seq, as it is no activity a reader needs a delta for.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -286,17 +307,22 @@ pub enum RunEvent {
     SpanHeartbeat(SpanHeartbeat),
     /// `run.rolled_up_while_open`
     RolledUpWhileOpen(RolledUpWhileOpen),
+    /// `run.personal_event_appended`
+    PersonalEventAppended(PersonalEventAppended),
 }
 
 const SPAN_STARTED: &str = "run.span_started";
 const SPAN_PATCHED: &str = "run.span_patched";
 const SPAN_ENDED: &str = "run.span_ended";
-const EVENT_APPENDED: &str = "run.event_appended";
+/// The kind of a span event: the kind a plain one's payload is read as.
+pub(crate) const EVENT_APPENDED: &str = "run.event_appended";
 const HEARTBEAT: &str = "run.heartbeat";
 const ROLLED_UP: &str = "run.rolled_up";
 const DETAIL_PRUNED: &str = "run.detail_pruned";
 const SPAN_HEARTBEAT: &str = "run.span_heartbeat";
 const ROLLED_UP_WHILE_OPEN: &str = "run.rolled_up_while_open";
+/// The kind of a span event whose payload is personal: the kind its envelope is bound to.
+pub(crate) const PERSONAL_EVENT_APPENDED: &str = "run.personal_event_appended";
 
 impl DomainEvent for RunEvent {
     const CATALOGUE: &'static [EventKind] = &[
@@ -336,6 +362,10 @@ impl DomainEvent for RunEvent {
             kind: ROLLED_UP_WHILE_OPEN,
             schema: 1,
         },
+        EventKind {
+            kind: PERSONAL_EVENT_APPENDED,
+            schema: 1,
+        },
     ];
 
     fn kind(&self) -> &'static str {
@@ -349,6 +379,7 @@ impl DomainEvent for RunEvent {
             RunEvent::DetailPruned(_) => DETAIL_PRUNED,
             RunEvent::SpanHeartbeat(_) => SPAN_HEARTBEAT,
             RunEvent::RolledUpWhileOpen(_) => ROLLED_UP_WHILE_OPEN,
+            RunEvent::PersonalEventAppended(_) => PERSONAL_EVENT_APPENDED,
         }
     }
 
@@ -363,6 +394,7 @@ impl DomainEvent for RunEvent {
             RunEvent::DetailPruned(e) => encode_payload(e),
             RunEvent::SpanHeartbeat(e) => encode_payload(e),
             RunEvent::RolledUpWhileOpen(e) => encode_payload(e),
+            RunEvent::PersonalEventAppended(e) => encode_payload(e),
         }
     }
 
@@ -377,6 +409,9 @@ impl DomainEvent for RunEvent {
             (DETAIL_PRUNED, 1) => RunEvent::DetailPruned(decode_payload(record)?),
             (SPAN_HEARTBEAT, 1) => RunEvent::SpanHeartbeat(decode_payload(record)?),
             (ROLLED_UP_WHILE_OPEN, 1) => RunEvent::RolledUpWhileOpen(decode_payload(record)?),
+            (PERSONAL_EVENT_APPENDED, 1) => {
+                RunEvent::PersonalEventAppended(decode_payload(record)?)
+            }
             (kind, _) if Self::CATALOGUE.iter().any(|e| e.kind == kind) => {
                 return Err(unknown_schema(record));
             }

@@ -103,6 +103,10 @@
 //!   report, for tokens and cost alike (the reference keeps the root's tokens only).
 //! - **Span event payloads** are text capped in UTF-8 bytes, cut at a character boundary; the
 //!   reference measures the JSON text of any value and clips that.
+//! - **Personal span events** ([`SpanCommand::AppendEventFor`], `docs/erasure.md`): a payload
+//!   personal to a subject is sealed under the subject's key before its event
+//!   (`run.personal_event_appended`) is hashed, and is never cut: it is sealed before the
+//!   command decides, so one over the cap is refused. The reference has no such event.
 //! - **Cascade order**: deepest first, among equals latest started first (the reference:
 //!   latest started first), so a child always ends before its parent. A cascade of an unknown
 //!   run is refused `run_missing`.
@@ -132,7 +136,9 @@ pub use decide::{
 };
 pub use events::{Attributes, BillingMode, RunEvent, SpanKind, SpanOrigin, SpanOutcome, SpanUsage};
 pub use query::*;
-pub use query::{ChangeKind, Run, RunChange, RunRollup, RunSeq, RunSnapshot, Span, SpanEvent};
+pub use query::{
+    ChangeKind, PersonalPayload, Run, RunChange, RunRollup, RunSeq, RunSnapshot, Span, SpanEvent,
+};
 
 /// The runs projection.
 pub struct Runs;

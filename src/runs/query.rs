@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::events::{
-    Attributes, BillingMode, RunEvent, SpanKind, SpanOrigin, SpanOutcome, SpanUsage,
+    Attributes, BillingMode, EVENT_APPENDED, PERSONAL_EVENT_APPENDED, RunEvent, SpanKind,
+    SpanOrigin, SpanOutcome, SpanUsage,
 };
 // The rollups are defined with the events that carry them; the queries hand them out.
 pub use super::events::{OpenRunRollup, RunRollup};
@@ -165,6 +166,42 @@ pub struct SpanEvent {
     pub seq: RunSeq,
     /// The log position of the record that appended it.
     pub position: u64,
+    /// For an event whose payload is personal to a subject
+    /// ([`super::SpanCommand::AppendEventFor`]): the payload as the log keeps it, sealed, and
+    /// `payload` is then empty. [`SpanEvent::payload_field`] reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub personal: Option<PersonalPayload>,
+}
+
+/// A span event's payload personal to a subject, as the log keeps it: an envelope
+/// (`schema/FORMAT.md` 1.5), never the text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PersonalPayload {
+    /// The subject it belongs to.
+    pub subject: String,
+    /// The envelope.
+    #[serde(with = "crate::event::bytes")]
+    #[cfg_attr(feature = "schema", schemars(with = "Vec<u8>"))]
+    pub envelope: Vec<u8>,
+}
+
+impl SpanEvent {
+    /// Its payload as [`crate::PayloadReader::open_field`] reads it (`docs/erasure.md`): the
+    /// text's bytes of an event appended with no subject ([`crate::Payload::Plain`]); for a
+    /// personal one, the text while the subject's key stands, and [`crate::Payload::Erased`]
+    /// once the subject is erased or where the store holds no key for it.
+    pub fn payload_field(&self) -> crate::record::envelope::SealedField<'_> {
+        let (bytes, kind) = match &self.personal {
+            Some(personal) => (personal.envelope.as_slice(), PERSONAL_EVENT_APPENDED),
+            None => (self.payload.as_bytes(), EVENT_APPENDED),
+        };
+        crate::record::envelope::SealedField {
+            bytes,
+            stream: super::run_stream(&self.run),
+            kind,
+        }
+    }
 }
 
 /// What a run change changed.
@@ -374,10 +411,11 @@ pub(crate) fn event_at(
     position: u64,
 ) -> Result<SpanEvent> {
     let record = state.log_record(Position(position))?;
+    let found = |e_run: &str, e_span: &str, e_index: u64| {
+        e_run == run && e_span == span && e_index == event_index
+    };
     match RunEvent::from_record(&record)? {
-        Some(RunEvent::EventAppended(e))
-            if e.run == run && e.span == span && e.event_index == event_index =>
-        {
+        Some(RunEvent::EventAppended(e)) if found(&e.run, &e.span, e.event_index) => {
             Ok(SpanEvent {
                 run: e.run,
                 span: e.span,
@@ -388,6 +426,27 @@ pub(crate) fn event_at(
                 truncated: e.truncated,
                 seq: RunSeq(e.seq),
                 position,
+                personal: None,
+            })
+        }
+        Some(RunEvent::PersonalEventAppended(e)) if found(&e.run, &e.span, e.event_index) => {
+            let subject = crate::record::envelope::Envelope::parse(&e.payload)
+                .map(|envelope| envelope.subject.to_owned())
+                .unwrap_or_default();
+            Ok(SpanEvent {
+                run: e.run,
+                span: e.span,
+                event_index: e.event_index,
+                at_ms: record.at_ms,
+                event_type: e.event_type,
+                payload: String::new(),
+                truncated: false,
+                seq: RunSeq(e.seq),
+                position,
+                personal: Some(PersonalPayload {
+                    subject,
+                    envelope: e.payload,
+                }),
             })
         }
         _ => Err(Error::CorruptProjection {

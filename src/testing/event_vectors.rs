@@ -13,7 +13,7 @@ use crate::ingest::IngestEvent;
 use crate::leases::LeaseEvent;
 use crate::outbox::OutboxEvent;
 use crate::registry::RegistryEvent;
-use crate::runs::RunEvent;
+use crate::runs::{RunEvent, SpanCommand, SpanCommandOutcome};
 use crate::testing::internals::demo::Rng;
 use crate::testing::internals::event::DomainEvent;
 use crate::testing::internals::hash::hex;
@@ -40,6 +40,7 @@ pub fn emit_every_kind(store: &Store) {
     let handled = store.get(Position(0x0102)).unwrap().unwrap();
     let checkpoint = ConsumerCommand::checkpoint_after("demo-reader", &handled, handled.at_ms);
     store.execute(&checkpoint).unwrap().expect_done();
+    append_personal_span_event(store, handled.at_ms);
     let wanted: BTreeSet<String> = catalogue(store)
         .into_iter()
         .map(|(_, kind, _)| kind)
@@ -69,6 +70,32 @@ pub fn emit_every_kind(store: &Store) {
     }
     let missing: Vec<&String> = wanted.difference(&seen).collect();
     panic!("random commands did not emit every catalogued kind: {missing:?} missing");
+}
+
+/// A personal span event (the demo's and the random commands' are all plain) on the first span
+/// that took an event.
+fn append_personal_span_event(store: &Store, now_ms: u64) {
+    let plain = store
+        .read_all(Position(0), Direction::Forward, usize::MAX)
+        .unwrap()
+        .into_iter()
+        .find_map(|record| match RunEvent::from_record(&record).unwrap() {
+            Some(RunEvent::EventAppended(event)) => Some(event),
+            _ => None,
+        })
+        .expect("the demo appends span events");
+    let personal = SpanCommand::AppendEventFor {
+        subject: "demo-subject".into(),
+        run: plain.run,
+        span: plain.span,
+        event_type: "prompt".into(),
+        payload: b"a prompt".to_vec(),
+        now_ms,
+    };
+    match store.execute(&personal).unwrap() {
+        SpanCommandOutcome::EventAppended { .. } => {}
+        other => panic!("{other:?}"),
+    }
 }
 
 /// The event in `record` re-encoded at its kind's current schema, through its domain's decoder.

@@ -102,7 +102,7 @@ pub(crate) fn keys_path(log: &Path) -> PathBuf {
 
 /// The one key of a key store holding one subject's (`schema/FORMAT.md` 3.16): the 32 bytes
 /// before the checksum.
-fn only_key(log: &Path) -> Vec<u8> {
+pub(crate) fn only_key(log: &Path) -> Vec<u8> {
     assert_eq!(key_count(log), 1, "one subject's key");
     let bytes = std::fs::read(keys_path(log)).expect("the key store");
     bytes[bytes.len() - 64..bytes.len() - 32].to_vec()

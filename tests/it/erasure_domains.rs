@@ -1,11 +1,13 @@
 //! Personal fields inside the built-in domains' commands (issue 55, point 3;
-//! `docs/erasure.md`): an outbox row enqueued for a subject (`OutboxCommand::EnqueueFor`) has its
-//! payload sealed by the
-//! store's write session before the event is hashed; the row keeps the envelope, which
-//! `PayloadReader::open_field(&row.payload_field())` reads back while the key stands and as erased after; replay and `verify`
-//! give the same rows byte for byte before and after the erasure.
+//! `docs/erasure.md`): an outbox row enqueued for a subject (`OutboxCommand::EnqueueFor`) and a
+//! span event appended for one (`SpanCommand::AppendEventFor`) have their payload sealed by the
+//! store's write session before the event is hashed; the row or the event keeps the envelope,
+//! which `PayloadReader::open_field(&….payload_field())` reads back while the key stands and
+//! as erased after; replay and `verify` give the same rows byte for byte before and after the
+//! erasure, and after a compaction no file holds the plaintext.
 
 use annals::outbox::{OutboxCommand, OutboxOutcome, OutboxRow};
+use annals::runs::{Attributes, SpanCommand, SpanCommandOutcome, SpanEvent, SpanKind, SpanOrigin};
 use annals::{Command, ErasureError, Error, Payload, Store};
 
 use super::erasure::{PLAINTEXT, contains, open};
@@ -159,4 +161,186 @@ fn a_subject_field_is_refused_unsealed_or_malformed_and_absent_in_the_serde_form
 
 fn enqueue_at(key: &str, payload: &[u8], subject: Option<&str>) -> OutboxCommand {
     enqueue_with(key, "p", payload, 5, subject)
+}
+
+const RUN: &str = "run-1";
+const SPAN: &str = "turn-1";
+
+/// A store whose run `run-1` has its root span `turn-1` open.
+fn with_open_span(path: &std::path::Path) -> Store {
+    let store = open(path);
+    let start = SpanCommand::Start {
+        run: RUN.into(),
+        span: SPAN.into(),
+        parent: None,
+        name: "turn".into(),
+        kind: SpanKind::Turn,
+        origin: SpanOrigin::Session,
+        session_id: None,
+        job_name: None,
+        attributes: Attributes::new(),
+        billing_mode: None,
+        writer: "host-1".into(),
+        now_ms: 1_000,
+    };
+    match store.execute(&start).unwrap() {
+        SpanCommandOutcome::Started { .. } => store,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn personal_event(subject: &str, payload: &[u8]) -> SpanCommand {
+    SpanCommand::AppendEventFor {
+        subject: subject.into(),
+        run: RUN.into(),
+        span: SPAN.into(),
+        event_type: "prompt".into(),
+        payload: payload.to_vec(),
+        now_ms: 1_100,
+    }
+}
+
+fn appended(store: &Store, command: &SpanCommand) -> u64 {
+    match store.execute(command).expect("a span event") {
+        SpanCommandOutcome::EventAppended {
+            event_index,
+            truncated: false,
+            ..
+        } => event_index,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn span_events(store: &Store) -> Vec<SpanEvent> {
+    annals::runs::events(&store.state().unwrap(), RUN, SPAN).unwrap()
+}
+
+#[test]
+fn a_span_event_with_a_subject_is_sealed_reads_back_then_reads_erased_and_replays_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let store = with_open_span(&path);
+    assert_eq!(appended(&store, &personal_event("alice", PLAINTEXT)), 0);
+    let plain = SpanCommand::AppendEvent {
+        run: RUN.into(),
+        span: SPAN.into(),
+        event_type: "log".into(),
+        payload: "plain words".into(),
+        payload_bytes_max: None,
+        now_ms: 1_200,
+    };
+    assert_eq!(appended(&store, &plain), 1);
+    let events = span_events(&store);
+    let (personal, plain) = (&events[0], &events[1]);
+    let sealed = personal.personal.as_ref().expect("kept sealed");
+    assert_eq!(sealed.subject, "alice");
+    assert!(personal.payload.is_empty(), "no text stands in for it");
+    assert!(!contains(&sealed.envelope, PLAINTEXT));
+    assert_eq!(
+        (plain.payload.as_str(), plain.personal.is_none()),
+        ("plain words", true)
+    );
+    let record = store
+        .get(annals::Position(personal.position))
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.kind, "run.personal_event_appended");
+    assert!(
+        !contains(&record.payload, PLAINTEXT),
+        "the event holds the envelope"
+    );
+    let reader = store.payload_reader().unwrap();
+    let opened = reader.open_field(&personal.payload_field()).unwrap();
+    assert_eq!(opened.data(), Some(PLAINTEXT));
+    let opened = reader.open_field(&plain.payload_field()).unwrap();
+    assert_eq!(opened, Payload::Plain(b"plain words"));
+
+    let before = store.state_json("runs", None).unwrap();
+    store.erase("alice", 2_000).unwrap();
+    let reader = store.payload_reader().unwrap();
+    let events = span_events(&store);
+    assert_eq!(
+        reader.open_field(&events[0].payload_field()).unwrap(),
+        Payload::Erased { subject: "alice" }
+    );
+    assert_eq!(events[1], *plain, "a plain event is untouched");
+    store.rebuild(None).unwrap();
+    assert_eq!(
+        store.state_json("runs", None).unwrap(),
+        before,
+        "replay: the same rows"
+    );
+    assert_eq!(span_events(&store), events);
+    assert!(store.verify().unwrap().is_sound());
+    assert!(!contains(&std::fs::read(&path).unwrap(), PLAINTEXT));
+
+    // An erased subject's event is refused, and nothing is written.
+    let head = store.head().unwrap();
+    match store.execute(&personal_event("alice", b"again")) {
+        Err(Error::Erasure(ErasureError::Erased { subject, .. })) => assert_eq!(subject, "alice"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.head().unwrap(), head);
+}
+
+#[test]
+fn a_personal_span_event_is_refused_unsealed_or_over_the_cap_and_has_a_serde_form_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let store = with_open_span(&path);
+    let head = store.head().unwrap();
+    match personal_event("alice", PLAINTEXT).decide(&store.state().unwrap()) {
+        Err(Error::Erasure(ErasureError::NotSealed { field, subject })) => {
+            assert_eq!((field, subject.as_str()), ("payload", "alice"))
+        }
+        other => panic!("{other:?}"),
+    }
+    // Never cut: sealed before it decides, so a payload over the cap is refused, before a
+    // key is made for its subject.
+    let over = vec![b'x'; annals::runs::EVENT_PAYLOAD_BYTES_MAX as usize + 1];
+    match store.execute(&personal_event("bob", &over)) {
+        Err(Error::InvalidCommand { field, .. }) => assert_eq!(field, "payload"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.head().unwrap(), head);
+    assert!(!super::erasure::keys_path(&path).exists(), "no key made");
+    let at_cap = vec![b'x'; annals::runs::EVENT_PAYLOAD_BYTES_MAX as usize];
+    assert_eq!(appended(&store, &personal_event("bob", &at_cap)), 0);
+    // The serde form: a variant of its own; the plain event's is as it was.
+    let json = serde_json::to_value(personal_event("alice", &[1])).unwrap();
+    assert_eq!(json["event_for"]["subject"], "alice");
+    let back: SpanCommand = serde_json::from_value(json).unwrap();
+    assert_eq!(back, personal_event("alice", &[1]));
+}
+
+/// Point 5 for span events: after `erase` and `compact`, no file of the store holds a span
+/// event's plaintext or its subject's key.
+#[test]
+fn after_erase_and_compact_no_file_holds_a_span_events_plaintext_or_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.redb");
+    let store = with_open_span(&path);
+    appended(&store, &personal_event("alice", PLAINTEXT));
+    let key = super::erasure::only_key(&path);
+    store.erase("alice", 2_000).unwrap();
+    store.close().unwrap();
+    let wait = std::time::Duration::from_secs(5);
+    Store::compact_file(&path, wait).unwrap().bytes_reclaimed();
+    let mut files = Vec::new();
+    super::erasure::files_under(dir.path(), &mut files);
+    assert!(files.len() >= 2, "{files:?}");
+    for file in &files {
+        let bytes = std::fs::read(file).unwrap();
+        assert!(
+            !contains(&bytes, PLAINTEXT),
+            "{} holds the plaintext",
+            file.display()
+        );
+        assert!(!contains(&bytes, &key), "{} holds the key", file.display());
+    }
+    let store = open(&path);
+    let reader = store.payload_reader().unwrap();
+    let events = span_events(&store);
+    let read = reader.open_field(&events[0].payload_field()).unwrap();
+    assert_eq!(read, Payload::Erased { subject: "alice" });
 }

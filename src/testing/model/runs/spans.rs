@@ -235,6 +235,7 @@ impl Runs {
                     truncated,
                     seq: RunSeq(seq),
                     position,
+                    personal: None,
                 });
                 detail.seq = seq;
                 detail.position = position;
@@ -243,6 +244,10 @@ impl Runs {
                     event_index,
                     truncated,
                 })
+            }
+            // The reference has no personal payloads, and the model makes no such command.
+            SpanCommand::AppendEventFor { .. } => {
+                unreachable!("the model makes no personal span event")
             }
         }
     }
