@@ -81,6 +81,11 @@ impl<'txn> MerkleWriter<'txn> {
 
     /// Adds the leaf of the record hashed `record_hash` (the next position).
     pub(crate) fn push(&mut self, record_hash: Digest) -> Result<()> {
+        let size_before = self.frontier.size();
+        assert!(
+            self.completed.is_empty(),
+            "the nodes a push completed are stored before the next push"
+        );
         let completed = &mut self.completed;
         self.frontier.push(
             &LogTreeHasher,
@@ -90,6 +95,11 @@ impl<'txn> MerkleWriter<'txn> {
                     completed.push((level, index, *node));
                 }
             },
+        );
+        assert_eq!(
+            self.frontier.size(),
+            size_before + 1,
+            "the tree grows by exactly the leaf pushed"
         );
         if self.completed.is_empty() {
             return Ok(());

@@ -228,7 +228,7 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
         return Err(failure);
     }
     // The header gives the total for the progress line; the import reads and checks it again.
-    let records = annals::export::ExportReader::open(&args.file)
+    let records = annals::export::open(&args.file)
         .map(|reader| reader.header().to.0 - reader.header().from.0)
         .unwrap_or(0);
     let mut check = ProgressLine::new("check", records);

@@ -201,7 +201,7 @@ pub enum LimitError {
 }
 
 /// Checks a byte string against `1..=max`.
-pub(crate) fn check_len(field: Field, len: usize, max: u32) -> Result<(), LimitError> {
+pub fn check_len(field: Field, len: usize, max: u32) -> Result<(), LimitError> {
     let len = len as u64;
     if len == 0 && field != Field::Payload {
         return Err(LimitError::Empty { field });

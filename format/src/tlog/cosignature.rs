@@ -226,7 +226,7 @@ mod tests {
     use crate::tlog::{Checkpoint, Note, NoteError, Signer};
 
     const EXAMPLE: &str =
-        include_str!("../../tests/vectors/c2sp/tlog-cosignature-example.checkpoint");
+        include_str!("../../../tests/vectors/c2sp/tlog-cosignature-example.checkpoint");
 
     fn log() -> Signer {
         Signer::from_seed("example.com/log", [1; 32]).unwrap()
