@@ -33,7 +33,9 @@ pub const SEGMENT_RECORDS_CAP: u32 = 65_536;
 /// The bounds a store enforces on each append. Each must lie between 1 and its format cap.
 ///
 /// ```
-/// let limits = annals::Limits { payload_bytes_max: 4 << 20, ..annals::Limits::default() };
+/// use annals_format::record::limits::Limits;
+///
+/// let limits = Limits { payload_bytes_max: 4 << 20, ..Limits::default() };
 /// assert!(limits.check().is_ok());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

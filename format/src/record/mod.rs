@@ -149,7 +149,9 @@ counter_fmt!(StreamVersion);
 /// are the store's to assign.
 ///
 /// ```
-/// let event = annals::NewEvent::new("lease.acquired", 1_700_000_000_000, b"{}".to_vec())
+/// use annals_format::record::NewEvent;
+///
+/// let event = NewEvent::new("lease.acquired", 1_700_000_000_000, b"{}".to_vec())
 ///     .with_idempotency_key("req-42");
 /// assert_eq!(event.idempotency_key.as_deref(), Some("req-42"));
 /// ```

@@ -21,7 +21,7 @@
 //! a key file is the command line's (`cli/src/cli/keys.rs`).
 //!
 //! ```
-//! use annals::tlog::{Checkpoint, Signer};
+//! use annals_format::tlog::{Checkpoint, Signer};
 //!
 //! let signer = Signer::from_seed("example.com/log", [7; 32])?;
 //! let checkpoint = Checkpoint {
