@@ -82,10 +82,6 @@ impl<'txn> MerkleWriter<'txn> {
     /// Adds the leaf of the record hashed `record_hash` (the next position).
     pub(crate) fn push(&mut self, record_hash: Digest) -> Result<()> {
         let size_before = self.frontier.size();
-        assert!(
-            self.completed.is_empty(),
-            "the nodes a push completed are stored before the next push"
-        );
         let completed = &mut self.completed;
         self.frontier.push(
             &LogTreeHasher,
