@@ -53,16 +53,17 @@ pub mod display;
 pub(crate) mod error;
 pub(crate) mod event;
 pub mod export;
-pub(crate) mod hash;
+pub(crate) use annals_format::hash;
 pub mod ingest;
 pub mod journal;
 pub mod leases;
 pub(crate) mod log;
-pub mod merkle;
+#[doc(inline)]
+pub use annals_format::merkle;
 pub mod outbox;
 pub mod output_path;
 pub mod projection;
-pub(crate) mod record;
+pub(crate) use annals_format::record;
 pub mod registry;
 #[cfg(feature = "jetstream")]
 pub mod replication;
@@ -74,7 +75,8 @@ pub mod subscribe;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
-pub mod tlog;
+#[doc(inline)]
+pub use annals_format::tlog;
 pub(crate) mod validate;
 #[cfg(feature = "witness")]
 pub mod witness;

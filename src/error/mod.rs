@@ -11,7 +11,6 @@ mod archive;
 mod command;
 mod consumer;
 mod erasure;
-mod export;
 mod journal;
 mod kind;
 mod open;
@@ -27,12 +26,12 @@ mod writer;
 
 use std::path::PathBuf;
 
+pub use annals_format::export::ExportError;
 pub use append::{AppendError, SealProblem};
 pub use archive::ArchiveError;
 pub use command::{CommandProblem, LABEL_BYTES_MAX, TOKEN_INDEX_DIGITS_MAX, TOKEN_TXID_HEX_DIGITS};
 pub use consumer::ConsumerError;
 pub use erasure::{ErasureError, SubjectProblem};
-pub use export::{ExportDamage, ExportError, ExportHeaderProblem, ExportMismatch};
 pub use journal::JournalError;
 pub use kind::ErrorKind;
 pub use open::{EntityProblem, NotALog, Unreadable};

@@ -551,7 +551,7 @@ impl Store {
         let start = snapshot.start();
         let mut readers = Vec::new();
         for path in archives {
-            readers.push(crate::export::ExportReader::open(path)?);
+            readers.push(crate::export::open(path)?);
         }
         // Only the archives at or after the one holding `from`, the next one last.
         readers.retain(|reader| reader.header().to > from);

@@ -13,7 +13,7 @@ use std::path::Path;
 use super::open::{publish, sweep_stale};
 use super::{Durability, Sharing, Store, StoreOptions, WriteSession};
 use crate::error::Result;
-use crate::export::{self, ExportDamage, ExportError, ExportMismatch, ExportReader, ExportSummary};
+use crate::export::{self, ExportDamage, ExportError, ExportMismatch, ExportSummary};
 use crate::log::append::SealProblem;
 use crate::output_path::{Output, private_name};
 use crate::record::Record;
@@ -132,7 +132,7 @@ impl Store {
         progress: &mut dyn FnMut(ImportStage, u64),
     ) -> Result<()> {
         let header = &summary.header;
-        let mut reader = ExportReader::open(file)?;
+        let mut reader = export::open(file)?;
         if reader.header() != header {
             return Err(mismatch(ExportMismatch::FileChanged));
         }
@@ -218,7 +218,7 @@ fn check_sealable(
     projections: &crate::projection::Projections,
     file: &Path,
 ) -> Result<()> {
-    let mut reader = ExportReader::open(file)?;
+    let mut reader = export::open(file)?;
     let mut next_versions: HashMap<String, u64> = HashMap::new();
     let mut keys: HashSet<String> = HashSet::new();
     while let Some(record) = reader.next_record()? {

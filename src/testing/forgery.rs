@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::export::{ExportReader, export};
+use crate::export::export;
 use crate::merkle::{Frontier, LogTreeHasher, leaf_hash, root_of_leaves};
 use crate::record::{Placement, encode_stored};
 use crate::testing::setup::ExpectDone;
@@ -66,7 +66,7 @@ pub fn forged_export(
     bytes.extend_from_slice(root.as_bytes());
     fs::write(file, &bytes).expect("write the forgery");
     // The forgery reads back whole: only the log's own rules can refuse it.
-    let mut reader = ExportReader::open(file).expect("the forgery opens");
+    let mut reader = crate::export::open(file).expect("the forgery opens");
     while reader.next_record().expect("the forgery reads").is_some() {}
 }
 
@@ -141,7 +141,7 @@ pub fn forged_continuation(
         .unwrap()
         .expect_done();
     let clean = fs::read(file).unwrap();
-    let mut reader = ExportReader::open(file).unwrap();
+    let mut reader = crate::export::open(file).unwrap();
     let mut frontier = Frontier::from_nodes(from, reader.header().frontier.clone()).unwrap();
     while let Some(record) = reader.next_record().unwrap() {
         frontier.push(&LogTreeHasher, leaf_hash(&record.hash), |_, _, _| {});

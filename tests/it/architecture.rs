@@ -26,7 +26,11 @@ const DOCUMENTS: &[&str] = &["ARCHITECTURE.md", "docs/design.md"];
 #[test]
 fn every_path_and_name_in_the_architecture_documents_exists() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let declarations = Declarations::of(&[root.join("src"), root.join("cli/src")]);
+    let declarations = Declarations::of(&[
+        root.join("src"),
+        root.join("format/src"),
+        root.join("cli/src"),
+    ]);
     for document in DOCUMENTS {
         let doc = fs::read_to_string(root.join(document)).expect("read the document");
         let missing = missing(&doc, root, &declarations);
@@ -480,10 +484,14 @@ fn crate_modules(
                     .chars()
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
+                // A name re-exported from another crate (the format's `Digest`) is no module
+                // of this one: the compiler holds that crate's layer.
                 let module = if modules.contains(&word) {
                     Some(&word)
                 } else {
-                    reexported.get(&word)
+                    reexported
+                        .get(&word)
+                        .filter(|module| modules.contains(module))
                 };
                 if let Some(module) = module
                     && !named.contains(module)
@@ -699,7 +707,7 @@ fn file_imports(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
 }
 
 #[test]
-fn files_import_each_other_in_a_cycle_only_inside_src_record() {
+fn the_files_of_src_import_each_other_without_a_cycle() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let imports = file_imports(root);
     assert!(imports.len() >= 100, "the files of src/ were not found");
@@ -708,15 +716,14 @@ fn files_import_each_other_in_a_cycle_only_inside_src_record() {
         "imports are not read: {:?}",
         imports["src/store/open.rs"]
     );
-    let outside: Vec<String> = cycles(&imports)
+    let found: Vec<String> = cycles(&imports)
         .iter()
-        .filter(|cycle| !cycle.iter().all(|file| file.starts_with("src/record/")))
         .map(|cycle| format!("{} -> {}", cycle.join(" -> "), cycle[0]))
         .collect();
     assert!(
-        outside.is_empty(),
-        "files import each other in a cycle outside src/record/ (ARCHITECTURE.md):\n  {}",
-        outside.join("\n  ")
+        found.is_empty(),
+        "files of src/ import each other in a cycle (ARCHITECTURE.md):\n  {}",
+        found.join("\n  ")
     );
 }
 

@@ -5,7 +5,7 @@ use annals::testing::setup::ExpectDone;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use annals::export::{ExportError, ExportReader, export};
+use annals::export::{ExportError, export};
 use annals::testing::internals::record::{Placement, encode_stored};
 use annals::{Error, NewEvent, Position, Store};
 use tempfile::TempDir;
@@ -179,7 +179,7 @@ fn a_resealed_forgery_is_refused_at_the_first_broken_link_or_at_the_root() {
     let clean = fs::read(&file).unwrap();
     let records = offsets.len() - 1;
     let reader_records: Vec<annals::Record> = {
-        let mut reader = ExportReader::open(&file).unwrap();
+        let mut reader = annals::export::open(&file).unwrap();
         std::iter::from_fn(|| reader.next_record().unwrap()).collect()
     };
     let target = dir.path().join("copy.redb");
@@ -264,7 +264,7 @@ fn a_record_length_past_the_cap_or_the_file_is_refused_without_reading_it() {
 
 /// The records of the export `file`, as its reader hands them out.
 fn exported_records(file: &Path) -> Vec<annals::Record> {
-    let mut reader = ExportReader::open(file).unwrap();
+    let mut reader = annals::export::open(file).unwrap();
     std::iter::from_fn(|| reader.next_record().unwrap()).collect()
 }
 

@@ -10,7 +10,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use annals::consumers::{ConsumerCommand, consumer_stream, events::Checkpointed};
-use annals::export::ExportReader;
 use annals::leases::events::{LaneClaimed, LaneRenewed, Released, Renewed};
 use annals::leases::{
     FencingToken, GuardRefusal, LeaseEvent, LeaseGuard, lane_stream, lease_stream,
@@ -162,7 +161,7 @@ fn check_forgery(base: &Path, forged: &[Forged], expected: &Expected) {
 
     // Beneath the projections: the chain is sound, the domain is not.
     let records: Vec<Record> = {
-        let mut reader = ExportReader::open(&continuation).unwrap();
+        let mut reader = annals::export::open(&continuation).unwrap();
         std::iter::from_fn(|| reader.next_record().unwrap())
             .filter(|record| record.position >= first)
             .collect()

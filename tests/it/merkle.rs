@@ -695,7 +695,9 @@ fn forged_proof_file(
     position: u64,
     size: u64,
 ) -> (ProofFile, ProofFile) {
-    let valid = ProofFile::inclusion(snapshot, Position(position), size).unwrap();
+    let valid = snapshot
+        .inclusion_proof_file(Position(position), size)
+        .unwrap();
     let ProofFile::Inclusion {
         record_hash, path, ..
     } = valid.clone()
@@ -803,13 +805,13 @@ fn a_forged_proof_file_passes_only_against_its_own_heads() {
         Ok(kept)
     );
     // A valid proof of a smaller tree is refused too: only a consistency proof links it.
-    let smaller = ProofFile::inclusion(&snapshot, Position(37), 149).unwrap();
+    let smaller = snapshot.inclusion_proof_file(Position(37), 149).unwrap();
     assert_eq!(smaller.check_self_consistency(), Ok(()));
     assert!(matches!(
         smaller.check(&Trust::from(TrustedHead::Head(kept))),
         Err(ProofError::TrustedSize { .. })
     ));
-    let link = ProofFile::consistency(&snapshot, 149, 150).unwrap();
+    let link = snapshot.consistency_proof_file(149, 150).unwrap();
     assert_eq!(link.check(&Trust::from(TrustedHead::Head(kept))), Ok(kept));
     let vouched = link.from_tree_head().unwrap();
     assert_eq!(
@@ -840,8 +842,8 @@ fn proof_files_spell_hashes_in_lower_case_and_the_reader_names_the_field_otherwi
     let (_dir, store) = log_of_150();
     let snapshot = store.snapshot().unwrap();
     let proofs = [
-        ProofFile::inclusion(&snapshot, Position(37), 150).unwrap(),
-        ProofFile::consistency(&snapshot, 37, 150).unwrap(),
+        snapshot.inclusion_proof_file(Position(37), 150).unwrap(),
+        snapshot.consistency_proof_file(37, 150).unwrap(),
     ];
     for proof in proofs {
         let json = serde_json::to_value(&proof).unwrap();

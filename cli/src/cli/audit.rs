@@ -105,8 +105,8 @@ pub(crate) fn prove(args: ProveArgs) -> Result<ExitCode, Failure> {
     let snapshot = store.snapshot()?;
     let size = args.tree.size.unwrap_or(snapshot.head()?.next.0);
     let proof = match (args.position, args.from_size) {
-        (Some(position), _) => ProofFile::inclusion(&snapshot, Position(position), size)?,
-        (None, Some(from_size)) => ProofFile::consistency(&snapshot, from_size, size)?,
+        (Some(position), _) => snapshot.inclusion_proof_file(Position(position), size)?,
+        (None, Some(from_size)) => snapshot.consistency_proof_file(from_size, size)?,
         (None, None) => return Err(Failure::Usage("give --position or --from-size".into())),
     };
     let mut out = io::stdout().lock();

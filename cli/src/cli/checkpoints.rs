@@ -357,7 +357,7 @@ fn record_in_export(path: &Path, position: Position) -> Result<annals::Record, F
             format!("--export {}: {error}", path.display()),
         )
     };
-    let mut reader = annals::export::ExportReader::open(path).map_err(damaged)?;
+    let mut reader = annals::export::open(path).map_err(damaged)?;
     let header = reader.header().clone();
     if position < header.from || position >= header.to {
         return Err(Failure::Usage(format!(

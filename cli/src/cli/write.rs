@@ -235,7 +235,7 @@ fn check_import_paths(args: &ImportArgs) -> Result<(), Failure> {
 pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
     check_import_paths(&args)?;
     // The header gives the total for the progress line; the import reads and checks it again.
-    let records = annals::export::ExportReader::open(&args.file)
+    let records = annals::export::open(&args.file)
         .map(|reader| reader.header().to.0 - reader.header().from.0)
         .unwrap_or(0);
     let mut check = ProgressLine::new("check", records);

@@ -155,7 +155,7 @@ fn the_cli_import_exits_1_naming_position_and_rule_and_verify_reports_the_forged
     assert!(!target.exists());
 
     let records: Vec<Record> = {
-        let mut reader = annals::export::ExportReader::open(&file).expect("the forgery opens");
+        let mut reader = annals::export::open(&file).expect("the forgery opens");
         std::iter::from_fn(|| reader.next_record().expect("the forgery reads"))
             .filter(|record| record.position >= first)
             .collect()

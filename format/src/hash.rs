@@ -47,9 +47,9 @@ impl Digest {
     /// Parses 64 hex characters (either case).
     ///
     /// ```
-    /// let d = annals::Digest::from_hex(&"ab".repeat(32)).unwrap();
+    /// let d = annals_format::hash::Digest::from_hex(&"ab".repeat(32)).unwrap();
     /// assert_eq!(d.as_bytes()[0], 0xab);
-    /// assert!(annals::Digest::from_hex("ab").is_none());
+    /// assert!(annals_format::hash::Digest::from_hex("ab").is_none());
     /// ```
     pub fn from_hex(text: &str) -> Option<Digest> {
         let bytes = unhex(text)?;

@@ -116,7 +116,7 @@ impl Cosigner {
     /// is `body`, made at `timestamp` (POSIX seconds).
     ///
     /// ```
-    /// use annals::tlog::{Checkpoint, Cosigner, Note, Signer};
+    /// use annals_format::tlog::{Checkpoint, Cosigner, Note, Signer};
     ///
     /// let log = Signer::from_seed("example.com/log", [1; 32])?;
     /// let witness = Cosigner::from_seed("witness.example/w1", [2; 32])?;
@@ -125,7 +125,7 @@ impl Cosigner {
     /// note.sign(&log);
     /// note.push_signature(witness.cosign(body, 1_679_315_147)?);
     /// let opened = Checkpoint::open(&note.to_text(), &[log.verifier(), witness.verifier()])?;
-    /// assert_eq!(annals::tlog::cosignature::cosigned_by(opened.note()).len(), 1);
+    /// assert_eq!(annals_format::tlog::cosignature::cosigned_by(opened.note()).len(), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn cosign(&self, body: &str, timestamp: u64) -> Result<NoteSignature, CosignError> {
@@ -226,7 +226,7 @@ mod tests {
     use crate::tlog::{Checkpoint, Note, NoteError, Signer};
 
     const EXAMPLE: &str =
-        include_str!("../../tests/vectors/c2sp/tlog-cosignature-example.checkpoint");
+        include_str!("../../../tests/vectors/c2sp/tlog-cosignature-example.checkpoint");
 
     fn log() -> Signer {
         Signer::from_seed("example.com/log", [1; 32]).unwrap()

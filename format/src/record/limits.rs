@@ -33,7 +33,9 @@ pub const SEGMENT_RECORDS_CAP: u32 = 65_536;
 /// The bounds a store enforces on each append. Each must lie between 1 and its format cap.
 ///
 /// ```
-/// let limits = annals::Limits { payload_bytes_max: 4 << 20, ..annals::Limits::default() };
+/// use annals_format::record::limits::Limits;
+///
+/// let limits = Limits { payload_bytes_max: 4 << 20, ..Limits::default() };
 /// assert!(limits.check().is_ok());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,7 +203,7 @@ pub enum LimitError {
 }
 
 /// Checks a byte string against `1..=max`.
-pub(crate) fn check_len(field: Field, len: usize, max: u32) -> Result<(), LimitError> {
+pub fn check_len(field: Field, len: usize, max: u32) -> Result<(), LimitError> {
     let len = len as u64;
     if len == 0 && field != Field::Payload {
         return Err(LimitError::Empty { field });

@@ -490,10 +490,10 @@ impl Note {
     /// Parses a signed note: checks the grammar, not the signatures ([`Note::open`] does).
     ///
     /// ```
-    /// let note = annals::tlog::Note::parse("hello\n\n— example.com/k AAAAAAA=\n")?;
+    /// let note = annals_format::tlog::Note::parse("hello\n\n— example.com/k AAAAAAA=\n")?;
     /// assert_eq!(note.text(), "hello\n");
     /// assert_eq!(note.signatures()[0].name, "example.com/k");
-    /// # Ok::<(), annals::tlog::NoteError>(())
+    /// # Ok::<(), annals_format::tlog::NoteError>(())
     /// ```
     pub fn parse(message: &str) -> Result<Note, NoteError> {
         if message.len() > NOTE_BYTES_MAX {
@@ -1079,10 +1079,10 @@ impl Verifier {
     /// ```
     /// // The example of c2sp.org/signed-note.
     /// let vkey = "example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k";
-    /// let verifier = annals::tlog::Verifier::parse(vkey)?;
+    /// let verifier = annals_format::tlog::Verifier::parse(vkey)?;
     /// assert_eq!(verifier.name(), "example.com/foo");
     /// assert_eq!(verifier.to_string(), vkey);
-    /// # Ok::<(), annals::tlog::KeyError>(())
+    /// # Ok::<(), annals_format::tlog::KeyError>(())
     /// ```
     pub fn parse(text: &str) -> Result<Verifier, KeyError> {
         if text.len() > KEY_TEXT_BYTES_MAX {

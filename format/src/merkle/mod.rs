@@ -76,7 +76,7 @@ pub fn leaf_hash(record_hash: &Digest) -> Digest {
 }
 
 /// The largest power of two strictly below `n` (`n ≥ 2`): where RFC 9162 splits a tree.
-pub(crate) fn split(n: u64) -> u64 {
+pub fn split(n: u64) -> u64 {
     debug_assert!(n >= 2);
     1 << (63 - (n - 1).leading_zeros())
 }
@@ -100,7 +100,7 @@ pub fn root_of_leaves<H: TreeHasher>(hasher: &H, leaves: &[H::Hash]) -> H::Hash 
 /// first: the subtree at `(level, index)` covers leaves `index·2^level .. (index+1)·2^level`.
 /// `start` must be a multiple of the largest of them (true of every range the RFC's recursion
 /// visits, and of every prefix `0 .. n`).
-pub(crate) fn perfect_subtrees(start: u64, len: u64) -> Vec<(u8, u64)> {
+pub fn perfect_subtrees(start: u64, len: u64) -> Vec<(u8, u64)> {
     let mut out = Vec::with_capacity(len.count_ones() as usize);
     let mut at = start;
     for level in (0..64u8).rev() {
@@ -117,17 +117,27 @@ pub(crate) fn perfect_subtrees(start: u64, len: u64) -> Vec<(u8, u64)> {
 /// The root of leaves `start .. start + len` (`len ≥ 1`, `start` aligned as
 /// [`perfect_subtrees`] requires), folding the perfect-subtree roots `get` returns from the
 /// right: `node(P1, node(P2, … Pk))`.
-pub(crate) fn range_root<H: TreeHasher, E>(
+pub fn range_root<H: TreeHasher, E>(
     hasher: &H,
     start: u64,
     len: u64,
     get: &mut impl FnMut(u8, u64) -> Result<H::Hash, E>,
 ) -> Result<H::Hash, E> {
     let subtrees = perfect_subtrees(start, len);
+    debug_assert_eq!(
+        subtrees.len(),
+        len.count_ones() as usize,
+        "a range is one perfect subtree per set bit of its length"
+    );
     let mut roots = Vec::with_capacity(subtrees.len());
     for (level, index) in subtrees {
         roots.push(get(level, index)?);
     }
+    debug_assert_eq!(
+        roots.len(),
+        len.count_ones() as usize,
+        "every subtree root was read"
+    );
     let mut acc = roots.pop().unwrap_or_else(|| hasher.empty());
     while let Some(left) = roots.pop() {
         acc = hasher.node(&left, &acc);
@@ -573,6 +583,12 @@ impl<T: Clone + PartialEq + AsRef<[u8]> + fmt::Debug> Frontier<T> {
         leaf: T,
         mut completed: impl FnMut(u8, u64, &T),
     ) {
+        assert_eq!(
+            self.nodes.len(),
+            self.size.count_ones() as usize,
+            "a frontier holds one node per set bit of its size before a push"
+        );
+        let size_before = self.size;
         let mut index = self.size;
         let mut level = 0u8;
         completed(level, index, &leaf);
@@ -588,6 +604,16 @@ impl<T: Clone + PartialEq + AsRef<[u8]> + fmt::Debug> Frontier<T> {
             self.nodes.push(parent);
         }
         self.size += 1;
+        assert_eq!(
+            self.size,
+            size_before + 1,
+            "a push grows the tree by exactly the one leaf appended"
+        );
+        assert_eq!(
+            self.nodes.len(),
+            self.size.count_ones() as usize,
+            "a frontier holds one node per set bit of its size after a push"
+        );
     }
 
     /// The root of the tree.
@@ -596,7 +622,29 @@ impl<T: Clone + PartialEq + AsRef<[u8]> + fmt::Debug> Frontier<T> {
         let Some(last) = nodes.next() else {
             return hasher.empty();
         };
-        nodes.fold(last.clone(), |acc, left| hasher.node(left, &acc))
+        let root = nodes.fold(last.clone(), |acc, left| hasher.node(left, &acc));
+        debug_assert_eq!(
+            Some(&root),
+            self.root_from_range(hasher).as_ref(),
+            "a frontier's root is the root of the range 0 .. size its nodes are the subtrees of"
+        );
+        root
+    }
+
+    /// The root recomputed as [`range_root`] folds the perfect subtrees of `0 .. size`, each
+    /// answered from the frontier: the check of [`Frontier::root`]. `None` when the nodes are
+    /// not one per subtree.
+    fn root_from_range<H: TreeHasher<Hash = T>>(&self, hasher: &H) -> Option<T> {
+        let subtrees = perfect_subtrees(0, self.size);
+        if subtrees.len() != self.nodes.len() {
+            return None;
+        }
+        let mut at = 0;
+        range_root(hasher, 0, self.size, &mut |_, _| {
+            at += 1;
+            self.nodes.get(at - 1).cloned().ok_or(())
+        })
+        .ok()
     }
 }
 

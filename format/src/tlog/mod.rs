@@ -21,7 +21,7 @@
 //! a key file is the command line's (`cli/src/cli/keys.rs`).
 //!
 //! ```
-//! use annals::tlog::{Checkpoint, Signer};
+//! use annals_format::tlog::{Checkpoint, Signer};
 //!
 //! let signer = Signer::from_seed("example.com/log", [7; 32])?;
 //! let checkpoint = Checkpoint {
@@ -74,7 +74,7 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
 
 /// Decodes the base64 of exactly 32 bytes (a hash); `Err(Some(len))` for another length,
 /// `Err(None)` for text that is not base64.
-pub(crate) fn base64_hash(text: &str) -> Result<[u8; 32], Option<usize>> {
+pub fn base64_hash(text: &str) -> Result<[u8; 32], Option<usize>> {
     // A 32-byte value is 44 characters; anything longer is refused before decoding.
     if text.len() > 44 {
         return Err(base64_decode(text).map(|bytes| bytes.len()));

@@ -32,7 +32,7 @@ pub const TAG_BYTES: usize = 16;
 /// The domain string that begins every envelope's associated data.
 const ASSOCIATED_DOMAIN: &[u8] = b"annals.personal.v1";
 
-/// The kind of the event that records a subject's erasure ([`crate::Store::erase`]): its
+/// The kind of the event that records a subject's erasure (annals' `Store::erase`): its
 /// payload is the subject's id and nothing else. A raw append of it is refused.
 pub const ERASED_KIND: &str = "subject.erased";
 
@@ -144,11 +144,11 @@ impl<'a> Envelope<'a> {
 }
 
 /// The most bytes an envelope adds to its plaintext (a subject of the longest).
-pub(crate) const OVERHEAD_MAX: usize =
+pub const OVERHEAD_MAX: usize =
     ENVELOPE_MAGIC.len() + 2 + SUBJECT_BYTES_MAX + NONCE_BYTES + TAG_BYTES;
 
 /// How many bytes an envelope for `subject` adds to its plaintext.
-pub(crate) fn overhead(subject: &str) -> usize {
+pub fn overhead(subject: &str) -> usize {
     ENVELOPE_MAGIC.len() + 2 + subject.len() + NONCE_BYTES + TAG_BYTES
 }
 
@@ -205,7 +205,7 @@ fn associated_data(header: &[u8], stream: &str, kind: &str) -> Vec<u8> {
 }
 
 /// A command's field as a projection keeps it, with the stream and kind of the event it was
-/// sealed into when personal: what [`crate::PayloadReader::open_field`] reads. Each domain with
+/// sealed into when personal: what annals' `PayloadReader::open_field` reads. Each domain with
 /// personal fields gives its rows' (e.g. `OutboxRow::payload_field`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SealedField<'a> {
@@ -298,7 +298,7 @@ mod tests {
         let hex: String = sealed.iter().map(|byte| format!("{byte:02x}")).collect();
         assert_eq!(
             hex,
-            include_str!("../../schema/vectors/envelope.hex").trim()
+            include_str!("../../../schema/vectors/envelope.hex").trim()
         );
         let envelope = Envelope::parse(&sealed).expect("an envelope");
         assert_eq!(envelope.subject, "alice");

@@ -199,7 +199,7 @@ struct Group {
 /// A parsed `tlog-policy` file.
 ///
 /// ```
-/// use annals::tlog::{Checkpoint, Cosigner, Note, Policy, Signer};
+/// use annals_format::tlog::{Checkpoint, Cosigner, Note, Policy, Signer};
 ///
 /// let log = Signer::from_seed("example.com/log", [1; 32])?;
 /// let w1 = Cosigner::ml_dsa_44_from_seed("witness.example/w1", [2; 32])?;

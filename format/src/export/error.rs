@@ -3,9 +3,8 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::error::SealProblem;
 use crate::hash::Digest;
-use crate::record::{Position, RecordError};
+use crate::record::{Position, RecordError, SealProblem};
 
 /// Why an export file was refused. Positions name the first record concerned.
 #[derive(Debug, thiserror::Error)]

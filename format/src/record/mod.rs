@@ -11,8 +11,9 @@ pub mod envelope;
 pub mod expected;
 pub mod limits;
 pub mod problem;
+pub mod seal;
 pub mod segment;
-pub(crate) mod uleb128;
+pub mod uleb128;
 pub mod view;
 
 use std::fmt;
@@ -22,6 +23,7 @@ use bincode::config::{Configuration, Fixint, LittleEndian, NoLimit};
 use crate::hash::{self, Digest};
 pub use expected::{ExpectedVersion, UnknownExpectedVersion};
 use limits::{Field, LimitError, Limits, PAYLOAD_BYTES_CAP, check_len};
+pub use seal::SealProblem;
 use view::RecordHashes;
 pub use view::RecordView;
 
@@ -75,7 +77,7 @@ pub const fn bincode_config() -> Configuration<LittleEndian, Fixint, NoLimit> {
 /// Encodes a serde value with the format's configuration, into a vector sized up front for
 /// the crate's rows and payloads: bincode's serde `encode_to_vec` grows its vector from empty,
 /// a reallocation every few fields, which was most of a projection row's encoding time.
-pub(crate) fn encode_serde<T: serde::Serialize + ?Sized>(
+pub fn encode_serde<T: serde::Serialize + ?Sized>(
     value: &T,
 ) -> Result<Vec<u8>, bincode::error::EncodeError> {
     let mut bytes = Vec::with_capacity(ENCODED_CAPACITY);
@@ -147,7 +149,9 @@ counter_fmt!(StreamVersion);
 /// are the store's to assign.
 ///
 /// ```
-/// let event = annals::NewEvent::new("lease.acquired", 1_700_000_000_000, b"{}".to_vec())
+/// use annals_format::record::NewEvent;
+///
+/// let event = NewEvent::new("lease.acquired", 1_700_000_000_000, b"{}".to_vec())
 ///     .with_idempotency_key("req-42");
 /// assert_eq!(event.idempotency_key.as_deref(), Some("req-42"));
 /// ```
@@ -342,16 +346,26 @@ pub fn encode_stored_hashed(
 /// header is not stored as it is hashed (format v2), and what an export writes a record's v1
 /// stored form from.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct HeaderFields<'a> {
+pub struct HeaderFields<'a> {
+    /// The record's position in the log.
     pub position: u64,
+    /// Its stream's name.
     pub stream: &'a str,
+    /// Its version in its stream.
     pub version: u64,
+    /// Its event kind.
     pub kind: &'a str,
+    /// Its payload's schema version.
     pub schema: u16,
+    /// When it happened, in the caller's milliseconds.
     pub at_ms: u64,
+    /// The key an append named it by, if any.
     pub idempotency_key: Option<&'a str>,
+    /// Its payload's length in bytes.
     pub payload_len: u32,
+    /// The blake3 of its payload.
     pub payload_hash: Digest,
+    /// The hash of the record before it.
     pub prev: Digest,
 }
 
@@ -397,7 +411,7 @@ impl HeaderFields<'_> {
     }
 
     /// The record hash of these fields: the derive-key hash of their v1 header.
-    pub(crate) fn record_hash(&self) -> Digest {
+    pub fn record_hash(&self) -> Digest {
         let mut buf = [0; HEADER_BYTES_COMMON];
         match self.write_v1(&mut buf) {
             Some(len) => hash::record_hash(&buf[..len]),
@@ -406,7 +420,7 @@ impl HeaderFields<'_> {
     }
 
     /// The v1 header of these fields.
-    pub(crate) fn v1_header(&self) -> Vec<u8> {
+    pub fn v1_header(&self) -> Vec<u8> {
         let header = HeaderRef {
             format: RECORD_FORMAT,
             position: self.position,
@@ -427,7 +441,7 @@ impl HeaderFields<'_> {
 
 impl RecordView<'_> {
     /// The record's v1 header fields.
-    pub(crate) fn header_fields(&self) -> HeaderFields<'_> {
+    pub fn header_fields(&self) -> HeaderFields<'_> {
         HeaderFields {
             position: self.position.0,
             stream: self.stream,

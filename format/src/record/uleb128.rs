@@ -4,7 +4,7 @@
 //! refuses any other.
 
 /// Appends `value` in unsigned LEB128.
-pub(crate) fn put(out: &mut Vec<u8>, mut value: u64) {
+pub fn put(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
         out.push((value as u8 & 0x7F) | 0x80);
         value >>= 7;
@@ -13,14 +13,14 @@ pub(crate) fn put(out: &mut Vec<u8>, mut value: u64) {
 }
 
 /// The bytes [`put`] writes for `value`: 1 to 10.
-pub(crate) fn len(value: u64) -> usize {
+pub fn len(value: u64) -> usize {
     let bits = 64 - value.max(1).leading_zeros() as usize;
     bits.div_ceil(7)
 }
 
 /// Takes one unsigned LEB128 number off the front of `bytes`: `None` if it is cut short, does
 /// not fit 64 bits, or is not in its shortest form (so every value has one encoding).
-pub(crate) fn take(bytes: &mut &[u8]) -> Option<u64> {
+pub fn take(bytes: &mut &[u8]) -> Option<u64> {
     let mut value = 0u64;
     for (index, &byte) in bytes.iter().enumerate().take(10) {
         let bits = u64::from(byte & 0x7F);

@@ -98,7 +98,7 @@ impl RecordView<'_> {
 
 impl Record {
     /// A view of this record's fields, its payload hash known.
-    pub(crate) fn view(&self) -> RecordView<'_> {
+    pub fn view(&self) -> RecordView<'_> {
         RecordView {
             position: self.position,
             stream: &self.stream,
@@ -123,7 +123,7 @@ impl Record {
 
 /// Whether parsing recomputes a record's own hashes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RecordHashes {
+pub enum RecordHashes {
     /// Recompute the header and payload hash and compare.
     Check,
     /// The caller has checked a digest that covers the record's bytes.
@@ -133,94 +133,146 @@ pub(crate) enum RecordHashes {
 /// Parses and checks the stored record `bytes` (`hash ‖ header ‖ payload`) found at
 /// `position`: the header within the caps, the payload length, the hashes if `hashes` says
 /// so, and the position the header names.
-pub(crate) fn parse_stored(
+pub fn parse_stored(
     bytes: &[u8],
     position: Position,
     hashes: RecordHashes,
 ) -> Result<RecordView<'_>, RecordError> {
-    let Some((stored_hash, rest)) = bytes.split_first_chunk::<32>() else {
-        return Err(RecordError::Truncated {
-            len: bytes.len() as u64,
-            need: 32,
-        });
-    };
-    let mut header = Reader { bytes: rest, at: 0 };
-    let format = header.u8("format")?;
-    if format != RECORD_FORMAT {
-        return Err(RecordError::UnknownFormat(format));
-    }
-    let found_position = header.u64("position")?;
-    let stream = header.text(Field::Stream, STREAM_BYTES_CAP)?;
-    let version = header.u64("version")?;
-    let kind = header.text(Field::Kind, KIND_BYTES_CAP)?;
-    let schema = u16::from_le_bytes(header.array("schema")?);
-    let at_ms = header.u64("at_ms")?;
-    let idempotency_key = match header.u8("idempotency_key tag")? {
-        0 => None,
-        1 => Some(header.text(Field::IdempotencyKey, IDEMPOTENCY_KEY_BYTES_CAP)?),
-        tag => {
-            return Err(RecordError::Header {
-                field: "idempotency_key tag",
-                problem: HeaderProblem::Tag { found: tag },
-            });
-        }
-    };
-    let payload_len = u32::from_le_bytes(header.array("payload_len")?);
-    if payload_len > PAYLOAD_BYTES_CAP {
-        return Err(RecordError::FieldOverCap {
-            field: Field::Payload,
-            len: u64::from(payload_len),
-            cap: u64::from(PAYLOAD_BYTES_CAP),
-        });
-    }
-    let payload_hash = Digest(header.array("payload_hash")?);
-    let prev = Digest(header.array("prev")?);
-    let (header_bytes, payload) = rest.split_at(header.at);
-    if payload.len() as u64 != u64::from(payload_len) {
+    let (stored_hash, rest) = split_stored_hash(bytes)?;
+    let header = V1Header::parse(rest)?;
+    let (header_bytes, payload) = rest.split_at(header.len);
+    if payload.len() as u64 != u64::from(header.payload_len) {
         return Err(RecordError::PayloadLength {
-            declared: u64::from(payload_len),
+            declared: u64::from(header.payload_len),
             stored: payload.len() as u64,
         });
     }
     let stored = Digest(*stored_hash);
     if hashes == RecordHashes::Check {
-        let computed = hash::record_hash(header_bytes);
-        if computed != stored {
-            return Err(RecordError::HeaderHash { stored, computed });
-        }
-        let computed = hash::payload_hash(payload);
-        if computed != payload_hash {
-            return Err(RecordError::PayloadHash {
-                declared: payload_hash,
-                computed,
-            });
-        }
+        check_v1_hashes(header_bytes, payload, stored, header.payload_hash)?;
     }
-    if found_position != position.0 {
+    if header.position != position.0 {
         return Err(RecordError::Position {
             expected: position,
-            found: Position(found_position),
+            found: Position(header.position),
         });
     }
     Ok(RecordView {
         position,
-        stream,
-        version: StreamVersion(version),
-        kind,
-        schema,
-        at_ms,
-        idempotency_key,
+        stream: header.stream,
+        version: StreamVersion(header.version),
+        kind: header.kind,
+        schema: header.schema,
+        at_ms: header.at_ms,
+        idempotency_key: header.idempotency_key,
         payload,
-        prev,
+        prev: header.prev,
         hash: stored,
-        known_payload_hash: Some(payload_hash),
+        known_payload_hash: Some(header.payload_hash),
     })
+}
+
+/// A stored record's own hash and the bytes after it, or how short the bytes are: both
+/// record formats start with the 32-byte record hash.
+fn split_stored_hash(bytes: &[u8]) -> Result<(&[u8; 32], &[u8]), RecordError> {
+    bytes
+        .split_first_chunk::<32>()
+        .ok_or(RecordError::Truncated {
+            len: bytes.len() as u64,
+            need: 32,
+        })
+}
+
+/// A v1 header's fields as it stores them (`schema/FORMAT.md` 1.2), strings borrowed, and
+/// the header's length in bytes: where its payload starts.
+struct V1Header<'a> {
+    position: u64,
+    stream: &'a str,
+    version: u64,
+    kind: &'a str,
+    schema: u16,
+    at_ms: u64,
+    idempotency_key: Option<&'a str>,
+    payload_len: u32,
+    payload_hash: Digest,
+    prev: Digest,
+    len: usize,
+}
+
+impl<'a> V1Header<'a> {
+    /// Reads the header at the start of `bytes`, each field in order, each string and the
+    /// payload length within its cap; the payload after it is not looked at.
+    fn parse(bytes: &'a [u8]) -> Result<V1Header<'a>, RecordError> {
+        let mut header = Reader { bytes, at: 0 };
+        let format = header.u8("format")?;
+        if format != RECORD_FORMAT {
+            return Err(RecordError::UnknownFormat(format));
+        }
+        let position = header.u64("position")?;
+        let stream = header.text(Field::Stream, STREAM_BYTES_CAP)?;
+        let version = header.u64("version")?;
+        let kind = header.text(Field::Kind, KIND_BYTES_CAP)?;
+        let schema = u16::from_le_bytes(header.array("schema")?);
+        let at_ms = header.u64("at_ms")?;
+        let idempotency_key = match header.u8("idempotency_key tag")? {
+            0 => None,
+            1 => Some(header.text(Field::IdempotencyKey, IDEMPOTENCY_KEY_BYTES_CAP)?),
+            tag => {
+                return Err(RecordError::Header {
+                    field: "idempotency_key tag",
+                    problem: HeaderProblem::Tag { found: tag },
+                });
+            }
+        };
+        let payload_len = u32::from_le_bytes(header.array("payload_len")?);
+        if payload_len > PAYLOAD_BYTES_CAP {
+            return Err(RecordError::FieldOverCap {
+                field: Field::Payload,
+                len: u64::from(payload_len),
+                cap: u64::from(PAYLOAD_BYTES_CAP),
+            });
+        }
+        let payload_hash = Digest(header.array("payload_hash")?);
+        let prev = Digest(header.array("prev")?);
+        Ok(V1Header {
+            position,
+            stream,
+            version,
+            kind,
+            schema,
+            at_ms,
+            idempotency_key,
+            payload_len,
+            payload_hash,
+            prev,
+            len: header.at,
+        })
+    }
+}
+
+/// Checks a v1 record's two hashes: the record hash `stored` over its header's bytes, then
+/// the payload hash its header declares over its payload.
+fn check_v1_hashes(
+    header: &[u8],
+    payload: &[u8],
+    stored: Digest,
+    declared: Digest,
+) -> Result<(), RecordError> {
+    let computed = hash::record_hash(header);
+    if computed != stored {
+        return Err(RecordError::HeaderHash { stored, computed });
+    }
+    let computed = hash::payload_hash(payload);
+    if computed != declared {
+        return Err(RecordError::PayloadHash { declared, computed });
+    }
+    Ok(())
 }
 
 /// Parses and checks the record of a segment at `at` (from [`super::segment::Segment`]),
 /// `segment` being the bytes the segment was parsed from, found at `position`: in its file's
 /// format, with the same checks.
-pub(crate) fn parse_at<'a>(
+pub fn parse_at<'a>(
     segment: &'a [u8],
     at: &RecordAt,
     position: Position,
@@ -242,7 +294,7 @@ pub(crate) fn parse_at<'a>(
 /// fields it shares with the first record, then the v1 header rebuilt from them hashed and
 /// compared with the stored hash if `hashes` says so. The record does not store its payload
 /// hash: checking computes it, and otherwise [`RecordView::payload_hash`] computes it when asked.
-pub(crate) fn parse_compact<'a>(
+pub fn parse_compact<'a>(
     bytes: &'a [u8],
     index: u32,
     first: Option<&'a [u8]>,
@@ -250,61 +302,9 @@ pub(crate) fn parse_compact<'a>(
     position: Position,
     hashes: RecordHashes,
 ) -> Result<RecordView<'a>, RecordError> {
-    let Some((stored_hash, rest)) = bytes.split_first_chunk::<32>() else {
-        return Err(RecordError::Truncated {
-            len: bytes.len() as u64,
-            need: 32,
-        });
-    };
+    let (stored_hash, rest) = split_stored_hash(bytes)?;
     let header = compact::parse(rest)?;
-    let shared = if header.flags & (SAME_STREAM | SAME_KIND) == 0 {
-        None
-    } else {
-        let Some(first) = first else {
-            return Err(RecordError::Header {
-                field: "shared stream or kind",
-                problem: HeaderProblem::SharedWithoutSource,
-            });
-        };
-        let base = compact::parse(first.get(32..).unwrap_or_default())?;
-        match (base.stream, base.kind) {
-            (Some(stream), Some(kind)) => Some((stream, kind)),
-            _ => {
-                return Err(RecordError::Header {
-                    field: "shared stream or kind",
-                    problem: HeaderProblem::SharedWithoutSource,
-                });
-            }
-        }
-    };
-    let (stream, version) = match (header.stream, shared) {
-        (Some(stream), _) => stream,
-        (None, Some(((stream, version), _))) => {
-            let version = version
-                .checked_add(u64::from(index))
-                .ok_or(RecordError::Header {
-                    field: "version",
-                    problem: HeaderProblem::VersionOverflow,
-                })?;
-            (stream, version)
-        }
-        (None, None) => {
-            return Err(RecordError::Header {
-                field: "stream",
-                problem: HeaderProblem::Absent,
-            });
-        }
-    };
-    let kind = match (header.kind, shared) {
-        (Some(kind), _) => kind,
-        (None, Some((_, kind))) => kind,
-        (None, None) => {
-            return Err(RecordError::Header {
-                field: "kind",
-                problem: HeaderProblem::Absent,
-            });
-        }
-    };
+    let (stream, version, kind) = compact_names(&header, index, first)?;
     let payload = &rest[header.len..];
     if payload.len() as u64 > u64::from(PAYLOAD_BYTES_CAP) {
         return Err(RecordError::FieldOverCap {
@@ -338,6 +338,52 @@ pub(crate) fn parse_compact<'a>(
         }
     }
     Ok(view)
+}
+
+/// A compact record's stream, version and kind: its own, or those it shares with its
+/// segment's `first` record (the version counted on by its `index`), whose header must then
+/// name them itself.
+fn compact_names<'a>(
+    header: &compact::Compact<'a>,
+    index: u32,
+    first: Option<&'a [u8]>,
+) -> Result<(&'a str, u64, &'a str), RecordError> {
+    let shared = if header.flags & (SAME_STREAM | SAME_KIND) == 0 {
+        None
+    } else {
+        let without_source = RecordError::Header {
+            field: "shared stream or kind",
+            problem: HeaderProblem::SharedWithoutSource,
+        };
+        let first = first.ok_or_else(|| without_source.clone())?;
+        let base = compact::parse(first.get(32..).unwrap_or_default())?;
+        match (base.stream, base.kind) {
+            (Some(stream), Some(kind)) => Some((stream, kind)),
+            _ => return Err(without_source),
+        }
+    };
+    let absent = |field| RecordError::Header {
+        field,
+        problem: HeaderProblem::Absent,
+    };
+    let (stream, version) = match (header.stream, shared) {
+        (Some(stream), _) => stream,
+        (None, Some(((stream, version), _))) => {
+            let version = version
+                .checked_add(u64::from(index))
+                .ok_or(RecordError::Header {
+                    field: "version",
+                    problem: HeaderProblem::VersionOverflow,
+                })?;
+            (stream, version)
+        }
+        (None, None) => return Err(absent("stream")),
+    };
+    let kind = match (header.kind, shared) {
+        (Some(kind), _) | (None, Some((_, kind))) => kind,
+        (None, None) => return Err(absent("kind")),
+    };
+    Ok((stream, version, kind))
 }
 
 /// Reads header fields in order, refusing to run past the bytes.
@@ -390,7 +436,7 @@ impl<'a> Reader<'a> {
 /// A string's length as a header declares it, checked before anything is read or allocated:
 /// the format has no empty stream, kind or idempotency key, and none over its cap. Both record
 /// formats decode their strings through this.
-pub(crate) fn check_text_len(field: Field, len: u64, cap: u32) -> Result<(), RecordError> {
+pub fn check_text_len(field: Field, len: u64, cap: u32) -> Result<(), RecordError> {
     if len == 0 {
         return Err(RecordError::EmptyField { field });
     }
@@ -405,7 +451,7 @@ pub(crate) fn check_text_len(field: Field, len: u64, cap: u32) -> Result<(), Rec
 }
 
 /// A string's bytes as UTF-8, or the header error naming the field.
-pub(crate) fn text_utf8(field: Field, bytes: &[u8]) -> Result<&str, RecordError> {
+pub fn text_utf8(field: Field, bytes: &[u8]) -> Result<&str, RecordError> {
     std::str::from_utf8(bytes).map_err(|error| RecordError::Header {
         field: field.name(),
         problem: HeaderProblem::NotUtf8 {
