@@ -212,7 +212,7 @@ fn appended(store: &Store, command: &SpanCommand) -> u64 {
 }
 
 fn span_events(store: &Store) -> Vec<SpanEvent> {
-    annals::runs::events(&store.state().unwrap(), RUN, SPAN).unwrap()
+    annals::runs::events(&store.snapshot().unwrap().state(), RUN, SPAN).unwrap()
 }
 
 #[test]
@@ -241,6 +241,8 @@ fn a_span_event_with_a_subject_is_sealed_reads_back_then_reads_erased_and_replay
         ("plain words", true)
     );
     let record = store
+        .snapshot()
+        .unwrap()
         .get(annals::Position(personal.position))
         .unwrap()
         .unwrap();
@@ -249,38 +251,38 @@ fn a_span_event_with_a_subject_is_sealed_reads_back_then_reads_erased_and_replay
         !contains(&record.payload, PLAINTEXT),
         "the event holds the envelope"
     );
-    let reader = store.payload_reader().unwrap();
+    let reader = annals::PayloadReader::of(&store).unwrap();
     let opened = reader.open_field(&personal.payload_field()).unwrap();
     assert_eq!(opened.data(), Some(PLAINTEXT));
     let opened = reader.open_field(&plain.payload_field()).unwrap();
     assert_eq!(opened, Payload::Plain(b"plain words"));
 
-    let before = store.state_json("runs", None).unwrap();
+    let before = annals::Audit::of(&store).state_json("runs", None).unwrap();
     store.erase("alice", 2_000).unwrap();
-    let reader = store.payload_reader().unwrap();
+    let reader = annals::PayloadReader::of(&store).unwrap();
     let events = span_events(&store);
     assert_eq!(
         reader.open_field(&events[0].payload_field()).unwrap(),
         Payload::Erased { subject: "alice" }
     );
     assert_eq!(events[1], *plain, "a plain event is untouched");
-    store.rebuild(None).unwrap();
+    annals::Rebuild::of(&store).run(None).unwrap();
     assert_eq!(
-        store.state_json("runs", None).unwrap(),
+        annals::Audit::of(&store).state_json("runs", None).unwrap(),
         before,
         "replay: the same rows"
     );
     assert_eq!(span_events(&store), events);
-    assert!(store.verify().unwrap().is_sound());
+    assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     assert!(!contains(&std::fs::read(&path).unwrap(), PLAINTEXT));
 
     // An erased subject's event is refused, and nothing is written.
-    let head = store.head().unwrap();
+    let head = store.snapshot().unwrap().head().unwrap();
     match store.execute(&personal_event("alice", b"again")) {
         Err(Error::Erasure(ErasureError::Erased { subject, .. })) => assert_eq!(subject, "alice"),
         other => panic!("{other:?}"),
     }
-    assert_eq!(store.head().unwrap(), head);
+    assert_eq!(store.snapshot().unwrap().head().unwrap(), head);
 }
 
 #[test]
@@ -288,8 +290,8 @@ fn a_personal_span_event_is_refused_unsealed_or_over_the_cap_and_has_a_serde_for
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     let store = with_open_span(&path);
-    let head = store.head().unwrap();
-    match personal_event("alice", PLAINTEXT).decide(&store.state().unwrap()) {
+    let head = store.snapshot().unwrap().head().unwrap();
+    match personal_event("alice", PLAINTEXT).decide(&store.snapshot().unwrap().state()) {
         Err(Error::Erasure(ErasureError::NotSealed { field, subject })) => {
             assert_eq!((field, subject.as_str()), ("payload", "alice"))
         }
@@ -302,7 +304,7 @@ fn a_personal_span_event_is_refused_unsealed_or_over_the_cap_and_has_a_serde_for
         Err(Error::InvalidCommand { field, .. }) => assert_eq!(field, "payload"),
         other => panic!("{other:?}"),
     }
-    assert_eq!(store.head().unwrap(), head);
+    assert_eq!(store.snapshot().unwrap().head().unwrap(), head);
     assert!(!super::erasure::keys_path(&path).exists(), "no key made");
     let at_cap = vec![b'x'; annals::runs::EVENT_PAYLOAD_BYTES_MAX as usize];
     assert_eq!(appended(&store, &personal_event("bob", &at_cap)), 0);
@@ -325,7 +327,9 @@ fn after_erase_and_compact_no_file_holds_a_span_events_plaintext_or_key() {
     store.erase("alice", 2_000).unwrap();
     store.close().unwrap();
     let wait = std::time::Duration::from_secs(5);
-    Store::compact_file(&path, wait).unwrap().bytes_reclaimed();
+    annals::Compaction::of_file(&path, wait)
+        .unwrap()
+        .bytes_reclaimed();
     let mut files = Vec::new();
     super::erasure::files_under(dir.path(), &mut files);
     assert!(files.len() >= 2, "{files:?}");
@@ -339,7 +343,7 @@ fn after_erase_and_compact_no_file_holds_a_span_events_plaintext_or_key() {
         assert!(!contains(&bytes, &key), "{} holds the key", file.display());
     }
     let store = open(&path);
-    let reader = store.payload_reader().unwrap();
+    let reader = annals::PayloadReader::of(&store).unwrap();
     let events = span_events(&store);
     let read = reader.open_field(&events[0].payload_field()).unwrap();
     assert_eq!(read, Payload::Erased { subject: "alice" });

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 const FUNCTION_LINES_MAX: usize = 70;
 
 /// The folders whose functions are measured.
-const ROOTS: &[&str] = &["src", "cli/src"];
+const ROOTS: &[&str] = &["src", "cli/src", "format/src"];
 
 /// Test support, measured by nothing: its scripted models read best whole.
 const TEST_SUPPORT: &str = "src/testing";
@@ -19,11 +19,7 @@ const TEST_SUPPORT: &str = "src/testing";
 /// (issue 53): each is to be split by meaning and taken off this list. A listed function that
 /// is no longer over the limit fails the test too, so that the list only shrinks.
 const KNOWN_EXCEPTIONS: &[(&str, &str)] = &[
-    ("src/audit/proof_file.rs", "duplicate_key"),
     ("src/outbox/apply.rs", "check"),
-    ("src/record/view.rs", "parse_compact"),
-    ("src/record/view.rs", "parse_stored"),
-    ("src/runs/decide.rs", "decide"),
     ("src/store/adopt.rs", "adopt"),
     ("src/store/archive.rs", "commit_cut"),
     ("src/store/archive.rs", "verify_archives"),

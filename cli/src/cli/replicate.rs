@@ -237,7 +237,7 @@ async fn start_from_seed(
 
 pub(crate) fn follow(args: FollowArgs) -> Result<ExitCode, Failure> {
     let json = args.json;
-    let log = ReplicatedLog::new(args.subject).map_err(failure)?;
+    let log = ReplicatedLog::new(args.subject.clone()).map_err(failure)?;
     runtime()?.block_on(async {
         let connection = connect_within(&args.url, args.wait)
             .await
