@@ -742,7 +742,7 @@ export interface ArchiveReport {
   archived: bigint
 }
 
-/** What [`Store::backup`] wrote. */
+/** What [`crate::Backup::write`] wrote. */
 export interface BackupReport {
   /** The file written. */
   path: string
@@ -1806,6 +1806,23 @@ export type SpanCommand =
      * [`EVENT_PAYLOAD_BYTES_MAX`]. */
     payloadBytesMax?: number
   }
+  /** [`SpanCommand::AppendEvent`] of a payload personal to `subject` (a person's id: a prompt, a tool's output about someone): the store's write session seals it under the subject's key before its event (`run.personal_event_appended`) is hashed, and [`super::SpanEvent::payload_field`] reads it back, or as erased once the subject is (`docs/erasure.md`). A variant of its own, so that an `AppendEvent` written before personal payloads still builds and means what it meant. Its payload is never cut: it is sealed before the command decides, so one longer than [`EVENT_PAYLOAD_BYTES_MAX`] is refused (cut it first with [`cap_payload`]). */
+  | {
+    type: 'eventFor'
+    /** The subject the payload belongs to. */
+    subject: string
+    /** The run. */
+    run: string
+    /** The span. */
+    span: string
+    /** What kind of event it is, in clear: it must say nothing personal. */
+    eventType: string
+    /** The payload's bytes (typically JSON text), at most [`EVENT_PAYLOAD_BYTES_MAX`]
+     * before they are sealed. */
+    payload: Buffer
+    /** The caller's clock: the event's time. */
+    nowMs: number
+  }
 
 /** An event recorded on a span. Its row in `runs.events` holds only the position of the
  * record that appended it; the rest is read back from that record. */
@@ -1828,6 +1845,10 @@ export interface SpanEvent {
   seq: bigint
   /** The log position of the record that appended it. */
   position: bigint
+  /** For an event whose payload is personal to a subject
+   * ([`super::SpanCommand::AppendEventFor`]): the payload as the log keeps it, sealed, and
+   * `payload` is then empty. [`SpanEvent::payload_field`] reads it. */
+  personal?: PersonalPayload
 }
 
 /** What a span command got. */
@@ -2067,6 +2088,15 @@ export interface SpanUsage {
   model?: string
   /** Output tokens. */
   outputTokens?: bigint
+}
+
+/** A span event's payload personal to a subject, as the log keeps it: an envelope
+ * (`schema/FORMAT.md` 1.5), never the text. */
+export interface PersonalPayload {
+  /** The subject it belongs to. */
+  subject: string
+  /** The envelope. */
+  envelope: Buffer
 }
 
 /** A projection's state as of a cut. */

@@ -200,6 +200,7 @@ impl Layer {
     }
 
     /// What its changes add to the row counts of every table together.
+    #[cfg(debug_assertions)]
     fn counted(&self) -> i64 {
         self.tables.values().map(|table| table.counted).sum()
     }
@@ -302,6 +303,7 @@ impl Generation {
     }
 
     /// What its layers add to the row counts of every table together.
+    #[cfg(debug_assertions)]
     fn counted(&self) -> i64 {
         self.layers.iter().map(|layer| layer.counted()).sum()
     }

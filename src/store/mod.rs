@@ -929,6 +929,7 @@ impl Store {
     }
 
     /// Up to `limit` records from `from` in `direction`.
+    #[cfg(feature = "testing")]
     pub(crate) fn read_all(
         &self,
         from: Position,
@@ -944,6 +945,7 @@ impl Store {
     }
 
     /// Up to `limit` records of `stream` from version `from` in `direction`.
+    #[cfg(feature = "testing")]
     pub(crate) fn read_stream(
         &self,
         stream: &str,
