@@ -99,7 +99,7 @@ impl Audit<'_> {
         self.store.state_at(at, progress)
     }
 
-    /// Every row of projection `name` as JSON (see [`Projection::state_json`]): as it stands,
+    /// Every row of projection `name` as JSON (see [`crate::Projection::state_json`]): as it stands,
     /// or with `at = Some(n)` as of the first `n` records, by replaying them into memory.
     pub fn state_json(&self, name: &str, at: Option<Position>) -> Result<serde_json::Value> {
         self.store.state_json(name, at)
@@ -130,7 +130,7 @@ impl Rebuild<'_> {
     ///
     /// The replay runs in batches, each its own transaction, so that memory stays flat; until
     /// the last one commits the projection's checkpoint is behind the head, so reads of it
-    /// are refused ([`ProjectionError::Behind`]) rather than shown half-built, and a rebuild
+    /// are refused ([`crate::ProjectionError::Behind`]) rather than shown half-built, and a rebuild
     /// stopped in between (killed, or out of disk space) is finished by the next writable
     /// open, write or rebuild.
     pub fn run(&self, name: Option<&str>) -> Result<()> {

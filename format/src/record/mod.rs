@@ -325,7 +325,7 @@ pub fn encode_stored(
     encode_stored_hashed(out, event, placement, hash::payload_hash(&event.payload))
 }
 
-/// [`encode_stored`] for a caller that has already hashed the payload.
+/// `encode_stored` for a caller that has already hashed the payload.
 pub fn encode_stored_hashed(
     out: &mut Vec<u8>,
     event: &NewEvent,
