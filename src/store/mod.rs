@@ -47,12 +47,12 @@ pub use crate::error::{PartialStep, StoreError};
 use crate::leases::LeaseGuard;
 use crate::log::Head;
 use crate::log::append::{AppendOutcome, ExpectedVersion, LogEnd};
-use crate::log::read::{Direction, Snapshot};
+use crate::log::read::Snapshot;
 use crate::log::tables::FORMAT_VERSION;
 use crate::projection::table::ReadTables;
 use crate::projection::{Projection, ProjectionError, Projections};
 use crate::record::limits::Limits;
-use crate::record::{Format, NewEvent, Position, Record, StreamVersion};
+use crate::record::{Format, NewEvent, Position, Record};
 pub use crate::sharing::{Holder, Sharing, UnknownSharing};
 use crate::storage::Writer;
 pub use archive::{ArchiveOptions, ArchiveReport, ArchivedRecords, Archives, Cut, CutProjection};
@@ -933,7 +933,7 @@ impl Store {
     pub(crate) fn read_all(
         &self,
         from: Position,
-        direction: Direction,
+        direction: crate::Direction,
         limit: usize,
     ) -> Result<Vec<Record>> {
         guarded(|| {
@@ -949,8 +949,8 @@ impl Store {
     pub(crate) fn read_stream(
         &self,
         stream: &str,
-        from: StreamVersion,
-        direction: Direction,
+        from: crate::StreamVersion,
+        direction: crate::Direction,
         limit: usize,
     ) -> Result<Vec<Record>> {
         guarded(|| {
