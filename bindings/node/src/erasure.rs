@@ -44,7 +44,7 @@ impl<'s> Opener<'s> {
         let payload = match &self.reader {
             Some(reader) => reader.open(&record)?,
             // A plain payload needs no key store: `Store::payload` reads none for it.
-            None => annals::PayloadReader::of(&self.store)?.open(&record)?,
+            None => annals::PayloadReader::of(self.store)?.open(&record)?,
         };
         let subject = payload.subject().unwrap_or_default().to_owned();
         let data = match payload {
@@ -60,7 +60,7 @@ impl<'s> Opener<'s> {
             _ => None,
         };
         if self.reader.is_none() {
-            self.reader = Some(annals::PayloadReader::of(&self.store)?);
+            self.reader = Some(annals::PayloadReader::of(self.store)?);
         }
         let erased = data.is_none();
         record.payload = data.unwrap_or_default();

@@ -428,7 +428,7 @@ impl Store {
         self.not_a_view("verify")?;
         self.outside_transaction("verify")?;
         self.with(|store| {
-            let report = annals::Audit::of(&store).verify().map_err(to_js)?;
+            let report = annals::Audit::of(store).verify().map_err(to_js)?;
             Ok(VerifyReport {
                 sound: report.is_sound(),
                 records: BigInt::from(report.records),
@@ -454,7 +454,7 @@ impl Store {
     pub fn backup(&self, env: Env, path: String) -> napi::Result<Made> {
         self.not_a_view("backup")?;
         self.outside_transaction("backup")?;
-        let backup = self.with(|store| annals::Backup::write(&store, &path).map_err(to_js))?;
+        let backup = self.with(|store| annals::Backup::write(store, &path).map_err(to_js))?;
         crossing::to_js(&env, &backup)
     }
 
@@ -477,7 +477,7 @@ impl Store {
         self.outside_transaction("archiveBefore")?;
         let before = position(&before, "before")?;
         let report = self.with(|store| {
-            annals::Archives::of(&store)
+            annals::Archives::of(store)
                 .archive_before(Position(before), &path)
                 .map_err(|error| at_path(error, &path))
         })?;

@@ -160,7 +160,7 @@ impl Store {
         let at = Position(convert::position(&position, "position")?);
         let (log, replay) = self.with(|store| {
             let log = store.snapshot().map_err(to_js)?;
-            let replay = annals::Audit::of(&store)
+            let replay = annals::Audit::of(store)
                 .state_at(at, &mut |_| {})
                 .map_err(to_js)?;
             Ok((log, replay))
