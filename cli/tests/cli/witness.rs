@@ -646,6 +646,9 @@ fn a_witness_killed_while_answering_never_cosigns_a_smaller_or_inconsistent_chec
             .next
             .0;
         let served = Served::start(&state, &key, &[&log_key]);
+        // Counted before the request is sent: the witness may commit it before this thread
+        // runs again.
+        let before = cosigned_history(&state).len();
         // The request's bytes are sent, and the witness killed before its answer is read:
         // the kill lands before, during or after the commit, as it happens.
         let mut body = format!("old {known}\n");
@@ -662,7 +665,6 @@ fn a_witness_killed_while_answering_never_cosigns_a_smaller_or_inconsistent_chec
             body.len()
         )
         .unwrap();
-        let before = cosigned_history(&state).len();
         let committed = match round % 3 {
             // Killed at once: before the witness read the request, or while it decides.
             0 => false,
