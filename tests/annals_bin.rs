@@ -5,9 +5,9 @@ use std::sync::LazyLock;
 
 /// The `annals` command line, which `cli/` builds beside these tests: `cargo test` at the
 /// workspace root builds it (its package has tests of its own), into the folder above the
-/// test binary's `deps/`. Run by the tests whose logs only `annals-testing`'s children
-/// leave: `verify` and `log` beside a writer as it is killed (`crash.rs`), and `state`,
-/// `verify` and `rebuild` on a rebuild killed between its transactions (`rebuild.rs`).
+/// test binary's `deps/`. Run by the replication tests of `replicate` and `follow`, which need
+/// a real JetStream cluster (`tests/jetstream/cli.rs`, `hostile.rs`).
+#[allow(dead_code)] // Only the JetStream tests run the command line.
 pub fn annals() -> &'static Path {
     static BIN: LazyLock<PathBuf> = LazyLock::new(|| {
         let exe = std::env::current_exe().expect("the test binary's path");

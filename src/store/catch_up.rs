@@ -9,6 +9,7 @@
 //! and `verify` reports it as behind, not as damage. A rebuild killed in between is finished
 //! by the next writable open, the next write or the next rebuild.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use crate::storage::Database;
@@ -69,7 +70,7 @@ pub(crate) fn bring_up_to_date(db: &Database, projections: &Projections) -> Resu
     pin_unregistered(&writer, head, &running)?;
     drop(writer);
     txn.commit()?;
-    replay(db, &running, &mut |_| {})?;
+    replay(db, &running, &mut |_| ControlFlow::Continue(()))?;
     Ok(unsnapshotted)
 }
 
@@ -212,13 +213,15 @@ fn pin_unregistered(txn: &Writer<'_>, head: Head, projections: &Projections) -> 
     Ok(())
 }
 
-/// Clears `name` (or every projection) and replays the whole log into it.
+/// Clears `name` (or every projection) and replays the whole log into it. `progress` hears
+/// the next position to apply after each of the rebuild's transactions, and may stop it there
+/// (the test support's interrupted rebuild: as a kill between two transactions leaves it).
 #[cfg_attr(feature = "tracing", tracing::instrument(level = "info", name = "rebuild", skip_all, fields(projection = name.unwrap_or("all"))))]
 pub(crate) fn rebuild(
     db: &Database,
     projections: &Projections,
     name: Option<&str>,
-    progress: &mut dyn FnMut(u64),
+    progress: &mut dyn FnMut(u64) -> ControlFlow<()>,
 ) -> Result<()> {
     if let Some(name) = name
         && projections.get(name).is_none()
@@ -241,7 +244,9 @@ pub(crate) fn rebuild(
     }
     drop(writer);
     txn.commit()?;
-    progress(0);
+    if progress(0).is_break() {
+        return Ok(());
+    }
     replay(db, projections, progress)
 }
 
@@ -285,7 +290,7 @@ pub(crate) fn lagging(txn: &Writer<'_>, projections: &Projections) -> Result<boo
 
 /// Replays what the projections behind the head lack, in batches (see [`lagging`]).
 pub(crate) fn catch_up(db: &Database, projections: &Projections) -> Result<()> {
-    replay(db, projections, &mut |_| {})
+    replay(db, projections, &mut |_| ControlFlow::Continue(()))
 }
 
 /// Clears `projection` back to where a replay of the log starts: empty tables at position 0,
@@ -324,8 +329,12 @@ pub(crate) fn create_tables(txn: &Writer<'_>, projection: &dyn Projection) -> Re
 }
 
 /// Applies every record at or after each projection's checkpoint, in batches.
-/// `progress` hears the next position to apply after each batch.
-fn replay(db: &Database, projections: &Projections, progress: &mut dyn FnMut(u64)) -> Result<()> {
+/// `progress` hears the next position to apply after each batch, and may stop the replay there.
+fn replay(
+    db: &Database,
+    projections: &Projections,
+    progress: &mut dyn FnMut(u64) -> ControlFlow<()>,
+) -> Result<()> {
     loop {
         let txn = db.begin_write()?;
         let writer = Writer::redb(&txn);
@@ -376,6 +385,8 @@ fn replay(db: &Database, projections: &Projections, progress: &mut dyn FnMut(u64
         }
         drop(writer);
         txn.commit()?;
-        progress(next.0);
+        if progress(next.0).is_break() {
+            return Ok(());
+        }
     }
 }

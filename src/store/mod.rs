@@ -1000,6 +1000,19 @@ impl Store {
         name: Option<&str>,
         progress: &mut dyn FnMut(u64),
     ) -> Result<()> {
+        self.rebuild_until(name, &mut |done| {
+            progress(done);
+            std::ops::ControlFlow::Continue(())
+        })
+    }
+
+    /// [`Store::rebuild_with`], stopped between two of its transactions when `progress`
+    /// breaks: the test support's rebuild interrupted as a kill would leave it.
+    pub(crate) fn rebuild_until(
+        &self,
+        name: Option<&str>,
+        progress: &mut dyn FnMut(u64) -> std::ops::ControlFlow<()>,
+    ) -> Result<()> {
         guarded(|| catch_up::rebuild(self.database()?, &self.projections, name, &mut *progress))
             .map_err(|error| self.failed(error))
     }

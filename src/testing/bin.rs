@@ -10,6 +10,9 @@
 //!   <position>` on standard error after clearing them and after each batch, then waiting
 //!   for a line on standard input, so that a test can kill it between two of the rebuild's
 //!   transactions (end of input: go on without waiting).
+//! - `annals-testing read DB`: a reader beside a writer, in a process of its own: opens the log
+//!   read-only, verifies it (exit 1 naming the problem unless sound), then prints the position
+//!   of every record in one snapshot, a line each; `absent` when there is no log yet.
 //! - `annals-testing erase DB SUBJECT`: the whole erasure of the subject (`Store::erase`, at
 //!   1 ms), as `annals erase` makes it, so that a test can kill it at any moment of it.
 //! - `annals-testing erase-halfway DB SUBJECT`: the first half of an erasure (the subject's
@@ -18,7 +21,7 @@
 //!
 //! Exit codes: 0 done, 1 a failure of annals (printed), 2 bad arguments.
 
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -29,12 +32,13 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("crash-writer") => crash_writer(&args[1..]),
         Some("rebuild") => rebuild(&args[1..]),
+        Some("read") => read(&args[1..]),
         Some("erase") => erase(&args[1..]),
         Some("erase-halfway") => erase_halfway(&args[1..]),
-        _ => Err(
-            Usage("the subcommand: crash-writer, rebuild, erase or erase-halfway".to_owned())
-                .into(),
-        ),
+        _ => Err(Usage(
+            "the subcommand: crash-writer, rebuild, read, erase or erase-halfway".to_owned(),
+        )
+        .into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -46,6 +50,7 @@ fn main() -> ExitCode {
             eprintln!("annals-testing: {error}");
             ExitCode::from(1)
         }
+        Err(Failure::Unsound) => ExitCode::from(1),
     }
 }
 
@@ -55,6 +60,8 @@ struct Usage(String);
 enum Failure {
     Usage(Usage),
     Annals(annals::Error),
+    /// `read` found the log unsound (the problem printed).
+    Unsound,
 }
 
 impl From<Usage> for Failure {
@@ -137,6 +144,32 @@ fn rebuild(args: &[String]) -> Result<(), Failure> {
         let _ = stdin.read_line(&mut line);
     })?;
     store.close()?;
+    Ok(())
+}
+
+fn read(args: &[String]) -> Result<(), Failure> {
+    let [db] = args else {
+        return Err(Usage("read DB".to_owned()).into());
+    };
+    let store = match Store::open_read_only(db) {
+        Err(error) if error.kind() == annals::ErrorKind::NotFound => {
+            println!("absent");
+            return Ok(());
+        }
+        opened => opened?,
+    };
+    let report = annals::Audit::of(&store).verify()?;
+    if let Some(problem) = report.problem {
+        eprintln!("annals-testing: unsound: {problem}");
+        return Err(Failure::Unsound);
+    }
+    let mut out = io::stdout().lock();
+    for record in store
+        .snapshot()?
+        .records(annals::Position(0), annals::Direction::Forward)?
+    {
+        writeln!(out, "{}", record?.position).map_err(annals::Error::from)?;
+    }
     Ok(())
 }
 

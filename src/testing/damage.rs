@@ -206,6 +206,21 @@ pub fn tamper_leases(path: &Path, changed: &[u32], removed: &[u32]) -> Vec<Vec<u
     changed.iter().chain(removed).map(key).collect()
 }
 
+/// Inserts a row `key` → `value` into the projection table `table` of the closed log at
+/// `path` beneath the store, sealed as the store seals it (a forger with the file recomputes
+/// the checksum), so that only verify's comparison with a replay finds it.
+pub fn forge_projection_row(path: &Path, table: &str, key: &[u8], value: &[u8]) {
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let definition: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new(table);
+        let mut rows = txn.open_table(definition).unwrap();
+        let forged = crate::testing::internals::checksum::seal(table, key, value);
+        rows.insert(key, forged.as_slice()).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
 /// Writes a demo log of about 300 records at `clean`, and to `damaged` a copy of it with one
 /// bit flipped that makes redb panic on a whole read (about one flip in a hundred does,
 /// mostly in page headers), which the library catches as [`crate::Error::DamagedFile`]. The

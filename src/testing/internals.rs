@@ -252,3 +252,20 @@ pub fn append_erasure_event(
 ) -> crate::Result<crate::Position> {
     Ok(store.append_erasure(subject, at_ms)?.0)
 }
+
+/// A rebuild of every projection stopped after its `transactions`-th transaction (0: right
+/// after it cleared them), as a kill between two of its transactions leaves it: the
+/// projections behind the log until a writable open or a rebuild finishes them. Returns the
+/// next position the projections are to apply.
+pub fn rebuild_stopped_after(store: &crate::Store, transactions: u64) -> crate::Result<u64> {
+    let (mut done, mut at) = (0, 0);
+    store.rebuild_until(None, &mut |next| {
+        at = next;
+        done += 1;
+        match done > transactions {
+            true => std::ops::ControlFlow::Break(()),
+            false => std::ops::ControlFlow::Continue(()),
+        }
+    })?;
+    Ok(at)
+}

@@ -2,8 +2,9 @@
 //! durable append; the test kills it with SIGKILL at a seeded moment chosen from its own
 //! output (after the n-th report, n seeded; sometimes before the first), 20 times over the
 //! same file, and after each kill reopens the file, verifies it, and checks every position
-//! ever reported durable is there with the same hash. Beside each writer, `verify` and `log`
-//! run in processes of their own as it is killed: they pass, and read no gap. (The command
+//! ever reported durable is there with the same hash. Beside each writer, two readers
+//! (`annals-testing read`: verify, then every record) run in processes of their own as it is
+//! killed: they find the log sound, and read no gap. (The command
 //! line's own writes killed: `cli/tests/cli/crash.rs`.)
 
 use std::collections::BTreeMap;
@@ -61,43 +62,38 @@ fn every_append_reported_durable_survives_sigkill_and_the_log_verifies() {
         }
         // Readers in processes of their own, beside the writer as it dies: whatever moment
         // the kill strikes, they read whole commits, every record checked.
-        let reader = |command: &str| {
-            Command::new(crate::annals_bin::annals())
-                .arg(command)
+        let reader = || {
+            Command::new(crate::annals_bin::testing())
+                .arg("read")
                 .arg(&path)
-                .arg("--json")
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
                 .expect("start a reader")
         };
-        let readers = [reader("verify"), reader("log")];
+        let readers = [reader(), reader()];
         // `Child::kill` sends SIGKILL on Unix: no destructor, no flush, no clean close.
         child.kill().expect("kill the child");
         child.wait().expect("reap the child");
-        for (reader, name) in readers.into_iter().zip(["verify", "log"]) {
+        for reader in readers {
             let output = reader.wait_with_output().expect("a reader's output");
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            // A reader that started before the writer's first commit finds no log yet.
-            if stderr.contains("no such file") {
-                continue;
-            }
+            let said = String::from_utf8_lossy(&output.stdout);
             assert!(
                 output.status.success(),
-                "kill {kill}: {name} failed: {stderr}"
+                "kill {kill}: a reader failed: {}",
+                String::from_utf8_lossy(&output.stderr)
             );
-            if name == "log" {
-                let positions: Vec<u64> = String::from_utf8_lossy(&output.stdout)
-                    .lines()
-                    .map(|line| {
-                        let value: serde_json::Value = serde_json::from_str(line).expect("JSON");
-                        value["position"].as_u64().expect("a position")
-                    })
-                    .collect();
-                let expected: Vec<u64> = (0..positions.len() as u64).collect();
-                assert_eq!(positions, expected, "kill {kill}: log read a gap");
-                readers_read += positions.len();
+            // A reader that started before the writer's first commit finds no log yet.
+            if said == "absent\n" {
+                continue;
             }
+            let positions: Vec<u64> = said
+                .lines()
+                .map(|line| line.parse().expect("a position"))
+                .collect();
+            let expected: Vec<u64> = (0..positions.len() as u64).collect();
+            assert_eq!(positions, expected, "kill {kill}: a reader read a gap");
+            readers_read += positions.len();
         }
         // Whatever it printed before it died was durable when printed.
         for line in lines {

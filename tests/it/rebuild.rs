@@ -1,13 +1,13 @@
 //! Rebuild is atomic to readers: a rebuild killed between two of its transactions leaves its
-//! projections behind the log, never shown as the state. `annals state` refuses them,
+//! projections behind the log, never shown as the state. A snapshot's state refuses them,
 //! `verify` says they are behind (not unsound), and the next writable open or rebuild
 //! finishes them equal to a replay; a write in the same process catches them up before it
 //! decides. A behind projection whose rows differ from a replay up to its checkpoint is
-//! still damage.
+//! still damage. (What the command line says of such a log: `cli/tests/cli/rebuild.rs`.)
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use annals::leases::{self, LeaseCommand, LeaseOutcome};
 use annals::projection::{ProjectionError, TableSource};
@@ -17,19 +17,8 @@ use annals::{Durability, Error, Sharing, Store, StoreOptions};
 /// Records in the rebuilt log, at least: three of the rebuild's 8,192-record batches.
 const RECORDS: u64 = 17_000;
 
-fn annals(args: &[&str]) -> Output {
-    Command::new(crate::annals_bin::annals())
-        .args(args)
-        .output()
-        .expect("run annals")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 /// A log of [`RECORDS`] lease records (leases granted, renewed and taken over across a few
-/// hundred resources, written without a sync per commit), and `annals state` of each projection.
+/// hundred resources, written without a sync per commit), and the state of each projection.
 fn lease_log(path: &Path) -> Vec<String> {
     let options = StoreOptions {
         create: true,
@@ -76,23 +65,18 @@ fn lease_log(path: &Path) -> Vec<String> {
     states(path)
 }
 
+/// Every projection's state as JSON, in the store's order.
 fn states(path: &Path) -> Vec<String> {
-    let db = path.to_str().unwrap();
-    [
-        "registry",
-        "leases",
-        "outbox",
-        "runs",
-        "consumers",
-        "ingest",
-    ]
-    .iter()
-    .map(|projection| {
-        let output = annals(&["state", db, projection, "--json"]);
-        assert!(output.status.success(), "{}", text(&output.stderr));
-        text(&output.stdout)
-    })
-    .collect()
+    let store = Store::open_read_only(path).unwrap();
+    let audit = annals::Audit::of(&store);
+    store
+        .projections()
+        .iter()
+        .map(|projection| {
+            let state = audit.state_json(projection.name(), None).unwrap();
+            serde_json::to_string(&state).unwrap()
+        })
+        .collect()
 }
 
 /// Runs `annals-testing rebuild` and kills it with SIGKILL after its `steps`-th stop (0: as
@@ -128,31 +112,7 @@ fn kill_rebuild_after(path: &Path, steps: u64) -> u64 {
 }
 
 fn assert_behind(path: &Path, at: u64, head: u64) {
-    let db = path.to_str().unwrap();
-    let state = annals(&["state", db, "leases"]);
-    assert_eq!(state.status.code(), Some(1), "state of a half-rebuilt log");
-    assert!(
-        state.stdout.is_empty(),
-        "rows shown: {}",
-        text(&state.stdout)
-    );
-    let message = format!(
-        "projection leases is behind the log: at {} of {}",
-        grouped(at),
-        grouped(head)
-    );
-    assert!(
-        text(&state.stderr).contains(&message),
-        "{}",
-        text(&state.stderr)
-    );
-    let verify = annals(&["verify", db]);
-    let said = text(&verify.stdout);
-    assert_eq!(verify.status.code(), Some(0), "{said}");
-    assert!(said.starts_with("sound:"), "{said}");
-    assert!(said.contains(&message), "{said}");
-    assert!(!said.contains("unsound"), "{said}");
-    // The library refuses the same read, by type.
+    // A read of the state is refused, by type.
     let store = Store::open_read_only(path).unwrap();
     match leases::lease(&store.snapshot().unwrap().state(), "anything") {
         Err(Error::Projection(ProjectionError::Behind {
@@ -168,18 +128,6 @@ fn assert_behind(path: &Path, at: u64, head: u64) {
         report.is_sound() && report.behind.len() == every,
         "{report:?}"
     );
-}
-
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut text = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            text.push(',');
-        }
-        text.push(digit);
-    }
-    text
 }
 
 #[test]
@@ -207,13 +155,13 @@ fn a_rebuild_killed_between_transactions_is_refused_by_readers_reported_behind_a
         if round == 0 {
             drop(Store::open_with(&path, annals::StoreOptions::default()).unwrap());
         } else {
-            let rebuilt = annals(&["rebuild", path.to_str().unwrap()]);
-            assert!(rebuilt.status.success(), "{}", text(&rebuilt.stderr));
+            let store = Store::open_with(&path, annals::StoreOptions::default()).unwrap();
+            annals::Rebuild::of(&store).run(None).unwrap();
         }
-        let verify = annals(&["verify", path.to_str().unwrap()]);
-        let said = text(&verify.stdout);
-        assert!(verify.status.success(), "{said}");
-        assert!(!said.contains("behind"), "{said}");
+        let store = Store::open_read_only(&path).unwrap();
+        let report = annals::Audit::of(&store).verify().unwrap();
+        assert!(report.is_sound() && report.behind.is_empty(), "{report:?}");
+        drop(store);
         assert_eq!(states(&path), before, "round {round}: rebuilt rows differ");
     }
 }
@@ -225,33 +173,21 @@ fn a_behind_projection_whose_rows_differ_from_a_replay_to_its_checkpoint_is_dama
     lease_log(&path);
     let at = kill_rebuild_after(&path, 1);
     // A lease row forged into the half-built table.
-    {
-        let db = redb::Database::open(&path).unwrap();
-        let txn = db.begin_write().unwrap();
-        {
-            let definition: redb::TableDefinition<&[u8], &[u8]> =
-                redb::TableDefinition::new("leases.held");
-            let mut table = txn.open_table(definition).unwrap();
-            // Sealed as the store seals it: a forger with the file recomputes the checksum.
-            let forged =
-                annals::testing::internals::checksum::seal("leases.held", b"forged", b"row");
-            table
-                .insert(b"forged".as_slice(), forged.as_slice())
-                .unwrap();
-        }
-        txn.commit().unwrap();
+    annals::testing::damage::forge_projection_row(&path, "leases.held", b"forged", b"row");
+    let store = Store::open_read_only(&path).unwrap();
+    let report = annals::Audit::of(&store).verify().unwrap();
+    // Compared with a replay up to where its checkpoint stands, not of the whole log.
+    match report.problem.map(|finding| finding.problem) {
+        Some(annals::Problem::Projection {
+            projection,
+            replay_end,
+            ..
+        }) => assert_eq!(
+            (projection.as_str(), replay_end),
+            ("leases", Some(annals::Position(at)))
+        ),
+        other => panic!("the forged row was not found as damage: {other:?}"),
     }
-    let verify = annals(&["verify", path.to_str().unwrap()]);
-    let said = text(&verify.stdout);
-    assert_eq!(verify.status.code(), Some(1), "{said}");
-    assert!(
-        said.contains("unsound") && said.contains("leases"),
-        "{said}"
-    );
-    assert!(
-        said.contains(&format!("first {at} records")),
-        "not compared at the checkpoint: {said}"
-    );
 }
 
 #[test]

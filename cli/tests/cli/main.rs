@@ -16,8 +16,7 @@
 //! colour, the pager). `appender`: the writer beside them, on a thread of the test.
 //!
 //! Having tests, this package also makes `cargo test` at the workspace's root build `annals`
-//! for the library's tests that still run it on logs only `annals-testing`'s children can
-//! leave (`tests/annals_bin.rs`).
+//! for the library's replication tests of `replicate` and `follow` (`tests/annals_bin.rs`).
 
 mod appender;
 mod archive;
@@ -37,6 +36,7 @@ mod processes;
 mod races;
 mod read;
 mod readme;
+mod rebuild;
 mod refusals;
 mod static_tiles;
 mod terminal;
