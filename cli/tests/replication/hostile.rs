@@ -25,7 +25,7 @@ const POLL: Duration = Duration::from_millis(50);
 const SOUND: u64 = 3;
 
 fn annals() -> Command {
-    Command::new(crate::annals_bin::annals())
+    Command::new(crate::ANNALS)
 }
 
 /// Kills the process when the test fails half-way.

@@ -15,7 +15,7 @@ const DEADLINE: Duration = Duration::from_secs(120);
 const POLL: Duration = Duration::from_millis(100);
 
 fn annals() -> Command {
-    Command::new(crate::annals_bin::annals())
+    Command::new(crate::ANNALS)
 }
 
 /// Runs `annals <args>` to the end; it must succeed.
