@@ -195,14 +195,8 @@ pub(crate) fn scan_sqlite(path: &Path) -> f64 {
 /// in events per second; the replay's share is the whole's time less the walk's.
 pub(crate) fn verify_split(path: &Path) -> VerifySplit {
     let store = Store::open_with(path, annals::StoreOptions::default()).expect("the verify log");
-    let events = store
-        .snapshot()
-        .expect("the head")
-        .head()
-        .expect("the head")
-        .next
-        .0;
     let snapshot = store.snapshot().expect("a snapshot");
+    let events = snapshot.head().expect("the head").next.0;
     let started = Instant::now();
     let report = annals::testing::internals::audit::verify_log(&snapshot).expect("verify");
     let walk = started.elapsed();
