@@ -54,7 +54,7 @@ impl Carts {
             problem,
         };
         let refused = |error: serde_json::Error| {
-            undecodable(annals::PayloadProblem::Undecodable {
+            undecodable(annals::error::PayloadProblem::Undecodable {
                 cause: error.to_string(),
             })
         };
@@ -63,7 +63,7 @@ impl Carts {
                 .map(ItemAdded::from)
                 .map_err(refused),
             2 => serde_json::from_slice(&record.payload).map_err(refused),
-            _ => Err(undecodable(annals::PayloadProblem::UnknownSchema)),
+            _ => Err(undecodable(annals::error::PayloadProblem::UnknownSchema)),
         }
     }
 }

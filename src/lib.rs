@@ -50,7 +50,7 @@ pub(crate) mod command;
 pub mod consumers;
 pub mod demo;
 pub mod display;
-pub(crate) mod error;
+pub mod error;
 pub(crate) mod event;
 pub mod export;
 pub(crate) use annals_format::hash;
@@ -98,48 +98,36 @@ pub mod writer;
 pub use audit::decoded::BuiltInEvent;
 pub use audit::extends::Extension;
 pub use audit::history::{Entity, History, records as history};
-pub use audit::proof_file::{ProofFile, ProofFileError, ProofTree, lower_hex_digest};
+pub use audit::proof_file::{ProofFile, ProofTree, lower_hex_digest};
 pub use audit::replay::Replay;
 pub use audit::verify::{Finding, Problem, ProjectionBehind, VerifyReport};
 pub use command::{Command, Decision, Emit, PersonalField};
-pub use error::JournalError;
-pub use error::{
-    AuditError, EntityProblem, ErasureError, Error, ErrorKind, MetaFault, MetaItem, NotALog,
-    OpenError, PayloadProblem, Result, RollupMoment, SigningError, StorageError, StreamRunsFault,
-    SubjectProblem, TableFault, Unreadable, panic_is_caught,
-};
-pub use error::{FileKind, OutputPathError, StoreFile};
+pub use error::{Error, ErrorKind, Result};
 pub use event::{DomainEvent, EventKind};
 pub use hash::Digest;
 pub use journal::{JournalOptions, JournalRecovery};
 pub use log::Head;
-pub use log::append::{
-    AppendError, AppendOutcome, Appended, ExpectedVersion, SealProblem, UnknownExpectedVersion,
-    check_append,
-};
+pub use log::append::{AppendOutcome, Appended, ExpectedVersion, check_append};
 pub use log::read::{Direction, Records, Snapshot, StreamRecords, StreamSummary};
 pub use log::signed::SignedHead;
 pub use log::tables::FORMAT_VERSION;
-pub use projection::{Projection, ProjectionError};
+pub use projection::Projection;
 pub use record::envelope::{Payload, SealedField};
-pub use record::limits::{Field, LimitError, Limits};
-pub use record::{
-    HeaderProblem, NewEvent, Position, Record, RecordError, RecordView, StreamVersion,
-};
+pub use record::limits::{Field, Limits};
+pub use record::{NewEvent, Position, Record, RecordView, StreamVersion};
+pub use store::TilesWritten;
 pub use store::{
-    ArchiveError, ArchiveOptions, ArchiveReport, ArchivedRecords, Archives, Audit, Checkpoints,
-    Cut, CutProjection, Import, Keys, Rebuild, Tiles,
+    ArchiveOptions, ArchiveReport, ArchivedRecords, Archives, Audit, Checkpoints, Cut,
+    CutProjection, Import, Keys, Rebuild, Tiles,
 };
 pub use store::{
     Backend, Backup, Compaction, builtin_projections, check_append_to_new_log, held_by_writer,
 };
 pub use store::{
-    Durability, Holder, ImportStage, PartialStep, READ_ONLY_PATIENCE, Sharing, Stats, Store,
-    StoreError, StoreOptions, UnknownSharing, WriteSession,
+    Durability, Holder, ImportStage, READ_ONLY_PATIENCE, Sharing, Stats, Store, StoreOptions,
+    WriteSession,
 };
 pub use store::{Erasure, KeyExport, KeyImport, PayloadReader, check_subject};
 pub use store::{Footprint, TableFootprint};
-pub use store::{OtherLogProblem, TilesError, TilesWritten};
-pub use subscribe::{Subscription, SubscriptionError};
-pub use validate::CommandProblem;
-pub use writer::{Writer, WriterError, WriterOptions, WriterStats};
+pub use subscribe::Subscription;
+pub use writer::{Writer, WriterOptions, WriterStats};

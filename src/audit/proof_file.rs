@@ -2,9 +2,7 @@
 //! JSON that `annals prove --json` prints. The file's shape and its checks are
 //! `annals_format::proof_file`'s, re-exported here; this module only reads the log's tree.
 
-pub use annals_format::proof_file::{
-    ProofFile, ProofFileError, ProofTree, lower_hex_digest, quoted,
-};
+pub use annals_format::proof_file::{ProofFile, ProofTree, lower_hex_digest, quoted};
 
 use crate::error::Result;
 use crate::log::read::Snapshot;

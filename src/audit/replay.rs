@@ -100,9 +100,9 @@ impl Replay {
 /// Applies the records of `snapshot` before `until` (all of them when `None`) to every
 /// projection, starting from empty tables, or for a cut log from the snapshot of the tables
 /// the last cut kept, calling `progress` with the number of records applied after each batch.
-/// A replay that would end before a cut log's start is [`crate::ArchiveError::Archived`]; one
+/// A replay that would end before a cut log's start is [`crate::error::ArchiveError::Archived`]; one
 /// of a projection the cut took no snapshot of (or of another version) is
-/// [`crate::ArchiveError::NotInCut`].
+/// [`crate::error::ArchiveError::NotInCut`].
 pub fn replay_with(
     snapshot: &Snapshot,
     projections: &Projections,

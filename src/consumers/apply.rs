@@ -2,7 +2,7 @@
 //!
 //! Before it writes, apply checks the event against the rule `decide` keeps (see
 //! `schema/EVENTS.md`): a record that breaks it was written around `decide` and is refused
-//! with [`crate::ProjectionError::Invariant`] at its position.
+//! with [`crate::error::ProjectionError::Invariant`] at its position.
 
 use super::events::ConsumerEvent;
 use super::query::{POSITIONS, StoredCheckpoint};

@@ -1,4 +1,6 @@
-//! The one error type of the crate, [`Error`], and every layer's own error that it wraps.
+//! The one error type of the crate, [`Error`], and every layer's own error that it wraps: every
+//! error type annals returns is named here, and the crate's root names only [`Error`],
+//! [`ErrorKind`] and [`Result`].
 //!
 //! The errors are defined here, below every layer that returns them, so that this module
 //! imports nothing above the stored record but the checkpoint format's own error (from
@@ -8,7 +10,7 @@
 
 mod append;
 mod archive;
-mod command;
+pub(crate) mod command;
 mod consumer;
 mod erasure;
 mod journal;
@@ -18,10 +20,12 @@ mod output_path;
 mod projection;
 #[cfg(feature = "jetstream")]
 mod replication;
+pub(crate) mod spelling;
 mod storage;
 mod store;
 mod subscription;
 mod table;
+mod tiles;
 mod writer;
 
 use std::path::PathBuf;
@@ -29,7 +33,7 @@ use std::path::PathBuf;
 pub use annals_format::export::ExportError;
 pub use append::{AppendError, SealProblem};
 pub use archive::ArchiveError;
-pub use command::{CommandProblem, LABEL_BYTES_MAX, TOKEN_INDEX_DIGITS_MAX, TOKEN_TXID_HEX_DIGITS};
+pub use command::CommandProblem;
 pub use consumer::ConsumerError;
 pub use erasure::{ErasureError, SubjectProblem};
 pub use journal::JournalError;
@@ -41,12 +45,21 @@ pub use projection::ProjectionError;
 pub use replication::{
     Damage, ForkProblem, NatsOperation, NatsProblem, RefusedMessage, ReplicationError, SeedProblem,
 };
+pub(crate) use spelling::grouped;
 pub use storage::StorageError;
 pub(crate) use store::WaitedTooLong;
 pub use store::{GuardRefusal, PartialStep, StoreError};
 pub use subscription::SubscriptionError;
 pub use table::{PayloadProblem, RollupMoment, TableFault};
+pub use tiles::{OtherLogProblem, TilesError};
 pub use writer::WriterError;
+
+// The format's errors, defined with the format (`annals-format`), named here too so that
+// `annals::error` names every error type the crate returns.
+pub use crate::record::limits::LimitError;
+pub use crate::record::{HeaderProblem, RecordError, UnknownExpectedVersion};
+pub use crate::sharing::UnknownSharing;
+pub use annals_format::proof_file::ProofFileError;
 
 use crate::hash::Digest;
 use crate::record::Position;
@@ -451,17 +464,4 @@ pub(crate) fn caught<T>(work: impl FnOnce() -> T) -> std::thread::Result<T> {
 /// typed error): the CLI's panic hook stays quiet for those, and only those.
 pub fn panic_is_caught() -> bool {
     CATCHING.with(|depth| depth.get() > 0)
-}
-
-/// `n` with a comma between each group of three digits, as messages print counts of records.
-pub fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut text = String::with_capacity(digits.len() + digits.len() / 3);
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            text.push(',');
-        }
-        text.push(digit);
-    }
-    text
 }

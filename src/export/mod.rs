@@ -24,7 +24,7 @@ use crate::record::Position;
 /// file there), calling `progress` with the number of records written so far. Each record is
 /// checked as it is read; a damaged log is not exported. A path that is a FIFO or a device,
 /// in a missing folder, or (for a snapshot of a store's file) one of the store's own files is
-/// refused first ([`crate::OutputPathError`]).
+/// refused first ([`crate::error::OutputPathError`]).
 pub fn export(
     snapshot: &Snapshot,
     from: Position,

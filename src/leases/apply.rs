@@ -2,7 +2,7 @@
 //!
 //! Apply checks the event against the rules `decide` keeps (see `schema/EVENTS.md`): a live
 //! command never breaks one, so a record that does was written around `decide` (a forged
-//! import, a log written elsewhere) and is refused with [`crate::ProjectionError::Invariant`]
+//! import, a log written elsewhere) and is refused with [`crate::error::ProjectionError::Invariant`]
 //! at its position. A grant writes its row first and checks the row it replaced: a refusal
 //! leaves its transaction unable to commit (`StoreError::PartialWrite`), so nothing of it stays.
 

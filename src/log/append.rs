@@ -15,10 +15,10 @@ use super::{Head, decode_head, decode_stream_count, seal_meta, unseal_meta};
 pub use crate::error::{AppendError, SealProblem};
 use crate::error::{Error, Result};
 use crate::hash::Digest;
+pub use crate::record::ExpectedVersion;
 use crate::record::limits::{Field, LimitError, Limits};
 use crate::record::segment::{SEGMENT_BYTES_TARGET, Segment, SegmentBuilder};
 use crate::record::view::{RecordHashes, parse_at};
-pub use crate::record::{ExpectedVersion, UnknownExpectedVersion};
 use crate::record::{
     Format, NewEvent, Placement, Position, Record, StreamVersion, check_stream, content_hash,
     encode_stored_hashed, header_bytes,

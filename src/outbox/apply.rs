@@ -7,7 +7,7 @@
 //! Before it writes, [`apply`] checks the event against the state machine `decide` keeps
 //! (see `schema/EVENTS.md`): a live command never breaks it, so a record that does was
 //! written around `decide` (a forged import, a log written elsewhere) and is refused with
-//! [`crate::ProjectionError::Invariant`] at its position.
+//! [`crate::error::ProjectionError::Invariant`] at its position.
 
 use super::events::{Enqueued, ExpiryReason, OutboxEvent};
 use super::query::{

@@ -73,7 +73,7 @@
 //!   most [`decide::KIND_BYTES_MAX`] bytes. Rows of logs written before kinds existed have
 //!   an empty kind.
 //! - **Bad input** is refused before anything is decided, with `InvalidCommand` naming the
-//!   field and its [`CommandProblem`](crate::CommandProblem) (with the limit), in the
+//!   field and its [`CommandProblem`](crate::error::CommandProblem) (with the limit), in the
 //!   spirit of the reference's envelope decoder: keys, peers, kinds and tokens must be
 //!   non-empty, bounded and free of control characters; a payload is at most
 //!   [`decide::PAYLOAD_BYTES_MAX`] bytes; leases and backoff bases are positive.

@@ -20,8 +20,9 @@ use std::sync::Arc;
 
 use crate::storage::{Readable, Writer};
 
+pub use crate::error::ProjectionError;
 use crate::error::Result;
-pub use crate::error::{ProjectionError, grouped};
+pub use crate::error::spelling::grouped;
 use crate::event::EventKind;
 use crate::hash::hex;
 use crate::record::Record;
@@ -242,12 +243,12 @@ impl Projections {
     }
 
     /// Refuses a raw append (one no command decided) of a kind a projection owns
-    /// ([`crate::StoreError::ReservedKind`]), of the log's cut record
-    /// ([`crate::StoreError::CutKind`]) or erasure record
-    /// ([`crate::StoreError::ErasureKind`], [`crate::StoreError::ErasureStream`]): only their
+    /// ([`crate::error::StoreError::ReservedKind`]), of the log's cut record
+    /// ([`crate::error::StoreError::CutKind`]) or erasure record
+    /// ([`crate::error::StoreError::ErasureKind`], [`crate::error::StoreError::ErasureStream`]): only their
     /// commands append those. A plain
     /// payload that begins like a personal envelope is refused too
-    /// ([`crate::ErasureError::EnvelopeMagic`]).
+    /// ([`crate::error::ErasureError::EnvelopeMagic`]).
     pub(crate) fn check_raw_kinds(
         &self,
         stream: &str,

@@ -4,7 +4,7 @@
 //! Before it writes, apply checks the event against the rules `decide` keeps (see
 //! `schema/EVENTS.md`): a live command never breaks one, so a record that does was written
 //! around `decide` (a forged import, a log written elsewhere) and is refused with
-//! [`crate::ProjectionError::Invariant`] at its position. Field grammars (a handle's, a
+//! [`crate::error::ProjectionError::Invariant`] at its position. Field grammars (a handle's, a
 //! setting key's) are checked by `decide` only: a record is replayed as it was accepted.
 
 use super::events::{FuelCharged, InstanceAdded, InstanceUpdated, RegistryEvent};

@@ -8,7 +8,7 @@
 //! - **Handles.** A handle is a hostname label (1 to 63 of `a-z`, `0-9`, `-`; no `-` at
 //!   either end) or a path-only token id (`<64 lower-case hex>_<decimal index>`). Any other
 //!   handle is `Error::InvalidCommand { field: "handle" }` with
-//!   [`CommandProblem::NotAHandle`](crate::CommandProblem::NotAHandle), in every instance
+//!   [`CommandProblem::NotAHandle`](crate::error::CommandProblem::NotAHandle), in every instance
 //!   command (`field: "instance"` in [`RecordFuel`]).
 //! - **Upsert.** [`InstanceCommand::Upsert`] registers a handle, or changes only the given
 //!   fields of the instance that has it. A new instance needs a store: without one the

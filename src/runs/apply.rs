@@ -4,7 +4,7 @@
 //! Before it writes, apply checks the event against the rules `decide` keeps (see
 //! `schema/EVENTS.md`): a live command never breaks one, so a record that does was written
 //! around `decide` (a forged import, a log written elsewhere) and is refused with
-//! [`crate::ProjectionError::Invariant`] at its position.
+//! [`crate::error::ProjectionError::Invariant`] at its position.
 
 use super::events::{
     DetailPruned, EventAppended, Heartbeat, PersonalEventAppended, RolledUp, RolledUpWhileOpen,

@@ -719,7 +719,7 @@ impl Archives<'_> {
     /// written but, at worst, the archive file) when `before` is past the head, does not
     /// move the log's start forward, or the archive's path names a file already, or is
     /// refused by [`crate::output_path::check`] (one of the store's own files, in a missing
-    /// folder: [`crate::OutputPathError`]). The space
+    /// folder: [`crate::error::OutputPathError`]). The space
     /// of the removed segments is redb's free pages, reused by later appends; `compact`
     /// gives it back to the file system.
     pub fn archive_before_with(

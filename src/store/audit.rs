@@ -90,7 +90,7 @@ impl Audit<'_> {
     /// ```
     ///
     /// [`Replay`]: crate::Replay
-    /// [`AuditError::SizeBeyondHead`]: crate::AuditError::SizeBeyondHead
+    /// [`AuditError::SizeBeyondHead`]: crate::error::AuditError::SizeBeyondHead
     pub fn state_at(
         &self,
         at: Position,
@@ -121,7 +121,7 @@ impl Rebuild<'_> {
     /// half-built (stopped, or running in another thread between its batches), or one this
     /// process keeps that another writer process, which does not keep it, wrote past. Reads
     /// never write, so a read of a projection behind the log is refused
-    /// ([`crate::ProjectionError::Behind`]) until a write or this catches it up.
+    /// ([`crate::error::ProjectionError::Behind`]) until a write or this catches it up.
     pub fn catch_up(&self) -> Result<()> {
         self.store.state().map(drop)
     }
@@ -130,7 +130,7 @@ impl Rebuild<'_> {
     ///
     /// The replay runs in batches, each its own transaction, so that memory stays flat; until
     /// the last one commits the projection's checkpoint is behind the head, so reads of it
-    /// are refused ([`crate::ProjectionError::Behind`]) rather than shown half-built, and a rebuild
+    /// are refused ([`crate::error::ProjectionError::Behind`]) rather than shown half-built, and a rebuild
     /// stopped in between (killed, or out of disk space) is finished by the next writable
     /// open, write or rebuild.
     pub fn run(&self, name: Option<&str>) -> Result<()> {

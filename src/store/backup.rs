@@ -161,7 +161,7 @@ impl Backup {
     /// record the log holds, its indexes, tree, checkpoints and projections, and for a cut log
     /// what the cut kept), while writers go on: the copy opens as this log at the returned
     /// head. `to` must not exist ([`StoreError::BackupTargetExists`]) nor be one of the
-    /// store's own files, in a missing folder ([`crate::OutputPathError`]); it is published
+    /// store's own files, in a missing folder ([`crate::error::OutputPathError`]); it is published
     /// only once the copy is whole and durable, with no more permissions than the log's.
     ///
     /// ```

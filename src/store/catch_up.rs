@@ -294,7 +294,7 @@ pub(crate) fn catch_up(db: &Database, projections: &Projections) -> Result<()> {
 }
 
 /// Clears `projection` back to where a replay of the log starts: empty tables at position 0,
-/// or for a cut log its snapshot at the cut (refused with [`crate::ArchiveError::NotInCut`]
+/// or for a cut log its snapshot at the cut (refused with [`crate::error::ArchiveError::NotInCut`]
 /// when the cut kept none of this version: its state before the cut is only in the archives).
 fn reset(txn: &Writer<'_>, projection: &dyn Projection) -> Result<()> {
     let cut = crate::log::cut::last_cut_in(txn)?;

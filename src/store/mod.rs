@@ -41,7 +41,6 @@ use tokio::sync::watch;
 use crate::audit::extends::{Extension, check_extends};
 use crate::audit::verify::VerifyReport;
 use crate::command::Command;
-pub use crate::error::ArchiveError;
 use crate::error::{Error, OpenError, Result, StorageError};
 pub use crate::error::{PartialStep, StoreError};
 use crate::leases::LeaseGuard;
@@ -53,7 +52,7 @@ use crate::projection::table::ReadTables;
 use crate::projection::{Projection, ProjectionError, Projections};
 use crate::record::limits::Limits;
 use crate::record::{Format, NewEvent, Position, Record};
-pub use crate::sharing::{Holder, Sharing, UnknownSharing};
+pub use crate::sharing::{Holder, Sharing};
 use crate::storage::Writer;
 pub use archive::{ArchiveOptions, ArchiveReport, ArchivedRecords, Archives, Cut, CutProjection};
 pub use audit::{Audit, Rebuild};
@@ -70,7 +69,7 @@ use open::{
 };
 pub use session::WriteSession;
 pub use signing::Checkpoints;
-pub use tiles::{OtherLogProblem, Tiles, TilesError, TilesWritten};
+pub use tiles::{Tiles, TilesWritten};
 
 /// How long [`Store::open_read_only`] tries again while another process holds the file in a
 /// way a reader cannot join (an exclusive writer for good; for a moment, a process repairing
@@ -104,7 +103,7 @@ pub struct StoreOptions {
     /// mode: they would never let go. In [`Sharing::MultiWriter`] mode it also bounds how
     /// long each write waits for its turn while another process writes (5 seconds, as
     /// better-sqlite3's default, when it is zero), after which the write fails with
-    /// [`StoreError::WriterBusy`](crate::StoreError::WriterBusy), having written nothing.
+    /// [`StoreError::WriterBusy`](crate::error::StoreError::WriterBusy), having written nothing.
     pub busy_timeout: std::time::Duration,
     /// The commit journal of a store open on a file ([`crate::JournalOptions`]; on by
     /// default): a commit syncs one small frame to `<log>.journal` and the log file takes the
@@ -120,7 +119,7 @@ pub struct StoreOptions {
     /// the cut, or of a new version): the open replays it from position 0 through them (each
     /// record checked against the hash the log keeps) and records its state at the cut in a
     /// cut of no records (`schema/FORMAT.md` 3.14, "Adopting a projection"). Without them
-    /// such an open is refused with [`crate::ArchiveError::NotInCut`]; otherwise unread.
+    /// such an open is refused with [`crate::error::ArchiveError::NotInCut`]; otherwise unread.
     pub archives: Vec<PathBuf>,
 }
 

@@ -3,7 +3,7 @@
 //! which may repair the file), and waits on it for as long as another process holds it. This
 //! backend waits for it by trying again, at most the store's patience (SQLite's busy
 //! timeout), then fails the lock with [`WaitedTooLong`], which the store reports as
-//! [`crate::StoreError::WriterBusy`], having written nothing.
+//! [`crate::error::StoreError::WriterBusy`], having written nothing.
 
 use std::fs::File;
 use std::io;

@@ -119,7 +119,7 @@ fn crash_writer(args: &[String]) -> Result<(), Failure> {
             _ => {
                 sharing = value
                     .parse()
-                    .map_err(|error: annals::UnknownSharing| Usage(error.to_string()))?
+                    .map_err(|error: annals::error::UnknownSharing| Usage(error.to_string()))?
             }
         }
     }

@@ -60,7 +60,7 @@ pub enum WitnessError {
         /// The origin.
         name: String,
         /// Why.
-        error: crate::LimitError,
+        error: crate::error::LimitError,
     },
     /// No log to witness.
     #[error("no log key given: a witness needs at least one log to witness")]

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use annals::projection::{Table, WriteTables};
 use annals::{
-    ArchiveError, Error, ExpectedVersion, Position, Projection, Record, Result, Sharing, Store,
-    StoreOptions,
+    Error, ExpectedVersion, Position, Projection, Record, Result, Sharing, Store, StoreOptions,
+    error::ArchiveError,
 };
 
 use crate::common::{COUNTS, KindCounts, event};

@@ -2,7 +2,7 @@
 //! else works as before the cut.
 
 use annals::{
-    AppendOutcome, ArchiveError, Direction, Error, ExpectedVersion, Position, Problem, Store,
+    AppendOutcome, Direction, Error, ExpectedVersion, Position, Problem, Store, error::ArchiveError,
 };
 
 use annals::testing::setup::fill_interleaved as fill;
@@ -263,7 +263,7 @@ fn a_cut_record_the_log_did_not_make_is_found() {
         .expect_err("raw cut records are refused");
     assert!(matches!(
         refused,
-        Error::Store(annals::StoreError::CutKind { .. })
+        Error::Store(annals::error::StoreError::CutKind { .. })
     ));
     let _cut = annals::Archives::of(&store)
         .archive_before(Position(20), dir.path().join("a0"))

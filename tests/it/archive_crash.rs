@@ -135,7 +135,7 @@ fn kept_records(store: &Store, before: Position) -> Vec<(Position, annals::Diges
         .filter_map(|position| match snapshot.get(position) {
             Ok(Some(record)) => Some((position, record.hash)),
             Ok(None) => panic!("position {position} below the head reads as past it"),
-            Err(annals::Error::Archive(annals::ArchiveError::Archived { .. })) => None,
+            Err(annals::Error::Archive(annals::error::ArchiveError::Archived { .. })) => None,
             Err(error) => panic!("position {position}: {error}"),
         })
         .collect()

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use annals::{Error, Position, Sharing, Store, StoreError, StoreOptions};
+use annals::{Error, Position, Sharing, Store, StoreOptions, error::StoreError};
 
 use crate::common::{append_one, open_exclusive, store};
 

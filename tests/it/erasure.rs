@@ -16,8 +16,8 @@ use annals::projection::{Table, WriteTables};
 use annals::testing::internals::demo::Rng;
 use annals::tlog::{Checkpoint, Signer};
 use annals::{
-    ErasureError, Error, ExpectedVersion, NewEvent, Payload, Position, Projection, Record, Result,
-    Sharing, Store, StoreError, StoreOptions,
+    Error, ExpectedVersion, NewEvent, Payload, Position, Projection, Record, Result, Sharing,
+    Store, StoreOptions, error::ErasureError, error::StoreError,
 };
 
 /// The plaintext personal to `alice` in these tests: searched for in every file.
@@ -297,7 +297,7 @@ fn a_repeated_idempotency_key_with_the_same_plaintext_is_a_duplicate() {
     assert!(
         matches!(
             other,
-            Err(Error::Append(annals::AppendError::Conflict { .. }))
+            Err(Error::Append(annals::error::AppendError::Conflict { .. }))
         ),
         "{other:?}"
     );
@@ -377,7 +377,7 @@ fn refused_personal_appends_and_raw_erasure_records_write_nothing() {
             }
             _ => matches!(
                 error,
-                Error::Append(annals::AppendError::WrongExpectedVersion { .. })
+                Error::Append(annals::error::AppendError::WrongExpectedVersion { .. })
             ),
         };
         assert!(expected, "{what}: {error:?}");

@@ -8,7 +8,7 @@
 
 use annals::outbox::{OutboxCommand, OutboxOutcome, OutboxRow};
 use annals::runs::{Attributes, SpanCommand, SpanCommandOutcome, SpanEvent, SpanKind, SpanOrigin};
-use annals::{Command, ErasureError, Error, Payload, Store};
+use annals::{Command, Error, Payload, Store, error::ErasureError};
 
 use super::erasure::{PLAINTEXT, contains, open};
 

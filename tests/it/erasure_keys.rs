@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use annals::{ErasureError, Error, Payload, Position, Store};
+use annals::{Error, Payload, Position, Store, error::ErasureError};
 
 use super::erasure::{
     PLAINTEXT, assert_erased, contains, keys_path, open, personal, record, with_alice,
@@ -129,8 +129,8 @@ fn a_key_export_is_never_written_over_a_file_nor_taken_from_a_damaged_or_foreign
         other => panic!("{other:?}"),
     }
     match annals::Keys::of(&store).export(&keys_path(&path)) {
-        Err(Error::OutputPath(annals::OutputPathError::StoreFile { file, .. })) => {
-            assert_eq!(file, annals::StoreFile::Keys)
+        Err(Error::OutputPath(annals::error::OutputPathError::StoreFile { file, .. })) => {
+            assert_eq!(file, annals::error::StoreFile::Keys)
         }
         other => panic!("{other:?}"),
     }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use annals::{AuditError, Direction, Error, Position, Record, Store};
+use annals::{Direction, Error, Position, Record, Store, error::AuditError};
 use annals::{Entity, testing::internals::audit::history};
 
 fn demo_records(store: &Store) -> Vec<Record> {

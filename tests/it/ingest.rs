@@ -7,7 +7,7 @@ use annals::ingest::{
     self, EVENT_BYTES_MAX, IngestCommand, IngestConflict, IngestOutcome, IngestedEvent,
 };
 use annals::testing::internals::event::DomainEvent;
-use annals::{CommandProblem, Digest, Direction, Error, Position, Record, Store};
+use annals::{Digest, Direction, Error, Position, Record, Store, error::CommandProblem};
 
 use crate::common::store;
 

@@ -32,8 +32,8 @@ use annals::testing::internals::demo::Rng;
 use annals::testing::internals::forge::append_sealed_unapplied;
 use annals::testing::random::random_command;
 use annals::{
-    DomainEvent, Error, ExpectedVersion, NewEvent, Position, Problem, ProjectionError, Record,
-    Store, StoreError,
+    DomainEvent, Error, ExpectedVersion, NewEvent, Position, Problem, Record, Store,
+    error::ProjectionError, error::StoreError,
 };
 use tempfile::TempDir;
 

@@ -8,8 +8,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use annals::{
-    Direction, Durability, Error, ExpectedVersion, JournalError, JournalOptions, NewEvent,
-    Position, Record, Sharing, Store, StoreOptions, Writer, WriterOptions,
+    Direction, Durability, Error, ExpectedVersion, JournalOptions, NewEvent, Position, Record,
+    Sharing, Store, StoreOptions, Writer, WriterOptions, error::JournalError,
 };
 
 use crate::common::event;

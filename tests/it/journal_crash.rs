@@ -207,7 +207,10 @@ fn a_killed_writers_journal_damaged_before_its_last_frame_is_refused_and_kept() 
         )
         .map(drop)
         {
-            Err(annals::Error::Journal(annals::JournalError::Damaged { offset: at, .. })) => {
+            Err(annals::Error::Journal(annals::error::JournalError::Damaged {
+                offset: at,
+                ..
+            })) => {
                 assert_eq!(at, copy.frame_offset, "{what}")
             }
             other => panic!("{what}: expected the journal's refusal, got {other:?}"),

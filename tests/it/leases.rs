@@ -6,7 +6,7 @@ use annals::leases::{
     LeaseOutcome, LeaseRefusal,
 };
 use annals::testing::setup::ExpectDone;
-use annals::{Error, ExpectedVersion, Store, StoreError};
+use annals::{Error, ExpectedVersion, Store, error::StoreError};
 
 use crate::common::{event, store};
 

@@ -2,8 +2,8 @@
 
 use annals::testing::setup::ExpectDone;
 use annals::{
-    AppendError, Error, ExpectedVersion, Field, LimitError, Limits, NewEvent, Position, Store,
-    StoreOptions,
+    Error, ExpectedVersion, Field, Limits, NewEvent, Position, Store, StoreOptions,
+    error::AppendError, error::LimitError,
 };
 
 use crate::common::{event, store};

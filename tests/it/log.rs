@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::thread;
 
 use annals::{
-    AppendError, AppendOutcome, Direction, Error, ExpectedVersion, Position, Store, StreamVersion,
+    AppendOutcome, Direction, Error, ExpectedVersion, Position, Store, StreamVersion,
+    error::AppendError,
 };
 
 use annals::testing::internals::stream_index::{RUNS_PER_BLOCK, StreamRun};

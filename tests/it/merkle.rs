@@ -12,8 +12,8 @@ use annals::merkle::{
     root_of_leaves, roots_from_consistency, verify_consistency, verify_inclusion,
 };
 use annals::{
-    AuditError, Digest, Direction, Error, ExpectedVersion, Position, Problem, ProofFile,
-    ProofFileError, Store,
+    Digest, Direction, Error, ExpectedVersion, Position, Problem, ProofFile, Store,
+    error::AuditError, error::ProofFileError,
 };
 
 use crate::common::{append_one, base64, event};

@@ -3,7 +3,7 @@
 
 use std::fs;
 
-use annals::{Error, OpenError, Store};
+use annals::{Error, Store, error::OpenError};
 
 use crate::common::append_one;
 

@@ -15,7 +15,7 @@ use annals::outbox::{
     SweepOutcome,
 };
 use annals::{
-    Direction, Error, ExpectedVersion, NewEvent, Position, Store, StoreError, StreamVersion,
+    Direction, Error, ExpectedVersion, NewEvent, Position, Store, StreamVersion, error::StoreError,
 };
 
 use crate::common;

@@ -10,8 +10,8 @@ use annals::leases::{self, LeaseCommand, LeaseOutcome, LeaseRefusal};
 use annals::projection::{Table, WriteTables};
 use annals::testing::internals::event::{DomainEvent, encode_payload};
 use annals::{
-    Error, ExpectedVersion, NewEvent, Position, Problem, Projection, ProjectionError, Record,
-    Result, Store, StoreOptions,
+    Error, ExpectedVersion, NewEvent, Position, Problem, Projection, Record, Result, Store,
+    StoreOptions, error::ProjectionError,
 };
 use redb::ReadableTable;
 
@@ -516,7 +516,7 @@ fn assert_dropped_after(store: &Store, failure: impl Fn(&mut annals::WriteSessio
         Ok(())
     });
     match written {
-        Err(Error::Store(annals::StoreError::PartialWrite { cause, .. })) => {
+        Err(Error::Store(annals::error::StoreError::PartialWrite { cause, .. })) => {
             assert!(!cause.is_empty());
         }
         other => panic!("expected the write dropped as partial, got {other:?}"),

@@ -17,8 +17,8 @@ use annals::testing::forgery::{
 };
 use annals::testing::internals::audit::digest;
 use annals::{
-    AppendError, Digest, Direction, Error, ExpectedVersion, Head, NewEvent, Position, Record,
-    Store, StoreOptions,
+    Digest, Direction, Error, ExpectedVersion, Head, NewEvent, Position, Record, Store,
+    StoreOptions, error::AppendError,
 };
 use tempfile::TempDir;
 

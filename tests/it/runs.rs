@@ -7,7 +7,9 @@ use annals::runs::{
     SpanRefusal, SpanUsage,
 };
 use annals::testing::setup::ExpectDone;
-use annals::{Direction, Error, ExpectedVersion, NewEvent, Store, StoreError, StreamVersion};
+use annals::{
+    Direction, Error, ExpectedVersion, NewEvent, Store, StreamVersion, error::StoreError,
+};
 
 use crate::common::store;
 

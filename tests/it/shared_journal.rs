@@ -201,7 +201,7 @@ fn writers_sharing_a_journal_refuse_one_damaged_before_its_last_frame() {
         assert!(
             matches!(
                 &error,
-                annals::Error::Journal(annals::JournalError::Damaged { .. })
+                annals::Error::Journal(annals::error::JournalError::Damaged { .. })
             ),
             "{what}: {error:?}"
         );

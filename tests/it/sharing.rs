@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use annals::projection::{Table, WriteTables};
 use annals::{
-    Durability, Error, ExpectedVersion, OpenError, Projection, Record, Result, Sharing, Store,
-    StoreError, StoreOptions, Writer, WriterOptions,
+    Durability, Error, ExpectedVersion, Projection, Record, Result, Sharing, Store, StoreOptions,
+    Writer, WriterOptions, error::OpenError, error::StoreError,
 };
 
 use crate::common::{append_one, event};

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use annals::consumers::{self, ConsumerCommand, ConsumerError, ConsumerOutcome, ConsumerRefusal};
 use annals::subscribe::{CHUNK_RECORDS_MAX, subscribe, subscribe_stream};
 use annals::{
-    Direction, Durability, Error, ExpectedVersion, Position, Record, Store, StoreError,
-    StreamVersion, Subscription, Writer, WriterOptions,
+    Direction, Durability, Error, ExpectedVersion, Position, Record, Store, StreamVersion,
+    Subscription, Writer, WriterOptions, error::StoreError,
 };
 
 use crate::common::event;

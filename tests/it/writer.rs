@@ -15,8 +15,8 @@ use annals::testing::internals::event::DomainEvent;
 use annals::writer::WriterStats;
 use annals::{
     AppendOutcome, Command, Decision, Direction, Durability, Error, ExpectedVersion, NewEvent,
-    Position, Projection, Record, Result, Store, StoreError, StoreOptions, Writer, WriterError,
-    WriterOptions,
+    Position, Projection, Record, Result, Store, StoreOptions, Writer, WriterOptions,
+    error::StoreError, error::WriterError,
 };
 use tokio::task::JoinHandle;
 
@@ -416,7 +416,7 @@ impl Projection for Picky {
             return Err(Error::UndecodableEvent {
                 kind: record.kind.clone(),
                 schema: record.schema,
-                problem: annals::PayloadProblem::Undecodable {
+                problem: annals::error::PayloadProblem::Undecodable {
                     cause: "picky refuses test.poison".into(),
                 },
             });

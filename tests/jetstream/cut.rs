@@ -9,7 +9,7 @@ use annals::replication::{
     Follower, FollowerOptions, ReplicatedLog, ReplicatingWriter, ReplicationError, SEED_OBJECT,
     SeedProblem, fetch_seed, publish_seed, wire,
 };
-use annals::{Error, Position, Store, StoreError};
+use annals::{Error, Position, Store, error::StoreError};
 
 use crate::cluster::{Cluster, log};
 use crate::replicate::{assert_same_log, write_records};

@@ -13,7 +13,8 @@
 use std::cell::Cell;
 
 use annals::{
-    AppendError, ArchiveError, ErasureError, Error, ErrorKind, OpenError, StoreError, WriterError,
+    Error, ErrorKind, error::AppendError, error::ArchiveError, error::ErasureError,
+    error::OpenError, error::StoreError, error::WriterError,
 };
 use napi::bindgen_prelude::{BigInt, JsObjectValue, Object};
 use napi::{Env, JsValue};
@@ -270,10 +271,10 @@ fn field_of(error: &Error) -> Option<&'static str> {
     match error {
         Error::InvalidCommand { field, .. } => Some(field),
         Error::Append(AppendError::Limit(limit)) | Error::Config(limit) => match limit {
-            annals::LimitError::TooLong { field, .. }
-            | annals::LimitError::TooMany { field, .. }
-            | annals::LimitError::Empty { field }
-            | annals::LimitError::Misconfigured { field, .. } => Some(field.name()),
+            annals::error::LimitError::TooLong { field, .. }
+            | annals::error::LimitError::TooMany { field, .. }
+            | annals::error::LimitError::Empty { field }
+            | annals::error::LimitError::Misconfigured { field, .. } => Some(field.name()),
             _ => None,
         },
         Error::Writer(WriterError::InvalidOption { field, .. }) => Some(field),
@@ -313,7 +314,8 @@ fn carried(error: &Error, failure: Failure) -> Failure {
             .with("key", Carried::Text(key.clone()))
             .with("position", Carried::Big(position.0)),
         Error::Append(AppendError::Limit(limit)) | Error::Config(limit) => match limit {
-            annals::LimitError::TooLong { max, .. } | annals::LimitError::TooMany { max, .. } => {
+            annals::error::LimitError::TooLong { max, .. }
+            | annals::error::LimitError::TooMany { max, .. } => {
                 failure.with("limit", Carried::Number(*max))
             }
             _ => failure,

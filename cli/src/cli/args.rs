@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 
 use super::open::WriteAccess;
 use super::time::parse_time;
-use annals::{ExpectedVersion, UnknownExpectedVersion};
+use annals::{ExpectedVersion, error::UnknownExpectedVersion};
 
 /// An embedded, event-sourced, append-only log store.
 #[derive(Parser)]

@@ -21,7 +21,7 @@ use annals::display::quoted;
 use annals::lower_hex_digest;
 use annals::merkle::{ProofError, TreeHead, Trust, TrustedHead};
 use annals::output_path::Output;
-use annals::{ProofFile, ProofFileError};
+use annals::{ProofFile, error::ProofFileError};
 
 /// `verify` with its two passes on two bars, each counting the log's records: the walk of
 /// the log, then the replay into memory that the projections are compared with. The

@@ -19,7 +19,7 @@ use super::progress::ProgressLine;
 use super::render::print_json;
 use annals::Error;
 use annals::display::grouped;
-use annals::{Compaction, StoreError};
+use annals::{Compaction, error::StoreError};
 
 /// How often the progress thread reads the file's length.
 const POLL_EVERY: Duration = Duration::from_millis(100);

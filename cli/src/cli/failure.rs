@@ -5,7 +5,7 @@
 use std::io;
 use std::path::Path;
 
-use annals::{Error, ErrorKind, FileKind, OpenError, OutputPathError};
+use annals::{Error, ErrorKind, error::FileKind, error::OpenError, error::OutputPathError};
 
 /// Exit code for findings: an append refused, corrupt data, a log that fails verification.
 pub(crate) const EXIT_FINDINGS: u8 = 1;

@@ -152,12 +152,14 @@ impl Run for KeysImportArgs {
 fn write_key_file(path: &Path, bytes: &[u8], force: bool) -> Result<(), Failure> {
     // `--force` replaces a key, never a log (keygen is given none to compare with).
     if force && annals::output_path::is_log_file(path) {
-        return Err(annals::Error::from(annals::OutputPathError::StoreFile {
-            path: path.to_path_buf(),
-            log: path.to_path_buf(),
-            file: annals::StoreFile::Log,
-        })
-        .into());
+        return Err(
+            annals::Error::from(annals::error::OutputPathError::StoreFile {
+                path: path.to_path_buf(),
+                log: path.to_path_buf(),
+                file: annals::error::StoreFile::Log,
+            })
+            .into(),
+        );
     }
     let target = if force {
         let mut name = path.as_os_str().to_owned();

@@ -129,7 +129,7 @@ fn checked_run(command: impl Run) -> (bool, Result<ExitCode, Failure>) {
 fn quiet_caught_panics() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if !annals::panic_is_caught() {
+        if !annals::error::panic_is_caught() {
             default(info);
         }
     }));

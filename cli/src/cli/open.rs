@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::failure::{Failure, Kind};
-use annals::{Error, OpenError};
+use annals::{Error, error::OpenError};
 use annals::{Holder, Sharing, Store, StoreOptions};
 
 /// How a writing command opens its log.

@@ -24,7 +24,7 @@ pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
     let payloads = annals::PayloadReader::of(&store)?;
     if !args.archive.is_empty() && snapshot.cut().is_none() {
         // No archive can be this log's: saying so beats ignoring the files given.
-        return Err(annals::Error::from(annals::ArchiveError::NeverCut).into());
+        return Err(annals::Error::from(annals::error::ArchiveError::NeverCut).into());
     }
     let direction = if args.filter.reverse {
         Direction::Backward

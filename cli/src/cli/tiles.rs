@@ -9,7 +9,7 @@ use super::failure::{Failure, Kind};
 use super::keys::read_signer_key;
 use super::open::open_for_writing;
 use annals::output_path::Output;
-use annals::{Store, TilesError};
+use annals::{Store, error::TilesError};
 
 #[derive(serde::Serialize)]
 struct TilesJson<'a> {

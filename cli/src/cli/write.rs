@@ -18,9 +18,9 @@ use super::report::{AppendJson, DemoJson, RangeJson, RebuildJson};
 use annals::Error;
 use annals::NewEvent;
 use annals::export::ExportError;
-use annals::{AppendError, AppendOutcome, check_append};
+use annals::{AppendOutcome, check_append, error::AppendError};
 use annals::{Durability, ImportStage, Store, StoreOptions};
-use annals::{Field, LimitError};
+use annals::{Field, error::LimitError};
 
 pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
     // The event is made before the file is opened, so a bad payload file or clock leaves no
@@ -116,7 +116,7 @@ struct EraseJson<'a> {
 pub(crate) fn erase(args: EraseArgs) -> Result<ExitCode, Failure> {
     annals::check_subject(&args.subject)?;
     if !args.log.db.exists() {
-        return Err(Error::Open(annals::OpenError::Missing { path: args.log.db }).into());
+        return Err(Error::Open(annals::error::OpenError::Missing { path: args.log.db }).into());
     }
     let at_ms = match args.at_ms {
         Some(at_ms) => at_ms,
@@ -357,7 +357,7 @@ struct UpgradeJson {
 
 pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode, Failure> {
     use annals::FORMAT_VERSION;
-    use annals::OpenError;
+    use annals::error::OpenError;
     if !args.log.db.exists() {
         return Err(Error::Open(OpenError::Missing { path: args.log.db }).into());
     }

@@ -816,7 +816,7 @@ fn check_proof_refuses_a_repeated_key_naming_it_and_non_json_as_bad_input() {
         assert!(stderr(&refused).contains(&says), "{}", stderr(&refused));
         assert!(matches!(
             ProofFile::from_json(repeated.as_bytes()),
-            Err(annals::ProofFileError::DuplicateKey { .. })
+            Err(annals::error::ProofFileError::DuplicateKey { .. })
         ));
     }
     // The file as it was passes.

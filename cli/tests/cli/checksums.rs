@@ -12,7 +12,7 @@ use annals::testing::setup::ExpectDone;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use annals::{Error, OpenError, Store};
+use annals::{Error, Store, error::OpenError};
 use sha2::{Digest as _, Sha256};
 
 use crate::sha256;
