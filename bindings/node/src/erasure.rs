@@ -156,8 +156,12 @@ impl PersonalRow for SpanEvent {
 }
 
 impl Opener<'_> {
-    /// `field` as a reader may take it; the key store is read once, at the first field.
+    /// `field` as a reader may take it; the key store is read once, at the first personal
+    /// field, so plain rows read as they did whatever the key store holds.
     fn field(&mut self, field: &SealedField<'_>) -> annals::Result<Field> {
+        if field.subject().is_none() {
+            return Ok(Field::Plain);
+        }
         if self.reader.is_none() {
             self.reader = Some(PayloadReader::of(self.store)?);
         }

@@ -148,3 +148,15 @@ test('the outcomes of outboxAsync, ingestAsync and the writer open their rows to
   store.erase('user-7', 5)
   assertErased(store.outboxRow('msg-2'), 'payload', 'after the erasure')
 })
+
+test('plain rows read as they are whatever the key store holds; a personal one needs it whole', (t) => {
+  const { store, file } = freshStore(t)
+  const row = { peer: 'hub', kind: 'note', nowMs: 1 }
+  store.outbox({ type: 'enqueue', key: 'plain', payload: Buffer.from('plain words'), ...row })
+  store.outbox({ type: 'enqueueFor', subject: 'user-7', key: 'personal', payload: Buffer.from(SECRET), ...row })
+  fs.writeFileSync(`${file}.keys`, 'not a key store')
+  assert.equal(store.outboxRow('plain').payload.toString(), 'plain words')
+  // A damaged key store is refused, never guessed at: the personal row is not read as erased.
+  assert.throws(() => store.outboxRow('personal'), (error) => error.code !== undefined)
+  assert.throws(() => store.outboxRows())
+})

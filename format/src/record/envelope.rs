@@ -256,6 +256,14 @@ pub struct SealedField<'a> {
     pub kind: &'a str,
 }
 
+impl SealedField<'_> {
+    /// The subject the field is personal to when its bytes are an envelope; `None` for plain
+    /// bytes, which a reader takes as they are without any key store.
+    pub fn subject(&self) -> Option<&str> {
+        Envelope::parse(self.bytes).map(|envelope| envelope.subject)
+    }
+}
+
 /// A record's payload as a reader may take it: plain bytes, a personal payload opened with its
 /// subject's key, or the typed mark of one whose subject was erased (or whose key this store
 /// does not hold: a follower's, an importer's). The ciphertext itself is never handed out as
