@@ -71,6 +71,27 @@ pub struct PersonalField<'a> {
     pub kind: &'a str,
     /// The field's plaintext.
     pub plaintext: &'a [u8],
+    /// How the envelope's nonce is made.
+    pub sealing: Sealing<'a>,
+}
+
+/// How a personal field's envelope gets its nonce (`docs/erasure.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Sealing<'a> {
+    /// Drawn at random: sealing the same plaintext twice gives two envelopes that say nothing
+    /// of each other. What every personal field takes unless its retries must be recognised.
+    Random,
+    /// Derived from the subject's key, the envelope's subject, stream and kind, `context` and
+    /// the plaintext (`annals_format::record::envelope::synthetic_nonce`): a retry of the same
+    /// command seals to the same envelope, so a domain that deduplicates by content finds it.
+    /// Two envelopes with the same subject, stream, kind and `context` are then equal exactly
+    /// when their plaintexts are, so `context` should name the one slot the field can fill
+    /// (an ingested event's sequence), where only a retry can meet it.
+    Derived {
+        /// What, beside the stream and kind, tells this field's slot from every other.
+        context: &'a [u8],
+    },
 }
 
 /// Refuses a command's `field` personal to `subject` whose bytes are not an envelope sealed

@@ -758,6 +758,7 @@ impl<'s> Simulation<'s> {
             event_type: types[(sequence - 1) as usize].into(),
             bytes: format!("{{\"run\":\"{run}\",\"seq\":{sequence}}}").into_bytes(),
             received_at_ms,
+            subject: None,
         };
         for sequence in [1, 3, 2] {
             let _ = self.store.execute(&event(sequence, self.now_ms))?;

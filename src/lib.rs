@@ -101,7 +101,7 @@ pub use audit::history::{Entity, History, records as history};
 pub use audit::proof_file::{ProofFile, ProofTree, lower_hex_digest};
 pub use audit::replay::Replay;
 pub use audit::verify::{Finding, Problem, ProjectionBehind, VerifyReport};
-pub use command::{Command, Decision, Emit, PersonalField};
+pub use command::{Command, Decision, Emit, PersonalField, Sealing};
 pub use error::{Error, ErrorKind, Result};
 pub use event::{DomainEvent, EventKind};
 pub use hash::Digest;

@@ -653,7 +653,8 @@ export interface RunsConstants {
 
 /**
  * The JSON schema of each command and outcome the package declares, by its TypeScript name:
- * what `scripts/schema.mjs` generates the declarations from.
+ * what `scripts/schema.mjs` generates the declarations from. The rows `OPENED` names are
+ * given as they cross, wherever they are declared or met.
  */
 export declare function schemas(): Record<string, Array<object>>
 
@@ -880,10 +881,18 @@ export interface IngestCommand {
   /** The runtime's name for the event's type. */
   eventType: string
   /** The event as the runtime sent it, at most [`EVENT_BYTES_MAX`] bytes. Its content hash
-   * is blake3 of these bytes. */
+   * is blake3 of these bytes (of their envelope, when personal to a `subject`). */
   bytes: Buffer
   /** The hub's clock when the event arrived. */
   receivedAtMs: number
+  /** The subject (a person's pseudonymous id) the event's `bytes` are personal to, if any:
+   * the store's write session seals them under the subject's key before the event is
+   * hashed, with a nonce derived from the key, the event's place and its bytes
+   * ([`Sealing::Derived`]), so that a retry seals to the same envelope and is a duplicate;
+   * [`IngestedEvent::bytes_field`] reads them back, or as erased once the subject is
+   * (`docs/erasure.md`). Absent from the serde form of an ingest that names none, which
+   * reads as it did before personal ingests existed. */
+  subject?: string
 }
 
 /** What an ingest got. */
@@ -1419,8 +1428,8 @@ export interface OutboxRow {
   kind: string
   /** Its place in enqueue order: due rows, claims and listings go in this order. */
   enqueueId: bigint
-  /** What is delivered. */
-  payload: Buffer
+  /** What is delivered. Read from the package, a personal one is its plaintext while its subject's key stands, `null` once the subject is erased (or this store holds no key for it). */
+  payload: Buffer | null
   /** Where it stands. */
   state: OutboxState
   /** Failed pushes so far. */
@@ -1432,12 +1441,16 @@ export interface OutboxRow {
   claimTokens: Array<string>
   /** The claim on it: set exactly while `claimed`. */
   claim?: Claim
+  /** `true` when the field is personal and its subject was erased (or this store holds no key for it): it is then `null`. */
+  erased?: boolean
   /** When a push of it first failed. */
   firstFailedAtMs?: number
   /** What the last failed push reported. */
   lastError?: string
   /** When the push lane may push it: set while `pending`, `None` otherwise. */
   nextAtMs?: number
+  /** The subject a personal field belongs to; absent for a plain one. */
+  subject?: string
 }
 
 /** Where a run stands: its root, its high-water seq and its span counts. Deleted when the
@@ -1837,18 +1850,18 @@ export interface SpanEvent {
   atMs: number
   /** What kind of event it is. */
   eventType: string
-  /** The payload as stored (cut when `truncated`). */
-  payload: string
+  /** The payload as stored (cut when `truncated`). Read from the package, a personal one is its plaintext while its subject's key stands, `null` once the subject is erased (or this store holds no key for it). */
+  payload: string | null
   /** Whether the payload was cut to the cap. */
   truncated: boolean
   /** Its run's seq. */
   seq: bigint
   /** The log position of the record that appended it. */
   position: bigint
-  /** For an event whose payload is personal to a subject
-   * ([`super::SpanCommand::AppendEventFor`]): the payload as the log keeps it, sealed, and
-   * `payload` is then empty. [`SpanEvent::payload_field`] reads it. */
-  personal?: PersonalPayload
+  /** `true` when the field is personal and its subject was erased (or this store holds no key for it): it is then `null`. */
+  erased?: boolean
+  /** The subject a personal field belongs to; absent for a plain one. */
+  subject?: string
 }
 
 /** What a span command got. */
@@ -1942,12 +1955,18 @@ export interface IngestedEvent {
   homeRuntime: string
   /** The runtime's name for the event's type. */
   eventType: string
-  /** blake3 of `bytes`. */
+  /** blake3 of `bytes` (of the envelope, for an event personal to a subject: a hash of
+   * ciphertext, which says nothing of the plaintext). */
   contentHash: string
   /** When the hub accepted it (the accepting command's `received_at_ms`). */
   receivedAtMs: number
-  /** The event as the runtime sent it. */
-  bytes: Buffer
+  /** The event as the runtime sent it (sealed into an envelope, for one ingested with a
+   * `subject`: [`IngestedEvent::bytes_field`] opens it). Read from the package, a personal one is its plaintext while its subject's key stands, `null` once the subject is erased (or this store holds no key for it). */
+  bytes: Buffer | null
+  /** `true` when the field is personal and its subject was erased (or this store holds no key for it): it is then `null`. */
+  erased?: boolean
+  /** The subject a personal field belongs to; absent for a plain one. */
+  subject?: string
 }
 
 /** The fields an upsert gives; `None` leaves a field as it is (or to its default on a new
@@ -2088,15 +2107,6 @@ export interface SpanUsage {
   model?: string
   /** Output tokens. */
   outputTokens?: bigint
-}
-
-/** A span event's payload personal to a subject, as the log keeps it: an envelope
- * (`schema/FORMAT.md` 1.5), never the text. */
-export interface PersonalPayload {
-  /** The subject it belongs to. */
-  subject: string
-  /** The envelope. */
-  envelope: Buffer
 }
 
 /** A projection's state as of a cut. */

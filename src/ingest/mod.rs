@@ -54,6 +54,15 @@
 //!   them by the text column's binary collation, as here; its memory-only store sorts them
 //!   by locale, which can differ for non-ASCII names.
 //!
+//! # Personal events
+//!
+//! An ingest naming a `subject` has its bytes sealed for that subject by the store's write
+//! session before it decides (`docs/erasure.md`), under a nonce derived from the subject's key,
+//! the event's place and its bytes, so that a retry seals to the same envelope: the content
+//! hash `decide` compares, `apply` checks and the tables keep is blake3 of the envelope, which
+//! says nothing of the plaintext, and the rules above hold unchanged. `apply` sees only the
+//! envelope and never a key; [`IngestedEvent::bytes_field`] opens it on read.
+//!
 //! Nothing here reads a clock: the receipt time is the command's `received_at_ms`, recorded
 //! as the record's `at_ms`.
 

@@ -24,11 +24,13 @@ pub struct IngestedEvent {
     pub home_runtime: String,
     /// The runtime's name for the event's type.
     pub event_type: String,
-    /// blake3 of `bytes`.
+    /// blake3 of `bytes` (of the envelope, for an event personal to a subject: a hash of
+    /// ciphertext, which says nothing of the plaintext).
     pub content_hash: Digest,
     /// When the hub accepted it (the accepting command's `received_at_ms`).
     pub received_at_ms: u64,
-    /// The event as the runtime sent it.
+    /// The event as the runtime sent it (sealed into an envelope, for one ingested with a
+    /// `subject`: [`IngestedEvent::bytes_field`] opens it).
     #[serde(with = "crate::event::bytes")]
     #[cfg_attr(feature = "schema", schemars(with = "Vec<u8>"))]
     pub bytes: Vec<u8>,

@@ -15,7 +15,7 @@ use super::events::{
 use super::query::{
     self, BY_STATE, ClaimToken, OutboxRow, OutboxState, indexed_row, state_range, visit_between,
 };
-use crate::command::{Command, Decision, Emit, PersonalField, check_sealed};
+use crate::command::{Command, Decision, Emit, PersonalField, Sealing, check_sealed};
 use crate::error::Result;
 use crate::event::DomainEvent;
 use crate::log::append::ExpectedVersion;
@@ -522,6 +522,7 @@ impl Command for OutboxCommand {
             stream: &row_stream(key),
             kind: ENQUEUED,
             plaintext: payload,
+            sealing: Sealing::Random,
         })?;
         let mut sealed = self.clone();
         if let OutboxCommand::EnqueueFor { payload, .. } = &mut sealed {

@@ -11,7 +11,7 @@ use super::events::{
 };
 use super::query::{self, OpenRunRollup, Run, RunRollup, RunSeq, Span};
 use super::rollup;
-use crate::command::{Command, Decision, Emit, PersonalField, check_sealed};
+use crate::command::{Command, Decision, Emit, PersonalField, Sealing, check_sealed};
 use crate::error::{Error, Result, RollupMoment, TableFault};
 use crate::event::DomainEvent;
 use crate::log::append::ExpectedVersion;
@@ -475,6 +475,7 @@ impl Command for SpanCommand {
             stream: &run_stream(run),
             kind: PERSONAL_EVENT_APPENDED,
             plaintext: payload,
+            sealing: Sealing::Random,
         })?;
         let mut sealed = self.clone();
         if let SpanCommand::AppendEventFor { payload, .. } = &mut sealed {

@@ -395,9 +395,20 @@ pub(crate) fn seal_field(
         .into());
     }
     let key = KeyStore::load(log)?.key_or_new(field.subject)?;
+    let nonce = match field.sealing {
+        crate::command::Sealing::Random => fresh_nonce()?,
+        crate::command::Sealing::Derived { context } => envelope::synthetic_nonce(
+            &key,
+            field.subject,
+            field.stream,
+            field.kind,
+            context,
+            field.plaintext,
+        ),
+    };
     Ok(seal(
         &key,
-        &fresh_nonce()?,
+        &nonce,
         field.subject,
         field.stream,
         field.kind,

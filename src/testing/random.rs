@@ -414,6 +414,7 @@ fn random_ingest(rng: &mut Rng, session: &mut WriteSession<'_>, now_ms: u64) {
         event_type: pick(rng, &["ea", "eb"]).into(),
         bytes: vec![rng.below(2) as u8],
         received_at_ms: now_ms,
+        subject: None,
     };
     let _ = session.execute(&command);
 }

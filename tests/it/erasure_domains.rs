@@ -118,9 +118,21 @@ fn an_outbox_payload_with_a_subject_is_sealed_reads_back_then_reads_erased_and_r
     assert!(!contains(&log, PLAINTEXT), "the log file never held it");
 
     // An erased subject's field is refused, and nothing is written.
+    refused_as_erased(&store, &enqueue("mail-3", b"again", Some("alice")), "alice");
+}
+
+/// Checks that `command` is refused because `subject` was erased, and writes nothing.
+pub(crate) fn refused_as_erased<C: Command>(store: &Store, command: &C, subject: &str)
+where
+    C::Outcome: std::fmt::Debug,
+{
     let head = store.snapshot().unwrap().head().unwrap();
-    match store.execute(&enqueue("mail-3", b"again", Some("alice"))) {
-        Err(Error::Erasure(ErasureError::Erased { subject, .. })) => assert_eq!(subject, "alice"),
+    match store.execute(command) {
+        Err(Error::Erasure(ErasureError::Erased {
+            subject: erased, ..
+        })) => {
+            assert_eq!(erased, subject)
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(store.snapshot().unwrap().head().unwrap(), head);
@@ -277,12 +289,7 @@ fn a_span_event_with_a_subject_is_sealed_reads_back_then_reads_erased_and_replay
     assert!(!contains(&std::fs::read(&path).unwrap(), PLAINTEXT));
 
     // An erased subject's event is refused, and nothing is written.
-    let head = store.snapshot().unwrap().head().unwrap();
-    match store.execute(&personal_event("alice", b"again")) {
-        Err(Error::Erasure(ErasureError::Erased { subject, .. })) => assert_eq!(subject, "alice"),
-        other => panic!("{other:?}"),
-    }
-    assert_eq!(store.snapshot().unwrap().head().unwrap(), head);
+    refused_as_erased(&store, &personal_event("alice", b"again"), "alice");
 }
 
 #[test]
@@ -324,16 +331,7 @@ fn after_erase_and_compact_no_file_holds_a_span_events_plaintext_or_key() {
     let store = with_open_span(&path);
     appended(&store, &personal_event("alice", PLAINTEXT));
     let key = super::erasure::only_key(&path);
-    store.erase("alice", 2_000).unwrap();
-    store.close().unwrap();
-    let wait = std::time::Duration::from_secs(5);
-    annals::Compaction::of_file(&path, wait)
-        .unwrap()
-        .bytes_reclaimed();
-    let mut files = Vec::new();
-    super::erasure::files_under(dir.path(), &mut files);
-    assert!(files.len() >= 2, "{files:?}");
-    for file in &files {
+    for file in &erased_and_compacted(store, "alice", dir.path()) {
         let bytes = std::fs::read(file).unwrap();
         assert!(
             !contains(&bytes, PLAINTEXT),
@@ -347,4 +345,23 @@ fn after_erase_and_compact_no_file_holds_a_span_events_plaintext_or_key() {
     let events = span_events(&store);
     let read = reader.open_field(&events[0].payload_field()).unwrap();
     assert_eq!(read, Payload::Erased { subject: "alice" });
+}
+
+/// Erases `subject` from `store`, closes it, compacts its log (`log.redb` in `dir`) and gives
+/// every file under `dir`, at least the log and its key store.
+pub(crate) fn erased_and_compacted(
+    store: Store,
+    subject: &str,
+    dir: &std::path::Path,
+) -> Vec<std::path::PathBuf> {
+    store.erase(subject, 2_000).unwrap();
+    store.close().unwrap();
+    let wait = std::time::Duration::from_secs(5);
+    annals::Compaction::of_file(dir.join("log.redb"), wait)
+        .unwrap()
+        .bytes_reclaimed();
+    let mut files = Vec::new();
+    super::erasure::files_under(dir, &mut files);
+    assert!(files.len() >= 2, "{files:?}");
+    files
 }

@@ -11,11 +11,11 @@ use annals::{Digest, Direction, Error, Position, Record, Store, error::CommandPr
 
 use crate::common::store;
 
-const T0: u64 = 1_767_225_600_000;
+pub(crate) const T0: u64 = 1_767_225_600_000;
 
 /// Event `sequence` of run `r1` of project `p1` for hub project `hub-eu` from runtime
 /// `rt-a`, with `bytes`, received at `T0 + sequence`.
-fn push(sequence: u64, bytes: &[u8]) -> IngestCommand {
+pub(crate) fn push(sequence: u64, bytes: &[u8]) -> IngestCommand {
     IngestCommand {
         project: "p1".into(),
         run: "r1".into(),
@@ -25,6 +25,7 @@ fn push(sequence: u64, bytes: &[u8]) -> IngestCommand {
         event_type: "tool.called".into(),
         bytes: bytes.to_vec(),
         received_at_ms: T0 + sequence,
+        subject: None,
     }
 }
 

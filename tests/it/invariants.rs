@@ -723,6 +723,7 @@ fn forged_ingest_command() -> annals::ingest::IngestCommand {
         event_type: "x".into(),
         bytes: b"a".to_vec(),
         received_at_ms: T0,
+        subject: None,
     }
 }
 

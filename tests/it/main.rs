@@ -18,6 +18,7 @@ mod crash;
 mod cut_vectors;
 mod erasure;
 mod erasure_domains;
+mod erasure_ingest;
 mod erasure_keys;
 mod events;
 mod export;

@@ -188,6 +188,11 @@ function declarationsOf(schemas, names) {
   const isNull = (schema) => schema.type === 'null'
   /** `[type, optional]` of a field's schema, named `field` as the library spells it. */
   const typed = (schema, field) => {
+    // A field that crosses as `null` rather than absent (a personal field once erased).
+    if (schema['x-nullable']) {
+      const { 'x-nullable': _, ...rest } = schema
+      return [`${typed(rest, field)[0]} | null`, false]
+    }
     const options = schema.anyOf || schema.oneOf
     if (options && options.some(isNull)) {
       const rest = options.filter((option) => !isNull(option))

@@ -13,13 +13,14 @@ use annals::registry::{
 };
 use annals::runs::{RunCommand, RunCommandOutcome, SpanCommand, SpanCommandOutcome};
 use napi::Env;
-use napi::bindgen_prelude::{AsyncTask, Object};
+use napi::bindgen_prelude::{AsyncTask, Either3, JsObjectValue, Object};
 use napi_derive::napi;
 use serde::Serialize;
 use std::sync::OnceLock;
 
 use crate::Store;
 use crate::crossing::{Made, from_js, tag, to_js};
+use crate::erasure::Opener;
 use crate::names::serde_names;
 use crate::transaction::{Call, CallOptions, Crossing, Work};
 
@@ -60,6 +61,86 @@ pub enum OutboxResult {
     Row(OutboxOutcome),
     Pull(PullOutcome),
     Sweep(SweepOutcome),
+}
+
+/// `object`, an ingest's `outcome` crossed, with the personal bytes of the event it holds
+/// opened (`erasure.rs`).
+pub(crate) fn open_ingested(
+    store: &annals::Store,
+    outcome: &IngestOutcome,
+    object: &mut Object<'_>,
+) -> napi::Result<()> {
+    match outcome {
+        IngestOutcome::Accepted { event } | IngestOutcome::Duplicate { event } => {
+            let mut crossed: Object<'_> = object.get_named_property("event")?;
+            Opener::new(store).open_crossed(event, &mut crossed)
+        }
+        _ => Ok(()),
+    }
+}
+
+impl Store {
+    /// `outcome` as JavaScript's, the rows it holds opened by `open`.
+    fn opened_js<T: Serialize>(
+        &self,
+        env: &Env,
+        outcome: &T,
+        open: crate::transaction::OpenCrossed<T>,
+    ) -> napi::Result<Made> {
+        let mut made = to_js(env, outcome)?;
+        if let Either3::A(object) = &mut made {
+            self.with(|store| open(store, outcome, object))?;
+        }
+        Ok(made)
+    }
+}
+
+impl OutboxResult {
+    /// `object`, an outbox `outcome` crossed, with the personal payload of each row it holds
+    /// opened (`erasure.rs`): the plaintext while the subject's key stands, `null` with
+    /// `erased: true` after.
+    fn open_rows(
+        store: &annals::Store,
+        outcome: &OutboxResult,
+        object: &mut Object<'_>,
+    ) -> napi::Result<()> {
+        match outcome {
+            OutboxResult::Row(outcome) => open_outbox(store, outcome, object),
+            OutboxResult::Pull(outcome) => open_pulled(store, outcome, object),
+            OutboxResult::Sweep(_) => Ok(()),
+        }
+    }
+}
+
+/// `object`, a row command's `outcome` crossed, with its row's personal payload opened.
+pub(crate) fn open_outbox(
+    store: &annals::Store,
+    outcome: &OutboxOutcome,
+    object: &mut Object<'_>,
+) -> napi::Result<()> {
+    match outcome {
+        OutboxOutcome::Enqueued { row }
+        | OutboxOutcome::AlreadyEnqueued { row }
+        | OutboxOutcome::Updated { row }
+        | OutboxOutcome::Refused { row: Some(row), .. } => {
+            let mut crossed: Object<'_> = object.get_named_property("row")?;
+            Opener::new(store).open_crossed(row, &mut crossed)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `object`, a pull's `outcome` crossed, with the personal payloads of the rows it claimed
+/// opened.
+pub(crate) fn open_pulled(
+    store: &annals::Store,
+    outcome: &PullOutcome,
+    object: &mut Object<'_>,
+) -> napi::Result<()> {
+    match outcome {
+        PullOutcome::Claimed { rows, .. } => Opener::new(store).open_property(object, "rows", rows),
+        _ => Ok(()),
+    }
 }
 
 #[napi]
@@ -105,7 +186,7 @@ impl Store {
         options: Option<CallOptions>,
     ) -> napi::Result<Made> {
         let outcome = self.command(Call::of(options)?, outbox_work(command)?)?;
-        to_js(&env, &outcome)
+        self.opened_js(&env, &outcome, OutboxResult::open_rows)
     }
 
     /// `outbox(command, options)` committed on a thread of libuv's pool: a Promise of its
@@ -119,7 +200,11 @@ impl Store {
         command: Object<'_>,
         options: Option<CallOptions>,
     ) -> napi::Result<AsyncTask<Crossing<OutboxResult>>> {
-        self.crossing_async(Call::of(options)?, outbox_work(command)?)
+        self.crossing_async_opened(
+            Call::of(options)?,
+            outbox_work(command)?,
+            OutboxResult::open_rows,
+        )
     }
 
     /// Runs a lane lease command (a reconciler's claim on one key of a lane).
@@ -192,7 +277,7 @@ impl Store {
         options: Option<CallOptions>,
     ) -> napi::Result<Made> {
         let outcome = self.command(Call::of(options)?, ingest_work(command)?)?;
-        to_js(&env, &outcome)
+        self.opened_js(&env, &outcome, open_ingested)
     }
 
     /// `ingest(command, options)` committed on a thread of libuv's pool: a Promise of its
@@ -206,7 +291,7 @@ impl Store {
         command: Object<'_>,
         options: Option<CallOptions>,
     ) -> napi::Result<AsyncTask<Crossing<IngestOutcome>>> {
-        self.crossing_async(Call::of(options)?, ingest_work(command)?)
+        self.crossing_async_opened(Call::of(options)?, ingest_work(command)?, open_ingested)
     }
 
     /// Runs a span command of the runs projection.

@@ -2,11 +2,17 @@
 //! atMs)`, appends personal to a subject (the `subject` option of `append`, `appendAsync` and
 //! the writer's `append`), and reads that give a personal payload's plaintext while its
 //! subject's key stands and a typed erased mark after it (`payload: null`, `erased: true`),
-//! never its ciphertext as data. The sealing, the keys and the erasing are the crate's; this
-//! file only converts.
+//! never its ciphertext as data. Rows of projections that keep a personal field (an outbox
+//! row's payload, a span event's) cross with that field opened the same way: `payload` the
+//! plaintext with its `subject`, or `null` with `erased: true`. The sealing, the keys and the
+//! erasing are the crate's; this file only converts.
 
-use annals::{Payload, PayloadReader, Record, Store as Inner};
+use annals::ingest::IngestedEvent;
+use annals::outbox::OutboxRow;
+use annals::runs::SpanEvent;
+use annals::{Payload, PayloadReader, Record, SealedField, Store as Inner};
 use napi::Env;
+use napi::bindgen_prelude::{Array, Buffer, Either3, JsObjectValue, Null, Object};
 use napi_derive::napi;
 
 use crate::Store;
@@ -100,4 +106,166 @@ impl Store {
         // The crate's own `Erasure`, by serde: a field it adds comes through.
         crate::crossing::to_js(&env, &erasure)
     }
+}
+
+/// A row's personal field as a reader may take it: plain (left as it crossed), a personal one
+/// opened, or the mark of one erased.
+enum Field {
+    Plain,
+    Personal { subject: String, data: Vec<u8> },
+    Erased { subject: String },
+}
+
+/// A row of a projection with a field that may be personal, and how JavaScript takes it.
+pub(crate) trait PersonalRow {
+    /// The field, as `PayloadReader::open_field` reads it.
+    fn field(&self) -> SealedField<'_>;
+    /// The property of the crossed row that holds the field (`payload`, an ingested event's
+    /// `bytes`).
+    const FIELD: &'static str = "payload";
+    /// Whether the field crosses as text (a span event's) rather than a `Buffer`.
+    const TEXT: bool;
+    /// A property of the crossed row that holds the sealed field, to be taken off once it is
+    /// opened (a span event's `personal`), if the field is not in `payload` itself.
+    const SEALED: Option<&'static str>;
+}
+
+impl PersonalRow for OutboxRow {
+    fn field(&self) -> SealedField<'_> {
+        self.payload_field()
+    }
+    const TEXT: bool = false;
+    const SEALED: Option<&'static str> = None;
+}
+
+impl PersonalRow for IngestedEvent {
+    fn field(&self) -> SealedField<'_> {
+        self.bytes_field()
+    }
+    const FIELD: &'static str = "bytes";
+    const TEXT: bool = false;
+    const SEALED: Option<&'static str> = None;
+}
+
+impl PersonalRow for SpanEvent {
+    fn field(&self) -> SealedField<'_> {
+        self.payload_field()
+    }
+    const TEXT: bool = true;
+    const SEALED: Option<&'static str> = Some("personal");
+}
+
+impl Opener<'_> {
+    /// `field` as a reader may take it; the key store is read once, at the first personal
+    /// field, so plain rows read as they did whatever the key store holds.
+    fn field(&mut self, field: &SealedField<'_>) -> annals::Result<Field> {
+        if field.subject().is_none() {
+            return Ok(Field::Plain);
+        }
+        if self.reader.is_none() {
+            self.reader = Some(PayloadReader::of(self.store)?);
+        }
+        let Some(reader) = &self.reader else {
+            return Ok(Field::Plain);
+        };
+        Ok(match reader.open_field(field)? {
+            Payload::Plain(_) => Field::Plain,
+            Payload::Personal { subject, mut data } => Field::Personal {
+                subject: subject.to_owned(),
+                data: std::mem::take(&mut *data),
+            },
+            // Erased, or a kind of payload this binding does not know: never the stored bytes.
+            other => Field::Erased {
+                subject: other.subject().unwrap_or_default().to_owned(),
+            },
+        })
+    }
+
+    /// `object`, the crossed `row`, with its personal field opened: `payload` (an ingested
+    /// event's `bytes`) the plaintext (text for a span event) with its `subject`, or `null`
+    /// with `erased: true`; the sealed bytes taken off. A plain row is left as it crossed.
+    pub(crate) fn open_crossed<R: PersonalRow>(
+        &mut self,
+        row: &R,
+        object: &mut Object<'_>,
+    ) -> napi::Result<()> {
+        let (subject, erased) = match self.field(&row.field()).map_err(to_js)? {
+            Field::Plain => return Ok(()),
+            Field::Personal { subject, data } if R::TEXT => {
+                let text = String::from_utf8_lossy(&data).into_owned();
+                object.set_named_property(R::FIELD, text)?;
+                (subject, false)
+            }
+            Field::Personal { subject, data } => {
+                object.set_named_property(R::FIELD, Buffer::from(data))?;
+                (subject, false)
+            }
+            Field::Erased { subject } => {
+                object.set_named_property(R::FIELD, Null)?;
+                (subject, true)
+            }
+        };
+        if let Some(sealed) = R::SEALED {
+            object.delete_named_property(sealed)?;
+        }
+        object.set_named_property("subject", subject)?;
+        if erased {
+            object.set_named_property("erased", true)?;
+        }
+        Ok(())
+    }
+
+    /// `objects`, the crossed `rows` in their order, each opened ([`Self::open_crossed`]).
+    pub(crate) fn open_all_crossed<R: PersonalRow>(
+        &mut self,
+        rows: &[R],
+        objects: &mut [Object<'_>],
+    ) -> napi::Result<()> {
+        for (row, object) in rows.iter().zip(objects.iter_mut()) {
+            self.open_crossed(row, object)?;
+        }
+        Ok(())
+    }
+
+    /// The array `name` of the crossed `object`, whose elements are `rows`, each opened.
+    pub(crate) fn open_property<R: PersonalRow>(
+        &mut self,
+        object: &Object<'_>,
+        name: &str,
+        rows: &[R],
+    ) -> napi::Result<()> {
+        let array: Array<'_> = object.get_named_property(name)?;
+        for (index, row) in (0u32..).zip(rows) {
+            if let Some(mut element) = array.get::<Object<'_>>(index)? {
+                self.open_crossed(row, &mut element)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `rows` as JavaScript's, each personal field opened: what a query of rows gives.
+pub(crate) fn rows_js<R: PersonalRow + serde::Serialize>(
+    store: &Inner,
+    env: &Env,
+    rows: &[R],
+) -> napi::Result<Made> {
+    let mut made = crate::crossing::to_js(env, &rows)?;
+    if let Either3::B(objects) = &mut made {
+        Opener::new(store).open_all_crossed(rows, objects)?;
+    }
+    Ok(made)
+}
+
+/// `row` (or `null`) as JavaScript's, its personal field opened.
+pub(crate) fn row_js<R: PersonalRow + serde::Serialize>(
+    store: &Inner,
+    env: &Env,
+    row: &Option<R>,
+) -> napi::Result<Made> {
+    let mut made = crate::crossing::to_js(env, row)?;
+    if let (Some(row), Either3::A(object)) = (row, &mut made) {
+        Opener::new(store).open_crossed(row, object)?;
+    }
+    Ok(made)
 }

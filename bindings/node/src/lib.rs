@@ -620,6 +620,33 @@ impl Writer {
         )
     }
 
+    /// [`Self::crossing`] of a command whose outcome holds rows with a personal field, which
+    /// `open` opens (`erasure.rs`) as the Promise settles.
+    fn crossing_opened<'env, C>(
+        &self,
+        env: &'env Env,
+        command: C,
+        open: transaction::OpenCrossed<C::Outcome>,
+    ) -> napi::Result<PromiseRaw<'env, Made>>
+    where
+        C: annals::Command + Send + 'static,
+        C::Outcome: serde::Serialize + Send + 'static,
+    {
+        let writer = self.handle()?;
+        let store = Arc::clone(writer.store());
+        promise(
+            env,
+            async move { writer.execute(command).await },
+            move |env, outcome| {
+                let mut made = crossing::to_js(env, &outcome)?;
+                if let napi::bindgen_prelude::Either3::A(object) = &mut made {
+                    open(&store, &outcome, object)?;
+                }
+                Ok(made)
+            },
+        )
+    }
+
     fn handle(&self) -> napi::Result<annals::Writer> {
         let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         guard
@@ -685,8 +712,12 @@ impl Writer {
         command: Object<'_>,
     ) -> napi::Result<PromiseRaw<'env, Made>> {
         match commands::OutboxCall::of(&command)? {
-            commands::OutboxCall::Row(command) => self.crossing(env, command),
-            commands::OutboxCall::Pull(command) => self.crossing(env, command),
+            commands::OutboxCall::Row(command) => {
+                self.crossing_opened(env, command, commands::open_outbox)
+            }
+            commands::OutboxCall::Pull(command) => {
+                self.crossing_opened(env, command, commands::open_pulled)
+            }
             commands::OutboxCall::Sweep(command) => self.crossing(env, command),
         }
     }
@@ -772,7 +803,7 @@ impl Writer {
         command: Object<'_>,
     ) -> napi::Result<PromiseRaw<'env, Made>> {
         let command: annals::ingest::IngestCommand = crossing::from_js(&command)?;
-        self.crossing(env, command)
+        self.crossing_opened(env, command, commands::open_ingested)
     }
 
     /// `Store.registry`, batched.

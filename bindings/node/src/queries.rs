@@ -2,12 +2,13 @@
 //! the last commit: what the reference stores' `get…` and `list…` calls return.
 
 use napi::Env;
-use napi::bindgen_prelude::BigInt;
+use napi::bindgen_prelude::{BigInt, Either3};
 use napi_derive::napi;
 
 use crate::Store;
 use crate::convert::{self, u64_of, u64_of_ms};
 use crate::crossing::{Made, to_js};
+use crate::erasure::{self, Opener};
 use crate::error::invalid;
 
 /// The fuel an instance used in all (`fuelTotals`: the library gives each instance with its
@@ -109,7 +110,7 @@ impl Store {
     #[napi(ts_return_type = "OutboxRow | null")]
     pub fn outbox_row(&self, env: Env, key: String) -> napi::Result<Made> {
         let value = self.query(move |state| annals::outbox::row(state, &key))?;
-        to_js(&env, &value)
+        self.with(|store| erasure::row_js(store, &env, &value))
     }
 
     /// Up to `limit` (default 1000) outbox rows, in enqueue order.
@@ -117,7 +118,7 @@ impl Store {
     pub fn outbox_rows(&self, env: Env, limit: Option<f64>) -> napi::Result<Made> {
         let limit = self::limit(limit)?;
         let value = self.query(move |state| annals::outbox::rows_by_enqueue(state, limit))?;
-        to_js(&env, &value)
+        self.with(|store| erasure::rows_js(store, &env, &value))
     }
 
     /// The rows the push lane should try at `nowMs`: `pending` and due, in due order.
@@ -126,7 +127,7 @@ impl Store {
         let now_ms = u64_of_ms(now_ms, "nowMs")?;
         let limit = self::limit(limit)?;
         let value = self.query(move |state| annals::outbox::due(state, now_ms, limit))?;
-        to_js(&env, &value)
+        self.with(|store| erasure::rows_js(store, &env, &value))
     }
 
     /// The `pending` rows owed to `peer` that are new or past their backoff at `nowMs`, in
@@ -143,7 +144,7 @@ impl Store {
         let limit = self::limit(limit)?;
         let value =
             self.query(move |state| annals::outbox::pending_for(state, &peer, now_ms, limit))?;
-        to_js(&env, &value)
+        self.with(|store| erasure::rows_js(store, &env, &value))
     }
 
     /// The rows not yet done of `peer`, in enqueue order, at most `limit` (default 100).
@@ -156,7 +157,7 @@ impl Store {
     ) -> napi::Result<Made> {
         let limit = limit_or(limit, OPEN_ROWS_LIMIT)?;
         let value = self.query(move |state| annals::outbox::open_for(state, &peer, limit))?;
-        to_js(&env, &value)
+        self.with(|store| erasure::rows_js(store, &env, &value))
     }
 
     /// The run `run` (its root and counters), or `null`.
@@ -184,14 +185,20 @@ impl Store {
     #[napi(ts_return_type = "Array<SpanEvent>")]
     pub fn span_events(&self, env: Env, run: String, span: String) -> napi::Result<Made> {
         let value = self.query(move |state| annals::runs::events(state, &run, &span))?;
-        to_js(&env, &value)
+        self.with(|store| erasure::rows_js(store, &env, &value))
     }
 
     /// The run whole (its spans and their events), or `null`.
     #[napi(ts_return_type = "RunSnapshot | null")]
     pub fn run_snapshot(&self, env: Env, run: String) -> napi::Result<Made> {
         let value = self.query(move |state| annals::runs::snapshot(state, &run))?;
-        to_js(&env, &value)
+        let mut made = to_js(&env, &value)?;
+        if let (Some(snapshot), Either3::A(object)) = (&value, &mut made) {
+            self.with(|store| {
+                Opener::new(store).open_property(object, "events", &snapshot.events)
+            })?;
+        }
+        Ok(made)
     }
 
     /// The changes of `run` after seq `after`, at most `limit` (default 1000): how a follower
@@ -275,7 +282,7 @@ impl Store {
         let sequence = u64_of(&sequence, "sequence")?;
         let event =
             self.query(move |state| annals::ingest::event(state, &project, &run, sequence))?;
-        to_js(&env, &event)
+        self.with(|store| erasure::row_js(store, &env, &event))
     }
 
     /// Up to `limit` (default 1000) ingested events, by key.
@@ -283,7 +290,7 @@ impl Store {
     pub fn ingest_events(&self, env: Env, limit: Option<f64>) -> napi::Result<Made> {
         let limit = self::limit(limit)?;
         let events = self.query(move |state| annals::ingest::events(state, limit))?;
-        to_js(&env, &events)
+        self.with(|store| erasure::rows_js(store, &env, &events))
     }
 
     /// Up to `limit` (default 1000) events a hub project holds, by run and sequence.
@@ -297,7 +304,7 @@ impl Store {
         let limit = self::limit(limit)?;
         let events = self
             .query(move |state| annals::ingest::hub_project_events(state, &hub_project, limit))?;
-        to_js(&env, &events)
+        self.with(|store| erasure::rows_js(store, &env, &events))
     }
 
     /// The sync cursor of a run: the highest sequence ingested without a gap before it.

@@ -87,12 +87,76 @@ fn schema<T: JsonSchema>() -> Value {
     schemars::schema_for!(T).to_value()
 }
 
+/// The rows that cross with a personal field opened (`erasure.rs`, `PersonalRow`): the type's
+/// name, the field, and the property holding it sealed that is taken off.
+const OPENED: [(&str, &str, Option<&str>); 3] = [
+    ("OutboxRow", "payload", None),
+    ("SpanEvent", "payload", Some("personal")),
+    ("IngestedEvent", "bytes", None),
+];
+
+/// `schema`, of a row `OPENED` names, as it crosses: `field` is `null` once its subject is
+/// erased (`x-nullable`: `scripts/schema.mjs` declares it `… | null`), beside an optional
+/// `subject` and `erased`, and the sealed bytes are gone.
+fn opened(schema: &mut Value, field: &str, sealed: Option<&str>) {
+    let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(sealed) = sealed {
+        properties.remove(sealed);
+    }
+    if let Some(property) = properties.get_mut(field).and_then(Value::as_object_mut) {
+        property.insert("x-nullable".to_owned(), Value::Bool(true));
+        let described = property
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        property.insert(
+            "description".to_owned(),
+            Value::String(format!(
+                "{described} Read from the package, a personal one is its plaintext while \
+                 its subject's key stands, `null` once the subject is erased (or this store \
+                 holds no key for it)."
+            )),
+        );
+    }
+    properties.insert(
+        "subject".to_owned(),
+        serde_json::json!({
+            "type": "string",
+            "description": "The subject a personal field belongs to; absent for a plain one.",
+        }),
+    );
+    properties.insert(
+        "erased".to_owned(),
+        serde_json::json!({
+            "type": "boolean",
+            "description": "`true` when the field is personal and its subject was erased (or \
+                this store holds no key for it): it is then `null`.",
+        }),
+    );
+}
+
 /// The JSON schema of each command and outcome the package declares, by its TypeScript name:
-/// what `scripts/schema.mjs` generates the declarations from.
+/// what `scripts/schema.mjs` generates the declarations from. The rows `OPENED` names are
+/// given as they cross, wherever they are declared or met.
 #[napi(ts_return_type = "Record<string, Array<object>>")]
 pub fn schemas() -> HashMap<String, Vec<Value>> {
     unions()
         .into_iter()
-        .map(|(name, schemas)| (name.to_owned(), schemas))
+        .map(|(name, mut schemas)| {
+            for root in &mut schemas {
+                for (row, field, sealed) in OPENED {
+                    if row == name {
+                        opened(root, field, sealed);
+                    }
+                    if let Some(defined) = root.pointer_mut(&format!("/$defs/{row}")) {
+                        opened(defined, field, sealed);
+                    }
+                }
+            }
+            (name.to_owned(), schemas)
+        })
         .collect()
 }

@@ -9,12 +9,12 @@
 //! (nothing is written); its end commits it, as one append would.
 
 use std::sync::mpsc;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use annals::leases::{FencingToken, LeaseGuard as CoreLeaseGuard};
 use annals::projection::TableSource;
 use annals::{Durability, WriteSession};
-use napi::bindgen_prelude::{AsyncTask, Function};
+use napi::bindgen_prelude::{AsyncTask, Either3, Function, Object};
 use napi::{Env, Task};
 use napi_derive::napi;
 use serde::Serialize;
@@ -137,7 +137,14 @@ fn run_once<T>(commit: &mut Option<OffThread<T>>) -> Result<T, Failure> {
 /// crosses to JavaScript (`crossing.rs`) when the Promise settles, on the main thread.
 pub struct Crossing<T> {
     commit: Option<OffThread<T>>,
+    /// For an outcome holding rows with a personal field: the store and how its crossed rows
+    /// are opened (`erasure.rs`), as the Promise settles.
+    open: Option<(Arc<annals::Store>, OpenCrossed<T>)>,
 }
+
+/// How the rows an outcome holds are opened once it crossed: with the store's key store, the
+/// outcome as the library gave it, and the object it crossed as.
+pub(crate) type OpenCrossed<T> = fn(&annals::Store, &T, &mut Object<'_>) -> napi::Result<()>;
 
 impl<T: Serialize + Send + 'static> Task for Crossing<T> {
     type Output = Result<T, Failure>;
@@ -149,7 +156,13 @@ impl<T: Serialize + Send + 'static> Task for Crossing<T> {
 
     fn resolve(&mut self, env: Env, outcome: Result<T, Failure>) -> napi::Result<Made> {
         match outcome {
-            Ok(outcome) => crossed(&env, &outcome),
+            Ok(outcome) => {
+                let mut made = crossed(&env, &outcome)?;
+                if let (Some((store, open)), Either3::A(object)) = (&self.open, &mut made) {
+                    open(store, &outcome, object)?;
+                }
+                Ok(made)
+            }
             Err(failure) => Err(failure.thrown(&env)),
         }
     }
@@ -241,6 +254,7 @@ impl Store {
             commit: Some(Box::new(move || {
                 run(&store).map_err(|error| Failure::of(&error))
             })),
+            open: None,
         }))
     }
 
@@ -276,6 +290,21 @@ impl Store {
     ) -> napi::Result<AsyncTask<Crossing<T>>> {
         Ok(AsyncTask::new(Crossing {
             commit: Some(self.off_thread(call, work)?),
+            open: None,
+        }))
+    }
+
+    /// [`Self::crossing_async`] of an outcome holding rows with a personal field, which
+    /// `open` opens as the Promise settles.
+    pub(crate) fn crossing_async_opened<T: Serialize + Send + 'static>(
+        &self,
+        call: Call,
+        work: impl FnOnce(&mut WriteSession<'_>) -> annals::Result<T> + Send + 'static,
+        open: OpenCrossed<T>,
+    ) -> napi::Result<AsyncTask<Crossing<T>>> {
+        Ok(AsyncTask::new(Crossing {
+            commit: Some(self.off_thread(call, work)?),
+            open: Some((self.shared()?, open)),
         }))
     }
 

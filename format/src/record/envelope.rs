@@ -163,14 +163,8 @@ pub fn seal(
     kind: &str,
     plaintext: &[u8],
 ) -> Vec<u8> {
-    assert!(check_subject(subject).is_ok(), "a checked subject");
-    let subject_len = u8::try_from(subject.len()).expect("a checked subject fits a byte");
-    let mut envelope =
-        Vec::with_capacity(ENVELOPE_MAGIC.len() + 2 + subject.len() + NONCE_BYTES + TAG_BYTES);
-    envelope.extend_from_slice(&ENVELOPE_MAGIC);
-    envelope.push(ENVELOPE_VERSION);
-    envelope.push(subject_len);
-    envelope.extend_from_slice(subject.as_bytes());
+    let mut envelope = header(subject);
+    envelope.reserve(NONCE_BYTES + plaintext.len() + TAG_BYTES);
     let aad = associated_data(&envelope, stream, kind);
     let sealed = XChaCha20Poly1305::new(key.into())
         .encrypt(
@@ -186,6 +180,51 @@ pub fn seal(
     envelope.extend_from_slice(nonce);
     envelope.extend_from_slice(&sealed);
     envelope
+}
+
+/// The bytes of an envelope before its nonce: magic, version, the subject's length and the
+/// subject. `subject` must pass [`check_subject`].
+fn header(subject: &str) -> Vec<u8> {
+    assert!(check_subject(subject).is_ok(), "a checked subject");
+    let subject_len = u8::try_from(subject.len()).expect("a checked subject fits a byte");
+    let mut header = Vec::with_capacity(ENVELOPE_MAGIC.len() + 2 + subject.len());
+    header.extend_from_slice(&ENVELOPE_MAGIC);
+    header.push(ENVELOPE_VERSION);
+    header.push(subject_len);
+    header.extend_from_slice(subject.as_bytes());
+    header
+}
+
+/// The derive-key context of the key a synthetic nonce is computed under, itself derived from
+/// the subject's data key (so the cipher and the nonce's hash never share a key).
+const SYNTHETIC_NONCE_CONTEXT: &str = "annals 2026 envelope synthetic nonce v1";
+
+/// A nonce derived from everything sealed (`schema/FORMAT.md` 1.5, SIV style), for a field
+/// whose retries must seal to the same envelope so that they are recognised (an ingested
+/// event's bytes): blake3, keyed by a key derived from the subject's `key`, of the associated
+/// data, `context` after its length as a `u64` little-endian, and the plaintext, its first 24
+/// bytes. The same inputs give the same nonce, so the same envelope; inputs that differ in any
+/// byte give nonces that differ but with the chance of a 192-bit collision, so a nonce is never
+/// used with one key for two plaintexts. What it gives away: two envelopes of one subject,
+/// stream, kind and context are equal exactly when their plaintexts are.
+pub fn synthetic_nonce(
+    key: &[u8; KEY_BYTES],
+    subject: &str,
+    stream: &str,
+    kind: &str,
+    context: &[u8],
+    plaintext: &[u8],
+) -> [u8; NONCE_BYTES] {
+    let nonce_key = zeroize::Zeroizing::new(blake3::derive_key(SYNTHETIC_NONCE_CONTEXT, key));
+    let mut hasher = blake3::Hasher::new_keyed(&nonce_key);
+    hasher.update(&associated_data(&header(subject), stream, kind));
+    // A context is bounded by the caller's record, far below 2^64 bytes.
+    hasher.update(&(context.len() as u64).to_le_bytes());
+    hasher.update(context);
+    hasher.update(plaintext);
+    let mut nonce = [0u8; NONCE_BYTES];
+    hasher.finalize_xof().fill(&mut nonce);
+    nonce
 }
 
 /// The associated data of an envelope: the domain string, the envelope's bytes before its
@@ -215,6 +254,14 @@ pub struct SealedField<'a> {
     pub stream: String,
     /// That event's kind.
     pub kind: &'a str,
+}
+
+impl SealedField<'_> {
+    /// The subject the field is personal to when its bytes are an envelope; `None` for plain
+    /// bytes, which a reader takes as they are without any key store.
+    pub fn subject(&self) -> Option<&str> {
+        Envelope::parse(self.bytes).map(|envelope| envelope.subject)
+    }
 }
 
 /// A record's payload as a reader may take it: plain bytes, a personal payload opened with its
@@ -304,6 +351,41 @@ mod tests {
         assert_eq!(envelope.subject, "alice");
         let opened = envelope.open(&KEY, "people/alice", "email.set");
         assert_eq!(opened.as_deref(), Some(&b"a@example.com"[..]));
+    }
+
+    #[test]
+    fn a_synthetic_nonce_is_the_same_for_the_same_inputs_and_differs_for_any_other() {
+        let nonce = |key: &[u8; KEY_BYTES], stream, context: &[u8], plaintext: &[u8]| {
+            synthetic_nonce(key, "alice", stream, "ingest.accepted", context, plaintext)
+        };
+        let first = nonce(&KEY, "ingest/p/r", &[1], b"hello");
+        assert_eq!(first, nonce(&KEY, "ingest/p/r", &[1], b"hello"));
+        for other in [
+            nonce(&[0x43; KEY_BYTES], "ingest/p/r", &[1], b"hello"),
+            nonce(&KEY, "ingest/p/s", &[1], b"hello"),
+            nonce(&KEY, "ingest/p/r", &[2], b"hello"),
+            nonce(&KEY, "ingest/p/r", &[1], b"hellp"),
+            // The context's length keeps it apart from the plaintext.
+            nonce(&KEY, "ingest/p/r", &[1, b'h'], b"ello"),
+        ] {
+            assert_ne!(first, other);
+        }
+        let hex: String = first.iter().map(|byte| format!("{byte:02x}")).collect();
+        assert_eq!(
+            hex,
+            include_str!("../../../schema/vectors/synthetic_nonce.hex").trim()
+        );
+        let sealed = seal(
+            &KEY,
+            &first,
+            "alice",
+            "ingest/p/r",
+            "ingest.accepted",
+            b"hello",
+        );
+        let envelope = Envelope::parse(&sealed).expect("an envelope");
+        let opened = envelope.open(&KEY, "ingest/p/r", "ingest.accepted");
+        assert_eq!(opened.as_deref(), Some(&b"hello"[..]));
     }
 
     #[test]

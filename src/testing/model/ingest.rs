@@ -89,6 +89,7 @@ pub(super) fn command(op: &Op, now_ms: u64) -> Option<IngestCommand> {
         event_type: pick(&EVENT_TYPES, event_type).into(),
         bytes: vec![content % 3],
         received_at_ms: now_ms,
+        subject: None,
     })
 }
 
