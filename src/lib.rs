@@ -45,7 +45,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub(crate) mod audit;
+pub mod audit;
 pub(crate) mod command;
 pub mod consumers;
 pub mod demo;
@@ -95,12 +95,6 @@ pub struct LibrarySnippets;
 pub struct ErasureSnippets;
 pub mod writer;
 
-pub use audit::decoded::BuiltInEvent;
-pub use audit::extends::Extension;
-pub use audit::history::{Entity, History, records as history};
-pub use audit::proof_file::{ProofFile, ProofTree, lower_hex_digest};
-pub use audit::replay::Replay;
-pub use audit::verify::{Finding, Problem, ProjectionBehind, VerifyReport};
 pub use command::{Command, Decision, Emit, PersonalField, Sealing};
 pub use error::{Error, ErrorKind, Result};
 pub use event::{DomainEvent, EventKind};

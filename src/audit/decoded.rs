@@ -26,7 +26,7 @@ use crate::runs::events::RunEvent;
 ///     resource: "deploy".into(), holder: "agent-7".into(), ttl_ms: 10, now_ms: 1,
 /// })?;
 /// let record = store.snapshot()?.get(annals::Position(0))?.unwrap();
-/// let event = annals::BuiltInEvent::from_record(&record)?.unwrap();
+/// let event = annals::audit::BuiltInEvent::from_record(&record)?.unwrap();
 /// let fields = serde_json::to_value(&event).unwrap();
 /// assert_eq!(fields["holder"], "agent-7");
 /// # Ok(()) }

@@ -50,7 +50,7 @@ impl Entity {
     /// Parses an entity spec such as `lease:deploy-lock`.
     ///
     /// ```
-    /// use annals::Entity;
+    /// use annals::audit::Entity;
     /// assert_eq!(Entity::parse("run:r-1").unwrap().streams(), ["run/r-1"]);
     /// assert_eq!(Entity::parse("registry:hub-eu").unwrap().streams(), ["registry/hub-eu", "fuel/hub-eu"]);
     /// assert!(Entity::parse("deploy-lock").is_err());

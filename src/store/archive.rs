@@ -392,7 +392,7 @@ impl Store {
         &self,
         archives: &[PathBuf],
         progress: &mut dyn FnMut(u64),
-    ) -> Result<Option<crate::Finding>> {
+    ) -> Result<Option<crate::audit::Finding>> {
         let snapshot = self.snapshot()?;
         let start = snapshot.start();
         if snapshot.cut().is_none() && !archives.is_empty() {
@@ -409,7 +409,7 @@ impl Store {
         let check_cuts = |replay: &crate::audit::replay::Replay,
                           at: Position,
                           cut_index: &mut usize|
-         -> Result<Option<crate::Finding>> {
+         -> Result<Option<crate::audit::Finding>> {
             while let Some((record, cut)) = cuts.get(*cut_index)
                 && cut.before == at
             {
@@ -424,9 +424,9 @@ impl Store {
                     }
                     let replayed = crate::projection::digest::digest(&state, projection.as_ref())?;
                     if replayed != named.digest {
-                        return Ok(Some(crate::Finding {
+                        return Ok(Some(crate::audit::Finding {
                             position: *record,
-                            problem: crate::Problem::Cut {
+                            problem: crate::audit::Problem::Cut {
                                 fault: crate::record::problem::CutFault::Replayed {
                                     before: cut.before,
                                     projection: named.name.clone(),
@@ -755,7 +755,7 @@ impl Archives<'_> {
         &self,
         archives: &[PathBuf],
         progress: &mut dyn FnMut(u64),
-    ) -> Result<Option<crate::Finding>> {
+    ) -> Result<Option<crate::audit::Finding>> {
         self.store.verify_archives(archives, progress)
     }
 

@@ -89,7 +89,7 @@ impl Audit<'_> {
     /// # Ok(()) }
     /// ```
     ///
-    /// [`Replay`]: crate::Replay
+    /// [`Replay`]: crate::audit::Replay
     /// [`AuditError::SizeBeyondHead`]: crate::error::AuditError::SizeBeyondHead
     pub fn state_at(
         &self,

@@ -7,7 +7,7 @@
 
 use std::fmt::Debug;
 
-use crate::VerifyReport;
+use crate::audit::VerifyReport;
 use crate::consumers::ConsumerOutcome;
 use crate::export::ExportSummary;
 use crate::ingest::IngestOutcome;

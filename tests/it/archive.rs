@@ -2,7 +2,8 @@
 //! else works as before the cut.
 
 use annals::{
-    AppendOutcome, Direction, Error, ExpectedVersion, Position, Problem, Store, error::ArchiveError,
+    AppendOutcome, Direction, Error, ExpectedVersion, Position, Store, audit::Problem,
+    error::ArchiveError,
 };
 
 use annals::testing::setup::fill_interleaved as fill;

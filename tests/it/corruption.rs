@@ -9,7 +9,9 @@ use redb::ReadableTable;
 
 use annals::testing::internals::demo::Rng;
 use annals::testing::sim::{Fault, SimDisk};
-use annals::{Direction, Extension, Head, Position, Record, Store, StoreOptions, StreamVersion};
+use annals::{
+    Direction, Head, Position, Record, Store, StoreOptions, StreamVersion, audit::Extension,
+};
 
 /// Flips in memory images (the file's bytes, opened through the simulated disk).
 const MEMORY_FLIPS: u64 = 10_000;

@@ -420,7 +420,7 @@ fn empty_stream_is_reported(path: &Path) {
     assert!(
         matches!(
             &finding.problem,
-            annals::Problem::Record(annals::error::RecordError::EmptyField {
+            annals::audit::Problem::Record(annals::error::RecordError::EmptyField {
                 field: annals::Field::Stream
             })
         ),

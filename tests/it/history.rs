@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use annals::{Direction, Error, Position, Record, Store, error::AuditError};
-use annals::{Entity, testing::internals::audit::history};
+use annals::{audit::Entity, testing::internals::audit::history};
 
 fn demo_records(store: &Store) -> Vec<Record> {
     annals::testing::internals::demo::run(store, 1_500, |_| {}).unwrap();

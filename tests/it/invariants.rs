@@ -32,7 +32,7 @@ use annals::testing::internals::demo::Rng;
 use annals::testing::internals::forge::append_sealed_unapplied;
 use annals::testing::random::random_command;
 use annals::{
-    DomainEvent, Error, ExpectedVersion, NewEvent, Position, Problem, Record, Store,
+    DomainEvent, Error, ExpectedVersion, NewEvent, Position, Record, Store, audit::Problem,
     error::ProjectionError, error::StoreError,
 };
 use tempfile::TempDir;

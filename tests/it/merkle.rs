@@ -12,7 +12,7 @@ use annals::merkle::{
     root_of_leaves, roots_from_consistency, verify_consistency, verify_inclusion,
 };
 use annals::{
-    Digest, Direction, Error, ExpectedVersion, Position, Problem, ProofFile, Store,
+    Digest, Direction, Error, ExpectedVersion, Position, Store, audit::Problem, audit::ProofFile,
     error::AuditError, error::ProofFileError,
 };
 
@@ -708,7 +708,7 @@ fn forged_proof_file(
     let root = root_from_inclusion(&LogTreeHasher, position, size - 1, &leaf, &path)
         .expect("the path fits the smaller tree too");
     let forged = ProofFile::Inclusion {
-        tree: annals::ProofTree::Rfc6962,
+        tree: annals::audit::ProofTree::Rfc6962,
         position,
         size: size - 1,
         record_hash,

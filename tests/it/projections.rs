@@ -10,8 +10,8 @@ use annals::leases::{self, LeaseCommand, LeaseOutcome, LeaseRefusal};
 use annals::projection::{Table, WriteTables};
 use annals::testing::internals::event::{DomainEvent, encode_payload};
 use annals::{
-    Error, ExpectedVersion, NewEvent, Position, Problem, Projection, Record, Result, Store,
-    StoreOptions, error::ProjectionError,
+    Error, ExpectedVersion, NewEvent, Position, Projection, Record, Result, Store, StoreOptions,
+    audit::Problem, error::ProjectionError,
 };
 use redb::ReadableTable;
 

@@ -178,7 +178,7 @@ fn a_behind_projection_whose_rows_differ_from_a_replay_to_its_checkpoint_is_dama
     let report = annals::Audit::of(&store).verify().unwrap();
     // Compared with a replay up to where its checkpoint stands, not of the whole log.
     match report.problem.map(|finding| finding.problem) {
-        Some(annals::Problem::Projection {
+        Some(annals::audit::Problem::Projection {
             projection,
             replay_end,
             ..

@@ -1,10 +1,12 @@
 //! Built-in events decoded for JavaScript: `decodeEvent(record)` and `store.history(entity)`.
-//! The decoding is the crate's (`annals::BuiltInEvent`, as the command line's `log` shows
+//! The decoding is the crate's (`annals::audit::BuiltInEvent`, as the command line's `log` shows
 //! events); the event crosses by its serde form as every outcome does (`crossing.rs`): fields
 //! as JavaScript spells them (`ttlMs`), 64-bit integers `bigint` but milliseconds `number`,
 //! bytes a `Buffer`.
 
-use annals::{BuiltInEvent, Digest, Direction, Entity, Position, Record, StreamVersion};
+use annals::{
+    Digest, Direction, Position, Record, StreamVersion, audit::BuiltInEvent, audit::Entity,
+};
 use napi::Env;
 use napi::bindgen_prelude::{Buffer, Either3, Object};
 use napi_derive::napi;
@@ -101,7 +103,7 @@ impl Store {
         let streams = entity.streams();
         let records = self.read_log(|log, end| {
             crate::view::before(
-                annals::history(log, &streams, Direction::Forward)?,
+                annals::audit::history(log, &streams, Direction::Forward)?,
                 Direction::Forward,
                 end,
             )

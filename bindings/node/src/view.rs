@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use annals::projection::{ReadTables, TableSource};
-use annals::{Direction, Head, Position, Record, Replay, Snapshot, StreamVersion};
+use annals::{Direction, Head, Position, Record, Snapshot, StreamVersion, audit::Replay};
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 

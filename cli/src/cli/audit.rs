@@ -17,17 +17,19 @@ use super::report::{CheckProofJson, HeadJson, RangeJson};
 use annals::Digest;
 use annals::Position;
 use annals::Store;
+use annals::audit::lower_hex_digest;
 use annals::display::quoted;
-use annals::lower_hex_digest;
 use annals::merkle::{ProofError, TreeHead, Trust, TrustedHead};
 use annals::output_path::Output;
-use annals::{ProofFile, error::ProofFileError};
+use annals::{audit::ProofFile, error::ProofFileError};
 
 /// `verify` with its two passes on two bars, each counting the log's records: the walk of
 /// the log, then the replay into memory that the projections are compared with. The
 /// library counts both passes on one counter (up to twice the head), so the second bar
 /// starts where the first ended.
-pub(crate) fn verify_showing_progress(store: &Store) -> Result<annals::VerifyReport, Failure> {
+pub(crate) fn verify_showing_progress(
+    store: &Store,
+) -> Result<annals::audit::VerifyReport, Failure> {
     let records = store.snapshot()?.head()?.next.0;
     let mut walk = ProgressLine::new("verify", records);
     let mut replay = ProgressLine::new("replay", records);

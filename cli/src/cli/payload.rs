@@ -6,8 +6,8 @@
 use serde::Serialize;
 use serde_json::value::Value;
 
-use annals::BuiltInEvent;
 use annals::Record;
+use annals::audit::BuiltInEvent;
 use annals::display::hex;
 
 /// A payload as the command line shows it.

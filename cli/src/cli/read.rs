@@ -13,8 +13,8 @@ use super::failure::Failure;
 use super::filter::print_filtered;
 use super::pager::Output;
 use super::render::{print_json, print_stats, word};
-use annals::Entity;
 use annals::Store;
+use annals::audit::Entity;
 use annals::{Direction, Snapshot};
 use annals::{Position, StreamVersion};
 
@@ -179,7 +179,7 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     let mut out = Output::start(&args.paging);
     let printed = if args.archive.is_empty() {
         // Merged record by record, so a long history is never held whole.
-        let records = annals::history(&snapshot, &streams, direction)?;
+        let records = annals::audit::history(&snapshot, &streams, direction)?;
         print_filtered(&mut out, &payloads, records, &args.filter, &args.style)
     } else {
         if direction == Direction::Backward {

@@ -13,7 +13,7 @@ use super::failure::Failure;
 use super::payload::{self, Payload};
 use super::time::rfc3339;
 use annals::Record;
-use annals::VerifyReport;
+use annals::audit::VerifyReport;
 use annals::export::ExportHeader;
 use annals::{Footprint, Stats, TableFootprint};
 

@@ -3,7 +3,7 @@
 use annals::testing::setup::ExpectDone;
 use std::fs;
 
-use annals::ProofFile;
+use annals::audit::ProofFile;
 use annals::merkle::{LogTreeHasher, TreeHead, leaf_hash, root_from_inclusion};
 use serde_json::Value;
 
