@@ -24,7 +24,6 @@ const KNOWN_EXCEPTIONS: &[(&str, &str)] = &[
     ("src/store/archive.rs", "verify_archives"),
     ("src/store/follow.rs", "read_from"),
     ("src/store/import.rs", "import_with"),
-    ("src/store/upgrade/tree.rs", "rebuild"),
 ];
 
 #[test]
