@@ -22,7 +22,6 @@ const KNOWN_EXCEPTIONS: &[(&str, &str)] = &[
     ("src/store/archive.rs", "commit_cut"),
     ("src/store/archive.rs", "verify_archives"),
     ("src/store/follow.rs", "read_from"),
-    ("src/store/import.rs", "import_with"),
 ];
 
 #[test]
