@@ -21,7 +21,6 @@ const TEST_SUPPORT: &str = "src/testing";
 const KNOWN_EXCEPTIONS: &[(&str, &str)] = &[
     ("src/store/archive.rs", "commit_cut"),
     ("src/store/archive.rs", "verify_archives"),
-    ("src/store/follow.rs", "read_from"),
 ];
 
 #[test]
