@@ -115,6 +115,11 @@ impl<'txn> MerkleWriter<'txn> {
         Ok(())
     }
 
+    /// How many leaves the tree has.
+    pub(crate) fn size(&self) -> u64 {
+        self.frontier.size()
+    }
+
     /// The root of the tree of every leaf pushed.
     pub(crate) fn root(&self) -> Digest {
         self.frontier.root(&LogTreeHasher)

@@ -73,17 +73,29 @@ pub fn apply(tables: &WriteTables<'_>, record: &Record, event: OutboxEvent) -> R
 /// Whether `event` at the record's time may move `row` (`None`: no row has its key): the
 /// transitions `decide` makes, and no other.
 fn check(record: &Record, event: &OutboxEvent, row: Option<&OutboxRow>) -> Result<()> {
-    let at_ms = record.at_ms;
     let Some(row) = row else {
-        return match event {
-            OutboxEvent::Enqueued(_) => Ok(()),
-            _ => Err(broken(
-                record,
-                ROW_EXISTS,
-                format!("no row has key {:?}", event.key()),
-            )),
-        };
+        return check_no_row(record, event);
     };
+    check_state_allows(record, event, row)?;
+    check_claim_token(record, event, row)
+}
+
+/// Only an enqueue may name a key no row has.
+fn check_no_row(record: &Record, event: &OutboxEvent) -> Result<()> {
+    match event {
+        OutboxEvent::Enqueued(_) => Ok(()),
+        _ => Err(broken(
+            record,
+            ROW_EXISTS,
+            format!("no row has key {:?}", event.key()),
+        )),
+    }
+}
+
+/// Whether `row`'s state, at the record's time, is one `event` moves a row from: an enqueue
+/// never is, its key being taken.
+fn check_state_allows(record: &Record, event: &OutboxEvent, row: &OutboxRow) -> Result<()> {
+    let at_ms = record.at_ms;
     let lapsed = row
         .claim
         .as_ref()
@@ -106,14 +118,20 @@ fn check(record: &Record, event: &OutboxEvent, row: Option<&OutboxRow>) -> Resul
         OutboxEvent::Expired(_) => undelivered,
         OutboxEvent::Pruned(_) => !row.state.is_open(),
     };
-    if !allowed {
-        let live_claim = match &row.claim {
-            Some(claim) if !lapsed => format!(" under a claim live until {}", claim.expires_at_ms),
-            _ => String::new(),
-        };
-        let detail = format!("row {:?} is {}{live_claim} at {at_ms}", row.key, row.state);
-        return Err(broken(record, STATE_ALLOWS, detail));
+    if allowed {
+        return Ok(());
     }
+    let live_claim = match &row.claim {
+        Some(claim) if !lapsed => format!(" under a claim live until {}", claim.expires_at_ms),
+        _ => String::new(),
+    };
+    let detail = format!("row {:?} is {}{live_claim} at {at_ms}", row.key, row.state);
+    Err(broken(record, STATE_ALLOWS, detail))
+}
+
+/// Whether the tokens of a claim or an ack fit `row`: a claim by the row's own peer under a
+/// token it was never claimed under, an ack under the token of its claim.
+fn check_claim_token(record: &Record, event: &OutboxEvent, row: &OutboxRow) -> Result<()> {
     match event {
         OutboxEvent::Claimed(e) if e.peer != row.peer => {
             let detail = format!(

@@ -20,6 +20,9 @@ use crate::projection::Projections;
 use crate::record::Position;
 use crate::storage::Writer;
 
+/// Records a verification of archives replays at a time.
+const VERIFY_BATCH_RECORDS: usize = 8192;
+
 /// How a cut goes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ArchiveOptions {
@@ -112,13 +115,7 @@ impl Store {
         let snapshot = self.snapshot()?;
         let files = self.files()?;
         let from = snapshot.start();
-        let state = snapshot.state();
-        let mut read = std::collections::BTreeSet::new();
-        for projection in self.projections.iter() {
-            projection.records_read(&state, before, &mut |position| {
-                read.insert(position.0);
-            })?;
-        }
+        let read = self.positions_read(&snapshot, before)?;
         // The archive is written under its temporary name and named only once the cut has
         // committed: a kill before the commit leaves the log uncut and no file under the
         // archive's name (a rerun writes it again); a kill after it leaves the cut and its
@@ -133,23 +130,11 @@ impl Store {
             Some(before),
             &mut |applied| progress(archived + applied),
         )?;
-        let replayed = replay.state()?;
-        let mut projections = Vec::new();
-        for projection in self.projections.iter() {
-            projections.push(CutProjection {
-                name: projection.name().to_owned(),
-                version: projection.version(),
-                digest: crate::projection::digest::digest(&replayed, projection.as_ref())?,
-            });
-        }
-        projections.sort_by(|a, b| a.name.cmp(&b.name));
+        let projections = self.cut_digests(&replay)?;
         let cut = Cut {
             from,
             before,
-            anchor: match before.0.checked_sub(1) {
-                Some(last) => snapshot.record_hash(Position(last))?,
-                None => crate::hash::Digest::ZERO,
-            },
+            anchor: anchor_before(&snapshot, before)?,
             keyed: 0,
             archive: name,
             archive_digest,
@@ -159,20 +144,7 @@ impl Store {
         // function of the log and of its arguments alone, so two copies of one log cut alike
         // write the same record (a replica's chain stays its source's).
         let at_ms = last_record_ms(&snapshot)?;
-        let mut records = if from < before {
-            Some(snapshot.records(from, Direction::Forward)?)
-        } else {
-            None
-        };
-        let mut archived_records = std::iter::from_fn(|| {
-            records.as_mut()?.next_view().map(|record| {
-                record.map(|record| ArchivedRecord {
-                    hash: record.hash,
-                    keyed: record.idempotency_key.is_some(),
-                    kept: read.contains(&record.position.0),
-                })
-            })
-        });
+        let mut archived_records = archived_hashes(&snapshot, from, before, &read)?;
         let committed = self.write_to_file(super::Durability::Immediate, |session| {
             session.cut(
                 cut,
@@ -188,7 +160,50 @@ impl Store {
         // copy of the records cut, which a rerun names. When the log is uncut, a rerun writes
         // the file again over it.
         let (cut, record) = committed?;
+        // Postconditions of `WriteSession::cut`, which records the cut it was given, its
+        // record appended past the records it cuts, and no key counted when keys are dropped.
+        assert!(
+            cut.from == from && cut.before == before && record >= before,
+            "the cut recorded is the one asked for, its record past the records cut"
+        );
+        assert!(
+            !options.drop_keys || cut.keyed == 0,
+            "a cut that drops keys counts none"
+        );
         Ok((cut, record, partial.temporary))
+    }
+
+    /// The positions before `before` that a projection's rows in `snapshot` still read, which
+    /// the cut keeps.
+    fn positions_read(
+        &self,
+        snapshot: &Snapshot,
+        before: Position,
+    ) -> Result<std::collections::BTreeSet<u64>> {
+        let state = snapshot.state();
+        let mut read = std::collections::BTreeSet::new();
+        for projection in self.projections.iter() {
+            projection.records_read(&state, before, &mut |position| {
+                read.insert(position.0);
+            })?;
+        }
+        Ok(read)
+    }
+
+    /// Each projection's name, version and digest in `replay`, the state at the cut, sorted by
+    /// name: what the cut record names.
+    fn cut_digests(&self, replay: &crate::audit::replay::Replay) -> Result<Vec<CutProjection>> {
+        let replayed = replay.state()?;
+        let mut projections = Vec::new();
+        for projection in self.projections.iter() {
+            projections.push(CutProjection {
+                name: projection.name().to_owned(),
+                version: projection.version(),
+                digest: crate::projection::digest::digest(&replayed, projection.as_ref())?,
+            });
+        }
+        projections.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(projections)
     }
 }
 
@@ -375,6 +390,40 @@ fn check_cut(
     Ok(Checked::Cut(name))
 }
 
+/// The hash of the last record before `before` in `snapshot` (zero when there is none): what a
+/// cut there anchors the records it keeps to.
+fn anchor_before(snapshot: &Snapshot, before: Position) -> Result<crate::hash::Digest> {
+    Ok(match before.0.checked_sub(1) {
+        Some(last) => snapshot.record_hash(Position(last))?,
+        None => crate::hash::Digest::ZERO,
+    })
+}
+
+/// The records of `snapshot` from `from` on, as a cut of the records `from .. before` keeps
+/// them: each one's hash, whether it has an idempotency key, and whether a projection still
+/// reads it (its position in `read`). None when the cut archives no record.
+fn archived_hashes<'r>(
+    snapshot: &Snapshot,
+    from: Position,
+    before: Position,
+    read: &'r std::collections::BTreeSet<u64>,
+) -> Result<impl Iterator<Item = Result<ArchivedRecord>> + 'r> {
+    let mut records = if from < before {
+        Some(snapshot.records(from, Direction::Forward)?)
+    } else {
+        None
+    };
+    Ok(std::iter::from_fn(move || {
+        records.as_mut()?.next_view().map(|record| {
+            record.map(|record| ArchivedRecord {
+                hash: record.hash,
+                keyed: record.idempotency_key.is_some(),
+                kept: read.contains(&record.position.0),
+            })
+        })
+    }))
+}
+
 /// The time of the log's last record (0 for an empty log): a cut record's time, so that a
 /// cut is a function of the log and of its arguments alone.
 pub(super) fn last_record_ms(snapshot: &crate::log::read::Snapshot) -> Result<u64> {
@@ -405,42 +454,7 @@ impl Store {
         let mut replay = crate::audit::replay::Replay::empty(&snapshot.reader)?;
         let mut next = Position(0);
         let mut cut_index = 0;
-        // Each cut's digests are taken where it starts keeping records: at its `before`.
-        let check_cuts = |replay: &crate::audit::replay::Replay,
-                          at: Position,
-                          cut_index: &mut usize|
-         -> Result<Option<crate::audit::Finding>> {
-            while let Some((record, cut)) = cuts.get(*cut_index)
-                && cut.before == at
-            {
-                *cut_index += 1;
-                let state = replay.state()?;
-                for named in &cut.projections {
-                    let Some(projection) = self.projections.get(&named.name) else {
-                        continue;
-                    };
-                    if projection.version() != named.version {
-                        continue;
-                    }
-                    let replayed = crate::projection::digest::digest(&state, projection.as_ref())?;
-                    if replayed != named.digest {
-                        return Ok(Some(crate::audit::Finding {
-                            position: *record,
-                            problem: crate::audit::Problem::Cut {
-                                fault: crate::record::problem::CutFault::Replayed {
-                                    before: cut.before,
-                                    projection: named.name.clone(),
-                                    named: named.digest,
-                                    replayed,
-                                },
-                            },
-                        }));
-                    }
-                }
-            }
-            Ok(None)
-        };
-        if let Some(found) = check_cuts(&replay, next, &mut cut_index)? {
+        if let Some(found) = self.check_cuts_at(&cuts, &replay, next, &mut cut_index)? {
             return Ok(Some(found));
         }
         while next < start {
@@ -448,23 +462,8 @@ impl Store {
             let stop = cuts
                 .get(cut_index)
                 .map_or(start, |(_, cut)| cut.before.min(start));
-            let mut records = Vec::new();
-            while next < stop && records.len() < 8192 {
-                match archived.next() {
-                    Some(record) => {
-                        records.push(Ok(record?));
-                        next = Position(next.0 + 1);
-                    }
-                    None => {
-                        return Err(ArchiveError::ArchiveGap {
-                            expected: next,
-                            found: None,
-                        }
-                        .into());
-                    }
-                }
-            }
-            let from = Position(next.0 - records.len() as u64);
+            let from = next;
+            let records = next_archived(&mut archived, &mut next, stop)?;
             replay.apply(
                 &self.projections,
                 records.into_iter(),
@@ -473,7 +472,7 @@ impl Store {
                 &mut |_| {},
             )?;
             progress(next.0);
-            if let Some(found) = check_cuts(&replay, next, &mut cut_index)? {
+            if let Some(found) = self.check_cuts_at(&cuts, &replay, next, &mut cut_index)? {
                 return Ok(Some(found));
             }
         }
@@ -483,6 +482,96 @@ impl Store {
         }
         Ok(None)
     }
+
+    /// Checks the digests of each of `cuts` from `cut_index` on that starts keeping records at
+    /// `at` (a cut's digests are taken at its `before`) against `replay`, the state there,
+    /// moving `cut_index` past them: the first projection that replays to another digest than
+    /// its cut names.
+    fn check_cuts_at(
+        &self,
+        cuts: &[(Position, Cut)],
+        replay: &crate::audit::replay::Replay,
+        at: Position,
+        cut_index: &mut usize,
+    ) -> Result<Option<crate::audit::Finding>> {
+        while let Some((record, cut)) = cuts.get(*cut_index)
+            && cut.before == at
+        {
+            *cut_index += 1;
+            if let Some(found) = self.replayed_differs(replay, *record, cut)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first projection `cut` (its record at `record`) names, at the version this store
+    /// runs, whose digest in `replay` is not the one the cut names.
+    fn replayed_differs(
+        &self,
+        replay: &crate::audit::replay::Replay,
+        record: Position,
+        cut: &Cut,
+    ) -> Result<Option<crate::audit::Finding>> {
+        let state = replay.state()?;
+        for named in &cut.projections {
+            let Some(projection) = self.projections.get(&named.name) else {
+                continue;
+            };
+            if projection.version() != named.version {
+                continue;
+            }
+            let replayed = crate::projection::digest::digest(&state, projection.as_ref())?;
+            if replayed != named.digest {
+                return Ok(Some(crate::audit::Finding {
+                    position: record,
+                    problem: crate::audit::Problem::Cut {
+                        fault: crate::record::problem::CutFault::Replayed {
+                            before: cut.before,
+                            projection: named.name.clone(),
+                            named: named.digest,
+                            replayed,
+                        },
+                    },
+                }));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The next records of `archived`, from `next` up to `stop` and at most
+/// [`VERIFY_BATCH_RECORDS`] of them, moving `next` past them; archives that end before `stop`
+/// leave a gap, [`ArchiveError::ArchiveGap`].
+fn next_archived(
+    archived: &mut ArchivedRecords,
+    next: &mut Position,
+    stop: Position,
+) -> Result<Vec<Result<crate::Record>>> {
+    let from = *next;
+    let mut records = Vec::new();
+    while *next < stop && records.len() < VERIFY_BATCH_RECORDS {
+        match archived.next() {
+            Some(record) => {
+                records.push(Ok(record?));
+                *next = Position(next.0 + 1);
+            }
+            None => {
+                return Err(ArchiveError::ArchiveGap {
+                    expected: *next,
+                    found: None,
+                }
+                .into());
+            }
+        }
+    }
+    // The replay applies the batch as the positions `from .. next`: one record a position.
+    assert_eq!(
+        next.0 - from.0,
+        records.len() as u64,
+        "a batch of archived records covers one position a record"
+    );
+    Ok(records)
 }
 
 impl Store {

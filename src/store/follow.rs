@@ -82,6 +82,65 @@ struct Applied {
     generation: Generation,
 }
 
+impl Applied {
+    /// The frames applied so far (`kept`) when they lie over the commit headed `base` in the
+    /// journal's epoch `epoch`; else none yet, from the start of `tail`'s frames.
+    fn over(kept: Option<Applied>, base: Head, epoch: u32, tail: &Tail) -> Applied {
+        match kept {
+            Some(applied) if applied.base == base && applied.epoch == epoch => applied,
+            _ => Applied {
+                base,
+                epoch,
+                offset: tail.frames_start(),
+                head: base,
+                end: None,
+                generation: Generation::default(),
+            },
+        }
+    }
+}
+
+/// What one try of a read came to.
+enum Attempt {
+    /// A consistent read.
+    Read(Reader),
+    /// The journal or the file moved under the try: try again.
+    Again,
+}
+
+/// Where a try found frames that do not continue the log: the head of the commit read, the
+/// journal's epoch, the frame's offset.
+type Divergence = (Head, u32, u64);
+
+/// Whether `frame`, the first not applied yet, continues `applied`'s head (its first position
+/// and the hash its first record links to). When it does not, the read tries again from a
+/// fresh commit (`false`), a drain having come between the two; the same mismatch at `here`
+/// twice in a row is another log's journal, [`JournalError::Diverged`].
+fn continues_head(
+    applied: &Applied,
+    frame: &Frame,
+    here: Divergence,
+    path: &Path,
+    diverged_at: &mut Option<Divergence>,
+) -> Result<bool> {
+    if frame.first() == applied.head.next && frame.records[0].prev == applied.head.hash {
+        return Ok(true);
+    }
+    if *diverged_at == Some(here) {
+        return Err(JournalError::Diverged {
+            path: path.to_path_buf(),
+            offset: frame.offset,
+            first: frame.first(),
+            end: frame.end(),
+            head: applied.head.next,
+            head_hash: applied.head.hash,
+        }
+        .into());
+    }
+    *diverged_at = Some(here);
+    Ok(false)
+}
+
 /// What applying a journal's frames needs of the store: the log's path (the journal's is
 /// beside it), the projections the frames' records are applied to, the limits they are checked
 /// against.
@@ -143,92 +202,112 @@ impl Following<'_> {
         let path = crate::journal::journal_path(self.log);
         let mut diverged_at = None;
         for _ in 0..READ_ATTEMPTS {
-            let txn = begin()?;
-            let base = Snapshot::head_read(&Reader::new(Arc::clone(&txn)))?;
-            if !follower.tail.as_ref().is_some_and(Tail::is_current) {
-                follower.tail = Tail::open(&path)?;
-                follower.applied = None;
+            let attempt = self.try_read(begin, locked, follower, &path, &mut diverged_at)?;
+            if let Attempt::Read(reader) = attempt {
+                return Ok(reader);
             }
-            let Some(tail) = &follower.tail else {
-                return Ok(Reader::new(txn));
-            };
-            let Some(synced) = tail.synced()? else {
-                // The mark was read as it was written, or a new header is being written:
-                // read the header again on the next try.
-                follower.tail = None;
-                std::thread::yield_now();
-                continue;
-            };
-            let mut applied = match follower.applied.take() {
-                Some(applied) if applied.base == base && applied.epoch == synced.epoch => applied,
-                _ => Applied {
-                    base,
-                    epoch: synced.epoch,
-                    offset: tail.frames_start(),
-                    head: base,
-                    end: None,
-                    generation: Generation::default(),
-                },
-            };
-            let read = tail.frames(applied.offset, synced.end)?;
-            if !locked && tail.synced()?.map(|again| again.epoch) != Some(synced.epoch) {
-                // Emptied while it was read: its frames are in the file now.
-                std::thread::yield_now();
-                continue;
-            }
-            if let Some((offset, problem)) = &read.stopped {
-                return Err(tail.damaged(*offset, problem, synced.end).into());
-            }
-            // The journal read in one epoch may still be one emptied after a drain this read's
-            // commit predates (its frames gone from the journal, not in the commit): a newer
-            // head in the file says so.
-            if !locked && Snapshot::head_read(&Reader::new(begin()?))? != base {
-                std::thread::yield_now();
-                continue;
-            }
-            let offset = read.frames.last().map(|frame| frame.offset + frame.len);
-            let unapplied: Vec<Frame> = read
-                .frames
-                .into_iter()
-                .filter(|frame| frame.end() > applied.head.next)
-                .collect();
-            if let Some(frame) = unapplied.first()
-                && (frame.first() != applied.head.next
-                    || frame.records[0].prev != applied.head.hash)
-            {
-                // Frames past a commit newer than this read's (a drain between the two): try
-                // again from a fresh commit; the same mismatch twice is another log's journal.
-                let here = (base, synced.epoch, frame.offset);
-                if diverged_at == Some(here) {
-                    return Err(JournalError::Diverged {
-                        path,
-                        offset: frame.offset,
-                        first: frame.first(),
-                        end: frame.end(),
-                        head: applied.head.next,
-                        head_hash: applied.head.hash,
-                    }
-                    .into());
-                }
-                diverged_at = Some(here);
-                continue;
-            }
-            if !unapplied.is_empty() {
-                applied.head =
-                    self.apply_frames(&txn, &mut applied.generation, &mut applied.end, &unapplied)?;
-            }
-            if let Some(offset) = offset {
-                applied.offset = offset;
-            }
-            let reader = Reader::over(txn, applied.generation.clone());
-            follower.applied = Some(applied);
-            return Ok(reader);
         }
         Err(JournalError::Unsettled {
             path,
             attempts: READ_ATTEMPTS,
         }
         .into())
+    }
+
+    /// One try of [`Following::read_from`]: redb's commit `begin` reads, and over it the
+    /// frames of the journal at `path` past it, unless the journal or the file moved under
+    /// the try. `diverged_at` is where the last try found frames that do not continue the log.
+    fn try_read(
+        &self,
+        begin: &dyn Fn() -> Result<Arc<Commit>>,
+        locked: bool,
+        follower: &mut Follower,
+        path: &Path,
+        diverged_at: &mut Option<Divergence>,
+    ) -> Result<Attempt> {
+        let txn = begin()?;
+        let base = Snapshot::head_read(&Reader::new(Arc::clone(&txn)))?;
+        if !follower.tail.as_ref().is_some_and(Tail::is_current) {
+            follower.tail = Tail::open(path)?;
+            follower.applied = None;
+        }
+        let Some(tail) = &follower.tail else {
+            return Ok(Attempt::Read(Reader::new(txn)));
+        };
+        let Some(synced) = tail.synced()? else {
+            // The mark was read as it was written, or a new header is being written:
+            // read the header again on the next try.
+            follower.tail = None;
+            std::thread::yield_now();
+            return Ok(Attempt::Again);
+        };
+        let mut applied = Applied::over(follower.applied.take(), base, synced.epoch, tail);
+        let read = tail.frames(applied.offset, synced.end)?;
+        if !locked && tail.synced()?.map(|again| again.epoch) != Some(synced.epoch) {
+            // Emptied while it was read: its frames are in the file now.
+            std::thread::yield_now();
+            return Ok(Attempt::Again);
+        }
+        if let Some((offset, problem)) = &read.stopped {
+            return Err(tail.damaged(*offset, problem, synced.end).into());
+        }
+        // The journal read in one epoch may still be one emptied after a drain this read's
+        // commit predates (its frames gone from the journal, not in the commit): a newer
+        // head in the file says so.
+        if !locked && Snapshot::head_read(&Reader::new(begin()?))? != base {
+            std::thread::yield_now();
+            return Ok(Attempt::Again);
+        }
+        let offset = read.frames.last().map(|frame| frame.offset + frame.len);
+        let unapplied: Vec<Frame> = read
+            .frames
+            .into_iter()
+            .filter(|frame| frame.end() > applied.head.next)
+            .collect();
+        if let Some(frame) = unapplied.first() {
+            let here = (base, synced.epoch, frame.offset);
+            if !continues_head(&applied, frame, here, path, diverged_at)? {
+                return Ok(Attempt::Again);
+            }
+        }
+        self.apply_unapplied(&txn, &mut applied, &unapplied, offset)?;
+        let reader = Reader::over(txn, applied.generation.clone());
+        follower.applied = Some(applied);
+        Ok(Attempt::Read(reader))
+    }
+
+    /// Applies the frames of `unapplied` (each ending past `applied`'s head) over `txn` into
+    /// `applied`, and moves `applied` to the offset `offset` where the frames read end.
+    fn apply_unapplied(
+        &self,
+        txn: &Arc<Commit>,
+        applied: &mut Applied,
+        unapplied: &[Frame],
+        offset: Option<u64>,
+    ) -> Result<()> {
+        if let Some(last) = unapplied.last() {
+            let before = applied.head;
+            applied.head =
+                self.apply_frames(txn, &mut applied.generation, &mut applied.end, unapplied)?;
+            // Postcondition of `append_sealed`, which takes each record at the next position
+            // only: the follower's head only grows, to the end of the last frame applied.
+            assert!(
+                applied.head.next > before.next && applied.head.next == last.end(),
+                "a follower's head grows to its last frame's end: {} to {}, frame ends at {}",
+                before.next.0,
+                applied.head.next.0,
+                last.end().0
+            );
+        }
+        if let Some(offset) = offset {
+            // The journal is read forward only: frames past the offset applied so far.
+            debug_assert!(
+                offset >= applied.offset,
+                "a follower's journal offset only grows"
+            );
+            applied.offset = offset;
+        }
+        Ok(())
     }
 
     /// Applies `frames` (continuing the log through `generation`) over redb's commit `txn`,

@@ -7,7 +7,8 @@
 //! only once complete; an existing log takes the whole file in one transaction.
 
 use std::collections::{HashMap, HashSet};
-use std::fs;
+use std::fs::{self, File};
+use std::io::BufReader;
 use std::path::Path;
 
 use super::open::{publish, sweep_stale};
@@ -53,23 +54,47 @@ impl Store {
     ) -> Result<ExportSummary> {
         let summary = export::check(file, &mut |done| progress(ImportStage::Check, done))?;
         if target.exists() {
-            // Checked read-only first: a log the export does not continue, or could not take
-            // verbatim, is not even opened for writing (which would let redb touch the file).
-            {
-                let reader = Store::open_read_only(target)?;
-                let snapshot = reader.snapshot()?;
-                check_continues(&snapshot, &summary)?;
-                let projections = super::projections_with(options.projections.clone())?;
-                check_sealable(&snapshot, &projections, file)?;
-            }
-            let options = StoreOptions {
-                create: false,
-                ..options
-            };
-            let store = Store::open_with(target, options)?;
-            store.import_checked(file, &summary, None, progress)?;
-            return Ok(summary);
+            Store::import_onto(file, target, options, &summary, progress)?;
+        } else {
+            Store::import_new(file, target, &summary, progress)?;
         }
+        Ok(summary)
+    }
+
+    /// Appends the checked export `file` to the existing log at `target`, opened with
+    /// `options`, in one durable transaction.
+    fn import_onto(
+        file: &Path,
+        target: &Path,
+        options: StoreOptions,
+        summary: &ExportSummary,
+        progress: &mut dyn FnMut(ImportStage, u64),
+    ) -> Result<()> {
+        // Checked read-only first: a log the export does not continue, or could not take
+        // verbatim, is not even opened for writing (which would let redb touch the file).
+        {
+            let reader = Store::open_read_only(target)?;
+            let snapshot = reader.snapshot()?;
+            check_continues(&snapshot, summary)?;
+            let projections = super::projections_with(options.projections.clone())?;
+            check_sealable(&snapshot, &projections, file)?;
+        }
+        let options = StoreOptions {
+            create: false,
+            ..options
+        };
+        let store = Store::open_with(target, options)?;
+        store.import_checked(file, summary, None, progress)
+    }
+
+    /// Builds a new log at `target` from the checked export `file`, which must start at
+    /// position 0: under a name of this process's own, published only when complete.
+    fn import_new(
+        file: &Path,
+        target: &Path,
+        summary: &ExportSummary,
+        progress: &mut dyn FnMut(ImportStage, u64),
+    ) -> Result<()> {
         if summary.header.from.0 != 0 {
             return Err(ExportError::Mismatch {
                 problem: Box::new(ExportMismatch::NotFromStart {
@@ -93,7 +118,7 @@ impl Store {
                 ..StoreOptions::default()
             };
             let store = Store::open_with(&temporary, options)?;
-            store.import_checked(file, &summary, Some(IMPORT_BATCH_RECORDS), progress)?;
+            store.import_checked(file, summary, Some(IMPORT_BATCH_RECORDS), progress)?;
             store.flush()
         })();
         if let Err(error) = built {
@@ -101,23 +126,7 @@ impl Store {
             let _ = fs::remove_file(&temporary);
             return Err(error);
         }
-        match publish(&temporary, target) {
-            Ok(()) => Ok(summary),
-            Err(error) => {
-                let _ = fs::remove_file(&temporary);
-                if error.kind() == std::io::ErrorKind::AlreadyExists {
-                    // Another process created a log there meanwhile: it may hold acknowledged
-                    // appends, so it is never replaced.
-                    return Err(ExportError::Mismatch {
-                        problem: Box::new(ExportMismatch::Appeared {
-                            path: target.to_path_buf(),
-                        }),
-                    }
-                    .into());
-                }
-                Err(error.into())
-            }
-        }
+        publish_built(&temporary, target)
     }
 
     /// Appends the records of a checked export file: in one durable transaction when `batch`
@@ -144,46 +153,95 @@ impl Store {
         let mut done = 0u64;
         loop {
             let finished = self.write_with(durability, |session| {
-                let mut run: Vec<Record> = Vec::new();
-                let mut in_transaction = 0u64;
-                let finished = loop {
-                    if batch.is_some_and(|batch| in_transaction >= batch) {
-                        break false;
-                    }
-                    let Some(record) = reader.next_record()? else {
-                        break true;
-                    };
-                    let continues = run
-                        .first()
-                        .is_some_and(|first| first.stream == record.stream);
-                    if !continues || run.len() >= SEALED_RUN_RECORDS_MAX {
-                        flush_run(session, &mut run)?;
-                    }
-                    run.push(record);
-                    in_transaction += 1;
-                };
-                flush_run(session, &mut run)?;
+                let start = session.head();
+                let (finished, in_transaction) = append_batch(session, &mut reader, batch)?;
+                // `append_sealed` takes each record at the next position or refuses it: the
+                // transaction's head moved by exactly the records it read.
+                assert_eq!(
+                    session.head().next.0,
+                    start.next.0 + in_transaction,
+                    "an import's transaction appends every record it reads"
+                );
                 done += in_transaction;
                 progress(ImportStage::Write, done);
                 if finished {
-                    let head = session.head();
-                    let root = session.merkle_root();
-                    if head.next != header.to || head.hash != header.head || root != header.root {
-                        return Err(mismatch(ExportMismatch::End {
-                            next: head.next,
-                            head: head.hash,
-                            root,
-                            to: header.to,
-                            export_head: header.head,
-                            export_root: header.root,
-                        }));
-                    }
+                    check_end(session, header)?;
                 }
                 Ok(finished)
             })?;
             if finished {
                 return Ok(());
             }
+        }
+    }
+}
+
+/// Appends the next records of `reader` in `session`, one stream's run at a time, up to
+/// `batch` of them (all the rest when `None`): whether the file is done, and how many records
+/// were appended.
+fn append_batch(
+    session: &mut WriteSession<'_>,
+    reader: &mut export::ExportReader<BufReader<File>>,
+    batch: Option<u64>,
+) -> Result<(bool, u64)> {
+    let mut run: Vec<Record> = Vec::new();
+    let mut in_transaction = 0u64;
+    let finished = loop {
+        if batch.is_some_and(|batch| in_transaction >= batch) {
+            break false;
+        }
+        let Some(record) = reader.next_record()? else {
+            break true;
+        };
+        let continues = run
+            .first()
+            .is_some_and(|first| first.stream == record.stream);
+        if !continues || run.len() >= SEALED_RUN_RECORDS_MAX {
+            flush_run(session, &mut run)?;
+        }
+        run.push(record);
+        in_transaction += 1;
+    };
+    flush_run(session, &mut run)?;
+    Ok((finished, in_transaction))
+}
+
+/// Refuses unless the log `session` writes ends where the export of `header` does: head, head
+/// hash and root.
+fn check_end(session: &WriteSession<'_>, header: &export::ExportHeader) -> Result<()> {
+    let head = session.head();
+    let root = session.merkle_root();
+    if head.next != header.to || head.hash != header.head || root != header.root {
+        return Err(mismatch(ExportMismatch::End {
+            next: head.next,
+            head: head.hash,
+            root,
+            to: header.to,
+            export_head: header.head,
+            export_root: header.root,
+        }));
+    }
+    Ok(())
+}
+
+/// Names the log built at `temporary` `target`, unless a file appeared there meanwhile; the
+/// log built is removed when it cannot be named.
+fn publish_built(temporary: &Path, target: &Path) -> Result<()> {
+    match publish(temporary, target) {
+        Ok(()) => Ok(()),
+        Err(error) => {
+            let _ = fs::remove_file(temporary);
+            if error.kind() == std::io::ErrorKind::AlreadyExists {
+                // Another process created a log there meanwhile: it may hold acknowledged
+                // appends, so it is never replaced.
+                return Err(ExportError::Mismatch {
+                    problem: Box::new(ExportMismatch::Appeared {
+                        path: target.to_path_buf(),
+                    }),
+                }
+                .into());
+            }
+            Err(error.into())
         }
     }
 }

@@ -15,19 +15,6 @@ const ROOTS: &[&str] = &["src", "cli/src", "format/src"];
 /// Test support, measured by nothing: its scripted models read best whole.
 const TEST_SUPPORT: &str = "src/testing";
 
-/// Functions still over the limit in files being reworked elsewhere when the rule came in
-/// (issue 53): each is to be split by meaning and taken off this list. A listed function that
-/// is no longer over the limit fails the test too, so that the list only shrinks.
-const KNOWN_EXCEPTIONS: &[(&str, &str)] = &[
-    ("src/outbox/apply.rs", "check"),
-    ("src/store/adopt.rs", "adopt"),
-    ("src/store/archive.rs", "commit_cut"),
-    ("src/store/archive.rs", "verify_archives"),
-    ("src/store/follow.rs", "read_from"),
-    ("src/store/import.rs", "import_with"),
-    ("src/store/upgrade/tree.rs", "rebuild"),
-];
-
 #[test]
 fn no_function_outside_tests_is_longer_than_70_lines() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -48,25 +35,14 @@ fn no_function_outside_tests_is_longer_than_70_lines() {
             }
         }
     }
-    let new: Vec<String> = over
+    let found: Vec<String> = over
         .iter()
-        .filter(|(file, name, ..)| !KNOWN_EXCEPTIONS.contains(&(file.as_str(), name.as_str())))
         .map(|(file, name, line, lines)| format!("{file}:{line} `{name}`: {lines} lines"))
         .collect();
     assert!(
-        new.is_empty(),
+        found.is_empty(),
         "functions over {FUNCTION_LINES_MAX} lines (split each by what its parts mean):\n  {}",
-        new.join("\n  ")
-    );
-    let stale: Vec<String> = KNOWN_EXCEPTIONS
-        .iter()
-        .filter(|(file, name)| !over.iter().any(|(f, n, ..)| f == file && n == name))
-        .map(|(file, name)| format!("{file} `{name}`"))
-        .collect();
-    assert!(
-        stale.is_empty(),
-        "no longer over {FUNCTION_LINES_MAX} lines: take them off KNOWN_EXCEPTIONS:\n  {}",
-        stale.join("\n  ")
+        found.join("\n  ")
     );
 }
 
