@@ -8,7 +8,7 @@
 //!   child process of its own (`VmHWM`);
 //! - single durable appends per second from another thread while the cut runs in the same
 //!   process, against the same appends with no cut beside them;
-//! - the seed a new replica starts from without the archive (`Store::backup` of the cut log):
+//! - the seed a new replica starts from without the archive (`Backup::write` of the cut log):
 //!   its bytes against before, and the time to make it.
 //!
 //! `cargo bench --bench retention` prints a Markdown table and a JSON line. `--records` and
@@ -167,7 +167,7 @@ fn main() {
             String::new(),
         ),
         (
-            "seed of the cut log (`Store::backup`) bytes / before",
+            "seed of the cut log (`Backup::write`) bytes / before",
             format!("{:.3}", backup.bytes as f64 / bytes_before as f64),
             format!(
                 "{} / {} in {seed_seconds:.1} s",

@@ -191,7 +191,7 @@ pub(crate) fn scan_sqlite(path: &Path) -> f64 {
 
 /// Verify of the log at `path`, split: the log walk alone (`verify_log`: every record's
 /// hashes, the chain, stream versions, the indexes and the Merkle tree) and the whole
-/// `Store::verify` (that walk, then the projections replayed into memory and compared). Both
+/// `Audit::verify` (that walk, then the projections replayed into memory and compared). Both
 /// in events per second; the replay's share is the whole's time less the walk's.
 pub(crate) fn verify_split(path: &Path) -> VerifySplit {
     let store = Store::open_with(path, annals::StoreOptions::default()).expect("the verify log");

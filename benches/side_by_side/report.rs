@@ -503,7 +503,7 @@ fn verify_json(settings: &Settings, samples: &Samples) -> Value {
     let m = |key| samples.median(key);
     let [small, large] = settings.verify_sizes;
     json!({
-        "note": "bulk events over many streams in turn, every event its own run; walk: `verify_log` (hashes, chain, stream versions, indexes, Merkle tree); whole: `Store::verify` (the walk, then every projection replayed into memory and compared); replay: the whole's time less the walk's",
+        "note": "bulk events over many streams in turn, every event its own run; walk: `verify_log` (hashes, chain, stream versions, indexes, Merkle tree); whole: `Audit::verify` (the walk, then every projection replayed into memory and compared); replay: the whole's time less the walk's",
         "streams": crate::bulk::INTERLEAVED_STREAMS,
         "events": [small, large],
         "walk": { "small": m("verify.walk_small"), "large": m("verify.walk_large") },

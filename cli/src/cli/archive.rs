@@ -1,6 +1,6 @@
-//! `archive`: cuts a log before a position or a time ([`Store::archive_before`]): the records
-//! before it go to an archive file (an export file), and the log keeps the rest, with every
-//! proof, index and projection.
+//! `archive`: cuts a log before a position or a time
+//! ([`annals::Archives::archive_before`]): the records before it go to an archive file (an
+//! export file), and the log keeps the rest, with every proof, index and projection.
 
 use std::io::{self, Write};
 use std::process::ExitCode;

@@ -1,5 +1,5 @@
 //! `backup`: a copy of a log as of its latest commit, into a new file, beside its writers
-//! ([`Store::backup`]).
+//! ([`annals::Backup::write`]).
 
 use std::io::{self, Write};
 use std::process::ExitCode;
