@@ -189,6 +189,19 @@ impl ExpectDone for VerifyReport {
     }
 }
 
+/// The next position of the log at `path` (its record count), read from a read-only open
+/// beside whatever else has it open.
+pub fn head_of(path: &std::path::Path) -> u64 {
+    Store::open_read_only(path)
+        .unwrap()
+        .snapshot()
+        .unwrap()
+        .head()
+        .unwrap()
+        .next
+        .0
+}
+
 /// A demo log of about `records` records (every domain writes) made at `path`, and its records
 /// in order: the source the import and export tests damage or copy.
 pub fn demo_log_at(path: &std::path::Path, records: u64) -> crate::Result<Vec<crate::Record>> {

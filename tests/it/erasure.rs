@@ -108,13 +108,19 @@ pub(crate) fn only_key(log: &Path) -> Vec<u8> {
     bytes[bytes.len() - 64..bytes.len() - 32].to_vec()
 }
 
+/// `record`'s payload as `store` reads it: the plaintext while its subject's key stands.
+#[track_caller]
+pub(crate) fn opened<'r>(store: &Store, record: &'r Record) -> Payload<'r> {
+    annals::PayloadReader::of(store)
+        .unwrap()
+        .open(record)
+        .unwrap()
+}
+
 /// Asserts that `store` reads `record`'s payload as `alice`'s, erased.
 #[track_caller]
 pub(crate) fn assert_erased(store: &Store, record: &Record) {
-    let read = annals::PayloadReader::of(store)
-        .unwrap()
-        .open(record)
-        .unwrap();
+    let read = opened(store, record);
     assert_eq!(read, Payload::Erased { subject: "alice" });
 }
 
@@ -144,20 +150,11 @@ fn a_personal_payload_reads_back_until_its_subject_is_erased_then_reads_erased()
         contains(&sealed.payload, b"alice"),
         "the subject is in clear"
     );
-    let opened = annals::PayloadReader::of(&store)
-        .unwrap()
-        .open(&sealed)
-        .unwrap();
-    assert_eq!(opened.data(), Some(PLAINTEXT));
-    assert_eq!(opened.subject(), Some("alice"));
+    let read = opened(&store, &sealed);
+    assert_eq!(read.data(), Some(PLAINTEXT));
+    assert_eq!(read.subject(), Some("alice"));
     let note_record = record(&store, note);
-    assert_eq!(
-        annals::PayloadReader::of(&store)
-            .unwrap()
-            .open(&note_record)
-            .unwrap(),
-        Payload::Plain(b"plain words")
-    );
+    assert_eq!(opened(&store, &note_record), Payload::Plain(b"plain words"));
 
     let erasure = store.erase("alice", 2_000).unwrap();
     assert!(erasure.appended && erasure.key_destroyed, "{erasure:?}");
@@ -176,23 +173,9 @@ fn a_personal_payload_reads_back_until_its_subject_is_erased_then_reads_erased()
         "the record itself never changes"
     );
     assert_erased(&store, &sealed);
-    assert_eq!(
-        annals::PayloadReader::of(&store)
-            .unwrap()
-            .open(&sealed)
-            .unwrap()
-            .data(),
-        None
-    );
+    assert_eq!(opened(&store, &sealed).data(), None);
     let bob_record = record(&store, bob);
-    assert_eq!(
-        annals::PayloadReader::of(&store)
-            .unwrap()
-            .open(&bob_record)
-            .unwrap()
-            .data(),
-        Some(&b"bob's own"[..])
-    );
+    assert_eq!(opened(&store, &bob_record).data(), Some(&b"bob's own"[..]));
     assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 
     // Again: nothing appended, nothing left to destroy.
@@ -520,14 +503,7 @@ fn a_kill_between_the_erasure_event_and_the_key_leaves_the_rest_to_the_next_open
     let keys = std::fs::read(keys_path(&path)).unwrap();
     assert!(!contains(&keys, b"alice"));
     let bob = record(&store, Position(1));
-    assert_eq!(
-        annals::PayloadReader::of(&store)
-            .unwrap()
-            .open(&bob)
-            .unwrap()
-            .data(),
-        Some(&b"bob's"[..])
-    );
+    assert_eq!(opened(&store, &bob).data(), Some(&b"bob's"[..]));
     assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 
@@ -576,10 +552,7 @@ fn erase_killed_at_random_moments_leaves_the_key_whole_or_gone() {
             .snapshot()
             .and_then(|snapshot| snapshot.check_not_erased("alice"))
             .is_err();
-        let read = annals::PayloadReader::of(&reader)
-            .unwrap()
-            .open(&sealed)
-            .unwrap();
+        let read = opened(&reader, &sealed);
         drop(reader);
         match seen {
             true => assert_eq!(read, Payload::Erased { subject: "alice" }, "kill {kill}"),
@@ -601,10 +574,7 @@ fn erase_killed_at_random_moments_leaves_the_key_whole_or_gone() {
             "kill {kill}: an erasure seen is never lost"
         );
         assert_eq!(key_count(&path), u32::from(!erased), "kill {kill}");
-        let read = annals::PayloadReader::of(&store)
-            .unwrap()
-            .open(&sealed)
-            .unwrap();
+        let read = opened(&store, &sealed);
         match erased {
             true => gone += 1,
             false => whole += 1,
@@ -704,14 +674,7 @@ fn a_backup_or_an_import_carries_ciphertext_and_no_key_and_reads_erased() {
         assert_eq!(record(&elsewhere, alice), sealed, "the same record");
         assert_erased(&elsewhere, &sealed);
     }
-    assert_eq!(
-        annals::PayloadReader::of(&store)
-            .unwrap()
-            .open(&sealed)
-            .unwrap()
-            .data(),
-        Some(PLAINTEXT)
-    );
+    assert_eq!(opened(&store, &sealed).data(), Some(PLAINTEXT));
 }
 
 /// Personal appends through the group-committing writer, queued together so that they share
@@ -758,14 +721,7 @@ fn personal_appends_through_the_writer_batch_as_they_run_alone() {
     );
     for (outcome, subject) in outcomes.iter().zip(["bob", "carol", "bob", "dave"]) {
         let record = record(&store, outcome.first_position());
-        assert_eq!(
-            annals::PayloadReader::of(&store)
-                .unwrap()
-                .open(&record)
-                .unwrap()
-                .data(),
-            Some(subject.as_bytes())
-        );
+        assert_eq!(opened(&store, &record).data(), Some(subject.as_bytes()));
     }
     store.erase("alice", 6).unwrap();
     let refused = runtime.block_on(writer.append_personal(

@@ -70,20 +70,12 @@ fn an_imported_key_export_lets_a_replica_read_until_it_erases_its_copy() {
         .mode();
     assert_eq!(mode & 0o177, 0, "the replica's key store is private");
     assert_eq!(
-        annals::PayloadReader::of(&replica)
-            .unwrap()
-            .open(&sealed)
-            .unwrap()
-            .data(),
+        crate::erasure::opened(&replica, &sealed).data(),
         Some(PLAINTEXT)
     );
     let bob_record = record(&replica, bob);
     assert_eq!(
-        annals::PayloadReader::of(&replica)
-            .unwrap()
-            .open(&bob_record)
-            .unwrap()
-            .data(),
+        crate::erasure::opened(&replica, &bob_record).data(),
         Some(&b"bob's own"[..])
     );
     // Again: every key held already, nothing written.
@@ -107,11 +99,7 @@ fn an_imported_key_export_lets_a_replica_read_until_it_erases_its_copy() {
     assert!(annals::Audit::of(&replica).verify().unwrap().is_sound());
     // The writer's own copy is untouched by the replica's erasure.
     assert_eq!(
-        annals::PayloadReader::of(&store)
-            .unwrap()
-            .open(&sealed)
-            .unwrap()
-            .data(),
+        crate::erasure::opened(&store, &sealed).data(),
         Some(PLAINTEXT)
     );
 }
@@ -180,10 +168,7 @@ fn a_key_export_is_never_written_over_a_file_nor_taken_from_a_damaged_or_foreign
     assert_eq!(store.snapshot().unwrap().head().unwrap().next, Position(1));
     let sealed = record(&store, Position(0));
     assert!(matches!(
-        annals::PayloadReader::of(&store)
-            .unwrap()
-            .open(&sealed)
-            .unwrap(),
+        crate::erasure::opened(&store, &sealed),
         Payload::Personal { .. }
     ));
 }

@@ -5,7 +5,7 @@
 //! nothing is written; the same records written beneath the projections make `verify`
 //! report the log unsound at that record.
 
-use annals::testing::setup::ExpectDone;
+use annals::testing::setup::{ExpectDone, head_of};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -52,18 +52,6 @@ fn base_log(build: impl FnOnce(&Store)) -> (TempDir, PathBuf) {
     build(&store);
     assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
     (dir, path)
-}
-
-/// The next position of the log at `path`.
-fn head_of(path: &Path) -> u64 {
-    Store::open_read_only(path)
-        .unwrap()
-        .snapshot()
-        .unwrap()
-        .head()
-        .unwrap()
-        .next
-        .0
 }
 
 fn import(file: &Path, target: &Path) -> annals::Result<()> {

@@ -135,14 +135,7 @@ fn a_rebuild_killed_between_transactions_is_refused_by_readers_reported_behind_a
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     let before = lease_log(&path);
-    let head = Store::open_read_only(&path)
-        .unwrap()
-        .snapshot()
-        .unwrap()
-        .head()
-        .unwrap()
-        .next
-        .0;
+    let head = annals::testing::setup::head_of(&path);
     let batches = head.div_ceil(8192);
     assert!(batches >= 3, "{head} records make too few batches");
     let mut rng = Rng::new(0x0005_0013);

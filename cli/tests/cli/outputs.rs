@@ -293,13 +293,7 @@ fn refused_commands_leave_the_logs_bytes_as_they_were() {
 fn demo_refuses_an_existing_log_and_appends_to_it_only_with_force() {
     let dir = tempfile::tempdir().unwrap();
     let log = demo(dir.path(), "log.redb", 300);
-    let before = Store::open_read_only(&log)
-        .unwrap()
-        .snapshot()
-        .unwrap()
-        .head()
-        .unwrap()
-        .next;
+    let before = annals::testing::setup::head_of(&log);
     let refused = command(&[])
         .arg("demo")
         .arg(&log)
@@ -321,16 +315,7 @@ fn demo_refuses_an_existing_log_and_appends_to_it_only_with_force() {
         .output()
         .unwrap();
     exit_code(&forced, 0, "demo --force");
-    assert!(
-        Store::open_read_only(&log)
-            .unwrap()
-            .snapshot()
-            .unwrap()
-            .head()
-            .unwrap()
-            .next
-            > before
-    );
+    assert!(annals::testing::setup::head_of(&log) > before);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! client), and by `annals witness request`; cosignatures checked by Cloudflare's
 //! `signed_note`, which knows nothing of annals.
 
-use annals::testing::setup::ExpectDone;
+use annals::testing::setup::{ExpectDone, head_of};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -637,14 +637,7 @@ fn a_witness_killed_while_answering_never_cosigns_a_smaller_or_inconsistent_chec
     let mut known = 0;
     for round in 0..16u64 {
         append(&log, 1 + round % 3, "main");
-        let size = Store::open_read_only(&log)
-            .unwrap()
-            .snapshot()
-            .unwrap()
-            .head()
-            .unwrap()
-            .next
-            .0;
+        let size = head_of(&log);
         let served = Served::start(&state, &key, &[&log_key]);
         // Counted before the request is sent: the witness may commit it before this thread
         // runs again.
@@ -1090,18 +1083,6 @@ fn witnessed(n: u64) -> (tempfile::TempDir, PathBuf, Key, PathBuf, Served) {
     (dir, log, log_key, state, served)
 }
 
-/// The records in a witness's state: whatever a request made it store counts here.
-fn records(state: &Path) -> u64 {
-    Store::open_read_only(state)
-        .unwrap()
-        .snapshot()
-        .unwrap()
-        .head()
-        .unwrap()
-        .next
-        .0
-}
-
 /// `checkpoint` with `n` signature lines of keys nobody trusts, each of `bytes` of signature.
 fn padded(checkpoint: &str, n: usize, bytes: usize) -> String {
     let line = format!("— stranger.example/k {}\n", b64(&vec![0x5a; bytes]));
@@ -1119,7 +1100,7 @@ fn replays_of_signed_checkpoints_with_lines_of_anyone_store_nothing_and_raise_no
         add_checkpoint(&address, 10, &consistency(&log, 10, 20), &latest).status,
         200
     );
-    let stored = records(&state);
+    let stored = head_of(&state);
     assert_eq!(stored, 2);
 
     // The latest public checkpoint, replayed with junk old and proof lines, and padded with
@@ -1152,7 +1133,7 @@ fn replays_of_signed_checkpoints_with_lines_of_anyone_store_nothing_and_raise_no
         }
     }
     drop(served);
-    assert_eq!(records(&state), stored, "a replay stored something");
+    assert_eq!(head_of(&state), stored, "a replay stored something");
     exits(annals(&["witness", "evidence", text(&state)]), 0);
 }
 
@@ -1176,7 +1157,7 @@ fn a_fork_at_the_cosigned_size_is_kept_once_stripped_to_the_logs_signature() {
         );
     }
     drop(served);
-    assert_eq!(records(&state), 2, "one cosigned, one fork");
+    assert_eq!(head_of(&state), 2, "one cosigned, one fork");
     let evidence = exits(annals(&["witness", "evidence", text(&state), "--json"]), 1);
     let kept: Vec<serde_json::Value> = serde_json::from_slice(&evidence.stdout).unwrap();
     assert_eq!(kept.len(), 1, "{kept:#?}");
