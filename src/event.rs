@@ -145,3 +145,101 @@ where
         bytes.serialize(serializer)
     }
 }
+
+/// Declares a domain's events once: the enum of its events (one variant a kind, each
+/// wrapping its payload struct), a constant for each kind, and the enum's [`DomainEvent`]
+/// (the catalogue, `kind`, `payload` and `from_record`, which decodes the schema written now
+/// and upgrades each older one a kind lists; the enum serialises as the payload struct of its
+/// variant). A kind, its schema and how an older payload
+/// becomes the current one are said in one place, so the catalogue and the three matches
+/// can never disagree.
+///
+/// Each variant reads `Variant(Payload) = VISIBILITY CONSTANT = "kind", schema N`, then,
+/// for a kind whose payload changed, `older { M => OldPayload => upgrade, … }`, where
+/// `upgrade` is a `fn(OldPayload, &Record) -> Payload` (the record gives what an old payload
+/// left to it, such as its time or position).
+///
+/// ```ignore
+/// domain_events! {
+///     /// Every lease event.
+///     pub enum LeaseEvent {
+///         /// `lease.renewed`
+///         Renewed(Renewed) = pub(crate) RENEWED = "lease.renewed", schema 2,
+///             older { 1 => RenewedV1 => from_v1 };
+///         /// `lease.released`
+///         Released(Released) = pub RELEASED = "lease.released", schema 1;
+///     }
+/// }
+/// ```
+macro_rules! domain_events {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $(
+                $(#[$variant_meta:meta])*
+                $variant:ident($payload:ty) = $kind_vis:vis $kind:ident = $text:literal,
+                    schema $schema:literal
+                    $(, older { $($old:literal => $old_payload:ty => $upgrade:expr),+ $(,)? })?
+                ;
+            )+
+        }
+    ) => {
+        $(#[$meta])*
+        ///
+        /// Serialised as its payload struct alone (the kind is the record's), for the CLI's JSON.
+        #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+        #[serde(untagged)]
+        $vis enum $name {
+            $(
+                $(#[$variant_meta])*
+                $variant($payload),
+            )+
+        }
+
+        $(
+            #[doc = concat!("Kind of [`", stringify!($name), "::", stringify!($variant), "`].")]
+            $kind_vis const $kind: &str = $text;
+        )+
+
+        impl $crate::event::DomainEvent for $name {
+            const CATALOGUE: &'static [$crate::event::EventKind] = &[
+                $($crate::event::EventKind { kind: $kind, schema: $schema },)+
+            ];
+
+            fn kind(&self) -> &'static str {
+                match self {
+                    $($name::$variant(_) => $kind,)+
+                }
+            }
+
+            fn payload(&self) -> Vec<u8> {
+                match self {
+                    $($name::$variant(payload) => $crate::event::encode_payload(payload),)+
+                }
+            }
+
+            fn from_record(
+                record: &$crate::record::Record,
+            ) -> $crate::error::Result<Option<Self>> {
+                $(
+                    if record.kind == $kind {
+                        let payload: $payload = match record.schema {
+                            $schema => $crate::event::decode_payload(record)?,
+                            $($(
+                                $old => {
+                                    let old: $old_payload =
+                                        $crate::event::decode_payload(record)?;
+                                    ($upgrade)(old, record)
+                                }
+                            )+)?
+                            _ => return Err($crate::event::unknown_schema(record)),
+                        };
+                        return Ok(Some($name::$variant(payload)));
+                    }
+                )+
+                Ok(None)
+            }
+        }
+    };
+}
+pub(crate) use domain_events;

@@ -3,9 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
-use crate::event::{DomainEvent, EventKind, decode_payload, encode_payload, unknown_schema};
-use crate::record::Record;
+use crate::event::domain_events;
 
 /// A consumer has handled every record up to and including `position`, whose record hash is
 /// `hash`. The time is the record's `at_ms`.
@@ -20,52 +18,18 @@ pub struct Checkpointed {
     pub hash: [u8; 32],
 }
 
-/// Every consumer event.
-///
-/// Serialised as its payload struct alone (the kind is the record's), for the CLI's JSON.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum ConsumerEvent {
-    /// `consumer.checkpointed`
-    Checkpointed(Checkpointed),
-}
-
-/// Kind of [`ConsumerEvent::Checkpointed`].
-pub const CHECKPOINTED: &str = "consumer.checkpointed";
-
-impl DomainEvent for ConsumerEvent {
-    const CATALOGUE: &'static [EventKind] = &[EventKind {
-        kind: CHECKPOINTED,
-        schema: 1,
-    }];
-
-    fn kind(&self) -> &'static str {
-        match self {
-            ConsumerEvent::Checkpointed(_) => CHECKPOINTED,
-        }
-    }
-
-    fn payload(&self) -> Vec<u8> {
-        match self {
-            ConsumerEvent::Checkpointed(e) => encode_payload(e),
-        }
-    }
-
-    fn from_record(record: &Record) -> Result<Option<Self>> {
-        let event = match (record.kind.as_str(), record.schema) {
-            (CHECKPOINTED, 1) => ConsumerEvent::Checkpointed(decode_payload(record)?),
-            (kind, _) if Self::CATALOGUE.iter().any(|e| e.kind == kind) => {
-                return Err(unknown_schema(record));
-            }
-            _ => return Ok(None),
-        };
-        Ok(Some(event))
+domain_events! {
+    /// Every consumer event.
+    pub enum ConsumerEvent {
+        /// `consumer.checkpointed`
+        Checkpointed(Checkpointed) = pub CHECKPOINTED = "consumer.checkpointed", schema 1;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::DomainEvent;
 
     /// The payload bytes `schema/EVENTS.md` describes.
     #[test]

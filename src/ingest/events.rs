@@ -3,9 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
-use crate::event::{DomainEvent, EventKind, decode_payload, encode_payload, unknown_schema};
-use crate::record::Record;
+use crate::event::domain_events;
 
 /// A runtime's event was accepted under (`project`, `run`, `sequence`). The receipt time is
 /// the record's `at_ms`.
@@ -31,52 +29,18 @@ pub struct Accepted {
     pub bytes: Vec<u8>,
 }
 
-/// Every ingest event.
-///
-/// Serialised as its payload struct alone (the kind is the record's), for the CLI's JSON.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum IngestEvent {
-    /// `ingest.accepted`
-    Accepted(Accepted),
-}
-
-/// Kind of [`IngestEvent::Accepted`].
-pub const ACCEPTED: &str = "ingest.accepted";
-
-impl DomainEvent for IngestEvent {
-    const CATALOGUE: &'static [EventKind] = &[EventKind {
-        kind: ACCEPTED,
-        schema: 1,
-    }];
-
-    fn kind(&self) -> &'static str {
-        match self {
-            IngestEvent::Accepted(_) => ACCEPTED,
-        }
-    }
-
-    fn payload(&self) -> Vec<u8> {
-        match self {
-            IngestEvent::Accepted(e) => encode_payload(e),
-        }
-    }
-
-    fn from_record(record: &Record) -> Result<Option<Self>> {
-        let event = match (record.kind.as_str(), record.schema) {
-            (ACCEPTED, 1) => IngestEvent::Accepted(decode_payload(record)?),
-            (kind, _) if Self::CATALOGUE.iter().any(|e| e.kind == kind) => {
-                return Err(unknown_schema(record));
-            }
-            _ => return Ok(None),
-        };
-        Ok(Some(event))
+domain_events! {
+    /// Every ingest event.
+    pub enum IngestEvent {
+        /// `ingest.accepted`
+        Accepted(Accepted) = pub ACCEPTED = "ingest.accepted", schema 1;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::DomainEvent;
 
     /// The payload bytes `schema/EVENTS.md` describes.
     #[test]

@@ -3,8 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::query::LeaseLabels;
-use crate::error::Result;
-use crate::event::{DomainEvent, EventKind, decode_payload, encode_payload, unknown_schema};
+use crate::event::domain_events;
 use crate::record::Record;
 
 /// A resource lease was granted: fresh (no live lease) or by takeover of an expired one.
@@ -134,127 +133,52 @@ pub struct LaneReleased {
     pub key: String,
 }
 
-/// Every lease event.
-///
-/// Serialised as its payload struct alone (the kind is the record's), for the CLI's JSON.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum LeaseEvent {
-    /// `lease.acquired`
-    Acquired(Acquired),
-    /// `lease.renewed`
-    Renewed(Renewed),
-    /// `lease.released`
-    Released(Released),
-    /// `lease.lane_claimed`
-    LaneClaimed(LaneClaimed),
-    /// `lease.lane_renewed`
-    LaneRenewed(LaneRenewed),
-    /// `lease.lane_cursor_advanced`
-    LaneCursorAdvanced(LaneCursorAdvanced),
-    /// `lease.lane_released`
-    LaneReleased(LaneReleased),
+domain_events! {
+    /// Every lease event.
+    pub enum LeaseEvent {
+        /// `lease.acquired`
+        Acquired(Acquired) = pub ACQUIRED = "lease.acquired", schema 3,
+            older { 1 => AcquiredV1 => acquired_v1, 2 => AcquiredV2 => acquired_v2 };
+        /// `lease.renewed`
+        Renewed(Renewed) = RENEWED = "lease.renewed", schema 2,
+            older { 1 => RenewedV1 => renewed_v1 };
+        /// `lease.released`
+        Released(Released) = RELEASED = "lease.released", schema 1;
+        /// `lease.lane_claimed`
+        LaneClaimed(LaneClaimed) = LANE_CLAIMED = "lease.lane_claimed", schema 1;
+        /// `lease.lane_renewed`
+        LaneRenewed(LaneRenewed) = LANE_RENEWED = "lease.lane_renewed", schema 1;
+        /// `lease.lane_cursor_advanced`
+        LaneCursorAdvanced(LaneCursorAdvanced) =
+            LANE_CURSOR_ADVANCED = "lease.lane_cursor_advanced", schema 1;
+        /// `lease.lane_released`
+        LaneReleased(LaneReleased) = LANE_RELEASED = "lease.lane_released", schema 1;
+    }
 }
 
-/// Kind of [`LeaseEvent::Acquired`].
-pub const ACQUIRED: &str = "lease.acquired";
-const RENEWED: &str = "lease.renewed";
-const RELEASED: &str = "lease.released";
-const LANE_CLAIMED: &str = "lease.lane_claimed";
-const LANE_RENEWED: &str = "lease.lane_renewed";
-const LANE_CURSOR_ADVANCED: &str = "lease.lane_cursor_advanced";
-const LANE_RELEASED: &str = "lease.lane_released";
+/// Schema 1 of `lease.acquired` as schema 3: its expiry is its time plus its length, and it
+/// has no labels.
+fn acquired_v1(v1: AcquiredV1, record: &Record) -> Acquired {
+    unlabelled(AcquiredV2 {
+        resource: v1.resource,
+        holder: v1.holder,
+        token: v1.token,
+        expires_at_ms: record.at_ms.saturating_add(v1.ttl_ms),
+    })
+}
 
-impl DomainEvent for LeaseEvent {
-    const CATALOGUE: &'static [EventKind] = &[
-        EventKind {
-            kind: ACQUIRED,
-            schema: 3,
-        },
-        EventKind {
-            kind: RENEWED,
-            schema: 2,
-        },
-        EventKind {
-            kind: RELEASED,
-            schema: 1,
-        },
-        EventKind {
-            kind: LANE_CLAIMED,
-            schema: 1,
-        },
-        EventKind {
-            kind: LANE_RENEWED,
-            schema: 1,
-        },
-        EventKind {
-            kind: LANE_CURSOR_ADVANCED,
-            schema: 1,
-        },
-        EventKind {
-            kind: LANE_RELEASED,
-            schema: 1,
-        },
-    ];
+/// Schema 2 of `lease.acquired` as schema 3.
+fn acquired_v2(v2: AcquiredV2, _: &Record) -> Acquired {
+    unlabelled(v2)
+}
 
-    fn kind(&self) -> &'static str {
-        match self {
-            LeaseEvent::Acquired(_) => ACQUIRED,
-            LeaseEvent::Renewed(_) => RENEWED,
-            LeaseEvent::Released(_) => RELEASED,
-            LeaseEvent::LaneClaimed(_) => LANE_CLAIMED,
-            LeaseEvent::LaneRenewed(_) => LANE_RENEWED,
-            LeaseEvent::LaneCursorAdvanced(_) => LANE_CURSOR_ADVANCED,
-            LeaseEvent::LaneReleased(_) => LANE_RELEASED,
-        }
-    }
-
-    fn payload(&self) -> Vec<u8> {
-        match self {
-            LeaseEvent::Acquired(e) => encode_payload(e),
-            LeaseEvent::Renewed(e) => encode_payload(e),
-            LeaseEvent::Released(e) => encode_payload(e),
-            LeaseEvent::LaneClaimed(e) => encode_payload(e),
-            LeaseEvent::LaneRenewed(e) => encode_payload(e),
-            LeaseEvent::LaneCursorAdvanced(e) => encode_payload(e),
-            LeaseEvent::LaneReleased(e) => encode_payload(e),
-        }
-    }
-
-    fn from_record(record: &Record) -> Result<Option<Self>> {
-        let event = match (record.kind.as_str(), record.schema) {
-            (ACQUIRED, 1) => {
-                let v1: AcquiredV1 = decode_payload(record)?;
-                LeaseEvent::Acquired(unlabelled(AcquiredV2 {
-                    resource: v1.resource,
-                    holder: v1.holder,
-                    token: v1.token,
-                    expires_at_ms: record.at_ms.saturating_add(v1.ttl_ms),
-                }))
-            }
-            (ACQUIRED, 2) => LeaseEvent::Acquired(unlabelled(decode_payload(record)?)),
-            (ACQUIRED, 3) => LeaseEvent::Acquired(decode_payload(record)?),
-            (RENEWED, 1) => {
-                let v1: RenewedV1 = decode_payload(record)?;
-                LeaseEvent::Renewed(Renewed {
-                    resource: v1.resource,
-                    token: v1.token,
-                    expires_at_ms: v1.expires_at_ms,
-                    labels: None,
-                })
-            }
-            (RENEWED, 2) => LeaseEvent::Renewed(decode_payload(record)?),
-            (RELEASED, 1) => LeaseEvent::Released(decode_payload(record)?),
-            (LANE_CLAIMED, 1) => LeaseEvent::LaneClaimed(decode_payload(record)?),
-            (LANE_RENEWED, 1) => LeaseEvent::LaneRenewed(decode_payload(record)?),
-            (LANE_CURSOR_ADVANCED, 1) => LeaseEvent::LaneCursorAdvanced(decode_payload(record)?),
-            (LANE_RELEASED, 1) => LeaseEvent::LaneReleased(decode_payload(record)?),
-            (kind, _) if Self::CATALOGUE.iter().any(|e| e.kind == kind) => {
-                return Err(unknown_schema(record));
-            }
-            _ => return Ok(None),
-        };
-        Ok(Some(event))
+/// Schema 1 of `lease.renewed` as schema 2: a renewal from before labels changes none.
+fn renewed_v1(v1: RenewedV1, _: &Record) -> Renewed {
+    Renewed {
+        resource: v1.resource,
+        token: v1.token,
+        expires_at_ms: v1.expires_at_ms,
+        labels: None,
     }
 }
 

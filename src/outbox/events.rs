@@ -7,8 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::query::ClaimToken;
-use crate::error::Result;
-use crate::event::{DomainEvent, EventKind, decode_payload, encode_payload, unknown_schema};
+use crate::event::domain_events;
 use crate::record::Record;
 
 /// A row was added, `pending` and due at once. Its creation time is the record's `at_ms`.
@@ -128,28 +127,39 @@ pub struct Pruned {
     pub key: String,
 }
 
-/// Every outbox event.
-///
-/// Serialised as its payload struct alone (the kind is the record's), for the CLI's JSON.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum OutboxEvent {
-    /// `outbox.enqueued`
-    Enqueued(Enqueued),
-    /// `outbox.delivered`
-    Delivered(Delivered),
-    /// `outbox.parked`
-    Parked(Parked),
-    /// `outbox.retry_scheduled`
-    RetryScheduled(RetryScheduled),
-    /// `outbox.claimed`
-    Claimed(Claimed),
-    /// `outbox.acked`
-    Acked(Acked),
-    /// `outbox.expired`
-    Expired(Expired),
-    /// `outbox.pruned`
-    Pruned(Pruned),
+domain_events! {
+    /// Every outbox event.
+    pub enum OutboxEvent {
+        /// `outbox.enqueued`
+        Enqueued(Enqueued) = pub ENQUEUED = "outbox.enqueued", schema 2,
+            older { 1 => EnqueuedV1 => enqueued_v1 };
+        /// `outbox.delivered`
+        Delivered(Delivered) = pub DELIVERED = "outbox.delivered", schema 1;
+        /// `outbox.parked`
+        Parked(Parked) = pub PARKED = "outbox.parked", schema 1;
+        /// `outbox.retry_scheduled`
+        RetryScheduled(RetryScheduled) = pub RETRY_SCHEDULED = "outbox.retry_scheduled", schema 1;
+        /// `outbox.claimed`
+        Claimed(Claimed) = pub CLAIMED = "outbox.claimed", schema 1;
+        /// `outbox.acked`
+        Acked(Acked) = pub ACKED = "outbox.acked", schema 1;
+        /// `outbox.expired`
+        Expired(Expired) = pub EXPIRED = "outbox.expired", schema 1;
+        /// `outbox.pruned`
+        Pruned(Pruned) = pub PRUNED = "outbox.pruned", schema 1;
+    }
+}
+
+/// Schema 1 of `outbox.enqueued` as schema 2: a row from before kinds has none, and its
+/// enqueue id is the one its position gives (one past it, as ids start at 1).
+fn enqueued_v1(v1: EnqueuedV1, record: &Record) -> Enqueued {
+    Enqueued {
+        key: v1.key,
+        peer: v1.peer,
+        kind: String::new(),
+        payload: v1.payload,
+        enqueue_id: record.position.0.saturating_add(1),
+    }
 }
 
 impl OutboxEvent {
@@ -165,113 +175,5 @@ impl OutboxEvent {
             OutboxEvent::Expired(e) => &e.key,
             OutboxEvent::Pruned(e) => &e.key,
         }
-    }
-}
-
-/// Kind of [`OutboxEvent::Enqueued`].
-pub const ENQUEUED: &str = "outbox.enqueued";
-/// Kind of [`OutboxEvent::Delivered`].
-pub const DELIVERED: &str = "outbox.delivered";
-/// Kind of [`OutboxEvent::Parked`].
-pub const PARKED: &str = "outbox.parked";
-/// Kind of [`OutboxEvent::RetryScheduled`].
-pub const RETRY_SCHEDULED: &str = "outbox.retry_scheduled";
-/// Kind of [`OutboxEvent::Claimed`].
-pub const CLAIMED: &str = "outbox.claimed";
-/// Kind of [`OutboxEvent::Acked`].
-pub const ACKED: &str = "outbox.acked";
-/// Kind of [`OutboxEvent::Expired`].
-pub const EXPIRED: &str = "outbox.expired";
-/// Kind of [`OutboxEvent::Pruned`].
-pub const PRUNED: &str = "outbox.pruned";
-
-impl DomainEvent for OutboxEvent {
-    const CATALOGUE: &'static [EventKind] = &[
-        EventKind {
-            kind: ENQUEUED,
-            schema: 2,
-        },
-        EventKind {
-            kind: DELIVERED,
-            schema: 1,
-        },
-        EventKind {
-            kind: PARKED,
-            schema: 1,
-        },
-        EventKind {
-            kind: RETRY_SCHEDULED,
-            schema: 1,
-        },
-        EventKind {
-            kind: CLAIMED,
-            schema: 1,
-        },
-        EventKind {
-            kind: ACKED,
-            schema: 1,
-        },
-        EventKind {
-            kind: EXPIRED,
-            schema: 1,
-        },
-        EventKind {
-            kind: PRUNED,
-            schema: 1,
-        },
-    ];
-
-    fn kind(&self) -> &'static str {
-        match self {
-            OutboxEvent::Enqueued(_) => ENQUEUED,
-            OutboxEvent::Delivered(_) => DELIVERED,
-            OutboxEvent::Parked(_) => PARKED,
-            OutboxEvent::RetryScheduled(_) => RETRY_SCHEDULED,
-            OutboxEvent::Claimed(_) => CLAIMED,
-            OutboxEvent::Acked(_) => ACKED,
-            OutboxEvent::Expired(_) => EXPIRED,
-            OutboxEvent::Pruned(_) => PRUNED,
-        }
-    }
-
-    fn payload(&self) -> Vec<u8> {
-        match self {
-            OutboxEvent::Enqueued(e) => encode_payload(e),
-            OutboxEvent::Delivered(e) => encode_payload(e),
-            OutboxEvent::Parked(e) => encode_payload(e),
-            OutboxEvent::RetryScheduled(e) => encode_payload(e),
-            OutboxEvent::Claimed(e) => encode_payload(e),
-            OutboxEvent::Acked(e) => encode_payload(e),
-            OutboxEvent::Expired(e) => encode_payload(e),
-            OutboxEvent::Pruned(e) => encode_payload(e),
-        }
-    }
-
-    fn from_record(record: &Record) -> Result<Option<Self>> {
-        let event = match (record.kind.as_str(), record.schema) {
-            (ENQUEUED, 1) => {
-                let v1: EnqueuedV1 = decode_payload(record)?;
-                OutboxEvent::Enqueued(Enqueued {
-                    key: v1.key,
-                    peer: v1.peer,
-                    kind: String::new(),
-                    payload: v1.payload,
-                    enqueue_id: record.position.0.saturating_add(1),
-                })
-            }
-            (ENQUEUED, 2) => OutboxEvent::Enqueued(decode_payload(record)?),
-            (DELIVERED, 1) => OutboxEvent::Delivered(decode_payload(record)?),
-            (PARKED, 1) => OutboxEvent::Parked(decode_payload(record)?),
-            (RETRY_SCHEDULED, 1) => OutboxEvent::RetryScheduled(decode_payload(record)?),
-            (CLAIMED, 1) => OutboxEvent::Claimed(decode_payload(record)?),
-            (ACKED, 1) => OutboxEvent::Acked(decode_payload(record)?),
-            (EXPIRED, 1) => OutboxEvent::Expired(decode_payload(record)?),
-            (PRUNED, 1) => OutboxEvent::Pruned(decode_payload(record)?),
-            (kind, _) if Self::CATALOGUE.iter().any(|e| e.kind == kind) => {
-                return Err(unknown_schema(record));
-            }
-            _ => return Ok(None),
-        };
-        Ok(Some(event))
     }
 }

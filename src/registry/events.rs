@@ -6,9 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::query::{InstanceKind, Knows, Status};
-use crate::error::Result;
-use crate::event::{DomainEvent, EventKind, decode_payload, encode_payload, unknown_schema};
-use crate::record::Record;
+use crate::event::domain_events;
 
 /// A new instance was registered, with every field resolved (defaults filled in).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,123 +150,32 @@ pub struct FuelCharged {
     pub fuel: u64,
 }
 
-/// Every registry event.
-///
-/// Serialised as its payload struct alone (the kind is the record's), for the CLI's JSON.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum RegistryEvent {
-    /// `registry.instance_added`
-    InstanceAdded(InstanceAdded),
-    /// `registry.instance_updated`
-    InstanceUpdated(InstanceUpdated),
-    /// `registry.status_changed`
-    StatusChanged(StatusChanged),
-    /// `registry.knows_changed`
-    KnowsChanged(KnowsChanged),
-    /// `registry.topics_changed`
-    TopicsChanged(TopicsChanged),
-    /// `registry.instance_removed`
-    InstanceRemoved(InstanceRemoved),
-    /// `registry.setting_set`
-    SettingSet(SettingSet),
-    /// `registry.fuel_charged`
-    FuelCharged(FuelCharged),
-}
-
-const INSTANCE_ADDED: &str = "registry.instance_added";
-const INSTANCE_UPDATED: &str = "registry.instance_updated";
-const STATUS_CHANGED: &str = "registry.status_changed";
-const KNOWS_CHANGED: &str = "registry.knows_changed";
-const TOPICS_CHANGED: &str = "registry.topics_changed";
-const INSTANCE_REMOVED: &str = "registry.instance_removed";
-const SETTING_SET: &str = "registry.setting_set";
-const FUEL_CHARGED: &str = "registry.fuel_charged";
-
-impl DomainEvent for RegistryEvent {
-    const CATALOGUE: &'static [EventKind] = &[
-        EventKind {
-            kind: INSTANCE_ADDED,
-            schema: 1,
-        },
-        EventKind {
-            kind: INSTANCE_UPDATED,
-            schema: 1,
-        },
-        EventKind {
-            kind: STATUS_CHANGED,
-            schema: 1,
-        },
-        EventKind {
-            kind: KNOWS_CHANGED,
-            schema: 1,
-        },
-        EventKind {
-            kind: TOPICS_CHANGED,
-            schema: 1,
-        },
-        EventKind {
-            kind: INSTANCE_REMOVED,
-            schema: 1,
-        },
-        EventKind {
-            kind: SETTING_SET,
-            schema: 1,
-        },
-        EventKind {
-            kind: FUEL_CHARGED,
-            schema: 1,
-        },
-    ];
-
-    fn kind(&self) -> &'static str {
-        match self {
-            RegistryEvent::InstanceAdded(_) => INSTANCE_ADDED,
-            RegistryEvent::InstanceUpdated(_) => INSTANCE_UPDATED,
-            RegistryEvent::StatusChanged(_) => STATUS_CHANGED,
-            RegistryEvent::KnowsChanged(_) => KNOWS_CHANGED,
-            RegistryEvent::TopicsChanged(_) => TOPICS_CHANGED,
-            RegistryEvent::InstanceRemoved(_) => INSTANCE_REMOVED,
-            RegistryEvent::SettingSet(_) => SETTING_SET,
-            RegistryEvent::FuelCharged(_) => FUEL_CHARGED,
-        }
-    }
-
-    fn payload(&self) -> Vec<u8> {
-        match self {
-            RegistryEvent::InstanceAdded(e) => encode_payload(e),
-            RegistryEvent::InstanceUpdated(e) => encode_payload(e),
-            RegistryEvent::StatusChanged(e) => encode_payload(e),
-            RegistryEvent::KnowsChanged(e) => encode_payload(e),
-            RegistryEvent::TopicsChanged(e) => encode_payload(e),
-            RegistryEvent::InstanceRemoved(e) => encode_payload(e),
-            RegistryEvent::SettingSet(e) => encode_payload(e),
-            RegistryEvent::FuelCharged(e) => encode_payload(e),
-        }
-    }
-
-    fn from_record(record: &Record) -> Result<Option<Self>> {
-        let event = match (record.kind.as_str(), record.schema) {
-            (INSTANCE_ADDED, 1) => RegistryEvent::InstanceAdded(decode_payload(record)?),
-            (INSTANCE_UPDATED, 1) => RegistryEvent::InstanceUpdated(decode_payload(record)?),
-            (STATUS_CHANGED, 1) => RegistryEvent::StatusChanged(decode_payload(record)?),
-            (KNOWS_CHANGED, 1) => RegistryEvent::KnowsChanged(decode_payload(record)?),
-            (TOPICS_CHANGED, 1) => RegistryEvent::TopicsChanged(decode_payload(record)?),
-            (INSTANCE_REMOVED, 1) => RegistryEvent::InstanceRemoved(decode_payload(record)?),
-            (SETTING_SET, 1) => RegistryEvent::SettingSet(decode_payload(record)?),
-            (FUEL_CHARGED, 1) => RegistryEvent::FuelCharged(decode_payload(record)?),
-            (kind, _) if Self::CATALOGUE.iter().any(|e| e.kind == kind) => {
-                return Err(unknown_schema(record));
-            }
-            _ => return Ok(None),
-        };
-        Ok(Some(event))
+domain_events! {
+    /// Every registry event.
+    pub enum RegistryEvent {
+        /// `registry.instance_added`
+        InstanceAdded(InstanceAdded) = INSTANCE_ADDED = "registry.instance_added", schema 1;
+        /// `registry.instance_updated`
+        InstanceUpdated(InstanceUpdated) = INSTANCE_UPDATED = "registry.instance_updated", schema 1;
+        /// `registry.status_changed`
+        StatusChanged(StatusChanged) = STATUS_CHANGED = "registry.status_changed", schema 1;
+        /// `registry.knows_changed`
+        KnowsChanged(KnowsChanged) = KNOWS_CHANGED = "registry.knows_changed", schema 1;
+        /// `registry.topics_changed`
+        TopicsChanged(TopicsChanged) = TOPICS_CHANGED = "registry.topics_changed", schema 1;
+        /// `registry.instance_removed`
+        InstanceRemoved(InstanceRemoved) = INSTANCE_REMOVED = "registry.instance_removed", schema 1;
+        /// `registry.setting_set`
+        SettingSet(SettingSet) = SETTING_SET = "registry.setting_set", schema 1;
+        /// `registry.fuel_charged`
+        FuelCharged(FuelCharged) = FUEL_CHARGED = "registry.fuel_charged", schema 1;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::DomainEvent;
 
     /// The payload bytes `schema/EVENTS.md` describes, for one event of each shape.
     #[test]

@@ -9,9 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
-use crate::event::{DomainEvent, EventKind, decode_payload, encode_payload, unknown_schema};
-use crate::record::Record;
+use crate::event::domain_events;
 
 /// Free-form span attributes: name → value (typically JSON text). Ordered, so the bytes of a
 /// payload or a row never depend on insertion order.
@@ -283,141 +281,32 @@ pub struct DetailPruned {
     pub spans_deleted: u64,
 }
 
-/// Every run event.
-///
-/// Serialised as its payload struct alone (the kind is the record's), for the CLI's JSON.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum RunEvent {
-    /// `run.span_started`
-    SpanStarted(SpanStarted),
-    /// `run.span_patched`
-    SpanPatched(SpanPatched),
-    /// `run.span_ended`
-    SpanEnded(SpanEnded),
-    /// `run.event_appended`
-    EventAppended(EventAppended),
-    /// `run.heartbeat`
-    Heartbeat(Heartbeat),
-    /// `run.rolled_up`
-    RolledUp(RolledUp),
-    /// `run.detail_pruned`
-    DetailPruned(DetailPruned),
-    /// `run.span_heartbeat`
-    SpanHeartbeat(SpanHeartbeat),
-    /// `run.rolled_up_while_open`
-    RolledUpWhileOpen(RolledUpWhileOpen),
-    /// `run.personal_event_appended`
-    PersonalEventAppended(PersonalEventAppended),
-}
-
-const SPAN_STARTED: &str = "run.span_started";
-const SPAN_PATCHED: &str = "run.span_patched";
-const SPAN_ENDED: &str = "run.span_ended";
-/// The kind of a span event: the kind a plain one's payload is read as.
-pub(crate) const EVENT_APPENDED: &str = "run.event_appended";
-const HEARTBEAT: &str = "run.heartbeat";
-const ROLLED_UP: &str = "run.rolled_up";
-const DETAIL_PRUNED: &str = "run.detail_pruned";
-const SPAN_HEARTBEAT: &str = "run.span_heartbeat";
-const ROLLED_UP_WHILE_OPEN: &str = "run.rolled_up_while_open";
-/// The kind of a span event whose payload is personal: the kind its envelope is bound to.
-pub(crate) const PERSONAL_EVENT_APPENDED: &str = "run.personal_event_appended";
-
-impl DomainEvent for RunEvent {
-    const CATALOGUE: &'static [EventKind] = &[
-        EventKind {
-            kind: SPAN_STARTED,
-            schema: 1,
-        },
-        EventKind {
-            kind: SPAN_PATCHED,
-            schema: 1,
-        },
-        EventKind {
-            kind: SPAN_ENDED,
-            schema: 1,
-        },
-        EventKind {
-            kind: EVENT_APPENDED,
-            schema: 1,
-        },
-        EventKind {
-            kind: HEARTBEAT,
-            schema: 1,
-        },
-        EventKind {
-            kind: ROLLED_UP,
-            schema: 1,
-        },
-        EventKind {
-            kind: DETAIL_PRUNED,
-            schema: 1,
-        },
-        EventKind {
-            kind: SPAN_HEARTBEAT,
-            schema: 1,
-        },
-        EventKind {
-            kind: ROLLED_UP_WHILE_OPEN,
-            schema: 1,
-        },
-        EventKind {
-            kind: PERSONAL_EVENT_APPENDED,
-            schema: 1,
-        },
-    ];
-
-    fn kind(&self) -> &'static str {
-        match self {
-            RunEvent::SpanStarted(_) => SPAN_STARTED,
-            RunEvent::SpanPatched(_) => SPAN_PATCHED,
-            RunEvent::SpanEnded(_) => SPAN_ENDED,
-            RunEvent::EventAppended(_) => EVENT_APPENDED,
-            RunEvent::Heartbeat(_) => HEARTBEAT,
-            RunEvent::RolledUp(_) => ROLLED_UP,
-            RunEvent::DetailPruned(_) => DETAIL_PRUNED,
-            RunEvent::SpanHeartbeat(_) => SPAN_HEARTBEAT,
-            RunEvent::RolledUpWhileOpen(_) => ROLLED_UP_WHILE_OPEN,
-            RunEvent::PersonalEventAppended(_) => PERSONAL_EVENT_APPENDED,
-        }
-    }
-
-    fn payload(&self) -> Vec<u8> {
-        match self {
-            RunEvent::SpanStarted(e) => encode_payload(e),
-            RunEvent::SpanPatched(e) => encode_payload(e),
-            RunEvent::SpanEnded(e) => encode_payload(e),
-            RunEvent::EventAppended(e) => encode_payload(e),
-            RunEvent::Heartbeat(e) => encode_payload(e),
-            RunEvent::RolledUp(e) => encode_payload(e),
-            RunEvent::DetailPruned(e) => encode_payload(e),
-            RunEvent::SpanHeartbeat(e) => encode_payload(e),
-            RunEvent::RolledUpWhileOpen(e) => encode_payload(e),
-            RunEvent::PersonalEventAppended(e) => encode_payload(e),
-        }
-    }
-
-    fn from_record(record: &Record) -> Result<Option<Self>> {
-        let event = match (record.kind.as_str(), record.schema) {
-            (SPAN_STARTED, 1) => RunEvent::SpanStarted(decode_payload(record)?),
-            (SPAN_PATCHED, 1) => RunEvent::SpanPatched(decode_payload(record)?),
-            (SPAN_ENDED, 1) => RunEvent::SpanEnded(decode_payload(record)?),
-            (EVENT_APPENDED, 1) => RunEvent::EventAppended(decode_payload(record)?),
-            (HEARTBEAT, 1) => RunEvent::Heartbeat(decode_payload(record)?),
-            (ROLLED_UP, 1) => RunEvent::RolledUp(decode_payload(record)?),
-            (DETAIL_PRUNED, 1) => RunEvent::DetailPruned(decode_payload(record)?),
-            (SPAN_HEARTBEAT, 1) => RunEvent::SpanHeartbeat(decode_payload(record)?),
-            (ROLLED_UP_WHILE_OPEN, 1) => RunEvent::RolledUpWhileOpen(decode_payload(record)?),
-            (PERSONAL_EVENT_APPENDED, 1) => {
-                RunEvent::PersonalEventAppended(decode_payload(record)?)
-            }
-            (kind, _) if Self::CATALOGUE.iter().any(|e| e.kind == kind) => {
-                return Err(unknown_schema(record));
-            }
-            _ => return Ok(None),
-        };
-        Ok(Some(event))
+domain_events! {
+    /// Every run event.
+    pub enum RunEvent {
+        /// `run.span_started`
+        SpanStarted(SpanStarted) = SPAN_STARTED = "run.span_started", schema 1;
+        /// `run.span_patched`
+        SpanPatched(SpanPatched) = SPAN_PATCHED = "run.span_patched", schema 1;
+        /// `run.span_ended`
+        SpanEnded(SpanEnded) = SPAN_ENDED = "run.span_ended", schema 1;
+        /// `run.event_appended`: also the kind a plain span event's payload is read as.
+        EventAppended(EventAppended) = pub(crate) EVENT_APPENDED = "run.event_appended", schema 1;
+        /// `run.heartbeat`
+        Heartbeat(Heartbeat) = HEARTBEAT = "run.heartbeat", schema 1;
+        /// `run.rolled_up`
+        RolledUp(RolledUp) = ROLLED_UP = "run.rolled_up", schema 1;
+        /// `run.detail_pruned`
+        DetailPruned(DetailPruned) = DETAIL_PRUNED = "run.detail_pruned", schema 1;
+        /// `run.span_heartbeat`
+        SpanHeartbeat(SpanHeartbeat) = SPAN_HEARTBEAT = "run.span_heartbeat", schema 1;
+        /// `run.rolled_up_while_open`
+        RolledUpWhileOpen(RolledUpWhileOpen) = ROLLED_UP_WHILE_OPEN = "run.rolled_up_while_open",
+            schema 1;
+        /// `run.personal_event_appended`: also the kind a personal span event's envelope is
+        /// bound to.
+        PersonalEventAppended(PersonalEventAppended) =
+            pub(crate) PERSONAL_EVENT_APPENDED = "run.personal_event_appended", schema 1;
     }
 }
 
