@@ -1,53 +1,39 @@
 //! Entity history: every event that touched one stream, lease, outbox row, run, registry
 //! instance, setting, consumer or ingested run, in log order, with positions and times.
 //!
-//! An entity maps to the streams its domain writes (the names come from each domain's
-//! `decide.rs`), and its history is those streams read through the stream index and merged
+//! An entity maps to the streams its domain writes (each projection names its kinds of
+//! entity and their streams, [`crate::projection::Projection::entities`]), and its history is those streams read through the stream index and merged
 //! by position. Reads only; never writes.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::error::{AuditError, EntityProblem, Result};
 use crate::log::read::{Direction, Snapshot, StreamRecords};
+use crate::projection::{EntityKind, Projection};
 use crate::record::{Record, StreamVersion};
 
 /// Something whose history can be asked for, as `annals history` spells it:
-/// `stream:<name>`, `lease:<resource>`, `lane:<lane>/<key>`, `outbox:<key>`, `run:<id>`,
-/// `registry:<handle>`, `setting:<key>`, `consumer:<name>` or `ingest:<project>/<run>`.
+/// `stream:<name>`, or a kind one of the store's projections names
+/// ([`crate::projection::Projection::entities`]); the built-in ones name `lease:<resource>`,
+/// `lane:<lane>/<key>`, `outbox:<key>`, `run:<id>`, `registry:<handle>`, `setting:<key>`,
+/// `consumer:<name>` and `ingest:<project>/<run>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Entity {
-    /// Any stream, by name.
-    Stream(String),
-    /// A resource lease.
-    Lease(String),
-    /// A lane lease of one key: `lane:<lane>/<key>`.
-    Lane {
-        /// The lane.
-        lane: String,
-        /// The key.
-        key: String,
-    },
-    /// An outbox row, by its idempotency key.
-    Outbox(String),
-    /// A run.
-    Run(String),
-    /// A registry instance, by handle: its own events and its fuel ledger.
-    Registry(String),
-    /// A registry setting.
-    Setting(String),
-    /// A consumer's checkpoints.
-    Consumer(String),
-    /// The events one run of a project pushed to the hub: `ingest:<project>/<run>`.
-    Ingest {
-        /// The runtime's project.
-        project: String,
-        /// The run.
-        run: String,
-    },
+pub struct Entity {
+    /// The word before the colon.
+    kind: String,
+    /// The names after it: one, or two for a kind whose shape has two.
+    parts: Vec<String>,
+    /// The streams its events are written to.
+    streams: Vec<String>,
 }
 
+/// The kind every log has: any stream, by name (which may hold `/`).
+const STREAM: &str = "stream";
+
 impl Entity {
-    /// Parses an entity spec such as `lease:deploy-lock`.
+    /// Parses an entity spec such as `lease:deploy-lock`, of the kinds the built-in
+    /// projections name ([`crate::store::builtin_projections`]).
     ///
     /// ```
     /// use annals::audit::Entity;
@@ -56,94 +42,92 @@ impl Entity {
     /// assert!(Entity::parse("deploy-lock").is_err());
     /// ```
     pub fn parse(spec: &str) -> Result<Entity> {
-        let refuse = |reason: EntityProblem| AuditError::Entity {
-            spec: spec.to_owned(),
-            reason,
+        Entity::parse_among(spec, &crate::store::builtin_projections())
+    }
+
+    /// Parses an entity spec of the kinds `projections` name: a store's
+    /// ([`crate::Store::projections`]`.iter()`), with projections of one's own among them.
+    pub fn parse_among<'p>(
+        spec: &str,
+        projections: impl IntoIterator<Item = &'p Arc<dyn Projection>>,
+    ) -> Result<Entity> {
+        let kinds: Vec<EntityKind> = projections
+            .into_iter()
+            .flat_map(|projection| projection.entities().iter().copied())
+            .collect();
+        // "stream, lease, … or ingest": what a refusal offers.
+        let known = || {
+            let names: Vec<&str> = std::iter::once(STREAM)
+                .chain(kinds.iter().map(|kind| kind.kind))
+                .collect();
+            match names.split_last() {
+                Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+                _ => STREAM.to_owned(),
+            }
+        };
+        let refuse = |reason: EntityProblem| {
+            crate::Error::from(AuditError::Entity {
+                spec: spec.to_owned(),
+                reason,
+            })
         };
         let Some((kind, name)) = spec.split_once(':') else {
-            return Err(refuse(EntityProblem::NoKind).into());
+            return Err(refuse(EntityProblem::NoKind { known: known() }));
         };
         if name.is_empty() {
-            return Err(refuse(EntityProblem::EmptyName).into());
+            return Err(refuse(EntityProblem::EmptyName));
         }
-        let name = name.to_owned();
-        Ok(match kind {
-            "stream" => Entity::Stream(name),
-            "lease" => Entity::Lease(name),
-            "lane" => {
-                let Some((lane, key)) = name.split_once('/') else {
+        if kind == STREAM {
+            return Ok(Entity {
+                kind: STREAM.to_owned(),
+                parts: vec![name.to_owned()],
+                streams: vec![name.to_owned()],
+            });
+        }
+        let Some(found) = kinds.iter().find(|known| known.kind == kind) else {
+            return Err(refuse(EntityProblem::UnknownKind {
+                kind: kind.to_owned(),
+                known: known(),
+            }));
+        };
+        let parts: Vec<&str> = match found.parts() {
+            1 => vec![name],
+            _ => match name.split_once('/') {
+                Some((first, second)) => vec![first, second],
+                None => {
                     return Err(refuse(EntityProblem::OnePart {
-                        kind: "lane",
-                        shape: "lane:<lane>/<key>",
-                    })
-                    .into());
-                };
-                Entity::Lane {
-                    lane: lane.to_owned(),
-                    key: key.to_owned(),
+                        kind: found.kind,
+                        shape: found.shape,
+                    }));
                 }
-            }
-            "outbox" => Entity::Outbox(name),
-            "run" => Entity::Run(name),
-            "registry" => Entity::Registry(name),
-            "setting" => Entity::Setting(name),
-            "consumer" => Entity::Consumer(name),
-            "ingest" => {
-                let Some((project, run)) = name.split_once('/') else {
-                    return Err(refuse(EntityProblem::OnePart {
-                        kind: "ingest",
-                        shape: "ingest:<project>/<run>",
-                    })
-                    .into());
-                };
-                Entity::Ingest {
-                    project: project.to_owned(),
-                    run: run.to_owned(),
-                }
-            }
-            _ => {
-                return Err(refuse(EntityProblem::UnknownKind {
-                    kind: kind.to_owned(),
-                })
-                .into());
-            }
+            },
+        };
+        let streams = (found.streams)(&parts);
+        assert!(
+            !streams.is_empty(),
+            "an entity of kind {kind} names no stream"
+        );
+        Ok(Entity {
+            kind: kind.to_owned(),
+            parts: parts.into_iter().map(str::to_owned).collect(),
+            streams,
         })
     }
 
-    /// The streams that hold the entity's events.
-    pub fn streams(&self) -> Vec<String> {
-        match self {
-            Entity::Stream(name) => vec![name.clone()],
-            Entity::Lease(resource) => vec![crate::leases::decide::lease_stream(resource)],
-            Entity::Lane { lane, key } => vec![crate::leases::decide::lane_stream(lane, key)],
-            Entity::Outbox(key) => vec![crate::outbox::decide::row_stream(key)],
-            Entity::Run(run) => vec![crate::runs::decide::run_stream(run)],
-            Entity::Registry(handle) => vec![
-                crate::registry::decide::instance_stream(handle),
-                crate::registry::decide::fuel_stream(handle),
-            ],
-            Entity::Setting(key) => vec![crate::registry::decide::setting_stream(key)],
-            Entity::Consumer(name) => vec![crate::consumers::decide::consumer_stream(name)],
-            Entity::Ingest { project, run } => {
-                vec![crate::ingest::decide::ingest_stream(project, run)]
-            }
-        }
+    /// The word before the colon: `stream`, or the kind a projection names.
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// The streams this entity's events are written to, in the order its kind lists them.
+    pub fn streams(&self) -> &[String] {
+        &self.streams
     }
 }
 
 impl fmt::Display for Entity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Entity::Stream(name) => write!(f, "stream:{name}"),
-            Entity::Lease(name) => write!(f, "lease:{name}"),
-            Entity::Lane { lane, key } => write!(f, "lane:{lane}/{key}"),
-            Entity::Outbox(name) => write!(f, "outbox:{name}"),
-            Entity::Run(name) => write!(f, "run:{name}"),
-            Entity::Registry(name) => write!(f, "registry:{name}"),
-            Entity::Setting(name) => write!(f, "setting:{name}"),
-            Entity::Consumer(name) => write!(f, "consumer:{name}"),
-            Entity::Ingest { project, run } => write!(f, "ingest:{project}/{run}"),
-        }
+        write!(f, "{}:{}", self.kind, self.parts.join("/"))
     }
 }
 
@@ -151,7 +135,7 @@ impl fmt::Display for Entity {
 /// when the log holds nothing of it. Collects them all; [`records`] hands them out one at a
 /// time.
 pub fn history(snapshot: &Snapshot, entity: &Entity) -> Result<Vec<Record>> {
-    records(snapshot, &entity.streams(), Direction::Forward)?.collect()
+    records(snapshot, entity.streams(), Direction::Forward)?.collect()
 }
 
 /// The records of `streams` merged by position, in `direction`: each stream is read through

@@ -19,8 +19,8 @@ pub(crate) mod query;
 use crate::error::Result;
 use crate::event::{DomainEvent, EventKind};
 use crate::log::read::Snapshot;
-use crate::projection::Projection;
 use crate::projection::table::{TableSource, WriteTables};
+use crate::projection::{EntityKind, Projection};
 use crate::record::{Position, Record};
 
 pub use decide::{ConsumerCommand, ConsumerOutcome, ConsumerRefusal, consumer_stream};
@@ -59,6 +59,14 @@ impl Projection for Consumers {
 
     fn catalogue(&self) -> &'static [EventKind] {
         ConsumerEvent::CATALOGUE
+    }
+
+    fn entities(&self) -> &'static [EntityKind] {
+        &[EntityKind {
+            kind: "consumer",
+            shape: "consumer:<name>",
+            streams: |parts| vec![decide::consumer_stream(parts[0])],
+        }]
     }
 
     fn check_payload(&self, record: &Record) -> Result<()> {

@@ -71,16 +71,15 @@ impl fmt::Display for Unreadable {
     }
 }
 
-/// The kinds an entity spec names, as the refusals list them.
-const ENTITY_KINDS: &str =
-    "stream, lease, lane, outbox, run, registry, setting, consumer or ingest";
-
 /// What is wrong with an entity spec ([`super::AuditError::Entity`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EntityProblem {
     /// No colon between a kind and a name.
-    NoKind,
+    NoKind {
+        /// The kinds the store's projections name, as a list to read.
+        known: String,
+    },
     /// Nothing after the colon.
     EmptyName,
     /// A kind with two parts (`lane`, `ingest`) given one.
@@ -94,14 +93,16 @@ pub enum EntityProblem {
     UnknownKind {
         /// The kind given.
         kind: String,
+        /// The kinds the store's projections name, as a list to read.
+        known: String,
     },
 }
 
 impl fmt::Display for EntityProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EntityProblem::NoKind => {
-                write!(f, "expected <kind>:<name>, with kind {ENTITY_KINDS}")
+            EntityProblem::NoKind { known } => {
+                write!(f, "expected <kind>:<name>, with kind {known}")
             }
             EntityProblem::EmptyName => f.write_str("the name after the colon is empty"),
             EntityProblem::OnePart { kind, shape } => {
@@ -112,8 +113,8 @@ impl fmt::Display for EntityProblem {
                 };
                 write!(f, "{article} {kind} entity is {shape}")
             }
-            EntityProblem::UnknownKind { kind } => {
-                write!(f, "unknown kind {kind:?}: use {ENTITY_KINDS}")
+            EntityProblem::UnknownKind { kind, known } => {
+                write!(f, "unknown kind {kind:?}: use {known}")
             }
         }
     }

@@ -73,8 +73,8 @@ pub(crate) mod query;
 
 use crate::error::Result;
 use crate::event::{DomainEvent, EventKind};
-use crate::projection::Projection;
 use crate::projection::table::{TableSource, WriteTables};
+use crate::projection::{EntityKind, Projection};
 use crate::record::Record;
 
 pub use decide::{
@@ -122,6 +122,14 @@ impl Projection for Ingest {
 
     fn catalogue(&self) -> &'static [EventKind] {
         IngestEvent::CATALOGUE
+    }
+
+    fn entities(&self) -> &'static [EntityKind] {
+        &[EntityKind {
+            kind: "ingest",
+            shape: "ingest:<project>/<run>",
+            streams: |parts| vec![decide::ingest_stream(parts[0], parts[1])],
+        }]
     }
 
     fn check_payload(&self, record: &Record) -> Result<()> {

@@ -50,8 +50,8 @@ pub(crate) mod query;
 
 use crate::error::Result;
 use crate::event::{DomainEvent, EventKind};
-use crate::projection::Projection;
 use crate::projection::table::{TableSource, WriteTables};
+use crate::projection::{EntityKind, Projection};
 use crate::record::Record;
 
 pub use decide::*;
@@ -106,6 +106,21 @@ impl Projection for Leases {
 
     fn catalogue(&self) -> &'static [EventKind] {
         LeaseEvent::CATALOGUE
+    }
+
+    fn entities(&self) -> &'static [EntityKind] {
+        &[
+            EntityKind {
+                kind: "lease",
+                shape: "lease:<resource>",
+                streams: |parts| vec![decide::lease_stream(parts[0])],
+            },
+            EntityKind {
+                kind: "lane",
+                shape: "lane:<lane>/<key>",
+                streams: |parts| vec![decide::lane_stream(parts[0], parts[1])],
+            },
+        ]
     }
 
     fn state_json(&self, state: &dyn TableSource) -> Result<serde_json::Value> {

@@ -87,8 +87,8 @@ pub(crate) mod query;
 
 use crate::error::Result;
 use crate::event::{DomainEvent, EventKind};
-use crate::projection::Projection;
 use crate::projection::table::{TableSource, WriteTables};
+use crate::projection::{EntityKind, Projection};
 use crate::record::Record;
 
 pub use decide::*;
@@ -140,6 +140,14 @@ impl Projection for Outbox {
 
     fn catalogue(&self) -> &'static [EventKind] {
         OutboxEvent::CATALOGUE
+    }
+
+    fn entities(&self) -> &'static [EntityKind] {
+        &[EntityKind {
+            kind: "outbox",
+            shape: "outbox:<key>",
+            streams: |parts| vec![decide::row_stream(parts[0])],
+        }]
     }
 
     fn state_json(&self, state: &dyn TableSource) -> Result<serde_json::Value> {

@@ -77,6 +77,12 @@ pub trait Projection: Send + Sync + 'static {
     fn catalogue(&self) -> &'static [EventKind] {
         &[]
     }
+    /// The kinds of entity whose history it can name (`lease:<resource>`): how
+    /// [`crate::audit::Entity::parse_among`] maps a name to the streams this projection's
+    /// commands write. The default names none.
+    fn entities(&self) -> &'static [EntityKind] {
+        &[]
+    }
     /// Refuses `record` when it is of this projection's kinds and its payload does not
     /// decode ([`crate::Error::UndecodableEvent`]): what [`Self::apply`] would refuse of the
     /// record alone, told without a table. An import asks it of every record before it opens
@@ -160,6 +166,37 @@ pub(crate) fn invariant(
         detail,
     }
     .into()
+}
+
+/// A kind of entity a projection names for history: the word before the colon of an entity
+/// spec, the names after it, and the streams an entity of the kind is written to.
+///
+/// ```
+/// use annals::projection::EntityKind;
+/// const LEASE: EntityKind = EntityKind {
+///     kind: "lease",
+///     shape: "lease:<resource>",
+///     streams: |parts| vec![format!("lease/{}", parts[0])],
+/// };
+/// assert_eq!(LEASE.parts(), 1);
+/// assert_eq!((LEASE.streams)(&["deploy"]), ["lease/deploy"]);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct EntityKind {
+    /// The word before the colon, e.g. `lease`.
+    pub kind: &'static str,
+    /// The spec's shape, each name in angle brackets: `lease:<resource>`, or
+    /// `lane:<lane>/<key>` for a kind of two names, which a spec separates at its first `/`.
+    pub shape: &'static str,
+    /// The streams of an entity, from its names (as many as [`EntityKind::parts`]), in order.
+    pub streams: fn(&[&str]) -> Vec<String>,
+}
+
+impl EntityKind {
+    /// How many names an entity of this kind has: those its shape names (one or two).
+    pub fn parts(&self) -> usize {
+        self.shape.matches('<').count()
+    }
 }
 
 /// The projections of one store, in registration order.

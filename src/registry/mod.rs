@@ -71,8 +71,8 @@ pub(crate) mod query;
 
 use crate::error::Result;
 use crate::event::{DomainEvent, EventKind};
-use crate::projection::Projection;
 use crate::projection::table::{TableSource, WriteTables};
+use crate::projection::{EntityKind, Projection};
 use crate::record::Record;
 
 pub use decide::*;
@@ -136,6 +136,27 @@ impl Projection for Registry {
 
     fn catalogue(&self) -> &'static [EventKind] {
         RegistryEvent::CATALOGUE
+    }
+
+    fn entities(&self) -> &'static [EntityKind] {
+        &[
+            // An instance's history is its own events and its fuel ledger's.
+            EntityKind {
+                kind: "registry",
+                shape: "registry:<handle>",
+                streams: |parts| {
+                    vec![
+                        decide::instance_stream(parts[0]),
+                        decide::fuel_stream(parts[0]),
+                    ]
+                },
+            },
+            EntityKind {
+                kind: "setting",
+                shape: "setting:<key>",
+                streams: |parts| vec![decide::setting_stream(parts[0])],
+            },
+        ]
     }
 
     fn state_json(&self, state: &dyn TableSource) -> Result<serde_json::Value> {

@@ -125,8 +125,8 @@ pub(crate) mod rollup;
 
 use crate::error::Result;
 use crate::event::{DomainEvent, EventKind};
-use crate::projection::Projection;
 use crate::projection::table::{TableSource, WriteTables};
+use crate::projection::{EntityKind, Projection};
 use crate::record::Record;
 
 pub use decide::*;
@@ -194,6 +194,14 @@ impl Projection for Runs {
 
     fn catalogue(&self) -> &'static [EventKind] {
         RunEvent::CATALOGUE
+    }
+
+    fn entities(&self) -> &'static [EntityKind] {
+        &[EntityKind {
+            kind: "run",
+            shape: "run:<run>",
+            streams: |parts| vec![decide::run_stream(parts[0])],
+        }]
     }
 
     fn state_json(&self, state: &dyn TableSource) -> Result<serde_json::Value> {

@@ -34,11 +34,11 @@ fn history_is_every_record_of_the_entitys_streams_in_log_order() {
         first_entity(&records, "run/", "run"),
         first_entity(&records, "registry/", "registry"),
         first_entity(&records, "registry-setting/", "setting"),
-        Entity::Stream(records[7].stream.clone()),
+        Entity::parse(&format!("stream:{}", records[7].stream)).unwrap(),
     ];
     let snapshot = store.snapshot().unwrap();
     for entity in &entities {
-        let streams: BTreeSet<String> = entity.streams().into_iter().collect();
+        let streams: BTreeSet<String> = entity.streams().iter().cloned().collect();
         let expected: Vec<&Record> = records
             .iter()
             .filter(|record| streams.contains(&record.stream))

@@ -103,7 +103,7 @@ impl Store {
         let streams = entity.streams();
         let records = self.read_log(|log, end| {
             crate::view::before(
-                annals::audit::history(log, &streams, Direction::Forward)?,
+                annals::audit::history(log, streams, Direction::Forward)?,
                 Direction::Forward,
                 end,
             )

@@ -156,7 +156,7 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     if let Some(stream) = args.stream.as_deref() {
         require_stream(&snapshot, stream, &args.log.db)?;
     }
-    let mut streams = entity.streams();
+    let mut streams = entity.streams().to_vec();
     let mut touched = false;
     for stream in &streams {
         touched |= snapshot.stream_version(stream)?.is_some();
