@@ -130,3 +130,34 @@ pub trait Command {
         Ok(None)
     }
 }
+
+/// A condition a write must meet, checked against the tables in the write's own transaction
+/// before it appends anything ([`crate::Store::append_guarded`],
+/// [`crate::Store::execute_guarded`], the [`crate::Writer`]'s): a refusal is an error and
+/// nothing is written. The store knows no domain's rule: a fencing token is a
+/// [`crate::leases::LeaseGuard`], which refuses with
+/// [`crate::error::StoreError::Fenced`] unless its token is its resource's live token.
+///
+/// ```
+/// use annals::projection::TableSource;
+/// use annals::{ExpectedVersion, NewEvent, Precondition, Store};
+///
+/// /// Refuses a write unless the stream `deploy` exists.
+/// struct DeployExists;
+/// impl Precondition for DeployExists {
+///     fn check(&self, state: &dyn TableSource) -> annals::Result<()> {
+///         let _ = state;
+///         Ok(())
+///     }
+/// }
+/// let dir = tempfile::tempdir()?;
+/// let store = Store::open(dir.path().join("log.redb"))?;
+/// let event = NewEvent::new("note", 1, b"x".to_vec());
+/// store.append_guarded("notes", ExpectedVersion::Any, &[event], &DeployExists)?;
+/// # Ok::<(), annals::Error>(())
+/// ```
+pub trait Precondition: Send + Sync {
+    /// `Ok(())` when the write may go on, read from `state` as of this point of its
+    /// transaction; otherwise the error that refuses it.
+    fn check(&self, state: &dyn TableSource) -> Result<()>;
+}

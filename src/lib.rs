@@ -95,7 +95,7 @@ pub struct LibrarySnippets;
 pub struct ErasureSnippets;
 pub mod writer;
 
-pub use command::{Command, Decision, Emit, PersonalField, Sealing};
+pub use command::{Command, Decision, Emit, PersonalField, Precondition, Sealing};
 pub use error::{Error, ErrorKind, Result};
 pub use event::{DomainEvent, EventKind};
 pub use hash::Digest;

@@ -3,8 +3,9 @@
 //! after its lease was taken over cannot write behind its successor.
 
 use super::query::{self, FencingToken};
+use crate::command::Precondition;
 pub use crate::error::GuardRefusal;
-use crate::error::Result;
+use crate::error::{Result, StoreError};
 use crate::projection::table::TableSource;
 
 /// A claim that the writer holds `resource` under `token` at `now_ms`.
@@ -19,11 +20,25 @@ pub struct LeaseGuard {
 }
 
 /// `Ok(())` when the guard's token is live; the refusal otherwise.
-pub fn check(state: &dyn TableSource, guard: &LeaseGuard) -> Result<Result<(), GuardRefusal>> {
+fn check(state: &dyn TableSource, guard: &LeaseGuard) -> Result<Result<(), GuardRefusal>> {
     Ok(match query::lease(state, &guard.resource)? {
         None => Err(GuardRefusal::Missing),
         Some(lease) if lease.token != guard.token => Err(GuardRefusal::Superseded),
         Some(lease) if !lease.is_live(guard.now_ms) => Err(GuardRefusal::Expired),
         Some(_) => Ok(()),
     })
+}
+
+impl Precondition for LeaseGuard {
+    /// Refuses with [`StoreError::Fenced`] unless the guard's token is its resource's live
+    /// token.
+    fn check(&self, state: &dyn TableSource) -> Result<()> {
+        check(state, self)?.map_err(|reason| {
+            StoreError::Fenced {
+                resource: self.resource.clone(),
+                reason,
+            }
+            .into()
+        })
+    }
 }

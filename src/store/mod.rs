@@ -40,10 +40,9 @@ use tokio::sync::watch;
 
 use crate::audit::extends::{Extension, check_extends};
 use crate::audit::verify::VerifyReport;
-use crate::command::Command;
+use crate::command::{Command, Precondition};
 use crate::error::{Error, OpenError, Result, StorageError};
 pub use crate::error::{PartialStep, StoreError};
-use crate::leases::LeaseGuard;
 use crate::log::Head;
 use crate::log::append::{AppendOutcome, ExpectedVersion, LogEnd};
 use crate::log::read::Snapshot;
@@ -830,14 +829,15 @@ impl Store {
         )?)
     }
 
-    /// [`Store::append`] fenced by `guard`: refused with [`StoreError::Fenced`] unless the
-    /// guard's token is its resource's live token, checked in the same transaction.
+    /// [`Store::append`] unless `guard` refuses it, checked in the same transaction: a
+    /// [`crate::leases::LeaseGuard`] is refused with [`StoreError::Fenced`] unless its token
+    /// is its resource's live token.
     pub fn append_guarded(
         &self,
         stream: &str,
         expected: ExpectedVersion,
         events: &[NewEvent],
-        guard: &LeaseGuard,
+        guard: &(impl Precondition + ?Sized),
     ) -> Result<AppendOutcome> {
         self.projections.check_raw_kinds(stream, events)?;
         self.write(|session| {
@@ -846,11 +846,11 @@ impl Store {
         })
     }
 
-    /// [`Store::execute`] fenced by `guard`, checked in the same transaction.
+    /// [`Store::execute`] unless `guard` refuses it, checked in the same transaction.
     pub fn execute_guarded<C: Command>(
         &self,
         command: &C,
-        guard: &LeaseGuard,
+        guard: &(impl Precondition + ?Sized),
     ) -> Result<C::Outcome> {
         self.write(|session| {
             session.guard(guard)?;

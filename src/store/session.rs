@@ -6,10 +6,9 @@ use std::ops::Bound;
 
 use crate::storage::Database;
 
-use crate::command::Command;
+use crate::command::{Command, Precondition};
 use crate::error::Result;
 use crate::error::guarded;
-use crate::leases::LeaseGuard;
 use crate::log::Head;
 use crate::log::append::{AppendOutcome, ExpectedVersion, LogEnd, LogWriter};
 use crate::log::cut::{ArchivedRecord, CUT_KIND, CUT_STREAM, Cut};
@@ -176,16 +175,10 @@ impl<'txn> WriteSession<'txn> {
         }
     }
 
-    /// Refuses with [`StoreError::Fenced`] unless `guard`'s token is its resource's live
-    /// token as of this point of the transaction.
-    pub fn guard(&self, guard: &LeaseGuard) -> Result<()> {
-        crate::leases::guard::check(&self.tables, guard)?.map_err(|reason| {
-            StoreError::Fenced {
-                resource: guard.resource.clone(),
-                reason,
-            }
-            .into()
-        })
+    /// Refuses unless `guard` holds as of this point of the transaction (a
+    /// [`crate::leases::LeaseGuard`]: unless its token is its resource's live token).
+    pub fn guard(&self, guard: &(impl Precondition + ?Sized)) -> Result<()> {
+        guard.check(&self.tables)
     }
 
     /// Appends the events of a projection's own kinds without a command: for replaying

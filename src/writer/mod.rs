@@ -23,10 +23,9 @@ use std::sync::{Arc, OnceLock};
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::command::Command;
+use crate::command::{Command, Precondition};
 pub use crate::error::WriterError;
 use crate::error::{Error, Result};
-use crate::leases::LeaseGuard;
 use crate::log::append::{AppendOutcome, ExpectedVersion};
 use crate::record::{NewEvent, Position, StreamVersion};
 use crate::store::{Durability, Store, WriteSession};
@@ -215,7 +214,7 @@ impl Writer {
         stream: impl Into<String>,
         expected: ExpectedVersion,
         events: Vec<NewEvent>,
-        guard: LeaseGuard,
+        guard: impl Precondition + 'static,
     ) -> Result<AppendOutcome> {
         let stream = stream.into();
         self.submit(move |session| {
@@ -236,7 +235,11 @@ impl Writer {
     }
 
     /// [`Store::execute_guarded`], batched.
-    pub async fn execute_guarded<C>(&self, command: C, guard: LeaseGuard) -> Result<C::Outcome>
+    pub async fn execute_guarded<C>(
+        &self,
+        command: C,
+        guard: impl Precondition + 'static,
+    ) -> Result<C::Outcome>
     where
         C: Command + Send + 'static,
         C::Outcome: Send + 'static,
