@@ -46,6 +46,7 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
+mod builtins;
 pub(crate) mod command;
 pub mod consumers;
 pub mod demo;

@@ -33,7 +33,7 @@ const STREAM: &str = "stream";
 
 impl Entity {
     /// Parses an entity spec such as `lease:deploy-lock`, of the kinds the built-in
-    /// projections name ([`crate::store::builtin_projections`]).
+    /// projections name ([`crate::builtins::builtin_projections`]).
     ///
     /// ```
     /// use annals::audit::Entity;
@@ -42,7 +42,7 @@ impl Entity {
     /// assert!(Entity::parse("deploy-lock").is_err());
     /// ```
     pub fn parse(spec: &str) -> Result<Entity> {
-        Entity::parse_among(spec, &crate::store::builtin_projections())
+        Entity::parse_among(spec, &crate::builtins::builtin_projections())
     }
 
     /// Parses an entity spec of the kinds `projections` name: a store's

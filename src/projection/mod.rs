@@ -364,6 +364,18 @@ impl Projections {
                 )?;
             }
         }
+        // Every projection of the store now follows the head at its own version.
+        debug_assert!(
+            self.list.iter().all(|projection| {
+                table
+                    .get(projection.name())
+                    .ok()
+                    .flatten()
+                    .and_then(|stored| unseal_checkpoint(projection.name(), &stored.value()).ok())
+                    == Some((projection.version(), AT_HEAD))
+            }),
+            "each checkpoint follows the head after an advance"
+        );
         Ok(all_following)
     }
 }
@@ -383,9 +395,27 @@ pub(crate) fn checkpoint(txn: &Writer<'_>, name: &str) -> Result<Option<Checkpoi
 
 /// Sets the checkpoint of one projection.
 pub(crate) fn set_checkpoint(txn: &Writer<'_>, name: &str, checkpoint: Checkpoint) -> Result<()> {
+    // A checkpoint names a position of the log: at most its head (`AT_HEAD` is no position).
+    assert!(
+        checkpoint.next.0 != AT_HEAD,
+        "a checkpoint set at a position names one"
+    );
     CHECKPOINTS.write(txn)?.insert(
         name,
         seal_checkpoint(name, (checkpoint.version, checkpoint.next.0)),
     )?;
+    debug_assert_eq!(
+        checkpoint_stored(txn, name)?,
+        Some((checkpoint.version, checkpoint.next.0)),
+        "a checkpoint set reads back"
+    );
     Ok(())
+}
+
+/// The checkpoint of `name` as stored, its position unresolved.
+fn checkpoint_stored(txn: &Writer<'_>, name: &str) -> Result<Option<(u32, u64)>> {
+    match CHECKPOINTS.write(txn)?.get(name)? {
+        Some(stored) => Ok(Some(unseal_checkpoint(name, &stored.value())?)),
+        None => Ok(None),
+    }
 }

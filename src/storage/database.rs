@@ -313,8 +313,14 @@ impl<'d> WriteTransaction<'d> {
             return Ok(());
         }
         let mut published = database.published();
+        let before = database.file_commits.load(Ordering::Acquire);
         committed(self.txn.commit())?;
         *published = Generation::default();
+        debug_assert_eq!(
+            database.file_commits.load(Ordering::Acquire),
+            before + 1,
+            "a commit to the file is counted once"
+        );
         Ok(())
     }
 
@@ -375,6 +381,11 @@ impl<'d> OverlayWrite<'d> {
                 "a generation was published under a command holding the write lock"
             );
             *published = published.with(scratch);
+            // A command's changes are published only when it wrote some.
+            assert!(
+                !published.is_empty(),
+                "a published command's changes are read"
+            );
             then(&published);
         }
         // redb's transaction, in a shared file, wrote nothing: aborting it cannot lose

@@ -143,8 +143,19 @@ impl Store {
             journal.unjournaled = false;
             return self.emptied(&mut journal);
         };
+        let (epoch_before, end_before) = (journal.epoch(), journal.end());
         journal.append(&frame)?;
         let (epoch, end) = (journal.epoch(), journal.end());
+        // The frame follows the one before it in the same epoch: no drain came between.
+        assert_eq!(
+            epoch, epoch_before,
+            "a command's frame is appended in its epoch"
+        );
+        assert_eq!(
+            end,
+            end_before + frame.len() as u64,
+            "a command's frame ends the journal"
+        );
         drop(journal);
         match &self.shared {
             // Its reader learns of the frame before another writer's turn.
@@ -208,7 +219,13 @@ impl Store {
         let mut journal = lock(journal);
         txn.commit()?;
         journal.unjournaled = false;
-        self.emptied(&mut journal)
+        self.emptied(&mut journal)?;
+        // Every frame is in the file now: the journal is empty, or marked drained in turn.
+        debug_assert!(
+            self.shared.is_some() || journal.held() == 0,
+            "a durable commit to the file empties the journal of a file's only writer"
+        );
+        Ok(())
     }
 
     /// The last checkpoint of a closing store, and the journal's file removed: everything is

@@ -156,17 +156,7 @@ fn truncated_at(path: &Path, error: Error) -> Error {
     }
 }
 
-/// The built-in projections, in the order they are applied.
-pub fn builtin_projections() -> Vec<Arc<dyn Projection>> {
-    vec![
-        Arc::new(crate::registry::Registry),
-        Arc::new(crate::leases::Leases),
-        Arc::new(crate::outbox::Outbox),
-        Arc::new(crate::runs::Runs),
-        Arc::new(crate::consumers::Consumers),
-        Arc::new(crate::ingest::Ingest),
-    ]
-}
+pub use crate::builtins::builtin_projections;
 
 /// [`Store::check_append`] for a log that does not exist yet, which the append would create
 /// empty with the built-in projections and `limits`: a limit, a kind a built-in projection

@@ -151,10 +151,29 @@ impl<'txn> WriteSession<'txn> {
         events: &[NewEvent],
     ) -> Result<AppendOutcome> {
         let mut records = Vec::with_capacity(events.len());
+        let before = self.head().next;
         let outcome = self
             .log
             .append(stream, expected, events, self.limits, &mut records)
             .inspect_err(|error| self.left_partial_unless_refused(PartialStep::Append, error))?;
+        // The records appended are the events given, in order, at the head: none, for a
+        // duplicate's retry or a version refused.
+        assert!(
+            records.is_empty() || records.len() == events.len(),
+            "an append takes all of its events or none"
+        );
+        assert_eq!(
+            self.head().next.0,
+            before.0 + records.len() as u64,
+            "the head moves past exactly the records appended"
+        );
+        debug_assert!(
+            records
+                .iter()
+                .enumerate()
+                .all(|(index, record)| record.position.0 == before.0 + index as u64),
+            "the records appended take the positions from the head on"
+        );
         for record in &records {
             // The record is in the log, and a projection may have written part of its rows.
             self.projections

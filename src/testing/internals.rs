@@ -120,7 +120,7 @@ pub mod open {
     /// Creates a new log at `path` with the built-in projections' checkpoints.
     pub fn create(path: &std::path::Path) -> crate::Result<()> {
         let mut projections = crate::projection::Projections::default();
-        for projection in crate::store::builtin_projections() {
+        for projection in crate::builtins::builtin_projections() {
             projections.register(projection)?;
         }
         crate::store::open::create(path, &projections, crate::record::Format::CURRENT)
@@ -131,7 +131,7 @@ pub mod open {
     /// upgrades; the current version as [`create`] does.
     pub fn create_with_format(path: &std::path::Path, version: u32) -> crate::Result<()> {
         let mut projections = crate::projection::Projections::default();
-        for projection in crate::store::builtin_projections() {
+        for projection in crate::builtins::builtin_projections() {
             projections.register(projection)?;
         }
         match version {
