@@ -136,24 +136,31 @@ pub trait Command {
 /// [`crate::Store::execute_guarded`], the [`crate::Writer`]'s): a refusal is an error and
 /// nothing is written. The store knows no domain's rule: a fencing token is a
 /// [`crate::leases::LeaseGuard`], which refuses with
-/// [`crate::error::StoreError::Fenced`] unless its token is its resource's live token.
+/// [`crate::error::StoreError::Fenced`] unless its token is its resource's live token; a
+/// domain of one's own refuses with [`crate::error::StoreError::PreconditionRefused`].
 ///
 /// ```
+/// use annals::error::StoreError;
 /// use annals::projection::TableSource;
-/// use annals::{ExpectedVersion, NewEvent, Precondition, Store};
+/// use annals::{ErrorKind, ExpectedVersion, NewEvent, Precondition, Store};
 ///
-/// /// Refuses a write unless the stream `deploy` exists.
-/// struct DeployExists;
-/// impl Precondition for DeployExists {
-///     fn check(&self, state: &dyn TableSource) -> annals::Result<()> {
-///         let _ = state;
-///         Ok(())
+/// /// Refuses every write: a freeze.
+/// struct Frozen;
+/// impl Precondition for Frozen {
+///     fn check(&self, _: &dyn TableSource) -> annals::Result<()> {
+///         let refused = StoreError::PreconditionRefused {
+///             precondition: "writes are allowed".to_owned(),
+///             reason: "the log is frozen".to_owned(),
+///         };
+///         Err(refused.into())
 ///     }
 /// }
 /// let dir = tempfile::tempdir()?;
 /// let store = Store::open(dir.path().join("log.redb"))?;
 /// let event = NewEvent::new("note", 1, b"x".to_vec());
-/// store.append_guarded("notes", ExpectedVersion::Any, &[event], &DeployExists)?;
+/// let refused = store.append_guarded("notes", ExpectedVersion::Any, &[event], &Frozen);
+/// assert_eq!(refused.unwrap_err().kind(), ErrorKind::Fenced);
+/// assert_eq!(store.snapshot()?.head()?.next.0, 0);
 /// # Ok::<(), annals::Error>(())
 /// ```
 pub trait Precondition: Send + Sync {

@@ -34,7 +34,8 @@ pub enum ErrorKind {
     /// Any other append refused for what it holds (a key repeated in one batch, a partial
     /// duplicate, an import that does not continue the log, a full log).
     AppendRefused,
-    /// A write guarded by a fencing token that a later lease superseded.
+    /// A guarded write its precondition refused: a fencing token a later lease superseded, or
+    /// a domain's own precondition.
     Fenced,
     /// An append of a kind the log reserves for itself.
     ReservedKind,
@@ -251,7 +252,7 @@ impl AppendError {
 impl StoreError {
     fn kind(&self) -> ErrorKind {
         match self {
-            StoreError::Fenced { .. } => ErrorKind::Fenced,
+            StoreError::Fenced { .. } | StoreError::PreconditionRefused { .. } => ErrorKind::Fenced,
             StoreError::WriterBusy { .. } => ErrorKind::Held,
             StoreError::ReservedKind { .. }
             | StoreError::CutKind { .. }

@@ -52,6 +52,15 @@ pub enum StoreError {
         /// Why the token is not live.
         reason: GuardRefusal,
     },
+    /// The write carried a precondition of a domain of one's own
+    /// ([`crate::Precondition`]) that refused it.
+    #[error("precondition refused: {precondition}: {reason}")]
+    PreconditionRefused {
+        /// What the write needed, as the precondition says it.
+        precondition: String,
+        /// Why it does not hold.
+        reason: String,
+    },
     /// A compaction asked of a store that shares its file: redb moves pages that a process
     /// reading beside it could be reading.
     #[error(
