@@ -11,11 +11,11 @@ use napi::Env;
 use napi::bindgen_prelude::{Buffer, Either3, Object};
 use napi_derive::napi;
 
+use crate::Store;
 use crate::convert::record_js;
 use crate::crossing::{Made, to_js as crossed};
 use crate::erasure::Opener;
 use crate::error::{invalid, to_js};
-use crate::{LogRecord, Store};
 
 /// What decoding a record's event needs of it: a `LogRecord` has these fields.
 #[napi(object)]
@@ -32,7 +32,8 @@ pub struct EventBytes {
 #[napi(object, object_from_js = false)]
 pub struct HistoryEntry {
     /// The record.
-    pub record: LogRecord,
+    #[napi(ts_type = "LogRecord")]
+    pub record: Object<'static>,
     /// Its event's fields (as `decodeEvent` gives them), or absent for a kind of the program's
     /// own or one that did not decode.
     #[napi(ts_type = "Record<string, unknown>")]
@@ -125,7 +126,7 @@ impl Store {
                         },
                     };
                     Ok(HistoryEntry {
-                        record: record_js(opened),
+                        record: record_js(&env, opened)?,
                         event,
                         undecodable,
                     })

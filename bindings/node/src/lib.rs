@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use annals::{Durability, Position, Sharing, Store as Inner, StoreOptions};
 use napi::Env;
-use napi::bindgen_prelude::{BigInt, Buffer, Either, Null, Object, PromiseRaw};
+use napi::bindgen_prelude::{BigInt, Buffer, Object, PromiseRaw};
 use napi_derive::napi;
 
 use convert::{position, record_js};
@@ -100,65 +100,6 @@ pub struct AppendOptions {
 pub struct WriterAppendOptions {
     /// The subject the events' payloads are personal to, as for `Store.append`.
     pub subject: Option<String>,
-}
-
-/// A record read back, its hashes checked.
-#[napi(object)]
-pub struct LogRecord {
-    /// Its position in the log.
-    pub position: BigInt,
-    /// Its stream.
-    pub stream: String,
-    /// Its version within the stream.
-    pub version: BigInt,
-    /// Its kind.
-    pub kind: String,
-    /// The schema version of its payload (1 unless a projection's event changed shape).
-    pub schema: u32,
-    /// The clock it was appended with, milliseconds.
-    pub at_ms: f64,
-    /// Its idempotency key, if any.
-    pub idempotency_key: Option<String>,
-    /// Its bytes: a personal payload's plaintext while its subject's key stands, `null` once
-    /// the subject is erased (or this store holds no key for it). From `readAll` and
-    /// `readStream`, a view of one buffer that a read's records share (as Node's pooled
-    /// buffers are): `Buffer.from(record.payload)` keeps a copy of its own.
-    #[napi(ts_type = "Buffer | null")]
-    pub payload: Either<Buffer, Null>,
-    /// Its blake3 hash, lower-case hex (over the stored bytes: a personal payload's
-    /// ciphertext).
-    pub hash: String,
-    /// The subject a personal payload belongs to (appended with `subject`); absent for a plain
-    /// one.
-    pub subject: Option<String>,
-    /// `true` when the payload is personal and its subject was erased (or this store holds no
-    /// key for it: a backup, an import, a follower): `payload` is then `null`.
-    pub erased: Option<bool>,
-}
-
-/// What `verify` found.
-#[napi(object)]
-pub struct VerifyReport {
-    /// Whether every hash, link, index, the tree and every projection checked.
-    pub sound: bool,
-    /// The records walked.
-    pub records: BigInt,
-    /// What is wrong, one line each (empty when sound).
-    pub findings: Vec<String>,
-    /// The projections whose stored state is behind the log (a rebuild that stopped, or a
-    /// projection a writer in another process keeps that this store does not): not checked.
-    pub behind: Vec<ProjectionBehind>,
-}
-
-/// A projection `verify` found behind the log.
-#[napi(object)]
-pub struct ProjectionBehind {
-    /// The projection's name.
-    pub projection: String,
-    /// The next position it has to apply.
-    pub at: BigInt,
-    /// The log's head.
-    pub head: BigInt,
 }
 
 /// Where a read starts and how far it goes.
@@ -422,28 +363,14 @@ impl Store {
         crossing::to_js(&env, &outcome)
     }
 
-    /// Walks the whole log and checks every projection against a replay.
-    #[napi]
-    pub fn verify(&self) -> napi::Result<VerifyReport> {
+    /// Walks the whole log and checks every projection against a replay: the library's
+    /// `VerifyReport`, crossing by serde (`sound`, `findings` and `behind` among its fields).
+    #[napi(ts_return_type = "VerifyReport")]
+    pub fn verify(&self, env: Env) -> napi::Result<Made> {
         self.not_a_view("verify")?;
         self.outside_transaction("verify")?;
-        self.with(|store| {
-            let report = annals::Audit::of(store).verify().map_err(to_js)?;
-            Ok(VerifyReport {
-                sound: report.is_sound(),
-                records: BigInt::from(report.records),
-                findings: report.problem.iter().map(ToString::to_string).collect(),
-                behind: report
-                    .behind
-                    .iter()
-                    .map(|behind| ProjectionBehind {
-                        projection: behind.projection.clone(),
-                        at: BigInt::from(behind.at.0),
-                        head: BigInt::from(behind.head.0),
-                    })
-                    .collect(),
-            })
-        })
+        let report = self.with(|store| annals::Audit::of(store).verify().map_err(to_js))?;
+        crossing::to_js(&env, &report)
     }
 
     /// Copies the log as of its latest commit into a new file at `path` (which must not
@@ -558,7 +485,7 @@ pub struct Subscription {
 impl Subscription {
     /// The next record, once there is one.
     #[napi(ts_return_type = "Promise<LogRecord>")]
-    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, LogRecord>> {
+    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Object<'static>>> {
         let inner = Arc::clone(&self.inner);
         let store = Arc::clone(&self.store);
         promise(
@@ -567,7 +494,7 @@ impl Subscription {
                 let record = inner.lock().await.next().await?;
                 erasure::opened(&store, record)
             },
-            |_, opened| Ok(record_js(opened)),
+            record_js,
         )
     }
 }
