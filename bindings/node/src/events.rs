@@ -17,6 +17,8 @@ use crate::crossing::{Made, to_js as crossed};
 use crate::erasure::Opener;
 use crate::error::{invalid, to_js};
 
+// The package's own: the three fields of a `Record` that decoding reads, so that a program may
+// decode bytes it holds without a whole record.
 /// What decoding a record's event needs of it: a `LogRecord` has these fields.
 #[napi(object)]
 pub struct EventBytes {
@@ -28,6 +30,8 @@ pub struct EventBytes {
     pub payload: Buffer,
 }
 
+// The package's own pairing: the crate's `history` gives records, and decoding each is
+// `BuiltInEvent`'s; both halves cross by serde.
 /// A record of an entity's history, with its event decoded when a built-in domain owns it.
 #[napi(object, object_from_js = false)]
 pub struct HistoryEntry {

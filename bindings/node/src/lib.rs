@@ -43,6 +43,11 @@ pub fn on_load(_exports: Object<'_>, env: Env) -> napi::Result<()> {
     Ok(())
 }
 
+// Declared here, not crossed by serde: no library type has this shape. Three fields are the
+// package's own choices (`integers`, how results come back; `readOnly`, which of the crate's
+// opens; `durability`, the store's default for each call), and the rest name the few
+// `annals::StoreOptions` a host sets, as strings and milliseconds: `StoreOptions` has no serde
+// form (a `Duration`, the configured limits, a storage backend).
 /// How a store is opened.
 #[napi(object)]
 pub struct OpenOptions {
@@ -67,6 +72,9 @@ pub struct OpenOptions {
     pub integers: Option<String>,
 }
 
+// Still a copy of `annals::NewEvent`, converted by `convert::events`: that type has no
+// `Deserialize`, and an append's events are an array argument, which the crossing
+// (`crossing::from_js`) does not yet read with its place named (`events[0].atMs`).
 /// One event to append.
 #[napi(object)]
 pub struct NewEvent {
@@ -80,6 +88,8 @@ pub struct NewEvent {
     pub idempotency_key: Option<String>,
 }
 
+// The package's own: a call's options (as `CallOptions`) and the subject that makes the crate's
+// `append` an `append_personal`; no library type has this shape.
 /// How an append commits, and whose personal data it holds.
 #[napi(object)]
 pub struct AppendOptions {
@@ -95,6 +105,7 @@ pub struct AppendOptions {
     pub subject: Option<String>,
 }
 
+// The package's own: the subject that makes the writer's `append` its `append_personal`.
 /// How the writer takes an append.
 #[napi(object)]
 pub struct WriterAppendOptions {
@@ -102,6 +113,8 @@ pub struct WriterAppendOptions {
     pub subject: Option<String>,
 }
 
+// The package's own: the crate's reads take these as arguments (a position, a `Direction`, a
+// count), not as a type.
 /// Where a read starts and how far it goes.
 #[napi(object)]
 pub struct ReadOptions {
@@ -113,6 +126,8 @@ pub struct ReadOptions {
     pub limit: Option<f64>,
 }
 
+// Still a copy of `annals::leases::LeaseGuard`, converted by `transaction::lease_guard`: that
+// type has no `Deserialize`, and it is a field of the call options here, which napi-rs reads.
 /// A write fenced by a lease: refused with code `FENCED` unless `token` is the resource's
 /// live token at `nowMs`.
 #[napi(object)]
@@ -465,6 +480,7 @@ fn closed() -> napi::Error {
     error::coded(annals::ErrorKind::Closed.code(), "the store is closed")
 }
 
+// The package's own: the crate's `subscribe` takes a position.
 /// Where a subscription starts.
 #[napi(object)]
 pub struct SubscribeOptions {
@@ -516,6 +532,8 @@ fn promise<'env, T: Send + 'static, V: napi::bindgen_prelude::ToNapiValue>(
     )
 }
 
+// Still a copy of two of `annals::WriterOptions`' fields (its `durability` stays the default
+// here), converted in `Store::writer`: that type has no `Deserialize`.
 /// How the writer batches.
 #[napi(object)]
 pub struct WriterOptions {
