@@ -246,7 +246,10 @@ export declare class Store {
   appendAsync(stream: string, expected: string | bigint, events: Array<NewEvent>, options?: AppendOptions | undefined | null): Promise<AppendOutcome>
   /** [`Store::append`] fenced by `guard`, checked in the same transaction. */
   appendGuarded(stream: string, expected: string | bigint, events: Array<NewEvent>, guard: LeaseGuard): AppendOutcome
-  /** Walks the whole log and checks every projection against a replay. */
+  /**
+   * Walks the whole log and checks every projection against a replay: the library's
+   * `VerifyReport`, crossing by serde (`sound`, `findings` and `behind` among its fields).
+   */
   verify(): VerifyReport
   /**
    * Copies the log as of its latest commit into a new file at `path` (which must not
@@ -476,46 +479,6 @@ export interface ListLimits {
   read: number
 }
 
-/** A record read back, its hashes checked. */
-export interface LogRecord {
-  /** Its position in the log. */
-  position: bigint
-  /** Its stream. */
-  stream: string
-  /** Its version within the stream. */
-  version: bigint
-  /** Its kind. */
-  kind: string
-  /** The schema version of its payload (1 unless a projection's event changed shape). */
-  schema: number
-  /** The clock it was appended with, milliseconds. */
-  atMs: number
-  /** Its idempotency key, if any. */
-  idempotencyKey?: string
-  /**
-   * Its bytes: a personal payload's plaintext while its subject's key stands, `null` once
-   * the subject is erased (or this store holds no key for it). From `readAll` and
-   * `readStream`, a view of one buffer that a read's records share (as Node's pooled
-   * buffers are): `Buffer.from(record.payload)` keeps a copy of its own.
-   */
-  payload: Buffer | null
-  /**
-   * Its blake3 hash, lower-case hex (over the stored bytes: a personal payload's
-   * ciphertext).
-   */
-  hash: string
-  /**
-   * The subject a personal payload belongs to (appended with `subject`); absent for a plain
-   * one.
-   */
-  subject?: string
-  /**
-   * `true` when the payload is personal and its subject was erased (or this store holds no
-   * key for it: a backup, an import, a follower): `payload` is then `null`.
-   */
-  erased?: boolean
-}
-
 /** One event to append. */
 export interface NewEvent {
   /** Its kind, e.g. `'deploy.started'`. */
@@ -607,16 +570,6 @@ export interface PackedRecords {
   text: string
 }
 
-/** A projection `verify` found behind the log. */
-export interface ProjectionBehind {
-  /** The projection's name. */
-  projection: string
-  /** The next position it has to apply. */
-  at: bigint
-  /** The log's head. */
-  head: bigint
-}
-
 /** Where a read starts and how far it goes. */
 export interface ReadOptions {
   /** The first position (or stream version) read; default 0 forward, the end backward. */
@@ -676,21 +629,6 @@ export interface SubscribeOptions {
 export interface TransactionOptions {
   /** `'immediate'` or `'deferred'`, as for one command. Default: the store's. */
   durability?: string
-}
-
-/** What `verify` found. */
-export interface VerifyReport {
-  /** Whether every hash, link, index, the tree and every projection checked. */
-  sound: boolean
-  /** The records walked. */
-  records: bigint
-  /** What is wrong, one line each (empty when sound). */
-  findings: Array<string>
-  /**
-   * The projections whose stored state is behind the log (a rebuild that stopped, or a
-   * projection a writer in another process keeps that this store does not): not checked.
-   */
-  behind: Array<ProjectionBehind>
 }
 
 /** How the writer takes an append. */
@@ -1171,6 +1109,37 @@ export type LeaseOutcome =
     /** The lease that stands, if any. */
     lease?: Lease
   }
+
+/** One record as read back from the log, its hashes checked.
+ * 
+ * Its serde form is the record as a reader takes it (the Node package's `LogRecord`): the
+ * payload as bytes, the hash as hex, and neither `payload_hash` nor `prev`, which follow
+ * from the log (the payload's blake3, the record before's hash) and which `verify` checks. */
+export interface LogRecord {
+  /** Its place in the log. */
+  position: bigint
+  /** Its stream. */
+  stream: string
+  /** Its place in the stream. */
+  version: bigint
+  /** The event type. */
+  kind: string
+  /** The payload's schema version. */
+  schema: number
+  /** The command's clock, milliseconds since the Unix epoch. */
+  atMs: number
+  /** The payload bytes. Read from the package, a personal one is its plaintext while its subject's key stands, `null` once the subject is erased (or this store holds no key for it). */
+  payload: Buffer | null
+  /** This record's hash: the derive-key hash of its header (over the stored payload: a
+   * personal one's ciphertext), lower-case hex. */
+  hash: string
+  /** `true` when the field is personal and its subject was erased (or this store holds no key for it): it is then `null`. */
+  erased?: boolean
+  /** The idempotency key it was appended with, if any. */
+  idempotencyKey?: string
+  /** The subject a personal field belongs to; absent for a plain one. */
+  subject?: string
+}
 
 /** A run's rollup computed on request while its root is still open: a [`RunRollup`] without
  * the root's end, outcome and duration (the reference keeps these null). Kept in
@@ -1909,6 +1878,29 @@ export type SpanOutcome =
     reason: SpanRefusal
   }
 
+/** What `verify` found: whether the log is sound, what was checked, the first problem as a
+ * line of text, and the projections behind the log. */
+export interface VerifyReport {
+  /** Whether every hash, link, index, the tree and every projection checked: no damage
+   * found (projections `behind` the log do not make it unsound). */
+  sound: boolean
+  /** Records checked (all of them when sound; those before the problem otherwise). */
+  records: bigint
+  /** Streams seen. */
+  streams: bigint
+  /** The head as the records give it, as far as they were checked. */
+  head: Head
+  /** The root of the Merkle tree of the records checked, recomputed from their hashes. */
+  root: string
+  /** What is wrong, one line each (`position 7: …`): empty when sound, else the first
+   * problem found, after which nothing later is trusted. */
+  findings: Array<string>
+  /** Projections whose tables are behind the log (a rebuild or catch-up not finished, or
+   * one a writer in another process keeps) and equal to a replay of the log up to where
+   * they stand: a state to catch up, not damage. */
+  behind: Array<ProjectionBehind>
+}
+
 /** What a cut record says: which records went to which archive, the chain's anchor, and the
  * projections' state where the retained records start. */
 export interface Cut {
@@ -2107,6 +2099,16 @@ export interface SpanUsage {
   model?: string
   /** Output tokens. */
   outputTokens?: bigint
+}
+
+/** A projection behind the log, whose tables equal a replay up to where it stands. */
+export interface ProjectionBehind {
+  /** The projection. */
+  projection: string
+  /** The next position it has to apply. */
+  at: bigint
+  /** The log's head. */
+  head: bigint
 }
 
 /** A projection's state as of a cut. */

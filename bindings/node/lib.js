@@ -316,7 +316,10 @@ function listed(method, args, rows) {
 }
 
 // The reads whose records cross packed (src/packed.rs): building each record here from three
-// values costs a fraction of building it through N-API a field at a time.
+// values costs a fraction of building it through N-API a field at a time. So `unpacked` is the
+// one place a `LogRecord` is written by hand: its fields are the library's `Record`'s serde
+// form, declared from it (index.d.ts), and test/records.test.js holds a packed record equal
+// to the one `get` gives.
 const PACKED = new Set(['readAll', 'readStream'])
 // The `u64`s each packed record has, and the length that says it has no key or no subject.
 const FIELDS = 10
@@ -348,11 +351,11 @@ function unpacked(packed) {
       schema: view.getUint32(at + 24, true),
       atMs: Number(view.getBigUint64(at + 16, true)),
     }
-    const key = keyLength >= 0 ? text.slice(textAt, (textAt += keyLength)) : undefined
+    // In the order of the library's `Record` as `get` crosses it (an absent key left out,
+    // `subject` and `erased` last), so that both kinds of read serialise alike.
+    if (keyLength >= 0) record.idempotencyKey = text.slice(textAt, (textAt += keyLength))
     record.payload = erased ? null : payloads.subarray(payloadAt, (payloadAt += payloadLength))
     record.hash = text.slice(textAt, (textAt += 64))
-    // Last, as N-API sets an optional field, so that both kinds of read serialise alike.
-    if (key !== undefined) record.idempotencyKey = key
     if (subjectLength >= 0) record.subject = text.slice(textAt, (textAt += subjectLength))
     if (erased) record.erased = true
     records[index] = record

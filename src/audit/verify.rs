@@ -34,6 +34,9 @@ use crate::record::{Format, Position, StreamVersion, content_hash};
 use std::sync::Arc;
 
 /// The outcome of [`crate::Audit::verify`]: what was checked and the first problem, if any.
+///
+/// Its serde form (what the Node package's `verify()` gives) says `sound` and the problem as
+/// `findings`, one line each, beside the fields here (`VerifyReportForm`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use]
 pub struct VerifyReport {
@@ -60,8 +63,73 @@ impl VerifyReport {
     }
 }
 
+// A `VerifyReport` as it serialises: its fields, with what a reader asks first (`sound`)
+// computed, and the problem as text, for a `Finding`'s `Problem` is a long enum of the format
+// crate's whose one stable form is its message. The report's `Serialize` and `JsonSchema` are
+// this form's, so the two cannot disagree.
+/// What `verify` found: whether the log is sound, what was checked, the first problem as a
+/// line of text, and the projections behind the log.
+#[derive(serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename = "VerifyReport")]
+struct VerifyReportForm<'a> {
+    /// Whether every hash, link, index, the tree and every projection checked: no damage
+    /// found (projections `behind` the log do not make it unsound).
+    sound: bool,
+    /// Records checked (all of them when sound; those before the problem otherwise).
+    records: u64,
+    /// Streams seen.
+    streams: u64,
+    /// The head as the records give it, as far as they were checked.
+    head: &'a Head,
+    /// The root of the Merkle tree of the records checked, recomputed from their hashes.
+    root: &'a Digest,
+    /// What is wrong, one line each (`position 7: …`): empty when sound, else the first
+    /// problem found, after which nothing later is trusted.
+    findings: Vec<String>,
+    /// Projections whose tables are behind the log (a rebuild or catch-up not finished, or
+    /// one a writer in another process keeps) and equal to a replay of the log up to where
+    /// they stand: a state to catch up, not damage.
+    behind: &'a [ProjectionBehind],
+}
+
+impl<'a> VerifyReportForm<'a> {
+    fn of(report: &'a VerifyReport) -> VerifyReportForm<'a> {
+        VerifyReportForm {
+            sound: report.is_sound(),
+            records: report.records,
+            streams: report.streams,
+            head: &report.head,
+            root: &report.root,
+            findings: report.problem.iter().map(ToString::to_string).collect(),
+            behind: &report.behind,
+        }
+    }
+}
+
+impl serde::Serialize for VerifyReport {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serde::Serialize::serialize(&VerifyReportForm::of(self), serializer)
+    }
+}
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for VerifyReport {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "VerifyReport".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <VerifyReportForm<'_> as schemars::JsonSchema>::json_schema(generator)
+    }
+}
+
 /// A projection behind the log, whose tables equal a replay up to where it stands.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ProjectionBehind {
     /// The projection.
     pub projection: String,

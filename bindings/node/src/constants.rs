@@ -1,6 +1,10 @@
 //! The reference stores' constants, as the crate keeps them: defaults a command takes when
 //! a field is absent, the bounds it refuses past, and the reasons it writes. `lib.js` exports
 //! them frozen as `constants`.
+//!
+//! The structs here are declared by the binding: the crate keeps these values as `const`s in
+//! each domain, not as a type, so each field is read from its constant (none is a copy of a
+//! value).
 
 use std::collections::HashMap;
 

@@ -2,11 +2,12 @@
 //! refusal an `INVALID_ARGUMENT` naming the field.
 
 use annals::{Direction, ExpectedVersion, StreamVersion};
-use napi::bindgen_prelude::{BigInt, Buffer, Either, Null};
+use napi::Env;
+use napi::bindgen_prelude::{BigInt, Either3, JsObjectValue, Null, Object};
 
 use crate::erasure::Opened;
 use crate::error::invalid;
-use crate::{LogRecord, NewEvent, ReadOptions};
+use crate::{NewEvent, ReadOptions};
 
 /// The largest integer a JavaScript number holds exactly.
 const SAFE_INTEGER_MAX: f64 = 9_007_199_254_740_991.0;
@@ -109,29 +110,30 @@ pub fn read_options(options: Option<ReadOptions>) -> napi::Result<(Option<u64>, 
     Ok((from, direction, limit as usize + 1))
 }
 
-/// A record read, its payload opened (`erasure.rs`), as JavaScript takes it.
-pub fn record_js(opened: Opened) -> LogRecord {
+/// A record read, its payload opened (`erasure.rs`), as JavaScript takes it (`LogRecord`): the
+/// library's `Record` by its serde form, an erased payload `null`, then `subject` and `erased`
+/// as `schemas()` declares them (`OPENED`).
+pub fn record_js(env: &Env, opened: Opened) -> napi::Result<Object<'static>> {
     let Opened {
         record,
         subject,
         erased,
     } = opened;
-    LogRecord {
-        position: BigInt::from(record.position.0),
-        stream: record.stream,
-        version: BigInt::from(record.version.0),
-        kind: record.kind,
-        schema: u32::from(record.schema),
-        at_ms: record.at_ms as f64,
-        idempotency_key: record.idempotency_key,
-        payload: match erased {
-            true => Either::B(Null),
-            false => Either::A(Buffer::from(record.payload)),
-        },
-        hash: record.hash.to_hex(),
-        subject,
-        erased: erased.then_some(true),
+    let Either3::A(mut object) = crate::crossing::to_js(env, &record)? else {
+        return Err(napi::Error::from_reason(
+            "a record that crossed as no object",
+        ));
+    };
+    if erased {
+        object.set_named_property("payload", Null)?;
     }
+    if let Some(subject) = subject {
+        object.set_named_property("subject", subject)?;
+    }
+    if erased {
+        object.set_named_property("erased", true)?;
+    }
+    Ok(object)
 }
 
 /// A value of one of annals' serde enums (`'llm_call'`, `'succeeded'`, …), named by `field`.

@@ -11,12 +11,14 @@ use napi::Env;
 use napi::bindgen_prelude::{Buffer, Either3, Object};
 use napi_derive::napi;
 
+use crate::Store;
 use crate::convert::record_js;
 use crate::crossing::{Made, to_js as crossed};
 use crate::erasure::Opener;
 use crate::error::{invalid, to_js};
-use crate::{LogRecord, Store};
 
+// The package's own: the three fields of a `Record` that decoding reads, so that a program may
+// decode bytes it holds without a whole record.
 /// What decoding a record's event needs of it: a `LogRecord` has these fields.
 #[napi(object)]
 pub struct EventBytes {
@@ -28,11 +30,14 @@ pub struct EventBytes {
     pub payload: Buffer,
 }
 
+// The package's own pairing: the crate's `history` gives records, and decoding each is
+// `BuiltInEvent`'s; both halves cross by serde.
 /// A record of an entity's history, with its event decoded when a built-in domain owns it.
 #[napi(object, object_from_js = false)]
 pub struct HistoryEntry {
     /// The record.
-    pub record: LogRecord,
+    #[napi(ts_type = "LogRecord")]
+    pub record: Object<'static>,
     /// Its event's fields (as `decodeEvent` gives them), or absent for a kind of the program's
     /// own or one that did not decode.
     #[napi(ts_type = "Record<string, unknown>")]
@@ -125,7 +130,7 @@ impl Store {
                         },
                     };
                     Ok(HistoryEntry {
-                        record: record_js(opened),
+                        record: record_js(&env, opened)?,
                         event,
                         undecodable,
                     })

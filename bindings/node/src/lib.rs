@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use annals::{Durability, Position, Sharing, Store as Inner, StoreOptions};
 use napi::Env;
-use napi::bindgen_prelude::{BigInt, Buffer, Either, Null, Object, PromiseRaw};
+use napi::bindgen_prelude::{BigInt, Buffer, Object, PromiseRaw};
 use napi_derive::napi;
 
 use convert::{position, record_js};
@@ -43,6 +43,11 @@ pub fn on_load(_exports: Object<'_>, env: Env) -> napi::Result<()> {
     Ok(())
 }
 
+// Declared here, not crossed by serde: no library type has this shape. Three fields are the
+// package's own choices (`integers`, how results come back; `readOnly`, which of the crate's
+// opens; `durability`, the store's default for each call), and the rest name the few
+// `annals::StoreOptions` a host sets, as strings and milliseconds: `StoreOptions` has no serde
+// form (a `Duration`, the configured limits, a storage backend).
 /// How a store is opened.
 #[napi(object)]
 pub struct OpenOptions {
@@ -67,6 +72,9 @@ pub struct OpenOptions {
     pub integers: Option<String>,
 }
 
+// Still a copy of `annals::NewEvent`, converted by `convert::events`: that type has no
+// `Deserialize`, and an append's events are an array argument, which the crossing
+// (`crossing::from_js`) does not yet read with its place named (`events[0].atMs`).
 /// One event to append.
 #[napi(object)]
 pub struct NewEvent {
@@ -80,6 +88,8 @@ pub struct NewEvent {
     pub idempotency_key: Option<String>,
 }
 
+// The package's own: a call's options (as `CallOptions`) and the subject that makes the crate's
+// `append` an `append_personal`; no library type has this shape.
 /// How an append commits, and whose personal data it holds.
 #[napi(object)]
 pub struct AppendOptions {
@@ -95,6 +105,7 @@ pub struct AppendOptions {
     pub subject: Option<String>,
 }
 
+// The package's own: the subject that makes the writer's `append` its `append_personal`.
 /// How the writer takes an append.
 #[napi(object)]
 pub struct WriterAppendOptions {
@@ -102,65 +113,8 @@ pub struct WriterAppendOptions {
     pub subject: Option<String>,
 }
 
-/// A record read back, its hashes checked.
-#[napi(object)]
-pub struct LogRecord {
-    /// Its position in the log.
-    pub position: BigInt,
-    /// Its stream.
-    pub stream: String,
-    /// Its version within the stream.
-    pub version: BigInt,
-    /// Its kind.
-    pub kind: String,
-    /// The schema version of its payload (1 unless a projection's event changed shape).
-    pub schema: u32,
-    /// The clock it was appended with, milliseconds.
-    pub at_ms: f64,
-    /// Its idempotency key, if any.
-    pub idempotency_key: Option<String>,
-    /// Its bytes: a personal payload's plaintext while its subject's key stands, `null` once
-    /// the subject is erased (or this store holds no key for it). From `readAll` and
-    /// `readStream`, a view of one buffer that a read's records share (as Node's pooled
-    /// buffers are): `Buffer.from(record.payload)` keeps a copy of its own.
-    #[napi(ts_type = "Buffer | null")]
-    pub payload: Either<Buffer, Null>,
-    /// Its blake3 hash, lower-case hex (over the stored bytes: a personal payload's
-    /// ciphertext).
-    pub hash: String,
-    /// The subject a personal payload belongs to (appended with `subject`); absent for a plain
-    /// one.
-    pub subject: Option<String>,
-    /// `true` when the payload is personal and its subject was erased (or this store holds no
-    /// key for it: a backup, an import, a follower): `payload` is then `null`.
-    pub erased: Option<bool>,
-}
-
-/// What `verify` found.
-#[napi(object)]
-pub struct VerifyReport {
-    /// Whether every hash, link, index, the tree and every projection checked.
-    pub sound: bool,
-    /// The records walked.
-    pub records: BigInt,
-    /// What is wrong, one line each (empty when sound).
-    pub findings: Vec<String>,
-    /// The projections whose stored state is behind the log (a rebuild that stopped, or a
-    /// projection a writer in another process keeps that this store does not): not checked.
-    pub behind: Vec<ProjectionBehind>,
-}
-
-/// A projection `verify` found behind the log.
-#[napi(object)]
-pub struct ProjectionBehind {
-    /// The projection's name.
-    pub projection: String,
-    /// The next position it has to apply.
-    pub at: BigInt,
-    /// The log's head.
-    pub head: BigInt,
-}
-
+// The package's own: the crate's reads take these as arguments (a position, a `Direction`, a
+// count), not as a type.
 /// Where a read starts and how far it goes.
 #[napi(object)]
 pub struct ReadOptions {
@@ -172,6 +126,8 @@ pub struct ReadOptions {
     pub limit: Option<f64>,
 }
 
+// Still a copy of `annals::leases::LeaseGuard`, converted by `transaction::lease_guard`: that
+// type has no `Deserialize`, and it is a field of the call options here, which napi-rs reads.
 /// A write fenced by a lease: refused with code `FENCED` unless `token` is the resource's
 /// live token at `nowMs`.
 #[napi(object)]
@@ -422,28 +378,14 @@ impl Store {
         crossing::to_js(&env, &outcome)
     }
 
-    /// Walks the whole log and checks every projection against a replay.
-    #[napi]
-    pub fn verify(&self) -> napi::Result<VerifyReport> {
+    /// Walks the whole log and checks every projection against a replay: the library's
+    /// `VerifyReport`, crossing by serde (`sound`, `findings` and `behind` among its fields).
+    #[napi(ts_return_type = "VerifyReport")]
+    pub fn verify(&self, env: Env) -> napi::Result<Made> {
         self.not_a_view("verify")?;
         self.outside_transaction("verify")?;
-        self.with(|store| {
-            let report = annals::Audit::of(store).verify().map_err(to_js)?;
-            Ok(VerifyReport {
-                sound: report.is_sound(),
-                records: BigInt::from(report.records),
-                findings: report.problem.iter().map(ToString::to_string).collect(),
-                behind: report
-                    .behind
-                    .iter()
-                    .map(|behind| ProjectionBehind {
-                        projection: behind.projection.clone(),
-                        at: BigInt::from(behind.at.0),
-                        head: BigInt::from(behind.head.0),
-                    })
-                    .collect(),
-            })
-        })
+        let report = self.with(|store| annals::Audit::of(store).verify().map_err(to_js))?;
+        crossing::to_js(&env, &report)
     }
 
     /// Copies the log as of its latest commit into a new file at `path` (which must not
@@ -538,6 +480,7 @@ fn closed() -> napi::Error {
     error::coded(annals::ErrorKind::Closed.code(), "the store is closed")
 }
 
+// The package's own: the crate's `subscribe` takes a position.
 /// Where a subscription starts.
 #[napi(object)]
 pub struct SubscribeOptions {
@@ -558,7 +501,7 @@ pub struct Subscription {
 impl Subscription {
     /// The next record, once there is one.
     #[napi(ts_return_type = "Promise<LogRecord>")]
-    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, LogRecord>> {
+    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Object<'static>>> {
         let inner = Arc::clone(&self.inner);
         let store = Arc::clone(&self.store);
         promise(
@@ -567,7 +510,7 @@ impl Subscription {
                 let record = inner.lock().await.next().await?;
                 erasure::opened(&store, record)
             },
-            |_, opened| Ok(record_js(opened)),
+            record_js,
         )
     }
 }
@@ -589,6 +532,8 @@ fn promise<'env, T: Send + 'static, V: napi::bindgen_prelude::ToNapiValue>(
     )
 }
 
+// Still a copy of two of `annals::WriterOptions`' fields (its `durability` stays the default
+// here), converted in `Store::writer`: that type has no `Deserialize`.
 /// How the writer batches.
 #[napi(object)]
 pub struct WriterOptions {

@@ -11,6 +11,8 @@ use crate::crossing::{Made, to_js};
 use crate::erasure::{self, Opener};
 use crate::error::invalid;
 
+// Declared here: the library gives a pair `(instance, FuelTotal)`, which has no field names to
+// cross by; a row type of the library's would replace it.
 /// The fuel an instance used in all (`fuelTotals`: the library gives each instance with its
 /// `FuelTotal`).
 #[napi(object)]
@@ -23,6 +25,7 @@ pub struct InstanceFuel {
     pub fuel: BigInt,
 }
 
+// Declared here: the library gives a pair `(key, value)`, which has no field names to cross by.
 /// A host setting (`settings`: the library gives each key with its value).
 #[napi(object)]
 pub struct Setting {
@@ -32,6 +35,7 @@ pub struct Setting {
     pub value: String,
 }
 
+// The package's own: the crate's query takes a status and a count as arguments.
 /// Which instances `instances` lists.
 #[napi(object)]
 pub struct InstancesOptions {

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use annals::audit::VerifyReport;
 use annals::consumers::{ConsumerCommand, ConsumerOutcome};
 use annals::ingest::{IngestCommand, IngestOutcome};
 use annals::leases::{LaneCommand, LaneOutcome, LeaseCommand, LeaseOutcome};
@@ -18,7 +19,7 @@ use annals::runs::{
     OpenRunRollup, Run, RunChange, RunCommand, RunCommandOutcome, RunRollup, RunSnapshot, Span,
     SpanCommand, SpanCommandOutcome, SpanEvent,
 };
-use annals::{AppendOutcome, ArchiveReport, Backup, Erasure, Head};
+use annals::{AppendOutcome, ArchiveReport, Backup, Erasure, Head, Record};
 use napi_derive::napi;
 use schemars::JsonSchema;
 use serde_json::Value;
@@ -32,6 +33,9 @@ fn unions() -> Vec<(&'static str, Vec<Value>)> {
         ("Head", vec![schema::<Head>()]),
         ("BackupReport", vec![schema::<Backup>()]),
         ("ArchiveReport", vec![schema::<ArchiveReport>()]),
+        ("VerifyReport", vec![schema::<VerifyReport>()]),
+        // A record as the reads give it, its payload opened (`OPENED`).
+        ("LogRecord", vec![schema::<Record>()]),
         ("Erasure", vec![schema::<Erasure>()]),
         ("LeaseCommand", vec![schema::<LeaseCommand>()]),
         ("LeaseOutcome", vec![schema::<LeaseOutcome>()]),
@@ -89,7 +93,8 @@ fn schema<T: JsonSchema>() -> Value {
 
 /// The rows that cross with a personal field opened (`erasure.rs`, `PersonalRow`): the type's
 /// name, the field, and the property holding it sealed that is taken off.
-const OPENED: [(&str, &str, Option<&str>); 3] = [
+const OPENED: [(&str, &str, Option<&str>); 4] = [
+    ("LogRecord", "payload", None),
     ("OutboxRow", "payload", None),
     ("SpanEvent", "payload", Some("personal")),
     ("IngestedEvent", "bytes", None),

@@ -24,6 +24,7 @@ use crate::crossing::{Made, to_js as crossed};
 use crate::error::{Failure, coded, invalid, to_js};
 use crate::{LeaseGuard, Store};
 
+// The package's own: the crate takes a guard and a durability as arguments of its calls.
 /// How one command commits.
 #[napi(object)]
 pub struct CallOptions {
@@ -35,6 +36,7 @@ pub struct CallOptions {
     pub guard: Option<LeaseGuard>,
 }
 
+// The package's own, as `CallOptions`.
 /// How a transaction commits.
 #[napi(object)]
 pub struct TransactionOptions {

@@ -217,8 +217,12 @@ impl Store {
     /// The record at `position`, or `null` past the head.
     // One record crosses as an object, not packed: two buffers and a string cost more than
     // the one object's fields.
-    #[napi]
-    pub fn get(&self, position: BigInt) -> napi::Result<Option<crate::LogRecord>> {
+    #[napi(ts_return_type = "LogRecord | null")]
+    pub fn get(
+        &self,
+        env: napi::Env,
+        position: BigInt,
+    ) -> napi::Result<Option<napi::bindgen_prelude::Object<'static>>> {
         let at = Position(convert::position(&position, "position")?);
         let record = self.read_log(|log, end| match end.is_some_and(|end| at >= end) {
             true => Ok(None),
@@ -229,8 +233,8 @@ impl Store {
         };
         self.with(|store| {
             crate::erasure::opened(store, record)
-                .map(|opened| Some(convert::record_js(opened)))
                 .map_err(to_js)
+                .and_then(|opened| convert::record_js(&env, opened).map(Some))
         })
     }
 

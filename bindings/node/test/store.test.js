@@ -34,6 +34,9 @@ test('appends, reads back and verifies', (t) => {
   const report = store.verify()
   assert.equal(report.sound, true)
   assert.equal(report.records, 3n)
+  // The library's `VerifyReport` as it serialises, camelCase, its 64-bit integers bigints.
+  assert.deepEqual(report, { sound: true, records: 3n, streams: 1n, head, root: report.root, findings: [], behind: [] })
+  assert.match(report.root, /^[0-9a-f]{64}$/)
 })
 
 test('a repeated idempotency key is a duplicate, and refusals carry stable codes', (t) => {

@@ -214,7 +214,12 @@ pub fn check_stream(stream: &str, limits: &Limits) -> Result<(), LimitError> {
 }
 
 /// One record as read back from the log, its hashes checked.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Its serde form is the record as a reader takes it (the Node package's `LogRecord`): the
+/// payload as bytes, the hash as hex, and neither `payload_hash` nor `prev`, which follow
+/// from the log (the payload's blake3, the record before's hash) and which `verify` checks.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Record {
     /// Its place in the log.
     pub position: Position,
@@ -231,13 +236,24 @@ pub struct Record {
     /// The idempotency key it was appended with, if any.
     pub idempotency_key: Option<String>,
     /// The payload bytes.
+    #[serde(serialize_with = "serialize_bytes")]
+    #[cfg_attr(feature = "schema", schemars(with = "Vec<u8>"))]
     pub payload: Vec<u8>,
     /// blake3 of the payload.
+    #[serde(skip)]
     pub payload_hash: Digest,
     /// The hash of the record before it (zero at position 0).
+    #[serde(skip)]
     pub prev: Digest,
-    /// This record's hash: the derive-key hash of its header.
+    /// This record's hash: the derive-key hash of its header (over the stored payload: a
+    /// personal one's ciphertext), lower-case hex.
     pub hash: Digest,
+}
+
+/// Bytes as serde's bytes (a `Buffer` in the Node package, an array of numbers in JSON), not
+/// as a sequence of numbers one by one.
+fn serialize_bytes<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_bytes(bytes)
 }
 
 #[cfg(any(test, feature = "testing"))]
