@@ -45,11 +45,13 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod archive;
 pub mod audit;
 pub(crate) mod command;
 pub mod consumers;
 pub mod demo;
 pub mod display;
+pub mod erasure;
 pub mod error;
 pub(crate) mod event;
 pub mod export;
@@ -58,6 +60,7 @@ pub mod ingest;
 pub mod journal;
 pub mod leases;
 pub(crate) mod log;
+pub mod maintenance;
 #[doc(inline)]
 pub use annals_format::merkle;
 pub mod outbox;
@@ -106,22 +109,11 @@ pub use log::read::{Direction, Records, Snapshot, StreamRecords, StreamSummary};
 pub use log::signed::SignedHead;
 pub use log::tables::FORMAT_VERSION;
 pub use projection::Projection;
-pub use record::envelope::{Payload, SealedField};
 pub use record::limits::{Field, Limits};
 pub use record::{NewEvent, Position, Record, RecordView, StreamVersion};
-pub use store::TilesWritten;
 pub use store::{
-    ArchiveOptions, ArchiveReport, ArchivedRecords, Archives, Audit, Checkpoints, Cut,
-    CutProjection, Import, Keys, Rebuild, Tiles,
-};
-pub use store::{
-    Backend, Backup, Compaction, builtin_projections, check_append_to_new_log, held_by_writer,
-};
-pub use store::{
-    Durability, Holder, ImportStage, READ_ONLY_PATIENCE, Sharing, Stats, Store, StoreOptions,
+    Audit, Backend, Durability, Holder, READ_ONLY_PATIENCE, Sharing, Store, StoreOptions,
     WriteSession,
 };
-pub use store::{Erasure, KeyExport, KeyImport, PayloadReader, check_subject};
-pub use store::{Footprint, TableFootprint};
 pub use subscribe::Subscription;
 pub use writer::{Writer, WriterOptions, WriterStats};

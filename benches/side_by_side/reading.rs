@@ -126,7 +126,9 @@ pub(crate) fn rebuild(path: &Path) -> f64 {
         .next
         .0;
     let started = Instant::now();
-    annals::Rebuild::of(&store).run(None).expect("a rebuild");
+    annals::maintenance::Rebuild::of(&store)
+        .run(None)
+        .expect("a rebuild");
     per_second(events, started.elapsed())
 }
 

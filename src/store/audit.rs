@@ -137,7 +137,7 @@ impl Rebuild<'_> {
         self.store.rebuild(name)
     }
 
-    /// [`crate::Rebuild::run`], calling `progress` with the records replayed so far: 0 once the
+    /// [`crate::maintenance::Rebuild::run`], calling `progress` with the records replayed so far: 0 once the
     /// projections are cleared, then after each batch.
     pub fn run_with(&self, name: Option<&str>, progress: &mut dyn FnMut(u64)) -> Result<()> {
         self.store.rebuild_with(name, progress)

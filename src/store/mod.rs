@@ -1157,7 +1157,7 @@ impl Footprint {
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
     /// let store = annals::Store::open(dir.path().join("log.redb")).unwrap();
-    /// let footprint = annals::Footprint::of(&store).unwrap();
+    /// let footprint = annals::maintenance::Footprint::of(&store).unwrap();
     /// assert!(footprint.tables.iter().any(|t| t.name == "annals.segments"));
     /// ```
     pub fn of(store: &Store) -> Result<Footprint> {

@@ -138,7 +138,7 @@ fn rebuild(args: &[String]) -> Result<(), Failure> {
         },
     )?;
     let mut stdin = io::stdin().lock();
-    annals::Rebuild::of(&store).run_with(None, &mut |done| {
+    annals::maintenance::Rebuild::of(&store).run_with(None, &mut |done| {
         eprintln!("rebuild at {done}");
         let mut line = String::new();
         let _ = stdin.read_line(&mut line);

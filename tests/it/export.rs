@@ -34,7 +34,7 @@ fn export_range(source: &Path, file: &Path, from: u64, to: Option<u64>) {
 }
 
 fn import(file: &Path, target: &Path) -> annals::Result<()> {
-    annals::Import::run(file, target, &mut |_, _| {}).map(drop)
+    annals::maintenance::Import::run(file, target, &mut |_, _| {}).map(drop)
 }
 
 /// The byte offset of each record's length prefix in an export file, and the end of the last.

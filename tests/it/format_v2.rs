@@ -145,7 +145,7 @@ fn a_new_log_stores_v2_records_and_an_upgraded_v1_log_keeps_v1_records_with_the_
 /// The bytes `annals.segments` stores in the log at `path`.
 fn segment_bytes(path: &Path) -> u64 {
     let store = Store::open_with(path, annals::StoreOptions::default()).unwrap();
-    let footprint = annals::Footprint::of(&store).unwrap();
+    let footprint = annals::maintenance::Footprint::of(&store).unwrap();
     footprint
         .tables
         .iter()
@@ -183,7 +183,7 @@ fn export_then_import_moves_a_v1_log_to_v2_records_with_the_same_head_and_root()
             .unwrap()
             .expect_done();
     }
-    let summary = annals::Import::run(&file, &v2, &mut |_, _| {}).unwrap();
+    let summary = annals::maintenance::Import::run(&file, &v2, &mut |_, _| {}).unwrap();
     assert_eq!(
         (summary.header.head, summary.header.root),
         (head.hash, old_root)

@@ -68,7 +68,7 @@ fn workload(disk: &SimDisk) -> Vec<Result<Option<Head>, String>> {
         Err(error) => calls.push(Err(error.to_string())),
     }
     calls.push(
-        annals::Rebuild::of(&store)
+        annals::maintenance::Rebuild::of(&store)
             .run(None)
             .map(|()| head(&store))
             .map_err(|e| e.to_string()),

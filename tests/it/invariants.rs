@@ -55,7 +55,7 @@ fn base_log(build: impl FnOnce(&Store)) -> (TempDir, PathBuf) {
 }
 
 fn import(file: &Path, target: &Path) -> annals::Result<()> {
-    annals::Import::run(file, target, &mut |_, _| {}).map(drop)
+    annals::maintenance::Import::run(file, target, &mut |_, _| {}).map(drop)
 }
 
 /// The projection, position and rule of an invariant refusal.

@@ -1491,7 +1491,7 @@ fn outbox_state_survives_reopening_the_store() -> TestResult {
 fn rebuild_reproduces_the_outbox_state_exactly() -> TestResult {
     let (_dir, store) = busy_store()?;
     let before = state_json(&store.snapshot()?.state())?;
-    annals::Rebuild::of(&store).run(Some("outbox"))?;
+    annals::maintenance::Rebuild::of(&store).run(Some("outbox"))?;
     assert_eq!(state_json(&store.snapshot()?.state())?, before);
     assert_sound(&store);
     Ok(())

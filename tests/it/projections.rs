@@ -282,7 +282,7 @@ fn a_projection_asked_for_by_a_name_none_has_is_refused_with_the_name() {
         Err(Error::Projection(found)) => assert_eq!(found, unknown),
         other => panic!("expected {unknown:?}, got {other:?}"),
     }
-    match annals::Rebuild::of(&store).run(Some("nowhere")) {
+    match annals::maintenance::Rebuild::of(&store).run(Some("nowhere")) {
         Err(Error::Projection(found)) => assert_eq!(found, unknown),
         other => panic!("expected {unknown:?}, got {other:?}"),
     }

@@ -76,7 +76,7 @@ fn refused_at(result: annals::Result<annals::export::ExportSummary>) -> Position
 }
 
 fn import(file: &Path, target: &Path) -> annals::Result<annals::export::ExportSummary> {
-    annals::Import::run(file, target, &mut |_, _| {})
+    annals::maintenance::Import::run(file, target, &mut |_, _| {})
 }
 
 #[test]
@@ -286,8 +286,8 @@ fn the_stores_refusals_leave_the_file_bytes_as_they_were() {
         (Position(10), dir.path().join("missing").join("a")),
     ];
     for (before, path) in &cuts {
-        let checked = annals::Archives::of(&store).check(*before, path);
-        let refused = annals::Archives::of(&store).archive_before(*before, path);
+        let checked = annals::archive::Archives::of(&store).check(*before, path);
+        let refused = annals::archive::Archives::of(&store).archive_before(*before, path);
         assert!(
             checked.is_err() && refused.is_err(),
             "{path:?}: {refused:?}"
@@ -298,7 +298,7 @@ fn the_stores_refusals_leave_the_file_bytes_as_they_were() {
         );
         assert_eq!(fs::read(&source).unwrap(), bytes, "{path:?}");
     }
-    let missing = annals::Archives::of(&store)
+    let missing = annals::archive::Archives::of(&store)
         .archive_before(Position(10), dir.path().join("missing").join("a"));
     assert!(
         missing.unwrap_err().to_string().contains("missing"),

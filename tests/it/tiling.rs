@@ -123,7 +123,7 @@ fn a_segment_moved_past_the_head_fails_every_scan_naming_the_hole() {
         .state_json("leases", None)
         .unwrap();
     assert_eq!(
-        corrupt_at(annals::Rebuild::of(&store).run(None)),
+        corrupt_at(annals::maintenance::Rebuild::of(&store).run(None)),
         Position(12)
     );
     // Refused before anything was cleared: the projections read as they did.

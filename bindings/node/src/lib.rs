@@ -454,7 +454,8 @@ impl Store {
     pub fn backup(&self, env: Env, path: String) -> napi::Result<Made> {
         self.not_a_view("backup")?;
         self.outside_transaction("backup")?;
-        let backup = self.with(|store| annals::Backup::write(store, &path).map_err(to_js))?;
+        let backup =
+            self.with(|store| annals::maintenance::Backup::write(store, &path).map_err(to_js))?;
         crossing::to_js(&env, &backup)
     }
 
@@ -477,7 +478,7 @@ impl Store {
         self.outside_transaction("archiveBefore")?;
         let before = position(&before, "before")?;
         let report = self.with(|store| {
-            annals::Archives::of(store)
+            annals::archive::Archives::of(store)
                 .archive_before(Position(before), &path)
                 .map_err(|error| at_path(error, &path))
         })?;

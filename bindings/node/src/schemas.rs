@@ -18,7 +18,7 @@ use annals::runs::{
     OpenRunRollup, Run, RunChange, RunCommand, RunCommandOutcome, RunRollup, RunSnapshot, Span,
     SpanCommand, SpanCommandOutcome, SpanEvent,
 };
-use annals::{AppendOutcome, ArchiveReport, Backup, Erasure, Head};
+use annals::{AppendOutcome, Head, archive::ArchiveReport, erasure::Erasure, maintenance::Backup};
 use napi_derive::napi;
 use schemars::JsonSchema;
 use serde_json::Value;

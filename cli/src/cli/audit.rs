@@ -72,8 +72,8 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     if report.is_sound() && !args.archive.is_empty() {
         let start = store.snapshot()?.start().0;
         let mut line = ProgressLine::new("archives", start);
-        let found =
-            annals::Archives::of(&store).verify(&args.archive, &mut |done| line.update(done));
+        let found = annals::archive::Archives::of(&store)
+            .verify(&args.archive, &mut |done| line.update(done));
         line.finish();
         report.problem = found?;
     }

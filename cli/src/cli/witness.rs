@@ -181,7 +181,8 @@ fn request(args: WitnessRequestArgs) -> Result<ExitCode, Failure> {
     }
     // The refusals a read-only look can make first: a refused request leaves the log's bytes
     // as they were.
-    annals::Checkpoints::of(&Store::open_read_only(&args.log.db)?).check(signer.name(), None)?;
+    annals::maintenance::Checkpoints::of(&Store::open_read_only(&args.log.db)?)
+        .check(signer.name(), None)?;
     let store = open_for_writing(&args.log.db, false, &args.access)?;
     let options = RequestOptions {
         timeout: args.timeout,

@@ -15,7 +15,9 @@ use crate::{Log, exits, json, stderr, stdout};
 fn demo_log(path: &Path, records: u64) {
     let store = Store::open(path).expect("a new log");
     annals::testing::internals::demo::run(&store, records, |_| {}).expect("the demo");
-    annals::Rebuild::of(&store).run(None).expect("a rebuild");
+    annals::maintenance::Rebuild::of(&store)
+        .run(None)
+        .expect("a rebuild");
     store.close().expect("close");
 }
 
