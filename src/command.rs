@@ -6,7 +6,7 @@
 //! command carries its own `now` and any fresh token, and the events record them.
 
 use crate::error::Result;
-use crate::event::DomainEvent;
+pub use crate::event::{DomainEvent, EventKind};
 use crate::log::append::ExpectedVersion;
 use crate::projection::table::TableSource;
 use crate::record::NewEvent;

@@ -4,7 +4,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use annals::testing::internals::record::{Placement, header_bytes};
-use annals::{Digest, Direction, NewEvent, Position, Store, StreamVersion};
+use annals::{
+    Direction, NewEvent, Position, Store,
+    log::{Digest, StreamVersion},
+};
 use redb::{ReadableDatabase, ReadableTable};
 
 use crate::samples::per_second;

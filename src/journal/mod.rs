@@ -45,7 +45,7 @@ pub(crate) use scan::{Scanned, scan};
 /// When a journaled store checkpoints: whichever comes first.
 ///
 /// ```
-/// use annals::{JournalOptions, Sharing, Store, StoreOptions};
+/// use annals::{Sharing, Store, StoreOptions, journal::JournalOptions};
 /// let dir = tempfile::tempdir()?;
 /// let options = StoreOptions {
 ///     create: true,

@@ -99,7 +99,7 @@ impl Audit<'_> {
         self.store.state_at(at, progress)
     }
 
-    /// Every row of projection `name` as JSON (see [`crate::Projection::state_json`]): as it stands,
+    /// Every row of projection `name` as JSON (see [`crate::projection::Projection::state_json`]): as it stands,
     /// or with `at = Some(n)` as of the first `n` records, by replaying them into memory.
     pub fn state_json(&self, name: &str, at: Option<Position>) -> Result<serde_json::Value> {
         self.store.state_json(name, at)

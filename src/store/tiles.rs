@@ -208,7 +208,7 @@ fn tile_contents(snapshot: &Snapshot, tile: TileId) -> crate::Result<TileContent
             .collect();
         let hashes: Vec<[u8; 32]> = entries
             .iter()
-            .map(|entry| leaf_hash(&crate::Digest(*entry)).0)
+            .map(|entry| leaf_hash(&crate::hash::Digest(*entry)).0)
             .collect();
         return Ok((hashes, Some(entries)));
     }

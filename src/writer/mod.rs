@@ -29,7 +29,8 @@ use crate::error::{Error, Result};
 use crate::leases::LeaseGuard;
 use crate::log::append::{AppendOutcome, ExpectedVersion};
 use crate::record::{NewEvent, Position, StreamVersion};
-use crate::store::{Durability, Store, WriteSession};
+pub use crate::store::WriteSession;
+use crate::store::{Durability, Store};
 use crate::subscribe::{self, Subscription};
 use batch::{Answer, Job, Message};
 
@@ -256,7 +257,7 @@ impl Writer {
     /// ```
     /// use std::sync::Arc;
     /// use annals::leases::{LeaseCommand, LeaseOutcome};
-    /// use annals::{Store, Writer, WriterOptions};
+    /// use annals::{Store, Writer, writer::WriterOptions};
     ///
     /// let dir = tempfile::tempdir()?;
     /// let store = Arc::new(Store::open(&dir.path().join("host.redb"))?);

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use annals::projection::{Table, WriteTables};
 use annals::{
-    Error, ExpectedVersion, Position, Projection, Record, Result, Sharing, Store, StoreOptions,
-    error::ArchiveError,
+    Error, ExpectedVersion, Position, Record, Result, Sharing, Store, StoreOptions,
+    error::ArchiveError, projection::Projection,
 };
 
 use crate::common::{COUNTS, KindCounts, event};
@@ -421,7 +421,7 @@ fn a_refused_adoption_after_a_journals_recovery_leaves_the_old_version_whole() {
                 version: 1,
                 weight: 1,
             })],
-            journal: Some(annals::JournalOptions {
+            journal: Some(annals::journal::JournalOptions {
                 checkpoint_ms: u64::MAX,
                 checkpoint_bytes: u64::MAX,
             }),

@@ -112,7 +112,7 @@ fn every_boundary_cuts_and_the_log_works_after() {
                 Err(Error::Archive(ArchiveError::Archived { .. }))
             ));
             let stream: Result<Vec<_>, _> = snapshot
-                .stream("s-0", annals::StreamVersion(0), Direction::Forward)
+                .stream("s-0", annals::log::StreamVersion(0), Direction::Forward)
                 .expect("stream")
                 .collect();
             assert!(matches!(
@@ -433,11 +433,11 @@ fn a_cut_record_whose_digests_are_not_the_logs_is_found() {
             .hash,
         keyed: 0,
         archive: "nowhere".to_owned(),
-        archive_digest: annals::Digest([0; 32]),
+        archive_digest: annals::log::Digest([0; 32]),
         projections: vec![annals::archive::CutProjection {
             name: "leases".to_owned(),
             version: store.projections().get("leases").expect("leases").version(),
-            digest: annals::Digest([1; 32]),
+            digest: annals::log::Digest([1; 32]),
         }],
     };
     let position = store

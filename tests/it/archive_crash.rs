@@ -128,7 +128,7 @@ fn a_cut_crashed_or_failed_at_any_write_or_sync_leaves_the_log_before_or_cut() {
 
 /// Every position below `before` that reads back after a cut, with its record's hash: the
 /// records a projection still reads, which the cut kept.
-fn kept_records(store: &Store, before: Position) -> Vec<(Position, annals::Digest)> {
+fn kept_records(store: &Store, before: Position) -> Vec<(Position, annals::log::Digest)> {
     let snapshot = store.snapshot().expect("snapshot");
     (0..before.0)
         .map(Position)

@@ -10,7 +10,9 @@ use std::process::{Command, Stdio};
 
 use annals::testing::internals::demo;
 use annals::testing::sim::{Fault, Loss, SimDisk, Trigger};
-use annals::{Digest, Direction, Error, Position, Sharing, Store, StoreOptions, error::StoreError};
+use annals::{
+    Direction, Error, Position, Sharing, Store, StoreOptions, error::StoreError, log::Digest,
+};
 
 /// The hash of every record, in order: the log's content, compared before and after.
 fn record_hashes(store: &Store) -> Vec<Digest> {

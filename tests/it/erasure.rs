@@ -16,8 +16,8 @@ use annals::projection::{Table, WriteTables};
 use annals::testing::internals::demo::Rng;
 use annals::tlog::{Checkpoint, Signer};
 use annals::{
-    Error, ExpectedVersion, NewEvent, Position, Projection, Record, Result, Sharing, Store,
-    StoreOptions, erasure::Payload, error::ErasureError, error::StoreError,
+    Error, ExpectedVersion, NewEvent, Position, Record, Result, Sharing, Store, StoreOptions,
+    erasure::Payload, error::ErasureError, error::StoreError, projection::Projection,
 };
 
 /// The plaintext personal to `alice` in these tests: searched for in every file.
@@ -215,7 +215,7 @@ fn verify_proofs_checkpoints_and_replay_are_unchanged_by_an_erasure() {
     // The signed checkpoint's tree is unchanged, and the later tree extends it.
     let old_head = TreeHead {
         size: before.size,
-        root: annals::Digest(before.root),
+        root: annals::log::Digest(before.root),
     };
     assert_eq!(snapshot.merkle_root(before.size).unwrap(), old_head.root);
     let proof = snapshot.inclusion_proof(alice, before.size).unwrap();
@@ -693,8 +693,9 @@ fn a_backup_or_an_import_carries_ciphertext_and_no_key_and_reads_erased() {
 fn personal_appends_through_the_writer_batch_as_they_run_alone() {
     let (_dir, _path, store, alice) = with_alice();
     let store = Arc::new(store);
-    let writer = annals::Writer::start(Arc::clone(&store), annals::WriterOptions::default())
-        .expect("a writer");
+    let writer =
+        annals::Writer::start(Arc::clone(&store), annals::writer::WriterOptions::default())
+            .expect("a writer");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

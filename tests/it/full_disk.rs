@@ -12,7 +12,7 @@ use annals::leases::LeaseCommand;
 use annals::testing::faults::base_image;
 use annals::testing::sim::{Fault, SimDisk, Trigger};
 use annals::writer::{Writer, WriterOptions};
-use annals::{ExpectedVersion, Head, Position, Store, StoreOptions};
+use annals::{ExpectedVersion, Position, Store, StoreOptions, log::Head};
 
 use crate::common::event;
 

@@ -7,7 +7,7 @@ use annals::ingest::{
     self, EVENT_BYTES_MAX, IngestCommand, IngestConflict, IngestOutcome, IngestedEvent,
 };
 use annals::testing::internals::event::DomainEvent;
-use annals::{Digest, Direction, Error, Position, Record, Store, error::CommandProblem};
+use annals::{Direction, Error, Position, Record, Store, error::CommandProblem, log::Digest};
 
 use crate::common::store;
 

@@ -32,8 +32,8 @@ use annals::testing::internals::demo::Rng;
 use annals::testing::internals::forge::append_sealed_unapplied;
 use annals::testing::random::random_command;
 use annals::{
-    DomainEvent, Error, ExpectedVersion, NewEvent, Position, Record, Store, audit::Problem,
-    error::ProjectionError, error::StoreError,
+    Error, ExpectedVersion, NewEvent, Position, Record, Store, audit::Problem,
+    command::DomainEvent, error::ProjectionError, error::StoreError,
 };
 use tempfile::TempDir;
 

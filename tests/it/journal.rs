@@ -8,8 +8,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use annals::{
-    Direction, Durability, Error, ExpectedVersion, JournalOptions, NewEvent, Position, Record,
-    Sharing, Store, StoreOptions, Writer, WriterOptions, error::JournalError,
+    Direction, Durability, Error, ExpectedVersion, NewEvent, Position, Record, Sharing, Store,
+    StoreOptions, Writer, error::JournalError, journal::JournalOptions, writer::WriterOptions,
 };
 
 use crate::common::event;

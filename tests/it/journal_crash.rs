@@ -14,7 +14,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use annals::testing::internals::demo::Rng;
-use annals::{Digest, Direction, Position, Sharing, Store, StoreOptions};
+use annals::{Direction, Position, Sharing, Store, StoreOptions, log::Digest};
 
 const KILLS: u64 = 300;
 

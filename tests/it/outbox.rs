@@ -15,7 +15,8 @@ use annals::outbox::{
     SweepOutcome,
 };
 use annals::{
-    Direction, Error, ExpectedVersion, NewEvent, Position, Store, StreamVersion, error::StoreError,
+    Direction, Error, ExpectedVersion, NewEvent, Position, Store, error::StoreError,
+    log::StreamVersion,
 };
 
 use crate::common;

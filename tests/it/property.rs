@@ -10,7 +10,7 @@ use annals::testing::random::random_command;
 
 const CASES: u64 = 1_000;
 
-fn digests(store: &Store) -> Vec<annals::Digest> {
+fn digests(store: &Store) -> Vec<annals::log::Digest> {
     let state = store.snapshot().unwrap().state();
     store
         .projections()

@@ -17,8 +17,9 @@ use annals::testing::forgery::{
 };
 use annals::testing::internals::audit::digest;
 use annals::{
-    Digest, Direction, Error, ExpectedVersion, Head, NewEvent, Position, Record, Store,
-    StoreOptions, error::AppendError,
+    Direction, Error, ExpectedVersion, NewEvent, Position, Record, Store, StoreOptions,
+    error::AppendError,
+    log::{Digest, Head},
 };
 use tempfile::TempDir;
 
@@ -190,9 +191,9 @@ fn an_import_the_log_cannot_take_is_refused_before_it_writes() {
 fn a_refused_append_leaves_the_log_content_as_it_was() {
     let (_dir, source, records) = demo_log();
     let open = || {
-        let limits = annals::Limits {
+        let limits = annals::log::Limits {
             payload_bytes_max: 16,
-            ..annals::Limits::default()
+            ..annals::log::Limits::default()
         };
         let options = StoreOptions {
             limits,
@@ -211,7 +212,7 @@ fn a_refused_append_leaves_the_log_content_as_it_was() {
     drop(store);
     let before = content(&source);
     let store = open();
-    let late = annals::StreamVersion(records[0].version.0 + 1_000);
+    let late = annals::log::StreamVersion(records[0].version.0 + 1_000);
     let refusals = [
         store.append(
             &records[0].stream,
@@ -251,7 +252,7 @@ fn the_stores_refusals_leave_the_file_bytes_as_they_were() {
         .unwrap()
         .expect_done();
     let bytes = fs::read(&source).unwrap();
-    let late = annals::StreamVersion(records[0].version.0 + 1_000);
+    let late = annals::log::StreamVersion(records[0].version.0 + 1_000);
     let event = |kind: &str| [NewEvent::new(kind, 1, b"x".to_vec())];
     let appends = [
         ("s", ExpectedVersion::Any, event("lease.acquired").to_vec()),

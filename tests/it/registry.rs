@@ -7,7 +7,7 @@ use annals::registry::{
 };
 use annals::registry::{fuel_stream, instance_stream, setting_stream};
 use annals::testing::setup::ExpectDone;
-use annals::{Direction, Error, Position, Result, Store, StreamVersion, error::StoreError};
+use annals::{Direction, Error, Position, Result, Store, error::StoreError, log::StreamVersion};
 
 use crate::common::store;
 

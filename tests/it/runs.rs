@@ -8,7 +8,7 @@ use annals::runs::{
 };
 use annals::testing::setup::ExpectDone;
 use annals::{
-    Direction, Error, ExpectedVersion, NewEvent, Store, StreamVersion, error::StoreError,
+    Direction, Error, ExpectedVersion, NewEvent, Store, error::StoreError, log::StreamVersion,
 };
 
 use crate::common::store;

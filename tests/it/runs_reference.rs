@@ -14,7 +14,7 @@ use annals::testing::internals::event::DomainEvent;
 use annals::testing::internals::forge::append_sealed_unapplied;
 use annals::testing::internals::record::{Placement, decode_stored, encode_stored};
 use annals::testing::setup::ExpectDone;
-use annals::{Direction, Position, Record, Store, StreamVersion};
+use annals::{Direction, Position, Record, Store, log::StreamVersion};
 
 use crate::common::store;
 use crate::runs::{

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use annals::projection::{Table, WriteTables};
 use annals::{
-    Durability, Error, ExpectedVersion, Projection, Record, Result, Sharing, Store, StoreOptions,
-    Writer, WriterOptions, error::OpenError, error::StoreError,
+    Durability, Error, ExpectedVersion, Record, Result, Sharing, Store, StoreOptions, Writer,
+    error::OpenError, error::StoreError, projection::Projection, writer::WriterOptions,
 };
 
 use crate::common::{append_one, event};

@@ -11,7 +11,7 @@ use redb::ReadableTable;
 
 use annals::testing::internals::checksum::{seal_meta, unseal_meta};
 use annals::testing::internals::tables::{HEAD_KEY, META};
-use annals::{Direction, Position, Record, Store, StreamVersion, audit::Problem};
+use annals::{Direction, Position, Record, Store, audit::Problem, log::StreamVersion};
 
 /// Commits of three records each, so segments start at 0, 3, 6, … and the head is 30.
 const COMMITS: u64 = 10;

@@ -338,7 +338,7 @@ impl Store {
     #[napi]
     pub fn writer(&self, options: Option<WriterOptions>) -> napi::Result<Writer> {
         self.not_a_view("writer")?;
-        let mut settings = annals::WriterOptions::default();
+        let mut settings = annals::writer::WriterOptions::default();
         if let Some(options) = options {
             if let Some(batch_max) = convert::optional_u32(options.batch_max, "batchMax")? {
                 settings.batch_max = batch_max;
@@ -550,7 +550,7 @@ pub struct SubscribeOptions {
 /// it has delivered every one so far.
 #[napi]
 pub struct Subscription {
-    inner: Arc<tokio::sync::Mutex<annals::Subscription>>,
+    inner: Arc<tokio::sync::Mutex<annals::subscribe::Subscription>>,
     /// The store its personal payloads are opened with.
     store: Arc<Inner>,
 }

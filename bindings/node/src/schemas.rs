@@ -18,7 +18,9 @@ use annals::runs::{
     OpenRunRollup, Run, RunChange, RunCommand, RunCommandOutcome, RunRollup, RunSnapshot, Span,
     SpanCommand, SpanCommandOutcome, SpanEvent,
 };
-use annals::{AppendOutcome, Head, archive::ArchiveReport, erasure::Erasure, maintenance::Backup};
+use annals::{
+    AppendOutcome, archive::ArchiveReport, erasure::Erasure, log::Head, maintenance::Backup,
+};
 use napi_derive::napi;
 use schemars::JsonSchema;
 use serde_json::Value;

@@ -13,11 +13,11 @@ use super::command::{NamedFile, Run};
 use super::failure::{Failure, Kind};
 use super::keys::read_signer_key;
 use super::open::open_for_writing;
-use annals::Digest;
 use annals::Position;
 use annals::Store;
 use annals::display::quoted;
 use annals::error::AuditError;
+use annals::log::Digest;
 use annals::merkle::TreeHead;
 use annals::tlog::{
     Checkpoint, ConsistencyFile, OpenedCheckpoint, Policy, TlogProof, Verifier,

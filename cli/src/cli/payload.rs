@@ -138,8 +138,8 @@ fn general(bytes: &[u8]) -> Payload<'_> {
 #[cfg(test)]
 mod tests {
     use super::decode;
-    use annals::Digest;
-    use annals::{Position, Record, StreamVersion};
+    use annals::log::Digest;
+    use annals::{Position, Record, log::StreamVersion};
 
     fn record(kind: &str, schema: u16, payload: &[u8]) -> Record {
         Record {

@@ -16,7 +16,7 @@ use super::render::{print_json, print_stats, word};
 use annals::Store;
 use annals::audit::Entity;
 use annals::{Direction, Snapshot};
-use annals::{Position, StreamVersion};
+use annals::{Position, log::StreamVersion};
 
 pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.log.db)?;

@@ -18,9 +18,9 @@ use super::report::{AppendJson, DemoJson, RangeJson, RebuildJson};
 use annals::Error;
 use annals::NewEvent;
 use annals::export::ExportError;
-use annals::{AppendOutcome, check_append, error::AppendError};
+use annals::{AppendOutcome, error::AppendError, log::check_append};
 use annals::{Durability, Store, StoreOptions, maintenance::ImportStage};
-use annals::{Field, error::LimitError};
+use annals::{error::LimitError, log::Field};
 
 pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
     // The event is made before the file is opened, so a bad payload file or clock leaves no
@@ -80,7 +80,7 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
 fn refuse_read_only(
     args: &AppendArgs,
     events: &[NewEvent],
-    limits: &annals::Limits,
+    limits: &annals::log::Limits,
 ) -> Result<(), Failure> {
     let (db, stream, expected) = (&args.db, args.stream.as_str(), args.expect);
     if let Some(subject) = args.subject.as_deref() {
@@ -353,8 +353,8 @@ struct UpgradeJson {
 }
 
 pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode, Failure> {
-    use annals::FORMAT_VERSION;
     use annals::error::OpenError;
+    use annals::log::FORMAT_VERSION;
     if !args.log.db.exists() {
         return Err(Error::Open(OpenError::Missing { path: args.log.db }).into());
     }

@@ -141,7 +141,7 @@ fn reads_below_a_cut_come_from_its_archive_and_proofs_from_its_hashes() {
         .expect("the lease's stream")
         .read_stream(
             "lease/deploy-lock",
-            annals::StreamVersion(0),
+            annals::log::StreamVersion(0),
             Direction::Forward,
             usize::MAX,
         )

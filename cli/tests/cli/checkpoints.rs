@@ -7,7 +7,7 @@ use annals::testing::setup::ExpectDone;
 use std::path::{Path, PathBuf};
 
 use annals::tlog::{Checkpoint, TlogProof, Verifier};
-use annals::{Digest, ExpectedVersion, NewEvent, Store};
+use annals::{ExpectedVersion, NewEvent, Store, log::Digest};
 
 use crate::{annals, base64, exits, path as text, sha256, stderr, stdout};
 

@@ -23,7 +23,7 @@ fn demo_log(path: &Path, records: u64) {
 
 /// What must be the same after a compaction: every record's hash, in order, and the Merkle
 /// root of them all.
-fn content(path: &Path) -> (Vec<annals::Digest>, annals::Digest) {
+fn content(path: &Path) -> (Vec<annals::log::Digest>, annals::log::Digest) {
     let store = Store::open_read_only(path).expect("open the log");
     let hashes = store
         .snapshot()
