@@ -85,7 +85,8 @@ fn main() {
         .0;
     let before = Position(head - settings.keep);
     // Both sides compacted: a log written live holds free pages, which `compact` gives back.
-    let _compacted = annals::Compaction::of_file(&log, Duration::ZERO).expect("compact");
+    let _compacted =
+        annals::maintenance::Compaction::of_file(&log, Duration::ZERO).expect("compact");
     let bytes_before = std::fs::metadata(&log).expect("the log").len();
     let disk_before = disk_bytes(&log);
     let copy = dir.path().join("copy.redb");
@@ -96,10 +97,12 @@ fn main() {
     let (peak_bytes, cut_seconds, peak_disk) = archive_in_child(&log, before, &archive);
     let bytes_after = std::fs::metadata(&log).expect("the log").len();
     let archive_bytes = std::fs::metadata(&archive).expect("the archive").len();
-    let compacted = annals::Compaction::of_file(&log, Duration::ZERO).expect("compact");
+    let compacted =
+        annals::maintenance::Compaction::of_file(&log, Duration::ZERO).expect("compact");
     let bytes_compacted = std::fs::metadata(&log).expect("the log").len();
     let footprint =
-        annals::Footprint::of(&Store::open_read_only(&log).expect("the log")).expect("footprint");
+        annals::maintenance::Footprint::of(&Store::open_read_only(&log).expect("the log"))
+            .expect("footprint");
     let mut largest = footprint.tables.clone();
     largest.sort_by_key(|table| std::cmp::Reverse(table.page_bytes()));
     eprintln!("after the cut and compact, the largest tables:");
@@ -117,8 +120,9 @@ fn main() {
     eprintln!("copying the cut log as a replica's seed…");
     let seed = dir.path().join("seed.redb");
     let started = Instant::now();
-    let backup = annals::Backup::write(&Store::open_read_only(&log).expect("the log"), &seed)
-        .expect("the seed");
+    let backup =
+        annals::maintenance::Backup::write(&Store::open_read_only(&log).expect("the log"), &seed)
+            .expect("the seed");
     let seed_seconds = started.elapsed().as_secs_f64();
 
     eprintln!(
@@ -340,7 +344,7 @@ fn disk_bytes(path: &Path) -> u64 {
 fn archive_child(log: &Path, before: Position, archive: &Path) {
     let store = Store::open_with(log, annals::StoreOptions::default()).expect("the log");
     let started = Instant::now();
-    let _report = annals::Archives::of(&store)
+    let _report = annals::archive::Archives::of(&store)
         .archive_before(before, archive)
         .expect("the cut");
     let seconds = started.elapsed().as_secs_f64();
@@ -370,7 +374,7 @@ fn appends_beside_a_cut(log: &Path, before: Position, archive: &Path) -> (f64, f
         })
     };
     let started = Instant::now();
-    let _report = annals::Archives::of(&store)
+    let _report = annals::archive::Archives::of(&store)
         .archive_before(before, archive)
         .expect("the cut");
     done.store(true, Ordering::Relaxed);

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use annals::leases::{LeaseCommand, LeaseOutcome};
-use annals::{Durability, Store, Writer, WriterOptions};
+use annals::{Durability, Store, Writer, writer::WriterOptions};
 
 const TTL_MS: u64 = 60_000;
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use annals::{ExpectedVersion, NewEvent, Store, Writer, WriterOptions};
+use annals::{ExpectedVersion, NewEvent, Store, Writer, writer::WriterOptions};
 
 /// Tasks appending at once, and appends each.
 const TASKS: u64 = 32;
@@ -30,7 +30,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 // append would be refused.
                 let expected = match step {
                     0 => ExpectedVersion::NoStream,
-                    _ => ExpectedVersion::Exact(annals::StreamVersion(step - 1)),
+                    _ => ExpectedVersion::Exact(annals::log::StreamVersion(step - 1)),
                 };
                 let outcome = writer.append(&stream, expected, vec![event]).await?;
                 assert!(matches!(outcome, annals::AppendOutcome::Appended(_)));

@@ -132,7 +132,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     // A rebuild replays the log, upcasting the old record again, to the same tables.
-    annals::Rebuild::of(&store).run(Some("cart"))?;
+    annals::maintenance::Rebuild::of(&store).run(Some("cart"))?;
     assert_eq!(
         ITEMS.get(&store.snapshot()?.state(), &"c-1/tea".to_owned())?,
         Some(3)

@@ -6,7 +6,7 @@
 //! command carries its own `now` and any fresh token, and the events record them.
 
 use crate::error::Result;
-use crate::event::DomainEvent;
+pub use crate::event::{DomainEvent, EventKind};
 use crate::log::append::ExpectedVersion;
 use crate::projection::table::TableSource;
 use crate::record::NewEvent;
@@ -142,7 +142,8 @@ pub trait Command {
 /// ```
 /// use annals::error::StoreError;
 /// use annals::projection::TableSource;
-/// use annals::{ErrorKind, ExpectedVersion, NewEvent, Precondition, Store};
+/// use annals::command::Precondition;
+/// use annals::{ErrorKind, ExpectedVersion, NewEvent, Store};
 ///
 /// /// Refuses every write: a freeze.
 /// struct Frozen;

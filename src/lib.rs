@@ -32,25 +32,40 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The front door is this page: [`Store`] (open a log, append, run commands, read, verify,
-//! rebuild, import), [`Writer`] (the async group-committing handle), [`Snapshot`] (one
-//! consistent read), [`Subscription`] (catch-up then live), the errors, and one module per
-//! domain ([`registry`], [`leases`], [`outbox`], [`runs`], [`consumers`]) with its commands,
-//! outcomes, events and queries. [`projection`] is for projections of a program's own,
-//! [`merkle`] for checking proofs without a log, [`export`] for the portable export file,
-//! [`tlog`] for the transparency-log formats (signed notes, checkpoints, tlog-proofs).
+//! The front door is this page: [`Store`] (open a log, append, run commands, read), its
+//! [`StoreOptions`], [`Sharing`], [`Durability`] and [`Backend`]; [`Snapshot`] (one consistent
+//! read) with [`Record`], [`Position`] and [`Direction`]; [`NewEvent`], [`ExpectedVersion`]
+//! and [`AppendOutcome`] for appends; [`Command`]; [`Writer`] (the async group-committing
+//! handle); [`Audit`] (verify); [`Error`], [`ErrorKind`] and [`Result`]. Then one module per
+//! domain ([`registry`], [`leases`], [`outbox`], [`runs`], [`consumers`], [`ingest`]) with its
+//! commands, outcomes, events and queries, and one per subject, by what it is:
+//!
+//! - [`log`]: what a reader meets beyond the root (heads, iterators, digests, limits);
+//! - [`command`] and [`projection`]: commands, events and projections of a program's own;
+//! - [`writer`] and [`subscribe`]: the writer's options and a write session; catch-up then live;
+//! - [`erasure`]: personal payloads, their keys and their erasure;
+//! - [`archive`]: cutting a log into archive files and reading them back;
+//! - [`maintenance`]: an operator's work (backups, compaction, import, rebuild, sizes, signed
+//!   checkpoints, tiles) and a tool's checks beside the library;
+//! - [`audit`] and [`error`]: what [`Audit`] gives; every error the crate returns;
+//! - [`merkle`], [`tlog`] and [`export`]: proofs without a log, the transparency-log formats,
+//!   the portable export file; [`journal`]: the commit journal's options and recovery;
+//! - [`display`], [`output_path`], [`demo`]: what the command line shares with the library
+//!   (how messages spell values, where an output may be written, the demo workload).
+//!
 //! Everything else is private; `ARCHITECTURE.md` maps it.
-//! [`ingest`] is a domain like those five: a hub's exactly-once ingest of its runtimes' events.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod archive;
 pub mod audit;
 mod builtins;
-pub(crate) mod command;
+pub mod command;
 pub mod consumers;
 pub mod demo;
 pub mod display;
+pub mod erasure;
 pub mod error;
 pub(crate) mod event;
 pub mod export;
@@ -58,7 +73,8 @@ pub(crate) use annals_format::hash;
 pub mod ingest;
 pub mod journal;
 pub mod leases;
-pub(crate) mod log;
+pub mod log;
+pub mod maintenance;
 #[doc(inline)]
 pub use annals_format::merkle;
 pub mod outbox;
@@ -96,33 +112,10 @@ pub struct LibrarySnippets;
 pub struct ErasureSnippets;
 pub mod writer;
 
-pub use command::{Command, Decision, Emit, PersonalField, Precondition, Sealing};
+pub use command::Command;
 pub use error::{Error, ErrorKind, Result};
-pub use event::{DomainEvent, EventKind};
-pub use hash::Digest;
-pub use journal::{JournalOptions, JournalRecovery};
-pub use log::Head;
-pub use log::append::{AppendOutcome, Appended, ExpectedVersion, check_append};
-pub use log::read::{Direction, Records, Snapshot, StreamRecords, StreamSummary};
-pub use log::signed::SignedHead;
-pub use log::tables::FORMAT_VERSION;
-pub use projection::Projection;
-pub use record::envelope::{Payload, SealedField};
-pub use record::limits::{Field, Limits};
-pub use record::{NewEvent, Position, Record, RecordView, StreamVersion};
-pub use store::TilesWritten;
-pub use store::{
-    ArchiveOptions, ArchiveReport, ArchivedRecords, Archives, Audit, Checkpoints, Cut,
-    CutProjection, Import, Keys, Rebuild, Tiles,
-};
-pub use store::{
-    Backend, Backup, Compaction, builtin_projections, check_append_to_new_log, held_by_writer,
-};
-pub use store::{
-    Durability, Holder, ImportStage, READ_ONLY_PATIENCE, Sharing, Stats, Store, StoreOptions,
-    WriteSession,
-};
-pub use store::{Erasure, KeyExport, KeyImport, PayloadReader, check_subject};
-pub use store::{Footprint, TableFootprint};
-pub use subscribe::Subscription;
-pub use writer::{Writer, WriterOptions, WriterStats};
+pub use log::append::{AppendOutcome, ExpectedVersion};
+pub use log::read::{Direction, Snapshot};
+pub use record::{NewEvent, Position, Record};
+pub use store::{Audit, Backend, Durability, Sharing, Store, StoreOptions};
+pub use writer::Writer;

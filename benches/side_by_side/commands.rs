@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use annals::{Sharing, Writer, WriterOptions};
+use annals::{Sharing, Writer, writer::WriterOptions};
 use redb::TableDefinition;
 
 use crate::RAW;

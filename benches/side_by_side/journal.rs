@@ -30,7 +30,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use annals::{Direction, JournalOptions, Position, Sharing, Store, StoreOptions};
+use annals::{Direction, Position, Sharing, Store, StoreOptions, journal::JournalOptions};
 use rusqlite::Connection;
 
 use crate::commands::{single_redb, single_sqlite};

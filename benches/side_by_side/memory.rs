@@ -47,7 +47,9 @@ pub(crate) fn peak_of_child(args: &[&std::ffi::OsStr]) -> f64 {
 /// set (`VmHWM`) in bytes.
 pub(crate) fn rss_child(path: &Path) {
     let store = Store::open_with(path, annals::StoreOptions::default()).expect("the log");
-    annals::Rebuild::of(&store).run(None).expect("a rebuild");
+    annals::maintenance::Rebuild::of(&store)
+        .run(None)
+        .expect("a rebuild");
     println!("{}", peak_rss_bytes());
 }
 

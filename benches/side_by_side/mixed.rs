@@ -16,7 +16,7 @@ use annals::registry::{FuelOutcome, InstanceCommand, InstanceFields, InstanceOut
 use annals::runs::{
     Attributes, SpanCommand, SpanCommandOutcome, SpanKind, SpanOrigin, SpanOutcome,
 };
-use annals::{Sharing, Store, Writer, WriterOptions};
+use annals::{Sharing, Store, Writer, writer::WriterOptions};
 
 use crate::samples::{in_threads, per_second};
 use crate::work::open_new;

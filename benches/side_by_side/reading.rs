@@ -4,7 +4,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use annals::testing::internals::record::{Placement, header_bytes};
-use annals::{Digest, Direction, NewEvent, Position, Store, StreamVersion};
+use annals::{
+    Direction, NewEvent, Position, Store,
+    log::{Digest, StreamVersion},
+};
 use redb::{ReadableDatabase, ReadableTable};
 
 use crate::samples::per_second;
@@ -126,7 +129,9 @@ pub(crate) fn rebuild(path: &Path) -> f64 {
         .next
         .0;
     let started = Instant::now();
-    annals::Rebuild::of(&store).run(None).expect("a rebuild");
+    annals::maintenance::Rebuild::of(&store)
+        .run(None)
+        .expect("a rebuild");
     per_second(events, started.elapsed())
 }
 

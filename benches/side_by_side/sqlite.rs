@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use annals::DomainEvent;
 use annals::NewEvent;
+use annals::command::DomainEvent;
 use annals::leases::events::LeaseEvent;
 
 use crate::work::holder;

@@ -2,11 +2,14 @@
 
 use std::path::Path;
 
-use annals::DomainEvent;
+use annals::command::DomainEvent;
 use annals::leases::events::{Acquired, LeaseEvent};
 use annals::leases::{LeaseCommand, LeaseOutcome};
 use annals::testing::internals::record::{Placement, encode_stored};
-use annals::{Digest, NewEvent, Position, Sharing, Store, StoreOptions, StreamVersion};
+use annals::{
+    NewEvent, Position, Sharing, Store, StoreOptions,
+    log::{Digest, StreamVersion},
+};
 
 use crate::{BULK_RESOURCES, EPOCH_MS, PAYLOAD_BYTES, TTL_MS};
 

@@ -681,7 +681,7 @@ export interface ArchiveReport {
   archived: bigint
 }
 
-/** What [`crate::Backup::write`] wrote. */
+/** What [`crate::maintenance::Backup::write`] wrote. */
 export interface BackupReport {
   /** The file written. */
   path: string

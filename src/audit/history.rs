@@ -33,7 +33,7 @@ const STREAM: &str = "stream";
 
 impl Entity {
     /// Parses an entity spec such as `lease:deploy-lock`, of the kinds the built-in
-    /// projections name ([`crate::builtins::builtin_projections`]).
+    /// projections name ([`crate::maintenance::builtin_projections`]).
     ///
     /// ```
     /// use annals::audit::Entity;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use crate::hash::Digest;
 use crate::record::Position;
 
-/// A cut refused ([`crate::Archives::archive_before`]), or a read of what a cut removed.
+/// A cut refused ([`crate::archive::Archives::archive_before`]), or a read of what a cut removed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ArchiveError {

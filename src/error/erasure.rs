@@ -62,7 +62,7 @@ pub enum ErasureError {
         /// What is wrong with it.
         problem: String,
     },
-    /// A key export (`schema/FORMAT.md` 3.17) given to [`crate::Keys::import`] that is
+    /// A key export (`schema/FORMAT.md` 3.17) given to [`crate::erasure::Keys::import`] that is
     /// not one, or is damaged: nothing is imported.
     #[error("{path}: not a key export this build reads: {problem}")]
     KeyExport {
@@ -71,7 +71,7 @@ pub enum ErasureError {
         /// What is wrong with it.
         problem: String,
     },
-    /// [`crate::Keys::export`] to a path where a file is: a key export is never written
+    /// [`crate::erasure::Keys::export`] to a path where a file is: a key export is never written
     /// over one (nor through a link), so no older copy of a key is left behind under its name.
     #[error("{path}: a file is there: a key export is written to a new file only")]
     KeyExportExists {

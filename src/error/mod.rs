@@ -65,7 +65,8 @@ use crate::hash::Digest;
 use crate::record::Position;
 use crate::record::problem::Problem;
 pub use crate::record::problem::{MetaFault, MetaItem, StreamRunsFault};
-use crate::sharing::{Holder, Sharing};
+pub use crate::sharing::Holder;
+use crate::sharing::Sharing;
 use crate::tlog::checkpoint::CheckpointError;
 
 /// Everything that can go wrong in annals.

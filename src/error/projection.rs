@@ -69,7 +69,7 @@ pub enum ProjectionError {
         head: u64,
     },
     /// An `apply` read or wrote a table that is not one of its projection's
-    /// [`Projection::tables`](crate::Projection::tables): another projection's rows, or rows that neither `verify` nor a
+    /// [`Projection::tables`](crate::projection::Projection::tables): another projection's rows, or rows that neither `verify` nor a
     /// rebuild would see. The transaction is abandoned.
     #[error("projection {projection:?} touched table {table:?}, which is not one of its own")]
     ForeignTable {

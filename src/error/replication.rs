@@ -91,7 +91,7 @@ pub enum ReplicationError {
     /// A message of the stream that a reader refuses before it keeps anything of it: one
     /// larger than the wire limit ([`crate::replication::wire::MESSAGE_BYTES_MAX`]), one without its
     /// `Nats-Msg-Id`, or one holding a record over the local store's
-    /// [`crate::Limits`]. No annals host publishes such a message; nothing of it is appended.
+    /// [`crate::log::Limits`]. No annals host publishes such a message; nothing of it is appended.
     #[error("the stream's message {sequence} is refused, nothing of it kept: {problem}")]
     Refused {
         /// The message's stream sequence.

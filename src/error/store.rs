@@ -17,7 +17,7 @@ pub enum StoreError {
         projection: String,
     },
     /// A raw append of the kind of the log's own cut records: only a cut writes one
-    /// (`crate::Archives::archive_before`).
+    /// (`crate::archive::Archives::archive_before`).
     #[error("kind {kind:?} is the log's record of a cut; only `archive_before` appends it")]
     CutKind {
         /// The kind.
@@ -53,7 +53,7 @@ pub enum StoreError {
         reason: GuardRefusal,
     },
     /// The write carried a precondition of a domain of one's own
-    /// ([`crate::Precondition`]) that refused it.
+    /// ([`crate::command::Precondition`]) that refused it.
     #[error("precondition refused: {precondition}: {reason}")]
     PreconditionRefused {
         /// What the write needed, as the precondition says it.

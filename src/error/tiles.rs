@@ -1,4 +1,4 @@
-//! Why tiles were not written ([`crate::Tiles::write`]): the directory's state, or the log's.
+//! Why tiles were not written ([`crate::maintenance::Tiles::write`]): the directory's state, or the log's.
 
 use std::path::PathBuf;
 

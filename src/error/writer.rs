@@ -24,7 +24,7 @@ pub enum WriterError {
     /// read, panicked, or the runtime shut down). Whether the job committed is unknown.
     #[error("a background task ended without an answer")]
     Lost,
-    /// A [`WriterOptions`](crate::WriterOptions) field out of range.
+    /// A [`WriterOptions`](crate::writer::WriterOptions) field out of range.
     #[error("writer option {field} is {value}; it must be between 1 and {max}")]
     InvalidOption {
         /// The field.

@@ -1,7 +1,7 @@
 //! Portable export files written from a [`Snapshot`] ([`export`]), and opened by their path
 //! ([`open`], [`check`]). The file's layout and the reading of it with every check are
 //! `annals_format::export`'s, re-exported here; this module adds the file I/O and the log.
-//! It never writes to a log: importing is the store's (`crate::Import::run`).
+//! It never writes to a log: importing is the store's (`crate::maintenance::Import::run`).
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};

@@ -127,9 +127,9 @@ pub fn ingest_stream(project: &str, run: &str) -> String {
 }
 
 impl IngestedEvent {
-    /// Its bytes as [`crate::PayloadReader::open_field`] reads them (`docs/erasure.md`): those
+    /// Its bytes as [`crate::erasure::PayloadReader::open_field`] reads them (`docs/erasure.md`): those
     /// of an event ingested with no subject; for one ingested with a `subject`, the plaintext
-    /// while the subject's key stands, and [`crate::Payload::Erased`] once the subject is
+    /// while the subject's key stands, and [`crate::erasure::Payload::Erased`] once the subject is
     /// erased or where the store holds no key for it (a follower, an importer).
     pub fn bytes_field(&self) -> crate::record::envelope::SealedField<'_> {
         crate::record::envelope::SealedField {

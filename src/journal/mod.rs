@@ -45,7 +45,7 @@ pub(crate) use scan::{Scanned, scan};
 /// When a journaled store checkpoints: whichever comes first.
 ///
 /// ```
-/// use annals::{JournalOptions, Sharing, Store, StoreOptions};
+/// use annals::{Sharing, Store, StoreOptions, journal::JournalOptions};
 /// let dir = tempfile::tempdir()?;
 /// let options = StoreOptions {
 ///     create: true,
@@ -54,7 +54,7 @@ pub(crate) use scan::{Scanned, scan};
 ///     ..StoreOptions::default()
 /// };
 /// let store = Store::open_with(dir.path().join("log.redb"), options)?;
-/// assert!(annals::Stats::of(&store)?.journaled);
+/// assert!(annals::maintenance::Stats::of(&store)?.journaled);
 /// # Ok::<(), annals::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

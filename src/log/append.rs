@@ -880,8 +880,8 @@ pub(crate) fn check_expected(
 ///
 /// ```
 /// let event = annals::NewEvent::new("deploy.started", 1, b"{}".to_vec());
-/// assert!(annals::check_append("deploy/web", &[event], &annals::Limits::DEFAULT).is_ok());
-/// assert!(annals::check_append("deploy/web", &[], &annals::Limits::DEFAULT).is_err());
+/// assert!(annals::log::check_append("deploy/web", &[event], &annals::log::Limits::DEFAULT).is_ok());
+/// assert!(annals::log::check_append("deploy/web", &[], &annals::log::Limits::DEFAULT).is_err());
 /// ```
 ///
 /// [`Store::append`]: crate::Store::append

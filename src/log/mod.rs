@@ -1,19 +1,37 @@
 //! The log: redb tables of segments, the stream index, the idempotency index and the head;
 //! appending and reading records. It knows no domain and never decides what an event means.
+//!
+//! Public are the names a reader of records meets beyond the crate root's [`Snapshot`] and
+//! [`Record`]: a log's [`Head`] and last [`SignedHead`], the iterators [`Records`] and
+//! [`StreamRecords`], a stream's [`StreamSummary`], a record's [`StreamVersion`], its hash
+//! ([`Digest`]) and its bytes checked in place ([`RecordView`]); and what an append is held
+//! to before it is written: the [`Limits`] (each [`Field`]), [`check_append`], what an append
+//! gave ([`Appended`]), and the [`FORMAT_VERSION`] a log is written in. The tables and the
+//! writer stay private.
+//!
+//! [`Snapshot`]: crate::Snapshot
+//! [`Record`]: crate::Record
 
-pub mod append;
+pub(crate) mod append;
 pub(crate) mod checkpoints;
 pub(crate) mod checksum;
-pub mod cut;
-pub mod merkle;
-pub mod read;
-pub mod signed;
-pub mod stream_index;
-pub mod tables;
+pub(crate) mod cut;
+pub(crate) mod merkle;
+pub(crate) mod read;
+pub(crate) mod signed;
+pub(crate) mod stream_index;
+pub(crate) mod tables;
 
 use crate::error::{Error, Result};
-use crate::hash::Digest;
+pub use crate::hash::Digest;
+pub use crate::record::limits::{Field, Limits};
 use crate::record::{Format, Position};
+pub use crate::record::{RecordView, StreamVersion};
+pub use append::{Appended, check_append};
+pub use read::{Records, StreamRecords, StreamSummary};
+pub use signed::SignedHead;
+pub use tables::FORMAT_VERSION;
+pub(crate) use tables::{seal_meta, unseal_meta};
 
 /// The end of the log: the position the next record gets and the hash of the last record
 /// (zero for an empty log).
@@ -108,16 +126,6 @@ pub(crate) fn read_layout(
             },
         )
     })
-}
-
-/// The value of meta key `key` as stored: `value` sealed with its checksum.
-pub fn seal_meta(key: &str, value: &[u8]) -> Vec<u8> {
-    checksum::seal(tables::META_NAME, key.as_bytes(), value)
-}
-
-/// The value of meta key `key` in `stored`, once its checksum holds.
-pub fn unseal_meta<'v>(key: &str, stored: &'v [u8]) -> Result<&'v [u8]> {
-    checksum::unseal(tables::META_NAME, key.as_bytes(), stored)
 }
 
 /// Decodes the stream count stored under `STREAM_COUNT_KEY`.

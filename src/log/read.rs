@@ -115,7 +115,7 @@ impl Snapshot {
     }
 
     /// The first position the log holds a record of: 0, or where its last cut left it
-    /// ([`crate::Archives::archive_before`]). Records before it are in archive files; their
+    /// ([`crate::archive::Archives::archive_before`]). Records before it are in archive files; their
     /// hashes, the tree over them and the indexes stay.
     pub fn start(&self) -> Position {
         self.cut.as_ref().map_or(Position(0), |(_, cut)| cut.before)
@@ -263,7 +263,7 @@ impl Snapshot {
         }
     }
 
-    /// The latest cosigned checkpoint the log keeps (`crate::Checkpoints::keep_cosigned`): a
+    /// The latest cosigned checkpoint the log keeps (`crate::maintenance::Checkpoints::keep_cosigned`): a
     /// signed note's text.
     pub fn cosigned_checkpoint(&self) -> Result<Option<String>> {
         guarded(|| {
@@ -280,7 +280,7 @@ impl Snapshot {
         })
     }
 
-    /// The last checkpoint the log signed (`crate::Checkpoints::sign`), if it ever signed one.
+    /// The last checkpoint the log signed (`crate::maintenance::Checkpoints::sign`), if it ever signed one.
     pub fn signed_checkpoint(&self) -> Result<Option<super::signed::SignedHead>> {
         guarded(|| {
             self.meta_value(super::signed::SIGNED_CHECKPOINT_KEY)?

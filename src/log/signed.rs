@@ -3,7 +3,7 @@
 //! a projection: no record carries it, and a replay does not rebuild it.
 //!
 //! It is what stops the log from signing two checkpoints that contradict each other
-//! (`crate::Checkpoints::sign`): a later checkpoint must be of the same origin, of a size at least the
+//! (`crate::maintenance::Checkpoints::sign`): a later checkpoint must be of the same origin, of a size at least the
 //! last one's, and of a tree whose root at the last one's size is the root signed then.
 
 use crate::error::{Error, Result};

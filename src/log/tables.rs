@@ -5,7 +5,7 @@
 
 use crate::storage::Definition;
 
-use super::checksum::{seal_fixed, unseal};
+use super::checksum::{seal, seal_fixed, unseal};
 use crate::error::Result;
 
 /// `annals.meta`: key → bytes. Holds [`MAGIC_KEY`], [`FORMAT_KEY`], [`HEAD_KEY`],
@@ -129,3 +129,13 @@ pub fn unseal_merkle_node(
 /// rebuild or a verify grow the process by about the size of the log read, up to that much;
 /// bounded, memory stays flat as the log grows, and bulk work measures no slower.
 pub(crate) const REDB_CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+/// The value of meta key `key` as stored: `value` sealed with its checksum.
+pub fn seal_meta(key: &str, value: &[u8]) -> Vec<u8> {
+    seal(META_NAME, key.as_bytes(), value)
+}
+
+/// The value of meta key `key` in `stored`, once its checksum holds.
+pub fn unseal_meta<'v>(key: &str, stored: &'v [u8]) -> Result<&'v [u8]> {
+    unseal(META_NAME, key.as_bytes(), stored)
+}

@@ -75,10 +75,10 @@ pub fn row_stream(key: &str) -> String {
 }
 
 impl OutboxRow {
-    /// Its payload as [`crate::PayloadReader::open_field`] reads it (`docs/erasure.md`): the
+    /// Its payload as [`crate::erasure::PayloadReader::open_field`] reads it (`docs/erasure.md`): the
     /// bytes of a row enqueued with no subject; for one enqueued with a `subject`, whose row
     /// keeps the envelope, the plaintext while the subject's key stands, and
-    /// [`crate::Payload::Erased`] once the subject is erased or where the store holds no key
+    /// [`crate::erasure::Payload::Erased`] once the subject is erased or where the store holds no key
     /// for it (a follower, an importer).
     pub fn payload_field(&self) -> crate::record::envelope::SealedField<'_> {
         crate::record::envelope::SealedField {

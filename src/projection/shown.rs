@@ -14,7 +14,7 @@
 //! let _ = store.execute(&annals::leases::LeaseCommand::Acquire {
 //!     resource: "deploy".into(), holder: "agent-1".into(), ttl_ms: 1_000, now_ms: 1,
 //! })?;
-//! let leases = annals::builtin_projections().into_iter().find(|p| p.name() == "leases").unwrap();
+//! let leases = annals::maintenance::builtin_projections().into_iter().find(|p| p.name() == "leases").unwrap();
 //! let held = &leases.shown_tables()[0];
 //! assert_eq!(held.name(), "leases.held");
 //! let mut rows = Vec::new();

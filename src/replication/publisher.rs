@@ -378,7 +378,7 @@ impl ReplicatingWriter {
         }
     }
 
-    /// Cuts the log before `before` into the archive at `archive` ([`crate::Archives::archive_before`])
+    /// Cuts the log before `before` into the archive at `archive` ([`crate::archive::Archives::archive_before`])
     /// once the stream holds every record the cut removes: the publisher reads what it
     /// publishes from the log, so a cut of a record it had not yet published would stop it.
     /// The cut runs on the blocking pool.

@@ -1,8 +1,8 @@
 //! A new replica's start without the log's first records: the seed, a copy of the writer's
-//! log ([`crate::Backup::write`]) kept in the log's JetStream object store bucket
+//! log ([`crate::maintenance::Backup::write`]) kept in the log's JetStream object store bucket
 //! ([`ReplicatedLog::seed_bucket`]).
 //!
-//! After a cut (`crate::Archives::archive_before`) the stream's operator may bound the stream to the
+//! After a cut (`crate::archive::Archives::archive_before`) the stream's operator may bound the stream to the
 //! messages from the cut on, and a replica with nothing then has no record to start from but
 //! the cut's archive. A seed taken after the cut is the cut log itself: the anchor, the
 //! archived records' hashes and the tree over them, the stream and idempotency indexes, the
@@ -96,7 +96,7 @@ impl Seed {
     }
 }
 
-/// Publishes a seed of `store`'s log: a [`crate::Backup::write`] of it as of now, put into the log's
+/// Publishes a seed of `store`'s log: a [`crate::maintenance::Backup::write`] of it as of now, put into the log's
 /// bucket (created with the log's replicas when missing) in place of the last seed. The copy
 /// is made beside the log under a name of this process's own and removed once put. A host
 /// publishes one after each cut, so that a new replica can start where the stream does.

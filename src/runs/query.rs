@@ -187,9 +187,9 @@ pub struct PersonalPayload {
 }
 
 impl SpanEvent {
-    /// Its payload as [`crate::PayloadReader::open_field`] reads it (`docs/erasure.md`): the
-    /// text's bytes of an event appended with no subject ([`crate::Payload::Plain`]); for a
-    /// personal one, the text while the subject's key stands, and [`crate::Payload::Erased`]
+    /// Its payload as [`crate::erasure::PayloadReader::open_field`] reads it (`docs/erasure.md`): the
+    /// text's bytes of an event appended with no subject ([`crate::erasure::Payload::Plain`]); for a
+    /// personal one, the text while the subject's key stands, and [`crate::erasure::Payload::Erased`]
     /// once the subject is erased or where the store holds no key for it.
     pub fn payload_field(&self) -> crate::record::envelope::SealedField<'_> {
         let (bytes, kind) = match &self.personal {

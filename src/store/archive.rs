@@ -1,4 +1,4 @@
-//! Cutting the log: [`crate::Archives::archive_before`] writes a prefix of the log to an archive file,
+//! Cutting the log: [`crate::archive::Archives::archive_before`] writes a prefix of the log to an archive file,
 //! makes it durable, and then, in one transaction, cuts the log there, keeping what later work
 //! needs (`log/cut.rs`), with a record of the cut appended; the segments holding the records
 //! cut go afterwards, in steps of their own.
@@ -102,7 +102,7 @@ impl Store {
     }
 
     /// Writes the archive of the records before `before` under its temporary name (returned)
-    /// and commits the cut (steps 1 to 3 of [`crate::Archives::archive_before_with`]), its archive to be
+    /// and commits the cut (steps 1 to 3 of [`crate::archive::Archives::archive_before_with`]), its archive to be
     /// named `name`.
     fn commit_cut(
         &self,
@@ -214,7 +214,7 @@ impl Store {
     /// (`log::cut::finish_step_bytes`), until none is left. A cut's own
     /// transaction leaves them (so that it writes only what is new, and the pages they free are
     /// reused step by step instead of the file growing by all it keeps at once); the cut,
-    /// a rerun of it, the next cut and [`crate::Compaction::run`] finish it. Each step leaves a whole
+    /// a rerun of it, the next cut and [`crate::maintenance::Compaction::run`] finish it. Each step leaves a whole
     /// log, so a kill between or within steps loses nothing and the next call goes on.
     pub(crate) fn finish_cut(&self) -> Result<()> {
         use crate::log::cut::{FinishStep, finish_step, finish_step_bytes};
@@ -321,7 +321,7 @@ enum Checked {
     Finish(Interrupted),
 }
 
-/// [`crate::Archives::check`] on `snapshot`.
+/// [`crate::archive::Archives::check`] on `snapshot`.
 fn check_cut(
     snapshot: &Snapshot,
     projections: &Projections,
@@ -614,7 +614,7 @@ impl Store {
 }
 
 /// Records a cut archived, read back from its archive files and each checked against the hash
-/// the log keeps for its position ([`crate::Archives::records`]).
+/// the log keeps for its position ([`crate::archive::Archives::records`]).
 pub struct ArchivedRecords {
     snapshot: crate::log::read::Snapshot,
     /// The archives not yet read, by their first position, the next one last.
@@ -736,7 +736,7 @@ impl Iterator for ArchivedRecords {
 ///
 /// ```
 /// # let dir = tempfile::tempdir()?;
-/// use annals::{Archives, ExpectedVersion, NewEvent, Position, Store};
+/// use annals::{ExpectedVersion, NewEvent, Position, Store, archive::Archives};
 /// let store = Store::open(dir.path().join("log.redb"))?;
 /// store.append("s", ExpectedVersion::Any, &[NewEvent::new("k", 1u64, "x")])?;
 /// let report = Archives::of(&store).archive_before(Position(1), dir.path().join("log-0.archive"))?;
@@ -757,7 +757,7 @@ impl<'s> Archives<'s> {
 
 impl Archives<'_> {
     /// Archives the records before `before` (from the last cut's, or from 0) to the export
-    /// file at `path` and removes them from the live log: see [`crate::Archives::archive_before_with`].
+    /// file at `path` and removes them from the live log: see [`crate::archive::Archives::archive_before_with`].
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
@@ -766,7 +766,7 @@ impl Archives<'_> {
     /// for n in 0..10u64 {
     ///     store.append("s", ExpectedVersion::Any, &[NewEvent::new("k", n, "x")])?;
     /// }
-    /// let report = annals::Archives::of(&store).archive_before(Position(6), dir.path().join("log-0.archive"))?;
+    /// let report = annals::archive::Archives::of(&store).archive_before(Position(6), dir.path().join("log-0.archive"))?;
     /// assert_eq!((report.archived, report.record), (6, Position(10)));
     /// let snapshot = store.snapshot()?;
     /// assert_eq!(snapshot.start(), Position(6));
@@ -822,7 +822,7 @@ impl Archives<'_> {
             .archive_before_with(before, path, options, progress)
     }
 
-    /// Refuses, reading the log as of now, a cut that [`crate::Archives::archive_before_with`] would
+    /// Refuses, reading the log as of now, a cut that [`crate::archive::Archives::archive_before_with`] would
     /// refuse before it writes anything: an archive path with no UTF-8 file name, one that
     /// names a file already (the log itself, a directory, an earlier archive) or lies in a
     /// folder that does not exist, a cut past the head or not past the log's start, a
@@ -851,7 +851,7 @@ impl Archives<'_> {
     /// [`crate::Audit::state_at`] through the archives of a cut log (`state --at N --archive FILE...`):
     /// every projection as of the first `at` records, replayed from position 0, the records
     /// below the log's start read from `archives` (in any order, each checked against the hash
-    /// the log keeps for its position, as [`crate::Archives::records`] does) and the rest from
+    /// the log keeps for its position, as [`crate::archive::Archives::records`] does) and the rest from
     /// the log. With no archives it is [`crate::Audit::state_at`]; archives given for a log never cut
     /// are [`ArchiveError::NeverCut`].
     ///

@@ -99,7 +99,7 @@ impl Audit<'_> {
         self.store.state_at(at, progress)
     }
 
-    /// Every row of projection `name` as JSON (see [`crate::Projection::state_json`]): as it stands,
+    /// Every row of projection `name` as JSON (see [`crate::projection::Projection::state_json`]): as it stands,
     /// or with `at = Some(n)` as of the first `n` records, by replaying them into memory.
     pub fn state_json(&self, name: &str, at: Option<Position>) -> Result<serde_json::Value> {
         self.store.state_json(name, at)
@@ -137,7 +137,7 @@ impl Rebuild<'_> {
         self.store.rebuild(name)
     }
 
-    /// [`crate::Rebuild::run`], calling `progress` with the records replayed so far: 0 once the
+    /// [`crate::maintenance::Rebuild::run`], calling `progress` with the records replayed so far: 0 once the
     /// projections are cleared, then after each batch.
     pub fn run_with(&self, name: Option<&str>, progress: &mut dyn FnMut(u64)) -> Result<()> {
         self.store.rebuild_with(name, progress)

@@ -25,7 +25,7 @@ use crate::projection::table::definition;
 use crate::record::Position;
 use crate::storage::{Definition, Readable, Reader};
 
-/// What [`crate::Backup::write`] wrote.
+/// What [`crate::maintenance::Backup::write`] wrote.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[must_use]
@@ -51,7 +51,7 @@ impl Store {
         self.backup_unchecked(to)
     }
 
-    /// [`crate::Backup::write`] to `to` without the check of what `to` is: for a copy the store
+    /// [`crate::maintenance::Backup::write`] to `to` without the check of what `to` is: for a copy the store
     /// makes of itself under a name of its own (a seed's).
     pub(crate) fn backup_unchecked(&self, to: &Path) -> Result<Backup> {
         if fs::symlink_metadata(to).is_ok() {
@@ -167,7 +167,7 @@ impl Backup {
     /// ```
     /// # let dir = tempfile::tempdir()?;
     /// let store = annals::Store::open(dir.path().join("log.redb"))?;
-    /// let backup = annals::Backup::write(&store, dir.path().join("copy.redb"))?;
+    /// let backup = annals::maintenance::Backup::write(&store, dir.path().join("copy.redb"))?;
     /// let copy = annals::Store::open_read_only(&backup.path)?;
     /// assert_eq!(copy.snapshot()?.head()?, backup.head);
     /// # Ok::<(), annals::Error>(())

@@ -139,7 +139,7 @@ impl Compaction {
     /// let dir = tempfile::tempdir()?;
     /// let options = StoreOptions { create: true, sharing: Sharing::Exclusive, ..StoreOptions::default() };
     /// let mut store = Store::open_with(dir.path().join("log.redb"), options)?;
-    /// let compaction = annals::Compaction::run(&mut store)?;
+    /// let compaction = annals::maintenance::Compaction::run(&mut store)?;
     /// assert!(compaction.bytes_after <= compaction.bytes_before);
     /// # Ok::<(), annals::Error>(())
     /// ```
@@ -147,7 +147,7 @@ impl Compaction {
         store.compact()
     }
 
-    /// Opens the log at `path` exclusive and compacts it ([`crate::Compaction::run`]), then closes it.
+    /// Opens the log at `path` exclusive and compacts it ([`crate::maintenance::Compaction::run`]), then closes it.
     /// A log another process has open is refused, unchanged, with
     /// [`StoreError::CompactionHeld`] naming how it is held, after waiting up to `wait` for it
     /// to be let go.

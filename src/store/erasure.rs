@@ -40,7 +40,7 @@ pub struct Erasure {
     pub key_destroyed: bool,
 }
 
-/// What [`crate::Keys::export`] wrote.
+/// What [`crate::erasure::Keys::export`] wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct KeyExport {
@@ -51,7 +51,7 @@ pub struct KeyExport {
     pub erased: Vec<String>,
 }
 
-/// What [`crate::Keys::import`] did.
+/// What [`crate::erasure::Keys::import`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct KeyImport {
@@ -137,15 +137,15 @@ impl Store {
     /// ([`ErasureError::NoKeyStore`]), and whatever [`Store::append`] refuses.
     ///
     /// ```
-    /// use annals::{ExpectedVersion, NewEvent, Payload, Store};
+    /// use annals::{ExpectedVersion, NewEvent, Store, erasure::Payload};
     /// # let dir = tempfile::tempdir()?;
     /// let store = Store::open(dir.path().join("log.redb"))?;
     /// let event = NewEvent::new("email.set", 1_700_000_000_000, b"ada@example.com".to_vec());
     /// let outcome = store.append_personal("user-7", "people/7", ExpectedVersion::Any, &[event])?;
     /// let record = store.snapshot()?.get(outcome.first_position())?.expect("appended");
-    /// assert_eq!(annals::PayloadReader::of(&store)?.open(&record)?.data(), Some(&b"ada@example.com"[..]));
+    /// assert_eq!(annals::erasure::PayloadReader::of(&store)?.open(&record)?.data(), Some(&b"ada@example.com"[..]));
     /// store.erase("user-7", 1_700_000_000_001)?;
-    /// assert!(matches!(annals::PayloadReader::of(&store)?.open(&record)?, Payload::Erased { subject: "user-7" }));
+    /// assert!(matches!(annals::erasure::PayloadReader::of(&store)?.open(&record)?, Payload::Erased { subject: "user-7" }));
     /// assert!(annals::Audit::of(&store).verify()?.is_sound());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -511,7 +511,7 @@ impl<'s> Keys<'s> {
 impl Keys<'_> {
     /// Writes the keys of this log's key store to a new file at `out` (mode `0600`, never
     /// over a file there: `schema/FORMAT.md` 3.17), for a trusted replica to import with
-    /// [`crate::Keys::import`] and read the personal payloads it holds as ciphertext. This is
+    /// [`crate::erasure::Keys::import`] and read the personal payloads it holds as ciphertext. This is
     /// the only way a key leaves its key store, and it is explicit: exports, backups, archives
     /// and replication never carry a key. A subject whose erasure the log holds is left out,
     /// even while a kill left its key. The file is as sensitive as the key store: a copy kept
@@ -523,7 +523,7 @@ impl Keys<'_> {
         self.store.export_keys(out)
     }
 
-    /// Adds the keys of a key export ([`crate::Keys::export`], from a log this one replicates
+    /// Adds the keys of a key export ([`crate::erasure::Keys::export`], from a log this one replicates
     /// or was imported from) to this log's key store, under the write lock, in one durable
     /// rewrite: from then on this store reads those subjects' personal payloads, until it
     /// erases them or a replicated erasure comes in (either destroys this copy of the key).

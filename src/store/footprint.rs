@@ -43,7 +43,7 @@ impl TableFootprint {
 pub struct Footprint {
     /// The file's size in bytes (0 for a store over a storage backend).
     pub file_bytes: u64,
-    /// The bytes the file takes on disk (see [`crate::Stats::disk_bytes`]).
+    /// The bytes the file takes on disk (see [`crate::maintenance::Stats::disk_bytes`]).
     pub disk_bytes: u64,
     /// Records in the log.
     pub records: u64,

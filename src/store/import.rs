@@ -375,7 +375,7 @@ impl Import {
         Store::import(file, target, progress)
     }
 
-    /// [`crate::Import::run`], opening an existing `target` with `options` (its sharing mode and
+    /// [`crate::maintenance::Import::run`], opening an existing `target` with `options` (its sharing mode and
     /// busy timeout, say); a new log is built exclusive whatever they say, and published only
     /// when complete.
     pub fn run_with(

@@ -40,7 +40,7 @@ pub(crate) const KEY_STORE: KeysFile = KeysFile {
     checksum_context: "annals 2026 key store checksum v1",
 };
 
-/// A key export ([`crate::Keys::export`]): the key store's layout under its own name.
+/// A key export ([`crate::erasure::Keys::export`]): the key store's layout under its own name.
 pub(crate) const KEY_EXPORT: KeysFile = KeysFile {
     magic: b"annals.keyx\x01",
     checksum_context: "annals 2026 key export checksum v1",

@@ -70,11 +70,6 @@ pub use session::WriteSession;
 pub use signing::Checkpoints;
 pub use tiles::{Tiles, TilesWritten};
 
-/// How long [`Store::open_read_only`] tries again while another process holds the file in a
-/// way a reader cannot join (an exclusive writer for good; for a moment, a process repairing
-/// the file after a crash).
-pub const READ_ONLY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
-
 /// How long a write of a store open in [`Sharing::MultiWriter`] mode waits for its turn
 /// while another process writes when [`StoreOptions::busy_timeout`] is zero (better-sqlite3's
 /// default busy timeout): a zero busy timeout means "do not wait for the file to be let go",
@@ -104,7 +99,7 @@ pub struct StoreOptions {
     /// better-sqlite3's default, when it is zero), after which the write fails with
     /// [`StoreError::WriterBusy`](crate::error::StoreError::WriterBusy), having written nothing.
     pub busy_timeout: std::time::Duration,
-    /// The commit journal of a store open on a file ([`crate::JournalOptions`]; on by
+    /// The commit journal of a store open on a file ([`crate::journal::JournalOptions`]; on by
     /// default): a commit syncs one small frame to `<log>.journal` and the log file takes the
     /// commits in at drains, in bulk; readers in other processes read the journal's synced
     /// frames with the file. `None` commits every transaction to the log file, one redb durable
@@ -257,6 +252,11 @@ impl Drop for Store {
 }
 
 impl Store {
+    /// How long [`Store::open_read_only`] tries again while another process holds the file in a
+    /// way a reader cannot join (an exclusive writer for good; for a moment, a process repairing
+    /// the file after a crash).
+    pub const READ_ONLY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
+
     /// Opens the annals log at `path`, creating it if there is no file there.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
         Store::open_with(
@@ -404,7 +404,7 @@ impl Store {
     /// Opens beside a writer in [`Sharing::SingleWriter`] or [`Sharing::MultiWriter`] mode in
     /// another process and follows its commits: each read sees the latest whole commit,
     /// never a torn one ([`OpenError::Held`] beside an exclusive one, after trying for
-    /// [`READ_ONLY_PATIENCE`]). A file left by a crash,
+    /// [`Store::READ_ONLY_PATIENCE`]). A file left by a crash,
     /// with no writer open, needs redb's recovery first, which this does (opening it writable
     /// once); recovery rebuilds redb's allocator state and never changes a committed record.
     /// A commit journal beside the log (a journaling writer's, live or killed) is read with
@@ -433,7 +433,7 @@ impl Store {
         check_redb_magic(&path)?;
         // Another process may hold the file for a moment without a writer's lasting claim:
         // repairing it after a crash (another reader doing just this), or opening it.
-        let db = while_held(READ_ONLY_PATIENCE, || match open_reader(&path) {
+        let db = while_held(Self::READ_ONLY_PATIENCE, || match open_reader(&path) {
             Err(Error::Storage(StorageError(redb::Error::RepairAborted))) => {
                 let no_wait = std::time::Duration::ZERO;
                 let header = Arc::default();
@@ -796,7 +796,7 @@ impl Store {
     }
 
     /// Refuses, reading the log as of now, what [`Store::append`] would refuse: a limit
-    /// ([`check_append`](crate::check_append)), a kind a projection owns, an idempotency key
+    /// ([`check_append`](crate::log::check_append)), a kind a projection owns, an idempotency key
     /// used for other content (or the keys of only some of the events), an expected version
     /// the stream is not at. `Ok` when the append would write, or answer duplicate. A
     /// read-only store tells it too, so a caller can refuse before it opens the log writable
@@ -938,7 +938,7 @@ impl Store {
     pub(crate) fn read_stream(
         &self,
         stream: &str,
-        from: crate::StreamVersion,
+        from: crate::record::StreamVersion,
         direction: crate::Direction,
         limit: usize,
     ) -> Result<Vec<Record>> {
@@ -1122,7 +1122,7 @@ pub struct Stats {
     /// The bytes the file takes on disk: its allocated blocks (Unix), which leave out the
     /// room redb allocated ahead of use and never wrote; the file's size elsewhere.
     pub disk_bytes: u64,
-    /// Whether commits go through a commit journal ([`crate::JournalOptions`]): a store open
+    /// Whether commits go through a commit journal ([`crate::journal::JournalOptions`]): a store open
     /// on a file in [`Sharing::Exclusive`] or [`Sharing::SingleWriter`] mode with
     /// [`StoreOptions::journal`] set (the default), or in [`Sharing::MultiWriter`] mode.
     /// Readers in other processes read the journal's synced frames with the file.
@@ -1147,7 +1147,7 @@ impl Footprint {
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
     /// let store = annals::Store::open(dir.path().join("log.redb")).unwrap();
-    /// let footprint = annals::Footprint::of(&store).unwrap();
+    /// let footprint = annals::maintenance::Footprint::of(&store).unwrap();
     /// assert!(footprint.tables.iter().any(|t| t.name == "annals.segments"));
     /// ```
     pub fn of(store: &Store) -> Result<Footprint> {

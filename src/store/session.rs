@@ -250,7 +250,7 @@ impl<'txn> WriteSession<'txn> {
         Ok(())
     }
 
-    /// Cuts the log before `cut.before` (`crate::Archives::archive_before`, which wrote the archive
+    /// Cuts the log before `cut.before` (`crate::archive::Archives::archive_before`, which wrote the archive
     /// first): keeps `replay`'s tables as the snapshot, the archived records' hashes
     /// (`archived`, of `cut.from .. cut.before`), the archived records a projection still
     /// reads (`read`: those before `cut.from` stay, the others come with `archived`) and the

@@ -1,5 +1,5 @@
 //! Signed checkpoints of the log (`c2sp.org/tlog-checkpoint` in a `c2sp.org/signed-note`):
-//! [`crate::Checkpoints::sign`] signs the log's tree head with the caller's key, and never signs two
+//! [`crate::maintenance::Checkpoints::sign`] signs the log's tree head with the caller's key, and never signs two
 //! checkpoints that contradict each other, keeping the last one it signed in the log's file
 //! (`log/signed.rs`) in the transaction that allows the next.
 
@@ -118,7 +118,7 @@ impl Store {
 
 /// The tree head a checkpoint of `origin` at `size` (`None`: the head) would sign, once it
 /// contradicts nothing the log signed before (`snapshot`'s last signed checkpoint): the one
-/// place the rules of [`crate::Checkpoints::sign_at`] are decided.
+/// place the rules of [`crate::maintenance::Checkpoints::sign_at`] are decided.
 fn signable(snapshot: &Snapshot, origin: &str, size: Option<u64>) -> Result<SignedHead> {
     let head = snapshot.head()?.next.0;
     let size = size.unwrap_or(head);
@@ -161,7 +161,7 @@ fn signable(snapshot: &Snapshot, origin: &str, size: Option<u64>) -> Result<Sign
 /// two that contradict each other), keeping a cosigned one, and checking one against the log.
 ///
 /// ```
-/// use annals::Checkpoints;
+/// use annals::maintenance::Checkpoints;
 /// use annals::tlog::{Checkpoint, Signer};
 /// # let dir = tempfile::tempdir()?;
 /// let store = annals::Store::open(dir.path().join("log.redb"))?;
@@ -192,7 +192,7 @@ impl Checkpoints<'_> {
     /// # let dir = tempfile::tempdir()?;
     /// let store = annals::Store::open(dir.path().join("log.redb"))?;
     /// let signer = Signer::generate("example.com/log")?;
-    /// let text = annals::Checkpoints::of(&store).sign(&signer)?;
+    /// let text = annals::maintenance::Checkpoints::of(&store).sign(&signer)?;
     /// let opened = Checkpoint::open(&text, &[signer.verifier()])?;
     /// assert_eq!(opened.checkpoint.size, 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -201,7 +201,7 @@ impl Checkpoints<'_> {
         self.store.checkpoint(signer)
     }
 
-    /// [`crate::Checkpoints::sign`] of the tree of the first `size` records (`None`: all of them).
+    /// [`crate::maintenance::Checkpoints::sign`] of the tree of the first `size` records (`None`: all of them).
     ///
     /// Refused, with nothing signed, when it would contradict the last checkpoint the log
     /// signed: a smaller size ([`SigningError::Behind`]), another origin
@@ -226,12 +226,12 @@ impl Checkpoints<'_> {
         self.store.keep_cosigned_checkpoint(text, log_key)
     }
 
-    /// The latest cosigned checkpoint kept ([`crate::Checkpoints::keep_cosigned`]), if any.
+    /// The latest cosigned checkpoint kept ([`crate::maintenance::Checkpoints::keep_cosigned`]), if any.
     pub fn cosigned(&self) -> Result<Option<String>> {
         self.store.cosigned_checkpoint()
     }
 
-    /// Whether [`crate::Checkpoints::sign_at`] would sign a checkpoint of `origin` at `size` now:
+    /// Whether [`crate::maintenance::Checkpoints::sign_at`] would sign a checkpoint of `origin` at `size` now:
     /// `Ok` with the tree head it would sign, or its refusal. Works on a read-only store, so
     /// that a refusal can be told without opening the log writable.
     pub fn check(&self, origin: &str, size: Option<u64>) -> Result<SignedHead> {

@@ -1,5 +1,5 @@
 //! The log as static tiles (`c2sp.org/tlog-tiles`) in a directory any web server can serve:
-//! [`crate::Tiles::write`] signs a checkpoint of the head and writes the hash tiles and entry
+//! [`crate::maintenance::Tiles::write`] signs a checkpoint of the head and writes the hash tiles and entry
 //! bundles it needs (each entry the record's 32-byte hash, so the tiles' leaves are the
 //! tree's), then the checkpoint, last.
 //!
@@ -28,7 +28,7 @@ use super::Store;
 /// The name of the checkpoint file in a tiles directory.
 pub(crate) const CHECKPOINT_FILE: &str = "checkpoint";
 
-/// What [`crate::Tiles::write`] wrote.
+/// What [`crate::maintenance::Tiles::write`] wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TilesWritten {
     /// The size of the tree now served.
@@ -208,7 +208,7 @@ fn tile_contents(snapshot: &Snapshot, tile: TileId) -> crate::Result<TileContent
             .collect();
         let hashes: Vec<[u8; 32]> = entries
             .iter()
-            .map(|entry| leaf_hash(&crate::Digest(*entry)).0)
+            .map(|entry| leaf_hash(&crate::hash::Digest(*entry)).0)
             .collect();
         return Ok((hashes, Some(entries)));
     }
@@ -313,7 +313,7 @@ impl<'s> Tiles<'s> {
 }
 
 impl Tiles<'_> {
-    /// Signs a checkpoint of the head with `signer` (as [`crate::Checkpoints::sign`]) and writes the
+    /// Signs a checkpoint of the head with `signer` (as [`crate::maintenance::Checkpoints::sign`]) and writes the
     /// log's tiles, entry bundles and that checkpoint (with the witnesses' cosignatures when the
     /// log keeps a cosigned checkpoint of the same tree) into `dir` (`c2sp.org/tlog-tiles`),
     /// updating a directory written before from the checkpoint it holds. Each file is written
@@ -323,7 +323,7 @@ impl Tiles<'_> {
         self.store.write_tiles(dir, signer)
     }
 
-    /// Whether [`crate::Tiles::write`] would write into `dir` for `signer`'s log: the size of
+    /// Whether [`crate::maintenance::Tiles::write`] would write into `dir` for `signer`'s log: the size of
     /// the tree the directory serves now (0 for a new one), or its refusal. Works on a
     /// read-only store, so that a refusal leaves the log's file as it was.
     pub fn check(&self, dir: &Path, signer: &Signer) -> Result<u64, TilesError> {

@@ -110,7 +110,7 @@ fn crash_writer(args: &[String]) -> Result<(), Failure> {
         &["--tasks", "--records", "--sharing", "--checkpoint-bytes"],
     )?;
     let (mut tasks, mut records, mut sharing) = (8, 1_000_000, Sharing::SingleWriter);
-    let mut journal = annals::JournalOptions::default();
+    let mut journal = annals::journal::JournalOptions::default();
     for (name, value) in options {
         match name {
             "--tasks" => tasks = number(name, value)?,
@@ -138,7 +138,7 @@ fn rebuild(args: &[String]) -> Result<(), Failure> {
         },
     )?;
     let mut stdin = io::stdin().lock();
-    annals::Rebuild::of(&store).run_with(None, &mut |done| {
+    annals::maintenance::Rebuild::of(&store).run_with(None, &mut |done| {
         eprintln!("rebuild at {done}");
         let mut line = String::new();
         let _ = stdin.read_line(&mut line);

@@ -18,7 +18,7 @@ use crate::testing::internals::demo::Rng;
 use crate::testing::internals::event::DomainEvent;
 use crate::testing::internals::hash::hex;
 use crate::testing::setup::ExpectDone;
-use crate::{Digest, Direction, Position, Record, Store, StreamVersion};
+use crate::{Direction, Position, Record, Store, hash::Digest, record::StreamVersion};
 
 /// (projection, kind, schema) for every kind the store's projections declare.
 pub fn catalogue(store: &Store) -> BTreeSet<(String, String, u16)> {

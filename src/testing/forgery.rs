@@ -10,7 +10,7 @@ use crate::export::export;
 use crate::merkle::{Frontier, LogTreeHasher, leaf_hash, root_of_leaves};
 use crate::record::{Placement, encode_stored};
 use crate::testing::setup::ExpectDone;
-use crate::{Digest, NewEvent, Position, Record, Store, StreamVersion};
+use crate::{NewEvent, Position, Record, Store, hash::Digest, record::StreamVersion};
 
 /// Writes records `from..to` of the log at `source` to the export file `file`.
 pub fn export_range(source: &Path, file: &Path, from: u64, to: u64) {

@@ -15,7 +15,7 @@ use crate::store::{Store, StoreOptions};
 use crate::testing::faults::{base_image, scenario};
 use crate::testing::model::{Model, Outcome, Script, Written, run_on_store};
 use crate::testing::sim::{Fault, Loss, Trigger};
-use crate::{Digest, Direction};
+use crate::{Direction, hash::Digest};
 
 /// Commands per fuzz input, at most: keeps one execution cheap.
 const SCRIPT_OPS_MAX: usize = 48;

@@ -72,7 +72,7 @@ pub mod meta {
 /// is the check behind the checksum.
 pub mod checksum {
     pub use crate::log::checksum::*;
-    pub use crate::log::{seal_meta, unseal_meta};
+    pub use crate::log::tables::{seal_meta, unseal_meta};
 
     /// The `annals.checkpoints` value of projection `name` at `(version, next)`, sealed.
     pub fn seal_checkpoint(name: &str, checkpoint: (u32, u64)) -> [u8; 20] {

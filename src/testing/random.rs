@@ -13,7 +13,7 @@ use crate::registry::decide::{InstanceCommand, InstanceFields, RecordFuel, SetSe
 use crate::registry::{InstanceKind, Knows, Status};
 use crate::runs::decide::{RunCommand, SpanCommand};
 use crate::runs::events::{Attributes, SpanKind, SpanOrigin, SpanOutcome, SpanUsage};
-use crate::{ExpectedVersion, NewEvent, StreamVersion, WriteSession};
+use crate::{ExpectedVersion, NewEvent, record::StreamVersion, store::WriteSession};
 
 fn pick<'a>(rng: &mut Rng, items: &[&'a str]) -> &'a str {
     items[rng.below(items.len() as u64) as usize]

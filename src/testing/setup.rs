@@ -15,7 +15,7 @@ use crate::leases::{LaneOutcome, LeaseOutcome};
 use crate::outbox::{OutboxOutcome, PullOutcome, SweepOutcome};
 use crate::registry::{FuelOutcome, InstanceOutcome, SettingOutcome};
 use crate::runs::{RunCommandOutcome, SpanCommandOutcome};
-use crate::{AppendOutcome, Appended, ExpectedVersion, NewEvent, Store};
+use crate::{AppendOutcome, ExpectedVersion, NewEvent, Store, log::append::Appended};
 
 /// An outcome that says whether the step did what it asked: appended, granted, enqueued,
 /// started; not refused, not a duplicate, not a sweep that found nothing.
@@ -267,7 +267,7 @@ pub fn paged_lease_log(path: &std::path::Path) {
 pub fn journal_only_log(path: &std::path::Path) -> Store {
     let options = crate::StoreOptions {
         create: true,
-        journal: Some(crate::JournalOptions {
+        journal: Some(crate::journal::JournalOptions {
             checkpoint_ms: u64::MAX,
             checkpoint_bytes: u64::MAX,
         }),

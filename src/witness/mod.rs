@@ -142,7 +142,10 @@ impl Witness {
     /// Refuses what [`Witness::new`] refuses of `logs` before it reads its state: none given,
     /// a cosigner's key given as a log's, an origin too long for its state's streams under
     /// `limits`. A caller can tell so before it opens the state log writable.
-    pub fn check_logs(logs: &[Verifier], limits: &crate::Limits) -> Result<(), WitnessError> {
+    pub fn check_logs(
+        logs: &[Verifier],
+        limits: &crate::record::limits::Limits,
+    ) -> Result<(), WitnessError> {
         if logs.is_empty() {
             return Err(WitnessError::NoLogs);
         }

@@ -1,7 +1,7 @@
 //! The log's side of c2sp.org/tlog-witness: sign a checkpoint of the head, send it to each
 //! witness with the consistency proof from the size that witness last cosigned (learnt from a
 //! 409 when the log does not know it), collect the cosignatures into the checkpoint's note,
-//! and keep the cosigned checkpoint in the log's file (`crate::Checkpoints::keep_cosigned`).
+//! and keep the cosigned checkpoint in the log's file (`crate::maintenance::Checkpoints::keep_cosigned`).
 
 use std::time::Duration;
 
@@ -165,7 +165,7 @@ pub struct Witnessed {
     pub failed: Vec<RequestError>,
 }
 
-/// Signs a checkpoint of `store`'s head with `signer` (as [`crate::Checkpoints::sign`]), asks every
+/// Signs a checkpoint of `store`'s head with `signer` (as [`crate::maintenance::Checkpoints::sign`]), asks every
 /// witness of `witnesses` to cosign it, all at once, and keeps the note with the cosignatures
 /// received in the log's file when there is at least one. An error is the store's (the
 /// checkpoint not signed, or not kept); a witness that gives no cosignature is listed in

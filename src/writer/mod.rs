@@ -28,7 +28,8 @@ pub use crate::error::WriterError;
 use crate::error::{Error, Result};
 use crate::log::append::{AppendOutcome, ExpectedVersion};
 use crate::record::{NewEvent, Position, StreamVersion};
-use crate::store::{Durability, Store, WriteSession};
+pub use crate::store::WriteSession;
+use crate::store::{Durability, Store};
 use crate::subscribe::{self, Subscription};
 use batch::{Answer, Job, Message};
 
@@ -259,7 +260,7 @@ impl Writer {
     /// ```
     /// use std::sync::Arc;
     /// use annals::leases::{LeaseCommand, LeaseOutcome};
-    /// use annals::{Store, Writer, WriterOptions};
+    /// use annals::{Store, Writer, writer::WriterOptions};
     ///
     /// let dir = tempfile::tempdir()?;
     /// let store = Arc::new(Store::open(&dir.path().join("host.redb"))?);

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use annals::projection::{Table, WriteTables};
 use annals::{
-    Error, ExpectedVersion, Position, Projection, Record, Result, Sharing, Store, StoreOptions,
-    error::ArchiveError,
+    Error, ExpectedVersion, Position, Record, Result, Sharing, Store, StoreOptions,
+    error::ArchiveError, projection::Projection,
 };
 
 use crate::common::{COUNTS, KindCounts, event};
@@ -75,7 +75,7 @@ fn cut_log(dir: &Path, projection: Option<KindCounts>, sharing: Sharing) -> (Pat
     let archive = dir.join("log-0.archive");
     let store = open(&path, projection, &[], sharing).expect("open");
     fill(&store, 120);
-    let report = annals::Archives::of(&store)
+    let report = annals::archive::Archives::of(&store)
         .archive_before(Position(80), &archive)
         .expect("the cut");
     assert_eq!(report.record, Position(120));
@@ -131,19 +131,19 @@ fn a_projection_added_after_a_cut_is_replayed_from_its_archives() {
         .expect("read")
         .expect("the adoption's record");
     assert_eq!(adopted.kind, "annals.cut");
-    let cut = annals::Cut::decode(&adopted.payload).expect("a cut");
+    let cut = annals::archive::Cut::decode(&adopted.payload).expect("a cut");
     assert_eq!((cut.from, cut.before), (Position(80), Position(80)));
     let names: Vec<_> = cut.projections.iter().map(|p| p.name.as_str()).collect();
     assert!(names.contains(&"kind_counts"), "{names:?}");
     drop(snapshot);
     assert_sound(&store);
     assert_eq!(
-        annals::Archives::of(&store)
+        annals::archive::Archives::of(&store)
             .verify(std::slice::from_ref(&archive), &mut |_| {})
             .expect("verify the archives"),
         None
     );
-    annals::Rebuild::of(&store)
+    annals::maintenance::Rebuild::of(&store)
         .run(Some("kind_counts"))
         .expect("rebuild");
     assert_eq!(count(&store, "test.event"), Some(150));
@@ -164,12 +164,12 @@ fn a_projection_added_after_a_cut_is_replayed_from_its_archives() {
     let store = open(&path, counts(1, 1), &[], Sharing::default()).expect("open");
     fill(&store, 10);
     let second = dir.path().join("log-1.archive");
-    let _report = annals::Archives::of(&store)
+    let _report = annals::archive::Archives::of(&store)
         .archive_before(Position(140), &second)
         .expect("a second cut");
     assert_sound(&store);
     assert_eq!(
-        annals::Archives::of(&store)
+        annals::archive::Archives::of(&store)
             .verify(&[second, archive], &mut |_| {})
             .expect("verify the archives"),
         None
@@ -206,7 +206,7 @@ fn a_new_version_of_a_kept_projection_is_replayed_from_its_archives() {
         assert_eq!(count(&store, "annals.cut"), Some(20), "{sharing:?}");
         assert_sound(&store);
         assert_eq!(
-            annals::Archives::of(&store)
+            annals::archive::Archives::of(&store)
                 .verify(std::slice::from_ref(&archive), &mut |_| {})
                 .expect("verify the archives"),
             None,
@@ -236,7 +236,7 @@ fn archives_that_do_not_give_the_cut_are_refused_and_nothing_is_appended() {
             .expect_done();
         fill(&store, 119);
         let other = other_dir.path().join("log-0.archive");
-        let _report = annals::Archives::of(&store)
+        let _report = annals::archive::Archives::of(&store)
             .archive_before(Position(80), &other)
             .expect("cut");
         (path, other)
@@ -364,7 +364,7 @@ fn an_adoption_crashed_or_failed_at_any_write_or_sync_leaves_the_log_before_or_a
         let disk = SimDisk::new(Vec::new(), Fault::None);
         let store = open_on(&disk, None, &[]).expect("open");
         fill(&store, 120);
-        let _report = annals::Archives::of(&store)
+        let _report = annals::archive::Archives::of(&store)
             .archive_before(Position(80), &archive)
             .expect("cut");
         fill(&store, 30);
@@ -421,7 +421,7 @@ fn a_refused_adoption_after_a_journals_recovery_leaves_the_old_version_whole() {
                 version: 1,
                 weight: 1,
             })],
-            journal: Some(annals::JournalOptions {
+            journal: Some(annals::journal::JournalOptions {
                 checkpoint_ms: u64::MAX,
                 checkpoint_bytes: u64::MAX,
             }),
@@ -430,7 +430,7 @@ fn a_refused_adoption_after_a_journals_recovery_leaves_the_old_version_whole() {
     )
     .expect("open");
     fill(&store, 120);
-    let _report = annals::Archives::of(&store)
+    let _report = annals::archive::Archives::of(&store)
         .archive_before(Position(80), dir.path().join("log-0.archive"))
         .expect("cut");
     fill(&store, 30);

@@ -51,7 +51,7 @@ fn every_boundary_cuts_and_the_log_works_after() {
         drop(snapshot);
 
         let archive = dir.path().join("log-0.archive");
-        let report = annals::Archives::of(&store)
+        let report = annals::archive::Archives::of(&store)
             .archive_before(Position(before), &archive)
             .unwrap_or_else(|error| panic!("cut before {before}: {error}"));
         assert_eq!(report.archived, before);
@@ -112,7 +112,7 @@ fn every_boundary_cuts_and_the_log_works_after() {
                 Err(Error::Archive(ArchiveError::Archived { .. }))
             ));
             let stream: Result<Vec<_>, _> = snapshot
-                .stream("s-0", annals::StreamVersion(0), Direction::Forward)
+                .stream("s-0", annals::log::StreamVersion(0), Direction::Forward)
                 .expect("stream")
                 .collect();
             assert!(matches!(
@@ -136,7 +136,7 @@ fn every_boundary_cuts_and_the_log_works_after() {
         );
         fill(&store, 260);
         assert_sound(&store);
-        annals::Rebuild::of(&store)
+        annals::maintenance::Rebuild::of(&store)
             .run(None)
             .expect("rebuild from the snapshot");
         assert_sound(&store);
@@ -147,11 +147,11 @@ fn every_boundary_cuts_and_the_log_works_after() {
 fn cuts_repeat_and_refuse_going_back() {
     let (dir, store) = store();
     fill(&store, 100);
-    let _cut = annals::Archives::of(&store)
+    let _cut = annals::archive::Archives::of(&store)
         .archive_before(Position(30), dir.path().join("a0"))
         .expect("first cut");
     fill(&store, 150);
-    let second = annals::Archives::of(&store)
+    let second = annals::archive::Archives::of(&store)
         .archive_before(Position(90), dir.path().join("a1"))
         .expect("second cut");
     assert_eq!(
@@ -159,14 +159,14 @@ fn cuts_repeat_and_refuse_going_back() {
         (Position(30), Position(90))
     );
     assert_sound(&store);
-    let back = annals::Archives::of(&store)
+    let back = annals::archive::Archives::of(&store)
         .archive_before(Position(50), dir.path().join("a2"))
         .expect_err("backwards");
     assert!(matches!(
         back,
         Error::Archive(ArchiveError::NotForward { .. })
     ));
-    let past = annals::Archives::of(&store)
+    let past = annals::archive::Archives::of(&store)
         .archive_before(Position(10_000), dir.path().join("a2"))
         .expect_err("past the head");
     assert!(matches!(
@@ -190,7 +190,7 @@ fn the_demo_cuts_with_its_projections_and_keeps_what_they_read() {
     let before_state = annals::Audit::of(&store)
         .state_json("runs", None)
         .expect("runs before");
-    let report = annals::Archives::of(&store)
+    let report = annals::archive::Archives::of(&store)
         .archive_before(Position(head / 2), dir.path().join("demo.archive"))
         .expect("cut");
     assert_eq!(
@@ -207,14 +207,14 @@ fn the_demo_cuts_with_its_projections_and_keeps_what_they_read() {
     assert_sound(&store);
     let archives = [dir.path().join("demo.archive")];
     assert_eq!(
-        annals::Archives::of(&store)
+        annals::archive::Archives::of(&store)
             .verify(&archives, &mut |_| {})
             .expect("archives"),
         None
     );
     annals::demo::run(&store, head + 2_000, |_| {}).expect("demo after the cut");
     assert_sound(&store);
-    let second = annals::Archives::of(&store)
+    let second = annals::archive::Archives::of(&store)
         .archive_before(Position(head + 1_000), dir.path().join("demo-1.archive"))
         .expect("second cut");
     assert_eq!(second.cut.from, Position(head / 2));
@@ -224,17 +224,19 @@ fn the_demo_cuts_with_its_projections_and_keeps_what_they_read() {
         dir.path().join("demo.archive"),
     ];
     assert_eq!(
-        annals::Archives::of(&store)
+        annals::archive::Archives::of(&store)
             .verify(&archives, &mut |_| {})
             .expect("archives"),
         None
     );
-    annals::Rebuild::of(&store).run(None).expect("rebuild");
+    annals::maintenance::Rebuild::of(&store)
+        .run(None)
+        .expect("rebuild");
     assert_sound(&store);
     // Archives are nothing to a log never cut.
     let (_other_dir, uncut) = crate::common::store();
     fill(&uncut, 10);
-    let refused = annals::Archives::of(&uncut)
+    let refused = annals::archive::Archives::of(&uncut)
         .verify(&archives, &mut |_| {})
         .expect_err("never cut");
     assert!(
@@ -242,7 +244,7 @@ fn the_demo_cuts_with_its_projections_and_keeps_what_they_read() {
         "{refused}"
     );
     // Without the first archive, the second does not start at 0.
-    let refused = annals::Archives::of(&store)
+    let refused = annals::archive::Archives::of(&store)
         .verify(&archives[..1], &mut |_| {})
         .expect_err("a gap");
     assert!(
@@ -266,7 +268,7 @@ fn a_cut_record_the_log_did_not_make_is_found() {
         refused,
         Error::Store(annals::error::StoreError::CutKind { .. })
     ));
-    let _cut = annals::Archives::of(&store)
+    let _cut = annals::archive::Archives::of(&store)
         .archive_before(Position(20), dir.path().join("a0"))
         .expect("cut");
     let forged = store
@@ -294,14 +296,14 @@ fn tiles_of_a_cut_log_are_those_before_the_cut() {
     fill(&store, 600);
     let signer = annals::tlog::Signer::from_seed("example.com/cut", [7; 32]).expect("signer");
     let before = dir.path().join("before");
-    annals::Tiles::of(&store)
+    annals::maintenance::Tiles::of(&store)
         .write(&before, &signer)
         .expect("tiles before");
-    let _cut = annals::Archives::of(&store)
+    let _cut = annals::archive::Archives::of(&store)
         .archive_before(Position(530), dir.path().join("a0"))
         .expect("cut");
     let after = dir.path().join("after");
-    annals::Tiles::of(&store)
+    annals::maintenance::Tiles::of(&store)
         .write(&after, &signer)
         .expect("tiles after");
     // The full tiles of the first 512 leaves, entries and hashes, are byte for byte the same.
@@ -324,12 +326,12 @@ fn an_archive_that_is_not_the_logs_history_is_refused_naming_the_record() {
     let (dir, store) = store();
     fill(&store, 120);
     let archive = dir.path().join("a0");
-    let _cut = annals::Archives::of(&store)
+    let _cut = annals::archive::Archives::of(&store)
         .archive_before(Position(100), &archive)
         .expect("cut");
     let archives = [archive.clone()];
     assert_eq!(
-        annals::Archives::of(&store)
+        annals::archive::Archives::of(&store)
             .verify(&archives, &mut |_| {})
             .expect("sound"),
         None
@@ -353,7 +355,7 @@ fn an_archive_that_is_not_the_logs_history_is_refused_naming_the_record() {
         &mut |_| {},
     )
     .expect("export");
-    let refused = annals::Archives::of(&store)
+    let refused = annals::archive::Archives::of(&store)
         .verify(&[foreign], &mut |_| {})
         .expect_err("foreign");
     assert!(
@@ -366,7 +368,7 @@ fn an_archive_that_is_not_the_logs_history_is_refused_naming_the_record() {
     bytes[middle] ^= 1;
     let damaged = dir.path().join("damaged");
     std::fs::write(&damaged, &bytes).expect("write");
-    let refused = annals::Archives::of(&store)
+    let refused = annals::archive::Archives::of(&store)
         .verify(&[damaged], &mut |_| {})
         .expect_err("damaged");
     assert!(
@@ -387,7 +389,7 @@ fn the_archives_and_an_export_of_the_rest_rebuild_the_whole_history() {
             .expect("root")
     };
     let archive = dir.path().join("a0");
-    let report = annals::Archives::of(&store)
+    let report = annals::archive::Archives::of(&store)
         .archive_before(Position(900), &archive)
         .expect("cut");
     let rest = dir.path().join("rest.export");
@@ -398,9 +400,10 @@ fn the_archives_and_an_export_of_the_rest_rebuild_the_whole_history() {
     drop(snapshot);
     // A log never cut, holding the whole history, the cut record with it.
     let restored = dir.path().join("restored.redb");
-    let _first =
-        annals::Import::run(&archive, &restored, &mut |_, _| {}).expect("import the archive");
-    let _rest = annals::Import::run(&rest, &restored, &mut |_, _| {}).expect("import the rest");
+    let _first = annals::maintenance::Import::run(&archive, &restored, &mut |_, _| {})
+        .expect("import the archive");
+    let _rest = annals::maintenance::Import::run(&rest, &restored, &mut |_, _| {})
+        .expect("import the rest");
     let restored = Store::open(&restored).expect("open");
     let snapshot = restored.snapshot().expect("snapshot");
     assert_eq!(snapshot.start(), Position(0));
@@ -418,7 +421,7 @@ fn a_cut_record_whose_digests_are_not_the_logs_is_found() {
     let (_dir, store) = store();
     annals::demo::run(&store, 500, |_| {}).expect("demo");
     let head = store.snapshot().expect("head").head().expect("head");
-    let forged = annals::Cut {
+    let forged = annals::archive::Cut {
         from: Position(0),
         before: Position(100),
         anchor: store
@@ -430,11 +433,11 @@ fn a_cut_record_whose_digests_are_not_the_logs_is_found() {
             .hash,
         keyed: 0,
         archive: "nowhere".to_owned(),
-        archive_digest: annals::Digest([0; 32]),
-        projections: vec![annals::CutProjection {
+        archive_digest: annals::log::Digest([0; 32]),
+        projections: vec![annals::archive::CutProjection {
             name: "leases".to_owned(),
             version: store.projections().get("leases").expect("leases").version(),
-            digest: annals::Digest([1; 32]),
+            digest: annals::log::Digest([1; 32]),
         }],
     };
     let position = store
@@ -464,8 +467,8 @@ fn a_cut_record_whose_digests_are_not_the_logs_is_found() {
 fn a_cut_that_drops_keys_leaves_the_archived_ones_free_and_the_kept_ones_duplicates() {
     let (dir, store) = store();
     fill(&store, 120);
-    let options = annals::ArchiveOptions { drop_keys: true };
-    let report = annals::Archives::of(&store)
+    let options = annals::archive::ArchiveOptions { drop_keys: true };
+    let report = annals::archive::Archives::of(&store)
         .archive_before_with(Position(60), &dir.path().join("a0"), options, &mut |_| {})
         .expect("cut");
     assert_eq!(report.cut.keyed, 0);

@@ -70,7 +70,7 @@ fn before_or_cut(image: Vec<u8>, archive: &Path, what: &str) -> bool {
             }
             let _whole = annals::export::check(archive, &mut |_| {})
                 .unwrap_or_else(|error| panic!("{what}: the archive: {error}"));
-            let found = annals::Archives::of(&store)
+            let found = annals::archive::Archives::of(&store)
                 .verify(&[archive.to_owned()], &mut |_| {})
                 .unwrap_or_else(|error| panic!("{what}: verify --archive: {error}"));
             assert_eq!(found, None, "{what}");
@@ -88,7 +88,7 @@ fn a_cut_crashed_or_failed_at_any_write_or_sync_leaves_the_log_before_or_cut() {
     let dry = SimDisk::new(image.clone(), Fault::None);
     let store = open_on(&dry).expect("open");
     let (ops_open, syncs_open) = (dry.ops(), dry.syncs());
-    let _cut = annals::Archives::of(&store)
+    let _cut = annals::archive::Archives::of(&store)
         .archive_before(CUT, dir.path().join("dry"))
         .expect("cut");
     let (ops_cut, syncs_cut) = (dry.ops(), dry.syncs());
@@ -101,7 +101,7 @@ fn a_cut_crashed_or_failed_at_any_write_or_sync_leaves_the_log_before_or_cut() {
         let archive = dir.path().join(format!("archive-{n}"));
         let disk = SimDisk::new(image.clone(), fault);
         let store = open_on(&disk).unwrap_or_else(|error| panic!("{what}: open: {error}"));
-        let result = annals::Archives::of(&store).archive_before(CUT, &archive);
+        let result = annals::archive::Archives::of(&store).archive_before(CUT, &archive);
         drop(store);
         let survived = match fault {
             Fault::FailOnce(_) => disk.image_after_restart(),
@@ -128,7 +128,7 @@ fn a_cut_crashed_or_failed_at_any_write_or_sync_leaves_the_log_before_or_cut() {
 
 /// Every position below `before` that reads back after a cut, with its record's hash: the
 /// records a projection still reads, which the cut kept.
-fn kept_records(store: &Store, before: Position) -> Vec<(Position, annals::Digest)> {
+fn kept_records(store: &Store, before: Position) -> Vec<(Position, annals::log::Digest)> {
     let snapshot = store.snapshot().expect("snapshot");
     (0..before.0)
         .map(Position)
@@ -143,7 +143,7 @@ fn kept_records(store: &Store, before: Position) -> Vec<(Position, annals::Diges
 
 /// The rows of a table of the log, from its footprint.
 fn rows(store: &Store, table: &str) -> u64 {
-    let footprint = annals::Footprint::of(store).expect("footprint");
+    let footprint = annals::maintenance::Footprint::of(store).expect("footprint");
     footprint
         .tables
         .iter()
@@ -166,7 +166,7 @@ fn a_cut_crashed_while_its_segments_go_in_steps_reads_every_kept_record_and_a_re
     let dry = SimDisk::new(image.clone(), Fault::None);
     let store = open_on(&dry).expect("open");
     let syncs_open = dry.syncs();
-    let _cut = annals::Archives::of(&store)
+    let _cut = annals::archive::Archives::of(&store)
         .archive_before(before, dir.path().join("dry"))
         .expect("cut");
     let syncs_cut = dry.syncs();
@@ -186,7 +186,7 @@ fn a_cut_crashed_while_its_segments_go_in_steps_reads_every_kept_record_and_a_re
             let archive = folder.join("dry");
             let disk = SimDisk::new(image.clone(), fault);
             let store = open_on(&disk).unwrap_or_else(|error| panic!("{what}: open: {error}"));
-            let _crashed = annals::Archives::of(&store).archive_before(before, &archive);
+            let _crashed = annals::archive::Archives::of(&store).archive_before(before, &archive);
             drop(store);
             let disk = SimDisk::new(disk.image_after_power_loss(), Fault::None);
             let store = open_on(&disk).unwrap_or_else(|error| panic!("{what}: reopen: {error}"));
@@ -201,7 +201,7 @@ fn a_cut_crashed_while_its_segments_go_in_steps_reads_every_kept_record_and_a_re
                 unfinished += 1;
             }
             // The same cut asked again finishes it: the file holds what an uncrashed cut left.
-            let _done = annals::Archives::of(&store)
+            let _done = annals::archive::Archives::of(&store)
                 .archive_before(before, &archive)
                 .expect("the rerun");
             let found = (rows(&store, "annals.segments"), rows(&store, "annals.kept"));

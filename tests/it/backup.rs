@@ -47,8 +47,12 @@ fn assert_same(original: &Store, copy: &Store) {
     );
     assert_eq!(theirs.cut(), ours.cut());
     assert_eq!(
-        annals::Checkpoints::of(copy).signed().expect("signed"),
-        annals::Checkpoints::of(original).signed().expect("signed")
+        annals::maintenance::Checkpoints::of(copy)
+            .signed()
+            .expect("signed"),
+        annals::maintenance::Checkpoints::of(original)
+            .signed()
+            .expect("signed")
     );
     for projection in original.projections().iter() {
         let name = projection.name();
@@ -63,7 +67,7 @@ fn assert_same(original: &Store, copy: &Store) {
         );
     }
     let rows = |store: &Store| {
-        let mut tables: Vec<(String, u64)> = annals::Footprint::of(store)
+        let mut tables: Vec<(String, u64)> = annals::maintenance::Footprint::of(store)
             .expect("footprint")
             .tables
             .into_iter()
@@ -80,17 +84,17 @@ fn a_backup_of_a_cut_log_opens_as_the_same_log() {
     let (dir, store) = store();
     annals::demo::run(&store, 3_000, |_| {}).expect("demo");
     let signer = annals::tlog::Signer::from_seed("example.com/backup", [9; 32]).expect("signer");
-    let _signed = annals::Checkpoints::of(&store)
+    let _signed = annals::maintenance::Checkpoints::of(&store)
         .sign(&signer)
         .expect("checkpoint");
     let head = store.snapshot().expect("head").head().expect("head").next.0;
-    let _report = annals::Archives::of(&store)
+    let _report = annals::archive::Archives::of(&store)
         .archive_before(Position(head / 2), dir.path().join("demo.archive"))
         .expect("cut");
     annals::demo::run(&store, head + 500, |_| {}).expect("demo after the cut");
 
     let target = dir.path().join("copy.redb");
-    let backup = annals::Backup::write(&store, &target).expect("backup");
+    let backup = annals::maintenance::Backup::write(&store, &target).expect("backup");
     assert_eq!(backup.path, target);
     assert_eq!(
         backup.head,
@@ -111,7 +115,7 @@ fn a_backup_of_a_cut_log_opens_as_the_same_log() {
     let _position = append_one(&copy, "after", b"the copy goes on");
     assert_sound(&copy);
     assert_eq!(
-        annals::Archives::of(&copy)
+        annals::archive::Archives::of(&copy)
             .verify(&[dir.path().join("demo.archive")], &mut |_| {})
             .expect("archive"),
         None
@@ -124,7 +128,8 @@ fn a_backup_never_replaces_a_file_and_leaves_nothing_behind() {
     let _position = append_one(&store, "s", b"one");
     let target = dir.path().join("taken.redb");
     std::fs::write(&target, b"somebody's file").expect("write");
-    let refused = annals::Backup::write(&store, &target).expect_err("the target exists");
+    let refused =
+        annals::maintenance::Backup::write(&store, &target).expect_err("the target exists");
     assert!(
         matches!(&refused, Error::Store(StoreError::BackupTargetExists { path }) if *path == target),
         "{refused}"
@@ -143,11 +148,12 @@ fn a_journaled_store_backs_up_what_it_acknowledged() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("log.redb");
     let store = open_exclusive(&path);
-    assert!(annals::Stats::of(&store).unwrap().journaled);
+    assert!(annals::maintenance::Stats::of(&store).unwrap().journaled);
     for n in 0..20u64 {
         let _position = append_one(&store, &format!("s-{}", n % 3), &n.to_le_bytes());
     }
-    let backup = annals::Backup::write(&store, dir.path().join("copy.redb")).expect("backup");
+    let backup =
+        annals::maintenance::Backup::write(&store, dir.path().join("copy.redb")).expect("backup");
     assert_eq!(backup.head.next, Position(20));
     let copy = Store::open_read_only(&backup.path).expect("copy");
     assert_same(&store, &copy);
@@ -184,7 +190,7 @@ fn a_backup_beside_a_writer_holds_one_commit() {
     let mut copies = Vec::new();
     for n in 0..3 {
         let target = dir.path().join(format!("copy-{n}.redb"));
-        copies.push(annals::Backup::write(&store, &target).expect("backup"));
+        copies.push(annals::maintenance::Backup::write(&store, &target).expect("backup"));
     }
     stop.store(true, Ordering::Relaxed);
     writer.join().expect("writer");
@@ -234,7 +240,7 @@ fn assert_extends(store: &Store, copy: &Path) {
 fn a_backup_holds_the_commits_only_the_journal_holds_yet() {
     let dir = tempfile::tempdir().unwrap();
     let store = annals::testing::setup::journal_only_log(&dir.path().join("log.redb"));
-    let ours = annals::Backup::write(&store, dir.path().join("ours.redb")).unwrap();
+    let ours = annals::maintenance::Backup::write(&store, dir.path().join("ours.redb")).unwrap();
     assert_eq!(ours.head, store.snapshot().unwrap().head().unwrap());
     let ours = Store::open_read_only(&ours.path).unwrap();
     assert_same(&store, &ours);

@@ -76,7 +76,7 @@ pub struct KindCounts {
 pub const COUNTS: annals::projection::Table<String, u64> =
     annals::projection::Table::new("kind_counts.counts");
 
-impl annals::Projection for KindCounts {
+impl annals::projection::Projection for KindCounts {
     fn name(&self) -> &'static str {
         "kind_counts"
     }

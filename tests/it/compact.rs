@@ -10,7 +10,9 @@ use std::process::{Command, Stdio};
 
 use annals::testing::internals::demo;
 use annals::testing::sim::{Fault, Loss, SimDisk, Trigger};
-use annals::{Digest, Direction, Error, Position, Sharing, Store, StoreOptions, error::StoreError};
+use annals::{
+    Direction, Error, Position, Sharing, Store, StoreOptions, error::StoreError, log::Digest,
+};
 
 /// The hash of every record, in order: the log's content, compared before and after.
 fn record_hashes(store: &Store) -> Vec<Digest> {
@@ -43,7 +45,9 @@ fn content(store: &Store) -> (Vec<Digest>, Digest) {
 fn demo_log(path: &Path, records: u64) {
     let store = Store::open(path).expect("a new log");
     demo::run(&store, records, |_| {}).expect("the demo");
-    annals::Rebuild::of(&store).run(None).expect("a rebuild");
+    annals::maintenance::Rebuild::of(&store)
+        .run(None)
+        .expect("a rebuild");
     store.close().expect("close");
 }
 
@@ -56,7 +60,8 @@ fn compaction_reclaims_free_pages_and_the_log_reads_the_same() {
     let before = content(&Store::open_read_only(&path).unwrap());
     let bytes_before = std::fs::metadata(&path).unwrap().len();
 
-    let compaction = annals::Compaction::of_file(&path, std::time::Duration::ZERO).unwrap();
+    let compaction =
+        annals::maintenance::Compaction::of_file(&path, std::time::Duration::ZERO).unwrap();
     let bytes_after = std::fs::metadata(&path).unwrap().len();
     assert!(
         compaction.bytes_after < compaction.bytes_before,
@@ -73,7 +78,7 @@ fn compaction_reclaims_free_pages_and_the_log_reads_the_same() {
 #[test]
 fn compact_needs_an_exclusive_store() {
     let (_dir, mut store) = crate::common::store();
-    let refused = annals::Compaction::run(&mut store).unwrap_err();
+    let refused = annals::maintenance::Compaction::run(&mut store).unwrap_err();
     assert!(
         matches!(
             refused,
@@ -88,13 +93,13 @@ fn compact_needs_an_exclusive_store() {
     crate::common::append_one(&exclusive, "s", b"x");
     let snapshot = exclusive.snapshot().unwrap();
     // A snapshot of this process pins pages: compaction waits for none.
-    let busy = annals::Compaction::run(&mut exclusive).unwrap_err();
+    let busy = annals::maintenance::Compaction::run(&mut exclusive).unwrap_err();
     assert!(
         matches!(busy, Error::Store(StoreError::CompactionBusy)),
         "{busy}"
     );
     drop(snapshot);
-    assert!(annals::Compaction::run(&mut exclusive).is_ok());
+    assert!(annals::maintenance::Compaction::run(&mut exclusive).is_ok());
 }
 
 /// Beside a writer in another process, compaction is refused as held; once nobody has the log
@@ -119,7 +124,8 @@ fn compaction_is_refused_while_another_process_has_the_log_open() {
     assert!(first.starts_with("durable "), "{first}");
     // Its further reports are read and dropped, so that a full pipe never stops it.
     let drain = std::thread::spawn(move || reports.for_each(drop));
-    let held = annals::Compaction::of_file(&path, std::time::Duration::ZERO).unwrap_err();
+    let held =
+        annals::maintenance::Compaction::of_file(&path, std::time::Duration::ZERO).unwrap_err();
     assert!(
         matches!(held, Error::Store(StoreError::CompactionHeld { .. })),
         "{held}"
@@ -129,7 +135,8 @@ fn compaction_is_refused_while_another_process_has_the_log_open() {
     drain.join().unwrap();
 
     // Once nobody has it open, it compacts.
-    let compacted = annals::Compaction::of_file(&path, std::time::Duration::ZERO).unwrap();
+    let compacted =
+        annals::maintenance::Compaction::of_file(&path, std::time::Duration::ZERO).unwrap();
     assert!(compacted.bytes_after <= compacted.bytes_before);
     assert!(
         annals::Audit::of(&Store::open_read_only(&path).unwrap())
@@ -151,7 +158,7 @@ fn demo_image(records: u64) -> Vec<u8> {
     let disk = SimDisk::new(Vec::new(), Fault::None);
     let store = Store::open_with_backend(disk.backend(), options()).unwrap();
     demo::run(&store, records, |_| {}).unwrap();
-    annals::Rebuild::of(&store).run(None).unwrap();
+    annals::maintenance::Rebuild::of(&store).run(None).unwrap();
     store.close().unwrap();
     disk.image_after_restart()
 }
@@ -164,8 +171,8 @@ fn compact_on(image: &[u8], fault: Fault) -> (SimDisk, u64, bool) {
         return (disk, 0, false);
     };
     let opened_at = disk.ops();
-    let compacted =
-        annals::Compaction::run(&mut store).is_ok_and(|compaction| compaction.moved_pages);
+    let compacted = annals::maintenance::Compaction::run(&mut store)
+        .is_ok_and(|compaction| compaction.moved_pages);
     let closed = store.close().is_ok();
     (disk, opened_at, compacted && closed)
 }
@@ -181,7 +188,7 @@ fn check_whole(image: &[u8], expected: &(Vec<Digest>, Digest), at: &str) {
     assert!(&content(&store) == expected, "{at}: the records changed");
     // What compacting reclaims is not this check's concern: only that it succeeds and
     // leaves the records as they were.
-    let _ = annals::Compaction::run(&mut store)
+    let _ = annals::maintenance::Compaction::run(&mut store)
         .unwrap_or_else(|error| panic!("{at}: compacting again: {error}"));
     assert!(&content(&store) == expected, "{at}: the records changed");
 }

@@ -10,7 +10,9 @@ use redb::ReadableTable;
 use annals::testing::internals::demo::Rng;
 use annals::testing::sim::{Fault, SimDisk};
 use annals::{
-    Direction, Head, Position, Record, Store, StoreOptions, StreamVersion, audit::Extension,
+    Direction, Position, Record, Store, StoreOptions,
+    audit::Extension,
+    log::{Head, StreamVersion},
 };
 
 /// Flips in memory images (the file's bytes, opened through the simulated disk).

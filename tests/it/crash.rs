@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use annals::testing::internals::demo::Rng;
-use annals::{Digest, Position, Store};
+use annals::{Position, Store, log::Digest};
 
 /// Kills, each followed by a reopen and the checks.
 const KILLS: u64 = 20;

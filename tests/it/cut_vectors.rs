@@ -55,7 +55,10 @@ fn the_cut_payload_is_laid_out_as_format_says() {
         vector["archive_blake3"].as_str().unwrap()
     );
     let count = u32::from_le_bytes(payload[at + 32..at + 36].try_into().unwrap());
-    assert_eq!(count as usize, annals::builtin_projections().len());
+    assert_eq!(
+        count as usize,
+        annals::maintenance::builtin_projections().len()
+    );
     // Block 0 holds 16 hashes, block 1 the 5 of positions 16 to 20, each with a checksum.
     let blocks = vector["archived"].as_array().unwrap();
     assert_eq!(blocks.len(), 2);

@@ -16,8 +16,8 @@ use annals::projection::{Table, WriteTables};
 use annals::testing::internals::demo::Rng;
 use annals::tlog::{Checkpoint, Signer};
 use annals::{
-    Error, ExpectedVersion, NewEvent, Payload, Position, Projection, Record, Result, Sharing,
-    Store, StoreOptions, error::ErasureError, error::StoreError,
+    Error, ExpectedVersion, NewEvent, Position, Record, Result, Sharing, Store, StoreOptions,
+    erasure::Payload, error::ErasureError, error::StoreError, projection::Projection,
 };
 
 /// The plaintext personal to `alice` in these tests: searched for in every file.
@@ -111,7 +111,7 @@ pub(crate) fn only_key(log: &Path) -> Vec<u8> {
 /// `record`'s payload as `store` reads it: the plaintext while its subject's key stands.
 #[track_caller]
 pub(crate) fn opened<'r>(store: &Store, record: &'r Record) -> Payload<'r> {
-    annals::PayloadReader::of(store)
+    annals::erasure::PayloadReader::of(store)
         .unwrap()
         .open(record)
         .unwrap()
@@ -197,7 +197,9 @@ fn verify_proofs_checkpoints_and_replay_are_unchanged_by_an_erasure() {
     let alice = personal(&store, "alice", "people/alice", PLAINTEXT);
     plain(&store, "notes", b"between");
     let signer = Signer::generate("example.com/erasure").unwrap();
-    let signed = annals::Checkpoints::of(&store).sign(&signer).unwrap();
+    let signed = annals::maintenance::Checkpoints::of(&store)
+        .sign(&signer)
+        .unwrap();
     let before = Checkpoint::open(&signed, &[signer.verifier()])
         .unwrap()
         .checkpoint;
@@ -213,7 +215,7 @@ fn verify_proofs_checkpoints_and_replay_are_unchanged_by_an_erasure() {
     // The signed checkpoint's tree is unchanged, and the later tree extends it.
     let old_head = TreeHead {
         size: before.size,
-        root: annals::Digest(before.root),
+        root: annals::log::Digest(before.root),
     };
     assert_eq!(snapshot.merkle_root(before.size).unwrap(), old_head.root);
     let proof = snapshot.inclusion_proof(alice, before.size).unwrap();
@@ -231,12 +233,14 @@ fn verify_proofs_checkpoints_and_replay_are_unchanged_by_an_erasure() {
         check_consistency(&consistency, &old_head, &new_head),
         Ok(())
     );
-    let after = annals::Checkpoints::of(&store).sign(&signer).unwrap();
+    let after = annals::maintenance::Checkpoints::of(&store)
+        .sign(&signer)
+        .unwrap();
     assert!(Checkpoint::open(&after, &[signer.verifier()]).is_ok());
 
     // Replay gives every row byte for byte: the envelope, the same before and after.
     let rows_after = payload_rows(&store);
-    annals::Rebuild::of(&store).run(None).unwrap();
+    annals::maintenance::Rebuild::of(&store).run(None).unwrap();
     let rebuilt = payload_rows(&store);
     assert_eq!(rebuilt, rows_after);
     assert_eq!(rebuilt[..rows_before.len()], rows_before[..]);
@@ -389,7 +393,7 @@ fn the_key_store_is_private_and_a_damaged_one_is_refused_as_it_is() {
     bytes[last] ^= 1;
     std::fs::write(keys_path(&path), &bytes).unwrap();
     let sealed = record(&store, alice);
-    let read = annals::PayloadReader::of(&store).and_then(|reader| reader.open(&sealed));
+    let read = annals::erasure::PayloadReader::of(&store).and_then(|reader| reader.open(&sealed));
     assert!(
         matches!(read, Err(Error::Erasure(ErasureError::Damaged { .. }))),
         "{read:?}"
@@ -437,14 +441,15 @@ fn after_erase_and_compact_no_file_of_the_store_holds_the_plaintext_or_the_key()
     // Compaction needs the log to itself, as `annals compact` does.
     store.close().unwrap();
     let wait = std::time::Duration::from_secs(5);
-    annals::Compaction::of_file(&path, wait)
+    annals::maintenance::Compaction::of_file(&path, wait)
         .unwrap()
         .bytes_reclaimed();
     let store = open(&path);
     let signer = Signer::generate("example.com/erasure").unwrap();
-    let backup = annals::Backup::write(&store, dir.path().join("backup.redb")).unwrap();
+    let backup =
+        annals::maintenance::Backup::write(&store, dir.path().join("backup.redb")).unwrap();
     assert_eq!(backup.head, store.snapshot().unwrap().head().unwrap());
-    let tiles = annals::Tiles::of(&store)
+    let tiles = annals::maintenance::Tiles::of(&store)
         .write(&dir.path().join("tiles"), &signer)
         .unwrap();
     assert_eq!(tiles.size, backup.head.next.0);
@@ -455,7 +460,7 @@ fn after_erase_and_compact_no_file_of_the_store_holds_the_plaintext_or_the_key()
     assert_eq!(exported.unwrap().header.to, head);
     drop(snapshot);
     let archive = dir.path().join("archive.annals");
-    let archived = annals::Archives::of(&store)
+    let archived = annals::archive::Archives::of(&store)
         .archive_before(Position(10), archive)
         .unwrap();
     assert_eq!(archived.archived, 10);
@@ -645,7 +650,10 @@ fn a_backup_or_an_import_carries_ciphertext_and_no_key_and_reads_erased() {
     plain(&store, "notes", b"plain words");
     let backup = dir.path().join("backup.redb");
     assert_eq!(
-        annals::Backup::write(&store, &backup).unwrap().head.next,
+        annals::maintenance::Backup::write(&store, &backup)
+            .unwrap()
+            .head
+            .next,
         Position(2)
     );
     let export = dir.path().join("export.annals");
@@ -654,7 +662,7 @@ fn a_backup_or_an_import_carries_ciphertext_and_no_key_and_reads_erased() {
     let exported = annals::export::export(&snapshot, Position(0), head, &export, &mut |_| {});
     assert_eq!(exported.unwrap().header.to, head);
     let imported = dir.path().join("imported.redb");
-    let summary = annals::Import::run(&export, &imported, &mut |_, _| {}).unwrap();
+    let summary = annals::maintenance::Import::run(&export, &imported, &mut |_, _| {}).unwrap();
     assert_eq!(summary.header.to, head);
     for copy in [&backup, &export, &imported] {
         assert!(
@@ -685,8 +693,9 @@ fn a_backup_or_an_import_carries_ciphertext_and_no_key_and_reads_erased() {
 fn personal_appends_through_the_writer_batch_as_they_run_alone() {
     let (_dir, _path, store, alice) = with_alice();
     let store = Arc::new(store);
-    let writer = annals::Writer::start(Arc::clone(&store), annals::WriterOptions::default())
-        .expect("a writer");
+    let writer =
+        annals::Writer::start(Arc::clone(&store), annals::writer::WriterOptions::default())
+            .expect("a writer");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

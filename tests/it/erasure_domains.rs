@@ -8,7 +8,7 @@
 
 use annals::outbox::{OutboxCommand, OutboxOutcome, OutboxRow};
 use annals::runs::{Attributes, SpanCommand, SpanCommandOutcome, SpanEvent, SpanKind, SpanOrigin};
-use annals::{Command, Error, Payload, Store, error::ErasureError};
+use annals::{Command, Error, Store, erasure::Payload, error::ErasureError};
 
 use super::erasure::{PLAINTEXT, contains, open};
 
@@ -52,7 +52,7 @@ fn enqueued(store: &Store, command: &OutboxCommand) -> OutboxRow {
 }
 
 fn read(store: &Store, row: &OutboxRow) -> Option<Vec<u8>> {
-    let reader = annals::PayloadReader::of(store).unwrap();
+    let reader = annals::erasure::PayloadReader::of(store).unwrap();
     let payload = reader.open_field(&row.payload_field()).unwrap();
     payload.data().map(<[u8]>::to_vec)
 }
@@ -93,7 +93,7 @@ fn an_outbox_payload_with_a_subject_is_sealed_reads_back_then_reads_erased_and_r
         .state_json("outbox", None)
         .unwrap();
     store.erase("alice", 2_000).unwrap();
-    let reader = annals::PayloadReader::of(&store).unwrap();
+    let reader = annals::erasure::PayloadReader::of(&store).unwrap();
     assert_eq!(
         reader.open_field(&row.payload_field()).unwrap(),
         Payload::Erased { subject: "alice" }
@@ -105,7 +105,7 @@ fn an_outbox_payload_with_a_subject_is_sealed_reads_back_then_reads_erased_and_r
             .unwrap(),
         before
     );
-    annals::Rebuild::of(&store).run(None).unwrap();
+    annals::maintenance::Rebuild::of(&store).run(None).unwrap();
     assert_eq!(
         annals::Audit::of(&store)
             .state_json("outbox", None)
@@ -263,7 +263,7 @@ fn a_span_event_with_a_subject_is_sealed_reads_back_then_reads_erased_and_replay
         !contains(&record.payload, PLAINTEXT),
         "the event holds the envelope"
     );
-    let reader = annals::PayloadReader::of(&store).unwrap();
+    let reader = annals::erasure::PayloadReader::of(&store).unwrap();
     let opened = reader.open_field(&personal.payload_field()).unwrap();
     assert_eq!(opened.data(), Some(PLAINTEXT));
     let opened = reader.open_field(&plain.payload_field()).unwrap();
@@ -271,14 +271,14 @@ fn a_span_event_with_a_subject_is_sealed_reads_back_then_reads_erased_and_replay
 
     let before = annals::Audit::of(&store).state_json("runs", None).unwrap();
     store.erase("alice", 2_000).unwrap();
-    let reader = annals::PayloadReader::of(&store).unwrap();
+    let reader = annals::erasure::PayloadReader::of(&store).unwrap();
     let events = span_events(&store);
     assert_eq!(
         reader.open_field(&events[0].payload_field()).unwrap(),
         Payload::Erased { subject: "alice" }
     );
     assert_eq!(events[1], *plain, "a plain event is untouched");
-    annals::Rebuild::of(&store).run(None).unwrap();
+    annals::maintenance::Rebuild::of(&store).run(None).unwrap();
     assert_eq!(
         annals::Audit::of(&store).state_json("runs", None).unwrap(),
         before,
@@ -341,7 +341,7 @@ fn after_erase_and_compact_no_file_holds_a_span_events_plaintext_or_key() {
         assert!(!contains(&bytes, &key), "{} holds the key", file.display());
     }
     let store = open(&path);
-    let reader = annals::PayloadReader::of(&store).unwrap();
+    let reader = annals::erasure::PayloadReader::of(&store).unwrap();
     let events = span_events(&store);
     let read = reader.open_field(&events[0].payload_field()).unwrap();
     assert_eq!(read, Payload::Erased { subject: "alice" });
@@ -357,7 +357,7 @@ pub(crate) fn erased_and_compacted(
     store.erase(subject, 2_000).unwrap();
     store.close().unwrap();
     let wait = std::time::Duration::from_secs(5);
-    annals::Compaction::of_file(dir.join("log.redb"), wait)
+    annals::maintenance::Compaction::of_file(dir.join("log.redb"), wait)
         .unwrap()
         .bytes_reclaimed();
     let mut files = Vec::new();

@@ -7,7 +7,7 @@
 //! erasure and a compaction no file holds the plaintext, its hash or the key.
 
 use annals::ingest::{self, IngestCommand, IngestConflict, IngestOutcome, IngestedEvent};
-use annals::{Command, Error, Payload, Store, error::ErasureError};
+use annals::{Command, Error, Store, erasure::Payload, error::ErasureError};
 
 use super::erasure::{PLAINTEXT, contains, keys_path, only_key, open};
 use super::erasure_domains::{erased_and_compacted, refused_as_erased};
@@ -36,7 +36,7 @@ fn held(store: &Store, sequence: u64) -> IngestedEvent {
 }
 
 fn read(store: &Store, event: &IngestedEvent) -> Option<Vec<u8>> {
-    let reader = annals::PayloadReader::of(store).unwrap();
+    let reader = annals::erasure::PayloadReader::of(store).unwrap();
     let payload = reader.open_field(&event.bytes_field()).unwrap();
     payload.data().map(<[u8]>::to_vec)
 }
@@ -114,7 +114,7 @@ fn after_erase_a_personal_ingest_reads_erased_replays_the_same_and_its_retry_is_
     let before = state(&store);
 
     store.erase("alice", T0 + 1_000).unwrap();
-    let reader = annals::PayloadReader::of(&store).unwrap();
+    let reader = annals::erasure::PayloadReader::of(&store).unwrap();
     assert_eq!(
         reader.open_field(&held(&store, 1).bytes_field()).unwrap(),
         Payload::Erased { subject: "alice" }
@@ -124,7 +124,7 @@ fn after_erase_a_personal_ingest_reads_erased_replays_the_same_and_its_retry_is_
         Payload::Plain(b"plain words")
     );
     assert_eq!(state(&store), before, "the rows are as they were");
-    annals::Rebuild::of(&store).run(None).unwrap();
+    annals::maintenance::Rebuild::of(&store).run(None).unwrap();
     assert_eq!(state(&store), before, "replay gives the same rows");
     assert_eq!(held(&store, 1), personal);
     assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
@@ -190,7 +190,7 @@ fn after_erase_and_compact_no_file_holds_an_ingested_plaintext_its_hash_or_key()
         }
     }
     let store = open(&path);
-    let reader = annals::PayloadReader::of(&store).unwrap();
+    let reader = annals::erasure::PayloadReader::of(&store).unwrap();
     let event = held(&store, 1);
     let read = reader.open_field(&event.bytes_field()).unwrap();
     assert_eq!(read, Payload::Erased { subject: "alice" });

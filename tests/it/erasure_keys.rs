@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use annals::{Error, Payload, Position, Store, error::ErasureError};
+use annals::{Error, Position, Store, erasure::Payload, error::ErasureError};
 
 use super::erasure::{
     PLAINTEXT, assert_erased, contains, keys_path, open, personal, record, with_alice,
@@ -40,7 +40,9 @@ fn an_imported_key_export_lets_a_replica_read_until_it_erases_its_copy() {
     store.erase("carol", 2_000).unwrap();
     let replica_path = dir.path().join("replica.redb");
     assert_eq!(
-        annals::Backup::write(&store, &replica_path).unwrap().head,
+        annals::maintenance::Backup::write(&store, &replica_path)
+            .unwrap()
+            .head,
         store.snapshot().unwrap().head().unwrap()
     );
     let replica = open(&replica_path);
@@ -48,7 +50,7 @@ fn an_imported_key_export_lets_a_replica_read_until_it_erases_its_copy() {
     assert_erased(&replica, &sealed);
 
     let export = dir.path().join("keys.export");
-    let exported = annals::Keys::of(&store).export(&export).unwrap();
+    let exported = annals::erasure::Keys::of(&store).export(&export).unwrap();
     assert_eq!(exported.subjects, ["alice", "bob"]);
     assert!(
         exported.erased.is_empty(),
@@ -61,7 +63,7 @@ fn an_imported_key_export_lets_a_replica_read_until_it_erases_its_copy() {
     assert!(!contains(&std::fs::read(&export).unwrap(), &carol_key));
     assert!(!contains(&std::fs::read(&export).unwrap(), PLAINTEXT));
 
-    let import = annals::Keys::of(&replica).import(&export).unwrap();
+    let import = annals::erasure::Keys::of(&replica).import(&export).unwrap();
     assert_eq!(import.imported, ["alice", "bob"]);
     assert_eq!(keys_in(&keys_path(&replica_path)), held);
     let mode = std::fs::metadata(keys_path(&replica_path))
@@ -79,7 +81,7 @@ fn an_imported_key_export_lets_a_replica_read_until_it_erases_its_copy() {
         Some(&b"bob's own"[..])
     );
     // Again: every key held already, nothing written.
-    let again = annals::Keys::of(&replica).import(&export).unwrap();
+    let again = annals::erasure::Keys::of(&replica).import(&export).unwrap();
     assert_eq!((again.imported.len(), again.held.len()), (0, 2));
 
     // The replica's own erasure destroys its copy; the export cannot bring it back.
@@ -88,7 +90,7 @@ fn an_imported_key_export_lets_a_replica_read_until_it_erases_its_copy() {
     assert_erased(&replica, &sealed);
     let left = std::fs::read(keys_path(&replica_path)).unwrap();
     assert!(!contains(&left, &alice_key), "the replica's key is gone");
-    let refused = annals::Keys::of(&replica).import(&export).unwrap();
+    let refused = annals::erasure::Keys::of(&replica).import(&export).unwrap();
     assert_eq!(refused.erased, ["alice"]);
     assert!(refused.imported.is_empty());
     assert!(!contains(
@@ -108,15 +110,15 @@ fn an_imported_key_export_lets_a_replica_read_until_it_erases_its_copy() {
 fn a_key_export_is_never_written_over_a_file_nor_taken_from_a_damaged_or_foreign_one() {
     let (dir, path, store, _) = with_alice();
     let export = dir.path().join("keys.export");
-    annals::Keys::of(&store).export(&export).unwrap();
+    annals::erasure::Keys::of(&store).export(&export).unwrap();
     let written = std::fs::read(&export).unwrap();
     // Over the export just written, or over the log's own key store: refused, both as they were.
     let keys_before = std::fs::read(keys_path(&path)).unwrap();
-    match annals::Keys::of(&store).export(&export) {
+    match annals::erasure::Keys::of(&store).export(&export) {
         Err(Error::Erasure(ErasureError::KeyExportExists { path })) => assert_eq!(path, export),
         other => panic!("{other:?}"),
     }
-    match annals::Keys::of(&store).export(&keys_path(&path)) {
+    match annals::erasure::Keys::of(&store).export(&keys_path(&path)) {
         Err(Error::OutputPath(annals::error::OutputPathError::StoreFile { file, .. })) => {
             assert_eq!(file, annals::error::StoreFile::Keys)
         }
@@ -128,7 +130,9 @@ fn a_key_export_is_never_written_over_a_file_nor_taken_from_a_damaged_or_foreign
     // A damaged export, or the key store itself given as one: refused, nothing imported.
     let replica_path = dir.path().join("replica.redb");
     assert_eq!(
-        annals::Backup::write(&store, &replica_path).unwrap().head,
+        annals::maintenance::Backup::write(&store, &replica_path)
+            .unwrap()
+            .head,
         store.snapshot().unwrap().head().unwrap()
     );
     let replica = open(&replica_path);
@@ -138,7 +142,7 @@ fn a_key_export_is_never_written_over_a_file_nor_taken_from_a_damaged_or_foreign
     let damaged_path = dir.path().join("damaged.export");
     std::fs::write(&damaged_path, &damaged).unwrap();
     for given in [&damaged_path, &keys_path(&path)] {
-        match annals::Keys::of(&replica).import(given) {
+        match annals::erasure::Keys::of(&replica).import(given) {
             Err(Error::Erasure(ErasureError::KeyExport { path, .. })) => {
                 assert_eq!(&path, given)
             }
@@ -152,8 +156,10 @@ fn a_key_export_is_never_written_over_a_file_nor_taken_from_a_damaged_or_foreign
     let other = open(&other_dir.path().join("other.redb"));
     personal(&other, "alice", "people/alice", b"another alice");
     let foreign = dir.path().join("foreign.export");
-    annals::Keys::of(&other).export(&foreign).unwrap();
-    let refused = annals::Keys::of(&store).import(&foreign).unwrap_err();
+    annals::erasure::Keys::of(&other).export(&foreign).unwrap();
+    let refused = annals::erasure::Keys::of(&store)
+        .import(&foreign)
+        .unwrap_err();
     assert!(
         matches!(&refused, Error::Erasure(ErasureError::KeyConflict { subject }) if subject == "alice"),
         "{refused:?}"
@@ -163,7 +169,11 @@ fn a_key_export_is_never_written_over_a_file_nor_taken_from_a_damaged_or_foreign
     // A read-only store imports nothing.
     drop(replica);
     let read_only = Store::open_read_only(&replica_path).unwrap();
-    assert!(annals::Keys::of(&read_only).import(&export).is_err());
+    assert!(
+        annals::erasure::Keys::of(&read_only)
+            .import(&export)
+            .is_err()
+    );
     assert!(!keys_path(&replica_path).exists());
     assert_eq!(store.snapshot().unwrap().head().unwrap().next, Position(1));
     let sealed = record(&store, Position(0));

@@ -34,7 +34,7 @@ fn export_range(source: &Path, file: &Path, from: u64, to: Option<u64>) {
 }
 
 fn import(file: &Path, target: &Path) -> annals::Result<()> {
-    annals::Import::run(file, target, &mut |_, _| {}).map(drop)
+    annals::maintenance::Import::run(file, target, &mut |_, _| {}).map(drop)
 }
 
 /// The byte offset of each record's length prefix in an export file, and the end of the last.
@@ -64,7 +64,7 @@ fn refused_at(result: annals::Result<()>) -> Position {
     }
 }
 
-fn head_and_root(path: &Path) -> (annals::Head, annals::Digest) {
+fn head_and_root(path: &Path) -> (annals::log::Head, annals::log::Digest) {
     let store = Store::open_read_only(path).unwrap();
     let snapshot = store.snapshot().unwrap();
     let head = snapshot.head().unwrap();
@@ -274,7 +274,7 @@ fn exported_records(file: &Path) -> Vec<annals::Record> {
 fn reseal(file: &Path, records: &[annals::Record]) {
     let header = &fs::read(file).unwrap()[..record_offsets(file)[0]];
     let mut bytes = header.to_vec();
-    let mut prev = annals::Digest::ZERO;
+    let mut prev = annals::log::Digest::ZERO;
     let mut frontier = annals::merkle::Frontier::new();
     for record in records {
         let event = NewEvent {
@@ -339,7 +339,7 @@ fn a_forged_record_with_an_empty_stream_kind_or_key_is_refused_naming_position_a
     let forgeries: [(&str, Forge); 3] = [
         ("stream", |record| {
             record.stream.clear();
-            record.version = annals::StreamVersion(0);
+            record.version = annals::log::StreamVersion(0);
         }),
         ("kind", |record| record.kind.clear()),
         ("idempotency_key", |record| {
@@ -384,8 +384,8 @@ fn a_log_holding_a_record_with_an_empty_stream_is_reported_by_verify() {
         let placement = Placement {
             stream: "",
             position: Position(0),
-            version: annals::StreamVersion(0),
-            prev: annals::Digest::ZERO,
+            version: annals::log::StreamVersion(0),
+            prev: annals::log::Digest::ZERO,
         };
         let mut stored = Vec::new();
         let hash = encode_stored(&mut stored, &event, placement).unwrap();
@@ -394,7 +394,7 @@ fn a_log_holding_a_record_with_an_empty_stream_is_reported_by_verify() {
                 segment.body_mut().extend_from_slice(&stored);
                 segment.seal_record();
             }
-            Format::V2 => segment.push_v2(annals::Digest::ZERO, hash, "", 0, &event),
+            Format::V2 => segment.push_v2(annals::log::Digest::ZERO, hash, "", 0, &event),
         }
         {
             let db = redb::Database::open(&path).unwrap();
@@ -421,7 +421,7 @@ fn empty_stream_is_reported(path: &Path) {
         matches!(
             &finding.problem,
             annals::audit::Problem::Record(annals::error::RecordError::EmptyField {
-                field: annals::Field::Stream
+                field: annals::log::Field::Stream
             })
         ),
         "{finding}"

@@ -167,7 +167,7 @@ const SPAN_EVENTS_OVER_RAW_MAX: f64 = 1.3;
 
 /// The segments table as `store`'s footprint weighs it: its rows and stored bytes.
 fn segments_of(store: &annals::Store) -> (u64, u64) {
-    let footprint = annals::Footprint::of(store).expect("the footprint");
+    let footprint = annals::maintenance::Footprint::of(store).expect("the footprint");
     let segments = footprint
         .tables
         .iter()

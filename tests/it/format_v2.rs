@@ -62,7 +62,7 @@ fn all_records(store: &Store) -> Vec<Record> {
         .unwrap()
 }
 
-fn root(store: &Store) -> annals::Digest {
+fn root(store: &Store) -> annals::log::Digest {
     let snapshot = store.snapshot().unwrap();
     let head = snapshot.head().unwrap();
     snapshot.merkle_root(head.next.0).unwrap()
@@ -97,11 +97,21 @@ fn a_new_log_stores_v2_records_and_an_upgraded_v1_log_keeps_v1_records_with_the_
     assert_eq!(
         new.snapshot()
             .unwrap()
-            .read_stream("many/5", annals::StreamVersion(0), Direction::Forward, 100)
+            .read_stream(
+                "many/5",
+                annals::log::StreamVersion(0),
+                Direction::Forward,
+                100
+            )
             .unwrap(),
         old.snapshot()
             .unwrap()
-            .read_stream("many/5", annals::StreamVersion(0), Direction::Forward, 100)
+            .read_stream(
+                "many/5",
+                annals::log::StreamVersion(0),
+                Direction::Forward,
+                100
+            )
             .unwrap()
     );
     // Borrowed views: a v2 record's payload hash, computed on request, is the one the v1
@@ -145,7 +155,7 @@ fn a_new_log_stores_v2_records_and_an_upgraded_v1_log_keeps_v1_records_with_the_
 /// The bytes `annals.segments` stores in the log at `path`.
 fn segment_bytes(path: &Path) -> u64 {
     let store = Store::open_with(path, annals::StoreOptions::default()).unwrap();
-    let footprint = annals::Footprint::of(&store).unwrap();
+    let footprint = annals::maintenance::Footprint::of(&store).unwrap();
     footprint
         .tables
         .iter()
@@ -183,7 +193,7 @@ fn export_then_import_moves_a_v1_log_to_v2_records_with_the_same_head_and_root()
             .unwrap()
             .expect_done();
     }
-    let summary = annals::Import::run(&file, &v2, &mut |_, _| {}).unwrap();
+    let summary = annals::maintenance::Import::run(&file, &v2, &mut |_, _| {}).unwrap();
     assert_eq!(
         (summary.header.head, summary.header.root),
         (head.hash, old_root)
@@ -228,7 +238,7 @@ fn export_then_import_moves_a_v1_log_to_v2_records_with_the_same_head_and_root()
 #[test]
 #[ignore = "a measurement, not a check: 100,000 events per format"]
 fn bulk_bench_bytes_per_event_in_v1_and_v2() {
-    use annals::DomainEvent;
+    use annals::command::DomainEvent;
     use annals::leases::events::{Acquired, LeaseEvent};
     const EVENTS: usize = 100_000;
     const PAYLOAD_BYTES: usize = 200;

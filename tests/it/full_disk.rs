@@ -12,7 +12,7 @@ use annals::leases::LeaseCommand;
 use annals::testing::faults::base_image;
 use annals::testing::sim::{Fault, SimDisk, Trigger};
 use annals::writer::{Writer, WriterOptions};
-use annals::{ExpectedVersion, Head, Position, Store, StoreOptions};
+use annals::{ExpectedVersion, Position, Store, StoreOptions, log::Head};
 
 use crate::common::event;
 
@@ -68,7 +68,7 @@ fn workload(disk: &SimDisk) -> Vec<Result<Option<Head>, String>> {
         Err(error) => calls.push(Err(error.to_string())),
     }
     calls.push(
-        annals::Rebuild::of(&store)
+        annals::maintenance::Rebuild::of(&store)
             .run(None)
             .map(|()| head(&store))
             .map_err(|e| e.to_string()),

@@ -7,7 +7,7 @@ use annals::ingest::{
     self, EVENT_BYTES_MAX, IngestCommand, IngestConflict, IngestOutcome, IngestedEvent,
 };
 use annals::testing::internals::event::DomainEvent;
-use annals::{Digest, Direction, Error, Position, Record, Store, error::CommandProblem};
+use annals::{Direction, Error, Position, Record, Store, error::CommandProblem, log::Digest};
 
 use crate::common::store;
 
@@ -503,14 +503,16 @@ fn replay_reproduces_the_ingest_tables_and_verify_is_sound() {
         .state_json("ingest", Some(Position(1)))
         .unwrap();
     assert_eq!(early["runs"][0]["cursor"], 0);
-    annals::Rebuild::of(&store).run(Some("ingest")).unwrap();
+    annals::maintenance::Rebuild::of(&store)
+        .run(Some("ingest"))
+        .unwrap();
     assert_eq!(
         annals::Audit::of(&store)
             .state_json("ingest", None)
             .unwrap(),
         live
     );
-    annals::Rebuild::of(&store).run(None).unwrap();
+    annals::maintenance::Rebuild::of(&store).run(None).unwrap();
     assert_eq!(
         annals::Audit::of(&store)
             .state_json("ingest", None)

@@ -32,8 +32,8 @@ use annals::testing::internals::demo::Rng;
 use annals::testing::internals::forge::append_sealed_unapplied;
 use annals::testing::random::random_command;
 use annals::{
-    DomainEvent, Error, ExpectedVersion, NewEvent, Position, Record, Store, audit::Problem,
-    error::ProjectionError, error::StoreError,
+    Error, ExpectedVersion, NewEvent, Position, Record, Store, audit::Problem,
+    command::DomainEvent, error::ProjectionError, error::StoreError,
 };
 use tempfile::TempDir;
 
@@ -55,7 +55,7 @@ fn base_log(build: impl FnOnce(&Store)) -> (TempDir, PathBuf) {
 }
 
 fn import(file: &Path, target: &Path) -> annals::Result<()> {
-    annals::Import::run(file, target, &mut |_, _| {}).map(drop)
+    annals::maintenance::Import::run(file, target, &mut |_, _| {}).map(drop)
 }
 
 /// The projection, position and rule of an invariant refusal.

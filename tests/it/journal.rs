@@ -8,8 +8,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use annals::{
-    Direction, Durability, Error, ExpectedVersion, JournalOptions, NewEvent, Position, Record,
-    Sharing, Store, StoreOptions, Writer, WriterOptions, error::JournalError,
+    Direction, Durability, Error, ExpectedVersion, NewEvent, Position, Record, Sharing, Store,
+    StoreOptions, Writer, error::JournalError, journal::JournalOptions, writer::WriterOptions,
 };
 
 use crate::common::event;
@@ -83,7 +83,7 @@ fn an_exclusive_store_commits_through_its_journal_and_a_clean_close_leaves_only_
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     let store = exclusive(&path, never_drained());
-    assert!(annals::Stats::of(&store).unwrap().journaled);
+    assert!(annals::maintenance::Stats::of(&store).unwrap().journaled);
     append(&store, "a", 5);
     let held = journal_held(&path);
     assert!(
@@ -133,7 +133,7 @@ fn a_crash_image_recovers_every_acknowledged_commit_from_the_journal() {
     );
 
     let recovered = exclusive(&copy, never_drained());
-    let recovery = annals::Stats::of(&recovered)
+    let recovery = annals::maintenance::Stats::of(&recovered)
         .unwrap()
         .journal_recovery
         .clone();
@@ -184,7 +184,7 @@ fn a_torn_frame_at_the_journals_end_is_dropped_and_reported() {
 
     let recovered = exclusive(&copy, never_drained());
     assert_eq!(
-        annals::Stats::of(&recovered)
+        annals::maintenance::Stats::of(&recovered)
             .unwrap()
             .journal_recovery
             .transactions,
@@ -192,7 +192,7 @@ fn a_torn_frame_at_the_journals_end_is_dropped_and_reported() {
     );
     // Counted to its last byte that is not a zero: zeros after it are the room's.
     assert_eq!(
-        annals::Stats::of(&recovered)
+        annals::maintenance::Stats::of(&recovered)
             .unwrap()
             .journal_recovery
             .dropped_bytes,
@@ -317,11 +317,11 @@ fn a_single_writer_open_recovers_a_journal_an_exclusive_writer_left_and_journals
     let copy = crash_image(&path, "shared.redb");
     let shared = Store::open_with(&copy, StoreOptions::default()).unwrap();
     assert!(
-        annals::Stats::of(&shared).unwrap().journaled,
+        annals::maintenance::Stats::of(&shared).unwrap().journaled,
         "the default mode, single-writer, journals"
     );
     assert_eq!(
-        annals::Stats::of(&shared)
+        annals::maintenance::Stats::of(&shared)
             .unwrap()
             .journal_recovery
             .transactions,
@@ -360,7 +360,7 @@ fn a_multi_writer_open_reads_a_journal_left_by_a_crash_and_shares_it() {
     };
     let multi = Store::open_with(&copy, options.clone()).unwrap();
     assert!(
-        annals::Stats::of(&multi).unwrap().journaled,
+        annals::maintenance::Stats::of(&multi).unwrap().journaled,
         "multi-writer mode commits through the journal"
     );
     assert_eq!(
@@ -386,7 +386,7 @@ fn a_multi_writer_open_reads_a_journal_left_by_a_crash_and_shares_it() {
     drop(second);
     let alone = Store::open_with(&copy, annals::StoreOptions::default()).unwrap();
     assert_eq!(
-        annals::Stats::of(&alone)
+        annals::maintenance::Stats::of(&alone)
             .unwrap()
             .journal_recovery
             .transactions,
@@ -401,7 +401,7 @@ fn without_a_journal_an_exclusive_store_commits_to_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("log.redb");
     let store = exclusive(&path, None);
-    assert!(!annals::Stats::of(&store).unwrap().journaled);
+    assert!(!annals::maintenance::Stats::of(&store).unwrap().journaled);
     append(&store, "a", 2);
     assert!(!journal_of(&path).exists());
 }
@@ -434,7 +434,7 @@ fn deferred_commits_then_a_durable_one_survive_a_crash_together() {
     let recovered = exclusive(&copy, never_drained());
     assert_eq!(all(&recovered), records);
     assert_eq!(
-        annals::Stats::of(&recovered)
+        annals::maintenance::Stats::of(&recovered)
             .unwrap()
             .journal_recovery
             .transactions,
@@ -472,11 +472,11 @@ fn drains_keep_the_journal_within_its_bound() {
     let copy = crash_image(&path, "drained.redb");
     let recovered = exclusive(&copy, never_drained());
     assert!(
-        annals::Stats::of(&recovered)
+        annals::maintenance::Stats::of(&recovered)
             .unwrap()
             .journal_recovery
             .already_in_log
-            + annals::Stats::of(&recovered)
+            + annals::maintenance::Stats::of(&recovered)
                 .unwrap()
                 .journal_recovery
                 .transactions
@@ -519,7 +519,9 @@ fn group_commit_writes_one_frame_per_batch_and_recovers_whole() {
     let copy = crash_image(&path, "group.redb");
     drop(writer);
     let recovered = exclusive(&copy, never_drained());
-    let recovery = annals::Stats::of(&recovered).unwrap().journal_recovery;
+    let recovery = annals::maintenance::Stats::of(&recovered)
+        .unwrap()
+        .journal_recovery;
     assert_eq!(recovery.records, 64);
     assert!(recovery.transactions <= 64);
     assert_eq!(all(&recovered), records);

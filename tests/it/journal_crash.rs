@@ -14,7 +14,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use annals::testing::internals::demo::Rng;
-use annals::{Digest, Direction, Position, Sharing, Store, StoreOptions};
+use annals::{Direction, Position, Sharing, Store, StoreOptions, log::Digest};
 
 const KILLS: u64 = 300;
 
@@ -121,7 +121,9 @@ fn every_commit_reported_durable_through_the_journal_survives_sigkill() {
             },
         )
         .unwrap_or_else(|error| panic!("kill {kill}: the log does not reopen: {error}"));
-        let recovery = annals::Stats::of(&store).unwrap().journal_recovery;
+        let recovery = annals::maintenance::Stats::of(&store)
+            .unwrap()
+            .journal_recovery;
         recovered += recovery.transactions;
         torn += u64::from(recovery.dropped_bytes > 0);
         let report = annals::Audit::of(&store).verify().unwrap();

@@ -158,7 +158,10 @@ fn older_journal_is_recovered(name: &str, version: u8) {
     };
     let store = Store::open_with(&path, options).expect("recovered");
     assert_eq!(
-        annals::Stats::of(&store).unwrap().journal_recovery.records,
+        annals::maintenance::Stats::of(&store)
+            .unwrap()
+            .journal_recovery
+            .records,
         5,
         "{name}"
     );

@@ -460,12 +460,14 @@ fn leases_survive_a_reopen_and_a_rebuild_reproduces_them() {
         leases::state_json(&store.snapshot().unwrap().state()).unwrap(),
         before
     );
-    annals::Rebuild::of(&store).run(Some("leases")).unwrap();
+    annals::maintenance::Rebuild::of(&store)
+        .run(Some("leases"))
+        .unwrap();
     assert_eq!(
         leases::state_json(&store.snapshot().unwrap().state()).unwrap(),
         before
     );
-    annals::Rebuild::of(&store).run(None).unwrap();
+    annals::maintenance::Rebuild::of(&store).run(None).unwrap();
     assert_eq!(
         leases::state_json(&store.snapshot().unwrap().state()).unwrap(),
         before

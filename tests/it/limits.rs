@@ -2,8 +2,10 @@
 
 use annals::testing::setup::ExpectDone;
 use annals::{
-    Error, ExpectedVersion, Field, Limits, NewEvent, Position, Store, StoreOptions,
-    error::AppendError, error::LimitError,
+    Error, ExpectedVersion, NewEvent, Position, Store, StoreOptions,
+    error::AppendError,
+    error::LimitError,
+    log::{Field, Limits},
 };
 
 use crate::common::{event, store};

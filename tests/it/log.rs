@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::thread;
 
 use annals::{
-    AppendOutcome, Direction, Error, ExpectedVersion, Position, Store, StreamVersion,
-    error::AppendError,
+    AppendOutcome, Direction, Error, ExpectedVersion, Position, Store, error::AppendError,
+    log::StreamVersion,
 };
 
 use annals::testing::internals::stream_index::{RUNS_PER_BLOCK, StreamRun};
@@ -112,7 +112,10 @@ fn get_returns_one_record_and_none_past_the_head() {
 fn an_empty_log_has_a_zero_head() {
     let (_dir, store) = store();
     let head = store.snapshot().unwrap().head().unwrap();
-    assert_eq!((head.next, head.hash), (Position(0), annals::Digest::ZERO));
+    assert_eq!(
+        (head.next, head.hash),
+        (Position(0), annals::log::Digest::ZERO)
+    );
     assert!(annals::Audit::of(&store).verify().unwrap().is_sound());
 }
 

@@ -12,8 +12,8 @@ use annals::merkle::{
     root_of_leaves, roots_from_consistency, verify_consistency, verify_inclusion,
 };
 use annals::{
-    Digest, Direction, Error, ExpectedVersion, Position, Store, audit::Problem, audit::ProofFile,
-    error::AuditError, error::ProofFileError,
+    Direction, Error, ExpectedVersion, Position, Store, audit::Problem, audit::ProofFile,
+    error::AuditError, error::ProofFileError, log::Digest,
 };
 
 use crate::common::{append_one, base64, event};

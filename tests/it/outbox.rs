@@ -15,7 +15,8 @@ use annals::outbox::{
     SweepOutcome,
 };
 use annals::{
-    Direction, Error, ExpectedVersion, NewEvent, Position, Store, StreamVersion, error::StoreError,
+    Direction, Error, ExpectedVersion, NewEvent, Position, Store, error::StoreError,
+    log::StreamVersion,
 };
 
 use crate::common;
@@ -1491,7 +1492,7 @@ fn outbox_state_survives_reopening_the_store() -> TestResult {
 fn rebuild_reproduces_the_outbox_state_exactly() -> TestResult {
     let (_dir, store) = busy_store()?;
     let before = state_json(&store.snapshot()?.state())?;
-    annals::Rebuild::of(&store).run(Some("outbox"))?;
+    annals::maintenance::Rebuild::of(&store).run(Some("outbox"))?;
     assert_eq!(state_json(&store.snapshot()?.state())?, before);
     assert_sound(&store);
     Ok(())

@@ -10,8 +10,8 @@ use annals::leases::{self, LeaseCommand, LeaseOutcome, LeaseRefusal};
 use annals::projection::{Table, WriteTables};
 use annals::testing::internals::event::{DomainEvent, encode_payload};
 use annals::{
-    Error, ExpectedVersion, NewEvent, Position, Projection, Record, Result, Store, StoreOptions,
-    audit::Problem, error::ProjectionError,
+    Error, ExpectedVersion, NewEvent, Position, Record, Result, Store, StoreOptions,
+    audit::Problem, error::ProjectionError, projection::Projection,
 };
 use redb::ReadableTable;
 
@@ -282,7 +282,7 @@ fn a_projection_asked_for_by_a_name_none_has_is_refused_with_the_name() {
         Err(Error::Projection(found)) => assert_eq!(found, unknown),
         other => panic!("expected {unknown:?}, got {other:?}"),
     }
-    match annals::Rebuild::of(&store).run(Some("nowhere")) {
+    match annals::maintenance::Rebuild::of(&store).run(Some("nowhere")) {
         Err(Error::Projection(found)) => assert_eq!(found, unknown),
         other => panic!("expected {unknown:?}, got {other:?}"),
     }
@@ -503,13 +503,16 @@ fn grant(token: u64, at_ms: u64) -> NewEvent {
 }
 
 /// The store's head and every lease row, to compare before and after a dropped write.
-fn leases_and_head(store: &Store) -> (annals::Head, String) {
+fn leases_and_head(store: &Store) -> (annals::log::Head, String) {
     let state = leases::state_json(&store.snapshot().unwrap().state()).unwrap();
     (store.snapshot().unwrap().head().unwrap(), state.to_string())
 }
 
 /// The work of a write that swallows `failure` and returns `Ok` anyway is dropped, whole.
-fn assert_dropped_after(store: &Store, failure: impl Fn(&mut annals::WriteSession<'_>) -> bool) {
+fn assert_dropped_after(
+    store: &Store,
+    failure: impl Fn(&mut annals::writer::WriteSession<'_>) -> bool,
+) {
     let before = leases_and_head(store);
     let written = store.write(|session| {
         assert!(failure(session), "the failure the write goes on past");
@@ -552,13 +555,16 @@ fn a_write_that_goes_on_past_a_half_made_change_is_dropped_whole() {
     struct TwoGrants;
     impl annals::Command for TwoGrants {
         type Outcome = ();
-        fn decide(&self, _: &dyn annals::projection::TableSource) -> Result<annals::Decision<()>> {
-            let emit = |stream: &str, expected| annals::Emit {
+        fn decide(
+            &self,
+            _: &dyn annals::projection::TableSource,
+        ) -> Result<annals::command::Decision<()>> {
+            let emit = |stream: &str, expected| annals::command::Emit {
                 stream: stream.into(),
                 expected,
                 events: vec![crate::common::event("test.two", 7, b"x")],
             };
-            Ok(annals::Decision {
+            Ok(annals::command::Decision {
                 emits: vec![
                     emit("two/a", ExpectedVersion::Any),
                     emit("lease/r", ExpectedVersion::NoStream),

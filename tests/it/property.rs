@@ -10,7 +10,7 @@ use annals::testing::random::random_command;
 
 const CASES: u64 = 1_000;
 
-fn digests(store: &Store) -> Vec<annals::Digest> {
+fn digests(store: &Store) -> Vec<annals::log::Digest> {
     let state = store.snapshot().unwrap().state();
     store
         .projections()
@@ -42,7 +42,7 @@ fn check_case(seed: u64) {
     let report = annals::Audit::of(&store).verify().unwrap();
     assert!(report.is_sound(), "seed {seed}: {:?}", report.problem);
     let live = digests(&store);
-    annals::Rebuild::of(&store).run(None).unwrap();
+    annals::maintenance::Rebuild::of(&store).run(None).unwrap();
     assert_eq!(
         live,
         digests(&store),

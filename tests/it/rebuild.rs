@@ -149,7 +149,7 @@ fn a_rebuild_killed_between_transactions_is_refused_by_readers_reported_behind_a
             drop(Store::open_with(&path, annals::StoreOptions::default()).unwrap());
         } else {
             let store = Store::open_with(&path, annals::StoreOptions::default()).unwrap();
-            annals::Rebuild::of(&store).run(None).unwrap();
+            annals::maintenance::Rebuild::of(&store).run(None).unwrap();
         }
         let store = Store::open_read_only(&path).unwrap();
         let report = annals::Audit::of(&store).verify().unwrap();
@@ -192,7 +192,7 @@ fn a_write_beside_a_rebuild_in_the_same_process_catches_the_projection_up_first(
     let mut decided = None;
     // In the rebuild's progress callback, between two of its transactions, another write
     // of the same store runs: it must not decide on, or apply to, the half-built leases.
-    annals::Rebuild::of(&store)
+    annals::maintenance::Rebuild::of(&store)
         .run_with(Some("leases"), &mut |done| {
             if done > 0 && decided.is_none() {
                 let command = LeaseCommand::Acquire {
@@ -259,7 +259,7 @@ fn a_multi_writer_beside_another_writers_rebuild_sees_its_batches_and_catches_up
     // between them: the writer's next command must see that commit, and catch the leases up
     // before it decides, rather than take them as still following.
     let mut decided = None;
-    annals::Rebuild::of(&rebuilder)
+    annals::maintenance::Rebuild::of(&rebuilder)
         .run_with(Some("leases"), &mut |done| {
             if done > 0 && decided.is_none() {
                 decided = Some(writer.execute(&acquire("beside-rebuild", u64::MAX / 4 + 1)));

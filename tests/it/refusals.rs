@@ -17,8 +17,9 @@ use annals::testing::forgery::{
 };
 use annals::testing::internals::audit::digest;
 use annals::{
-    Digest, Direction, Error, ExpectedVersion, Head, NewEvent, Position, Record, Store,
-    StoreOptions, error::AppendError,
+    Direction, Error, ExpectedVersion, NewEvent, Position, Record, Store, StoreOptions,
+    error::AppendError,
+    log::{Digest, Head},
 };
 use tempfile::TempDir;
 
@@ -76,7 +77,7 @@ fn refused_at(result: annals::Result<annals::export::ExportSummary>) -> Position
 }
 
 fn import(file: &Path, target: &Path) -> annals::Result<annals::export::ExportSummary> {
-    annals::Import::run(file, target, &mut |_, _| {})
+    annals::maintenance::Import::run(file, target, &mut |_, _| {})
 }
 
 #[test]
@@ -190,9 +191,9 @@ fn an_import_the_log_cannot_take_is_refused_before_it_writes() {
 fn a_refused_append_leaves_the_log_content_as_it_was() {
     let (_dir, source, records) = demo_log();
     let open = || {
-        let limits = annals::Limits {
+        let limits = annals::log::Limits {
             payload_bytes_max: 16,
-            ..annals::Limits::default()
+            ..annals::log::Limits::default()
         };
         let options = StoreOptions {
             limits,
@@ -211,7 +212,7 @@ fn a_refused_append_leaves_the_log_content_as_it_was() {
     drop(store);
     let before = content(&source);
     let store = open();
-    let late = annals::StreamVersion(records[0].version.0 + 1_000);
+    let late = annals::log::StreamVersion(records[0].version.0 + 1_000);
     let refusals = [
         store.append(
             &records[0].stream,
@@ -251,7 +252,7 @@ fn the_stores_refusals_leave_the_file_bytes_as_they_were() {
         .unwrap()
         .expect_done();
     let bytes = fs::read(&source).unwrap();
-    let late = annals::StreamVersion(records[0].version.0 + 1_000);
+    let late = annals::log::StreamVersion(records[0].version.0 + 1_000);
     let event = |kind: &str| [NewEvent::new(kind, 1, b"x".to_vec())];
     let appends = [
         ("s", ExpectedVersion::Any, event("lease.acquired").to_vec()),
@@ -286,8 +287,8 @@ fn the_stores_refusals_leave_the_file_bytes_as_they_were() {
         (Position(10), dir.path().join("missing").join("a")),
     ];
     for (before, path) in &cuts {
-        let checked = annals::Archives::of(&store).check(*before, path);
-        let refused = annals::Archives::of(&store).archive_before(*before, path);
+        let checked = annals::archive::Archives::of(&store).check(*before, path);
+        let refused = annals::archive::Archives::of(&store).archive_before(*before, path);
         assert!(
             checked.is_err() && refused.is_err(),
             "{path:?}: {refused:?}"
@@ -298,7 +299,7 @@ fn the_stores_refusals_leave_the_file_bytes_as_they_were() {
         );
         assert_eq!(fs::read(&source).unwrap(), bytes, "{path:?}");
     }
-    let missing = annals::Archives::of(&store)
+    let missing = annals::archive::Archives::of(&store)
         .archive_before(Position(10), dir.path().join("missing").join("a"));
     assert!(
         missing.unwrap_err().to_string().contains("missing"),

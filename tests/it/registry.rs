@@ -7,7 +7,7 @@ use annals::registry::{
 };
 use annals::registry::{fuel_stream, instance_stream, setting_stream};
 use annals::testing::setup::ExpectDone;
-use annals::{Direction, Error, Position, Result, Store, StreamVersion, error::StoreError};
+use annals::{Direction, Error, Position, Result, Store, error::StoreError, log::StreamVersion};
 
 use crate::common::store;
 
@@ -1085,7 +1085,7 @@ fn rebuilding_the_registry_reproduces_its_state() -> Result<()> {
     let (_dir, store) = populated()?;
     let before = registry::state_json(&store.snapshot()?.state())?;
     assert_ne!(before["instances"], serde_json::json!([]));
-    annals::Rebuild::of(&store).run(Some("registry"))?;
+    annals::maintenance::Rebuild::of(&store).run(Some("registry"))?;
     assert_eq!(registry::state_json(&store.snapshot()?.state())?, before);
     assert!(annals::Audit::of(&store).verify()?.is_sound());
     Ok(())

@@ -8,7 +8,7 @@ use annals::runs::{
 };
 use annals::testing::setup::ExpectDone;
 use annals::{
-    Direction, Error, ExpectedVersion, NewEvent, Store, StreamVersion, error::StoreError,
+    Direction, Error, ExpectedVersion, NewEvent, Store, error::StoreError, log::StreamVersion,
 };
 
 use crate::common::store;
@@ -1671,7 +1671,7 @@ fn rebuild_reproduces_the_runs_state() -> TestResult {
     workload(&store)?;
     let before = runs::state_json(&store.snapshot()?.state())?;
     assert!(before["rollups"].as_array().is_some_and(|r| r.len() == 4));
-    annals::Rebuild::of(&store).run(Some("runs"))?;
+    annals::maintenance::Rebuild::of(&store).run(Some("runs"))?;
     assert_eq!(runs::state_json(&store.snapshot()?.state())?, before);
     assert_sound(&store)
 }

@@ -14,7 +14,7 @@ use annals::testing::internals::event::DomainEvent;
 use annals::testing::internals::forge::append_sealed_unapplied;
 use annals::testing::internals::record::{Placement, decode_stored, encode_stored};
 use annals::testing::setup::ExpectDone;
-use annals::{Direction, Position, Record, Store, StreamVersion};
+use annals::{Direction, Position, Record, Store, log::StreamVersion};
 
 use crate::common::store;
 use crate::runs::{
@@ -341,7 +341,7 @@ fn rollup_run_while_open_is_rebuilt_by_replay() -> TestResult {
         .expect_done();
     store.execute(&rollup_request("r1", T0 + 1))?.expect_done();
     let live = runs::state_json(&store.snapshot()?.state())?;
-    annals::Rebuild::of(&store).run(Some("runs"))?;
+    annals::maintenance::Rebuild::of(&store).run(Some("runs"))?;
     assert_eq!(runs::state_json(&store.snapshot()?.state())?, live);
     assert_eq!(
         live["open_rollups"][0]["effective_cost_micro_usd"], 0,
@@ -586,12 +586,12 @@ fn start_span_of_a_log_written_before_the_rule_replays_unchanged() -> TestResult
     };
     append_sealed_unapplied(&path, &[sealed_root_start(&previous, "r2", "shared")])?;
     let store = Store::open(&path)?;
-    annals::Rebuild::of(&store).run(Some("runs"))?;
+    annals::maintenance::Rebuild::of(&store).run(Some("runs"))?;
     let state = store.snapshot()?.state();
     assert_eq!(runs::runs_of_span(&state, "shared")?, ["r1", "r2"]);
     assert!(runs::span(&state, "r2", "shared")?.is_some());
     let rebuilt = runs::state_json(&state)?;
-    annals::Rebuild::of(&store).run(Some("runs"))?;
+    annals::maintenance::Rebuild::of(&store).run(Some("runs"))?;
     assert_eq!(runs::state_json(&store.snapshot()?.state())?, rebuilt);
     assert_eq!(
         store.execute(&start("r3", "shared", None, "w1", T0 + 5))?,

@@ -17,7 +17,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use crate::journal_crash::parse;
 use annals::testing::internals::demo::Rng;
 use annals::testing::setup::ExpectDone;
-use annals::{Digest, Position, Sharing, Store, StoreOptions};
+use annals::{Position, Sharing, Store, StoreOptions, log::Digest};
 
 const KILLS: u64 = 300;
 

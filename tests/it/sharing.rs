@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use annals::projection::{Table, WriteTables};
 use annals::{
-    Durability, Error, ExpectedVersion, Projection, Record, Result, Sharing, Store, StoreOptions,
-    Writer, WriterOptions, error::OpenError, error::StoreError,
+    Durability, Error, ExpectedVersion, Record, Result, Sharing, Store, StoreOptions, Writer,
+    error::OpenError, error::StoreError, projection::Projection, writer::WriterOptions,
 };
 
 use crate::common::{append_one, event};
@@ -208,7 +208,9 @@ fn multi_writers_with_other_projections_keep_each_projection_true_to_the_whole_l
         "{behind:?}"
     );
     // Reads never write: the counting store catches up when told, or at its next write.
-    annals::Rebuild::of(&counting).catch_up().unwrap();
+    annals::maintenance::Rebuild::of(&counting)
+        .catch_up()
+        .unwrap();
     assert_eq!(count("test.plain"), Some(6));
     counting
         .append(

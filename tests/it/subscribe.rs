@@ -7,8 +7,8 @@ use std::sync::Arc;
 use annals::consumers::{self, ConsumerCommand, ConsumerError, ConsumerOutcome, ConsumerRefusal};
 use annals::subscribe::{CHUNK_RECORDS_MAX, subscribe, subscribe_stream};
 use annals::{
-    Direction, Durability, Error, ExpectedVersion, Position, Record, Store, StreamVersion,
-    Subscription, Writer, WriterOptions, error::StoreError,
+    Direction, Durability, Error, ExpectedVersion, Position, Record, Store, Writer,
+    error::StoreError, log::StreamVersion, subscribe::Subscription, writer::WriterOptions,
 };
 
 use crate::common::event;
@@ -37,7 +37,7 @@ async fn take(subscription: &mut Subscription, count: usize) -> Vec<Record> {
     records
 }
 
-fn summary(records: &[Record]) -> Vec<(Position, annals::Digest)> {
+fn summary(records: &[Record]) -> Vec<(Position, annals::log::Digest)> {
     records.iter().map(|r| (r.position, r.hash)).collect()
 }
 

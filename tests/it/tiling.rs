@@ -11,7 +11,7 @@ use redb::ReadableTable;
 
 use annals::testing::internals::checksum::{seal_meta, unseal_meta};
 use annals::testing::internals::tables::{HEAD_KEY, META};
-use annals::{Direction, Position, Record, Store, StreamVersion, audit::Problem};
+use annals::{Direction, Position, Record, Store, audit::Problem, log::StreamVersion};
 
 /// Commits of three records each, so segments start at 0, 3, 6, … and the head is 30.
 const COMMITS: u64 = 10;
@@ -123,7 +123,7 @@ fn a_segment_moved_past_the_head_fails_every_scan_naming_the_hole() {
         .state_json("leases", None)
         .unwrap();
     assert_eq!(
-        corrupt_at(annals::Rebuild::of(&store).run(None)),
+        corrupt_at(annals::maintenance::Rebuild::of(&store).run(None)),
         Position(12)
     );
     // Refused before anything was cleared: the projections read as they did.

@@ -1,7 +1,7 @@
 //! The transparency-log formats against the C2SP specifications' examples and against
 //! Cloudflare's `signed_note` and `tlog_tiles`, an implementation nobody here wrote.
 
-use annals::Digest;
+use annals::log::Digest;
 use annals::merkle::{LogTreeHasher, TreeHasher, consistency_path, inclusion_path};
 use annals::testing::setup::ExpectDone;
 use annals::tlog::{Checkpoint, Note, NoteError, Signer, TlogProof, Verifier, check_consistency};

@@ -12,7 +12,11 @@ use std::path::PathBuf;
 use annals::testing::internals::hash::{hex, unhex};
 use annals::testing::internals::record::{self, Placement};
 use annals::testing::vectors::records;
-use annals::{Digest, NewEvent, Position, StreamVersion, error::RecordError};
+use annals::{
+    NewEvent, Position,
+    error::RecordError,
+    log::{Digest, StreamVersion},
+};
 use serde_json::Value;
 
 /// The record hash of the genesis vector, pinned here as well as in the file so that

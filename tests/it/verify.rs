@@ -6,8 +6,8 @@ use annals::testing::setup::ExpectDone;
 use std::path::Path;
 
 use annals::{
-    Direction, Error, ExpectedVersion, Position, Store, StreamVersion, audit::Problem,
-    error::MetaFault, error::MetaItem, error::RecordError, error::StreamRunsFault,
+    Direction, Error, ExpectedVersion, Position, Store, audit::Problem, error::MetaFault,
+    error::MetaItem, error::RecordError, error::StreamRunsFault, log::StreamVersion,
 };
 use redb::{ReadableDatabase, ReadableTable};
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use annals::Emit;
+use annals::command::Emit;
 use annals::leases::events::LeaseEvent;
 use annals::leases::{FencingToken, LeaseCommand, LeaseGuard, LeaseOutcome, LeaseRefusal};
 use annals::outbox::{OutboxCommand, OutboxEvent, OutboxOutcome};
@@ -14,9 +14,9 @@ use annals::projection::{TableSource, WriteTables};
 use annals::testing::internals::event::DomainEvent;
 use annals::writer::WriterStats;
 use annals::{
-    AppendOutcome, Command, Decision, Direction, Durability, Error, ExpectedVersion, NewEvent,
-    Position, Projection, Record, Result, Store, StoreOptions, Writer, WriterOptions,
-    error::StoreError, error::WriterError,
+    AppendOutcome, Command, Direction, Durability, Error, ExpectedVersion, NewEvent, Position,
+    Record, Result, Store, StoreOptions, Writer, command::Decision, error::StoreError,
+    error::WriterError, projection::Projection, writer::WriterOptions,
 };
 use tokio::task::JoinHandle;
 
@@ -523,7 +523,7 @@ async fn failing_jobs_fail_alone_and_leave_no_trace_in_their_batch() {
         Step::Append("s/b", ExpectedVersion::Any, keyed(b"one")),
         Step::Append(
             "s/a",
-            ExpectedVersion::Exact(annals::StreamVersion(0)),
+            ExpectedVersion::Exact(annals::log::StreamVersion(0)),
             event("test.a", 6, b"2"),
         ),
     ];

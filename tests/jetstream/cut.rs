@@ -49,7 +49,7 @@ async fn a_cut_replicates_and_a_new_follower_starts_from_its_archive() {
 
     // The leader cuts beside its publisher, then writes on.
     let archive = dir.path().join("leader-0.archive");
-    let report = annals::Archives::of(&leader)
+    let report = annals::archive::Archives::of(&leader)
         .archive_before(Position(1_500), &archive)
         .unwrap();
     assert_eq!(report.cut.before, Position(1_500));
@@ -80,7 +80,7 @@ async fn a_cut_replicates_and_a_new_follower_starts_from_its_archive() {
 
     // A new host starts from the archive, imported, and follows the stream from the cut.
     let late_path = dir.path().join("late.redb");
-    let _summary = annals::Import::run(&archive, &late_path, &mut |_, _| {}).unwrap();
+    let _summary = annals::maintenance::Import::run(&archive, &late_path, &mut |_, _| {}).unwrap();
     let late = Arc::new(Store::open(&late_path).unwrap());
     assert_eq!(
         late.snapshot().unwrap().head().unwrap().next,
@@ -117,7 +117,7 @@ async fn a_cut_replicates_and_a_new_follower_starts_from_its_archive() {
         "nothing appended"
     );
     let again_path = dir.path().join("again.redb");
-    let _summary = annals::Import::run(&archive, &again_path, &mut |_, _| {}).unwrap();
+    let _summary = annals::maintenance::Import::run(&archive, &again_path, &mut |_, _| {}).unwrap();
     let again = Arc::new(Store::open(&again_path).unwrap());
     assert_eq!(
         follow(&again, cluster.jetstream().await)
@@ -139,7 +139,7 @@ async fn a_cut_replicates_and_a_new_follower_starts_from_its_archive() {
 
     // The leader's archives are its history: replaying them reaches the cut's digests.
     assert_eq!(
-        annals::Archives::of(&leader)
+        annals::archive::Archives::of(&leader)
             .verify(&[archive], &mut |_| {})
             .unwrap(),
         None
@@ -236,7 +236,7 @@ async fn a_new_follower_starts_from_the_seed_alone() {
     assert_sound(&late);
     // The seeded log is the cut log: the leader's archive replays to its cut.
     assert_eq!(
-        annals::Archives::of(&late)
+        annals::archive::Archives::of(&late)
             .verify(&[dir.path().join("leader-0.archive")], &mut |_| {})
             .unwrap(),
         None
@@ -256,7 +256,8 @@ async fn a_new_follower_starts_from_the_seed_alone() {
     let info = objects.info(SEED_OBJECT).await.unwrap();
     let other = Store::open(dir.path().join("other.redb")).unwrap();
     write_records(&other, 10);
-    let other_copy = annals::Backup::write(&other, dir.path().join("other-copy.redb")).unwrap();
+    let other_copy =
+        annals::maintenance::Backup::write(&other, dir.path().join("other-copy.redb")).unwrap();
     let mut forged = std::fs::read(&other_copy.path).unwrap();
     let meta = async_nats::jetstream::object_store::ObjectMetadata {
         name: SEED_OBJECT.to_owned(),

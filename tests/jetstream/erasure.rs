@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use annals::replication::ReplicatingWriter;
-use annals::{ExpectedVersion, NewEvent, Payload, Position, Store};
+use annals::{ExpectedVersion, NewEvent, Position, Store, erasure::Payload};
 
 use crate::cluster::{Cluster, follower, log};
 use crate::files::{contains, files_under};
@@ -87,7 +87,7 @@ async fn a_follower_reads_personal_payloads_as_erased_without_the_key_and_no_mes
             sealed
         );
         assert_eq!(
-            annals::PayloadReader::of(replica)
+            annals::erasure::PayloadReader::of(replica)
                 .unwrap()
                 .open(&sealed)
                 .unwrap(),
@@ -96,7 +96,7 @@ async fn a_follower_reads_personal_payloads_as_erased_without_the_key_and_no_mes
     }
     let note = replica.snapshot().unwrap().get(plain).unwrap().unwrap();
     assert_eq!(
-        annals::PayloadReader::of(replica)
+        annals::erasure::PayloadReader::of(replica)
             .unwrap()
             .open(&note)
             .unwrap(),
@@ -144,14 +144,17 @@ async fn a_follower_reads_personal_payloads_as_erased_without_the_key_and_no_mes
     // reaches it, destroys its copy of her key.
     let export = writer_dir.path().join("keys.export");
     assert_eq!(
-        annals::Keys::of(&writer_store)
+        annals::erasure::Keys::of(&writer_store)
             .export(&export)
             .unwrap()
             .subjects,
         ["alice", "bob"]
     );
     assert_eq!(
-        annals::Keys::of(replica).import(&export).unwrap().imported,
+        annals::erasure::Keys::of(replica)
+            .import(&export)
+            .unwrap()
+            .imported,
         ["alice", "bob"]
     );
     let sealed = writer_store
@@ -161,7 +164,7 @@ async fn a_follower_reads_personal_payloads_as_erased_without_the_key_and_no_mes
         .unwrap()
         .unwrap();
     assert_eq!(
-        annals::PayloadReader::of(replica)
+        annals::erasure::PayloadReader::of(replica)
             .unwrap()
             .open(&sealed)
             .unwrap()
@@ -183,7 +186,7 @@ async fn a_follower_reads_personal_payloads_as_erased_without_the_key_and_no_mes
         "subject.erased"
     );
     assert_eq!(
-        annals::PayloadReader::of(replica)
+        annals::erasure::PayloadReader::of(replica)
             .unwrap()
             .open(&sealed)
             .unwrap(),
@@ -214,7 +217,7 @@ async fn a_follower_reads_personal_payloads_as_erased_without_the_key_and_no_mes
     }
     let bob_record = replica.snapshot().unwrap().get(bob).unwrap().unwrap();
     assert_eq!(
-        annals::PayloadReader::of(replica)
+        annals::erasure::PayloadReader::of(replica)
             .unwrap()
             .open(&bob_record)
             .unwrap()

@@ -1,7 +1,7 @@
 //! Conversions between JavaScript's values and annals' types: checked, never lossy, every
 //! refusal an `INVALID_ARGUMENT` naming the field.
 
-use annals::{Direction, ExpectedVersion, StreamVersion};
+use annals::{Direction, ExpectedVersion, log::StreamVersion};
 use napi::Env;
 use napi::bindgen_prelude::{BigInt, Either3, JsObjectValue, Null, Object};
 

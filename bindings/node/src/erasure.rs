@@ -10,7 +10,10 @@
 use annals::ingest::IngestedEvent;
 use annals::outbox::OutboxRow;
 use annals::runs::SpanEvent;
-use annals::{Payload, PayloadReader, Record, SealedField, Store as Inner};
+use annals::{
+    Record, Store as Inner,
+    erasure::{Payload, PayloadReader, SealedField},
+};
 use napi::Env;
 use napi::bindgen_prelude::{Array, Buffer, Either3, JsObjectValue, Null, Object};
 use napi_derive::napi;
@@ -50,7 +53,7 @@ impl<'s> Opener<'s> {
         let payload = match &self.reader {
             Some(reader) => reader.open(&record)?,
             // A plain payload needs no key store: `Store::payload` reads none for it.
-            None => annals::PayloadReader::of(self.store)?.open(&record)?,
+            None => annals::erasure::PayloadReader::of(self.store)?.open(&record)?,
         };
         let subject = payload.subject().unwrap_or_default().to_owned();
         let data = match payload {
@@ -66,7 +69,7 @@ impl<'s> Opener<'s> {
             _ => None,
         };
         if self.reader.is_none() {
-            self.reader = Some(annals::PayloadReader::of(self.store)?);
+            self.reader = Some(annals::erasure::PayloadReader::of(self.store)?);
         }
         let erased = data.is_none();
         record.payload = data.unwrap_or_default();

@@ -5,7 +5,10 @@
 //! bytes a `Buffer`.
 
 use annals::{
-    Digest, Direction, Position, Record, StreamVersion, audit::BuiltInEvent, audit::Entity,
+    Direction, Position, Record,
+    audit::BuiltInEvent,
+    audit::Entity,
+    log::{Digest, StreamVersion},
 };
 use napi::Env;
 use napi::bindgen_prelude::{Buffer, Either3, Object};

@@ -294,7 +294,7 @@ impl Store {
     #[napi]
     pub fn writer(&self, options: Option<WriterOptions>) -> napi::Result<Writer> {
         self.not_a_view("writer")?;
-        let mut settings = annals::WriterOptions::default();
+        let mut settings = annals::writer::WriterOptions::default();
         if let Some(options) = options {
             if let Some(batch_max) = convert::optional_u32(options.batch_max, "batchMax")? {
                 settings.batch_max = batch_max;
@@ -396,7 +396,8 @@ impl Store {
     pub fn backup(&self, env: Env, path: String) -> napi::Result<Made> {
         self.not_a_view("backup")?;
         self.outside_transaction("backup")?;
-        let backup = self.with(|store| annals::Backup::write(store, &path).map_err(to_js))?;
+        let backup =
+            self.with(|store| annals::maintenance::Backup::write(store, &path).map_err(to_js))?;
         crossing::to_js(&env, &backup)
     }
 
@@ -419,7 +420,7 @@ impl Store {
         self.outside_transaction("archiveBefore")?;
         let before = position(&before, "before")?;
         let report = self.with(|store| {
-            annals::Archives::of(store)
+            annals::archive::Archives::of(store)
                 .archive_before(Position(before), &path)
                 .map_err(|error| at_path(error, &path))
         })?;
@@ -492,7 +493,7 @@ pub struct SubscribeOptions {
 /// it has delivered every one so far.
 #[napi]
 pub struct Subscription {
-    inner: Arc<tokio::sync::Mutex<annals::Subscription>>,
+    inner: Arc<tokio::sync::Mutex<annals::subscribe::Subscription>>,
     /// The store its personal payloads are opened with.
     store: Arc<Inner>,
 }

@@ -19,7 +19,9 @@ use annals::runs::{
     OpenRunRollup, Run, RunChange, RunCommand, RunCommandOutcome, RunRollup, RunSnapshot, Span,
     SpanCommand, SpanCommandOutcome, SpanEvent,
 };
-use annals::{AppendOutcome, ArchiveReport, Backup, Erasure, Head, Record};
+use annals::{
+    AppendOutcome, Record, archive::ArchiveReport, erasure::Erasure, log::Head, maintenance::Backup,
+};
 use napi_derive::napi;
 use schemars::JsonSchema;
 use serde_json::Value;

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use annals::leases::{FencingToken, LeaseGuard as CoreLeaseGuard};
 use annals::projection::TableSource;
-use annals::{Durability, WriteSession};
+use annals::{Durability, writer::WriteSession};
 use napi::bindgen_prelude::{AsyncTask, Either3, Function, Object};
 use napi::{Env, Task};
 use napi_derive::napi;

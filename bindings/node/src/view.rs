@@ -6,7 +6,11 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use annals::projection::{ReadTables, TableSource};
-use annals::{Direction, Head, Position, Record, Snapshot, StreamVersion, audit::Replay};
+use annals::{
+    Direction, Position, Record, Snapshot,
+    audit::Replay,
+    log::{Head, StreamVersion},
+};
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 

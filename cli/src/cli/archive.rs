@@ -1,5 +1,5 @@
 //! `archive`: cuts a log before a position or a time
-//! ([`annals::Archives::archive_before`]): the records before it go to an archive file (an
+//! ([`annals::archive::Archives::archive_before`]): the records before it go to an archive file (an
 //! export file), and the log keeps the rest, with every proof, index and projection.
 
 use std::io::{self, Write};
@@ -15,7 +15,7 @@ use super::progress::ProgressLine;
 use super::render::print_json;
 use annals::display::grouped;
 use annals::output_path::Output;
-use annals::{ArchiveOptions, Direction, Position, Store, StoreOptions};
+use annals::{Direction, Position, Store, StoreOptions, archive::ArchiveOptions};
 
 /// What `archive --json` prints.
 #[derive(Serialize)]
@@ -54,7 +54,7 @@ pub(crate) fn archive(args: ArchiveArgs) -> Result<ExitCode, Failure> {
         let options = ArchiveOptions {
             drop_keys: args.drop_keys,
         };
-        annals::Archives::of(&store).archive_before_with(
+        annals::archive::Archives::of(&store).archive_before_with(
             before,
             &args.archive,
             options,
@@ -102,7 +102,7 @@ fn refuse_read_only(args: &ArchiveArgs) -> Result<(), Failure> {
         return Ok(());
     };
     let before = cut_position(&reader, args.before)?;
-    annals::Archives::of(&reader).check(before, &args.archive)?;
+    annals::archive::Archives::of(&reader).check(before, &args.archive)?;
     Ok(())
 }
 

@@ -14,11 +14,11 @@ use super::failure::{EXIT_FINDINGS, EXIT_SELF_CONSISTENT_ONLY, Failure, Kind};
 use super::progress::ProgressLine;
 use super::render::{print_json, print_range, print_verify};
 use super::report::{CheckProofJson, HeadJson, RangeJson};
-use annals::Digest;
 use annals::Position;
 use annals::Store;
 use annals::audit::lower_hex_digest;
 use annals::display::quoted;
+use annals::log::Digest;
 use annals::merkle::{ProofError, TreeHead, Trust, TrustedHead};
 use annals::output_path::Output;
 use annals::{audit::ProofFile, error::ProofFileError};
@@ -72,8 +72,8 @@ pub(crate) fn verify(args: VerifyArgs) -> Result<ExitCode, Failure> {
     if report.is_sound() && !args.archive.is_empty() {
         let start = store.snapshot()?.start().0;
         let mut line = ProgressLine::new("archives", start);
-        let found =
-            annals::Archives::of(&store).verify(&args.archive, &mut |done| line.update(done));
+        let found = annals::archive::Archives::of(&store)
+            .verify(&args.archive, &mut |done| line.update(done));
         line.finish();
         report.problem = found?;
     }

@@ -1,5 +1,5 @@
 //! `backup`: a copy of a log as of its latest commit, into a new file, beside its writers
-//! ([`annals::Backup::write`]).
+//! ([`annals::maintenance::Backup::write`]).
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -34,7 +34,7 @@ pub(crate) fn backup(args: BackupArgs) -> Result<ExitCode, Failure> {
         return Err(failure);
     }
     let store = Store::open_read_only(&args.db)?;
-    let backup = annals::Backup::write(&store, &args.target)?;
+    let backup = annals::maintenance::Backup::write(&store, &args.target)?;
     let mut out = io::stdout().lock();
     if args.output.json {
         print_json(

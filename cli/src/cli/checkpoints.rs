@@ -13,11 +13,11 @@ use super::command::{NamedFile, Run};
 use super::failure::{Failure, Kind};
 use super::keys::read_signer_key;
 use super::open::open_for_writing;
-use annals::Digest;
 use annals::Position;
 use annals::Store;
 use annals::display::quoted;
 use annals::error::AuditError;
+use annals::log::Digest;
 use annals::merkle::TreeHead;
 use annals::tlog::{
     Checkpoint, ConsistencyFile, OpenedCheckpoint, Policy, TlogProof, Verifier,
@@ -29,10 +29,10 @@ pub(crate) fn checkpoint(args: CheckpointArgs) -> Result<ExitCode, Failure> {
     // The key first, then the refusals a read-only look can make: a refused checkpoint leaves
     // the log's bytes as they were.
     let signer = read_signer_key(&args.key)?;
-    annals::Checkpoints::of(&Store::open_read_only(&args.log.db)?)
+    annals::maintenance::Checkpoints::of(&Store::open_read_only(&args.log.db)?)
         .check(signer.name(), args.tree.size)?;
     let store = open_for_writing(&args.log.db, false, &args.access)?;
-    let text = annals::Checkpoints::of(&store).sign_at(&signer, args.tree.size)?;
+    let text = annals::maintenance::Checkpoints::of(&store).sign_at(&signer, args.tree.size)?;
     let mut out = io::stdout().lock();
     match args.json {
         true => {

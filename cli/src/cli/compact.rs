@@ -19,7 +19,7 @@ use super::progress::ProgressLine;
 use super::render::print_json;
 use annals::Error;
 use annals::display::grouped;
-use annals::{Compaction, error::StoreError};
+use annals::{error::StoreError, maintenance::Compaction};
 
 /// How often the progress thread reads the file's length.
 const POLL_EVERY: Duration = Duration::from_millis(100);
@@ -41,9 +41,10 @@ pub(crate) fn compact(args: CompactArgs) -> Result<ExitCode, Failure> {
     if let Some(failure) = super::failure::diagnose(&args.log.db, false) {
         return Err(failure);
     }
-    let mut store = annals::Compaction::open_store(&args.log.db, args.wait).map_err(refusal)?;
+    let mut store =
+        annals::maintenance::Compaction::open_store(&args.log.db, args.wait).map_err(refusal)?;
     let before = std::fs::metadata(&args.log.db)?.len();
-    let floor = annals::Compaction::allocated_bytes(&store)?;
+    let floor = annals::maintenance::Compaction::allocated_bytes(&store)?;
     let line = ProgressLine::bytes("compact", before.saturating_sub(floor));
     let bar = line.handle();
     let (done, finished) = mpsc::channel::<()>();
@@ -57,7 +58,7 @@ pub(crate) fn compact(args: CompactArgs) -> Result<ExitCode, Failure> {
                 }
             }
         });
-        let compacted = annals::Compaction::run(&mut store);
+        let compacted = annals::maintenance::Compaction::run(&mut store);
         drop(done);
         compacted
     });

@@ -15,7 +15,7 @@ use annals::Record;
 /// Returns how many it printed.
 pub(crate) fn print_filtered(
     out: &mut impl Write,
-    payloads: &annals::PayloadReader,
+    payloads: &annals::erasure::PayloadReader,
     records: impl Iterator<Item = annals::Result<Record>>,
     filter: &RecordFilterArgs,
     style: &RecordStyleArgs,

@@ -65,7 +65,7 @@ pub(crate) fn keygen(args: KeygenArgs) -> Result<ExitCode, Failure> {
 /// [`annals::Store::export_keys`]; prints the subjects exported.
 pub(crate) fn keys_export(args: KeysExportArgs) -> Result<ExitCode, Failure> {
     let store = annals::Store::open_read_only(&args.log.db)?;
-    let exported = annals::Keys::of(&store).export(&args.file)?;
+    let exported = annals::erasure::Keys::of(&store).export(&args.file)?;
     let mut out = io::stdout().lock();
     match args.output.json {
         true => super::render::print_json(
@@ -86,7 +86,7 @@ pub(crate) fn keys_export(args: KeysExportArgs) -> Result<ExitCode, Failure> {
 /// [`annals::Store::import_keys`]; prints the subjects imported.
 pub(crate) fn keys_import(args: KeysImportArgs) -> Result<ExitCode, Failure> {
     let store = super::open::open_for_writing(&args.log.db, false, &args.access)?;
-    let import = annals::Keys::of(&store).import(&args.file)?;
+    let import = annals::erasure::Keys::of(&store).import(&args.file)?;
     store.close()?;
     let mut out = io::stdout().lock();
     match args.output.json {

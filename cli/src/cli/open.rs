@@ -10,7 +10,7 @@ use clap::Args;
 
 use super::failure::{Failure, Kind};
 use annals::{Error, error::OpenError};
-use annals::{Holder, Sharing, Store, StoreOptions};
+use annals::{Sharing, Store, StoreOptions, error::Holder};
 
 /// How a writing command opens its log.
 #[derive(Args, Clone, Debug)]

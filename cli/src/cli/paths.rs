@@ -76,7 +76,7 @@ pub(crate) fn check_replace(output: &Path, force: bool) -> Result<(), Failure> {
     if fs::symlink_metadata(output).is_err() {
         return Ok(());
     }
-    if annals::held_by_writer(output) {
+    if annals::maintenance::held_by_writer(output) {
         return Err(Failure::of(
             Kind::Held,
             format!(

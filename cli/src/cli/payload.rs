@@ -88,10 +88,10 @@ impl Payload<'_> {
 /// shown by the general rules).
 pub(crate) fn decode<'a>(
     record: &'a Record,
-    opened: annals::Payload<'a>,
+    opened: annals::erasure::Payload<'a>,
 ) -> (Payload<'a>, Option<String>) {
     match opened {
-        annals::Payload::Personal { subject, data } => {
+        annals::erasure::Payload::Personal { subject, data } => {
             let (encoding, data) = match general(&data) {
                 Payload::Json(value) => ("json", value),
                 Payload::Text(text) => ("utf8", Value::String(text.to_owned())),
@@ -104,7 +104,7 @@ pub(crate) fn decode<'a>(
             };
             return (personal, None);
         }
-        annals::Payload::Erased { subject } => {
+        annals::erasure::Payload::Erased { subject } => {
             let erased = true;
             return (Payload::Erased { subject, erased }, None);
         }
@@ -138,8 +138,8 @@ fn general(bytes: &[u8]) -> Payload<'_> {
 #[cfg(test)]
 mod tests {
     use super::decode;
-    use annals::Digest;
-    use annals::{Position, Record, StreamVersion};
+    use annals::log::Digest;
+    use annals::{Position, Record, log::StreamVersion};
 
     fn record(kind: &str, schema: u16, payload: &[u8]) -> Record {
         Record {
@@ -163,7 +163,8 @@ mod tests {
     fn a_built_in_kind_that_does_not_decode_falls_back_and_says_why() {
         let check = |kind: &str, schema: u16, bytes: &[u8], encoding: &str, why: &str| {
             let record = record(kind, schema, bytes);
-            let (payload, undecodable) = decode(&record, annals::Payload::Plain(&record.payload));
+            let (payload, undecodable) =
+                decode(&record, annals::erasure::Payload::Plain(&record.payload));
             assert_eq!(payload.encoding(), encoding, "{kind}");
             let undecodable = undecodable.unwrap_or_default();
             assert!(undecodable.contains(why), "{kind}: {undecodable}");
@@ -194,7 +195,8 @@ mod tests {
     #[test]
     fn kinds_no_domain_owns_are_not_undecodable() {
         let record = record("lease", 1, b"x");
-        let (payload, undecodable) = decode(&record, annals::Payload::Plain(&record.payload));
+        let (payload, undecodable) =
+            decode(&record, annals::erasure::Payload::Plain(&record.payload));
         assert_eq!((payload.encoding(), undecodable), ("utf8", None));
     }
 }

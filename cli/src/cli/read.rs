@@ -16,12 +16,12 @@ use super::render::{print_json, print_stats, word};
 use annals::Store;
 use annals::audit::Entity;
 use annals::{Direction, Snapshot};
-use annals::{Position, StreamVersion};
+use annals::{Position, log::StreamVersion};
 
 pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
-    let payloads = annals::PayloadReader::of(&store)?;
+    let payloads = annals::erasure::PayloadReader::of(&store)?;
     if !args.archive.is_empty() && snapshot.cut().is_none() {
         // No archive can be this log's: saying so beats ignoring the files given.
         return Err(annals::Error::from(annals::error::ArchiveError::NeverCut).into());
@@ -55,7 +55,8 @@ pub(crate) fn log(args: LogArgs) -> Result<ExitCode, Failure> {
                 ));
             }
             // The archived records first, each checked against the kept hashes, then the log.
-            let archived = annals::Archives::of(&store).records(&args.archive, Position(from))?;
+            let archived =
+                annals::archive::Archives::of(&store).records(&args.archive, Position(from))?;
             let kept = snapshot.records(snapshot.start(), Direction::Forward)?;
             print_filtered(
                 &mut out,
@@ -136,9 +137,9 @@ struct StreamJson<'a> {
 
 pub(crate) fn stats(args: StatsArgs) -> Result<ExitCode, Failure> {
     let store = Store::open_read_only(&args.log.db)?;
-    let stats = annals::Stats::of(&store)?;
+    let stats = annals::maintenance::Stats::of(&store)?;
     let footprint = if args.tables {
-        Some(annals::Footprint::of(&store)?)
+        Some(annals::maintenance::Footprint::of(&store)?)
     } else {
         None
     };
@@ -152,7 +153,7 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
     let entity = Entity::parse(&args.entity)?;
     let store = Store::open_read_only(&args.log.db)?;
     let snapshot = store.snapshot()?;
-    let payloads = annals::PayloadReader::of(&store)?;
+    let payloads = annals::erasure::PayloadReader::of(&store)?;
     if let Some(stream) = args.stream.as_deref() {
         require_stream(&snapshot, stream, &args.log.db)?;
     }
@@ -191,7 +192,7 @@ pub(crate) fn history(args: HistoryArgs) -> Result<ExitCode, Failure> {
         // Every record from position 0, the archived ones from the archives (each checked
         // against the kept hashes), those of the entity's streams printed: a walk of the
         // whole history, as reading its archives is anyway.
-        let archived = annals::Archives::of(&store).records(&args.archive, Position(0))?;
+        let archived = annals::archive::Archives::of(&store).records(&args.archive, Position(0))?;
         let kept = snapshot.records(snapshot.start(), Direction::Forward)?;
         let records = archived.chain(kept).filter(|record| {
             record

@@ -15,7 +15,7 @@ use super::time::rfc3339;
 use annals::Record;
 use annals::audit::VerifyReport;
 use annals::export::ExportHeader;
-use annals::{Footprint, Stats, TableFootprint};
+use annals::maintenance::{Footprint, Stats, TableFootprint};
 
 /// How many hex digits of a record hash the text form of `log` shows.
 const HASH_TEXT_DIGITS: usize = 16;
@@ -53,8 +53,10 @@ pub(crate) fn print_record(
     record: &Record,
     json: bool,
 ) -> Result<(), Failure> {
-    let (payload, undecodable) =
-        payload::decode(record, annals::PayloadReader::of(store)?.open(record)?);
+    let (payload, undecodable) = payload::decode(
+        record,
+        annals::erasure::PayloadReader::of(store)?.open(record)?,
+    );
     let style = RecordStyle {
         json,
         ..RecordStyle::default()

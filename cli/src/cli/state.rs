@@ -24,7 +24,7 @@ use super::table::{OrderedRow, Row, Widths};
 
 /// The tables `state` shows of projection `name`, as the projection describes them.
 fn tables(name: &str) -> Option<Vec<ShownTable>> {
-    annals::builtin_projections()
+    annals::maintenance::builtin_projections()
         .into_iter()
         .find(|projection| projection.name() == name)
         .map(|projection| projection.shown_tables())
@@ -64,9 +64,11 @@ pub(crate) fn state(args: StateArgs) -> Result<ExitCode, Failure> {
         }
         Some(at) => {
             let mut line = ProgressLine::new("replay", at);
-            let replaying =
-                annals::Archives::of(&store)
-                    .state_at(Position(at), &args.archive, &mut |done| line.update(done));
+            let replaying = annals::archive::Archives::of(&store).state_at(
+                Position(at),
+                &args.archive,
+                &mut |done| line.update(done),
+            );
             line.finish();
             replay = replaying?;
             replayed = replay.state()?;

@@ -12,7 +12,7 @@ use super::failure::Failure;
 use super::render::print_record;
 use annals::Store;
 use annals::subscribe::{Subscription, subscribe, subscribe_stream};
-use annals::{Position, StreamVersion};
+use annals::{Position, log::StreamVersion};
 
 pub(crate) fn tail(args: TailArgs) -> Result<ExitCode, Failure> {
     let store = Arc::new(Store::open_read_only(&args.log.db)?);

@@ -26,13 +26,13 @@ pub(crate) fn tiles(args: TilesArgs) -> Result<ExitCode, Failure> {
     // The refusals a read-only look can make first: a refused run leaves the log's bytes as
     // they were.
     let reader = Store::open_read_only(&args.log.db)?;
-    annals::Checkpoints::of(&reader).check(signer.name(), None)?;
-    annals::Tiles::of(&reader)
+    annals::maintenance::Checkpoints::of(&reader).check(signer.name(), None)?;
+    annals::maintenance::Tiles::of(&reader)
         .check(&args.dir, &signer)
         .map_err(failure)?;
     drop(reader);
     let store = open_for_writing(&args.log.db, false, &args.access)?;
-    let written = annals::Tiles::of(&store)
+    let written = annals::maintenance::Tiles::of(&store)
         .write(&args.dir, &signer)
         .map_err(failure)?;
     let mut out = io::stdout().lock();

@@ -30,7 +30,7 @@ fn serve(args: WitnessServeArgs) -> Result<ExitCode, Failure> {
     super::open::require_folder(&args.state)?;
     // What can be refused without the state is refused before it is opened writable (which
     // rewrites redb's bookkeeping in the file): the logs' keys, and an address in use.
-    Witness::check_logs(&logs, &annals::Limits::default()).map_err(witness_failure)?;
+    Witness::check_logs(&logs, &annals::log::Limits::default()).map_err(witness_failure)?;
     let listener = std::net::TcpListener::bind(args.listen)
         .and_then(|listener| listener.set_nonblocking(true).map(|()| listener))
         .map_err(|error| cannot_listen(args.listen, &error))?;
@@ -181,7 +181,8 @@ fn request(args: WitnessRequestArgs) -> Result<ExitCode, Failure> {
     }
     // The refusals a read-only look can make first: a refused request leaves the log's bytes
     // as they were.
-    annals::Checkpoints::of(&Store::open_read_only(&args.log.db)?).check(signer.name(), None)?;
+    annals::maintenance::Checkpoints::of(&Store::open_read_only(&args.log.db)?)
+        .check(signer.name(), None)?;
     let store = open_for_writing(&args.log.db, false, &args.access)?;
     let options = RequestOptions {
         timeout: args.timeout,

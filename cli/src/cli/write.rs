@@ -18,9 +18,9 @@ use super::report::{AppendJson, DemoJson, RangeJson, RebuildJson};
 use annals::Error;
 use annals::NewEvent;
 use annals::export::ExportError;
-use annals::{AppendOutcome, check_append, error::AppendError};
-use annals::{Durability, ImportStage, Store, StoreOptions};
-use annals::{Field, error::LimitError};
+use annals::{AppendOutcome, error::AppendError, log::check_append};
+use annals::{Durability, Store, StoreOptions, maintenance::ImportStage};
+use annals::{error::LimitError, log::Field};
 
 pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
     // The event is made before the file is opened, so a bad payload file or clock leaves no
@@ -80,14 +80,14 @@ pub(crate) fn append(args: AppendArgs) -> Result<ExitCode, Failure> {
 fn refuse_read_only(
     args: &AppendArgs,
     events: &[NewEvent],
-    limits: &annals::Limits,
+    limits: &annals::log::Limits,
 ) -> Result<(), Failure> {
     let (db, stream, expected) = (&args.db, args.stream.as_str(), args.expect);
     if let Some(subject) = args.subject.as_deref() {
-        annals::check_subject(subject)?;
+        annals::erasure::check_subject(subject)?;
     }
     if !db.exists() {
-        return Ok(annals::check_append_to_new_log(
+        return Ok(annals::maintenance::check_append_to_new_log(
             stream, expected, events, limits,
         )?);
     }
@@ -114,7 +114,7 @@ struct EraseJson<'a> {
 }
 
 pub(crate) fn erase(args: EraseArgs) -> Result<ExitCode, Failure> {
-    annals::check_subject(&args.subject)?;
+    annals::erasure::check_subject(&args.subject)?;
     if !args.log.db.exists() {
         return Err(Error::Open(annals::error::OpenError::Missing { path: args.log.db }).into());
     }
@@ -248,18 +248,15 @@ pub(crate) fn import(args: ImportArgs) -> Result<ExitCode, Failure> {
             busy_timeout: args.access.wait,
             ..StoreOptions::default()
         };
-        annals::Import::run_with(
-            &args.file,
-            &args.db,
-            options,
-            &mut |stage, done| match stage {
+        annals::maintenance::Import::run_with(&args.file, &args.db, options, &mut |stage, done| {
+            match stage {
                 ImportStage::Check => check.update(done),
                 _ => {
                     check.finish();
                     write.update(done)
                 }
-            },
-        )
+            }
+        })
         .map_err(|error| {
             about_file = matches!(&error, Error::Export(export)
                 if !matches!(**export, ExportError::Mismatch { .. } | ExportError::Io(_)));
@@ -302,7 +299,7 @@ fn naming_export_file(failure: Failure, file: &Path) -> Failure {
 pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
     // A projection the log does not keep is refused before the log is opened writable.
     if let Some(name) = args.projection.as_deref()
-        && !annals::builtin_projections()
+        && !annals::maintenance::builtin_projections()
             .iter()
             .any(|projection| projection.name() == name)
     {
@@ -314,7 +311,7 @@ pub(crate) fn rebuild(args: RebuildArgs) -> Result<ExitCode, Failure> {
     refuse_unused_archives(&args.log.db, &args.archive)?;
     let store = super::open::open_with_archives(&args.log.db, false, &args.access, &args.archive)?;
     let mut line = ProgressLine::new("rebuild", store.snapshot()?.head()?.next.0);
-    let rebuilt = annals::Rebuild::of(&store)
+    let rebuilt = annals::maintenance::Rebuild::of(&store)
         .run_with(args.projection.as_deref(), &mut |done| line.update(done));
     line.finish();
     rebuilt?;
@@ -356,8 +353,8 @@ struct UpgradeJson {
 }
 
 pub(crate) fn upgrade(args: UpgradeArgs) -> Result<ExitCode, Failure> {
-    use annals::FORMAT_VERSION;
     use annals::error::OpenError;
+    use annals::log::FORMAT_VERSION;
     if !args.log.db.exists() {
         return Err(Error::Open(OpenError::Missing { path: args.log.db }).into());
     }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
 use annals::testing::crash::write_and_report;
-use annals::{JournalOptions, Sharing};
+use annals::{Sharing, journal::JournalOptions};
 
 /// A writer appending to `path` in `sharing` mode from 4 tasks, on a thread of this test
 /// (the crash tests' `write_and_report`): to the `annals` processes a test starts, another

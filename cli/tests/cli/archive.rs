@@ -141,7 +141,7 @@ fn reads_below_a_cut_come_from_its_archive_and_proofs_from_its_hashes() {
         .expect("the lease's stream")
         .read_stream(
             "lease/deploy-lock",
-            annals::StreamVersion(0),
+            annals::log::StreamVersion(0),
             Direction::Forward,
             usize::MAX,
         )
@@ -298,7 +298,7 @@ fn stats_of_a_cut_log_says_how_many_records_the_file_holds_and_from_where() {
     let store = Store::open(&log).unwrap();
     annals::testing::internals::demo::run(&store, 1_000, |_| {}).unwrap();
     let head = store.snapshot().unwrap().head().unwrap().next.0;
-    let _cut = annals::Archives::of(&store)
+    let _cut = annals::archive::Archives::of(&store)
         .archive_before(Position(600), dir.path().join("cut.archive"))
         .unwrap();
     store.close().unwrap();
@@ -335,7 +335,7 @@ fn the_command_line_rebuilds_a_cut_log_with_its_archives() {
     let (dir, store) = store(&folder);
     fill(&store, 120);
     let archive = dir.path().join("log-0.archive");
-    let cut = annals::Archives::of(&store)
+    let cut = annals::archive::Archives::of(&store)
         .archive_before(Position(80), &archive)
         .expect("the cut");
     let head = store.snapshot().expect("head").head().expect("head").next;

@@ -513,12 +513,13 @@ fn log_of(records: u64) -> Log {
 fn rfc9162_consistency(
     first: u64,
     second: u64,
-    path: &[annals::Digest],
-    first_hash: &annals::Digest,
-    second_hash: &annals::Digest,
+    path: &[annals::log::Digest],
+    first_hash: &annals::log::Digest,
+    second_hash: &annals::log::Digest,
 ) -> bool {
     use annals::merkle::TreeHasher;
-    let hash = |left: &annals::Digest, right: &annals::Digest| LogTreeHasher.node(left, right);
+    let hash =
+        |left: &annals::log::Digest, right: &annals::log::Digest| LogTreeHasher.node(left, right);
     if first == second {
         return path.is_empty() && first_hash == second_hash;
     }
@@ -738,8 +739,8 @@ fn an_inclusion_proof_of_a_forged_later_size_gets_no_head_to_pass_against() {
     assert!(forged.check(&Trust::from(TrustedHead::Hash(kept))).is_err());
 }
 
-fn lower_hex(text: &str) -> annals::Digest {
-    annals::Digest::from_hex(text).expect("64 hex digits")
+fn lower_hex(text: &str) -> annals::log::Digest {
+    annals::log::Digest::from_hex(text).expect("64 hex digits")
 }
 
 /// Issue 29, point 8: a kept head read from a file is never echoed raw. Its terminal escapes

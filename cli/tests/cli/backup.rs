@@ -34,7 +34,7 @@ fn a_backup_in_another_process_holds_the_commits_only_the_journal_holds_yet() {
     };
     assert_eq!(hashes(&theirs), hashes(&store));
     let rows_but_segments = |store: &Store| -> Vec<(String, u64)> {
-        let mut tables: Vec<(String, u64)> = annals::Footprint::of(store)
+        let mut tables: Vec<(String, u64)> = annals::maintenance::Footprint::of(store)
             .unwrap()
             .tables
             .into_iter()

@@ -7,7 +7,7 @@ use annals::testing::setup::ExpectDone;
 use std::path::{Path, PathBuf};
 
 use annals::tlog::{Checkpoint, TlogProof, Verifier};
-use annals::{Digest, ExpectedVersion, NewEvent, Store};
+use annals::{ExpectedVersion, NewEvent, Store, log::Digest};
 
 use crate::{annals, base64, exits, path as text, sha256, stderr, stdout};
 
@@ -93,7 +93,7 @@ fn a_checkpoint_opens_with_annals_and_with_signed_note_and_states_the_logs_tree(
     assert_eq!(verified.len(), 1);
     // The log keeps it as the last it signed; `root` then names the origin.
     assert_eq!(
-        annals::Checkpoints::of(&store)
+        annals::maintenance::Checkpoints::of(&store)
             .signed()
             .unwrap()
             .unwrap()

@@ -15,13 +15,15 @@ use crate::{Log, exits, json, stderr, stdout};
 fn demo_log(path: &Path, records: u64) {
     let store = Store::open(path).expect("a new log");
     annals::testing::internals::demo::run(&store, records, |_| {}).expect("the demo");
-    annals::Rebuild::of(&store).run(None).expect("a rebuild");
+    annals::maintenance::Rebuild::of(&store)
+        .run(None)
+        .expect("a rebuild");
     store.close().expect("close");
 }
 
 /// What must be the same after a compaction: every record's hash, in order, and the Merkle
 /// root of them all.
-fn content(path: &Path) -> (Vec<annals::Digest>, annals::Digest) {
+fn content(path: &Path) -> (Vec<annals::log::Digest>, annals::log::Digest) {
     let store = Store::open_read_only(path).expect("open the log");
     let hashes = store
         .snapshot()

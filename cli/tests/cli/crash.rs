@@ -91,7 +91,7 @@ fn cli_writes_killed_at_random_moments_leave_no_log_or_a_whole_one() {
         .unwrap();
     // The shared log that appends and rebuilds go to, with the demo in it to rebuild.
     let shared = dir.path().join("shared.redb");
-    annals::Import::run(&whole, &shared, &mut |_, _| {})
+    annals::maintenance::Import::run(&whole, &shared, &mut |_, _| {})
         .unwrap()
         .expect_done();
     let mut acknowledged: BTreeMap<Position, Vec<u8>> = BTreeMap::new();
@@ -133,7 +133,7 @@ fn cli_writes_killed_at_random_moments_leave_no_log_or_a_whole_one() {
                 (target.clone(), 120_000)
             }
             Work::ImportContinuation => {
-                annals::Import::run(&first, &target, &mut |_, _| {})
+                annals::maintenance::Import::run(&first, &target, &mut |_, _| {})
                     .unwrap()
                     .expect_done();
                 command.arg("import").arg(&second).arg(&target);
@@ -310,7 +310,7 @@ fn annals_archive_killed_at_seeded_moments_leaves_the_log_before_or_cut() {
         let snapshot = store.snapshot().expect("snapshot");
         assert_eq!(snapshot.start(), before, "{what}: the rerun cut the log");
         assert_eq!(
-            annals::Archives::of(&store)
+            annals::archive::Archives::of(&store)
                 .verify(std::slice::from_ref(&archive), &mut |_| {})
                 .unwrap_or_else(|error| panic!("{what}: {error}")),
             None,
@@ -332,7 +332,7 @@ fn a_rerun_names_the_archive_of_a_cut_that_committed_before_a_kill() {
     let store = Store::open(&log).expect("open");
     annals::testing::internals::demo::run(&store, 1_000, |_| {}).expect("demo");
     let archive = dir.path().join("log.archive");
-    let report = annals::Archives::of(&store)
+    let report = annals::archive::Archives::of(&store)
         .archive_before(Position(500), &archive)
         .expect("the cut");
     store.close().expect("close");
@@ -362,7 +362,7 @@ fn a_rerun_names_the_archive_of_a_cut_that_committed_before_a_kill() {
         report.cut.before
     );
     assert_eq!(
-        annals::Archives::of(&store)
+        annals::archive::Archives::of(&store)
             .verify(std::slice::from_ref(&archive), &mut |_| {})
             .expect("verify the archive"),
         None

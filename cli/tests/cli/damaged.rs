@@ -8,7 +8,7 @@ use annals::leases::lease_stream;
 use annals::testing::damage;
 use annals::testing::forgery::{self, SUPERSEDED_AT_MS, regrant_to_a, superseded_lease};
 use annals::testing::internals::forge::append_sealed_unapplied;
-use annals::{DomainEvent as _, Record, Store};
+use annals::{Record, Store, command::DomainEvent as _};
 
 use crate::{Log, exits, json, stderr, stdout};
 

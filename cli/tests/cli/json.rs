@@ -370,7 +370,7 @@ fn a_full_disk_says_no_space_left_on_the_device() {
 fn append_help_states_the_limits() {
     let output = exits(annals(&["append", "--help"]), 0);
     let help = stdout(&output);
-    let limits = annals::Limits::default();
+    let limits = annals::log::Limits::default();
     assert_eq!(limits.payload_bytes_max, 1024 * 1024);
     for phrase in [
         "payload of at most 1 MiB (1048576 bytes)".to_owned(),

@@ -159,7 +159,7 @@ fn an_import_racing_an_append_lands_whole_or_is_refused_and_the_append_stays() {
     for race in 0..8 {
         let what = format!("race {race}");
         let target = dir.path().join(format!("target-{race}.redb"));
-        annals::Import::run(&first, &target, &mut |_, _| {})
+        annals::maintenance::Import::run(&first, &target, &mut |_, _| {})
             .unwrap()
             .expect_done();
         let (import, append) = import_racing_an_append(

@@ -3,7 +3,7 @@
 
 use annals::leases::events::{Acquired, LeaseEvent};
 use annals::testing::setup::ExpectDone;
-use annals::{DomainEvent, ExpectedVersion, Store};
+use annals::{ExpectedVersion, Store, command::DomainEvent};
 use serde_json::{Value, json};
 
 use crate::{Log, exits, json, stderr, stdout};

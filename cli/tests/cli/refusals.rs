@@ -120,7 +120,7 @@ impl Refusals {
         let log = dir.path().join("log.redb");
         let first = dir.path().join("first.export");
         export_range(&source, &first, 0, 150);
-        annals::Import::run(&first, &log, &mut |_, _| {})
+        annals::maintenance::Import::run(&first, &log, &mut |_, _| {})
             .unwrap()
             .expect_done();
         let at = |name: &str| dir.path().join(name);

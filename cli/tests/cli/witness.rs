@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use annals::merkle::TreeHasher;
 use annals::tlog::{Checkpoint, Signer};
-use annals::{Direction, ExpectedVersion, NewEvent, Store, StreamVersion};
+use annals::{Direction, ExpectedVersion, NewEvent, Store, log::StreamVersion};
 use sha2::{Digest as _, Sha256};
 
 use crate::{annals, base64, exits, path as text, stdout};

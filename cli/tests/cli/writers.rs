@@ -209,7 +209,12 @@ fn a_write_waits_its_turn_for_another_process_up_to_its_busy_timeout_then_goes_t
     let held: Vec<u64> = store
         .snapshot()
         .expect("read the held stream")
-        .read_stream("held", annals::StreamVersion(0), Direction::Forward, 10)
+        .read_stream(
+            "held",
+            annals::log::StreamVersion(0),
+            Direction::Forward,
+            10,
+        )
         .expect("read the held stream")
         .iter()
         .map(|record| record.position.0)

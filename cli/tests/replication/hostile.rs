@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use annals::replication::wire::{FRAME_VERSION, Frame, stored_bytes};
 use annals::replication::{Follower, FollowerOptions, ReplicatedLog, ReplicationError, connect};
-use annals::{ExpectedVersion, Limits, NewEvent, Position, Record, Store, StoreOptions};
+use annals::{ExpectedVersion, NewEvent, Position, Record, Store, StoreOptions, log::Limits};
 use async_nats::jetstream::context::Publish;
 use async_nats::jetstream::{self, stream};
 

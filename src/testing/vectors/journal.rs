@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 
 use crate::hash::{hex, unhex};
 use crate::testing::setup::ExpectDone;
-use crate::{ExpectedVersion, JournalOptions, NewEvent, Position, Sharing, Store, StoreOptions};
+use crate::{
+    ExpectedVersion, NewEvent, Position, Sharing, Store, StoreOptions, journal::JournalOptions,
+};
 
 /// A version 3 header's bytes: its magic, version, marker, check and synced mark.
 pub const HEADER: usize = 64;

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::record::segment::SegmentBuilder;
 use crate::record::{self, Format, Placement};
-use crate::{Digest, NewEvent, Position, StreamVersion};
+use crate::{NewEvent, Position, hash::Digest, record::StreamVersion};
 
 use crate::hash::hex;
 

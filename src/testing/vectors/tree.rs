@@ -1,7 +1,7 @@
 //! `schema/vectors/tree_v4.json`: the RFC 6962 tree of format v4 over fixed record hashes,
 //! its roots, tree heads and proofs at several sizes, by the crate's tree code.
 
-use crate::Digest;
+use crate::hash::Digest;
 use crate::merkle::{LogTreeHasher, TreeHasher, consistency_path, inclusion_path};
 
 /// Every perfect subtree root of a tree of SHA-256 leaves, level by level.
