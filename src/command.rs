@@ -6,7 +6,7 @@
 //! command carries its own `now` and any fresh token, and the events record them.
 
 use crate::error::Result;
-pub use crate::event::{DomainEvent, EventKind};
+pub use crate::event::{DomainEvent, EventKind, decode_payload, encode_payload, unknown_schema};
 use crate::log::append::ExpectedVersion;
 use crate::projection::table::TableSource;
 use crate::record::NewEvent;
@@ -168,4 +168,125 @@ pub trait Precondition: Send + Sync {
     /// `Ok(())` when the write may go on, read from `state` as of this point of its
     /// transaction; otherwise the error that refuses it.
     fn check(&self, state: &dyn TableSource) -> Result<()>;
+}
+
+/// Declares a domain's events once: the enum of its events (one variant a kind, each
+/// wrapping its payload struct), a constant for each kind, and the enum's [`DomainEvent`]
+/// (the catalogue, `kind`, `payload` and `from_record`, which decodes the schema written now
+/// and upgrades each older one a kind lists; the enum serialises as the payload struct of its
+/// variant). A kind, its schema and how an older payload
+/// becomes the current one are said in one place, so the catalogue and the three matches
+/// can never disagree.
+///
+/// Each variant reads `Variant(Payload) = VISIBILITY CONSTANT = "kind", schema N`, then,
+/// for a kind whose payload changed, `older { M => OldPayload => upgrade, … }`, where
+/// `upgrade` is a `fn(OldPayload, &Record) -> Payload` (the record gives what an old payload
+/// left to it, such as its time or position).
+///
+/// ```
+/// use annals::command::DomainEvent;
+/// use serde::{Deserialize, Serialize};
+///
+/// /// A door was opened.
+/// #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// pub struct Opened { pub door: String, pub by: String }
+/// /// `door.opened` as schema 1 wrote it, before it said by whom.
+/// #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// pub struct OpenedV1 { pub door: String }
+/// /// A door was shut.
+/// #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// pub struct Shut { pub door: String }
+///
+/// annals::domain_events! {
+///     /// Every door event.
+///     pub enum DoorEvent {
+///         /// `door.opened`
+///         Opened(Opened) = pub OPENED = "door.opened", schema 2,
+///             older { 1 => OpenedV1 => opened_v1 };
+///         /// `door.shut`
+///         Shut(Shut) = pub SHUT = "door.shut", schema 1;
+///     }
+/// }
+///
+/// fn opened_v1(v1: OpenedV1, _: &annals::Record) -> Opened {
+///     Opened { door: v1.door, by: String::new() }
+/// }
+///
+/// assert_eq!(DoorEvent::CATALOGUE.len(), 2);
+/// let shut = DoorEvent::Shut(Shut { door: "front".to_owned() });
+/// assert_eq!(shut.kind(), SHUT);
+/// let event = shut.to_new_event(7);
+/// assert_eq!((event.kind.as_str(), event.schema), ("door.shut", 1));
+/// ```
+#[macro_export]
+macro_rules! domain_events {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $(
+                $(#[$variant_meta:meta])*
+                $variant:ident($payload:ty) = $kind_vis:vis $kind:ident = $text:literal,
+                    schema $schema:literal
+                    $(, older { $($old:literal => $old_payload:ty => $upgrade:expr),+ $(,)? })?
+                ;
+            )+
+        }
+    ) => {
+        $(#[$meta])*
+        ///
+        /// Serialised as its payload struct alone (the kind is the record's), for the CLI's JSON.
+        #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+        #[serde(untagged)]
+        $vis enum $name {
+            $(
+                $(#[$variant_meta])*
+                $variant($payload),
+            )+
+        }
+
+        $(
+            #[doc = concat!("Kind of [`", stringify!($name), "::", stringify!($variant), "`].")]
+            $kind_vis const $kind: &str = $text;
+        )+
+
+        impl $crate::command::DomainEvent for $name {
+            const CATALOGUE: &'static [$crate::command::EventKind] = &[
+                $($crate::command::EventKind { kind: $kind, schema: $schema },)+
+            ];
+
+            fn kind(&self) -> &'static str {
+                match self {
+                    $($name::$variant(_) => $kind,)+
+                }
+            }
+
+            fn payload(&self) -> Vec<u8> {
+                match self {
+                    $($name::$variant(payload) => $crate::command::encode_payload(payload),)+
+                }
+            }
+
+            fn from_record(
+                record: &$crate::Record,
+            ) -> $crate::Result<Option<Self>> {
+                $(
+                    if record.kind == $kind {
+                        let payload: $payload = match record.schema {
+                            $schema => $crate::command::decode_payload(record)?,
+                            $($(
+                                $old => {
+                                    let old: $old_payload =
+                                        $crate::command::decode_payload(record)?;
+                                    ($upgrade)(old, record)
+                                }
+                            )+)?
+                            _ => return Err($crate::command::unknown_schema(record)),
+                        };
+                        return Ok(Some($name::$variant(payload)));
+                    }
+                )+
+                Ok(None)
+            }
+        }
+    };
 }

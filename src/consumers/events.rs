@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::domain_events;
+use crate::domain_events;
 
 /// A consumer has handled every record up to and including `position`, whose record hash is
 /// `hash`. The time is the record's `at_ms`.

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::domain_events;
+use crate::domain_events;
 
 /// A runtime's event was accepted under (`project`, `run`, `sequence`). The receipt time is
 /// the record's `at_ms`.

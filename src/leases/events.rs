@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::query::LeaseLabels;
-use crate::event::domain_events;
+use crate::domain_events;
 use crate::record::Record;
 
 /// A resource lease was granted: fresh (no live lease) or by takeover of an expired one.

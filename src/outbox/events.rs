@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::query::ClaimToken;
-use crate::event::domain_events;
+use crate::domain_events;
 use crate::record::Record;
 
 /// A row was added, `pending` and due at once. Its creation time is the record's `at_ms`.

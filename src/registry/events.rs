@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::query::{InstanceKind, Knows, Status};
-use crate::event::domain_events;
+use crate::domain_events;
 
 /// A new instance was registered, with every field resolved (defaults filled in).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::domain_events;
+use crate::domain_events;
 
 /// Free-form span attributes: name → value (typically JSON text). Ordered, so the bytes of a
 /// payload or a row never depend on insertion order.
