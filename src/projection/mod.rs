@@ -242,7 +242,16 @@ impl Projections {
             }
             .into());
         }
+        let registered = self.list.len();
         self.list.push(projection);
+        // Names are unique: the one just registered is the one its name finds.
+        debug_assert!(
+            self.list.len() == registered + 1
+                && self
+                    .get(name)
+                    .is_some_and(|found| Arc::ptr_eq(found, &self.list[registered])),
+            "projection {name:?} registered once, found by its name"
+        );
         Ok(())
     }
 

@@ -114,6 +114,11 @@ impl TableChanges {
         self.rows.iter().map(|(key, change)| (&*key.bytes, change))
     }
 
+    /// The rows these changes add to the table's count (less those they remove).
+    pub(super) fn counted(&self) -> i64 {
+        self.counted
+    }
+
     /// The change of `key`, if any.
     pub(super) fn change(&self, key: &[u8]) -> Option<&Change> {
         self.rows.get(&OrderedKey::new(key, self.order))

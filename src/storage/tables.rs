@@ -240,6 +240,7 @@ fn drain_table<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>
     changes: &TableChanges,
 ) -> Result<()> {
     let mut table = txn.open_table(Definition::<K, V>::new(name).redb())?;
+    let rows_before = table.len()?;
     for (key, change) in changes.changes() {
         match change {
             Change::Put(value) => {
@@ -250,6 +251,12 @@ fn drain_table<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static>
             }
         }
     }
+    // The overlay counted every row its changes added or removed: redb now holds as many.
+    debug_assert_eq!(
+        i128::from(table.len()?),
+        i128::from(rows_before) + i128::from(changes.counted()),
+        "draining {name:?} leaves the rows the overlay counted"
+    );
     Ok(())
 }
 
@@ -628,9 +635,19 @@ impl<K: Key + Send + Sync + 'static, V: Value + Send + Sync + 'static> Writable<
             },
             put => put,
         };
+        let put = matches!(change, Change::Put(_));
         let mut scratch = scratch.borrow_mut();
         let own = scratch.own_mut(name, changes_of::<K, V>);
         Scratch::record(own, key, change, old.is_some());
+        // A read of the key in this command now gives what it just wrote.
+        debug_assert_eq!(
+            scratch
+                .own(name)
+                .and_then(|own| own.change(key))
+                .map(|change| matches!(change, Change::Put(_))),
+            Some(put),
+            "the scratch layer holds the key's latest change"
+        );
         Ok(old)
     }
 }

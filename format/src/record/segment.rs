@@ -126,10 +126,17 @@ impl SegmentBuilder {
     /// Marks the bytes written since the last record as one record.
     pub fn seal_record(&mut self) {
         let start = self.ends.last().map_or(0, |&end| end as usize);
+        // The body only grows: the bytes since the last record are this one's.
+        assert!(
+            self.body.len() >= start,
+            "a segment's body shrank under its records"
+        );
+        let records = self.ends.len();
         let end = u32::try_from(self.body.len())
             .expect("records are capped so that a segment body fits a u32");
         self.ends.push(end);
         self.table_bytes += uleb128::len((self.body.len() - start) as u64);
+        debug_assert_eq!(self.ends.len(), records + 1, "one record sealed");
     }
 
     /// Packs `record`, read from a sound stored segment, as it was: its stored bytes in v1, its
@@ -173,13 +180,26 @@ impl SegmentBuilder {
         let parts = compact::encode_whole(&mut self.body, hash, stream, version, event);
         self.parts.push(parts);
         self.seal_record();
+        // Each record has its parts, for the next ones to be encoded against.
+        assert_eq!(
+            self.parts.len(),
+            self.ends.len(),
+            "a v2 record sealed with its parts"
+        );
     }
 
     /// The segment value, leaving the builder empty (the writer ends a transaction with
     /// [`Self::finish_pieces`]).
     pub fn finish(&mut self) -> Vec<u8> {
-        let out = self.encode(0, self.ends.len());
+        let records = self.ends.len();
+        let out = self.encode(0, records);
         self.clear();
+        debug_assert!(self.is_empty(), "a finished builder holds no record");
+        debug_assert!(
+            Segment::parse(&out, self.format)
+                .is_ok_and(|segment| segment.count() as usize == records),
+            "a finished segment parses back with every record packed"
+        );
         out
     }
 
