@@ -316,6 +316,18 @@ impl PayloadReader {
         store.payload_reader()
     }
 
+    /// The subject a stored payload is sealed to, `None` for a plain one: what tells, without
+    /// the key store, whether a payload needs a reader at all ([`Self::open`] gives a plain
+    /// one back as [`Payload::Plain`]).
+    ///
+    /// ```
+    /// use annals::erasure::PayloadReader;
+    /// assert_eq!(PayloadReader::subject_of(b"{\"plain\":true}"), None);
+    /// ```
+    pub fn subject_of(payload: &[u8]) -> Option<&str> {
+        Envelope::parse(payload).map(|envelope| envelope.subject)
+    }
+
     /// `record`'s payload: [`Payload::Plain`] when it is no envelope; [`Payload::Personal`]
     /// opened with its subject's key; [`Payload::Erased`] when the subject's erasure is in the
     /// log or the key store holds no key for it (a follower's, an importer's, a backup's).

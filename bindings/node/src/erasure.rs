@@ -33,8 +33,8 @@ pub(crate) struct Opened {
     pub erased: bool,
 }
 
-/// Opens the personal payloads of a read's records: the key store is read once a read, for
-/// every record of it.
+/// Opens the personal payloads of a read's records: the key store is read once a read, when
+/// it meets the first personal payload, for the rest of it.
 pub(crate) struct Opener<'s> {
     store: &'s Inner,
     reader: Option<PayloadReader>,
@@ -50,6 +50,14 @@ impl<'s> Opener<'s> {
 
     /// `record` with its payload as a reader may take it.
     pub(crate) fn open(&mut self, mut record: Record) -> annals::Result<Opened> {
+        // A plain payload needs no reader, nor the key store one reads.
+        if annals::erasure::PayloadReader::subject_of(&record.payload).is_none() {
+            return Ok(Opened {
+                record,
+                subject: None,
+                erased: false,
+            });
+        }
         // One reader for every record the opener is given: making one reads the key store and
         // takes a snapshot, which made each record of a `readAll` five times its cost in Rust.
         let reader = match self.reader.take() {
