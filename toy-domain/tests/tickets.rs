@@ -38,6 +38,15 @@ fn close(ticket: &str, now_ms: u64) -> TicketCommand {
     }
 }
 
+/// Runs `command`, which must be carried out.
+fn done(store: &Store, command: TicketCommand) {
+    assert_eq!(
+        store.execute(&command).unwrap(),
+        TicketOutcome::Done,
+        "{command:?}"
+    );
+}
+
 fn records(store: &Store) -> u64 {
     store.snapshot().unwrap().head().unwrap().next.0
 }
@@ -46,10 +55,7 @@ fn records(store: &Store) -> u64 {
 fn a_ticket_is_opened_once_and_closed_once() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    assert_eq!(
-        store.execute(&open("t-1", 10)).unwrap(),
-        TicketOutcome::Done
-    );
+    done(&store, open("t-1", 10));
     let state = store.snapshot().unwrap().state();
     let ticket = open_ticket(&state, "t-1").unwrap().expect("open");
     assert_eq!(
@@ -60,10 +66,7 @@ fn a_ticket_is_opened_once_and_closed_once() {
         store.execute(&open("t-1", 11)).unwrap(),
         TicketOutcome::Refused(TicketRefusal::AlreadyOpened)
     );
-    assert_eq!(
-        store.execute(&close("t-1", 12)).unwrap(),
-        TicketOutcome::Done
-    );
+    done(&store, close("t-1", 12));
     assert_eq!(
         store.execute(&close("t-1", 13)).unwrap(),
         TicketOutcome::Refused(TicketRefusal::NotOpen)
@@ -95,18 +98,9 @@ fn a_raw_append_of_a_ticket_kind_is_refused_with_the_log_as_it_was() {
 fn history_names_a_ticket_through_its_projection() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    assert_eq!(
-        store.execute(&open("t-1", 10)).unwrap(),
-        TicketOutcome::Done
-    );
-    assert_eq!(
-        store.execute(&open("t-2", 11)).unwrap(),
-        TicketOutcome::Done
-    );
-    assert_eq!(
-        store.execute(&close("t-1", 12)).unwrap(),
-        TicketOutcome::Done
-    );
+    done(&store, open("t-1", 10));
+    done(&store, open("t-2", 11));
+    done(&store, close("t-1", 12));
     let entity = Entity::parse_among("ticket:t-1", store.projections().iter()).unwrap();
     assert_eq!(entity.streams(), ["ticket/t-1"]);
     let kinds: Vec<String> = Audit::of(&store)
@@ -141,18 +135,12 @@ fn work_on_a_ticket_is_written_only_while_it_is_open() {
         .expect_err("no ticket yet");
     assert_eq!(error.kind(), ErrorKind::Fenced, "{error}");
     assert_eq!(records(&store), 0);
-    assert_eq!(
-        store.execute(&open("t-1", 10)).unwrap(),
-        TicketOutcome::Done
-    );
+    done(&store, open("t-1", 10));
     let written = store
         .append_guarded("notes/t-1", ExpectedVersion::Any, &note(), &guard)
         .expect("the ticket is open");
     assert!(matches!(written, AppendOutcome::Appended(_)), "{written:?}");
-    assert_eq!(
-        store.execute(&close("t-1", 30)).unwrap(),
-        TicketOutcome::Done
-    );
+    done(&store, close("t-1", 30));
     let before = records(&store);
     let error = store
         .execute_guarded(&open("t-2", 31), &guard)
@@ -177,14 +165,8 @@ fn replay_reproduces_the_tickets_tables_with_an_older_schema_upcast() {
         })
         .unwrap();
     assert!(matches!(written, AppendOutcome::Appended(_)), "{written:?}");
-    assert_eq!(
-        store.execute(&open("t-1", 10)).unwrap(),
-        TicketOutcome::Done
-    );
-    assert_eq!(
-        store.execute(&close("t-0", 12)).unwrap(),
-        TicketOutcome::Done
-    );
+    done(&store, open("t-1", 10));
+    done(&store, close("t-0", 12));
     let state = store.snapshot().unwrap().state();
     assert_eq!(
         open_ticket(&state, "t-1").unwrap().unwrap().opened_by,
