@@ -55,6 +55,9 @@
 //!
 //! Everything else is private; `ARCHITECTURE.md` maps it.
 
+// `pub(crate)` is the default: an item is `pub` only where a user (or, behind `testing`, the
+// crate's own tests and fuzz harnesses) can name it. The full build holds every one to that.
+#![cfg_attr(feature = "testing", deny(unreachable_pub))]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 

@@ -7,8 +7,10 @@
 //! domain). The handle grammar's bounds are here because [`CommandProblem::NotAHandle`]
 //! names them; the registry's `handle.rs` checks a handle against them.
 
-pub use crate::error::CommandProblem;
-pub use crate::error::command::{LABEL_BYTES_MAX, TOKEN_INDEX_DIGITS_MAX, TOKEN_TXID_HEX_DIGITS};
+pub(crate) use crate::error::CommandProblem;
+pub(crate) use crate::error::command::{
+    LABEL_BYTES_MAX, TOKEN_INDEX_DIGITS_MAX, TOKEN_TXID_HEX_DIGITS,
+};
 use crate::error::{Error, Result};
 
 /// The refusal of `field` for `problem`.

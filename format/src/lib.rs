@@ -54,6 +54,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// `pub(crate)` is the default: an item is `pub` only where a user can name it.
+#![deny(unreachable_pub)]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 

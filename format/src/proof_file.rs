@@ -519,11 +519,16 @@ mod hex_digest {
 
     use crate::hash::Digest;
 
-    pub fn serialize<S: Serializer>(digest: &Digest, serializer: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(
+        digest: &Digest,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&digest.to_hex())
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Digest, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Digest, D::Error> {
         let text = String::deserialize(deserializer)?;
         super::lower_hex_digest(&text)
             .ok_or_else(|| D::Error::custom("not 64 lower-case hex digits"))
@@ -535,7 +540,10 @@ mod hex_digests {
 
     use crate::hash::Digest;
 
-    pub fn serialize<S: Serializer>(digests: &[Digest], serializer: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(
+        digests: &[Digest],
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(Some(digests.len()))?;
         for digest in digests {
             seq.serialize_element(&digest.to_hex())?;
@@ -543,7 +551,7 @@ mod hex_digests {
         seq.end()
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<Vec<Digest>, D::Error> {
         let texts = Vec::<String>::deserialize(deserializer)?;

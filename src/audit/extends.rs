@@ -50,7 +50,7 @@ impl Extension {
 /// problem after the saved head is not this check's business) and the record at
 /// `saved.next - 1` has the saved hash. Because every record's hash covers the one before,
 /// that one comparison vouches for every record up to the saved head.
-pub fn check_extends(snapshot: &Snapshot, saved: Head) -> Result<Extension> {
+pub(crate) fn check_extends(snapshot: &Snapshot, saved: Head) -> Result<Extension> {
     let report = verify_log(snapshot)?;
     if let Some(finding) = report.problem
         && finding.position < saved.next

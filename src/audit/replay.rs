@@ -103,7 +103,7 @@ impl Replay {
 /// A replay that would end before a cut log's start is [`crate::error::ArchiveError::Archived`]; one
 /// of a projection the cut took no snapshot of (or of another version) is
 /// [`crate::error::ArchiveError::NotInCut`].
-pub fn replay_with(
+pub(crate) fn replay_with(
     snapshot: &Snapshot,
     projections: &Projections,
     until: Option<Position>,

@@ -289,7 +289,7 @@ const PROGRESS_RECORDS: u64 = 1024;
     feature = "tracing",
     tracing::instrument(level = "info", name = "verify", skip_all)
 )]
-pub fn verify_with(
+pub(crate) fn verify_with(
     snapshot: &Snapshot,
     live: &dyn TableSource,
     projections: &Projections,
@@ -573,7 +573,10 @@ pub fn verify_log(snapshot: &Snapshot) -> Result<VerifyReport> {
 /// order of the log. When that thread finds anything, the log is walked again with every
 /// check in order, so the report is exactly the one-thread walk's (which problem comes first,
 /// how far the walk got): damage is rare, and then it is named as it always was.
-pub fn verify_log_with(snapshot: &Snapshot, progress: &mut dyn FnMut(u64)) -> Result<VerifyReport> {
+pub(crate) fn verify_log_with(
+    snapshot: &Snapshot,
+    progress: &mut dyn FnMut(u64),
+) -> Result<VerifyReport> {
     verify_log_claiming(snapshot, progress, &mut Vec::new())
 }
 

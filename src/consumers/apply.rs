@@ -15,7 +15,7 @@ pub(crate) const CHECKPOINT_ADVANCES: &str = "checkpoint_advances";
 
 /// Applies one consumer event recorded in `record`, refusing a checkpoint that does not
 /// move forward.
-pub fn apply(tables: &WriteTables<'_>, record: &Record, event: ConsumerEvent) -> Result<()> {
+pub(crate) fn apply(tables: &WriteTables<'_>, record: &Record, event: ConsumerEvent) -> Result<()> {
     match event {
         ConsumerEvent::Checkpointed(e) => {
             if let Some(stored) = POSITIONS.get(tables, &e.consumer)?

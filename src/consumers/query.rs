@@ -71,7 +71,7 @@ pub fn checkpoints(state: &dyn TableSource, limit: usize) -> Result<Vec<Consumer
 /// Where `consumer` continues, checked against `log` (which must be as of the same commit as
 /// `state`): position 0 without a checkpoint, the position after it when the record there
 /// still has the checkpoint's hash, [`ConsumerError::Diverged`] otherwise.
-pub fn resume(log: &Snapshot, state: &dyn TableSource, consumer: &str) -> Result<Position> {
+pub(crate) fn resume(log: &Snapshot, state: &dyn TableSource, consumer: &str) -> Result<Position> {
     let Some(checkpoint) = checkpoint(state, consumer)? else {
         return Ok(Position(0));
     };

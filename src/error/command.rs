@@ -2,12 +2,12 @@
 //! [`CommandProblem::NotAHandle`] names (`validate` re-exports them, and checks against them).
 
 /// Longest hostname-label handle, in bytes (a DNS label's limit).
-pub const LABEL_BYTES_MAX: usize = 63;
+pub(crate) const LABEL_BYTES_MAX: usize = 63;
 /// Hex digits of a token id's transaction id.
-pub const TOKEN_TXID_HEX_DIGITS: usize = 64;
+pub(crate) const TOKEN_TXID_HEX_DIGITS: usize = 64;
 /// Most decimal digits of a token id's output index: enough for any `u64`, and a bound the
 /// reference lacks, so that every handle fits a stream name.
-pub const TOKEN_INDEX_DIGITS_MAX: usize = 20;
+pub(crate) const TOKEN_INDEX_DIGITS_MAX: usize = 20;
 
 /// What is wrong with one field of a command; [`Error::InvalidCommand`](crate::Error::InvalidCommand) names the field.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

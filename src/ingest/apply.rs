@@ -29,7 +29,7 @@ fn broken(record: &Record, rule: &'static str, detail: String) -> Error {
 }
 
 /// Applies one ingest event recorded in `record`, refusing one that breaks an ingest rule.
-pub fn apply(tables: &WriteTables<'_>, record: &Record, event: IngestEvent) -> Result<()> {
+pub(crate) fn apply(tables: &WriteTables<'_>, record: &Record, event: IngestEvent) -> Result<()> {
     match event {
         IngestEvent::Accepted(e) => accept(tables, record, e),
     }

@@ -24,14 +24,14 @@ pub const FRAME_BODY_BYTES_MAX: u64 = 64 << 20;
 
 /// Bytes a frame adds around its body besides its marker: the length before it, the check
 /// after it.
-pub const FRAME_OVERHEAD: u64 = 4 + 32;
+pub(crate) const FRAME_OVERHEAD: u64 = 4 + 32;
 
 // Made once and cloned per frame (derive-key mode hashes its context first).
 static FRAME_HASHER: LazyLock<blake3::Hasher> =
     LazyLock::new(|| blake3::Hasher::new_derive_key(FRAME_CONTEXT));
 
 /// The check of a frame whose length field and body are `covered`.
-pub fn frame_check(covered: &[u8]) -> Digest {
+pub(crate) fn frame_check(covered: &[u8]) -> Digest {
     let mut hasher = FRAME_HASHER.clone();
     hasher.update(covered);
     Digest(*hasher.finalize().as_bytes())
@@ -40,7 +40,7 @@ pub fn frame_check(covered: &[u8]) -> Digest {
 /// Encodes one transaction's records, which must be contiguous and non-empty, as a frame
 /// beginning with `marker` (the journal's; empty in version 1): `None` when its body would
 /// exceed [`FRAME_BODY_BYTES_MAX`].
-pub fn encode_frame(marker: &[u8], records: &[Record]) -> Option<Vec<u8>> {
+pub(crate) fn encode_frame(marker: &[u8], records: &[Record]) -> Option<Vec<u8>> {
     let first = records.first()?;
     let mut frame = marker.to_vec();
     let at = frame.len();
@@ -74,7 +74,7 @@ pub fn encode_frame(marker: &[u8], records: &[Record]) -> Option<Vec<u8>> {
 /// One whole frame read back: its transaction's records, each checked (its hashes, its
 /// position, the chain within the frame).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame {
+pub(crate) struct Frame {
     /// Where the frame begins in the file.
     pub offset: u64,
     /// Its length in the file, marker, length field and check included.
@@ -85,19 +85,19 @@ pub struct Frame {
 
 impl Frame {
     /// The frame's first position.
-    pub fn first(&self) -> Position {
+    pub(crate) fn first(&self) -> Position {
         self.records[0].position
     }
 
     /// One past its last position.
-    pub fn end(&self) -> Position {
+    pub(crate) fn end(&self) -> Position {
         Position(self.first().0 + self.records.len() as u64)
     }
 }
 
 /// Why the bytes at some offset are not a whole frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FrameProblem {
+pub(crate) enum FrameProblem {
     /// The bytes there do not begin with the journal's marker: no frame begins there (zeros
     /// where the journal's room begins, or damage).
     Marker,
@@ -138,7 +138,7 @@ impl std::fmt::Display for FrameProblem {
 
 /// How long the frame at the start of `bytes` is, from its length field, when that field is
 /// whole and in range.
-pub fn frame_len(bytes: &[u8]) -> Result<u64, FrameProblem> {
+pub(crate) fn frame_len(bytes: &[u8]) -> Result<u64, FrameProblem> {
     let Some(field) = bytes.get(..4) else {
         return Err(FrameProblem::Short {
             available: bytes.len() as u64,
@@ -154,7 +154,11 @@ pub fn frame_len(bytes: &[u8]) -> Result<u64, FrameProblem> {
 
 /// Decodes the frame at the start of `bytes` (found at `offset` in the file), which begins
 /// with `marker`.
-pub fn decode_frame(bytes: &[u8], offset: u64, marker: &[u8]) -> Result<Frame, FrameProblem> {
+pub(crate) fn decode_frame(
+    bytes: &[u8],
+    offset: u64,
+    marker: &[u8],
+) -> Result<Frame, FrameProblem> {
     let Some(after) = bytes.strip_prefix(marker) else {
         return Err(if bytes.len() < marker.len() {
             FrameProblem::Short {

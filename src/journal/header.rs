@@ -30,20 +30,20 @@ pub const VERSION: u16 = 3;
 pub const HEADER_BYTES: u64 = 64;
 
 /// The bytes of a version 2 header: magic, version, marker, check.
-pub const V2_HEADER_BYTES: u64 = 48;
+pub(crate) const V2_HEADER_BYTES: u64 = 48;
 
 /// Where the synced mark is, in a version 3 header: its last 16 bytes.
-pub const MARK_OFFSET: u64 = 48;
+pub(crate) const MARK_OFFSET: u64 = 48;
 
 /// The bytes of the synced mark.
-pub const MARK_BYTES: usize = 16;
+pub(crate) const MARK_BYTES: usize = 16;
 
 /// What a version 3 journal's synced mark says: its frames from the header to `end` are
 /// synced, and it has been emptied `epoch` times (wrapping) since its header was written, so
 /// that a reader that read frames between two reads of the same mark knows none of them was
 /// rewritten meanwhile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Synced {
+pub(crate) struct Synced {
     /// Where the synced frames end.
     pub end: u64,
     /// How many times the journal was emptied.
@@ -51,24 +51,24 @@ pub struct Synced {
 }
 
 /// The bytes of a version 1 header: magic and version.
-pub const V1_HEADER_BYTES: u64 = 16;
+pub(crate) const V1_HEADER_BYTES: u64 = 16;
 
 /// The bytes of the marker that begins every version 2 frame.
 pub const MARKER_BYTES: usize = 16;
 
 /// The blake3 derive-key context of the header's check.
-pub const HEADER_CONTEXT: &str = "annals 2026-12-05 journal header v2";
+pub(crate) const HEADER_CONTEXT: &str = "annals 2026-12-05 journal header v2";
 
 /// The blake3 derive-key context of the synced mark's check.
-pub const MARK_CONTEXT: &str = "annals 2026-12-06 journal synced mark v3";
+pub(crate) const MARK_CONTEXT: &str = "annals 2026-12-06 journal synced mark v3";
 
 /// A journal's marker: the bytes every one of its frames begins with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Marker(pub [u8; MARKER_BYTES]);
+pub(crate) struct Marker(pub [u8; MARKER_BYTES]);
 
 impl Marker {
     /// A marker from the system's randomness.
-    pub fn fresh() -> io::Result<Marker> {
+    pub(crate) fn fresh() -> io::Result<Marker> {
         let mut bytes = [0; MARKER_BYTES];
         OsRng
             .try_fill_bytes(&mut bytes)
@@ -78,7 +78,7 @@ impl Marker {
 
     /// The version 3 header that names this marker, its synced mark at the first frame of
     /// epoch 0 (an empty journal).
-    pub fn header(&self) -> [u8; HEADER_BYTES as usize] {
+    pub(crate) fn header(&self) -> [u8; HEADER_BYTES as usize] {
         let mut header = [0; HEADER_BYTES as usize];
         header[..14].copy_from_slice(&MAGIC);
         header[14..16].copy_from_slice(&VERSION.to_le_bytes());
@@ -95,7 +95,7 @@ impl Marker {
 
     /// The synced mark's bytes for `synced`: its end (u64 LE), its epoch (u32 LE) and the first
     /// 4 bytes of a check over them and this journal's marker.
-    pub fn mark(&self, synced: Synced) -> [u8; MARK_BYTES] {
+    pub(crate) fn mark(&self, synced: Synced) -> [u8; MARK_BYTES] {
         let mut mark = [0; MARK_BYTES];
         mark[..8].copy_from_slice(&synced.end.to_le_bytes());
         mark[8..12].copy_from_slice(&synced.epoch.to_le_bytes());
@@ -106,7 +106,7 @@ impl Marker {
 
     /// What a synced mark's bytes say, `None` when they fail their check (a mark read while
     /// it was written, or damage).
-    pub fn read_mark(&self, mark: &[u8; MARK_BYTES]) -> Option<Synced> {
+    pub(crate) fn read_mark(&self, mark: &[u8; MARK_BYTES]) -> Option<Synced> {
         (mark[12..] == self.mark_check(&mark[..12])).then(|| Synced {
             end: u64::from_le_bytes(mark[..8].try_into().expect("8 bytes")),
             epoch: u32::from_le_bytes(mark[8..12].try_into().expect("4 bytes")),
@@ -136,7 +136,7 @@ fn header_check(covered: &[u8]) -> [u8; 16] {
 
 /// How a journal's frames are laid out, as its header says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layout {
+pub(crate) enum Layout {
     /// Version 1: frames follow the 16-byte header, each its length field first.
     V1,
     /// Version 2: frames follow the 48-byte header, each its marker first.
@@ -147,7 +147,7 @@ pub enum Layout {
 
 impl Layout {
     /// Where the first frame begins.
-    pub fn frames_start(&self) -> u64 {
+    pub(crate) fn frames_start(&self) -> u64 {
         match self {
             Layout::V1 => V1_HEADER_BYTES,
             Layout::V2(_) => V2_HEADER_BYTES,
@@ -156,7 +156,7 @@ impl Layout {
     }
 
     /// The bytes every frame begins with, before its length field.
-    pub fn marker(&self) -> &[u8] {
+    pub(crate) fn marker(&self) -> &[u8] {
         match self {
             Layout::V1 => &[],
             Layout::V2(marker) | Layout::V3(marker) => &marker.0,
@@ -166,7 +166,7 @@ impl Layout {
 
 /// What the first bytes of a journal file say.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Header {
+pub(crate) enum Header {
     /// A whole header of a version this build reads.
     Whole(Layout),
     /// No whole header, and bytes that could be one cut short (a prefix of the magic, zeros):
@@ -178,7 +178,7 @@ pub enum Header {
 /// names the file in errors. A version 2 or 3 header that fails its check (or is not whole)
 /// is [`Header::CutShort`] too: the caller refuses it when anything follows it. A version 3
 /// header's synced mark is not read here: recovery does not need it.
-pub fn read_header(first: &[u8], path: &Path) -> Result<Header> {
+pub(crate) fn read_header(first: &[u8], path: &Path) -> Result<Header> {
     if first.len() >= 16 && first[..14] == MAGIC {
         let found = u16::from_le_bytes([first[14], first[15]]);
         return match found {

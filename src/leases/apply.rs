@@ -51,7 +51,7 @@ fn held_under(
 }
 
 /// Applies one lease event recorded in `record`, refusing one that breaks a lease rule.
-pub fn apply(tables: &WriteTables<'_>, record: &Record, event: LeaseEvent) -> Result<()> {
+pub(crate) fn apply(tables: &WriteTables<'_>, record: &Record, event: LeaseEvent) -> Result<()> {
     match event {
         LeaseEvent::Acquired(e) => grant(tables, record, e),
         LeaseEvent::Renewed(e) => renew(tables, record, e),

@@ -12,7 +12,7 @@ use super::stream_index::{RunBlock, read_tail, tail_key};
 use super::tables::{HEAD_KEY, IDEMPOTENCY, META, SEGMENTS, STREAM_COUNT_KEY, STREAM_RUNS};
 use super::tables::{seal_idempotency, unseal_idempotency};
 use super::{Head, decode_head, decode_stream_count, seal_meta, unseal_meta};
-pub use crate::error::{AppendError, SealProblem};
+pub(crate) use crate::error::{AppendError, SealProblem};
 use crate::error::{Error, Result};
 use crate::hash::Digest;
 pub use crate::record::ExpectedVersion;
@@ -76,7 +76,7 @@ struct Repacked {
 /// and every transaction that does moves the head, so a log end whose position is the head's
 /// describes the log; debug builds walk the segments anyway and check that it does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LogEnd {
+pub(crate) struct LogEnd {
     next: Position,
     small_run: SmallRun,
 }
@@ -133,7 +133,7 @@ pub struct Appended {
 ///
 /// Appends within one transaction share segments, and the head and stream count are written
 /// once: [`LogWriter::finish`] writes what is pending and must run before the commit.
-pub struct LogWriter<'txn> {
+pub(crate) struct LogWriter<'txn> {
     /// The transaction, for the log's start (`cut::start_in`) when the end is walked.
     txn: &'txn Writer<'txn>,
     /// The file's format, which every record written takes.
@@ -226,7 +226,7 @@ impl<'txn> LogWriter<'txn> {
     /// last, before the transaction commits: without it, the transaction's appends are lost.
     /// Returns the log's end as the commit will leave it, for the next transaction's
     /// [`Self::open_after`], when this transaction knows it.
-    pub fn finish(mut self) -> Result<Option<LogEnd>> {
+    pub(crate) fn finish(mut self) -> Result<Option<LogEnd>> {
         if !self.appended {
             debug_assert!(self.segment.is_empty());
             return Ok(self.known_end);
@@ -455,14 +455,14 @@ impl<'txn> LogWriter<'txn> {
     }
 
     /// The head as of this transaction, including its appends so far.
-    pub fn head(&self) -> Head {
+    pub(crate) fn head(&self) -> Head {
         self.head
     }
 
     /// Appends `events` to `stream` if it is in the `expected` state, pushing the records
     /// written onto `records`. Everything is checked before anything is written: on `Err`,
     /// the transaction is unchanged.
-    pub fn append(
+    pub(crate) fn append(
         &mut self,
         stream: &str,
         expected: ExpectedVersion,
@@ -497,7 +497,11 @@ impl<'txn> LogWriter<'txn> {
     /// stream's versions, and carry no idempotency key already used; re-encoded here, each must
     /// hash as it did. Checked before anything is written, except the hashes: on `Err`, abort
     /// the transaction.
-    pub fn append_sealed(&mut self, records: &[Record], written: &mut Vec<Record>) -> Result<()> {
+    pub(crate) fn append_sealed(
+        &mut self,
+        records: &[Record],
+        written: &mut Vec<Record>,
+    ) -> Result<()> {
         let Some(first) = records.first() else {
             return Err(AppendError::NoEvents.into());
         };
@@ -582,7 +586,7 @@ impl<'txn> LogWriter<'txn> {
     }
 
     /// The root of the Merkle tree of every record, including this transaction's.
-    pub fn merkle_root(&self) -> Digest {
+    pub(crate) fn merkle_root(&self) -> Digest {
         self.merkle.root()
     }
 

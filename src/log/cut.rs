@@ -23,7 +23,7 @@ use crate::storage::{Definition, ReadIn, Readable, Writer};
 pub(crate) const CUTS: Definition<u64, &[u8]> = Definition::new(CUTS_NAME);
 
 /// The name of [`CUTS`], which its values' checksums cover.
-pub const CUTS_NAME: &str = "annals.cuts";
+pub(crate) const CUTS_NAME: &str = "annals.cuts";
 
 /// `annals.archived`: block `b` → the record hashes of positions `16·b ..` below the cut (16
 /// of them, fewer in the block the cut falls in), 32 bytes each ‖ checksum. A block is the
@@ -31,7 +31,7 @@ pub const CUTS_NAME: &str = "annals.cuts";
 pub(crate) const ARCHIVED: Definition<u64, &[u8]> = Definition::new(ARCHIVED_NAME);
 
 /// The name of [`ARCHIVED`], which its values' checksums cover.
-pub const ARCHIVED_NAME: &str = "annals.archived";
+pub(crate) const ARCHIVED_NAME: &str = "annals.archived";
 
 /// `annals.kept`: position → the v1 stored form of an archived record a projection's rows
 /// still point at (a run's span events), so that its queries read it back after the cut. Its
@@ -41,17 +41,17 @@ pub const ARCHIVED_NAME: &str = "annals.archived";
 pub(crate) const KEPT: Definition<u64, &[u8]> = Definition::new("annals.kept");
 
 /// Record hashes per [`ARCHIVED`] block.
-pub const ARCHIVED_BLOCK_RECORDS: u64 = 1 << MERKLE_STORED_LEVEL_MIN;
+pub(crate) const ARCHIVED_BLOCK_RECORDS: u64 = 1 << MERKLE_STORED_LEVEL_MIN;
 
 /// The kind of a cut record. Raw appends of it are refused.
-pub const CUT_KIND: &str = "annals.cut";
+pub(crate) const CUT_KIND: &str = "annals.cut";
 
 /// The stream cut records go to.
-pub const CUT_STREAM: &str = "annals.cuts";
+pub(crate) const CUT_STREAM: &str = "annals.cuts";
 
 /// The prefix of the snapshot's tables: projection table `<t>` as of the last cut is
 /// `annals.cut/<t>`, its rows the live table's bytes (sealed under the name `<t>`).
-pub const SNAPSHOT_PREFIX: &str = "annals.cut/";
+pub(crate) const SNAPSHOT_PREFIX: &str = "annals.cut/";
 
 /// A projection's state as of a cut.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

@@ -10,11 +10,11 @@ use crate::error::{Error, Result};
 use crate::hash::Digest;
 
 /// Meta key of the last signed checkpoint: `u64(size) ‖ root (32) ‖ origin (UTF-8)`.
-pub const SIGNED_CHECKPOINT_KEY: &str = "signed_checkpoint";
+pub(crate) const SIGNED_CHECKPOINT_KEY: &str = "signed_checkpoint";
 
 /// Meta key of the latest checkpoint witnesses cosigned (`annals witness request`): the note's
 /// text, its log signature and the cosignatures collected, as UTF-8.
-pub const COSIGNED_CHECKPOINT_KEY: &str = "cosigned_checkpoint";
+pub(crate) const COSIGNED_CHECKPOINT_KEY: &str = "cosigned_checkpoint";
 
 /// The tree head of the last checkpoint a log signed, and the origin it signed it as.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -37,7 +37,7 @@ fn broken(record: &Record, rule: &'static str, detail: String) -> Error {
 
 /// Applies one outbox event recorded in `record`, refusing one the row's state does not
 /// allow.
-pub fn apply(tables: &WriteTables<'_>, record: &Record, event: OutboxEvent) -> Result<()> {
+pub(crate) fn apply(tables: &WriteTables<'_>, record: &Record, event: OutboxEvent) -> Result<()> {
     let key = event.key().to_owned();
     let before = ROWS.get(tables, &key)?;
     check(record, &event, before.as_ref())?;
@@ -166,7 +166,7 @@ fn check_claim_token(record: &Record, event: &OutboxEvent, row: &OutboxRow) -> R
 }
 
 /// The row an enqueue at `at_ms` adds: `pending`, due at once.
-pub fn created(event: &Enqueued, at_ms: u64) -> OutboxRow {
+pub(crate) fn created(event: &Enqueued, at_ms: u64) -> OutboxRow {
     OutboxRow {
         key: event.key.clone(),
         peer: event.peer.clone(),
@@ -186,7 +186,7 @@ pub fn created(event: &Enqueued, at_ms: u64) -> OutboxRow {
 
 /// `row` after `event` at `at_ms`. An enqueue of a key present adds nothing; a prune is
 /// the removal of the row, which [`apply`] does.
-pub fn evolve(mut row: OutboxRow, event: &OutboxEvent, at_ms: u64) -> OutboxRow {
+pub(crate) fn evolve(mut row: OutboxRow, event: &OutboxEvent, at_ms: u64) -> OutboxRow {
     match event {
         OutboxEvent::Enqueued(_) | OutboxEvent::Pruned(_) => {}
         OutboxEvent::Delivered(_) | OutboxEvent::Acked(_) => close(&mut row, OutboxState::Done),

@@ -18,7 +18,7 @@ use crate::log::read::Direction;
 use crate::record::problem::RowDifference;
 
 /// The derive-key context of projection digests.
-pub const PROJECTION_DIGEST_CONTEXT: &str = "annals 2026-11-29 projection digest v1";
+pub(crate) const PROJECTION_DIGEST_CONTEXT: &str = "annals 2026-11-29 projection digest v1";
 
 /// Rows read at a time while walking a table.
 const PAGE_ROWS: usize = 256;
@@ -107,7 +107,7 @@ pub fn digest(
 
 /// Where two copies of a projection's tables first differ.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Difference {
+pub(crate) struct Difference {
     /// The table.
     pub table: String,
     /// The first key (hex) that is missing on one side or holds other bytes.
@@ -118,7 +118,7 @@ pub struct Difference {
 
 /// The first difference between `live` and `expected`, `None` if they are identical: both
 /// walked side by side in key order, table by table in name order, a page at a time.
-pub fn first_difference(
+pub(crate) fn first_difference(
     live: &dyn TableSource,
     expected: &dyn TableSource,
     projection: &dyn Projection,

@@ -22,7 +22,7 @@ pub fn key_bytes<K: KeyCodec>(key: &K) -> Vec<u8> {
 }
 
 /// The key encoded in `bytes`, which must hold exactly one.
-pub fn key_from_bytes<K: KeyCodec>(mut bytes: &[u8]) -> Option<K> {
+pub(crate) fn key_from_bytes<K: KeyCodec>(mut bytes: &[u8]) -> Option<K> {
     let key = K::decode_key(&mut bytes)?;
     bytes.is_empty().then_some(key)
 }

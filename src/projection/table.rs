@@ -61,7 +61,7 @@ pub trait TableSource {
 /// Refuses a walk of the whole of `table` that met `walked` rows where `source` says it holds
 /// another number: a damaged page of redb's tree can lead a range past rows, and each row's
 /// checksum cannot tell a row that is not met.
-pub fn check_walked(source: &dyn TableSource, table: &str, walked: u64) -> Result<()> {
+pub(crate) fn check_walked(source: &dyn TableSource, table: &str, walked: u64) -> Result<()> {
     let held = source.row_count(table)?;
     if held == walked {
         Ok(())

@@ -29,7 +29,7 @@ fn broken(record: &Record, rule: &'static str, detail: String) -> Error {
 }
 
 /// Applies one registry event recorded in `record`, refusing one that breaks a registry rule.
-pub fn apply(tables: &WriteTables<'_>, record: &Record, event: RegistryEvent) -> Result<()> {
+pub(crate) fn apply(tables: &WriteTables<'_>, record: &Record, event: RegistryEvent) -> Result<()> {
     match event {
         RegistryEvent::InstanceAdded(e) => {
             if INSTANCES.get(tables, &e.handle)?.is_some() {

@@ -8,9 +8,9 @@ use crate::validate::{CommandProblem, invalid};
 
 // The grammar's bounds are the command layer's (`validate.rs`), which names them in its
 // refusal; the handle is checked against them here.
-pub use crate::validate::{LABEL_BYTES_MAX, TOKEN_INDEX_DIGITS_MAX, TOKEN_TXID_HEX_DIGITS};
+pub(crate) use crate::validate::{LABEL_BYTES_MAX, TOKEN_INDEX_DIGITS_MAX, TOKEN_TXID_HEX_DIGITS};
 /// Longest handle of either form, in bytes.
-pub const HANDLE_BYTES_MAX: usize = TOKEN_TXID_HEX_DIGITS + 1 + TOKEN_INDEX_DIGITS_MAX;
+pub(crate) const HANDLE_BYTES_MAX: usize = TOKEN_TXID_HEX_DIGITS + 1 + TOKEN_INDEX_DIGITS_MAX;
 
 const _: () = assert!(LABEL_BYTES_MAX <= HANDLE_BYTES_MAX);
 

@@ -51,7 +51,7 @@ impl Default for FollowerOptions {
 }
 
 /// Records appended in one local transaction unless told otherwise.
-pub const BATCH_RECORDS_DEFAULT: usize = 4096;
+pub(crate) const BATCH_RECORDS_DEFAULT: usize = 4096;
 /// Messages read ahead of the local appends.
 const INBOX_MESSAGES: usize = 8192;
 /// Records of one stream per sealed append (as an import's runs).

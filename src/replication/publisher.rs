@@ -38,11 +38,11 @@ use crate::store::{Durability, Store, WriteSession};
 use crate::subscribe::{Subscription, subscribe};
 
 /// Most messages awaiting their acknowledgement at once.
-pub const IN_FLIGHT_MAX: usize = 1024;
+pub(crate) const IN_FLIGHT_MAX: usize = 1024;
 /// Most bytes of messages awaiting their acknowledgement at once.
-pub const IN_FLIGHT_BYTES_MAX: usize = 64 * 1024 * 1024;
+pub(crate) const IN_FLIGHT_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// Most records in one message of a publisher.
-pub const MESSAGE_RECORDS_MAX: u32 = 1024;
+pub(crate) const MESSAGE_RECORDS_MAX: u32 = 1024;
 
 const _: () = assert!(IN_FLIGHT_MAX > 0 && MESSAGE_RECORDS_MAX > 0);
 const _: () = assert!(IN_FLIGHT_BYTES_MAX >= wire::MESSAGE_BYTES_MAX);

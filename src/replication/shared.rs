@@ -52,7 +52,7 @@ impl Default for SharedOptions {
 }
 
 /// Decisions of one command before it gives up, unless told otherwise.
-pub const ATTEMPTS_MAX_DEFAULT: u32 = 64;
+pub(crate) const ATTEMPTS_MAX_DEFAULT: u32 = 64;
 /// Records after which a local transaction takes no further message while catching up.
 const CATCH_UP_BATCH_RECORDS: usize = 4096;
 

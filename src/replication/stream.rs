@@ -16,12 +16,12 @@ use crate::record::{Position, Record};
 /// one node lost.
 pub const REPLICAS_DEFAULT: usize = 3;
 /// How long the server remembers a `Nats-Msg-Id` to deduplicate a repeated publish.
-pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
+pub(crate) const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 /// How long `connect` tries to reach a server before it gives up (the CLI's `--wait`).
 pub const CONNECT_WAIT_DEFAULT: Duration = Duration::from_secs(30);
 /// How long a JetStream request or acknowledgement may take before it is retried: long enough
 /// for a RAFT group to elect a new leader after a node dies.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One log's place in JetStream: the subject its records are published on and the stream
 /// that holds them (named after the subject).

@@ -82,7 +82,7 @@ fn existing_span(
 }
 
 /// Applies one run event recorded in `record`, refusing one that breaks a run rule.
-pub fn apply(tables: &WriteTables<'_>, record: &Record, event: RunEvent) -> Result<()> {
+pub(crate) fn apply(tables: &WriteTables<'_>, record: &Record, event: RunEvent) -> Result<()> {
     match event {
         RunEvent::SpanStarted(e) => started(tables, record, e),
         RunEvent::SpanPatched(e) => patched(tables, record, e),

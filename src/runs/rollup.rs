@@ -7,11 +7,11 @@ use super::events::{BillingMode, SpanOrigin, SpanOutcome, SpanUsage};
 use super::query::{FrozenCosts, OpenRunRollup, RunRollup, Span};
 
 /// The reason a rollup carries when its root was interrupted and no span said why it failed.
-pub const INTERRUPTED_REASON: &str = "interrupted";
+pub(crate) const INTERRUPTED_REASON: &str = "interrupted";
 
 /// The rollup of a run whose spans (in start order) are `spans`, merged with the `frozen` cost
 /// fields of its earlier rollup; `None` while the root is open or the run has no span.
-pub fn compute(spans: &[Span], frozen: Option<FrozenCosts>) -> Option<RunRollup> {
+pub(crate) fn compute(spans: &[Span], frozen: Option<FrozenCosts>) -> Option<RunRollup> {
     let root = root(spans)?;
     let (outcome, ended_at_ms) = (root.outcome?, root.ended_at_ms?);
     Some(so_far(spans, frozen)?.closed(outcome, ended_at_ms))
@@ -24,7 +24,7 @@ fn root(spans: &[Span]) -> Option<&Span> {
 
 /// The rollup of a run as its spans stand, its root open or not, merged with the `frozen`
 /// cost fields of its earlier rollup; `None` when the run has no span.
-pub fn so_far(spans: &[Span], frozen: Option<FrozenCosts>) -> Option<OpenRunRollup> {
+pub(crate) fn so_far(spans: &[Span], frozen: Option<FrozenCosts>) -> Option<OpenRunRollup> {
     let root = root(spans)?;
     let children = || spans.iter().filter(|s| s.span != root.span);
     let total = |field: fn(&SpanUsage) -> Option<u64>| -> Option<u64> {

@@ -42,7 +42,7 @@ use crate::audit::extends::{Extension, check_extends};
 use crate::audit::verify::VerifyReport;
 use crate::command::{Command, Precondition};
 use crate::error::{Error, OpenError, Result, StorageError};
-pub use crate::error::{PartialStep, StoreError};
+pub(crate) use crate::error::{PartialStep, StoreError};
 use crate::log::Head;
 use crate::log::append::{AppendOutcome, ExpectedVersion, LogEnd};
 use crate::log::read::Snapshot;
@@ -51,7 +51,8 @@ use crate::projection::table::ReadTables;
 use crate::projection::{Projection, ProjectionError, Projections};
 use crate::record::limits::Limits;
 use crate::record::{Format, NewEvent, Position, Record};
-pub use crate::sharing::{Holder, Sharing};
+use crate::sharing::Holder;
+pub use crate::sharing::Sharing;
 use crate::storage::Writer;
 pub use archive::{ArchiveOptions, ArchiveReport, ArchivedRecords, Archives, Cut, CutProjection};
 pub use audit::{Audit, Rebuild};
@@ -78,7 +79,7 @@ pub use tiles::{Tiles, TilesWritten};
 pub(crate) const WRITE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The [`Store::path`] of a store opened over a storage backend rather than a file.
-pub const BACKEND_PATH: &str = "<storage backend>";
+pub(crate) const BACKEND_PATH: &str = "<storage backend>";
 
 /// How a store is opened.
 #[derive(Clone, Debug)]

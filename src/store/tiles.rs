@@ -21,7 +21,7 @@ use crate::record::Position;
 use crate::tlog::tiles::{TILE_HEIGHT, TileId, entry_bundle, tile_bytes, tiles_between, tiles_of};
 use crate::tlog::{Checkpoint, Signer};
 
-pub use crate::error::{OtherLogProblem, TilesError};
+use crate::error::{OtherLogProblem, TilesError};
 
 use super::Store;
 
