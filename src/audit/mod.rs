@@ -4,14 +4,13 @@
 //! [`Replay`] of the state at a position, an [`Extension`] of an earlier head, and the
 //! [`ProofFile`]s a log proves its records with.
 
-pub(crate) mod decoded;
 pub(crate) mod extends;
 pub(crate) mod history;
 pub(crate) mod proof_file;
 pub(crate) mod replay;
 pub(crate) mod verify;
 
-pub use decoded::BuiltInEvent;
+pub use crate::builtins::BuiltInEvent;
 pub use extends::Extension;
 pub use history::{Entity, History, records as history};
 pub use proof_file::{ProofFile, ProofTree, lower_hex_digest};

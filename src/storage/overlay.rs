@@ -274,6 +274,9 @@ impl Generation {
         if tables.is_empty() {
             return Generation { layers };
         }
+        // What the command changed, to check that the next generation reads it back.
+        #[cfg(debug_assertions)]
+        let published = tables.clone();
         let mut top = Layer { tables };
         // Publishing moves changes between layers, never adds or loses a counted row.
         #[cfg(debug_assertions)]
@@ -303,6 +306,20 @@ impl Generation {
                     .all(|pair| pair[0].size() > pair[1].size()),
                 "each layer is smaller than the one below it, as a binary counter's digits"
             );
+            debug_assert!(
+                published.iter().all(|(name, changes)| {
+                    let layers = next.table(name);
+                    changes.rows.iter().all(|(key, change)| {
+                        match (change, newest_change(&layers, &key.bytes)) {
+                            (Change::Put(put), Some(Change::Put(read))) => put == read,
+                            // A removal that hid nothing may be pruned: the key still reads empty.
+                            (Change::Removed { .. }, None | Some(Change::Removed { .. })) => true,
+                            _ => false,
+                        }
+                    })
+                }),
+                "the next generation reads back each change the command published"
+            );
         }
         next
     }
@@ -320,6 +337,19 @@ impl Generation {
         for layer in &self.layers {
             all.merge(layer);
         }
+        // Each key once, with its newest change: no more changes than the layers hold, and no
+        // fewer than the largest of them.
+        debug_assert!(
+            all.size() <= self.layers.iter().map(|layer| layer.size()).sum::<usize>()
+                && all.size()
+                    >= self
+                        .layers
+                        .iter()
+                        .map(|layer| layer.size())
+                        .max()
+                        .unwrap_or(0),
+            "a drain writes each changed key of its layers once"
+        );
         let mut names: Vec<&String> = all.tables.keys().collect();
         names.sort();
         for name in names {
