@@ -102,3 +102,87 @@ impl<B: Backend> redb::StorageBackend for Engine<B> {
         self.0.close()
     }
 }
+
+/// A [`Backend`] that the engine opens in a sharing mode as if it were a file no other process
+/// has open: every byte-range lock is granted and none is held elsewhere. The simulated disk
+/// runs the single-writer mode's commits (two-phase, with the locks the engine takes for them)
+/// through it, as one process alone on the file sees them.
+#[cfg(feature = "testing")]
+#[derive(Debug)]
+pub(crate) struct Alone<B>(pub(crate) Engine<B>);
+
+#[cfg(feature = "testing")]
+impl<B: Backend> redb::StorageBackend for Alone<B> {
+    fn len(&self) -> io::Result<u64> {
+        redb::StorageBackend::len(&self.0)
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
+        redb::StorageBackend::read(&self.0, offset, out)
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        redb::StorageBackend::set_len(&self.0, len)
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        redb::StorageBackend::sync_data(&self.0)
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        redb::StorageBackend::write(&self.0, offset, data)
+    }
+
+    fn close(&self) -> io::Result<()> {
+        redb::StorageBackend::close(&self.0)
+    }
+
+    fn try_lock_range(
+        &self,
+        _start: std::ops::Bound<u64>,
+        _end: std::ops::Bound<u64>,
+    ) -> Result<bool, redb::BackendError> {
+        Ok(true)
+    }
+
+    fn try_lock_shared_range(
+        &self,
+        _start: std::ops::Bound<u64>,
+        _end: std::ops::Bound<u64>,
+    ) -> Result<bool, redb::BackendError> {
+        Ok(true)
+    }
+
+    fn lock_range(
+        &self,
+        _start: std::ops::Bound<u64>,
+        _end: std::ops::Bound<u64>,
+    ) -> Result<(), redb::BackendError> {
+        Ok(())
+    }
+
+    fn lock_shared_range(
+        &self,
+        _start: std::ops::Bound<u64>,
+        _end: std::ops::Bound<u64>,
+    ) -> Result<(), redb::BackendError> {
+        Ok(())
+    }
+
+    fn unlock_range(
+        &self,
+        _start: std::ops::Bound<u64>,
+        _end: std::ops::Bound<u64>,
+    ) -> Result<(), redb::BackendError> {
+        Ok(())
+    }
+
+    fn query_lock_range(
+        &self,
+        _start: std::ops::Bound<u64>,
+        _end: std::ops::Bound<u64>,
+    ) -> Result<bool, redb::BackendError> {
+        // No other process holds any lock.
+        Ok(false)
+    }
+}

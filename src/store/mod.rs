@@ -345,7 +345,7 @@ impl Store {
     /// [`Store::path`] is the label `BACKEND_PATH` and [`Stats::file_bytes`] is 0.
     pub fn open_with_backend(backend: impl Backend, options: StoreOptions) -> Result<Store> {
         let archives = options.archives.clone();
-        let (mut store, unsnapshotted) = Store::open_backend(backend, options)?;
+        let (mut store, unsnapshotted) = Store::open_backend(backend, Sharing::Exclusive, options)?;
         store.adopt(unsnapshotted, &archives)?;
         Ok(store)
     }
@@ -353,6 +353,7 @@ impl Store {
     /// [`Store::open_with_backend`] up to the projections a cut kept no snapshot of.
     fn open_backend(
         backend: impl Backend,
+        sharing: Sharing,
         options: StoreOptions,
     ) -> Result<(Store, adopt::Unsnapshotted)> {
         options.limits.check()?;
@@ -362,8 +363,14 @@ impl Store {
         if empty && !options.create {
             return Err(OpenError::Missing { path }.into());
         }
-        // A backend is this process's own: nothing else can open it.
+        // A backend is this process's own: nothing else can open it. The simulated disk alone
+        // opens one in single-writer mode, as a file no other process has open.
         let opened = open_redb(&path, || {
+            #[cfg(feature = "testing")]
+            if sharing != Sharing::Exclusive {
+                return redb_builder(sharing)
+                    .create_with_backend(backend::Alone(backend::Engine(backend)));
+            }
             redb_builder(Sharing::Exclusive).create_with_backend(backend::Engine(backend))
         });
         let brought_up = opened.and_then(|db| {
@@ -373,16 +380,17 @@ impl Store {
             Store::bring_up(db, options.limits, path.clone(), projections, false)
         });
         let (mut store, unsnapshotted) = brought_up.map_err(|error| error.no_space_at(&path))?;
-        store.sharing = Sharing::Exclusive;
+        store.sharing = sharing;
         Ok((store, unsnapshotted))
     }
 
     /// [`Store::open_with_backend`] with the commit journal in `journal`, a storage backend
     /// of its own (the simulated disk's second file, say): commits go through it as through
-    /// `<log>.journal` in [`Sharing::Exclusive`] mode ([`StoreOptions::journal`] gives its
-    /// bounds; `None` recovers what it holds and commits to the log's backend), and the open
-    /// recovers what it holds past the log's head. The backend must grow on a write past its
-    /// end, as a file does.
+    /// `<log>.journal` ([`StoreOptions::journal`] gives its bounds; `None` recovers what it
+    /// holds and commits to the log's backend), and the open recovers what it holds past the
+    /// log's head. The backend must grow on a write past its end, as a file does. In the mode
+    /// [`StoreOptions::sharing`] names: [`Sharing::SingleWriter`] commits its drains in two
+    /// phases and takes the engine's locks, as on a file no other process has open.
     #[cfg(feature = "testing")]
     pub(crate) fn open_with_backends(
         backend: impl Backend,
@@ -391,7 +399,7 @@ impl Store {
     ) -> Result<Store> {
         let bounds = options.journal;
         let archives = options.archives.clone();
-        let (mut store, unsnapshotted) = Store::open_backend(backend, options)?;
+        let (mut store, unsnapshotted) = Store::open_backend(backend, options.sharing, options)?;
         let path = crate::journal::journal_path(&store.path);
         store
             .attach_journal(Some(Box::new(backend::Engine(journal))), path, bounds)

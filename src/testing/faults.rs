@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 
 use crate::journal::JournalOptions;
 use crate::log::Head;
-use crate::store::{Store, StoreOptions};
+use crate::store::{Sharing, Store, StoreOptions};
 use crate::testing::model::{Script, run_on_store};
 use crate::testing::sim::{Fault, Loss, SimDisk, Trigger};
 
@@ -72,6 +72,9 @@ pub struct Images {
     pub journal: Vec<u8>,
     /// Whether commits go through the journal.
     pub journaled: bool,
+    /// The mode the store opens the disk in: exclusive, or single-writer (its drains
+    /// two-phase, as beside reader processes). Journaled images only.
+    pub sharing: Sharing,
 }
 
 impl Images {
@@ -81,6 +84,7 @@ impl Images {
             log: image.to_vec(),
             journal: Vec::new(),
             journaled: false,
+            sharing: Sharing::Exclusive,
         }
     }
 
@@ -89,6 +93,15 @@ impl Images {
         Images {
             journaled: true,
             ..Images::file(image)
+        }
+    }
+
+    /// The log's `image` with an empty journal that commits go through, opened in
+    /// single-writer mode: the mode hosts run, its drains two-phase.
+    pub fn journaled_single_writer(image: &[u8]) -> Images {
+        Images {
+            sharing: Sharing::SingleWriter,
+            ..Images::journaled(image)
         }
     }
 
@@ -112,6 +125,7 @@ impl Images {
             log,
             journal,
             journaled: self.journaled,
+            sharing: self.sharing,
         }
     }
 
@@ -123,6 +137,7 @@ impl Images {
                     checkpoint_ms: u64::MAX,
                     checkpoint_bytes: JOURNAL_DRAIN_BYTES,
                 }),
+                sharing: self.sharing,
                 ..options()
             };
             Store::open_with_backends(disk.backend(), disk.journal(), options)

@@ -3,7 +3,9 @@
 //! of operations) and are drained into the log every `JOURNAL_DRAIN_BYTES`. An I/O error at
 //! every operation (once, and forever), a crash at every operation under each loss mode
 //! (then at every sync of the recovery), and seeded faults: after each, every acknowledged
-//! commit is there, nothing half done is, and `verify` passes.
+//! commit is there, nothing half done is, and `verify` passes. Each in the exclusive mode and
+//! in the single-writer mode hosts run, whose drains commit in two phases under the engine's
+//! locks (the journal's frames and synced mark are the same code in both).
 
 use annals::testing::faults::{
     Images, Observed, base_image, check_recovered_on, crash_during_recovery_on, run_with_fault_on,
@@ -19,8 +21,15 @@ const SCENARIOS_COUNTED: u64 = 300;
 const RECOVERY_SYNCS_MAX: u64 = 64;
 const SWEEP_OPS_MAX: u64 = 4_000;
 
-fn images() -> Images {
+/// The disk as the exclusive mode commits to it.
+fn exclusive() -> Images {
     Images::journaled(base_image())
+}
+
+/// The disk as the single-writer mode (the mode hosts run) commits to it: the same journal,
+/// its drains two-phase, the engine's locks taken.
+fn single_writer() -> Images {
+    Images::journaled_single_writer(base_image())
 }
 
 fn sweep_script() -> Script {
@@ -29,10 +38,19 @@ fn sweep_script() -> Script {
 
 #[test]
 fn through_the_journal_an_io_error_at_every_operation_leaves_a_durable_prefix() {
+    io_error_sweep(&exclusive());
+}
+
+#[test]
+fn in_single_writer_mode_an_io_error_at_every_operation_of_the_journal_and_its_two_phase_drains_leaves_a_durable_prefix()
+ {
+    io_error_sweep(&single_writer());
+}
+
+fn io_error_sweep(images: &Images) {
     let script = sweep_script();
-    let images = images();
     // The workload drains: the log's own file moves on, so faults strike drains too.
-    let (disk, _, _) = run_with_fault_on(&images, Fault::None, &script).unwrap();
+    let (disk, _, _) = run_with_fault_on(images, Fault::None, &script).unwrap();
     let drained = images.after(&disk, true);
     assert!(
         drained.log != images.log,
@@ -47,7 +65,7 @@ fn through_the_journal_an_io_error_at_every_operation_leaves_a_durable_prefix() 
             } else {
                 Fault::FailOnce(trigger)
             };
-            let (disk, expectation, observed) = run_with_fault_on(&images, fault, &script)
+            let (disk, expectation, observed) = run_with_fault_on(images, fault, &script)
                 .unwrap_or_else(|violation| panic!("{fault:?}: {violation}"));
             for power_loss in [false, true] {
                 let after = images.after(&disk, power_loss);
@@ -57,7 +75,10 @@ fn through_the_journal_an_io_error_at_every_operation_leaves_a_durable_prefix() 
             }
             if !observed.struck {
                 assert!(k > 10, "the workload made only {k} operations");
-                eprintln!("journaled i/o sweep (forever: {forever}): {k} operations");
+                eprintln!(
+                    "journaled i/o sweep ({:?}, forever: {forever}): {k} operations",
+                    images.sharing
+                );
                 break;
             }
             k += 1;
@@ -68,14 +89,22 @@ fn through_the_journal_an_io_error_at_every_operation_leaves_a_durable_prefix() 
 
 #[test]
 fn through_the_journal_a_crash_at_every_operation_and_in_recovery_loses_nothing_acknowledged() {
+    crash_sweep(&exclusive());
+}
+
+#[test]
+fn in_single_writer_mode_a_crash_at_every_operation_and_in_recovery_loses_nothing_acknowledged() {
+    crash_sweep(&single_writer());
+}
+
+fn crash_sweep(images: &Images) {
     let script = sweep_script();
-    let images = images();
     let losses = [Loss::DropUnsynced, Loss::KeepSome(7), Loss::TearLast(11)];
     let (mut k, mut recovery_syncs, mut acknowledged_max) = (1, 0, 0);
     loop {
         let loss = losses[(k % 3) as usize];
         let fault = Fault::Crash(Trigger::Op(k), loss);
-        let (disk, expectation, observed) = run_with_fault_on(&images, fault, &script)
+        let (disk, expectation, observed) = run_with_fault_on(images, fault, &script)
             .unwrap_or_else(|violation| panic!("{fault:?}: {violation}"));
         if !observed.struck {
             break;
@@ -101,15 +130,15 @@ fn through_the_journal_a_crash_at_every_operation_and_in_recovery_loses_nothing_
     );
     assert!(recovery_syncs > 0, "no recovery ever synced");
     eprintln!(
-        "journaled crash sweep: {k} crash points, {recovery_syncs} recovery syncs crashed at"
+        "journaled crash sweep ({:?}): {k} crash points, {recovery_syncs} recovery syncs crashed at",
+        images.sharing
     );
 }
 
-fn scenario_case(seed: u64) -> Observed {
-    let images = images();
+fn scenario_case(images: &Images, seed: u64) -> Observed {
     let mut rng = Rng::new(seed ^ 0x0035);
     let script = Script::random(seed, 2 + rng.below(6));
-    let (_, _, dry) = run_with_fault_on(&images, Fault::None, &script)
+    let (_, _, dry) = run_with_fault_on(images, Fault::None, &script)
         .unwrap_or_else(|violation| panic!("journaled seed {seed}, no fault: {violation}"));
     let (ops_before, syncs_before) = dry.first_acknowledged_at.unwrap_or((0, 0));
     let trigger = if rng.chance(30) && dry.syncs > syncs_before {
@@ -123,20 +152,32 @@ fn scenario_case(seed: u64) -> Observed {
         rng.next_u64(),
     );
     let power_loss = rng.chance(50);
-    scenario_on(&images, fault, &script, power_loss).unwrap_or_else(|violation| {
-        panic!("journaled seed {seed} ({fault:?}, power loss {power_loss}): {violation}")
+    scenario_on(images, fault, &script, power_loss).unwrap_or_else(|violation| {
+        panic!(
+            "journaled seed {seed} ({:?}, {fault:?}, power loss {power_loss}): {violation}",
+            images.sharing
+        )
     })
 }
 
 #[test]
 fn through_the_journal_seeded_faults_lose_nothing_acknowledged() {
-    if let Some(seed) = annals::testing::random::seed_to_replay("ANNALS_JOURNAL_FAULT_SEED") {
+    seeded_faults(&exclusive(), "ANNALS_JOURNAL_FAULT_SEED");
+}
+
+#[test]
+fn in_single_writer_mode_seeded_faults_lose_nothing_acknowledged() {
+    seeded_faults(&single_writer(), "ANNALS_SINGLE_WRITER_FAULT_SEED");
+}
+
+fn seeded_faults(images: &Images, replay: &str) {
+    if let Some(seed) = annals::testing::random::seed_to_replay(replay) {
         // The seed's checks run inside; what it observed only counts in the sweep below.
-        let _ = scenario_case(seed);
+        let _ = scenario_case(images, seed);
     }
     let (mut seed, mut counted) = (0, 0);
     while counted < SCENARIOS_COUNTED {
-        let observed = scenario_case(seed);
+        let observed = scenario_case(images, seed);
         if observed.struck && observed.acknowledged_before_fault > 0 {
             counted += 1;
         }
