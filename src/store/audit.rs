@@ -100,7 +100,9 @@ impl Audit<'_> {
     }
 
     /// Every row of projection `name` as JSON (see [`crate::projection::Projection::state_json`]): as it stands,
-    /// or with `at = Some(n)` as of the first `n` records, by replaying them into memory.
+    /// or with `at = Some(n)` as of the first `n` records, by replaying them into memory. A
+    /// read, which never writes: a projection behind the log as it stands is refused with
+    /// [`crate::error::ProjectionError::Behind`] ([`crate::maintenance::Rebuild::catch_up`] brings it up).
     pub fn state_json(&self, name: &str, at: Option<Position>) -> Result<serde_json::Value> {
         self.store.state_json(name, at)
     }

@@ -1034,7 +1034,8 @@ impl Store {
                 name: name.to_owned(),
             })?;
         match at {
-            None => guarded(|| projection.state_json(&self.state()?)),
+            // A read: a projection behind the log is refused, not caught up here.
+            None => guarded(|| projection.state_json(&self.snapshot()?.state())),
             Some(at) => {
                 let replayed = self.state_at(at, progress)?;
                 guarded(|| projection.state_json(&replayed.state()?))
