@@ -353,6 +353,24 @@ impl Projections {
         Ok(())
     }
 
+    /// Whether every projection's checkpoint follows the head at its own version in `txn`,
+    /// as [`Projections::advance_checkpoints`] leaves them: what a session told so
+    /// ([`crate::store::WriteSession`]'s `checkpoints_follow`) takes on trust.
+    #[cfg(debug_assertions)]
+    pub(crate) fn all_follow(&self, txn: &Writer<'_>) -> Result<bool> {
+        let table = CHECKPOINTS.write(txn)?;
+        for projection in &self.list {
+            let stored = match table.get(projection.name())? {
+                Some(stored) => Some(unseal_checkpoint(projection.name(), &stored.value())?),
+                None => None,
+            };
+            if stored != Some((projection.version(), AT_HEAD)) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// Records that every projection has applied everything the transaction appended (and,
     /// being up to date when it began, everything before): each follows the head. Writes only
     /// a checkpoint that does not say so already; whether every one said so already.

@@ -56,6 +56,8 @@ impl Follower {
                 applied.head = head;
                 applied.end = end;
                 applied.generation = generation.clone();
+                // The command's session left every checkpoint following the head.
+                applied.following = true;
             }
             // Read again from the start on the next read.
             _ => self.applied = None,
@@ -80,6 +82,11 @@ struct Applied {
     /// The log's end through the generation, when known.
     end: Option<LogEnd>,
     generation: Generation,
+    /// Whether every projection's checkpoint follows the head through the generation, so
+    /// that a session over it need not read them: true once a session that appended has
+    /// finished over it (its finish advanced them, or knew they followed); not known of a
+    /// new base commit, which another writer's drain may have written.
+    following: bool,
 }
 
 impl Applied {
@@ -95,6 +102,7 @@ impl Applied {
                 head: base,
                 end: None,
                 generation: Generation::default(),
+                following: false,
             },
         }
     }
@@ -287,8 +295,7 @@ impl Following<'_> {
     ) -> Result<()> {
         if let Some(last) = unapplied.last() {
             let before = applied.head;
-            applied.head =
-                self.apply_frames(txn, &mut applied.generation, &mut applied.end, unapplied)?;
+            applied.head = self.apply_frames(txn, applied, unapplied)?;
             // Postcondition of `append_sealed`, which takes each record at the next position
             // only: the follower's head only grows, to the end of the last frame applied.
             assert!(
@@ -310,30 +317,38 @@ impl Following<'_> {
         Ok(())
     }
 
-    /// Applies `frames` (continuing the log through `generation`) over redb's commit `txn`,
-    /// into `generation`, as recovery appends them, one transaction a frame as their writers
-    /// committed them (a drain of the generation then stores the log's segments as theirs
-    /// would have): the log's head after them. `end` is the log's end through `generation`
-    /// when known, and after the frames when they leave it known.
+    /// Applies `frames` (continuing the log through `applied`'s generation) over redb's
+    /// commit `txn`, into that generation, as recovery appends them, one transaction a frame
+    /// as their writers committed them (a drain of the generation then stores the log's
+    /// segments as theirs would have): the log's head after them. `applied`'s end, the log's
+    /// end through the generation when known, is moved past the frames when they leave it
+    /// known.
     fn apply_frames(
         &self,
         txn: &Arc<Commit>,
-        generation: &mut Generation,
-        end: &mut Option<LogEnd>,
+        applied: &mut Applied,
         frames: &[Frame],
     ) -> Result<Head> {
         let mut head = None;
         for frame in frames {
-            let writer = Writer::overlay(Reader::over(Arc::clone(txn), generation.clone()));
+            let over = Reader::over(Arc::clone(txn), applied.generation.clone());
+            let writer = Writer::overlay(over);
             let mut session =
-                WriteSession::open(&writer, None, self.projections, self.limits, *end)?;
+                WriteSession::open(&writer, None, self.projections, self.limits, applied.end)?;
+            if applied.following {
+                session.checkpoints_follow();
+            }
             for run in super::journaled::runs_of_one_stream(&frame.records) {
                 session.append_sealed(run)?;
             }
             head = Some(session.head());
-            *end = session.finish()?.end;
+            let finished = session.finish()?;
+            debug_assert!(finished.appended, "a frame holds records");
+            applied.end = finished.end;
+            // Its finish advanced every checkpoint to the head, or knew they were there.
+            applied.following = true;
             if let Some(scratch) = writer.into_scratch() {
-                *generation = generation.with(scratch);
+                applied.generation = applied.generation.with(scratch);
             }
         }
         Ok(head.expect("frames to apply"))
