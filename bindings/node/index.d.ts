@@ -229,6 +229,8 @@ export declare class Store {
    * Starts the group-commit writer on a thread of its own: commands queued while a batch
    * runs share its transaction and its one durable commit, and each promise resolves once
    * its batch committed.
+   * `options` is the library's `WriterOptions`, crossing by serde: a field left out takes
+   * its default, and a `'deferred'` writer needs an exclusive store.
    */
   writer(options?: WriterOptions | undefined | null): Writer
   /**
@@ -332,7 +334,10 @@ export declare class Writer {
 export interface AppendOptions {
   /** `'immediate'` or `'deferred'`, as for any command. Default: the store's. */
   durability?: string
-  /** A lease the append is fenced by, checked in the same commit. */
+  /**
+   * A lease the append is fenced by, checked in the same commit: the library's
+   * `LeaseGuard`, crossing by serde (`crossing::argument`).
+   */
   guard?: LeaseGuard
   /**
    * The subject (a person's pseudonymous id, 1 to 128 bytes, no control character and no
@@ -353,7 +358,8 @@ export interface CallOptions {
   durability?: string
   /**
    * A lease the command is fenced by: refused with `FENCED` unless `guard.token` is the
-   * resource's live token at `guard.nowMs`, checked in the same commit.
+   * resource's live token at `guard.nowMs`, checked in the same commit. The library's
+   * `LeaseGuard`, crossing by serde (`crossing::argument`).
    */
   guard?: LeaseGuard
 }
@@ -454,19 +460,6 @@ export interface InstancesOptions {
 }
 
 /**
- * A write fenced by a lease: refused with code `FENCED` unless `token` is the resource's
- * live token at `nowMs`.
- */
-export interface LeaseGuard {
-  /** The leased resource. */
-  resource: string
-  /** The token the writer holds. */
-  token: bigint
-  /** The writer's clock. */
-  nowMs: number
-}
-
-/**
  * How many rows a list gives when its call names no `limit`; past it, the list's `more` is
  * `true`.
  */
@@ -477,18 +470,6 @@ export interface ListLimits {
   outboxOpenFor: number
   /** `readAll`'s and `readStream`'s. */
   read: number
-}
-
-/** One event to append. */
-export interface NewEvent {
-  /** Its kind, e.g. `'deploy.started'`. */
-  kind: string
-  /** The caller's clock, milliseconds since the epoch. */
-  atMs: number
-  /** Its bytes. */
-  payload: Buffer
-  /** Appending the same key with the same content again is a duplicate, not a new record. */
-  idempotencyKey?: string
 }
 
 /** How a store is opened. */
@@ -635,14 +616,6 @@ export interface TransactionOptions {
 export interface WriterAppendOptions {
   /** The subject the events' payloads are personal to, as for `Store.append`. */
   subject?: string
-}
-
-/** How the writer batches. */
-export interface WriterOptions {
-  /** Most commands in one transaction. */
-  batchMax?: number
-  /** Most commands waiting; a caller finding the queue full waits for room. */
-  queueDepth?: number
 }
 
 // The library's commands and outcomes as they cross (scripts/schema.mjs, from schemas()).
@@ -1085,6 +1058,17 @@ export type LeaseCommand =
     nowMs: number
   }
 
+/** A claim that the writer holds `resource` under `token` at `now_ms`. Its serde form is what a
+ * caller gives (the Node package's `guard`). */
+export interface LeaseGuard {
+  /** The leased resource. */
+  resource: string
+  /** The token the writer was given. */
+  token: bigint
+  /** The writer's clock. */
+  nowMs: number
+}
+
 /** What a lease command got. */
 export type LeaseOutcome =
   /** The caller holds the lease (`renewed`: it already did, under the same token). */
@@ -1139,6 +1123,25 @@ export interface LogRecord {
   idempotencyKey?: string
   /** The subject a personal field belongs to; absent for a plain one. */
   subject?: string
+}
+
+/** An event to append: what the caller supplies. Position, version, hashes and the chain link
+ * are the store's to assign.
+ * 
+ * Its serde form is what a caller gives (the Node package's `NewEvent`): `schema` may be left
+ * out for 1, and the payload is serde's bytes (a `Buffer` in the Node package). */
+export interface NewEvent {
+  /** The event type, e.g. `lease.acquired`. */
+  kind: string
+  /** The command's clock in milliseconds since the Unix epoch, supplied by the caller. */
+  atMs: number
+  /** The payload bytes, opaque to the log. */
+  payload: Buffer
+  /** A key that makes the append idempotent: the same key with the same content is a
+   * duplicate, with other content a conflict. */
+  idempotencyKey?: string
+  /** The payload's schema version, for upcasting. Default 1. */
+  schema?: number
 }
 
 /** A run's rollup computed on request while its root is still open: a [`RunRollup`] without
@@ -1901,6 +1904,19 @@ export interface VerifyReport {
   behind: Array<ProjectionBehind>
 }
 
+/** How a [`Writer`] batches and commits. Its serde form is what a host gives (the Node
+ * package's `store.writer(options)`): a field left out takes its default. */
+export interface WriterOptions {
+  /** Most jobs run in one write transaction. Default [`BATCH_MAX_DEFAULT`]. */
+  batchMax?: number
+  /** How each batch commits. With [`Durability::Deferred`], [`Writer::flush`] and closing
+   * the writer make everything before them durable. */
+  durability?: Durability
+  /** Most jobs waiting in the queue; a caller finding it full waits for room. Default
+   * [`QUEUE_DEPTH_DEFAULT`]. */
+  queueDepth?: number
+}
+
 /** What a cut record says: which records went to which archive, the chain's anchor, and the
  * projections' state where the retained records start. */
 export interface Cut {
@@ -2130,6 +2146,10 @@ export type BillingMode =
 export type ConsumerRefusal =
   | 'behind'
   | 'diverged'
+
+export type Durability =
+  | 'immediate'
+  | 'deferred'
 
 export type ExpiryReason =
   | 'max_age'

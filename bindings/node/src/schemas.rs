@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use annals::audit::VerifyReport;
 use annals::consumers::{ConsumerCommand, ConsumerOutcome};
 use annals::ingest::{IngestCommand, IngestOutcome};
-use annals::leases::{LaneCommand, LaneOutcome, LeaseCommand, LeaseOutcome};
+use annals::leases::{LaneCommand, LaneOutcome, LeaseCommand, LeaseGuard, LeaseOutcome};
 use annals::outbox::{
     OutboxCommand, OutboxOutcome, OutboxRow, PullCommand, PullOutcome, SweepCommand, SweepOutcome,
 };
@@ -19,8 +19,10 @@ use annals::runs::{
     OpenRunRollup, Run, RunChange, RunCommand, RunCommandOutcome, RunRollup, RunSnapshot, Span,
     SpanCommand, SpanCommandOutcome, SpanEvent,
 };
+use annals::writer::WriterOptions;
 use annals::{
-    AppendOutcome, Record, archive::ArchiveReport, erasure::Erasure, log::Head, maintenance::Backup,
+    AppendOutcome, NewEvent, Record, archive::ArchiveReport, erasure::Erasure, log::Head,
+    maintenance::Backup,
 };
 use napi_derive::napi;
 use schemars::JsonSchema;
@@ -38,6 +40,11 @@ fn unions() -> Vec<(&'static str, Vec<Value>)> {
         ("VerifyReport", vec![schema::<VerifyReport>()]),
         // A record as the reads give it, its payload opened (`OPENED`).
         ("LogRecord", vec![schema::<Record>()]),
+        // What a caller gives beside a command: an event to append, a lease guard, how the
+        // writer batches.
+        ("NewEvent", vec![schema::<NewEvent>()]),
+        ("LeaseGuard", vec![schema::<LeaseGuard>()]),
+        ("WriterOptions", vec![schema::<WriterOptions>()]),
         ("Erasure", vec![schema::<Erasure>()]),
         ("LeaseCommand", vec![schema::<LeaseCommand>()]),
         ("LeaseOutcome", vec![schema::<LeaseOutcome>()]),
