@@ -187,10 +187,12 @@ export declare class Store {
   fuelTotals(): Array<InstanceFuel>
   /**
    * Every row of one projection (`'registry'`, `'leases'`, `'outbox'`, `'runs'`,
-   * `'ingest'` or `'consumers'`) as `annals state --json` prints it (snake_case, as the
-   * CLI's JSON is).
+   * `'ingest'` or `'consumers'`) as `annals state` shows it: the library's `…Tables` of that
+   * domain, crossing by serde (camelCase, `bigint` counters, `number` milliseconds). A
+   * personal field is as stored (sealed), and hashes and stored bytes are hex, as the CLI
+   * prints them.
    */
-  state(projection: string): any
+  state(projection: string): RegistryTables | LeaseTables | OutboxTables | RunTables | IngestTables | ConsumerTables
   /**
    * Runs `callback` with every command it makes in one commit, which is made when it
    * returns `true`; `false` (the callback threw) aborts it, writing nothing. `lib.js` makes
@@ -703,6 +705,13 @@ export type ConsumerOutcome =
     checkpoint: ConsumerCheckpoint
   }
 
+/** Every row of the consumers projection, in key order: what `annals state` prints (as JSON,
+ * [`state_json`]) and the Node package's `state('consumers')` gives. */
+export interface ConsumerTables {
+  /** Where each consumer stopped, by name. */
+  positions: Array<ConsumerCheckpoint>
+}
+
 /** What [`Store::erase`] did. */
 export interface Erasure {
   /** The subject erased. */
@@ -828,6 +837,17 @@ export type IngestOutcome =
     /** The content hash held under the key, for `sequence_reused`. */
     existingHash?: string
   }
+
+/** Every row of the ingest projection, in key order: what `annals state` prints (as JSON,
+ * [`state_json`]) and the Node package's `state('ingest')` gives. */
+export interface IngestTables {
+  /** The accepted events, by project, run and sequence. */
+  events: Array<IngestEventRow>
+  /** The hub project each project's events go to. */
+  projects: Array<ProjectRow>
+  /** What the hub knows of each run. */
+  runs: Array<IngestRunRow>
+}
 
 /** One registered instance, as it stands. */
 export interface Instance {
@@ -1093,6 +1113,17 @@ export type LeaseOutcome =
     /** The lease that stands, if any. */
     lease?: Lease
   }
+
+/** Every row of the leases projection, in key order: what `annals state` prints (as JSON,
+ * [`state_json`]) and the Node package's `state('leases')` gives. */
+export interface LeaseTables {
+  /** The leases held, by resource. */
+  held: Array<Lease>
+  /** The last token each resource was given, held or released. */
+  tokens: Array<LastToken>
+  /** The lane leases, by lane and key. */
+  lanes: Array<LaneLease>
+}
 
 /** One record as read back from the log, its hashes checked.
  * 
@@ -1425,6 +1456,40 @@ export interface OutboxRow {
   subject?: string
 }
 
+/** Every row of the outbox projection, in key order: what `annals state` prints (as JSON,
+ * [`state_json`]) and the Node package's `state('outbox')` gives. */
+export interface OutboxTables {
+  /** Every row, by key. */
+  rows: Array<OutboxRowShown>
+  /** The rows the push lane may push, by enqueue order, with when. */
+  due: Array<DueRow>
+  /** The open rows of each peer, in enqueue order. */
+  byPeer: Array<PeerRow>
+  /** Every row by its state, oldest first per state. */
+  byState: Array<StateRow>
+  /** Every row in enqueue order. */
+  byEnqueue: Array<EnqueuedRow>
+}
+
+/** Every row of the registry projection, in key order: what `annals state` prints (as JSON,
+ * [`state_json`]) and the Node package's `state('registry')` gives. */
+export interface RegistryTables {
+  /** Every instance, by handle. */
+  instances: Array<Instance>
+  /** The handle each identity names. */
+  byIdentity: Array<IdentityRow>
+  /** The handles each owner has. */
+  byOwner: Array<OwnerRow>
+  /** The handles by when they were created. */
+  byCreated: Array<CreatedRow>
+  /** Every setting, by key. */
+  settings: Array<SettingRow>
+  /** What each instance's calls cost, by instance, caller and op. */
+  fuel: Array<FuelEntry>
+  /** What each instance's calls cost in all. */
+  fuelTotals: Array<FuelTotalRow>
+}
+
 /** Where a run stands: its root, its high-water seq and its span counts. Deleted when the
  * run's detail is pruned. */
 export interface Run {
@@ -1620,6 +1685,33 @@ export interface RunSnapshot {
   /** The log position of its latest change, if it still has one: the global cursor to read
    * the log on from. */
   position?: bigint
+}
+
+/** Every row of the runs projection, in key order: what `annals state` prints (as JSON,
+ * [`state_json`]) and the Node package's `state('runs')` gives. */
+export interface RunTables {
+  /** Every run whose detail is kept, by name. */
+  runs: Array<Run>
+  /** Every span, by run and name. */
+  spans: Array<Span>
+  /** Every span event, by run, span and seq. */
+  events: Array<SpanEvent>
+  /** Every change, by run and seq. */
+  changes: Array<RunChange>
+  /** The open spans of each writer. */
+  openByWriter: Array<WriterSpanRow>
+  /** The open roots by their last heartbeat. */
+  openRootsByHeartbeat: Array<HeartbeatRow>
+  /** The open roots by when they started. */
+  openRootsByStart: Array<StartRow>
+  /** The rollups of closed runs. */
+  rollups: Array<RunRollup>
+  /** The ended runs whose detail is not yet pruned, by when they ended. */
+  unprunedByEnd: Array<EndedRow>
+  /** The rollups computed while a run's root is open. */
+  openRollups: Array<OpenRunRollup>
+  /** The run each span name is in. */
+  spanRuns: Array<SpanRunRow>
 }
 
 /** Sets a host setting (key → value). There is no delete: the reference has none. */
@@ -1977,6 +2069,48 @@ export interface IngestedEvent {
   subject?: string
 }
 
+/** An accepted event as the state shows it: its hash and bytes in hex. */
+export interface IngestEventRow {
+  /** The runtime's project. */
+  project: string
+  /** The run within the project. */
+  run: string
+  /** The event's sequence within the run, from 1. */
+  sequence: bigint
+  /** The hub project that holds it. */
+  hubProject: string
+  /** The runtime the run lives on. */
+  homeRuntime: string
+  /** The runtime's name for the event's type. */
+  eventType: string
+  /** blake3 of `bytes`, in hex. */
+  contentHash: string
+  /** When the hub accepted it. */
+  receivedAtMs: number
+  /** The event's stored bytes (an envelope, for a personal one), in hex. */
+  bytes: string
+}
+
+/** The hub project a project's events go to. */
+export interface ProjectRow {
+  /** The runtime's project. */
+  project: string
+  /** The hub project. */
+  hubProject: string
+}
+
+/** What the hub knows of one run. */
+export interface IngestRunRow {
+  /** The runtime's project. */
+  project: string
+  /** The run. */
+  run: string
+  /** The runtime of the run's first accepted event. */
+  homeRuntime: string
+  /** The sync cursor: the highest sequence with every sequence from 1 to it held. */
+  cursor: bigint
+}
+
 /** The fields an upsert gives; `None` leaves a field as it is (or to its default on a new
  * instance). For `identity`, `tree`, `source` and `owner`, an empty string clears the field. */
 export interface InstanceFields {
@@ -2048,6 +2182,14 @@ export interface Lease {
   holderName: string
 }
 
+/** The last token a resource was given. */
+export interface LastToken {
+  /** The resource. */
+  resource: string
+  /** Its last token: the next acquisition is given one past it. */
+  lastToken: bigint
+}
+
 /** How long a failed push waits before the next: `base_ms` after the first failure,
  * doubling with each further one, never more than `max_ms`. */
 export interface Backoff {
@@ -2091,6 +2233,116 @@ export interface Claim {
   expiresAtMs: number
 }
 
+/** An outbox row as the state shows it: its payload in hex. */
+export interface OutboxRowShown {
+  /** The idempotency key. */
+  key: string
+  /** The peer it is owed to. */
+  peer: string
+  /** What kind of row it is. */
+  kind: string
+  /** Its place in enqueue order. */
+  enqueueId: bigint
+  /** What is delivered, as stored (an envelope, for a personal one), in lower-case hex. */
+  payloadHex: string
+  /** Where it stands. */
+  state: OutboxState
+  /** Failed pushes so far. */
+  attempts: number
+  /** When it was enqueued. */
+  createdAtMs: number
+  /** Every token it has been claimed under, oldest first. */
+  claimTokens: Array<string>
+  /** The claim on it. */
+  claim?: Claim
+  /** When a push of it first failed. */
+  firstFailedAtMs?: number
+  /** What the last failed push reported. */
+  lastError?: string
+  /** When the push lane may push it. */
+  nextAtMs?: number
+}
+
+/** A row the push lane may push, and when. */
+export interface DueRow {
+  /** Its place in enqueue order. */
+  enqueueId: bigint
+  /** Its key. */
+  key: string
+  /** When it may be pushed. */
+  nextAtMs: number
+}
+
+/** An open row of a peer. */
+export interface PeerRow {
+  /** The peer. */
+  peer: string
+  /** Its place in enqueue order. */
+  enqueueId: bigint
+  /** Its key. */
+  key: string
+}
+
+/** A row by its state. */
+export interface StateRow {
+  /** The state's code, as the index stores it. */
+  state: number
+  /** When the row was enqueued. */
+  createdAtMs: number
+  /** Its key. */
+  key: string
+}
+
+/** A row in enqueue order. */
+export interface EnqueuedRow {
+  /** Its place in enqueue order. */
+  enqueueId: bigint
+  /** Its key. */
+  key: string
+}
+
+/** The handle an identity names. */
+export interface IdentityRow {
+  /** The identity. */
+  identity: string
+  /** The instance's handle. */
+  handle: string
+}
+
+/** A handle an owner has. */
+export interface OwnerRow {
+  /** The owner. */
+  owner: string
+  /** The instance's handle. */
+  handle: string
+}
+
+/** A handle by when it was created. */
+export interface CreatedRow {
+  /** When the instance was created. */
+  createdAtMs: number
+  /** The instance's handle. */
+  handle: string
+}
+
+/** A setting. */
+export interface SettingRow {
+  /** Its key. */
+  key: string
+  /** Its value. */
+  value: string
+}
+
+/** What one instance's calls cost in all. */
+export interface FuelTotalRow {
+  /** The instance. */
+  instance: string
+  /** Calls counted. */
+  calls: bigint
+  /** Fuel spent by them. */
+  fuel: bigint
+}
+
 /** A run a command closed. */
 export interface ClosedRun {
   /** The run. */
@@ -2099,6 +2351,52 @@ export interface ClosedRun {
   spans: Array<string>
   /** The run's rollup as written. */
   rollup: RunRollup
+}
+
+/** An open span of a writer. */
+export interface WriterSpanRow {
+  /** The writer. */
+  writer: string
+  /** The run. */
+  run: string
+  /** The span. */
+  span: string
+}
+
+/** An open root by its last heartbeat. */
+export interface HeartbeatRow {
+  /** Its last heartbeat. */
+  heartbeatAtMs: number
+  /** The run. */
+  run: string
+  /** The root span. */
+  span: string
+}
+
+/** An open root by when it started. */
+export interface StartRow {
+  /** When it started. */
+  startedAtMs: number
+  /** The run. */
+  run: string
+  /** The root span. */
+  span: string
+}
+
+/** An ended run whose detail is not yet pruned. */
+export interface EndedRow {
+  /** When it ended. */
+  endedAtMs: number
+  /** The run. */
+  run: string
+}
+
+/** The run a span name is in. */
+export interface SpanRunRow {
+  /** The span. */
+  span: string
+  /** The run. */
+  run: string
 }
 
 /** Token usage and cost as a span reports it. `None` is "not reported", never zero. */

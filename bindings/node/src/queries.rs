@@ -11,6 +11,18 @@ use crate::crossing::{Made, to_js};
 use crate::erasure::{self, Opener};
 use crate::error::invalid;
 
+impl Store {
+    /// Every row of one projection, read by `read` (a domain's `tables`), as JavaScript's.
+    fn tables<T: serde::Serialize + Send + 'static>(
+        &self,
+        env: &Env,
+        read: fn(&dyn annals::projection::TableSource) -> annals::Result<T>,
+    ) -> napi::Result<Made> {
+        let tables = self.query(read)?;
+        to_js(env, &tables)
+    }
+}
+
 // Declared here: the library gives a pair `(instance, FuelTotal)`, which has no field names to
 // cross by; a row type of the library's would replace it.
 /// The fuel an instance used in all (`fuelTotals`: the library gives each instance with its
@@ -436,24 +448,25 @@ impl Store {
     }
 
     /// Every row of one projection (`'registry'`, `'leases'`, `'outbox'`, `'runs'`,
-    /// `'ingest'` or `'consumers'`) as `annals state --json` prints it (snake_case, as the
-    /// CLI's JSON is).
-    #[napi]
-    pub fn state(&self, projection: String) -> napi::Result<serde_json::Value> {
-        let describe = match projection.as_str() {
-            "registry" => annals::registry::state_json,
-            "leases" => annals::leases::state_json,
-            "outbox" => annals::outbox::state_json,
-            "runs" => annals::runs::state_json,
-            "ingest" => annals::ingest::state_json,
-            "consumers" => annals::consumers::state_json,
-            _ => {
-                return Err(invalid(
-                    "projection",
-                    "must be 'registry', 'leases', 'outbox', 'runs', 'ingest' or 'consumers'",
-                ));
-            }
-        };
-        self.query(move |state| describe(state))
+    /// `'ingest'` or `'consumers'`) as `annals state` shows it: the library's `…Tables` of that
+    /// domain, crossing by serde (camelCase, `bigint` counters, `number` milliseconds). A
+    /// personal field is as stored (sealed), and hashes and stored bytes are hex, as the CLI
+    /// prints them.
+    #[napi(
+        ts_return_type = "RegistryTables | LeaseTables | OutboxTables | RunTables | IngestTables | ConsumerTables"
+    )]
+    pub fn state(&self, env: Env, projection: String) -> napi::Result<Made> {
+        match projection.as_str() {
+            "registry" => self.tables(&env, annals::registry::tables),
+            "leases" => self.tables(&env, annals::leases::tables),
+            "outbox" => self.tables(&env, annals::outbox::tables),
+            "runs" => self.tables(&env, annals::runs::tables),
+            "ingest" => self.tables(&env, annals::ingest::tables),
+            "consumers" => self.tables(&env, annals::consumers::tables),
+            _ => Err(invalid(
+                "projection",
+                "must be 'registry', 'leases', 'outbox', 'runs', 'ingest' or 'consumers'",
+            )),
+        }
     }
 }

@@ -5,19 +5,22 @@
 use std::collections::HashMap;
 
 use annals::audit::VerifyReport;
-use annals::consumers::{ConsumerCommand, ConsumerOutcome};
-use annals::ingest::{IngestCommand, IngestOutcome};
-use annals::leases::{LaneCommand, LaneOutcome, LeaseCommand, LeaseGuard, LeaseOutcome};
+use annals::consumers::{ConsumerCommand, ConsumerOutcome, ConsumerTables};
+use annals::ingest::{IngestCommand, IngestOutcome, IngestTables};
+use annals::leases::{
+    LaneCommand, LaneOutcome, LeaseCommand, LeaseGuard, LeaseOutcome, LeaseTables,
+};
 use annals::outbox::{
-    OutboxCommand, OutboxOutcome, OutboxRow, PullCommand, PullOutcome, SweepCommand, SweepOutcome,
+    OutboxCommand, OutboxOutcome, OutboxRow, OutboxTables, PullCommand, PullOutcome, SweepCommand,
+    SweepOutcome,
 };
 use annals::registry::{
     ChargeFuel, FuelEntry, FuelOutcome, FuelTotal, Instance, InstanceCommand, InstanceOutcome,
-    SetSetting, SettingOutcome,
+    RegistryTables, SetSetting, SettingOutcome,
 };
 use annals::runs::{
-    OpenRunRollup, Run, RunChange, RunCommand, RunCommandOutcome, RunRollup, RunSnapshot, Span,
-    SpanCommand, SpanCommandOutcome, SpanEvent,
+    OpenRunRollup, Run, RunChange, RunCommand, RunCommandOutcome, RunRollup, RunSnapshot,
+    RunTables, Span, SpanCommand, SpanCommandOutcome, SpanEvent,
 };
 use annals::writer::WriterOptions;
 use annals::{
@@ -93,6 +96,13 @@ fn unions() -> Vec<(&'static str, Vec<Value>)> {
         ("RunSnapshot", vec![schema::<RunSnapshot>()]),
         ("RunRollup", vec![schema::<RunRollup>()]),
         ("OpenRunRollup", vec![schema::<OpenRunRollup>()]),
+        // Every row of a projection, as `state(projection)` gives it.
+        ("RegistryTables", vec![schema::<RegistryTables>()]),
+        ("LeaseTables", vec![schema::<LeaseTables>()]),
+        ("OutboxTables", vec![schema::<OutboxTables>()]),
+        ("RunTables", vec![schema::<RunTables>()]),
+        ("IngestTables", vec![schema::<IngestTables>()]),
+        ("ConsumerTables", vec![schema::<ConsumerTables>()]),
     ]
 }
 
