@@ -177,14 +177,17 @@ export declare class Store {
   hostSkein(): Instance | null
   /** The value of a host setting, or `null`. */
   settingOf(key: string): string | null
-  /** Every host setting, by key. */
-  settings(): Array<Setting>
+  /** Every host setting, by key: the library's `SettingRow`s, crossing by serde. */
+  settings(): Array<SettingRow>
   /** The fuel ledger of `instance`: an entry per (caller, op), the costliest first. */
   fuelLedger(instance: string): Array<FuelEntry>
   /** The fuel `instance` used in all. */
   fuelTotal(instance: string): FuelTotal
-  /** The fuel every instance used in all, by instance. */
-  fuelTotals(): Array<InstanceFuel>
+  /**
+   * The fuel every instance used in all, by instance: the library's `FuelTotalRow`s,
+   * crossing by serde.
+   */
+  fuelTotals(): Array<FuelTotalRow>
   /**
    * Every row of one projection (`'registry'`, `'leases'`, `'outbox'`, `'runs'`,
    * `'ingest'` or `'consumers'`) as `annals state` shows it: the library's `…Tables` of that
@@ -335,7 +338,7 @@ export declare class Writer {
 /** How an append commits, and whose personal data it holds. */
 export interface AppendOptions {
   /** `'immediate'` or `'deferred'`, as for any command. Default: the store's. */
-  durability?: string
+  durability?: Durability
   /**
    * A lease the append is fenced by, checked in the same commit: the library's
    * `LeaseGuard`, crossing by serde (`crossing::argument`).
@@ -357,7 +360,7 @@ export interface CallOptions {
    * `'immediate'` (durable when the call returns) or `'deferred'` (visible at once, durable
    * at the next immediate commit or `flush()`; exclusive stores only). Default: the store's.
    */
-  durability?: string
+  durability?: Durability
   /**
    * A lease the command is fenced by: refused with `FENCED` unless `guard.token` is the
    * resource's live token at `guard.nowMs`, checked in the same commit. The library's
@@ -440,19 +443,6 @@ export interface IngestConstants {
   nameBytesMax: number
 }
 
-/**
- * The fuel an instance used in all (`fuelTotals`: the library gives each instance with its
- * `FuelTotal`).
- */
-export interface InstanceFuel {
-  /** The instance. */
-  instance: string
-  /** Calls in all. */
-  calls: bigint
-  /** Fuel in all. */
-  fuel: bigint
-}
-
 /** Which instances `instances` lists. */
 export interface InstancesOptions {
   /** Only those with this status (`'enabled'` or `'disabled'`). */
@@ -496,7 +486,7 @@ export interface OpenOptions {
    * durable when the call returns) or `'deferred'` (visible at once, durable at the next
    * immediate commit or `flush()`; exclusive stores only, for bulk loads and tests).
    */
-  durability?: string
+  durability?: Durability
   /**
    * How integers come back: `'bigint'` (the default: positions, versions, tokens and seqs
    * exact however large) or `'number'` (as better-sqlite3 without safe integers; one past
@@ -594,14 +584,6 @@ export interface RunsConstants {
  */
 export declare function schemas(): Record<string, Array<object>>
 
-/** A host setting (`settings`: the library gives each key with its value). */
-export interface Setting {
-  /** Its key. */
-  key: string
-  /** Its value. */
-  value: string
-}
-
 /** Where a subscription starts. */
 export interface SubscribeOptions {
   /** The first position delivered; default 0. */
@@ -611,7 +593,7 @@ export interface SubscribeOptions {
 /** How a transaction commits. */
 export interface TransactionOptions {
   /** `'immediate'` or `'deferred'`, as for one command. Default: the store's. */
-  durability?: string
+  durability?: Durability
 }
 
 /** How the writer takes an append. */

@@ -65,6 +65,7 @@ pub struct OpenOptions {
     /// How its commands commit unless a call says otherwise: `'immediate'` (the default:
     /// durable when the call returns) or `'deferred'` (visible at once, durable at the next
     /// immediate commit or `flush()`; exclusive stores only, for bulk loads and tests).
+    #[napi(ts_type = "Durability")]
     pub durability: Option<String>,
     /// How integers come back: `'bigint'` (the default: positions, versions, tokens and seqs
     /// exact however large) or `'number'` (as better-sqlite3 without safe integers; one past
@@ -78,6 +79,7 @@ pub struct OpenOptions {
 #[napi(object, object_to_js = false)]
 pub struct AppendOptions<'a> {
     /// `'immediate'` or `'deferred'`, as for any command. Default: the store's.
+    #[napi(ts_type = "Durability")]
     pub durability: Option<String>,
     /// A lease the append is fenced by, checked in the same commit: the library's
     /// `LeaseGuard`, crossing by serde (`crossing::argument`).

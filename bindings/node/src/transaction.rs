@@ -29,6 +29,7 @@ use crate::error::{Failure, coded, invalid, to_js};
 pub struct CallOptions<'a> {
     /// `'immediate'` (durable when the call returns) or `'deferred'` (visible at once, durable
     /// at the next immediate commit or `flush()`; exclusive stores only). Default: the store's.
+    #[napi(ts_type = "Durability")]
     pub durability: Option<String>,
     /// A lease the command is fenced by: refused with `FENCED` unless `guard.token` is the
     /// resource's live token at `guard.nowMs`, checked in the same commit. The library's
@@ -42,19 +43,14 @@ pub struct CallOptions<'a> {
 #[napi(object)]
 pub struct TransactionOptions {
     /// `'immediate'` or `'deferred'`, as for one command. Default: the store's.
+    #[napi(ts_type = "Durability")]
     pub durability: Option<String>,
 }
 
-/// `'immediate'` or `'deferred'`, named `field` in a refusal.
+/// `'immediate'` or `'deferred'`: the library's `Durability` by its serde name, named `field`
+/// in a refusal.
 pub(crate) fn durability(text: &str, field: &str) -> napi::Result<Durability> {
-    match text {
-        "immediate" => Ok(Durability::Immediate),
-        "deferred" => Ok(Durability::Deferred),
-        other => Err(invalid(
-            field,
-            &format!("must be 'immediate' or 'deferred', not '{other}'"),
-        )),
-    }
+    crate::convert::named(text.to_owned(), field)
 }
 
 /// A call's options, converted.
