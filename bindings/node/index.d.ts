@@ -234,8 +234,10 @@ export declare class Store {
    * Starts the group-commit writer on a thread of its own: commands queued while a batch
    * runs share its transaction and its one durable commit, and each promise resolves once
    * its batch committed.
-   * `options` is the library's `WriterOptions`, crossing by serde: a field left out takes
-   * its default, and a `'deferred'` writer needs an exclusive store.
+   *
+   * `options` is the library's `WriterOptions`, read by serde: a field left out takes its
+   * default, and a `'deferred'` writer (its batches durable when it is closed) needs an
+   * exclusive store.
    */
   writer(options?: WriterOptions | undefined | null): Writer
   /**
@@ -341,7 +343,7 @@ export interface AppendOptions {
   durability?: Durability
   /**
    * A lease the append is fenced by, checked in the same commit: the library's
-   * `LeaseGuard`, crossing by serde (`crossing::argument`).
+   * `LeaseGuard`, read by serde.
    */
   guard?: LeaseGuard
   /**
@@ -364,7 +366,7 @@ export interface CallOptions {
   /**
    * A lease the command is fenced by: refused with `FENCED` unless `guard.token` is the
    * resource's live token at `guard.nowMs`, checked in the same commit. The library's
-   * `LeaseGuard`, crossing by serde (`crossing::argument`).
+   * `LeaseGuard`, read by serde.
    */
   guard?: LeaseGuard
 }

@@ -82,7 +82,7 @@ pub struct AppendOptions<'a> {
     #[napi(ts_type = "Durability")]
     pub durability: Option<String>,
     /// A lease the append is fenced by, checked in the same commit: the library's
-    /// `LeaseGuard`, crossing by serde (`crossing::argument`).
+    /// `LeaseGuard`, read by serde.
     #[napi(ts_type = "LeaseGuard")]
     pub guard: Option<Unknown<'a>>,
     /// The subject (a person's pseudonymous id, 1 to 128 bytes, no control character and no
@@ -268,8 +268,10 @@ impl Store {
     /// Starts the group-commit writer on a thread of its own: commands queued while a batch
     /// runs share its transaction and its one durable commit, and each promise resolves once
     /// its batch committed.
-    /// `options` is the library's `WriterOptions`, crossing by serde: a field left out takes
-    /// its default, and a `'deferred'` writer needs an exclusive store.
+    ///
+    /// `options` is the library's `WriterOptions`, read by serde: a field left out takes its
+    /// default, and a `'deferred'` writer (its batches durable when it is closed) needs an
+    /// exclusive store.
     #[napi(ts_args_type = "options?: WriterOptions | undefined | null")]
     pub fn writer(&self, options: Option<Object<'_>>) -> napi::Result<Writer> {
         self.not_a_view("writer")?;

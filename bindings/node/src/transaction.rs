@@ -33,7 +33,7 @@ pub struct CallOptions<'a> {
     pub durability: Option<String>,
     /// A lease the command is fenced by: refused with `FENCED` unless `guard.token` is the
     /// resource's live token at `guard.nowMs`, checked in the same commit. The library's
-    /// `LeaseGuard`, crossing by serde (`crossing::argument`).
+    /// `LeaseGuard`, read by serde.
     #[napi(ts_type = "LeaseGuard")]
     pub guard: Option<Unknown<'a>>,
 }
