@@ -65,48 +65,8 @@ pub fn unknown_schema(record: &Record) -> Error {
 }
 
 /// The serde form of the bytes of a command or an outcome (`#[serde(with =
-/// "crate::event::bytes")]`): serde's bytes, which the Node package gives as a `Buffer` (and
-/// JSON as an array of numbers); read from bytes or a sequence of them.
-pub(crate) mod bytes {
-    use serde::de::{SeqAccess, Visitor};
-    use serde::{Deserializer, Serializer};
-
-    pub(crate) fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_bytes(bytes)
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Vec<u8>, D::Error> {
-        deserializer.deserialize_byte_buf(Bytes)
-    }
-
-    struct Bytes;
-
-    impl<'de> Visitor<'de> for Bytes {
-        type Value = Vec<u8>;
-
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("bytes")
-        }
-
-        fn visit_bytes<E>(self, bytes: &[u8]) -> Result<Vec<u8>, E> {
-            Ok(bytes.to_vec())
-        }
-
-        fn visit_byte_buf<E>(self, bytes: Vec<u8>) -> Result<Vec<u8>, E> {
-            Ok(bytes)
-        }
-
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
-            let mut bytes = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-            while let Some(byte) = seq.next_element()? {
-                bytes.push(byte);
-            }
-            Ok(bytes)
-        }
-    }
-}
+/// "crate::event::bytes")]`): the format's, which an event to append (`NewEvent`) takes too.
+pub(crate) use annals_format::record::bytes;
 
 /// A `serialize_with` for payload bytes: serde's bytes for a binary format (bincode, where
 /// they encode exactly as the sequence of `u8` they were before, a length then the bytes, so the

@@ -177,20 +177,25 @@ export declare class Store {
   hostSkein(): Instance | null
   /** The value of a host setting, or `null`. */
   settingOf(key: string): string | null
-  /** Every host setting, by key. */
-  settings(): Array<Setting>
+  /** Every host setting, by key: the library's `SettingRow`s, crossing by serde. */
+  settings(): Array<SettingRow>
   /** The fuel ledger of `instance`: an entry per (caller, op), the costliest first. */
   fuelLedger(instance: string): Array<FuelEntry>
   /** The fuel `instance` used in all. */
   fuelTotal(instance: string): FuelTotal
-  /** The fuel every instance used in all, by instance. */
-  fuelTotals(): Array<InstanceFuel>
+  /**
+   * The fuel every instance used in all, by instance: the library's `FuelTotalRow`s,
+   * crossing by serde.
+   */
+  fuelTotals(): Array<FuelTotalRow>
   /**
    * Every row of one projection (`'registry'`, `'leases'`, `'outbox'`, `'runs'`,
-   * `'ingest'` or `'consumers'`) as `annals state --json` prints it (snake_case, as the
-   * CLI's JSON is).
+   * `'ingest'` or `'consumers'`) as `annals state` shows it: the library's `…Tables` of that
+   * domain, crossing by serde (camelCase, `bigint` counters, `number` milliseconds). A
+   * personal field is as stored (sealed), and hashes and stored bytes are hex, as the CLI
+   * prints them.
    */
-  state(projection: string): any
+  state(projection: string): RegistryTables | LeaseTables | OutboxTables | RunTables | IngestTables | ConsumerTables
   /**
    * Runs `callback` with every command it makes in one commit, which is made when it
    * returns `true`; `false` (the callback threw) aborts it, writing nothing. `lib.js` makes
@@ -229,6 +234,10 @@ export declare class Store {
    * Starts the group-commit writer on a thread of its own: commands queued while a batch
    * runs share its transaction and its one durable commit, and each promise resolves once
    * its batch committed.
+   *
+   * `options` is the library's `WriterOptions`, read by serde: a field left out takes its
+   * default, and a `'deferred'` writer (its batches durable when it is closed) needs an
+   * exclusive store.
    */
   writer(options?: WriterOptions | undefined | null): Writer
   /**
@@ -331,8 +340,11 @@ export declare class Writer {
 /** How an append commits, and whose personal data it holds. */
 export interface AppendOptions {
   /** `'immediate'` or `'deferred'`, as for any command. Default: the store's. */
-  durability?: string
-  /** A lease the append is fenced by, checked in the same commit. */
+  durability?: Durability
+  /**
+   * A lease the append is fenced by, checked in the same commit: the library's
+   * `LeaseGuard`, read by serde.
+   */
   guard?: LeaseGuard
   /**
    * The subject (a person's pseudonymous id, 1 to 128 bytes, no control character and no
@@ -350,10 +362,11 @@ export interface CallOptions {
    * `'immediate'` (durable when the call returns) or `'deferred'` (visible at once, durable
    * at the next immediate commit or `flush()`; exclusive stores only). Default: the store's.
    */
-  durability?: string
+  durability?: Durability
   /**
    * A lease the command is fenced by: refused with `FENCED` unless `guard.token` is the
-   * resource's live token at `guard.nowMs`, checked in the same commit.
+   * resource's live token at `guard.nowMs`, checked in the same commit. The library's
+   * `LeaseGuard`, read by serde.
    */
   guard?: LeaseGuard
 }
@@ -432,38 +445,12 @@ export interface IngestConstants {
   nameBytesMax: number
 }
 
-/**
- * The fuel an instance used in all (`fuelTotals`: the library gives each instance with its
- * `FuelTotal`).
- */
-export interface InstanceFuel {
-  /** The instance. */
-  instance: string
-  /** Calls in all. */
-  calls: bigint
-  /** Fuel in all. */
-  fuel: bigint
-}
-
 /** Which instances `instances` lists. */
 export interface InstancesOptions {
   /** Only those with this status (`'enabled'` or `'disabled'`). */
   status?: InstanceStatus
   /** At most this many; default 1000. */
   limit?: number
-}
-
-/**
- * A write fenced by a lease: refused with code `FENCED` unless `token` is the resource's
- * live token at `nowMs`.
- */
-export interface LeaseGuard {
-  /** The leased resource. */
-  resource: string
-  /** The token the writer holds. */
-  token: bigint
-  /** The writer's clock. */
-  nowMs: number
 }
 
 /**
@@ -477,18 +464,6 @@ export interface ListLimits {
   outboxOpenFor: number
   /** `readAll`'s and `readStream`'s. */
   read: number
-}
-
-/** One event to append. */
-export interface NewEvent {
-  /** Its kind, e.g. `'deploy.started'`. */
-  kind: string
-  /** The caller's clock, milliseconds since the epoch. */
-  atMs: number
-  /** Its bytes. */
-  payload: Buffer
-  /** Appending the same key with the same content again is a duplicate, not a new record. */
-  idempotencyKey?: string
 }
 
 /** How a store is opened. */
@@ -513,7 +488,7 @@ export interface OpenOptions {
    * durable when the call returns) or `'deferred'` (visible at once, durable at the next
    * immediate commit or `flush()`; exclusive stores only, for bulk loads and tests).
    */
-  durability?: string
+  durability?: Durability
   /**
    * How integers come back: `'bigint'` (the default: positions, versions, tokens and seqs
    * exact however large) or `'number'` (as better-sqlite3 without safe integers; one past
@@ -611,14 +586,6 @@ export interface RunsConstants {
  */
 export declare function schemas(): Record<string, Array<object>>
 
-/** A host setting (`settings`: the library gives each key with its value). */
-export interface Setting {
-  /** Its key. */
-  key: string
-  /** Its value. */
-  value: string
-}
-
 /** Where a subscription starts. */
 export interface SubscribeOptions {
   /** The first position delivered; default 0. */
@@ -628,21 +595,13 @@ export interface SubscribeOptions {
 /** How a transaction commits. */
 export interface TransactionOptions {
   /** `'immediate'` or `'deferred'`, as for one command. Default: the store's. */
-  durability?: string
+  durability?: Durability
 }
 
 /** How the writer takes an append. */
 export interface WriterAppendOptions {
   /** The subject the events' payloads are personal to, as for `Store.append`. */
   subject?: string
-}
-
-/** How the writer batches. */
-export interface WriterOptions {
-  /** Most commands in one transaction. */
-  batchMax?: number
-  /** Most commands waiting; a caller finding the queue full waits for room. */
-  queueDepth?: number
 }
 
 // The library's commands and outcomes as they cross (scripts/schema.mjs, from schemas()).
@@ -729,6 +688,13 @@ export type ConsumerOutcome =
     /** The checkpoint that stands. */
     checkpoint: ConsumerCheckpoint
   }
+
+/** Every row of the consumers projection, in key order: what `annals state` prints (as JSON,
+ * [`state_json`]) and the Node package's `state('consumers')` gives. */
+export interface ConsumerTables {
+  /** Where each consumer stopped, by name. */
+  positions: Array<ConsumerCheckpoint>
+}
 
 /** What [`Store::erase`] did. */
 export interface Erasure {
@@ -855,6 +821,17 @@ export type IngestOutcome =
     /** The content hash held under the key, for `sequence_reused`. */
     existingHash?: string
   }
+
+/** Every row of the ingest projection, in key order: what `annals state` prints (as JSON,
+ * [`state_json`]) and the Node package's `state('ingest')` gives. */
+export interface IngestTables {
+  /** The accepted events, by project, run and sequence. */
+  events: Array<IngestEventRow>
+  /** The hub project each project's events go to. */
+  projects: Array<ProjectRow>
+  /** What the hub knows of each run. */
+  runs: Array<IngestRunRow>
+}
 
 /** One registered instance, as it stands. */
 export interface Instance {
@@ -1085,6 +1062,17 @@ export type LeaseCommand =
     nowMs: number
   }
 
+/** A claim that the writer holds `resource` under `token` at `now_ms`. Its serde form is what a
+ * caller gives (the Node package's `guard`). */
+export interface LeaseGuard {
+  /** The leased resource. */
+  resource: string
+  /** The token the writer was given. */
+  token: bigint
+  /** The writer's clock. */
+  nowMs: number
+}
+
 /** What a lease command got. */
 export type LeaseOutcome =
   /** The caller holds the lease (`renewed`: it already did, under the same token). */
@@ -1109,6 +1097,17 @@ export type LeaseOutcome =
     /** The lease that stands, if any. */
     lease?: Lease
   }
+
+/** Every row of the leases projection, in key order: what `annals state` prints (as JSON,
+ * [`state_json`]) and the Node package's `state('leases')` gives. */
+export interface LeaseTables {
+  /** The leases held, by resource. */
+  held: Array<Lease>
+  /** The last token each resource was given, held or released. */
+  tokens: Array<LastToken>
+  /** The lane leases, by lane and key. */
+  lanes: Array<LaneLease>
+}
 
 /** One record as read back from the log, its hashes checked.
  * 
@@ -1139,6 +1138,25 @@ export interface LogRecord {
   idempotencyKey?: string
   /** The subject a personal field belongs to; absent for a plain one. */
   subject?: string
+}
+
+/** An event to append: what the caller supplies. Position, version, hashes and the chain link
+ * are the store's to assign.
+ * 
+ * Its serde form is what a caller gives (the Node package's `NewEvent`): `schema` may be left
+ * out for 1, and the payload is serde's bytes (a `Buffer` in the Node package). */
+export interface NewEvent {
+  /** The event type, e.g. `lease.acquired`. */
+  kind: string
+  /** The command's clock in milliseconds since the Unix epoch, supplied by the caller. */
+  atMs: number
+  /** The payload bytes, opaque to the log. */
+  payload: Buffer
+  /** A key that makes the append idempotent: the same key with the same content is a
+   * duplicate, with other content a conflict. */
+  idempotencyKey?: string
+  /** The payload's schema version, for upcasting. Default 1. */
+  schema?: number
 }
 
 /** A run's rollup computed on request while its root is still open: a [`RunRollup`] without
@@ -1422,6 +1440,40 @@ export interface OutboxRow {
   subject?: string
 }
 
+/** Every row of the outbox projection, in key order: what `annals state` prints (as JSON,
+ * [`state_json`]) and the Node package's `state('outbox')` gives. */
+export interface OutboxTables {
+  /** Every row, by key. */
+  rows: Array<OutboxRowShown>
+  /** The rows the push lane may push, by enqueue order, with when. */
+  due: Array<DueRow>
+  /** The open rows of each peer, in enqueue order. */
+  byPeer: Array<PeerRow>
+  /** Every row by its state, oldest first per state. */
+  byState: Array<StateRow>
+  /** Every row in enqueue order. */
+  byEnqueue: Array<EnqueuedRow>
+}
+
+/** Every row of the registry projection, in key order: what `annals state` prints (as JSON,
+ * [`state_json`]) and the Node package's `state('registry')` gives. */
+export interface RegistryTables {
+  /** Every instance, by handle. */
+  instances: Array<Instance>
+  /** The handle each identity names. */
+  byIdentity: Array<IdentityRow>
+  /** The handles each owner has. */
+  byOwner: Array<OwnerRow>
+  /** The handles by when they were created. */
+  byCreated: Array<CreatedRow>
+  /** Every setting, by key. */
+  settings: Array<SettingRow>
+  /** What each instance's calls cost, by instance, caller and op. */
+  fuel: Array<FuelEntry>
+  /** What each instance's calls cost in all. */
+  fuelTotals: Array<FuelTotalRow>
+}
+
 /** Where a run stands: its root, its high-water seq and its span counts. Deleted when the
  * run's detail is pruned. */
 export interface Run {
@@ -1617,6 +1669,33 @@ export interface RunSnapshot {
   /** The log position of its latest change, if it still has one: the global cursor to read
    * the log on from. */
   position?: bigint
+}
+
+/** Every row of the runs projection, in key order: what `annals state` prints (as JSON,
+ * [`state_json`]) and the Node package's `state('runs')` gives. */
+export interface RunTables {
+  /** Every run whose detail is kept, by name. */
+  runs: Array<Run>
+  /** Every span, by run and name. */
+  spans: Array<Span>
+  /** Every span event, by run, span and seq. */
+  events: Array<SpanEvent>
+  /** Every change, by run and seq. */
+  changes: Array<RunChange>
+  /** The open spans of each writer. */
+  openByWriter: Array<WriterSpanRow>
+  /** The open roots by their last heartbeat. */
+  openRootsByHeartbeat: Array<HeartbeatRow>
+  /** The open roots by when they started. */
+  openRootsByStart: Array<StartRow>
+  /** The rollups of closed runs. */
+  rollups: Array<RunRollup>
+  /** The ended runs whose detail is not yet pruned, by when they ended. */
+  unprunedByEnd: Array<EndedRow>
+  /** The rollups computed while a run's root is open. */
+  openRollups: Array<OpenRunRollup>
+  /** The run each span name is in. */
+  spanRuns: Array<SpanRunRow>
 }
 
 /** Sets a host setting (key → value). There is no delete: the reference has none. */
@@ -1901,6 +1980,19 @@ export interface VerifyReport {
   behind: Array<ProjectionBehind>
 }
 
+/** How a [`Writer`] batches and commits. Its serde form is what a host gives (the Node
+ * package's `store.writer(options)`): a field left out takes its default. */
+export interface WriterOptions {
+  /** Most jobs run in one write transaction. Default [`BATCH_MAX_DEFAULT`]. */
+  batchMax?: number
+  /** How each batch commits. With [`Durability::Deferred`], [`Writer::flush`] and closing
+   * the writer make everything before them durable. */
+  durability?: Durability
+  /** Most jobs waiting in the queue; a caller finding it full waits for room. Default
+   * [`QUEUE_DEPTH_DEFAULT`]. */
+  queueDepth?: number
+}
+
 /** What a cut record says: which records went to which archive, the chain's anchor, and the
  * projections' state where the retained records start. */
 export interface Cut {
@@ -1959,6 +2051,48 @@ export interface IngestedEvent {
   erased?: boolean
   /** The subject a personal field belongs to; absent for a plain one. */
   subject?: string
+}
+
+/** An accepted event as the state shows it: its hash and bytes in hex. */
+export interface IngestEventRow {
+  /** The runtime's project. */
+  project: string
+  /** The run within the project. */
+  run: string
+  /** The event's sequence within the run, from 1. */
+  sequence: bigint
+  /** The hub project that holds it. */
+  hubProject: string
+  /** The runtime the run lives on. */
+  homeRuntime: string
+  /** The runtime's name for the event's type. */
+  eventType: string
+  /** blake3 of `bytes`, in hex. */
+  contentHash: string
+  /** When the hub accepted it. */
+  receivedAtMs: number
+  /** The event's stored bytes (an envelope, for a personal one), in hex. */
+  bytes: string
+}
+
+/** The hub project a project's events go to. */
+export interface ProjectRow {
+  /** The runtime's project. */
+  project: string
+  /** The hub project. */
+  hubProject: string
+}
+
+/** What the hub knows of one run. */
+export interface IngestRunRow {
+  /** The runtime's project. */
+  project: string
+  /** The run. */
+  run: string
+  /** The runtime of the run's first accepted event. */
+  homeRuntime: string
+  /** The sync cursor: the highest sequence with every sequence from 1 to it held. */
+  cursor: bigint
 }
 
 /** The fields an upsert gives; `None` leaves a field as it is (or to its default on a new
@@ -2032,6 +2166,14 @@ export interface Lease {
   holderName: string
 }
 
+/** The last token a resource was given. */
+export interface LastToken {
+  /** The resource. */
+  resource: string
+  /** Its last token: the next acquisition is given one past it. */
+  lastToken: bigint
+}
+
 /** How long a failed push waits before the next: `base_ms` after the first failure,
  * doubling with each further one, never more than `max_ms`. */
 export interface Backoff {
@@ -2075,6 +2217,116 @@ export interface Claim {
   expiresAtMs: number
 }
 
+/** An outbox row as the state shows it: its payload in hex. */
+export interface OutboxRowShown {
+  /** The idempotency key. */
+  key: string
+  /** The peer it is owed to. */
+  peer: string
+  /** What kind of row it is. */
+  kind: string
+  /** Its place in enqueue order. */
+  enqueueId: bigint
+  /** What is delivered, as stored (an envelope, for a personal one), in lower-case hex. */
+  payloadHex: string
+  /** Where it stands. */
+  state: OutboxState
+  /** Failed pushes so far. */
+  attempts: number
+  /** When it was enqueued. */
+  createdAtMs: number
+  /** Every token it has been claimed under, oldest first. */
+  claimTokens: Array<string>
+  /** The claim on it. */
+  claim?: Claim
+  /** When a push of it first failed. */
+  firstFailedAtMs?: number
+  /** What the last failed push reported. */
+  lastError?: string
+  /** When the push lane may push it. */
+  nextAtMs?: number
+}
+
+/** A row the push lane may push, and when. */
+export interface DueRow {
+  /** Its place in enqueue order. */
+  enqueueId: bigint
+  /** Its key. */
+  key: string
+  /** When it may be pushed. */
+  nextAtMs: number
+}
+
+/** An open row of a peer. */
+export interface PeerRow {
+  /** The peer. */
+  peer: string
+  /** Its place in enqueue order. */
+  enqueueId: bigint
+  /** Its key. */
+  key: string
+}
+
+/** A row by its state. */
+export interface StateRow {
+  /** The state's code, as the index stores it. */
+  state: number
+  /** When the row was enqueued. */
+  createdAtMs: number
+  /** Its key. */
+  key: string
+}
+
+/** A row in enqueue order. */
+export interface EnqueuedRow {
+  /** Its place in enqueue order. */
+  enqueueId: bigint
+  /** Its key. */
+  key: string
+}
+
+/** The handle an identity names. */
+export interface IdentityRow {
+  /** The identity. */
+  identity: string
+  /** The instance's handle. */
+  handle: string
+}
+
+/** A handle an owner has. */
+export interface OwnerRow {
+  /** The owner. */
+  owner: string
+  /** The instance's handle. */
+  handle: string
+}
+
+/** A handle by when it was created. */
+export interface CreatedRow {
+  /** When the instance was created. */
+  createdAtMs: number
+  /** The instance's handle. */
+  handle: string
+}
+
+/** A setting. */
+export interface SettingRow {
+  /** Its key. */
+  key: string
+  /** Its value. */
+  value: string
+}
+
+/** What one instance's calls cost in all. */
+export interface FuelTotalRow {
+  /** The instance. */
+  instance: string
+  /** Calls counted. */
+  calls: bigint
+  /** Fuel spent by them. */
+  fuel: bigint
+}
+
 /** A run a command closed. */
 export interface ClosedRun {
   /** The run. */
@@ -2083,6 +2335,52 @@ export interface ClosedRun {
   spans: Array<string>
   /** The run's rollup as written. */
   rollup: RunRollup
+}
+
+/** An open span of a writer. */
+export interface WriterSpanRow {
+  /** The writer. */
+  writer: string
+  /** The run. */
+  run: string
+  /** The span. */
+  span: string
+}
+
+/** An open root by its last heartbeat. */
+export interface HeartbeatRow {
+  /** Its last heartbeat. */
+  heartbeatAtMs: number
+  /** The run. */
+  run: string
+  /** The root span. */
+  span: string
+}
+
+/** An open root by when it started. */
+export interface StartRow {
+  /** When it started. */
+  startedAtMs: number
+  /** The run. */
+  run: string
+  /** The root span. */
+  span: string
+}
+
+/** An ended run whose detail is not yet pruned. */
+export interface EndedRow {
+  /** When it ended. */
+  endedAtMs: number
+  /** The run. */
+  run: string
+}
+
+/** The run a span name is in. */
+export interface SpanRunRow {
+  /** The span. */
+  span: string
+  /** The run. */
+  run: string
 }
 
 /** Token usage and cost as a span reports it. `None` is "not reported", never zero. */
@@ -2130,6 +2428,10 @@ export type BillingMode =
 export type ConsumerRefusal =
   | 'behind'
   | 'diverged'
+
+export type Durability =
+  | 'immediate'
+  | 'deferred'
 
 export type ExpiryReason =
   | 'max_age'

@@ -2,26 +2,6 @@
 // its errors as AnnalsError.
 export * from './index'
 import type {
-  ConsumerCommand,
-  ConsumerOutcome,
-  FuelCommand,
-  FuelOutcome,
-  SettingCommand,
-  SettingOutcome,
-  IngestCommand,
-  IngestOutcome,
-  InstanceCommand,
-  InstanceOutcome,
-  LaneCommand,
-  LaneOutcome,
-  LeaseCommand,
-  LeaseOutcome,
-  RunCommand,
-  RunOutcome,
-  OutboxCommand,
-  OutboxOutcome,
-  SpanCommand,
-  SpanOutcome,
   Store as NativeStore,
   Writer as NativeWriter,
   LogRecord,
@@ -132,39 +112,56 @@ export declare class StateError extends AnnalsError {
 }
 // End of AnnalsError's subclasses.
 
+// Every domain's commands and the outcome each gets (scripts/schema.mjs, from the Store's command methods).
+import type {
+  ConsumerCommand,
+  ConsumerOutcome,
+  FuelCommand,
+  FuelOutcome,
+  IngestCommand,
+  IngestOutcome,
+  InstanceCommand,
+  InstanceOutcome,
+  LaneCommand,
+  LaneOutcome,
+  LeaseCommand,
+  LeaseOutcome,
+  OutboxCommand,
+  OutboxOutcome,
+  RunCommand,
+  RunOutcome,
+  SettingCommand,
+  SettingOutcome,
+  SpanCommand,
+  SpanOutcome,
+} from './index'
 /** A command of any domain, told apart by its `type`. */
 export type Command =
   | LeaseCommand
-  | LaneCommand
   | OutboxCommand
-  | SpanCommand
+  | LaneCommand
   | RunCommand
-  | InstanceCommand
   | (IngestCommand & { type: 'ingest' })
-  | (ConsumerCommand & { type: 'checkpoint' })
+  | SpanCommand
+  | InstanceCommand
   | (SettingCommand & { type: 'setting' })
   | (FuelCommand & { type: 'fuel' })
+  | (ConsumerCommand & { type: 'checkpoint' })
 
 /** The outcome of `execute(command)`, by the command's type. */
-export type OutcomeOf<C extends Command> = C extends LeaseCommand
-  ? LeaseOutcome
-  : C extends LaneCommand
-  ? LaneOutcome
-  : C extends RunCommand
-  ? RunOutcome
-  : C extends OutboxCommand
-    ? OutboxOutcome
-    : C extends SpanCommand
-      ? SpanOutcome
-      : C extends InstanceCommand
-        ? InstanceOutcome
-        : C extends { type: 'ingest' }
-          ? IngestOutcome
-          : C extends { type: 'setting' }
-            ? SettingOutcome
-            : C extends { type: 'fuel' }
-              ? FuelOutcome
-              : ConsumerOutcome
+export type OutcomeOf<C extends Command> =
+  C extends LeaseCommand ? LeaseOutcome :
+  C extends OutboxCommand ? OutboxOutcome :
+  C extends LaneCommand ? LaneOutcome :
+  C extends RunCommand ? RunOutcome :
+  C extends { type: 'ingest' } ? IngestOutcome :
+  C extends SpanCommand ? SpanOutcome :
+  C extends InstanceCommand ? InstanceOutcome :
+  C extends { type: 'setting' } ? SettingOutcome :
+  C extends { type: 'fuel' } ? FuelOutcome :
+  C extends { type: 'checkpoint' } ? ConsumerOutcome :
+  never
+// End of every domain's commands.
 
 /** An annals log file; every method throws AnnalsError. */
 export interface Store extends Omit<NativeStore, 'subscribe' | 'writer' | 'transaction' | 'snapshot' | 'stateAt'> {

@@ -242,9 +242,10 @@ function promise(fn) {
 }
 
 // Every command's `type` names its domain's method: `execute` dispatches on it. A union's
-// commands are read from the schema; a domain of one command has no `type` in the Rust, so its
-// name is given here, and `execute` takes it off before the call.
-const SINGLE = new Map([['ingest', 'ingest'], ['checkpoint', 'consumer'], ['setting', 'setting'], ['fuel', 'fuel']])
+// commands are read from the schema; a domain of one command has no `type` in the Rust, so the
+// build names one (schema.json's `singles`: the variant's name, or the method's), and `execute`
+// takes it off before the call.
+const SINGLE = new Map(Object.entries(SCHEMA.singles))
 const DOMAINS = new Map(SINGLE)
 for (const [method, [parameter]] of Object.entries(SCHEMA.methods.Store)) {
   // `leaseAsync` runs the same commands as `lease`: `executeAsync` finds it by the name.

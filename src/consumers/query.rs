@@ -88,19 +88,23 @@ pub(crate) fn resume(log: &Snapshot, state: &dyn TableSource, consumer: &str) ->
     Ok(checkpoint.resume_from())
 }
 
-/// Every row of the consumers projection as JSON, in consumer order: what `annals state`
-/// prints.
+/// Every row of the consumers projection, in key order: what `annals state` prints (as JSON,
+/// [`state_json`]) and the Node package's `state('consumers')` gives.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ConsumerTables {
+    /// Where each consumer stopped, by name.
+    pub positions: Vec<ConsumerCheckpoint>,
+}
+
+/// Every row of the consumers projection, in key order.
+pub fn tables(state: &dyn TableSource) -> Result<ConsumerTables> {
+    Ok(ConsumerTables {
+        positions: checkpoints(state, usize::MAX)?,
+    })
+}
+
+/// Every row of the consumers projection as JSON, in key order: what `annals state` prints.
 pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
-    let rows: Vec<serde_json::Value> = checkpoints(state, usize::MAX)?
-        .into_iter()
-        .map(|c| {
-            serde_json::json!({
-                "consumer": c.consumer,
-                "position": c.position.0,
-                "hash": c.hash.to_hex(),
-                "at_ms": c.at_ms,
-            })
-        })
-        .collect();
-    Ok(serde_json::json!({ "positions": rows }))
+    Ok(crate::projection::state_value(&tables(state)?))
 }

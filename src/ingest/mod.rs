@@ -83,7 +83,8 @@ pub use decide::{
 };
 pub use events::IngestEvent;
 pub use query::{
-    IngestedEvent, cursor, event, events, hub_project_events, project_hub, run_home, state_json,
+    IngestEventRow, IngestRunRow, IngestTables, IngestedEvent, ProjectRow, cursor, event, events,
+    hub_project_events, project_hub, run_home, state_json, tables,
 };
 
 /// The ingest projection.

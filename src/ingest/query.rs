@@ -156,40 +156,109 @@ pub fn run_home(state: &dyn TableSource, project: &str, run: &str) -> Result<Opt
     Ok(RUNS.get(state, &key)?.map(|run| run.home_runtime))
 }
 
+/// Every row of the ingest projection, in key order: what `annals state` prints (as JSON,
+/// [`state_json`]) and the Node package's `state('ingest')` gives.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct IngestTables {
+    /// The accepted events, by project, run and sequence.
+    pub events: Vec<IngestEventRow>,
+    /// The hub project each project's events go to.
+    pub projects: Vec<ProjectRow>,
+    /// What the hub knows of each run.
+    pub runs: Vec<IngestRunRow>,
+}
+
+/// An accepted event as the state shows it: its hash and bytes in hex.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct IngestEventRow {
+    /// The runtime's project.
+    pub project: String,
+    /// The run within the project.
+    pub run: String,
+    /// The event's sequence within the run, from 1.
+    pub sequence: u64,
+    /// The hub project that holds it.
+    pub hub_project: String,
+    /// The runtime the run lives on.
+    pub home_runtime: String,
+    /// The runtime's name for the event's type.
+    pub event_type: String,
+    /// blake3 of `bytes`, in hex.
+    pub content_hash: String,
+    /// When the hub accepted it.
+    pub received_at_ms: u64,
+    /// The event's stored bytes (an envelope, for a personal one), in hex.
+    pub bytes: String,
+}
+
+/// The hub project a project's events go to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ProjectRow {
+    /// The runtime's project.
+    pub project: String,
+    /// The hub project.
+    pub hub_project: String,
+}
+
+/// What the hub knows of one run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct IngestRunRow {
+    /// The runtime's project.
+    pub project: String,
+    /// The run.
+    pub run: String,
+    /// The runtime of the run's first accepted event.
+    pub home_runtime: String,
+    /// The sync cursor: the highest sequence with every sequence from 1 to it held.
+    pub cursor: u64,
+}
+
+/// Every row of the ingest projection, in key order.
+pub fn tables(state: &dyn TableSource) -> Result<IngestTables> {
+    let events = events(state, usize::MAX)?
+        .into_iter()
+        .map(|event| IngestEventRow {
+            content_hash: event.content_hash.to_hex(),
+            bytes: crate::hash::hex(&event.bytes),
+            project: event.project,
+            run: event.run,
+            sequence: event.sequence,
+            hub_project: event.hub_project,
+            home_runtime: event.home_runtime,
+            event_type: event.event_type,
+            received_at_ms: event.received_at_ms,
+        })
+        .collect();
+    let projects = PROJECTS
+        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
+        .into_iter()
+        .map(|(project, hub_project)| ProjectRow {
+            project,
+            hub_project,
+        })
+        .collect();
+    let runs = RUNS
+        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
+        .into_iter()
+        .map(|((project, run), stored)| IngestRunRow {
+            project,
+            run,
+            home_runtime: stored.home_runtime,
+            cursor: stored.cursor,
+        })
+        .collect();
+    Ok(IngestTables {
+        events,
+        projects,
+        runs,
+    })
+}
+
 /// Every row of the ingest projection as JSON, in key order: what `annals state` prints.
 pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
-    let events: Vec<serde_json::Value> = events(state, usize::MAX)?
-        .into_iter()
-        .map(|e| {
-            serde_json::json!({
-                "project": e.project,
-                "run": e.run,
-                "sequence": e.sequence,
-                "hub_project": e.hub_project,
-                "home_runtime": e.home_runtime,
-                "event_type": e.event_type,
-                "content_hash": e.content_hash.to_hex(),
-                "received_at_ms": e.received_at_ms,
-                "bytes": crate::hash::hex(&e.bytes),
-            })
-        })
-        .collect();
-    let projects: Vec<serde_json::Value> = PROJECTS
-        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
-        .into_iter()
-        .map(|(project, hub)| serde_json::json!({ "project": project, "hub_project": hub }))
-        .collect();
-    let runs: Vec<serde_json::Value> = RUNS
-        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
-        .into_iter()
-        .map(|((project, run), stored)| {
-            serde_json::json!({
-                "project": project,
-                "run": run,
-                "home_runtime": stored.home_runtime,
-                "cursor": stored.cursor,
-            })
-        })
-        .collect();
-    Ok(serde_json::json!({ "events": events, "projects": projects, "runs": runs }))
+    Ok(crate::projection::state_value(&tables(state)?))
 }

@@ -8,8 +8,10 @@ pub use crate::error::GuardRefusal;
 use crate::error::{Result, StoreError};
 use crate::projection::table::TableSource;
 
-/// A claim that the writer holds `resource` under `token` at `now_ms`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A claim that the writer holds `resource` under `token` at `now_ms`. Its serde form is what a
+/// caller gives (the Node package's `guard`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LeaseGuard {
     /// The leased resource.
     pub resource: String,

@@ -141,8 +141,31 @@ pub fn lanes(state: &dyn TableSource, lane: &str, limit: usize) -> Result<Vec<La
     Ok(rows.into_iter().map(|(_, l)| l).collect())
 }
 
-/// Every row of the leases projection as JSON, in key order: what `annals state` prints.
-pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
+/// Every row of the leases projection, in key order: what `annals state` prints (as JSON,
+/// [`state_json`]) and the Node package's `state('leases')` gives.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct LeaseTables {
+    /// The leases held, by resource.
+    pub held: Vec<Lease>,
+    /// The last token each resource was given, held or released.
+    pub tokens: Vec<LastToken>,
+    /// The lane leases, by lane and key.
+    pub lanes: Vec<LaneLease>,
+}
+
+/// The last token a resource was given.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct LastToken {
+    /// The resource.
+    pub resource: String,
+    /// Its last token: the next acquisition is given one past it.
+    pub last_token: u64,
+}
+
+/// Every row of the leases projection, in key order.
+pub fn tables(state: &dyn TableSource) -> Result<LeaseTables> {
     let held = leases(state, usize::MAX)?;
     let mut last_tokens: BTreeMap<String, u64> = RELEASED_TOKENS
         .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
@@ -152,14 +175,26 @@ pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
         let last = last_tokens.entry(lease.resource.clone()).or_default();
         *last = (*last).max(lease.token.0);
     }
-    let tokens: Vec<serde_json::Value> = last_tokens
+    let tokens = last_tokens
         .into_iter()
-        .map(|(resource, token)| serde_json::json!({ "resource": resource, "last_token": token }))
+        .map(|(resource, last_token)| LastToken {
+            resource,
+            last_token,
+        })
         .collect();
-    let lanes: Vec<LaneLease> = LANES
+    let lanes = LANES
         .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
         .into_iter()
         .map(|(_, lane)| lane)
         .collect();
-    Ok(serde_json::json!({ "held": held, "tokens": tokens, "lanes": lanes }))
+    Ok(LeaseTables {
+        held,
+        tokens,
+        lanes,
+    })
+}
+
+/// Every row of the leases projection as JSON, in key order: what `annals state` prints.
+pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
+    Ok(crate::projection::state_value(&tables(state)?))
 }

@@ -332,70 +332,165 @@ pub(crate) fn indexed_row(state: &dyn TableSource, key: &str) -> Result<OutboxRo
     })
 }
 
+/// Every row of the outbox projection, in key order: what `annals state` prints (as JSON,
+/// [`state_json`]) and the Node package's `state('outbox')` gives.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct OutboxTables {
+    /// Every row, by key.
+    pub rows: Vec<OutboxRowShown>,
+    /// The rows the push lane may push, by enqueue order, with when.
+    pub due: Vec<DueRow>,
+    /// The open rows of each peer, in enqueue order.
+    pub by_peer: Vec<PeerRow>,
+    /// Every row by its state, oldest first per state.
+    pub by_state: Vec<StateRow>,
+    /// Every row in enqueue order.
+    pub by_enqueue: Vec<EnqueuedRow>,
+}
+
+/// An outbox row as the state shows it: its payload in hex.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct OutboxRowShown {
+    /// The idempotency key.
+    pub key: String,
+    /// The peer it is owed to.
+    pub peer: String,
+    /// What kind of row it is.
+    pub kind: String,
+    /// Its place in enqueue order.
+    pub enqueue_id: u64,
+    /// What is delivered, as stored (an envelope, for a personal one), in lower-case hex.
+    pub payload_hex: String,
+    /// Where it stands.
+    pub state: OutboxState,
+    /// Failed pushes so far.
+    pub attempts: u32,
+    /// When the push lane may push it.
+    pub next_at_ms: Option<u64>,
+    /// When a push of it first failed.
+    pub first_failed_at_ms: Option<u64>,
+    /// What the last failed push reported.
+    pub last_error: Option<String>,
+    /// When it was enqueued.
+    pub created_at_ms: u64,
+    /// The claim on it.
+    pub claim: Option<Claim>,
+    /// Every token it has been claimed under, oldest first.
+    pub claim_tokens: Vec<ClaimToken>,
+}
+
+/// A row the push lane may push, and when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct DueRow {
+    /// Its place in enqueue order.
+    pub enqueue_id: u64,
+    /// Its key.
+    pub key: String,
+    /// When it may be pushed.
+    pub next_at_ms: u64,
+}
+
+/// An open row of a peer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct PeerRow {
+    /// The peer.
+    pub peer: String,
+    /// Its place in enqueue order.
+    pub enqueue_id: u64,
+    /// Its key.
+    pub key: String,
+}
+
+/// A row by its state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StateRow {
+    /// The state's code, as the index stores it.
+    pub state: u8,
+    /// When the row was enqueued.
+    pub created_at_ms: u64,
+    /// Its key.
+    pub key: String,
+}
+
+/// A row in enqueue order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct EnqueuedRow {
+    /// Its place in enqueue order.
+    pub enqueue_id: u64,
+    /// Its key.
+    pub key: String,
+}
+
+/// Every row of the outbox projection, in key order.
+pub fn tables(state: &dyn TableSource) -> Result<OutboxTables> {
+    let all = Direction::Forward;
+    let rows = rows(state, usize::MAX)?
+        .into_iter()
+        .map(|row| OutboxRowShown {
+            payload_hex: crate::hash::hex(&row.payload),
+            key: row.key,
+            peer: row.peer,
+            kind: row.kind,
+            enqueue_id: row.enqueue_id,
+            state: row.state,
+            attempts: row.attempts,
+            next_at_ms: row.next_at_ms,
+            first_failed_at_ms: row.first_failed_at_ms,
+            last_error: row.last_error,
+            created_at_ms: row.created_at_ms,
+            claim: row.claim,
+            claim_tokens: row.claim_tokens,
+        })
+        .collect();
+    let due = DUE
+        .scan_prefix(state, &(), all, usize::MAX)?
+        .into_iter()
+        .map(|((enqueue_id, key), next_at_ms)| DueRow {
+            enqueue_id,
+            key,
+            next_at_ms,
+        })
+        .collect();
+    let by_peer = BY_PEER
+        .scan_prefix(state, &(), all, usize::MAX)?
+        .into_iter()
+        .map(|((peer, enqueue_id, key), ())| PeerRow {
+            peer,
+            enqueue_id,
+            key,
+        })
+        .collect();
+    let by_enqueue = BY_ENQUEUE
+        .scan_prefix(state, &(), all, usize::MAX)?
+        .into_iter()
+        .map(|(enqueue_id, key)| EnqueuedRow { enqueue_id, key })
+        .collect();
+    let by_state = BY_STATE
+        .scan_prefix(state, &(), all, usize::MAX)?
+        .into_iter()
+        .map(|((state, created_at_ms, key), ())| StateRow {
+            state,
+            created_at_ms,
+            key,
+        })
+        .collect();
+    Ok(OutboxTables {
+        rows,
+        due,
+        by_peer,
+        by_state,
+        by_enqueue,
+    })
+}
+
 /// Every row of the outbox projection as JSON, in key order: what `annals state` prints.
 /// Payloads are shown as lower-case hex.
 pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
-    let rows: Vec<serde_json::Value> = rows(state, usize::MAX)?
-        .into_iter()
-        .map(|row| {
-            serde_json::json!({
-                "key": row.key,
-                "peer": row.peer,
-                "kind": row.kind,
-                "enqueue_id": row.enqueue_id,
-                "payload_hex": hex(&row.payload),
-                "state": row.state,
-                "attempts": row.attempts,
-                "next_at_ms": row.next_at_ms,
-                "first_failed_at_ms": row.first_failed_at_ms,
-                "last_error": row.last_error,
-                "created_at_ms": row.created_at_ms,
-                "claim": row.claim,
-                "claim_tokens": row.claim_tokens,
-            })
-        })
-        .collect();
-    let due: Vec<serde_json::Value> = DUE
-        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
-        .into_iter()
-        .map(|((enqueue_id, key), next_at_ms)| {
-            serde_json::json!({ "enqueue_id": enqueue_id, "key": key, "next_at_ms": next_at_ms })
-        })
-        .collect();
-    let by_peer: Vec<serde_json::Value> = BY_PEER
-        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
-        .into_iter()
-        .map(|((peer, enqueue_id, key), ())| {
-            serde_json::json!({ "peer": peer, "enqueue_id": enqueue_id, "key": key })
-        })
-        .collect();
-    let by_enqueue: Vec<serde_json::Value> = BY_ENQUEUE
-        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
-        .into_iter()
-        .map(|(enqueue_id, key)| serde_json::json!({ "enqueue_id": enqueue_id, "key": key }))
-        .collect();
-    let by_state: Vec<serde_json::Value> = BY_STATE
-        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
-        .into_iter()
-        .map(|((code, created_at_ms, key), ())| {
-            serde_json::json!({ "state": code, "created_at_ms": created_at_ms, "key": key })
-        })
-        .collect();
-    Ok(serde_json::json!({
-        "rows": rows,
-        "due": due,
-        "by_peer": by_peer,
-        "by_state": by_state,
-        "by_enqueue": by_enqueue,
-    }))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for &byte in bytes {
-        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        out.push(char::from(DIGITS[usize::from(byte & 0x0F)]));
-    }
-    out
+    Ok(crate::projection::state_value(&tables(state)?))
 }

@@ -30,6 +30,14 @@ pub use key::KeyCodec;
 use table::TransactionTables;
 pub use table::{RawRow, ReadTables, Table, TableSource, WriteTables};
 
+/// `tables`, a projection's typed rows, as the JSON `annals state` prints
+/// ([`Projection::state_json`]).
+pub(crate) fn state_value<T: serde::Serialize>(tables: &T) -> serde_json::Value {
+    // Rows whose maps have string keys always make a value, as `serde_json::json!` takes of
+    // what it is given: a failure is the crate's own mistake.
+    serde_json::to_value(tables).expect("a projection's rows have string keys")
+}
+
 // The checkpoint table is the log's (`log/checkpoints.rs`): the log reads it for
 // `Snapshot::checkpoint` without knowing any projection.
 pub use crate::log::checkpoints::Checkpoint;

@@ -306,50 +306,134 @@ pub fn fuel_totals(state: &dyn TableSource) -> Result<Vec<(String, FuelTotal)>> 
     FUEL_TOTALS.scan_prefix(state, &(), Direction::Forward, usize::MAX)
 }
 
-/// Every row of the registry projection as JSON, in key order: what `annals state` prints.
-pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
-    let instances: Vec<Instance> = INSTANCES
-        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
+/// Every row of the registry projection, in key order: what `annals state` prints (as JSON,
+/// [`state_json`]) and the Node package's `state('registry')` gives.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RegistryTables {
+    /// Every instance, by handle.
+    pub instances: Vec<Instance>,
+    /// The handle each identity names.
+    pub by_identity: Vec<IdentityRow>,
+    /// The handles each owner has.
+    pub by_owner: Vec<OwnerRow>,
+    /// The handles by when they were created.
+    pub by_created: Vec<CreatedRow>,
+    /// Every setting, by key.
+    pub settings: Vec<SettingRow>,
+    /// What each instance's calls cost, by instance, caller and op.
+    pub fuel: Vec<FuelEntry>,
+    /// What each instance's calls cost in all.
+    pub fuel_totals: Vec<FuelTotalRow>,
+}
+
+/// The handle an identity names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct IdentityRow {
+    /// The identity.
+    pub identity: String,
+    /// The instance's handle.
+    pub handle: String,
+}
+
+/// A handle an owner has.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct OwnerRow {
+    /// The owner.
+    pub owner: String,
+    /// The instance's handle.
+    pub handle: String,
+}
+
+/// A handle by when it was created.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct CreatedRow {
+    /// When the instance was created.
+    pub created_at_ms: u64,
+    /// The instance's handle.
+    pub handle: String,
+}
+
+/// A setting.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SettingRow {
+    /// Its key.
+    pub key: String,
+    /// Its value.
+    pub value: String,
+}
+
+/// What one instance's calls cost in all.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct FuelTotalRow {
+    /// The instance.
+    pub instance: String,
+    /// Calls counted.
+    pub calls: u64,
+    /// Fuel spent by them.
+    pub fuel: u64,
+}
+
+/// Every row of the registry projection, in key order.
+pub fn tables(state: &dyn TableSource) -> Result<RegistryTables> {
+    let all = Direction::Forward;
+    let instances = INSTANCES
+        .scan_prefix(state, &(), all, usize::MAX)?
         .into_iter()
         .map(|(_, instance)| instance)
         .collect();
-    let pairs = |index: Table<(String, String), ()>, name: &str| -> Result<serde_json::Value> {
-        let rows: Vec<serde_json::Value> = index
-            .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
-            .into_iter()
-            .map(|((key, handle), ())| serde_json::json!({ name: key, "handle": handle }))
-            .collect();
-        Ok(serde_json::Value::Array(rows))
-    };
-    let by_created: Vec<serde_json::Value> = BY_CREATED
-        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
+    let by_identity = BY_IDENTITY
+        .scan_prefix(state, &(), all, usize::MAX)?
         .into_iter()
-        .map(|((created_at_ms, handle), ())| {
-            serde_json::json!({ "created_at_ms": created_at_ms, "handle": handle })
+        .map(|((identity, handle), ())| IdentityRow { identity, handle })
+        .collect();
+    let by_owner = BY_OWNER
+        .scan_prefix(state, &(), all, usize::MAX)?
+        .into_iter()
+        .map(|((owner, handle), ())| OwnerRow { owner, handle })
+        .collect();
+    let by_created = BY_CREATED
+        .scan_prefix(state, &(), all, usize::MAX)?
+        .into_iter()
+        .map(|((created_at_ms, handle), ())| CreatedRow {
+            created_at_ms,
+            handle,
         })
         .collect();
-    let settings: Vec<serde_json::Value> = settings(state)?
+    let settings = settings(state)?
         .into_iter()
-        .map(|(key, value)| serde_json::json!({ "key": key, "value": value }))
+        .map(|(key, value)| SettingRow { key, value })
         .collect();
-    let fuel: Vec<FuelEntry> = FUEL
-        .scan_prefix(state, &(), Direction::Forward, usize::MAX)?
+    let fuel = FUEL
+        .scan_prefix(state, &(), all, usize::MAX)?
         .into_iter()
         .map(|(_, entry)| entry)
         .collect();
-    let fuel_totals: Vec<serde_json::Value> = fuel_totals(state)?
+    let fuel_totals = fuel_totals(state)?
         .into_iter()
-        .map(|(instance, total)| {
-            serde_json::json!({ "instance": instance, "calls": total.calls, "fuel": total.fuel })
+        .map(|(instance, total)| FuelTotalRow {
+            instance,
+            calls: total.calls,
+            fuel: total.fuel,
         })
         .collect();
-    Ok(serde_json::json!({
-        "instances": instances,
-        "by_identity": pairs(BY_IDENTITY, "identity")?,
-        "by_owner": pairs(BY_OWNER, "owner")?,
-        "by_created": by_created,
-        "settings": settings,
-        "fuel": fuel,
-        "fuel_totals": fuel_totals,
-    }))
+    Ok(RegistryTables {
+        instances,
+        by_identity,
+        by_owner,
+        by_created,
+        settings,
+        fuel,
+        fuel_totals,
+    })
+}
+
+/// Every row of the registry projection as JSON, in key order: what `annals state` prints.
+pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
+    Ok(crate::projection::state_value(&tables(state)?))
 }

@@ -624,58 +624,145 @@ pub(crate) fn unpruned_ended_before(
     Ok(rows.into_iter().map(|(key, ())| key).collect())
 }
 
-/// Every row of the runs projection as JSON, in key order: what `annals state` prints.
-pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
+/// Every row of the runs projection, in key order: what `annals state` prints (as JSON,
+/// [`state_json`]) and the Node package's `state('runs')` gives.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RunTables {
+    /// Every run whose detail is kept, by name.
+    pub runs: Vec<Run>,
+    /// Every span, by run and name.
+    pub spans: Vec<Span>,
+    /// Every span event, by run, span and seq.
+    pub events: Vec<SpanEvent>,
+    /// Every change, by run and seq.
+    pub changes: Vec<RunChange>,
+    /// The open spans of each writer.
+    pub open_by_writer: Vec<WriterSpanRow>,
+    /// The open roots by their last heartbeat.
+    pub open_roots_by_heartbeat: Vec<HeartbeatRow>,
+    /// The open roots by when they started.
+    pub open_roots_by_start: Vec<StartRow>,
+    /// The rollups of closed runs.
+    pub rollups: Vec<RunRollup>,
+    /// The ended runs whose detail is not yet pruned, by when they ended.
+    pub unpruned_by_end: Vec<EndedRow>,
+    /// The rollups computed while a run's root is open.
+    pub open_rollups: Vec<OpenRunRollup>,
+    /// The run each span name is in.
+    pub span_runs: Vec<SpanRunRow>,
+}
+
+/// An open span of a writer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct WriterSpanRow {
+    /// The writer.
+    pub writer: String,
+    /// The run.
+    pub run: String,
+    /// The span.
+    pub span: String,
+}
+
+/// An open root by its last heartbeat.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HeartbeatRow {
+    /// Its last heartbeat.
+    pub heartbeat_at_ms: u64,
+    /// The run.
+    pub run: String,
+    /// The root span.
+    pub span: String,
+}
+
+/// An open root by when it started.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StartRow {
+    /// When it started.
+    pub started_at_ms: u64,
+    /// The run.
+    pub run: String,
+    /// The root span.
+    pub span: String,
+}
+
+/// An ended run whose detail is not yet pruned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct EndedRow {
+    /// When it ended.
+    pub ended_at_ms: u64,
+    /// The run.
+    pub run: String,
+}
+
+/// The run a span name is in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SpanRunRow {
+    /// The span.
+    pub span: String,
+    /// The run.
+    pub run: String,
+}
+
+/// Every row of the runs projection, in key order.
+pub fn tables(state: &dyn TableSource) -> Result<RunTables> {
     let all = Direction::Forward;
-    let runs = values(RUNS.scan_prefix(state, &(), all, usize::MAX)?);
-    let spans = values(SPANS.scan_prefix(state, &(), all, usize::MAX)?);
-    let events = events_at(state, EVENTS.scan_prefix(state, &(), all, usize::MAX)?)?;
-    let changes = values(CHANGES.scan_prefix(state, &(), all, usize::MAX)?);
-    let open_by_writer: Vec<serde_json::Value> = OPEN_BY_WRITER
+    let open_by_writer = OPEN_BY_WRITER
         .scan_prefix(state, &(), all, usize::MAX)?
         .into_iter()
-        .map(|((writer, run, span), ())| {
-            serde_json::json!({ "writer": writer, "run": run, "span": span })
+        .map(|((writer, run, span), ())| WriterSpanRow { writer, run, span })
+        .collect();
+    let open_roots_by_heartbeat = OPEN_ROOTS_BY_HEARTBEAT
+        .scan_prefix(state, &(), all, usize::MAX)?
+        .into_iter()
+        .map(|((heartbeat_at_ms, run), span)| HeartbeatRow {
+            heartbeat_at_ms,
+            run,
+            span,
         })
         .collect();
-    let roots = |rows: Vec<((u64, String), String)>, at: &str| -> Vec<serde_json::Value> {
-        rows.into_iter()
-            .map(|((ms, run), span)| serde_json::json!({ at: ms, "run": run, "span": span }))
-            .collect()
-    };
-    let by_heartbeat = roots(
-        OPEN_ROOTS_BY_HEARTBEAT.scan_prefix(state, &(), all, usize::MAX)?,
-        "heartbeat_at_ms",
-    );
-    let by_start = roots(
-        OPEN_ROOTS_BY_START.scan_prefix(state, &(), all, usize::MAX)?,
-        "started_at_ms",
-    );
-    let rollups = rollups(state, usize::MAX)?;
-    let unpruned: Vec<serde_json::Value> = UNPRUNED_BY_END
+    let open_roots_by_start = OPEN_ROOTS_BY_START
         .scan_prefix(state, &(), all, usize::MAX)?
         .into_iter()
-        .map(|((ended, run), ())| serde_json::json!({ "ended_at_ms": ended, "run": run }))
+        .map(|((started_at_ms, run), span)| StartRow {
+            started_at_ms,
+            run,
+            span,
+        })
         .collect();
-    let open_rollups = values(OPEN_ROLLUPS.scan_prefix(state, &(), all, usize::MAX)?);
-    let span_runs: Vec<serde_json::Value> = SPAN_RUNS
+    let unpruned_by_end = UNPRUNED_BY_END
         .scan_prefix(state, &(), all, usize::MAX)?
         .into_iter()
-        .map(|((span, run), ())| serde_json::json!({ "span": span, "run": run }))
+        .map(|((ended_at_ms, run), ())| EndedRow { ended_at_ms, run })
         .collect();
-    Ok(serde_json::json!({
-        "runs": runs,
-        "spans": spans,
-        "events": events,
-        "changes": changes,
-        "open_by_writer": open_by_writer,
-        "open_roots_by_heartbeat": by_heartbeat,
-        "open_roots_by_start": by_start,
-        "rollups": rollups,
-        "unpruned_by_end": unpruned,
-        "open_rollups": open_rollups,
-        "span_runs": span_runs,
-    }))
+    let span_runs = SPAN_RUNS
+        .scan_prefix(state, &(), all, usize::MAX)?
+        .into_iter()
+        .map(|((span, run), ())| SpanRunRow { span, run })
+        .collect();
+    Ok(RunTables {
+        runs: values(RUNS.scan_prefix(state, &(), all, usize::MAX)?),
+        spans: values(SPANS.scan_prefix(state, &(), all, usize::MAX)?),
+        events: events_at(state, EVENTS.scan_prefix(state, &(), all, usize::MAX)?)?,
+        changes: values(CHANGES.scan_prefix(state, &(), all, usize::MAX)?),
+        open_by_writer,
+        open_roots_by_heartbeat,
+        open_roots_by_start,
+        rollups: rollups(state, usize::MAX)?,
+        unpruned_by_end,
+        open_rollups: values(OPEN_ROLLUPS.scan_prefix(state, &(), all, usize::MAX)?),
+        span_runs,
+    })
+}
+
+/// Every row of the runs projection as JSON, in key order: what `annals state` prints.
+pub fn state_json(state: &dyn TableSource) -> Result<serde_json::Value> {
+    Ok(crate::projection::state_value(&tables(state)?))
 }
 
 #[cfg(test)]

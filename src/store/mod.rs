@@ -169,8 +169,11 @@ pub fn check_append_to_new_log(
     Ok(crate::log::append::check_expected(stream, expected, None)?)
 }
 
-/// How a write transaction is committed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How a write transaction is committed. Its serde form is its name in snake_case
+/// (`"immediate"`, `"deferred"`), as a host gives it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
 pub enum Durability {
     /// Durable when the commit returns: redb's `Durability::Immediate`. One sync per commit
     /// with [`Sharing::Exclusive`]; two in the shared modes, where redb commits in two phases

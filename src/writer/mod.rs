@@ -47,8 +47,11 @@ const _: () = assert!(0 < QUEUE_DEPTH_DEFAULT && QUEUE_DEPTH_DEFAULT <= QUEUE_DE
 // The queue holds at least one full batch, so a busy writer always finds one waiting.
 const _: () = assert!(BATCH_MAX_DEFAULT <= QUEUE_DEPTH_DEFAULT);
 
-/// How a [`Writer`] batches and commits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a [`Writer`] batches and commits. Its serde form is what a host gives (the Node
+/// package's `store.writer(options)`): a field left out takes its default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
 pub struct WriterOptions {
     /// Most jobs run in one write transaction. Default [`BATCH_MAX_DEFAULT`].
     pub batch_max: u32,

@@ -133,7 +133,9 @@ const unions = Object.keys(names)
 const commands = declarationsOf(native.schemas(), names)
 fs.writeFileSync(nativeDeclarations, `${generated}\n\n${COMMANDS_START}\n${commands.join('\n')}\n${NAMES_START}\n${unions.join('\n')}`)
 
-const text = JSON.stringify(schemaOf(fs.readFileSync(nativeDeclarations, 'utf8')), null, 1)
+const nativeText = fs.readFileSync(nativeDeclarations, 'utf8')
+const domains = domainsOf(nativeText, native.schemas())
+const text = JSON.stringify({ ...schemaOf(nativeText), singles: Object.fromEntries(domains.filter((domain) => domain.single).map((domain) => [domain.single, domain.method])) }, null, 1)
 fs.writeFileSync(path.join(root, 'schema.json'), `${text}\n`)
 
 // lib.d.ts's `ErrorCode`: the codes the native module lists (the library's kinds of error,
@@ -154,7 +156,57 @@ let libDeclarations = handWritten.replace(union, `export type ErrorCode =\n${cod
 const [before, rest] = libDeclarations.split(FAMILIES_START)
 if (rest === undefined || !rest.includes(FAMILIES_END)) throw new Error("lib.d.ts: no AnnalsError subclasses to generate")
 libDeclarations = `${before}${FAMILIES_START}${familyClasses.join('')}${FAMILIES_END}${rest.split(FAMILIES_END)[1]}`
+// And the union of every domain's commands with the outcome each gets, from the store's
+// command methods (`domainsOf`): a domain is added in the Rust alone.
+const COMMANDS_BEGIN = "// Every domain's commands and the outcome each gets (scripts/schema.mjs, from the Store's command methods).\n"
+const COMMANDS_END = "// End of every domain's commands.\n"
+const [head, tail] = libDeclarations.split(COMMANDS_BEGIN)
+if (tail === undefined || !tail.includes(COMMANDS_END)) throw new Error("lib.d.ts: no commands' union to generate")
+libDeclarations = `${head}${COMMANDS_BEGIN}${commandTypes(domains)}${COMMANDS_END}${tail.split(COMMANDS_END)[1]}`
 fs.writeFileSync(declarations, libDeclarations)
+
+/**
+ * The domains the store runs commands of, in index.d.ts's order: each method whose first
+ * parameter is a `command` (its `…Async` twin aside), its command's and its outcome's types,
+ * and, for a command with no `type` of its own in the Rust (a struct, or an enum of one
+ * variant), the `type` that `execute` knows it by: the variant's name, or else the method's.
+ */
+function domainsOf(text, schemas) {
+  const file = ts.createSourceFile('index.d.ts', text, ts.ScriptTarget.Latest, true)
+  const store = file.statements.find((statement) => statement.name && statement.name.text === 'Store')
+  const domains = []
+  for (const member of store.members) {
+    if (!ts.isMethodDeclaration(member) || member.name.text.endsWith('Async')) continue
+    const [parameter] = member.parameters
+    if (!parameter || parameter.name.text !== 'command') continue
+    const command = parameter.type.getText()
+    const [root] = schemas[command] || []
+    if (!root) throw new Error(`index.d.ts: ${member.name.text} takes ${command}, which schemas() does not declare`)
+    const variants = root.oneOf || (root.enum ? root.enum : null)
+    let single = null
+    if (!variants) single = member.name.text
+    else if (variants.length === 1) {
+      const [variant] = variants
+      single = jsName(typeof variant === 'string' ? variant : variant.const !== undefined ? variant.const : Object.keys(variant.properties)[0])
+    }
+    domains.push({ method: member.name.text, command, outcome: member.type.getText(), single })
+  }
+  return domains
+}
+
+/** lib.d.ts's `Command` and `OutcomeOf`, from `domains`. */
+function commandTypes(domains) {
+  const names = [...new Set(domains.flatMap((domain) => [domain.command, domain.outcome]))].sort()
+  const member = (domain) => (domain.single ? `(${domain.command} & { type: '${domain.single}' })` : domain.command)
+  const test = (domain) => (domain.single ? `{ type: '${domain.single}' }` : domain.command)
+  return [
+    `import type {\n${names.map((name) => `  ${name},\n`).join('')}} from './index'\n`,
+    '/** A command of any domain, told apart by its `type`. */\n',
+    `export type Command =\n${domains.map((domain) => `  | ${member(domain)}\n`).join('')}`,
+    '\n/** The outcome of `execute(command)`, by the command\'s type. */\n',
+    `export type OutcomeOf<C extends Command> =\n${domains.map((domain) => `  C extends ${test(domain)} ? ${domain.outcome} :\n`).join('')}  never\n`,
+  ].join('')
+}
 
 /**
  * The TypeScript declarations of the library's commands and outcomes, from their JSON schemas

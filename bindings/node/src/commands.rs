@@ -154,7 +154,7 @@ impl Store {
         &self,
         env: Env,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<Made> {
         let outcome = self.command(Call::of(options)?, lease_work(command)?)?;
         to_js(&env, &outcome)
@@ -169,7 +169,7 @@ impl Store {
     pub fn lease_async(
         &self,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<AsyncTask<Crossing<LeaseOutcome>>> {
         self.crossing_async(Call::of(options)?, lease_work(command)?)
     }
@@ -183,7 +183,7 @@ impl Store {
         &self,
         env: Env,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<Made> {
         let outcome = self.command(Call::of(options)?, outbox_work(command)?)?;
         self.opened_js(&env, &outcome, OutboxResult::open_rows)
@@ -198,7 +198,7 @@ impl Store {
     pub fn outbox_async(
         &self,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<AsyncTask<Crossing<OutboxResult>>> {
         self.crossing_async_opened(
             Call::of(options)?,
@@ -216,7 +216,7 @@ impl Store {
         &self,
         env: Env,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<Made> {
         let outcome = self.command(Call::of(options)?, lane_work(command)?)?;
         to_js(&env, &outcome)
@@ -231,7 +231,7 @@ impl Store {
     pub fn lane_async(
         &self,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<AsyncTask<Crossing<LaneOutcome>>> {
         self.crossing_async(Call::of(options)?, lane_work(command)?)
     }
@@ -245,7 +245,7 @@ impl Store {
         &self,
         env: Env,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<Made> {
         let outcome = self.command(Call::of(options)?, run_work(command)?)?;
         to_js(&env, &outcome)
@@ -260,7 +260,7 @@ impl Store {
     pub fn run_async(
         &self,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<AsyncTask<Crossing<RunCommandOutcome>>> {
         self.crossing_async(Call::of(options)?, run_work(command)?)
     }
@@ -274,7 +274,7 @@ impl Store {
         &self,
         env: Env,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<Made> {
         let outcome = self.command(Call::of(options)?, ingest_work(command)?)?;
         self.opened_js(&env, &outcome, open_ingested)
@@ -289,7 +289,7 @@ impl Store {
     pub fn ingest_async(
         &self,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<AsyncTask<Crossing<IngestOutcome>>> {
         self.crossing_async_opened(Call::of(options)?, ingest_work(command)?, open_ingested)
     }
@@ -303,7 +303,7 @@ impl Store {
         &self,
         env: Env,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<Made> {
         let outcome = self.command(Call::of(options)?, span_work(command)?)?;
         to_js(&env, &outcome)
@@ -318,7 +318,7 @@ impl Store {
     pub fn span_async(
         &self,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<AsyncTask<Crossing<SpanCommandOutcome>>> {
         self.crossing_async(Call::of(options)?, span_work(command)?)
     }
@@ -332,7 +332,7 @@ impl Store {
         &self,
         env: Env,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<Made> {
         let outcome = self.command(Call::of(options)?, registry_work(command)?)?;
         to_js(&env, &outcome)
@@ -347,7 +347,7 @@ impl Store {
     pub fn registry_async(
         &self,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<AsyncTask<Crossing<InstanceOutcome>>> {
         self.crossing_async(Call::of(options)?, registry_work(command)?)
     }
@@ -361,7 +361,7 @@ impl Store {
         &self,
         env: Env,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<Made> {
         let outcome = self.command(Call::of(options)?, setting_work(command)?)?;
         to_js(&env, &outcome)
@@ -376,7 +376,7 @@ impl Store {
     pub fn setting_async(
         &self,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<AsyncTask<Crossing<SettingOutcome>>> {
         self.crossing_async(Call::of(options)?, setting_work(command)?)
     }
@@ -390,7 +390,7 @@ impl Store {
         &self,
         env: Env,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<Made> {
         let outcome = self.command(Call::of(options)?, fuel_work(command)?)?;
         to_js(&env, &outcome)
@@ -405,7 +405,7 @@ impl Store {
     pub fn fuel_async(
         &self,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<AsyncTask<Crossing<FuelOutcome>>> {
         self.crossing_async(Call::of(options)?, fuel_work(command)?)
     }
@@ -419,7 +419,7 @@ impl Store {
         &self,
         env: Env,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<Made> {
         let outcome = self.command(Call::of(options)?, consumer_work(command)?)?;
         to_js(&env, &outcome)
@@ -434,7 +434,7 @@ impl Store {
     pub fn consumer_async(
         &self,
         command: Object<'_>,
-        options: Option<CallOptions>,
+        options: Option<CallOptions<'_>>,
     ) -> napi::Result<AsyncTask<Crossing<ConsumerOutcome>>> {
         self.crossing_async(Call::of(options)?, consumer_work(command)?)
     }

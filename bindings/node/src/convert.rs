@@ -3,11 +3,11 @@
 
 use annals::{Direction, ExpectedVersion, log::StreamVersion};
 use napi::Env;
-use napi::bindgen_prelude::{BigInt, Either3, JsObjectValue, Null, Object};
+use napi::bindgen_prelude::{BigInt, Either3, JsObjectValue, Null, Object, Unknown};
 
+use crate::ReadOptions;
 use crate::erasure::Opened;
 use crate::error::invalid;
-use crate::{NewEvent, ReadOptions};
 
 /// The largest integer a JavaScript number holds exactly.
 const SAFE_INTEGER_MAX: f64 = 9_007_199_254_740_991.0;
@@ -71,20 +71,10 @@ pub fn expected(value: napi::Either<String, BigInt>) -> napi::Result<ExpectedVer
     }
 }
 
-/// The events of an append.
-pub fn events(events: Vec<NewEvent>) -> napi::Result<Vec<annals::NewEvent>> {
-    events
-        .into_iter()
-        .enumerate()
-        .map(|(at, event)| {
-            let at_ms = u64_of_ms(event.at_ms, &format!("events[{at}].atMs"))?;
-            let mut converted = annals::NewEvent::new(event.kind, at_ms, event.payload.to_vec());
-            if let Some(key) = event.idempotency_key {
-                converted = converted.with_idempotency_key(key);
-            }
-            Ok(converted)
-        })
-        .collect()
+/// The events of an append: the library's `NewEvent`s, crossing by serde, a refusal naming
+/// the event's place (`events[1].atMs`).
+pub fn events(events: Unknown<'_>) -> napi::Result<Vec<annals::NewEvent>> {
+    crate::crossing::argument(events, "events")
 }
 
 /// How many records a read gives without a `limit`.

@@ -56,6 +56,20 @@ pub fn from_js<T: DeserializeOwned>(command: &Object<'_>) -> napi::Result<T> {
     .map_err(|error| at(&Place::Root, error))
 }
 
+/// `value`, the argument JavaScript names `name` (`events`, `guard`), as the library's `T`: a
+/// refusal names its place under that name (`events[1].atMs`, `guard.token`).
+pub fn argument<T: DeserializeOwned>(value: Unknown<'_>, name: &'static str) -> napi::Result<T> {
+    let place = Place::Argument(name);
+    // The holder is never read for an argument: its value is given, as an entry's is.
+    let holder = <Object<'_> as napi::bindgen_prelude::FromNapiValue>::from_unknown(value)?;
+    T::deserialize(In {
+        holder: &holder,
+        place: &place,
+        value: Some((value, value.get_type()?)),
+    })
+    .map_err(|error| at(&place, error))
+}
+
 /// `value` as JavaScript's, by the conventions above.
 pub fn to_js<T: Serialize>(env: &Env, value: &T) -> napi::Result<Made> {
     let mut made = None;
@@ -191,8 +205,10 @@ fn refused(field: &str, problem: impl Display) -> napi::Error {
 /// The place of a value in what the caller passed, for reading it and for naming it.
 #[derive(Clone, Copy)]
 enum Place<'a> {
-    /// The command itself.
+    /// The command itself (or the options): its fields are named alone (`nowMs`).
     Root,
+    /// An argument of the call, by its name: its fields are named under it (`guard.token`).
+    Argument(&'static str),
     /// A field of the object at `parent`: its name as JavaScript spells it, and as V8 takes it.
     Field(&'a Place<'a>, &'static str, &'static CStr),
     /// The key `name` of the map at `parent`, as the caller wrote it.
@@ -205,6 +221,7 @@ impl Display for Place<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Place::Root => f.write_str("command"),
+            Place::Argument(name) => f.write_str(name),
             Place::Field(Place::Root, name, _) | Place::Key(Place::Root, name) => f.write_str(name),
             Place::Field(parent, name, _) | Place::Key(parent, name) => {
                 write!(f, "{parent}.{name}")
@@ -251,7 +268,8 @@ impl<'a> In<'a> {
                 .map_err(|_| refuse(self.place, format!("must be {what}")));
         }
         let value = match self.place {
-            Place::Root => self
+            // An argument's value is always given (`argument`).
+            Place::Root | Place::Argument(_) => self
                 .holder
                 .get_named_property_unchecked::<T>("")
                 .map_err(drop),

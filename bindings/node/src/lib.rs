@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use annals::{Durability, Position, Sharing, Store as Inner, StoreOptions};
 use napi::Env;
-use napi::bindgen_prelude::{BigInt, Buffer, Object, PromiseRaw};
+use napi::bindgen_prelude::{BigInt, Object, PromiseRaw, Unknown};
 use napi_derive::napi;
 
 use convert::{position, record_js};
@@ -65,6 +65,7 @@ pub struct OpenOptions {
     /// How its commands commit unless a call says otherwise: `'immediate'` (the default:
     /// durable when the call returns) or `'deferred'` (visible at once, durable at the next
     /// immediate commit or `flush()`; exclusive stores only, for bulk loads and tests).
+    #[napi(ts_type = "Durability")]
     pub durability: Option<String>,
     /// How integers come back: `'bigint'` (the default: positions, versions, tokens and seqs
     /// exact however large) or `'number'` (as better-sqlite3 without safe integers; one past
@@ -72,31 +73,18 @@ pub struct OpenOptions {
     pub integers: Option<String>,
 }
 
-// Still a copy of `annals::NewEvent`, converted by `convert::events`: that type has no
-// `Deserialize`, and an append's events are an array argument, which the crossing
-// (`crossing::from_js`) does not yet read with its place named (`events[0].atMs`).
-/// One event to append.
-#[napi(object)]
-pub struct NewEvent {
-    /// Its kind, e.g. `'deploy.started'`.
-    pub kind: String,
-    /// The caller's clock, milliseconds since the epoch.
-    pub at_ms: f64,
-    /// Its bytes.
-    pub payload: Buffer,
-    /// Appending the same key with the same content again is a duplicate, not a new record.
-    pub idempotency_key: Option<String>,
-}
-
 // The package's own: a call's options (as `CallOptions`) and the subject that makes the crate's
 // `append` an `append_personal`; no library type has this shape.
 /// How an append commits, and whose personal data it holds.
-#[napi(object)]
-pub struct AppendOptions {
+#[napi(object, object_to_js = false)]
+pub struct AppendOptions<'a> {
     /// `'immediate'` or `'deferred'`, as for any command. Default: the store's.
+    #[napi(ts_type = "Durability")]
     pub durability: Option<String>,
-    /// A lease the append is fenced by, checked in the same commit.
-    pub guard: Option<LeaseGuard>,
+    /// A lease the append is fenced by, checked in the same commit: the library's
+    /// `LeaseGuard`, read by serde.
+    #[napi(ts_type = "LeaseGuard")]
+    pub guard: Option<Unknown<'a>>,
     /// The subject (a person's pseudonymous id, 1 to 128 bytes, no control character and no
     /// `/`) the events' payloads are personal to: each is sealed under the subject's key
     /// before its record is hashed, and reads give it back until `erase(subject)`. A personal
@@ -124,20 +112,6 @@ pub struct ReadOptions {
     pub direction: Option<String>,
     /// At most this many records; default 1000.
     pub limit: Option<f64>,
-}
-
-// Still a copy of `annals::leases::LeaseGuard`, converted by `transaction::lease_guard`: that
-// type has no `Deserialize`, and it is a field of the call options here, which napi-rs reads.
-/// A write fenced by a lease: refused with code `FENCED` unless `token` is the resource's
-/// live token at `nowMs`.
-#[napi(object)]
-pub struct LeaseGuard {
-    /// The leased resource.
-    pub resource: String,
-    /// The token the writer holds.
-    pub token: BigInt,
-    /// The writer's clock.
-    pub now_ms: f64,
 }
 
 /// An annals log file.
@@ -218,7 +192,10 @@ impl Store {
     /// An append's options: how it commits, and the subject its payloads are personal to,
     /// refused with what a personal append cannot be (the crate's `Store::append_personal`
     /// commits alone, durably, unfenced).
-    fn append_call(&self, options: Option<AppendOptions>) -> napi::Result<(Call, Option<String>)> {
+    fn append_call(
+        &self,
+        options: Option<AppendOptions<'_>>,
+    ) -> napi::Result<(Call, Option<String>)> {
         let Some(options) = options else {
             return Ok((Call::plain(), None));
         };
@@ -291,18 +268,17 @@ impl Store {
     /// Starts the group-commit writer on a thread of its own: commands queued while a batch
     /// runs share its transaction and its one durable commit, and each promise resolves once
     /// its batch committed.
-    #[napi]
-    pub fn writer(&self, options: Option<WriterOptions>) -> napi::Result<Writer> {
+    ///
+    /// `options` is the library's `WriterOptions`, read by serde: a field left out takes its
+    /// default, and a `'deferred'` writer (its batches durable when it is closed) needs an
+    /// exclusive store.
+    #[napi(ts_args_type = "options?: WriterOptions | undefined | null")]
+    pub fn writer(&self, options: Option<Object<'_>>) -> napi::Result<Writer> {
         self.not_a_view("writer")?;
-        let mut settings = annals::writer::WriterOptions::default();
-        if let Some(options) = options {
-            if let Some(batch_max) = convert::optional_u32(options.batch_max, "batchMax")? {
-                settings.batch_max = batch_max;
-            }
-            if let Some(queue_depth) = convert::optional_u32(options.queue_depth, "queueDepth")? {
-                settings.queue_depth = queue_depth;
-            }
-        }
+        let settings: annals::writer::WriterOptions = match options {
+            Some(options) => crossing::from_js(&options)?,
+            None => annals::writer::WriterOptions::default(),
+        };
         let writer = annals::Writer::start(self.shared()?, settings).map_err(to_js)?;
         Ok(Writer {
             inner: Mutex::new(Some(writer)),
@@ -314,14 +290,17 @@ impl Store {
     /// of its last record. `options` may fence it by a lease guard, choose its durability and
     /// make its payloads personal to a `subject`; inside `transaction(fn)` it joins the
     /// transaction.
-    #[napi(ts_return_type = "AppendOutcome")]
+    #[napi(
+        ts_args_type = "stream: string, expected: string | bigint, events: Array<NewEvent>, options?: AppendOptions | undefined | null",
+        ts_return_type = "AppendOutcome"
+    )]
     pub fn append(
         &self,
         env: Env,
         stream: String,
         expected: napi::Either<String, BigInt>,
-        events: Vec<NewEvent>,
-        options: Option<AppendOptions>,
+        events: Unknown<'_>,
+        options: Option<AppendOptions<'_>>,
     ) -> napi::Result<Made> {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
@@ -339,13 +318,16 @@ impl Store {
 
     /// `append(stream, expected, events, options)` committed on a thread of libuv's pool: a
     /// Promise of its outcome, the event loop free meanwhile.
-    #[napi(ts_return_type = "Promise<AppendOutcome>")]
+    #[napi(
+        ts_args_type = "stream: string, expected: string | bigint, events: Array<NewEvent>, options?: AppendOptions | undefined | null",
+        ts_return_type = "Promise<AppendOutcome>"
+    )]
     pub fn append_async(
         &self,
         stream: String,
         expected: napi::Either<String, BigInt>,
-        events: Vec<NewEvent>,
-        options: Option<AppendOptions>,
+        events: Unknown<'_>,
+        options: Option<AppendOptions<'_>>,
     ) -> napi::Result<napi::bindgen_prelude::AsyncTask<transaction::Crossing<annals::AppendOutcome>>>
     {
         let expected = convert::expected(expected)?;
@@ -362,18 +344,21 @@ impl Store {
     }
 
     /// [`Store::append`] fenced by `guard`, checked in the same transaction.
-    #[napi(ts_return_type = "AppendOutcome")]
+    #[napi(
+        ts_args_type = "stream: string, expected: string | bigint, events: Array<NewEvent>, guard: LeaseGuard",
+        ts_return_type = "AppendOutcome"
+    )]
     pub fn append_guarded(
         &self,
         env: Env,
         stream: String,
         expected: napi::Either<String, BigInt>,
-        events: Vec<NewEvent>,
-        guard: LeaseGuard,
+        events: Unknown<'_>,
+        guard: Unknown<'_>,
     ) -> napi::Result<Made> {
         let expected = convert::expected(expected)?;
         let events = convert::events(events)?;
-        let guard = transaction::lease_guard(guard)?;
+        let guard = crossing::argument(guard, "guard")?;
         let outcome = self.append_with(stream, expected, events, Call::guarded(guard))?;
         crossing::to_js(&env, &outcome)
     }
@@ -533,17 +518,6 @@ fn promise<'env, T: Send + 'static, V: napi::bindgen_prelude::ToNapiValue>(
     )
 }
 
-// Still a copy of two of `annals::WriterOptions`' fields (its `durability` stays the default
-// here), converted in `Store::writer`: that type has no `Deserialize`.
-/// How the writer batches.
-#[napi(object)]
-pub struct WriterOptions {
-    /// Most commands in one transaction.
-    pub batch_max: Option<f64>,
-    /// Most commands waiting; a caller finding the queue full waits for room.
-    pub queue_depth: Option<f64>,
-}
-
 /// The group-commit writer: every method returns a Promise, resolved after the durable commit
 /// of the batch its command ran in; Node's event loop is never blocked.
 #[napi]
@@ -604,13 +578,16 @@ impl Writer {
 #[napi]
 impl Writer {
     /// `Store.append`, batched; `options.subject` makes its payloads personal to a subject.
-    #[napi(ts_return_type = "Promise<AppendOutcome>")]
+    #[napi(
+        ts_args_type = "stream: string, expected: string | bigint, events: Array<NewEvent>, options?: WriterAppendOptions | undefined | null",
+        ts_return_type = "Promise<AppendOutcome>"
+    )]
     pub fn append<'env>(
         &self,
         env: &'env Env,
         stream: String,
         expected: napi::Either<String, BigInt>,
-        events: Vec<NewEvent>,
+        events: Unknown<'_>,
         options: Option<WriterAppendOptions>,
     ) -> napi::Result<PromiseRaw<'env, Made>> {
         let expected = convert::expected(expected)?;

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use annals::Durability;
 use annals::consumers::ConsumerRefusal;
 use annals::ingest::IngestConflict;
 use annals::leases::LeaseRefusal;
@@ -21,6 +22,7 @@ pub fn names() -> HashMap<String, Vec<String>> {
     [
         ("BillingMode", variants::<BillingMode>()),
         ("ConsumerRefusal", variants::<ConsumerRefusal>()),
+        ("Durability", variants::<Durability>()),
         ("ExpiryReason", variants::<ExpiryReason>()),
         ("IngestConflict", variants::<IngestConflict>()),
         ("InstanceKind", variants::<InstanceKind>()),

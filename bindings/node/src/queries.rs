@@ -5,34 +5,24 @@ use napi::Env;
 use napi::bindgen_prelude::{BigInt, Either3};
 use napi_derive::napi;
 
+use annals::registry::{FuelTotalRow, SettingRow};
+
 use crate::Store;
 use crate::convert::{self, u64_of, u64_of_ms};
 use crate::crossing::{Made, to_js};
 use crate::erasure::{self, Opener};
 use crate::error::invalid;
 
-// Declared here: the library gives a pair `(instance, FuelTotal)`, which has no field names to
-// cross by; a row type of the library's would replace it.
-/// The fuel an instance used in all (`fuelTotals`: the library gives each instance with its
-/// `FuelTotal`).
-#[napi(object)]
-pub struct InstanceFuel {
-    /// The instance.
-    pub instance: String,
-    /// Calls in all.
-    pub calls: BigInt,
-    /// Fuel in all.
-    pub fuel: BigInt,
-}
-
-// Declared here: the library gives a pair `(key, value)`, which has no field names to cross by.
-/// A host setting (`settings`: the library gives each key with its value).
-#[napi(object)]
-pub struct Setting {
-    /// Its key.
-    pub key: String,
-    /// Its value.
-    pub value: String,
+impl Store {
+    /// Every row of one projection, read by `read` (a domain's `tables`), as JavaScript's.
+    fn tables<T: serde::Serialize + Send + 'static>(
+        &self,
+        env: &Env,
+        read: fn(&dyn annals::projection::TableSource) -> annals::Result<T>,
+    ) -> napi::Result<Made> {
+        let tables = self.query(read)?;
+        to_js(env, &tables)
+    }
 }
 
 // The package's own: the crate's query takes a status and a count as arguments.
@@ -395,15 +385,16 @@ impl Store {
         self.query(move |state| annals::registry::setting(state, &key))
     }
 
-    /// Every host setting, by key.
-    #[napi]
-    pub fn settings(&self) -> napi::Result<Vec<Setting>> {
-        self.query(move |state| {
+    /// Every host setting, by key: the library's `SettingRow`s, crossing by serde.
+    #[napi(ts_return_type = "Array<SettingRow>")]
+    pub fn settings(&self, env: Env) -> napi::Result<Made> {
+        let rows = self.query(move |state| {
             Ok(annals::registry::settings(state)?
                 .into_iter()
-                .map(|(key, value)| Setting { key, value })
-                .collect())
-        })
+                .map(|(key, value)| SettingRow { key, value })
+                .collect::<Vec<_>>())
+        })?;
+        to_js(&env, &rows)
     }
 
     /// The fuel ledger of `instance`: an entry per (caller, op), the costliest first.
@@ -420,40 +411,43 @@ impl Store {
         to_js(&env, &total)
     }
 
-    /// The fuel every instance used in all, by instance.
-    #[napi]
-    pub fn fuel_totals(&self) -> napi::Result<Vec<InstanceFuel>> {
-        self.query(move |state| {
+    /// The fuel every instance used in all, by instance: the library's `FuelTotalRow`s,
+    /// crossing by serde.
+    #[napi(ts_return_type = "Array<FuelTotalRow>")]
+    pub fn fuel_totals(&self, env: Env) -> napi::Result<Made> {
+        let rows = self.query(move |state| {
             Ok(annals::registry::fuel_totals(state)?
                 .into_iter()
-                .map(|(instance, total)| InstanceFuel {
+                .map(|(instance, total)| FuelTotalRow {
                     instance,
-                    calls: BigInt::from(total.calls),
-                    fuel: BigInt::from(total.fuel),
+                    calls: total.calls,
+                    fuel: total.fuel,
                 })
-                .collect())
-        })
+                .collect::<Vec<_>>())
+        })?;
+        to_js(&env, &rows)
     }
 
     /// Every row of one projection (`'registry'`, `'leases'`, `'outbox'`, `'runs'`,
-    /// `'ingest'` or `'consumers'`) as `annals state --json` prints it (snake_case, as the
-    /// CLI's JSON is).
-    #[napi]
-    pub fn state(&self, projection: String) -> napi::Result<serde_json::Value> {
-        let describe = match projection.as_str() {
-            "registry" => annals::registry::state_json,
-            "leases" => annals::leases::state_json,
-            "outbox" => annals::outbox::state_json,
-            "runs" => annals::runs::state_json,
-            "ingest" => annals::ingest::state_json,
-            "consumers" => annals::consumers::state_json,
-            _ => {
-                return Err(invalid(
-                    "projection",
-                    "must be 'registry', 'leases', 'outbox', 'runs', 'ingest' or 'consumers'",
-                ));
-            }
-        };
-        self.query(move |state| describe(state))
+    /// `'ingest'` or `'consumers'`) as `annals state` shows it: the library's `…Tables` of that
+    /// domain, crossing by serde (camelCase, `bigint` counters, `number` milliseconds). A
+    /// personal field is as stored (sealed), and hashes and stored bytes are hex, as the CLI
+    /// prints them.
+    #[napi(
+        ts_return_type = "RegistryTables | LeaseTables | OutboxTables | RunTables | IngestTables | ConsumerTables"
+    )]
+    pub fn state(&self, env: Env, projection: String) -> napi::Result<Made> {
+        match projection.as_str() {
+            "registry" => self.tables(&env, annals::registry::tables),
+            "leases" => self.tables(&env, annals::leases::tables),
+            "outbox" => self.tables(&env, annals::outbox::tables),
+            "runs" => self.tables(&env, annals::runs::tables),
+            "ingest" => self.tables(&env, annals::ingest::tables),
+            "consumers" => self.tables(&env, annals::consumers::tables),
+            _ => Err(invalid(
+                "projection",
+                "must be 'registry', 'leases', 'outbox', 'runs', 'ingest' or 'consumers'",
+            )),
+        }
     }
 }

@@ -5,22 +5,27 @@
 use std::collections::HashMap;
 
 use annals::audit::VerifyReport;
-use annals::consumers::{ConsumerCommand, ConsumerOutcome};
-use annals::ingest::{IngestCommand, IngestOutcome};
-use annals::leases::{LaneCommand, LaneOutcome, LeaseCommand, LeaseOutcome};
+use annals::consumers::{ConsumerCommand, ConsumerOutcome, ConsumerTables};
+use annals::ingest::{IngestCommand, IngestOutcome, IngestTables};
+use annals::leases::{
+    LaneCommand, LaneOutcome, LeaseCommand, LeaseGuard, LeaseOutcome, LeaseTables,
+};
 use annals::outbox::{
-    OutboxCommand, OutboxOutcome, OutboxRow, PullCommand, PullOutcome, SweepCommand, SweepOutcome,
+    OutboxCommand, OutboxOutcome, OutboxRow, OutboxTables, PullCommand, PullOutcome, SweepCommand,
+    SweepOutcome,
 };
 use annals::registry::{
     ChargeFuel, FuelEntry, FuelOutcome, FuelTotal, Instance, InstanceCommand, InstanceOutcome,
-    SetSetting, SettingOutcome,
+    RegistryTables, SetSetting, SettingOutcome,
 };
 use annals::runs::{
-    OpenRunRollup, Run, RunChange, RunCommand, RunCommandOutcome, RunRollup, RunSnapshot, Span,
-    SpanCommand, SpanCommandOutcome, SpanEvent,
+    OpenRunRollup, Run, RunChange, RunCommand, RunCommandOutcome, RunRollup, RunSnapshot,
+    RunTables, Span, SpanCommand, SpanCommandOutcome, SpanEvent,
 };
+use annals::writer::WriterOptions;
 use annals::{
-    AppendOutcome, Record, archive::ArchiveReport, erasure::Erasure, log::Head, maintenance::Backup,
+    AppendOutcome, NewEvent, Record, archive::ArchiveReport, erasure::Erasure, log::Head,
+    maintenance::Backup,
 };
 use napi_derive::napi;
 use schemars::JsonSchema;
@@ -38,6 +43,11 @@ fn unions() -> Vec<(&'static str, Vec<Value>)> {
         ("VerifyReport", vec![schema::<VerifyReport>()]),
         // A record as the reads give it, its payload opened (`OPENED`).
         ("LogRecord", vec![schema::<Record>()]),
+        // What a caller gives beside a command: an event to append, a lease guard, how the
+        // writer batches.
+        ("NewEvent", vec![schema::<NewEvent>()]),
+        ("LeaseGuard", vec![schema::<LeaseGuard>()]),
+        ("WriterOptions", vec![schema::<WriterOptions>()]),
         ("Erasure", vec![schema::<Erasure>()]),
         ("LeaseCommand", vec![schema::<LeaseCommand>()]),
         ("LeaseOutcome", vec![schema::<LeaseOutcome>()]),
@@ -86,6 +96,13 @@ fn unions() -> Vec<(&'static str, Vec<Value>)> {
         ("RunSnapshot", vec![schema::<RunSnapshot>()]),
         ("RunRollup", vec![schema::<RunRollup>()]),
         ("OpenRunRollup", vec![schema::<OpenRunRollup>()]),
+        // Every row of a projection, as `state(projection)` gives it.
+        ("RegistryTables", vec![schema::<RegistryTables>()]),
+        ("LeaseTables", vec![schema::<LeaseTables>()]),
+        ("OutboxTables", vec![schema::<OutboxTables>()]),
+        ("RunTables", vec![schema::<RunTables>()]),
+        ("IngestTables", vec![schema::<IngestTables>()]),
+        ("ConsumerTables", vec![schema::<ConsumerTables>()]),
     ]
 }
 

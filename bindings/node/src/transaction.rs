@@ -11,29 +11,31 @@
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use annals::leases::{FencingToken, LeaseGuard as CoreLeaseGuard};
+use annals::leases::LeaseGuard;
 use annals::projection::TableSource;
 use annals::{Durability, writer::WriteSession};
-use napi::bindgen_prelude::{AsyncTask, Either3, Function, Object};
+use napi::bindgen_prelude::{AsyncTask, Either3, Function, Object, Unknown};
 use napi::{Env, Task};
 use napi_derive::napi;
 use serde::Serialize;
 
-use crate::convert::{u64_of, u64_of_ms};
+use crate::Store;
 use crate::crossing::{Made, to_js as crossed};
 use crate::error::{Failure, coded, invalid, to_js};
-use crate::{LeaseGuard, Store};
 
 // The package's own: the crate takes a guard and a durability as arguments of its calls.
 /// How one command commits.
-#[napi(object)]
-pub struct CallOptions {
+#[napi(object, object_to_js = false)]
+pub struct CallOptions<'a> {
     /// `'immediate'` (durable when the call returns) or `'deferred'` (visible at once, durable
     /// at the next immediate commit or `flush()`; exclusive stores only). Default: the store's.
+    #[napi(ts_type = "Durability")]
     pub durability: Option<String>,
     /// A lease the command is fenced by: refused with `FENCED` unless `guard.token` is the
-    /// resource's live token at `guard.nowMs`, checked in the same commit.
-    pub guard: Option<LeaseGuard>,
+    /// resource's live token at `guard.nowMs`, checked in the same commit. The library's
+    /// `LeaseGuard`, read by serde.
+    #[napi(ts_type = "LeaseGuard")]
+    pub guard: Option<Unknown<'a>>,
 }
 
 // The package's own, as `CallOptions`.
@@ -41,38 +43,24 @@ pub struct CallOptions {
 #[napi(object)]
 pub struct TransactionOptions {
     /// `'immediate'` or `'deferred'`, as for one command. Default: the store's.
+    #[napi(ts_type = "Durability")]
     pub durability: Option<String>,
 }
 
-/// `'immediate'` or `'deferred'`, named `field` in a refusal.
+/// `'immediate'` or `'deferred'`: the library's `Durability` by its serde name, named `field`
+/// in a refusal.
 pub(crate) fn durability(text: &str, field: &str) -> napi::Result<Durability> {
-    match text {
-        "immediate" => Ok(Durability::Immediate),
-        "deferred" => Ok(Durability::Deferred),
-        other => Err(invalid(
-            field,
-            &format!("must be 'immediate' or 'deferred', not '{other}'"),
-        )),
-    }
-}
-
-/// A lease guard as annals takes it.
-pub(crate) fn lease_guard(guard: LeaseGuard) -> napi::Result<CoreLeaseGuard> {
-    Ok(CoreLeaseGuard {
-        resource: guard.resource,
-        token: FencingToken(u64_of(&guard.token, "guard.token")?),
-        now_ms: u64_of_ms(guard.now_ms, "guard.nowMs")?,
-    })
+    crate::convert::named(text.to_owned(), field)
 }
 
 /// A call's options, converted.
 pub(crate) struct Call {
     durability: Option<Durability>,
-    guard: Option<CoreLeaseGuard>,
+    guard: Option<LeaseGuard>,
 }
 
 impl Call {
-    pub(crate) fn of(options: Option<CallOptions>) -> napi::Result<Call> {
+    pub(crate) fn of(options: Option<CallOptions<'_>>) -> napi::Result<Call> {
         let Some(options) = options else {
             return Ok(Call::plain());
         };
@@ -82,7 +70,10 @@ impl Call {
                 .as_deref()
                 .map(|text| durability(text, "durability"))
                 .transpose()?,
-            guard: options.guard.map(lease_guard).transpose()?,
+            guard: options
+                .guard
+                .map(|guard| crate::crossing::argument(guard, "guard"))
+                .transpose()?,
         })
     }
 
@@ -105,11 +96,11 @@ impl Call {
     }
 
     /// The guard it is fenced by, if any.
-    pub(crate) fn guard(&self) -> Option<&CoreLeaseGuard> {
+    pub(crate) fn guard(&self) -> Option<&LeaseGuard> {
         self.guard.as_ref()
     }
 
-    pub(crate) fn guarded(guard: CoreLeaseGuard) -> Call {
+    pub(crate) fn guarded(guard: LeaseGuard) -> Call {
         Call {
             durability: None,
             guard: Some(guard),

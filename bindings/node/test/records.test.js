@@ -60,3 +60,9 @@ test("a bulk read's payloads are each their own bytes, however they share a buff
   assert.equal(first.payload.toString(), 'first')
   assert.equal(second.payload.toString(), 'second')
 })
+
+test("an event crosses as the library's NewEvent: its schema version is kept, 1 when left out", (t) => {
+  const { store } = freshStore(t)
+  store.append('s', 'none', [event('a', 1, 'first'), { ...event('b', 2, 'second'), schema: 3 }, { ...event('c', 3, 'third'), schema: null }])
+  assert.deepEqual(store.readAll().map((record) => record.schema), [1, 3, 1])
+})

@@ -1,7 +1,10 @@
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { AnnalsError } = require('../lib.js')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { AnnalsError, Store } = require('../lib.js')
 const { freshStore, event } = require('./support/helpers.js')
 
 test('the writer is shared by 64 concurrent promises, each command once', async (t) => {
@@ -34,4 +37,24 @@ test('the writer is shared by 64 concurrent promises, each command once', async 
   assert.equal(records.length, 64 + 1)
   const payloads = new Set(records.filter((r) => r.kind === 'work').map((r) => r.payload.toString()))
   assert.equal(payloads.size, 64)
+})
+
+test("the writer's options are the library's WriterOptions: a deferred writer needs an exclusive store", async (t) => {
+  const { store } = freshStore(t)
+  // A shared store (the default, single-writer) refuses deferred commits before the writer starts.
+  assert.throws(() => store.writer({ durability: 'deferred' }), { code: 'REFUSED', name: 'RefusedError' })
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'annals-node-'))
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const file = path.join(dir, 'log.redb')
+  const exclusive = Store.open(file, { sharing: 'exclusive' })
+  const writer = exclusive.writer({ durability: 'deferred', batchMax: 4, queueDepth: 8 })
+  const outcomes = await Promise.all(Array.from({ length: 10 }, (_, i) => writer.append('s', 'any', [event('k', i, `${i}`)])))
+  assert.ok(outcomes.every((outcome) => outcome.type === 'appended'))
+  // Closing the writer makes its deferred batches durable: the log reopens with every record.
+  await writer.close()
+  exclusive.close()
+  const reopened = Store.open(file)
+  t.after(() => reopened.close())
+  assert.equal(reopened.readAll().length, 10)
+  assert.equal(reopened.verify().sound, true)
 })

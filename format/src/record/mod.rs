@@ -6,6 +6,7 @@
 //! stored records into one value. It never touches redb and never does I/O; every decoder
 //! here is bounded by the caps in [`limits`] before it allocates.
 
+pub mod bytes;
 pub mod compact;
 pub mod envelope;
 pub mod expected;
@@ -148,18 +149,15 @@ counter_fmt!(StreamVersion);
 /// An event to append: what the caller supplies. Position, version, hashes and the chain link
 /// are the store's to assign.
 ///
-/// ```
-/// use annals_format::record::NewEvent;
-///
-/// let event = NewEvent::new("lease.acquired", 1_700_000_000_000, b"{}".to_vec())
-///     .with_idempotency_key("req-42");
-/// assert_eq!(event.idempotency_key.as_deref(), Some("req-42"));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Its serde form is what a caller gives (the Node package's `NewEvent`): `schema` may be left
+/// out for 1, and the payload is serde's bytes (a `Buffer` in the Node package).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NewEvent {
     /// The event type, e.g. `lease.acquired`.
     pub kind: String,
     /// The payload's schema version, for upcasting. Default 1.
+    #[serde(default = "first_schema")]
     pub schema: u16,
     /// The command's clock in milliseconds since the Unix epoch, supplied by the caller.
     pub at_ms: u64,
@@ -167,15 +165,30 @@ pub struct NewEvent {
     /// duplicate, with other content a conflict.
     pub idempotency_key: Option<String>,
     /// The payload bytes, opaque to the log.
+    #[serde(with = "bytes")]
+    #[cfg_attr(feature = "schema", schemars(with = "Vec<u8>"))]
     pub payload: Vec<u8>,
+}
+
+/// The schema version of an event that names none: the first.
+fn first_schema() -> u16 {
+    1
 }
 
 impl NewEvent {
     /// An event of `kind` at `at_ms` carrying `payload`, schema 1, no idempotency key.
+    ///
+    /// ```
+    /// use annals_format::record::NewEvent;
+    ///
+    /// let event = NewEvent::new("lease.acquired", 1_700_000_000_000, b"{}".to_vec())
+    ///     .with_idempotency_key("req-42");
+    /// assert_eq!(event.idempotency_key.as_deref(), Some("req-42"));
+    /// ```
     pub fn new(kind: impl Into<String>, at_ms: u64, payload: impl Into<Vec<u8>>) -> Self {
         NewEvent {
             kind: kind.into(),
-            schema: 1,
+            schema: first_schema(),
             at_ms,
             idempotency_key: None,
             payload: payload.into(),
@@ -236,7 +249,7 @@ pub struct Record {
     /// The idempotency key it was appended with, if any.
     pub idempotency_key: Option<String>,
     /// The payload bytes.
-    #[serde(serialize_with = "serialize_bytes")]
+    #[serde(serialize_with = "bytes::serialize")]
     #[cfg_attr(feature = "schema", schemars(with = "Vec<u8>"))]
     pub payload: Vec<u8>,
     /// blake3 of the payload.
@@ -248,12 +261,6 @@ pub struct Record {
     /// This record's hash: the derive-key hash of its header (over the stored payload: a
     /// personal one's ciphertext), lower-case hex.
     pub hash: Digest,
-}
-
-/// Bytes as serde's bytes (a `Buffer` in the Node package, an array of numbers in JSON), not
-/// as a sequence of numbers one by one.
-fn serialize_bytes<S: serde::Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_bytes(bytes)
 }
 
 #[cfg(any(test, feature = "testing"))]

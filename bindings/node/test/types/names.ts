@@ -28,3 +28,18 @@ const code: ErrorCode = 'HELD'
 const unknown: ErrorCode = 'HELLD'
 void code
 void unknown
+
+// `execute`'s outcome follows its command's `type` (lib.d.ts's `OutcomeOf`, generated from the
+// store's command methods), for a domain of one command (`checkpoint`) as for a union's.
+const checkpointed = store.execute({ type: 'checkpoint', consumer: 'c', position: 0n, hash: '0'.repeat(64), nowMs: 1 })
+if (checkpointed.type === 'refused') {
+  // @ts-expect-error a consumer's refusal is 'behind' or 'diverged'
+  const missing: boolean = checkpointed.reason === 'held'
+  void missing
+}
+const granted = store.execute({ type: 'acquire', resource: 'r', holder: 'h', ttlMs: 1, nowMs: 1 })
+// @ts-expect-error a lease command's outcome is no consumer's
+const behind: boolean = granted.type === 'checkpointed'
+void behind
+// @ts-expect-error a command of no domain
+store.execute({ type: 'checkpoints', consumer: 'c', position: 0n, hash: '', nowMs: 1 })
