@@ -3,7 +3,8 @@
 // on logs prepared the same way (1,000 appends of 200 bytes over 10 streams, 10 leases, 10
 // outbox rows), in one run. Reads show the binding's own cost (argument conversion, a record's
 // hash as hex and payload as a Buffer, the N-API call); a durable write shows how little of a
-// commit it is.
+// commit it is; the same command on an exclusive store with deferred durability (no sync),
+// each on a resource of its own, shows the binding's part of a command's CPU.
 //
 //   cd bindings/node && npm run build && node bench/calls.js
 const fs = require('node:fs')
@@ -15,6 +16,7 @@ const { Store } = require('../lib.js')
 const RECORDS = 1000
 const READS = 20_000
 const WRITES = 200
+const DEFERRED_WRITES = 5_000
 
 function perCall(count, call) {
   for (let i = 0; i < count / 10; i++) call()
@@ -46,6 +48,10 @@ function node(file) {
     leaseAcquire: perCall(WRITES, () => store.lease({ type: 'acquire', resource: 'bench', holder: 'holder', ttlMs: 60_000, nowMs: ++nowMs })),
   }
   store.close()
+  const deferred = Store.open(`${file}.deferred`, { sharing: 'exclusive', durability: 'deferred' })
+  let resource = 0
+  timings.leaseAcquireDeferred = perCall(DEFERRED_WRITES, () => deferred.lease({ type: 'acquire', resource: `cpu-${++resource}`, holder: 'holder', ttlMs: 60_000, nowMs: 1 }))
+  deferred.close()
   return timings
 }
 

@@ -16,6 +16,7 @@ use annals::{Direction, ExpectedVersion, NewEvent, Position, Store, StoreOptions
 const RECORDS: u64 = 1000;
 const READS: u32 = 20_000;
 const WRITES: u32 = 200;
+const DEFERRED_WRITES: u32 = 5_000;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()
@@ -84,6 +85,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .map(drop)
         })?,
     ));
+    drop(store);
+    let deferred = Store::open_with(
+        format!("{path}.deferred"),
+        StoreOptions {
+            create: true,
+            sharing: annals::Sharing::Exclusive,
+            ..StoreOptions::default()
+        },
+    )?;
+    let mut resource = 0;
+    timings.push((
+        "leaseAcquireDeferred",
+        per_call(DEFERRED_WRITES, || {
+            resource += 1;
+            let command = LeaseCommand::Acquire {
+                resource: format!("cpu-{resource}"),
+                holder: "holder".to_owned(),
+                ttl_ms: 60_000,
+                now_ms: 1,
+            };
+            // As the binding commits a command: a write session, at the store's durability.
+            deferred
+                .write_with(annals::Durability::Deferred, |session| {
+                    session.execute(&command)
+                })
+                .map(drop)
+        })?,
+    ));
+    deferred.close()?;
     let fields: Vec<String> = timings
         .iter()
         .map(|(name, ns)| format!("\"{name}\":{ns:.0}"))
