@@ -363,16 +363,10 @@ impl Projections {
 
     /// Whether every projection's checkpoint follows the head at its own version in `txn`,
     /// as [`Projections::advance_checkpoints`] leaves them: what a session told so
-    /// ([`crate::store::WriteSession`]'s `checkpoints_follow`) takes on trust.
-    #[cfg(debug_assertions)]
+    /// ([`crate::store::WriteSession`]'s `checkpoints_follow`) takes on trust. For assertions.
     pub(crate) fn all_follow(&self, txn: &Writer<'_>) -> Result<bool> {
-        let table = CHECKPOINTS.write(txn)?;
         for projection in &self.list {
-            let stored = match table.get(projection.name())? {
-                Some(stored) => Some(unseal_checkpoint(projection.name(), &stored.value())?),
-                None => None,
-            };
-            if stored != Some((projection.version(), AT_HEAD)) {
+            if checkpoint_stored(txn, projection.name())? != Some((projection.version(), AT_HEAD)) {
                 return Ok(false);
             }
         }
@@ -399,16 +393,10 @@ impl Projections {
                 )?;
             }
         }
+        drop(table);
         // Every projection of the store now follows the head at its own version.
         debug_assert!(
-            self.list.iter().all(|projection| {
-                table
-                    .get(projection.name())
-                    .ok()
-                    .flatten()
-                    .and_then(|stored| unseal_checkpoint(projection.name(), &stored.value()).ok())
-                    == Some((projection.version(), AT_HEAD))
-            }),
+            self.all_follow(txn).unwrap_or(false),
             "each checkpoint follows the head after an advance"
         );
         Ok(all_following)

@@ -419,13 +419,10 @@ impl<'txn> WriteSession<'txn> {
         let end = self.log.finish()?;
         // A session told that the checkpoints follow trusts it; debug builds check it (a read
         // that fails here is left to the commit's own reads to report).
-        #[cfg(debug_assertions)]
-        if self.following {
-            assert!(
-                self.projections.all_follow(self.txn).unwrap_or(true),
-                "a session told that every checkpoint follows the head finds them so"
-            );
-        }
+        debug_assert!(
+            !self.following || self.projections.all_follow(self.txn).unwrap_or(true),
+            "a session told that every checkpoint follows the head finds them so"
+        );
         let following = match (self.appended, self.following) {
             (_, true) => true,
             (true, false) => self.projections.advance_checkpoints(self.txn)?,
